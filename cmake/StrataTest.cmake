@@ -1,0 +1,21 @@
+# st_add_check_test(name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s])
+# One Check suite per executable, one ctest entry per executable; exit 77
+# means "skipped" (CUDA suites on a machine without a GPU).
+pkg_check_modules(CHECK REQUIRED IMPORTED_TARGET check)
+
+function(st_add_check_test name)
+    cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+    add_executable(test_${name} ${T_SOURCES})
+    target_link_libraries(test_${name} PRIVATE st_test_support ${T_LIBS}
+                          PkgConfig::CHECK st_warnings)
+    add_test(NAME ${name} COMMAND test_${name})
+    if(NOT T_TIMEOUT)
+        set(T_TIMEOUT 120)
+    endif()
+    if(NOT T_LABELS)
+        set(T_LABELS unit)
+    endif()
+    set_tests_properties(${name} PROPERTIES
+        LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77
+        ENVIRONMENT "STRATA_SOURCE_DIR=${PROJECT_SOURCE_DIR};STRATA_BINARY_DIR=${PROJECT_BINARY_DIR}")
+endfunction()

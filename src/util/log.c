@@ -1,0 +1,124 @@
+/* log.c -- levelled text/JSON log lines on stderr, one write(2) per line. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "strata/log.h"
+#include "strata/str.h"
+
+static enum st_log_level log_level = ST_LOG_INFO;
+static enum st_log_format log_format = ST_LOG_TEXT;
+
+static const char *const level_names[] = { "debug", "info", "warn", "error" };
+
+void st_log_set_level(enum st_log_level level) { log_level = level; }
+void st_log_set_format(enum st_log_format format) { log_format = format; }
+bool st_log_enabled(enum st_log_level level) { return level >= log_level; }
+
+bool st_log_parse_level(const char *name, enum st_log_level *out)
+{
+    for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+        if (strcmp(name, level_names[i]) == 0) {
+            *out = (enum st_log_level)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void timestamp(char *out, size_t cap)
+{
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             (int)(ts.tv_nsec / 1000000) % 1000);
+}
+
+static void emit(struct st_buf *line)
+{
+    if (st_buf_append(line, "\n", 1) != ST_OK)
+        return;
+    size_t off = 0;
+    while (off < line->len) {
+        ssize_t n = write(STDERR_FILENO, line->data + off, line->len - off);
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+}
+
+/* The common head of a line: time, level, module; then the message. */
+static void begin_line(struct st_buf *line, enum st_log_level level, const char *module,
+                       const char *msg)
+{
+    char ts[64];
+    timestamp(ts, sizeof(ts));
+    enum st_status rc;
+    if (log_format == ST_LOG_JSON) {
+        rc = st_buf_printf(line, "{\"time\":\"%s\",\"level\":\"%s\",\"module\":", ts,
+                           level_names[level]);
+        if (rc == ST_OK)
+            rc = st_buf_json_str(line, module, strlen(module));
+        if (rc == ST_OK)
+            rc = st_buf_append(line, ",\"msg\":", 7);
+        if (rc == ST_OK)
+            rc = st_buf_json_str(line, msg, strlen(msg));
+    } else {
+        rc = st_buf_printf(line, "%s %-5s %-6s %s", ts, level_names[level], module, msg);
+    }
+    (void)rc;
+}
+
+void st_log(enum st_log_level level, const char *module, const char *fmt, ...)
+{
+    if (!st_log_enabled(level))
+        return;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    struct st_buf line;
+    st_buf_init(&line);
+    begin_line(&line, level, module, msg);
+    if (log_format != ST_LOG_JSON || st_buf_append(&line, "}", 1) == ST_OK)
+        emit(&line);
+    st_buf_fini(&line);
+}
+
+void st_log_kv(enum st_log_level level, const char *module, const char *msg, int n,
+               const char *const *keys, const char *const *vals, const bool *numeric)
+{
+    if (!st_log_enabled(level))
+        return;
+    struct st_buf line;
+    st_buf_init(&line);
+    begin_line(&line, level, module, msg);
+    enum st_status rc = ST_OK;
+    for (int i = 0; i < n && rc == ST_OK; i++) {
+        const char *v = vals[i] ? vals[i] : "";
+        if (log_format == ST_LOG_JSON) {
+            rc = st_buf_append(&line, ",", 1);
+            if (rc == ST_OK)
+                rc = st_buf_json_str(&line, keys[i], strlen(keys[i]));
+            if (rc == ST_OK)
+                rc = st_buf_append(&line, ":", 1);
+            if (rc == ST_OK)
+                rc = (numeric && numeric[i]) ? st_buf_append(&line, v, strlen(v))
+                                             : st_buf_json_str(&line, v, strlen(v));
+        } else {
+            bool quote = strchr(v, ' ') != NULL || *v == '\0';
+            rc = st_buf_printf(&line, quote ? " %s=\"%s\"" : " %s=%s", keys[i], v);
+        }
+    }
+    if (rc == ST_OK && log_format == ST_LOG_JSON)
+        rc = st_buf_append(&line, "}", 1);
+    if (rc == ST_OK)
+        emit(&line);
+    st_buf_fini(&line);
+}

@@ -1,0 +1,66 @@
+/* support.c -- suite runner, temp dirs and paths for the Check suites. */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "support.h"
+
+int support_run_suite(Suite *s, enum fork_status fork)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, fork);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
+
+void support_tmpdir(char *out, size_t cap)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(out, cap, "%s/strata-test-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(out)) {
+        perror("mkdtemp");
+        abort();
+    }
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+void support_rmtree(const char *path)
+{
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+const char *support_source_dir(void)
+{
+    const char *d = getenv("STRATA_SOURCE_DIR");
+    return d && *d ? d : ".";
+}
+
+const char *support_binary_dir(void)
+{
+    const char *d = getenv("STRATA_BINARY_DIR");
+    return d && *d ? d : ".";
+}
+
+const char *support_shared_dir(void)
+{
+    static char path[4096];
+    const char *env = getenv("STRATA_SHARED_DIR");
+    if (env && *env)
+        snprintf(path, sizeof(path), "%s", env);
+    else
+        snprintf(path, sizeof(path), "%s/../shared", support_source_dir());
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return NULL;
+    return path;
+}

@@ -1,0 +1,101 @@
+/* test_util.c -- status table, errors, strings, buffers, clocks, dtypes. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/clock.h"
+#include "strata/dtype.h"
+#include "strata/err.h"
+#include "strata/str.h"
+#include "support.h"
+
+START_TEST(test_util_status_names)
+{
+    ck_assert_str_eq(st_status_name(ST_OK), "OK");
+    ck_assert_str_eq(st_status_name(ST_ERR_NOMEM), "ERR_NOMEM");
+    ck_assert_str_eq(st_status_msg(ST_ERR_QUEUE_FULL), "the waiting queue is full");
+    ck_assert_str_eq(st_status_name((enum st_status)9999), "UNKNOWN");
+}
+END_TEST
+
+START_TEST(test_util_err_set_and_errno)
+{
+    struct st_err err = {0};
+    ck_assert_int_eq(st_err_set(&err, ST_ERR_INVALID, "bad %d", 7), ST_ERR_INVALID);
+    ck_assert_str_eq(err.msg, "bad 7");
+    errno = ENOENT;
+    ck_assert_int_eq(st_err_errno(&err, ST_ERR_IO, "open %s", "x"), ST_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(err.msg, "open x: "));
+    ck_assert_int_eq(st_err_set(NULL, ST_ERR_IO, "ignored"), ST_ERR_IO);
+}
+END_TEST
+
+START_TEST(test_util_buf_json_escapes)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_buf_json_str(&b, "a\"b\\\n\x01", 6), ST_OK);
+    ck_assert_str_eq(b.data, "\"a\\\"b\\\\\\n\\u0001\"");
+    ck_assert_int_eq(st_buf_printf(&b, "%d", 42), ST_OK);
+    ck_assert_str_eq(b.data + b.len - 2, "42");
+    st_buf_fini(&b);
+}
+END_TEST
+
+START_TEST(test_util_str_views)
+{
+    ck_assert(st_str_eq_c(st_str_c("abc"), "abc"));
+    ck_assert(!st_str_eq_c(st_str_c("abc"), "ab"));
+    ck_assert(st_str_ieq_c(st_str_c("BaTcH"), "batch"));
+    char *d = st_str_dup((struct st_str){ "hello", 4 });
+    ck_assert_str_eq(d, "hell");
+    free(d);
+}
+END_TEST
+
+START_TEST(test_util_manual_clock_moves_only_when_told)
+{
+    struct st_clock_manual m;
+    st_clock_manual_init(&m, 1000);
+    ck_assert_int_eq(st_clock_now(&m.clock), 1000);
+    st_clock_manual_advance(&m, 500);
+    ck_assert_int_eq(st_clock_now(&m.clock), 1500);
+    m.clock.sleep_until(&m.clock, 1200);   /* in the past: no change */
+    ck_assert_int_eq(st_clock_now(&m.clock), 1500);
+    m.clock.sleep_until(&m.clock, 9000);
+    ck_assert_int_eq(st_clock_now(&m.clock), 9000);
+}
+END_TEST
+
+START_TEST(test_util_dtype_table)
+{
+    ck_assert_uint_eq(st_dtype_row_bytes(ST_DTYPE_Q4_K, 512), 288);
+    ck_assert_uint_eq(st_dtype_row_bytes(ST_DTYPE_IQ3_S, 256), 110);
+    ck_assert_uint_eq(st_dtype_row_bytes(ST_DTYPE_Q8_0, 33), 0);
+    ck_assert_ptr_null(st_dtype_info(4));
+    enum st_dtype t;
+    ck_assert(st_dtype_parse("iq4_xs", &t));
+    ck_assert_int_eq(t, ST_DTYPE_IQ4_XS);
+    ck_assert(!st_dtype_parse("q9_z", &t));
+}
+END_TEST
+
+static Suite *util_suite(void)
+{
+    Suite *s = suite_create("util");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_util_status_names);
+    tcase_add_test(tc, test_util_err_set_and_errno);
+    tcase_add_test(tc, test_util_buf_json_escapes);
+    tcase_add_test(tc, test_util_str_views);
+    tcase_add_test(tc, test_util_manual_clock_moves_only_when_told);
+    tcase_add_test(tc, test_util_dtype_table);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(util_suite(), CK_FORK);
+}
