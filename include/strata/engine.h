@@ -1,0 +1,297 @@
+/* engine.h -- engines, their slots, and the requests they serve.
+ *
+ * An engine is one model instance on one device with N slots; one thread
+ * per engine runs steps (read chunk of the lines holder + one token per
+ * decoding slot). A pool holds every engine of the server and the link to
+ * the scheduler (one shared waiting queue).
+ *
+ * Requests cross threads: the HTTP side creates one, the scheduler queues
+ * it, an engine thread serves it and emits events back. So a request is
+ * reference counted: st_request_new() returns it with one reference (the
+ * creator's); st_engine_pool_submit() takes another for the engine side,
+ * dropped after the final event was emitted. The request is freed when the
+ * last reference goes. Cancellation is an atomic flag read at step
+ * boundaries.
+ *
+ * The engine emits plain events (struct st_event); only the server knows
+ * the OpenAI wire format.
+ */
+#ifndef STRATA_ENGINE_H
+#define STRATA_ENGINE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/clock.h"
+#include "strata/compiler.h"
+#include "strata/err.h"
+#include "strata/sched.h"
+
+#define ST_MAX_STOP 4
+#define ST_MAX_TOP_LOGPROBS 20
+
+/* ---- what a request asks for ---------------------------------------- */
+
+struct st_gen_params {
+    int32_t  max_tokens;          /* completion tokens at most; -1 = until stop/context */
+    char    *stop[ST_MAX_STOP];   /* owned (free()), NUL-terminated; NULL-padded */
+    int32_t  n_stop;
+    bool     has_seed;
+    uint64_t seed;
+    float    temperature;         /* 0 = greedy; default 0.8 */
+    float    top_p;               /* default 0.95 */
+    int32_t  top_k;               /* 0 = off; default 40 */
+    float    min_p;               /* default 0.05 */
+    bool     logprobs;
+    int32_t  top_logprobs;        /* 0..ST_MAX_TOP_LOGPROBS */
+    bool     ignore_eos;
+};
+
+/* llama-server's defaults, as above. */
+void st_gen_params_defaults(struct st_gen_params *p);
+
+/* ---- what comes back ------------------------------------------------- */
+
+enum st_event_kind {
+    ST_EVENT_TOKEN,   /* one sampled token (text may be empty: held back) */
+    ST_EVENT_END,     /* last event of a request; nothing follows */
+};
+
+enum st_finish {
+    ST_FINISH_STOP,       /* eos or a stop string */
+    ST_FINISH_LENGTH,     /* max_tokens or the context is full */
+    ST_FINISH_CANCELLED,  /* client gone */
+    ST_FINISH_ERROR,      /* see status/error */
+};
+
+const char *st_finish_name(enum st_finish f);   /* "stop", "length", ... */
+
+struct st_top_logprob {
+    int32_t token;
+    float   logprob;
+    char    bytes[64];     /* the token's bytes (raw, may be partial UTF-8) */
+    int32_t n_bytes;
+};
+
+struct st_event {
+    enum st_event_kind kind;
+    /* TOKEN: new visible text, UTF-8 complete, stop strings held back. */
+    const char *text;              /* borrowed for the call */
+    size_t      text_len;
+    int32_t     token;             /* the sampled token id */
+    float       logprob;           /* when params.logprobs */
+    const struct st_top_logprob *top;   /* n_top entries, borrowed */
+    int32_t     n_top;
+    /* END */
+    enum st_finish finish;
+    enum st_status status;         /* ST_OK unless finish == ERROR */
+    const char    *error;          /* message when finish == ERROR */
+    /* usage, valid on END (and on every TOKEN as a running count) */
+    int64_t n_prompt;
+    int64_t n_generated;
+    int64_t n_cached;              /* prompt tokens reused from a slot's cache */
+};
+
+/* Called on an engine thread (or on the submitting thread for a request
+ * that ends before it reaches an engine, e.g. shed). Must not block long
+ * and must not call back into the pool. */
+typedef void st_emit_fn(void *ctx, const struct st_event *ev);
+
+/* ---- requests -------------------------------------------------------- */
+
+struct st_request {
+    atomic_int  refs;
+    atomic_bool cancelled;        /* set by the HTTP side when the client left */
+    char        id[48];           /* x-request-id; also job.request_id */
+    int32_t     model;            /* index into the pool's models */
+    int32_t     choice;           /* 0..n-1 for n > 1 */
+
+    char    *prompt;              /* owned: rendered prompt text (NUL-terminated) */
+    int32_t *tokens;              /* owned: prompt token ids (st_engine_pool_prepare) */
+    int64_t  n_tokens;
+    struct st_gen_params params;
+    enum st_band band;            /* of the effective priority */
+
+    st_emit_fn *emit;             /* set by the creator before submit */
+    void       *emit_ctx;
+
+    struct st_sched_job job;      /* the scheduler's view (priority, prompt length ...) */
+    int64_t submit_ns;            /* clock time of submit */
+    int64_t first_token_ns;       /* 0 until the first token */
+    int64_t end_ns;
+
+    /* Called when the last reference goes, before the request is freed:
+     * lets the owner release what it hung on emit_ctx. May be NULL. */
+    void (*on_free)(struct st_request *req);
+};
+
+/* Returns owned with refs = 1, params at their defaults; NULL on OOM. */
+struct st_request *st_request_new(void);
+void st_request_ref(struct st_request *req);
+/* Frees params.stop[], prompt, tokens and the request at the last ref. */
+void st_request_unref(struct st_request *req);
+
+/* ---- the pool -------------------------------------------------------- */
+
+enum st_backend_kind {
+    ST_BACKEND_SIM,
+    ST_BACKEND_CPU,
+    ST_BACKEND_CUDA,
+};
+
+struct st_sim_config {
+    double  prompt_tps;     /* prompt tokens read per second, per engine (one read at a time) */
+    double  decode_tps;     /* tokens per second per decoding slot */
+    double  load_seconds;   /* time to "load" the model */
+    int32_t tokens;         /* default completion length */
+};
+
+struct st_model_config {
+    char   *name;           /* owned; the id /v1/models shows */
+    char   *path;           /* owned; GGUF path (NULL for sim) */
+    enum st_backend_kind backend;
+    int32_t priority;       /* added to every request's priority */
+    int32_t parallel;       /* slots per engine */
+    int64_t ctx_size;       /* tokens per slot */
+};
+
+struct st_pool_config {
+    struct st_model_config model;     /* the model every engine serves */
+    int32_t n_engines;                /* one per listed GPU (sim: per --gpus entry); >= 1 */
+    int32_t gpus[16];                 /* device ids, n_engines of them */
+    int32_t ubatch;                   /* read chunk, tokens (default 512) */
+    int32_t threads;                  /* CPU worker threads (0 = cores) */
+    bool    mtp;                      /* --batch-mtp */
+    int32_t mtp_draft;                /* draft tokens per step (1..4) */
+    struct st_sim_config sim;
+};
+
+void st_pool_config_defaults(struct st_pool_config *c);
+
+struct st_engine_pool;
+
+/* Creates the engines (not started). 'sched' and 'clock' are borrowed and
+ * outlive the pool. Returns owned; free with st_engine_pool_free(). */
+ST_MUST_CHECK
+enum st_status st_engine_pool_new(const struct st_pool_config *cfg, struct st_sched *sched,
+                                  const struct st_clock *clock, struct st_engine_pool **out,
+                                  struct st_err *err);
+
+/* Start one thread per engine; each loads its model, then serves. */
+ST_MUST_CHECK
+enum st_status st_engine_pool_start(struct st_engine_pool *p, struct st_err *err);
+
+/* Stop the threads; every request still queued or running ends with
+ * ST_ERR_SHUTDOWN. Then free. NULL is a no-op. */
+void st_engine_pool_free(struct st_engine_pool *p);
+
+/* True once every engine has loaded its model (/health). */
+bool st_engine_pool_ready(struct st_engine_pool *p);
+
+/* Run one step of 'engine' on the calling thread, without threads: for
+ * tests on a manual clock. Returns false when the engine had nothing to
+ * do. The pool must not have been started. */
+bool st_engine_pool_step(struct st_engine_pool *p, int32_t engine);
+
+/* Model facts the server needs. */
+const char *st_engine_pool_model_name(const struct st_engine_pool *p, int32_t model);
+int32_t st_engine_pool_n_models(const struct st_engine_pool *p);
+/* -1 if unknown. */
+int32_t st_engine_pool_find_model(const struct st_engine_pool *p, const char *name);
+int64_t st_engine_pool_ctx_size(const struct st_engine_pool *p, int32_t model);
+const char *st_engine_pool_backend_name(const struct st_engine_pool *p, int32_t model);
+
+/* Text side of a model (sim: words; real models: the GGUF tokenizer). */
+ST_MUST_CHECK
+enum st_status st_engine_pool_tokenize(struct st_engine_pool *p, int32_t model, const char *text,
+                                       size_t len, bool add_special, bool parse_special,
+                                       int32_t **ids, size_t *n_ids, struct st_err *err);
+/* Owned NUL-terminated bytes of the tokens (free()). */
+ST_MUST_CHECK
+enum st_status st_engine_pool_detokenize(struct st_engine_pool *p, int32_t model,
+                                         const int32_t *ids, size_t n_ids, char **text,
+                                         struct st_err *err);
+
+/* Render a chat into prompt text with the model's template. 'messages_json'
+ * is the OpenAI messages array as JSON text; 'kwargs_json' the
+ * chat_template_kwargs object or NULL; 'tools_json' or NULL. Owned result. */
+ST_MUST_CHECK
+enum st_status st_engine_pool_apply_template(struct st_engine_pool *p, int32_t model,
+                                             const char *messages_json, const char *tools_json,
+                                             const char *kwargs_json, bool add_generation_prompt,
+                                             char **prompt, struct st_err *err);
+
+/* Tokenize req->prompt into req->tokens and fill req->job.prompt_tokens.
+ * ST_ERR_TOO_LONG when it cannot fit the context. */
+ST_MUST_CHECK
+enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_request *req,
+                                      struct st_err *err);
+
+/* Hand the request to the scheduler (takes a reference for the engine
+ * side). ST_ERR_QUEUE_FULL: not queued (the caller answers 429). A request
+ * shed to make room ends with an END event (status ST_ERR_QUEUE_FULL) on
+ * this thread. Thread: any. */
+ST_MUST_CHECK
+enum st_status st_engine_pool_submit(struct st_engine_pool *p, struct st_request *req,
+                                     struct st_err *err);
+
+/* Client gone: sets req->cancelled; a waiting request ends at once (END,
+ * ST_FINISH_CANCELLED, on this thread), a running one at its engine's next
+ * step. Thread: any. */
+void st_engine_pool_cancel(struct st_engine_pool *p, struct st_request *req);
+
+/* ---- observability --------------------------------------------------- */
+
+enum st_slot_state {
+    ST_SLOT_IDLE,
+    ST_SLOT_READING,
+    ST_SLOT_PARKED,
+    ST_SLOT_DECODING,
+    ST_SLOT_ADMITTED,     /* holds a request, waits for the lines to start reading */
+};
+
+struct st_slot_view {
+    int32_t engine;
+    int32_t slot;
+    enum st_slot_state state;
+    char    request_id[48];
+    int32_t priority;
+    enum st_band band;
+    int64_t n_prompt;
+    int64_t n_read;
+    int64_t n_generated;
+    int32_t give_ways;
+    int64_t n_cached;          /* tokens of KV kept from the previous request */
+};
+
+/* Fill up to 'max' slot views; returns the number of slots in the pool. */
+size_t st_engine_pool_slots(struct st_engine_pool *p, struct st_slot_view *out, size_t max);
+
+#define ST_HIST_BUCKETS 16
+
+struct st_histogram {
+    double   bounds[ST_HIST_BUCKETS];   /* upper bounds, seconds; +Inf implied */
+    int32_t  n_bounds;
+    uint64_t counts[ST_HIST_BUCKETS + 1];   /* per bucket, not cumulative; last = +Inf */
+    double   sum;
+    uint64_t count;
+};
+
+struct st_pool_stats {
+    uint64_t prompt_tokens;        /* read, all engines */
+    uint64_t generated_tokens;
+    uint64_t cached_tokens;        /* prompt tokens reused through prefix reuse */
+    uint64_t mtp_drafted;
+    uint64_t mtp_accepted;
+    uint64_t mtp_steps;
+    struct st_histogram ttft[ST_BAND_COUNT];   /* time to first token, by band */
+    struct st_histogram itl[ST_BAND_COUNT];    /* inter-token latency, by band */
+    double   kv_usage;             /* 0..1: context in use over context allocated */
+    int64_t  running;              /* requests holding a slot */
+};
+
+void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out);
+
+#endif /* STRATA_ENGINE_H */

@@ -1,0 +1,56 @@
+/* server.h -- the OpenAI-compatible HTTP server (libmicrohttpd).
+ *
+ * Routes, request parsing, SSE streaming, errors in the OpenAI shape, auth,
+ * /metrics. The server owns no engine: it is handed the pool and the
+ * scheduler, both borrowed and outliving it.
+ */
+#ifndef STRATA_SERVER_H
+#define STRATA_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/compiler.h"
+#include "strata/engine.h"
+#include "strata/err.h"
+#include "strata/sched.h"
+
+struct st_api_key {
+    char   *name;               /* owned; shown in logs, never the key */
+    char   *key;                /* owned */
+    bool    has_default_priority;
+    int32_t default_priority;
+    bool    has_max_priority;
+    int32_t max_priority;
+};
+
+struct st_server_config {
+    const char *host;                 /* borrowed; default "127.0.0.1" */
+    uint16_t    port;                 /* 0 = pick a free port */
+    size_t      body_limit;           /* bytes; default 8 MiB */
+    const struct st_api_key *keys;    /* borrowed; n_keys of them; none = open */
+    size_t      n_keys;
+    enum st_priority_order priority_order;
+    int32_t     http_threads;         /* libmicrohttpd worker threads (default 2) */
+    int32_t     activity_log_lines;   /* log one line per dispatch (default on) */
+};
+
+void st_server_config_defaults(struct st_server_config *c);
+
+struct st_server;
+
+/* Bind and start serving. 'pool' and 'sched' are borrowed. Returns owned;
+ * stop and free with st_server_free(). */
+ST_MUST_CHECK
+enum st_status st_server_start(const struct st_server_config *cfg, struct st_engine_pool *pool,
+                               struct st_sched *sched, struct st_server **out,
+                               struct st_err *err);
+
+/* The port actually bound (useful with port 0). */
+uint16_t st_server_port(const struct st_server *srv);
+
+/* Stop accepting, end open streams, free. NULL is a no-op. */
+void st_server_free(struct st_server *srv);
+
+#endif /* STRATA_SERVER_H */

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# test.sh -- set up and run every test: the unit suites and end-to-end
+# suites in a plain build and again under AddressSanitizer + UBSan, the fuzz
+# targets for a short while (clang/libFuzzer), and a CUDA compile check when
+# nvcc is present. Exits non-zero if anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh --test
+
+jobs=$(nproc)
+# nvcc is often installed off PATH; CMake finds it through PATH or CUDACXX.
+if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+fi
+
+run_ctest() {   # run_ctest BUILD_DIR [ctest args...]
+    local dir=$1; shift
+    (cd "$dir" && ctest --output-on-failure -j"$jobs" "$@")
+}
+
+echo "== plain build (warnings are errors)"
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_WERROR=ON \
+      -DSTRATA_CUDA=OFF >/dev/null
+cmake --build build-test -j"$jobs"
+run_ctest build-test
+
+echo "== AddressSanitizer + UBSan build"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSTRATA_WERROR=ON -DSTRATA_SANITIZE=ON \
+      -DSTRATA_CUDA=OFF >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    run_ctest build-asan -LE "slow|fuzz"
+
+echo "== fuzz targets (clang, libFuzzer)"
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DSTRATA_FUZZ=ON \
+      -DSTRATA_CUDA=OFF >/dev/null
+cmake --build build-fuzz -j"$jobs"
+run_ctest build-fuzz -L fuzz
+
+if command -v nvcc >/dev/null 2>&1; then
+    echo "== CUDA compile check (sm_90; the CUDA tests skip without a GPU)"
+    cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=ON \
+          -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+    cmake --build build-cuda -j"$jobs"
+    run_ctest build-cuda -L cuda
+fi
+echo "== all tests passed"
