@@ -1,1 +1,312 @@
-int main(void){return 0;}
+/* main.c -- the strata binary: argv -> config -> modules wired -> run.
+ *
+ * The only place that ends the process: main() returns the exit status.
+ *   0  done (serve: after a graceful shutdown on SIGINT/SIGTERM)
+ *   1  a failure at run time (cannot bind, out of memory, ...)
+ *   2  a usage or configuration error: unknown flag, bad value, bad config
+ *      file, a backend this build or machine cannot run
+ *
+ * serve's life: parse (config module) -> log settings -> block SIGINT and
+ * SIGTERM in every thread (they are blocked before any thread starts, so
+ * the threads inherit the mask) -> scheduler, engine pool, HTTP server ->
+ * sigwait() in this thread -> stop the server, free the pool, free the
+ * scheduler, free the config. No work happens in a signal handler.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/cli_model.h"
+#include "strata/clock.h"
+#include "strata/config.h"
+#include "strata/engine.h"
+#include "strata/log.h"
+#include "strata/sched.h"
+#include "strata/server.h"
+
+#ifndef STRATA_VERSION
+#define STRATA_VERSION "unknown"
+#endif
+
+enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+/* Everything serve starts, in start order; stopped in reverse. */
+struct running {
+    struct st_sched       *sched;
+    struct st_engine_pool *pool;
+    struct st_server      *server;
+    struct st_api_key     *keys;   /* views of the config's keys (strings borrowed) */
+};
+
+static int print_text(FILE *f, enum st_status (*render)(struct st_buf *))
+{
+    struct st_buf b;
+    int status = 0;
+
+    st_buf_init(&b);
+    if (render(&b) != ST_OK || fputs(b.data, f) == EOF || fflush(f) != 0)
+        status = EXIT_RUNTIME;
+    st_buf_fini(&b);
+    return status;
+}
+
+/* Bad input and things this build or machine cannot do are usage errors. */
+static int exit_status_of(enum st_status rc)
+{
+    switch (rc) {
+    case ST_ERR_BAD_CONFIG:
+    case ST_ERR_UNSUPPORTED:
+    case ST_ERR_INVALID:
+        return EXIT_USAGE;
+    default:
+        return EXIT_RUNTIME;
+    }
+}
+
+static enum st_backend_kind backend_kind(enum st_cfg_backend b)
+{
+    switch (b) {
+    case ST_CFG_BACKEND_CPU:  return ST_BACKEND_CPU;
+    case ST_CFG_BACKEND_CUDA: return ST_BACKEND_CUDA;
+    case ST_CFG_BACKEND_AUTO:
+    case ST_CFG_BACKEND_SIM:  return ST_BACKEND_SIM;
+    }
+    return ST_BACKEND_SIM;
+}
+
+static void fill_sched(const struct st_config *c, struct st_sched_config *s)
+{
+    st_sched_config_defaults(s);
+    s->policy = c->scheduler == ST_CFG_SCHED_FIFO ? ST_SCHED_FIFO : ST_SCHED_SERIAL;
+    s->aging_divisor_s = c->aging_divisor_s;
+    s->swap_affinity_bonus = c->swap_affinity_bonus;
+    s->give_way_tokens = c->give_way_tokens;
+    s->yields_max = c->yields_max;
+    s->max_queue = c->max_queue;
+    s->batch = c->batch;
+}
+
+/* The model every engine serves. Without --batch an engine serves one
+ * request at a time: 1 slot, whatever --parallel says. */
+static void fill_pool(const struct st_config *c, const struct st_config_model *m,
+                      struct st_pool_config *p)
+{
+    st_pool_config_defaults(p);
+    p->model.name = m->name;        /* borrowed: the pool copies it */
+    p->model.path = m->path;
+    p->model.backend = backend_kind(m->backend);
+    p->model.priority = m->priority;
+    p->model.parallel = c->batch ? m->parallel : 1;
+    p->model.ctx_size = m->ctx_size;
+    p->n_engines = m->gpus.n > 0 ? m->gpus.n : 1;
+    for (int32_t i = 0; i < m->gpus.n; i++)
+        p->gpus[i] = m->gpus.ids[i];
+    p->ubatch = c->ubatch;
+    p->threads = c->threads;
+    p->mtp = c->batch_mtp;
+    p->mtp_draft = c->mtp_draft;
+    p->sim.prompt_tps = c->sim_prompt_tps;
+    p->sim.decode_tps = c->sim_decode_tps;
+    p->sim.load_seconds = c->sim_load_seconds;
+    p->sim.tokens = c->sim_tokens;
+}
+
+/* The server config; *keys is an owned array of views into the config. */
+static enum st_status fill_server(const struct st_config *c, struct st_server_config *s,
+                                  struct st_api_key **keys, struct st_err *err)
+{
+    st_server_config_defaults(s);
+    *keys = NULL;
+    if (c->n_keys > 0 && (*keys = calloc(c->n_keys, sizeof(**keys))) == NULL)
+        return st_err_set(err, ST_ERR_NOMEM, "no memory for the API keys");
+    for (size_t i = 0; i < c->n_keys; i++) {
+        (*keys)[i] = (struct st_api_key){
+            .name = c->keys[i].name,
+            .key = c->keys[i].key,
+            .has_default_priority = c->keys[i].has_default_priority,
+            .default_priority = c->keys[i].default_priority,
+            .has_max_priority = c->keys[i].has_max_priority,
+            .max_priority = c->keys[i].max_priority,
+        };
+    }
+    s->host = c->host;
+    s->port = (uint16_t)c->port;
+    s->body_limit = c->body_limit;
+    s->keys = *keys;
+    s->n_keys = c->n_keys;
+    s->priority_order = c->priority_order == ST_CFG_ORDER_LOW_FIRST ? ST_PRIORITY_LOW_FIRST
+                                                                    : ST_PRIORITY_HIGH_FIRST;
+    s->http_threads = c->http_threads;
+    s->model_priority = &c->models[0].priority;
+    s->n_model_priority = 1;
+    return ST_OK;
+}
+
+/* Log what the config decided; refuse what this build cannot serve yet. */
+static int announce(const struct st_config *c)
+{
+    const struct st_config_model *m = &c->models[0];
+
+    for (size_t i = 0; i < c->n_warnings; i++)
+        st_log(ST_LOG_WARN, "config", "%s", c->warnings[i]);
+    if (c->n_models > 1)
+        st_log(ST_LOG_WARN, "config",
+               "%zu models are configured; this build serves only the first, '%s' (serving "
+               "several models comes later)", c->n_models, m->name);
+    /* TODO(cpu engine issue): remove once the CPU engine lands. */
+    if (m->backend == ST_CFG_BACKEND_CPU) {
+        st_log(ST_LOG_ERROR, "main",
+               "backend cpu: the CPU engine is not available yet in this build; start with "
+               "--backend sim");
+        return EXIT_USAGE;
+    }
+    if (m->backend == ST_CFG_BACKEND_SIM && m->path == NULL && c->backend == ST_CFG_BACKEND_AUTO)
+        st_log(ST_LOG_WARN, "main",
+               "no model given: serving the simulated engine (sim); its text is not a model's");
+    else if (m->backend == ST_CFG_BACKEND_SIM)
+        st_log(ST_LOG_INFO, "main",
+               "serving the simulated engine (sim); its text is not a model's");
+    st_log(ST_LOG_INFO, "main",
+           "model '%s': backend %s, %d engine(s), %d slot(s) each, %lld context tokens per slot%s",
+           m->name, st_cfg_backend_name(m->backend), m->gpus.n > 0 ? (int)m->gpus.n : 1,
+           c->batch ? (int)m->parallel : 1, (long long)m->ctx_size,
+           c->batch ? ", batched" : ", one request at a time (no --batch)");
+    return 0;
+}
+
+static void stop(struct running *r)
+{
+    st_server_free(r->server);
+    st_engine_pool_free(r->pool);
+    st_sched_free(r->sched);
+    free(r->keys);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Start scheduler, engines and server; on failure logs why and returns
+ * the exit status (whatever started is stopped by the caller). */
+static int start(const struct st_config *c, struct running *r)
+{
+    const struct st_clock *clock = st_clock_real();
+    struct st_sched_config sc;
+    struct st_pool_config pc;
+    struct st_server_config srv;
+    struct st_err err = { 0 };
+    enum st_status rc;
+    const char *host = c->host;
+    bool v6 = strchr(host, ':') != NULL;
+
+    fill_sched(c, &sc);
+    fill_pool(c, &c->models[0], &pc);
+    rc = st_sched_new(&sc, clock, &r->sched, &err);
+    if (rc == ST_OK)
+        rc = st_engine_pool_new(&pc, r->sched, clock, &r->pool, &err);
+    if (rc == ST_OK)
+        rc = st_engine_pool_start(r->pool, &err);
+    if (rc == ST_OK)
+        rc = fill_server(c, &srv, &r->keys, &err);
+    if (rc == ST_OK)
+        rc = st_server_start(&srv, r->pool, r->sched, &r->server, &err);
+    if (rc != ST_OK) {
+        st_log(ST_LOG_ERROR, "main", "cannot start: %s", err.msg[0] ? err.msg : st_status_msg(rc));
+        /* No GPU (or no driver) for --backend cuda is the user's to fix too. */
+        if (c->models[0].backend == ST_CFG_BACKEND_CUDA && rc == ST_ERR_DEVICE)
+            return EXIT_USAGE;
+        return exit_status_of(rc);
+    }
+    /* The e2e tests grep "listening on http://" and read the port after the
+     * last colon; keep this line's shape. */
+    st_log(st_log_enabled(ST_LOG_INFO) ? ST_LOG_INFO : ST_LOG_WARN, "main",
+           "listening on http://%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "",
+           (unsigned)st_server_port(r->server));
+    return 0;
+}
+
+/* Block until SIGINT or SIGTERM; returns which. */
+static int wait_for_signal(const sigset_t *set)
+{
+    int sig = 0;
+    while (sigwait(set, &sig) != 0 || (sig != SIGINT && sig != SIGTERM))
+        ;
+    return sig;
+}
+
+static int serve(int argc, char **argv)
+{
+    struct st_config c;
+    struct running r = { 0 };
+    struct st_err err = { 0 };
+    sigset_t set;
+    bool help;
+    int status;
+    enum st_status rc = st_config_from_args(&c, argc, argv, &help, &err);
+
+    if (rc != ST_OK) {
+        fprintf(stderr, "strata: %s\n", err.msg[0] ? err.msg : st_status_msg(rc));
+        return rc == ST_ERR_NOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+    }
+    if (help) {
+        st_config_fini(&c);
+        return print_text(stdout, st_cli_serve_help);
+    }
+    st_log_set_format(c.log_format);
+    st_log_set_level(c.log_level);
+    status = announce(&c);
+    if (status != 0)
+        goto out;
+
+    /* Before any thread exists, so every thread inherits the mask. */
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+    status = start(&c, &r);
+    if (status == 0) {
+        int sig = wait_for_signal(&set);
+        st_log(ST_LOG_INFO, "main", "%s: shutting down (send it again to stop at once)",
+               sig == SIGINT ? "SIGINT" : "SIGTERM");
+        /* Only this thread unblocks: a second signal now ends the process. */
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    }
+    stop(&r);
+    if (status == 0)
+        st_log(ST_LOG_INFO, "main", "stopped");
+out:
+    st_config_fini(&c);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    struct st_cli cli;
+    struct st_err err = { 0 };
+
+    if (st_cli_parse_command(argc, argv, &cli, &err) != ST_OK) {
+        fprintf(stderr, "strata: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    switch (cli.command) {
+    case ST_CLI_HELP:
+        return print_text(stdout, st_cli_help);
+    case ST_CLI_VERSION:
+        printf("strata %s (backends: sim%s)\n", STRATA_VERSION,
+               st_config_cuda_built() ? ", cuda" : "");
+        return fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
+    case ST_CLI_SERVE:
+        return serve(cli.argc, cli.argv);
+    case ST_CLI_MAKE_MODEL:
+        return st_cli_make_model(cli.argc, cli.argv);
+    case ST_CLI_INSPECT:
+        return st_cli_inspect(cli.argc, cli.argv);
+    case ST_CLI_RUN:
+    case ST_CLI_BENCH:
+        /* TODO(cpu engine issue): run and bench come with the CPU engine. */
+        fprintf(stderr, "strata: %s: not implemented yet in this build\n", cli.name);
+        return EXIT_USAGE;
+    }
+    return EXIT_USAGE;
+}

@@ -25,6 +25,7 @@ enum st_dtype {
     ST_DTYPE_IQ4_NL = 20,
     ST_DTYPE_IQ3_S = 21,
     ST_DTYPE_IQ4_XS = 23,
+    ST_DTYPE_I32 = 26,      /* integer tensors of the backend (ids, positions); never a weight */
     ST_DTYPE_BF16 = 30,
     ST_DTYPE_COUNT_ = 43,   /* one past the largest id GGUF may hold */
 };

@@ -56,7 +56,7 @@ void st_gen_params_defaults(struct st_gen_params *p);
 
 enum st_event_kind {
     ST_EVENT_TOKEN,   /* one sampled token (text may be empty: held back) */
-    ST_EVENT_END,     /* last event of a request; nothing follows */
+    ST_EVENT_END,     /* last event of a request; nothing follows; carries no text */
 };
 
 enum st_finish {
@@ -77,8 +77,11 @@ struct st_top_logprob {
 
 struct st_event {
     enum st_event_kind kind;
-    /* TOKEN: new visible text, UTF-8 complete, stop strings held back. */
-    const char *text;              /* borrowed for the call */
+    /* TOKEN: new visible text, UTF-8 complete, stop strings held back.
+     * Text held back for a stop string that never completed is released
+     * with the last token (at max_tokens), or in a TOKEN event carrying the
+     * end-of-generation token (not counted in n_generated) just before END. */
+    const char *text;              /* borrowed for the call; NUL-terminated */
     size_t      text_len;
     int32_t     token;             /* the sampled token id */
     float       logprob;           /* when params.logprobs */
@@ -125,6 +128,10 @@ struct st_request {
     /* Called when the last reference goes, before the request is freed:
      * lets the owner release what it hung on emit_ctx. May be NULL. */
     void (*on_free)(struct st_request *req);
+
+    /* The pool's list of requests it submitted and has not ended yet
+     * (under the pool's mutex): lets shutdown end every one of them. */
+    struct st_request *pool_prev, *pool_next;
 };
 
 /* Returns owned with refs = 1, params at their defaults; NULL on OOM. */
@@ -141,11 +148,12 @@ enum st_backend_kind {
     ST_BACKEND_CUDA,
 };
 
+/* The simulated engine's time model (docs/SIM.md). */
 struct st_sim_config {
     double  prompt_tps;     /* prompt tokens read per second, per engine (one read at a time) */
     double  decode_tps;     /* tokens per second per decoding slot */
     double  load_seconds;   /* time to "load" the model */
-    int32_t tokens;         /* default completion length */
+    int32_t tokens;         /* default completion length; then end of generation ("stop") */
 };
 
 struct st_model_config {
@@ -173,7 +181,14 @@ void st_pool_config_defaults(struct st_pool_config *c);
 struct st_engine_pool;
 
 /* Creates the engines (not started). 'sched' and 'clock' are borrowed and
- * outlive the pool. Returns owned; free with st_engine_pool_free(). */
+ * outlive the pool. Returns owned; free with st_engine_pool_free().
+ * 'cfg' is copied (model.name/path too). Each engine registers with
+ * 'sched' (st_sched_add_engine: model.parallel slots, model 0), so the
+ * scheduler must have no engines yet; the pool installs the scheduler's
+ * notify callback (st_sched_set_notify) to wake its threads. Without
+ * --batch the scheduler fills one slot per engine at a time, so passing
+ * the same 'parallel' either way is fine. ST_ERR_UNSUPPORTED for a
+ * backend that is not built (today: anything but sim). */
 ST_MUST_CHECK
 enum st_status st_engine_pool_new(const struct st_pool_config *cfg, struct st_sched *sched,
                                   const struct st_clock *clock, struct st_engine_pool **out,
@@ -230,7 +245,11 @@ enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_reques
                                       struct st_err *err);
 
 /* Hand the request to the scheduler (takes a reference for the engine
- * side). ST_ERR_QUEUE_FULL: not queued (the caller answers 429). A request
+ * side). The caller sets id, model, job.priority (the effective P),
+ * params, emit/emit_ctx and prompt (or tokens via prepare; prepare runs
+ * here when tokens is NULL); submit fills job.model, job.prompt_tokens,
+ * job.request_id (from id), band and submit_ns. Events may arrive on an
+ * engine thread before this returns. ST_ERR_QUEUE_FULL: not queued (the caller answers 429). A request
  * shed to make room ends with an END event (status ST_ERR_QUEUE_FULL) on
  * this thread. Thread: any. */
 ST_MUST_CHECK

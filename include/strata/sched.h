@@ -47,6 +47,15 @@ enum st_band st_band_of(int64_t effective_priority);
  * outside int32. */
 bool st_priority_parse_header(struct st_str value, int32_t *out);
 
+/* The same, also telling whether the value was an alias ('is_alias' may be
+ * NULL): st_priority_inputs.has_alias needs it, as low-first order never
+ * negates an alias. */
+bool st_priority_parse_header_ex(struct st_str value, int32_t *out, bool *is_alias);
+
+/* "high-first" / "low-first" (case-insensitive); false for anything else. */
+bool st_priority_order_parse(const char *name, enum st_priority_order *out);
+const char *st_priority_order_name(enum st_priority_order o);   /* static storage */
+
 /* Body "priority": 'is_number' says the JSON value was a number. True only
  * for an integral value inside int32 (5, -100, 5.0). */
 bool st_priority_from_json(bool is_number, double value, int32_t *out);
@@ -64,7 +73,11 @@ struct st_priority_inputs {
 
 /* The effective priority P (section 2: body, else header, else key default,
  * else 0; low-first negates numeric values; capped by key_max; plus the
- * model's priority). Saturates at the int32 range. */
+ * model's priority). Saturates at the int32 range.
+ * Low-first negates only what the client sent as a number (body, numeric
+ * header); aliases, the key's default_priority and max_priority and the
+ * model's priority are operator values in Strata's own high-first terms
+ * and are never negated. Thread: any (pure). */
 int32_t st_priority_resolve(const struct st_priority_inputs *in);
 
 /* ---- configuration -------------------------------------------------- */
@@ -82,11 +95,16 @@ struct st_sched_config {
     int32_t yields_max;           /* give-ways per request at most (default 4) */
     int32_t max_queue;            /* waiting requests at most; 0 = unlimited */
     bool    batch;                /* --batch: slots + lines; else one request per engine */
-    int32_t activity_capacity;    /* records kept for /api/activity (default 1000) */
+    int32_t activity_capacity;    /* records kept for /api/activity (default 1000; 0 = none) */
+    bool    log_dispatch;         /* one INFO log line per dispatch (default true) */
 };
 
 /* Defaults above. */
 void st_sched_config_defaults(struct st_sched_config *c);
+
+/* "serial" / "fifo" (case-insensitive); false for anything else. */
+bool st_sched_policy_parse(const char *name, enum st_sched_policy *out);
+const char *st_sched_policy_name(enum st_sched_policy p);   /* static storage */
 
 /* ---- jobs ------------------------------------------------------------ */
 
@@ -109,6 +127,24 @@ enum st_outcome {
 };
 
 const char *st_outcome_name(enum st_outcome o);   /* "completed" ... */
+const char *st_job_state_name(enum st_job_state s); /* "waiting", "reading" ... */
+
+/* Scheduler-private links of a job while it waits for a slot (intrusive:
+ * the scheduler never allocates per job). Nobody else touches them. */
+struct st_sched_node {
+    struct st_sched_node *left;    /* AVL tree child, worse-ranked side */
+    struct st_sched_node *right;   /* better-ranked side */
+    int32_t height;                /* AVL height, 1 for a leaf */
+};
+
+struct st_sched_links {
+    struct st_sched_node by_score;    /* its model's tree, ordered by (key, seq) */
+    struct st_sched_node by_prio;     /* its model's tree, ordered by (priority, seq): the
+                                       * pick without aging, for the reorder counters */
+    struct st_sched_job *band_prev;   /* its band's arrival-ordered list (oldest wait) */
+    struct st_sched_job *band_next;
+    double key;                       /* serial: P - arrival_s / agingDivisor; fifo: P */
+};
 
 struct st_sched_job {
     /* Set by the submitter before st_sched_submit(); not changed after. */
@@ -130,9 +166,11 @@ struct st_sched_job {
     uint64_t after_epoch;        /* does not outrank anyone for the lines before this epoch */
     int64_t  tokens_read;        /* prompt tokens read so far (engine reports) */
     int64_t  next_boundary;      /* tokens_read at which give-way is next checked */
-    size_t   heap_index;         /* position in its heap while waiting */
+    size_t   heap_index;         /* unused (the queue links live in 'links') */
     uint64_t activity_id;        /* its record in the activity ring; 0 = none */
-    bool     swapped;            /* its dispatch made the engine swap models */
+    bool     swapped;            /* its dispatch made the engine swap models (or load
+                                  * its first): the engine loads job->model first */
+    struct st_sched_links links; /* private to the scheduler */
 };
 
 /* ---- life cycle ------------------------------------------------------ */
@@ -154,6 +192,14 @@ void st_sched_set_notify(struct st_sched *s, st_sched_notify_fn *fn, void *ctx);
 /* Register an engine with 'n_slots' slots that currently has 'model'
  * loaded (-1: none). Returns its index (0, 1, ...). Call before traffic. */
 int32_t st_sched_add_engine(struct st_sched *s, int32_t n_slots, int32_t model);
+/* (added) -1 when n_slots is outside 1..ST_SCHED_MAX_SLOTS or model < -1. */
+#define ST_SCHED_MAX_SLOTS  4096
+#define ST_SCHED_MAX_MODELS 1024   /* job->model and engine models are 0..this-1 */
+
+/* Whether 'engine' may swap models (take a job for another model when all
+ * its slots are free). Default true; an engine that cannot load another
+ * model sets false and is then only given jobs for its loaded model. */
+void st_sched_engine_set_swap(struct st_sched *s, int32_t engine, bool allow);
 
 /* ---- the HTTP side --------------------------------------------------- */
 
@@ -161,7 +207,9 @@ int32_t st_sched_add_engine(struct st_sched *s, int32_t n_slots, int32_t model);
  * rejected) when max_queue is reached and the job does not outrank the
  * lowest-scored waiting job. When it does, that job is removed instead and
  * returned in *shed (the caller answers it 429); otherwise *shed = NULL.
- * Thread: any. */
+ * 'shed' may be NULL: then nothing is shed and a full queue rejects.
+ * ST_ERR_INVALID (not queued, not counted) for model outside
+ * 0..ST_SCHED_MAX_MODELS-1 or prompt_tokens < 1. Thread: any. */
 ST_MUST_CHECK
 enum st_status st_sched_submit(struct st_sched *s, struct st_sched_job *job,
                                struct st_sched_job **shed);
@@ -216,7 +264,14 @@ struct st_sched_band_stats {
     uint64_t reorders_aging;       /* dispatches the aging term changed */
     uint64_t reorders_affinity;    /* dispatches the affinity term changed */
     uint64_t give_ways;            /* reads of this band that gave way */
-    uint64_t outcomes[ST_OUTCOME_COUNT];
+    uint64_t outcomes[ST_OUTCOME_COUNT];   /* every job that left, dispatched or not */
+    /* (added) so the counters add up:
+     *   submitted  = sum(outcomes) + queue_depth + running
+     *   dispatched = sum(outcomes) - sum(undispatched) + running */
+    uint64_t submitted;            /* st_sched_submit calls (queued or rejected) */
+    int64_t  running;              /* holding a slot now */
+    uint64_t undispatched[ST_OUTCOME_COUNT];   /* left without a slot: rejected, shed,
+                                                * cancelled or failed while waiting */
 };
 
 struct st_sched_stats {

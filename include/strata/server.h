@@ -34,6 +34,11 @@ struct st_server_config {
     enum st_priority_order priority_order;
     int32_t     http_threads;         /* libmicrohttpd worker threads (default 2) */
     int32_t     activity_log_lines;   /* log one line per dispatch (default on) */
+    /* Each model's configured priority (SCHEDULER.md section 2), indexed
+     * like the pool's models; borrowed. NULL, or a model past
+     * n_model_priority, counts as 0. */
+    const int32_t *model_priority;
+    size_t      n_model_priority;
 };
 
 void st_server_config_defaults(struct st_server_config *c);

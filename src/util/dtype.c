@@ -18,6 +18,7 @@ static const struct st_dtype_info dtype_table[ST_DTYPE_COUNT_] = {
     [ST_DTYPE_IQ4_NL]  = { "IQ4_NL", 32, 18, false },
     [ST_DTYPE_IQ3_S]   = { "IQ3_S", 256, 110, true },
     [ST_DTYPE_IQ4_XS]  = { "IQ4_XS", 256, 136, true },
+    [ST_DTYPE_I32]     = { "I32", 1, 4, false },
     [ST_DTYPE_BF16]    = { "BF16", 1, 2, true },
 };
 

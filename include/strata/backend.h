@@ -1,0 +1,271 @@
+/* backend.h -- the op table the layer program is written against.
+ *
+ * A backend is a device (the CPU with SIMD and a worker pool, later a CUDA
+ * GPU) that owns memory and runs a fixed set of ops. The architecture code
+ * (src/model) is written once against the st_backend_* calls below; every
+ * backend fills the same table (src/backend/internal.h, ST_OP_MAP), so the
+ * CUDA backend plugs in without touching the model.
+ *
+ * Tensors. A struct st_tensor is a small value: dtype, shape ne[4] (GGML
+ * order: ne[0] is the innermost, contiguous dimension; unused dims are 1)
+ * and a handle to backend-owned storage. Storage is always dense and
+ * row-major: element (i0, i1, i2, i3) of a float type sits at
+ * ((i3*ne2 + i2)*ne1 + i1)*ne0 + i0; a quantized row (ne[0] elements) is
+ * ne[0]/block_elems packed blocks. 'data' is a host pointer on the CPU and
+ * a device pointer on CUDA: callers never dereference it, they use
+ * st_backend_write/read. Views (st_tensor_slice, st_tensor_reshape) alias
+ * their parent's storage and are never released.
+ *
+ * Rows. Every op works on a batch of rows: "x [n, E]" means a tensor with
+ * ne[0] = E (elements per row) and ne[1] = n rows. One call per op per
+ * step covers every row of the step (all slots' decode tokens plus the
+ * read chunk); the number of rows is always taken from the tensors, so a
+ * step with fewer rows than the buffers hold passes row slices
+ * (st_tensor_slice(t, 1, 0, n)). Per-row integers (token ids, positions,
+ * slots, selected experts) are I32 tensors the caller fills once per step
+ * with st_backend_write, so a device backend uploads them once, not once
+ * per layer.
+ *
+ * Execution. Ops are enqueued in call order; a backend may run them
+ * asynchronously (CUDA) and report a device error at the next op or at
+ * st_backend_sync(). The CPU backend runs each op to completion before it
+ * returns. Outputs may not alias inputs unless an op says so.
+ *
+ * Errors. Shape or dtype mismatches are caller bugs but are still reported
+ * as ST_ERR_INVALID with a message naming the op and the shapes, never an
+ * abort. A dtype an op has no kernel for gives ST_ERR_UNSUPPORTED.
+ *
+ * Threads: one backend is driven by one thread at a time (the engine
+ * thread that owns it). Different backends are independent. The pure
+ * st_tensor_* helpers may be called from any thread.
+ */
+#ifndef STRATA_BACKEND_H
+#define STRATA_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/dtype.h"
+#include "strata/err.h"
+
+struct st_backend;   /* opaque; one per device */
+
+#define ST_TENSOR_DIMS 4
+
+/* Flags of struct st_tensor. */
+enum {
+    ST_TENSOR_OWNED = 1u << 0,   /* storage allocated by the backend: release frees it */
+    ST_TENSOR_WRAPPED = 1u << 1, /* wraps caller memory (CPU zero-copy) or a weight upload */
+    ST_TENSOR_VIEW = 1u << 2,    /* aliases another tensor's storage; never released */
+};
+
+struct st_tensor {
+    enum st_dtype      type;
+    int64_t            ne[ST_TENSOR_DIMS]; /* elements per dimension, ne[0] innermost */
+    void              *data;   /* backend storage (host or device pointer); opaque to callers */
+    struct st_backend *be;     /* the backend that owns 'data'; NULL for an empty tensor */
+    uint32_t           flags;  /* ST_TENSOR_* */
+};
+
+struct st_backend_config {
+    int32_t n_threads;   /* CPU: worker threads including the caller; 0 = online cores */
+    int32_t device;      /* CUDA: device ordinal; ignored by the CPU backend */
+};
+
+/* ---- backends ---------------------------------------------------------- */
+
+/* Open the backend called 'name' ("cpu"; "cuda" when built with CUDA).
+ * cfg may be NULL (defaults). On success *out is owned by the caller and
+ * freed with st_backend_close. Unknown or not-built names give
+ * ST_ERR_UNSUPPORTED with the list of built backends in the message.
+ * Thread: any. */
+enum st_status st_backend_open(const char *name, const struct st_backend_config *cfg,
+                               struct st_backend **out, struct st_err *err);
+
+/* Free the backend and its worker threads. Every tensor it allocated must
+ * have been released first. NULL is a no-op. */
+void st_backend_close(struct st_backend *be);
+
+/* "cpu", "cuda": static storage. */
+const char *st_backend_name(const struct st_backend *be);
+
+/* A one-line description of the device and what it picked at run time,
+ * e.g. "cpu: 2 threads, kernels avx512-vnni". Static or backend storage,
+ * valid until close. */
+const char *st_backend_describe(const struct st_backend *be);
+
+/* True when 'name' was built into this binary. Thread: any. */
+bool st_backend_available(const char *name);
+
+/* Check that every required entry of the backend's op table is filled in;
+ * ST_ERR_INTERNAL naming the first missing op otherwise. Thread: any. */
+enum st_status st_backend_check_ops(const char *name, struct st_err *err);
+
+/* ---- tensors: memory --------------------------------------------------- */
+
+/* Allocate a dense tensor of 'type' and shape ne (ne[k] >= 1; ne[0] a
+ * whole number of blocks), zero-filled (KV caches rely on this only for
+ * tidiness: attention never reads past a row's position). *out is owned:
+ * free it with st_backend_release. ST_ERR_DEVICE_OOM / ST_ERR_NOMEM when
+ * it does not fit; ST_ERR_INVALID for a bad shape. */
+enum st_status st_backend_alloc(struct st_backend *be, enum st_dtype type,
+                                const int64_t ne[ST_TENSOR_DIMS],
+                                struct st_tensor *out, struct st_err *err);
+
+/* Make a weight tensor from 'nbytes' bytes of host memory at 'host' (e.g.
+ * an mmap of the GGUF file) holding a dense tensor of 'type' and shape ne.
+ * The CPU backend wraps the memory in place, without a copy: 'host' is
+ * borrowed and must stay mapped and unchanged until the tensor is
+ * released. A device backend copies it to device memory and does not keep
+ * 'host'. nbytes must equal the tensor's size. Release with
+ * st_backend_release. */
+enum st_status st_backend_wrap(struct st_backend *be, enum st_dtype type,
+                               const int64_t ne[ST_TENSOR_DIMS], const void *host,
+                               size_t nbytes, struct st_tensor *out, struct st_err *err);
+
+/* Free what st_backend_alloc/st_backend_wrap made and reset *t to empty.
+ * Views and empty tensors are a no-op. */
+void st_backend_release(struct st_backend *be, struct st_tensor *t);
+
+/* Copy n bytes from host 'src' into tensor t at byte offset 'offset'
+ * (host -> device). The source may be reused when the call returns. */
+enum st_status st_backend_write(struct st_backend *be, const struct st_tensor *t,
+                                size_t offset, const void *src, size_t n,
+                                struct st_err *err);
+
+/* Copy n bytes of tensor t from byte offset 'offset' to host 'dst'. Waits
+ * for every op enqueued before it (device -> host implies a sync). */
+enum st_status st_backend_read(struct st_backend *be, const struct st_tensor *t,
+                               size_t offset, void *dst, size_t n, struct st_err *err);
+
+/* Wait until every enqueued op has finished; reports a deferred device
+ * error. A no-op on the CPU. */
+enum st_status st_backend_sync(struct st_backend *be, struct st_err *err);
+
+/* ---- tensors: pure helpers (no backend call, no allocation) ------------ */
+
+int64_t st_tensor_nelem(const struct st_tensor *t);
+/* Bytes of one row of ne[0] elements (0 for an invalid shape). */
+size_t st_tensor_row_bytes(const struct st_tensor *t);
+/* Bytes of the whole tensor. */
+size_t st_tensor_nbytes(const struct st_tensor *t);
+/* ne[1]*ne[2]*ne[3]: the number of rows. */
+int64_t st_tensor_nrows(const struct st_tensor *t);
+
+/* A view of indices [start, start+len) of dimension 'dim' of t. Every
+ * dimension above 'dim' must have ne == 1 so the view stays dense (rows of
+ * a 2-D buffer: dim 1; expert e of a stacked [in, out, n_expert] weight:
+ * dim 2; layer l of a [.., .., .., n_layer] KV cache: dim 3). Asserts on
+ * out-of-range arguments (a programmer error). */
+struct st_tensor st_tensor_slice(const struct st_tensor *t, int dim, int64_t start,
+                                 int64_t len);
+
+/* The same storage seen with shape ne (same number of elements; ne[0] a
+ * whole number of blocks). Asserts when the counts differ. */
+struct st_tensor st_tensor_reshape(const struct st_tensor *t,
+                                   const int64_t ne[ST_TENSOR_DIMS]);
+
+/* ---- ops ----------------------------------------------------------------
+ * Notation: [a, b] = ne[0] = a, ne[1] = b (b rows of a elements). f32 =
+ * ST_DTYPE_F32, i32 = ST_DTYPE_I32, "any" = F32, F16, BF16, Q8_0, Q4_0,
+ * Q4_K, Q5_K, Q6_K, IQ3_S, IQ3_XXS or IQ4_XS. n = rows in the step. */
+
+/* out[r, :] = table[ids[r], :], dequantized to f32.
+ * out: f32 [E, n]; table: any [E, V] (token_embd; or an f32 activation
+ * buffer, which makes this a row gather); ids: i32 [n], 0 <= id < V. */
+enum st_status st_backend_embed(struct st_backend *be, const struct st_tensor *out,
+                                const struct st_tensor *table, const struct st_tensor *ids,
+                                struct st_err *err);
+
+/* RMSNorm with gain, over groups of G = ne0(w) consecutive elements:
+ * out = x / sqrt(mean(x^2 over the group) + eps) * w. With G = E this is
+ * the per-row norm; with G = head_dim on x [H*D, n] it is Qwen3's
+ * per-head Q/K norm (one gain vector shared by all heads). The mean is
+ * accumulated in double, as ggml does.
+ * out, x: f32 [C, n] with C a multiple of G; w: f32 [G]; eps > 0
+ * (layer_norm_rms_epsilon). out may alias x. */
+enum st_status st_backend_rms_norm(struct st_backend *be, const struct st_tensor *out,
+                                   const struct st_tensor *x, const struct st_tensor *w,
+                                   float eps, struct st_err *err);
+
+/* y = x . W^T, batched over rows: y[r, o] = sum_i x[r, i] * W[o, i].
+ * out: f32 [O, n]; x: f32 [I, n]; w: any [I, O] (O rows of I elements,
+ * GGUF's ne0 = input width; a 2-D weight or one expert's slice). The
+ * activations are quantized per row to the weight type's dot type
+ * (ENGINE.md 2.11: Q8_0 for Q4_0/Q8_0, Q8_K for K and IQ types, F16/BF16
+ * for those) before the integer dot products, exactly as ggml's CPU path.
+ * This is also the output head (w = output or token_embd, O = vocab). */
+enum st_status st_backend_matmul(struct st_backend *be, const struct st_tensor *out,
+                                 const struct st_tensor *x, const struct st_tensor *w,
+                                 struct st_err *err);
+
+/* out = a + b, element-wise (the residual). All f32 with equal shapes;
+ * out may alias a or b. */
+enum st_status st_backend_add(struct st_backend *be, const struct st_tensor *out,
+                              const struct st_tensor *a, const struct st_tensor *b,
+                              struct st_err *err);
+
+/* out = SiLU(gate) * up, element-wise (SwiGLU), SiLU(g) = g / (1 + e^-g).
+ * All f32 [F, n]; out may alias gate or up. */
+enum st_status st_backend_silu_mul(struct st_backend *be, const struct st_tensor *out,
+                                   const struct st_tensor *gate, const struct st_tensor *up,
+                                   struct st_err *err);
+
+/* NEOX rotary embedding, per row at its own position. For each head of
+ * head_dim D and i < n_rot/2, the pair (i, i + n_rot/2) is rotated by
+ * theta = pos[r] * freq_scale * freq_base^(-2i/n_rot); dims >= n_rot pass
+ * through. out, x: f32 [H*D, n] (q or k, after the per-head norm);
+ * pos: i32 [n], >= 0; n_rot even, <= D; freq_base > 0 (Qwen3: 1e6);
+ * freq_scale = 1 without context scaling. out may alias x. */
+enum st_status st_backend_rope(struct st_backend *be, const struct st_tensor *out,
+                               const struct st_tensor *x, const struct st_tensor *pos,
+                               int32_t head_dim, int32_t n_rot, float freq_base,
+                               float freq_scale, struct st_err *err);
+
+/* Causal GQA attention over a per-slot F16 KV cache, batched across slots
+ * at different positions. Row r belongs to slot s = slot[r] at position
+ * p = pos[r]. First every row's k and v are written (converted to F16)
+ * into kcache/vcache at [slot s, position p]; then row r attends over that
+ * slot's positions 0..p inclusive (so rows of one slot's read chunk see
+ * each other causally):
+ *   out[r, h] = sum_t softmax_t(scale * q[r, h] . K[s, t, g]) * V[s, t, g]
+ * with g = h / (n_head / n_head_kv) (consecutive query heads share a KV
+ * head) and scale = 1/sqrt(D) for Qwen3.
+ * out, q: f32 [n_head*D, n]; k, v: f32 [n_head_kv*D, n];
+ * kcache, vcache: F16 [n_head_kv*D, n_ctx, n_slots] (one layer; slice a
+ * [.., .., .., n_layer] cache with dim 3); slot: i32 [n], 0 <= s < n_slots;
+ * pos: i32 [n], 0 <= p < n_ctx. Two rows of one step may not share
+ * (slot, position). Positions above p of a slot are never read, so a
+ * slot is reused by simply writing from position 0 (or from the end of a
+ * reused prefix) again. */
+enum st_status st_backend_attention(struct st_backend *be, const struct st_tensor *out,
+                                    const struct st_tensor *q, const struct st_tensor *k,
+                                    const struct st_tensor *v, const struct st_tensor *kcache,
+                                    const struct st_tensor *vcache, const struct st_tensor *slot,
+                                    const struct st_tensor *pos, int32_t n_head,
+                                    int32_t n_head_kv, float scale, struct st_err *err);
+
+/* MoE routing (qwen3moe, ENGINE.md 3.3 step 8): logits = router . x,
+ * p = softmax over all X experts, sel = the k experts of highest p (ties
+ * to the lower index), w = p[sel] / max(sum p[sel], 6.1035e-5).
+ * sel: i32 [k, n] (expert ids, in descending p); weights: f32 [k, n];
+ * x: f32 [E, n] (after ffn_norm); router: any [E, X] (F32 in files). */
+enum st_status st_backend_moe_route(struct st_backend *be, const struct st_tensor *sel,
+                                    const struct st_tensor *weights,
+                                    const struct st_tensor *x, const struct st_tensor *router,
+                                    struct st_err *err);
+
+/* Expert FFN: out[r] = sum_j weights[r, j] * down_e(SiLU(gate_e x[r]) *
+ * up_e x[r]) with e = sel[r, j]. Rows are grouped by expert so each expert
+ * slab is streamed once per step for all the rows that chose it.
+ * out, x: f32 [E, n]; sel: i32 [k, n], 0 <= e < X; weights: f32 [k, n];
+ * gate, up: any [E, F, X] (X stacked experts of F rows); down: any
+ * [F, E, X]. out may not alias x. */
+enum st_status st_backend_moe_ffn(struct st_backend *be, const struct st_tensor *out,
+                                  const struct st_tensor *x, const struct st_tensor *sel,
+                                  const struct st_tensor *weights,
+                                  const struct st_tensor *gate, const struct st_tensor *up,
+                                  const struct st_tensor *down, struct st_err *err);
+
+#endif /* STRATA_BACKEND_H */

@@ -1,0 +1,82 @@
+/* chat.h -- chat templates: messages -> the prompt text a model expects.
+ *
+ * A GGUF carries its template as Jinja source (tokenizer.chat_template). We
+ * do not run Jinja: st_chat_tmpl_init() recognizes the template by
+ * fingerprints (substrings) and picks a renderer written in C whose output
+ * matches what that template's own Jinja produces (tests compare against
+ * @huggingface/jinja). Recognized: ChatML, Qwen3 (hybrid thinking, tools;
+ * also the Thinking-2507 variant that opens <think> itself), Llama 3,
+ * Mistral ([INST], v3 style), Gemma. Anything else renders as ChatML and
+ * logs a warning naming the model.
+ *
+ * Messages are plain views (struct st_str, not NUL-terminated; ptr == NULL
+ * means "absent", which templates distinguish from "" in a few places).
+ * tool_calls and tools are JSON text (OpenAI shapes); they are parsed by
+ * the renderer and re-serialized the way Jinja's tojson does (Python
+ * json.dumps: ", " and ": " separators, non-ASCII unescaped, key order kept).
+ *
+ * Threads: a st_chat_tmpl is read-only after init; render from any thread.
+ */
+#ifndef STRATA_CHAT_H
+#define STRATA_CHAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "strata/err.h"
+#include "strata/str.h"
+
+enum st_chat_kind {
+    ST_CHAT_CHATML,
+    ST_CHAT_QWEN3,
+    ST_CHAT_LLAMA3,
+    ST_CHAT_MISTRAL,
+    ST_CHAT_GEMMA,
+};
+
+struct st_chat_tmpl {
+    enum st_chat_kind kind;
+    bool   think_open;      /* Qwen3 Thinking-2507: generation prompt ends "<think>\n" */
+    bool   thinking_flag;   /* the template reads enable_thinking */
+    bool   known;           /* false: fell back to ChatML */
+    char   bos[32];         /* bos_token text for templates that print it ("" = none) */
+    char   eos[32];         /* eos_token text (Mistral ends assistant turns with it) */
+};
+
+struct st_chat_msg {
+    struct st_str role;              /* "system", "user", "assistant", "tool" */
+    struct st_str content;           /* ptr NULL = null/absent (rendered as "") */
+    struct st_str reasoning_content; /* ptr NULL = absent */
+    struct st_str tool_calls;        /* JSON array of OpenAI tool calls; NULL = none */
+    struct st_str tool_call_id;      /* tool messages; ptr NULL = absent */
+    struct st_str name;              /* ptr NULL = absent */
+};
+
+struct st_chat_req {
+    const struct st_chat_msg *msgs;     /* [n_msgs], borrowed for the call */
+    size_t                    n_msgs;
+    struct st_str             tools;    /* JSON array of tools; ptr NULL or "[]" = none */
+    bool                      add_generation_prompt;
+    int                       enable_thinking;  /* -1 = not given, 0 = false, 1 = true */
+};
+
+/* Recognize 'source' (the Jinja template; may be NULL or empty = none) and
+ * fill *t. bos/eos: the model's bos/eos token texts (NULL = none; texts
+ * longer than 31 bytes are dropped). model_name is used in the warning when
+ * the template is not recognized (NULL = "model"). Never fails. */
+void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
+                       const char *bos, const char *eos, const char *model_name);
+
+/* "chatml", "qwen3", "llama3", "mistral", "gemma". Static. */
+const char *st_chat_kind_name(enum st_chat_kind kind);
+
+/* Render the prompt, appended to 'out'. Errors: ST_ERR_INVALID for what the
+ * template itself would reject (unknown role, roles not alternating where
+ * the template requires it, malformed tools/tool_calls JSON, no messages),
+ * with a message naming the message index; ST_ERR_NOMEM. */
+ST_MUST_CHECK
+enum st_status st_chat_render(const struct st_chat_tmpl *t,
+                              const struct st_chat_req *req,
+                              struct st_buf *out, struct st_err *err);
+
+#endif /* STRATA_CHAT_H */

@@ -1,0 +1,244 @@
+/* config.h -- everything `strata serve` is told, from the YAML file and the
+ * command line, in one struct (../docs/CONFIG.md, ../docs/CLI.md).
+ *
+ * Order of precedence: built-in defaults < the --config file < flags on the
+ * command line. A flag given on the command line also overrides the same
+ * setting inside every `models:` entry (--parallel 8 means 8 for every
+ * model). st_config_from_args() runs the whole chain: it checks every flag
+ * first (so a bad flag is reported before any file is read), loads the
+ * file, applies the flags on top and resolves the result.
+ *
+ * The config module depends on util only: it has its own small enums for
+ * backend, scheduler and priority order, and main.c maps them onto the
+ * engine, scheduler and server configs.
+ *
+ * Messages are ready to print after "strata: ": file errors read
+ * "strata.yaml:12: models[0].parallel: expected a positive integer, got
+ * \"four\"", flag errors "--port: expected an integer 0..65535, got \"abc\"".
+ *
+ * Threads: the config is built and read by main's thread before any other
+ * thread starts; nothing here is thread-safe or needs to be.
+ */
+#ifndef STRATA_CONFIG_H
+#define STRATA_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/compiler.h"
+#include "strata/err.h"
+#include "strata/log.h"
+#include "strata/str.h"
+
+#define ST_CONFIG_MAX_GPUS 16
+
+enum st_cfg_backend {
+    ST_CFG_BACKEND_AUTO,   /* not said: sim without a model, cpu with one */
+    ST_CFG_BACKEND_SIM,
+    ST_CFG_BACKEND_CPU,
+    ST_CFG_BACKEND_CUDA,
+};
+
+enum st_cfg_scheduler {
+    ST_CFG_SCHED_SERIAL,   /* score = priority + affinity + aging (default) */
+    ST_CFG_SCHED_FIFO,     /* priority, then arrival */
+};
+
+enum st_cfg_priority_order {
+    ST_CFG_ORDER_HIGH_FIRST,   /* llama-swap: a higher number goes first (default) */
+    ST_CFG_ORDER_LOW_FIRST,    /* vLLM / LiteLLM: a lower number goes first */
+};
+
+/* "auto", "sim", "cpu", "cuda"; static storage. */
+const char *st_cfg_backend_name(enum st_cfg_backend b);
+
+/* Device ids: --gpus 0,1 or `gpus: [0, 1]`. n = 0: none given. */
+struct st_config_gpus {
+    int32_t ids[ST_CONFIG_MAX_GPUS];
+    int32_t n;
+};
+
+/* One entry of `models:` (or the model of -m, or the built-in default).
+ * After st_config_resolve() every field is final: the inherited values
+ * (0 / AUTO / n = 0 below) are filled from the server-level settings. */
+struct st_config_model {
+    char   *name;            /* owned; the id clients send as "model" */
+    char   *path;            /* owned; GGUF file, NULL = none (sim) */
+    char  **aliases;         /* owned array of owned strings */
+    size_t  n_aliases;
+    enum st_cfg_backend backend;   /* AUTO before resolve = the server's */
+    int32_t priority;        /* added to every request's priority (default 0) */
+    int32_t parallel;        /* slots per engine with --batch; 0 before resolve = the server's */
+    int64_t ctx_size;        /* tokens per slot; 0 before resolve = the server's */
+    struct st_config_gpus gpus;    /* n = 0 before resolve = the server's */
+    double  ttl_s;           /* unload after this long idle; 0 = never */
+    bool    preload;         /* load at start instead of on first use */
+    int32_t line;            /* where it was defined in the file; 0 = not from a file */
+};
+
+/* One entry of `api_keys:` or an --api-key flag. */
+struct st_config_key {
+    char   *name;            /* owned; shown in logs, never the key */
+    char   *key;             /* owned */
+    bool    has_default_priority;
+    int32_t default_priority;
+    bool    has_max_priority;
+    int32_t max_priority;
+    int32_t line;            /* 0 = from the command line */
+};
+
+/* Every setting with a flag. The order is the order of `strata serve
+ * --help`. */
+enum st_opt {
+    ST_OPT_MODEL, ST_OPT_ALIAS, ST_OPT_CONFIG, ST_OPT_HOST, ST_OPT_PORT, ST_OPT_API_KEY,
+    ST_OPT_BODY_LIMIT, ST_OPT_MAX_QUEUE, ST_OPT_HTTP_THREADS, ST_OPT_PRIORITY_ORDER,
+    ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
+    ST_OPT_UBATCH, ST_OPT_THREADS, ST_OPT_BATCH_MTP, ST_OPT_MTP_DRAFT,
+    ST_OPT_SCHEDULER, ST_OPT_AGING_DIVISOR, ST_OPT_SWAP_AFFINITY_BONUS,
+    ST_OPT_GIVE_WAY_TOKENS, ST_OPT_YIELDS_MAX,
+    ST_OPT_SIM_PROMPT_TPS, ST_OPT_SIM_DECODE_TPS, ST_OPT_SIM_LOAD_SECONDS, ST_OPT_SIM_TOKENS,
+    ST_OPT_LOG_FORMAT, ST_OPT_LOG_LEVEL,
+    ST_OPT_COUNT
+};
+
+struct st_config {
+    /* HTTP */
+    char    *host;                 /* owned; default "127.0.0.1" */
+    int32_t  port;                 /* 0..65535; 0 = pick a free port; default 8080 */
+    size_t   body_limit;           /* bytes; default 8 MiB */
+    int32_t  max_queue;            /* waiting requests at most; 0 = unlimited (default) */
+    int32_t  http_threads;         /* libmicrohttpd threads; default 2 */
+    enum st_cfg_priority_order priority_order;
+
+    /* engines (server-level defaults of every model) */
+    enum st_cfg_backend backend;   /* default AUTO */
+    struct st_config_gpus gpus;    /* default none */
+    int32_t  parallel;             /* slots per engine with --batch; default 4 */
+    bool     batch;                /* slots + lines; without it one request per engine */
+    int64_t  ctx_size;             /* tokens per slot; default 4096 */
+    int32_t  ubatch;               /* read chunk, tokens; default 512 */
+    int32_t  threads;              /* CPU threads; 0 = every core (default) */
+    bool     batch_mtp;            /* MTP drafting in batched steps */
+    int32_t  mtp_draft;            /* draft tokens per step, 1..4; default 1 */
+
+    /* scheduler (routing.scheduler in the file) */
+    enum st_cfg_scheduler scheduler;   /* default serial */
+    double   aging_divisor_s;      /* seconds of waiting per point; 0 = no aging; default 60 */
+    int32_t  swap_affinity_bonus;  /* 0..99; default 10 */
+    int64_t  give_way_tokens;      /* read boundary for give-way checks; default 16384 */
+    int32_t  yields_max;           /* give-ways per request at most; default 4 */
+
+    /* the simulated engine (sim: in the file) */
+    double   sim_prompt_tps;       /* prompt tokens read per second per engine; default 5000 */
+    double   sim_decode_tps;       /* tokens per second per decoding slot; default 50 */
+    double   sim_load_seconds;     /* time to "load"; default 0 */
+    int32_t  sim_tokens;           /* default completion length, tokens; default 16 */
+
+    /* logging */
+    enum st_log_format log_format; /* default text */
+    enum st_log_level  log_level;  /* default info */
+
+    /* lists */
+    struct st_config_model *models;    /* owned; n_models (>= 1 after resolve) */
+    size_t                  n_models;
+    struct st_config_key   *keys;      /* owned; the file's, then the flags' */
+    size_t                  n_keys;
+
+    /* where things came from */
+    char    *config_path;          /* owned; --config, or NULL */
+    char    *model_path;           /* owned; -m, or NULL */
+    char    *model_alias;          /* owned; --alias, or NULL */
+    uint64_t given;                /* bit (1 << ST_OPT_x): given on the command line */
+    int32_t  line[ST_OPT_COUNT];   /* line of the file that set it; 0 = not from the file */
+
+    /* Things worth a warning (owned strings), logged by main once the log
+     * format is set: e.g. --model replacing the file's models. */
+    char   **warnings;
+    size_t   n_warnings;
+};
+
+/* Fill 'c' with the defaults above (nothing allocated but host). */
+void st_config_init(struct st_config *c);
+/* Free everything 'c' owns; leaves it zeroed. Safe on a zeroed struct. */
+void st_config_fini(struct st_config *c);
+
+static inline bool st_config_given(const struct st_config *c, enum st_opt o)
+{
+    return (c->given >> o) & 1u;
+}
+
+/* Apply a YAML document onto 'c': only the keys present change; models and
+ * api_keys are appended. 'name' (borrowed) names the source in messages,
+ * usually the file path. On failure 'c' may hold part of the file: call
+ * st_config_fini(). ST_ERR_BAD_CONFIG with a message naming name:line and
+ * the key; ST_ERR_NOMEM. */
+ST_MUST_CHECK
+enum st_status st_config_load_buffer(struct st_config *c, const char *name, const char *data,
+                                     size_t len, struct st_err *err);
+
+/* Read 'path' and st_config_load_buffer() it. ST_ERR_IO when unreadable. */
+ST_MUST_CHECK
+enum st_status st_config_load_file(struct st_config *c, const char *path, struct st_err *err);
+
+/* Final checks and inheritance: -m replaces the file's models; no model at
+ * all gives the built-in default; each model inherits backend, parallel,
+ * ctx_size and gpus (a flag given on the command line always wins); names
+ * and aliases must be unique, api keys must have a key, a cuda backend
+ * needs a CUDA build. ST_ERR_BAD_CONFIG with a message naming where the
+ * setting came from. */
+ST_MUST_CHECK
+enum st_status st_config_resolve(struct st_config *c, struct st_err *err);
+
+/* True when this build has the CUDA backend. */
+bool st_config_cuda_built(void);
+
+/* ---- the command line ---------------------------------------------- */
+
+enum st_cli_command {
+    ST_CLI_HELP,         /* strata --help */
+    ST_CLI_VERSION,      /* strata --version */
+    ST_CLI_SERVE,
+    ST_CLI_MAKE_MODEL,
+    ST_CLI_INSPECT,
+    ST_CLI_RUN,
+    ST_CLI_BENCH,
+};
+
+struct st_cli {
+    enum st_cli_command command;
+    const char *name;    /* the command as typed ("serve"); static storage */
+    /* The command's own arguments: for serve the flags after "serve"
+     * (argv[0] is the first flag); for the others argv[0] is the command
+     * name, like a program's argv. Borrowed from main's argv. */
+    int    argc;
+    char **argv;
+};
+
+/* Find the command in main's argv. ST_ERR_BAD_CONFIG for a missing or
+ * unknown command. */
+ST_MUST_CHECK
+enum st_status st_cli_parse_command(int argc, char **argv, struct st_cli *out,
+                                    struct st_err *err);
+
+/* Apply serve's flags (argv[0] is the first flag) onto 'c' and record each
+ * in c->given. -h/--help stops the parse and sets *help. ST_ERR_BAD_CONFIG
+ * for an unknown flag or a bad value, with a message naming the flag. */
+ST_MUST_CHECK
+enum st_status st_cli_apply(struct st_config *c, int argc, char **argv, bool *help,
+                            struct st_err *err);
+
+/* The whole serve chain: defaults, flags (checked), the --config file,
+ * flags again, st_config_resolve(). 'c' is initialised here; on failure it
+ * is left finalised (nothing to free). *help: the user asked for help and
+ * nothing else was done (c holds defaults; finalise it). */
+ST_MUST_CHECK
+enum st_status st_config_from_args(struct st_config *c, int argc, char **argv, bool *help,
+                                   struct st_err *err);
+
+/* Help texts, appended to 'out' (which the caller owns). Every flag of
+ * serve with its default. */
+ST_MUST_CHECK enum st_status st_cli_help(struct st_buf *out);
+ST_MUST_CHECK enum st_status st_cli_serve_help(struct st_buf *out);
+
+#endif /* STRATA_CONFIG_H */

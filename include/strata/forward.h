@@ -1,0 +1,129 @@
+/* forward.h -- a model ready to compute: the GGUF mapping, its weights on a
+ * backend, the per-slot KV cache, and the layer program over a batch of rows.
+ *
+ * One struct st_model is one model instance on one device. It is built in
+ * two steps so the text side is usable before the weights are:
+ *
+ *   st_model_open()    maps the GGUF and binds its description (cheap);
+ *   st_model_load()    opens the backend, makes a backend tensor of every
+ *                      weight (on the CPU: wrapped in place in the mmap, no
+ *                      copy, so RSS is about file size + KV), allocates the
+ *                      F16 KV cache (n_layer x n_slots x n_ctx) and the
+ *                      activation buffers, and logs progress and memory;
+ *   st_model_forward() runs rows through every layer and returns logits.
+ *
+ * Architectures (model_desc.h): qwen3moe (MoE, per-head QK-norm, NEOX
+ * rope), qwen3 (dense, QK-norm, NEOX rope) and llama (dense or Mixtral
+ * MoE, no QK-norm, normal rope). The op table has NEOX rope only; llama's
+ * adjacent-pair rope is obtained by permuting the rows of attn_q and
+ * attn_k once at load (pair (2i, 2i+1) moves to (i, i + n_rot/2)), which
+ * leaves every q.k product unchanged. Those two matrices are therefore
+ * copied for llama; every other weight is used in place.
+ *
+ * Rows. A forward takes n rows, row r = (token, slot, position). Rows of
+ * one slot must come in increasing position order, and a slot's rows must
+ * continue its cache: position p may be read only after positions 0..p-1
+ * of that slot were written (by this call or an earlier one). Positions
+ * above p are never read, so a slot is reset or rolled back by simply
+ * writing from an earlier position again. A batch longer than the
+ * activation buffers (max_rows) is run in consecutive chunks.
+ *
+ * Ownership: st_model_open returns an owned model (st_model_free). The
+ * logits a forward returns are model-owned and valid until the next
+ * forward, st_model_unload or st_model_free.
+ *
+ * Threads: open/load/forward/unload/free on one thread at a time (the
+ * engine thread). The accessors of the GGUF, description and hparams may
+ * be called from any thread once open returned (read-only).
+ */
+#ifndef STRATA_FORWARD_H
+#define STRATA_FORWARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/compiler.h"
+#include "strata/err.h"
+#include "strata/gguf.h"
+#include "strata/model_desc.h"
+
+struct st_model;        /* opaque */
+struct st_backend;
+
+struct st_model_params {
+    const char *backend;    /* "cpu" (NULL = "cpu") */
+    int32_t     n_threads;  /* CPU worker threads including the caller; 0 = online cores */
+    int32_t     n_slots;    /* KV sequences, >= 1 */
+    int64_t     n_ctx;      /* tokens per slot; 0 = min(context_length, 4096) */
+    int32_t     max_rows;   /* rows per forward chunk (activation buffers); 0 = 512 + n_slots */
+    int32_t     max_out;    /* rows whose logits one forward may return; 0 = n_slots + 1 */
+};
+
+/* Load progress, 0..1, called on the loading thread. */
+typedef void st_model_progress_fn(void *ctx, double fraction);
+
+/* Map 'path' and bind its tensors (st_gguf_open + st_model_desc_load).
+ * Nothing is computed or allocated on a device yet. ST_ERR_IO,
+ * ST_ERR_BAD_GGUF, ST_ERR_BAD_MODEL, ST_ERR_NOMEM. On success *out is owned. */
+ST_MUST_CHECK
+enum st_status st_model_open(const char *path, struct st_model **out, struct st_err *err);
+
+/* Open the backend and make the weights, KV cache and buffers ('p' is
+ * copied; progress may be NULL). Loading twice without st_model_unload is
+ * ST_ERR_INVALID. ST_ERR_UNSUPPORTED (backend not built, a weight type or
+ * shape the backend cannot run), ST_ERR_NOMEM / ST_ERR_DEVICE_OOM. A
+ * failed load leaves the model unloaded. */
+ST_MUST_CHECK
+enum st_status st_model_load(struct st_model *m, const struct st_model_params *p,
+                             st_model_progress_fn *progress, void *ctx, struct st_err *err);
+
+/* Release the backend tensors and close the backend; the GGUF stays open.
+ * A no-op when not loaded. */
+void st_model_unload(struct st_model *m);
+
+/* Unload and unmap. NULL is a no-op. */
+void st_model_free(struct st_model *m);
+
+/* One forward over n_rows rows (see "Rows" above). out_rows: n_out row
+ * indices in strictly ascending order whose logits are wanted (n_out <=
+ * max_out; may be 0). */
+struct st_model_batch {
+    int64_t        n_rows;
+    const int32_t *tokens;    /* [n_rows], 0 <= id < n_vocab */
+    const int32_t *slots;     /* [n_rows], 0 <= slot < n_slots */
+    const int64_t *pos;       /* [n_rows], 0 <= pos < n_ctx */
+    int64_t        n_out;
+    const int64_t *out_rows;  /* [n_out] */
+};
+
+/* Run the batch. On success *logits (when n_out > 0) points at n_out rows
+ * of n_vocab floats, row j for out_rows[j]: model-owned, valid until the
+ * next forward. ST_ERR_INVALID for a batch that breaks the rules above
+ * (message names the row), ST_ERR_LOADING when not loaded, or what the
+ * backend reports. */
+ST_MUST_CHECK
+enum st_status st_model_forward(struct st_model *m, const struct st_model_batch *b,
+                                const float **logits, struct st_err *err);
+
+/* ---- facts (any thread once open returned) ---------------------------- */
+
+const struct st_gguf *st_model_gguf(const struct st_model *m);            /* borrowed */
+const struct st_model_desc *st_model_description(const struct st_model *m); /* borrowed */
+const struct st_hparams *st_model_hparams(const struct st_model *m);      /* borrowed */
+const char *st_model_path(const struct st_model *m);                      /* borrowed */
+bool st_model_loaded(const struct st_model *m);
+
+/* Parameters in the weights of the main layers + embeddings + head (MTP
+ * blocks excluded), and the bytes those weights take in the file. */
+int64_t st_model_n_params(const struct st_model *m);
+size_t st_model_weight_bytes(const struct st_model *m);
+
+/* After load (0 before): the resolved parameters, the backend (borrowed),
+ * and the KV cache and activation buffer sizes in bytes. */
+const struct st_model_params *st_model_params_of(const struct st_model *m);
+struct st_backend *st_model_backend(const struct st_model *m);
+size_t st_model_kv_bytes(const struct st_model *m);
+size_t st_model_act_bytes(const struct st_model *m);
+
+#endif /* STRATA_FORWARD_H */

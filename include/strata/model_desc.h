@@ -1,0 +1,111 @@
+/* model_desc.h -- what a GGUF holds, in the engine's terms: hyper-
+ * parameters from the <arch>.* keys and every weight tensor of every
+ * layer, looked up by its GGUF name and checked against the hparams
+ * (ENGINE.md section 3; MTP blocks per section 4).
+ *
+ * Architectures: qwen3moe (MoE, QK-norm, NEOX rope), qwen3 (dense,
+ * QK-norm, NEOX rope), llama (dense or Mixtral-style MoE, no QK-norm,
+ * normal rope). A missing or misshapen tensor, a missing required key or
+ * a tensor type strata cannot compute on is an ST_ERR_BAD_MODEL load
+ * error naming the key or tensor.
+ *
+ * Ownership: st_model_desc_load returns an owned description that borrows
+ * the st_gguf (every tensor pointer points into it): free the description
+ * with st_model_desc_free before st_gguf_close.
+ *
+ * Tensor shapes use ggml order, ne[0] innermost: a matrix W with y = W x
+ * has ne = (in, out); expert tensors are (in, out, n_expert) with expert e
+ * the e-th slab of ne0*ne1 elements.
+ */
+#ifndef STRATA_MODEL_DESC_H
+#define STRATA_MODEL_DESC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "strata/err.h"
+#include "strata/gguf.h"
+
+enum st_arch {
+    ST_ARCH_LLAMA,
+    ST_ARCH_QWEN3,
+    ST_ARCH_QWEN3MOE,
+};
+
+struct st_hparams {
+    enum st_arch arch;
+    char     arch_name[32];    /* general.architecture, e.g. "qwen3moe" */
+    int64_t  n_vocab;          /* rows of token_embd */
+    int64_t  n_embd;           /* E: embedding_length */
+    int64_t  n_layer;          /* main decoder layers (block_count - n_nextn) */
+    int64_t  n_nextn;          /* nextn_predict_layers (MTP blocks after the main ones), 0 if none */
+    int64_t  n_ctx_train;      /* context_length */
+    int64_t  n_ff;             /* feed_forward_length (dense FFN width; 0 if absent in a MoE) */
+    int64_t  n_head;           /* H: attention.head_count */
+    int64_t  n_head_kv;        /* Hkv: attention.head_count_kv (default H) */
+    int64_t  head_dim_k;       /* D: attention.key_length (default E/H) */
+    int64_t  head_dim_v;       /* attention.value_length (default E/H) */
+    int64_t  n_rot;            /* rope.dimension_count (default head_dim_k) */
+    int64_t  n_expert;         /* X: expert_count (0 = dense) */
+    int64_t  n_expert_used;    /* k: expert_used_count */
+    int64_t  n_ff_exp;         /* F: expert_feed_forward_length (default n_ff / k) */
+    float    rms_eps;          /* attention.layer_norm_rms_epsilon */
+    float    rope_freq_base;   /* rope.freq_base (default 10000) */
+    float    rope_freq_scale;  /* 1 / rope.scaling.factor when linear scaling is set, else 1 */
+    bool     rope_neox;        /* NEOX pairing (i, i + n_rot/2): qwen3*; false for llama */
+    bool     qk_norm;          /* per-head RMSNorm of q and k before rope (qwen3*) */
+    bool     tied_output;      /* no output.weight: the LM head is token_embd */
+};
+
+/* One decoder block. Pointers borrow from the st_gguf; NULL = absent. */
+struct st_layer_desc {
+    const struct st_gguf_tensor *attn_norm;      /* (E) F32 */
+    const struct st_gguf_tensor *wq;             /* (E, H*D) */
+    const struct st_gguf_tensor *wk;             /* (E, Hkv*D) */
+    const struct st_gguf_tensor *wv;             /* (E, Hkv*Dv) */
+    const struct st_gguf_tensor *wo;             /* (H*Dv, E) */
+    const struct st_gguf_tensor *q_norm;         /* (D) F32, qk_norm only */
+    const struct st_gguf_tensor *k_norm;         /* (D) F32, qk_norm only */
+    const struct st_gguf_tensor *ffn_norm;       /* (E) F32 */
+    /* dense FFN (n_expert == 0) */
+    const struct st_gguf_tensor *ffn_gate;       /* (E, n_ff) */
+    const struct st_gguf_tensor *ffn_up;         /* (E, n_ff) */
+    const struct st_gguf_tensor *ffn_down;       /* (n_ff, E) */
+    /* MoE FFN (n_expert > 0) */
+    const struct st_gguf_tensor *ffn_gate_inp;   /* router (E, X) */
+    const struct st_gguf_tensor *ffn_gate_exps;  /* (E, F, X) */
+    const struct st_gguf_tensor *ffn_up_exps;    /* (E, F, X) */
+    const struct st_gguf_tensor *ffn_down_exps;  /* (F, E, X) */
+    /* MTP ("nextn") block only: layers n_layer .. n_layer + n_nextn - 1 */
+    const struct st_gguf_tensor *nextn_eh_proj;  /* (2E, E): input [enorm(emb); hnorm(h)] */
+    const struct st_gguf_tensor *nextn_enorm;    /* (E) F32 */
+    const struct st_gguf_tensor *nextn_hnorm;    /* (E) F32 */
+    const struct st_gguf_tensor *nextn_embed;    /* (E, V) optional: else token_embd */
+    const struct st_gguf_tensor *nextn_head;     /* (E, V) optional: else output */
+    const struct st_gguf_tensor *nextn_head_norm;/* (E) optional: else output_norm */
+};
+
+struct st_model_desc {
+    struct st_hparams            hp;
+    const struct st_gguf        *gguf;          /* borrowed */
+    const struct st_gguf_tensor *tok_embd;      /* (E, V) */
+    const struct st_gguf_tensor *output_norm;   /* (E) F32 */
+    const struct st_gguf_tensor *output;        /* (E, V); == tok_embd when tied */
+    int64_t                      n_layers_all;  /* n_layer + n_nextn */
+    struct st_layer_desc        *layers;        /* owned, n_layers_all; MTP blocks last */
+};
+
+/* Read hparams and bind every tensor of the architecture named by
+ * general.architecture. ST_ERR_BAD_MODEL (missing key/tensor, wrong
+ * shape or type, unknown architecture), ST_ERR_NOMEM. */
+ST_MUST_CHECK
+enum st_status st_model_desc_load(const struct st_gguf *g, struct st_model_desc **out,
+                                  struct st_err *err);
+
+/* NULL is a no-op. */
+void st_model_desc_free(struct st_model_desc *d);
+
+/* "qwen3moe" etc. */
+const char *st_arch_name(enum st_arch a);
+
+#endif /* STRATA_MODEL_DESC_H */

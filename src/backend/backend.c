@@ -1,0 +1,217 @@
+/* backend.c -- the registry of backends and the public st_backend_* calls.
+ *
+ * Every public op first validates shapes and dtypes (op_check.c, shared by all
+ * backends so they agree on what is legal) and then dispatches through the
+ * backend's op table. Memory calls validate their arguments here too, so
+ * a backend's entries only ever see well-formed requests.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "op_check.h"
+#include "internal.h"
+#include "strata/compiler.h"
+
+static const struct st_backend_ops *const registry[] = {
+    &st_backend_cpu_ops,
+#ifdef STRATA_HAVE_CUDA
+    &st_backend_cuda_ops,
+#endif
+};
+
+static const struct st_backend_ops *find_ops(const char *name)
+{
+    for (size_t i = 0; i < ST_ARRAY_LEN(registry); i++)
+        if (strcmp(registry[i]->name, name) == 0)
+            return registry[i];
+    return NULL;
+}
+
+static const char *const op_names[] = {
+#define ST_OP_NAME(name, params, args) #name,
+    ST_OP_MAP(ST_OP_NAME)
+#undef ST_OP_NAME
+};
+
+const char *st_op_name(enum st_op op)
+{
+    if ((unsigned)op >= ST_OP_COUNT)
+        return "?";
+    return op_names[op];
+}
+
+bool st_backend_available(const char *name)
+{
+    return name && find_ops(name) != NULL;
+}
+
+enum st_status st_backend_check_ops(const char *name, struct st_err *err)
+{
+    const struct st_backend_ops *ops = find_ops(name);
+
+    if (!ops)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "backend '%s' is not built in", name);
+    if (!ops->open || !ops->close || !ops->describe || !ops->alloc || !ops->wrap ||
+        !ops->release || !ops->write || !ops->read || !ops->sync)
+        return st_err_set(err, ST_ERR_INTERNAL, "backend '%s': a memory entry is NULL", name);
+#define ST_OP_CHECK(opname, params, args)                                                \
+    if (!ops->opname)                                                                  \
+        return st_err_set(err, ST_ERR_INTERNAL, "backend '%s' lacks op %s", name, #opname);
+    ST_OP_MAP(ST_OP_CHECK)
+#undef ST_OP_CHECK
+    return ST_OK;
+}
+
+enum st_status st_backend_open(const char *name, const struct st_backend_config *cfg,
+                               struct st_backend **out, struct st_err *err)
+{
+    static const struct st_backend_config defaults = { 0, 0 };
+    const struct st_backend_ops *ops;
+    char built[128] = "";
+
+    *out = NULL;
+    ops = name ? find_ops(name) : NULL;
+    if (!ops) {
+        for (size_t i = 0; i < ST_ARRAY_LEN(registry); i++) {
+            strncat(built, i ? ", " : "", sizeof(built) - strlen(built) - 1);
+            strncat(built, registry[i]->name, sizeof(built) - strlen(built) - 1);
+        }
+        return st_err_set(err, ST_ERR_UNSUPPORTED,
+                          "backend '%s' is not built into this binary (built: %s)",
+                          name ? name : "(null)", built);
+    }
+    if (cfg && cfg->n_threads < 0)
+        return st_err_set(err, ST_ERR_INVALID, "backend %s: thread count %d is negative",
+                          name, cfg->n_threads);
+    return ops->open(cfg ? cfg : &defaults, out, err);
+}
+
+void st_backend_close(struct st_backend *be)
+{
+    if (be)
+        be->ops->close(be);
+}
+
+const char *st_backend_name(const struct st_backend *be)
+{
+    return be->ops->name;
+}
+
+const char *st_backend_describe(const struct st_backend *be)
+{
+    return be->ops->describe(be);
+}
+
+/* Validate (type, ne), fill the descriptor and return its byte size. */
+static enum st_status init_desc(struct st_backend *be, enum st_dtype type,
+                                const int64_t ne[ST_TENSOR_DIMS], struct st_tensor *t,
+                                size_t *nbytes, struct st_err *err)
+{
+    memset(t, 0, sizeof(*t));
+    t->type = type;
+    t->be = be;
+    for (int d = 0; d < ST_TENSOR_DIMS; d++) {
+        if (ne[d] < 1)
+            return st_err_set(err, ST_ERR_INVALID, "tensor dim %d is %lld (must be >= 1)",
+                              d, (long long)ne[d]);
+        t->ne[d] = ne[d];
+    }
+    size_t row = st_dtype_row_bytes(type, ne[0]);
+    if (row == 0)
+        return st_err_set(err, ST_ERR_INVALID,
+                          "tensor of type %u: %lld elements are not whole blocks",
+                          (unsigned)type, (long long)ne[0]);
+    size_t n = row;
+    for (int d = 1; d < ST_TENSOR_DIMS; d++)
+        if (__builtin_mul_overflow(n, (size_t)ne[d], &n))
+            return st_err_set(err, ST_ERR_INVALID, "tensor size overflows");
+    *nbytes = n;
+    return ST_OK;
+}
+
+enum st_status st_backend_alloc(struct st_backend *be, enum st_dtype type,
+                                const int64_t ne[ST_TENSOR_DIMS], struct st_tensor *out,
+                                struct st_err *err)
+{
+    struct st_tensor t;
+    size_t nbytes;
+    enum st_status rc = init_desc(be, type, ne, &t, &nbytes, err);
+
+    memset(out, 0, sizeof(*out));
+    if (rc != ST_OK)
+        return rc;
+    t.flags = ST_TENSOR_OWNED;
+    rc = be->ops->alloc(be, &t, nbytes, err);
+    if (rc == ST_OK)
+        *out = t;
+    return rc;
+}
+
+enum st_status st_backend_wrap(struct st_backend *be, enum st_dtype type,
+                               const int64_t ne[ST_TENSOR_DIMS], const void *host,
+                               size_t nbytes, struct st_tensor *out, struct st_err *err)
+{
+    struct st_tensor t;
+    size_t want;
+    enum st_status rc = init_desc(be, type, ne, &t, &want, err);
+
+    memset(out, 0, sizeof(*out));
+    if (rc != ST_OK)
+        return rc;
+    if (want != nbytes || !host)
+        return st_err_set(err, ST_ERR_INVALID, "wrap: %zu bytes given, the shape needs %zu",
+                          nbytes, want);
+    t.flags = ST_TENSOR_WRAPPED;
+    rc = be->ops->wrap(be, &t, host, nbytes, err);
+    if (rc == ST_OK)
+        *out = t;
+    return rc;
+}
+
+void st_backend_release(struct st_backend *be, struct st_tensor *t)
+{
+    if (!t || !t->be || (t->flags & ST_TENSOR_VIEW))
+        return;
+    ST_ASSERT(t->be == be);
+    be->ops->release(be, t);
+    memset(t, 0, sizeof(*t));
+}
+
+static enum st_status check_range(const struct st_tensor *t, size_t offset, size_t n,
+                                  const char *what, struct st_err *err)
+{
+    size_t total = st_tensor_nbytes(t);
+    if (!t->be || offset > total || n > total - offset)
+        return st_err_set(err, ST_ERR_INVALID, "%s: bytes [%zu, +%zu) outside a %zu-byte tensor",
+                          what, offset, n, total);
+    return ST_OK;
+}
+
+enum st_status st_backend_write(struct st_backend *be, const struct st_tensor *t,
+                                size_t offset, const void *src, size_t n, struct st_err *err)
+{
+    enum st_status rc = check_range(t, offset, n, "write", err);
+    return rc != ST_OK ? rc : be->ops->write(be, t, offset, src, n, err);
+}
+
+enum st_status st_backend_read(struct st_backend *be, const struct st_tensor *t,
+                               size_t offset, void *dst, size_t n, struct st_err *err)
+{
+    enum st_status rc = check_range(t, offset, n, "read", err);
+    return rc != ST_OK ? rc : be->ops->read(be, t, offset, dst, n, err);
+}
+
+enum st_status st_backend_sync(struct st_backend *be, struct st_err *err)
+{
+    return be->ops->sync(be, err);
+}
+
+/* The public ops: validate, then dispatch. */
+#define ST_OP_WRAPPER(name, params, args)                                                \
+    enum st_status st_backend_##name params                                            \
+    {                                                                                  \
+        enum st_status rc = st_check_##name args;                                      \
+        return rc != ST_OK ? rc : be->ops->name args;                                  \
+    }
+ST_OP_MAP(ST_OP_WRAPPER)
+#undef ST_OP_WRAPPER

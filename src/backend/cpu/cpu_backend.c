@@ -1,0 +1,147 @@
+/* cpu_backend.c -- the CPU backend: memory, the worker pool, the op table.
+ *
+ * Memory is plain host memory. Activation buffers and KV caches are
+ * 64-byte aligned allocations; weights are wrapped in place (the pointer
+ * into the model's mmap is used as is, no copy), so loading a model costs
+ * its page cache and nothing more. Ops run synchronously on the calling
+ * thread plus the pool's workers, so sync() has nothing to wait for.
+ *
+ * Threads: one engine thread drives a backend; the pool's workers only
+ * run inside the ops.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu.h"
+
+#define ALIGN 64
+
+static enum st_status cpu_open(const struct st_backend_config *cfg, struct st_backend **out,
+                               struct st_err *err)
+{
+    struct cpu_backend *cb = calloc(1, sizeof(*cb));
+    int n = cfg->n_threads;
+
+    if (!cb)
+        return st_err_set(err, ST_ERR_NOMEM, "cpu backend: out of memory");
+    if (n <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cores > 0 ? (int)cores : 1;
+    }
+    if (n > 256)
+        n = 256;
+    cb->base.ops = &st_backend_cpu_ops;
+    cb->n_threads = n;
+    cb->kern = cpu_kernels_best();
+    cb->pool = cpu_pool_new(n);
+    if (!cb->pool) {
+        free(cb);
+        return st_err_set(err, ST_ERR_NOMEM, "cpu backend: cannot start %d worker threads", n);
+    }
+    snprintf(cb->desc, sizeof(cb->desc), "cpu: %d thread%s, kernels %s", n, n == 1 ? "" : "s",
+             cb->kern->name);
+    *out = &cb->base;
+    return ST_OK;
+}
+
+static void cpu_close(struct st_backend *be)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)be;
+    cpu_pool_free(cb->pool);
+    free(cb->scratch);
+    free(cb);
+}
+
+static const char *cpu_describe(const struct st_backend *be)
+{
+    return ((const struct cpu_backend *)be)->desc;
+}
+
+static enum st_status cpu_alloc(struct st_backend *be, struct st_tensor *t, size_t nbytes,
+                                struct st_err *err)
+{
+    size_t rounded = (nbytes + ALIGN - 1) / ALIGN * ALIGN;
+    void *p = NULL;
+
+    (void)be;
+    if (rounded < nbytes || posix_memalign(&p, ALIGN, rounded ? rounded : ALIGN) != 0)
+        return st_err_set(err, ST_ERR_NOMEM, "cpu backend: cannot allocate %zu bytes", nbytes);
+    memset(p, 0, rounded);
+    t->data = p;
+    return ST_OK;
+}
+
+static enum st_status cpu_wrap(struct st_backend *be, struct st_tensor *t, const void *host,
+                               size_t nbytes, struct st_err *err)
+{
+    (void)be;
+    (void)nbytes;
+    (void)err;
+    t->data = (void *)host;   /* zero-copy: borrowed until release */
+    return ST_OK;
+}
+
+static void cpu_release(struct st_backend *be, struct st_tensor *t)
+{
+    (void)be;
+    if (t->flags & ST_TENSOR_OWNED)
+        free(t->data);
+}
+
+static enum st_status cpu_write(struct st_backend *be, const struct st_tensor *t, size_t offset,
+                                const void *src, size_t n, struct st_err *err)
+{
+    (void)be;
+    if (t->flags & ST_TENSOR_WRAPPED)
+        return st_err_set(err, ST_ERR_INVALID, "cpu backend: wrapped weights are read-only");
+    memcpy((char *)t->data + offset, src, n);
+    return ST_OK;
+}
+
+static enum st_status cpu_read(struct st_backend *be, const struct st_tensor *t, size_t offset,
+                               void *dst, size_t n, struct st_err *err)
+{
+    (void)be;
+    (void)err;
+    memcpy(dst, (const char *)t->data + offset, n);
+    return ST_OK;
+}
+
+static enum st_status cpu_sync(struct st_backend *be, struct st_err *err)
+{
+    (void)be;
+    (void)err;
+    return ST_OK;
+}
+
+void *cpu_scratch(struct cpu_backend *cb, size_t n)
+{
+    if (n <= cb->scratch_size)
+        return cb->scratch;
+    size_t want = n + n / 4 + ALIGN;
+    void *p = NULL;
+    if (posix_memalign(&p, ALIGN, (want + ALIGN - 1) / ALIGN * ALIGN) != 0)
+        return NULL;
+    free(cb->scratch);
+    cb->scratch = p;
+    cb->scratch_size = want;
+    return p;
+}
+
+const struct st_backend_ops st_backend_cpu_ops = {
+    .name = "cpu",
+    .open = cpu_open,
+    .close = cpu_close,
+    .describe = cpu_describe,
+    .alloc = cpu_alloc,
+    .wrap = cpu_wrap,
+    .release = cpu_release,
+    .write = cpu_write,
+    .read = cpu_read,
+    .sync = cpu_sync,
+#define CPU_OP_ENTRY(name, params, args) .name = cpu_op_##name,
+    ST_OP_MAP(CPU_OP_ENTRY)
+#undef CPU_OP_ENTRY
+};

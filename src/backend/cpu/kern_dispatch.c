@@ -1,0 +1,130 @@
+/* kern_dispatch.c -- which kernel runs: the run-time choice of instruction
+ * set, the dot type of every weight type, and activation quantization.
+ *
+ * The choice is made once (pthread_once) from __builtin_cpu_supports,
+ * never from /proc. STRATA_CPU_ISA=scalar|avx2|avx-vnni|avx512-vnni caps
+ * the level so tests and benchmarks can compare paths in one binary.
+ * Measured on Sapphire Rapids (docs/ENGINE.md), the 256-bit kernels with
+ * 32 registers and VNNI (the avx512-vnni table) are the fastest for every
+ * type, so the preference is simply the highest level available.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+enum st_dtype cpu_dot_type(enum st_dtype t)
+{
+    switch (t) {
+    case ST_DTYPE_F32: return ST_DTYPE_F32;
+    case ST_DTYPE_F16: return ST_DTYPE_F16;
+    case ST_DTYPE_BF16: return ST_DTYPE_BF16;
+    case ST_DTYPE_Q8_0: case ST_DTYPE_Q4_0: return ST_DTYPE_Q8_0;
+    case ST_DTYPE_Q4_K: case ST_DTYPE_Q5_K: case ST_DTYPE_Q6_K:
+    case ST_DTYPE_IQ3_S: case ST_DTYPE_IQ3_XXS: case ST_DTYPE_IQ4_XS:
+        return ST_DTYPE_Q8_K;
+    default:
+        return ST_DTYPE_COUNT_;
+    }
+}
+
+static bool isa_supported(enum cpu_isa isa)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    switch (isa) {
+    case CPU_ISA_SCALAR: return true;
+    case CPU_ISA_AVX2: return avx2;
+    case CPU_ISA_AVXVNNI: return avx2 && __builtin_cpu_supports("avxvnni");
+    case CPU_ISA_AVX512:
+        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    default: return false;
+    }
+#else
+    return isa == CPU_ISA_SCALAR;
+#endif
+}
+
+const struct cpu_kernels *cpu_kernels_for(enum cpu_isa isa)
+{
+    if (!isa_supported(isa))
+        return NULL;
+    switch (isa) {
+    case CPU_ISA_SCALAR: return &cpu_kernels_scalar;
+#if defined(__x86_64__)
+    case CPU_ISA_AVX2: return &cpu_kernels_avx2;
+    case CPU_ISA_AVXVNNI: return &cpu_kernels_avxvnni;
+    case CPU_ISA_AVX512: return &cpu_kernels_avx512;
+#endif
+    default: return NULL;
+    }
+}
+
+static struct cpu_kernels best;
+static pthread_once_t best_once = PTHREAD_ONCE_INIT;
+
+static void pick_best(void)
+{
+    static const char *const names[CPU_ISA_COUNT] = { "scalar", "avx2", "avx-vnni",
+                                                      "avx512-vnni" };
+    const char *cap = getenv("STRATA_CPU_ISA");
+    int top = CPU_ISA_COUNT - 1;
+
+    for (int i = 0; cap && i < CPU_ISA_COUNT; i++)
+        if (strcmp(cap, names[i]) == 0)
+            top = i;
+    best = cpu_kernels_scalar;
+    for (int i = top; i >= 0; i--) {
+        const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)i);
+        if (!k)
+            continue;
+        if (best.nx == 1 && k->nx > 1) {   /* first (highest) level found names the set */
+            best.name = k->name;
+            best.nx = k->nx;
+        }
+        for (int t = 0; t < ST_DTYPE_COUNT_; t++) {
+            if (k->dot[t] && best.dot[t] == cpu_kernels_scalar.dot[t])
+                best.dot[t] = k->dot[t];
+            if (k->quant[t] && !best.quant[t])
+                best.quant[t] = k->quant[t];
+        }
+    }
+}
+
+const struct cpu_kernels *cpu_kernels_best(void)
+{
+    pthread_once(&best_once, pick_best);
+    return &best;
+}
+
+static void to_f16(const float *x, uint16_t *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = st_f32_to_fp16(x[i]);
+}
+
+static void to_bf16(const float *x, uint16_t *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = st_f32_to_bf16(x[i]);
+}
+
+void cpu_quantize_act(const struct cpu_kernels *k, enum st_dtype dot_type, const float *x,
+                      void *dst, int64_t n)
+{
+    if (k && k->quant[dot_type]) {
+        k->quant[dot_type](x, dst, n);
+        return;
+    }
+    switch (dot_type) {
+    case ST_DTYPE_F32: memcpy(dst, x, (size_t)n * sizeof(float)); break;
+    case ST_DTYPE_F16: to_f16(x, dst, n); break;
+    case ST_DTYPE_BF16: to_bf16(x, dst, n); break;
+    case ST_DTYPE_Q8_0: st_quantize_row_q8_0(x, dst, n); break;
+    case ST_DTYPE_Q8_K: st_quantize_row_q8_k(x, dst, n); break;
+    default: ST_ASSERT(!"no activation quantizer for this type"); break;
+    }
+}

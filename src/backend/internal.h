@@ -1,0 +1,93 @@
+/* internal.h -- the op table every backend fills, and the registry.
+ *
+ * Private to src/backend. The public calls in include/strata/backend.h
+ * dispatch through 'be->ops'; nothing outside this module sees the table.
+ *
+ * ST_OP_MAP names each compute op once, with its parameter list and the
+ * argument list that forwards it. It generates the table fields, the
+ * public st_backend_<op> wrappers (backend.c, whose prototypes in
+ * backend.h the compiler checks them against), the op names and the
+ * startup check that no entry is NULL. A CUDA backend fills the same
+ * entries; the units and shapes of every argument are documented once, at
+ * the public prototypes in backend.h.
+ */
+#ifndef STRATA_BACKEND_INTERNAL_H
+#define STRATA_BACKEND_INTERNAL_H
+
+#include "strata/backend.h"
+
+#define ST_T const struct st_tensor *
+
+#define ST_OP_MAP(X)                                                                   \
+    X(embed, (struct st_backend *be, ST_T out, ST_T table, ST_T ids, struct st_err *err), \
+      (be, out, table, ids, err))                                                      \
+    X(rms_norm, (struct st_backend *be, ST_T out, ST_T x, ST_T w, float eps,            \
+                 struct st_err *err),                                                  \
+      (be, out, x, w, eps, err))                                                       \
+    X(matmul, (struct st_backend *be, ST_T out, ST_T x, ST_T w, struct st_err *err),    \
+      (be, out, x, w, err))                                                            \
+    X(add, (struct st_backend *be, ST_T out, ST_T a, ST_T b, struct st_err *err),       \
+      (be, out, a, b, err))                                                            \
+    X(silu_mul, (struct st_backend *be, ST_T out, ST_T gate, ST_T up, struct st_err *err), \
+      (be, out, gate, up, err))                                                        \
+    X(rope, (struct st_backend *be, ST_T out, ST_T x, ST_T pos, int32_t head_dim,       \
+             int32_t n_rot, float freq_base, float freq_scale, struct st_err *err),    \
+      (be, out, x, pos, head_dim, n_rot, freq_base, freq_scale, err))                  \
+    X(attention, (struct st_backend *be, ST_T out, ST_T q, ST_T k, ST_T v, ST_T kcache, \
+                  ST_T vcache, ST_T slot, ST_T pos, int32_t n_head, int32_t n_head_kv,  \
+                  float scale, struct st_err *err),                                    \
+      (be, out, q, k, v, kcache, vcache, slot, pos, n_head, n_head_kv, scale, err))    \
+    X(moe_route, (struct st_backend *be, ST_T sel, ST_T weights, ST_T x, ST_T router,   \
+                  struct st_err *err),                                                 \
+      (be, sel, weights, x, router, err))                                              \
+    X(moe_ffn, (struct st_backend *be, ST_T out, ST_T x, ST_T sel, ST_T weights,        \
+                ST_T gate, ST_T up, ST_T down, struct st_err *err),                    \
+      (be, out, x, sel, weights, gate, up, down, err))
+
+enum st_op {
+#define ST_OP_ENUM(name, params, args) ST_OP_##name,
+    ST_OP_MAP(ST_OP_ENUM)
+#undef ST_OP_ENUM
+    ST_OP_COUNT
+};
+
+struct st_backend_ops {
+    const char *name;                          /* "cpu", "cuda" */
+
+    enum st_status (*open)(const struct st_backend_config *cfg, struct st_backend **out,
+                           struct st_err *err);
+    void (*close)(struct st_backend *be);
+    const char *(*describe)(const struct st_backend *be);
+
+    /* memory (see backend.h for the contracts) */
+    enum st_status (*alloc)(struct st_backend *be, struct st_tensor *t, size_t nbytes,
+                            struct st_err *err);      /* t->type/ne set; fills data */
+    enum st_status (*wrap)(struct st_backend *be, struct st_tensor *t, const void *host,
+                           size_t nbytes, struct st_err *err);
+    void (*release)(struct st_backend *be, struct st_tensor *t);
+    enum st_status (*write)(struct st_backend *be, const struct st_tensor *t, size_t offset,
+                            const void *src, size_t n, struct st_err *err);
+    enum st_status (*read)(struct st_backend *be, const struct st_tensor *t, size_t offset,
+                           void *dst, size_t n, struct st_err *err);
+    enum st_status (*sync)(struct st_backend *be, struct st_err *err);
+
+    /* the compute ops: enqueue; device errors may surface at sync() */
+#define ST_OP_FIELD(name, params, args) enum st_status (*name) params;
+    ST_OP_MAP(ST_OP_FIELD)
+#undef ST_OP_FIELD
+};
+
+/* Implementations embed this as their first member. */
+struct st_backend {
+    const struct st_backend_ops *ops;
+};
+
+/* "embed", "matmul", ...: static storage; "?" out of range. */
+const char *st_op_name(enum st_op op);
+
+extern const struct st_backend_ops st_backend_cpu_ops;
+#ifdef STRATA_HAVE_CUDA
+extern const struct st_backend_ops st_backend_cuda_ops;
+#endif
+
+#endif /* STRATA_BACKEND_INTERNAL_H */

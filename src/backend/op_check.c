@@ -1,0 +1,191 @@
+/* op_check.c -- shape and dtype validation of every op (see op_check.h).
+ *
+ * "Activation" tensors are 2-D: ne[2] = ne[3] = 1, rows along ne[1].
+ * Stacked expert weights are 3-D with ne[3] = 1; KV caches are 3-D views
+ * of one layer.
+ */
+#include <stdio.h>
+
+#include "op_check.h"
+
+static enum st_status bad(struct st_err *err, const char *op, const char *what,
+                          const struct st_tensor *t)
+{
+    if (!t)
+        return st_err_set(err, ST_ERR_INVALID, "%s: %s is NULL", op, what);
+    return st_err_set(err, ST_ERR_INVALID, "%s: bad %s (type %u, ne %lld x %lld x %lld x %lld)",
+                      op, what, (unsigned)t->type, (long long)t->ne[0], (long long)t->ne[1],
+                      (long long)t->ne[2], (long long)t->ne[3]);
+}
+
+/* t exists on backend be, has 'type' (or any type when type < 0) and is
+ * at most 'dims'-dimensional. */
+static bool ok(struct st_backend *be, const struct st_tensor *t, int type, int dims)
+{
+    if (!t || t->be != be || !t->data)
+        return false;
+    if (type >= 0 && t->type != (enum st_dtype)type)
+        return false;
+    for (int d = dims; d < ST_TENSOR_DIMS; d++)
+        if (t->ne[d] != 1)
+            return false;
+    return true;
+}
+
+#define F32 ((int)ST_DTYPE_F32)
+#define I32 ((int)ST_DTYPE_I32)
+#define F16 ((int)ST_DTYPE_F16)
+#define ANY (-1)
+
+enum st_status st_check_embed(struct st_backend *be, ST_T out, ST_T table, ST_T ids,
+                              struct st_err *err)
+{
+    if (!ok(be, out, F32, 2))
+        return bad(err, "embed", "out", out);
+    if (!ok(be, table, ANY, 2) || table->ne[0] != out->ne[0])
+        return bad(err, "embed", "table", table);
+    if (!ok(be, ids, I32, 1) || ids->ne[0] != out->ne[1])
+        return bad(err, "embed", "ids", ids);
+    return ST_OK;
+}
+
+enum st_status st_check_rms_norm(struct st_backend *be, ST_T out, ST_T x, ST_T w, float eps,
+                                 struct st_err *err)
+{
+    if (!ok(be, x, F32, 2))
+        return bad(err, "rms_norm", "x", x);
+    if (!ok(be, out, F32, 2) || out->ne[0] != x->ne[0] || out->ne[1] != x->ne[1])
+        return bad(err, "rms_norm", "out", out);
+    if (!ok(be, w, F32, 1) || x->ne[0] % w->ne[0] != 0)
+        return bad(err, "rms_norm", "w", w);
+    if (!(eps > 0.0f))
+        return st_err_set(err, ST_ERR_INVALID, "rms_norm: eps %g must be > 0", (double)eps);
+    return ST_OK;
+}
+
+enum st_status st_check_matmul(struct st_backend *be, ST_T out, ST_T x, ST_T w,
+                               struct st_err *err)
+{
+    if (!ok(be, x, F32, 2))
+        return bad(err, "matmul", "x", x);
+    if (!ok(be, w, ANY, 2) || w->ne[0] != x->ne[0])
+        return bad(err, "matmul", "w", w);
+    if (!ok(be, out, F32, 2) || out->ne[0] != w->ne[1] || out->ne[1] != x->ne[1])
+        return bad(err, "matmul", "out", out);
+    return ST_OK;
+}
+
+static enum st_status check_same3(struct st_backend *be, const char *op, ST_T out, ST_T a,
+                                  ST_T b, struct st_err *err)
+{
+    if (!ok(be, a, F32, 2))
+        return bad(err, op, "first input", a);
+    if (!ok(be, b, F32, 2) || b->ne[0] != a->ne[0] || b->ne[1] != a->ne[1])
+        return bad(err, op, "second input", b);
+    if (!ok(be, out, F32, 2) || out->ne[0] != a->ne[0] || out->ne[1] != a->ne[1])
+        return bad(err, op, "out", out);
+    return ST_OK;
+}
+
+enum st_status st_check_add(struct st_backend *be, ST_T out, ST_T a, ST_T b,
+                            struct st_err *err)
+{
+    return check_same3(be, "add", out, a, b, err);
+}
+
+enum st_status st_check_silu_mul(struct st_backend *be, ST_T out, ST_T gate, ST_T up,
+                                 struct st_err *err)
+{
+    return check_same3(be, "silu_mul", out, gate, up, err);
+}
+
+enum st_status st_check_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos,
+                             int32_t head_dim, int32_t n_rot, float freq_base,
+                             float freq_scale, struct st_err *err)
+{
+    if (!ok(be, x, F32, 2))
+        return bad(err, "rope", "x", x);
+    if (!ok(be, out, F32, 2) || out->ne[0] != x->ne[0] || out->ne[1] != x->ne[1])
+        return bad(err, "rope", "out", out);
+    if (!ok(be, pos, I32, 1) || pos->ne[0] != x->ne[1])
+        return bad(err, "rope", "pos", pos);
+    if (head_dim <= 0 || x->ne[0] % head_dim != 0 || n_rot <= 0 || n_rot % 2 != 0 ||
+        n_rot > head_dim || !(freq_base > 0.0f) || !(freq_scale > 0.0f))
+        return st_err_set(err, ST_ERR_INVALID,
+                          "rope: head_dim %d, n_rot %d, base %g, scale %g do not fit a row of %lld",
+                          head_dim, n_rot, (double)freq_base, (double)freq_scale,
+                          (long long)x->ne[0]);
+    return ST_OK;
+}
+
+enum st_status st_check_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k, ST_T v,
+                                  ST_T kcache, ST_T vcache, ST_T slot, ST_T pos,
+                                  int32_t n_head, int32_t n_head_kv, float scale,
+                                  struct st_err *err)
+{
+    int64_t n;
+
+    if (n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv != 0)
+        return st_err_set(err, ST_ERR_INVALID, "attention: %d heads over %d KV heads",
+                          n_head, n_head_kv);
+    if (!ok(be, q, F32, 2) || q->ne[0] % n_head != 0)
+        return bad(err, "attention", "q", q);
+    n = q->ne[1];
+    int64_t d = q->ne[0] / n_head;
+    if (!ok(be, out, F32, 2) || out->ne[0] != q->ne[0] || out->ne[1] != n)
+        return bad(err, "attention", "out", out);
+    if (!ok(be, k, F32, 2) || k->ne[0] != d * n_head_kv || k->ne[1] != n)
+        return bad(err, "attention", "k", k);
+    if (!ok(be, v, F32, 2) || v->ne[0] != k->ne[0] || v->ne[1] != n)
+        return bad(err, "attention", "v", v);
+    if (!ok(be, kcache, F16, 3) || kcache->ne[0] != k->ne[0])
+        return bad(err, "attention", "kcache", kcache);
+    if (!ok(be, vcache, F16, 3) || vcache->ne[0] != k->ne[0] ||
+        vcache->ne[1] != kcache->ne[1] || vcache->ne[2] != kcache->ne[2])
+        return bad(err, "attention", "vcache", vcache);
+    if (!ok(be, slot, I32, 1) || slot->ne[0] != n)
+        return bad(err, "attention", "slot", slot);
+    if (!ok(be, pos, I32, 1) || pos->ne[0] != n)
+        return bad(err, "attention", "pos", pos);
+    if (!(scale > 0.0f))
+        return st_err_set(err, ST_ERR_INVALID, "attention: scale %g", (double)scale);
+    return ST_OK;
+}
+
+enum st_status st_check_moe_route(struct st_backend *be, ST_T sel, ST_T weights, ST_T x,
+                                  ST_T router, struct st_err *err)
+{
+    if (!ok(be, x, F32, 2))
+        return bad(err, "moe_route", "x", x);
+    if (!ok(be, router, ANY, 2) || router->ne[0] != x->ne[0])
+        return bad(err, "moe_route", "router", router);
+    if (!ok(be, sel, I32, 2) || sel->ne[1] != x->ne[1] || sel->ne[0] > router->ne[1])
+        return bad(err, "moe_route", "sel", sel);
+    if (!ok(be, weights, F32, 2) || weights->ne[0] != sel->ne[0] || weights->ne[1] != x->ne[1])
+        return bad(err, "moe_route", "weights", weights);
+    return ST_OK;
+}
+
+enum st_status st_check_moe_ffn(struct st_backend *be, ST_T out, ST_T x, ST_T sel,
+                                ST_T weights, ST_T gate, ST_T up, ST_T down,
+                                struct st_err *err)
+{
+    if (!ok(be, x, F32, 2))
+        return bad(err, "moe_ffn", "x", x);
+    if (!ok(be, out, F32, 2) || out->ne[0] != x->ne[0] || out->ne[1] != x->ne[1] ||
+        out->data == x->data)
+        return bad(err, "moe_ffn", "out", out);
+    if (!ok(be, sel, I32, 2) || sel->ne[1] != x->ne[1])
+        return bad(err, "moe_ffn", "sel", sel);
+    if (!ok(be, weights, F32, 2) || weights->ne[0] != sel->ne[0] || weights->ne[1] != x->ne[1])
+        return bad(err, "moe_ffn", "weights", weights);
+    if (!ok(be, gate, ANY, 3) || gate->ne[0] != x->ne[0])
+        return bad(err, "moe_ffn", "gate", gate);
+    if (!ok(be, up, ANY, 3) || up->ne[0] != gate->ne[0] || up->ne[1] != gate->ne[1] ||
+        up->ne[2] != gate->ne[2])
+        return bad(err, "moe_ffn", "up", up);
+    if (!ok(be, down, ANY, 3) || down->ne[0] != gate->ne[1] || down->ne[1] != x->ne[0] ||
+        down->ne[2] != gate->ne[2])
+        return bad(err, "moe_ffn", "down", down);
+    return ST_OK;
+}

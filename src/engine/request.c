@@ -1,0 +1,93 @@
+/* request.c -- the life of a struct st_request: creation, references,
+ * generation-parameter defaults, and the plain END event.
+ *
+ * A request crosses threads (HTTP creates it, the scheduler queues it, an
+ * engine serves it), so it is reference counted: the creator's reference
+ * plus one for the engine side while it is submitted. The last unref frees
+ * it, after calling the owner's on_free hook.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void st_gen_params_defaults(struct st_gen_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->max_tokens = -1;
+    p->temperature = 0.8f;
+    p->top_p = 0.95f;
+    p->top_k = 40;
+    p->min_p = 0.05f;
+}
+
+const char *st_finish_name(enum st_finish f)
+{
+    switch (f) {
+    case ST_FINISH_STOP:
+        return "stop";
+    case ST_FINISH_LENGTH:
+        return "length";
+    case ST_FINISH_CANCELLED:
+        return "cancelled";
+    case ST_FINISH_ERROR:
+        return "error";
+    }
+    return "unknown";
+}
+
+struct st_request *st_request_new(void)
+{
+    struct st_request *req = calloc(1, sizeof(*req));
+    if (!req)
+        return NULL;
+    atomic_init(&req->refs, 1);
+    atomic_init(&req->cancelled, false);
+    st_gen_params_defaults(&req->params);
+    req->band = ST_BAND_NORMAL;
+    req->job.state = ST_JOB_NEW;
+    req->job.engine = -1;
+    req->job.slot = -1;
+    return req;
+}
+
+void st_request_ref(struct st_request *req)
+{
+    atomic_fetch_add_explicit(&req->refs, 1, memory_order_relaxed);
+}
+
+void st_request_unref(struct st_request *req)
+{
+    if (!req)
+        return;
+    /* acq_rel: the thread that frees must see every write made by the
+     * threads that dropped their references before it. */
+    if (atomic_fetch_sub_explicit(&req->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (req->on_free)
+        req->on_free(req);
+    for (int i = 0; i < ST_MAX_STOP; i++)
+        free(req->params.stop[i]);
+    free(req->prompt);
+    free(req->tokens);
+    free(req);
+}
+
+void st_request_emit_end(struct st_request *req, enum st_finish finish, enum st_status status,
+                         const char *error, int64_t n_generated)
+{
+    struct st_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.kind = ST_EVENT_END;
+    ev.text = "";
+    ev.text_len = 0;
+    ev.token = -1;
+    ev.finish = finish;
+    ev.status = status;
+    ev.error = error;
+    ev.n_prompt = req->n_tokens;
+    ev.n_generated = n_generated;
+    ev.n_cached = 0;
+    if (req->emit)
+        req->emit(req->emit_ctx, &ev);
+}

@@ -1,0 +1,184 @@
+/* runner.h -- what an engine computes with: one model instance on one device.
+ *
+ * The engine loop (step.c) only talks to this interface, so the simulated
+ * runner (runner_sim.c) and the CPU/CUDA model runners (later) plug in with
+ * no change to the loop. A runner owns the model's text side (tokenizer,
+ * pieces, chat template), its KV cache (one sequence per slot) and the
+ * forward pass; the engine owns slots, sampling, stop strings and timing.
+ *
+ * Vtable in the Redis ConnectionType style: call sites use the static
+ * inline wrappers below, never ->ops directly.
+ *
+ * Threads: load/unload/forward/kv_truncate run on the engine's thread only.
+ * tokenize, detokenize, token_piece, is_eog, eog_ids, n_vocab and
+ * apply_template may run on any thread at any time (HTTP threads call them
+ * while the engine steps): implementations keep them read-only.
+ */
+#ifndef STRATA_ENGINE_RUNNER_H
+#define STRATA_ENGINE_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/clock.h"
+#include "strata/err.h"
+
+struct st_runner;
+
+enum st_runner_seq_kind {
+    ST_SEQ_READ,     /* a chunk of the lines holder's prompt (<= ubatch tokens) */
+    ST_SEQ_DECODE,   /* one token of a decoding slot */
+};
+
+/* One sequence of a batch: consecutive tokens of one slot. */
+struct st_runner_seq {
+    enum st_runner_seq_kind kind;
+    int32_t        slot;         /* 0..n_slots-1 */
+    const int32_t *tokens;       /* borrowed for the call; n_tokens ids */
+    int64_t        n_tokens;     /* READ: 1..ubatch; DECODE: 1 */
+    int64_t        pos;          /* position of tokens[0] = tokens already in the slot's KV */
+    bool           sample;       /* a next token is wanted after the last row */
+    bool           ignore_eos;   /* sim: keep emitting words past its completion length */
+    int64_t        n_generated;  /* completion tokens of the request so far */
+};
+
+/* At most one READ sequence, then the DECODE sequences. */
+struct st_runner_batch {
+    const struct st_runner_seq *seqs;   /* borrowed; n_seqs of them */
+    int32_t n_seqs;
+};
+
+/* What a sequence with 'sample' set gives back. */
+struct st_runner_row {
+    const float *logits;   /* float[n_vocab], runner-owned, valid until the next forward;
+                            * NULL: 'token' is forced (the sim runner) */
+    int32_t      token;    /* the forced token when logits == NULL */
+};
+
+struct st_runner_out {
+    struct st_runner_row *rows;   /* caller-owned, one per seq (rows[i] for seqs[i]) */
+    int64_t busy_ns;              /* simulated device time of this step, ns (sim); 0 for a
+                                   * real runner, whose forward takes the time itself */
+};
+
+/* Load progress, 0..1; called on the loading thread. */
+typedef void st_runner_progress_fn(void *ctx, double fraction);
+
+struct st_runner_ops {
+    const char *name;   /* "sim", "cpu", "cuda" */
+
+    /* Frees everything; NULL-safe through st_runner_free(). */
+    void (*free)(struct st_runner *r);
+
+    /* Load the weights (may take long; sim sleeps on 'clock'). */
+    enum st_status (*load)(struct st_runner *r, const struct st_clock *clock,
+                           st_runner_progress_fn *progress, void *ctx, struct st_err *err);
+    void (*unload)(struct st_runner *r);
+
+    int32_t (*n_vocab)(const struct st_runner *r);
+    /* ids: returns owned int32_t[*n_ids] (free()); *ids may be NULL when *n_ids == 0. */
+    enum st_status (*tokenize)(const struct st_runner *r, const char *text, size_t len,
+                               bool add_special, bool parse_special, int32_t **ids,
+                               size_t *n_ids, struct st_err *err);
+    /* Returns owned NUL-terminated text (free()). */
+    enum st_status (*detokenize)(const struct st_runner *r, const int32_t *ids, size_t n_ids,
+                                 char **text, struct st_err *err);
+    /* The bytes a token adds to generated text, copied into buf (at most cap bytes, not
+     * NUL-terminated). Returns the piece's full length (> cap: truncated). */
+    size_t (*token_piece)(const struct st_runner *r, int32_t token, char *buf, size_t cap);
+    /* End of generation (eos, eot ...). */
+    bool (*is_eog)(const struct st_runner *r, int32_t token);
+    /* All end-of-generation ids, for masking them with ignore_eos (borrowed, static). */
+    size_t (*eog_ids)(const struct st_runner *r, const int32_t **ids);
+    /* Render an OpenAI messages array (JSON text) into prompt text; owned result. */
+    enum st_status (*apply_template)(const struct st_runner *r, const char *messages_json,
+                                     const char *tools_json, const char *kwargs_json,
+                                     bool add_generation_prompt, char **prompt,
+                                     struct st_err *err);
+
+    /* Run one step. Rows of seqs without 'sample' are left untouched. */
+    enum st_status (*forward)(struct st_runner *r, const struct st_runner_batch *batch,
+                              struct st_runner_out *out, struct st_err *err);
+    /* Keep only the first n_tokens of slot's KV (0: empty it): prefix reuse and rollback. */
+    void (*kv_truncate)(struct st_runner *r, int32_t slot, int64_t n_tokens);
+};
+
+struct st_runner {
+    const struct st_runner_ops *ops;   /* first member */
+    int32_t n_slots;                   /* KV sequences */
+    int64_t n_ctx;                     /* tokens per slot */
+};
+
+static inline void st_runner_free(struct st_runner *r)
+{
+    if (r)
+        r->ops->free(r);
+}
+static inline enum st_status st_runner_load(struct st_runner *r, const struct st_clock *clock,
+                                            st_runner_progress_fn *progress, void *ctx,
+                                            struct st_err *err)
+{
+    return r->ops->load(r, clock, progress, ctx, err);
+}
+static inline void st_runner_unload(struct st_runner *r) { r->ops->unload(r); }
+static inline int32_t st_runner_n_vocab(const struct st_runner *r) { return r->ops->n_vocab(r); }
+static inline enum st_status st_runner_tokenize(const struct st_runner *r, const char *text,
+                                                size_t len, bool add_special, bool parse_special,
+                                                int32_t **ids, size_t *n_ids, struct st_err *err)
+{
+    return r->ops->tokenize(r, text, len, add_special, parse_special, ids, n_ids, err);
+}
+static inline enum st_status st_runner_detokenize(const struct st_runner *r, const int32_t *ids,
+                                                  size_t n_ids, char **text, struct st_err *err)
+{
+    return r->ops->detokenize(r, ids, n_ids, text, err);
+}
+static inline size_t st_runner_token_piece(const struct st_runner *r, int32_t token, char *buf,
+                                           size_t cap)
+{
+    return r->ops->token_piece(r, token, buf, cap);
+}
+static inline bool st_runner_is_eog(const struct st_runner *r, int32_t token)
+{
+    return r->ops->is_eog(r, token);
+}
+static inline size_t st_runner_eog_ids(const struct st_runner *r, const int32_t **ids)
+{
+    return r->ops->eog_ids(r, ids);
+}
+static inline enum st_status st_runner_apply_template(const struct st_runner *r,
+                                                      const char *messages_json,
+                                                      const char *tools_json,
+                                                      const char *kwargs_json, bool add_gen,
+                                                      char **prompt, struct st_err *err)
+{
+    return r->ops->apply_template(r, messages_json, tools_json, kwargs_json, add_gen, prompt,
+                                  err);
+}
+static inline enum st_status st_runner_forward(struct st_runner *r,
+                                               const struct st_runner_batch *batch,
+                                               struct st_runner_out *out, struct st_err *err)
+{
+    return r->ops->forward(r, batch, out, err);
+}
+static inline void st_runner_kv_truncate(struct st_runner *r, int32_t slot, int64_t n_tokens)
+{
+    r->ops->kv_truncate(r, slot, n_tokens);
+}
+
+/* ---- the simulated runner (runner_sim.c) ------------------------------- */
+
+struct st_sim_config;
+
+/* Token ids of the sim: 0 = end of generation; generated word k ("tokk")
+ * = ST_SIM_GEN_BASE + k; any other prompt word hashes into 1..BASE-1. */
+#define ST_SIM_EOG      0
+#define ST_SIM_GEN_BASE (INT32_C(1) << 24)
+
+/* A runner with the time model of 'cfg' (copied) for n_slots slots of n_ctx
+ * tokens. Returns owned; free with st_runner_free(). */
+enum st_status st_runner_sim_new(const struct st_sim_config *cfg, int32_t n_slots, int64_t n_ctx,
+                                 struct st_runner **out, struct st_err *err);
+
+#endif /* STRATA_ENGINE_RUNNER_H */

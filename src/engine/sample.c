@@ -1,0 +1,241 @@
+/* sample.c -- turn one row of logits into a token.
+ *
+ * The chain follows llama.cpp's default order: top-k, top-p, min-p, then
+ * temperature, then a draw from the remaining distribution. Temperature
+ * <= 0 is greedy (argmax). Logprobs are the log-softmax of the raw logits
+ * (before any filter or temperature), as llama-server reports them by
+ * default; top_logprobs are the N most likely tokens of that distribution.
+ *
+ * Shapes: logits float[n_vocab]; the candidate buffer holds n_vocab
+ * (id, logit, p) entries, allocated once per slot on first use.
+ * RNG: splitmix64, seeded per request (the 'seed' param, else random).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/* A seed nobody asked for: wall time, a process-wide counter and an address. */
+static uint64_t random_seed(void)
+{
+    static atomic_uint_fast64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t s = (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+    s ^= atomic_fetch_add(&counter, 1) * UINT64_C(0xD1B54A32D192ED03);
+    s ^= (uint64_t)(uintptr_t)&ts;
+    return splitmix64(&s);
+}
+
+void st_sampler_init(struct st_sampler *s)
+{
+    memset(s, 0, sizeof(*s));
+}
+
+void st_sampler_fini(struct st_sampler *s)
+{
+    free(s->cands);
+    st_sampler_init(s);
+}
+
+void st_sampler_reset(struct st_sampler *s, const struct st_gen_params *p)
+{
+    s->temperature = p->temperature;
+    s->top_p = p->top_p;
+    s->top_k = p->top_k;
+    s->min_p = p->min_p;
+    s->logprobs = p->logprobs;
+    s->top_logprobs = p->top_logprobs < 0 ? 0
+                    : p->top_logprobs > ST_MAX_TOP_LOGPROBS ? ST_MAX_TOP_LOGPROBS
+                    : p->top_logprobs;
+    s->rng = p->has_seed ? p->seed : random_seed();
+}
+
+double st_sampler_uniform(struct st_sampler *s)
+{
+    return (double)(splitmix64(&s->rng) >> 11) * (1.0 / 9007199254740992.0);   /* 2^53 */
+}
+
+static bool banned(int32_t id, const int32_t *ban, size_t n_ban)
+{
+    for (size_t i = 0; i < n_ban; i++) {
+        if (ban[i] == id)
+            return true;
+    }
+    return false;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    const struct st_sample_cand *x = a, *y = b;
+    if (x->logit != y->logit)
+        return x->logit < y->logit ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;   /* stable across libc qsorts */
+}
+
+static void swap_cand(struct st_sample_cand *a, struct st_sample_cand *b)
+{
+    struct st_sample_cand t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Move the k best candidates (cmp_desc order) to c[0..k), unordered:
+ * quickselect with a middle pivot, O(n) expected. Requires 0 < k <= n. */
+static void select_top(struct st_sample_cand *c, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;   /* inclusive range still to partition */
+    while (lo < hi) {
+        swap_cand(&c[lo + (hi - lo) / 2], &c[hi]);
+        size_t p = lo;
+        for (size_t i = lo; i < hi; i++) {
+            if (cmp_desc(&c[i], &c[hi]) < 0)
+                swap_cand(&c[i], &c[p++]);
+        }
+        swap_cand(&c[p], &c[hi]);   /* c[lo..p) beat the pivot, now at p */
+        if (p == k - 1)
+            return;
+        if (p > k - 1)
+            hi = p - 1;
+        else
+            lo = p + 1;
+    }
+}
+
+/* log(sum(exp(logits - max))) + max over every token: the log-partition. */
+static double log_partition(const float *logits, int32_t n_vocab)
+{
+    float mx = logits[0];
+    for (int32_t i = 1; i < n_vocab; i++)
+        mx = logits[i] > mx ? logits[i] : mx;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n_vocab; i++)
+        sum += exp((double)logits[i] - mx);
+    return log(sum) + mx;
+}
+
+static void fill_logprobs(struct st_sampler *s, const float *logits, int32_t n_vocab,
+                          struct st_sample_result *res)
+{
+    double logz = log_partition(logits, n_vocab);
+    res->logprob = (float)((double)logits[res->token] - logz);
+    res->n_top = 0;
+    size_t k = (size_t)s->top_logprobs;
+    if (k == 0)
+        return;
+    if (k > (size_t)n_vocab)
+        k = (size_t)n_vocab;
+    for (int32_t i = 0; i < n_vocab; i++)
+        s->cands[i] = (struct st_sample_cand){ i, logits[i], 0.0f };
+    select_top(s->cands, (size_t)n_vocab, k);
+    qsort(s->cands, k, sizeof(*s->cands), cmp_desc);
+    for (size_t i = 0; i < k; i++) {
+        memset(&res->top[i], 0, sizeof(res->top[i]));
+        res->top[i].token = s->cands[i].id;
+        res->top[i].logprob = (float)((double)s->cands[i].logit - logz);
+    }
+    res->n_top = (int32_t)k;
+}
+
+/* Sorted candidates -> how many survive top-p and min-p (at least one). */
+static size_t cut_nucleus(const struct st_sampler *s, struct st_sample_cand *c, size_t n)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        c[i].p = (float)exp((double)c[i].logit - c[0].logit);
+        sum += c[i].p;
+    }
+    if (s->top_p < 1.0f) {
+        double cum = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            cum += c[i].p / sum;
+            if (cum >= s->top_p) {
+                n = i + 1;
+                break;
+            }
+        }
+    }
+    if (s->min_p > 0.0f) {
+        size_t keep = 1;   /* c[0] has p = 1, the maximum */
+        while (keep < n && c[keep].p >= s->min_p)
+            keep++;
+        n = keep;
+    }
+    return n;
+}
+
+static int32_t draw(struct st_sampler *s, struct st_sample_cand *c, size_t n)
+{
+    double t = s->temperature, sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        c[i].p = (float)exp(((double)c[i].logit - c[0].logit) / t);
+        sum += c[i].p;
+    }
+    double u = st_sampler_uniform(s) * sum;
+    for (size_t i = 0; i < n; i++) {
+        u -= c[i].p;
+        if (u < 0.0)
+            return c[i].id;
+    }
+    return c[n - 1].id;   /* rounding left u just above zero */
+}
+
+static enum st_status pick(struct st_sampler *s, const float *logits, int32_t n_vocab,
+                           const int32_t *ban, size_t n_ban, int32_t *out)
+{
+    size_t n = 0;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        if (n_ban == 0 || !banned(i, ban, n_ban))
+            s->cands[n++] = (struct st_sample_cand){ i, logits[i], 0.0f };
+    }
+    if (n == 0)
+        return ST_ERR_INVALID;
+    if (s->temperature <= 0.0f) {
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++)
+            best = cmp_desc(&s->cands[i], &s->cands[best]) < 0 ? i : best;
+        *out = s->cands[best].id;
+        return ST_OK;
+    }
+    if (s->top_k > 0 && (size_t)s->top_k < n) {
+        select_top(s->cands, n, (size_t)s->top_k);
+        n = (size_t)s->top_k;
+    }
+    qsort(s->cands, n, sizeof(*s->cands), cmp_desc);
+    n = cut_nucleus(s, s->cands, n);
+    *out = draw(s, s->cands, n);
+    return ST_OK;
+}
+
+enum st_status st_sampler_sample(struct st_sampler *s, const float *logits, int32_t n_vocab,
+                                 const int32_t *ban, size_t n_ban,
+                                 struct st_sample_result *res)
+{
+    if (n_vocab < 1)
+        return ST_ERR_INVALID;
+    if (s->cap < (size_t)n_vocab) {
+        struct st_sample_cand *c = realloc(s->cands, (size_t)n_vocab * sizeof(*c));
+        if (!c)
+            return ST_ERR_NOMEM;
+        s->cands = c;
+        s->cap = (size_t)n_vocab;
+    }
+    res->n_top = 0;
+    res->logprob = 0.0f;
+    enum st_status rc = pick(s, logits, n_vocab, ban, n_ban, &res->token);
+    if (rc != ST_OK)
+        return rc;
+    if (s->logprobs || s->top_logprobs > 0)
+        fill_logprobs(s, logits, n_vocab, res);
+    return ST_OK;
+}

@@ -1,0 +1,96 @@
+/* stats.c -- what the pool tells /metrics and /slots.
+ *
+ * Counters and the latency histograms live in the pool behind its mutex
+ * (one short lock per token or per read chunk); kv_usage and running come
+ * from per-engine atomics the step updates; slot views are copied from
+ * each engine's table under that engine's mutex. Every read here is
+ * O(engines + slots): cheap enough to scrape every 50 ms.
+ *
+ * Histogram buckets (seconds, Prometheus style, upper bounds; +Inf implied):
+ * 0.005 .. 60, the same for time to first token and inter-token latency.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+static const double bucket_bounds[ST_HIST_BUCKETS] = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5,   5.0,  10.0,  15.0, 20.0, 30.0, 45.0, 60.0,
+};
+
+void st_histogram_init(struct st_histogram *h)
+{
+    memset(h, 0, sizeof(*h));
+    memcpy(h->bounds, bucket_bounds, sizeof(bucket_bounds));
+    h->n_bounds = ST_HIST_BUCKETS;
+}
+
+void st_histogram_add(struct st_histogram *h, double seconds)
+{
+    int32_t i = 0;
+    while (i < h->n_bounds && seconds > h->bounds[i])
+        i++;
+    h->counts[i]++;   /* i == n_bounds: the +Inf bucket */
+    h->sum += seconds;
+    h->count++;
+}
+
+void st_pool_count_read(struct st_engine_pool *p, int64_t n)
+{
+    pthread_mutex_lock(&p->mu);
+    p->prompt_tokens += (uint64_t)n;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void st_pool_count_token(struct st_engine_pool *p, enum st_band band, bool generated, bool first,
+                         double seconds)
+{
+    if ((int)band < 0 || band >= ST_BAND_COUNT)
+        band = ST_BAND_NORMAL;
+    pthread_mutex_lock(&p->mu);
+    if (generated)
+        p->generated_tokens++;
+    if (first)
+        st_histogram_add(&p->ttft[band], seconds);
+    else if (generated)
+        st_histogram_add(&p->itl[band], seconds);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&p->mu);
+    out->prompt_tokens = p->prompt_tokens;
+    out->generated_tokens = p->generated_tokens;
+    out->cached_tokens = p->cached_tokens;
+    memcpy(out->ttft, p->ttft, sizeof(out->ttft));
+    memcpy(out->itl, p->itl, sizeof(out->itl));
+    pthread_mutex_unlock(&p->mu);
+
+    double held = 0.0, capacity = 0.0;
+    for (int32_t i = 0; i < p->n_engines; i++) {
+        const struct st_engine *e = &p->engines[i];
+        held += (double)atomic_load(&e->held_tokens);
+        capacity += (double)e->n_slots * (double)p->cfg.model.ctx_size;
+        out->running += atomic_load(&e->busy);
+    }
+    out->kv_usage = capacity > 0.0 ? held / capacity : 0.0;
+    if (out->kv_usage > 1.0)
+        out->kv_usage = 1.0;
+}
+
+size_t st_engine_pool_slots(struct st_engine_pool *p, struct st_slot_view *out, size_t max)
+{
+    size_t total = 0;
+    for (int32_t i = 0; i < p->n_engines; i++) {
+        struct st_engine *e = &p->engines[i];
+        pthread_mutex_lock(&e->mu);
+        for (int32_t s = 0; s < e->n_slots; s++, total++) {
+            if (total < max)
+                out[total] = e->views[s];
+        }
+        pthread_mutex_unlock(&e->mu);
+    }
+    return total;
+}

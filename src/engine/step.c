@@ -1,0 +1,417 @@
+/* step.c -- one engine step (ARCHITECTURE.md "Engine step", docs/BATCHING.md).
+ *
+ *   1. slots whose request was cancelled are freed (the step boundary is
+ *      where a cancel takes effect);
+ *   2. every free slot asks the scheduler for the best waiting request;
+ *   3. the scheduler names the lines holder (it decides give-way there);
+ *   4. batch = the holder's next chunk (<= ubatch tokens) + one token per
+ *      decoding slot; forward; the clock sleeps until the step's end (the
+ *      sim's time model; a real runner's forward took the time itself);
+ *   5. the holder's progress goes to the scheduler; when its prompt is fully
+ *      read, its first token is sampled from the last prompt row in this
+ *      same step; each decoding slot gets one token; tokens of a step are
+ *      emitted at its end;
+ *   6. finished requests (end of generation, stop string, max_tokens,
+ *      context full) get END, leave the scheduler, free their slot, and the
+ *      engine drops its reference.
+ *
+ * Thread: the engine's own thread (or the test thread via
+ * st_engine_pool_step); nothing here takes a lock across the forward.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "strata/log.h"
+
+static int64_t now_ns(const struct st_engine *e)
+{
+    return st_clock_now(e->pool->clock);
+}
+
+void st_engine_end_slot(struct st_engine *e, struct st_engine_slot *sl, enum st_finish finish,
+                        enum st_status status, const char *error, enum st_outcome outcome)
+{
+    struct st_request *req = sl->req;
+    struct st_job_report report = {
+        .first_token_ns = req->first_token_ns,
+        .n_generated = sl->n_generated,
+    };
+    req->end_ns = now_ns(e);
+    /* The scheduler learns first, so a client that sees END also sees the
+     * slot free in /metrics and /slots. */
+    st_sched_finish(e->pool->sched, &req->job, outcome, &report);
+    st_request_emit_end(req, finish, status, error, sl->n_generated);
+    st_runner_kv_truncate(e->runner, sl->index, 0);
+    if (sl->stop_live)
+        st_stop_fini(&sl->stop);
+    sl->stop_live = false;
+    sl->req = NULL;
+    sl->decoding = false;
+    sl->n_past = 0;
+    atomic_fetch_sub(&e->busy, 1);
+    st_pool_forget(e->pool, req);
+    st_request_unref(req);
+}
+
+/* Give slot 'sl' to 'req' (the engine's reference moves into the slot).
+ * False when the request cannot start (its stop strings could not be
+ * copied): it has then been ended with an error. */
+static bool bind_slot(struct st_engine *e, struct st_engine_slot *sl, struct st_request *req)
+{
+    ST_ASSERT(req->job.engine == e->index && req->job.slot == sl->index);
+    sl->req = req;
+    sl->n_past = 0;
+    sl->n_generated = 0;
+    sl->decoding = false;
+    sl->last_token_ns = 0;
+    atomic_fetch_add(&e->busy, 1);
+    st_runner_kv_truncate(e->runner, sl->index, 0);
+    st_sampler_reset(&sl->sampler, &req->params);
+    st_detok_init(&sl->detok, NULL, false);
+
+    struct st_str stops[ST_MAX_STOP];
+    int32_t n = ST_MIN(ST_MAX(req->params.n_stop, 0), ST_MAX_STOP);
+    for (int32_t i = 0; i < n; i++)
+        stops[i] = st_str_c(req->params.stop[i]);
+    struct st_err err = { 0 };
+    if (st_stop_init(&sl->stop, stops, n, &err) != ST_OK) {
+        st_engine_end_slot(e, sl, ST_FINISH_ERROR, err.code, err.msg, ST_OUTCOME_FAILED);
+        return false;
+    }
+    sl->stop_live = true;
+    return true;
+}
+
+/* Free slots go to the best waiting requests. Returns true if any came in. */
+static bool admit_free_slots(struct st_engine *e)
+{
+    bool any = false;
+    for (int32_t i = 0; i < e->n_slots; i++) {
+        struct st_engine_slot *sl = &e->slots[i];
+        if (sl->req)
+            continue;
+        struct st_sched_job *job = st_sched_admit(e->pool->sched, e->index, i);
+        if (!job)
+            break;   /* nobody waits that this engine can serve */
+        (void)bind_slot(e, sl, ST_CONTAINER_OF(job, struct st_request, job));
+        any = true;
+    }
+    return any;
+}
+
+static bool drop_cancelled(struct st_engine *e)
+{
+    bool any = false;
+    for (int32_t i = 0; i < e->n_slots; i++) {
+        struct st_engine_slot *sl = &e->slots[i];
+        if (sl->req && atomic_load(&sl->req->cancelled)) {
+            st_engine_end_slot(e, sl, ST_FINISH_CANCELLED, ST_OK, NULL, ST_OUTCOME_CANCELLED);
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* The holder's chunk first, then one row per decoding slot. */
+static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
+{
+    int32_t n = 0;
+    if (holder) {
+        struct st_engine_slot *sl = &e->slots[holder->slot];
+        struct st_request *req = sl->req;
+        ST_ASSERT(req && &req->job == holder && !sl->decoding);
+        int64_t left = req->n_tokens - sl->n_past;
+        int64_t chunk = ST_MIN(left, (int64_t)e->pool->cfg.ubatch);
+        ST_ASSERT(chunk > 0);
+        e->seqs[n++] = (struct st_runner_seq){
+            .kind = ST_SEQ_READ, .slot = sl->index, .tokens = req->tokens + sl->n_past,
+            .n_tokens = chunk, .pos = sl->n_past, .sample = chunk == left,
+            .ignore_eos = req->params.ignore_eos, .n_generated = 0,
+        };
+    }
+    for (int32_t i = 0; i < e->n_slots; i++) {
+        struct st_engine_slot *sl = &e->slots[i];
+        if (!sl->req || !sl->decoding)
+            continue;
+        e->decode_tokens[i] = sl->last_token;
+        e->seqs[n++] = (struct st_runner_seq){
+            .kind = ST_SEQ_DECODE, .slot = i, .tokens = &e->decode_tokens[i], .n_tokens = 1,
+            .pos = sl->n_past, .sample = true, .ignore_eos = sl->req->params.ignore_eos,
+            .n_generated = sl->n_generated,
+        };
+    }
+    return n;
+}
+
+/* Hand sl->out (the text this token makes visible) to the client. */
+static void emit_token(struct st_engine_slot *sl, const struct st_sample_result *res)
+{
+    struct st_request *req = sl->req;
+    struct st_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.kind = ST_EVENT_TOKEN;
+    ev.text = sl->out.data ? sl->out.data : "";   /* NUL-terminated */
+    ev.text_len = sl->out.len;
+    ev.token = res->token;
+    ev.logprob = res->logprob;
+    ev.top = res->top;
+    ev.n_top = res->n_top;
+    ev.n_prompt = req->n_tokens;
+    ev.n_generated = sl->n_generated;
+    if (req->emit)
+        req->emit(req->emit_ctx, &ev);
+}
+
+/* Piece bytes -> complete UTF-8 -> stop matcher -> sl->out. 'last': the
+ * stream ends here, so release everything still held. */
+static enum st_status text_push(struct st_engine_slot *sl, const char *piece, size_t n,
+                                bool last)
+{
+    st_buf_reset(&sl->utf8);
+    st_buf_reset(&sl->out);
+    enum st_status rc = st_detok_push_bytes(&sl->detok, piece, n, &sl->utf8);
+    if (rc == ST_OK && last)
+        rc = st_detok_flush(&sl->detok, &sl->utf8);
+    if (rc == ST_OK && sl->utf8.len)
+        rc = st_stop_push(&sl->stop, sl->utf8.data, sl->utf8.len, &sl->out);
+    if (rc == ST_OK && last)
+        rc = st_stop_flush(&sl->stop, &sl->out);
+    return rc;
+}
+
+/* Sample (or take the forced token) and fill the logprob bytes. */
+static enum st_status pick_token(struct st_engine *e, struct st_engine_slot *sl,
+                                 const struct st_runner_row *row, struct st_sample_result *res)
+{
+    if (row->logits) {
+        const int32_t *ban = NULL;
+        size_t n_ban = sl->req->params.ignore_eos ? st_runner_eog_ids(e->runner, &ban) : 0;
+        enum st_status rc = st_sampler_sample(&sl->sampler, row->logits,
+                                              st_runner_n_vocab(e->runner), ban, n_ban, res);
+        if (rc != ST_OK)
+            return rc;
+    } else {
+        res->token = row->token;
+        res->logprob = 0.0f;   /* forced: certain */
+        res->n_top = sl->sampler.top_logprobs > 0 ? 1 : 0;
+        if (res->n_top)
+            res->top[0] = (struct st_top_logprob){ .token = row->token, .logprob = 0.0f };
+    }
+    for (int32_t i = 0; i < res->n_top; i++) {
+        struct st_top_logprob *t = &res->top[i];
+        size_t len = st_runner_token_piece(e->runner, t->token, t->bytes, sizeof(t->bytes));
+        t->n_bytes = (int32_t)ST_MIN(len, sizeof(t->bytes));
+    }
+    return ST_OK;
+}
+
+static void note_timing(struct st_engine *e, struct st_engine_slot *sl, bool eog, int64_t t_end)
+{
+    struct st_request *req = sl->req;
+    bool first = req->first_token_ns == 0;
+    double seconds;
+    if (first) {
+        req->first_token_ns = t_end;
+        seconds = (double)(t_end - req->submit_ns) / (double)ST_NS_PER_SEC;
+    } else {
+        seconds = (double)(t_end - sl->last_token_ns) / (double)ST_NS_PER_SEC;
+    }
+    sl->last_token_ns = t_end;
+    st_pool_count_token(e->pool, req->band, !eog, first, seconds);
+}
+
+static void end_completed(struct st_engine *e, struct st_engine_slot *sl, enum st_finish f)
+{
+    st_engine_end_slot(e, sl, f, ST_OK, NULL, ST_OUTCOME_COMPLETED);
+}
+
+/* One new token for slot 'sl' at time t_end: emit it, or end the request. */
+static void take_token(struct st_engine *e, struct st_engine_slot *sl,
+                       const struct st_runner_row *row, int64_t t_end)
+{
+    struct st_request *req = sl->req;
+    struct st_sample_result res;
+    enum st_status rc = pick_token(e, sl, row, &res);
+    if (rc != ST_OK) {
+        st_engine_end_slot(e, sl, ST_FINISH_ERROR, rc, "sampling failed", ST_OUTCOME_FAILED);
+        return;
+    }
+    bool eog = st_runner_is_eog(e->runner, res.token);
+    note_timing(e, sl, eog, t_end);
+    if (eog || req->params.max_tokens == 0) {
+        /* Text held for a stop string that never came is released with the
+         * end-of-generation token (no TOKEN event when there is none). */
+        rc = text_push(sl, "", 0, true);
+        if (rc == ST_OK && sl->out.len > 0)
+            emit_token(sl, &res);
+        end_completed(e, sl, eog ? ST_FINISH_STOP : ST_FINISH_LENGTH);
+        return;
+    }
+    sl->n_generated++;
+    char piece[256];
+    size_t len = st_runner_token_piece(e->runner, res.token, piece, sizeof(piece));
+    bool length = (req->params.max_tokens > 0 && sl->n_generated >= req->params.max_tokens) ||
+                  sl->n_past >= e->runner->n_ctx;
+    rc = text_push(sl, piece, ST_MIN(len, sizeof(piece)), length);
+    if (rc != ST_OK) {
+        st_engine_end_slot(e, sl, ST_FINISH_ERROR, rc, "no memory for the output text",
+                           ST_OUTCOME_FAILED);
+        return;
+    }
+    bool matched = st_stop_matched(&sl->stop) >= 0;
+    emit_token(sl, &res);
+    if (matched || length) {
+        end_completed(e, sl, matched ? ST_FINISH_STOP : ST_FINISH_LENGTH);
+        return;
+    }
+    sl->last_token = res.token;
+    sl->decoding = true;
+}
+
+static void fail_batch(struct st_engine *e, int32_t n, const struct st_err *err)
+{
+    st_log(ST_LOG_ERROR, "engine", "engine %d: forward failed: %s (%s); failing %d requests",
+           (int)e->index, err->msg, st_status_name(err->code), (int)n);
+    for (int32_t i = 0; i < n; i++) {
+        struct st_engine_slot *sl = &e->slots[e->seqs[i].slot];
+        if (sl->req)
+            st_engine_end_slot(e, sl, ST_FINISH_ERROR, err->code, err->msg, ST_OUTCOME_FAILED);
+    }
+}
+
+static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holder, int64_t t0)
+{
+    struct st_runner_batch batch = { .seqs = e->seqs, .n_seqs = n };
+    struct st_runner_out out = { .rows = e->rows, .busy_ns = 0 };
+    struct st_err err = { 0 };
+    enum st_status rc = st_runner_forward(e->runner, &batch, &out, &err);
+    if (rc != ST_OK) {
+        if (err.code == ST_OK)
+            st_err_set(&err, rc, "%s", st_status_msg(rc));
+        fail_batch(e, n, &err);
+        return;
+    }
+    if (out.busy_ns > 0)
+        e->pool->clock->sleep_until(e->pool->clock, t0 + out.busy_ns);
+    int64_t t_end = now_ns(e);
+    for (int32_t i = 0; i < n; i++) {
+        const struct st_runner_seq *q = &e->seqs[i];
+        struct st_engine_slot *sl = &e->slots[q->slot];
+        sl->n_past += q->n_tokens;
+        if (q->kind == ST_SEQ_READ) {
+            st_sched_read_progress(e->pool->sched, holder, q->n_tokens);
+            st_pool_count_read(e->pool, q->n_tokens);
+        }
+        if (q->sample)
+            take_token(e, sl, &e->rows[i], t_end);
+    }
+}
+
+/* The model did not load: every request this engine admits fails at once. */
+static bool fail_admitted(struct st_engine *e)
+{
+    bool any = false;
+    for (int32_t i = 0; i < e->n_slots; i++) {
+        struct st_sched_job *job;
+        while ((job = st_sched_admit(e->pool->sched, e->index, i)) != NULL) {
+            if (!bind_slot(e, &e->slots[i], ST_CONTAINER_OF(job, struct st_request, job)))
+                continue;
+            st_engine_end_slot(e, &e->slots[i], ST_FINISH_ERROR, ST_ERR_DEVICE,
+                               "the model failed to load", ST_OUTCOME_FAILED);
+            any = true;
+        }
+    }
+    return any;
+}
+
+bool st_engine_step(struct st_engine *e)
+{
+    if (atomic_load(&e->load_failed))
+        return fail_admitted(e);
+    int64_t t0 = now_ns(e);
+    bool did = drop_cancelled(e);
+    did |= admit_free_slots(e);
+    did |= drop_cancelled(e);   /* admitted, but the client left while it waited */
+    struct st_sched_job *holder = st_sched_lines(e->pool->sched, e->index);
+    int32_t n = build_batch(e, holder);
+    if (n > 0)
+        run_batch(e, n, holder, t0);
+    if (n > 0 || did)
+        st_engine_update_views(e);
+    return n > 0 || did;
+}
+
+static void log_progress(void *ctx, double fraction)
+{
+    const struct st_engine *e = ctx;
+    st_log(ST_LOG_DEBUG, "engine", "engine %d: loading model '%s' (%s): %d%%", (int)e->index,
+           e->pool->cfg.model.name, e->runner->ops->name, (int)(fraction * 100.0 + 0.5));
+}
+
+enum st_status st_engine_load(struct st_engine *e)
+{
+    struct st_err err = { 0 };
+    int64_t t0 = now_ns(e);
+    enum st_status rc = st_runner_load(e->runner, e->pool->clock, log_progress, e, &err);
+    if (rc != ST_OK) {
+        st_log(ST_LOG_ERROR, "engine", "engine %d: cannot load model '%s': %s", (int)e->index,
+               e->pool->cfg.model.name, err.msg);
+        atomic_store(&e->load_failed, true);
+    } else {
+        st_log(ST_LOG_INFO, "engine", "engine %d: model '%s' (%s, %d slots of %lld tokens) "
+               "loaded in %.2f s", (int)e->index, e->pool->cfg.model.name, e->runner->ops->name,
+               (int)e->n_slots, (long long)e->runner->n_ctx,
+               (double)(now_ns(e) - t0) / (double)ST_NS_PER_SEC);
+    }
+    atomic_store(&e->loaded, true);
+    return rc;
+}
+
+static enum st_slot_state view_state(const struct st_engine_slot *sl)
+{
+    if (!sl->req)
+        return ST_SLOT_IDLE;
+    switch (sl->req->job.state) {
+    case ST_JOB_ADMITTED:
+        return ST_SLOT_ADMITTED;
+    case ST_JOB_READING:
+        return ST_SLOT_READING;
+    case ST_JOB_PARKED:
+        return ST_SLOT_PARKED;
+    case ST_JOB_DECODING:
+        return ST_SLOT_DECODING;
+    case ST_JOB_NEW:
+    case ST_JOB_WAITING:
+    case ST_JOB_DONE:
+        break;
+    }
+    return sl->decoding ? ST_SLOT_DECODING : ST_SLOT_ADMITTED;
+}
+
+void st_engine_update_views(struct st_engine *e)
+{
+    int64_t held = 0;
+    pthread_mutex_lock(&e->mu);
+    for (int32_t i = 0; i < e->n_slots; i++) {
+        const struct st_engine_slot *sl = &e->slots[i];
+        struct st_slot_view *v = &e->views[i];
+        memset(v, 0, sizeof(*v));
+        v->engine = e->index;
+        v->slot = i;
+        v->state = view_state(sl);
+        v->band = ST_BAND_NORMAL;
+        if (!sl->req)
+            continue;
+        snprintf(v->request_id, sizeof(v->request_id), "%s", sl->req->id);
+        v->priority = sl->req->job.priority;
+        v->band = sl->req->band;
+        v->n_prompt = sl->req->n_tokens;
+        v->n_read = ST_MIN(sl->n_past, sl->req->n_tokens);
+        v->n_generated = sl->n_generated;
+        v->give_ways = sl->req->job.yields;
+        held += sl->n_past;
+    }
+    pthread_mutex_unlock(&e->mu);
+    atomic_store(&e->held_tokens, held);
+}

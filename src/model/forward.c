@@ -1,0 +1,221 @@
+/* forward.c -- the layer program, written once against the op table
+ * (backend.h) for qwen3moe, qwen3 and llama (ENGINE.md 3.3).
+ *
+ * Per chunk of n rows (every slot's rows of the step together):
+ *
+ *   x = token_embd[ids]                                   [E, n]
+ *   per layer:
+ *     h = rmsnorm(x) * attn_norm
+ *     q, k, v = h Wq^T, h Wk^T, h Wv^T                     [H*D | Hkv*D, n]
+ *     q, k = per-head rmsnorm * q_norm / k_norm           (qwen3*, before rope)
+ *     q, k = NEOX rope at each row's position             (llama: rows pre-permuted)
+ *     att = causal GQA attention over the slot's F16 KV   (writes k, v first)
+ *     x += att Wo^T
+ *     h = rmsnorm(x) * ffn_norm
+ *     x += MoE(h)  (softmax -> top-k -> renormalize; SwiGLU experts)
+ *       or dense SwiGLU FFN
+ *   the rows that want logits are gathered into hout
+ *
+ * and once per forward, over the gathered rows only:
+ *   logits = (rmsnorm(hout) * output_norm) . output^T (token_embd when tied)
+ *
+ * One op call covers every row of the chunk, so a device backend gets one
+ * launch per op per layer, and each weight is streamed once per chunk.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "forward_internal.h"
+
+#define TRY(call)                 \
+    do {                          \
+        enum st_status rc_ = (call); \
+        if (rc_ != ST_OK)         \
+            return rc_;           \
+    } while (0)
+
+/* The activation buffers cut to the chunk's n rows. */
+struct rows {
+    struct st_tensor x, h, q, k, v, att, o, g, u, sel, wts, ids, pos, slot;
+};
+
+struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t n)
+{
+    struct st_tensor v = st_tensor_slice(t, 1, start, n);
+    const int64_t ne[ST_TENSOR_DIMS] = { n, 1, 1, 1 };
+    return st_tensor_reshape(&v, ne);
+}
+
+/* Rows [0, n) of an activation matrix [cols, R]. */
+static struct st_tensor cut(const struct st_tensor *t, int64_t n)
+{
+    return st_tensor_slice(t, 1, 0, n);
+}
+
+static void cut_rows(const struct st_fwd_act *a, int64_t n, struct rows *r)
+{
+    r->x = cut(&a->x, n);
+    r->h = cut(&a->h, n);
+    r->q = cut(&a->q, n);
+    r->k = cut(&a->k, n);
+    r->v = cut(&a->v, n);
+    r->att = cut(&a->att, n);
+    r->o = cut(&a->o, n);
+    r->g = cut(&a->g, n);
+    r->u = cut(&a->u, n);
+    r->sel = cut(&a->sel, n);
+    r->wts = cut(&a->wts, n);
+    r->ids = st_fwd_column(&a->ids, 0, n);
+    r->pos = st_fwd_column(&a->pos, 0, n);
+    r->slot = st_fwd_column(&a->slot, 0, n);
+}
+
+static enum st_status attn_block(struct st_model *m, int64_t l, const struct rows *r,
+                                 struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    const struct st_fwd_layer *w = &m->layers[l];
+    struct st_backend *be = m->be;
+    int32_t d = (int32_t)hp->head_dim_k;
+
+    TRY(st_backend_rms_norm(be, &r->h, &r->x, &w->attn_norm, hp->rms_eps, err));
+    TRY(st_backend_matmul(be, &r->q, &r->h, &w->wq, err));
+    TRY(st_backend_matmul(be, &r->k, &r->h, &w->wk, err));
+    TRY(st_backend_matmul(be, &r->v, &r->h, &w->wv, err));
+    if (hp->qk_norm) {
+        TRY(st_backend_rms_norm(be, &r->q, &r->q, &w->q_norm, hp->rms_eps, err));
+        TRY(st_backend_rms_norm(be, &r->k, &r->k, &w->k_norm, hp->rms_eps, err));
+    }
+    TRY(st_backend_rope(be, &r->q, &r->q, &r->pos, d, (int32_t)hp->n_rot, hp->rope_freq_base,
+                        hp->rope_freq_scale, err));
+    TRY(st_backend_rope(be, &r->k, &r->k, &r->pos, d, (int32_t)hp->n_rot, hp->rope_freq_base,
+                        hp->rope_freq_scale, err));
+    struct st_tensor kc = st_tensor_slice(&m->kcache, 3, l, 1);
+    struct st_tensor vc = st_tensor_slice(&m->vcache, 3, l, 1);
+    TRY(st_backend_attention(be, &r->att, &r->q, &r->k, &r->v, &kc, &vc, &r->slot, &r->pos,
+                             (int32_t)hp->n_head, (int32_t)hp->n_head_kv,
+                             1.0f / sqrtf((float)d), err));
+    TRY(st_backend_matmul(be, &r->o, &r->att, &w->wo, err));
+    return st_backend_add(be, &r->x, &r->x, &r->o, err);
+}
+
+static enum st_status ffn_block(struct st_model *m, int64_t l, const struct rows *r,
+                                struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    const struct st_fwd_layer *w = &m->layers[l];
+    struct st_backend *be = m->be;
+
+    TRY(st_backend_rms_norm(be, &r->h, &r->x, &w->ffn_norm, hp->rms_eps, err));
+    if (hp->n_expert > 0) {
+        TRY(st_backend_moe_route(be, &r->sel, &r->wts, &r->h, &w->router, err));
+        TRY(st_backend_moe_ffn(be, &r->o, &r->h, &r->sel, &r->wts, &w->gate_exps,
+                               &w->up_exps, &w->down_exps, err));
+    } else {
+        TRY(st_backend_matmul(be, &r->g, &r->h, &w->ffn_gate, err));
+        TRY(st_backend_matmul(be, &r->u, &r->h, &w->ffn_up, err));
+        TRY(st_backend_silu_mul(be, &r->g, &r->g, &r->u, err));
+        TRY(st_backend_matmul(be, &r->o, &r->g, &w->ffn_down, err));
+    }
+    return st_backend_add(be, &r->x, &r->x, &r->o, err);
+}
+
+/* Upload rows [r0, r1) of one per-row integer column. */
+static enum st_status put_i32(struct st_model *m, const struct st_tensor *t,
+                              const int32_t *src32, const int64_t *src64, int64_t r0,
+                              int64_t n, struct st_err *err)
+{
+    for (int64_t i = 0; i < n; i++)
+        m->i32_host[i] = src32 ? src32[r0 + i] : (int32_t)src64[r0 + i];
+    return st_backend_write(m->be, t, 0, m->i32_host, (size_t)n * sizeof(int32_t), err);
+}
+
+enum st_status st_fwd_chunk(struct st_model *m, const struct st_model_batch *b, int64_t r0,
+                            int64_t r1, int64_t o0, int64_t o1, struct st_err *err)
+{
+    int64_t n = r1 - r0;
+    struct rows r;
+    cut_rows(&m->act, n, &r);
+    TRY(put_i32(m, &r.ids, b->tokens, NULL, r0, n, err));
+    TRY(put_i32(m, &r.pos, NULL, b->pos, r0, n, err));
+    TRY(put_i32(m, &r.slot, b->slots, NULL, r0, n, err));
+    TRY(st_backend_embed(m->be, &r.x, &m->tok_embd, &r.ids, err));
+    for (int64_t l = 0; l < m->desc->hp.n_layer; l++) {
+        TRY(attn_block(m, l, &r, err));
+        TRY(ffn_block(m, l, &r, err));
+    }
+    if (o1 == o0)
+        return ST_OK;
+    /* Gather the rows that want logits: embed over the f32 residual is a
+     * row gather, so the final norm and the head only see those rows. */
+    for (int64_t j = o0; j < o1; j++)
+        m->i32_host[j - o0] = (int32_t)(b->out_rows[j] - r0);
+    struct st_tensor gidx = st_fwd_column(&m->act.gidx, 0, o1 - o0);
+    struct st_tensor hout = st_tensor_slice(&m->act.hout, 1, o0, o1 - o0);
+    TRY(st_backend_write(m->be, &gidx, 0, m->i32_host, (size_t)(o1 - o0) * sizeof(int32_t),
+                         err));
+    return st_backend_embed(m->be, &hout, &r.x, &gidx, err);
+}
+
+enum st_status st_fwd_head(struct st_model *m, int64_t n_out, struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    struct st_tensor h = st_tensor_slice(&m->act.hout, 1, 0, n_out);
+    struct st_tensor lg = st_tensor_slice(&m->act.logits, 1, 0, n_out);
+    TRY(st_backend_rms_norm(m->be, &h, &h, &m->output_norm, hp->rms_eps, err));
+    TRY(st_backend_matmul(m->be, &lg, &h, m->tied ? &m->tok_embd : &m->output, err));
+    return st_backend_read(m->be, &lg, 0, m->logits_host, st_tensor_nbytes(&lg), err);
+}
+
+/* Every row in range, out_rows ascending: a bad batch is the caller's bug,
+ * reported rather than computed into a wrong cache. */
+static enum st_status check_batch(const struct st_model *m, const struct st_model_batch *b,
+                                  struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    if (b->n_rows < 0 || b->n_out < 0 || b->n_out > m->p.max_out || b->n_out > b->n_rows)
+        return st_err_set(err, ST_ERR_INVALID, "forward: %lld rows, %lld logit rows (at most "
+                          "%d)", (long long)b->n_rows, (long long)b->n_out, (int)m->p.max_out);
+    for (int64_t i = 0; i < b->n_rows; i++) {
+        if (b->tokens[i] < 0 || b->tokens[i] >= hp->n_vocab || b->slots[i] < 0 ||
+            b->slots[i] >= m->p.n_slots || b->pos[i] < 0 || b->pos[i] >= m->p.n_ctx)
+            return st_err_set(err, ST_ERR_INVALID, "forward: row %lld (token %d, slot %d, "
+                              "position %lld) is out of range (vocab %lld, %d slots, context "
+                              "%lld)", (long long)i, (int)b->tokens[i], (int)b->slots[i],
+                              (long long)b->pos[i], (long long)hp->n_vocab, (int)m->p.n_slots,
+                              (long long)m->p.n_ctx);
+    }
+    for (int64_t j = 0; j < b->n_out; j++) {
+        if (b->out_rows[j] < 0 || b->out_rows[j] >= b->n_rows ||
+            (j > 0 && b->out_rows[j] <= b->out_rows[j - 1]))
+            return st_err_set(err, ST_ERR_INVALID, "forward: logit row %lld (= row %lld) is "
+                              "out of range or not ascending", (long long)j,
+                              (long long)b->out_rows[j]);
+    }
+    return ST_OK;
+}
+
+enum st_status st_model_forward(struct st_model *m, const struct st_model_batch *b,
+                                const float **logits, struct st_err *err)
+{
+    if (logits)
+        *logits = NULL;
+    if (!m->loaded)
+        return st_err_set(err, ST_ERR_LOADING, "model %s is not loaded", m->path);
+    TRY(check_batch(m, b, err));
+    int64_t o0 = 0;
+    for (int64_t r0 = 0; r0 < b->n_rows; r0 += m->p.max_rows) {
+        int64_t r1 = ST_MIN(r0 + m->p.max_rows, b->n_rows);
+        int64_t o1 = o0;
+        while (o1 < b->n_out && b->out_rows[o1] < r1)
+            o1++;
+        TRY(st_fwd_chunk(m, b, r0, r1, o0, o1, err));
+        o0 = o1;
+    }
+    if (b->n_out > 0) {
+        TRY(st_fwd_head(m, b->n_out, err));
+        if (logits)
+            *logits = m->logits_host;
+    }
+    return ST_OK;
+}

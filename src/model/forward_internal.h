@@ -1,0 +1,97 @@
+/* forward_internal.h -- the loaded model's state, shared by model_load.c
+ * (building and freeing it) and forward.c (the layer program).
+ *
+ * Shapes use the backend's notation: [a, b] = ne0 a (contiguous), b rows.
+ * E = n_embd, H = n_head, Hkv = n_head_kv, D = head dim, X = experts,
+ * k = experts per token, F = expert FFN width, Fd = dense FFN width,
+ * V = vocab, R = max_rows (rows per chunk), O = max_out (logit rows),
+ * L = n_layer, C = n_ctx, S = n_slots.
+ */
+#ifndef STRATA_MODEL_FORWARD_INTERNAL_H
+#define STRATA_MODEL_FORWARD_INTERNAL_H
+
+#include "strata/backend.h"
+#include "strata/forward.h"
+
+/* One decoder block's weights as backend tensors (empty = absent). */
+struct st_fwd_layer {
+    struct st_tensor attn_norm;    /* f32 [E] */
+    struct st_tensor wq;           /* any [E, H*D]  (permuted rows for llama) */
+    struct st_tensor wk;           /* any [E, Hkv*D] (permuted rows for llama) */
+    struct st_tensor wv;           /* any [E, Hkv*D] */
+    struct st_tensor wo;           /* any [H*D, E] */
+    struct st_tensor q_norm;       /* f32 [D], qk_norm only */
+    struct st_tensor k_norm;       /* f32 [D], qk_norm only */
+    struct st_tensor ffn_norm;     /* f32 [E] */
+    struct st_tensor ffn_gate;     /* dense: any [E, Fd] */
+    struct st_tensor ffn_up;       /* dense: any [E, Fd] */
+    struct st_tensor ffn_down;     /* dense: any [Fd, E] */
+    struct st_tensor router;       /* MoE: any [E, X] (F32 in files) */
+    struct st_tensor gate_exps;    /* MoE: any [E, F, X] */
+    struct st_tensor up_exps;      /* MoE: any [E, F, X] */
+    struct st_tensor down_exps;    /* MoE: any [F, E, X] */
+};
+
+/* Activation buffers, allocated once for R rows (O for the head). */
+struct st_fwd_act {
+    struct st_tensor x;        /* f32 [E, R]   the residual stream */
+    struct st_tensor h;        /* f32 [E, R]   normed input of a sub-block */
+    struct st_tensor q;        /* f32 [H*D, R] */
+    struct st_tensor k;        /* f32 [Hkv*D, R] */
+    struct st_tensor v;        /* f32 [Hkv*D, R] */
+    struct st_tensor att;      /* f32 [H*D, R] attention output, heads concatenated */
+    struct st_tensor o;        /* f32 [E, R]   sub-block output added to x */
+    struct st_tensor g;        /* f32 [Fd, R]  dense FFN gate (then SwiGLU) */
+    struct st_tensor u;        /* f32 [Fd, R]  dense FFN up */
+    struct st_tensor sel;      /* i32 [k, R]   selected experts */
+    struct st_tensor wts;      /* f32 [k, R]   their weights */
+    /* Per-row integers are stored as [1, R] so that rows [a, a+n) can be
+     * cut with st_tensor_slice and seen as the [n] vectors the ops take
+     * (st_fwd_column). */
+    struct st_tensor ids;      /* i32 [1, R]   token ids */
+    struct st_tensor pos;      /* i32 [1, R]   positions */
+    struct st_tensor slot;     /* i32 [1, R]   slots */
+    struct st_tensor gidx;     /* i32 [1, O]   rows of a chunk gathered for the head */
+    struct st_tensor hout;     /* f32 [E, O]   final hidden state of the rows wanting logits */
+    struct st_tensor logits;   /* f32 [V, O] */
+};
+
+struct st_model {
+    char                 *path;          /* owned */
+    struct st_gguf       *gguf;          /* owned mapping */
+    struct st_model_desc *desc;          /* owned; borrows gguf */
+    int64_t               n_params;
+    size_t                weight_bytes;
+
+    /* valid while loaded */
+    bool                   loaded;
+    struct st_model_params p;            /* resolved */
+    struct st_backend     *be;           /* owned */
+    struct st_tensor       tok_embd;     /* any [E, V] */
+    struct st_tensor       output_norm;  /* f32 [E] */
+    struct st_tensor       output;       /* any [E, V]; unused when tied */
+    bool                   tied;         /* the head is tok_embd */
+    struct st_fwd_layer   *layers;       /* owned; n_layer (MTP blocks are not loaded) */
+    struct st_tensor       kcache;       /* f16 [Hkv*D, C, S, L] */
+    struct st_tensor       vcache;       /* f16 [Hkv*D, C, S, L] */
+    struct st_fwd_act      act;
+    size_t                 kv_bytes, act_bytes;
+    float                 *logits_host;  /* owned: float [O][V] */
+    int32_t               *i32_host;     /* owned: int32 scratch [max(R, O)] */
+};
+
+/* Entries [start, start + n) of a [1, N] integer column as an [n] vector. */
+struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t n);
+
+/* Run rows [r0, r1) of b through every layer (r1 - r0 <= R), then gather
+ * the final hidden state of the rows of out_rows[o0, o1) (all inside the
+ * chunk) into hout rows [o0, o1). */
+ST_MUST_CHECK
+enum st_status st_fwd_chunk(struct st_model *m, const struct st_model_batch *b, int64_t r0,
+                            int64_t r1, int64_t o0, int64_t o1, struct st_err *err);
+
+/* Final norm and the output head over hout rows [0, n_out): logits. */
+ST_MUST_CHECK
+enum st_status st_fwd_head(struct st_model *m, int64_t n_out, struct st_err *err);
+
+#endif /* STRATA_MODEL_FORWARD_INTERNAL_H */

@@ -1,0 +1,288 @@
+/* make_model.c -- st_make_model: a synthetic qwen3moe GGUF (random weights,
+ * real tokenizer, ChatML template), written with the GGUF writer.
+ *
+ * Shapes per ENGINE.md 3.2, ne0 innermost: a matrix with y = W x has
+ * ne = (in, out); experts are (in, out, X). Weights have standard
+ * deviation 1/sqrt(fan_in) so activations stay near unit scale; norm gains
+ * are uniform in [0.8, 1.2] (not exactly 1, so an engine that forgets a
+ * gain is caught by a reference comparison). Tensor data is generated
+ * while the file is written (fill callbacks), block by block.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "internal.h"
+#include "strata/make_model.h"
+#include "strata/quant.h"
+#include "strata/xalloc.h"
+
+struct preset {
+    const char *name;
+    int64_t E, L, H, Hkv, D, X, k, F, ctx;
+    bool tied;
+};
+
+static const struct preset presets[] = {
+    { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true },
+    { "small", 256, 4, 8, 2, 32, 8, 2, 128, 4096, false },
+    { "medium", 768, 12, 16, 4, 64, 16, 4, 256, 8192, false },
+};
+
+enum role { R_EMBD, R_OUTPUT, R_ATTN, R_ATTN_V, R_FFN, R_FFN_DOWN, R_ROUTER, R_NORM };
+
+struct plan {
+    enum st_dtype base;      /* --quant */
+    bool          q4_k_m;    /* the llama-quantize Q4_K_M mix */
+    uint32_t      ftype;     /* llama_ftype for general.file_type */
+};
+
+struct gen {                 /* one tensor's generator (fill callback ctx) */
+    uint64_t      state;
+    enum st_dtype type;
+    int64_t       ne0;
+    float         sigma;
+    bool          norm;      /* F32 gains: 1 + uniform noise */
+};
+
+struct build {
+    const struct preset *p;
+    struct plan          plan;
+    int64_t              n_vocab;
+    int64_t              n_blocks;  /* main layers + MTP block */
+    struct st_gguf_writer *w;
+    struct gen          *gens;      /* owned; one per tensor */
+    int64_t              n_gens, cap_gens;
+    uint64_t             seed;
+};
+
+static const struct { const char *name; enum st_dtype t; uint32_t ftype; } quants[] = {
+    { "f32", ST_DTYPE_F32, 0 },      { "f16", ST_DTYPE_F16, 1 },
+    { "bf16", ST_DTYPE_BF16, 32 },   { "q8_0", ST_DTYPE_Q8_0, 7 },
+    { "q4_0", ST_DTYPE_Q4_0, 2 },    { "q4_k", ST_DTYPE_Q4_K, 14 },
+    { "q4_k_s", ST_DTYPE_Q4_K, 14 }, { "q4_k_m", ST_DTYPE_Q4_K, 15 },
+    { "q5_k", ST_DTYPE_Q5_K, 16 },   { "q6_k", ST_DTYPE_Q6_K, 18 },
+    { "iq3_xxs", ST_DTYPE_IQ3_XXS, 23 }, { "iq3_s", ST_DTYPE_IQ3_S, 26 },
+    { "iq4_xs", ST_DTYPE_IQ4_XS, 30 },
+};
+
+static bool parse_quant(const char *s, struct plan *out)
+{
+    for (size_t i = 0; i < ST_ARRAY_LEN(quants); i++) {
+        if (strcasecmp(s, quants[i].name) == 0) {
+            out->base = quants[i].t;
+            out->ftype = quants[i].ftype;
+            out->q4_k_m = quants[i].ftype == 15;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* llama-quantize's use_more_bits: first and last eighth, every third between. */
+static bool more_bits(int64_t i, int64_t n)
+{
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+/* A row width that is not a whole number of blocks falls back to a
+ * 32-element type: Q8_0 for the 5/6-bit types, Q4_0 for the rest. */
+static enum st_dtype fit(enum st_dtype t, int64_t ne0)
+{
+    const struct st_dtype_info *info = st_dtype_info((uint32_t)t);
+    if (ne0 % info->block_elems == 0)
+        return t;
+    t = (t == ST_DTYPE_Q5_K || t == ST_DTYPE_Q6_K) ? ST_DTYPE_Q8_0 : ST_DTYPE_Q4_0;
+    return ne0 % ST_QK == 0 ? t : ST_DTYPE_F32;
+}
+
+static enum st_dtype pick_type(const struct plan *pl, enum role r, int64_t il, int64_t nl,
+                               int64_t ne0)
+{
+    enum st_dtype b = pl->base;
+    bool float_or_q8 = b == ST_DTYPE_F32 || b == ST_DTYPE_F16 || b == ST_DTYPE_BF16 ||
+                       b == ST_DTYPE_Q8_0;
+    switch (r) {
+    case R_NORM:
+    case R_ROUTER:
+        return ST_DTYPE_F32;
+    case R_OUTPUT:
+        return fit(float_or_q8 ? b : ST_DTYPE_Q6_K, ne0);
+    case R_ATTN_V:
+        if (b == ST_DTYPE_IQ3_S || b == ST_DTYPE_IQ3_XXS)
+            return fit(ST_DTYPE_Q4_K, ne0);
+        return fit(pl->q4_k_m && more_bits(il, nl) ? ST_DTYPE_Q6_K : b, ne0);
+    case R_FFN_DOWN:
+        return fit(pl->q4_k_m && more_bits(il, nl) ? ST_DTYPE_Q6_K : b, ne0);
+    default:
+        return fit(b, ne0);
+    }
+}
+
+static uint64_t seed_for(uint64_t seed, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *c = name; *c; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    uint64_t z = seed ^ h;                        /* splitmix64 finalizer */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return z ? z : 0x9e3779b97f4a7c15ull;
+}
+
+static enum st_status fill(void *ctx, int64_t row0, int64_t nrows, void *dst, struct st_err *err)
+{
+    struct gen *g = ctx;
+    (void)row0;                                  /* rows come in order: the state is the position */
+    (void)err;
+    st_mm_random_rows(&g->state, (int)g->type, g->ne0, nrows, g->sigma, dst);
+    if (g->norm) {
+        float *f = dst;
+        for (int64_t i = 0; i < g->ne0 * nrows; i++)
+            f[i] += 1.0f;
+    }
+    return ST_OK;
+}
+
+/* Add tensor 'name' with ne (n_dims of them) in the role's type. */
+static void add(struct build *b, const char *name, enum role r, int64_t il, int n_dims,
+                int64_t ne0, int64_t ne1, int64_t ne2)
+{
+    int64_t ne[3] = { ne0, ne1, ne2 };
+    struct gen *g = &b->gens[b->n_gens++];
+    ST_ASSERT(b->n_gens <= b->cap_gens);
+    g->state = seed_for(b->seed, name);
+    g->type = pick_type(&b->plan, r, il, b->p->L, ne0);
+    g->ne0 = ne0;
+    g->norm = r == R_NORM;
+    /* sqrt(1/fan_in) by Newton: no libm in this module */
+    double x = 1.0 / (double)ne0, s = 1.0;
+    for (int it = 0; it < 60; it++)
+        s = 0.5 * (s + x / s);
+    g->sigma = g->norm ? 0.2f / 1.7320508f : (float)s;
+    st_gguf_writer_add_tensor_fn(b->w, name, g->type, n_dims, ne, fill, g);
+}
+
+static void add_blk(struct build *b, int64_t il, const char *what, enum role r, int n_dims,
+                    int64_t ne0, int64_t ne1, int64_t ne2)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "blk.%lld.%s.weight", (long long)il, what);
+    add(b, name, r, il, n_dims, ne0, ne1, ne2);
+}
+
+static void add_tensors(struct build *b)
+{
+    const struct preset *p = b->p;
+    int64_t E = p->E, HD = p->H * p->D, KD = p->Hkv * p->D;
+    add(b, "token_embd.weight", R_EMBD, 0, 2, E, b->n_vocab, 1);
+    add(b, "output_norm.weight", R_NORM, 0, 1, E, 1, 1);
+    if (!p->tied)
+        add(b, "output.weight", R_OUTPUT, 0, 2, E, b->n_vocab, 1);
+    for (int64_t il = 0; il < b->n_blocks; il++) {
+        add_blk(b, il, "attn_norm", R_NORM, 1, E, 1, 1);
+        add_blk(b, il, "attn_q", R_ATTN, 2, E, HD, 1);
+        add_blk(b, il, "attn_k", R_ATTN, 2, E, KD, 1);
+        add_blk(b, il, "attn_v", R_ATTN_V, 2, E, KD, 1);
+        add_blk(b, il, "attn_output", R_ATTN, 2, HD, E, 1);
+        add_blk(b, il, "attn_q_norm", R_NORM, 1, p->D, 1, 1);
+        add_blk(b, il, "attn_k_norm", R_NORM, 1, p->D, 1, 1);
+        add_blk(b, il, "ffn_norm", R_NORM, 1, E, 1, 1);
+        add_blk(b, il, "ffn_gate_inp", R_ROUTER, 2, E, p->X, 1);
+        add_blk(b, il, "ffn_gate_exps", R_FFN, 3, E, p->F, p->X);
+        add_blk(b, il, "ffn_up_exps", R_FFN, 3, E, p->F, p->X);
+        add_blk(b, il, "ffn_down_exps", R_FFN_DOWN, 3, p->F, E, p->X);
+        if (il == p->L) {                        /* the MTP block (ENGINE.md 4.1) */
+            add_blk(b, il, "nextn.eh_proj", R_ATTN, 2, 2 * E, E, 1);
+            add_blk(b, il, "nextn.enorm", R_NORM, 1, E, 1, 1);
+            add_blk(b, il, "nextn.hnorm", R_NORM, 1, E, 1, 1);
+        }
+    }
+}
+
+static void add_keys(struct build *b, const struct st_make_model_opts *o)
+{
+    struct st_gguf_writer *w = b->w;
+    const struct preset *p = b->p;
+    char name[64];
+    snprintf(name, sizeof(name), "strata-synthetic-%s", p->name);
+    st_gguf_writer_set_str(w, "general.architecture", "qwen3moe");
+    st_gguf_writer_set_str(w, "general.type", "model");
+    st_gguf_writer_set_str(w, "general.name", name);
+    st_gguf_writer_set_str(w, "general.description",
+                           "strata make-model: random weights, its text is noise");
+    st_gguf_writer_set_u32(w, "general.quantization_version", 2);
+    st_gguf_writer_set_u32(w, "general.file_type", b->plan.ftype);
+    st_gguf_writer_set_str(w, "strata.make_model.preset", p->name);
+    st_gguf_writer_set_u64(w, "strata.make_model.seed", o->seed);
+    st_gguf_writer_set_u32(w, "qwen3moe.context_length", (uint32_t)p->ctx);
+    st_gguf_writer_set_u32(w, "qwen3moe.embedding_length", (uint32_t)p->E);
+    st_gguf_writer_set_u32(w, "qwen3moe.block_count", (uint32_t)b->n_blocks);
+    st_gguf_writer_set_u32(w, "qwen3moe.feed_forward_length", (uint32_t)(p->F * p->k));
+    st_gguf_writer_set_u32(w, "qwen3moe.attention.head_count", (uint32_t)p->H);
+    st_gguf_writer_set_u32(w, "qwen3moe.attention.head_count_kv", (uint32_t)p->Hkv);
+    st_gguf_writer_set_u32(w, "qwen3moe.attention.key_length", (uint32_t)p->D);
+    st_gguf_writer_set_u32(w, "qwen3moe.attention.value_length", (uint32_t)p->D);
+    st_gguf_writer_set_f32(w, "qwen3moe.attention.layer_norm_rms_epsilon", 1e-6f);
+    st_gguf_writer_set_f32(w, "qwen3moe.rope.freq_base", 1000000.0f);
+    st_gguf_writer_set_u32(w, "qwen3moe.expert_count", (uint32_t)p->X);
+    st_gguf_writer_set_u32(w, "qwen3moe.expert_used_count", (uint32_t)p->k);
+    st_gguf_writer_set_u32(w, "qwen3moe.expert_feed_forward_length", (uint32_t)p->F);
+    if (o->mtp)
+        st_gguf_writer_set_u32(w, "qwen3moe.nextn_predict_layers", 1);
+}
+
+static enum st_status check_opts(const struct st_make_model_opts *o, struct build *b,
+                                 struct st_err *err)
+{
+    const char *preset = o->preset ? o->preset : "tiny";
+    const char *quant = o->quant ? o->quant : "q8_0";
+    if (!o->out_path || !*o->out_path)
+        return st_err_set(err, ST_ERR_INVALID, "make-model: no output path");
+    for (size_t i = 0; i < ST_ARRAY_LEN(presets) && !b->p; i++) {
+        if (strcasecmp(preset, presets[i].name) == 0)
+            b->p = &presets[i];
+    }
+    if (!b->p)
+        return st_err_set(err, ST_ERR_INVALID,
+                          "make-model: unknown preset '%s' (tiny, small, medium)", preset);
+    if (!parse_quant(quant, &b->plan))
+        return st_err_set(err, ST_ERR_INVALID, "make-model: unknown quant type '%s' (f32 f16 "
+                          "bf16 q8_0 q4_0 q4_k q4_k_m q5_k q6_k iq3_s iq3_xxs iq4_xs)", quant);
+    if (o->n_vocab < 0 || (o->n_vocab > 0 && !o->vocab_path))
+        return st_err_set(err, ST_ERR_INVALID, "make-model: --n-vocab needs --vocab");
+    return ST_OK;
+}
+
+enum st_status st_make_model(const struct st_make_model_opts *o, struct st_err *err)
+{
+    struct build b = { 0 };
+    struct st_mm_vocab v = { 0 };
+    enum st_status rc = check_opts(o, &b, err);
+    if (rc != ST_OK)
+        return rc;
+    b.seed = o->seed;
+    b.n_blocks = b.p->L + (o->mtp ? 1 : 0);
+    rc = o->vocab_path ? st_mm_vocab_import(&v, o->vocab_path, o->n_vocab, err)
+                       : st_mm_vocab_builtin(&v, err);
+    if (rc != ST_OK)
+        return rc;
+    if (!v.chat_template)
+        v.chat_template = st_xstrdup(st_mm_chatml_template());
+    b.n_vocab = v.n;
+    b.w = st_gguf_writer_new(0);
+    b.cap_gens = 3 + 15 * b.n_blocks;
+    b.gens = st_xcalloc((size_t)b.cap_gens, sizeof(*b.gens));
+    add_keys(&b, o);
+    rc = st_mm_vocab_write_kv(&v, b.w, err);
+    if (rc == ST_OK) {
+        add_tensors(&b);
+        rc = st_gguf_writer_write(b.w, o->out_path, err);
+    }
+    st_gguf_writer_free(b.w);
+    free(b.gens);
+    st_mm_vocab_free(&v);
+    return rc;
+}

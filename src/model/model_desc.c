@@ -1,0 +1,358 @@
+/* model_desc.c -- hparams from the <arch>.* keys and the weight tensors of
+ * every layer, each checked for presence, shape and type (ENGINE.md 3.1,
+ * 3.2 and 4.1). Defaults and required keys follow llama.cpp's loader.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/model_desc.h"
+#include "strata/quant.h"
+
+struct ctx {
+    const struct st_gguf *g;
+    const char           *arch;
+    struct st_err        *err;
+};
+
+const char *st_arch_name(enum st_arch a)
+{
+    switch (a) {
+    case ST_ARCH_LLAMA:    return "llama";
+    case ST_ARCH_QWEN3:    return "qwen3";
+    case ST_ARCH_QWEN3MOE: return "qwen3moe";
+    }
+    return "?";
+}
+
+/* <arch>.<suffix> as an integer >= 0 (an array of equal values, as the
+ * per-layer head counts may be, counts as that value). */
+static enum st_status key_int(struct ctx *c, const char *suffix, bool required, int64_t def,
+                              int64_t *out)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "%s.%s", c->arch, suffix);
+    const struct st_gguf_kv *kv = st_gguf_find_kv(c->g, key);
+    int64_t v = 0;
+    if (!kv) {
+        if (required)
+            return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: missing required key '%s'", key);
+        *out = def;
+        return ST_OK;
+    }
+    if (st_gguf_kv_type(kv) == ST_GGUF_ARRAY) {
+        uint64_t n = st_gguf_arr_n(kv);
+        bool ok = n > 0 && st_gguf_arr_i64(kv, 0, &v);
+        for (uint64_t i = 1; ok && i < n; i++) {
+            int64_t w;
+            ok = st_gguf_arr_i64(kv, i, &w) && w == v;
+        }
+        if (!ok)
+            return st_err_set(c->err, ST_ERR_BAD_MODEL,
+                              "model: key '%s': per-layer values that differ are not supported", key);
+    } else if (!st_gguf_kv_i64(kv, &v)) {
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' is %s, expected an integer",
+                          key, st_gguf_type_name(st_gguf_kv_type(kv)));
+    }
+    if (v < 0 || v > (INT64_C(1) << 40))
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' = %lld is out of range",
+                          key, (long long)v);
+    *out = v;
+    return ST_OK;
+}
+
+static enum st_status key_float(struct ctx *c, const char *suffix, bool required, float def,
+                                float *out)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "%s.%s", c->arch, suffix);
+    const struct st_gguf_kv *kv = st_gguf_find_kv(c->g, key);
+    double v;
+    if (!kv) {
+        if (required)
+            return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: missing required key '%s'", key);
+        *out = def;
+        return ST_OK;
+    }
+    if (!st_gguf_kv_f64(kv, &v) || !(v > 0))
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' must be a positive number", key);
+    *out = (float)v;
+    return ST_OK;
+}
+
+static enum st_status read_rope_scaling(struct ctx *c, struct st_hparams *hp)
+{
+    char key[128];
+    struct st_str type = { "none", 4 };
+    snprintf(key, sizeof(key), "%s.rope.scaling.type", c->arch);
+    const struct st_gguf_kv *kv = st_gguf_find_kv(c->g, key);
+    hp->rope_freq_scale = 1.0f;
+    if (kv && !st_gguf_kv_str(kv, &type))
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' must be a string", key);
+    if (st_str_eq_c(type, "none"))
+        return ST_OK;
+    if (!st_str_eq_c(type, "linear"))
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: rope scaling '%.*s' is not supported",
+                          (int)ST_MIN(type.len, 32), type.ptr);
+    float factor;
+    enum st_status rc = key_float(c, "rope.scaling.factor", true, 1.0f, &factor);
+    if (rc == ST_OK)
+        hp->rope_freq_scale = 1.0f / factor;
+    return rc;
+}
+
+static enum st_status read_counts(struct ctx *c, struct st_hparams *hp)
+{
+    int64_t block_count;
+    enum st_status rc = key_int(c, "embedding_length", true, 0, &hp->n_embd);
+    if (rc == ST_OK) rc = key_int(c, "block_count", true, 0, &block_count);
+    if (rc == ST_OK) rc = key_int(c, "context_length", true, 0, &hp->n_ctx_train);
+    if (rc == ST_OK) rc = key_int(c, "nextn_predict_layers", false, 0, &hp->n_nextn);
+    if (rc == ST_OK) rc = key_int(c, "attention.head_count", true, 0, &hp->n_head);
+    if (rc != ST_OK)
+        return rc;
+    if (hp->n_embd == 0 || hp->n_head == 0 || block_count == 0 || hp->n_nextn >= block_count)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL,
+                          "model: embedding_length %lld, head_count %lld, block_count %lld "
+                          "(nextn %lld) are not usable", (long long)hp->n_embd,
+                          (long long)hp->n_head, (long long)block_count, (long long)hp->n_nextn);
+    hp->n_layer = block_count - hp->n_nextn;
+    rc = key_int(c, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv);
+    if (rc == ST_OK) rc = key_int(c, "attention.key_length", false, hp->n_embd / hp->n_head, &hp->head_dim_k);
+    if (rc == ST_OK) rc = key_int(c, "attention.value_length", false, hp->n_embd / hp->n_head, &hp->head_dim_v);
+    if (rc == ST_OK) rc = key_int(c, "rope.dimension_count", false, hp->head_dim_k, &hp->n_rot);
+    if (rc != ST_OK)
+        return rc;
+    if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0 || hp->head_dim_k == 0 ||
+        hp->head_dim_v == 0 || hp->n_rot == 0 || hp->n_rot % 2 != 0 || hp->n_rot > hp->head_dim_k)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL,
+                          "model: heads %lld / kv heads %lld / head dims %lld,%lld / rope dims %lld "
+                          "are inconsistent", (long long)hp->n_head, (long long)hp->n_head_kv,
+                          (long long)hp->head_dim_k, (long long)hp->head_dim_v, (long long)hp->n_rot);
+    if (hp->arch != ST_ARCH_LLAMA && hp->n_rot != hp->head_dim_k)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs rope.dimension_count == key_length",
+                          c->arch);
+    return ST_OK;
+}
+
+static enum st_status read_ffn(struct ctx *c, struct st_hparams *hp)
+{
+    bool moe = hp->arch == ST_ARCH_QWEN3MOE;
+    enum st_status rc = key_int(c, "feed_forward_length", hp->arch == ST_ARCH_QWEN3, 0, &hp->n_ff);
+    if (rc == ST_OK) rc = key_int(c, "expert_count", moe, 0, &hp->n_expert);
+    if (rc == ST_OK) rc = key_int(c, "expert_used_count", hp->n_expert > 0, 0, &hp->n_expert_used);
+    if (rc != ST_OK)
+        return rc;
+    if (hp->arch == ST_ARCH_QWEN3 && hp->n_expert > 0)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: qwen3 is dense but expert_count is set");
+    if (hp->n_expert == 0) {
+        if (moe || hp->n_ff == 0)
+            return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs %s > 0", c->arch,
+                              moe ? "expert_count" : "feed_forward_length");
+        return ST_OK;
+    }
+    if (hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: expert_used_count %lld not in 1..%lld",
+                          (long long)hp->n_expert_used, (long long)hp->n_expert);
+    rc = key_int(c, "expert_feed_forward_length", false, hp->n_ff / hp->n_expert_used, &hp->n_ff_exp);
+    if (rc == ST_OK && hp->n_ff_exp == 0)
+        rc = st_err_set(c->err, ST_ERR_BAD_MODEL, "model: missing %s.expert_feed_forward_length",
+                        c->arch);
+    return rc;
+}
+
+static enum st_status read_hparams(struct ctx *c, struct st_hparams *hp)
+{
+    enum st_status rc = read_counts(c, hp);
+    if (rc == ST_OK) rc = read_ffn(c, hp);
+    if (rc == ST_OK) rc = key_float(c, "attention.layer_norm_rms_epsilon", true, 0, &hp->rms_eps);
+    if (rc == ST_OK) rc = key_float(c, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base);
+    if (rc == ST_OK) rc = read_rope_scaling(c, hp);
+    hp->rope_neox = hp->arch != ST_ARCH_LLAMA;
+    hp->qk_norm = hp->arch != ST_ARCH_LLAMA;
+    return rc;
+}
+
+/* ---- tensors ------------------------------------------------------------- */
+
+enum kind { NORM, WEIGHT };
+
+/* Look up 'name'; check type and shape ne[0..3] (trailing 1s implied). */
+static enum st_status bind(struct ctx *c, const char *name, enum kind k, bool required,
+                           int64_t ne0, int64_t ne1, int64_t ne2,
+                           const struct st_gguf_tensor **out)
+{
+    const struct st_gguf_tensor *t = st_gguf_find_tensor(c->g, name);
+    int64_t want[4] = { ne0, ne1, ne2, 1 };
+    *out = NULL;
+    if (!t) {
+        if (!required)
+            return ST_OK;
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: tensor '%s' is missing", name);
+    }
+    if (memcmp(t->ne, want, sizeof(want)) != 0)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL,
+                          "model: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected "
+                          "[%lld, %lld, %lld, 1]", name, (long long)t->ne[0], (long long)t->ne[1],
+                          (long long)t->ne[2], (long long)t->ne[3], (long long)ne0, (long long)ne1,
+                          (long long)ne2);
+    const struct st_dtype_info *info = st_dtype_info((uint32_t)t->type);
+    const char *tn = st_gguf_ggml_type_name((uint32_t)t->type);
+    if (k == NORM && t->type != ST_DTYPE_F32)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: tensor '%s' is %s; norms must be F32",
+                          name, tn ? tn : "?");
+    if (!info || !info->weights_ok || !st_quant_supported(t->type))
+        return st_err_set(c->err, ST_ERR_BAD_MODEL,
+                          "model: tensor '%s' has type %s, which strata does not support", name,
+                          tn ? tn : "?");
+    *out = t;
+    return ST_OK;
+}
+
+static enum st_status bind_blk(struct ctx *c, int64_t il, const char *what, enum kind k,
+                               bool required, int64_t ne0, int64_t ne1, int64_t ne2,
+                               const struct st_gguf_tensor **out)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "blk.%lld.%s.weight", (long long)il, what);
+    return bind(c, name, k, required, ne0, ne1, ne2, out);
+}
+
+static enum st_status bind_attn(struct ctx *c, const struct st_hparams *hp, int64_t il,
+                                struct st_layer_desc *L)
+{
+    int64_t E = hp->n_embd, D = hp->head_dim_k, Dv = hp->head_dim_v;
+    enum st_status rc = bind_blk(c, il, "attn_norm", NORM, true, E, 1, 1, &L->attn_norm);
+    if (rc == ST_OK) rc = bind_blk(c, il, "attn_q", WEIGHT, true, E, hp->n_head * D, 1, &L->wq);
+    if (rc == ST_OK) rc = bind_blk(c, il, "attn_k", WEIGHT, true, E, hp->n_head_kv * D, 1, &L->wk);
+    if (rc == ST_OK) rc = bind_blk(c, il, "attn_v", WEIGHT, true, E, hp->n_head_kv * Dv, 1, &L->wv);
+    if (rc == ST_OK) rc = bind_blk(c, il, "attn_output", WEIGHT, true, hp->n_head * Dv, E, 1, &L->wo);
+    if (rc == ST_OK && hp->qk_norm) {
+        rc = bind_blk(c, il, "attn_q_norm", NORM, true, D, 1, 1, &L->q_norm);
+        if (rc == ST_OK)
+            rc = bind_blk(c, il, "attn_k_norm", NORM, true, D, 1, 1, &L->k_norm);
+    }
+    return rc;
+}
+
+static enum st_status bind_ffn(struct ctx *c, const struct st_hparams *hp, int64_t il,
+                               struct st_layer_desc *L)
+{
+    int64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
+    enum st_status rc = bind_blk(c, il, "ffn_norm", NORM, true, E, 1, 1, &L->ffn_norm);
+    if (rc != ST_OK)
+        return rc;
+    if (X == 0) {
+        rc = bind_blk(c, il, "ffn_gate", WEIGHT, true, E, hp->n_ff, 1, &L->ffn_gate);
+        if (rc == ST_OK) rc = bind_blk(c, il, "ffn_up", WEIGHT, true, E, hp->n_ff, 1, &L->ffn_up);
+        if (rc == ST_OK) rc = bind_blk(c, il, "ffn_down", WEIGHT, true, hp->n_ff, E, 1, &L->ffn_down);
+        return rc;
+    }
+    rc = bind_blk(c, il, "ffn_gate_inp", WEIGHT, true, E, X, 1, &L->ffn_gate_inp);
+    if (rc == ST_OK) rc = bind_blk(c, il, "ffn_gate_exps", WEIGHT, true, E, F, X, &L->ffn_gate_exps);
+    if (rc == ST_OK) rc = bind_blk(c, il, "ffn_up_exps", WEIGHT, true, E, F, X, &L->ffn_up_exps);
+    if (rc == ST_OK) rc = bind_blk(c, il, "ffn_down_exps", WEIGHT, true, F, E, X, &L->ffn_down_exps);
+    return rc;
+}
+
+static enum st_status bind_nextn(struct ctx *c, const struct st_hparams *hp, int64_t il,
+                                 struct st_layer_desc *L)
+{
+    int64_t E = hp->n_embd, V = hp->n_vocab;
+    enum st_status rc = bind_blk(c, il, "nextn.eh_proj", WEIGHT, true, 2 * E, E, 1, &L->nextn_eh_proj);
+    if (rc == ST_OK) rc = bind_blk(c, il, "nextn.enorm", NORM, true, E, 1, 1, &L->nextn_enorm);
+    if (rc == ST_OK) rc = bind_blk(c, il, "nextn.hnorm", NORM, true, E, 1, 1, &L->nextn_hnorm);
+    if (rc == ST_OK) rc = bind_blk(c, il, "nextn.embed_tokens", WEIGHT, false, E, V, 1, &L->nextn_embed);
+    if (rc == ST_OK) rc = bind_blk(c, il, "nextn.shared_head_head", WEIGHT, false, E, V, 1, &L->nextn_head);
+    if (rc == ST_OK) rc = bind_blk(c, il, "nextn.shared_head_norm", NORM, false, E, 1, 1, &L->nextn_head_norm);
+    return rc;
+}
+
+static enum st_status bind_globals(struct ctx *c, struct st_model_desc *d)
+{
+    struct st_hparams *hp = &d->hp;
+    const struct st_gguf_tensor *te = st_gguf_find_tensor(c->g, "token_embd.weight");
+    if (!te)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: tensor 'token_embd.weight' is missing");
+    hp->n_vocab = te->ne[1];
+    enum st_status rc = bind(c, "token_embd.weight", WEIGHT, true, hp->n_embd, hp->n_vocab, 1,
+                             &d->tok_embd);
+    if (rc == ST_OK) rc = bind(c, "output_norm.weight", NORM, true, hp->n_embd, 1, 1, &d->output_norm);
+    if (rc == ST_OK) rc = bind(c, "output.weight", WEIGHT, false, hp->n_embd, hp->n_vocab, 1, &d->output);
+    if (rc != ST_OK)
+        return rc;
+    hp->tied_output = d->output == NULL;
+    if (!d->output)
+        d->output = d->tok_embd;
+    const struct st_gguf_kv *tok = st_gguf_find_kv(c->g, "tokenizer.ggml.tokens");
+    if (tok && st_gguf_arr_n(tok) != (uint64_t)hp->n_vocab)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL,
+                          "model: tokenizer has %llu tokens but token_embd.weight has %lld rows",
+                          (unsigned long long)st_gguf_arr_n(tok), (long long)hp->n_vocab);
+    return ST_OK;
+}
+
+static enum st_status read_arch(struct ctx *c, struct st_hparams *hp, struct st_err *err)
+{
+    struct st_str a;
+    const struct st_gguf_kv *kv = st_gguf_find_kv(c->g, "general.architecture");
+    if (!kv || !st_gguf_kv_str(kv, &a))
+        return st_err_set(err, ST_ERR_BAD_MODEL,
+                          "model: key 'general.architecture' is missing or not a string");
+    if (st_str_eq_c(a, "qwen3moe"))
+        hp->arch = ST_ARCH_QWEN3MOE;
+    else if (st_str_eq_c(a, "qwen3"))
+        hp->arch = ST_ARCH_QWEN3;
+    else if (st_str_eq_c(a, "llama"))
+        hp->arch = ST_ARCH_LLAMA;
+    else
+        return st_err_set(err, ST_ERR_BAD_MODEL, "model: architecture '%.*s' is not supported "
+                          "(qwen3moe, qwen3, llama are)", (int)ST_MIN(a.len, 40), a.ptr);
+    snprintf(hp->arch_name, sizeof(hp->arch_name), "%s", st_arch_name(hp->arch));
+    c->arch = hp->arch_name;
+    return ST_OK;
+}
+
+enum st_status st_model_desc_load(const struct st_gguf *g, struct st_model_desc **out,
+                                  struct st_err *err)
+{
+    struct ctx c = { g, NULL, err };
+    struct st_model_desc *d = calloc(1, sizeof(*d));
+    enum st_status rc;
+
+    *out = NULL;
+    if (!d)
+        return st_err_set(err, ST_ERR_NOMEM, "model: no memory");
+    d->gguf = g;
+    rc = read_arch(&c, &d->hp, err);
+    if (rc == ST_OK) rc = read_hparams(&c, &d->hp);
+    if (rc == ST_OK) rc = bind_globals(&c, d);
+    if (rc != ST_OK)
+        goto fail;
+    d->n_layers_all = d->hp.n_layer + d->hp.n_nextn;
+    d->layers = calloc((size_t)d->n_layers_all, sizeof(*d->layers));
+    if (!d->layers) {
+        rc = st_err_set(err, ST_ERR_NOMEM, "model: no memory for %lld layers", (long long)d->n_layers_all);
+        goto fail;
+    }
+    for (int64_t il = 0; rc == ST_OK && il < d->n_layers_all; il++) {
+        rc = bind_attn(&c, &d->hp, il, &d->layers[il]);
+        if (rc == ST_OK) rc = bind_ffn(&c, &d->hp, il, &d->layers[il]);
+        if (rc == ST_OK && il >= d->hp.n_layer) rc = bind_nextn(&c, &d->hp, il, &d->layers[il]);
+    }
+    if (rc != ST_OK)
+        goto fail;
+    *out = d;
+    return ST_OK;
+fail:
+    st_model_desc_free(d);
+    return rc;
+}
+
+void st_model_desc_free(struct st_model_desc *d)
+{
+    if (!d)
+        return;
+    free(d->layers);
+    free(d);
+}

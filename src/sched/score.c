@@ -1,0 +1,117 @@
+/* score.c -- the score of SCHEDULER.md section 3, and the pick for one engine.
+ *
+ *   score(r, now) = P(r) + affinity(r) + aging(r, now)        (serial)
+ *   score(r)      = P(r)                                      (fifo)
+ *   aging    = (now - arrival) / agingDivisor, seconds per point (0 = off)
+ *   affinity = swapAffinityBonus when r's model is the engine's loaded one
+ *
+ * The queue stores key = P - arrival_s / agingDivisor (or P), which ranks
+ * one model's waiting jobs the same way at every 'now'. Across models the
+ * engine compares each model's top with its bonus added: key + affinity.
+ * Times are taken relative to the scheduler's creation (t0) so the key keeps
+ * its precision in a double for years of uptime.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+bool st_sched_aging_on(const struct st_sched *s)
+{
+    return s->cfg.policy == ST_SCHED_SERIAL && s->cfg.aging_divisor_s > 0;
+}
+
+static double aging_points(const struct st_sched *s, int64_t ns)
+{
+    return (double)ns / (double)ST_NS_PER_SEC / s->cfg.aging_divisor_s;
+}
+
+double st_sched_key(const struct st_sched *s, int32_t priority, int64_t arrival_ns)
+{
+    double key = (double)priority;
+    if (st_sched_aging_on(s))
+        key -= aging_points(s, arrival_ns - s->t0_ns);
+    return key;
+}
+
+int32_t st_sched_affinity(const struct st_sched *s, const struct st_sched_engine *e,
+                          int32_t model)
+{
+    if (s->cfg.policy != ST_SCHED_SERIAL || e->model < 0 || model != e->model)
+        return 0;
+    return s->cfg.swap_affinity_bonus;
+}
+
+double st_sched_score(const struct st_sched *s, const struct st_sched_job *j, int32_t aff,
+                      int64_t now_ns)
+{
+    double score = (double)j->priority + (double)aff;
+    if (st_sched_aging_on(s))
+        score += aging_points(s, now_ns - j->arrival_ns);
+    return score;
+}
+
+bool st_sched_ranks_before(double a_key, uint64_t a_seq, double b_key, uint64_t b_seq)
+{
+    if (a_key != b_key)
+        return a_key > b_key;
+    return a_seq < b_seq;
+}
+
+bool st_sched_engine_can_admit(const struct st_sched *s, const struct st_sched_engine *e)
+{
+    return e->n_busy < e->n_slots && (s->cfg.batch || e->n_busy == 0);
+}
+
+static void consider(struct st_sched_job **best, double *best_rank, struct st_sched_job *j,
+                     double rank)
+{
+    if (!j)
+        return;
+    if (!*best || st_sched_ranks_before(rank, j->seq, *best_rank, (*best)->seq)) {
+        *best = j;
+        *best_rank = rank;
+    }
+}
+
+/* Which models 'e' may serve now: its loaded one, or any when all its slots
+ * are free and it may swap. Returns false when none. */
+static bool model_range(const struct st_sched *s, const struct st_sched_engine *e,
+                        int32_t *lo, int32_t *hi)
+{
+    if (e->n_busy == 0 && e->allow_swap) {
+        *lo = 0;
+        *hi = s->n_models;
+        return true;
+    }
+    if (e->model < 0 || e->model >= s->n_models)
+        return false;
+    *lo = e->model;
+    *hi = e->model + 1;
+    return true;
+}
+
+void st_sched_pick_for(const struct st_sched *s, const struct st_sched_engine *e,
+                       struct st_sched_pick *out)
+{
+    double best = 0, no_aff = 0, no_age = 0;
+    int32_t lo, hi;
+
+    memset(out, 0, sizeof(*out));
+    if (!st_sched_engine_can_admit(s, e) || !model_range(s, e, &lo, &hi))
+        return;
+    for (int32_t m = lo; m < hi; m++) {
+        const struct st_sched_model *mq = &s->models[m];
+        struct st_sched_job *top = st_sched_job_of_score(st_sched_tree_max(mq->by_score));
+        if (!top)
+            continue;
+        int32_t aff = st_sched_affinity(s, e, m);
+        consider(&out->job, &best, top, top->links.key + aff);
+        consider(&out->no_affinity, &no_aff, top, top->links.key);
+        if (st_sched_aging_on(s)) {
+            struct st_sched_job *p = st_sched_job_of_prio(st_sched_tree_max(mq->by_prio));
+            consider(&out->no_aging, &no_age, p, (double)p->priority + aff);
+        }
+    }
+    if (out->job)
+        out->aff = st_sched_affinity(s, e, out->job->model);
+}

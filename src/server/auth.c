@@ -1,0 +1,97 @@
+/* auth.c -- API keys and request ids.
+ *
+ * Keys (SCHEDULER.md section 7): with keys configured, every route that
+ * needs one takes "Authorization: Bearer KEY"; the key found decides the
+ * request's default and maximum priority. Each comparison touches every
+ * byte of both strings so timing does not reveal a key's prefix.
+ *
+ * Request ids: a client's X-Request-Id is echoed when it is short and made
+ * of safe characters (it lands in logs, headers and JSON); otherwise a
+ * random "req-<24 hex>" is made.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+#include <stdatomic.h>
+
+#include "internal.h"
+
+/* Constant-time for equal lengths; different lengths differ anyway. */
+static bool key_eq(const char *a, size_t alen, const char *b)
+{
+    size_t blen = strlen(b);
+    unsigned diff = alen != blen;
+    size_t n = alen < blen ? alen : blen;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned)(unsigned char)a[i] ^ (unsigned)(unsigned char)b[i];
+    return diff == 0;
+}
+
+const struct st_api_key *st_auth_find(const struct st_api_key *keys, size_t n_keys,
+                                      const char *value)
+{
+    if (!value)
+        return NULL;
+    while (*value == ' ' || *value == '\t')
+        value++;
+    if (strncasecmp(value, "Bearer", 6) != 0 || (value[6] != ' ' && value[6] != '\t'))
+        return NULL;
+    const char *k = value + 7;
+    while (*k == ' ' || *k == '\t')
+        k++;
+    size_t len = strlen(k);
+    while (len && (k[len - 1] == ' ' || k[len - 1] == '\t'))
+        len--;
+    const struct st_api_key *found = NULL;
+    for (size_t i = 0; i < n_keys; i++)   /* no early exit: same work for every key */
+        if (keys[i].key && key_eq(k, len, keys[i].key) && !found)
+            found = &keys[i];
+    return found;
+}
+
+bool st_request_id_sane(const char *v)
+{
+    if (!v)
+        return false;
+    size_t n = 0;
+    for (; v[n]; n++) {
+        char c = v[n];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == ':' || c == '-';
+        if (!ok || n >= 40)
+            return false;
+    }
+    return n > 0;
+}
+
+void st_request_id_pick(const char *client_value, char *out, size_t cap)
+{
+    if (st_request_id_sane(client_value)) {
+        snprintf(out, cap, "%s", client_value);
+        return;
+    }
+    unsigned char r[12];
+    if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+        /* no entropy yet (early boot): a counter and the clock still make it unique */
+        static atomic_uint_fast64_t counter;
+        uint64_t c = atomic_fetch_add(&counter, 1);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        for (int i = 0; i < 8; i++)
+            r[i] = (unsigned char)(t >> (8 * i));
+        for (int i = 0; i < 4; i++)
+            r[8 + i] = (unsigned char)(c >> (8 * i));
+    }
+    static const char hex[] = "0123456789abcdef";
+    char tmp[32];
+    size_t j = 0;
+    for (size_t i = 0; i < sizeof(r); i++) {
+        tmp[j++] = hex[r[i] >> 4];
+        tmp[j++] = hex[r[i] & 15];
+    }
+    tmp[j] = '\0';
+    snprintf(out, cap, "req-%s", tmp);
+}

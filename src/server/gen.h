@@ -1,0 +1,88 @@
+/* gen.h -- the state of one completion request (chat or legacy), shared by
+ * gen_submit.c (creating and submitting the engine requests) and gen.c
+ * (events in, results out). Private to those two files and h_completions.c.
+ *
+ * One HTTP request becomes n_choices engine requests (prompts x n). Each
+ * has a choice record; its emit callback runs on an engine thread and
+ * appends to the call under call->lock, then resumes the suspended MHD
+ * connection. Everything in struct st_gen is guarded by call->lock.
+ */
+#ifndef STRATA_SERVER_GEN_H
+#define STRATA_SERVER_GEN_H
+
+#include "internal.h"
+
+struct st_gen_choice {
+    struct st_call *call;          /* borrowed: the request's on_free holds a call reference */
+    struct st_request *req;        /* the HTTP side's reference; NULL once dropped */
+    int32_t index;                 /* choices[].index in the response */
+    int32_t prompt;                /* which prompt (usage counts each prompt once) */
+    bool submitted;                /* handed to the pool: END will come */
+    bool role_sent;                /* stream: the role chunk went out */
+    bool produced;                 /* stream: a token chunk was rendered */
+    bool ended;
+    enum st_finish finish;
+    enum st_status status;
+    char error[256];               /* message of a failed END */
+    int64_t n_prompt, n_generated, n_cached;   /* tokens, from the last event */
+    int64_t first_token_ns;        /* real clock; 0 until the first token */
+    struct st_buf text;            /* non-stream: the completion so far */
+    struct st_oai_lp_acc lp;       /* non-stream: logprobs so far */
+    int64_t text_offset;           /* bytes of text so far (legacy text_offset) */
+};
+
+struct st_gen {
+    enum st_oai_kind kind;
+    bool stream;
+    bool include_usage;
+    bool logprobs;
+    char id[64];                   /* "chatcmpl-<request id>" / "cmpl-<request id>" */
+    char model_name[128];
+    int64_t created;               /* unix seconds */
+    int32_t model;
+    int32_t priority;              /* effective P */
+    enum st_band band;
+    struct st_gen_choice *choices; /* owned, n_choices */
+    int32_t n_choices;
+    int32_t n_ended;
+    struct st_buf out;             /* stream: SSE bytes not yet handed to MHD */
+    size_t out_off;                /* bytes of 'out' already handed over */
+    bool stream_done;              /* stream: [DONE] rendered */
+    bool broken;                   /* out of memory while rendering: end the stream */
+    bool logged;                   /* the request's log line was written */
+};
+
+/* Allocate the state for 'n' choices (owned; st_gen_free). NULL on OOM. */
+struct st_gen *st_gen_new(int32_t n);
+/* The emit callback and on_free hook every engine request gets (gen.c). */
+void st_gen_emit(void *ctx, const struct st_event *ev);
+void st_gen_req_on_free(struct st_request *req);
+/* Cancel every submitted request that has not ended (any thread but an
+ * engine's emit; takes and releases call->lock). */
+void st_gen_cancel_all(struct st_call *c);
+/* Mark choice 'ch' ended without reaching an engine (c->lock held). */
+void st_gen_end_unsubmitted_locked(struct st_call *c, struct st_gen_choice *ch,
+                                   enum st_status status, const char *msg);
+/* The request's log line (one per finished completion request): taken
+ * under c->lock once every choice has ended, written after unlocking. */
+struct st_gen_log {
+    bool due;
+    char id[48];
+    char model[128];
+    int32_t priority;
+    enum st_band band;
+    int32_t n;                     /* choices */
+    bool stream;
+    int64_t prompt_tokens, completion_tokens;
+    double ttft_ms;                /* -1: no token */
+    double total_ms;
+    const char *outcome;           /* completed, cancelled, rejected, failed */
+};
+void st_gen_log_take_locked(struct st_call *c, struct st_gen_log *out);
+void st_gen_log_flush(const struct st_gen_log *l);
+
+/* The log line of a completion request refused before any engine request
+ * existed (bad body, unknown model, loading). */
+void st_gen_log_refused(struct st_call *c, const struct st_api_error *e);
+
+#endif /* STRATA_SERVER_GEN_H */

@@ -1,0 +1,273 @@
+/* gen_submit.c -- a parsed completion body -> engine requests, submitted.
+ *
+ * Steps, each answering the client at once when it fails:
+ *   model     "model" names one of the pool's models (404 model_not_found);
+ *             absent = the first model
+ *   ready     the engines have loaded (else 503, Retry-After: 1)
+ *   priority  body "priority", X-LlamaSwap-Priority, the API key's defaults
+ *             and cap, the model's priority (SCHEDULER.md section 2)
+ *   prompts   chat: the model's template over the messages; completions:
+ *             the prompt text, or the client's token ids as given
+ *   prepare   tokenize and check the context (400 context_length_exceeded)
+ *   submit    one engine request per choice (prompts x n); a full queue is
+ *             429 with Retry-After, and every choice already queued is
+ *             cancelled so nothing is left behind.
+ * Then the call waits (suspended) for events: gen.c takes over.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+
+static enum st_status pick_model(struct st_call *c, const struct st_oai_request *oq,
+                                 int32_t *model, struct st_api_error *e)
+{
+    struct st_engine_pool *pool = c->srv->pool;
+    if (!oq->model) {
+        *model = 0;
+        if (st_engine_pool_n_models(pool) > 0)
+            return ST_OK;
+        return st_api_error_set(e, ST_ERR_NOT_FOUND, "model", "model_not_found",
+                                "No model is configured.");
+    }
+    *model = st_engine_pool_find_model(pool, oq->model);
+    if (*model >= 0)
+        return ST_OK;
+    return st_api_error_set(e, ST_ERR_NOT_FOUND, "model", "model_not_found",
+                            "The model `%.120s` does not exist. GET /v1/models lists the models "
+                            "this server has.", oq->model);
+}
+
+static int32_t model_priority(const struct st_server *srv, int32_t model)
+{
+    if (!srv->cfg.model_priority || model < 0 || (size_t)model >= srv->cfg.n_model_priority)
+        return 0;
+    return srv->cfg.model_priority[model];
+}
+
+static int32_t resolve_priority(struct st_call *c, const struct st_oai_request *oq,
+                                int32_t model)
+{
+    struct st_priority_inputs in;
+    memset(&in, 0, sizeof(in));
+    in.has_body = oq->has_priority;
+    in.body = oq->priority;
+    const char *h = st_call_header(c, "X-LlamaSwap-Priority");
+    if (h)
+        in.has_header = st_priority_parse_header_ex(st_str_c(h), &in.header, &in.has_alias);
+    if (c->key) {
+        in.has_key_default = c->key->has_default_priority;
+        in.key_default = c->key->default_priority;
+        in.has_key_max = c->key->has_max_priority;
+        in.key_max = c->key->max_priority;
+    }
+    in.model_priority = model_priority(c->srv, model);
+    in.order = c->srv->cfg.priority_order;
+    return st_priority_resolve(&in);
+}
+
+static struct st_gen *gen_setup(struct st_call *c, const struct st_oai_request *oq,
+                                int32_t model, int32_t prio)
+{
+    int32_t per_prompt = oq->n;
+    size_t n_prompts = oq->kind == ST_OAI_CHAT ? 1 : oq->n_prompts;
+    struct st_gen *g = st_gen_new(per_prompt * (int32_t)n_prompts);
+    if (!g)
+        return NULL;
+    g->kind = oq->kind;
+    g->stream = oq->stream;
+    g->include_usage = oq->stream && oq->include_usage;
+    g->logprobs = oq->params.logprobs;
+    snprintf(g->id, sizeof(g->id), "%s-%s", oq->kind == ST_OAI_CHAT ? "chatcmpl" : "cmpl",
+             c->request_id);
+    const char *name = st_engine_pool_model_name(c->srv->pool, model);
+    snprintf(g->model_name, sizeof(g->model_name), "%s", name ? name : "");
+    g->created = st_unix_seconds();
+    g->model = model;
+    g->priority = prio;
+    g->band = st_band_of(prio);
+    for (int32_t i = 0; i < g->n_choices; i++)
+        g->choices[i].prompt = i / per_prompt;
+    return g;
+}
+
+/* The prompt text of prompt p (owned). Token prompts are detokenized so the
+ * request also has its text; their ids are used as given. */
+static enum st_status render_prompt(struct st_call *c, const struct st_oai_request *oq,
+                                    int32_t model, size_t p, char **text,
+                                    struct st_api_error *e)
+{
+    struct st_engine_pool *pool = c->srv->pool;
+    struct st_err err = { 0 };
+    enum st_status rc;
+    if (oq->kind == ST_OAI_CHAT) {
+        rc = st_engine_pool_apply_template(pool, model, oq->messages_json, oq->tools_json,
+                                           oq->kwargs_json, true, text, &err);
+    } else if (oq->prompts[p].text) {
+        *text = st_str_dup(st_str_c(oq->prompts[p].text));
+        rc = *text ? ST_OK : st_err_set(&err, ST_ERR_NOMEM, "out of memory");
+    } else {
+        rc = st_engine_pool_detokenize(pool, model, oq->prompts[p].tokens,
+                                       oq->prompts[p].n_tokens, text, &err);
+    }
+    if (rc != ST_OK)
+        st_api_error_set(e, rc, oq->kind == ST_OAI_CHAT ? "messages" : "prompt", NULL, "%s",
+                         err.msg[0] ? err.msg : st_status_msg(rc));
+    return rc;
+}
+
+/* Copy the parameters; each choice of one prompt gets its own seed. */
+static enum st_status copy_params(struct st_gen_params *dst, const struct st_gen_params *src,
+                                  int32_t j)
+{
+    *dst = *src;
+    dst->n_stop = 0;
+    memset(dst->stop, 0, sizeof(dst->stop));
+    for (int32_t i = 0; i < src->n_stop; i++) {
+        dst->stop[i] = st_str_dup(st_str_c(src->stop[i]));
+        if (!dst->stop[i])
+            return ST_ERR_NOMEM;
+        dst->n_stop = i + 1;
+    }
+    dst->seed = src->seed + (uint64_t)j;
+    return ST_OK;
+}
+
+/* Token prompts: the client's ids, checked against the context. */
+static enum st_status use_tokens(struct st_call *c, struct st_request *req,
+                                 const struct st_oai_prompt *pr, struct st_api_error *e)
+{
+    int64_t ctx = st_engine_pool_ctx_size(c->srv->pool, req->model);
+    if ((int64_t)pr->n_tokens >= ctx)
+        return st_api_error_set(e, ST_ERR_TOO_LONG, "prompt", "context_length_exceeded",
+                                "the prompt has %zu tokens; a slot holds %lld (prompt and "
+                                "completion together)", pr->n_tokens, (long long)ctx);
+    req->tokens = malloc(pr->n_tokens * sizeof(*req->tokens));
+    if (!req->tokens)
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    memcpy(req->tokens, pr->tokens, pr->n_tokens * sizeof(*req->tokens));
+    req->n_tokens = (int64_t)pr->n_tokens;
+    req->job.prompt_tokens = req->n_tokens;
+    return ST_OK;
+}
+
+static enum st_status make_request(struct st_call *c, struct st_gen *g,
+                                   const struct st_oai_request *oq, struct st_gen_choice *ch,
+                                   const char *text, struct st_api_error *e)
+{
+    struct st_request *req = st_request_new();
+    if (!req)
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    st_call_ref(c);                     /* dropped by on_free */
+    req->emit = st_gen_emit;
+    req->emit_ctx = ch;
+    req->on_free = st_gen_req_on_free;
+    ch->call = c;
+    ch->req = req;
+    snprintf(req->id, sizeof(req->id), "%s", c->request_id);
+    snprintf(req->job.request_id, sizeof(req->job.request_id), "%s", c->request_id);
+    req->model = g->model;
+    req->choice = ch->index;
+    req->job.priority = g->priority;
+    req->job.model = g->model;
+    req->band = g->band;
+    if (copy_params(&req->params, &oq->params, ch->index % oq->n) != ST_OK)
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    req->prompt = st_str_dup(st_str_c(text));
+    if (!req->prompt)
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    const struct st_oai_prompt *pr = oq->kind == ST_OAI_COMPLETION ? &oq->prompts[ch->prompt]
+                                                                  : NULL;
+    if (pr && pr->tokens)
+        return use_tokens(c, req, pr, e);
+    struct st_err err = { 0 };
+    enum st_status rc = st_engine_pool_prepare(c->srv->pool, req, &err);
+    if (rc != ST_OK)
+        st_api_error_set(e, rc, oq->kind == ST_OAI_CHAT ? "messages" : "prompt",
+                         rc == ST_ERR_TOO_LONG ? "context_length_exceeded" : NULL, "%s",
+                         err.msg[0] ? err.msg : st_status_msg(rc));
+    return rc;
+}
+
+static enum st_status build_requests(struct st_call *c, struct st_gen *g,
+                                     const struct st_oai_request *oq, struct st_api_error *e)
+{
+    enum st_status rc = ST_OK;
+    for (int32_t i = 0; i < g->n_choices && rc == ST_OK; i += oq->n) {
+        char *text = NULL;
+        rc = render_prompt(c, oq, g->model, (size_t)g->choices[i].prompt, &text, e);
+        for (int32_t j = 0; j < oq->n && rc == ST_OK; j++)
+            rc = make_request(c, g, oq, &g->choices[i + j], text, e);
+        free(text);
+    }
+    return rc;
+}
+
+/* Every choice from 'from' on ends unsubmitted with e's status. */
+static void end_rest(struct st_call *c, struct st_gen *g, int32_t from,
+                     const struct st_api_error *e)
+{
+    struct st_gen_log log;
+    pthread_mutex_lock(&c->lock);
+    for (int32_t i = from; i < g->n_choices; i++)
+        st_gen_end_unsubmitted_locked(c, &g->choices[i], e->status, e->message);
+    st_gen_log_take_locked(c, &log);
+    pthread_mutex_unlock(&c->lock);
+    st_gen_log_flush(&log);
+}
+
+static enum st_status submit_all(struct st_call *c, struct st_gen *g, struct st_api_error *e)
+{
+    for (int32_t i = 0; i < g->n_choices; i++) {
+        struct st_gen_choice *ch = &g->choices[i];
+        pthread_mutex_lock(&c->lock);
+        ch->submitted = true;           /* before: an engine may END it at once */
+        pthread_mutex_unlock(&c->lock);
+        struct st_err err = { 0 };
+        enum st_status rc = st_engine_pool_submit(c->srv->pool, ch->req, &err);
+        if (rc == ST_OK)
+            continue;
+        pthread_mutex_lock(&c->lock);
+        ch->submitted = false;
+        pthread_mutex_unlock(&c->lock);
+        st_api_error_set(e, rc, NULL, rc == ST_ERR_QUEUE_FULL ? "queue_full" : NULL, "%s",
+                         err.msg[0] ? err.msg : st_status_msg(rc));
+        if (rc == ST_ERR_QUEUE_FULL)
+            e->retry_after_s = 1;
+        end_rest(c, g, i, e);
+        st_gen_cancel_all(c);           /* the choices already queued */
+        return rc;
+    }
+    return ST_OK;
+}
+
+enum st_route_result st_gen_start(struct st_call *c, struct st_oai_request *oq)
+{
+    struct st_api_error e;
+    int32_t model;
+    if (pick_model(c, oq, &model, &e) != ST_OK) {
+        st_gen_log_refused(c, &e);
+        return st_reply_error(c, &e);
+    }
+    if (!st_engine_pool_ready(c->srv->pool)) {
+        st_api_error_set(&e, ST_ERR_LOADING, NULL, "model_loading",
+                         "The model is loading; retry in a moment.");
+        e.retry_after_s = 1;
+        st_gen_log_refused(c, &e);
+        return st_reply_error(c, &e);
+    }
+    struct st_gen *g = gen_setup(c, oq, model, resolve_priority(c, oq, model));
+    if (!g)
+        return st_reply_nomem(c);
+    pthread_mutex_lock(&c->lock);
+    c->gen = g;                         /* freed with the call */
+    pthread_mutex_unlock(&c->lock);
+    if (build_requests(c, g, oq, &e) != ST_OK) {
+        end_rest(c, g, 0, &e);
+        return st_reply_error(c, &e);
+    }
+    if (submit_all(c, g, &e) != ST_OK)
+        return st_reply_error(c, &e);
+    return ST_ROUTE_WAIT;
+}

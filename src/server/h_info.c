@@ -1,0 +1,265 @@
+/* h_info.c -- the read-only endpoints:
+ *
+ *   GET /v1/models        {"object":"list","data":[{"id","object":"model","created",
+ *                          "owned_by":"strata","strata":{"backend","state","ctx_size"}}]}
+ *   GET /v1/models/{id}   one of those, or 404 model_not_found
+ *   GET /health           200 {"status":"ok"}; 503 (OpenAI error shape) while loading
+ *   GET /metrics          Prometheus text 0.0.4 (metrics.c)
+ *   GET /api/activity     the scheduler's dispatch records, newest last; ?limit=N
+ *   GET /slots            every engine's slots: state, request, priority, progress
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define ACTIVITY_MAX 10000
+
+static enum st_status model_obj(struct st_buf *b, struct st_server *srv, int32_t m)
+{
+    bool ready = st_engine_pool_ready(srv->pool);
+    const char *backend = st_engine_pool_backend_name(srv->pool, m);
+    enum st_status rc = st_buf_append(b, ST_LIT("{\"id\":"));
+    if (rc == ST_OK)
+        rc = st_json_cstr(b, st_engine_pool_model_name(srv->pool, m));
+    if (rc == ST_OK)
+        rc = st_buf_printf(b, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"strata\","
+                              "\"strata\":{\"backend\":",
+                           (long long)srv->created);
+    if (rc == ST_OK)
+        rc = st_json_cstr(b, backend ? backend : "unknown");
+    if (rc == ST_OK)
+        rc = st_buf_printf(b, ",\"state\":\"%s\",\"ctx_size\":%lld}}",
+                           ready ? "ready" : "loading",
+                           (long long)st_engine_pool_ctx_size(srv->pool, m));
+    return rc;
+}
+
+enum st_route_result st_h_models(struct st_call *c)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    enum st_status rc = st_buf_append(&b, ST_LIT("{\"object\":\"list\",\"data\":["));
+    int32_t n = st_engine_pool_n_models(c->srv->pool);
+    for (int32_t m = 0; m < n && rc == ST_OK; m++) {
+        if (m)
+            rc = st_buf_append(&b, ST_LIT(","));
+        if (rc == ST_OK)
+            rc = model_obj(&b, c->srv, m);
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(&b, ST_LIT("]}"));
+    if (rc != ST_OK) {
+        st_buf_fini(&b);
+        return st_reply_nomem(c);
+    }
+    return st_reply_json(c, 200, &b);
+}
+
+enum st_route_result st_h_model_one(struct st_call *c)
+{
+    const char *id = c->url + strlen("/v1/models/");
+    int32_t m = st_engine_pool_find_model(c->srv->pool, id);
+    if (m < 0) {
+        struct st_api_error e;
+        st_api_error_set(&e, ST_ERR_NOT_FOUND, "model", "model_not_found",
+                         "The model `%.120s` does not exist.", id);
+        return st_reply_error(c, &e);
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    if (model_obj(&b, c->srv, m) != ST_OK) {
+        st_buf_fini(&b);
+        return st_reply_nomem(c);
+    }
+    return st_reply_json(c, 200, &b);
+}
+
+enum st_route_result st_h_health(struct st_call *c)
+{
+    if (!st_engine_pool_ready(c->srv->pool)) {
+        struct st_api_error e;
+        st_api_error_set(&e, ST_ERR_LOADING, NULL, "model_loading", "Loading model");
+        e.retry_after_s = 1;
+        return st_reply_error(c, &e);
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    if (st_buf_append(&b, ST_LIT("{\"status\":\"ok\"}")) != ST_OK) {
+        st_buf_fini(&b);
+        return st_reply_nomem(c);
+    }
+    return st_reply_json(c, 200, &b);
+}
+
+enum st_route_result st_h_metrics(struct st_call *c)
+{
+    struct st_sched_stats ss;
+    struct st_pool_stats ps;
+    struct st_http_stats hs;
+    st_sched_stats(c->srv->sched, &ss);
+    st_engine_pool_stats(c->srv->pool, &ps);
+    for (int i = 0; i < ST_HTTP_CODES_TRACKED; i++)
+        hs.responses[i] = atomic_load(&c->srv->responses[i]);
+    struct st_buf b;
+    st_buf_init(&b);
+    if (st_metrics_render(&b, &ss, &ps, &hs) != ST_OK) {
+        st_buf_fini(&b);
+        return st_reply_nomem(c);
+    }
+    return st_reply(c, 200, "text/plain; version=0.0.4; charset=utf-8", &b, NULL, NULL);
+}
+
+/* ?limit=N: 1..ACTIVITY_MAX; absent = ACTIVITY_MAX (the ring holds fewer). */
+static bool parse_limit(const char *s, size_t *out)
+{
+    *out = ACTIVITY_MAX;
+    if (!s)
+        return true;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end != '\0' || v < 1)
+        return false;
+    *out = v > ACTIVITY_MAX ? ACTIVITY_MAX : (size_t)v;
+    return true;
+}
+
+static enum st_status opt_ms(struct st_buf *b, const char *key, double v)
+{
+    enum st_status rc = st_buf_printf(b, ",\"%s\":", key);
+    if (rc == ST_OK)
+        rc = v < 0 ? st_buf_append(b, ST_LIT("null")) : st_json_num(b, v);
+    return rc;
+}
+
+static enum st_status activity_obj(struct st_buf *b, struct st_server *srv,
+                                   const struct st_activity *a)
+{
+    enum st_status rc = st_buf_printf(b, "{\"id\":%llu,\"request_id\":",
+                                      (unsigned long long)a->id);
+    if (rc == ST_OK)
+        rc = st_json_cstr(b, a->request_id);
+    if (rc == ST_OK)
+        rc = st_buf_append(b, ST_LIT(",\"model\":"));
+    if (rc == ST_OK)
+        rc = st_json_cstr(b, st_engine_pool_model_name(srv->pool, a->model));
+    if (rc == ST_OK)
+        rc = st_buf_printf(b, ",\"engine\":%d,\"slot\":%d,\"serial_priority\":%d,"
+                              "\"serial_band\":\"%s\",\"serial_score\":",
+                           (int)a->engine, (int)a->slot, (int)a->priority, st_band_name(a->band));
+    if (rc == ST_OK)
+        rc = st_json_num(b, a->score);
+    if (rc == ST_OK)
+        rc = st_buf_append(b, ST_LIT(",\"serial_queue_wait_ms\":"));
+    if (rc == ST_OK)
+        rc = st_json_num(b, a->queue_wait_ms);
+    if (rc == ST_OK)
+        rc = st_buf_printf(b, ",\"prompt_tokens\":%lld,\"completion_tokens\":%lld,"
+                              "\"give_ways\":%d,\"swapped\":%s,\"finished\":%s,\"outcome\":",
+                           (long long)a->prompt_tokens, (long long)a->n_generated,
+                           (int)a->give_ways, a->swapped ? "true" : "false",
+                           a->finished ? "true" : "false");
+    if (rc == ST_OK)
+        rc = st_json_cstr(b, a->finished ? st_outcome_name(a->outcome) : NULL);
+    if (rc == ST_OK)
+        rc = opt_ms(b, "ttft_ms", a->ttft_ms);
+    if (rc == ST_OK)
+        rc = opt_ms(b, "total_ms", a->total_ms);
+    if (rc == ST_OK)
+        rc = st_buf_printf(b, ",\"mtp_drafted\":%lld,\"mtp_accepted\":%lld,"
+                              "\"dispatched_unix_ms\":%lld}",
+                           (long long)a->mtp_drafted, (long long)a->mtp_accepted,
+                           (long long)a->dispatched_unix_ms);
+    return rc;
+}
+
+enum st_route_result st_h_activity(struct st_call *c)
+{
+    size_t limit;
+    if (!parse_limit(st_call_query(c, "limit"), &limit)) {
+        struct st_api_error e;
+        st_api_error_set(&e, ST_ERR_INVALID, "limit", NULL,
+                         "Invalid value for 'limit': expected a positive integer.");
+        return st_reply_error(c, &e);
+    }
+    struct st_activity *recs = malloc(limit * sizeof(*recs));
+    if (!recs)
+        return st_reply_nomem(c);
+    size_t n = st_sched_activity(c->srv->sched, recs, limit);
+    struct st_buf b;
+    st_buf_init(&b);
+    enum st_status rc = st_buf_append(&b, ST_LIT("["));
+    for (size_t i = 0; i < n && rc == ST_OK; i++) {
+        if (i)
+            rc = st_buf_append(&b, ST_LIT(","));
+        if (rc == ST_OK)
+            rc = activity_obj(&b, c->srv, &recs[i]);
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(&b, ST_LIT("]"));
+    free(recs);
+    if (rc != ST_OK) {
+        st_buf_fini(&b);
+        return st_reply_nomem(c);
+    }
+    return st_reply_json(c, 200, &b);
+}
+
+static const char *slot_state_name(enum st_slot_state s)
+{
+    switch (s) {
+    case ST_SLOT_IDLE:     return "idle";
+    case ST_SLOT_READING:  return "reading";
+    case ST_SLOT_PARKED:   return "parked";
+    case ST_SLOT_DECODING: return "decoding";
+    case ST_SLOT_ADMITTED: return "admitted";
+    }
+    return "unknown";
+}
+
+static enum st_status slot_obj(struct st_buf *b, const struct st_slot_view *v, int64_t n_ctx)
+{
+    bool busy = v->state != ST_SLOT_IDLE;
+    enum st_status rc = st_buf_printf(b, "{\"id\":%d,\"engine\":%d,\"state\":\"%s\","
+                                         "\"is_processing\":%s,\"request_id\":",
+                                      (int)v->slot, (int)v->engine, slot_state_name(v->state),
+                                      busy ? "true" : "false");
+    if (rc == ST_OK)
+        rc = st_json_cstr(b, busy && v->request_id[0] ? v->request_id : NULL);
+    if (rc == ST_OK)
+        rc = st_buf_printf(b, ",\"priority\":%d,\"band\":\"%s\",\"n_prompt\":%lld,"
+                              "\"n_read\":%lld,\"n_generated\":%lld,\"give_ways\":%d,"
+                              "\"n_cached\":%lld,\"n_ctx\":%lld}",
+                           (int)v->priority, st_band_name(v->band), (long long)v->n_prompt,
+                           (long long)v->n_read, (long long)v->n_generated, (int)v->give_ways,
+                           (long long)v->n_cached, (long long)n_ctx);
+    return rc;
+}
+
+enum st_route_result st_h_slots(struct st_call *c)
+{
+    size_t total = st_engine_pool_slots(c->srv->pool, NULL, 0);
+    struct st_slot_view *v = calloc(total ? total : 1, sizeof(*v));
+    if (!v)
+        return st_reply_nomem(c);
+    size_t n = ST_MIN(total, st_engine_pool_slots(c->srv->pool, v, total));
+    int64_t n_ctx = st_engine_pool_ctx_size(c->srv->pool, 0);
+    struct st_buf b;
+    st_buf_init(&b);
+    enum st_status rc = st_buf_append(&b, ST_LIT("["));
+    for (size_t i = 0; i < n && rc == ST_OK; i++) {
+        if (i)
+            rc = st_buf_append(&b, ST_LIT(","));
+        if (rc == ST_OK)
+            rc = slot_obj(&b, &v[i], n_ctx);
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(&b, ST_LIT("]"));
+    free(v);
+    if (rc != ST_OK) {
+        st_buf_fini(&b);
+        return st_reply_nomem(c);
+    }
+    return st_reply_json(c, 200, &b);
+}

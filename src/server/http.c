@@ -1,0 +1,435 @@
+/* http.c -- the libmicrohttpd daemon: one epoll thread per worker (a small
+ * pool, MHD_OPTION_THREAD_POOL_SIZE), never a thread per connection.
+ *
+ * libmicrohttpd rules we rely on (STYLE.md b.5.8):
+ *   - The access handler is called several times per request with the same
+ *     *con_cls: first with it NULL (we allocate the struct st_call there and
+ *     run the checks that need only the headers: route, auth, the declared
+ *     body size), then once per piece of the body, then once with
+ *     *upload_data_size == 0 (the handler runs).
+ *   - A handler that must wait for the engine suspends the connection
+ *     (MHD_ALLOW_SUSPEND_RESUME); the engine's emit resumes it and MHD calls
+ *     the access handler again (non-stream, or the first event of a stream)
+ *     or the content reader (the stream after its headers).
+ *   - The struct st_call is released only from MHD_OPTION_NOTIFY_COMPLETED,
+ *     and only as a reference: engine requests may still hold it.
+ *   - MHD does not see a suspended client leave; watch.c does.
+ *   - MHD_stop_daemon must not find a suspended connection: shutdown
+ *     resumes every one first (st_server_free).
+ */
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "strata/log.h"
+#include "internal.h"
+#include "gen.h"
+
+void st_server_config_defaults(struct st_server_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->host = "127.0.0.1";
+    c->port = 8080;
+    c->body_limit = (size_t)8 << 20;
+    c->priority_order = ST_PRIORITY_HIGH_FIRST;
+    c->http_threads = 2;
+    c->activity_log_lines = 1;
+}
+
+/* ---- calls ----------------------------------------------------------- */
+
+void st_call_ref(struct st_call *c)
+{
+    atomic_fetch_add(&c->refs, 1);
+}
+
+void st_call_unref(struct st_call *c)
+{
+    if (atomic_fetch_sub(&c->refs, 1) != 1)
+        return;
+    st_gen_free(c->gen);
+    st_buf_fini(&c->body);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+static struct st_call *call_new(struct st_server *srv, struct MHD_Connection *conn)
+{
+    struct st_call *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    atomic_init(&c->refs, 1);
+    c->srv = srv;
+    c->mhd = conn;
+    c->start_ns = st_clock_now(st_clock_real());
+    st_buf_init(&c->body);
+    pthread_mutex_init(&c->lock, NULL);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    c->fd = ci ? ci->connect_fd : -1;
+    st_request_id_pick(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id"),
+                       c->request_id, sizeof(c->request_id));
+    pthread_mutex_lock(&srv->calls_lock);
+    c->next = srv->calls;
+    if (srv->calls)
+        srv->calls->prev = c;
+    srv->calls = c;
+    pthread_mutex_unlock(&srv->calls_lock);
+    return c;
+}
+
+bool st_call_suspend_locked(struct st_call *c)
+{
+    if (c->stopping || atomic_load(&c->srv->stopping) || c->conn_done ||
+        st_gen_ready_locked(c))
+        return false;
+    c->suspended = true;
+    c->suspend_gen++;
+    MHD_suspend_connection(c->mhd);
+    return true;
+}
+
+void st_call_resume_locked(struct st_call *c)
+{
+    if (!c->suspended || c->conn_done)
+        return;
+    c->suspended = false;
+    MHD_resume_connection(c->mhd);
+}
+
+const char *st_call_header(struct st_call *c, const char *name)
+{
+    return MHD_lookup_connection_value(c->mhd, MHD_HEADER_KIND, name);
+}
+
+const char *st_call_query(struct st_call *c, const char *name)
+{
+    return MHD_lookup_connection_value(c->mhd, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* ---- the access handler ---------------------------------------------- */
+
+static enum MHD_Result to_mhd(enum st_route_result r)
+{
+    return r == ST_ROUTE_FAIL ? MHD_NO : MHD_YES;
+}
+
+static enum st_route_result reply_405(struct st_call *c, const char *allow)
+{
+    struct st_api_error e;
+    struct st_buf body;
+    st_api_error_set(&e, ST_ERR_INVALID, NULL, "method_not_allowed",
+                     "Method %.16s is not allowed on %.100s; use %s.", c->method, c->url, allow);
+    e.http = 405;
+    st_buf_init(&body);
+    if (st_api_error_json(&body, &e) != ST_OK) {
+        st_buf_fini(&body);
+        return st_reply_nomem(c);
+    }
+    return st_reply(c, 405, "application/json", &body, MHD_HTTP_HEADER_ALLOW, allow);
+}
+
+/* Checks that need only the request line and headers; a response queued
+ * here (before the body) makes MHD skip the body and close afterwards. */
+static enum st_route_result first_call(struct st_call *c)
+{
+    struct st_api_error e;
+    bool known;
+    char allow[64];
+    c->route = st_route_find(c->url, c->method, &known, allow, sizeof(allow));
+    if (!c->route && known)
+        return reply_405(c, allow);
+    if (!c->route) {
+        st_api_error_set(&e, ST_ERR_NOT_FOUND, NULL, "not_found", "Invalid URL (%.16s %.100s).",
+                         c->method, c->url);
+        return st_reply_error(c, &e);
+    }
+    if (c->route->auth && c->srv->cfg.n_keys > 0) {
+        c->key = st_auth_find(c->srv->keys, c->srv->cfg.n_keys,
+                              st_call_header(c, MHD_HTTP_HEADER_AUTHORIZATION));
+        if (!c->key) {
+            st_api_error_set(&e, ST_ERR_AUTH, NULL, "invalid_api_key",
+                             "Incorrect or missing API key: send Authorization: Bearer KEY.");
+            return st_reply_error(c, &e);
+        }
+    }
+    const char *cl = st_call_header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > c->srv->cfg.body_limit) {
+        st_api_error_set(&e, ST_ERR_INVALID, NULL, "body_too_large",
+                         "The request body is larger than the limit of %zu bytes "
+                         "(--body-limit).", c->srv->cfg.body_limit);
+        e.http = 413;
+        return st_reply_error(c, &e);
+    }
+    return ST_ROUTE_DONE;
+}
+
+/* A piece of the body: kept until it passes the limit, then dropped (the
+ * 413 goes out once the upload ends; memory stays bounded either way). */
+static void take_body(struct st_call *c, const char *data, size_t n)
+{
+    if (!c->route->body || c->body_too_large)
+        return;
+    if (c->body.len + n > c->srv->cfg.body_limit || st_buf_append(&c->body, data, n) != ST_OK) {
+        c->body_too_large = true;
+        st_buf_fini(&c->body);
+    }
+}
+
+/* Suspend until the generation is ready, or go on at once if it is. */
+static enum MHD_Result wait_or_resume(struct st_call *c, enum st_route_result r)
+{
+    while (r == ST_ROUTE_WAIT) {
+        c->phase = ST_CALL_WAIT;
+        pthread_mutex_lock(&c->lock);
+        bool suspended = st_call_suspend_locked(c);
+        pthread_mutex_unlock(&c->lock);
+        if (suspended)
+            return MHD_YES;
+        r = st_gen_resume(c);
+    }
+    return to_mhd(r);
+}
+
+static enum MHD_Result run_handler(struct st_call *c)
+{
+    if (c->body_too_large) {
+        struct st_api_error e;
+        st_api_error_set(&e, ST_ERR_INVALID, NULL, "body_too_large",
+                         "The request body is larger than the limit of %zu bytes "
+                         "(--body-limit).", c->srv->cfg.body_limit);
+        e.http = 413;
+        return to_mhd(st_reply_error(c, &e));
+    }
+    return wait_or_resume(c, c->route->fn(c));
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_data_size,
+                                 void **con_cls)
+{
+    struct st_server *srv = cls;
+    struct st_call *c = *con_cls;
+    (void)version;
+    if (!c) {
+        c = call_new(srv, conn);
+        if (!c)
+            return MHD_NO;
+        *con_cls = c;
+        c->url = url;
+        c->method = method;
+        return to_mhd(first_call(c));
+    }
+    c->url = url;
+    c->method = method;
+    switch (c->phase) {
+    case ST_CALL_BODY:
+        if (*upload_data_size) {
+            take_body(c, upload_data, *upload_data_size);
+            *upload_data_size = 0;
+            return MHD_YES;
+        }
+        return run_handler(c);
+    case ST_CALL_WAIT:
+        return wait_or_resume(c, st_gen_resume(c));
+    case ST_CALL_STREAM:
+    case ST_CALL_REPLIED:
+        *upload_data_size = 0;   /* a response is queued: drop whatever still comes */
+        return MHD_YES;
+    }
+    return MHD_NO;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct st_server *srv = cls;
+    struct st_call *c = *con_cls;
+    (void)conn;
+    if (!c)
+        return;
+    *con_cls = NULL;
+    pthread_mutex_lock(&srv->calls_lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->calls = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&srv->calls_lock);
+    pthread_mutex_lock(&c->lock);
+    c->conn_done = true;
+    c->suspended = false;
+    pthread_mutex_unlock(&c->lock);
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        st_log(ST_LOG_DEBUG, "http", "request %s ended early (libmicrohttpd code %d)",
+               c->request_id, (int)toe);
+    st_gen_conn_done(c);     /* cancels what still runs: the client is gone */
+    st_call_unref(c);
+}
+
+/* ---- the daemon -------------------------------------------------------- */
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    (void)cls;
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    st_log(ST_LOG_WARN, "http", "libmicrohttpd: %s", msg);
+}
+
+static enum st_status copy_config(struct st_server *srv, const struct st_server_config *cfg,
+                                  struct st_err *err)
+{
+    srv->cfg = *cfg;
+    srv->host = st_str_dup(st_str_c(cfg->host ? cfg->host : "127.0.0.1"));
+    if (!srv->host)
+        return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    srv->cfg.host = srv->host;
+    if (srv->cfg.body_limit == 0)
+        srv->cfg.body_limit = (size_t)8 << 20;
+    if (srv->cfg.http_threads < 1)
+        srv->cfg.http_threads = 1;
+    if (cfg->n_keys == 0)
+        return ST_OK;
+    srv->keys = calloc(cfg->n_keys, sizeof(*srv->keys));
+    if (!srv->keys)
+        return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    for (size_t i = 0; i < cfg->n_keys; i++) {
+        srv->keys[i] = cfg->keys[i];
+        srv->keys[i].name = st_str_dup(st_str_c(cfg->keys[i].name ? cfg->keys[i].name : ""));
+        srv->keys[i].key = st_str_dup(st_str_c(cfg->keys[i].key ? cfg->keys[i].key : ""));
+        if (!srv->keys[i].name || !srv->keys[i].key)
+            return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    }
+    srv->cfg.keys = srv->keys;
+    return ST_OK;
+}
+
+static enum st_status resolve_host(const char *host, uint16_t port,
+                                   struct sockaddr_storage *ss, struct st_err *err)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    char ps[8];
+    snprintf(ps, sizeof(ps), "%u", (unsigned)port);
+    int gai = getaddrinfo(host, ps, &hints, &res);
+    if (gai != 0 || !res)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "--host %s: cannot resolve it (%s)", host,
+                          gai_strerror(gai));
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return ST_OK;
+}
+
+static enum st_status start_daemon(struct st_server *srv, struct st_err *err)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    enum st_status rc = resolve_host(srv->host, srv->cfg.port, &ss, err);
+    if (rc != ST_OK)
+        return rc;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    srv->mhd = MHD_start_daemon(
+        flags, srv->cfg.port, NULL, NULL, on_access, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,   /* first, so it catches everything */
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.http_threads,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)16384,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+        MHD_OPTION_END);
+    if (!srv->mhd)
+        return st_err_set(err, ST_ERR_IO,
+                          "cannot listen on %s:%u (port in use, or no permission?)", srv->host,
+                          (unsigned)srv->cfg.port);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = di ? di->port : srv->cfg.port;
+    return ST_OK;
+}
+
+enum st_status st_server_start(const struct st_server_config *cfg, struct st_engine_pool *pool,
+                               struct st_sched *sched, struct st_server **out,
+                               struct st_err *err)
+{
+    *out = NULL;
+    struct st_server *srv = calloc(1, sizeof(*srv));
+    if (!srv)
+        return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    srv->pool = pool;
+    srv->sched = sched;
+    srv->created = st_unix_seconds();
+    atomic_init(&srv->stopping, false);
+    for (int i = 0; i < ST_HTTP_CODES_TRACKED; i++)
+        atomic_init(&srv->responses[i], 0);
+    pthread_mutex_init(&srv->calls_lock, NULL);
+    enum st_status rc = copy_config(srv, cfg, err);
+    if (rc == ST_OK)
+        rc = start_daemon(srv, err);
+    if (rc == ST_OK)
+        rc = st_watch_start(srv, err);
+    if (rc != ST_OK) {
+        st_server_free(srv);
+        return rc;
+    }
+    bool v6 = strchr(srv->host, ':') != NULL;
+    st_log(ST_LOG_DEBUG, "http", "bound http://%s%s%s:%u", v6 ? "[" : "", srv->host,
+           v6 ? "]" : "", (unsigned)srv->port);
+    *out = srv;
+    return ST_OK;
+}
+
+uint16_t st_server_port(const struct st_server *srv)
+{
+    return srv->port;
+}
+
+/* Mark every live call stopping and resume the suspended ones, so
+ * MHD_stop_daemon finds none suspended; what still runs is cancelled by
+ * the completion callbacks that follow. */
+static void stop_calls(struct st_server *srv)
+{
+    pthread_mutex_lock(&srv->calls_lock);
+    for (struct st_call *c = srv->calls; c; c = c->next) {
+        pthread_mutex_lock(&c->lock);
+        c->stopping = true;
+        st_call_resume_locked(c);
+        pthread_mutex_unlock(&c->lock);
+    }
+    pthread_mutex_unlock(&srv->calls_lock);
+}
+
+void st_server_free(struct st_server *srv)
+{
+    if (!srv)
+        return;
+    atomic_store(&srv->stopping, true);
+    st_watch_stop(srv);
+    if (srv->mhd) {
+        stop_calls(srv);
+        MHD_stop_daemon(srv->mhd);
+    }
+    for (size_t i = 0; srv->keys && i < srv->cfg.n_keys; i++) {
+        free(srv->keys[i].name);
+        free(srv->keys[i].key);
+    }
+    free(srv->keys);
+    free(srv->host);
+    pthread_mutex_destroy(&srv->calls_lock);
+    free(srv);
+}

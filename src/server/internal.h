@@ -1,0 +1,406 @@
+/* internal.h -- the server module's private cross-file API.
+ *
+ * Pieces and who uses them:
+ *   errors.c       st_status -> HTTP status + OpenAI error type; error bodies
+ *   json_out.c     JSON writing into an st_buf (UTF-8 sanitised strings)
+ *   oai_request.c  request body (JSON) -> struct st_oai_request, validated
+ *   oai_response.c engine events -> OpenAI JSON bodies and stream chunks
+ *   sse.c          Server-Sent Events framing
+ *   auth.c         API keys, x-request-id
+ *   metrics.c      Prometheus text rendering from plain stats structs
+ *   routes.c       the static route table
+ *   http.c         the libmicrohttpd daemon: access handler, suspend/resume,
+ *                  completion callback, one struct st_call per HTTP request
+ *   watch.c        the disconnect watcher for suspended connections
+ *   reply.c        queueing a finished response with the common headers
+ *   gen.c          generation: requests, the emit callback, the results
+ *   h_*.c          the route handlers
+ *
+ * Everything here that does not touch libmicrohttpd is unit-tested without
+ * a network (tests/unit/test_server.c).
+ */
+#ifndef STRATA_SERVER_INTERNAL_H
+#define STRATA_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "strata/engine.h"
+#include "strata/sched.h"
+#include "strata/server.h"
+#include "strata/str.h"
+
+/* A string literal and its length, for st_buf_append. */
+#define ST_LIT(s) (s), (sizeof(s) - 1)
+
+/* ---- errors (errors.c) ---------------------------------------------- */
+
+/* An error as the client will see it: {"error":{message,type,param,code}}. */
+struct st_api_error {
+    enum st_status status;      /* decides the HTTP status and 'type' */
+    int  http;                  /* 0 = from status; else overrides it */
+    char message[256];
+    char param[64];             /* "" = null */
+    char code[40];              /* "" = null */
+    int  retry_after_s;         /* > 0: send Retry-After (429) */
+};
+
+/* HTTP status for a status code. A switch without default: -Wswitch flags
+ * a status added to status.h without a mapping here. */
+int st_server_http_status(enum st_status s);
+/* OpenAI error "type" ("invalid_request_error", ...); static storage. */
+const char *st_server_error_type(enum st_status s);
+
+/* Fill 'e' (status, message, optional param and code). Returns e->status. */
+enum st_status st_api_error_set(struct st_api_error *e, enum st_status s, const char *param,
+                                const char *code, const char *fmt, ...) ST_PRINTF(5, 6);
+/* The HTTP status 'e' will be sent with. */
+int st_api_error_http(const struct st_api_error *e);
+/* Append {"error":{...}} to 'out'. */
+ST_MUST_CHECK enum st_status st_api_error_json(struct st_buf *out, const struct st_api_error *e);
+
+/* ---- JSON output (json_out.c) ----------------------------------------- */
+
+/* Append 's' (n bytes) as a JSON string literal. Invalid UTF-8 sequences
+ * become U+FFFD, so the output is always valid JSON and valid UTF-8. */
+ST_MUST_CHECK enum st_status st_json_str(struct st_buf *b, const char *s, size_t n);
+ST_MUST_CHECK enum st_status st_json_cstr(struct st_buf *b, const char *s);   /* NULL -> null */
+/* A finite double, shortest round-trip form; NaN/Inf -> null. */
+ST_MUST_CHECK enum st_status st_json_num(struct st_buf *b, double v);
+/* [b0,b1,...] of the raw bytes, as OpenAI's logprobs "bytes". */
+ST_MUST_CHECK enum st_status st_json_bytes(struct st_buf *b, const char *s, size_t n);
+/* True when s[0..n) is valid UTF-8. */
+bool st_json_utf8_valid(const char *s, size_t n);
+
+/* ---- parsed requests (oai_request.c) ---------------------------------- */
+
+enum st_oai_kind {
+    ST_OAI_CHAT,          /* /v1/chat/completions */
+    ST_OAI_COMPLETION,    /* /v1/completions */
+};
+
+/* One prompt of /v1/completions: text, or token ids (then text is NULL). */
+struct st_oai_prompt {
+    char    *text;        /* owned, NUL-terminated, or NULL */
+    int32_t *tokens;      /* owned, or NULL */
+    size_t   n_tokens;
+};
+
+#define ST_OAI_MAX_N       16    /* "n" at most */
+#define ST_OAI_MAX_CHOICES 64    /* prompts x n at most */
+
+/* Everything the server takes from a completion body. Owns every pointer;
+ * release with st_oai_request_fini(). No cJSON survives the parse. */
+struct st_oai_request {
+    enum st_oai_kind kind;
+    char   *model;                 /* owned; NULL = the default model */
+    char   *messages_json;         /* chat: normalised messages array (JSON text), owned */
+    char   *tools_json;            /* owned or NULL */
+    char   *kwargs_json;           /* chat_template_kwargs object, owned or NULL */
+    struct st_oai_prompt *prompts; /* completions: n_prompts of them, owned */
+    size_t  n_prompts;
+    struct st_gen_params params;   /* stop strings owned */
+    int32_t n;                     /* choices per prompt, 1..ST_OAI_MAX_N */
+    bool    stream;
+    bool    include_usage;         /* stream_options.include_usage */
+    bool    echo;                  /* completions: accepted, prompt not echoed (documented) */
+    bool    has_priority;          /* body "priority" was an integral number */
+    int32_t priority;
+    char   *user;                  /* owned or NULL */
+};
+
+void st_oai_request_init(struct st_oai_request *r);
+void st_oai_request_fini(struct st_oai_request *r);
+
+/* Parse and validate a body. On failure 'e' names the offending parameter
+ * (400) and *r is left empty (fini is still safe). Thread: any. */
+ST_MUST_CHECK
+enum st_status st_oai_parse(enum st_oai_kind kind, const char *body, size_t len,
+                            struct st_oai_request *r, struct st_api_error *e);
+
+/* The llama-server style endpoints' bodies (h_text.c). Owned strings;
+ * release with st_oai_text_request_fini(). */
+struct st_oai_text_request {
+    char    *model;            /* owned or NULL */
+    char    *content;          /* /tokenize: owned */
+    bool     add_special;      /* /tokenize: default false */
+    bool     parse_special;    /* /tokenize: default true */
+    bool     with_pieces;      /* /tokenize: default false */
+    int32_t *tokens;           /* /detokenize: owned */
+    size_t   n_tokens;
+    char    *messages_json;    /* /apply-template: normalised, owned */
+    char    *kwargs_json;      /* owned or NULL */
+    char    *tools_json;       /* owned or NULL */
+};
+
+enum st_oai_text_kind {
+    ST_OAI_TOKENIZE,
+    ST_OAI_DETOKENIZE,
+    ST_OAI_APPLY_TEMPLATE,
+};
+
+void st_oai_text_request_fini(struct st_oai_text_request *r);
+ST_MUST_CHECK
+enum st_status st_oai_parse_text(enum st_oai_text_kind kind, const char *body, size_t len,
+                                 struct st_oai_text_request *r, struct st_api_error *e);
+
+/* ---- responses (oai_response.c) -------------------------------------- */
+
+/* What every chunk and body of one response shares. Strings borrowed. */
+struct st_oai_meta {
+    enum st_oai_kind kind;
+    const char *id;              /* "chatcmpl-..." / "cmpl-..." */
+    const char *model;
+    int64_t     created;         /* unix seconds */
+    bool        include_usage;   /* chunks carry "usage": null until the last */
+};
+
+struct st_oai_usage {
+    int64_t prompt_tokens;
+    int64_t completion_tokens;
+    int64_t cached_tokens;
+};
+
+/* Logprobs of one token, as the engine reported it (borrowed). */
+struct st_oai_logprob {
+    const char *text;            /* the token's text */
+    size_t      text_len;
+    float       logprob;
+    const struct st_top_logprob *top;
+    int32_t     n_top;
+    int64_t     text_offset;     /* completions: offset of the token in the text */
+};
+
+/* Streaming chunks, rendered as one JSON object each (no framing). */
+ST_MUST_CHECK enum st_status st_oai_chunk_role(struct st_buf *out, const struct st_oai_meta *m,
+                                               int32_t index);
+ST_MUST_CHECK enum st_status st_oai_chunk_text(struct st_buf *out, const struct st_oai_meta *m,
+                                               int32_t index, const char *text, size_t len,
+                                               const struct st_oai_logprob *lp);
+ST_MUST_CHECK enum st_status st_oai_chunk_finish(struct st_buf *out,
+                                                 const struct st_oai_meta *m, int32_t index,
+                                                 enum st_finish finish);
+ST_MUST_CHECK enum st_status st_oai_chunk_usage(struct st_buf *out, const struct st_oai_meta *m,
+                                                const struct st_oai_usage *u);
+
+/* One logprobs entry appended to the accumulators of a non-stream body:
+ * chat -> 'content' gets one object; completions -> the four legacy arrays. */
+struct st_oai_lp_acc {
+    struct st_buf content;       /* chat: comma-separated objects */
+    struct st_buf tokens, token_logprobs, top_logprobs, text_offset;   /* legacy */
+    int64_t n;                   /* entries so far */
+};
+void st_oai_lp_acc_init(struct st_oai_lp_acc *a);
+void st_oai_lp_acc_fini(struct st_oai_lp_acc *a);
+ST_MUST_CHECK enum st_status st_oai_lp_acc_add(struct st_oai_lp_acc *a, enum st_oai_kind kind,
+                                               const struct st_oai_logprob *lp);
+
+/* One choice of a finished non-stream response. Borrowed. */
+struct st_oai_choice {
+    int32_t     index;
+    const char *text;
+    size_t      text_len;
+    enum st_finish finish;
+    const struct st_oai_lp_acc *lp;   /* NULL: "logprobs": null */
+};
+
+ST_MUST_CHECK enum st_status st_oai_body(struct st_buf *out, const struct st_oai_meta *m,
+                                         const struct st_oai_choice *choices, size_t n,
+                                         const struct st_oai_usage *u);
+
+/* OpenAI's finish_reason for 'f' (cancelled and error never reach a client
+ * as a normal finish; they map to "stop"). */
+const char *st_oai_finish_reason(enum st_finish f);
+
+/* ---- SSE (sse.c) ------------------------------------------------------ */
+
+/* "data: <json>\n\n". 'json' must not contain a newline (our JSON never
+ * does: strings escape it); ST_ERR_INVALID if it does. */
+ST_MUST_CHECK enum st_status st_sse_data(struct st_buf *out, const char *json, size_t len);
+/* "data: [DONE]\n\n" */
+ST_MUST_CHECK enum st_status st_sse_done(struct st_buf *out);
+/* ": <text>\n\n" -- a comment line, ignored by clients (keep-alive). */
+ST_MUST_CHECK enum st_status st_sse_comment(struct st_buf *out, const char *text);
+
+/* ---- auth and ids (auth.c) -------------------------------------------- */
+
+/* The key an Authorization header value ("Bearer KEY") names, or NULL.
+ * Comparison is constant-time per key. 'value' may be NULL. */
+const struct st_api_key *st_auth_find(const struct st_api_key *keys, size_t n_keys,
+                                      const char *value);
+/* A client's X-Request-Id is echoed when it is 1..40 bytes of
+ * [A-Za-z0-9._:-]; else a fresh "req-<24 hex>" is written. 'out' >= 48 bytes. */
+void st_request_id_pick(const char *client_value, char *out, size_t cap);
+bool st_request_id_sane(const char *v);
+
+/* ---- metrics (metrics.c) ---------------------------------------------- */
+
+#define ST_HTTP_CODES_TRACKED 11
+
+/* The server's own counters, kept with atomics by http.c. */
+struct st_http_stats {
+    uint64_t responses[ST_HTTP_CODES_TRACKED];   /* by st_http_codes[] */
+};
+extern const int st_http_codes[ST_HTTP_CODES_TRACKED];   /* 0 = "other" */
+
+/* Prometheus text format 0.0.4: every family with HELP and TYPE, every band
+ * label present. Pure: reads only its arguments. */
+ST_MUST_CHECK
+enum st_status st_metrics_render(struct st_buf *out, const struct st_sched_stats *ss,
+                                 const struct st_pool_stats *ps, const struct st_http_stats *hs);
+
+/* ---- routes (routes.c) ------------------------------------------------ */
+
+struct st_call;
+
+/* A handler runs once the body is complete. It queues a response
+ * (st_reply_*) and returns ST_ROUTE_DONE, or arranges to be resumed
+ * (generation) and returns ST_ROUTE_WAIT; ST_ROUTE_FAIL closes the
+ * connection (could not even queue an error). */
+enum st_route_result {
+    ST_ROUTE_DONE,
+    ST_ROUTE_WAIT,
+    ST_ROUTE_FAIL,
+};
+
+typedef enum st_route_result st_route_fn(struct st_call *c);
+
+struct st_route {
+    const char  *path;
+    const char  *method;        /* "GET" routes also answer HEAD */
+    st_route_fn *fn;
+    bool         prefix;        /* path is a prefix ("/v1/models/") */
+    bool         auth;          /* needs an API key when keys are configured */
+    bool         body;          /* reads a request body */
+};
+
+/* The route for (path, method). NULL with *path_known set when the path
+ * exists under other methods (405; 'allow' gets "GET, HEAD" etc.). */
+const struct st_route *st_route_find(const char *path, const char *method, bool *path_known,
+                                     char *allow, size_t allow_cap);
+
+/* Handlers (h_*.c). */
+st_route_fn st_h_chat, st_h_completions, st_h_models, st_h_model_one, st_h_health,
+    st_h_metrics, st_h_activity, st_h_slots, st_h_tokenize, st_h_detokenize,
+    st_h_apply_template;
+
+/* ---- the server and one HTTP exchange (http.c) ----------------------- */
+
+struct st_gen;
+
+struct st_server {
+    struct st_server_config cfg;        /* keys deep-copied into 'keys' */
+    struct st_api_key *keys;            /* owned copies */
+    char *host;                         /* owned copy */
+    struct st_engine_pool *pool;        /* borrowed */
+    struct st_sched *sched;             /* borrowed */
+    struct MHD_Daemon *mhd;
+    uint16_t port;
+    int64_t created;                    /* unix seconds at start (/v1/models) */
+    atomic_bool stopping;
+    atomic_uint_fast64_t responses[ST_HTTP_CODES_TRACKED];
+
+    pthread_mutex_t calls_lock;         /* guards the list of live calls */
+    struct st_call *calls;              /* every call from creation to completion */
+    pthread_t watcher;                  /* watch.c */
+    bool watcher_running;
+    bool watch_init;                    /* watch_lock and watch_cond exist */
+    pthread_mutex_t watch_lock;
+    pthread_cond_t watch_cond;
+};
+
+enum st_call_phase {
+    ST_CALL_BODY,         /* reading the body */
+    ST_CALL_WAIT,         /* handler ran; suspended until the generation is ready */
+    ST_CALL_STREAM,       /* SSE response queued; the content reader drains gen->out */
+    ST_CALL_REPLIED,      /* a complete response was queued */
+};
+
+/* One HTTP request/response exchange (MHD's *con_cls). Reference counted:
+ * one reference for the MHD side, dropped in the completion callback, and
+ * one per engine request (dropped from that request's on_free), so the
+ * emit callback can never touch freed memory, whichever ends first. */
+struct st_call {
+    atomic_int refs;
+    struct st_server *srv;              /* borrowed; only touched on MHD threads */
+    struct MHD_Connection *mhd;         /* valid until conn_done */
+    const struct st_route *route;
+    const char *method;                 /* borrowed from MHD for the call */
+    const char *url;
+    char request_id[48];
+    const struct st_api_key *key;       /* matched API key or NULL */
+    struct st_buf body;                 /* request body, bytes */
+    bool body_too_large;
+    int64_t start_ns;                   /* real clock */
+    enum st_call_phase phase;
+    int fd;                             /* the socket, for the watcher */
+
+    pthread_mutex_t lock;               /* guards everything below */
+    bool suspended;                     /* MHD connection suspended by us */
+    uint64_t suspend_gen;               /* +1 per suspend (watcher checks it) */
+    bool conn_done;                     /* completion callback ran: mhd is gone */
+    bool stopping;                      /* server shutdown: answer 503 / end */
+    bool client_gone;                   /* the watcher saw the peer close */
+    struct st_gen *gen;                 /* generation state or NULL (gen.c) */
+
+    struct st_call *prev, *next;        /* srv->calls; under srv->calls_lock */
+};
+
+void st_call_ref(struct st_call *c);
+void st_call_unref(struct st_call *c);
+
+/* Suspend the MHD connection unless 'ready' already holds. Must be called
+ * with c->lock held, on the MHD thread, from the access handler or the
+ * content reader. Returns true when suspended. */
+bool st_call_suspend_locked(struct st_call *c);
+/* Resume if we suspended it (any thread, c->lock held). */
+void st_call_resume_locked(struct st_call *c);
+
+/* A request header (case-insensitive) or NULL. MHD thread only. */
+const char *st_call_header(struct st_call *c, const char *name);
+/* A query argument or NULL. MHD thread only. */
+const char *st_call_query(struct st_call *c, const char *name);
+
+/* ---- replies (reply.c) -------------------------------------------------- */
+
+/* Queue 'body' (taken: freed in every case) with status, content type,
+ * x-request-id and, when given, one extra header. */
+enum st_route_result st_reply(struct st_call *c, unsigned status, const char *ctype,
+                              struct st_buf *body, const char *hname, const char *hvalue);
+enum st_route_result st_reply_json(struct st_call *c, unsigned status, struct st_buf *body);
+enum st_route_result st_reply_error(struct st_call *c, const struct st_api_error *e);
+/* An OOM while building a body: a static 500 body. */
+enum st_route_result st_reply_nomem(struct st_call *c);
+/* The SSE response whose content reader drains c->gen (gen.c). */
+enum st_route_result st_reply_stream(struct st_call *c);
+
+/* ---- generation (gen.c) ---------------------------------------------- */
+
+/* Start a completion from a parsed body: create, prepare and submit the
+ * requests, then wait (ST_ROUTE_WAIT) or answer an error. */
+enum st_route_result st_gen_start(struct st_call *c, struct st_oai_request *oq);
+/* Called with c->lock held: is there something for the MHD side to do? */
+bool st_gen_ready_locked(const struct st_call *c);
+/* The access handler was called again after a resume. */
+enum st_route_result st_gen_resume(struct st_call *c);
+/* The SSE content reader (MHD's callback). */
+ssize_t st_gen_read(void *cls, uint64_t pos, char *buf, size_t max);
+/* The connection is gone (completion callback): cancel what still runs and
+ * drop the HTTP side's request references. No-op without a generation. */
+void st_gen_conn_done(struct st_call *c);
+/* Free the generation state (from st_call_unref's last reference). */
+void st_gen_free(struct st_gen *g);
+
+/* ---- the disconnect watcher (watch.c) -------------------------------- */
+
+/* While a connection is suspended libmicrohttpd does not notice the client
+ * leaving; the watcher polls suspended sockets for a hang-up and cancels
+ * their requests (so a queued request leaves the queue at once). */
+ST_MUST_CHECK enum st_status st_watch_start(struct st_server *srv, struct st_err *err);
+void st_watch_stop(struct st_server *srv);
+
+#endif /* STRATA_SERVER_INTERNAL_H */

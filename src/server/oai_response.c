@@ -1,0 +1,320 @@
+/* oai_response.c -- engine events -> OpenAI JSON, the only place that knows
+ * the response wire format. Shapes (one line each on the wire):
+ *
+ * chat chunk       {"id":"chatcmpl-..","object":"chat.completion.chunk","created":T,
+ *                   "model":"m","choices":[{"index":0,"delta":{"content":"Hi"},
+ *                   "logprobs":null,"finish_reason":null}]}
+ * completion chunk {"id":"cmpl-..","object":"text_completion","created":T,"model":"m",
+ *                   "choices":[{"index":0,"text":"Hi","logprobs":null,"finish_reason":null}]}
+ * usage chunk      {...,"choices":[],"usage":{"prompt_tokens":..,"completion_tokens":..,
+ *                   "total_tokens":..}}
+ * bodies           "chat.completion" with choices[].message, "text_completion" with
+ *                   choices[].text; both with "usage".
+ * logprobs         chat: {"content":[{"token","logprob","bytes","top_logprobs":[..]}]}
+ *                  completions (legacy): {"tokens":[..],"token_logprobs":[..],
+ *                   "top_logprobs":[{"tok":lp,..}],"text_offset":[..]}
+ *
+ * With stream_options.include_usage every chunk carries "usage":null and
+ * one last chunk carries the usage with "choices":[] (as OpenAI does).
+ * Renderers append to 'out' and return ST_ERR_NOMEM on allocation failure.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+const char *st_oai_finish_reason(enum st_finish f)
+{
+    switch (f) {
+    case ST_FINISH_STOP:      return "stop";
+    case ST_FINISH_LENGTH:    return "length";
+    case ST_FINISH_CANCELLED: return "stop";
+    case ST_FINISH_ERROR:     return "stop";
+    }
+    return "stop";
+}
+
+static const char *object_name(enum st_oai_kind k, bool chunk)
+{
+    if (k == ST_OAI_CHAT)
+        return chunk ? "chat.completion.chunk" : "chat.completion";
+    return "text_completion";
+}
+
+/* {"id":..,"object":..,"created":..,"model":..,"choices":[ */
+static enum st_status head(struct st_buf *out, const struct st_oai_meta *m, bool chunk)
+{
+    enum st_status rc = st_buf_append(out, ST_LIT("{\"id\":"));
+    if (rc == ST_OK)
+        rc = st_json_cstr(out, m->id);
+    if (rc == ST_OK)
+        rc = st_buf_printf(out, ",\"object\":\"%s\",\"created\":%lld,\"model\":",
+                           object_name(m->kind, chunk), (long long)m->created);
+    if (rc == ST_OK)
+        rc = st_json_cstr(out, m->model);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"choices\":["));
+    return rc;
+}
+
+/* ]} closing a chunk, with "usage":null when the client asked for usage. */
+static enum st_status chunk_tail(struct st_buf *out, const struct st_oai_meta *m)
+{
+    if (m->include_usage)
+        return st_buf_append(out, ST_LIT("],\"usage\":null}"));
+    return st_buf_append(out, ST_LIT("]}"));
+}
+
+static enum st_status top_entry(struct st_buf *out, const struct st_top_logprob *t)
+{
+    size_t n = t->n_bytes < 0 ? 0 : (size_t)ST_MIN(t->n_bytes, (int32_t)sizeof(t->bytes));
+    enum st_status rc = st_buf_append(out, ST_LIT("{\"token\":"));
+    if (rc == ST_OK)
+        rc = st_json_str(out, t->bytes, n);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"logprob\":"));
+    if (rc == ST_OK)
+        rc = st_json_num(out, t->logprob);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"bytes\":"));
+    if (rc == ST_OK)
+        rc = st_json_bytes(out, t->bytes, n);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT("}"));
+    return rc;
+}
+
+/* One chat logprobs "content" entry. */
+static enum st_status chat_lp_entry(struct st_buf *out, const struct st_oai_logprob *lp)
+{
+    enum st_status rc = st_buf_append(out, ST_LIT("{\"token\":"));
+    if (rc == ST_OK)
+        rc = st_json_str(out, lp->text, lp->text_len);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"logprob\":"));
+    if (rc == ST_OK)
+        rc = st_json_num(out, lp->logprob);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"bytes\":"));
+    if (rc == ST_OK)
+        rc = st_json_bytes(out, lp->text, lp->text_len);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"top_logprobs\":["));
+    for (int32_t i = 0; i < lp->n_top && rc == ST_OK; i++) {
+        if (i)
+            rc = st_buf_append(out, ST_LIT(","));
+        if (rc == ST_OK)
+            rc = top_entry(out, &lp->top[i]);
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT("]}"));
+    return rc;
+}
+
+/* The legacy top_logprobs item: {"tok": lp, ...}. */
+static enum st_status legacy_top(struct st_buf *out, const struct st_oai_logprob *lp)
+{
+    enum st_status rc = st_buf_append(out, ST_LIT("{"));
+    for (int32_t i = 0; i < lp->n_top && rc == ST_OK; i++) {
+        const struct st_top_logprob *t = &lp->top[i];
+        size_t n = t->n_bytes < 0 ? 0 : (size_t)ST_MIN(t->n_bytes, (int32_t)sizeof(t->bytes));
+        if (i)
+            rc = st_buf_append(out, ST_LIT(","));
+        if (rc == ST_OK)
+            rc = st_json_str(out, t->bytes, n);
+        if (rc == ST_OK)
+            rc = st_buf_append(out, ST_LIT(":"));
+        if (rc == ST_OK)
+            rc = st_json_num(out, t->logprob);
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT("}"));
+    return rc;
+}
+
+void st_oai_lp_acc_init(struct st_oai_lp_acc *a)
+{
+    st_buf_init(&a->content);
+    st_buf_init(&a->tokens);
+    st_buf_init(&a->token_logprobs);
+    st_buf_init(&a->top_logprobs);
+    st_buf_init(&a->text_offset);
+    a->n = 0;
+}
+
+void st_oai_lp_acc_fini(struct st_oai_lp_acc *a)
+{
+    st_buf_fini(&a->content);
+    st_buf_fini(&a->tokens);
+    st_buf_fini(&a->token_logprobs);
+    st_buf_fini(&a->top_logprobs);
+    st_buf_fini(&a->text_offset);
+    a->n = 0;
+}
+
+enum st_status st_oai_lp_acc_add(struct st_oai_lp_acc *a, enum st_oai_kind kind,
+                                 const struct st_oai_logprob *lp)
+{
+    const char *sep = a->n ? "," : "";
+    enum st_status rc;
+    if (kind == ST_OAI_CHAT) {
+        rc = st_buf_append(&a->content, sep, strlen(sep));
+        if (rc == ST_OK)
+            rc = chat_lp_entry(&a->content, lp);
+    } else {
+        rc = st_buf_append(&a->tokens, sep, strlen(sep));
+        if (rc == ST_OK)
+            rc = st_json_str(&a->tokens, lp->text, lp->text_len);
+        if (rc == ST_OK)
+            rc = st_buf_append(&a->token_logprobs, sep, strlen(sep));
+        if (rc == ST_OK)
+            rc = st_json_num(&a->token_logprobs, lp->logprob);
+        if (rc == ST_OK)
+            rc = st_buf_append(&a->top_logprobs, sep, strlen(sep));
+        if (rc == ST_OK)
+            rc = legacy_top(&a->top_logprobs, lp);
+        if (rc == ST_OK)
+            rc = st_buf_printf(&a->text_offset, "%s%lld", sep, (long long)lp->text_offset);
+    }
+    if (rc == ST_OK)
+        a->n++;
+    return rc;
+}
+
+/* "logprobs": value of an accumulator (or null). */
+static enum st_status lp_value(struct st_buf *out, enum st_oai_kind kind,
+                               const struct st_oai_lp_acc *a)
+{
+    if (!a)
+        return st_buf_append(out, ST_LIT("null"));
+    if (kind == ST_OAI_CHAT)
+        return st_buf_printf(out, "{\"content\":[%s]}", a->content.data ? a->content.data : "");
+    return st_buf_printf(out,
+                         "{\"tokens\":[%s],\"token_logprobs\":[%s],\"top_logprobs\":[%s],"
+                         "\"text_offset\":[%s]}",
+                         a->tokens.data ? a->tokens.data : "",
+                         a->token_logprobs.data ? a->token_logprobs.data : "",
+                         a->top_logprobs.data ? a->top_logprobs.data : "",
+                         a->text_offset.data ? a->text_offset.data : "");
+}
+
+enum st_status st_oai_chunk_role(struct st_buf *out, const struct st_oai_meta *m, int32_t index)
+{
+    enum st_status rc = head(out, m, true);
+    if (rc == ST_OK)
+        rc = st_buf_printf(out,
+                           "{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+                           "\"logprobs\":null,\"finish_reason\":null}",
+                           (int)index);
+    if (rc == ST_OK)
+        rc = chunk_tail(out, m);
+    return rc;
+}
+
+enum st_status st_oai_chunk_text(struct st_buf *out, const struct st_oai_meta *m, int32_t index,
+                                 const char *text, size_t len, const struct st_oai_logprob *lp)
+{
+    bool chat = m->kind == ST_OAI_CHAT;
+    enum st_status rc = head(out, m, true);
+    if (rc == ST_OK)
+        rc = st_buf_printf(out, chat ? "{\"index\":%d,\"delta\":{\"content\":"
+                                     : "{\"index\":%d,\"text\":", (int)index);
+    if (rc == ST_OK)
+        rc = st_json_str(out, text, len);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, chat ? "},\"logprobs\":" : ",\"logprobs\":", chat ? 13 : 12);
+    if (rc == ST_OK && lp) {
+        struct st_oai_lp_acc one;
+        st_oai_lp_acc_init(&one);
+        rc = st_oai_lp_acc_add(&one, m->kind, lp);
+        if (rc == ST_OK)
+            rc = lp_value(out, m->kind, &one);
+        st_oai_lp_acc_fini(&one);
+    } else if (rc == ST_OK) {
+        rc = st_buf_append(out, ST_LIT("null"));
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"finish_reason\":null}"));
+    if (rc == ST_OK)
+        rc = chunk_tail(out, m);
+    return rc;
+}
+
+enum st_status st_oai_chunk_finish(struct st_buf *out, const struct st_oai_meta *m,
+                                   int32_t index, enum st_finish finish)
+{
+    enum st_status rc = head(out, m, true);
+    if (rc == ST_OK)
+        rc = st_buf_printf(out,
+                           m->kind == ST_OAI_CHAT
+                               ? "{\"index\":%d,\"delta\":{},\"logprobs\":null,"
+                                 "\"finish_reason\":\"%s\"}"
+                               : "{\"index\":%d,\"text\":\"\",\"logprobs\":null,"
+                                 "\"finish_reason\":\"%s\"}",
+                           (int)index, st_oai_finish_reason(finish));
+    if (rc == ST_OK)
+        rc = chunk_tail(out, m);
+    return rc;
+}
+
+static enum st_status usage_obj(struct st_buf *out, const struct st_oai_usage *u)
+{
+    return st_buf_printf(out,
+                         "{\"prompt_tokens\":%lld,\"completion_tokens\":%lld,"
+                         "\"total_tokens\":%lld,\"prompt_tokens_details\":"
+                         "{\"cached_tokens\":%lld}}",
+                         (long long)u->prompt_tokens, (long long)u->completion_tokens,
+                         (long long)(u->prompt_tokens + u->completion_tokens),
+                         (long long)u->cached_tokens);
+}
+
+enum st_status st_oai_chunk_usage(struct st_buf *out, const struct st_oai_meta *m,
+                                  const struct st_oai_usage *u)
+{
+    enum st_status rc = head(out, m, true);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT("],\"usage\":"));
+    if (rc == ST_OK)
+        rc = usage_obj(out, u);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT("}"));
+    return rc;
+}
+
+static enum st_status body_choice(struct st_buf *out, const struct st_oai_meta *m,
+                                  const struct st_oai_choice *c)
+{
+    bool chat = m->kind == ST_OAI_CHAT;
+    enum st_status rc = st_buf_printf(out, chat ? "{\"index\":%d,\"message\":{\"role\":"
+                                                  "\"assistant\",\"content\":"
+                                                : "{\"index\":%d,\"text\":",
+                                      (int)c->index);
+    if (rc == ST_OK)
+        rc = st_json_str(out, c->text ? c->text : "", c->text ? c->text_len : 0);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, chat ? "},\"logprobs\":" : ",\"logprobs\":", chat ? 13 : 12);
+    if (rc == ST_OK)
+        rc = lp_value(out, m->kind, c->lp);
+    if (rc == ST_OK)
+        rc = st_buf_printf(out, ",\"finish_reason\":\"%s\"}", st_oai_finish_reason(c->finish));
+    return rc;
+}
+
+enum st_status st_oai_body(struct st_buf *out, const struct st_oai_meta *m,
+                           const struct st_oai_choice *choices, size_t n,
+                           const struct st_oai_usage *u)
+{
+    enum st_status rc = head(out, m, false);
+    for (size_t i = 0; i < n && rc == ST_OK; i++) {
+        if (i)
+            rc = st_buf_append(out, ST_LIT(","));
+        if (rc == ST_OK)
+            rc = body_choice(out, m, &choices[i]);
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT("],\"usage\":"));
+    if (rc == ST_OK)
+        rc = usage_obj(out, u);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT("}"));
+    return rc;
+}

@@ -1,0 +1,95 @@
+/* reply.c -- queueing a response with the headers every response carries:
+ * Content-Type, x-request-id, and where they apply Retry-After (429, 503)
+ * or Allow (405). Bodies are handed to libmicrohttpd, which frees them.
+ *
+ * Thread: MHD only (libmicrohttpd allows MHD_queue_response from the
+ * access handler).
+ */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+static void count_status(struct st_server *srv, unsigned status)
+{
+    int i = 0;
+    while (i < ST_HTTP_CODES_TRACKED - 1 && st_http_codes[i] != (int)status)
+        i++;
+    atomic_fetch_add(&srv->responses[i], 1);
+}
+
+enum st_route_result st_reply(struct st_call *c, unsigned status, const char *ctype,
+                              struct st_buf *body, const char *hname, const char *hvalue)
+{
+    size_t len = body->len;
+    char *data = st_buf_steal(body);
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(data);
+        return ST_ROUTE_FAIL;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    MHD_add_response_header(r, "x-request-id", c->request_id);
+    if (hname && hvalue)
+        MHD_add_response_header(r, hname, hvalue);
+    enum MHD_Result ok = MHD_queue_response(c->mhd, status, r);
+    MHD_destroy_response(r);
+    c->phase = ST_CALL_REPLIED;
+    count_status(c->srv, status);
+    return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
+}
+
+enum st_route_result st_reply_json(struct st_call *c, unsigned status, struct st_buf *body)
+{
+    return st_reply(c, status, "application/json", body, NULL, NULL);
+}
+
+enum st_route_result st_reply_error(struct st_call *c, const struct st_api_error *e)
+{
+    struct st_buf body;
+    st_buf_init(&body);
+    if (st_api_error_json(&body, e) != ST_OK) {
+        st_buf_fini(&body);
+        return st_reply_nomem(c);
+    }
+    char retry[16];
+    snprintf(retry, sizeof(retry), "%d", e->retry_after_s);
+    return st_reply(c, (unsigned)st_api_error_http(e), "application/json", &body,
+                    e->retry_after_s > 0 ? MHD_HTTP_HEADER_RETRY_AFTER : NULL, retry);
+}
+
+enum st_route_result st_reply_nomem(struct st_call *c)
+{
+    static const char msg[] = "{\"error\":{\"message\":\"out of memory\",\"type\":"
+                              "\"server_error\",\"param\":null,\"code\":null}}";
+    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(msg) - 1, (void *)msg,
+                                                             MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return ST_ROUTE_FAIL;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(r, "x-request-id", c->request_id);
+    enum MHD_Result ok = MHD_queue_response(c->mhd, 500, r);
+    MHD_destroy_response(r);
+    c->phase = ST_CALL_REPLIED;
+    count_status(c->srv, 500);
+    return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
+}
+
+enum st_route_result st_reply_stream(struct st_call *c)
+{
+    /* 8 KiB blocks: well inside MHD's per-connection memory pool */
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8192,
+                                                               st_gen_read, c, NULL);
+    if (!r)
+        return ST_ROUTE_FAIL;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");   /* nginx: do not buffer */
+    MHD_add_response_header(r, "x-request-id", c->request_id);
+    enum MHD_Result ok = MHD_queue_response(c->mhd, 200, r);
+    MHD_destroy_response(r);
+    c->phase = ST_CALL_STREAM;
+    count_status(c->srv, 200);
+    return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
+}

@@ -1,0 +1,77 @@
+/* routes.c -- the route table: (path, method) -> handler.
+ *
+ * A static array, read top to bottom; a path known under other methods
+ * answers 405 with an Allow header. GET routes also answer HEAD (libmicro-
+ * httpd drops the body). Aliases without /v1 follow llama-server.
+ *
+ * Auth (when keys are configured): everything but /health and /metrics,
+ * which probes and scrapers (e.g. the Gateway API endpoint picker) read
+ * without credentials.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const struct st_route routes[] = {
+    /* path                    method  handler               prefix auth   body */
+    { "/v1/chat/completions", "POST", st_h_chat,            false, true,  true  },
+    { "/chat/completions",    "POST", st_h_chat,            false, true,  true  },
+    { "/v1/completions",      "POST", st_h_completions,     false, true,  true  },
+    { "/completions",         "POST", st_h_completions,     false, true,  true  },
+    { "/v1/models",           "GET",  st_h_models,          false, true,  false },
+    { "/models",              "GET",  st_h_models,          false, true,  false },
+    { "/v1/models/",          "GET",  st_h_model_one,       true,  true,  false },
+    { "/health",              "GET",  st_h_health,          false, false, false },
+    { "/v1/health",           "GET",  st_h_health,          false, false, false },
+    { "/metrics",             "GET",  st_h_metrics,         false, false, false },
+    { "/api/activity",        "GET",  st_h_activity,        false, true,  false },
+    { "/slots",               "GET",  st_h_slots,           false, true,  false },
+    { "/tokenize",            "POST", st_h_tokenize,        false, true,  true  },
+    { "/detokenize",          "POST", st_h_detokenize,      false, true,  true  },
+    { "/apply-template",      "POST", st_h_apply_template,  false, true,  true  },
+};
+
+static bool path_match(const struct st_route *r, const char *path)
+{
+    if (!r->prefix)
+        return strcmp(r->path, path) == 0;
+    size_t n = strlen(r->path);
+    return strncmp(r->path, path, n) == 0 && path[n] != '\0';
+}
+
+static bool method_match(const struct st_route *r, const char *method)
+{
+    if (strcmp(r->method, method) == 0)
+        return true;
+    return strcmp(r->method, "GET") == 0 && strcmp(method, "HEAD") == 0;
+}
+
+/* "GET, HEAD" or "POST", appended once per method. */
+static void allow_add(char *allow, size_t cap, const char *method)
+{
+    const char *add = strcmp(method, "GET") == 0 ? "GET, HEAD" : method;
+    if (strstr(allow, add))
+        return;
+    size_t len = strlen(allow);
+    snprintf(allow + len, cap - len, "%s%s", len ? ", " : "", add);
+}
+
+const struct st_route *st_route_find(const char *path, const char *method, bool *path_known,
+                                     char *allow, size_t allow_cap)
+{
+    *path_known = false;
+    if (allow_cap)
+        allow[0] = '\0';
+    for (size_t i = 0; i < ST_ARRAY_LEN(routes); i++) {
+        const struct st_route *r = &routes[i];
+        if (!path_match(r, path))
+            continue;
+        if (method_match(r, method))
+            return r;
+        *path_known = true;
+        if (allow_cap)
+            allow_add(allow, allow_cap, r->method);
+    }
+    return NULL;
+}

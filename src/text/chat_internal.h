@@ -1,0 +1,30 @@
+/* chat_internal.h -- shared by chat.c and chat_qwen3.c. */
+#ifndef STRATA_TEXT_CHAT_INTERNAL_H
+#define STRATA_TEXT_CHAT_INTERNAL_H
+
+#include "strata/chat.h"
+
+/* Content as a view: NULL content renders as "". */
+static inline struct st_str chat_content(const struct st_chat_msg *m)
+{
+    struct st_str s = m->content;
+    if (!s.ptr) {
+        s.ptr = "";
+        s.len = 0;
+    }
+    return s;
+}
+
+/* Append a series of views / C strings. */
+enum st_status st_chat_put(struct st_buf *out, struct st_str s);
+enum st_status st_chat_puts(struct st_buf *out, const char *s);
+
+/* Python str.strip() family on a view: which = 1 left, 2 right, 3 both.
+ * chars = NULL strips Python whitespace; else only bytes in 'chars'. */
+struct st_str st_chat_strip(struct st_str s, int which, const char *chars);
+
+enum st_status st_chat_render_qwen3(const struct st_chat_tmpl *t,
+                                    const struct st_chat_req *req,
+                                    struct st_buf *out, struct st_err *err);
+
+#endif /* STRATA_TEXT_CHAT_INTERNAL_H */

@@ -1,0 +1,202 @@
+/* pretok.c -- the pre-tokenizer regexes, written by hand (no regex library).
+ *
+ * qwen2 (tokenizer.json form; llama-bpe differs only in \p{N}{1,3}):
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}
+ *   | ?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * gpt2:
+ *   's|'t|'re|'ve|'m|'ll|'d | ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+
+ *   | \s+(?!\S) | \s+
+ * Alternation is ordered (first alternative that matches wins, as in
+ * Oniguruma/PCRE), and every code point is matched by one alternative, so
+ * the pieces tile the input. Each match_* returns the match length in code
+ * points (0 = no match) at position i of the decoded array.
+ */
+#include <stdlib.h>
+
+#include "strata/xalloc.h"
+
+#include "internal.h"
+
+/* Code point classes, precomputed once per fragment. */
+enum {
+    C_LETTER = 1,
+    C_NUMBER = 2,
+    C_SPACE  = 4,
+    C_CRLF   = 8,       /* \r or \n (also C_SPACE) */
+};
+
+struct cps {
+    uint32_t *cp;       /* [n] code points (lowercased ASCII not applied) */
+    uint8_t  *cls;      /* [n] C_* bits */
+    size_t   *off;      /* [n + 1] byte offset of each code point */
+    size_t    n;
+};
+
+#define IS(c, i, f) ((c)->cls[i] & (f))
+#define OTHER(c, i) (!IS(c, i, C_LETTER | C_NUMBER | C_SPACE))
+
+static size_t run(const struct cps *c, size_t i, uint8_t f)
+{
+    size_t j = i;
+    while (j < c->n && IS(c, j, f))
+        j++;
+    return j - i;
+}
+
+static size_t run_other(const struct cps *c, size_t i)
+{
+    size_t j = i;
+    while (j < c->n && OTHER(c, j))
+        j++;
+    return j - i;
+}
+
+static uint32_t lower(uint32_t cp)
+{
+    return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
+}
+
+/* 's 't 're 've 'm 'll 'd; case-insensitive when 'icase'. */
+static size_t match_contraction(const struct cps *c, size_t i, bool icase)
+{
+    uint32_t a, b;
+
+    if (c->cp[i] != '\'' || i + 1 >= c->n)
+        return 0;
+    a = icase ? lower(c->cp[i + 1]) : c->cp[i + 1];
+    b = i + 2 < c->n ? (icase ? lower(c->cp[i + 2]) : c->cp[i + 2]) : 0;
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+        return 3;
+    if (a == 's' || a == 't' || a == 'm' || a == 'd')
+        return 2;
+    return 0;
+}
+
+/* \s*[\r\n]+ : up to and including the last \r/\n of the whitespace run. */
+static size_t match_space_newline(const struct cps *c, size_t i)
+{
+    size_t len = run(c, i, C_SPACE), k;
+
+    for (k = len; k > 0; k--)
+        if (IS(c, i + k - 1, C_CRLF))
+            return k;
+    return 0;
+}
+
+/* \s+(?!\S) | \s+ : a whitespace run leaves its last char to the next word. */
+static size_t match_space(const struct cps *c, size_t i)
+{
+    size_t len = run(c, i, C_SPACE);
+
+    if (i + len < c->n && len >= 2)
+        return len - 1;
+    return len;
+}
+
+static size_t match_qwen2(const struct cps *c, size_t i, size_t max_digits)
+{
+    size_t k;
+
+    if ((k = match_contraction(c, i, true)) != 0)
+        return k;
+    if (IS(c, i, C_LETTER))                                   /* \p{L}+ */
+        return run(c, i, C_LETTER);
+    if (!IS(c, i, C_CRLF | C_NUMBER) && i + 1 < c->n && IS(c, i + 1, C_LETTER))
+        return 1 + run(c, i + 1, C_LETTER);                   /* x\p{L}+ */
+    if (IS(c, i, C_NUMBER)) {                                 /* \p{N}{1,max} */
+        k = run(c, i, C_NUMBER);
+        return k < max_digits ? k : max_digits;
+    }
+    if (c->cp[i] == ' ' && i + 1 < c->n && OTHER(c, i + 1)) { /* ' '?[^\s L N]+[\r\n]* */
+        k = 1 + run_other(c, i + 1);
+        return k + run(c, i + k, C_CRLF);
+    }
+    if (OTHER(c, i)) {
+        k = run_other(c, i);
+        return k + run(c, i + k, C_CRLF);
+    }
+    if ((k = match_space_newline(c, i)) != 0)
+        return k;
+    return match_space(c, i);
+}
+
+static size_t match_gpt2(const struct cps *c, size_t i)
+{
+    size_t k, sp;
+
+    if ((k = match_contraction(c, i, false)) != 0)
+        return k;
+    sp = (c->cp[i] == ' ' && i + 1 < c->n) ? 1 : 0;
+    if (IS(c, i + sp, C_LETTER))
+        return sp + run(c, i + sp, C_LETTER);
+    if (IS(c, i + sp, C_NUMBER))
+        return sp + run(c, i + sp, C_NUMBER);
+    if (OTHER(c, i + sp))
+        return sp + run_other(c, i + sp);
+    return match_space(c, i);
+}
+
+static uint8_t classify(uint32_t cp)
+{
+    if (cp & ST_UNI_INVALID)
+        return 0;
+    if (cp == '\r' || cp == '\n')
+        return C_SPACE | C_CRLF;
+    if (st_uni_is_space(cp))
+        return C_SPACE;
+    if (st_uni_is_letter(cp))
+        return C_LETTER;
+    if (st_uni_is_number(cp))
+        return C_NUMBER;
+    return 0;
+}
+
+static enum st_status decode_all(const char *s, size_t n, struct cps *c)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, bytes, cp_bytes;
+
+    c->n = 0;
+    if (!st_mul_ok(n + 1, sizeof(size_t), &bytes) ||
+        !st_mul_ok(n + 1, sizeof(uint32_t), &cp_bytes))
+        return ST_ERR_NOMEM;
+    c->cp = malloc(cp_bytes);
+    c->cls = malloc(n + 1);
+    c->off = malloc(bytes);
+    if (!c->cp || !c->cls || !c->off)
+        return ST_ERR_NOMEM;
+    while (i < n) {
+        uint32_t cp;
+        size_t k = p[i] < 0x80 ? (cp = p[i], 1) : st_utf8_decode(p + i, n - i, &cp);
+        c->cp[c->n] = cp;
+        c->cls[c->n] = classify(cp);
+        c->off[c->n++] = i;
+        i += k;
+    }
+    c->off[c->n] = n;
+    return ST_OK;
+}
+
+enum st_status st_pretok_split(enum st_pretok kind, const char *s, size_t n,
+                               st_pretok_emit_fn *emit, void *ctx)
+{
+    struct cps c = { NULL, NULL, NULL, 0 };
+    enum st_status rc;
+    size_t i = 0, k;
+
+    rc = decode_all(s, n, &c);
+    while (rc == ST_OK && i < c.n) {
+        if (kind == ST_PRETOK_GPT2)
+            k = match_gpt2(&c, i);
+        else
+            k = match_qwen2(&c, i, kind == ST_PRETOK_LLAMA3 ? 3 : 1);
+        if (k == 0)
+            k = 1;                  /* unreachable: the alternatives cover all */
+        rc = emit(ctx, c.off[i], c.off[i + k] - c.off[i]);
+        i += k;
+    }
+    free(c.cp);
+    free(c.cls);
+    free(c.off);
+    return rc;
+}

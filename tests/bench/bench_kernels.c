@@ -1,0 +1,195 @@
+/* bench_kernels.c -- matmul throughput of the CPU backend per weight type.
+ *
+ * For every weight type and the medium preset's shapes (768x768
+ * attention, 256x768 expert slab, 151936x768 output head) it times
+ * st_backend_matmul at batch 1 and 4 with the run-time kernels and with
+ * the scalar reference, in the same process, and prints ms per call,
+ * GB/s of weights streamed, weight rows/s, and the speedup. A read-only
+ * sweep over a large buffer on the same threads gives the machine's
+ * streaming bandwidth for scale.
+ *
+ * Usage: bench_kernels [threads (default 2)] [type ...]
+ * BENCH_NO_HEAD=1 skips the (slow to fill) output head shape.
+ * Not a test: it asserts nothing and is not registered with ctest.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu/cpu.h"
+#include "strata/backend.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng_state = 42;
+static uint64_t rnd(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return rng_state = x;
+}
+
+/* Random quant bytes with sane fp16 scales (values do not matter for speed,
+ * but NaN/inf scales would slow float paths down). */
+static void fill_weights(enum st_dtype t, uint8_t *p, size_t nbytes)
+{
+    const struct st_dtype_info *info = st_dtype_info(t);
+    size_t bb = (size_t)info->block_bytes;
+    uint16_t one = st_f32_to_fp16(0.01f), bone = st_f32_to_bf16(0.01f);
+    float f = 0.01f;
+
+    for (size_t i = 0; i + 8 <= nbytes; i += 8) {
+        uint64_t v = rnd();
+        memcpy(p + i, &v, 8);
+    }
+    if (t == ST_DTYPE_F32 || t == ST_DTYPE_F16 || t == ST_DTYPE_BF16) {
+        for (size_t i = 0; i < nbytes / bb; i++) {
+            if (t == ST_DTYPE_F32)
+                memcpy(p + 4 * i, &f, 4);
+            else
+                memcpy(p + 2 * i, t == ST_DTYPE_F16 ? &one : &bone, 2);
+        }
+        return;
+    }
+    for (size_t b = 0; b < nbytes / bb; b++) {
+        uint8_t *blk = p + b * bb;
+        memcpy(blk + (t == ST_DTYPE_Q6_K ? 208 : 0), &one, 2);
+        if (t == ST_DTYPE_Q4_K || t == ST_DTYPE_Q5_K)
+            memcpy(blk + 2, &one, 2);
+    }
+}
+
+struct read_job { const uint64_t *p; size_t n; uint64_t sums[64]; };
+
+static void read_task(void *ctx, int ith, int nth)
+{
+    struct read_job *j = ctx;
+    int64_t lo, hi;
+    uint64_t s = 0;
+    cpu_split((int64_t)j->n, ith, nth, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++)
+        s += j->p[i];
+    j->sums[ith] = s;
+}
+
+static void bench_bandwidth(struct st_backend *be)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)be;
+    size_t n = (size_t)512 << 20;
+    struct read_job j = { malloc(n), n / 8, { 0 } };
+    memset((void *)j.p, 1, n);
+    cpu_pool_run(cb->pool, read_task, &j, cb->n_threads);
+    double t0 = now_s();
+    for (int r = 0; r < 4; r++)
+        cpu_pool_run(cb->pool, read_task, &j, cb->n_threads);
+    double dt = (now_s() - t0) / 4;
+    printf("streaming read, %d threads: %.1f GB/s (plain C loop)\n\n", cb->n_threads,
+           (double)n / dt / 1e9);
+    free((void *)j.p);
+}
+
+/* Seconds per st_backend_matmul call (median of a few timed repetitions). */
+static double time_matmul(struct st_backend *be, const struct st_tensor *y,
+                          const struct st_tensor *x, const struct st_tensor *w, double budget)
+{
+    struct st_err err;
+    double best = 1e30, spent = 0.0;
+    int reps = 0;
+    (void)st_backend_matmul(be, y, x, w, &err);   /* warm-up */
+    while (reps < 3 || (spent < budget && reps < 200)) {
+        double t0 = now_s();
+        if (st_backend_matmul(be, y, x, w, &err) != ST_OK) {
+            fprintf(stderr, "matmul: %s\n", err.msg);
+            exit(1);
+        }
+        double dt = now_s() - t0;
+        best = dt < best ? dt : best;
+        spent += dt;
+        reps++;
+    }
+    return best;
+}
+
+static void bench_shape(struct st_backend *be, enum st_dtype t, int64_t n_in, int64_t n_out,
+                        const char *label)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)be;
+    const struct cpu_kernels *fast = cb->kern;
+    size_t nbytes = st_dtype_row_bytes(t, n_in) * (size_t)n_out;
+    uint8_t *wdata = malloc(nbytes);
+    struct st_tensor w, x, y;
+    struct st_err err;
+
+    fill_weights(t, wdata, nbytes);
+    if (st_backend_wrap(be, t, (int64_t[4]){ n_in, n_out, 1, 1 }, wdata, nbytes, &w, &err) ||
+        st_backend_alloc(be, ST_DTYPE_F32, (int64_t[4]){ n_in, 4, 1, 1 }, &x, &err) ||
+        st_backend_alloc(be, ST_DTYPE_F32, (int64_t[4]){ n_out, 4, 1, 1 }, &y, &err)) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        exit(1);
+    }
+    float *xf = malloc((size_t)(n_in * 4) * sizeof(float));
+    for (int64_t i = 0; i < n_in * 4; i++)
+        xf[i] = (float)((int64_t)(rnd() % 2001) - 1000) / 1000.0f;
+    (void)st_backend_write(be, &x, 0, xf, (size_t)(n_in * 4) * sizeof(float), &err);
+    for (int batch = 1; batch <= 4; batch *= 4) {
+        struct st_tensor xb = st_tensor_slice(&x, 1, 0, batch), yb = st_tensor_slice(&y, 1, 0, batch);
+        double budget = nbytes > (64u << 20) ? 1.0 : 0.3;
+        cb->kern = fast;
+        double tf = time_matmul(be, &yb, &xb, &w, budget);
+        cb->kern = &cpu_kernels_scalar;
+        double ts = time_matmul(be, &yb, &xb, &w, nbytes > (64u << 20) ? 0.5 : 0.2);
+        cb->kern = fast;
+        printf("%-8s %-14s b=%d  %9.3f ms  %7.2f GB/s  %8.2f Mrows/s  scalar %8.2f GB/s  x%5.1f\n",
+               st_dtype_info(t)->name, label, batch, tf * 1e3, (double)nbytes / tf / 1e9,
+               (double)n_out / tf / 1e6, (double)nbytes / ts / 1e9, ts / tf);
+        fflush(stdout);
+    }
+    st_backend_release(be, &w);
+    st_backend_release(be, &x);
+    st_backend_release(be, &y);
+    free(xf);
+    free(wdata);
+}
+
+int main(int argc, char **argv)
+{
+    static const enum st_dtype all[] = {
+        ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K, ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S,
+        ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS, ST_DTYPE_F16, ST_DTYPE_BF16, ST_DTYPE_F32,
+    };
+    struct st_backend_config cfg = { argc > 1 ? atoi(argv[1]) : 2, 0 };
+    struct st_backend *be;
+    struct st_err err;
+
+    if (st_backend_open("cpu", &cfg, &be, &err) != ST_OK) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        return 1;
+    }
+    printf("%s\n", st_backend_describe(be));
+    bench_bandwidth(be);
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        enum st_dtype t = all[i];
+        bool want = argc <= 2;
+        for (int a = 2; a < argc; a++) {
+            enum st_dtype p;
+            want |= st_dtype_parse(argv[a], &p) && p == t;
+        }
+        if (!want)
+            continue;
+        bench_shape(be, t, 768, 768, "768x768");
+        bench_shape(be, t, 768, 256, "256x768 exp");
+        if (!getenv("BENCH_NO_HEAD"))
+            bench_shape(be, t, 768, 151936, "151936x768");
+    }
+    st_backend_close(be);
+    return 0;
+}

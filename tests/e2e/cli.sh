@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# cli.sh STRATA [SOURCE_DIR] -- the strata binary's command line, from a shell.
+#
+# Exit statuses and messages of good and bad invocations, the help texts,
+# and one start/stop of `strata serve` on port 0 with the simulated engine:
+# the "listening on http://HOST:PORT" line, then SIGTERM -> exit 0.
+set -u
+bin=${1:?usage: cli.sh path/to/strata [source dir]}
+src=${2:-$(cd "$(dirname "$0")/../.." && pwd)}
+tmp=$(mktemp -d)
+server_pid=
+cleanup() {
+    [ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok:   $*"; }
+
+# run NAME WANT_STATUS ARGS...: runs strata, keeps stdout/stderr in $tmp.
+run() {
+    local name=$1 want=$2
+    shift 2
+    "$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    local got=$?
+    if [ "$got" -ne "$want" ]; then
+        fail "$name: exit status $got, expected $want (stderr: $(head -c 300 "$tmp/err"))"
+        return 1
+    fi
+    pass "$name"
+}
+# expect FILE TEXT NAME: FILE contains TEXT (fixed string).
+expect() {
+    grep -qF -- "$2" "$tmp/$1" || fail "$3: $1 lacks '$2': $(head -c 300 "$tmp/$1")"
+}
+one_line() {
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "$1: expected one line on stderr, got: $(cat "$tmp/err")"
+}
+
+run "--version" 0 --version && { expect out "strata " "--version"; }
+run "--help" 0 --help && { expect out "serve" "--help"; expect out "make-model" "--help"; }
+run "no command" 2
+run "unknown command" 2 frobnicate && expect err "unknown command 'frobnicate'" "unknown command"
+run "serve --bogus" 2 serve --bogus && { expect err "--bogus" "serve --bogus"; one_line "serve --bogus"; }
+run "serve --port abc" 2 serve --port abc &&
+    { expect err 'strata: --port: expected an integer 0..65535, got "abc"' "--port abc"; one_line "--port abc"; }
+run "serve --port 70000" 2 serve --port 70000 && expect err "--port" "--port 70000"
+run "serve --parallel" 2 serve --parallel && expect err "--parallel: missing value" "--parallel"
+run "serve --swap-affinity-bonus 100" 2 serve --swap-affinity-bonus 100 &&
+    expect err "expected an integer 0..99" "--swap-affinity-bonus"
+run "serve extra argument" 2 serve model.gguf && expect err "unexpected argument 'model.gguf'" "positional"
+run "serve --backend cpu" 2 serve --backend cpu --port 0 && expect err "not available yet" "--backend cpu"
+if ! "$bin" --version | grep -q cuda; then
+    run "serve --backend cuda (no CUDA build)" 2 serve --backend cuda && expect err "no CUDA backend" "cuda"
+fi
+run "run" 2 run && expect err "not implemented yet in this build" "run"
+run "bench" 2 bench && expect err "not implemented yet in this build" "bench"
+
+# Config files: missing, bad (file:line: key), and the example.
+run "missing --config" 2 serve --config "$tmp/nope.yaml" && expect err "nope.yaml" "missing --config"
+printf 'port: 1\nmodels:\n  - name: a\n    parallel: four\n' >"$tmp/bad.yaml"
+run "bad config" 2 serve --config "$tmp/bad.yaml" &&
+    expect err 'bad.yaml:4: models[0].parallel: expected an integer 1..1024, got "four"' "bad config"
+printf 'prot: 1\n' >"$tmp/typo.yaml"
+run "config typo" 2 serve --config "$tmp/typo.yaml" && expect err "did you mean 'port'" "typo"
+
+# Every flag is in serve --help, each with its default.
+if run "serve --help" 0 serve --help; then
+    for flag in -m --model -a --alias --config --host --port --api-key --body-limit --max-queue \
+        --http-threads --priority-order --backend --gpus -np --parallel --batch -c --ctx-size \
+        --ubatch -t --threads --batch-mtp --mtp-draft --scheduler --aging-divisor \
+        --swap-affinity-bonus --give-way-tokens --yields-max --sim-prompt-tps --sim-decode-tps \
+        --sim-load-seconds --sim-tokens --log-format --log-level --help; do
+        grep -qE -- "(^| )$flag[ ,]" "$tmp/out" || fail "serve --help lacks $flag"
+    done
+    n_defaults=$(grep -c ' default: ' "$tmp/out")
+    [ "$n_defaults" -ge 30 ] || fail "serve --help: only $n_defaults defaults"
+fi
+
+# serve: start on port 0, read the port from the log, stop with SIGTERM.
+# start_server LOG ARGS...: sets server_pid and port, or fails.
+start_server() {
+    local log=$1
+    shift
+    "$bin" serve --port 0 "$@" >"$log" 2>&1 </dev/null &
+    server_pid=$!
+    port=
+    for _ in $(seq 1 100); do
+        if grep -q "listening on http://" "$log"; then
+            port=$(grep -m1 "listening on http://" "$log" | sed 's/.*://; s/[^0-9].*//')
+            return 0
+        fi
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    fail "serve $*: no 'listening on http://' line: $(head -c 600 "$log")"
+    return 1
+}
+stop_server() {
+    local name=$1 log=$2 status
+    kill -TERM "$server_pid"
+    wait "$server_pid"
+    status=$?
+    server_pid=
+    [ "$status" -eq 0 ] || fail "$name: exit status $status after SIGTERM: $(tail -c 600 "$log")"
+    grep -q "stopped" "$log" || fail "$name: no 'stopped' line after SIGTERM"
+    [ "$status" -eq 0 ] && pass "$name"
+}
+
+if start_server "$tmp/serve.log" --backend sim; then
+    [ -n "$port" ] && [ "$port" -gt 0 ] || fail "serve: port '$port' is not a number > 0"
+    if command -v curl >/dev/null; then
+        code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")
+        case $code in 200|503) pass "serve: /health answers $code" ;; *) fail "serve: /health gave '$code'" ;; esac
+    fi
+    stop_server "serve --port 0 then SIGTERM" "$tmp/serve.log"
+fi
+if start_server "$tmp/default.log"; then
+    grep -q "no model given: serving the simulated engine (sim); its text is not a model's" \
+        "$tmp/default.log" || fail "serve without a model does not say it serves sim"
+    stop_server "serve (no model) then SIGTERM" "$tmp/default.log"
+fi
+if start_server "$tmp/example.log" --config "$src/configs/strata.example.yaml" --log-format json; then
+    grep -q '"msg":"listening on http://127.0.0.1:' "$tmp/example.log" || fail "json log: no listening line"
+    stop_server "serve --config example --log-format json then SIGTERM" "$tmp/example.log"
+fi
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures check(s) failed"
+    exit 1
+fi
+echo "all CLI checks passed"

@@ -1,0 +1,45 @@
+# End-to-end suites: the real `strata` binary on 127.0.0.1, port 0, with the
+# simulated engine, driven over HTTP by Node's built-in test runner (raw
+# fetch and the official OpenAI Node SDK, pinned in tests/e2e/package.json
+# and package-lock.json) and by curl (curl_smoke.sh).
+#
+# e2e_npm_ci installs the SDK into tests/e2e/node_modules (git-ignored) as
+# a FIXTURES_SETUP fixture of every Node suite. Node or npm missing is a
+# failure, not a skip: CI must run these.
+if(NOT TARGET strata)
+    return()
+endif()
+
+set(ST_E2E_DIR ${CMAKE_CURRENT_LIST_DIR})
+find_program(ST_NODE node)
+find_program(ST_NPM npm)
+
+if(ST_NODE AND ST_NPM)
+    add_test(NAME e2e_npm_ci
+             COMMAND ${ST_NPM} ci --no-audit --no-fund --loglevel=error
+             WORKING_DIRECTORY ${ST_E2E_DIR})
+    set_tests_properties(e2e_npm_ci PROPERTIES LABELS e2e TIMEOUT 300
+                         FIXTURES_SETUP st_e2e_node)
+
+    # name -> test file; each file starts its own servers
+    foreach(suite api errors sdk disconnect priority metrics concurrency)
+        add_test(NAME e2e_${suite}
+                 COMMAND ${ST_NODE} --test --test-reporter=spec ${ST_E2E_DIR}/${suite}.test.mjs
+                 WORKING_DIRECTORY ${ST_E2E_DIR})
+        set_tests_properties(e2e_${suite} PROPERTIES
+            LABELS e2e TIMEOUT 180
+            FIXTURES_REQUIRED st_e2e_node
+            ENVIRONMENT "STRATA_BIN=$<TARGET_FILE:strata>")
+    endforeach()
+    # 2,000 requests from 200 clients: alone, so timing-sensitive suites
+    # running beside it are not starved of the (few) cores.
+    set_tests_properties(e2e_concurrency PROPERTIES RUN_SERIAL TRUE)
+else()
+    add_test(NAME e2e_node_missing
+             COMMAND sh -c "echo 'node and npm (Node.js 20+) are needed for the e2e suites: apt-get install nodejs npm' >&2; exit 1")
+    set_tests_properties(e2e_node_missing PROPERTIES LABELS e2e)
+endif()
+
+add_test(NAME e2e_curl_smoke
+         COMMAND bash ${ST_E2E_DIR}/curl_smoke.sh $<TARGET_FILE:strata> ${PROJECT_SOURCE_DIR})
+set_tests_properties(e2e_curl_smoke PROPERTIES LABELS e2e TIMEOUT 60)

@@ -1,0 +1,461 @@
+/* forward_ref.c -- the reference forward of forward_ref.h, and the dense
+ * test-model writer. Plain loops over dequantized f32 weights, double sums.
+ */
+#include "forward_ref.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/gguf_write.h"
+#include "strata/quant.h"
+
+/* A dequantized matrix and the type it was stored as (which decides how
+ * the fast path quantizes the activations it meets). */
+struct ref_mat {
+    float        *w;
+    enum st_dtype type;
+};
+
+struct ref_layer {
+    float *attn_norm, *q_norm, *k_norm, *ffn_norm;
+    struct ref_mat wq, wk, wv, wo;
+    struct ref_mat gate, up, down;                 /* dense */
+    struct ref_mat router, gate_e, up_e, down_e;   /* MoE */
+};
+
+struct ref_model {
+    struct st_hparams hp;
+    int64_t n_ctx;
+    bool emulate;                         /* quantize activations as the fast path does */
+    float *emb, *onorm;
+    struct ref_mat out;                   /* out.w == emb when tied */
+    struct ref_layer *L;
+    float *kc, *vc;                       /* [n_layer][n_ctx][Hkv*D] */
+    double route_gap;                     /* smallest top-k margin of the last step */
+};
+
+static float *deq(const struct st_gguf_tensor *t)
+{
+    if (!t)
+        return NULL;
+    int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    float *f = malloc((size_t)n * sizeof(float));
+    st_dequant_row(t->type, t->data, f, n);
+    return f;
+}
+
+static struct ref_mat mat(const struct st_gguf_tensor *t)
+{
+    struct ref_mat m = { deq(t), t ? t->type : ST_DTYPE_F32 };
+    return m;
+}
+
+struct ref_model *ref_new(const struct st_model_desc *d, int64_t n_ctx, bool emulate)
+{
+    struct ref_model *r = calloc(1, sizeof(*r));
+    r->hp = d->hp;
+    r->n_ctx = n_ctx;
+    r->emulate = emulate;
+    r->emb = deq(d->tok_embd);
+    r->onorm = deq(d->output_norm);
+    r->out = d->output == d->tok_embd ? (struct ref_mat){ r->emb, d->tok_embd->type }
+                                      : mat(d->output);
+    r->L = calloc((size_t)d->hp.n_layer, sizeof(*r->L));
+    for (int64_t l = 0; l < d->hp.n_layer; l++) {
+        const struct st_layer_desc *s = &d->layers[l];
+        struct ref_layer *w = &r->L[l];
+        w->attn_norm = deq(s->attn_norm);
+        w->wq = mat(s->wq);
+        w->wk = mat(s->wk);
+        w->wv = mat(s->wv);
+        w->wo = mat(s->wo);
+        w->q_norm = deq(s->q_norm);
+        w->k_norm = deq(s->k_norm);
+        w->ffn_norm = deq(s->ffn_norm);
+        w->gate = mat(s->ffn_gate);
+        w->up = mat(s->ffn_up);
+        w->down = mat(s->ffn_down);
+        w->router = mat(s->ffn_gate_inp);
+        w->gate_e = mat(s->ffn_gate_exps);
+        w->up_e = mat(s->ffn_up_exps);
+        w->down_e = mat(s->ffn_down_exps);
+    }
+    size_t kv = (size_t)(d->hp.n_layer * n_ctx * d->hp.n_head_kv * d->hp.head_dim_k);
+    r->kc = calloc(kv, sizeof(float));
+    r->vc = calloc(kv, sizeof(float));
+    return r;
+}
+
+void ref_free(struct ref_model *r)
+{
+    if (!r)
+        return;
+    for (int64_t l = 0; l < r->hp.n_layer; l++) {
+        struct ref_layer *w = &r->L[l];
+        float *all[] = { w->attn_norm, w->wq.w, w->wk.w, w->wv.w, w->wo.w, w->q_norm,
+                         w->k_norm, w->ffn_norm, w->gate.w, w->up.w, w->down.w, w->router.w,
+                         w->gate_e.w, w->up_e.w, w->down_e.w };
+        for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+            free(all[i]);
+    }
+    free(r->L);
+    if (r->out.w != r->emb)
+        free(r->out.w);
+    free(r->emb);
+    free(r->onorm);
+    free(r->kc);
+    free(r->vc);
+    free(r);
+}
+
+/* x rounded through the activation type a dot with weight type t uses
+ * (ENGINE.md 2.11): Q8_0 for Q4_0/Q8_0, Q8_K for the K and IQ types, F16 /
+ * BF16 for those, unchanged for F32. */
+static void round_act(enum st_dtype t, const float *x, float *out, int64_t n)
+{
+    enum st_dtype a = t == ST_DTYPE_Q4_0 || t == ST_DTYPE_Q8_0 ? ST_DTYPE_Q8_0
+                    : t == ST_DTYPE_F16 || t == ST_DTYPE_BF16 || t == ST_DTYPE_F32 ? t
+                    : ST_DTYPE_Q8_K;
+    if (a == ST_DTYPE_F32) {
+        memcpy(out, x, (size_t)n * sizeof(float));
+        return;
+    }
+    void *q = malloc(st_dtype_row_bytes(a, n));
+    if (a == ST_DTYPE_Q8_0)
+        st_quantize_row_q8_0(x, q, n);
+    else if (a == ST_DTYPE_Q8_K)
+        st_quantize_row_q8_k(x, q, n);
+    else
+        st_quantize_row(a, x, q, n);
+    st_dequant_row(a, q, out, n);
+    free(q);
+}
+
+/* y[o] = sum_i W[o][i] x[i]; W is n_out rows of n_in (the slab starting at
+ * element 'off' of m). With emulate, x first goes through round_act. */
+static void matvec_at(const struct ref_model *r, struct ref_mat m, int64_t off, const float *x,
+                      float *y, int64_t n_in, int64_t n_out)
+{
+    float *xr = malloc((size_t)n_in * sizeof(float));
+    if (r->emulate)
+        round_act(m.type, x, xr, n_in);
+    else
+        memcpy(xr, x, (size_t)n_in * sizeof(float));
+    const float *w = m.w + off;
+    for (int64_t o = 0; o < n_out; o++) {
+        double s = 0;
+        for (int64_t i = 0; i < n_in; i++)
+            s += (double)w[o * n_in + i] * xr[i];
+        y[o] = (float)s;
+    }
+    free(xr);
+}
+
+static void matvec(const struct ref_model *r, struct ref_mat m, const float *x, float *y,
+                   int64_t n_in, int64_t n_out)
+{
+    matvec_at(r, m, 0, x, y, n_in, n_out);
+}
+
+static void rmsnorm(float *out, const float *x, const float *g, int64_t n, float eps)
+{
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    double scale = 1.0 / sqrt(ss / (double)n + eps);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = (float)(x[i] * scale * g[i]);
+}
+
+/* Rotate each head's pairs: NEOX (i, i + n_rot/2) or adjacent (2i, 2i+1). */
+static void rope(float *x, int64_t n_head, const struct st_hparams *hp, int64_t pos)
+{
+    int64_t d = hp->head_dim_k, nr = hp->n_rot;
+    for (int64_t h = 0; h < n_head; h++) {
+        float *v = x + h * d;
+        for (int64_t i = 0; i < nr / 2; i++) {
+            double theta = (double)pos * hp->rope_freq_scale *
+                           pow((double)hp->rope_freq_base, -2.0 * (double)i / (double)nr);
+            int64_t a = hp->rope_neox ? i : 2 * i, b = hp->rope_neox ? i + nr / 2 : 2 * i + 1;
+            double x0 = v[a], x1 = v[b];
+            v[a] = (float)(x0 * cos(theta) - x1 * sin(theta));
+            v[b] = (float)(x0 * sin(theta) + x1 * cos(theta));
+        }
+    }
+}
+
+static void attention(struct ref_model *r, int64_t l, const float *q, int64_t pos, float *out)
+{
+    const struct st_hparams *hp = &r->hp;
+    int64_t d = hp->head_dim_k, kvd = hp->n_head_kv * d, grp = hp->n_head / hp->n_head_kv;
+    const float *kc = r->kc + l * r->n_ctx * kvd, *vc = r->vc + l * r->n_ctx * kvd;
+    double *p = malloc((size_t)(pos + 1) * sizeof(double));
+    for (int64_t h = 0; h < hp->n_head; h++) {
+        int64_t g = h / grp;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t t = 0; t <= pos; t++) {
+            double s = 0;
+            for (int64_t i = 0; i < d; i++)
+                s += (double)q[h * d + i] * kc[t * kvd + g * d + i];
+            p[t] = s / sqrt((double)d);
+            mx = p[t] > mx ? p[t] : mx;
+        }
+        for (int64_t t = 0; t <= pos; t++)
+            sum += (p[t] = exp(p[t] - mx));
+        for (int64_t i = 0; i < d; i++) {
+            double acc = 0;
+            for (int64_t t = 0; t <= pos; t++)
+                acc += p[t] / sum * vc[t * kvd + g * d + i];
+            out[h * d + i] = (float)acc;
+        }
+    }
+    free(p);
+}
+
+static float silu(float g) { return (float)((double)g / (1.0 + exp(-(double)g))); }
+
+/* SwiGLU FFN of expert 'x' (0 for the dense FFN): y = down(silu(gate h) * up h). */
+static void swiglu(const struct ref_model *r, const struct ref_mat *gate,
+                   const struct ref_mat *up, const struct ref_mat *down, int64_t x,
+                   const float *h, int64_t e, int64_t f, float *y)
+{
+    float *a = malloc((size_t)f * sizeof(float)), *b = malloc((size_t)f * sizeof(float));
+    matvec_at(r, *gate, x * f * e, h, a, e, f);
+    matvec_at(r, *up, x * f * e, h, b, e, f);
+    for (int64_t i = 0; i < f; i++)
+        a[i] = silu(a[i]) * b[i];
+    matvec_at(r, *down, x * e * f, a, y, f, e);
+    free(a);
+    free(b);
+}
+
+/* softmax over all experts -> top-k (ties to the lower index) -> renormalize. */
+static void moe(struct ref_model *r, const struct ref_layer *w, const float *h, float *y)
+{
+    const struct st_hparams *hp = &r->hp;
+    int64_t e = hp->n_embd, x = hp->n_expert, f = hp->n_ff_exp;
+    float *lg = malloc((size_t)x * sizeof(float)), *ye = malloc((size_t)e * sizeof(float));
+    double *p = malloc((size_t)x * sizeof(double)), mx = -INFINITY, sum = 0, wsum = 0;
+    bool *taken = calloc((size_t)x, 1);
+    int64_t sel[64];
+    matvec(r, w->router, h, lg, e, x);
+    for (int64_t i = 0; i < x; i++)
+        mx = lg[i] > mx ? lg[i] : mx;
+    for (int64_t i = 0; i < x; i++)
+        sum += (p[i] = exp(lg[i] - mx));
+    for (int64_t j = 0; j < hp->n_expert_used; j++) {
+        int64_t best = -1;
+        for (int64_t i = 0; i < x; i++)
+            if (!taken[i] && (best < 0 || p[i] > p[best]))
+                best = i;
+        taken[best] = true;
+        sel[j] = best;
+        wsum += p[best] / sum;
+    }
+    for (int64_t i = 0; i < x; i++) {   /* margin between the last chosen and the rest */
+        double gap = lg[sel[hp->n_expert_used - 1]] - lg[i];
+        if (!taken[i] && gap < r->route_gap)
+            r->route_gap = gap;
+    }
+    if (wsum < 6.1035e-5)
+        wsum = 6.1035e-5;
+    memset(y, 0, (size_t)e * sizeof(float));
+    for (int64_t j = 0; j < hp->n_expert_used; j++) {
+        int64_t s = sel[j];
+        swiglu(r, &w->gate_e, &w->up_e, &w->down_e, s, h, e, f, ye);
+        for (int64_t i = 0; i < e; i++)
+            y[i] += (float)(p[s] / sum / wsum * ye[i]);
+    }
+    free(lg);
+    free(ye);
+    free(p);
+    free(taken);
+}
+
+static void layer(struct ref_model *r, int64_t l, float *x, int64_t pos)
+{
+    const struct st_hparams *hp = &r->hp;
+    const struct ref_layer *w = &r->L[l];
+    int64_t e = hp->n_embd, d = hp->head_dim_k, qd = hp->n_head * d, kvd = hp->n_head_kv * d;
+    float *h = malloc((size_t)e * 4), *q = malloc((size_t)qd * 4), *att = malloc((size_t)qd * 4);
+    float *y = malloc((size_t)e * 4);
+    float *k = r->kc + (l * r->n_ctx + pos) * kvd, *v = r->vc + (l * r->n_ctx + pos) * kvd;
+    rmsnorm(h, x, w->attn_norm, e, hp->rms_eps);
+    matvec(r, w->wq, h, q, e, qd);
+    matvec(r, w->wk, h, k, e, kvd);
+    matvec(r, w->wv, h, v, e, kvd);
+    for (int64_t i = 0; hp->qk_norm && i < hp->n_head; i++)
+        rmsnorm(q + i * d, q + i * d, w->q_norm, d, hp->rms_eps);
+    for (int64_t i = 0; hp->qk_norm && i < hp->n_head_kv; i++)
+        rmsnorm(k + i * d, k + i * d, w->k_norm, d, hp->rms_eps);
+    rope(q, hp->n_head, hp, pos);
+    rope(k, hp->n_head_kv, hp, pos);
+    for (int64_t i = 0; r->emulate && i < kvd; i++) {   /* the cache is f16 */
+        k[i] = st_fp16_to_f32(st_f32_to_fp16(k[i]));
+        v[i] = st_fp16_to_f32(st_f32_to_fp16(v[i]));
+    }
+    attention(r, l, q, pos, att);
+    matvec(r, w->wo, att, y, qd, e);
+    for (int64_t i = 0; i < e; i++)
+        x[i] += y[i];
+    rmsnorm(h, x, w->ffn_norm, e, hp->rms_eps);
+    if (hp->n_expert > 0)
+        moe(r, w, h, y);
+    else
+        swiglu(r, &w->gate, &w->up, &w->down, 0, h, e, hp->n_ff, y);
+    for (int64_t i = 0; i < e; i++)
+        x[i] += y[i];
+    free(h);
+    free(q);
+    free(att);
+    free(y);
+}
+
+void ref_step(struct ref_model *r, int32_t token, int64_t pos, float *logits)
+{
+    int64_t e = r->hp.n_embd;
+    float *x = malloc((size_t)e * 4), *h = malloc((size_t)e * 4);
+    memcpy(x, r->emb + (int64_t)token * e, (size_t)e * 4);
+    r->route_gap = INFINITY;
+    for (int64_t l = 0; l < r->hp.n_layer; l++)
+        layer(r, l, x, pos);
+    rmsnorm(h, x, r->onorm, e, r->hp.rms_eps);
+    matvec(r, r->out, h, logits, e, r->hp.n_vocab);
+    free(x);
+    free(h);
+}
+
+double ref_route_gap(const struct ref_model *r)
+{
+    return r->route_gap;
+}
+
+struct ref_cmp ref_compare(const float *ref, const float *fast, int64_t n, double tie)
+{
+    double dot = 0, na = 0, nb = 0, mx = 0, md = 0;
+    int64_t ia = 0, ib = 0;
+    for (int64_t i = 0; i < n; i++) {
+        dot += (double)ref[i] * fast[i];
+        na += (double)ref[i] * ref[i];
+        nb += (double)fast[i] * fast[i];
+        mx = fabs(ref[i]) > mx ? fabs(ref[i]) : mx;
+        md = fabs((double)ref[i] - fast[i]) > md ? fabs((double)ref[i] - fast[i]) : md;
+        ia = ref[i] > ref[ia] ? i : ia;
+        ib = fast[i] > fast[ib] ? i : ib;
+    }
+    struct ref_cmp c = {
+        .cos = dot / (sqrt(na) * sqrt(nb) + 1e-30),
+        .rel = md / (mx + 1e-30),
+        .argmax_ok = ia == ib || (double)ref[ia] - ref[ib] <= tie * mx,
+        .argmax = (int32_t)ia,
+    };
+    return c;
+}
+
+void ref_tokens(uint64_t seed, int32_t *out, int64_t n, int64_t n_vocab)
+{
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (int64_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        out[i] = (int32_t)(s % (uint64_t)n_vocab);
+    }
+}
+
+/* ---- dense test models -------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static float rng_unit(uint64_t *s)   /* uniform in [-1, 1) */
+{
+    return (float)((double)(rng_next(s) >> 11) / (double)(1ull << 52) - 1.0);
+}
+
+struct dense_ctx {
+    void *bufs[64];
+    int   n;
+};
+
+/* A random tensor: weights uniform with std ~1/sqrt(in), or gains 1 +- 0.2. */
+static void add_t(struct st_gguf_writer *w, struct dense_ctx *c, uint64_t *s, const char *name,
+                  enum st_dtype type, int64_t in, int64_t out, bool norm)
+{
+    int64_t n = in * out;
+    float *f = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        f[i] = norm ? 1.0f + 0.2f * rng_unit(s) : rng_unit(s) * 1.7f / sqrtf((float)in);
+    enum st_dtype t = norm ? ST_DTYPE_F32 : type;
+    void *data = f;
+    if (t != ST_DTYPE_F32) {
+        data = malloc(st_dtype_row_bytes(t, in) * (size_t)out);
+        for (int64_t r = 0; r < out; r++)
+            st_quantize_row(t, f + r * in, (char *)data + st_dtype_row_bytes(t, in) * r, in);
+        free(f);
+    }
+    int64_t ne[2] = { in, out };
+    st_gguf_writer_add_tensor(w, name, t, norm ? 1 : 2, ne, data);
+    c->bufs[c->n++] = data;
+}
+
+bool ref_write_dense(const char *path, const char *arch, enum st_dtype type, int64_t n_rot,
+                     uint64_t seed)
+{
+    const int64_t E = 64, L = 2, H = 4, Hkv = 2, D = 16, F = 96, V = 128;
+    bool qk = strcmp(arch, "qwen3") == 0;
+    struct st_gguf_writer *w = st_gguf_writer_new(0);
+    struct dense_ctx c = { .n = 0 };
+    uint64_t s = seed | 1;
+    char key[96];
+    st_gguf_writer_set_str(w, "general.architecture", arch);
+#define KEY(suffix) (snprintf(key, sizeof(key), "%s.%s", arch, suffix), key)
+    st_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)E);
+    st_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)L);
+    st_gguf_writer_set_u32(w, KEY("context_length"), 256);
+    st_gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)F);
+    st_gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)H);
+    st_gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)Hkv);
+    st_gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)D);
+    st_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)D);
+    st_gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)n_rot);
+    st_gguf_writer_set_f32(w, KEY("rope.freq_base"), 10000.0f);
+    st_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
+#undef KEY
+    add_t(w, &c, &s, "token_embd.weight", type, E, V, false);
+    add_t(w, &c, &s, "output_norm.weight", type, E, 1, true);
+    add_t(w, &c, &s, "output.weight", type, E, V, false);
+    for (int64_t l = 0; l < L; l++) {
+        const struct { const char *n; int64_t in, out; bool norm; } ts[] = {
+            { "attn_norm", E, 1, true },     { "attn_q", E, H * D, false },
+            { "attn_k", E, Hkv * D, false }, { "attn_v", E, Hkv * D, false },
+            { "attn_output", H * D, E, false }, { "attn_q_norm", D, 1, true },
+            { "attn_k_norm", D, 1, true },   { "ffn_norm", E, 1, true },
+            { "ffn_gate", E, F, false },     { "ffn_up", E, F, false },
+            { "ffn_down", F, E, false },
+        };
+        for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+            bool qk_only = strcmp(ts[i].n, "attn_q_norm") == 0 ||
+                           strcmp(ts[i].n, "attn_k_norm") == 0;
+            if (qk_only && !qk)
+                continue;
+            snprintf(key, sizeof(key), "blk.%lld.%s.weight", (long long)l, ts[i].n);
+            add_t(w, &c, &s, key, type, ts[i].in, ts[i].out, ts[i].norm);
+        }
+    }
+    struct st_err err = { 0 };
+    enum st_status rc = st_gguf_writer_write(w, path, &err);
+    st_gguf_writer_free(w);
+    for (int i = 0; i < c.n; i++)
+        free(c.bufs[i]);
+    if (rc != ST_OK)
+        fprintf(stderr, "ref_write_dense: %s\n", err.msg);
+    return rc == ST_OK;
+}

@@ -1,0 +1,644 @@
+/* test_backend_cpu.c -- the op table on the CPU backend, public API only.
+ *
+ * Every op is compared with a naive implementation written here in the
+ * most obvious way (dequantize everything with the quant.h reference,
+ * compute in double). Matmul-like ops quantize the activations exactly as
+ * the backend is specified to (ENGINE.md 2.11), so their tolerance is
+ * float rounding; a looser check against unquantized activations makes
+ * sure the quantization is the right one. Also: the registry, tensor
+ * memory (zero-copy wrap, slices), argument validation, and that results
+ * do not depend on the thread count or on which rows share a batch (what
+ * makes "-np 4" give each slot its solo tokens).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/backend.h"
+#include "strata/quant.h"
+#include "support.h"
+
+static const enum st_dtype wtypes[] = {
+    ST_DTYPE_F32, ST_DTYPE_F16, ST_DTYPE_BF16, ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K,
+    ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS,
+};
+
+static struct st_backend *be;
+
+static void setup(void)
+{
+    struct st_backend_config cfg = { 3, 0 };   /* odd count: uneven splits */
+    struct st_err err;
+    ck_assert_int_eq(st_backend_open("cpu", &cfg, &be, &err), ST_OK);
+}
+
+static void teardown(void)
+{
+    st_backend_close(be);
+    be = NULL;
+}
+
+static uint64_t seed_state;
+static float rndf(void)
+{
+    uint64_t z = (seed_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (float)(z >> 40) / (float)(1 << 23) - 1.0f;   /* [-1, 1) */
+}
+
+static float *rand_floats(int64_t n, float scale)
+{
+    float *v = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = rndf() * scale;
+    return v;
+}
+
+static struct st_tensor mk(enum st_dtype t, int64_t ne0, int64_t ne1, int64_t ne2)
+{
+    struct st_tensor out;
+    struct st_err err;
+    ck_assert_int_eq(st_backend_alloc(be, t, (int64_t[4]){ ne0, ne1, ne2, 1 }, &out, &err), ST_OK);
+    return out;
+}
+
+static struct st_tensor mk_f32(const float *v, int64_t ne0, int64_t ne1)
+{
+    struct st_tensor t = mk(ST_DTYPE_F32, ne0, ne1, 1);
+    ck_assert_int_eq(st_backend_write(be, &t, 0, v, st_tensor_nbytes(&t), NULL), ST_OK);
+    return t;
+}
+
+static struct st_tensor mk_i32(const int32_t *v, int64_t n)
+{
+    struct st_tensor t = mk(ST_DTYPE_I32, n, 1, 1);
+    ck_assert_int_eq(st_backend_write(be, &t, 0, v, (size_t)n * 4, NULL), ST_OK);
+    return t;
+}
+
+static float *read_f32(const struct st_tensor *t)
+{
+    float *v = malloc(st_tensor_nbytes(t));
+    ck_assert_int_eq(st_backend_read(be, t, 0, v, st_tensor_nbytes(t), NULL), ST_OK);
+    return v;
+}
+
+/* Quantize rows of floats to 'type' (host bytes) and the float values the
+ * quantized weights stand for. */
+static void *quantize(enum st_dtype t, const float *src, int64_t n_in, int64_t rows,
+                      float **deq)
+{
+    size_t rb = st_dtype_row_bytes(t, n_in);
+    uint8_t *q = malloc(rb * (size_t)rows);
+    *deq = malloc((size_t)(n_in * rows) * sizeof(float));
+    for (int64_t r = 0; r < rows; r++) {
+        st_quantize_row(t, src + r * n_in, q + (size_t)r * rb, n_in);
+        st_dequant_row(t, q + (size_t)r * rb, *deq + r * n_in, n_in);
+    }
+    return q;
+}
+
+static enum st_dtype act_type(enum st_dtype t)
+{
+    switch (t) {
+    case ST_DTYPE_F32: case ST_DTYPE_F16: case ST_DTYPE_BF16: return t;
+    case ST_DTYPE_Q8_0: case ST_DTYPE_Q4_0: return ST_DTYPE_Q8_0;
+    default: return ST_DTYPE_Q8_K;
+    }
+}
+
+/* x as the kernels see it: quantized to the dot type and back. */
+static void act_roundtrip(enum st_dtype wt, const float *x, float *out, int64_t n)
+{
+    enum st_dtype at = act_type(wt);
+    void *buf = malloc(st_dtype_row_bytes(at, n));
+    if (at == ST_DTYPE_Q8_K)
+        st_quantize_row_q8_k(x, buf, n);
+    else if (at == ST_DTYPE_Q8_0)
+        st_quantize_row_q8_0(x, buf, n);
+    else
+        st_quantize_row(at, x, buf, n);
+    st_dequant_row(at, buf, out, n);
+    free(buf);
+}
+
+/* ---- registry and memory ------------------------------------------------ */
+
+START_TEST(test_backend_cpu_registry)
+{
+    struct st_backend *other;
+    struct st_err err;
+    ck_assert(st_backend_available("cpu"));
+    ck_assert(!st_backend_available("nope"));
+    ck_assert_int_eq(st_backend_check_ops("cpu", &err), ST_OK);
+    ck_assert_int_eq(st_backend_open("nope", NULL, &other, &err), ST_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(other);
+    ck_assert_ptr_nonnull(strstr(err.msg, "cpu"));     /* lists what is built */
+    ck_assert_str_eq(st_backend_name(be), "cpu");
+    ck_assert_ptr_nonnull(strstr(st_backend_describe(be), "3 threads"));
+}
+END_TEST
+
+START_TEST(test_backend_cpu_tensor_memory)
+{
+    struct st_err err;
+    struct st_tensor t = mk(ST_DTYPE_F32, 8, 4, 1), bad;
+    float v[32], back[32];
+    for (int i = 0; i < 32; i++)
+        v[i] = (float)i;
+    float *z = read_f32(&t);
+    for (int i = 0; i < 32; i++)
+        ck_assert(z[i] == 0.0f);                              /* zero-filled */
+    free(z);
+    ck_assert_int_eq(st_backend_write(be, &t, 0, v, sizeof(v), &err), ST_OK);
+    ck_assert_int_eq(st_backend_write(be, &t, 4, v, sizeof(v), &err), ST_ERR_INVALID);
+    struct st_tensor rows = st_tensor_slice(&t, 1, 2, 2);
+    ck_assert_int_eq(rows.ne[1], 2);
+    ck_assert_int_eq(st_backend_read(be, &rows, 0, back, 16 * sizeof(float), &err), ST_OK);
+    ck_assert(back[0] == 16.0f && back[15] == 31.0f);
+    struct st_tensor r2 = st_tensor_reshape(&t, (int64_t[4]){ 16, 2, 1, 1 });
+    ck_assert_int_eq(st_tensor_nrows(&r2), 2);
+    ck_assert_int_eq((int)st_tensor_row_bytes(&r2), 64);
+    st_backend_release(be, &rows);                             /* views: no-op */
+    st_backend_release(be, &t);
+    ck_assert_ptr_null(t.data);
+
+    /* weights are wrapped in place: same pointer, read-only */
+    uint8_t host[144 * 2];
+    memset(host, 7, sizeof(host));
+    struct st_tensor w;
+    ck_assert_int_eq(st_backend_wrap(be, ST_DTYPE_Q4_K, (int64_t[4]){ 256, 2, 1, 1 }, host,
+                                     sizeof(host), &w, &err), ST_OK);
+    ck_assert_ptr_eq(w.data, host);
+    ck_assert_int_eq(st_backend_write(be, &w, 0, host, 4, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_wrap(be, ST_DTYPE_Q4_K, (int64_t[4]){ 256, 2, 1, 1 }, host, 100,
+                                     &bad, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_alloc(be, ST_DTYPE_Q4_K, (int64_t[4]){ 100, 1, 1, 1 }, &bad, &err),
+                     ST_ERR_INVALID);                          /* not whole blocks */
+    ck_assert_int_eq(st_backend_alloc(be, ST_DTYPE_F32, (int64_t[4]){ 4, 0, 1, 1 }, &bad, &err),
+                     ST_ERR_INVALID);
+    st_backend_release(be, &w);
+}
+END_TEST
+
+/* ---- matmul ------------------------------------------------------------- */
+
+/* y = x . W^T for one weight type, n rows, against double references. */
+static void check_matmul(enum st_dtype t, int64_t n_in, int64_t n_out, int64_t n)
+{
+    float *wf = rand_floats(n_in * n_out, 0.5f), *wd, *x = rand_floats(n_in * n, 1.0f);
+    float *xq = malloc((size_t)n_in * sizeof(float));
+    void *wq = quantize(t, wf, n_in, n_out, &wd);
+    struct st_tensor w, xt = mk_f32(x, n_in, n), y = mk(ST_DTYPE_F32, n_out, n, 1);
+    struct st_err err;
+
+    ck_assert_int_eq(st_backend_wrap(be, t, (int64_t[4]){ n_in, n_out, 1, 1 }, wq,
+                                     st_dtype_row_bytes(t, n_in) * (size_t)n_out, &w, &err), ST_OK);
+    ck_assert_int_eq(st_backend_matmul(be, &y, &xt, &w, &err), ST_OK);
+    float *got = read_f32(&y);
+    for (int64_t r = 0; r < n; r++) {
+        act_roundtrip(t, x + r * n_in, xq, n_in);
+        for (int64_t o = 0; o < n_out; o++) {
+            double want = 0, exact = 0, mag = 0;
+            for (int64_t i = 0; i < n_in; i++) {
+                want += (double)wd[o * n_in + i] * xq[i];
+                exact += (double)wd[o * n_in + i] * x[r * n_in + i];
+                mag += fabs((double)wd[o * n_in + i] * x[r * n_in + i]);
+            }
+            double g = got[r * n_out + o];
+            ck_assert_msg(fabs(g - want) <= 2e-4 * mag + 1e-5, "%s r%lld o%lld: %g vs %g",
+                          st_dtype_info(t)->name, (long long)r, (long long)o, g, want);
+            ck_assert_msg(fabs(g - exact) <= 2e-2 * mag + 1e-4, "%s: far from exact",
+                          st_dtype_info(t)->name);
+        }
+    }
+    free(got);
+    st_backend_release(be, &w);
+    st_backend_release(be, &xt);
+    st_backend_release(be, &y);
+    free(wf); free(wd); free(wq); free(x); free(xq);
+}
+
+START_TEST(test_backend_cpu_matmul_every_type)
+{
+    seed_state = 11;
+    for (size_t i = 0; i < sizeof(wtypes) / sizeof(wtypes[0]); i++) {
+        check_matmul(wtypes[i], 512, 37, 1);
+        check_matmul(wtypes[i], 512, 37, 11);    /* groups of rows plus a remainder */
+    }
+}
+END_TEST
+
+/* Each row's result must not depend on the batch it is in or on the
+ * thread count: bitwise, for every type. */
+START_TEST(test_backend_cpu_matmul_batch_invariant)
+{
+    struct st_backend *one;
+    struct st_backend_config cfg1 = { 1, 0 };
+    struct st_err err;
+    ck_assert_int_eq(st_backend_open("cpu", &cfg1, &one, &err), ST_OK);
+    seed_state = 12;
+    for (size_t ti = 0; ti < sizeof(wtypes) / sizeof(wtypes[0]); ti++) {
+        enum st_dtype t = wtypes[ti];
+        int64_t n_in = 256, n_out = 70, n = 9;
+        float *wf = rand_floats(n_in * n_out, 0.5f), *wd, *x = rand_floats(n_in * n, 1.0f);
+        void *wq = quantize(t, wf, n_in, n_out, &wd);
+        size_t wb = st_dtype_row_bytes(t, n_in) * (size_t)n_out;
+        struct st_tensor w, w1, xt = mk_f32(x, n_in, n), y = mk(ST_DTYPE_F32, n_out, n, 1);
+        struct st_tensor x1, y1;
+        ck_assert_int_eq(st_backend_wrap(be, t, (int64_t[4]){ n_in, n_out, 1, 1 }, wq, wb, &w, &err), ST_OK);
+        ck_assert_int_eq(st_backend_wrap(one, t, (int64_t[4]){ n_in, n_out, 1, 1 }, wq, wb, &w1, &err), ST_OK);
+        ck_assert_int_eq(st_backend_alloc(one, ST_DTYPE_F32, (int64_t[4]){ n_in, 1, 1, 1 }, &x1, &err), ST_OK);
+        ck_assert_int_eq(st_backend_alloc(one, ST_DTYPE_F32, (int64_t[4]){ n_out, 1, 1, 1 }, &y1, &err), ST_OK);
+        ck_assert_int_eq(st_backend_matmul(be, &y, &xt, &w, &err), ST_OK);
+        float *all = read_f32(&y), solo[70];
+        for (int64_t r = 0; r < n; r++) {
+            ck_assert_int_eq(st_backend_write(one, &x1, 0, x + r * n_in, (size_t)n_in * 4, &err), ST_OK);
+            ck_assert_int_eq(st_backend_matmul(one, &y1, &x1, &w1, &err), ST_OK);
+            ck_assert_int_eq(st_backend_read(one, &y1, 0, solo, sizeof(solo), &err), ST_OK);
+            ck_assert_msg(memcmp(solo, all + r * n_out, sizeof(solo)) == 0,
+                          "%s: row %lld differs alone vs in a batch of %lld on 3 threads",
+                          st_dtype_info(t)->name, (long long)r, (long long)n);
+        }
+        free(all);
+        st_backend_release(be, &w); st_backend_release(be, &xt); st_backend_release(be, &y);
+        st_backend_release(one, &w1); st_backend_release(one, &x1); st_backend_release(one, &y1);
+        free(wf); free(wd); free(wq); free(x);
+    }
+    st_backend_close(one);
+}
+END_TEST
+
+START_TEST(test_backend_cpu_matmul_rejects_bad_args)
+{
+    struct st_err err;
+    struct st_tensor x = mk(ST_DTYPE_F32, 256, 2, 1), y = mk(ST_DTYPE_F32, 8, 2, 1);
+    struct st_tensor w = mk(ST_DTYPE_Q4_K, 512, 8, 1), wk = mk(ST_DTYPE_Q8_K, 256, 8, 1);
+    struct st_tensor y3 = mk(ST_DTYPE_F32, 8, 3, 1);
+    ck_assert_int_eq(st_backend_matmul(be, &y, &x, &w, &err), ST_ERR_INVALID);   /* width */
+    ck_assert_ptr_nonnull(strstr(err.msg, "matmul"));
+    ck_assert_int_eq(st_backend_matmul(be, &y, &x, &wk, &err), ST_ERR_UNSUPPORTED);
+    struct st_tensor w2 = st_tensor_slice(&w, 1, 0, 8);
+    (void)w2;
+    ck_assert_int_eq(st_backend_matmul(be, &y3, &x, &wk, &err), ST_ERR_INVALID); /* rows */
+    ck_assert_int_eq(st_backend_matmul(be, &y, &x, NULL, &err), ST_ERR_INVALID);
+    st_backend_release(be, &x); st_backend_release(be, &y); st_backend_release(be, &w);
+    st_backend_release(be, &wk); st_backend_release(be, &y3);
+}
+END_TEST
+
+/* ---- embed, norm, element-wise, rope ------------------------------------ */
+
+START_TEST(test_backend_cpu_embed)
+{
+    seed_state = 21;
+    for (size_t ti = 0; ti < sizeof(wtypes) / sizeof(wtypes[0]); ti++) {
+        enum st_dtype t = wtypes[ti];
+        float *tf = rand_floats(256 * 10, 1.0f), *td;
+        void *tq = quantize(t, tf, 256, 10, &td);
+        struct st_tensor table, out = mk(ST_DTYPE_F32, 256, 4, 1);
+        int32_t ids[4] = { 3, 0, 9, 3 }, badids[4] = { 3, 10, 0, 0 };
+        struct st_tensor it = mk_i32(ids, 4), bt = mk_i32(badids, 4);
+        struct st_err err;
+        ck_assert_int_eq(st_backend_wrap(be, t, (int64_t[4]){ 256, 10, 1, 1 }, tq,
+                                         st_dtype_row_bytes(t, 256) * 10, &table, &err), ST_OK);
+        ck_assert_int_eq(st_backend_embed(be, &out, &table, &it, &err), ST_OK);
+        float *got = read_f32(&out);
+        for (int r = 0; r < 4; r++)
+            ck_assert(memcmp(got + r * 256, td + ids[r] * 256, 256 * sizeof(float)) == 0);
+        ck_assert_int_eq(st_backend_embed(be, &out, &table, &bt, &err), ST_ERR_INVALID);
+        free(got); free(tf); free(td); free(tq);
+        st_backend_release(be, &table); st_backend_release(be, &out);
+        st_backend_release(be, &it); st_backend_release(be, &bt);
+    }
+}
+END_TEST
+
+static void check_norm(int64_t c, int64_t g, int64_t n, bool alias)
+{
+    float *x = rand_floats(c * n, 3.0f), *w = rand_floats(g, 1.0f);
+    struct st_tensor xt = mk_f32(x, c, n), wt = mk_f32(w, g, 1), out = mk(ST_DTYPE_F32, c, n, 1);
+    struct st_tensor wv = st_tensor_reshape(&wt, (int64_t[4]){ g, 1, 1, 1 });
+    const struct st_tensor *o = alias ? &xt : &out;
+    ck_assert_int_eq(st_backend_rms_norm(be, o, &xt, &wv, 1e-6f, NULL), ST_OK);
+    float *got = read_f32(o);
+    for (int64_t k = 0; k < c * n / g; k++) {
+        double ss = 0;
+        for (int64_t i = 0; i < g; i++)
+            ss += (double)x[k * g + i] * x[k * g + i];
+        double sc = 1.0 / sqrt(ss / (double)g + 1e-6);
+        for (int64_t i = 0; i < g; i++)
+            ck_assert(fabs(got[k * g + i] - x[k * g + i] * sc * w[i]) <= 1e-5 * (1 + fabs(x[k * g + i] * sc)));
+    }
+    free(got); free(x); free(w);
+    st_backend_release(be, &xt); st_backend_release(be, &wt); st_backend_release(be, &out);
+}
+
+START_TEST(test_backend_cpu_rms_norm_row_and_head)
+{
+    seed_state = 31;
+    check_norm(768, 768, 5, false);         /* per row */
+    check_norm(256, 64, 5, false);          /* per head: 4 heads of 64 share one gain */
+    check_norm(768, 768, 100, true);        /* big enough to split; in place */
+    struct st_tensor x = mk(ST_DTYPE_F32, 100, 2, 1), w = mk(ST_DTYPE_F32, 64, 1, 1);
+    ck_assert_int_eq(st_backend_rms_norm(be, &x, &x, &w, 1e-6f, NULL), ST_ERR_INVALID);
+    st_backend_release(be, &x); st_backend_release(be, &w);
+}
+END_TEST
+
+START_TEST(test_backend_cpu_add_and_silu_mul)
+{
+    seed_state = 41;
+    float *a = rand_floats(300 * 7, 4.0f), *b = rand_floats(300 * 7, 2.0f);
+    struct st_tensor at = mk_f32(a, 300, 7), bt = mk_f32(b, 300, 7), out = mk(ST_DTYPE_F32, 300, 7, 1);
+    ck_assert_int_eq(st_backend_add(be, &out, &at, &bt, NULL), ST_OK);
+    float *s = read_f32(&out);
+    ck_assert_int_eq(st_backend_silu_mul(be, &out, &at, &bt, NULL), ST_OK);
+    float *m = read_f32(&out);
+    for (int i = 0; i < 300 * 7; i++) {
+        ck_assert(s[i] == a[i] + b[i]);
+        double want = a[i] / (1.0 + exp(-(double)a[i])) * b[i];
+        ck_assert(fabs(m[i] - want) <= 1e-5 * (1 + fabs(want)));
+    }
+    free(a); free(b); free(s); free(m);
+    st_backend_release(be, &at); st_backend_release(be, &bt); st_backend_release(be, &out);
+}
+END_TEST
+
+static void check_rope(int32_t d, int32_t n_rot, int32_t heads)
+{
+    int32_t pos[3] = { 0, 5, 1000 };
+    int64_t c = (int64_t)d * heads;
+    float *x = rand_floats(c * 3, 1.0f);
+    struct st_tensor xt = mk_f32(x, c, 3), pt = mk_i32(pos, 3), out = mk(ST_DTYPE_F32, c, 3, 1);
+    ck_assert_int_eq(st_backend_rope(be, &out, &xt, &pt, d, n_rot, 1e6f, 1.0f, NULL), ST_OK);
+    float *got = read_f32(&out);
+    for (int r = 0; r < 3; r++)
+        for (int h = 0; h < heads; h++) {
+            const float *xi = x + r * c + h * d;
+            const float *g = got + r * c + h * d;
+            for (int i = 0; i < d; i++) {
+                double want = xi[i];
+                if (i < n_rot) {
+                    int k = i % (n_rot / 2);
+                    double th = pos[r] * pow(1e6, -2.0 * k / n_rot);
+                    want = i < n_rot / 2 ? xi[k] * cos(th) - xi[k + n_rot / 2] * sin(th)
+                                         : xi[k] * sin(th) + xi[k + n_rot / 2] * cos(th);
+                }
+                ck_assert_msg(fabs(g[i] - want) <= 3e-4, "rope r%d h%d i%d: %g vs %g", r, h, i,
+                              (double)g[i], want);
+            }
+        }
+    free(x); free(got);
+    st_backend_release(be, &xt); st_backend_release(be, &pt); st_backend_release(be, &out);
+}
+
+START_TEST(test_backend_cpu_rope_neox)
+{
+    seed_state = 51;
+    check_rope(64, 64, 4);
+    check_rope(128, 64, 2);     /* partial rotation: dims >= n_rot pass through */
+}
+END_TEST
+
+/* ---- attention ---------------------------------------------------------- */
+
+#define A_SLOTS 3
+#define A_CTX 16
+#define A_HEADS 4
+#define A_KV 2
+
+struct attn_mirror {
+    int d;
+    float k[A_SLOTS][A_CTX][A_KV * 64], v[A_SLOTS][A_CTX][A_KV * 64];
+};
+
+/* One step: rows (slot, pos); checks the op against the mirror. */
+static void attn_step(struct attn_mirror *m, const struct st_tensor *kc, const struct st_tensor *vc,
+                      const int32_t *slot, const int32_t *pos, int n)
+{
+    int d = m->d, qw = A_HEADS * d, kw = A_KV * d;
+    float *q = rand_floats(qw * n, 1.0f), *k = rand_floats(kw * n, 1.0f), *v = rand_floats(kw * n, 1.0f);
+    struct st_tensor qt = mk_f32(q, qw, n), kt = mk_f32(k, kw, n), vt = mk_f32(v, kw, n);
+    struct st_tensor st = mk_i32(slot, n), pt = mk_i32(pos, n), out = mk(ST_DTYPE_F32, qw, n, 1);
+    float scale = 1.0f / sqrtf((float)d);
+    struct st_err err;
+
+    ck_assert_int_eq(st_backend_attention(be, &out, &qt, &kt, &vt, kc, vc, &st, &pt, A_HEADS, A_KV,
+                                          scale, &err), ST_OK);
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < kw; i++) {
+            m->k[slot[r]][pos[r]][i] = st_fp16_to_f32(st_f32_to_fp16(k[r * kw + i]));
+            m->v[slot[r]][pos[r]][i] = st_fp16_to_f32(st_f32_to_fp16(v[r * kw + i]));
+        }
+    float *got = read_f32(&out);
+    for (int r = 0; r < n; r++)
+        for (int h = 0; h < A_HEADS; h++) {
+            int g = h / (A_HEADS / A_KV), s = slot[r];
+            double sc[A_CTX], mx = -1e30, sum = 0;
+            for (int t = 0; t <= pos[r]; t++) {
+                double dot = 0;
+                for (int i = 0; i < d; i++)
+                    dot += (double)q[r * qw + h * d + i] * m->k[s][t][g * d + i];
+                sc[t] = dot * scale;
+                mx = sc[t] > mx ? sc[t] : mx;
+            }
+            for (int t = 0; t <= pos[r]; t++)
+                sum += (sc[t] = exp(sc[t] - mx));
+            for (int i = 0; i < d; i++) {
+                double want = 0;
+                for (int t = 0; t <= pos[r]; t++)
+                    want += sc[t] / sum * m->v[s][t][g * d + i];
+                ck_assert_msg(fabs(got[r * qw + h * d + i] - want) <= 1e-4,
+                              "attention row %d head %d dim %d: %g vs %g", r, h, i,
+                              (double)got[r * qw + h * d + i], want);
+            }
+        }
+    free(q); free(k); free(v); free(got);
+    st_backend_release(be, &qt); st_backend_release(be, &kt); st_backend_release(be, &vt);
+    st_backend_release(be, &st); st_backend_release(be, &pt); st_backend_release(be, &out);
+}
+
+static void check_attention(int d)
+{
+    static struct attn_mirror m;
+    struct st_tensor kc = mk(ST_DTYPE_F16, A_KV * d, A_CTX, A_SLOTS);
+    struct st_tensor vc = mk(ST_DTYPE_F16, A_KV * d, A_CTX, A_SLOTS);
+    /* step 1: slot 0 reads 5 tokens, slot 2 reads 3 (one causal chunk each) */
+    int32_t s1[8] = { 0, 0, 0, 0, 0, 2, 2, 2 }, p1[8] = { 0, 1, 2, 3, 4, 0, 1, 2 };
+    /* step 2: slot 0 and 2 decode, slot 1 starts */
+    int32_t s2[3] = { 2, 1, 0 }, p2[3] = { 3, 0, 5 };
+    /* step 3: slot 0 restarts from position 0 (reuse); stale positions unseen */
+    int32_t s3[2] = { 0, 2 }, p3[2] = { 0, 4 };
+    memset(&m, 0, sizeof(m));
+    m.d = d;
+    attn_step(&m, &kc, &vc, s1, p1, 8);
+    attn_step(&m, &kc, &vc, s2, p2, 3);
+    attn_step(&m, &kc, &vc, s3, p3, 2);
+    /* the cache holds exactly the f16 of what was written */
+    uint16_t h;
+    ck_assert_int_eq(st_backend_read(be, &kc, ((size_t)(2 * A_CTX + 3) * A_KV * d + 1) * 2, &h, 2, NULL), ST_OK);
+    ck_assert(st_fp16_to_f32(h) == m.k[2][3][1]);
+    int32_t bad_pos[1] = { A_CTX }, bad_slot[1] = { 0 };
+    struct st_tensor q = mk(ST_DTYPE_F32, A_HEADS * d, 1, 1), k = mk(ST_DTYPE_F32, A_KV * d, 1, 1);
+    struct st_tensor bs = mk_i32(bad_slot, 1), bp = mk_i32(bad_pos, 1);
+    struct st_err err;
+    ck_assert_int_eq(st_backend_attention(be, &q, &q, &k, &k, &kc, &vc, &bs, &bp, A_HEADS, A_KV,
+                                          0.1f, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_attention(be, &q, &q, &k, &k, &kc, &vc, &bs, &bs, 3, A_KV, 0.1f,
+                                          &err), ST_ERR_INVALID);
+    st_backend_release(be, &q); st_backend_release(be, &k); st_backend_release(be, &bs);
+    st_backend_release(be, &bp); st_backend_release(be, &kc); st_backend_release(be, &vc);
+}
+
+START_TEST(test_backend_cpu_attention_gqa_slots)
+{
+    seed_state = 61;
+    check_attention(64);     /* SIMD path */
+    check_attention(12);     /* head_dim not a multiple of 8: scalar path */
+}
+END_TEST
+
+/* ---- MoE ---------------------------------------------------------------- */
+
+START_TEST(test_backend_cpu_moe_route)
+{
+    enum { E = 64, X = 8, K = 3, N = 5 };
+    seed_state = 71;
+    float *x = rand_floats(E * N, 1.0f), *r = rand_floats(E * X, 1.0f);
+    struct st_tensor xt = mk_f32(x, E, N), rt = mk_f32(r, E, X);
+    struct st_tensor sel = mk(ST_DTYPE_I32, K, N, 1), wts = mk(ST_DTYPE_F32, K, N, 1);
+    int32_t got_sel[K * N];
+    ck_assert_int_eq(st_backend_moe_route(be, &sel, &wts, &xt, &rt, NULL), ST_OK);
+    ck_assert_int_eq(st_backend_read(be, &sel, 0, got_sel, sizeof(got_sel), NULL), ST_OK);
+    float *got_w = read_f32(&wts);
+    for (int n = 0; n < N; n++) {
+        double lg[X], p[X], mx = -1e30, sum = 0, wsum = 0;
+        bool used[X] = { false };
+        for (int e = 0; e < X; e++) {
+            lg[e] = 0;
+            for (int i = 0; i < E; i++)
+                lg[e] += (double)x[n * E + i] * r[e * E + i];
+            mx = lg[e] > mx ? lg[e] : mx;
+        }
+        for (int e = 0; e < X; e++)
+            sum += (p[e] = exp(lg[e] - mx));
+        int want[K];
+        for (int j = 0; j < K; j++) {
+            int b = -1;
+            for (int e = 0; e < X; e++)
+                if (!used[e] && (b < 0 || p[e] > p[b]))
+                    b = e;
+            used[b] = true;
+            want[j] = b;
+            wsum += p[b];
+        }
+        for (int j = 0; j < K; j++) {
+            ck_assert_int_eq(got_sel[n * K + j], want[j]);
+            ck_assert(fabs(got_w[n * K + j] - p[want[j]] / wsum) <= 1e-5);
+        }
+    }
+    free(x); free(r); free(got_w);
+    st_backend_release(be, &xt); st_backend_release(be, &rt);
+    st_backend_release(be, &sel); st_backend_release(be, &wts);
+}
+END_TEST
+
+static void check_moe_ffn(enum st_dtype t_gu, enum st_dtype t_down)
+{
+    enum { E = 256, F = 256, X = 4, K = 2, N = 6 };
+    float *gf = rand_floats(E * F * X, 0.3f), *uf = rand_floats(E * F * X, 0.3f);
+    float *df = rand_floats(F * E * X, 0.3f), *gd, *ud, *dd, *x = rand_floats(E * N, 1.0f);
+    void *gq = quantize(t_gu, gf, E, F * X, &gd), *uq = quantize(t_gu, uf, E, F * X, &ud);
+    void *dq = quantize(t_down, df, F, E * X, &dd);
+    int32_t sel[K * N] = { 0, 3, 3, 0, 1, 1, 2, 3, 3, 2, 0, 2 };
+    float w[K * N];
+    struct st_tensor gt, ut, dt, xt = mk_f32(x, E, N), out = mk(ST_DTYPE_F32, E, N, 1);
+    struct st_err err;
+    for (int i = 0; i < K * N; i++)
+        w[i] = 0.25f + 0.05f * (float)i;
+    struct st_tensor st = mk_i32(sel, K * N), wt = mk_f32(w, K, N);
+    struct st_tensor sv = st_tensor_reshape(&st, (int64_t[4]){ K, N, 1, 1 });
+    ck_assert_int_eq(st_backend_wrap(be, t_gu, (int64_t[4]){ E, F, X, 1 }, gq,
+                                     st_dtype_row_bytes(t_gu, E) * F * X, &gt, &err), ST_OK);
+    ck_assert_int_eq(st_backend_wrap(be, t_gu, (int64_t[4]){ E, F, X, 1 }, uq,
+                                     st_dtype_row_bytes(t_gu, E) * F * X, &ut, &err), ST_OK);
+    ck_assert_int_eq(st_backend_wrap(be, t_down, (int64_t[4]){ F, E, X, 1 }, dq,
+                                     st_dtype_row_bytes(t_down, F) * E * X, &dt, &err), ST_OK);
+    ck_assert_int_eq(st_backend_moe_ffn(be, &out, &xt, &sv, &wt, &gt, &ut, &dt, &err), ST_OK);
+    float *got = read_f32(&out);
+    static float xq[E], act[F], aq[F];
+    for (int n = 0; n < N; n++) {
+        double want[E] = { 0 }, mag[E] = { 0 };
+        act_roundtrip(t_gu, x + n * E, xq, E);
+        for (int j = 0; j < K; j++) {
+            int e = sel[n * K + j];
+            for (int f = 0; f < F; f++) {
+                double g = 0, u = 0;
+                for (int i = 0; i < E; i++) {
+                    g += (double)gd[(e * F + f) * E + i] * xq[i];
+                    u += (double)ud[(e * F + f) * E + i] * xq[i];
+                }
+                act[f] = (float)(g / (1.0 + exp(-g)) * u);
+            }
+            act_roundtrip(t_down, act, aq, F);
+            for (int o = 0; o < E; o++) {
+                double s = 0, m = 0;
+                for (int f = 0; f < F; f++) {
+                    s += (double)dd[(e * E + o) * F + f] * aq[f];
+                    m += fabs((double)dd[(e * E + o) * F + f] * aq[f]);
+                }
+                want[o] += w[n * K + j] * s;
+                mag[o] += w[n * K + j] * m;
+            }
+        }
+        for (int o = 0; o < E; o++)
+            ck_assert_msg(fabs(got[n * E + o] - want[o]) <= 3e-3 * mag[o] + 1e-5,
+                          "moe %s/%s row %d out %d: %g vs %g", st_dtype_info(t_gu)->name,
+                          st_dtype_info(t_down)->name, n, o, (double)got[n * E + o], want[o]);
+    }
+    free(got); free(gf); free(uf); free(df); free(gd); free(ud); free(dd); free(x);
+    free(gq); free(uq); free(dq);
+    st_backend_release(be, &gt); st_backend_release(be, &ut); st_backend_release(be, &dt);
+    st_backend_release(be, &xt); st_backend_release(be, &out); st_backend_release(be, &st);
+    st_backend_release(be, &wt);
+}
+
+START_TEST(test_backend_cpu_moe_ffn_grouped)
+{
+    seed_state = 81;
+    check_moe_ffn(ST_DTYPE_F32, ST_DTYPE_F32);
+    check_moe_ffn(ST_DTYPE_Q4_K, ST_DTYPE_Q6_K);
+    check_moe_ffn(ST_DTYPE_IQ3_S, ST_DTYPE_Q8_0);
+}
+END_TEST
+
+static Suite *backend_cpu_suite(void)
+{
+    Suite *s = suite_create("backend_cpu");
+    TCase *tc = tcase_create("ops");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_backend_cpu_registry);
+    tcase_add_test(tc, test_backend_cpu_tensor_memory);
+    tcase_add_test(tc, test_backend_cpu_matmul_every_type);
+    tcase_add_test(tc, test_backend_cpu_matmul_batch_invariant);
+    tcase_add_test(tc, test_backend_cpu_matmul_rejects_bad_args);
+    tcase_add_test(tc, test_backend_cpu_embed);
+    tcase_add_test(tc, test_backend_cpu_rms_norm_row_and_head);
+    tcase_add_test(tc, test_backend_cpu_add_and_silu_mul);
+    tcase_add_test(tc, test_backend_cpu_rope_neox);
+    tcase_add_test(tc, test_backend_cpu_attention_gqa_slots);
+    tcase_add_test(tc, test_backend_cpu_moe_route);
+    tcase_add_test(tc, test_backend_cpu_moe_ffn_grouped);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(backend_cpu_suite(), CK_FORK);
+}

@@ -1,0 +1,215 @@
+/* test_chat.c -- chat template recognition, the renderers on fixed
+ * conversations, the errors templates raise, and the tojson re-serializer.
+ * Output equality with real Jinja is checked by tests/e2e/tokenizer_ref. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "strata/chat.h"
+#include "support.h"
+
+static struct st_chat_msg msg(const char *role, const char *content)
+{
+    struct st_chat_msg m;
+
+    memset(&m, 0, sizeof(m));
+    m.role = st_str_c(role);
+    m.content = st_str_c(content);
+    return m;
+}
+
+static enum st_status render(const char *src, const struct st_chat_msg *msgs, size_t n,
+                             const char *tools, int thinking, struct st_buf *out,
+                             struct st_err *err)
+{
+    struct st_chat_tmpl t;
+    struct st_chat_req req;
+
+    memset(&req, 0, sizeof(req));
+    st_chat_tmpl_init(&t, src, src ? strlen(src) : 0, "<s>", "</s>", "unit");
+    req.msgs = msgs;
+    req.n_msgs = n;
+    req.tools = st_str_c(tools);
+    if (!tools)
+        req.tools.ptr = NULL;
+    req.add_generation_prompt = true;
+    req.enable_thinking = thinking;
+    st_buf_init(out);
+    return st_chat_render(&t, &req, out, err);
+}
+
+/* Enough of each real template for the fingerprints. */
+static const char qwen3_src[] =
+    "{%- if tools %}<|im_start|>system ... <tool_call> ... reasoning_content ... <think>"
+    "{%- if enable_thinking is defined and enable_thinking is false %}";
+static const char qwen3_thinking_src[] =
+    "<|im_start|> <tool_call> </think> {{- '<|im_start|>assistant\\n<think>\\n' }}";
+
+START_TEST(test_chat_recognizes_templates)
+{
+    struct st_chat_tmpl t;
+    static const struct { const char *src; enum st_chat_kind kind; } cases[] = {
+        { qwen3_src, ST_CHAT_QWEN3 },
+        { "{{'<|im_start|>' + message['role']}}", ST_CHAT_CHATML },
+        { "<|start_header_id|>' + role + '<|end_header_id|>", ST_CHAT_LLAMA3 },
+        { "'[INST] ' + content + '[/INST]'", ST_CHAT_MISTRAL },
+        { "<start_of_turn>model", ST_CHAT_GEMMA },
+    };
+    size_t i;
+
+    for (i = 0; i < ST_ARRAY_LEN(cases); i++) {
+        st_chat_tmpl_init(&t, cases[i].src, strlen(cases[i].src), NULL, NULL, "m");
+        ck_assert_int_eq(t.kind, cases[i].kind);
+        ck_assert(t.known);
+    }
+    st_chat_tmpl_init(&t, qwen3_src, strlen(qwen3_src), NULL, NULL, "m");
+    ck_assert(t.thinking_flag && !t.think_open);
+    st_chat_tmpl_init(&t, qwen3_thinking_src, strlen(qwen3_thinking_src), NULL, NULL, "m");
+    ck_assert(t.think_open);
+    st_chat_tmpl_init(&t, "{{ weird }}", 11, NULL, NULL, "m");
+    ck_assert_int_eq(t.kind, ST_CHAT_CHATML);
+    ck_assert(!t.known);
+    st_chat_tmpl_init(&t, NULL, 0, NULL, NULL, NULL);
+    ck_assert(!t.known);
+    ck_assert_str_eq(st_chat_kind_name(ST_CHAT_GEMMA), "gemma");
+}
+END_TEST
+
+START_TEST(test_chat_qwen3_thinking_switch)
+{
+    struct st_chat_msg m[] = { msg("system", "S"), msg("user", "U") };
+    struct st_buf out;
+
+    ck_assert_int_eq(render(qwen3_src, m, 2, NULL, 0, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
+                               "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    st_buf_fini(&out);
+    ck_assert_int_eq(render(qwen3_src, m, 2, NULL, -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
+                               "<|im_start|>assistant\n");
+    st_buf_fini(&out);
+    ck_assert_int_eq(render(qwen3_thinking_src, m, 2, NULL, 0, &out, NULL), ST_OK);
+    ck_assert_ptr_nonnull(strstr(out.data, "<|im_start|>assistant\n<think>\n"));
+    st_buf_fini(&out);
+}
+END_TEST
+
+START_TEST(test_chat_qwen3_history_and_tools)
+{
+    struct st_chat_msg m[] = {
+        msg("user", "Q1"), msg("assistant", "<think>\nr1\n</think>\n\nA1"), msg("user", "Q2"),
+        msg("assistant", ""), msg("tool", "T1"), msg("tool", "T2"),
+    };
+    struct st_buf out;
+
+    m[3].tool_calls = st_str_c("[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+                               "\"arguments\":{\"x\":\"\\u00e9\\/\",\"n\":[1, 2]}}}]");
+    m[3].reasoning_content = st_str_c("why");
+    ck_assert_int_eq(render(qwen3_src, m, 6, "[{\"name\":\"f\"}]", -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data,
+        "<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+        "{\"name\": \"f\"}\n</tools>\n\nFor each function call, return a json object with function name and "
+        "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
+        "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
+        "<|im_start|>user\nQ1<|im_end|>\n"
+        "<|im_start|>assistant\nA1<|im_end|>\n"                     /* earlier think removed */
+        "<|im_start|>user\nQ2<|im_end|>\n"
+        "<|im_start|>assistant\n<think>\nwhy\n</think>\n\n"        /* after the last query: kept */
+        "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": \"\xc3\xa9/\", \"n\": [1, 2]}}\n</tool_call><|im_end|>\n"
+        "<|im_start|>user\n<tool_response>\nT1\n</tool_response>\n<tool_response>\nT2\n</tool_response><|im_end|>\n"
+        "<|im_start|>assistant\n");
+    st_buf_fini(&out);
+}
+END_TEST
+
+START_TEST(test_chat_simple_renderers)
+{
+    struct st_chat_msg m[] = { msg("system", "S"), msg("user", " U "), msg("assistant", " A "),
+                               msg("user", "V") };
+    struct st_buf out;
+
+    ck_assert_int_eq(render("<|start_header_id|><|end_header_id|>", m, 2, NULL, -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "<s><|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>"
+                               "<|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|>"
+                               "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    st_buf_fini(&out);
+    ck_assert_int_eq(render("[INST]", m, 4, NULL, -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "<s>[INST]  U [/INST] A</s>[INST] S\n\nV[/INST]");
+    st_buf_fini(&out);
+    ck_assert_int_eq(render("<start_of_turn>", m, 4, NULL, -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "<s><start_of_turn>user\nS\n\nU<end_of_turn>\n<start_of_turn>model\n"
+                               "A<end_of_turn>\n<start_of_turn>user\nV<end_of_turn>\n<start_of_turn>model\n");
+    st_buf_fini(&out);
+    ck_assert_int_eq(render(NULL, m + 1, 1, NULL, -1, &out, NULL), ST_OK);     /* fallback */
+    ck_assert_str_eq(out.data, "<|im_start|>user\n U <|im_end|>\n<|im_start|>assistant\n");
+    st_buf_fini(&out);
+}
+END_TEST
+
+START_TEST(test_chat_errors)
+{
+    struct st_chat_msg m[] = { msg("user", "a"), msg("user", "b") };
+    struct st_buf out;
+    struct st_err err = { 0 };
+
+    ck_assert_int_eq(render("[INST]", m, 2, NULL, -1, &out, &err), ST_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "alternate"));
+    st_buf_fini(&out);
+    ck_assert_int_eq(render(qwen3_src, m, 1, "[{\"a\": }]", -1, &out, &err), ST_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "tools"));
+    st_buf_fini(&out);
+    ck_assert_int_eq(render(qwen3_src, m, 0, NULL, -1, &out, &err), ST_ERR_INVALID);
+    st_buf_fini(&out);
+    m[0].tool_calls = st_str_c("{\"not\": \"an array\"}");
+    ck_assert_int_eq(render(qwen3_src, m, 1, NULL, -1, &out, &err), ST_ERR_INVALID);
+    st_buf_fini(&out);
+}
+END_TEST
+
+START_TEST(test_chat_tojson)
+{
+    struct st_str v;
+    struct st_buf out;
+    char deep[200];
+    size_t i;
+
+    st_buf_init(&out);
+    ck_assert(st_json_value(st_str_c(" {\"a\" :[1,2.5e3, true,null ,{}],\n\"b\\n\":\"\\ud83d\\ude00\\t\\\"\"} "), &v));
+    ck_assert_int_eq(st_json_tojson(v, &out), ST_OK);
+    ck_assert_str_eq(out.data, "{\"a\": [1, 2.5e3, true, null, {}], \"b\\n\": \"\xf0\x9f\x98\x80\\t\\\"\"}");
+    ck_assert(!st_json_value(st_str_c("[1,]"), &v));
+    ck_assert(!st_json_value(st_str_c("{\"a\":1} x"), &v));
+    ck_assert(!st_json_value(st_str_c("\"bad \\x escape\""), &v));
+    for (i = 0; i < sizeof(deep) - 1; i++)
+        deep[i] = i < 100 ? '[' : ']';
+    deep[sizeof(deep) - 1] = '\0';
+    ck_assert(!st_json_value(st_str_c(deep), &v));           /* depth limit */
+    ck_assert(!st_json_truthy(st_str_c("[ ]")));
+    ck_assert(st_json_truthy(st_str_c("[0]")));
+    st_buf_fini(&out);
+}
+END_TEST
+
+static Suite *chat_suite(void)
+{
+    Suite *s = suite_create("chat");
+    TCase *tc = tcase_create("templates");
+    TCase *js = tcase_create("json");
+
+    tcase_add_test(tc, test_chat_recognizes_templates);
+    tcase_add_test(tc, test_chat_qwen3_thinking_switch);
+    tcase_add_test(tc, test_chat_qwen3_history_and_tools);
+    tcase_add_test(tc, test_chat_simple_renderers);
+    tcase_add_test(tc, test_chat_errors);
+    tcase_add_test(js, test_chat_tojson);
+    suite_add_tcase(s, tc);
+    suite_add_tcase(s, js);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(chat_suite(), CK_FORK);
+}

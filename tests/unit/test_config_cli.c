@@ -1,0 +1,430 @@
+/* test_config_cli.c -- the command line: commands, every flag of serve,
+ * overrides of the config file, bad flags and values, the help texts. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/config.h"
+#include "support.h"
+#include "test_config.h"
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Apply 'argv' onto fresh defaults; fails the test on error. */
+static void apply_ok(struct st_config *c, int argc, const char **argv)
+{
+    struct st_err err = { 0 };
+    bool help = true;
+
+    st_config_init(c);
+    ck_assert_msg(st_cli_apply(c, argc, (char **)argv, &help, &err) == ST_OK, "%s", err.msg);
+    ck_assert(!help);
+}
+
+/* Applying 'argv' fails with exactly 'want' (or containing it, when 'exact'
+ * is false). */
+static void apply_err(int argc, const char **argv, const char *want, bool exact)
+{
+    struct st_config c;
+    struct st_err err = { 0 };
+    bool help = false;
+    enum st_status rc;
+
+    st_config_init(&c);
+    rc = st_cli_apply(&c, argc, (char **)argv, &help, &err);
+    st_config_fini(&c);
+    ck_assert_int_eq(rc, ST_ERR_BAD_CONFIG);
+    if (exact)
+        ck_assert_str_eq(err.msg, want);
+    else
+        ck_assert_msg(strstr(err.msg, want) != NULL, "\"%s\" lacks \"%s\"", err.msg, want);
+}
+
+START_TEST(test_config_cli_commands)
+{
+    const char *serve[] = { "strata", "serve", "--port", "1" };
+    const char *mm[] = { "strata", "make-model", "-o", "x.gguf" };
+    const char *v[] = { "strata", "--version" };
+    const char *h[] = { "strata", "--help" };
+    const char *bad[] = { "strata", "srve" };
+    const char *flag[] = { "strata", "-m", "x" };
+    struct st_cli cli;
+    struct st_err err = { 0 };
+
+    ck_assert_int_eq(st_cli_parse_command(ARGC(serve), (char **)serve, &cli, &err), ST_OK);
+    ck_assert_int_eq(cli.command, ST_CLI_SERVE);
+    ck_assert_int_eq(cli.argc, 2);
+    ck_assert_str_eq(cli.argv[0], "--port");
+    ck_assert_int_eq(st_cli_parse_command(ARGC(mm), (char **)mm, &cli, &err), ST_OK);
+    ck_assert_int_eq(cli.command, ST_CLI_MAKE_MODEL);
+    ck_assert_int_eq(cli.argc, 3);
+    ck_assert_str_eq(cli.argv[0], "make-model");
+    ck_assert_int_eq(st_cli_parse_command(ARGC(v), (char **)v, &cli, &err), ST_OK);
+    ck_assert_int_eq(cli.command, ST_CLI_VERSION);
+    ck_assert_int_eq(st_cli_parse_command(ARGC(h), (char **)h, &cli, &err), ST_OK);
+    ck_assert_int_eq(cli.command, ST_CLI_HELP);
+    ck_assert_int_eq(st_cli_parse_command(1, (char **)h, &cli, &err), ST_ERR_BAD_CONFIG);
+    ck_assert_msg(strstr(err.msg, "missing command"), "%s", err.msg);
+    ck_assert_int_eq(st_cli_parse_command(ARGC(bad), (char **)bad, &cli, &err), ST_ERR_BAD_CONFIG);
+    ck_assert_str_eq(err.msg, "unknown command 'srve'; see 'strata --help'");
+    ck_assert_int_eq(st_cli_parse_command(ARGC(flag), (char **)flag, &cli, &err),
+                     ST_ERR_BAD_CONFIG);
+    ck_assert_msg(strstr(err.msg, "-m: a command comes first"), "%s", err.msg);
+    for (const char *const *n = (const char *const[]){ "inspect", "run", "bench", NULL }; *n; n++) {
+        const char *a[] = { "strata", *n };
+        ck_assert_int_eq(st_cli_parse_command(2, (char **)a, &cli, &err), ST_OK);
+        ck_assert_str_eq(cli.name, *n);
+    }
+}
+END_TEST
+
+START_TEST(test_config_cli_every_flag)
+{
+    const char *argv[] = {
+        "-m", "/m/qwen.gguf", "--alias", "q", "--config", "c.yaml", "--host", "0.0.0.0",
+        "--port", "9000", "--api-key", "k1", "--body-limit", "64k", "--max-queue", "7",
+        "--http-threads", "3", "--priority-order", "low-first", "--backend", "sim",
+        "--gpus", "0,1,2", "-np", "6", "--batch", "-c", "2048", "--ubatch", "128", "-t", "5",
+        "--batch-mtp", "--mtp-draft", "3", "--scheduler", "fifo", "--aging-divisor", "30",
+        "--swap-affinity-bonus", "5", "--give-way-tokens", "4096", "--yields-max", "1",
+        "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5", "--sim-load-seconds", "1.5",
+        "--sim-tokens", "3", "--log-format", "json", "--log-level", "warn",
+    };
+    struct st_config c;
+
+    apply_ok(&c, ARGC(argv), argv);
+    ck_assert_str_eq(c.model_path, "/m/qwen.gguf");
+    ck_assert_str_eq(c.model_alias, "q");
+    ck_assert_str_eq(c.config_path, "c.yaml");
+    ck_assert_str_eq(c.host, "0.0.0.0");
+    ck_assert_int_eq(c.port, 9000);
+    ck_assert_uint_eq(c.n_keys, 1);
+    ck_assert_str_eq(c.keys[0].key, "k1");
+    ck_assert_str_eq(c.keys[0].name, "cli-key-1");
+    ck_assert_uint_eq(c.body_limit, 65536);
+    ck_assert_int_eq(c.max_queue, 7);
+    ck_assert_int_eq(c.http_threads, 3);
+    ck_assert_int_eq(c.priority_order, ST_CFG_ORDER_LOW_FIRST);
+    ck_assert_int_eq(c.backend, ST_CFG_BACKEND_SIM);
+    ck_assert_int_eq(c.gpus.n, 3);
+    ck_assert_int_eq(c.parallel, 6);
+    ck_assert(c.batch && c.batch_mtp);
+    ck_assert_int_eq(c.ctx_size, 2048);
+    ck_assert_int_eq(c.ubatch, 128);
+    ck_assert_int_eq(c.threads, 5);
+    ck_assert_int_eq(c.mtp_draft, 3);
+    ck_assert_int_eq(c.scheduler, ST_CFG_SCHED_FIFO);
+    ck_assert(c.aging_divisor_s == 30);
+    ck_assert_int_eq(c.swap_affinity_bonus, 5);
+    ck_assert_int_eq(c.give_way_tokens, 4096);
+    ck_assert_int_eq(c.yields_max, 1);
+    ck_assert(c.sim_prompt_tps == 10 && c.sim_decode_tps == 20.5 && c.sim_load_seconds == 1.5);
+    ck_assert_int_eq(c.sim_tokens, 3);
+    ck_assert_int_eq(c.log_format, ST_LOG_JSON);
+    ck_assert_int_eq(c.log_level, ST_LOG_WARN);
+    for (int o = 0; o < ST_OPT_COUNT; o++)
+        ck_assert_msg(st_config_given(&c, (enum st_opt)o), "option %d not marked given", o);
+    st_config_fini(&c);
+}
+END_TEST
+
+START_TEST(test_config_cli_forms)
+{
+    const char *a[] = { "--port=0", "--batch", "--no-batch", "--api-key", "x", "--api-key=y",
+                        "--gpus=3", "--aging-divisor=0", "--no-batch-mtp" };
+    const char *b[] = { "--model=/x/Model.GGUF" };
+    struct st_config c;
+    struct st_err err = { 0 };
+
+    apply_ok(&c, ARGC(a), a);
+    ck_assert_int_eq(c.port, 0);
+    ck_assert(!c.batch && st_config_given(&c, ST_OPT_BATCH));
+    ck_assert(!st_config_given(&c, ST_OPT_HOST));
+    ck_assert_uint_eq(c.n_keys, 2);
+    ck_assert_str_eq(c.keys[1].name, "cli-key-2");
+    ck_assert_str_eq(c.keys[1].key, "y");
+    ck_assert(c.aging_divisor_s == 0);
+    st_config_fini(&c);
+
+    apply_ok(&c, ARGC(b), b);
+    ck_assert_int_eq(st_config_resolve(&c, &err), ST_OK);
+    ck_assert_str_eq(c.models[0].name, "Model");
+    ck_assert_str_eq(c.models[0].path, "/x/Model.GGUF");
+    ck_assert_int_eq(c.models[0].backend, ST_CFG_BACKEND_CPU);
+    st_config_fini(&c);
+}
+END_TEST
+
+START_TEST(test_config_cli_unknown_flags)
+{
+    const char *a[] = { "--bogus" };
+    const char *b[] = { "--port", "1", "--prot", "2" };
+    const char *c[] = { "serve" };
+    const char *d[] = { "--no-port" };
+    const char *e[] = { "-x=1" };
+
+    apply_err(ARGC(a), a, "--bogus: unknown flag; see 'strata serve --help'", true);
+    apply_err(ARGC(b), b, "--prot: unknown flag (did you mean --port?); see 'strata serve --help'",
+              true);
+    apply_err(ARGC(c), c, "unexpected argument 'serve'; see 'strata serve --help'", true);
+    apply_err(ARGC(d), d, "--no-port: unknown flag", false);
+    apply_err(ARGC(e), e, "-x: unknown flag", false);
+}
+END_TEST
+
+START_TEST(test_config_cli_bad_values)
+{
+    static const struct { const char *flag, *value, *want; } cases[] = {
+        { "--port", "abc", "--port: expected an integer 0..65535, got \"abc\"" },
+        { "--port", "65536", "--port: expected an integer 0..65535, got \"65536\"" },
+        { "--port", "", "--port: expected an integer 0..65535, got \"\"" },
+        { "--port", " 80", "--port: expected an integer 0..65535, got \" 80\"" },
+        { "-np", "0", "-np: expected an integer 1..1024, got \"0\"" },
+        { "--parallel", "2x", "--parallel: expected an integer 1..1024, got \"2x\"" },
+        { "-c", "-1", "-c: expected an integer 1..2147483647, got \"-1\"" },
+        { "--backend", "gpu", "--backend: expected one of auto, sim, cpu, cuda, got \"gpu\"" },
+        { "--gpus", "0,0", "--gpus: expected a list of up to 16 distinct device ids 0..1023 (e.g. "
+                           "0,1), got \"0,0\"" },
+        { "--gpus", "0,,1", "got \"0,,1\"" },
+        { "--gpus", "1024", "got \"1024\"" },
+        { "--body-limit", "8x", "--body-limit: expected a size in bytes up to 16g (e.g. 65536, "
+                                "512k, 8m), got \"8x\"" },
+        { "--body-limit", "99999999999999999999", "got \"99999999999999999999\"" },
+        { "--log-level", "loud", "--log-level: expected one of debug, info, warn, error, got \"loud\"" },
+        { "--log-format", "xml", "--log-format: expected one of text, json, got \"xml\"" },
+        { "--priority-order", "up", "--priority-order: expected one of high-first, low-first, got \"up\"" },
+        { "--scheduler", "lifo", "--scheduler: expected one of serial, fifo, got \"lifo\"" },
+        { "--aging-divisor", "-1", "--aging-divisor: expected a number >= 0, got \"-1\"" },
+        { "--aging-divisor", "nan", "got \"nan\"" },
+        { "--aging-divisor", "inf", "got \"inf\"" },
+        { "--swap-affinity-bonus", "100", "--swap-affinity-bonus: expected an integer 0..99, got \"100\"" },
+        { "--sim-prompt-tps", "0", "--sim-prompt-tps: expected a number > 0, got \"0\"" },
+        { "--sim-tokens", "0", "--sim-tokens: expected a positive integer, got \"0\"" },
+        { "--mtp-draft", "5", "--mtp-draft: expected an integer 1..4, got \"5\"" },
+        { "--max-queue", "-1", "--max-queue: expected a non-negative integer, got \"-1\"" },
+        { "--give-way-tokens", "0", "--give-way-tokens: expected a positive integer, got \"0\"" },
+        { "--host", "", "--host: expected a non-empty string, got \"\"" },
+        { "--api-key", "", "--api-key: expected a non-empty key, got \"\"" },
+        { "-t", "1025", "-t: expected an integer 0..1024, got \"1025\"" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *argv[] = { cases[i].flag, cases[i].value };
+        bool exact = strncmp(cases[i].want, "got", 3) != 0;
+        apply_err(2, argv, cases[i].want, exact);
+    }
+}
+END_TEST
+
+START_TEST(test_config_cli_missing_or_extra_values)
+{
+    const char *a[] = { "--port" };
+    const char *b[] = { "--batch=yes" };
+    const char *c[] = { "-m" };
+    const char *d[] = { "--host", "h", "-" };
+
+    apply_err(ARGC(a), a, "--port: missing value (expected an integer 0..65535)", true);
+    apply_err(ARGC(b), b, "--batch: takes no value (got yes)", true);
+    apply_err(ARGC(c), c, "-m: missing value (expected a non-empty string)", true);
+    apply_err(ARGC(d), d, "unexpected argument '-'", false);
+}
+END_TEST
+
+START_TEST(test_config_cli_help_flag)
+{
+    const char *a[] = { "--port", "1", "-h", "--bogus" };
+    struct st_config c;
+    struct st_err err = { 0 };
+    bool help = false;
+
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(a), (char **)a, &help, &err), ST_OK);
+    ck_assert(help);
+    st_config_fini(&c);
+}
+END_TEST
+
+/* Write 'text' to dir/name; returns the path in 'out'. */
+static void write_file(const char *dir, const char *name, const char *text, char *out, size_t cap)
+{
+    FILE *f;
+    snprintf(out, cap, "%s/%s", dir, name);
+    f = fopen(out, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+START_TEST(test_config_cli_overrides_the_file)
+{
+    char dir[512], path[600];
+    struct st_config c;
+    struct st_err err = { 0 };
+    bool help;
+
+    support_tmpdir(dir, sizeof(dir));
+    write_file(dir, "s.yaml",
+               "port: 9000\nhost: 10.0.0.1\nparallel: 2\nbatch: true\nbackend: sim\n"
+               "models:\n  - name: a\n    parallel: 8\n  - name: b\n"
+               "api_keys:\n  - {name: f, key: kf}\n", path, sizeof(path));
+    {
+        const char *argv[] = { "--config", path, "--port", "9100", "--api-key", "kc" };
+        ck_assert_msg(st_config_from_args(&c, ARGC(argv), (char **)argv, &help, &err) == ST_OK,
+                      "%s", err.msg);
+    }
+    ck_assert_int_eq(c.port, 9100);                 /* the flag wins */
+    ck_assert_str_eq(c.host, "10.0.0.1");           /* the file where no flag */
+    ck_assert_int_eq(c.models[0].parallel, 8);      /* the model's own value */
+    ck_assert_int_eq(c.models[1].parallel, 2);      /* inherited from the file */
+    ck_assert_uint_eq(c.n_keys, 2);                 /* --api-key adds to the file's keys */
+    ck_assert_str_eq(c.keys[0].name, "f");
+    ck_assert_str_eq(c.keys[1].key, "kc");
+    ck_assert_int_eq(c.line[ST_OPT_HOST], 2);
+    st_config_fini(&c);
+    {
+        const char *argv[] = { "--config", path, "-np", "3" };
+        ck_assert_int_eq(st_config_from_args(&c, ARGC(argv), (char **)argv, &help, &err), ST_OK);
+    }
+    ck_assert_int_eq(c.models[0].parallel, 3);      /* a flag overrides every model */
+    ck_assert_int_eq(c.models[1].parallel, 3);
+    st_config_fini(&c);
+    {
+        const char *argv[] = { "--config", path, "-m", "/m/z.gguf", "--backend", "sim" };
+        ck_assert_int_eq(st_config_from_args(&c, ARGC(argv), (char **)argv, &help, &err), ST_OK);
+    }
+    ck_assert_uint_eq(c.n_models, 1);               /* -m replaces the file's models */
+    ck_assert_str_eq(c.models[0].name, "z");
+    ck_assert_uint_eq(c.n_warnings, 1);
+    ck_assert_msg(strstr(c.warnings[0], "--model /m/z.gguf replaces the 2 model(s)"), "%s",
+                  c.warnings[0]);
+    st_config_fini(&c);
+    {
+        const char *argv[] = { "--config", path, "--alias", "x" };
+        ck_assert_int_eq(st_config_from_args(&c, ARGC(argv), (char **)argv, &help, &err),
+                         ST_ERR_BAD_CONFIG);
+        ck_assert_msg(strstr(err.msg, "--alias: names the model of --model"), "%s", err.msg);
+    }
+    support_rmtree(dir);
+}
+END_TEST
+
+START_TEST(test_config_cli_flags_checked_before_the_file)
+{
+    const char *a[] = { "--config", "/nonexistent.yaml", "--port", "abc" };
+    const char *b[] = { "--config", "/nonexistent.yaml" };
+    char dir[512], path[600];
+    struct st_config c;
+    struct st_err err = { 0 };
+    bool help;
+
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(a), (char **)a, &help, &err), ST_ERR_BAD_CONFIG);
+    ck_assert_str_eq(err.msg, "--port: expected an integer 0..65535, got \"abc\"");
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(b), (char **)b, &help, &err), ST_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "--config: cannot open /nonexistent.yaml"), "%s", err.msg);
+
+    support_tmpdir(dir, sizeof(dir));
+    write_file(dir, "b.yaml", "port: 1\nhost: x\nprot: 2\n", path, sizeof(path));
+    {
+        const char *argv[] = { "--config", path };
+        ck_assert_int_eq(st_config_from_args(&c, ARGC(argv), (char **)argv, &help, &err),
+                         ST_ERR_BAD_CONFIG);
+        ck_assert_msg(strstr(err.msg, "b.yaml:3: unknown key \"prot\""), "%s", err.msg);
+    }
+    support_rmtree(dir);
+}
+END_TEST
+
+START_TEST(test_config_cli_parallel_without_batch_warns)
+{
+    const char *a[] = { "-np", "8" };
+    const char *b[] = { "-np", "8", "--batch" };
+    struct st_config c;
+    struct st_err err = { 0 };
+    bool help;
+
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(a), (char **)a, &help, &err), ST_OK);
+    ck_assert_uint_eq(c.n_warnings, 1);
+    ck_assert_msg(strstr(c.warnings[0], "without --batch"), "%s", c.warnings[0]);
+    st_config_fini(&c);
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(b), (char **)b, &help, &err), ST_OK);
+    ck_assert_uint_eq(c.n_warnings, 0);
+    ck_assert_int_eq(c.models[0].parallel, 8);
+    st_config_fini(&c);
+}
+END_TEST
+
+START_TEST(test_config_cli_cuda_flag)
+{
+    const char *a[] = { "--backend", "cuda" };
+    struct st_config c;
+    struct st_err err = { 0 };
+    bool help;
+    enum st_status rc = st_config_from_args(&c, ARGC(a), (char **)a, &help, &err);
+
+    if (st_config_cuda_built()) {
+        ck_assert_int_eq(rc, ST_OK);
+        ck_assert_int_eq(c.models[0].backend, ST_CFG_BACKEND_CUDA);
+        st_config_fini(&c);
+    } else {
+        ck_assert_int_eq(rc, ST_ERR_BAD_CONFIG);
+        ck_assert_msg(strstr(err.msg, "--backend: cuda: this build has no CUDA backend"), "%s",
+                      err.msg);
+    }
+}
+END_TEST
+
+START_TEST(test_config_cli_help_texts)
+{
+    struct st_buf b;
+
+    st_buf_init(&b);
+    ck_assert_int_eq(st_cli_serve_help(&b), ST_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, "usage: strata serve"));
+    static const char *const flags[] = {
+        "-m, --model PATH", "-a, --alias NAME", "--config FILE", "--host HOST", "--port N",
+        "--api-key KEY", "--body-limit BYTES", "--max-queue N", "--http-threads N",
+        "--priority-order high-first|low-first", "--backend auto|sim|cpu|cuda", "--gpus LIST",
+        "-np, --parallel N", "--batch ", "-c, --ctx-size N", "--ubatch N", "-t, --threads N",
+        "--batch-mtp ", "--mtp-draft N", "--scheduler serial|fifo", "--aging-divisor S",
+        "--swap-affinity-bonus N", "--give-way-tokens N", "--yields-max N", "--sim-prompt-tps N",
+        "--sim-decode-tps N", "--sim-load-seconds S", "--sim-tokens N",
+        "--log-format text|json", "--log-level debug|info|warn|error", "-h, --help",
+    };
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+        ck_assert_msg(strstr(b.data, flags[i]), "serve --help lacks \"%s\"", flags[i]);
+    /* Every flag line carries its default, rendered from the real defaults. */
+    ck_assert_ptr_nonnull(strstr(b.data, "default: 8080; config: port\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: 127.0.0.1"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: 8m; config: body_limit"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: high-first"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: 16384"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: 60; config: routing.scheduler.settings.serial.agingDivisor"));
+    size_t n_defaults = 0;
+    for (const char *p = b.data; (p = strstr(p, " default: ")) != NULL; p++)
+        n_defaults++;
+    ck_assert_uint_eq(n_defaults, ST_OPT_COUNT);
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_cli_help(&b), ST_OK);
+    for (const char *const *n = (const char *const[]){ "serve", "make-model", "inspect", "run",
+                                                       "bench", "--version", NULL }; *n; n++)
+        ck_assert_msg(strstr(b.data, *n), "strata --help lacks %s", *n);
+    st_buf_fini(&b);
+}
+END_TEST
+
+TCase *config_cli_tcase(void)
+{
+    TCase *t = tcase_create("cli");
+    tcase_add_test(t, test_config_cli_commands);
+    tcase_add_test(t, test_config_cli_every_flag);
+    tcase_add_test(t, test_config_cli_forms);
+    tcase_add_test(t, test_config_cli_unknown_flags);
+    tcase_add_test(t, test_config_cli_bad_values);
+    tcase_add_test(t, test_config_cli_missing_or_extra_values);
+    tcase_add_test(t, test_config_cli_help_flag);
+    tcase_add_test(t, test_config_cli_overrides_the_file);
+    tcase_add_test(t, test_config_cli_flags_checked_before_the_file);
+    tcase_add_test(t, test_config_cli_parallel_without_batch_warns);
+    tcase_add_test(t, test_config_cli_cuda_flag);
+    tcase_add_test(t, test_config_cli_help_texts);
+    return t;
+}

@@ -1,0 +1,283 @@
+/* test_kernels.c -- the CPU dot kernels of every weight type.
+ *
+ * 1. The scalar reference agrees with "dequantize both rows with the
+ *    quant.h reference and take the dot product in double".
+ * 2. Every SIMD table this CPU can run (avx2, avx-vnni, avx512-vnni)
+ *    agrees with the scalar reference for every type, for every number of
+ *    activation rows 1..CPU_NX_MAX, on seeded random blocks (random quant
+ *    bytes with sane fp16 scales). The integer block sums are exact, so
+ *    the tolerance is float rounding only: 1e-5 of sum |w||x|.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+#include "support.h"
+
+static const enum st_dtype types[] = {
+    ST_DTYPE_F32, ST_DTYPE_F16, ST_DTYPE_BF16, ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K,
+    ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS,
+};
+
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static float rndf(uint64_t *s, float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(rnd(s) >> 40) / (float)(1 << 24);
+}
+
+static void put_f16(uint8_t *p, float v)
+{
+    uint16_t h = st_f32_to_fp16(v);
+    memcpy(p, &h, 2);
+}
+
+/* A row of n elements of type t: random bytes, then sane scales. */
+static void rand_row(enum st_dtype t, uint8_t *dst, int64_t n, uint64_t *s)
+{
+    const struct st_dtype_info *info = st_dtype_info(t);
+    size_t rb = st_dtype_row_bytes(t, n), bb = (size_t)info->block_bytes;
+
+    for (size_t i = 0; i < rb; i++)
+        dst[i] = (uint8_t)rnd(s);
+    for (int64_t i = 0; i < n && info->block_elems == 1; i++) {
+        float v = rndf(s, -1.0f, 1.0f);
+        if (t == ST_DTYPE_F32)
+            memcpy(dst + 4 * i, &v, 4);
+        else {
+            uint16_t h = t == ST_DTYPE_F16 ? st_f32_to_fp16(v) : st_f32_to_bf16(v);
+            memcpy(dst + 2 * i, &h, 2);
+        }
+    }
+    for (size_t b = 0; info->block_elems > 1 && b < rb / bb; b++) {
+        uint8_t *blk = dst + b * bb;
+        float d = rndf(s, -0.02f, 0.02f);
+        switch (t) {
+        case ST_DTYPE_Q6_K: put_f16(blk + 208, d); break;
+        case ST_DTYPE_Q4_K: case ST_DTYPE_Q5_K:
+            put_f16(blk, fabsf(d));
+            put_f16(blk + 2, rndf(s, 0.0f, 0.02f));
+            break;
+        default: put_f16(blk, d); break;
+        }
+    }
+}
+
+/* Reference: dequantize w and x, dot in double; *mag = sum |w||x|. */
+static double ref_dot(enum st_dtype t, const void *w, const void *x, int64_t n, double *mag)
+{
+    float *a = malloc((size_t)n * sizeof(float)), *b = malloc((size_t)n * sizeof(float));
+    double s = 0.0, m = 0.0;
+    st_dequant_row(t, w, a, n);
+    st_dequant_row(cpu_dot_type(t), x, b, n);
+    for (int64_t i = 0; i < n; i++) {
+        s += (double)a[i] * (double)b[i];
+        m += fabs((double)a[i] * (double)b[i]);
+    }
+    free(a);
+    free(b);
+    *mag = m;
+    return s;
+}
+
+#define N 768
+#define ROWS CPU_NX_MAX
+
+struct fixture {
+    uint8_t *w;          /* one weight row */
+    uint8_t *x;          /* ROWS activation rows, stride xs */
+    size_t xs;
+};
+
+static void make_fixture(enum st_dtype t, uint64_t seed, struct fixture *f)
+{
+    uint64_t s = seed;
+    enum st_dtype dt = cpu_dot_type(t);
+    float xf[N];
+
+    f->w = malloc(st_dtype_row_bytes(t, N));
+    f->xs = st_dtype_row_bytes(dt, N) + 36;   /* a stride that is not the row size */
+    f->x = calloc(ROWS, f->xs);
+    rand_row(t, f->w, N, &s);
+    for (int r = 0; r < ROWS; r++) {
+        for (int i = 0; i < N; i++)
+            xf[i] = rndf(&s, -1.0f, 1.0f) * (i % 7 == 0 ? 4.0f : 1.0f);
+        cpu_quantize_act(NULL, dt, xf, f->x + (size_t)r * f->xs, N);
+    }
+}
+
+static void free_fixture(struct fixture *f)
+{
+    free(f->w);
+    free(f->x);
+}
+
+START_TEST(test_kernels_scalar_matches_dequant)
+{
+    for (size_t ti = 0; ti < ST_ARRAY_LEN(types); ti++) {
+        enum st_dtype t = types[ti];
+        struct fixture f;
+        float y[ROWS];
+        make_fixture(t, 1000 + ti, &f);
+        cpu_kernels_scalar.dot[t](N, f.w, f.x, f.xs, ROWS, y, 1);
+        for (int r = 0; r < ROWS; r++) {
+            double mag, want = ref_dot(t, f.w, f.x + (size_t)r * f.xs, N, &mag);
+            ck_assert_msg(fabs(y[r] - want) <= 1e-4 * mag + 1e-6,
+                          "%s row %d: scalar %.7g, dequantized %.7g (mag %.4g)",
+                          st_dtype_info(t)->name, r, (double)y[r], want, mag);
+        }
+        free_fixture(&f);
+    }
+}
+END_TEST
+
+START_TEST(test_kernels_simd_match_scalar)
+{
+    int tested = 0;
+    for (int isa = CPU_ISA_AVX2; isa < CPU_ISA_COUNT; isa++) {
+        const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)isa);
+        if (!k)
+            continue;
+        for (size_t ti = 0; ti < ST_ARRAY_LEN(types); ti++) {
+            enum st_dtype t = types[ti];
+            struct fixture f;
+            float want[ROWS], got[2 * ROWS];
+            if (!k->dot[t])
+                continue;
+            make_fixture(t, 2000 + ti, &f);
+            cpu_kernels_scalar.dot[t](N, f.w, f.x, f.xs, ROWS, want, 1);
+            for (int nx = 1; nx <= ROWS; nx++) {
+                for (int i = 0; i < 2 * ROWS; i++)
+                    got[i] = -12345.0f;
+                k->dot[t](N, f.w, f.x, f.xs, nx, got, 2);   /* output stride 2 */
+                for (int r = 0; r < nx; r++) {
+                    double mag;
+                    ref_dot(t, f.w, f.x + (size_t)r * f.xs, N, &mag);
+                    ck_assert_msg(fabs((double)got[2 * r] - want[r]) <= 1e-5 * mag + 1e-6,
+                                  "%s %s nx=%d row %d: %.7g vs scalar %.7g", k->name,
+                                  st_dtype_info(t)->name, nx, r, (double)got[2 * r],
+                                  (double)want[r]);
+                    ck_assert(got[2 * r + 1] == -12345.0f);   /* stride respected */
+                }
+                for (int r = nx; r < ROWS; r++)
+                    ck_assert(got[2 * r] == -12345.0f);       /* no row past nx written */
+            }
+            tested++;
+            free_fixture(&f);
+        }
+    }
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        ck_assert_int_ge(tested, (int)ST_ARRAY_LEN(types));
+#endif
+}
+END_TEST
+
+/* Bigger magnitudes: full-range activations and scales near the int16
+ * limits of maddubs must not saturate in any SIMD path. */
+START_TEST(test_kernels_extreme_values)
+{
+    for (int isa = CPU_ISA_AVX2; isa < CPU_ISA_COUNT; isa++) {
+        const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)isa);
+        if (!k)
+            continue;
+        for (size_t ti = 3; ti < ST_ARRAY_LEN(types); ti++) {
+            enum st_dtype t = types[ti], dt = cpu_dot_type(t);
+            size_t wb = st_dtype_row_bytes(t, N), xb = st_dtype_row_bytes(dt, N);
+            uint8_t *w = malloc(wb), *x = malloc(xb);
+            float xf[N], a, b;
+            uint64_t s = 77 + ti;
+            rand_row(t, w, N, &s);
+            if (t == ST_DTYPE_Q8_0)
+                for (size_t i = 0; i < wb; i += 34)
+                    memset(w + i + 2, 0x80, 32);        /* -128 everywhere */
+            for (int i = 0; i < N; i++)
+                xf[i] = (i & 1) ? -1.0f : 1.0f;          /* every q at +-127 */
+            cpu_quantize_act(NULL, dt, xf, x, N);
+            cpu_kernels_scalar.dot[t](N, w, x, xb, 1, &a, 1);
+            k->dot[t](N, w, x, xb, 1, &b, 1);
+            double mag;
+            ref_dot(t, w, x, N, &mag);
+            ck_assert_msg(fabs((double)a - b) <= 1e-5 * mag + 1e-6, "%s %s: %g vs %g", k->name,
+                          st_dtype_info(t)->name, (double)b, (double)a);
+            free(w);
+            free(x);
+        }
+    }
+}
+END_TEST
+
+/* The SIMD activation quantizers must be bit-exact with quant.h's (the
+ * results of every dot depend on them), ties and zero blocks included. */
+START_TEST(test_kernels_quantizers_bit_exact)
+{
+    static const enum st_dtype qt[] = { ST_DTYPE_Q8_0, ST_DTYPE_Q8_K };
+    float x[4 * ST_QK_K];
+    uint64_t s = 99;
+    for (int i = 0; i < 4 * ST_QK_K; i++)
+        x[i] = rndf(&s, -3.0f, 3.0f);
+    for (int i = 0; i < ST_QK_K; i++)            /* block 1: ties at .5 after scaling */
+        x[ST_QK_K + i] = (i == 5) ? -127.0f : (i == 0 ? 127.0f : (float)(i % 50) - 24.5f);
+    for (int i = 0; i < ST_QK_K; i++)            /* block 2: all zero */
+        x[2 * ST_QK_K + i] = 0.0f;
+    for (int isa = CPU_ISA_AVX2; isa < CPU_ISA_COUNT; isa++) {
+        const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)isa);
+        for (size_t i = 0; k && i < ST_ARRAY_LEN(qt); i++) {
+            size_t nb = st_dtype_row_bytes(qt[i], 4 * ST_QK_K);
+            uint8_t *a = calloc(1, nb), *b = calloc(1, nb);
+            ck_assert(k->quant[qt[i]] != NULL);
+            cpu_quantize_act(NULL, qt[i], x, a, 4 * ST_QK_K);
+            k->quant[qt[i]](x, b, 4 * ST_QK_K);
+            ck_assert_msg(memcmp(a, b, nb) == 0, "%s %s quantizer differs from the reference",
+                          k->name, st_dtype_info(qt[i])->name);
+            free(a);
+            free(b);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_kernels_dispatch_complete)
+{
+    const struct cpu_kernels *best = cpu_kernels_best();
+    for (size_t ti = 0; ti < ST_ARRAY_LEN(types); ti++) {
+        ck_assert(best->dot[types[ti]] != NULL);
+        ck_assert(cpu_kernels_scalar.dot[types[ti]] != NULL);
+        ck_assert_int_ne(cpu_dot_type(types[ti]), ST_DTYPE_COUNT_);
+    }
+    ck_assert_int_eq(cpu_dot_type(ST_DTYPE_Q4_0), ST_DTYPE_Q8_0);
+    ck_assert_int_eq(cpu_dot_type(ST_DTYPE_IQ3_S), ST_DTYPE_Q8_K);
+    ck_assert_int_eq(cpu_dot_type(ST_DTYPE_BF16), ST_DTYPE_BF16);
+    ck_assert_int_eq(cpu_dot_type(ST_DTYPE_Q8_K), ST_DTYPE_COUNT_);
+    ck_assert_int_ge(best->nx, 1);
+    ck_assert_int_le(best->nx, CPU_NX_MAX);
+    ck_assert_ptr_nonnull(cpu_kernels_for(CPU_ISA_SCALAR));
+}
+END_TEST
+
+static Suite *kernels_suite(void)
+{
+    Suite *s = suite_create("kernels");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_kernels_scalar_matches_dequant);
+    tcase_add_test(tc, test_kernels_simd_match_scalar);
+    tcase_add_test(tc, test_kernels_extreme_values);
+    tcase_add_test(tc, test_kernels_quantizers_bit_exact);
+    tcase_add_test(tc, test_kernels_dispatch_complete);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(kernels_suite(), CK_FORK);
+}

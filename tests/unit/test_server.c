@@ -1,0 +1,713 @@
+/* test_server.c -- st_server's pure parts, no network: request parsing
+ * (every field, every type error -> status + param), response chunks and
+ * bodies, SSE framing, JSON output, error mapping for every st_status, auth
+ * and request ids, the route table, and /metrics rendering from hand-filled
+ * stats. */
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "support.h"
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static enum st_status parse(enum st_oai_kind k, const char *body, struct st_oai_request *r,
+                            struct st_api_error *e)
+{
+    memset(e, 0, sizeof(*e));
+    return st_oai_parse(k, body, strlen(body), r, e);
+}
+
+/* Parse 'body', expect 400 naming 'param' (NULL: no param). */
+static void expect_bad(enum st_oai_kind k, const char *body, const char *param)
+{
+    struct st_oai_request r;
+    struct st_api_error e;
+    enum st_status rc = parse(k, body, &r, &e);
+    ck_assert_msg(rc != ST_OK, "accepted: %s", body);
+    ck_assert_msg(st_api_error_http(&e) == 400, "%s: http %d", body, st_api_error_http(&e));
+    ck_assert_str_eq(e.param, param ? param : "");
+    ck_assert_msg(e.message[0] != '\0', "no message for %s", body);
+    st_oai_request_fini(&r);
+}
+
+static cJSON *json_of(const struct st_buf *b)
+{
+    cJSON *j = cJSON_ParseWithLength(b->data, b->len);
+    ck_assert_msg(j != NULL, "not JSON: %.*s", (int)b->len, b->data);
+    return j;
+}
+
+/* ---- request parsing ---------------------------------------------------- */
+
+START_TEST(test_server_parse_chat_every_field)
+{
+    struct st_oai_request r;
+    struct st_api_error e;
+    const char *body =
+        "{\"model\":\"m1\",\"messages\":[{\"role\":\"system\",\"content\":\"be nice\"},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\","
+        "\"text\":\"b\"}]},{\"role\":\"assistant\",\"content\":null}],"
+        "\"max_tokens\":10,\"max_completion_tokens\":7,\"stop\":[\"x\",\"\",\"yy\"],\"n\":3,"
+        "\"seed\":42,\"temperature\":0.5,\"top_p\":0.9,\"top_k\":7,\"min_p\":0.1,"
+        "\"logprobs\":true,\"top_logprobs\":4,\"user\":\"u\",\"priority\":12,"
+        "\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+        "\"chat_template_kwargs\":{\"enable_thinking\":false},\"tools\":[{\"type\":\"function\"}],"
+        "\"unknown_field\":{\"deep\":[1,2,3]}}";
+    ck_assert_int_eq(parse(ST_OAI_CHAT, body, &r, &e), ST_OK);
+    ck_assert_str_eq(r.model, "m1");
+    ck_assert_int_eq(r.params.max_tokens, 7);
+    ck_assert_int_eq(r.params.n_stop, 2);   /* the empty stop string is dropped */
+    ck_assert_str_eq(r.params.stop[0], "x");
+    ck_assert_str_eq(r.params.stop[1], "yy");
+    ck_assert_int_eq(r.n, 3);
+    ck_assert(r.params.has_seed);
+    ck_assert_uint_eq(r.params.seed, 42);
+    ck_assert_float_eq_tol(r.params.temperature, 0.5f, 1e-6);
+    ck_assert_float_eq_tol(r.params.top_p, 0.9f, 1e-6);
+    ck_assert_int_eq(r.params.top_k, 7);
+    ck_assert_float_eq_tol(r.params.min_p, 0.1f, 1e-6);
+    ck_assert(r.params.logprobs);
+    ck_assert_int_eq(r.params.top_logprobs, 4);
+    ck_assert_str_eq(r.user, "u");
+    ck_assert(r.has_priority);
+    ck_assert_int_eq(r.priority, 12);
+    ck_assert(r.params.ignore_eos);
+    ck_assert(r.stream);
+    ck_assert(r.include_usage);
+    ck_assert_str_eq(r.kwargs_json, "{\"enable_thinking\":false}");
+    ck_assert_str_eq(r.tools_json, "[{\"type\":\"function\"}]");
+    /* text parts are joined; null content is kept */
+    cJSON *m = cJSON_Parse(r.messages_json);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(cJSON_GetArraySize(m), 3);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 1), "content")->valuestring, "ab");
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 2), "content")));
+    cJSON_Delete(m);
+    st_oai_request_fini(&r);
+}
+END_TEST
+
+START_TEST(test_server_parse_defaults_and_nulls)
+{
+    struct st_oai_request r;
+    struct st_api_error e;
+    struct st_gen_params d;
+    st_gen_params_defaults(&d);
+    ck_assert_int_eq(parse(ST_OAI_CHAT,
+                           "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":null,"
+                           "\"max_tokens\":null,\"n\":null,\"seed\":-1,\"temperature\":null,"
+                           "\"model\":null,\"priority\":\"high\"}",
+                           &r, &e),
+                     ST_OK);
+    ck_assert_ptr_null(r.model);
+    ck_assert_int_eq(r.n, 1);
+    ck_assert_int_eq(r.params.n_stop, 0);
+    ck_assert_int_eq(r.params.max_tokens, d.max_tokens);
+    ck_assert(!r.params.has_seed);                 /* -1 = random */
+    ck_assert_float_eq(r.params.temperature, d.temperature);
+    ck_assert(!r.has_priority);                    /* junk counts as absent, never an error */
+    ck_assert(!r.stream);
+    ck_assert_ptr_null(r.tools_json);
+    st_oai_request_fini(&r);
+}
+END_TEST
+
+START_TEST(test_server_parse_priority_values)
+{
+    static const struct { const char *v; bool has; int32_t p; } cases[] = {
+        { "5", true, 5 }, { "-100", true, -100 }, { "5.0", true, 5 }, { "1.5", false, 0 },
+        { "true", false, 0 }, { "null", false, 0 }, { "\"7\"", false, 0 },
+        { "3000000000", false, 0 }, { "[1]", false, 0 },
+    };
+    for (size_t i = 0; i < ST_ARRAY_LEN(cases); i++) {
+        char body[160];
+        snprintf(body, sizeof(body), "{\"prompt\":\"x\",\"priority\":%s}", cases[i].v);
+        struct st_oai_request r;
+        struct st_api_error e;
+        ck_assert_int_eq(parse(ST_OAI_COMPLETION, body, &r, &e), ST_OK);
+        ck_assert_msg(r.has_priority == cases[i].has, "priority %s", cases[i].v);
+        if (cases[i].has)
+            ck_assert_int_eq(r.priority, cases[i].p);
+        st_oai_request_fini(&r);
+    }
+}
+END_TEST
+
+START_TEST(test_server_parse_prompt_forms)
+{
+    struct st_oai_request r;
+    struct st_api_error e;
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":\"a b\"}", &r, &e), ST_OK);
+    ck_assert_uint_eq(r.n_prompts, 1);
+    ck_assert_str_eq(r.prompts[0].text, "a b");
+    st_oai_request_fini(&r);
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":[\"a\",\"b\",\"c\"],\"n\":2}", &r, &e),
+                     ST_OK);
+    ck_assert_uint_eq(r.n_prompts, 3);
+    ck_assert_str_eq(r.prompts[2].text, "c");
+    st_oai_request_fini(&r);
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":[1,2,3]}", &r, &e), ST_OK);
+    ck_assert_uint_eq(r.n_prompts, 1);
+    ck_assert_uint_eq(r.prompts[0].n_tokens, 3);
+    ck_assert_int_eq(r.prompts[0].tokens[2], 3);
+    ck_assert_ptr_null(r.prompts[0].text);
+    st_oai_request_fini(&r);
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":[[1,2],[3]],\"logprobs\":2}", &r, &e),
+                     ST_OK);
+    ck_assert_uint_eq(r.n_prompts, 2);
+    ck_assert_uint_eq(r.prompts[1].n_tokens, 1);
+    ck_assert(r.params.logprobs);
+    ck_assert_int_eq(r.params.top_logprobs, 2);
+    st_oai_request_fini(&r);
+}
+END_TEST
+
+START_TEST(test_server_parse_type_errors)
+{
+    static const struct { const char *body; const char *param; } chat[] = {
+        { "", NULL },
+        { "{", NULL },
+        { "[]", NULL },
+        { "42", NULL },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]} trailing", NULL },
+        { "{}", "messages" },
+        { "{\"messages\":{}}", "messages" },
+        { "{\"messages\":[]}", "messages" },
+        { "{\"messages\":[1]}", "messages" },
+        { "{\"messages\":[{\"role\":1}]}", "messages" },
+        { "{\"messages\":[{\"role\":\"robot\",\"content\":\"x\"}]}", "messages" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":true}]}", "messages" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\"}]}]}", "messages" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":[1]}]}", "messages" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_audio\"}]}]}",
+          "messages" },
+    };
+    for (size_t i = 0; i < ST_ARRAY_LEN(chat); i++)
+        expect_bad(ST_OAI_CHAT, chat[i].body, chat[i].param);
+
+    static const struct { const char *field; const char *param; } fields[] = {
+        { "\"model\":1", "model" },
+        { "\"max_tokens\":-1", "max_tokens" },
+        { "\"max_tokens\":1.5", "max_tokens" },
+        { "\"max_tokens\":\"5\"", "max_tokens" },
+        { "\"max_tokens\":3000000000", "max_tokens" },
+        { "\"max_completion_tokens\":-2", "max_completion_tokens" },
+        { "\"stop\":1", "stop" },
+        { "\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]", "stop" },
+        { "\"stop\":[\"a\",null]", "stop" },
+        { "\"n\":0", "n" },
+        { "\"n\":17", "n" },
+        { "\"n\":true", "n" },
+        { "\"seed\":\"1\"", "seed" },
+        { "\"seed\":0.5", "seed" },
+        { "\"temperature\":-0.1", "temperature" },
+        { "\"temperature\":[]", "temperature" },
+        { "\"top_p\":0", "top_p" },
+        { "\"top_p\":1.01", "top_p" },
+        { "\"top_k\":-2", "top_k" },
+        { "\"top_k\":1.5", "top_k" },
+        { "\"min_p\":-1", "min_p" },
+        { "\"min_p\":\"a\"", "min_p" },
+        { "\"logprobs\":1", "logprobs" },
+        { "\"top_logprobs\":2", "top_logprobs" },
+        { "\"logprobs\":true,\"top_logprobs\":21", "top_logprobs" },
+        { "\"logprobs\":true,\"top_logprobs\":-1", "top_logprobs" },
+        { "\"user\":[]", "user" },
+        { "\"ignore_eos\":\"yes\"", "ignore_eos" },
+        { "\"stream\":1", "stream" },
+        { "\"stream_options\":1", "stream_options" },
+        { "\"stream_options\":{\"include_usage\":1}", "stream_options.include_usage" },
+        { "\"chat_template_kwargs\":[]", "chat_template_kwargs" },
+        { "\"tools\":{}", "tools" },
+    };
+    for (size_t i = 0; i < ST_ARRAY_LEN(fields); i++) {
+        char body[256];
+        snprintf(body, sizeof(body),
+                 "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", fields[i].field);
+        expect_bad(ST_OAI_CHAT, body, fields[i].param);
+    }
+
+    static const struct { const char *body; const char *param; } comp[] = {
+        { "{}", "prompt" },
+        { "{\"prompt\":1}", "prompt" },
+        { "{\"prompt\":[]}", "prompt" },
+        { "{\"prompt\":[1,\"a\"]}", "prompt" },
+        { "{\"prompt\":[-1]}", "prompt" },
+        { "{\"prompt\":[1.5]}", "prompt" },
+        { "{\"prompt\":[[]]}", "prompt" },
+        { "{\"prompt\":[[\"a\"]]}", "prompt" },
+        { "{\"prompt\":[{}]}", "prompt" },
+        { "{\"prompt\":\"x\",\"logprobs\":true}", "logprobs" },
+        { "{\"prompt\":\"x\",\"logprobs\":21}", "logprobs" },
+        { "{\"prompt\":\"x\",\"echo\":1}", "echo" },
+        { "{\"prompt\":[\"a\",\"b\",\"c\",\"d\",\"e\"],\"n\":16}", "n" },
+    };
+    for (size_t i = 0; i < ST_ARRAY_LEN(comp); i++)
+        expect_bad(ST_OAI_COMPLETION, comp[i].body, comp[i].param);
+}
+END_TEST
+
+START_TEST(test_server_parse_text_requests)
+{
+    struct st_oai_text_request r;
+    struct st_api_error e;
+    const char *b = "{\"content\":\"hi\",\"with_pieces\":true}";
+    ck_assert_int_eq(st_oai_parse_text(ST_OAI_TOKENIZE, b, strlen(b), &r, &e), ST_OK);
+    ck_assert_str_eq(r.content, "hi");
+    ck_assert(!r.add_special);
+    ck_assert(r.parse_special);
+    ck_assert(r.with_pieces);
+    st_oai_text_request_fini(&r);
+    b = "{\"add_special\":true}";
+    ck_assert_int_eq(st_oai_parse_text(ST_OAI_TOKENIZE, b, strlen(b), &r, &e), ST_ERR_INVALID);
+    ck_assert_str_eq(e.param, "content");
+    b = "{\"tokens\":[1,2,2147483647]}";
+    ck_assert_int_eq(st_oai_parse_text(ST_OAI_DETOKENIZE, b, strlen(b), &r, &e), ST_OK);
+    ck_assert_uint_eq(r.n_tokens, 3);
+    ck_assert_int_eq(r.tokens[2], INT32_MAX);
+    st_oai_text_request_fini(&r);
+    b = "{\"tokens\":[2147483648]}";
+    ck_assert_int_eq(st_oai_parse_text(ST_OAI_DETOKENIZE, b, strlen(b), &r, &e), ST_ERR_INVALID);
+    ck_assert_str_eq(e.param, "tokens");
+    b = "{\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"chat_template_kwargs\":{}}";
+    ck_assert_int_eq(st_oai_parse_text(ST_OAI_APPLY_TEMPLATE, b, strlen(b), &r, &e), ST_OK);
+    ck_assert_ptr_nonnull(strstr(r.messages_json, "\"q\""));
+    ck_assert_str_eq(r.kwargs_json, "{}");
+    st_oai_text_request_fini(&r);
+}
+END_TEST
+
+/* ---- JSON out, SSE ---------------------------------------------------- */
+
+START_TEST(test_server_json_str_sanitises_utf8)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    /* valid 2-, 3- and 4-byte sequences pass; controls are escaped; a lone
+     * continuation, a truncated sequence and a surrogate become U+FFFD */
+    const char in[] = "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\n\"\\\x01\x80\xE2\x82\xED\xA0\x80";
+    ck_assert_int_eq(st_json_str(&b, in, sizeof(in) - 1), ST_OK);
+    ck_assert_str_eq(b.data, "\"a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\\n\\\"\\\\\\u0001"
+                             "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+                             "\xEF\xBF\xBD\"");
+    ck_assert(st_json_utf8_valid(b.data, b.len));
+    ck_assert(!st_json_utf8_valid(in, sizeof(in) - 1));
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_json_num(&b, NAN), ST_OK);
+    ck_assert_str_eq(b.data, "null");
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_json_num(&b, -0.25), ST_OK);
+    ck_assert_str_eq(b.data, "-0.25");
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_json_bytes(&b, "A\xFF", 2), ST_OK);
+    ck_assert_str_eq(b.data, "[65,255]");
+    st_buf_fini(&b);
+}
+END_TEST
+
+START_TEST(test_server_sse_framing)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_sse_data(&b, "{\"a\":1}", 7), ST_OK);
+    ck_assert_int_eq(st_sse_comment(&b, "ping"), ST_OK);
+    ck_assert_int_eq(st_sse_done(&b), ST_OK);
+    ck_assert_str_eq(b.data, "data: {\"a\":1}\n\n: ping\n\ndata: [DONE]\n\n");
+    size_t len = b.len;
+    ck_assert_int_eq(st_sse_data(&b, "{\n}", 3), ST_ERR_INVALID);   /* would split the event */
+    ck_assert_int_eq(st_sse_data(&b, "x\ry", 3), ST_ERR_INVALID);
+    ck_assert_uint_eq(b.len, len);
+    st_buf_fini(&b);
+}
+END_TEST
+
+static const struct st_oai_meta chat_meta = { ST_OAI_CHAT, "chatcmpl-x", "m", 1700000000, false };
+
+START_TEST(test_server_chunks_chat)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_oai_chunk_role(&b, &chat_meta, 2), ST_OK);
+    cJSON *j = json_of(&b);
+    ck_assert_str_eq(cJSON_GetObjectItem(j, "object")->valuestring, "chat.completion.chunk");
+    ck_assert_str_eq(cJSON_GetObjectItem(j, "id")->valuestring, "chatcmpl-x");
+    ck_assert_int_eq(cJSON_GetObjectItem(j, "created")->valueint, 1700000000);
+    cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    ck_assert_int_eq(cJSON_GetObjectItem(c0, "index")->valueint, 2);
+    cJSON *delta = cJSON_GetObjectItem(c0, "delta");
+    ck_assert_str_eq(cJSON_GetObjectItem(delta, "role")->valuestring, "assistant");
+    ck_assert_str_eq(cJSON_GetObjectItem(delta, "content")->valuestring, "");
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(c0, "finish_reason")));
+    ck_assert_ptr_null(cJSON_GetObjectItem(j, "usage"));
+    cJSON_Delete(j);
+
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_oai_chunk_text(&b, &chat_meta, 0, "hi \"there\"", 10, NULL), ST_OK);
+    j = json_of(&b);
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(c0, "delta"), "content")->valuestring,
+                     "hi \"there\"");
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(c0, "logprobs")));
+    cJSON_Delete(j);
+
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_oai_chunk_finish(&b, &chat_meta, 1, ST_FINISH_LENGTH), ST_OK);
+    j = json_of(&b);
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(c0, "finish_reason")->valuestring, "length");
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(c0, "delta")), 0);
+    cJSON_Delete(j);
+    st_buf_fini(&b);
+}
+END_TEST
+
+START_TEST(test_server_chunks_usage_and_completions)
+{
+    struct st_oai_meta m = chat_meta;
+    m.include_usage = true;
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_oai_chunk_text(&b, &m, 0, "a", 1, NULL), ST_OK);
+    cJSON *j = json_of(&b);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "usage")));
+    cJSON_Delete(j);
+    st_buf_reset(&b);
+    struct st_oai_usage u = { 7, 3, 2 };
+    ck_assert_int_eq(st_oai_chunk_usage(&b, &m, &u), ST_OK);
+    j = json_of(&b);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "choices")), 0);
+    cJSON *us = cJSON_GetObjectItem(j, "usage");
+    ck_assert_int_eq(cJSON_GetObjectItem(us, "prompt_tokens")->valueint, 7);
+    ck_assert_int_eq(cJSON_GetObjectItem(us, "completion_tokens")->valueint, 3);
+    ck_assert_int_eq(cJSON_GetObjectItem(us, "total_tokens")->valueint, 10);
+    cJSON_Delete(j);
+
+    struct st_oai_meta cm = { ST_OAI_COMPLETION, "cmpl-y", "m", 1, false };
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_oai_chunk_text(&b, &cm, 0, "xyz", 3, NULL), ST_OK);
+    j = json_of(&b);
+    ck_assert_str_eq(cJSON_GetObjectItem(j, "object")->valuestring, "text_completion");
+    cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(c0, "text")->valuestring, "xyz");
+    cJSON_Delete(j);
+    st_buf_fini(&b);
+}
+END_TEST
+
+START_TEST(test_server_logprobs_shapes)
+{
+    struct st_top_logprob top[2] = { { 5, -0.1f, "ab", 2 }, { 6, -2.5f, "\xFF", 1 } };
+    struct st_oai_logprob lp = { "ab", 2, -0.1f, top, 2, 4 };
+    struct st_oai_lp_acc acc;
+    st_oai_lp_acc_init(&acc);
+    ck_assert_int_eq(st_oai_lp_acc_add(&acc, ST_OAI_CHAT, &lp), ST_OK);
+    ck_assert_int_eq(st_oai_lp_acc_add(&acc, ST_OAI_CHAT, &lp), ST_OK);
+    struct st_oai_choice ch = { 0, "abab", 4, ST_FINISH_STOP, &acc };
+    struct st_oai_usage u = { 1, 2, 0 };
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_oai_body(&b, &chat_meta, &ch, 1, &u), ST_OK);
+    cJSON *j = json_of(&b);
+    ck_assert_str_eq(cJSON_GetObjectItem(j, "object")->valuestring, "chat.completion");
+    cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(c0, "message"), "role")->valuestring,
+                     "assistant");
+    cJSON *content = cJSON_GetObjectItem(cJSON_GetObjectItem(c0, "logprobs"), "content");
+    ck_assert_int_eq(cJSON_GetArraySize(content), 2);
+    cJSON *e0 = cJSON_GetArrayItem(content, 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(e0, "token")->valuestring, "ab");
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(e0, "logprob")->valuedouble, -0.1, 1e-6);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(e0, "bytes")), 2);
+    cJSON *t1 = cJSON_GetArrayItem(cJSON_GetObjectItem(e0, "top_logprobs"), 1);
+    ck_assert_int_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(t1, "bytes"), 0)->valueint, 255);
+    cJSON_Delete(j);
+    st_oai_lp_acc_fini(&acc);
+
+    /* the legacy completions shape: four parallel arrays */
+    st_oai_lp_acc_init(&acc);
+    ck_assert_int_eq(st_oai_lp_acc_add(&acc, ST_OAI_COMPLETION, &lp), ST_OK);
+    struct st_oai_meta cm = { ST_OAI_COMPLETION, "cmpl-y", "m", 1, false };
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_oai_body(&b, &cm, &ch, 1, &u), ST_OK);
+    j = json_of(&b);
+    cJSON *l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0),
+                                   "logprobs");
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(l, "tokens")), 1);
+    ck_assert_int_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "text_offset"), 0)->valueint, 4);
+    cJSON *tl = cJSON_GetArrayItem(cJSON_GetObjectItem(l, "top_logprobs"), 0);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(tl, "ab")->valuedouble, -0.1, 1e-6);
+    ck_assert_ptr_nonnull(cJSON_GetObjectItem(tl, "\xEF\xBF\xBD"));   /* invalid byte sanitised */
+    cJSON_Delete(j);
+    st_oai_lp_acc_fini(&acc);
+    st_buf_fini(&b);
+}
+END_TEST
+
+/* ---- errors, auth, ids, routes ---------------------------------------- */
+
+START_TEST(test_server_errors_map_every_status)
+{
+    for (int s = 0; s < ST_STATUS_COUNT; s++) {
+        int http = st_server_http_status((enum st_status)s);
+        const char *type = st_server_error_type((enum st_status)s);
+        ck_assert_msg(http >= 200 && http < 600, "%s -> %d", st_status_name(s), http);
+        ck_assert_ptr_nonnull(type);
+        ck_assert_msg(type[0] != '\0', "%s has no type", st_status_name(s));
+        if (s != ST_OK)
+            ck_assert_msg(http >= 400, "%s -> %d", st_status_name(s), http);
+    }
+    ck_assert_int_eq(st_server_http_status(ST_ERR_INVALID), 400);
+    ck_assert_int_eq(st_server_http_status(ST_ERR_TOO_LONG), 400);
+    ck_assert_int_eq(st_server_http_status(ST_ERR_AUTH), 401);
+    ck_assert_int_eq(st_server_http_status(ST_ERR_NOT_FOUND), 404);
+    ck_assert_int_eq(st_server_http_status(ST_ERR_QUEUE_FULL), 429);
+    ck_assert_int_eq(st_server_http_status(ST_ERR_LOADING), 503);
+    ck_assert_int_eq(st_server_http_status(ST_ERR_SHUTDOWN), 503);
+    ck_assert_int_eq(st_server_http_status(ST_ERR_NOMEM), 500);
+    ck_assert_int_eq(st_server_http_status(ST_ERR_INTERNAL), 500);
+    ck_assert_str_eq(st_server_error_type(ST_ERR_INVALID), "invalid_request_error");
+    ck_assert_str_eq(st_server_error_type(ST_ERR_AUTH), "authentication_error");
+    ck_assert_str_eq(st_server_error_type(ST_ERR_QUEUE_FULL), "rate_limit_error");
+    ck_assert_str_eq(st_server_error_type(ST_ERR_LOADING), "unavailable_error");
+    ck_assert_str_eq(st_server_error_type(ST_ERR_INTERNAL), "server_error");
+}
+END_TEST
+
+START_TEST(test_server_errors_body_shape)
+{
+    struct st_api_error e;
+    st_api_error_set(&e, ST_ERR_INVALID, "n", NULL, "bad %s \"n\"", "value");
+    e.http = 413;
+    ck_assert_int_eq(st_api_error_http(&e), 413);
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_api_error_json(&b, &e), ST_OK);
+    cJSON *j = json_of(&b);
+    cJSON *err = cJSON_GetObjectItem(j, "error");
+    ck_assert_int_eq(cJSON_GetArraySize(err), 4);
+    ck_assert_str_eq(cJSON_GetObjectItem(err, "message")->valuestring, "bad value \"n\"");
+    ck_assert_str_eq(cJSON_GetObjectItem(err, "type")->valuestring, "invalid_request_error");
+    ck_assert_str_eq(cJSON_GetObjectItem(err, "param")->valuestring, "n");
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(err, "code")));
+    cJSON_Delete(j);
+    st_buf_fini(&b);
+}
+END_TEST
+
+START_TEST(test_server_auth_bearer)
+{
+    struct st_api_key keys[2] = { { "a", "key-one", false, 0, false, 0 },
+                                  { "b", "key-two", true, -5, false, 0 } };
+    ck_assert_ptr_eq(st_auth_find(keys, 2, "Bearer key-one"), &keys[0]);
+    ck_assert_ptr_eq(st_auth_find(keys, 2, "bearer  key-two "), &keys[1]);
+    ck_assert_ptr_null(st_auth_find(keys, 2, NULL));
+    ck_assert_ptr_null(st_auth_find(keys, 2, "key-one"));
+    ck_assert_ptr_null(st_auth_find(keys, 2, "Basic key-one"));
+    ck_assert_ptr_null(st_auth_find(keys, 2, "Bearer key-on"));
+    ck_assert_ptr_null(st_auth_find(keys, 2, "Bearer key-one2"));
+    ck_assert_ptr_null(st_auth_find(keys, 2, "Bearer"));
+    ck_assert_ptr_null(st_auth_find(keys, 2, "Bearerkey-one"));
+}
+END_TEST
+
+START_TEST(test_server_request_ids)
+{
+    char id[48];
+    st_request_id_pick("abc-DEF_1.2:3", id, sizeof(id));
+    ck_assert_str_eq(id, "abc-DEF_1.2:3");
+    const char *bad[] = { NULL, "", "has space", "quote\"", "x/y",
+                          "0123456789012345678901234567890123456789X" };
+    for (size_t i = 0; i < ST_ARRAY_LEN(bad); i++) {
+        st_request_id_pick(bad[i], id, sizeof(id));
+        ck_assert_uint_eq(strlen(id), 28);
+        ck_assert_int_eq(strncmp(id, "req-", 4), 0);
+        ck_assert_uint_eq(strspn(id + 4, "0123456789abcdef"), 24);
+    }
+    char other[48];
+    st_request_id_pick(NULL, other, sizeof(other));
+    ck_assert_str_ne(id, other);
+}
+END_TEST
+
+START_TEST(test_server_routes)
+{
+    bool known;
+    char allow[64];
+    const struct st_route *r = st_route_find("/v1/chat/completions", "POST", &known, allow,
+                                             sizeof(allow));
+    ck_assert_ptr_nonnull(r);
+    ck_assert(r->body && r->auth);
+    ck_assert(r->fn == st_h_chat);
+    ck_assert_ptr_null(st_route_find("/v1/chat/completions", "GET", &known, allow, sizeof(allow)));
+    ck_assert(known);
+    ck_assert_str_eq(allow, "POST");
+    ck_assert_ptr_null(st_route_find("/v1/models", "DELETE", &known, allow, sizeof(allow)));
+    ck_assert_str_eq(allow, "GET, HEAD");
+    ck_assert_ptr_nonnull(st_route_find("/v1/models", "HEAD", &known, allow, sizeof(allow)));
+    r = st_route_find("/v1/models/default", "GET", &known, allow, sizeof(allow));
+    ck_assert(r->fn == st_h_model_one);
+    ck_assert_ptr_null(st_route_find("/v1/models/", "POST", &known, allow, sizeof(allow)));
+    ck_assert_ptr_null(st_route_find("/nope", "GET", &known, allow, sizeof(allow)));
+    ck_assert(!known);
+    r = st_route_find("/health", "GET", &known, allow, sizeof(allow));
+    ck_assert(!r->auth);
+    r = st_route_find("/metrics", "GET", &known, allow, sizeof(allow));
+    ck_assert(!r->auth);
+}
+END_TEST
+
+/* ---- metrics ------------------------------------------------------------ */
+
+static const char *line_of(const char *text, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, prefix, n) == 0)
+            return p;
+    return NULL;
+}
+
+static void expect_line(const char *text, const char *line)
+{
+    char want[256];
+    snprintf(want, sizeof(want), "%s\n", line);
+    ck_assert_msg(line_of(text, want) != NULL, "missing line: %s", line);
+}
+
+START_TEST(test_server_metrics_render)
+{
+    struct st_sched_stats ss;
+    struct st_pool_stats ps;
+    struct st_http_stats hs;
+    memset(&ss, 0, sizeof(ss));
+    memset(&ps, 0, sizeof(ps));
+    memset(&hs, 0, sizeof(hs));
+    ss.band[ST_BAND_BATCH].queue_depth = 3;
+    ss.band[ST_BAND_BATCH].oldest_wait_s = 1.5;
+    ss.band[ST_BAND_INTERACTIVE].dispatched = 9;
+    ss.band[ST_BAND_NORMAL].reorders_aging = 2;
+    ss.band[ST_BAND_NORMAL].reorders_affinity = 1;
+    ss.band[ST_BAND_NORMAL].give_ways = 4;
+    ss.band[ST_BAND_NORMAL].outcomes[ST_OUTCOME_CANCELLED] = 5;
+    ss.slots_idle = 2;
+    ss.slots_decoding = 6;
+    ss.waiting = 3;
+    ss.running = 6;
+    ss.shed = 1;
+    ps.prompt_tokens = 1000;
+    ps.generated_tokens = 77;
+    ps.kv_usage = 0.25;
+    ps.ttft[ST_BAND_NORMAL].n_bounds = 3;
+    ps.ttft[ST_BAND_NORMAL].bounds[0] = 0.1;
+    ps.ttft[ST_BAND_NORMAL].bounds[1] = 0.5;
+    ps.ttft[ST_BAND_NORMAL].bounds[2] = 1;
+    ps.ttft[ST_BAND_NORMAL].counts[0] = 1;
+    ps.ttft[ST_BAND_NORMAL].counts[1] = 2;
+    ps.ttft[ST_BAND_NORMAL].counts[3] = 1;   /* +Inf */
+    ps.ttft[ST_BAND_NORMAL].count = 4;
+    ps.ttft[ST_BAND_NORMAL].sum = 3.25;
+    hs.responses[0] = 11;   /* 200 */
+
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_metrics_render(&b, &ss, &ps, &hs), ST_OK);
+    const char *t = b.data;
+    expect_line(t, "# TYPE llamaswap_scheduler_queue_depth gauge");
+    expect_line(t, "llamaswap_scheduler_queue_depth{band=\"batch\"} 3");
+    expect_line(t, "llamaswap_scheduler_queue_depth{band=\"interactive\"} 0");
+    expect_line(t, "llamaswap_scheduler_queue_oldest_wait_seconds{band=\"batch\"} 1.5");
+    expect_line(t, "# TYPE llamaswap_scheduler_dispatched_total counter");
+    expect_line(t, "llamaswap_scheduler_dispatched_total{band=\"interactive\"} 9");
+    expect_line(t, "llamaswap_scheduler_reorders_total{band=\"normal\",term=\"aging\"} 2");
+    expect_line(t, "llamaswap_scheduler_reorders_total{band=\"normal\",term=\"swap_affinity\"} 1");
+    expect_line(t, "llamaswap_scheduler_reorders_total{band=\"batch\",term=\"aging\"} 0");
+    expect_line(t, "strata_slots{state=\"idle\"} 2");
+    expect_line(t, "strata_slots{state=\"decoding\"} 6");
+    expect_line(t, "strata_slots{state=\"parked\"} 0");
+    expect_line(t, "strata_give_ways_total{band=\"normal\"} 4");
+    expect_line(t, "strata_requests_total{band=\"normal\",outcome=\"cancelled\"} 5");
+    expect_line(t, "strata_requests_total{band=\"batch\",outcome=\"rejected\"} 0");
+    expect_line(t, "strata_queue_full_total 1");
+    expect_line(t, "strata_prompt_tokens_total 1000");
+    expect_line(t, "strata_generated_tokens_total 77");
+    expect_line(t, "# TYPE strata_time_to_first_token_seconds histogram");
+    expect_line(t, "strata_time_to_first_token_seconds_bucket{band=\"normal\",le=\"0.1\"} 1");
+    expect_line(t, "strata_time_to_first_token_seconds_bucket{band=\"normal\",le=\"0.5\"} 3");
+    expect_line(t, "strata_time_to_first_token_seconds_bucket{band=\"normal\",le=\"1\"} 3");
+    expect_line(t, "strata_time_to_first_token_seconds_bucket{band=\"normal\",le=\"+Inf\"} 4");
+    expect_line(t, "strata_time_to_first_token_seconds_sum{band=\"normal\"} 3.25");
+    expect_line(t, "strata_time_to_first_token_seconds_count{band=\"normal\"} 4");
+    expect_line(t, "strata_inter_token_latency_seconds_count{band=\"batch\"} 0");
+    expect_line(t, "strata_http_responses_total{code=\"200\"} 11");
+    expect_line(t, "strata_http_responses_total{code=\"other\"} 0");
+    expect_line(t, "vllm:num_requests_waiting 3");
+    expect_line(t, "vllm:num_requests_running 6");
+    expect_line(t, "vllm:kv_cache_usage_perc 0.25");
+    /* every sample's family has HELP and TYPE before it */
+    for (const char *p = t; *p; p = strchr(p, '\n') + 1) {
+        if (*p == '#')
+            continue;
+        char name[128];
+        size_t n = strcspn(p, "{ ");
+        ck_assert(n < sizeof(name));
+        memcpy(name, p, n);
+        name[n] = '\0';
+        /* a histogram's samples carry _bucket/_sum/_count after the family name */
+        static const char *const sfx[] = { "_bucket", "_sum", "_count" };
+        for (size_t k = 0; k < ST_ARRAY_LEN(sfx); k++) {
+            size_t nl = strlen(name), sl = strlen(sfx[k]);
+            if (nl > sl && strcmp(name + nl - sl, sfx[k]) == 0) {
+                char type[200];
+                snprintf(type, sizeof(type), "# TYPE %.*s histogram\n", (int)(nl - sl), name);
+                if (strstr(t, type))
+                    name[nl - sl] = '\0';
+            }
+        }
+        char help[160];
+        snprintf(help, sizeof(help), "# HELP %s ", name);
+        ck_assert_msg(strstr(t, help) != NULL, "no HELP for %s", name);
+    }
+    st_buf_fini(&b);
+}
+END_TEST
+
+static Suite *server_suite(void)
+{
+    Suite *s = suite_create("server");
+    TCase *req = tcase_create("request");
+    tcase_add_test(req, test_server_parse_chat_every_field);
+    tcase_add_test(req, test_server_parse_defaults_and_nulls);
+    tcase_add_test(req, test_server_parse_priority_values);
+    tcase_add_test(req, test_server_parse_prompt_forms);
+    tcase_add_test(req, test_server_parse_type_errors);
+    tcase_add_test(req, test_server_parse_text_requests);
+    suite_add_tcase(s, req);
+    TCase *out = tcase_create("response");
+    tcase_add_test(out, test_server_json_str_sanitises_utf8);
+    tcase_add_test(out, test_server_sse_framing);
+    tcase_add_test(out, test_server_chunks_chat);
+    tcase_add_test(out, test_server_chunks_usage_and_completions);
+    tcase_add_test(out, test_server_logprobs_shapes);
+    suite_add_tcase(s, out);
+    TCase *err = tcase_create("errors");
+    tcase_add_test(err, test_server_errors_map_every_status);
+    tcase_add_test(err, test_server_errors_body_shape);
+    tcase_add_test(err, test_server_auth_bearer);
+    tcase_add_test(err, test_server_request_ids);
+    tcase_add_test(err, test_server_routes);
+    suite_add_tcase(s, err);
+    TCase *met = tcase_create("metrics");
+    tcase_add_test(met, test_server_metrics_render);
+    suite_add_tcase(s, met);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(server_suite(), CK_FORK);
+}
