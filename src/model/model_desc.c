@@ -54,7 +54,7 @@ static enum st_status key_int(struct ctx *c, const char *suffix, bool required, 
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' is %s, expected an integer",
                           key, st_gguf_type_name(st_gguf_kv_type(kv)));
     }
-    if (v < 0 || v > (INT64_C(1) << 40))
+    if (v < 0 || v > INT32_MAX)      /* keeps every product of two counts within int64 */
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' = %lld is out of range",
                           key, (long long)v);
     *out = v;
@@ -116,6 +116,9 @@ static enum st_status read_counts(struct ctx *c, struct st_hparams *hp)
                           "model: embedding_length %lld, head_count %lld, block_count %lld "
                           "(nextn %lld) are not usable", (long long)hp->n_embd,
                           (long long)hp->n_head, (long long)block_count, (long long)hp->n_nextn);
+    if (block_count > st_gguf_n_tensors(c->g))   /* bounds the layer table by the file */
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: block_count %lld but only %lld tensors",
+                          (long long)block_count, (long long)st_gguf_n_tensors(c->g));
     hp->n_layer = block_count - hp->n_nextn;
     rc = key_int(c, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv);
     if (rc == ST_OK) rc = key_int(c, "attention.key_length", false, hp->n_embd / hp->n_head, &hp->head_dim_k);

@@ -45,8 +45,8 @@ const struct st_api_key *st_auth_find(const struct st_api_key *keys, size_t n_ke
     while (len && (k[len - 1] == ' ' || k[len - 1] == '\t'))
         len--;
     const struct st_api_key *found = NULL;
-    for (size_t i = 0; i < n_keys; i++)   /* no early exit: same work for every key */
-        if (keys[i].key && key_eq(k, len, keys[i].key) && !found)
+    for (size_t i = 0; i < n_keys; i++)   /* no early exit: same work for every key; an empty key never matches */
+        if (keys[i].key && keys[i].key[0] && key_eq(k, len, keys[i].key) && !found)
             found = &keys[i];
     return found;
 }

@@ -164,9 +164,9 @@ static void rmsnorm(float *out, const float *x, const float *g, int64_t n, float
     double ss = 0;
     for (int64_t i = 0; i < n; i++)
         ss += (double)x[i] * x[i];
-    double scale = 1.0 / sqrt(ss / (double)n + eps);
+    float scale = 1.0f / sqrtf((float)(ss / (double)n) + eps);
     for (int64_t i = 0; i < n; i++)
-        out[i] = (float)(x[i] * scale * g[i]);
+        out[i] = x[i] * scale * g[i];
 }
 
 /* Rotate each head's pairs: NEOX (i, i + n_rot/2) or adjacent (2i, 2i+1). */

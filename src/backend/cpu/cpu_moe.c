@@ -57,7 +57,7 @@ enum st_status cpu_op_moe_route(struct st_backend *be, ST_T sel, ST_T weights, S
 {
     struct cpu_backend *cb = (struct cpu_backend *)be;
     int64_t n = x->ne[1], n_exp = router->ne[1], k = sel->ne[0];
-    /* logits and the softmax buffer live after the matmul's own scratch use */
+    /* not in the scratch: the router matmul quantizes x there */
     float *logits = malloc((size_t)(n * n_exp + n_exp) * sizeof(float));
     enum st_status rc;
 

@@ -1,0 +1,111 @@
+/* fuzz_oai_request.c -- libFuzzer on what a client controls in a request:
+ * the JSON bodies (chat, completions, tokenize, detokenize, apply-template),
+ * the X-LlamaSwap-Priority header, the Authorization header and the
+ * X-Request-Id header.
+ *
+ * Input layout: byte 0 picks the target (mod 7), the rest is the text.
+ * Besides "no crash, no leak, no UB" it checks the parser's contract: a
+ * rejected body names a 400 with a message, an accepted one has every
+ * field in range and hands out JSON that parses.
+ */
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_json(const char *s)
+{
+    if (!s)
+        return;
+    cJSON *j = cJSON_Parse(s);
+    if (!j)
+        abort();   /* we handed the engine JSON that does not parse */
+    cJSON_Delete(j);
+}
+
+static void fuzz_body(enum st_oai_kind kind, const char *body, size_t len)
+{
+    struct st_oai_request r;
+    struct st_api_error e;
+    memset(&e, 0, sizeof(e));
+    enum st_status rc = st_oai_parse(kind, body, len, &r, &e);
+    if (rc != ST_OK) {
+        if (e.message[0] == '\0' || (rc != ST_ERR_NOMEM && st_api_error_http(&e) != 400))
+            abort();
+    } else {
+        if (r.n < 1 || r.n > ST_OAI_MAX_N || r.params.n_stop < 0 || r.params.n_stop > ST_MAX_STOP)
+            abort();
+        if (r.params.max_tokens < -1 || r.params.top_logprobs < 0 ||
+            r.params.top_logprobs > ST_MAX_TOP_LOGPROBS)
+            abort();
+        if (kind == ST_OAI_CHAT && !r.messages_json)
+            abort();
+        if (kind == ST_OAI_COMPLETION && (r.n_prompts < 1 || !r.prompts))
+            abort();
+        for (int32_t i = 0; i < r.params.n_stop; i++)
+            if (!r.params.stop[i] || !r.params.stop[i][0])
+                abort();
+        check_json(r.messages_json);
+        check_json(r.tools_json);
+        check_json(r.kwargs_json);
+    }
+    st_oai_request_fini(&r);
+}
+
+static void fuzz_text(enum st_oai_text_kind kind, const char *body, size_t len)
+{
+    struct st_oai_text_request r;
+    struct st_api_error e;
+    enum st_status rc = st_oai_parse_text(kind, body, len, &r, &e);
+    if (rc == ST_OK) {
+        check_json(r.messages_json);
+        if (kind == ST_OAI_TOKENIZE && !r.content)
+            abort();
+        st_oai_text_request_fini(&r);
+    }
+}
+
+static void fuzz_headers(const char *s, size_t len)
+{
+    int32_t p = 0;
+    bool alias = false;
+    (void)st_priority_parse_header((struct st_str){ s, len }, &p);
+    (void)st_priority_parse_header_ex((struct st_str){ s, len }, &p, &alias);
+    /* NUL-terminated copies for the C-string APIs */
+    char *z = malloc(len + 1);
+    if (!z)
+        return;
+    memcpy(z, s, len);
+    z[len] = '\0';
+    struct st_api_key keys[2] = { { "a", "k1", false, 0, false, 0 },
+                                  { "b", "", false, 0, false, 0 } };
+    const struct st_api_key *k = st_auth_find(keys, 2, z);
+    if (k && strlen(z) < 8)
+        abort();   /* "Bearer " plus a key is at least 8 bytes */
+    char id[48];
+    st_request_id_pick(z, id, sizeof(id));
+    if (!st_request_id_sane(id))
+        abort();
+    free(z);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    const char *s = (const char *)data + 1;
+    size_t n = size - 1;
+    switch (data[0] % 7) {
+    case 0: fuzz_body(ST_OAI_CHAT, s, n); break;
+    case 1: fuzz_body(ST_OAI_COMPLETION, s, n); break;
+    case 2: fuzz_text(ST_OAI_TOKENIZE, s, n); break;
+    case 3: fuzz_text(ST_OAI_DETOKENIZE, s, n); break;
+    case 4: fuzz_text(ST_OAI_APPLY_TEMPLATE, s, n); break;
+    default: fuzz_headers(s, n); break;
+    }
+    return 0;
+}
