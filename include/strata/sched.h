@@ -190,9 +190,10 @@ typedef void st_sched_notify_fn(void *ctx);
 void st_sched_set_notify(struct st_sched *s, st_sched_notify_fn *fn, void *ctx);
 
 /* Register an engine with 'n_slots' slots that currently has 'model'
- * loaded (-1: none). Returns its index (0, 1, ...). Call before traffic. */
+ * loaded (-1: none). Returns its index (0, 1, ...). Call before traffic.
+ * Returns -1 when n_slots is outside 1..ST_SCHED_MAX_SLOTS or model is
+ * outside -1..ST_SCHED_MAX_MODELS-1. Thread: any. */
 int32_t st_sched_add_engine(struct st_sched *s, int32_t n_slots, int32_t model);
-/* (added) -1 when n_slots is outside 1..ST_SCHED_MAX_SLOTS or model < -1. */
 #define ST_SCHED_MAX_SLOTS  4096
 #define ST_SCHED_MAX_MODELS 1024   /* job->model and engine models are 0..this-1 */
 
@@ -232,11 +233,16 @@ struct st_sched_job *st_sched_admit(struct st_sched *s, int32_t engine, int32_t 
  * or, if none, the best slot-holder with prompt left (after_epoch rules).
  * At a give-way boundary of the holder this decides give-way (section 4.3)
  * and may return another job (the old holder is then PARKED). NULL: no
- * prompt to read on this engine. */
+ * prompt to read on this engine. If the best candidate is a waiting job
+ * that could take a free slot now (it arrived after this step's admits),
+ * the holder keeps the lines for one more chunk and the check stays due
+ * until the next step's admit has put that job in a slot. */
 struct st_sched_job *st_sched_lines(struct st_sched *s, int32_t engine);
 
 /* The holder read 'n' more prompt tokens. When its prompt is fully read,
- * it becomes DECODING and the lines are free. */
+ * it becomes DECODING and the lines are free. Progress of a slot-holder
+ * that does not hold the lines is accepted too (logged at debug level);
+ * for a job without prompt to read it is ignored with a warning. */
 void st_sched_read_progress(struct st_sched *s, struct st_sched_job *job, int64_t n);
 
 /* Timing for the activity record, reported when the job ends. */

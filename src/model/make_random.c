@@ -75,6 +75,40 @@ static void rand_q4_k(uint64_t *s, struct st_block_q4_k *b, float sigma, int nma
     rbytes(s, b->qs, sizeof(b->qs));
 }
 
+static void rand_iq3_s(uint64_t *s, struct st_block_iq3_s *b, float sigma, float rms)
+{
+    rbytes(s, b->qs, sizeof(b->qs));
+    rbytes(s, b->qh, sizeof(b->qh));
+    rbytes(s, b->signs, sizeof(b->signs));
+    for (int j = 0; j < 4; j++)                     /* s in 4..15: 1+2s in 9..31 */
+        b->scales[j] = (uint8_t)(rint_(s, 4, 15) | rint_(s, 4, 15) << 4);
+    b->d = st_f32_to_fp16(sigma / (rms * 20.f));
+}
+
+static void rand_iq3_xxs(uint64_t *s, struct st_block_iq3_xxs *b, float sigma, float rms)
+{
+    rbytes(s, b->qs, 64);
+    for (int ib = 0; ib < 8; ib++) {                /* 4 x 7 sign bits + 4-bit scale 4..15 */
+        uint32_t a = (uint32_t)(st_mm_rand(s) >> 36) | (uint32_t)rint_(s, 4, 15) << 28;
+        for (int k = 0; k < 4; k++)
+            b->qs[64 + 4 * ib + k] = (uint8_t)(a >> (8 * k));
+    }
+    b->d = st_f32_to_fp16(sigma / (rms * 5.0f));
+}
+
+static void rand_iq4_xs(uint64_t *s, struct st_block_iq4_xs *b, float sigma)
+{
+    b->scales_h = 0;
+    memset(b->scales_l, 0, sizeof(b->scales_l));
+    for (int ib = 0; ib < 8; ib++) {                /* ls in 40..63: ls - 32 in 8..31 */
+        int ls = rint_(s, 40, 63);
+        b->scales_l[ib / 2] |= (uint8_t)((ls & 0xf) << (4 * (ib & 1)));
+        b->scales_h |= (uint16_t)((ls >> 4) << (2 * ib));
+    }
+    rbytes(s, b->qs, sizeof(b->qs));
+    b->d = st_f32_to_fp16(sigma / (64.f * 19.5f));
+}
+
 struct grids {
     float rms_iq3s, rms_iq3xxs;                     /* rms magnitude of each grid */
 };
@@ -119,40 +153,15 @@ static void rand_block(uint64_t *s, enum st_dtype t, void *blk, float sigma,
         b->d = st_f32_to_fp16(sigma / (18.47f * 79.5f));
         break;
     }
-    case ST_DTYPE_IQ3_S: {
-        struct st_block_iq3_s *b = blk;
-        rbytes(s, b->qs, sizeof(b->qs));
-        rbytes(s, b->qh, sizeof(b->qh));
-        rbytes(s, b->signs, sizeof(b->signs));
-        for (int j = 0; j < 4; j++)                 /* s in 4..15: 1+2s in 9..31 */
-            b->scales[j] = (uint8_t)(rint_(s, 4, 15) | rint_(s, 4, 15) << 4);
-        b->d = st_f32_to_fp16(sigma / (g->rms_iq3s * 20.f));
+    case ST_DTYPE_IQ3_S:
+        rand_iq3_s(s, blk, sigma, g->rms_iq3s);
         break;
-    }
-    case ST_DTYPE_IQ3_XXS: {
-        struct st_block_iq3_xxs *b = blk;
-        rbytes(s, b->qs, 64);
-        for (int ib = 0; ib < 8; ib++) {            /* 4 x 7 sign bits + 4-bit scale 4..15 */
-            uint32_t a = (uint32_t)(st_mm_rand(s) >> 36) | (uint32_t)rint_(s, 4, 15) << 28;
-            for (int k = 0; k < 4; k++)
-                b->qs[64 + 4 * ib + k] = (uint8_t)(a >> (8 * k));
-        }
-        b->d = st_f32_to_fp16(sigma / (g->rms_iq3xxs * 5.0f));
+    case ST_DTYPE_IQ3_XXS:
+        rand_iq3_xxs(s, blk, sigma, g->rms_iq3xxs);
         break;
-    }
-    case ST_DTYPE_IQ4_XS: {
-        struct st_block_iq4_xs *b = blk;
-        b->scales_h = 0;
-        memset(b->scales_l, 0, sizeof(b->scales_l));
-        for (int ib = 0; ib < 8; ib++) {            /* ls in 40..63: ls - 32 in 8..31 */
-            int ls = rint_(s, 40, 63);
-            b->scales_l[ib / 2] |= (uint8_t)((ls & 0xf) << (4 * (ib & 1)));
-            b->scales_h |= (uint16_t)((ls >> 4) << (2 * ib));
-        }
-        rbytes(s, b->qs, sizeof(b->qs));
-        b->d = st_f32_to_fp16(sigma / (64.f * 19.5f));
+    case ST_DTYPE_IQ4_XS:
+        rand_iq4_xs(s, blk, sigma);
         break;
-    }
     default:
         break;
     }

@@ -8,6 +8,8 @@
  *   lines.c   the control lines, give-way, read progress
  *   stats.c   counters, the stats snapshot, the activity ring, the dispatch log line
  *   intake.c  priority intake (header, body, resolve), bands and names
+ *   models.c  several models: per-engine denied models and usable slots,
+ *             draining a model that failed to load, load times in activity
  *
  * Ordering. A waiting job's rank is its key, then its arrival number: a
  * larger key ranks better, and for equal keys the smaller seq does. Under
@@ -55,6 +57,10 @@ struct st_sched_engine {
     uint64_t epoch;                  /* +1 each time a job takes the lines */
     struct st_sched_job *holder;     /* the lines; NULL when free */
     struct st_sched_job **slots;     /* [n_slots], owned array; entries borrowed */
+    /* (added, multi-model: models.c) */
+    int32_t n_usable;                /* slots the loaded model may fill, 1..n_slots */
+    uint64_t deny[ST_SCHED_MAX_MODELS / 64];   /* bit m: never give this engine model m's
+                                                * jobs (pinned elsewhere, failed to load) */
 };
 
 struct st_sched_model {
@@ -175,6 +181,11 @@ void st_sched_activity_finish(struct st_sched *s, const struct st_sched_job *j,
 void st_sched_dispatch_line_fill(const struct st_sched_job *j, struct st_sched_dispatch_line *l);
 /* Log it (no lock needed: call after unlocking). */
 void st_sched_dispatch_line_log(const struct st_sched_dispatch_line *l);
+
+/* ---- models.c -------------------------------------------------------- */
+
+/* May 'e' serve jobs of 'model' (not denied)? */
+bool st_sched_engine_serves(const struct st_sched_engine *e, int32_t model);
 
 /* ---- invariants (tests) ---------------------------------------------- */
 

@@ -130,6 +130,7 @@ int32_t st_sched_add_engine(struct st_sched *s, int32_t n_slots, int32_t model)
     struct st_sched_engine *e = &s->engines[idx];
     memset(e, 0, sizeof(*e));
     e->n_slots = n_slots;
+    e->n_usable = n_slots;
     e->model = model;
     e->allow_swap = true;
     e->slots = st_xcalloc((size_t)n_slots, sizeof(*e->slots));
@@ -299,6 +300,7 @@ static void grant(struct st_sched *s, int32_t idx, int32_t slot, const struct st
         b->st.reorders_aging++;
     if (p->no_affinity != j)
         b->st.reorders_affinity++;
+    int32_t from = e->model;
     j->swapped = j->model != e->model;
     if (j->swapped)
         e->model = j->model;
@@ -313,6 +315,9 @@ static void grant(struct st_sched *s, int32_t idx, int32_t slot, const struct st
     st_sched_set_state(s, j, ST_JOB_ADMITTED);
     b->st.dispatched++;
     st_sched_activity_dispatch(s, j);
+    struct st_activity *a = st_sched_activity_of(s, j);
+    if (a)
+        a->swap_from = j->swapped ? from : j->model;
 }
 
 struct st_sched_job *st_sched_admit(struct st_sched *s, int32_t engine, int32_t slot)

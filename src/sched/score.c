@@ -59,7 +59,7 @@ bool st_sched_ranks_before(double a_key, uint64_t a_seq, double b_key, uint64_t 
 
 bool st_sched_engine_can_admit(const struct st_sched *s, const struct st_sched_engine *e)
 {
-    return e->n_busy < e->n_slots && (s->cfg.batch || e->n_busy == 0);
+    return e->n_busy < e->n_usable && (s->cfg.batch || e->n_busy == 0);
 }
 
 static void consider(struct st_sched_job **best, double *best_rank, struct st_sched_job *j,
@@ -101,6 +101,8 @@ void st_sched_pick_for(const struct st_sched *s, const struct st_sched_engine *e
         return;
     for (int32_t m = lo; m < hi; m++) {
         const struct st_sched_model *mq = &s->models[m];
+        if (!st_sched_engine_serves(e, m))
+            continue;   /* pinned to other engines, or failed to load here */
         struct st_sched_job *top = st_sched_job_of_score(st_sched_tree_max(mq->by_score));
         if (!top)
             continue;

@@ -275,6 +275,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- the daemon -------------------------------------------------------- */
 
+/* libmicrohttpd's messages, through our log (printf-style: 'fmt' is MHD's). */
+static void mhd_log(void *cls, const char *fmt, va_list ap) ST_PRINTF(2, 0);
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];

@@ -12,13 +12,19 @@ src=${2:-$(cd "$(dirname "$0")/../.." && pwd)}
 tmp=$(mktemp -d)
 pid=
 cleanup() {
-    [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    if [ -n "$pid" ]; then
+        kill -TERM "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    fi
     rm -rf "$tmp"
 }
 trap cleanup EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok:   $*"; }
+check() {   # check NAME CONDITION_EXIT_STATUS DETAIL
+    if [ "$2" -eq 0 ]; then pass "$1"; else fail "$1: $3"; fi
+}
 
 "$bin" serve --host 127.0.0.1 --port 0 --backend sim --sim-decode-tps 1000 >"$tmp/log" 2>&1 &
 pid=$!
@@ -45,42 +51,38 @@ else
     out=$(bash -c "$readme_cmd -sS -w '\n%{http_code}'" 2>&1)
     code=$(tail -n1 <<<"$out")
     body=$(head -n -1 <<<"$out")
-    if [ "$code" = 200 ] && grep -q '"object":"chat.completion"' <<<"$body" &&
-       grep -q '"finish_reason":"' <<<"$body"; then
-        pass "README curl example"
-    else
-        fail "README curl example: HTTP $code: $body"
-    fi
+    grep -q '"object":"chat.completion"' <<<"$body" && grep -q '"finish_reason":"' <<<"$body"
+    ok=$?
+    [ "$code" = 200 ] || ok=1
+    check "README curl example" "$ok" "HTTP $code: $body"
 fi
 
 # 2. streaming with curl -N: data lines, [DONE] last
 curl -sS -N "$base/v1/chat/completions" -H 'Content-Type: application/json' \
     -d '{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true}' >"$tmp/sse"
-if [ "$(grep -c '^data: ' "$tmp/sse")" -ge 5 ] && [ "$(grep -v '^$' "$tmp/sse" | tail -n1)" = "data: [DONE]" ]; then
-    pass "curl -N stream"
-else
-    fail "curl -N stream: $(cat "$tmp/sse")"
-fi
+[ "$(grep -c '^data: ' "$tmp/sse")" -ge 5 ] && [ "$(grep -v '^$' "$tmp/sse" | tail -n1)" = "data: [DONE]" ]
+check "curl -N stream" $? "$(cat "$tmp/sse")"
 
 # 3. x-request-id on every response, errors in the OpenAI shape
 hdr=$(curl -sS -D - -o "$tmp/body" "$base/v1/nope")
 grep -qi '^x-request-id: req-' <<<"$hdr" && grep -q '^HTTP/1.1 404' <<<"$hdr" &&
-    grep -q '"error":{"message":' "$tmp/body" && pass "404 with x-request-id" ||
-    fail "404: $hdr $(cat "$tmp/body")"
+    grep -q '"error":{"message":' "$tmp/body"
+check "404 with x-request-id" $? "$hdr $(cat "$tmp/body")"
 code=$(curl -sS -o "$tmp/body" -w '%{http_code}' "$base/v1/chat/completions" -d '{"messages":[]}')
-[ "$code" = 400 ] && grep -q '"param":"messages"' "$tmp/body" && pass "400 names the param" ||
-    fail "400: $code $(cat "$tmp/body")"
+[ "$code" = 400 ] && grep -q '"param":"messages"' "$tmp/body"
+check "400 names the param" $? "$code $(cat "$tmp/body")"
 
 # 4. /metrics and /health
-curl -sS "$base/metrics" | grep -q '^llamaswap_scheduler_queue_depth{band="batch"} 0$' &&
-    pass "/metrics bands" || fail "/metrics"
-[ "$(curl -sS "$base/health")" = '{"status":"ok"}' ] && pass "/health" || fail "/health"
+curl -sS "$base/metrics" | grep -q '^llamaswap_scheduler_queue_depth{band="batch"} 0$'
+check "/metrics bands" $? "no batch queue depth sample"
+[ "$(curl -sS "$base/health")" = '{"status":"ok"}' ]
+check "/health" $? "not ok"
 
 kill -TERM "$pid"
 wait "$pid"
 status=$?
 pid=
-[ "$status" -eq 0 ] && pass "SIGTERM -> exit 0" || fail "exit status $status after SIGTERM"
+check "SIGTERM -> exit 0" "$status" "exit status $status"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all curl checks passed"

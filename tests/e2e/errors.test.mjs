@@ -80,14 +80,12 @@ describe('400, 404, 405 and 413', () => {
   });
 
   test('400: a prompt longer than the context (context_length_exceeded)', async () => {
-    const long = Array.from({ length: 5000 }, (_, i) => `w${i}`).join(' ');
     const big = await startServer(['--ctx-size', '64']);
     try {
       const r = await postJSON(big, '/v1/completions', { prompt: 'a '.repeat(100) });
       assertErrorShape(r, 400, 'invalid_request_error');
       assert.equal(r.json.error.code, 'context_length_exceeded');
     } finally { await big.stop(); }
-    assert.ok(long.length > 0);
   });
 
   test('404: unknown model (model_not_found) and unknown route', async () => {

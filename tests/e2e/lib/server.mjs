@@ -39,6 +39,8 @@ export async function startServer(args = [], { waitReady = true, timeoutMs = 150
       const [code, signal] = await exited;
       clearTimeout(t);
       if (signal === 'SIGKILL') throw new Error(`strata did not stop on SIGTERM:\n${log}`);
+      // a clean shutdown exits 0; under ASan a leak or error at exit does not
+      if (code !== 0) throw new Error(`strata exited ${code} (signal ${signal}) after SIGTERM:\n${log.slice(-4000)}`);
       return code;
     },
   };

@@ -1,0 +1,197 @@
+/* runner_model.c -- the runner that computes with a real model
+ * (include/strata/forward.h) on a backend ("cpu" now, "cuda" later).
+ *
+ * st_runner_model_new opens the GGUF and builds the text side at once (so
+ * the server can tokenize and render chats while the weights load);
+ * load() puts the weights on the backend and allocates the KV cache.
+ *
+ * A step's batch maps to rows: the READ sequence gives one row per token
+ * at positions pos .. pos+n-1 (logits for its last row only when it
+ * samples), every DECODE sequence one row. The KV of a slot is whatever
+ * was written at positions below its length; kv_truncate only lowers the
+ * length (attention never reads above a row's position, so nothing is
+ * cleared), and a forward refuses to read a slot at a position beyond
+ * its length, which would see stale or empty cache.
+ *
+ * Threads: see runner.h (text ops any thread, the rest the engine's).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner_model.h"
+#include "strata/log.h"
+
+static void model_free(struct st_runner *base)
+{
+    struct model_runner *r = (struct model_runner *)base;
+    st_model_free(r->model);
+    st_tok_free(r->tok);
+    free(r->backend);
+    free(r->kv_len);
+    free(r->row_tok);
+    free(r->row_slot);
+    free(r->row_pos);
+    free(r->out_rows);
+    free(r->out_seq);
+    free(r);
+}
+
+static enum st_status model_load(struct st_runner *base, const struct st_clock *clock,
+                                 st_runner_progress_fn *progress, void *ctx, struct st_err *err)
+{
+    struct model_runner *r = (struct model_runner *)base;
+    (void)clock;
+    struct st_model_params p = {
+        .backend = r->backend, .n_threads = r->n_threads, .n_slots = base->n_slots,
+        .n_ctx = base->n_ctx, .max_rows = r->ubatch + base->n_slots,
+        .max_out = base->n_slots + 1,
+    };
+    return st_model_load(r->model, &p, progress, ctx, err);
+}
+
+static void model_unload(struct st_runner *base)
+{
+    st_model_unload(((struct model_runner *)base)->model);
+}
+
+static int32_t model_n_vocab(const struct st_runner *base)
+{
+    const struct model_runner *r = (const struct model_runner *)base;
+    return (int32_t)st_model_hparams(r->model)->n_vocab;
+}
+
+/* Append the rows of seq q; note its logits row when it samples. */
+static enum st_status add_seq(struct model_runner *r, const struct st_runner_seq *q, int32_t i,
+                              int64_t *n, int64_t *n_out, struct st_err *err)
+{
+    const struct st_runner *b = &r->base;
+    if (q->slot < 0 || q->slot >= b->n_slots || q->n_tokens < 1 || q->pos < 0)
+        return st_err_set(err, ST_ERR_INTERNAL, "runner: bad sequence (slot %d, %lld tokens "
+                          "at %lld)", (int)q->slot, (long long)q->n_tokens, (long long)q->pos);
+    if (q->pos > r->kv_len[q->slot])
+        return st_err_set(err, ST_ERR_INTERNAL, "runner: slot %d read at position %lld but "
+                          "its cache holds %lld tokens", (int)q->slot, (long long)q->pos,
+                          (long long)r->kv_len[q->slot]);
+    if (q->pos + q->n_tokens > b->n_ctx)
+        return st_err_set(err, ST_ERR_TOO_LONG, "slot %d: %lld tokens at position %lld do not "
+                          "fit the context of %lld", (int)q->slot, (long long)q->n_tokens,
+                          (long long)q->pos, (long long)b->n_ctx);
+    if (*n + q->n_tokens > (int64_t)r->ubatch + b->n_slots)
+        return st_err_set(err, ST_ERR_INTERNAL, "runner: step of more than %lld rows",
+                          (long long)r->ubatch + b->n_slots);
+    for (int64_t t = 0; t < q->n_tokens; t++, (*n)++) {
+        r->row_tok[*n] = q->tokens[t];
+        r->row_slot[*n] = q->slot;
+        r->row_pos[*n] = q->pos + t;
+    }
+    if (q->sample) {
+        r->out_rows[*n_out] = *n - 1;
+        r->out_seq[(*n_out)++] = i;
+    }
+    return ST_OK;
+}
+
+static enum st_status model_forward(struct st_runner *base, const struct st_runner_batch *batch,
+                                    struct st_runner_out *out, struct st_err *err)
+{
+    struct model_runner *r = (struct model_runner *)base;
+    int64_t n = 0, n_out = 0;
+    if (batch->n_seqs > base->n_slots + 1)
+        return st_err_set(err, ST_ERR_INTERNAL, "runner: %d sequences for %d slots",
+                          (int)batch->n_seqs, (int)base->n_slots);
+    for (int32_t i = 0; i < batch->n_seqs; i++) {
+        enum st_status rc = add_seq(r, &batch->seqs[i], i, &n, &n_out, err);
+        if (rc != ST_OK)
+            return rc;
+    }
+    struct st_model_batch mb = { n, r->row_tok, r->row_slot, r->row_pos, n_out, r->out_rows };
+    const float *logits = NULL;
+    enum st_status rc = st_model_forward(r->model, &mb, &logits, err);
+    if (rc != ST_OK)
+        return rc;
+    int64_t nv = st_model_hparams(r->model)->n_vocab;
+    for (int64_t j = 0; j < n_out; j++) {
+        out->rows[r->out_seq[j]].logits = logits + j * nv;
+        out->rows[r->out_seq[j]].token = -1;
+    }
+    for (int32_t i = 0; i < batch->n_seqs; i++) {
+        const struct st_runner_seq *q = &batch->seqs[i];
+        r->kv_len[q->slot] = q->pos + q->n_tokens;
+    }
+    out->busy_ns = 0;
+    return ST_OK;
+}
+
+static void model_kv_truncate(struct st_runner *base, int32_t slot, int64_t n_tokens)
+{
+    struct model_runner *r = (struct model_runner *)base;
+    if (slot < 0 || slot >= base->n_slots)
+        return;
+    if (n_tokens < r->kv_len[slot])
+        r->kv_len[slot] = n_tokens < 0 ? 0 : n_tokens;
+}
+
+static const struct st_runner_ops model_ops = {
+    .name = "cpu",
+    .free = model_free,
+    .load = model_load,
+    .unload = model_unload,
+    .n_vocab = model_n_vocab,
+    .tokenize = st_runner_model_tokenize,
+    .detokenize = st_runner_model_detokenize,
+    .token_piece = st_runner_model_token_piece,
+    .is_eog = st_runner_model_is_eog,
+    .eog_ids = st_runner_model_eog_ids,
+    .apply_template = st_runner_model_apply_template,
+    .forward = model_forward,
+    .kv_truncate = model_kv_truncate,
+};
+
+static enum st_status alloc_rows(struct model_runner *r, struct st_err *err)
+{
+    size_t rows = (size_t)r->ubatch + (size_t)r->base.n_slots, slots = (size_t)r->base.n_slots;
+    r->kv_len = calloc(slots, sizeof(*r->kv_len));
+    r->row_tok = malloc(rows * sizeof(*r->row_tok));
+    r->row_slot = malloc(rows * sizeof(*r->row_slot));
+    r->row_pos = malloc(rows * sizeof(*r->row_pos));
+    r->out_rows = malloc((slots + 1) * sizeof(*r->out_rows));
+    r->out_seq = malloc((slots + 1) * sizeof(*r->out_seq));
+    if (!r->kv_len || !r->row_tok || !r->row_slot || !r->row_pos || !r->out_rows ||
+        !r->out_seq)
+        return st_err_set(err, ST_ERR_NOMEM, "no memory for a runner of %zu rows", rows);
+    return ST_OK;
+}
+
+enum st_status st_runner_model_new(const char *gguf_path, const char *backend_name,
+                                   int32_t n_threads, int32_t n_slots, int64_t n_ctx,
+                                   int32_t ubatch, struct st_runner **out, struct st_err *err)
+{
+    *out = NULL;
+    if (!gguf_path || n_slots < 1 || ubatch < 1 || n_threads < 0)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "model runner: needs a model path, >= 1 "
+                          "slot and ubatch >= 1 (got %d slots, ubatch %d)", (int)n_slots,
+                          (int)ubatch);
+    struct model_runner *r = calloc(1, sizeof(*r));
+    if (!r || !(r->backend = strdup(backend_name ? backend_name : "cpu"))) {
+        free(r);
+        return st_err_set(err, ST_ERR_NOMEM, "no memory for the model runner");
+    }
+    r->base.ops = &model_ops;
+    r->base.n_slots = n_slots;
+    r->n_threads = n_threads;
+    r->ubatch = ubatch;
+    enum st_status rc = st_model_open(gguf_path, &r->model, err);
+    if (rc == ST_OK) {
+        const struct st_hparams *hp = st_model_hparams(r->model);
+        r->base.n_ctx = n_ctx > 0 ? n_ctx : ST_MIN(ST_MAX(hp->n_ctx_train, 1), 4096);
+        rc = alloc_rows(r, err);
+    }
+    if (rc == ST_OK)
+        rc = st_runner_model_text_init(r, err);
+    if (rc != ST_OK) {
+        model_free(&r->base);
+        return rc;
+    }
+    *out = &r->base;
+    return ST_OK;
+}

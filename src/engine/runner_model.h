@@ -1,0 +1,47 @@
+/* runner_model.h -- private to the model runner (runner_model.c, the
+ * compute side; runner_model_text.c, the text side built from the GGUF).
+ */
+#ifndef STRATA_ENGINE_RUNNER_MODEL_H
+#define STRATA_ENGINE_RUNNER_MODEL_H
+
+#include "runner.h"
+#include "strata/chat.h"
+#include "strata/forward.h"
+#include "strata/tokenizer.h"
+
+struct model_runner {
+    struct st_runner   base;         /* must be first */
+    struct st_model   *model;        /* owned; opened at new, loaded by load */
+    struct st_tok     *tok;          /* owned; read-only after new (any thread) */
+    struct st_chat_tmpl tmpl;        /* read-only after new */
+    char              *backend;      /* owned backend name */
+    int32_t            n_threads;
+    int32_t            ubatch;       /* tokens of one READ chunk */
+    int64_t           *kv_len;       /* [n_slots]: tokens in each slot's cache */
+    /* one step's rows, sized ubatch + n_slots (engine thread only) */
+    int32_t           *row_tok, *row_slot;
+    int64_t           *row_pos, *out_rows;
+    int32_t           *out_seq;      /* [n_slots + 1]: seq index of each logits row */
+};
+
+/* Build the tokenizer and chat template from the tokenizer.* keys of the
+ * model's GGUF (ENGINE.md 5.1). ST_ERR_BAD_MODEL when the keys are missing
+ * or malformed. */
+enum st_status st_runner_model_text_init(struct model_runner *r, struct st_err *err);
+
+/* runner ops of the text side (runner_model_text.c) */
+enum st_status st_runner_model_tokenize(const struct st_runner *r, const char *text, size_t len,
+                                        bool add_special, bool parse_special, int32_t **ids,
+                                        size_t *n_ids, struct st_err *err);
+enum st_status st_runner_model_detokenize(const struct st_runner *r, const int32_t *ids,
+                                          size_t n_ids, char **text, struct st_err *err);
+size_t st_runner_model_token_piece(const struct st_runner *r, int32_t token, char *buf,
+                                   size_t cap);
+bool st_runner_model_is_eog(const struct st_runner *r, int32_t token);
+size_t st_runner_model_eog_ids(const struct st_runner *r, const int32_t **ids);
+enum st_status st_runner_model_apply_template(const struct st_runner *r,
+                                              const char *messages_json,
+                                              const char *tools_json, const char *kwargs_json,
+                                              bool add_gen, char **prompt, struct st_err *err);
+
+#endif /* STRATA_ENGINE_RUNNER_MODEL_H */

@@ -1,0 +1,224 @@
+/* test_runner_model.c -- the model runner (src/engine/runner_model.c) on a
+ * make-model tiny file: its text side (tokenize/detokenize round trip,
+ * pieces, end of generation, the chat template from the GGUF) and its
+ * forward through the runner API (a READ chunk then DECODE rows, logits
+ * equal to the model's own forward, prefix rollback, refused reads).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner.h"
+#include "strata/forward.h"
+#include "strata/make_model.h"
+#include "support.h"
+
+static char dir[256], path[320];
+static struct st_runner *r;
+
+static void setup(void)
+{
+    support_tmpdir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/tiny.gguf", dir);
+    struct st_make_model_opts o = { .out_path = path, .preset = "tiny", .quant = "q8_0",
+                                    .seed = 1 };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "%s", err.msg);
+    ck_assert_msg(st_runner_model_new(path, "cpu", 2, 2, 128, 16, &r, &err) == ST_OK, "%s",
+                  err.msg);
+}
+
+static void teardown(void)
+{
+    st_runner_free(r);
+    r = NULL;
+    support_rmtree(dir);
+}
+
+static void load(void)
+{
+    struct st_err err = { 0 };
+    ck_assert_msg(st_runner_load(r, NULL, NULL, NULL, &err) == ST_OK, "%s", err.msg);
+}
+
+START_TEST(test_runner_model_tokenize_round_trip)
+{
+    static const char text[] = "Hello world, this is a test of the runner: 123 caf\xc3\xa9!";
+    int32_t *ids = NULL;
+    size_t n = 0;
+    char *back = NULL;
+    struct st_err err = { 0 };
+    ck_assert(st_runner_tokenize(r, text, strlen(text), false, false, &ids, &n, &err) == ST_OK);
+    ck_assert_uint_gt(n, 3);
+    ck_assert_uint_lt(n, strlen(text));   /* merges happened: fewer tokens than bytes */
+    for (size_t i = 0; i < n; i++)
+        ck_assert(ids[i] >= 0 && ids[i] < st_runner_n_vocab(r));
+    ck_assert(st_runner_detokenize(r, ids, n, &back, &err) == ST_OK);
+    ck_assert_str_eq(back, text);
+    /* pieces concatenate to the text too */
+    char joined[256] = "", piece[64];
+    for (size_t i = 0; i < n; i++) {
+        size_t len = st_runner_token_piece(r, ids[i], piece, sizeof(piece));
+        ck_assert_uint_lt(len, sizeof(piece));
+        strncat(joined, piece, len);
+    }
+    ck_assert_str_eq(joined, text);
+    free(ids);
+    free(back);
+}
+END_TEST
+
+START_TEST(test_runner_model_special_tokens)
+{
+    int32_t *ids = NULL;
+    size_t n = 0;
+    struct st_err err = { 0 };
+    ck_assert(st_runner_tokenize(r, "<|im_end|>", 10, false, true, &ids, &n, &err) == ST_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(st_runner_is_eog(r, ids[0]));
+    const int32_t *eog = NULL;
+    size_t n_eog = st_runner_eog_ids(r, &eog);
+    bool found = false;
+    for (size_t i = 0; i < n_eog; i++)
+        found |= eog[i] == ids[0];
+    ck_assert(found);
+    char piece[32];
+    ck_assert_uint_eq(st_runner_token_piece(r, ids[0], piece, sizeof(piece)), 0);   /* control */
+    free(ids);
+    ck_assert(st_runner_tokenize(r, "hi", 2, false, false, &ids, &n, &err) == ST_OK);
+    ck_assert(!st_runner_is_eog(r, ids[0]));
+    free(ids);
+}
+END_TEST
+
+START_TEST(test_runner_model_chat_template)
+{
+    char *prompt = NULL;
+    struct st_err err = { 0 };
+    const char *msgs = "[{\"role\":\"system\",\"content\":\"Be brief.\"},"
+                       "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hi \"},"
+                       "{\"type\":\"text\",\"text\":\"there\"}]}]";
+    ck_assert_msg(st_runner_apply_template(r, msgs, NULL, NULL, true, &prompt, &err) == ST_OK,
+                  "%s", err.msg);
+    ck_assert_str_eq(prompt, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n"
+                             "Hi there<|im_end|>\n<|im_start|>assistant\n");
+    free(prompt);
+    ck_assert_int_eq(st_runner_apply_template(r, "{}", NULL, NULL, true, &prompt, &err),
+                     ST_ERR_INVALID);
+    ck_assert_int_eq(st_runner_apply_template(r, "[{\"content\":\"x\"}]", NULL, NULL, true,
+                                              &prompt, &err), ST_ERR_INVALID);
+}
+END_TEST
+
+/* A READ of the prompt then two DECODE rows, against st_model_forward on a
+ * second instance of the same file. */
+START_TEST(test_runner_model_forward_matches_model)
+{
+    load();
+    int32_t prompt[6] = { 5, 17, 33, 2, 9, 41 }, next = 12;
+    int32_t nv = st_runner_n_vocab(r);
+    struct st_runner_seq seq = { .kind = ST_SEQ_READ, .slot = 1, .tokens = prompt,
+                                 .n_tokens = 6, .pos = 0, .sample = true };
+    struct st_runner_row rows[3];
+    struct st_runner_out out = { .rows = rows };
+    struct st_runner_batch b = { &seq, 1 };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_runner_forward(r, &b, &out, &err) == ST_OK, "%s", err.msg);
+    ck_assert_ptr_nonnull(rows[0].logits);
+    float *a = malloc((size_t)nv * sizeof(float));
+    memcpy(a, rows[0].logits, (size_t)nv * sizeof(float));
+
+    struct st_model *m = NULL;
+    ck_assert(st_model_open(path, &m, &err) == ST_OK);
+    struct st_model_params p = { .n_threads = 1, .n_slots = 1, .n_ctx = 128 };
+    ck_assert(st_model_load(m, &p, NULL, NULL, &err) == ST_OK);
+    int32_t slots[6] = { 0 };
+    int64_t pos[6] = { 0, 1, 2, 3, 4, 5 }, last = 5;
+    struct st_model_batch mb = { 6, prompt, slots, pos, 1, &last };
+    const float *lg;
+    ck_assert(st_model_forward(m, &mb, &lg, &err) == ST_OK);
+    for (int32_t i = 0; i < nv; i++)
+        ck_assert_msg(fabsf(a[i] - lg[i]) <= 1e-5f, "logit %d: %g vs %g", i, a[i], lg[i]);
+
+    /* decode one row at position 6 through both */
+    seq = (struct st_runner_seq){ .kind = ST_SEQ_DECODE, .slot = 1, .tokens = &next,
+                                  .n_tokens = 1, .pos = 6, .sample = true };
+    ck_assert(st_runner_forward(r, &b, &out, &err) == ST_OK);
+    int64_t p6 = 6, zero = 0;
+    struct st_model_batch md = { 1, &next, slots, &p6, 1, &zero };
+    ck_assert(st_model_forward(m, &md, &lg, &err) == ST_OK);
+    for (int32_t i = 0; i < nv; i++)
+        ck_assert(fabsf(rows[0].logits[i] - lg[i]) <= 1e-5f);
+    st_model_free(m);
+    free(a);
+}
+END_TEST
+
+/* A chunk without 'sample' gives no logits; reading past a slot's cache is
+ * refused; after kv_truncate the slot re-reads and gets the same logits. */
+START_TEST(test_runner_model_kv_rules)
+{
+    load();
+    int32_t toks[8] = { 3, 1, 4, 1, 5, 9, 2, 6 };
+    struct st_runner_seq seq = { .kind = ST_SEQ_READ, .slot = 0, .tokens = toks, .n_tokens = 4,
+                                 .pos = 0, .sample = false };
+    struct st_runner_row rows[3] = { { (const float *)1, 7 } };
+    struct st_runner_out out = { .rows = rows };
+    struct st_runner_batch b = { &seq, 1 };
+    struct st_err err = { 0 };
+    ck_assert(st_runner_forward(r, &b, &out, &err) == ST_OK);
+    ck_assert_ptr_eq(rows[0].logits, (const float *)1);   /* untouched */
+    seq.pos = 6;                                          /* a hole at 4, 5 */
+    ck_assert_int_eq(st_runner_forward(r, &b, &out, &err), ST_ERR_INTERNAL);
+    seq = (struct st_runner_seq){ .kind = ST_SEQ_READ, .slot = 0, .tokens = toks + 4,
+                                  .n_tokens = 4, .pos = 4, .sample = true };
+    ck_assert(st_runner_forward(r, &b, &out, &err) == ST_OK);
+    int32_t nv = st_runner_n_vocab(r);
+    float *first = malloc((size_t)nv * sizeof(float));
+    memcpy(first, rows[0].logits, (size_t)nv * sizeof(float));
+    st_runner_kv_truncate(r, 0, 4);                       /* keep the first 4 */
+    ck_assert(st_runner_forward(r, &b, &out, &err) == ST_OK);
+    ck_assert(memcmp(first, rows[0].logits, (size_t)nv * sizeof(float)) == 0);
+    st_runner_kv_truncate(r, 0, 0);                       /* empty: reads from 0 again */
+    seq.pos = 0;
+    seq.n_tokens = 4;
+    ck_assert(st_runner_forward(r, &b, &out, &err) == ST_OK);
+    free(first);
+}
+END_TEST
+
+START_TEST(test_runner_model_rejects_bad_files)
+{
+    struct st_runner *x = NULL;
+    struct st_err err = { 0 };
+    ck_assert_int_eq(st_runner_model_new("/nonexistent.gguf", "cpu", 1, 1, 16, 8, &x, &err),
+                     ST_ERR_IO);
+    ck_assert_ptr_null(x);
+    ck_assert_int_eq(st_runner_model_new(path, "cpu", 1, 0, 16, 8, &x, &err), ST_ERR_BAD_CONFIG);
+    ck_assert(st_runner_model_new(path, "nosuch", 1, 1, 16, 8, &x, &err) == ST_OK);
+    ck_assert_int_eq(st_runner_load(x, NULL, NULL, NULL, &err), ST_ERR_UNSUPPORTED);
+    st_runner_free(x);
+}
+END_TEST
+
+static Suite *runner_model_suite(void)
+{
+    Suite *s = suite_create("runner_model");
+    TCase *tc = tcase_create("runner");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_runner_model_tokenize_round_trip);
+    tcase_add_test(tc, test_runner_model_special_tokens);
+    tcase_add_test(tc, test_runner_model_chat_template);
+    tcase_add_test(tc, test_runner_model_forward_matches_model);
+    tcase_add_test(tc, test_runner_model_kv_rules);
+    tcase_add_test(tc, test_runner_model_rejects_bad_files);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(runner_model_suite(), CK_FORK);
+}
