@@ -261,6 +261,33 @@ void st_sched_finish(struct st_sched *s, struct st_sched_job *job, enum st_outco
 /* Model swapping (multi-model): the engine now has 'model' loaded. */
 void st_sched_engine_set_model(struct st_sched *s, int32_t engine, int32_t model);
 
+/* ---- several models (added; ../docs/MODELS.md) ----------------------- */
+
+/* Whether 'engine' may be given jobs of 'model' (default: every model).
+ * The pool denies a model pinned to other devices, and for its back-off a
+ * model that failed to load on this engine. A denied model's jobs wait for
+ * another engine; the engine keeps the slots it already gave. Thread: any. */
+void st_sched_engine_allow_model(struct st_sched *s, int32_t engine, int32_t model, bool allow);
+
+/* How many of the engine's slots (registered with st_sched_add_engine) the
+ * loaded model may fill: 1..n_slots (clamped). A model with parallel 2 on
+ * an engine sized for 4 uses 2; admit then offers no more than that. The
+ * engine calls it right after a swap, before it asks for more jobs.
+ * Thread: any. */
+void st_sched_engine_set_slots(struct st_sched *s, int32_t engine, int32_t n_usable);
+
+/* Take up to 'max' jobs still waiting for 'model' out of the queue, best
+ * first, into out[] (their state DONE, counted under 'outcome'); returns
+ * how many. The caller ends each (it owns them again). Used when a model
+ * failed to load everywhere it may run: its waiting requests get the
+ * reason instead of waiting. Call until it returns 0. Thread: any. */
+size_t st_sched_drain_model(struct st_sched *s, int32_t model, enum st_outcome outcome,
+                            struct st_sched_job **out, size_t max);
+
+/* The engine finished loading the model for 'job' (job->swapped): record
+ * how long it took, ms, in the job's activity record. Thread: any. */
+void st_sched_job_loaded(struct st_sched *s, const struct st_sched_job *job, double load_ms);
+
 /* ---- observability --------------------------------------------------- */
 
 struct st_sched_band_stats {
@@ -305,7 +332,10 @@ struct st_activity {
     double   queue_wait_ms;        /* serial_queue_wait_ms */
     int64_t  prompt_tokens;
     int32_t  give_ways;
-    bool     swapped;
+    bool     swapped;              /* this dispatch made the engine change (or load) its model */
+    int32_t  swap_from;            /* the engine's model before the dispatch (-1: none) */
+    double   load_ms;              /* how long the load took, ms; 0 without a swap, or while
+                                    * the engine is still loading */
     bool     finished;
     enum st_outcome outcome;       /* valid when finished */
     double   ttft_ms;              /* -1 until known */

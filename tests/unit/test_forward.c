@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "forward_ref.h"
+#include <sys/stat.h>
+
+#include "strata/default_model.h"
 #include "strata/forward.h"
 #include "strata/make_model.h"
 #include "support.h"
@@ -244,6 +247,29 @@ START_TEST(test_forward_load_sizes)
 }
 END_TEST
 
+/* The default model is made once under $XDG_CACHE_HOME/strata and reused. */
+START_TEST(test_forward_default_model_made_once)
+{
+    char cache[320], p1[512], p2[512];
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    setenv("XDG_CACHE_HOME", cache, 1);
+    struct st_err err = { 0 };
+    ck_assert_msg(st_default_model_path(p1, sizeof(p1), &err) == ST_OK, "%s", err.msg);
+    ck_assert_ptr_nonnull(strstr(p1, "/cache/strata/tiny-q8_0.gguf"));
+    struct stat a, b;
+    ck_assert_int_eq(stat(p1, &a), 0);
+    ck_assert(st_default_model_path(p2, sizeof(p2), &err) == ST_OK);
+    ck_assert_str_eq(p1, p2);
+    ck_assert_int_eq(stat(p2, &b), 0);
+    ck_assert(a.st_ino == b.st_ino && a.st_mtime == b.st_mtime);   /* not rewritten */
+    struct st_model *m = load(p1, 1, 0, 1);
+    ck_assert_str_eq(st_model_hparams(m)->arch_name, "qwen3moe");
+    st_model_free(m);
+    char tiny[8];
+    ck_assert_int_eq(st_default_model_path(tiny, sizeof(tiny), &err), ST_ERR_INVALID);
+}
+END_TEST
+
 static Suite *forward_suite(void)
 {
     Suite *s = suite_create("forward");
@@ -256,6 +282,7 @@ static Suite *forward_suite(void)
     tcase_add_test(tc, test_forward_rejects_bad_batches);
     tcase_add_test(tc, test_forward_open_reports_missing_file);
     tcase_add_test(tc, test_forward_load_sizes);
+    tcase_add_test(tc, test_forward_default_model_made_once);
     suite_add_tcase(s, tc);
     return s;
 }
