@@ -157,24 +157,41 @@ struct st_sim_config {
 };
 
 struct st_model_config {
-    char   *name;           /* owned; the id /v1/models shows */
-    char   *path;           /* owned; GGUF path (NULL for sim) */
+    char   *name;           /* the id /v1/models shows and requests name; NULL: "strata-sim" */
+    char   *path;           /* GGUF path (NULL for sim). Sim only: "fail:REASON" makes every
+                             * load of this model fail with REASON (tests, docs/MODELS.md) */
     enum st_backend_kind backend;
     int32_t priority;       /* added to every request's priority */
     int32_t parallel;       /* slots per engine */
     int64_t ctx_size;       /* tokens per slot */
+    /* (added, several models) */
+    char  **aliases;        /* other ids that reach this model; n_aliases of them */
+    int32_t n_aliases;
+    int32_t gpus[16];       /* devices it may run on (values of st_pool_config.gpus); */
+    int32_t n_gpus;         /* 0 = every engine of the pool */
+    double  ttl_s;          /* unload after this long idle on an engine, s; 0 = never */
+    bool    preload;        /* load at start (a pool of one model always does) */
 };
 
 struct st_pool_config {
-    struct st_model_config model;     /* the model every engine serves */
-    int32_t n_engines;                /* one per listed GPU (sim: per --gpus entry); >= 1 */
-    int32_t gpus[16];                 /* device ids, n_engines of them */
+    struct st_model_config model;     /* model 0 */
+    /* (added) models 1..n_extra_models: borrowed, copied by st_engine_pool_new */
+    const struct st_model_config *extra_models;
+    int32_t n_extra_models;           /* 0..ST_POOL_MAX_MODELS-1 */
+    int32_t n_engines;                /* one per device (sim: per --gpus entry); >= 1 */
+    int32_t gpus[16];                 /* the device of each engine, n_engines of them; -1 = the
+                                       * CPU (or the sim without --gpus) */
     int32_t ubatch;                   /* read chunk, tokens (default 512) */
     int32_t threads;                  /* CPU worker threads (0 = cores) */
     bool    mtp;                      /* --batch-mtp */
     int32_t mtp_draft;                /* draft tokens per step (1..4) */
+    double  load_backoff_s;           /* (added) after a failed load, requests for the model
+                                       * get 503 with the reason for this long; then the
+                                       * next request tries again. Default 30 */
     struct st_sim_config sim;
 };
+
+#define ST_POOL_MAX_MODELS 256
 
 void st_pool_config_defaults(struct st_pool_config *c);
 
@@ -182,19 +199,24 @@ struct st_engine_pool;
 
 /* Creates the engines (not started). 'sched' and 'clock' are borrowed and
  * outlive the pool. Returns owned; free with st_engine_pool_free().
- * 'cfg' is copied (model.name/path too). Each engine registers with
- * 'sched' (st_sched_add_engine: model.parallel slots, model 0), so the
- * scheduler must have no engines yet; the pool installs the scheduler's
- * notify callback (st_sched_set_notify) to wake its threads. Without
- * --batch the scheduler fills one slot per engine at a time, so passing
- * the same 'parallel' either way is fine. ST_ERR_UNSUPPORTED for a
- * backend that is not built (today: anything but sim). */
+ * 'cfg' is copied (every model's strings too). Each engine registers with
+ * 'sched' (st_sched_add_engine: the largest parallel of the models it may
+ * serve, no model loaded), so the scheduler must have no engines yet; the
+ * pool installs the scheduler's notify callback (st_sched_set_notify) to
+ * wake its threads and denies each engine the models pinned elsewhere.
+ * No model file is opened here: a model loads on first use, or at start
+ * with preload. Without --batch the scheduler fills one slot per engine at
+ * a time, so passing the same 'parallel' either way is fine.
+ * ST_ERR_UNSUPPORTED for a backend that is not built (today: anything but
+ * sim); ST_ERR_BAD_CONFIG for a model pinned to a device no engine has,
+ * duplicate names or aliases, or values out of range. */
 ST_MUST_CHECK
 enum st_status st_engine_pool_new(const struct st_pool_config *cfg, struct st_sched *sched,
                                   const struct st_clock *clock, struct st_engine_pool **out,
                                   struct st_err *err);
 
-/* Start one thread per engine; each loads its model, then serves. */
+/* Start one thread per engine; each loads its start-up model (the first
+ * preload model it may serve, in config order), then serves. */
 ST_MUST_CHECK
 enum st_status st_engine_pool_start(struct st_engine_pool *p, struct st_err *err);
 
@@ -202,7 +224,9 @@ enum st_status st_engine_pool_start(struct st_engine_pool *p, struct st_err *err
  * ST_ERR_SHUTDOWN. Then free. NULL is a no-op. */
 void st_engine_pool_free(struct st_engine_pool *p);
 
-/* True once every engine has loaded its model (/health). */
+/* True once every engine has finished its start-up load, whatever came of
+ * it (/health; a model that failed shows in st_engine_pool_model_status).
+ * A pool with nothing to preload is ready at once. */
 bool st_engine_pool_ready(struct st_engine_pool *p);
 
 /* Run one step of 'engine' on the calling thread, without threads: for
@@ -210,13 +234,20 @@ bool st_engine_pool_ready(struct st_engine_pool *p);
  * do. The pool must not have been started. */
 bool st_engine_pool_step(struct st_engine_pool *p, int32_t engine);
 
-/* Model facts the server needs. */
+/* Model facts the server needs. Models are 0..n_models-1 in config order.
+ * Strings are owned by the pool (valid until st_engine_pool_free); NULL
+ * for an index out of range. Thread: any. */
 const char *st_engine_pool_model_name(const struct st_engine_pool *p, int32_t model);
 int32_t st_engine_pool_n_models(const struct st_engine_pool *p);
-/* -1 if unknown. */
+/* The model 'name' names: its name or one of its aliases (exact, case
+ * sensitive). -1 if unknown (the server answers 404). */
 int32_t st_engine_pool_find_model(const struct st_engine_pool *p, const char *name);
 int64_t st_engine_pool_ctx_size(const struct st_engine_pool *p, int32_t model);
 const char *st_engine_pool_backend_name(const struct st_engine_pool *p, int32_t model);
+/* Aliases of a model (n via *n; borrowed like the name). */
+const char *const *st_engine_pool_model_aliases(const struct st_engine_pool *p, int32_t model,
+                                                int32_t *n);
+
 
 /* Text side of a model (sim: words; real models: the GGUF tokenizer). */
 ST_MUST_CHECK
@@ -251,7 +282,11 @@ enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_reques
  * job.request_id (from id), band and submit_ns. Events may arrive on an
  * engine thread before this returns. ST_ERR_QUEUE_FULL: not queued (the caller answers 429). A request
  * shed to make room ends with an END event (status ST_ERR_QUEUE_FULL) on
- * this thread. Thread: any. */
+ * this thread. ST_ERR_LOADING: not queued, the model failed to load and
+ * its back-off has not passed (err says why and when it retries; 503).
+ * A queued request whose model then fails to load on every engine it may
+ * run on ends with END, finish ERROR, status ST_ERR_LOADING and the
+ * reason. ST_ERR_NOT_FOUND: no such model index. Thread: any. */
 ST_MUST_CHECK
 enum st_status st_engine_pool_submit(struct st_engine_pool *p, struct st_request *req,
                                      struct st_err *err);
@@ -283,6 +318,8 @@ struct st_slot_view {
     int64_t n_generated;
     int32_t give_ways;
     int64_t n_cached;          /* tokens of KV kept from the previous request */
+    int32_t model;             /* (added) the engine's loaded model; -1 none */
+    int64_t n_ctx;             /* (added) tokens per slot of that model; 0 none */
 };
 
 /* Fill up to 'max' slot views; returns the number of slots in the pool. */
@@ -312,5 +349,48 @@ struct st_pool_stats {
 };
 
 void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out);
+
+/* ---- several models (../docs/MODELS.md) ------------------------------ */
+
+enum st_model_state {
+    ST_MODEL_UNLOADED,   /* on no engine: never used yet, ttl, or swapped out */
+    ST_MODEL_LOADING,    /* an engine is loading it and none has it loaded */
+    ST_MODEL_LOADED,     /* loaded on at least one engine */
+    ST_MODEL_FAILED,     /* its last load failed and it is loaded nowhere: see reason */
+};
+
+/* "unloaded", "loading", "loaded", "failed"; static storage. */
+const char *st_model_state_name(enum st_model_state s);
+
+struct st_model_status {
+    enum st_model_state state;
+    char     reason[256];          /* why the last load failed; "" when it did not */
+    double   retry_in_s;           /* FAILED: seconds until a request may try the load
+                                    * again; 0 = the next request does */
+    int32_t  n_loaded;             /* engines that have it loaded: strata_model_loaded{model} */
+    int32_t  n_engines;            /* engines that have it loaded or are loading it ... */
+    int32_t  engines[16];          /* ... their indices (first 16) */
+    uint64_t loads;                /* successful loads */
+    uint64_t load_failures;        /* failed loads */
+    uint64_t unloads;              /* swapped out or ttl (not counted: shutdown) */
+    uint64_t ttl_unloads;          /* ... of which for its ttl */
+    struct st_histogram load_seconds;   /* every load attempt, seconds:
+                                         * strata_model_load_seconds{model} */
+};
+
+/* A consistent snapshot of one model's state and counters. False (out
+ * zeroed) for an index out of range. Thread: any. */
+bool st_engine_pool_model_status(struct st_engine_pool *p, int32_t model,
+                                 struct st_model_status *out);
+
+/* strata_model_swaps_total{from,to}: how many times an engine changed its
+ * model from 'from' (-1: it had none, a first load or one after a ttl
+ * unload) to 'to'. 0 for indices out of range. Thread: any. */
+uint64_t st_engine_pool_swaps(struct st_engine_pool *p, int32_t from, int32_t to);
+
+/* Engines of the pool, and the model engine 'engine' has loaded now (-1:
+ * none, or it is still loading one). Thread: any. */
+int32_t st_engine_pool_n_engines(const struct st_engine_pool *p);
+int32_t st_engine_pool_engine_model(struct st_engine_pool *p, int32_t engine);
 
 #endif /* STRATA_ENGINE_H */

@@ -3,6 +3,9 @@
  *   runner.h     the interface an engine computes with (sim now, cpu/cuda later)
  *   runner_sim.c the simulated runner (time model, docs/SIM.md)
  *   request.c    st_request life cycle, generation-param defaults, names
+ *   models.c     several models: per-model state, back-off after a failed
+ *                load, the status and swap counters (docs/MODELS.md)
+ *   swap.c       an engine's model: start-up load, swap, ttl unload
  *   sample.c     the sampler (greedy, temperature, top-k/p, min-p, logprobs)
  *   step.c       one engine step: admit, lines, batch, forward, sample, emit
  *   pool.c       pool life cycle, threads, submit/cancel, shutdown
@@ -13,7 +16,12 @@
  * pool's 'mu' guards the live-request list and the counters. Both are
  * leaf locks: nothing else is taken while either is held, so the
  * scheduler (whose notify callback takes the engines' 'mu') is always
- * called with none of ours held. The engine thread holds no lock while
+ * called with none of them held. The pool's 'models_mu' guards the model
+ * states, the back-off table and the swap counters; it may be held while
+ * calling the scheduler (allow/deny a model), so the order is
+ *   text_mu -> models_mu -> scheduler -> engine mu,
+ * and nothing takes models_mu while holding the scheduler's or an
+ * engine's mutex. The engine thread holds no lock while
  * it steps; slot state is touched only by that thread (or by the test
  * thread in st_engine_pool_step mode, or by st_engine_pool_free after the
  * threads have joined).
@@ -78,6 +86,8 @@ double st_sampler_uniform(struct st_sampler *s);
 
 void st_histogram_init(struct st_histogram *h);
 void st_histogram_add(struct st_histogram *h, double seconds);
+/* Buckets for model loads: 0.1 s .. 600 s. */
+void st_histogram_init_load(struct st_histogram *h);
 
 /* ---- engines and the pool ------------------------------------------- */
 
@@ -102,9 +112,19 @@ struct st_engine_slot {
 struct st_engine {
     struct st_engine_pool *pool;     /* borrowed: the owner */
     int32_t index;                   /* also the scheduler's engine index */
-    struct st_runner *runner;        /* owned */
+    int32_t device;                  /* GPU id; -1 = the CPU / a sim engine without --gpus */
+    /* The loaded model (engine thread only; model_view for the others). */
+    struct st_runner *runner;        /* owned; NULL while no model is loaded */
+    int32_t model;                   /* index into pool->models; -1 none */
+    int32_t n_active;                /* slots the loaded model uses (its parallel) */
+    int64_t idle_since_ns;           /* clock time the engine last had work (ttl) */
+    int32_t progress_decile;         /* last load progress logged, 0..10 */
+    atomic_int model_view;           /* 'model', readable from any thread */
+    atomic_bool started_up;          /* the start-up (preload) load is done */
+    int64_t *retry_ns;               /* [n_models] under pool->models_mu: a failed load
+                                      * denies the model here until then; 0 = allowed */
     struct st_engine_slot *slots;    /* owned; n_slots */
-    int32_t n_slots;
+    int32_t n_slots;                 /* the largest parallel of the models it may serve */
 
     /* step scratch, sized at creation */
     struct st_runner_seq *seqs;      /* n_slots + 1 */
@@ -117,16 +137,31 @@ struct st_engine {
     pthread_cond_t  cv;
     bool wake;
     atomic_bool stop;
-    atomic_bool loaded;
-    atomic_bool load_failed;
 
     struct st_slot_view *views;      /* n_slots; under mu */
     atomic_llong held_tokens;        /* tokens in the KV of busy slots (kv_usage) */
     atomic_int   busy;               /* slots holding a request */
 };
 
+/* One configured model. 'cfg' and 'text' are set at creation (text: on
+ * first use for a backend that opens a file) and read-only after; the
+ * rest is under pool->models_mu. */
+struct st_pool_model {
+    struct st_model_config cfg;      /* owned copies of name, path, aliases */
+    uint32_t engine_mask;            /* bit i: engine i may run it (pinning) */
+    struct st_runner *text;          /* owned: an unloaded runner of this model serving
+                                      * the text side (tokenize, template); under text_mu
+                                      * until set */
+    int32_t  n_loaded;               /* engines that have it loaded */
+    int32_t  n_loading;              /* engines loading it now */
+    bool     failed;                 /* the last load attempt failed */
+    char     reason[256];            /* ... why */
+    uint64_t loads, load_failures, unloads, ttl_unloads;
+    struct st_histogram load_seconds;
+};
+
 struct st_engine_pool {
-    struct st_pool_config cfg;       /* copy; model.name/path owned by the pool */
+    struct st_pool_config cfg;       /* copy; its model/extra_models are NOT used: see models */
     struct st_sched *sched;          /* borrowed */
     const struct st_clock *clock;    /* borrowed */
     struct st_engine *engines;       /* owned; n_engines */
@@ -139,11 +174,16 @@ struct st_engine_pool {
     uint64_t prompt_tokens, generated_tokens, cached_tokens;
     struct st_histogram ttft[ST_BAND_COUNT];
     struct st_histogram itl[ST_BAND_COUNT];
+
+    struct st_pool_model *models;    /* owned; n_models (model 0 = cfg.model) */
+    int32_t n_models;
+    pthread_mutex_t text_mu;         /* creating a model's text runner */
+    pthread_mutex_t models_mu;       /* model states, retry tables, swaps */
+    uint64_t *swaps;                 /* [(n_models + 1) * n_models]: row from + 1, column to */
 };
 
 /* step.c */
 bool st_engine_step(struct st_engine *e);
-enum st_status st_engine_load(struct st_engine *e);
 /* End a request that holds slot 'sl' (END event, scheduler finish, slot freed). */
 void st_engine_end_slot(struct st_engine *e, struct st_engine_slot *sl, enum st_finish finish,
                         enum st_status status, const char *error, enum st_outcome outcome);
@@ -157,6 +197,56 @@ void st_pool_forget(struct st_engine_pool *p, struct st_request *req);
 /* Emit a plain END event (usage from the request and 'n_generated'). */
 void st_request_emit_end(struct st_request *req, enum st_finish finish, enum st_status status,
                          const char *error, int64_t n_generated);
+
+/* pool.c: a runner of model 'model' for 'device', not loaded: the one
+ * place that dispatches on the backend kind. */
+enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model, int32_t device,
+                                  struct st_runner **out, struct st_err *err);
+
+/* models.c */
+enum st_status st_pool_models_init(struct st_engine_pool *p, struct st_err *err);
+void st_pool_models_fini(struct st_engine_pool *p);
+/* The model's text runner (created on first use); ST_ERR_LOADING with the
+ * reason when it cannot be made (the model is then marked failed). */
+enum st_status st_pool_text(struct st_engine_pool *p, int32_t model, const struct st_runner **out,
+                            struct st_err *err);
+/* True (and *err set, ST_ERR_LOADING) when every engine that may run the
+ * model is in its back-off after a failed load. Lifts back-offs that have
+ * passed on the way. */
+bool st_pool_model_blocked(struct st_engine_pool *p, int32_t model, struct st_err *err);
+/* A load of 'model' failed on 'engine' (-1: on every engine, e.g. its
+ * file could not be opened for the text side): mark it failed with
+ * 'reason', deny it there for the back-off. Returns true when the model
+ * is now blocked everywhere (the caller then fails its waiting requests). */
+bool st_pool_model_failed(struct st_engine_pool *p, int32_t engine, int32_t model,
+                          const char *reason);
+/* End every request still waiting for 'model' with ST_ERR_LOADING and 'msg'. */
+void st_pool_fail_waiting(struct st_engine_pool *p, int32_t model, const char *msg);
+/* Load accounting (under models_mu inside). */
+void st_pool_model_loading(struct st_engine_pool *p, int32_t model);
+void st_pool_model_load_done(struct st_engine_pool *p, int32_t from, int32_t model, bool ok,
+                             double seconds);
+void st_pool_model_unloaded(struct st_engine_pool *p, int32_t model, bool ttl);
+/* Lift the engine's back-offs that have passed. */
+void st_pool_engine_lift(struct st_engine *e);
+/* Earliest clock time the engine must look again without being woken
+ * (a back-off ending); INT64_MAX for none. */
+int64_t st_pool_engine_retry_deadline(struct st_engine *e);
+
+/* swap.c (engine thread) */
+/* Load the start-up model (first preload model it may serve); sets
+ * started_up. Returns true when it loaded something (or tried). */
+bool st_engine_start_up(struct st_engine *e);
+/* The scheduler gave 'req' (job->swapped) to this engine: unload, load
+ * req's model. False when the load failed: 'req' has been ended. */
+bool st_engine_swap(struct st_engine *e, struct st_request *req);
+/* Unload the model when the engine has been idle for the model's ttl.
+ * Returns true when it unloaded. */
+bool st_engine_ttl_check(struct st_engine *e);
+/* Next clock time a ttl or back-off needs the engine; INT64_MAX none. */
+int64_t st_engine_next_deadline(struct st_engine *e);
+/* Unload whatever is loaded (shutdown; not counted). */
+void st_engine_unload_quiet(struct st_engine *e);
 
 /* stats.c: per-token accounting under the pool mutex. */
 void st_pool_count_read(struct st_engine_pool *p, int64_t n);

@@ -1,11 +1,16 @@
 /* pool.c -- the engines of a server and their link to the scheduler.
  *
  * Life cycle: st_engine_pool_new() builds one engine per device (sim: per
- * --gpus entry), each with its runner and slots, and registers it with the
- * scheduler; st_engine_pool_start() runs one thread per engine, which
- * loads its model and then steps while there is work, sleeping on a
- * condvar the scheduler's notify callback signals. Tests skip the threads
- * and call st_engine_pool_step() on a manual clock.
+ * --gpus entry), each with slots for the largest model it may serve, and
+ * registers it with the scheduler (no model loaded: models load on first
+ * use, or at start with preload; models.c and swap.c). st_engine_pool_start()
+ * runs one thread per engine, which does its start-up load and then steps
+ * while there is work, sleeping on a condvar the scheduler's notify
+ * callback signals, or until a ttl or back-off needs it. Tests skip the
+ * threads and call st_engine_pool_step() on a manual clock.
+ *
+ * st_pool_runner_new() is the one place that turns a model's backend kind
+ * into a runner.
  *
  * Requests: submit takes the engine side's reference and remembers the
  * request in the live list, so shutdown can end every one of them (in a
@@ -15,13 +20,13 @@
  * scheduler's mutex (st_sched_cancel returns true once, an admit hands the
  * job to one engine).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "strata/log.h"
-
-#define DEFAULT_MODEL_NAME "strata-sim"
 
 void st_pool_config_defaults(struct st_pool_config *c)
 {
@@ -31,7 +36,9 @@ void st_pool_config_defaults(struct st_pool_config *c)
     c->model.parallel = 1;
     c->model.ctx_size = 4096;
     c->n_engines = 1;
+    c->gpus[0] = -1;
     c->ubatch = 512;
+    c->load_backoff_s = 30.0;
     c->mtp_draft = 1;
     c->sim.prompt_tps = 5000.0;
     c->sim.decode_tps = 50.0;
@@ -88,33 +95,83 @@ static void notify(void *ctx)
     }
 }
 
-static enum st_status engine_init(struct st_engine_pool *p, struct st_engine *e,
+enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model, int32_t device,
+                                  struct st_runner **out, struct st_err *err)
+{
+    const struct st_model_config *m = &p->models[model].cfg;
+    (void)device;   /* the sim has no device; cpu/cuda runners take it */
+    *out = NULL;
+    switch (m->backend) {
+    case ST_BACKEND_SIM: {
+        enum st_status rc = st_runner_sim_new(&p->cfg.sim, m->parallel, m->ctx_size, out, err);
+        if (rc == ST_OK && m->path && strncmp(m->path, "fail:", 5) == 0)
+            st_runner_sim_fail_loads(*out, m->path + 5);
+        return rc;
+    }
+    case ST_BACKEND_CPU:
+    case ST_BACKEND_CUDA:
+        break;
+    }
+    return st_err_set(err, ST_ERR_UNSUPPORTED,
+                      "backend '%s' is not available yet: only the simulated engine is built; "
+                      "start with --backend sim",
+                      m->backend == ST_BACKEND_CPU ? "cpu" : "cuda");
+}
+
+/* Slots for the largest model engine 'idx' may serve. */
+static int32_t engine_slots(const struct st_engine_pool *p, int32_t idx)
+{
+    int32_t n = 1;
+    for (int32_t m = 0; m < p->n_models; m++) {
+        if (p->models[m].engine_mask & (UINT32_C(1) << idx))
+            n = ST_MAX(n, p->models[m].cfg.parallel);
+    }
+    return n;
+}
+
+static enum st_status engine_init(struct st_engine_pool *p, struct st_engine *e, int32_t idx,
                                   struct st_err *err)
 {
-    const struct st_model_config *m = &p->cfg.model;
+    pthread_condattr_t ca;
     e->pool = p;
+    e->index = idx;
+    e->device = p->cfg.gpus[idx];
+    e->model = -1;
+    atomic_store(&e->model_view, -1);
     pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->cv, NULL);
-    e->wake = true;   /* look for work once the model is loaded */
-    enum st_status rc = st_runner_sim_new(&p->cfg.sim, m->parallel, m->ctx_size, &e->runner, err);
-    if (rc != ST_OK)
-        return rc;
-    size_t n = (size_t)m->parallel;
-    e->n_slots = m->parallel;
+    /* Timed waits (ttl, back-off) count on the monotonic clock. */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    e->wake = true;   /* look for work once the start-up load is done */
+    size_t n = (size_t)engine_slots(p, idx);
+    e->n_slots = (int32_t)n;
+    e->n_active = e->n_slots;
     e->slots = calloc(n, sizeof(*e->slots));
     e->seqs = calloc(n + 1, sizeof(*e->seqs));
     e->rows = calloc(n + 1, sizeof(*e->rows));
     e->decode_tokens = calloc(n, sizeof(*e->decode_tokens));
     e->views = calloc(n, sizeof(*e->views));
-    if (!e->slots || !e->seqs || !e->rows || !e->decode_tokens || !e->views)
-        return st_err_set(err, ST_ERR_NOMEM, "no memory for %d slots", (int)m->parallel);
+    e->retry_ns = calloc((size_t)p->n_models, sizeof(*e->retry_ns));
+    if (!e->slots || !e->seqs || !e->rows || !e->decode_tokens || !e->views || !e->retry_ns)
+        return st_err_set(err, ST_ERR_NOMEM, "no memory for %d slots", (int)n);
     for (int32_t i = 0; i < e->n_slots; i++) {
         e->slots[i].index = i;
         st_sampler_init(&e->slots[i].sampler);
         st_buf_init(&e->slots[i].utf8);
         st_buf_init(&e->slots[i].out);
     }
-    e->index = st_sched_add_engine(p->sched, m->parallel, 0);
+    int32_t sched_idx = st_sched_add_engine(p->sched, e->n_slots, -1);
+    if (sched_idx != idx)
+        return st_err_set(err, ST_ERR_INTERNAL,
+                          "engine %d registered as scheduler engine %d: the scheduler must have "
+                          "no engines before the pool is made", (int)idx, (int)sched_idx);
+    /* Pinning: the models this engine may not run never reach it. */
+    for (int32_t m = 0; m < p->n_models; m++) {
+        if (!(p->models[m].engine_mask & (UINT32_C(1) << idx)))
+            st_sched_engine_allow_model(p->sched, idx, m, false);
+    }
     st_engine_update_views(e);
     return ST_OK;
 }
@@ -129,34 +186,62 @@ static void engine_fini(struct st_engine *e)
         st_buf_fini(&e->slots[i].utf8);
         st_buf_fini(&e->slots[i].out);
     }
-    st_runner_free(e->runner);
+    st_engine_unload_quiet(e);
     free(e->slots);
     free(e->seqs);
     free(e->rows);
     free(e->decode_tokens);
     free(e->views);
+    free(e->retry_ns);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
 }
 
+static enum st_status check_model(const struct st_model_config *m, int32_t i,
+                                  struct st_err *err)
+{
+    const char *name = m->name ? m->name : "strata-sim";
+    if (m->backend != ST_BACKEND_SIM)
+        return st_err_set(err, ST_ERR_UNSUPPORTED,
+                          "model '%s': backend '%s' is not available yet: only the simulated "
+                          "engine is built; start with --backend sim",
+                          name, m->backend == ST_BACKEND_CPU ? "cpu" : "cuda");
+    if (m->parallel < 1 || m->parallel > 4096)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "model '%s': parallel: %d, expected 1..4096",
+                          name, (int)m->parallel);
+    if (m->ctx_size < 2)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "model '%s': ctx-size: %lld, expected >= 2",
+                          name, (long long)m->ctx_size);
+    if (!isfinite(m->ttl_s) || m->ttl_s < 0)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "model '%s': ttl: %g, expected >= 0 seconds",
+                          name, m->ttl_s);
+    if (m->n_gpus < 0 || m->n_gpus > (int32_t)ST_ARRAY_LEN(m->gpus) || m->n_aliases < 0 ||
+        (m->n_aliases > 0 && !m->aliases) || (i > 0 && !m->name))
+        return st_err_set(err, ST_ERR_BAD_CONFIG,
+                          "model %d: needs a name, and 0..%d gpus and a valid alias list",
+                          (int)i, (int)ST_ARRAY_LEN(m->gpus));
+    return ST_OK;
+}
+
 static enum st_status check_config(const struct st_pool_config *c, struct st_err *err)
 {
-    if (c->model.backend != ST_BACKEND_SIM)
-        return st_err_set(err, ST_ERR_UNSUPPORTED,
-                          "backend '%s' is not available yet: only the simulated engine is "
-                          "built; start with --backend sim",
-                          c->model.backend == ST_BACKEND_CPU ? "cpu" : "cuda");
     if (c->n_engines < 1 || c->n_engines > (int32_t)ST_ARRAY_LEN(c->gpus))
         return st_err_set(err, ST_ERR_BAD_CONFIG, "engines: %d, expected 1..%d",
                           (int)c->n_engines, (int)ST_ARRAY_LEN(c->gpus));
-    if (c->model.parallel < 1 || c->model.parallel > 4096)
-        return st_err_set(err, ST_ERR_BAD_CONFIG, "parallel: %d, expected 1..4096",
-                          (int)c->model.parallel);
-    if (c->model.ctx_size < 2)
-        return st_err_set(err, ST_ERR_BAD_CONFIG, "ctx-size: %lld, expected >= 2",
-                          (long long)c->model.ctx_size);
+    if (c->n_extra_models < 0 || c->n_extra_models >= ST_POOL_MAX_MODELS ||
+        (c->n_extra_models > 0 && !c->extra_models))
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "models: %d, expected 1..%d",
+                          (int)c->n_extra_models + 1, ST_POOL_MAX_MODELS);
+    enum st_status rc = check_model(&c->model, 0, err);
+    for (int32_t i = 0; rc == ST_OK && i < c->n_extra_models; i++)
+        rc = check_model(&c->extra_models[i], i + 1, err);
+    if (rc != ST_OK)
+        return rc;
     if (c->ubatch < 1)
         return st_err_set(err, ST_ERR_BAD_CONFIG, "ubatch: %d, expected >= 1", (int)c->ubatch);
+    if (!isfinite(c->load_backoff_s) || c->load_backoff_s < 0)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "load back-off: %g, expected >= 0 seconds",
+                          c->load_backoff_s);
     return ST_OK;
 }
 
@@ -172,23 +257,28 @@ enum st_status st_engine_pool_new(const struct st_pool_config *cfg, struct st_sc
     if (!p)
         return st_err_set(err, ST_ERR_NOMEM, "no memory for the engine pool");
     p->cfg = *cfg;
-    p->cfg.model.name = strdup(cfg->model.name ? cfg->model.name : DEFAULT_MODEL_NAME);
-    p->cfg.model.path = cfg->model.path ? strdup(cfg->model.path) : NULL;
+    p->cfg.model = (struct st_model_config){ 0 };   /* the pool's copies live in p->models */
+    p->cfg.extra_models = NULL;
     p->sched = sched;
     p->clock = clock;
     pthread_mutex_init(&p->mu, NULL);
+    pthread_mutex_init(&p->text_mu, NULL);
+    pthread_mutex_init(&p->models_mu, NULL);
     for (int b = 0; b < ST_BAND_COUNT; b++) {
         st_histogram_init(&p->ttft[b]);
         st_histogram_init(&p->itl[b]);
     }
+    rc = st_pool_models_init(p, err);   /* copies cfg->model and extra_models */
+    if (rc != ST_OK)
+        goto out_free;
     p->engines = calloc((size_t)cfg->n_engines, sizeof(*p->engines));
-    if (!p->cfg.model.name || (cfg->model.path && !p->cfg.model.path) || !p->engines) {
+    if (!p->engines) {
         rc = st_err_set(err, ST_ERR_NOMEM, "no memory for the engine pool");
         goto out_free;
     }
     for (int32_t i = 0; i < cfg->n_engines; i++) {
         p->n_engines = i + 1;
-        rc = engine_init(p, &p->engines[i], err);
+        rc = engine_init(p, &p->engines[i], i, err);
         if (rc != ST_OK)
             goto out_free;
     }
@@ -201,16 +291,39 @@ out_free:
     return rc;
 }
 
+/* Sleep until woken, stopped, or the engine's next deadline (a ttl or a
+ * back-off ending) has come on the pool's clock. */
+static void wait_for_work(struct st_engine *e)
+{
+    const struct st_clock *clock = e->pool->clock;
+    int64_t deadline = st_engine_next_deadline(e);
+    pthread_mutex_lock(&e->mu);
+    while (!e->wake && !atomic_load(&e->stop)) {
+        if (deadline == INT64_MAX) {
+            pthread_cond_wait(&e->cv, &e->mu);
+            continue;
+        }
+        int64_t left = deadline - st_clock_now(clock);
+        if (left <= 0)
+            break;
+        left = ST_MIN(left, 3600 * ST_NS_PER_SEC);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t ns = (int64_t)ts.tv_nsec + left % ST_NS_PER_SEC;
+        ts.tv_sec += (time_t)(left / ST_NS_PER_SEC + ns / ST_NS_PER_SEC);
+        ts.tv_nsec = (long)(ns % ST_NS_PER_SEC);
+        (void)pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+    }
+    e->wake = false;
+    pthread_mutex_unlock(&e->mu);
+}
+
 static void *engine_main(void *arg)
 {
     struct st_engine *e = arg;
-    (void)st_engine_load(e);
+    (void)st_engine_start_up(e);
     for (;;) {
-        pthread_mutex_lock(&e->mu);
-        while (!e->wake && !atomic_load(&e->stop))
-            pthread_cond_wait(&e->cv, &e->mu);
-        e->wake = false;
-        pthread_mutex_unlock(&e->mu);
+        wait_for_work(e);
         if (atomic_load(&e->stop))
             break;
         /* Step until there is nothing left; a notify during the steps sets
@@ -292,8 +405,9 @@ void st_engine_pool_free(struct st_engine_pool *p)
     for (int32_t i = 0; p->engines && i < p->n_engines; i++)
         engine_fini(&p->engines[i]);
     free(p->engines);
-    free(p->cfg.model.name);
-    free(p->cfg.model.path);
+    st_pool_models_fini(p);
+    pthread_mutex_destroy(&p->models_mu);
+    pthread_mutex_destroy(&p->text_mu);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }
@@ -301,7 +415,7 @@ void st_engine_pool_free(struct st_engine_pool *p)
 bool st_engine_pool_ready(struct st_engine_pool *p)
 {
     for (int32_t i = 0; i < p->n_engines; i++) {
-        if (!atomic_load(&p->engines[i].loaded) || atomic_load(&p->engines[i].load_failed))
+        if (!atomic_load(&p->engines[i].started_up))
             return false;
     }
     return true;
@@ -312,10 +426,8 @@ bool st_engine_pool_step(struct st_engine_pool *p, int32_t engine)
     ST_ASSERT(!p->started && engine >= 0 && engine < p->n_engines);
     struct st_engine *e = &p->engines[engine];
     bool loaded_now = false;
-    if (!atomic_load(&e->loaded)) {
-        (void)st_engine_load(e);
-        loaded_now = true;
-    }
+    if (!atomic_load(&e->started_up))
+        loaded_now = st_engine_start_up(e);
     return st_engine_step(e) || loaded_now;
 }
 
@@ -326,6 +438,10 @@ enum st_status st_engine_pool_submit(struct st_engine_pool *p, struct st_request
 {
     if (atomic_load(&p->closing))
         return st_err_set(err, ST_ERR_SHUTDOWN, "the server is shutting down");
+    if (req->model < 0 || req->model >= p->n_models)
+        return st_err_set(err, ST_ERR_NOT_FOUND, "no model with index %d", (int)req->model);
+    if (st_pool_model_blocked(p, req->model, err))
+        return ST_ERR_LOADING;
     if (!req->tokens) {
         enum st_status rc = st_engine_pool_prepare(p, req, err);
         if (rc != ST_OK)
@@ -355,6 +471,12 @@ enum st_status st_engine_pool_submit(struct st_engine_pool *p, struct st_request
                               "the waiting queue is full and a request of higher priority "
                               "took this one's place; retry later");
     }
+    /* The model may have failed everywhere between the check above and the
+     * queueing: whoever failed it drained the queue before this request
+     * was in it, so fail what waits for it now (nothing waits forever). */
+    struct st_err why = { 0 };
+    if (st_pool_model_blocked(p, req->model, &why))
+        st_pool_fail_waiting(p, req->model, why.msg);
     return ST_OK;
 }
 

@@ -13,6 +13,15 @@
  * tokenize, detokenize, token_piece, is_eog, eog_ids, n_vocab and
  * apply_template may run on any thread at any time (HTTP threads call them
  * while the engine steps): implementations keep them read-only.
+ *
+ * Several models (docs/MODELS.md): an engine makes a runner for a model
+ * when it loads it (st_pool_runner_new, then load) and frees it when it
+ * swaps or unloads. The pool also keeps one runner per model that is never
+ * loaded and serves that model's text side, so the text operations above
+ * must work right after the constructor, before load: a constructor may
+ * read the file's metadata and vocabulary, but weights are read by load.
+ * A constructor or load failure is the model's failure (marked failed, its
+ * requests answered 503 with err's message), never a crash.
  */
 #ifndef STRATA_ENGINE_RUNNER_H
 #define STRATA_ENGINE_RUNNER_H
@@ -180,6 +189,12 @@ struct st_sim_config;
  * tokens. Returns owned; free with st_runner_free(). */
 enum st_status st_runner_sim_new(const struct st_sim_config *cfg, int32_t n_slots, int64_t n_ctx,
                                  struct st_runner **out, struct st_err *err);
+
+/* Make every load of this sim runner fail (after its load time) with
+ * ST_ERR_IO and 'reason' (copied): the sim's stand-in for a missing file,
+ * a bad GGUF or no memory, for the multi-model tests (model path
+ * "fail:REASON"). The text side keeps working. */
+void st_runner_sim_fail_loads(struct st_runner *r, const char *reason);
 
 /* ---- the model runner (runner_model.c) --------------------------------- */
 

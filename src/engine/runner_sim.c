@@ -33,6 +33,7 @@
 struct sim_runner {
     struct st_runner base;          /* must be first */
     struct st_sim_config cfg;
+    char fail[200];                 /* non-empty: every load fails with this reason */
 };
 
 static const int32_t sim_eog_list[1] = { ST_SIM_EOG };
@@ -48,7 +49,8 @@ static enum st_status sim_load(struct st_runner *r, const struct st_clock *clock
     const struct sim_runner *s = (const struct sim_runner *)r;
     int64_t start = st_clock_now(clock);
     int64_t total = (int64_t)(s->cfg.load_seconds * (double)ST_NS_PER_SEC);
-    /* Ten progress reports over the load time, as a real loader reports per layer. */
+    /* Ten progress reports over the load time, as a real loader reports per
+     * layer (a failing load fails at its end, like a truncated file). */
     for (int i = 1; i <= 10 && total > 0; i++) {
         clock->sleep_until(clock, start + total * i / 10);
         if (progress)
@@ -56,6 +58,8 @@ static enum st_status sim_load(struct st_runner *r, const struct st_clock *clock
     }
     if (total <= 0 && progress)
         progress(ctx, 1.0);
+    if (s->fail[0])
+        return st_err_set(err, ST_ERR_IO, "%s", s->fail);
     return ST_OK;
 }
 
@@ -297,4 +301,10 @@ enum st_status st_runner_sim_new(const struct st_sim_config *cfg, int32_t n_slot
     s->cfg = *cfg;
     *out = &s->base;
     return ST_OK;
+}
+
+void st_runner_sim_fail_loads(struct st_runner *r, const char *reason)
+{
+    struct sim_runner *s = (struct sim_runner *)r;
+    snprintf(s->fail, sizeof(s->fail), "%s", reason && reason[0] ? reason : "load failed");
 }

@@ -237,7 +237,9 @@ static enum st_status build_specials(struct st_tok *tok)
 static const char *const eog_texts[] = {
     "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>", "<|end|>",
     "<end_of_turn>", "<|end_of_text|>", "<EOT>", "_<EOT>", "<|return|>",
-    "<|call|>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+    "<|call|>",
+    /* DeepSeek's <｜end▁of▁sentence｜> (fullwidth bars, U+2581 separators) */
+    ("<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"),
     "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<fim-pad>", "<fim-repo>",
     "<fim-sep>", "<|fim\xe2\x96\x81pad|>",
 };

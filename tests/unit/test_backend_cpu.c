@@ -516,7 +516,7 @@ START_TEST(test_backend_cpu_moe_route)
     ck_assert_int_eq(st_backend_read(be, &sel, 0, got_sel, sizeof(got_sel), NULL), ST_OK);
     float *got_w = read_f32(&wts);
     for (int n = 0; n < N; n++) {
-        double lg[X], p[X], mx = -1e30, sum = 0, wsum = 0;
+        double lg[X], p[X], mx = -1e30, wsum = 0;
         bool used[X] = { false };
         for (int e = 0; e < X; e++) {
             lg[e] = 0;
@@ -525,7 +525,7 @@ START_TEST(test_backend_cpu_moe_route)
             mx = lg[e] > mx ? lg[e] : mx;
         }
         for (int e = 0; e < X; e++)
-            sum += (p[e] = exp(lg[e] - mx));
+            p[e] = exp(lg[e] - mx);   /* renormalized over the top k below */
         int want[K];
         for (int j = 0; j < K; j++) {
             int b = -1;

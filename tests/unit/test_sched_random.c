@@ -324,6 +324,8 @@ START_TEST(test_sched_threads_submit_cancel_and_serve)
         dispatched += st.band[b].dispatched;
     }
     ck_assert_uint_eq(completed + cancelled, T_JOBS);
+    ck_assert_uint_le(dispatched, T_JOBS);
+    ck_assert_uint_ge(dispatched, completed);
     ck_assert_uint_ge(cancelled, 1);
     ck_assert_int_eq(st.running, 0);
     ck_assert_int_eq(st.waiting, 0);

@@ -58,6 +58,8 @@ enum st_dtype cpu_dot_type(enum st_dtype t);
 /* The kernel table of one instruction set; NULL when this CPU (or this
  * build) cannot run it. Thread: any. */
 const struct cpu_kernels *cpu_kernels_for(enum cpu_isa isa);
+/* F16C conversions (cpuid; clang 14's __builtin_cpu_supports lacks it). */
+bool cpu_has_f16c(void);
 
 /* The best available kernel per type, merged across levels (computed once).
  * STRATA_CPU_ISA=scalar|avx2|avx-vnni|avx512-vnni caps the level (tests,

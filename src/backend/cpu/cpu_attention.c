@@ -174,7 +174,7 @@ static void pick_kernels(struct attn_job *j)
     j->av = av_scalar;
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
+        cpu_has_f16c()) {
         j->qk = qk_avx2;
         j->av = av_avx2;
     }

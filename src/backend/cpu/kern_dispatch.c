@@ -11,6 +11,9 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <string.h>
 
 #include "cpu.h"
@@ -30,6 +33,35 @@ enum st_dtype cpu_dot_type(enum st_dtype t)
     }
 }
 
+#if defined(__x86_64__)
+/* Features clang 14's __builtin_cpu_supports does not know, read from
+ * cpuid directly. The OS-support (XSAVE) side is covered by the avx2 check
+ * the callers make first. */
+static bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, unsigned bit)
+{
+    unsigned r[4] = { 0, 0, 0, 0 };
+    if ((unsigned)__get_cpuid_max(0, NULL) < leaf)
+        return false;
+    __cpuid_count(leaf, subleaf, r[0], r[1], r[2], r[3]);
+    return (r[reg] >> bit) & 1u;
+}
+
+bool cpu_has_f16c(void)
+{
+    return cpuid_bit(1, 0, 2, 29);      /* CPUID.1:ECX.F16C[bit 29] */
+}
+
+static bool cpu_has_avxvnni(void)
+{
+    return cpuid_bit(7, 1, 0, 4);       /* CPUID.(7,1):EAX.AVX-VNNI[bit 4] */
+}
+#else
+bool cpu_has_f16c(void)
+{
+    return false;
+}
+#endif
+
 static bool isa_supported(enum cpu_isa isa)
 {
 #if defined(__x86_64__)
@@ -38,7 +70,7 @@ static bool isa_supported(enum cpu_isa isa)
     switch (isa) {
     case CPU_ISA_SCALAR: return true;
     case CPU_ISA_AVX2: return avx2;
-    case CPU_ISA_AVXVNNI: return avx2 && __builtin_cpu_supports("avxvnni");
+    case CPU_ISA_AVXVNNI: return avx2 && cpu_has_avxvnni();
     case CPU_ISA_AVX512:
         return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");

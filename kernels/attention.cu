@@ -1,0 +1,275 @@
+/* attention.cu -- causal GQA attention over the per-slot F16 KV cache,
+ * batched across slots (each row has its own slot and position), with a
+ * split-K decode kernel for long contexts.
+ *
+ * Three launches, in stream order:
+ *
+ * 1. kv_write: one thread per element of the step's k and v rows (grid.x
+ *    over n_kv*D, grid.y = row) converts to fp16 and stores at (slot[r],
+ *    pos[r]). All rows are written before any row attends, so the rows of
+ *    one slot's prompt chunk see each other causally.
+ *
+ * 2. attn_split: one block of 4 warps per (row, KV head g, chunk s):
+ *    blockIdx.x = row * n_kv + g, blockIdx.y = s. The chunk is positions
+ *    [s*L, min((s+1)*L, pos+1)), L = split_len. Warp w takes positions
+ *    t0 + w, t0 + w + 4, ... Lane l holds elements [l*DPL, l*DPL + DPL) of
+ *    the head (DPL = 1, 2, 4 or 8 halves: one vector load per lane per K or
+ *    V row, so a warp reads a whole 2*D-byte row at once) for each of the
+ *    gq query heads that share g (GQA: a K/V row is read once for all of
+ *    them). Scores are warp-reduced and folded into an online softmax
+ *    (running max m, sum l, unnormalised accumulator) per head. The 4 warps
+ *    merge through shared memory and write one partial (m, l, acc[D]) per
+ *    (row, head, chunk) to 'part'.
+ *
+ * 3. attn_merge: one block per (row, query head) merges the n_split
+ *    partials: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s.
+ *
+ * The grid is sized from n_ctx (not from positions, which live on the
+ * device), so a captured CUDA graph stays valid at any position; chunks
+ * past pos exit after writing an empty partial.
+ *
+ * Memory layout: kc/vc f16 [n_kv*D, n_ctx, n_slots]: the row of (slot s,
+ * position t, KV head g) starts at element ((s*n_ctx + t)*n_kv + g)*D.
+ * q/out f32 [n_head*D, n_rows]; k/v f32 [n_kv*D, n_rows]. part: float
+ * [n_rows][n_head][n_split][D + 2] = (m, l, acc...).
+ */
+#include <float.h>
+
+#include "common.cuh"
+
+#define ATT_WARPS 4
+#define ATT_NEG (-1e30f)      /* "no score yet": finite so that e^(a - b) never sees inf - inf */
+#define ATT_SMEM_FLOATS 2048  /* gq * D of the warp merge */
+
+static __global__ void kv_write(uint16_t *kc, uint16_t *vc, const float *k, const float *v,
+                                const int32_t *slot, const int32_t *pos, int64_t w,
+                                int64_t n_ctx, int64_t n_slots, unsigned *err_flag)
+{
+    const int64_t r = blockIdx.y;
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= w)
+        return;
+    const int64_t s = slot[r], p = pos[r];
+    if (s < 0 || s >= n_slots || p < 0 || p >= n_ctx) {
+        if (i == 0)
+            kq_flag(err_flag, (s < 0 || s >= n_slots) ? ST_KF_BAD_SLOT : ST_KF_BAD_POS);
+        return;
+    }
+    const size_t at = ((size_t)s * (size_t)n_ctx + (size_t)p) * (size_t)w + (size_t)i;
+    kc[at] = __half_as_ushort(__float2half_rn(k[r * w + i]));
+    vc[at] = __half_as_ushort(__float2half_rn(v[r * w + i]));
+}
+
+/* DPL consecutive halves at p (aligned to DPL*2 bytes) as floats. */
+template <int DPL>
+static __device__ __forceinline__ void load_h(const uint16_t *p, float *f)
+{
+    if (DPL == 8) {
+        uint4 u = *(const uint4 *)p;
+        const uint32_t w[4] = { u.x, u.y, u.z, u.w };
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            f[2 * k] = kq_h2f((uint16_t)(w[k] & 0xffff));
+            f[2 * k + 1] = kq_h2f((uint16_t)(w[k] >> 16));
+        }
+    } else if (DPL == 4) {
+        uint2 u = *(const uint2 *)p;
+        f[0] = kq_h2f((uint16_t)(u.x & 0xffff));
+        f[1] = kq_h2f((uint16_t)(u.x >> 16));
+        f[2] = kq_h2f((uint16_t)(u.y & 0xffff));
+        f[3] = kq_h2f((uint16_t)(u.y >> 16));
+    } else if (DPL == 2) {
+        uint32_t u = *(const uint32_t *)p;
+        f[0] = kq_h2f((uint16_t)(u & 0xffff));
+        f[1] = kq_h2f((uint16_t)(u >> 16));
+    } else {
+        f[0] = kq_h2f(p[0]);
+    }
+}
+
+template <int DPL, int GQM>
+static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_kern_attn a)
+{
+    __shared__ float sm_m[ATT_WARPS][GQM], sm_l[ATT_WARPS][GQM];
+    __shared__ float sm_acc[ATT_WARPS][ATT_SMEM_FLOATS / ATT_WARPS * ATT_WARPS / GQM > 0 ? 1 : 1];
+    extern __shared__ float sm_dyn[];            /* [ATT_WARPS][gq][D] */
+    (void)sm_acc;
+    const int D = a.head_dim, gq = a.n_head / a.n_kv;
+    const int64_t r = blockIdx.x / a.n_kv;
+    const int g = (int)(blockIdx.x % a.n_kv);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const bool lane_on = lane * DPL < D;
+    const int64_t s = a.slot[r], p = a.pos[r];
+    const bool row_ok = s >= 0 && s < a.n_slots && p >= 0 && p < a.n_ctx;
+    const int64_t t0 = (int64_t)blockIdx.y * a.split_len;
+    const int64_t t1 = row_ok ? min(t0 + a.split_len, p + 1) : t0;
+
+    float q[GQM][DPL], acc[GQM][DPL], m[GQM], l[GQM];
+#pragma unroll
+    for (int h = 0; h < GQM; h++) {
+        m[h] = ATT_NEG;
+        l[h] = 0.0f;
+#pragma unroll
+        for (int d = 0; d < DPL; d++) {
+            const int64_t qi = (r * a.n_head + (int64_t)g * gq + h) * D + lane * DPL + d;
+            q[h][d] = (h < gq && lane_on) ? a.q[qi] * a.scale : 0.0f;
+            acc[h][d] = 0.0f;
+        }
+    }
+    const size_t w = (size_t)a.n_kv * D;
+    const size_t base = ((size_t)(row_ok ? s : 0) * (size_t)a.n_ctx) * w + (size_t)g * D;
+    for (int64_t t = t0 + warp; t < t1; t += ATT_WARPS) {
+        float kf[DPL], vf[DPL];
+        const uint16_t *kr = a.kc + base + (size_t)t * w + lane * DPL;
+        const uint16_t *vr = a.vc + base + (size_t)t * w + lane * DPL;
+        if (lane_on) {
+            load_h<DPL>(kr, kf);
+            load_h<DPL>(vr, vf);
+        } else {
+#pragma unroll
+            for (int d = 0; d < DPL; d++)
+                kf[d] = vf[d] = 0.0f;
+        }
+#pragma unroll
+        for (int h = 0; h < GQM; h++) {
+            if (h < gq) {
+                float sc = 0.0f;
+#pragma unroll
+                for (int d = 0; d < DPL; d++)
+                    sc += q[h][d] * kf[d];
+                sc = kq_warp_sum(sc);
+                const float mn = fmaxf(m[h], sc);
+                const float corr = expf(m[h] - mn), pw = expf(sc - mn);
+                l[h] = l[h] * corr + pw;
+#pragma unroll
+                for (int d = 0; d < DPL; d++)
+                    acc[h][d] = acc[h][d] * corr + pw * vf[d];
+                m[h] = mn;
+            }
+        }
+    }
+    /* merge the warps: each publishes (m, l, acc), then all threads combine */
+#pragma unroll
+    for (int h = 0; h < GQM; h++) {
+        if (h < gq) {
+            if (lane == 0) {
+                sm_m[warp][h] = m[h];
+                sm_l[warp][h] = l[h];
+            }
+            if (lane_on) {
+#pragma unroll
+                for (int d = 0; d < DPL; d++)
+                    sm_dyn[((size_t)warp * gq + h) * D + lane * DPL + d] = acc[h][d];
+            }
+        }
+    }
+    __syncthreads();
+    const int nsplit = a.n_split;
+    for (int i = threadIdx.x; i < gq * (D + 2); i += blockDim.x) {
+        const int h = i / (D + 2), c = i % (D + 2);
+        float mx = ATT_NEG;
+        for (int k = 0; k < ATT_WARPS; k++)
+            mx = fmaxf(mx, sm_m[k][h]);
+        float v = 0.0f;
+        for (int k = 0; k < ATT_WARPS; k++) {
+            const float e = expf(sm_m[k][h] - mx);
+            v += e * (c == 0 ? 0.0f : c == 1 ? sm_l[k][h]
+                                             : sm_dyn[((size_t)k * gq + h) * D + (c - 2)]);
+        }
+        if (c == 0)
+            v = mx;
+        const int64_t head = (int64_t)g * gq + h;
+        a.part[((r * a.n_head + head) * nsplit + blockIdx.y) * (D + 2) + c] = v;
+    }
+}
+
+static __global__ void attn_merge(const st_kern_attn a)
+{
+    const int D = a.head_dim;
+    const int64_t rh = blockIdx.x;              /* row * n_head + head */
+    const float *pp = a.part + rh * a.n_split * (D + 2);
+    float mx = ATT_NEG;
+    for (int s = 0; s < a.n_split; s++)
+        mx = fmaxf(mx, pp[s * (D + 2)]);
+    float lsum = 0.0f;
+    for (int s = 0; s < a.n_split; s++)
+        lsum += expf(pp[s * (D + 2)] - mx) * pp[s * (D + 2) + 1];
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float v = 0.0f;
+        for (int s = 0; s < a.n_split; s++)
+            v += expf(pp[s * (D + 2)] - mx) * pp[s * (D + 2) + 2 + d];
+        a.out[rh * D + d] = lsum > 0.0f ? v / lsum : 0.0f;
+    }
+}
+
+static int att_dpl(int32_t head_dim)
+{
+    int dpl = 1;
+    while (dpl * 32 < head_dim)
+        dpl *= 2;
+    return dpl;
+}
+
+static int att_gqm(int32_t group)
+{
+    int g = 1;
+    while (g < group)
+        g *= 2;
+    return g;
+}
+
+extern "C" bool st_kern_attn_supported(int32_t head_dim, int32_t group)
+{
+    if (head_dim < 1 || head_dim > 256 || group < 1 || group > 16)
+        return false;
+    int dpl = att_dpl(head_dim);
+    return head_dim % dpl == 0 && dpl * att_gqm(group) <= 64 &&
+           (size_t)ATT_WARPS * group * head_dim * sizeof(float) <= 48 * 1024;
+}
+
+extern "C" size_t st_kern_attn_scratch_bytes(int64_t n_rows, int32_t n_head, int32_t head_dim,
+                                             int32_t n_split)
+{
+    return (size_t)n_rows * (size_t)n_head * (size_t)n_split * (size_t)(head_dim + 2) *
+           sizeof(float);
+}
+
+template <int DPL>
+static void attn_launch_dpl(const st_kern_attn &a, int gqm, dim3 grid, size_t smem,
+                            cudaStream_t s)
+{
+    switch (gqm) {
+    case 1: attn_split<DPL, 1><<<grid, 32 * ATT_WARPS, smem, s>>>(a); break;
+    case 2: attn_split<DPL, 2><<<grid, 32 * ATT_WARPS, smem, s>>>(a); break;
+    case 4: attn_split<DPL, 4><<<grid, 32 * ATT_WARPS, smem, s>>>(a); break;
+    case 8: attn_split<DPL, 8><<<grid, 32 * ATT_WARPS, smem, s>>>(a); break;
+    default:
+        if (DPL <= 4)
+            attn_split<DPL <= 4 ? DPL : 4, 16><<<grid, 32 * ATT_WARPS, smem, s>>>(a);
+        break;
+    }
+}
+
+extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStream_t stream)
+{
+    const int32_t group = a->n_kv > 0 ? a->n_head / a->n_kv : 0;
+    if (!st_kern_attn_supported(a->head_dim, group) || a->n_rows < 1 || a->n_rows > 65535 ||
+        a->n_split < 1 || a->n_split > 65535 ||
+        (int64_t)a->n_split * a->split_len < a->n_ctx)
+        return cudaErrorInvalidValue;
+    const int64_t w = (int64_t)a->n_kv * a->head_dim;
+    kv_write<<<dim3(kq_cdiv(w, 256), (unsigned)a->n_rows), 256, 0, stream>>>(
+        a->kc, a->vc, a->k, a->v, a->slot, a->pos, w, a->n_ctx, a->n_slots, a->err_flag);
+
+    const int dpl = att_dpl(a->head_dim), gqm = att_gqm(group);
+    const dim3 grid((unsigned)(a->n_rows * a->n_kv), (unsigned)a->n_split);
+    const size_t smem = (size_t)ATT_WARPS * group * a->head_dim * sizeof(float);
+    switch (dpl) {
+    case 1: attn_launch_dpl<1>(*a, gqm, grid, smem, stream); break;
+    case 2: attn_launch_dpl<2>(*a, gqm, grid, smem, stream); break;
+    case 4: attn_launch_dpl<4>(*a, gqm, grid, smem, stream); break;
+    default: attn_launch_dpl<8>(*a, gqm, grid, smem, stream); break;
+    }
+    attn_merge<<<(unsigned)(a->n_rows * a->n_head), 128, 0, stream>>>(*a);
+    return cudaGetLastError();
+}

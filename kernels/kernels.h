@@ -1,0 +1,193 @@
+/* kernels.h -- C entry points of the CUDA kernels (kernels/*.cu).
+ *
+ * Every launcher enqueues on 'stream', never synchronises, never
+ * allocates, and returns cudaGetLastError() from its launch (or
+ * cudaErrorInvalidValue for arguments it cannot run). Pointers are device
+ * pointers unless a comment says otherwise. Plain C types only: this header
+ * is compiled by cc (src/backend/cuda/*.c) and by nvcc.
+ *
+ * Shapes use the backend notation: [a, b] = b rows of a contiguous
+ * elements. Weight types are the st_dtype ids (GGUF ggml_type ids).
+ *
+ * Per-row integers (token ids, slots, positions, expert ids) live on the
+ * device, so the kernels that read them check their range themselves: an
+ * out-of-range value is clamped (no out-of-bounds access) and a ST_KF_* bit
+ * is OR-ed into *err_flag (a device word, may be NULL). The backend reads
+ * the word back at its next sync and reports ST_ERR_INVALID.
+ */
+#ifndef STRATA_KERNELS_H
+#define STRATA_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "strata/dtype.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bits of the device error word. */
+#define ST_KF_BAD_ID 1u      /* embed: id outside [0, rows of the table) */
+#define ST_KF_BAD_SLOT 2u    /* attention: slot outside [0, n_slots) */
+#define ST_KF_BAD_POS 4u     /* attention/rope: position outside [0, n_ctx) */
+#define ST_KF_BAD_EXPERT 8u  /* moe: expert id outside [0, n_expert) */
+
+/* ---- activations --------------------------------------------------------- */
+
+/* Bytes of one q8_1 activation row of n elements (n a multiple of 32): n
+ * int8 quants, then n/32 float2 (d, s), padded to 16 bytes. */
+static inline size_t st_kern_q8_1_row_bytes(int64_t n)
+{
+    size_t b = (size_t)n + 8 * (size_t)(n / 32);
+    return (b + 15) / 16 * 16;
+}
+
+/* dst row r (stride dst_stride bytes) = q8_1 of x[r, :] for r < n_rows;
+ * x: f32 [n, n_rows], n a multiple of 32. d = amax/127, q = round(x/d),
+ * s = sum of the 32 floats. */
+cudaError_t st_kern_quantize_q8_1(void *dst, size_t dst_stride, const float *x, int64_t n,
+                                  int64_t n_rows, cudaStream_t stream);
+
+/* dst[i] = fp16(x[i]) for i < n (round to nearest). */
+cudaError_t st_kern_f32_to_f16(uint16_t *dst, const float *x, int64_t n, cudaStream_t stream);
+
+/* ---- matrix-vector products (mmvq.cu) -------------------------------------
+ * y[p, o] = sum_i x[p, i] * W[o, i] for the rows p of each group. Weights
+ * of any type st_kern_mmv_supported accepts; quantized types take x as q8_1
+ * rows (st_kern_quantize_q8_1), float types (F32, F16, BF16) as f32 rows.
+ *
+ * Dense mode (groups == NULL): one group, rows 0..n_rows-1, weight w.
+ * Grouped mode (MoE): groups[0] = number of groups G' <= max_groups;
+ * groups[1 + g] = expert of group g; groups[1 + max_groups + g] = first row
+ * of group g and groups[2 + max_groups + g] = one past its last (rows are
+ * "sorted pairs", st_kern_moe_group). The weight of group g is the slab
+ * (const char *)w + expert * w_slab_bytes. Activation row of output row p:
+ * x_rows[p] when x_rows != NULL, else p.
+ *
+ * With w2 != NULL (same type and shape as w, gate and up of SwiGLU) the
+ * kernel computes both products and stores SiLU(x.w) * (x.w2). */
+struct st_kern_mmv {
+    int            type;          /* st_dtype of w (and w2) */
+    const void    *w;             /* [n_in, n_out] (x max_groups slabs when grouped) */
+    const void    *w2;            /* NULL, or the "up" weight for the fused SwiGLU */
+    size_t         w_row_bytes;   /* st_dtype_row_bytes(type, n_in) */
+    size_t         w_slab_bytes;  /* bytes between experts (grouped mode) */
+    int64_t        n_in, n_out;
+    const void    *x;             /* activation rows */
+    size_t         x_stride;      /* bytes between activation rows */
+    float         *y;             /* output rows */
+    int64_t        y_stride;      /* floats between output rows */
+    int64_t        n_rows;        /* dense mode: rows */
+    const int32_t *groups;        /* grouped mode: see above; NULL = dense */
+    int32_t        max_groups;
+    const int32_t *x_rows;        /* grouped mode: activation row per output row, or NULL */
+};
+
+/* True when the matmul kernels have this weight type and row width. */
+bool st_kern_mmv_supported(int type, int64_t n_in);
+/* True when 'type' takes q8_1 activations (false: f32 activations). */
+bool st_kern_mmv_quantized(int type);
+cudaError_t st_kern_mmv(const struct st_kern_mmv *a, cudaStream_t stream);
+
+/* ---- dequantization (dequant.cu) ----------------------------------------- */
+
+/* out[r, :] = dequant(table row ids[r]) for r < n_rows; table: 'type'
+ * [n_cols, n_table] with rows of row_bytes; out f32 [n_cols, n_rows];
+ * n_cols a multiple of 32. */
+cudaError_t st_kern_embed(float *out, const void *table, int type, size_t row_bytes,
+                          int64_t n_table, const int32_t *ids, int64_t n_rows, int64_t n_cols,
+                          unsigned *err_flag, cudaStream_t stream);
+
+/* out = fp16 of n_rows rows of w (row_bytes each, n_cols elements, a
+ * multiple of 32): the weight side of the cuBLAS path. */
+cudaError_t st_kern_dequant_f16(uint16_t *out, const void *w, int type, size_t row_bytes,
+                                int64_t n_rows, int64_t n_cols, cudaStream_t stream);
+
+/* True when dequant/embed support 'type' (every weight type). */
+bool st_kern_dequant_supported(int type);
+
+/* ---- element-wise and per-row (norm.cu, rope.cu) ------------------------- */
+
+/* out = x / sqrt(mean(x^2 over each group of g) + eps) * w[0..g), over
+ * n_groups consecutive groups; out may alias x. */
+cudaError_t st_kern_rms_norm(float *out, const float *x, const float *w, int64_t n_groups,
+                             int64_t g, float eps, cudaStream_t stream);
+cudaError_t st_kern_add(float *out, const float *a, const float *b, int64_t n,
+                        cudaStream_t stream);
+/* out = SiLU(gate) * up */
+cudaError_t st_kern_silu_mul(float *out, const float *gate, const float *up, int64_t n,
+                             cudaStream_t stream);
+
+/* NEOX rope over x f32 [width, n_rows] (heads of head_dim), rows at pos[r];
+ * out may alias x. */
+cudaError_t st_kern_rope_neox(float *out, const float *x, const int32_t *pos, int64_t n_rows,
+                              int64_t width, int head_dim, int n_rot, float freq_base,
+                              float freq_scale, unsigned *err_flag, cudaStream_t stream);
+
+/* ---- attention (attention.cu) ----------------------------------------------
+ * Writes k, v (f32 [n_kv*D, n_rows]) as fp16 into kc/vc (f16
+ * [n_kv*D, n_ctx, n_slots]) at (slot[r], pos[r]), then for each row and
+ * query head h attends over positions 0..pos[r] of its slot with KV head
+ * h / (n_head / n_kv). Split-K: positions are cut into n_split chunks of
+ * split_len (n_split * split_len >= n_ctx); each (row, KV head, chunk) is
+ * one block with an online softmax, and a second kernel merges the chunks.
+ * 'part' is scratch of st_kern_attn_scratch_bytes(). */
+struct st_kern_attn {
+    float         *out;          /* f32 [n_head*D, n_rows] */
+    const float   *q, *k, *v;
+    uint16_t      *kc, *vc;
+    const int32_t *slot, *pos;
+    int64_t        n_rows, n_ctx, n_slots;
+    int32_t        n_head, n_kv, head_dim;
+    float          scale;
+    int32_t        n_split, split_len;
+    float         *part;
+    unsigned      *err_flag;
+};
+
+size_t st_kern_attn_scratch_bytes(int64_t n_rows, int32_t n_head, int32_t head_dim,
+                                  int32_t n_split);
+/* head_dim <= 256 and query heads per KV head within the kernel's limits. */
+bool st_kern_attn_supported(int32_t head_dim, int32_t group);
+cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStream_t stream);
+
+/* ---- mixture of experts (moe.cu) ------------------------------------------ */
+
+/* Per row r of logits f32 [n_exp, n_rows]: softmax, top-k (ties to the
+ * lower index, descending p), renormalize (sum clamped to >= 6.1035e-5).
+ * sel i32 [k, n_rows], wts f32 [k, n_rows]. n_exp <= 1024, k <= 32. */
+cudaError_t st_kern_moe_route(int32_t *sel, float *wts, const float *logits, int64_t n_rows,
+                              int32_t n_exp, int32_t k, cudaStream_t stream);
+
+/* Group the n_rows*k (row, choice) pairs by expert (one block, counting
+ * sort, stable). groups: the layout of struct st_kern_mmv with max_groups
+ * = min(n_exp, n_rows*k); pair_row[p] = activation row of sorted pair p;
+ * pair_of[r*k + j] = the sorted index of (r, j). */
+cudaError_t st_kern_moe_group(int32_t *groups, int32_t *pair_row, int32_t *pair_of,
+                              const int32_t *sel, int64_t n_rows, int32_t k, int32_t n_exp,
+                              int32_t max_groups, unsigned *err_flag, cudaStream_t stream);
+
+/* out[r, :] = sum_j wts[r, j] * yd[pair_of[r*k + j], :]; yd f32 [n_embd, pairs]. */
+cudaError_t st_kern_moe_combine(float *out, const float *yd, const float *wts,
+                                const int32_t *pair_of, int64_t n_rows, int32_t k,
+                                int64_t n_embd, cudaStream_t stream);
+
+/* ---- sampling (sample.cu) --------------------------------------------------
+ * ids[r] for logits f32 [n_vocab, n_rows]: among the top_k[r] largest
+ * logits (ties to the lower id; top_k <= 0 or > 256 means 256), with
+ * weights exp((l - max) / temp[r]), the first candidate in descending
+ * order whose cumulative weight reaches u[r] * total. temp <= 0 or
+ * top_k == 1: argmax (lowest id among equal maxima). */
+cudaError_t st_kern_sample(int32_t *ids, const float *logits, int64_t n_rows, int64_t n_vocab,
+                           const int32_t *top_k, const float *temp, const float *u,
+                           cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRATA_KERNELS_H */
