@@ -39,7 +39,6 @@
 
 #define ATT_WARPS 4
 #define ATT_NEG (-1e30f)      /* "no score yet": finite so that e^(a - b) never sees inf - inf */
-#define ATT_SMEM_FLOATS 2048  /* gq * D of the warp merge */
 
 static __global__ void kv_write(uint16_t *kc, uint16_t *vc, const float *k, const float *v,
                                 const int32_t *slot, const int32_t *pos, int64_t w,
@@ -91,9 +90,7 @@ template <int DPL, int GQM>
 static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_kern_attn a)
 {
     __shared__ float sm_m[ATT_WARPS][GQM], sm_l[ATT_WARPS][GQM];
-    __shared__ float sm_acc[ATT_WARPS][ATT_SMEM_FLOATS / ATT_WARPS * ATT_WARPS / GQM > 0 ? 1 : 1];
     extern __shared__ float sm_dyn[];            /* [ATT_WARPS][gq][D] */
-    (void)sm_acc;
     const int D = a.head_dim, gq = a.n_head / a.n_kv;
     const int64_t r = blockIdx.x / a.n_kv;
     const int g = (int)(blockIdx.x % a.n_kv);
@@ -244,8 +241,8 @@ static void attn_launch_dpl(const st_kern_attn &a, int gqm, dim3 grid, size_t sm
     case 4: attn_split<DPL, 4><<<grid, 32 * ATT_WARPS, smem, s>>>(a); break;
     case 8: attn_split<DPL, 8><<<grid, 32 * ATT_WARPS, smem, s>>>(a); break;
     default:
-        if (DPL <= 4)
-            attn_split<DPL <= 4 ? DPL : 4, 16><<<grid, 32 * ATT_WARPS, smem, s>>>(a);
+        if constexpr (DPL <= 4)       /* DPL 8 with 16 heads per group is unsupported */
+            attn_split<DPL, 16><<<grid, 32 * ATT_WARPS, smem, s>>>(a);
         break;
     }
 }

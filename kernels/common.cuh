@@ -27,6 +27,13 @@
 
 #define KQ_HD __host__ __device__ __forceinline__
 
+/* "#pragma unroll" for code that the host compiler sees too. */
+#ifdef __CUDA_ARCH__
+#define KQ_UNROLL _Pragma("unroll")
+#else
+#define KQ_UNROLL
+#endif
+
 /* ---- fp16 / bf16 -------------------------------------------------------- */
 
 KQ_HD float kq_h2f(uint16_t h)

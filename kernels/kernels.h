@@ -1,10 +1,10 @@
-/* kernels.h -- C entry points of the CUDA kernels (kernels/*.cu).
+/* kernels.h -- C entry points of the CUDA kernels (the .cu files of kernels/).
  *
  * Every launcher enqueues on 'stream', never synchronises, never
  * allocates, and returns cudaGetLastError() from its launch (or
  * cudaErrorInvalidValue for arguments it cannot run). Pointers are device
  * pointers unless a comment says otherwise. Plain C types only: this header
- * is compiled by cc (src/backend/cuda/*.c) and by nvcc.
+ * is compiled by cc (the C files of src/backend/cuda) and by nvcc.
  *
  * Shapes use the backend notation: [a, b] = b rows of a contiguous
  * elements. Weight types are the st_dtype ids (GGUF ggml_type ids).
@@ -24,11 +24,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "strata/dtype.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "strata/dtype.h"   /* a C header: C linkage for its functions in C++ too */
 
 /* Bits of the device error word. */
 #define ST_KF_BAD_ID 1u      /* embed: id outside [0, rows of the table) */
@@ -70,7 +70,7 @@ cudaError_t st_kern_f32_to_f16(uint16_t *dst, const float *x, int64_t n, cudaStr
  *
  * With w2 != NULL (same type and shape as w, gate and up of SwiGLU) the
  * kernel computes both products and stores SiLU(x.w) * (x.w2). */
-struct st_kern_mmv {
+struct st_kern_mmv_args {
     int            type;          /* st_dtype of w (and w2) */
     const void    *w;             /* [n_in, n_out] (x max_groups slabs when grouped) */
     const void    *w2;            /* NULL, or the "up" weight for the fused SwiGLU */
@@ -91,7 +91,7 @@ struct st_kern_mmv {
 bool st_kern_mmv_supported(int type, int64_t n_in);
 /* True when 'type' takes q8_1 activations (false: f32 activations). */
 bool st_kern_mmv_quantized(int type);
-cudaError_t st_kern_mmv(const struct st_kern_mmv *a, cudaStream_t stream);
+cudaError_t st_kern_mmv(const struct st_kern_mmv_args *a, cudaStream_t stream);
 
 /* ---- dequantization (dequant.cu) ----------------------------------------- */
 
@@ -164,7 +164,7 @@ cudaError_t st_kern_moe_route(int32_t *sel, float *wts, const float *logits, int
                               int32_t n_exp, int32_t k, cudaStream_t stream);
 
 /* Group the n_rows*k (row, choice) pairs by expert (one block, counting
- * sort, stable). groups: the layout of struct st_kern_mmv with max_groups
+ * sort, stable). groups: the layout of struct st_kern_mmv_args with max_groups
  * = min(n_exp, n_rows*k); pair_row[p] = activation row of sorted pair p;
  * pair_of[r*k + j] = the sorted index of (r, j). */
 cudaError_t st_kern_moe_group(int32_t *groups, int32_t *pair_row, int32_t *pair_of,

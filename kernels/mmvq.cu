@@ -34,7 +34,7 @@ struct mmv_rows {
 };
 
 /* The group of this block, or false when the block has nothing to do. */
-static __device__ __forceinline__ bool mmv_group(const st_kern_mmv &a, mmv_rows &r)
+static __device__ __forceinline__ bool mmv_group(const st_kern_mmv_args &a, mmv_rows &r)
 {
     r.w = (const uint8_t *)a.w;
     r.w2 = (const uint8_t *)a.w2;
@@ -55,7 +55,7 @@ static __device__ __forceinline__ bool mmv_group(const st_kern_mmv &a, mmv_rows 
     return true;
 }
 
-static __device__ __forceinline__ const uint8_t *mmv_xrow(const st_kern_mmv &a, int64_t p)
+static __device__ __forceinline__ const uint8_t *mmv_xrow(const st_kern_mmv_args &a, int64_t p)
 {
     int64_t xr = a.x_rows ? a.x_rows[p] : p;
     return (const uint8_t *)a.x + (size_t)xr * a.x_stride;
@@ -68,7 +68,7 @@ static __device__ __forceinline__ float mmv_silu(float g)
 
 /* Reduce and store the NX sums of one chunk (all lanes call it). */
 template <int TPR, bool GLU>
-static __device__ __forceinline__ void mmv_store(const st_kern_mmv &a, const float *acc,
+static __device__ __forceinline__ void mmv_store(const st_kern_mmv_args &a, const float *acc,
                                                  const float *acc2, int cnt, int64_t p,
                                                  int64_t o, bool live, int lane)
 {
@@ -84,7 +84,7 @@ static __device__ __forceinline__ void mmv_store(const st_kern_mmv &a, const flo
 }
 
 template <int T, int TPR, bool GLU>
-static __global__ void __launch_bounds__(MMV_THREADS) mmv_quant(const st_kern_mmv a)
+static __global__ void __launch_bounds__(MMV_THREADS) mmv_quant(const st_kern_mmv_args a)
 {
     typedef kq<T> K;
     mmv_rows g;
@@ -161,7 +161,7 @@ static __device__ __forceinline__ float mmv_dot8(const float *w, const float *x)
 
 /* Float weights, f32 activations; n_in % 8 == 0 (the launcher checks). */
 template <int T, int TPR, bool GLU>
-static __global__ void __launch_bounds__(MMV_THREADS) mmv_float(const st_kern_mmv a)
+static __global__ void __launch_bounds__(MMV_THREADS) mmv_float(const st_kern_mmv_args a)
 {
     mmv_rows g;
     if (!mmv_group(a, g))
@@ -227,7 +227,7 @@ extern "C" bool st_kern_mmv_quantized(int type)
 }
 
 template <int T, int TPR>
-static void mmv_launch(const st_kern_mmv &a, dim3 grid, cudaStream_t s)
+static void mmv_launch(const st_kern_mmv_args &a, dim3 grid, cudaStream_t s)
 {
     if (a.w2)
         mmv_float<T, TPR, true><<<grid, MMV_THREADS, 0, s>>>(a);
@@ -236,7 +236,7 @@ static void mmv_launch(const st_kern_mmv &a, dim3 grid, cudaStream_t s)
 }
 
 template <int T, int TPR>
-static void mmq_launch(const st_kern_mmv &a, dim3 grid, cudaStream_t s)
+static void mmq_launch(const st_kern_mmv_args &a, dim3 grid, cudaStream_t s)
 {
     if (a.w2)
         mmv_quant<T, TPR, true><<<grid, MMV_THREADS, 0, s>>>(a);
@@ -244,7 +244,7 @@ static void mmq_launch(const st_kern_mmv &a, dim3 grid, cudaStream_t s)
         mmv_quant<T, TPR, false><<<grid, MMV_THREADS, 0, s>>>(a);
 }
 
-extern "C" cudaError_t st_kern_mmv(const struct st_kern_mmv *a, cudaStream_t stream)
+extern "C" cudaError_t st_kern_mmv(const struct st_kern_mmv_args *a, cudaStream_t stream)
 {
     if (!st_kern_mmv_supported(a->type, a->n_in) || a->n_out < 1 ||
         (a->groups && a->max_groups < 1) || (!a->groups && a->n_rows < 1))

@@ -86,7 +86,7 @@ KQ_HD int kq_popc(uint32_t v)
 KQ_HD int kq_iq4_lookup(int v, int shift)
 {
     uint32_t r = 0;
-#pragma unroll
+KQ_UNROLL
     for (int k = 0; k < 4; k++)
         r |= (uint32_t)(uint8_t)kq_kv((v >> (8 * k + shift)) & 0xf) << (8 * k);
     return (int)r;
@@ -109,7 +109,7 @@ template <int n>
 KQ_HD int kq_dot_ints(const int *q, const int *x)
 {
     int s = 0;
-#pragma unroll
+KQ_UNROLL
     for (int i = 0; i < n; i++)
         s = kq_dp4a(q[i], x[i], s);
     return s;
@@ -130,7 +130,7 @@ struct kq<ST_DTYPE_Q8_0> {
     {
         (void)it;
         w.d = kq_h2f_at(b, 0);
-#pragma unroll
+KQ_UNROLL
         for (int i = 0; i < 8; i++)
             w.q[i] = kq_int_b2(b + 2, i);
     }
@@ -159,7 +159,7 @@ struct kq<ST_DTYPE_Q4_0> {
     {
         (void)it;
         w.d = kq_h2f_at(b, 0);
-#pragma unroll
+KQ_UNROLL
         for (int i = 0; i < 4; i++) {
             int v = kq_int_b2(b + 2, i);
             w.q[i] = v & 0x0f0f0f0f;            /* elements 4i..4i+3 */
@@ -199,14 +199,14 @@ struct kq<ST_DTYPE_Q4_K> {
         kq_scale_min_k4(2 * c + 1, b + 4, &sc, &m);
         w.d1 = d * (float)sc;
         w.m1 = dmin * (float)m;
-#pragma unroll
+KQ_UNROLL
         for (int i = 0; i < 8; i++)
             w.q[i] = kq_int_b4(b + 16 + 32 * c, i);
     }
     static KQ_HD float dot(const W &w, const int *x, const float2 *ds)
     {
         int s0 = 0, s1 = 0;
-#pragma unroll
+KQ_UNROLL
         for (int i = 0; i < 8; i++) {
             s0 = kq_dp4a(w.q[i] & 0x0f0f0f0f, x[i], s0);
             s1 = kq_dp4a((w.q[i] >> 4) & 0x0f0f0f0f, x[8 + i], s1);
@@ -242,7 +242,7 @@ struct kq<ST_DTYPE_Q5_K> {
         kq_scale_min_k4(2 * c + 1, b + 4, &sc, &m);
         w.d1 = d * (float)sc;
         w.m1 = dmin * (float)m;
-#pragma unroll
+KQ_UNROLL
         for (int i = 0; i < 8; i++) {
             int ql = kq_int_b4(b + 48 + 32 * c, i), qh = kq_int_b4(b + 16, i);
             w.q0[i] = (ql & 0x0f0f0f0f) | (((qh >> (2 * c)) & 0x01010101) << 4);
@@ -281,7 +281,7 @@ struct kq<ST_DTYPE_Q6_K> {
         float d = kq_h2f_at(b, 208);
         w.d0 = d * (float)(int8_t)b[192 + 8 * h + 2 * k];
         w.d1 = d * (float)(int8_t)b[192 + 8 * h + 2 * k + 1];
-#pragma unroll
+KQ_UNROLL
         for (int i = 0; i < 8; i++) {
             int ql = kq_int_b2(b + 64 * h + 32 * (k & 1), i);
             int qh = kq_int_b2(b + 128 + 32 * h, i);
@@ -321,7 +321,7 @@ struct kq<ST_DTYPE_IQ3_S> {
         int s = (b[106 + ib / 2] >> (4 * (ib & 1))) & 0xf;
         int qh = b[66 + ib];
         w.d = kq_h2f_at(b, 0) * (float)(1 + 2 * s);
-#pragma unroll
+KQ_UNROLL
         for (int k = 0; k < 8; k++) {
             int idx = b[2 + 8 * ib + k] | (((qh >> k) & 1) << 8);
             uint32_t s4 = (uint32_t)(b[74 + 4 * ib + k / 2] >> (4 * (k & 1)));
@@ -353,7 +353,7 @@ struct kq<ST_DTYPE_IQ3_XXS> {
     {
         uint32_t a = (uint32_t)kq_int_b2(b + 66, ib);
         w.d = kq_h2f_at(b, 0) * (0.5f + (float)(a >> 28)) * 0.5f;
-#pragma unroll
+KQ_UNROLL
         for (int l = 0; l < 4; l++) {
             uint32_t s7 = (a >> (7 * l)) & 127;
             uint32_t s8 = s7 | ((uint32_t)(kq_popc(s7) & 1) << 7);   /* ksigns_iq2xs */
@@ -391,7 +391,7 @@ struct kq<ST_DTYPE_IQ4_XS> {
     static KQ_HD void load(const uint8_t *b, int ib, W &w)
     {
         w.d = scale(b, ib);
-#pragma unroll
+KQ_UNROLL
         for (int i = 0; i < 4; i++) {
             int v = kq_int_b4(b + 8 + 16 * ib, i);
             w.q[i] = kq_iq4_lookup(v, 0);

@@ -38,6 +38,8 @@ struct running {
     struct st_engine_pool *pool;
     struct st_server      *server;
     struct st_api_key     *keys;   /* views of the config's keys (strings borrowed) */
+    int32_t               *model_priority;   /* [n_models], for the server */
+    struct st_model_config *extra_models;   /* models 1.. for the pool (strings borrowed) */
 };
 
 static int print_text(FILE *f, enum st_status (*render)(struct st_buf *))
@@ -88,21 +90,68 @@ static void fill_sched(const struct st_config *c, struct st_sched_config *s)
     s->batch = c->batch;
 }
 
-/* The model every engine serves. Without --batch an engine serves one
- * request at a time: 1 slot, whatever --parallel says. */
-static void fill_pool(const struct st_config *c, const struct st_config_model *m,
-                      struct st_pool_config *p)
+/* The engine of 'device' (-1: the CPU, or a sim engine without --gpus),
+ * added to p's list when new. False when there are too many. */
+static bool engine_of(struct st_pool_config *p, int32_t device, int32_t *idx)
+{
+    for (int32_t i = 0; i < p->n_engines; i++) {
+        if (p->gpus[i] == device) {
+            *idx = i;
+            return true;
+        }
+    }
+    if (p->n_engines >= (int32_t)ST_ARRAY_LEN(p->gpus))
+        return false;
+    *idx = p->n_engines;
+    p->gpus[p->n_engines++] = device;
+    return true;
+}
+
+/* One model of the config as the pool sees it; its devices join the
+ * engine list. Without --batch an engine serves one request at a time:
+ * 1 slot, whatever --parallel says. Strings are borrowed (the pool copies). */
+static enum st_status fill_model(const struct st_config *c, const struct st_config_model *m,
+                                 struct st_pool_config *p, struct st_model_config *out,
+                                 struct st_err *err)
+{
+    int32_t idx;
+    memset(out, 0, sizeof(*out));
+    out->name = m->name;
+    out->path = m->path;
+    out->aliases = m->aliases;
+    out->n_aliases = (int32_t)m->n_aliases;
+    out->backend = backend_kind(m->backend);
+    out->priority = m->priority;
+    out->parallel = c->batch ? m->parallel : 1;
+    out->ctx_size = m->ctx_size;
+    out->ttl_s = m->ttl_s;
+    out->preload = m->preload;
+    for (int32_t i = 0; i < (m->gpus.n > 0 ? m->gpus.n : 1); i++) {
+        int32_t device = m->gpus.n > 0 ? m->gpus.ids[i] : -1;
+        if (!engine_of(p, device, &idx))
+            return st_err_set(err, ST_ERR_BAD_CONFIG,
+                              "model '%s': the models use more than %d devices together",
+                              m->name, (int)ST_ARRAY_LEN(p->gpus));
+        out->gpus[out->n_gpus++] = device;
+    }
+    return ST_OK;
+}
+
+/* Every configured model: model 0 in p->model, the rest in *extra (owned
+ * array of views). Engines: one per device any model names. */
+static enum st_status fill_pool(const struct st_config *c, struct st_pool_config *p,
+                                struct st_model_config **extra, struct st_err *err)
 {
     st_pool_config_defaults(p);
-    p->model.name = m->name;        /* borrowed: the pool copies it */
-    p->model.path = m->path;
-    p->model.backend = backend_kind(m->backend);
-    p->model.priority = m->priority;
-    p->model.parallel = c->batch ? m->parallel : 1;
-    p->model.ctx_size = m->ctx_size;
-    p->n_engines = m->gpus.n > 0 ? m->gpus.n : 1;
-    for (int32_t i = 0; i < m->gpus.n; i++)
-        p->gpus[i] = m->gpus.ids[i];
+    p->n_engines = 0;
+    *extra = NULL;
+    if (c->n_models > 1 && (*extra = calloc(c->n_models - 1, sizeof(**extra))) == NULL)
+        return st_err_set(err, ST_ERR_NOMEM, "no memory for the model list");
+    enum st_status rc = fill_model(c, &c->models[0], p, &p->model, err);
+    for (size_t i = 1; rc == ST_OK && i < c->n_models; i++)
+        rc = fill_model(c, &c->models[i], p, &(*extra)[i - 1], err);
+    p->extra_models = *extra;
+    p->n_extra_models = (int32_t)c->n_models - 1;
     p->ubatch = c->ubatch;
     p->threads = c->threads;
     p->mtp = c->batch_mtp;
@@ -111,14 +160,21 @@ static void fill_pool(const struct st_config *c, const struct st_config_model *m
     p->sim.decode_tps = c->sim_decode_tps;
     p->sim.load_seconds = c->sim_load_seconds;
     p->sim.tokens = c->sim_tokens;
+    return rc;
 }
 
 /* The server config; *keys is an owned array of views into the config. */
 static enum st_status fill_server(const struct st_config *c, struct st_server_config *s,
-                                  struct st_api_key **keys, struct st_err *err)
+                                  struct running *r, struct st_err *err)
 {
+    struct st_api_key **keys = &r->keys;
     st_server_config_defaults(s);
     *keys = NULL;
+    r->model_priority = calloc(c->n_models, sizeof(*r->model_priority));
+    if (!r->model_priority)
+        return st_err_set(err, ST_ERR_NOMEM, "no memory for the model list");
+    for (size_t i = 0; i < c->n_models; i++)
+        r->model_priority[i] = c->models[i].priority;
     if (c->n_keys > 0 && (*keys = calloc(c->n_keys, sizeof(**keys))) == NULL)
         return st_err_set(err, ST_ERR_NOMEM, "no memory for the API keys");
     for (size_t i = 0; i < c->n_keys; i++) {
@@ -139,40 +195,57 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->priority_order = c->priority_order == ST_CFG_ORDER_LOW_FIRST ? ST_PRIORITY_LOW_FIRST
                                                                     : ST_PRIORITY_HIGH_FIRST;
     s->http_threads = c->http_threads;
-    s->model_priority = &c->models[0].priority;
-    s->n_model_priority = 1;
+    s->model_priority = r->model_priority;
+    s->n_model_priority = c->n_models;
     return ST_OK;
+}
+
+/* One line per model: what it is, where it may run, when it loads. */
+static void announce_model(const struct st_config *c, const struct st_config_model *m)
+{
+    char gpus[128] = "";
+    size_t len = 0;
+    for (int32_t i = 0; i < m->gpus.n && len < sizeof(gpus) - 12; i++)
+        len += (size_t)snprintf(gpus + len, sizeof(gpus) - len, "%s%d", i ? "," : " on gpus ",
+                                (int)m->gpus.ids[i]);
+    st_log(ST_LOG_INFO, "main",
+           "model '%s': backend %s%s, %d slot(s) per engine, %lld context tokens per slot%s, "
+           "%s%s",
+           m->name, st_cfg_backend_name(m->backend), gpus, c->batch ? (int)m->parallel : 1,
+           (long long)m->ctx_size, c->batch ? ", batched" : ", one request at a time (no --batch)",
+           m->preload || c->n_models == 1 ? "loads at start" : "loads on first use",
+           m->ttl_s > 0 ? ", unloads when idle for its ttl" : "");
 }
 
 /* Log what the config decided; refuse what this build cannot serve yet. */
 static int announce(const struct st_config *c)
 {
-    const struct st_config_model *m = &c->models[0];
-
     for (size_t i = 0; i < c->n_warnings; i++)
         st_log(ST_LOG_WARN, "config", "%s", c->warnings[i]);
-    if (c->n_models > 1)
-        st_log(ST_LOG_WARN, "config",
-               "%zu models are configured; this build serves only the first, '%s' (serving "
-               "several models comes later)", c->n_models, m->name);
-    /* TODO(cpu engine issue): remove once the CPU engine lands. */
-    if (m->backend == ST_CFG_BACKEND_CPU) {
-        st_log(ST_LOG_ERROR, "main",
-               "backend cpu: the CPU engine is not available yet in this build; start with "
-               "--backend sim");
-        return EXIT_USAGE;
+    for (size_t i = 0; i < c->n_models; i++) {
+        const struct st_config_model *m = &c->models[i];
+        /* TODO(cpu engine issue): remove once the CPU engine lands. */
+        if (m->backend == ST_CFG_BACKEND_CPU) {
+            st_log(ST_LOG_ERROR, "main",
+                   "model '%s': backend cpu: the CPU engine is not available yet in this build; "
+                   "start with --backend sim", m->name);
+            return EXIT_USAGE;
+        }
     }
-    if (m->backend == ST_CFG_BACKEND_SIM && m->path == NULL && c->backend == ST_CFG_BACKEND_AUTO)
+    const struct st_config_model *m = &c->models[0];
+    if (c->n_models == 1 && m->backend == ST_CFG_BACKEND_SIM && m->path == NULL &&
+        c->backend == ST_CFG_BACKEND_AUTO)
         st_log(ST_LOG_WARN, "main",
                "no model given: serving the simulated engine (sim); its text is not a model's");
     else if (m->backend == ST_CFG_BACKEND_SIM)
         st_log(ST_LOG_INFO, "main",
                "serving the simulated engine (sim); its text is not a model's");
-    st_log(ST_LOG_INFO, "main",
-           "model '%s': backend %s, %d engine(s), %d slot(s) each, %lld context tokens per slot%s",
-           m->name, st_cfg_backend_name(m->backend), m->gpus.n > 0 ? (int)m->gpus.n : 1,
-           c->batch ? (int)m->parallel : 1, (long long)m->ctx_size,
-           c->batch ? ", batched" : ", one request at a time (no --batch)");
+    if (c->n_models > 1)
+        st_log(ST_LOG_INFO, "main",
+               "%zu models share the engines: an engine swaps its model when all its slots are "
+               "free (docs/MODELS.md)", c->n_models);
+    for (size_t i = 0; i < c->n_models; i++)
+        announce_model(c, &c->models[i]);
     return 0;
 }
 
@@ -182,6 +255,8 @@ static void stop(struct running *r)
     st_engine_pool_free(r->pool);
     st_sched_free(r->sched);
     free(r->keys);
+    free(r->model_priority);
+    free(r->extra_models);
     memset(r, 0, sizeof(*r));
 }
 
@@ -199,21 +274,24 @@ static int start(const struct st_config *c, struct running *r)
     bool v6 = strchr(host, ':') != NULL;
 
     fill_sched(c, &sc);
-    fill_pool(c, &c->models[0], &pc);
-    rc = st_sched_new(&sc, clock, &r->sched, &err);
+    rc = fill_pool(c, &pc, &r->extra_models, &err);
+    if (rc == ST_OK)
+        rc = st_sched_new(&sc, clock, &r->sched, &err);
     if (rc == ST_OK)
         rc = st_engine_pool_new(&pc, r->sched, clock, &r->pool, &err);
     if (rc == ST_OK)
         rc = st_engine_pool_start(r->pool, &err);
     if (rc == ST_OK)
-        rc = fill_server(c, &srv, &r->keys, &err);
+        rc = fill_server(c, &srv, r, &err);
     if (rc == ST_OK)
         rc = st_server_start(&srv, r->pool, r->sched, &r->server, &err);
     if (rc != ST_OK) {
         st_log(ST_LOG_ERROR, "main", "cannot start: %s", err.msg[0] ? err.msg : st_status_msg(rc));
         /* No GPU (or no driver) for --backend cuda is the user's to fix too. */
-        if (c->models[0].backend == ST_CFG_BACKEND_CUDA && rc == ST_ERR_DEVICE)
-            return EXIT_USAGE;
+        for (size_t i = 0; i < c->n_models; i++) {
+            if (c->models[i].backend == ST_CFG_BACKEND_CUDA && rc == ST_ERR_DEVICE)
+                return EXIT_USAGE;
+        }
         return exit_status_of(rc);
     }
     /* The e2e tests grep "listening on http://" and read the port after the

@@ -268,4 +268,44 @@ enum st_status st_backend_moe_ffn(struct st_backend *be, const struct st_tensor 
                                   const struct st_tensor *gate, const struct st_tensor *up,
                                   const struct st_tensor *down, struct st_err *err);
 
+/* ---- optional ops --------------------------------------------------------
+ * A backend may leave these out; the calls below then do the documented
+ * fallback, so the layer program can use them unconditionally. */
+
+/* Decode steps as device graphs (CUDA graphs; a no-op elsewhere). Bracket
+ * every op of a step:
+ *
+ *   st_backend_write(...)                       inputs (ids, pos, slots) first
+ *   rc = st_backend_graph_begin(be, key, &replayed, err);
+ *   if (!replayed) { ...the step's ops...; rc = st_backend_graph_end(be, err); }
+ *   st_backend_read(...) or st_backend_sample(...)
+ *
+ * 'key' (!= 0) names the step's shape: whenever two steps share a key,
+ * every op must get the same tensors (same data pointers and row counts)
+ * and the same scalar arguments; only the contents of tensors may differ
+ * (positions, slots, ids are read on the device). A backend may run the
+ * first steps of a key eagerly and capture a later one. *replayed = true
+ * means the whole step was enqueued by the call: do not issue its ops.
+ * Without graph support: *replayed = false and graph_end does nothing.
+ * If an op fails between begin and end, just return the error: the next
+ * begin/write/read/sync discards the partial capture. */
+enum st_status st_backend_graph_begin(struct st_backend *be, uint64_t key, bool *replayed,
+                                      struct st_err *err);
+enum st_status st_backend_graph_end(struct st_backend *be, struct st_err *err);
+
+/* Sample one token per row on the device, so a step reads back n ids
+ * instead of n rows of logits. For row r: the candidates are the top_k[r]
+ * largest logits (larger first, the lower id on ties; top_k <= 0 or
+ * > 256 means 256); weights w_j = exp((l_j - l_0) / temp[r]); the result
+ * is the first candidate j with w_0 + .. + w_j >= u[r] * sum(w).
+ * temp[r] <= 0 or top_k[r] == 1: greedy (argmax, lowest id on ties).
+ * ids: i32 [n]; logits: f32 [V, n]; top_k: i32 [n]; temp, u: f32 [n]
+ * with u in [0, 1) drawn by the caller's per-request RNG. top-p, min-p,
+ * penalties and logprobs need the logits on the host (st_backend_read).
+ * Every built-in backend implements it. */
+enum st_status st_backend_sample(struct st_backend *be, const struct st_tensor *ids,
+                                 const struct st_tensor *logits, const struct st_tensor *top_k,
+                                 const struct st_tensor *temp, const struct st_tensor *u,
+                                 struct st_err *err);
+
 #endif /* STRATA_BACKEND_H */

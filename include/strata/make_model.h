@@ -17,7 +17,8 @@
 
 struct st_make_model_opts {
     const char *out_path;    /* required; written through out_path.tmp + rename */
-    const char *preset;      /* "tiny" | "small" | "medium"; NULL = "tiny" */
+    const char *preset;      /* "tiny" | "small" | "medium" | "mtp-demo" (an MTP block that
+                                agrees with the model on purpose; implies mtp); NULL = "tiny" */
     const char *quant;       /* "f32" "f16" "bf16" "q8_0" "q4_0" "q4_k" "q5_k" "q6_k"
                                 "iq3_s" "iq3_xxs" "iq4_xs" or the mix "q4_k_m";
                                 case-insensitive; NULL = "q8_0" */

@@ -206,6 +206,48 @@ enum st_status st_backend_sync(struct st_backend *be, struct st_err *err)
     return be->ops->sync(be, err);
 }
 
+/* ---- optional ops (backend.h) -------------------------------------------- */
+
+enum st_status st_backend_graph_begin(struct st_backend *be, uint64_t key, bool *replayed,
+                                      struct st_err *err)
+{
+    *replayed = false;
+    if (key == 0)
+        return st_err_set(err, ST_ERR_INVALID, "graph_begin: key 0 is reserved");
+    return be->ops->graph_begin ? be->ops->graph_begin(be, key, replayed, err) : ST_OK;
+}
+
+enum st_status st_backend_graph_end(struct st_backend *be, struct st_err *err)
+{
+    return be->ops->graph_end ? be->ops->graph_end(be, err) : ST_OK;
+}
+
+static bool vec_ok(struct st_backend *be, ST_T t, enum st_dtype type, int64_t n)
+{
+    return t && t->be == be && t->data && t->type == type && t->ne[0] == n && t->ne[1] == 1 &&
+           t->ne[2] == 1 && t->ne[3] == 1;
+}
+
+enum st_status st_backend_sample(struct st_backend *be, ST_T ids, ST_T logits, ST_T top_k,
+                                 ST_T temp, ST_T u, struct st_err *err)
+{
+    int64_t n;
+
+    if (!logits || logits->be != be || !logits->data || logits->type != ST_DTYPE_F32 ||
+        logits->ne[2] != 1 || logits->ne[3] != 1)
+        return st_err_set(err, ST_ERR_INVALID, "sample: logits must be f32 [V, n]");
+    n = logits->ne[1];
+    if (!vec_ok(be, ids, ST_DTYPE_I32, n) || !vec_ok(be, top_k, ST_DTYPE_I32, n) ||
+        !vec_ok(be, temp, ST_DTYPE_F32, n) || !vec_ok(be, u, ST_DTYPE_F32, n))
+        return st_err_set(err, ST_ERR_INVALID,
+                          "sample: ids, top_k (i32) and temp, u (f32) must be [%lld]",
+                          (long long)n);
+    if (!be->ops->sample)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "sample: backend %s has no sampler",
+                          be->ops->name);
+    return be->ops->sample(be, ids, logits, top_k, temp, u, err);
+}
+
 /* The public ops: validate, then dispatch. */
 #define ST_OP_WRAPPER(name, params, args)                                                \
     enum st_status st_backend_##name params                                            \

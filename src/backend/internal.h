@@ -75,6 +75,14 @@ struct st_backend_ops {
 #define ST_OP_FIELD(name, params, args) enum st_status (*name) params;
     ST_OP_MAP(ST_OP_FIELD)
 #undef ST_OP_FIELD
+
+    /* optional (NULL = not offered; backend.h says what the public call
+     * does then). Arguments are validated by backend.c. */
+    enum st_status (*graph_begin)(struct st_backend *be, uint64_t key, bool *replayed,
+                                  struct st_err *err);
+    enum st_status (*graph_end)(struct st_backend *be, struct st_err *err);
+    enum st_status (*sample)(struct st_backend *be, ST_T ids, ST_T logits, ST_T top_k,
+                             ST_T temp, ST_T u, struct st_err *err);
 };
 
 /* Implementations embed this as their first member. */

@@ -19,6 +19,7 @@
 #include "strata/cli_engine.h"
 #include "strata/default_model.h"
 #include "strata/engine.h"
+#include "strata/gguf.h"
 #include "strata/log.h"
 #include "strata/sched.h"
 
@@ -53,7 +54,7 @@ static int usage(void)
           "  --top-k K     (default 40, 0 = off)   --top-p P (default 0.95)   --min-p M (0.05)\n"
           "  --seed S      sampler seed (default: random)\n"
           "  -t THREADS    CPU threads (default: all cores)\n"
-          "  -c CTX        context size in tokens (default 4096)\n"
+          "  -c CTX        context size in tokens (default: the model's, at most 4096)\n"
           "  --chat        render PROMPT as a user message with the model's chat template\n"
           "  --ignore-eos  keep generating past end-of-generation tokens\n", stderr);
     return 2;
@@ -93,7 +94,7 @@ static bool take(struct run_opts *o, const char *a, const char *v)
 
 static bool parse(int argc, char **argv, struct run_opts *o)
 {
-    *o = (struct run_opts){ .n_predict = 128, .ctx = 4096, .temp = 0.8f, .top_k = 40,
+    *o = (struct run_opts){ .n_predict = 128, .ctx = 0, .temp = 0.8f, .top_k = 40,
                             .top_p = 0.95f, .min_p = 0.05f };
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--chat"))
@@ -209,6 +210,22 @@ static int generate(struct st_engine_pool *p, const struct run_opts *o)
     return rc;
 }
 
+/* min(<arch>.context_length, 4096), or 4096 when the file does not say. */
+static int64_t default_ctx(const char *path)
+{
+    struct st_gguf *g = NULL;
+    struct st_str arch;
+    int64_t ctx = 4096, train = 0;
+    char key[96];
+    if (st_gguf_open(path, &g, NULL) == ST_OK &&
+        st_gguf_get_str(g, "general.architecture", &arch, NULL) == ST_OK &&
+        snprintf(key, sizeof(key), "%.*s.context_length", (int)arch.len, arch.ptr) > 0 &&
+        st_gguf_get_i64(g, key, &train, NULL) == ST_OK && train >= 2)
+        ctx = ST_MIN(train, ctx);
+    st_gguf_close(g);
+    return ctx;
+}
+
 int st_cli_run(int argc, char **argv)
 {
     struct run_opts o;
@@ -232,7 +249,7 @@ int st_cli_run(int argc, char **argv)
     pc.model.name = (char *)"run";
     pc.model.path = (char *)o.model;
     pc.model.backend = ST_BACKEND_CPU;
-    pc.model.ctx_size = o.ctx;
+    pc.model.ctx_size = o.ctx > 0 ? o.ctx : default_ctx(o.model);
     pc.threads = o.threads;
     struct st_sched *sched = NULL;
     struct st_engine_pool *pool = NULL;

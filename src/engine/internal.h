@@ -8,6 +8,7 @@
  *   swap.c       an engine's model: start-up load, swap, ttl unload
  *   sample.c     the sampler (greedy, temperature, top-k/p, min-p, logprobs)
  *   step.c       one engine step: admit, lines, batch, forward, sample, emit
+ *   mtp.c        --batch-mtp: draft lengths per slot, the draft call, MTP counters
  *   pool.c       pool life cycle, threads, submit/cancel, shutdown
  *   text.c       the model's text side for the server, prepare
  *   stats.c      histograms, pool stats, slot views
@@ -89,6 +90,26 @@ void st_histogram_add(struct st_histogram *h, double seconds);
 /* Buckets for model loads: 0.1 s .. 600 s. */
 void st_histogram_init_load(struct st_histogram *h);
 
+/* ---- MTP (mtp.c) ----------------------------------------------------- */
+
+/* A decoding slot's drafts and its recent acceptance. */
+struct st_mtp_slot {
+    int32_t tokens[1 + ST_RUNNER_MAX_DRAFT];   /* [last token, d_1 .. d_k]: the verify input */
+    int32_t n_draft;             /* k for this step (0: a plain one-token decode) */
+    double  hits, tries;         /* decayed accepted / verified draft positions */
+    int32_t idle;                /* steps without drafting since the last probe */
+    int64_t drafted, accepted;   /* the request's totals (activity record) */
+};
+
+/* Test hook of a pool (tests only, set before the first step): draft the
+ * full --mtp-draft every step, and/or rewrite the drafts after the runner
+ * made them (force rejections). */
+struct st_mtp_test {
+    bool  fixed_length;
+    void (*corrupt)(void *ctx, int32_t slot, int32_t *drafts, int32_t n);
+    void *ctx;
+};
+
 /* ---- engines and the pool ------------------------------------------- */
 
 struct st_engine_slot {
@@ -107,6 +128,7 @@ struct st_engine_slot {
     bool            stop_live;       /* 'stop' needs st_stop_fini */
     struct st_buf   utf8;            /* scratch: detok output of one token */
     struct st_buf   out;             /* scratch: text to show for one token */
+    struct st_mtp_slot mtp;          /* (MTP) reset per request */
 };
 
 struct st_engine {
@@ -120,6 +142,7 @@ struct st_engine {
     int64_t idle_since_ns;           /* clock time the engine last had work (ttl) */
     int32_t progress_decile;         /* last load progress logged, 0..10 */
     atomic_int model_view;           /* 'model', readable from any thread */
+    atomic_int loading_view;         /* the model being loaded now; -1 none */
     atomic_bool started_up;          /* the start-up (preload) load is done */
     int64_t *retry_ns;               /* [n_models] under pool->models_mu: a failed load
                                       * denies the model here until then; 0 = allowed */
@@ -130,6 +153,8 @@ struct st_engine {
     struct st_runner_seq *seqs;      /* n_slots + 1 */
     struct st_runner_row *rows;      /* n_slots + 1 */
     int32_t *decode_tokens;          /* n_slots: the one input token of each decode */
+    struct st_runner_draft *drafts;  /* (MTP) n_slots: one draft call's requests */
+    int32_t  mtp_max;                /* (MTP) drafts per slot the loaded runner makes; 0 off */
 
     pthread_t thread;
     bool      thread_started;
@@ -172,6 +197,9 @@ struct st_engine_pool {
     pthread_mutex_t mu;              /* live list and stats */
     struct st_request *live;         /* engine-side requests not ended yet */
     uint64_t prompt_tokens, generated_tokens, cached_tokens;
+    uint64_t mtp_drafted, mtp_accepted, mtp_steps;   /* (MTP) drafts verified, accepted;
+                                                      * verify steps (slot-steps with drafts) */
+    struct st_mtp_test mtp_test;     /* (MTP) tests only; zero = off */
     struct st_histogram ttft[ST_BAND_COUNT];
     struct st_histogram itl[ST_BAND_COUNT];
 
@@ -204,7 +232,10 @@ enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model,
                                   struct st_runner **out, struct st_err *err);
 
 /* models.c */
-enum st_status st_pool_models_init(struct st_engine_pool *p, struct st_err *err);
+/* Copy and check cfg's models into p->models (p->cfg's engines must be
+ * set); a sim model's text runner is made here. */
+enum st_status st_pool_models_init(struct st_engine_pool *p, const struct st_pool_config *cfg,
+                                   struct st_err *err);
 void st_pool_models_fini(struct st_engine_pool *p);
 /* The model's text runner (created on first use); ST_ERR_LOADING with the
  * reason when it cannot be made (the model is then marked failed). */
@@ -232,6 +263,22 @@ void st_pool_engine_lift(struct st_engine *e);
 /* Earliest clock time the engine must look again without being woken
  * (a back-off ending); INT64_MAX for none. */
 int64_t st_pool_engine_retry_deadline(struct st_engine *e);
+
+/* mtp.c (engine thread) */
+/* A new request in the slot: no drafts, the prior acceptance estimate. */
+void st_engine_mtp_reset(struct st_engine_slot *sl);
+/* Before the batch is built: every decoding slot that should draft gets
+ * sl->mtp.n_draft drafts in sl->mtp.tokens[1..] (0 when it should not, or
+ * when drafting failed: a warning, the step goes on without drafts). */
+void st_engine_mtp_draft(struct st_engine *e);
+/* After a verify: 'drafted' drafts were checked, 'accepted' kept. */
+void st_engine_mtp_learn(struct st_engine *e, struct st_engine_slot *sl, int32_t drafted,
+                         int32_t accepted);
+/* After a model load: sets e->mtp_max; with --batch-mtp says (WARN) when the
+ * model has no MTP layer. */
+void st_engine_mtp_loaded(struct st_engine *e);
+/* Install (a copy of) 'hook' on the pool; NULL removes it. Tests only. */
+void st_engine_pool_mtp_test(struct st_engine_pool *p, const struct st_mtp_test *hook);
 
 /* swap.c (engine thread) */
 /* Load the start-up model (first preload model it may serve); sets

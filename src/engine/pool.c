@@ -95,6 +95,12 @@ static void notify(void *ctx)
     }
 }
 
+/* Backends this build can make runners for (st_pool_runner_new). */
+static bool backend_built(enum st_backend_kind k)
+{
+    return k == ST_BACKEND_SIM;
+}
+
 enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model, int32_t device,
                                   struct st_runner **out, struct st_err *err)
 {
@@ -108,7 +114,7 @@ enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model,
             st_runner_sim_fail_loads(*out, m->path + 5);
         return rc;
     }
-    case ST_BACKEND_CPU:
+    case ST_BACKEND_CPU:    /* the model runner (runner_model.c) plugs in here */
     case ST_BACKEND_CUDA:
         break;
     }
@@ -138,6 +144,7 @@ static enum st_status engine_init(struct st_engine_pool *p, struct st_engine *e,
     e->device = p->cfg.gpus[idx];
     e->model = -1;
     atomic_store(&e->model_view, -1);
+    atomic_store(&e->loading_view, -1);
     pthread_mutex_init(&e->mu, NULL);
     /* Timed waits (ttl, back-off) count on the monotonic clock. */
     pthread_condattr_init(&ca);
@@ -201,7 +208,7 @@ static enum st_status check_model(const struct st_model_config *m, int32_t i,
                                   struct st_err *err)
 {
     const char *name = m->name ? m->name : "strata-sim";
-    if (m->backend != ST_BACKEND_SIM)
+    if (!backend_built(m->backend))
         return st_err_set(err, ST_ERR_UNSUPPORTED,
                           "model '%s': backend '%s' is not available yet: only the simulated "
                           "engine is built; start with --backend sim",
@@ -268,7 +275,7 @@ enum st_status st_engine_pool_new(const struct st_pool_config *cfg, struct st_sc
         st_histogram_init(&p->ttft[b]);
         st_histogram_init(&p->itl[b]);
     }
-    rc = st_pool_models_init(p, err);   /* copies cfg->model and extra_models */
+    rc = st_pool_models_init(p, cfg, err);   /* copies cfg->model and extra_models */
     if (rc != ST_OK)
         goto out_free;
     p->engines = calloc((size_t)cfg->n_engines, sizeof(*p->engines));

@@ -37,19 +37,23 @@ struct st_runner;
 
 enum st_runner_seq_kind {
     ST_SEQ_READ,     /* a chunk of the lines holder's prompt (<= ubatch tokens) */
-    ST_SEQ_DECODE,   /* one token of a decoding slot */
+    ST_SEQ_DECODE,   /* one token of a decoding slot (with MTP: + its drafts) */
 };
+
+#define ST_RUNNER_MAX_DRAFT 4   /* MTP draft tokens per slot and step, at most (--mtp-draft) */
 
 /* One sequence of a batch: consecutive tokens of one slot. */
 struct st_runner_seq {
     enum st_runner_seq_kind kind;
     int32_t        slot;         /* 0..n_slots-1 */
     const int32_t *tokens;       /* borrowed for the call; n_tokens ids */
-    int64_t        n_tokens;     /* READ: 1..ubatch; DECODE: 1 */
+    int64_t        n_tokens;     /* READ: 1..ubatch; DECODE: 1, or 1 + drafts (all_logits) */
     int64_t        pos;          /* position of tokens[0] = tokens already in the slot's KV */
     bool           sample;       /* a next token is wanted after the last row */
     bool           ignore_eos;   /* sim: keep emitting words past its completion length */
     int64_t        n_generated;  /* completion tokens of the request so far */
+    bool           all_logits;   /* (MTP) a DECODE verifying drafts: tokens = [last sampled,
+                                  * d_1 .. d_k]; logits wanted at every row (with 'sample') */
 };
 
 /* At most one READ sequence, then the DECODE sequences. */
@@ -61,7 +65,8 @@ struct st_runner_batch {
 /* What a sequence with 'sample' set gives back. */
 struct st_runner_row {
     const float *logits;   /* float[n_vocab], runner-owned, valid until the next forward;
-                            * NULL: 'token' is forced (the sim runner) */
+                            * NULL: 'token' is forced (the sim runner). With the seq's
+                            * all_logits: n_tokens rows, row j at logits + j * n_vocab */
     int32_t      token;    /* the forced token when logits == NULL */
 };
 
@@ -69,6 +74,17 @@ struct st_runner_out {
     struct st_runner_row *rows;   /* caller-owned, one per seq (rows[i] for seqs[i]) */
     int64_t busy_ns;              /* simulated device time of this step, ns (sim); 0 for a
                                    * real runner, whose forward takes the time itself */
+};
+
+/* (MTP) One slot's draft request: the runner's MTP layer chains greedy
+ * drafts from the slot's last sampled token (include/strata/mtp.h). */
+struct st_runner_draft {
+    int32_t  slot;
+    int32_t  token;      /* the last sampled token, fed next at 'pos' */
+    int64_t  pos;        /* = tokens in the slot's KV */
+    int32_t  n_draft;    /* in: wanted (<= mtp_max); out: made (0 when the runner has no
+                          * state for the slot yet) */
+    int32_t *out;        /* caller's [n_draft]: d_1 .. */
 };
 
 /* Load progress, 0..1; called on the loading thread. */
@@ -111,12 +127,22 @@ struct st_runner_ops {
                               struct st_runner_out *out, struct st_err *err);
     /* Keep only the first n_tokens of slot's KV (0: empty it): prefix reuse and rollback. */
     void (*kv_truncate)(struct st_runner *r, int32_t slot, int64_t n_tokens);
+
+    /* (MTP, optional: NULL = the runner has no MTP layer; the sim.) Draft tokens per slot
+     * the loaded runner can make: 0 when its model has no MTP layer or 'mtp_draft' was 0
+     * at load. A runner with MTP keeps its MTP cache in step through every forward. */
+    int32_t (*mtp_max)(const struct st_runner *r);
+    /* Draft for n slots together (distinct slots, each drafting from its cache's end). */
+    enum st_status (*mtp_draft)(struct st_runner *r, struct st_runner_draft *d, int32_t n,
+                                struct st_err *err);
 };
 
 struct st_runner {
     const struct st_runner_ops *ops;   /* first member */
     int32_t n_slots;                   /* KV sequences */
     int64_t n_ctx;                     /* tokens per slot */
+    int32_t mtp_draft;                 /* (MTP) set before load: with --batch-mtp, draft up to
+                                        * this many tokens (1..ST_RUNNER_MAX_DRAFT); 0 = off */
 };
 
 static inline void st_runner_free(struct st_runner *r)
@@ -174,6 +200,17 @@ static inline enum st_status st_runner_forward(struct st_runner *r,
 static inline void st_runner_kv_truncate(struct st_runner *r, int32_t slot, int64_t n_tokens)
 {
     r->ops->kv_truncate(r, slot, n_tokens);
+}
+static inline int32_t st_runner_mtp_max(const struct st_runner *r)
+{
+    return r->ops->mtp_max ? r->ops->mtp_max(r) : 0;
+}
+static inline enum st_status st_runner_mtp_draft(struct st_runner *r, struct st_runner_draft *d,
+                                                 int32_t n, struct st_err *err)
+{
+    if (!r->ops->mtp_draft)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "runner %s has no MTP layer", r->ops->name);
+    return r->ops->mtp_draft(r, d, n, err);
 }
 
 /* ---- the simulated runner (runner_sim.c) ------------------------------- */

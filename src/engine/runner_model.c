@@ -13,6 +13,12 @@
  * cleared), and a forward refuses to read a slot at a position beyond
  * its length, which would see stale or empty cache.
  *
+ * MTP (runner.h mtp_draft, include/strata/mtp.h): when base.mtp_draft > 0
+ * at load and the model has an MTP layer, every forward is st_mtp_forward
+ * (the main forward plus the MTP upkeep over the same rows), kv_truncate
+ * also moves the MTP layer's carried state back, and a DECODE sequence
+ * may carry drafts with logits at every row (all_logits).
+ *
  * Threads: see runner.h (text ops any thread, the rest the engine's).
  */
 #include <stdlib.h>
@@ -21,18 +27,48 @@
 #include "runner_model.h"
 #include "strata/log.h"
 
-static void model_free(struct st_runner *base)
+static void free_rows(struct model_runner *r)
 {
-    struct model_runner *r = (struct model_runner *)base;
-    st_model_free(r->model);
-    st_tok_free(r->tok);
-    free(r->backend);
-    free(r->kv_len);
     free(r->row_tok);
     free(r->row_slot);
     free(r->row_pos);
     free(r->out_rows);
     free(r->out_seq);
+    free(r->drafts);
+    r->row_tok = r->row_slot = r->out_seq = NULL;
+    r->row_pos = r->out_rows = NULL;
+    r->drafts = NULL;
+}
+
+/* Row arrays for steps whose DECODE sequences carry up to 'drafts' drafts. */
+static enum st_status alloc_rows(struct model_runner *r, int32_t drafts, struct st_err *err)
+{
+    size_t slots = (size_t)r->base.n_slots, per = 1 + (size_t)drafts;
+    size_t rows = (size_t)r->ubatch + slots * per, outs = slots * per + 1;
+    free_rows(r);
+    r->rows_cap = (int64_t)rows;
+    r->outs_cap = (int64_t)outs;
+    r->row_tok = malloc(rows * sizeof(*r->row_tok));
+    r->row_slot = malloc(rows * sizeof(*r->row_slot));
+    r->row_pos = malloc(rows * sizeof(*r->row_pos));
+    r->out_rows = malloc(outs * sizeof(*r->out_rows));
+    r->out_seq = malloc(outs * sizeof(*r->out_seq));
+    r->drafts = calloc(slots, sizeof(*r->drafts));
+    if (!r->row_tok || !r->row_slot || !r->row_pos || !r->out_rows || !r->out_seq ||
+        !r->drafts)
+        return st_err_set(err, ST_ERR_NOMEM, "no memory for a runner of %zu rows", rows);
+    return ST_OK;
+}
+
+static void model_free(struct st_runner *base)
+{
+    struct model_runner *r = (struct model_runner *)base;
+    st_mtp_free(r->mtp);
+    st_model_free(r->model);
+    st_tok_free(r->tok);
+    free(r->backend);
+    free(r->kv_len);
+    free_rows(r);
     free(r);
 }
 
@@ -41,17 +77,31 @@ static enum st_status model_load(struct st_runner *base, const struct st_clock *
 {
     struct model_runner *r = (struct model_runner *)base;
     (void)clock;
+    int32_t drafts = base->mtp_draft > 0 && st_mtp_available(r->model)
+                         ? ST_MIN(base->mtp_draft, ST_RUNNER_MAX_DRAFT) : 0;
+    enum st_status rc = alloc_rows(r, drafts, err);
+    if (rc != ST_OK)
+        return rc;
     struct st_model_params p = {
         .backend = r->backend, .n_threads = r->n_threads, .n_slots = base->n_slots,
-        .n_ctx = base->n_ctx, .max_rows = r->ubatch + base->n_slots,
-        .max_out = base->n_slots + 1,
+        .n_ctx = base->n_ctx, .max_rows = (int32_t)r->rows_cap,
+        .max_out = (int32_t)r->outs_cap,
     };
-    return st_model_load(r->model, &p, progress, ctx, err);
+    rc = st_model_load(r->model, &p, progress, ctx, err);
+    if (rc == ST_OK && drafts > 0) {
+        rc = st_mtp_new(r->model, drafts, &r->mtp, err);
+        if (rc != ST_OK)
+            st_model_unload(r->model);
+    }
+    return rc;
 }
 
 static void model_unload(struct st_runner *base)
 {
-    st_model_unload(((struct model_runner *)base)->model);
+    struct model_runner *r = (struct model_runner *)base;
+    st_mtp_free(r->mtp);
+    r->mtp = NULL;
+    st_model_unload(r->model);
 }
 
 static int32_t model_n_vocab(const struct st_runner *base)
@@ -76,16 +126,17 @@ static enum st_status add_seq(struct model_runner *r, const struct st_runner_seq
         return st_err_set(err, ST_ERR_TOO_LONG, "slot %d: %lld tokens at position %lld do not "
                           "fit the context of %lld", (int)q->slot, (long long)q->n_tokens,
                           (long long)q->pos, (long long)b->n_ctx);
-    if (*n + q->n_tokens > (int64_t)r->ubatch + b->n_slots)
-        return st_err_set(err, ST_ERR_INTERNAL, "runner: step of more than %lld rows",
-                          (long long)r->ubatch + b->n_slots);
+    int64_t outs = !q->sample ? 0 : q->all_logits ? q->n_tokens : 1;
+    if (*n + q->n_tokens > r->rows_cap || *n_out + outs > r->outs_cap)
+        return st_err_set(err, ST_ERR_INTERNAL, "runner: step of more than %lld rows or %lld "
+                          "logit rows", (long long)r->rows_cap, (long long)r->outs_cap);
     for (int64_t t = 0; t < q->n_tokens; t++, (*n)++) {
         r->row_tok[*n] = q->tokens[t];
         r->row_slot[*n] = q->slot;
         r->row_pos[*n] = q->pos + t;
     }
-    if (q->sample) {
-        r->out_rows[*n_out] = *n - 1;
+    for (int64_t j = outs; j > 0; j--) {   /* the last 'outs' rows, ascending */
+        r->out_rows[*n_out] = *n - j;
         r->out_seq[(*n_out)++] = i;
     }
     return ST_OK;
@@ -106,11 +157,14 @@ static enum st_status model_forward(struct st_runner *base, const struct st_runn
     }
     struct st_model_batch mb = { n, r->row_tok, r->row_slot, r->row_pos, n_out, r->out_rows };
     const float *logits = NULL;
-    enum st_status rc = st_model_forward(r->model, &mb, &logits, err);
+    enum st_status rc = r->mtp ? st_mtp_forward(r->mtp, &mb, &logits, err)
+                               : st_model_forward(r->model, &mb, &logits, err);
     if (rc != ST_OK)
         return rc;
     int64_t nv = st_model_hparams(r->model)->n_vocab;
     for (int64_t j = 0; j < n_out; j++) {
+        if (j > 0 && r->out_seq[j] == r->out_seq[j - 1])
+            continue;   /* an all_logits seq: its rows follow its first one */
         out->rows[r->out_seq[j]].logits = logits + j * nv;
         out->rows[r->out_seq[j]].token = -1;
     }
@@ -127,8 +181,40 @@ static void model_kv_truncate(struct st_runner *base, int32_t slot, int64_t n_to
     struct model_runner *r = (struct model_runner *)base;
     if (slot < 0 || slot >= base->n_slots)
         return;
-    if (n_tokens < r->kv_len[slot])
+    if (n_tokens < r->kv_len[slot]) {
         r->kv_len[slot] = n_tokens < 0 ? 0 : n_tokens;
+        if (r->mtp)
+            st_mtp_truncate(r->mtp, slot, r->kv_len[slot]);
+    }
+}
+
+static int32_t model_mtp_max(const struct st_runner *base)
+{
+    const struct model_runner *r = (const struct model_runner *)base;
+    return r->mtp ? ST_MIN(base->mtp_draft, ST_RUNNER_MAX_DRAFT) : 0;
+}
+
+static enum st_status model_mtp_draft(struct st_runner *base, struct st_runner_draft *d,
+                                      int32_t n, struct st_err *err)
+{
+    struct model_runner *r = (struct model_runner *)base;
+    if (!r->mtp)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "runner: no MTP layer loaded");
+    if (n < 0 || n > base->n_slots)
+        return st_err_set(err, ST_ERR_INTERNAL, "runner: %d draft requests", (int)n);
+    for (int32_t i = 0; i < n; i++) {
+        if (d[i].slot < 0 || d[i].slot >= base->n_slots || d[i].pos != r->kv_len[d[i].slot])
+            return st_err_set(err, ST_ERR_INTERNAL, "runner: draft for slot %d at position "
+                              "%lld, not at its cache's end", (int)d[i].slot,
+                              (long long)d[i].pos);
+        r->drafts[i] = (struct st_mtp_draft){ .slot = d[i].slot, .token = d[i].token,
+                                              .pos = d[i].pos, .n_draft = d[i].n_draft,
+                                              .out = d[i].out, .logits = NULL };
+    }
+    enum st_status rc = st_mtp_draft(r->mtp, r->drafts, n, err);
+    for (int32_t i = 0; i < n; i++)
+        d[i].n_draft = rc == ST_OK ? r->drafts[i].n_draft : 0;
+    return rc;
 }
 
 static const struct st_runner_ops model_ops = {
@@ -145,22 +231,9 @@ static const struct st_runner_ops model_ops = {
     .apply_template = st_runner_model_apply_template,
     .forward = model_forward,
     .kv_truncate = model_kv_truncate,
+    .mtp_max = model_mtp_max,
+    .mtp_draft = model_mtp_draft,
 };
-
-static enum st_status alloc_rows(struct model_runner *r, struct st_err *err)
-{
-    size_t rows = (size_t)r->ubatch + (size_t)r->base.n_slots, slots = (size_t)r->base.n_slots;
-    r->kv_len = calloc(slots, sizeof(*r->kv_len));
-    r->row_tok = malloc(rows * sizeof(*r->row_tok));
-    r->row_slot = malloc(rows * sizeof(*r->row_slot));
-    r->row_pos = malloc(rows * sizeof(*r->row_pos));
-    r->out_rows = malloc((slots + 1) * sizeof(*r->out_rows));
-    r->out_seq = malloc((slots + 1) * sizeof(*r->out_seq));
-    if (!r->kv_len || !r->row_tok || !r->row_slot || !r->row_pos || !r->out_rows ||
-        !r->out_seq)
-        return st_err_set(err, ST_ERR_NOMEM, "no memory for a runner of %zu rows", rows);
-    return ST_OK;
-}
 
 enum st_status st_runner_model_new(const char *gguf_path, const char *backend_name,
                                    int32_t n_threads, int32_t n_slots, int64_t n_ctx,
@@ -184,7 +257,9 @@ enum st_status st_runner_model_new(const char *gguf_path, const char *backend_na
     if (rc == ST_OK) {
         const struct st_hparams *hp = st_model_hparams(r->model);
         r->base.n_ctx = n_ctx > 0 ? n_ctx : ST_MIN(ST_MAX(hp->n_ctx_train, 1), 4096);
-        rc = alloc_rows(r, err);
+        r->kv_len = calloc((size_t)n_slots, sizeof(*r->kv_len));
+        rc = r->kv_len ? alloc_rows(r, 0, err)
+                       : st_err_set(err, ST_ERR_NOMEM, "no memory for the model runner");
     }
     if (rc == ST_OK)
         rc = st_runner_model_text_init(r, err);

@@ -7,6 +7,7 @@
 #include "runner.h"
 #include "strata/chat.h"
 #include "strata/forward.h"
+#include "strata/mtp.h"
 #include "strata/tokenizer.h"
 
 struct model_runner {
@@ -18,10 +19,15 @@ struct model_runner {
     int32_t            n_threads;
     int32_t            ubatch;       /* tokens of one READ chunk */
     int64_t           *kv_len;       /* [n_slots]: tokens in each slot's cache */
-    /* one step's rows, sized ubatch + n_slots (engine thread only) */
+    /* one step's rows (engine thread only): rows_cap = ubatch + n_slots * (1 + drafts),
+     * outs_cap = n_slots * (1 + drafts) + 1 logit rows */
+    int64_t            rows_cap, outs_cap;
     int32_t           *row_tok, *row_slot;
     int64_t           *row_pos, *out_rows;
-    int32_t           *out_seq;      /* [n_slots + 1]: seq index of each logits row */
+    int32_t           *out_seq;      /* [outs_cap]: seq index of each logits row */
+    /* (MTP) while loaded with base.mtp_draft > 0 and a model that has the layer */
+    struct st_mtp     *mtp;          /* owned; NULL = no MTP */
+    struct st_mtp_draft *drafts;     /* owned [n_slots]: draft call scratch */
 };
 
 /* Build the tokenizer and chat template from the tokenizer.* keys of the

@@ -7,7 +7,8 @@
  * O(engines + slots): cheap enough to scrape every 50 ms.
  *
  * Histogram buckets (seconds, Prometheus style, upper bounds; +Inf implied):
- * 0.005 .. 60, the same for time to first token and inter-token latency.
+ * 0.005 .. 60, the same for time to first token and inter-token latency;
+ * 0.1 .. 600 for model loads (models.c keeps one per model).
  */
 #include <string.h>
 
@@ -23,6 +24,18 @@ void st_histogram_init(struct st_histogram *h)
     memset(h, 0, sizeof(*h));
     memcpy(h->bounds, bucket_bounds, sizeof(bucket_bounds));
     h->n_bounds = ST_HIST_BUCKETS;
+}
+
+/* Model loads take from a blink (sim) to minutes (a large GGUF from disk). */
+static const double load_bounds[] = {
+    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+};
+
+void st_histogram_init_load(struct st_histogram *h)
+{
+    memset(h, 0, sizeof(*h));
+    memcpy(h->bounds, load_bounds, sizeof(load_bounds));
+    h->n_bounds = (int32_t)ST_ARRAY_LEN(load_bounds);
 }
 
 void st_histogram_add(struct st_histogram *h, double seconds)
@@ -71,8 +84,10 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
     double held = 0.0, capacity = 0.0;
     for (int32_t i = 0; i < p->n_engines; i++) {
         const struct st_engine *e = &p->engines[i];
+        int32_t m = atomic_load(&e->model_view);
         held += (double)atomic_load(&e->held_tokens);
-        capacity += (double)e->n_slots * (double)p->cfg.model.ctx_size;
+        if (m >= 0)
+            capacity += (double)p->models[m].cfg.parallel * (double)p->models[m].cfg.ctx_size;
         out->running += atomic_load(&e->busy);
     }
     out->kv_usage = capacity > 0.0 ? held / capacity : 0.0;

@@ -13,7 +13,11 @@
  *      emitted at its end;
  *   6. finished requests (end of generation, stop string, max_tokens,
  *      context full) get END, leave the scheduler, free their slot, and the
- *      engine drops its reference.
+ *      engine drops its reference;
+ *   7. an idle engine whose model's ttl has passed unloads it (swap.c).
+ * A request the scheduler hands over with job->swapped makes the engine
+ * change models first (swap.c); back-offs that have passed are lifted at
+ * the start of each step.
  *
  * Thread: the engine's own thread (or the test thread via
  * st_engine_pool_step); nothing here takes a lock across the forward.
@@ -49,7 +53,8 @@ void st_engine_end_slot(struct st_engine *e, struct st_engine_slot *sl, enum st_
     sl->req = NULL;
     sl->decoding = false;
     sl->n_past = 0;
-    atomic_fetch_sub(&e->busy, 1);
+    if (atomic_fetch_sub(&e->busy, 1) == 1)
+        e->idle_since_ns = req->end_ns;   /* the ttl counts from here */
     st_pool_forget(e->pool, req);
     st_request_unref(req);
 }
@@ -83,19 +88,29 @@ static bool bind_slot(struct st_engine *e, struct st_engine_slot *sl, struct st_
     return true;
 }
 
-/* Free slots go to the best waiting requests. Returns true if any came in. */
+/* Free slots go to the best waiting requests. Only the first n_active
+ * slots are the loaded model's; an empty engine offers slot 0 and learns
+ * the next model's slot count from the swap. Returns true if any came in
+ * (or a swap was tried). */
 static bool admit_free_slots(struct st_engine *e)
 {
     bool any = false;
     for (int32_t i = 0; i < e->n_slots; i++) {
         struct st_engine_slot *sl = &e->slots[i];
+        if (e->model >= 0 && i >= e->n_active)
+            break;
         if (sl->req)
             continue;
         struct st_sched_job *job = st_sched_admit(e->pool->sched, e->index, i);
         if (!job)
             break;   /* nobody waits that this engine can serve */
-        (void)bind_slot(e, sl, ST_CONTAINER_OF(job, struct st_request, job));
+        struct st_request *req = ST_CONTAINER_OF(job, struct st_request, job);
         any = true;
+        if (job->swapped && !st_engine_swap(e, req)) {
+            i--;   /* the load failed and ended req: slot i is free again */
+            continue;
+        }
+        (void)bind_slot(e, sl, req);
     }
     return any;
 }
@@ -308,64 +323,22 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
     }
 }
 
-/* The model did not load: every request this engine admits fails at once. */
-static bool fail_admitted(struct st_engine *e)
-{
-    bool any = false;
-    for (int32_t i = 0; i < e->n_slots; i++) {
-        struct st_sched_job *job;
-        while ((job = st_sched_admit(e->pool->sched, e->index, i)) != NULL) {
-            if (!bind_slot(e, &e->slots[i], ST_CONTAINER_OF(job, struct st_request, job)))
-                continue;
-            st_engine_end_slot(e, &e->slots[i], ST_FINISH_ERROR, ST_ERR_DEVICE,
-                               "the model failed to load", ST_OUTCOME_FAILED);
-            any = true;
-        }
-    }
-    return any;
-}
-
 bool st_engine_step(struct st_engine *e)
 {
-    if (atomic_load(&e->load_failed))
-        return fail_admitted(e);
-    int64_t t0 = now_ns(e);
+    st_pool_engine_lift(e);
     bool did = drop_cancelled(e);
     did |= admit_free_slots(e);
     did |= drop_cancelled(e);   /* admitted, but the client left while it waited */
+    int64_t t0 = now_ns(e);     /* after admit: a swap's load is not the step's time */
     struct st_sched_job *holder = st_sched_lines(e->pool->sched, e->index);
     int32_t n = build_batch(e, holder);
     if (n > 0)
         run_batch(e, n, holder, t0);
+    if (n == 0 && !did)
+        did = st_engine_ttl_check(e);
     if (n > 0 || did)
         st_engine_update_views(e);
     return n > 0 || did;
-}
-
-static void log_progress(void *ctx, double fraction)
-{
-    const struct st_engine *e = ctx;
-    st_log(ST_LOG_DEBUG, "engine", "engine %d: loading model '%s' (%s): %d%%", (int)e->index,
-           e->pool->cfg.model.name, e->runner->ops->name, (int)(fraction * 100.0 + 0.5));
-}
-
-enum st_status st_engine_load(struct st_engine *e)
-{
-    struct st_err err = { 0 };
-    int64_t t0 = now_ns(e);
-    enum st_status rc = st_runner_load(e->runner, e->pool->clock, log_progress, e, &err);
-    if (rc != ST_OK) {
-        st_log(ST_LOG_ERROR, "engine", "engine %d: cannot load model '%s': %s", (int)e->index,
-               e->pool->cfg.model.name, err.msg);
-        atomic_store(&e->load_failed, true);
-    } else {
-        st_log(ST_LOG_INFO, "engine", "engine %d: model '%s' (%s, %d slots of %lld tokens) "
-               "loaded in %.2f s", (int)e->index, e->pool->cfg.model.name, e->runner->ops->name,
-               (int)e->n_slots, (long long)e->runner->n_ctx,
-               (double)(now_ns(e) - t0) / (double)ST_NS_PER_SEC);
-    }
-    atomic_store(&e->loaded, true);
-    return rc;
 }
 
 static enum st_slot_state view_state(const struct st_engine_slot *sl)
@@ -399,6 +372,8 @@ void st_engine_update_views(struct st_engine *e)
         memset(v, 0, sizeof(*v));
         v->engine = e->index;
         v->slot = i;
+        v->model = e->model;
+        v->n_ctx = e->runner ? e->runner->n_ctx : 0;
         v->state = view_state(sl);
         v->band = ST_BAND_NORMAL;
         if (!sl->req)

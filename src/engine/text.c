@@ -1,69 +1,50 @@
-/* text.c -- the text side of the pool's model, for the server: model facts,
+/* text.c -- the text side of the pool's models, for the server:
  * tokenize/detokenize (/tokenize, /detokenize), the chat template, and
  * st_engine_pool_prepare (prompt text -> token ids, context check).
+ * Model facts (names, aliases, states) are in models.c.
  *
- * Every engine of a pool serves the same model, so engine 0's runner
- * answers; runners keep these operations read-only, so any thread may call
- * them while the engines step (runner.h).
+ * Each model's text side is its unloaded text runner (models.c): the sim's
+ * exists from the start, another backend's is made on first use, which is
+ * when its file is first opened. A model whose file cannot be opened is
+ * marked failed and the call answers ST_ERR_LOADING with the reason.
+ * Runners keep these operations read-only, so any thread may call them
+ * while the engines step (runner.h).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-static enum st_status check_model(const struct st_engine_pool *p, int32_t model,
-                                  struct st_err *err)
+/* The text runner of 'model', or an error (NOT_FOUND, LOADING). */
+static enum st_status text_of(struct st_engine_pool *p, int32_t model,
+                              const struct st_runner **r, struct st_err *err)
 {
-    if (model < 0 || model >= st_engine_pool_n_models(p))
+    *r = NULL;
+    if (model < 0 || model >= p->n_models)
         return st_err_set(err, ST_ERR_NOT_FOUND, "no model with index %d", (int)model);
-    return ST_OK;
-}
-
-const char *st_engine_pool_model_name(const struct st_engine_pool *p, int32_t model)
-{
-    return model == 0 ? p->cfg.model.name : NULL;
-}
-
-int32_t st_engine_pool_n_models(const struct st_engine_pool *p)
-{
-    (void)p;
-    return 1;
-}
-
-int32_t st_engine_pool_find_model(const struct st_engine_pool *p, const char *name)
-{
-    return name && strcmp(name, p->cfg.model.name) == 0 ? 0 : -1;
-}
-
-int64_t st_engine_pool_ctx_size(const struct st_engine_pool *p, int32_t model)
-{
-    return model == 0 ? p->cfg.model.ctx_size : 0;
-}
-
-const char *st_engine_pool_backend_name(const struct st_engine_pool *p, int32_t model)
-{
-    return model == 0 ? p->engines[0].runner->ops->name : NULL;
+    return st_pool_text(p, model, r, err);
 }
 
 enum st_status st_engine_pool_tokenize(struct st_engine_pool *p, int32_t model, const char *text,
                                        size_t len, bool add_special, bool parse_special,
                                        int32_t **ids, size_t *n_ids, struct st_err *err)
 {
-    enum st_status rc = check_model(p, model, err);
+    const struct st_runner *r;
+    enum st_status rc = text_of(p, model, &r, err);
     if (rc != ST_OK)
         return rc;
-    return st_runner_tokenize(p->engines[0].runner, text, len, add_special, parse_special, ids,
-                              n_ids, err);
+    return st_runner_tokenize(r, text, len, add_special, parse_special, ids, n_ids, err);
 }
 
 enum st_status st_engine_pool_detokenize(struct st_engine_pool *p, int32_t model,
                                          const int32_t *ids, size_t n_ids, char **text,
                                          struct st_err *err)
 {
-    enum st_status rc = check_model(p, model, err);
+    const struct st_runner *r;
+    enum st_status rc = text_of(p, model, &r, err);
     if (rc != ST_OK)
         return rc;
-    return st_runner_detokenize(p->engines[0].runner, ids, n_ids, text, err);
+    return st_runner_detokenize(r, ids, n_ids, text, err);
 }
 
 enum st_status st_engine_pool_apply_template(struct st_engine_pool *p, int32_t model,
@@ -71,30 +52,31 @@ enum st_status st_engine_pool_apply_template(struct st_engine_pool *p, int32_t m
                                              const char *kwargs_json, bool add_generation_prompt,
                                              char **prompt, struct st_err *err)
 {
-    enum st_status rc = check_model(p, model, err);
+    const struct st_runner *r;
+    enum st_status rc = text_of(p, model, &r, err);
     if (rc != ST_OK)
         return rc;
-    return st_runner_apply_template(p->engines[0].runner, messages_json, tools_json,
-                                    kwargs_json, add_generation_prompt, prompt, err);
+    return st_runner_apply_template(r, messages_json, tools_json, kwargs_json,
+                                    add_generation_prompt, prompt, err);
 }
 
 enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_request *req,
                                       struct st_err *err)
 {
-    enum st_status rc = check_model(p, req->model, err);
+    const struct st_runner *r;
+    enum st_status rc = text_of(p, req->model, &r, err);
     if (rc != ST_OK)
         return rc;
     if (!req->prompt)
         return st_err_set(err, ST_ERR_INVALID, "the request has no prompt");
     int32_t *ids = NULL;
     size_t n = 0;
-    rc = st_runner_tokenize(p->engines[0].runner, req->prompt, strlen(req->prompt), true, true,
-                            &ids, &n, err);
+    rc = st_runner_tokenize(r, req->prompt, strlen(req->prompt), true, true, &ids, &n, err);
     if (rc != ST_OK)
         return rc;
     if (n == 0)
         return st_err_set(err, ST_ERR_INVALID, "the prompt is empty");
-    int64_t ctx = p->cfg.model.ctx_size;
+    int64_t ctx = p->models[req->model].cfg.ctx_size;
     if ((int64_t)n >= ctx) {
         free(ids);
         return st_err_set(err, ST_ERR_TOO_LONG,

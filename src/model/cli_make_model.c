@@ -11,11 +11,13 @@
 
 static int usage(void)
 {
-    fputs("usage: strata make-model OUT.gguf [--preset tiny|small|medium] [--quant TYPE]\n"
+    fputs("usage: strata make-model OUT.gguf [--preset tiny|small|medium|mtp-demo] [--quant TYPE]\n"
           "                         [--seed N] [--vocab tokenizer.json] [--n-vocab N] [--mtp]\n"
           "  Write a synthetic qwen3moe model with random weights (its text is noise).\n"
           "  --preset   tiny (default): E 64, 2 layers, 4 experts; small: E 256, 4 layers,\n"
-          "             8 experts; medium: E 768, 12 layers, 16 experts top-4\n"
+          "             8 experts; medium: E 768, 12 layers, 16 experts top-4;\n"
+          "             mtp-demo: E 128, 2 layers, with an MTP block built to agree with\n"
+          "             the model (measures MTP drafting; not a claim about real models)\n"
           "  --quant    f32 f16 bf16 q8_0 (default) q4_0 q4_k q4_k_m q5_k q6_k iq3_s iq3_xxs iq4_xs\n"
           "  --seed     weights seed (default 1)\n"
           "  --vocab    import a Hugging Face tokenizer.json (and the tokenizer_config.json\n"
@@ -73,6 +75,7 @@ int st_cli_make_model(int argc, char **argv)
     }
     printf("wrote %s (qwen3moe, preset %s, %s, seed %llu%s)\n", o.out_path,
            o.preset ? o.preset : "tiny", o.quant ? o.quant : "q8_0",
-           (unsigned long long)o.seed, o.mtp ? ", with an MTP block" : "");
+           (unsigned long long)o.seed,
+           o.mtp || (o.preset && strcmp(o.preset, "mtp-demo") == 0) ? ", with an MTP block" : "");
     return 0;
 }

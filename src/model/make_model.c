@@ -22,13 +22,26 @@ struct preset {
     const char *name;
     int64_t E, L, H, Hkv, D, X, k, F, ctx;
     bool tied;
+    bool mtp_demo;   /* an MTP block that agrees with the model on purpose (see below) */
 };
 
 static const struct preset presets[] = {
-    { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true },
-    { "small", 256, 4, 8, 2, 32, 8, 2, 128, 4096, false },
-    { "medium", 768, 12, 16, 4, 64, 16, 4, 256, 8192, false },
+    { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true, false },
+    { "small", 256, 4, 8, 2, 32, 8, 2, 128, 4096, false, false },
+    { "medium", 768, 12, 16, 4, 64, 16, 4, 256, 8192, false, false },
+    { "mtp-demo", 128, 2, 4, 2, 32, 4, 2, 64, 4096, false, true },
 };
+
+/* mtp-demo (docs/ENGINE.md "MTP"): a model whose MTP drafts mostly agree,
+ * to measure the draft/verify mechanism, not real acceptance. Every
+ * block's output projections (attn_output, ffn_down_exps) are scaled by
+ * DEMO_BLOCK_SCALE, so the residual stream stays close to the token's
+ * embedding and the next token is mostly f(t) = argmax output .
+ * norm(token_embd[t]). The MTP block's eh_proj is [I | 0] (F16, exact):
+ * it passes the normed embedding half through and ignores the hidden
+ * half; enorm is all ones; its block adds as little as the main ones. So
+ * given t_p it computes the same f(t_p) one position ahead. */
+#define DEMO_BLOCK_SCALE 0.002f
 
 enum role { R_EMBD, R_OUTPUT, R_ATTN, R_ATTN_V, R_FFN, R_FFN_DOWN, R_ROUTER, R_NORM };
 
@@ -38,12 +51,19 @@ struct plan {
     uint32_t      ftype;     /* llama_ftype for general.file_type */
 };
 
+enum gen_kind {
+    GEN_RANDOM,              /* random weights of standard deviation sigma */
+    GEN_ONES,                /* F32 gains of exactly 1 (mtp-demo's enorm) */
+    GEN_EYE_LEFT,            /* float rows: row o = e_o over the first half (mtp-demo eh_proj) */
+};
+
 struct gen {                 /* one tensor's generator (fill callback ctx) */
     uint64_t      state;
     enum st_dtype type;
     int64_t       ne0;
     float         sigma;
     bool          norm;      /* F32 gains: 1 + uniform noise */
+    enum gen_kind kind;
 };
 
 struct build {
@@ -132,11 +152,33 @@ static uint64_t seed_for(uint64_t seed, const char *name)
     return z ? z : 0x9e3779b97f4a7c15ull;
 }
 
+/* The fixed (non-random) fills of mtp-demo: F32 ones, or [I | 0] rows in
+ * F32 or F16 (both represent 0 and 1 exactly). */
+static void fill_fixed(const struct gen *g, int64_t row0, int64_t nrows, void *dst)
+{
+    for (int64_t r = 0; r < nrows; r++) {
+        for (int64_t i = 0; i < g->ne0; i++) {
+            float v = g->kind == GEN_ONES ? 1.0f : (i == row0 + r ? 1.0f : 0.0f);
+            size_t at = (size_t)(r * g->ne0 + i);
+            if (g->type == ST_DTYPE_F32) {
+                memcpy((char *)dst + 4 * at, &v, 4);
+            } else {
+                uint16_t h = st_f32_to_fp16(v);
+                memcpy((char *)dst + 2 * at, &h, 2);
+            }
+        }
+    }
+}
+
 static enum st_status fill(void *ctx, int64_t row0, int64_t nrows, void *dst, struct st_err *err)
 {
     struct gen *g = ctx;
-    (void)row0;                                  /* rows come in order: the state is the position */
     (void)err;
+    if (g->kind != GEN_RANDOM) {
+        fill_fixed(g, row0, nrows, dst);
+        return ST_OK;
+    }
+    /* rows come in order: the state is the position */
     st_mm_random_rows(&g->state, (int)g->type, g->ne0, nrows, g->sigma, dst);
     if (g->norm) {
         float *f = dst;
@@ -144,6 +186,25 @@ static enum st_status fill(void *ctx, int64_t row0, int64_t nrows, void *dst, st
             f[i] += 1.0f;
     }
     return ST_OK;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* mtp-demo's changes to one tensor's generator (see DEMO_BLOCK_SCALE). */
+static void demo_tweak(const struct build *b, const char *name, struct gen *g)
+{
+    if (ends_with(name, ".attn_output.weight") || ends_with(name, ".ffn_down_exps.weight"))
+        g->sigma *= DEMO_BLOCK_SCALE;
+    if (ends_with(name, ".nextn.enorm.weight"))
+        g->kind = GEN_ONES;
+    if (ends_with(name, ".nextn.eh_proj.weight")) {
+        g->kind = GEN_EYE_LEFT;
+        g->type = b->plan.base == ST_DTYPE_F32 ? ST_DTYPE_F32 : ST_DTYPE_F16;
+    }
 }
 
 /* Add tensor 'name' with ne (n_dims of them) in the role's type. */
@@ -162,6 +223,9 @@ static void add(struct build *b, const char *name, enum role r, int64_t il, int 
     for (int it = 0; it < 60; it++)
         s = 0.5 * (s + x / s);
     g->sigma = g->norm ? 0.2f / 1.7320508f : (float)s;
+    g->kind = GEN_RANDOM;
+    if (b->p->mtp_demo)
+        demo_tweak(b, name, g);
     st_gguf_writer_add_tensor_fn(b->w, name, g->type, n_dims, ne, fill, g);
 }
 
@@ -212,7 +276,9 @@ static void add_keys(struct build *b, const struct st_make_model_opts *o)
     st_gguf_writer_set_str(w, "general.type", "model");
     st_gguf_writer_set_str(w, "general.name", name);
     st_gguf_writer_set_str(w, "general.description",
-                           "strata make-model: random weights, its text is noise");
+                           p->mtp_demo ? "strata make-model mtp-demo: near-random weights built "
+                           "so MTP drafts mostly agree (measures the mechanism); its text is noise"
+                                       : "strata make-model: random weights, its text is noise");
     st_gguf_writer_set_u32(w, "general.quantization_version", 2);
     st_gguf_writer_set_u32(w, "general.file_type", b->plan.ftype);
     st_gguf_writer_set_str(w, "strata.make_model.preset", p->name);
@@ -230,7 +296,7 @@ static void add_keys(struct build *b, const struct st_make_model_opts *o)
     st_gguf_writer_set_u32(w, "qwen3moe.expert_count", (uint32_t)p->X);
     st_gguf_writer_set_u32(w, "qwen3moe.expert_used_count", (uint32_t)p->k);
     st_gguf_writer_set_u32(w, "qwen3moe.expert_feed_forward_length", (uint32_t)p->F);
-    if (o->mtp)
+    if (b->n_blocks > p->L)
         st_gguf_writer_set_u32(w, "qwen3moe.nextn_predict_layers", 1);
 }
 
@@ -247,7 +313,8 @@ static enum st_status check_opts(const struct st_make_model_opts *o, struct buil
     }
     if (!b->p)
         return st_err_set(err, ST_ERR_INVALID,
-                          "make-model: unknown preset '%s' (tiny, small, medium)", preset);
+                          "make-model: unknown preset '%s' (tiny, small, medium, mtp-demo)",
+                          preset);
     if (!parse_quant(quant, &b->plan))
         return st_err_set(err, ST_ERR_INVALID, "make-model: unknown quant type '%s' (f32 f16 "
                           "bf16 q8_0 q4_0 q4_k q4_k_m q5_k q6_k iq3_s iq3_xxs iq4_xs)", quant);
@@ -264,7 +331,7 @@ enum st_status st_make_model(const struct st_make_model_opts *o, struct st_err *
     if (rc != ST_OK)
         return rc;
     b.seed = o->seed;
-    b.n_blocks = b.p->L + (o->mtp ? 1 : 0);
+    b.n_blocks = b.p->L + (o->mtp || b.p->mtp_demo ? 1 : 0);   /* mtp-demo implies --mtp */
     rc = o->vocab_path ? st_mm_vocab_import(&v, o->vocab_path, o->n_vocab, err)
                        : st_mm_vocab_builtin(&v, err);
     if (rc != ST_OK)

@@ -90,6 +90,20 @@ static bool model_range(const struct st_sched *s, const struct st_sched_engine *
     return true;
 }
 
+/* Another engine could take model m without unloading anything: it is
+ * free, has no model, and may serve m. Then 'e' (which has a model) leaves
+ * m's jobs to it rather than swap its own model out (docs/MODELS.md). */
+static bool empty_engine_for(const struct st_sched *s, const struct st_sched_engine *e,
+                             int32_t m)
+{
+    for (int32_t i = 0; i < s->n_engines; i++) {
+        const struct st_sched_engine *o = &s->engines[i];
+        if (o != e && o->model < 0 && o->n_busy == 0 && st_sched_engine_serves(o, m))
+            return true;
+    }
+    return false;
+}
+
 void st_sched_pick_for(const struct st_sched *s, const struct st_sched_engine *e,
                        struct st_sched_pick *out)
 {
@@ -103,6 +117,8 @@ void st_sched_pick_for(const struct st_sched *s, const struct st_sched_engine *e
         const struct st_sched_model *mq = &s->models[m];
         if (!st_sched_engine_serves(e, m))
             continue;   /* pinned to other engines, or failed to load here */
+        if (e->model >= 0 && m != e->model && empty_engine_for(s, e, m))
+            continue;   /* an empty engine loads it: no need to swap ours out */
         struct st_sched_job *top = st_sched_job_of_score(st_sched_tree_max(mq->by_score));
         if (!top)
             continue;

@@ -32,8 +32,16 @@ struct ref_model {
     float *emb, *onorm;
     struct ref_mat out;                   /* out.w == emb when tied */
     struct ref_layer *L;
-    float *kc, *vc;                       /* [n_layer][n_ctx][Hkv*D] */
+    float *kc, *vc;                       /* [n_all][n_ctx][Hkv*D] */
     double route_gap;                     /* smallest top-k margin of the last step */
+    /* (added for MTP) every block of the file, MTP ones last, and the
+     * final state (after output_norm) of the last ref_step */
+    int64_t n_all;                        /* n_layer + n_nextn */
+    float *hid;                           /* [E] */
+    struct ref_mat eh;                    /* nextn.eh_proj [2E -> E] of block n_layer */
+    float *enorm, *hnorm, *mtp_hn;        /* mtp_hn: shared_head_norm or output_norm */
+    float *mtp_emb;                       /* nextn.embed_tokens or token_embd */
+    struct ref_mat mtp_out;               /* shared_head_head or the output head */
 };
 
 static float *deq(const struct st_gguf_tensor *t)
@@ -52,6 +60,18 @@ static struct ref_mat mat(const struct st_gguf_tensor *t)
     return m;
 }
 
+/* The nextn pieces of block n_layer with their fallbacks (ENGINE.md 4.1). */
+static void ref_new_mtp(struct ref_model *r, const struct st_model_desc *d)
+{
+    const struct st_layer_desc *s = &d->layers[d->hp.n_layer];
+    r->eh = mat(s->nextn_eh_proj);
+    r->enorm = deq(s->nextn_enorm);
+    r->hnorm = deq(s->nextn_hnorm);
+    r->mtp_hn = s->nextn_head_norm ? deq(s->nextn_head_norm) : NULL;
+    r->mtp_emb = s->nextn_embed ? deq(s->nextn_embed) : NULL;
+    r->mtp_out = s->nextn_head ? mat(s->nextn_head) : (struct ref_mat){ NULL, ST_DTYPE_F32 };
+}
+
 struct ref_model *ref_new(const struct st_model_desc *d, int64_t n_ctx, bool emulate)
 {
     struct ref_model *r = calloc(1, sizeof(*r));
@@ -62,8 +82,10 @@ struct ref_model *ref_new(const struct st_model_desc *d, int64_t n_ctx, bool emu
     r->onorm = deq(d->output_norm);
     r->out = d->output == d->tok_embd ? (struct ref_mat){ r->emb, d->tok_embd->type }
                                       : mat(d->output);
-    r->L = calloc((size_t)d->hp.n_layer, sizeof(*r->L));
-    for (int64_t l = 0; l < d->hp.n_layer; l++) {
+    r->n_all = d->n_layers_all;
+    r->hid = calloc((size_t)d->hp.n_embd, sizeof(float));
+    r->L = calloc((size_t)r->n_all, sizeof(*r->L));
+    for (int64_t l = 0; l < r->n_all; l++) {
         const struct st_layer_desc *s = &d->layers[l];
         struct ref_layer *w = &r->L[l];
         w->attn_norm = deq(s->attn_norm);
@@ -82,9 +104,11 @@ struct ref_model *ref_new(const struct st_model_desc *d, int64_t n_ctx, bool emu
         w->up_e = mat(s->ffn_up_exps);
         w->down_e = mat(s->ffn_down_exps);
     }
-    size_t kv = (size_t)(d->hp.n_layer * n_ctx * d->hp.n_head_kv * d->hp.head_dim_k);
+    size_t kv = (size_t)(r->n_all * n_ctx * d->hp.n_head_kv * d->hp.head_dim_k);
     r->kc = calloc(kv, sizeof(float));
     r->vc = calloc(kv, sizeof(float));
+    if (d->hp.n_nextn > 0)
+        ref_new_mtp(r, d);
     return r;
 }
 
@@ -92,7 +116,7 @@ void ref_free(struct ref_model *r)
 {
     if (!r)
         return;
-    for (int64_t l = 0; l < r->hp.n_layer; l++) {
+    for (int64_t l = 0; l < r->n_all; l++) {
         struct ref_layer *w = &r->L[l];
         float *all[] = { w->attn_norm, w->wq.w, w->wk.w, w->wv.w, w->wo.w, w->q_norm,
                          w->k_norm, w->ffn_norm, w->gate.w, w->up.w, w->down.w, w->router.w,
@@ -107,6 +131,13 @@ void ref_free(struct ref_model *r)
     free(r->onorm);
     free(r->kc);
     free(r->vc);
+    free(r->hid);
+    free(r->eh.w);
+    free(r->enorm);
+    free(r->hnorm);
+    free(r->mtp_hn);
+    free(r->mtp_emb);
+    free(r->mtp_out.w);
     free(r);
 }
 
@@ -322,9 +353,32 @@ void ref_step(struct ref_model *r, int32_t token, int64_t pos, float *logits)
     for (int64_t l = 0; l < r->hp.n_layer; l++)
         layer(r, l, x, pos);
     rmsnorm(h, x, r->onorm, e, r->hp.rms_eps);
+    memcpy(r->hid, h, (size_t)e * 4);
     matvec(r, r->out, h, logits, e, r->hp.n_vocab);
     free(x);
     free(h);
+}
+
+const float *ref_hidden(const struct ref_model *r) { return r->hid; }
+
+void ref_mtp_step(struct ref_model *r, int32_t token, const float *h_prev, int64_t pos,
+                  float *h_out, float *logits)
+{
+    int64_t e = r->hp.n_embd;
+    float *cat = malloc((size_t)(2 * e) * 4), *x = malloc((size_t)e * 4);
+    const float *emb = r->mtp_emb ? r->mtp_emb : r->emb;
+    rmsnorm(cat, emb + (int64_t)token * e, r->enorm, e, r->hp.rms_eps);   /* embedding first */
+    if (h_prev)
+        rmsnorm(cat + e, h_prev, r->hnorm, e, r->hp.rms_eps);
+    else
+        memset(cat + e, 0, (size_t)e * 4);
+    matvec(r, r->eh, cat, x, 2 * e, e);
+    r->route_gap = INFINITY;
+    layer(r, r->hp.n_layer, x, pos);
+    rmsnorm(h_out, x, r->mtp_hn ? r->mtp_hn : r->onorm, e, r->hp.rms_eps);
+    matvec(r, r->mtp_out.w ? r->mtp_out : r->out, h_out, logits, e, r->hp.n_vocab);
+    free(cat);
+    free(x);
 }
 
 double ref_route_gap(const struct ref_model *r)

@@ -37,6 +37,18 @@ void ref_free(struct ref_model *r);
  * write the n_vocab logits. */
 void ref_step(struct ref_model *r, int32_t token, int64_t pos, float *logits);
 
+/* (MTP) The final state after output_norm of the last ref_step: h_p,
+ * the vector the head saw. Borrowed, [n_embd], overwritten by ref_step. */
+const float *ref_hidden(const struct ref_model *r);
+
+/* (MTP) The model's first nextn block at position 'pos' (ENGINE.md 4.2):
+ * token t_p with h_prev = h_{p-1} (NULL: zeros), on the block's own f32
+ * KV cache (positions 0..pos-1 of it must have been fed). Writes the
+ * block's output after the head norm (h_out [n_embd], what the next draft
+ * step takes) and the logits for t_{p+1}. Needs a model with n_nextn > 0. */
+void ref_mtp_step(struct ref_model *r, int32_t token, const float *h_prev, int64_t pos,
+                  float *h_out, float *logits);
+
 /* The smallest router-logit margin between a chosen expert and an
  * unchosen one over all layers of the last ref_step (INFINITY for dense
  * models): below ~0.05, activation quantization may flip the choice. */

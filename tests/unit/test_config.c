@@ -66,6 +66,42 @@ START_TEST(test_config_example_file_loads)
 }
 END_TEST
 
+/* configs/multi-model.example.yaml (docs/MODELS.md): three models on two
+ * GPUs. Loaded as `strata serve --config FILE --backend sim` would, so it
+ * resolves in a build without CUDA too. */
+START_TEST(test_config_multi_model_example_loads)
+{
+    char path[1024];
+    struct st_config c;
+    struct st_err err = { 0 };
+    bool help = false;
+
+    snprintf(path, sizeof(path), "%s/configs/multi-model.example.yaml", support_source_dir());
+    const char *argv[] = { "--config", path, "--backend", "sim" };
+    ck_assert_msg(st_config_from_args(&c, 4, (char **)argv, &help, &err) == ST_OK, "%s",
+                  err.msg);
+    ck_assert(!help);
+    ck_assert_uint_eq(c.n_models, 3);
+    ck_assert_str_eq(c.models[0].name, "qwen3-30b-a3b");
+    ck_assert(c.models[0].preload);
+    ck_assert_int_eq(c.models[0].gpus.n, 2);
+    ck_assert_str_eq(c.models[1].aliases[0], "coder");
+    ck_assert_int_eq(c.models[1].parallel, 2);
+    ck_assert_int_eq(c.models[1].ctx_size, 32768);
+    ck_assert(c.models[1].ttl_s == 900);
+    ck_assert(!c.models[1].preload);
+    ck_assert_int_eq(c.models[2].gpus.n, 1);
+    ck_assert_int_eq(c.models[2].gpus.ids[0], 1);
+    ck_assert_int_eq(c.models[2].priority, -100);
+    ck_assert_int_eq(c.models[2].parallel, 4);      /* inherited */
+    for (size_t i = 0; i < c.n_models; i++)
+        ck_assert_int_eq(c.models[i].backend, ST_CFG_BACKEND_SIM);   /* the flag wins */
+    ck_assert_int_eq(c.swap_affinity_bonus, 10);
+    ck_assert_uint_eq(c.n_warnings, 0);
+    st_config_fini(&c);
+}
+END_TEST
+
 START_TEST(test_config_every_key_sets_its_field)
 {
     static const char yaml[] =
@@ -408,6 +444,7 @@ static Suite *config_suite(void)
     TCase *y = tcase_create("yaml");
 
     tcase_add_test(y, test_config_example_file_loads);
+    tcase_add_test(y, test_config_multi_model_example_loads);
     tcase_add_test(y, test_config_every_key_sets_its_field);
     tcase_add_test(y, test_config_empty_and_null_keep_defaults);
     tcase_add_test(y, test_config_sizes_and_gpu_forms);

@@ -135,6 +135,10 @@ void cpu_parallel_rows(struct cpu_backend *cb, int64_t n_rows, int64_t work_per_
 ST_OP_MAP(CPU_OP_DECL)
 #undef CPU_OP_DECL
 
+/* The optional sampler (cpu_sample.c; backend.h st_backend_sample). */
+enum st_status cpu_op_sample(struct st_backend *be, ST_T ids, ST_T logits, ST_T top_k,
+                             ST_T temp, ST_T u, struct st_err *err);
+
 /* y[r, :] (n_rows rows, row stride ys floats) = x . W^T over weight rows
  * [o0, o1), with x already quantized (xq rows of xq_stride bytes). Used by
  * matmul and the MoE expert passes; runs on the calling thread. */

@@ -144,4 +144,5 @@ const struct st_backend_ops st_backend_cpu_ops = {
 #define CPU_OP_ENTRY(name, params, args) .name = cpu_op_##name,
     ST_OP_MAP(CPU_OP_ENTRY)
 #undef CPU_OP_ENTRY
+    .sample = cpu_op_sample,   /* ops run synchronously: no graphs */
 };

@@ -1,0 +1,145 @@
+/* cuda_graph.c -- decode steps as CUDA graphs, and sampling on the GPU.
+ *
+ * Graphs. A decode step is ~15 launches per layer (~700 for 48 layers);
+ * launched one by one they cost more CPU time than the GPU needs to run
+ * them at batch 1. The layer program brackets a step's ops with
+ *
+ *     st_backend_write(...)                 inputs first (ids, pos, slots)
+ *     graph_begin(be, key, &replayed)
+ *     if (!replayed) { ...every op of the step...; graph_end(be) }
+ *     st_backend_read(...)                  logits or sampled ids
+ *
+ * 'key' names the shape (e.g. rows in the step + 1000 * output rows): every
+ * op's arguments (pointers, row counts) must be the same whenever the key
+ * is; positions, slots and ids may differ because the kernels read them
+ * from device memory. The first begin() of a key runs the ops eagerly (it
+ * sizes the scratch), the second captures them into a graph and launches
+ * it, later ones replay it (cudaGraphLaunch: one call). CUDA_MAX_GRAPHS
+ * keys are kept; beyond that a key runs eagerly. Capture uses the
+ * thread-local mode so another backend's thread is not disturbed. If an op
+ * fails during a capture (the caller returns without graph_end), the next
+ * begin/write/read/sync abandons the capture and the key starts over.
+ *
+ * Sampling: ids[r] from logits rows on the device (kernels.h
+ * st_kern_sample), so a step reads back n_rows int32 instead of n_rows *
+ * n_vocab floats.
+ */
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "strata/log.h"
+
+static struct cuda_graph_entry *find_entry(struct cuda_backend *cb, uint64_t key, bool add)
+{
+    for (int i = 0; i < CUDA_MAX_GRAPHS; i++)
+        if (cb->graphs[i].key == key)
+            return &cb->graphs[i];
+    if (!add)
+        return NULL;
+    for (int i = 0; i < CUDA_MAX_GRAPHS; i++) {
+        if (cb->graphs[i].key == 0) {
+            cb->graphs[i].key = key;
+            return &cb->graphs[i];
+        }
+    }
+    return NULL;
+}
+
+void cuda_capture_abort(struct cuda_backend *cb)
+{
+    struct cuda_graph_entry *g;
+    cudaGraph_t graph = NULL;
+
+    if (!cb->capturing)
+        return;
+    g = &cb->graphs[cb->capturing - 1];
+    cb->capturing = 0;
+    (void)cudaStreamEndCapture(cb->stream, &graph);
+    if (graph)
+        cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    g->seen = 0;                            /* next time: eager first, then capture */
+    st_log(ST_LOG_WARN, "cuda", "device %d: a graph capture was abandoned (an op failed)",
+           cb->device);
+}
+
+enum st_status cuda_graph_begin(struct st_backend *be, uint64_t key, bool *replayed,
+                                struct st_err *err)
+{
+    struct cuda_backend *cb = cuda_of(be);
+    enum st_status rc = cuda_enter(cb, err);
+    struct cuda_graph_entry *g;
+
+    *replayed = false;
+    if (rc != ST_OK)
+        return rc;
+    cuda_capture_abort(cb);                 /* a previous step failed mid-capture */
+    if (key == 0)
+        return st_err_set(err, ST_ERR_INVALID, "cuda: graph key 0 is reserved");
+    g = find_entry(cb, key, true);
+    if (!g)
+        return ST_OK;                       /* table full: run eagerly */
+    if (g->exec) {
+        rc = ST_CUDA(cb, cudaGraphLaunch(g->exec, cb->stream), err);
+        *replayed = rc == ST_OK;
+        return rc;
+    }
+    if (++g->seen < 2)
+        return ST_OK;                       /* first run: eager, sizes the scratch */
+    rc = ST_CUDA(cb, cudaStreamBeginCapture(cb->stream, cudaStreamCaptureModeThreadLocal), err);
+    if (rc == ST_OK)
+        cb->capturing = (int)(g - cb->graphs) + 1;
+    return rc;
+}
+
+enum st_status cuda_graph_end(struct st_backend *be, struct st_err *err)
+{
+    struct cuda_backend *cb = cuda_of(be);
+    struct cuda_graph_entry *g;
+    cudaGraph_t graph = NULL;
+    enum st_status rc;
+
+    if (!cb->capturing)
+        return cuda_enter(cb, err);         /* eager run: nothing to do */
+    g = &cb->graphs[cb->capturing - 1];
+    cb->capturing = 0;
+    rc = ST_CUDA(cb, cudaStreamEndCapture(cb->stream, &graph), err);
+    if (rc == ST_OK)
+        rc = ST_CUDA(cb, cudaGraphInstantiate(&g->exec, graph, 0), err);
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (rc != ST_OK) {
+        g->exec = NULL;
+        g->key = 0;                         /* forget the key: retried from scratch */
+        g->seen = 0;
+        return rc;
+    }
+    /* the captured ops did not run: run them now */
+    return ST_CUDA(cb, cudaGraphLaunch(g->exec, cb->stream), err);
+}
+
+void cuda_graphs_free(struct cuda_backend *cb)
+{
+    cuda_capture_abort(cb);
+    for (int i = 0; i < CUDA_MAX_GRAPHS; i++) {
+        if (cb->graphs[i].exec)
+            cudaGraphExecDestroy(cb->graphs[i].exec);
+        memset(&cb->graphs[i], 0, sizeof(cb->graphs[i]));
+    }
+}
+
+enum st_status cuda_op_sample(struct st_backend *be, const struct st_tensor *ids,
+                              const struct st_tensor *logits, const struct st_tensor *top_k,
+                              const struct st_tensor *temp, const struct st_tensor *u,
+                              struct st_err *err)
+{
+    struct cuda_backend *cb = cuda_of(be);
+    enum st_status rc = cuda_enter(cb, err);
+    cudaError_t e;
+
+    if (rc != ST_OK)
+        return rc;
+    e = st_kern_sample(ids->data, logits->data, logits->ne[1], logits->ne[0], top_k->data,
+                       temp->data, u->data, cb->stream);
+    return ST_CUDA(cb, e, err);
+}

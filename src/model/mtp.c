@@ -1,0 +1,309 @@
+/* mtp.c -- the MTP passes of include/strata/mtp.h, written against the op
+ * table like forward.c:
+ *
+ *   st_mtp_rows     the nextn block over n rows (shared by both passes):
+ *                     esrc[0,n)  = rmsnorm(embed[ids]) * enorm          [E, n]
+ *                     esrc[n,2n) = rmsnorm(htable[hrows]) * hnorm       [E, n]
+ *                     cat        = rows interleaved e0 h0 e1 h1 ...     [E, 2n] = [2E, n]
+ *                     x          = cat . eh_proj^T                      [E, n]
+ *                     x          = decoder layer (attention on the MTP KV cache, MoE)
+ *                   The concatenation is a row gather (embed over an f32
+ *                   buffer): [E, 2n] seen as [2E, n] puts e_i in the first E
+ *                   columns of row i and h_i in the next E, so eh_proj is
+ *                   used in place with the file's column order.
+ *   upkeep          after each chunk of the main forward: the chunk's final
+ *                   states go through output_norm into hbuf, every row takes
+ *                   the state of its predecessor, the block writes the MTP
+ *                   KV of every row, and each slot carries its last state.
+ *   st_mtp_draft    chained greedy drafting from the carried states.
+ *
+ * Every op call covers all the rows of a pass (all slots together); the
+ * carried states move with single-row adds (out may alias the inputs of
+ * add), a few per step.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "mtp_internal.h"
+#include "strata/log.h"
+
+/* The model's activation buffers cut to n rows, plus the MTP row columns. */
+struct mrows {
+    struct st_tensor x, h, q, k, v, att, o, g, u, sel, wts, pos, slot;
+};
+
+static struct st_tensor cut(const struct st_tensor *t, int64_t n)
+{
+    return st_tensor_slice(t, 1, 0, n);
+}
+
+static void cut_rows(const struct st_mtp *t, int64_t n, struct mrows *r)
+{
+    const struct st_fwd_act *a = &t->m->act;
+    r->x = cut(&a->x, n);
+    r->h = cut(&a->h, n);
+    r->q = cut(&a->q, n);
+    r->k = cut(&a->k, n);
+    r->v = cut(&a->v, n);
+    r->att = cut(&a->att, n);
+    r->o = cut(&a->o, n);
+    r->g = cut(&a->g, n);
+    r->u = cut(&a->u, n);
+    r->sel = cut(&a->sel, n);
+    r->wts = cut(&a->wts, n);
+    r->pos = st_fwd_column(&t->pos, 0, n);
+    r->slot = st_fwd_column(&t->slot, 0, n);
+}
+
+/* Attention sub-block of the nextn layer on its own KV cache (forward.c's
+ * attn_block with the MTP weights and cache). */
+static enum st_status attn(struct st_mtp *t, const struct mrows *r, struct st_err *err)
+{
+    const struct st_hparams *hp = &t->m->desc->hp;
+    const struct st_fwd_layer *w = &t->w;
+    struct st_backend *be = t->m->be;
+    int32_t d = (int32_t)hp->head_dim_k;
+    enum st_status rc = st_backend_rms_norm(be, &r->h, &r->x, &w->attn_norm, hp->rms_eps, err);
+    if (rc == ST_OK) rc = st_backend_matmul(be, &r->q, &r->h, &w->wq, err);
+    if (rc == ST_OK) rc = st_backend_matmul(be, &r->k, &r->h, &w->wk, err);
+    if (rc == ST_OK) rc = st_backend_matmul(be, &r->v, &r->h, &w->wv, err);
+    if (rc == ST_OK && hp->qk_norm) {
+        rc = st_backend_rms_norm(be, &r->q, &r->q, &w->q_norm, hp->rms_eps, err);
+        if (rc == ST_OK)
+            rc = st_backend_rms_norm(be, &r->k, &r->k, &w->k_norm, hp->rms_eps, err);
+    }
+    if (rc == ST_OK)
+        rc = st_backend_rope(be, &r->q, &r->q, &r->pos, d, (int32_t)hp->n_rot,
+                             hp->rope_freq_base, hp->rope_freq_scale, err);
+    if (rc == ST_OK)
+        rc = st_backend_rope(be, &r->k, &r->k, &r->pos, d, (int32_t)hp->n_rot,
+                             hp->rope_freq_base, hp->rope_freq_scale, err);
+    if (rc == ST_OK)
+        rc = st_backend_attention(be, &r->att, &r->q, &r->k, &r->v, &t->kcache, &t->vcache,
+                                  &r->slot, &r->pos, (int32_t)hp->n_head,
+                                  (int32_t)hp->n_head_kv, 1.0f / sqrtf((float)d), err);
+    if (rc == ST_OK) rc = st_backend_matmul(be, &r->o, &r->att, &w->wo, err);
+    if (rc == ST_OK) rc = st_backend_add(be, &r->x, &r->x, &r->o, err);
+    return rc;
+}
+
+/* FFN sub-block (MoE, or dense SwiGLU) of the nextn layer. */
+static enum st_status ffn(struct st_mtp *t, const struct mrows *r, struct st_err *err)
+{
+    const struct st_hparams *hp = &t->m->desc->hp;
+    const struct st_fwd_layer *w = &t->w;
+    struct st_backend *be = t->m->be;
+    enum st_status rc = st_backend_rms_norm(be, &r->h, &r->x, &w->ffn_norm, hp->rms_eps, err);
+    if (rc == ST_OK && hp->n_expert > 0) {
+        rc = st_backend_moe_route(be, &r->sel, &r->wts, &r->h, &w->router, err);
+        if (rc == ST_OK)
+            rc = st_backend_moe_ffn(be, &r->o, &r->h, &r->sel, &r->wts, &w->gate_exps,
+                                    &w->up_exps, &w->down_exps, err);
+    } else if (rc == ST_OK) {
+        rc = st_backend_matmul(be, &r->g, &r->h, &w->ffn_gate, err);
+        if (rc == ST_OK) rc = st_backend_matmul(be, &r->u, &r->h, &w->ffn_up, err);
+        if (rc == ST_OK) rc = st_backend_silu_mul(be, &r->g, &r->g, &r->u, err);
+        if (rc == ST_OK) rc = st_backend_matmul(be, &r->o, &r->g, &w->ffn_down, err);
+    }
+    if (rc == ST_OK)
+        rc = st_backend_add(be, &r->x, &r->x, &r->o, err);
+    return rc;
+}
+
+/* Upload n per-row integers (from int32 or int64 source) into column c. */
+static enum st_status put_i32(struct st_mtp *t, const struct st_tensor *c, const int32_t *s32,
+                              const int64_t *s64, int64_t n, struct st_err *err)
+{
+    for (int64_t i = 0; i < n; i++)
+        t->i32_host[i] = s32 ? s32[i] : (int32_t)s64[i];
+    return st_backend_write(t->m->be, c, 0, t->i32_host, (size_t)n * sizeof(int32_t), err);
+}
+
+/* The block's input u = eh_proj . [enorm(emb); hnorm(h)] into act.x rows
+ * [0, n); the row integers are uploaded here. */
+static enum st_status block_input(struct st_mtp *t, int64_t n, const int32_t *tokens,
+                                  const int32_t *slots, const int64_t *pos,
+                                  const struct st_tensor *htable, const int32_t *hrows,
+                                  struct st_err *err)
+{
+    struct st_backend *be = t->m->be;
+    float eps = t->m->desc->hp.rms_eps;
+    struct st_tensor ids = st_fwd_column(&t->ids, 0, n), hidx = st_fwd_column(&t->hidx, 0, n);
+    struct st_tensor cidx = st_fwd_column(&t->cidx, 0, 2 * n);
+    struct st_tensor pc = st_fwd_column(&t->pos, 0, n), sc = st_fwd_column(&t->slot, 0, n);
+    enum st_status rc = put_i32(t, &ids, tokens, NULL, n, err);
+    if (rc == ST_OK) rc = put_i32(t, &hidx, hrows, NULL, n, err);
+    if (rc == ST_OK) rc = put_i32(t, &pc, NULL, pos, n, err);
+    if (rc == ST_OK) rc = put_i32(t, &sc, slots, NULL, n, err);
+    for (int64_t i = 0; i < n; i++) {
+        t->i32_host[2 * i] = (int32_t)i;
+        t->i32_host[2 * i + 1] = (int32_t)(n + i);
+    }
+    if (rc == ST_OK)
+        rc = st_backend_write(be, &cidx, 0, t->i32_host, (size_t)(2 * n) * sizeof(int32_t), err);
+    struct st_tensor ee = st_tensor_slice(&t->esrc, 1, 0, n);
+    struct st_tensor eh = st_tensor_slice(&t->esrc, 1, n, n);
+    struct st_tensor e2 = st_tensor_slice(&t->esrc, 1, 0, 2 * n);
+    struct st_tensor c = st_tensor_slice(&t->cat, 1, 0, n);
+    const int64_t ne[ST_TENSOR_DIMS] = { t->E, 2 * n, 1, 1 };
+    struct st_tensor cv = st_tensor_reshape(&c, ne), x = cut(&t->m->act.x, n);
+    if (rc == ST_OK) rc = st_backend_embed(be, &ee, t->embed, &ids, err);
+    if (rc == ST_OK) rc = st_backend_rms_norm(be, &ee, &ee, &t->enorm, eps, err);
+    if (rc == ST_OK) rc = st_backend_embed(be, &eh, htable, &hidx, err);
+    if (rc == ST_OK) rc = st_backend_rms_norm(be, &eh, &eh, &t->hnorm, eps, err);
+    if (rc == ST_OK) rc = st_backend_embed(be, &cv, &e2, &cidx, err);
+    if (rc == ST_OK) rc = st_backend_matmul(be, &x, &c, &t->eh_proj, err);
+    return rc;
+}
+
+enum st_status st_mtp_rows(struct st_mtp *t, int64_t n, const int32_t *tokens,
+                           const int32_t *slots, const int64_t *pos,
+                           const struct st_tensor *htable, const int32_t *hrows,
+                           struct st_err *err)
+{
+    struct mrows r;
+    cut_rows(t, n, &r);
+    enum st_status rc = block_input(t, n, tokens, slots, pos, htable, hrows, err);
+    if (rc == ST_OK)
+        rc = attn(t, &r, err);
+    if (rc == ST_OK)
+        rc = ffn(t, &r, err);
+    return rc;
+}
+
+/* ---- carried states ----------------------------------------------------- */
+
+/* hbuf row 'dst' = hbuf row 'src' (+ the zero row: add may alias). */
+static enum st_status copy_hrow(struct st_mtp *t, int64_t dst, int64_t src, struct st_err *err)
+{
+    struct st_tensor d = st_tensor_slice(&t->hbuf, 1, dst, 1);
+    struct st_tensor s = st_tensor_slice(&t->hbuf, 1, src, 1);
+    struct st_tensor z = st_tensor_slice(&t->hbuf, 1, t->S, 1);
+    return st_backend_add(t->m->be, &d, &s, &z, err);
+}
+
+/* The h row of a row of slot s at position p whose predecessor is not in
+ * the chunk: the slot's carried state when it is for p - 1, else zeros. */
+static int32_t carried_row(const struct st_mtp *t, int32_t s, int64_t p)
+{
+    if (p > 0 && t->carry_pos[s] == p - 1)
+        return s;
+    if (p > 0)
+        st_log(ST_LOG_DEBUG, "model", "MTP: slot %d at position %lld has no carried state "
+               "(it has %lld): zero hidden input", (int)s, (long long)p,
+               (long long)t->carry_pos[s]);
+    return (int32_t)t->S;
+}
+
+/* The MTP upkeep over rows [r0, r1) of b, right after the main forward
+ * of that chunk left its final states in act.x. */
+static enum st_status upkeep(struct st_mtp *t, const struct st_model_batch *b, int64_t r0,
+                             int64_t r1, struct st_err *err)
+{
+    struct st_model *m = t->m;
+    int64_t n = r1 - r0, S = t->S;
+    struct st_tensor hm = st_tensor_slice(&t->hbuf, 1, S + 1, n), x = cut(&m->act.x, n);
+    enum st_status rc = st_backend_rms_norm(m->be, &hm, &x, &m->output_norm,
+                                            m->desc->hp.rms_eps, err);
+    for (int64_t i = 0; i < n; i++) {
+        int32_t s = b->slots[r0 + i];
+        int64_t p = b->pos[r0 + i];
+        bool prev = i > 0 && b->slots[r0 + i - 1] == s && b->pos[r0 + i - 1] == p - 1;
+        t->hrow_host[i] = prev ? (int32_t)(S + i) : carried_row(t, s, p);
+        t->chunk_slot[i] = s;
+        t->chunk_pos[i] = p;
+    }
+    t->chunk_n = n;
+    if (rc == ST_OK)
+        rc = st_mtp_rows(t, n, b->tokens + r0, b->slots + r0, b->pos + r0, &t->hbuf,
+                         t->hrow_host, err);
+    /* each slot of the chunk carries the state of its last row */
+    memset(t->mark, 0, (size_t)S * sizeof(int32_t));
+    for (int64_t i = n - 1; i >= 0 && rc == ST_OK; i--) {
+        int32_t s = t->chunk_slot[i];
+        if (t->mark[s])
+            continue;
+        t->mark[s] = 1;
+        rc = copy_hrow(t, s, S + 1 + i, err);
+        t->carry_pos[s] = rc == ST_OK ? t->chunk_pos[i] : -1;
+    }
+    return rc;
+}
+
+/* The checks of st_model_forward that the chunk loop below relies on
+ * (st_fwd_chunk trusts its batch; the backend checks ids and positions
+ * against the tensors, not against the slot count). */
+static enum st_status check_batch(const struct st_mtp *t, const struct st_model_batch *b,
+                                  struct st_err *err)
+{
+    const struct st_model *m = t->m;
+    if (b->n_rows < 0 || b->n_out < 0 || b->n_out > m->p.max_out || b->n_out > b->n_rows)
+        return st_err_set(err, ST_ERR_INVALID, "MTP forward: %lld rows, %lld logit rows (at "
+                          "most %d)", (long long)b->n_rows, (long long)b->n_out,
+                          (int)m->p.max_out);
+    for (int64_t i = 0; i < b->n_rows; i++) {
+        if (b->tokens[i] < 0 || b->tokens[i] >= t->V || b->slots[i] < 0 ||
+            b->slots[i] >= t->S || b->pos[i] < 0 || b->pos[i] >= m->p.n_ctx)
+            return st_err_set(err, ST_ERR_INVALID, "MTP forward: row %lld (token %d, slot "
+                              "%d, position %lld) is out of range", (long long)i,
+                              (int)b->tokens[i], (int)b->slots[i], (long long)b->pos[i]);
+    }
+    for (int64_t j = 0; j < b->n_out; j++) {
+        if (b->out_rows[j] < 0 || b->out_rows[j] >= b->n_rows ||
+            (j > 0 && b->out_rows[j] <= b->out_rows[j - 1]))
+            return st_err_set(err, ST_ERR_INVALID, "MTP forward: logit row %lld (= row %lld) "
+                              "is out of range or not ascending", (long long)j,
+                              (long long)b->out_rows[j]);
+    }
+    return ST_OK;
+}
+
+enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
+                              const float **logits, struct st_err *err)
+{
+    struct st_model *m = t->m;
+    if (logits)
+        *logits = NULL;
+    if (!m->loaded)
+        return st_err_set(err, ST_ERR_LOADING, "model %s is not loaded", m->path);
+    enum st_status rc = check_batch(t, b, err);
+    int64_t o0 = 0;
+    for (int64_t r0 = 0; r0 < b->n_rows && rc == ST_OK; r0 += m->p.max_rows) {
+        int64_t r1 = ST_MIN(r0 + m->p.max_rows, b->n_rows), o1 = o0;
+        while (o1 < b->n_out && b->out_rows[o1] < r1)
+            o1++;
+        rc = st_fwd_chunk(m, b, r0, r1, o0, o1, err);
+        if (rc == ST_OK)
+            rc = upkeep(t, b, r0, r1, err);
+        o0 = o1;
+    }
+    if (rc == ST_OK && b->n_out > 0) {
+        rc = st_fwd_head(m, b->n_out, err);
+        if (rc == ST_OK && logits)
+            *logits = m->logits_host;
+    }
+    return rc;
+}
+
+void st_mtp_truncate(struct st_mtp *t, int32_t slot, int64_t n_tokens)
+{
+    if (slot < 0 || slot >= t->S)
+        return;
+    int64_t want = n_tokens - 1, have = t->carry_pos[slot];
+    if (want < 0 || (have >= 0 && want >= have)) {
+        t->carry_pos[slot] = want < 0 ? -1 : have;
+        return;
+    }
+    t->carry_pos[slot] = -1;
+    for (int64_t i = 0; i < t->chunk_n; i++) {
+        if (t->chunk_slot[i] != slot || t->chunk_pos[i] != want)
+            continue;
+        struct st_err err = { 0 };
+        if (copy_hrow(t, slot, t->S + 1 + i, &err) == ST_OK)
+            t->carry_pos[slot] = want;
+        else
+            st_log(ST_LOG_WARN, "model", "MTP: slot %d keeps no state after a cut to %lld "
+                   "tokens: %s", (int)slot, (long long)n_tokens, err.msg);
+        return;
+    }
+}

@@ -1,0 +1,69 @@
+/* mtp_internal.h -- the MTP object of include/strata/mtp.h, shared by
+ * mtp_load.c (building and freeing it) and mtp.c (the upkeep and draft
+ * passes).
+ *
+ * Shapes in the backend's notation ([a, b] = b rows of a elements):
+ * E = n_embd, V = vocab, S = n_slots, R = the model's max_rows, C = n_ctx,
+ * Hkv*D = one KV row.
+ */
+#ifndef STRATA_MODEL_MTP_INTERNAL_H
+#define STRATA_MODEL_MTP_INTERNAL_H
+
+#include "forward_internal.h"
+#include "strata/mtp.h"
+
+struct st_mtp {
+    struct st_model *m;              /* borrowed: loaded, outlives this object */
+    int32_t          max_draft;
+    int64_t          E, V, S, R;
+
+    /* the nextn block (layer n_layer of the file), wrapped in place */
+    struct st_fwd_layer w;           /* its decoder layer */
+    struct st_tensor eh_proj;        /* any [2E, E]: input [enorm(emb); hnorm(h)] */
+    struct st_tensor enorm, hnorm;   /* f32 [E] */
+    struct st_tensor own_embed;      /* any [E, V] nextn.embed_tokens, or empty */
+    struct st_tensor own_head;       /* any [E, V] nextn.shared_head_head, or empty */
+    struct st_tensor own_head_norm;  /* f32 [E] nextn.shared_head_norm, or empty */
+    const struct st_tensor *embed;   /* own_embed or the model's token_embd */
+    const struct st_tensor *head;    /* own_head, or the model's output (token_embd tied) */
+    const struct st_tensor *head_norm; /* own_head_norm or output_norm */
+
+    struct st_tensor kcache, vcache; /* f16 [Hkv*D, C, S, 1] */
+
+    /* hbuf rows: [0, S) the carried main state of each slot, S a row of
+     * zeros (never written: the h of position 0), [S+1, S+1+R) the main
+     * state (after output_norm) of the rows of the last upkeep chunk. */
+    struct st_tensor hbuf;           /* f32 [E, S + 1 + R] */
+    struct st_tensor dbuf;           /* f32 [E, S] block output after head_norm, per draft row */
+    struct st_tensor esrc;           /* f32 [E, 2R]: rows [0,n) enorm(emb), [n,2n) hnorm(h) */
+    struct st_tensor cat;            /* f32 [2E, R]: the eh_proj input, interleaved from esrc */
+    struct st_tensor ids, pos, slot; /* i32 [1, R] */
+    struct st_tensor hidx;           /* i32 [1, R]: the h row of each row */
+    struct st_tensor cidx;           /* i32 [1, 2R]: 0, n, 1, n+1, ... (the interleave) */
+    struct st_tensor logits;         /* f32 [V, S] draft logits */
+    float           *logits_host;    /* owned: float [S][V] */
+    int32_t         *i32_host;       /* owned: int32 [2R] upload scratch */
+
+    int64_t         *carry_pos;      /* owned [S]: position of hbuf row s; -1 none */
+    int32_t         *chunk_slot;     /* owned [R]: slot of each row of the last upkeep chunk */
+    int64_t         *chunk_pos;      /* owned [R]: position of each row of the last chunk */
+    int64_t          chunk_n;        /* rows of the last chunk (drafts leave it alone) */
+    int32_t         *hrow_host;      /* owned [R]: the h row of each row of a pass */
+    /* draft scratch, one entry per request or per row of a draft step: owned [S] */
+    int32_t         *dtok, *dslot, *drow, *dwant, *mark;
+    int64_t         *dpos;
+
+    size_t kv_bytes, act_bytes;
+};
+
+/* Run the MTP block over n rows (n <= R): tokens/slots/pos as in a model
+ * batch, h row i = row hrows[i] of 'htable' (hbuf or dbuf). Writes the MTP
+ * KV cache at (slot, pos) of every row; the block output is left in the
+ * model's act.x rows [0, n). */
+ST_MUST_CHECK
+enum st_status st_mtp_rows(struct st_mtp *t, int64_t n, const int32_t *tokens,
+                           const int32_t *slots, const int64_t *pos,
+                           const struct st_tensor *htable, const int32_t *hrows,
+                           struct st_err *err);
+
+#endif /* STRATA_MODEL_MTP_INTERNAL_H */

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# fetch_debs.sh -- run HERE (a Debian 12 machine with apt): download the .deb
+# files the GPU check needs and the GPU machine lacks, into .deps/debs/
+# (git-ignored; name ".deps" in the device run's `carry`). tests/gpu/run.sh
+# unpacks them there with dpkg -x (or ar + tar) and points pkg-config at them.
+#
+#   tests/gpu/fetch_debs.sh            Check + cJSON + pkgconf: the CUDA tests and gpu_bench
+#   tests/gpu/fetch_debs.sh --server   also libmicrohttpd + libyaml, to build `strata` there
+#
+# Why each: Check (+ subunit) runs the test suites; cJSON is linked by the
+# model module (make-model's tokenizer.json import); pkgconf because CMake
+# finds all of these through pkg-config, which the GPU machine may not have.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+dir=.deps/debs
+pkgs=(check libsubunit0 libsubunit-dev libcjson1 libcjson-dev pkgconf-bin libpkgconf3)
+if [[ "${1:-}" == "--server" ]]; then
+    pkgs+=(libmicrohttpd12 libmicrohttpd-dev libyaml-0-2 libyaml-dev)
+fi
+mkdir -p "$dir"
+rm -f "$dir"/*.deb
+(cd "$dir" && apt-get download "${pkgs[@]}")
+echo "fetch_debs: $(ls "$dir"/*.deb | wc -l) packages, $(du -sh "$dir" | cut -f1) in $dir"
+echo "fetch_debs: pass carry [\".deps\"] to the device run, then: tests/gpu/run.sh"

@@ -1,0 +1,248 @@
+/* gpu_bench.c -- the GPU check's own measuring tool (tests/gpu/run.sh).
+ *
+ * It needs only st_model and st_backend (no server, config or engine), so
+ * it builds with -DSTRATA_SERVER=OFF on the GPU machine, which lacks the
+ * server's libraries:
+ *
+ *   gpu_bench make OUT.gguf PRESET QUANT      write a synthetic model
+ *                                             (st_make_model; seed 1)
+ *   gpu_bench run MODEL.gguf [-b cuda] [-np N] [-n STEPS] [-p PROMPT] [-c CTX]
+ *
+ * 'run' loads the model on the backend, then
+ *   prompt: one forward of PROMPT rows on slot 0 (logits of the last row),
+ *           timed after one warm-up forward;
+ *   decode: STEPS forwards of N rows (one per slot, positions 0..STEPS-1,
+ *           random token ids, logits for every row), timed after 4 warm-up
+ *           steps,
+ * and prints tokens/s and the achieved fraction of memory bandwidth:
+ * bytes read per decode step / step time / 4.8 TB/s (H200). The bytes per
+ * step are counted from the GGUF tensor table: every non-expert weight in
+ * full (the output head too), one embedding row per token, and for expert
+ * tensors the share of experts a step touches, X * (1 - (1 - k/X)^N) of X
+ * (independent routing), plus the F16 KV cache read at the mean position.
+ * Each line it prints starts with "bench:" so run.sh can grep them.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "strata/backend.h"
+#include "strata/forward.h"
+#include "strata/gguf.h"
+#include "strata/make_model.h"
+#include "strata/model_desc.h"
+
+#define PEAK_BW 4.8e12
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int usage(void)
+{
+    fputs("usage: gpu_bench make OUT.gguf PRESET QUANT\n"
+          "       gpu_bench run MODEL.gguf [-b cuda] [-np N] [-n STEPS] [-p PROMPT] [-c CTX]\n",
+          stderr);
+    return 2;
+}
+
+static int cmd_make(int argc, char **argv)
+{
+    struct st_make_model_opts o;
+    struct st_err err;
+    double t0 = now_s();
+
+    if (argc != 5)
+        return usage();
+    memset(&o, 0, sizeof(o));
+    o.out_path = argv[2];
+    o.preset = argv[3];
+    o.quant = argv[4];
+    o.seed = 1;
+    if (st_make_model(&o, &err) != ST_OK) {
+        fprintf(stderr, "gpu_bench: make-model %s %s: %s\n", argv[3], argv[4], err.msg);
+        return 1;
+    }
+    printf("bench: made %s (preset %s, %s) in %.1f s\n", argv[2], argv[3], argv[4],
+           now_s() - t0);
+    return 0;
+}
+
+/* Weight bytes one decode step of np rows reads (see the file comment). */
+static double step_weight_bytes(const struct st_model *m, int np)
+{
+    const struct st_gguf *g = st_model_gguf(m);
+    const struct st_hparams *hp = st_model_hparams(m);
+    bool tied = st_gguf_find_tensor(g, "output.weight") == NULL;
+    double bytes = 0.0, share = 1.0;
+
+    if (hp->n_expert > 0) {
+        double kx = (double)hp->n_expert_used / (double)hp->n_expert;
+        share = 1.0 - pow(1.0 - kx, np);
+    }
+    for (int64_t i = 0; i < st_gguf_n_tensors(g); i++) {
+        const struct st_gguf_tensor *t = st_gguf_tensor(g, i);
+        char name[80];
+        int layer = -1;
+        snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
+        if (sscanf(name, "blk.%d.", &layer) == 1 && layer >= hp->n_layer)
+            continue;                                   /* MTP blocks: not loaded */
+        if (strstr(name, "_exps."))
+            bytes += (double)t->nbytes * share;
+        else if (strcmp(name, "token_embd.weight") == 0 && !tied)
+            bytes += (double)t->nbytes / (double)t->ne[1] * np;
+        else
+            bytes += (double)t->nbytes;
+    }
+    return bytes;
+}
+
+static double kv_bytes_per_pos(const struct st_model *m)
+{
+    const struct st_hparams *hp = st_model_hparams(m);
+    return (double)hp->n_layer * 2.0 * (double)hp->n_head_kv * (double)hp->head_dim_k * 2.0;
+}
+
+struct run_opts {
+    const char *path, *backend;
+    int np, steps, prompt, ctx;
+};
+
+static int parse_run(int argc, char **argv, struct run_opts *o)
+{
+    *o = (struct run_opts){ argv[2], "cuda", 1, 64, 512, 4096 };
+    for (int i = 3; i < argc; i++) {
+        bool v = i + 1 < argc;
+        if (strcmp(argv[i], "-b") == 0 && v)
+            o->backend = argv[++i];
+        else if (strcmp(argv[i], "-np") == 0 && v)
+            o->np = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-n") == 0 && v)
+            o->steps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-p") == 0 && v)
+            o->prompt = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-c") == 0 && v)
+            o->ctx = atoi(argv[++i]);
+        else
+            return usage();
+    }
+    if (o->np < 1 || o->np > 64 || o->steps < 1 || o->prompt < 0 || o->ctx < o->steps + 8 ||
+        o->ctx < o->prompt + 1)
+        return usage();
+    return 0;
+}
+
+static int bench_prompt(struct st_model *m, const struct run_opts *o, int32_t *tok,
+                        int32_t *slot, int64_t *pos)
+{
+    const int64_t vocab = st_model_hparams(m)->n_vocab;
+    int64_t last = o->prompt - 1;
+    struct st_model_batch b = { o->prompt, tok, slot, pos, 1, &last };
+    const float *logits;
+    struct st_err err;
+    double t = 0.0;
+
+    for (int i = 0; i < o->prompt; i++) {
+        tok[i] = (int32_t)((i * 7919) % vocab);
+        slot[i] = 0;
+        pos[i] = i;
+    }
+    for (int rep = 0; rep < 2; rep++) {                /* warm-up, then timed */
+        double t0 = now_s();
+        if (st_model_forward(m, &b, &logits, &err) != ST_OK) {
+            fprintf(stderr, "gpu_bench: prompt forward: %s\n", err.msg);
+            return 1;
+        }
+        t = now_s() - t0;
+    }
+    printf("bench: prompt pp%d: %.1f tok/s (%.1f ms)\n", o->prompt, o->prompt / t, t * 1e3);
+    return 0;
+}
+
+static int bench_decode(struct st_model *m, const struct run_opts *o, int32_t *tok,
+                        int32_t *slot, int64_t *pos, int64_t *outs)
+{
+    const int64_t vocab = st_model_hparams(m)->n_vocab;
+    const int warm = 4;
+    struct st_model_batch b = { o->np, tok, slot, pos, o->np, outs };
+    const float *logits;
+    struct st_err err;
+    double t0 = 0.0;
+
+    for (int s = 0; s < warm + o->steps; s++) {
+        if (s == warm)
+            t0 = now_s();
+        for (int r = 0; r < o->np; r++) {
+            tok[r] = (int32_t)(((s + 1) * 104729 + r * 7) % vocab);
+            slot[r] = r;
+            pos[r] = s;
+            outs[r] = r;
+        }
+        if (st_model_forward(m, &b, &logits, &err) != ST_OK) {
+            fprintf(stderr, "gpu_bench: decode step %d: %s\n", s, err.msg);
+            return 1;
+        }
+    }
+    double dt = (now_s() - t0) / o->steps;
+    double mean_pos = warm + (o->steps - 1) / 2.0 + 1.0;
+    double bytes = step_weight_bytes(m, o->np) + kv_bytes_per_pos(m) * mean_pos * o->np;
+    printf("bench: decode np=%d: %.1f tok/s aggregate, %.1f tok/s per slot, %.3f ms/step\n",
+           o->np, o->np / dt, 1.0 / dt, dt * 1e3);
+    printf("bench: decode np=%d: %.3f GB read per step -> %.2f TB/s = %.1f%% of %.1f TB/s\n",
+           o->np, bytes / 1e9, bytes / dt / 1e12, 100.0 * bytes / dt / PEAK_BW, PEAK_BW / 1e12);
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct run_opts o;
+    struct st_model *m = NULL;
+    struct st_err err;
+    int rc = parse_run(argc, argv, &o);
+    double t0 = now_s();
+
+    if (rc != 0)
+        return rc;
+    if (st_model_open(o.path, &m, &err) != ST_OK) {
+        fprintf(stderr, "gpu_bench: %s\n", err.msg);
+        return 1;
+    }
+    struct st_model_params p = { .backend = o.backend, .n_slots = o.np, .n_ctx = o.ctx,
+                                 .max_rows = o.prompt > o.np ? o.prompt : o.np,
+                                 .max_out = o.np };
+    if (st_model_load(m, &p, NULL, NULL, &err) != ST_OK) {
+        fprintf(stderr, "gpu_bench: load on %s: %s\n", o.backend, err.msg);
+        st_model_free(m);
+        return err.code == ST_ERR_DEVICE || err.code == ST_ERR_UNSUPPORTED ? 3 : 1;
+    }
+    printf("bench: loaded %s in %.1f s on %s\n", o.path, now_s() - t0,
+           st_backend_describe(st_model_backend(m)));
+    size_t n = (size_t)(o.prompt > o.np ? o.prompt : o.np);
+    int32_t *tok = calloc(n, 4), *slot = calloc(n, 4);
+    int64_t *pos = calloc(n, 8), *outs = calloc(n, 8);
+    rc = !tok || !slot || !pos || !outs;
+    if (rc == 0 && o.prompt > 0)
+        rc = bench_prompt(m, &o, tok, slot, pos);
+    if (rc == 0)
+        rc = bench_decode(m, &o, tok, slot, pos, outs);
+    free(tok);
+    free(slot);
+    free(pos);
+    free(outs);
+    st_model_free(m);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 5 && strcmp(argv[1], "make") == 0)
+        return cmd_make(argc, argv);
+    if (argc >= 3 && strcmp(argv[1], "run") == 0)
+        return cmd_run(argc, argv);
+    return usage();
+}

@@ -1,0 +1,219 @@
+/* test_cuda_kern_host.cu -- the CUDA kernels' block decoders, run on the
+ * host. No GPU needed.
+ *
+ * kernels/quant_dev.cuh is __host__ __device__: the code that every
+ * matmul, embedding and dequant kernel uses to decode weight blocks and to
+ * form the dp4a dot products compiles for the CPU too. This suite checks
+ * that host build against the C reference of src/backend (quant.h):
+ *   - the lookup tables copied into kernels/iq_tables.inc equal quant_tables.c;
+ *   - kq_deq_row32 equals st_dequant_row exactly, for every type;
+ *   - the item decoder + integer dot (load/dot) equals the float dot of
+ *     the dequantized weights with the dequantized q8_1 activations, for
+ *     every type (so nibble order, sign masks, scales and the (d, s)
+ *     activation terms are right before the code ever meets a GPU).
+ * What it cannot check: launches, indexing across threads, shared memory,
+ * warp shuffles -- test_cuda_ops does that on a GPU.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant_dev.cuh"
+extern "C" {
+#include "support.h"
+}
+
+/* quant.h is a C header: give C++ its _Static_assert and C linkage. */
+#define _Static_assert static_assert
+extern "C" {
+#include "strata/quant.h"
+}
+#undef _Static_assert
+
+static uint64_t rng_state = 12345;
+
+static float rndf(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (float)(z >> 40) / (float)(1 << 23) - 1.0f;
+}
+
+static const enum st_dtype qtypes[] = {
+    ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K, ST_DTYPE_Q5_K,
+    ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS,
+};
+
+START_TEST(test_cuda_kern_host_tables_match)
+{
+    ck_assert_int_eq(memcmp(kq_iq3s_grid_h, st_iq3s_grid, sizeof(st_iq3s_grid)), 0);
+    ck_assert_int_eq(memcmp(kq_iq3xxs_grid_h, st_iq3xxs_grid, sizeof(st_iq3xxs_grid)), 0);
+    ck_assert_int_eq(memcmp(kq_kvalues_h, st_kvalues_iq4nl, sizeof(st_kvalues_iq4nl)), 0);
+    for (int i = 0; i < 128; i++) {   /* the in-kernel ksigns formula */
+        uint32_t s8 = (uint32_t)i | ((uint32_t)(kq_popc((uint32_t)i) & 1) << 7);
+        ck_assert_uint_eq(s8, st_ksigns_iq2xs[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_cuda_kern_host_sign_helpers)
+{
+    for (uint32_t s = 0; s < 16; s++) {
+        int v = kq_apply_signs(0x0f050301u, s);
+        const int mags[4] = { 1, 3, 5, 15 };
+        for (int k = 0; k < 4; k++)
+            ck_assert_int_eq((int8_t)(v >> (8 * k)), (s >> k) & 1 ? -mags[k] : mags[k]);
+    }
+    ck_assert_int_eq(kq_dp4a((int)0xff7f0102u, (int)0x02ff80ffu, 5),
+                     5 + (2 * -1) + (1 * -128) + (127 * -1) + (-1 * 2));
+}
+END_TEST
+
+/* n floats quantized to 'type' (host bytes, caller frees). */
+static uint8_t *make_weights(enum st_dtype type, int64_t n)
+{
+    float *x = (float *)malloc((size_t)n * sizeof(float));
+    uint8_t *q = (uint8_t *)malloc(st_dtype_row_bytes(type, n));
+    for (int64_t i = 0; i < n; i++)
+        x[i] = rndf() * (1.0f + (float)(i % 7));
+    st_quantize_row(type, x, q, n);
+    free(x);
+    return q;
+}
+
+template <int T>
+static void check_deq(int64_t n)
+{
+    uint8_t *q = make_weights((enum st_dtype)T, n);
+    float *ref = (float *)malloc((size_t)n * sizeof(float)), y[32];
+    st_dequant_row((enum st_dtype)T, q, ref, n);
+    for (int64_t s = 0; s < n / 32; s++) {
+        kq_deq_row32<T>(q, s, y);
+        for (int j = 0; j < 32; j++)
+            ck_assert_msg(y[j] == ref[s * 32 + j], "type %d element %lld: %g vs %g", T,
+                          (long long)(s * 32 + j), (double)y[j], (double)ref[s * 32 + j]);
+    }
+    free(ref);
+    free(q);
+}
+
+START_TEST(test_cuda_kern_host_dequant_matches_reference)
+{
+    const int64_t n = 1024;
+#define CHECK_DEQ(T) check_deq<T>(n);
+    KQ_QUANT_TYPES(CHECK_DEQ)
+    KQ_FLOAT_TYPES(CHECK_DEQ)
+#undef CHECK_DEQ
+}
+END_TEST
+
+/* Host q8_1 row in the kernel layout. s = d * sum(q) here (not the float
+ * sum the GPU stores) so the integer dot must equal the float dot of the
+ * dequantized vectors up to rounding: any layout slip shows. */
+static void quantize_q8_1_host(const float *x, uint8_t *row, int64_t n)
+{
+    for (int64_t b = 0; b < n / 32; b++) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++)
+            amax = fmaxf(amax, fabsf(x[b * 32 + j]));
+        float d = amax / 127.0f;
+        int sum = 0;
+        for (int j = 0; j < 32; j++) {
+            int q = amax == 0.0f ? 0 : (int)roundf(x[b * 32 + j] / d);
+            ((int8_t *)row)[b * 32 + j] = (int8_t)q;
+            sum += q;
+        }
+        float2 ds;
+        ds.x = d;
+        ds.y = d * (float)sum;
+        memcpy(row + n + 8 * b, &ds, sizeof(ds));
+    }
+}
+
+template <int T>
+static void check_dot(int64_t n)
+{
+    typedef kq<T> K;
+    uint8_t *w = make_weights((enum st_dtype)T, n);
+    float *x = (float *)malloc((size_t)n * sizeof(float));
+    float *wd = (float *)malloc((size_t)n * sizeof(float));
+    uint8_t *xq = (uint8_t *)aligned_alloc(16, st_kern_q8_1_row_bytes(n));
+    for (int64_t i = 0; i < n; i++)
+        x[i] = rndf();
+    quantize_q8_1_host(x, xq, n);
+    st_dequant_row((enum st_dtype)T, w, wd, n);
+
+    double ref = 0.0, mag = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        float2 ds;
+        memcpy(&ds, xq + n + 8 * (i / 32), sizeof(ds));
+        double xv = (double)ds.x * (double)((int8_t *)xq)[i];
+        ref += (double)wd[i] * xv;
+        mag += fabs((double)wd[i] * xv);
+    }
+    double got = 0.0;
+    for (int64_t it = 0; it < n / K::IE; it++) {
+        typename K::W wv;
+        K::load(w + (size_t)(it / K::NI) * K::BB, (int)(it % K::NI), wv);
+        got += K::dot(wv, (const int *)(xq + it * K::IE),
+                      (const float2 *)(xq + n) + it * (K::IE / 32));
+    }
+    ck_assert_msg(fabs(got - ref) <= 1e-5 * mag + 1e-6, "type %d: dot %.6f, reference %.6f", T,
+                  got, ref);
+    free(xq);
+    free(wd);
+    free(x);
+    free(w);
+}
+
+START_TEST(test_cuda_kern_host_dot_matches_reference)
+{
+    for (int rep = 0; rep < 4; rep++) {
+#define CHECK_DOT(T) check_dot<T>(2048);
+        KQ_QUANT_TYPES(CHECK_DOT)
+#undef CHECK_DOT
+    }
+}
+END_TEST
+
+START_TEST(test_cuda_kern_host_q8_1_layout)
+{
+    ck_assert_uint_eq(st_kern_q8_1_row_bytes(32), 48);     /* 32 + 8, padded to 16 */
+    ck_assert_uint_eq(st_kern_q8_1_row_bytes(2048), 2560);
+    ck_assert_uint_eq(st_kern_q8_1_row_bytes(768) % 16, 0);
+    for (size_t i = 0; i < sizeof(qtypes) / sizeof(qtypes[0]); i++) {
+        const struct st_dtype_info *info = st_dtype_info((uint32_t)qtypes[i]);
+        ck_assert_ptr_nonnull(info);
+    }
+    ck_assert_int_eq(kq<ST_DTYPE_Q4_K>::BB, (int)sizeof(struct st_block_q4_k));
+    ck_assert_int_eq(kq<ST_DTYPE_Q5_K>::BB, (int)sizeof(struct st_block_q5_k));
+    ck_assert_int_eq(kq<ST_DTYPE_Q6_K>::BB, (int)sizeof(struct st_block_q6_k));
+    ck_assert_int_eq(kq<ST_DTYPE_IQ3_S>::BB, (int)sizeof(struct st_block_iq3_s));
+    ck_assert_int_eq(kq<ST_DTYPE_IQ3_XXS>::BB, (int)sizeof(struct st_block_iq3_xxs));
+    ck_assert_int_eq(kq<ST_DTYPE_IQ4_XS>::BB, (int)sizeof(struct st_block_iq4_xs));
+    ck_assert_int_eq(kq<ST_DTYPE_Q8_0>::BB, (int)sizeof(struct st_block_q8_0));
+    ck_assert_int_eq(kq<ST_DTYPE_Q4_0>::BB, (int)sizeof(struct st_block_q4_0));
+}
+END_TEST
+
+static Suite *kern_host_suite(void)
+{
+    Suite *s = suite_create("cuda_kern_host");
+    TCase *tc = tcase_create("decode");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_cuda_kern_host_tables_match);
+    tcase_add_test(tc, test_cuda_kern_host_sign_helpers);
+    tcase_add_test(tc, test_cuda_kern_host_q8_1_layout);
+    tcase_add_test(tc, test_cuda_kern_host_dequant_matches_reference);
+    tcase_add_test(tc, test_cuda_kern_host_dot_matches_reference);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(kern_host_suite(), CK_FORK);
+}

@@ -1,0 +1,796 @@
+/* test_cuda_ops.c -- every op of the table on the CUDA backend, compared with
+ * the CPU backend on the same seeded random inputs (public API only).
+ *
+ * Skips (exit 77, ctest SKIP_RETURN_CODE) when this binary has no CUDA
+ * backend or the machine has no usable GPU; the decision is made in main,
+ * before Check runs anything, and the suite runs with CK_NOFORK because
+ * CUDA does not survive fork() (STYLE.md b.10, c.13). Both backends are
+ * opened once in main and shared by the tests.
+ *
+ * Tolerances (relative L2 error of the whole output against the CPU):
+ *   exact-formula ops (embed, add, silu_mul, norm, rope)      1e-5
+ *   attention (same F16 cache, float accumulation order)       1e-4
+ *   matmul / MoE with F32 weights                              1e-4
+ *   with F16 / BF16 weights (cuBLAS path: fp16 activations)    3e-3
+ *   with quantized weights                                     2e-2
+ * The last is loose because the two backends quantize activations
+ * differently (CPU: Q8_K / Q8_0 as ggml's CPU path; CUDA: q8_1 with 32-
+ * element blocks, or fp16 for cuBLAS); each alone is ~0.5% off the float
+ * result. Layout bugs give errors of order 1, far above every tolerance.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/backend.h"
+#include "strata/quant.h"
+#include "support.h"
+
+static struct st_backend *cpu, *gpu;
+
+static const enum st_dtype wtypes[] = {
+    ST_DTYPE_F32, ST_DTYPE_F16, ST_DTYPE_BF16, ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K,
+    ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS,
+};
+
+static uint64_t seed_state = 7;
+static float rndf(void)
+{
+    uint64_t z = (seed_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (float)(z >> 40) / (float)(1 << 23) - 1.0f;   /* [-1, 1) */
+}
+
+static float *rand_floats(int64_t n, float scale)
+{
+    float *v = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = rndf() * scale;
+    return v;
+}
+
+static double tol_for(enum st_dtype t)
+{
+    switch (t) {
+    case ST_DTYPE_F32: return 1e-4;
+    case ST_DTYPE_F16: case ST_DTYPE_BF16: return 3e-3;
+    default: return 2e-2;
+    }
+}
+
+/* A tensor on backend be holding 'data' (NULL: zeros). */
+static struct st_tensor put(struct st_backend *be, enum st_dtype t, int64_t ne0, int64_t ne1,
+                            int64_t ne2, const void *data)
+{
+    struct st_tensor out;
+    struct st_err err;
+    const int64_t ne[4] = { ne0, ne1, ne2, 1 };
+    ck_assert_msg(st_backend_alloc(be, t, ne, &out, &err) == ST_OK, "%s", err.msg);
+    if (data)
+        ck_assert_msg(st_backend_write(be, &out, 0, data, st_tensor_nbytes(&out), &err) == ST_OK,
+                      "%s", err.msg);
+    return out;
+}
+
+/* A weight (wrap: the CUDA backend uploads it). */
+static struct st_tensor wrap(struct st_backend *be, enum st_dtype t, int64_t ne0, int64_t ne1,
+                             int64_t ne2, const void *data)
+{
+    struct st_tensor out;
+    struct st_err err;
+    const int64_t ne[4] = { ne0, ne1, ne2, 1 };
+    size_t n = st_dtype_row_bytes(t, ne0) * (size_t)(ne1 * ne2);
+    ck_assert_msg(st_backend_wrap(be, t, ne, data, n, &out, &err) == ST_OK, "%s", err.msg);
+    return out;
+}
+
+static void *get(struct st_backend *be, const struct st_tensor *t)
+{
+    struct st_err err;
+    void *v = malloc(st_tensor_nbytes(t));
+    ck_assert_msg(st_backend_read(be, t, 0, v, st_tensor_nbytes(t), &err) == ST_OK, "%s",
+                  err.msg);
+    return v;
+}
+
+static double rel_err(const float *got, const float *want, int64_t n)
+{
+    double d = 0.0, w = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(got[i]))
+            return INFINITY;
+        d += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+        w += (double)want[i] * want[i];
+    }
+    return sqrt(d) / (sqrt(w) + 1e-30);
+}
+
+/* Quantized weight bytes for n_out rows of n_in random floats. */
+static void *rand_weights(enum st_dtype t, int64_t n_in, int64_t rows, float scale)
+{
+    float *f = rand_floats(n_in * rows, scale);
+    size_t rb = st_dtype_row_bytes(t, n_in);
+    uint8_t *q = malloc(rb * (size_t)rows);
+    for (int64_t r = 0; r < rows; r++)
+        st_quantize_row(t, f + r * n_in, q + (size_t)r * rb, n_in);
+    free(f);
+    return q;
+}
+
+static void release2(struct st_tensor *a, struct st_tensor *b)
+{
+    st_backend_release(cpu, a);
+    st_backend_release(gpu, b);
+}
+
+/* ---- backend ------------------------------------------------------------ */
+
+START_TEST(test_cuda_ops_registered)
+{
+    struct st_err err;
+    struct st_backend *other = NULL;
+    ck_assert(st_backend_available("cuda"));
+    ck_assert_int_eq(st_backend_check_ops("cuda", &err), ST_OK);
+    ck_assert_str_eq(st_backend_name(gpu), "cuda");
+    ck_assert_ptr_nonnull(strstr(st_backend_describe(gpu), "cuda:0"));
+    ck_assert_int_eq(st_backend_open("cuda", &(struct st_backend_config){ 0, 999 }, &other, &err),
+                     ST_ERR_INVALID);
+    ck_assert_ptr_null(other);
+    ck_assert_ptr_nonnull(strstr(err.msg, "present"));
+}
+END_TEST
+
+START_TEST(test_cuda_ops_memory_and_oom)
+{
+    struct st_err err;
+    struct st_tensor t = put(gpu, ST_DTYPE_F32, 8, 4, 1, NULL), huge;
+    float v[32], *z = get(gpu, &t);
+    for (int i = 0; i < 32; i++) {
+        ck_assert(z[i] == 0.0f);                 /* zero-filled */
+        v[i] = (float)i;
+    }
+    free(z);
+    ck_assert_int_eq(st_backend_write(gpu, &t, 0, v, sizeof(v), &err), ST_OK);
+    struct st_tensor rows = st_tensor_slice(&t, 1, 2, 2);
+    float back[16];
+    ck_assert_int_eq(st_backend_read(gpu, &rows, 0, back, sizeof(back), &err), ST_OK);
+    ck_assert(back[0] == 16.0f && back[15] == 31.0f);
+    st_backend_release(gpu, &t);
+    /* 1 PiB: out of memory with a message naming the size and what is free */
+    ck_assert_int_eq(st_backend_alloc(gpu, ST_DTYPE_F32, (int64_t[4]){ 1 << 20, 1 << 20, 256, 1 },
+                                      &huge, &err), ST_ERR_DEVICE_OOM);
+    ck_assert_ptr_nonnull(strstr(err.msg, "MiB free"));
+    ck_assert_int_eq(st_backend_sync(gpu, &err), ST_OK);        /* still usable */
+}
+END_TEST
+
+/* ---- matmul ------------------------------------------------------------- */
+
+static void check_matmul(enum st_dtype t, int64_t n_in, int64_t n_out, int64_t n)
+{
+    void *wq = rand_weights(t, n_in, n_out, 0.5f);
+    float *x = rand_floats(n_in * n, 1.0f);
+    struct st_tensor wc = wrap(cpu, t, n_in, n_out, 1, wq), wg = wrap(gpu, t, n_in, n_out, 1, wq);
+    struct st_tensor xc = put(cpu, ST_DTYPE_F32, n_in, n, 1, x);
+    struct st_tensor xg = put(gpu, ST_DTYPE_F32, n_in, n, 1, x);
+    struct st_tensor yc = put(cpu, ST_DTYPE_F32, n_out, n, 1, NULL);
+    struct st_tensor yg = put(gpu, ST_DTYPE_F32, n_out, n, 1, NULL);
+    struct st_err err;
+
+    ck_assert_int_eq(st_backend_matmul(cpu, &yc, &xc, &wc, &err), ST_OK);
+    ck_assert_msg(st_backend_matmul(gpu, &yg, &xg, &wg, &err) == ST_OK, "%s", err.msg);
+    float *a = get(cpu, &yc), *b = get(gpu, &yg);
+    double e = rel_err(b, a, n_out * n);
+    ck_assert_msg(e <= tol_for(t), "matmul %s I=%lld O=%lld n=%lld: rel err %.3g > %.3g",
+                  st_dtype_info(t)->name, (long long)n_in, (long long)n_out, (long long)n, e,
+                  tol_for(t));
+    free(a);
+    free(b);
+    release2(&yc, &yg);
+    release2(&xc, &xg);
+    st_backend_release(cpu, &wc);   /* the CPU wraps wq in place: release first */
+    st_backend_release(gpu, &wg);
+    free(x);
+    free(wq);
+}
+
+START_TEST(test_cuda_ops_matmul_all_types)
+{
+    const int64_t rows[] = { 1, 3, 8, 16, 37 };      /* 37: the cuBLAS path */
+    enum st_dtype t = wtypes[_i];
+    for (size_t r = 0; r < ST_ARRAY_LEN(rows); r++) {
+        check_matmul(t, 512, 72, rows[r]);          /* 8..64 items per row: 8 lanes/row */
+        check_matmul(t, 2048, 40, rows[r]);         /* 32+ items per row: a warp per row */
+    }
+    if (t == ST_DTYPE_F32 || t == ST_DTYPE_F16 || t == ST_DTYPE_BF16)
+        check_matmul(t, 64, 128, 2);                /* small float rows (the router) */
+}
+END_TEST
+
+/* A row computed in a batch equals the row computed alone (dp4a path):
+ * what lets -np 4 give each slot the tokens it would get alone. */
+START_TEST(test_cuda_ops_matmul_batch_invariant)
+{
+    const int64_t n_in = 1024, n_out = 64, n = 8;
+    void *wq = rand_weights(ST_DTYPE_Q4_K, n_in, n_out, 0.5f);
+    float *x = rand_floats(n_in * n, 1.0f);
+    struct st_tensor w = wrap(gpu, ST_DTYPE_Q4_K, n_in, n_out, 1, wq);
+    struct st_tensor xg = put(gpu, ST_DTYPE_F32, n_in, n, 1, x);
+    struct st_tensor yg = put(gpu, ST_DTYPE_F32, n_out, n, 1, NULL);
+    struct st_tensor y1 = put(gpu, ST_DTYPE_F32, n_out, 1, 1, NULL);
+    struct st_err err;
+
+    ck_assert_int_eq(st_backend_matmul(gpu, &yg, &xg, &w, &err), ST_OK);
+    float *all = get(gpu, &yg);
+    for (int64_t r = 0; r < n; r++) {
+        struct st_tensor xr = st_tensor_slice(&xg, 1, r, 1);
+        ck_assert_int_eq(st_backend_matmul(gpu, &y1, &xr, &w, &err), ST_OK);
+        float *one = get(gpu, &y1);
+        ck_assert_int_eq(memcmp(one, all + r * n_out, (size_t)n_out * sizeof(float)), 0);
+        free(one);
+    }
+    free(all);
+    st_backend_release(gpu, &y1);
+    st_backend_release(gpu, &yg);
+    st_backend_release(gpu, &xg);
+    st_backend_release(gpu, &w);
+    free(x);
+    free(wq);
+}
+END_TEST
+
+/* ---- embed, norm, element-wise, rope ------------------------------------ */
+
+static void check_embed(enum st_dtype t)
+{
+    const int64_t E = 256, V = 50, n = 7;
+    void *tq = rand_weights(t, E, V, 1.0f);
+    int32_t ids[7] = { 0, 49, 3, 3, 17, 48, 1 };
+    struct st_tensor tc = wrap(cpu, t, E, V, 1, tq), tg = wrap(gpu, t, E, V, 1, tq);
+    struct st_tensor ic = put(cpu, ST_DTYPE_I32, n, 1, 1, ids);
+    struct st_tensor ig = put(gpu, ST_DTYPE_I32, n, 1, 1, ids);
+    struct st_tensor oc = put(cpu, ST_DTYPE_F32, E, n, 1, NULL);
+    struct st_tensor og = put(gpu, ST_DTYPE_F32, E, n, 1, NULL);
+    struct st_err err;
+
+    ck_assert_int_eq(st_backend_embed(cpu, &oc, &tc, &ic, &err), ST_OK);
+    ck_assert_msg(st_backend_embed(gpu, &og, &tg, &ig, &err) == ST_OK, "%s", err.msg);
+    float *a = get(cpu, &oc), *b = get(gpu, &og);
+    ck_assert_msg(rel_err(b, a, E * n) <= 1e-6, "embed %s: %.3g", st_dtype_info(t)->name,
+                  rel_err(b, a, E * n));
+    free(a);
+    free(b);
+    release2(&oc, &og);
+    release2(&ic, &ig);
+    st_backend_release(cpu, &tc);
+    st_backend_release(gpu, &tg);
+    free(tq);
+}
+
+START_TEST(test_cuda_ops_embed_all_types)
+{
+    for (size_t i = 0; i < ST_ARRAY_LEN(wtypes); i++)
+        check_embed(wtypes[i]);
+}
+END_TEST
+
+START_TEST(test_cuda_ops_embed_bad_id_reported)
+{
+    const int64_t E = 64, V = 10;
+    float *tf = rand_floats(E * V, 1.0f);
+    int32_t ids[2] = { 3, 10 };                     /* 10 is out of range */
+    struct st_tensor tg = put(gpu, ST_DTYPE_F32, E, V, 1, tf);
+    struct st_tensor ig = put(gpu, ST_DTYPE_I32, 2, 1, 1, ids);
+    struct st_tensor og = put(gpu, ST_DTYPE_F32, E, 2, 1, NULL);
+    struct st_err err;
+
+    ck_assert_int_eq(st_backend_embed(gpu, &og, &tg, &ig, &err), ST_OK);   /* enqueued */
+    ck_assert_int_eq(st_backend_sync(gpu, &err), ST_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "token id"));
+    ck_assert_int_eq(st_backend_sync(gpu, &err), ST_OK);                   /* cleared */
+    st_backend_release(gpu, &og);
+    st_backend_release(gpu, &ig);
+    st_backend_release(gpu, &tg);
+    free(tf);
+}
+END_TEST
+
+/* Run a 3-tensor f32 op (out, a, b) on both backends and compare. */
+typedef enum st_status (*op3_fn)(struct st_backend *, const struct st_tensor *,
+                                 const struct st_tensor *, const struct st_tensor *,
+                                 struct st_err *);
+
+static void check_op3(op3_fn fn, int64_t a0, int64_t a1, int64_t b0, int64_t b1, double tol,
+                      bool in_place)
+{
+    float *a = rand_floats(a0 * a1, 3.0f), *b = rand_floats(b0 * b1, 1.0f);
+    struct st_tensor ac = put(cpu, ST_DTYPE_F32, a0, a1, 1, a), ag = put(gpu, ST_DTYPE_F32, a0, a1, 1, a);
+    struct st_tensor bc = put(cpu, ST_DTYPE_F32, b0, b1, 1, b), bg = put(gpu, ST_DTYPE_F32, b0, b1, 1, b);
+    struct st_tensor oc = put(cpu, ST_DTYPE_F32, a0, a1, 1, NULL);
+    struct st_tensor og = put(gpu, ST_DTYPE_F32, a0, a1, 1, NULL);
+    struct st_err err;
+
+    ck_assert_int_eq(fn(cpu, in_place ? &ac : &oc, &ac, &bc, &err), ST_OK);
+    ck_assert_msg(fn(gpu, in_place ? &ag : &og, &ag, &bg, &err) == ST_OK, "%s", err.msg);
+    float *x = get(cpu, in_place ? &ac : &oc), *y = get(gpu, in_place ? &ag : &og);
+    ck_assert_msg(rel_err(y, x, a0 * a1) <= tol, "rel err %.3g", rel_err(y, x, a0 * a1));
+    free(x);
+    free(y);
+    release2(&oc, &og);
+    release2(&bc, &bg);
+    release2(&ac, &ag);
+    free(a);
+    free(b);
+}
+
+static enum st_status norm_eps(struct st_backend *be, const struct st_tensor *out,
+                               const struct st_tensor *x, const struct st_tensor *w,
+                               struct st_err *err)
+{
+    return st_backend_rms_norm(be, out, x, w, 1e-6f, err);
+}
+
+START_TEST(test_cuda_ops_norm_add_silu)
+{
+    check_op3(norm_eps, 2048, 5, 2048, 1, 1e-5, false);   /* per row: block path */
+    check_op3(norm_eps, 4096, 3, 128, 1, 1e-5, true);     /* per head, in place: warp path */
+    check_op3(norm_eps, 96, 4, 48, 1, 1e-5, false);
+    check_op3(st_backend_add, 2048, 7, 2048, 7, 1e-6, true);
+    check_op3(st_backend_silu_mul, 768, 9, 768, 9, 1e-5, false);
+}
+END_TEST
+
+static void check_rope(int64_t width, int32_t hd, int32_t n_rot, bool in_place)
+{
+    const int64_t n = 6;
+    int32_t pos[6] = { 0, 1, 17, 255, 1000, 2047 };
+    float *x = rand_floats(width * n, 1.0f);
+    struct st_tensor xc = put(cpu, ST_DTYPE_F32, width, n, 1, x), xg = put(gpu, ST_DTYPE_F32, width, n, 1, x);
+    struct st_tensor pc = put(cpu, ST_DTYPE_I32, n, 1, 1, pos), pg = put(gpu, ST_DTYPE_I32, n, 1, 1, pos);
+    struct st_tensor oc = put(cpu, ST_DTYPE_F32, width, n, 1, NULL);
+    struct st_tensor og = put(gpu, ST_DTYPE_F32, width, n, 1, NULL);
+    struct st_err err;
+    const struct st_tensor *dc = in_place ? &xc : &oc, *dg = in_place ? &xg : &og;
+
+    ck_assert_int_eq(st_backend_rope(cpu, dc, &xc, &pc, hd, n_rot, 1e6f, 1.0f, &err), ST_OK);
+    ck_assert_msg(st_backend_rope(gpu, dg, &xg, &pg, hd, n_rot, 1e6f, 1.0f, &err) == ST_OK, "%s",
+                  err.msg);
+    float *a = get(cpu, dc), *b = get(gpu, dg);
+    /* theta = pos * inv_freq can differ by an ulp of inv_freq between libm's
+     * and CUDA's powf, so allow a little more than float rounding */
+    ck_assert_msg(rel_err(b, a, width * n) <= 1e-4, "rope: %.3g", rel_err(b, a, width * n));
+    free(a);
+    free(b);
+    release2(&oc, &og);
+    release2(&pc, &pg);
+    release2(&xc, &xg);
+    free(x);
+}
+
+START_TEST(test_cuda_ops_rope)
+{
+    check_rope(32 * 128, 128, 128, true);
+    check_rope(4 * 128, 128, 64, false);       /* partial rotation: the rest passes through */
+    check_rope(8 * 16, 16, 16, false);
+}
+END_TEST
+
+/* ---- attention ---------------------------------------------------------- */
+
+struct attn_case {
+    int32_t H, Hkv, D;
+    int64_t n_ctx, n_slots;
+};
+
+/* One step of rows on both backends; compares the outputs. */
+static void attn_step(const struct attn_case *c, struct st_tensor *kc, struct st_tensor *vc,
+                      struct st_tensor *kg, struct st_tensor *vg, const int32_t *slot,
+                      const int32_t *pos, int64_t n)
+{
+    const int64_t qw = (int64_t)c->H * c->D, kw = (int64_t)c->Hkv * c->D;
+    float *q = rand_floats(qw * n, 1.0f), *k = rand_floats(kw * n, 1.0f), *v = rand_floats(kw * n, 1.0f);
+    struct st_tensor t[2][7];
+    struct st_backend *b[2] = { cpu, gpu };
+    float *out[2];
+    struct st_err err;
+
+    for (int i = 0; i < 2; i++) {
+        t[i][0] = put(b[i], ST_DTYPE_F32, qw, n, 1, NULL);
+        t[i][1] = put(b[i], ST_DTYPE_F32, qw, n, 1, q);
+        t[i][2] = put(b[i], ST_DTYPE_F32, kw, n, 1, k);
+        t[i][3] = put(b[i], ST_DTYPE_F32, kw, n, 1, v);
+        t[i][4] = put(b[i], ST_DTYPE_I32, n, 1, 1, slot);
+        t[i][5] = put(b[i], ST_DTYPE_I32, n, 1, 1, pos);
+        ck_assert_msg(st_backend_attention(b[i], &t[i][0], &t[i][1], &t[i][2], &t[i][3],
+                                           i ? kg : kc, i ? vg : vc, &t[i][4], &t[i][5], c->H,
+                                           c->Hkv, 1.0f / sqrtf((float)c->D), &err) == ST_OK,
+                      "%s", err.msg);
+        out[i] = get(b[i], &t[i][0]);
+        for (int j = 0; j < 6; j++)
+            st_backend_release(b[i], &t[i][j]);
+    }
+    double e = rel_err(out[1], out[0], qw * n);
+    ck_assert_msg(e <= 1e-4, "attention H=%d Hkv=%d D=%d n=%lld: %.3g", c->H, c->Hkv, c->D,
+                  (long long)n, e);
+    free(out[0]);
+    free(out[1]);
+    free(q);
+    free(k);
+    free(v);
+}
+
+static void check_attention(const struct attn_case *c, int64_t long_prefix)
+{
+    const int64_t kw = (int64_t)c->Hkv * c->D;
+    struct st_tensor kc = put(cpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
+    struct st_tensor vc = put(cpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
+    struct st_tensor kg = put(gpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
+    struct st_tensor vg = put(gpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
+    int32_t slot[128], pos[128];
+    int64_t n = 0;
+
+    /* step 1: a read chunk of slot 0 (positions 0..19) and slot 1 (0..5) */
+    for (int i = 0; i < 20; i++, n++) { slot[n] = 0; pos[n] = i; }
+    for (int i = 0; i < 6; i++, n++) { slot[n] = 1; pos[n] = i; }
+    attn_step(c, &kc, &vc, &kg, &vg, slot, pos, n);
+    /* step 2: decode rows of three slots at different positions */
+    slot[0] = 0; pos[0] = 20;
+    slot[1] = 2; pos[1] = 0;
+    slot[2] = 1; pos[2] = 6;
+    attn_step(c, &kc, &vc, &kg, &vg, slot, pos, 3);
+    /* long context on slot 2: prefix in chunks of 128 rows, then decode (split-K) */
+    for (int64_t p0 = 1; p0 < long_prefix; p0 += 128) {
+        n = 0;
+        for (int64_t p = p0; p < p0 + 128 && p < long_prefix; p++, n++) {
+            slot[n] = 2;
+            pos[n] = (int32_t)p;
+        }
+        attn_step(c, &kc, &vc, &kg, &vg, slot, pos, n);
+    }
+    if (long_prefix > 1) {
+        slot[0] = 2; pos[0] = (int32_t)long_prefix;
+        slot[1] = 0; pos[1] = 21;
+        attn_step(c, &kc, &vc, &kg, &vg, slot, pos, 2);
+    }
+    release2(&kc, &kg);
+    release2(&vc, &vg);
+}
+
+START_TEST(test_cuda_ops_attention)
+{
+    const struct attn_case qwen = { 32, 4, 128, 2048, 3 };   /* the A3B shape */
+    const struct attn_case small = { 4, 2, 16, 64, 3 };      /* the tiny preset */
+    const struct attn_case mid = { 8, 8, 64, 256, 3 };       /* no GQA */
+    check_attention(&qwen, 1500);
+    check_attention(&small, 0);
+    check_attention(&mid, 200);
+}
+END_TEST
+
+/* ---- MoE ---------------------------------------------------------------- */
+
+START_TEST(test_cuda_ops_moe_route)
+{
+    const int64_t E = 256, X = 128, k = 8, n = 5;
+    float *wr = rand_floats(E * X, 0.3f), *x = rand_floats(E * n, 1.0f);
+    struct st_tensor rc = wrap(cpu, ST_DTYPE_F32, E, X, 1, wr), rg = wrap(gpu, ST_DTYPE_F32, E, X, 1, wr);
+    struct st_tensor xc = put(cpu, ST_DTYPE_F32, E, n, 1, x), xg = put(gpu, ST_DTYPE_F32, E, n, 1, x);
+    struct st_tensor sc = put(cpu, ST_DTYPE_I32, k, n, 1, NULL), sg = put(gpu, ST_DTYPE_I32, k, n, 1, NULL);
+    struct st_tensor wc = put(cpu, ST_DTYPE_F32, k, n, 1, NULL), wg = put(gpu, ST_DTYPE_F32, k, n, 1, NULL);
+    struct st_err err;
+
+    ck_assert_int_eq(st_backend_moe_route(cpu, &sc, &wc, &xc, &rc, &err), ST_OK);
+    ck_assert_msg(st_backend_moe_route(gpu, &sg, &wg, &xg, &rg, &err) == ST_OK, "%s", err.msg);
+    int32_t *s1 = get(cpu, &sc), *s2 = get(gpu, &sg);
+    float *w1 = get(cpu, &wc), *w2 = get(gpu, &wg);
+    for (int64_t i = 0; i < k * n; i++)
+        ck_assert_int_eq(s1[i], s2[i]);
+    ck_assert(rel_err(w2, w1, k * n) <= 1e-4);
+    free(s1);
+    free(s2);
+    free(w1);
+    free(w2);
+    release2(&wc, &wg);
+    release2(&sc, &sg);
+    release2(&xc, &xg);
+    st_backend_release(cpu, &rc);
+    st_backend_release(gpu, &rg);
+    free(wr);
+    free(x);
+}
+END_TEST
+
+static void check_moe_ffn(enum st_dtype tg, enum st_dtype tu, enum st_dtype td, int64_t E,
+                          int64_t F, int64_t n)
+{
+    const int64_t X = 8, k = 2;
+    void *g = rand_weights(tg, E, F * X, 0.5f), *u = rand_weights(tu, E, F * X, 0.5f);
+    void *d = rand_weights(td, F, E * X, 0.5f);
+    float *x = rand_floats(E * n, 1.0f), *w = rand_floats(k * n, 1.0f);
+    int32_t *sel = malloc((size_t)(k * n) * sizeof(int32_t));
+    struct st_backend *b[2] = { cpu, gpu };
+    struct st_tensor t[2][8];
+    float *out[2];
+    struct st_err err;
+
+    for (int64_t r = 0; r < n; r++) {         /* distinct experts per row; repeats across rows */
+        sel[r * k] = (int32_t)((r * 3) % X);
+        sel[r * k + 1] = (int32_t)((r * 3 + 1 + r % 5) % X);
+        if (sel[r * k + 1] == sel[r * k])
+            sel[r * k + 1] = (sel[r * k] + 1) % (int32_t)X;
+    }
+    for (int i = 0; i < 2; i++) {
+        t[i][0] = put(b[i], ST_DTYPE_F32, E, n, 1, NULL);
+        t[i][1] = put(b[i], ST_DTYPE_F32, E, n, 1, x);
+        t[i][2] = put(b[i], ST_DTYPE_I32, k, n, 1, sel);
+        t[i][3] = put(b[i], ST_DTYPE_F32, k, n, 1, w);
+        t[i][4] = wrap(b[i], tg, E, F, X, g);
+        t[i][5] = wrap(b[i], tu, E, F, X, u);
+        t[i][6] = wrap(b[i], td, F, E, X, d);
+        ck_assert_msg(st_backend_moe_ffn(b[i], &t[i][0], &t[i][1], &t[i][2], &t[i][3], &t[i][4],
+                                         &t[i][5], &t[i][6], &err) == ST_OK, "%s", err.msg);
+        out[i] = get(b[i], &t[i][0]);
+        for (int j = 0; j < 7; j++)
+            st_backend_release(b[i], &t[i][j]);
+    }
+    double e = rel_err(out[1], out[0], E * n), tol = tol_for(tg);
+    if (tol_for(td) > tol)
+        tol = tol_for(td);
+    ck_assert_msg(e <= 1.5 * tol, "moe_ffn %s/%s/%s n=%lld: %.3g", st_dtype_info(tg)->name,
+                  st_dtype_info(tu)->name, st_dtype_info(td)->name, (long long)n, e);
+    free(out[0]);
+    free(out[1]);
+    free(g);
+    free(u);
+    free(d);
+    free(x);
+    free(w);
+    free(sel);
+}
+
+START_TEST(test_cuda_ops_moe_ffn)
+{
+    const int64_t rows[] = { 1, 4, 21 };
+    for (size_t i = 0; i < ST_ARRAY_LEN(rows); i++) {
+        int64_t n = rows[i];
+        check_moe_ffn(ST_DTYPE_Q4_K, ST_DTYPE_Q4_K, ST_DTYPE_Q4_K, 256, 256, n);
+        check_moe_ffn(ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_S, ST_DTYPE_Q6_K, 512, 256, n);
+        check_moe_ffn(ST_DTYPE_Q8_0, ST_DTYPE_Q8_0, ST_DTYPE_Q8_0, 64, 96, n);
+        check_moe_ffn(ST_DTYPE_F16, ST_DTYPE_F16, ST_DTYPE_F16, 64, 32, n);
+        check_moe_ffn(ST_DTYPE_Q4_K, ST_DTYPE_Q5_K, ST_DTYPE_IQ4_XS, 256, 256, n); /* unfused */
+        check_moe_ffn(ST_DTYPE_IQ3_XXS, ST_DTYPE_Q6_K, ST_DTYPE_Q4_0, 256, 64, n);
+        check_moe_ffn(ST_DTYPE_F32, ST_DTYPE_F32, ST_DTYPE_F32, 64, 32, n);
+    }
+}
+END_TEST
+
+/* ---- optional ops: sampling and graphs ------------------------------------ */
+
+START_TEST(test_cuda_ops_sample_matches_cpu)
+{
+    const int64_t V = 151936, n = 6;
+    float *lg = rand_floats(V * n, 8.0f);
+    int32_t k[6] = { 1, 40, 40, 256, 0, 5 };
+    float temp[6] = { 0.7f, 0.0f, 0.8f, 1.0f, 1.2f, 0.5f };
+    float u[6] = { 0.3f, 0.9f, 0.5f, 0.25f, 0.999f, 0.0f };
+    struct st_backend *b[2] = { cpu, gpu };
+    int32_t *got[2];
+    struct st_err err;
+
+    lg[2 * V + 77] = lg[2 * V + 78] = 9.5f;     /* a tie at the top of row 2 */
+    for (int i = 0; i < 2; i++) {
+        struct st_tensor l = put(b[i], ST_DTYPE_F32, V, n, 1, lg);
+        struct st_tensor ids = put(b[i], ST_DTYPE_I32, n, 1, 1, NULL);
+        struct st_tensor kt = put(b[i], ST_DTYPE_I32, n, 1, 1, k);
+        struct st_tensor tt = put(b[i], ST_DTYPE_F32, n, 1, 1, temp);
+        struct st_tensor ut = put(b[i], ST_DTYPE_F32, n, 1, 1, u);
+        ck_assert_msg(st_backend_sample(b[i], &ids, &l, &kt, &tt, &ut, &err) == ST_OK, "%s",
+                      err.msg);
+        got[i] = get(b[i], &ids);
+        st_backend_release(b[i], &l);
+        st_backend_release(b[i], &ids);
+        st_backend_release(b[i], &kt);
+        st_backend_release(b[i], &tt);
+        st_backend_release(b[i], &ut);
+    }
+    for (int64_t r = 0; r < n; r++)
+        ck_assert_msg(got[0][r] == got[1][r], "row %lld: cpu %d, cuda %d", (long long)r,
+                      got[0][r], got[1][r]);
+    free(got[0]);
+    free(got[1]);
+    free(lg);
+}
+END_TEST
+
+/* A miniature decode step on the GPU: embed, norm, q/k/v matmuls, rope,
+ * attention, MoE. */
+struct mini {
+    struct st_tensor tok, wq, wk, wv, norm, router, gate, up, down, kc, vc;
+    struct st_tensor ids, pos, slot, x, h, q, k, v, att, sel, wts, o;
+};
+
+static void mini_init(struct mini *m, void **keep, int64_t n)
+{
+    const int64_t E = 256, V = 64, X = 8, F = 256, D = 64, C = 64;
+    keep[0] = rand_weights(ST_DTYPE_Q4_K, E, V, 1.0f);
+    keep[1] = rand_weights(ST_DTYPE_Q6_K, E, 4 * D, 0.5f);
+    keep[2] = rand_weights(ST_DTYPE_IQ3_S, E, 2 * D, 0.5f);
+    keep[3] = rand_weights(ST_DTYPE_Q8_0, E, 2 * D, 0.5f);
+    keep[4] = rand_floats(E * X, 0.3f);
+    keep[5] = rand_weights(ST_DTYPE_Q4_K, E, F * X, 0.5f);
+    keep[6] = rand_weights(ST_DTYPE_Q4_K, E, F * X, 0.5f);
+    keep[7] = rand_weights(ST_DTYPE_IQ4_XS, F, E * X, 0.5f);
+    keep[8] = rand_floats(E, 1.0f);
+    m->tok = wrap(gpu, ST_DTYPE_Q4_K, E, V, 1, keep[0]);
+    m->wq = wrap(gpu, ST_DTYPE_Q6_K, E, 4 * D, 1, keep[1]);
+    m->wk = wrap(gpu, ST_DTYPE_IQ3_S, E, 2 * D, 1, keep[2]);
+    m->wv = wrap(gpu, ST_DTYPE_Q8_0, E, 2 * D, 1, keep[3]);
+    m->router = wrap(gpu, ST_DTYPE_F32, E, X, 1, keep[4]);
+    m->gate = wrap(gpu, ST_DTYPE_Q4_K, E, F, X, keep[5]);
+    m->up = wrap(gpu, ST_DTYPE_Q4_K, E, F, X, keep[6]);
+    m->down = wrap(gpu, ST_DTYPE_IQ4_XS, F, E, X, keep[7]);
+    m->norm = put(gpu, ST_DTYPE_F32, E, 1, 1, keep[8]);
+    m->kc = put(gpu, ST_DTYPE_F16, 2 * D, C, 2, NULL);
+    m->vc = put(gpu, ST_DTYPE_F16, 2 * D, C, 2, NULL);
+    m->ids = put(gpu, ST_DTYPE_I32, n, 1, 1, NULL);
+    m->pos = put(gpu, ST_DTYPE_I32, n, 1, 1, NULL);
+    m->slot = put(gpu, ST_DTYPE_I32, n, 1, 1, NULL);
+    m->x = put(gpu, ST_DTYPE_F32, E, n, 1, NULL);
+    m->h = put(gpu, ST_DTYPE_F32, E, n, 1, NULL);
+    m->q = put(gpu, ST_DTYPE_F32, 4 * D, n, 1, NULL);
+    m->k = put(gpu, ST_DTYPE_F32, 2 * D, n, 1, NULL);
+    m->v = put(gpu, ST_DTYPE_F32, 2 * D, n, 1, NULL);
+    m->att = put(gpu, ST_DTYPE_F32, 4 * D, n, 1, NULL);
+    m->sel = put(gpu, ST_DTYPE_I32, 2, n, 1, NULL);
+    m->wts = put(gpu, ST_DTYPE_F32, 2, n, 1, NULL);
+    m->o = put(gpu, ST_DTYPE_F32, E, n, 1, NULL);
+}
+
+static enum st_status mini_ops(struct mini *m, struct st_err *err)
+{
+    enum st_status rc = st_backend_embed(gpu, &m->x, &m->tok, &m->ids, err);
+    if (rc == ST_OK)
+        rc = st_backend_rms_norm(gpu, &m->h, &m->x, &m->norm, 1e-6f, err);
+    if (rc == ST_OK)
+        rc = st_backend_matmul(gpu, &m->q, &m->h, &m->wq, err);
+    if (rc == ST_OK)
+        rc = st_backend_matmul(gpu, &m->k, &m->h, &m->wk, err);
+    if (rc == ST_OK)
+        rc = st_backend_matmul(gpu, &m->v, &m->h, &m->wv, err);
+    if (rc == ST_OK)
+        rc = st_backend_rope(gpu, &m->q, &m->q, &m->pos, 64, 64, 1e6f, 1.0f, err);
+    if (rc == ST_OK)
+        rc = st_backend_attention(gpu, &m->att, &m->q, &m->k, &m->v, &m->kc, &m->vc, &m->slot,
+                                  &m->pos, 4, 2, 0.125f, err);
+    if (rc == ST_OK)
+        rc = st_backend_moe_route(gpu, &m->sel, &m->wts, &m->h, &m->router, err);
+    if (rc == ST_OK)
+        rc = st_backend_moe_ffn(gpu, &m->o, &m->h, &m->sel, &m->wts, &m->gate, &m->up,
+                                &m->down, err);
+    if (rc == ST_OK)
+        rc = st_backend_add(gpu, &m->x, &m->x, &m->o, err);
+    return rc;
+}
+
+/* Inputs of step i (ids, slots, positions change; shapes do not). */
+static void mini_inputs(struct mini *m, int i, int64_t n)
+{
+    int32_t ids[4], pos[4], slot[4];
+    struct st_err err;
+    for (int64_t r = 0; r < n; r++) {
+        ids[r] = (int32_t)((i * 7 + r * 13) % 64);
+        slot[r] = (int32_t)(r % 2);
+        pos[r] = (int32_t)(i + r / 2);
+    }
+    ck_assert_int_eq(st_backend_write(gpu, &m->ids, 0, ids, (size_t)n * 4, &err), ST_OK);
+    ck_assert_int_eq(st_backend_write(gpu, &m->pos, 0, pos, (size_t)n * 4, &err), ST_OK);
+    ck_assert_int_eq(st_backend_write(gpu, &m->slot, 0, slot, (size_t)n * 4, &err), ST_OK);
+}
+
+START_TEST(test_cuda_ops_graph_replay_equals_eager)
+{
+    const int64_t n = 4;
+    struct mini m;
+    void *keep[9];
+    struct st_err err;
+    mini_init(&m, keep, n);
+    for (int i = 0; i < 6; i++) {
+        bool replayed = false;
+        mini_inputs(&m, i, n);
+        ck_assert_msg(mini_ops(&m, &err) == ST_OK, "%s", err.msg);
+        float *eager = get(gpu, &m.x);
+        mini_inputs(&m, i, n);                  /* same step again, through the graph */
+        ck_assert_int_eq(st_backend_graph_begin(gpu, 0x51ab, &replayed, &err), ST_OK);
+        ck_assert(replayed == (i >= 2));        /* eager, capture, then replays */
+        if (!replayed) {
+            ck_assert_msg(mini_ops(&m, &err) == ST_OK, "%s", err.msg);
+            ck_assert_int_eq(st_backend_graph_end(gpu, &err), ST_OK);
+        }
+        float *graphed = get(gpu, &m.x);
+        ck_assert_int_eq(memcmp(eager, graphed, st_tensor_nbytes(&m.x)), 0);
+        free(eager);
+        free(graphed);
+    }
+    /* an op failing mid-capture leaves no capture behind */
+    struct mini *mm = &m;
+    bool replayed;
+    ck_assert_int_eq(st_backend_graph_begin(gpu, 0x77, &replayed, &err), ST_OK);
+    ck_assert_int_eq(st_backend_graph_end(gpu, &err), ST_OK);
+    ck_assert_int_eq(st_backend_graph_begin(gpu, 0x77, &replayed, &err), ST_OK);   /* capturing */
+    ck_assert_int_eq(st_backend_add(gpu, &mm->x, &mm->x, &mm->q, &err), ST_ERR_INVALID);
+    mini_inputs(mm, 0, n);                      /* write: abandons the capture */
+    ck_assert_int_eq(st_backend_sync(gpu, &err), ST_OK);
+    struct st_tensor *all[] = { &m.tok, &m.wq, &m.wk, &m.wv, &m.norm, &m.router, &m.gate,
+                                &m.up, &m.down, &m.kc, &m.vc, &m.ids, &m.pos, &m.slot, &m.x,
+                                &m.h, &m.q, &m.k, &m.v, &m.att, &m.sel, &m.wts, &m.o };
+    for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
+        st_backend_release(gpu, all[i]);
+    for (int i = 0; i < 9; i++)
+        free(keep[i]);
+}
+END_TEST
+
+static Suite *cuda_suite(void)
+{
+    Suite *s = suite_create("cuda_ops");
+    TCase *mem = tcase_create("backend"), *mm = tcase_create("matmul");
+    TCase *rows = tcase_create("rows"), *attn = tcase_create("attention");
+    TCase *moe = tcase_create("moe"), *opt = tcase_create("optional");
+
+    tcase_add_test(mem, test_cuda_ops_registered);
+    tcase_add_test(mem, test_cuda_ops_memory_and_oom);
+    tcase_set_timeout(mm, 120);
+    tcase_add_loop_test(mm, test_cuda_ops_matmul_all_types, 0, (int)ST_ARRAY_LEN(wtypes));
+    tcase_add_test(mm, test_cuda_ops_matmul_batch_invariant);
+    tcase_set_timeout(rows, 60);
+    tcase_add_test(rows, test_cuda_ops_embed_all_types);
+    tcase_add_test(rows, test_cuda_ops_embed_bad_id_reported);
+    tcase_add_test(rows, test_cuda_ops_norm_add_silu);
+    tcase_add_test(rows, test_cuda_ops_rope);
+    tcase_set_timeout(attn, 120);
+    tcase_add_test(attn, test_cuda_ops_attention);
+    tcase_set_timeout(moe, 120);
+    tcase_add_test(moe, test_cuda_ops_moe_route);
+    tcase_add_test(moe, test_cuda_ops_moe_ffn);
+    suite_add_tcase(s, mem);
+    suite_add_tcase(s, mm);
+    suite_add_tcase(s, rows);
+    suite_add_tcase(s, attn);
+    tcase_set_timeout(opt, 60);
+    tcase_add_test(opt, test_cuda_ops_sample_matches_cpu);
+    tcase_add_test(opt, test_cuda_ops_graph_replay_equals_eager);
+    suite_add_tcase(s, moe);
+    suite_add_tcase(s, opt);
+    return s;
+}
+
+int main(void)
+{
+    struct st_backend_config cfg = { 2, 0 };
+    struct st_err err;
+    int rc;
+
+    /* Decide here, before Check runs anything: skip without CUDA. */
+    if (!st_backend_available("cuda")) {
+        printf("cuda_ops: skipped: this build has no CUDA backend\n");
+        return 77;
+    }
+    if (st_backend_open("cuda", &cfg, &gpu, &err) != ST_OK) {
+        printf("cuda_ops: skipped: %s\n", err.msg);
+        return 77;
+    }
+    if (st_backend_open("cpu", &cfg, &cpu, &err) != ST_OK) {
+        printf("cuda_ops: cannot open the cpu backend: %s\n", err.msg);
+        st_backend_close(gpu);
+        return 1;
+    }
+    printf("cuda_ops: %s\n", st_backend_describe(gpu));
+    rc = support_run_suite(cuda_suite(), CK_NOFORK);
+    st_backend_close(cpu);
+    st_backend_close(gpu);
+    return rc;
+}

@@ -1,0 +1,188 @@
+/* test_engine_model.c -- the engine pool on the CPU model runner, end to end
+ * below HTTP: a greedy request through the pool gives the tokens a plain
+ * greedy loop over the runner gives (so the server and `strata run`, which
+ * share the pool, agree with the model), and four requests with different
+ * prompts decoding together in a 4-slot pool (-np 4) each get the tokens
+ * they get alone.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner.h"
+#include "strata/clock.h"
+#include "strata/engine.h"
+#include "strata/make_model.h"
+#include "strata/sched.h"
+#include "support.h"
+
+#define N_GEN 12
+#define N_REQ 4
+
+static char dir[256], path[320];
+
+static void setup(void)
+{
+    support_tmpdir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/small.gguf", dir);
+    struct st_make_model_opts o = { .out_path = path, .preset = "small", .quant = "q4_k",
+                                    .seed = 3 };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "%s", err.msg);
+}
+
+static void teardown(void) { support_rmtree(dir); }
+
+struct got {
+    int32_t tokens[64];
+    int     n;
+    bool    ended;
+    enum st_finish finish;
+};
+
+static void on_event(void *ctx, const struct st_event *ev)
+{
+    struct got *g = ctx;
+    if (ev->kind == ST_EVENT_TOKEN) {
+        if (g->n < 64)
+            g->tokens[g->n++] = ev->token;
+        return;
+    }
+    g->ended = true;
+    g->finish = ev->finish;
+}
+
+static const char *const prompts[N_REQ] = {
+    "The quick brown fox jumps over the lazy dog.",
+    "Once upon a time",
+    "In the beginning was the word, and the word was with",
+    "1 2 3 4 5 6 7 8",
+};
+
+/* A pool of one CPU engine with n_slots slots on a manual clock; runs the
+ * given requests (greedy, N_GEN tokens, ignore_eos) to the end. */
+static void run_pool(int32_t n_slots, const int *which, int n, struct got *out)
+{
+    struct st_clock_manual clk;
+    st_clock_manual_init(&clk, 0);
+    struct st_sched_config sc;
+    st_sched_config_defaults(&sc);
+    sc.batch = true;
+    sc.log_dispatch = false;
+    struct st_pool_config pc;
+    st_pool_config_defaults(&pc);
+    pc.model.name = (char *)"small";
+    pc.model.path = path;
+    pc.model.backend = ST_BACKEND_CPU;
+    pc.model.parallel = n_slots;
+    pc.model.ctx_size = 256;
+    pc.threads = 2;
+    struct st_sched *sched = NULL;
+    struct st_engine_pool *pool = NULL;
+    struct st_err err = { 0 };
+    ck_assert(st_sched_new(&sc, &clk.clock, &sched, &err) == ST_OK);
+    ck_assert_msg(st_engine_pool_new(&pc, sched, &clk.clock, &pool, &err) == ST_OK, "%s",
+                  err.msg);
+    struct st_request *reqs[N_REQ];
+    for (int i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof(out[i]));
+        reqs[i] = st_request_new();
+        snprintf(reqs[i]->id, sizeof(reqs[i]->id), "r%d", which[i]);
+        reqs[i]->prompt = strdup(prompts[which[i]]);
+        reqs[i]->params.temperature = 0.0f;
+        reqs[i]->params.max_tokens = N_GEN;
+        reqs[i]->params.ignore_eos = true;
+        reqs[i]->emit = on_event;
+        reqs[i]->emit_ctx = &out[i];
+        ck_assert_msg(st_engine_pool_submit(pool, reqs[i], &err) == ST_OK, "%s", err.msg);
+    }
+    for (int steps = 0; steps < 10000 && st_engine_pool_step(pool, 0); steps++)
+        ;
+    for (int i = 0; i < n; i++) {
+        ck_assert(out[i].ended);
+        ck_assert_int_eq(out[i].finish, ST_FINISH_LENGTH);
+        ck_assert_int_eq(out[i].n, N_GEN);
+        st_request_unref(reqs[i]);
+    }
+    st_engine_pool_free(pool);
+    st_sched_free(sched);
+}
+
+static int32_t argmax(const float *x, int32_t n)
+{
+    int32_t b = 0;
+    for (int32_t i = 1; i < n; i++)
+        b = x[i] > x[b] ? i : b;
+    return b;
+}
+
+/* The same prompt through the runner directly: prefill, then argmax loop. */
+static void run_direct(int which, int32_t *tokens)
+{
+    struct st_runner *r = NULL;
+    struct st_err err = { 0 };
+    ck_assert(st_runner_model_new(path, "cpu", 1, 1, 256, 512, &r, &err) == ST_OK);
+    ck_assert(st_runner_load(r, NULL, NULL, NULL, &err) == ST_OK);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    ck_assert(st_runner_tokenize(r, prompts[which], strlen(prompts[which]), true, true, &ids, &n,
+                                 &err) == ST_OK);
+    struct st_runner_seq seq = { .kind = ST_SEQ_READ, .slot = 0, .tokens = ids,
+                                 .n_tokens = (int64_t)n, .pos = 0, .sample = true };
+    struct st_runner_row row;
+    struct st_runner_out out = { .rows = &row };
+    struct st_runner_batch b = { &seq, 1 };
+    for (int g = 0; g < N_GEN; g++) {
+        ck_assert(st_runner_forward(r, &b, &out, &err) == ST_OK);
+        tokens[g] = argmax(row.logits, st_runner_n_vocab(r));
+        seq = (struct st_runner_seq){ .kind = ST_SEQ_DECODE, .slot = 0, .tokens = &tokens[g],
+                                      .n_tokens = 1, .pos = (int64_t)n + g, .sample = true };
+    }
+    free(ids);
+    st_runner_free(r);
+}
+
+START_TEST(test_engine_model_greedy_matches_runner)
+{
+    int which = 0;
+    struct got got;
+    run_pool(1, &which, 1, &got);
+    int32_t direct[N_GEN];
+    run_direct(0, direct);
+    for (int g = 0; g < N_GEN; g++)
+        ck_assert_msg(got.tokens[g] == direct[g], "token %d: pool %d, runner %d", g,
+                      got.tokens[g], direct[g]);
+}
+END_TEST
+
+START_TEST(test_engine_model_np4_same_tokens_as_alone)
+{
+    int all[N_REQ] = { 0, 1, 2, 3 };
+    struct got together[N_REQ], alone;
+    run_pool(N_REQ, all, N_REQ, together);
+    for (int i = 0; i < N_REQ; i++) {
+        run_pool(1, &all[i], 1, &alone);
+        for (int g = 0; g < N_GEN; g++)
+            ck_assert_msg(alone.tokens[g] == together[i].tokens[g], "prompt %d token %d: alone "
+                          "%d, with 4 slots %d", i, g, alone.tokens[g], together[i].tokens[g]);
+    }
+}
+END_TEST
+
+static Suite *engine_model_suite(void)
+{
+    Suite *s = suite_create("engine_model");
+    TCase *tc = tcase_create("pool");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_engine_model_greedy_matches_runner);
+    tcase_add_test(tc, test_engine_model_np4_same_tokens_as_alone);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(engine_model_suite(), CK_FORK);
+}

@@ -1,0 +1,444 @@
+/* test_mtp.c -- the MTP layer (include/strata/mtp.h) against the naive
+ * reference (forward_ref.c: ref_mtp_step), its rollback, its batching,
+ * and the make-model presets that exist to measure it.
+ *
+ * The reference test runs the engine's loop by hand: a prompt read, then
+ * draft / verify / accept / truncate rounds. Both paths see the same
+ * tokens (the engine's drafts and greedy choices are fed to the
+ * reference too), so every main row and every draft step's MTP logits
+ * can be compared. Rejected drafts are cut from the engine's caches; the
+ * reference simply overwrites those positions later, which is what a
+ * correct rollback must be equivalent to.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward_ref.h"
+#include "strata/forward.h"
+#include "strata/make_model.h"
+#include "strata/mtp.h"
+#include "support.h"
+
+#define N_CTX 96
+#define N_PROMPT 12
+#define N_ROUNDS 6
+#define N_DRAFT 3
+
+static char dir[256];
+
+static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
+static void teardown(void) { support_rmtree(dir); }
+
+static const char *make(const char *preset, const char *quant, bool mtp)
+{
+    static char path[320];
+    snprintf(path, sizeof(path), "%s/%s-%s%s.gguf", dir, preset, quant, mtp ? "-mtp" : "");
+    struct st_make_model_opts o = { .out_path = path, .preset = preset, .quant = quant,
+                                    .seed = 3, .mtp = mtp };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "make-model: %s", err.msg);
+    return path;
+}
+
+static struct st_model *load(const char *path, int32_t slots)
+{
+    struct st_err err = { 0 };
+    struct st_model *m = NULL;
+    ck_assert_msg(st_model_open(path, &m, &err) == ST_OK, "open: %s", err.msg);
+    struct st_model_params p = { .n_threads = 2, .n_slots = slots, .n_ctx = N_CTX,
+                                 .max_out = 32 };
+    ck_assert_msg(st_model_load(m, &p, NULL, NULL, &err) == ST_OK, "load: %s", err.msg);
+    return m;
+}
+
+static struct st_mtp *mtp_of(struct st_model *m)
+{
+    struct st_err err = { 0 };
+    struct st_mtp *t = NULL;
+    ck_assert_msg(st_mtp_new(m, 4, &t, &err) == ST_OK, "mtp: %s", err.msg);
+    return t;
+}
+
+static int32_t argmax(const float *x, int64_t n)
+{
+    int64_t b = 0;
+    for (int64_t i = 1; i < n; i++)
+        b = x[i] > x[b] ? i : b;
+    return (int32_t)b;
+}
+
+/* ---- against the reference -------------------------------------------- */
+
+struct tally {
+    int n, close, argmax_bad;
+    double worst_cos;
+};
+
+static void check_row(const float *ref, const float *fast, int64_t nv, struct tally *w)
+{
+    struct ref_cmp c = ref_compare(ref, fast, nv, 0.001);
+    w->n++;
+    w->close += c.cos >= 0.999;
+    w->argmax_bad += !c.argmax_ok;
+    w->worst_cos = fmin(w->worst_cos, c.cos);
+}
+
+/* The reference side of one state: main hidden states by position. */
+struct refside {
+    struct ref_model *r;
+    float *hist;      /* [N_CTX][E]: h_p after output_norm */
+    float *lg, *h;    /* scratch [V], [E] */
+    int64_t e, nv;
+};
+
+/* Main rows at positions p0.. (ref_step), then the MTP upkeep of the same
+ * rows (ref_mtp_step with h_{p-1}); logits of main row i into lg_out[i]. */
+static void ref_rows(struct refside *s, const int32_t *tok, int64_t p0, int64_t n, float *lg_out)
+{
+    for (int64_t i = 0; i < n; i++) {
+        ref_step(s->r, tok[i], p0 + i, lg_out + i * s->nv);
+        memcpy(s->hist + (p0 + i) * s->e, ref_hidden(s->r), (size_t)s->e * sizeof(float));
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = p0 + i;
+        ref_mtp_step(s->r, tok[i], p > 0 ? s->hist + (p - 1) * s->e : NULL, p, s->h, s->lg);
+    }
+}
+
+/* One round: draft N_DRAFT from (t, pos), compare each step; verify the
+ * drafts in one forward, compare the main rows; accept greedily; cut.
+ * Returns the new position and the next token in *t. */
+static int64_t round_trip(struct st_model *m, struct st_mtp *t, struct refside *s, int32_t *tok,
+                          int64_t pos, struct tally *w, int *accepted)
+{
+    int64_t nv = s->nv;
+    int32_t d[N_DRAFT + 1], slots[N_DRAFT + 1] = { 0 };
+    float *dl = malloc((size_t)(N_DRAFT * nv) * sizeof(float));
+    struct st_mtp_draft q = { .slot = 0, .token = *tok, .pos = pos, .n_draft = N_DRAFT,
+                              .out = d + 1, .logits = dl };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_mtp_draft(t, &q, 1, &err) == ST_OK, "draft: %s", err.msg);
+    ck_assert_int_eq(q.n_draft, N_DRAFT);
+    const float *h = s->hist + (pos - 1) * s->e;
+    for (int j = 0; j < N_DRAFT; j++) {   /* the chain, on the engine's tokens */
+        ref_mtp_step(s->r, j == 0 ? *tok : d[j], h, pos + j, s->h, s->lg);
+        check_row(s->lg, dl + j * nv, nv, w);
+        h = s->h;
+    }
+    d[0] = *tok;
+    int64_t p[N_DRAFT + 1], outs[N_DRAFT + 1];
+    for (int i = 0; i <= N_DRAFT; i++) {
+        p[i] = pos + i;
+        outs[i] = i;
+    }
+    struct st_model_batch b = { N_DRAFT + 1, d, slots, p, N_DRAFT + 1, outs };
+    const float *lg;
+    ck_assert_msg(st_mtp_forward(t, &b, &lg, &err) == ST_OK, "verify: %s", err.msg);
+    float *rl = malloc((size_t)((N_DRAFT + 1) * nv) * sizeof(float));
+    ref_rows(s, d, pos, N_DRAFT + 1, rl);
+    int a = 0;
+    for (int i = 0; i <= N_DRAFT; i++) {
+        check_row(rl + i * nv, lg + i * nv, nv, w);
+        *tok = argmax(lg + i * nv, nv);
+        if (i == N_DRAFT || *tok != d[i + 1])
+            break;
+        a++;
+    }
+    st_mtp_truncate(t, 0, pos + a + 1);
+    *accepted += a;
+    free(dl);
+    free(rl);
+    return pos + a + 1;
+}
+
+static struct tally compare_mtp(const char *path, int *accepted)
+{
+    struct st_model *m = load(path, 1);
+    struct st_mtp *t = mtp_of(m);
+    struct refside s = { .r = ref_new(st_model_description(m), N_CTX, true),
+                         .e = st_model_hparams(m)->n_embd, .nv = st_model_hparams(m)->n_vocab };
+    s.hist = malloc((size_t)(N_CTX * s.e) * sizeof(float));
+    s.lg = malloc((size_t)s.nv * sizeof(float));
+    s.h = malloc((size_t)s.e * sizeof(float));
+    int32_t tok[N_PROMPT], slots[N_PROMPT] = { 0 };
+    int64_t pos[N_PROMPT], outs[N_PROMPT];
+    ref_tokens(21, tok, N_PROMPT, s.nv);
+    for (int i = 0; i < N_PROMPT; i++)
+        pos[i] = outs[i] = i;
+    struct st_model_batch b = { N_PROMPT, tok, slots, pos, N_PROMPT, outs };
+    const float *lg;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_mtp_forward(t, &b, &lg, &err) == ST_OK, "prompt: %s", err.msg);
+    float *rl = malloc((size_t)(N_PROMPT * s.nv) * sizeof(float));
+    ref_rows(&s, tok, 0, N_PROMPT, rl);
+    struct tally w = { .worst_cos = 1.0 };
+    for (int i = 0; i < N_PROMPT; i++)
+        check_row(rl + i * s.nv, lg + i * s.nv, s.nv, &w);
+    int32_t next = argmax(lg + (N_PROMPT - 1) * s.nv, s.nv);
+    int64_t p = N_PROMPT;
+    *accepted = 0;
+    for (int r = 0; r < N_ROUNDS; r++)
+        p = round_trip(m, t, &s, &next, p, &w, accepted);
+    free(rl);
+    free(s.hist);
+    free(s.lg);
+    free(s.h);
+    ref_free(s.r);
+    st_mtp_free(t);
+    st_model_free(m);
+    return w;
+}
+
+/* Bounds as test_forward_ref.c argues them (emulating reference: rows
+ * agree to ~1e-7 until a quantization boundary or a near-tied expert
+ * tips; a wiring bug such as the [h; emb] order moves every row). */
+static void judge(const char *what, const struct tally *w)
+{
+    fprintf(stderr, "mtp %s: %d rows, %d within cosine 0.999, worst %.6f, %d argmax misses\n",
+            what, w->n, w->close, w->worst_cos, w->argmax_bad);
+    ck_assert_msg(w->close * 10 >= w->n * 9, "%s: only %d of %d rows within cosine 0.999",
+                  what, w->close, w->n);
+    ck_assert_msg(w->argmax_bad <= 2, "%s: %d rows with another argmax", what, w->argmax_bad);
+}
+
+START_TEST(test_mtp_matches_reference_random)
+{
+    int acc;
+    struct tally w = compare_mtp(make("tiny", "q8_0", true), &acc);
+    judge("tiny q8_0", &w);
+    w = compare_mtp(make("small", "f32", true), &acc);
+    judge("small f32", &w);
+    ck_assert_msg(w.worst_cos >= 0.9999, "f32: worst cosine %.7f", w.worst_cos);
+}
+END_TEST
+
+/* The demo preset: drafts are accepted, so the rounds run the chain
+ * through accepted tokens and the carried state of a later row. */
+START_TEST(test_mtp_matches_reference_demo)
+{
+    int acc;
+    struct tally w = compare_mtp(make("mtp-demo", "q8_0", false), &acc);
+    judge("mtp-demo q8_0", &w);
+    fprintf(stderr, "mtp-demo: %d of %d drafts accepted in the reference rounds\n", acc,
+            N_ROUNDS * N_DRAFT);
+    ck_assert_msg(acc * 2 >= N_ROUNDS * N_DRAFT, "mtp-demo accepted only %d of %d", acc,
+                  N_ROUNDS * N_DRAFT);
+}
+END_TEST
+
+/* ---- behaviour without a reference ------------------------------------ */
+
+START_TEST(test_mtp_forward_equals_plain_forward)
+{
+    const char *path = make("tiny", "q8_0", true);
+    struct st_model *a = load(path, 2), *b = load(path, 2);
+    struct st_mtp *t = mtp_of(b);
+    int64_t nv = st_model_hparams(a)->n_vocab, pos[10], outs[2] = { 5, 9 };
+    int32_t tok[10], slots[10] = { 0, 0, 0, 0, 0, 0, 1, 1, 1, 1 };
+    ref_tokens(4, tok, 10, nv);
+    for (int i = 0; i < 10; i++)
+        pos[i] = i < 6 ? i : i - 6;
+    struct st_model_batch bt = { 10, tok, slots, pos, 2, outs };
+    const float *la, *lb;
+    struct st_err err = { 0 };
+    ck_assert(st_model_forward(a, &bt, &la, &err) == ST_OK);
+    ck_assert_msg(st_mtp_forward(t, &bt, &lb, &err) == ST_OK, "%s", err.msg);
+    ck_assert_msg(memcmp(la, lb, (size_t)(2 * nv) * sizeof(float)) == 0,
+                  "the MTP upkeep changed the main logits");
+    st_mtp_free(t);
+    st_model_free(a);
+    st_model_free(b);
+}
+END_TEST
+
+/* Verify [t, x, y] (both rejected), cut back to one row: the next drafts
+ * equal those of a model that only ever saw [t]. */
+START_TEST(test_mtp_rollback_equals_never_written)
+{
+    const char *path = make("tiny", "q8_0", true);
+    struct st_model *ma = load(path, 1), *mb = load(path, 1);
+    struct st_mtp *ta = mtp_of(ma), *tb = mtp_of(mb);
+    int64_t nv = st_model_hparams(ma)->n_vocab, pos[8], outs[1] = { 7 };
+    int32_t tok[11], slots[8] = { 0 };
+    ref_tokens(8, tok, 11, nv);
+    for (int i = 0; i < 8; i++)
+        pos[i] = i;
+    struct st_model_batch pb = { 8, tok, slots, pos, 1, outs };
+    const float *lg;
+    struct st_err err = { 0 };
+    ck_assert(st_mtp_forward(ta, &pb, &lg, &err) == ST_OK);
+    ck_assert(st_mtp_forward(tb, &pb, &lg, &err) == ST_OK);
+    int64_t vp[3] = { 8, 9, 10 }, vo[3] = { 0, 1, 2 };
+    struct st_model_batch va = { 3, tok + 8, slots, vp, 3, vo };   /* t, x, y */
+    struct st_model_batch vb = { 1, tok + 8, slots, vp, 1, vo };   /* t alone */
+    ck_assert(st_mtp_forward(ta, &va, &lg, &err) == ST_OK);
+    st_mtp_truncate(ta, 0, 9);
+    ck_assert(st_mtp_forward(tb, &vb, &lg, &err) == ST_OK);
+    int32_t da[4], db[4];
+    float *la = malloc((size_t)(4 * nv) * sizeof(float)), *lb = malloc((size_t)(4 * nv) * 4);
+    struct st_mtp_draft qa = { 0, 5, 9, 4, da, la }, qb = { 0, 5, 9, 4, db, lb };
+    ck_assert(st_mtp_draft(ta, &qa, 1, &err) == ST_OK);
+    ck_assert(st_mtp_draft(tb, &qb, 1, &err) == ST_OK);
+    ck_assert_int_eq(qa.n_draft, 4);
+    double diff = 0;
+    for (int64_t i = 0; i < 4 * nv; i++)
+        diff = fmax(diff, fabs((double)la[i] - lb[i]));
+    fprintf(stderr, "mtp rollback: max |logit diff| %.3g\n", diff);
+    ck_assert_msg(diff <= 1e-4, "rolled-back drafts differ by %g", diff);
+    ck_assert(memcmp(da, db, sizeof(da)) == 0);
+    free(la);
+    free(lb);
+    st_mtp_free(ta);
+    st_mtp_free(tb);
+    st_model_free(ma);
+    st_model_free(mb);
+}
+END_TEST
+
+/* Two slots drafting in one call get what each gets alone. */
+START_TEST(test_mtp_draft_batched_equals_alone)
+{
+    const char *path = make("tiny", "q8_0", true);
+    struct st_model *m = load(path, 2);
+    struct st_mtp *t = mtp_of(m);
+    int64_t nv = st_model_hparams(m)->n_vocab, pos[12], outs[2] = { 5, 11 };
+    int32_t tok[12], slots[12] = { 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1 };
+    ref_tokens(6, tok, 12, nv);
+    for (int i = 0; i < 12; i++)
+        pos[i] = i % 6;
+    struct st_model_batch b = { 12, tok, slots, pos, 2, outs };
+    const float *lg;
+    struct st_err err = { 0 };
+    ck_assert(st_mtp_forward(t, &b, &lg, &err) == ST_OK);
+    int32_t both[2][4], alone[2][4];
+    struct st_mtp_draft q[2] = { { 0, 3, 6, 4, both[0], NULL }, { 1, 7, 6, 2, both[1], NULL } };
+    ck_assert(st_mtp_draft(t, q, 2, &err) == ST_OK);
+    ck_assert(q[0].n_draft == 4 && q[1].n_draft == 2);
+    for (int s = 0; s < 2; s++) {
+        struct st_mtp_draft one = { s, s ? 7 : 3, 6, s ? 2 : 4, alone[s], NULL };
+        ck_assert(st_mtp_draft(t, &one, 1, &err) == ST_OK);
+        ck_assert(memcmp(alone[s], both[s], (size_t)one.n_draft * sizeof(int32_t)) == 0);
+    }
+    /* a bad request is refused with a message naming it */
+    struct st_mtp_draft dup[2] = { { 0, 3, 6, 1, both[0], NULL }, { 0, 3, 6, 1, both[1], NULL } };
+    ck_assert_int_eq(st_mtp_draft(t, dup, 2, &err), ST_ERR_INVALID);
+    ck_assert(strstr(err.msg, "repeats a slot"));
+    struct st_mtp_draft far = { 1, 3, N_CTX - 1, 4, both[1], NULL };
+    ck_assert_int_eq(st_mtp_draft(t, &far, 1, &err), ST_ERR_INVALID);
+    st_mtp_free(t);
+    st_model_free(m);
+}
+END_TEST
+
+/* A slot whose carried state was forgotten (cut to a position the last
+ * forward did not compute) drafts nothing instead of drafting garbage. */
+START_TEST(test_mtp_no_state_no_draft)
+{
+    struct st_model *m = load(make("tiny", "q8_0", true), 1);
+    struct st_mtp *t = mtp_of(m);
+    int32_t tok[6] = { 1, 2, 3, 4, 5, 6 }, slots[6] = { 0 }, d[4];
+    int64_t pos[6] = { 0, 1, 2, 3, 4, 5 }, outs[1] = { 5 };
+    struct st_model_batch b = { 6, tok, slots, pos, 1, outs };
+    const float *lg;
+    struct st_err err = { 0 };
+    ck_assert(st_mtp_forward(t, &b, &lg, &err) == ST_OK);
+    struct st_mtp_draft q = { 0, 9, 6, 2, d, NULL };
+    ck_assert(st_mtp_draft(t, &q, 1, &err) == ST_OK);
+    ck_assert_int_eq(q.n_draft, 2);
+    st_mtp_truncate(t, 0, 3);   /* position 2 was in the last forward: kept */
+    q = (struct st_mtp_draft){ 0, 9, 3, 2, d, NULL };
+    ck_assert(st_mtp_draft(t, &q, 1, &err) == ST_OK);
+    ck_assert_int_eq(q.n_draft, 2);
+    int64_t zero = 0;
+    struct st_model_batch one = { 1, tok + 3, slots, pos + 3, 1, &zero };
+    ck_assert(st_mtp_forward(t, &one, &lg, &err) == ST_OK);   /* row at 3 */
+    st_mtp_truncate(t, 0, 2);   /* position 1 is not in the last forward */
+    q = (struct st_mtp_draft){ 0, 9, 2, 2, d, NULL };
+    ck_assert(st_mtp_draft(t, &q, 1, &err) == ST_OK);
+    ck_assert_int_eq(q.n_draft, 0);
+    st_mtp_free(t);
+    st_model_free(m);
+}
+END_TEST
+
+START_TEST(test_mtp_refuses_model_without_nextn)
+{
+    struct st_model *m = load(make("tiny", "q8_0", false), 1);
+    ck_assert(!st_mtp_available(m));
+    struct st_mtp *t = NULL;
+    struct st_err err = { 0 };
+    ck_assert_int_eq(st_mtp_new(m, 1, &t, &err), ST_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(err.msg, "has no MTP layer"), "%s", err.msg);
+    st_model_free(m);
+}
+END_TEST
+
+/* Greedy decode of 40 tokens, drafting one token ahead each step: how
+ * often the MTP block agrees with the model. */
+static double agreement(const char *path)
+{
+    struct st_model *m = load(path, 1);
+    struct st_mtp *t = mtp_of(m);
+    int64_t nv = st_model_hparams(m)->n_vocab, pos[4] = { 0, 1, 2, 3 }, outs[1] = { 3 };
+    int32_t tok[4] = { 10, 20, 30, 40 }, slots[4] = { 0 };
+    struct st_model_batch b = { 4, tok, slots, pos, 1, outs };
+    const float *lg;
+    struct st_err err = { 0 };
+    ck_assert(st_mtp_forward(t, &b, &lg, &err) == ST_OK);
+    int agree = 0, n = 40;
+    int32_t cur = argmax(lg, nv);
+    for (int64_t p = 4; p < 4 + n; p++) {
+        int32_t d;
+        struct st_mtp_draft q = { 0, cur, p, 1, &d, NULL };
+        ck_assert(st_mtp_draft(t, &q, 1, &err) == ST_OK);
+        int64_t zero = 0;
+        struct st_model_batch one = { 1, &cur, slots, &p, 1, &zero };
+        ck_assert(st_mtp_forward(t, &one, &lg, &err) == ST_OK);
+        cur = argmax(lg, nv);
+        agree += d == cur;
+    }
+    st_mtp_free(t);
+    st_model_free(m);
+    return (double)agree / n;
+}
+
+START_TEST(test_mtp_demo_preset_agrees)
+{
+    double demo = agreement(make("mtp-demo", "q8_0", false));
+    double rnd = agreement(make("small", "q8_0", true));
+    fprintf(stderr, "mtp agreement: mtp-demo %.2f, small --mtp %.2f\n", demo, rnd);
+    ck_assert_msg(demo >= 0.8, "mtp-demo drafts agree only %.2f of the time", demo);
+    ck_assert_msg(rnd <= 0.2, "random MTP drafts agree %.2f of the time", rnd);
+}
+END_TEST
+
+static Suite *mtp_suite(void)
+{
+    Suite *s = suite_create("mtp");
+    TCase *ref = tcase_create("reference");
+    tcase_add_checked_fixture(ref, setup, teardown);
+    tcase_set_timeout(ref, 300);
+    tcase_add_test(ref, test_mtp_matches_reference_random);
+    tcase_add_test(ref, test_mtp_matches_reference_demo);
+    suite_add_tcase(s, ref);
+    TCase *beh = tcase_create("behaviour");
+    tcase_add_checked_fixture(beh, setup, teardown);
+    tcase_set_timeout(beh, 120);
+    tcase_add_test(beh, test_mtp_forward_equals_plain_forward);
+    tcase_add_test(beh, test_mtp_rollback_equals_never_written);
+    tcase_add_test(beh, test_mtp_draft_batched_equals_alone);
+    tcase_add_test(beh, test_mtp_no_state_no_draft);
+    tcase_add_test(beh, test_mtp_refuses_model_without_nextn);
+    tcase_add_test(beh, test_mtp_demo_preset_agrees);
+    suite_add_tcase(s, beh);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(mtp_suite(), CK_FORK);
+}
