@@ -159,9 +159,11 @@ static enum st_status engine_init(struct st_engine_pool *p, struct st_engine *e,
     e->seqs = calloc(n + 1, sizeof(*e->seqs));
     e->rows = calloc(n + 1, sizeof(*e->rows));
     e->decode_tokens = calloc(n, sizeof(*e->decode_tokens));
+    e->drafts = calloc(n, sizeof(*e->drafts));
     e->views = calloc(n, sizeof(*e->views));
     e->retry_ns = calloc((size_t)p->n_models, sizeof(*e->retry_ns));
-    if (!e->slots || !e->seqs || !e->rows || !e->decode_tokens || !e->views || !e->retry_ns)
+    if (!e->slots || !e->seqs || !e->rows || !e->decode_tokens || !e->drafts || !e->views ||
+        !e->retry_ns)
         return st_err_set(err, ST_ERR_NOMEM, "no memory for %d slots", (int)n);
     for (int32_t i = 0; i < e->n_slots; i++) {
         e->slots[i].index = i;
@@ -198,6 +200,7 @@ static void engine_fini(struct st_engine *e)
     free(e->seqs);
     free(e->rows);
     free(e->decode_tokens);
+    free(e->drafts);
     free(e->views);
     free(e->retry_ns);
     pthread_cond_destroy(&e->cv);

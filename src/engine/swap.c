@@ -62,8 +62,10 @@ static enum st_status load(struct st_engine *e, int32_t from, int32_t m, double 
            mc->name, st_engine_pool_backend_name(p, m), mc->path ? ", " : "",
            mc->path ? mc->path : "");
     enum st_status rc = st_pool_runner_new(p, m, e->device, &r, err);
-    if (rc == ST_OK)
+    if (rc == ST_OK) {
+        r->mtp_draft = p->cfg.mtp ? p->cfg.mtp_draft : 0;   /* (MTP) read by load */
         rc = st_runner_load(r, p->clock, log_progress, e, err);
+    }
     if (rc != ST_OK && err && err->code == ST_OK)
         st_err_set(err, rc, "%s", st_status_msg(rc));
     *seconds = (double)(now_ns(e) - t0) / (double)ST_NS_PER_SEC;
@@ -78,6 +80,7 @@ static enum st_status load(struct st_engine *e, int32_t from, int32_t m, double 
         st_log(ST_LOG_INFO, "engine", "engine %d: model '%s' (%s, %d slots of %lld tokens) "
                "loaded in %.2f s", (int)e->index, mc->name, r->ops->name, (int)e->n_active,
                (long long)r->n_ctx, *seconds);
+        st_engine_mtp_loaded(e);   /* (MTP) drafting on, or say the model has no MTP layer */
     }
     st_pool_model_load_done(p, from, m, rc == ST_OK, *seconds);
     atomic_store(&e->loading_view, -1);

@@ -1,0 +1,291 @@
+/* cli_bench_mtp.c -- `strata bench --mtp`: decode throughput with and
+ * without MTP drafting, through the real engine (docs/ENGINE.md "MTP").
+ *
+ * Unlike the pp/tg tests of cli_bench.c (random tokens into the model),
+ * MTP needs real greedy decoding: acceptance depends on what the model
+ * generates. So each run builds what the server builds minus HTTP (a
+ * scheduler, a pool of one CPU engine with -np slots, --batch-mtp on or
+ * off), submits -np greedy requests of -n tokens each (ignore_eos, so
+ * every run has the same length) and steps the engine on this thread.
+ * Decode tokens/s is counted over the window in which every request is
+ * decoding (from the last first token to the first end), so prompt reads
+ * do not dilute it. The MTP run also reports the acceptance rate
+ * (accepted / drafted) and the mean accepted length per verify step
+ * (1 + accepted / steps), from the pool's counters.
+ *
+ * Without -m it writes two synthetic models into a temporary directory
+ * and runs both: mtp-demo (an MTP block that agrees with the model on
+ * purpose: the mechanism's upside) and small --mtp (random MTP weights:
+ * drafts almost never accepted, the mechanism's cost).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "strata/make_model.h"
+#include "strata/sched.h"
+
+#define MAX_GEN 4096
+#define MAX_NP 16
+#define MAX_REPS 20
+
+struct mb_opts {
+    const char *model;
+    int32_t n_gen, np, threads, draft, reps;
+};
+
+/* Token times of one request (real clock, ns). */
+struct mb_req {
+    int64_t *t;
+    int32_t  n;
+    bool     ended, failed;
+};
+
+struct mb_run {
+    double  tps;                       /* decode tokens per second */
+    uint64_t drafted, accepted, steps;
+};
+
+static int usage(void)
+{
+    fputs("usage: strata bench --mtp [-m FILE] [-n 128] [-np 1] [--mtp-draft 3] [-t THREADS]"
+          " [-r 3]\n"
+          "  Decode tokens/s without and with MTP drafting (--batch-mtp) through the engine,\n"
+          "  greedy, and the draft acceptance. Without -m: on the mtp-demo preset (drafts that\n"
+          "  agree by construction) and on small --mtp (random MTP weights).\n"
+          "  -n N          tokens generated per request (default 128)\n"
+          "  -np N         requests decoding together, one per slot (default 1)\n"
+          "  --mtp-draft K most draft tokens per slot and step, 1..4 (default 3)\n"
+          "  -t N          CPU threads (default: all cores)\n"
+          "  -r N          repetitions (default 3)\n", stderr);
+    return 2;
+}
+
+static bool int_arg(const char *s, long lo, long hi, int32_t *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return false;
+    *out = (int32_t)v;
+    return true;
+}
+
+static bool parse(int argc, char **argv, struct mb_opts *o)
+{
+    *o = (struct mb_opts){ .n_gen = 128, .np = 1, .draft = 3, .reps = 3 };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool ok = true;
+        if (!strcmp(a, "--mtp"))
+            continue;
+        if (!v)
+            return false;
+        if (!strcmp(a, "-m")) o->model = v;
+        else if (!strcmp(a, "-n")) ok = int_arg(v, 8, MAX_GEN, &o->n_gen);
+        else if (!strcmp(a, "-np")) ok = int_arg(v, 1, MAX_NP, &o->np);
+        else if (!strcmp(a, "--mtp-draft")) ok = int_arg(v, 1, ST_RUNNER_MAX_DRAFT, &o->draft);
+        else if (!strcmp(a, "-t")) ok = int_arg(v, 0, 1024, &o->threads);
+        else if (!strcmp(a, "-r")) ok = int_arg(v, 1, MAX_REPS, &o->reps);
+        else ok = false;
+        if (!ok)
+            return false;
+        i++;
+    }
+    return true;
+}
+
+static void on_event(void *ctx, const struct st_event *ev)
+{
+    struct mb_req *r = ctx;
+    if (ev->kind == ST_EVENT_END) {
+        r->ended = true;
+        r->failed = ev->finish == ST_FINISH_ERROR;
+        return;
+    }
+    if (r->n < MAX_GEN)
+        r->t[r->n++] = st_clock_now(st_clock_real());
+}
+
+static const char *const prompts[MAX_NP] = {
+    "The quick brown fox", "Once upon a time", "In the beginning", "It was a dark night",
+    "Call me Ishmael", "All happy families", "It is a truth", "Happy birthday to you",
+    "To be or not to be", "Four score and seven", "We hold these truths", "I have a dream",
+    "Ask not what", "The only thing", "Space, the final", "A long time ago",
+};
+
+static bool submit_all(struct st_engine_pool *p, const struct mb_opts *o, struct mb_req *rq)
+{
+    for (int32_t i = 0; i < o->np; i++) {
+        struct st_request *req = st_request_new();
+        struct st_err err = { 0 };
+        if (!req)
+            return false;
+        snprintf(req->id, sizeof(req->id), "bench-%d", (int)i);
+        req->prompt = strdup(prompts[i]);
+        req->params.max_tokens = o->n_gen;
+        req->params.temperature = 0.0f;
+        req->params.ignore_eos = true;
+        req->emit = on_event;
+        req->emit_ctx = &rq[i];
+        enum st_status rc = req->prompt ? st_engine_pool_submit(p, req, &err) : ST_ERR_NOMEM;
+        st_request_unref(req);
+        if (rc != ST_OK) {
+            fprintf(stderr, "strata bench: %s\n", err.msg[0] ? err.msg : st_status_msg(rc));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Tokens emitted in the window where every request decodes, per second. */
+static double window_tps(const struct mb_req *rq, int32_t np)
+{
+    int64_t t0 = INT64_MIN, t1 = INT64_MAX, n = 0;
+    for (int32_t i = 0; i < np; i++) {
+        t0 = ST_MAX(t0, rq[i].t[0]);
+        t1 = ST_MIN(t1, rq[i].t[rq[i].n - 1]);
+    }
+    for (int32_t i = 0; i < np; i++)
+        for (int32_t k = 0; k < rq[i].n; k++)
+            n += rq[i].t[k] > t0 && rq[i].t[k] <= t1;
+    return t1 > t0 ? (double)n / ((double)(t1 - t0) / 1e9) : 0.0;
+}
+
+static bool run_once(const struct mb_opts *o, const char *path, bool mtp, struct mb_run *out)
+{
+    struct st_sched_config sc;
+    struct st_pool_config pc;
+    struct st_sched *s = NULL;
+    struct st_engine_pool *p = NULL;
+    struct st_err err = { 0 };
+    struct mb_req rq[MAX_NP] = { 0 };
+    bool ok = false;
+    st_sched_config_defaults(&sc);
+    sc.log_dispatch = false;
+    st_pool_config_defaults(&pc);
+    pc.model.name = (char *)"bench";
+    pc.model.path = (char *)path;
+    pc.model.backend = ST_BACKEND_CPU;
+    pc.model.parallel = o->np;
+    pc.model.ctx_size = o->n_gen + 64;
+    pc.threads = o->threads;
+    pc.mtp = mtp;
+    pc.mtp_draft = o->draft;
+    for (int32_t i = 0; i < o->np; i++)
+        rq[i].t = malloc(MAX_GEN * sizeof(int64_t));
+    if (st_sched_new(&sc, st_clock_real(), &s, &err) == ST_OK &&
+        st_engine_pool_new(&pc, s, st_clock_real(), &p, &err) == ST_OK) {
+        (void)st_engine_pool_step(p, 0);   /* loads the model */
+        ok = st_engine_pool_ready(p) && submit_all(p, o, rq);
+        while (ok && st_engine_pool_step(p, 0))
+            ;
+        for (int32_t i = 0; ok && i < o->np; i++)
+            ok = rq[i].ended && !rq[i].failed && rq[i].n >= 2;
+        struct st_pool_stats ps;
+        st_engine_pool_stats(p, &ps);
+        *out = (struct mb_run){ ok ? window_tps(rq, o->np) : 0.0, ps.mtp_drafted,
+                                ps.mtp_accepted, ps.mtp_steps };
+    } else {
+        fprintf(stderr, "strata bench: %s\n", err.msg);
+    }
+    st_engine_pool_free(p);
+    st_sched_free(s);
+    for (int32_t i = 0; i < o->np; i++)
+        free(rq[i].t);
+    return ok;
+}
+
+static void mean_sd(const double *v, int n, double *avg, double *sd)
+{
+    double s = 0, q = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    *avg = s / n;
+    for (int i = 0; i < n; i++)
+        q += (v[i] - *avg) * (v[i] - *avg);
+    *sd = n > 1 ? sqrt(q / (n - 1)) : 0.0;
+}
+
+/* Warm-up, then -r runs each way; one table row. */
+static bool bench_model(const struct mb_opts *o, const char *path, const char *label)
+{
+    double off[MAX_REPS], on[MAX_REPS], a0, s0, a1, s1;
+    struct mb_run r;
+    uint64_t d = 0, a = 0, st = 0;
+    if (!run_once(o, path, true, &r))
+        return false;
+    for (int i = 0; i < o->reps; i++) {
+        if (!run_once(o, path, false, &r))
+            return false;
+        off[i] = r.tps;
+        if (!run_once(o, path, true, &r))
+            return false;
+        on[i] = r.tps;
+        d += r.drafted;
+        a += r.accepted;
+        st += r.steps;
+    }
+    mean_sd(off, o->reps, &a0, &s0);
+    mean_sd(on, o->reps, &a1, &s1);
+    char t0[32], t1[32];
+    snprintf(t0, sizeof(t0), "%.2f ± %.2f", a0, s0);
+    snprintf(t1, sizeof(t1), "%.2f ± %.2f", a1, s1);
+    printf("| %-17s | %3d | %5d | %3d | %17s | %17s | %6.2fx | %8.1f%% | %8.2f |\n", label,
+           (int)o->np, (int)o->n_gen, (int)o->draft, t0, t1, a0 > 0 ? a1 / a0 : 0.0,
+           d ? 100.0 * (double)a / (double)d : 0.0, st ? 1.0 + (double)a / (double)st : 1.0);
+    fflush(stdout);
+    return true;
+}
+
+static void header(void)
+{
+    printf("| %-17s | %3s | %5s | %3s | %15s | %15s | %7s | %9s | %8s |\n", "model", "np",
+           "n", "k", "tg t/s, no MTP", "tg t/s, MTP", "speedup", "accepted", "mean len");
+    printf("| ----------------- | --: | ----: | --: | ---------------: | ---------------: | "
+           "------: | --------: | -------: |\n");
+}
+
+/* Write the two presets into a fresh directory (caller removes it). */
+static bool make_presets(char *dir, size_t cap, char demo[512], char rnd[512])
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, cap, "%s/strata-bench-mtp-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return false;
+    snprintf(demo, 512, "%s/mtp-demo.gguf", dir);
+    snprintf(rnd, 512, "%s/small-mtp.gguf", dir);
+    struct st_make_model_opts a = { .out_path = demo, .preset = "mtp-demo", .seed = 1 };
+    struct st_make_model_opts b = { .out_path = rnd, .preset = "small", .seed = 1, .mtp = true };
+    struct st_err err = { 0 };
+    if (st_make_model(&a, &err) != ST_OK || st_make_model(&b, &err) != ST_OK) {
+        fprintf(stderr, "strata bench: %s\n", err.msg);
+        return false;
+    }
+    return true;
+}
+
+int st_cli_bench_mtp(int argc, char **argv)
+{
+    struct mb_opts o;
+    if (!parse(argc, argv, &o))
+        return usage();
+    if (o.model) {
+        header();
+        return bench_model(&o, o.model, "model") ? 0 : 1;
+    }
+    char dir[400], demo[512], rnd[512];
+    if (!make_presets(dir, sizeof(dir), demo, rnd))
+        return 1;
+    header();
+    bool ok = bench_model(&o, demo, "mtp-demo q8_0") && bench_model(&o, rnd, "small q8_0 --mtp");
+    unlink(demo);
+    unlink(rnd);
+    rmdir(dir);
+    return ok ? 0 : 1;
+}

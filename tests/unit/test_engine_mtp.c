@@ -1,0 +1,357 @@
+/* test_engine_mtp.c -- --batch-mtp through the real engine loop (pool,
+ * scheduler, step.c, the CPU model runner) on synthetic models:
+ *
+ *   - greedy output is token for token the output without MTP, at -np 1
+ *     and -np 4 (four requests decoding together), on a random MTP block
+ *     (tiny/small --mtp: drafts almost always rejected) and on the
+ *     mtp-demo preset (drafts mostly accepted);
+ *   - rollback: a test hook rewrites the drafts so that the first rejected
+ *     one moves through every position (0 .. k-1, and none), and the
+ *     tokens and their logprobs (which depend on every KV entry the
+ *     model attends to) equal the run without MTP;
+ *   - a seeded sampler gives the same tokens twice, and the same as
+ *     without MTP (every emitted token is one sample of the main model);
+ *   - a model without an MTP layer serves normally and says so once;
+ *   - the counters (pool stats and the activity record) add up.
+ *
+ * The steps run on the test thread (st_engine_pool_step) on a manual
+ * clock: nothing here depends on time.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "strata/make_model.h"
+#include "strata/sched.h"
+#include "support.h"
+
+#define MAX_TOK 64
+
+static char dir[256];
+static struct st_engine_pool *g_pool;   /* the pool run() is stepping (for the hook) */
+
+static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
+static void teardown(void) { support_rmtree(dir); }
+
+static const char *make(const char *preset, bool mtp, uint64_t seed)
+{
+    static char path[4][320];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, 320, "%s/%s%s-%llu.gguf", dir, preset, mtp ? "-mtp" : "",
+             (unsigned long long)seed);
+    struct st_make_model_opts o = { .out_path = p, .preset = preset, .quant = "q8_0",
+                                    .seed = seed, .mtp = mtp };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "make-model: %s", err.msg);
+    return p;
+}
+
+/* What one request received. */
+struct out {
+    int32_t tok[MAX_TOK];
+    float   lp[MAX_TOK];
+    int     n;
+    bool    ended;
+    enum st_finish finish;
+};
+
+static void on_event(void *ctx, const struct st_event *ev)
+{
+    struct out *o = ctx;
+    if (ev->kind == ST_EVENT_END) {
+        o->ended = true;
+        o->finish = ev->finish;
+        return;
+    }
+    if (o->n < MAX_TOK) {
+        o->tok[o->n] = ev->token;
+        o->lp[o->n++] = ev->logprob;
+    }
+}
+
+struct run {
+    const char *path;
+    int32_t np;          /* slots, and requests submitted together */
+    int32_t mtp_draft;   /* 0 = MTP off */
+    int32_t n_gen;
+    float   temperature;
+    const struct st_mtp_test *hook;
+};
+
+struct result {
+    struct out out[4];
+    struct st_pool_stats stats;
+    struct st_activity act[4];
+    size_t n_act;
+};
+
+static const char *const prompts[4] = {
+    "The quick brown fox", "Once upon a time there was", "1 2 3 4 5 6", "Hello, world!",
+};
+
+static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, struct out *o)
+{
+    struct st_request *req = st_request_new();
+    snprintf(req->id, sizeof(req->id), "r%d", (int)i);
+    req->prompt = strdup(prompts[i]);
+    req->params.max_tokens = r->n_gen;
+    req->params.ignore_eos = true;   /* fixed lengths: the comparison covers every token */
+    req->params.temperature = r->temperature;
+    req->params.has_seed = true;
+    req->params.seed = 42 + (uint64_t)i;
+    req->params.logprobs = true;
+    req->emit = on_event;
+    req->emit_ctx = o;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
+    st_request_unref(req);
+}
+
+static void run(const struct run *r, struct result *res)
+{
+    struct st_clock_manual clk;
+    st_clock_manual_init(&clk, 0);
+    struct st_sched_config sc;
+    st_sched_config_defaults(&sc);
+    sc.batch = true;
+    sc.log_dispatch = false;
+    struct st_pool_config pc;
+    st_pool_config_defaults(&pc);
+    pc.model.name = "m";
+    pc.model.path = (char *)r->path;
+    pc.model.backend = ST_BACKEND_CPU;
+    pc.model.parallel = r->np;
+    pc.model.ctx_size = 256;
+    pc.threads = 2;
+    pc.ubatch = 64;
+    pc.mtp = r->mtp_draft > 0;
+    pc.mtp_draft = r->mtp_draft > 0 ? r->mtp_draft : 1;
+    struct st_sched *s = NULL;
+    struct st_engine_pool *p = NULL;
+    struct st_err err = { 0 };
+    ck_assert(st_sched_new(&sc, &clk.clock, &s, &err) == ST_OK);
+    ck_assert_msg(st_engine_pool_new(&pc, s, &clk.clock, &p, &err) == ST_OK, "%s", err.msg);
+    if (r->hook)
+        st_engine_pool_mtp_test(p, r->hook);
+    g_pool = p;
+    (void)st_engine_pool_step(p, 0);   /* loads the model */
+    ck_assert(st_engine_pool_ready(p));
+    memset(res, 0, sizeof(*res));
+    for (int32_t i = 0; i < r->np; i++)
+        submit(p, i, r, &res->out[i]);
+    for (int steps = 0; steps < 100000 && st_engine_pool_step(p, 0); steps++)
+        ;
+    for (int32_t i = 0; i < r->np; i++) {
+        ck_assert_msg(res->out[i].ended, "request %d did not end", (int)i);
+        ck_assert_int_eq(res->out[i].n, r->n_gen);
+    }
+    st_engine_pool_stats(p, &res->stats);
+    res->n_act = st_sched_activity(s, res->act, 4);
+    st_engine_pool_free(p);
+    st_sched_free(s);
+    g_pool = NULL;
+}
+
+/* Same tokens, request by request; logprobs equal to float noise. */
+static void same(const struct result *a, const struct result *b, int32_t np, const char *what)
+{
+    for (int32_t i = 0; i < np; i++) {
+        const struct out *x = &a->out[i], *y = &b->out[i];
+        ck_assert_int_eq(x->n, y->n);
+        for (int t = 0; t < x->n; t++) {
+            ck_assert_msg(x->tok[t] == y->tok[t], "%s: request %d token %d: %d vs %d", what,
+                          (int)i, t, x->tok[t], y->tok[t]);
+            ck_assert_msg(fabsf(x->lp[t] - y->lp[t]) <= 1e-4f, "%s: request %d token %d: "
+                          "logprob %.7f vs %.7f", what, (int)i, t, x->lp[t], y->lp[t]);
+        }
+    }
+}
+
+static void report(const char *what, const struct result *r)
+{
+    const struct st_pool_stats *s = &r->stats;
+    fprintf(stderr, "engine mtp %s: drafted %llu, accepted %llu (%.2f), %llu verify steps, "
+            "mean accepted length %.2f\n", what, (unsigned long long)s->mtp_drafted,
+            (unsigned long long)s->mtp_accepted,
+            s->mtp_drafted ? (double)s->mtp_accepted / (double)s->mtp_drafted : 0.0,
+            (unsigned long long)s->mtp_steps,
+            s->mtp_steps ? 1.0 + (double)s->mtp_accepted / (double)s->mtp_steps : 0.0);
+}
+
+/* The activity records carry the per-request counts, and they add up to
+ * the pool's counters. */
+static void records_add_up(const struct result *r)
+{
+    int64_t d = 0, a = 0;
+    for (size_t i = 0; i < r->n_act; i++) {
+        ck_assert(r->act[i].mtp_accepted <= r->act[i].mtp_drafted);
+        d += r->act[i].mtp_drafted;
+        a += r->act[i].mtp_accepted;
+    }
+    ck_assert_int_eq(d, (int64_t)r->stats.mtp_drafted);
+    ck_assert_int_eq(a, (int64_t)r->stats.mtp_accepted);
+}
+
+static void greedy_case(const char *path, int32_t np, int32_t draft, const char *what,
+                        bool expect_accepts)
+{
+    struct result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    run(&(struct run){ .path = path, .np = np, .n_gen = 40 }, off);
+    run(&(struct run){ .path = path, .np = np, .mtp_draft = draft, .n_gen = 40 }, on);
+    report(what, on);
+    same(off, on, np, what);
+    ck_assert_int_eq(off->stats.mtp_drafted, 0);
+    ck_assert_msg(on->stats.mtp_drafted > 0, "%s: nothing was drafted", what);
+    if (expect_accepts)
+        ck_assert_msg(on->stats.mtp_accepted * 2 > on->stats.mtp_drafted, "%s: %llu of %llu "
+                      "accepted", what, (unsigned long long)on->stats.mtp_accepted,
+                      (unsigned long long)on->stats.mtp_drafted);
+    records_add_up(on);
+    free(off);
+    free(on);
+}
+
+START_TEST(test_engine_mtp_greedy_identical_np1)
+{
+    greedy_case(make("tiny", true, 1), 1, 1, "tiny np1 k1", false);
+    greedy_case(make("small", true, 2), 1, 3, "small np1 k3", false);
+    greedy_case(make("mtp-demo", false, 3), 1, 1, "demo np1 k1", true);
+    greedy_case(make("mtp-demo", false, 3), 1, 4, "demo np1 k4", true);
+}
+END_TEST
+
+START_TEST(test_engine_mtp_greedy_identical_np4)
+{
+    greedy_case(make("tiny", true, 4), 4, 2, "tiny np4 k2", false);
+    greedy_case(make("mtp-demo", false, 5), 4, 1, "demo np4 k1", true);
+    greedy_case(make("mtp-demo", false, 5), 4, 4, "demo np4 k4", true);
+}
+END_TEST
+
+/* ---- rollback: rejections forced at every position --------------------- */
+
+struct forcer {
+    const struct result *truth;   /* the run without MTP */
+    int64_t calls, forced[5];     /* forced[j]: draft sets first wrong at j (4: all right) */
+};
+
+/* Drafts d_1..d_n of the request in 'slot' guess its next generated
+ * tokens g[ng], g[ng+1], ... (ng = tokens it has); make the first r right
+ * and the rest wrong, r cycling through 0..n (n: all right). */
+static void force(void *ctx, int32_t slot, int32_t *d, int32_t n)
+{
+    struct forcer *f = ctx;
+    const struct st_engine_slot *sl = &g_pool->engines[0].slots[slot];
+    const struct out *t = &f->truth->out[atoi(sl->req->id + 1)];   /* id "r<i>" */
+    int32_t r = (int32_t)(f->calls++ % (n + 1));
+    for (int32_t j = 0; j < n; j++) {
+        int64_t at = sl->n_generated + j;
+        int32_t right = at < t->n ? t->tok[at] : 0;
+        int32_t nv = st_runner_n_vocab(g_pool->engines[0].runner);
+        d[j] = j < r ? right : (right + 1) % nv;   /* not the token the model samples there */
+    }
+    f->forced[r == n ? 4 : r]++;
+}
+
+START_TEST(test_engine_mtp_rollback_every_position)
+{
+    const char *path = make("tiny", true, 6);
+    struct result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    run(&(struct run){ .path = path, .np = 2, .n_gen = 48 }, off);
+    struct forcer f = { .truth = off };
+    struct st_mtp_test hook = { .fixed_length = true, .corrupt = force, .ctx = &f };
+    run(&(struct run){ .path = path, .np = 2, .mtp_draft = 4, .n_gen = 48, .hook = &hook }, on);
+    report("rollback", on);
+    fprintf(stderr, "engine mtp rollback: first rejection at 0:%lld 1:%lld 2:%lld 3:%lld "
+            "none:%lld\n", (long long)f.forced[0], (long long)f.forced[1],
+            (long long)f.forced[2], (long long)f.forced[3], (long long)f.forced[4]);
+    for (int j = 0; j < 5; j++)
+        ck_assert_msg(f.forced[j] > 0, "no draft was rejected first at position %d", j);
+    same(off, on, 2, "rollback");
+    ck_assert(on->stats.mtp_accepted > 0 && on->stats.mtp_accepted < on->stats.mtp_drafted);
+    records_add_up(on);
+    free(off);
+    free(on);
+}
+END_TEST
+
+/* ---- sampling ------------------------------------------------------------ */
+
+START_TEST(test_engine_mtp_seeded_sampling_reproducible)
+{
+    const char *path = make("mtp-demo", false, 7);
+    struct result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *c = malloc(sizeof(*c));
+    run(&(struct run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
+                       .temperature = 0.8f }, a);
+    run(&(struct run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
+                       .temperature = 0.8f }, b);
+    run(&(struct run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.8f }, c);
+    report("sampled", a);
+    same(a, b, 2, "seeded MTP twice");
+    same(a, c, 2, "seeded, MTP vs none");
+    ck_assert(a->stats.mtp_drafted > 0);
+    free(a);
+    free(b);
+    free(c);
+}
+END_TEST
+
+/* ---- a model without MTP ------------------------------------------------- */
+
+START_TEST(test_engine_mtp_model_without_layer_serves)
+{
+    const char *path = make("tiny", false, 8);
+    char log[400];
+    snprintf(log, sizeof(log), "%s/stderr.txt", dir);
+    struct result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    run(&(struct run){ .path = path, .np = 1, .n_gen = 20 }, off);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *f = fopen(log, "w");
+    ck_assert(f && saved >= 0);
+    dup2(fileno(f), 2);
+    run(&(struct run){ .path = path, .np = 1, .mtp_draft = 2, .n_gen = 20 }, on);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(f);
+    same(off, on, 1, "no MTP layer");
+    ck_assert_int_eq(on->stats.mtp_drafted, 0);
+    char buf[16384] = { 0 };
+    f = fopen(log, "r");
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *hit = strstr(buf, "has no MTP layer");
+    ck_assert_msg(hit, "no warning in:\n%s", buf);
+    ck_assert_msg(!strstr(hit + 1, "has no MTP layer"), "warned twice");
+    ck_assert(strstr(buf, "warn"));
+    free(off);
+    free(on);
+}
+END_TEST
+
+static Suite *engine_mtp_suite(void)
+{
+    Suite *s = suite_create("engine_mtp");
+    TCase *tc = tcase_create("mtp");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_engine_mtp_greedy_identical_np1);
+    tcase_add_test(tc, test_engine_mtp_greedy_identical_np4);
+    tcase_add_test(tc, test_engine_mtp_rollback_every_position);
+    tcase_add_test(tc, test_engine_mtp_seeded_sampling_reproducible);
+    tcase_add_test(tc, test_engine_mtp_model_without_layer_serves);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(engine_mtp_suite(), CK_FORK);
+}
