@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strata/cli_engine.h"
 #include "strata/cli_model.h"
 #include "strata/clock.h"
 #include "strata/config.h"
@@ -381,10 +382,9 @@ int main(int argc, char **argv)
     case ST_CLI_INSPECT:
         return st_cli_inspect(cli.argc, cli.argv);
     case ST_CLI_RUN:
+        return st_cli_run(cli.argc, cli.argv);
     case ST_CLI_BENCH:
-        /* TODO(cpu engine issue): run and bench come with the CPU engine. */
-        fprintf(stderr, "strata: %s: not implemented yet in this build\n", cli.name);
-        return EXIT_USAGE;
+        return st_cli_bench(cli.argc, cli.argv);
     }
     return EXIT_USAGE;
 }

@@ -12,6 +12,9 @@
  * the mean and standard deviation are over the runs, as llama-bench's
  * avg_ts and stddev_ts. Like llama-bench, the tokens are random ids and
  * nothing is sampled. np 1 always runs; -np N > 1 adds the same tests at N.
+ *
+ * With --mtp the command is cli_bench_mtp.c's instead: greedy decode
+ * through the engine with and without MTP drafting.
  */
 #include <errno.h>
 #include <math.h>
@@ -23,6 +26,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "internal.h"
 #include "strata/cli_engine.h"
 #include "strata/clock.h"
 #include "strata/forward.h"
@@ -54,7 +58,9 @@ static int usage(void)
           "  -t N     CPU threads (default: all cores)\n"
           "  -r N     repetitions (default 3)\n"
           "  -np N    also run with N slots together (default 1 = only one slot)\n"
-          "  -o FMT   md (default, a llama-bench style table) or json\n", stderr);
+          "  -o FMT   md (default, a llama-bench style table) or json\n"
+          "  strata bench --mtp [-m FILE] ...: decode with and without MTP drafting\n"
+          "           (strata bench --mtp -h for its options)\n", stderr);
     return 2;
 }
 
@@ -316,6 +322,9 @@ static int run_all(struct st_model *m, const struct bench_opts *o, struct rows *
 
 int st_cli_bench(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--mtp"))
+            return st_cli_bench_mtp(argc, argv);
     struct bench_opts o;
     if (!parse(argc, argv, &o))
         return usage();

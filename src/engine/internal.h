@@ -271,7 +271,9 @@ void st_engine_mtp_reset(struct st_engine_slot *sl);
  * sl->mtp.n_draft drafts in sl->mtp.tokens[1..] (0 when it should not, or
  * when drafting failed: a warning, the step goes on without drafts). */
 void st_engine_mtp_draft(struct st_engine *e);
-/* After a verify: 'drafted' drafts were checked, 'accepted' kept. */
+/* After a verify: 'drafted' drafts were checked, 'accepted' kept: the
+ * slot's estimate and the pool's counters (the slot's own totals, which go
+ * to the activity record, are counted by step.c as it goes). */
 void st_engine_mtp_learn(struct st_engine *e, struct st_engine_slot *sl, int32_t drafted,
                          int32_t accepted);
 /* After a model load: sets e->mtp_max; with --batch-mtp says (WARN) when the
@@ -279,6 +281,8 @@ void st_engine_mtp_learn(struct st_engine *e, struct st_engine_slot *sl, int32_t
 void st_engine_mtp_loaded(struct st_engine *e);
 /* Install (a copy of) 'hook' on the pool; NULL removes it. Tests only. */
 void st_engine_pool_mtp_test(struct st_engine_pool *p, const struct st_mtp_test *hook);
+/* cli_bench_mtp.c: `strata bench --mtp` (argv as st_cli_bench gets it). */
+int st_cli_bench_mtp(int argc, char **argv);
 
 /* swap.c (engine thread) */
 /* Load the start-up model (first preload model it may serve); sets

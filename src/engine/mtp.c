@@ -124,8 +124,6 @@ void st_engine_mtp_learn(struct st_engine *e, struct st_engine_slot *sl, int32_t
     struct st_engine_pool *p = e->pool;
     sl->mtp.hits = DECAY * sl->mtp.hits + accepted;
     sl->mtp.tries = DECAY * sl->mtp.tries + accepted + (accepted < drafted ? 1 : 0);
-    sl->mtp.drafted += drafted;
-    sl->mtp.accepted += accepted;
     pthread_mutex_lock(&p->mu);
     p->mtp_drafted += (uint64_t)drafted;
     p->mtp_accepted += (uint64_t)accepted;

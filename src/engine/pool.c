@@ -98,7 +98,7 @@ static void notify(void *ctx)
 /* Backends this build can make runners for (st_pool_runner_new). */
 static bool backend_built(enum st_backend_kind k)
 {
-    return k == ST_BACKEND_SIM;
+    return k == ST_BACKEND_SIM || k == ST_BACKEND_CPU;
 }
 
 enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model, int32_t device,
@@ -114,14 +114,15 @@ enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model,
             st_runner_sim_fail_loads(*out, m->path + 5);
         return rc;
     }
-    case ST_BACKEND_CPU:    /* the model runner (runner_model.c) plugs in here */
+    case ST_BACKEND_CPU:    /* the model runner (runner_model.c) */
+        return st_runner_model_new(m->path, "cpu", p->cfg.threads, m->parallel, m->ctx_size,
+                                   p->cfg.ubatch, out, err);
     case ST_BACKEND_CUDA:
         break;
     }
     return st_err_set(err, ST_ERR_UNSUPPORTED,
-                      "backend '%s' is not available yet: only the simulated engine is built; "
-                      "start with --backend sim",
-                      m->backend == ST_BACKEND_CPU ? "cpu" : "cuda");
+                      "backend 'cuda' is not available yet (sim and cpu are); start with "
+                      "--backend sim or --backend cpu");
 }
 
 /* Slots for the largest model engine 'idx' may serve. */
@@ -213,9 +214,8 @@ static enum st_status check_model(const struct st_model_config *m, int32_t i,
     const char *name = m->name ? m->name : "strata-sim";
     if (!backend_built(m->backend))
         return st_err_set(err, ST_ERR_UNSUPPORTED,
-                          "model '%s': backend '%s' is not available yet: only the simulated "
-                          "engine is built; start with --backend sim",
-                          name, m->backend == ST_BACKEND_CPU ? "cpu" : "cuda");
+                          "model '%s': backend 'cuda' is not available yet (sim and cpu are); "
+                          "start with --backend sim or --backend cpu", name);
     if (m->parallel < 1 || m->parallel > 4096)
         return st_err_set(err, ST_ERR_BAD_CONFIG, "model '%s': parallel: %d, expected 1..4096",
                           name, (int)m->parallel);

@@ -167,13 +167,15 @@ enum st_status st_runner_model_detokenize(const struct st_runner *r, const int32
     return st_tok_decode(mr(r)->tok, ids, n_ids, true, text, &len, err);
 }
 
-/* Generated text: CONTROL tokens add nothing (llama-server renders output
- * without special tokens); everything else adds its raw bytes. */
+/* Generated text: CONTROL and UNUSED (padding) tokens add nothing, as in
+ * llama.cpp's token_to_piece without 'special'; everything else adds its
+ * raw bytes. */
 size_t st_runner_model_token_piece(const struct st_runner *r, int32_t token, char *buf,
                                    size_t cap)
 {
     const struct st_tok *tok = mr(r)->tok;
-    if (st_tok_type_of(tok, token) == ST_TOK_CONTROL)
+    enum st_tok_type type = st_tok_type_of(tok, token);
+    if (type == ST_TOK_CONTROL || type == ST_TOK_UNUSED || type == ST_TOK_UNDEFINED)
         return 0;
     struct st_str s = st_tok_piece(tok, token);
     memcpy(buf, s.ptr ? s.ptr : "", s.len < cap ? s.len : cap);

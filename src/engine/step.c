@@ -15,6 +15,10 @@
  *      context full) get END, leave the scheduler, free their slot, and the
  *      engine drops its reference;
  *   7. an idle engine whose model's ttl has passed unloads it (swap.c).
+ * With --batch-mtp (mtp.c) step 4 first lets each decoding slot draft
+ * tokens with the model's MTP layer; its row becomes [last token, drafts]
+ * with logits at every row, and step 5 keeps the drafts the model's own
+ * samples confirm (take_verified), then cuts the rest from the caches.
  * A request the scheduler hands over with job->swapped makes the engine
  * change models first (swap.c); back-offs that have passed are lifted at
  * the start of each step.
@@ -40,6 +44,8 @@ void st_engine_end_slot(struct st_engine *e, struct st_engine_slot *sl, enum st_
     struct st_job_report report = {
         .first_token_ns = req->first_token_ns,
         .n_generated = sl->n_generated,
+        .mtp_drafted = sl->mtp.drafted,
+        .mtp_accepted = sl->mtp.accepted,
     };
     req->end_ns = now_ns(e);
     /* The scheduler learns first, so a client that sees END also sees the
@@ -73,6 +79,7 @@ static bool bind_slot(struct st_engine *e, struct st_engine_slot *sl, struct st_
     atomic_fetch_add(&e->busy, 1);
     st_runner_kv_truncate(e->runner, sl->index, 0);
     st_sampler_reset(&sl->sampler, &req->params);
+    st_engine_mtp_reset(sl);
     st_detok_init(&sl->detok, NULL, false);
 
     struct st_str stops[ST_MAX_STOP];
@@ -145,15 +152,20 @@ static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
             .ignore_eos = req->params.ignore_eos, .n_generated = 0,
         };
     }
+    if (e->mtp_max > 0)
+        st_engine_mtp_draft(e);   /* sl->mtp.n_draft drafts per decoding slot */
     for (int32_t i = 0; i < e->n_slots; i++) {
         struct st_engine_slot *sl = &e->slots[i];
         if (!sl->req || !sl->decoding)
             continue;
+        int32_t k = e->mtp_max > 0 ? sl->mtp.n_draft : 0;
         e->decode_tokens[i] = sl->last_token;
+        sl->mtp.tokens[0] = sl->last_token;
         e->seqs[n++] = (struct st_runner_seq){
-            .kind = ST_SEQ_DECODE, .slot = i, .tokens = &e->decode_tokens[i], .n_tokens = 1,
+            .kind = ST_SEQ_DECODE, .slot = i,
+            .tokens = k > 0 ? sl->mtp.tokens : &e->decode_tokens[i], .n_tokens = 1 + k,
             .pos = sl->n_past, .sample = true, .ignore_eos = sl->req->params.ignore_eos,
-            .n_generated = sl->n_generated,
+            .n_generated = sl->n_generated, .all_logits = k > 0,
         };
     }
     return n;
@@ -284,6 +296,39 @@ static void take_token(struct st_engine *e, struct st_engine_slot *sl,
     sl->decoding = true;
 }
 
+/* A DECODE that verifies k drafts (ENGINE.md 4.3, exact-match acceptance):
+ * row i's logits follow [last token, d_1 .. d_i]. Sample row 0 with the
+ * request's sampler; while the sample equals the next draft, that draft
+ * was the right input and row i+1 is valid: sample it too; the first
+ * mismatch (its sample is kept) or the last row (the bonus token) ends it.
+ * Each sample goes through take_token, so stop strings, max_tokens and
+ * end of generation act exactly as one token at a time. Positions past
+ * the last kept row are cut from the caches (the runner's MTP state too). */
+static void take_verified(struct st_engine *e, struct st_engine_slot *sl,
+                          const struct st_runner_seq *q, const struct st_runner_row *row,
+                          int64_t t_end)
+{
+    struct st_request *req = sl->req;
+    int32_t k = (int32_t)q->n_tokens - 1, kept = 0;
+    size_t nv = (size_t)st_runner_n_vocab(e->runner);
+    sl->mtp.drafted += k;   /* before take_token can end the request and report them */
+    for (int32_t i = 0; i <= k; i++) {
+        struct st_runner_row one = { .logits = row->logits ? row->logits + i * nv : NULL,
+                                     .token = row->token };
+        sl->n_past = q->pos + i + 1;
+        take_token(e, sl, &one, t_end);
+        if (sl->req != req)
+            break;   /* the request ended on this token */
+        if (i == k || sl->last_token != q->tokens[i + 1])
+            break;
+        kept++;
+        sl->mtp.accepted++;
+    }
+    if (sl->req == req && sl->n_past < q->pos + q->n_tokens)
+        st_runner_kv_truncate(e->runner, sl->index, sl->n_past);
+    st_engine_mtp_learn(e, sl, k, kept);
+}
+
 static void fail_batch(struct st_engine *e, int32_t n, const struct st_err *err)
 {
     st_log(ST_LOG_ERROR, "engine", "engine %d: forward failed: %s (%s); failing %d requests",
@@ -313,6 +358,10 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
     for (int32_t i = 0; i < n; i++) {
         const struct st_runner_seq *q = &e->seqs[i];
         struct st_engine_slot *sl = &e->slots[q->slot];
+        if (q->all_logits) {
+            take_verified(e, sl, q, &e->rows[i], t_end);
+            continue;
+        }
         sl->n_past += q->n_tokens;
         if (q->kind == ST_SEQ_READ) {
             st_sched_read_progress(e->pool->sched, holder, q->n_tokens);

@@ -11,13 +11,16 @@
 
 static int usage(void)
 {
-    fputs("usage: strata make-model OUT.gguf [--preset tiny|small|medium|mtp-demo] [--quant TYPE]\n"
+    fputs("usage: strata make-model OUT.gguf [--preset tiny|small|medium|mtp-demo|a3b]\n"
+          "                         [--quant TYPE]\n"
           "                         [--seed N] [--vocab tokenizer.json] [--n-vocab N] [--mtp]\n"
           "  Write a synthetic qwen3moe model with random weights (its text is noise).\n"
           "  --preset   tiny (default): E 64, 2 layers, 4 experts; small: E 256, 4 layers,\n"
           "             8 experts; medium: E 768, 12 layers, 16 experts top-4;\n"
           "             mtp-demo: E 128, 2 layers, with an MTP block built to agree with\n"
           "             the model (measures MTP drafting; not a claim about real models)\n"
+          "             a3b: the Qwen3-30B-A3B shape (E 2048, 48 layers, 128 experts\n"
+          "             top-8, vocabulary 151,936; ~17 GB at q4_k), for GPU benchmarks\n"
           "  --quant    f32 f16 bf16 q8_0 (default) q4_0 q4_k q4_k_m q5_k q6_k iq3_s iq3_xxs iq4_xs\n"
           "  --seed     weights seed (default 1)\n"
           "  --vocab    import a Hugging Face tokenizer.json (and the tokenizer_config.json\n"

@@ -23,14 +23,34 @@ struct preset {
     int64_t E, L, H, Hkv, D, X, k, F, ctx;
     bool tied;
     bool mtp_demo;   /* an MTP block that agrees with the model on purpose (see below) */
+    int64_t n_vocab; /* pad the built-in vocabulary to this many rows (0 = as built) */
 };
 
 static const struct preset presets[] = {
-    { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true, false },
-    { "small", 256, 4, 8, 2, 32, 8, 2, 128, 4096, false, false },
-    { "medium", 768, 12, 16, 4, 64, 16, 4, 256, 8192, false, false },
-    { "mtp-demo", 128, 2, 4, 2, 32, 4, 2, 64, 4096, false, true },
+    { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true, false, 0 },
+    { "small", 256, 4, 8, 2, 32, 8, 2, 128, 4096, false, false, 0 },
+    { "medium", 768, 12, 16, 4, 64, 16, 4, 256, 8192, false, false, 0 },
+    { "mtp-demo", 128, 2, 4, 2, 32, 4, 2, 64, 4096, false, true, 0 },
+    /* a3b: the real Qwen3-30B-A3B shape (ENGINE.md 3.2) with random weights, for
+     * measuring the GPU engine (~17 GB at Q4_K); the vocabulary is padded to
+     * Qwen's 151,936 rows so the head and embedding have their real size */
+    { "a3b", 2048, 48, 32, 4, 128, 128, 8, 768, 40960, false, false, 151936 },
 };
+
+/* Pad v with unused "[PADn]" tokens up to n rows (the a3b preset). */
+static void pad_vocab(struct st_mm_vocab *v, int64_t n)
+{
+    if (n <= v->n)
+        return;
+    v->tokens = st_xrealloc(v->tokens, (size_t)n * sizeof(*v->tokens));
+    v->types = st_xrealloc(v->types, (size_t)n * sizeof(*v->types));
+    for (; v->n < n; v->n++) {
+        char pad[32];
+        snprintf(pad, sizeof(pad), "[PAD%lld]", (long long)v->n);
+        v->tokens[v->n] = st_xstrdup(pad);
+        v->types[v->n] = 5;
+    }
+}
 
 /* mtp-demo (docs/ENGINE.md "MTP"): a model whose MTP drafts mostly agree,
  * to measure the draft/verify mechanism, not real acceptance. Every
@@ -313,7 +333,7 @@ static enum st_status check_opts(const struct st_make_model_opts *o, struct buil
     }
     if (!b->p)
         return st_err_set(err, ST_ERR_INVALID,
-                          "make-model: unknown preset '%s' (tiny, small, medium, mtp-demo)",
+                          "make-model: unknown preset '%s' (tiny, small, medium, mtp-demo, a3b)",
                           preset);
     if (!parse_quant(quant, &b->plan))
         return st_err_set(err, ST_ERR_INVALID, "make-model: unknown quant type '%s' (f32 f16 "
@@ -338,6 +358,8 @@ enum st_status st_make_model(const struct st_make_model_opts *o, struct st_err *
         return rc;
     if (!v.chat_template)
         v.chat_template = st_xstrdup(st_mm_chatml_template());
+    if (!o->vocab_path)
+        pad_vocab(&v, b.p->n_vocab);
     b.n_vocab = v.n;
     b.w = st_gguf_writer_new(0);
     b.cap_gens = 3 + 15 * b.n_blocks;

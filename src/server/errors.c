@@ -78,6 +78,16 @@ enum st_status st_api_error_set(struct st_api_error *e, enum st_status s, const 
     return s;
 }
 
+int st_retry_seconds(double s)
+{
+    if (!(s > 0))                      /* also NaN */
+        return 0;
+    if (s >= 86400)
+        return 86400;
+    int whole = (int)s;
+    return (double)whole < s ? whole + 1 : whole;
+}
+
 int st_api_error_http(const struct st_api_error *e)
 {
     return e->http ? e->http : st_server_http_status(e->status);

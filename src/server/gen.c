@@ -101,6 +101,7 @@ static void choice_error(const struct st_gen_choice *ch, struct st_api_error *e)
         s = ch->finish == ST_FINISH_CANCELLED ? ST_ERR_CANCELLED : ST_ERR_INTERNAL;
     const char *code = s == ST_ERR_QUEUE_FULL ? "queue_full"
                      : s == ST_ERR_TOO_LONG   ? "context_length_exceeded"
+                     : s == ST_ERR_LOADING    ? "model_load_failed"
                                               : NULL;
     st_api_error_set(e, s, NULL, code, "%s", ch->error[0] ? ch->error : st_status_msg(s));
     if (s == ST_ERR_QUEUE_FULL)
@@ -384,16 +385,21 @@ enum st_route_result st_gen_resume(struct st_call *c)
         pthread_mutex_unlock(&c->lock);
         return st_reply_nomem(c);
     }
+    int32_t model = g->model;
     if (g->stream) {
         const struct st_gen_choice *bad = stream_failed_early(g);
         if (bad)
             choice_error(bad, &e);
         pthread_mutex_unlock(&c->lock);
+        if (bad && e.status == ST_ERR_LOADING)
+            st_gen_load_failed(c, model, &e);
         return bad ? st_reply_error(c, &e) : st_reply_stream(c);
     }
     bool is_error;
     enum st_route_result r = reply_body_locked(c, g, &body, &e, &is_error);
     pthread_mutex_unlock(&c->lock);
+    if (is_error && e.status == ST_ERR_LOADING)
+        st_gen_load_failed(c, model, &e);   /* the pool's lock: not under c->lock */
     if (r != ST_ROUTE_DONE) {
         st_buf_fini(&body);
         return st_reply_nomem(c);

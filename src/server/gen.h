@@ -81,6 +81,12 @@ struct st_gen_log {
 void st_gen_log_take_locked(struct st_call *c, struct st_gen_log *out);
 void st_gen_log_flush(const struct st_gen_log *l);
 
+/* A 503 for a model that failed to load (ST_ERR_LOADING): code
+ * "model_load_failed" and Retry-After from the model's back-off
+ * (st_engine_pool_model_status: the seconds until a request may try the
+ * load again, at least 1). MHD thread. */
+void st_gen_load_failed(struct st_call *c, int32_t model, struct st_api_error *e);
+
 /* The log line of a completion request refused before any engine request
  * existed (bad body, unknown model, loading). */
 void st_gen_log_refused(struct st_call *c, const struct st_api_error *e);

@@ -1,8 +1,8 @@
 /* gen_submit.c -- a parsed completion body -> engine requests, submitted.
  *
  * Steps, each answering the client at once when it fails:
- *   model     "model" names one of the pool's models (404 model_not_found);
- *             absent = the first model
+ *   model     "model" names one of the pool's models by name or alias
+ *             (404 model_not_found); absent = the first model
  *   ready     the engines have loaded (else 503, Retry-After: 1)
  *   priority  body "priority", X-LlamaSwap-Priority, the API key's defaults
  *             and cap, the model's priority (SCHEDULER.md section 2)
@@ -10,8 +10,10 @@
  *             the prompt text, or the client's token ids as given
  *   prepare   tokenize and check the context (400 context_length_exceeded)
  *   submit    one engine request per choice (prompts x n); a full queue is
- *             429 with Retry-After, and every choice already queued is
- *             cancelled so nothing is left behind.
+ *             429 with Retry-After, a model in its load back-off 503 with
+ *             the reason and Retry-After (the seconds until the next try),
+ *             and every choice already queued is cancelled so nothing is
+ *             left behind.
  * Then the call waits (suspended) for events: gen.c takes over.
  */
 #include <stdio.h>
@@ -217,6 +219,19 @@ static void end_rest(struct st_call *c, struct st_gen *g, int32_t from,
     st_gen_log_flush(&log);
 }
 
+void st_gen_load_failed(struct st_call *c, int32_t model, struct st_api_error *e)
+{
+    struct st_model_status st;
+    snprintf(e->code, sizeof(e->code), "model_load_failed");
+    /* FAILED: the back-off's end; else (another engine is trying it, or
+     * there is no back-off) a moment */
+    double wait = st_engine_pool_model_status(c->srv->pool, model, &st) &&
+                          st.state == ST_MODEL_FAILED
+                      ? st.retry_in_s
+                      : 0.0;
+    e->retry_after_s = ST_MAX(1, st_retry_seconds(wait));
+}
+
 static enum st_status submit_all(struct st_call *c, struct st_gen *g, struct st_api_error *e)
 {
     for (int32_t i = 0; i < g->n_choices; i++) {
@@ -235,6 +250,8 @@ static enum st_status submit_all(struct st_call *c, struct st_gen *g, struct st_
                          err.msg[0] ? err.msg : st_status_msg(rc));
         if (rc == ST_ERR_QUEUE_FULL)
             e->retry_after_s = 1;
+        else if (rc == ST_ERR_LOADING)  /* err says why and when it retries */
+            st_gen_load_failed(c, g->model, e);
         end_rest(c, g, i, e);
         st_gen_cancel_all(c);           /* the choices already queued */
         return rc;

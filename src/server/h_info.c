@@ -1,12 +1,14 @@
 /* h_info.c -- the read-only endpoints:
  *
  *   GET /v1/models        {"object":"list","data":[{"id","object":"model","created",
- *                          "owned_by":"strata","strata":{"backend","state","ctx_size"}}]}
- *   GET /v1/models/{id}   one of those, or 404 model_not_found
+ *                          "owned_by":"strata","strata":{"backend","state","ctx_size",
+ *                          "aliases","engines"[,"reason","retry_in_s"]}}]}
+ *   GET /v1/models/{id}   one of those (by name or alias), or 404 model_not_found
  *   GET /health           200 {"status":"ok"}; 503 (OpenAI error shape) while loading
  *   GET /metrics          Prometheus text 0.0.4 (metrics.c)
  *   GET /api/activity     the scheduler's dispatch records, newest last; ?limit=N
- *   GET /slots            every engine's slots: state, request, priority, progress
+ *   GET /slots            every engine's slots: state, request, priority, progress,
+ *                         the engine's model and its context per slot
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +18,36 @@
 
 #define ACTIVITY_MAX 10000
 
+/* "aliases":[...],"engines":[...] of the strata object. */
+static enum st_status model_lists(struct st_buf *b, struct st_server *srv, int32_t m,
+                                  const struct st_model_status *st)
+{
+    int32_t n_alias = 0;
+    const char *const *aliases = st_engine_pool_model_aliases(srv->pool, m, &n_alias);
+    enum st_status rc = st_buf_append(b, ST_LIT(",\"aliases\":["));
+    for (int32_t i = 0; i < n_alias && rc == ST_OK; i++) {
+        if (i)
+            rc = st_buf_append(b, ST_LIT(","));
+        if (rc == ST_OK)
+            rc = st_json_cstr(b, aliases[i]);
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(b, ST_LIT("],\"engines\":["));
+    for (int32_t i = 0; i < st->n_engines && rc == ST_OK; i++)
+        rc = st_buf_printf(b, "%s%d", i ? "," : "", (int)st->engines[i]);
+    if (rc == ST_OK)
+        rc = st_buf_append(b, ST_LIT("]"));
+    return rc;
+}
+
+/* One model: OpenAI's fields, then ours under "strata": backend, state
+ * (unloaded, loading, loaded, failed), ctx_size, aliases, the engines that
+ * have it (or are loading it); a failed model adds the reason and the
+ * seconds until a request may try the load again. */
 static enum st_status model_obj(struct st_buf *b, struct st_server *srv, int32_t m)
 {
-    bool ready = st_engine_pool_ready(srv->pool);
+    struct st_model_status st;
+    st_engine_pool_model_status(srv->pool, m, &st);
     const char *backend = st_engine_pool_backend_name(srv->pool, m);
     enum st_status rc = st_buf_append(b, ST_LIT("{\"id\":"));
     if (rc == ST_OK)
@@ -30,9 +59,20 @@ static enum st_status model_obj(struct st_buf *b, struct st_server *srv, int32_t
     if (rc == ST_OK)
         rc = st_json_cstr(b, backend ? backend : "unknown");
     if (rc == ST_OK)
-        rc = st_buf_printf(b, ",\"state\":\"%s\",\"ctx_size\":%lld}}",
-                           ready ? "ready" : "loading",
+        rc = st_buf_printf(b, ",\"state\":\"%s\",\"ctx_size\":%lld",
+                           st_model_state_name(st.state),
                            (long long)st_engine_pool_ctx_size(srv->pool, m));
+    if (rc == ST_OK)
+        rc = model_lists(b, srv, m, &st);
+    if (rc == ST_OK && st.state == ST_MODEL_FAILED) {
+        rc = st_buf_append(b, ST_LIT(",\"reason\":"));
+        if (rc == ST_OK)
+            rc = st_json_cstr(b, st.reason);
+        if (rc == ST_OK)
+            rc = st_buf_printf(b, ",\"retry_in_s\":%d", st_retry_seconds(st.retry_in_s));
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(b, ST_LIT("}}"));
     return rc;
 }
 
@@ -102,9 +142,14 @@ enum st_route_result st_h_metrics(struct st_call *c)
     st_engine_pool_stats(c->srv->pool, &ps);
     for (int i = 0; i < ST_HTTP_CODES_TRACKED; i++)
         hs.responses[i] = atomic_load(&c->srv->responses[i]);
+    struct st_metrics_models mm;
+    if (st_metrics_models_take(c->srv->pool, &mm) != ST_OK)
+        return st_reply_nomem(c);
     struct st_buf b;
     st_buf_init(&b);
-    if (st_metrics_render(&b, &ss, &ps, &hs) != ST_OK) {
+    enum st_status rc = st_metrics_render(&b, &ss, &ps, &hs, &mm);
+    st_metrics_models_fini(&mm);
+    if (rc != ST_OK) {
         st_buf_fini(&b);
         return st_reply_nomem(c);
     }
@@ -156,10 +201,20 @@ static enum st_status activity_obj(struct st_buf *b, struct st_server *srv,
         rc = st_json_num(b, a->queue_wait_ms);
     if (rc == ST_OK)
         rc = st_buf_printf(b, ",\"prompt_tokens\":%lld,\"completion_tokens\":%lld,"
-                              "\"give_ways\":%d,\"swapped\":%s,\"finished\":%s,\"outcome\":",
+                              "\"give_ways\":%d,\"swapped\":%s,\"swap_from\":",
                            (long long)a->prompt_tokens, (long long)a->n_generated,
-                           (int)a->give_ways, a->swapped ? "true" : "false",
-                           a->finished ? "true" : "false");
+                           (int)a->give_ways, a->swapped ? "true" : "false");
+    /* the model the engine had before this dispatch; null: no swap, or none */
+    if (rc == ST_OK)
+        rc = st_json_cstr(b, a->swapped && a->swap_from >= 0
+                                 ? st_engine_pool_model_name(srv->pool, a->swap_from)
+                                 : NULL);
+    if (rc == ST_OK)
+        rc = st_buf_append(b, ST_LIT(",\"load_ms\":"));
+    if (rc == ST_OK)
+        rc = st_json_num(b, a->load_ms);
+    if (rc == ST_OK)
+        rc = st_buf_printf(b, ",\"finished\":%s,\"outcome\":", a->finished ? "true" : "false");
     if (rc == ST_OK)
         rc = st_json_cstr(b, a->finished ? st_outcome_name(a->outcome) : NULL);
     if (rc == ST_OK)
@@ -218,7 +273,8 @@ static const char *slot_state_name(enum st_slot_state s)
     return "unknown";
 }
 
-static enum st_status slot_obj(struct st_buf *b, const struct st_slot_view *v, int64_t n_ctx)
+static enum st_status slot_obj(struct st_buf *b, struct st_server *srv,
+                               const struct st_slot_view *v)
 {
     bool busy = v->state != ST_SLOT_IDLE;
     enum st_status rc = st_buf_printf(b, "{\"id\":%d,\"engine\":%d,\"state\":\"%s\","
@@ -230,10 +286,16 @@ static enum st_status slot_obj(struct st_buf *b, const struct st_slot_view *v, i
     if (rc == ST_OK)
         rc = st_buf_printf(b, ",\"priority\":%d,\"band\":\"%s\",\"n_prompt\":%lld,"
                               "\"n_read\":%lld,\"n_generated\":%lld,\"give_ways\":%d,"
-                              "\"n_cached\":%lld,\"n_ctx\":%lld}",
+                              "\"n_cached\":%lld,\"n_ctx\":%lld,\"model\":",
                            (int)v->priority, st_band_name(v->band), (long long)v->n_prompt,
                            (long long)v->n_read, (long long)v->n_generated, (int)v->give_ways,
-                           (long long)v->n_cached, (long long)n_ctx);
+                           (long long)v->n_cached, (long long)v->n_ctx);
+    /* the engine's loaded model; null while it has none (or is loading one) */
+    if (rc == ST_OK)
+        rc = st_json_cstr(b, v->model >= 0 ? st_engine_pool_model_name(srv->pool, v->model)
+                                           : NULL);
+    if (rc == ST_OK)
+        rc = st_buf_append(b, ST_LIT("}"));
     return rc;
 }
 
@@ -244,7 +306,6 @@ enum st_route_result st_h_slots(struct st_call *c)
     if (!v)
         return st_reply_nomem(c);
     size_t n = ST_MIN(total, st_engine_pool_slots(c->srv->pool, v, total));
-    int64_t n_ctx = st_engine_pool_ctx_size(c->srv->pool, 0);
     struct st_buf b;
     st_buf_init(&b);
     enum st_status rc = st_buf_append(&b, ST_LIT("["));
@@ -252,7 +313,7 @@ enum st_route_result st_h_slots(struct st_call *c)
         if (i)
             rc = st_buf_append(&b, ST_LIT(","));
         if (rc == ST_OK)
-            rc = slot_obj(&b, &v[i], n_ctx);
+            rc = slot_obj(&b, c->srv, &v[i]);
     }
     if (rc == ST_OK)
         rc = st_buf_append(&b, ST_LIT("]"));

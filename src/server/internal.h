@@ -46,7 +46,7 @@ struct st_api_error {
     char message[256];
     char param[64];             /* "" = null */
     char code[40];              /* "" = null */
-    int  retry_after_s;         /* > 0: send Retry-After (429) */
+    int  retry_after_s;         /* > 0: send Retry-After (429, 503) */
 };
 
 /* HTTP status for a status code. A switch without default: -Wswitch flags
@@ -58,6 +58,9 @@ const char *st_server_error_type(enum st_status s);
 /* Fill 'e' (status, message, optional param and code). Returns e->status. */
 enum st_status st_api_error_set(struct st_api_error *e, enum st_status s, const char *param,
                                 const char *code, const char *fmt, ...) ST_PRINTF(5, 6);
+/* Seconds as a whole number for Retry-After and "retry_in_s": rounded up,
+ * 0 for s <= 0 (or NaN), at most one day. */
+int st_retry_seconds(double s);
 /* The HTTP status 'e' will be sent with. */
 int st_api_error_http(const struct st_api_error *e);
 /* Append {"error":{...}} to 'out'. */
@@ -247,11 +250,43 @@ struct st_http_stats {
 };
 extern const int st_http_codes[ST_HTTP_CODES_TRACKED];   /* 0 = "other" */
 
+/* The per-model part of /metrics (docs/MODELS.md), snapshotted from the
+ * pool by st_metrics_models_take so that rendering stays pure. */
+struct st_metrics_swap {
+    int32_t  from;                          /* -1: the engine had none (label "none") */
+    int32_t  to;
+    uint64_t n;                             /* strata_model_swaps_total{from,to} */
+};
+
+struct st_metrics_models {
+    int32_t n_models;
+    const char **names;                     /* [n_models], owned array; strings borrowed */
+    struct st_model_status *status;         /* [n_models], owned */
+    struct st_metrics_swap *swaps;          /* [n_swaps], owned: the pairs shown */
+    size_t n_swaps;
+};
+
+/* Every (from, to) swap pair is shown up to this many models (17 x 16
+ * series); above it, the from="none" row and the pairs between models
+ * that have loaded at least once (the others are zero), so a server with
+ * hundreds of models does not render tens of thousands of zero series. */
+#define ST_METRICS_ALL_PAIRS_MAX 16
+/* A label 'name="value"' at most (longer values are cut). */
+#define ST_METRICS_LABEL_MAX 320
+
+/* Snapshot every model's status and the swap counters. ST_ERR_NOMEM (out
+ * left empty). Release with st_metrics_models_fini (safe on an empty one). */
+ST_MUST_CHECK
+enum st_status st_metrics_models_take(struct st_engine_pool *p, struct st_metrics_models *out);
+void st_metrics_models_fini(struct st_metrics_models *m);
+
 /* Prometheus text format 0.0.4: every family with HELP and TYPE, every band
- * label present. Pure: reads only its arguments. */
+ * label present, and with 'models' (NULL: none) every model's series.
+ * Pure: reads only its arguments. */
 ST_MUST_CHECK
 enum st_status st_metrics_render(struct st_buf *out, const struct st_sched_stats *ss,
-                                 const struct st_pool_stats *ps, const struct st_http_stats *hs);
+                                 const struct st_pool_stats *ps, const struct st_http_stats *hs,
+                                 const struct st_metrics_models *models);
 
 /* ---- routes (routes.c) ------------------------------------------------ */
 

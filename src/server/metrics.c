@@ -15,18 +15,31 @@
  *   strata_queue_full_total                                  counter  429s: rejected or shed
  *   strata_prompt_tokens_total, strata_generated_tokens_total,
  *   strata_cached_prompt_tokens_total                        counter
- *   strata_mtp_draft_tokens_total, strata_mtp_accepted_tokens_total  counter
+ *   strata_mtp_draft_tokens_total, strata_mtp_accepted_tokens_total,
+ *   strata_mtp_steps_total                                   counter
+ *   strata_mtp_acceptance_rate (accepted / drafted),
+ *   strata_mtp_mean_accepted_length (1 + accepted / steps)   gauge    0 until MTP drafts
  *   strata_time_to_first_token_seconds{band}                 histogram
  *   strata_inter_token_latency_seconds{band}                 histogram
  *   strata_http_responses_total{code}                        counter
+ *   strata_model_loaded{model}                               gauge    engines that have it loaded
+ *   strata_model_load_seconds{model}                         histogram every load attempt
+ *   strata_model_load_failures_total{model}                  counter
+ *   strata_model_swaps_total{from,to}                        counter  from="none": onto an empty engine
  *   vllm:num_requests_waiting, vllm:num_requests_running,
  *   vllm:kv_cache_usage_perc (0..1)                          gauge    (Gateway API Inference Extension)
  *
- * Rendering reads two snapshots and formats ~250 lines: tens of
- * microseconds, cheap enough for a picker scraping every 50 ms.
+ * Rendering reads two snapshots and formats ~250 lines plus ~25 per model
+ * and one per swap pair: tens of microseconds, cheap enough for a picker
+ * scraping every 50 ms. The swap pairs grow with the square of the models,
+ * so every pair is shown only up to ST_METRICS_ALL_PAIRS_MAX models; above
+ * that, the "none" row is complete and the other pairs are those between
+ * models that have loaded at least once (a pair is zero until both have).
+ * Model names are label values, escaped as the text format requires.
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -185,6 +198,8 @@ static enum st_status token_families(struct st_buf *b, const struct st_pool_stat
           offsetof(struct st_pool_stats, mtp_drafted) },
         { "strata_mtp_accepted_tokens_total", "MTP draft tokens accepted.",
           offsetof(struct st_pool_stats, mtp_accepted) },
+        { "strata_mtp_steps_total", "MTP verify steps (slot steps that checked drafts).",
+          offsetof(struct st_pool_stats, mtp_steps) },
     };
     enum st_status rc = ST_OK;
     for (size_t i = 0; i < ST_ARRAY_LEN(c) && rc == ST_OK; i++) {
@@ -194,11 +209,27 @@ static enum st_status token_families(struct st_buf *b, const struct st_pool_stat
         if (rc == ST_OK)
             rc = counter_u64(b, c[i].name, NULL, v);
     }
+    /* Ratios of the counters, for dashboards without PromQL at hand; 0
+     * until there is something to divide by. */
+    double rate = ps->mtp_drafted ? (double)ps->mtp_accepted / (double)ps->mtp_drafted : 0.0;
+    double len = ps->mtp_steps ? 1.0 + (double)ps->mtp_accepted / (double)ps->mtp_steps : 0.0;
+    if (rc == ST_OK)
+        rc = family(b, "strata_mtp_acceptance_rate", "gauge",
+                    "MTP draft tokens accepted over drafted, 0 to 1 (0 before any draft).");
+    if (rc == ST_OK)
+        rc = sample(b, "strata_mtp_acceptance_rate", NULL, rate);
+    if (rc == ST_OK)
+        rc = family(b, "strata_mtp_mean_accepted_length", "gauge",
+                    "Tokens emitted per MTP verify step: 1 + accepted drafts per step "
+                    "(0 before any step).");
+    if (rc == ST_OK)
+        rc = sample(b, "strata_mtp_mean_accepted_length", NULL, len);
     return rc;
 }
 
-/* One band of a histogram: cumulative buckets, +Inf, sum, count. */
-static enum st_status histogram(struct st_buf *b, const char *name, const char *band,
+/* One series of a histogram ('labels' e.g. band="normal"): cumulative
+ * buckets, +Inf, sum, count. */
+static enum st_status histogram(struct st_buf *b, const char *name, const char *labels,
                                 const struct st_histogram *h)
 {
     enum st_status rc = ST_OK;
@@ -206,34 +237,42 @@ static enum st_status histogram(struct st_buf *b, const char *name, const char *
     int32_t nb = h->n_bounds < 0 ? 0 : ST_MIN(h->n_bounds, ST_HIST_BUCKETS);
     for (int32_t i = 0; i < nb && rc == ST_OK; i++) {
         cum += h->counts[i];
-        rc = st_buf_printf(b, "%s_bucket{band=\"%s\",le=\"%.9g\"} %llu\n", name, band,
-                           h->bounds[i], (unsigned long long)cum);
+        rc = st_buf_printf(b, "%s_bucket{%s,le=\"%.9g\"} %llu\n", name, labels, h->bounds[i],
+                           (unsigned long long)cum);
     }
     /* +Inf counts everything, whatever the per-bucket counts say */
     if (rc == ST_OK)
-        rc = st_buf_printf(b, "%s_bucket{band=\"%s\",le=\"+Inf\"} %llu\n", name, band,
+        rc = st_buf_printf(b, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels,
                            (unsigned long long)ST_MAX(h->count, cum));
     if (rc == ST_OK)
-        rc = st_buf_printf(b, "%s_sum{band=\"%s\"} %.9g\n", name, band, h->sum);
+        rc = st_buf_printf(b, "%s_sum{%s} %.9g\n", name, labels, h->sum);
     if (rc == ST_OK)
-        rc = st_buf_printf(b, "%s_count{band=\"%s\"} %llu\n", name, band,
+        rc = st_buf_printf(b, "%s_count{%s} %llu\n", name, labels,
                            (unsigned long long)ST_MAX(h->count, cum));
     return rc;
 }
 
+static void band_label(char *out, size_t cap, int band)
+{
+    snprintf(out, cap, "band=\"%s\"", st_band_name((enum st_band)band));
+}
+
 static enum st_status latency_families(struct st_buf *b, const struct st_pool_stats *ps)
 {
+    char l[32];
     enum st_status rc = family(b, "strata_time_to_first_token_seconds", "histogram",
                                "Time from submit to the first token, by band.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++)
-        rc = histogram(b, "strata_time_to_first_token_seconds", st_band_name((enum st_band)i),
-                       &ps->ttft[i]);
+    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
+        band_label(l, sizeof(l), i);
+        rc = histogram(b, "strata_time_to_first_token_seconds", l, &ps->ttft[i]);
+    }
     if (rc == ST_OK)
         rc = family(b, "strata_inter_token_latency_seconds", "histogram",
                     "Time between consecutive tokens of a request, by band.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++)
-        rc = histogram(b, "strata_inter_token_latency_seconds", st_band_name((enum st_band)i),
-                       &ps->itl[i]);
+    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
+        band_label(l, sizeof(l), i);
+        rc = histogram(b, "strata_inter_token_latency_seconds", l, &ps->itl[i]);
+    }
     return rc;
 }
 
@@ -268,8 +307,138 @@ static enum st_status http_and_gateway(struct st_buf *b, const struct st_sched_s
     return rc;
 }
 
+/* ---- several models ---------------------------------------------------- */
+
+/* 'name="value"' with the value escaped as the text format wants (\\, \",
+ * \n). A value that does not fit is cut at a character boundary, so the
+ * label stays valid UTF-8 and never ends inside an escape. */
+static void label(char *out, size_t cap, const char *name, const char *value)
+{
+    size_t n = (size_t)snprintf(out, cap, "%s=\"", name);
+    const unsigned char *v = (const unsigned char *)(value ? value : "");
+    while (*v && n < cap) {
+        size_t k = *v >= 0xF0 ? 4 : *v >= 0xE0 ? 3 : *v >= 0xC0 ? 2 : 1;
+        bool esc = *v == '\\' || *v == '"' || *v == '\n';
+        if (n + k + esc + 2 > cap)       /* + closing quote and NUL */
+            break;
+        if (esc) {
+            out[n++] = '\\';
+            out[n++] = *v == '\n' ? 'n' : (char)*v;
+            v++;
+            continue;
+        }
+        for (size_t j = 0; j < k && *v; j++)
+            out[n++] = (char)*v++;
+    }
+    out[n++] = '"';
+    out[n] = '\0';
+}
+
+static const char *model_name_of(const struct st_metrics_models *mm, int32_t m)
+{
+    return m < 0 ? "none" : (mm->names[m] ? mm->names[m] : "");
+}
+
+static enum st_status model_gauges(struct st_buf *b, const struct st_metrics_models *mm)
+{
+    char l[ST_METRICS_LABEL_MAX];
+    enum st_status rc = family(b, "strata_model_loaded", "gauge",
+                               "Engines that have the model loaded.");
+    for (int32_t m = 0; m < mm->n_models && rc == ST_OK; m++) {
+        label(l, sizeof(l), "model", model_name_of(mm, m));
+        rc = sample(b, "strata_model_loaded", l, (double)mm->status[m].n_loaded);
+    }
+    if (rc == ST_OK)
+        rc = family(b, "strata_model_load_failures_total", "counter",
+                    "Loads of the model that failed (missing file, bad GGUF, out of memory).");
+    for (int32_t m = 0; m < mm->n_models && rc == ST_OK; m++) {
+        label(l, sizeof(l), "model", model_name_of(mm, m));
+        rc = counter_u64(b, "strata_model_load_failures_total", l,
+                         mm->status[m].load_failures);
+    }
+    if (rc == ST_OK)
+        rc = family(b, "strata_model_load_seconds", "histogram",
+                    "Time each load attempt of the model took, failed ones included.");
+    for (int32_t m = 0; m < mm->n_models && rc == ST_OK; m++) {
+        label(l, sizeof(l), "model", model_name_of(mm, m));
+        rc = histogram(b, "strata_model_load_seconds", l, &mm->status[m].load_seconds);
+    }
+    return rc;
+}
+
+static enum st_status model_swaps(struct st_buf *b, const struct st_metrics_models *mm)
+{
+    char from[ST_METRICS_LABEL_MAX], to[ST_METRICS_LABEL_MAX], l[2 * ST_METRICS_LABEL_MAX + 2];
+    enum st_status rc = family(b, "strata_model_swaps_total", "counter",
+                               "Times an engine changed its model from 'from' to 'to' "
+                               "(from=\"none\": a load onto an empty engine).");
+    for (size_t i = 0; i < mm->n_swaps && rc == ST_OK; i++) {
+        label(from, sizeof(from), "from", model_name_of(mm, mm->swaps[i].from));
+        label(to, sizeof(to), "to", model_name_of(mm, mm->swaps[i].to));
+        snprintf(l, sizeof(l), "%s,%s", from, to);
+        rc = counter_u64(b, "strata_model_swaps_total", l, mm->swaps[i].n);
+    }
+    return rc;
+}
+
+/* May the pair (from, to) be listed? Every pair up to ST_METRICS_ALL_PAIRS_MAX
+ * models; above, the "none" row and pairs of models that have loaded. */
+static bool pair_listed(const struct st_metrics_models *mm, int32_t from, int32_t to)
+{
+    if (from == to)
+        return false;              /* an engine never swaps a model for itself */
+    if (from < 0 || mm->n_models <= ST_METRICS_ALL_PAIRS_MAX)
+        return true;
+    return mm->status[to].loads > 0 && mm->status[from].loads > 0;
+}
+
+enum st_status st_metrics_models_take(struct st_engine_pool *p, struct st_metrics_models *out)
+{
+    memset(out, 0, sizeof(*out));
+    int32_t n = st_engine_pool_n_models(p);
+    if (n <= 0)
+        return ST_OK;
+    out->names = calloc((size_t)n, sizeof(*out->names));
+    out->status = calloc((size_t)n, sizeof(*out->status));
+    if (!out->names || !out->status) {
+        st_metrics_models_fini(out);
+        return ST_ERR_NOMEM;
+    }
+    out->n_models = n;
+    for (int32_t m = 0; m < n; m++) {
+        out->names[m] = st_engine_pool_model_name(p, m);
+        st_engine_pool_model_status(p, m, &out->status[m]);
+    }
+    size_t cap = 0;
+    for (int32_t from = -1; from < n; from++)
+        for (int32_t to = 0; to < n; to++)
+            cap += pair_listed(out, from, to);
+    out->swaps = calloc(cap ? cap : 1, sizeof(*out->swaps));
+    if (!out->swaps) {
+        st_metrics_models_fini(out);
+        return ST_ERR_NOMEM;
+    }
+    for (int32_t from = -1; from < n; from++) {
+        for (int32_t to = 0; to < n; to++) {
+            if (pair_listed(out, from, to))
+                out->swaps[out->n_swaps++] =
+                    (struct st_metrics_swap){ from, to, st_engine_pool_swaps(p, from, to) };
+        }
+    }
+    return ST_OK;
+}
+
+void st_metrics_models_fini(struct st_metrics_models *m)
+{
+    free(m->names);
+    free(m->status);
+    free(m->swaps);
+    memset(m, 0, sizeof(*m));
+}
+
 enum st_status st_metrics_render(struct st_buf *out, const struct st_sched_stats *ss,
-                                 const struct st_pool_stats *ps, const struct st_http_stats *hs)
+                                 const struct st_pool_stats *ps, const struct st_http_stats *hs,
+                                 const struct st_metrics_models *models)
 {
     enum st_status rc = scheduler_families(out, ss);
     if (rc == ST_OK)
@@ -278,6 +447,10 @@ enum st_status st_metrics_render(struct st_buf *out, const struct st_sched_stats
         rc = token_families(out, ps);
     if (rc == ST_OK)
         rc = latency_families(out, ps);
+    if (rc == ST_OK && models)
+        rc = model_gauges(out, models);
+    if (rc == ST_OK && models)
+        rc = model_swaps(out, models);
     if (rc == ST_OK)
         rc = http_and_gateway(out, ss, ps, hs);
     return rc;

@@ -190,7 +190,10 @@ test('GET /v1/models and /v1/models/{id}', async () => {
   assert.equal(m.owned_by, 'strata');
   assert.equal(typeof m.created, 'number');
   assert.equal(m.strata.backend, 'sim');
-  assert.equal(m.strata.state, 'ready');
+  assert.equal(m.strata.state, 'loaded');
+  assert.deepEqual(m.strata.aliases, []);
+  assert.deepEqual(m.strata.engines, [0]);
+  assert.equal(m.strata.reason, undefined);
   const one = await getJSON(srv, '/v1/models/default');
   assert.equal(one.json.id, 'default');
   const none = await getJSON(srv, '/v1/models/nope');
@@ -211,7 +214,8 @@ test('GET /slots lists every slot', async () => {
   for (const s of r.json) {
     assert.equal(s.engine, 0);
     assert.ok(['idle', 'admitted', 'reading', 'parked', 'decoding'].includes(s.state));
-    assert.equal(typeof s.n_ctx, 'number');
+    assert.equal(s.n_ctx, 4096);
+    assert.equal(s.model, 'default');
   }
 });
 
@@ -223,12 +227,17 @@ test('GET /api/activity: records newest last, limit', async () => {
   assert.equal(r.json.length, 2);
   assert.deepEqual(r.json.map((a) => a.request_id), ['act-1', 'act-2']);
   const a = r.json[1];
-  for (const k of ['serial_priority', 'serial_band', 'serial_score', 'serial_queue_wait_ms', 'request_id', 'model', 'engine', 'slot', 'prompt_tokens', 'give_ways', 'ttft_ms', 'total_ms', 'outcome'])
+  for (const k of ['serial_priority', 'serial_band', 'serial_score', 'serial_queue_wait_ms', 'request_id', 'model', 'engine', 'slot', 'prompt_tokens', 'give_ways', 'ttft_ms', 'total_ms', 'outcome', 'swapped', 'swap_from', 'load_ms', 'mtp_drafted', 'mtp_accepted'])
     assert.ok(k in a, `activity record has ${k}`);
   assert.equal(a.model, 'default');
   assert.equal(a.serial_band, 'normal');
   assert.equal(a.outcome, 'completed');
   assert.equal(a.prompt_tokens, 4);
+  // the one model was loaded at start: no swap for this request
+  assert.equal(a.swapped, false);
+  assert.equal(a.swap_from, null);
+  assert.equal(a.load_ms, 0);
+  assert.equal(a.mtp_drafted, 0);
   const bad = await getJSON(srv, '/api/activity?limit=abc');
   assert.equal(bad.status, 400);
   assert.equal(bad.json.error.param, 'limit');

@@ -22,7 +22,7 @@ if(ST_NODE AND ST_NPM)
                          FIXTURES_SETUP st_e2e_node)
 
     # name -> test file; each file starts its own servers
-    foreach(suite api errors sdk disconnect priority metrics concurrency)
+    foreach(suite api errors sdk disconnect priority metrics models concurrency)
         add_test(NAME e2e_${suite}
                  COMMAND ${ST_NODE} --test --test-reporter=spec ${ST_E2E_DIR}/${suite}.test.mjs
                  WORKING_DIRECTORY ${ST_E2E_DIR})

@@ -42,6 +42,15 @@ test('every family and every band label is there from the first scrape', async (
     strata_generated_tokens_total: 'counter',
     strata_time_to_first_token_seconds: 'histogram',
     strata_inter_token_latency_seconds: 'histogram',
+    strata_mtp_draft_tokens_total: 'counter',
+    strata_mtp_accepted_tokens_total: 'counter',
+    strata_mtp_steps_total: 'counter',
+    strata_mtp_acceptance_rate: 'gauge',
+    strata_mtp_mean_accepted_length: 'gauge',
+    strata_model_loaded: 'gauge',
+    strata_model_load_seconds: 'histogram',
+    strata_model_load_failures_total: 'counter',
+    strata_model_swaps_total: 'counter',
     'vllm:num_requests_waiting': 'gauge',
     'vllm:num_requests_running': 'gauge',
     'vllm:kv_cache_usage_perc': 'gauge',
@@ -64,6 +73,15 @@ test('every family and every band label is there from the first scrape', async (
   for (const state of ['idle', 'reading', 'parked', 'decoding'])
     assert.notEqual(metric(t, 'strata_slots', { state }), undefined, `slots ${state}`);
   assert.equal(metric(t, 'strata_slots', { state: 'idle' }), 3);
+  // no MTP here: the counters and their ratios are 0
+  for (const f of ['strata_mtp_draft_tokens_total', 'strata_mtp_accepted_tokens_total', 'strata_mtp_steps_total',
+    'strata_mtp_acceptance_rate', 'strata_mtp_mean_accepted_length'])
+    assert.equal(metric(t, f), 0, f);
+  // the one model, loaded at start on the one engine
+  assert.equal(metric(t, 'strata_model_loaded', { model: 'default' }), 1);
+  assert.equal(metric(t, 'strata_model_swaps_total', { from: 'none', to: 'default' }), 1);
+  assert.equal(metric(t, 'strata_model_load_seconds_count', { model: 'default' }), 1);
+  assert.equal(metric(t, 'strata_model_load_failures_total', { model: 'default' }), 0);
   assert.equal(metric(t, 'vllm:num_requests_waiting'), 0);
   assert.equal(metric(t, 'vllm:num_requests_running'), 0);
   const kv = metric(t, 'vllm:kv_cache_usage_perc');

@@ -6,20 +6,27 @@
  *
  *   gpu_bench make OUT.gguf PRESET QUANT      write a synthetic model
  *                                             (st_make_model; seed 1)
- *   gpu_bench run MODEL.gguf [-b cuda] [-np N] [-n STEPS] [-p PROMPT] [-c CTX]
+ *   gpu_bench run MODEL.gguf [-b cuda] [-np N[,N..]] [-n STEPS] [-p PROMPT] [-c CTX]
+ *   gpu_bench kern [-b cuda]                  matmul kernels alone (no model)
  *
  * 'run' loads the model on the backend, then
  *   prompt: one forward of PROMPT rows on slot 0 (logits of the last row),
  *           timed after one warm-up forward;
- *   decode: STEPS forwards of N rows (one per slot, positions 0..STEPS-1,
- *           random token ids, logits for every row), timed after 4 warm-up
- *           steps,
+ *   decode: for each N of -np (the model is loaded once with the largest N
+ *           slots): STEPS forwards of N rows (one per slot, positions
+ *           0..STEPS-1, random token ids, logits for every row), timed after
+ *           4 warm-up steps,
  * and prints tokens/s and the achieved fraction of memory bandwidth:
  * bytes read per decode step / step time / 4.8 TB/s (H200). The bytes per
  * step are counted from the GGUF tensor table: every non-expert weight in
  * full (the output head too), one embedding row per token, and for expert
  * tensors the share of experts a step touches, X * (1 - (1 - k/X)^N) of X
  * (independent routing), plus the F16 KV cache read at the mean position.
+ *
+ * 'kern' times st_backend_matmul alone on a [2048 -> 32768] weight of each
+ * main type (random bytes: the speed does not depend on the values), at 1
+ * and 4 rows, 20 calls per timing, eagerly and replayed as a CUDA graph:
+ * weight GB/s against the 4.8 TB/s peak, and what launches cost.
  * Each line it prints starts with "bench:" so run.sh can grep them.
  */
 #include <math.h>
@@ -46,7 +53,8 @@ static double now_s(void)
 static int usage(void)
 {
     fputs("usage: gpu_bench make OUT.gguf PRESET QUANT\n"
-          "       gpu_bench run MODEL.gguf [-b cuda] [-np N] [-n STEPS] [-p PROMPT] [-c CTX]\n",
+          "       gpu_bench run MODEL.gguf [-b cuda] [-np N[,N..]] [-n STEPS] [-p PROMPT] [-c CTX]\n"
+          "       gpu_bench kern [-b cuda]\n",
           stderr);
     return 2;
 }
@@ -110,18 +118,33 @@ static double kv_bytes_per_pos(const struct st_model *m)
 
 struct run_opts {
     const char *path, *backend;
-    int np, steps, prompt, ctx;
+    int np, steps, prompt, ctx;   /* np: the most slots of any decode test */
+    int nps[8], n_nps;            /* the -np list */
 };
 
 static int parse_run(int argc, char **argv, struct run_opts *o)
 {
-    *o = (struct run_opts){ argv[2], "cuda", 1, 64, 512, 4096 };
+    *o = (struct run_opts){ argv[2], "cuda", 1, 64, 512, 4096, { 1 }, 1 };
     for (int i = 3; i < argc; i++) {
         bool v = i + 1 < argc;
-        if (strcmp(argv[i], "-b") == 0 && v)
+        if (strcmp(argv[i], "-b") == 0 && v) {
             o->backend = argv[++i];
-        else if (strcmp(argv[i], "-np") == 0 && v)
-            o->np = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "-np") == 0 && v) {
+            char *p = argv[++i];
+            o->n_nps = 0;
+            o->np = 0;
+            while (*p && o->n_nps < 8) {
+                int n = (int)strtol(p, &p, 10);
+                if (n < 1 || n > 64)
+                    return usage();
+                o->nps[o->n_nps++] = n;
+                o->np = n > o->np ? n : o->np;
+                if (*p == ',')
+                    p++;
+                else if (*p)
+                    return usage();
+            }
+        }
         else if (strcmp(argv[i], "-n") == 0 && v)
             o->steps = atoi(argv[++i]);
         else if (strcmp(argv[i], "-p") == 0 && v)
@@ -131,7 +154,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
         else
             return usage();
     }
-    if (o->np < 1 || o->np > 64 || o->steps < 1 || o->prompt < 0 || o->ctx < o->steps + 8 ||
+    if (o->n_nps < 1 || o->np < 1 || o->steps < 1 || o->prompt < 0 || o->ctx < o->steps + 8 ||
         o->ctx < o->prompt + 1)
         return usage();
     return 0;
@@ -164,12 +187,12 @@ static int bench_prompt(struct st_model *m, const struct run_opts *o, int32_t *t
     return 0;
 }
 
-static int bench_decode(struct st_model *m, const struct run_opts *o, int32_t *tok,
+static int bench_decode(struct st_model *m, const struct run_opts *o, int np, int32_t *tok,
                         int32_t *slot, int64_t *pos, int64_t *outs)
 {
     const int64_t vocab = st_model_hparams(m)->n_vocab;
     const int warm = 4;
-    struct st_model_batch b = { o->np, tok, slot, pos, o->np, outs };
+    struct st_model_batch b = { np, tok, slot, pos, np, outs };
     const float *logits;
     struct st_err err;
     double t0 = 0.0;
@@ -177,7 +200,7 @@ static int bench_decode(struct st_model *m, const struct run_opts *o, int32_t *t
     for (int s = 0; s < warm + o->steps; s++) {
         if (s == warm)
             t0 = now_s();
-        for (int r = 0; r < o->np; r++) {
+        for (int r = 0; r < np; r++) {
             tok[r] = (int32_t)(((s + 1) * 104729 + r * 7) % vocab);
             slot[r] = r;
             pos[r] = s;
@@ -190,11 +213,11 @@ static int bench_decode(struct st_model *m, const struct run_opts *o, int32_t *t
     }
     double dt = (now_s() - t0) / o->steps;
     double mean_pos = warm + (o->steps - 1) / 2.0 + 1.0;
-    double bytes = step_weight_bytes(m, o->np) + kv_bytes_per_pos(m) * mean_pos * o->np;
+    double bytes = step_weight_bytes(m, np) + kv_bytes_per_pos(m) * mean_pos * np;
     printf("bench: decode np=%d: %.1f tok/s aggregate, %.1f tok/s per slot, %.3f ms/step\n",
-           o->np, o->np / dt, 1.0 / dt, dt * 1e3);
+           np, np / dt, 1.0 / dt, dt * 1e3);
     printf("bench: decode np=%d: %.3f GB read per step -> %.2f TB/s = %.1f%% of %.1f TB/s\n",
-           o->np, bytes / 1e9, bytes / dt / 1e12, 100.0 * bytes / dt / PEAK_BW, PEAK_BW / 1e12);
+           np, bytes / 1e9, bytes / dt / 1e12, 100.0 * bytes / dt / PEAK_BW, PEAK_BW / 1e12);
     return 0;
 }
 
@@ -228,8 +251,8 @@ static int cmd_run(int argc, char **argv)
     rc = !tok || !slot || !pos || !outs;
     if (rc == 0 && o.prompt > 0)
         rc = bench_prompt(m, &o, tok, slot, pos);
-    if (rc == 0)
-        rc = bench_decode(m, &o, tok, slot, pos, outs);
+    for (int i = 0; i < o.n_nps && rc == 0; i++)
+        rc = bench_decode(m, &o, o.nps[i], tok, slot, pos, outs);
     free(tok);
     free(slot);
     free(pos);
@@ -238,8 +261,83 @@ static int cmd_run(int argc, char **argv)
     return rc;
 }
 
+/* 20 matmuls, eager or as one graph; returns seconds per matmul. */
+static double time_matmuls(struct st_backend *be, const struct st_tensor *y,
+                           const struct st_tensor *x, const struct st_tensor *w, bool graph,
+                           uint64_t key, struct st_err *err)
+{
+    double t0 = 0.0;
+    for (int rep = 0; rep < 4; rep++) {        /* reps 0-1: warm-up (and capture) */
+        bool replayed = false;
+        if (rep == 2)
+            t0 = now_s();
+        if (graph && st_backend_graph_begin(be, key, &replayed, err) != ST_OK)
+            return -1.0;
+        for (int i = 0; i < 20 && !replayed; i++)
+            if (st_backend_matmul(be, y, x, w, err) != ST_OK)
+                return -1.0;
+        if (graph && !replayed && st_backend_graph_end(be, err) != ST_OK)
+            return -1.0;
+        if (st_backend_sync(be, err) != ST_OK)
+            return -1.0;
+    }
+    return (now_s() - t0) / 40.0;
+}
+
+static int cmd_kern(int argc, char **argv)
+{
+    const enum st_dtype types[] = { ST_DTYPE_Q4_K, ST_DTYPE_IQ3_S, ST_DTYPE_Q6_K, ST_DTYPE_Q8_0,
+                                    ST_DTYPE_IQ4_XS, ST_DTYPE_F16 };
+    const int64_t I = 2048, O = 32768;
+    const char *name = argc > 3 && strcmp(argv[2], "-b") == 0 ? argv[3] : "cuda";
+    struct st_backend *be;
+    struct st_err err;
+    int rc = 0;
+
+    if (st_backend_open(name, NULL, &be, &err) != ST_OK) {
+        fprintf(stderr, "gpu_bench: %s\n", err.msg);
+        return 3;
+    }
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]) && rc == 0; t++) {
+        size_t nb = st_dtype_row_bytes(types[t], I) * (size_t)O;
+        uint8_t *host = malloc(nb);
+        uint64_t s = 88172645463325252ull;
+        for (size_t i = 0; i < nb; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            host[i] = (uint8_t)(s & 0x3f);         /* small bytes: finite fp16 scales */
+        }
+        struct st_tensor w, x, y;
+        /* the CPU backend borrows 'host' until release */
+        rc = st_backend_wrap(be, types[t], (int64_t[4]){ I, O, 1, 1 }, host, nb, &w, &err) != ST_OK;
+        for (int n = 1; n <= 4 && rc == 0; n *= 4) {
+            rc = st_backend_alloc(be, ST_DTYPE_F32, (int64_t[4]){ I, n, 1, 1 }, &x, &err) ||
+                 st_backend_alloc(be, ST_DTYPE_F32, (int64_t[4]){ O, n, 1, 1 }, &y, &err);
+            double te = rc ? -1 : time_matmuls(be, &y, &x, &w, false, 0, &err);
+            double tg = rc ? -1 : time_matmuls(be, &y, &x, &w, true, 100 + t * 8 + (size_t)n,
+                                               &err);
+            if (te < 0 || tg < 0) {
+                fprintf(stderr, "gpu_bench: kern: %s\n", err.msg);
+                rc = 1;
+            } else {
+                printf("bench: kern %-7s %lldx%lld np=%d: %7.1f us eager, %7.1f us graphed, "
+                       "%6.0f GB/s = %4.1f%% of peak\n", st_dtype_info(types[t])->name,
+                       (long long)O, (long long)I, n, te * 1e6, tg * 1e6, nb / tg / 1e9,
+                       100.0 * nb / tg / PEAK_BW);
+            }
+            st_backend_release(be, &x);
+            st_backend_release(be, &y);
+        }
+        st_backend_release(be, &w);
+        free(host);
+    }
+    st_backend_close(be);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "kern") == 0)
+        return cmd_kern(argc, argv);
     if (argc >= 5 && strcmp(argv[1], "make") == 0)
         return cmd_make(argc, argv);
     if (argc >= 3 && strcmp(argv[1], "run") == 0)

@@ -274,6 +274,14 @@ START_TEST(test_engine_mtp_rollback_every_position)
         ck_assert_msg(f.forced[j] > 0, "no draft was rejected first at position %d", j);
     same(off, on, 2, "rollback");
     ck_assert(on->stats.mtp_accepted > 0 && on->stats.mtp_accepted < on->stats.mtp_drafted);
+    /* Every decode step verified drafts, but for at most one last step per
+     * request with one token left (no room to draft): a verify step emits
+     * accepted + 1 tokens, and each request's first token comes from its
+     * prompt read. A rollback that lost the MTP layer's carried state would
+     * leave many steps without drafts. */
+    int64_t verified = (int64_t)(on->stats.mtp_accepted + on->stats.mtp_steps);
+    ck_assert_msg(verified >= 2 * 48 - 2 - 2 && verified <= 2 * 48 - 2, "%lld tokens came "
+                  "from verify steps", (long long)verified);
     records_add_up(on);
     free(off);
     free(on);

@@ -89,7 +89,15 @@ START_TEST(test_runner_model_special_tokens)
     free(ids);
     ck_assert(st_runner_tokenize(r, "hi", 2, false, false, &ids, &n, &err) == ST_OK);
     ck_assert(!st_runner_is_eog(r, ids[0]));
+    ck_assert_uint_gt(st_runner_token_piece(r, ids[0], piece, sizeof(piece)), 0);
     free(ids);
+    /* make-model pads the vocabulary with [PAD<i>] (UNUSED) rows: no text */
+    int32_t last = st_runner_n_vocab(r) - 1;
+    char *text = NULL;
+    ck_assert(st_runner_detokenize(r, &last, 1, &text, &err) == ST_OK);
+    ck_assert_msg(strncmp(text, "[PAD", 4) == 0, "last token is '%s'", text);
+    ck_assert_uint_eq(st_runner_token_piece(r, last, piece, sizeof(piece)), 0);
+    free(text);
 }
 END_TEST
 

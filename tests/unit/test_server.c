@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_fixture.h"
 #include "internal.h"
 #include "support.h"
 
@@ -615,7 +616,7 @@ START_TEST(test_server_metrics_render)
 
     struct st_buf b;
     st_buf_init(&b);
-    ck_assert_int_eq(st_metrics_render(&b, &ss, &ps, &hs), ST_OK);
+    ck_assert_int_eq(st_metrics_render(&b, &ss, &ps, &hs, NULL), ST_OK);
     const char *t = b.data;
     expect_line(t, "# TYPE llamaswap_scheduler_queue_depth gauge");
     expect_line(t, "llamaswap_scheduler_queue_depth{band=\"batch\"} 3");
@@ -676,6 +677,181 @@ START_TEST(test_server_metrics_render)
 }
 END_TEST
 
+/* The per-model families from a hand-filled snapshot: every model present,
+ * the swap pairs as given (none first), names escaped, MTP ratios. */
+START_TEST(test_server_metrics_models)
+{
+    struct st_sched_stats ss;
+    struct st_pool_stats ps;
+    memset(&ss, 0, sizeof(ss));
+    memset(&ps, 0, sizeof(ps));
+    ps.mtp_drafted = 40;
+    ps.mtp_accepted = 30;
+    ps.mtp_steps = 20;
+    const char *names[] = { "alpha", "be\"ta", "broken" };
+    struct st_model_status st[3];
+    memset(st, 0, sizeof(st));
+    for (int i = 0; i < 3; i++) {
+        st[i].load_seconds.n_bounds = 2;
+        st[i].load_seconds.bounds[0] = 0.1;
+        st[i].load_seconds.bounds[1] = 1;
+    }
+    st[0].n_loaded = 2;
+    st[0].load_seconds.counts[1] = 2;
+    st[0].load_seconds.count = 2;
+    st[0].load_seconds.sum = 0.5;
+    st[2].load_failures = 3;
+    struct st_metrics_swap sw[] = { { -1, 0, 2 }, { -1, 1, 0 }, { 0, 1, 1 }, { 1, 0, 0 } };
+    struct st_metrics_models mm = { 3, names, st, sw, ST_ARRAY_LEN(sw) };
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_metrics_render(&b, &ss, &ps, NULL, &mm), ST_OK);
+    const char *t = b.data;
+    expect_line(t, "# TYPE strata_model_loaded gauge");
+    expect_line(t, "strata_model_loaded{model=\"alpha\"} 2");
+    expect_line(t, "strata_model_loaded{model=\"be\\\"ta\"} 0");
+    expect_line(t, "strata_model_loaded{model=\"broken\"} 0");
+    expect_line(t, "# TYPE strata_model_load_failures_total counter");
+    expect_line(t, "strata_model_load_failures_total{model=\"broken\"} 3");
+    expect_line(t, "strata_model_load_failures_total{model=\"alpha\"} 0");
+    expect_line(t, "# TYPE strata_model_load_seconds histogram");
+    expect_line(t, "strata_model_load_seconds_bucket{model=\"alpha\",le=\"0.1\"} 0");
+    expect_line(t, "strata_model_load_seconds_bucket{model=\"alpha\",le=\"1\"} 2");
+    expect_line(t, "strata_model_load_seconds_bucket{model=\"alpha\",le=\"+Inf\"} 2");
+    expect_line(t, "strata_model_load_seconds_sum{model=\"alpha\"} 0.5");
+    expect_line(t, "strata_model_load_seconds_count{model=\"broken\"} 0");
+    expect_line(t, "# TYPE strata_model_swaps_total counter");
+    expect_line(t, "strata_model_swaps_total{from=\"none\",to=\"alpha\"} 2");
+    expect_line(t, "strata_model_swaps_total{from=\"none\",to=\"be\\\"ta\"} 0");
+    expect_line(t, "strata_model_swaps_total{from=\"alpha\",to=\"be\\\"ta\"} 1");
+    expect_line(t, "strata_model_swaps_total{from=\"be\\\"ta\",to=\"alpha\"} 0");
+    expect_line(t, "strata_mtp_draft_tokens_total 40");
+    expect_line(t, "strata_mtp_accepted_tokens_total 30");
+    expect_line(t, "strata_mtp_steps_total 20");
+    expect_line(t, "strata_mtp_acceptance_rate 0.75");
+    expect_line(t, "strata_mtp_mean_accepted_length 2.5");
+    ck_assert_ptr_null(line_of(t, "strata_model_swaps_total{from=\"alpha\",to=\"alpha\"}"));
+    st_buf_reset(&b);
+    /* no snapshot: no model families; no MTP yet: the ratios are 0 */
+    memset(&ps, 0, sizeof(ps));
+    ck_assert_int_eq(st_metrics_render(&b, &ss, &ps, NULL, NULL), ST_OK);
+    ck_assert_ptr_null(strstr(b.data, "strata_model_"));
+    expect_line(b.data, "strata_mtp_acceptance_rate 0");
+    expect_line(b.data, "strata_mtp_mean_accepted_length 0");
+    st_buf_fini(&b);
+}
+END_TEST
+
+/* Submit a request for model m on the fixture's one engine and run it. */
+static void serve_one(struct fixture *f, int32_t m)
+{
+    struct rec r;
+    memset(&r, 0, sizeof(r));
+    r.clock = &f->clk.clock;
+    r.first_ns = -1;
+    struct st_request *req = st_request_new();
+    ck_assert_ptr_nonnull(req);
+    snprintf(req->id, sizeof(req->id), "m%d", (int)m);
+    req->prompt = fx_words(4);
+    req->params.max_tokens = 1;
+    req->model = m;
+    req->emit = rec_emit;
+    req->emit_ctx = &r;
+    ck_assert_int_eq(st_engine_pool_submit(f->pool, req, NULL), ST_OK);
+    fx_run_idle(f);
+    ck_assert(r.ended);
+    ck_assert_int_eq(r.status, ST_OK);
+    st_request_unref(req);
+}
+
+/* The snapshot of a real sim pool: above ST_METRICS_ALL_PAIRS_MAX models
+ * only the "none" row and pairs of models that have loaded; at or below it
+ * every pair but a model to itself. */
+static void models_take_case(int32_t n_models, size_t want_before, size_t want_after)
+{
+    static char names[32][16];
+    struct st_model_config extra[31];
+    struct fixture f;
+    fx_defaults(&f);
+    ck_assert(n_models >= 2 && n_models <= 32);
+    for (int32_t m = 0; m < n_models; m++) {
+        snprintf(names[m], sizeof(names[m]), "m%d", (int)m);
+        struct st_model_config *c = m ? &extra[m - 1] : &f.pcfg.model;
+        if (m)
+            *c = f.pcfg.model;
+        c->name = names[m];
+        c->backend = ST_BACKEND_SIM;
+    }
+    f.pcfg.extra_models = extra;
+    f.pcfg.n_extra_models = n_models - 1;
+    f.pcfg.sim.load_seconds = 0.5;
+    ck_assert(fx_start(&f));
+    struct st_metrics_models mm;
+    ck_assert_int_eq(st_metrics_models_take(f.pool, &mm), ST_OK);
+    ck_assert_int_eq(mm.n_models, n_models);
+    ck_assert_uint_eq(mm.n_swaps, want_before);
+    ck_assert_str_eq(mm.names[n_models - 1], names[n_models - 1]);
+    st_metrics_models_fini(&mm);
+
+    serve_one(&f, 0);            /* none -> m0 */
+    serve_one(&f, 1);            /* m0 -> m1 */
+    ck_assert_int_eq(st_metrics_models_take(f.pool, &mm), ST_OK);
+    ck_assert_uint_eq(mm.n_swaps, want_after);
+    uint64_t none_m0 = 0, m0_m1 = 0, total = 0;
+    for (size_t i = 0; i < mm.n_swaps; i++) {
+        const struct st_metrics_swap *w = &mm.swaps[i];
+        ck_assert_int_ne(w->from, w->to);
+        total += w->n;
+        if (w->from == -1 && w->to == 0)
+            none_m0 = w->n;
+        if (w->from == 0 && w->to == 1)
+            m0_m1 = w->n;
+    }
+    ck_assert_uint_eq(none_m0, 1);
+    ck_assert_uint_eq(m0_m1, 1);
+    ck_assert_uint_eq(total, 2);
+    ck_assert_int_eq(mm.status[1].state, ST_MODEL_LOADED);
+    ck_assert_int_eq(mm.status[1].n_loaded, 1);
+    ck_assert_int_eq(mm.status[0].state, ST_MODEL_UNLOADED);
+    ck_assert_uint_eq(mm.status[0].load_seconds.count, 1);
+    ck_assert_double_eq_tol(mm.status[0].load_seconds.sum, 0.5, 1e-6);
+    struct st_sched_stats ss;
+    struct st_pool_stats ps;
+    st_sched_stats(f.sched, &ss);
+    st_engine_pool_stats(f.pool, &ps);
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_metrics_render(&b, &ss, &ps, NULL, &mm), ST_OK);
+    expect_line(b.data, "strata_model_swaps_total{from=\"m0\",to=\"m1\"} 1");
+    expect_line(b.data, "strata_model_loaded{model=\"m1\"} 1");
+    expect_line(b.data, "strata_model_load_seconds_count{model=\"m0\"} 1");
+    st_buf_fini(&b);
+    st_metrics_models_fini(&mm);
+    fx_stop(&f);
+}
+
+START_TEST(test_server_metrics_models_take)
+{
+    /* 3 models: 4 x 3 pairs less 3 to themselves, from the start */
+    models_take_case(3, 9, 9);
+    /* 20: the none row, then also m0 -> m1 and m1 -> m0 */
+    ck_assert_int_gt(20, ST_METRICS_ALL_PAIRS_MAX);
+    models_take_case(20, 20, 22);
+}
+END_TEST
+
+START_TEST(test_server_retry_seconds)
+{
+    ck_assert_int_eq(st_retry_seconds(0), 0);
+    ck_assert_int_eq(st_retry_seconds(-3), 0);
+    ck_assert_int_eq(st_retry_seconds(0.001), 1);
+    ck_assert_int_eq(st_retry_seconds(29.2), 30);
+    ck_assert_int_eq(st_retry_seconds(30), 30);
+    ck_assert_int_eq(st_retry_seconds(1e12), 86400);
+    ck_assert_int_eq(st_retry_seconds((double)NAN), 0);
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
     Suite *s = suite_create("server");
@@ -703,6 +879,9 @@ static Suite *server_suite(void)
     suite_add_tcase(s, err);
     TCase *met = tcase_create("metrics");
     tcase_add_test(met, test_server_metrics_render);
+    tcase_add_test(met, test_server_metrics_models);
+    tcase_add_test(met, test_server_metrics_models_take);
+    tcase_add_test(met, test_server_retry_seconds);
     suite_add_tcase(s, met);
     return s;
 }
