@@ -98,6 +98,8 @@ struct st_mtp_slot {
     int32_t n_draft;             /* k for this step (0: a plain one-token decode) */
     double  hits, tries;         /* decayed accepted / verified draft positions */
     int32_t idle;                /* steps without drafting since the last probe */
+    int32_t probe_every;         /* steps between probes while drafts do not pay */
+    bool    probing;             /* this step's one draft is a probe */
     int64_t drafted, accepted;   /* the request's totals (activity record) */
 };
 

@@ -25,8 +25,16 @@
  * j-th draft is expected to yield alpha^j tokens, so k = the largest
  * j <= --mtp-draft with alpha^j >= WORTH. A new request starts at the
  * prior (alpha 2/3: one draft). When alpha falls below WORTH the slot
- * stops drafting and only probes with one draft every PROBE_EVERY steps,
- * so a slot whose text becomes predictable again picks drafting back up.
+ * stops drafting and only probes with one draft now and then, so a slot
+ * whose text becomes predictable again picks drafting back up: first
+ * after PROBE_MIN steps, and each probe that fails doubles the wait (up to
+ * PROBE_MAX), because on MoE even one probe's second row reads up to twice
+ * the experts of a one-row step.
+ *
+ * What MTP costs where drafts fail: the runner's MTP upkeep (one more
+ * decoder layer plus eh_proj over every row, which keeps the MTP cache
+ * right for when drafts pay again) and the rare probes; docs/ENGINE.md
+ * has the figures.
  * The context and max_tokens cap k (drafts past the end are wasted).
  *
  * Thread: the engine's thread (counters: the pool mutex).
@@ -38,7 +46,8 @@
 
 #define DECAY 0.9
 #define WORTH 0.5
-#define PROBE_EVERY 8
+#define PROBE_MIN 8
+#define PROBE_MAX 256
 #define PRIOR_HITS 1.0
 #define PRIOR_TRIES 1.5
 
@@ -47,6 +56,7 @@ void st_engine_mtp_reset(struct st_engine_slot *sl)
     memset(&sl->mtp, 0, sizeof(sl->mtp));
     sl->mtp.hits = PRIOR_HITS;
     sl->mtp.tries = PRIOR_TRIES;
+    sl->mtp.probe_every = PROBE_MIN;
 }
 
 /* Drafts that pay for slot sl now (0..max), before the context and
@@ -63,13 +73,16 @@ static int32_t policy(struct st_engine_slot *sl, int32_t max, bool fixed)
             break;
         k++;
     }
+    sl->mtp.probing = false;
     if (k > 0) {
         sl->mtp.idle = 0;
+        sl->mtp.probe_every = PROBE_MIN;
         return k;
     }
-    if (++sl->mtp.idle < PROBE_EVERY)
+    if (++sl->mtp.idle < sl->mtp.probe_every)
         return 0;
     sl->mtp.idle = 0;
+    sl->mtp.probing = true;
     return 1;
 }
 
@@ -124,6 +137,9 @@ void st_engine_mtp_learn(struct st_engine *e, struct st_engine_slot *sl, int32_t
     struct st_engine_pool *p = e->pool;
     sl->mtp.hits = DECAY * sl->mtp.hits + accepted;
     sl->mtp.tries = DECAY * sl->mtp.tries + accepted + (accepted < drafted ? 1 : 0);
+    if (sl->mtp.probing && accepted == 0)
+        sl->mtp.probe_every = ST_MIN(2 * sl->mtp.probe_every, PROBE_MAX);
+    sl->mtp.probing = false;
     pthread_mutex_lock(&p->mu);
     p->mtp_drafted += (uint64_t)drafted;
     p->mtp_accepted += (uint64_t)accepted;
