@@ -17,11 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "strata/cli_engine.h"
 #include "strata/cli_model.h"
 #include "strata/clock.h"
 #include "strata/config.h"
+#include "strata/default_model.h"
 #include "strata/engine.h"
 #include "strata/log.h"
 #include "strata/sched.h"
@@ -218,27 +220,40 @@ static void announce_model(const struct st_config *c, const struct st_config_mod
            m->ttl_s > 0 ? ", unloads when idle for its ttl" : "");
 }
 
-/* Log what the config decided; refuse what this build cannot serve yet. */
-static int announce(const struct st_config *c)
+/* A model named with -m must exist now: a typo should fail at start, as
+ * with llama-server (models from a config file load on first use instead,
+ * docs/MODELS.md). Given no model and no config file (or only --backend
+ * cpu), serve the built-in default: make-model's tiny preset, made once and
+ * cached, on the CPU engine. */
+static enum st_status use_default_model(struct st_config *c, struct st_err *err)
+{
+    char path[4096];
+    struct st_config_model *m = &c->models[0];
+
+    if (c->model_path && access(c->model_path, R_OK) != 0)
+        return st_err_errno(err, ST_ERR_BAD_CONFIG, "--model %s", c->model_path);
+    if (c->config_path || c->n_models != 1 || m->path ||
+        (st_config_given(c, ST_OPT_BACKEND) && m->backend != ST_CFG_BACKEND_CPU))
+        return ST_OK;
+    enum st_status rc = st_default_model_path(path, sizeof(path), err);
+    if (rc != ST_OK)
+        return rc;
+    m->path = strdup(path);
+    if (!m->path)
+        return st_err_set(err, ST_ERR_NOMEM, "out of memory");
+    m->backend = ST_CFG_BACKEND_CPU;
+    st_log(ST_LOG_WARN, "main",
+           "no model given: serving the built-in tiny model %s on the CPU engine; its weights "
+           "are random, so its text is noise (give -m FILE.gguf for a real model)", path);
+    return ST_OK;
+}
+
+/* Log what the config decided. */
+static void announce(const struct st_config *c)
 {
     for (size_t i = 0; i < c->n_warnings; i++)
         st_log(ST_LOG_WARN, "config", "%s", c->warnings[i]);
-    for (size_t i = 0; i < c->n_models; i++) {
-        const struct st_config_model *m = &c->models[i];
-        /* TODO(cpu engine issue): remove once the CPU engine lands. */
-        if (m->backend == ST_CFG_BACKEND_CPU) {
-            st_log(ST_LOG_ERROR, "main",
-                   "model '%s': backend cpu: the CPU engine is not available yet in this build; "
-                   "start with --backend sim", m->name);
-            return EXIT_USAGE;
-        }
-    }
-    const struct st_config_model *m = &c->models[0];
-    if (c->n_models == 1 && m->backend == ST_CFG_BACKEND_SIM && m->path == NULL &&
-        c->backend == ST_CFG_BACKEND_AUTO)
-        st_log(ST_LOG_WARN, "main",
-               "no model given: serving the simulated engine (sim); its text is not a model's");
-    else if (m->backend == ST_CFG_BACKEND_SIM)
+    if (c->models[0].backend == ST_CFG_BACKEND_SIM)
         st_log(ST_LOG_INFO, "main",
                "serving the simulated engine (sim); its text is not a model's");
     if (c->n_models > 1)
@@ -247,7 +262,6 @@ static int announce(const struct st_config *c)
                "free (docs/MODELS.md)", c->n_models);
     for (size_t i = 0; i < c->n_models; i++)
         announce_model(c, &c->models[i]);
-    return 0;
 }
 
 static void stop(struct running *r)
@@ -332,9 +346,13 @@ static int serve(int argc, char **argv)
     }
     st_log_set_format(c.log_format);
     st_log_set_level(c.log_level);
-    status = announce(&c);
-    if (status != 0)
+    rc = use_default_model(&c, &err);
+    if (rc != ST_OK) {
+        fprintf(stderr, "strata: %s\n", err.msg[0] ? err.msg : st_status_msg(rc));
+        status = rc == ST_ERR_BAD_CONFIG ? EXIT_USAGE : EXIT_RUNTIME;
         goto out;
+    }
+    announce(&c);
 
     /* Before any thread exists, so every thread inherits the mask. */
     signal(SIGPIPE, SIG_IGN);

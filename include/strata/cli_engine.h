@@ -15,6 +15,12 @@
  *       Prompt (pp) and decode (tg) tokens per second at one slot and, with
  *       -np N > 1, at N slots reading / decoding together, in llama-bench's
  *       table or JSON shape (n_prompt, n_gen, avg_ts, stddev_ts ...).
+ *
+ *   strata bench --mtp [-m FILE] [-n 128] [-np 1] [--mtp-draft 3] [-t THREADS] [-r 3]
+ *       Greedy decode tokens/s through the engine without and with MTP
+ *       drafting (--batch-mtp), the draft acceptance rate and the mean
+ *       accepted length. Without -m: on the mtp-demo preset (drafts that
+ *       agree by construction) and on small --mtp (random MTP weights).
  */
 #ifndef STRATA_CLI_ENGINE_H
 #define STRATA_CLI_ENGINE_H

@@ -121,6 +121,8 @@ struct st_request {
     void       *emit_ctx;
 
     struct st_sched_job job;      /* the scheduler's view (priority, prompt length ...) */
+    int64_t n_cached;             /* prompt tokens found in its slot's KV at admit (prefix
+                                   * reuse): not read again; set by the engine thread */
     int64_t submit_ns;            /* clock time of submit */
     int64_t first_token_ns;       /* 0 until the first token */
     int64_t end_ns;

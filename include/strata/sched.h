@@ -229,6 +229,22 @@ bool st_sched_cancel(struct st_sched *s, struct st_sched_job *job);
  * 'slot' must be a slot index the engine knows is free. */
 struct st_sched_job *st_sched_admit(struct st_sched *s, int32_t engine, int32_t slot);
 
+/* (added, prefix reuse) Which free slot of the engine a job should take:
+ * returns a slot index, or 'offered' for no preference. Called with the
+ * scheduler's mutex held, on the engine's thread, once the job is picked
+ * and before it is granted: it must be quick, must not call into the
+ * scheduler and must take no lock the scheduler's notify callback takes. */
+typedef int32_t st_sched_slot_fn(void *ctx, const struct st_sched_job *job, int32_t offered);
+
+/* st_sched_admit, except that 'choose' (may be NULL) names the slot the
+ * picked job gets: the engine puts a request where its prompt's prefix is
+ * cached. 'offered' must be free; a choice that is not a free slot of the
+ * engine is ignored (warning) and 'offered' is used. The job comes back
+ * with job->slot = the slot it was granted (the activity record and the
+ * dispatch log line show that one). */
+struct st_sched_job *st_sched_admit_to(struct st_sched *s, int32_t engine, int32_t offered,
+                                       st_sched_slot_fn *choose, void *ctx);
+
 /* Who reads the next chunk on 'engine': the current holder of the lines,
  * or, if none, the best slot-holder with prompt left (after_epoch rules).
  * At a give-way boundary of the holder this decides give-way (section 4.3)

@@ -169,6 +169,7 @@ static bool run_once(const struct mb_opts *o, const char *path, bool mtp, struct
     struct mb_req rq[MAX_NP] = { 0 };
     bool ok = false;
     st_sched_config_defaults(&sc);
+    sc.batch = true;   /* --batch: the -np requests decode together */
     sc.log_dispatch = false;
     st_pool_config_defaults(&pc);
     pc.model.name = (char *)"bench";

@@ -9,6 +9,7 @@
  *   sample.c     the sampler (greedy, temperature, top-k/p, min-p, logprobs)
  *   step.c       one engine step: admit, lines, batch, forward, sample, emit
  *   mtp.c        --batch-mtp: draft lengths per slot, the draft call, MTP counters
+ *   prefix.c     prefix reuse: which free slot a request takes, what its KV keeps
  *   pool.c       pool life cycle, threads, submit/cancel, shutdown
  *   text.c       the model's text side for the server, prepare
  *   stats.c      histograms, pool stats, slot views
@@ -112,6 +113,22 @@ struct st_mtp_test {
     void *ctx;
 };
 
+/* ---- prefix reuse (prefix.c) ----------------------------------------- */
+
+/* The token ids a slot's KV holds, kept after its request ends so the next
+ * request that starts with them reads only the rest (docs/BATCHING.md
+ * "Prefix reuse"). While a request runs, ids[0..n_ids) are its prompt and
+ * the tokens it sampled so far, each at the KV position it is (or will be)
+ * fed at; when the slot frees, n_kv = what of that the KV really holds
+ * (min(n_ids, the slot's n_past)). */
+struct st_prefix_cache {
+    int32_t *ids;        /* owned (malloc); cap entries */
+    int64_t  cap;
+    int64_t  n_ids;      /* ids known, KV position order */
+    int64_t  n_kv;       /* free slot: ids[0..n_kv) are in the KV; busy slot: 0 */
+    uint64_t stamp;      /* the engine's prefix_tick when the slot was last freed (LRU) */
+};
+
 /* ---- engines and the pool ------------------------------------------- */
 
 struct st_engine_slot {
@@ -131,6 +148,7 @@ struct st_engine_slot {
     struct st_buf   utf8;            /* scratch: detok output of one token */
     struct st_buf   out;             /* scratch: text to show for one token */
     struct st_mtp_slot mtp;          /* (MTP) reset per request */
+    struct st_prefix_cache cache;    /* (prefix reuse) what its KV holds; kept when it frees */
 };
 
 struct st_engine {
@@ -168,6 +186,7 @@ struct st_engine {
     struct st_slot_view *views;      /* n_slots; under mu */
     atomic_llong held_tokens;        /* tokens in the KV of busy slots (kv_usage) */
     atomic_int   busy;               /* slots holding a request */
+    uint64_t prefix_tick;            /* (prefix reuse) +1 per slot freed: the LRU clock */
 };
 
 /* One configured model. 'cfg' and 'text' are set at creation (text: on
@@ -285,6 +304,30 @@ void st_engine_mtp_loaded(struct st_engine *e);
 void st_engine_pool_mtp_test(struct st_engine_pool *p, const struct st_mtp_test *hook);
 /* cli_bench_mtp.c: `strata bench --mtp` (argv as st_cli_bench gets it). */
 int st_cli_bench_mtp(int argc, char **argv);
+
+/* prefix.c (engine thread): prefix reuse, docs/BATCHING.md "Prefix reuse". */
+/* st_sched_admit with slot 'offered' free: the job picked goes to the free
+ * slot whose cache shares the longest prefix with its prompt (ties: an
+ * empty slot, then the least recently freed, then 'offered'). */
+struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered);
+/* A request enters slot 'sl': keep the longest common prefix of the slot's
+ * cache and its prompt (at most n_tokens - 1: the last prompt token is
+ * always read, its row gives the first token), cut the KV there, set
+ * sl->n_past and req->n_cached to it, and report those tokens to the
+ * scheduler as read and to the pool's cached_tokens. */
+void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
+                           struct st_request *req);
+/* The token just sampled for sl's request goes into the KV at sl->n_past
+ * when it is fed next: remember it there. */
+void st_engine_prefix_push(struct st_engine_slot *sl, int32_t token);
+/* The slot frees: keep what its KV holds (cut the runner's KV to it), or
+ * nothing after a failure (a failed forward may have left it half-written). */
+void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,
+                              enum st_outcome outcome);
+/* The runner goes (unload, swap): every slot's cache is void. */
+void st_engine_prefix_forget(struct st_engine *e);
+/* Frees the slot's ids (engine teardown). */
+void st_engine_prefix_fini(struct st_engine_slot *sl);
 
 /* swap.c (engine thread) */
 /* Load the start-up model (first preload model it may serve); sets

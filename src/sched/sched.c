@@ -320,7 +320,32 @@ static void grant(struct st_sched *s, int32_t idx, int32_t slot, const struct st
         a->swap_from = j->swapped ? from : j->model;
 }
 
+static bool slot_free(const struct st_sched_engine *e, int32_t slot)
+{
+    return slot >= 0 && slot < e->n_slots && !e->slots[slot];
+}
+
+/* The slot 'choose' names for j, or 'offered' when it names none that is free. */
+static int32_t chosen_slot(const struct st_sched_engine *e, const struct st_sched_job *j,
+                           int32_t engine, int32_t offered, st_sched_slot_fn *choose, void *ctx)
+{
+    if (!choose)
+        return offered;
+    int32_t slot = choose(ctx, j, offered);
+    if (slot == offered || slot_free(e, slot))
+        return slot;
+    st_log(ST_LOG_WARN, "sched", "admit: chosen slot %d of engine %d is not a free slot: "
+           "slot %d instead", (int)slot, (int)engine, (int)offered);
+    return offered;
+}
+
 struct st_sched_job *st_sched_admit(struct st_sched *s, int32_t engine, int32_t slot)
+{
+    return st_sched_admit_to(s, engine, slot, NULL, NULL);
+}
+
+struct st_sched_job *st_sched_admit_to(struct st_sched *s, int32_t engine, int32_t offered,
+                                       st_sched_slot_fn *choose, void *ctx)
 {
     struct st_sched_dispatch_line line;
     struct st_sched_job *j = NULL;
@@ -328,9 +353,9 @@ struct st_sched_job *st_sched_admit(struct st_sched *s, int32_t engine, int32_t 
 
     pthread_mutex_lock(&s->mu);
     struct st_sched_engine *e = engine_at(s, engine);
-    if (e && (slot < 0 || slot >= e->n_slots || e->slots[slot])) {
+    if (e && !slot_free(e, offered)) {
         st_log(ST_LOG_WARN, "sched", "admit: slot %d of engine %d is not a free slot: ignored",
-               (int)slot, (int)engine);
+               (int)offered, (int)engine);
         e = NULL;
     }
     if (e) {
@@ -338,6 +363,7 @@ struct st_sched_job *st_sched_admit(struct st_sched *s, int32_t engine, int32_t 
         st_sched_pick_for(s, e, &pick);
         j = pick.job;
         if (j) {
+            int32_t slot = chosen_slot(e, j, engine, offered, choose, ctx);
             grant(s, engine, slot, &pick, st_clock_now(s->clock));
             log = s->cfg.log_dispatch;
             if (log)

@@ -51,12 +51,13 @@ run "serve --parallel" 2 serve --parallel && expect err "--parallel: missing val
 run "serve --swap-affinity-bonus 100" 2 serve --swap-affinity-bonus 100 &&
     expect err "expected an integer 0..99" "--swap-affinity-bonus"
 run "serve extra argument" 2 serve model.gguf && expect err "unexpected argument 'model.gguf'" "positional"
-run "serve --backend cpu" 2 serve --backend cpu --port 0 && expect err "not available yet" "--backend cpu"
+run "serve -m missing file" 2 serve -m "$tmp/missing.gguf" --port 0 &&
+    { expect err "missing.gguf: No such file or directory" "-m missing"; one_line "-m missing"; }
 if ! "$bin" --version | grep -q cuda; then
     run "serve --backend cuda (no CUDA build)" 2 serve --backend cuda && expect err "no CUDA backend" "cuda"
 fi
-run "run" 2 run && expect err "not implemented yet in this build" "run"
-run "bench" 2 bench && expect err "not implemented yet in this build" "bench"
+run "run without a prompt" 2 run && expect err "usage: strata run" "run"
+run "bench without a model" 2 bench && expect err "usage: strata bench" "bench"
 
 # Config files: missing, bad (file:line: key), and the example.
 run "missing --config" 2 serve --config "$tmp/nope.yaml" && expect err "nope.yaml" "missing --config"
@@ -118,8 +119,8 @@ if start_server "$tmp/serve.log" --backend sim; then
     stop_server "serve --port 0 then SIGTERM" "$tmp/serve.log"
 fi
 if start_server "$tmp/default.log"; then
-    grep -q "no model given: serving the simulated engine (sim); its text is not a model's" \
-        "$tmp/default.log" || fail "serve without a model does not say it serves sim"
+    grep -q "no model given: serving the built-in tiny model .* its text is noise" \
+        "$tmp/default.log" || fail "serve without a model does not say it serves the noisy tiny model"
     stop_server "serve (no model) then SIGTERM" "$tmp/default.log"
 fi
 if start_server "$tmp/example.log" --config "$src/configs/strata.example.yaml" --log-format json; then

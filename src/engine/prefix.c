@@ -1,0 +1,193 @@
+/* prefix.c -- prefix reuse (issue 5 item 4, docs/BATCHING.md "Prefix reuse").
+ *
+ * A slot's KV is not cleared when its request ends. The slot remembers the
+ * token ids that KV holds (struct st_prefix_cache: the prompt, then each
+ * sampled token at the position it is fed at, cut to what was really
+ * written), and a new request goes to the free slot whose ids share the
+ * longest prefix with its prompt. That prefix stays in the KV; the read
+ * starts after it. So a conversation's next turn, or the same prompt
+ * again, costs only its new tokens.
+ *
+ *   admit    st_engine_prefix_admit asks the scheduler for the best waiting
+ *            job with a slot-choosing callback (st_sched_admit_to): the
+ *            scheduler still decides WHO is served; this file only decides
+ *            WHERE, among the free slots of the loaded model. Ties: an empty
+ *            slot (no cache destroyed), then the least recently freed one,
+ *            then the slot offered (the lowest free index).
+ *   bind     the common prefix n is capped at n_prompt - 1 so at least one
+ *            prompt token is read (its row gives the first token's logits);
+ *            the KV is cut to n, the read starts at position n, and the
+ *            scheduler is told n tokens were read already (so give-way
+ *            boundaries count from the start of the prompt, and the first
+ *            check falls on the first read chunk that ends past one).
+ *   release  the slot keeps min(ids known, n_past) tokens; after a failure
+ *            it keeps nothing (a failed forward may have half-written KV).
+ *   forget   a model unload voids every slot's cache (swap.c).
+ *
+ * The sim runner keeps no KV; the engine tracks positions, and the sim
+ * charges time only for the tokens a step reads, so reuse shows as a
+ * shorter read in time as well as in n_cached.
+ *
+ * Thread: the engine's own thread. The choosing callback runs under the
+ * scheduler's mutex, on that thread, reading slot state only that thread
+ * writes; it takes no lock.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "strata/log.h"
+
+/* Length of the common prefix of a[0..na) and b[0..nb). */
+static int64_t common_prefix(const int32_t *a, int64_t na, const int32_t *b, int64_t nb)
+{
+    int64_t n = ST_MIN(na, nb), i = 0;
+    while (i < n && a[i] == b[i])
+        i++;
+    return i;
+}
+
+/* The prefix of req's prompt slot 'sl' could keep (capped: one prompt token
+ * is always read). */
+static int64_t reusable(const struct st_engine_slot *sl, const struct st_request *req)
+{
+    const struct st_prefix_cache *c = &sl->cache;
+    if (sl->req || c->n_kv <= 0 || req->n_tokens < 2)
+        return 0;
+    return common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens - 1);
+}
+
+/* True when slot a (sharing la tokens) is a better home than b (lb). */
+static bool better(const struct st_engine_slot *a, int64_t la, const struct st_engine_slot *b,
+                   int64_t lb)
+{
+    if (la != lb)
+        return la > lb;
+    bool a_empty = a->cache.n_kv == 0, b_empty = b->cache.n_kv == 0;
+    if (a_empty != b_empty)
+        return a_empty;
+    return a->cache.stamp < b->cache.stamp;
+}
+
+struct choose_ctx {
+    struct st_engine *e;
+};
+
+/* st_sched_slot_fn: under the scheduler's mutex (see the file comment). */
+static int32_t choose_slot(void *ctx, const struct st_sched_job *job, int32_t offered)
+{
+    struct st_engine *e = ((struct choose_ctx *)ctx)->e;
+    const struct st_request *req = ST_CONTAINER_OF(job, const struct st_request, job);
+    /* A job for another model makes the engine swap: every cache goes. */
+    if (e->model < 0 || job->model != e->model || offered < 0 || offered >= e->n_slots)
+        return offered;
+    int32_t best = offered;
+    int64_t best_len = reusable(&e->slots[offered], req);
+    for (int32_t i = 0; i < e->n_active && i < e->n_slots; i++) {
+        const struct st_engine_slot *sl = &e->slots[i];
+        if (i == offered || sl->req)
+            continue;
+        int64_t len = reusable(sl, req);
+        if (better(sl, len, &e->slots[best], best_len)) {
+            best = i;
+            best_len = len;
+        }
+    }
+    return best;
+}
+
+struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered)
+{
+    struct choose_ctx ctx = { e };
+    return st_sched_admit_to(e->pool->sched, e->index, offered, choose_slot, &ctx);
+}
+
+/* Room for ids[0..n); false (and the cache stops growing) without memory. */
+static bool reserve(struct st_prefix_cache *c, int64_t n)
+{
+    if (n <= c->cap)
+        return true;
+    int64_t cap = ST_MAX(n, ST_MAX(c->cap * 2, (int64_t)256));
+    size_t bytes;
+    if (!st_mul_ok((size_t)cap, sizeof(*c->ids), &bytes))
+        return false;
+    int32_t *p = realloc(c->ids, bytes);
+    if (!p)
+        return false;
+    c->ids = p;
+    c->cap = cap;
+    return true;
+}
+
+static void count_cached(struct st_engine_pool *p, int64_t n)
+{
+    pthread_mutex_lock(&p->mu);
+    p->cached_tokens += (uint64_t)n;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
+                           struct st_request *req)
+{
+    struct st_prefix_cache *c = &sl->cache;
+    int64_t keep = reusable(sl, req);   /* sl->req is not set yet */
+    c->n_kv = 0;                        /* busy: only n_ids counts now */
+    if (reserve(c, req->n_tokens)) {
+        memcpy(c->ids, req->tokens, (size_t)req->n_tokens * sizeof(*c->ids));
+        c->n_ids = req->n_tokens;
+    } else {
+        c->n_ids = ST_MIN(c->n_ids, keep);   /* the kept prefix is still right */
+    }
+    st_runner_kv_truncate(e->runner, sl->index, keep);
+    sl->n_past = keep;
+    req->n_cached = keep;
+    if (keep > 0) {
+        st_sched_read_progress(e->pool->sched, &req->job, keep);
+        count_cached(e->pool, keep);
+        st_log(ST_LOG_DEBUG, "engine", "engine %d slot %d: request %s reuses %lld of %lld "
+               "prompt tokens", (int)e->index, (int)sl->index, req->id, (long long)keep,
+               (long long)req->n_tokens);
+    }
+}
+
+void st_engine_prefix_push(struct st_engine_slot *sl, int32_t token)
+{
+    struct st_prefix_cache *c = &sl->cache;
+    int64_t pos = sl->n_past;
+    if (pos > c->n_ids || pos < 0)
+        return;   /* a gap (the cache stopped growing): nothing past it is known */
+    if (!reserve(c, pos + 1)) {
+        c->n_ids = pos;
+        return;
+    }
+    c->ids[pos] = token;
+    c->n_ids = pos + 1;
+}
+
+void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,
+                              enum st_outcome outcome)
+{
+    struct st_prefix_cache *c = &sl->cache;
+    int64_t keep = outcome == ST_OUTCOME_FAILED ? 0 : ST_MIN(c->n_ids, sl->n_past);
+    keep = ST_MAX(keep, (int64_t)0);
+    /* The KV may hold more than n_past (drafts of a verify the request ended
+     * in): cut it to what the ids describe. */
+    st_runner_kv_truncate(e->runner, sl->index, keep);
+    c->n_ids = keep;
+    c->n_kv = keep;
+    c->stamp = ++e->prefix_tick;
+}
+
+void st_engine_prefix_forget(struct st_engine *e)
+{
+    for (int32_t i = 0; e->slots && i < e->n_slots; i++) {
+        e->slots[i].cache.n_ids = 0;
+        e->slots[i].cache.n_kv = 0;
+    }
+}
+
+void st_engine_prefix_fini(struct st_engine_slot *sl)
+{
+    free(sl->cache.ids);
+    memset(&sl->cache, 0, sizeof(sl->cache));
+}
