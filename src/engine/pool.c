@@ -195,6 +195,7 @@ static void engine_fini(struct st_engine *e)
         st_sampler_fini(&e->slots[i].sampler);
         st_buf_fini(&e->slots[i].utf8);
         st_buf_fini(&e->slots[i].out);
+        st_engine_prefix_fini(&e->slots[i]);
     }
     st_engine_unload_quiet(e);
     free(e->slots);

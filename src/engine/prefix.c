@@ -11,9 +11,12 @@
  *   admit    st_engine_prefix_admit asks the scheduler for the best waiting
  *            job with a slot-choosing callback (st_sched_admit_to): the
  *            scheduler still decides WHO is served; this file only decides
- *            WHERE, among the free slots of the loaded model. Ties: an empty
- *            slot (no cache destroyed), then the least recently freed one,
- *            then the slot offered (the lowest free index).
+ *            WHERE, among the free slots of the loaded model: the slot with
+ *            the longest common prefix among those worth reusing (it covers
+ *            at least half the new prompt or half the slot's cache; ties:
+ *            the least recently freed); else an empty slot (the lowest);
+ *            else the least recently freed slot (it still keeps whatever
+ *            prefix it shares). See rank_of for why not simply the longest.
  *   bind     the common prefix n is capped at n_prompt - 1 so at least one
  *            prompt token is read (its row gives the first token's logits);
  *            the KV is cut to n, the read starts at position n, and the
@@ -37,6 +40,7 @@
 
 #include "internal.h"
 #include "strata/log.h"
+#include "strata/xalloc.h"
 
 /* Length of the common prefix of a[0..na) and b[0..nb). */
 static int64_t common_prefix(const int32_t *a, int64_t na, const int32_t *b, int64_t nb)
@@ -47,25 +51,42 @@ static int64_t common_prefix(const int32_t *a, int64_t na, const int32_t *b, int
     return i;
 }
 
-/* The prefix of req's prompt slot 'sl' could keep (capped: one prompt token
- * is always read). */
+/* The prefix of req's prompt free slot 'sl' could keep (capped: one prompt
+ * token is always read). The caller knows the slot is free. */
 static int64_t reusable(const struct st_engine_slot *sl, const struct st_request *req)
 {
     const struct st_prefix_cache *c = &sl->cache;
-    if (sl->req || c->n_kv <= 0 || req->n_tokens < 2)
+    if (c->n_kv <= 0 || req->n_tokens < 2)
         return 0;
     return common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens - 1);
 }
 
-/* True when slot a (sharing la tokens) is a better home than b (lb). */
-static bool better(const struct st_engine_slot *a, int64_t la, const struct st_engine_slot *b,
-                   int64_t lb)
+/* How a free slot suits a request whose prompt shares 'len' tokens with
+ * its cache: 2 = worth reusing (the prefix covers at least half the new
+ * prompt or half of what the slot holds), 1 = empty, 0 = neither: taking
+ * it would throw away a cache for a small gain. Chat prompts all share
+ * their template's first tokens; without this, every request would crowd
+ * into slot 0 and evict the others' conversations while slots stood empty
+ * (llama-server's --slot-prompt-similarity 0.5 plays the same part). */
+static int rank_of(const struct st_engine_slot *sl, int64_t len, const struct st_request *req)
 {
-    if (la != lb)
+    if (len > 0 && (2 * len >= req->n_tokens || 2 * len >= sl->cache.n_kv))
+        return 2;
+    return sl->cache.n_kv == 0 ? 1 : 0;
+}
+
+/* True when slot a (sharing la tokens, rank ra) is a better home than b:
+ * the better rank; among slots worth reusing the longer prefix; among
+ * empty slots the first; else the least recently freed. */
+static bool better(const struct st_engine_slot *a, int64_t la, int ra,
+                   const struct st_engine_slot *b, int64_t lb, int rb)
+{
+    if (ra != rb)
+        return ra > rb;
+    if (ra == 2 && la != lb)
         return la > lb;
-    bool a_empty = a->cache.n_kv == 0, b_empty = b->cache.n_kv == 0;
-    if (a_empty != b_empty)
-        return a_empty;
+    if (ra == 1)
+        return false;
     return a->cache.stamp < b->cache.stamp;
 }
 
@@ -83,14 +104,17 @@ static int32_t choose_slot(void *ctx, const struct st_sched_job *job, int32_t of
         return offered;
     int32_t best = offered;
     int64_t best_len = reusable(&e->slots[offered], req);
+    int best_rank = rank_of(&e->slots[offered], best_len, req);
     for (int32_t i = 0; i < e->n_active && i < e->n_slots; i++) {
         const struct st_engine_slot *sl = &e->slots[i];
         if (i == offered || sl->req)
             continue;
         int64_t len = reusable(sl, req);
-        if (better(sl, len, &e->slots[best], best_len)) {
+        int rank = rank_of(sl, len, req);
+        if (better(sl, len, rank, &e->slots[best], best_len, best_rank)) {
             best = i;
             best_len = len;
+            best_rank = rank;
         }
     }
     return best;

@@ -87,7 +87,7 @@ void st_request_emit_end(struct st_request *req, enum st_finish finish, enum st_
     ev.error = error;
     ev.n_prompt = req->n_tokens;
     ev.n_generated = n_generated;
-    ev.n_cached = 0;
+    ev.n_cached = req->n_cached;
     if (req->emit)
         req->emit(req->emit_ctx, &ev);
 }

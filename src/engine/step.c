@@ -52,7 +52,7 @@ void st_engine_end_slot(struct st_engine *e, struct st_engine_slot *sl, enum st_
      * slot free in /metrics and /slots. */
     st_sched_finish(e->pool->sched, &req->job, outcome, &report);
     st_request_emit_end(req, finish, status, error, sl->n_generated);
-    st_runner_kv_truncate(e->runner, sl->index, 0);
+    st_engine_prefix_release(e, sl, outcome);   /* the KV stays for the next request */
     if (sl->stop_live)
         st_stop_fini(&sl->stop);
     sl->stop_live = false;
@@ -77,7 +77,7 @@ static bool bind_slot(struct st_engine *e, struct st_engine_slot *sl, struct st_
     sl->decoding = false;
     sl->last_token_ns = 0;
     atomic_fetch_add(&e->busy, 1);
-    st_runner_kv_truncate(e->runner, sl->index, 0);
+    st_engine_prefix_bind(e, sl, req);   /* n_past = the cached prefix it keeps */
     st_sampler_reset(&sl->sampler, &req->params);
     st_engine_mtp_reset(sl);
     st_detok_init(&sl->detok, NULL, false);
@@ -108,7 +108,8 @@ static bool admit_free_slots(struct st_engine *e)
             break;
         if (sl->req)
             continue;
-        struct st_sched_job *job = st_sched_admit(e->pool->sched, e->index, i);
+        /* prefix.c puts the job in the free slot caching most of its prompt */
+        struct st_sched_job *job = st_engine_prefix_admit(e, i);
         if (!job)
             break;   /* nobody waits that this engine can serve */
         struct st_request *req = ST_CONTAINER_OF(job, struct st_request, job);
@@ -117,7 +118,10 @@ static bool admit_free_slots(struct st_engine *e)
             i--;   /* the load failed and ended req: slot i is free again */
             continue;
         }
-        (void)bind_slot(e, sl, req);
+        int32_t to = job->slot;   /* read first: a failed bind ends (frees) req */
+        (void)bind_slot(e, &e->slots[to], req);
+        if (to != i)
+            i--;   /* it went to another slot: slot i is still free */
     }
     return any;
 }
@@ -186,6 +190,7 @@ static void emit_token(struct st_engine_slot *sl, const struct st_sample_result 
     ev.n_top = res->n_top;
     ev.n_prompt = req->n_tokens;
     ev.n_generated = sl->n_generated;
+    ev.n_cached = req->n_cached;
     if (req->emit)
         req->emit(req->emit_ctx, &ev);
 }
@@ -292,6 +297,7 @@ static void take_token(struct st_engine *e, struct st_engine_slot *sl,
         end_completed(e, sl, matched ? ST_FINISH_STOP : ST_FINISH_LENGTH);
         return;
     }
+    st_engine_prefix_push(sl, res.token);   /* it enters the KV at n_past when fed */
     sl->last_token = res.token;
     sl->decoding = true;
 }
@@ -425,6 +431,9 @@ void st_engine_update_views(struct st_engine *e)
         v->n_ctx = e->runner ? e->runner->n_ctx : 0;
         v->state = view_state(sl);
         v->band = ST_BAND_NORMAL;
+        /* idle: the tokens its KV keeps for the next request; busy: those
+         * its request found there (prefix.c) */
+        v->n_cached = sl->req ? sl->req->n_cached : sl->cache.n_kv;
         if (!sl->req)
             continue;
         snprintf(v->request_id, sizeof(v->request_id), "%s", sl->req->id);

@@ -99,6 +99,7 @@ static void unload(struct st_engine *e, bool count, bool ttl)
     st_runner_free(e->runner);
     e->runner = NULL;
     e->model = -1;
+    st_engine_prefix_forget(e);   /* the KV the slots kept went with the runner */
     if (count)
         st_pool_model_unloaded(e->pool, m, ttl);
 }

@@ -17,7 +17,7 @@ static int usage(void)
           "  Write a synthetic qwen3moe model with random weights (its text is noise).\n"
           "  --preset   tiny (default): E 64, 2 layers, 4 experts; small: E 256, 4 layers,\n"
           "             8 experts; medium: E 768, 12 layers, 16 experts top-4;\n"
-          "             mtp-demo: E 128, 2 layers, with an MTP block built to agree with\n"
+          "             mtp-demo: E 512, 8 layers, with an MTP block built to agree with\n"
           "             the model (measures MTP drafting; not a claim about real models)\n"
           "             a3b: the Qwen3-30B-A3B shape (E 2048, 48 layers, 128 experts\n"
           "             top-8, vocabulary 151,936; ~17 GB at q4_k), for GPU benchmarks\n"

@@ -14,7 +14,8 @@
  *   upkeep          after each chunk of the main forward: the chunk's final
  *                   states go through output_norm into hbuf, every row takes
  *                   the state of its predecessor, the block writes the MTP
- *                   KV of every row, and each slot carries its last state.
+ *                   KV of every row (and nothing else: attn_kv_only), and
+ *                   each slot carries its last state.
  *   st_mtp_draft    chained greedy drafting from the carried states.
  *
  * Every op call covers all the rows of a pass (all slots together); the
@@ -84,6 +85,33 @@ static enum st_status attn(struct st_mtp *t, const struct mrows *r, struct st_er
                                   (int32_t)hp->n_head_kv, 1.0f / sqrtf((float)d), err);
     if (rc == ST_OK) rc = st_backend_matmul(be, &r->o, &r->att, &w->wo, err);
     if (rc == ST_OK) rc = st_backend_add(be, &r->x, &r->x, &r->o, err);
+    return rc;
+}
+
+/* The upkeep's part of the attention sub-block: only what reaches the
+ * cache. An upkeep row's block output is never used (no logits come from
+ * it), and its k and v depend on its own input only, so the q projection,
+ * Wo and the whole FFN are skipped; the attention op, which writes k and v
+ * first, runs with whatever q the buffer holds and its output is dropped
+ * (the op table has no write-only KV op). About a fifth of the layer. */
+static enum st_status attn_kv_only(struct st_mtp *t, const struct mrows *r, struct st_err *err)
+{
+    const struct st_hparams *hp = &t->m->desc->hp;
+    const struct st_fwd_layer *w = &t->w;
+    struct st_backend *be = t->m->be;
+    int32_t d = (int32_t)hp->head_dim_k;
+    enum st_status rc = st_backend_rms_norm(be, &r->h, &r->x, &w->attn_norm, hp->rms_eps, err);
+    if (rc == ST_OK) rc = st_backend_matmul(be, &r->k, &r->h, &w->wk, err);
+    if (rc == ST_OK) rc = st_backend_matmul(be, &r->v, &r->h, &w->wv, err);
+    if (rc == ST_OK && hp->qk_norm)
+        rc = st_backend_rms_norm(be, &r->k, &r->k, &w->k_norm, hp->rms_eps, err);
+    if (rc == ST_OK)
+        rc = st_backend_rope(be, &r->k, &r->k, &r->pos, d, (int32_t)hp->n_rot,
+                             hp->rope_freq_base, hp->rope_freq_scale, err);
+    if (rc == ST_OK)
+        rc = st_backend_attention(be, &r->att, &r->q, &r->k, &r->v, &t->kcache, &t->vcache,
+                                  &r->slot, &r->pos, (int32_t)hp->n_head,
+                                  (int32_t)hp->n_head_kv, 1.0f / sqrtf((float)d), err);
     return rc;
 }
 
@@ -158,12 +186,14 @@ static enum st_status block_input(struct st_mtp *t, int64_t n, const int32_t *to
 
 enum st_status st_mtp_rows(struct st_mtp *t, int64_t n, const int32_t *tokens,
                            const int32_t *slots, const int64_t *pos,
-                           const struct st_tensor *htable, const int32_t *hrows,
+                           const struct st_tensor *htable, const int32_t *hrows, bool kv_only,
                            struct st_err *err)
 {
     struct mrows r;
     cut_rows(t, n, &r);
     enum st_status rc = block_input(t, n, tokens, slots, pos, htable, hrows, err);
+    if (rc == ST_OK && kv_only)
+        return attn_kv_only(t, &r, err);
     if (rc == ST_OK)
         rc = attn(t, &r, err);
     if (rc == ST_OK)
@@ -216,7 +246,7 @@ static enum st_status upkeep(struct st_mtp *t, const struct st_model_batch *b, i
     t->chunk_n = n;
     if (rc == ST_OK)
         rc = st_mtp_rows(t, n, b->tokens + r0, b->slots + r0, b->pos + r0, &t->hbuf,
-                         t->hrow_host, err);
+                         t->hrow_host, true, err);
     /* each slot of the chunk carries the state of its last row */
     memset(t->mark, 0, (size_t)S * sizeof(int32_t));
     for (int64_t i = n - 1; i >= 0 && rc == ST_OK; i--) {

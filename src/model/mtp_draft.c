@@ -69,7 +69,7 @@ static enum st_status draft_step(struct st_mtp *t, struct st_mtp_draft *d, int32
     if (rows == 0)
         return ST_OK;
     enum st_status rc = st_mtp_rows(t, rows, t->dtok, t->dslot, t->dpos,
-                                    j == 0 ? &t->hbuf : &t->dbuf, t->hrow_host, err);
+                                    j == 0 ? &t->hbuf : &t->dbuf, t->hrow_host, false, err);
     struct st_tensor hn = st_tensor_slice(&t->dbuf, 1, 0, rows);
     struct st_tensor x = st_tensor_slice(&m->act.x, 1, 0, rows);
     struct st_tensor lg = st_tensor_slice(&t->logits, 1, 0, rows);

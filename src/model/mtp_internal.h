@@ -59,11 +59,12 @@ struct st_mtp {
 /* Run the MTP block over n rows (n <= R): tokens/slots/pos as in a model
  * batch, h row i = row hrows[i] of 'htable' (hbuf or dbuf). Writes the MTP
  * KV cache at (slot, pos) of every row; the block output is left in the
- * model's act.x rows [0, n). */
+ * model's act.x rows [0, n), unless kv_only: then only the cache is
+ * written (the upkeep) and act.x holds the block's input. */
 ST_MUST_CHECK
 enum st_status st_mtp_rows(struct st_mtp *t, int64_t n, const int32_t *tokens,
                            const int32_t *slots, const int64_t *pos,
-                           const struct st_tensor *htable, const int32_t *hrows,
+                           const struct st_tensor *htable, const int32_t *hrows, bool kv_only,
                            struct st_err *err);
 
 #endif /* STRATA_MODEL_MTP_INTERNAL_H */

@@ -80,7 +80,10 @@ test('chat stream: SSE bytes line by line, role first, one id, finish last, [DON
 test('stream_options.include_usage: usage null on chunks, then one usage chunk with choices []', async () => {
   const res = await fetch(`${srv.url}/v1/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(chatBody({ max_tokens: 2, stream: true, stream_options: { include_usage: true } })),
+    body: JSON.stringify(chatBody({
+      messages: [{ role: 'user', content: 'usage counts these words' }],
+      max_tokens: 2, stream: true, stream_options: { include_usage: true },
+    })),
   });
   const ev = parseSSE(await res.text());
   assert.equal(ev.at(-1).data, '[DONE]');

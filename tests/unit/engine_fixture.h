@@ -119,8 +119,25 @@ static inline char *fx_words(int64_t n)
     return s;
 }
 
-/* Submit a request of n_words prompt words at 'priority'; returns it with
- * the test's reference (st_request_unref when done), NULL if rejected. */
+/* n words whose first is unique to this call ("pK w w ..."); owned. Two
+ * such prompts share no prefix, so prefix reuse never shortens the read of
+ * a request the scheduling tests time as a full read. */
+static inline char *fx_unique_words(int64_t n)
+{
+    static unsigned long seq;
+    char *w = fx_words(n);
+    char first[32];
+    int len = snprintf(first, sizeof(first), "p%lu", ++seq);
+    char *s = malloc(strlen(w) + (size_t)len + 1);
+    memcpy(s, first, (size_t)len);
+    strcpy(s + len, w + 1);   /* drop the first "w" */
+    free(w);
+    return s;
+}
+
+/* Submit a request of n_words prompt words at 'priority' (a prompt no other
+ * request shares: fx_unique_words); returns it with the test's reference
+ * (st_request_unref when done), NULL if rejected. */
 static inline struct st_request *fx_submit_full(struct fixture *f, const char *id, int32_t priority,
                                          int64_t n_words, int32_t max_tokens, struct rec *r,
                                          enum st_status *rc_out)
@@ -131,7 +148,7 @@ static inline struct st_request *fx_submit_full(struct fixture *f, const char *i
     r->engine = -1;
     struct st_request *req = st_request_new();
     snprintf(req->id, sizeof(req->id), "%s", id);
-    req->prompt = fx_words(n_words);
+    req->prompt = fx_unique_words(n_words);
     req->params.max_tokens = max_tokens;
     req->job.priority = priority;
     req->emit = rec_emit;

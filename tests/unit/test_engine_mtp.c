@@ -9,8 +9,9 @@
  *     one moves through every position (0 .. k-1, and none), and the
  *     tokens and their logprobs (which depend on every KV entry the
  *     model attends to) equal the run without MTP;
- *   - a seeded sampler gives the same tokens twice, and the same as
- *     without MTP (every emitted token is one sample of the main model);
+ *   - a seeded sampler (temperature 0.3) gives the same tokens twice, and
+ *     the same as without MTP (every emitted token is one sample of the
+ *     main model, one RNG draw each, in order);
  *   - a model without an MTP layer serves normally and says so once;
  *   - the counters (pool stats and the activity record) add up.
  *
@@ -295,14 +296,16 @@ START_TEST(test_engine_mtp_seeded_sampling_reproducible)
     const char *path = make("mtp-demo", false, 7);
     struct result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *c = malloc(sizeof(*c));
     run(&(struct run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
-                       .temperature = 0.8f }, a);
+                       .temperature = 0.3f }, a);
     run(&(struct run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
-                       .temperature = 0.8f }, b);
-    run(&(struct run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.8f }, c);
+                       .temperature = 0.3f }, b);
+    run(&(struct run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.3f }, c);
     report("sampled", a);
     same(a, b, 2, "seeded MTP twice");
     same(a, c, 2, "seeded, MTP vs none");
-    ck_assert(a->stats.mtp_drafted > 0);
+    /* at temperature 0.3 some samples match the greedy drafts, some do not:
+     * both branches of the acceptance ran with the sampler */
+    ck_assert(a->stats.mtp_accepted > 0 && a->stats.mtp_accepted < a->stats.mtp_drafted);
     free(a);
     free(b);
     free(c);

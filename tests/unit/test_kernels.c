@@ -245,6 +245,48 @@ START_TEST(test_kernels_quantizers_bit_exact)
 }
 END_TEST
 
+/* A dotw kernel (CPU_NW weight rows per call) must be bitwise equal to
+ * its level's dot once per weight row, for every nx: the matmul uses
+ * dotw for whole groups and dot for the rest of a chunk, so any
+ * difference would make a row's logits depend on the thread split. */
+START_TEST(test_kernels_dotw_bitwise_equal_dot)
+{
+    int tested = 0;
+    for (int isa = CPU_ISA_SCALAR; isa < CPU_ISA_COUNT; isa++) {
+        const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)isa);
+        for (size_t ti = 0; k && ti < ST_ARRAY_LEN(types); ti++) {
+            enum st_dtype t = types[ti];
+            if (!k->dotw[t])
+                continue;
+            size_t ws = st_dtype_row_bytes(t, N) + 14;   /* a stride that is not the row */
+            uint8_t *w = calloc(CPU_NW, ws);
+            uint64_t s = 500 + ti;
+            struct fixture f;
+            make_fixture(t, 3000 + ti, &f);
+            for (int r = 0; r < CPU_NW; r++)
+                rand_row(t, w + (size_t)r * ws, N, &s);
+            for (int nx = 1; nx <= ROWS; nx++) {
+                float got[ROWS * CPU_NW], want[ROWS * CPU_NW];
+                for (int i = 0; i < ROWS * CPU_NW; i++)
+                    got[i] = want[i] = -7.0f;
+                k->dotw[t](N, w, ws, f.x, f.xs, nx, got, CPU_NW);
+                for (int r = 0; r < CPU_NW; r++)
+                    k->dot[t](N, w + (size_t)r * ws, f.x, f.xs, nx, want + r, CPU_NW);
+                ck_assert_msg(memcmp(got, want, sizeof(got)) == 0, "%s %s nx=%d: dotw != dot",
+                              k->name, st_dtype_info(t)->name, nx);
+                for (int i = nx * CPU_NW; i < ROWS * CPU_NW; i++)
+                    ck_assert(got[i] == -7.0f);
+            }
+            tested++;
+            free(w);
+            free_fixture(&f);
+        }
+    }
+    if (cpu_kernels_for(CPU_ISA_AVX512))
+        ck_assert_int_ge(tested, 3);
+}
+END_TEST
+
 START_TEST(test_kernels_dispatch_complete)
 {
     const struct cpu_kernels *best = cpu_kernels_best();
@@ -272,6 +314,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, test_kernels_simd_match_scalar);
     tcase_add_test(tc, test_kernels_extreme_values);
     tcase_add_test(tc, test_kernels_quantizers_bit_exact);
+    tcase_add_test(tc, test_kernels_dotw_bitwise_equal_dot);
     tcase_add_test(tc, test_kernels_dispatch_complete);
     suite_add_tcase(s, tc);
     return s;

@@ -17,6 +17,7 @@
 #ifndef STRATA_BACKEND_CPU_H
 #define STRATA_BACKEND_CPU_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,17 @@ typedef void (*cpu_dot_fn)(int64_t n, const void *w, const void *x, size_t xs, i
                            float *y, size_t ys);
 
 #define CPU_NX_MAX 8
+
+/* Like cpu_dot_fn over CPU_NW consecutive weight rows (row r at
+ * (const char *)w + r * ws): y[j * ys + r] = dot(w_r, x_j). Optional per
+ * type and level; when present it is bitwise equal to calling that
+ * level's dot once per weight row (tested), so a row's result does not
+ * depend on which of the two computed it. Used where few activation rows
+ * meet many weight rows (decode). */
+typedef void (*cpu_dotw_fn)(int64_t n, const void *w, size_t ws, const void *x, size_t xs,
+                            int nx, float *y, size_t ys);
+
+#define CPU_NW 4
 
 /* Quantize n floats (whole blocks) to one row of an activation type. */
 typedef void (*cpu_quant_fn)(const float *x, void *dst, int64_t n);
@@ -47,6 +59,7 @@ struct cpu_kernels {
     const char *name;                    /* "scalar", "avx2", "avx-vnni", "avx512-vnni" */
     int         nx;                      /* activation rows a call handles best */
     cpu_dot_fn  dot[ST_DTYPE_COUNT_];    /* by weight type; NULL = not at this level */
+    cpu_dotw_fn dotw[ST_DTYPE_COUNT_];   /* CPU_NW rows at once; NULL = use dot */
     cpu_quant_fn quant[ST_DTYPE_COUNT_]; /* activation quantizer by dot type; NULL = reference */
 };
 
@@ -58,8 +71,11 @@ enum st_dtype cpu_dot_type(enum st_dtype t);
 /* The kernel table of one instruction set; NULL when this CPU (or this
  * build) cannot run it. Thread: any. */
 const struct cpu_kernels *cpu_kernels_for(enum cpu_isa isa);
-/* F16C conversions (cpuid; clang 14's __builtin_cpu_supports lacks it). */
+/* F16C conversions (cpuid once, then cached; clang 14's
+ * __builtin_cpu_supports lacks it). Thread: any. */
 bool cpu_has_f16c(void);
+/* AVX2 + FMA + F16C: the attention and KV-write fast paths (cached). */
+bool cpu_has_avx2_f16c(void);
 
 /* The best available kernel per type, merged across levels (computed once).
  * STRATA_CPU_ISA=scalar|avx2|avx-vnni|avx512-vnni caps the level (tests,
@@ -97,8 +113,21 @@ void cpu_pool_free(struct cpu_pool *p);
 int cpu_pool_size(const struct cpu_pool *p);
 /* Run fn on min(nth, pool size) threads and return when all are done. */
 void cpu_pool_run(struct cpu_pool *p, cpu_task_fn fn, void *ctx, int nth);
-/* Wait for every thread of the current region (call from inside fn only). */
+/* Like cpu_pool_run, but the caller may close the region as soon as its
+ * own fn returns: threads that have not joined by then never run it. So
+ * fn must take its work from a shared counter (cpu_claim), never from a
+ * static split by ith, and must not call cpu_pool_barrier. ith is still
+ * unique among the threads that run (per-thread scratch is safe). */
+void cpu_pool_run_dyn(struct cpu_pool *p, cpu_task_fn fn, void *ctx, int nth);
+/* Wait for every thread of the current region (call from inside fn only;
+ * cpu_pool_run regions only). */
 void cpu_pool_barrier(struct cpu_pool *p);
+
+/* Next chunk index of a dynamic region (one atomic add). */
+static inline int64_t cpu_claim(atomic_llong *next)
+{
+    return atomic_fetch_add(next, 1);
+}
 
 /* ---- the backend ------------------------------------------------------- */
 
@@ -145,6 +174,9 @@ enum st_status cpu_op_sample(struct st_backend *be, ST_T ids, ST_T logits, ST_T 
 void cpu_matmul_rows(const struct cpu_kernels *k, enum st_dtype wtype, const void *w,
                      size_t w_stride, int64_t n_in, int64_t o0, int64_t o1, const void *xq,
                      size_t xq_stride, int64_t n_rows, float *y, size_t ys);
+
+/* Weight rows per dynamically claimed chunk for n rows on nth threads. */
+int64_t cpu_chunk_rows(int64_t n, int nth);
 
 /* y[n_rows, O] = x[n_rows, I] . W^T on the pool: activations quantized into
  * the backend scratch (so the caller's buffers must not live there). */

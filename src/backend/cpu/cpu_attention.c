@@ -26,6 +26,14 @@ typedef void (*qk_fn)(const float *q, int gq, int d, const uint16_t *k, float sc
                       float *s, size_t s_stride);
 typedef void (*av_fn)(const float *p, size_t p_stride, int gq, int d, const uint16_t *v,
                       float *o);
+/* n floats -> f16, round to nearest even (as st_f32_to_fp16). */
+typedef void (*f16w_fn)(const float *x, uint16_t *y, int64_t n);
+
+static void f16w_scalar(const float *x, uint16_t *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = st_f32_to_fp16(x[i]);
+}
 
 /* s[h * s_stride] = scale * q_h . k for the gq heads (q rows of d floats). */
 static void qk_scalar(const float *q, int gq, int d, const uint16_t *k, float scale, float *s,
@@ -101,6 +109,18 @@ static AT void av_avx2(const float *p, size_t p_stride, int gq, int d, const uin
         }
     }
 }
+
+/* vcvtps2ph with round-to-nearest-even: bit-exact with st_f32_to_fp16 for
+ * every non-NaN input (NaN payloads may differ). */
+static AT void f16w_avx2(const float *x, uint16_t *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        y[i] = st_f32_to_fp16(x[i]);
+}
 #endif
 
 struct attn_job {
@@ -114,16 +134,15 @@ struct attn_job {
     float           *scores;    /* [nth][gq * n_ctx] */
     qk_fn            qk;
     av_fn            av;
+    f16w_fn          f16w;
 };
 
 static void kv_write(const struct attn_job *j, int64_t r)
 {
     int64_t w = j->n_kv * j->d;
     size_t at = ((size_t)j->slot[r] * (size_t)j->n_ctx + (size_t)j->pos[r]) * (size_t)w;
-    for (int64_t i = 0; i < w; i++) {
-        j->kc[at + (size_t)i] = st_f32_to_fp16(j->k[r * w + i]);
-        j->vc[at + (size_t)i] = st_f32_to_fp16(j->v[r * w + i]);
-    }
+    j->f16w(j->k + r * w, j->kc + at, w);
+    j->f16w(j->v + r * w, j->vc + at, w);
 }
 
 /* Attention of row r's query heads of KV head g. */
@@ -172,11 +191,12 @@ static void pick_kernels(struct attn_job *j)
 {
     j->qk = qk_scalar;
     j->av = av_scalar;
+    j->f16w = f16w_scalar;
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        cpu_has_f16c()) {
+    if (cpu_has_avx2_f16c()) {   /* cached: this runs once per layer per step */
         j->qk = qk_avx2;
         j->av = av_avx2;
+        j->f16w = f16w_avx2;
     }
 #endif
 }

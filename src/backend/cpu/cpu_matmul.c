@@ -1,10 +1,14 @@
 /* cpu_matmul.c -- quantized matmul: y[n, O] = x[n, I] . W[O, I]^T.
  *
- * One parallel region per matmul: (1) every thread quantizes its share of
- * the activation rows to the weight type's dot type (ENGINE.md 2.11) into
- * scratch; barrier; (2) every thread takes a contiguous range of weight
- * rows and, tile by tile, runs each weight row against groups of up to
- * kern->nx activation rows. So the weights stream from memory once per
+ * One parallel region per matmul: (1) the activation rows are quantized
+ * to the weight type's dot type (ENGINE.md 2.11) into scratch: by the
+ * caller before the region for a few rows (decode: no barrier), else by
+ * every thread for its share, then a barrier; (2) threads claim chunks of
+ * weight rows from an atomic counter (so a descheduled worker does not
+ * hold up the others: the region is barrier-free for few rows and the
+ * caller may close it alone) and, tile by tile, run each weight row
+ * against groups of up to kern->nx activation rows (1-2 rows: CPU_NW
+ * weight rows per kernel call). So the weights stream from memory once per
  * step whatever the batch, and each decoded block serves nx rows: that is
  * why four slots decode faster together than one after another.
  *
@@ -17,17 +21,43 @@
 #include "cpu.h"
 
 #define TILE_BYTES (32 * 1024)
-#define ROW_ALIGN 16   /* weight rows per thread boundary (cache-line friendly) */
+#define ROW_ALIGN 16   /* weight rows per chunk boundary (cache-line friendly outputs) */
+#define CHUNKS_PER_THREAD 16   /* dynamic chunks: small enough to rebalance */
+#define SMALL_BATCH 16 /* activation rows quantized by the caller before the region */
 
 /* Software prefetch of the weight row PF_ROWS ahead on the first pass over
  * a tile: the hardware prefetcher alone leaves single-core streaming from
  * DRAM well below what the memory can give. */
 #define PF_ROWS 4
+/* On the decode path (CPU_NW rows per call) the prefetch runs 16 rows
+ * (~10 KB of the Q6_K head) ahead; measured no worse than 4 or 0 and
+ * sometimes better on the (noisy, shared) development VM. */
+#define PF_ROWS_FEW 16
 
 static inline void prefetch_row(const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i += 64)
         __builtin_prefetch(p + i, 0, 0);
+}
+
+/* Decode shape (1-2 activation rows): CPU_NW weight rows per call when
+ * the level has a dotw kernel (independent chains, less per-row work). */
+static void rows_few(const struct cpu_kernels *k, enum st_dtype wtype, const char *w,
+                     size_t w_stride, int64_t n_in, int64_t o0, int64_t o1, const void *xq,
+                     size_t xq_stride, int64_t n_rows, float *y, size_t ys)
+{
+    cpu_dot_fn dot = k->dot[wtype];
+    cpu_dotw_fn dotw = k->dotw[wtype];
+    int64_t o = o0;
+
+    for (; o + CPU_NW <= o1; o += CPU_NW) {
+        const char *wr = w + (size_t)o * w_stride;
+        if (o + CPU_NW + PF_ROWS_FEW <= o1)
+            prefetch_row(wr + (size_t)PF_ROWS_FEW * w_stride, CPU_NW * w_stride);
+        dotw(n_in, wr, w_stride, xq, xq_stride, (int)n_rows, y + o, ys);
+    }
+    for (; o < o1; o++)
+        dot(n_in, w + (size_t)o * w_stride, xq, xq_stride, (int)n_rows, y + o, ys);
 }
 
 void cpu_matmul_rows(const struct cpu_kernels *k, enum st_dtype wtype, const void *w,
@@ -38,6 +68,10 @@ void cpu_matmul_rows(const struct cpu_kernels *k, enum st_dtype wtype, const voi
     int64_t tile = (int64_t)(TILE_BYTES / (w_stride ? w_stride : 1));
     int nx = k->nx;
 
+    if (n_rows <= 2 && k->dotw[wtype]) {
+        rows_few(k, wtype, w, w_stride, n_in, o0, o1, xq, xq_stride, n_rows, y, ys);
+        return;
+    }
     if (tile < 1)
         tile = 1;
     if (n_rows <= nx)
@@ -58,17 +92,11 @@ void cpu_matmul_rows(const struct cpu_kernels *k, enum st_dtype wtype, const voi
     }
 }
 
-/* Range [lo, hi) of 'n' weight rows for thread ith, on ROW_ALIGN bounds. */
-static void split_rows(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi)
+int64_t cpu_chunk_rows(int64_t n, int nth)
 {
-    int64_t blocks = (n + ROW_ALIGN - 1) / ROW_ALIGN;
-    cpu_split(blocks, ith, nth, lo, hi);
-    *lo *= ROW_ALIGN;
-    *hi *= ROW_ALIGN;
-    if (*hi > n)
-        *hi = n;
-    if (*lo > n)
-        *lo = n;
+    int64_t c = n / ((int64_t)nth * CHUNKS_PER_THREAD);
+    c = (c + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
+    return c < ROW_ALIGN ? ROW_ALIGN : c;
 }
 
 struct mm_job {
@@ -81,22 +109,37 @@ struct mm_job {
     void                     *xq;
     size_t                    xq_stride;
     float                    *y;
+    bool                      quantized; /* xq already filled by the caller */
+    int64_t                   chunk;     /* weight rows per claimed chunk */
+    atomic_llong              next;      /* next chunk */
 };
+
+static void mm_quantize(struct mm_job *j, int64_t lo, int64_t hi)
+{
+    for (int64_t r = lo; r < hi; r++)
+        cpu_quantize_act(j->k, j->dtype, j->x + r * j->n_in,
+                         (char *)j->xq + (size_t)r * j->xq_stride, j->n_in);
+}
 
 static void mm_task(void *ctx, int ith, int nth)
 {
     struct mm_job *j = ctx;
-    int64_t lo, hi;
+    size_t rb = st_tensor_row_bytes(j->w);
 
-    cpu_split(j->n_rows, ith, nth, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++)
-        cpu_quantize_act(j->k, j->dtype, j->x + r * j->n_in, (char *)j->xq + (size_t)r * j->xq_stride,
-                         j->n_in);
-    cpu_pool_barrier(j->pool);
-    split_rows(j->n_out, ith, nth, &lo, &hi);
-    if (lo < hi)
-        cpu_matmul_rows(j->k, j->w->type, j->w->data, st_tensor_row_bytes(j->w), j->n_in, lo, hi,
-                        j->xq, j->xq_stride, j->n_rows, j->y, (size_t)j->n_out);
+    if (!j->quantized) {
+        int64_t lo, hi;
+        cpu_split(j->n_rows, ith, nth, &lo, &hi);
+        mm_quantize(j, lo, hi);
+        cpu_pool_barrier(j->pool);
+    }
+    for (;;) {
+        int64_t lo = cpu_claim(&j->next) * j->chunk;
+        if (lo >= j->n_out)
+            break;
+        int64_t hi = lo + j->chunk < j->n_out ? lo + j->chunk : j->n_out;
+        cpu_matmul_rows(j->k, j->w->type, j->w->data, rb, j->n_in, lo, hi, j->xq, j->xq_stride,
+                        j->n_rows, j->y, (size_t)j->n_out);
+    }
 }
 
 static enum st_status unsupported(const char *op, enum st_dtype t, struct st_err *err)
@@ -115,15 +158,25 @@ enum st_status cpu_matmul_f32(struct cpu_backend *cb, float *y, const float *x,
 
     if (dt == ST_DTYPE_COUNT_ || !cb->kern->dot[w->type])
         return unsupported("matmul", w->type, err);
-    job = (struct mm_job){ cb->pool, cb->kern, w, dt, x, n_rows, w->ne[0], w->ne[1], NULL,
-                           st_dtype_row_bytes(dt, w->ne[0]), y };
+    job = (struct mm_job){ .pool = cb->pool, .k = cb->kern, .w = w, .dtype = dt, .x = x,
+                           .n_rows = n_rows, .n_in = w->ne[0], .n_out = w->ne[1],
+                           .xq_stride = st_dtype_row_bytes(dt, w->ne[0]), .y = y };
     job.xq = cpu_scratch(cb, job.xq_stride * (size_t)n_rows);
     if (!job.xq)
         return st_err_set(err, ST_ERR_NOMEM, "matmul: no scratch for %lld rows",
                           (long long)n_rows);
     if (job.n_out < 2 * ROW_ALIGN)
         nth = 1;
-    cpu_pool_run(cb->pool, mm_task, &job, nth);
+    job.chunk = cpu_chunk_rows(job.n_out, nth);
+    atomic_init(&job.next, 0);
+    if (n_rows <= SMALL_BATCH || nth == 1) {
+        /* a few rows: quantize here, then a barrier-free region */
+        mm_quantize(&job, 0, n_rows);
+        job.quantized = true;
+        cpu_pool_run_dyn(cb->pool, mm_task, &job, nth);
+    } else {
+        cpu_pool_run(cb->pool, mm_task, &job, nth);
+    }
     return ST_OK;
 }
 

@@ -9,6 +9,12 @@
  * spinning counter barrier: within a region every thread is busy, so the
  * wait is short.
  *
+ * Two kinds of region: cpu_pool_run waits for all nth threads (static
+ * splits and barriers allowed); cpu_pool_run_dyn lets the caller close
+ * the region once its own work loop ends, so a worker that has not
+ * started yet (descheduled on a shared machine, or still waking up) is
+ * simply left out: its fn must claim work dynamically (cpu_claim).
+ *
  * Memory order: every shared counter is seq_cst. The wake-up protocol
  * relies on it (a poster either sees a sleeper or the sleeper sees the new
  * generation), and the cost is irrelevant next to a matmul.
@@ -19,6 +25,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -43,8 +50,12 @@ struct cpu_pool {
     void            *ctx;
     int              nth;
 
-    atomic_uint      gen;        /* bumped once per region */
-    atomic_int       pending;    /* workers that have not finished the region */
+    /* (generation << 32) | open worker slots. A region is published by
+     * bumping the generation with nth - 1 open slots; a worker joins by
+     * taking a slot with a CAS on the whole word, so it can only join the
+     * region it saw, and its ith (nth - slots) is unique in that region. */
+    _Atomic uint64_t state;
+    atomic_int       pending;    /* joined-or-expected workers not yet done */
     atomic_int       stop;
     atomic_int       sleeping;
 
@@ -67,12 +78,17 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static unsigned gen_of(uint64_t s)
+{
+    return (unsigned)(s >> 32);
+}
+
 /* Wait for a generation other than 'seen'; returns it. */
 static unsigned wait_gen(struct cpu_pool *p, unsigned seen)
 {
     uint64_t t0 = now_ns();
     for (unsigned spin = 1;; spin++) {
-        unsigned g = atomic_load(&p->gen);
+        unsigned g = gen_of(atomic_load(&p->state));
         if (g != seen || atomic_load(&p->stop))
             return g;
         CPU_RELAX();
@@ -81,11 +97,22 @@ static unsigned wait_gen(struct cpu_pool *p, unsigned seen)
     }
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add(&p->sleeping, 1);
-    while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
+    while (gen_of(atomic_load(&p->state)) == seen && !atomic_load(&p->stop))
         pthread_cond_wait(&p->cv, &p->mu);
     atomic_fetch_sub(&p->sleeping, 1);
     pthread_mutex_unlock(&p->mu);
-    return atomic_load(&p->gen);
+    return gen_of(atomic_load(&p->state));
+}
+
+/* Take a slot of region g; returns ith (>= 1), or 0 when g is over or full. */
+static int join_region(struct cpu_pool *p, unsigned g)
+{
+    uint64_t s = atomic_load(&p->state);
+    while (gen_of(s) == g && (uint32_t)s > 0) {
+        if (atomic_compare_exchange_weak(&p->state, &s, s - 1))
+            return p->nth - (int)(uint32_t)s;
+    }
+    return 0;
 }
 
 static void *worker_main(void *argp)
@@ -96,13 +123,16 @@ static void *worker_main(void *argp)
     unsigned seen = 0;
 
     free(arg);
+    (void)ith;
     for (;;) {
         seen = wait_gen(p, seen);
         if (atomic_load(&p->stop))
             break;
-        if (ith < p->nth)
-            p->fn(p->ctx, ith, p->nth);
-        atomic_fetch_sub(&p->pending, 1);
+        int me = join_region(p, seen);
+        if (me > 0) {
+            p->fn(p->ctx, me, p->nth);
+            atomic_fetch_sub(&p->pending, 1);
+        }
     }
     return NULL;
 }
@@ -161,33 +191,71 @@ int cpu_pool_size(const struct cpu_pool *p)
     return p->n;
 }
 
-void cpu_pool_run(struct cpu_pool *p, cpu_task_fn fn, void *ctx, int nth)
+/* Publish a region of nth threads (nth >= 2); the caller runs it as 0. */
+static void publish(struct cpu_pool *p, cpu_task_fn fn, void *ctx, int nth)
 {
-    if (nth > p->n)
-        nth = p->n;
-    if (nth <= 1 || p->n == 1) {
-        p->nth = 1;
-        fn(ctx, 0, 1);
-        return;
-    }
+    uint64_t s = atomic_load(&p->state);
     p->fn = fn;
     p->ctx = ctx;
     p->nth = nth;
     atomic_store(&p->bar_count, 0);
-    atomic_store(&p->pending, p->n - 1);
-    atomic_fetch_add(&p->gen, 1);
+    atomic_store(&p->pending, nth - 1);
+    atomic_store(&p->state, ((uint64_t)(gen_of(s) + 1) << 32) | (uint64_t)(nth - 1));
     if (atomic_load(&p->sleeping) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     }
-    fn(ctx, 0, nth);
+}
+
+static void wait_pending(struct cpu_pool *p)
+{
     for (unsigned spin = 1; atomic_load(&p->pending) > 0; spin++) {
         CPU_RELAX();
         if ((spin & 1023) == 0)
             sched_yield();
     }
     p->nth = 1;
+}
+
+static int clamp_nth(const struct cpu_pool *p, int nth)
+{
+    return nth > p->n ? p->n : nth;
+}
+
+void cpu_pool_run(struct cpu_pool *p, cpu_task_fn fn, void *ctx, int nth)
+{
+    nth = clamp_nth(p, nth);
+    if (nth <= 1) {
+        p->nth = 1;
+        fn(ctx, 0, 1);
+        return;
+    }
+    publish(p, fn, ctx, nth);
+    fn(ctx, 0, nth);
+    wait_pending(p);
+}
+
+void cpu_pool_run_dyn(struct cpu_pool *p, cpu_task_fn fn, void *ctx, int nth)
+{
+    nth = clamp_nth(p, nth);
+    if (nth <= 1) {
+        p->nth = 1;
+        fn(ctx, 0, 1);
+        return;
+    }
+    publish(p, fn, ctx, nth);
+    fn(ctx, 0, nth);
+    /* Close the region: slots nobody took now will never be taken (a
+     * worker still asleep or descheduled must not hold the caller up;
+     * the work it would have claimed is already done). */
+    uint64_t s = atomic_load(&p->state);
+    while ((uint32_t)s > 0 &&
+           !atomic_compare_exchange_weak(&p->state, &s, s & ~(uint64_t)0xffffffffu))
+        ;
+    if ((uint32_t)s > 0)
+        atomic_fetch_sub(&p->pending, (int)(uint32_t)s);
+    wait_pending(p);
 }
 
 void cpu_pool_barrier(struct cpu_pool *p)

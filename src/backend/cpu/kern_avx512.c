@@ -5,6 +5,7 @@
 #if defined(__x86_64__)
 #define KT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define KNX 8
+#define KWIDE 1   /* add the 512-bit kernels of kern_x86_512.inc */
 #define KNAME "avx512-vnni"
 #define KTABLE cpu_kernels_avx512
 #define ACC_US8(a, u, s) _mm256_dpbusd_epi32((a), (u), (s))

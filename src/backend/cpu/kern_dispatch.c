@@ -46,9 +46,27 @@ static bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, unsigned bit)
     return (r[reg] >> bit) & 1u;
 }
 
+/* cpuid is slow (a VM exit under some hypervisors): read once. */
+static bool has_f16c, has_avx2_f16c;
+static pthread_once_t feat_once = PTHREAD_ONCE_INIT;
+
+static void read_features(void)
+{
+    has_f16c = cpuid_bit(1, 0, 2, 29);  /* CPUID.1:ECX.F16C[bit 29] */
+    __builtin_cpu_init();
+    has_avx2_f16c = has_f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
 bool cpu_has_f16c(void)
 {
-    return cpuid_bit(1, 0, 2, 29);      /* CPUID.1:ECX.F16C[bit 29] */
+    pthread_once(&feat_once, read_features);
+    return has_f16c;
+}
+
+bool cpu_has_avx2_f16c(void)
+{
+    pthread_once(&feat_once, read_features);
+    return has_avx2_f16c;
 }
 
 static bool cpu_has_avxvnni(void)
@@ -57,6 +75,11 @@ static bool cpu_has_avxvnni(void)
 }
 #else
 bool cpu_has_f16c(void)
+{
+    return false;
+}
+
+bool cpu_has_avx2_f16c(void)
 {
     return false;
 }
@@ -119,8 +142,10 @@ static void pick_best(void)
             best.nx = k->nx;
         }
         for (int t = 0; t < ST_DTYPE_COUNT_; t++) {
-            if (k->dot[t] && best.dot[t] == cpu_kernels_scalar.dot[t])
+            if (k->dot[t] && best.dot[t] == cpu_kernels_scalar.dot[t]) {
                 best.dot[t] = k->dot[t];
+                best.dotw[t] = k->dotw[t];   /* only with its own level's dot */
+            }
             if (k->quant[t] && !best.quant[t])
                 best.quant[t] = k->quant[t];
         }
