@@ -44,8 +44,12 @@ void st_buf_init(struct st_buf *b);
 void st_buf_fini(struct st_buf *b);
 ST_MUST_CHECK enum st_status st_buf_append(struct st_buf *b, const void *p, size_t n);
 ST_MUST_CHECK enum st_status st_buf_printf(struct st_buf *b, const char *fmt, ...) ST_PRINTF(2, 3);
-/* Append 's' as a JSON string literal (quotes and escapes included). */
+/* Append 's' as a JSON string literal (quotes and escapes included; bytes
+ * >= 0x80 are copied as they are: server/json_out.c's writer also repairs
+ * invalid UTF-8). */
 ST_MUST_CHECK enum st_status st_buf_json_str(struct st_buf *b, const char *s, size_t n);
+/* The same without the quotes: the escaped body of the literal. */
+ST_MUST_CHECK enum st_status st_buf_json_chars(struct st_buf *b, const char *s, size_t n);
 void st_buf_reset(struct st_buf *b);
 /* Hand the data to the caller (free()); leaves b empty. */
 char *st_buf_steal(struct st_buf *b);

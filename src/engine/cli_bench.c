@@ -64,7 +64,7 @@ static int usage(void)
     return 2;
 }
 
-static bool int_arg(const char *s, long lo, long hi, int32_t *out)
+bool st_cli_int_arg(const char *s, long lo, long hi, int32_t *out)
 {
     char *end;
     errno = 0;
@@ -82,11 +82,11 @@ static bool parse(int argc, char **argv, struct bench_opts *o)
         const char *a = argv[i], *v = argv[i + 1];
         bool ok = true;
         if (!strcmp(a, "-m")) o->model = v;
-        else if (!strcmp(a, "-p")) ok = int_arg(v, 0, 1 << 20, &o->n_prompt);
-        else if (!strcmp(a, "-n")) ok = int_arg(v, 0, 1 << 20, &o->n_gen);
-        else if (!strcmp(a, "-t")) ok = int_arg(v, 0, 1024, &o->threads);
-        else if (!strcmp(a, "-r")) ok = int_arg(v, 1, MAX_REPS, &o->reps);
-        else if (!strcmp(a, "-np")) ok = int_arg(v, 1, 256, &o->np);
+        else if (!strcmp(a, "-p")) ok = st_cli_int_arg(v, 0, 1 << 20, &o->n_prompt);
+        else if (!strcmp(a, "-n")) ok = st_cli_int_arg(v, 0, 1 << 20, &o->n_gen);
+        else if (!strcmp(a, "-t")) ok = st_cli_int_arg(v, 0, 1024, &o->threads);
+        else if (!strcmp(a, "-r")) ok = st_cli_int_arg(v, 1, MAX_REPS, &o->reps);
+        else if (!strcmp(a, "-np")) ok = st_cli_int_arg(v, 1, 256, &o->np);
         else if (!strcmp(a, "-o") && (!strcmp(v, "md") || !strcmp(v, "json")))
             o->json = !strcmp(v, "json");
         else ok = false;
@@ -147,7 +147,7 @@ static double run_once(struct st_model *m, struct rows *r, int32_t np, int32_t n
     return (double)(st_clock_now(st_clock_real()) - t0);
 }
 
-static void stats(const double *v, int n, double *avg, double *sd)
+void st_cli_mean_sd(const double *v, int n, double *avg, double *sd)
 {
     double s = 0, q = 0;
     for (int i = 0; i < n; i++)
@@ -171,8 +171,8 @@ static bool run_test(struct st_model *m, struct rows *r, const struct bench_opts
             return false;
         res->ts[i] = tokens / (res->ns[i] / 1e9);
     }
-    stats(res->ts, o->reps, &res->avg_ts, &res->sd_ts);
-    stats(res->ns, o->reps, &res->avg_ns, &res->sd_ns);
+    st_cli_mean_sd(res->ts, o->reps, &res->avg_ts, &res->sd_ts);
+    st_cli_mean_sd(res->ns, o->reps, &res->avg_ns, &res->sd_ns);
     return true;
 }
 

@@ -20,8 +20,6 @@
  * purpose: the mechanism's upside) and small --mtp (random MTP weights:
  * drafts almost never accepted, the mechanism's cost).
  */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,17 +65,6 @@ static int usage(void)
     return 2;
 }
 
-static bool int_arg(const char *s, long lo, long hi, int32_t *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return false;
-    *out = (int32_t)v;
-    return true;
-}
-
 static bool parse(int argc, char **argv, struct mb_opts *o)
 {
     *o = (struct mb_opts){ .n_gen = 128, .np = 1, .draft = 3, .reps = 3 };
@@ -89,11 +76,12 @@ static bool parse(int argc, char **argv, struct mb_opts *o)
         if (!v)
             return false;
         if (!strcmp(a, "-m")) o->model = v;
-        else if (!strcmp(a, "-n")) ok = int_arg(v, 8, MAX_GEN, &o->n_gen);
-        else if (!strcmp(a, "-np")) ok = int_arg(v, 1, MAX_NP, &o->np);
-        else if (!strcmp(a, "--mtp-draft")) ok = int_arg(v, 1, ST_RUNNER_MAX_DRAFT, &o->draft);
-        else if (!strcmp(a, "-t")) ok = int_arg(v, 0, 1024, &o->threads);
-        else if (!strcmp(a, "-r")) ok = int_arg(v, 1, MAX_REPS, &o->reps);
+        else if (!strcmp(a, "-n")) ok = st_cli_int_arg(v, 8, MAX_GEN, &o->n_gen);
+        else if (!strcmp(a, "-np")) ok = st_cli_int_arg(v, 1, MAX_NP, &o->np);
+        else if (!strcmp(a, "--mtp-draft"))
+            ok = st_cli_int_arg(v, 1, ST_RUNNER_MAX_DRAFT, &o->draft);
+        else if (!strcmp(a, "-t")) ok = st_cli_int_arg(v, 0, 1024, &o->threads);
+        else if (!strcmp(a, "-r")) ok = st_cli_int_arg(v, 1, MAX_REPS, &o->reps);
         else ok = false;
         if (!ok)
             return false;
@@ -221,17 +209,6 @@ static double paired_speedup(const double *off, const double *on, int n)
     return n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
 }
 
-static void mean_sd(const double *v, int n, double *avg, double *sd)
-{
-    double s = 0, q = 0;
-    for (int i = 0; i < n; i++)
-        s += v[i];
-    *avg = s / n;
-    for (int i = 0; i < n; i++)
-        q += (v[i] - *avg) * (v[i] - *avg);
-    *sd = n > 1 ? sqrt(q / (n - 1)) : 0.0;
-}
-
 /* Warm-up, then -r runs each way; one table row. */
 static bool bench_model(const struct mb_opts *o, const char *path, const char *label)
 {
@@ -251,8 +228,8 @@ static bool bench_model(const struct mb_opts *o, const char *path, const char *l
         a += r.accepted;
         st += r.steps;
     }
-    mean_sd(off, o->reps, &a0, &s0);
-    mean_sd(on, o->reps, &a1, &s1);
+    st_cli_mean_sd(off, o->reps, &a0, &s0);
+    st_cli_mean_sd(on, o->reps, &a1, &s1);
     char t0[32], t1[32];
     snprintf(t0, sizeof(t0), "%.2f ± %.2f", a0, s0);
     snprintf(t1, sizeof(t1), "%.2f ± %.2f", a1, s1);

@@ -304,6 +304,11 @@ void st_engine_mtp_loaded(struct st_engine *e);
 void st_engine_pool_mtp_test(struct st_engine_pool *p, const struct st_mtp_test *hook);
 /* cli_bench_mtp.c: `strata bench --mtp` (argv as st_cli_bench gets it). */
 int st_cli_bench_mtp(int argc, char **argv);
+/* cli_bench.c, shared by both bench commands: s as a whole decimal number
+ * in [lo, hi] into *out (false otherwise, *out untouched); the mean and
+ * sample standard deviation (0 for one value) of v[0, n), n >= 1. */
+bool st_cli_int_arg(const char *s, long lo, long hi, int32_t *out);
+void st_cli_mean_sd(const double *v, int n, double *avg, double *sd);
 
 /* prefix.c (engine thread): prefix reuse, docs/BATCHING.md "Prefix reuse". */
 /* st_sched_admit with slot 'offered' free: the job picked goes to the free

@@ -57,6 +57,7 @@ static enum st_status load(struct st_engine *e, int32_t from, int32_t m, double 
     ST_ASSERT(e->runner == NULL && e->model < 0);
     e->progress_decile = 0;
     atomic_store(&e->loading_view, m);
+    st_engine_update_views(e);   /* /slots: no model while loading (not the one unloaded) */
     st_pool_model_loading(p, m);
     st_log(ST_LOG_INFO, "engine", "engine %d: loading model '%s' (%s%s%s)", (int)e->index,
            mc->name, st_engine_pool_backend_name(p, m), mc->path ? ", " : "",
@@ -85,6 +86,10 @@ static enum st_status load(struct st_engine *e, int32_t from, int32_t m, double 
     st_pool_model_load_done(p, from, m, rc == ST_OK, *seconds);
     atomic_store(&e->loading_view, -1);
     e->idle_since_ns = now_ns(e);
+    /* /slots reads the views, which a step only refreshes when it has work:
+     * an engine that loads at start-up and then idles must show its model
+     * now, not the empty engine of engine_init. */
+    st_engine_update_views(e);
     return rc;
 }
 

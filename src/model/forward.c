@@ -34,11 +34,6 @@
             return rc_;           \
     } while (0)
 
-/* The activation buffers cut to the chunk's n rows. */
-struct rows {
-    struct st_tensor x, h, q, k, v, att, o, g, u, sel, wts, ids, pos, slot;
-};
-
 struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t n)
 {
     struct st_tensor v = st_tensor_slice(t, 1, start, n);
@@ -52,7 +47,7 @@ static struct st_tensor cut(const struct st_tensor *t, int64_t n)
     return st_tensor_slice(t, 1, 0, n);
 }
 
-static void cut_rows(const struct st_fwd_act *a, int64_t n, struct rows *r)
+void st_fwd_cut_rows(const struct st_fwd_act *a, int64_t n, struct st_fwd_rows *r)
 {
     r->x = cut(&a->x, n);
     r->h = cut(&a->h, n);
@@ -70,40 +65,76 @@ static void cut_rows(const struct st_fwd_act *a, int64_t n, struct rows *r)
     r->slot = st_fwd_column(&a->slot, 0, n);
 }
 
-static enum st_status attn_block(struct st_model *m, int64_t l, const struct rows *r,
-                                 struct st_err *err)
+/* NEOX rope of t [heads*D, n] in place at each row's position. */
+static enum st_status rope(struct st_model *m, const struct st_tensor *t,
+                           const struct st_fwd_rows *r, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
-    const struct st_fwd_layer *w = &m->layers[l];
-    struct st_backend *be = m->be;
-    int32_t d = (int32_t)hp->head_dim_k;
-
-    TRY(st_backend_rms_norm(be, &r->h, &r->x, &w->attn_norm, hp->rms_eps, err));
-    TRY(st_backend_matmul(be, &r->q, &r->h, &w->wq, err));
-    TRY(st_backend_matmul(be, &r->k, &r->h, &w->wk, err));
-    TRY(st_backend_matmul(be, &r->v, &r->h, &w->wv, err));
-    if (hp->qk_norm) {
-        TRY(st_backend_rms_norm(be, &r->q, &r->q, &w->q_norm, hp->rms_eps, err));
-        TRY(st_backend_rms_norm(be, &r->k, &r->k, &w->k_norm, hp->rms_eps, err));
-    }
-    TRY(st_backend_rope(be, &r->q, &r->q, &r->pos, d, (int32_t)hp->n_rot, hp->rope_freq_base,
-                        hp->rope_freq_scale, err));
-    TRY(st_backend_rope(be, &r->k, &r->k, &r->pos, d, (int32_t)hp->n_rot, hp->rope_freq_base,
-                        hp->rope_freq_scale, err));
-    struct st_tensor kc = st_tensor_slice(&m->kcache, 3, l, 1);
-    struct st_tensor vc = st_tensor_slice(&m->vcache, 3, l, 1);
-    TRY(st_backend_attention(be, &r->att, &r->q, &r->k, &r->v, &kc, &vc, &r->slot, &r->pos,
-                             (int32_t)hp->n_head, (int32_t)hp->n_head_kv,
-                             1.0f / sqrtf((float)d), err));
-    TRY(st_backend_matmul(be, &r->o, &r->att, &w->wo, err));
-    return st_backend_add(be, &r->x, &r->x, &r->o, err);
+    return st_backend_rope(m->be, t, t, &r->pos, (int32_t)hp->head_dim_k, (int32_t)hp->n_rot,
+                           hp->rope_freq_base, hp->rope_freq_scale, err);
 }
 
-static enum st_status ffn_block(struct st_model *m, int64_t l, const struct rows *r,
-                                struct st_err *err)
+/* h = rmsnorm(x) * attn_norm, then k and v of every row, k normed (qwen3*)
+ * and roped: everything the cache needs. */
+static enum st_status project_kv(struct st_model *m, const struct st_fwd_layer *w,
+                                 const struct st_fwd_rows *r, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
-    const struct st_fwd_layer *w = &m->layers[l];
+    TRY(st_backend_rms_norm(m->be, &r->h, &r->x, &w->attn_norm, hp->rms_eps, err));
+    TRY(st_backend_matmul(m->be, &r->k, &r->h, &w->wk, err));
+    TRY(st_backend_matmul(m->be, &r->v, &r->h, &w->wv, err));
+    if (hp->qk_norm)
+        TRY(st_backend_rms_norm(m->be, &r->k, &r->k, &w->k_norm, hp->rms_eps, err));
+    return rope(m, &r->k, r, err);
+}
+
+/* q of every row from h (left by project_kv), normed (qwen3*) and roped. */
+static enum st_status project_q(struct st_model *m, const struct st_fwd_layer *w,
+                                const struct st_fwd_rows *r, struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    TRY(st_backend_matmul(m->be, &r->q, &r->h, &w->wq, err));
+    if (hp->qk_norm)
+        TRY(st_backend_rms_norm(m->be, &r->q, &r->q, &w->q_norm, hp->rms_eps, err));
+    return rope(m, &r->q, r, err);
+}
+
+/* att = causal GQA attention of q over the slot's cache, which the op
+ * first extends with k and v. */
+static enum st_status attend(struct st_model *m, const struct st_tensor *kc,
+                             const struct st_tensor *vc, const struct st_fwd_rows *r,
+                             struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    float scale = 1.0f / sqrtf((float)hp->head_dim_k);
+    return st_backend_attention(m->be, &r->att, &r->q, &r->k, &r->v, kc, vc, &r->slot,
+                                &r->pos, (int32_t)hp->n_head, (int32_t)hp->n_head_kv, scale,
+                                err);
+}
+
+enum st_status st_fwd_attn_block(struct st_model *m, const struct st_fwd_layer *w,
+                                 const struct st_tensor *kc, const struct st_tensor *vc,
+                                 const struct st_fwd_rows *r, struct st_err *err)
+{
+    TRY(project_kv(m, w, r, err));
+    TRY(project_q(m, w, r, err));
+    TRY(attend(m, kc, vc, r, err));
+    TRY(st_backend_matmul(m->be, &r->o, &r->att, &w->wo, err));
+    return st_backend_add(m->be, &r->x, &r->x, &r->o, err);
+}
+
+enum st_status st_fwd_attn_kv_only(struct st_model *m, const struct st_fwd_layer *w,
+                                   const struct st_tensor *kc, const struct st_tensor *vc,
+                                   const struct st_fwd_rows *r, struct st_err *err)
+{
+    TRY(project_kv(m, w, r, err));
+    return attend(m, kc, vc, r, err);
+}
+
+enum st_status st_fwd_ffn_block(struct st_model *m, const struct st_fwd_layer *w,
+                                const struct st_fwd_rows *r, struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
     struct st_backend *be = m->be;
 
     TRY(st_backend_rms_norm(be, &r->h, &r->x, &w->ffn_norm, hp->rms_eps, err));
@@ -120,6 +151,17 @@ static enum st_status ffn_block(struct st_model *m, int64_t l, const struct rows
     return st_backend_add(be, &r->x, &r->x, &r->o, err);
 }
 
+/* One decoder layer of the main model: its own slice of the KV cache. */
+static enum st_status layer(struct st_model *m, int64_t l, const struct st_fwd_rows *r,
+                            struct st_err *err)
+{
+    const struct st_fwd_layer *w = &m->layers[l];
+    struct st_tensor kc = st_tensor_slice(&m->kcache, 3, l, 1);
+    struct st_tensor vc = st_tensor_slice(&m->vcache, 3, l, 1);
+    TRY(st_fwd_attn_block(m, w, &kc, &vc, r, err));
+    return st_fwd_ffn_block(m, w, r, err);
+}
+
 /* Upload rows [r0, r1) of one per-row integer column. */
 static enum st_status put_i32(struct st_model *m, const struct st_tensor *t,
                               const int32_t *src32, const int64_t *src64, int64_t r0,
@@ -134,16 +176,14 @@ enum st_status st_fwd_chunk(struct st_model *m, const struct st_model_batch *b, 
                             int64_t r1, int64_t o0, int64_t o1, struct st_err *err)
 {
     int64_t n = r1 - r0;
-    struct rows r;
-    cut_rows(&m->act, n, &r);
+    struct st_fwd_rows r;
+    st_fwd_cut_rows(&m->act, n, &r);
     TRY(put_i32(m, &r.ids, b->tokens, NULL, r0, n, err));
     TRY(put_i32(m, &r.pos, NULL, b->pos, r0, n, err));
     TRY(put_i32(m, &r.slot, b->slots, NULL, r0, n, err));
     TRY(st_backend_embed(m->be, &r.x, &m->tok_embd, &r.ids, err));
-    for (int64_t l = 0; l < m->desc->hp.n_layer; l++) {
-        TRY(attn_block(m, l, &r, err));
-        TRY(ffn_block(m, l, &r, err));
-    }
+    for (int64_t l = 0; l < m->desc->hp.n_layer; l++)
+        TRY(layer(m, l, &r, err));
     if (o1 == o0)
         return ST_OK;
     /* Gather the rows that want logits: embed over the f32 residual is a

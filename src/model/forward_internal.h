@@ -1,5 +1,6 @@
 /* forward_internal.h -- the loaded model's state, shared by model_load.c
- * (building and freeing it) and forward.c (the layer program).
+ * (building and freeing it), forward.c (the layer program) and mtp.c
+ * (which runs its nextn layer through forward.c's blocks).
  *
  * Shapes use the backend's notation: [a, b] = ne0 a (contiguous), b rows.
  * E = n_embd, H = n_head, Hkv = n_head_kv, D = head dim, X = experts,
@@ -82,6 +83,34 @@ struct st_model {
 
 /* Entries [start, start + n) of a [1, N] integer column as an [n] vector. */
 struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t n);
+
+/* The activation buffers cut to the n rows of one pass (views, nothing
+ * owned). The MTP passes point pos and slot at their own columns. */
+struct st_fwd_rows {
+    struct st_tensor x, h, q, k, v, att, o, g, u, sel, wts, ids, pos, slot;
+};
+
+void st_fwd_cut_rows(const struct st_fwd_act *a, int64_t n, struct st_fwd_rows *r);
+
+/* The blocks of one decoder layer over the rows of r, shared by the main
+ * forward and the MTP nextn layer. w: the layer's weights; kc, vc: its KV
+ * cache f16 [Hkv*D, C, S, 1]. Each reads r->x and adds its output to it. */
+ST_MUST_CHECK
+enum st_status st_fwd_attn_block(struct st_model *m, const struct st_fwd_layer *w,
+                                 const struct st_tensor *kc, const struct st_tensor *vc,
+                                 const struct st_fwd_rows *r, struct st_err *err);
+ST_MUST_CHECK
+enum st_status st_fwd_ffn_block(struct st_model *m, const struct st_fwd_layer *w,
+                                const struct st_fwd_rows *r, struct st_err *err);
+
+/* Only the part of the attention block that reaches the cache: k and v of
+ * every row are written to kc, vc; r->x is left as it was, r->att holds
+ * garbage (the attention op runs on whatever q the buffer holds, as the op
+ * table has no write-only KV op). */
+ST_MUST_CHECK
+enum st_status st_fwd_attn_kv_only(struct st_model *m, const struct st_fwd_layer *w,
+                                   const struct st_tensor *kc, const struct st_tensor *vc,
+                                   const struct st_fwd_rows *r, struct st_err *err);
 
 /* Run rows [r0, r1) of b through every layer (r1 - r0 <= R), then gather
  * the final hidden state of the rows of out_rows[o0, o1) (all inside the

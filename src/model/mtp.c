@@ -14,7 +14,7 @@
  *   upkeep          after each chunk of the main forward: the chunk's final
  *                   states go through output_norm into hbuf, every row takes
  *                   the state of its predecessor, the block writes the MTP
- *                   KV of every row (and nothing else: attn_kv_only), and
+ *                   KV of every row (and nothing else: st_fwd_attn_kv_only), and
  *                   each slot carries its last state.
  *   st_mtp_draft    chained greedy drafting from the carried states.
  *
@@ -22,120 +22,18 @@
  * carried states move with single-row adds (out may alias the inputs of
  * add), a few per step.
  */
-#include <math.h>
 #include <string.h>
 
 #include "mtp_internal.h"
 #include "strata/log.h"
 
-/* The model's activation buffers cut to n rows, plus the MTP row columns. */
-struct mrows {
-    struct st_tensor x, h, q, k, v, att, o, g, u, sel, wts, pos, slot;
-};
-
-static struct st_tensor cut(const struct st_tensor *t, int64_t n)
+/* The model's activation buffers cut to n rows, with the MTP pass's own
+ * position and slot columns. */
+static void cut_rows(const struct st_mtp *t, int64_t n, struct st_fwd_rows *r)
 {
-    return st_tensor_slice(t, 1, 0, n);
-}
-
-static void cut_rows(const struct st_mtp *t, int64_t n, struct mrows *r)
-{
-    const struct st_fwd_act *a = &t->m->act;
-    r->x = cut(&a->x, n);
-    r->h = cut(&a->h, n);
-    r->q = cut(&a->q, n);
-    r->k = cut(&a->k, n);
-    r->v = cut(&a->v, n);
-    r->att = cut(&a->att, n);
-    r->o = cut(&a->o, n);
-    r->g = cut(&a->g, n);
-    r->u = cut(&a->u, n);
-    r->sel = cut(&a->sel, n);
-    r->wts = cut(&a->wts, n);
+    st_fwd_cut_rows(&t->m->act, n, r);
     r->pos = st_fwd_column(&t->pos, 0, n);
     r->slot = st_fwd_column(&t->slot, 0, n);
-}
-
-/* Attention sub-block of the nextn layer on its own KV cache (forward.c's
- * attn_block with the MTP weights and cache). */
-static enum st_status attn(struct st_mtp *t, const struct mrows *r, struct st_err *err)
-{
-    const struct st_hparams *hp = &t->m->desc->hp;
-    const struct st_fwd_layer *w = &t->w;
-    struct st_backend *be = t->m->be;
-    int32_t d = (int32_t)hp->head_dim_k;
-    enum st_status rc = st_backend_rms_norm(be, &r->h, &r->x, &w->attn_norm, hp->rms_eps, err);
-    if (rc == ST_OK) rc = st_backend_matmul(be, &r->q, &r->h, &w->wq, err);
-    if (rc == ST_OK) rc = st_backend_matmul(be, &r->k, &r->h, &w->wk, err);
-    if (rc == ST_OK) rc = st_backend_matmul(be, &r->v, &r->h, &w->wv, err);
-    if (rc == ST_OK && hp->qk_norm) {
-        rc = st_backend_rms_norm(be, &r->q, &r->q, &w->q_norm, hp->rms_eps, err);
-        if (rc == ST_OK)
-            rc = st_backend_rms_norm(be, &r->k, &r->k, &w->k_norm, hp->rms_eps, err);
-    }
-    if (rc == ST_OK)
-        rc = st_backend_rope(be, &r->q, &r->q, &r->pos, d, (int32_t)hp->n_rot,
-                             hp->rope_freq_base, hp->rope_freq_scale, err);
-    if (rc == ST_OK)
-        rc = st_backend_rope(be, &r->k, &r->k, &r->pos, d, (int32_t)hp->n_rot,
-                             hp->rope_freq_base, hp->rope_freq_scale, err);
-    if (rc == ST_OK)
-        rc = st_backend_attention(be, &r->att, &r->q, &r->k, &r->v, &t->kcache, &t->vcache,
-                                  &r->slot, &r->pos, (int32_t)hp->n_head,
-                                  (int32_t)hp->n_head_kv, 1.0f / sqrtf((float)d), err);
-    if (rc == ST_OK) rc = st_backend_matmul(be, &r->o, &r->att, &w->wo, err);
-    if (rc == ST_OK) rc = st_backend_add(be, &r->x, &r->x, &r->o, err);
-    return rc;
-}
-
-/* The upkeep's part of the attention sub-block: only what reaches the
- * cache. An upkeep row's block output is never used (no logits come from
- * it), and its k and v depend on its own input only, so the q projection,
- * Wo and the whole FFN are skipped; the attention op, which writes k and v
- * first, runs with whatever q the buffer holds and its output is dropped
- * (the op table has no write-only KV op). About a fifth of the layer. */
-static enum st_status attn_kv_only(struct st_mtp *t, const struct mrows *r, struct st_err *err)
-{
-    const struct st_hparams *hp = &t->m->desc->hp;
-    const struct st_fwd_layer *w = &t->w;
-    struct st_backend *be = t->m->be;
-    int32_t d = (int32_t)hp->head_dim_k;
-    enum st_status rc = st_backend_rms_norm(be, &r->h, &r->x, &w->attn_norm, hp->rms_eps, err);
-    if (rc == ST_OK) rc = st_backend_matmul(be, &r->k, &r->h, &w->wk, err);
-    if (rc == ST_OK) rc = st_backend_matmul(be, &r->v, &r->h, &w->wv, err);
-    if (rc == ST_OK && hp->qk_norm)
-        rc = st_backend_rms_norm(be, &r->k, &r->k, &w->k_norm, hp->rms_eps, err);
-    if (rc == ST_OK)
-        rc = st_backend_rope(be, &r->k, &r->k, &r->pos, d, (int32_t)hp->n_rot,
-                             hp->rope_freq_base, hp->rope_freq_scale, err);
-    if (rc == ST_OK)
-        rc = st_backend_attention(be, &r->att, &r->q, &r->k, &r->v, &t->kcache, &t->vcache,
-                                  &r->slot, &r->pos, (int32_t)hp->n_head,
-                                  (int32_t)hp->n_head_kv, 1.0f / sqrtf((float)d), err);
-    return rc;
-}
-
-/* FFN sub-block (MoE, or dense SwiGLU) of the nextn layer. */
-static enum st_status ffn(struct st_mtp *t, const struct mrows *r, struct st_err *err)
-{
-    const struct st_hparams *hp = &t->m->desc->hp;
-    const struct st_fwd_layer *w = &t->w;
-    struct st_backend *be = t->m->be;
-    enum st_status rc = st_backend_rms_norm(be, &r->h, &r->x, &w->ffn_norm, hp->rms_eps, err);
-    if (rc == ST_OK && hp->n_expert > 0) {
-        rc = st_backend_moe_route(be, &r->sel, &r->wts, &r->h, &w->router, err);
-        if (rc == ST_OK)
-            rc = st_backend_moe_ffn(be, &r->o, &r->h, &r->sel, &r->wts, &w->gate_exps,
-                                    &w->up_exps, &w->down_exps, err);
-    } else if (rc == ST_OK) {
-        rc = st_backend_matmul(be, &r->g, &r->h, &w->ffn_gate, err);
-        if (rc == ST_OK) rc = st_backend_matmul(be, &r->u, &r->h, &w->ffn_up, err);
-        if (rc == ST_OK) rc = st_backend_silu_mul(be, &r->g, &r->g, &r->u, err);
-        if (rc == ST_OK) rc = st_backend_matmul(be, &r->o, &r->g, &w->ffn_down, err);
-    }
-    if (rc == ST_OK)
-        rc = st_backend_add(be, &r->x, &r->x, &r->o, err);
-    return rc;
 }
 
 /* Upload n per-row integers (from int32 or int64 source) into column c. */
@@ -174,7 +72,7 @@ static enum st_status block_input(struct st_mtp *t, int64_t n, const int32_t *to
     struct st_tensor e2 = st_tensor_slice(&t->esrc, 1, 0, 2 * n);
     struct st_tensor c = st_tensor_slice(&t->cat, 1, 0, n);
     const int64_t ne[ST_TENSOR_DIMS] = { t->E, 2 * n, 1, 1 };
-    struct st_tensor cv = st_tensor_reshape(&c, ne), x = cut(&t->m->act.x, n);
+    struct st_tensor cv = st_tensor_reshape(&c, ne), x = st_tensor_slice(&t->m->act.x, 1, 0, n);
     if (rc == ST_OK) rc = st_backend_embed(be, &ee, t->embed, &ids, err);
     if (rc == ST_OK) rc = st_backend_rms_norm(be, &ee, &ee, &t->enorm, eps, err);
     if (rc == ST_OK) rc = st_backend_embed(be, &eh, htable, &hidx, err);
@@ -184,20 +82,24 @@ static enum st_status block_input(struct st_mtp *t, int64_t n, const int32_t *to
     return rc;
 }
 
+/* The nextn layer runs forward.c's blocks with the MTP weights and KV
+ * cache. An upkeep row's block output is never used (no logits come from
+ * it), and its k and v depend on its own input only, so upkeep (kv_only)
+ * stops at the cache write: about a fifth of the layer. */
 enum st_status st_mtp_rows(struct st_mtp *t, int64_t n, const int32_t *tokens,
                            const int32_t *slots, const int64_t *pos,
                            const struct st_tensor *htable, const int32_t *hrows, bool kv_only,
                            struct st_err *err)
 {
-    struct mrows r;
+    struct st_fwd_rows r;
     cut_rows(t, n, &r);
     enum st_status rc = block_input(t, n, tokens, slots, pos, htable, hrows, err);
     if (rc == ST_OK && kv_only)
-        return attn_kv_only(t, &r, err);
+        return st_fwd_attn_kv_only(t->m, &t->w, &t->kcache, &t->vcache, &r, err);
     if (rc == ST_OK)
-        rc = attn(t, &r, err);
+        rc = st_fwd_attn_block(t->m, &t->w, &t->kcache, &t->vcache, &r, err);
     if (rc == ST_OK)
-        rc = ffn(t, &r, err);
+        rc = st_fwd_ffn_block(t->m, &t->w, &r, err);
     return rc;
 }
 
@@ -232,7 +134,7 @@ static enum st_status upkeep(struct st_mtp *t, const struct st_model_batch *b, i
 {
     struct st_model *m = t->m;
     int64_t n = r1 - r0, S = t->S;
-    struct st_tensor hm = st_tensor_slice(&t->hbuf, 1, S + 1, n), x = cut(&m->act.x, n);
+    struct st_tensor hm = st_tensor_slice(&t->hbuf, 1, S + 1, n), x = st_tensor_slice(&m->act.x, 1, 0, n);
     enum st_status rc = st_backend_rms_norm(m->be, &hm, &x, &m->output_norm,
                                             m->desc->hp.rms_eps, err);
     for (int64_t i = 0; i < n; i++) {

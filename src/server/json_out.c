@@ -59,54 +59,22 @@ bool st_json_utf8_valid(const char *s, size_t n)
     return true;
 }
 
-/* One ASCII byte that needs escaping, written as \x or \u00XX. */
-static enum st_status put_escape(struct st_buf *b, unsigned char c)
-{
-    static const char hex[] = "0123456789abcdef";
-    char esc[6] = { '\\', 0, 0, 0, 0, 0 };
-    size_t len = 2;
-    switch (c) {
-    case '"':  esc[1] = '"'; break;
-    case '\\': esc[1] = '\\'; break;
-    case '\n': esc[1] = 'n'; break;
-    case '\r': esc[1] = 'r'; break;
-    case '\t': esc[1] = 't'; break;
-    case '\b': esc[1] = 'b'; break;
-    case '\f': esc[1] = 'f'; break;
-    default:
-        esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
-        esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
-        len = 6;
-    }
-    return st_buf_append(b, esc, len);
-}
-
 enum st_status st_json_str(struct st_buf *b, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     enum st_status rc = st_buf_append(b, ST_LIT("\""));
     size_t i = 0;
     while (rc == ST_OK && i < n) {
-        /* copy the longest run that needs no escaping in one append */
-        size_t j = i;
-        while (j < n && p[j] >= 0x20 && p[j] != '"' && p[j] != '\\' && p[j] < 0x80)
-            j++;
+        /* escape the longest valid stretch in one call; an invalid byte
+         * becomes one U+FFFD */
+        size_t j = i, k;
+        while (j < n && (k = utf8_seq(p + j, n - j)) > 0)
+            j += k;
         if (j > i) {
-            rc = st_buf_append(b, s + i, j - i);
+            rc = st_buf_json_chars(b, s + i, j - i);
             i = j;
-            continue;
-        }
-        if (p[i] < 0x80) {
-            rc = put_escape(b, p[i]);
-            i++;
-            continue;
-        }
-        size_t k = utf8_seq(p + i, n - i);
-        if (k) {
-            rc = st_buf_append(b, s + i, k);
-            i += k;
         } else {
-            rc = st_buf_append(b, ST_LIT("\xEF\xBF\xBD"));   /* U+FFFD */
+            rc = st_buf_append(b, ST_LIT("\xEF\xBF\xBD"));
             i++;
         }
     }

@@ -103,37 +103,59 @@ enum st_status st_buf_printf(struct st_buf *b, const char *fmt, ...)
     return ST_OK;
 }
 
-enum st_status st_buf_json_str(struct st_buf *b, const char *s, size_t n)
+/* The bytes a JSON string cannot hold as they are. */
+static bool json_needs_escape(unsigned char c)
+{
+    return c < 0x20 || c == '"' || c == '\\';
+}
+
+/* The escape of one such byte: \n style where JSON has one, else \u00XX. */
+static enum st_status json_escape(struct st_buf *b, unsigned char c)
 {
     static const char hex[] = "0123456789abcdef";
-    enum st_status rc = reserve(b, n + 2);
-    if (rc != ST_OK)
-        return rc;
-    b->data[b->len++] = '"';
-    for (size_t i = 0; i < n && rc == ST_OK; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[7] = { '\\', 0, 0, 0, 0, 0, 0 };
-        size_t elen = 2;
-        switch (c) {
-        case '"':  esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        default:
-            if (c < 0x20) {
-                esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
-                esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
-                elen = 6;
-            } else {
-                esc[0] = (char)c;
-                elen = 1;
-            }
-        }
-        rc = st_buf_append(b, esc, elen);
+    char esc[6] = { '\\', 0, 0, 0, 0, 0 };
+    size_t len = 2;
+    switch (c) {
+    case '"':  esc[1] = '"'; break;
+    case '\\': esc[1] = '\\'; break;
+    case '\n': esc[1] = 'n'; break;
+    case '\r': esc[1] = 'r'; break;
+    case '\t': esc[1] = 't'; break;
+    case '\b': esc[1] = 'b'; break;
+    case '\f': esc[1] = 'f'; break;
+    default:
+        esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
+        esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
+        len = 6;
     }
+    return st_buf_append(b, esc, len);
+}
+
+enum st_status st_buf_json_chars(struct st_buf *b, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    enum st_status rc = reserve(b, n);
+    size_t i = 0;
+    while (rc == ST_OK && i < n) {
+        /* copy the longest run that needs no escaping in one append */
+        size_t j = i;
+        while (j < n && !json_needs_escape(p[j]))
+            j++;
+        if (j > i) {
+            rc = st_buf_append(b, s + i, j - i);
+            i = j;
+        } else {
+            rc = json_escape(b, p[i++]);
+        }
+    }
+    return rc;
+}
+
+enum st_status st_buf_json_str(struct st_buf *b, const char *s, size_t n)
+{
+    enum st_status rc = st_buf_append(b, "\"", 1);
+    if (rc == ST_OK)
+        rc = st_buf_json_chars(b, s, n);
     if (rc == ST_OK)
         rc = st_buf_append(b, "\"", 1);
     return rc;

@@ -47,6 +47,7 @@ before(async () => {
 });
 
 after(async () => {
+  if (process.env.DUMPLOG) fs.writeFileSync(process.env.DUMPLOG, srv.log());
   if (srv) await srv.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });

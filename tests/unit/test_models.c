@@ -549,6 +549,102 @@ START_TEST(test_models_an_empty_engine_loads_before_another_swaps)
 }
 END_TEST
 
+/* The slot views /slots shows, caught during a load: the test's clock
+ * calls the manual clock's sleep and, while 'armed', copies the views at
+ * the first sleep (the sim load sleeps in tenths of its time). */
+static struct {
+    struct st_engine_pool *pool;
+    bool armed;
+    struct st_slot_view views[8];
+    size_t n;
+} g_seen;
+
+static void (*g_manual_sleep)(const struct st_clock *, int64_t);
+
+static void sleep_and_look(const struct st_clock *c, int64_t deadline_ns)
+{
+    if (g_seen.armed) {
+        g_seen.armed = false;
+        g_seen.n = st_engine_pool_slots(g_seen.pool, g_seen.views, ST_ARRAY_LEN(g_seen.views));
+    }
+    g_manual_sleep(c, deadline_ns);
+}
+
+/* Every slot of 'engine' in v[0..n) shows model m (-1: none) of n_ctx tokens. */
+static void check_slots(const struct st_slot_view *v, size_t n, int32_t engine, int32_t m,
+                        int64_t n_ctx, const char *when)
+{
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].engine != engine)
+            continue;
+        seen++;
+        ck_assert_msg(v[i].model == m && v[i].n_ctx == n_ctx,
+                      "%s: engine %d slot %d shows model %d of %lld tokens, expected %d of %lld",
+                      when, (int)engine, (int)v[i].slot, (int)v[i].model, (long long)v[i].n_ctx,
+                      (int)m, (long long)n_ctx);
+    }
+    ck_assert_int_eq(seen, 2);
+}
+
+START_TEST(test_models_slots_show_each_engines_model)
+{
+    /* A (4096 tokens) preloads on both engines, B (2048) loads on use.
+     * /slots must show each engine's model as soon as it has it, even an
+     * engine that has served nothing since its start-up load (the views
+     * were only refreshed by steps with work: engine 1 showed no model
+     * until its first request, and the e2e models suite saw null there
+     * when engine 0 happened to serve every request); none while one is
+     * loading; the new one after a swap. */
+    struct fixture f;
+    struct rec r[2];
+    struct st_request *q[2];
+    struct st_slot_view v[8];
+    struct st_model_config extra[] = { model("B", 2) };
+    extra[0].ctx_size = 2048;
+    mfx(&f, model("A", 2), extra, 1);
+    f.pcfg.model.ctx_size = 4096;
+    f.pcfg.model.preload = true;
+    f.pcfg.n_engines = 2;
+    f.pcfg.gpus[0] = 0;
+    f.pcfg.gpus[1] = 1;
+    g_manual_sleep = f.clk.clock.sleep_until;
+    f.clk.clock.sleep_until = sleep_and_look;
+    ck_assert(fx_start(&f));
+    g_seen.pool = f.pool;
+    g_seen.armed = false;
+    ck_assert(st_engine_pool_step(f.pool, 0));   /* start-up loads, nothing to serve */
+    ck_assert(st_engine_pool_step(f.pool, 1));
+    ck_assert(st_engine_pool_ready(f.pool));
+    size_t n = st_engine_pool_slots(f.pool, v, ST_ARRAY_LEN(v));
+    ck_assert_uint_eq(n, 4);
+    check_slots(v, n, 0, A, 4096, "after start-up");
+    check_slots(v, n, 1, A, 4096, "after start-up");
+
+    /* a1 and then b1 both go to engine 0 (it steps first); engine 1 idles. */
+    q[0] = sub(&f, "a1", A, 0, 2, &r[0]);
+    fx_run_idle(&f);
+    ck_assert_int_eq(r[0].engine, 0);
+    q[1] = sub(&f, "b1", B, 0, 2, &r[1]);
+    g_seen.armed = true;
+    fx_run_idle(&f);
+    ck_assert(!g_seen.armed);
+    check_slots(g_seen.views, g_seen.n, 0, -1, 0, "while engine 0 loads B");
+    check_slots(g_seen.views, g_seen.n, 1, A, 4096, "while engine 0 loads B");
+    ck_assert_int_eq(r[1].status, ST_OK);
+    ck_assert_int_eq(r[1].engine, 0);
+    const struct st_activity *b1 = activity_of(&f, "b1");
+    ck_assert(b1 && b1->swapped && b1->swap_from == A);
+    n = st_engine_pool_slots(f.pool, v, ST_ARRAY_LEN(v));
+    check_slots(v, n, 0, B, 2048, "after the swap");
+    check_slots(v, n, 1, A, 4096, "after the swap");
+    ck_assert_int_eq(st_engine_pool_engine_model(f.pool, 1), A);
+    check_invariants(&f);
+    unref_all(q, 2);
+    fx_stop(&f);
+}
+END_TEST
+
 /* ---- names, config, status ------------------------------------------- */
 
 START_TEST(test_models_names_aliases_and_config_errors)
@@ -664,6 +760,7 @@ static Suite *models_suite(void)
     tcase_add_test(t, test_models_two_engines_each_serve_their_loaded_model);
     tcase_add_test(t, test_models_pinned_model_runs_only_on_its_gpu);
     tcase_add_test(t, test_models_an_empty_engine_loads_before_another_swaps);
+    tcase_add_test(t, test_models_slots_show_each_engines_model);
     tcase_add_test(t, test_models_names_aliases_and_config_errors);
     tcase_add_test(t, test_models_preload_and_load_histogram);
     suite_add_tcase(s, t);
