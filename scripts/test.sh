@@ -19,7 +19,7 @@ run_ctest() {   # run_ctest BUILD_DIR [ctest args...]
 }
 
 echo "== plain build (warnings are errors)"
-cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_WERROR=ON \
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=ON \
       -DSTRATA_CUDA=OFF >/dev/null
 cmake --build build-test -j"$jobs"
 run_ctest build-test

@@ -134,7 +134,7 @@ enum st_status st_backend_alloc(struct st_backend *be, enum st_dtype type,
                                 struct st_err *err)
 {
     struct st_tensor t;
-    size_t nbytes;
+    size_t nbytes = 0;
     enum st_status rc = init_desc(be, type, ne, &t, &nbytes, err);
 
     memset(out, 0, sizeof(*out));
@@ -152,7 +152,7 @@ enum st_status st_backend_wrap(struct st_backend *be, enum st_dtype type,
                                size_t nbytes, struct st_tensor *out, struct st_err *err)
 {
     struct st_tensor t;
-    size_t want;
+    size_t want = 0;
     enum st_status rc = init_desc(be, type, ne, &t, &want, err);
 
     memset(out, 0, sizeof(*out));

@@ -44,14 +44,32 @@ static float signed_max(const float *x, int n)
     return max;
 }
 
+/* The largest magnitude |x[j]|, j < n (0 for none). */
+static float abs_max(const float *x, int n)
+{
+    float amax = 0;
+    for (int j = 0; j < n; j++)
+        amax = ST_MAX(amax, fabs_(x[j]));
+    return amax;
+}
+
+/* For each of the 8 sub-blocks of 32 in a 256 super-block, the scale that
+ * maps its largest magnitude to qmax; returns the largest of those. */
+static float subblock_scales(const float *x, float qmax, float want[8])
+{
+    float max_db = 0;
+    for (int ib = 0; ib < 8; ib++) {
+        want[ib] = abs_max(x + 32 * ib, 32) / qmax;
+        max_db = ST_MAX(max_db, want[ib]);
+    }
+    return max_db;
+}
+
 void st_quantize_row_q8_0(const float *x, struct st_block_q8_0 *y, int64_t n)
 {
     ST_ASSERT(n % ST_QK == 0);
     for (int64_t i = 0; i < n / ST_QK; i++, x += ST_QK) {
-        float amax = 0;
-        for (int j = 0; j < ST_QK; j++)
-            amax = ST_MAX(amax, fabs_(x[j]));
-        float d = amax / 127.f, id = d != 0 ? 1.f / d : 0.f;
+        float d = abs_max(x, ST_QK) / 127.f, id = d != 0 ? 1.f / d : 0.f;
         y[i].d = st_f32_to_fp16(d);
         for (int j = 0; j < ST_QK; j++)
             y[i].qs[j] = (int8_t)round_(x[j] * id);
@@ -253,14 +271,8 @@ static int grid_nearest(const uint32_t *grid, int n, const float *m)
  * explicit sign bit per weight. */
 static void iq3_s_block(const float *x, struct st_block_iq3_s *y)
 {
-    float want[8], max_db = 0;
-    for (int ib = 0; ib < 8; ib++) {
-        float amax = 0;
-        for (int j = 0; j < 32; j++)
-            amax = ST_MAX(amax, fabs_(x[32 * ib + j]));
-        want[ib] = amax / 15.f;
-        max_db = ST_MAX(max_db, want[ib]);
-    }
+    float want[8];
+    float max_db = subblock_scales(x, 15.f, want);
     float d = st_fp16_to_f32(st_f32_to_fp16(max_db / 31.f));
     memset(y, 0, sizeof(*y));
     y->d = st_f32_to_fp16(d);
@@ -304,14 +316,8 @@ static uint32_t iq3xxs_signs(const float *x)
 
 static void iq3_xxs_block(const float *x, struct st_block_iq3_xxs *y)
 {
-    float want[8], max_db = 0;
-    for (int ib = 0; ib < 8; ib++) {
-        float amax = 0;
-        for (int j = 0; j < 32; j++)
-            amax = ST_MAX(amax, fabs_(x[32 * ib + j]));
-        want[ib] = amax / 62.f;
-        max_db = ST_MAX(max_db, want[ib]);
-    }
+    float want[8];
+    float max_db = subblock_scales(x, 62.f, want);
     /* db = d (0.5 + s) 0.5, s = 0..15 -> the largest is d * 7.75 */
     float d = st_fp16_to_f32(st_f32_to_fp16(max_db / 7.75f));
     memset(y, 0, sizeof(*y));

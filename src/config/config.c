@@ -100,23 +100,31 @@ void st_config_fini(struct st_config *c)
     memset(c, 0, sizeof(*c));
 }
 
+/* The array 'arr' of n elements of 'size' bytes, reallocated with one more
+ * zeroed element at [n]; NULL when out of memory (arr is then untouched). */
+static void *grow_by_one(void *arr, size_t n, size_t size)
+{
+    unsigned char *grown = realloc(arr, (n + 1) * size);
+    if (grown != NULL)
+        memset(grown + n * size, 0, size);
+    return grown;
+}
+
 struct st_config_model *st_cfg_add_model(struct st_config *c)
 {
-    struct st_config_model *grown = realloc(c->models, (c->n_models + 1) * sizeof(*grown));
+    struct st_config_model *grown = grow_by_one(c->models, c->n_models, sizeof(*grown));
     if (grown == NULL)
         return NULL;
     c->models = grown;
-    memset(&grown[c->n_models], 0, sizeof(*grown));
     return &grown[c->n_models++];
 }
 
 struct st_config_key *st_cfg_add_key(struct st_config *c)
 {
-    struct st_config_key *grown = realloc(c->keys, (c->n_keys + 1) * sizeof(*grown));
+    struct st_config_key *grown = grow_by_one(c->keys, c->n_keys, sizeof(*grown));
     if (grown == NULL)
         return NULL;
     c->keys = grown;
-    memset(&grown[c->n_keys], 0, sizeof(*grown));
     return &grown[c->n_keys++];
 }
 

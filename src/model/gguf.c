@@ -112,7 +112,7 @@ static enum st_status rd_u64(struct cur *c, uint64_t *v, const char *what)
 /* A GGUF string: u64 length + bytes, the bytes within the file. */
 static enum st_status rd_str(struct cur *c, struct st_str *s, const char *what)
 {
-    uint64_t len;
+    uint64_t len = 0;
     enum st_status rc = rd_u64(c, &len, what);
     if (rc != ST_OK)
         return rc;
@@ -167,8 +167,8 @@ static struct st_str tensor_name(const struct st_gguf *g, uint32_t i) { return g
 
 static enum st_status parse_array(struct cur *c, struct st_gguf_kv *kv)
 {
-    uint32_t et;
-    uint64_t n;
+    uint32_t et = 0;
+    uint64_t n = 0;
     enum st_status rc = rd_u32(c, &et, "array element type");
     if (rc == ST_OK)
         rc = rd_u64(c, &n, "array count");
@@ -207,7 +207,7 @@ static enum st_status parse_array(struct cur *c, struct st_gguf_kv *kv)
 
 static enum st_status parse_kv(struct cur *c, struct st_gguf_kv *kv, int64_t idx)
 {
-    uint32_t t;
+    uint32_t t = 0;
     enum st_status rc = rd_str(c, &kv->key, "key");
     if (rc == ST_OK && kv->key.len == 0)
         return st_err_set(c->err, ST_ERR_BAD_GGUF, "gguf: key #%lld is empty", (long long)idx);
@@ -279,7 +279,7 @@ static enum st_status parse_alignment(struct st_gguf *g, struct st_err *err)
 
 static enum st_status tensor_dims(struct cur *c, struct st_gguf_tensor *t)
 {
-    uint32_t nd, type;
+    uint32_t nd = 0, type = 0;
     enum st_status rc = rd_u32(c, &nd, "tensor n_dims");
     if (rc != ST_OK)
         return rc;
@@ -290,7 +290,7 @@ static enum st_status tensor_dims(struct cur *c, struct st_gguf_tensor *t)
     for (int d = 0; d < ST_GGUF_MAX_DIMS; d++)
         t->ne[d] = 1;
     for (uint32_t d = 0; d < nd; d++) {
-        uint64_t v;
+        uint64_t v = 0;
         rc = rd_u64(c, &v, "tensor dimension");
         if (rc != ST_OK)
             return rc;
@@ -396,7 +396,7 @@ static enum st_status parse_tensors(struct st_gguf *g, struct cur *c)
 
 static enum st_status parse_header(struct st_gguf *g, struct cur *c)
 {
-    uint64_t nt, nkv;
+    uint64_t nt = 0, nkv = 0;
     if (c->size < 4 || memcmp(c->base, GGUF_MAGIC, 4) != 0)
         return st_err_set(c->err, ST_ERR_BAD_GGUF, "gguf: bad magic (not a GGUF file)");
     c->pos = 4;
@@ -570,7 +570,7 @@ static bool scalar_num(enum st_gguf_type t, const uint8_t *p, int64_t *iv, uint6
 {
     uint32_t u32;
     uint64_t u64;
-    float f;
+    float f = 0;
     switch (t) {
     case ST_GGUF_U8: case ST_GGUF_BOOL: *uv = p[0]; *kind = 1; return true;
     case ST_GGUF_I8: *iv = (int8_t)p[0]; *kind = 0; return true;
@@ -623,8 +623,8 @@ bool st_gguf_kv_u64(const struct st_gguf_kv *kv, uint64_t *out)
 
 bool st_gguf_kv_bool(const struct st_gguf_kv *kv, bool *out)
 {
-    int64_t v;
-    uint64_t u;
+    int64_t v = 0;
+    uint64_t u = 0;
     if (st_gguf_kv_i64(kv, &v))
         *out = v != 0;
     else if (st_gguf_kv_u64(kv, &u))

@@ -94,7 +94,7 @@ static enum st_status read_rope_scaling(struct ctx *c, struct st_hparams *hp)
     if (!st_str_eq_c(type, "linear"))
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: rope scaling '%.*s' is not supported",
                           (int)ST_MIN(type.len, 32), type.ptr);
-    float factor;
+    float factor = 1.0f;
     enum st_status rc = key_float(c, "rope.scaling.factor", true, 1.0f, &factor);
     if (rc == ST_OK)
         hp->rope_freq_scale = 1.0f / factor;

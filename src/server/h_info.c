@@ -18,6 +18,26 @@
 
 #define ACTIVITY_MAX 10000
 
+/* Writes element i of the caller's array 'items' as JSON. */
+typedef enum st_status (*elem_writer)(struct st_buf *b, struct st_server *srv,
+                                      const void *items, size_t i);
+
+/* The JSON array [put(0),put(1),...] of n elements. */
+static enum st_status json_array(struct st_buf *b, struct st_server *srv, const void *items,
+                                 size_t n, elem_writer put)
+{
+    enum st_status rc = st_buf_append(b, ST_LIT("["));
+    for (size_t i = 0; i < n && rc == ST_OK; i++) {
+        if (i)
+            rc = st_buf_append(b, ST_LIT(","));
+        if (rc == ST_OK)
+            rc = put(b, srv, items, i);
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(b, ST_LIT("]"));
+    return rc;
+}
+
 /* "aliases":[...],"engines":[...] of the strata object. */
 static enum st_status model_lists(struct st_buf *b, struct st_server *srv, int32_t m,
                                   const struct st_model_status *st)
@@ -76,25 +96,25 @@ static enum st_status model_obj(struct st_buf *b, struct st_server *srv, int32_t
     return rc;
 }
 
+/* The models are numbered: no items array. */
+static enum st_status model_at(struct st_buf *b, struct st_server *srv, const void *items,
+                               size_t i)
+{
+    (void)items;
+    return model_obj(b, srv, (int32_t)i);
+}
+
 enum st_route_result st_h_models(struct st_call *c)
 {
     struct st_buf b;
     st_buf_init(&b);
-    enum st_status rc = st_buf_append(&b, ST_LIT("{\"object\":\"list\",\"data\":["));
-    int32_t n = st_engine_pool_n_models(c->srv->pool);
-    for (int32_t m = 0; m < n && rc == ST_OK; m++) {
-        if (m)
-            rc = st_buf_append(&b, ST_LIT(","));
-        if (rc == ST_OK)
-            rc = model_obj(&b, c->srv, m);
-    }
+    size_t n = (size_t)st_engine_pool_n_models(c->srv->pool);
+    enum st_status rc = st_buf_append(&b, ST_LIT("{\"object\":\"list\",\"data\":"));
     if (rc == ST_OK)
-        rc = st_buf_append(&b, ST_LIT("]}"));
-    if (rc != ST_OK) {
-        st_buf_fini(&b);
-        return st_reply_nomem(c);
-    }
-    return st_reply_json(c, 200, &b);
+        rc = json_array(&b, c->srv, NULL, n, model_at);
+    if (rc == ST_OK)
+        rc = st_buf_append(&b, ST_LIT("}"));
+    return st_reply_json_built(c, rc, &b);
 }
 
 enum st_route_result st_h_model_one(struct st_call *c)
@@ -109,11 +129,8 @@ enum st_route_result st_h_model_one(struct st_call *c)
     }
     struct st_buf b;
     st_buf_init(&b);
-    if (model_obj(&b, c->srv, m) != ST_OK) {
-        st_buf_fini(&b);
-        return st_reply_nomem(c);
-    }
-    return st_reply_json(c, 200, &b);
+    enum st_status rc = model_obj(&b, c->srv, m);
+    return st_reply_json_built(c, rc, &b);
 }
 
 enum st_route_result st_h_health(struct st_call *c)
@@ -126,11 +143,8 @@ enum st_route_result st_h_health(struct st_call *c)
     }
     struct st_buf b;
     st_buf_init(&b);
-    if (st_buf_append(&b, ST_LIT("{\"status\":\"ok\"}")) != ST_OK) {
-        st_buf_fini(&b);
-        return st_reply_nomem(c);
-    }
-    return st_reply_json(c, 200, &b);
+    enum st_status rc = st_buf_append(&b, ST_LIT("{\"status\":\"ok\"}"));
+    return st_reply_json_built(c, rc, &b);
 }
 
 enum st_route_result st_h_metrics(struct st_call *c)
@@ -178,9 +192,11 @@ static enum st_status opt_ms(struct st_buf *b, const char *key, double v)
     return rc;
 }
 
-static enum st_status activity_obj(struct st_buf *b, struct st_server *srv,
-                                   const struct st_activity *a)
+/* Record i of the st_activity array 'items' (an elem_writer). */
+static enum st_status activity_obj(struct st_buf *b, struct st_server *srv, const void *items,
+                                   size_t i)
 {
+    const struct st_activity *a = (const struct st_activity *)items + i;
     enum st_status rc = st_buf_printf(b, "{\"id\":%llu,\"request_id\":",
                                       (unsigned long long)a->id);
     if (rc == ST_OK)
@@ -244,21 +260,9 @@ enum st_route_result st_h_activity(struct st_call *c)
     size_t n = st_sched_activity(c->srv->sched, recs, limit);
     struct st_buf b;
     st_buf_init(&b);
-    enum st_status rc = st_buf_append(&b, ST_LIT("["));
-    for (size_t i = 0; i < n && rc == ST_OK; i++) {
-        if (i)
-            rc = st_buf_append(&b, ST_LIT(","));
-        if (rc == ST_OK)
-            rc = activity_obj(&b, c->srv, &recs[i]);
-    }
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, ST_LIT("]"));
+    enum st_status rc = json_array(&b, c->srv, recs, n, activity_obj);
     free(recs);
-    if (rc != ST_OK) {
-        st_buf_fini(&b);
-        return st_reply_nomem(c);
-    }
-    return st_reply_json(c, 200, &b);
+    return st_reply_json_built(c, rc, &b);
 }
 
 static const char *slot_state_name(enum st_slot_state s)
@@ -273,9 +277,11 @@ static const char *slot_state_name(enum st_slot_state s)
     return "unknown";
 }
 
-static enum st_status slot_obj(struct st_buf *b, struct st_server *srv,
-                               const struct st_slot_view *v)
+/* Slot i of the st_slot_view array 'items' (an elem_writer). */
+static enum st_status slot_obj(struct st_buf *b, struct st_server *srv, const void *items,
+                               size_t i)
 {
+    const struct st_slot_view *v = (const struct st_slot_view *)items + i;
     bool busy = v->state != ST_SLOT_IDLE;
     enum st_status rc = st_buf_printf(b, "{\"id\":%d,\"engine\":%d,\"state\":\"%s\","
                                          "\"is_processing\":%s,\"request_id\":",
@@ -308,19 +314,7 @@ enum st_route_result st_h_slots(struct st_call *c)
     size_t n = ST_MIN(total, st_engine_pool_slots(c->srv->pool, v, total));
     struct st_buf b;
     st_buf_init(&b);
-    enum st_status rc = st_buf_append(&b, ST_LIT("["));
-    for (size_t i = 0; i < n && rc == ST_OK; i++) {
-        if (i)
-            rc = st_buf_append(&b, ST_LIT(","));
-        if (rc == ST_OK)
-            rc = slot_obj(&b, c->srv, &v[i]);
-    }
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, ST_LIT("]"));
+    enum st_status rc = json_array(&b, c->srv, v, n, slot_obj);
     free(v);
-    if (rc != ST_OK) {
-        st_buf_fini(&b);
-        return st_reply_nomem(c);
-    }
-    return st_reply_json(c, 200, &b);
+    return st_reply_json_built(c, rc, &b);
 }

@@ -75,7 +75,7 @@ static enum st_status tokens_json(struct st_buf *b, struct st_engine_pool *pool,
 enum st_route_result st_h_tokenize(struct st_call *c)
 {
     struct st_oai_text_request r;
-    int32_t model;
+    int32_t model = 0;
     enum st_route_result res = parse_or_reply(c, ST_OAI_TOKENIZE, &r, &model);
     if (res != ST_ROUTE_WAIT)
         return res;
@@ -94,16 +94,18 @@ enum st_route_result st_h_tokenize(struct st_call *c)
     rc = tokens_json(&b, c->srv->pool, model, ids, n, r.with_pieces);
     free(ids);
     st_oai_text_request_fini(&r);
-    if (rc != ST_OK) {
-        st_buf_fini(&b);
-        return st_reply_nomem(c);
-    }
-    return st_reply_json(c, 200, &b);
+    return st_reply_json_built(c, rc, &b);
 }
 
-/* {"<key>": "<text>"} */
-static enum st_route_result reply_text(struct st_call *c, const char *key, const char *text)
+/* The answer to an engine call that made 'text' (owned, freed here when
+ * the call succeeded): {"<key>": "<text>"}, or the call's error with
+ * 'param' blamed. */
+static enum st_route_result reply_text(struct st_call *c, enum st_status call_rc,
+                                       const struct st_err *err, const char *param,
+                                       const char *key, char *text)
 {
+    if (call_rc != ST_OK)
+        return engine_error(c, call_rc, err, param);
     struct st_buf b;
     st_buf_init(&b);
     enum st_status rc = st_buf_printf(&b, "{\"%s\":", key);
@@ -111,17 +113,14 @@ static enum st_route_result reply_text(struct st_call *c, const char *key, const
         rc = st_json_cstr(&b, text);
     if (rc == ST_OK)
         rc = st_buf_append(&b, ST_LIT("}"));
-    if (rc != ST_OK) {
-        st_buf_fini(&b);
-        return st_reply_nomem(c);
-    }
-    return st_reply_json(c, 200, &b);
+    free(text);
+    return st_reply_json_built(c, rc, &b);
 }
 
 enum st_route_result st_h_detokenize(struct st_call *c)
 {
     struct st_oai_text_request r;
-    int32_t model;
+    int32_t model = 0;
     enum st_route_result res = parse_or_reply(c, ST_OAI_DETOKENIZE, &r, &model);
     if (res != ST_ROUTE_WAIT)
         return res;
@@ -130,17 +129,13 @@ enum st_route_result st_h_detokenize(struct st_call *c)
     enum st_status rc = st_engine_pool_detokenize(c->srv->pool, model, r.tokens, r.n_tokens,
                                                   &text, &err);
     st_oai_text_request_fini(&r);
-    if (rc != ST_OK)
-        return engine_error(c, rc, &err, "tokens");
-    res = reply_text(c, "content", text);
-    free(text);
-    return res;
+    return reply_text(c, rc, &err, "tokens", "content", text);
 }
 
 enum st_route_result st_h_apply_template(struct st_call *c)
 {
     struct st_oai_text_request r;
-    int32_t model;
+    int32_t model = 0;
     enum st_route_result res = parse_or_reply(c, ST_OAI_APPLY_TEMPLATE, &r, &model);
     if (res != ST_ROUTE_WAIT)
         return res;
@@ -150,9 +145,5 @@ enum st_route_result st_h_apply_template(struct st_call *c)
                                                       r.tools_json, r.kwargs_json, true,
                                                       &prompt, &err);
     st_oai_text_request_fini(&r);
-    if (rc != ST_OK)
-        return engine_error(c, rc, &err, "messages");
-    res = reply_text(c, "prompt", prompt);
-    free(prompt);
-    return res;
+    return reply_text(c, rc, &err, "messages", "prompt", prompt);
 }

@@ -407,6 +407,10 @@ const char *st_call_query(struct st_call *c, const char *name);
 enum st_route_result st_reply(struct st_call *c, unsigned status, const char *ctype,
                               struct st_buf *body, const char *hname, const char *hvalue);
 enum st_route_result st_reply_json(struct st_call *c, unsigned status, struct st_buf *body);
+/* 200 with the JSON 'body' when building it went well (rc == ST_OK), else
+ * the OOM reply; body is taken in both cases. */
+enum st_route_result st_reply_json_built(struct st_call *c, enum st_status rc,
+                                         struct st_buf *body);
 enum st_route_result st_reply_error(struct st_call *c, const struct st_api_error *e);
 /* An OOM while building a body: a static 500 body. */
 enum st_route_result st_reply_nomem(struct st_call *c);

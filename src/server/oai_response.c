@@ -64,20 +64,34 @@ static enum st_status chunk_tail(struct st_buf *out, const struct st_oai_meta *m
     return st_buf_append(out, ST_LIT("]}"));
 }
 
-static enum st_status top_entry(struct st_buf *out, const struct st_top_logprob *t)
+/* The bytes of a top-logprob candidate's token (n_bytes clamped). */
+static size_t top_len(const struct st_top_logprob *t)
 {
-    size_t n = t->n_bytes < 0 ? 0 : (size_t)ST_MIN(t->n_bytes, (int32_t)sizeof(t->bytes));
+    return t->n_bytes < 0 ? 0 : (size_t)ST_MIN(t->n_bytes, (int32_t)sizeof(t->bytes));
+}
+
+/* {"token":..,"logprob":..,"bytes":[..]  (left open: the fields every chat
+ * logprob entry starts with). */
+static enum st_status token_fields(struct st_buf *out, const char *text, size_t n,
+                                   double logprob)
+{
     enum st_status rc = st_buf_append(out, ST_LIT("{\"token\":"));
     if (rc == ST_OK)
-        rc = st_json_str(out, t->bytes, n);
+        rc = st_json_str(out, text, n);
     if (rc == ST_OK)
         rc = st_buf_append(out, ST_LIT(",\"logprob\":"));
     if (rc == ST_OK)
-        rc = st_json_num(out, t->logprob);
+        rc = st_json_num(out, logprob);
     if (rc == ST_OK)
         rc = st_buf_append(out, ST_LIT(",\"bytes\":"));
     if (rc == ST_OK)
-        rc = st_json_bytes(out, t->bytes, n);
+        rc = st_json_bytes(out, text, n);
+    return rc;
+}
+
+static enum st_status top_entry(struct st_buf *out, const struct st_top_logprob *t)
+{
+    enum st_status rc = token_fields(out, t->bytes, top_len(t), t->logprob);
     if (rc == ST_OK)
         rc = st_buf_append(out, ST_LIT("}"));
     return rc;
@@ -86,17 +100,7 @@ static enum st_status top_entry(struct st_buf *out, const struct st_top_logprob 
 /* One chat logprobs "content" entry. */
 static enum st_status chat_lp_entry(struct st_buf *out, const struct st_oai_logprob *lp)
 {
-    enum st_status rc = st_buf_append(out, ST_LIT("{\"token\":"));
-    if (rc == ST_OK)
-        rc = st_json_str(out, lp->text, lp->text_len);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"logprob\":"));
-    if (rc == ST_OK)
-        rc = st_json_num(out, lp->logprob);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"bytes\":"));
-    if (rc == ST_OK)
-        rc = st_json_bytes(out, lp->text, lp->text_len);
+    enum st_status rc = token_fields(out, lp->text, lp->text_len, lp->logprob);
     if (rc == ST_OK)
         rc = st_buf_append(out, ST_LIT(",\"top_logprobs\":["));
     for (int32_t i = 0; i < lp->n_top && rc == ST_OK; i++) {
@@ -116,11 +120,10 @@ static enum st_status legacy_top(struct st_buf *out, const struct st_oai_logprob
     enum st_status rc = st_buf_append(out, ST_LIT("{"));
     for (int32_t i = 0; i < lp->n_top && rc == ST_OK; i++) {
         const struct st_top_logprob *t = &lp->top[i];
-        size_t n = t->n_bytes < 0 ? 0 : (size_t)ST_MIN(t->n_bytes, (int32_t)sizeof(t->bytes));
         if (i)
             rc = st_buf_append(out, ST_LIT(","));
         if (rc == ST_OK)
-            rc = st_json_str(out, t->bytes, n);
+            rc = st_json_str(out, t->bytes, top_len(t));
         if (rc == ST_OK)
             rc = st_buf_append(out, ST_LIT(":"));
         if (rc == ST_OK)
@@ -197,6 +200,19 @@ static enum st_status lp_value(struct st_buf *out, enum st_oai_kind kind,
                          a->text_offset.data ? a->text_offset.data : "");
 }
 
+/* A choice's text, the close of the chat "delta"/"message" object, and the
+ * "logprobs" key whose value the caller writes. */
+static enum st_status text_then_logprobs_key(struct st_buf *out, bool chat, const char *text,
+                                             size_t len)
+{
+    enum st_status rc = st_json_str(out, text, len);
+    if (rc == ST_OK && chat)
+        rc = st_buf_append(out, ST_LIT("}"));
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"logprobs\":"));
+    return rc;
+}
+
 enum st_status st_oai_chunk_role(struct st_buf *out, const struct st_oai_meta *m, int32_t index)
 {
     enum st_status rc = head(out, m, true);
@@ -219,9 +235,7 @@ enum st_status st_oai_chunk_text(struct st_buf *out, const struct st_oai_meta *m
         rc = st_buf_printf(out, chat ? "{\"index\":%d,\"delta\":{\"content\":"
                                      : "{\"index\":%d,\"text\":", (int)index);
     if (rc == ST_OK)
-        rc = st_json_str(out, text, len);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, chat ? "},\"logprobs\":" : ",\"logprobs\":", chat ? 13 : 12);
+        rc = text_then_logprobs_key(out, chat, text, len);
     if (rc == ST_OK && lp) {
         struct st_oai_lp_acc one;
         st_oai_lp_acc_init(&one);
@@ -267,16 +281,23 @@ static enum st_status usage_obj(struct st_buf *out, const struct st_oai_usage *u
                          (long long)u->cached_tokens);
 }
 
+/* ],"usage":{..}} closing the choices and the whole object. */
+static enum st_status usage_tail(struct st_buf *out, const struct st_oai_usage *u)
+{
+    enum st_status rc = st_buf_append(out, ST_LIT("],\"usage\":"));
+    if (rc == ST_OK)
+        rc = usage_obj(out, u);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT("}"));
+    return rc;
+}
+
 enum st_status st_oai_chunk_usage(struct st_buf *out, const struct st_oai_meta *m,
                                   const struct st_oai_usage *u)
 {
     enum st_status rc = head(out, m, true);
     if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("],\"usage\":"));
-    if (rc == ST_OK)
-        rc = usage_obj(out, u);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("}"));
+        rc = usage_tail(out, u);
     return rc;
 }
 
@@ -289,9 +310,7 @@ static enum st_status body_choice(struct st_buf *out, const struct st_oai_meta *
                                                 : "{\"index\":%d,\"text\":",
                                       (int)c->index);
     if (rc == ST_OK)
-        rc = st_json_str(out, c->text ? c->text : "", c->text ? c->text_len : 0);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, chat ? "},\"logprobs\":" : ",\"logprobs\":", chat ? 13 : 12);
+        rc = text_then_logprobs_key(out, chat, c->text ? c->text : "", c->text ? c->text_len : 0);
     if (rc == ST_OK)
         rc = lp_value(out, m->kind, c->lp);
     if (rc == ST_OK)
@@ -311,10 +330,6 @@ enum st_status st_oai_body(struct st_buf *out, const struct st_oai_meta *m,
             rc = body_choice(out, m, &choices[i]);
     }
     if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("],\"usage\":"));
-    if (rc == ST_OK)
-        rc = usage_obj(out, u);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("}"));
+        rc = usage_tail(out, u);
     return rc;
 }

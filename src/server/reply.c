@@ -45,6 +45,16 @@ enum st_route_result st_reply_json(struct st_call *c, unsigned status, struct st
     return st_reply(c, status, "application/json", body, NULL, NULL);
 }
 
+enum st_route_result st_reply_json_built(struct st_call *c, enum st_status rc,
+                                         struct st_buf *body)
+{
+    if (rc != ST_OK) {
+        st_buf_fini(body);
+        return st_reply_nomem(c);
+    }
+    return st_reply_json(c, 200, body);
+}
+
 enum st_route_result st_reply_error(struct st_call *c, const struct st_api_error *e)
 {
     struct st_buf body;

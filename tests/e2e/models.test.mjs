@@ -47,7 +47,6 @@ before(async () => {
 });
 
 after(async () => {
-  if (process.env.DUMPLOG) fs.writeFileSync(process.env.DUMPLOG, srv.log());
   if (srv) await srv.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
@@ -76,6 +75,14 @@ test('/v1/models lists every model with its state, aliases and engines', async (
     assert.equal(m[id].strata.retry_in_s, undefined, id);
   }
   assert.equal(m.beta.strata.ctx_size, 2048);
+  // /slots shows the preloaded model on every slot before any request (an
+  // engine that has served nothing since its start-up load included)
+  const slots = (await getJSON(srv, '/slots')).json;
+  assert.equal(slots.length, 4);
+  for (const s of slots) {
+    assert.equal(s.model, 'alpha', `engine ${s.engine} slot ${s.id}`);
+    assert.equal(s.n_ctx, 4096, `engine ${s.engine} slot ${s.id}`);
+  }
   // by alias, the model itself
   const one = await getJSON(srv, '/v1/models/first');
   assert.equal(one.status, 200);

@@ -43,6 +43,18 @@ START_TEST(test_util_buf_json_escapes)
 }
 END_TEST
 
+/* The body writer adds no quotes and copies bytes >= 0x80 as they are,
+ * valid UTF-8 or not (only the server's writer repairs UTF-8). */
+START_TEST(test_util_buf_json_chars_has_no_quotes)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_buf_json_chars(&b, "\t\xC3\xA9\x80\x1f\"", 6), ST_OK);
+    ck_assert_str_eq(b.data, "\\t\xC3\xA9\x80\\u001f\\\"");
+    st_buf_fini(&b);
+}
+END_TEST
+
 START_TEST(test_util_str_views)
 {
     ck_assert(st_str_eq_c(st_str_c("abc"), "abc"));
@@ -88,6 +100,7 @@ static Suite *util_suite(void)
     tcase_add_test(tc, test_util_status_names);
     tcase_add_test(tc, test_util_err_set_and_errno);
     tcase_add_test(tc, test_util_buf_json_escapes);
+    tcase_add_test(tc, test_util_buf_json_chars_has_no_quotes);
     tcase_add_test(tc, test_util_str_views);
     tcase_add_test(tc, test_util_manual_clock_moves_only_when_told);
     tcase_add_test(tc, test_util_dtype_table);
