@@ -67,7 +67,7 @@ enum st_status st_json_str(struct st_buf *b, const char *s, size_t n)
     while (rc == ST_OK && i < n) {
         /* escape the longest valid stretch in one call; an invalid byte
          * becomes one U+FFFD */
-        size_t j = i, k;
+        size_t j = i, k = 0;
         while (j < n && (k = utf8_seq(p + j, n - j)) > 0)
             j += k;
         if (j > i) {
