@@ -616,6 +616,61 @@ START_TEST(test_backend_cpu_moe_ffn_grouped)
 }
 END_TEST
 
+/* A prompt-sized call (moe_task, barriers) and single-row calls (the
+ * barrier-free decode path) must give each row the same bits. */
+static void check_moe_rows_alone(enum st_dtype t_gu, enum st_dtype t_down)
+{
+    enum { E = 256, F = 512, X = 6, K = 3, N = 20 };
+    float *gf = rand_floats(E * F * X, 0.3f), *uf = rand_floats(E * F * X, 0.3f);
+    float *df = rand_floats(F * E * X, 0.3f), *gd, *ud, *dd, *x = rand_floats(E * N, 1.0f);
+    void *gq = quantize(t_gu, gf, E, F * X, &gd), *uq = quantize(t_gu, uf, E, F * X, &ud);
+    void *dq = quantize(t_down, df, F, E * X, &dd);
+    int32_t sel[K * N];
+    float w[K * N];
+    struct st_tensor gt, ut, dt, xt = mk_f32(x, E, N), out = mk(ST_DTYPE_F32, E, N, 1);
+    struct st_err err;
+    for (int i = 0; i < K * N; i++) {
+        sel[i] = (i / K * 5 + i % K * 2) % X;   /* distinct within a row */
+        w[i] = 0.2f + 0.03f * (float)(i % 7);
+    }
+    struct st_tensor st = mk_i32(sel, K * N), wt = mk_f32(w, K, N);
+    struct st_tensor sv = st_tensor_reshape(&st, (int64_t[4]){ K, N, 1, 1 });
+    ck_assert_int_eq(st_backend_wrap(be, t_gu, (int64_t[4]){ E, F, X, 1 }, gq,
+                                     st_dtype_row_bytes(t_gu, E) * F * X, &gt, &err), ST_OK);
+    ck_assert_int_eq(st_backend_wrap(be, t_gu, (int64_t[4]){ E, F, X, 1 }, uq,
+                                     st_dtype_row_bytes(t_gu, E) * F * X, &ut, &err), ST_OK);
+    ck_assert_int_eq(st_backend_wrap(be, t_down, (int64_t[4]){ F, E, X, 1 }, dq,
+                                     st_dtype_row_bytes(t_down, F) * E * X, &dt, &err), ST_OK);
+    ck_assert_int_eq(st_backend_moe_ffn(be, &out, &xt, &sv, &wt, &gt, &ut, &dt, &err), ST_OK);
+    float *all = read_f32(&out);
+    for (int n = 0; n < N; n++) {
+        struct st_tensor x1 = mk_f32(x + n * E, E, 1), o1 = mk(ST_DTYPE_F32, E, 1, 1);
+        struct st_tensor s1 = mk_i32(sel + n * K, K), w1 = mk_f32(w + n * K, K, 1);
+        struct st_tensor sv1 = st_tensor_reshape(&s1, (int64_t[4]){ K, 1, 1, 1 });
+        ck_assert_int_eq(st_backend_moe_ffn(be, &o1, &x1, &sv1, &w1, &gt, &ut, &dt, &err), ST_OK);
+        float *one = read_f32(&o1);
+        ck_assert_msg(memcmp(one, all + n * E, E * sizeof(float)) == 0,
+                      "moe %s/%s row %d differs alone", st_dtype_info(t_gu)->name,
+                      st_dtype_info(t_down)->name, n);
+        free(one);
+        st_backend_release(be, &x1); st_backend_release(be, &o1);
+        st_backend_release(be, &s1); st_backend_release(be, &w1);
+    }
+    free(all); free(gf); free(uf); free(df); free(gd); free(ud); free(dd); free(x);
+    free(gq); free(uq); free(dq);
+    st_backend_release(be, &gt); st_backend_release(be, &ut); st_backend_release(be, &dt);
+    st_backend_release(be, &xt); st_backend_release(be, &out); st_backend_release(be, &st);
+    st_backend_release(be, &wt);
+}
+
+START_TEST(test_backend_cpu_moe_ffn_rows_alone)
+{
+    seed_state = 83;
+    check_moe_rows_alone(ST_DTYPE_Q4_K, ST_DTYPE_Q6_K);
+    check_moe_rows_alone(ST_DTYPE_IQ3_S, ST_DTYPE_Q8_0);
+}
+END_TEST
+
 static Suite *backend_cpu_suite(void)
 {
     Suite *s = suite_create("backend_cpu");
@@ -634,6 +689,7 @@ static Suite *backend_cpu_suite(void)
     tcase_add_test(tc, test_backend_cpu_attention_gqa_slots);
     tcase_add_test(tc, test_backend_cpu_moe_route);
     tcase_add_test(tc, test_backend_cpu_moe_ffn_grouped);
+    tcase_add_test(tc, test_backend_cpu_moe_ffn_rows_alone);
     suite_add_tcase(s, tc);
     return s;
 }

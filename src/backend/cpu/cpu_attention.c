@@ -11,6 +11,9 @@
  * scores are kept for the whole 0..pos range (per-thread scratch of
  * group * n_ctx floats) and soft-maxed in float like ggml's CPU path.
  *
+ * A few rows (decode) skip the barrier: the caller writes their k/v rows,
+ * then the items are claimed dynamically (attn_dyn_task).
+ *
  * The inner loops (q.k over a group of heads, p.v accumulation) have an
  * AVX2+F16C version picked at run time and a scalar one.
  */
@@ -21,6 +24,11 @@
 #include "cpu.h"
 
 #define GQ_MAX 32   /* query heads per KV head handled in one pass */
+/* Rows up to which the caller writes the KV rows itself and the items run
+ * in a barrier-free region; below ATTN_PAR_MIN_WORK elements of q.k and
+ * p.v work a region costs more than it saves and the caller does it all. */
+#define ATTN_FEW_ROWS 16
+#define ATTN_PAR_MIN_WORK (1 << 17)
 
 typedef void (*qk_fn)(const float *q, int gq, int d, const uint16_t *k, float scale,
                       float *s, size_t s_stride);
@@ -135,6 +143,7 @@ struct attn_job {
     qk_fn            qk;
     av_fn            av;
     f16w_fn          f16w;
+    atomic_llong     next;      /* next item (attn_dyn_task) */
 };
 
 static void kv_write(const struct attn_job *j, int64_t r)
@@ -187,6 +196,34 @@ static void attn_task(void *ctx, int ith, int nth)
         attn_item(j, it / j->n_kv, it % j->n_kv, sc);
 }
 
+/* Few rows (decode): the caller has written the k/v rows; the (row, KV
+ * head) items are claimed one at a time, so the region needs no barrier
+ * and the caller may close it alone (cpu_pool_run_dyn). Same per-item
+ * arithmetic as attn_task. */
+static void attn_dyn_task(void *ctx, int ith, int nth)
+{
+    struct attn_job *j = ctx;
+    int64_t gq = j->n_head / j->n_kv;
+    float *sc = j->scores + (size_t)ith * (size_t)(gq * j->n_ctx);
+
+    (void)nth;
+    for (;;) {
+        int64_t it = cpu_claim(&j->next);
+        if (it >= j->n * j->n_kv)
+            break;
+        attn_item(j, it / j->n_kv, it % j->n_kv, sc);
+    }
+}
+
+/* Rough element count of the step's attention work (q.k and p.v). */
+static int64_t attn_work(const struct attn_job *j)
+{
+    int64_t w = 0;
+    for (int64_t r = 0; r < j->n; r++)
+        w += 2 * ((int64_t)j->pos[r] + 1) * j->n_head * j->d;
+    return w;
+}
+
 static void pick_kernels(struct attn_job *j)
 {
     j->qk = qk_scalar;
@@ -233,6 +270,15 @@ enum st_status cpu_op_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k,
     pick_kernels(&j);
     if (j.n * j.n_kv < 2)
         nth = 1;
-    cpu_pool_run(cb->pool, attn_task, &j, nth);
+    if (j.n <= ATTN_FEW_ROWS) {
+        for (int64_t r = 0; r < j.n; r++)
+            kv_write(&j, r);
+        if (attn_work(&j) < ATTN_PAR_MIN_WORK)
+            nth = 1;
+        atomic_init(&j.next, 0);
+        cpu_pool_run_dyn(cb->pool, attn_dyn_task, &j, nth);
+    } else {
+        cpu_pool_run(cb->pool, attn_task, &j, nth);
+    }
     return ST_OK;
 }

@@ -25,19 +25,29 @@
 #define CHUNKS_PER_THREAD 16   /* dynamic chunks: small enough to rebalance */
 #define SMALL_BATCH 16 /* activation rows quantized by the caller before the region */
 
-/* Software prefetch of the weight row PF_ROWS ahead on the first pass over
- * a tile: the hardware prefetcher alone leaves single-core streaming from
- * DRAM well below what the memory can give. */
-#define PF_ROWS 4
-/* On the decode path (CPU_NW rows per call) the prefetch runs 16 rows
- * (~10 KB of the Q6_K head) ahead; measured no worse than 4 or 0 and
- * sometimes better on the (noisy, shared) development VM. */
-#define PF_ROWS_FEW 16
+/* Software prefetch of the weight rows a few rows ahead: the hardware
+ * prefetcher alone leaves single-core streaming from DRAM well below what
+ * the memory can give. The hint matters more than the distance: on the
+ * development VM (Sapphire Rapids) prefetchnta made decode 1.4x SLOWER
+ * than no prefetch at all (the lines skip L2, and the prefetches held the
+ * L1 fill buffers: perf put 65% of decode on the prefetch loop), while
+ * prefetcht2 (into L2) made it 1.3-1.5x faster than none. */
+#define PF_LOCALITY 1   /* __builtin_prefetch locality 1 = prefetcht2 */
+#define PF_ROWS 4       /* one row per dot call (prompt reads) */
 
 static inline void prefetch_row(const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i += 64)
-        __builtin_prefetch(p + i, 0, 0);
+        __builtin_prefetch(p + i, 0, PF_LOCALITY);
+}
+
+/* Rows ahead on the decode path (CPU_NW rows per call), measured per type
+ * with strata bench tg64 on the medium preset: the Q6_K head and the K /
+ * IQ3_S layers did best at 8-16 rows (5-10 KB ahead; IQ3_S lost 12% at 4),
+ * the Q8_0 head at 4 (3.3 KB; 8 cost 7%, 16 cost 13%). */
+static int64_t pf_rows_few(enum st_dtype t)
+{
+    return t == ST_DTYPE_Q8_0 ? 4 : 8;
 }
 
 /* Decode shape (1-2 activation rows): CPU_NW weight rows per call when
@@ -48,12 +58,12 @@ static void rows_few(const struct cpu_kernels *k, enum st_dtype wtype, const cha
 {
     cpu_dot_fn dot = k->dot[wtype];
     cpu_dotw_fn dotw = k->dotw[wtype];
-    int64_t o = o0;
+    int64_t o = o0, pf = pf_rows_few(wtype);
 
     for (; o + CPU_NW <= o1; o += CPU_NW) {
         const char *wr = w + (size_t)o * w_stride;
-        if (o + CPU_NW + PF_ROWS_FEW <= o1)
-            prefetch_row(wr + (size_t)PF_ROWS_FEW * w_stride, CPU_NW * w_stride);
+        if (o + CPU_NW + pf <= o1)
+            prefetch_row(wr + (size_t)pf * w_stride, CPU_NW * w_stride);
         dotw(n_in, wr, w_stride, xq, xq_stride, (int)n_rows, y + o, ys);
     }
     for (; o < o1; o++)

@@ -11,6 +11,7 @@
  *
  * Region phases (barriers between): quantize x rows -> gather pairs ->
  * gate and up -> SiLU-mul and quantize -> down -> weighted sum per row.
+ * A few rows (decode) take a barrier-free variant instead: moe_few_rows.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -122,22 +123,20 @@ static void moe_ffn_pass(struct moe_job *j, int ith, int nth, int which)
     }
 }
 
-static void moe_task(void *ctx, int ith, int nth)
+static void moe_rows_quantize(const struct moe_job *j, int64_t lo, int64_t hi)
 {
-    struct moe_job *j = ctx;
-    int64_t pairs = j->n * j->n_used, lo, hi;
-
-    cpu_split(j->n, ith, nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++)
         cpu_quantize_act(j->k, j->dt_in, j->x + r * j->n_embd, j->xq + r * j->xs_in, j->n_embd);
-    cpu_pool_barrier(j->pool);
-    cpu_split(pairs, ith, nth, &lo, &hi);
+}
+
+static void moe_gather(const struct moe_job *j, int64_t lo, int64_t hi)
+{
     for (int64_t p = lo; p < hi; p++)
         memcpy(j->xg + p * j->xs_in, j->xq + j->pair_row[p] * j->xs_in, j->xs_in);
-    cpu_pool_barrier(j->pool);
-    moe_ffn_pass(j, ith, nth, 0);
-    moe_ffn_pass(j, ith, nth, 1);
-    cpu_pool_barrier(j->pool);
+}
+
+static void moe_silu_quantize(const struct moe_job *j, int64_t lo, int64_t hi)
+{
     for (int64_t p = lo; p < hi; p++) {
         float *g = j->hg + p * j->n_ff;
         const float *u = j->hu + p * j->n_ff;
@@ -145,10 +144,11 @@ static void moe_task(void *ctx, int ith, int nth)
             g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
         cpu_quantize_act(j->k, j->dt_down, g, j->aq + p * j->xs_down, j->n_ff);
     }
-    cpu_pool_barrier(j->pool);
-    moe_ffn_pass(j, ith, nth, 2);
-    cpu_pool_barrier(j->pool);
-    cpu_split(j->n, ith, nth, &lo, &hi);
+}
+
+/* out rows [lo, hi) = the routing-weighted sum of their pairs' down rows. */
+static void moe_combine(const struct moe_job *j, int64_t lo, int64_t hi)
+{
     for (int64_t r = lo; r < hi; r++) {
         float *o = j->out + r * j->n_embd;
         memset(o, 0, (size_t)j->n_embd * sizeof(float));
@@ -159,6 +159,120 @@ static void moe_task(void *ctx, int ith, int nth)
                 o[i] += wt * yd[i];
         }
     }
+}
+
+static void moe_task(void *ctx, int ith, int nth)
+{
+    struct moe_job *j = ctx;
+    int64_t pairs = j->n * j->n_used, lo, hi;
+
+    cpu_split(j->n, ith, nth, &lo, &hi);
+    moe_rows_quantize(j, lo, hi);
+    cpu_pool_barrier(j->pool);
+    cpu_split(pairs, ith, nth, &lo, &hi);
+    moe_gather(j, lo, hi);
+    cpu_pool_barrier(j->pool);
+    moe_ffn_pass(j, ith, nth, 0);
+    moe_ffn_pass(j, ith, nth, 1);
+    cpu_pool_barrier(j->pool);
+    moe_silu_quantize(j, lo, hi);
+    cpu_pool_barrier(j->pool);
+    moe_ffn_pass(j, ith, nth, 2);
+    cpu_pool_barrier(j->pool);
+    cpu_split(j->n, ith, nth, &lo, &hi);
+    moe_combine(j, lo, hi);
+}
+
+/* ---- few rows: two barrier-free regions -------------------------------- */
+
+/* At decode (a few rows) a layer's expert work is a handful of slabs, so
+ * moe_task's static split and five barriers cost more than they save: a
+ * thread that is late (still waking, or descheduled on a shared machine)
+ * stalls the other at every barrier. Here the tiny steps (quantize,
+ * gather, SiLU-mul and quantize, weighted sum) run on the calling thread
+ * and the slab passes are two dynamic regions (cpu_pool_run_dyn) over
+ * (expert, row chunk) items: gate and up of the same rows in one item,
+ * down in the second region. Per row the arithmetic is moe_task's (the
+ * same cpu_matmul_rows calls on the same gathered rows, the same SiLU, the
+ * same quantizer and summation order), so the two paths agree bitwise. */
+
+#define MOE_FEW_ROWS 16        /* rows up to which a step takes this path */
+#define MOE_CHUNK_BYTES 32768  /* weight bytes per claimed item and matrix */
+
+struct moe_few {
+    struct moe_job *j;
+    const int32_t  *act;       /* [n_act] experts with at least one pair */
+    int64_t         n_act;
+    int64_t         chunk, n_chunk;   /* output rows per item, items per expert */
+    atomic_llong    next;
+};
+
+static int64_t few_chunk_rows(const struct st_tensor *w)
+{
+    int64_t rows = (int64_t)(MOE_CHUNK_BYTES / st_tensor_row_bytes(w)) / 16 * 16;
+    return rows < 16 ? 16 : rows;
+}
+
+static void few_item(const struct moe_job *j, const struct st_tensor *w, int64_t e,
+                     int64_t lo, int64_t hi, const char *xq, size_t xs, float *y)
+{
+    int64_t p0 = j->start[e], cnt = j->start[e + 1] - p0, n_out = w->ne[1];
+    cpu_matmul_rows(j->k, w->type, slab(w, e), st_tensor_row_bytes(w), w->ne[0], lo, hi,
+                    xq + p0 * xs, xs, cnt, y + p0 * n_out, (size_t)n_out);
+}
+
+static void few_gate_up_task(void *ctx, int ith, int nth)
+{
+    struct moe_few *f = ctx;
+    const struct moe_job *j = f->j;
+    (void)ith; (void)nth;
+    for (;;) {
+        int64_t it = cpu_claim(&f->next);
+        if (it >= f->n_act * f->n_chunk)
+            break;
+        int64_t e = f->act[it / f->n_chunk], lo = it % f->n_chunk * f->chunk;
+        int64_t hi = lo + f->chunk < j->n_ff ? lo + f->chunk : j->n_ff;
+        few_item(j, j->gate, e, lo, hi, j->xg, j->xs_in, j->hg);
+        few_item(j, j->up, e, lo, hi, j->xg, j->xs_in, j->hu);
+    }
+}
+
+static void few_down_task(void *ctx, int ith, int nth)
+{
+    struct moe_few *f = ctx;
+    const struct moe_job *j = f->j;
+    (void)ith; (void)nth;
+    for (;;) {
+        int64_t it = cpu_claim(&f->next);
+        if (it >= f->n_act * f->n_chunk)
+            break;
+        int64_t e = f->act[it / f->n_chunk], lo = it % f->n_chunk * f->chunk;
+        int64_t hi = lo + f->chunk < j->n_embd ? lo + f->chunk : j->n_embd;
+        few_item(j, j->down, e, lo, hi, j->aq, j->xs_down, j->yd);
+    }
+}
+
+/* act: scratch for n_exp experts (moe_group's fill array, free by now). */
+static void moe_few_rows(struct cpu_backend *cb, struct moe_job *j, int32_t *act)
+{
+    int64_t pairs = j->n * j->n_used;
+    struct moe_few f = { .j = j, .act = act };
+
+    moe_rows_quantize(j, 0, j->n);
+    moe_gather(j, 0, pairs);
+    for (int64_t e = 0; e < j->n_exp; e++)
+        if (j->start[e + 1] > j->start[e])
+            act[f.n_act++] = (int32_t)e;
+    f.chunk = few_chunk_rows(j->gate);
+    f.n_chunk = (j->n_ff + f.chunk - 1) / f.chunk;
+    atomic_init(&f.next, 0);
+    cpu_pool_run_dyn(cb->pool, few_gate_up_task, &f, cb->n_threads);
+    moe_silu_quantize(j, 0, pairs);
+    f.chunk = few_chunk_rows(j->down);
+    f.n_chunk = (j->n_embd + f.chunk - 1) / f.chunk;
+    atomic_store(&f.next, 0);
+    cpu_pool_run_dyn(cb->pool, few_down_task, &f, cb->n_threads);
+    moe_combine(j, 0, j->n);
 }
 
 /* Carve the scratch: index arrays, then the buffers, each 64-byte aligned. */
@@ -245,6 +359,9 @@ enum st_status cpu_op_moe_ffn(struct st_backend *be, ST_T out, ST_T x, ST_T sel,
     if (rc != ST_OK)
         return rc;
     moe_group(&j, idx, s);
-    cpu_pool_run(cb->pool, moe_task, &j, cb->n_threads);
+    if (j.n <= MOE_FEW_ROWS)
+        moe_few_rows(cb, &j, idx + j.n_exp + 1 + 2 * j.n * j.n_used);
+    else
+        cpu_pool_run(cb->pool, moe_task, &j, cb->n_threads);
     return ST_OK;
 }
