@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "strata/cli_engine.h"
@@ -317,6 +318,34 @@ static int start(const struct st_config *c, struct running *r)
     return 0;
 }
 
+/* A single model named on the command line (no config file) loads at
+ * start; if that load fails there is nothing to serve, so serve ends with
+ * the reason (exit 2: a missing GPU, a model the backend cannot run, too
+ * little memory are the user's to fix) instead of answering 503. Waits for
+ * the start-up load while still honouring SIGINT/SIGTERM (*sig is set then).
+ * Several models (a config file) keep serving: the others may still work. */
+static int wait_start_load(const struct st_config *c, struct running *r, const sigset_t *set,
+                           int *sig)
+{
+    if (c->config_path || c->n_models != 1)
+        return 0;
+    const struct timespec tick = { 0, 20 * 1000 * 1000 };
+    while (!st_engine_pool_ready(r->pool)) {
+        int got = sigtimedwait(set, NULL, &tick);
+        if (got == SIGINT || got == SIGTERM) {
+            *sig = got;
+            return 0;
+        }
+    }
+    struct st_model_status ms;
+    if (st_engine_pool_model_status(r->pool, 0, &ms) && ms.state == ST_MODEL_FAILED) {
+        st_log(ST_LOG_ERROR, "main", "cannot start: the model did not load: %s",
+               ms.reason[0] ? ms.reason : "(no reason given)");
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* Block until SIGINT or SIGTERM; returns which. */
 static int wait_for_signal(const sigset_t *set)
 {
@@ -362,8 +391,12 @@ static int serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     status = start(&c, &r);
+    int sig = 0;
+    if (status == 0)
+        status = wait_start_load(&c, &r, &set, &sig);
     if (status == 0) {
-        int sig = wait_for_signal(&set);
+        if (sig == 0)
+            sig = wait_for_signal(&set);
         st_log(ST_LOG_INFO, "main", "%s: shutting down (send it again to stop at once)",
                sig == SIGINT ? "SIGINT" : "SIGTERM");
         /* Only this thread unblocks: a second signal now ends the process. */

@@ -52,7 +52,8 @@ struct st_model;        /* opaque */
 struct st_backend;
 
 struct st_model_params {
-    const char *backend;    /* "cpu" (NULL = "cpu") */
+    const char *backend;    /* "cpu" or "cuda" (NULL = "cpu") */
+    int32_t     device;     /* device index for a GPU backend (cuda:N); ignored by "cpu" */
     int32_t     n_threads;  /* CPU worker threads including the caller; 0 = online cores */
     int32_t     n_slots;    /* KV sequences, >= 1 */
     int64_t     n_ctx;      /* tokens per slot; 0 = min(context_length, 4096) */

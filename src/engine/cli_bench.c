@@ -1,5 +1,5 @@
 /* cli_bench.c -- `strata bench`: prompt and decode throughput of a model on
- * the CPU engine, reported the way llama-bench reports it
+ * the CPU engine (or GPU N with --backend cuda --gpu N), reported the way llama-bench reports it
  * (include/strata/cli_engine.h).
  *
  * Tests, each repeated -r times after one untimed warm-up run:
@@ -36,7 +36,8 @@
 
 struct bench_opts {
     const char *model;
-    int32_t n_prompt, n_gen, threads, reps, np;
+    const char *backend;    /* "cpu" or "cuda" */
+    int32_t n_prompt, n_gen, threads, reps, np, gpu;
     bool json;
 };
 
@@ -50,15 +51,17 @@ struct result {
 static int usage(void)
 {
     fputs("usage: strata bench -m FILE [-p 128] [-n 64] [-t THREADS] [-r 3] [-np N]"
-          " [-o md|json]\n"
-          "  Prompt (pp) and decode (tg) tokens per second of FILE on the CPU engine, at one\n"
-          "  slot and, with -np N > 1, at N slots together.\n"
+          " [-o md|json] [--backend cpu|cuda] [--gpu N]\n"
+          "  Prompt (pp) and decode (tg) tokens per second of FILE on the CPU (or CUDA)\n"
+          "  engine, at one slot and, with -np N > 1, at N slots together.\n"
           "  -p N     prompt tokens per slot (default 128; 0 = skip)\n"
           "  -n N     generated tokens per slot (default 64; 0 = skip)\n"
           "  -t N     CPU threads (default: all cores)\n"
           "  -r N     repetitions (default 3)\n"
           "  -np N    also run with N slots together (default 1 = only one slot)\n"
           "  -o FMT   md (default, a llama-bench style table) or json\n"
+          "  --backend B  cpu (default) or cuda\n"
+          "  --gpu N  the GPU for --backend cuda (default 0)\n"
           "  strata bench --mtp [-m FILE] ...: decode with and without MTP drafting\n"
           "           (strata bench --mtp -h for its options)\n", stderr);
     return 2;
@@ -75,9 +78,23 @@ bool st_cli_int_arg(const char *s, long lo, long hi, int32_t *out)
     return true;
 }
 
+bool st_cli_backend_arg(const char *s, const char **out)
+{
+    if (strcmp(s, "cpu") && strcmp(s, "cuda"))
+        return false;
+    *out = strcmp(s, "cpu") ? "cuda" : "cpu";
+    return true;
+}
+
+int st_cli_bench_fail_status(enum st_status rc)
+{
+    return rc == ST_ERR_DEVICE || rc == ST_ERR_UNSUPPORTED || rc == ST_ERR_INVALID ? 2 : 1;
+}
+
 static bool parse(int argc, char **argv, struct bench_opts *o)
 {
-    *o = (struct bench_opts){ .n_prompt = 128, .n_gen = 64, .reps = 3, .np = 1 };
+    *o = (struct bench_opts){ .backend = "cpu", .n_prompt = 128, .n_gen = 64, .reps = 3,
+                              .np = 1 };
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
         bool ok = true;
@@ -87,6 +104,8 @@ static bool parse(int argc, char **argv, struct bench_opts *o)
         else if (!strcmp(a, "-t")) ok = st_cli_int_arg(v, 0, 1024, &o->threads);
         else if (!strcmp(a, "-r")) ok = st_cli_int_arg(v, 1, MAX_REPS, &o->reps);
         else if (!strcmp(a, "-np")) ok = st_cli_int_arg(v, 1, 256, &o->np);
+        else if (!strcmp(a, "--backend")) ok = st_cli_backend_arg(v, &o->backend);
+        else if (!strcmp(a, "--gpu")) ok = st_cli_int_arg(v, 0, 255, &o->gpu);
         else if (!strcmp(a, "-o") && (!strcmp(v, "md") || !strcmp(v, "json")))
             o->json = !strcmp(v, "json");
         else ok = false;
@@ -183,6 +202,7 @@ struct model_info {
     double size_bytes;    /* all tensors */
     double n_params;      /* all tensors */
     int    threads;
+    const char *backend;  /* "CPU" or "CUDA" (llama-bench's names) */
 };
 
 static const char *ftype_name(int64_t ft)
@@ -199,8 +219,11 @@ static const char *ftype_name(int64_t ft)
     return "?";
 }
 
-static void model_info(const struct st_model *m, int threads, struct model_info *mi)
+static void model_info(const struct st_model *m, const struct bench_opts *o,
+                       struct model_info *mi)
 {
+    int threads = o->threads;
+    mi->backend = strcmp(o->backend, "cuda") ? "CPU" : "CUDA";
     const struct st_gguf *g = st_model_gguf(m);
     mi->size_bytes = mi->n_params = 0;
     for (int64_t i = 0; i < st_gguf_n_tensors(g); i++) {
@@ -237,7 +260,7 @@ static void print_md_row(const struct model_info *mi, const struct result *r)
         snprintf(test, sizeof(test), "tg%d", (int)r->n_gen);
     snprintf(ts, sizeof(ts), "%.2f ± %.2f", r->avg_ts, r->sd_ts);
     printf("| %-30s | %6.2f MiB | %8.2f M | %-7s | %7d | %3d | %12s | %20s |\n", mi->type,
-           mi->size_bytes / (1024.0 * 1024.0), mi->n_params / 1e6, "CPU", mi->threads,
+           mi->size_bytes / (1024.0 * 1024.0), mi->n_params / 1e6, mi->backend, mi->threads,
            (int)r->np, test, ts);
 }
 
@@ -249,7 +272,7 @@ static cJSON *json_row(const struct bench_opts *o, const struct model_info *mi,
     cJSON_AddStringToObject(j, "model_type", mi->type);
     cJSON_AddNumberToObject(j, "model_size", mi->size_bytes);
     cJSON_AddNumberToObject(j, "model_n_params", mi->n_params);
-    cJSON_AddStringToObject(j, "backends", "CPU");
+    cJSON_AddStringToObject(j, "backends", mi->backend);
     cJSON_AddNumberToObject(j, "n_threads", mi->threads);
     cJSON_AddNumberToObject(j, "n_parallel", r->np);
     cJSON_AddNumberToObject(j, "n_prompt", r->n_prompt);
@@ -266,15 +289,17 @@ static cJSON *json_row(const struct bench_opts *o, const struct model_info *mi,
 
 /* ---- main -------------------------------------------------------------- */
 
-static struct st_model *open_model(const struct bench_opts *o, struct st_err *err)
+static struct st_model *open_model(const struct bench_opts *o, enum st_status *rc,
+                                   struct st_err *err)
 {
     struct st_model *m = NULL;
-    if (st_model_open(o->model, &m, err) != ST_OK)
+    if ((*rc = st_model_open(o->model, &m, err)) != ST_OK)
         return NULL;
     int64_t need = ST_MAX(o->n_prompt, 0) + ST_MAX(o->n_gen, 0);
-    struct st_model_params p = { .n_threads = o->threads, .n_slots = o->np,
+    struct st_model_params p = { .backend = o->backend, .device = o->gpu,
+                                 .n_threads = o->threads, .n_slots = o->np,
                                  .n_ctx = ST_MAX(need, 16), .max_out = o->np };
-    if (st_model_load(m, &p, NULL, NULL, err) != ST_OK) {
+    if ((*rc = st_model_load(m, &p, NULL, NULL, err)) != ST_OK) {
         st_model_free(m);
         return NULL;
     }
@@ -284,7 +309,7 @@ static struct st_model *open_model(const struct bench_opts *o, struct st_err *er
 static int run_all(struct st_model *m, const struct bench_opts *o, struct rows *r)
 {
     struct model_info mi;
-    model_info(m, o->threads, &mi);
+    model_info(m, o, &mi);
     char when[32];
     time_t now = time(NULL);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
@@ -329,10 +354,11 @@ int st_cli_bench(int argc, char **argv)
     if (!parse(argc, argv, &o))
         return usage();
     struct st_err err = { 0 };
-    struct st_model *m = open_model(&o, &err);
+    enum st_status orc = ST_OK;
+    struct st_model *m = open_model(&o, &orc, &err);
     if (!m) {
         fprintf(stderr, "strata bench: %s\n", err.msg);
-        return 1;
+        return st_cli_bench_fail_status(orc);
     }
     size_t rows = (size_t)o.np * (size_t)ST_MAX(o.n_prompt, 1);
     struct rows r = { malloc(rows * sizeof(int32_t)), malloc(rows * sizeof(int32_t)),

@@ -35,7 +35,8 @@
 
 struct mb_opts {
     const char *model;
-    int32_t n_gen, np, threads, draft, reps;
+    const char *backend;   /* "cpu" or "cuda" */
+    int32_t n_gen, np, threads, draft, reps, gpu;
 };
 
 /* Token times of one request (real clock, ns). */
@@ -54,6 +55,7 @@ static int usage(void)
 {
     fputs("usage: strata bench --mtp [-m FILE] [-n 128] [-np 1] [--mtp-draft 3] [-t THREADS]"
           " [-r 3]\n"
+          "                      [--backend cpu|cuda] [--gpu N]\n"
           "  Decode tokens/s without and with MTP drafting (--batch-mtp) through the engine,\n"
           "  greedy, and the draft acceptance. Without -m: on the mtp-demo preset (drafts that\n"
           "  agree by construction) and on small --mtp (random MTP weights).\n"
@@ -61,13 +63,15 @@ static int usage(void)
           "  -np N         requests decoding together, one per slot (default 1)\n"
           "  --mtp-draft K most draft tokens per slot and step, 1..4 (default 3)\n"
           "  -t N          CPU threads (default: all cores)\n"
-          "  -r N          repetitions (default 3)\n", stderr);
+          "  -r N          repetitions (default 3)\n"
+          "  --backend B   cpu (default) or cuda; --gpu N: the GPU for cuda (default 0)\n",
+          stderr);
     return 2;
 }
 
 static bool parse(int argc, char **argv, struct mb_opts *o)
 {
-    *o = (struct mb_opts){ .n_gen = 128, .np = 1, .draft = 3, .reps = 3 };
+    *o = (struct mb_opts){ .backend = "cpu", .n_gen = 128, .np = 1, .draft = 3, .reps = 3 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = true;
@@ -82,6 +86,8 @@ static bool parse(int argc, char **argv, struct mb_opts *o)
             ok = st_cli_int_arg(v, 1, ST_RUNNER_MAX_DRAFT, &o->draft);
         else if (!strcmp(a, "-t")) ok = st_cli_int_arg(v, 0, 1024, &o->threads);
         else if (!strcmp(a, "-r")) ok = st_cli_int_arg(v, 1, MAX_REPS, &o->reps);
+        else if (!strcmp(a, "--backend")) ok = st_cli_backend_arg(v, &o->backend);
+        else if (!strcmp(a, "--gpu")) ok = st_cli_int_arg(v, 0, 255, &o->gpu);
         else ok = false;
         if (!ok)
             return false;
@@ -162,7 +168,8 @@ static bool run_once(const struct mb_opts *o, const char *path, bool mtp, struct
     st_pool_config_defaults(&pc);
     pc.model.name = (char *)"bench";
     pc.model.path = (char *)path;
-    pc.model.backend = ST_BACKEND_CPU;
+    pc.model.backend = strcmp(o->backend, "cuda") ? ST_BACKEND_CPU : ST_BACKEND_CUDA;
+    pc.gpus[0] = strcmp(o->backend, "cuda") ? -1 : o->gpu;
     pc.model.parallel = o->np;
     pc.model.ctx_size = o->n_gen + 64;
     pc.threads = o->threads;
@@ -173,7 +180,10 @@ static bool run_once(const struct mb_opts *o, const char *path, bool mtp, struct
     if (st_sched_new(&sc, st_clock_real(), &s, &err) == ST_OK &&
         st_engine_pool_new(&pc, s, st_clock_real(), &p, &err) == ST_OK) {
         (void)st_engine_pool_step(p, 0);   /* loads the model */
-        ok = st_engine_pool_ready(p) && submit_all(p, o, rq);
+        struct st_model_status ms;
+        if (st_engine_pool_model_status(p, 0, &ms) && ms.state == ST_MODEL_FAILED)
+            fprintf(stderr, "strata bench: the model did not load: %s\n", ms.reason);
+        ok = st_engine_pool_ready(p) && ms.state != ST_MODEL_FAILED && submit_all(p, o, rq);
         while (ok && st_engine_pool_step(p, 0))
             ;
         for (int32_t i = 0; ok && i < o->np; i++)

@@ -308,6 +308,10 @@ int st_cli_bench_mtp(int argc, char **argv);
  * in [lo, hi] into *out (false otherwise, *out untouched); the mean and
  * sample standard deviation (0 for one value) of v[0, n), n >= 1. */
 bool st_cli_int_arg(const char *s, long lo, long hi, int32_t *out);
+/* strata bench --backend: "cpu" or "cuda" (static strings); false otherwise. */
+bool st_cli_backend_arg(const char *s, const char **out);
+/* A bench that could not open its backend (no GPU, not built in): 2, else 1. */
+int st_cli_bench_fail_status(enum st_status rc);
 void st_cli_mean_sd(const double *v, int n, double *avg, double *sd);
 
 /* prefix.c (engine thread): prefix reuse, docs/BATCHING.md "Prefix reuse". */

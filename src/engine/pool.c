@@ -98,6 +98,10 @@ static void notify(void *ctx)
 /* Backends this build can make runners for (st_pool_runner_new). */
 static bool backend_built(enum st_backend_kind k)
 {
+#ifdef STRATA_HAVE_CUDA
+    if (k == ST_BACKEND_CUDA)
+        return true;
+#endif
     return k == ST_BACKEND_SIM || k == ST_BACKEND_CPU;
 }
 
@@ -105,8 +109,7 @@ enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model,
                                   struct st_runner **out, struct st_err *err)
 {
     const struct st_model_config *m = &p->models[model].cfg;
-    (void)device;   /* the sim has no device; cpu/cuda runners take it */
-    *out = NULL;
+    *out = NULL;   /* the sim ignores 'device'; cuda opens cuda:device (-1 = no --gpus: 0) */
     switch (m->backend) {
     case ST_BACKEND_SIM: {
         enum st_status rc = st_runner_sim_new(&p->cfg.sim, m->parallel, m->ctx_size, out, err);
@@ -115,13 +118,16 @@ enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model,
         return rc;
     }
     case ST_BACKEND_CPU:    /* the model runner (runner_model.c) */
-        return st_runner_model_new(m->path, "cpu", p->cfg.threads, m->parallel, m->ctx_size,
-                                   p->cfg.ubatch, out, err);
+        return st_runner_model_new(m->path, "cpu", -1, p->cfg.threads, m->parallel,
+                                   m->ctx_size, p->cfg.ubatch, out, err);
     case ST_BACKEND_CUDA:
-        break;
+        if (!backend_built(ST_BACKEND_CUDA))
+            break;
+        return st_runner_model_new(m->path, "cuda", device < 0 ? 0 : device, p->cfg.threads,
+                                   m->parallel, m->ctx_size, p->cfg.ubatch, out, err);
     }
     return st_err_set(err, ST_ERR_UNSUPPORTED,
-                      "backend 'cuda' is not available yet (sim and cpu are); start with "
+                      "backend 'cuda' is not built in (this build has no nvcc); start with "
                       "--backend sim or --backend cpu");
 }
 
@@ -215,8 +221,8 @@ static enum st_status check_model(const struct st_model_config *m, int32_t i,
     const char *name = m->name ? m->name : "strata-sim";
     if (!backend_built(m->backend))
         return st_err_set(err, ST_ERR_UNSUPPORTED,
-                          "model '%s': backend 'cuda' is not available yet (sim and cpu are); "
-                          "start with --backend sim or --backend cpu", name);
+                          "model '%s': backend 'cuda' is not built in (this build has no "
+                          "nvcc); start with --backend sim or --backend cpu", name);
     if (m->parallel < 1 || m->parallel > 4096)
         return st_err_set(err, ST_ERR_BAD_CONFIG, "model '%s': parallel: %d, expected 1..4096",
                           name, (int)m->parallel);

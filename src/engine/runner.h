@@ -235,14 +235,15 @@ void st_runner_sim_fail_loads(struct st_runner *r, const char *reason);
 
 /* ---- the model runner (runner_model.c) --------------------------------- */
 
-/* A runner over the GGUF at gguf_path on backend 'backend_name' ("cpu"):
+/* A runner over the GGUF at gguf_path on backend 'backend_name' ("cpu" or
+ * "cuda"), device index 'device' for a GPU backend (< 0 = 0; "cpu" ignores it):
  * the file is mapped and its tokenizer and chat template built now; the
  * weights go to the backend at load. n_threads 0 = online cores; n_ctx 0 =
  * min(context_length, 4096); ubatch = tokens of one READ chunk. Returns
  * owned; free with st_runner_free(). ST_ERR_IO / BAD_GGUF / BAD_MODEL for
  * a file that does not open as a supported model. */
 enum st_status st_runner_model_new(const char *gguf_path, const char *backend_name,
-                                   int32_t n_threads, int32_t n_slots, int64_t n_ctx,
+                                   int32_t device, int32_t n_threads, int32_t n_slots, int64_t n_ctx,
                                    int32_t ubatch, struct st_runner **out, struct st_err *err);
 
 #endif /* STRATA_ENGINE_RUNNER_H */

@@ -83,7 +83,7 @@ static enum st_status model_load(struct st_runner *base, const struct st_clock *
     if (rc != ST_OK)
         return rc;
     struct st_model_params p = {
-        .backend = r->backend, .n_threads = r->n_threads, .n_slots = base->n_slots,
+        .backend = r->backend, .device = r->device, .n_threads = r->n_threads, .n_slots = base->n_slots,
         .n_ctx = base->n_ctx, .max_rows = (int32_t)r->rows_cap,
         .max_out = (int32_t)r->outs_cap,
     };
@@ -236,7 +236,7 @@ static const struct st_runner_ops model_ops = {
 };
 
 enum st_status st_runner_model_new(const char *gguf_path, const char *backend_name,
-                                   int32_t n_threads, int32_t n_slots, int64_t n_ctx,
+                                   int32_t device, int32_t n_threads, int32_t n_slots, int64_t n_ctx,
                                    int32_t ubatch, struct st_runner **out, struct st_err *err)
 {
     *out = NULL;
@@ -251,6 +251,7 @@ enum st_status st_runner_model_new(const char *gguf_path, const char *backend_na
     }
     r->base.ops = &model_ops;
     r->base.n_slots = n_slots;
+    r->device = device < 0 ? 0 : device;
     r->n_threads = n_threads;
     r->ubatch = ubatch;
     enum st_status rc = st_model_open(gguf_path, &r->model, err);

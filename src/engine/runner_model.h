@@ -17,6 +17,7 @@ struct model_runner {
     struct st_chat_tmpl tmpl;        /* read-only after new */
     char              *backend;      /* owned backend name */
     int32_t            n_threads;
+    int32_t            device;       /* GPU index for "cuda" (cuda:device) */
     int32_t            ubatch;       /* tokens of one READ chunk */
     int64_t           *kv_len;       /* [n_slots]: tokens in each slot's cache */
     /* one step's rows (engine thread only): rows_cap = ubatch + n_slots * (1 + drafts),

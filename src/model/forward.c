@@ -21,11 +21,17 @@
  *
  * One op call covers every row of the chunk, so a device backend gets one
  * launch per op per layer, and each weight is streamed once per chunk.
+ * Decode-shaped steps (<= FWD_GRAPH_ROWS rows) bracket their ops with
+ * st_backend_graph_begin/end so a device backend replays them as one graph.
  */
 #include <math.h>
 #include <string.h>
 
 #include "forward_internal.h"
+
+/* Steps of at most this many rows (decode, MTP verify) run as a backend
+ * graph (docs/CUDA.md); prompt chunks have many shapes and run eagerly. */
+#define FWD_GRAPH_ROWS 16
 
 #define TRY(call)                 \
     do {                          \
@@ -172,39 +178,98 @@ static enum st_status put_i32(struct st_model *m, const struct st_tensor *t,
     return st_backend_write(m->be, t, 0, m->i32_host, (size_t)n * sizeof(int32_t), err);
 }
 
-enum st_status st_fwd_chunk(struct st_model *m, const struct st_model_batch *b, int64_t r0,
-                            int64_t r1, int64_t o0, int64_t o1, struct st_err *err)
+/* Write chunk rows [r0, r1)'s inputs (ids, positions, slots) and the
+ * gather indices of out_rows[o0, o1) relative to r0: every host->device
+ * write of the chunk happens before its first op, so a CUDA graph of the
+ * ops reads them from the same tensors at each replay (docs/CUDA.md). */
+static enum st_status chunk_inputs(struct st_model *m, const struct st_model_batch *b,
+                                   int64_t r0, int64_t r1, int64_t o0, int64_t o1,
+                                   const struct st_fwd_rows *r, struct st_err *err)
 {
     int64_t n = r1 - r0;
-    struct st_fwd_rows r;
-    st_fwd_cut_rows(&m->act, n, &r);
-    TRY(put_i32(m, &r.ids, b->tokens, NULL, r0, n, err));
-    TRY(put_i32(m, &r.pos, NULL, b->pos, r0, n, err));
-    TRY(put_i32(m, &r.slot, b->slots, NULL, r0, n, err));
-    TRY(st_backend_embed(m->be, &r.x, &m->tok_embd, &r.ids, err));
+    TRY(put_i32(m, &r->ids, b->tokens, NULL, r0, n, err));
+    TRY(put_i32(m, &r->pos, NULL, b->pos, r0, n, err));
+    TRY(put_i32(m, &r->slot, b->slots, NULL, r0, n, err));
+    if (o1 == o0)
+        return ST_OK;
+    for (int64_t j = o0; j < o1; j++)
+        m->i32_host[j - o0] = (int32_t)(b->out_rows[j] - r0);
+    struct st_tensor gidx = st_fwd_column(&m->act.gidx, 0, o1 - o0);
+    return st_backend_write(m->be, &gidx, 0, m->i32_host, (size_t)(o1 - o0) * sizeof(int32_t),
+                            err);
+}
+
+/* The ops of one chunk (inputs already written): embed, every layer, and
+ * the gather of the logit rows into hout rows [o0, o1). */
+static enum st_status chunk_ops(struct st_model *m, const struct st_fwd_rows *r, int64_t o0,
+                                int64_t o1, struct st_err *err)
+{
+    TRY(st_backend_embed(m->be, &r->x, &m->tok_embd, &r->ids, err));
     for (int64_t l = 0; l < m->desc->hp.n_layer; l++)
-        TRY(layer(m, l, &r, err));
+        TRY(layer(m, l, r, err));
     if (o1 == o0)
         return ST_OK;
     /* Gather the rows that want logits: embed over the f32 residual is a
      * row gather, so the final norm and the head only see those rows. */
-    for (int64_t j = o0; j < o1; j++)
-        m->i32_host[j - o0] = (int32_t)(b->out_rows[j] - r0);
     struct st_tensor gidx = st_fwd_column(&m->act.gidx, 0, o1 - o0);
     struct st_tensor hout = st_tensor_slice(&m->act.hout, 1, o0, o1 - o0);
-    TRY(st_backend_write(m->be, &gidx, 0, m->i32_host, (size_t)(o1 - o0) * sizeof(int32_t),
-                         err));
-    return st_backend_embed(m->be, &hout, &r.x, &gidx, err);
+    return st_backend_embed(m->be, &hout, &r->x, &gidx, err);
 }
 
-enum st_status st_fwd_head(struct st_model *m, int64_t n_out, struct st_err *err)
+enum st_status st_fwd_chunk(struct st_model *m, const struct st_model_batch *b, int64_t r0,
+                            int64_t r1, int64_t o0, int64_t o1, struct st_err *err)
+{
+    struct st_fwd_rows r;
+    st_fwd_cut_rows(&m->act, r1 - r0, &r);
+    TRY(chunk_inputs(m, b, r0, r1, o0, o1, &r, err));
+    return chunk_ops(m, &r, o0, o1, err);
+}
+
+/* Final norm and head over hout rows [0, n_out) into the logits tensor. */
+static enum st_status head_ops(struct st_model *m, int64_t n_out, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
     struct st_tensor h = st_tensor_slice(&m->act.hout, 1, 0, n_out);
     struct st_tensor lg = st_tensor_slice(&m->act.logits, 1, 0, n_out);
     TRY(st_backend_rms_norm(m->be, &h, &h, &m->output_norm, hp->rms_eps, err));
-    TRY(st_backend_matmul(m->be, &lg, &h, m->tied ? &m->tok_embd : &m->output, err));
+    return st_backend_matmul(m->be, &lg, &h, m->tied ? &m->tok_embd : &m->output, err);
+}
+
+static enum st_status read_logits(struct st_model *m, int64_t n_out, struct st_err *err)
+{
+    struct st_tensor lg = st_tensor_slice(&m->act.logits, 1, 0, n_out);
     return st_backend_read(m->be, &lg, 0, m->logits_host, st_tensor_nbytes(&lg), err);
+}
+
+enum st_status st_fwd_head(struct st_model *m, int64_t n_out, struct st_err *err)
+{
+    TRY(head_ops(m, n_out, err));
+    return read_logits(m, n_out, err);
+}
+
+/* A decode-shaped step (one chunk of <= FWD_GRAPH_ROWS rows) as a backend
+ * graph: inputs first, then every op of the chunk and the head between
+ * graph_begin/graph_end, keyed by the shape (row count, logit rows), which
+ * fixes every tensor view and scalar the ops see; only contents change.
+ * A device backend captures the key on its second run and replays it from
+ * then on; the CPU backend's graph calls do nothing (same ops, same order). */
+static enum st_status forward_graphed(struct st_model *m, const struct st_model_batch *b,
+                                      struct st_err *err)
+{
+    int64_t n = b->n_rows, n_out = b->n_out;
+    struct st_fwd_rows r;
+    st_fwd_cut_rows(&m->act, n, &r);
+    TRY(chunk_inputs(m, b, 0, n, 0, n_out, &r, err));
+    uint64_t key = 1 + (uint64_t)n + ((uint64_t)n_out << 20);
+    bool replayed = false;
+    TRY(st_backend_graph_begin(m->be, key, &replayed, err));
+    if (!replayed) {
+        TRY(chunk_ops(m, &r, 0, n_out, err));
+        if (n_out > 0)
+            TRY(head_ops(m, n_out, err));
+        TRY(st_backend_graph_end(m->be, err));
+    }
+    return n_out > 0 ? read_logits(m, n_out, err) : ST_OK;
 }
 
 /* Every row in range, out_rows ascending: a bad batch is the caller's bug,
@@ -243,6 +308,12 @@ enum st_status st_model_forward(struct st_model *m, const struct st_model_batch 
     if (!m->loaded)
         return st_err_set(err, ST_ERR_LOADING, "model %s is not loaded", m->path);
     TRY(check_batch(m, b, err));
+    if (b->n_rows > 0 && b->n_rows <= FWD_GRAPH_ROWS && b->n_rows <= m->p.max_rows) {
+        TRY(forward_graphed(m, b, err));
+        if (logits && b->n_out > 0)
+            *logits = m->logits_host;
+        return ST_OK;
+    }
     int64_t o0 = 0;
     for (int64_t r0 = 0; r0 < b->n_rows; r0 += m->p.max_rows) {
         int64_t r1 = ST_MIN(r0 + m->p.max_rows, b->n_rows);

@@ -323,7 +323,8 @@ enum st_status st_model_load(struct st_model *m, const struct st_model_params *p
     enum st_status rc = resolve_params(m, p, err);
     if (rc != ST_OK)
         return rc;
-    struct st_backend_config bc = { .n_threads = m->p.n_threads, .device = 0 };
+    struct st_backend_config bc = { .n_threads = m->p.n_threads,
+                                   .device = m->p.device };
     rc = st_backend_open(m->p.backend, &bc, &m->be, err);
     if (rc != ST_OK)
         return rc;

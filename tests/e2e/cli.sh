@@ -128,6 +128,12 @@ if start_server "$tmp/example.log" --config "$src/configs/strata.example.yaml" -
     stop_server "serve --config example --log-format json then SIGTERM" "$tmp/example.log"
 fi
 
+# A single -m model that fails its start-up load ends serve (exit 2, the
+# reason logged) instead of leaving a server that only answers 503.
+printf 'GGUF-but-not-really' >"$tmp/broken.gguf"
+run "serve -m broken.gguf" 2 serve -m "$tmp/broken.gguf" --port 0 --host 127.0.0.1 &&
+    expect err "the model did not load: gguf:" "serve -m broken.gguf"
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed"
     exit 1

@@ -19,8 +19,9 @@
 #      the medium preset, with a clear line, when a3b is not in this build);
 #   5. decode/prompt speed with gpu_bench (np 1 and np 4): tokens/s and the
 #      fraction of 4.8 TB/s;
-#   6. `strata bench` if a strata binary can be built (needs --server debs)
-#      and it takes the flags (--backend cuda, MTP); otherwise says why.
+#   6. `strata bench --backend cuda` if a strata binary can be built (needs
+#      --server debs): the Q4_K model at np 1 and 4, then `strata bench --mtp`
+#      on mtp-demo at np 1 and 4 (each without and with MTP); otherwise says why.
 # Exit status: 0 when the build and the CUDA tests passed (speed is
 # reported, not judged); non-zero otherwise.
 set -uo pipefail
@@ -127,29 +128,44 @@ make_model() { # make_model QUANT -> path of the model on stdout-free global MOD
 for q in q4_k iq3_s; do
     (( $(date +%s) - T0 > 420 )) && { say "time budget reached: skipping $q"; break; }
     make_model "$q" || { say "no model for $q"; continue; }
+    [[ $q == q4_k ]] && Q4K_MODEL=$MODEL
     step "bench_$q" 150 "$BENCH" run "$MODEL" -b cuda -np 1,4 -n 64 -p 512 -c 4096
     grep "^bench:" "$OUTDIR/bench_$q.log" | sed "s/^/  $q: /" | tee -a "$SUMMARY"
 done
 
 # ---- 6. strata bench (needs the server's libraries) ---------------------------
+# `strata bench --backend cuda --gpu 0` on the Q4_K model: np 1 and np 4 (the
+# bench always runs np 1, then -np N), prompt 512 and 64 decode steps; then
+# `strata bench --mtp` on the mtp-demo preset (drafts agree by construction)
+# at np 1 and np 4: each run decodes without and with MTP drafting. Every
+# step checks the 8-minute budget first (the limits below keep it inside).
+left() { echo $(( 470 - ($(date +%s) - T0) )); }   # seconds left before 8 min, with slack
+sbench() { # sbench NAME LIMIT ARGS...: one strata bench step if time is left
+    local name=$1 limit=$2; shift 2
+    (( $(left) < limit / 2 )) && { say "time budget reached: skipping $name"; return 1; }
+    (( limit > $(left) )) && limit=$(left)
+    step "$name" "$limit" build-gpu-srv/strata bench "$@"
+    grep -E "^\| " "$OUTDIR/$name.log" | sed "s/^/  $name: /" | tee -a "$SUMMARY"
+}
 if (( $(date +%s) - T0 < 400 )) && pkg-config --exists libmicrohttpd yaml-0.1 2>/dev/null; then
     if step configure_server 60 cmake -S . -B build-gpu-srv "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
             -DSTRATA_WERROR=OFF -DSTRATA_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=90 &&
        step build_server 240 cmake --build build-gpu-srv -j"$JOBS" --target strata; then
         HELP=$(build-gpu-srv/strata bench --help 2>&1 || true)
-        FLAGS=()
-        grep -q -- "--backend" <<<"$HELP" && FLAGS+=(--backend cuda)
-        [[ ${#FLAGS[@]} -eq 0 ]] && say "strata bench has no --backend flag yet: it measures the CPU engine; skipped"
-        if [[ ${#FLAGS[@]} -gt 0 && -n ${MODEL:-} ]]; then
-            step strata_bench 120 build-gpu-srv/strata bench -m "$MODEL" "${FLAGS[@]}" -np 4 -r 2
-            if grep -q -- "--mtp" <<<"$HELP"; then
-                step make_mtp 120 "$BENCH" make "$MODELS/mtp-demo.gguf" mtp-demo q4_k &&
-                for m in "" "--mtp"; do
-                    step "strata_bench_mtp${m:+_on}" 120 build-gpu-srv/strata bench \
-                        -m "$MODELS/mtp-demo.gguf" "${FLAGS[@]}" -np 4 -r 2 $m
-                done
+        if ! grep -q -- "--backend" <<<"$HELP"; then
+            say "strata bench has no --backend flag: it measures the CPU engine; skipped"
+        else
+            CUDA_FLAGS=(--backend cuda --gpu 0)
+            if [[ -n ${Q4K_MODEL:-} ]]; then
+                sbench strata_bench 120 -m "$Q4K_MODEL" "${CUDA_FLAGS[@]}" -p 512 -n 64 -np 4 -r 2
             else
-                say "strata bench has no --mtp flag yet: MTP runs skipped"
+                say "no Q4_K model: strata bench on it skipped"
+            fi
+            if (( $(left) > 60 )) && step make_mtp 60 "$BENCH" make "$MODELS/mtp-demo.gguf" mtp-demo q4_k; then
+                for np in 1 4; do
+                    sbench "strata_bench_mtp_np$np" 90 --mtp -m "$MODELS/mtp-demo.gguf" \
+                        "${CUDA_FLAGS[@]}" -np "$np" -n 128 -r 2
+                done
             fi
         fi
     fi

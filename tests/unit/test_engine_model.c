@@ -122,7 +122,7 @@ static void run_direct(int which, int32_t *tokens)
 {
     struct st_runner *r = NULL;
     struct st_err err = { 0 };
-    ck_assert(st_runner_model_new(path, "cpu", 1, 1, 256, 512, &r, &err) == ST_OK);
+    ck_assert(st_runner_model_new(path, "cpu", -1, 1, 1, 256, 512, &r, &err) == ST_OK);
     ck_assert(st_runner_load(r, NULL, NULL, NULL, &err) == ST_OK);
     int32_t *ids = NULL;
     size_t n = 0;

@@ -26,7 +26,7 @@ static void setup(void)
                                     .seed = 1 };
     struct st_err err = { 0 };
     ck_assert_msg(st_make_model(&o, &err) == ST_OK, "%s", err.msg);
-    ck_assert_msg(st_runner_model_new(path, "cpu", 2, 2, 128, 16, &r, &err) == ST_OK, "%s",
+    ck_assert_msg(st_runner_model_new(path, "cpu", -1, 2, 2, 128, 16, &r, &err) == ST_OK, "%s",
                   err.msg);
 }
 
@@ -201,11 +201,11 @@ START_TEST(test_runner_model_rejects_bad_files)
 {
     struct st_runner *x = NULL;
     struct st_err err = { 0 };
-    ck_assert_int_eq(st_runner_model_new("/nonexistent.gguf", "cpu", 1, 1, 16, 8, &x, &err),
+    ck_assert_int_eq(st_runner_model_new("/nonexistent.gguf", "cpu", -1, 1, 1, 16, 8, &x, &err),
                      ST_ERR_IO);
     ck_assert_ptr_null(x);
-    ck_assert_int_eq(st_runner_model_new(path, "cpu", 1, 0, 16, 8, &x, &err), ST_ERR_BAD_CONFIG);
-    ck_assert(st_runner_model_new(path, "nosuch", 1, 1, 16, 8, &x, &err) == ST_OK);
+    ck_assert_int_eq(st_runner_model_new(path, "cpu", -1, 1, 0, 16, 8, &x, &err), ST_ERR_BAD_CONFIG);
+    ck_assert(st_runner_model_new(path, "nosuch", -1, 1, 1, 16, 8, &x, &err) == ST_OK);
     ck_assert_int_eq(st_runner_load(x, NULL, NULL, NULL, &err), ST_ERR_UNSUPPORTED);
     st_runner_free(x);
 }
