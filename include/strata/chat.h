@@ -5,7 +5,8 @@
  * fingerprints (substrings) and picks a renderer written in C whose output
  * matches what that template's own Jinja produces (tests compare against
  * @huggingface/jinja). Recognized: ChatML, Qwen3 (hybrid thinking, tools;
- * also the Thinking-2507 variant that opens <think> itself), Llama 3,
+ * also the Thinking-2507 variant that opens <think> itself), Qwen2.5
+ * (tools, "You are Qwen..." when no system message is given), Llama 3,
  * Mistral ([INST], v3 style), Gemma. Anything else renders as ChatML and
  * logs a warning naming the model.
  *
@@ -29,6 +30,7 @@
 enum st_chat_kind {
     ST_CHAT_CHATML,
     ST_CHAT_QWEN3,
+    ST_CHAT_QWEN25,     /* Qwen2.5 (and -Coder): tools, default system prompt, no thinking */
     ST_CHAT_LLAMA3,
     ST_CHAT_MISTRAL,
     ST_CHAT_GEMMA,
@@ -67,7 +69,7 @@ struct st_chat_req {
 void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
                        const char *bos, const char *eos, const char *model_name);
 
-/* "chatml", "qwen3", "llama3", "mistral", "gemma". Static. */
+/* "chatml", "qwen3", "qwen2.5", "llama3", "mistral", "gemma". Static. */
 const char *st_chat_kind_name(enum st_chat_kind kind);
 
 /* Render the prompt, appended to 'out'. Errors: ST_ERR_INVALID for what the

@@ -95,6 +95,9 @@ void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
         t->kind = ST_CHAT_QWEN3;
         t->think_open = has(source, len, "<|im_start|>assistant\\n<think>\\n'");
         t->thinking_flag = has(source, len, "enable_thinking");
+    } else if (has(source, len, "<|im_start|>") && has(source, len, "<tool_call>") &&
+               has(source, len, ST_CHAT_QWEN25_SYSTEM)) {
+        t->kind = ST_CHAT_QWEN25;
     } else if (has(source, len, "<|im_start|>")) {
         t->kind = ST_CHAT_CHATML;
     } else if (has(source, len, "<|start_header_id|>") && has(source, len, "<|end_header_id|>")) {
@@ -117,6 +120,7 @@ const char *st_chat_kind_name(enum st_chat_kind kind)
     switch (kind) {
     case ST_CHAT_CHATML:  return "chatml";
     case ST_CHAT_QWEN3:   return "qwen3";
+    case ST_CHAT_QWEN25:  return "qwen2.5";
     case ST_CHAT_LLAMA3:  return "llama3";
     case ST_CHAT_MISTRAL: return "mistral";
     case ST_CHAT_GEMMA:   return "gemma";
@@ -273,6 +277,7 @@ enum st_status st_chat_render(const struct st_chat_tmpl *t,
             return st_err_set(err, ST_ERR_INVALID, "chat template: message %zu has no role", i);
     switch (t->kind) {
     case ST_CHAT_QWEN3:
+    case ST_CHAT_QWEN25:
         rc = st_chat_render_qwen3(t, req, out, err);
         break;
     case ST_CHAT_LLAMA3:

@@ -23,6 +23,12 @@ enum st_status st_chat_puts(struct st_buf *out, const char *s);
  * chars = NULL strips Python whitespace; else only bytes in 'chars'. */
 struct st_str st_chat_strip(struct st_str s, int which, const char *chars);
 
+/* Qwen2.5's system prompt when the messages bring none; also what tells its
+ * template apart from other ChatML templates with <tool_call>. */
+#define ST_CHAT_QWEN25_SYSTEM "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+
+/* Qwen3 and Qwen2.5 (t->kind says which; Qwen2.5 is Qwen3 less thinking,
+ * plus the default system prompt). */
 enum st_status st_chat_render_qwen3(const struct st_chat_tmpl *t,
                                     const struct st_chat_req *req,
                                     struct st_buf *out, struct st_err *err);

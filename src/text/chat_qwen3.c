@@ -14,6 +14,11 @@
  *    "<|im_start|>user" turn.
  *  - generation prompt: "<|im_start|>assistant\n", plus the empty think block
  *    when enable_thinking is false (or "<think>\n" for Thinking-2507).
+ *
+ * Qwen2.5's template is the same program less the thinking parts (assistant
+ * content is rendered as given, nothing split at </think>), plus a default
+ * system prompt (ST_CHAT_QWEN25_SYSTEM) when the first message is not a
+ * system message -- in its own turn, or ahead of the tools section.
  */
 #include <string.h>
 
@@ -68,27 +73,32 @@ static struct st_str sub(struct st_str s, size_t from, size_t to)
     return r;
 }
 
-/* {%- if tools %} ... {%- else %} system turn {%- endif %} */
+/* {%- if tools %} ... {%- else %} system turn {%- endif %}
+ * default_system: the text used when messages[0] is not a system message
+ * (Qwen2.5), or NULL (Qwen3: then there is no system text at all). */
 static enum st_status system_part(const struct st_chat_req *req, struct st_str tools,
-                                  struct st_buf *out)
+                                  const char *default_system, struct st_buf *out)
 {
     const struct st_chat_msg *m0 = &req->msgs[0];
+    struct st_str system = role_is(m0, "system") ? chat_content(m0)
+                                                 : st_str_c(default_system ? default_system : "");
+    bool has_system = role_is(m0, "system") || default_system;
     enum st_status rc = ST_OK;
     struct st_str tool;
     size_t pos = 0;
     bool bad = false;
 
     if (!tools.ptr) {
-        if (!role_is(m0, "system"))
+        if (!has_system)
             return ST_OK;
         rc = st_chat_puts(out, "<|im_start|>system\n");
         if (rc == ST_OK)
-            rc = st_chat_put(out, chat_content(m0));
+            rc = st_chat_put(out, system);
         return rc == ST_OK ? st_chat_puts(out, "<|im_end|>\n") : rc;
     }
     rc = st_chat_puts(out, "<|im_start|>system\n");
-    if (rc == ST_OK && role_is(m0, "system")) {
-        rc = st_chat_put(out, chat_content(m0));
+    if (rc == ST_OK && has_system) {
+        rc = st_chat_put(out, system);
         if (rc == ST_OK)
             rc = st_chat_puts(out, "\n\n");
     }
@@ -182,19 +192,21 @@ static enum st_status tool_calls(struct st_str calls, bool has_content, struct s
     return (rc == ST_OK && bad) ? ST_ERR_INVALID : rc;
 }
 
+/* thinking = false (Qwen2.5): the content as given, no <think> block. */
 static enum st_status assistant(const struct st_chat_req *req, size_t i, size_t lqi,
-                                struct st_str calls, struct st_buf *out)
+                                bool thinking, struct st_str calls, struct st_buf *out)
 {
     const struct st_chat_msg *m = &req->msgs[i];
-    struct st_str content, reasoning;
+    struct st_str content = chat_content(m), reasoning = { "", 0 };
     enum st_status rc;
     bool last = i + 1 == req->n_msgs;
 
-    split_reasoning(m, &content, &reasoning);
+    if (thinking)
+        split_reasoning(m, &content, &reasoning);
     rc = st_chat_puts(out, "<|im_start|>");
     if (rc == ST_OK)
         rc = st_chat_put(out, m->role);
-    if (rc == ST_OK && i > lqi && (last || reasoning.len > 0)) {
+    if (rc == ST_OK && thinking && i > lqi && (last || reasoning.len > 0)) {
         rc = st_chat_puts(out, "\n<think>\n");
         if (rc == ST_OK)
             rc = st_chat_put(out, st_chat_strip(reasoning, 3, "\n"));
@@ -273,6 +285,7 @@ enum st_status st_chat_render_qwen3(const struct st_chat_tmpl *t,
                                     const struct st_chat_req *req,
                                     struct st_buf *out, struct st_err *err)
 {
+    bool qwen25 = t->kind == ST_CHAT_QWEN25;
     struct st_str tools, calls;
     enum st_status rc;
     size_t i, lqi;
@@ -280,7 +293,7 @@ enum st_status st_chat_render_qwen3(const struct st_chat_tmpl *t,
     rc = parse_inputs(req, &tools, err);
     if (rc != ST_OK)
         return rc;
-    rc = system_part(req, tools, out);
+    rc = system_part(req, tools, qwen25 ? ST_CHAT_QWEN25_SYSTEM : NULL, out);
     lqi = last_query_index(req);
     for (i = 0; i < req->n_msgs && rc == ST_OK; i++) {
         const struct st_chat_msg *m = &req->msgs[i];
@@ -290,7 +303,7 @@ enum st_status st_chat_render_qwen3(const struct st_chat_tmpl *t,
             calls.ptr = NULL;
             if (m->tool_calls.ptr && !st_json_value(m->tool_calls, &calls))
                 calls.ptr = NULL;
-            rc = assistant(req, i, lqi, calls, out);
+            rc = assistant(req, i, lqi, !qwen25, calls, out);
         } else if (role_is(m, "tool")) {
             rc = tool_msg(req, i, out);
         }

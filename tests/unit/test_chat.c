@@ -45,13 +45,18 @@ static const char qwen3_src[] =
     "{%- if enable_thinking is defined and enable_thinking is false %}";
 static const char qwen3_thinking_src[] =
     "<|im_start|> <tool_call> </think> {{- '<|im_start|>assistant\\n<think>\\n' }}";
+static const char qwen25_src[] =
+    "{%- if tools %}<|im_start|>system ... {{- 'You are Qwen, created by Alibaba Cloud. "
+    "You are a helpful assistant.' }} ... <tool_call>";
 
 START_TEST(test_chat_recognizes_templates)
 {
     struct st_chat_tmpl t;
     static const struct { const char *src; enum st_chat_kind kind; } cases[] = {
         { qwen3_src, ST_CHAT_QWEN3 },
+        { qwen25_src, ST_CHAT_QWEN25 },
         { "{{'<|im_start|>' + message['role']}}", ST_CHAT_CHATML },
+        { "<|im_start|> <tool_call> (Hermes-style, no Qwen system prompt)", ST_CHAT_CHATML },
         { "<|start_header_id|>' + role + '<|end_header_id|>", ST_CHAT_LLAMA3 },
         { "'[INST] ' + content + '[/INST]'", ST_CHAT_MISTRAL },
         { "<start_of_turn>model", ST_CHAT_GEMMA },
@@ -120,6 +125,39 @@ START_TEST(test_chat_qwen3_history_and_tools)
         "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": \"\xc3\xa9/\", \"n\": [1, 2]}}\n</tool_call><|im_end|>\n"
         "<|im_start|>user\n<tool_response>\nT1\n</tool_response>\n<tool_response>\nT2\n</tool_response><|im_end|>\n"
         "<|im_start|>assistant\n");
+    st_buf_fini(&out);
+}
+END_TEST
+
+/* Qwen2.5: the default system prompt (alone, and ahead of the tools), the
+ * assistant content as given (no </think> split), no think block at the end. */
+START_TEST(test_chat_qwen25_default_system_and_tools)
+{
+    struct st_chat_msg m[] = { msg("user", "Q"), msg("assistant", "<think>x</think>A"),
+                               msg("user", "R"), msg("assistant", "C"), msg("tool", "T") };
+    struct st_buf out;
+
+    ck_assert_int_eq(render(qwen25_src, m, 3, NULL, 0, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data,
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+        "assistant.<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n"
+        "<|im_start|>assistant\n<think>x</think>A<|im_end|>\n"
+        "<|im_start|>user\nR<|im_end|>\n<|im_start|>assistant\n");
+    st_buf_fini(&out);
+    m[3].tool_calls = st_str_c("[{\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\": 1}\"}}]");
+    ck_assert_int_eq(render(qwen25_src, m, 5, "[{\"name\":\"f\"}]", -1, &out, NULL), ST_OK);
+    ck_assert_ptr_nonnull(strstr(out.data,
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+        "assistant.\n\n# Tools\n\nYou may call"));
+    ck_assert_ptr_nonnull(strstr(out.data,
+        "<|im_start|>assistant\nC\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}"
+        "\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\nT\n</tool_response>"
+        "<|im_end|>\n<|im_start|>assistant\n"));
+    st_buf_fini(&out);
+    /* A system message of its own replaces the default. */
+    m[0] = msg("system", "S");
+    ck_assert_int_eq(render(qwen25_src, m, 1, NULL, -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "<|im_start|>system\nS<|im_end|>\n<|im_start|>assistant\n");
     st_buf_fini(&out);
 }
 END_TEST
@@ -201,6 +239,7 @@ static Suite *chat_suite(void)
     tcase_add_test(tc, test_chat_recognizes_templates);
     tcase_add_test(tc, test_chat_qwen3_thinking_switch);
     tcase_add_test(tc, test_chat_qwen3_history_and_tools);
+    tcase_add_test(tc, test_chat_qwen25_default_system_and_tools);
     tcase_add_test(tc, test_chat_simple_renderers);
     tcase_add_test(tc, test_chat_errors);
     tcase_add_test(js, test_chat_tojson);
