@@ -7,6 +7,7 @@
  * @huggingface/jinja). Recognized: ChatML, Qwen3 (hybrid thinking, tools;
  * also the Thinking-2507 variant that opens <think> itself), Qwen2.5
  * (tools, "You are Qwen..." when no system message is given), Llama 3,
+ * Llama 3.1/3.2/3.3 (the "Cutting Knowledge Date" system header, tools),
  * Mistral ([INST], v3 style), Gemma. Anything else renders as ChatML and
  * logs a warning naming the model.
  *
@@ -32,6 +33,7 @@ enum st_chat_kind {
     ST_CHAT_QWEN3,
     ST_CHAT_QWEN25,     /* Qwen2.5 (and -Coder): tools, default system prompt, no thinking */
     ST_CHAT_LLAMA3,
+    ST_CHAT_LLAMA31,    /* Llama 3.1-3.3: date header, JSON tool calls, ipython turns */
     ST_CHAT_MISTRAL,
     ST_CHAT_GEMMA,
 };
@@ -40,6 +42,7 @@ struct st_chat_tmpl {
     enum st_chat_kind kind;
     bool   think_open;      /* Qwen3 Thinking-2507: generation prompt ends "<think>\n" */
     bool   thinking_flag;   /* the template reads enable_thinking */
+    bool   date_today;      /* Llama 3.2+: default date_string is today (strftime_now) */
     bool   known;           /* false: fell back to ChatML */
     char   bos[32];         /* bos_token text for templates that print it ("" = none) */
     char   eos[32];         /* eos_token text (Mistral ends assistant turns with it) */
@@ -60,6 +63,9 @@ struct st_chat_req {
     struct st_str             tools;    /* JSON array of tools; ptr NULL or "[]" = none */
     bool                      add_generation_prompt;
     int                       enable_thinking;  /* -1 = not given, 0 = false, 1 = true */
+    struct st_str             date_string;      /* Llama 3.1+ "Today Date"; ptr NULL = the
+                                                   template's default ("26 Jul 2024", or
+                                                   today's local date when date_today) */
 };
 
 /* Recognize 'source' (the Jinja template; may be NULL or empty = none) and
@@ -69,7 +75,7 @@ struct st_chat_req {
 void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
                        const char *bos, const char *eos, const char *model_name);
 
-/* "chatml", "qwen3", "qwen2.5", "llama3", "mistral", "gemma". Static. */
+/* "chatml", "qwen3", "qwen2.5", "llama3", "llama3.1", "mistral", "gemma". Static. */
 const char *st_chat_kind_name(enum st_chat_kind kind);
 
 /* Render the prompt, appended to 'out'. Errors: ST_ERR_INVALID for what the

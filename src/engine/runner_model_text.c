@@ -272,13 +272,17 @@ static enum st_status to_msgs(const cJSON *arr, struct st_chat_msg *msgs, struct
     return ST_OK;
 }
 
-static int thinking_flag(const char *kwargs_json)
+/* chat_template_kwargs the renderers read: enable_thinking (Qwen3) and
+ * date_string (Llama 3.1+; kept in the scratch list). */
+static void template_kwargs(const char *kwargs_json, struct st_chat_req *req, struct scratch *sc)
 {
     cJSON *kw = kwargs_json ? cJSON_Parse(kwargs_json) : NULL;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking");
-    int flag = cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+    req->enable_thinking = cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+    v = cJSON_GetObjectItemCaseSensitive(kw, "date_string");
+    if (cJSON_IsString(v))
+        req->date_string = keep(sc, strdup(v->valuestring));
     cJSON_Delete(kw);
-    return flag;
 }
 
 enum st_status st_runner_model_apply_template(const struct st_runner *r,
@@ -300,9 +304,9 @@ enum st_status st_runner_model_apply_template(const struct st_runner *r,
                              : st_err_set(err, ST_ERR_NOMEM, "no memory for %zu messages", n);
     if (rc == ST_OK) {
         struct st_chat_req req = { .msgs = msgs, .n_msgs = n, .add_generation_prompt = add_gen,
-                                   .enable_thinking = thinking_flag(kwargs_json),
                                    .tools = tools_json ? st_str_c(tools_json)
                                                        : (struct st_str){ NULL, 0 } };
+        template_kwargs(kwargs_json, &req, &sc);
         rc = st_chat_render(&mr(r)->tmpl, &req, &out, err);
         if (rc == ST_OK && !out.data)
             rc = st_buf_append(&out, "", 0);

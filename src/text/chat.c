@@ -1,11 +1,15 @@
 /* chat.c -- chat template recognition and the simple renderers (ChatML,
- * Llama 3, Mistral, Gemma). Qwen3 lives in chat_qwen3.c.
+ * Llama 3, Mistral, Gemma). Qwen3 and Qwen2.5 live in chat_qwen3.c, Llama 3.1+
+ * in chat_llama31.c.
  *
  * Fingerprints (substrings of the Jinja source), checked in this order:
  *   "<|im_start|>" + "<tool_call>" + a think marker  -> Qwen3
  *       ("enable_thinking" present: the flag is honoured; the literal
  *        '<|im_start|>assistant\n<think>\n' means Thinking-2507)
+ *   "<|im_start|>" + "<tool_call>" + Qwen2.5's system text -> Qwen2.5
  *   "<|im_start|>"                                    -> ChatML
+ *   "<|start_header_id|>" + "Cutting Knowledge Date"  -> Llama 3.1+
+ *       ("strftime_now" present: the default date is today, as in 3.2)
  *   "<|start_header_id|>"                             -> Llama 3
  *   "<start_of_turn>"                                 -> Gemma
  *   "[INST]"                                          -> Mistral
@@ -100,6 +104,10 @@ void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
         t->kind = ST_CHAT_QWEN25;
     } else if (has(source, len, "<|im_start|>")) {
         t->kind = ST_CHAT_CHATML;
+    } else if (has(source, len, "<|start_header_id|>") && has(source, len, "<|end_header_id|>") &&
+               has(source, len, "Cutting Knowledge Date")) {
+        t->kind = ST_CHAT_LLAMA31;
+        t->date_today = has(source, len, "strftime_now");
     } else if (has(source, len, "<|start_header_id|>") && has(source, len, "<|end_header_id|>")) {
         t->kind = ST_CHAT_LLAMA3;
     } else if (has(source, len, "<start_of_turn>")) {
@@ -122,6 +130,7 @@ const char *st_chat_kind_name(enum st_chat_kind kind)
     case ST_CHAT_QWEN3:   return "qwen3";
     case ST_CHAT_QWEN25:  return "qwen2.5";
     case ST_CHAT_LLAMA3:  return "llama3";
+    case ST_CHAT_LLAMA31: return "llama3.1";
     case ST_CHAT_MISTRAL: return "mistral";
     case ST_CHAT_GEMMA:   return "gemma";
     }
@@ -282,6 +291,9 @@ enum st_status st_chat_render(const struct st_chat_tmpl *t,
         break;
     case ST_CHAT_LLAMA3:
         rc = render_llama3(t, req, out);
+        break;
+    case ST_CHAT_LLAMA31:
+        rc = st_chat_render_llama31(t, req, out, err);
         break;
     case ST_CHAT_MISTRAL:
         rc = render_mistral(t, req, out, err);

@@ -33,4 +33,9 @@ enum st_status st_chat_render_qwen3(const struct st_chat_tmpl *t,
                                     const struct st_chat_req *req,
                                     struct st_buf *out, struct st_err *err);
 
+/* Llama 3.1, 3.2 and 3.3 (chat_llama31.c). */
+enum st_status st_chat_render_llama31(const struct st_chat_tmpl *t,
+                                      const struct st_chat_req *req,
+                                      struct st_buf *out, struct st_err *err);
+
 #endif /* STRATA_TEXT_CHAT_INTERNAL_H */

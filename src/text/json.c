@@ -299,7 +299,20 @@ static enum st_status tojson_string(struct st_str v, struct st_buf *out)
     return rc;
 }
 
-static enum st_status tojson_container(struct st_str v, struct st_buf *out)
+/* Python's separators: ", " inline; with indent, "," then a new line and
+ * (depth * indent) spaces. */
+static enum st_status tojson_break(int indent, int depth, struct st_buf *out)
+{
+    enum st_status rc = st_buf_append(out, "\n", 1);
+    for (int i = 0; rc == ST_OK && i < indent * depth; i++)
+        rc = st_buf_append(out, " ", 1);
+    return rc;
+}
+
+static enum st_status tojson_at(struct st_str v, int indent, int depth, struct st_buf *out);
+
+static enum st_status tojson_container(struct st_str v, int indent, int depth,
+                                       struct st_buf *out)
 {
     bool obj = v.ptr[0] == '{', bad = false;
     struct st_str k, e;
@@ -310,35 +323,49 @@ static enum st_status tojson_container(struct st_str v, struct st_buf *out)
     rc = st_buf_append(out, obj ? "{" : "[", 1);
     while (rc == ST_OK && (obj ? object_next(v, &pos, &k, &e) : st_json_array_next(v, &pos, &e, &bad))) {
         if (i++ > 0)
-            rc = st_buf_append(out, ", ", 2);
+            rc = indent < 0 ? st_buf_append(out, ", ", 2) : st_buf_append(out, ",", 1);
+        if (rc == ST_OK && indent >= 0)
+            rc = tojson_break(indent, depth + 1, out);
         if (rc == ST_OK && obj) {
             rc = tojson_string(k, out);
             if (rc == ST_OK)
                 rc = st_buf_append(out, ": ", 2);
         }
         if (rc == ST_OK)
-            rc = st_json_tojson(e, out);
+            rc = tojson_at(e, indent, depth + 1, out);
     }
     if (rc == ST_OK && bad)
         rc = ST_ERR_INVALID;
+    if (rc == ST_OK && indent >= 0 && i > 0)
+        rc = tojson_break(indent, depth, out);     /* an empty one stays "[]" / "{}" */
     if (rc == ST_OK)
         rc = st_buf_append(out, obj ? "}" : "]", 1);
     return rc;
 }
 
-enum st_status st_json_tojson(struct st_str v, struct st_buf *out)
+static enum st_status tojson_at(struct st_str v, int indent, int depth, struct st_buf *out)
 {
     switch (st_json_type(v)) {
     case ST_JSON_STRING:
         return tojson_string(v, out);
     case ST_JSON_ARRAY:
     case ST_JSON_OBJECT:
-        return tojson_container(v, out);
+        return tojson_container(v, indent, depth, out);
     case ST_JSON_BAD:
         return ST_ERR_INVALID;
     default:
         return st_buf_append(out, v.ptr, v.len);   /* number, true, false, null */
     }
+}
+
+enum st_status st_json_tojson(struct st_str v, struct st_buf *out)
+{
+    return tojson_at(v, -1, 0, out);
+}
+
+enum st_status st_json_tojson_indent(struct st_str v, int indent, struct st_buf *out)
+{
+    return tojson_at(v, indent < 0 ? 0 : indent, 0, out);
 }
 
 bool st_json_truthy(struct st_str v)

@@ -4,6 +4,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "strata/chat.h"
@@ -58,6 +59,7 @@ START_TEST(test_chat_recognizes_templates)
         { "{{'<|im_start|>' + message['role']}}", ST_CHAT_CHATML },
         { "<|im_start|> <tool_call> (Hermes-style, no Qwen system prompt)", ST_CHAT_CHATML },
         { "<|start_header_id|>' + role + '<|end_header_id|>", ST_CHAT_LLAMA3 },
+        { "<|start_header_id|>system<|end_header_id|> Cutting Knowledge Date:", ST_CHAT_LLAMA31 },
         { "'[INST] ' + content + '[/INST]'", ST_CHAT_MISTRAL },
         { "<start_of_turn>model", ST_CHAT_GEMMA },
     };
@@ -162,6 +164,67 @@ START_TEST(test_chat_qwen25_default_system_and_tools)
 }
 END_TEST
 
+/* The local date 'days' from now as "%d %b %Y" (static buffer). */
+static const char *today_plus(int days)
+{
+    static char buf[2][32];
+    static int next;
+    char *b = buf[next++ % 2];
+    time_t now = time(NULL) + (time_t)days * 86400;
+    struct tm tm;
+    ck_assert_ptr_nonnull(localtime_r(&now, &tm));
+    ck_assert_uint_gt(strftime(b, 32, "%d %b %Y", &tm), 0);
+    return b;
+}
+
+/* Llama 3.1+: the date header (given, the 3.1 default, today for 3.2), and
+ * the errors its template raises. Full renderings are compared with the
+ * Jinja in tests/e2e/tokenizer_ref. */
+START_TEST(test_chat_llama31_dates_and_errors)
+{
+    static const char l31[] = "<|start_header_id|> <|end_header_id|> Cutting Knowledge Date";
+    static const char l32[] = "<|start_header_id|> <|end_header_id|> Cutting Knowledge Date "
+                              "strftime_now(\"%d %b %Y\")";
+    struct st_chat_msg m[] = { msg("system", " S "), msg("user", "U"), msg("assistant", "") };
+    struct st_chat_tmpl t;
+    struct st_chat_req req;
+    struct st_err err = { 0 };
+    struct st_buf out;
+
+    ck_assert_int_eq(render(l31, m, 2, NULL, -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "<s><|start_header_id|>system<|end_header_id|>\n\n"
+                               "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
+                               "S<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|>"
+                               "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    st_buf_fini(&out);
+    ck_assert_int_eq(render(l32, m + 1, 1, NULL, -1, &out, NULL), ST_OK);
+    const char *d = strstr(out.data, "Today Date: ");
+    ck_assert_ptr_nonnull(d);
+    d += strlen("Today Date: ");     /* "%d %b %Y" of the local date (either side of midnight) */
+    ck_assert_msg(strncmp(d, today_plus(-1), 11) == 0 || strncmp(d, today_plus(0), 11) == 0, "%.11s", d);
+    st_buf_fini(&out);
+
+    memset(&req, 0, sizeof(req));
+    st_chat_tmpl_init(&t, l32, strlen(l32), "", "", "m");
+    req.msgs = m + 1;
+    req.n_msgs = 1;
+    req.date_string = st_str_c("01 Jan 2030");
+    st_buf_init(&out);
+    ck_assert_int_eq(st_chat_render(&t, &req, &out, NULL), ST_OK);
+    ck_assert_ptr_nonnull(strstr(out.data, "Today Date: 01 Jan 2030\n\n<|eot_id|>"));
+    st_buf_fini(&out);
+
+    /* Two calls in one message, and tools with no message to carry them. */
+    m[2].tool_calls = st_str_c("[{\"function\":{\"name\":\"a\"}},{\"function\":{\"name\":\"b\"}}]");
+    ck_assert_int_eq(render(l31, m, 3, NULL, -1, &out, &err), ST_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "single tool-calls"));
+    st_buf_fini(&out);
+    ck_assert_int_eq(render(l31, m, 1, "[{\"name\":\"f\"}]", -1, &out, &err), ST_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no first user message"));
+    st_buf_fini(&out);
+}
+END_TEST
+
 START_TEST(test_chat_simple_renderers)
 {
     struct st_chat_msg m[] = { msg("system", "S"), msg("user", " U "), msg("assistant", " A "),
@@ -217,6 +280,10 @@ START_TEST(test_chat_tojson)
     ck_assert(st_json_value(st_str_c(" {\"a\" :[1,2.5e3, true,null ,{}],\n\"b\\n\":\"\\ud83d\\ude00\\t\\\"\"} "), &v));
     ck_assert_int_eq(st_json_tojson(v, &out), ST_OK);
     ck_assert_str_eq(out.data, "{\"a\": [1, 2.5e3, true, null, {}], \"b\\n\": \"\xf0\x9f\x98\x80\\t\\\"\"}");
+    st_buf_reset(&out);
+    ck_assert_int_eq(st_json_tojson_indent(v, 2, &out), ST_OK);   /* json.dumps(indent=2) */
+    ck_assert_str_eq(out.data, "{\n  \"a\": [\n    1,\n    2.5e3,\n    true,\n    null,\n    {}\n  ],"
+                               "\n  \"b\\n\": \"\xf0\x9f\x98\x80\\t\\\"\"\n}");
     ck_assert(!st_json_value(st_str_c("[1,]"), &v));
     ck_assert(!st_json_value(st_str_c("{\"a\":1} x"), &v));
     ck_assert(!st_json_value(st_str_c("\"bad \\x escape\""), &v));
@@ -240,6 +307,7 @@ static Suite *chat_suite(void)
     tcase_add_test(tc, test_chat_qwen3_thinking_switch);
     tcase_add_test(tc, test_chat_qwen3_history_and_tools);
     tcase_add_test(tc, test_chat_qwen25_default_system_and_tools);
+    tcase_add_test(tc, test_chat_llama31_dates_and_errors);
     tcase_add_test(tc, test_chat_simple_renderers);
     tcase_add_test(tc, test_chat_errors);
     tcase_add_test(js, test_chat_tojson);

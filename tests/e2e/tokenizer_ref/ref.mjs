@@ -28,8 +28,8 @@ const templates = {
     config.chat_template.slice(0, genStart) +
     "{%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\\n<think>\\n' }}\n{%- endif %}\n",
 };
-const BOS = { llama3: "<|begin_of_text|>", mistral: "<s>", gemma: "<bos>" };
-const EOS = { llama3: "<|eot_id|>", mistral: "</s>", gemma: "<eos>" };
+const BOS = { llama3: "<|begin_of_text|>", llama31: "<|begin_of_text|>", mistral: "<s>", gemma: "<bos>" };
+const EOS = { llama3: "<|eot_id|>", llama31: "<|eot_id|>", mistral: "</s>", gemma: "<eos>" };
 for (const f of readdirSync(join(dir, "templates")).sort()) {
   if (f.endsWith(".jinja"))
     templates[f.replace(/\.jinja$/, "")] = readFileSync(join(dir, "templates", f), "utf8");
