@@ -132,7 +132,8 @@ static struct st_str next_field(const char **p, const char *end)
 static void fuzz_chat(const char *in, size_t len)
 {
     static const char *const roles[] = { "system", "user", "assistant", "tool", "bogus" };
-    static const enum st_chat_kind kinds[] = { ST_CHAT_CHATML, ST_CHAT_QWEN3, ST_CHAT_LLAMA3,
+    static const enum st_chat_kind kinds[] = { ST_CHAT_CHATML, ST_CHAT_QWEN3, ST_CHAT_QWEN25,
+                                               ST_CHAT_LLAMA3, ST_CHAT_LLAMA31,
                                                ST_CHAT_MISTRAL, ST_CHAT_GEMMA };
     struct st_chat_msg msgs[MAX_MSGS];
     struct st_chat_req req;
@@ -169,6 +170,7 @@ static void fuzz_chat(const char *in, size_t len)
         t.kind = kinds[k];
         t.known = true;
         t.thinking_flag = true;
+        t.date_today = len & 2;
         strcpy(t.bos, "<s>");
         strcpy(t.eos, "</s>");
         struct st_buf out = { 0 };
