@@ -250,13 +250,17 @@ static void attn_launch_dpl(const st_kern_attn &a, int gqm, dim3 grid, size_t sm
 extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStream_t stream)
 {
     const int32_t group = a->n_kv > 0 ? a->n_head / a->n_kv : 0;
-    if (!st_kern_attn_supported(a->head_dim, group) || a->n_rows < 1 || a->n_rows > 65535 ||
-        a->n_split < 1 || a->n_split > 65535 ||
-        (int64_t)a->n_split * a->split_len < a->n_ctx)
+    if (!st_kern_attn_supported(a->head_dim, group) || a->n_rows < 1 ||
+        a->n_rows * a->n_kv > 0x7fffffff || a->n_rows * a->n_head > 0x7fffffff ||
+        a->n_split < 1 || a->n_split > 65535 || (int64_t)a->n_split * a->split_len < a->n_ctx)
         return cudaErrorInvalidValue;
     const int64_t w = (int64_t)a->n_kv * a->head_dim;
-    kv_write<<<dim3(kq_cdiv(w, 256), (unsigned)a->n_rows), 256, 0, stream>>>(
-        a->kc, a->vc, a->k, a->v, a->slot, a->pos, w, a->n_ctx, a->n_slots, a->err_flag);
+    for (int64_t r0 = 0; r0 < a->n_rows; r0 += 65535) {    /* grid.y <= 65535 */
+        const int64_t nr = a->n_rows - r0 < 65535 ? a->n_rows - r0 : 65535;
+        kv_write<<<dim3(kq_cdiv(w, 256), (unsigned)nr), 256, 0, stream>>>(
+            a->kc, a->vc, a->k + r0 * w, a->v + r0 * w, a->slot + r0, a->pos + r0, w, a->n_ctx,
+            a->n_slots, a->err_flag);
+    }
 
     const int dpl = att_dpl(a->head_dim), gqm = att_gqm(group);
     const dim3 grid((unsigned)(a->n_rows * a->n_kv), (unsigned)a->n_split);

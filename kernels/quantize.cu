@@ -36,10 +36,15 @@ quantize_q8_1(uint8_t *dst, size_t dst_stride, const float *x, int64_t n)
 extern "C" cudaError_t st_kern_quantize_q8_1(void *dst, size_t dst_stride, const float *x,
                                              int64_t n, int64_t n_rows, cudaStream_t stream)
 {
-    if (n % 32 != 0 || n_rows < 1 || n_rows > 65535 || dst_stride < st_kern_q8_1_row_bytes(n))
+    if (n % 32 != 0 || n_rows < 1 || dst_stride < st_kern_q8_1_row_bytes(n))
         return cudaErrorInvalidValue;
-    dim3 grid(kq_cdiv(n / 32, Q8_WARPS), (unsigned)n_rows);
-    quantize_q8_1<<<grid, 32 * Q8_WARPS, 0, stream>>>((uint8_t *)dst, dst_stride, x, n);
+    /* grid.y <= 65535: MoE pairs of a large prompt chunk (ubatch * k) can be more */
+    for (int64_t r0 = 0; r0 < n_rows; r0 += 65535) {
+        const int64_t nr = n_rows - r0 < 65535 ? n_rows - r0 : 65535;
+        dim3 grid(kq_cdiv(n / 32, Q8_WARPS), (unsigned)nr);
+        quantize_q8_1<<<grid, 32 * Q8_WARPS, 0, stream>>>((uint8_t *)dst + (size_t)r0 * dst_stride,
+                                                         dst_stride, x + r0 * n, n);
+    }
     return cudaGetLastError();
 }
 

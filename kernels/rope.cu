@@ -56,13 +56,16 @@ extern "C" cudaError_t st_kern_rope_neox(float *out, const float *x, const int32
                                          float freq_base, float freq_scale, unsigned *err_flag,
                                          cudaStream_t stream)
 {
-    if (n_rows < 1 || n_rows > 65535 || head_dim < 1 || width % head_dim != 0 || n_rot < 2 ||
-        n_rot % 2 != 0 || n_rot > head_dim)
+    if (n_rows < 1 || head_dim < 1 || width % head_dim != 0 || n_rot < 2 || n_rot % 2 != 0 ||
+        n_rot > head_dim)
         return cudaErrorInvalidValue;
     const int half = n_rot / 2;
     const int64_t per_head = half > head_dim - n_rot ? half : head_dim - n_rot;
-    dim3 grid(kq_cdiv((width / head_dim) * per_head, 256), (unsigned)n_rows);
-    rope_neox<<<grid, 256, 0, stream>>>(out, x, pos, width, head_dim, n_rot, freq_base,
-                                        freq_scale, err_flag);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += 65535) {      /* grid.y <= 65535 */
+        const int64_t nr = n_rows - r0 < 65535 ? n_rows - r0 : 65535;
+        dim3 grid(kq_cdiv((width / head_dim) * per_head, 256), (unsigned)nr);
+        rope_neox<<<grid, 256, 0, stream>>>(out + r0 * width, x + r0 * width, pos + r0, width,
+                                            head_dim, n_rot, freq_base, freq_scale, err_flag);
+    }
     return cudaGetLastError();
 }

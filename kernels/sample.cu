@@ -111,8 +111,13 @@ sample_rows(int32_t *ids, const float *logits, int64_t n_vocab, const int32_t *t
     }
     if (threadIdx.x != 0)
         return;
+    /* NaN logits are never "better", so a row of NaNs leaves a round
+     * without a winner (index 0x7fffffff): never hand out such an id (the
+     * engine indexes the vocabulary with it); fall back to the first
+     * found candidate, or id 0 as the CPU sampler does. */
+    const int first = ci[0] >= 0 && ci[0] < n_vocab ? ci[0] : 0;
     if (k == 1) {
-        ids[r] = ci[0];
+        ids[r] = first;
         return;
     }
     float total = 0.0f;
@@ -128,7 +133,7 @@ sample_rows(int32_t *ids, const float *logits, int64_t n_vocab, const int32_t *t
             break;
         }
     }
-    ids[r] = ci[pick];
+    ids[r] = ci[pick] >= 0 && ci[pick] < n_vocab ? ci[pick] : first;
 }
 
 extern "C" cudaError_t st_kern_sample(int32_t *ids, const float *logits, int64_t n_rows,

@@ -164,6 +164,7 @@ static enum st_status fill_pool(const struct st_config *c, struct st_pool_config
     p->sim.decode_tps = c->sim_decode_tps;
     p->sim.load_seconds = c->sim_load_seconds;
     p->sim.tokens = c->sim_tokens;
+    p->sim.reply = c->sim_reply;
     return rc;
 }
 
@@ -199,6 +200,10 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->priority_order = c->priority_order == ST_CFG_ORDER_LOW_FIRST ? ST_PRIORITY_LOW_FIRST
                                                                     : ST_PRIORITY_HIGH_FIRST;
     s->http_threads = c->http_threads;
+    s->reasoning_format = c->reasoning_format == ST_CFG_REASONING_NONE ? ST_REASONING_NONE
+                                                                       : ST_REASONING_DEEPSEEK;
+    s->cors_origins = c->cors_origins;
+    s->sse_keepalive_s = c->sse_keepalive_s;
     s->model_priority = r->model_priority;
     s->n_model_priority = c->n_models;
     return ST_OK;

@@ -45,6 +45,11 @@ enum st_cfg_scheduler {
     ST_CFG_SCHED_FIFO,     /* priority, then arrival */
 };
 
+enum st_cfg_reasoning {
+    ST_CFG_REASONING_DEEPSEEK,   /* <think> -> message.reasoning_content (default) */
+    ST_CFG_REASONING_NONE,       /* <think> stays in the content */
+};
+
 enum st_cfg_priority_order {
     ST_CFG_ORDER_HIGH_FIRST,   /* llama-swap: a higher number goes first (default) */
     ST_CFG_ORDER_LOW_FIRST,    /* vLLM / LiteLLM: a lower number goes first */
@@ -92,12 +97,14 @@ struct st_config_key {
  * --help`. */
 enum st_opt {
     ST_OPT_MODEL, ST_OPT_ALIAS, ST_OPT_CONFIG, ST_OPT_HOST, ST_OPT_PORT, ST_OPT_API_KEY,
-    ST_OPT_BODY_LIMIT, ST_OPT_MAX_QUEUE, ST_OPT_HTTP_THREADS, ST_OPT_PRIORITY_ORDER,
+    ST_OPT_BODY_LIMIT, ST_OPT_MAX_QUEUE, ST_OPT_HTTP_THREADS, ST_OPT_CORS_ORIGINS,
+    ST_OPT_SSE_KEEPALIVE, ST_OPT_PRIORITY_ORDER,
     ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
     ST_OPT_UBATCH, ST_OPT_THREADS, ST_OPT_BATCH_MTP, ST_OPT_MTP_DRAFT,
     ST_OPT_SCHEDULER, ST_OPT_AGING_DIVISOR, ST_OPT_SWAP_AFFINITY_BONUS,
     ST_OPT_GIVE_WAY_TOKENS, ST_OPT_YIELDS_MAX,
     ST_OPT_SIM_PROMPT_TPS, ST_OPT_SIM_DECODE_TPS, ST_OPT_SIM_LOAD_SECONDS, ST_OPT_SIM_TOKENS,
+    ST_OPT_SIM_REPLY, ST_OPT_REASONING_FORMAT,
     ST_OPT_LOG_FORMAT, ST_OPT_LOG_LEVEL,
     ST_OPT_COUNT
 };
@@ -109,6 +116,10 @@ struct st_config {
     size_t   body_limit;           /* bytes; default 8 MiB */
     int32_t  max_queue;            /* waiting requests at most; 0 = unlimited (default) */
     int32_t  http_threads;         /* libmicrohttpd threads; default 2 */
+    char    *cors_origins;         /* owned; comma-separated origins, "*" (default, any) or
+                                    * "none" (no CORS headers); docs/API.md "CORS" */
+    int32_t  sse_keepalive_s;      /* SSE comment after this many idle seconds; 0 = off;
+                                    * default 15 */
     enum st_cfg_priority_order priority_order;
 
     /* engines (server-level defaults of every model) */
@@ -134,6 +145,10 @@ struct st_config {
     double   sim_decode_tps;       /* tokens per second per decoding slot; default 50 */
     double   sim_load_seconds;     /* time to "load"; default 0 */
     int32_t  sim_tokens;           /* default completion length, tokens; default 16 */
+    char    *sim_reply;            /* owned; the sim generates exactly this text; NULL = tokN */
+
+    /* chat replies (docs/API.md "Tool calls and reasoning") */
+    enum st_cfg_reasoning reasoning_format;   /* default deepseek */
 
     /* logging */
     enum st_log_format log_format; /* default text */

@@ -25,6 +25,14 @@ struct st_api_key {
     int32_t max_priority;
 };
 
+/* --reasoning-format (docs/API.md "Tool calls and reasoning"): chat
+ * replies' <think> blocks go to message.reasoning_content (deepseek, the
+ * default, as llama-server) or stay in the content (none). */
+enum st_reasoning_format {
+    ST_REASONING_DEEPSEEK,
+    ST_REASONING_NONE,
+};
+
 struct st_server_config {
     const char *host;                 /* borrowed; default "127.0.0.1" */
     uint16_t    port;                 /* 0 = pick a free port */
@@ -34,6 +42,15 @@ struct st_server_config {
     enum st_priority_order priority_order;
     int32_t     http_threads;         /* libmicrohttpd worker threads (default 2) */
     int32_t     activity_log_lines;   /* log one line per dispatch (default on) */
+    enum st_reasoning_format reasoning_format;   /* default deepseek */
+    /* CORS (docs/API.md): comma-separated origins ("https://a.example"),
+     * "*" = any (the default), NULL, "" or "none" = no CORS headers.
+     * Borrowed; the server keeps a copy. */
+    const char *cors_origins;
+    /* Streams: the 200 headers and an SSE comment line go out once a
+     * stream has sent nothing for this many seconds (queue wait, long
+     * prompt read); 0 = never. Default 15. */
+    int32_t     sse_keepalive_s;
     /* Each model's configured priority (SCHEDULER.md section 2), indexed
      * like the pool's models; borrowed. NULL, or a model past
      * n_model_priority, counts as 0. */

@@ -45,6 +45,10 @@ void st_config_init(struct st_config *c)
     c->body_limit = (size_t)8 << 20;
     c->max_queue = 0;
     c->http_threads = 2;
+    c->cors_origins = strdup("*");
+    if (c->cors_origins == NULL)
+        st_panic("strdup of the default CORS origins", __FILE__, __LINE__);
+    c->sse_keepalive_s = 15;
     c->priority_order = ST_CFG_ORDER_HIGH_FIRST;
     c->backend = ST_CFG_BACKEND_AUTO;
     c->parallel = 4;
@@ -94,9 +98,11 @@ void st_config_fini(struct st_config *c)
         free(c->warnings[i]);
     free(c->warnings);
     free(c->host);
+    free(c->cors_origins);
     free(c->config_path);
     free(c->model_path);
     free(c->model_alias);
+    free(c->sim_reply);
     memset(c, 0, sizeof(*c));
 }
 

@@ -27,11 +27,13 @@ static const char *const backend_choices[] = { "auto", "sim", "cpu", "cuda", NUL
 static const char *const sched_choices[] = { "serial", "fifo", NULL };
 static const char *const order_choices[] = { "high-first", "low-first", NULL };
 static const char *const logfmt_choices[] = { "text", "json", NULL };
+static const char *const reasoning_choices[] = { "deepseek", "none", NULL };
 static const char *const loglevel_choices[] = { "debug", "info", "warn", "error", NULL };
 
 /* Enums are stored through the table as int: make sure that is their size. */
 _Static_assert(sizeof(enum st_cfg_backend) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_log_level) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum st_cfg_reasoning) == sizeof(int), "enum size");
 /* st_config.given has one bit per option. */
 _Static_assert(ST_OPT_COUNT <= 64, "st_config.given is a uint64_t");
 
@@ -62,6 +64,12 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
     [ST_OPT_HTTP_THREADS] = { ST_OPT_HTTP_THREADS, "--http-threads", NULL, "http_threads",
         ST_CFG_INT32, OFF(http_threads), NO_HAS, I32(1, 256), .metavar = "N",
         .help = "libmicrohttpd threads" },
+    [ST_OPT_CORS_ORIGINS] = { ST_OPT_CORS_ORIGINS, "--cors-origins", NULL, "cors_origins",
+        ST_CFG_STRING, OFF(cors_origins), NO_HAS, .metavar = "LIST",
+        .help = "browser origins allowed (CORS), comma-separated; * = any; none = no CORS headers" },
+    [ST_OPT_SSE_KEEPALIVE] = { ST_OPT_SSE_KEEPALIVE, "--sse-keepalive", NULL, "sse_keepalive",
+        ST_CFG_INT32, OFF(sse_keepalive_s), NO_HAS, I32(0, 3600), .metavar = "S",
+        .help = "stream: send headers and an SSE comment after S idle seconds; 0 = off" },
     [ST_OPT_PRIORITY_ORDER] = { ST_OPT_PRIORITY_ORDER, "--priority-order", NULL,
         "priority_order", ST_CFG_CHOICE, OFF(priority_order), NO_HAS,
         .choices = order_choices,
@@ -120,6 +128,13 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
     [ST_OPT_SIM_TOKENS] = { ST_OPT_SIM_TOKENS, "--sim-tokens", NULL, "sim.tokens",
         ST_CFG_INT32, OFF(sim_tokens), NO_HAS, I32(1, INT32_MAX), .metavar = "N",
         .help = "sim: completion length when the request sets no max_tokens" },
+    [ST_OPT_SIM_REPLY] = { ST_OPT_SIM_REPLY, "--sim-reply", NULL, "sim.reply", ST_CFG_STRING,
+        OFF(sim_reply), NO_HAS, .metavar = "TEXT",
+        .help = "sim: generate exactly TEXT (in pieces of 1-7 bytes), then end; docs/SIM.md" },
+    [ST_OPT_REASONING_FORMAT] = { ST_OPT_REASONING_FORMAT, "--reasoning-format", NULL,
+        "reasoning_format", ST_CFG_CHOICE, OFF(reasoning_format), NO_HAS,
+        .choices = reasoning_choices,
+        .help = "chat: <think> to reasoning_content (deepseek) or left in content (none)" },
     [ST_OPT_LOG_FORMAT] = { ST_OPT_LOG_FORMAT, "--log-format", NULL, "log_format",
         ST_CFG_CHOICE, OFF(log_format), NO_HAS, .choices = logfmt_choices,
         .help = "log lines as text or JSON" },

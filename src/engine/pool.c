@@ -115,6 +115,8 @@ enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model,
         enum st_status rc = st_runner_sim_new(&p->cfg.sim, m->parallel, m->ctx_size, out, err);
         if (rc == ST_OK && m->path && strncmp(m->path, "fail:", 5) == 0)
             st_runner_sim_fail_loads(*out, m->path + 5);
+        if (rc == ST_OK && m->path && strncmp(m->path, "reply:", 6) == 0)
+            rc = st_runner_sim_set_reply(*out, m->path + 6, err);   /* docs/SIM.md */
         return rc;
     }
     case ST_BACKEND_CPU:    /* the model runner (runner_model.c) */
@@ -285,6 +287,11 @@ enum st_status st_engine_pool_new(const struct st_pool_config *cfg, struct st_sc
         st_histogram_init(&p->ttft[b]);
         st_histogram_init(&p->itl[b]);
     }
+    p->cfg.sim.reply = cfg->sim.reply ? strdup(cfg->sim.reply) : NULL;   /* the pool's copy */
+    if (cfg->sim.reply && !p->cfg.sim.reply) {
+        rc = st_err_set(err, ST_ERR_NOMEM, "no memory for the sim reply");
+        goto out_free;
+    }
     rc = st_pool_models_init(p, cfg, err);   /* copies cfg->model and extra_models */
     if (rc != ST_OK)
         goto out_free;
@@ -423,6 +430,7 @@ void st_engine_pool_free(struct st_engine_pool *p)
         engine_fini(&p->engines[i]);
     free(p->engines);
     st_pool_models_fini(p);
+    free(p->cfg.sim.reply);
     pthread_mutex_destroy(&p->models_mu);
     pthread_mutex_destroy(&p->text_mu);
     pthread_mutex_destroy(&p->mu);

@@ -26,6 +26,11 @@
  *   release  the slot keeps min(ids known, n_past) tokens; after a failure
  *            it keeps nothing (a failed forward may have half-written KV).
  *   forget   a model unload voids every slot's cache (swap.c).
+ *   opt out  a request with no_prompt_cache ("cache_prompt": false) shares
+ *            no prefix with any slot: it reads its whole prompt and its slot
+ *            is chosen as for an unrelated prompt (an empty one, else the
+ *            least recently freed). What it leaves in the KV is cached as
+ *            usual for later requests (its tokens are correct KV).
  *
  * The sim runner keeps no KV; the engine tracks positions, and the sim
  * charges time only for the tokens a step reads, so reuse shows as a
@@ -56,7 +61,7 @@ static int64_t common_prefix(const int32_t *a, int64_t na, const int32_t *b, int
 static int64_t reusable(const struct st_engine_slot *sl, const struct st_request *req)
 {
     const struct st_prefix_cache *c = &sl->cache;
-    if (c->n_kv <= 0 || req->n_tokens < 2)
+    if (c->n_kv <= 0 || req->n_tokens < 2 || req->no_prompt_cache)
         return 0;
     return common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens - 1);
 }

@@ -19,6 +19,23 @@ void st_gen_params_defaults(struct st_gen_params *p)
     p->top_p = 0.95f;
     p->top_k = 40;
     p->min_p = 0.05f;
+    p->repeat_penalty = 1.0f;
+    p->repeat_last_n = 64;
+}
+
+enum st_status st_gen_params_copy_bias(struct st_gen_params *dst, const struct st_gen_params *src)
+{
+    dst->logit_bias = NULL;
+    dst->n_logit_bias = 0;
+    if (src->n_logit_bias <= 0 || !src->logit_bias)
+        return ST_OK;
+    size_t bytes = (size_t)src->n_logit_bias * sizeof(*src->logit_bias);
+    dst->logit_bias = malloc(bytes);
+    if (!dst->logit_bias)
+        return ST_ERR_NOMEM;
+    memcpy(dst->logit_bias, src->logit_bias, bytes);
+    dst->n_logit_bias = src->n_logit_bias;
+    return ST_OK;
 }
 
 const char *st_finish_name(enum st_finish f)
@@ -68,6 +85,7 @@ void st_request_unref(struct st_request *req)
         req->on_free(req);
     for (int i = 0; i < ST_MAX_STOP; i++)
         free(req->params.stop[i]);
+    free(req->params.logit_bias);
     free(req->prompt);
     free(req->tokens);
     free(req);

@@ -233,6 +233,11 @@ enum st_status st_runner_sim_new(const struct st_sim_config *cfg, int32_t n_slot
  * "fail:REASON"). The text side keeps working. */
 void st_runner_sim_fail_loads(struct st_runner *r, const char *reason);
 
+/* Make this sim runner generate exactly 'text' (copied; replaces
+ * cfg->reply): model path "reply:TEXT" (docs/SIM.md). ST_ERR_NOMEM. */
+enum st_status st_runner_sim_set_reply(struct st_runner *r, const char *text,
+                                       struct st_err *err);
+
 /* ---- the model runner (runner_model.c) --------------------------------- */
 
 /* A runner over the GGUF at gguf_path on backend 'backend_name' ("cpu" or

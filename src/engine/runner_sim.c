@@ -19,6 +19,12 @@
  * any other word = 1 + fnv1a(word) mod (ST_SIM_GEN_BASE - 1). The piece of
  * a generated word is "tok1" for the first and " tokk" after it, so the
  * stream reads "tok1 tok2 tok3".
+ *
+ * With a reply text (--sim-reply, sim.reply, model path "reply:TEXT") the
+ * k-th generated token is the k-th piece of that text instead: pieces of
+ * 1, 2, ..., 7, 1, 2, ... bytes, widened so no UTF-8 character is cut, so
+ * a stream splits markers like "<tool_call>" across tokens; after the last
+ * piece comes end of generation.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -34,13 +40,48 @@ struct sim_runner {
     struct st_runner base;          /* must be first */
     struct st_sim_config cfg;
     char fail[200];                 /* non-empty: every load fails with this reason */
+    char *reply;                    /* owned; NULL: the tokN words */
+    size_t *cuts;                   /* owned; piece k = reply[cuts[k] .. cuts[k + 1]) */
+    int32_t n_pieces;
 };
 
 static const int32_t sim_eog_list[1] = { ST_SIM_EOG };
 
 static void sim_free(struct st_runner *r)
 {
+    struct sim_runner *s = (struct sim_runner *)r;
+    free(s->reply);
+    free(s->cuts);
     free(r);
+}
+
+/* The reply's pieces: 1..7 bytes in turn, never ending inside a character. */
+static enum st_status set_reply(struct sim_runner *s, const char *text, struct st_err *err)
+{
+    size_t len = strlen(text), n = 0;
+    free(s->reply);
+    free(s->cuts);
+    s->n_pieces = 0;
+    s->reply = strdup(text);
+    s->cuts = malloc((len + 1) * sizeof(*s->cuts));
+    if (!s->reply || !s->cuts)
+        return st_err_set(err, ST_ERR_NOMEM, "sim: no memory for a reply of %zu bytes", len);
+    if (len >= (size_t)ST_SIM_GEN_BASE - 2)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "sim: a reply of %zu bytes is too long", len);
+    for (size_t at = 0; at < len; n++) {
+        s->cuts[n] = at;
+        at = ST_MIN(len, at + 1 + n % 7);
+        while (at < len && ((unsigned char)s->reply[at] & 0xC0) == 0x80)
+            at++;
+    }
+    s->cuts[n] = len;
+    s->n_pieces = (int32_t)n;
+    return ST_OK;
+}
+
+enum st_status st_runner_sim_set_reply(struct st_runner *r, const char *text, struct st_err *err)
+{
+    return set_reply((struct sim_runner *)r, text, err);
 }
 
 static enum st_status sim_load(struct st_runner *r, const struct st_clock *clock,
@@ -121,9 +162,15 @@ static enum st_status sim_tokenize(const struct st_runner *r, const char *text, 
 
 static size_t sim_token_piece(const struct st_runner *r, int32_t token, char *buf, size_t cap)
 {
-    (void)r;
+    const struct sim_runner *s = (const struct sim_runner *)r;
     char tmp[32];
     int n;
+    int64_t k = (int64_t)token - ST_SIM_GEN_BASE;
+    if (s->reply && k >= 1 && k <= s->n_pieces) {
+        size_t len = s->cuts[k] - s->cuts[k - 1];
+        memcpy(buf, s->reply + s->cuts[k - 1], len < cap ? len : cap);
+        return len;
+    }
     if (token == ST_SIM_EOG)
         n = 0;
     else if (token == ST_SIM_GEN_BASE + 1)
@@ -226,7 +273,7 @@ static enum st_status sim_apply_template(const struct st_runner *r, const char *
 static int32_t next_word(const struct sim_runner *s, const struct st_runner_seq *q)
 {
     int64_t k = q->n_generated + 1;
-    if (!q->ignore_eos && k > s->cfg.tokens)
+    if (!q->ignore_eos && k > (s->reply ? s->n_pieces : s->cfg.tokens))
         return ST_SIM_EOG;
     if (k >= ST_SIM_GEN_BASE - 1)
         return ST_SIM_EOG;   /* beyond the id space: end rather than wrap */
@@ -299,6 +346,14 @@ enum st_status st_runner_sim_new(const struct st_sim_config *cfg, int32_t n_slot
     s->base.n_slots = n_slots;
     s->base.n_ctx = n_ctx;
     s->cfg = *cfg;
+    s->cfg.reply = NULL;            /* the pool's; this runner keeps its own copy */
+    if (cfg->reply) {
+        enum st_status rc = set_reply(s, cfg->reply, err);
+        if (rc != ST_OK) {
+            sim_free(&s->base);
+            return rc;
+        }
+    }
     *out = &s->base;
     return ST_OK;
 }

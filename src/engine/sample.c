@@ -1,10 +1,12 @@
 /* sample.c -- turn one row of logits into a token.
  *
- * The chain follows llama.cpp's default order: top-k, top-p, min-p, then
- * temperature, then a draw from the remaining distribution. Temperature
- * <= 0 is greedy (argmax). Logprobs are the log-softmax of the raw logits
- * (before any filter or temperature), as llama-server reports them by
- * default; top_logprobs are the N most likely tokens of that distribution.
+ * The chain follows llama.cpp's default order: logit_bias, penalties
+ * (penalty.c), top-k, top-p, min-p, then temperature, then a draw from the
+ * remaining distribution. Temperature <= 0 is greedy (argmax of the biased
+ * and penalised logits). Logprobs are the log-softmax of the raw logits
+ * (before bias, penalties, any filter or temperature), as llama-server
+ * reports them by default; top_logprobs are the N most likely tokens of
+ * that distribution.
  *
  * Shapes: logits float[n_vocab]; the candidate buffer holds n_vocab
  * (id, logit, p) entries, allocated once per slot on first use.
@@ -40,11 +42,13 @@ static uint64_t random_seed(void)
 void st_sampler_init(struct st_sampler *s)
 {
     memset(s, 0, sizeof(*s));
+    st_penalty_init(&s->pen);
 }
 
 void st_sampler_fini(struct st_sampler *s)
 {
     free(s->cands);
+    st_penalty_fini(&s->pen);
     st_sampler_init(s);
 }
 
@@ -59,6 +63,20 @@ void st_sampler_reset(struct st_sampler *s, const struct st_gen_params *p)
                     : p->top_logprobs > ST_MAX_TOP_LOGPROBS ? ST_MAX_TOP_LOGPROBS
                     : p->top_logprobs;
     s->rng = p->has_seed ? p->seed : random_seed();
+    s->bias = p->n_logit_bias > 0 ? p->logit_bias : NULL;
+    s->n_bias = s->bias ? p->n_logit_bias : 0;
+    st_penalty_reset(&s->pen, p);
+}
+
+void st_sampler_start(struct st_sampler *s, int64_t n_ctx, const int32_t *prompt,
+                      int64_t n_prompt)
+{
+    st_penalty_start(&s->pen, n_ctx, prompt, n_prompt);
+}
+
+void st_sampler_accept(struct st_sampler *s, int32_t token)
+{
+    st_penalty_accept(&s->pen, token);
 }
 
 double st_sampler_uniform(struct st_sampler *s)
@@ -190,14 +208,39 @@ static int32_t draw(struct st_sampler *s, struct st_sample_cand *c, size_t n)
     return c[n - 1].id;   /* rounding left u just above zero */
 }
 
+/* Candidates = the logits, biased and penalised, less the banned ids. */
+static size_t candidates(struct st_sampler *s, const float *logits, int32_t n_vocab,
+                         const int32_t *ban, size_t n_ban)
+{
+    bool adjust = s->n_bias > 0 || st_penalty_active(&s->pen);
+    size_t n = 0;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        if (adjust || n_ban == 0 || !banned(i, ban, n_ban))
+            s->cands[n++] = (struct st_sample_cand){ i, logits[i], 0.0f };
+    }
+    if (!adjust)
+        return n;
+    /* c[i].id == i here: bias and penalties index by token id */
+    for (int32_t b = 0; b < s->n_bias; b++) {
+        int32_t t = s->bias[b].token;
+        if (t >= 0 && t < n_vocab)
+            s->cands[t].logit += s->bias[b].bias;
+    }
+    st_penalty_apply(&s->pen, s->cands, n_vocab);
+    if (n_ban == 0)
+        return n;
+    n = 0;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        if (!banned(i, ban, n_ban))
+            s->cands[n++] = s->cands[i];
+    }
+    return n;
+}
+
 static enum st_status pick(struct st_sampler *s, const float *logits, int32_t n_vocab,
                            const int32_t *ban, size_t n_ban, int32_t *out)
 {
-    size_t n = 0;
-    for (int32_t i = 0; i < n_vocab; i++) {
-        if (n_ban == 0 || !banned(i, ban, n_ban))
-            s->cands[n++] = (struct st_sample_cand){ i, logits[i], 0.0f };
-    }
+    size_t n = candidates(s, logits, n_vocab, ban, n_ban);
     if (n == 0)
         return ST_ERR_INVALID;
     if (s->temperature <= 0.0f) {
@@ -232,7 +275,10 @@ enum st_status st_sampler_sample(struct st_sampler *s, const float *logits, int3
     }
     res->n_top = 0;
     res->logprob = 0.0f;
-    enum st_status rc = pick(s, logits, n_vocab, ban, n_ban, &res->token);
+    enum st_status rc = st_penalty_prepare(&s->pen, n_vocab);
+    if (rc != ST_OK)
+        return rc;
+    rc = pick(s, logits, n_vocab, ban, n_ban, &res->token);
     if (rc != ST_OK)
         return rc;
     if (s->logprobs || s->top_logprobs > 0)

@@ -81,6 +81,8 @@ static bool bind_slot(struct st_engine *e, struct st_engine_slot *sl, struct st_
     st_sampler_reset(&sl->sampler, &req->params);
     st_engine_mtp_reset(sl);
     st_detok_init(&sl->detok, NULL, false);
+    /* penalties: the repeat window starts with the prompt's last tokens */
+    st_sampler_start(&sl->sampler, e->runner->n_ctx, req->tokens, req->n_tokens);
 
     struct st_str stops[ST_MAX_STOP];
     int32_t n = ST_MIN(ST_MAX(req->params.n_stop, 0), ST_MAX_STOP);
@@ -230,6 +232,9 @@ static enum st_status pick_token(struct st_engine *e, struct st_engine_slot *sl,
         if (res->n_top)
             res->top[0] = (struct st_top_logprob){ .token = row->token, .logprob = 0.0f };
     }
+    /* every sample is taken (an MTP verify samples its rows in order), so
+     * the next row's penalties see this token */
+    st_sampler_accept(&sl->sampler, res->token);
     for (int32_t i = 0; i < res->n_top; i++) {
         struct st_top_logprob *t = &res->top[i];
         size_t len = st_runner_token_piece(e->runner, t->token, t->bytes, sizeof(t->bytes));

@@ -47,6 +47,17 @@ enum st_status st_engine_pool_detokenize(struct st_engine_pool *p, int32_t model
     return st_runner_detokenize(r, ids, n_ids, text, err);
 }
 
+enum st_status st_engine_pool_n_vocab(struct st_engine_pool *p, int32_t model, int32_t *n_vocab,
+                                      struct st_err *err)
+{
+    const struct st_runner *r;
+    *n_vocab = 0;
+    enum st_status rc = text_of(p, model, &r, err);
+    if (rc == ST_OK)
+        *n_vocab = st_runner_n_vocab(r);
+    return rc;
+}
+
 enum st_status st_engine_pool_apply_template(struct st_engine_pool *p, int32_t model,
                                              const char *messages_json, const char *tools_json,
                                              const char *kwargs_json, bool add_generation_prompt,

@@ -21,7 +21,7 @@
  *
  * One op call covers every row of the chunk, so a device backend gets one
  * launch per op per layer, and each weight is streamed once per chunk.
- * Decode-shaped steps (<= FWD_GRAPH_ROWS rows) bracket their ops with
+ * Decode-shaped steps (<= ST_FWD_GRAPH_ROWS rows) bracket their ops with
  * st_backend_graph_begin/end so a device backend replays them as one graph.
  */
 #include <math.h>
@@ -29,9 +29,6 @@
 
 #include "forward_internal.h"
 
-/* Steps of at most this many rows (decode, MTP verify) run as a backend
- * graph (docs/CUDA.md); prompt chunks have many shapes and run eagerly. */
-#define FWD_GRAPH_ROWS 16
 
 #define TRY(call)                 \
     do {                          \
@@ -182,7 +179,7 @@ static enum st_status put_i32(struct st_model *m, const struct st_tensor *t,
  * gather indices of out_rows[o0, o1) relative to r0: every host->device
  * write of the chunk happens before its first op, so a CUDA graph of the
  * ops reads them from the same tensors at each replay (docs/CUDA.md). */
-static enum st_status chunk_inputs(struct st_model *m, const struct st_model_batch *b,
+enum st_status st_fwd_chunk_inputs(struct st_model *m, const struct st_model_batch *b,
                                    int64_t r0, int64_t r1, int64_t o0, int64_t o1,
                                    const struct st_fwd_rows *r, struct st_err *err)
 {
@@ -201,7 +198,7 @@ static enum st_status chunk_inputs(struct st_model *m, const struct st_model_bat
 
 /* The ops of one chunk (inputs already written): embed, every layer, and
  * the gather of the logit rows into hout rows [o0, o1). */
-static enum st_status chunk_ops(struct st_model *m, const struct st_fwd_rows *r, int64_t o0,
+enum st_status st_fwd_chunk_ops(struct st_model *m, const struct st_fwd_rows *r, int64_t o0,
                                 int64_t o1, struct st_err *err)
 {
     TRY(st_backend_embed(m->be, &r->x, &m->tok_embd, &r->ids, err));
@@ -221,12 +218,12 @@ enum st_status st_fwd_chunk(struct st_model *m, const struct st_model_batch *b, 
 {
     struct st_fwd_rows r;
     st_fwd_cut_rows(&m->act, r1 - r0, &r);
-    TRY(chunk_inputs(m, b, r0, r1, o0, o1, &r, err));
-    return chunk_ops(m, &r, o0, o1, err);
+    TRY(st_fwd_chunk_inputs(m, b, r0, r1, o0, o1, &r, err));
+    return st_fwd_chunk_ops(m, &r, o0, o1, err);
 }
 
 /* Final norm and head over hout rows [0, n_out) into the logits tensor. */
-static enum st_status head_ops(struct st_model *m, int64_t n_out, struct st_err *err)
+enum st_status st_fwd_head_ops(struct st_model *m, int64_t n_out, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
     struct st_tensor h = st_tensor_slice(&m->act.hout, 1, 0, n_out);
@@ -235,7 +232,7 @@ static enum st_status head_ops(struct st_model *m, int64_t n_out, struct st_err 
     return st_backend_matmul(m->be, &lg, &h, m->tied ? &m->tok_embd : &m->output, err);
 }
 
-static enum st_status read_logits(struct st_model *m, int64_t n_out, struct st_err *err)
+enum st_status st_fwd_read_logits(struct st_model *m, int64_t n_out, struct st_err *err)
 {
     struct st_tensor lg = st_tensor_slice(&m->act.logits, 1, 0, n_out);
     return st_backend_read(m->be, &lg, 0, m->logits_host, st_tensor_nbytes(&lg), err);
@@ -243,11 +240,11 @@ static enum st_status read_logits(struct st_model *m, int64_t n_out, struct st_e
 
 enum st_status st_fwd_head(struct st_model *m, int64_t n_out, struct st_err *err)
 {
-    TRY(head_ops(m, n_out, err));
-    return read_logits(m, n_out, err);
+    TRY(st_fwd_head_ops(m, n_out, err));
+    return st_fwd_read_logits(m, n_out, err);
 }
 
-/* A decode-shaped step (one chunk of <= FWD_GRAPH_ROWS rows) as a backend
+/* A decode-shaped step (one chunk of <= ST_FWD_GRAPH_ROWS rows) as a backend
  * graph: inputs first, then every op of the chunk and the head between
  * graph_begin/graph_end, keyed by the shape (row count, logit rows), which
  * fixes every tensor view and scalar the ops see; only contents change.
@@ -259,17 +256,17 @@ static enum st_status forward_graphed(struct st_model *m, const struct st_model_
     int64_t n = b->n_rows, n_out = b->n_out;
     struct st_fwd_rows r;
     st_fwd_cut_rows(&m->act, n, &r);
-    TRY(chunk_inputs(m, b, 0, n, 0, n_out, &r, err));
-    uint64_t key = 1 + (uint64_t)n + ((uint64_t)n_out << 20);
+    TRY(st_fwd_chunk_inputs(m, b, 0, n, 0, n_out, &r, err));
+    uint64_t key = ST_FWD_GRAPH_KEY(ST_FWD_GRAPH_FORWARD, n, n_out);
     bool replayed = false;
     TRY(st_backend_graph_begin(m->be, key, &replayed, err));
     if (!replayed) {
-        TRY(chunk_ops(m, &r, 0, n_out, err));
+        TRY(st_fwd_chunk_ops(m, &r, 0, n_out, err));
         if (n_out > 0)
-            TRY(head_ops(m, n_out, err));
+            TRY(st_fwd_head_ops(m, n_out, err));
         TRY(st_backend_graph_end(m->be, err));
     }
-    return n_out > 0 ? read_logits(m, n_out, err) : ST_OK;
+    return n_out > 0 ? st_fwd_read_logits(m, n_out, err) : ST_OK;
 }
 
 /* Every row in range, out_rows ascending: a bad batch is the caller's bug,
@@ -308,7 +305,7 @@ enum st_status st_model_forward(struct st_model *m, const struct st_model_batch 
     if (!m->loaded)
         return st_err_set(err, ST_ERR_LOADING, "model %s is not loaded", m->path);
     TRY(check_batch(m, b, err));
-    if (b->n_rows > 0 && b->n_rows <= FWD_GRAPH_ROWS && b->n_rows <= m->p.max_rows) {
+    if (b->n_rows > 0 && b->n_rows <= ST_FWD_GRAPH_ROWS && b->n_rows <= m->p.max_rows) {
         TRY(forward_graphed(m, b, err));
         if (logits && b->n_out > 0)
             *logits = m->logits_host;

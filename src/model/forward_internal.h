@@ -123,4 +123,35 @@ enum st_status st_fwd_chunk(struct st_model *m, const struct st_model_batch *b, 
 ST_MUST_CHECK
 enum st_status st_fwd_head(struct st_model *m, int64_t n_out, struct st_err *err);
 
+/* ---- the pieces of st_fwd_chunk / st_fwd_head, for graph brackets -------
+ * A backend graph (docs/CUDA.md) must see every host->device write before
+ * st_backend_graph_begin and only ops inside; these split a chunk and the
+ * head into writes, ops and the read-back. */
+
+/* Steps of at most this many rows (decode, MTP verify, MTP drafts) run as
+ * a backend graph; prompt chunks have many shapes and run eagerly. */
+#define ST_FWD_GRAPH_ROWS 16
+/* Graph keys: what runs (one key space per pass) and the shape, which fixes
+ * every tensor view and scalar the ops see (rows, logit rows < 2^20). */
+#define ST_FWD_GRAPH_FORWARD 0u
+#define ST_FWD_GRAPH_MTP_VERIFY 1u
+#define ST_FWD_GRAPH_MTP_DRAFT 2u
+#define ST_FWD_GRAPH_KEY(kind, n, n_out) \
+    (1u + (uint64_t)(n) + ((uint64_t)(n_out) << 20) + ((uint64_t)(kind) << 40))
+
+/* The writes of st_fwd_chunk (ids, positions, slots, gather indices). */
+ST_MUST_CHECK
+enum st_status st_fwd_chunk_inputs(struct st_model *m, const struct st_model_batch *b,
+                                   int64_t r0, int64_t r1, int64_t o0, int64_t o1,
+                                   const struct st_fwd_rows *r, struct st_err *err);
+/* The ops of st_fwd_chunk (inputs already written). */
+ST_MUST_CHECK
+enum st_status st_fwd_chunk_ops(struct st_model *m, const struct st_fwd_rows *r, int64_t o0,
+                                int64_t o1, struct st_err *err);
+/* The ops of st_fwd_head; st_fwd_read_logits reads them into logits_host. */
+ST_MUST_CHECK
+enum st_status st_fwd_head_ops(struct st_model *m, int64_t n_out, struct st_err *err);
+ST_MUST_CHECK
+enum st_status st_fwd_read_logits(struct st_model *m, int64_t n_out, struct st_err *err);
+
 #endif /* STRATA_MODEL_FORWARD_INTERNAL_H */

@@ -1,7 +1,7 @@
 /* mtp.c -- the MTP passes of include/strata/mtp.h, written against the op
  * table like forward.c:
  *
- *   st_mtp_rows     the nextn block over n rows (shared by both passes):
+ *   st_mtp_rows_*   the nextn block over n rows (shared by both passes):
  *                     esrc[0,n)  = rmsnorm(embed[ids]) * enorm          [E, n]
  *                     esrc[n,2n) = rmsnorm(htable[hrows]) * hnorm       [E, n]
  *                     cat        = rows interleaved e0 h0 e1 h1 ...     [E, 2n] = [2E, n]
@@ -45,15 +45,13 @@ static enum st_status put_i32(struct st_mtp *t, const struct st_tensor *c, const
     return st_backend_write(t->m->be, c, 0, t->i32_host, (size_t)n * sizeof(int32_t), err);
 }
 
-/* The block's input u = eh_proj . [enorm(emb); hnorm(h)] into act.x rows
- * [0, n); the row integers are uploaded here. */
-static enum st_status block_input(struct st_mtp *t, int64_t n, const int32_t *tokens,
-                                  const int32_t *slots, const int64_t *pos,
-                                  const struct st_tensor *htable, const int32_t *hrows,
-                                  struct st_err *err)
+/* The row integers of a pass over n rows: ids, h rows, positions, slots
+ * and the interleave indices (every host->device write of the pass, so a
+ * graph of its ops can follow). */
+enum st_status st_mtp_rows_write(struct st_mtp *t, int64_t n, const int32_t *tokens,
+                                 const int32_t *slots, const int64_t *pos,
+                                 const int32_t *hrows, struct st_err *err)
 {
-    struct st_backend *be = t->m->be;
-    float eps = t->m->desc->hp.rms_eps;
     struct st_tensor ids = st_fwd_column(&t->ids, 0, n), hidx = st_fwd_column(&t->hidx, 0, n);
     struct st_tensor cidx = st_fwd_column(&t->cidx, 0, 2 * n);
     struct st_tensor pc = st_fwd_column(&t->pos, 0, n), sc = st_fwd_column(&t->slot, 0, n);
@@ -66,14 +64,27 @@ static enum st_status block_input(struct st_mtp *t, int64_t n, const int32_t *to
         t->i32_host[2 * i + 1] = (int32_t)(n + i);
     }
     if (rc == ST_OK)
-        rc = st_backend_write(be, &cidx, 0, t->i32_host, (size_t)(2 * n) * sizeof(int32_t), err);
+        rc = st_backend_write(t->m->be, &cidx, 0, t->i32_host, (size_t)(2 * n) * sizeof(int32_t),
+                              err);
+    return rc;
+}
+
+/* The block's input u = eh_proj . [enorm(emb); hnorm(h)] into act.x rows
+ * [0, n) (the row integers already written). */
+static enum st_status block_input(struct st_mtp *t, int64_t n, const struct st_tensor *htable,
+                                  struct st_err *err)
+{
+    struct st_backend *be = t->m->be;
+    float eps = t->m->desc->hp.rms_eps;
+    struct st_tensor ids = st_fwd_column(&t->ids, 0, n), hidx = st_fwd_column(&t->hidx, 0, n);
+    struct st_tensor cidx = st_fwd_column(&t->cidx, 0, 2 * n);
     struct st_tensor ee = st_tensor_slice(&t->esrc, 1, 0, n);
     struct st_tensor eh = st_tensor_slice(&t->esrc, 1, n, n);
     struct st_tensor e2 = st_tensor_slice(&t->esrc, 1, 0, 2 * n);
     struct st_tensor c = st_tensor_slice(&t->cat, 1, 0, n);
     const int64_t ne[ST_TENSOR_DIMS] = { t->E, 2 * n, 1, 1 };
     struct st_tensor cv = st_tensor_reshape(&c, ne), x = st_tensor_slice(&t->m->act.x, 1, 0, n);
-    if (rc == ST_OK) rc = st_backend_embed(be, &ee, t->embed, &ids, err);
+    enum st_status rc = st_backend_embed(be, &ee, t->embed, &ids, err);
     if (rc == ST_OK) rc = st_backend_rms_norm(be, &ee, &ee, &t->enorm, eps, err);
     if (rc == ST_OK) rc = st_backend_embed(be, &eh, htable, &hidx, err);
     if (rc == ST_OK) rc = st_backend_rms_norm(be, &eh, &eh, &t->hnorm, eps, err);
@@ -86,14 +97,12 @@ static enum st_status block_input(struct st_mtp *t, int64_t n, const int32_t *to
  * cache. An upkeep row's block output is never used (no logits come from
  * it), and its k and v depend on its own input only, so upkeep (kv_only)
  * stops at the cache write: about a fifth of the layer. */
-enum st_status st_mtp_rows(struct st_mtp *t, int64_t n, const int32_t *tokens,
-                           const int32_t *slots, const int64_t *pos,
-                           const struct st_tensor *htable, const int32_t *hrows, bool kv_only,
-                           struct st_err *err)
+enum st_status st_mtp_rows_ops(struct st_mtp *t, int64_t n, const struct st_tensor *htable,
+                               bool kv_only, struct st_err *err)
 {
     struct st_fwd_rows r;
     cut_rows(t, n, &r);
-    enum st_status rc = block_input(t, n, tokens, slots, pos, htable, hrows, err);
+    enum st_status rc = block_input(t, n, htable, err);
     if (rc == ST_OK && kv_only)
         return st_fwd_attn_kv_only(t->m, &t->w, &t->kcache, &t->vcache, &r, err);
     if (rc == ST_OK)
@@ -128,15 +137,15 @@ static int32_t carried_row(const struct st_mtp *t, int32_t s, int64_t p)
 }
 
 /* The MTP upkeep over rows [r0, r1) of b, right after the main forward
- * of that chunk left its final states in act.x. */
-static enum st_status upkeep(struct st_mtp *t, const struct st_model_batch *b, int64_t r0,
-                             int64_t r1, struct st_err *err)
+ * of that chunk left its final states in act.x, in three parts so that a
+ * verify step can run the middle one inside a graph (st_mtp_forward):
+ * upkeep_write (host bookkeeping and every write), upkeep_ops (the ops,
+ * fixed by the row count) and upkeep_carry (each slot's carried state:
+ * copies whose rows depend on the batch, so never inside a graph). */
+static enum st_status upkeep_write(struct st_mtp *t, const struct st_model_batch *b, int64_t r0,
+                                   int64_t r1, struct st_err *err)
 {
-    struct st_model *m = t->m;
     int64_t n = r1 - r0, S = t->S;
-    struct st_tensor hm = st_tensor_slice(&t->hbuf, 1, S + 1, n), x = st_tensor_slice(&m->act.x, 1, 0, n);
-    enum st_status rc = st_backend_rms_norm(m->be, &hm, &x, &m->output_norm,
-                                            m->desc->hp.rms_eps, err);
     for (int64_t i = 0; i < n; i++) {
         int32_t s = b->slots[r0 + i];
         int64_t p = b->pos[r0 + i];
@@ -146,20 +155,77 @@ static enum st_status upkeep(struct st_mtp *t, const struct st_model_batch *b, i
         t->chunk_pos[i] = p;
     }
     t->chunk_n = n;
-    if (rc == ST_OK)
-        rc = st_mtp_rows(t, n, b->tokens + r0, b->slots + r0, b->pos + r0, &t->hbuf,
-                         t->hrow_host, true, err);
-    /* each slot of the chunk carries the state of its last row */
-    memset(t->mark, 0, (size_t)S * sizeof(int32_t));
-    for (int64_t i = n - 1; i >= 0 && rc == ST_OK; i--) {
+    return st_mtp_rows_write(t, n, b->tokens + r0, b->slots + r0, b->pos + r0, t->hrow_host,
+                             err);
+}
+
+static enum st_status upkeep_ops(struct st_mtp *t, int64_t n, struct st_err *err)
+{
+    struct st_model *m = t->m;
+    struct st_tensor hm = st_tensor_slice(&t->hbuf, 1, t->S + 1, n);
+    struct st_tensor x = st_tensor_slice(&m->act.x, 1, 0, n);
+    enum st_status rc = st_backend_rms_norm(m->be, &hm, &x, &m->output_norm,
+                                            m->desc->hp.rms_eps, err);
+    return rc == ST_OK ? st_mtp_rows_ops(t, n, &t->hbuf, true, err) : rc;
+}
+
+/* Each slot of the last upkeep chunk carries the state of its last row. */
+static enum st_status upkeep_carry(struct st_mtp *t, struct st_err *err)
+{
+    enum st_status rc = ST_OK;
+    memset(t->mark, 0, (size_t)t->S * sizeof(int32_t));
+    for (int64_t i = t->chunk_n - 1; i >= 0 && rc == ST_OK; i--) {
         int32_t s = t->chunk_slot[i];
         if (t->mark[s])
             continue;
         t->mark[s] = 1;
-        rc = copy_hrow(t, s, S + 1 + i, err);
+        rc = copy_hrow(t, s, t->S + 1 + i, err);
         t->carry_pos[s] = rc == ST_OK ? t->chunk_pos[i] : -1;
     }
     return rc;
+}
+
+static enum st_status upkeep(struct st_mtp *t, const struct st_model_batch *b, int64_t r0,
+                             int64_t r1, struct st_err *err)
+{
+    enum st_status rc = upkeep_write(t, b, r0, r1, err);
+    if (rc == ST_OK)
+        rc = upkeep_ops(t, r1 - r0, err);
+    return rc == ST_OK ? upkeep_carry(t, err) : rc;
+}
+
+/* A verify-sized step (one chunk of <= ST_FWD_GRAPH_ROWS rows) as one
+ * backend graph, like forward.c's forward_graphed: every write first (the
+ * main chunk's and the upkeep's), then the chunk, the upkeep ops and the
+ * head inside the bracket; the carried-state copies after it (their rows
+ * depend on the batch; they touch only hbuf, which the head does not read),
+ * then the logits are read. */
+static enum st_status forward_graphed(struct st_mtp *t, const struct st_model_batch *b,
+                                      struct st_err *err)
+{
+    struct st_model *m = t->m;
+    int64_t n = b->n_rows, n_out = b->n_out;
+    struct st_fwd_rows r;
+    bool replayed = false;
+    st_fwd_cut_rows(&m->act, n, &r);
+    enum st_status rc = st_fwd_chunk_inputs(m, b, 0, n, 0, n_out, &r, err);
+    if (rc == ST_OK)
+        rc = upkeep_write(t, b, 0, n, err);
+    if (rc == ST_OK)
+        rc = st_backend_graph_begin(m->be, ST_FWD_GRAPH_KEY(ST_FWD_GRAPH_MTP_VERIFY, n, n_out),
+                                    &replayed, err);
+    if (rc == ST_OK && !replayed) {
+        rc = st_fwd_chunk_ops(m, &r, 0, n_out, err);
+        if (rc == ST_OK)
+            rc = upkeep_ops(t, n, err);
+        if (rc == ST_OK && n_out > 0)
+            rc = st_fwd_head_ops(m, n_out, err);
+        if (rc == ST_OK)
+            rc = st_backend_graph_end(m->be, err);
+    }
+    if (rc == ST_OK)
+        rc = upkeep_carry(t, err);
+    return rc == ST_OK && n_out > 0 ? st_fwd_read_logits(m, n_out, err) : rc;
 }
 
 /* The checks of st_model_forward that the chunk loop below relies on
@@ -199,6 +265,13 @@ enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
     if (!m->loaded)
         return st_err_set(err, ST_ERR_LOADING, "model %s is not loaded", m->path);
     enum st_status rc = check_batch(t, b, err);
+    if (rc == ST_OK && b->n_rows > 0 && b->n_rows <= ST_FWD_GRAPH_ROWS &&
+        b->n_rows <= m->p.max_rows) {
+        rc = forward_graphed(t, b, err);
+        if (rc == ST_OK && logits && b->n_out > 0)
+            *logits = m->logits_host;
+        return rc;
+    }
     int64_t o0 = 0;
     for (int64_t r0 = 0; r0 < b->n_rows && rc == ST_OK; r0 += m->p.max_rows) {
         int64_t r1 = ST_MIN(r0 + m->p.max_rows, b->n_rows), o1 = o0;

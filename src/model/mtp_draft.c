@@ -68,15 +68,27 @@ static enum st_status draft_step(struct st_mtp *t, struct st_mtp_draft *d, int32
     int64_t rows = step_rows(t, d, n, j);
     if (rows == 0)
         return ST_OK;
-    enum st_status rc = st_mtp_rows(t, rows, t->dtok, t->dslot, t->dpos,
-                                    j == 0 ? &t->hbuf : &t->dbuf, t->hrow_host, false, err);
     struct st_tensor hn = st_tensor_slice(&t->dbuf, 1, 0, rows);
     struct st_tensor x = st_tensor_slice(&m->act.x, 1, 0, rows);
     struct st_tensor lg = st_tensor_slice(&t->logits, 1, 0, rows);
-    if (rc == ST_OK)
-        rc = st_backend_rms_norm(m->be, &hn, &x, t->head_norm, m->desc->hp.rms_eps, err);
-    if (rc == ST_OK)
-        rc = st_backend_matmul(m->be, &lg, &hn, t->head, err);
+    /* Writes first, then the ops as one backend graph for a few rows
+     * (docs/CUDA.md): the key is the row count and the h table (hbuf for
+     * the first step, dbuf after), which fix every view the ops see. */
+    enum st_status rc = st_mtp_rows_write(t, rows, t->dtok, t->dslot, t->dpos, t->hrow_host,
+                                          err);
+    bool graph = rows <= ST_FWD_GRAPH_ROWS, replayed = false;
+    if (rc == ST_OK && graph)
+        rc = st_backend_graph_begin(m->be, ST_FWD_GRAPH_KEY(ST_FWD_GRAPH_MTP_DRAFT, rows, j == 0),
+                                    &replayed, err);
+    if (rc == ST_OK && !replayed) {
+        rc = st_mtp_rows_ops(t, rows, j == 0 ? &t->hbuf : &t->dbuf, false, err);
+        if (rc == ST_OK)
+            rc = st_backend_rms_norm(m->be, &hn, &x, t->head_norm, m->desc->hp.rms_eps, err);
+        if (rc == ST_OK)
+            rc = st_backend_matmul(m->be, &lg, &hn, t->head, err);
+        if (rc == ST_OK && graph)
+            rc = st_backend_graph_end(m->be, err);
+    }
     if (rc == ST_OK)
         rc = st_backend_read(m->be, &lg, 0, t->logits_host, st_tensor_nbytes(&lg), err);
     for (int32_t i = 0; i < n && rc == ST_OK; i++) {

@@ -56,15 +56,20 @@ struct st_mtp {
     size_t kv_bytes, act_bytes;
 };
 
-/* Run the MTP block over n rows (n <= R): tokens/slots/pos as in a model
- * batch, h row i = row hrows[i] of 'htable' (hbuf or dbuf). Writes the MTP
- * KV cache at (slot, pos) of every row; the block output is left in the
- * model's act.x rows [0, n), unless kv_only: then only the cache is
- * written (the upkeep) and act.x holds the block's input. */
+/* Run the MTP block over n rows (n <= R), in two halves so that a graph
+ * bracket (docs/CUDA.md) can sit between them: st_mtp_rows_write uploads
+ * every row integer of the pass (tokens/slots/pos as in a model batch, h
+ * row i = row hrows[i] of the h table), st_mtp_rows_ops runs the ops with
+ * 'htable' (hbuf or dbuf). Writes the MTP KV cache at (slot, pos) of every
+ * row; the block output is left in the model's act.x rows [0, n), unless
+ * kv_only: then only the cache is written (the upkeep) and act.x holds the
+ * block's input. */
 ST_MUST_CHECK
-enum st_status st_mtp_rows(struct st_mtp *t, int64_t n, const int32_t *tokens,
-                           const int32_t *slots, const int64_t *pos,
-                           const struct st_tensor *htable, const int32_t *hrows, bool kv_only,
-                           struct st_err *err);
+enum st_status st_mtp_rows_write(struct st_mtp *t, int64_t n, const int32_t *tokens,
+                                 const int32_t *slots, const int64_t *pos,
+                                 const int32_t *hrows, struct st_err *err);
+ST_MUST_CHECK
+enum st_status st_mtp_rows_ops(struct st_mtp *t, int64_t n, const struct st_tensor *htable,
+                               bool kv_only, struct st_err *err);
 
 #endif /* STRATA_MODEL_MTP_INTERNAL_H */

@@ -17,6 +17,9 @@
  * Headers of a stream are sent with its first event, not at submit: a
  * request that is shed or fails before its first token is answered with a
  * proper HTTP status (429, 500) instead of a 200 stream carrying an error.
+ * The first event may be an SSE keep-alive comment (keepalive.c) after
+ * --sse-keepalive idle seconds; a failure after that is an in-stream
+ * error event (stream_end).
  *
  * Lifetime: every engine request holds a call reference (dropped in its
  * on_free), and the MHD side holds one until the completion callback; the
@@ -51,6 +54,7 @@ struct st_gen *st_gen_new(int32_t n)
         st_oai_lp_acc_init(&g->choices[i].lp);
     }
     st_buf_init(&g->out);
+    g->last_out_ns = now_ns();
     return g;
 }
 
@@ -61,6 +65,7 @@ void st_gen_free(struct st_gen *g)
     for (int32_t i = 0; i < g->n_choices; i++) {
         st_buf_fini(&g->choices[i].text);
         st_oai_lp_acc_fini(&g->choices[i].lp);
+        st_gen_reply_free(g->choices[i].reply);
     }
     free(g->choices);
     st_buf_fini(&g->out);
@@ -156,7 +161,7 @@ static enum st_status c_finish(struct st_buf *o, const struct st_gen *g,
 {
     struct st_oai_meta m = meta_of(g);
     (void)arg;
-    return st_oai_chunk_finish(o, &m, ch->index, ch->finish);
+    return st_oai_chunk_finish_reason(o, &m, ch->index, st_gen_reply_finish_reason(ch));
 }
 
 static enum st_status c_error(struct st_buf *o, const struct st_gen *g,
@@ -234,14 +239,19 @@ static void on_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *
         if (g->kind == ST_OAI_CHAT && !ch->role_sent)
             put_chunk(g, ch, c_role, NULL);
         ch->role_sent = true;
-        if (len || g->logprobs) {
+        if (ch->reply) {
+            st_gen_reply_token(c, g, ch, text, len, g->logprobs ? &lp : NULL);
+        } else if (len || g->logprobs) {
             struct text_arg t = { text, len, g->logprobs ? &lp : NULL };
             put_chunk(g, ch, c_text, &t);
             ch->produced = true;
         }
     } else if (!g->stream) {
-        if (st_buf_append(&ch->text, text, len) != ST_OK ||
-            (g->logprobs && st_oai_lp_acc_add(&ch->lp, g->kind, &lp) != ST_OK))
+        if (ch->reply)
+            st_gen_reply_token(c, g, ch, text, len, NULL);
+        else if (st_buf_append(&ch->text, text, len) != ST_OK)
+            g->broken = true;
+        if (g->logprobs && st_oai_lp_acc_add(&ch->lp, g->kind, &lp) != ST_OK)
             g->broken = true;
     }
     ch->text_offset += (int64_t)len;
@@ -259,6 +269,8 @@ static void on_end(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch
     if (ch->finish == ST_FINISH_ERROR && ch->status == ST_OK)
         ch->status = ST_ERR_INTERNAL;
     snprintf(ch->error, sizeof(ch->error), "%s", ev->error ? ev->error : "");
+    if (ch->reply)
+        st_gen_reply_end(c, g, ch);     /* what the parser held back */
     if (g->stream && !c->conn_done)
         stream_end(g, ch);
 }
@@ -354,9 +366,11 @@ static enum st_route_result reply_body_locked(struct st_call *c, struct st_gen *
         return ST_ROUTE_FAIL;
     for (int32_t i = 0; i < g->n_choices; i++) {
         const struct st_gen_choice *ch = &g->choices[i];
-        cs[i] = (struct st_oai_choice){ ch->index, ch->text.data ? ch->text.data : "",
-                                        ch->text.len, ch->finish,
-                                        g->logprobs ? &ch->lp : NULL };
+        cs[i] = (struct st_oai_choice){ .index = ch->index,
+                                        .text = ch->text.data ? ch->text.data : "",
+                                        .text_len = ch->text.len, .finish = ch->finish,
+                                        .lp = g->logprobs ? &ch->lp : NULL };
+        st_gen_reply_fill(ch, &cs[i]);
     }
     struct st_oai_meta m = meta_of(g);
     struct st_oai_usage u = usage_of(g);
@@ -422,6 +436,7 @@ ssize_t st_gen_read(void *cls, uint64_t pos, char *buf, size_t max)
         size_t n = ST_MIN(max, g->out.len - g->out_off);
         memcpy(buf, g->out.data + g->out_off, n);
         g->out_off += n;
+        g->last_out_ns = now_ns();   /* keepalive.c counts idle time from here */
         if (g->out_off == g->out.len) {
             st_buf_reset(&g->out);   /* keep the capacity, drop the bytes */
             g->out_off = 0;

@@ -29,6 +29,8 @@ struct st_gen_choice {
     struct st_buf text;            /* non-stream: the completion so far */
     struct st_oai_lp_acc lp;       /* non-stream: logprobs so far */
     int64_t text_offset;           /* bytes of text so far (legacy text_offset) */
+    struct st_gen_reply *reply;    /* chat parsed into reasoning, content, tool calls
+                                    * (owned, gen_reply.c); NULL: the raw text */
 };
 
 struct st_gen {
@@ -47,10 +49,33 @@ struct st_gen {
     int32_t n_ended;
     struct st_buf out;             /* stream: SSE bytes not yet handed to MHD */
     size_t out_off;                /* bytes of 'out' already handed over */
+    int64_t last_out_ns;           /* real clock: creation, then the last bytes handed to
+                                    * MHD (SSE keep-alive, keepalive.c) */
     bool stream_done;              /* stream: [DONE] rendered */
     bool broken;                   /* out of memory while rendering: end the stream */
     bool logged;                   /* the request's log line was written */
 };
+
+/* ---- chat replies parsed into parts (gen_reply.c, docs/API.md) ---- */
+struct st_gen_reply;
+/* Give every choice its parser when the request is a chat whose reply is
+ * to be parsed (tools given and tool_choice not "none", or reasoning_format
+ * deepseek); 'prompt' is the rendered prompt (does it open <think>?).
+ * ST_ERR_NOMEM. Before submit: no lock needed. */
+enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request *oq,
+                                  enum st_reasoning_format server_default, const char *prompt);
+void st_gen_reply_free(struct st_gen_reply *r);
+/* A token's visible text (c->lock held): stream -> chunks on g->out with
+ * the token's logprobs (lp, NULL: none); else accumulated. */
+void st_gen_reply_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch,
+                        const char *text, size_t len, const struct st_oai_logprob *lp);
+/* End of generation: flush what the parser held (c->lock held). */
+void st_gen_reply_end(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch);
+/* "tool_calls" when the choice made calls and stopped normally, else
+ * OpenAI's reason for ch->finish. */
+const char *st_gen_reply_finish_reason(const struct st_gen_choice *ch);
+/* The parsed parts of a finished non-stream choice into 'out'. */
+void st_gen_reply_fill(const struct st_gen_choice *ch, struct st_oai_choice *out);
 
 /* Allocate the state for 'n' choices (owned; st_gen_free). NULL on OOM. */
 struct st_gen *st_gen_new(int32_t n);

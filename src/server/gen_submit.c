@@ -126,6 +126,8 @@ static enum st_status copy_params(struct st_gen_params *dst, const struct st_gen
     *dst = *src;
     dst->n_stop = 0;
     memset(dst->stop, 0, sizeof(dst->stop));
+    if (st_gen_params_copy_bias(dst, src) != ST_OK)   /* each request owns its copy */
+        return ST_ERR_NOMEM;
     for (int32_t i = 0; i < src->n_stop; i++) {
         dst->stop[i] = st_str_dup(st_str_c(src->stop[i]));
         if (!dst->stop[i])
@@ -174,6 +176,7 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
     req->job.priority = g->priority;
     req->job.model = g->model;
     req->band = g->band;
+    req->no_prompt_cache = !oq->cache_prompt;
     if (copy_params(&req->params, &oq->params, ch->index % oq->n) != ST_OK)
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
     req->prompt = st_str_dup(st_str_c(text));
@@ -192,13 +195,39 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
     return rc;
 }
 
+/* logit_bias ids must be tokens of the model (400 otherwise, as OpenAI). */
+static enum st_status check_bias(struct st_call *c, const struct st_oai_request *oq,
+                                 int32_t model, struct st_api_error *e)
+{
+    const struct st_gen_params *p = &oq->params;
+    if (p->n_logit_bias == 0)
+        return ST_OK;
+    struct st_err err = { 0 };
+    int32_t n_vocab = 0;
+    enum st_status rc = st_engine_pool_n_vocab(c->srv->pool, model, &n_vocab, &err);
+    if (rc != ST_OK)
+        return st_api_error_set(e, rc, NULL, NULL, "%s", err.msg[0] ? err.msg
+                                                                   : st_status_msg(rc));
+    for (int32_t i = 0; i < p->n_logit_bias; i++) {
+        if (p->logit_bias[i].token >= n_vocab)
+            return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
+                                    "Invalid key in 'logit_bias': %d is not a token of this "
+                                    "model (ids 0 to %d).", (int)p->logit_bias[i].token,
+                                    (int)n_vocab - 1);
+    }
+    return ST_OK;
+}
+
 static enum st_status build_requests(struct st_call *c, struct st_gen *g,
                                      const struct st_oai_request *oq, struct st_api_error *e)
 {
-    enum st_status rc = ST_OK;
+    enum st_status rc = check_bias(c, oq, g->model, e);
     for (int32_t i = 0; i < g->n_choices && rc == ST_OK; i += oq->n) {
         char *text = NULL;
         rc = render_prompt(c, oq, g->model, (size_t)g->choices[i].prompt, &text, e);
+        if (rc == ST_OK && i == 0 &&   /* chat: one prompt; replies parsed (gen_reply.c) */
+            st_gen_reply_setup(g, oq, c->srv->cfg.reasoning_format, text) != ST_OK)
+            rc = st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
         for (int32_t j = 0; j < oq->n && rc == ST_OK; j++)
             rc = make_request(c, g, oq, &g->choices[i + j], text, e);
         free(text);

@@ -38,6 +38,8 @@ void st_server_config_defaults(struct st_server_config *c)
     c->priority_order = ST_PRIORITY_HIGH_FIRST;
     c->http_threads = 2;
     c->activity_log_lines = 1;
+    c->cors_origins = "*";
+    c->sse_keepalive_s = 15;
 }
 
 /* ---- calls ----------------------------------------------------------- */
@@ -118,19 +120,56 @@ static enum MHD_Result to_mhd(enum st_route_result r)
     return r == ST_ROUTE_FAIL ? MHD_NO : MHD_YES;
 }
 
+/* 'allow' lists the path's own methods; OPTIONS (preflight) goes with every path. */
 static enum st_route_result reply_405(struct st_call *c, const char *allow)
 {
     struct st_api_error e;
     struct st_buf body;
     st_api_error_set(&e, ST_ERR_INVALID, NULL, "method_not_allowed",
                      "Method %.16s is not allowed on %.100s; use %s.", c->method, c->url, allow);
+    char with_options[80];
+    snprintf(with_options, sizeof(with_options), "%s, OPTIONS", allow);
     e.http = 405;
     st_buf_init(&body);
     if (st_api_error_json(&body, &e) != ST_OK) {
         st_buf_fini(&body);
         return st_reply_nomem(c);
     }
-    return st_reply(c, 405, "application/json", &body, MHD_HTTP_HEADER_ALLOW, allow);
+    return st_reply(c, 405, "application/json", &body, MHD_HTTP_HEADER_ALLOW, with_options);
+}
+
+static enum st_route_result not_found(struct st_call *c)
+{
+    struct st_api_error e;
+    st_api_error_set(&e, ST_ERR_NOT_FOUND, NULL, "not_found", "Invalid URL (%.16s %.100s).",
+                     c->method, c->url);
+    return st_reply_error(c, &e);
+}
+
+/* OPTIONS (a CORS preflight, or a plain one) on a known path: answered
+ * without auth, as browsers send preflights without credentials. */
+static enum st_route_result preflight(struct st_call *c)
+{
+    bool known;
+    char allow[64];
+    (void)st_route_find(c->url, c->method, &known, allow, sizeof(allow));
+    char with_options[80];
+    snprintf(with_options, sizeof(with_options), "%s, OPTIONS", allow);
+    return st_reply_preflight(c, with_options);
+}
+
+/* Answered once the request is complete, like a route: a reply queued
+ * before that (in first_call) makes libmicrohttpd close the connection. */
+static const struct st_route options_route = { "*", "OPTIONS", preflight, false, false, false };
+
+static enum st_route_result options_call(struct st_call *c)
+{
+    bool known;
+    char allow[64];
+    if (st_route_find(c->url, c->method, &known, allow, sizeof(allow)) || !known)
+        return not_found(c);
+    c->route = &options_route;
+    return ST_ROUTE_DONE;
 }
 
 /* Checks that need only the request line and headers; a response queued
@@ -140,14 +179,13 @@ static enum st_route_result first_call(struct st_call *c)
     struct st_api_error e;
     bool known;
     char allow[64];
+    if (strcmp(c->method, MHD_HTTP_METHOD_OPTIONS) == 0)
+        return options_call(c);
     c->route = st_route_find(c->url, c->method, &known, allow, sizeof(allow));
     if (!c->route && known)
         return reply_405(c, allow);
-    if (!c->route) {
-        st_api_error_set(&e, ST_ERR_NOT_FOUND, NULL, "not_found", "Invalid URL (%.16s %.100s).",
-                         c->method, c->url);
-        return st_reply_error(c, &e);
-    }
+    if (!c->route)
+        return not_found(c);
     if (c->route->auth && c->srv->cfg.n_keys > 0) {
         c->key = st_auth_find(c->srv->keys, c->srv->cfg.n_keys,
                               st_call_header(c, MHD_HTTP_HEADER_AUTHORIZATION));
@@ -300,6 +338,12 @@ static enum st_status copy_config(struct st_server *srv, const struct st_server_
         srv->cfg.body_limit = (size_t)8 << 20;
     if (srv->cfg.http_threads < 1)
         srv->cfg.http_threads = 1;
+    if (srv->cfg.sse_keepalive_s < 0)
+        srv->cfg.sse_keepalive_s = 0;
+    enum st_status rc = st_cors_init(&srv->cors, cfg->cors_origins, err);
+    srv->cfg.cors_origins = NULL;       /* borrowed from the caller: use srv->cors */
+    if (rc != ST_OK)
+        return rc;
     if (cfg->n_keys == 0)
         return ST_OK;
     srv->keys = calloc(cfg->n_keys, sizeof(*srv->keys));
@@ -432,6 +476,7 @@ void st_server_free(struct st_server *srv)
     }
     free(srv->keys);
     free(srv->host);
+    st_cors_fini(&srv->cors);
     pthread_mutex_destroy(&srv->calls_lock);
     free(srv);
 }

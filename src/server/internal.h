@@ -13,7 +13,11 @@
  *                  completion callback, one struct st_call per HTTP request
  *   watch.c        the disconnect watcher for suspended connections
  *   reply.c        queueing a finished response with the common headers
+ *   cors.c         which origins get CORS headers (--cors-origins)
+ *   keepalive.c    SSE keep-alive comments for idle streams (--sse-keepalive)
  *   gen.c          generation: requests, the emit callback, the results
+ *   gen_reply.c    chat replies parsed into reasoning, content, tool calls
+ *   oai_tools.c    tool_choice, parallel_tool_calls, reasoning_format
  *   h_*.c          the route handlers
  *
  * Everything here that does not touch libmicrohttpd is unit-tested without
@@ -96,6 +100,23 @@ struct st_oai_prompt {
 #define ST_OAI_MAX_N       16    /* "n" at most */
 #define ST_OAI_MAX_CHOICES 64    /* prompts x n at most */
 
+/* tool_choice: only "none" changes anything (no tools to the template,
+ * nothing parsed); "required" and a named function cannot be enforced
+ * without constrained decoding and behave like "auto" (docs/API.md). */
+enum st_oai_tool_choice {
+    ST_OAI_TOOLS_AUTO,
+    ST_OAI_TOOLS_NONE,
+    ST_OAI_TOOLS_REQUIRED,
+    ST_OAI_TOOLS_FUNCTION,
+};
+
+/* reasoning_format of one request; DEFAULT = the server's --reasoning-format. */
+enum st_oai_reasoning {
+    ST_OAI_REASONING_DEFAULT,
+    ST_OAI_REASONING_DEEPSEEK,     /* "deepseek" or "auto" */
+    ST_OAI_REASONING_NONE,
+};
+
 /* Everything the server takes from a completion body. Owns every pointer;
  * release with st_oai_request_fini(). No cJSON survives the parse. */
 struct st_oai_request {
@@ -111,6 +132,11 @@ struct st_oai_request {
     bool    stream;
     bool    include_usage;         /* stream_options.include_usage */
     bool    echo;                  /* completions: accepted, prompt not echoed (documented) */
+    bool    cache_prompt;          /* llama-server's; default true; false: no prefix reuse */
+    /* chat: tool calls and reasoning (oai_tools.c, docs/API.md) */
+    enum st_oai_tool_choice tool_choice;
+    bool    single_tool_call;      /* parallel_tool_calls: false -> keep the first call */
+    enum st_oai_reasoning reasoning_format;
     bool    has_priority;          /* body "priority" was an integral number */
     int32_t priority;
     char   *user;                  /* owned or NULL */
@@ -209,7 +235,43 @@ struct st_oai_choice {
     size_t      text_len;
     enum st_finish finish;
     const struct st_oai_lp_acc *lp;   /* NULL: "logprobs": null */
+    /* (chat replies parsed into parts, gen_reply.c) */
+    bool        parsed;               /* the fields below count; text = content */
+    bool        content_null;         /* "content": null (the reply is only tool calls) */
+    const char *reasoning;            /* NULL: no "reasoning_content" */
+    size_t      reasoning_len;
+    const char *tool_calls;           /* JSON array text; NULL: no "tool_calls" */
+    size_t      tool_calls_len;
+    const char *finish_reason;        /* NULL: from finish ("tool_calls" overrides) */
 };
+
+/* One parsed delta of a chat stream (gen_reply.c). Borrowed. */
+enum st_oai_delta_kind {
+    ST_OAI_DELTA_NONE,                /* {} (a chunk that only carries logprobs) */
+    ST_OAI_DELTA_CONTENT,             /* text */
+    ST_OAI_DELTA_REASONING,           /* text */
+    ST_OAI_DELTA_TOOL_START,          /* tool_index, tool_id, text = name; arguments "" */
+    ST_OAI_DELTA_TOOL_ARGS,           /* tool_index, text = a piece of the arguments */
+};
+
+struct st_oai_delta {
+    enum st_oai_delta_kind kind;
+    const char *text;
+    size_t      len;
+    int32_t     tool_index;
+    const char *tool_id;
+};
+
+ST_MUST_CHECK enum st_status st_oai_chunk_delta(struct st_buf *out, const struct st_oai_meta *m,
+                                                int32_t index, const struct st_oai_delta *d,
+                                                const struct st_oai_logprob *lp);
+ST_MUST_CHECK enum st_status st_oai_chunk_finish_reason(struct st_buf *out,
+                                                        const struct st_oai_meta *m,
+                                                        int32_t index, const char *reason);
+/* {"id":..,"type":"function","function":{"name":..,"arguments":".."}} */
+ST_MUST_CHECK enum st_status st_oai_tool_call_json(struct st_buf *out, const char *id,
+                                                   const char *name, size_t name_len,
+                                                   const char *args, size_t args_len);
 
 ST_MUST_CHECK enum st_status st_oai_body(struct st_buf *out, const struct st_oai_meta *m,
                                          const struct st_oai_choice *choices, size_t n,
@@ -239,6 +301,39 @@ const struct st_api_key *st_auth_find(const struct st_api_key *keys, size_t n_ke
  * [A-Za-z0-9._:-]; else a fresh "req-<24 hex>" is written. 'out' >= 48 bytes. */
 void st_request_id_pick(const char *client_value, char *out, size_t cap);
 bool st_request_id_sane(const char *v);
+
+/* ---- CORS (cors.c) ----------------------------------------------------- */
+
+enum st_cors_mode {
+    ST_CORS_OFF,      /* "none" (or empty): no CORS headers */
+    ST_CORS_ANY,      /* "*": Access-Control-Allow-Origin: * */
+    ST_CORS_LIST,     /* listed origins, echoed, with Vary: Origin */
+};
+
+struct st_cors {
+    enum st_cors_mode mode;
+    char *list;       /* LIST: owned, "a,b,c" without blanks */
+};
+
+/* Parse --cors-origins ("*", "none", or comma-separated origins).
+ * ST_ERR_BAD_CONFIG for an empty entry, a blank inside one, or "*" among
+ * others; ST_ERR_NOMEM. Release with st_cors_fini (safe when zeroed). */
+ST_MUST_CHECK enum st_status st_cors_init(struct st_cors *c, const char *spec,
+                                          struct st_err *err);
+void st_cors_fini(struct st_cors *c);
+/* The Access-Control-Allow-Origin value for a request's Origin header
+ * (NULL: send none; else "*" or 'origin' itself); *vary: send
+ * "Vary: Origin" (the answer depends on Origin: list mode), even when NULL. */
+const char *st_cors_allow(const struct st_cors *c, const char *origin, bool *vary);
+/* True when an Access-Control-Request-Headers value may be echoed as is:
+ * 1..512 bytes of header-name characters, commas and spaces. */
+bool st_cors_request_headers_ok(const char *v);
+
+/* What a preflight answers (reply.c). */
+#define ST_CORS_ALLOW_METHODS "GET, POST, OPTIONS"
+#define ST_CORS_ALLOW_HEADERS "Authorization, Content-Type, X-LlamaSwap-Priority, X-Request-Id"
+#define ST_CORS_EXPOSE_HEADERS "x-request-id, Retry-After"
+#define ST_CORS_MAX_AGE "7200"   /* seconds; Chromium caps it at 2 h */
 
 /* ---- metrics (metrics.c) ---------------------------------------------- */
 
@@ -331,6 +426,7 @@ struct st_server {
     struct st_server_config cfg;        /* keys deep-copied into 'keys' */
     struct st_api_key *keys;            /* owned copies */
     char *host;                         /* owned copy */
+    struct st_cors cors;                /* parsed cfg.cors_origins (cfg's pointer unused) */
     struct st_engine_pool *pool;        /* borrowed */
     struct st_sched *sched;             /* borrowed */
     struct MHD_Daemon *mhd;
@@ -414,6 +510,10 @@ enum st_route_result st_reply_json_built(struct st_call *c, enum st_status rc,
 enum st_route_result st_reply_error(struct st_call *c, const struct st_api_error *e);
 /* An OOM while building a body: a static 500 body. */
 enum st_route_result st_reply_nomem(struct st_call *c);
+/* OPTIONS on a known path: 204 with Allow ('allow': the path's methods)
+ * and, for an allowed Origin, the CORS preflight headers. Not counted in
+ * /metrics, no API key needed. */
+enum st_route_result st_reply_preflight(struct st_call *c, const char *allow);
 /* The SSE response whose content reader drains c->gen (gen.c). */
 enum st_route_result st_reply_stream(struct st_call *c);
 
@@ -433,6 +533,14 @@ ssize_t st_gen_read(void *cls, uint64_t pos, char *buf, size_t max);
 void st_gen_conn_done(struct st_call *c);
 /* Free the generation state (from st_call_unref's last reference). */
 void st_gen_free(struct st_gen *g);
+
+/* ---- SSE keep-alive (keepalive.c) -------------------------------------- */
+
+/* Called by the watcher with c->lock held on a suspended call: when it is
+ * a stream that has handed nothing to MHD for cfg.sse_keepalive_s seconds
+ * (now_ns, real clock), append an SSE comment and return true (the caller
+ * resumes the connection: its headers go out if they had not). */
+bool st_keepalive_due_locked(struct st_call *c, int64_t now_ns);
 
 /* ---- the disconnect watcher (watch.c) -------------------------------- */
 

@@ -50,5 +50,15 @@ ST_MUST_CHECK enum st_status st_oai_tokens(const cJSON *arr, const char *param, 
  * Returns the normalised array as owned JSON text. */
 ST_MUST_CHECK enum st_status st_oai_messages(const cJSON *obj, char **out,
                                              struct st_api_error *e);
+/* (oai_sampling.c) presence/frequency/repeat penalties, repeat_last_n,
+ * logit_bias (owned into p->logit_bias) and response_format of a body. */
+ST_MUST_CHECK enum st_status st_oai_parse_penalties(const cJSON *root, struct st_gen_params *p,
+                                                    struct st_api_error *e);
+
+/* tool_choice, parallel_tool_calls and reasoning_format of a chat body
+ * (oai_tools.c); tool_choice "none" drops r->tools_json. */
+ST_MUST_CHECK enum st_status st_oai_parse_tool_fields(const cJSON *root,
+                                                      struct st_oai_request *r,
+                                                      struct st_api_error *e);
 
 #endif /* STRATA_SERVER_OAI_JSON_H */

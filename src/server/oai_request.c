@@ -18,6 +18,10 @@
  *   priority         a number; junk counts as absent (SCHEDULER.md section 2)
  *   chat_template_kwargs  object        tools       array
  *   echo             boolean (completions; accepted, the prompt is not echoed)
+ *   presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n,
+ *   logit_bias, response_format: see oai_sampling.c
+ *   cache_prompt     boolean, default true (llama-server; false: no prefix reuse)
+ *   tool_choice, parallel_tool_calls, reasoning_format  chat: see oai_tools.c
  * JSON null counts as absent for every optional field.
  *
  * The tree is deleted before st_oai_parse() returns; see oai_json.h.
@@ -33,6 +37,7 @@ void st_oai_request_init(struct st_oai_request *r)
     memset(r, 0, sizeof(*r));
     st_gen_params_defaults(&r->params);
     r->n = 1;
+    r->cache_prompt = true;
 }
 
 void st_oai_request_fini(struct st_oai_request *r)
@@ -48,6 +53,7 @@ void st_oai_request_fini(struct st_oai_request *r)
     free(r->prompts);
     for (int32_t i = 0; i < r->params.n_stop; i++)
         free(r->params.stop[i]);
+    free(r->params.logit_bias);
     free(r->user);
     memset(r, 0, sizeof(*r));
 }
@@ -244,6 +250,8 @@ static enum st_status parse_chat(const cJSON *root, struct st_oai_request *r,
         rc = st_oai_get_raw(root, "tools", cJSON_Array, &r->tools_json, e);
     if (rc == ST_OK)
         rc = st_oai_get_raw(root, "chat_template_kwargs", cJSON_Object, &r->kwargs_json, e);
+    if (rc == ST_OK)
+        rc = st_oai_parse_tool_fields(root, r, e);
     return rc;
 }
 
@@ -259,6 +267,8 @@ static enum st_status parse_common(const cJSON *root, struct st_oai_request *r,
     if (rc == ST_OK)
         rc = parse_sampling(root, &r->params, e);
     if (rc == ST_OK)
+        rc = st_oai_parse_penalties(root, &r->params, e);   /* oai_sampling.c */
+    if (rc == ST_OK)
         rc = parse_logprobs(root, r->kind, &r->params, e);
     if (rc == ST_OK)
         rc = parse_stream(root, r, e);
@@ -269,6 +279,8 @@ static enum st_status parse_common(const cJSON *root, struct st_oai_request *r,
         rc = st_oai_get_str(root, "user", &r->user, e);
     if (rc == ST_OK && r->kind == ST_OAI_COMPLETION)
         rc = st_oai_get_bool(root, "echo", &r->echo, NULL, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_bool(root, "cache_prompt", &r->cache_prompt, NULL, e);
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(root, "priority");
     if (pr)
         r->has_priority = st_priority_from_json(cJSON_IsNumber(pr),

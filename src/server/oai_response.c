@@ -14,6 +14,15 @@
  *                  completions (legacy): {"tokens":[..],"token_logprobs":[..],
  *                   "top_logprobs":[{"tok":lp,..}],"text_offset":[..]}
  *
+ * parsed chat (tool calls and reasoning, docs/API.md):
+ *   message          {"role":"assistant","content":null|"..","reasoning_content":"..",
+ *                     "tool_calls":[{"id":"call_..","type":"function",
+ *                     "function":{"name":"f","arguments":"{..}"}}]}
+ *   deltas           {"reasoning_content":".."}, {"content":".."},
+ *                    {"tool_calls":[{"index":i,"id":..,"type":"function",
+ *                     "function":{"name":"f","arguments":""}}]}, then
+ *                    {"tool_calls":[{"index":i,"function":{"arguments":".."}}]}
+ *
  * With stream_options.include_usage every chunk carries "usage":null and
  * one last chunk carries the usage with "choices":[] (as OpenAI does).
  * Renderers append to 'out' and return ST_ERR_NOMEM on allocation failure.
@@ -256,6 +265,12 @@ enum st_status st_oai_chunk_text(struct st_buf *out, const struct st_oai_meta *m
 enum st_status st_oai_chunk_finish(struct st_buf *out, const struct st_oai_meta *m,
                                    int32_t index, enum st_finish finish)
 {
+    return st_oai_chunk_finish_reason(out, m, index, st_oai_finish_reason(finish));
+}
+
+enum st_status st_oai_chunk_finish_reason(struct st_buf *out, const struct st_oai_meta *m,
+                                          int32_t index, const char *reason)
+{
     enum st_status rc = head(out, m, true);
     if (rc == ST_OK)
         rc = st_buf_printf(out,
@@ -264,10 +279,87 @@ enum st_status st_oai_chunk_finish(struct st_buf *out, const struct st_oai_meta 
                                  "\"finish_reason\":\"%s\"}"
                                : "{\"index\":%d,\"text\":\"\",\"logprobs\":null,"
                                  "\"finish_reason\":\"%s\"}",
-                           (int)index, st_oai_finish_reason(finish));
+                           (int)index, reason);
     if (rc == ST_OK)
         rc = chunk_tail(out, m);
     return rc;
+}
+
+/* The members of a parsed delta (no braces). */
+static enum st_status delta_members(struct st_buf *out, const struct st_oai_delta *d)
+{
+    enum st_status rc;
+    switch (d->kind) {
+    case ST_OAI_DELTA_CONTENT:
+        rc = st_buf_append(out, ST_LIT("\"content\":"));
+        return rc == ST_OK ? st_json_str(out, d->text, d->len) : rc;
+    case ST_OAI_DELTA_REASONING:
+        rc = st_buf_append(out, ST_LIT("\"reasoning_content\":"));
+        return rc == ST_OK ? st_json_str(out, d->text, d->len) : rc;
+    case ST_OAI_DELTA_TOOL_START:
+        rc = st_buf_printf(out, "\"tool_calls\":[{\"index\":%d,\"id\":", (int)d->tool_index);
+        if (rc == ST_OK)
+            rc = st_json_cstr(out, d->tool_id);
+        if (rc == ST_OK)
+            rc = st_buf_append(out, ST_LIT(",\"type\":\"function\",\"function\":{\"name\":"));
+        if (rc == ST_OK)
+            rc = st_json_str(out, d->text, d->len);
+        return rc == ST_OK ? st_buf_append(out, ST_LIT(",\"arguments\":\"\"}}]")) : rc;
+    case ST_OAI_DELTA_TOOL_ARGS:
+        rc = st_buf_printf(out, "\"tool_calls\":[{\"index\":%d,\"function\":{\"arguments\":",
+                           (int)d->tool_index);
+        if (rc == ST_OK)
+            rc = st_json_str(out, d->text, d->len);
+        return rc == ST_OK ? st_buf_append(out, ST_LIT("}}]")) : rc;
+    case ST_OAI_DELTA_NONE:
+        break;
+    }
+    return ST_OK;
+}
+
+enum st_status st_oai_chunk_delta(struct st_buf *out, const struct st_oai_meta *m,
+                                  int32_t index, const struct st_oai_delta *d,
+                                  const struct st_oai_logprob *lp)
+{
+    enum st_status rc = head(out, m, true);
+    if (rc == ST_OK)
+        rc = st_buf_printf(out, "{\"index\":%d,\"delta\":{", (int)index);
+    if (rc == ST_OK)
+        rc = delta_members(out, d);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT("},\"logprobs\":"));
+    if (rc == ST_OK && lp) {
+        struct st_oai_lp_acc one;
+        st_oai_lp_acc_init(&one);
+        rc = st_oai_lp_acc_add(&one, m->kind, lp);
+        if (rc == ST_OK)
+            rc = lp_value(out, m->kind, &one);
+        st_oai_lp_acc_fini(&one);
+    } else if (rc == ST_OK) {
+        rc = st_buf_append(out, ST_LIT("null"));
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"finish_reason\":null}"));
+    if (rc == ST_OK)
+        rc = chunk_tail(out, m);
+    return rc;
+}
+
+enum st_status st_oai_tool_call_json(struct st_buf *out, const char *id, const char *name,
+                                     size_t name_len, const char *args, size_t args_len)
+{
+    enum st_status rc = st_buf_append(out, ST_LIT("{\"id\":"));
+    if (rc == ST_OK)
+        rc = st_json_cstr(out, id);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"type\":\"function\",\"function\":{\"name\":"));
+    if (rc == ST_OK)
+        rc = st_json_str(out, name, name_len);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"arguments\":"));
+    if (rc == ST_OK)
+        rc = st_json_str(out, args, args_len);
+    return rc == ST_OK ? st_buf_append(out, ST_LIT("}}")) : rc;
 }
 
 static enum st_status usage_obj(struct st_buf *out, const struct st_oai_usage *u)
@@ -301,6 +393,29 @@ enum st_status st_oai_chunk_usage(struct st_buf *out, const struct st_oai_meta *
     return rc;
 }
 
+/* A chat message parsed into parts: "content" (null when it is only tool
+ * calls), "reasoning_content" when there is some, "tool_calls" when any;
+ * then the "logprobs" key. */
+static enum st_status parsed_message(struct st_buf *out, const struct st_oai_choice *c)
+{
+    enum st_status rc = ST_OK;
+    if (c->content_null)
+        rc = st_buf_append(out, ST_LIT("null"));
+    else
+        rc = st_json_str(out, c->text ? c->text : "", c->text ? c->text_len : 0);
+    if (rc == ST_OK && c->reasoning) {
+        rc = st_buf_append(out, ST_LIT(",\"reasoning_content\":"));
+        if (rc == ST_OK)
+            rc = st_json_str(out, c->reasoning, c->reasoning_len);
+    }
+    if (rc == ST_OK && c->tool_calls) {
+        rc = st_buf_append(out, ST_LIT(",\"tool_calls\":"));
+        if (rc == ST_OK)
+            rc = st_buf_append(out, c->tool_calls, c->tool_calls_len);
+    }
+    return rc == ST_OK ? st_buf_append(out, ST_LIT("},\"logprobs\":")) : rc;
+}
+
 static enum st_status body_choice(struct st_buf *out, const struct st_oai_meta *m,
                                   const struct st_oai_choice *c)
 {
@@ -309,12 +424,15 @@ static enum st_status body_choice(struct st_buf *out, const struct st_oai_meta *
                                                   "\"assistant\",\"content\":"
                                                 : "{\"index\":%d,\"text\":",
                                       (int)c->index);
-    if (rc == ST_OK)
+    if (rc == ST_OK && chat && c->parsed)
+        rc = parsed_message(out, c);
+    else if (rc == ST_OK)
         rc = text_then_logprobs_key(out, chat, c->text ? c->text : "", c->text ? c->text_len : 0);
     if (rc == ST_OK)
         rc = lp_value(out, m->kind, c->lp);
     if (rc == ST_OK)
-        rc = st_buf_printf(out, ",\"finish_reason\":\"%s\"}", st_oai_finish_reason(c->finish));
+        rc = st_buf_printf(out, ",\"finish_reason\":\"%s\"}",
+                           c->finish_reason ? c->finish_reason : st_oai_finish_reason(c->finish));
     return rc;
 }
 

@@ -1,6 +1,9 @@
 /* reply.c -- queueing a response with the headers every response carries:
- * Content-Type, x-request-id, and where they apply Retry-After (429, 503)
- * or Allow (405). Bodies are handed to libmicrohttpd, which frees them.
+ * Content-Type, x-request-id, the CORS headers when the request's Origin
+ * is allowed (cors.c; errors, streams and 404s included), and where they
+ * apply Retry-After (429, 503) or Allow (405). Bodies are handed to
+ * libmicrohttpd, which frees them. OPTIONS preflights are answered here
+ * too (204, not counted in /metrics).
  *
  * Thread: MHD only (libmicrohttpd allows MHD_queue_response from the
  * access handler).
@@ -19,6 +22,21 @@ static void count_status(struct st_server *srv, unsigned status)
     atomic_fetch_add(&srv->responses[i], 1);
 }
 
+/* Access-Control-Allow-Origin (+ Expose-Headers) for an allowed Origin;
+ * Vary: Origin whenever the answer depends on it. True when allowed. */
+static bool add_cors(struct st_call *c, struct MHD_Response *r)
+{
+    bool vary;
+    const char *allow = st_cors_allow(&c->srv->cors, st_call_header(c, "Origin"), &vary);
+    if (vary)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Origin");
+    if (!allow)
+        return false;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, allow);
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", ST_CORS_EXPOSE_HEADERS);
+    return true;
+}
+
 enum st_route_result st_reply(struct st_call *c, unsigned status, const char *ctype,
                               struct st_buf *body, const char *hname, const char *hvalue)
 {
@@ -31,6 +49,7 @@ enum st_route_result st_reply(struct st_call *c, unsigned status, const char *ct
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(r, "x-request-id", c->request_id);
+    add_cors(c, r);
     if (hname && hvalue)
         MHD_add_response_header(r, hname, hvalue);
     enum MHD_Result ok = MHD_queue_response(c->mhd, status, r);
@@ -79,6 +98,7 @@ enum st_route_result st_reply_nomem(struct st_call *c)
         return ST_ROUTE_FAIL;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     MHD_add_response_header(r, "x-request-id", c->request_id);
+    add_cors(c, r);
     enum MHD_Result ok = MHD_queue_response(c->mhd, 500, r);
     MHD_destroy_response(r);
     c->phase = ST_CALL_REPLIED;
@@ -97,9 +117,32 @@ enum st_route_result st_reply_stream(struct st_call *c)
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, "X-Accel-Buffering", "no");   /* nginx: do not buffer */
     MHD_add_response_header(r, "x-request-id", c->request_id);
+    add_cors(c, r);
     enum MHD_Result ok = MHD_queue_response(c->mhd, 200, r);
     MHD_destroy_response(r);
     c->phase = ST_CALL_STREAM;
     count_status(c->srv, 200);
+    return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
+}
+
+enum st_route_result st_reply_preflight(struct st_call *c, const char *allow)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return ST_ROUTE_FAIL;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    MHD_add_response_header(r, "x-request-id", c->request_id);
+    if (add_cors(c, r)) {
+        const char *want = st_call_header(c, "Access-Control-Request-Headers");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_METHODS,
+                                ST_CORS_ALLOW_METHODS);
+        MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                st_cors_request_headers_ok(want) ? want
+                                                                 : ST_CORS_ALLOW_HEADERS);
+        MHD_add_response_header(r, "Access-Control-Max-Age", ST_CORS_MAX_AGE);
+    }
+    enum MHD_Result ok = MHD_queue_response(c->mhd, 204, r);
+    MHD_destroy_response(r);
+    c->phase = ST_CALL_REPLIED;   /* not counted: a preflight is not an API request */
     return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
 }

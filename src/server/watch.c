@@ -8,6 +8,9 @@
  * queue at once, a running one frees its slot at its engine's next step,
  * and the END resumes the connection so MHD closes it.
  *
+ * The same pass sends SSE keep-alive comments to idle streams
+ * (keepalive.c).
+ *
  * The socket of a suspended connection stays open (MHD closes it only
  * after a resume, which the watcher would see as a changed suspend_gen),
  * so polling it never touches a reused descriptor that matters.
@@ -70,6 +73,20 @@ static void collect(struct st_server *srv, struct watch_set *w)
     pthread_mutex_unlock(&srv->calls_lock);
 }
 
+/* Streams idle for --sse-keepalive seconds get a comment and are resumed
+ * (keepalive.c); a call resumed or gone since collect() is left alone. */
+static void keepalive(struct watch_set *w)
+{
+    int64_t now = st_clock_now(st_clock_real());
+    for (size_t i = 0; i < w->n; i++) {
+        struct st_call *c = w->calls[i];
+        pthread_mutex_lock(&c->lock);
+        if (!c->client_gone && c->suspend_gen == w->gens[i] && st_keepalive_due_locked(c, now))
+            st_call_resume_locked(c);
+        pthread_mutex_unlock(&c->lock);
+    }
+}
+
 static void scan(struct st_server *srv, struct watch_set *w)
 {
     collect(srv, w);
@@ -87,6 +104,7 @@ static void scan(struct st_server *srv, struct watch_set *w)
                 st_gen_cancel_all(c);
         }
     }
+    keepalive(w);
     for (size_t i = 0; i < w->n; i++)
         st_call_unref(w->calls[i]);
 }

@@ -73,7 +73,8 @@ if run "serve --help" 0 serve --help; then
         --http-threads --priority-order --backend --gpus -np --parallel --batch -c --ctx-size \
         --ubatch -t --threads --batch-mtp --mtp-draft --scheduler --aging-divisor \
         --swap-affinity-bonus --give-way-tokens --yields-max --sim-prompt-tps --sim-decode-tps \
-        --sim-load-seconds --sim-tokens --log-format --log-level --help; do
+        --sim-load-seconds --sim-tokens --sim-reply --reasoning-format --log-format --log-level \
+        --help; do
         grep -qE -- "(^| )$flag[ ,]" "$tmp/out" || fail "serve --help lacks $flag"
     done
     n_defaults=$(grep -c ' default: ' "$tmp/out")

@@ -72,7 +72,15 @@ code=$(curl -sS -o "$tmp/body" -w '%{http_code}' "$base/v1/chat/completions" -d 
 [ "$code" = 400 ] && grep -q '"param":"messages"' "$tmp/body"
 check "400 names the param" $? "$code $(cat "$tmp/body")"
 
-# 4. /metrics and /health
+# 4. a browser's CORS preflight: 204, no key needed, the origin allowed (default *)
+hdr=$(curl -sS -D - -o /dev/null -X OPTIONS "$base/v1/chat/completions" \
+      -H 'Origin: http://localhost:5173' -H 'Access-Control-Request-Method: POST' \
+      -H 'Access-Control-Request-Headers: authorization, content-type')
+grep -q '^HTTP/1.1 204' <<<"$hdr" && grep -qi '^access-control-allow-origin: \*' <<<"$hdr" &&
+    grep -qi '^access-control-allow-headers: authorization, content-type' <<<"$hdr"
+check "CORS preflight" $? "$hdr"
+
+# 5. /metrics and /health
 curl -sS "$base/metrics" | grep -q '^llamaswap_scheduler_queue_depth{band="batch"} 0$'
 check "/metrics bands" $? "no batch queue depth sample"
 [ "$(curl -sS "$base/health")" = '{"status":"ok"}' ]

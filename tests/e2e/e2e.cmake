@@ -1,7 +1,8 @@
 # End-to-end suites: the real `strata` binary on 127.0.0.1, port 0, with the
 # simulated engine, driven over HTTP by Node's built-in test runner (raw
 # fetch and the official OpenAI Node SDK, pinned in tests/e2e/package.json
-# and package-lock.json) and by curl (curl_smoke.sh).
+# and package-lock.json) and by curl (curl_smoke.sh). sampling.test.mjs serves a
+# synthetic tiny model (strata make-model) on the CPU backend instead.
 #
 # e2e_npm_ci installs the SDK into tests/e2e/node_modules (git-ignored) as
 # a FIXTURES_SETUP fixture of every Node suite. Node or npm missing is a
@@ -22,7 +23,8 @@ if(ST_NODE AND ST_NPM)
                          FIXTURES_SETUP st_e2e_node)
 
     # name -> test file; each file starts its own servers
-    foreach(suite api errors sdk disconnect priority metrics models concurrency)
+    foreach(suite api errors sdk disconnect priority metrics models concurrency sampling tools
+                  cors keepalive cache_prompt)
         add_test(NAME e2e_${suite}
                  COMMAND ${ST_NODE} --test --test-reporter=spec ${ST_E2E_DIR}/${suite}.test.mjs
                  WORKING_DIRECTORY ${ST_E2E_DIR})

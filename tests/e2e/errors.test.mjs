@@ -102,10 +102,10 @@ describe('400, 404, 405 and 413', () => {
   test('405: known path, wrong method, with Allow', async () => {
     let r = await getJSON(srv, '/v1/chat/completions');
     assertErrorShape(r, 405);
-    assert.equal(r.headers.get('allow'), 'POST');
+    assert.equal(r.headers.get('allow'), 'POST, OPTIONS');   // OPTIONS: CORS preflight
     r = await postJSON(srv, '/v1/models', {});
     assertErrorShape(r, 405);
-    assert.equal(r.headers.get('allow'), 'GET, HEAD');
+    assert.equal(r.headers.get('allow'), 'GET, HEAD, OPTIONS');
     const d = await fetch(`${srv.url}/health`, { method: 'DELETE' });
     assert.equal(d.status, 405);
   });

@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # fetch_debs.sh -- run HERE (a Debian 12 machine with apt): download the .deb
-# files the GPU check needs and the GPU machine lacks, into .deps/debs/
+# files the GPU check needs and the GPU machine may lack, into .deps/debs/
 # (git-ignored; name ".deps" in the device run's `carry`). tests/gpu/run.sh
 # unpacks them there with dpkg -x (or ar + tar) and points pkg-config at them.
 #
-#   tests/gpu/fetch_debs.sh            Check + cJSON + pkgconf: the CUDA tests and gpu_bench
-#   tests/gpu/fetch_debs.sh --server   also libmicrohttpd + libyaml, to build `strata` there
+#   tests/gpu/fetch_debs.sh              Check, cJSON, pkgconf, libmicrohttpd, libyaml
+#   tests/gpu/fetch_debs.sh --no-server  without the server's two (no strata bench there)
 #
 # Why each: Check (+ subunit) runs the test suites; cJSON is linked by the
-# model module (make-model's tokenizer.json import); pkgconf because CMake
-# finds all of these through pkg-config, which the GPU machine may not have.
+# model module (make-model's tokenizer.json import); libmicrohttpd + libyaml
+# build `strata` for `strata bench --backend cuda`; pkgconf because CMake
+# finds all of these through pkg-config (run.sh falls back to
+# tests/gpu/pkg-config.py where the carried pkgconf, built for glibc 2.34+,
+# cannot run). The shared libmicrohttpd needs the machine's own libgnutls at
+# run time (present on common distributions). About 1.5 MiB in all.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=.deps/debs
 pkgs=(check libsubunit0 libsubunit-dev libcjson1 libcjson-dev pkgconf-bin libpkgconf3)
-if [[ "${1:-}" == "--server" ]]; then
+if [[ "${1:-}" != "--no-server" ]]; then
     pkgs+=(libmicrohttpd12 libmicrohttpd-dev libyaml-0-2 libyaml-dev)
 fi
 mkdir -p "$dir"

@@ -111,7 +111,9 @@ START_TEST(test_config_every_key_sets_its_field)
         "give_way_tokens: 1000\nyields_max: 2\n"
         "routing:\n  scheduler:\n    use: fifo\n    settings:\n      serial:\n"
         "        agingDivisor: 0.5\n        swapAffinityBonus: 0\n      fifo: {}\n"
-        "sim: {prompt_tps: 100, decode_tps: 7.5, load_seconds: 2, tokens: 9}\n"
+        "sim: {prompt_tps: 100, decode_tps: 7.5, load_seconds: 2, tokens: 9, reply: \"a\\nb\"}\n"
+        "reasoning_format: none\n"
+        "cors_origins: \"https://a.example, http://localhost:3000\"\nsse_keepalive: 0\n"
         "log_format: json\nlog_level: debug\n";
     struct st_config c;
     struct st_err err = { 0 };
@@ -122,6 +124,8 @@ START_TEST(test_config_every_key_sets_its_field)
     ck_assert_uint_eq(c.body_limit, 512u * 1024);
     ck_assert_int_eq(c.max_queue, 100);
     ck_assert_int_eq(c.http_threads, 4);
+    ck_assert_str_eq(c.cors_origins, "https://a.example, http://localhost:3000");
+    ck_assert_int_eq(c.sse_keepalive_s, 0);
     ck_assert_int_eq(c.priority_order, ST_CFG_ORDER_LOW_FIRST);
     ck_assert_int_eq(c.backend, ST_CFG_BACKEND_SIM);
     ck_assert_int_eq(c.gpus.n, 2);
@@ -139,6 +143,8 @@ START_TEST(test_config_every_key_sets_its_field)
     ck_assert_int_eq(c.swap_affinity_bonus, 0);
     ck_assert(c.sim_prompt_tps == 100 && c.sim_decode_tps == 7.5 && c.sim_load_seconds == 2);
     ck_assert_int_eq(c.sim_tokens, 9);
+    ck_assert_str_eq(c.sim_reply, "a\nb");
+    ck_assert_int_eq(c.reasoning_format, ST_CFG_REASONING_NONE);
     ck_assert_int_eq(c.log_format, ST_LOG_JSON);
     ck_assert_int_eq(c.log_level, ST_LOG_DEBUG);
     /* Where each came from, for later messages; nothing was a flag. */

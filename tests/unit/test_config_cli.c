@@ -84,10 +84,12 @@ START_TEST(test_config_cli_every_flag)
     const char *argv[] = {
         "-m", "/m/qwen.gguf", "--alias", "q", "--config", "c.yaml", "--host", "0.0.0.0",
         "--port", "9000", "--api-key", "k1", "--body-limit", "64k", "--max-queue", "7",
-        "--http-threads", "3", "--priority-order", "low-first", "--backend", "sim",
+        "--http-threads", "3", "--cors-origins", "https://a.example", "--sse-keepalive", "30",
+        "--priority-order", "low-first", "--backend", "sim",
         "--gpus", "0,1,2", "-np", "6", "--batch", "-c", "2048", "--ubatch", "128", "-t", "5",
         "--batch-mtp", "--mtp-draft", "3", "--scheduler", "fifo", "--aging-divisor", "30",
         "--swap-affinity-bonus", "5", "--give-way-tokens", "4096", "--yields-max", "1",
+        "--sim-reply", "<think>x</think>", "--reasoning-format", "none",
         "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5", "--sim-load-seconds", "1.5",
         "--sim-tokens", "3", "--log-format", "json", "--log-level", "warn",
     };
@@ -105,6 +107,8 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_uint_eq(c.body_limit, 65536);
     ck_assert_int_eq(c.max_queue, 7);
     ck_assert_int_eq(c.http_threads, 3);
+    ck_assert_str_eq(c.cors_origins, "https://a.example");
+    ck_assert_int_eq(c.sse_keepalive_s, 30);
     ck_assert_int_eq(c.priority_order, ST_CFG_ORDER_LOW_FIRST);
     ck_assert_int_eq(c.backend, ST_CFG_BACKEND_SIM);
     ck_assert_int_eq(c.gpus.n, 3);
@@ -121,6 +125,8 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.yields_max, 1);
     ck_assert(c.sim_prompt_tps == 10 && c.sim_decode_tps == 20.5 && c.sim_load_seconds == 1.5);
     ck_assert_int_eq(c.sim_tokens, 3);
+    ck_assert_str_eq(c.sim_reply, "<think>x</think>");
+    ck_assert_int_eq(c.reasoning_format, ST_CFG_REASONING_NONE);
     ck_assert_int_eq(c.log_format, ST_LOG_JSON);
     ck_assert_int_eq(c.log_level, ST_LOG_WARN);
     for (int o = 0; o < ST_OPT_COUNT; o++)
@@ -382,11 +388,13 @@ START_TEST(test_config_cli_help_texts)
     static const char *const flags[] = {
         "-m, --model PATH", "-a, --alias NAME", "--config FILE", "--host HOST", "--port N",
         "--api-key KEY", "--body-limit BYTES", "--max-queue N", "--http-threads N",
+        "--cors-origins LIST", "--sse-keepalive S",
         "--priority-order high-first|low-first", "--backend auto|sim|cpu|cuda", "--gpus LIST",
         "-np, --parallel N", "--batch ", "-c, --ctx-size N", "--ubatch N", "-t, --threads N",
         "--batch-mtp ", "--mtp-draft N", "--scheduler serial|fifo", "--aging-divisor S",
         "--swap-affinity-bonus N", "--give-way-tokens N", "--yields-max N", "--sim-prompt-tps N",
-        "--sim-decode-tps N", "--sim-load-seconds S", "--sim-tokens N",
+        "--sim-decode-tps N", "--sim-load-seconds S", "--sim-tokens N", "--sim-reply TEXT",
+        "--reasoning-format deepseek|none",
         "--log-format text|json", "--log-level debug|info|warn|error", "-h, --help",
     };
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
@@ -397,6 +405,8 @@ START_TEST(test_config_cli_help_texts)
     ck_assert_ptr_nonnull(strstr(b.data, "default: 8m; config: body_limit"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: high-first"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 16384"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: *; config: cors_origins\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: 15; config: sse_keepalive\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 60; config: routing.scheduler.settings.serial.agingDivisor"));
     size_t n_defaults = 0;
     for (const char *p = b.data; (p = strstr(p, " default: ")) != NULL; p++)

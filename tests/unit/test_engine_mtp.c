@@ -12,6 +12,10 @@
  *   - a seeded sampler (temperature 0.3) gives the same tokens twice, and
  *     the same as without MTP (every emitted token is one sample of the
  *     main model, one RNG draw each, in order);
+ *   - penalties and logit_bias (which depend on every token taken before,
+ *     the drafts accepted earlier in the same verify too) give the same
+ *     tokens with and without MTP, greedy and seeded, and change the
+ *     output; requests decoding together keep their own histories;
  *   - a model without an MTP layer serves normally and says so once;
  *   - the counters (pool stats and the activity record) add up.
  *
@@ -82,6 +86,8 @@ struct run {
     int32_t n_gen;
     float   temperature;
     const struct st_mtp_test *hook;
+    const struct st_gen_params *pen;   /* penalties and logit_bias to use, or NULL */
+    int32_t same_prompt;               /* > 0: every request gets prompts[same_prompt - 1] */
 };
 
 struct result {
@@ -99,13 +105,20 @@ static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, str
 {
     struct st_request *req = st_request_new();
     snprintf(req->id, sizeof(req->id), "r%d", (int)i);
-    req->prompt = strdup(prompts[i]);
+    req->prompt = strdup(prompts[r->same_prompt > 0 ? r->same_prompt - 1 : i]);
     req->params.max_tokens = r->n_gen;
     req->params.ignore_eos = true;   /* fixed lengths: the comparison covers every token */
     req->params.temperature = r->temperature;
     req->params.has_seed = true;
     req->params.seed = 42 + (uint64_t)i;
     req->params.logprobs = true;
+    if (r->pen) {
+        req->params.presence_penalty = r->pen->presence_penalty;
+        req->params.frequency_penalty = r->pen->frequency_penalty;
+        req->params.repeat_penalty = r->pen->repeat_penalty;
+        req->params.repeat_last_n = r->pen->repeat_last_n;
+        ck_assert(st_gen_params_copy_bias(&req->params, r->pen) == ST_OK);
+    }
     req->emit = on_event;
     req->emit_ctx = o;
     struct st_err err = { 0 };
@@ -312,6 +325,93 @@ START_TEST(test_engine_mtp_seeded_sampling_reproducible)
 }
 END_TEST
 
+/* ---- penalties and logit_bias -------------------------------------------- */
+
+static struct st_gen_params penalties(const struct st_logit_bias *bias, int32_t n_bias)
+{
+    struct st_gen_params g;
+    st_gen_params_defaults(&g);
+    g.presence_penalty = 0.4f;
+    g.frequency_penalty = 0.3f;
+    g.repeat_penalty = 1.3f;
+    g.repeat_last_n = 16;
+    g.logit_bias = (struct st_logit_bias *)bias;
+    g.n_logit_bias = n_bias;
+    return g;
+}
+
+static bool differs(const struct result *a, const struct result *b, int32_t np)
+{
+    for (int32_t i = 0; i < np; i++)
+        for (int t = 0; t < a->out[i].n; t++)
+            if (a->out[i].tok[t] != b->out[i].tok[t])
+                return true;
+    return false;
+}
+
+/* Each verify row is sampled with the history including the drafts
+ * accepted before it in the same step: MTP on and off agree token for
+ * token, with penalties that change the output. */
+START_TEST(test_engine_mtp_penalties_identical)
+{
+    const char *path = make("mtp-demo", false, 9);
+    struct st_gen_params g = penalties(NULL, 0);
+    struct result *plain = malloc(sizeof(*plain)), *off = malloc(sizeof(*off)),
+                  *on = malloc(sizeof(*on));
+    run(&(struct run){ .path = path, .np = 4, .n_gen = 40 }, plain);
+    run(&(struct run){ .path = path, .np = 4, .n_gen = 40, .pen = &g }, off);
+    ck_assert_msg(differs(plain, off, 4), "the penalties changed nothing");
+    /* the bias bans the first token request 0 would have taken */
+    struct st_logit_bias ban = { off->out[0].tok[0], -100.0f };
+    g = penalties(&ban, 1);
+    run(&(struct run){ .path = path, .np = 4, .n_gen = 40, .pen = &g }, off);
+    ck_assert_int_ne(off->out[0].tok[0], ban.token);
+    for (int32_t k = 1; k <= 4; k += 3) {
+        run(&(struct run){ .path = path, .np = 4, .mtp_draft = k, .n_gen = 40, .pen = &g }, on);
+        report("penalties", on);
+        same(off, on, 4, k == 1 ? "penalties, MTP k1 vs none" : "penalties, MTP k4 vs none");
+        ck_assert(on->stats.mtp_accepted > 0);   /* accepted drafts fed later rows */
+        for (int32_t i = 0; i < 4; i++)
+            for (int t = 0; t < on->out[i].n; t++)
+                ck_assert_int_ne(on->out[i].tok[t], ban.token);
+    }
+    /* seeded sampling too */
+    run(&(struct run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.3f, .pen = &g },
+        off);
+    run(&(struct run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
+                       .temperature = 0.3f, .pen = &g }, on);
+    same(off, on, 2, "penalties, seeded, MTP vs none");
+    free(plain);
+    free(off);
+    free(on);
+}
+END_TEST
+
+/* Requests decoding together (the n > 1 choices of one call are separate
+ * requests) keep their own histories: each equals its run alone. */
+START_TEST(test_engine_mtp_penalties_separate_histories)
+{
+    const char *path = make("tiny", false, 10);
+    struct st_gen_params g = penalties(NULL, 0);
+    g.repeat_penalty = 1.0f;   /* generated tokens only */
+    g.presence_penalty = 1.0f;
+    struct result *alone = malloc(sizeof(*alone)), *both = malloc(sizeof(*both));
+    run(&(struct run){ .path = path, .np = 1, .n_gen = 30, .pen = &g, .same_prompt = 1 },
+        alone);
+    run(&(struct run){ .path = path, .np = 3, .n_gen = 30, .pen = &g, .same_prompt = 1 },
+        both);
+    for (int32_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(both->out[i].n, 30);
+        for (int t = 0; t < 30; t++)
+            ck_assert_msg(both->out[i].tok[t] == alone->out[0].tok[t],
+                          "request %d token %d: %d vs %d alone", (int)i, t,
+                          both->out[i].tok[t], alone->out[0].tok[t]);
+    }
+    free(alone);
+    free(both);
+}
+END_TEST
+
 /* ---- a model without MTP ------------------------------------------------- */
 
 START_TEST(test_engine_mtp_model_without_layer_serves)
@@ -358,6 +458,8 @@ static Suite *engine_mtp_suite(void)
     tcase_add_test(tc, test_engine_mtp_rollback_every_position);
     tcase_add_test(tc, test_engine_mtp_seeded_sampling_reproducible);
     tcase_add_test(tc, test_engine_mtp_model_without_layer_serves);
+    tcase_add_test(tc, test_engine_mtp_penalties_identical);
+    tcase_add_test(tc, test_engine_mtp_penalties_separate_histories);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -135,6 +135,57 @@ START_TEST(test_engine_prefix_same_prompt_reads_one_token)
 }
 END_TEST
 
+/* "cache_prompt": false (req->no_prompt_cache): the same prompt again is
+ * read whole (1 s, n_cached 0) and is not steered to the slot holding it:
+ * it takes the empty slot; what it leaves is cached for later requests. */
+START_TEST(test_engine_prefix_no_prompt_cache_opts_out)
+{
+    struct fixture f;
+    struct prec a, b, c;
+    fx_defaults(&f);
+    f.pcfg.model.parallel = 2;
+    ck_assert(fx_start(&f));
+    char *text = fx_words(1000);
+    struct st_request *ra = submit(&f, "a", strdup(text), 0, 2, &a);
+    fx_run_idle(&f);
+    ck_assert_int_eq(a.slot, 0);
+
+    struct st_request *rb = st_request_new();
+    memset(&b, 0, sizeof(b));
+    b.r.clock = &f.clk.clock;
+    b.r.first_ns = -1;
+    b.r.engine = -1;
+    b.n_cached_token = -1;
+    b.n_cached_end = -1;
+    b.slot = -1;
+    snprintf(rb->id, sizeof(rb->id), "b");
+    rb->prompt = strdup(text);
+    rb->params.max_tokens = 2;
+    rb->no_prompt_cache = true;
+    rb->emit = prec_emit;
+    rb->emit_ctx = &b;
+    b.r.req = rb;
+    b.submit_ns = st_clock_now(&f.clk.clock);
+    struct st_err err = { 0 };
+    ck_assert_msg(st_engine_pool_submit(f.pool, rb, &err) == ST_OK, "%s", err.msg);
+    fx_run_idle(&f);
+    ck_assert_int_eq(b.slot, 1);                          /* not steered to slot 0 */
+    ck_assert_int_eq(b.n_cached_end, 0);
+    ck_assert_int_eq(b.r.first_ns - b.submit_ns, SEC(1.0));   /* the whole prompt read */
+    ck_assert_str_eq(b.r.text, a.r.text);
+    ck_assert_int_eq(slot_view(&f, 0).n_cached, 1001);   /* a's cache untouched */
+    ck_assert_int_eq(slot_view(&f, 1).n_cached, 1001);   /* b's KV kept as usual */
+
+    struct st_request *rc = submit(&f, "c", text, 0, 2, &c);   /* default: reuse */
+    fx_run_idle(&f);
+    ck_assert_int_eq(c.n_cached_end, 999);
+    st_request_unref(ra);
+    st_request_unref(rb);
+    st_request_unref(rc);
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(test_engine_prefix_picks_the_slot_holding_the_prefix)
 {
     /* Slots 0 and 1 hold x and y; slot 2 is empty. z shares 600 of y's
@@ -649,6 +700,7 @@ static Suite *suite(void)
     TCase *t = tcase_create("sim");
     tcase_add_test(t, test_engine_prefix_same_prompt_reads_one_token);
     tcase_add_test(t, test_engine_prefix_picks_the_slot_holding_the_prefix);
+    tcase_add_test(t, test_engine_prefix_no_prompt_cache_opts_out);
     tcase_add_test(t, test_engine_prefix_np4_each_slot_keeps_its_own);
     tcase_add_test(t, test_engine_prefix_generated_tokens_are_cached);
     tcase_add_test(t, test_engine_prefix_cancelled_read_keeps_what_it_read);

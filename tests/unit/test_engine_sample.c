@@ -1,10 +1,12 @@
 /* test_engine_sample.c -- the sampler on hand-made logits: greedy, seeded
- * RNG, temperature, top-k, top-p, min-p, banned tokens, logprobs. */
+ * RNG, temperature, top-k, top-p, min-p, banned tokens, logprobs, and
+ * logit_bias and the presence/frequency/repeat penalties (penalty.c). */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_fixture.h"
 #include "internal.h"
 #include "support.h"
 
@@ -213,6 +215,285 @@ START_TEST(test_engine_sample_uniform_range)
 }
 END_TEST
 
+/* ---- logit_bias and penalties ------------------------------------------ */
+
+START_TEST(test_engine_sample_bias_bans_greedy_token)
+{
+    const float logits[4] = { 1.0f, 5.0f, 4.0f, 0.0f };
+    double z = exp(1.0) + exp(5.0) + exp(4.0) + exp(0.0);
+    struct st_logit_bias bias[2] = { { 1, -100.0f }, { 99, 100.0f } };   /* 99: not in vocab */
+    struct st_sampler s;
+    struct st_sample_result res;
+    struct st_gen_params p = params(0.0f, 40, 0.95f, 0.05f, 1);
+    p.logprobs = true;
+    st_sampler_init(&s);
+    st_sampler_reset(&s, &p);
+    ck_assert_int_eq(st_sampler_sample(&s, logits, 4, NULL, 0, &res), ST_OK);
+    ck_assert_int_eq(res.token, 1);
+    p.logit_bias = bias;
+    p.n_logit_bias = 2;
+    st_sampler_reset(&s, &p);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(st_sampler_sample(&s, logits, 4, NULL, 0, &res), ST_OK);
+        ck_assert_int_eq(res.token, 2);   /* the second best */
+        /* logprobs are of the raw logits, before the bias */
+        ck_assert(fabs(res.logprob - (4.0 - log(z))) < 1e-5);
+    }
+    /* sampled too: token 1 never comes */
+    p.temperature = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    st_sampler_reset(&s, &p);
+    for (int i = 0; i < 300; i++) {
+        ck_assert_int_eq(st_sampler_sample(&s, logits, 4, NULL, 0, &res), ST_OK);
+        ck_assert_int_ne(res.token, 1);
+    }
+    /* with a ban list as well (the ignore_eos path): bias and ban together */
+    const int32_t ban[1] = { 2 };
+    p.temperature = 0.0f;
+    st_sampler_reset(&s, &p);
+    ck_assert_int_eq(st_sampler_sample(&s, logits, 4, ban, 1, &res), ST_OK);
+    ck_assert_int_eq(res.token, 0);
+    st_sampler_fini(&s);
+}
+END_TEST
+
+START_TEST(test_engine_sample_bias_forces_token)
+{
+    const float logits[6] = { 2.0f, 9.0f, 1.0f, -3.0f, 4.0f, 0.0f };
+    struct st_logit_bias bias[1] = { { 3, 100.0f } };
+    struct st_sampler s;
+    struct st_sample_result res;
+    struct st_gen_params p = params(1.5f, 40, 0.95f, 0.05f, 5);
+    p.logit_bias = bias;
+    p.n_logit_bias = 1;
+    st_sampler_init(&s);
+    st_sampler_reset(&s, &p);
+    for (int i = 0; i < 300; i++) {
+        ck_assert_int_eq(st_sampler_sample(&s, logits, 6, NULL, 0, &res), ST_OK);
+        ck_assert_int_eq(res.token, 3);
+    }
+    p.temperature = 0.0f;
+    st_sampler_reset(&s, &p);
+    ck_assert_int_eq(st_sampler_sample(&s, logits, 6, NULL, 0, &res), ST_OK);
+    ck_assert_int_eq(res.token, 3);
+    st_sampler_fini(&s);
+}
+END_TEST
+
+/* The penalised candidates of a fresh id-ordered copy of 'logits'. */
+static void penalised(const struct st_penalty *pn, const float *logits, int32_t n, float *out)
+{
+    struct st_sample_cand c[16];
+    ck_assert(n <= 16);
+    for (int32_t i = 0; i < n; i++)
+        c[i] = (struct st_sample_cand){ i, logits[i], 0.0f };
+    st_penalty_apply(pn, c, n);
+    for (int32_t i = 0; i < n; i++)
+        out[i] = c[i].logit;
+}
+
+START_TEST(test_engine_sample_presence_frequency_formula)
+{
+    const float logits[8] = { 1.0f, 2.0f, 3.0f, -1.0f, 0.0f, 0.5f, 4.0f, -2.0f };
+    struct st_gen_params p = params(0.0f, 40, 0.95f, 0.05f, 1);
+    p.presence_penalty = 0.5f;
+    p.frequency_penalty = 0.25f;
+    p.repeat_last_n = 0;   /* repeat off: presence/frequency only */
+    const int32_t prompt[3] = { 6, 6, 0 };   /* the prompt does not count for OpenAI's */
+    struct st_penalty pn;
+    st_penalty_init(&pn);
+    st_penalty_reset(&pn, &p);
+    ck_assert(st_penalty_active(&pn));
+    st_penalty_start(&pn, 256, prompt, 3);
+    ck_assert_int_eq(st_penalty_prepare(&pn, 8), ST_OK);
+    const int32_t gen[5] = { 2, 2, 5, 2, 7 };
+    for (int i = 0; i < 5; i++)
+        st_penalty_accept(&pn, gen[i]);
+    st_penalty_accept(&pn, 99);   /* outside the vocabulary: ignored */
+    float out[8];
+    penalised(&pn, logits, 8, out);
+    ck_assert_float_eq_tol(out[2], 3.0f - 3 * 0.25f - 0.5f, 1e-6f);
+    ck_assert_float_eq_tol(out[5], 0.5f - 0.25f - 0.5f, 1e-6f);
+    ck_assert_float_eq_tol(out[7], -2.0f - 0.25f - 0.5f, 1e-6f);
+    ck_assert_float_eq(out[6], 4.0f);
+    ck_assert_float_eq(out[0], 1.0f);
+    ck_assert_int_eq(pn.n_seen, 3);   /* only the tokens seen are touched */
+    /* negative values encourage repeats */
+    p.presence_penalty = -1.0f;
+    p.frequency_penalty = 0.0f;
+    st_penalty_reset(&pn, &p);
+    ck_assert_int_eq(pn.n_seen, 0);   /* the history went with the request */
+    st_penalty_start(&pn, 256, prompt, 3);
+    ck_assert_int_eq(st_penalty_prepare(&pn, 8), ST_OK);
+    st_penalty_accept(&pn, 4);
+    st_penalty_accept(&pn, 4);
+    penalised(&pn, logits, 8, out);
+    ck_assert_float_eq_tol(out[4], 1.0f, 1e-6f);
+    ck_assert_float_eq(out[2], 3.0f);
+    st_penalty_fini(&pn);
+}
+END_TEST
+
+START_TEST(test_engine_sample_repeat_penalty_window)
+{
+    const float logits[8] = { 1.0f, 4.0f, 3.0f, -1.0f, 0.0f, 0.5f, 2.0f, -2.0f };
+    struct st_gen_params p = params(0.0f, 40, 0.95f, 0.05f, 1);
+    p.repeat_penalty = 2.0f;
+    p.repeat_last_n = 3;
+    const int32_t prompt[5] = { 5, 0, 1, 3, 2 };   /* window: the last 3 = {1, 3, 2} */
+    struct st_penalty pn;
+    st_penalty_init(&pn);
+    st_penalty_reset(&pn, &p);
+    st_penalty_start(&pn, 256, prompt, 5);
+    ck_assert_int_eq(st_penalty_prepare(&pn, 8), ST_OK);
+    float out[8];
+    penalised(&pn, logits, 8, out);
+    ck_assert_float_eq_tol(out[1], 2.0f, 1e-6f);    /* > 0: divided */
+    ck_assert_float_eq_tol(out[3], -2.0f, 1e-6f);   /* <= 0: multiplied */
+    ck_assert_float_eq_tol(out[2], 1.5f, 1e-6f);
+    ck_assert_float_eq(out[5], 0.5f);                /* older than the window */
+    ck_assert_float_eq(out[0], 1.0f);
+    /* generated tokens slide the window: {1,3,2} -> {3,2,6} -> {2,6,6} */
+    st_penalty_accept(&pn, 6);
+    penalised(&pn, logits, 8, out);
+    ck_assert_float_eq(out[1], 4.0f);
+    ck_assert_float_eq_tol(out[6], 1.0f, 1e-6f);
+    st_penalty_accept(&pn, 6);
+    penalised(&pn, logits, 8, out);
+    ck_assert_float_eq(out[3], -1.0f);
+    ck_assert_float_eq_tol(out[6], 1.0f, 1e-6f);     /* twice in the window: still once */
+    ck_assert_int_eq(pn.n_seen, 2);
+    /* -1: the whole context; a window as long as the context is the same */
+    p.repeat_last_n = -1;
+    st_penalty_reset(&pn, &p);
+    st_penalty_start(&pn, 256, prompt, 5);
+    ck_assert_int_eq(st_penalty_prepare(&pn, 8), ST_OK);
+    penalised(&pn, logits, 8, out);
+    ck_assert_float_eq_tol(out[5], 0.25f, 1e-6f);
+    ck_assert_float_eq_tol(out[0], 0.5f, 1e-6f);
+    p.repeat_last_n = 1000000;
+    st_penalty_reset(&pn, &p);
+    st_penalty_start(&pn, 256, prompt, 5);
+    ck_assert_int_eq(st_penalty_prepare(&pn, 8), ST_OK);
+    ck_assert_ptr_null(pn.ring);
+    penalised(&pn, logits, 8, out);
+    ck_assert_float_eq_tol(out[5], 0.25f, 1e-6f);
+    /* off: repeat_last_n 0, or repeat_penalty 1 */
+    p.repeat_last_n = 0;
+    st_penalty_reset(&pn, &p);
+    ck_assert(!st_penalty_active(&pn));
+    p.repeat_last_n = 64;
+    p.repeat_penalty = 1.0f;
+    st_penalty_reset(&pn, &p);
+    ck_assert(!st_penalty_active(&pn));
+    st_penalty_fini(&pn);
+}
+END_TEST
+
+/* Greedy with a frequency penalty: the argmax moves once the count of the
+ * best token has cost it enough, and comes back when the other's has. */
+START_TEST(test_engine_sample_frequency_counts_repeats)
+{
+    const float logits[3] = { 3.0f, 2.5f, 0.0f };
+    struct st_gen_params p = params(0.0f, 40, 0.95f, 0.05f, 1);
+    p.frequency_penalty = 0.3f;
+    struct st_sampler s;
+    struct st_sample_result res;
+    st_sampler_init(&s);
+    st_sampler_reset(&s, &p);
+    st_sampler_start(&s, 64, NULL, 0);
+    /* 0: 3.0 | 0: 2.7 | 1 (0 at 2.4 < 2.5) | 0 (2.4 > 2.2) | 1 (2.1 < 2.2) */
+    const int32_t want[5] = { 0, 0, 1, 0, 1 };
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(st_sampler_sample(&s, logits, 3, NULL, 0, &res), ST_OK);
+        ck_assert_msg(res.token == want[i], "step %d: %d", i, res.token);
+        st_sampler_accept(&s, res.token);
+    }
+    /* a new request on the same sampler starts from no history */
+    st_sampler_reset(&s, &p);
+    st_sampler_start(&s, 64, NULL, 0);
+    ck_assert_int_eq(st_sampler_sample(&s, logits, 3, NULL, 0, &res), ST_OK);
+    ck_assert_int_eq(res.token, 0);
+    /* a repeat penalty sees the prompt */
+    const int32_t prompt[1] = { 0 };
+    p.frequency_penalty = 0.0f;
+    p.repeat_penalty = 1.5f;   /* 3.0 / 1.5 = 2.0 < 2.5 */
+    st_sampler_reset(&s, &p);
+    st_sampler_start(&s, 64, prompt, 1);
+    ck_assert_int_eq(st_sampler_sample(&s, logits, 3, NULL, 0, &res), ST_OK);
+    ck_assert_int_eq(res.token, 1);
+    st_sampler_fini(&s);
+}
+END_TEST
+
+/* Two samplers (two choices of one request) keep their own histories. */
+START_TEST(test_engine_sample_choices_separate_histories)
+{
+    const float logits[3] = { 3.0f, 2.9f, 0.0f };
+    struct st_gen_params p = params(0.0f, 40, 0.95f, 0.05f, 1);
+    p.presence_penalty = 0.5f;
+    struct st_sampler a, b;
+    struct st_sample_result res;
+    st_sampler_init(&a);
+    st_sampler_init(&b);
+    st_sampler_reset(&a, &p);
+    st_sampler_reset(&b, &p);
+    st_sampler_start(&a, 64, NULL, 0);
+    st_sampler_start(&b, 64, NULL, 0);
+    st_sampler_accept(&a, 1);   /* before the first sample: no history yet, ignored */
+    ck_assert_int_eq(st_sampler_sample(&a, logits, 3, NULL, 0, &res), ST_OK);
+    ck_assert_int_eq(res.token, 0);
+    st_sampler_accept(&a, 0);   /* a took 0; b has taken nothing */
+    ck_assert_int_eq(st_sampler_sample(&a, logits, 3, NULL, 0, &res), ST_OK);
+    ck_assert_int_eq(res.token, 1);
+    ck_assert_int_eq(st_sampler_sample(&b, logits, 3, NULL, 0, &res), ST_OK);
+    ck_assert_int_eq(res.token, 0);
+    st_sampler_fini(&a);
+    st_sampler_fini(&b);
+}
+END_TEST
+
+/* The sim forces its tokens (no logits): penalties and bias are accepted
+ * and change nothing, and its 2^25-id space never gets penalty tables. */
+START_TEST(test_engine_sample_sim_ignores_penalties)
+{
+    struct fixture f;
+    fx_defaults(&f);
+    f.pcfg.sim.tokens = 16;
+    ck_assert(fx_start(&f));
+    struct rec r;
+    memset(&r, 0, sizeof(r));
+    r.clock = &f.clk.clock;
+    r.first_ns = -1;
+    struct st_request *req = st_request_new();
+    strcpy(req->id, "x");
+    req->prompt = strdup("say something");
+    req->params.max_tokens = 3;
+    req->params.presence_penalty = 1.0f;
+    req->params.frequency_penalty = 1.0f;
+    req->params.repeat_penalty = 1.5f;
+    struct st_logit_bias b = { 1, -100.0f };
+    struct st_gen_params src = req->params;
+    src.logit_bias = &b;
+    src.n_logit_bias = 1;
+    ck_assert_int_eq(st_gen_params_copy_bias(&req->params, &src), ST_OK);
+    ck_assert_ptr_nonnull(req->params.logit_bias);
+    ck_assert_ptr_ne(req->params.logit_bias, &b);   /* the request owns a copy */
+    req->emit = rec_emit;
+    req->emit_ctx = &r;
+    ck_assert_int_eq(st_engine_pool_submit(f.pool, req, NULL), ST_OK);
+    fx_run_idle(&f);
+    ck_assert_int_eq(r.n_end, 1);
+    ck_assert_str_eq(r.text, "tok1 tok2 tok3");
+    ck_assert_int_eq(r.finish, ST_FINISH_LENGTH);
+    ck_assert_ptr_null(f.pool->engines[0].slots[0].sampler.pen.counts);
+    st_request_unref(req);
+    fx_stop(&f);
+}
+END_TEST
+
 static Suite *sample_suite(void)
 {
     Suite *s = suite_create("engine_sample");
@@ -225,6 +506,13 @@ static Suite *sample_suite(void)
     tcase_add_test(t, test_engine_sample_banned_tokens);
     tcase_add_test(t, test_engine_sample_logprobs);
     tcase_add_test(t, test_engine_sample_uniform_range);
+    tcase_add_test(t, test_engine_sample_bias_bans_greedy_token);
+    tcase_add_test(t, test_engine_sample_bias_forces_token);
+    tcase_add_test(t, test_engine_sample_presence_frequency_formula);
+    tcase_add_test(t, test_engine_sample_repeat_penalty_window);
+    tcase_add_test(t, test_engine_sample_frequency_counts_repeats);
+    tcase_add_test(t, test_engine_sample_choices_separate_histories);
+    tcase_add_test(t, test_engine_sample_sim_ignores_penalties);
     suite_add_tcase(s, t);
     return s;
 }

@@ -91,6 +91,13 @@ START_TEST(test_runner_model_special_tokens)
     ck_assert(!st_runner_is_eog(r, ids[0]));
     ck_assert_uint_gt(st_runner_token_piece(r, ids[0], piece, sizeof(piece)), 0);
     free(ids);
+    /* <think> is USER_DEFINED (special=false in Qwen3's tokenizer.json): one
+     * token, and generated text shows it, so the reply parser sees it */
+    ck_assert(st_runner_tokenize(r, "<think>", 7, false, false, &ids, &n, &err) == ST_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(st_runner_token_piece(r, ids[0], piece, sizeof(piece)), 7);
+    ck_assert(memcmp(piece, "<think>", 7) == 0);
+    free(ids);
     /* make-model pads the vocabulary with [PAD<i>] (UNUSED) rows: no text */
     int32_t last = st_runner_n_vocab(r) - 1;
     char *text = NULL;

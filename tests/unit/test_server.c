@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine_fixture.h"
+#include "gen.h"
 #include "internal.h"
 #include "support.h"
 
@@ -253,6 +254,102 @@ START_TEST(test_server_parse_type_errors)
 }
 END_TEST
 
+/* Penalties, logit_bias and response_format (oai_sampling.c). */
+START_TEST(test_server_parse_penalties)
+{
+    struct st_oai_request r;
+    struct st_api_error e;
+    ck_assert_int_eq(parse(ST_OAI_CHAT,
+                           "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                           "\"presence_penalty\":-2,\"frequency_penalty\":1.5,"
+                           "\"repeat_penalty\":1.1,\"repeat_last_n\":-1,"
+                           "\"logit_bias\":{\"15\":-100,\"7\":2.5,\"007\":100},"
+                           "\"response_format\":{\"type\":\"text\"}}",
+                           &r, &e),
+                     ST_OK);
+    ck_assert_float_eq(r.params.presence_penalty, -2.0f);
+    ck_assert_float_eq(r.params.frequency_penalty, 1.5f);
+    ck_assert_float_eq_tol(r.params.repeat_penalty, 1.1f, 1e-6f);
+    ck_assert_int_eq(r.params.repeat_last_n, -1);
+    ck_assert_int_eq(r.params.n_logit_bias, 2);   /* "007" is token 7 again: the last wins */
+    ck_assert_int_eq(r.params.logit_bias[0].token, 15);
+    ck_assert_float_eq(r.params.logit_bias[0].bias, -100.0f);
+    ck_assert_int_eq(r.params.logit_bias[1].token, 7);
+    ck_assert_float_eq(r.params.logit_bias[1].bias, 100.0f);
+    st_oai_request_fini(&r);
+    /* defaults: off (repeat 1.0 over 64), null and {} count as absent */
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":\"x\",\"logit_bias\":{},"
+                           "\"presence_penalty\":null,\"response_format\":null}", &r, &e),
+                     ST_OK);
+    ck_assert_float_eq(r.params.presence_penalty, 0.0f);
+    ck_assert_float_eq(r.params.frequency_penalty, 0.0f);
+    ck_assert_float_eq(r.params.repeat_penalty, 1.0f);
+    ck_assert_int_eq(r.params.repeat_last_n, 64);
+    ck_assert_int_eq(r.params.n_logit_bias, 0);
+    ck_assert_ptr_null(r.params.logit_bias);
+    st_oai_request_fini(&r);
+
+    static const char *const bad[][2] = {
+        { "\"presence_penalty\":2.5", "presence_penalty" },
+        { "\"presence_penalty\":\"1\"", "presence_penalty" },
+        { "\"frequency_penalty\":-2.01", "frequency_penalty" },
+        { "\"repeat_penalty\":0", "repeat_penalty" },
+        { "\"repeat_penalty\":-1", "repeat_penalty" },
+        { "\"repeat_last_n\":-2", "repeat_last_n" },
+        { "\"repeat_last_n\":1.5", "repeat_last_n" },
+        { "\"logit_bias\":[]", "logit_bias" },
+        { "\"logit_bias\":{\"abc\":1}", "logit_bias" },
+        { "\"logit_bias\":{\"-1\":1}", "logit_bias" },
+        { "\"logit_bias\":{\"1.5\":1}", "logit_bias" },
+        { "\"logit_bias\":{\"\":1}", "logit_bias" },
+        { "\"logit_bias\":{\"99999999999\":1}", "logit_bias" },
+        { "\"logit_bias\":{\"5\":101}", "logit_bias" },
+        { "\"logit_bias\":{\"5\":-100.5}", "logit_bias" },
+        { "\"logit_bias\":{\"5\":\"1\"}", "logit_bias" },
+        { "\"logit_bias\":{\"5\":null}", "logit_bias" },
+        { "\"response_format\":\"text\"", "response_format" },
+        { "\"response_format\":{}", "response_format" },
+        { "\"response_format\":{\"type\":\"yaml\"}", "response_format" },
+    };
+    for (size_t i = 0; i < ST_ARRAY_LEN(bad); i++) {
+        char body[256];
+        snprintf(body, sizeof(body), "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}",
+                 bad[i][0]);
+        expect_bad(ST_OAI_CHAT, body, bad[i][1]);
+        snprintf(body, sizeof(body), "{\"prompt\":\"x\",%s}", bad[i][0]);
+        expect_bad(ST_OAI_COMPLETION, body, bad[i][1]);
+    }
+    /* constrained output is refused, not ignored */
+    static const char *const formats[] = {
+        "{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_object\"}}",
+        "{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}",
+    };
+    for (size_t i = 0; i < ST_ARRAY_LEN(formats); i++) {
+        ck_assert_int_ne(parse(ST_OAI_COMPLETION, formats[i], &r, &e), ST_OK);
+        ck_assert_int_eq(st_api_error_http(&e), 400);
+        ck_assert_str_eq(e.param, "response_format");
+        ck_assert_msg(strstr(e.message, "not supported"), "%s", e.message);
+        st_oai_request_fini(&r);
+    }
+    /* too many entries: the error says the limit */
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_buf_append(&b, ST_LIT("{\"prompt\":\"x\",\"logit_bias\":{")), ST_OK);
+    for (int i = 0; i <= ST_MAX_LOGIT_BIAS; i++) {
+        char kv[32];
+        int n = snprintf(kv, sizeof(kv), "%s\"%d\":1", i ? "," : "", i);
+        ck_assert_int_eq(st_buf_append(&b, kv, (size_t)n), ST_OK);
+    }
+    ck_assert_int_eq(st_buf_append(&b, ST_LIT("}}")), ST_OK);
+    memset(&e, 0, sizeof(e));
+    ck_assert_int_ne(st_oai_parse(ST_OAI_COMPLETION, b.data, b.len, &r, &e), ST_OK);
+    ck_assert_str_eq(e.param, "logit_bias");
+    ck_assert_msg(strstr(e.message, "1024"), "%s", e.message);
+    st_oai_request_fini(&r);
+    st_buf_fini(&b);
+}
+END_TEST
+
 START_TEST(test_server_parse_text_requests)
 {
     struct st_oai_text_request r;
@@ -408,7 +505,8 @@ START_TEST(test_server_logprobs_shapes)
     st_oai_lp_acc_init(&acc);
     ck_assert_int_eq(st_oai_lp_acc_add(&acc, ST_OAI_CHAT, &lp), ST_OK);
     ck_assert_int_eq(st_oai_lp_acc_add(&acc, ST_OAI_CHAT, &lp), ST_OK);
-    struct st_oai_choice ch = { 0, "abab", 4, ST_FINISH_STOP, &acc };
+    struct st_oai_choice ch = { .index = 0, .text = "abab", .text_len = 4,
+                                .finish = ST_FINISH_STOP, .lp = &acc };
     struct st_oai_usage u = { 1, 2, 0 };
     struct st_buf b;
     st_buf_init(&b);
@@ -852,6 +950,142 @@ START_TEST(test_server_retry_seconds)
 }
 END_TEST
 
+/* ---- CORS, SSE keep-alive, cache_prompt -------------------------------- */
+
+START_TEST(test_server_cors_origins)
+{
+    struct st_cors c;
+    struct st_err err = { 0 };
+    bool vary;
+    ck_assert_int_eq(st_cors_init(&c, "*", &err), ST_OK);
+    ck_assert_int_eq(c.mode, ST_CORS_ANY);
+    ck_assert_str_eq(st_cors_allow(&c, "http://a.example", &vary), "*");
+    ck_assert(!vary);
+    ck_assert_ptr_null(st_cors_allow(&c, NULL, &vary));   /* no Origin: not CORS */
+    ck_assert_ptr_null(st_cors_allow(&c, "", &vary));
+    st_cors_fini(&c);
+    for (const char *const *off = (const char *const[]){ "none", "NONE", "", NULL }; *off; off++) {
+        ck_assert_int_eq(st_cors_init(&c, *off, &err), ST_OK);
+        ck_assert_int_eq(c.mode, ST_CORS_OFF);
+        ck_assert_ptr_null(st_cors_allow(&c, "http://a.example", &vary));
+        ck_assert(!vary);
+        st_cors_fini(&c);
+    }
+    ck_assert_int_eq(st_cors_init(&c, NULL, &err), ST_OK);
+    ck_assert_int_eq(c.mode, ST_CORS_OFF);
+    ck_assert_int_eq(st_cors_init(&c, " https://a.example , http://B.example:8080", &err), ST_OK);
+    ck_assert_int_eq(c.mode, ST_CORS_LIST);
+    ck_assert_str_eq(c.list, "https://a.example,http://B.example:8080");
+    const char *o = "http://b.example:8080";
+    ck_assert_ptr_eq(st_cors_allow(&c, o, &vary), o);     /* echoed; case-insensitive */
+    ck_assert(vary);
+    ck_assert_str_eq(st_cors_allow(&c, "https://a.example", &vary), "https://a.example");
+    ck_assert_ptr_null(st_cors_allow(&c, "https://a.example.evil", &vary));
+    ck_assert(vary);                                      /* Vary even when refused */
+    ck_assert_ptr_null(st_cors_allow(&c, "https://a.exampl", &vary));
+    ck_assert_ptr_null(st_cors_allow(&c, "http://b.example", &vary));
+    ck_assert_ptr_null(st_cors_allow(&c, "null", &vary));
+    st_cors_fini(&c);
+    static const char *const bad[] = { "a,,b", "*,https://x", "https://x, *", "https://a b",
+                                       ",", "https://a\r\n", " " };
+    for (size_t i = 0; i < ST_ARRAY_LEN(bad); i++) {
+        ck_assert_msg(st_cors_init(&c, bad[i], &err) == ST_ERR_BAD_CONFIG, "accepted '%s'",
+                      bad[i]);
+        ck_assert_ptr_null(c.list);
+    }
+    ck_assert(st_cors_request_headers_ok("authorization, content-type, x-request-id"));
+    ck_assert(!st_cors_request_headers_ok(NULL));
+    ck_assert(!st_cors_request_headers_ok(""));
+    ck_assert(!st_cors_request_headers_ok("a\r\nSet-Cookie: x"));
+    char big[600];
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    ck_assert(!st_cors_request_headers_ok(big));
+    /* OPTIONS is no route's method: the access handler answers it (known path) */
+    bool known;
+    char allow[64];
+    ck_assert_ptr_null(st_route_find("/v1/chat/completions", "OPTIONS", &known, allow,
+                                     sizeof(allow)));
+    ck_assert(known);
+    ck_assert_str_eq(allow, "POST");
+    ck_assert_ptr_null(st_route_find("/nope", "OPTIONS", &known, allow, sizeof(allow)));
+    ck_assert(!known);
+}
+END_TEST
+
+START_TEST(test_server_sse_keepalive_due)
+{
+    struct st_server srv;
+    struct st_call c;
+    memset(&srv, 0, sizeof(srv));
+    memset(&c, 0, sizeof(c));
+    srv.cfg.sse_keepalive_s = 2;
+    c.srv = &srv;
+    c.suspended = true;
+    struct st_gen *g = st_gen_new(1);
+    ck_assert_ptr_nonnull(g);
+    g->stream = true;
+    c.gen = g;
+    int64_t t0 = g->last_out_ns;
+    ck_assert(!st_keepalive_due_locked(&c, t0 + 1999 * ST_NS_PER_MS));
+    ck_assert(st_keepalive_due_locked(&c, t0 + 2 * ST_NS_PER_SEC));
+    ck_assert_uint_eq(g->out.len, strlen(": keep-alive\n\n"));
+    ck_assert(memcmp(g->out.data, ": keep-alive\n\n", g->out.len) == 0);
+    ck_assert(st_gen_ready_locked(&c));                   /* the MHD side has work */
+    /* not yet handed over: no second comment piles up */
+    ck_assert(!st_keepalive_due_locked(&c, t0 + 10 * ST_NS_PER_SEC));
+    g->out_off = g->out.len;                              /* handed to MHD */
+    ck_assert(!st_keepalive_due_locked(&c, t0 + 3 * ST_NS_PER_SEC));
+    ck_assert(st_keepalive_due_locked(&c, t0 + 4 * ST_NS_PER_SEC));
+    g->out_off = g->out.len;
+    int64_t t1 = t0 + 100 * ST_NS_PER_SEC;
+    c.suspended = false;                                  /* MHD is busy with it */
+    ck_assert(!st_keepalive_due_locked(&c, t1));
+    c.suspended = true;
+    g->stream = false;                                    /* nothing to send a non-stream */
+    ck_assert(!st_keepalive_due_locked(&c, t1));
+    g->stream = true;
+    srv.cfg.sse_keepalive_s = 0;                          /* off */
+    ck_assert(!st_keepalive_due_locked(&c, t1));
+    srv.cfg.sse_keepalive_s = 2;
+    g->n_ended = 1;                                       /* ended: [DONE] follows */
+    ck_assert(!st_keepalive_due_locked(&c, t1));
+    g->n_ended = 0;
+    c.conn_done = true;
+    ck_assert(!st_keepalive_due_locked(&c, t1));
+    c.conn_done = false;
+    ck_assert(st_keepalive_due_locked(&c, t1));
+    st_gen_free(g);
+}
+END_TEST
+
+START_TEST(test_server_parse_cache_prompt)
+{
+    struct st_oai_request r;
+    struct st_api_error e;
+    static const char msgs[] = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
+    char body[160];
+    snprintf(body, sizeof(body), "{%s}", msgs);
+    ck_assert_int_eq(parse(ST_OAI_CHAT, body, &r, &e), ST_OK);
+    ck_assert(r.cache_prompt);                            /* default true */
+    st_oai_request_fini(&r);
+    snprintf(body, sizeof(body), "{%s,\"cache_prompt\":false}", msgs);
+    ck_assert_int_eq(parse(ST_OAI_CHAT, body, &r, &e), ST_OK);
+    ck_assert(!r.cache_prompt);
+    st_oai_request_fini(&r);
+    snprintf(body, sizeof(body), "{%s,\"cache_prompt\":null}", msgs);
+    ck_assert_int_eq(parse(ST_OAI_CHAT, body, &r, &e), ST_OK);
+    ck_assert(r.cache_prompt);
+    st_oai_request_fini(&r);
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":\"x\",\"cache_prompt\":false}", &r, &e),
+                     ST_OK);
+    ck_assert(!r.cache_prompt);
+    st_oai_request_fini(&r);
+    snprintf(body, sizeof(body), "{%s,\"cache_prompt\":0}", msgs);
+    expect_bad(ST_OAI_CHAT, body, "cache_prompt");
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
     Suite *s = suite_create("server");
@@ -861,6 +1095,7 @@ static Suite *server_suite(void)
     tcase_add_test(req, test_server_parse_priority_values);
     tcase_add_test(req, test_server_parse_prompt_forms);
     tcase_add_test(req, test_server_parse_type_errors);
+    tcase_add_test(req, test_server_parse_penalties);
     tcase_add_test(req, test_server_parse_text_requests);
     suite_add_tcase(s, req);
     TCase *out = tcase_create("response");
@@ -876,6 +1111,9 @@ static Suite *server_suite(void)
     tcase_add_test(err, test_server_auth_bearer);
     tcase_add_test(err, test_server_request_ids);
     tcase_add_test(err, test_server_routes);
+    tcase_add_test(err, test_server_cors_origins);
+    tcase_add_test(err, test_server_sse_keepalive_due);
+    tcase_add_test(err, test_server_parse_cache_prompt);
     suite_add_tcase(s, err);
     TCase *met = tcase_create("metrics");
     tcase_add_test(met, test_server_metrics_render);

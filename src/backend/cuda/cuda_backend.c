@@ -87,9 +87,15 @@ enum st_status cuda_blas_status(struct cuda_backend *cb, cublasStatus_t s, const
 
 enum st_status cuda_enter(struct cuda_backend *cb, struct st_err *err)
 {
+    int cur = -1;
+
     if (cb->poisoned)
         return st_err_set(err, ST_ERR_DEVICE, "cuda:%d is unusable after an earlier error: %s",
                           cb->device, cb->poison_msg);
+    /* Every op comes here, also while a graph is captured: only switch
+     * when needed (cheaper, and no device call inside a capture). */
+    if (cudaGetDevice(&cur) == cudaSuccess && cur == cb->device)
+        return ST_OK;
     return ST_CUDA(cb, cudaSetDevice(cb->device), err);
 }
 
@@ -123,35 +129,59 @@ const char *cuda_type_name(enum st_dtype t)
 
 /* ---- scratch ------------------------------------------------------------ */
 
-enum st_status cuda_scratch(struct cuda_backend *cb, size_t n, void **out, struct st_err *err)
+/* Grow the persistent device buffer *buf (*size bytes) to at least n bytes.
+ * Captured graphs hold kernel arguments that point into the old buffer, so
+ * they are dropped before it is freed (replaying one would read freed
+ * memory: the usual way this happens is a long prompt after decode steps
+ * were captured). Never during a capture. */
+static enum st_status grow(struct cuda_backend *cb, void **buf, size_t *size, size_t n,
+                           const char *what, struct st_err *err)
 {
     enum st_status rc;
     void *p = NULL;
     size_t want;
 
-    if (n <= cb->scratch_size) {
-        *out = cb->scratch;
-        return ST_OK;
-    }
     if (cb->capturing)
         return st_err_set(err, ST_ERR_INTERNAL,
-                          "cuda: scratch must grow to %zu bytes during a graph capture", n);
+                          "cuda: %s must grow to %zu bytes during a graph capture", what, n);
     want = n + n / 4 + 4096;
     rc = ST_CUDA(cb, cudaStreamSynchronize(cb->stream), err);
     if (rc != ST_OK)
         return rc;
-    cudaFree(cb->scratch);
-    cb->buffer_bytes -= cb->scratch_size;
-    cb->scratch = NULL;
-    cb->scratch_size = 0;
+    cuda_graphs_invalidate(cb);
+    cudaFree(*buf);
+    cb->buffer_bytes -= *size;
+    *buf = NULL;
+    *size = 0;
     rc = ST_CUDA(cb, cudaMalloc(&p, want), err);
     if (rc != ST_OK)
         return rc;
-    cb->scratch = p;
-    cb->scratch_size = want;
+    *buf = p;
+    *size = want;
     cb->buffer_bytes += want;
-    *out = p;
     return ST_OK;
+}
+
+enum st_status cuda_scratch(struct cuda_backend *cb, size_t n, void **out, struct st_err *err)
+{
+    enum st_status rc = ST_OK;
+
+    if (n > cb->scratch_size)
+        rc = grow(cb, &cb->scratch, &cb->scratch_size, n, "scratch", err);
+    if (rc == ST_OK)
+        *out = cb->scratch;
+    return rc;
+}
+
+enum st_status cuda_aux(struct cuda_backend *cb, size_t n, void **out, struct st_err *err)
+{
+    enum st_status rc = ST_OK;
+
+    if (n > cb->aux_size)
+        rc = grow(cb, &cb->aux, &cb->aux_size, n, "aux scratch", err);
+    if (rc == ST_OK)
+        *out = cb->aux;
+    return rc;
 }
 
 enum st_status cuda_scratch_parts(struct cuda_backend *cb, int n, const size_t *sizes,
@@ -194,6 +224,7 @@ static void cuda_close(struct st_backend *be)
         cudaFreeHost(cb->err_host);
     cudaFree(cb->err_flag);
     cudaFree(cb->scratch);
+    cudaFree(cb->aux);
     cudaFree(cb->blas_ws);
     if (cb->blas)
         cublasDestroy(cb->blas);

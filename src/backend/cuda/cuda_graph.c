@@ -19,6 +19,9 @@
  * thread-local mode so another backend's thread is not disturbed. If an op
  * fails during a capture (the caller returns without graph_end), the next
  * begin/write/read/sync abandons the capture and the key starts over.
+ * Captured kernels hold scratch pointers: when a scratch grows (a larger
+ * step than any before, between steps), every graph is dropped
+ * (cuda_graphs_invalidate) and its key starts over.
  *
  * Sampling: ids[r] from logits rows on the device (kernels.h
  * st_kern_sample), so a step reads back n_rows int32 instead of n_rows *
@@ -126,6 +129,18 @@ void cuda_graphs_free(struct cuda_backend *cb)
             cudaGraphExecDestroy(cb->graphs[i].exec);
         memset(&cb->graphs[i], 0, sizeof(cb->graphs[i]));
     }
+}
+
+void cuda_graphs_invalidate(struct cuda_backend *cb)
+{
+    int n = 0;
+
+    for (int i = 0; i < CUDA_MAX_GRAPHS; i++)
+        n += cb->graphs[i].exec != NULL;
+    cuda_graphs_free(cb);
+    if (n > 0)
+        st_log(ST_LOG_DEBUG, "cuda", "device %d: scratch moved, %d captured graphs dropped",
+               cb->device, n);
 }
 
 enum st_status cuda_op_sample(struct st_backend *be, const struct st_tensor *ids,

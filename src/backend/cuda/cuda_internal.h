@@ -60,6 +60,9 @@ struct cuda_backend {
 
     void             *scratch;       /* device scratch, grown between steps */
     size_t            scratch_size;
+    void             *aux;           /* second scratch: moe_route's logits (the router
+                                      * matmul itself uses 'scratch') */
+    size_t            aux_size;
     void             *blas_ws;       /* cuBLAS workspace (graph capture needs one) */
 
     void             *stage[2];      /* pinned upload staging */
@@ -101,8 +104,15 @@ enum st_status cuda_enter(struct cuda_backend *cb, struct st_err *err);
 
 /* At least n bytes of device scratch (contents lost when it grows). Growing
  * is not allowed while a graph is being captured: ST_ERR_INTERNAL then
- * (captures happen on a shape's second run, after the first sized it). */
+ * (captures happen on a shape's second run, after the first sized it).
+ * Growing moves the scratch, so it drops every captured graph first (their
+ * kernel arguments point into the old one). */
 enum st_status cuda_scratch(struct cuda_backend *cb, size_t n, void **out, struct st_err *err);
+
+/* At least n bytes of the second scratch (cuda_backend.c 'aux'), same
+ * rules as cuda_scratch: for a buffer that must live across a call that
+ * uses the scratch itself (moe_route's logits around the router matmul). */
+enum st_status cuda_aux(struct cuda_backend *cb, size_t n, void **out, struct st_err *err);
 
 /* Carve 256-byte aligned pieces out of one scratch allocation: sizes[i]
  * bytes each; ptrs[i] receives the piece. */
@@ -132,6 +142,9 @@ enum st_status cuda_graph_begin(struct st_backend *be, uint64_t key, bool *repla
                                 struct st_err *err);
 enum st_status cuda_graph_end(struct st_backend *be, struct st_err *err);
 void cuda_graphs_free(struct cuda_backend *cb);
+/* Drop every captured graph (their kernels hold pointers into a scratch
+ * that is about to move); keys start over (eager, capture, replay). */
+void cuda_graphs_invalidate(struct cuda_backend *cb);
 /* End and discard a capture left open by a failed op (no-op otherwise). */
 void cuda_capture_abort(struct cuda_backend *cb);
 enum st_status cuda_op_sample(struct st_backend *be, const struct st_tensor *ids,

@@ -149,17 +149,16 @@ enum st_status cuda_op_moe_route(struct st_backend *be, ST_T sel, ST_T weights, 
         return st_err_set(err, ST_ERR_UNSUPPORTED, "moe_route: cuda handles up to 1024 experts "
                           "and 32 per token (got %lld, %lld)", (long long)n_exp,
                           (long long)sel->ne[0]);
-    /* the logits sit in a dedicated device buffer: the matmul uses the scratch */
-    rc = ST_CUDA(cb, cudaMallocAsync((void **)&logits, (size_t)(n * n_exp) * sizeof(float),
-                                     cb->stream), err);
-    if (rc != ST_OK)
-        return rc;
-    rc = cuda_matmul_raw(cb, logits, x->data, n, router, err);
+    /* the logits sit in the second scratch: the router matmul uses the
+     * first (a persistent buffer, not cudaMallocAsync: nothing is
+     * allocated inside a captured graph) */
+    rc = cuda_aux(cb, (size_t)(n * n_exp) * sizeof(float), (void **)&logits, err);
+    if (rc == ST_OK)
+        rc = cuda_matmul_raw(cb, logits, x->data, n, router, err);
     if (rc == ST_OK)
         rc = kern_rc(cb, st_kern_moe_route(sel->data, weights->data, logits, n, (int32_t)n_exp,
                                            (int32_t)sel->ne[0], cb->stream), "moe_route", err);
-    enum st_status rc2 = ST_CUDA(cb, cudaFreeAsync(logits, cb->stream), err);
-    return rc != ST_OK ? rc : rc2;
+    return rc;
 }
 
 struct moe_bufs {

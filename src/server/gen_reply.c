@@ -1,0 +1,260 @@
+/* gen_reply.c -- a chat choice's generated text, parsed into
+ * reasoning_content, content and tool_calls (strata/reply_parse.h; the
+ * wire shapes are oai_response.c's; docs/API.md "Tool calls and
+ * reasoning").
+ *
+ * Each choice of a chat request gets its own parser when there is
+ * something to parse: tools were given (and tool_choice is not "none"), or
+ * reasoning is split out (reasoning_format deepseek, the default). Without
+ * either, the choice keeps the raw path in gen.c.
+ *
+ * Non-stream: the parts accumulate; the body is built from them. Stream:
+ * the events of one token become chunks, in order, adjacent text of the
+ * same kind merged; the token's logprobs ride on its last chunk (or on a
+ * chunk with an empty delta when the parser held all its text back).
+ *
+ * Everything here runs under call->lock (gen.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "strata/reply_parse.h"
+#include "gen.h"
+
+#define ID_LEN 30   /* "call_" + 24 + NUL */
+
+struct st_gen_reply {
+    struct st_reply_parser parser;
+    struct st_gen *g;              /* borrowed; set for the emit callback */
+    struct st_gen_choice *ch;
+    int32_t n_calls;               /* calls completed (both modes) */
+    /* non-stream: the message so far */
+    struct st_buf content, reasoning;
+    struct st_buf calls;           /* "[{..},{..}" then "]" at the end */
+    struct st_buf name, args;      /* the call being read */
+    char id[ID_LEN];
+    /* stream: the chunk not yet rendered */
+    enum st_oai_delta_kind pend;   /* NONE: nothing pending */
+    struct st_buf pend_text;
+    int32_t pend_index;
+    char pend_id[ID_LEN];
+};
+
+/* "call_" and 24 random letters and digits. */
+static void new_call_id(char out[ID_LEN])
+{
+    static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned char r[24];
+    if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+        /* no entropy yet: the clock and a counter still make it unique */
+        static unsigned counter;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (++counter * 0x9E37u);
+        for (size_t i = 0; i < sizeof(r); i++) {
+            x = x * 6364136223846793005u + 1442695040888963407u;
+            r[i] = (unsigned char)(x >> 56);
+        }
+    }
+    memcpy(out, "call_", 5);
+    for (size_t i = 0; i < sizeof(r); i++)
+        out[5 + i] = alnum[r[i] % (sizeof(alnum) - 1)];
+    out[ID_LEN - 1] = '\0';
+}
+
+static struct st_gen_reply *reply_new(const struct st_reply_opts *o)
+{
+    struct st_gen_reply *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    st_reply_parser_init(&r->parser, o);
+    st_buf_init(&r->content);
+    st_buf_init(&r->reasoning);
+    st_buf_init(&r->calls);
+    st_buf_init(&r->name);
+    st_buf_init(&r->args);
+    st_buf_init(&r->pend_text);
+    return r;
+}
+
+void st_gen_reply_free(struct st_gen_reply *r)
+{
+    if (!r)
+        return;
+    st_reply_parser_fini(&r->parser);
+    st_buf_fini(&r->content);
+    st_buf_fini(&r->reasoning);
+    st_buf_fini(&r->calls);
+    st_buf_fini(&r->name);
+    st_buf_fini(&r->args);
+    st_buf_fini(&r->pend_text);
+    free(r);
+}
+
+enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request *oq,
+                                  enum st_reasoning_format server_default, const char *prompt)
+{
+    if (g->kind != ST_OAI_CHAT)
+        return ST_OK;
+    enum st_reasoning_format rf = oq->reasoning_format == ST_OAI_REASONING_DEFAULT
+                                      ? server_default
+                                  : oq->reasoning_format == ST_OAI_REASONING_NONE
+                                      ? ST_REASONING_NONE
+                                      : ST_REASONING_DEEPSEEK;
+    struct st_reply_opts o;
+    memset(&o, 0, sizeof(o));
+    o.reasoning = rf == ST_REASONING_DEEPSEEK;
+    o.tools = oq->tools_json && strcmp(oq->tools_json, "[]") != 0;
+    o.in_reasoning = o.reasoning && prompt && st_reply_prompt_opens_think(prompt, strlen(prompt));
+    o.max_calls = oq->single_tool_call ? 1 : 0;
+    if (!o.reasoning && !o.tools)
+        return ST_OK;
+    for (int32_t i = 0; i < g->n_choices; i++) {
+        g->choices[i].reply = reply_new(&o);
+        if (!g->choices[i].reply)
+            return ST_ERR_NOMEM;
+    }
+    return ST_OK;
+}
+
+/* ---- non-stream: accumulate ------------------------------------------ */
+
+static enum st_status accumulate(struct st_gen_reply *r, const struct st_reply_event *ev)
+{
+    enum st_status rc = ST_OK;
+    switch (ev->kind) {
+    case ST_REPLY_CONTENT:
+        return st_buf_append(&r->content, ev->text, ev->len);
+    case ST_REPLY_REASONING:
+        return st_buf_append(&r->reasoning, ev->text, ev->len);
+    case ST_REPLY_TOOL_START:
+        new_call_id(r->id);
+        st_buf_reset(&r->name);
+        st_buf_reset(&r->args);
+        return st_buf_append(&r->name, ev->text, ev->len);
+    case ST_REPLY_TOOL_ARGS:
+        return st_buf_append(&r->args, ev->text, ev->len);
+    case ST_REPLY_TOOL_END:
+        rc = st_buf_append(&r->calls, r->n_calls ? "," : "[", 1);
+        if (rc == ST_OK)
+            rc = st_oai_tool_call_json(&r->calls, r->id, r->name.data ? r->name.data : "",
+                                       r->name.len, r->args.data ? r->args.data : "",
+                                       r->args.len);
+        r->n_calls++;
+        return rc;
+    }
+    return ST_OK;
+}
+
+/* ---- stream: chunks ----------------------------------------------------- */
+
+/* Render the pending delta (or an empty one, for logprobs) onto g->out. */
+static enum st_status flush(struct st_gen_reply *r, const struct st_oai_logprob *lp)
+{
+    struct st_gen *g = r->g;
+    if (r->pend == ST_OAI_DELTA_NONE && !lp)
+        return ST_OK;
+    struct st_oai_meta m = { g->kind, g->id, g->model_name, g->created, g->include_usage };
+    struct st_oai_delta d = { r->pend, r->pend_text.data ? r->pend_text.data : "",
+                              r->pend_text.len, r->pend_index, r->pend_id };
+    struct st_buf json;
+    st_buf_init(&json);
+    enum st_status rc = st_oai_chunk_delta(&json, &m, r->ch->index, &d, lp);
+    if (rc == ST_OK)
+        rc = st_sse_data(&g->out, json.data ? json.data : "", json.len);
+    st_buf_fini(&json);
+    r->ch->produced = true;
+    r->pend = ST_OAI_DELTA_NONE;
+    st_buf_reset(&r->pend_text);
+    return rc;
+}
+
+static enum st_status stream_event(struct st_gen_reply *r, const struct st_reply_event *ev)
+{
+    static const enum st_oai_delta_kind kinds[] = {
+        [ST_REPLY_CONTENT] = ST_OAI_DELTA_CONTENT,
+        [ST_REPLY_REASONING] = ST_OAI_DELTA_REASONING,
+        [ST_REPLY_TOOL_START] = ST_OAI_DELTA_TOOL_START,
+        [ST_REPLY_TOOL_ARGS] = ST_OAI_DELTA_TOOL_ARGS,
+        [ST_REPLY_TOOL_END] = ST_OAI_DELTA_NONE,
+    };
+    enum st_oai_delta_kind k = kinds[ev->kind];
+    if (ev->kind == ST_REPLY_TOOL_END) {
+        r->n_calls++;
+        return ST_OK;
+    }
+    bool merge = k == r->pend && k != ST_OAI_DELTA_TOOL_START &&
+                 (k != ST_OAI_DELTA_TOOL_ARGS || ev->index == r->pend_index);
+    enum st_status rc = merge ? ST_OK : flush(r, NULL);
+    if (rc == ST_OK && !merge) {
+        r->pend = k;
+        r->pend_index = ev->index;
+        if (k == ST_OAI_DELTA_TOOL_START)
+            new_call_id(r->pend_id);
+    }
+    return rc == ST_OK ? st_buf_append(&r->pend_text, ev->text, ev->len) : rc;
+}
+
+static enum st_status on_event(void *ctx, const struct st_reply_event *ev)
+{
+    struct st_gen_reply *r = ctx;
+    return r->g->stream ? stream_event(r, ev) : accumulate(r, ev);
+}
+
+/* ---- hooks from gen.c ----------------------------------------------------- */
+
+void st_gen_reply_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch,
+                        const char *text, size_t len, const struct st_oai_logprob *lp)
+{
+    struct st_gen_reply *r = ch->reply;
+    if (g->broken || (g->stream && c->conn_done))
+        return;
+    r->g = g;
+    r->ch = ch;
+    enum st_status rc = st_reply_parser_feed(&r->parser, text, len, on_event, r);
+    if (rc == ST_OK && g->stream)
+        rc = flush(r, lp);
+    if (rc != ST_OK)
+        g->broken = true;
+}
+
+void st_gen_reply_end(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch)
+{
+    struct st_gen_reply *r = ch->reply;
+    if (g->broken || (g->stream && c->conn_done))
+        return;
+    r->g = g;
+    r->ch = ch;
+    enum st_status rc = st_reply_parser_finish(&r->parser, on_event, r);
+    if (rc == ST_OK && g->stream)
+        rc = flush(r, NULL);
+    if (rc == ST_OK && !g->stream && r->n_calls > 0)
+        rc = st_buf_append(&r->calls, "]", 1);
+    if (rc != ST_OK)
+        g->broken = true;
+}
+
+const char *st_gen_reply_finish_reason(const struct st_gen_choice *ch)
+{
+    if (ch->reply && ch->reply->n_calls > 0 && ch->finish == ST_FINISH_STOP)
+        return "tool_calls";
+    return st_oai_finish_reason(ch->finish);
+}
+
+void st_gen_reply_fill(const struct st_gen_choice *ch, struct st_oai_choice *out)
+{
+    const struct st_gen_reply *r = ch->reply;
+    if (!r)
+        return;
+    out->parsed = true;
+    out->text = r->content.data ? r->content.data : "";
+    out->text_len = r->content.len;
+    out->content_null = r->n_calls > 0 && r->content.len == 0;
+    out->reasoning = r->reasoning.len ? r->reasoning.data : NULL;
+    out->reasoning_len = r->reasoning.len;
+    out->tool_calls = r->n_calls > 0 ? r->calls.data : NULL;
+    out->tool_calls_len = r->calls.len;
+    out->finish_reason = st_gen_reply_finish_reason(ch);
+}

@@ -1,0 +1,148 @@
+/* oai_sampling.c -- the penalty, bias and output-format fields of a
+ * completion body (chat and completions), docs/API.md "Penalties and
+ * logit_bias":
+ *
+ *   presence_penalty, frequency_penalty   numbers in [-2, 2] (OpenAI; 0 = off)
+ *   repeat_penalty    number > 0 (llama-server; 1 = off)
+ *   repeat_last_n     integer >= -1 (64; 0 = off, -1 = the whole context)
+ *   logit_bias        object {"<token id>": number in [-100, 100]}, at most
+ *                     ST_MAX_LOGIT_BIAS entries; a token named twice ("7", "07")
+ *                     takes the last value, as a JSON parser keeps the last key
+ *   response_format   {"type": "text"} only; json_object and json_schema are
+ *                     refused (400): this server cannot constrain its output
+ *
+ * Same rules as oai_request.c: strict types, null = absent, errors name
+ * the param. Ids past the model's vocabulary are checked at submit
+ * (gen_submit.c), where the model is known.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "oai_json.h"
+
+static enum st_status get_float(const cJSON *root, const char *key, double min, bool min_open,
+                                double max, float *out, struct st_api_error *e)
+{
+    double d = *out;
+    enum st_status rc = st_oai_get_num(root, key, min, min_open, max, &d, NULL, e);
+    if (rc == ST_OK)
+        *out = (float)d;
+    return rc;
+}
+
+/* A token id key: decimal digits only (no sign, space or exponent), at
+ * most INT32_MAX. */
+static bool token_key(const char *s, int32_t *out)
+{
+    int64_t v = 0;
+    size_t n = 0;
+    for (; s[n]; n++) {
+        if (s[n] < '0' || s[n] > '9' || n >= 10)
+            return false;
+        v = v * 10 + (s[n] - '0');
+    }
+    if (n == 0 || v > INT32_MAX)
+        return false;
+    *out = (int32_t)v;
+    return true;
+}
+
+static enum st_status bias_entry(const cJSON *it, struct st_logit_bias *out,
+                                 struct st_api_error *e)
+{
+    const char *key = it->string ? it->string : "";
+    if (!token_key(key, &out->token))
+        return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
+                                "Invalid key in 'logit_bias': '%.40s'. Keys must be token ids "
+                                "(integers from 0 to 2147483647, as strings).", key);
+    if (!cJSON_IsNumber(it) || !(it->valuedouble >= -100.0 && it->valuedouble <= 100.0))
+        return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
+                                "Invalid value in 'logit_bias' for token %s: expected a number "
+                                "from -100 to 100.", key);
+    out->bias = (float)it->valuedouble;
+    return ST_OK;
+}
+
+static enum st_status parse_bias(const cJSON *root, struct st_gen_params *p,
+                                 struct st_api_error *e)
+{
+    const cJSON *v = st_oai_field(root, "logit_bias");
+    if (!v)
+        return ST_OK;
+    if (!cJSON_IsObject(v))
+        return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
+                                "Invalid type for 'logit_bias': expected an object mapping "
+                                "token ids to numbers.");
+    int n = cJSON_GetArraySize(v);
+    if (n > ST_MAX_LOGIT_BIAS)
+        return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
+                                "Invalid 'logit_bias': %d entries; at most %d are allowed.", n,
+                                ST_MAX_LOGIT_BIAS);
+    if (n == 0)
+        return ST_OK;
+    struct st_logit_bias *b = malloc((size_t)n * sizeof(*b));
+    if (!b)
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    int32_t i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        enum st_status rc = bias_entry(it, &b[i], e);
+        if (rc != ST_OK) {
+            free(b);
+            return rc;
+        }
+        int32_t j = 0;
+        while (j < i && b[j].token != b[i].token)
+            j++;
+        b[j] = b[i];   /* j < i: the token again, the last value wins */
+        if (j == i)
+            i++;
+    }
+    free(p->logit_bias);
+    p->logit_bias = b;
+    p->n_logit_bias = i;
+    return ST_OK;
+}
+
+static enum st_status parse_format(const cJSON *root, struct st_api_error *e)
+{
+    const cJSON *v = st_oai_field(root, "response_format");
+    if (!v)
+        return ST_OK;
+    const cJSON *type = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "type") : NULL;
+    if (!cJSON_IsString(type))
+        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
+                                "Invalid 'response_format': expected an object with a string "
+                                "'type'.");
+    const char *t = type->valuestring;
+    if (strcmp(t, "text") == 0)
+        return ST_OK;
+    if (strcmp(t, "json_object") == 0 || strcmp(t, "json_schema") == 0)
+        return st_api_error_set(e, ST_ERR_UNSUPPORTED, "response_format", "unsupported_value",
+                                "'response_format' of type '%s' is not supported: this server "
+                                "cannot constrain its output to JSON. Use {\"type\": \"text\"} "
+                                "and ask for JSON in the prompt.", t);
+    return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
+                            "Invalid value for 'response_format.type': '%.40s'. Supported "
+                            "values are: 'text'.", t);
+}
+
+enum st_status st_oai_parse_penalties(const cJSON *root, struct st_gen_params *p,
+                                      struct st_api_error *e)
+{
+    enum st_status rc = get_float(root, "presence_penalty", -2, false, 2, &p->presence_penalty,
+                                  e);
+    if (rc == ST_OK)
+        rc = get_float(root, "frequency_penalty", -2, false, 2, &p->frequency_penalty, e);
+    if (rc == ST_OK)
+        rc = get_float(root, "repeat_penalty", 0, true, 1e6, &p->repeat_penalty, e);
+    int64_t n = p->repeat_last_n;
+    if (rc == ST_OK)
+        rc = st_oai_get_int(root, "repeat_last_n", -1, INT32_MAX, &n, NULL, e);
+    p->repeat_last_n = (int32_t)n;
+    if (rc == ST_OK)
+        rc = parse_bias(root, p, e);
+    if (rc == ST_OK)
+        rc = parse_format(root, e);
+    return rc;
+}

@@ -1,0 +1,89 @@
+/* oai_tools.c -- the chat body's tool-call and reasoning fields:
+ *
+ *   tool_choice          "none" | "auto" (default) | "required" |
+ *                        {"type":"function","function":{"name":"..."}}
+ *   parallel_tool_calls  boolean, default true; false keeps the first call
+ *   reasoning_format     "deepseek" | "auto" (= deepseek) | "none";
+ *                        absent: the server's --reasoning-format
+ *
+ * "none" is the only tool_choice that changes anything: the tools are not
+ * given to the chat template and the reply is not parsed for calls.
+ * "required" and a named function are accepted but not enforced (that
+ * needs constrained decoding, which the server does not have; docs/API.md).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "oai_json.h"
+
+static enum st_status bad_choice(struct st_api_error *e)
+{
+    return st_api_error_set(e, ST_ERR_INVALID, "tool_choice", NULL,
+                            "Invalid value for 'tool_choice': expected \"none\", \"auto\", "
+                            "\"required\" or {\"type\": \"function\", \"function\": "
+                            "{\"name\": ...}}.");
+}
+
+static enum st_status parse_tool_choice(const cJSON *root, struct st_oai_request *r,
+                                        struct st_api_error *e)
+{
+    const cJSON *v = st_oai_field(root, "tool_choice");
+    if (!v)
+        return ST_OK;
+    if (cJSON_IsString(v)) {
+        if (strcmp(v->valuestring, "none") == 0)
+            r->tool_choice = ST_OAI_TOOLS_NONE;
+        else if (strcmp(v->valuestring, "auto") == 0)
+            r->tool_choice = ST_OAI_TOOLS_AUTO;
+        else if (strcmp(v->valuestring, "required") == 0)
+            r->tool_choice = ST_OAI_TOOLS_REQUIRED;
+        else
+            return bad_choice(e);
+        return ST_OK;
+    }
+    const cJSON *type = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "type") : NULL;
+    const cJSON *fn = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "function") : NULL;
+    const cJSON *name = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") != 0 ||
+        !cJSON_IsString(name))
+        return bad_choice(e);
+    r->tool_choice = ST_OAI_TOOLS_FUNCTION;
+    return ST_OK;
+}
+
+static enum st_status parse_reasoning_format(const cJSON *root, struct st_oai_request *r,
+                                             struct st_api_error *e)
+{
+    const cJSON *v = st_oai_field(root, "reasoning_format");
+    if (!v)
+        return ST_OK;
+    if (cJSON_IsString(v) && (strcmp(v->valuestring, "deepseek") == 0 ||
+                              strcmp(v->valuestring, "auto") == 0)) {
+        r->reasoning_format = ST_OAI_REASONING_DEEPSEEK;
+        return ST_OK;
+    }
+    if (cJSON_IsString(v) && strcmp(v->valuestring, "none") == 0) {
+        r->reasoning_format = ST_OAI_REASONING_NONE;
+        return ST_OK;
+    }
+    return st_api_error_set(e, ST_ERR_INVALID, "reasoning_format", NULL,
+                            "Invalid value for 'reasoning_format': expected \"none\", "
+                            "\"deepseek\" or \"auto\".");
+}
+
+enum st_status st_oai_parse_tool_fields(const cJSON *root, struct st_oai_request *r,
+                                        struct st_api_error *e)
+{
+    bool parallel = true;
+    enum st_status rc = parse_tool_choice(root, r, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_bool(root, "parallel_tool_calls", &parallel, NULL, e);
+    r->single_tool_call = !parallel;
+    if (rc == ST_OK)
+        rc = parse_reasoning_format(root, r, e);
+    if (rc == ST_OK && r->tool_choice == ST_OAI_TOOLS_NONE) {
+        free(r->tools_json);
+        r->tools_json = NULL;
+    }
+    return rc;
+}

@@ -1,0 +1,367 @@
+/* reply_parse.c -- the incremental reply parser (strata/reply_parse.h).
+ *
+ * All undecided bytes live in p->pend from p->pos on. Each feed appends,
+ * then steps the state machine until it needs more input:
+ *
+ *   START      reply start: whitespace, then "<think>"? -> REASONING, else CONTENT
+ *   REASONING  up to "</think>"; held: a "</think>" prefix at the tail and
+ *              trailing whitespace (reasoning is trimmed)
+ *   CONTENT    up to "<tool_call>" (with tools); held: a "<tool_call>"
+ *              prefix at the tail and trailing whitespace (dropped before
+ *              a call)
+ *   TOOL       pend[pos..) = dropped whitespace + "<tool_call>" + body; the
+ *              body is scanned as JSON (strings and escapes tracked, so a
+ *              "</tool_call>" or "}" inside a string is just text) until
+ *              its value closes, then "</tool_call>" must follow after
+ *              whitespace. Anything else is malformed: the literal
+ *              "</tool_call>" ends it (or the end of generation), and the
+ *              whole span, whitespace and tag included, goes out as content.
+ *
+ * Offsets of the call being read are relative to pos, which does not move
+ * while in TOOL. The buffer is compacted after every feed.
+ */
+#include <string.h>
+
+#include "strata/reply_parse.h"
+
+#include "internal.h"
+
+enum { S_START, S_REASONING, S_CONTENT, S_TOOL };
+enum { J_BEFORE, J_IN, J_AFTER, J_BAD };
+
+static const char think_open[] = "<think>";
+static const char think_close[] = "</think>";
+static const char call_open[] = "<tool_call>";
+static const char call_close[] = "</tool_call>";
+
+#define LEN(lit) (sizeof(lit) - 1)
+
+static bool is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The first occurrence of lit in s[0..n), or n. */
+static size_t find(const char *s, size_t n, const char *lit, size_t k)
+{
+    const char *hit = n >= k ? memmem(s, n, lit, k) : NULL;
+    return hit ? (size_t)(hit - s) : n;
+}
+
+/* Start of the longest tail of s[0..n) that is a proper prefix of lit (n = none). */
+static size_t partial_tail(const char *s, size_t n, const char *lit, size_t k)
+{
+    size_t m = n < k - 1 ? n : k - 1;
+    for (; m > 0; m--)
+        if (memcmp(s + n - m, lit, m) == 0)
+            return n - m;
+    return n;
+}
+
+/* s[0..n) is a prefix of lit (possibly all of it). */
+static bool prefix_of(const char *s, size_t n, const char *lit, size_t k)
+{
+    return n <= k && memcmp(s, lit, n) == 0;
+}
+
+static size_t skip_ws(const char *s, size_t i, size_t n)
+{
+    while (i < n && is_ws(s[i]))
+        i++;
+    return i;
+}
+
+static size_t rtrim(const char *s, size_t n)
+{
+    while (n > 0 && is_ws(s[n - 1]))
+        n--;
+    return n;
+}
+
+static enum st_status put(st_reply_emit_fn *emit, void *ctx, enum st_reply_kind kind,
+                           const char *text, size_t len, int32_t index)
+{
+    struct st_reply_event ev = { kind, text, len, index };
+    if (len == 0 && (kind == ST_REPLY_CONTENT || kind == ST_REPLY_REASONING))
+        return ST_OK;
+    return emit(ctx, &ev);
+}
+
+void st_reply_parser_init(struct st_reply_parser *p, const struct st_reply_opts *opts)
+{
+    memset(p, 0, sizeof(*p));
+    p->opts = *opts;
+    st_buf_init(&p->pend);
+    st_buf_init(&p->scratch);
+    if (!opts->reasoning)
+        p->state = S_CONTENT;
+    else if (opts->in_reasoning)
+        p->state = S_REASONING;
+    else
+        p->state = S_START;
+    p->lead = p->state == S_REASONING;
+}
+
+void st_reply_parser_fini(struct st_reply_parser *p)
+{
+    st_buf_fini(&p->pend);
+    st_buf_fini(&p->scratch);
+}
+
+/* ---- one step per state; *more = call again ---------------------------- */
+
+struct step {
+    const char *s;      /* pend.data + pos */
+    size_t n;           /* undecided bytes */
+    bool final;         /* end of generation */
+    st_reply_emit_fn *emit;
+    void *ctx;
+    bool more;
+};
+
+static enum st_status step_start(struct st_reply_parser *p, struct step *t)
+{
+    size_t i = skip_ws(t->s, 0, t->n);
+    if (t->n - i >= LEN(think_open) && memcmp(t->s + i, think_open, LEN(think_open)) == 0) {
+        p->pos += i + LEN(think_open);
+        p->state = S_REASONING;
+        p->lead = true;
+        t->more = true;
+    } else if (!t->final && prefix_of(t->s + i, t->n - i, think_open, LEN(think_open))) {
+        t->more = false;        /* "  <thi": wait */
+    } else {
+        p->state = S_CONTENT;   /* no reasoning: the leading whitespace is content */
+        p->lead = false;
+        t->more = true;
+    }
+    return ST_OK;
+}
+
+static enum st_status step_reasoning(struct st_reply_parser *p, struct step *t)
+{
+    if (p->lead) {
+        size_t i = skip_ws(t->s, 0, t->n);
+        p->pos += i;
+        if (i == t->n)
+            return ST_OK;       /* all blank so far */
+        p->lead = false;
+        t->more = true;
+        return ST_OK;
+    }
+    size_t h = find(t->s, t->n, think_close, LEN(think_close));
+    if (h < t->n) {
+        enum st_status rc = put(t->emit, t->ctx, ST_REPLY_REASONING, t->s, rtrim(t->s, h), 0);
+        p->pos += h + LEN(think_close);
+        p->state = S_CONTENT;
+        p->lead = true;
+        t->more = true;
+        return rc;
+    }
+    size_t cut = t->final ? t->n : partial_tail(t->s, t->n, think_close, LEN(think_close));
+    size_t e = rtrim(t->s, cut);
+    p->pos += t->final ? t->n : e;
+    return put(t->emit, t->ctx, ST_REPLY_REASONING, t->s, e, 0);
+}
+
+static void tool_reset(struct st_reply_parser *p, size_t body)
+{
+    p->body = body;
+    p->scan = 0;
+    p->jstate = J_BEFORE;
+    p->depth = 0;
+    p->in_str = p->esc = false;
+    p->js = p->je = 0;
+}
+
+static enum st_status step_content(struct st_reply_parser *p, struct step *t)
+{
+    if (p->lead) {
+        size_t i = skip_ws(t->s, 0, t->n);
+        p->pos += i;
+        if (i == t->n)
+            return ST_OK;
+        p->lead = false;
+        t->more = true;
+        return ST_OK;
+    }
+    if (!p->opts.tools) {
+        p->pos += t->n;
+        return put(t->emit, t->ctx, ST_REPLY_CONTENT, t->s, t->n, 0);
+    }
+    size_t h = find(t->s, t->n, call_open, LEN(call_open));
+    if (h < t->n) {
+        size_t w = rtrim(t->s, h);
+        enum st_status rc = put(t->emit, t->ctx, ST_REPLY_CONTENT, t->s, w, 0);
+        p->pos += w;            /* the call keeps the dropped blanks, to give them back */
+        p->state = S_TOOL;
+        tool_reset(p, h - w + LEN(call_open));
+        t->more = true;
+        return rc;
+    }
+    size_t e = t->final ? t->n : rtrim(t->s, partial_tail(t->s, t->n, call_open, LEN(call_open)));
+    p->pos += e;
+    return put(t->emit, t->ctx, ST_REPLY_CONTENT, t->s, e, 0);
+}
+
+/* Advance the JSON scanner over body[scan..n). */
+static void scan_json(struct st_reply_parser *p, const char *b, size_t n)
+{
+    for (; p->scan < n && (p->jstate == J_BEFORE || p->jstate == J_IN); p->scan++) {
+        char c = b[p->scan];
+        if (p->jstate == J_BEFORE) {
+            if (is_ws(c))
+                continue;
+            if (c != '{') {
+                p->jstate = J_BAD;
+                return;
+            }
+            p->jstate = J_IN;
+            p->js = p->scan;
+        }
+        if (p->in_str) {
+            if (p->esc)
+                p->esc = false;
+            else if (c == '\\')
+                p->esc = true;
+            else if (c == '"')
+                p->in_str = false;
+        } else if (c == '"') {
+            p->in_str = true;
+        } else if (c == '{' || c == '[') {
+            p->depth++;
+        } else if ((c == '}' || c == ']') && --p->depth == 0) {
+            p->jstate = J_AFTER;
+            p->je = p->scan + 1;
+        }
+    }
+}
+
+/* The call's name, then its arguments, into p->scratch (*name_len: where
+ * the name ends); false when malformed. */
+static bool judge_call(struct st_reply_parser *p, struct st_str json, size_t *name_len)
+{
+    struct st_str obj, name, args;
+    st_buf_reset(&p->scratch);
+    if (!st_json_value(json, &obj) || st_json_type(obj) != ST_JSON_OBJECT)
+        return false;
+    if (!st_json_object_get(obj, "name", &name) || st_json_type(name) != ST_JSON_STRING ||
+        name.len <= 2)
+        return false;
+    if (st_json_string_append(name, &p->scratch) != ST_OK)
+        return false;
+    *name_len = p->scratch.len;
+    if (!st_json_object_get(obj, "arguments", &args) &&
+        !st_json_object_get(obj, "parameters", &args)) {
+        args.ptr = "{}";
+        args.len = 2;
+    }
+    if (st_json_type(args) == ST_JSON_STRING)
+        return st_json_string_append(args, &p->scratch) == ST_OK;
+    return st_buf_append(&p->scratch, args.ptr, args.len) == ST_OK;
+}
+
+/* The call ends at s[end]: emit it, or give it back as content. */
+static enum st_status close_call(struct st_reply_parser *p, struct step *t, size_t end,
+                                 bool formed)
+{
+    enum st_status rc = ST_OK;
+    size_t name_len = 0;
+    struct st_str json = { t->s + p->body + p->js, p->je - p->js };
+    if (formed && judge_call(p, json, &name_len)) {
+        int32_t idx = p->n_calls++;
+        if (p->opts.max_calls <= 0 || idx < p->opts.max_calls) {
+            rc = put(t->emit, t->ctx, ST_REPLY_TOOL_START, p->scratch.data, name_len, idx);
+            if (rc == ST_OK)
+                rc = put(t->emit, t->ctx, ST_REPLY_TOOL_ARGS, p->scratch.data + name_len,
+                          p->scratch.len - name_len, idx);
+            if (rc == ST_OK)
+                rc = put(t->emit, t->ctx, ST_REPLY_TOOL_END, NULL, 0, idx);
+        }
+        p->lead = true;
+    } else {
+        rc = put(t->emit, t->ctx, ST_REPLY_CONTENT, t->s, end, 0);
+        p->lead = false;
+    }
+    p->pos += end;
+    p->state = S_CONTENT;
+    t->more = true;
+    return rc;
+}
+
+static enum st_status step_tool(struct st_reply_parser *p, struct step *t)
+{
+    const char *b = t->s + p->body;
+    size_t n = t->n - p->body;
+    scan_json(p, b, n);
+    if (p->jstate == J_AFTER) {
+        size_t i = skip_ws(b, p->je, n);
+        size_t k = ST_MIN(n - i, LEN(call_close));
+        if (memcmp(b + i, call_close, k) == 0) {
+            if (k == LEN(call_close))
+                return close_call(p, t, p->body + i + k, true);
+            return t->final ? close_call(p, t, t->n, false) : ST_OK;
+        }
+        p->jstate = J_BAD;      /* something else after the object */
+        p->scan = p->je;
+    }
+    if (p->jstate == J_BAD) {   /* scan: where the closing tag may start */
+        size_t h = find(b + p->scan, n - p->scan, call_close, LEN(call_close));
+        if (p->scan + h < n)
+            return close_call(p, t, p->body + p->scan + h + LEN(call_close), false);
+        p->scan = ST_MAX(p->scan, n >= LEN(call_close) ? n - LEN(call_close) + 1 : 0);
+    }
+    return t->final ? close_call(p, t, t->n, false) : ST_OK;
+}
+
+static enum st_status run(struct st_reply_parser *p, bool final, st_reply_emit_fn *emit,
+                          void *ctx)
+{
+    enum st_status rc = ST_OK;
+    struct step t = { NULL, 0, final, emit, ctx, true };
+    while (rc == ST_OK && t.more) {
+        t.s = p->pend.data ? p->pend.data + p->pos : "";
+        t.n = p->pend.len - p->pos;
+        t.more = false;
+        switch (p->state) {
+        case S_START:     rc = step_start(p, &t); break;
+        case S_REASONING: rc = step_reasoning(p, &t); break;
+        case S_CONTENT:   rc = step_content(p, &t); break;
+        default:          rc = step_tool(p, &t); break;
+        }
+    }
+    if (p->pos > 0 && p->pos == p->pend.len) {
+        st_buf_reset(&p->pend);
+        p->pos = 0;
+    } else if (p->pos > 0 && p->state != S_TOOL) {
+        memmove(p->pend.data, p->pend.data + p->pos, p->pend.len - p->pos);
+        p->pend.len -= p->pos;
+        p->pend.data[p->pend.len] = '\0';
+        p->pos = 0;
+    }
+    return rc;
+}
+
+enum st_status st_reply_parser_feed(struct st_reply_parser *p, const char *text, size_t len,
+                                    st_reply_emit_fn *emit, void *ctx)
+{
+    if (len == 0)
+        return ST_OK;
+    enum st_status rc = st_buf_append(&p->pend, text, len);
+    return rc == ST_OK ? run(p, false, emit, ctx) : rc;
+}
+
+enum st_status st_reply_parser_finish(struct st_reply_parser *p, st_reply_emit_fn *emit,
+                                      void *ctx)
+{
+    enum st_status rc = run(p, true, emit, ctx);
+    st_buf_reset(&p->pend);
+    p->pos = 0;
+    return rc;
+}
+
+bool st_reply_prompt_opens_think(const char *prompt, size_t len)
+{
+    size_t n = prompt ? rtrim(prompt, len) : 0;
+    return n >= LEN(think_open) && memcmp(prompt + n - LEN(think_open), think_open,
+                                          LEN(think_open)) == 0;
+}

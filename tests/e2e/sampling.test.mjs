@@ -1,0 +1,107 @@
+// sampling.test.mjs -- penalties, logit_bias and response_format through the
+// official OpenAI SDK against a real model: a synthetic tiny model (strata
+// make-model, random weights, so its text is noise but fixed) served by the
+// CPU backend, greedy (temperature 0), so every reply is deterministic.
+//
+//   - logit_bias -100 on the first token of the greedy reply changes that
+//     token, to the runner-up (its logprob, reported before the bias as
+//     llama-server does, is the original second top_logprob);
+//   - logit_bias +100 forces a token everywhere;
+//   - frequency_penalty changes a reply that repeats itself;
+//   - bad values are 400s naming the param, json_object/json_schema too.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI, { BadRequestError } from 'openai';
+import { startServer, postJSON, STRATA_BIN } from './lib/server.mjs';
+
+const messages = [{ role: 'user', content: 'hi' }];
+
+describe('penalties and logit_bias on a real model', () => {
+  let srv, client, dir;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'strata-e2e-sampling-'));
+    const model = join(dir, 'tiny.gguf');
+    const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', 'tiny', '--seed', '1'], { encoding: 'utf8' });
+    assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
+    srv = await startServer(['--backend', 'cpu', '-m', model, '-a', 'tiny', '--threads', '1', '-c', '512']);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    await srv?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const greedy = (extra = {}) => client.chat.completions.create({
+    model: 'tiny', messages, temperature: 0, max_tokens: 6, logprobs: true, top_logprobs: 2, ...extra,
+  });
+
+  async function tokenId(text) {
+    const r = await postJSON(srv, '/tokenize', { content: text, model: 'tiny' });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.tokens.length, 1, `'${text}' is not one token: ${r.text}`);
+    return r.json.tokens[0];
+  }
+
+  test('logit_bias -100 on the first greedy token changes it to the runner-up', async () => {
+    const plain = await greedy();
+    const first = plain.choices[0].logprobs.content[0];
+    const id = await tokenId(first.token);
+    const banned = await greedy({ logit_bias: { [String(id)]: -100 } });
+    const got = banned.choices[0].logprobs.content[0];
+    assert.notDeepEqual(got.bytes, first.bytes, 'the banned token came first again');
+    // logprobs are of the raw logits (before the bias): the runner-up's own
+    assert.ok(Math.abs(got.logprob - first.top_logprobs[1].logprob) < 1e-4,
+      `${got.logprob} vs runner-up ${first.top_logprobs[1].logprob}`);
+    for (const t of banned.choices[0].logprobs.content) assert.notDeepEqual(t.bytes, first.bytes);
+    // without the bias the reply is as before
+    const again = await greedy();
+    assert.equal(again.choices[0].message.content, plain.choices[0].message.content);
+  });
+
+  test('logit_bias +100 forces a token', async () => {
+    const id = await tokenId(' pair');
+    const r = await client.completions.create({
+      model: 'tiny', prompt: 'hello', temperature: 0.9, seed: 3, max_tokens: 5,
+      logit_bias: { [String(id)]: 100 },
+    });
+    assert.equal(r.choices[0].text, ' pair'.repeat(5));
+  });
+
+  test('frequency_penalty breaks a repeating greedy reply', async () => {
+    const plain = await greedy();
+    const toks = plain.choices[0].logprobs.content.map((t) => t.token);
+    assert.ok(new Set(toks).size < toks.length, `the greedy reply does not repeat: ${toks}`);
+    const pen = await greedy({ frequency_penalty: 2, presence_penalty: 1 });
+    assert.notEqual(pen.choices[0].message.content, plain.choices[0].message.content);
+    const rep = await greedy({ repeat_penalty: 3, repeat_last_n: -1 });
+    assert.notEqual(rep.choices[0].message.content, plain.choices[0].message.content);
+  });
+
+  test('bad values are 400s naming the param', async () => {
+    const cases = [
+      [{ presence_penalty: 2.5 }, 'presence_penalty'],
+      [{ frequency_penalty: -3 }, 'frequency_penalty'],
+      [{ repeat_penalty: 0 }, 'repeat_penalty'],
+      [{ repeat_last_n: -2 }, 'repeat_last_n'],
+      [{ logit_bias: { abc: 1 } }, 'logit_bias'],
+      [{ logit_bias: { 5: 150 } }, 'logit_bias'],
+      [{ logit_bias: { 100000: 1 } }, 'logit_bias'],   // past the vocabulary
+      [{ response_format: { type: 'json_object' } }, 'response_format'],
+      [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }, 'response_format'],
+    ];
+    for (const [extra, param] of cases) {
+      await assert.rejects(greedy(extra), (e) => {
+        assert.ok(e instanceof BadRequestError, `${JSON.stringify(extra)}: ${e}`);
+        assert.equal(e.status, 400);
+        assert.equal(e.param, param, JSON.stringify(extra));
+        return true;
+      });
+    }
+    const ok = await greedy({ response_format: { type: 'text' } });
+    assert.equal(ok.choices[0].finish_reason, 'length');
+  });
+});

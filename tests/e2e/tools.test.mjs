@@ -1,0 +1,224 @@
+// tools.test.mjs -- tool calls and reasoning through the official OpenAI
+// Node SDK: the sim generates an exact reply (--sim-reply, or a model path
+// "reply:TEXT"), split into 1-7 byte pieces, and the server parses it into
+// message.reasoning_content, content and tool_calls (docs/API.md "Tool
+// calls and reasoning"), streamed and not.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import OpenAI from 'openai';
+import { startServer, postJSON, readSSE } from './lib/server.mjs';
+
+const REPLY = '<think>\nThe user wants the weather and the time.\n</think>\n\n'
+  + 'Let me check both.\n'
+  + '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "note": "} </tool_call> \\"q\\""}}\n</tool_call>\n'
+  + '<tool_call>\n{"name": "get_time", "arguments": {"tz": "Europe/Paris"}}\n</tool_call>';
+
+const tools = [
+  { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
+  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { tz: { type: 'string' } } } } },
+];
+const messages = [{ role: 'user', content: 'weather and time in Paris please' }];
+const ID = /^call_[A-Za-z0-9]{24}$/;
+
+function checkCalls(calls) {
+  assert.equal(calls.length, 2);
+  assert.match(calls[0].id, ID);
+  assert.match(calls[1].id, ID);
+  assert.notEqual(calls[0].id, calls[1].id);
+  assert.equal(calls[0].type, 'function');
+  assert.equal(calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(calls[0].function.arguments), { city: 'Paris', note: '} </tool_call> "q"' });
+  assert.equal(calls[1].function.name, 'get_time');
+  assert.deepEqual(JSON.parse(calls[1].function.arguments), { tz: 'Europe/Paris' });
+}
+
+describe('a reply with reasoning, content and two tool calls', () => {
+  let srv, client;
+  before(async () => {
+    srv = await startServer(['--batch', '--parallel', '4', '--sim-decode-tps', '2000', '--sim-reply', REPLY]);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => { await srv.stop(); });
+
+  test('non-stream: tool_calls, content, reasoning_content, finish_reason tool_calls', async () => {
+    const r = await client.chat.completions.create({ model: 'default', messages, tools });
+    const m = r.choices[0].message;
+    assert.equal(r.choices[0].finish_reason, 'tool_calls');
+    assert.equal(m.role, 'assistant');
+    assert.equal(m.content, 'Let me check both.');
+    assert.equal(m.reasoning_content, 'The user wants the weather and the time.');
+    checkCalls(m.tool_calls);
+  });
+
+  test('stream: deltas reassemble into the same calls (by hand and by the SDK helper)', async () => {
+    const stream = await client.chat.completions.create({ model: 'default', messages, tools, stream: true });
+    const calls = [];
+    let content = '', reasoning = '', finish = null, firsts = 0;
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        content += c.delta?.content ?? '';
+        reasoning += c.delta?.reasoning_content ?? '';
+        for (const tc of c.delta?.tool_calls ?? []) {
+          if (tc.id) {
+            firsts++;
+            assert.equal(tc.type, 'function');
+            assert.equal(tc.function.arguments, '');
+            calls[tc.index] = { id: tc.id, type: tc.type, function: { name: tc.function.name, arguments: '' } };
+          } else {
+            assert.equal(tc.function.name, undefined);
+            calls[tc.index].function.arguments += tc.function.arguments;
+          }
+        }
+        if (c.finish_reason) finish = c.finish_reason;
+      }
+    }
+    assert.equal(firsts, 2);
+    assert.equal(content, 'Let me check both.');
+    assert.equal(reasoning, 'The user wants the weather and the time.');
+    assert.equal(finish, 'tool_calls');
+    checkCalls(calls);
+
+    const final = await client.chat.completions.stream({ model: 'default', messages, tools }).finalChatCompletion();
+    checkCalls(final.choices[0].message.tool_calls);
+    assert.equal(final.choices[0].finish_reason, 'tool_calls');
+  });
+
+  test('tool_choice "none": no tools to the template, nothing parsed', async () => {
+    const r = await client.chat.completions.create({ model: 'default', messages, tools, tool_choice: 'none' });
+    const m = r.choices[0].message;
+    assert.equal(m.tool_calls, undefined);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    assert.ok(m.content.startsWith('Let me check both.\n<tool_call>\n{"name": "get_weather"'), m.content);
+    assert.ok(m.content.endsWith('</tool_call>'));
+    assert.equal(m.reasoning_content, 'The user wants the weather and the time.');   /* still split */
+  });
+
+  test('tool_choice "required" and a named function are accepted (not enforced)', async () => {
+    for (const tool_choice of ['required', 'auto', { type: 'function', function: { name: 'get_time' } }]) {
+      const r = await client.chat.completions.create({ model: 'default', messages, tools, tool_choice });
+      assert.equal(r.choices[0].message.tool_calls.length, 2);
+    }
+  });
+
+  test('parallel_tool_calls false keeps the first call; reasoning_format none keeps <think>', async () => {
+    let r = await client.chat.completions.create({ model: 'default', messages, tools, parallel_tool_calls: false });
+    assert.equal(r.choices[0].message.tool_calls.length, 1);
+    assert.equal(r.choices[0].message.tool_calls[0].function.name, 'get_weather');
+    r = await client.chat.completions.create({ model: 'default', messages, tools, reasoning_format: 'none' });
+    const m = r.choices[0].message;
+    assert.equal(m.reasoning_content, undefined);
+    assert.ok(m.content.startsWith('<think>\nThe user wants'), m.content);
+    assert.equal(m.tool_calls.length, 2);
+  });
+
+  test('n=2: each choice parses its own reply', async () => {
+    const r = await client.chat.completions.create({ model: 'default', messages, tools, n: 2 });
+    assert.equal(r.choices.length, 2);
+    for (const c of r.choices) checkCalls(c.message.tool_calls);
+    assert.notEqual(r.choices[0].message.tool_calls[0].id, r.choices[1].message.tool_calls[0].id);
+  });
+
+  test('cut off inside a call (max_tokens): the partial call comes back as content', async () => {
+    const r = await client.chat.completions.create({ model: 'default', messages, tools, max_tokens: 25 });
+    const m = r.choices[0].message;
+    assert.equal(r.choices[0].finish_reason, 'length');
+    assert.equal(m.tool_calls, undefined);
+    assert.ok(m.content.startsWith('Let me check both.\n<tool_call>'), m.content);
+  });
+
+  test('without tools only reasoning is split; /v1/completions stays raw', async () => {
+    const r = await client.chat.completions.create({ model: 'default', messages });
+    assert.equal(r.choices[0].message.tool_calls, undefined);
+    assert.ok(r.choices[0].message.content.startsWith('Let me check both.\n<tool_call>'));
+    const c = await client.completions.create({ model: 'default', prompt: 'weather' });
+    assert.equal(c.choices[0].text, REPLY);
+  });
+
+  test('stream logprobs stay one per token', async () => {
+    const res = await fetch(`${srv.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages, tools, stream: true, logprobs: true, stream_options: { include_usage: true } }),
+    });
+    const { events } = await readSSE(res);
+    let n = 0, usage = null;
+    for (const e of events) {
+      if (e.data === '[DONE]') continue;
+      const j = JSON.parse(e.data);
+      if (j.usage) usage = j.usage;
+      for (const c of j.choices) n += c.logprobs?.content?.length ?? 0;
+    }
+    assert.ok(usage.completion_tokens > 20);
+    assert.equal(n, usage.completion_tokens);   /* even tokens whose text the parser held */
+  });
+
+  test('a follow-up with the assistant tool_calls and role "tool" messages renders (200)', async () => {
+    const first = await client.chat.completions.create({ model: 'default', messages, tools });
+    const m = first.choices[0].message;
+    const follow = [
+      ...messages,
+      { role: 'assistant', content: m.content, tool_calls: m.tool_calls },
+      { role: 'tool', tool_call_id: m.tool_calls[0].id, content: '{"temp_c": 21}' },
+      { role: 'tool', tool_call_id: m.tool_calls[1].id, content: '{"time": "14:05"}' },
+    ];
+    const r = await client.chat.completions.create({ model: 'default', messages: follow, tools });
+    assert.equal(r.choices[0].message.tool_calls.length, 2);
+    const raw = await postJSON(srv, '/v1/chat/completions', { messages: [...messages,
+      { role: 'assistant', content: null, tool_calls: m.tool_calls }, follow[3]], tools });
+    assert.equal(raw.status, 200, raw.text);
+  });
+});
+
+describe('--reasoning-format none, and per-model replies from the config', () => {
+  let srv, client, dir;
+  before(async () => {
+    dir = mkdtempSync(`${tmpdir()}/strata-tools-`);
+    writeFileSync(`${dir}/models.yaml`, [
+      'reasoning_format: none',
+      'models:',
+      '  - name: thinker',
+      '    path: "reply:<think>hmm</think>Answer."',
+      '    preload: true',
+      '  - name: broken',
+      '    path: "reply:Sure.\\n<tool_call>\\n{\\"name\\": \\"f\\", \\"arguments\\": {oops}}\\n</tool_call>"',
+      '',
+    ].join('\n'));
+    srv = await startServer(['--config', `${dir}/models.yaml`, '--sim-decode-tps', '2000']);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => { await srv.stop(); rmSync(dir, { recursive: true, force: true }); });
+
+  test('the server default none keeps <think> in the content; the body overrides it', async () => {
+    let r = await client.chat.completions.create({ model: 'thinker', messages });
+    assert.equal(r.choices[0].message.content, '<think>hmm</think>Answer.');
+    assert.equal(r.choices[0].message.reasoning_content, undefined);
+    r = await client.chat.completions.create({ model: 'thinker', messages, reasoning_format: 'deepseek' });
+    assert.equal(r.choices[0].message.content, 'Answer.');
+    assert.equal(r.choices[0].message.reasoning_content, 'hmm');
+  });
+
+  test('a malformed call is given back as content, streamed or not', async () => {
+    const want = 'Sure.\n<tool_call>\n{"name": "f", "arguments": {oops}}\n</tool_call>';
+    const r = await client.chat.completions.create({ model: 'broken', messages, tools });
+    assert.equal(r.choices[0].message.content, want);
+    assert.equal(r.choices[0].message.tool_calls, undefined);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    const stream = await client.chat.completions.create({ model: 'broken', messages, tools, stream: true });
+    let content = '';
+    for await (const chunk of stream) for (const c of chunk.choices) {
+      content += c.delta?.content ?? '';
+      assert.equal(c.delta?.tool_calls, undefined);
+    }
+    assert.equal(content, want);
+  });
+
+  test('a bad reasoning_format or tool_choice is a 400 naming the field', async () => {
+    let r = await postJSON(srv, '/v1/chat/completions', { model: 'thinker', messages, reasoning_format: 'loud' });
+    assert.equal(r.status, 400);
+    assert.equal(r.json.error.param, 'reasoning_format');
+    r = await postJSON(srv, '/v1/chat/completions', { model: 'thinker', messages, tool_choice: 'maybe' });
+    assert.equal(r.status, 400);
+    assert.equal(r.json.error.param, 'tool_choice');
+  });
+});

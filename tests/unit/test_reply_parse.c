@@ -1,0 +1,470 @@
+/* test_reply_parse.c -- the incremental reply parser (strata/reply_parse.h):
+ * every split of a reply gives what the whole reply gives; reasoning,
+ * content and tool calls come apart as docs/API.md says; malformed and
+ * unterminated calls come back as content; the detokenizer renders the
+ * markers (USER_DEFINED tokens) with special=false. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/chat.h"
+#include "strata/detok.h"
+#include "strata/reply_parse.h"
+#include "strata/tokenizer.h"
+#include "support.h"
+
+#define MAX_CALLS 8
+#define LIT(s) (s), (sizeof(s) - 1)
+
+/* What a parse produced, plus a check that events came in a sane order. */
+struct result {
+    struct st_buf content, reasoning;
+    struct st_buf name[MAX_CALLS], args[MAX_CALLS];
+    int32_t n_calls;
+    bool in_call;          /* between START and END */
+    int n_events;
+    bool order_ok;
+};
+
+static void result_init(struct result *r)
+{
+    memset(r, 0, sizeof(*r));
+    st_buf_init(&r->content);
+    st_buf_init(&r->reasoning);
+    ck_assert_int_eq(st_buf_append(&r->content, "", 0), ST_OK);
+    ck_assert_int_eq(st_buf_append(&r->reasoning, "", 0), ST_OK);
+    for (int i = 0; i < MAX_CALLS; i++) {
+        st_buf_init(&r->name[i]);
+        st_buf_init(&r->args[i]);
+    }
+    r->order_ok = true;
+}
+
+static void result_fini(struct result *r)
+{
+    st_buf_fini(&r->content);
+    st_buf_fini(&r->reasoning);
+    for (int i = 0; i < MAX_CALLS; i++) {
+        st_buf_fini(&r->name[i]);
+        st_buf_fini(&r->args[i]);
+    }
+}
+
+static enum st_status collect(void *ctx, const struct st_reply_event *ev)
+{
+    struct result *r = ctx;
+    r->n_events++;
+    switch (ev->kind) {
+    case ST_REPLY_CONTENT:
+        r->order_ok &= !r->in_call && ev->len > 0;
+        return st_buf_append(&r->content, ev->text, ev->len);
+    case ST_REPLY_REASONING:
+        r->order_ok &= !r->in_call && ev->len > 0 && r->content.len == 0 && r->n_calls == 0;
+        return st_buf_append(&r->reasoning, ev->text, ev->len);
+    case ST_REPLY_TOOL_START:
+        r->order_ok &= !r->in_call && ev->index == r->n_calls && ev->index < MAX_CALLS;
+        r->in_call = true;
+        return st_buf_append(&r->name[r->n_calls], ev->text, ev->len);
+    case ST_REPLY_TOOL_ARGS:
+        r->order_ok &= r->in_call && ev->index == r->n_calls;
+        return st_buf_append(&r->args[r->n_calls], ev->text, ev->len);
+    case ST_REPLY_TOOL_END:
+        r->order_ok &= r->in_call && ev->index == r->n_calls;
+        r->in_call = false;
+        r->n_calls++;
+        return ST_OK;
+    }
+    return ST_ERR_INTERNAL;
+}
+
+/* Parse 'text' fed at the given cut points (ascending offsets). */
+static void parse_cuts(const struct st_reply_opts *o, const char *text, const size_t *cuts,
+                       size_t n_cuts, struct result *r)
+{
+    struct st_reply_parser p;
+    size_t len = strlen(text), at = 0;
+    result_init(r);
+    st_reply_parser_init(&p, o);
+    for (size_t i = 0; i <= n_cuts; i++) {
+        size_t end = i < n_cuts ? cuts[i] : len;
+        ck_assert_int_eq(st_reply_parser_feed(&p, text + at, end - at, collect, r), ST_OK);
+        at = end;
+    }
+    ck_assert_int_eq(st_reply_parser_finish(&p, collect, r), ST_OK);
+    st_reply_parser_fini(&p);
+    ck_assert(r->order_ok);
+    ck_assert(!r->in_call);
+}
+
+static void same(const struct result *a, const struct result *b, const char *what)
+{
+    ck_assert_msg(strcmp(a->content.data, b->content.data) == 0, "%s: content '%s' vs '%s'",
+                  what, a->content.data, b->content.data);
+    ck_assert_msg(strcmp(a->reasoning.data, b->reasoning.data) == 0, "%s: reasoning", what);
+    ck_assert_int_eq(a->n_calls, b->n_calls);
+    for (int32_t i = 0; i < a->n_calls; i++) {
+        ck_assert_msg(a->name[i].len == b->name[i].len &&
+                      memcmp(a->name[i].data, b->name[i].data, a->name[i].len) == 0, "%s", what);
+        ck_assert_msg(a->args[i].len == b->args[i].len &&
+                      memcmp(a->args[i].data, b->args[i].data, a->args[i].len) == 0, "%s", what);
+    }
+}
+
+/* Parse whole, then at every single cut, every pair of cuts (short texts)
+ * and byte by byte: all must agree. Returns the whole parse in *whole. */
+static void parse_all_splits(const struct st_reply_opts *o, const char *text,
+                             struct result *whole)
+{
+    size_t len = strlen(text);
+    struct result r;
+    parse_cuts(o, text, NULL, 0, whole);
+    for (size_t i = 0; i <= len; i++) {
+        parse_cuts(o, text, &i, 1, &r);
+        same(whole, &r, "one cut");
+        result_fini(&r);
+        for (size_t j = i; len <= 160 && j <= len; j++) {
+            size_t cuts[2] = { i, j };
+            parse_cuts(o, text, cuts, 2, &r);
+            same(whole, &r, "two cuts");
+            result_fini(&r);
+        }
+    }
+    size_t *every = malloc((len + 1) * sizeof(*every));
+    ck_assert_ptr_nonnull(every);
+    for (size_t i = 0; i < len; i++)
+        every[i] = i;
+    parse_cuts(o, text, every, len, &r);
+    same(whole, &r, "byte by byte");
+    result_fini(&r);
+    free(every);
+}
+
+static const struct st_reply_opts all_on = { true, true, false, 0 };
+
+START_TEST(test_reply_parse_reasoning_then_content)
+{
+    struct result r;
+    parse_all_splits(&all_on, "<think>\nThe user greets me.\nBe brief.\n</think>\n\nHello there!",
+                     &r);
+    ck_assert_str_eq(r.reasoning.data, "The user greets me.\nBe brief.");
+    ck_assert_str_eq(r.content.data, "Hello there!");
+    ck_assert_int_eq(r.n_calls, 0);
+    result_fini(&r);
+}
+END_TEST
+
+START_TEST(test_reply_parse_reasoning_only)
+{
+    struct result r;
+    parse_all_splits(&all_on, "  <think>\nthinking hard </think>\n\n", &r);
+    ck_assert_str_eq(r.reasoning.data, "thinking hard");
+    ck_assert_str_eq(r.content.data, "");
+    result_fini(&r);
+    /* unclosed at the end (max_tokens): still reasoning */
+    parse_all_splits(&all_on, "<think>\nstill going \n", &r);
+    ck_assert_str_eq(r.reasoning.data, "still going");
+    ck_assert_str_eq(r.content.data, "");
+    result_fini(&r);
+    /* the empty think block of enable_thinking=false: nothing at all */
+    parse_all_splits(&all_on, "<think>\n\n</think>\n\nok", &r);
+    ck_assert_str_eq(r.reasoning.data, "");
+    ck_assert_str_eq(r.content.data, "ok");
+    result_fini(&r);
+}
+END_TEST
+
+START_TEST(test_reply_parse_lone_close_think)
+{
+    /* the prompt opened <think>: text before a lone </think> is reasoning */
+    struct st_reply_opts o = { true, true, true, 0 };
+    struct result r;
+    parse_all_splits(&o, "step one\nstep two\n</think>\n\nAnswer: 4", &r);
+    ck_assert_str_eq(r.reasoning.data, "step one\nstep two");
+    ck_assert_str_eq(r.content.data, "Answer: 4");
+    result_fini(&r);
+    /* without it, a lone </think> is content; <think> later is content */
+    parse_all_splits(&all_on, "a</think>b <think>c", &r);
+    ck_assert_str_eq(r.reasoning.data, "");
+    ck_assert_str_eq(r.content.data, "a</think>b <think>c");
+    result_fini(&r);
+    ck_assert(st_reply_prompt_opens_think(LIT("<|im_start|>assistant\n<think>\n")));
+    ck_assert(!st_reply_prompt_opens_think(LIT("assistant\n<think>\n\n</think>\n\n")));
+    ck_assert(!st_reply_prompt_opens_think(LIT("think>")));
+    ck_assert(!st_reply_prompt_opens_think(NULL, 0));
+}
+END_TEST
+
+START_TEST(test_reply_parse_content_and_two_calls)
+{
+    static const char reply[] =
+        "<think>\nNeed weather twice.\n</think>\n\nLet me check.\n<tool_call>\n"
+        "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n"
+        "</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+    struct result r;
+    parse_all_splits(&all_on, reply, &r);
+    ck_assert_str_eq(r.reasoning.data, "Need weather twice.");
+    ck_assert_str_eq(r.content.data, "Let me check.");
+    ck_assert_int_eq(r.n_calls, 2);
+    ck_assert_str_eq(r.name[0].data, "get_weather");
+    ck_assert_str_eq(r.args[0].data, "{\"city\": \"Paris\", \"days\": 2}");   /* as written */
+    ck_assert_str_eq(r.name[1].data, "get_time");
+    ck_assert_str_eq(r.args[1].data, "{}");
+    result_fini(&r);
+    /* parallel_tool_calls false: the first call only */
+    struct st_reply_opts one = all_on;
+    one.max_calls = 1;
+    parse_all_splits(&one, reply, &r);
+    ck_assert_int_eq(r.n_calls, 1);
+    ck_assert_str_eq(r.name[0].data, "get_weather");
+    ck_assert_str_eq(r.content.data, "Let me check.");
+    result_fini(&r);
+}
+END_TEST
+
+START_TEST(test_reply_parse_markers_inside_json_strings)
+{
+    static const char reply[] =
+        "<tool_call>\n{\"name\": \"write\", \"arguments\": {\"text\": \"a } b </tool_call> "
+        "\\\"q\\\" \\\\\", \"n\": [1, {\"x\": \"]\"}]}}\n</tool_call>after";
+    struct result r;
+    parse_all_splits(&all_on, reply, &r);
+    ck_assert_int_eq(r.n_calls, 1);
+    ck_assert_str_eq(r.name[0].data, "write");
+    ck_assert_str_eq(r.args[0].data,
+                     "{\"text\": \"a } b </tool_call> \\\"q\\\" \\\\\", \"n\": [1, {\"x\": \"]\"}]}");
+    ck_assert_str_eq(r.content.data, "after");
+    result_fini(&r);
+    /* arguments given as a JSON string: decoded; "parameters" accepted; escaped name */
+    parse_all_splits(&all_on,
+                     "<tool_call>{\"name\":\"f\\u006f\",\"arguments\":\"{\\\"a\\\":1}\"}"
+                     "</tool_call><tool_call>{\"name\":\"g\",\"parameters\":{\"b\":2}}</tool_call>"
+                     "<tool_call>{\"name\":\"h\"}</tool_call>",
+                     &r);
+    ck_assert_int_eq(r.n_calls, 3);
+    ck_assert_str_eq(r.name[0].data, "fo");
+    ck_assert_str_eq(r.args[0].data, "{\"a\":1}");
+    ck_assert_str_eq(r.args[1].data, "{\"b\":2}");
+    ck_assert_str_eq(r.args[2].data, "{}");
+    ck_assert_str_eq(r.content.data, "");
+    result_fini(&r);
+}
+END_TEST
+
+START_TEST(test_reply_parse_malformed_calls_are_content)
+{
+    static const char *const bad[] = {
+        "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1,}}\n</tool_call>",  /* bad JSON */
+        "<tool_call>\n{\"arguments\": {}}\n</tool_call>",                          /* no name */
+        "<tool_call>\n{\"name\": \"\"}\n</tool_call>",                             /* empty name */
+        "<tool_call>\n{\"name\": 5}\n</tool_call>",                                /* not a string */
+        "<tool_call>\nget_weather(city=Paris)\n</tool_call>",                      /* not JSON */
+        "<tool_call>\n{\"name\": \"f\"} trailing\n</tool_call>",                   /* junk after */
+        "<tool_call>\n[1, 2]\n</tool_call>",                                       /* not an object */
+    };
+    struct result r;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text), "Before.\n%s\nAfter.", bad[i]);
+        parse_all_splits(&all_on, text, &r);
+        ck_assert_int_eq(r.n_calls, 0);
+        ck_assert_str_eq(r.content.data, text);    /* every byte back, in order */
+        result_fini(&r);
+    }
+    /* a bad call between two good ones: the good ones are calls */
+    parse_all_splits(&all_on,
+                     "<tool_call>{\"name\":\"a\"}</tool_call>\n<tool_call>{oops}</tool_call>\n"
+                     "<tool_call>{\"name\":\"b\"}</tool_call>",
+                     &r);
+    ck_assert_int_eq(r.n_calls, 2);
+    ck_assert_str_eq(r.name[1].data, "b");
+    ck_assert_str_eq(r.content.data, "<tool_call>{oops}</tool_call>");   /* blanks around calls go */
+    result_fini(&r);
+}
+END_TEST
+
+START_TEST(test_reply_parse_unterminated_at_end)
+{
+    static const char *const cut[] = {
+        "Sure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"x",   /* in a string */
+        "Sure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_",  /* in the tag */
+        "Sure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}",           /* no tag */
+        "Sure.\n<tool_ca",                                                    /* open tag cut */
+        "Sure.\n<tool_call>",
+    };
+    struct result r;
+    for (size_t i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+        parse_all_splits(&all_on, cut[i], &r);
+        ck_assert_int_eq(r.n_calls, 0);
+        ck_assert_str_eq(r.content.data, cut[i]);
+        result_fini(&r);
+    }
+}
+END_TEST
+
+START_TEST(test_reply_parse_options_off)
+{
+    static const char reply[] = "<think>r</think>c<tool_call>{\"name\":\"f\"}</tool_call>";
+    struct st_reply_opts none = { false, false, false, 0 };
+    struct st_reply_opts think_only = { true, false, false, 0 };
+    struct st_reply_opts tools_only = { false, true, false, 0 };
+    struct result r;
+    parse_all_splits(&none, reply, &r);
+    ck_assert_str_eq(r.content.data, reply);
+    ck_assert_int_eq(r.n_calls, 0);
+    result_fini(&r);
+    parse_all_splits(&think_only, reply, &r);
+    ck_assert_str_eq(r.reasoning.data, "r");
+    ck_assert_str_eq(r.content.data, "c<tool_call>{\"name\":\"f\"}</tool_call>");
+    result_fini(&r);
+    parse_all_splits(&tools_only, reply, &r);
+    ck_assert_str_eq(r.reasoning.data, "");
+    ck_assert_str_eq(r.content.data, "<think>r</think>c");
+    ck_assert_int_eq(r.n_calls, 1);
+    result_fini(&r);
+}
+END_TEST
+
+/* Only what may still become a marker is held: plain content streams at once. */
+START_TEST(test_reply_parse_holds_only_marker_prefixes)
+{
+    struct st_reply_parser p;
+    struct result r;
+    result_init(&r);
+    st_reply_parser_init(&p, &all_on);
+    ck_assert_int_eq(st_reply_parser_feed(&p, LIT("Hello"), collect, &r), ST_OK);
+    ck_assert_str_eq(r.content.data, "Hello");
+    ck_assert_int_eq(st_reply_parser_feed(&p, LIT(" wor<tool"), collect, &r), ST_OK);
+    ck_assert_str_eq(r.content.data, "Hello wor");
+    ck_assert_int_eq(st_reply_parser_feed(&p, LIT("kit>"), collect, &r), ST_OK);
+    ck_assert_str_eq(r.content.data, "Hello wor<toolkit>");      /* released: not a marker */
+    ck_assert_int_eq(st_reply_parser_feed(&p, LIT(" \n"), collect, &r), ST_OK);
+    ck_assert_str_eq(r.content.data, "Hello wor<toolkit>");      /* blanks: a call may follow */
+    ck_assert_int_eq(st_reply_parser_finish(&p, collect, &r), ST_OK);
+    ck_assert_str_eq(r.content.data, "Hello wor<toolkit> \n");   /* none did: kept */
+    st_reply_parser_fini(&p);
+    result_fini(&r);
+    /* reasoning streams too, minus a possible "</think>" tail */
+    result_init(&r);
+    st_reply_parser_init(&p, &all_on);
+    ck_assert_int_eq(st_reply_parser_feed(&p, LIT("<think>\nab</th"), collect, &r), ST_OK);
+    ck_assert_str_eq(r.reasoning.data, "ab");
+    ck_assert_int_eq(st_reply_parser_feed(&p, LIT("ink>"), collect, &r), ST_OK);
+    ck_assert_int_eq(st_reply_parser_feed(&p, LIT("\n\nX"), collect, &r), ST_OK);
+    ck_assert_str_eq(r.content.data, "X");
+    ck_assert_int_eq(st_reply_parser_finish(&p, collect, &r), ST_OK);
+    st_reply_parser_fini(&p);
+    result_fini(&r);
+}
+END_TEST
+
+/* <think> and <tool_call> are USER_DEFINED in Qwen3 (special=false in
+ * tokenizer.json): generated text (detok with special=false) keeps them,
+ * while CONTROL tokens like <|im_end|> are dropped. */
+START_TEST(test_reply_parse_detok_renders_markers)
+{
+    static const char *const texts[] = { "<think>", "</think>", "<tool_call>", "</tool_call>",
+                                         "<|im_end|>", "hi" };
+    int32_t types[6] = { ST_TOK_USER_DEFINED, ST_TOK_USER_DEFINED, ST_TOK_USER_DEFINED,
+                         ST_TOK_USER_DEFINED, ST_TOK_CONTROL, ST_TOK_NORMAL };
+    static const int32_t gen[] = { 0, 5, 1, 5, 2, 3, 4 };
+    struct st_str toks[6];
+    struct st_tok_desc desc;
+    struct st_tok *tok = NULL;
+    struct st_detok d;
+    struct st_buf out;
+    struct st_err err = { 0 };
+    for (int i = 0; i < 6; i++)
+        toks[i] = st_str_c(texts[i]);
+    memset(&desc, 0, sizeof(desc));
+    desc.n_tokens = 6;
+    desc.tokens = toks;
+    desc.types = types;
+    desc.bos_id = desc.eos_id = desc.pad_id = -1;
+    ck_assert_int_eq(st_tok_new(&desc, &tok, NULL), ST_OK);
+    st_buf_init(&out);
+    ck_assert_int_eq(st_buf_append(&out, "", 0), ST_OK);
+    st_detok_init(&d, tok, false);
+    for (size_t i = 0; i < sizeof(gen) / sizeof(gen[0]); i++)
+        ck_assert_int_eq(st_detok_push_token(&d, gen[i], &out, &err), ST_OK);
+    ck_assert_str_eq(out.data, "<think>hi</think>hi<tool_call></tool_call>");
+    st_buf_fini(&out);
+    st_tok_free(tok);
+}
+END_TEST
+
+/* Round trip: a parsed reply, sent back by a client as an assistant message
+ * (arguments as the JSON string we returned), renders through the Qwen3
+ * template into exactly the text the model generated -- the reason the
+ * arguments' text is kept as written (the prompt cache reuses that turn). */
+START_TEST(test_reply_parse_round_trips_through_qwen3_template)
+{
+    static const char reply[] =
+        "<think>\nplan it\n</think>\n\nLet me check.\n<tool_call>\n{\"name\": \"get_weather\", "
+        "\"arguments\": {\"city\": \"Paris\", \"days\": [1, 2]}}\n</tool_call>\n<tool_call>\n"
+        "{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+    static const char qwen3_src[] =
+        "{%- if tools %}<|im_start|>system ... <tool_call> ... reasoning_content ... <think>"
+        "{%- if enable_thinking is defined and enable_thinking is false %}";
+    struct result r;
+    struct st_buf calls, out;
+    parse_cuts(&all_on, reply, NULL, 0, &r);
+    ck_assert_int_eq(r.n_calls, 2);
+    st_buf_init(&calls);
+    ck_assert_int_eq(st_buf_append(&calls, "[", 1), ST_OK);
+    for (int32_t i = 0; i < r.n_calls; i++) {
+        ck_assert_int_eq(st_buf_printf(&calls, "%s{\"id\":\"call_%d\",\"type\":\"function\","
+                                       "\"function\":{\"name\":\"%s\",\"arguments\":",
+                                       i ? "," : "", (int)i, r.name[i].data), ST_OK);
+        ck_assert_int_eq(st_buf_json_str(&calls, r.args[i].data, r.args[i].len), ST_OK);
+        ck_assert_int_eq(st_buf_append(&calls, "}}", 2), ST_OK);
+    }
+    ck_assert_int_eq(st_buf_append(&calls, "]", 1), ST_OK);
+    struct st_chat_msg m[2];
+    memset(m, 0, sizeof(m));
+    m[0].role = st_str_c("user");
+    m[0].content = st_str_c("Q");
+    m[1].role = st_str_c("assistant");
+    m[1].content = st_str_c(r.content.data);
+    m[1].reasoning_content = st_str_c(r.reasoning.data);
+    m[1].tool_calls = st_str_c(calls.data);
+    struct st_chat_tmpl t;
+    st_chat_tmpl_init(&t, qwen3_src, strlen(qwen3_src), NULL, NULL, "test");
+    ck_assert_int_eq(t.kind, ST_CHAT_QWEN3);
+    struct st_chat_req req = { .msgs = m, .n_msgs = 2, .enable_thinking = -1 };
+    st_buf_init(&out);
+    ck_assert_int_eq(st_chat_render(&t, &req, &out, NULL), ST_OK);
+    char want[1024];
+    snprintf(want, sizeof(want), "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n%s"
+             "<|im_end|>\n", reply);
+    ck_assert_str_eq(out.data, want);
+    st_buf_fini(&out);
+    st_buf_fini(&calls);
+    result_fini(&r);
+}
+END_TEST
+
+static Suite *reply_parse_suite(void)
+{
+    Suite *s = suite_create("reply_parse");
+    TCase *t = tcase_create("reply_parse");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, test_reply_parse_reasoning_then_content);
+    tcase_add_test(t, test_reply_parse_reasoning_only);
+    tcase_add_test(t, test_reply_parse_lone_close_think);
+    tcase_add_test(t, test_reply_parse_content_and_two_calls);
+    tcase_add_test(t, test_reply_parse_markers_inside_json_strings);
+    tcase_add_test(t, test_reply_parse_malformed_calls_are_content);
+    tcase_add_test(t, test_reply_parse_unterminated_at_end);
+    tcase_add_test(t, test_reply_parse_options_off);
+    tcase_add_test(t, test_reply_parse_holds_only_marker_prefixes);
+    tcase_add_test(t, test_reply_parse_detok_renders_markers);
+    tcase_add_test(t, test_reply_parse_round_trips_through_qwen3_template);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(reply_parse_suite(), CK_FORK);
+}

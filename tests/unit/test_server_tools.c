@@ -1,0 +1,329 @@
+/* test_server_tools.c -- tool calls and reasoning on the server side, no
+ * network: the request fields (tool_choice, parallel_tool_calls,
+ * reasoning_format), the parsed message body and stream deltas, and
+ * gen_reply.c driving a choice's parser, stream and non-stream, fed one
+ * byte at a time. */
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+#include "internal.h"
+#include "support.h"
+
+static const char tools1[] =
+    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+    "\"parameters\":{\"type\":\"object\"}}}]";
+
+static enum st_status parse_chat(const char *extra, struct st_oai_request *r,
+                                 struct st_api_error *e)
+{
+    char body[1024];
+    snprintf(body, sizeof(body), "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]%s%s}",
+             extra[0] ? "," : "", extra);
+    memset(e, 0, sizeof(*e));
+    return st_oai_parse(ST_OAI_CHAT, body, strlen(body), r, e);
+}
+
+static void expect_bad(const char *extra, const char *param)
+{
+    struct st_oai_request r;
+    struct st_api_error e;
+    ck_assert_msg(parse_chat(extra, &r, &e) != ST_OK, "accepted: %s", extra);
+    ck_assert_int_eq(st_api_error_http(&e), 400);
+    ck_assert_str_eq(e.param, param);
+    st_oai_request_fini(&r);
+}
+
+START_TEST(test_server_tools_request_fields)
+{
+    struct st_oai_request r;
+    struct st_api_error e;
+    char extra[512];
+
+    ck_assert_int_eq(parse_chat(tools1, &r, &e), ST_OK);
+    ck_assert_int_eq(r.tool_choice, ST_OAI_TOOLS_AUTO);
+    ck_assert_ptr_nonnull(r.tools_json);
+    ck_assert(!r.single_tool_call);
+    ck_assert_int_eq(r.reasoning_format, ST_OAI_REASONING_DEFAULT);
+    st_oai_request_fini(&r);
+
+    /* "none": the template gets no tools */
+    snprintf(extra, sizeof(extra), "%s,\"tool_choice\":\"none\"", tools1);
+    ck_assert_int_eq(parse_chat(extra, &r, &e), ST_OK);
+    ck_assert_int_eq(r.tool_choice, ST_OAI_TOOLS_NONE);
+    ck_assert_ptr_null(r.tools_json);
+    st_oai_request_fini(&r);
+
+    snprintf(extra, sizeof(extra),
+             "%s,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},"
+             "\"parallel_tool_calls\":false,\"reasoning_format\":\"none\"", tools1);
+    ck_assert_int_eq(parse_chat(extra, &r, &e), ST_OK);
+    ck_assert_int_eq(r.tool_choice, ST_OAI_TOOLS_FUNCTION);
+    ck_assert_ptr_nonnull(r.tools_json);
+    ck_assert(r.single_tool_call);
+    ck_assert_int_eq(r.reasoning_format, ST_OAI_REASONING_NONE);
+    st_oai_request_fini(&r);
+
+    ck_assert_int_eq(parse_chat("\"tool_choice\":\"required\",\"reasoning_format\":\"auto\","
+                                "\"parallel_tool_calls\":null", &r, &e), ST_OK);
+    ck_assert_int_eq(r.tool_choice, ST_OAI_TOOLS_REQUIRED);
+    ck_assert_int_eq(r.reasoning_format, ST_OAI_REASONING_DEEPSEEK);
+    ck_assert(!r.single_tool_call);
+    st_oai_request_fini(&r);
+
+    expect_bad("\"tool_choice\":\"sometimes\"", "tool_choice");
+    expect_bad("\"tool_choice\":5", "tool_choice");
+    expect_bad("\"tool_choice\":{\"type\":\"function\"}", "tool_choice");
+    expect_bad("\"parallel_tool_calls\":\"no\"", "parallel_tool_calls");
+    expect_bad("\"reasoning_format\":\"deepseek-legacy\"", "reasoning_format");
+    expect_bad("\"reasoning_format\":1", "reasoning_format");
+}
+END_TEST
+
+static const struct st_oai_meta chat_meta = { ST_OAI_CHAT, "chatcmpl-x", "m", 1700000000, false };
+
+static cJSON *parse_buf(const struct st_buf *b)
+{
+    cJSON *j = cJSON_ParseWithLength(b->data, b->len);
+    ck_assert_msg(j != NULL, "not JSON: %s", b->data);
+    return j;
+}
+
+START_TEST(test_server_tools_body_and_deltas)
+{
+    static const char calls[] =
+        "[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\","
+        "\"arguments\":\"{}\"}}]";
+    struct st_oai_usage u = { 1, 2, 0 };
+    struct st_oai_choice ch = { .index = 0, .text = "", .text_len = 0, .finish = ST_FINISH_STOP,
+                                .parsed = true, .content_null = true, .tool_calls = calls,
+                                .tool_calls_len = strlen(calls), .finish_reason = "tool_calls" };
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_oai_body(&b, &chat_meta, &ch, 1, &u), ST_OK);
+    cJSON *j = parse_buf(&b);
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    const cJSON *msg = cJSON_GetObjectItem(c0, "message");
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(msg, "content")));
+    ck_assert_ptr_null(cJSON_GetObjectItem(msg, "reasoning_content"));     /* omitted */
+    ck_assert_str_eq(cJSON_GetObjectItem(c0, "finish_reason")->valuestring, "tool_calls");
+    const cJSON *tc = cJSON_GetArrayItem(cJSON_GetObjectItem(msg, "tool_calls"), 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(tc, "function"), "arguments")
+                         ->valuestring, "{}");
+    cJSON_Delete(j);
+
+    /* content and reasoning, no calls */
+    st_buf_reset(&b);
+    ch = (struct st_oai_choice){ .index = 0, .text = "hi", .text_len = 2,
+                                 .finish = ST_FINISH_LENGTH, .parsed = true,
+                                 .reasoning = "why", .reasoning_len = 3 };
+    ck_assert_int_eq(st_oai_body(&b, &chat_meta, &ch, 1, &u), ST_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, "\"content\":\"hi\",\"reasoning_content\":\"why\"},"
+                                         "\"logprobs\":null,\"finish_reason\":\"length\""));
+
+    /* deltas */
+    struct st_oai_delta d = { ST_OAI_DELTA_TOOL_START, "get_weather", 11, 1, "call_abc" };
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_oai_chunk_delta(&b, &chat_meta, 0, &d, NULL), ST_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, "\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":"
+                                         "\"call_abc\",\"type\":\"function\",\"function\":"
+                                         "{\"name\":\"get_weather\",\"arguments\":\"\"}}]}"));
+    d = (struct st_oai_delta){ ST_OAI_DELTA_TOOL_ARGS, "{\"a\": 1}", 8, 1, NULL };
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_oai_chunk_delta(&b, &chat_meta, 0, &d, NULL), ST_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, "\"delta\":{\"tool_calls\":[{\"index\":1,\"function\":"
+                                         "{\"arguments\":\"{\\\"a\\\": 1}\"}}]}"));
+    d = (struct st_oai_delta){ ST_OAI_DELTA_REASONING, "hm", 2, 0, NULL };
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_oai_chunk_delta(&b, &chat_meta, 3, &d, NULL), ST_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, "{\"index\":3,\"delta\":{\"reasoning_content\":\"hm\"},"
+                                         "\"logprobs\":null,\"finish_reason\":null}"));
+    st_buf_reset(&b);
+    ck_assert_int_eq(st_oai_chunk_finish_reason(&b, &chat_meta, 0, "tool_calls"), ST_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, "\"finish_reason\":\"tool_calls\""));
+    st_buf_fini(&b);
+}
+END_TEST
+
+/* ---- gen_reply.c over a fake generation -------------------------------- */
+
+static const char reply_text[] =
+    "<think>\nplan it\n</think>\n\nChecking.\n<tool_call>\n{\"name\": \"get_weather\", "
+    "\"arguments\": {\"city\": \"Paris\", \"note\": \"} </tool_call>\"}}\n</tool_call>\n"
+    "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+
+/* Run reply_text through one choice, one byte per token. */
+static struct st_gen *run_choice(bool stream, const char *extra_body, struct st_call *c)
+{
+    struct st_oai_request oq;
+    struct st_api_error e;
+    char extra[512];
+    snprintf(extra, sizeof(extra), "%s%s%s", tools1, extra_body[0] ? "," : "", extra_body);
+    ck_assert_int_eq(parse_chat(extra, &oq, &e), ST_OK);
+    struct st_gen *g = st_gen_new(1);
+    ck_assert_ptr_nonnull(g);
+    g->kind = ST_OAI_CHAT;
+    g->stream = stream;
+    snprintf(g->id, sizeof(g->id), "chatcmpl-t");
+    snprintf(g->model_name, sizeof(g->model_name), "m");
+    memset(c, 0, sizeof(*c));
+    c->gen = g;
+    ck_assert_int_eq(st_gen_reply_setup(g, &oq, ST_REASONING_DEEPSEEK, "assistant\n"), ST_OK);
+    st_oai_request_fini(&oq);
+    struct st_gen_choice *ch = &g->choices[0];
+    ck_assert_ptr_nonnull(ch->reply);
+    for (size_t i = 0; reply_text[i]; i++)
+        st_gen_reply_token(c, g, ch, reply_text + i, 1, NULL);
+    ch->finish = ST_FINISH_STOP;
+    ch->ended = true;
+    st_gen_reply_end(c, g, ch);
+    ck_assert(!g->broken);
+    return g;
+}
+
+static void check_id(const char *id)
+{
+    ck_assert_uint_eq(strlen(id), 29);
+    ck_assert(strncmp(id, "call_", 5) == 0);
+    for (int i = 5; i < 29; i++)
+        ck_assert_msg(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+                             id[i]) && id[i], "id %s", id);
+}
+
+START_TEST(test_server_tools_gen_reply_nonstream)
+{
+    struct st_call c;
+    struct st_gen *g = run_choice(false, "", &c);
+    struct st_oai_choice oc = { .index = 0, .text = "raw", .text_len = 3,
+                                .finish = ST_FINISH_STOP };
+    st_gen_reply_fill(&g->choices[0], &oc);
+    ck_assert(oc.parsed);
+    ck_assert_str_eq(oc.text, "Checking.");
+    ck_assert_str_eq(oc.reasoning, "plan it");
+    ck_assert_str_eq(oc.finish_reason, "tool_calls");
+    cJSON *calls = cJSON_ParseWithLength(oc.tool_calls, oc.tool_calls_len);
+    ck_assert_int_eq(cJSON_GetArraySize(calls), 2);
+    const cJSON *c0 = cJSON_GetArrayItem(calls, 0), *c1 = cJSON_GetArrayItem(calls, 1);
+    const cJSON *f0 = cJSON_GetObjectItem(c0, "function");
+    ck_assert_str_eq(cJSON_GetObjectItem(f0, "name")->valuestring, "get_weather");
+    ck_assert_str_eq(cJSON_GetObjectItem(f0, "arguments")->valuestring,
+                     "{\"city\": \"Paris\", \"note\": \"} </tool_call>\"}");
+    ck_assert_str_eq(cJSON_GetObjectItem(c0, "type")->valuestring, "function");
+    check_id(cJSON_GetObjectItem(c0, "id")->valuestring);
+    check_id(cJSON_GetObjectItem(c1, "id")->valuestring);
+    ck_assert_str_ne(cJSON_GetObjectItem(c0, "id")->valuestring,
+                     cJSON_GetObjectItem(c1, "id")->valuestring);
+    cJSON_Delete(calls);
+    st_gen_free(g);
+
+    /* parallel_tool_calls false: the first call only */
+    g = run_choice(false, "\"parallel_tool_calls\":false", &c);
+    st_gen_reply_fill(&g->choices[0], &oc);
+    calls = cJSON_ParseWithLength(oc.tool_calls, oc.tool_calls_len);
+    ck_assert_int_eq(cJSON_GetArraySize(calls), 1);
+    cJSON_Delete(calls);
+    st_gen_free(g);
+}
+END_TEST
+
+START_TEST(test_server_tools_gen_reply_stream)
+{
+    struct st_call c;
+    struct st_gen *g = run_choice(true, "", &c);
+    char *text = strndup(g->out.data, g->out.len);
+    struct st_buf content, reasoning, args[2];
+    st_buf_init(&content);
+    st_buf_init(&reasoning);
+    st_buf_init(&args[0]);
+    st_buf_init(&args[1]);
+    int starts = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        ck_assert(strncmp(line, "data: ", 6) == 0);
+        cJSON *j = cJSON_Parse(line + 6);
+        ck_assert_ptr_nonnull(j);
+        const cJSON *d = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"),
+                                                                0), "delta");
+        const cJSON *v;
+        if ((v = cJSON_GetObjectItem(d, "content")))
+            ck_assert_int_eq(st_buf_append(&content, v->valuestring, strlen(v->valuestring)), 0);
+        if ((v = cJSON_GetObjectItem(d, "reasoning_content")))
+            ck_assert_int_eq(st_buf_append(&reasoning, v->valuestring, strlen(v->valuestring)),
+                             0);
+        if ((v = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "tool_calls"), 0))) {
+            int idx = cJSON_GetObjectItem(v, "index")->valueint;
+            const cJSON *f = cJSON_GetObjectItem(v, "function");
+            ck_assert(idx == 0 || idx == 1);
+            if (cJSON_GetObjectItem(v, "id")) {         /* the first chunk of a call */
+                ck_assert_int_eq(idx, starts++);
+                check_id(cJSON_GetObjectItem(v, "id")->valuestring);
+                ck_assert_str_eq(cJSON_GetObjectItem(f, "arguments")->valuestring, "");
+                ck_assert_str_eq(cJSON_GetObjectItem(f, "name")->valuestring,
+                                 idx ? "get_time" : "get_weather");
+            }
+            const char *a = cJSON_GetObjectItem(f, "arguments")->valuestring;
+            ck_assert_int_eq(st_buf_append(&args[idx], a, strlen(a)), 0);
+        }
+        cJSON_Delete(j);
+    }
+    ck_assert_int_eq(starts, 2);
+    ck_assert_str_eq(content.data, "Checking.");
+    ck_assert_str_eq(reasoning.data, "plan it");
+    ck_assert_str_eq(args[0].data, "{\"city\": \"Paris\", \"note\": \"} </tool_call>\"}");
+    ck_assert_str_eq(args[1].data, "{}");
+    ck_assert_str_eq(st_gen_reply_finish_reason(&g->choices[0]), "tool_calls");
+    g->choices[0].finish = ST_FINISH_LENGTH;    /* cut off: "length" wins */
+    ck_assert_str_eq(st_gen_reply_finish_reason(&g->choices[0]), "length");
+    st_buf_fini(&content);
+    st_buf_fini(&reasoning);
+    st_buf_fini(&args[0]);
+    st_buf_fini(&args[1]);
+    free(text);
+    st_gen_free(g);
+}
+END_TEST
+
+/* Nothing to parse: no parser, the raw path stays. */
+START_TEST(test_server_tools_setup_when_needed)
+{
+    struct st_oai_request oq;
+    struct st_api_error e;
+    ck_assert_int_eq(parse_chat("\"reasoning_format\":\"none\"", &oq, &e), ST_OK);
+    struct st_gen *g = st_gen_new(2);
+    g->kind = ST_OAI_CHAT;
+    ck_assert_int_eq(st_gen_reply_setup(g, &oq, ST_REASONING_DEEPSEEK, ""), ST_OK);
+    ck_assert_ptr_null(g->choices[0].reply);
+    st_oai_request_fini(&oq);
+    /* the server's default applies when the body says nothing */
+    ck_assert_int_eq(parse_chat("", &oq, &e), ST_OK);
+    ck_assert_int_eq(st_gen_reply_setup(g, &oq, ST_REASONING_NONE, ""), ST_OK);
+    ck_assert_ptr_null(g->choices[0].reply);
+    ck_assert_int_eq(st_gen_reply_setup(g, &oq, ST_REASONING_DEEPSEEK, ""), ST_OK);
+    ck_assert_ptr_nonnull(g->choices[0].reply);     /* each choice its own */
+    ck_assert_ptr_nonnull(g->choices[1].reply);
+    ck_assert_ptr_ne(g->choices[0].reply, g->choices[1].reply);
+    st_oai_request_fini(&oq);
+    st_gen_free(g);
+}
+END_TEST
+
+static Suite *server_tools_suite(void)
+{
+    Suite *s = suite_create("server_tools");
+    TCase *t = tcase_create("tools");
+    tcase_add_test(t, test_server_tools_request_fields);
+    tcase_add_test(t, test_server_tools_body_and_deltas);
+    tcase_add_test(t, test_server_tools_gen_reply_nonstream);
+    tcase_add_test(t, test_server_tools_gen_reply_stream);
+    tcase_add_test(t, test_server_tools_setup_when_needed);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(server_tools_suite(), CK_FORK);
+}
