@@ -31,6 +31,10 @@
  *    absent = "{}".
  *  - whitespace before "<tool_call>", and at the start of content after
  *    "</think>" or after a call, is dropped; other content is exact.
+ *  - opts.bare_json_calls (Llama 3.1+, whose template asks for a plain
+ *    {"name": ..., "parameters": ...} reply): content that starts with "{"
+ *    is held; if the whole rest of the reply is one such object it is one
+ *    call, otherwise it goes out as content as soon as that is clear.
  *
  * Ownership: the parser is caller-storage (init/fini); event texts are
  * borrowed for the duration of the emit call. Threads: one stream per
@@ -70,6 +74,7 @@ struct st_reply_opts {
     bool    tools;          /* parse <tool_call> blocks; false: they stay content */
     bool    in_reasoning;   /* the reply starts inside reasoning (needs 'reasoning') */
     int32_t max_calls;      /* 0 = any number; 1 = keep the first call, drop later ones */
+    bool    bare_json_calls; /* a reply that is one JSON object is a call (needs 'tools') */
 };
 
 struct st_reply_parser {
@@ -87,6 +92,8 @@ struct st_reply_parser {
     bool    in_str, esc;
     size_t  js, je;         /* JSON value span in the body */
     int32_t n_calls;        /* well-formed calls seen */
+    bool    bare;           /* the call being read has no tags (bare_json_calls) */
+    bool    content_seen;   /* content was emitted: no bare call can follow */
 };
 
 void st_reply_parser_init(struct st_reply_parser *p, const struct st_reply_opts *opts);
@@ -108,5 +115,9 @@ enum st_status st_reply_parser_finish(struct st_reply_parser *p, st_reply_emit_f
  * non-whitespace text is "<think>" (Qwen3-Thinking-2507, DeepSeek-R1
  * style templates). Then the reply starts in reasoning. */
 bool st_reply_prompt_opens_think(const char *prompt, size_t len);
+
+/* True when a rendered prompt asks for bare JSON calls: the Llama 3.1+
+ * system header with tools ("Environment: ipython", src/text/chat_llama31.c). */
+bool st_reply_prompt_wants_json_calls(const char *prompt, size_t len);
 
 #endif /* STRATA_REPLY_PARSE_H */

@@ -109,6 +109,7 @@ enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request 
     o.tools = oq->tools_json && strcmp(oq->tools_json, "[]") != 0;
     o.in_reasoning = o.reasoning && prompt && st_reply_prompt_opens_think(prompt, strlen(prompt));
     o.max_calls = oq->single_tool_call ? 1 : 0;
+    o.bare_json_calls = o.tools && prompt && st_reply_prompt_wants_json_calls(prompt, strlen(prompt));
     if (!o.reasoning && !o.tools)
         return ST_OK;
     for (int32_t i = 0; i < g->n_choices; i++) {

@@ -17,6 +17,11 @@
  *              "</tool_call>" ends it (or the end of generation), and the
  *              whole span, whitespace and tag included, goes out as content.
  *
+ *   (bare) with bare_json_calls, content whose first non-blank byte is "{"
+ *              enters TOOL with no tags: the object must close and only
+ *              blanks may follow until the end of generation; anything
+ *              else gives the span back as content at once.
+ *
  * Offsets of the call being read are relative to pos, which does not move
  * while in TOOL. The buffer is compacted after every feed.
  */
@@ -173,8 +178,28 @@ static void tool_reset(struct st_reply_parser *p, size_t body)
     p->js = p->je = 0;
 }
 
+/* bare_json_calls: a reply whose content starts with "{" may be a call. */
+static bool start_bare(struct st_reply_parser *p, struct step *t)
+{
+    size_t i = skip_ws(t->s, 0, t->n);
+    if (i == t->n || t->s[i] != '{')
+        return false;
+    p->state = S_TOOL;
+    p->bare = true;
+    tool_reset(p, 0);
+    t->more = true;
+    return true;
+}
+
 static enum st_status step_content(struct st_reply_parser *p, struct step *t)
 {
+    if (p->opts.bare_json_calls && p->opts.tools && !p->content_seen && p->n_calls == 0) {
+        if (start_bare(p, t))
+            return ST_OK;
+        if (!t->final && skip_ws(t->s, 0, t->n) == t->n)
+            return ST_OK;       /* blanks so far: "{" may still come */
+        p->content_seen = true;
+    }
     if (p->lead) {
         size_t i = skip_ws(t->s, 0, t->n);
         p->pos += i;
@@ -281,7 +306,9 @@ static enum st_status close_call(struct st_reply_parser *p, struct step *t, size
     } else {
         rc = put(t->emit, t->ctx, ST_REPLY_CONTENT, t->s, end, 0);
         p->lead = false;
+        p->content_seen = true;
     }
+    p->bare = false;
     p->pos += end;
     p->state = S_CONTENT;
     t->more = true;
@@ -293,6 +320,12 @@ static enum st_status step_tool(struct st_reply_parser *p, struct step *t)
     const char *b = t->s + p->body;
     size_t n = t->n - p->body;
     scan_json(p, b, n);
+    if (p->bare) {
+        size_t i = p->jstate == J_AFTER ? skip_ws(b, p->je, n) : 0;
+        if (p->jstate == J_BAD || (p->jstate == J_AFTER && i < n))
+            return close_call(p, t, n, false);     /* not a lone object: content */
+        return t->final ? close_call(p, t, n, p->jstate == J_AFTER) : ST_OK;
+    }
     if (p->jstate == J_AFTER) {
         size_t i = skip_ws(b, p->je, n);
         size_t k = ST_MIN(n - i, LEN(call_close));
@@ -364,4 +397,11 @@ bool st_reply_prompt_opens_think(const char *prompt, size_t len)
     size_t n = prompt ? rtrim(prompt, len) : 0;
     return n >= LEN(think_open) && memcmp(prompt + n - LEN(think_open), think_open,
                                           LEN(think_open)) == 0;
+}
+
+bool st_reply_prompt_wants_json_calls(const char *prompt, size_t len)
+{
+    static const char header[] = "<|start_header_id|>system<|end_header_id|>\n\n"
+                                 "Environment: ipython\n";
+    return prompt && memmem(prompt, len, header, LEN(header)) != NULL;
 }

@@ -42,6 +42,16 @@ static void fuzz_body(enum st_oai_kind kind, const char *body, size_t len)
         if (r.params.max_tokens < -1 || r.params.top_logprobs < 0 ||
             r.params.top_logprobs > ST_MAX_TOP_LOGPROBS)
             abort();
+        if (!(r.params.presence_penalty >= -2.0f && r.params.presence_penalty <= 2.0f) ||
+            !(r.params.frequency_penalty >= -2.0f && r.params.frequency_penalty <= 2.0f) ||
+            !(r.params.repeat_penalty > 0.0f) || r.params.repeat_last_n < -1 ||
+            r.params.n_logit_bias < 0 || r.params.n_logit_bias > ST_MAX_LOGIT_BIAS ||
+            (r.params.n_logit_bias > 0 && !r.params.logit_bias))
+            abort();
+        for (int32_t i = 0; i < r.params.n_logit_bias; i++)
+            if (r.params.logit_bias[i].token < 0 || !(r.params.logit_bias[i].bias >= -100.0f &&
+                                                      r.params.logit_bias[i].bias <= 100.0f))
+                abort();
         if (kind == ST_OAI_CHAT && !r.messages_json)
             abort();
         if (kind == ST_OAI_COMPLETION && (r.n_prompts < 1 || !r.prompts))

@@ -140,7 +140,7 @@ static void parse_all_splits(const struct st_reply_opts *o, const char *text,
     free(every);
 }
 
-static const struct st_reply_opts all_on = { true, true, false, 0 };
+static const struct st_reply_opts all_on = { true, true, false, 0, false };
 
 START_TEST(test_reply_parse_reasoning_then_content)
 {
@@ -177,7 +177,7 @@ END_TEST
 START_TEST(test_reply_parse_lone_close_think)
 {
     /* the prompt opened <think>: text before a lone </think> is reasoning */
-    struct st_reply_opts o = { true, true, true, 0 };
+    struct st_reply_opts o = { true, true, true, 0, false };
     struct result r;
     parse_all_splits(&o, "step one\nstep two\n</think>\n\nAnswer: 4", &r);
     ck_assert_str_eq(r.reasoning.data, "step one\nstep two");
@@ -305,9 +305,9 @@ END_TEST
 START_TEST(test_reply_parse_options_off)
 {
     static const char reply[] = "<think>r</think>c<tool_call>{\"name\":\"f\"}</tool_call>";
-    struct st_reply_opts none = { false, false, false, 0 };
-    struct st_reply_opts think_only = { true, false, false, 0 };
-    struct st_reply_opts tools_only = { false, true, false, 0 };
+    struct st_reply_opts none = { false, false, false, 0, false };
+    struct st_reply_opts think_only = { true, false, false, 0, false };
+    struct st_reply_opts tools_only = { false, true, false, 0, false };
     struct result r;
     parse_all_splits(&none, reply, &r);
     ck_assert_str_eq(r.content.data, reply);
@@ -321,6 +321,70 @@ START_TEST(test_reply_parse_options_off)
     ck_assert_str_eq(r.reasoning.data, "");
     ck_assert_str_eq(r.content.data, "<think>r</think>c");
     ck_assert_int_eq(r.n_calls, 1);
+    result_fini(&r);
+}
+END_TEST
+
+/* Llama 3.1+ (bare_json_calls): a reply that is one {"name", "parameters"}
+ * object is a call; anything else is content, even when it starts with "{". */
+START_TEST(test_reply_parse_bare_json_calls)
+{
+    struct st_reply_opts o = { .reasoning = true, .tools = true, .bare_json_calls = true };
+    struct result r;
+
+    parse_all_splits(&o, " {\"name\": \"get_time\", \"parameters\": {\"city\": \"}{\"}}\n", &r);
+    ck_assert_int_eq(r.n_calls, 1);
+    ck_assert_str_eq(r.name[0].data, "get_time");
+    ck_assert_str_eq(r.args[0].data, "{\"city\": \"}{\"}");
+    ck_assert_str_eq(r.content.data, "");
+    result_fini(&r);
+    static const char *const not_calls[] = {
+        "{\"name\": \"f\"} and then words",     /* text after the object */
+        "{\"answer\": 42}",                        /* no name */
+        "{ not json at all }",
+        "{\"name\": \"f\", \"parameters\": {",   /* never closed */
+        "Sure: {\"name\": \"f\"}",               /* does not start the reply */
+    };
+    for (size_t i = 0; i < ST_ARRAY_LEN(not_calls); i++) {
+        parse_all_splits(&o, not_calls[i], &r);
+        ck_assert_int_eq(r.n_calls, 0);
+        ck_assert_str_eq(r.content.data, not_calls[i]);
+        result_fini(&r);
+    }
+    /* After reasoning, and with the option off the same text stays content. */
+    parse_all_splits(&o, "<think>hm</think>\n{\"name\": \"f\", \"parameters\": {}}", &r);
+    ck_assert_str_eq(r.reasoning.data, "hm");
+    ck_assert_int_eq(r.n_calls, 1);
+    ck_assert_str_eq(r.args[0].data, "{}");
+    result_fini(&r);
+    o.bare_json_calls = false;
+    parse_all_splits(&o, "{\"name\": \"f\"}", &r);
+    ck_assert_int_eq(r.n_calls, 0);
+    result_fini(&r);
+    /* Only the Llama 3.1+ tools header asks for it. */
+    static const char hdr[] = "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+                              "Environment: ipython\nCutting Knowledge Date: December 2023\n";
+    ck_assert(st_reply_prompt_wants_json_calls(LIT(hdr)));
+    ck_assert(!st_reply_prompt_wants_json_calls(LIT("<|im_start|>system\nEnvironment: ipython\n")));
+}
+END_TEST
+
+/* Content that cannot be a bare call streams at once: only a leading "{" is held. */
+START_TEST(test_reply_parse_bare_mode_streams_plain_text)
+{
+    struct st_reply_opts o = { .tools = true, .bare_json_calls = true };
+    struct st_reply_parser p;
+    struct result r;
+    result_init(&r);
+    st_reply_parser_init(&p, &o);
+    ck_assert_int_eq(st_reply_parser_feed(&p, LIT("  "), collect, &r), ST_OK);
+    ck_assert_int_eq(r.n_events, 0);                    /* blanks: "{" may still come */
+    ck_assert_int_eq(st_reply_parser_feed(&p, LIT("Hello"), collect, &r), ST_OK);
+    ck_assert_str_eq(r.content.data, "  Hello");
+    ck_assert_int_eq(st_reply_parser_feed(&p, LIT(" {\"name\": \"f\"}"), collect, &r), ST_OK);
+    ck_assert_int_eq(st_reply_parser_finish(&p, collect, &r), ST_OK);
+    ck_assert_int_eq(r.n_calls, 0);
+    st_reply_parser_fini(&p);
     result_fini(&r);
 }
 END_TEST
@@ -457,6 +521,8 @@ static Suite *reply_parse_suite(void)
     tcase_add_test(t, test_reply_parse_malformed_calls_are_content);
     tcase_add_test(t, test_reply_parse_unterminated_at_end);
     tcase_add_test(t, test_reply_parse_options_off);
+    tcase_add_test(t, test_reply_parse_bare_json_calls);
+    tcase_add_test(t, test_reply_parse_bare_mode_streams_plain_text);
     tcase_add_test(t, test_reply_parse_holds_only_marker_prefixes);
     tcase_add_test(t, test_reply_parse_detok_renders_markers);
     tcase_add_test(t, test_reply_parse_round_trips_through_qwen3_template);

@@ -155,8 +155,9 @@ static const char reply_text[] =
     "\"arguments\": {\"city\": \"Paris\", \"note\": \"} </tool_call>\"}}\n</tool_call>\n"
     "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
 
-/* Run reply_text through one choice, one byte per token. */
-static struct st_gen *run_choice(bool stream, const char *extra_body, struct st_call *c)
+/* Run 'text' through one choice after 'prompt', one byte per token. */
+static struct st_gen *run_text(bool stream, const char *extra_body, const char *prompt,
+                               const char *text, struct st_call *c)
 {
     struct st_oai_request oq;
     struct st_api_error e;
@@ -171,17 +172,22 @@ static struct st_gen *run_choice(bool stream, const char *extra_body, struct st_
     snprintf(g->model_name, sizeof(g->model_name), "m");
     memset(c, 0, sizeof(*c));
     c->gen = g;
-    ck_assert_int_eq(st_gen_reply_setup(g, &oq, ST_REASONING_DEEPSEEK, "assistant\n"), ST_OK);
+    ck_assert_int_eq(st_gen_reply_setup(g, &oq, ST_REASONING_DEEPSEEK, prompt), ST_OK);
     st_oai_request_fini(&oq);
     struct st_gen_choice *ch = &g->choices[0];
     ck_assert_ptr_nonnull(ch->reply);
-    for (size_t i = 0; reply_text[i]; i++)
-        st_gen_reply_token(c, g, ch, reply_text + i, 1, NULL);
+    for (size_t i = 0; text[i]; i++)
+        st_gen_reply_token(c, g, ch, text + i, 1, NULL);
     ch->finish = ST_FINISH_STOP;
     ch->ended = true;
     st_gen_reply_end(c, g, ch);
     ck_assert(!g->broken);
     return g;
+}
+
+static struct st_gen *run_choice(bool stream, const char *extra_body, struct st_call *c)
+{
+    return run_text(stream, extra_body, "assistant\n", reply_text, c);
 }
 
 static void check_id(const char *id)
@@ -225,6 +231,38 @@ START_TEST(test_server_tools_gen_reply_nonstream)
     calls = cJSON_ParseWithLength(oc.tool_calls, oc.tool_calls_len);
     ck_assert_int_eq(cJSON_GetArraySize(calls), 1);
     cJSON_Delete(calls);
+    st_gen_free(g);
+}
+END_TEST
+
+/* A Llama 3.1+ prompt (its tools header) makes a bare JSON reply a call;
+ * after any other prompt the same reply is content. */
+START_TEST(test_server_tools_llama_bare_json_call)
+{
+    static const char prompt[] = "<|begin_of_text|><|start_header_id|>system<|end_header_id|>"
+                                 "\n\nEnvironment: ipython\nCutting Knowledge Date: December "
+                                 "2023\n<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
+    static const char text[] = "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}";
+    struct st_oai_choice oc = { .index = 0, .text = "raw", .text_len = 3,
+                                .finish = ST_FINISH_STOP };
+    struct st_call c;
+    struct st_gen *g = run_text(false, "", prompt, text, &c);
+    st_gen_reply_fill(&g->choices[0], &oc);
+    ck_assert_str_eq(oc.finish_reason, "tool_calls");
+    cJSON *calls = cJSON_ParseWithLength(oc.tool_calls, oc.tool_calls_len);
+    ck_assert_int_eq(cJSON_GetArraySize(calls), 1);
+    const cJSON *f0 = cJSON_GetObjectItem(cJSON_GetArrayItem(calls, 0), "function");
+    ck_assert_str_eq(cJSON_GetObjectItem(f0, "name")->valuestring, "get_weather");
+    ck_assert_str_eq(cJSON_GetObjectItem(f0, "arguments")->valuestring, "{\"city\": \"Oslo\"}");
+    cJSON_Delete(calls);
+    st_gen_free(g);
+
+    g = run_text(false, "", "<|im_start|>assistant\n", text, &c);
+    memset(&oc, 0, sizeof(oc));
+    oc.finish = ST_FINISH_STOP;
+    st_gen_reply_fill(&g->choices[0], &oc);
+    ck_assert_str_eq(oc.text, text);
+    ck_assert_int_eq(oc.tool_calls_len, 0);
     st_gen_free(g);
 }
 END_TEST
@@ -318,6 +356,7 @@ static Suite *server_tools_suite(void)
     tcase_add_test(t, test_server_tools_body_and_deltas);
     tcase_add_test(t, test_server_tools_gen_reply_nonstream);
     tcase_add_test(t, test_server_tools_gen_reply_stream);
+    tcase_add_test(t, test_server_tools_llama_bare_json_call);
     tcase_add_test(t, test_server_tools_setup_when_needed);
     suite_add_tcase(s, t);
     return s;
