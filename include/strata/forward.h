@@ -10,7 +10,10 @@
  *                      copy, so RSS is about file size + KV), allocates the
  *                      F16 KV cache (n_layer x n_slots x n_ctx) and the
  *                      activation buffers, and logs progress and memory;
- *   st_model_forward() runs rows through every layer and returns logits.
+ *   st_model_forward() runs rows through every layer and returns logits;
+ *   st_model_forward_draw() draws the greedy or top-k token of each logit
+ *                      row on the backend instead, so a device returns ids,
+ *                      not rows of logits.
  *
  * Architectures (model_desc.h): qwen3moe (MoE, per-head QK-norm, NEOX
  * rope), qwen3 (dense, QK-norm, NEOX rope) and llama (dense or Mixtral
@@ -106,6 +109,25 @@ struct st_model_batch {
 ST_MUST_CHECK
 enum st_status st_model_forward(struct st_model *m, const struct st_model_batch *b,
                                 const float **logits, struct st_err *err);
+
+/* How to draw the token of one logit row on the backend: the contract of
+ * st_backend_sample (the top_k largest logits, lowest id on ties; weights
+ * exp((l - l_max) / temp); the first candidate whose cumulative weight
+ * reaches u * total). temp <= 0 or top_k == 1 is greedy (argmax, lowest id
+ * on ties); top_k <= 0 or > 256 means 256; u in [0, 1). */
+struct st_draw {
+    int32_t top_k;
+    float   temp;
+    float   u;
+};
+
+/* st_model_forward, but the token of logit row j (out_rows[j]) is drawn on
+ * the backend by draw[j] and written to ids[j] (caller-owned, n_out
+ * entries); no logits come back. The same rules and errors. */
+ST_MUST_CHECK
+enum st_status st_model_forward_draw(struct st_model *m, const struct st_model_batch *b,
+                                     const struct st_draw *draw, int32_t *ids,
+                                     struct st_err *err);
 
 /* ---- facts (any thread once open returned) ---------------------------- */
 

@@ -120,6 +120,10 @@ struct st_sample_result {
 };
 
 void st_sampler_init(struct st_sampler *s);
+/* The next token is the plain argmax of the raw logits: greedy, and no
+ * logprobs, bias or penalties to apply (the engine may then let the
+ * backend pick it: greedy_draw). */
+bool st_sampler_plain_greedy(const struct st_sampler *s);
 void st_sampler_fini(struct st_sampler *s);
 /* Set the parameters of a new request and seed its RNG (params->seed when
  * has_seed, else a fresh random seed). params->logit_bias is borrowed

@@ -54,6 +54,9 @@ struct st_runner_seq {
     int64_t        n_generated;  /* completion tokens of the request so far */
     bool           all_logits;   /* (MTP) a DECODE verifying drafts: tokens = [last sampled,
                                   * d_1 .. d_k]; logits wanted at every row (with 'sample') */
+    bool           greedy_draw;  /* the next token is the plain argmax (greedy, no logprobs,
+                                  * bias, penalties or bans): the runner may pick it on the
+                                  * backend and return it as 'token' with logits NULL */
 };
 
 /* At most one READ sequence, then the DECODE sequences. */
@@ -65,7 +68,8 @@ struct st_runner_batch {
 /* What a sequence with 'sample' set gives back. */
 struct st_runner_row {
     const float *logits;   /* float[n_vocab], runner-owned, valid until the next forward;
-                            * NULL: 'token' is forced (the sim runner). With the seq's
+                            * NULL: 'token' is forced (the sim runner) or was drawn on
+                            * the backend (greedy_draw). With the seq's
                             * all_logits: n_tokens rows, row j at logits + j * n_vocab */
     int32_t      token;    /* the forced token when logits == NULL */
 };

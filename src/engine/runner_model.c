@@ -19,6 +19,11 @@
  * also moves the MTP layer's carried state back, and a DECODE sequence
  * may carry drafts with logits at every row (all_logits).
  *
+ * Greedy steps: when every sampled sequence of a step is a plain argmax
+ * (greedy_draw) and there is no MTP layer, the tokens are drawn on the
+ * backend (st_model_forward_draw): a GPU then copies back one id per row
+ * instead of a row of logits (600 KB for a 152K vocabulary).
+ *
  * Threads: see runner.h (text ops any thread, the rest the engine's).
  */
 #include <stdlib.h>
@@ -34,9 +39,12 @@ static void free_rows(struct model_runner *r)
     free(r->row_pos);
     free(r->out_rows);
     free(r->out_seq);
+    free(r->draws);
+    free(r->drawn);
     free(r->drafts);
-    r->row_tok = r->row_slot = r->out_seq = NULL;
+    r->row_tok = r->row_slot = r->out_seq = r->drawn = NULL;
     r->row_pos = r->out_rows = NULL;
+    r->draws = NULL;
     r->drafts = NULL;
 }
 
@@ -53,9 +61,11 @@ static enum st_status alloc_rows(struct model_runner *r, int32_t drafts, struct 
     r->row_pos = malloc(rows * sizeof(*r->row_pos));
     r->out_rows = malloc(outs * sizeof(*r->out_rows));
     r->out_seq = malloc(outs * sizeof(*r->out_seq));
+    r->draws = malloc(outs * sizeof(*r->draws));
+    r->drawn = malloc(outs * sizeof(*r->drawn));
     r->drafts = calloc(slots, sizeof(*r->drafts));
     if (!r->row_tok || !r->row_slot || !r->row_pos || !r->out_rows || !r->out_seq ||
-        !r->drafts)
+        !r->draws || !r->drawn || !r->drafts)
         return st_err_set(err, ST_ERR_NOMEM, "no memory for a runner of %zu rows", rows);
     return ST_OK;
 }
@@ -142,6 +152,52 @@ static enum st_status add_seq(struct model_runner *r, const struct st_runner_seq
     return ST_OK;
 }
 
+/* Every logit row of the step is a plain argmax (and no MTP layer, whose
+ * forward has no draw): the backend picks the tokens and only ids come back. */
+static bool draws_only(const struct model_runner *r, const struct st_runner_batch *batch,
+                       int64_t n_out)
+{
+    if (r->mtp || n_out == 0)
+        return false;
+    for (int32_t i = 0; i < batch->n_seqs; i++) {
+        const struct st_runner_seq *q = &batch->seqs[i];
+        if (q->sample && (q->all_logits || !q->greedy_draw))
+            return false;
+    }
+    return true;
+}
+
+static enum st_status forward_drawn(struct model_runner *r, const struct st_model_batch *mb,
+                                    struct st_runner_out *out, struct st_err *err)
+{
+    for (int64_t j = 0; j < mb->n_out; j++)
+        r->draws[j] = (struct st_draw){ .top_k = 1, .temp = 0.0f, .u = 0.0f };
+    enum st_status rc = st_model_forward_draw(r->model, mb, r->draws, r->drawn, err);
+    for (int64_t j = 0; rc == ST_OK && j < mb->n_out; j++) {
+        out->rows[r->out_seq[j]].logits = NULL;
+        out->rows[r->out_seq[j]].token = r->drawn[j];
+    }
+    return rc;
+}
+
+static enum st_status forward_logits(struct model_runner *r, const struct st_model_batch *mb,
+                                     struct st_runner_out *out, struct st_err *err)
+{
+    const float *logits = NULL;
+    enum st_status rc = r->mtp ? st_mtp_forward(r->mtp, mb, &logits, err)
+                               : st_model_forward(r->model, mb, &logits, err);
+    if (rc != ST_OK)
+        return rc;
+    int64_t nv = st_model_hparams(r->model)->n_vocab;
+    for (int64_t j = 0; j < mb->n_out; j++) {
+        if (j > 0 && r->out_seq[j] == r->out_seq[j - 1])
+            continue;   /* an all_logits seq: its rows follow its first one */
+        out->rows[r->out_seq[j]].logits = logits + j * nv;
+        out->rows[r->out_seq[j]].token = -1;
+    }
+    return ST_OK;
+}
+
 static enum st_status model_forward(struct st_runner *base, const struct st_runner_batch *batch,
                                     struct st_runner_out *out, struct st_err *err)
 {
@@ -156,18 +212,11 @@ static enum st_status model_forward(struct st_runner *base, const struct st_runn
             return rc;
     }
     struct st_model_batch mb = { n, r->row_tok, r->row_slot, r->row_pos, n_out, r->out_rows };
-    const float *logits = NULL;
-    enum st_status rc = r->mtp ? st_mtp_forward(r->mtp, &mb, &logits, err)
-                               : st_model_forward(r->model, &mb, &logits, err);
+    enum st_status rc = draws_only(r, batch, n_out)
+                            ? forward_drawn(r, &mb, out, err)
+                            : forward_logits(r, &mb, out, err);
     if (rc != ST_OK)
         return rc;
-    int64_t nv = st_model_hparams(r->model)->n_vocab;
-    for (int64_t j = 0; j < n_out; j++) {
-        if (j > 0 && r->out_seq[j] == r->out_seq[j - 1])
-            continue;   /* an all_logits seq: its rows follow its first one */
-        out->rows[r->out_seq[j]].logits = logits + j * nv;
-        out->rows[r->out_seq[j]].token = -1;
-    }
     for (int32_t i = 0; i < batch->n_seqs; i++) {
         const struct st_runner_seq *q = &batch->seqs[i];
         r->kv_len[q->slot] = q->pos + q->n_tokens;

@@ -26,6 +26,8 @@ struct model_runner {
     int32_t           *row_tok, *row_slot;
     int64_t           *row_pos, *out_rows;
     int32_t           *out_seq;      /* [outs_cap]: seq index of each logits row */
+    struct st_draw    *draws;        /* [outs_cap]: a greedy step's draws, and */
+    int32_t           *drawn;        /* [outs_cap]  the ids they gave */
     /* (MTP) while loaded with base.mtp_draft > 0 and a model that has the layer */
     struct st_mtp     *mtp;          /* owned; NULL = no MTP */
     struct st_mtp_draft *drafts;     /* owned [n_slots]: draft call scratch */

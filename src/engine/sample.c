@@ -260,6 +260,12 @@ static enum st_status pick(struct st_sampler *s, const float *logits, int32_t n_
     return ST_OK;
 }
 
+bool st_sampler_plain_greedy(const struct st_sampler *s)
+{
+    return s->temperature <= 0.0f && !s->logprobs && s->top_logprobs == 0 && s->n_bias == 0 &&
+           !st_penalty_active(&s->pen);
+}
+
 enum st_status st_sampler_sample(struct st_sampler *s, const float *logits, int32_t n_vocab,
                                  const int32_t *ban, size_t n_ban,
                                  struct st_sample_result *res)

@@ -141,6 +141,13 @@ static bool drop_cancelled(struct st_engine *e)
     return any;
 }
 
+/* The slot's next token may be picked on the backend (runner.h greedy_draw):
+ * a plain argmax with no end-of-generation ban (ignore_eos). */
+static bool greedy_draw(const struct st_engine_slot *sl)
+{
+    return !sl->req->params.ignore_eos && st_sampler_plain_greedy(&sl->sampler);
+}
+
 /* The holder's chunk first, then one row per decoding slot. */
 static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
 {
@@ -156,6 +163,7 @@ static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
             .kind = ST_SEQ_READ, .slot = sl->index, .tokens = req->tokens + sl->n_past,
             .n_tokens = chunk, .pos = sl->n_past, .sample = chunk == left,
             .ignore_eos = req->params.ignore_eos, .n_generated = 0,
+            .greedy_draw = greedy_draw(sl),
         };
     }
     if (e->mtp_max > 0)
@@ -172,6 +180,7 @@ static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
             .tokens = k > 0 ? sl->mtp.tokens : &e->decode_tokens[i], .n_tokens = 1 + k,
             .pos = sl->n_past, .sample = true, .ignore_eos = sl->req->params.ignore_eos,
             .n_generated = sl->n_generated, .all_logits = k > 0,
+            .greedy_draw = k == 0 && greedy_draw(sl),
         };
     }
     return n;

@@ -249,7 +249,8 @@ enum st_status st_fwd_head(struct st_model *m, int64_t n_out, struct st_err *err
  * graph_begin/graph_end, keyed by the shape (row count, logit rows), which
  * fixes every tensor view and scalar the ops see; only contents change.
  * A device backend captures the key on its second run and replays it from
- * then on; the CPU backend's graph calls do nothing (same ops, same order). */
+ * then on; the CPU backend's graph calls do nothing (same ops, same order).
+ * The logits stay on the backend: the caller reads or draws from them. */
 static enum st_status forward_graphed(struct st_model *m, const struct st_model_batch *b,
                                       struct st_err *err)
 {
@@ -266,7 +267,7 @@ static enum st_status forward_graphed(struct st_model *m, const struct st_model_
             TRY(st_fwd_head_ops(m, n_out, err));
         TRY(st_backend_graph_end(m->be, err));
     }
-    return n_out > 0 ? st_fwd_read_logits(m, n_out, err) : ST_OK;
+    return ST_OK;
 }
 
 /* Every row in range, out_rows ascending: a bad batch is the caller's bug,
@@ -297,20 +298,16 @@ static enum st_status check_batch(const struct st_model *m, const struct st_mode
     return ST_OK;
 }
 
-enum st_status st_model_forward(struct st_model *m, const struct st_model_batch *b,
-                                const float **logits, struct st_err *err)
+/* Every layer over the batch, the head into act.logits (rows [0, n_out));
+ * nothing is read back yet. */
+static enum st_status forward_rows(struct st_model *m, const struct st_model_batch *b,
+                                   struct st_err *err)
 {
-    if (logits)
-        *logits = NULL;
     if (!m->loaded)
         return st_err_set(err, ST_ERR_LOADING, "model %s is not loaded", m->path);
     TRY(check_batch(m, b, err));
-    if (b->n_rows > 0 && b->n_rows <= ST_FWD_GRAPH_ROWS && b->n_rows <= m->p.max_rows) {
-        TRY(forward_graphed(m, b, err));
-        if (logits && b->n_out > 0)
-            *logits = m->logits_host;
-        return ST_OK;
-    }
+    if (b->n_rows > 0 && b->n_rows <= ST_FWD_GRAPH_ROWS && b->n_rows <= m->p.max_rows)
+        return forward_graphed(m, b, err);
     int64_t o0 = 0;
     for (int64_t r0 = 0; r0 < b->n_rows; r0 += m->p.max_rows) {
         int64_t r1 = ST_MIN(r0 + m->p.max_rows, b->n_rows);
@@ -320,10 +317,52 @@ enum st_status st_model_forward(struct st_model *m, const struct st_model_batch 
         TRY(st_fwd_chunk(m, b, r0, r1, o0, o1, err));
         o0 = o1;
     }
+    return b->n_out > 0 ? st_fwd_head_ops(m, b->n_out, err) : ST_OK;
+}
+
+enum st_status st_model_forward(struct st_model *m, const struct st_model_batch *b,
+                                const float **logits, struct st_err *err)
+{
+    if (logits)
+        *logits = NULL;
+    TRY(forward_rows(m, b, err));
     if (b->n_out > 0) {
-        TRY(st_fwd_head(m, b->n_out, err));
+        TRY(st_fwd_read_logits(m, b->n_out, err));
         if (logits)
             *logits = m->logits_host;
     }
     return ST_OK;
+}
+
+/* The draw of each logit row on the backend: the parameters go up as
+ * [n] columns, n ids come back. */
+static enum st_status draw_rows(struct st_model *m, int64_t n, const struct st_draw *draw,
+                                int32_t *ids, struct st_err *err)
+{
+    struct st_tensor id = st_fwd_column(&m->act.draw_id, 0, n);
+    struct st_tensor k = st_fwd_column(&m->act.draw_k, 0, n);
+    struct st_tensor t = st_fwd_column(&m->act.draw_t, 0, n);
+    struct st_tensor u = st_fwd_column(&m->act.draw_u, 0, n);
+    struct st_tensor lg = st_tensor_slice(&m->act.logits, 1, 0, n);
+    size_t n32 = (size_t)n * sizeof(int32_t);
+
+    for (int64_t j = 0; j < n; j++)
+        m->i32_host[j] = draw[j].top_k;
+    TRY(st_backend_write(m->be, &k, 0, m->i32_host, n32, err));
+    for (int64_t j = 0; j < n; j++)
+        m->f32_host[j] = draw[j].temp;
+    TRY(st_backend_write(m->be, &t, 0, m->f32_host, n32, err));
+    for (int64_t j = 0; j < n; j++)
+        m->f32_host[j] = draw[j].u;
+    TRY(st_backend_write(m->be, &u, 0, m->f32_host, n32, err));
+    TRY(st_backend_sample(m->be, &id, &lg, &k, &t, &u, err));
+    return st_backend_read(m->be, &id, 0, ids, n32, err);
+}
+
+enum st_status st_model_forward_draw(struct st_model *m, const struct st_model_batch *b,
+                                     const struct st_draw *draw, int32_t *ids,
+                                     struct st_err *err)
+{
+    TRY(forward_rows(m, b, err));
+    return b->n_out > 0 ? draw_rows(m, b->n_out, draw, ids, err) : ST_OK;
 }

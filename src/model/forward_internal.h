@@ -55,6 +55,11 @@ struct st_fwd_act {
     struct st_tensor gidx;     /* i32 [1, O]   rows of a chunk gathered for the head */
     struct st_tensor hout;     /* f32 [E, O]   final hidden state of the rows wanting logits */
     struct st_tensor logits;   /* f32 [V, O] */
+    /* st_model_forward_draw: one entry per logit row */
+    struct st_tensor draw_id;  /* i32 [1, O]   drawn token ids (out) */
+    struct st_tensor draw_k;   /* i32 [1, O]   top_k */
+    struct st_tensor draw_t;   /* f32 [1, O]   temperature */
+    struct st_tensor draw_u;   /* f32 [1, O]   uniform draw */
 };
 
 struct st_model {
@@ -79,6 +84,7 @@ struct st_model {
     size_t                 kv_bytes, act_bytes;
     float                 *logits_host;  /* owned: float [O][V] */
     int32_t               *i32_host;     /* owned: int32 scratch [max(R, O)] */
+    float                 *f32_host;     /* owned: float scratch [O] */
 };
 
 /* Entries [start, start + n) of a [1, N] integer column as an [n] vector. */

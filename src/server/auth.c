@@ -12,9 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
-#include <time.h>
-#include <stdatomic.h>
 
 #include "internal.h"
 
@@ -73,18 +70,7 @@ void st_request_id_pick(const char *client_value, char *out, size_t cap)
         return;
     }
     unsigned char r[12];
-    if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
-        /* no entropy yet (early boot): a counter and the clock still make it unique */
-        static atomic_uint_fast64_t counter;
-        uint64_t c = atomic_fetch_add(&counter, 1);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-        for (int i = 0; i < 8; i++)
-            r[i] = (unsigned char)(t >> (8 * i));
-        for (int i = 0; i < 4; i++)
-            r[8 + i] = (unsigned char)(c >> (8 * i));
-    }
+    st_random_id_bytes(r, sizeof(r));
     static const char hex[] = "0123456789abcdef";
     char tmp[32];
     size_t j = 0;

@@ -17,8 +17,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #include "strata/reply_parse.h"
 #include "gen.h"
@@ -47,17 +45,7 @@ static void new_call_id(char out[ID_LEN])
 {
     static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     unsigned char r[24];
-    if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
-        /* no entropy yet: the clock and a counter still make it unique */
-        static unsigned counter;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (++counter * 0x9E37u);
-        for (size_t i = 0; i < sizeof(r); i++) {
-            x = x * 6364136223846793005u + 1442695040888963407u;
-            r[i] = (unsigned char)(x >> 56);
-        }
-    }
+    st_random_id_bytes(r, sizeof(r));
     memcpy(out, "call_", 5);
     for (size_t i = 0; i < sizeof(r); i++)
         out[5 + i] = alnum[r[i] % (sizeof(alnum) - 1)];

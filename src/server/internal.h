@@ -302,6 +302,9 @@ const struct st_api_key *st_auth_find(const struct st_api_key *keys, size_t n_ke
 void st_request_id_pick(const char *client_value, char *out, size_t cap);
 bool st_request_id_sane(const char *v);
 
+/* n random bytes for a made-up id (random_id.c): unique, not secret. */
+void st_random_id_bytes(unsigned char *out, size_t n);
+
 /* ---- CORS (cors.c) ----------------------------------------------------- */
 
 enum st_cors_mode {

@@ -10,7 +10,7 @@ if(STRATA_FUZZ AND STRATA_SERVER)
     add_executable(fuzz_oai_request ${CMAKE_CURRENT_LIST_DIR}/fuzz_oai_request.c
                    ${ST_SRV}/oai_request.c ${ST_SRV}/oai_fields.c ${ST_SRV}/oai_text.c
                    ${ST_SRV}/oai_sampling.c ${ST_SRV}/oai_tools.c
-                   ${ST_SRV}/errors.c ${ST_SRV}/json_out.c ${ST_SRV}/auth.c
+                   ${ST_SRV}/errors.c ${ST_SRV}/json_out.c ${ST_SRV}/auth.c ${ST_SRV}/random_id.c
                    ${PROJECT_SOURCE_DIR}/src/engine/request.c)
     target_include_directories(fuzz_oai_request PRIVATE ${ST_SRV} ${PROJECT_SOURCE_DIR}/src/engine)
     target_compile_options(fuzz_oai_request PRIVATE -fsanitize=fuzzer,address,undefined

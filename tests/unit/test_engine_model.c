@@ -60,9 +60,17 @@ static const char *const prompts[N_REQ] = {
     "1 2 3 4 5 6 7 8",
 };
 
+/* How run_pool's greedy requests sample. */
+enum greedy_mode {
+    GREEDY_IGNORE_EOS,   /* N_GEN tokens whatever comes (host sampler: eog is banned) */
+    GREEDY_DRAWN,        /* plain greedy: the backend picks the tokens (greedy_draw) */
+    GREEDY_LOGPROBS,     /* greedy with logprobs: the host sampler, on the logits */
+};
+
 /* A pool of one CPU engine with n_slots slots on a manual clock; runs the
- * given requests (greedy, N_GEN tokens, ignore_eos) to the end. */
-static void run_pool(int32_t n_slots, const int *which, int n, struct got *out)
+ * given greedy requests (up to N_GEN tokens) to the end. */
+static void run_pool_mode(int32_t n_slots, const int *which, int n, struct got *out,
+                          enum greedy_mode mode)
 {
     struct st_clock_manual clk;
     st_clock_manual_init(&clk, 0);
@@ -92,7 +100,8 @@ static void run_pool(int32_t n_slots, const int *which, int n, struct got *out)
         reqs[i]->prompt = strdup(prompts[which[i]]);
         reqs[i]->params.temperature = 0.0f;
         reqs[i]->params.max_tokens = N_GEN;
-        reqs[i]->params.ignore_eos = true;
+        reqs[i]->params.ignore_eos = mode == GREEDY_IGNORE_EOS;
+        reqs[i]->params.logprobs = mode == GREEDY_LOGPROBS;
         reqs[i]->emit = on_event;
         reqs[i]->emit_ctx = &out[i];
         ck_assert_msg(st_engine_pool_submit(pool, reqs[i], &err) == ST_OK, "%s", err.msg);
@@ -101,12 +110,19 @@ static void run_pool(int32_t n_slots, const int *which, int n, struct got *out)
         ;
     for (int i = 0; i < n; i++) {
         ck_assert(out[i].ended);
-        ck_assert_int_eq(out[i].finish, ST_FINISH_LENGTH);
-        ck_assert_int_eq(out[i].n, N_GEN);
+        if (mode == GREEDY_IGNORE_EOS) {
+            ck_assert_int_eq(out[i].finish, ST_FINISH_LENGTH);
+            ck_assert_int_eq(out[i].n, N_GEN);
+        }
         st_request_unref(reqs[i]);
     }
     st_engine_pool_free(pool);
     st_sched_free(sched);
+}
+
+static void run_pool(int32_t n_slots, const int *which, int n, struct got *out)
+{
+    run_pool_mode(n_slots, which, n, out, GREEDY_IGNORE_EOS);
 }
 
 static int32_t argmax(const float *x, int32_t n)
@@ -170,6 +186,25 @@ START_TEST(test_engine_model_np4_same_tokens_as_alone)
 }
 END_TEST
 
+/* Four greedy requests decoding together: tokens picked on the backend
+ * (greedy_draw, ids only) equal the host sampler's picks from the logits. */
+START_TEST(test_engine_model_drawn_tokens_match_host_sampler)
+{
+    int all[N_REQ] = { 0, 1, 2, 3 };
+    struct got drawn[N_REQ], host[N_REQ];
+    run_pool_mode(N_REQ, all, N_REQ, drawn, GREEDY_DRAWN);
+    run_pool_mode(N_REQ, all, N_REQ, host, GREEDY_LOGPROBS);
+    for (int i = 0; i < N_REQ; i++) {
+        ck_assert_int_gt(drawn[i].n, 0);
+        ck_assert_int_eq(drawn[i].n, host[i].n);
+        ck_assert_int_eq(drawn[i].finish, host[i].finish);
+        for (int g = 0; g < drawn[i].n; g++)
+            ck_assert_msg(drawn[i].tokens[g] == host[i].tokens[g], "prompt %d token %d: drawn "
+                          "%d, host %d", i, g, drawn[i].tokens[g], host[i].tokens[g]);
+    }
+}
+END_TEST
+
 static Suite *engine_model_suite(void)
 {
     Suite *s = suite_create("engine_model");
@@ -178,6 +213,7 @@ static Suite *engine_model_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_engine_model_greedy_matches_runner);
     tcase_add_test(tc, test_engine_model_np4_same_tokens_as_alone);
+    tcase_add_test(tc, test_engine_model_drawn_tokens_match_host_sampler);
     suite_add_tcase(s, tc);
     return s;
 }

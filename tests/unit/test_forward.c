@@ -1,7 +1,8 @@
 /* test_forward.c -- the batching rules of st_model_forward (forward.h):
  * four slots with different prompts in one batch give each the logits it
  * gets alone (what makes `-np 4` give every request its own tokens), a
- * batch split into chunks equals one chunk, and bad batches are refused.
+ * batch split into chunks equals one chunk, tokens drawn on the backend
+ * are the ones the logits give, and bad batches are refused.
  */
 #include <check.h>
 #include <math.h>
@@ -189,6 +190,63 @@ START_TEST(test_forward_chunks_equal_one_batch)
 }
 END_TEST
 
+/* The st_draw contract on host logits: the top_k largest (lowest id on
+ * ties), then the first whose cumulative weight reaches u * total. */
+static int32_t expected_draw(const float *lg, int64_t nv, struct st_draw d)
+{
+    int32_t best[8];
+    int k = d.temp <= 0.0f ? 1 : d.top_k;
+    ck_assert_int_le(k, 8);
+    for (int j = 0; j < k; j++) {
+        int32_t b = -1;
+        for (int64_t i = 0; i < nv; i++) {
+            bool taken = false;
+            for (int q = 0; q < j; q++)
+                taken |= best[q] == i;
+            if (!taken && (b < 0 || lg[i] > lg[b]))
+                b = (int32_t)i;
+        }
+        best[j] = b;
+    }
+    double w[8], total = 0.0, acc = 0.0;
+    for (int j = 0; j < k; j++)
+        total += w[j] = exp(((double)lg[best[j]] - lg[best[0]]) / (k == 1 ? 1.0 : d.temp));
+    for (int j = 0; j < k; j++)
+        if ((acc += w[j]) >= d.u * total)
+            return best[j];
+    return best[k - 1];
+}
+
+/* st_model_forward_draw gives the tokens the logits of st_model_forward
+ * give: greedy rows the argmax, top-k rows the contract's pick. */
+START_TEST(test_forward_draw_matches_logits)
+{
+    const char *path = make("small", "q8_0");
+    struct st_model *m = load(path, 2, 64, 2);
+    int64_t nv = st_model_hparams(m)->n_vocab;
+    int32_t tok[9] = { 5, 17, 3, 99, 42, 7, 250, 11, 64 }, slot[9] = { 0 };
+    int64_t pos[9], outs[3] = { 2, 5, 8 };
+    for (int i = 0; i < 9; i++)
+        pos[i] = i;
+    struct st_model_batch b = { 9, tok, slot, pos, 3, outs };
+    struct st_err err = { 0 };
+    const float *lg;
+    ck_assert_msg(st_model_forward(m, &b, &lg, &err) == ST_OK, "%s", err.msg);
+    float *copy = malloc((size_t)(3 * nv) * sizeof(float));
+    ck_assert_ptr_nonnull(copy);
+    memcpy(copy, lg, (size_t)(3 * nv) * sizeof(float));
+
+    const struct st_draw draws[3] = { { 1, 0.0f, 0.0f }, { 5, 0.8f, 0.7f }, { 4, 0.0f, 0.9f } };
+    int32_t ids[3] = { -1, -1, -1 };
+    ck_assert_msg(st_model_forward_draw(m, &b, draws, ids, &err) == ST_OK, "%s", err.msg);
+    for (int j = 0; j < 3; j++)
+        ck_assert_int_eq(ids[j], expected_draw(copy + j * nv, nv, draws[j]));
+    ck_assert_int_eq(ids[0], argmax(copy, nv));
+    free(copy);
+    st_model_free(m);
+}
+END_TEST
+
 START_TEST(test_forward_rejects_bad_batches)
 {
     struct st_model *m = load(make("tiny", "q8_0"), 2, 0, 1);
@@ -280,6 +338,7 @@ static Suite *forward_suite(void)
     tcase_add_test(tc, test_forward_batch_invariant_q4_k);
     tcase_add_test(tc, test_forward_chunks_equal_one_batch);
     tcase_add_test(tc, test_forward_rejects_bad_batches);
+    tcase_add_test(tc, test_forward_draw_matches_logits);
     tcase_add_test(tc, test_forward_open_reports_missing_file);
     tcase_add_test(tc, test_forward_load_sizes);
     tcase_add_test(tc, test_forward_default_model_made_once);

@@ -1,0 +1,26 @@
+/* random_id.c -- random bytes for the ids the server makes up (request
+ * ids, tool-call ids). getrandom() when the kernel has entropy; before that
+ * (early boot) the clock and a process-wide counter, mixed, which are still
+ * unique per process -- ids need to be unique, not secret.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "internal.h"
+
+void st_random_id_bytes(unsigned char *out, size_t n)
+{
+    if (getrandom(out, n, GRND_NONBLOCK) == (ssize_t)n)
+        return;
+    static atomic_uint_fast64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    x ^= (uint64_t)atomic_fetch_add(&counter, 1) * 0x9E3779B97F4A7C15u;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005u + 1442695040888963407u;   /* an LCG step per byte */
+        out[i] = (unsigned char)(x >> 56);
+    }
+}
