@@ -270,8 +270,15 @@ static void announce(const struct st_config *c)
         announce_model(c, &c->models[i]);
 }
 
+/* The engines end what they hold first ("shutting down"), so open streams
+ * get that error event and [DONE] and end cleanly; the HTTP server gets a
+ * moment to send them before it stops. */
 static void stop(struct running *r)
 {
+    st_engine_pool_stop(r->pool);
+    const struct timespec tick = { 0, 10 * 1000 * 1000 };
+    for (int i = 0; r->server && i < 100 && st_server_in_progress(r->server) > 0; i++)
+        nanosleep(&tick, NULL);
     st_server_free(r->server);
     st_engine_pool_free(r->pool);
     st_sched_free(r->sched);
@@ -351,6 +358,37 @@ static int wait_start_load(const struct st_config *c, struct running *r, const s
     return 0;
 }
 
+/* --shutdown-timeout: refuse new generations and wait, up to the timeout
+ * or a second signal, for the requests in progress to finish; then the
+ * caller stops everything (what is left ends with "shutting down"). */
+static void drain(const struct st_config *c, struct running *r, const sigset_t *set)
+{
+    int64_t left = st_server_in_progress(r->server);
+    if (c->shutdown_timeout_s <= 0 || left == 0)
+        return;
+    st_server_drain(r->server);
+    st_log(ST_LOG_INFO, "main", "draining: %lld request(s) in progress, new ones get 503; "
+           "waiting up to %d s (send the signal again to stop at once)", (long long)left,
+           (int)c->shutdown_timeout_s);
+    const struct st_clock *clock = st_clock_real();
+    int64_t deadline = st_clock_now(clock) + (int64_t)c->shutdown_timeout_s * ST_NS_PER_SEC;
+    const struct timespec tick = { 0, 50 * 1000 * 1000 };
+    while ((left = st_server_in_progress(r->server)) > 0) {
+        if (st_clock_now(clock) >= deadline) {
+            st_log(ST_LOG_WARN, "main", "shutdown timeout: ending %lld request(s) still in "
+                   "progress", (long long)left);
+            return;
+        }
+        int got = sigtimedwait(set, NULL, &tick);
+        if (got == SIGINT || got == SIGTERM) {
+            st_log(ST_LOG_INFO, "main", "second signal: ending %lld request(s) now",
+                   (long long)left);
+            return;
+        }
+    }
+    st_log(ST_LOG_INFO, "main", "drained: every request finished");
+}
+
 /* Block until SIGINT or SIGTERM; returns which. */
 static int wait_for_signal(const sigset_t *set)
 {
@@ -404,6 +442,7 @@ static int serve(int argc, char **argv)
             sig = wait_for_signal(&set);
         st_log(ST_LOG_INFO, "main", "%s: shutting down (send it again to stop at once)",
                sig == SIGINT ? "SIGINT" : "SIGTERM");
+        drain(&c, &r, &set);
         /* Only this thread unblocks: a second signal now ends the process. */
         pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     }

@@ -256,6 +256,13 @@ enum st_status st_engine_pool_start(struct st_engine_pool *p, struct st_err *err
  * ST_ERR_SHUTDOWN. Then free. NULL is a no-op. */
 void st_engine_pool_free(struct st_engine_pool *p);
 
+/* The first half of st_engine_pool_free: new submits are refused, the
+ * engine threads stop, and every request still held ends with
+ * ST_ERR_SHUTDOWN (its END event is emitted on the calling thread), while
+ * the pool stays readable (stats, models). So a server can still deliver
+ * those endings before it stops. NULL is a no-op. */
+void st_engine_pool_stop(struct st_engine_pool *p);
+
 /* True once every engine has finished its start-up load, whatever came of
  * it (/health; a model that failed shows in st_engine_pool_model_status).
  * A pool with nothing to preload is ready at once. */

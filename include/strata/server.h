@@ -72,6 +72,16 @@ enum st_status st_server_start(const struct st_server_config *cfg, struct st_eng
 /* The port actually bound (useful with port 0). */
 uint16_t st_server_port(const struct st_server *srv);
 
+/* Graceful shutdown, step 1: refuse new generations (503 "The server is
+ * shutting down.", and /health 503) while the requests already in go on.
+ * Thread-safe; cannot be undone. */
+void st_server_drain(struct st_server *srv);
+bool st_server_draining(const struct st_server *srv);
+
+/* Requests still in progress: open HTTP exchanges, or jobs the scheduler
+ * still holds (waiting or running), whichever is more. 0 = drained. */
+int64_t st_server_in_progress(struct st_server *srv);
+
 /* Stop accepting, end open streams, free. NULL is a no-op. */
 void st_server_free(struct st_server *srv);
 

@@ -70,6 +70,11 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
     [ST_OPT_SSE_KEEPALIVE] = { ST_OPT_SSE_KEEPALIVE, "--sse-keepalive", NULL, "sse_keepalive",
         ST_CFG_INT32, OFF(sse_keepalive_s), NO_HAS, I32(0, 3600), .metavar = "S",
         .help = "stream: send headers and an SSE comment after S idle seconds; 0 = off" },
+    [ST_OPT_SHUTDOWN_TIMEOUT] = { ST_OPT_SHUTDOWN_TIMEOUT, "--shutdown-timeout", NULL,
+        "shutdown_timeout", ST_CFG_INT32, OFF(shutdown_timeout_s), NO_HAS, I32(0, 86400),
+        .metavar = "S",
+        .help = "on SIGINT/SIGTERM refuse new requests and let those in progress finish for up "
+                "to S seconds; 0 = stop at once" },
     [ST_OPT_PRIORITY_ORDER] = { ST_OPT_PRIORITY_ORDER, "--priority-order", NULL,
         "priority_order", ST_CFG_CHOICE, OFF(priority_order), NO_HAS,
         .choices = order_choices,

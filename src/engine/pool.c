@@ -416,16 +416,29 @@ static void end_everything(struct st_engine_pool *p)
     }
 }
 
-void st_engine_pool_free(struct st_engine_pool *p)
+/* Refuse new submits, stop the engine threads, end what is held. Every
+ * step is idempotent: st_engine_pool_stop and then _free run it twice. */
+static void halt(struct st_engine_pool *p)
 {
-    if (!p)
-        return;
     atomic_store(&p->closing, true);
     stop_threads(p);
     if (p->sched && p->engines)
         st_sched_set_notify(p->sched, NULL, NULL);
     if (p->engines)
         end_everything(p);
+}
+
+void st_engine_pool_stop(struct st_engine_pool *p)
+{
+    if (p)
+        halt(p);
+}
+
+void st_engine_pool_free(struct st_engine_pool *p)
+{
+    if (!p)
+        return;
+    halt(p);
     for (int32_t i = 0; p->engines && i < p->n_engines; i++)
         engine_fini(&p->engines[i]);
     free(p->engines);

@@ -5,6 +5,7 @@
  *                          "aliases","engines"[,"reason","retry_in_s"]}}]}
  *   GET /v1/models/{id}   one of those (by name or alias), or 404 model_not_found
  *   GET /health           200 {"status":"ok"}; 503 (OpenAI error shape) while loading
+ *                         and while draining for a shutdown
  *   GET /metrics          Prometheus text 0.0.4 (metrics.c)
  *   GET /api/activity     the scheduler's dispatch records, newest last; ?limit=N
  *   GET /slots            every engine's slots: state, request, priority, progress,
@@ -135,6 +136,12 @@ enum st_route_result st_h_model_one(struct st_call *c)
 
 enum st_route_result st_h_health(struct st_call *c)
 {
+    if (st_server_draining(c->srv)) {
+        struct st_api_error e;
+        st_api_error_set(&e, ST_ERR_SHUTDOWN, NULL, "shutting_down",
+                         "The server is shutting down.");
+        return st_reply_error(c, &e);
+    }
     if (!st_engine_pool_ready(c->srv->pool)) {
         struct st_api_error e;
         st_api_error_set(&e, ST_ERR_LOADING, NULL, "model_loading", "Loading model");

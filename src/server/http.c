@@ -160,7 +160,8 @@ static enum st_route_result preflight(struct st_call *c)
 
 /* Answered once the request is complete, like a route: a reply queued
  * before that (in first_call) makes libmicrohttpd close the connection. */
-static const struct st_route options_route = { "*", "OPTIONS", preflight, false, false, false };
+static const struct st_route options_route = { "*", "OPTIONS", preflight, false, false, false,
+                                               false };
 
 static enum st_route_result options_call(struct st_call *c)
 {
@@ -194,6 +195,12 @@ static enum st_route_result first_call(struct st_call *c)
                              "Incorrect or missing API key: send Authorization: Bearer KEY.");
             return st_reply_error(c, &e);
         }
+    }
+    if (c->route->work && st_server_draining(c->srv)) {
+        st_api_error_set(&e, ST_ERR_SHUTDOWN, NULL, "shutting_down",
+                         "The server is shutting down.");
+        e.retry_after_s = 1;
+        return st_reply_error(c, &e);
     }
     const char *cl = st_call_header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > c->srv->cfg.body_limit) {

@@ -15,9 +15,12 @@
  *   reply.c        queueing a finished response with the common headers
  *   cors.c         which origins get CORS headers (--cors-origins)
  *   keepalive.c    SSE keep-alive comments for idle streams (--sse-keepalive)
+ *   drain.c        graceful shutdown: refuse new generations, count the rest
+ *   random_id.c    random bytes for request and tool-call ids
  *   gen.c          generation: requests, the emit callback, the results
  *   gen_reply.c    chat replies parsed into reasoning, content, tool calls
  *   oai_tools.c    tool_choice, parallel_tool_calls, reasoning_format
+ *   oai_sampling.c penalties, logit_bias, response_format
  *   h_*.c          the route handlers
  *
  * Everything here that does not touch libmicrohttpd is unit-tested without
@@ -409,6 +412,7 @@ struct st_route {
     bool         prefix;        /* path is a prefix ("/v1/models/") */
     bool         auth;          /* needs an API key when keys are configured */
     bool         body;          /* reads a request body */
+    bool         work;          /* starts a generation: refused while draining */
 };
 
 /* The route for (path, method). NULL with *path_known set when the path
@@ -436,6 +440,7 @@ struct st_server {
     uint16_t port;
     int64_t created;                    /* unix seconds at start (/v1/models) */
     atomic_bool stopping;
+    atomic_bool draining;               /* drain.c: new generations refused */
     atomic_uint_fast64_t responses[ST_HTTP_CODES_TRACKED];
 
     pthread_mutex_t calls_lock;         /* guards the list of live calls */

@@ -6,7 +6,8 @@
  *
  * Auth (when keys are configured): everything but /health and /metrics,
  * which probes and scrapers (e.g. the Gateway API endpoint picker) read
- * without credentials.
+ * without credentials. "work" routes start a generation: a draining
+ * server (st_server_drain) refuses them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,22 +15,22 @@
 #include "internal.h"
 
 static const struct st_route routes[] = {
-    /* path                    method  handler               prefix auth   body */
-    { "/v1/chat/completions", "POST", st_h_chat,            false, true,  true  },
-    { "/chat/completions",    "POST", st_h_chat,            false, true,  true  },
-    { "/v1/completions",      "POST", st_h_completions,     false, true,  true  },
-    { "/completions",         "POST", st_h_completions,     false, true,  true  },
-    { "/v1/models",           "GET",  st_h_models,          false, true,  false },
-    { "/models",              "GET",  st_h_models,          false, true,  false },
-    { "/v1/models/",          "GET",  st_h_model_one,       true,  true,  false },
-    { "/health",              "GET",  st_h_health,          false, false, false },
-    { "/v1/health",           "GET",  st_h_health,          false, false, false },
-    { "/metrics",             "GET",  st_h_metrics,         false, false, false },
-    { "/api/activity",        "GET",  st_h_activity,        false, true,  false },
-    { "/slots",               "GET",  st_h_slots,           false, true,  false },
-    { "/tokenize",            "POST", st_h_tokenize,        false, true,  true  },
-    { "/detokenize",          "POST", st_h_detokenize,      false, true,  true  },
-    { "/apply-template",      "POST", st_h_apply_template,  false, true,  true  },
+    /* path                    method  handler               prefix auth   body   work */
+    { "/v1/chat/completions", "POST", st_h_chat,            false, true,  true,  true  },
+    { "/chat/completions",    "POST", st_h_chat,            false, true,  true,  true  },
+    { "/v1/completions",      "POST", st_h_completions,     false, true,  true,  true  },
+    { "/completions",         "POST", st_h_completions,     false, true,  true,  true  },
+    { "/v1/models",           "GET",  st_h_models,          false, true,  false, false },
+    { "/models",              "GET",  st_h_models,          false, true,  false, false },
+    { "/v1/models/",          "GET",  st_h_model_one,       true,  true,  false, false },
+    { "/health",              "GET",  st_h_health,          false, false, false, false },
+    { "/v1/health",           "GET",  st_h_health,          false, false, false, false },
+    { "/metrics",             "GET",  st_h_metrics,         false, false, false, false },
+    { "/api/activity",        "GET",  st_h_activity,        false, true,  false, false },
+    { "/slots",               "GET",  st_h_slots,           false, true,  false, false },
+    { "/tokenize",            "POST", st_h_tokenize,        false, true,  true,  false },
+    { "/detokenize",          "POST", st_h_detokenize,      false, true,  true,  false },
+    { "/apply-template",      "POST", st_h_apply_template,  false, true,  true,  false },
 };
 
 static bool path_match(const struct st_route *r, const char *path)

@@ -267,10 +267,11 @@ static int cmd_run(int argc, char **argv)
     rc = !tok || !slot || !pos || !outs;
     if (rc == 0 && o.prompt > 0)
         rc = bench_prompt(m, &o, tok, slot, pos);
-    for (int i = 0; i < o.n_nps && rc == 0; i++)
+    for (int i = 0; i < o.n_nps && rc == 0; i++) {
         rc = bench_decode(m, &o, o.nps[i], true, tok, slot, pos, outs);
         if (rc == 0)
             rc = bench_decode(m, &o, o.nps[i], false, tok, slot, pos, outs);
+    }
     free(tok);
     free(slot);
     free(pos);

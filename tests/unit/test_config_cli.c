@@ -85,6 +85,7 @@ START_TEST(test_config_cli_every_flag)
         "-m", "/m/qwen.gguf", "--alias", "q", "--config", "c.yaml", "--host", "0.0.0.0",
         "--port", "9000", "--api-key", "k1", "--body-limit", "64k", "--max-queue", "7",
         "--http-threads", "3", "--cors-origins", "https://a.example", "--sse-keepalive", "30",
+        "--shutdown-timeout", "20",
         "--priority-order", "low-first", "--backend", "sim",
         "--gpus", "0,1,2", "-np", "6", "--batch", "-c", "2048", "--ubatch", "128", "-t", "5",
         "--batch-mtp", "--mtp-draft", "3", "--scheduler", "fifo", "--aging-divisor", "30",
@@ -109,6 +110,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.http_threads, 3);
     ck_assert_str_eq(c.cors_origins, "https://a.example");
     ck_assert_int_eq(c.sse_keepalive_s, 30);
+    ck_assert_int_eq(c.shutdown_timeout_s, 20);
     ck_assert_int_eq(c.priority_order, ST_CFG_ORDER_LOW_FIRST);
     ck_assert_int_eq(c.backend, ST_CFG_BACKEND_SIM);
     ck_assert_int_eq(c.gpus.n, 3);
@@ -388,7 +390,7 @@ START_TEST(test_config_cli_help_texts)
     static const char *const flags[] = {
         "-m, --model PATH", "-a, --alias NAME", "--config FILE", "--host HOST", "--port N",
         "--api-key KEY", "--body-limit BYTES", "--max-queue N", "--http-threads N",
-        "--cors-origins LIST", "--sse-keepalive S",
+        "--cors-origins LIST", "--sse-keepalive S", "--shutdown-timeout S",
         "--priority-order high-first|low-first", "--backend auto|sim|cpu|cuda", "--gpus LIST",
         "-np, --parallel N", "--batch ", "-c, --ctx-size N", "--ubatch N", "-t, --threads N",
         "--batch-mtp ", "--mtp-draft N", "--scheduler serial|fifo", "--aging-divisor S",
