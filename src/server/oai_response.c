@@ -222,6 +222,27 @@ static enum st_status text_then_logprobs_key(struct st_buf *out, bool chat, cons
     return rc;
 }
 
+/* The end of a token's chunk after its "logprobs" key: that token's
+ * logprobs (or null), finish_reason null, and the chunk's tail. */
+static enum st_status token_chunk_tail(struct st_buf *out, const struct st_oai_meta *m,
+                                       const struct st_oai_logprob *lp)
+{
+    enum st_status rc = ST_OK;
+    if (lp) {
+        struct st_oai_lp_acc one;
+        st_oai_lp_acc_init(&one);
+        rc = st_oai_lp_acc_add(&one, m->kind, lp);
+        if (rc == ST_OK)
+            rc = lp_value(out, m->kind, &one);
+        st_oai_lp_acc_fini(&one);
+    } else {
+        rc = st_buf_append(out, ST_LIT("null"));
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"finish_reason\":null}"));
+    return rc == ST_OK ? chunk_tail(out, m) : rc;
+}
+
 enum st_status st_oai_chunk_role(struct st_buf *out, const struct st_oai_meta *m, int32_t index)
 {
     enum st_status rc = head(out, m, true);
@@ -245,21 +266,7 @@ enum st_status st_oai_chunk_text(struct st_buf *out, const struct st_oai_meta *m
                                      : "{\"index\":%d,\"text\":", (int)index);
     if (rc == ST_OK)
         rc = text_then_logprobs_key(out, chat, text, len);
-    if (rc == ST_OK && lp) {
-        struct st_oai_lp_acc one;
-        st_oai_lp_acc_init(&one);
-        rc = st_oai_lp_acc_add(&one, m->kind, lp);
-        if (rc == ST_OK)
-            rc = lp_value(out, m->kind, &one);
-        st_oai_lp_acc_fini(&one);
-    } else if (rc == ST_OK) {
-        rc = st_buf_append(out, ST_LIT("null"));
-    }
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"finish_reason\":null}"));
-    if (rc == ST_OK)
-        rc = chunk_tail(out, m);
-    return rc;
+    return rc == ST_OK ? token_chunk_tail(out, m, lp) : rc;
 }
 
 enum st_status st_oai_chunk_finish(struct st_buf *out, const struct st_oai_meta *m,
@@ -328,21 +335,7 @@ enum st_status st_oai_chunk_delta(struct st_buf *out, const struct st_oai_meta *
         rc = delta_members(out, d);
     if (rc == ST_OK)
         rc = st_buf_append(out, ST_LIT("},\"logprobs\":"));
-    if (rc == ST_OK && lp) {
-        struct st_oai_lp_acc one;
-        st_oai_lp_acc_init(&one);
-        rc = st_oai_lp_acc_add(&one, m->kind, lp);
-        if (rc == ST_OK)
-            rc = lp_value(out, m->kind, &one);
-        st_oai_lp_acc_fini(&one);
-    } else if (rc == ST_OK) {
-        rc = st_buf_append(out, ST_LIT("null"));
-    }
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"finish_reason\":null}"));
-    if (rc == ST_OK)
-        rc = chunk_tail(out, m);
-    return rc;
+    return rc == ST_OK ? token_chunk_tail(out, m, lp) : rc;
 }
 
 enum st_status st_oai_tool_call_json(struct st_buf *out, const char *id, const char *name,

@@ -166,13 +166,11 @@ static enum st_status tool_call(struct st_str call, struct st_buf *out)
         call = fn;                          /* {%- set tool_call = tool_call.function %} */
     rc = st_chat_puts(out, "<tool_call>\n{\"name\": \"");
     if (rc == ST_OK && st_json_object_get(call, "name", &name))
-        rc = st_json_type(name) == ST_JSON_STRING ? st_json_string_append(name, out)
-                                                  : st_json_tojson(name, out);
+        rc = st_json_text_append(name, out);
     if (rc == ST_OK)
         rc = st_chat_puts(out, "\", \"arguments\": ");
     if (rc == ST_OK && st_json_object_get(call, "arguments", &args))
-        rc = st_json_type(args) == ST_JSON_STRING ? st_json_string_append(args, out)
-                                                  : st_json_tojson(args, out);
+        rc = st_json_text_append(args, out);
     return rc == ST_OK ? st_chat_puts(out, "}\n</tool_call>") : rc;
 }
 

@@ -171,6 +171,9 @@ enum st_status st_json_tojson(struct st_str v, struct st_buf *out);
 /* The same with tojson(indent=N): json.dumps(indent=N), items one a line,
  * "," ending each but the last, ": " after keys; [] and {} stay inline. */
 enum st_status st_json_tojson_indent(struct st_str v, int indent, struct st_buf *out);
+/* A string's decoded contents, or the tojson text of any other value (what
+ * the Qwen and Llama templates print for a tool call's name and arguments). */
+enum st_status st_json_text_append(struct st_str v, struct st_buf *out);
 /* Jinja truthiness of a JSON value: false for null, false, 0, "", [], {}. */
 bool st_json_truthy(struct st_str v);
 

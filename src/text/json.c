@@ -368,6 +368,12 @@ enum st_status st_json_tojson_indent(struct st_str v, int indent, struct st_buf 
     return tojson_at(v, indent < 0 ? 0 : indent, 0, out);
 }
 
+enum st_status st_json_text_append(struct st_str v, struct st_buf *out)
+{
+    return st_json_type(v) == ST_JSON_STRING ? st_json_string_append(v, out)
+                                             : st_json_tojson(v, out);
+}
+
 bool st_json_truthy(struct st_str v)
 {
     size_t i;
