@@ -298,6 +298,23 @@ static enum st_status check_batch(const struct st_model *m, const struct st_mode
     return ST_OK;
 }
 
+enum st_status st_fwd_chunks(struct st_model *m, const struct st_model_batch *b,
+                             st_fwd_after_fn *after, void *ctx, struct st_err *err)
+{
+    int64_t o0 = 0;
+    for (int64_t r0 = 0; r0 < b->n_rows; r0 += m->p.max_rows) {
+        int64_t r1 = ST_MIN(r0 + m->p.max_rows, b->n_rows);
+        int64_t o1 = o0;
+        while (o1 < b->n_out && b->out_rows[o1] < r1)
+            o1++;
+        TRY(st_fwd_chunk(m, b, r0, r1, o0, o1, err));
+        if (after)
+            TRY(after(ctx, b, r0, r1, err));
+        o0 = o1;
+    }
+    return ST_OK;
+}
+
 /* Every layer over the batch, the head into act.logits (rows [0, n_out));
  * nothing is read back yet. */
 static enum st_status forward_rows(struct st_model *m, const struct st_model_batch *b,
@@ -308,15 +325,7 @@ static enum st_status forward_rows(struct st_model *m, const struct st_model_bat
     TRY(check_batch(m, b, err));
     if (b->n_rows > 0 && b->n_rows <= ST_FWD_GRAPH_ROWS && b->n_rows <= m->p.max_rows)
         return forward_graphed(m, b, err);
-    int64_t o0 = 0;
-    for (int64_t r0 = 0; r0 < b->n_rows; r0 += m->p.max_rows) {
-        int64_t r1 = ST_MIN(r0 + m->p.max_rows, b->n_rows);
-        int64_t o1 = o0;
-        while (o1 < b->n_out && b->out_rows[o1] < r1)
-            o1++;
-        TRY(st_fwd_chunk(m, b, r0, r1, o0, o1, err));
-        o0 = o1;
-    }
+    TRY(st_fwd_chunks(m, b, NULL, NULL, err));
     return b->n_out > 0 ? st_fwd_head_ops(m, b->n_out, err) : ST_OK;
 }
 

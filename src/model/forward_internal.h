@@ -125,6 +125,17 @@ ST_MUST_CHECK
 enum st_status st_fwd_chunk(struct st_model *m, const struct st_model_batch *b, int64_t r0,
                             int64_t r1, int64_t o0, int64_t o1, struct st_err *err);
 
+/* What runs after each chunk of st_fwd_chunks over the same rows (the MTP
+ * layer's upkeep), or NULL. */
+typedef enum st_status st_fwd_after_fn(void *ctx, const struct st_model_batch *b, int64_t r0,
+                                       int64_t r1, struct st_err *err);
+
+/* The whole batch through st_fwd_chunk in chunks of at most R rows, each
+ * followed by after(ctx, ...); every logit row ends up in hout. */
+ST_MUST_CHECK
+enum st_status st_fwd_chunks(struct st_model *m, const struct st_model_batch *b,
+                             st_fwd_after_fn *after, void *ctx, struct st_err *err);
+
 /* Final norm and the output head over hout rows [0, n_out): logits. */
 ST_MUST_CHECK
 enum st_status st_fwd_head(struct st_model *m, int64_t n_out, struct st_err *err);

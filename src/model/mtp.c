@@ -185,9 +185,11 @@ static enum st_status upkeep_carry(struct st_mtp *t, struct st_err *err)
     return rc;
 }
 
-static enum st_status upkeep(struct st_mtp *t, const struct st_model_batch *b, int64_t r0,
-                             int64_t r1, struct st_err *err)
+/* st_fwd_after_fn: the upkeep after each chunk of the main forward. */
+static enum st_status upkeep(void *ctx, const struct st_model_batch *b, int64_t r0, int64_t r1,
+                             struct st_err *err)
 {
+    struct st_mtp *t = ctx;
     enum st_status rc = upkeep_write(t, b, r0, r1, err);
     if (rc == ST_OK)
         rc = upkeep_ops(t, r1 - r0, err);
@@ -272,16 +274,8 @@ enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
             *logits = m->logits_host;
         return rc;
     }
-    int64_t o0 = 0;
-    for (int64_t r0 = 0; r0 < b->n_rows && rc == ST_OK; r0 += m->p.max_rows) {
-        int64_t r1 = ST_MIN(r0 + m->p.max_rows, b->n_rows), o1 = o0;
-        while (o1 < b->n_out && b->out_rows[o1] < r1)
-            o1++;
-        rc = st_fwd_chunk(m, b, r0, r1, o0, o1, err);
-        if (rc == ST_OK)
-            rc = upkeep(t, b, r0, r1, err);
-        o0 = o1;
-    }
+    if (rc == ST_OK)
+        rc = st_fwd_chunks(m, b, upkeep, t, err);
     if (rc == ST_OK && b->n_out > 0) {
         rc = st_fwd_head(m, b->n_out, err);
         if (rc == ST_OK && logits)
