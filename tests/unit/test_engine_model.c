@@ -13,8 +13,8 @@
 #include "runner.h"
 #include "strata/clock.h"
 #include "strata/engine.h"
-#include "strata/make_model.h"
 #include "strata/sched.h"
+#include "model_fixture.h"
 #include "support.h"
 
 #define N_GEN 12
@@ -25,11 +25,7 @@ static char dir[256], path[320];
 static void setup(void)
 {
     support_tmpdir(dir, sizeof(dir));
-    snprintf(path, sizeof(path), "%s/small.gguf", dir);
-    struct st_make_model_opts o = { .out_path = path, .preset = "small", .quant = "q4_k",
-                                    .seed = 3 };
-    struct st_err err = { 0 };
-    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "%s", err.msg);
+    fixture_make_model(path, sizeof(path), dir, "small", "q4_k", 3, false);
 }
 
 static void teardown(void) { support_rmtree(dir); }

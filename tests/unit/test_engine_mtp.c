@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "strata/make_model.h"
 #include "strata/sched.h"
+#include "model_fixture.h"
 #include "support.h"
 
 #define MAX_TOK 64
@@ -46,14 +46,7 @@ static const char *make(const char *preset, bool mtp, uint64_t seed)
 {
     static char path[4][320];
     static int next;
-    char *p = path[next++ % 4];
-    snprintf(p, 320, "%s/%s%s-%llu.gguf", dir, preset, mtp ? "-mtp" : "",
-             (unsigned long long)seed);
-    struct st_make_model_opts o = { .out_path = p, .preset = preset, .quant = "q8_0",
-                                    .seed = seed, .mtp = mtp };
-    struct st_err err = { 0 };
-    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "make-model: %s", err.msg);
-    return p;
+    return fixture_make_model(path[next++ % 4], 320, dir, preset, "q8_0", seed, mtp);
 }
 
 /* What one request received. */

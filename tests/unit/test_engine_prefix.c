@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "engine_fixture.h"
-#include "strata/make_model.h"
 #include "strata/str.h"
+#include "model_fixture.h"
 #include "support.h"
 
 #define SEC(x) ((int64_t)((x) * (double)ST_NS_PER_SEC + 0.5))
@@ -458,11 +458,7 @@ static char dir[256], path[320];
 static void model_setup(void)
 {
     support_tmpdir(dir, sizeof(dir));
-    snprintf(path, sizeof(path), "%s/small.gguf", dir);
-    struct st_make_model_opts o = { .out_path = path, .preset = "small", .quant = "q8_0",
-                                    .seed = 11 };
-    struct st_err err = { 0 };
-    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "%s", err.msg);
+    fixture_make_model(path, sizeof(path), dir, "small", "q8_0", 11, false);
 }
 
 static void model_teardown(void) { support_rmtree(dir); }

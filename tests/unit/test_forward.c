@@ -15,7 +15,7 @@
 
 #include "strata/default_model.h"
 #include "strata/forward.h"
-#include "strata/make_model.h"
+#include "model_fixture.h"
 #include "support.h"
 
 static char dir[256];
@@ -23,12 +23,7 @@ static char dir[256];
 static const char *make(const char *preset, const char *quant)
 {
     static char path[320];
-    snprintf(path, sizeof(path), "%s/%s-%s.gguf", dir, preset, quant);
-    struct st_make_model_opts o = { .out_path = path, .preset = preset, .quant = quant,
-                                    .seed = 9 };
-    struct st_err err = { 0 };
-    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "make-model: %s", err.msg);
-    return path;
+    return fixture_make_model(path, sizeof(path), dir, preset, quant, 9, false);
 }
 
 static struct st_model *load(const char *path, int32_t slots, int32_t max_rows, int32_t threads)

@@ -18,8 +18,8 @@
 
 #include "forward_ref.h"
 #include "strata/forward.h"
-#include "strata/make_model.h"
 #include "strata/mtp.h"
+#include "model_fixture.h"
 #include "support.h"
 
 #define N_CTX 96
@@ -35,12 +35,7 @@ static void teardown(void) { support_rmtree(dir); }
 static const char *make(const char *preset, const char *quant, bool mtp)
 {
     static char path[320];
-    snprintf(path, sizeof(path), "%s/%s-%s%s.gguf", dir, preset, quant, mtp ? "-mtp" : "");
-    struct st_make_model_opts o = { .out_path = path, .preset = preset, .quant = quant,
-                                    .seed = 3, .mtp = mtp };
-    struct st_err err = { 0 };
-    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "make-model: %s", err.msg);
-    return path;
+    return fixture_make_model(path, sizeof(path), dir, preset, quant, 3, mtp);
 }
 
 static struct st_model *load(const char *path, int32_t slots)

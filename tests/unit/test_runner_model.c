@@ -12,7 +12,7 @@
 
 #include "runner.h"
 #include "strata/forward.h"
-#include "strata/make_model.h"
+#include "model_fixture.h"
 #include "support.h"
 
 static char dir[256], path[320];
@@ -20,12 +20,9 @@ static struct st_runner *r;
 
 static void setup(void)
 {
-    support_tmpdir(dir, sizeof(dir));
-    snprintf(path, sizeof(path), "%s/tiny.gguf", dir);
-    struct st_make_model_opts o = { .out_path = path, .preset = "tiny", .quant = "q8_0",
-                                    .seed = 1 };
     struct st_err err = { 0 };
-    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "%s", err.msg);
+    support_tmpdir(dir, sizeof(dir));
+    fixture_make_model(path, sizeof(path), dir, "tiny", "q8_0", 1, false);
     ck_assert_msg(st_runner_model_new(path, "cpu", -1, 2, 2, 128, 16, &r, &err) == ST_OK, "%s",
                   err.msg);
 }
