@@ -76,6 +76,11 @@ void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
                        const char *bos, const char *eos, const char *model_name);
 
 /* "chatml", "qwen3", "qwen2.5", "llama3", "llama3.1", "mistral", "gemma". Static. */
+
+/* Whether the renderer puts the request's tools (and tool calls / tool
+ * messages) into the prompt: Qwen3, Qwen2.5 and Llama 3.1+. The others
+ * render the messages' text and leave the tools out. */
+bool st_chat_renders_tools(const struct st_chat_tmpl *t);
 const char *st_chat_kind_name(enum st_chat_kind kind);
 
 /* Render the prompt, appended to 'out'. Errors: ST_ERR_INVALID for what the

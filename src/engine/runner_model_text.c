@@ -17,6 +17,7 @@
 
 #include "runner_model.h"
 #include "strata/gguf.h"
+#include "strata/log.h"
 
 /* ---- tokenizer from GGUF ------------------------------------------------ */
 
@@ -285,6 +286,20 @@ static void template_kwargs(const char *kwargs_json, struct st_chat_req *req, st
     cJSON_Delete(kw);
 }
 
+/* Tools given to a template that cannot show them to the model: the request
+ * still runs (clients often send tools by default), and the log says so
+ * once per model. */
+static void warn_tools_dropped(const struct st_runner *r, const char *tools_json)
+{
+    struct model_runner *m = (struct model_runner *)r;   /* the flag is the only write */
+    if (!tools_json || strcmp(tools_json, "[]") == 0 || st_chat_renders_tools(&m->tmpl) ||
+        atomic_exchange(&m->tools_warned, true))
+        return;
+    st_log(ST_LOG_WARN, "chat", "%s: its chat template is rendered as %s, which has no place for "
+           "tools: requests' tools are left out of the prompt (docs/TOKENIZER.md)",
+           st_model_path(m->model), st_chat_kind_name(m->tmpl.kind));
+}
+
 enum st_status st_runner_model_apply_template(const struct st_runner *r,
                                               const char *messages_json,
                                               const char *tools_json, const char *kwargs_json,
@@ -307,6 +322,7 @@ enum st_status st_runner_model_apply_template(const struct st_runner *r,
                                    .tools = tools_json ? st_str_c(tools_json)
                                                        : (struct st_str){ NULL, 0 } };
         template_kwargs(kwargs_json, &req, &sc);
+        warn_tools_dropped(r, tools_json);
         rc = st_chat_render(&mr(r)->tmpl, &req, &out, err);
         if (rc == ST_OK && !out.data)
             rc = st_buf_append(&out, "", 0);

@@ -272,6 +272,11 @@ static enum st_status render_gemma(const struct st_chat_tmpl *t,
     return rc;
 }
 
+bool st_chat_renders_tools(const struct st_chat_tmpl *t)
+{
+    return t->kind == ST_CHAT_QWEN3 || t->kind == ST_CHAT_QWEN25 || t->kind == ST_CHAT_LLAMA31;
+}
+
 enum st_status st_chat_render(const struct st_chat_tmpl *t,
                               const struct st_chat_req *req,
                               struct st_buf *out, struct st_err *err)

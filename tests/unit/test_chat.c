@@ -72,11 +72,13 @@ START_TEST(test_chat_recognizes_templates)
     }
     st_chat_tmpl_init(&t, qwen3_src, strlen(qwen3_src), NULL, NULL, "m");
     ck_assert(t.thinking_flag && !t.think_open);
+    ck_assert(st_chat_renders_tools(&t));
     st_chat_tmpl_init(&t, qwen3_thinking_src, strlen(qwen3_thinking_src), NULL, NULL, "m");
     ck_assert(t.think_open);
     st_chat_tmpl_init(&t, "{{ weird }}", 11, NULL, NULL, "m");
     ck_assert_int_eq(t.kind, ST_CHAT_CHATML);
     ck_assert(!t.known);
+    ck_assert(!st_chat_renders_tools(&t));   /* ChatML has no place for tools */
     st_chat_tmpl_init(&t, NULL, 0, NULL, NULL, NULL);
     ck_assert(!t.known);
     ck_assert_str_eq(st_chat_kind_name(ST_CHAT_GEMMA), "gemma");

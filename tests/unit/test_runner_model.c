@@ -117,6 +117,15 @@ START_TEST(test_runner_model_chat_template)
     ck_assert_str_eq(prompt, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n"
                              "Hi there<|im_end|>\n<|im_start|>assistant\n");
     free(prompt);
+    /* ChatML has no place for tools: the request still renders, without them
+     * (the log says so, once per model). */
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(st_runner_apply_template(r, msgs, "[{\"type\":\"function\",\"function\""
+                                                  ":{\"name\":\"f\"}}]", NULL, true, &prompt,
+                                                  &err), ST_OK);
+        ck_assert_ptr_null(strstr(prompt, "\"f\""));
+        free(prompt);
+    }
     ck_assert_int_eq(st_runner_apply_template(r, "{}", NULL, NULL, true, &prompt, &err),
                      ST_ERR_INVALID);
     ck_assert_int_eq(st_runner_apply_template(r, "[{\"content\":\"x\"}]", NULL, NULL, true,
