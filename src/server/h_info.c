@@ -163,6 +163,7 @@ enum st_route_result st_h_metrics(struct st_call *c)
     st_engine_pool_stats(c->srv->pool, &ps);
     for (int i = 0; i < ST_HTTP_CODES_TRACKED; i++)
         hs.responses[i] = atomic_load(&c->srv->responses[i]);
+    hs.draining = st_server_draining(c->srv);
     struct st_metrics_models mm;
     if (st_metrics_models_take(c->srv->pool, &mm) != ST_OK)
         return st_reply_nomem(c);

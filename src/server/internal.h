@@ -348,6 +348,7 @@ bool st_cors_request_headers_ok(const char *v);
 /* The server's own counters, kept with atomics by http.c. */
 struct st_http_stats {
     uint64_t responses[ST_HTTP_CODES_TRACKED];   /* by st_http_codes[] */
+    bool     draining;                           /* drain.c: refusing new generations */
 };
 extern const int st_http_codes[ST_HTTP_CODES_TRACKED];   /* 0 = "other" */
 

@@ -22,6 +22,7 @@
  *   strata_time_to_first_token_seconds{band}                 histogram
  *   strata_inter_token_latency_seconds{band}                 histogram
  *   strata_http_responses_total{code}                        counter
+ *   strata_server_draining                                   gauge    1 while a shutdown drains
  *   strata_model_loaded{model}                               gauge    engines that have it loaded
  *   strata_model_load_seconds{model}                         histogram every load attempt
  *   strata_model_load_failures_total{model}                  counter
@@ -290,6 +291,11 @@ static enum st_status http_and_gateway(struct st_buf *b, const struct st_sched_s
             snprintf(l, sizeof(l), "code=\"other\"");
         rc = counter_u64(b, "strata_http_responses_total", l, hs ? hs->responses[i] : 0);
     }
+    if (rc == ST_OK)
+        rc = family(b, "strata_server_draining", "gauge",
+                    "1 while a graceful shutdown drains (new generations get 503).");
+    if (rc == ST_OK)
+        rc = sample(b, "strata_server_draining", NULL, hs && hs->draining ? 1.0 : 0.0);
     double kv = ps->kv_usage < 0 ? 0 : (ps->kv_usage > 1 ? 1 : ps->kv_usage);
     if (rc == ST_OK)
         rc = family(b, "vllm:num_requests_waiting", "gauge", "Requests waiting for a slot.");

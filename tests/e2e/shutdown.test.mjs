@@ -49,6 +49,8 @@ test('draining: in-flight and queued requests finish, new ones get 503, exit 0',
   assert.ok(refused.headers.get('retry-after'));
   const models = await getJSON(srv, '/v1/models');
   assert.equal(models.status, 200, 'information routes still answer');
+  const metrics = await (await fetch(`${srv.url}/metrics`)).text();
+  assert.match(metrics, /^strata_server_draining 1$/m);
 
   const events = await firstDone;
   const chunks = events.filter((e) => e.data && e.data !== '[DONE]').map((e) => JSON.parse(e.data));

@@ -714,9 +714,12 @@ START_TEST(test_server_metrics_render)
 
     struct st_buf b;
     st_buf_init(&b);
+    hs.draining = true;
     ck_assert_int_eq(st_metrics_render(&b, &ss, &ps, &hs, NULL), ST_OK);
     const char *t = b.data;
     expect_line(t, "# TYPE llamaswap_scheduler_queue_depth gauge");
+    expect_line(t, "# TYPE strata_server_draining gauge");
+    expect_line(t, "strata_server_draining 1");
     expect_line(t, "llamaswap_scheduler_queue_depth{band=\"batch\"} 3");
     expect_line(t, "llamaswap_scheduler_queue_depth{band=\"interactive\"} 0");
     expect_line(t, "llamaswap_scheduler_queue_oldest_wait_seconds{band=\"batch\"} 1.5");
