@@ -74,8 +74,9 @@ if run "serve --help" 0 serve --help; then
         --ubatch -t --threads --batch-mtp --mtp-draft --scheduler --aging-divisor \
         --swap-affinity-bonus --give-way-tokens --yields-max --sim-prompt-tps --sim-decode-tps \
         --sim-load-seconds --sim-tokens --sim-reply --reasoning-format --log-format --log-level \
+        --cors-origins --sse-keepalive --shutdown-timeout \
         --help; do
-        grep -qE -- "(^| )$flag[ ,]" "$tmp/out" || fail "serve --help lacks $flag"
+        grep -qE -- "(^| )${flag}[ ,]" "$tmp/out" || fail "serve --help lacks $flag"
     done
     n_defaults=$(grep -c ' default: ' "$tmp/out")
     [ "$n_defaults" -ge 30 ] || fail "serve --help: only $n_defaults defaults"
