@@ -387,6 +387,7 @@ struct st_pool_stats {
     uint64_t mtp_drafted;
     uint64_t mtp_accepted;
     uint64_t mtp_steps;
+    uint64_t drawn_tokens;         /* picked by the backend's greedy draw, not the host sampler */
     struct st_histogram ttft[ST_BAND_COUNT];   /* time to first token, by band */
     struct st_histogram itl[ST_BAND_COUNT];    /* inter-token latency, by band */
     double   kv_usage;             /* 0..1: context in use over context allocated */

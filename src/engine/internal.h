@@ -285,6 +285,7 @@ struct st_engine_pool {
     uint64_t prompt_tokens, generated_tokens, cached_tokens;
     uint64_t mtp_drafted, mtp_accepted, mtp_steps;   /* (MTP) drafts verified, accepted;
                                                       * verify steps (slot-steps with drafts) */
+    uint64_t drawn_tokens;           /* greedy tokens the backend drew (runner row 'drawn') */
     struct st_mtp_test mtp_test;     /* (MTP) tests only; zero = off */
     struct st_histogram ttft[ST_BAND_COUNT];
     struct st_histogram itl[ST_BAND_COUNT];
@@ -421,9 +422,10 @@ void st_engine_unload_quiet(struct st_engine *e);
 /* stats.c: per-token accounting under the pool mutex. */
 void st_pool_count_read(struct st_engine_pool *p, int64_t n);
 /* One sampled token: 'generated' counts it as a completion token (end of
- * generation does not); 'first' files 'seconds' as time to first token,
- * else a generated token files it as inter-token latency. */
-void st_pool_count_token(struct st_engine_pool *p, enum st_band band, bool generated, bool first,
-                         double seconds);
+ * generation does not); 'drawn' counts it as picked by the backend's draw;
+ * 'first' files 'seconds' as time to first token, else a generated token
+ * files it as inter-token latency. */
+void st_pool_count_token(struct st_engine_pool *p, enum st_band band, bool generated, bool drawn,
+                         bool first, double seconds);
 
 #endif /* STRATA_ENGINE_INTERNAL_H */

@@ -72,6 +72,7 @@ struct st_runner_row {
                             * the backend (greedy_draw). With the seq's
                             * all_logits: n_tokens rows, row j at logits + j * n_vocab */
     int32_t      token;    /* the forced token when logits == NULL */
+    bool         drawn;    /* 'token' was drawn on the backend (greedy_draw), not forced */
 };
 
 struct st_runner_out {

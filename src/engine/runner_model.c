@@ -176,6 +176,7 @@ static enum st_status forward_drawn(struct model_runner *r, const struct st_mode
     for (int64_t j = 0; rc == ST_OK && j < mb->n_out; j++) {
         out->rows[r->out_seq[j]].logits = NULL;
         out->rows[r->out_seq[j]].token = r->drawn[j];
+        out->rows[r->out_seq[j]].drawn = true;
     }
     return rc;
 }
@@ -194,6 +195,7 @@ static enum st_status forward_logits(struct model_runner *r, const struct st_mod
             continue;   /* an all_logits seq: its rows follow its first one */
         out->rows[r->out_seq[j]].logits = logits + j * nv;
         out->rows[r->out_seq[j]].token = -1;
+        out->rows[r->out_seq[j]].drawn = false;
     }
     return ST_OK;
 }

@@ -296,6 +296,7 @@ static enum st_status sim_forward(struct st_runner *r, const struct st_runner_ba
         if (q->sample) {
             out->rows[i].logits = NULL;
             out->rows[i].token = next_word(s, q);
+            out->rows[i].drawn = false;
         }
     }
     double seconds = 0.0;

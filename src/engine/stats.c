@@ -55,14 +55,16 @@ void st_pool_count_read(struct st_engine_pool *p, int64_t n)
     pthread_mutex_unlock(&p->mu);
 }
 
-void st_pool_count_token(struct st_engine_pool *p, enum st_band band, bool generated, bool first,
-                         double seconds)
+void st_pool_count_token(struct st_engine_pool *p, enum st_band band, bool generated, bool drawn,
+                         bool first, double seconds)
 {
     if ((int)band < 0 || band >= ST_BAND_COUNT)
         band = ST_BAND_NORMAL;
     pthread_mutex_lock(&p->mu);
     if (generated)
         p->generated_tokens++;
+    if (drawn)
+        p->drawn_tokens++;
     if (first)
         st_histogram_add(&p->ttft[band], seconds);
     else if (generated)
@@ -80,6 +82,7 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
     out->mtp_drafted = p->mtp_drafted;
     out->mtp_accepted = p->mtp_accepted;
     out->mtp_steps = p->mtp_steps;
+    out->drawn_tokens = p->drawn_tokens;
     memcpy(out->ttft, p->ttft, sizeof(out->ttft));
     memcpy(out->itl, p->itl, sizeof(out->itl));
     pthread_mutex_unlock(&p->mu);

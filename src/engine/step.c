@@ -252,7 +252,8 @@ static enum st_status pick_token(struct st_engine *e, struct st_engine_slot *sl,
     return ST_OK;
 }
 
-static void note_timing(struct st_engine *e, struct st_engine_slot *sl, bool eog, int64_t t_end)
+static void note_timing(struct st_engine *e, struct st_engine_slot *sl, bool eog, bool drawn,
+                        int64_t t_end)
 {
     struct st_request *req = sl->req;
     bool first = req->first_token_ns == 0;
@@ -264,7 +265,7 @@ static void note_timing(struct st_engine *e, struct st_engine_slot *sl, bool eog
         seconds = (double)(t_end - sl->last_token_ns) / (double)ST_NS_PER_SEC;
     }
     sl->last_token_ns = t_end;
-    st_pool_count_token(e->pool, req->band, !eog, first, seconds);
+    st_pool_count_token(e->pool, req->band, !eog, drawn, first, seconds);
 }
 
 static void end_completed(struct st_engine *e, struct st_engine_slot *sl, enum st_finish f)
@@ -284,7 +285,7 @@ static void take_token(struct st_engine *e, struct st_engine_slot *sl,
         return;
     }
     bool eog = st_runner_is_eog(e->runner, res.token);
-    note_timing(e, sl, eog, t_end);
+    note_timing(e, sl, eog, row->drawn, t_end);
     if (eog || req->params.max_tokens == 0) {
         /* Text held for a stop string that never came is released with the
          * end-of-generation token (no TOKEN event when there is none). */

@@ -140,6 +140,7 @@ enum st_route_result st_h_health(struct st_call *c)
         struct st_api_error e;
         st_api_error_set(&e, ST_ERR_SHUTDOWN, NULL, "shutting_down",
                          "The server is shutting down.");
+        e.retry_after_s = 1;
         return st_reply_error(c, &e);
     }
     if (!st_engine_pool_ready(c->srv->pool)) {

@@ -17,6 +17,7 @@
  *   strata_cached_prompt_tokens_total                        counter
  *   strata_mtp_draft_tokens_total, strata_mtp_accepted_tokens_total,
  *   strata_mtp_steps_total                                   counter
+ *   strata_drawn_tokens_total                                counter  greedy tokens drawn on the backend
  *   strata_mtp_acceptance_rate (accepted / drafted),
  *   strata_mtp_mean_accepted_length (1 + accepted / steps)   gauge    0 until MTP drafts
  *   strata_time_to_first_token_seconds{band}                 histogram
@@ -201,6 +202,9 @@ static enum st_status token_families(struct st_buf *b, const struct st_pool_stat
           offsetof(struct st_pool_stats, mtp_accepted) },
         { "strata_mtp_steps_total", "MTP verify steps (slot steps that checked drafts).",
           offsetof(struct st_pool_stats, mtp_steps) },
+        { "strata_drawn_tokens_total",
+          "Greedy tokens picked on the backend (ids copied back, not logits).",
+          offsetof(struct st_pool_stats, drawn_tokens) },
     };
     enum st_status rc = ST_OK;
     for (size_t i = 0; i < ST_ARRAY_LEN(c) && rc == ST_OK; i++) {

@@ -42,6 +42,7 @@ test('draining: in-flight and queued requests finish, new ones get 503, exit 0',
   const health = await getJSON(srv, '/health');
   assert.equal(health.status, 503);
   assert.equal(health.json.error.code, 'shutting_down');
+  assert.equal(health.headers.get('retry-after'), '1');
   const refused = await postJSON(srv, '/v1/chat/completions', chatBody({ max_tokens: 2 }));
   assert.equal(refused.status, 503);
   assert.equal(refused.json.error.code, 'shutting_down');

@@ -65,6 +65,8 @@ enum greedy_mode {
 
 /* A pool of one CPU engine with n_slots slots on a manual clock; runs the
  * given greedy requests (up to N_GEN tokens) to the end. */
+static uint64_t last_drawn;   /* run_pool_mode: the pool's drawn_tokens at its end */
+
 static void run_pool_mode(int32_t n_slots, const int *which, int n, struct got *out,
                           enum greedy_mode mode)
 {
@@ -112,6 +114,9 @@ static void run_pool_mode(int32_t n_slots, const int *which, int n, struct got *
         }
         st_request_unref(reqs[i]);
     }
+    struct st_pool_stats ps;
+    st_engine_pool_stats(pool, &ps);
+    last_drawn = ps.drawn_tokens;
     st_engine_pool_free(pool);
     st_sched_free(sched);
 }
@@ -189,7 +194,9 @@ START_TEST(test_engine_model_drawn_tokens_match_host_sampler)
     int all[N_REQ] = { 0, 1, 2, 3 };
     struct got drawn[N_REQ], host[N_REQ];
     run_pool_mode(N_REQ, all, N_REQ, drawn, GREEDY_DRAWN);
+    ck_assert_uint_gt(last_drawn, 0);           /* the backend's draw did run */
     run_pool_mode(N_REQ, all, N_REQ, host, GREEDY_LOGPROBS);
+    ck_assert_uint_eq(last_drawn, 0);           /* logprobs need the logits: host sampler */
     for (int i = 0; i < N_REQ; i++) {
         ck_assert_int_gt(drawn[i].n, 0);
         ck_assert_int_eq(drawn[i].n, host[i].n);

@@ -185,7 +185,7 @@ START_TEST(test_runner_model_kv_rules)
     int32_t toks[8] = { 3, 1, 4, 1, 5, 9, 2, 6 };
     struct st_runner_seq seq = { .kind = ST_SEQ_READ, .slot = 0, .tokens = toks, .n_tokens = 4,
                                  .pos = 0, .sample = false };
-    struct st_runner_row rows[3] = { { (const float *)1, 7 } };
+    struct st_runner_row rows[3] = { { .logits = (const float *)1, .token = 7 } };
     struct st_runner_out out = { .rows = rows };
     struct st_runner_batch b = { &seq, 1 };
     struct st_err err = { 0 };
