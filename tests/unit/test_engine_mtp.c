@@ -320,7 +320,7 @@ END_TEST
 
 /* ---- penalties and logit_bias -------------------------------------------- */
 
-static struct st_gen_params penalties(const struct st_logit_bias *bias, int32_t n_bias)
+static struct st_gen_params penalties(struct st_logit_bias *bias, int32_t n_bias)
 {
     struct st_gen_params g;
     st_gen_params_defaults(&g);
@@ -328,7 +328,7 @@ static struct st_gen_params penalties(const struct st_logit_bias *bias, int32_t 
     g.frequency_penalty = 0.3f;
     g.repeat_penalty = 1.3f;
     g.repeat_last_n = 16;
-    g.logit_bias = (struct st_logit_bias *)bias;
+    g.logit_bias = bias;
     g.n_logit_bias = n_bias;
     return g;
 }
