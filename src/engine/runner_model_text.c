@@ -275,15 +275,21 @@ static enum st_status to_msgs(const cJSON *arr, struct st_chat_msg *msgs, struct
 
 /* chat_template_kwargs the renderers read: enable_thinking (Qwen3) and
  * date_string (Llama 3.1+; kept in the scratch list). */
-static void template_kwargs(const char *kwargs_json, struct st_chat_req *req, struct scratch *sc)
+static enum st_status template_kwargs(const char *kwargs_json, struct st_chat_req *req,
+                                      struct scratch *sc, struct st_err *err)
 {
+    enum st_status rc = ST_OK;
     cJSON *kw = kwargs_json ? cJSON_Parse(kwargs_json) : NULL;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking");
     req->enable_thinking = cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
     v = cJSON_GetObjectItemCaseSensitive(kw, "date_string");
-    if (cJSON_IsString(v))
+    if (cJSON_IsString(v)) {
         req->date_string = keep(sc, strdup(v->valuestring));
+        if (!req->date_string.ptr)
+            rc = st_err_set(err, ST_ERR_NOMEM, "no memory for chat_template_kwargs.date_string");
+    }
     cJSON_Delete(kw);
+    return rc;
 }
 
 /* Tools given to a template that cannot show them to the model: the request
@@ -321,9 +327,10 @@ enum st_status st_runner_model_apply_template(const struct st_runner *r,
         struct st_chat_req req = { .msgs = msgs, .n_msgs = n, .add_generation_prompt = add_gen,
                                    .tools = tools_json ? st_str_c(tools_json)
                                                        : (struct st_str){ NULL, 0 } };
-        template_kwargs(kwargs_json, &req, &sc);
+        rc = template_kwargs(kwargs_json, &req, &sc, err);
         warn_tools_dropped(r, tools_json);
-        rc = st_chat_render(&mr(r)->tmpl, &req, &out, err);
+        if (rc == ST_OK)
+            rc = st_chat_render(&mr(r)->tmpl, &req, &out, err);
         if (rc == ST_OK && !out.data)
             rc = st_buf_append(&out, "", 0);
     }
