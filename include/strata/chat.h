@@ -6,7 +6,8 @@
  * matches what that template's own Jinja produces (tests compare against
  * @huggingface/jinja). Recognized: ChatML, Qwen3 (hybrid thinking, tools;
  * also the Thinking-2507 variant that opens <think> itself), Qwen2.5
- * (tools, "You are Qwen..." when no system message is given), Llama 3,
+ * (tools, "You are Qwen..." when no system message is given), Qwen3-Coder
+ * (tools and calls in its XML-like <function=..><parameter=..> form), Llama 3,
  * Llama 3.1/3.2/3.3 (the "Cutting Knowledge Date" system header, tools),
  * Mistral ([INST], v3 style), Gemma. Anything else renders as ChatML and
  * logs a warning naming the model.
@@ -36,6 +37,7 @@ enum st_chat_kind {
     ST_CHAT_LLAMA31,    /* Llama 3.1-3.3: date header, JSON tool calls, ipython turns */
     ST_CHAT_MISTRAL,
     ST_CHAT_GEMMA,
+    ST_CHAT_QWEN3_CODER, /* Qwen3-Coder: XML-style tools and calls (<function=..>), no thinking */
 };
 
 struct st_chat_tmpl {
@@ -75,10 +77,11 @@ struct st_chat_req {
 void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
                        const char *bos, const char *eos, const char *model_name);
 
-/* "chatml", "qwen3", "qwen2.5", "llama3", "llama3.1", "mistral", "gemma". Static. */
+/* "chatml", "qwen3", "qwen2.5", "qwen3-coder", "llama3", "llama3.1", "mistral",
+ * "gemma". Static. */
 
 /* Whether the renderer puts the request's tools (and tool calls / tool
- * messages) into the prompt: Qwen3, Qwen2.5 and Llama 3.1+. The others
+ * messages) into the prompt: Qwen3, Qwen2.5, Qwen3-Coder and Llama 3.1+. The others
  * render the messages' text and leave the tools out. */
 bool st_chat_renders_tools(const struct st_chat_tmpl *t);
 const char *st_chat_kind_name(enum st_chat_kind kind);

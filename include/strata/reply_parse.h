@@ -35,6 +35,14 @@
  *    {"name": ..., "parameters": ...} reply): content that starts with "{"
  *    is held; if the whole rest of the reply is one such object it is one
  *    call, otherwise it goes out as content as soon as that is clear.
+ *  - opts.xml_calls (Qwen3-Coder, src/text/chat_qwen3coder.c): a call's body
+ *    runs to the first "</tool_call>" and is
+ *      <function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>
+ *    (a body that starts with "{" is read as a JSON call instead). The
+ *    arguments become a JSON object: each value loses one leading and one
+ *    trailing newline and stays a string, unless the parameter's type in
+ *    opts.tools_json is a non-string type and the value parses as JSON
+ *    (src/text/reply_xml.c). Malformed bodies go out as content.
  *
  * Ownership: the parser is caller-storage (init/fini); event texts are
  * borrowed for the duration of the emit call. Threads: one stream per
@@ -75,6 +83,9 @@ struct st_reply_opts {
     bool    in_reasoning;   /* the reply starts inside reasoning (needs 'reasoning') */
     int32_t max_calls;      /* 0 = any number; 1 = keep the first call, drop later ones */
     bool    bare_json_calls; /* a reply that is one JSON object is a call (needs 'tools') */
+    bool    xml_calls;      /* Qwen3-Coder: <tool_call> bodies are <function=..> blocks */
+    struct st_str tools_json; /* xml_calls: the request's tools (JSON array) for parameter
+                               types; borrowed, must outlive the parser; ptr NULL = none */
 };
 
 struct st_reply_parser {
@@ -119,5 +130,10 @@ bool st_reply_prompt_opens_think(const char *prompt, size_t len);
 /* True when a rendered prompt asks for bare JSON calls: the Llama 3.1+
  * system header with tools ("Environment: ipython", src/text/chat_llama31.c). */
 bool st_reply_prompt_wants_json_calls(const char *prompt, size_t len);
+
+/* True when a rendered prompt asks for Qwen3-Coder's XML-style calls: its
+ * tools section's example call ("<tool_call>\n<function=example_function_name>
+ * \n<parameter=example_parameter_1>\n", src/text/chat_qwen3coder.c). */
+bool st_reply_prompt_wants_xml_calls(const char *prompt, size_t len);
 
 #endif /* STRATA_REPLY_PARSE_H */

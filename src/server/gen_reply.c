@@ -38,6 +38,7 @@ struct st_gen_reply {
     struct st_buf pend_text;
     int32_t pend_index;
     char pend_id[ID_LEN];
+    char *tools;                   /* xml_calls: owned copy of the request's tools */
 };
 
 /* "call_" and 24 random letters and digits. */
@@ -52,12 +53,23 @@ static void new_call_id(char out[ID_LEN])
     out[ID_LEN - 1] = '\0';
 }
 
-static struct st_gen_reply *reply_new(const struct st_reply_opts *o)
+/* tools: the request's tools JSON, copied for the parser (xml_calls reads
+ * parameter types from it); NULL = none. */
+static struct st_gen_reply *reply_new(const struct st_reply_opts *o, const char *tools)
 {
     struct st_gen_reply *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
-    st_reply_parser_init(&r->parser, o);
+    struct st_reply_opts own = *o;
+    if (o->xml_calls && tools) {
+        r->tools = strdup(tools);
+        if (!r->tools) {
+            free(r);
+            return NULL;
+        }
+        own.tools_json = st_str_c(r->tools);
+    }
+    st_reply_parser_init(&r->parser, &own);
     st_buf_init(&r->content);
     st_buf_init(&r->reasoning);
     st_buf_init(&r->calls);
@@ -78,6 +90,7 @@ void st_gen_reply_free(struct st_gen_reply *r)
     st_buf_fini(&r->name);
     st_buf_fini(&r->args);
     st_buf_fini(&r->pend_text);
+    free(r->tools);
     free(r);
 }
 
@@ -98,10 +111,11 @@ enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request 
     o.in_reasoning = o.reasoning && prompt && st_reply_prompt_opens_think(prompt, strlen(prompt));
     o.max_calls = oq->single_tool_call ? 1 : 0;
     o.bare_json_calls = o.tools && prompt && st_reply_prompt_wants_json_calls(prompt, strlen(prompt));
+    o.xml_calls = o.tools && prompt && st_reply_prompt_wants_xml_calls(prompt, strlen(prompt));
     if (!o.reasoning && !o.tools)
         return ST_OK;
     for (int32_t i = 0; i < g->n_choices; i++) {
-        g->choices[i].reply = reply_new(&o);
+        g->choices[i].reply = reply_new(&o, oq->tools_json);
         if (!g->choices[i].reply)
             return ST_ERR_NOMEM;
     }

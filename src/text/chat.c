@@ -1,8 +1,9 @@
 /* chat.c -- chat template recognition and the simple renderers (ChatML,
- * Llama 3, Mistral, Gemma). Qwen3 and Qwen2.5 live in chat_qwen3.c, Llama 3.1+
- * in chat_llama31.c.
+ * Llama 3, Mistral, Gemma). Qwen3 and Qwen2.5 live in chat_qwen3.c, Qwen3-Coder
+ * in chat_qwen3coder.c, Llama 3.1+ in chat_llama31.c.
  *
  * Fingerprints (substrings of the Jinja source), checked in this order:
+ *   "<|im_start|>" + "<function=" + "<parameter="   -> Qwen3-Coder
  *   "<|im_start|>" + "<tool_call>" + a think marker  -> Qwen3
  *       ("enable_thinking" present: the flag is honoured; the literal
  *        '<|im_start|>assistant\n<think>\n' means Thinking-2507)
@@ -94,7 +95,10 @@ void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
     copy_token(t->bos, sizeof(t->bos), bos);
     copy_token(t->eos, sizeof(t->eos), eos);
     t->known = true;
-    if (has(source, len, "<|im_start|>") && has(source, len, "<tool_call>") &&
+    if (has(source, len, "<|im_start|>") && has(source, len, "<function=") &&
+        has(source, len, "<parameter=")) {
+        t->kind = ST_CHAT_QWEN3_CODER;
+    } else if (has(source, len, "<|im_start|>") && has(source, len, "<tool_call>") &&
         (has(source, len, "<think>") || has(source, len, "reasoning_content"))) {
         t->kind = ST_CHAT_QWEN3;
         t->think_open = has(source, len, "<|im_start|>assistant\\n<think>\\n'");
@@ -133,6 +137,7 @@ const char *st_chat_kind_name(enum st_chat_kind kind)
     case ST_CHAT_LLAMA31: return "llama3.1";
     case ST_CHAT_MISTRAL: return "mistral";
     case ST_CHAT_GEMMA:   return "gemma";
+    case ST_CHAT_QWEN3_CODER: return "qwen3-coder";
     }
     return "chatml";
 }
@@ -274,7 +279,8 @@ static enum st_status render_gemma(const struct st_chat_tmpl *t,
 
 bool st_chat_renders_tools(const struct st_chat_tmpl *t)
 {
-    return t->kind == ST_CHAT_QWEN3 || t->kind == ST_CHAT_QWEN25 || t->kind == ST_CHAT_LLAMA31;
+    return t->kind == ST_CHAT_QWEN3 || t->kind == ST_CHAT_QWEN25 || t->kind == ST_CHAT_LLAMA31 ||
+           t->kind == ST_CHAT_QWEN3_CODER;
 }
 
 enum st_status st_chat_render(const struct st_chat_tmpl *t,
@@ -293,6 +299,9 @@ enum st_status st_chat_render(const struct st_chat_tmpl *t,
     case ST_CHAT_QWEN3:
     case ST_CHAT_QWEN25:
         rc = st_chat_render_qwen3(t, req, out, err);
+        break;
+    case ST_CHAT_QWEN3_CODER:
+        rc = st_chat_render_qwen3coder(t, req, out, err);
         break;
     case ST_CHAT_LLAMA3:
         rc = render_llama3(t, req, out);

@@ -1,4 +1,4 @@
-/* chat_internal.h -- shared by chat.c and chat_qwen3.c. */
+/* chat_internal.h -- shared by chat.c and the renderers in chat_*.c. */
 #ifndef STRATA_TEXT_CHAT_INTERNAL_H
 #define STRATA_TEXT_CHAT_INTERNAL_H
 
@@ -32,6 +32,11 @@ struct st_str st_chat_strip(struct st_str s, int which, const char *chars);
 enum st_status st_chat_render_qwen3(const struct st_chat_tmpl *t,
                                     const struct st_chat_req *req,
                                     struct st_buf *out, struct st_err *err);
+
+/* Qwen3-Coder (chat_qwen3coder.c). */
+enum st_status st_chat_render_qwen3coder(const struct st_chat_tmpl *t,
+                                         const struct st_chat_req *req,
+                                         struct st_buf *out, struct st_err *err);
 
 /* Llama 3.1, 3.2 and 3.3 (chat_llama31.c). */
 enum st_status st_chat_render_llama31(const struct st_chat_tmpl *t,

@@ -160,6 +160,9 @@ bool st_json_value(struct st_str text, struct st_str *v);
 /* Iterate an array: *pos starts at 0; each call stores the next element in
  * *elem and returns true, false at the end (or on bad JSON: *bad = true). */
 bool st_json_array_next(struct st_str arr, size_t *pos, struct st_str *elem, bool *bad);
+/* Iterate an object: *pos starts at 0; each call stores the next member's
+ * key (the JSON string, quotes included) and value; false at the end. */
+bool st_json_object_next(struct st_str obj, size_t *pos, struct st_str *key, struct st_str *val);
 /* Value of 'key' in object 'obj' (first match); false if absent or bad. */
 bool st_json_object_get(struct st_str obj, const char *key, struct st_str *val);
 /* Append the decoded contents of a JSON string value. */
@@ -176,6 +179,14 @@ enum st_status st_json_tojson_indent(struct st_str v, int indent, struct st_buf 
 enum st_status st_json_text_append(struct st_str v, struct st_buf *out);
 /* Jinja truthiness of a JSON value: false for null, false, 0, "", [], {}. */
 bool st_json_truthy(struct st_str v);
+
+/* ---- reply_xml.c: a Qwen3-Coder call body (reply_parse.c) ---- */
+/* body: the text between "<tool_call>" and "</tool_call>"; tools: the
+ * request's tools JSON (ptr NULL = none) for parameter types. Appends the
+ * name, then the arguments as a JSON object, to 'out' (*name_len: where
+ * the name ends). false when the body is malformed (or out of memory). */
+bool st_reply_xml_call(struct st_str body, struct st_str tools, struct st_buf *out,
+                       size_t *name_len);
 
 /* ---- the tokenizer object (tokenizer.c builds it, encode.c reads it) ---- */
 enum {

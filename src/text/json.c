@@ -200,6 +200,11 @@ static bool object_next(struct st_str obj, size_t *pos, struct st_str *key, stru
     return true;
 }
 
+bool st_json_object_next(struct st_str obj, size_t *pos, struct st_str *key, struct st_str *val)
+{
+    return st_json_type(obj) == ST_JSON_OBJECT && object_next(obj, pos, key, val);
+}
+
 bool st_json_object_get(struct st_str obj, const char *key, struct st_str *val)
 {
     struct st_str k, v;

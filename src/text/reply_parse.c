@@ -17,6 +17,9 @@
  *              "</tool_call>" ends it (or the end of generation), and the
  *              whole span, whitespace and tag included, goes out as content.
  *
+ *   (xml)  with xml_calls, the body is not scanned as JSON: it runs to the
+ *              first "</tool_call>" and is judged whole (reply_xml.c).
+ *
  *   (bare) with bare_json_calls, content whose first non-blank byte is "{"
  *              enters TOOL with no tags: the object must close and only
  *              blanks may follow until the end of generation; anything
@@ -193,14 +196,7 @@ static bool start_bare(struct st_reply_parser *p, struct step *t)
 
 static enum st_status step_content(struct st_reply_parser *p, struct step *t)
 {
-    if (p->opts.bare_json_calls && p->opts.tools && !p->content_seen && p->n_calls == 0) {
-        if (start_bare(p, t))
-            return ST_OK;
-        if (!t->final && skip_ws(t->s, 0, t->n) == t->n)
-            return ST_OK;       /* blanks so far: "{" may still come */
-        p->content_seen = true;
-    }
-    if (p->lead) {
+    if (p->lead) {              /* blanks the format drops (after </think>, a call) go first */
         size_t i = skip_ws(t->s, 0, t->n);
         p->pos += i;
         if (i == t->n)
@@ -208,6 +204,13 @@ static enum st_status step_content(struct st_reply_parser *p, struct step *t)
         p->lead = false;
         t->more = true;
         return ST_OK;
+    }
+    if (p->opts.bare_json_calls && p->opts.tools && !p->content_seen && p->n_calls == 0) {
+        if (start_bare(p, t))
+            return ST_OK;
+        if (!t->final && skip_ws(t->s, 0, t->n) == t->n)
+            return ST_OK;       /* blanks so far: "{" may still come */
+        p->content_seen = true;
     }
     if (!p->opts.tools) {
         p->pos += t->n;
@@ -252,6 +255,9 @@ static void scan_json(struct st_reply_parser *p, const char *b, size_t n)
                 p->in_str = false;
         } else if (c == '"') {
             p->in_str = true;
+        } else if (c == '<') {
+            p->jstate = J_BAD;  /* not JSON: a "</tool_call>" here ends the call as content */
+            return;
         } else if (c == '{' || c == '[') {
             p->depth++;
         } else if ((c == '}' || c == ']') && --p->depth == 0) {
@@ -262,8 +268,11 @@ static void scan_json(struct st_reply_parser *p, const char *b, size_t n)
 }
 
 /* The call's name, then its arguments, into p->scratch (*name_len: where
- * the name ends); false when malformed. */
-static bool judge_call(struct st_reply_parser *p, struct st_str json, size_t *name_len)
+ * the name ends); false when malformed. need_args: the object must carry
+ * "arguments" or "parameters" (a bare reply: else any JSON answer with a
+ * "name" would pass for a call). */
+static bool judge_call(struct st_reply_parser *p, struct st_str json, bool need_args,
+                       size_t *name_len)
 {
     struct st_str obj, name, args;
     st_buf_reset(&p->scratch);
@@ -277,6 +286,8 @@ static bool judge_call(struct st_reply_parser *p, struct st_str json, size_t *na
     *name_len = p->scratch.len;
     if (!st_json_object_get(obj, "arguments", &args) &&
         !st_json_object_get(obj, "parameters", &args)) {
+        if (need_args)
+            return false;
         args.ptr = "{}";
         args.len = 2;
     }
@@ -292,7 +303,17 @@ static enum st_status close_call(struct st_reply_parser *p, struct step *t, size
     enum st_status rc = ST_OK;
     size_t name_len = 0;
     struct st_str json = { t->s + p->body + p->js, p->je - p->js };
-    if (formed && judge_call(p, json, &name_len)) {
+    if (formed && p->opts.xml_calls && !p->bare) {
+        size_t i = skip_ws(json.ptr, 0, json.len);
+        st_buf_reset(&p->scratch);
+        if (i < json.len && json.ptr[i] != '{')
+            formed = st_reply_xml_call(json, p->opts.tools_json, &p->scratch, &name_len);
+        else
+            formed = judge_call(p, json, p->bare, &name_len);
+    } else if (formed) {
+        formed = judge_call(p, json, p->bare, &name_len);
+    }
+    if (formed) {
         int32_t idx = p->n_calls++;
         if (p->opts.max_calls <= 0 || idx < p->opts.max_calls) {
             rc = put(t->emit, t->ctx, ST_REPLY_TOOL_START, p->scratch.data, name_len, idx);
@@ -315,15 +336,38 @@ static enum st_status close_call(struct st_reply_parser *p, struct step *t, size
     return rc;
 }
 
+/* xml_calls: the body runs to the first "</tool_call>"; p->scan is where
+ * the search goes on. */
+static enum st_status step_tool_xml(struct st_reply_parser *p, struct step *t)
+{
+    const char *b = t->s + p->body;
+    size_t n = t->n - p->body;
+    size_t h = find(b + p->scan, n - p->scan, call_close, LEN(call_close));
+    if (p->scan + h < n) {
+        p->js = 0;
+        p->je = p->scan + h;
+        return close_call(p, t, p->body + p->scan + h + LEN(call_close), true);
+    }
+    p->scan = ST_MAX(p->scan, n >= LEN(call_close) ? n - LEN(call_close) + 1 : 0);
+    return t->final ? close_call(p, t, t->n, false) : ST_OK;
+}
+
 static enum st_status step_tool(struct st_reply_parser *p, struct step *t)
 {
+    if (p->opts.xml_calls && !p->bare)
+        return step_tool_xml(p, t);
     const char *b = t->s + p->body;
     size_t n = t->n - p->body;
     scan_json(p, b, n);
     if (p->bare) {
         size_t i = p->jstate == J_AFTER ? skip_ws(b, p->je, n) : 0;
-        if (p->jstate == J_BAD || (p->jstate == J_AFTER && i < n))
-            return close_call(p, t, n, false);     /* not a lone object: content */
+        /* not a lone object: it is content, up to what follows it, which is
+         * read as content again (so a <tool_call> there is still a call,
+         * whatever the chunking) */
+        if (p->jstate == J_BAD)   /* up to the byte that cannot be JSON (scan) */
+            return close_call(p, t, p->body + p->scan, false);
+        if (p->jstate == J_AFTER && i < n)
+            return close_call(p, t, p->body + i, false);
         return t->final ? close_call(p, t, n, p->jstate == J_AFTER) : ST_OK;
     }
     if (p->jstate == J_AFTER) {
@@ -404,4 +448,11 @@ bool st_reply_prompt_wants_json_calls(const char *prompt, size_t len)
     static const char header[] = "<|start_header_id|>system<|end_header_id|>\n\n"
                                  "Environment: ipython\n";
     return prompt && memmem(prompt, len, header, LEN(header)) != NULL;
+}
+
+bool st_reply_prompt_wants_xml_calls(const char *prompt, size_t len)
+{
+    static const char example[] = "<tool_call>\n<function=example_function_name>\n"
+                                  "<parameter=example_parameter_1>\n";
+    return prompt && memmem(prompt, len, example, LEN(example)) != NULL;
 }

@@ -14,7 +14,8 @@
  *      the detokenizer gives the same text whatever the chunking, always
  *      valid UTF-8; the stop matcher sends exactly the text before the first
  *      stop string and never a whole stop string.
- *   3  reply parser: byte 1 picks the options and seeds the chunk sizes;
+ *   3  reply parser: byte 1 picks the options (xml_calls included, with a
+ *      fixed tools schema) and seeds the chunk sizes;
  *      the rest, parsed whole and parsed in chunks, must give the same
  *      reasoning, content and calls, in a sane event order.
  * Besides these checks: no crash, no leak, no UB.
@@ -139,7 +140,8 @@ static void fuzz_chat(const char *in, size_t len)
     static const char *const roles[] = { "system", "user", "assistant", "tool", "bogus" };
     static const enum st_chat_kind kinds[] = { ST_CHAT_CHATML, ST_CHAT_QWEN3, ST_CHAT_QWEN25,
                                                ST_CHAT_LLAMA3, ST_CHAT_LLAMA31,
-                                               ST_CHAT_MISTRAL, ST_CHAT_GEMMA };
+                                               ST_CHAT_MISTRAL, ST_CHAT_GEMMA,
+                                               ST_CHAT_QWEN3_CODER };
     struct st_chat_msg msgs[MAX_MSGS];
     struct st_chat_req req;
     const char *p = in, *end = in + len;
@@ -332,9 +334,16 @@ static void fuzz_reply(const uint8_t *in, size_t len)
 {
     if (len < 1)
         return;
+    /* xml_calls types values by this schema (a, b: non-string; s: string) */
+    static const char tools[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+        "{\"properties\": {\"a\": {\"type\": \"integer\"}, "
+        "\"b\": {\"type\": [\"object\", \"null\"]}, "
+        "\"s\": {\"type\": \"string\"}}}}}]";
     struct st_reply_opts o = { .reasoning = in[0] & 1, .tools = in[0] & 2,
                                .in_reasoning = (in[0] & 5) == 5, .max_calls = (in[0] >> 3) & 1,
-                               .bare_json_calls = in[0] & 16 };
+                               .bare_json_calls = in[0] & 16, .xml_calls = in[0] & 32,
+                               .tools_json = { tools, sizeof(tools) - 1 } };
     struct flat whole, chunked;
     parse_reply(&o, (const char *)in + 1, len - 1, 0, &whole);
     parse_reply(&o, (const char *)in + 1, len - 1, 1u + (in[0] >> 5), &chunked);

@@ -50,6 +50,10 @@ static const char qwen25_src[] =
     "{%- if tools %}<|im_start|>system ... {{- 'You are Qwen, created by Alibaba Cloud. "
     "You are a helpful assistant.' }} ... <tool_call>";
 
+static const char qwen3coder_src[] =
+    "<|im_start|>system\nYou are Qwen, a helpful AI assistant that can interact with a computer "
+    "... <tool_call> ... '\n<tool_call>\n<function=' + tool_call.name ... '<parameter=' ...";
+
 START_TEST(test_chat_recognizes_templates)
 {
     struct st_chat_tmpl t;
@@ -62,6 +66,7 @@ START_TEST(test_chat_recognizes_templates)
         { "<|start_header_id|>system<|end_header_id|> Cutting Knowledge Date:", ST_CHAT_LLAMA31 },
         { "'[INST] ' + content + '[/INST]'", ST_CHAT_MISTRAL },
         { "<start_of_turn>model", ST_CHAT_GEMMA },
+        { qwen3coder_src, ST_CHAT_QWEN3_CODER },
     };
     size_t i;
 
@@ -82,6 +87,9 @@ START_TEST(test_chat_recognizes_templates)
     st_chat_tmpl_init(&t, NULL, 0, NULL, NULL, NULL);
     ck_assert(!t.known);
     ck_assert_str_eq(st_chat_kind_name(ST_CHAT_GEMMA), "gemma");
+    ck_assert_str_eq(st_chat_kind_name(ST_CHAT_QWEN3_CODER), "qwen3-coder");
+    st_chat_tmpl_init(&t, qwen3coder_src, strlen(qwen3coder_src), NULL, NULL, "m");
+    ck_assert(st_chat_renders_tools(&t));
 }
 END_TEST
 
@@ -299,6 +307,64 @@ START_TEST(test_chat_tojson)
 }
 END_TEST
 
+/* Qwen3-Coder where Python's Jinja (which we follow) and @huggingface/jinja
+ * differ, so tokenizer_ref cannot check it: str() of booleans, None and
+ * lists; and arguments given as a JSON string (parsed first). */
+START_TEST(test_chat_qwen3coder_python_values)
+{
+    static const char tools[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"description\": \" D \", "
+        "\"strict\": true, \"parameters\": {\"type\": \"object\", \"properties\": {\"a\": "
+        "{\"type\": [\"string\", \"null\"], \"description\": \"it's \\\"x\\\"\", "
+        "\"default\": null}, \"b\": {\"type\": \"boolean\", \"enum\": [true, false]}}, "
+        "\"additionalProperties\": false}}}]";
+    static const char want_tools[] =
+        "<|im_start|>system\nYou are Qwen, a helpful AI assistant that can interact with a "
+        "computer to solve tasks.\n\n# Tools\n\nYou have access to the following functions:"
+        "\n\n<tools>\n<function>\n<name>f</name>\n<description>D</description>\n<parameters>\n"
+        "<parameter>\n<name>a</name>\n<type>['string', 'null']</type>\n"
+        "<description>it's \"x\"</description>\n<default>None</default>\n</parameter>\n"
+        "<parameter>\n<name>b</name>\n<type>boolean</type>\n<enum>[true, false]</enum>\n"
+        "</parameter>\n<additionalProperties>False</additionalProperties>\n</parameters>\n"
+        "<strict>True</strict>\n</function>\n</tools>\n\nIf you choose";
+    static const char want_tail[] =
+        "</IMPORTANT><|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
+        "<tool_call>\n<function=f>\n<parameter=a>\nNone\n</parameter>\n<parameter=b>\nTrue\n"
+        "</parameter>\n<parameter=c>\n1.5\n</parameter>\n<parameter=d>\n{\"k\": [1, \"\xc3\xa9\"]}"
+        "\n</parameter>\n<parameter=e>\nmulti\nline\n</parameter>\n</function>\n</tool_call>\n"
+        "<tool_call>\n<function=g>\n</function>\n</tool_call><|im_end|>\n<|im_start|>user\n"
+        "<tool_response>\nR1\n</tool_response>\n<tool_response>\nR2\n</tool_response>\n"
+        "<|im_end|>\n<|im_start|>assistant\n";
+    struct st_chat_msg m[] = { msg("user", "U"), msg("assistant", NULL), msg("tool", "R1"),
+                               msg("tool", "R2") };
+    struct st_err err = { 0 };
+    struct st_buf out;
+    size_t n;
+
+    m[1].content.ptr = NULL;
+    m[1].tool_calls = st_str_c(
+        "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\": null, "
+        "\\\"b\\\": true, \\\"c\\\": 1.5, \\\"d\\\": {\\\"k\\\":[1,\\\"\\\\u00e9\\\"]}, "
+        "\\\"e\\\": \\\"multi\\\\nline\\\"}\"}}, {\"function\":{\"name\":\"g\",\"arguments\":"
+        "\"not json\"}}]");
+    ck_assert_int_eq(render(qwen3coder_src, m, 4, tools, -1, &out, NULL), ST_OK);
+    ck_assert_msg(strncmp(out.data, want_tools, strlen(want_tools)) == 0, "%s", out.data);
+    n = strlen(want_tail);
+    ck_assert_msg(out.len >= n && strcmp(out.data + out.len - n, want_tail) == 0, "%s", out.data);
+    st_buf_fini(&out);
+    /* a system message replaces the default text; without tools it is ChatML */
+    m[0] = msg("system", "S");
+    m[1] = msg("user", "U");
+    ck_assert_int_eq(render(qwen3coder_src, m, 2, NULL, -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
+                               "<|im_start|>assistant\n");
+    st_buf_fini(&out);
+    m[1].tool_calls = st_str_c("{");
+    ck_assert_int_eq(render(qwen3coder_src, m, 2, NULL, -1, &out, &err), ST_ERR_INVALID);
+    st_buf_fini(&out);
+}
+END_TEST
+
 static Suite *chat_suite(void)
 {
     Suite *s = suite_create("chat");
@@ -310,6 +376,7 @@ static Suite *chat_suite(void)
     tcase_add_test(tc, test_chat_qwen3_history_and_tools);
     tcase_add_test(tc, test_chat_qwen25_default_system_and_tools);
     tcase_add_test(tc, test_chat_llama31_dates_and_errors);
+    tcase_add_test(tc, test_chat_qwen3coder_python_values);
     tcase_add_test(tc, test_chat_simple_renderers);
     tcase_add_test(tc, test_chat_errors);
     tcase_add_test(js, test_chat_tojson);

@@ -140,7 +140,7 @@ static void parse_all_splits(const struct st_reply_opts *o, const char *text,
     free(every);
 }
 
-static const struct st_reply_opts all_on = { true, true, false, 0, false };
+static const struct st_reply_opts all_on = { true, true, false, 0, false, false, { NULL, 0 } };
 
 START_TEST(test_reply_parse_reasoning_then_content)
 {
@@ -177,7 +177,7 @@ END_TEST
 START_TEST(test_reply_parse_lone_close_think)
 {
     /* the prompt opened <think>: text before a lone </think> is reasoning */
-    struct st_reply_opts o = { true, true, true, 0, false };
+    struct st_reply_opts o = { true, true, true, 0, false, false, { NULL, 0 } };
     struct result r;
     parse_all_splits(&o, "step one\nstep two\n</think>\n\nAnswer: 4", &r);
     ck_assert_str_eq(r.reasoning.data, "step one\nstep two");
@@ -280,6 +280,18 @@ START_TEST(test_reply_parse_malformed_calls_are_content)
     ck_assert_str_eq(r.name[1].data, "b");
     ck_assert_str_eq(r.content.data, "<tool_call>{oops}</tool_call>");   /* blanks around calls go */
     result_fini(&r);
+    /* a call whose JSON never closes (a dropped brace) ends at its tag as
+     * content; the next call is still a call (review find: it used to hold
+     * everything to the end of generation) */
+    parse_all_splits(&all_on,
+                     "A<tool_call>\n{\"name\":\"f\",\"arguments\":{\"a\":1}\n</tool_call>\n"
+                     "B<tool_call>{\"name\":\"g\",\"arguments\":{}}</tool_call>",
+                     &r);
+    ck_assert_int_eq(r.n_calls, 1);
+    ck_assert_str_eq(r.name[0].data, "g");
+    ck_assert_str_eq(r.content.data, "A<tool_call>\n{\"name\":\"f\",\"arguments\":{\"a\":1}\n"
+                                     "</tool_call>\nB");
+    result_fini(&r);
 }
 END_TEST
 
@@ -305,9 +317,9 @@ END_TEST
 START_TEST(test_reply_parse_options_off)
 {
     static const char reply[] = "<think>r</think>c<tool_call>{\"name\":\"f\"}</tool_call>";
-    struct st_reply_opts none = { false, false, false, 0, false };
-    struct st_reply_opts think_only = { true, false, false, 0, false };
-    struct st_reply_opts tools_only = { false, true, false, 0, false };
+    struct st_reply_opts none = { false, false, false, 0, false, false, { NULL, 0 } };
+    struct st_reply_opts think_only = { true, false, false, 0, false, false, { NULL, 0 } };
+    struct st_reply_opts tools_only = { false, true, false, 0, false, false, { NULL, 0 } };
     struct result r;
     parse_all_splits(&none, reply, &r);
     ck_assert_str_eq(r.content.data, reply);
@@ -341,6 +353,7 @@ START_TEST(test_reply_parse_bare_json_calls)
     static const char *const not_calls[] = {
         "{\"name\": \"f\"} and then words",     /* text after the object */
         "{\"answer\": 42}",                        /* no name */
+        "{\"name\": \"Alice\", \"age\": 30}",     /* a JSON answer: no parameters */
         "{ not json at all }",
         "{\"name\": \"f\", \"parameters\": {",   /* never closed */
         "Sure: {\"name\": \"f\"}",               /* does not start the reply */
@@ -351,11 +364,31 @@ START_TEST(test_reply_parse_bare_json_calls)
         ck_assert_str_eq(r.content.data, not_calls[i]);
         result_fini(&r);
     }
+    /* An object that is not the whole reply is content up to what follows
+     * it; a tagged call after it is still a call, whatever the chunking
+     * (a fuzz find: it used to depend on where the chunks fell). */
+    parse_all_splits(&o, " {}\xff<tool_call>{\"name\":\"g\"}</tool_call>", &r);
+    ck_assert_int_eq(r.n_calls, 1);
+    ck_assert_str_eq(r.name[0].data, "g");
+    ck_assert_str_eq(r.content.data, " {}\xff");
+    result_fini(&r);
+    /* the same when the object breaks off at a byte JSON cannot have ('<'
+     * outside a string): content up to it, the rest read again (fuzz find) */
+    parse_all_splits(&o, " {g<x} y<tool_call>{\"name\":\"g\"}</tool_call>", &r);
+    ck_assert_int_eq(r.n_calls, 1);
+    ck_assert_str_eq(r.content.data, " {g<x} y");
+    result_fini(&r);
     /* After reasoning, and with the option off the same text stays content. */
     parse_all_splits(&o, "<think>hm</think>\n{\"name\": \"f\", \"parameters\": {}}", &r);
     ck_assert_str_eq(r.reasoning.data, "hm");
     ck_assert_int_eq(r.n_calls, 1);
     ck_assert_str_eq(r.args[0].data, "{}");
+    result_fini(&r);
+    /* the blanks after </think> are dropped before a bare object that is
+     * not a call, as for any content there */
+    parse_all_splits(&o, "<think>hm</think>\n\n{\"a\": 1} x", &r);
+    ck_assert_int_eq(r.n_calls, 0);
+    ck_assert_str_eq(r.content.data, "{\"a\": 1} x");
     result_fini(&r);
     o.bare_json_calls = false;
     parse_all_splits(&o, "{\"name\": \"f\"}", &r);
@@ -508,6 +541,172 @@ START_TEST(test_reply_parse_round_trips_through_qwen3_template)
 }
 END_TEST
 
+/* ---- Qwen3-Coder's XML calls (opts.xml_calls) ---------------------------- */
+
+static const char coder_tools[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"execute_bash\", \"parameters\": "
+    "{\"type\": \"object\", \"properties\": {\"cmd\": {\"type\": \"string\"}, "
+    "\"timeout\": {\"type\": \"number\"}}}}},"
+    " {\"type\": \"function\", \"function\": {\"name\": \"edit\", \"parameters\": "
+    "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, "
+    "\"new_str\": {\"type\": \"string\"}, \"lines\": {\"type\": \"array\"}, "
+    "\"force\": {\"type\": \"boolean\"}, \"count\": {\"type\": \"integer\"}, "
+    "\"maybe\": {\"type\": [\"integer\", \"null\"]}, \"text\": {\"type\": [\"string\", \"null\"]}, "
+    "\"any\": {}}}}}]";
+
+static struct st_reply_opts coder_opts(bool with_tools)
+{
+    struct st_reply_opts o = { true, true, false, 0, false, true, { NULL, 0 } };
+    if (with_tools)
+        o.tools_json = st_str_c(coder_tools);
+    return o;
+}
+
+static const char coder_reply[] =
+    "I'll run it.\n\n<tool_call>\n<function=execute_bash>\n<parameter=cmd>\nls -la\n"
+    "</parameter>\n<parameter=timeout>\n30\n</parameter>\n</function>\n</tool_call>\n"
+    "<tool_call>\n<function=edit>\n<parameter=path>\n/a.py\n</parameter>\n"
+    "<parameter=new_str>\n\nx = \"</parameter>\"\n\n</parameter>\n<parameter=lines>\n[1, 2]\n"
+    "</parameter>\n<parameter=force>\nTrue\n</parameter>\n<parameter=count>\nmany\n</parameter>\n"
+    "<parameter=maybe>\nnull\n</parameter>\n<parameter=text>\n7\n</parameter>\n"
+    "<parameter=any>\n{}\n</parameter>\n<parameter=extra>\n5\n</parameter>\n</function>\n"
+    "</tool_call>";
+
+START_TEST(test_reply_parse_xml_calls_typed_by_schema)
+{
+    struct st_reply_opts o = coder_opts(true);
+    struct result r;
+    parse_all_splits(&o, coder_reply, &r);
+    ck_assert_str_eq(r.content.data, "I'll run it.");
+    ck_assert_int_eq(r.n_calls, 2);
+    ck_assert_str_eq(r.name[0].data, "execute_bash");
+    ck_assert_str_eq(r.args[0].data, "{\"cmd\": \"ls -la\", \"timeout\": 30}");
+    ck_assert_str_eq(r.name[1].data, "edit");
+    ck_assert_str_eq(r.args[1].data,
+                     "{\"path\": \"/a.py\", \"new_str\": \"\\nx = \\\"</parameter>\\\"\\n\", "
+                     "\"lines\": [1, 2], \"force\": true, \"count\": \"many\", \"maybe\": null, "
+                     "\"text\": \"7\", \"any\": \"{}\", \"extra\": \"5\"}");
+    result_fini(&r);
+}
+END_TEST
+
+START_TEST(test_reply_parse_xml_calls_untyped_and_edge_forms)
+{
+    struct st_reply_opts o = coder_opts(false);
+    struct result r;
+    parse_all_splits(&o, coder_reply, &r);      /* no tools: every value a string */
+    ck_assert_int_eq(r.n_calls, 2);
+    ck_assert_str_eq(r.args[0].data, "{\"cmd\": \"ls -la\", \"timeout\": \"30\"}");
+    result_fini(&r);
+    /* no parameters; blanks between the parts; a JSON body is still a call */
+    parse_all_splits(&o, "<tool_call><function=finish></function></tool_call>\n"
+                         "<tool_call>\n  <function=f>  <parameter=a>x</parameter>\t</function>\n"
+                         "</tool_call><tool_call>\n{\"name\": \"g\", \"arguments\": {\"b\": 1}}\n"
+                         "</tool_call>", &r);
+    ck_assert_int_eq(r.n_calls, 3);
+    ck_assert_str_eq(r.name[0].data, "finish");
+    ck_assert_str_eq(r.args[0].data, "{}");
+    ck_assert_str_eq(r.args[1].data, "{\"a\": \"x\"}");
+    ck_assert_str_eq(r.name[2].data, "g");
+    ck_assert_str_eq(r.args[2].data, "{\"b\": 1}");
+    ck_assert_str_eq(r.content.data, "");
+    result_fini(&r);
+    /* without xml_calls the same text is a malformed JSON call: content */
+    parse_all_splits(&all_on, "<tool_call>\n<function=f>\n</function>\n</tool_call>", &r);
+    ck_assert_int_eq(r.n_calls, 0);
+    ck_assert_str_eq(r.content.data, "<tool_call>\n<function=f>\n</function>\n</tool_call>");
+    result_fini(&r);
+}
+END_TEST
+
+START_TEST(test_reply_parse_xml_malformed_calls_are_content)
+{
+    static const char *const bad[] = {
+        "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</tool_call>", /* no end */
+        "<tool_call>\n<function=>\n</function>\n</tool_call>",                  /* empty name */
+        "<tool_call>\n<function=f x>\n</function>\n</tool_call>",               /* blank in name */
+        "<tool_call>\n<function=f>\n<parameter=a>\n1\n</function>\n</tool_call>", /* open param */
+        "<tool_call>\n<function=f>\n<parameter=>\n1\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=f>\njunk\n</function>\n</tool_call>",           /* text between */
+        "<tool_call>\n<function=f>\n</function>\ntrailing\n</tool_call>",       /* after */
+        "<tool_call>\nfunction=f\n</tool_call>",                                /* no tag */
+        "<tool_call>\n\n</tool_call>",                                          /* empty */
+    };
+    struct st_reply_opts o = coder_opts(true);
+    struct result r;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text), "Before.\n%s\nAfter.", bad[i]);
+        parse_all_splits(&o, text, &r);
+        ck_assert_msg(r.n_calls == 0, "case %zu", i);
+        ck_assert_str_eq(r.content.data, text);    /* every byte back, in order */
+        result_fini(&r);
+    }
+    /* never closed: all of it back at the end */
+    parse_all_splits(&o, "Sure.\n<tool_call>\n<function=f>\n<parameter=a>\nxx", &r);
+    ck_assert_int_eq(r.n_calls, 0);
+    ck_assert_str_eq(r.content.data, "Sure.\n<tool_call>\n<function=f>\n<parameter=a>\nxx");
+    result_fini(&r);
+    /* a bad call between two good ones */
+    parse_all_splits(&o, "<tool_call><function=a></function></tool_call>\n<tool_call>oops"
+                         "</tool_call>\n<tool_call><function=b></function></tool_call>", &r);
+    ck_assert_int_eq(r.n_calls, 2);
+    ck_assert_str_eq(r.name[1].data, "b");
+    ck_assert_str_eq(r.content.data, "<tool_call>oops</tool_call>");
+    result_fini(&r);
+}
+END_TEST
+
+/* Round trip through the Qwen3-Coder template: the parsed call, sent back
+ * with its arguments as the JSON string we returned, renders into exactly
+ * the text the model generated; and the rendered prompt selects xml_calls. */
+START_TEST(test_reply_parse_xml_round_trips_through_coder_template)
+{
+    static const char reply[] =
+        "Let me check.\n\n<tool_call>\n<function=edit>\n<parameter=path>\n/a b.py\n</parameter>\n"
+        "<parameter=lines>\n[1, 2]\n</parameter>\n<parameter=count>\n3\n</parameter>\n"
+        "</function>\n</tool_call>";
+    static const char coder_src[] = "<|im_start|> ... '<function=' ... '<parameter=' ...";
+    struct st_reply_opts o = coder_opts(true);
+    struct result r;
+    struct st_buf calls, out;
+    parse_cuts(&o, reply, NULL, 0, &r);
+    ck_assert_int_eq(r.n_calls, 1);
+    st_buf_init(&calls);
+    ck_assert_int_eq(st_buf_printf(&calls, "[{\"id\":\"c\",\"type\":\"function\",\"function\":"
+                                   "{\"name\":\"%s\",\"arguments\":", r.name[0].data), ST_OK);
+    ck_assert_int_eq(st_buf_json_str(&calls, r.args[0].data, r.args[0].len), ST_OK);
+    ck_assert_int_eq(st_buf_append(&calls, "}}]", 3), ST_OK);
+    struct st_chat_msg m[2];
+    memset(m, 0, sizeof(m));
+    m[0].role = st_str_c("user");
+    m[0].content = st_str_c("Q");
+    m[1].role = st_str_c("assistant");
+    m[1].content = st_str_c(r.content.data);
+    m[1].tool_calls = st_str_c(calls.data);
+    struct st_chat_tmpl t;
+    st_chat_tmpl_init(&t, coder_src, strlen(coder_src), NULL, NULL, "test");
+    ck_assert_int_eq(t.kind, ST_CHAT_QWEN3_CODER);
+    struct st_chat_req req = { .msgs = m, .n_msgs = 2, .enable_thinking = -1 };
+    st_buf_init(&out);
+    ck_assert_int_eq(st_chat_render(&t, &req, &out, NULL), ST_OK);
+    char want[1024];
+    snprintf(want, sizeof(want), "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n%s"
+             "<|im_end|>\n", reply);
+    ck_assert_str_eq(out.data, want);
+    ck_assert(!st_reply_prompt_wants_xml_calls(out.data, out.len));   /* no tools */
+    st_buf_reset(&out);
+    req.n_msgs = 1;
+    req.tools = st_str_c(coder_tools);
+    ck_assert_int_eq(st_chat_render(&t, &req, &out, NULL), ST_OK);
+    ck_assert(st_reply_prompt_wants_xml_calls(out.data, out.len));
+    ck_assert(!st_reply_prompt_wants_json_calls(out.data, out.len));
+    st_buf_fini(&out);
+    st_buf_fini(&calls);
+    result_fini(&r);
+}
+END_TEST
+
 static Suite *reply_parse_suite(void)
 {
     Suite *s = suite_create("reply_parse");
@@ -526,6 +725,10 @@ static Suite *reply_parse_suite(void)
     tcase_add_test(t, test_reply_parse_holds_only_marker_prefixes);
     tcase_add_test(t, test_reply_parse_detok_renders_markers);
     tcase_add_test(t, test_reply_parse_round_trips_through_qwen3_template);
+    tcase_add_test(t, test_reply_parse_xml_calls_typed_by_schema);
+    tcase_add_test(t, test_reply_parse_xml_calls_untyped_and_edge_forms);
+    tcase_add_test(t, test_reply_parse_xml_malformed_calls_are_content);
+    tcase_add_test(t, test_reply_parse_xml_round_trips_through_coder_template);
     suite_add_tcase(s, t);
     return s;
 }

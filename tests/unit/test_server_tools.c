@@ -155,14 +155,15 @@ static const char reply_text[] =
     "\"arguments\": {\"city\": \"Paris\", \"note\": \"} </tool_call>\"}}\n</tool_call>\n"
     "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
 
-/* Run 'text' through one choice after 'prompt', one byte per token. */
-static struct st_gen *run_text(bool stream, const char *extra_body, const char *prompt,
-                               const char *text, struct st_call *c)
+/* Run 'text' through one choice after 'prompt', one byte per token; the
+ * request has 'tools' (a "tools":[...] member) and extra_body. */
+static struct st_gen *run_tools_text(bool stream, const char *tools, const char *extra_body,
+                                     const char *prompt, const char *text, struct st_call *c)
 {
     struct st_oai_request oq;
     struct st_api_error e;
-    char extra[512];
-    snprintf(extra, sizeof(extra), "%s%s%s", tools1, extra_body[0] ? "," : "", extra_body);
+    char extra[900];
+    snprintf(extra, sizeof(extra), "%s%s%s", tools, extra_body[0] ? "," : "", extra_body);
     ck_assert_int_eq(parse_chat(extra, &oq, &e), ST_OK);
     struct st_gen *g = st_gen_new(1);
     ck_assert_ptr_nonnull(g);
@@ -183,6 +184,12 @@ static struct st_gen *run_text(bool stream, const char *extra_body, const char *
     st_gen_reply_end(c, g, ch);
     ck_assert(!g->broken);
     return g;
+}
+
+static struct st_gen *run_text(bool stream, const char *extra_body, const char *prompt,
+                               const char *text, struct st_call *c)
+{
+    return run_tools_text(stream, tools1, extra_body, prompt, text, c);
 }
 
 static struct st_gen *run_choice(bool stream, const char *extra_body, struct st_call *c)
@@ -260,6 +267,61 @@ START_TEST(test_server_tools_llama_bare_json_call)
     g = run_text(false, "", "<|im_start|>assistant\n", text, &c);
     memset(&oc, 0, sizeof(oc));
     oc.finish = ST_FINISH_STOP;
+    st_gen_reply_fill(&g->choices[0], &oc);
+    ck_assert_str_eq(oc.text, text);
+    ck_assert_int_eq(oc.tool_calls_len, 0);
+    st_gen_free(g);
+}
+END_TEST
+
+/* A Qwen3-Coder prompt (its tools section's example call) makes the XML
+ * call format parsed, values typed by the request's tool schema; the
+ * request is freed before generation (the reply keeps its own copy). */
+START_TEST(test_server_tools_coder_xml_call)
+{
+    static const char tools[] =
+        "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+        "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},"
+        "\"days\":{\"type\":\"integer\"}}}}}]";
+    static const char prompt[] =
+        "<|im_start|>system\n...\n</tools>\n\nIf you choose to call a function ONLY reply in the "
+        "following format with NO suffix:\n\n<tool_call>\n<function=example_function_name>\n"
+        "<parameter=example_parameter_1>\nvalue_1\n</parameter>\n...<|im_end|>\n"
+        "<|im_start|>assistant\n";
+    static const char text[] =
+        "Sure.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n"
+        "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
+    for (int stream = 0; stream < 2; stream++) {
+        struct st_oai_choice oc = { .index = 0, .text = "raw", .text_len = 3,
+                                    .finish = ST_FINISH_STOP };
+        struct st_call c;
+        struct st_gen *g = run_tools_text(stream, tools, "", prompt, text, &c);
+        ck_assert_str_eq(st_gen_reply_finish_reason(&g->choices[0]), "tool_calls");
+        if (stream) {       /* the call whole in the chunks, arguments escaped once */
+            char *out = strndup(g->out.data, g->out.len);
+            ck_assert_ptr_nonnull(strstr(out, "\"name\":\"get_weather\""));
+            ck_assert_ptr_nonnull(strstr(out, "\"{\\\"city\\\": \\\"New York\\\", "
+                                              "\\\"days\\\": 3}\""));
+            ck_assert_ptr_null(strstr(out, "<function="));
+            free(out);
+            st_gen_free(g);
+            continue;
+        }
+        st_gen_reply_fill(&g->choices[0], &oc);
+        ck_assert_str_eq(oc.text, "Sure.");
+        cJSON *calls = cJSON_ParseWithLength(oc.tool_calls, oc.tool_calls_len);
+        ck_assert_int_eq(cJSON_GetArraySize(calls), 1);
+        const cJSON *f0 = cJSON_GetObjectItem(cJSON_GetArrayItem(calls, 0), "function");
+        ck_assert_str_eq(cJSON_GetObjectItem(f0, "name")->valuestring, "get_weather");
+        ck_assert_str_eq(cJSON_GetObjectItem(f0, "arguments")->valuestring,
+                         "{\"city\": \"New York\", \"days\": 3}");
+        cJSON_Delete(calls);
+        st_gen_free(g);
+    }
+    /* after another prompt the same reply stays content */
+    struct st_oai_choice oc = { .index = 0, .finish = ST_FINISH_STOP };
+    struct st_call c;
+    struct st_gen *g = run_tools_text(false, tools, "", "<|im_start|>assistant\n", text, &c);
     st_gen_reply_fill(&g->choices[0], &oc);
     ck_assert_str_eq(oc.text, text);
     ck_assert_int_eq(oc.tool_calls_len, 0);
@@ -357,6 +419,7 @@ static Suite *server_tools_suite(void)
     tcase_add_test(t, test_server_tools_gen_reply_nonstream);
     tcase_add_test(t, test_server_tools_gen_reply_stream);
     tcase_add_test(t, test_server_tools_llama_bare_json_call);
+    tcase_add_test(t, test_server_tools_coder_xml_call);
     tcase_add_test(t, test_server_tools_setup_when_needed);
     suite_add_tcase(s, t);
     return s;

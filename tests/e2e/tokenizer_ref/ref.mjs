@@ -35,12 +35,28 @@ for (const f of readdirSync(join(dir, "templates")).sort()) {
     templates[f.replace(/\.jinja$/, "")] = readFileSync(join(dir, "templates", f), "utf8");
 }
 
+// Servers hand Qwen3-Coder's template tool-call arguments as objects: an
+// OpenAI client sends them as a JSON string, which vLLM and llama.cpp parse
+// first (the template iterates them with |items). Do the same here.
+const PARSE_ARGS = new Set(["qwen3coder"]);
+function parsedArgs(messages) {
+  return messages.map((m) => !m.tool_calls ? m : {
+    ...m,
+    tool_calls: m.tool_calls.map((tc) => {
+      const f = tc.function ?? tc;
+      if (typeof f.arguments !== "string") return tc;
+      const g = { ...f, arguments: JSON.parse(f.arguments) };
+      return tc.function ? { ...tc, function: g } : g;
+    }),
+  });
+}
+
 const convs = JSON.parse(readFileSync(join(dir, "conversations.json"), "utf8"));
 const renders = [];
 for (const c of convs) {
   for (const name of c.templates) {
     const vars = {
-      messages: c.messages,
+      messages: PARSE_ARGS.has(name) ? parsedArgs(c.messages) : c.messages,
       add_generation_prompt: c.add_generation_prompt ?? true,
       bos_token: BOS[name] ?? "",
       eos_token: EOS[name] ?? "",

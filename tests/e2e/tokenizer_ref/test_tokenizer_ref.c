@@ -216,6 +216,8 @@ START_TEST(test_tokref_templates_match_jinja)
         rc = render_conv(find_conv(conv), src, json_str(r, "bos").ptr, json_str(r, "eos").ptr,
                          &out, printed, &t);
         ck_assert_msg(t.known, "%s: template not recognized", name);
+        if (strcmp(name, "qwen3coder") == 0)
+            ck_assert_int_eq(t.kind, ST_CHAT_QWEN3_CODER);
         if (!cJSON_IsString(text)) {
             ck_assert_msg(rc == ST_ERR_INVALID, "%s/%s: Jinja raised, we did not", conv, name);
         } else if (rc != ST_OK || strcmp(out.data ? out.data : "", text->valuestring) != 0) {

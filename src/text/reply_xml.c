@@ -1,0 +1,214 @@
+/* reply_xml.c -- one Qwen3-Coder tool call body -> name and JSON arguments
+ * (reply_parse.c calls it for opts.xml_calls; docs/API.md "Tool calls and
+ * reasoning").
+ *
+ * The body is what stands between "<tool_call>" and "</tool_call>":
+ *
+ *   <function=NAME>
+ *   <parameter=KEY>
+ *   VALUE
+ *   </parameter>
+ *   ...
+ *   </function>
+ *
+ * Blanks may stand between the parts. A value runs to the first
+ * "</parameter>" that is followed (after blanks) by "<parameter=" or
+ * "</function>", so a value may itself contain "</parameter>". The
+ * template writes "\n" after the opening tag and before the closing one:
+ * one leading and one trailing newline are removed, nothing else.
+ *
+ * Typing: with the request's tools, the parameter's schema type decides.
+ * "string" (or a type list holding it), no type, an unknown tool or key:
+ * the value stays a JSON string. Any other type: the value is taken as
+ * JSON when it parses as one value (booleans also as Python's True /
+ * False, which the template prints in the history), else it stays a
+ * string. Arguments come out as Python's json.dumps writes them
+ * ({"k": v, "k2": v2}), as vLLM's parser produces.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+#define LIT(s) s, (sizeof(s) - 1)
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static size_t blanks(const char *s, size_t i, size_t n)
+{
+    while (i < n && is_blank(s[i]))
+        i++;
+    return i;
+}
+
+static bool at(const char *s, size_t i, size_t n, const char *lit, size_t k)
+{
+    return n - i >= k && memcmp(s + i, lit, k) == 0;
+}
+
+/* A tag name from s[i] up to ">": non-empty, no blanks or "<". Returns
+ * the index of ">" or 0 (no name). */
+static size_t tag_name(const char *s, size_t i, size_t n)
+{
+    size_t j;
+
+    for (j = i; j < n && s[j] != '>'; j++)
+        if (is_blank(s[j]) || s[j] == '<')
+            return 0;
+    return (j < n && j > i) ? j : 0;
+}
+
+/* JSON string 's' equals the bytes name[0..len). */
+static bool json_str_is(struct st_str s, const char *name, size_t len, struct st_buf *tmp)
+{
+    st_buf_reset(tmp);
+    return st_json_type(s) == ST_JSON_STRING && st_json_string_append(s, tmp) == ST_OK &&
+           tmp->len == len && memcmp(tmp->data ? tmp->data : "", name, len) == 0;
+}
+
+/* The schema of parameter 'key' of tool 'name' in tools (a JSON array of
+ * OpenAI tools, or bare function objects): properties[key].type. */
+static bool param_type(struct st_str tools, struct st_str name, struct st_str key,
+                       struct st_str *type)
+{
+    struct st_str tool, fn, v, props, k, field;
+    struct st_buf tmp;
+    size_t pos = 0, kpos;
+    bool bad = false, found = false;
+
+    if (!tools.ptr || !st_json_value(tools, &v) || st_json_type(v) != ST_JSON_ARRAY)
+        return false;
+    tools = v;
+    st_buf_init(&tmp);
+    while (!found && st_json_array_next(tools, &pos, &tool, &bad)) {
+        if (st_json_object_get(tool, "function", &fn))
+            tool = fn;
+        if (!st_json_object_get(tool, "name", &v) || !json_str_is(v, name.ptr, name.len, &tmp))
+            continue;
+        if (!st_json_object_get(tool, "parameters", &v) ||
+            !st_json_object_get(v, "properties", &props))
+            break;
+        for (kpos = 0; !found && st_json_object_next(props, &kpos, &k, &field);)
+            if (json_str_is(k, key.ptr, key.len, &tmp))
+                found = st_json_object_get(field, "type", type);
+        break;                          /* the first tool of that name decides */
+    }
+    st_buf_fini(&tmp);
+    return found;
+}
+
+/* Whether a value of JSON Schema type 'type' is written as JSON (not a
+ * string): a type name other than "string", or a list without "string". */
+static bool typed_json(struct st_str type)
+{
+    static const char *const names[] = { "integer", "number", "boolean", "object", "array",
+                                         "null", NULL };
+    struct st_buf tmp;
+    struct st_str e;
+    size_t pos = 0, i;
+    bool bad = false, json = false;
+
+    st_buf_init(&tmp);
+    if (st_json_type(type) == ST_JSON_STRING) {
+        for (i = 0; names[i] && !json; i++)
+            json = json_str_is(type, names[i], strlen(names[i]), &tmp);
+    } else if (st_json_type(type) == ST_JSON_ARRAY) {
+        while (st_json_array_next(type, &pos, &e, &bad)) {
+            if (json_str_is(e, LIT("string"), &tmp)) {
+                json = false;
+                break;
+            }
+            json = json || typed_json(e);
+        }
+    }
+    st_buf_fini(&tmp);
+    return json;
+}
+
+/* Append one value: typed JSON when the schema says so and it parses. */
+static enum st_status put_value(struct st_str tools, struct st_str name, struct st_str key,
+                                struct st_str val, struct st_buf *out)
+{
+    struct st_str type, j;
+
+    if (param_type(tools, name, key, &type) && typed_json(type)) {
+        if (val.len == 4 && memcmp(val.ptr, "True", 4) == 0)
+            return st_buf_append(out, LIT("true"));
+        if (val.len == 5 && memcmp(val.ptr, "False", 5) == 0)
+            return st_buf_append(out, LIT("false"));
+        if (st_json_value(val, &j))
+            return st_buf_append(out, j.ptr, j.len);
+    }
+    return st_buf_json_str(out, val.ptr, val.len);
+}
+
+/* The end of the value starting at s[i]: the first "</parameter>" that is
+ * followed by another parameter or "</function>"; 0 if none. */
+static size_t value_end(const char *s, size_t i, size_t n)
+{
+    static const char close[] = "</parameter>";
+    const char *hit;
+
+    while ((hit = memmem(s + i, n - i, LIT(close))) != NULL) {
+        size_t e = (size_t)(hit - s), k = blanks(s, e + sizeof(close) - 1, n);
+        if (at(s, k, n, LIT("<parameter=")) || at(s, k, n, LIT("</function>")))
+            return e;
+        i = e + 1;
+    }
+    return 0;
+}
+
+/* One "<parameter=KEY>VALUE</parameter>" at s[*i]; appends "KEY": VALUE. */
+static bool parameter(struct st_str b, size_t *i, struct st_str tools, struct st_str name,
+                      bool first, struct st_buf *out)
+{
+    size_t ks = *i + sizeof("<parameter=") - 1, ke = tag_name(b.ptr, ks, b.len), ve;
+    struct st_str key, val;
+
+    if (!ke || !(ve = value_end(b.ptr, ke + 1, b.len)))
+        return false;
+    key.ptr = b.ptr + ks;
+    key.len = ke - ks;
+    val.ptr = b.ptr + ke + 1;
+    val.len = ve - (ke + 1);
+    if (val.len && val.ptr[0] == '\n')
+        val.ptr++, val.len--;
+    if (val.len && val.ptr[val.len - 1] == '\n')
+        val.len--;
+    *i = ve + sizeof("</parameter>") - 1;
+    return (first || st_buf_append(out, LIT(", ")) == ST_OK) &&
+           st_buf_json_str(out, key.ptr, key.len) == ST_OK &&
+           st_buf_append(out, LIT(": ")) == ST_OK &&
+           put_value(tools, name, key, val, out) == ST_OK;
+}
+
+bool st_reply_xml_call(struct st_str body, struct st_str tools, struct st_buf *out,
+                       size_t *name_len)
+{
+    const char *s = body.ptr;
+    size_t n = body.len, i = blanks(s, 0, n), ne;
+    struct st_str name;
+    bool first = true;
+
+    if (!at(s, i, n, LIT("<function=")))
+        return false;
+    i += sizeof("<function=") - 1;
+    if (!(ne = tag_name(s, i, n)))
+        return false;
+    name.ptr = s + i;
+    name.len = ne - i;
+    if (st_buf_append(out, name.ptr, name.len) != ST_OK || st_buf_append(out, LIT("{")) != ST_OK)
+        return false;
+    *name_len = name.len;
+    for (i = blanks(s, ne + 1, n); at(s, i, n, LIT("<parameter=")); i = blanks(s, i, n)) {
+        if (!parameter(body, &i, tools, name, first, out))
+            return false;
+        first = false;
+    }
+    if (!at(s, i, n, LIT("</function>")))
+        return false;
+    return blanks(s, i + sizeof("</function>") - 1, n) == n &&
+           st_buf_append(out, LIT("}")) == ST_OK;
+}
