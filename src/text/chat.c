@@ -142,23 +142,27 @@ const char *st_chat_kind_name(enum st_chat_kind kind)
     return "chatml";
 }
 
+enum st_status st_chat_im_turn(const struct st_chat_msg *m, struct st_buf *out)
+{
+    enum st_status rc = st_chat_puts(out, "<|im_start|>");
+
+    if (rc == ST_OK)
+        rc = st_chat_put(out, m->role);
+    if (rc == ST_OK)
+        rc = st_chat_puts(out, "\n");
+    if (rc == ST_OK)
+        rc = st_chat_put(out, chat_content(m));
+    return rc == ST_OK ? st_chat_puts(out, "<|im_end|>\n") : rc;
+}
+
 /* <|im_start|>{role}\n{content}<|im_end|>\n per message. */
 static enum st_status render_chatml(const struct st_chat_req *req, struct st_buf *out)
 {
     enum st_status rc = ST_OK;
     size_t i;
 
-    for (i = 0; i < req->n_msgs && rc == ST_OK; i++) {
-        rc = st_chat_puts(out, "<|im_start|>");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, req->msgs[i].role);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\n");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, chat_content(&req->msgs[i]));
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "<|im_end|>\n");
-    }
+    for (i = 0; i < req->n_msgs && rc == ST_OK; i++)
+        rc = st_chat_im_turn(&req->msgs[i], out);
     if (rc == ST_OK && req->add_generation_prompt)
         rc = st_chat_puts(out, "<|im_start|>assistant\n");
     return rc;
@@ -188,11 +192,6 @@ static enum st_status render_llama3(const struct st_chat_tmpl *t,
     return rc;
 }
 
-static bool role_is(const struct st_chat_msg *m, const char *role)
-{
-    return st_str_eq_c(m->role, role);
-}
-
 /* After an optional leading system message, roles must alternate
  * user/assistant starting with user (Mistral and Gemma raise otherwise). */
 static enum st_status check_alternating(const struct st_chat_req *req, size_t first,
@@ -201,8 +200,8 @@ static enum st_status check_alternating(const struct st_chat_req *req, size_t fi
     size_t i;
 
     for (i = first; i < req->n_msgs; i++) {
-        bool user = role_is(&req->msgs[i], "user");
-        if (user != ((i - first) % 2 == 0) || (!user && !role_is(&req->msgs[i], "assistant")))
+        bool user = chat_role_is(&req->msgs[i], "user");
+        if (user != ((i - first) % 2 == 0) || (!user && !chat_role_is(&req->msgs[i], "assistant")))
             return st_err_set(err, ST_ERR_INVALID,
                               "%s template: message %zu: roles must alternate user/assistant "
                               "after an optional system message", tmpl, i);
@@ -217,14 +216,14 @@ static enum st_status render_mistral(const struct st_chat_tmpl *t,
                                      const struct st_chat_req *req,
                                      struct st_buf *out, struct st_err *err)
 {
-    size_t first = role_is(&req->msgs[0], "system") ? 1 : 0, i;
+    size_t first = chat_role_is(&req->msgs[0], "system") ? 1 : 0, i;
     enum st_status rc = check_alternating(req, first, "mistral", err);
 
     if (rc == ST_OK)
         rc = st_chat_puts(out, t->bos);
     for (i = first; i < req->n_msgs && rc == ST_OK; i++) {
         const struct st_chat_msg *m = &req->msgs[i];
-        if (role_is(m, "user")) {
+        if (chat_role_is(m, "user")) {
             rc = st_chat_puts(out, "[INST] ");
             if (rc == ST_OK && first && i + 1 == req->n_msgs) {
                 rc = st_chat_put(out, chat_content(&req->msgs[0]));
@@ -253,14 +252,14 @@ static enum st_status render_gemma(const struct st_chat_tmpl *t,
                                    const struct st_chat_req *req,
                                    struct st_buf *out, struct st_err *err)
 {
-    size_t first = role_is(&req->msgs[0], "system") ? 1 : 0, i;
+    size_t first = chat_role_is(&req->msgs[0], "system") ? 1 : 0, i;
     enum st_status rc = check_alternating(req, first, "gemma", err);
 
     if (rc == ST_OK)
         rc = st_chat_puts(out, t->bos);
     for (i = first; i < req->n_msgs && rc == ST_OK; i++) {
         const struct st_chat_msg *m = &req->msgs[i];
-        rc = st_chat_puts(out, role_is(m, "assistant") ? "<start_of_turn>model\n"
+        rc = st_chat_puts(out, chat_role_is(m, "assistant") ? "<start_of_turn>model\n"
                                                        : "<start_of_turn>user\n");
         if (rc == ST_OK && first && i == first) {
             rc = st_chat_put(out, chat_content(&req->msgs[0]));

@@ -15,9 +15,18 @@ static inline struct st_str chat_content(const struct st_chat_msg *m)
     return s;
 }
 
+static inline bool chat_role_is(const struct st_chat_msg *m, const char *role)
+{
+    return st_str_eq_c(m->role, role);
+}
+
 /* Append a series of views / C strings. */
 enum st_status st_chat_put(struct st_buf *out, struct st_str s);
 enum st_status st_chat_puts(struct st_buf *out, const char *s);
+
+/* One ChatML turn: "<|im_start|>{role}\n{content}<|im_end|>\n" (ChatML and
+ * the Qwen templates' plain turns). */
+enum st_status st_chat_im_turn(const struct st_chat_msg *m, struct st_buf *out);
 
 /* Python str.strip() family on a view: which = 1 left, 2 right, 3 both.
  * chars = NULL strips Python whitespace; else only bytes in 'chars'. */

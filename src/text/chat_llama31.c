@@ -29,11 +29,6 @@ static const char tools_intro[] =
     "Respond in the format {\"name\": function name, \"parameters\": dictionary of argument "
     "name and its value}.Do not use variables.\n\n";
 
-static bool role_is(const struct st_chat_msg *m, const char *role)
-{
-    return st_str_eq_c(m->role, role);
-}
-
 static enum st_status header(struct st_str role, struct st_buf *out)
 {
     enum st_status rc = st_chat_puts(out, "<|start_header_id|>");
@@ -72,7 +67,7 @@ static enum st_status system_turn(const struct st_chat_tmpl *t, const struct st_
         rc = put_date(t, req, out);
     if (rc == ST_OK)
         rc = st_chat_puts(out, "\n\n");
-    if (rc == ST_OK && role_is(&req->msgs[0], "system"))
+    if (rc == ST_OK && chat_role_is(&req->msgs[0], "system"))
         rc = st_chat_put(out, st_chat_strip(chat_content(&req->msgs[0]), 3, NULL));
     return rc == ST_OK ? st_chat_puts(out, "<|eot_id|>") : rc;
 }
@@ -146,7 +141,7 @@ static enum st_status message_turn(const struct st_chat_msg *m, size_t i, struct
 {
     enum st_status rc;
 
-    if (role_is(m, "tool") || role_is(m, "ipython"))
+    if (chat_role_is(m, "tool") || chat_role_is(m, "ipython"))
         return ipython_turn(m, out);
     if (m->tool_calls.ptr)
         return tool_call_turn(m, i, out, err);
@@ -160,7 +155,7 @@ enum st_status st_chat_render_llama31(const struct st_chat_tmpl *t,
                                       const struct st_chat_req *req,
                                       struct st_buf *out, struct st_err *err)
 {
-    size_t i = role_is(&req->msgs[0], "system") ? 1 : 0;
+    size_t i = chat_role_is(&req->msgs[0], "system") ? 1 : 0;
     struct st_str tools = { NULL, 0 };
     enum st_status rc;
 

@@ -33,11 +33,6 @@ static const char tools_tail[] =
     "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
     "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n";
 
-static bool role_is(const struct st_chat_msg *m, const char *role)
-{
-    return st_str_eq_c(m->role, role);
-}
-
 static bool starts_with(struct st_str s, const char *p)
 {
     size_t n = strlen(p);
@@ -80,9 +75,9 @@ static enum st_status system_part(const struct st_chat_req *req, struct st_str t
                                   const char *default_system, struct st_buf *out)
 {
     const struct st_chat_msg *m0 = &req->msgs[0];
-    struct st_str system = role_is(m0, "system") ? chat_content(m0)
+    struct st_str system = chat_role_is(m0, "system") ? chat_content(m0)
                                                  : st_str_c(default_system ? default_system : "");
-    bool has_system = role_is(m0, "system") || default_system;
+    bool has_system = chat_role_is(m0, "system") || default_system;
     enum st_status rc = ST_OK;
     struct st_str tool;
     size_t pos = 0;
@@ -122,7 +117,7 @@ static size_t last_query_index(const struct st_chat_req *req)
 
     for (i = req->n_msgs; i-- > 0;) {
         struct st_str c = chat_content(&req->msgs[i]);
-        if (role_is(&req->msgs[i], "user") &&
+        if (chat_role_is(&req->msgs[i], "user") &&
             !(starts_with(c, "<tool_response>") && ends_with(c, "</tool_response>")))
             return i;
     }
@@ -226,7 +221,7 @@ static enum st_status tool_msg(const struct st_chat_req *req, size_t i, struct s
 {
     enum st_status rc = ST_OK;
 
-    if (i == 0 || !role_is(&req->msgs[i - 1], "tool"))
+    if (i == 0 || !chat_role_is(&req->msgs[i - 1], "tool"))
         rc = st_chat_puts(out, "<|im_start|>user");
     if (rc == ST_OK)
         rc = st_chat_puts(out, "\n<tool_response>\n");
@@ -234,22 +229,9 @@ static enum st_status tool_msg(const struct st_chat_req *req, size_t i, struct s
         rc = st_chat_put(out, chat_content(&req->msgs[i]));
     if (rc == ST_OK)
         rc = st_chat_puts(out, "\n</tool_response>");
-    if (rc == ST_OK && (i + 1 == req->n_msgs || !role_is(&req->msgs[i + 1], "tool")))
+    if (rc == ST_OK && (i + 1 == req->n_msgs || !chat_role_is(&req->msgs[i + 1], "tool")))
         rc = st_chat_puts(out, "<|im_end|>\n");
     return rc;
-}
-
-static enum st_status plain_turn(const struct st_chat_msg *m, struct st_buf *out)
-{
-    enum st_status rc = st_chat_puts(out, "<|im_start|>");
-
-    if (rc == ST_OK)
-        rc = st_chat_put(out, m->role);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "\n");
-    if (rc == ST_OK)
-        rc = st_chat_put(out, chat_content(m));
-    return rc == ST_OK ? st_chat_puts(out, "<|im_end|>\n") : rc;
 }
 
 /* Validate the JSON inputs up front; tools "[]"/null count as no tools. */
@@ -295,14 +277,14 @@ enum st_status st_chat_render_qwen3(const struct st_chat_tmpl *t,
     lqi = last_query_index(req);
     for (i = 0; i < req->n_msgs && rc == ST_OK; i++) {
         const struct st_chat_msg *m = &req->msgs[i];
-        if (role_is(m, "user") || (role_is(m, "system") && i > 0)) {
-            rc = plain_turn(m, out);
-        } else if (role_is(m, "assistant")) {
+        if (chat_role_is(m, "user") || (chat_role_is(m, "system") && i > 0)) {
+            rc = st_chat_im_turn(m, out);
+        } else if (chat_role_is(m, "assistant")) {
             calls.ptr = NULL;
             if (m->tool_calls.ptr && !st_json_value(m->tool_calls, &calls))
                 calls.ptr = NULL;
             rc = assistant(req, i, lqi, !qwen25, calls, out);
-        } else if (role_is(m, "tool")) {
+        } else if (chat_role_is(m, "tool")) {
             rc = tool_msg(req, i, out);
         }
     }

@@ -47,11 +47,6 @@ static const char tools_tail[] =
     "normal with your current knowledge and do not tell the user about function calls\n"
     "</IMPORTANT>";
 
-static bool role_is(const struct st_chat_msg *m, const char *role)
-{
-    return st_str_eq_c(m->role, role);
-}
-
 static bool is_container(struct st_str v)
 {
     enum st_json_type ty = st_json_type(v);
@@ -269,7 +264,7 @@ static enum st_status tool_entry(struct st_str tool, struct st_buf *out)
 static enum st_status system_part(const struct st_chat_req *req, struct st_str tools,
                                   struct st_buf *out)
 {
-    bool has_system = role_is(&req->msgs[0], "system");
+    bool has_system = chat_role_is(&req->msgs[0], "system");
     enum st_status rc = ST_OK;
     struct st_str tool;
     size_t pos = 0;
@@ -371,7 +366,7 @@ static enum st_status tool_msg(const struct st_chat_req *req, size_t i, size_t f
 {
     enum st_status rc = ST_OK;
 
-    if (i > first && !role_is(&req->msgs[i - 1], "tool"))
+    if (i > first && !chat_role_is(&req->msgs[i - 1], "tool"))
         rc = st_chat_puts(out, "<|im_start|>user\n");
     if (rc == ST_OK)
         rc = st_chat_puts(out, "<tool_response>\n");
@@ -379,22 +374,9 @@ static enum st_status tool_msg(const struct st_chat_req *req, size_t i, size_t f
         rc = st_chat_put(out, chat_content(&req->msgs[i]));
     if (rc == ST_OK)
         rc = st_chat_puts(out, "\n</tool_response>\n");
-    if (rc == ST_OK && (i + 1 == req->n_msgs || !role_is(&req->msgs[i + 1], "tool")))
+    if (rc == ST_OK && (i + 1 == req->n_msgs || !chat_role_is(&req->msgs[i + 1], "tool")))
         rc = st_chat_puts(out, "<|im_end|>\n");
     return rc;
-}
-
-static enum st_status plain_turn(const struct st_chat_msg *m, struct st_buf *out)
-{
-    enum st_status rc = st_chat_puts(out, "<|im_start|>");
-
-    if (rc == ST_OK)
-        rc = st_chat_put(out, m->role);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "\n");
-    if (rc == ST_OK)
-        rc = st_chat_put(out, chat_content(m));
-    return rc == ST_OK ? st_chat_puts(out, "<|im_end|>\n") : rc;
 }
 
 /* tools: NULL when absent, null or empty; calls of message i likewise. */
@@ -409,7 +391,7 @@ enum st_status st_chat_render_qwen3coder(const struct st_chat_tmpl *t,
                                          struct st_buf *out, struct st_err *err)
 {
     struct st_str tools = { NULL, 0 }, calls, v;
-    size_t first = role_is(&req->msgs[0], "system") ? 1 : 0, i;
+    size_t first = chat_role_is(&req->msgs[0], "system") ? 1 : 0, i;
     enum st_status rc;
 
     (void)t;
@@ -428,12 +410,12 @@ enum st_status st_chat_render_qwen3coder(const struct st_chat_tmpl *t,
     rc = system_part(req, tools, out);
     for (i = first; i < req->n_msgs && rc == ST_OK; i++) {
         const struct st_chat_msg *m = &req->msgs[i];
-        if (role_is(m, "assistant") && nonempty_array(m->tool_calls, &calls))
+        if (chat_role_is(m, "assistant") && nonempty_array(m->tool_calls, &calls))
             rc = assistant_calls(m, calls, out);
-        else if (role_is(m, "tool"))
+        else if (chat_role_is(m, "tool"))
             rc = tool_msg(req, i, first, out);
         else
-            rc = plain_turn(m, out);
+            rc = st_chat_im_turn(m, out);
     }
     if (rc == ST_OK && req->add_generation_prompt)
         rc = st_chat_puts(out, "<|im_start|>assistant\n");
