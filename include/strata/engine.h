@@ -66,6 +66,10 @@ struct st_gen_params {
     struct st_logit_bias *logit_bias;   /* owned (free()); n_logit_bias entries, added to
                                          * the logits; ids >= n_vocab are ignored */
     int32_t  n_logit_bias;        /* 0..ST_MAX_LOGIT_BIAS */
+    /* response_format {"type": "json_object"}: the completion text is
+     * constrained to one JSON object (docs/API.md "response_format"); the
+     * sim runner, which forces its tokens, ignores it. */
+    bool     json_object;
 };
 
 /* llama-server's defaults, as above. */

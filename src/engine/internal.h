@@ -41,6 +41,7 @@
 #include "runner.h"
 #include "strata/detok.h"
 #include "strata/engine.h"
+#include "strata/json_prefix.h"
 #include "strata/stop.h"
 
 /* ---- sampling (sample.c) -------------------------------------------- */
@@ -97,6 +98,31 @@ void st_penalty_accept(struct st_penalty *pn, int32_t token);
 /* Penalise c[0..n_vocab), which must be in id order (c[i].id == i). */
 void st_penalty_apply(const struct st_penalty *pn, struct st_sample_cand *c, int32_t n_vocab);
 
+/* st_json_vocab.cls bits: the token ends generation; its bytes may all
+ * stand inside a JSON string (no '"', '\\' or byte < 0x20: inside a
+ * string the mask passes it without walking it); its shape. With lead
+ * and head they let the mask decide most tokens from three small arrays
+ * read in order, without touching 'bytes'. */
+#define ST_JV_EOG   1u
+#define ST_JV_PLAIN 2u
+#define ST_JV_EMPTY 4u    /* no bytes */
+#define ST_JV_ALLWS 8u    /* only whitespace (lead == length) */
+#define ST_JV_ONE   16u   /* exactly one byte after the leading whitespace */
+
+/* A model's token bytes for the JSON mask (response_format json_object).
+ * Built by st_sampler_json_vocab for a (runner, model) pair and kept in
+ * the slot's sampler across requests until another model comes. */
+struct st_json_vocab {
+    const void *owner;               /* the runner it was read from (identity only) */
+    int32_t  model;                  /* ... and its model index */
+    int32_t  n_vocab;                /* 0: not built */
+    uint32_t *off;                   /* owned; n_vocab + 1: token i is bytes[off[i], off[i+1]) */
+    unsigned char *bytes;            /* owned; off[n_vocab] bytes */
+    uint8_t  *cls;                   /* owned; n_vocab ST_JV_* flags */
+    uint8_t  *lead;                  /* owned; n_vocab: leading whitespace bytes (<= 255) */
+    uint8_t  *head;                  /* owned; n_vocab: the byte after them (0: none) */
+};
+
 /* Per-slot sampler. The candidate buffer (n_vocab entries) is allocated on
  * first use and kept across requests. */
 struct st_sampler {
@@ -110,6 +136,9 @@ struct st_sampler {
     const struct st_logit_bias *bias;   /* borrowed from the request's params; n_bias */
     int32_t  n_bias;
     struct st_penalty pen;           /* presence/frequency/repeat history */
+    bool     json;                   /* json_object: mask tokens that break the JSON */
+    struct st_json_prefix js;        /* the text accepted so far (json) */
+    struct st_json_vocab jv;         /* token bytes (json) */
 };
 
 struct st_sample_result {
@@ -121,7 +150,7 @@ struct st_sample_result {
 
 void st_sampler_init(struct st_sampler *s);
 /* The next token is the plain argmax of the raw logits: greedy, and no
- * logprobs, bias or penalties to apply (the engine may then let the
+ * logprobs, bias, penalties or JSON mask to apply (the engine may then let the
  * backend pick it: greedy_draw). */
 bool st_sampler_plain_greedy(const struct st_sampler *s);
 void st_sampler_fini(struct st_sampler *s);
@@ -136,11 +165,16 @@ void st_sampler_start(struct st_sampler *s, int64_t n_ctx, const int32_t *prompt
                       int64_t n_prompt);
 /* The token the request really took (every sampled token: with MTP each
  * verify row is sampled in order, so the next row sees it). Feeds the
- * penalty history; O(1). */
+ * penalty history, O(1), and in json mode the JSON state (the token's
+ * bytes; end of generation adds none). */
 void st_sampler_accept(struct st_sampler *s, int32_t token);
 /* Pick a token from logits[n_vocab] after logit_bias and penalties; 'ban'
  * (n_ban ids) are never picked (ignore_eos masks end of generation this
- * way). Logprobs are of the raw logits (before bias and penalties). Does
+ * way). In json mode only tokens that keep the text a valid JSON prefix
+ * may be picked; end of generation only once the object is complete, and
+ * then nothing else (whitespace too when end of generation is banned);
+ * ST_ERR_INVALID when the vocabulary was not set for n_vocab or nothing
+ * is left. Logprobs are of the raw logits (before bias and penalties). Does
  * not accept the token. ST_ERR_NOMEM when the candidate buffer cannot be
  * allocated; ST_ERR_INVALID when every token is banned or n_vocab < 1. */
 enum st_status st_sampler_sample(struct st_sampler *s, const float *logits, int32_t n_vocab,
@@ -148,6 +182,29 @@ enum st_status st_sampler_sample(struct st_sampler *s, const float *logits, int3
                                  struct st_sample_result *res);
 /* A uniform double in [0, 1) from the sampler's RNG (tests). */
 double st_sampler_uniform(struct st_sampler *s);
+/* A token's bytes (the full length is returned; at most cap written) and
+ * whether it ends generation: how the JSON mask reads a vocabulary. */
+typedef size_t (*st_sample_piece_fn)(const void *ctx, int32_t token, char *buf, size_t cap);
+typedef bool (*st_sample_eog_fn)(const void *ctx, int32_t token);
+/* json mode (after reset, before the first sample): make sure s->jv holds
+ * the vocabulary of (owner, model), reading n_vocab tokens through
+ * piece/eog (ctx passed on) unless it already does. Pieces longer than
+ * ST_SAMPLE_MAX_PIECE bytes are cut there, as the engine cuts its text.
+ * O(n_vocab) when (re)built, O(1) otherwise. ST_ERR_NOMEM, ST_ERR_INVALID
+ * (n_vocab < 1). */
+#define ST_SAMPLE_MAX_PIECE 256
+enum st_status st_sampler_json_vocab(struct st_sampler *s, const void *owner, int32_t model,
+                                     int32_t n_vocab, st_sample_piece_fn piece,
+                                     st_sample_eog_fn eog, const void *ctx);
+
+/* json_mask.c, for sample.c: release s->jv's tables; first[b] = the byte b
+ * may come next (eog_banned: ignore_eos, so whitespace after the object);
+ * may token 'id' come next ('in_str', 'between': st_json_prefix_in_string
+ * and _between of s->js, taken once per step)? */
+void st_json_vocab_free(struct st_json_vocab *v);
+void st_json_mask_first_bytes(const struct st_sampler *s, bool eog_banned, bool first[256]);
+bool st_json_mask_allows(const struct st_sampler *s, const bool first[256], bool in_str,
+                         bool between, int32_t id);
 
 /* ---- metrics (stats.c) ---------------------------------------------- */
 

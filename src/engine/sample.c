@@ -11,6 +11,9 @@
  * Shapes: logits float[n_vocab]; the candidate buffer holds n_vocab
  * (id, logit, p) entries, allocated once per slot on first use.
  * RNG: splitmix64, seeded per request (the 'seed' param, else random).
+ *
+ * JSON mode (response_format json_object) masks, after bias and
+ * penalties, every token json_mask.c refuses.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -48,6 +51,7 @@ void st_sampler_init(struct st_sampler *s)
 void st_sampler_fini(struct st_sampler *s)
 {
     free(s->cands);
+    st_json_vocab_free(&s->jv);
     st_penalty_fini(&s->pen);
     st_sampler_init(s);
 }
@@ -66,6 +70,8 @@ void st_sampler_reset(struct st_sampler *s, const struct st_gen_params *p)
     s->bias = p->n_logit_bias > 0 ? p->logit_bias : NULL;
     s->n_bias = s->bias ? p->n_logit_bias : 0;
     st_penalty_reset(&s->pen, p);
+    s->json = p->json_object;
+    st_json_prefix_init(&s->js);
 }
 
 void st_sampler_start(struct st_sampler *s, int64_t n_ctx, const int32_t *prompt,
@@ -77,6 +83,10 @@ void st_sampler_start(struct st_sampler *s, int64_t n_ctx, const int32_t *prompt
 void st_sampler_accept(struct st_sampler *s, int32_t token)
 {
     st_penalty_accept(&s->pen, token);
+    const struct st_json_vocab *v = &s->jv;
+    if (s->json && token >= 0 && token < v->n_vocab && !(v->cls[token] & ST_JV_EOG))
+        (void)st_json_prefix_feed(&s->js, (const char *)v->bytes + v->off[token],
+                                  v->off[token + 1] - v->off[token]);
 }
 
 double st_sampler_uniform(struct st_sampler *s)
@@ -208,11 +218,34 @@ static int32_t draw(struct st_sampler *s, struct st_sample_cand *c, size_t n)
     return c[n - 1].id;   /* rounding left u just above zero */
 }
 
-/* Candidates = the logits, biased and penalised, less the banned ids. */
-static size_t candidates(struct st_sampler *s, const float *logits, int32_t n_vocab,
-                         const int32_t *ban, size_t n_ban)
+/* Drop from c[0..n) the banned ids and, when 'mask', the tokens the JSON
+ * mask refuses; returns how many are left (order kept). */
+static size_t filter(struct st_sampler *s, size_t n, const int32_t *ban, size_t n_ban,
+                     bool mask)
 {
-    bool adjust = s->n_bias > 0 || st_penalty_active(&s->pen);
+    bool first[256];
+    bool in_str = mask && st_json_prefix_in_string(&s->js);
+    bool between = mask && st_json_prefix_between(&s->js);
+    if (mask)
+        st_json_mask_first_bytes(s, n_ban > 0, first);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = s->cands[i].id;
+        if (n_ban > 0 && banned(id, ban, n_ban))
+            continue;
+        if (mask && !st_json_mask_allows(s, first, in_str, between, id))
+            continue;
+        s->cands[k++] = s->cands[i];
+    }
+    return k;
+}
+
+/* Candidates = the logits, biased and penalised, less the banned ids and
+ * (json mode, when 'mask') the tokens that would break the JSON. */
+static size_t candidates(struct st_sampler *s, const float *logits, int32_t n_vocab,
+                         const int32_t *ban, size_t n_ban, bool mask)
+{
+    bool adjust = s->n_bias > 0 || st_penalty_active(&s->pen) || mask;
     size_t n = 0;
     for (int32_t i = 0; i < n_vocab; i++) {
         if (adjust || n_ban == 0 || !banned(i, ban, n_ban))
@@ -227,29 +260,51 @@ static size_t candidates(struct st_sampler *s, const float *logits, int32_t n_vo
             s->cands[t].logit += s->bias[b].bias;
     }
     st_penalty_apply(&s->pen, s->cands, n_vocab);
-    if (n_ban == 0)
+    if (n_ban == 0 && !mask)
         return n;
-    n = 0;
-    for (int32_t i = 0; i < n_vocab; i++) {
-        if (!banned(i, ban, n_ban))
-            s->cands[n++] = s->cands[i];
+    return filter(s, n, ban, n_ban, mask);
+}
+
+static size_t argmax(const struct st_sample_cand *c, size_t n)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        best = cmp_desc(&c[i], &c[best]) < 0 ? i : best;
+    return best;
+}
+
+/* Greedy. In json mode the argmax of the unmasked candidates is the answer
+ * whenever the mask allows it (the masked argmax cannot beat it): one
+ * check instead of a walk over the vocabulary; only a refused argmax
+ * makes the whole mask run. */
+static enum st_status pick_greedy(struct st_sampler *s, size_t n, const int32_t *ban,
+                                  size_t n_ban, int32_t *out)
+{
+    size_t best = argmax(s->cands, n);
+    if (s->json) {
+        bool first[256];
+        st_json_mask_first_bytes(s, n_ban > 0, first);
+        if (!st_json_mask_allows(s, first, st_json_prefix_in_string(&s->js),
+                         st_json_prefix_between(&s->js), s->cands[best].id)) {
+            n = filter(s, n, ban, n_ban, true);   /* n_ban: the whitespace rule */
+            if (n == 0)
+                return ST_ERR_INVALID;
+            best = argmax(s->cands, n);
+        }
     }
-    return n;
+    *out = s->cands[best].id;
+    return ST_OK;
 }
 
 static enum st_status pick(struct st_sampler *s, const float *logits, int32_t n_vocab,
                            const int32_t *ban, size_t n_ban, int32_t *out)
 {
-    size_t n = candidates(s, logits, n_vocab, ban, n_ban);
+    bool greedy = s->temperature <= 0.0f;
+    size_t n = candidates(s, logits, n_vocab, ban, n_ban, s->json && !greedy);
     if (n == 0)
         return ST_ERR_INVALID;
-    if (s->temperature <= 0.0f) {
-        size_t best = 0;
-        for (size_t i = 1; i < n; i++)
-            best = cmp_desc(&s->cands[i], &s->cands[best]) < 0 ? i : best;
-        *out = s->cands[best].id;
-        return ST_OK;
-    }
+    if (greedy)
+        return pick_greedy(s, n, ban, n_ban, out);
     if (s->top_k > 0 && (size_t)s->top_k < n) {
         select_top(s->cands, n, (size_t)s->top_k);
         n = (size_t)s->top_k;
@@ -263,14 +318,14 @@ static enum st_status pick(struct st_sampler *s, const float *logits, int32_t n_
 bool st_sampler_plain_greedy(const struct st_sampler *s)
 {
     return s->temperature <= 0.0f && !s->logprobs && s->top_logprobs == 0 && s->n_bias == 0 &&
-           !st_penalty_active(&s->pen);
+           !st_penalty_active(&s->pen) && !s->json;
 }
 
 enum st_status st_sampler_sample(struct st_sampler *s, const float *logits, int32_t n_vocab,
                                  const int32_t *ban, size_t n_ban,
                                  struct st_sample_result *res)
 {
-    if (n_vocab < 1)
+    if (n_vocab < 1 || (s->json && s->jv.n_vocab != n_vocab))
         return ST_ERR_INVALID;
     if (s->cap < (size_t)n_vocab) {
         struct st_sample_cand *c = realloc(s->cands, (size_t)n_vocab * sizeof(*c));

@@ -65,6 +65,17 @@ void st_engine_end_slot(struct st_engine *e, struct st_engine_slot *sl, enum st_
     st_request_unref(req);
 }
 
+/* The runner's vocabulary as the sampler's JSON mask reads it. */
+static size_t runner_piece(const void *ctx, int32_t token, char *buf, size_t cap)
+{
+    return st_runner_token_piece(ctx, token, buf, cap);
+}
+
+static bool runner_eog(const void *ctx, int32_t token)
+{
+    return st_runner_is_eog(ctx, token);
+}
+
 /* Give slot 'sl' to 'req' (the engine's reference moves into the slot).
  * False when the request cannot start (its stop strings could not be
  * copied): it has then been ended with an error. */
@@ -230,8 +241,17 @@ static enum st_status pick_token(struct st_engine *e, struct st_engine_slot *sl,
     if (row->logits) {
         const int32_t *ban = NULL;
         size_t n_ban = sl->req->params.ignore_eos ? st_runner_eog_ids(e->runner, &ban) : 0;
-        enum st_status rc = st_sampler_sample(&sl->sampler, row->logits,
-                                              st_runner_n_vocab(e->runner), ban, n_ban, res);
+        /* json_object: the mask needs every token's bytes, read on the first
+         * sample (a runner that forces its tokens, the sim, never pays) and
+         * kept while the slot serves this model */
+        enum st_status rc = !sl->req->params.json_object ? ST_OK
+            : st_sampler_json_vocab(&sl->sampler, e->runner, e->model,
+                                    st_runner_n_vocab(e->runner), runner_piece, runner_eog,
+                                    e->runner);
+        if (rc != ST_OK)
+            return rc;
+        rc = st_sampler_sample(&sl->sampler, row->logits, st_runner_n_vocab(e->runner), ban,
+                               n_ban, res);
         if (rc != ST_OK)
             return rc;
     } else {

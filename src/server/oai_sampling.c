@@ -8,8 +8,9 @@
  *   logit_bias        object {"<token id>": number in [-100, 100]}, at most
  *                     ST_MAX_LOGIT_BIAS entries; a token named twice ("7", "07")
  *                     takes the last value, as a JSON parser keeps the last key
- *   response_format   {"type": "text"} only; json_object and json_schema are
- *                     refused (400): this server cannot constrain its output
+ *   response_format   {"type": "text"} or {"type": "json_object"} (the output
+ *                     is constrained to one JSON object: params.json_object);
+ *                     json_schema is refused (400)
  *
  * Same rules as oai_request.c: strict types, null = absent, errors name
  * the param. Ids past the model's vocabulary are checked at submit
@@ -104,7 +105,8 @@ static enum st_status parse_bias(const cJSON *root, struct st_gen_params *p,
     return ST_OK;
 }
 
-static enum st_status parse_format(const cJSON *root, struct st_api_error *e)
+static enum st_status parse_format(const cJSON *root, struct st_gen_params *p,
+                                   struct st_api_error *e)
 {
     const cJSON *v = st_oai_field(root, "response_format");
     if (!v)
@@ -115,16 +117,23 @@ static enum st_status parse_format(const cJSON *root, struct st_api_error *e)
                                 "Invalid 'response_format': expected an object with a string "
                                 "'type'.");
     const char *t = type->valuestring;
-    if (strcmp(t, "text") == 0)
+    if (strcmp(t, "text") == 0) {
+        p->json_object = false;
         return ST_OK;
-    if (strcmp(t, "json_object") == 0 || strcmp(t, "json_schema") == 0)
+    }
+    if (strcmp(t, "json_object") == 0) {
+        p->json_object = true;
+        return ST_OK;
+    }
+    if (strcmp(t, "json_schema") == 0)
         return st_api_error_set(e, ST_ERR_UNSUPPORTED, "response_format", "unsupported_value",
-                                "'response_format' of type '%s' is not supported: this server "
-                                "cannot constrain its output to JSON. Use {\"type\": \"text\"} "
-                                "and ask for JSON in the prompt.", t);
+                                "'response_format' of type 'json_schema' is not supported: "
+                                "only {\"type\": \"json_object\"} (any JSON object) can be "
+                                "enforced. Use json_object and describe the schema in the "
+                                "prompt.");
     return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
                             "Invalid value for 'response_format.type': '%.40s'. Supported "
-                            "values are: 'text'.", t);
+                            "values are: 'text', 'json_object'.", t);
 }
 
 enum st_status st_oai_parse_penalties(const cJSON *root, struct st_gen_params *p,
@@ -143,6 +152,6 @@ enum st_status st_oai_parse_penalties(const cJSON *root, struct st_gen_params *p
     if (rc == ST_OK)
         rc = parse_bias(root, p, e);
     if (rc == ST_OK)
-        rc = parse_format(root, e);
+        rc = parse_format(root, p, e);
     return rc;
 }

@@ -8,7 +8,10 @@
 //     llama-server does, is the original second top_logprob);
 //   - logit_bias +100 forces a token everywhere;
 //   - frequency_penalty changes a reply that repeats itself;
-//   - bad values are 400s naming the param, json_object/json_schema too.
+//   - response_format json_object: greedy and seeded sampled replies are
+//     always a valid JSON prefix starting with '{', and a JSON object when
+//     they finish with "stop";
+//   - bad values are 400s naming the param, json_schema too.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -90,7 +93,6 @@ describe('penalties and logit_bias on a real model', () => {
       [{ logit_bias: { abc: 1 } }, 'logit_bias'],
       [{ logit_bias: { 5: 150 } }, 'logit_bias'],
       [{ logit_bias: { 100000: 1 } }, 'logit_bias'],   // past the vocabulary
-      [{ response_format: { type: 'json_object' } }, 'response_format'],
       [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }, 'response_format'],
     ];
     for (const [extra, param] of cases) {
@@ -103,5 +105,97 @@ describe('penalties and logit_bias on a real model', () => {
     }
     const ok = await greedy({ response_format: { type: 'text' } });
     assert.equal(ok.choices[0].finish_reason, 'length');
+  });
+
+  // Is s the start of some JSON object? Close the open strings, literals,
+  // numbers and containers the cheap way: try every short completion.
+  function jsonObjectPrefix(s) {
+    if (!s.startsWith('{')) return false;
+    const stack = [];
+    let inStr = false, esc = false;
+    for (const ch of s) {
+      if (inStr) {
+        if (esc) esc = false;
+        else if (ch === '\\') esc = true;
+        else if (ch === '"') inStr = false;
+        continue;
+      }
+      if (ch === '"') inStr = true;
+      else if (ch === '{' || ch === '[') stack.push(ch === '{' ? '}' : ']');
+      else if (ch === '}' || ch === ']') stack.pop();
+    }
+    const closers = stack.reverse().join('');
+    const heads = inStr ? (esc ? ['n"', 'u0000"'] : ['"', '0000"'])
+      : ['', '0', 'e', 'rue', 'alse', 'lse', 'ull', 'ue', 'se', 'll', 'l', '"":0', ':0', '0:0', '1'];
+    const mids = ['', ':0', '"', '":0', '0', '":0'];
+    for (const h of heads) {
+      for (const m of mids) {
+        try {
+          const v = JSON.parse(s + h + m + closers);
+          if (v && typeof v === 'object' && !Array.isArray(v)) return true;
+        } catch { /* try the next completion */ }
+      }
+    }
+    return false;
+  }
+
+  test('response_format json_object: the reply is JSON, an object when it stops', async () => {
+    const runs = [
+      { temperature: 0 },
+      { temperature: 1, seed: 7 },
+      { temperature: 1, seed: 8, top_k: 0, top_p: 1, min_p: 0 },
+    ];
+    let stopped = 0;
+    for (const extra of runs) {
+      const r = await client.chat.completions.create({
+        model: 'tiny', messages, max_tokens: 200, response_format: { type: 'json_object' }, ...extra,
+      });
+      const c = r.choices[0];
+      const text = c.message.content;
+      assert.ok(['stop', 'length'].includes(c.finish_reason), c.finish_reason);
+      assert.ok(text.startsWith('{'), `${JSON.stringify(extra)}: ${JSON.stringify(text)}`);
+      if (c.finish_reason === 'stop') {
+        stopped++;
+        const v = JSON.parse(text);
+        assert.equal(typeof v, 'object');
+        assert.ok(v !== null && !Array.isArray(v), text);
+      } else {
+        assert.equal(r.usage.completion_tokens, 200);
+        assert.ok(jsonObjectPrefix(text), `not a JSON prefix: ${JSON.stringify(text)}`);
+      }
+      // the same request is deterministic (greedy, or seeded)
+      const again = await client.chat.completions.create({
+        model: 'tiny', messages, max_tokens: 200, response_format: { type: 'json_object' }, ...extra,
+      });
+      assert.equal(again.choices[0].message.content, text);
+    }
+    // completions too; and json_object with a tiny max_tokens is cut ('length')
+    const cut = await client.completions.create({
+      model: 'tiny', prompt: 'hello', temperature: 0, max_tokens: 2,
+      response_format: { type: 'json_object' },
+    });
+    assert.equal(cut.choices[0].finish_reason, 'length');
+    assert.ok(cut.choices[0].text.startsWith('{'), cut.choices[0].text);
+    assert.ok(jsonObjectPrefix(cut.choices[0].text), cut.choices[0].text);
+    console.log(`json_object: ${stopped} of ${runs.length} runs closed their object`);
+  });
+
+  test('response_format json_object: a closed object ends with "stop" and parses', async () => {
+    // The random tiny model seldom closes a string on its own: push up
+    // '"', ':' and '}' so it does; the mask still decides what is valid
+    // ('"' and ':' are biased everywhere, yet the reply is JSON).
+    const [quote, colon, close] = [await tokenId('"'), await tokenId(':'), await tokenId('}')];
+    const logit_bias = { [quote]: 7, [colon]: 7, [close]: 4 };
+    for (const extra of [{ temperature: 0 }, { temperature: 1, seed: 7 }]) {
+      const r = await client.chat.completions.create({
+        model: 'tiny', messages, max_tokens: 200, response_format: { type: 'json_object' },
+        logit_bias, ...extra,
+      });
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, 'stop', `${JSON.stringify(extra)}: ${c.message.content}`);
+      const v = JSON.parse(c.message.content);
+      assert.ok(v && typeof v === 'object' && !Array.isArray(v), c.message.content);
+      assert.ok(Object.keys(v).length >= 1, c.message.content);   // not just "{}"
+    }
   });
 });

@@ -1,6 +1,7 @@
 /* test_engine_sample.c -- the sampler on hand-made logits: greedy, seeded
  * RNG, temperature, top-k, top-p, min-p, banned tokens, logprobs, and
- * logit_bias and the presence/frequency/repeat penalties (penalty.c). */
+ * logit_bias and the presence/frequency/repeat penalties (penalty.c), and
+ * the json_object mask on a tiny synthetic vocabulary. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -494,6 +495,298 @@ START_TEST(test_engine_sample_sim_ignores_penalties)
 }
 END_TEST
 
+
+/* ---- json_object: the JSON mask on a tiny synthetic vocabulary ------- */
+
+/* Token 0 ends generation; the rest are byte strings a BPE vocabulary
+ * could hold, valid JSON pieces and junk alike. */
+static const char *const jvocab[] = {
+    "<eos>", "{", "}", "\"", "a", "\":", ":", "1", "-0.5e+3", " ", "[", "]", ",", "true",
+    "hello", "{\"", "\"}", "null", "\\n", "x\"", "}}", "\n", "0", "\xc3\xa9", "",
+    " }", "  ,", " \"", " hello", " 1", "\t\n ", " {\"", " true", " :", "\"\\u00", "e9\"",
+};
+#define JV ((int32_t)(sizeof(jvocab) / sizeof(jvocab[0])))
+
+struct jctx {
+    int reads;   /* piece calls: the vocabulary is read once */
+};
+
+static size_t jpiece(const void *ctx, int32_t token, char *buf, size_t cap)
+{
+    ((struct jctx *)(uintptr_t)ctx)->reads++;
+    size_t n = strlen(jvocab[token]);
+    memcpy(buf, jvocab[token], n < cap ? n : cap);
+    return n;
+}
+
+static bool jeog(const void *ctx, int32_t token)
+{
+    (void)ctx;
+    return token == 0;
+}
+
+static uint64_t lcg(uint64_t *x)
+{
+    *x = *x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+    return *x >> 33;
+}
+
+/* One generation of up to 'steps' tokens on random logits (eos pushed up
+ * by eos_boost); the text in 'text'. Returns true when it ended with eos.
+ * Every step: the text is a valid prefix; eos comes only when complete;
+ * after complete, eos is the only choice. */
+static bool json_run(struct st_sampler *s, uint64_t *rng, float eos_boost, int steps,
+                     char *text, size_t cap)
+{
+    float logits[JV];
+    size_t len = 0;
+    text[0] = '\0';
+    for (int i = 0; i < steps; i++) {
+        for (int32_t t = 0; t < JV; t++)
+            logits[t] = (float)(lcg(rng) % 1000) / 100.0f;
+        logits[0] += eos_boost;
+        struct st_json_prefix before = s->js;
+        struct st_sample_result res;
+        ck_assert_int_eq(st_sampler_sample(s, logits, JV, NULL, 0, &res), ST_OK);
+        if (st_json_prefix_complete(&before))
+            ck_assert_int_eq(res.token, 0);
+        st_sampler_accept(s, res.token);
+        if (res.token == 0) {
+            ck_assert(st_json_prefix_complete(&before));
+            return true;
+        }
+        size_t n = strlen(jvocab[res.token]);
+        ck_assert(n > 0);
+        ck_assert(len + n < cap);
+        memcpy(text + len, jvocab[res.token], n);
+        len += n;
+        text[len] = '\0';
+        struct st_json_prefix check;
+        st_json_prefix_init(&check);
+        ck_assert_msg(st_json_prefix_feed(&check, text, len), "invalid: %s", text);
+        ck_assert(memcmp(&check, &s->js, sizeof(check)) == 0);   /* accept tracked it */
+    }
+    return false;
+}
+
+static void json_sampler(struct st_sampler *s, struct st_gen_params *p, struct jctx *ctx)
+{
+    p->json_object = true;
+    st_sampler_init(s);
+    st_sampler_reset(s, p);
+    ck_assert_int_eq(st_sampler_json_vocab(s, ctx, 0, JV, jpiece, jeog, ctx), ST_OK);
+}
+
+/* Greedy and sampled runs on random logits only ever build valid JSON
+ * prefixes and end (eos) only on a complete object; many do complete. */
+START_TEST(test_engine_sample_json_mask_keeps_valid)
+{
+    const float temps[] = { 0.0f, 1.0f, 2.0f };
+    char text[4096];
+    for (size_t ti = 0; ti < 3; ti++) {
+        int ended = 0;
+        for (int run = 0; run < 200; run++) {
+            struct st_gen_params p = params(temps[ti], 0, 1.0f, 0.0f, (uint64_t)run);
+            struct st_sampler s;
+            struct jctx ctx = { 0 };
+            json_sampler(&s, &p, &ctx);
+            ck_assert(!st_sampler_plain_greedy(&s));   /* the backend must not draw */
+            uint64_t rng = (uint64_t)run * 7919 + ti;
+            if (json_run(&s, &rng, 3.0f, 300, text, sizeof(text))) {
+                ended++;
+                struct st_json_prefix j;
+                st_json_prefix_init(&j);
+                ck_assert(st_json_prefix_feed(&j, text, strlen(text)));
+                ck_assert_msg(st_json_prefix_complete(&j), "ended early: %s", text);
+                ck_assert_int_eq(text[0], '{');
+            }
+            st_sampler_fini(&s);
+        }
+        ck_assert_int_gt(ended, 50);
+    }
+}
+END_TEST
+
+/* What the mask should decide for 'id' after 'text', by brute force. */
+static bool json_expected(const struct st_json_prefix *js, int32_t id, bool eos_banned)
+{
+    if (id == 0)
+        return st_json_prefix_complete(js);
+    const char *pc = jvocab[id];
+    if (!pc[0] || (st_json_prefix_empty(js) && pc[0] != '{'))
+        return false;
+    if (st_json_prefix_complete(js) && !eos_banned)
+        return false;
+    struct st_json_prefix j = *js;
+    return st_json_prefix_feed(&j, pc, strlen(pc));
+}
+
+/* Along random walks, the mask allows exactly the tokens the validator
+ * does: greedy (one check on the argmax) and sampled (the full filter,
+ * top_k 1 after it) with one token's logit far above the rest. */
+START_TEST(test_engine_sample_json_mask_matches_validator)
+{
+    const int32_t ban[] = { 0 };
+    for (int run = 0; run < 40; run++) {
+        struct st_gen_params gp = params(1.0f, 0, 1.0f, 0.0f, (uint64_t)run);
+        struct st_sampler walk;
+        struct jctx ctx = { 0 };
+        json_sampler(&walk, &gp, &ctx);
+        uint64_t rng = (uint64_t)run + 99;
+        float logits[JV];
+        for (int step = 0; step < 60; step++) {
+            for (int g = 0; g < 2; g++) {
+                struct st_gen_params cp = params(g ? 1.0f : 0.0f, 1, 1.0f, 0.0f, 5);
+                struct st_sampler c;
+                json_sampler(&c, &cp, &ctx);
+                for (int eb = 0; eb < 2; eb++) {
+                    for (int32_t id = 0; id < JV; id++) {
+                        c.js = walk.js;
+                        for (int32_t t = 0; t < JV; t++)
+                            logits[t] = (float)((t * 7 + step) % 5);
+                        logits[id] = 100.0f;
+                        struct st_sample_result res;
+                        enum st_status rc = st_sampler_sample(&c, logits, JV, ban, (size_t)eb,
+                                                              &res);
+                        bool want = json_expected(&walk.js, id, eb == 1) && !(eb && id == 0);
+                        ck_assert_msg((rc == ST_OK && res.token == id) == want,
+                                      "run %d step %d %s eos_banned %d token '%s': want %d",
+                                      run, step, g ? "sampled" : "greedy", eb, jvocab[id],
+                                      (int)want);
+                    }
+                }
+                st_sampler_fini(&c);
+            }
+            for (int32_t t = 0; t < JV; t++)
+                logits[t] = (float)(lcg(&rng) % 1000) / 100.0f;
+            struct st_sample_result res;
+            ck_assert_int_eq(st_sampler_sample(&walk, logits, JV, NULL, 0, &res), ST_OK);
+            if (res.token == 0)
+                break;
+            st_sampler_accept(&walk, res.token);
+        }
+        st_sampler_fini(&walk);
+    }
+}
+END_TEST
+
+/* eos is the top logit every step: it is still refused until the object
+ * closes; junk tokens with higher logits than any valid one are skipped. */
+START_TEST(test_engine_sample_json_eos_only_when_complete)
+{
+    struct st_gen_params p = params(0.0f, 0, 1.0f, 0.0f, 1);
+    struct st_sampler s;
+    struct jctx ctx = { 0 };
+    json_sampler(&s, &p, &ctx);
+    float logits[JV];
+    for (int32_t t = 0; t < JV; t++)
+        logits[t] = -(float)t;   /* eos, then "{", "}", ... by id */
+    logits[14] = 50.0f;          /* "hello": never valid outside a string */
+    struct st_sample_result res;
+    const int32_t want[] = { 1, 2, 0 };   /* "{", "}", eos */
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(st_sampler_sample(&s, logits, JV, NULL, 0, &res), ST_OK);
+        ck_assert_int_eq(res.token, want[i]);
+        st_sampler_accept(&s, res.token);
+    }
+    /* with eos banned (ignore_eos), a complete object may only take whitespace */
+    const int32_t ban[] = { 0 };
+    ck_assert_int_eq(st_sampler_sample(&s, logits, JV, ban, 1, &res), ST_OK);
+    ck_assert_int_eq(res.token, 9);   /* " ": the best of " ", "\n", "\t\n " */
+    /* ... and with whitespace banned too, nothing is left */
+    const int32_t ban4[] = { 0, 9, 21, 30 };
+    ck_assert_int_eq(st_sampler_sample(&s, logits, JV, ban4, 4, &res), ST_ERR_INVALID);
+    st_sampler_fini(&s);
+}
+END_TEST
+
+/* The mask runs after bias and penalties; a biased-up invalid token stays
+ * out and logprobs stay those of the raw logits. */
+START_TEST(test_engine_sample_json_with_bias_and_logprobs)
+{
+    struct st_gen_params p = params(0.0f, 0, 1.0f, 0.0f, 1);
+    struct st_logit_bias b[2] = { { 14, 100.0f }, { 15, 5.0f } };
+    p.logit_bias = b;
+    p.n_logit_bias = 2;
+    p.presence_penalty = 1.0f;
+    p.logprobs = true;
+    struct st_sampler s;
+    struct jctx ctx = { 0 };
+    json_sampler(&s, &p, &ctx);
+    float logits[JV] = { 0 };
+    struct st_sample_result res;
+    ck_assert_int_eq(st_sampler_sample(&s, logits, JV, NULL, 0, &res), ST_OK);
+    ck_assert_int_eq(res.token, 15);   /* "{\"": the bias picks among the valid */
+    ck_assert_float_eq_tol(res.logprob, -logf((float)JV), 1e-4f);
+    st_sampler_accept(&s, res.token);
+    ck_assert_int_eq(st_sampler_sample(&s, logits, JV, NULL, 0, &res), ST_OK);
+    ck_assert_int_eq(res.token, 14);   /* "hello" is fine inside the key string */
+    st_sampler_fini(&s);
+}
+END_TEST
+
+/* The vocabulary is read once per (owner, model); json mode without one,
+ * or for another n_vocab, is an error, not an unmasked sample. */
+START_TEST(test_engine_sample_json_vocab_cached)
+{
+    struct st_gen_params p = params(0.0f, 0, 1.0f, 0.0f, 1);
+    struct st_sampler s;
+    struct jctx ctx = { 0 };
+    json_sampler(&s, &p, &ctx);
+    ck_assert_int_eq(ctx.reads, JV);
+    st_sampler_reset(&s, &p);   /* the next request, same model */
+    ck_assert_int_eq(st_sampler_json_vocab(&s, &ctx, 0, JV, jpiece, jeog, &ctx), ST_OK);
+    ck_assert_int_eq(ctx.reads, JV);
+    ck_assert_int_eq(st_sampler_json_vocab(&s, &ctx, 1, JV, jpiece, jeog, &ctx), ST_OK);
+    ck_assert_int_eq(ctx.reads, 2 * JV);   /* another model */
+    float logits[JV + 1] = { 0 };
+    struct st_sample_result res;
+    ck_assert_int_eq(st_sampler_sample(&s, logits, JV + 1, NULL, 0, &res), ST_ERR_INVALID);
+    ck_assert_int_eq(st_sampler_json_vocab(&s, &ctx, 1, 0, jpiece, jeog, &ctx), ST_ERR_INVALID);
+    st_sampler_fini(&s);
+    /* a fresh sampler in json mode with no vocabulary refuses to sample */
+    st_sampler_init(&s);
+    st_sampler_reset(&s, &p);
+    ck_assert_int_eq(st_sampler_sample(&s, logits, JV, NULL, 0, &res), ST_ERR_INVALID);
+    /* json off: the same sampler is plain greedy again */
+    p.json_object = false;
+    st_sampler_reset(&s, &p);
+    ck_assert(st_sampler_plain_greedy(&s));
+    st_sampler_fini(&s);
+}
+END_TEST
+
+
+/* The sim forces its tokens: json_object changes nothing there, and its
+ * 2^25-id space is never read into a JSON vocabulary. */
+START_TEST(test_engine_sample_sim_ignores_json)
+{
+    struct fixture f;
+    fx_defaults(&f);
+    f.pcfg.sim.tokens = 16;
+    ck_assert(fx_start(&f));
+    struct rec r;
+    memset(&r, 0, sizeof(r));
+    r.clock = &f.clk.clock;
+    r.first_ns = -1;
+    struct st_request *req = st_request_new();
+    strcpy(req->id, "x");
+    req->prompt = strdup("say something");
+    req->params.max_tokens = 3;
+    req->params.json_object = true;
+    req->emit = rec_emit;
+    req->emit_ctx = &r;
+    ck_assert_int_eq(st_engine_pool_submit(f.pool, req, NULL), ST_OK);
+    fx_run_idle(&f);
+    ck_assert_int_eq(r.n_end, 1);
+    ck_assert_str_eq(r.text, "tok1 tok2 tok3");
+    ck_assert_int_eq(r.finish, ST_FINISH_LENGTH);
+    ck_assert_int_eq(f.pool->engines[0].slots[0].sampler.jv.n_vocab, 0);
+    st_request_unref(req);
+    fx_stop(&f);
+}
+END_TEST
+
 static Suite *sample_suite(void)
 {
     Suite *s = suite_create("engine_sample");
@@ -513,6 +806,12 @@ static Suite *sample_suite(void)
     tcase_add_test(t, test_engine_sample_frequency_counts_repeats);
     tcase_add_test(t, test_engine_sample_choices_separate_histories);
     tcase_add_test(t, test_engine_sample_sim_ignores_penalties);
+    tcase_add_test(t, test_engine_sample_json_mask_keeps_valid);
+    tcase_add_test(t, test_engine_sample_json_eos_only_when_complete);
+    tcase_add_test(t, test_engine_sample_json_mask_matches_validator);
+    tcase_add_test(t, test_engine_sample_json_with_bias_and_logprobs);
+    tcase_add_test(t, test_engine_sample_json_vocab_cached);
+    tcase_add_test(t, test_engine_sample_sim_ignores_json);
     suite_add_tcase(s, t);
     return s;
 }

@@ -319,18 +319,32 @@ START_TEST(test_server_parse_penalties)
         snprintf(body, sizeof(body), "{\"prompt\":\"x\",%s}", bad[i][0]);
         expect_bad(ST_OAI_COMPLETION, body, bad[i][1]);
     }
-    /* constrained output is refused, not ignored */
-    static const char *const formats[] = {
-        "{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_object\"}}",
-        "{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}",
-    };
-    for (size_t i = 0; i < ST_ARRAY_LEN(formats); i++) {
-        ck_assert_int_ne(parse(ST_OAI_COMPLETION, formats[i], &r, &e), ST_OK);
-        ck_assert_int_eq(st_api_error_http(&e), 400);
-        ck_assert_str_eq(e.param, "response_format");
-        ck_assert_msg(strstr(e.message, "not supported"), "%s", e.message);
-        st_oai_request_fini(&r);
-    }
+    /* json_object sets the JSON mask; text (and no field) leaves it off */
+    ck_assert_int_eq(parse(ST_OAI_CHAT,
+                           "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                           "\"response_format\":{\"type\":\"json_object\"}}", &r, &e),
+                     ST_OK);
+    ck_assert(r.params.json_object);
+    st_oai_request_fini(&r);
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":\"x\","
+                           "\"response_format\":{\"type\":\"json_object\"}}", &r, &e),
+                     ST_OK);
+    ck_assert(r.params.json_object);
+    st_oai_request_fini(&r);
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":\"x\","
+                           "\"response_format\":{\"type\":\"text\"}}", &r, &e), ST_OK);
+    ck_assert(!r.params.json_object);
+    st_oai_request_fini(&r);
+    /* a schema cannot be enforced: refused, not ignored */
+    ck_assert_int_ne(parse(ST_OAI_COMPLETION,
+                           "{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\","
+                           "\"json_schema\":{}}}", &r, &e), ST_OK);
+    ck_assert_int_eq(st_api_error_http(&e), 400);
+    ck_assert_str_eq(e.param, "response_format");
+    ck_assert_str_eq(e.code, "unsupported_value");
+    ck_assert_msg(strstr(e.message, "not supported") && strstr(e.message, "json_object"), "%s",
+                  e.message);
+    st_oai_request_fini(&r);
     /* too many entries: the error says the limit */
     struct st_buf b;
     st_buf_init(&b);
