@@ -85,34 +85,13 @@ static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, str
 
 static void run(const struct run *r, struct out *out, struct st_pool_stats *stats)
 {
-    struct st_clock_manual clk;
-    st_clock_manual_init(&clk, 0);
-    struct st_sched_config sc;
-    st_sched_config_defaults(&sc);
-    sc.batch = true;
-    sc.log_dispatch = false;
-    struct st_pool_config pc;
-    st_pool_config_defaults(&pc);
-    pc.model.name = "m";
-    pc.model.path = (char *)r->path;
-    pc.model.backend = ST_BACKEND_CPU;
-    pc.model.parallel = r->np;
-    pc.model.ctx_size = 256;
-    pc.threads = 2;
-    pc.ubatch = 64;
-    pc.mtp = r->mtp_draft > 0;
-    pc.mtp_draft = r->mtp_draft > 0 ? r->mtp_draft : 1;
-    struct st_sched *s = NULL;
-    struct st_engine_pool *p = NULL;
-    struct st_err err = { 0 };
-    ck_assert(st_sched_new(&sc, &clk.clock, &s, &err) == ST_OK);
-    ck_assert_msg(st_engine_pool_new(&pc, s, &clk.clock, &p, &err) == ST_OK, "%s", err.msg);
-    (void)st_engine_pool_step(p, 0);   /* loads the model */
+    struct fixture_pool f;
+    fixture_pool_start(&f, r->path, r->np, r->mtp_draft);
+    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
     memset(out, 0, sizeof(*out) * (size_t)r->np);
     for (int32_t i = 0; i < r->np; i++)
-        submit(p, i, r, &out[i]);
-    for (int steps = 0; steps < 100000 && st_engine_pool_step(p, 0); steps++)
-        ;
+        submit(f.pool, i, r, &out[i]);
+    fixture_pool_drain(&f);
     for (int32_t i = 0; i < r->np; i++) {
         const struct out *o = &out[i];
         ck_assert_msg(o->ended, "request %d did not end", (int)i);
@@ -127,9 +106,8 @@ static void run(const struct run *r, struct out *out, struct st_pool_stats *stat
             ck_assert_msg(st_json_prefix_complete(&j), "request %d stopped early: '%s'",
                           (int)i, o->text);
     }
-    st_engine_pool_stats(p, stats);
-    st_engine_pool_free(p);
-    st_sched_free(s);
+    st_engine_pool_stats(f.pool, stats);
+    fixture_pool_stop(&f);
 }
 
 static void same(const struct out *a, const struct out *b, int32_t np, const char *what)
