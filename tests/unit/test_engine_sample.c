@@ -456,22 +456,42 @@ START_TEST(test_engine_sample_choices_separate_histories)
 }
 END_TEST
 
+/* A sim pool (16-word replies) and a 3-token request for it, recorded
+ * into *r; the caller sets the sampling options under test. */
+static struct st_request *sim_request(struct fixture *f, struct rec *r)
+{
+    fx_defaults(f);
+    f->pcfg.sim.tokens = 16;
+    ck_assert(fx_start(f));
+    memset(r, 0, sizeof(*r));
+    r->clock = &f->clk.clock;
+    r->first_ns = -1;
+    struct st_request *req = st_request_new();
+    strcpy(req->id, "x");
+    req->prompt = strdup("say something");
+    req->params.max_tokens = 3;
+    req->emit = rec_emit;
+    req->emit_ctx = r;
+    return req;
+}
+
+/* Run it: the sim says its three words whatever the sampling options. */
+static void expect_sim_words(struct fixture *f, struct st_request *req, const struct rec *r)
+{
+    ck_assert_int_eq(st_engine_pool_submit(f->pool, req, NULL), ST_OK);
+    fx_run_idle(f);
+    ck_assert_int_eq(r->n_end, 1);
+    ck_assert_str_eq(r->text, "tok1 tok2 tok3");
+    ck_assert_int_eq(r->finish, ST_FINISH_LENGTH);
+}
+
 /* The sim forces its tokens (no logits): penalties and bias are accepted
  * and change nothing, and its 2^25-id space never gets penalty tables. */
 START_TEST(test_engine_sample_sim_ignores_penalties)
 {
     struct fixture f;
-    fx_defaults(&f);
-    f.pcfg.sim.tokens = 16;
-    ck_assert(fx_start(&f));
     struct rec r;
-    memset(&r, 0, sizeof(r));
-    r.clock = &f.clk.clock;
-    r.first_ns = -1;
-    struct st_request *req = st_request_new();
-    strcpy(req->id, "x");
-    req->prompt = strdup("say something");
-    req->params.max_tokens = 3;
+    struct st_request *req = sim_request(&f, &r);
     req->params.presence_penalty = 1.0f;
     req->params.frequency_penalty = 1.0f;
     req->params.repeat_penalty = 1.5f;
@@ -482,13 +502,7 @@ START_TEST(test_engine_sample_sim_ignores_penalties)
     ck_assert_int_eq(st_gen_params_copy_bias(&req->params, &src), ST_OK);
     ck_assert_ptr_nonnull(req->params.logit_bias);
     ck_assert_ptr_ne(req->params.logit_bias, &b);   /* the request owns a copy */
-    req->emit = rec_emit;
-    req->emit_ctx = &r;
-    ck_assert_int_eq(st_engine_pool_submit(f.pool, req, NULL), ST_OK);
-    fx_run_idle(&f);
-    ck_assert_int_eq(r.n_end, 1);
-    ck_assert_str_eq(r.text, "tok1 tok2 tok3");
-    ck_assert_int_eq(r.finish, ST_FINISH_LENGTH);
+    expect_sim_words(&f, req, &r);
     ck_assert_ptr_null(f.pool->engines[0].slots[0].sampler.pen.counts);
     st_request_unref(req);
     fx_stop(&f);
@@ -762,25 +776,10 @@ END_TEST
 START_TEST(test_engine_sample_sim_ignores_json)
 {
     struct fixture f;
-    fx_defaults(&f);
-    f.pcfg.sim.tokens = 16;
-    ck_assert(fx_start(&f));
     struct rec r;
-    memset(&r, 0, sizeof(r));
-    r.clock = &f.clk.clock;
-    r.first_ns = -1;
-    struct st_request *req = st_request_new();
-    strcpy(req->id, "x");
-    req->prompt = strdup("say something");
-    req->params.max_tokens = 3;
+    struct st_request *req = sim_request(&f, &r);
     req->params.json_object = true;
-    req->emit = rec_emit;
-    req->emit_ctx = &r;
-    ck_assert_int_eq(st_engine_pool_submit(f.pool, req, NULL), ST_OK);
-    fx_run_idle(&f);
-    ck_assert_int_eq(r.n_end, 1);
-    ck_assert_str_eq(r.text, "tok1 tok2 tok3");
-    ck_assert_int_eq(r.finish, ST_FINISH_LENGTH);
+    expect_sim_words(&f, req, &r);
     ck_assert_int_eq(f.pool->engines[0].slots[0].sampler.jv.n_vocab, 0);
     st_request_unref(req);
     fx_stop(&f);

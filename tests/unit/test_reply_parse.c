@@ -490,6 +490,47 @@ START_TEST(test_reply_parse_detok_renders_markers)
 }
 END_TEST
 
+/* Send the parsed reply r back as the assistant turn after a user "Q"
+ * (each call's arguments as the JSON string we returned) and render it with
+ * the template 'src', which must be recognized as 'kind'; the prompt is
+ * checked to be that turn around the model's own text 'reply'. */
+static void expect_render_back(const struct result *r, const char *src, enum st_chat_kind kind,
+                               const char *reply)
+{
+    struct st_buf calls, out;
+    st_buf_init(&calls);
+    ck_assert_int_eq(st_buf_append(&calls, "[", 1), ST_OK);
+    for (int32_t i = 0; i < r->n_calls; i++) {
+        ck_assert_int_eq(st_buf_printf(&calls, "%s{\"id\":\"call_%d\",\"type\":\"function\","
+                                       "\"function\":{\"name\":\"%s\",\"arguments\":",
+                                       i ? "," : "", (int)i, r->name[i].data), ST_OK);
+        ck_assert_int_eq(st_buf_json_str(&calls, r->args[i].data, r->args[i].len), ST_OK);
+        ck_assert_int_eq(st_buf_append(&calls, "}}", 2), ST_OK);
+    }
+    ck_assert_int_eq(st_buf_append(&calls, "]", 1), ST_OK);
+    struct st_chat_msg m[2];
+    memset(m, 0, sizeof(m));
+    m[0].role = st_str_c("user");
+    m[0].content = st_str_c("Q");
+    m[1].role = st_str_c("assistant");
+    m[1].content = st_str_c(r->content.data);
+    m[1].reasoning_content = st_str_c(r->reasoning.data);
+    m[1].tool_calls = st_str_c(calls.data);
+    struct st_chat_tmpl t;
+    st_chat_tmpl_init(&t, src, strlen(src), NULL, NULL, "test");
+    ck_assert_int_eq(t.kind, kind);
+    struct st_chat_req req = { .msgs = m, .n_msgs = 2, .enable_thinking = -1 };
+    st_buf_init(&out);
+    ck_assert_int_eq(st_chat_render(&t, &req, &out, NULL), ST_OK);
+    char want[1024];
+    snprintf(want, sizeof(want), "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n%s"
+             "<|im_end|>\n", reply);
+    ck_assert_str_eq(out.data, want);
+    ck_assert(!st_reply_prompt_wants_xml_calls(out.data, out.len));   /* no tools given */
+    st_buf_fini(&out);
+    st_buf_fini(&calls);
+}
+
 /* Round trip: a parsed reply, sent back by a client as an assistant message
  * (arguments as the JSON string we returned), renders through the Qwen3
  * template into exactly the text the model generated -- the reason the
@@ -504,39 +545,9 @@ START_TEST(test_reply_parse_round_trips_through_qwen3_template)
         "{%- if tools %}<|im_start|>system ... <tool_call> ... reasoning_content ... <think>"
         "{%- if enable_thinking is defined and enable_thinking is false %}";
     struct result r;
-    struct st_buf calls, out;
     parse_cuts(&all_on, reply, NULL, 0, &r);
     ck_assert_int_eq(r.n_calls, 2);
-    st_buf_init(&calls);
-    ck_assert_int_eq(st_buf_append(&calls, "[", 1), ST_OK);
-    for (int32_t i = 0; i < r.n_calls; i++) {
-        ck_assert_int_eq(st_buf_printf(&calls, "%s{\"id\":\"call_%d\",\"type\":\"function\","
-                                       "\"function\":{\"name\":\"%s\",\"arguments\":",
-                                       i ? "," : "", (int)i, r.name[i].data), ST_OK);
-        ck_assert_int_eq(st_buf_json_str(&calls, r.args[i].data, r.args[i].len), ST_OK);
-        ck_assert_int_eq(st_buf_append(&calls, "}}", 2), ST_OK);
-    }
-    ck_assert_int_eq(st_buf_append(&calls, "]", 1), ST_OK);
-    struct st_chat_msg m[2];
-    memset(m, 0, sizeof(m));
-    m[0].role = st_str_c("user");
-    m[0].content = st_str_c("Q");
-    m[1].role = st_str_c("assistant");
-    m[1].content = st_str_c(r.content.data);
-    m[1].reasoning_content = st_str_c(r.reasoning.data);
-    m[1].tool_calls = st_str_c(calls.data);
-    struct st_chat_tmpl t;
-    st_chat_tmpl_init(&t, qwen3_src, strlen(qwen3_src), NULL, NULL, "test");
-    ck_assert_int_eq(t.kind, ST_CHAT_QWEN3);
-    struct st_chat_req req = { .msgs = m, .n_msgs = 2, .enable_thinking = -1 };
-    st_buf_init(&out);
-    ck_assert_int_eq(st_chat_render(&t, &req, &out, NULL), ST_OK);
-    char want[1024];
-    snprintf(want, sizeof(want), "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n%s"
-             "<|im_end|>\n", reply);
-    ck_assert_str_eq(out.data, want);
-    st_buf_fini(&out);
-    st_buf_fini(&calls);
+    expect_render_back(&r, qwen3_src, ST_CHAT_QWEN3, reply);
     result_fini(&r);
 }
 END_TEST
@@ -669,40 +680,24 @@ START_TEST(test_reply_parse_xml_round_trips_through_coder_template)
     static const char coder_src[] = "<|im_start|> ... '<function=' ... '<parameter=' ...";
     struct st_reply_opts o = coder_opts(true);
     struct result r;
-    struct st_buf calls, out;
     parse_cuts(&o, reply, NULL, 0, &r);
     ck_assert_int_eq(r.n_calls, 1);
-    st_buf_init(&calls);
-    ck_assert_int_eq(st_buf_printf(&calls, "[{\"id\":\"c\",\"type\":\"function\",\"function\":"
-                                   "{\"name\":\"%s\",\"arguments\":", r.name[0].data), ST_OK);
-    ck_assert_int_eq(st_buf_json_str(&calls, r.args[0].data, r.args[0].len), ST_OK);
-    ck_assert_int_eq(st_buf_append(&calls, "}}]", 3), ST_OK);
-    struct st_chat_msg m[2];
-    memset(m, 0, sizeof(m));
-    m[0].role = st_str_c("user");
-    m[0].content = st_str_c("Q");
-    m[1].role = st_str_c("assistant");
-    m[1].content = st_str_c(r.content.data);
-    m[1].tool_calls = st_str_c(calls.data);
+    expect_render_back(&r, coder_src, ST_CHAT_QWEN3_CODER, reply);
+    /* with tools, the prompt asks for XML calls (and not for bare JSON ones) */
+    struct st_chat_msg q;
+    memset(&q, 0, sizeof(q));
+    q.role = st_str_c("user");
+    q.content = st_str_c("Q");
     struct st_chat_tmpl t;
     st_chat_tmpl_init(&t, coder_src, strlen(coder_src), NULL, NULL, "test");
-    ck_assert_int_eq(t.kind, ST_CHAT_QWEN3_CODER);
-    struct st_chat_req req = { .msgs = m, .n_msgs = 2, .enable_thinking = -1 };
+    struct st_chat_req req = { .msgs = &q, .n_msgs = 1, .enable_thinking = -1,
+                               .tools = st_str_c(coder_tools) };
+    struct st_buf out;
     st_buf_init(&out);
-    ck_assert_int_eq(st_chat_render(&t, &req, &out, NULL), ST_OK);
-    char want[1024];
-    snprintf(want, sizeof(want), "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n%s"
-             "<|im_end|>\n", reply);
-    ck_assert_str_eq(out.data, want);
-    ck_assert(!st_reply_prompt_wants_xml_calls(out.data, out.len));   /* no tools */
-    st_buf_reset(&out);
-    req.n_msgs = 1;
-    req.tools = st_str_c(coder_tools);
     ck_assert_int_eq(st_chat_render(&t, &req, &out, NULL), ST_OK);
     ck_assert(st_reply_prompt_wants_xml_calls(out.data, out.len));
     ck_assert(!st_reply_prompt_wants_json_calls(out.data, out.len));
     st_buf_fini(&out);
-    st_buf_fini(&calls);
     result_fini(&r);
 }
 END_TEST
