@@ -4,8 +4,6 @@
 #ifndef STRATA_ENGINE_RUNNER_MODEL_H
 #define STRATA_ENGINE_RUNNER_MODEL_H
 
-#include <stdatomic.h>
-
 #include "runner.h"
 #include "strata/chat.h"
 #include "strata/forward.h"
@@ -17,7 +15,6 @@ struct model_runner {
     struct st_model   *model;        /* owned; opened at new, loaded by load */
     struct st_tok     *tok;          /* owned; read-only after new (any thread) */
     struct st_chat_tmpl tmpl;        /* read-only after new */
-    atomic_bool        tools_warned; /* "tools are not rendered" was logged (once) */
     char              *backend;      /* owned backend name */
     int32_t            n_threads;
     int32_t            device;       /* GPU index for "cuda" (cuda:device) */

@@ -143,6 +143,13 @@ enum st_status st_runner_model_text_init(struct model_runner *r, struct st_err *
     st_chat_tmpl_init(&r->tmpl, src.ptr, src.len,
                       token_text(r->tok, st_tok_bos(r->tok), bos, sizeof(bos)),
                       token_text(r->tok, st_tok_eos(r->tok), eos, sizeof(eos)), model_name);
+    /* Such a model still serves requests that carry tools (clients such as
+     * coding agents send them with every request), so the operator is told
+     * once, here, rather than each client refused. */
+    if (!st_chat_renders_tools(&r->tmpl))
+        st_log(ST_LOG_WARN, "chat", "%s: its chat template is rendered as %s, which has no place "
+               "for tools: requests' tools will be left out of the prompt (docs/TOKENIZER.md)",
+               st_model_path(r->model), st_chat_kind_name(r->tmpl.kind));
     return ST_OK;
 }
 
@@ -292,20 +299,6 @@ static enum st_status template_kwargs(const char *kwargs_json, struct st_chat_re
     return rc;
 }
 
-/* Tools given to a template that cannot show them to the model: the request
- * still runs (clients often send tools by default), and the log says so
- * once per model. */
-static void warn_tools_dropped(const struct st_runner *r, const char *tools_json)
-{
-    struct model_runner *m = (struct model_runner *)r;   /* the flag is the only write */
-    if (!tools_json || strcmp(tools_json, "[]") == 0 || st_chat_renders_tools(&m->tmpl) ||
-        atomic_exchange(&m->tools_warned, true))
-        return;
-    st_log(ST_LOG_WARN, "chat", "%s: its chat template is rendered as %s, which has no place for "
-           "tools: requests' tools are left out of the prompt (docs/TOKENIZER.md)",
-           st_model_path(m->model), st_chat_kind_name(m->tmpl.kind));
-}
-
 enum st_status st_runner_model_apply_template(const struct st_runner *r,
                                               const char *messages_json,
                                               const char *tools_json, const char *kwargs_json,
@@ -328,7 +321,6 @@ enum st_status st_runner_model_apply_template(const struct st_runner *r,
                                    .tools = tools_json ? st_str_c(tools_json)
                                                        : (struct st_str){ NULL, 0 } };
         rc = template_kwargs(kwargs_json, &req, &sc, err);
-        warn_tools_dropped(r, tools_json);
         if (rc == ST_OK)
             rc = st_chat_render(&mr(r)->tmpl, &req, &out, err);
         if (rc == ST_OK && !out.data)

@@ -118,7 +118,7 @@ START_TEST(test_runner_model_chat_template)
                              "Hi there<|im_end|>\n<|im_start|>assistant\n");
     free(prompt);
     /* ChatML has no place for tools: the request still renders, without them
-     * (the log says so, once per model). */
+     * (the log said so when the model was loaded). */
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(st_runner_apply_template(r, msgs, "[{\"type\":\"function\",\"function\""
                                                   ":{\"name\":\"f\"}}]", NULL, true, &prompt,
