@@ -46,32 +46,16 @@ static const uint32_t kq_iq3s_grid_h[512] = { KQ_IQ3S_GRID_INIT };
 static const uint32_t kq_iq3xxs_grid_h[256] = { KQ_IQ3XXS_GRID_INIT };
 static const int8_t kq_kvalues_h[16] = { KQ_KVALUES_IQ4NL_INIT };
 
-KQ_HD uint32_t kq_iq3s(int i)
-{
+/* Device code reads the device copy, host code (the host test) its own. */
 #ifdef __CUDA_ARCH__
-    return kq_iq3s_grid_d[i];
+#define KQ_TABLE(dev, host) (dev)
 #else
-    return kq_iq3s_grid_h[i];
+#define KQ_TABLE(dev, host) (host)
 #endif
-}
 
-KQ_HD uint32_t kq_iq3xxs(int i)
-{
-#ifdef __CUDA_ARCH__
-    return kq_iq3xxs_grid_d[i];
-#else
-    return kq_iq3xxs_grid_h[i];
-#endif
-}
-
-KQ_HD int kq_kv(int i)
-{
-#ifdef __CUDA_ARCH__
-    return kq_kvalues_d[i];
-#else
-    return kq_kvalues_h[i];
-#endif
-}
+KQ_HD uint32_t kq_iq3s(int i) { return KQ_TABLE(kq_iq3s_grid_d, kq_iq3s_grid_h)[i]; }
+KQ_HD uint32_t kq_iq3xxs(int i) { return KQ_TABLE(kq_iq3xxs_grid_d, kq_iq3xxs_grid_h)[i]; }
+KQ_HD int kq_kv(int i) { return KQ_TABLE(kq_kvalues_d, kq_kvalues_h)[i]; }
 
 KQ_HD int kq_popc(uint32_t v)
 {
