@@ -203,6 +203,8 @@ struct moe_few {
     struct moe_job *j;
     const int32_t  *act;       /* [n_act] experts with at least one pair */
     int64_t         n_act;
+    bool            down;      /* this region: the down matmul, else gate and up */
+    int64_t         n_rows;    /* output rows per expert of this region */
     int64_t         chunk, n_chunk;   /* output rows per item, items per expert */
     atomic_llong    next;
 };
@@ -221,7 +223,7 @@ static void few_item(const struct moe_job *j, const struct st_tensor *w, int64_t
                     xq + p0 * xs, xs, cnt, y + p0 * n_out, (size_t)n_out);
 }
 
-static void few_gate_up_task(void *ctx, int ith, int nth)
+static void few_task(void *ctx, int ith, int nth)
 {
     struct moe_few *f = ctx;
     const struct moe_job *j = f->j;
@@ -231,25 +233,26 @@ static void few_gate_up_task(void *ctx, int ith, int nth)
         if (it >= f->n_act * f->n_chunk)
             break;
         int64_t e = f->act[it / f->n_chunk], lo = it % f->n_chunk * f->chunk;
-        int64_t hi = lo + f->chunk < j->n_ff ? lo + f->chunk : j->n_ff;
-        few_item(j, j->gate, e, lo, hi, j->xg, j->xs_in, j->hg);
-        few_item(j, j->up, e, lo, hi, j->xg, j->xs_in, j->hu);
+        int64_t hi = lo + f->chunk < f->n_rows ? lo + f->chunk : f->n_rows;
+        if (f->down) {
+            few_item(j, j->down, e, lo, hi, j->aq, j->xs_down, j->yd);
+        } else {
+            few_item(j, j->gate, e, lo, hi, j->xg, j->xs_in, j->hg);
+            few_item(j, j->up, e, lo, hi, j->xg, j->xs_in, j->hu);
+        }
     }
 }
 
-static void few_down_task(void *ctx, int ith, int nth)
+/* One dynamic region over (active expert, chunk of w's output rows) items. */
+static void few_region(struct cpu_backend *cb, struct moe_few *f, const struct st_tensor *w,
+                       bool down)
 {
-    struct moe_few *f = ctx;
-    const struct moe_job *j = f->j;
-    (void)ith; (void)nth;
-    for (;;) {
-        int64_t it = cpu_claim(&f->next);
-        if (it >= f->n_act * f->n_chunk)
-            break;
-        int64_t e = f->act[it / f->n_chunk], lo = it % f->n_chunk * f->chunk;
-        int64_t hi = lo + f->chunk < j->n_embd ? lo + f->chunk : j->n_embd;
-        few_item(j, j->down, e, lo, hi, j->aq, j->xs_down, j->yd);
-    }
+    f->down = down;
+    f->n_rows = w->ne[1];
+    f->chunk = few_chunk_rows(w);
+    f->n_chunk = (f->n_rows + f->chunk - 1) / f->chunk;
+    atomic_store(&f->next, 0);
+    cpu_pool_run_dyn(cb->pool, few_task, f, cb->n_threads);
 }
 
 /* act: scratch for n_exp experts (moe_group's fill array, free by now). */
@@ -263,15 +266,10 @@ static void moe_few_rows(struct cpu_backend *cb, struct moe_job *j, int32_t *act
     for (int64_t e = 0; e < j->n_exp; e++)
         if (j->start[e + 1] > j->start[e])
             act[f.n_act++] = (int32_t)e;
-    f.chunk = few_chunk_rows(j->gate);
-    f.n_chunk = (j->n_ff + f.chunk - 1) / f.chunk;
     atomic_init(&f.next, 0);
-    cpu_pool_run_dyn(cb->pool, few_gate_up_task, &f, cb->n_threads);
+    few_region(cb, &f, j->gate, false);
     moe_silu_quantize(j, 0, pairs);
-    f.chunk = few_chunk_rows(j->down);
-    f.n_chunk = (j->n_embd + f.chunk - 1) / f.chunk;
-    atomic_store(&f.next, 0);
-    cpu_pool_run_dyn(cb->pool, few_down_task, &f, cb->n_threads);
+    few_region(cb, &f, j->down, true);
     moe_combine(j, 0, j->n);
 }
 

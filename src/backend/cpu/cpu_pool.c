@@ -218,34 +218,31 @@ static void wait_pending(struct cpu_pool *p)
     p->nth = 1;
 }
 
-static int clamp_nth(const struct cpu_pool *p, int nth)
+/* Run fn as a region of up to nth threads, the caller being thread 0; false
+ * when it ran on the caller alone (nothing to wait for). */
+static bool start_region(struct cpu_pool *p, cpu_task_fn fn, void *ctx, int nth)
 {
-    return nth > p->n ? p->n : nth;
+    nth = nth > p->n ? p->n : nth;
+    if (nth <= 1) {
+        p->nth = 1;
+        fn(ctx, 0, 1);
+        return false;
+    }
+    publish(p, fn, ctx, nth);
+    fn(ctx, 0, nth);
+    return true;
 }
 
 void cpu_pool_run(struct cpu_pool *p, cpu_task_fn fn, void *ctx, int nth)
 {
-    nth = clamp_nth(p, nth);
-    if (nth <= 1) {
-        p->nth = 1;
-        fn(ctx, 0, 1);
-        return;
-    }
-    publish(p, fn, ctx, nth);
-    fn(ctx, 0, nth);
-    wait_pending(p);
+    if (start_region(p, fn, ctx, nth))
+        wait_pending(p);
 }
 
 void cpu_pool_run_dyn(struct cpu_pool *p, cpu_task_fn fn, void *ctx, int nth)
 {
-    nth = clamp_nth(p, nth);
-    if (nth <= 1) {
-        p->nth = 1;
-        fn(ctx, 0, 1);
+    if (!start_region(p, fn, ctx, nth))
         return;
-    }
-    publish(p, fn, ctx, nth);
-    fn(ctx, 0, nth);
     /* Close the region: slots nobody took now will never be taken (a
      * worker still asleep or descheduled must not hold the caller up;
      * the work it would have claimed is already done). */
