@@ -547,28 +547,59 @@ START_TEST(test_backend_cpu_moe_route)
 }
 END_TEST
 
+/* Random expert weights: gate and up [E, F, X] in t_gu, down [F, E, X] in
+ * t_down, wrapped as backend tensors; *d the dequantized copies the
+ * reference uses. */
+struct moe_weights {
+    float *gf, *uf, *df, *gd, *ud, *dd;
+    void *gq, *uq, *dq;
+    struct st_tensor gt, ut, dt;
+};
+
+static void moe_weights_make(struct moe_weights *m, enum st_dtype t_gu, enum st_dtype t_down,
+                             int E, int F, int X)
+{
+    struct st_err err;
+    m->gf = rand_floats(E * F * X, 0.3f);
+    m->uf = rand_floats(E * F * X, 0.3f);
+    m->df = rand_floats(F * E * X, 0.3f);
+    m->gq = quantize(t_gu, m->gf, E, F * X, &m->gd);
+    m->uq = quantize(t_gu, m->uf, E, F * X, &m->ud);
+    m->dq = quantize(t_down, m->df, F, E * X, &m->dd);
+    ck_assert_int_eq(st_backend_wrap(be, t_gu, (int64_t[4]){ E, F, X, 1 }, m->gq,
+                                     st_dtype_row_bytes(t_gu, E) * F * X, &m->gt, &err), ST_OK);
+    ck_assert_int_eq(st_backend_wrap(be, t_gu, (int64_t[4]){ E, F, X, 1 }, m->uq,
+                                     st_dtype_row_bytes(t_gu, E) * F * X, &m->ut, &err), ST_OK);
+    ck_assert_int_eq(st_backend_wrap(be, t_down, (int64_t[4]){ F, E, X, 1 }, m->dq,
+                                     st_dtype_row_bytes(t_down, F) * E * X, &m->dt, &err), ST_OK);
+}
+
+static void moe_weights_free(struct moe_weights *m)
+{
+    st_backend_release(be, &m->gt);
+    st_backend_release(be, &m->ut);
+    st_backend_release(be, &m->dt);
+    free(m->gf); free(m->uf); free(m->df); free(m->gd); free(m->ud); free(m->dd);
+    free(m->gq); free(m->uq); free(m->dq);
+}
+
 static void check_moe_ffn(enum st_dtype t_gu, enum st_dtype t_down)
 {
     enum { E = 256, F = 256, X = 4, K = 2, N = 6 };
-    float *gf = rand_floats(E * F * X, 0.3f), *uf = rand_floats(E * F * X, 0.3f);
-    float *df = rand_floats(F * E * X, 0.3f), *gd, *ud, *dd, *x = rand_floats(E * N, 1.0f);
-    void *gq = quantize(t_gu, gf, E, F * X, &gd), *uq = quantize(t_gu, uf, E, F * X, &ud);
-    void *dq = quantize(t_down, df, F, E * X, &dd);
+    struct moe_weights mw;
+    moe_weights_make(&mw, t_gu, t_down, E, F, X);
+    const float *gd = mw.gd, *ud = mw.ud, *dd = mw.dd;
+    float *x = rand_floats(E * N, 1.0f);
     int32_t sel[K * N] = { 0, 3, 3, 0, 1, 1, 2, 3, 3, 2, 0, 2 };
     float w[K * N];
-    struct st_tensor gt, ut, dt, xt = mk_f32(x, E, N), out = mk(ST_DTYPE_F32, E, N, 1);
+    struct st_tensor xt = mk_f32(x, E, N), out = mk(ST_DTYPE_F32, E, N, 1);
     struct st_err err;
     for (int i = 0; i < K * N; i++)
         w[i] = 0.25f + 0.05f * (float)i;
     struct st_tensor st = mk_i32(sel, K * N), wt = mk_f32(w, K, N);
     struct st_tensor sv = st_tensor_reshape(&st, (int64_t[4]){ K, N, 1, 1 });
-    ck_assert_int_eq(st_backend_wrap(be, t_gu, (int64_t[4]){ E, F, X, 1 }, gq,
-                                     st_dtype_row_bytes(t_gu, E) * F * X, &gt, &err), ST_OK);
-    ck_assert_int_eq(st_backend_wrap(be, t_gu, (int64_t[4]){ E, F, X, 1 }, uq,
-                                     st_dtype_row_bytes(t_gu, E) * F * X, &ut, &err), ST_OK);
-    ck_assert_int_eq(st_backend_wrap(be, t_down, (int64_t[4]){ F, E, X, 1 }, dq,
-                                     st_dtype_row_bytes(t_down, F) * E * X, &dt, &err), ST_OK);
-    ck_assert_int_eq(st_backend_moe_ffn(be, &out, &xt, &sv, &wt, &gt, &ut, &dt, &err), ST_OK);
+    ck_assert_int_eq(st_backend_moe_ffn(be, &out, &xt, &sv, &wt, &mw.gt, &mw.ut, &mw.dt, &err),
+                     ST_OK);
     float *got = read_f32(&out);
     static float xq[E], act[F], aq[F];
     for (int n = 0; n < N; n++) {
@@ -600,9 +631,9 @@ static void check_moe_ffn(enum st_dtype t_gu, enum st_dtype t_down)
                           "moe %s/%s row %d out %d: %g vs %g", st_dtype_info(t_gu)->name,
                           st_dtype_info(t_down)->name, n, o, (double)got[n * E + o], want[o]);
     }
-    free(got); free(gf); free(uf); free(df); free(gd); free(ud); free(dd); free(x);
-    free(gq); free(uq); free(dq);
-    st_backend_release(be, &gt); st_backend_release(be, &ut); st_backend_release(be, &dt);
+    free(got);
+    free(x);
+    moe_weights_free(&mw);
     st_backend_release(be, &xt); st_backend_release(be, &out); st_backend_release(be, &st);
     st_backend_release(be, &wt);
 }
@@ -621,13 +652,12 @@ END_TEST
 static void check_moe_rows_alone(enum st_dtype t_gu, enum st_dtype t_down)
 {
     enum { E = 256, F = 512, X = 6, K = 3, N = 20 };
-    float *gf = rand_floats(E * F * X, 0.3f), *uf = rand_floats(E * F * X, 0.3f);
-    float *df = rand_floats(F * E * X, 0.3f), *gd, *ud, *dd, *x = rand_floats(E * N, 1.0f);
-    void *gq = quantize(t_gu, gf, E, F * X, &gd), *uq = quantize(t_gu, uf, E, F * X, &ud);
-    void *dq = quantize(t_down, df, F, E * X, &dd);
+    struct moe_weights m;
+    moe_weights_make(&m, t_gu, t_down, E, F, X);
+    float *x = rand_floats(E * N, 1.0f);
     int32_t sel[K * N];
     float w[K * N];
-    struct st_tensor gt, ut, dt, xt = mk_f32(x, E, N), out = mk(ST_DTYPE_F32, E, N, 1);
+    struct st_tensor xt = mk_f32(x, E, N), out = mk(ST_DTYPE_F32, E, N, 1);
     struct st_err err;
     for (int i = 0; i < K * N; i++) {
         sel[i] = (i / K * 5 + i % K * 2) % X;   /* distinct within a row */
@@ -635,19 +665,15 @@ static void check_moe_rows_alone(enum st_dtype t_gu, enum st_dtype t_down)
     }
     struct st_tensor st = mk_i32(sel, K * N), wt = mk_f32(w, K, N);
     struct st_tensor sv = st_tensor_reshape(&st, (int64_t[4]){ K, N, 1, 1 });
-    ck_assert_int_eq(st_backend_wrap(be, t_gu, (int64_t[4]){ E, F, X, 1 }, gq,
-                                     st_dtype_row_bytes(t_gu, E) * F * X, &gt, &err), ST_OK);
-    ck_assert_int_eq(st_backend_wrap(be, t_gu, (int64_t[4]){ E, F, X, 1 }, uq,
-                                     st_dtype_row_bytes(t_gu, E) * F * X, &ut, &err), ST_OK);
-    ck_assert_int_eq(st_backend_wrap(be, t_down, (int64_t[4]){ F, E, X, 1 }, dq,
-                                     st_dtype_row_bytes(t_down, F) * E * X, &dt, &err), ST_OK);
-    ck_assert_int_eq(st_backend_moe_ffn(be, &out, &xt, &sv, &wt, &gt, &ut, &dt, &err), ST_OK);
+    ck_assert_int_eq(st_backend_moe_ffn(be, &out, &xt, &sv, &wt, &m.gt, &m.ut, &m.dt, &err),
+                     ST_OK);
     float *all = read_f32(&out);
     for (int n = 0; n < N; n++) {
         struct st_tensor x1 = mk_f32(x + n * E, E, 1), o1 = mk(ST_DTYPE_F32, E, 1, 1);
         struct st_tensor s1 = mk_i32(sel + n * K, K), w1 = mk_f32(w + n * K, K, 1);
         struct st_tensor sv1 = st_tensor_reshape(&s1, (int64_t[4]){ K, 1, 1, 1 });
-        ck_assert_int_eq(st_backend_moe_ffn(be, &o1, &x1, &sv1, &w1, &gt, &ut, &dt, &err), ST_OK);
+        ck_assert_int_eq(st_backend_moe_ffn(be, &o1, &x1, &sv1, &w1, &m.gt, &m.ut, &m.dt, &err),
+                         ST_OK);
         float *one = read_f32(&o1);
         ck_assert_msg(memcmp(one, all + n * E, E * sizeof(float)) == 0,
                       "moe %s/%s row %d differs alone", st_dtype_info(t_gu)->name,
@@ -656,9 +682,9 @@ static void check_moe_rows_alone(enum st_dtype t_gu, enum st_dtype t_down)
         st_backend_release(be, &x1); st_backend_release(be, &o1);
         st_backend_release(be, &s1); st_backend_release(be, &w1);
     }
-    free(all); free(gf); free(uf); free(df); free(gd); free(ud); free(dd); free(x);
-    free(gq); free(uq); free(dq);
-    st_backend_release(be, &gt); st_backend_release(be, &ut); st_backend_release(be, &dt);
+    free(all);
+    free(x);
+    moe_weights_free(&m);
     st_backend_release(be, &xt); st_backend_release(be, &out); st_backend_release(be, &st);
     st_backend_release(be, &wt);
 }
