@@ -177,14 +177,10 @@ cudaError_t st_kern_moe_combine(float *out, const float *yd, const float *wts,
                                 int64_t n_embd, cudaStream_t stream);
 
 /* ---- sampling (sample.cu) --------------------------------------------------
- * ids[r] for logits f32 [n_vocab, n_rows]: among the top_k[r] largest
- * logits (ties to the lower id; top_k <= 0 or > 256 means 256), with
- * weights exp((l - max) / temp[r]), the first candidate in descending
- * order whose cumulative weight reaches u[r] * total. temp <= 0 or
- * top_k == 1: argmax (lowest id among equal maxima). */
+ * ids[r] for logits f32 [n_vocab, n_rows], drawn by draws[r] (struct
+ * st_draw): the chain of include/strata/draw.h, st_draw_row's result. */
 cudaError_t st_kern_sample(int32_t *ids, const float *logits, int64_t n_rows, int64_t n_vocab,
-                           const int32_t *top_k, const float *temp, const float *u,
-                           cudaStream_t stream);
+                           const void *draws, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -1,148 +1,291 @@
-/* sample.cu -- greedy and top-k sampling on the GPU, so a decode step
- * copies back one token id per row instead of a row of vocabulary logits.
+/* sample.cu -- the sampler chain's tail on the GPU (include/strata/draw.h:
+ * top-k, top-p, min-p, temperature, the draw), so a decode step copies back
+ * one token id per row instead of a row of vocabulary logits. It gives
+ * st_draw_row's token for the same logits and record
+ * (tests/unit/test_cuda_ops.c).
  *
- * Mapping: one 1024-thread block per row. Candidates are found by k rounds
- * of a block arg-max over the row, each round restricted to entries that
- * come after the previous winner in the order (larger logit first, lower
- * id on ties) -- no scratch and no modification of the logits. Round
- * cost: one pass over n_vocab floats (600 KB for 151,936 tokens, from L2
- * after the first). Greedy (top_k == 1 or temp <= 0) is a single round.
- * Thread 0 then draws: weights w_j = exp((l_j - l_0) / temp), pick the
- * first j with w_0 + .. + w_j >= u * sum(w).
- *
- * Layout: logits f32 [n_vocab, n_rows]; top_k i32 [n_rows]; temp, u f32
- * [n_rows] (u in [0, 1), drawn by the caller's per-request RNG); ids i32
- * [n_rows].
+ * Mapping: one 1024-thread block per row.
+ *  1. Top-k by radix select on order keys (a float's bits made to sort as
+ *     unsigned: the larger logit, the larger key; both zeros one key; NaN
+ *     the smallest). Four passes of a 256-bin histogram over the keys that
+ *     share the prefix found so far give the key T of the k-th best, and
+ *     how many of the keys equal to T are in ('need'). Histogram adds are
+ *     aggregated per warp (__match_any_sync): the first pass sees nearly
+ *     every key in one or two bins.
+ *  2. Collect the keys > T (k - need of them) into slots taken with an
+ *     atomic; the keys == T the same way when exactly 'need' exist, else
+ *     the 'need' lowest ids, ranked by ballots tile by tile (the rare case
+ *     of ties at the boundary: flat or masked rows).
+ *  3. Sort the k (<= 256) by (logit desc, id asc), bitonic, in shared memory.
+ *  4. top-p, min-p and the draw as draw.c does them: each candidate's
+ *     exp on its own thread, the sums on one thread in candidate order.
+ * A row is read five times (600 KB at 151,936 tokens; from L2 after the
+ * first), about 10 us at batch 1, against a 600 KB copy back and a host
+ * top-k over the whole vocabulary without it.
  */
 #include "common.cuh"
 
+extern "C" {
+#include "strata/draw.h"
+}
+
 #define SAMPLE_THREADS 1024
-#define SAMPLE_MAX_K 256
+#define SAMPLE_WARPS (SAMPLE_THREADS / 32)
 
-/* (v, i) comes strictly after (pv, pi) in the candidate order. */
-static __device__ __forceinline__ bool after(float v, int i, float pv, int pi)
+static_assert(ST_DRAW_MAX_K <= SAMPLE_THREADS, "one thread per candidate");
+
+static __device__ __forceinline__ uint32_t order_key(float v)
 {
-    return v < pv || (v == pv && i > pi);
+    if (v != v)
+        return 0u;
+    if (v == 0.0f)
+        return 0x80000000u;   /* -0 and +0 compare equal: one key */
+    const uint32_t b = __float_as_uint(v);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 
-static __device__ __forceinline__ bool better(float v, int i, float bv, int bi)
+/* st_draw_before on the device. */
+static __device__ __forceinline__ bool before(float v, int i, float bv, int bi)
 {
-    return v > bv || (v == bv && i < bi);
+    if (v != v)
+        return bv != bv && i < bi;
+    return bv != bv || v > bv || (v == bv && i < bi);
 }
 
-static __device__ void block_best(float *v, int *i, float *sv, int *si)
+struct sample_smem {
+    unsigned hist[256];
+    float    cv[ST_DRAW_MAX_K];   /* candidates: logits, */
+    int      ci[ST_DRAW_MAX_K];   /* ids, */
+    float    cp[ST_DRAW_MAX_K];   /* weights */
+    int      warp_eq[SAMPLE_WARPS];
+    uint32_t prefix;
+    int      need, n_eq, n_put, taken, n;
+};
+
+/* Step 1: the key of the k-th best and how many keys equal to it to take. */
+static __device__ void radix_select(struct sample_smem *s, const float *lg, int64_t V, int k,
+                                    uint32_t *key_out, int *need_out)
 {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-        float ov = __shfl_xor_sync(0xffffffffu, *v, off);
-        int oi = __shfl_xor_sync(0xffffffffu, *i, off);
-        if (better(ov, oi, *v, *i)) {
-            *v = ov;
-            *i = oi;
+    const int tid = threadIdx.x, lane = tid % 32;
+    uint32_t prefix = 0, mask = 0;
+    int need = k;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        if (tid < 256)
+            s->hist[tid] = 0;
+        __syncthreads();
+        for (int64_t base = 0; base < V; base += SAMPLE_THREADS) {   /* uniform trip count */
+            const int64_t e = base + tid;
+            unsigned bin = 256u;
+            if (e < V) {
+                const uint32_t key = order_key(lg[e]);
+                if ((key & mask) == prefix)
+                    bin = (key >> shift) & 255u;
+            }
+            const unsigned peers = __match_any_sync(0xffffffffu, bin);
+            if (bin < 256u && lane == __ffs(peers) - 1)
+                atomicAdd(&s->hist[bin], (unsigned)__popc(peers));
         }
+        __syncthreads();
+        if (tid == 0) {
+            int b = 255, above = 0;
+            while (b > 0 && above + (int)s->hist[b] < need)
+                above += (int)s->hist[b--];
+            s->need = need - above;
+            s->prefix = prefix | ((uint32_t)b << shift);
+            s->n_eq = (int)s->hist[b];
+        }
+        __syncthreads();
+        need = s->need;
+        prefix = s->prefix;
+        mask |= 255u << shift;
     }
-    if (lane == 0) {
-        sv[warp] = *v;
-        si[warp] = *i;
+    *key_out = prefix;
+    *need_out = need;
+}
+
+/* Step 2, the rare case: keys > T by atomic slots, keys == T by id order. */
+static __device__ void collect_ordered(struct sample_smem *s, const float *lg, int64_t V,
+                                       uint32_t T, int n_gt, int need)
+{
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    for (int64_t base = 0; base < V; base += SAMPLE_THREADS) {
+        const int64_t e = base + tid;
+        float v = 0.0f;
+        bool gt = false, eq = false;
+        if (e < V) {
+            v = lg[e];
+            const uint32_t key = order_key(v);
+            gt = key > T;
+            eq = key == T;
+        }
+        if (gt) {
+            const int slot = atomicAdd(&s->n_put, 1);
+            s->cv[slot] = v;
+            s->ci[slot] = (int)e;
+        }
+        const unsigned ball = __ballot_sync(0xffffffffu, eq);
+        if (lane == 0)
+            s->warp_eq[warp] = __popc(ball);
+        __syncthreads();
+        int rank = s->taken + __popc(ball & ((1u << lane) - 1u));
+        for (int w = 0; w < warp; w++)
+            rank += s->warp_eq[w];
+        if (eq && rank < need) {
+            s->cv[n_gt + rank] = v;
+            s->ci[n_gt + rank] = (int)e;
+        }
+        __syncthreads();
+        if (tid == 0)
+            for (int w = 0; w < SAMPLE_WARPS; w++)
+                s->taken += s->warp_eq[w];
+        __syncthreads();
+    }
+}
+
+/* Step 2: the k candidates into cv/ci, unordered. */
+static __device__ void collect(struct sample_smem *s, const float *lg, int64_t V, int k,
+                               uint32_t T, int need)
+{
+    if (threadIdx.x == 0) {
+        s->n_put = 0;
+        s->taken = 0;
     }
     __syncthreads();
-    if (warp == 0) {
-        *v = lane < (int)blockDim.x / 32 ? sv[lane] : -INFINITY;
-        *i = lane < (int)blockDim.x / 32 ? si[lane] : 0x7fffffff;
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            float ov = __shfl_xor_sync(0xffffffffu, *v, off);
-            int oi = __shfl_xor_sync(0xffffffffu, *i, off);
-            if (better(ov, oi, *v, *i)) {
-                *v = ov;
-                *i = oi;
+    if (s->n_eq != need) {
+        collect_ordered(s, lg, V, T, k - need, need);
+        return;
+    }
+    for (int64_t e = threadIdx.x; e < V; e += SAMPLE_THREADS) {
+        const float v = lg[e];
+        if (order_key(v) >= T) {
+            const int slot = atomicAdd(&s->n_put, 1);
+            s->cv[slot] = v;
+            s->ci[slot] = (int)e;
+        }
+    }
+    __syncthreads();
+}
+
+/* Step 3: cv/ci[0..k) in the top-k order; padding sorts last. */
+static __device__ void sort_candidates(struct sample_smem *s, int k)
+{
+    const int tid = threadIdx.x;
+    int size = 1;
+    while (size < k)
+        size <<= 1;
+    if (tid >= k && tid < size) {
+        s->cv[tid] = __int_as_float(0x7fffffff);   /* NaN */
+        s->ci[tid] = 0x7fffffff;
+    }
+    for (int len = 2; len <= size; len <<= 1) {
+        for (int stride = len / 2; stride > 0; stride >>= 1) {
+            __syncthreads();
+            const int j = tid ^ stride;
+            if (tid < size && j > tid) {
+                const bool up = (tid & len) == 0;
+                const bool swap = up ? before(s->cv[j], s->ci[j], s->cv[tid], s->ci[tid])
+                                     : before(s->cv[tid], s->ci[tid], s->cv[j], s->ci[j]);
+                if (swap) {
+                    const float tv = s->cv[tid];
+                    const int ti = s->ci[tid];
+                    s->cv[tid] = s->cv[j];
+                    s->ci[tid] = s->ci[j];
+                    s->cv[j] = tv;
+                    s->ci[j] = ti;
+                }
             }
         }
-        if (lane == 0) {
-            sv[0] = *v;
-            si[0] = *i;
-        }
     }
     __syncthreads();
-    *v = sv[0];
-    *i = si[0];
+}
+
+/* Step 4: st_draw_nucleus then st_draw_pick over the sorted candidates. */
+static __device__ int draw_sorted(struct sample_smem *s, int k, const struct st_draw &d)
+{
+    const int tid = threadIdx.x;
+    const double l0 = s->cv[0];
+    if (tid < k)
+        s->cp[tid] = (float)exp((double)s->cv[tid] - l0);
     __syncthreads();
+    if (tid == 0) {
+        double sum = 0.0;
+        for (int j = 0; j < k; j++)
+            sum += s->cp[j];
+        int n = k;
+        if (d.top_p < 1.0f) {
+            double cum = 0.0;
+            for (int j = 0; j < n; j++) {
+                cum += s->cp[j] / sum;
+                if (cum >= d.top_p) {
+                    n = j + 1;
+                    break;
+                }
+            }
+        }
+        if (d.min_p > 0.0f) {
+            int keep = 1;
+            while (keep < n && s->cp[keep] >= d.min_p)
+                keep++;
+            n = keep;
+        }
+        s->n = n;
+    }
+    __syncthreads();
+    const int n = s->n;
+    if (tid < n)
+        s->cp[tid] = (float)exp(((double)s->cv[tid] - l0) / (double)d.temp);
+    __syncthreads();
+    int pick = n - 1;
+    if (tid == 0) {
+        double sum = 0.0;
+        for (int j = 0; j < n; j++)
+            sum += s->cp[j];
+        double left = d.u * sum;
+        for (int j = 0; j < n; j++) {
+            left -= s->cp[j];
+            if (left < 0.0) {
+                pick = j;
+                break;
+            }
+        }
+    }
+    return s->ci[pick];   /* meaningful on thread 0 */
 }
 
 static __global__ void __launch_bounds__(SAMPLE_THREADS)
-sample_rows(int32_t *ids, const float *logits, int64_t n_vocab, const int32_t *top_k,
-            const float *temp, const float *u)
+sample_rows(int32_t *ids, const float *logits, int64_t n_vocab, const struct st_draw *draws)
 {
-    __shared__ float cv[SAMPLE_MAX_K];
-    __shared__ int ci[SAMPLE_MAX_K];
-    __shared__ float sv[32];
-    __shared__ int si[32];
+    __shared__ struct sample_smem s;
     const int64_t r = blockIdx.x;
     const float *lg = logits + r * n_vocab;
-    const float t = temp[r];
-    int k = top_k[r];
-    if (k <= 0 || k > SAMPLE_MAX_K)
-        k = SAMPLE_MAX_K;
+    const struct st_draw d = draws[r];
+    int k = d.top_k <= 0 || d.top_k > ST_DRAW_MAX_K ? ST_DRAW_MAX_K : d.top_k;
     if (k > n_vocab)
         k = (int)n_vocab;
-    if (t <= 0.0f)
+    if (d.temp <= 0.0f)
         k = 1;
 
-    float pv = INFINITY;
-    int pi = -1;
-    for (int j = 0; j < k; j++) {
-        float bv = -INFINITY;
-        int bi = 0x7fffffff;
-        for (int64_t e = threadIdx.x; e < n_vocab; e += SAMPLE_THREADS) {
-            const float v = lg[e];
-            if (after(v, (int)e, pv, pi) && better(v, (int)e, bv, bi)) {
-                bv = v;
-                bi = (int)e;
-            }
-        }
-        block_best(&bv, &bi, sv, si);
-        if (threadIdx.x == 0) {
-            cv[j] = bv;
-            ci[j] = bi;
-        }
-        pv = bv;
-        pi = bi;
-    }
-    if (threadIdx.x != 0)
-        return;
-    /* NaN logits are never "better", so a row of NaNs leaves a round
-     * without a winner (index 0x7fffffff): never hand out such an id (the
-     * engine indexes the vocabulary with it); fall back to the first
-     * found candidate, or id 0 as the CPU sampler does. */
-    const int first = ci[0] >= 0 && ci[0] < n_vocab ? ci[0] : 0;
+    uint32_t T;
+    int need;
+    radix_select(&s, lg, n_vocab, k, &T, &need);
+    collect(&s, lg, n_vocab, k, T, need);
     if (k == 1) {
-        ids[r] = first;
+        if (threadIdx.x == 0)
+            ids[r] = s.ci[0];
         return;
     }
-    float total = 0.0f;
-    for (int j = 0; j < k; j++)
-        total += expf((cv[j] - cv[0]) / t);
-    const float target = u[r] * total;
-    float cum = 0.0f;
-    int pick = k - 1;
-    for (int j = 0; j < k; j++) {
-        cum += expf((cv[j] - cv[0]) / t);
-        if (cum >= target) {
-            pick = j;
-            break;
-        }
-    }
-    ids[r] = ci[pick] >= 0 && ci[pick] < n_vocab ? ci[pick] : first;
+    sort_candidates(&s, k);
+    const int id = draw_sorted(&s, k, d);
+    if (threadIdx.x == 0)
+        ids[r] = id;
 }
 
 extern "C" cudaError_t st_kern_sample(int32_t *ids, const float *logits, int64_t n_rows,
-                                      int64_t n_vocab, const int32_t *top_k, const float *temp,
-                                      const float *u, cudaStream_t stream)
+                                      int64_t n_vocab, const void *draws, cudaStream_t stream)
 {
     if (n_rows < 1 || n_rows > 0x7fffffff || n_vocab < 1 || n_vocab > 0x7fffffff)
         return cudaErrorInvalidValue;
-    sample_rows<<<(unsigned)n_rows, SAMPLE_THREADS, 0, stream>>>(ids, logits, n_vocab, top_k,
-                                                                temp, u);
+    sample_rows<<<(unsigned)n_rows, SAMPLE_THREADS, 0, stream>>>(
+        ids, logits, n_vocab, static_cast<const struct st_draw *>(draws));
     return cudaGetLastError();
 }

@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strata/draw.h"
 #include "strata/dtype.h"
 #include "strata/err.h"
 
@@ -293,19 +294,16 @@ enum st_status st_backend_graph_begin(struct st_backend *be, uint64_t key, bool 
                                       struct st_err *err);
 enum st_status st_backend_graph_end(struct st_backend *be, struct st_err *err);
 
-/* Sample one token per row on the device, so a step reads back n ids
- * instead of n rows of logits. For row r: the candidates are the top_k[r]
- * largest logits (larger first, the lower id on ties; top_k <= 0 or
- * > 256 means 256); weights w_j = exp((l_j - l_0) / temp[r]); the result
- * is the first candidate j with w_0 + .. + w_j >= u[r] * sum(w).
- * temp[r] <= 0 or top_k[r] == 1: greedy (argmax, lowest id on ties).
- * ids: i32 [n]; logits: f32 [V, n]; top_k: i32 [n]; temp, u: f32 [n]
- * with u in [0, 1) drawn by the caller's per-request RNG. top-p, min-p,
- * penalties and logprobs need the logits on the host (st_backend_read).
- * Every built-in backend implements it. */
+/* Draw one token per row on the device, so a step reads back n ids
+ * instead of n rows of logits. Row r is drawn by the struct st_draw record
+ * r of 'draws' (i32 [ST_DRAW_WORDS, n], written with st_backend_write):
+ * top-k, top-p, min-p, temperature and the draw of include/strata/draw.h,
+ * whose st_draw_row is the reference every backend matches. ids: i32 [n];
+ * logits: f32 [V, n]. Penalties, logit_bias, masks and logprobs need the
+ * logits on the host (st_backend_read). Every built-in backend implements
+ * it. */
 enum st_status st_backend_sample(struct st_backend *be, const struct st_tensor *ids,
-                                 const struct st_tensor *logits, const struct st_tensor *top_k,
-                                 const struct st_tensor *temp, const struct st_tensor *u,
+                                 const struct st_tensor *logits, const struct st_tensor *draws,
                                  struct st_err *err);
 
 #endif /* STRATA_BACKEND_H */

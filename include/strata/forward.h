@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "strata/compiler.h"
+#include "strata/draw.h"
 #include "strata/err.h"
 #include "strata/gguf.h"
 #include "strata/model_desc.h"
@@ -110,19 +111,8 @@ ST_MUST_CHECK
 enum st_status st_model_forward(struct st_model *m, const struct st_model_batch *b,
                                 const float **logits, struct st_err *err);
 
-/* How to draw the token of one logit row on the backend: the contract of
- * st_backend_sample (the top_k largest logits, lowest id on ties; weights
- * exp((l - l_max) / temp); the first candidate whose cumulative weight
- * reaches u * total). temp <= 0 or top_k == 1 is greedy (argmax, lowest id
- * on ties); top_k <= 0 or > 256 means 256; u in [0, 1). */
-struct st_draw {
-    int32_t top_k;
-    float   temp;
-    float   u;
-};
-
 /* st_model_forward, but the token of logit row j (out_rows[j]) is drawn on
- * the backend by draw[j] and written to ids[j] (caller-owned, n_out
+ * the backend by draw[j] (include/strata/draw.h, st_backend_sample) and written to ids[j] (caller-owned, n_out
  * entries); no logits come back. The same rules and errors. */
 ST_MUST_CHECK
 enum st_status st_model_forward_draw(struct st_model *m, const struct st_model_batch *b,

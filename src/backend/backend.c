@@ -228,8 +228,8 @@ static bool vec_ok(struct st_backend *be, ST_T t, enum st_dtype type, int64_t n)
            t->ne[2] == 1 && t->ne[3] == 1;
 }
 
-enum st_status st_backend_sample(struct st_backend *be, ST_T ids, ST_T logits, ST_T top_k,
-                                 ST_T temp, ST_T u, struct st_err *err)
+enum st_status st_backend_sample(struct st_backend *be, ST_T ids, ST_T logits, ST_T draws,
+                                 struct st_err *err)
 {
     int64_t n;
 
@@ -237,15 +237,17 @@ enum st_status st_backend_sample(struct st_backend *be, ST_T ids, ST_T logits, S
         logits->ne[2] != 1 || logits->ne[3] != 1)
         return st_err_set(err, ST_ERR_INVALID, "sample: logits must be f32 [V, n]");
     n = logits->ne[1];
-    if (!vec_ok(be, ids, ST_DTYPE_I32, n) || !vec_ok(be, top_k, ST_DTYPE_I32, n) ||
-        !vec_ok(be, temp, ST_DTYPE_F32, n) || !vec_ok(be, u, ST_DTYPE_F32, n))
-        return st_err_set(err, ST_ERR_INVALID,
-                          "sample: ids, top_k (i32) and temp, u (f32) must be [%lld]",
-                          (long long)n);
+    if (!vec_ok(be, ids, ST_DTYPE_I32, n))
+        return st_err_set(err, ST_ERR_INVALID, "sample: ids must be i32 [%lld]", (long long)n);
+    if (!draws || draws->be != be || !draws->data || draws->type != ST_DTYPE_I32 ||
+        draws->ne[0] != ST_DRAW_WORDS || draws->ne[1] != n || draws->ne[2] != 1 ||
+        draws->ne[3] != 1)
+        return st_err_set(err, ST_ERR_INVALID, "sample: draws must be i32 [%lld, %lld]",
+                          (long long)ST_DRAW_WORDS, (long long)n);
     if (!be->ops->sample)
         return st_err_set(err, ST_ERR_UNSUPPORTED, "sample: backend %s has no sampler",
                           be->ops->name);
-    return be->ops->sample(be, ids, logits, top_k, temp, u, err);
+    return be->ops->sample(be, ids, logits, draws, err);
 }
 
 /* The public ops: validate, then dispatch. */

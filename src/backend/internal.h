@@ -81,8 +81,8 @@ struct st_backend_ops {
     enum st_status (*graph_begin)(struct st_backend *be, uint64_t key, bool *replayed,
                                   struct st_err *err);
     enum st_status (*graph_end)(struct st_backend *be, struct st_err *err);
-    enum st_status (*sample)(struct st_backend *be, ST_T ids, ST_T logits, ST_T top_k,
-                             ST_T temp, ST_T u, struct st_err *err);
+    enum st_status (*sample)(struct st_backend *be, ST_T ids, ST_T logits, ST_T draws,
+                             struct st_err *err);
 };
 
 /* Implementations embed this as their first member. */

@@ -343,29 +343,18 @@ enum st_status st_model_forward(struct st_model *m, const struct st_model_batch 
     return ST_OK;
 }
 
-/* The draw of each logit row on the backend: the parameters go up as
- * [n] columns, n ids come back. */
+/* The draw of each logit row on the backend: the n records go up, n ids
+ * come back. */
 static enum st_status draw_rows(struct st_model *m, int64_t n, const struct st_draw *draw,
                                 int32_t *ids, struct st_err *err)
 {
     struct st_tensor id = st_fwd_column(&m->act.draw_id, 0, n);
-    struct st_tensor k = st_fwd_column(&m->act.draw_k, 0, n);
-    struct st_tensor t = st_fwd_column(&m->act.draw_t, 0, n);
-    struct st_tensor u = st_fwd_column(&m->act.draw_u, 0, n);
+    struct st_tensor p = st_tensor_slice(&m->act.draw_p, 1, 0, n);
     struct st_tensor lg = st_tensor_slice(&m->act.logits, 1, 0, n);
-    size_t n32 = (size_t)n * sizeof(int32_t);
 
-    for (int64_t j = 0; j < n; j++)
-        m->i32_host[j] = draw[j].top_k;
-    TRY(st_backend_write(m->be, &k, 0, m->i32_host, n32, err));
-    for (int64_t j = 0; j < n; j++)
-        m->f32_host[j] = draw[j].temp;
-    TRY(st_backend_write(m->be, &t, 0, m->f32_host, n32, err));
-    for (int64_t j = 0; j < n; j++)
-        m->f32_host[j] = draw[j].u;
-    TRY(st_backend_write(m->be, &u, 0, m->f32_host, n32, err));
-    TRY(st_backend_sample(m->be, &id, &lg, &k, &t, &u, err));
-    return st_backend_read(m->be, &id, 0, ids, n32, err);
+    TRY(st_backend_write(m->be, &p, 0, draw, (size_t)n * sizeof(*draw), err));
+    TRY(st_backend_sample(m->be, &id, &lg, &p, err));
+    return st_backend_read(m->be, &id, 0, ids, (size_t)n * sizeof(int32_t), err);
 }
 
 enum st_status st_model_forward_draw(struct st_model *m, const struct st_model_batch *b,

@@ -57,9 +57,7 @@ struct st_fwd_act {
     struct st_tensor logits;   /* f32 [V, O] */
     /* st_model_forward_draw: one entry per logit row */
     struct st_tensor draw_id;  /* i32 [1, O]   drawn token ids (out) */
-    struct st_tensor draw_k;   /* i32 [1, O]   top_k */
-    struct st_tensor draw_t;   /* f32 [1, O]   temperature */
-    struct st_tensor draw_u;   /* f32 [1, O]   uniform draw */
+    struct st_tensor draw_p;   /* i32 [ST_DRAW_WORDS, O]  struct st_draw records */
 };
 
 struct st_model {
@@ -84,7 +82,6 @@ struct st_model {
     size_t                 kv_bytes, act_bytes;
     float                 *logits_host;  /* owned: float [O][V] */
     int32_t               *i32_host;     /* owned: int32 scratch [max(R, O)] */
-    float                 *f32_host;     /* owned: float scratch [O] */
 };
 
 /* Entries [start, start + n) of a [1, N] integer column as an [n] vector. */

@@ -222,8 +222,7 @@ static enum st_status alloc_act(struct st_model *m, struct st_err *err)
         { &a->pos, ST_DTYPE_I32, 1, r },    { &a->slot, ST_DTYPE_I32, 1, r },
         { &a->gidx, ST_DTYPE_I32, 1, o },   { &a->hout, ST_DTYPE_F32, e, o },
         { &a->logits, ST_DTYPE_F32, hp->n_vocab, o },
-        { &a->draw_id, ST_DTYPE_I32, 1, o }, { &a->draw_k, ST_DTYPE_I32, 1, o },
-        { &a->draw_t, ST_DTYPE_F32, 1, o },  { &a->draw_u, ST_DTYPE_F32, 1, o },
+        { &a->draw_id, ST_DTYPE_I32, 1, o }, { &a->draw_p, ST_DTYPE_I32, ST_DRAW_WORDS, o },
     };
     enum st_status rc = ST_OK;
     for (size_t i = 0; i < ST_ARRAY_LEN(all) && rc == ST_OK; i++)
@@ -232,8 +231,7 @@ static enum st_status alloc_act(struct st_model *m, struct st_err *err)
         return rc;
     m->logits_host = malloc((size_t)o * (size_t)hp->n_vocab * sizeof(float));
     m->i32_host = malloc((size_t)ST_MAX(r, o) * sizeof(int32_t));
-    m->f32_host = malloc((size_t)o * sizeof(float));
-    if (!m->logits_host || !m->i32_host || !m->f32_host)
+    if (!m->logits_host || !m->i32_host)
         return st_err_set(err, ST_ERR_NOMEM, "no memory for %lld rows of logits", (long long)o);
     return ST_OK;
 }
@@ -243,7 +241,7 @@ static void release_act(struct st_backend *be, struct st_fwd_act *a)
     struct st_tensor *all[] = {
         &a->x, &a->h, &a->q, &a->k, &a->v, &a->att, &a->o, &a->g, &a->u, &a->sel, &a->wts,
         &a->ids, &a->pos, &a->slot, &a->gidx, &a->hout, &a->logits,
-        &a->draw_id, &a->draw_k, &a->draw_t, &a->draw_u,
+        &a->draw_id, &a->draw_p,
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
         st_backend_release(be, all[i]);
@@ -375,10 +373,8 @@ void st_model_unload(struct st_model *m)
     release_act(m->be, &m->act);
     free(m->logits_host);
     free(m->i32_host);
-    free(m->f32_host);
     m->logits_host = NULL;
     m->i32_host = NULL;
-    m->f32_host = NULL;
     st_backend_close(m->be);
     m->be = NULL;
     m->kv_bytes = m->act_bytes = 0;

@@ -1,7 +1,8 @@
 /* test_backend_sample.c -- the optional ops of the table on the CPU backend:
- * st_backend_sample (greedy, ties, top-k, temperature, the draw) and the
- * graph calls, which the CPU backend does not offer (they must be no-ops
- * so the layer program can call them unconditionally). The CUDA backend's
+ * st_backend_sample (greedy, ties, top-k, top-p, min-p, temperature, the
+ * draw; include/strata/draw.h) and the graph calls, which the CPU backend
+ * does not offer (they must be no-ops so the layer program can call them
+ * unconditionally). The CUDA backend's
  * versions are compared with these in test_cuda_ops.
  */
 #include <check.h>
@@ -37,32 +38,34 @@ static struct st_tensor vec(enum st_dtype t, int64_t ne0, int64_t ne1, const voi
     return out;
 }
 
-/* Sample n rows of V logits; ids written to 'got'. */
-static enum st_status run(const float *lg, int64_t V, int64_t n, const int32_t *k,
-                          const float *temp, const float *u, int32_t *got, struct st_err *err)
+/* Sample n rows of V logits by d[0..n); ids written to 'got'. */
+static enum st_status run(const float *lg, int64_t V, int64_t n, const struct st_draw *d,
+                          int32_t *got, struct st_err *err)
 {
     struct st_tensor l = vec(ST_DTYPE_F32, V, n, lg), ids = vec(ST_DTYPE_I32, n, 1, NULL);
-    struct st_tensor kt = vec(ST_DTYPE_I32, n, 1, k), tt = vec(ST_DTYPE_F32, n, 1, temp);
-    struct st_tensor ut = vec(ST_DTYPE_F32, n, 1, u);
-    enum st_status rc = st_backend_sample(be, &ids, &l, &kt, &tt, &ut, err);
+    struct st_tensor dt = vec(ST_DTYPE_I32, ST_DRAW_WORDS, n, d);
+    enum st_status rc = st_backend_sample(be, &ids, &l, &dt, err);
     if (rc == ST_OK)
         ck_assert_int_eq(st_backend_read(be, &ids, 0, got, (size_t)n * 4, err), ST_OK);
     st_backend_release(be, &ids);
     st_backend_release(be, &l);
-    st_backend_release(be, &kt);
-    st_backend_release(be, &tt);
-    st_backend_release(be, &ut);
+    st_backend_release(be, &dt);
     return rc;
+}
+
+static struct st_draw draw_of(int32_t top_k, float temp, double u)
+{
+    return (struct st_draw){ .top_k = top_k, .top_p = 1.0f, .min_p = 0.0f, .temp = temp, .u = u };
 }
 
 START_TEST(test_backend_sample_greedy_and_ties)
 {
     float lg[2][6] = { { 0.5f, 3.0f, -1.0f, 3.0f, 2.9f, 0.0f },   /* tie: id 1 wins */
                        { -5.0f, -4.0f, -3.0f, -2.0f, -1.0f, -0.5f } };
-    int32_t k[2] = { 40, 1 }, got[2];
-    float temp[2] = { 0.0f, 0.8f }, u[2] = { 0.99f, 0.99f };
+    struct st_draw d[2] = { draw_of(40, 0.0f, 0.99), draw_of(1, 0.8f, 0.99) };
+    int32_t got[2];
     struct st_err err;
-    ck_assert_int_eq(run(&lg[0][0], 6, 2, k, temp, u, got, &err), ST_OK);
+    ck_assert_int_eq(run(&lg[0][0], 6, 2, d, got, &err), ST_OK);
     ck_assert_int_eq(got[0], 1);        /* temp 0: argmax, lower id on a tie */
     ck_assert_int_eq(got[1], 5);        /* top_k 1: argmax whatever u */
 }
@@ -72,17 +75,73 @@ START_TEST(test_backend_sample_topk_draw)
 {
     /* logits ln(4), ln(3), ln(2), ln(1) at temp 1: weights 4,3,2,1 of 10 */
     float lg[5] = { logf(2.0f), logf(4.0f), -30.0f, logf(3.0f), logf(1.0f) };
-    const float us[] = { 0.0f, 0.39f, 0.41f, 0.69f, 0.71f, 0.89f, 0.91f, 0.999f };
+    const double us[] = { 0.0, 0.39, 0.41, 0.69, 0.71, 0.89, 0.91, 0.999 };
     const int32_t want4[] = { 1, 1, 3, 3, 0, 0, 4, 4 };
     const int32_t want2[] = { 1, 1, 1, 3, 3, 3, 3, 3 };   /* weights 4, 3 of 7 */
+    const int32_t want3[] = { 1, 1, 1, 3, 3, 0, 0, 0 };   /* weights 4, 3, 2 of 9 */
     struct st_err err;
     for (size_t i = 0; i < sizeof(us) / sizeof(us[0]); i++) {
-        int32_t k4 = 4, k2 = 2, got;
-        float t = 1.0f;
-        ck_assert_int_eq(run(lg, 5, 1, &k4, &t, &us[i], &got, &err), ST_OK);
-        ck_assert_msg(got == want4[i], "u %.3f: %d, want %d", (double)us[i], got, want4[i]);
-        ck_assert_int_eq(run(lg, 5, 1, &k2, &t, &us[i], &got, &err), ST_OK);
-        ck_assert_msg(got == want2[i], "k2 u %.3f: %d, want %d", (double)us[i], got, want2[i]);
+        struct st_draw d = draw_of(4, 1.0f, us[i]);
+        int32_t got;
+        ck_assert_int_eq(run(lg, 5, 1, &d, &got, &err), ST_OK);
+        ck_assert_msg(got == want4[i], "u %.3f: %d, want %d", us[i], got, want4[i]);
+        d.top_k = 2;
+        ck_assert_int_eq(run(lg, 5, 1, &d, &got, &err), ST_OK);
+        ck_assert_msg(got == want2[i], "k2 u %.3f: %d, want %d", us[i], got, want2[i]);
+        /* top-p 0.6 of p = .4 .3 .2 .1 keeps two, as does min-p 0.6 (p/p0
+         * = 1 .75 .5 .25); min-p 0.3 keeps three */
+        d = draw_of(4, 1.0f, us[i]);
+        d.top_p = 0.6f;
+        ck_assert_int_eq(run(lg, 5, 1, &d, &got, &err), ST_OK);
+        ck_assert_msg(got == want2[i], "top_p u %.3f: %d, want %d", us[i], got, want2[i]);
+        d = draw_of(0, 1.0f, us[i]);
+        d.min_p = 0.6f;
+        ck_assert_int_eq(run(lg, 5, 1, &d, &got, &err), ST_OK);
+        ck_assert_msg(got == want2[i], "min_p u %.3f: %d, want %d", us[i], got, want2[i]);
+        d.min_p = 0.3f;
+        ck_assert_int_eq(run(lg, 5, 1, &d, &got, &err), ST_OK);
+        ck_assert_msg(got == want3[i], "min_p .3 u %.3f: %d, want %d", us[i], got, want3[i]);
+    }
+}
+END_TEST
+
+/* The top-k order written out again: larger first, the lower id on ties,
+ * -0 == +0, NaN after every number (NaNs by id). */
+static int ref_cmp(const void *pa, const void *pb)
+{
+    const struct st_draw_cand *a = pa, *b = pb;
+    bool na = isnan(a->logit), nb = isnan(b->logit);
+    if (na != nb)
+        return na ? 1 : -1;
+    if (!na && a->logit != b->logit)
+        return a->logit > b->logit ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Rows full of ties, zeros of both signs, infinities and NaNs: the k best
+ * are the first k of a full sort, in its order. */
+START_TEST(test_backend_sample_top_k_matches_sort)
+{
+    enum { V = 700 };
+    static const float pool[] = { 1.0f, 1.0f, 0.5f, 0.0f, -0.0f, -1.0f, 2.0f, 2.0f };
+    static struct st_draw_cand all[V], got[ST_DRAW_MAX_K];
+    static float lg[V];
+    uint64_t s = 7;
+    for (int row = 0; row < 40; row++) {
+        for (int i = 0; i < V; i++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            int r = (int)(s >> 33);
+            lg[i] = row % 4 == 0 ? pool[r % 8]                         /* ties everywhere */
+                  : r % 97 == 0 ? NAN : r % 89 == 0 ? -INFINITY : r % 83 == 0 ? INFINITY
+                  : (float)(r % 1000) / 100.0f;
+            all[i] = (struct st_draw_cand){ i, lg[i], 0.0f };
+        }
+        qsort(all, V, sizeof(all[0]), ref_cmp);
+        int k = 1 + row * 37 % ST_DRAW_MAX_K;
+        st_draw_top_k(lg, V, got, k);
+        for (int j = 0; j < k; j++)
+            ck_assert_msg(got[j].id == all[j].id, "row %d k %d: place %d has %d, want %d", row,
+                          k, j, got[j].id, all[j].id);
     }
 }
 END_TEST
@@ -97,13 +156,13 @@ START_TEST(test_backend_sample_large_vocab_matches_sort)
         lg[i] = (float)(s >> 40) / (float)(1 << 24) * 10.0f;
     }
     lg[1234] = 11.0f;                   /* a clear maximum */
-    int32_t k = 300, got;               /* above 256: clamped, still valid */
-    float t = 0.0f, u = 0.5f;
+    struct st_draw d = draw_of(300, 0.0f, 0.5);   /* above 256: clamped, still valid */
+    int32_t got;
     struct st_err err;
-    ck_assert_int_eq(run(lg, V, 1, &k, &t, &u, &got, &err), ST_OK);
+    ck_assert_int_eq(run(lg, V, 1, &d, &got, &err), ST_OK);
     ck_assert_int_eq(got, 1234);
-    t = 1e-3f;                          /* near-greedy temperature */
-    ck_assert_int_eq(run(lg, V, 1, &k, &t, &u, &got, &err), ST_OK);
+    d.temp = 1e-3f;                     /* near-greedy temperature */
+    ck_assert_int_eq(run(lg, V, 1, &d, &got, &err), ST_OK);
     ck_assert_int_eq(got, 1234);
     free(lg);
 }
@@ -113,14 +172,18 @@ START_TEST(test_backend_sample_rejects_bad_shapes)
 {
     float lg[8] = { 0 };
     struct st_tensor l = vec(ST_DTYPE_F32, 4, 2, lg), ids = vec(ST_DTYPE_I32, 3, 1, NULL);
-    struct st_tensor k = vec(ST_DTYPE_I32, 2, 1, NULL), t = vec(ST_DTYPE_F32, 2, 1, NULL);
+    struct st_tensor ok = vec(ST_DTYPE_I32, 2, 1, NULL);
+    struct st_tensor d = vec(ST_DTYPE_I32, ST_DRAW_WORDS, 2, NULL);
+    struct st_tensor short_d = vec(ST_DTYPE_I32, ST_DRAW_WORDS - 1, 2, NULL);
     struct st_err err;
-    ck_assert_int_eq(st_backend_sample(be, &ids, &l, &k, &t, &t, &err), ST_ERR_INVALID);
-    ck_assert_int_eq(st_backend_sample(be, &k, &l, &t, &t, &t, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_sample(be, &ids, &l, &d, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_sample(be, &ok, &l, &short_d, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_sample(be, &ok, &l, &l, &err), ST_ERR_INVALID);
     st_backend_release(be, &l);
     st_backend_release(be, &ids);
-    st_backend_release(be, &k);
-    st_backend_release(be, &t);
+    st_backend_release(be, &ok);
+    st_backend_release(be, &d);
+    st_backend_release(be, &short_d);
 }
 END_TEST
 
@@ -144,6 +207,7 @@ static Suite *sample_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_backend_sample_greedy_and_ties);
     tcase_add_test(tc, test_backend_sample_topk_draw);
+    tcase_add_test(tc, test_backend_sample_top_k_matches_sort);
     tcase_add_test(tc, test_backend_sample_large_vocab_matches_sort);
     tcase_add_test(tc, test_backend_sample_rejects_bad_shapes);
     tcase_add_test(tc, test_backend_graph_calls_are_noops_on_cpu);

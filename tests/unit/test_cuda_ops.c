@@ -572,36 +572,61 @@ END_TEST
 
 /* ---- optional ops: sampling and graphs ------------------------------------ */
 
+/* The device draw gives st_draw_row's token (the CPU backend's) for every
+ * kind of row: greedy, top-k 40 / 256 / off, top-p, min-p, a tie at the
+ * top, a row of ties at the top-k boundary (the ordered collection), a
+ * row with NaNs and infinities, and a row of NaNs. */
 START_TEST(test_cuda_ops_sample_matches_cpu)
 {
-    const int64_t V = 151936, n = 6;
-    float *lg = rand_floats(V * n, 8.0f);
-    int32_t k[6] = { 1, 40, 40, 256, 0, 5 };
-    float temp[6] = { 0.7f, 0.0f, 0.8f, 1.0f, 1.2f, 0.5f };
-    float u[6] = { 0.3f, 0.9f, 0.5f, 0.25f, 0.999f, 0.0f };
+    enum { N = 12 };
+    const int64_t V = 151936;
+    float *lg = rand_floats(V * N, 8.0f);
+    struct st_draw d[N];
     struct st_backend *b[2] = { cpu, gpu };
     int32_t *got[2];
     struct st_err err;
 
-    lg[2 * V + 77] = lg[2 * V + 78] = 9.5f;     /* a tie at the top of row 2 */
+    for (int r = 0; r < N; r++)
+        d[r] = (struct st_draw){ .top_k = 40, .top_p = 1.0f, .min_p = 0.0f, .temp = 0.8f,
+                                 .u = (double)(r + 1) / (N + 2) };
+    d[0].temp = 0.0f;                                   /* greedy */
+    d[1].top_k = 1;
+    d[2].top_k = 256;
+    d[3].top_k = 0;                                     /* off: 256 */
+    d[4].top_p = 0.9f;
+    d[5].min_p = 0.05f;
+    d[6].top_k = 20, d[6].top_p = 0.95f, d[6].min_p = 0.01f, d[6].temp = 0.6f;
+    lg[7 * V + 77] = lg[7 * V + 78] = 9.5f;             /* a tie at the top */
+    d[7].temp = 0.0f;
+    for (int64_t i = 0; i < V; i++)                     /* ties across the boundary */
+        lg[8 * V + i] = (float)(i % 7);
+    d[8].top_k = 100;
+    for (int64_t i = 0; i < V; i += 13)
+        lg[9 * V + i] = i % 2 ? NAN : (i % 3 ? -INFINITY : INFINITY);
+    d[9].top_k = 64;
+    for (int64_t i = 0; i < V; i++)
+        lg[10 * V + i] = NAN;
+    lg[11 * V + 5] = -0.0f, lg[11 * V + 6] = 0.0f;     /* zeros of both signs at the top */
+    for (int64_t i = 7; i < V; i++)
+        lg[11 * V + i] = -fabsf(lg[11 * V + i]) - 1.0f;
+    for (int64_t i = 0; i < 5; i++)
+        lg[11 * V + i] = -2.0f;
+    d[11].temp = 0.0f;
+
     for (int i = 0; i < 2; i++) {
-        struct st_tensor l = put(b[i], ST_DTYPE_F32, V, n, 1, lg);
-        struct st_tensor ids = put(b[i], ST_DTYPE_I32, n, 1, 1, NULL);
-        struct st_tensor kt = put(b[i], ST_DTYPE_I32, n, 1, 1, k);
-        struct st_tensor tt = put(b[i], ST_DTYPE_F32, n, 1, 1, temp);
-        struct st_tensor ut = put(b[i], ST_DTYPE_F32, n, 1, 1, u);
-        ck_assert_msg(st_backend_sample(b[i], &ids, &l, &kt, &tt, &ut, &err) == ST_OK, "%s",
-                      err.msg);
+        struct st_tensor l = put(b[i], ST_DTYPE_F32, V, N, 1, lg);
+        struct st_tensor ids = put(b[i], ST_DTYPE_I32, N, 1, 1, NULL);
+        struct st_tensor dt = put(b[i], ST_DTYPE_I32, ST_DRAW_WORDS, N, 1, d);
+        ck_assert_msg(st_backend_sample(b[i], &ids, &l, &dt, &err) == ST_OK, "%s", err.msg);
         got[i] = get(b[i], &ids);
         st_backend_release(b[i], &l);
         st_backend_release(b[i], &ids);
-        st_backend_release(b[i], &kt);
-        st_backend_release(b[i], &tt);
-        st_backend_release(b[i], &ut);
+        st_backend_release(b[i], &dt);
     }
-    for (int64_t r = 0; r < n; r++)
+    for (int64_t r = 0; r < N; r++)
         ck_assert_msg(got[0][r] == got[1][r], "row %lld: cpu %d, cuda %d", (long long)r,
                       got[0][r], got[1][r]);
+    ck_assert_int_eq(got[0][11], 5);                    /* -0 == +0: the lower id */
     free(got[0]);
     free(got[1]);
     free(lg);

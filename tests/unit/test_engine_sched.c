@@ -20,55 +20,49 @@ static void fx_give_way(struct fixture *f, int32_t parallel)
     f->scfg.give_way_tokens = 1024;
 }
 
-START_TEST(test_engine_free_slot_goes_to_highest_priority)
+/* Both of two slots busy (a: 20 tokens, b: 30); at 0.5 s c (priority 0,
+ * 5 tokens) and then d (priority prio_d, 100 tokens) wait for them.
+ * r[0..3] = a, b, c, d, filled by the run to idle. */
+static void two_wait_for_two_slots(int32_t prio_d, struct rec r[4])
 {
-    /* Both slots busy; a 0 waits, then a 5 arrives: the first free slot
-     * goes to the 5, one step after it frees (the minimum). */
     struct fixture f;
-    struct rec a, b, c, d;
+    struct st_request *q[4];
     fx_defaults(&f);
     f.pcfg.model.parallel = 2;
     ck_assert(fx_start(&f));
-    struct st_request *ra = fx_submit(&f, "a", 0, 10, 20, &a);
-    struct st_request *rb = fx_submit(&f, "b", 0, 10, 30, &b);
+    q[0] = fx_submit(&f, "a", 0, 10, 20, &r[0]);
+    q[1] = fx_submit(&f, "b", 0, 10, 30, &r[1]);
     fx_run_until(&f, SEC(0.5));
-    struct st_request *rc = fx_submit(&f, "c", 0, 10, 5, &c);
-    struct st_request *rd = fx_submit(&f, "d", 5, 10, 100, &d);
+    q[2] = fx_submit(&f, "c", 0, 10, 5, &r[2]);
+    q[3] = fx_submit(&f, "d", prio_d, 10, 100, &r[3]);
     fx_run_idle(&f);
-    ck_assert_int_eq(a.end_ns, SEC(1.92));
-    /* d reads 10 tokens (0.01 s) while b decodes (0.1 s) */
-    ck_assert_int_eq(d.first_ns, a.end_ns + SEC(0.11));
-    ck_assert_int_eq(c.first_ns, b.end_ns + SEC(0.11));
-    ck_assert(d.first_ns < c.first_ns);
-    st_request_unref(ra);
-    st_request_unref(rb);
-    st_request_unref(rc);
-    st_request_unref(rd);
+    for (int i = 0; i < 4; i++)
+        st_request_unref(q[i]);
     fx_stop(&f);
+}
+
+START_TEST(test_engine_free_slot_goes_to_highest_priority)
+{
+    /* A 0 waits, then a 5 arrives: the first free slot goes to the 5, one
+     * step after it frees (the minimum). */
+    struct rec r[4];
+    two_wait_for_two_slots(5, r);
+    const struct rec *a = &r[0], *b = &r[1], *c = &r[2], *d = &r[3];
+    ck_assert_int_eq(a->end_ns, SEC(1.92));
+    /* d reads 10 tokens (0.01 s) while b decodes (0.1 s) */
+    ck_assert_int_eq(d->first_ns, a->end_ns + SEC(0.11));
+    ck_assert_int_eq(c->first_ns, b->end_ns + SEC(0.11));
+    ck_assert(d->first_ns < c->first_ns);
 }
 END_TEST
 
 START_TEST(test_engine_fifo_without_priority)
 {
     /* The same with equal priorities: arrival order. */
-    struct fixture f;
-    struct rec a, b, c, d;
-    fx_defaults(&f);
-    f.pcfg.model.parallel = 2;
-    ck_assert(fx_start(&f));
-    struct st_request *ra = fx_submit(&f, "a", 0, 10, 20, &a);
-    struct st_request *rb = fx_submit(&f, "b", 0, 10, 30, &b);
-    fx_run_until(&f, SEC(0.5));
-    struct st_request *rc = fx_submit(&f, "c", 0, 10, 5, &c);
-    struct st_request *rd = fx_submit(&f, "d", 0, 10, 100, &d);
-    fx_run_idle(&f);
-    ck_assert_int_eq(c.first_ns, a.end_ns + SEC(0.11));
-    ck_assert(c.first_ns < d.first_ns);
-    st_request_unref(ra);
-    st_request_unref(rb);
-    st_request_unref(rc);
-    st_request_unref(rd);
-    fx_stop(&f);
+    struct rec r[4];
+    two_wait_for_two_slots(0, r);
+    ck_assert_int_eq(r[2].first_ns, r[0].end_ns + SEC(0.11));
+    ck_assert(r[2].first_ns < r[3].first_ns);
 }
 END_TEST
 

@@ -185,35 +185,9 @@ START_TEST(test_forward_chunks_equal_one_batch)
 }
 END_TEST
 
-/* The st_draw contract on host logits: the top_k largest (lowest id on
- * ties), then the first whose cumulative weight reaches u * total. */
-static int32_t expected_draw(const float *lg, int64_t nv, struct st_draw d)
-{
-    int32_t best[8];
-    int k = d.temp <= 0.0f ? 1 : d.top_k;
-    ck_assert_int_le(k, 8);
-    for (int j = 0; j < k; j++) {
-        int32_t b = -1;
-        for (int64_t i = 0; i < nv; i++) {
-            bool taken = false;
-            for (int q = 0; q < j; q++)
-                taken |= best[q] == i;
-            if (!taken && (b < 0 || lg[i] > lg[b]))
-                b = (int32_t)i;
-        }
-        best[j] = b;
-    }
-    double w[8], total = 0.0, acc = 0.0;
-    for (int j = 0; j < k; j++)
-        total += w[j] = exp(((double)lg[best[j]] - lg[best[0]]) / (k == 1 ? 1.0 : d.temp));
-    for (int j = 0; j < k; j++)
-        if ((acc += w[j]) >= d.u * total)
-            return best[j];
-    return best[k - 1];
-}
-
 /* st_model_forward_draw gives the tokens the logits of st_model_forward
- * give: greedy rows the argmax, top-k rows the contract's pick. */
+ * give: greedy rows the argmax, the others st_draw_row's pick (the
+ * chain itself is tested in test_backend_sample). */
 START_TEST(test_forward_draw_matches_logits)
 {
     const char *path = make("small", "q8_0");
@@ -231,11 +205,15 @@ START_TEST(test_forward_draw_matches_logits)
     ck_assert_ptr_nonnull(copy);
     memcpy(copy, lg, (size_t)(3 * nv) * sizeof(float));
 
-    const struct st_draw draws[3] = { { 1, 0.0f, 0.0f }, { 5, 0.8f, 0.7f }, { 4, 0.0f, 0.9f } };
+    const struct st_draw draws[3] = {
+        { .top_k = 1, .top_p = 1.0f, .temp = 0.0f, .u = 0.0 },
+        { .top_k = 5, .top_p = 0.9f, .min_p = 0.05f, .temp = 0.8f, .u = 0.7 },
+        { .top_k = 4, .top_p = 1.0f, .temp = 0.0f, .u = 0.9 },
+    };
     int32_t ids[3] = { -1, -1, -1 };
     ck_assert_msg(st_model_forward_draw(m, &b, draws, ids, &err) == ST_OK, "%s", err.msg);
     for (int j = 0; j < 3; j++)
-        ck_assert_int_eq(ids[j], expected_draw(copy + j * nv, nv, draws[j]));
+        ck_assert_int_eq(ids[j], st_draw_row(copy + j * nv, nv, &draws[j]));
     ck_assert_int_eq(ids[0], argmax(copy, nv));
     free(copy);
     st_model_free(m);

@@ -165,8 +165,8 @@ ST_OP_MAP(CPU_OP_DECL)
 #undef CPU_OP_DECL
 
 /* The optional sampler (cpu_sample.c; backend.h st_backend_sample). */
-enum st_status cpu_op_sample(struct st_backend *be, ST_T ids, ST_T logits, ST_T top_k,
-                             ST_T temp, ST_T u, struct st_err *err);
+enum st_status cpu_op_sample(struct st_backend *be, ST_T ids, ST_T logits, ST_T draws,
+                             struct st_err *err);
 
 /* y[r, :] (n_rows rows, row stride ys floats) = x . W^T over weight rows
  * [o0, o1), with x already quantized (xq rows of xq_stride bytes). Used by

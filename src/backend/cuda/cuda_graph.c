@@ -144,8 +144,7 @@ void cuda_graphs_invalidate(struct cuda_backend *cb)
 }
 
 enum st_status cuda_op_sample(struct st_backend *be, const struct st_tensor *ids,
-                              const struct st_tensor *logits, const struct st_tensor *top_k,
-                              const struct st_tensor *temp, const struct st_tensor *u,
+                              const struct st_tensor *logits, const struct st_tensor *draws,
                               struct st_err *err)
 {
     struct cuda_backend *cb = cuda_of(be);
@@ -154,7 +153,7 @@ enum st_status cuda_op_sample(struct st_backend *be, const struct st_tensor *ids
 
     if (rc != ST_OK)
         return rc;
-    e = st_kern_sample(ids->data, logits->data, logits->ne[1], logits->ne[0], top_k->data,
-                       temp->data, u->data, cb->stream);
+    e = st_kern_sample(ids->data, logits->data, logits->ne[1], logits->ne[0], draws->data,
+                       cb->stream);
     return ST_CUDA(cb, e, err);
 }

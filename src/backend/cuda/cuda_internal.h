@@ -148,8 +148,7 @@ void cuda_graphs_invalidate(struct cuda_backend *cb);
 /* End and discard a capture left open by a failed op (no-op otherwise). */
 void cuda_capture_abort(struct cuda_backend *cb);
 enum st_status cuda_op_sample(struct st_backend *be, const struct st_tensor *ids,
-                              const struct st_tensor *logits, const struct st_tensor *top_k,
-                              const struct st_tensor *temp, const struct st_tensor *u,
+                              const struct st_tensor *logits, const struct st_tensor *draws,
                               struct st_err *err);
 
 #endif /* STRATA_BACKEND_CUDA_INTERNAL_H */
