@@ -160,6 +160,10 @@ static enum st_status fill_pool(const struct st_config *c, struct st_pool_config
     p->threads = c->threads;
     p->mtp = c->batch_mtp;
     p->mtp_draft = c->mtp_draft;
+    p->ngram = c->spec == ST_CFG_SPEC_NGRAM;
+    p->ngram_min = c->spec_ngram_min;
+    p->ngram_max = c->spec_ngram_max;
+    p->spec_draft = c->spec_draft;
     p->sim.prompt_tps = c->sim_prompt_tps;
     p->sim.decode_tps = c->sim_decode_tps;
     p->sim.load_seconds = c->sim_load_seconds;

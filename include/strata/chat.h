@@ -9,7 +9,8 @@
  * (tools, "You are Qwen..." when no system message is given), Qwen3-Coder
  * (tools and calls in its XML-like <function=..><parameter=..> form), Llama 3,
  * Llama 3.1/3.2/3.3 (the "Cutting Knowledge Date" system header, tools),
- * Mistral ([INST], v3 style), Gemma. Anything else renders as ChatML and
+ * Mistral ([INST], v3 style), Mistral v7 and v11 (the tekken-era
+ * [SYSTEM_PROMPT] templates with tools: chat_mistral.c), Gemma. Anything else renders as ChatML and
  * logs a warning naming the model.
  *
  * Messages are plain views (struct st_str, not NUL-terminated; ptr == NULL
@@ -38,6 +39,10 @@ enum st_chat_kind {
     ST_CHAT_MISTRAL,
     ST_CHAT_GEMMA,
     ST_CHAT_QWEN3_CODER, /* Qwen3-Coder: XML-style tools and calls (<function=..>), no thinking */
+    ST_CHAT_MISTRAL_V7,  /* Mistral Small 3/3.1, Devstral 2505: [SYSTEM_PROMPT], tools,
+                            [TOOL_CALLS] [{..., "id": ..}] calls */
+    ST_CHAT_MISTRAL_V11, /* Small 3.2, Devstral 2507, Magistral, Ministral 3:
+                            [TOOL_CALLS]name[ARGS]{..} calls */
 };
 
 struct st_chat_tmpl {
@@ -48,6 +53,13 @@ struct st_chat_tmpl {
     bool   known;           /* false: fell back to ChatML */
     char   bos[32];         /* bos_token text for templates that print it ("" = none) */
     char   eos[32];         /* eos_token text (Mistral ends assistant turns with it) */
+    /* Mistral v7 / v11 only (chat_mistral.c): the template's own default
+     * system message and v7's parallel_tool_prompt, decoded from its Jinja
+     * string literals ('\x01' where it concatenates today's date). */
+    bool   has_default_system;
+    bool   tools_last_user; /* [AVAILABLE_TOOLS] before the last user message */
+    char   mistral_system[16384];
+    char   mistral_tools_prompt[1024];
 };
 
 struct st_chat_msg {
@@ -78,10 +90,11 @@ void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
                        const char *bos, const char *eos, const char *model_name);
 
 /* "chatml", "qwen3", "qwen2.5", "qwen3-coder", "llama3", "llama3.1", "mistral",
- * "gemma". Static. */
+ * "mistral-v7", "mistral-v11", "gemma". Static. */
 
 /* Whether the renderer puts the request's tools (and tool calls / tool
- * messages) into the prompt: Qwen3, Qwen2.5, Qwen3-Coder and Llama 3.1+. The others
+ * messages) into the prompt: Qwen3, Qwen2.5, Qwen3-Coder, Llama 3.1+ and Mistral
+ * v7 / v11. The others
  * render the messages' text and leave the tools out. */
 bool st_chat_renders_tools(const struct st_chat_tmpl *t);
 const char *st_chat_kind_name(enum st_chat_kind kind);

@@ -50,6 +50,11 @@ enum st_cfg_reasoning {
     ST_CFG_REASONING_NONE,       /* <think> stays in the content */
 };
 
+enum st_cfg_spec {
+    ST_CFG_SPEC_NONE,    /* no drafts besides --batch-mtp (default) */
+    ST_CFG_SPEC_NGRAM,   /* n-gram (prompt-lookup) drafts from each slot's own history */
+};
+
 enum st_cfg_priority_order {
     ST_CFG_ORDER_HIGH_FIRST,   /* llama-swap: a higher number goes first (default) */
     ST_CFG_ORDER_LOW_FIRST,    /* vLLM / LiteLLM: a lower number goes first */
@@ -101,6 +106,7 @@ enum st_opt {
     ST_OPT_SSE_KEEPALIVE, ST_OPT_SHUTDOWN_TIMEOUT, ST_OPT_PRIORITY_ORDER,
     ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
     ST_OPT_UBATCH, ST_OPT_THREADS, ST_OPT_BATCH_MTP, ST_OPT_MTP_DRAFT,
+    ST_OPT_SPEC, ST_OPT_SPEC_NGRAM_MIN, ST_OPT_SPEC_NGRAM_MAX, ST_OPT_SPEC_DRAFT,
     ST_OPT_SCHEDULER, ST_OPT_AGING_DIVISOR, ST_OPT_SWAP_AFFINITY_BONUS,
     ST_OPT_GIVE_WAY_TOKENS, ST_OPT_YIELDS_MAX,
     ST_OPT_SIM_PROMPT_TPS, ST_OPT_SIM_DECODE_TPS, ST_OPT_SIM_LOAD_SECONDS, ST_OPT_SIM_TOKENS,
@@ -135,6 +141,10 @@ struct st_config {
     int32_t  threads;              /* CPU threads; 0 = every core (default) */
     bool     batch_mtp;            /* MTP drafting in batched steps */
     int32_t  mtp_draft;            /* draft tokens per step, 1..4; default 1 */
+    enum st_cfg_spec spec;         /* --spec: other draft sources; default NONE */
+    int32_t  spec_ngram_min;       /* n-gram lengths matched, 1..8, min <= max; */
+    int32_t  spec_ngram_max;       /*   defaults 2 and 4 */
+    int32_t  spec_draft;           /* n-gram drafts per slot and step at most, 1..16; default 8 */
 
     /* scheduler (routing.scheduler in the file) */
     enum st_cfg_scheduler scheduler;   /* default serial */

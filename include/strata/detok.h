@@ -35,8 +35,10 @@ struct st_detok {
 
 /* 'tok' is borrowed and must outlive the detokenizer (NULL when only
  * st_detok_push_bytes is used). special=false drops CONTROL tokens
- * (<|im_end|> ...) from the text, as llama.cpp does for generated text;
- * USER_DEFINED tokens (<think>, <tool_call>) are always rendered. */
+ * (<|im_end|> ...) from the text, as llama.cpp does for generated text,
+ * except the reply markers of st_tok_is_marker ([TOOL_CALLS] ...), which a
+ * reply parser reads; USER_DEFINED tokens (<think>, <tool_call>) are always
+ * rendered. */
 void st_detok_init(struct st_detok *d, const struct st_tok *tok, bool special);
 
 /* Append the text of token 'id' to 'out' (only complete valid UTF-8).

@@ -29,6 +29,8 @@
 #include "strata/err.h"
 #include "strata/sched.h"
 
+struct st_json_schema;
+
 #define ST_MAX_STOP 4
 #define ST_MAX_TOP_LOGPROBS 20
 
@@ -70,6 +72,20 @@ struct st_gen_params {
      * constrained to one JSON object (docs/API.md "response_format"); the
      * sim runner, which forces its tokens, ignores it. */
     bool     json_object;
+    /* response_format {"type": "json_schema"}: the completion text is
+     * constrained to one document valid against this compiled schema
+     * (include/strata/json_schema.h). An owned reference
+     * (st_json_schema_unref when the params go); NULL: none. Same sim rule. */
+    struct st_json_schema *json_schema;
+    /* Scoring prompts (docs/API.md "Scoring prompts"): the request's prompt
+     * tokens come back as ST_EVENT_PROMPT events before its first TOKEN. */
+    bool     echo;                /* report every prompt token (its text) */
+    bool     prompt_logprobs;     /* also each prompt token's logprob and rank under the
+                                   * tokens before it (raw logits, like the generated tokens'
+                                   * logprobs). Costs the head at every prompt row and rules
+                                   * out prefix reuse */
+    int32_t  prompt_top_logprobs; /* with prompt_logprobs: alternatives per prompt token,
+                                   * 0..ST_MAX_TOP_LOGPROBS */
 };
 
 /* llama-server's defaults, as above. */
@@ -84,6 +100,9 @@ enum st_status st_gen_params_copy_bias(struct st_gen_params *dst, const struct s
 enum st_event_kind {
     ST_EVENT_TOKEN,   /* one sampled token (text may be empty: held back) */
     ST_EVENT_END,     /* last event of a request; nothing follows; carries no text */
+    ST_EVENT_PROMPT,  /* prompt tokens (params.echo or prompt_logprobs only): a run of
+                       * consecutive positions; every position 0..n_prompt-1 comes once, in
+                       * order, before the first TOKEN */
 };
 
 enum st_finish {
@@ -102,8 +121,28 @@ struct st_top_logprob {
     int32_t n_bytes;
 };
 
+/* One prompt token of an ST_EVENT_PROMPT. */
+#define ST_PROMPT_TEXT_MAX 256
+
+struct st_prompt_token {
+    int64_t pos;                   /* position in the prompt, 0-based */
+    int32_t token;
+    char    text[ST_PROMPT_TEXT_MAX];  /* its bytes as text shows it: the generated-text piece,
+                                    * or for a special token (empty piece) its name */
+    int32_t n_text;                /* bytes in text (a longer piece is cut) */
+    bool    has_logprob;           /* false at position 0 (nothing before it) and without
+                                    * params.prompt_logprobs */
+    float   logprob;               /* log P(token | tokens before it), raw logits */
+    int32_t rank;                  /* 1 + tokens with a strictly higher logit */
+    int32_t n_top;                 /* = params.prompt_top_logprobs (fewer: a tiny vocabulary) */
+    struct st_top_logprob top[ST_MAX_TOP_LOGPROBS];   /* most likely first */
+};
+
 struct st_event {
     enum st_event_kind kind;
+    /* PROMPT: n_ptok tokens, borrowed for the call */
+    const struct st_prompt_token *ptok;
+    int32_t     n_ptok;
     /* TOKEN: new visible text, UTF-8 complete, stop strings held back.
      * Text held back for a stop string that never completed is released
      * with the last token (at max_tokens), or in a TOKEN event carrying the
@@ -221,6 +260,12 @@ struct st_pool_config {
     int32_t threads;                  /* CPU worker threads (0 = cores) */
     bool    mtp;                      /* --batch-mtp */
     int32_t mtp_draft;                /* draft tokens per step (1..4) */
+    /* (n-gram drafts, docs/ENGINE.md "N-gram drafts": --spec ngram) */
+    bool    ngram;                    /* draft from the slot's own token history */
+    int32_t ngram_min, ngram_max;     /* n-gram lengths tried, longest first (1..8; default
+                                       * 2 and 4) */
+    int32_t spec_draft;               /* n-gram drafts per slot and step at most (1..16;
+                                       * default 8) */
     double  load_backoff_s;           /* (added) after a failed load, requests for the model
                                        * get 503 with the reason for this long; then the
                                        * next request tries again. Default 30 */
@@ -391,7 +436,10 @@ struct st_pool_stats {
     uint64_t mtp_drafted;
     uint64_t mtp_accepted;
     uint64_t mtp_steps;
-    uint64_t drawn_tokens;         /* picked by the backend's greedy draw, not the host sampler */
+    uint64_t ngram_drafted;        /* the same three for n-gram drafts (--spec ngram); the */
+    uint64_t ngram_accepted;       /* mtp_* counters count MTP drafts only */
+    uint64_t ngram_steps;
+    uint64_t drawn_tokens;         /* drawn on the backend (backend_draw), not by the host sampler */
     struct st_histogram ttft[ST_BAND_COUNT];   /* time to first token, by band */
     struct st_histogram itl[ST_BAND_COUNT];    /* inter-token latency, by band */
     double   kv_usage;             /* 0..1: context in use over context allocated */

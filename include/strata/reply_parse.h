@@ -43,6 +43,22 @@
  *    trailing newline and stays a string, unless the parameter's type in
  *    opts.tools_json is a non-string type and the value parses as JSON
  *    (src/text/reply_xml.c). Malformed bodies go out as content.
+ *  - opts.mistral (Mistral prompts, src/text/chat_mistral.c): the markers
+ *    are "[THINK]" / "[/THINK]" for reasoning (a reply that opens with
+ *    "<think>" instead, as Magistral 2506 writes it, closes with "</think>")
+ *    and "[TOOL_CALLS]" for calls,
+ *    which have no closing tag; after "[TOOL_CALLS]" and optional blanks
+ *    comes either
+ *      NAME[ARGS]{...}            (v11: Small 3.2, Devstral 2507, Magistral;
+ *                                  also NAME[CALL_ID]ID[ARGS]{...} and NAME{...})
+ *    or a JSON array (or one object) of {"name": .., "arguments": ..[, "id": ..]}
+ *                                 (v7 and older: one "[TOOL_CALLS]" for them all).
+ *    A call ends where its JSON closes; blanks after it are dropped and
+ *    what follows is content again (so calls may follow one another). A
+ *    name holds no blanks, quotes, brackets or braces (at most 256 bytes).
+ *    What is not a well-formed call goes out as content byte for byte: up
+ *    to the byte that breaks the form, or all of it when generation ends
+ *    inside the call.
  *
  * Ownership: the parser is caller-storage (init/fini); event texts are
  * borrowed for the duration of the emit call. Threads: one stream per
@@ -86,6 +102,7 @@ struct st_reply_opts {
     bool    xml_calls;      /* Qwen3-Coder: <tool_call> bodies are <function=..> blocks */
     struct st_str tools_json; /* xml_calls: the request's tools (JSON array) for parameter
                                types; borrowed, must outlive the parser; ptr NULL = none */
+    bool    mistral;        /* Mistral markers: [THINK] [/THINK] [TOOL_CALLS] (see above) */
 };
 
 struct st_reply_parser {
@@ -105,6 +122,9 @@ struct st_reply_parser {
     int32_t n_calls;        /* well-formed calls seen */
     bool    bare;           /* the call being read has no tags (bare_json_calls) */
     bool    content_seen;   /* content was emitted: no bare call can follow */
+    bool    think_tags;     /* mistral: the reply opened <think> (Magistral 2506), not [THINK] */
+    int     mphase;         /* mistral: name, tag, call id, JSON (reply_parse.c) */
+    size_t  ns, ne;         /* mistral: the name's span in the body (ne == ns: none) */
 };
 
 void st_reply_parser_init(struct st_reply_parser *p, const struct st_reply_opts *opts);
@@ -130,6 +150,11 @@ bool st_reply_prompt_opens_think(const char *prompt, size_t len);
 /* True when a rendered prompt asks for bare JSON calls: the Llama 3.1+
  * system header with tools ("Environment: ipython", src/text/chat_llama31.c). */
 bool st_reply_prompt_wants_json_calls(const char *prompt, size_t len);
+
+/* True when a rendered prompt is a Mistral one: after an optional "<s>" it
+ * starts with "[INST]", "[SYSTEM_PROMPT]" or "[AVAILABLE_TOOLS]". Then
+ * opts.mistral applies. */
+bool st_reply_prompt_is_mistral(const char *prompt, size_t len);
 
 /* True when a rendered prompt asks for Qwen3-Coder's XML-style calls: its
  * tools section's example call ("<tool_call>\n<function=example_function_name>

@@ -9,7 +9,7 @@
  *   1. special tokens split out first, longest text first (CONTROL/UNKNOWN
  *      only with parse_special, USER_DEFINED always);
  *   2. each remaining fragment NFC-normalized (qwen2 default), then split by
- *      the pre-tokenizer (qwen2 / llama-bpe / gpt2 regex, written by hand);
+ *      the pre-tokenizer (qwen2 / llama-bpe / gpt2 / tekken regex, written by hand);
  *   3. each piece's UTF-8 bytes merged by rank (BPE); a byte without a token
  *      is dropped (byte-level vocabularies have all 256).
  *
@@ -62,7 +62,8 @@ struct st_tok_desc {
     int32_t              eos_id;     /* -1 if absent */
     int32_t              pad_id;     /* -1 if absent */
     bool                 add_bos;    /* prepend bos when add_special */
-    const char          *pre;        /* "qwen2", "llama-bpe"/"llama3", "gpt2"; NULL = qwen2 */
+    const char          *pre;        /* "qwen2", "llama-bpe"/"llama3", "gpt2", "tekken";
+                                        NULL = qwen2 */
     enum st_tok_norm     norm;
 };
 
@@ -113,6 +114,11 @@ enum st_tok_type st_tok_type_of(const struct st_tok *tok, int32_t id); /* UNDEFI
  * <|endoftext|>, <|eot_id|>, <|eom_id|>, <|end|>, <end_of_turn>,
  * <|end_of_text|>, <EOT>, <|fim_pad|>, <|repo_name|>, <|file_sep|>, ... */
 bool st_tok_is_eog(const struct st_tok *tok, int32_t id);
+/* A special token whose text a reply parser reads (reply_parse.h): Mistral's
+ * [TOOL_CALLS], [ARGS], [CALL_ID], [THINK] and [/THINK]. They are CONTROL
+ * tokens in tekken GGUFs, so generated text must show them even though
+ * other control tokens add nothing to it (as llama.cpp's preserved tokens). */
+bool st_tok_is_marker(const struct st_tok *tok, int32_t id);
 /* The eog ids, ascending; borrowed, valid until st_tok_free(). */
 const int32_t *st_tok_eog_ids(const struct st_tok *tok, size_t *n);
 
@@ -120,7 +126,7 @@ const int32_t *st_tok_eog_ids(const struct st_tok *tok, size_t *n);
  * normal ones with the same bytes); -1 if none. */
 int32_t st_tok_find(const struct st_tok *tok, const char *text, size_t len);
 
-/* Name of the pre-tokenizer in use ("qwen2", "llama-bpe", "gpt2"). Static. */
+/* Name of the pre-tokenizer in use ("qwen2", "llama-bpe", "gpt2", "tekken"). Static. */
 const char *st_tok_pre_name(const struct st_tok *tok);
 
 #endif /* STRATA_TOKENIZER_H */

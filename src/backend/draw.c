@@ -52,17 +52,19 @@ int32_t st_draw_pick(struct st_draw_cand *c, size_t n, float temp, double u)
 void st_draw_top_k(const float *lg, int64_t n_vocab, struct st_draw_cand *c, int k)
 {
     int have = 0;
+    float worst = 0.0f;   /* c[k - 1].logit once full */
     for (int64_t e = 0; e < n_vocab; e++) {
         float v = lg[e];
         int32_t id = (int32_t)e;
-        if (have == k && !st_draw_before(v, id, c[k - 1].logit, c[k - 1].id))
-            continue;
+        if (have == k && (v < worst || !st_draw_before(v, id, worst, c[k - 1].id)))
+            continue;   /* v < worst: the common case, decided without the NaN rules */
         int j = have < k ? have++ : k - 1;
         while (j > 0 && st_draw_before(v, id, c[j - 1].logit, c[j - 1].id)) {
             c[j] = c[j - 1];
             j--;
         }
         c[j] = (struct st_draw_cand){ id, v, 0.0f };
+        worst = c[have - 1].logit;
     }
 }
 

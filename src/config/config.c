@@ -56,6 +56,10 @@ void st_config_init(struct st_config *c)
     c->ubatch = 512;
     c->threads = 0;
     c->mtp_draft = 1;
+    c->spec = ST_CFG_SPEC_NONE;
+    c->spec_ngram_min = 2;
+    c->spec_ngram_max = 4;
+    c->spec_draft = 8;
     c->scheduler = ST_CFG_SCHED_SERIAL;
     c->aging_divisor_s = 60.0;
     c->swap_affinity_bonus = 10;
@@ -363,6 +367,9 @@ enum st_status st_config_resolve(struct st_config *c, struct st_err *err)
         rc = check_keys(c, err);
     if (rc != ST_OK)
         return rc;
+    if (c->spec_ngram_min > c->spec_ngram_max)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "spec_ngram_min %d is above spec_ngram_max %d",
+                          (int)c->spec_ngram_min, (int)c->spec_ngram_max);
     if (!c->batch && (st_config_given(c, ST_OPT_PARALLEL) || c->line[ST_OPT_PARALLEL]) &&
         c->parallel > 1 &&
         st_cfg_warn(c, "parallel %d has no effect without --batch: each engine serves one "

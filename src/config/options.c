@@ -29,11 +29,13 @@ static const char *const order_choices[] = { "high-first", "low-first", NULL };
 static const char *const logfmt_choices[] = { "text", "json", NULL };
 static const char *const reasoning_choices[] = { "deepseek", "none", NULL };
 static const char *const loglevel_choices[] = { "debug", "info", "warn", "error", NULL };
+static const char *const spec_choices[] = { "none", "ngram", NULL };
 
 /* Enums are stored through the table as int: make sure that is their size. */
 _Static_assert(sizeof(enum st_cfg_backend) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_log_level) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_cfg_reasoning) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum st_cfg_spec) == sizeof(int), "enum size");
 /* st_config.given has one bit per option. */
 _Static_assert(ST_OPT_COUNT <= 64, "st_config.given is a uint64_t");
 
@@ -102,6 +104,18 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         OFF(batch_mtp), NO_HAS, .help = "multi-token-prediction drafts in batched steps" },
     [ST_OPT_MTP_DRAFT] = { ST_OPT_MTP_DRAFT, "--mtp-draft", NULL, "mtp_draft", ST_CFG_INT32,
         OFF(mtp_draft), NO_HAS, I32(1, 4), .metavar = "N", .help = "MTP draft tokens per step" },
+    [ST_OPT_SPEC] = { ST_OPT_SPEC, "--spec", NULL, "spec", ST_CFG_CHOICE, OFF(spec), NO_HAS,
+        .choices = spec_choices,
+        .help = "ngram: drafts by prompt lookup in each slot's own text (first; then MTP)" },
+    [ST_OPT_SPEC_NGRAM_MIN] = { ST_OPT_SPEC_NGRAM_MIN, "--spec-ngram-min", NULL,
+        "spec_ngram_min", ST_CFG_INT32, OFF(spec_ngram_min), NO_HAS, I32(1, 8), .metavar = "N",
+        .help = "shortest n-gram matched (1..8)" },
+    [ST_OPT_SPEC_NGRAM_MAX] = { ST_OPT_SPEC_NGRAM_MAX, "--spec-ngram-max", NULL,
+        "spec_ngram_max", ST_CFG_INT32, OFF(spec_ngram_max), NO_HAS, I32(1, 8), .metavar = "N",
+        .help = "longest n-gram matched, tried first (1..8)" },
+    [ST_OPT_SPEC_DRAFT] = { ST_OPT_SPEC_DRAFT, "--spec-draft", NULL, "spec_draft",
+        ST_CFG_INT32, OFF(spec_draft), NO_HAS, I32(1, 16), .metavar = "N",
+        .help = "n-gram draft tokens per slot and step at most (1..16)" },
     [ST_OPT_SCHEDULER] = { ST_OPT_SCHEDULER, "--scheduler", NULL, "routing.scheduler.use",
         ST_CFG_CHOICE, OFF(scheduler), NO_HAS, .choices = sched_choices,
         .help = "serial: priority + affinity + aging; fifo: priority then arrival" },

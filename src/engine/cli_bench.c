@@ -13,8 +13,8 @@
  * avg_ts and stddev_ts. Like llama-bench, the tokens are random ids and
  * nothing is sampled. np 1 always runs; -np N > 1 adds the same tests at N.
  *
- * With --mtp the command is cli_bench_mtp.c's instead: greedy decode
- * through the engine with and without MTP drafting.
+ * With --mtp (--ngram) the command is cli_bench_mtp.c's instead: greedy
+ * decode through the engine with and without MTP (n-gram) drafting.
  */
 #include <errno.h>
 #include <math.h>
@@ -63,7 +63,9 @@ static int usage(void)
           "  --backend B  cpu (default) or cuda\n"
           "  --gpu N  the GPU for --backend cuda (default 0)\n"
           "  strata bench --mtp [-m FILE] ...: decode with and without MTP drafting\n"
-          "           (strata bench --mtp -h for its options)\n", stderr);
+          "           (strata bench --mtp -h for its options)\n"
+          "  strata bench --ngram [-m FILE] ...: decode with and without n-gram drafts\n"
+          "           on repetitive prompts (strata bench --ngram -h for its options)\n", stderr);
     return 2;
 }
 
@@ -350,6 +352,8 @@ int st_cli_bench(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--mtp"))
             return st_cli_bench_mtp(argc, argv);
+        else if (!strcmp(argv[i], "--ngram"))
+            return st_cli_bench_ngram(argc, argv);
     struct bench_opts o;
     if (!parse(argc, argv, &o))
         return usage();

@@ -1,5 +1,6 @@
-/* cli_bench_mtp.c -- `strata bench --mtp`: decode throughput with and
- * without MTP drafting, through the real engine (docs/ENGINE.md "MTP").
+/* cli_bench_mtp.c -- `strata bench --mtp` and `strata bench --ngram`:
+ * decode throughput with and without drafts (MTP: docs/ENGINE.md "MTP";
+ * n-gram: "N-gram drafts"), through the real engine.
  *
  * Unlike the pp/tg tests of cli_bench.c (random tokens into the model),
  * MTP needs real greedy decoding: acceptance depends on what the model
@@ -11,14 +12,20 @@
  * decoding (from the last first token to the first end), so prompt reads
  * do not dilute it. Each repetition runs without and with MTP back to
  * back; the speedup is the median of those pairs' ratios (robust to a
- * shared machine's load). The MTP run also reports the acceptance rate
- * (accepted / drafted) and the mean accepted length per verify step
- * (1 + accepted / steps), from the pool's counters.
+ * shared machine's load). The MTP run also reports the drafts verified
+ * per run, the acceptance rate (accepted / drafted) and the mean accepted
+ * length per verify step (1 + accepted / steps), from the pool's counters.
  *
  * Without -m it writes two synthetic models into a temporary directory
  * and runs both: mtp-demo (an MTP block that agrees with the model on
  * purpose: the mechanism's upside) and small --mtp (random MTP weights:
  * drafts almost never accepted, the mechanism's cost).
+ *
+ * --ngram is the same measurement with --spec ngram instead of
+ * --batch-mtp, on prompts that repeat themselves (code with near-copies,
+ * a JSON list, a quoted passage, a numbered sequence: what prompt lookup is
+ * for); without -m it runs the small preset. The acceptance then depends
+ * on how much the model's greedy text repeats itself and its prompt.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +43,9 @@
 struct mb_opts {
     const char *model;
     const char *backend;   /* "cpu" or "cuda" */
+    bool ngram;            /* --ngram: n-gram drafts, not MTP */
     int32_t n_gen, np, threads, draft, reps, gpu;
+    int32_t ngram_min, ngram_max;
 };
 
 /* Token times of one request (real clock, ns). */
@@ -69,20 +78,54 @@ static int usage(void)
     return 2;
 }
 
-static bool parse(int argc, char **argv, struct mb_opts *o)
+static int usage_ngram(void)
 {
-    *o = (struct mb_opts){ .backend = "cpu", .n_gen = 128, .np = 1, .draft = 3, .reps = 3 };
+    fputs("usage: strata bench --ngram [-m FILE] [-n 128] [-np 1] [--spec-draft 8]\n"
+          "                        [--spec-ngram-min 2] [--spec-ngram-max 4] [-t THREADS] [-r 3]\n"
+          "                        [--backend cpu|cuda] [--gpu N]\n"
+          "  Decode tokens/s without and with n-gram drafts (--spec ngram) through the engine,\n"
+          "  greedy, on prompts that repeat themselves, and the draft acceptance. Without -m:\n"
+          "  on the small preset.\n"
+          "  -n N               tokens generated per request (default 128)\n"
+          "  -np N              requests decoding together, one per slot (default 1)\n"
+          "  --spec-draft K     most draft tokens per slot and step, 1..16 (default 8)\n"
+          "  --spec-ngram-min N, --spec-ngram-max N  n-gram lengths, 1..8 (default 2, 4)\n"
+          "  -t N               CPU threads (default: all cores)\n"
+          "  -r N               repetitions (default 3)\n"
+          "  --backend B        cpu (default) or cuda; --gpu N: the GPU for cuda (default 0)\n",
+          stderr);
+    return 2;
+}
+
+/* One option of the --ngram form (a the flag, v its value); false when a
+ * is none of them or v is bad. */
+static bool parse_ngram_opt(const char *a, const char *v, struct mb_opts *o)
+{
+    if (!strcmp(a, "--spec-draft"))
+        return st_cli_int_arg(v, 1, ST_SPEC_MAX_DRAFT, &o->draft);
+    if (!strcmp(a, "--spec-ngram-min"))
+        return st_cli_int_arg(v, 1, ST_NGRAM_MAX_N, &o->ngram_min);
+    if (!strcmp(a, "--spec-ngram-max"))
+        return st_cli_int_arg(v, 1, ST_NGRAM_MAX_N, &o->ngram_max);
+    return false;
+}
+
+static bool parse(int argc, char **argv, bool ngram, struct mb_opts *o)
+{
+    *o = (struct mb_opts){ .backend = "cpu", .ngram = ngram, .n_gen = 128, .np = 1,
+                           .draft = ngram ? 8 : 3, .reps = 3, .ngram_min = 2, .ngram_max = 4 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = true;
-        if (!strcmp(a, "--mtp"))
+        if (!strcmp(a, ngram ? "--ngram" : "--mtp"))
             continue;
         if (!v)
             return false;
         if (!strcmp(a, "-m")) o->model = v;
         else if (!strcmp(a, "-n")) ok = st_cli_int_arg(v, 8, MAX_GEN, &o->n_gen);
         else if (!strcmp(a, "-np")) ok = st_cli_int_arg(v, 1, MAX_NP, &o->np);
-        else if (!strcmp(a, "--mtp-draft"))
+        else if (ngram && !strncmp(a, "--spec-", 7)) ok = parse_ngram_opt(a, v, o);
+        else if (!ngram && !strcmp(a, "--mtp-draft"))
             ok = st_cli_int_arg(v, 1, ST_RUNNER_MAX_DRAFT, &o->draft);
         else if (!strcmp(a, "-t")) ok = st_cli_int_arg(v, 0, 1024, &o->threads);
         else if (!strcmp(a, "-r")) ok = st_cli_int_arg(v, 1, MAX_REPS, &o->reps);
@@ -93,7 +136,7 @@ static bool parse(int argc, char **argv, struct mb_opts *o)
             return false;
         i++;
     }
-    return true;
+    return o->ngram_min <= o->ngram_max;
 }
 
 static void on_event(void *ctx, const struct st_event *ev)
@@ -115,6 +158,19 @@ static const char *const prompts[MAX_NP] = {
     "Ask not what", "The only thing", "Space, the final", "A long time ago",
 };
 
+/* --ngram: text that repeats itself, as a coding agent rewriting a file, a
+ * summary quoting its input or JSON echoing keys give. */
+static const char *const repeat_prompts[4] = {
+    "def area(w, h):\n    return w * h\n\ndef volume(w, h, d):\n    return w * h * d\n\n"
+    "Rewrite the code above with type hints:\n\ndef area(w, h):\n    return w * h\n\n"
+    "def volume(w, h, d):\n",
+    "[{\"id\": 1, \"name\": \"alpha\", \"tags\": [\"a\", \"b\"]}, {\"id\": 2, \"name\": "
+    "\"beta\", \"tags\": [\"a\", \"b\"]}, {\"id\": 3, \"name\": \"gamma\", \"tags\": [",
+    "The quick brown fox jumps over the lazy dog. Summary: the quick brown fox jumps over "
+    "the lazy dog. Quote it again: the quick brown fox jumps over",
+    "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5,",
+};
+
 static bool submit_all(struct st_engine_pool *p, const struct mb_opts *o, struct mb_req *rq)
 {
     for (int32_t i = 0; i < o->np; i++) {
@@ -123,7 +179,7 @@ static bool submit_all(struct st_engine_pool *p, const struct mb_opts *o, struct
         if (!req)
             return false;
         snprintf(req->id, sizeof(req->id), "bench-%d", (int)i);
-        req->prompt = strdup(prompts[i]);
+        req->prompt = strdup(o->ngram ? repeat_prompts[i % 4] : prompts[i]);
         req->params.max_tokens = o->n_gen;
         req->params.temperature = 0.0f;
         req->params.ignore_eos = true;
@@ -153,7 +209,8 @@ static double window_tps(const struct mb_req *rq, int32_t np)
     return t1 > t0 ? (double)n / ((double)(t1 - t0) / 1e9) : 0.0;
 }
 
-static bool run_once(const struct mb_opts *o, const char *path, bool mtp, struct mb_run *out)
+/* One run; 'on': with drafts (MTP, or n-gram with --ngram). */
+static bool run_once(const struct mb_opts *o, const char *path, bool on, struct mb_run *out)
 {
     struct st_sched_config sc;
     struct st_pool_config pc;
@@ -171,10 +228,14 @@ static bool run_once(const struct mb_opts *o, const char *path, bool mtp, struct
     pc.model.backend = strcmp(o->backend, "cuda") ? ST_BACKEND_CPU : ST_BACKEND_CUDA;
     pc.gpus[0] = strcmp(o->backend, "cuda") ? -1 : o->gpu;
     pc.model.parallel = o->np;
-    pc.model.ctx_size = o->n_gen + 64;
+    pc.model.ctx_size = o->n_gen + (o->ngram ? 256 : 64);   /* prompt + the tokens + room */
     pc.threads = o->threads;
-    pc.mtp = mtp;
-    pc.mtp_draft = o->draft;
+    pc.mtp = on && !o->ngram;
+    pc.mtp_draft = o->ngram ? 1 : o->draft;
+    pc.ngram = on && o->ngram;
+    pc.spec_draft = o->ngram ? o->draft : pc.spec_draft;
+    pc.ngram_min = o->ngram_min;
+    pc.ngram_max = o->ngram_max;
     for (int32_t i = 0; i < o->np; i++)
         rq[i].t = malloc(MAX_GEN * sizeof(int64_t));
     if (st_sched_new(&sc, st_clock_real(), &s, &err) == ST_OK &&
@@ -190,8 +251,10 @@ static bool run_once(const struct mb_opts *o, const char *path, bool mtp, struct
             ok = rq[i].ended && !rq[i].failed && rq[i].n >= 2;
         struct st_pool_stats ps;
         st_engine_pool_stats(p, &ps);
-        *out = (struct mb_run){ ok ? window_tps(rq, o->np) : 0.0, ps.mtp_drafted,
-                                ps.mtp_accepted, ps.mtp_steps };
+        *out = (struct mb_run){ ok ? window_tps(rq, o->np) : 0.0,
+                                o->ngram ? ps.ngram_drafted : ps.mtp_drafted,
+                                o->ngram ? ps.ngram_accepted : ps.mtp_accepted,
+                                o->ngram ? ps.ngram_steps : ps.mtp_steps };
     } else {
         fprintf(stderr, "strata bench: %s\n", err.msg);
     }
@@ -243,19 +306,21 @@ static bool bench_model(const struct mb_opts *o, const char *path, const char *l
     char t0[32], t1[32];
     snprintf(t0, sizeof(t0), "%.2f ± %.2f", a0, s0);
     snprintf(t1, sizeof(t1), "%.2f ± %.2f", a1, s1);
-    printf("| %-17s | %3d | %5d | %3d | %17s | %17s | %6.2fx | %8.1f%% | %8.2f |\n", label,
-           (int)o->np, (int)o->n_gen, (int)o->draft, t0, t1, paired_speedup(off, on, o->reps),
+    printf("| %-17s | %3d | %5d | %3d | %17s | %17s | %6.2fx | %7.1f | %8.1f%% | %8.2f |\n",
+           label, (int)o->np, (int)o->n_gen, (int)o->draft, t0, t1,
+           paired_speedup(off, on, o->reps), (double)d / o->reps,
            d ? 100.0 * (double)a / (double)d : 0.0, st ? 1.0 + (double)a / (double)st : 1.0);
     fflush(stdout);
     return true;
 }
 
-static void header(void)
+static void header(bool ngram)
 {
-    printf("| %-17s | %3s | %5s | %3s | %15s | %15s | %7s | %9s | %8s |\n", "model", "np",
-           "n", "k", "tg t/s, no MTP", "tg t/s, MTP", "speedup", "accepted", "mean len");
+    printf("| %-17s | %3s | %5s | %3s | %17s | %17s | %7s | %7s | %9s | %8s |\n", "model", "np",
+           "n", "k", ngram ? "tg t/s, no drafts" : "tg t/s, no MTP",
+           ngram ? "tg t/s, n-gram" : "tg t/s, MTP", "speedup", "drafted", "accepted", "mean len");
     printf("| ----------------- | --: | ----: | --: | ---------------: | ---------------: | "
-           "------: | --------: | -------: |\n");
+           "------: | ------: | --------: | -------: |\n");
 }
 
 /* Write the two presets into a fresh directory (caller removes it). */
@@ -280,19 +345,48 @@ static bool make_presets(char *dir, size_t cap, char demo[512], char rnd[512])
 int st_cli_bench_mtp(int argc, char **argv)
 {
     struct mb_opts o;
-    if (!parse(argc, argv, &o))
+    if (!parse(argc, argv, false, &o))
         return usage();
     if (o.model) {
-        header();
+        header(false);
         return bench_model(&o, o.model, "model") ? 0 : 1;
     }
     char dir[400], demo[512], rnd[512];
     if (!make_presets(dir, sizeof(dir), demo, rnd))
         return 1;
-    header();
+    header(false);
     bool ok = bench_model(&o, demo, "mtp-demo q8_0") && bench_model(&o, rnd, "small q8_0 --mtp");
     unlink(demo);
     unlink(rnd);
+    rmdir(dir);
+    return ok ? 0 : 1;
+}
+
+int st_cli_bench_ngram(int argc, char **argv)
+{
+    struct mb_opts o;
+    if (!parse(argc, argv, true, &o))
+        return usage_ngram();
+    if (o.model) {
+        header(true);
+        return bench_model(&o, o.model, "model") ? 0 : 1;
+    }
+    const char *tmp = getenv("TMPDIR");
+    char dir[400], path[512];
+    snprintf(dir, sizeof(dir), "%s/strata-bench-ngram-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(path, sizeof(path), "%s/small.gguf", dir);
+    struct st_make_model_opts m = { .out_path = path, .preset = "small", .seed = 1 };
+    struct st_err err = { 0 };
+    bool ok = st_make_model(&m, &err) == ST_OK;
+    if (!ok)
+        fprintf(stderr, "strata bench: %s\n", err.msg);
+    if (ok) {
+        header(true);
+        ok = bench_model(&o, path, "small q8_0");
+    }
+    unlink(path);
     rmdir(dir);
     return ok ? 0 : 1;
 }

@@ -9,7 +9,9 @@
  *   sample.c     the sampler (greedy, temperature, top-k/p, min-p, logprobs, logit_bias)
  *   penalty.c    presence/frequency/repeat penalties: per-request token counts
  *   step.c       one engine step: admit, lines, batch, forward, sample, emit
- *   mtp.c        --batch-mtp: draft lengths per slot, the draft call, MTP counters
+ *   mtp.c        drafts (--batch-mtp, --spec ngram): the source and draft length per
+ *                slot, the MTP draft call, the counters
+ *   ngram.c      the n-gram (prompt-lookup) index of a slot's token history
  *   prefix.c     prefix reuse: which free slot a request takes, what its KV keeps
  *   pool.c       pool life cycle, threads, submit/cancel, shutdown
  *   text.c       the model's text side for the server, prepare
@@ -40,17 +42,15 @@
 
 #include "runner.h"
 #include "strata/detok.h"
+#include "strata/draw.h"
 #include "strata/engine.h"
 #include "strata/json_prefix.h"
+#include "strata/json_schema.h"
 #include "strata/stop.h"
 
 /* ---- sampling (sample.c) -------------------------------------------- */
-
-struct st_sample_cand {
-    int32_t id;
-    float   logit;
-    float   p;
-};
+/* Candidates are struct st_draw_cand (strata/draw.h): the host sampler
+ * shares the chain's tail with the backends' sample op. */
 
 /* ---- penalties (penalty.c) ------------------------------------------ */
 
@@ -96,7 +96,7 @@ enum st_status st_penalty_prepare(struct st_penalty *pn, int32_t n_vocab);
 /* A generated token (ids outside the vocabulary are ignored). */
 void st_penalty_accept(struct st_penalty *pn, int32_t token);
 /* Penalise c[0..n_vocab), which must be in id order (c[i].id == i). */
-void st_penalty_apply(const struct st_penalty *pn, struct st_sample_cand *c, int32_t n_vocab);
+void st_penalty_apply(const struct st_penalty *pn, struct st_draw_cand *c, int32_t n_vocab);
 
 /* st_json_vocab.cls bits: the token ends generation; its bytes may all
  * stand inside a JSON string (no '"', '\\' or byte < 0x20: inside a
@@ -121,6 +121,7 @@ struct st_json_vocab {
     uint8_t  *cls;                   /* owned; n_vocab ST_JV_* flags */
     uint8_t  *lead;                  /* owned; n_vocab: leading whitespace bytes (<= 255) */
     uint8_t  *head;                  /* owned; n_vocab: the byte after them (0: none) */
+    bool     has_eog;                /* some token ends generation */
 };
 
 /* Per-slot sampler. The candidate buffer (n_vocab entries) is allocated on
@@ -131,15 +132,26 @@ struct st_sampler {
     bool     logprobs;
     int32_t  top_logprobs;
     uint64_t rng;                    /* splitmix64 state */
-    struct st_sample_cand *cands;    /* owned; cap entries */
+    bool     u_held;                 /* u_next was drawn for the next token by */
+    double   u_next;                 /*   st_sampler_backend_draw, not yet spent */
+    struct st_draw_cand *cands;    /* owned; cap entries */
     size_t   cap;
     const struct st_logit_bias *bias;   /* borrowed from the request's params; n_bias */
     int32_t  n_bias;
     struct st_penalty pen;           /* presence/frequency/repeat history */
     bool     json;                   /* json_object: mask tokens that break the JSON */
     struct st_json_prefix js;        /* the text accepted so far (json) */
-    struct st_json_vocab jv;         /* token bytes (json) */
+    const struct st_json_schema *schema;   /* json_schema: borrowed from the request's
+                                            * params until the next reset; NULL: none */
+    struct st_json_schema_state jss; /* the text accepted so far (schema) */
+    struct st_json_vocab jv;         /* token bytes (json, schema) */
 };
+
+/* Either JSON mask is on: json_object or json_schema. */
+static inline bool st_sampler_masked(const struct st_sampler *s)
+{
+    return s->json || s->schema != NULL;
+}
 
 struct st_sample_result {
     int32_t token;
@@ -149,10 +161,14 @@ struct st_sample_result {
 };
 
 void st_sampler_init(struct st_sampler *s);
-/* The next token is the plain argmax of the raw logits: greedy, and no
- * logprobs, bias, penalties or JSON mask to apply (the engine may then let the
- * backend pick it: greedy_draw). */
-bool st_sampler_plain_greedy(const struct st_sampler *s);
+/* The next token needs nothing but the chain of strata/draw.h (no
+ * logprobs, bias, penalties, JSON mask; top_k in 1..ST_DRAW_MAX_K unless
+ * greedy): then *d says how the backend may draw it (runner.h
+ * backend_draw), and its uniform number is drawn now and held, so the
+ * host sampler uses the same one if the logits come back after all. */
+bool st_sampler_backend_draw(struct st_sampler *s, struct st_draw *d);
+/* The backend drew the token: the held uniform number is spent. */
+void st_sampler_drawn(struct st_sampler *s);
 void st_sampler_fini(struct st_sampler *s);
 /* Set the parameters of a new request and seed its RNG (params->seed when
  * has_seed, else a fresh random seed). params->logit_bias is borrowed
@@ -197,14 +213,36 @@ enum st_status st_sampler_json_vocab(struct st_sampler *s, const void *owner, in
                                      int32_t n_vocab, st_sample_piece_fn piece,
                                      st_sample_eog_fn eog, const void *ctx);
 
-/* json_mask.c, for sample.c: release s->jv's tables; first[b] = the byte b
- * may come next (eog_banned: ignore_eos, so whitespace after the object);
- * may token 'id' come next ('in_str', 'between': st_json_prefix_in_string
- * and _between of s->js, taken once per step)? */
+/* json_mask.c, for sample.c. What one step of the JSON mask (json_object
+ * or json_schema) knows before it looks at any token: first[b] = the byte
+ * b may come next; the state is inside a free string (string-safe tokens
+ * pass unread); between tokens (leading whitespace of a token is skipped,
+ * at most ws_left bytes of it); the document is complete (end of
+ * generation allowed). */
+#define ST_JSON_TWO_MAX 8
+struct st_json_step {
+    bool     first[256];
+    bool     in_str, between, complete;
+    uint16_t ws_left;
+    /* When at most ST_JSON_TWO_MAX non-whitespace bytes may come next (an
+     * object key, an enum literal, after '{'): second[two_idx[b1]][b2] =
+     * b1 then b2 may come, so most multi-byte tokens are decided without a
+     * walk. two_idx[b] = 0xff: not tabled (n_two = 0: no table). */
+    uint8_t  n_two;
+    uint8_t  two_idx[256];
+    bool     second[ST_JSON_TWO_MAX][256];
+};
+
+/* Release s->jv's tables. */
 void st_json_vocab_free(struct st_json_vocab *v);
-void st_json_mask_first_bytes(const struct st_sampler *s, bool eog_banned, bool first[256]);
-bool st_json_mask_allows(const struct st_sampler *s, const bool first[256], bool in_str,
-                         bool between, int32_t id);
+/* Fill st from the sampler's state (eog_banned: ignore_eos, so whitespace
+ * after the document; a vocabulary without end-of-generation tokens is
+ * treated the same way). */
+void st_json_mask_step(const struct st_sampler *s, bool eog_banned, struct st_json_step *st);
+/* May token 'id' come next? */
+bool st_json_mask_allows(const struct st_sampler *s, const struct st_json_step *st, int32_t id);
+/* Feed an accepted token's bytes to the state (end of generation: none). */
+void st_json_mask_accept(struct st_sampler *s, int32_t token);
 
 /* ---- metrics (stats.c) ---------------------------------------------- */
 
@@ -213,22 +251,68 @@ void st_histogram_add(struct st_histogram *h, double seconds);
 /* Buckets for model loads: 0.1 s .. 600 s. */
 void st_histogram_init_load(struct st_histogram *h);
 
-/* ---- MTP (mtp.c) ----------------------------------------------------- */
+/* ---- drafts: MTP and n-gram (mtp.c, ngram.c) ------------------------ */
 
-/* A decoding slot's drafts and its recent acceptance. */
-struct st_mtp_slot {
-    int32_t tokens[1 + ST_RUNNER_MAX_DRAFT];   /* [last token, d_1 .. d_k]: the verify input */
-    int32_t n_draft;             /* k for this step (0: a plain one-token decode) */
-    double  hits, tries;         /* decayed accepted / verified draft positions */
-    int32_t idle;                /* steps without drafting since the last probe */
-    int32_t probe_every;         /* steps between probes while drafts do not pay */
-    bool    probing;             /* this step's one draft is a probe */
-    int64_t drafted, accepted;   /* the request's totals (activity record) */
+/* Where a slot's drafts come from (docs/ENGINE.md "N-gram drafts"). */
+enum st_spec_src {
+    ST_SPEC_MTP,     /* the runner's MTP layer (--batch-mtp) */
+    ST_SPEC_NGRAM,   /* the slot's own history (--spec ngram) */
+    ST_SPEC_SOURCES
 };
 
+/* One source's recent acceptance in one slot (mtp.c's policy). */
+struct st_spec_est {
+    double  hits, tries;         /* decayed accepted / verified draft positions */
+    int32_t idle;                /* chances to draft not taken since the last probe */
+    int32_t probe_every;         /* chances between probes while drafts do not pay */
+    bool    probing;             /* this step's one draft is a probe */
+};
+
+/* A decoding slot's drafts and its recent acceptance, per source. */
+struct st_mtp_slot {
+    int32_t tokens[1 + ST_SPEC_MAX_DRAFT];   /* [last token, d_1 .. d_k]: the verify input */
+    int32_t n_draft;             /* k for this step (0: a plain one-token decode) */
+    enum st_spec_src src;        /* where this step's drafts came from */
+    struct st_spec_est est[ST_SPEC_SOURCES];
+    int64_t drafted, accepted;   /* the request's totals, both sources (activity record) */
+};
+
+/* The n-gram index of one slot (ngram.c): the most recent end position of
+ * each n-gram of its history, n in [n_min, n_max]. Zero-initialised =
+ * empty (drafts nothing); the table is kept across requests. */
+#define ST_NGRAM_MAX_N 8
+#define ST_NGRAM_MAX_BITS 20   /* table entries per n at most: 2^20 */
+struct st_ngram {
+    int32_t *table;       /* owned; (n_max - n_min + 1) << bits entries, per n an open-
+                           * addressing table: end position + 1 of an n-gram, 0 = empty */
+    size_t   cap;         /* entries allocated */
+    size_t   fill[ST_NGRAM_MAX_N];   /* entries used, per n */
+    int32_t  bits;        /* log2 of the entries per n */
+    int32_t  n_min, n_max;
+    int64_t  indexed;     /* the n-grams ending below this position are in the table */
+};
+
+/* A new history: size the table for n-grams of n_min..n_max tokens
+ * (1 <= n_min <= n_max <= ST_NGRAM_MAX_N) and a context of n_ctx tokens
+ * (entries per n: the power of two >= 2 * n_ctx, within 2^8 ..
+ * 2^ST_NGRAM_MAX_BITS), and empty it. ST_ERR_INVALID (bad n), ST_ERR_NOMEM
+ * (the caller then frees it: a zeroed index drafts nothing). */
+enum st_status st_ngram_reset(struct st_ngram *g, int32_t n_min, int32_t n_max, int64_t n_ctx);
+void st_ngram_fini(struct st_ngram *g);
+/* hist[0..len): the history, which may only have grown at its end since
+ * the last call (a shorter one restarts the index). Index the new
+ * positions; find the most recent earlier occurrence of the last n tokens
+ * for n = n_max down to n_min (the first n that has one wins); write the
+ * 'max' tokens that follow it into out (past the history's end the copy
+ * overlaps itself: a loop goes on around). Returns max, or 0 for no match;
+ * *n_used (may be NULL) = the n matched, 0 for none. */
+int32_t st_ngram_draft(struct st_ngram *g, const int32_t *hist, int64_t len, int32_t *out,
+                       int32_t max, int32_t *n_used);
+
 /* Test hook of a pool (tests only, set before the first step): draft the
- * full --mtp-draft every step, and/or rewrite the drafts after the runner
- * made them (force rejections). */
+ * full --mtp-draft every step (n-gram: the whole match, up to
+ * --spec-draft, whenever there is one), and/or rewrite the drafts of
+ * either source after they were made (force rejections). */
 struct st_mtp_test {
     bool  fixed_length;
     void (*corrupt)(void *ctx, int32_t slot, int32_t *drafts, int32_t n);
@@ -269,8 +353,10 @@ struct st_engine_slot {
     bool            stop_live;       /* 'stop' needs st_stop_fini */
     struct st_buf   utf8;            /* scratch: detok output of one token */
     struct st_buf   out;             /* scratch: text to show for one token */
-    struct st_mtp_slot mtp;          /* (MTP) reset per request */
+    struct st_mtp_slot mtp;          /* (drafts, both sources) reset per request */
+    struct st_ngram ngram;           /* (n-gram drafts) reset per request; table kept */
     struct st_prefix_cache cache;    /* (prefix reuse) what its KV holds; kept when it frees */
+    int64_t echo_next;               /* (echo, prompt logprobs) next prompt position to report */
 };
 
 struct st_engine {
@@ -297,6 +383,7 @@ struct st_engine {
     int32_t *decode_tokens;          /* n_slots: the one input token of each decode */
     struct st_runner_draft *drafts;  /* (MTP) n_slots: one draft call's requests */
     int32_t  mtp_max;                /* (MTP) drafts per slot the loaded runner makes; 0 off */
+    int32_t  ngram_max;              /* (n-gram) drafts per slot and step at most; 0 off */
 
     pthread_t thread;
     bool      thread_started;
@@ -309,6 +396,9 @@ struct st_engine {
     atomic_llong held_tokens;        /* tokens in the KV of busy slots (kv_usage) */
     atomic_int   busy;               /* slots holding a request */
     uint64_t prefix_tick;            /* (prefix reuse) +1 per slot freed: the LRU clock */
+    /* (echo, prompt logprobs: prompt.c) scratch, allocated on first use */
+    struct st_runner_score *scores;  /* ST_RUNNER_SCORE_ROWS: a scored chunk's rows */
+    struct st_prompt_token *ptoks;   /* ST_ENGINE_PTOK_BATCH: one PROMPT event's tokens */
 };
 
 /* One configured model. 'cfg' and 'text' are set at creation (text: on
@@ -342,6 +432,7 @@ struct st_engine_pool {
     uint64_t prompt_tokens, generated_tokens, cached_tokens;
     uint64_t mtp_drafted, mtp_accepted, mtp_steps;   /* (MTP) drafts verified, accepted;
                                                       * verify steps (slot-steps with drafts) */
+    uint64_t ngram_drafted, ngram_accepted, ngram_steps;   /* (n-gram) the same */
     uint64_t drawn_tokens;           /* greedy tokens the backend drew (runner row 'drawn') */
     struct st_mtp_test mtp_test;     /* (MTP) tests only; zero = off */
     struct st_histogram ttft[ST_BAND_COUNT];
@@ -409,24 +500,30 @@ void st_pool_engine_lift(struct st_engine *e);
 int64_t st_pool_engine_retry_deadline(struct st_engine *e);
 
 /* mtp.c (engine thread) */
-/* A new request in the slot: no drafts, the prior acceptance estimate. */
-void st_engine_mtp_reset(struct st_engine_slot *sl);
+/* A new request in the slot: no drafts, the prior acceptance estimates,
+ * an empty n-gram index (when n-gram drafts are on). */
+void st_engine_spec_reset(struct st_engine *e, struct st_engine_slot *sl);
 /* Before the batch is built: every decoding slot that should draft gets
- * sl->mtp.n_draft drafts in sl->mtp.tokens[1..] (0 when it should not, or
- * when drafting failed: a warning, the step goes on without drafts). */
-void st_engine_mtp_draft(struct st_engine *e);
-/* After a verify: 'drafted' drafts were checked, 'accepted' kept: the
- * slot's estimate and the pool's counters (the slot's own totals, which go
- * to the activity record, are counted by step.c as it goes). */
-void st_engine_mtp_learn(struct st_engine *e, struct st_engine_slot *sl, int32_t drafted,
-                         int32_t accepted);
-/* After a model load: sets e->mtp_max; with --batch-mtp says (WARN) when the
- * model has no MTP layer. */
+ * sl->mtp.n_draft drafts in sl->mtp.tokens[1..] and their source in
+ * sl->mtp.src: n-gram drafts when its history has a match that pays, else
+ * MTP drafts (one runner call for those slots); 0 when it should not, or
+ * when MTP drafting failed (a warning, the step goes on without them). */
+void st_engine_spec_draft(struct st_engine *e);
+/* After a verify: 'drafted' drafts of source sl->mtp.src were checked,
+ * 'accepted' kept: that source's estimate and the pool's counters (the
+ * slot's own totals, which go to the activity record, are counted by
+ * step.c as it goes). */
+void st_engine_spec_learn(struct st_engine *e, struct st_engine_slot *sl, int32_t drafted,
+                          int32_t accepted);
+/* After a model load: sets e->mtp_max and e->ngram_max; with --batch-mtp
+ * says (WARN) when the model has no MTP layer. */
 void st_engine_mtp_loaded(struct st_engine *e);
 /* Install (a copy of) 'hook' on the pool; NULL removes it. Tests only. */
 void st_engine_pool_mtp_test(struct st_engine_pool *p, const struct st_mtp_test *hook);
-/* cli_bench_mtp.c: `strata bench --mtp` (argv as st_cli_bench gets it). */
+/* cli_bench_mtp.c: `strata bench --mtp` and `strata bench --ngram` (argv as
+ * st_cli_bench gets it). */
 int st_cli_bench_mtp(int argc, char **argv);
+int st_cli_bench_ngram(int argc, char **argv);
 /* cli_bench.c, shared by both bench commands: s as a whole decimal number
  * in [lo, hi] into *out (false otherwise, *out untouched); the mean and
  * sample standard deviation (0 for one value) of v[0, n), n >= 1. */
@@ -460,6 +557,28 @@ void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,
 void st_engine_prefix_forget(struct st_engine *e);
 /* Frees the slot's ids (engine teardown). */
 void st_engine_prefix_fini(struct st_engine_slot *sl);
+
+/* prompt.c (engine thread): echo and prompt logprobs, docs/API.md
+ * "Scoring prompts". A request with params.echo or prompt_logprobs gets
+ * every prompt position once, in order, in PROMPT events (at most
+ * ST_ENGINE_PTOK_BATCH tokens each) as its chunks are read. */
+#define ST_ENGINE_PTOK_BATCH 16
+/* Does the request want PROMPT events? */
+bool st_engine_prompt_wanted(const struct st_request *req);
+/* A request that wants them enters slot 'sl': the scratch exists (allocated
+ * on first use; ST_ERR_NOMEM) and reporting starts at position 0. */
+enum st_status st_engine_prompt_start(struct st_engine *e, struct st_engine_slot *sl);
+/* The READ q of sl's request is built: with prompt logprobs it is cut to
+ * ST_RUNNER_SCORE_ROWS rows and scored (its 'sample' follows the cut). */
+void st_engine_prompt_score(struct st_engine *e, const struct st_engine_slot *sl,
+                            struct st_runner_seq *q);
+/* After the forward of READ q (sl->n_past already past it): emit the
+ * prompt positions it completes (their text, and their scores when q was
+ * scored). Called before the chunk's first token is taken. */
+void st_engine_prompt_emit(struct st_engine *e, struct st_engine_slot *sl,
+                           const struct st_runner_seq *q);
+/* Frees the scratch (engine teardown). */
+void st_engine_prompt_fini(struct st_engine *e);
 
 /* swap.c (engine thread) */
 /* Load the start-up model (first preload model it may serve); sets

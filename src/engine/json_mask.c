@@ -1,12 +1,18 @@
-/* json_mask.c -- JSON mode (response_format json_object) for the sampler:
- * which tokens may come next so that the text stays a valid JSON object
- * prefix (include/strata/json_prefix.h), and end of generation only once
- * the object is complete.
+/* json_mask.c -- JSON mode (response_format json_object) and structured
+ * outputs (json_schema) for the sampler: which tokens may come next so
+ * that the text stays a valid JSON object prefix
+ * (include/strata/json_prefix.h) or a valid prefix of a document of the
+ * schema (include/strata/json_schema.h), and end of generation only once
+ * the document is complete. Both validators share everything here but the
+ * state they copy.
  *
  * Per step: a 256-entry table of the bytes the state allows next (256
- * pushes on copies of the 16-byte state), then one lookup per token on its
- * first byte (after its leading whitespace, between values), and a walk
- * from a copy of the state only for the multi-byte tokens that pass it.
+ * pushes on copies of the state: 16 bytes, or the used part of the
+ * schema's stacks), then one lookup per token on its
+ * first byte (after its leading whitespace, between values), where few
+ * bytes may come (keys, literals) a second 256-entry table per allowed
+ * first byte, and a walk from a copy of the state only for the
+ * multi-byte tokens that pass them.
  * Every token's bytes are read once per slot and model (st_json_vocab),
  * on the first sample of a JSON request, never for runners that force
  * their tokens (the sim).
@@ -51,6 +57,7 @@ static enum st_status json_vocab_read(struct st_json_vocab *v, int32_t n_vocab,
         n = n < ST_SAMPLE_MAX_PIECE ? n : ST_SAMPLE_MAX_PIECE;
         v->off[i] = (uint32_t)len;
         v->cls[i] = eog(ctx, i) ? ST_JV_EOG : 0;
+        v->has_eog |= v->cls[i] != 0;
         bool plain = n > 0;
         for (size_t k = 0; k < n && plain; k++) {
             unsigned char b = v->bytes[len + k];
@@ -90,56 +97,160 @@ enum st_status st_sampler_json_vocab(struct st_sampler *s, const void *owner, in
     return ST_OK;
 }
 
-/* json mode: first[b] = the byte b may come next. The reply starts with
- * '{' (JSON allows whitespace first; a model let loose on it may emit
- * nothing else). Once the object is complete only end of generation may
- * come, unless that is banned (ignore_eos): then whitespace, which is all
- * the validator still takes. */
-void st_json_mask_first_bytes(const struct st_sampler *s, bool eog_banned, bool first[256])
+static bool is_ws(int b)
+{
+    return b == ' ' || b == '\t' || b == '\n' || b == '\r';
+}
+
+/* json_object: the reply starts with '{' (JSON allows whitespace first; a
+ * model let loose on it may emit nothing else). Once the object is
+ * complete only end of generation may come, unless that is banned
+ * (ignore_eos): then whitespace, which is all the validator still takes. */
+static void step_object(const struct st_sampler *s, bool eog_banned, struct st_json_step *st)
 {
     bool done = st_json_prefix_complete(&s->js), empty = st_json_prefix_empty(&s->js);
     for (int b = 0; b < 256; b++) {
         struct st_json_prefix j = s->js;
-        first[b] = (!done || eog_banned) && (!empty || b == '{') &&
-                   st_json_prefix_push(&j, (unsigned char)b);
+        st->first[b] = (!done || eog_banned) && (!empty || b == '{') &&
+                       st_json_prefix_push(&j, (unsigned char)b);
     }
+    st->in_str = st_json_prefix_in_string(&s->js);
+    st->between = st_json_prefix_between(&s->js);
+    st->complete = done;
+    st->ws_left = UINT16_MAX;
 }
 
-/* json mode: may token 'id' come next? 'in_str': the state is inside a
- * string, where string-safe tokens need no walk; 'between': whitespace
- * does not change it, so a token's leading whitespace (" the" and the
- * like, a third of a BPE vocabulary) is skipped and its next byte looked
- * up in 'first' before any walk. */
-bool st_json_mask_allows(const struct st_sampler *s, const bool first[256], bool in_str,
-                         bool between, int32_t id)
+/* json_schema: no whitespace before the document, nor after it unless end
+ * of generation is banned; otherwise what the validator takes (a complete
+ * top-level number may still grow, so completion alone stops nothing). */
+static void step_schema(const struct st_sampler *s, bool eog_banned, struct st_json_step *st)
+{
+    bool done = st_json_schema_complete(&s->jss), empty = st_json_schema_empty(&s->jss);
+    struct st_json_schema_state j;
+    for (int b = 0; b < 256; b++) {
+        bool ws = is_ws(b);
+        st->first[b] = false;
+        if ((ws && empty) || (ws && done && !eog_banned))
+            continue;
+        st_json_schema_state_copy(&j, &s->jss);
+        st->first[b] = st_json_schema_push(&j, (unsigned char)b);
+    }
+    st->in_str = st_json_schema_in_string(&s->jss);
+    st->between = st_json_schema_between(&s->jss, &st->ws_left);
+    st->complete = done;
+}
+
+/* Push b1 then b2 on a copy of the state (no whitespace policy: the
+ * second byte of a token is walked as it is). */
+static bool push_two(const struct st_sampler *s, unsigned char b1, unsigned char b2)
+{
+    if (s->schema) {
+        struct st_json_schema_state j;
+        st_json_schema_state_copy(&j, &s->jss);
+        return st_json_schema_push(&j, b1) && st_json_schema_push(&j, b2);
+    }
+    struct st_json_prefix j = s->js;
+    return st_json_prefix_push(&j, b1) && st_json_prefix_push(&j, b2);
+}
+
+/* The two-byte table, where few first bytes are allowed: at most
+ * ST_JSON_TWO_MAX * 256 pushes, against a walk for each of the thousands
+ * of tokens that start with an allowed letter of a key. */
+static void step_two(const struct st_sampler *s, struct st_json_step *st)
+{
+    uint8_t cand[ST_JSON_TWO_MAX];
+    int n = 0;
+    st->n_two = 0;
+    memset(st->two_idx, 0xff, sizeof(st->two_idx));
+    if (st->in_str)
+        return;   /* string-safe tokens pass unread there; others are few */
+    for (int b = 0; b < 256; b++) {
+        if (!st->first[b] || is_ws(b))
+            continue;
+        if (n == ST_JSON_TWO_MAX)
+            return;
+        cand[n++] = (uint8_t)b;
+    }
+    for (int i = 0; i < n; i++) {
+        for (int b2 = 0; b2 < 256; b2++)
+            st->second[i][b2] = push_two(s, cand[i], (unsigned char)b2);
+        st->two_idx[cand[i]] = (uint8_t)i;
+    }
+    st->n_two = (uint8_t)n;
+}
+
+void st_json_mask_step(const struct st_sampler *s, bool eog_banned, struct st_json_step *st)
+{
+    eog_banned = eog_banned || !s->jv.has_eog;   /* nothing could end it: let it idle */
+    if (s->schema)
+        step_schema(s, eog_banned, st);
+    else
+        step_object(s, eog_banned, st);
+    step_two(s, st);
+}
+
+/* Walk bytes [a, a+n) of the vocabulary from a copy of the state. */
+static bool walk(const struct st_sampler *s, uint32_t a, uint32_t n)
+{
+    const char *p = (const char *)s->jv.bytes + a;
+    if (s->schema) {
+        struct st_json_schema_state j;
+        st_json_schema_state_copy(&j, &s->jss);
+        return st_json_schema_feed(&j, p, n);
+    }
+    struct st_json_prefix j = s->js;
+    return st_json_prefix_feed(&j, p, n);
+}
+
+/* May token 'id' come next? 'in_str': the state is inside a string, where
+ * string-safe tokens need no walk; 'between': whitespace does not change
+ * it (but for the count the schema caps), so a token's leading whitespace
+ * (" the" and the like, a third of a BPE vocabulary) is skipped and its
+ * next byte looked up in 'first' before any walk. */
+bool st_json_mask_allows(const struct st_sampler *s, const struct st_json_step *st, int32_t id)
 {
     const struct st_json_vocab *v = &s->jv;
     unsigned c = v->cls[id];
     if (c & ST_JV_EOG)
-        return st_json_prefix_complete(&s->js);
+        return st->complete;
     if (c & ST_JV_EMPTY)
         return false;   /* an empty piece would not move the text on */
-    if (in_str && (c & ST_JV_PLAIN))
+    if (st->in_str && (c & ST_JV_PLAIN))
         return true;
     uint32_t a = v->off[id], n = v->off[id + 1] - a;
-    if (between) {
+    if (st->between) {
         /* every whitespace byte does the same here: first[' '] speaks for all */
-        if (v->lead[id] > 0 && !first[' '])
+        if (v->lead[id] > 0 && (!st->first[' '] || v->lead[id] > st->ws_left))
             return false;
         if (c & ST_JV_ALLWS)
             return true;
-        if (!first[v->head[id]])
+        if (!st->first[v->head[id]])
             return false;
         if (c & ST_JV_ONE)
             return true;
         a += v->lead[id];
         n -= v->lead[id];
     } else {
-        if (!first[v->bytes[a]])
+        if (!st->first[v->bytes[a]])
             return false;
         if (n == 1)
             return true;
     }
-    struct st_json_prefix j = s->js;
-    return st_json_prefix_feed(&j, (const char *)v->bytes + a, n);
+    uint8_t t = st->two_idx[v->bytes[a]];   /* n >= 2 here */
+    if (t != 0xff && (!st->second[t][v->bytes[a + 1]] || n == 2))
+        return st->second[t][v->bytes[a + 1]];
+    return walk(s, a, n);
+}
+
+void st_json_mask_accept(struct st_sampler *s, int32_t token)
+{
+    const struct st_json_vocab *v = &s->jv;
+    if (!st_sampler_masked(s) || token < 0 || token >= v->n_vocab || (v->cls[token] & ST_JV_EOG))
+        return;
+    const char *p = (const char *)v->bytes + v->off[token];
+    uint32_t n = v->off[token + 1] - v->off[token];
+    if (s->schema)
+        (void)st_json_schema_feed(&s->jss, p, n);
+    else
+        (void)st_json_prefix_feed(&s->js, p, n);
 }

@@ -183,7 +183,7 @@ void st_penalty_accept(struct st_penalty *pn, int32_t token)
         window_push(pn, token);
 }
 
-void st_penalty_apply(const struct st_penalty *pn, struct st_sample_cand *c, int32_t n_vocab)
+void st_penalty_apply(const struct st_penalty *pn, struct st_draw_cand *c, int32_t n_vocab)
 {
     if (!st_penalty_active(pn) || !pn->counts || n_vocab != pn->n_vocab)
         return;

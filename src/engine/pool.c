@@ -40,6 +40,9 @@ void st_pool_config_defaults(struct st_pool_config *c)
     c->ubatch = 512;
     c->load_backoff_s = 30.0;
     c->mtp_draft = 1;
+    c->ngram_min = 2;
+    c->ngram_max = 4;
+    c->spec_draft = 8;
     c->sim.prompt_tps = 5000.0;
     c->sim.decode_tps = 50.0;
     c->sim.load_seconds = 0.0;
@@ -204,8 +207,10 @@ static void engine_fini(struct st_engine *e)
         st_buf_fini(&e->slots[i].utf8);
         st_buf_fini(&e->slots[i].out);
         st_engine_prefix_fini(&e->slots[i]);
+        st_ngram_fini(&e->slots[i].ngram);
     }
     st_engine_unload_quiet(e);
+    st_engine_prompt_fini(e);
     free(e->slots);
     free(e->seqs);
     free(e->rows);

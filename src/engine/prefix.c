@@ -31,6 +31,9 @@
  *            is chosen as for an unrelated prompt (an empty one, else the
  *            least recently freed). What it leaves in the KV is cached as
  *            usual for later requests (its tokens are correct KV).
+ *            A request with prompt logprobs is treated the same way: the
+ *            logprob of every prompt token needs the logits of the row
+ *            before it, which a cached prefix no longer has (prompt.c).
  *
  * The sim runner keeps no KV; the engine tracks positions, and the sim
  * charges time only for the tokens a step reads, so reuse shows as a
@@ -61,7 +64,8 @@ static int64_t common_prefix(const int32_t *a, int64_t na, const int32_t *b, int
 static int64_t reusable(const struct st_engine_slot *sl, const struct st_request *req)
 {
     const struct st_prefix_cache *c = &sl->cache;
-    if (c->n_kv <= 0 || req->n_tokens < 2 || req->no_prompt_cache)
+    /* prompt logprobs need the logits of every row from 0 (prompt.c) */
+    if (c->n_kv <= 0 || req->n_tokens < 2 || req->no_prompt_cache || req->params.prompt_logprobs)
         return 0;
     return common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens - 1);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "strata/json_schema.h"
 
 void st_gen_params_defaults(struct st_gen_params *p)
 {
@@ -86,6 +87,7 @@ void st_request_unref(struct st_request *req)
     for (int i = 0; i < ST_MAX_STOP; i++)
         free(req->params.stop[i]);
     free(req->params.logit_bias);
+    st_json_schema_unref(req->params.json_schema);
     free(req->prompt);
     free(req->tokens);
     free(req);

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "strata/clock.h"
+#include "strata/draw.h"
 #include "strata/err.h"
 
 struct st_runner;
@@ -41,6 +42,24 @@ enum st_runner_seq_kind {
 };
 
 #define ST_RUNNER_MAX_DRAFT 4   /* MTP draft tokens per slot and step, at most (--mtp-draft) */
+
+/* Prompt scoring (a request with prompt logprobs, docs/API.md "Scoring
+ * prompts"): a READ with 'score' needs the logits of every row, so such a
+ * chunk has at most ST_RUNNER_SCORE_ROWS rows (the engine cuts it there):
+ * the runner holds that many rows of logits at once, never the prompt's. */
+#define ST_RUNNER_SCORE_ROWS 64
+#define ST_RUNNER_SCORE_TOP  20   /* alternatives per scored row, at most */
+
+/* What one scored row says about the prompt token that follows it. */
+struct st_runner_score {
+    float   logprob;                        /* log-softmax of the raw logits at that token */
+    int32_t rank;                           /* 1 + tokens with a strictly higher logit */
+    int32_t n_top;                          /* the seq's score_top (at most n_vocab) */
+    int32_t top_id[ST_RUNNER_SCORE_TOP];    /* most likely first; ties: the lower id */
+    float   top_lp[ST_RUNNER_SCORE_TOP];
+};
+#define ST_SPEC_MAX_DRAFT 16    /* drafts one DECODE may carry from any source, at most
+                                 * (n-gram: --spec-draft; MTP: <= ST_RUNNER_MAX_DRAFT) */
 
 /* One sequence of a batch: consecutive tokens of one slot. */
 struct st_runner_seq {
@@ -54,9 +73,19 @@ struct st_runner_seq {
     int64_t        n_generated;  /* completion tokens of the request so far */
     bool           all_logits;   /* (MTP) a DECODE verifying drafts: tokens = [last sampled,
                                   * d_1 .. d_k]; logits wanted at every row (with 'sample') */
-    bool           greedy_draw;  /* the next token is the plain argmax (greedy, no logprobs,
-                                  * bias, penalties or bans): the runner may pick it on the
-                                  * backend and return it as 'token' with logits NULL */
+    bool           backend_draw; /* the next token needs only the chain of strata/draw.h
+                                  * (st_sampler_backend_draw): the runner may draw it on
+                                  * the backend by 'draw' and return it as 'token' with
+                                  * logits NULL */
+    struct st_draw draw;
+    /* READ scoring (prompt logprobs): row j scores the prompt token after it,
+     * tokens[j + 1], the last row 'score_next'; n_tokens <= ST_RUNNER_SCORE_ROWS.
+     * Filled right after the forward; the logits are not kept. */
+    bool           score;
+    int32_t        score_next;   /* the prompt token after the chunk; -1: the chunk ends the
+                                  * prompt and its last row scores nothing */
+    int32_t        score_top;    /* alternatives per row, 0..ST_RUNNER_SCORE_TOP */
+    struct st_runner_score *scores;   /* caller-owned [n_tokens]: row j -> scores[j] */
 };
 
 /* At most one READ sequence, then the DECODE sequences. */
@@ -69,10 +98,10 @@ struct st_runner_batch {
 struct st_runner_row {
     const float *logits;   /* float[n_vocab], runner-owned, valid until the next forward;
                             * NULL: 'token' is forced (the sim runner) or was drawn on
-                            * the backend (greedy_draw). With the seq's
+                            * the backend (backend_draw). With the seq's
                             * all_logits: n_tokens rows, row j at logits + j * n_vocab */
     int32_t      token;    /* the forced token when logits == NULL */
-    bool         drawn;    /* 'token' was drawn on the backend (greedy_draw), not forced */
+    bool         drawn;    /* 'token' was drawn on the backend (backend_draw), not forced */
 };
 
 struct st_runner_out {
@@ -127,7 +156,8 @@ struct st_runner_ops {
                                      bool add_generation_prompt, char **prompt,
                                      struct st_err *err);
 
-    /* Run one step. Rows of seqs without 'sample' are left untouched. */
+    /* Run one step. Rows of seqs without 'sample' are left untouched; a READ
+     * with 'score' fills its 'scores' whether or not it samples. */
     enum st_status (*forward)(struct st_runner *r, const struct st_runner_batch *batch,
                               struct st_runner_out *out, struct st_err *err);
     /* Keep only the first n_tokens of slot's KV (0: empty it): prefix reuse and rollback. */
@@ -148,6 +178,10 @@ struct st_runner {
     int64_t n_ctx;                     /* tokens per slot */
     int32_t mtp_draft;                 /* (MTP) set before load: with --batch-mtp, draft up to
                                         * this many tokens (1..ST_RUNNER_MAX_DRAFT); 0 = off */
+    int32_t spec_draft;                /* (n-gram) set before load: DECODE sequences may carry
+                                        * up to this many drafts made by the engine (not by
+                                        * the runner's MTP layer), 0..ST_SPEC_MAX_DRAFT; a
+                                        * runner sizes its step for them. 0 = none */
 };
 
 static inline void st_runner_free(struct st_runner *r)
@@ -217,6 +251,13 @@ static inline enum st_status st_runner_mtp_draft(struct st_runner *r, struct st_
         return st_err_set(err, ST_ERR_UNSUPPORTED, "runner %s has no MTP layer", r->ops->name);
     return r->ops->mtp_draft(r, d, n, err);
 }
+
+/* score.c: score one row of logits[n_vocab] for token 'next' (0 <= next <
+ * n_vocab) with n_top (<= ST_RUNNER_SCORE_TOP) alternatives: the log-softmax
+ * as the sampler computes generated tokens' logprobs, so a prompt token
+ * scores what the same token would show when generated there. O(n_vocab). */
+void st_runner_score_row(const float *logits, int32_t n_vocab, int32_t next, int32_t n_top,
+                         struct st_runner_score *out);
 
 /* ---- the simulated runner (runner_sim.c) ------------------------------- */
 

@@ -13,16 +13,27 @@
  * cleared), and a forward refuses to read a slot at a position beyond
  * its length, which would see stale or empty cache.
  *
+ * Scored reads (prompt logprobs, runner.h 'score'): a READ with 'score'
+ * has logits at every row (at most ST_RUNNER_SCORE_ROWS; the logit
+ * buffers are sized for them at load), each row is scored right after the
+ * forward (score.c) and only the scores are kept; its sampling row, when
+ * it samples, is its last.
+ *
  * MTP (runner.h mtp_draft, include/strata/mtp.h): when base.mtp_draft > 0
  * at load and the model has an MTP layer, every forward is st_mtp_forward
  * (the main forward plus the MTP upkeep over the same rows), kv_truncate
  * also moves the MTP layer's carried state back, and a DECODE sequence
- * may carry drafts with logits at every row (all_logits).
+ * may carry drafts with logits at every row (all_logits). N-gram drafts
+ * (base.spec_draft, docs/ENGINE.md "N-gram drafts") are made by the engine:
+ * here they only size the step's rows; without an MTP layer their verify
+ * is a plain st_model_forward.
  *
- * Greedy steps: when every sampled sequence of a step is a plain argmax
- * (greedy_draw) and there is no MTP layer, the tokens are drawn on the
- * backend (st_model_forward_draw): a GPU then copies back one id per row
- * instead of a row of logits (600 KB for a 152K vocabulary).
+ * Drawn steps: when every sampled sequence of a step may be drawn on the
+ * backend (backend_draw: greedy, or top-k / top-p / min-p / temperature
+ * without bias, penalties, masks or logprobs) and there is no MTP layer,
+ * the tokens are drawn there (st_model_forward_draw): a GPU then copies
+ * back one id per row instead of a row of logits (600 KB for a 152K
+ * vocabulary).
  *
  * Threads: see runner.h (text ops any thread, the rest the engine's).
  */
@@ -48,11 +59,13 @@ static void free_rows(struct model_runner *r)
     r->drafts = NULL;
 }
 
-/* Row arrays for steps whose DECODE sequences carry up to 'drafts' drafts. */
+/* Row arrays for steps whose DECODE sequences carry up to 'drafts' drafts
+ * and whose READ may be scored (logits at each of its rows). */
 static enum st_status alloc_rows(struct model_runner *r, int32_t drafts, struct st_err *err)
 {
     size_t slots = (size_t)r->base.n_slots, per = 1 + (size_t)drafts;
-    size_t rows = (size_t)r->ubatch + slots * per, outs = slots * per + 1;
+    size_t read_outs = (size_t)ST_MAX(1, ST_MIN(r->ubatch, ST_RUNNER_SCORE_ROWS));
+    size_t rows = (size_t)r->ubatch + slots * per, outs = slots * per + read_outs;
     free_rows(r);
     r->rows_cap = (int64_t)rows;
     r->outs_cap = (int64_t)outs;
@@ -89,7 +102,9 @@ static enum st_status model_load(struct st_runner *base, const struct st_clock *
     (void)clock;
     int32_t drafts = base->mtp_draft > 0 && st_mtp_available(r->model)
                          ? ST_MIN(base->mtp_draft, ST_RUNNER_MAX_DRAFT) : 0;
-    enum st_status rc = alloc_rows(r, drafts, err);
+    /* rows for the larger of the MTP drafts and the engine's n-gram drafts */
+    int32_t spec = ST_MAX(0, ST_MIN(base->spec_draft, ST_SPEC_MAX_DRAFT));
+    enum st_status rc = alloc_rows(r, ST_MAX(drafts, spec), err);
     if (rc != ST_OK)
         return rc;
     struct st_model_params p = {
@@ -136,7 +151,11 @@ static enum st_status add_seq(struct model_runner *r, const struct st_runner_seq
         return st_err_set(err, ST_ERR_TOO_LONG, "slot %d: %lld tokens at position %lld do not "
                           "fit the context of %lld", (int)q->slot, (long long)q->n_tokens,
                           (long long)q->pos, (long long)b->n_ctx);
-    int64_t outs = !q->sample ? 0 : q->all_logits ? q->n_tokens : 1;
+    if (q->score && (q->kind != ST_SEQ_READ || q->n_tokens > ST_RUNNER_SCORE_ROWS ||
+                     q->score_next < -1 || q->score_next >= model_n_vocab(b)))
+        return st_err_set(err, ST_ERR_INTERNAL, "runner: bad scored read (%lld rows, next "
+                          "token %d)", (long long)q->n_tokens, (int)q->score_next);
+    int64_t outs = q->score ? q->n_tokens : !q->sample ? 0 : q->all_logits ? q->n_tokens : 1;
     if (*n + q->n_tokens > r->rows_cap || *n_out + outs > r->outs_cap)
         return st_err_set(err, ST_ERR_INTERNAL, "runner: step of more than %lld rows or %lld "
                           "logit rows", (long long)r->rows_cap, (long long)r->outs_cap);
@@ -152,8 +171,8 @@ static enum st_status add_seq(struct model_runner *r, const struct st_runner_seq
     return ST_OK;
 }
 
-/* Every logit row of the step is a plain argmax (and no MTP layer, whose
- * forward has no draw): the backend picks the tokens and only ids come back. */
+/* Every logit row of the step may be drawn on the backend (and no MTP
+ * layer, whose forward has no draw): only ids come back. */
 static bool draws_only(const struct model_runner *r, const struct st_runner_batch *batch,
                        int64_t n_out)
 {
@@ -161,17 +180,18 @@ static bool draws_only(const struct model_runner *r, const struct st_runner_batc
         return false;
     for (int32_t i = 0; i < batch->n_seqs; i++) {
         const struct st_runner_seq *q = &batch->seqs[i];
-        if (q->sample && (q->all_logits || !q->greedy_draw))
+        if (q->score || (q->sample && (q->all_logits || !q->backend_draw)))
             return false;
     }
     return true;
 }
 
-static enum st_status forward_drawn(struct model_runner *r, const struct st_model_batch *mb,
-                                    struct st_runner_out *out, struct st_err *err)
+static enum st_status forward_drawn(struct model_runner *r, const struct st_runner_batch *batch,
+                                    const struct st_model_batch *mb, struct st_runner_out *out,
+                                    struct st_err *err)
 {
     for (int64_t j = 0; j < mb->n_out; j++)
-        r->draws[j] = (struct st_draw){ .top_k = 1, .temp = 0.0f, .u = 0.0f };
+        r->draws[j] = batch->seqs[r->out_seq[j]].draw;   /* one logit row per drawn seq */
     enum st_status rc = st_model_forward_draw(r->model, mb, r->draws, r->drawn, err);
     for (int64_t j = 0; rc == ST_OK && j < mb->n_out; j++) {
         out->rows[r->out_seq[j]].logits = NULL;
@@ -181,8 +201,20 @@ static enum st_status forward_drawn(struct model_runner *r, const struct st_mode
     return rc;
 }
 
-static enum st_status forward_logits(struct model_runner *r, const struct st_model_batch *mb,
-                                     struct st_runner_out *out, struct st_err *err)
+/* A scored READ: row j's logits (rows[j * nv]) score the prompt token after
+ * it; only the scores are kept. */
+static void score_rows(const struct st_runner_seq *q, const float *rows, int64_t nv)
+{
+    for (int64_t j = 0; j < q->n_tokens; j++) {
+        int32_t next = j + 1 < q->n_tokens ? q->tokens[j + 1] : q->score_next;
+        if (next >= 0)
+            st_runner_score_row(rows + j * nv, (int32_t)nv, next, q->score_top, &q->scores[j]);
+    }
+}
+
+static enum st_status forward_logits(struct model_runner *r, const struct st_runner_batch *batch,
+                                     const struct st_model_batch *mb, struct st_runner_out *out,
+                                     struct st_err *err)
 {
     const float *logits = NULL;
     enum st_status rc = r->mtp ? st_mtp_forward(r->mtp, mb, &logits, err)
@@ -191,11 +223,20 @@ static enum st_status forward_logits(struct model_runner *r, const struct st_mod
         return rc;
     int64_t nv = st_model_hparams(r->model)->n_vocab;
     for (int64_t j = 0; j < mb->n_out; j++) {
-        if (j > 0 && r->out_seq[j] == r->out_seq[j - 1])
-            continue;   /* an all_logits seq: its rows follow its first one */
-        out->rows[r->out_seq[j]].logits = logits + j * nv;
-        out->rows[r->out_seq[j]].token = -1;
-        out->rows[r->out_seq[j]].drawn = false;
+        int32_t i = r->out_seq[j];
+        if (j > 0 && i == r->out_seq[j - 1])
+            continue;   /* an all_logits or scored seq: its rows follow its first one */
+        const struct st_runner_seq *q = &batch->seqs[i];
+        const float *row = logits + j * nv;
+        if (q->score) {
+            score_rows(q, row, nv);
+            if (!q->sample)
+                continue;
+            row += (q->n_tokens - 1) * nv;   /* the sampling row is the chunk's last */
+        }
+        out->rows[i].logits = row;
+        out->rows[i].token = -1;
+        out->rows[i].drawn = false;
     }
     return ST_OK;
 }
@@ -215,8 +256,8 @@ static enum st_status model_forward(struct st_runner *base, const struct st_runn
     }
     struct st_model_batch mb = { n, r->row_tok, r->row_slot, r->row_pos, n_out, r->out_rows };
     enum st_status rc = draws_only(r, batch, n_out)
-                            ? forward_drawn(r, &mb, out, err)
-                            : forward_logits(r, &mb, out, err);
+                            ? forward_drawn(r, batch, &mb, out, err)
+                            : forward_logits(r, batch, &mb, out, err);
     if (rc != ST_OK)
         return rc;
     for (int32_t i = 0; i < batch->n_seqs; i++) {

@@ -183,7 +183,10 @@ size_t st_runner_model_token_piece(const struct st_runner *r, int32_t token, cha
 {
     const struct st_tok *tok = mr(r)->tok;
     enum st_tok_type type = st_tok_type_of(tok, token);
-    if (type == ST_TOK_CONTROL || type == ST_TOK_UNUSED || type == ST_TOK_UNDEFINED)
+    /* control tokens make no text, except the markers a reply parser reads
+     * (Mistral's [TOOL_CALLS], [THINK]: llama.cpp's "preserved tokens") */
+    if ((type == ST_TOK_CONTROL && !st_tok_is_marker(tok, token)) || type == ST_TOK_UNUSED ||
+        type == ST_TOK_UNDEFINED)
         return 0;
     struct st_str s = st_tok_piece(tok, token);
     memcpy(buf, s.ptr ? s.ptr : "", s.len < cap ? s.len : cap);

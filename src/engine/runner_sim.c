@@ -10,6 +10,7 @@
  *     emits end of generation (unless the request set ignore_eos), so a
  *     default completion ends with finish_reason "stop";
  *   - load takes load_seconds on the clock, reported as progress.
+ *   - a scored READ (prompt logprobs) gets made-up scores (sim_score).
  *
  * It lives in the engine module, not in backend/sim as ARCHITECTURE.md
  * first drew it: the sim replaces the whole step and needs the engine's
@@ -280,6 +281,38 @@ static int32_t next_word(const struct sim_runner *s, const struct st_runner_seq 
     return ST_SIM_GEN_BASE + (int32_t)k;
 }
 
+/* A scored row (docs/SIM.md "Prompt logprobs"): the sim's made-up
+ * distribution ranks the generated words tok1, tok2, ... first, word k at
+ * logprob -0.5 k (rank k); any other token x comes after word m + 1, m =
+ * x mod 8: logprob -0.75 - 0.5 m, rank m + 2. Deterministic, so tests can
+ * check every number without a model. */
+static void sim_score(int32_t next, int32_t n_top, struct st_runner_score *out)
+{
+    int64_t k = (int64_t)next - ST_SIM_GEN_BASE;
+    if (k >= 1) {
+        out->logprob = (float)(-0.5 * (double)k);
+        out->rank = (int32_t)ST_MIN(k, (int64_t)INT32_MAX);
+    } else {
+        int32_t m = next % 8;
+        out->logprob = (float)(-0.75 - 0.5 * m);
+        out->rank = m + 2;
+    }
+    out->n_top = ST_MAX(0, ST_MIN(n_top, ST_RUNNER_SCORE_TOP));
+    for (int32_t i = 0; i < out->n_top; i++) {
+        out->top_id[i] = ST_SIM_GEN_BASE + 1 + i;
+        out->top_lp[i] = (float)(-0.5 * (i + 1));
+    }
+}
+
+static void sim_score_rows(const struct st_runner_seq *q)
+{
+    for (int64_t j = 0; j < q->n_tokens; j++) {
+        int32_t next = j + 1 < q->n_tokens ? q->tokens[j + 1] : q->score_next;
+        if (next >= 0)
+            sim_score(next, q->score_top, &q->scores[j]);
+    }
+}
+
 static enum st_status sim_forward(struct st_runner *r, const struct st_runner_batch *batch,
                                   struct st_runner_out *out, struct st_err *err)
 {
@@ -293,6 +326,8 @@ static enum st_status sim_forward(struct st_runner *r, const struct st_runner_ba
             read += q->n_tokens;
         else
             decodes = true;
+        if (q->score)
+            sim_score_rows(q);
         if (q->sample) {
             out->rows[i].logits = NULL;
             out->rows[i].token = next_word(s, q);

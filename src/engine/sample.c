@@ -12,8 +12,9 @@
  * (id, logit, p) entries, allocated once per slot on first use.
  * RNG: splitmix64, seeded per request (the 'seed' param, else random).
  *
- * JSON mode (response_format json_object) masks, after bias and
- * penalties, every token json_mask.c refuses.
+ * JSON mode (response_format json_object) and structured outputs
+ * (json_schema) mask, after bias and penalties, every token json_mask.c
+ * refuses.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -67,11 +68,15 @@ void st_sampler_reset(struct st_sampler *s, const struct st_gen_params *p)
                     : p->top_logprobs > ST_MAX_TOP_LOGPROBS ? ST_MAX_TOP_LOGPROBS
                     : p->top_logprobs;
     s->rng = p->has_seed ? p->seed : random_seed();
+    s->u_held = false;
     s->bias = p->n_logit_bias > 0 ? p->logit_bias : NULL;
     s->n_bias = s->bias ? p->n_logit_bias : 0;
     st_penalty_reset(&s->pen, p);
     s->json = p->json_object;
     st_json_prefix_init(&s->js);
+    s->schema = p->json_schema;
+    if (s->schema)
+        st_json_schema_state_init(&s->jss, s->schema);
 }
 
 void st_sampler_start(struct st_sampler *s, int64_t n_ctx, const int32_t *prompt,
@@ -83,14 +88,15 @@ void st_sampler_start(struct st_sampler *s, int64_t n_ctx, const int32_t *prompt
 void st_sampler_accept(struct st_sampler *s, int32_t token)
 {
     st_penalty_accept(&s->pen, token);
-    const struct st_json_vocab *v = &s->jv;
-    if (s->json && token >= 0 && token < v->n_vocab && !(v->cls[token] & ST_JV_EOG))
-        (void)st_json_prefix_feed(&s->js, (const char *)v->bytes + v->off[token],
-                                  v->off[token + 1] - v->off[token]);
+    st_json_mask_accept(s, token);
 }
 
 double st_sampler_uniform(struct st_sampler *s)
 {
+    if (s->u_held) {
+        s->u_held = false;
+        return s->u_next;
+    }
     return (double)(splitmix64(&s->rng) >> 11) * (1.0 / 9007199254740992.0);   /* 2^53 */
 }
 
@@ -103,24 +109,26 @@ static bool banned(int32_t id, const int32_t *ban, size_t n_ban)
     return false;
 }
 
+/* The top-k order of strata/draw.h (ids break ties: stable across libc
+ * qsorts, and the backends' order). */
 static int cmp_desc(const void *a, const void *b)
 {
-    const struct st_sample_cand *x = a, *y = b;
-    if (x->logit != y->logit)
-        return x->logit < y->logit ? 1 : -1;
-    return x->id < y->id ? -1 : x->id > y->id;   /* stable across libc qsorts */
+    const struct st_draw_cand *x = a, *y = b;
+    if (st_draw_before(x->logit, x->id, y->logit, y->id))
+        return -1;
+    return st_draw_before(y->logit, y->id, x->logit, x->id);
 }
 
-static void swap_cand(struct st_sample_cand *a, struct st_sample_cand *b)
+static void swap_cand(struct st_draw_cand *a, struct st_draw_cand *b)
 {
-    struct st_sample_cand t = *a;
+    struct st_draw_cand t = *a;
     *a = *b;
     *b = t;
 }
 
 /* Move the k best candidates (cmp_desc order) to c[0..k), unordered:
  * quickselect with a middle pivot, O(n) expected. Requires 0 < k <= n. */
-static void select_top(struct st_sample_cand *c, size_t n, size_t k)
+static void select_top(struct st_draw_cand *c, size_t n, size_t k)
 {
     size_t lo = 0, hi = n - 1;   /* inclusive range still to partition */
     while (lo < hi) {
@@ -164,7 +172,7 @@ static void fill_logprobs(struct st_sampler *s, const float *logits, int32_t n_v
     if (k > (size_t)n_vocab)
         k = (size_t)n_vocab;
     for (int32_t i = 0; i < n_vocab; i++)
-        s->cands[i] = (struct st_sample_cand){ i, logits[i], 0.0f };
+        s->cands[i] = (struct st_draw_cand){ i, logits[i], 0.0f };
     select_top(s->cands, (size_t)n_vocab, k);
     qsort(s->cands, k, sizeof(*s->cands), cmp_desc);
     for (size_t i = 0; i < k; i++) {
@@ -175,65 +183,20 @@ static void fill_logprobs(struct st_sampler *s, const float *logits, int32_t n_v
     res->n_top = (int32_t)k;
 }
 
-/* Sorted candidates -> how many survive top-p and min-p (at least one). */
-static size_t cut_nucleus(const struct st_sampler *s, struct st_sample_cand *c, size_t n)
-{
-    double sum = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        c[i].p = (float)exp((double)c[i].logit - c[0].logit);
-        sum += c[i].p;
-    }
-    if (s->top_p < 1.0f) {
-        double cum = 0.0;
-        for (size_t i = 0; i < n; i++) {
-            cum += c[i].p / sum;
-            if (cum >= s->top_p) {
-                n = i + 1;
-                break;
-            }
-        }
-    }
-    if (s->min_p > 0.0f) {
-        size_t keep = 1;   /* c[0] has p = 1, the maximum */
-        while (keep < n && c[keep].p >= s->min_p)
-            keep++;
-        n = keep;
-    }
-    return n;
-}
-
-static int32_t draw(struct st_sampler *s, struct st_sample_cand *c, size_t n)
-{
-    double t = s->temperature, sum = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        c[i].p = (float)exp(((double)c[i].logit - c[0].logit) / t);
-        sum += c[i].p;
-    }
-    double u = st_sampler_uniform(s) * sum;
-    for (size_t i = 0; i < n; i++) {
-        u -= c[i].p;
-        if (u < 0.0)
-            return c[i].id;
-    }
-    return c[n - 1].id;   /* rounding left u just above zero */
-}
-
 /* Drop from c[0..n) the banned ids and, when 'mask', the tokens the JSON
  * mask refuses; returns how many are left (order kept). */
 static size_t filter(struct st_sampler *s, size_t n, const int32_t *ban, size_t n_ban,
                      bool mask)
 {
-    bool first[256];
-    bool in_str = mask && st_json_prefix_in_string(&s->js);
-    bool between = mask && st_json_prefix_between(&s->js);
+    struct st_json_step st;
     if (mask)
-        st_json_mask_first_bytes(s, n_ban > 0, first);
+        st_json_mask_step(s, n_ban > 0, &st);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t id = s->cands[i].id;
         if (n_ban > 0 && banned(id, ban, n_ban))
             continue;
-        if (mask && !st_json_mask_allows(s, first, in_str, between, id))
+        if (mask && !st_json_mask_allows(s, &st, id))
             continue;
         s->cands[k++] = s->cands[i];
     }
@@ -249,7 +212,7 @@ static size_t candidates(struct st_sampler *s, const float *logits, int32_t n_vo
     size_t n = 0;
     for (int32_t i = 0; i < n_vocab; i++) {
         if (adjust || n_ban == 0 || !banned(i, ban, n_ban))
-            s->cands[n++] = (struct st_sample_cand){ i, logits[i], 0.0f };
+            s->cands[n++] = (struct st_draw_cand){ i, logits[i], 0.0f };
     }
     if (!adjust)
         return n;
@@ -265,7 +228,7 @@ static size_t candidates(struct st_sampler *s, const float *logits, int32_t n_vo
     return filter(s, n, ban, n_ban, mask);
 }
 
-static size_t argmax(const struct st_sample_cand *c, size_t n)
+static size_t argmax(const struct st_draw_cand *c, size_t n)
 {
     size_t best = 0;
     for (size_t i = 1; i < n; i++)
@@ -281,11 +244,10 @@ static enum st_status pick_greedy(struct st_sampler *s, size_t n, const int32_t 
                                   size_t n_ban, int32_t *out)
 {
     size_t best = argmax(s->cands, n);
-    if (s->json) {
-        bool first[256];
-        st_json_mask_first_bytes(s, n_ban > 0, first);
-        if (!st_json_mask_allows(s, first, st_json_prefix_in_string(&s->js),
-                         st_json_prefix_between(&s->js), s->cands[best].id)) {
+    if (st_sampler_masked(s)) {
+        struct st_json_step st;
+        st_json_mask_step(s, n_ban > 0, &st);
+        if (!st_json_mask_allows(s, &st, s->cands[best].id)) {
             n = filter(s, n, ban, n_ban, true);   /* n_ban: the whitespace rule */
             if (n == 0)
                 return ST_ERR_INVALID;
@@ -300,7 +262,7 @@ static enum st_status pick(struct st_sampler *s, const float *logits, int32_t n_
                            const int32_t *ban, size_t n_ban, int32_t *out)
 {
     bool greedy = s->temperature <= 0.0f;
-    size_t n = candidates(s, logits, n_vocab, ban, n_ban, s->json && !greedy);
+    size_t n = candidates(s, logits, n_vocab, ban, n_ban, st_sampler_masked(s) && !greedy);
     if (n == 0)
         return ST_ERR_INVALID;
     if (greedy)
@@ -310,25 +272,40 @@ static enum st_status pick(struct st_sampler *s, const float *logits, int32_t n_
         n = (size_t)s->top_k;
     }
     qsort(s->cands, n, sizeof(*s->cands), cmp_desc);
-    n = cut_nucleus(s, s->cands, n);
-    *out = draw(s, s->cands, n);
+    n = st_draw_nucleus(s->cands, n, s->top_p, s->min_p);
+    *out = st_draw_pick(s->cands, n, s->temperature, st_sampler_uniform(s));
     return ST_OK;
 }
 
-bool st_sampler_plain_greedy(const struct st_sampler *s)
+bool st_sampler_backend_draw(struct st_sampler *s, struct st_draw *d)
 {
-    return s->temperature <= 0.0f && !s->logprobs && s->top_logprobs == 0 && s->n_bias == 0 &&
-           !st_penalty_active(&s->pen) && !s->json;
+    bool greedy = s->temperature <= 0.0f;
+    if (s->logprobs || s->top_logprobs > 0 || s->n_bias > 0 || st_penalty_active(&s->pen) ||
+        st_sampler_masked(s) || (!greedy && (s->top_k < 1 || s->top_k > ST_DRAW_MAX_K)))
+        return false;
+    *d = (struct st_draw){ .top_k = greedy ? 1 : s->top_k, .top_p = s->top_p,
+                           .min_p = s->min_p, .temp = s->temperature, .u = 0.0 };
+    if (!greedy) {
+        d->u = st_sampler_uniform(s);   /* a number still held from before is reused */
+        s->u_next = d->u;
+        s->u_held = true;
+    }
+    return true;
+}
+
+void st_sampler_drawn(struct st_sampler *s)
+{
+    s->u_held = false;
 }
 
 enum st_status st_sampler_sample(struct st_sampler *s, const float *logits, int32_t n_vocab,
                                  const int32_t *ban, size_t n_ban,
                                  struct st_sample_result *res)
 {
-    if (n_vocab < 1 || (s->json && s->jv.n_vocab != n_vocab))
+    if (n_vocab < 1 || (st_sampler_masked(s) && s->jv.n_vocab != n_vocab))
         return ST_ERR_INVALID;
     if (s->cap < (size_t)n_vocab) {
-        struct st_sample_cand *c = realloc(s->cands, (size_t)n_vocab * sizeof(*c));
+        struct st_draw_cand *c = realloc(s->cands, (size_t)n_vocab * sizeof(*c));
         if (!c)
             return ST_ERR_NOMEM;
         s->cands = c;

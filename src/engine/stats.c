@@ -82,6 +82,9 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
     out->mtp_drafted = p->mtp_drafted;
     out->mtp_accepted = p->mtp_accepted;
     out->mtp_steps = p->mtp_steps;
+    out->ngram_drafted = p->ngram_drafted;
+    out->ngram_accepted = p->ngram_accepted;
+    out->ngram_steps = p->ngram_steps;
     out->drawn_tokens = p->drawn_tokens;
     memcpy(out->ttft, p->ttft, sizeof(out->ttft));
     memcpy(out->itl, p->itl, sizeof(out->itl));

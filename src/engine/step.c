@@ -15,10 +15,12 @@
  *      context full) get END, leave the scheduler, free their slot, and the
  *      engine drops its reference;
  *   7. an idle engine whose model's ttl has passed unloads it (swap.c).
- * With --batch-mtp (mtp.c) step 4 first lets each decoding slot draft
- * tokens with the model's MTP layer; its row becomes [last token, drafts]
- * with logits at every row, and step 5 keeps the drafts the model's own
- * samples confirm (take_verified), then cuts the rest from the caches.
+ * With --batch-mtp or --spec ngram (mtp.c) step 4 first lets each
+ * decoding slot draft tokens (the model's MTP layer, or what followed the
+ * last n tokens earlier in its own history); its row becomes [last token,
+ * drafts] with logits at every row, and step 5 keeps the drafts the
+ * model's own samples confirm (take_verified), then cuts the rest from the
+ * caches.
  * A request the scheduler hands over with job->swapped makes the engine
  * change models first (swap.c); back-offs that have passed are lifted at
  * the start of each step.
@@ -90,7 +92,7 @@ static bool bind_slot(struct st_engine *e, struct st_engine_slot *sl, struct st_
     atomic_fetch_add(&e->busy, 1);
     st_engine_prefix_bind(e, sl, req);   /* n_past = the cached prefix it keeps */
     st_sampler_reset(&sl->sampler, &req->params);
-    st_engine_mtp_reset(sl);
+    st_engine_spec_reset(e, sl);   /* (drafts) estimates; the n-gram index */
     st_detok_init(&sl->detok, NULL, false);
     /* penalties: the repeat window starts with the prompt's last tokens */
     st_sampler_start(&sl->sampler, e->runner->n_ctx, req->tokens, req->n_tokens);
@@ -105,6 +107,11 @@ static bool bind_slot(struct st_engine *e, struct st_engine_slot *sl, struct st_
         return false;
     }
     sl->stop_live = true;
+    if (st_engine_prompt_wanted(req) && st_engine_prompt_start(e, sl) != ST_OK) {
+        st_engine_end_slot(e, sl, ST_FINISH_ERROR, ST_ERR_NOMEM,
+                           "no memory for the prompt's logprobs", ST_OUTCOME_FAILED);
+        return false;
+    }
     return true;
 }
 
@@ -152,11 +159,12 @@ static bool drop_cancelled(struct st_engine *e)
     return any;
 }
 
-/* The slot's next token may be picked on the backend (runner.h greedy_draw):
- * a plain argmax with no end-of-generation ban (ignore_eos). */
-static bool greedy_draw(const struct st_engine_slot *sl)
+/* The slot's next token may be drawn on the backend (runner.h
+ * backend_draw): it needs no end-of-generation ban (ignore_eos) and
+ * nothing but the draw chain; q->draw then says how. */
+static bool backend_draw(struct st_engine_slot *sl, struct st_runner_seq *q)
 {
-    return !sl->req->params.ignore_eos && st_sampler_plain_greedy(&sl->sampler);
+    return !sl->req->params.ignore_eos && st_sampler_backend_draw(&sl->sampler, &q->draw);
 }
 
 /* The holder's chunk first, then one row per decoding slot. */
@@ -174,16 +182,20 @@ static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
             .kind = ST_SEQ_READ, .slot = sl->index, .tokens = req->tokens + sl->n_past,
             .n_tokens = chunk, .pos = sl->n_past, .sample = chunk == left,
             .ignore_eos = req->params.ignore_eos, .n_generated = 0,
-            .greedy_draw = greedy_draw(sl),
         };
+        struct st_runner_seq *q = &e->seqs[n - 1];
+        st_engine_prompt_score(e, sl, q);   /* prompt logprobs: cut, scored */
+        /* a scored chunk brings its logits back anyway */
+        q->backend_draw = q->sample && !q->score && backend_draw(sl, q);
     }
-    if (e->mtp_max > 0)
-        st_engine_mtp_draft(e);   /* sl->mtp.n_draft drafts per decoding slot */
+    bool drafts = e->mtp_max > 0 || e->ngram_max > 0;
+    if (drafts)
+        st_engine_spec_draft(e);   /* sl->mtp.n_draft drafts per decoding slot */
     for (int32_t i = 0; i < e->n_slots; i++) {
         struct st_engine_slot *sl = &e->slots[i];
         if (!sl->req || !sl->decoding)
             continue;
-        int32_t k = e->mtp_max > 0 ? sl->mtp.n_draft : 0;
+        int32_t k = drafts ? sl->mtp.n_draft : 0;
         e->decode_tokens[i] = sl->last_token;
         sl->mtp.tokens[0] = sl->last_token;
         e->seqs[n++] = (struct st_runner_seq){
@@ -191,8 +203,9 @@ static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
             .tokens = k > 0 ? sl->mtp.tokens : &e->decode_tokens[i], .n_tokens = 1 + k,
             .pos = sl->n_past, .sample = true, .ignore_eos = sl->req->params.ignore_eos,
             .n_generated = sl->n_generated, .all_logits = k > 0,
-            .greedy_draw = k == 0 && greedy_draw(sl),
         };
+        struct st_runner_seq *q = &e->seqs[n - 1];
+        q->backend_draw = k == 0 && backend_draw(sl, q);
     }
     return n;
 }
@@ -241,10 +254,10 @@ static enum st_status pick_token(struct st_engine *e, struct st_engine_slot *sl,
     if (row->logits) {
         const int32_t *ban = NULL;
         size_t n_ban = sl->req->params.ignore_eos ? st_runner_eog_ids(e->runner, &ban) : 0;
-        /* json_object: the mask needs every token's bytes, read on the first
-         * sample (a runner that forces its tokens, the sim, never pays) and
-         * kept while the slot serves this model */
-        enum st_status rc = !sl->req->params.json_object ? ST_OK
+        /* json_object / json_schema: the mask needs every token's bytes, read
+         * on the first sample (a runner that forces its tokens, the sim,
+         * never pays) and kept while the slot serves this model */
+        enum st_status rc = !st_sampler_masked(&sl->sampler) ? ST_OK
             : st_sampler_json_vocab(&sl->sampler, e->runner, e->model,
                                     st_runner_n_vocab(e->runner), runner_piece, runner_eog,
                                     e->runner);
@@ -255,8 +268,10 @@ static enum st_status pick_token(struct st_engine *e, struct st_engine_slot *sl,
         if (rc != ST_OK)
             return rc;
     } else {
+        if (row->drawn)
+            st_sampler_drawn(&sl->sampler);
         res->token = row->token;
-        res->logprob = 0.0f;   /* forced: certain */
+        res->logprob = 0.0f;   /* forced or drawn: certain */
         res->n_top = sl->sampler.top_logprobs > 0 ? 1 : 0;
         if (res->n_top)
             res->top[0] = (struct st_top_logprob){ .token = row->token, .logprob = 0.0f };
@@ -344,7 +359,9 @@ static void take_token(struct st_engine *e, struct st_engine_slot *sl,
  * mismatch (its sample is kept) or the last row (the bonus token) ends it.
  * Each sample goes through take_token, so stop strings, max_tokens and
  * end of generation act exactly as one token at a time. Positions past
- * the last kept row are cut from the caches (the runner's MTP state too). */
+ * the last kept row are cut from the caches (the runner's MTP state too).
+ * A row without logits (a runner that forces its tokens, the sim) says
+ * nothing about the rows after it: only row 0 is taken. */
 static void take_verified(struct st_engine *e, struct st_engine_slot *sl,
                           const struct st_runner_seq *q, const struct st_runner_row *row,
                           int64_t t_end)
@@ -360,14 +377,14 @@ static void take_verified(struct st_engine *e, struct st_engine_slot *sl,
         take_token(e, sl, &one, t_end);
         if (sl->req != req)
             break;   /* the request ended on this token */
-        if (i == k || sl->last_token != q->tokens[i + 1])
+        if (i == k || !row->logits || sl->last_token != q->tokens[i + 1])
             break;
         kept++;
         sl->mtp.accepted++;
     }
     if (sl->req == req && sl->n_past < q->pos + q->n_tokens)
         st_runner_kv_truncate(e->runner, sl->index, sl->n_past);
-    st_engine_mtp_learn(e, sl, k, kept);
+    st_engine_spec_learn(e, sl, k, kept);
 }
 
 static void fail_batch(struct st_engine *e, int32_t n, const struct st_err *err)
@@ -407,6 +424,8 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
         if (q->kind == ST_SEQ_READ) {
             st_sched_read_progress(e->pool->sched, holder, q->n_tokens);
             st_pool_count_read(e->pool, q->n_tokens);
+            if (st_engine_prompt_wanted(sl->req))
+                st_engine_prompt_emit(e, sl, q);   /* echo: before the first token */
         }
         if (q->sample)
             take_token(e, sl, &e->rows[i], t_end);

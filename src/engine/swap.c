@@ -65,6 +65,7 @@ static enum st_status load(struct st_engine *e, int32_t from, int32_t m, double 
     enum st_status rc = st_pool_runner_new(p, m, e->device, &r, err);
     if (rc == ST_OK) {
         r->mtp_draft = p->cfg.mtp ? p->cfg.mtp_draft : 0;   /* (MTP) read by load */
+        r->spec_draft = p->cfg.ngram ? ST_MIN(p->cfg.spec_draft, ST_SPEC_MAX_DRAFT) : 0;
         rc = st_runner_load(r, p->clock, log_progress, e, err);
     }
     if (rc != ST_OK && err && err->code == ST_OK)

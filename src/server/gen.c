@@ -52,6 +52,7 @@ struct st_gen *st_gen_new(int32_t n)
         g->choices[i].index = i;
         st_buf_init(&g->choices[i].text);
         st_oai_lp_acc_init(&g->choices[i].lp);
+        st_buf_init(&g->choices[i].plp);
     }
     st_buf_init(&g->out);
     g->last_out_ns = now_ns();
@@ -65,6 +66,7 @@ void st_gen_free(struct st_gen *g)
     for (int32_t i = 0; i < g->n_choices; i++) {
         st_buf_fini(&g->choices[i].text);
         st_oai_lp_acc_fini(&g->choices[i].lp);
+        st_buf_fini(&g->choices[i].plp);
         st_gen_reply_free(g->choices[i].reply);
     }
     free(g->choices);
@@ -210,6 +212,7 @@ static void stream_end(struct st_gen *g, struct st_gen_choice *ch)
 static void logprob_of(const struct st_event *ev, const struct st_gen_choice *ch,
                        struct st_oai_logprob *lp)
 {
+    memset(lp, 0, sizeof(*lp));
     lp->text = ev->text ? ev->text : "";
     lp->text_len = ev->text ? ev->text_len : 0;
     for (int32_t i = 0; i < ev->n_top; i++) {
@@ -257,6 +260,74 @@ static void on_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *
     ch->text_offset += (int64_t)len;
 }
 
+struct echo_arg {
+    const struct st_buf *text;
+    const struct st_oai_lp_acc *lp;   /* NULL: "logprobs": null */
+};
+
+static enum st_status c_echo(struct st_buf *o, const struct st_gen *g,
+                             const struct st_gen_choice *ch, const void *arg)
+{
+    const struct echo_arg *a = arg;
+    struct st_oai_meta m = meta_of(g);
+    return st_oai_chunk_text_acc(o, &m, ch->index, a->text->data ? a->text->data : "",
+                                 a->text->len, a->lp);
+}
+
+/* One echoed prompt token: its text, and with logprobs its legacy entry
+ * (the first token's null). Non-stream: into the choice's text and
+ * logprobs; stream: gathered there until the prompt's chunk goes out. */
+static void echo_token(struct st_gen *g, struct st_gen_choice *ch, const struct st_prompt_token *t)
+{
+    size_t n = (size_t)ST_MIN(ST_MAX(t->n_text, 0), (int32_t)sizeof(t->text));
+    if (st_buf_append(&ch->text, t->text, n) != ST_OK)
+        g->broken = true;
+    if (g->logprobs) {
+        struct st_oai_logprob lp;
+        memset(&lp, 0, sizeof(lp));
+        lp.text = t->text;
+        lp.text_len = n;
+        lp.logprob = t->logprob;
+        lp.top = t->top;
+        lp.n_top = ST_MIN(ST_MAX(g->echo_top, 0), t->n_top);
+        lp.text_offset = ch->text_offset;
+        lp.null_entry = !t->has_logprob;
+        lp.add_self = true;
+        lp.token = t->token;
+        if (st_oai_lp_acc_add(&ch->lp, g->kind, &lp) != ST_OK)
+            g->broken = true;
+    }
+    ch->text_offset += (int64_t)n;
+}
+
+/* A run of prompt tokens (echo, prompt_logprobs). */
+static void on_prompt(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch,
+                      const struct st_event *ev)
+{
+    bool last = false;
+    for (int32_t i = 0; i < ev->n_ptok; i++) {
+        const struct st_prompt_token *t = &ev->ptok[i];
+        if (g->echo)
+            echo_token(g, ch, t);
+        if (g->prompt_lp >= 0) {
+            if (st_oai_prompt_lp_add(&ch->plp, ch->n_plp == 0, t, g->prompt_lp) != ST_OK)
+                g->broken = true;
+            ch->n_plp++;
+        }
+        last |= t->pos == ev->n_prompt - 1;
+    }
+    if (!g->stream || !g->echo || !last || ch->echo_sent || c->conn_done)
+        return;
+    /* stream: the whole prompt as one chunk before the first token's */
+    struct echo_arg a = { &ch->text, g->logprobs ? &ch->lp : NULL };
+    put_chunk(g, ch, c_echo, &a);
+    ch->echo_sent = true;
+    ch->produced = true;
+    st_buf_reset(&ch->text);
+    st_oai_lp_acc_fini(&ch->lp);
+    st_oai_lp_acc_init(&ch->lp);
+}
+
 static void on_end(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch,
                    const struct st_event *ev)
 {
@@ -287,6 +358,8 @@ void st_gen_emit(void *ctx, const struct st_event *ev)
     ch->n_cached = ev->n_cached;
     if (ev->kind == ST_EVENT_TOKEN)
         on_token(c, g, ch, ev);
+    else if (ev->kind == ST_EVENT_PROMPT)
+        on_prompt(c, g, ch, ev);
     else
         on_end(c, g, ch, ev);
     if (st_gen_ready_locked(c))
@@ -370,6 +443,10 @@ static enum st_route_result reply_body_locked(struct st_call *c, struct st_gen *
                                         .text = ch->text.data ? ch->text.data : "",
                                         .text_len = ch->text.len, .finish = ch->finish,
                                         .lp = g->logprobs ? &ch->lp : NULL };
+        if (g->prompt_lp >= 0) {
+            cs[i].prompt_logprobs = ch->plp.data ? ch->plp.data : "";
+            cs[i].prompt_logprobs_len = ch->plp.len;
+        }
         st_gen_reply_fill(ch, &cs[i]);
     }
     struct st_oai_meta m = meta_of(g);

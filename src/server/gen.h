@@ -31,6 +31,10 @@ struct st_gen_choice {
     int64_t text_offset;           /* bytes of text so far (legacy text_offset) */
     struct st_gen_reply *reply;    /* chat parsed into reasoning, content, tool calls
                                     * (owned, gen_reply.c); NULL: the raw text */
+    /* (echo, prompt_logprobs: PROMPT events, docs/API.md "Scoring prompts") */
+    struct st_buf plp;             /* vLLM prompt_logprobs entries so far */
+    int64_t n_plp;                 /* ... how many */
+    bool echo_sent;                /* stream: the prompt's chunk went out */
 };
 
 struct st_gen {
@@ -38,6 +42,9 @@ struct st_gen {
     bool stream;
     bool include_usage;
     bool logprobs;
+    bool echo;                     /* completions: the prompt leads each choice's text */
+    int32_t echo_top;              /* echo + logprobs N: alternatives per prompt token */
+    int32_t prompt_lp;             /* vLLM prompt_logprobs k; -1 = not asked */
     char id[64];                   /* "chatcmpl-<request id>" / "cmpl-<request id>" */
     char model_name[128];
     int64_t created;               /* unix seconds */

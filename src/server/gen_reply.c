@@ -112,6 +112,9 @@ enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request 
     o.max_calls = oq->single_tool_call ? 1 : 0;
     o.bare_json_calls = o.tools && prompt && st_reply_prompt_wants_json_calls(prompt, strlen(prompt));
     o.xml_calls = o.tools && prompt && st_reply_prompt_wants_xml_calls(prompt, strlen(prompt));
+    /* Mistral prompts: [THINK] / [TOOL_CALLS] markers (also for reasoning
+     * without tools: Magistral) */
+    o.mistral = prompt && st_reply_prompt_is_mistral(prompt, strlen(prompt));
     if (!o.reasoning && !o.tools)
         return ST_OK;
     for (int32_t i = 0; i < g->n_choices; i++) {

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "gen.h"
+#include "strata/json_schema.h"
 
 static enum st_status pick_model(struct st_call *c, const struct st_oai_request *oq,
                                  int32_t *model, struct st_api_error *e)
@@ -81,6 +82,9 @@ static struct st_gen *gen_setup(struct st_call *c, const struct st_oai_request *
     g->stream = oq->stream;
     g->include_usage = oq->stream && oq->include_usage;
     g->logprobs = oq->params.logprobs;
+    g->echo = oq->kind == ST_OAI_COMPLETION && oq->echo;
+    g->echo_top = oq->params.top_logprobs;
+    g->prompt_lp = oq->prompt_logprobs;
     snprintf(g->id, sizeof(g->id), "%s-%s", oq->kind == ST_OAI_CHAT ? "chatcmpl" : "cmpl",
              c->request_id);
     const char *name = st_engine_pool_model_name(c->srv->pool, model);
@@ -124,6 +128,8 @@ static enum st_status copy_params(struct st_gen_params *dst, const struct st_gen
                                   int32_t j)
 {
     *dst = *src;
+    if (dst->json_schema)   /* immutable: each request holds a reference */
+        st_json_schema_ref(dst->json_schema);
     dst->n_stop = 0;
     memset(dst->stop, 0, sizeof(dst->stop));
     if (st_gen_params_copy_bias(dst, src) != ST_OK)   /* each request owns its copy */

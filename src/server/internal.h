@@ -134,7 +134,8 @@ struct st_oai_request {
     int32_t n;                     /* choices per prompt, 1..ST_OAI_MAX_N */
     bool    stream;
     bool    include_usage;         /* stream_options.include_usage */
-    bool    echo;                  /* completions: accepted, prompt not echoed (documented) */
+    bool    echo;                  /* completions: the prompt leads the text (params.echo) */
+    int32_t prompt_logprobs;       /* vLLM's: alternatives per prompt token; -1 = absent */
     bool    cache_prompt;          /* llama-server's; default true; false: no prefix reuse */
     /* chat: tool calls and reasoning (oai_tools.c, docs/API.md) */
     enum st_oai_tool_choice tool_choice;
@@ -205,6 +206,12 @@ struct st_oai_logprob {
     const struct st_top_logprob *top;
     int32_t     n_top;
     int64_t     text_offset;     /* completions: offset of the token in the text */
+    /* (echoed prompt tokens, legacy shape) */
+    bool        null_entry;      /* token_logprobs and top_logprobs null: the first prompt
+                                  * token, which nothing comes before */
+    bool        add_self;        /* top_logprobs also holds the token itself when it is not
+                                  * among 'top' (OpenAI's legacy N + 1) */
+    int32_t     token;           /* its id, for add_self */
 };
 
 /* Streaming chunks, rendered as one JSON object each (no framing). */
@@ -213,6 +220,13 @@ ST_MUST_CHECK enum st_status st_oai_chunk_role(struct st_buf *out, const struct 
 ST_MUST_CHECK enum st_status st_oai_chunk_text(struct st_buf *out, const struct st_oai_meta *m,
                                                int32_t index, const char *text, size_t len,
                                                const struct st_oai_logprob *lp);
+struct st_oai_lp_acc;
+/* A completions chunk whose text carries a run of tokens (the echoed
+ * prompt) with their legacy logprobs (acc; NULL: "logprobs": null). */
+ST_MUST_CHECK enum st_status st_oai_chunk_text_acc(struct st_buf *out,
+                                                   const struct st_oai_meta *m, int32_t index,
+                                                   const char *text, size_t len,
+                                                   const struct st_oai_lp_acc *acc);
 ST_MUST_CHECK enum st_status st_oai_chunk_finish(struct st_buf *out,
                                                  const struct st_oai_meta *m, int32_t index,
                                                  enum st_finish finish);
@@ -231,6 +245,13 @@ void st_oai_lp_acc_fini(struct st_oai_lp_acc *a);
 ST_MUST_CHECK enum st_status st_oai_lp_acc_add(struct st_oai_lp_acc *a, enum st_oai_kind kind,
                                                const struct st_oai_logprob *lp);
 
+/* vLLM's prompt_logprobs: append one prompt token's entry to 'out' (a
+ * comma first unless it is the first): null for position 0 (or a token
+ * without a logprob), else {"<id>":{"logprob","rank","decoded_token"},...}
+ * with the token itself first, then its best k alternatives (ranks 1..k). */
+ST_MUST_CHECK enum st_status st_oai_prompt_lp_add(struct st_buf *out, bool first,
+                                                  const struct st_prompt_token *t, int32_t k);
+
 /* One choice of a finished non-stream response. Borrowed. */
 struct st_oai_choice {
     int32_t     index;
@@ -246,6 +267,10 @@ struct st_oai_choice {
     const char *tool_calls;           /* JSON array text; NULL: no "tool_calls" */
     size_t      tool_calls_len;
     const char *finish_reason;        /* NULL: from finish ("tool_calls" overrides) */
+    /* vLLM's prompt_logprobs (the entries of the array, comma-separated; NULL:
+     * not asked): completions per choice; chat once, top level, from choice 0 */
+    const char *prompt_logprobs;
+    size_t      prompt_logprobs_len;
 };
 
 /* One parsed delta of a chat stream (gen_reply.c). Borrowed. */

@@ -16,8 +16,10 @@
  *   strata_prompt_tokens_total, strata_generated_tokens_total,
  *   strata_cached_prompt_tokens_total                        counter
  *   strata_mtp_draft_tokens_total, strata_mtp_accepted_tokens_total,
- *   strata_mtp_steps_total                                   counter
- *   strata_drawn_tokens_total                                counter  greedy tokens drawn on the backend
+ *   strata_mtp_steps_total                                   counter  MTP drafts only
+ *   strata_ngram_draft_tokens_total, strata_ngram_accepted_tokens_total,
+ *   strata_ngram_steps_total                                 counter  n-gram drafts (--spec ngram)
+ *   strata_drawn_tokens_total                                counter  tokens drawn on the backend
  *   strata_mtp_acceptance_rate (accepted / drafted),
  *   strata_mtp_mean_accepted_length (1 + accepted / steps)   gauge    0 until MTP drafts
  *   strata_time_to_first_token_seconds{band}                 histogram
@@ -202,8 +204,15 @@ static enum st_status token_families(struct st_buf *b, const struct st_pool_stat
           offsetof(struct st_pool_stats, mtp_accepted) },
         { "strata_mtp_steps_total", "MTP verify steps (slot steps that checked drafts).",
           offsetof(struct st_pool_stats, mtp_steps) },
+        { "strata_ngram_draft_tokens_total", "N-gram (prompt-lookup) draft tokens proposed.",
+          offsetof(struct st_pool_stats, ngram_drafted) },
+        { "strata_ngram_accepted_tokens_total", "N-gram draft tokens accepted.",
+          offsetof(struct st_pool_stats, ngram_accepted) },
+        { "strata_ngram_steps_total",
+          "N-gram verify steps (slot steps that checked n-gram drafts).",
+          offsetof(struct st_pool_stats, ngram_steps) },
         { "strata_drawn_tokens_total",
-          "Greedy tokens picked on the backend (ids copied back, not logits).",
+          "Tokens drawn on the backend (ids copied back, not logits).",
           offsetof(struct st_pool_stats, drawn_tokens) },
     };
     enum st_status rc = ST_OK;

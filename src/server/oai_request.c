@@ -17,7 +17,10 @@
  *   user             string             ignore_eos  boolean (llama-server)
  *   priority         a number; junk counts as absent (SCHEDULER.md section 2)
  *   chat_template_kwargs  object        tools       array
- *   echo             boolean (completions; accepted, the prompt is not echoed)
+ *   echo             boolean (completions: the prompt, and with logprobs its tokens'
+ *                    logprobs, lead the text; chat: true is 400)
+ *   prompt_logprobs  integer 0..20 (vLLM): each prompt token's logprob, rank and this
+ *                    many alternatives; not with stream
  *   presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n,
  *   logit_bias, response_format: see oai_sampling.c
  *   cache_prompt     boolean, default true (llama-server; false: no prefix reuse)
@@ -31,6 +34,7 @@
 #include <string.h>
 
 #include "oai_json.h"
+#include "strata/json_schema.h"
 
 void st_oai_request_init(struct st_oai_request *r)
 {
@@ -38,6 +42,7 @@ void st_oai_request_init(struct st_oai_request *r)
     st_gen_params_defaults(&r->params);
     r->n = 1;
     r->cache_prompt = true;
+    r->prompt_logprobs = -1;
 }
 
 void st_oai_request_fini(struct st_oai_request *r)
@@ -54,6 +59,7 @@ void st_oai_request_fini(struct st_oai_request *r)
     for (int32_t i = 0; i < r->params.n_stop; i++)
         free(r->params.stop[i]);
     free(r->params.logit_bias);
+    st_json_schema_unref(r->params.json_schema);   /* response_format json_schema */
     free(r->user);
     memset(r, 0, sizeof(*r));
 }
@@ -255,6 +261,35 @@ static enum st_status parse_chat(const cJSON *root, struct st_oai_request *r,
     return rc;
 }
 
+/* echo (completions) and vLLM's prompt_logprobs (both kinds), after
+ * logprobs and stream: what the engine reports of the prompt
+ * (docs/API.md "Scoring prompts"). */
+static enum st_status parse_scoring(const cJSON *root, struct st_oai_request *r,
+                                    struct st_api_error *e)
+{
+    int64_t k = 0;
+    bool has_k = false;
+    enum st_status rc = st_oai_get_bool(root, "echo", &r->echo, NULL, e);
+    if (rc == ST_OK && r->echo && r->kind == ST_OAI_CHAT)
+        return st_api_error_set(e, ST_ERR_INVALID, "echo", NULL,
+                                "Invalid 'echo': /v1/chat/completions has no 'echo'; it is a "
+                                "/v1/completions parameter.");
+    if (rc == ST_OK)
+        rc = st_oai_get_int(root, "prompt_logprobs", 0, ST_MAX_TOP_LOGPROBS, &k, &has_k, e);
+    if (rc != ST_OK)
+        return rc;
+    if (has_k && r->stream)
+        return st_api_error_set(e, ST_ERR_INVALID, "prompt_logprobs", NULL,
+                                "Invalid 'prompt_logprobs': not available with 'stream': true.");
+    r->prompt_logprobs = has_k ? (int32_t)k : -1;
+    struct st_gen_params *p = &r->params;
+    bool legacy = r->echo && p->logprobs;   /* echo + logprobs N: the prompt's too */
+    p->echo = r->echo;
+    p->prompt_logprobs = legacy || has_k;
+    p->prompt_top_logprobs = (int32_t)ST_MAX(legacy ? p->top_logprobs : 0, has_k ? k : 0);
+    return ST_OK;
+}
+
 static enum st_status parse_common(const cJSON *root, struct st_oai_request *r,
                                    struct st_api_error *e)
 {
@@ -277,8 +312,8 @@ static enum st_status parse_common(const cJSON *root, struct st_oai_request *r,
     r->n = (int32_t)n;
     if (rc == ST_OK)
         rc = st_oai_get_str(root, "user", &r->user, e);
-    if (rc == ST_OK && r->kind == ST_OAI_COMPLETION)
-        rc = st_oai_get_bool(root, "echo", &r->echo, NULL, e);
+    if (rc == ST_OK)
+        rc = parse_scoring(root, r, e);
     if (rc == ST_OK)
         rc = st_oai_get_bool(root, "cache_prompt", &r->cache_prompt, NULL, e);
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(root, "priority");

@@ -12,7 +12,10 @@
  *                   choices[].text; both with "usage".
  * logprobs         chat: {"content":[{"token","logprob","bytes","top_logprobs":[..]}]}
  *                  completions (legacy): {"tokens":[..],"token_logprobs":[..],
- *                   "top_logprobs":[{"tok":lp,..}],"text_offset":[..]}
+ *                   "top_logprobs":[{"tok":lp,..}],"text_offset":[..]}; with echo the
+ *                   prompt's tokens lead, the first with null logprob and top_logprobs
+ * prompt_logprobs  (vLLM) [null,{"<id>":{"logprob":..,"rank":..,"decoded_token":".."},..},..]:
+ *                   completions per choice, chat at the top level beside "choices"
  *
  * parsed chat (tool calls and reasoning, docs/API.md):
  *   message          {"role":"assistant","content":null|"..","reasoning_content":"..",
@@ -123,21 +126,35 @@ static enum st_status chat_lp_entry(struct st_buf *out, const struct st_oai_logp
     return rc;
 }
 
-/* The legacy top_logprobs item: {"tok": lp, ...}. */
+/* "tok":lp inside the legacy top_logprobs item. */
+static enum st_status legacy_pair(struct st_buf *out, bool first, const char *text, size_t n,
+                                  double logprob)
+{
+    enum st_status rc = first ? ST_OK : st_buf_append(out, ST_LIT(","));
+    if (rc == ST_OK)
+        rc = st_json_str(out, text, n);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(":"));
+    if (rc == ST_OK)
+        rc = st_json_num(out, logprob);
+    return rc;
+}
+
+/* The legacy top_logprobs item: {"tok": lp, ...} (null for a null entry;
+ * with add_self the token itself when it is not among the alternatives). */
 static enum st_status legacy_top(struct st_buf *out, const struct st_oai_logprob *lp)
 {
+    if (lp->null_entry)
+        return st_buf_append(out, ST_LIT("null"));
     enum st_status rc = st_buf_append(out, ST_LIT("{"));
+    bool self = false;
     for (int32_t i = 0; i < lp->n_top && rc == ST_OK; i++) {
         const struct st_top_logprob *t = &lp->top[i];
-        if (i)
-            rc = st_buf_append(out, ST_LIT(","));
-        if (rc == ST_OK)
-            rc = st_json_str(out, t->bytes, top_len(t));
-        if (rc == ST_OK)
-            rc = st_buf_append(out, ST_LIT(":"));
-        if (rc == ST_OK)
-            rc = st_json_num(out, t->logprob);
+        self |= t->token == lp->token;
+        rc = legacy_pair(out, i == 0, t->bytes, top_len(t), t->logprob);
     }
+    if (rc == ST_OK && lp->add_self && !self)
+        rc = legacy_pair(out, lp->n_top == 0, lp->text, lp->text_len, lp->logprob);
     if (rc == ST_OK)
         rc = st_buf_append(out, ST_LIT("}"));
     return rc;
@@ -179,7 +196,8 @@ enum st_status st_oai_lp_acc_add(struct st_oai_lp_acc *a, enum st_oai_kind kind,
         if (rc == ST_OK)
             rc = st_buf_append(&a->token_logprobs, sep, strlen(sep));
         if (rc == ST_OK)
-            rc = st_json_num(&a->token_logprobs, lp->logprob);
+            rc = lp->null_entry ? st_buf_append(&a->token_logprobs, ST_LIT("null"))
+                                : st_json_num(&a->token_logprobs, lp->logprob);
         if (rc == ST_OK)
             rc = st_buf_append(&a->top_logprobs, sep, strlen(sep));
         if (rc == ST_OK)
@@ -267,6 +285,56 @@ enum st_status st_oai_chunk_text(struct st_buf *out, const struct st_oai_meta *m
     if (rc == ST_OK)
         rc = text_then_logprobs_key(out, chat, text, len);
     return rc == ST_OK ? token_chunk_tail(out, m, lp) : rc;
+}
+
+enum st_status st_oai_chunk_text_acc(struct st_buf *out, const struct st_oai_meta *m,
+                                     int32_t index, const char *text, size_t len,
+                                     const struct st_oai_lp_acc *acc)
+{
+    enum st_status rc = head(out, m, true);
+    if (rc == ST_OK)
+        rc = st_buf_printf(out, "{\"index\":%d,\"text\":", (int)index);
+    if (rc == ST_OK)
+        rc = text_then_logprobs_key(out, false, text, len);
+    if (rc == ST_OK)
+        rc = lp_value(out, ST_OAI_COMPLETION, acc);
+    if (rc == ST_OK)
+        rc = st_buf_append(out, ST_LIT(",\"finish_reason\":null}"));
+    return rc == ST_OK ? chunk_tail(out, m) : rc;
+}
+
+/* "<id>":{"logprob":..,"rank":..,"decoded_token":".."} */
+static enum st_status vllm_entry(struct st_buf *out, bool first, int32_t id, double logprob,
+                                 int32_t rank, const char *text, size_t n)
+{
+    enum st_status rc = st_buf_printf(out, "%s\"%d\":{\"logprob\":", first ? "" : ",",
+                                      (int)id);
+    if (rc == ST_OK)
+        rc = st_json_num(out, logprob);
+    if (rc == ST_OK)
+        rc = st_buf_printf(out, ",\"rank\":%d,\"decoded_token\":", (int)rank);
+    if (rc == ST_OK)
+        rc = st_json_str(out, text, n);
+    return rc == ST_OK ? st_buf_append(out, ST_LIT("}")) : rc;
+}
+
+enum st_status st_oai_prompt_lp_add(struct st_buf *out, bool first,
+                                    const struct st_prompt_token *t, int32_t k)
+{
+    enum st_status rc = first ? ST_OK : st_buf_append(out, ST_LIT(","));
+    if (rc != ST_OK || !t->has_logprob)
+        return rc == ST_OK ? st_buf_append(out, ST_LIT("null")) : rc;
+    size_t n = (size_t)ST_MIN(ST_MAX(t->n_text, 0), (int32_t)sizeof(t->text));
+    rc = st_buf_append(out, ST_LIT("{"));
+    if (rc == ST_OK)
+        rc = vllm_entry(out, true, t->token, t->logprob, t->rank, t->text, n);
+    int32_t top = ST_MIN(ST_MAX(k, 0), t->n_top);
+    for (int32_t i = 0; i < top && rc == ST_OK; i++) {
+        const struct st_top_logprob *a = &t->top[i];
+        if (a->token != t->token)
+            rc = vllm_entry(out, false, a->token, a->logprob, i + 1, a->bytes, top_len(a));
+    }
+    return rc == ST_OK ? st_buf_append(out, ST_LIT("}")) : rc;
 }
 
 enum st_status st_oai_chunk_finish(struct st_buf *out, const struct st_oai_meta *m,
@@ -409,6 +477,15 @@ static enum st_status parsed_message(struct st_buf *out, const struct st_oai_cho
     return rc == ST_OK ? st_buf_append(out, ST_LIT("},\"logprobs\":")) : rc;
 }
 
+/* ,"prompt_logprobs":[..] of a choice that has them. */
+static enum st_status prompt_lp_member(struct st_buf *out, const struct st_oai_choice *c)
+{
+    enum st_status rc = st_buf_append(out, ST_LIT(",\"prompt_logprobs\":["));
+    if (rc == ST_OK)
+        rc = st_buf_append(out, c->prompt_logprobs, c->prompt_logprobs_len);
+    return rc == ST_OK ? st_buf_append(out, ST_LIT("]")) : rc;
+}
+
 static enum st_status body_choice(struct st_buf *out, const struct st_oai_meta *m,
                                   const struct st_oai_choice *c)
 {
@@ -424,9 +501,11 @@ static enum st_status body_choice(struct st_buf *out, const struct st_oai_meta *
     if (rc == ST_OK)
         rc = lp_value(out, m->kind, c->lp);
     if (rc == ST_OK)
-        rc = st_buf_printf(out, ",\"finish_reason\":\"%s\"}",
+        rc = st_buf_printf(out, ",\"finish_reason\":\"%s\"",
                            c->finish_reason ? c->finish_reason : st_oai_finish_reason(c->finish));
-    return rc;
+    if (rc == ST_OK && !chat && c->prompt_logprobs)
+        rc = prompt_lp_member(out, c);
+    return rc == ST_OK ? st_buf_append(out, ST_LIT("}")) : rc;
 }
 
 enum st_status st_oai_body(struct st_buf *out, const struct st_oai_meta *m,
@@ -439,6 +518,17 @@ enum st_status st_oai_body(struct st_buf *out, const struct st_oai_meta *m,
             rc = st_buf_append(out, ST_LIT(","));
         if (rc == ST_OK)
             rc = body_choice(out, m, &choices[i]);
+    }
+    /* chat (as vLLM): the prompt's logprobs once, beside "choices" */
+    if (rc == ST_OK && m->kind == ST_OAI_CHAT && n > 0 && choices[0].prompt_logprobs) {
+        rc = st_buf_append(out, ST_LIT("]"));
+        if (rc == ST_OK)
+            rc = prompt_lp_member(out, &choices[0]);
+        if (rc == ST_OK)
+            rc = st_buf_append(out, ST_LIT(",\"usage\":"));
+        if (rc == ST_OK)
+            rc = usage_obj(out, u);
+        return rc == ST_OK ? st_buf_append(out, ST_LIT("}")) : rc;
     }
     if (rc == ST_OK)
         rc = usage_tail(out, u);

@@ -8,9 +8,13 @@
  *   logit_bias        object {"<token id>": number in [-100, 100]}, at most
  *                     ST_MAX_LOGIT_BIAS entries; a token named twice ("7", "07")
  *                     takes the last value, as a JSON parser keeps the last key
- *   response_format   {"type": "text"} or {"type": "json_object"} (the output
- *                     is constrained to one JSON object: params.json_object);
- *                     json_schema is refused (400)
+ *   response_format   {"type": "text"}, {"type": "json_object"} (the output
+ *                     is constrained to one JSON object: params.json_object) or
+ *                     {"type": "json_schema", "json_schema": {...}} (to a
+ *                     document of the schema: params.json_schema, compiled
+ *                     here so that an unsupported keyword is a 400);
+ *                     llama-server's forms too: {"type": "json_object",
+ *                     "schema": {...}} and a top-level "json_schema": {...}
  *
  * Same rules as oai_request.c: strict types, null = absent, errors name
  * the param. Ids past the model's vocabulary are checked at submit
@@ -20,6 +24,7 @@
 #include <string.h>
 
 #include "oai_json.h"
+#include "strata/json_schema.h"
 
 static enum st_status get_float(const cJSON *root, const char *key, double min, bool min_open,
                                 double max, float *out, struct st_api_error *e)
@@ -105,10 +110,88 @@ static enum st_status parse_bias(const cJSON *root, struct st_gen_params *p,
     return ST_OK;
 }
 
+/* Compile 'schema' (NULL: {} -- any JSON document) into p->json_schema;
+ * 'param' names the field for errors, 'name' the schema's name. */
+static enum st_status use_schema(const cJSON *schema, const char *param, const char *name,
+                                 struct st_gen_params *p, struct st_api_error *e)
+{
+    char *text = schema ? cJSON_PrintUnformatted(schema) : strdup("{}");
+    if (!text)
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    struct st_json_schema *s = NULL;
+    struct st_err err = { 0 };
+    enum st_status rc = st_json_schema_compile(text, strlen(text), &s, &err);
+    free(text);
+    if (rc == ST_ERR_NOMEM)
+        return st_api_error_set(e, rc, NULL, NULL, "out of memory");
+    if (rc != ST_OK)
+        return st_api_error_set(e, ST_ERR_INVALID, param, NULL,
+                                "Invalid schema for response_format '%.64s': %s", name,
+                                err.msg);
+    st_json_schema_unref(p->json_schema);
+    p->json_schema = s;
+    p->json_object = false;
+    return ST_OK;
+}
+
+/* {"type": "json_schema", "json_schema": {"name", "schema", "strict",
+ * "description"}}: name is required (OpenAI: ^[a-zA-Z0-9_-]{1,64}$),
+ * schema optional (absent: any JSON document), strict a boolean either way
+ * (the schema is always enforced). */
+static enum st_status parse_json_schema(const cJSON *v, struct st_gen_params *p,
+                                        struct st_api_error *e)
+{
+    const cJSON *js = st_oai_field(v, "json_schema");
+    if (!cJSON_IsObject(js))
+        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL, js ?
+                                "Invalid type for 'response_format.json_schema': expected an "
+                                "object." : "Missing required parameter: "
+                                "'response_format.json_schema'.");
+    const cJSON *name = st_oai_field(js, "name");
+    if (!cJSON_IsString(name))
+        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL, name ?
+                                "Invalid type for 'response_format.json_schema.name': expected "
+                                "a string." : "Missing required parameter: "
+                                "'response_format.json_schema.name'.");
+    size_t n = strlen(name->valuestring);
+    bool ok = n >= 1 && n <= 64;
+    for (size_t i = 0; ok && i < n; i++) {
+        char c = name->valuestring[i];
+        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '-';
+    }
+    if (!ok)
+        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
+                                "Invalid 'response_format.json_schema.name': '%.64s'. Expected "
+                                "a string of 1 to 64 letters, digits, '_' or '-'.",
+                                name->valuestring);
+    const cJSON *strict = st_oai_field(js, "strict"), *schema = st_oai_field(js, "schema");
+    if (strict && !cJSON_IsBool(strict))
+        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
+                                "Invalid type for 'response_format.json_schema.strict': "
+                                "expected a boolean.");
+    if (schema && !cJSON_IsObject(schema) && !cJSON_IsBool(schema))
+        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
+                                "Invalid type for 'response_format.json_schema.schema': "
+                                "expected an object.");
+    return use_schema(schema, "response_format", name->valuestring, p, e);
+}
+
 static enum st_status parse_format(const cJSON *root, struct st_gen_params *p,
                                    struct st_api_error *e)
 {
     const cJSON *v = st_oai_field(root, "response_format");
+    const cJSON *top = st_oai_field(root, "json_schema");   /* llama-server's field */
+    if (v && top)
+        return st_api_error_set(e, ST_ERR_INVALID, "json_schema", NULL,
+                                "Give either 'response_format' or 'json_schema', not both.");
+    if (top) {
+        if (!cJSON_IsObject(top) && !cJSON_IsBool(top))
+            return st_api_error_set(e, ST_ERR_INVALID, "json_schema", NULL,
+                                    "Invalid type for 'json_schema': expected an object (a "
+                                    "JSON Schema).");
+        return use_schema(top, "json_schema", "json_schema", p, e);
+    }
     if (!v)
         return ST_OK;
     const cJSON *type = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "type") : NULL;
@@ -122,18 +205,21 @@ static enum st_status parse_format(const cJSON *root, struct st_gen_params *p,
         return ST_OK;
     }
     if (strcmp(t, "json_object") == 0) {
+        const cJSON *schema = st_oai_field(v, "schema");   /* llama-server's extension */
+        if (schema)
+            return cJSON_IsObject(schema)
+                ? use_schema(schema, "response_format", "schema", p, e)
+                : st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
+                                   "Invalid type for 'response_format.schema': expected an "
+                                   "object.");
         p->json_object = true;
         return ST_OK;
     }
     if (strcmp(t, "json_schema") == 0)
-        return st_api_error_set(e, ST_ERR_UNSUPPORTED, "response_format", "unsupported_value",
-                                "'response_format' of type 'json_schema' is not supported: "
-                                "only {\"type\": \"json_object\"} (any JSON object) can be "
-                                "enforced. Use json_object and describe the schema in the "
-                                "prompt.");
+        return parse_json_schema(v, p, e);
     return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
                             "Invalid value for 'response_format.type': '%.40s'. Supported "
-                            "values are: 'text', 'json_object'.", t);
+                            "values are: 'text', 'json_object', 'json_schema'.", t);
 }
 
 enum st_status st_oai_parse_penalties(const cJSON *root, struct st_gen_params *p,

@@ -1,6 +1,7 @@
 /* chat.c -- chat template recognition and the simple renderers (ChatML,
  * Llama 3, Mistral, Gemma). Qwen3 and Qwen2.5 live in chat_qwen3.c, Qwen3-Coder
- * in chat_qwen3coder.c, Llama 3.1+ in chat_llama31.c.
+ * in chat_qwen3coder.c, Llama 3.1+ in chat_llama31.c, Mistral v7 / v11 in
+ * chat_mistral.c.
  *
  * Fingerprints (substrings of the Jinja source), checked in this order:
  *   "<|im_start|>" + "<function=" + "<parameter="   -> Qwen3-Coder
@@ -13,6 +14,9 @@
  *       ("strftime_now" present: the default date is today, as in 3.2)
  *   "<|start_header_id|>"                             -> Llama 3
  *   "<start_of_turn>"                                 -> Gemma
+ *   "[TOOL_CALLS]" + "[ARGS]"                         -> Mistral v11
+ *   "[SYSTEM_PROMPT]"                                 -> Mistral v7
+ *       (both: the default system message is read from the template)
  *   "[INST]"                                          -> Mistral
  * Each renderer reproduces its template's Jinja output for the message
  * shapes that template handles (see docs/TOKENIZER.md for the exact forms).
@@ -116,6 +120,12 @@ void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
         t->kind = ST_CHAT_LLAMA3;
     } else if (has(source, len, "<start_of_turn>")) {
         t->kind = ST_CHAT_GEMMA;
+    } else if (has(source, len, "[TOOL_CALLS]") && has(source, len, "[ARGS]")) {
+        t->kind = ST_CHAT_MISTRAL_V11;
+        st_chat_mistral_scan(t, source, len, model_name);
+    } else if (has(source, len, "[SYSTEM_PROMPT]")) {
+        t->kind = ST_CHAT_MISTRAL_V7;
+        st_chat_mistral_scan(t, source, len, model_name);
     } else if (has(source, len, "[INST]")) {
         t->kind = ST_CHAT_MISTRAL;
     } else {
@@ -138,6 +148,8 @@ const char *st_chat_kind_name(enum st_chat_kind kind)
     case ST_CHAT_MISTRAL: return "mistral";
     case ST_CHAT_GEMMA:   return "gemma";
     case ST_CHAT_QWEN3_CODER: return "qwen3-coder";
+    case ST_CHAT_MISTRAL_V7:  return "mistral-v7";
+    case ST_CHAT_MISTRAL_V11: return "mistral-v11";
     }
     return "chatml";
 }
@@ -279,7 +291,8 @@ static enum st_status render_gemma(const struct st_chat_tmpl *t,
 bool st_chat_renders_tools(const struct st_chat_tmpl *t)
 {
     return t->kind == ST_CHAT_QWEN3 || t->kind == ST_CHAT_QWEN25 || t->kind == ST_CHAT_LLAMA31 ||
-           t->kind == ST_CHAT_QWEN3_CODER;
+           t->kind == ST_CHAT_QWEN3_CODER || t->kind == ST_CHAT_MISTRAL_V7 ||
+           t->kind == ST_CHAT_MISTRAL_V11;
 }
 
 enum st_status st_chat_render(const struct st_chat_tmpl *t,
@@ -313,6 +326,10 @@ enum st_status st_chat_render(const struct st_chat_tmpl *t,
         break;
     case ST_CHAT_GEMMA:
         rc = render_gemma(t, req, out, err);
+        break;
+    case ST_CHAT_MISTRAL_V7:
+    case ST_CHAT_MISTRAL_V11:
+        rc = st_chat_render_mistral_tekken(t, req, out, err);
         break;
     case ST_CHAT_CHATML:
     default:

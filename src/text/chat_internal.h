@@ -52,4 +52,13 @@ enum st_status st_chat_render_llama31(const struct st_chat_tmpl *t,
                                       const struct st_chat_req *req,
                                       struct st_buf *out, struct st_err *err);
 
+/* Mistral v7 / v11 (chat_mistral.c). scan: read the template's default
+ * system message (and v7's parallel_tool_prompt) into *t at init; t->kind
+ * already set. */
+void st_chat_mistral_scan(struct st_chat_tmpl *t, const char *src, size_t len,
+                          const char *model_name);
+enum st_status st_chat_render_mistral_tekken(const struct st_chat_tmpl *t,
+                                             const struct st_chat_req *req,
+                                             struct st_buf *out, struct st_err *err);
+
 #endif /* STRATA_TEXT_CHAT_INTERNAL_H */

@@ -98,8 +98,9 @@ enum st_status st_detok_push_token(struct st_detok *d, int32_t id,
     if (!d->tok || id < 0 || id >= st_tok_n_vocab(d->tok))
         return st_err_set(err, ST_ERR_INVALID, "token id %d is outside the vocabulary",
                           (int)id);
-    if (!d->special && st_tok_type_of(d->tok, id) == ST_TOK_CONTROL)
-        return ST_OK;
+    if (!d->special && st_tok_type_of(d->tok, id) == ST_TOK_CONTROL &&
+        !st_tok_is_marker(d->tok, id))
+        return ST_OK;           /* reply markers ([TOOL_CALLS] ...) stay visible */
     piece = st_tok_piece(d->tok, id);
     rc = st_detok_push_bytes(d, piece.ptr, piece.len, out);
     if (rc != ST_OK)

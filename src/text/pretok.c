@@ -6,6 +6,15 @@
  * gpt2:
  *   's|'t|'re|'ve|'m|'ll|'d | ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+
  *   | \s+(?!\S) | \s+
+ * tekken (Mistral Nemo / Small 3.x / Devstral / Magistral; the "pattern" of
+ * mistral-common's tekken.json, also the Split regex of their tokenizer.json),
+ * with U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and W = [\p{Ll}\p{Lm}\p{Lo}\p{M}]:
+ *   [^\r\n\p{L}\p{N}]?U*W+ | [^\r\n\p{L}\p{N}]?U+W* | \p{N}
+ *   | ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ *   Lm, Lo and marks are in both U and W, so U*W+ backtracks: U* gives back
+ *   characters until one that is in W follows (match_tekken_uw). A mark is
+ *   not \p{L}: it also counts as "other" for the optional prefix and for
+ *   the punctuation run.
  * Alternation is ordered (first alternative that matches wins, as in
  * Oniguruma/PCRE), and every code point is matched by one alternative, so
  * the pieces tile the input. Each match_* returns the match length in code
@@ -23,6 +32,8 @@ enum {
     C_NUMBER = 2,
     C_SPACE  = 4,
     C_CRLF   = 8,       /* \r or \n (also C_SPACE) */
+    C_UP     = 16,      /* tekken's U class (ST_UNI_CASE_UP), tekken only */
+    C_LOW    = 32,      /* tekken's W class (ST_UNI_CASE_LOW), tekken only */
 };
 
 struct cps {
@@ -136,10 +147,75 @@ static size_t match_gpt2(const struct cps *c, size_t i)
     return match_space(c, i);
 }
 
-static uint8_t classify(uint32_t cp)
+/* tekken's U*W+ at i (no prefix): U* is greedy and gives back characters
+ * until W+ can start; 0 = no match. */
+static size_t match_tekken_uw(const struct cps *c, size_t i)
 {
+    size_t u = run(c, i, C_UP), k;
+
+    for (k = u + 1; k-- > 0;)
+        if (i + k < c->n && IS(c, i + k, C_LOW))
+            return k + run(c, i + k, C_LOW);
+    return 0;
+}
+
+/* tekken's U+W* at i (no prefix); 0 = no match. */
+static size_t match_tekken_u(const struct cps *c, size_t i)
+{
+    size_t u = run(c, i, C_UP);
+
+    return u ? u + run(c, i + u, C_LOW) : 0;
+}
+
+/* [\r\n/]* */
+static size_t run_crlf_slash(const struct cps *c, size_t i)
+{
+    size_t j = i;
+
+    while (j < c->n && (IS(c, j, C_CRLF) || c->cp[j] == '/'))
+        j++;
+    return j - i;
+}
+
+static size_t match_tekken(const struct cps *c, size_t i)
+{
+    bool pre = !IS(c, i, C_CRLF | C_LETTER | C_NUMBER) && i + 1 < c->n;
+    size_t k;
+
+    /* alternation order: prefix then without, for each letter alternative */
+    if (pre && (k = match_tekken_uw(c, i + 1)) != 0)
+        return 1 + k;
+    if ((k = match_tekken_uw(c, i)) != 0)
+        return k;
+    if (pre && (k = match_tekken_u(c, i + 1)) != 0)
+        return 1 + k;
+    if ((k = match_tekken_u(c, i)) != 0)
+        return k;
+    if (IS(c, i, C_NUMBER))
+        return 1;
+    if (c->cp[i] == ' ' && i + 1 < c->n && OTHER(c, i + 1)) { /* ' '?[^\s L N]+[\r\n/]* */
+        k = 1 + run_other(c, i + 1);
+        return k + run_crlf_slash(c, i + k);
+    }
+    if (OTHER(c, i)) {
+        k = run_other(c, i);
+        return k + run_crlf_slash(c, i + k);
+    }
+    if ((k = match_space_newline(c, i)) != 0)
+        return k;
+    return match_space(c, i);
+}
+
+static uint8_t classify(uint32_t cp, bool cases)
+{
+    uint8_t cc;
+
     if (cp & ST_UNI_INVALID)
         return 0;
+    cc = cases ? st_uni_case_class(cp) : 0;
+    if (cc)
+        return (uint8_t)(((cc & ST_UNI_CASE_UP) ? C_UP : 0) | ((cc & ST_UNI_CASE_LOW) ? C_LOW : 0) |
+                         (st_uni_is_letter(cp) ? C_LETTER : 0));
     if (cp == '\r' || cp == '\n')
         return C_SPACE | C_CRLF;
     if (st_uni_is_space(cp))
@@ -151,7 +227,8 @@ static uint8_t classify(uint32_t cp)
     return 0;
 }
 
-static enum st_status decode_all(const char *s, size_t n, struct cps *c)
+/* cases: also compute the tekken C_UP / C_LOW bits. */
+static enum st_status decode_all(const char *s, size_t n, struct cps *c, bool cases)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, bytes, cp_bytes;
@@ -169,7 +246,7 @@ static enum st_status decode_all(const char *s, size_t n, struct cps *c)
         uint32_t cp;
         size_t k = p[i] < 0x80 ? (cp = p[i], 1) : st_utf8_decode(p + i, n - i, &cp);
         c->cp[c->n] = cp;
-        c->cls[c->n] = classify(cp);
+        c->cls[c->n] = classify(cp, cases);
         c->off[c->n++] = i;
         i += k;
     }
@@ -184,10 +261,12 @@ enum st_status st_pretok_split(enum st_pretok kind, const char *s, size_t n,
     enum st_status rc;
     size_t i = 0, k;
 
-    rc = decode_all(s, n, &c);
+    rc = decode_all(s, n, &c, kind == ST_PRETOK_TEKKEN);
     while (rc == ST_OK && i < c.n) {
         if (kind == ST_PRETOK_GPT2)
             k = match_gpt2(&c, i);
+        else if (kind == ST_PRETOK_TEKKEN)
+            k = match_tekken(&c, i);
         else
             k = match_qwen2(&c, i, kind == ST_PRETOK_LLAMA3 ? 3 : 1);
         if (k == 0)

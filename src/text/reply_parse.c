@@ -20,6 +20,12 @@
  *   (xml)  with xml_calls, the body is not scanned as JSON: it runs to the
  *              first "</tool_call>" and is judged whole (reply_xml.c).
  *
+ *   (mistral) with opts.mistral the markers are [THINK] [/THINK] [TOOL_CALLS]
+ *              and a call has no closing tag: TOOL reads blanks, a name up
+ *              to "[ARGS]" / "[CALL_ID]id" / "{", then one JSON value (or,
+ *              with no name, a JSON array or object of calls) and ends
+ *              where that value closes (step_tool_mistral).
+ *
  *   (bare) with bare_json_calls, content whose first non-blank byte is "{"
  *              enters TOOL with no tags: the object must close and only
  *              blanks may follow until the end of generation; anything
@@ -43,6 +49,25 @@ static const char call_open[] = "<tool_call>";
 static const char call_close[] = "</tool_call>";
 
 #define LEN(lit) (sizeof(lit) - 1)
+
+/* The markers of the parser's format. */
+struct marks {
+    const char *open, *close, *call;
+    size_t      n_open, n_close, n_call;
+};
+
+static struct marks marks_of(const struct st_reply_parser *p)
+{
+    static const struct marks qwen = { think_open, think_close, call_open, LEN(think_open),
+                                       LEN(think_close), LEN(call_open) };
+    static const struct marks mistral = { "[THINK]", "[/THINK]", "[TOOL_CALLS]", 7, 8, 12 };
+    static const struct marks mistral_tags = { think_open, think_close, "[TOOL_CALLS]",
+                                               LEN(think_open), LEN(think_close), 12 };
+    return !p->opts.mistral ? qwen : p->think_tags ? mistral_tags : mistral;
+}
+
+enum { M_BLANK, M_NAME, M_TAG, M_ID, M_JSON };   /* mistral call phases */
+#define M_NAME_MAX 256
 
 static bool is_ws(char c)
 {
@@ -129,13 +154,19 @@ struct step {
 
 static enum st_status step_start(struct st_reply_parser *p, struct step *t)
 {
+    struct marks mk = marks_of(p);
     size_t i = skip_ws(t->s, 0, t->n);
-    if (t->n - i >= LEN(think_open) && memcmp(t->s + i, think_open, LEN(think_open)) == 0) {
-        p->pos += i + LEN(think_open);
+    bool tags = p->opts.mistral && t->n - i >= LEN(think_open) &&
+                memcmp(t->s + i, think_open, LEN(think_open)) == 0;
+    if (tags || (t->n - i >= mk.n_open && memcmp(t->s + i, mk.open, mk.n_open) == 0)) {
+        p->think_tags = tags;   /* Mistral: <think> closes with </think> */
+        p->pos += i + (tags ? LEN(think_open) : mk.n_open);
         p->state = S_REASONING;
         p->lead = true;
         t->more = true;
-    } else if (!t->final && prefix_of(t->s + i, t->n - i, think_open, LEN(think_open))) {
+    } else if (!t->final && (prefix_of(t->s + i, t->n - i, mk.open, mk.n_open) ||
+                             (p->opts.mistral &&
+                              prefix_of(t->s + i, t->n - i, think_open, LEN(think_open))))) {
         t->more = false;        /* "  <thi": wait */
     } else {
         p->state = S_CONTENT;   /* no reasoning: the leading whitespace is content */
@@ -156,16 +187,17 @@ static enum st_status step_reasoning(struct st_reply_parser *p, struct step *t)
         t->more = true;
         return ST_OK;
     }
-    size_t h = find(t->s, t->n, think_close, LEN(think_close));
+    struct marks mk = marks_of(p);
+    size_t h = find(t->s, t->n, mk.close, mk.n_close);
     if (h < t->n) {
         enum st_status rc = put(t->emit, t->ctx, ST_REPLY_REASONING, t->s, rtrim(t->s, h), 0);
-        p->pos += h + LEN(think_close);
+        p->pos += h + mk.n_close;
         p->state = S_CONTENT;
         p->lead = true;
         t->more = true;
         return rc;
     }
-    size_t cut = t->final ? t->n : partial_tail(t->s, t->n, think_close, LEN(think_close));
+    size_t cut = t->final ? t->n : partial_tail(t->s, t->n, mk.close, mk.n_close);
     size_t e = rtrim(t->s, cut);
     p->pos += t->final ? t->n : e;
     return put(t->emit, t->ctx, ST_REPLY_REASONING, t->s, e, 0);
@@ -175,6 +207,8 @@ static void tool_reset(struct st_reply_parser *p, size_t body)
 {
     p->body = body;
     p->scan = 0;
+    p->mphase = M_BLANK;
+    p->ns = p->ne = 0;
     p->jstate = J_BEFORE;
     p->depth = 0;
     p->in_str = p->esc = false;
@@ -216,30 +250,32 @@ static enum st_status step_content(struct st_reply_parser *p, struct step *t)
         p->pos += t->n;
         return put(t->emit, t->ctx, ST_REPLY_CONTENT, t->s, t->n, 0);
     }
-    size_t h = find(t->s, t->n, call_open, LEN(call_open));
+    struct marks mk = marks_of(p);
+    size_t h = find(t->s, t->n, mk.call, mk.n_call);
     if (h < t->n) {
         size_t w = rtrim(t->s, h);
         enum st_status rc = put(t->emit, t->ctx, ST_REPLY_CONTENT, t->s, w, 0);
         p->pos += w;            /* the call keeps the dropped blanks, to give them back */
         p->state = S_TOOL;
-        tool_reset(p, h - w + LEN(call_open));
+        tool_reset(p, h - w + mk.n_call);
         t->more = true;
         return rc;
     }
-    size_t e = t->final ? t->n : rtrim(t->s, partial_tail(t->s, t->n, call_open, LEN(call_open)));
+    size_t e = t->final ? t->n : rtrim(t->s, partial_tail(t->s, t->n, mk.call, mk.n_call));
     p->pos += e;
     return put(t->emit, t->ctx, ST_REPLY_CONTENT, t->s, e, 0);
 }
 
-/* Advance the JSON scanner over body[scan..n). */
-static void scan_json(struct st_reply_parser *p, const char *b, size_t n)
+/* Advance the JSON scanner over body[scan..n). The value must be an object
+ * (or, with 'array', may be an array). */
+static void scan_json(struct st_reply_parser *p, const char *b, size_t n, bool array)
 {
     for (; p->scan < n && (p->jstate == J_BEFORE || p->jstate == J_IN); p->scan++) {
         char c = b[p->scan];
         if (p->jstate == J_BEFORE) {
             if (is_ws(c))
                 continue;
-            if (c != '{') {
+            if (c != '{' && !(array && c == '[')) {
                 p->jstate = J_BAD;
                 return;
             }
@@ -352,13 +388,196 @@ static enum st_status step_tool_xml(struct st_reply_parser *p, struct step *t)
     return t->final ? close_call(p, t, t->n, false) : ST_OK;
 }
 
+
+/* ---- Mistral calls (opts.mistral) ----------------------------------------- */
+
+/* Emit one call: name, then arguments (a JSON string value passed decoded). */
+static enum st_status emit_call(struct st_reply_parser *p, struct step *t, struct st_str name,
+                                bool name_is_json, struct st_str args)
+{
+    int32_t idx = p->n_calls++;
+    enum st_status rc;
+    size_t name_len;
+
+    if (p->opts.max_calls > 0 && idx >= p->opts.max_calls)
+        return ST_OK;
+    st_buf_reset(&p->scratch);
+    rc = name_is_json ? st_json_string_append(name, &p->scratch)
+                      : st_buf_append(&p->scratch, name.ptr, name.len);
+    name_len = p->scratch.len;
+    if (rc == ST_OK && st_json_type(args) == ST_JSON_STRING)
+        rc = st_json_string_append(args, &p->scratch);
+    else if (rc == ST_OK)
+        rc = st_buf_append(&p->scratch, args.ptr, args.len);
+    if (rc == ST_OK)
+        rc = put(t->emit, t->ctx, ST_REPLY_TOOL_START, p->scratch.data, name_len, idx);
+    if (rc == ST_OK)
+        rc = put(t->emit, t->ctx, ST_REPLY_TOOL_ARGS, p->scratch.data + name_len,
+                 p->scratch.len - name_len, idx);
+    return rc == ST_OK ? put(t->emit, t->ctx, ST_REPLY_TOOL_END, NULL, 0, idx) : rc;
+}
+
+/* One {"name": "..", "arguments": ..} element: its name and arguments. */
+static bool call_object(struct st_str obj, struct st_str *name, struct st_str *args)
+{
+    if (st_json_type(obj) != ST_JSON_OBJECT || !st_json_object_get(obj, "name", name) ||
+        st_json_type(*name) != ST_JSON_STRING || name->len <= 2)
+        return false;
+    if (!st_json_object_get(obj, "arguments", args) &&
+        !st_json_object_get(obj, "parameters", args)) {
+        args->ptr = "{}";
+        args->len = 2;
+    }
+    return true;
+}
+
+/* A JSON value with no name in front: an object (one call) or an array of
+ * them. Validated whole before anything is emitted. */
+static bool calls_valid(struct st_str v)
+{
+    struct st_str elem, name, args;
+    size_t pos = 0;
+    bool bad = false, any = false;
+
+    if (st_json_type(v) == ST_JSON_OBJECT)
+        return call_object(v, &name, &args);
+    while (st_json_array_next(v, &pos, &elem, &bad)) {
+        if (!call_object(elem, &name, &args))
+            return false;
+        any = true;
+    }
+    return any && !bad;
+}
+
+static enum st_status emit_calls(struct st_reply_parser *p, struct step *t, struct st_str v)
+{
+    struct st_str elem, name, args;
+    size_t pos = 0;
+    bool bad = false;
+    enum st_status rc = ST_OK;
+
+    if (st_json_type(v) == ST_JSON_OBJECT) {
+        (void)call_object(v, &name, &args);
+        return emit_call(p, t, name, true, args);
+    }
+    while (rc == ST_OK && st_json_array_next(v, &pos, &elem, &bad)) {
+        (void)call_object(elem, &name, &args);
+        rc = emit_call(p, t, name, true, args);
+    }
+    return rc;
+}
+
+/* The JSON value of the call closed at body[je]: judge and emit it, or give
+ * the span back as content. */
+static enum st_status close_mistral(struct st_reply_parser *p, struct step *t)
+{
+    const char *b = t->s + p->body;
+    struct st_str v, json = { b + p->js, p->je - p->js };
+    enum st_status rc;
+    bool named = p->ne > p->ns;
+
+    if (!st_json_value(json, &v) || (named ? st_json_type(v) != ST_JSON_OBJECT : !calls_valid(v)))
+        return close_call(p, t, p->body + p->je, false);
+    rc = named ? emit_call(p, t, (struct st_str){ b + p->ns, p->ne - p->ns }, false, v)
+               : emit_calls(p, t, v);
+    p->lead = true;
+    p->bare = false;
+    p->pos += p->body + p->je;
+    p->state = S_CONTENT;
+    t->more = true;
+    return rc;
+}
+
+static bool name_byte(char c)
+{
+    return !is_ws(c) && c != '"' && c != '\'' && c != '[' && c != ']' && c != '{' && c != '}' &&
+           c != '<' && c != '>';
+}
+
+/* Blanks, NAME and its tags up to the JSON: p->scan is the cursor. Returns
+ * 1 when the JSON starts at p->scan, 0 to wait, -1 malformed (give back up
+ * to p->scan). */
+static int mistral_head(struct st_reply_parser *p, const char *b, size_t n)
+{
+    static const char args[] = "[ARGS]", call_id[] = "[CALL_ID]";
+
+    while (p->scan < n) {
+        char c = b[p->scan];
+        size_t k = n - p->scan;
+        switch (p->mphase) {
+        case M_BLANK:
+            if (is_ws(c)) {
+                p->scan++;
+                break;
+            }
+            p->ns = p->ne = p->scan;
+            if (c == '[' || c == '{')
+                return 1;               /* no name: calls as JSON */
+            p->mphase = M_NAME;
+            break;
+        case M_NAME:
+        case M_ID:
+            if (c == '[' || (c == '{' && p->mphase == M_NAME)) {
+                if (p->mphase == M_NAME)
+                    p->ne = p->scan;
+                if (c == '{')
+                    return 1;           /* NAME{...}: no [ARGS] */
+                p->mphase = M_TAG;
+                break;
+            }
+            if (!name_byte(c) || p->scan - p->ns >= M_NAME_MAX)
+                return -1;
+            p->scan++;
+            break;
+        default:                        /* M_TAG, at '[' */
+            if (k >= LEN(args) && memcmp(b + p->scan, args, LEN(args)) == 0) {
+                p->scan += LEN(args);
+                return 1;
+            }
+            if (k >= LEN(call_id) && memcmp(b + p->scan, call_id, LEN(call_id)) == 0) {
+                p->scan += LEN(call_id);
+                p->mphase = M_ID;
+                break;
+            }
+            if (prefix_of(b + p->scan, k, args, LEN(args)) ||
+                prefix_of(b + p->scan, k, call_id, LEN(call_id)))
+                return 0;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static enum st_status step_tool_mistral(struct st_reply_parser *p, struct step *t)
+{
+    const char *b = t->s + p->body;
+    size_t n = t->n - p->body;
+
+    if (p->mphase != M_JSON) {
+        int h = mistral_head(p, b, n);
+        if (h < 0)
+            return close_call(p, t, p->body + p->scan, false);
+        if (h == 0)
+            return t->final ? close_call(p, t, t->n, false) : ST_OK;
+        p->mphase = M_JSON;
+    }
+    scan_json(p, b, n, p->ne == p->ns);
+    if (p->jstate == J_AFTER)
+        return close_mistral(p, t);
+    if (p->jstate == J_BAD)
+        return close_call(p, t, p->body + p->scan, false);
+    return t->final ? close_call(p, t, t->n, false) : ST_OK;
+}
+
 static enum st_status step_tool(struct st_reply_parser *p, struct step *t)
 {
+    if (p->opts.mistral && !p->bare)
+        return step_tool_mistral(p, t);
     if (p->opts.xml_calls && !p->bare)
         return step_tool_xml(p, t);
     const char *b = t->s + p->body;
     size_t n = t->n - p->body;
-    scan_json(p, b, n);
+    scan_json(p, b, n, false);
     if (p->bare) {
         size_t i = p->jstate == J_AFTER ? skip_ws(b, p->je, n) : 0;
         /* not a lone object: it is content, up to what follows it, which is
@@ -448,6 +667,25 @@ bool st_reply_prompt_wants_json_calls(const char *prompt, size_t len)
     static const char header[] = "<|start_header_id|>system<|end_header_id|>\n\n"
                                  "Environment: ipython\n";
     return prompt && memmem(prompt, len, header, LEN(header)) != NULL;
+}
+
+bool st_reply_prompt_is_mistral(const char *prompt, size_t len)
+{
+    static const char *const starts[] = { "[INST]", "[SYSTEM_PROMPT]", "[AVAILABLE_TOOLS]" };
+    size_t i, k;
+
+    if (!prompt)
+        return false;
+    if (len >= 3 && memcmp(prompt, "<s>", 3) == 0) {
+        prompt += 3;
+        len -= 3;
+    }
+    for (i = 0; i < ST_ARRAY_LEN(starts); i++) {
+        k = strlen(starts[i]);
+        if (len >= k && memcmp(prompt, starts[i], k) == 0)
+            return true;
+    }
+    return false;
 }
 
 bool st_reply_prompt_wants_xml_calls(const char *prompt, size_t len)

@@ -244,11 +244,22 @@ static const char *const eog_texts[] = {
     "<fim-sep>", "<|fim\xe2\x96\x81pad|>",
 };
 
+/* Control tokens a reply parser reads (Mistral's; Qwen's markers are
+ * USER_DEFINED and visible anyway). */
+static const char *const marker_texts[] = {
+    "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]",
+};
+
 static enum st_status build_eog(struct st_tok *tok)
 {
     size_t i;
     int32_t id;
 
+    for (i = 0; i < ST_ARRAY_LEN(marker_texts); i++) {
+        id = st_strmap_get(&tok->map, marker_texts[i], strlen(marker_texts[i]));
+        if (id >= 0 && (tok->flags[id] & ST_TOKF_SPECIAL))
+            tok->flags[id] |= ST_TOKF_MARKER;
+    }
     if (tok->eos >= 0)
         tok->flags[tok->eos] |= ST_TOKF_EOG;
     for (i = 0; i < ST_ARRAY_LEN(eog_texts); i++) {
@@ -278,6 +289,8 @@ static enum st_pretok parse_pre(const char *pre, bool *known)
         return ST_PRETOK_LLAMA3;
     if (!strcmp(pre, "gpt2") || !strcmp(pre, "gpt-2"))
         return ST_PRETOK_GPT2;
+    if (!strcmp(pre, "tekken"))
+        return ST_PRETOK_TEKKEN;
     *known = false;
     return ST_PRETOK_QWEN2;
 }
@@ -358,6 +371,11 @@ bool st_tok_is_eog(const struct st_tok *tok, int32_t id)
     return id >= 0 && id < tok->n_vocab && (tok->flags[id] & ST_TOKF_EOG);
 }
 
+bool st_tok_is_marker(const struct st_tok *tok, int32_t id)
+{
+    return id >= 0 && id < tok->n_vocab && (tok->flags[id] & ST_TOKF_MARKER);
+}
+
 const int32_t *st_tok_eog_ids(const struct st_tok *tok, size_t *n)
 {
     *n = tok->n_eog;
@@ -375,6 +393,7 @@ const char *st_tok_pre_name(const struct st_tok *tok)
     case ST_PRETOK_QWEN2:  return "qwen2";
     case ST_PRETOK_LLAMA3: return "llama-bpe";
     case ST_PRETOK_GPT2:   return "gpt2";
+    case ST_PRETOK_TEKKEN: return "tekken";
     }
     return "qwen2";
 }

@@ -167,6 +167,25 @@ bool st_uni_is_number(uint32_t cp)
     return in_ranges(st_uni_number, st_uni_number_len, cp);
 }
 
+uint8_t st_uni_case_class(uint32_t cp)
+{
+    size_t lo = 0, hi = st_uni_case_tab_len;
+
+    if (cp < 0x80)
+        return (cp >= 'A' && cp <= 'Z') ? ST_UNI_CASE_UP
+             : (cp >= 'a' && cp <= 'z') ? ST_UNI_CASE_LOW : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cp < st_uni_case_tab[mid].lo)
+            hi = mid;
+        else if (cp > st_uni_case_tab[mid].hi)
+            lo = mid + 1;
+        else
+            return st_uni_case_tab[mid].cls;
+    }
+    return 0;
+}
+
 /* The White_Space property (PropList.txt), which is what \s means in the
  * Oniguruma regexes of Hugging Face tokenizers and in llama.cpp. Stable
  * since Unicode 6.3. */

@@ -11,7 +11,10 @@
 //   - response_format json_object: greedy and seeded sampled replies are
 //     always a valid JSON prefix starting with '{', and a JSON object when
 //     they finish with "stop";
-//   - bad values are 400s naming the param, json_schema too.
+//   - response_format json_schema (and llama-server's top-level
+//     json_schema): replies are valid prefixes of a document of the schema,
+//     and such a document (JSON.parse + a small validator) when they stop;
+//   - bad values are 400s naming the param, unsupported schema keywords too.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -93,7 +96,10 @@ describe('penalties and logit_bias on a real model', () => {
       [{ logit_bias: { abc: 1 } }, 'logit_bias'],
       [{ logit_bias: { 5: 150 } }, 'logit_bias'],
       [{ logit_bias: { 100000: 1 } }, 'logit_bias'],   // past the vocabulary
-      [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }, 'response_format'],
+      // a keyword that cannot be enforced is refused, not ignored
+      [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a' } } } }, 'response_format'],
+      [{ response_format: { type: 'json_schema', json_schema: { schema: {} } } }, 'response_format'],   // no name
+      [{ json_schema: { type: 'integer', minimum: 0 } }, 'json_schema'],   // llama-server's field
     ];
     for (const [extra, param] of cases) {
       await assert.rejects(greedy(extra), (e) => {
@@ -178,6 +184,83 @@ describe('penalties and logit_bias on a real model', () => {
     assert.ok(cut.choices[0].text.startsWith('{'), cut.choices[0].text);
     assert.ok(jsonObjectPrefix(cut.choices[0].text), cut.choices[0].text);
     console.log(`json_object: ${stopped} of ${runs.length} runs closed their object`);
+  });
+
+  // A small validator for the subset the tests use.
+  function valid(schema, v, defs = schema.$defs) {
+    if (schema.$ref) return valid(defs[schema.$ref.split('/').pop()], v, defs);
+    if (schema.anyOf) return schema.anyOf.some((m) => valid(m, v, defs));
+    if (schema.enum) return schema.enum.includes(v);
+    const t = v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
+    const types = [].concat(schema.type);
+    if (t === 'number' && Number.isInteger(v) && types.includes('integer')) return true;
+    if (!types.includes(t)) return false;
+    if (t === 'array') {
+      return v.length >= (schema.minItems ?? 0) && v.length <= (schema.maxItems ?? Infinity) &&
+        v.every((x) => valid(schema.items ?? {}, x, defs));
+    }
+    if (t !== 'object') return true;
+    const props = schema.properties ?? {};
+    return (schema.required ?? []).every((k) => k in v) &&
+      Object.entries(v).every(([k, x]) => (k in props ? valid(props[k], x, defs)
+        : schema.additionalProperties !== false));
+  }
+
+  const personSchema = {
+    type: 'object',
+    properties: {
+      color: { enum: ['red', 'green', 'blue'] },
+      n: { type: 'integer' },
+      ok: { type: 'boolean' },
+      tags: { type: 'array', items: { $ref: '#/$defs/tag' }, maxItems: 2 },
+      note: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+    },
+    required: ['color', 'n', 'ok', 'tags', 'note'],
+    additionalProperties: false,
+    $defs: { tag: { type: 'string', enum: ['a', 'b'] } },
+  };
+
+  test('response_format json_schema: replies follow the schema (chat, completions, llama-server field)', async () => {
+    // The random tiny model writes digits and blanks forever unless pushed:
+    // ',', '}' and ']' get a bias so documents close; the mask decides.
+    const [comma, close, closeArr] = [await tokenId(','), await tokenId('}'), await tokenId(']')];
+    const logit_bias = { [comma]: 6, [close]: 6, [closeArr]: 6 };
+    const response_format = { type: 'json_schema', json_schema: { name: 'person', strict: true, schema: personSchema } };
+    let stopped = 0;
+    for (const extra of [{ temperature: 0 }, { temperature: 1, seed: 3 }, { temperature: 1, seed: 4 }]) {
+      const r = await client.chat.completions.create({
+        model: 'tiny', messages, max_tokens: 400, response_format, logit_bias, ...extra,
+      });
+      const c = r.choices[0];
+      assert.ok(['stop', 'length'].includes(c.finish_reason), c.finish_reason);
+      assert.ok(c.message.content.startsWith('{'), c.message.content);
+      if (c.finish_reason === 'stop') {
+        stopped++;
+        const v = JSON.parse(c.message.content);
+        assert.ok(valid(personSchema, v), `not valid: ${c.message.content}`);
+      }
+    }
+    const comp = await client.completions.create({
+      model: 'tiny', prompt: 'hello', temperature: 0, max_tokens: 400, logit_bias, response_format,
+    });
+    assert.ok(comp.choices[0].text.startsWith('{'), comp.choices[0].text);
+    if (comp.choices[0].finish_reason === 'stop') {
+      stopped++;
+      assert.ok(valid(personSchema, JSON.parse(comp.choices[0].text)), comp.choices[0].text);
+    }
+    // llama-server's top-level field, on a schema every reply can finish (the
+    // tiny model spends many tokens on blanks: up to ST_JSON_SCHEMA_MAX_WS a gap)
+    const small = { type: 'object', properties: { ok: { type: 'boolean' }, c: { enum: ['x', 'y'] } },
+                    required: ['ok', 'c'], additionalProperties: false };
+    const r = await postJSON(srv, '/v1/completions', {
+      model: 'tiny', prompt: 'hello', temperature: 0, max_tokens: 300, json_schema: small,
+    });
+    assert.equal(r.status, 200, r.text);
+    const t = r.json.choices[0].text;
+    assert.equal(r.json.choices[0].finish_reason, 'stop', t);
+    assert.ok(valid(small, JSON.parse(t)), t);
+    console.log(`json_schema: ${stopped} of 4 replies stopped; e.g. ${t}`);
+    assert.ok(stopped >= 1);
   });
 
   test('response_format json_object: a closed object ends with "stop" and parses', async () => {

@@ -222,3 +222,58 @@ describe('--reasoning-format none, and per-model replies from the config', () =>
     assert.equal(r.json.error.param, 'tool_choice');
   });
 });
+
+// Mistral's format (reply_parse.h, opts.mistral): the server picks it when
+// the rendered prompt is a Mistral one. The sim's "template" joins the
+// messages' contents, so a user message that starts with [INST] makes the
+// prompt look like one.
+describe('Mistral replies: [THINK], [TOOL_CALLS]name[ARGS]{...} and the JSON-array form', () => {
+  const MISTRAL = '[THINK]Two calls.[/THINK]Checking. [TOOL_CALLS]get_weather[ARGS]'
+    + '{"city": "Paris", "note": "[TOOL_CALLS] } \\"q\\""}[TOOL_CALLS]get_time[ARGS]{"tz": "Europe/Paris"}';
+  const V7 = '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris", "note": "[TOOL_CALLS] } \\"q\\""}, '
+    + '"id": "abcdefghi"}, {"name": "get_time", "arguments": "{\\"tz\\": \\"Europe/Paris\\"}"}]';
+  const mmsgs = [{ role: 'user', content: '[INST]weather and time in Paris please[/INST]' }];
+  let srv, client, dir;
+  const checkMistral = (calls) => {
+    assert.equal(calls.length, 2);
+    assert.match(calls[0].id, ID);
+    assert.equal(calls[0].function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(calls[0].function.arguments), { city: 'Paris', note: '[TOOL_CALLS] } "q"' });
+    assert.equal(calls[1].function.name, 'get_time');
+    assert.deepEqual(JSON.parse(calls[1].function.arguments), { tz: 'Europe/Paris' });
+  };
+  before(async () => {
+    dir = mkdtempSync(`${tmpdir()}/strata-mistral-`);
+    writeFileSync(`${dir}/models.yaml`, [        // JSON strings are YAML double-quoted scalars
+      'models:',
+      '  - name: v11',
+      `    path: ${JSON.stringify(`reply:${MISTRAL}`)}`,
+      '  - name: v7',
+      `    path: ${JSON.stringify(`reply:${V7}`)}`,
+      '',
+    ].join('\n'));
+    srv = await startServer(['--config', `${dir}/models.yaml`, '--sim-decode-tps', '2000']);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => { await srv.stop(); rmSync(dir, { recursive: true, force: true }); });
+
+  test('[ARGS] calls with [THINK] reasoning, streamed and not', async () => {
+    const r = await client.chat.completions.create({ model: 'v11', messages: mmsgs, tools });
+    const m = r.choices[0].message;
+    assert.equal(r.choices[0].finish_reason, 'tool_calls');
+    assert.equal(m.content, 'Checking.');
+    assert.equal(m.reasoning_content, 'Two calls.');
+    checkMistral(m.tool_calls);
+    const final = await client.chat.completions.stream({ model: 'v11', messages: mmsgs, tools }).finalChatCompletion();
+    checkMistral(final.choices[0].message.tool_calls);
+  });
+
+  test('the v7 JSON-array form; without the Mistral prompt the markers are text', async () => {
+    const r = await client.chat.completions.create({ model: 'v7', messages: mmsgs, tools });
+    checkMistral(r.choices[0].message.tool_calls);
+    assert.equal(r.choices[0].message.content, null);
+    const plain = await client.chat.completions.create({ model: 'v7', messages, tools });
+    assert.equal(plain.choices[0].message.tool_calls, undefined);
+    assert.equal(plain.choices[0].message.content, V7);
+  });
+});

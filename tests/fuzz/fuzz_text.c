@@ -14,13 +14,17 @@
  *      the detokenizer gives the same text whatever the chunking, always
  *      valid UTF-8; the stop matcher sends exactly the text before the first
  *      stop string and never a whole stop string.
- *   3  reply parser: byte 1 picks the options (xml_calls included, with a
- *      fixed tools schema) and seeds the chunk sizes;
+ *   3  reply parser: byte 1 picks the options (xml_calls and the Mistral
+ *      markers included, with a fixed tools schema) and seeds the chunk sizes;
  *      the rest, parsed whole and parsed in chunks, must give the same
  *      reasoning, content and calls, in a sane event order.
  *   4  JSON-mode validator (json_prefix.h) against the span reader of the
  *      chat templates (json.c): a text the validator calls complete must
  *      read as one JSON object there; once invalid it stays invalid.
+ *   5  (byte 0 >= 240) json_schema (json_schema.h): "schema 0x1F document";
+ *      the compiler fails with a message or compiles; the validator stays
+ *      invalid once invalid, its state copies answer alike, and a document
+ *      it calls complete reads as one JSON value.
  * Besides these checks: no crash, no leak, no UB.
  */
 #include <stdbool.h>
@@ -33,6 +37,8 @@
 #include "strata/chat.h"
 #include "strata/detok.h"
 #include "strata/json_prefix.h"
+#include "strata/log.h"
+#include "strata/json_schema.h"
 #include "strata/reply_parse.h"
 #include "strata/stop.h"
 #include "strata/tokenizer.h"
@@ -145,7 +151,8 @@ static void fuzz_chat(const char *in, size_t len)
     static const enum st_chat_kind kinds[] = { ST_CHAT_CHATML, ST_CHAT_QWEN3, ST_CHAT_QWEN25,
                                                ST_CHAT_LLAMA3, ST_CHAT_LLAMA31,
                                                ST_CHAT_MISTRAL, ST_CHAT_GEMMA,
-                                               ST_CHAT_QWEN3_CODER };
+                                               ST_CHAT_QWEN3_CODER, ST_CHAT_MISTRAL_V7,
+                                               ST_CHAT_MISTRAL_V11 };
     struct st_chat_msg msgs[MAX_MSGS];
     struct st_chat_req req;
     const char *p = in, *end = in + len;
@@ -175,6 +182,18 @@ static void fuzz_chat(const char *in, size_t len)
     req.n_msgs = n;
     req.add_generation_prompt = len & 1;
     req.enable_thinking = (int)(len % 3) - 1;
+    /* the input itself as a template source: recognition and the Mistral
+     * default-system scanner read whatever a GGUF carries */
+    {
+        struct st_chat_tmpl t;
+        struct st_buf out = { 0 };
+        struct st_err err = { 0 };
+        st_log_set_level(ST_LOG_ERROR);
+        st_chat_tmpl_init(&t, in, len, "<s>", "</s>", "fuzz");
+        if (st_chat_render(&t, &req, &out, &err) == ST_ERR_INVALID && err.msg[0] == '\0')
+            abort();
+        st_buf_fini(&out);
+    }
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
         struct st_chat_tmpl t;
         memset(&t, 0, sizeof(t));
@@ -182,6 +201,10 @@ static void fuzz_chat(const char *in, size_t len)
         t.known = true;
         t.thinking_flag = true;
         t.date_today = len & 2;
+        t.tools_last_user = len & 4;
+        t.has_default_system = len & 8;
+        strcpy(t.mistral_system, "Default, today \x01.");
+        strcpy(t.mistral_tools_prompt, "Call tools.");
         strcpy(t.bos, "<s>");
         strcpy(t.eos, "</s>");
         struct st_buf out = { 0 };
@@ -347,7 +370,8 @@ static void fuzz_reply(const uint8_t *in, size_t len)
     struct st_reply_opts o = { .reasoning = in[0] & 1, .tools = in[0] & 2,
                                .in_reasoning = (in[0] & 5) == 5, .max_calls = (in[0] >> 3) & 1,
                                .bare_json_calls = in[0] & 16, .xml_calls = in[0] & 32,
-                               .tools_json = { tools, sizeof(tools) - 1 } };
+                               .tools_json = { tools, sizeof(tools) - 1 },
+                               .mistral = in[0] & 64 };
     struct flat whole, chunked;
     parse_reply(&o, (const char *)in + 1, len - 1, 0, &whole);
     parse_reply(&o, (const char *)in + 1, len - 1, 1u + (in[0] >> 5), &chunked);
@@ -377,17 +401,54 @@ static void fuzz_json_prefix(const char *text, size_t len)
         abort();              /* called complete, but not one JSON object */
 }
 
+/* ---- 5: the json_schema compiler and validator -------------------------- */
+
+/* "schema 0x1F document": the schema must compile or fail with a message;
+ * when it compiles, the document goes in byte by byte (invalid stays
+ * invalid, a copy of the state answers as the state does) and a document
+ * called complete must read as one JSON value. */
+static void fuzz_json_schema(const char *text, size_t len)
+{
+    const char *sep = memchr(text, FIELD_SEP, len);
+    size_t n = sep ? (size_t)(sep - text) : len;
+    struct st_json_schema *s = NULL;
+    struct st_err err = { 0 };
+    if (st_json_schema_compile(text, n, &s, &err) != ST_OK) {
+        if (s || !err.msg[0])
+            abort();          /* a failure leaves nothing and says why */
+        return;
+    }
+    const char *doc = sep ? sep + 1 : "";
+    size_t dn = sep ? len - n - 1 : 0;
+    static struct st_json_schema_state st, cp;
+    st_json_schema_state_init(&st, s);
+    bool valid = true;
+    for (size_t i = 0; i < dn; i++) {
+        st_json_schema_state_copy(&cp, &st);
+        bool ok = st_json_schema_push(&st, (unsigned char)doc[i]);
+        if ((!valid && ok) || st_json_schema_push(&cp, (unsigned char)doc[i]) != ok ||
+            st_json_schema_complete(&cp) != st_json_schema_complete(&st))
+            abort();          /* sticky, and copies behave alike */
+        valid = ok;
+    }
+    struct st_str whole = { doc, dn }, v;
+    if (valid && st_json_schema_complete(&st) && !st_json_value(whole, &v))
+        abort();              /* called complete, but not one JSON value */
+    st_json_schema_unref(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
     const char *text = (const char *)data + 1;
-    switch (data[0] % 5) {
+    switch (data[0] >= 240 ? 5 : data[0] % 5) {   /* 240..255: the schema (seeds kept) */
     case 0: fuzz_tokenize(text, size - 1); break;
     case 1: fuzz_chat(text, size - 1); break;
     case 2: fuzz_stream(data + 1, size - 1); break;
     case 3: fuzz_reply(data + 1, size - 1); break;
-    default: fuzz_json_prefix(text, size - 1); break;
+    case 4: fuzz_json_prefix(text, size - 1); break;
+    default: fuzz_json_schema(text, size - 1); break;
     }
     return 0;
 }

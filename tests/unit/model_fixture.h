@@ -33,16 +33,17 @@ static inline const char *fixture_make_model(char *path, size_t cap, const char 
 
 /* A batching scheduler and one CPU engine serving the model at 'path' on a
  * manual clock: np slots of 256 tokens, ubatch 64, 2 threads, MTP drafting
- * up to mtp_draft tokens when mtp_draft > 0. Stepped by the test
- * (st_engine_pool_step), never by threads. */
+ * up to mtp_draft tokens when mtp_draft > 0, n-gram drafting (--spec
+ * ngram, n 2..4) up to ngram_draft tokens when ngram_draft > 0. Stepped
+ * by the test (st_engine_pool_step), never by threads. */
 struct fixture_pool {
     struct st_clock_manual clk;
     struct st_sched       *sched;
     struct st_engine_pool *pool;
 };
 
-static inline void fixture_pool_start(struct fixture_pool *f, const char *path, int32_t np,
-                                      int32_t mtp_draft)
+static inline void fixture_pool_start_spec(struct fixture_pool *f, const char *path,
+                                           int32_t np, int32_t mtp_draft, int32_t ngram_draft)
 {
     st_clock_manual_init(&f->clk, 0);
     struct st_sched_config sc;
@@ -60,12 +61,21 @@ static inline void fixture_pool_start(struct fixture_pool *f, const char *path, 
     pc.ubatch = 64;
     pc.mtp = mtp_draft > 0;
     pc.mtp_draft = mtp_draft > 0 ? mtp_draft : 1;
+    pc.ngram = ngram_draft > 0;
+    if (ngram_draft > 0)
+        pc.spec_draft = ngram_draft;
     struct st_err err = { 0 };
     f->sched = NULL;
     f->pool = NULL;
     ck_assert(st_sched_new(&sc, &f->clk.clock, &f->sched, &err) == ST_OK);
     ck_assert_msg(st_engine_pool_new(&pc, f->sched, &f->clk.clock, &f->pool, &err) == ST_OK,
                   "%s", err.msg);
+}
+
+static inline void fixture_pool_start(struct fixture_pool *f, const char *path, int32_t np,
+                                      int32_t mtp_draft)
+{
+    fixture_pool_start_spec(f, path, np, mtp_draft, 0);
 }
 
 /* Step until no engine has work left (or a step budget says it is stuck). */

@@ -2,6 +2,7 @@
  * conversations, the errors templates raise, and the tojson re-serializer.
  * Output equality with real Jinja is checked by tests/e2e/tokenizer_ref. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -67,6 +68,12 @@ START_TEST(test_chat_recognizes_templates)
         { "'[INST] ' + content + '[/INST]'", ST_CHAT_MISTRAL },
         { "<start_of_turn>model", ST_CHAT_GEMMA },
         { qwen3coder_src, ST_CHAT_QWEN3_CODER },
+        { "'[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' [INST] [TOOL_CALLS] [",
+          ST_CHAT_MISTRAL_V7 },
+        { "[SYSTEM_PROMPT] [INST] (Small 3 2501: no tools)", ST_CHAT_MISTRAL_V7 },
+        { "[SYSTEM_PROMPT] [INST] '[TOOL_CALLS]' + name + '[ARGS]' + arguments",
+          ST_CHAT_MISTRAL_V11 },
+        { "[INST] '[TOOL_CALLS]' + name + '[ARGS]' (no system prompt)", ST_CHAT_MISTRAL_V11 },
     };
     size_t i;
 
@@ -279,6 +286,179 @@ START_TEST(test_chat_errors)
 }
 END_TEST
 
+/* Mistral v7: default system message read from the template (concatenated
+ * literals, escapes, today's date), tools before the last user message
+ * printed by hand, calls with the last 9 characters of their ids. */
+START_TEST(test_chat_mistral_v7)
+{
+    static const char src[] =
+        "{%- set today = strftime_now(\"%Y-%m-%d\") %}\n"
+        "{%- set default_system_message = \"Sys \\\"q\\\"\\n\" + today + 'x\\'y\\\n' %}\n"
+        "{%- set parallel_tool_prompt = \"Call tools.\" %}\n"
+        "{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }} [TOOL_CALLS] [";
+    struct st_chat_msg m[6];
+    struct st_buf out;
+    struct st_err err = { 0 };
+    struct st_chat_tmpl t;
+    char today[32], want[512];
+    time_t now = time(NULL);
+    struct tm tm;
+
+    st_chat_tmpl_init(&t, src, strlen(src), "<s>", "</s>", "m");
+    ck_assert_int_eq(t.kind, ST_CHAT_MISTRAL_V7);
+    ck_assert(t.has_default_system && t.tools_last_user);
+    ck_assert_str_eq(t.mistral_tools_prompt, "Call tools.");
+    ck_assert(localtime_r(&now, &tm) && strftime(today, sizeof(today), "%Y-%m-%d", &tm));
+    m[0] = msg("user", "hi");
+    ck_assert_int_eq(render(src, m, 1, NULL, -1, &out, &err), ST_OK);
+    snprintf(want, sizeof(want),
+             "<s>[SYSTEM_PROMPT]Sys \"q\"\n%sx'y[/SYSTEM_PROMPT][INST]hi[/INST]", today);
+    ck_assert_str_eq(out.data, want);
+    st_buf_fini(&out);
+
+    m[0] = msg("system", "S");
+    m[1] = msg("user", "a");
+    m[2] = msg("assistant", "b");
+    m[3] = msg("user", "c");
+    m[4] = msg("assistant", "");
+    m[4].tool_calls = st_str_c("[{\"id\": \"call_123456789\", \"function\": {\"name\": \"f\", "
+                               "\"arguments\": \"{\\\"x\\\":1}\"}}]");
+    m[5] = msg("tool", "{\"r\": 2}");
+    m[5].tool_call_id = st_str_c("call_123456789");
+    ck_assert_int_eq(render(src, m, 6,
+                            "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":"
+                            "\"say \\\"hi\\\"\",\"parameters\":{\"type\":\"object\"},"
+                            "\"return\":1}}]",
+                            -1, &out, &err), ST_OK);
+    ck_assert_str_eq(out.data,
+        "<s>[SYSTEM_PROMPT]Call tools.\n\nS[/SYSTEM_PROMPT][INST]a[/INST]b</s>"
+        "[AVAILABLE_TOOLS] [{\"type\": \"function\", \"function\": {\"name\": \"f\", "
+        "\"description\": \"say \"hi\"\", \"parameters\": {\"type\": \"object\"}}}]"
+        "[/AVAILABLE_TOOLS][INST]c[/INST][TOOL_CALLS] [{\"name\": \"f\", "
+        "\"arguments\": {\"x\": 1}, \"id\": \"123456789\"}]</s>"
+        "[TOOL_RESULTS] {\"content\": {\"r\": 2}, \"call_id\": \"123456789\"}[/TOOL_RESULTS]");
+    st_buf_fini(&out);
+
+    m[5].tool_call_id = st_str_c("short");               /* ids need 9 characters */
+    ck_assert_int_eq(render(src, m, 6, NULL, -1, &out, &err), ST_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "message 5"));
+    st_buf_fini(&out);
+    m[2] = msg("developer", "x");
+    ck_assert_int_eq(render(src, m, 4, NULL, -1, &out, &err), ST_ERR_INVALID);
+    st_buf_fini(&out);
+}
+END_TEST
+
+/* Mistral v11: [TOOL_CALLS]name[ARGS]args, results without ids, tools after
+ * the system prompt or before the last user message. */
+START_TEST(test_chat_mistral_v11)
+{
+    static const char after_sys[] =
+        "{%- set default_system_message = '' %}[SYSTEM_PROMPT] '[TOOL_CALLS]' + n + '[ARGS]'";
+    static const char last_user[] =
+        "{%- set default_system_message = 'D {today}' %}\n[SYSTEM_PROMPT] [TOOL_CALLS] [ARGS] "
+        "{%- if message == user_messages[-1] %}";
+    struct st_chat_msg m[6];
+    struct st_buf out;
+    struct st_err err = { 0 };
+    const char *tools = "[{\"type\": \"function\", \"function\": {\"name\": \"g\"}}]";
+
+    m[0] = msg("user", "a");
+    m[1] = msg("assistant", "ok");
+    m[1].tool_calls = st_str_c("[{\"id\": \"1\", \"function\": {\"name\": \"g\", "
+                               "\"arguments\": \"\"}}, {\"id\": \"2\", \"function\": "
+                               "{\"name\": \"g\", \"arguments\": {\"k\": [1]}}}]");
+    m[2] = msg("tool", "r1");
+    m[3] = msg("tool", "r2");
+    m[4] = msg("assistant", "done");
+    m[5] = msg("user", "b");
+    ck_assert_int_eq(render(after_sys, m, 6, tools, -1, &out, &err), ST_OK);
+    ck_assert_str_eq(out.data,
+        "<s>[AVAILABLE_TOOLS][{\"type\": \"function\", \"function\": {\"name\": \"g\"}}]"
+        "[/AVAILABLE_TOOLS]"
+        "[INST]a[/INST]ok[TOOL_CALLS]g[ARGS]{}[TOOL_CALLS]g[ARGS]{\"k\": [1]}</s>"
+        "[TOOL_RESULTS]r1[/TOOL_RESULTS][TOOL_RESULTS]r2[/TOOL_RESULTS]done</s>[INST]b[/INST]");
+    st_buf_fini(&out);
+    ck_assert_int_eq(render(last_user, m, 6, tools, -1, &out, &err), ST_OK);
+    ck_assert_str_eq(out.data,
+        "<s>[SYSTEM_PROMPT]D {today}[/SYSTEM_PROMPT][INST]a[/INST]ok[TOOL_CALLS]g[ARGS]{}"
+        "[TOOL_CALLS]g[ARGS]{\"k\": [1]}</s>[TOOL_RESULTS]r1[/TOOL_RESULTS][TOOL_RESULTS]r2"
+        "[/TOOL_RESULTS]done</s>[AVAILABLE_TOOLS][{\"type\": \"function\", \"function\": "
+        "{\"name\": \"g\"}}][/AVAILABLE_TOOLS][INST]b[/INST]");
+    st_buf_fini(&out);
+    /* alternation: two user messages in a row; an empty assistant turn */
+    m[1] = msg("user", "again");
+    ck_assert_int_eq(render(after_sys, m, 2, NULL, -1, &out, &err), ST_ERR_INVALID);
+    st_buf_fini(&out);
+    m[1] = msg("assistant", "");
+    ck_assert_int_eq(render(after_sys, m, 2, NULL, -1, &out, &err), ST_ERR_INVALID);
+    st_buf_fini(&out);
+}
+END_TEST
+
+/* The default-system scanner on odd template text: whatever it cannot read
+ * leaves no default (and never reads past the source). */
+START_TEST(test_chat_mistral_scan_edges)
+{
+    static const char *const bad[] = {
+        "[SYSTEM_PROMPT] {%- set default_system_message = 'unterminated",
+        "[SYSTEM_PROMPT] {%- set default_system_message = 'a' + ",
+        "[SYSTEM_PROMPT] {%- set default_system_message = 'a' ~ 'b' %}",
+        "[SYSTEM_PROMPT] {%- set default_system_message = foo %}",
+        "[SYSTEM_PROMPT] {%- set default_system_message = 'a' ",
+        "[SYSTEM_PROMPT] {%- set default_system_message = tod",
+    };
+    struct st_chat_tmpl t;
+    struct st_chat_msg m = msg("user", "u");
+    struct st_buf out;
+    struct st_err err = { 0 };
+    char *big;
+    size_t i, n = 20000;
+
+    for (i = 0; i < ST_ARRAY_LEN(bad); i++) {
+        st_chat_tmpl_init(&t, bad[i], strlen(bad[i]), "<s>", "</s>", "m");
+        ck_assert_int_eq(t.kind, ST_CHAT_MISTRAL_V7);
+        ck_assert_msg(!t.has_default_system && t.mistral_system[0] == '\0', "%s", bad[i]);
+    }
+    /* "\t", an unknown escape kept as written, and no default: "[SYSTEM_PROMPT]" empty */
+    {
+        static const char esc[] =
+            "[SYSTEM_PROMPT] {% set default_system_message = \"a\\tb\\qc\" -%}";
+        st_chat_tmpl_init(&t, esc, strlen(esc), "<s>", "</s>", "m");
+    }
+    ck_assert(t.has_default_system);
+    ck_assert_str_eq(t.mistral_system, "a\tb\\qc");
+    ck_assert_int_eq(render(bad[0], &m, 1, NULL, -1, &out, &err), ST_OK);
+    ck_assert_str_eq(out.data, "<s>[SYSTEM_PROMPT][/SYSTEM_PROMPT][INST]u[/INST]");
+    st_buf_fini(&out);
+    /* longer than the buffer: dropped */
+    big = malloc(n + 100);
+    ck_assert_ptr_nonnull(big);
+    i = (size_t)snprintf(big, 100, "[SYSTEM_PROMPT] {%%- set default_system_message = '");
+    memset(big + i, 'x', n);
+    strcpy(big + i + n, "' %}");
+    st_chat_tmpl_init(&t, big, strlen(big), "<s>", "</s>", "m");
+    ck_assert(!t.has_default_system);
+    free(big);
+    /* malformed tools / tool_calls JSON are refused; null means none */
+    ck_assert_int_eq(render(bad[0], &m, 1, "{\"not\": \"an array\"}", -1, &out, &err),
+                     ST_ERR_INVALID);
+    st_buf_fini(&out);
+    ck_assert_int_eq(render(bad[0], &m, 1, "null", -1, &out, &err), ST_OK);
+    st_buf_fini(&out);
+    struct st_chat_msg two[2] = { msg("user", "u"), msg("assistant", "a") };
+    two[1].tool_calls = st_str_c("[{oops");
+    ck_assert_int_eq(render(bad[0], two, 2, NULL, -1, &out, &err), ST_ERR_INVALID);
+    st_buf_fini(&out);
+    ck_assert_int_eq(render("[TOOL_CALLS] [ARGS]", two, 2, NULL, -1, &out, &err), ST_ERR_INVALID);
+    st_buf_fini(&out);
+    two[1].tool_calls = st_str_c("null");
+    ck_assert_int_eq(render("[TOOL_CALLS] [ARGS]", two, 2, NULL, -1, &out, &err), ST_OK);
+    ck_assert_str_eq(out.data, "<s>[INST]u[/INST]a</s>");
+    st_buf_fini(&out);
+}
+END_TEST
+
 START_TEST(test_chat_tojson)
 {
     struct st_str v;
@@ -379,6 +559,9 @@ static Suite *chat_suite(void)
     tcase_add_test(tc, test_chat_qwen3coder_python_values);
     tcase_add_test(tc, test_chat_simple_renderers);
     tcase_add_test(tc, test_chat_errors);
+    tcase_add_test(tc, test_chat_mistral_v7);
+    tcase_add_test(tc, test_chat_mistral_v11);
+    tcase_add_test(tc, test_chat_mistral_scan_edges);
     tcase_add_test(js, test_chat_tojson);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, js);

@@ -108,6 +108,7 @@ START_TEST(test_config_every_key_sets_its_field)
         "host: 0.0.0.0\nport: 0\nbody_limit: 512k\nmax_queue: 100\nhttp_threads: 4\n"
         "priority_order: low-first\nbackend: sim\ngpus: [0, 2]\nbatch: yes\nparallel: 8\n"
         "ctx_size: 8192\nubatch: 256\nthreads: 3\nbatch_mtp: true\nmtp_draft: 2\n"
+        "spec: ngram\nspec_ngram_min: 3\nspec_ngram_max: 5\nspec_draft: 16\n"
         "give_way_tokens: 1000\nyields_max: 2\n"
         "routing:\n  scheduler:\n    use: fifo\n    settings:\n      serial:\n"
         "        agingDivisor: 0.5\n        swapAffinityBonus: 0\n      fifo: {}\n"
@@ -138,6 +139,10 @@ START_TEST(test_config_every_key_sets_its_field)
     ck_assert_int_eq(c.ubatch, 256);
     ck_assert_int_eq(c.threads, 3);
     ck_assert_int_eq(c.mtp_draft, 2);
+    ck_assert_int_eq(c.spec, ST_CFG_SPEC_NGRAM);
+    ck_assert_int_eq(c.spec_ngram_min, 3);
+    ck_assert_int_eq(c.spec_ngram_max, 5);
+    ck_assert_int_eq(c.spec_draft, 16);
     ck_assert_int_eq(c.give_way_tokens, 1000);
     ck_assert_int_eq(c.yields_max, 2);
     ck_assert_int_eq(c.scheduler, ST_CFG_SCHED_FIFO);
@@ -151,7 +156,8 @@ START_TEST(test_config_every_key_sets_its_field)
     ck_assert_int_eq(c.log_level, ST_LOG_DEBUG);
     /* Where each came from, for later messages; nothing was a flag. */
     ck_assert_int_eq(c.line[ST_OPT_HOST], 1);
-    ck_assert_int_eq(c.line[ST_OPT_AGING_DIVISOR], 23);
+    ck_assert_int_eq(c.line[ST_OPT_AGING_DIVISOR], 27);
+    ck_assert_int_eq(c.line[ST_OPT_SPEC_DRAFT], 19);
     ck_assert_int_eq(c.line[ST_OPT_MODEL], 0);
     ck_assert(c.given == 0);
     st_config_fini(&c);
@@ -266,6 +272,12 @@ START_TEST(test_config_bad_enums)
                     "routing.scheduler.use: expected one of serial, fifo, got \"lifo\"");
     tc_expect_error("log_format: xml\n", "log_format: expected one of text, json");
     tc_expect_error("log_level: loud\n", "log_level: expected one of debug, info, warn, error");
+    tc_expect_error("spec: eagle\n", "spec: expected one of none, ngram, got \"eagle\"");
+    tc_expect_error("spec_draft: 17\n", "spec_draft: expected an integer 1..16");
+    tc_expect_error("spec_ngram_max: 9\n", "spec_ngram_max: expected an integer 1..8");
+    /* a cross-field check of resolve: the lengths must make a range */
+    tc_expect_error("spec_ngram_min: 5\nspec_ngram_max: 3\n",
+                    "spec_ngram_min 5 is above spec_ngram_max 3");
 }
 END_TEST
 

@@ -88,7 +88,8 @@ START_TEST(test_config_cli_every_flag)
         "--shutdown-timeout", "20",
         "--priority-order", "low-first", "--backend", "sim",
         "--gpus", "0,1,2", "-np", "6", "--batch", "-c", "2048", "--ubatch", "128", "-t", "5",
-        "--batch-mtp", "--mtp-draft", "3", "--scheduler", "fifo", "--aging-divisor", "30",
+        "--batch-mtp", "--mtp-draft", "3", "--spec", "ngram", "--spec-ngram-min", "1",
+        "--spec-ngram-max", "6", "--spec-draft", "12", "--scheduler", "fifo", "--aging-divisor", "30",
         "--swap-affinity-bonus", "5", "--give-way-tokens", "4096", "--yields-max", "1",
         "--sim-reply", "<think>x</think>", "--reasoning-format", "none",
         "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5", "--sim-load-seconds", "1.5",
@@ -120,6 +121,10 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.ubatch, 128);
     ck_assert_int_eq(c.threads, 5);
     ck_assert_int_eq(c.mtp_draft, 3);
+    ck_assert_int_eq(c.spec, ST_CFG_SPEC_NGRAM);
+    ck_assert_int_eq(c.spec_ngram_min, 1);
+    ck_assert_int_eq(c.spec_ngram_max, 6);
+    ck_assert_int_eq(c.spec_draft, 12);
     ck_assert_int_eq(c.scheduler, ST_CFG_SCHED_FIFO);
     ck_assert(c.aging_divisor_s == 30);
     ck_assert_int_eq(c.swap_affinity_bonus, 5);
@@ -393,7 +398,8 @@ START_TEST(test_config_cli_help_texts)
         "--cors-origins LIST", "--sse-keepalive S", "--shutdown-timeout S",
         "--priority-order high-first|low-first", "--backend auto|sim|cpu|cuda", "--gpus LIST",
         "-np, --parallel N", "--batch ", "-c, --ctx-size N", "--ubatch N", "-t, --threads N",
-        "--batch-mtp ", "--mtp-draft N", "--scheduler serial|fifo", "--aging-divisor S",
+        "--batch-mtp ", "--mtp-draft N", "--spec none|ngram", "--spec-ngram-min N",
+        "--spec-ngram-max N", "--spec-draft N", "--scheduler serial|fifo", "--aging-divisor S",
         "--swap-affinity-bonus N", "--give-way-tokens N", "--yields-max N", "--sim-prompt-tps N",
         "--sim-decode-tps N", "--sim-load-seconds S", "--sim-tokens N", "--sim-reply TEXT",
         "--reasoning-format deepseek|none",

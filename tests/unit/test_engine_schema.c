@@ -1,0 +1,332 @@
+/* test_engine_schema.c -- response_format json_schema in the sampler and
+ * through the real engine loop:
+ *
+ *   - on a small hand-made vocabulary, along random walks, the mask
+ *     (json_mask.c: first-byte table, string and whitespace fast paths,
+ *     walks) allows exactly the tokens a brute-force feed of each token's
+ *     bytes into the validator allows, for several schemas (objects,
+ *     enums, anyOf, $ref recursion, a top-level number);
+ *   - sampled runs on random logits only build valid prefixes, end only on
+ *     a complete document, and many complete;
+ *   - the CPU model runner (tiny synthetic model) generates under a schema:
+ *     every text is a valid prefix, complete when it ends with STOP; with
+ *     --batch-mtp the tokens are the same as without.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "model_fixture.h"
+#include "strata/json_schema.h"
+#include "support.h"
+
+/* ---- the mask on a hand-made vocabulary ------------------------------ */
+
+static const char *const vocab[] = {
+    "<eos>", "{", "}", "\"", "a", "\":", ":", "1", "-0.5e+3", " ", "[", "]", ",", "true",
+    "name", "{\"", "\"}", "null", "\\n", "x\"", "}}", "\n", "0", "\xc3\xa9", "",
+    " }", "  ,", " \"", " name", " 1", "\t\n ", " {\"", " true", " :", "\"\\u00", "e9\"",
+    "age", "\":\"", "\",\"", "ag", "e\":", "red", "green", "\"red\"", "12", "2", ".5", "kids",
+    "\"v\":", "\"kids\":[", "v", "]}", "false", "                        ", "hello world",
+    "\"name\":\"", "false,", "e", "ds", "na", "me", "\"age\":1}",
+};
+#define NV ((int32_t)(sizeof(vocab) / sizeof(vocab[0])))
+
+static size_t piece(const void *ctx, int32_t token, char *buf, size_t cap)
+{
+    (void)ctx;
+    size_t n = strlen(vocab[token]);
+    memcpy(buf, vocab[token], n < cap ? n : cap);
+    return n;
+}
+
+static bool eog(const void *ctx, int32_t token)
+{
+    (void)ctx;
+    return token == 0;
+}
+
+static const char *const schemas[] = {
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+    "\"age\":{\"type\":\"integer\"},\"a\":{\"enum\":[\"red\",\"green\",12,true]}},"
+    "\"required\":[\"name\",\"age\"],\"additionalProperties\":false}",
+    "{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},"
+    "\"kids\":{\"type\":\"array\",\"maxItems\":2,\"items\":{\"$ref\":\"#/$defs/n\"}}},"
+    "\"required\":[\"v\"],\"additionalProperties\":false}},\"$ref\":\"#/$defs/n\"}",
+    "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"boolean\"}},"
+    "\"required\":[\"a\"],\"additionalProperties\":false},{\"type\":\"array\","
+    "\"items\":{\"type\":[\"number\",\"null\"]}},{\"type\":\"string\"}]}",
+    "{\"type\":\"number\"}",
+    "{\"type\":\"object\"}",
+};
+#define NS ((int)(sizeof(schemas) / sizeof(schemas[0])))
+
+static uint64_t lcg(uint64_t *x)
+{
+    *x = *x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+    return *x >> 33;
+}
+
+static bool is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static struct st_json_schema *compile(const char *text)
+{
+    struct st_json_schema *s = NULL;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_json_schema_compile(text, strlen(text), &s, &err) == ST_OK, "%s", err.msg);
+    return s;
+}
+
+static void make_sampler(struct st_sampler *s, struct st_json_schema *sc, float temp,
+                         uint64_t seed)
+{
+    struct st_gen_params p;
+    st_gen_params_defaults(&p);
+    p.temperature = temp;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.has_seed = true;
+    p.seed = seed;
+    p.json_schema = sc;   /* borrowed by the sampler */
+    st_sampler_init(s);
+    st_sampler_reset(s, &p);
+    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, piece, eog, NULL), ST_OK);
+}
+
+/* The mask's rule by brute force: the first byte under the whitespace
+ * policy (none before the document, none after it unless eos is banned),
+ * then every byte through the validator. */
+static bool expected(const struct st_json_schema_state *st, int32_t id, bool eos_banned)
+{
+    if (id == 0)
+        return st_json_schema_complete(st);
+    const char *p = vocab[id];
+    if (!p[0])
+        return false;
+    if (is_ws(p[0]) && (st_json_schema_empty(st) ||
+                        (st_json_schema_complete(st) && !eos_banned)))
+        return false;
+    struct st_json_schema_state j;
+    st_json_schema_state_copy(&j, st);
+    return st_json_schema_feed(&j, p, strlen(p));
+}
+
+START_TEST(test_engine_schema_mask_matches_validator)
+{
+    for (int si = 0; si < NS; si++) {
+        struct st_json_schema *sc = compile(schemas[si]);
+        for (int run = 0; run < 30; run++) {
+            struct st_sampler walk;
+            make_sampler(&walk, sc, 1.0f, (uint64_t)run);
+            uint64_t rng = (uint64_t)run * 31 + (uint64_t)si;
+            for (int step = 0; step < 80; step++) {
+                for (int eb = 0; eb < 2; eb++) {
+                    struct st_json_step st;
+                    st_json_mask_step(&walk, eb == 1, &st);
+                    for (int32_t id = 0; id < NV; id++) {
+                        bool want = expected(&walk.jss, id, eb == 1);
+                        ck_assert_msg(st_json_mask_allows(&walk, &st, id) == want,
+                                      "schema %d run %d step %d eos_banned %d token '%s': "
+                                      "want %d", si, run, step, eb, vocab[id], (int)want);
+                    }
+                }
+                float logits[NV];
+                for (int32_t t = 0; t < NV; t++)
+                    logits[t] = (float)(lcg(&rng) % 1000) / 100.0f;
+                logits[0] += 2.0f;
+                struct st_sample_result res;
+                if (st_sampler_sample(&walk, logits, NV, NULL, 0, &res) != ST_OK)
+                    break;   /* stuck: nothing in this small vocabulary goes on */
+                if (res.token == 0)
+                    break;
+                st_sampler_accept(&walk, res.token);
+            }
+            st_sampler_fini(&walk);
+        }
+        st_json_schema_unref(sc);
+    }
+}
+END_TEST
+
+/* Runs on random logits: every text a valid prefix, eos only when
+ * complete (and then the only choice), the accepted state tracks the text;
+ * greedy checks only the top token, so run both. */
+START_TEST(test_engine_schema_runs_stay_valid)
+{
+    const float temps[] = { 0.0f, 1.0f };
+    char text[8192];
+    for (int si = 0; si < NS; si++) {
+        struct st_json_schema *sc = compile(schemas[si]);
+        int ended = 0;
+        for (int ti = 0; ti < 2; ti++) {
+            for (int run = 0; run < 60; run++) {
+                struct st_sampler s;
+                make_sampler(&s, sc, temps[ti], (uint64_t)run);
+                struct st_draw d;
+                ck_assert(!st_sampler_backend_draw(&s, &d));
+                uint64_t rng = (uint64_t)run * 7919 + (uint64_t)ti;
+                size_t len = 0;
+                for (int step = 0; step < 200; step++) {
+                    float logits[NV];
+                    for (int32_t t = 0; t < NV; t++)
+                        logits[t] = (float)(lcg(&rng) % 1000) / 100.0f;
+                    logits[0] += 4.0f;
+                    bool done = st_json_schema_complete(&s.jss);
+                    struct st_sample_result res;
+                    if (st_sampler_sample(&s, logits, NV, NULL, 0, &res) != ST_OK)
+                        break;
+                    st_sampler_accept(&s, res.token);
+                    if (res.token == 0) {
+                        ck_assert(done);
+                        ended++;
+                        break;
+                    }
+                    size_t n = strlen(vocab[res.token]);
+                    ck_assert(len + n < sizeof(text));
+                    memcpy(text + len, vocab[res.token], n);
+                    len += n;
+                    struct st_json_schema_state chk;
+                    st_json_schema_state_init(&chk, sc);
+                    ck_assert_msg(st_json_schema_feed(&chk, text, len), "invalid: %.*s",
+                                  (int)len, text);
+                    ck_assert_int_eq(st_json_schema_complete(&chk),
+                                     st_json_schema_complete(&s.jss));
+                }
+                st_sampler_fini(&s);
+            }
+        }
+        fprintf(stderr, "schema %d: %d of 120 runs completed\n", si, ended);
+        ck_assert_int_gt(ended, 10);
+        st_json_schema_unref(sc);
+    }
+}
+END_TEST
+
+/* ---- the engine loop on the tiny model ------------------------------- */
+
+#define MAX_TOK 96
+
+static char dir[256];
+
+static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
+static void teardown(void) { support_rmtree(dir); }
+
+struct out {
+    int32_t tok[MAX_TOK];
+    int     n;
+    char    text[8192];
+    size_t  len;
+    bool    ended;
+    enum st_finish finish;
+};
+
+static void on_event(void *ctx, const struct st_event *ev)
+{
+    struct out *o = ctx;
+    if (ev->kind == ST_EVENT_END) {
+        o->ended = true;
+        o->finish = ev->finish;
+        return;
+    }
+    if (ev->kind != ST_EVENT_TOKEN)
+        return;
+    if (o->n < MAX_TOK)
+        o->tok[o->n++] = ev->token;
+    ck_assert(o->len + ev->text_len < sizeof(o->text));
+    memcpy(o->text + o->len, ev->text, ev->text_len);
+    o->len += ev->text_len;
+    o->text[o->len] = '\0';
+}
+
+static const char *const engine_schema =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"color\":{\"enum\":[\"red\",\"green\",\"blue\"]},"
+    "\"n\":{\"type\":\"integer\"},\"ok\":{\"type\":\"boolean\"},"
+    "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"maxItems\":2},"
+    "\"next\":{\"anyOf\":[{\"type\":\"null\"},{\"$ref\":\"#\"}]}},"
+    "\"required\":[\"color\",\"n\",\"ok\"],\"additionalProperties\":false}";
+
+static const char *const prompts[2] = { "The quick brown fox", "1 2 3 4 5 6" };
+
+static void run(const char *path, int32_t mtp, float temp, struct st_json_schema *sc,
+                struct out *out)
+{
+    struct fixture_pool f;
+    fixture_pool_start(&f, path, 2, mtp);
+    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
+    memset(out, 0, sizeof(*out) * 2);
+    for (int32_t i = 0; i < 2; i++) {
+        struct st_request *req = st_request_new();
+        snprintf(req->id, sizeof(req->id), "s%d", (int)i);
+        req->prompt = strdup(prompts[i]);
+        req->params.max_tokens = 60;
+        req->params.temperature = temp;
+        req->params.has_seed = true;
+        req->params.seed = 7 + (uint64_t)i;
+        st_json_schema_ref(sc);
+        req->params.json_schema = sc;   /* the request's reference */
+        req->emit = on_event;
+        req->emit_ctx = &out[i];
+        struct st_err err = { 0 };
+        ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
+        st_request_unref(req);
+    }
+    fixture_pool_drain(&f);
+    for (int32_t i = 0; i < 2; i++) {
+        const struct out *o = &out[i];
+        ck_assert(o->ended);
+        ck_assert_msg(o->finish == ST_FINISH_STOP || o->finish == ST_FINISH_LENGTH, "finish %d",
+                      (int)o->finish);
+        struct st_json_schema_state st;
+        st_json_schema_state_init(&st, sc);
+        ck_assert_msg(o->len > 0 && o->text[0] == '{', "'%s'", o->text);
+        ck_assert_msg(st_json_schema_feed(&st, o->text, o->len), "not valid: '%s'", o->text);
+        if (o->finish == ST_FINISH_STOP)
+            ck_assert_msg(st_json_schema_complete(&st), "stopped early: '%s'", o->text);
+    }
+    fixture_pool_stop(&f);
+}
+
+START_TEST(test_engine_schema_model_generates_valid)
+{
+    char path[320];
+    fixture_make_model(path, sizeof(path), dir, "mtp-demo", "q8_0", 3, false);
+    struct json_schema_ref { struct st_json_schema *s; } r = { compile(engine_schema) };
+    struct out off[2], on[2];
+    const float temps[2] = { 0.0f, 0.7f };
+    for (int ti = 0; ti < 2; ti++) {
+        run(path, 0, temps[ti], r.s, off);
+        fprintf(stderr, "engine schema t=%.1f: '%.80s'\n", (double)temps[ti], off[0].text);
+        run(path, 3, temps[ti], r.s, on);
+        for (int i = 0; i < 2; i++) {
+            ck_assert_int_eq(off[i].n, on[i].n);
+            ck_assert_str_eq(off[i].text, on[i].text);
+        }
+    }
+    st_json_schema_unref(r.s);
+}
+END_TEST
+
+static Suite *engine_schema_suite(void)
+{
+    Suite *s = suite_create("engine_schema");
+    TCase *t = tcase_create("schema");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, test_engine_schema_mask_matches_validator);
+    tcase_add_test(t, test_engine_schema_runs_stay_valid);
+    tcase_add_test(t, test_engine_schema_model_generates_valid);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(engine_schema_suite(), CK_FORK);
+}
