@@ -187,11 +187,16 @@ static int bench_prompt(struct st_model *m, const struct run_opts *o, int32_t *t
     return 0;
 }
 
-/* Decode steps of np rows. drawn: greedy tokens picked on the device
- * (st_model_forward_draw, ids copied back, as the engine does for plain
- * greedy requests); else every row's logits are copied back. */
-static int bench_decode(struct st_model *m, const struct run_opts *o, int np, bool drawn,
-                        int32_t *tok, int32_t *slot, int64_t *pos, int64_t *outs)
+/* How a decode step's tokens come back: drawn on the device
+ * (st_model_forward_draw, ids copied back, as the engine does for requests
+ * that need nothing but the draw chain), greedy or with the default
+ * sampling (top-k 40, top-p 0.95, min-p 0.05, temperature 0.8); or every
+ * row's logits copied back. */
+enum decode_back { BACK_GREEDY_IDS, BACK_SAMPLED_IDS, BACK_LOGITS };
+
+static int bench_decode(struct st_model *m, const struct run_opts *o, int np,
+                        enum decode_back back, int32_t *tok, int32_t *slot, int64_t *pos,
+                        int64_t *outs)
 {
     const int64_t vocab = st_model_hparams(m)->n_vocab;
     const int warm = 4;
@@ -206,8 +211,10 @@ static int bench_decode(struct st_model *m, const struct run_opts *o, int np, bo
         fprintf(stderr, "gpu_bench: at most 64 rows a decode step\n");
         return 1;
     }
+    bool sampled = back == BACK_SAMPLED_IDS;
     for (int r = 0; r < np; r++)
-        draws[r] = (struct st_draw){ .top_k = 1, .temp = 0.0f, .u = 0.0f };
+        draws[r] = (struct st_draw){ .top_k = sampled ? 40 : 1, .top_p = 0.95f, .min_p = 0.05f,
+                                     .temp = sampled ? 0.8f : 0.0f, .u = 0.5 };
 
     for (int s = 0; s < warm + o->steps; s++) {
         if (s == warm)
@@ -218,8 +225,10 @@ static int bench_decode(struct st_model *m, const struct run_opts *o, int np, bo
             pos[r] = s;
             outs[r] = r;
         }
-        enum st_status rc = drawn ? st_model_forward_draw(m, &b, draws, ids, &err)
-                                  : st_model_forward(m, &b, &logits, &err);
+        for (int r = 0; r < np; r++)
+            draws[r].u = (double)((s * 7 + r * 13) % 100) / 100.0;
+        enum st_status rc = back != BACK_LOGITS ? st_model_forward_draw(m, &b, draws, ids, &err)
+                                                : st_model_forward(m, &b, &logits, &err);
         if (rc != ST_OK) {
             fprintf(stderr, "gpu_bench: decode step %d: %s\n", s, err.msg);
             return 1;
@@ -228,7 +237,8 @@ static int bench_decode(struct st_model *m, const struct run_opts *o, int np, bo
     double dt = (now_s() - t0) / o->steps;
     double mean_pos = warm + (o->steps - 1) / 2.0 + 1.0;
     double bytes = step_weight_bytes(m, np) + kv_bytes_per_pos(m) * mean_pos * np;
-    const char *how = drawn ? "ids" : "logits";
+    const char *how = back == BACK_GREEDY_IDS ? "greedy ids"
+                    : back == BACK_SAMPLED_IDS ? "sampled ids" : "logits";
     printf("bench: decode np=%d (%s back): %.1f tok/s aggregate, %.1f tok/s per slot, "
            "%.3f ms/step\n", np, how, np / dt, 1.0 / dt, dt * 1e3);
     printf("bench: decode np=%d (%s back): %.3f GB read per step -> %.2f TB/s = %.1f%% of "
@@ -268,9 +278,8 @@ static int cmd_run(int argc, char **argv)
     if (rc == 0 && o.prompt > 0)
         rc = bench_prompt(m, &o, tok, slot, pos);
     for (int i = 0; i < o.n_nps && rc == 0; i++) {
-        rc = bench_decode(m, &o, o.nps[i], true, tok, slot, pos, outs);
-        if (rc == 0)
-            rc = bench_decode(m, &o, o.nps[i], false, tok, slot, pos, outs);
+        for (int back = BACK_GREEDY_IDS; back <= BACK_LOGITS && rc == 0; back++)
+            rc = bench_decode(m, &o, o.nps[i], (enum decode_back)back, tok, slot, pos, outs);
     }
     free(tok);
     free(slot);

@@ -22,7 +22,8 @@
 #      address);
 #   4. gpu_bench kern: each weight type alone, eager and graphed (GB/s);
 #   5. gpu_bench run on a3b Q4_K: prompt 512, decode np 1 and 4 (greedy ids
-#      drawn on the device, then whole logits copied back);
+#      drawn on the device, sampled ids (top-k 40 / top-p / min-p) drawn on
+#      the device, then whole logits copied back);
 #   6. strata (built in the same tree): strata bench --backend cuda on a3b Q4_K,
 #      strata bench --mtp on mtp-demo at np 1 and 4;
 #   7. gpu_bench run on a3b IQ3_S if time is left.
