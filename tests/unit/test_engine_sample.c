@@ -792,6 +792,7 @@ static Suite *sample_suite(void)
 {
     Suite *s = suite_create("engine_sample");
     TCase *t = tcase_create("sample");
+    tcase_set_timeout(t, 120);   /* the brute-force mask checks take seconds under ASan */
     tcase_add_test(t, test_engine_sample_greedy_is_argmax);
     tcase_add_test(t, test_engine_sample_seed_repeats);
     tcase_add_test(t, test_engine_sample_temperature_follows_softmax);
