@@ -144,7 +144,9 @@ static enum st_status copy_params(struct st_gen_params *dst, const struct st_gen
     return ST_OK;
 }
 
-/* Token prompts: the client's ids, checked against the context. */
+/* Token prompts: the client's ids, checked against the context and the
+ * vocabulary (an id the model lacks would fail the whole step it shares
+ * with other requests, so it is a 400 here). */
 static enum st_status use_tokens(struct st_call *c, struct st_request *req,
                                  const struct st_oai_prompt *pr, struct st_api_error *e)
 {
@@ -153,6 +155,18 @@ static enum st_status use_tokens(struct st_call *c, struct st_request *req,
         return st_api_error_set(e, ST_ERR_TOO_LONG, "prompt", "context_length_exceeded",
                                 "the prompt has %zu tokens; a slot holds %lld (prompt and "
                                 "completion together)", pr->n_tokens, (long long)ctx);
+    struct st_err err = { 0 };
+    int32_t n_vocab = 0;
+    enum st_status rc = st_engine_pool_n_vocab(c->srv->pool, req->model, &n_vocab, &err);
+    if (rc != ST_OK)
+        return st_api_error_set(e, rc, NULL, NULL, "%s", err.msg[0] ? err.msg
+                                                                   : st_status_msg(rc));
+    for (size_t i = 0; i < pr->n_tokens; i++) {
+        if (pr->tokens[i] >= n_vocab)
+            return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
+                                    "prompt token %zu is %d, not a token of this model (ids 0 "
+                                    "to %d)", i, (int)pr->tokens[i], (int)n_vocab - 1);
+    }
     req->tokens = malloc(pr->n_tokens * sizeof(*req->tokens));
     if (!req->tokens)
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");

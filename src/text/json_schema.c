@@ -97,6 +97,9 @@ static enum st_status put_string(struct cc *c, struct st_str s, bool quoted, uin
                     : st_buf_json_chars(&c->strs, tmp.data ? tmp.data : "", tmp.len);
     st_buf_fini(&tmp);
     *len = (uint32_t)(c->strs.len - *off);
+    if (rc == ST_OK && *len > ST_JSON_SCHEMA_MAX_LITERAL)
+        return fail(c, "a property name or 'enum'/'const' string is longer than %d bytes",
+                    ST_JSON_SCHEMA_MAX_LITERAL);
     return rc;
 }
 
@@ -174,6 +177,9 @@ static enum st_status add_lit(struct cc *c, int32_t id, struct st_str v, uint8_t
     if (t == JT_STR) {
         rc = put_string(c, v, true, &l.off, &l.len);
     } else {
+        if (v.len > ST_JSON_SCHEMA_MAX_LITERAL)
+            return fail(c, "an 'enum'/'const' value is longer than %d bytes",
+                        ST_JSON_SCHEMA_MAX_LITERAL);
         l.off = (uint32_t)c->strs.len;
         l.len = (uint32_t)v.len;
         rc = st_buf_append(&c->strs, v.ptr, v.len);
@@ -593,6 +599,65 @@ static enum st_status link(struct cc *c, int32_t *root)
     return rc;
 }
 
+/* The fewest containers a document of node i must open, from the depths
+ * of the nodes it holds (d; above ST_JSON_SCHEMA_MAX_DEPTH = none fits):
+ * a scalar or an enum 0, an array 1 (or 1 + its items' when it must have
+ * some), an object 1 + its deepest required property, a union its
+ * shallowest member. */
+static uint32_t fewest_levels(struct cc *c, const uint32_t *d, uint32_t i)
+{
+    const uint32_t none = ST_JSON_SCHEMA_MAX_DEPTH + 1;
+    const struct js_node *nd = &NODE(c, i);
+    const int32_t *alts = (const int32_t *)(const void *)c->alts.data;
+    const struct js_prop *props = (const struct js_prop *)(const void *)c->props.data;
+    uint32_t best = none;
+    if (nd->kind == JS_UNION) {
+        for (uint32_t a = 0; a < nd->n_alts; a++)
+            best = ST_MIN(best, d[alts[nd->alt_first + a]]);
+        return best;
+    }
+    if (nd->has_enum)
+        return nd->n_lits > 0 ? 0 : none;
+    if (nd->types & (JT_STR | JT_NUM | JT_INT | JT_BOOL | JT_NULL))
+        return 0;
+    if (nd->types & JT_ARR)
+        best = nd->min_items == 0 ? 1 : ST_MIN(none, 1 + d[nd->items]);
+    if (nd->types & JT_OBJ) {
+        uint32_t need = 1;
+        for (uint32_t p = 0; p < nd->n_props; p++) {
+            if (nd->required >> p & 1)
+                need = ST_MAX(need, ST_MIN(none, 1 + d[props[nd->prop_first + p].node]));
+        }
+        best = ST_MIN(best, need);
+    }
+    return best;
+}
+
+/* A schema whose every document nests deeper than the validator can
+ * follow (an array that must hold an array like itself) could never be
+ * finished: the request would fail after its tokens were spent, so it is
+ * refused here. Depths relax from "none" down, one level per round. */
+static enum st_status check_completable(struct cc *c, int32_t root)
+{
+    uint32_t n = (uint32_t)(c->nodes.len / sizeof(struct js_node));
+    uint32_t *d = malloc(n * sizeof(*d));
+    if (!d)
+        return ST_ERR_NOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        d[i] = ST_JSON_SCHEMA_MAX_DEPTH + 1;
+    for (int round = 0; round <= ST_JSON_SCHEMA_MAX_DEPTH + 1; round++) {
+        for (uint32_t i = 0; i < n; i++) {
+            if (NODE(c, i).kind != JS_REF)
+                d[i] = ST_MIN(d[i], fewest_levels(c, d, i));
+        }
+    }
+    bool ok = d[root] <= ST_JSON_SCHEMA_MAX_DEPTH;
+    free(d);
+    return ok ? ST_OK : fail(c, "no document fits this schema within %d levels of nesting "
+                             "(it requires containers inside containers without end)",
+                             ST_JSON_SCHEMA_MAX_DEPTH);
+}
+
 static enum st_status compile_all(struct cc *c, struct st_str root, int32_t *out)
 {
     int32_t id;
@@ -607,7 +672,9 @@ static enum st_status compile_all(struct cc *c, struct st_str root, int32_t *out
         if (NODE(c, i).kind == JS_REF && NODE(c, i).target < 0)
             rc = resolve_one(c, (int32_t)i, *out);
     }
-    return rc == ST_OK ? link(c, out) : rc;
+    if (rc == ST_OK)
+        rc = link(c, out);
+    return rc == ST_OK ? check_completable(c, *out) : rc;
 }
 
 enum st_status st_json_schema_compile(const char *text, size_t n, struct st_json_schema **out,

@@ -98,6 +98,21 @@ START_TEST(test_json_schema_compile_errors)
     compile_bad("{\"type\":\"string\",\"anyOf\":[{}]}", "combined");
     compile_bad("{\"type\":\"array\",\"minItems\":-1}", "minItems");
     compile_bad("{\"type\":", "not valid JSON");
+    /* no finite document: it would be refused only after tokens were spent */
+    compile_bad("{\"type\":\"array\",\"items\":{\"$ref\":\"#\"},\"minItems\":1}",
+                "levels of nesting");
+    compile_bad("{\"$defs\":{\"N\":{\"type\":\"object\",\"required\":[\"n\"],\"properties\":"
+                "{\"n\":{\"$ref\":\"#/$defs/N\"}}}},\"$ref\":\"#/$defs/N\"}", "levels of nesting");
+    st_json_schema_unref(compile_ok("{\"type\":\"object\",\"required\":[\"kids\"],\"properties\":"
+                                    "{\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":\"#\"}}}}"));
+    st_json_schema_unref(compile_ok("{\"anyOf\":[{\"type\":\"null\"},{\"type\":\"array\","
+                                    "\"items\":{\"$ref\":\"#\"},\"minItems\":1}]}"));
+    /* keys and enum values the validator cannot count through */
+    static char long_enum[8192], long_key[8192];
+    snprintf(long_enum, sizeof(long_enum), "{\"enum\":[\"%05000d\"]}", 7);
+    snprintf(long_key, sizeof(long_key), "{\"properties\":{\"%05000d\":{}}}", 7);
+    compile_bad(long_enum, "longer than");
+    compile_bad(long_key, "longer than");
     /* too deep, too many properties */
     char deep[4096] = "", props[8192] = "{\"type\":\"object\",\"properties\":{";
     for (int i = 0; i < 30; i++)
