@@ -30,6 +30,7 @@
 #include "strata/sched.h"
 
 struct st_json_schema;
+struct st_call_grammar;
 
 #define ST_MAX_STOP 4
 #define ST_MAX_TOP_LOGPROBS 20
@@ -77,6 +78,12 @@ struct st_gen_params {
      * (include/strata/json_schema.h). An owned reference
      * (st_json_schema_unref when the params go); NULL: none. Same sim rule. */
     struct st_json_schema *json_schema;
+    /* tool_choice "required" / a named function: the completion text is
+     * constrained to tool calls in the model's format
+     * (include/strata/call_grammar.h); takes the place of json_object and
+     * json_schema when set. An owned reference (st_call_grammar_unref when
+     * the params go); NULL: none. Same sim rule. */
+    struct st_call_grammar *tool_calls;
     /* Scoring prompts (docs/API.md "Scoring prompts"): the request's prompt
      * tokens come back as ST_EVENT_PROMPT events before its first TOKEN. */
     bool     echo;                /* report every prompt token (its text) */
@@ -347,6 +354,39 @@ ST_MUST_CHECK
 enum st_status st_engine_pool_detokenize(struct st_engine_pool *p, int32_t model,
                                          const int32_t *ids, size_t n_ids, char **text,
                                          struct st_err *err);
+
+/* ---- fill-in-the-middle (src/engine/infill.c, docs/API.md "/infill") ---- */
+
+/* One chunk of repository context (llama-server's input_extra item). */
+struct st_infill_chunk {
+    const char *filename;   /* NULL: "tmp" */
+    const char *text;       /* NULL: "" */
+};
+
+/* What an infill prompt is made of; all borrowed for the call. */
+struct st_infill_input {
+    const char *prefix, *suffix, *prompt;   /* NULL: ""; prompt goes after <MID> */
+    const int32_t *prefix_ids;              /* non-NULL: the prefix as token ids (used as */
+    size_t n_prefix_ids;                    /* given; a token prompt with a suffix) */
+    const struct st_infill_chunk *extra;
+    size_t n_extra;
+    const char *repo_name;                  /* NULL: "myproject" (llama-server's) */
+    const char *filename;                   /* NULL: "filename" (llama-server's) */
+    int64_t n_predict;                      /* the completion's max tokens; <= 0: none given */
+};
+
+/* The model's FIM prompt as token ids (*ids owned, free()): texts tokenized
+ * without special tokens, laid out by st_fim_layout (strata/fim.h) within
+ * ctx_size - R tokens, R = min(n_predict, ctx/2) when n_predict > 0, else
+ * min(256, ctx/4), at least 1. trim (may be NULL) says what the budget cut.
+ * ST_ERR_UNSUPPORTED: the model has no FIM tokens; ST_ERR_TOO_LONG: the
+ * prompt field alone does not fit; NOT_FOUND / LOADING as tokenize. Thread: any. */
+struct st_fim_trim;
+ST_MUST_CHECK
+enum st_status st_engine_pool_infill_prompt(struct st_engine_pool *p, int32_t model,
+                                            const struct st_infill_input *in, int32_t **ids,
+                                            size_t *n_ids, struct st_fim_trim *trim,
+                                            struct st_err *err);
 
 /* Tokens in the model's vocabulary (logit_bias ids must be below it).
  * ST_ERR_NOT_FOUND, ST_ERR_LOADING as tokenize. Thread: any. */

@@ -107,8 +107,10 @@ bool st_json_schema_valid(const struct st_json_schema_state *st);
 bool st_json_schema_complete(const struct st_json_schema_state *st);
 /* Nothing but whitespace so far. */
 bool st_json_schema_empty(const struct st_json_schema_state *st);
-/* Every stack is inside a free string (not a key, not an enum literal):
- * any bytes but '"', '\\' and those < 0x20 may come. */
+/* Every stack is inside a free string (not an enum literal, not a key
+ * that may still be a listed one; an extra key that matches no listed key
+ * counts): any bytes but '"', '\\' and those < 0x20 may come and leave it
+ * so (for a run of up to 256 of them). */
 bool st_json_schema_in_string(const struct st_json_schema_state *st);
 /* Every stack is between tokens: a whitespace byte changes nothing but the
  * whitespace count. *ws_left: how many whitespace bytes may still come in

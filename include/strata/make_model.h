@@ -26,6 +26,8 @@ struct st_make_model_opts {
     const char *vocab_path;  /* HF tokenizer.json, or NULL for the built-in tokenizer */
     int64_t     n_vocab;     /* with vocab_path: pad to this many rows (0 = automatic) */
     bool        mtp;         /* append one MTP (nextn) block */
+    bool        no_fim;      /* built-in tokenizer without its FIM tokens (tests of a
+                                model that cannot infill) */
 };
 
 /* Borrowed strings in 'o' are only read during the call. ST_ERR_INVALID

@@ -45,6 +45,7 @@
 #include "strata/draw.h"
 #include "strata/engine.h"
 #include "strata/json_prefix.h"
+#include "strata/call_grammar.h"
 #include "strata/json_schema.h"
 #include "strata/stop.h"
 
@@ -108,6 +109,8 @@ void st_penalty_apply(const struct st_penalty *pn, struct st_draw_cand *c, int32
 #define ST_JV_EMPTY 4u    /* no bytes */
 #define ST_JV_ALLWS 8u    /* only whitespace (lead == length) */
 #define ST_JV_ONE   16u   /* exactly one byte after the leading whitespace */
+#define ST_JV_LT    32u   /* some byte is '<' (may start "</think>") */
+#define ST_JV_LB    64u   /* some byte is '[' (may start "[/THINK]") */
 
 /* A model's token bytes for the JSON mask (response_format json_object).
  * Built by st_sampler_json_vocab for a (runner, model) pair and kept in
@@ -144,13 +147,15 @@ struct st_sampler {
     const struct st_json_schema *schema;   /* json_schema: borrowed from the request's
                                             * params until the next reset; NULL: none */
     struct st_json_schema_state jss; /* the text accepted so far (schema) */
+    const struct st_call_grammar *calls;   /* tool_choice: borrowed like 'schema'; NULL: none */
+    struct st_call_state cs;         /* the text accepted so far (calls) */
     struct st_json_vocab jv;         /* token bytes (json, schema) */
 };
 
 /* Either JSON mask is on: json_object or json_schema. */
 static inline bool st_sampler_masked(const struct st_sampler *s)
 {
-    return s->json || s->schema != NULL;
+    return s->json || s->schema != NULL || s->calls != NULL;
 }
 
 struct st_sample_result {
@@ -224,6 +229,10 @@ struct st_json_step {
     bool     first[256];
     bool     in_str, between, complete;
     uint16_t ws_left;
+    /* Tool calls inside a think block: every token without a byte equal to
+     * 'stop' (ST_JV_LT / ST_JV_LB) passes unread. */
+    bool     free_text;
+    unsigned char stop;
     /* When at most ST_JSON_TWO_MAX non-whitespace bytes may come next (an
      * object key, an enum literal, after '{'): second[two_idx[b1]][b2] =
      * b1 then b2 may come, so most multi-byte tokens are decided without a

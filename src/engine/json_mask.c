@@ -13,6 +13,13 @@
  * bytes may come (keys, literals) a second 256-entry table per allowed
  * first byte, and a walk from a copy of the state only for the
  * multi-byte tokens that pass them.
+ * Tool calls (tool_choice "required" / a named function,
+ * include/strata/call_grammar.h) use the same machinery over the call
+ * grammar's state: inside the arguments its fast paths are the schema's;
+ * in a think block's free text every token without the byte that starts
+ * the closing tag passes unread; the literal frame around the JSON is
+ * decided by the first-byte and two-byte tables, and tokens that cross
+ * from the frame into the JSON (or back: '"}', '}\n') are walked.
  * Every token's bytes are read once per slot and model (st_json_vocab),
  * on the first sample of a JSON request, never for runners that force
  * their tokens (the sim).
@@ -64,6 +71,8 @@ static enum st_status json_vocab_read(struct st_json_vocab *v, int32_t n_vocab,
             plain = b >= 0x20 && b != '"' && b != '\\';
         }
         v->cls[i] |= plain ? ST_JV_PLAIN : 0;
+        v->cls[i] |= memchr(v->bytes + len, '<', n) ? ST_JV_LT : 0;
+        v->cls[i] |= memchr(v->bytes + len, '[', n) ? ST_JV_LB : 0;
         size_t w = 0;
         while (w < n && w < 255 && strchr(" \t\n\r", v->bytes[len + w]) && v->bytes[len + w])
             w++;
@@ -140,10 +149,38 @@ static void step_schema(const struct st_sampler *s, bool eog_banned, struct st_j
     st->complete = done;
 }
 
+/* Tool calls: the grammar holds its own whitespace rules (none before
+ * the arguments, at most ST_JSON_SCHEMA_MAX_WS blanks where they may
+ * come), but for blanks after the last call (as json_schema: only when
+ * end of generation is banned); the schema's fast paths apply inside the
+ * arguments. */
+static void step_calls(const struct st_sampler *s, bool eog_banned, struct st_json_step *st)
+{
+    struct st_call_state j;
+    bool tail = st_call_done(&s->cs) && !eog_banned;   /* no blanks after the end */
+    for (int b = 0; b < 256; b++) {
+        st_call_state_copy(&j, &s->cs);
+        st->first[b] = !(tail && is_ws(b)) && st_call_push(&j, (unsigned char)b);
+    }
+    const struct st_json_schema_state *a = st_call_args(&s->cs);
+    st->in_str = a && st_json_schema_in_string(a);
+    if (a)
+        st->between = !st_json_schema_empty(a) && st_json_schema_between(a, &st->ws_left);
+    else
+        st->between = st_call_between(&s->cs, &st->ws_left);
+    st->complete = st_call_complete(&s->cs);
+    st->free_text = st_call_free_text(&s->cs, &st->stop) && (st->stop == '<' || st->stop == '[');
+}
+
 /* Push b1 then b2 on a copy of the state (no whitespace policy: the
  * second byte of a token is walked as it is). */
 static bool push_two(const struct st_sampler *s, unsigned char b1, unsigned char b2)
 {
+    if (s->calls) {
+        struct st_call_state j;
+        st_call_state_copy(&j, &s->cs);
+        return st_call_push(&j, b1) && st_call_push(&j, b2);
+    }
     if (s->schema) {
         struct st_json_schema_state j;
         st_json_schema_state_copy(&j, &s->jss);
@@ -182,7 +219,10 @@ static void step_two(const struct st_sampler *s, struct st_json_step *st)
 void st_json_mask_step(const struct st_sampler *s, bool eog_banned, struct st_json_step *st)
 {
     eog_banned = eog_banned || !s->jv.has_eog;   /* nothing could end it: let it idle */
-    if (s->schema)
+    st->free_text = false;
+    if (s->calls)
+        step_calls(s, eog_banned, st);
+    else if (s->schema)
         step_schema(s, eog_banned, st);
     else
         step_object(s, eog_banned, st);
@@ -193,6 +233,11 @@ void st_json_mask_step(const struct st_sampler *s, bool eog_banned, struct st_js
 static bool walk(const struct st_sampler *s, uint32_t a, uint32_t n)
 {
     const char *p = (const char *)s->jv.bytes + a;
+    if (s->calls) {
+        struct st_call_state j;
+        st_call_state_copy(&j, &s->cs);
+        return st_call_feed(&j, p, n);
+    }
     if (s->schema) {
         struct st_json_schema_state j;
         st_json_schema_state_copy(&j, &s->jss);
@@ -217,6 +262,8 @@ bool st_json_mask_allows(const struct st_sampler *s, const struct st_json_step *
         return false;   /* an empty piece would not move the text on */
     if (st->in_str && (c & ST_JV_PLAIN))
         return true;
+    if (st->free_text && !(c & (st->stop == '<' ? ST_JV_LT : ST_JV_LB)))
+        return true;   /* think text that cannot start the closing tag */
     uint32_t a = v->off[id], n = v->off[id + 1] - a;
     if (st->between) {
         /* every whitespace byte does the same here: first[' '] speaks for all */
@@ -249,7 +296,9 @@ void st_json_mask_accept(struct st_sampler *s, int32_t token)
         return;
     const char *p = (const char *)v->bytes + v->off[token];
     uint32_t n = v->off[token + 1] - v->off[token];
-    if (s->schema)
+    if (s->calls)
+        (void)st_call_feed(&s->cs, p, n);
+    else if (s->schema)
         (void)st_json_schema_feed(&s->jss, p, n);
     else
         (void)st_json_prefix_feed(&s->js, p, n);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "strata/call_grammar.h"
 #include "strata/json_schema.h"
 
 void st_gen_params_defaults(struct st_gen_params *p)
@@ -88,6 +89,7 @@ void st_request_unref(struct st_request *req)
         free(req->params.stop[i]);
     free(req->params.logit_bias);
     st_json_schema_unref(req->params.json_schema);
+    st_call_grammar_unref(req->params.tool_calls);
     free(req->prompt);
     free(req->tokens);
     free(req);

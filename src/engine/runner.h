@@ -10,7 +10,7 @@
  * inline wrappers below, never ->ops directly.
  *
  * Threads: load/unload/forward/kv_truncate run on the engine's thread only.
- * tokenize, detokenize, token_piece, is_eog, eog_ids, n_vocab and
+ * tokenize, detokenize, token_piece, is_eog, eog_ids, n_vocab, fim_ids and
  * apply_template may run on any thread at any time (HTTP threads call them
  * while the engine steps): implementations keep them read-only.
  *
@@ -33,6 +33,7 @@
 #include "strata/clock.h"
 #include "strata/draw.h"
 #include "strata/err.h"
+#include "strata/fim.h"
 
 struct st_runner;
 
@@ -150,6 +151,9 @@ struct st_runner_ops {
     bool (*is_eog)(const struct st_runner *r, int32_t token);
     /* All end-of-generation ids, for masking them with ignore_eos (borrowed, static). */
     size_t (*eog_ids)(const struct st_runner *r, const int32_t **ids);
+    /* (optional: NULL = none) The vocabulary's fill-in-the-middle token ids
+     * (strata/fim.h; -1 where absent). */
+    void (*fim_ids)(const struct st_runner *r, struct st_fim_ids *out);
     /* Render an OpenAI messages array (JSON text) into prompt text; owned result. */
     enum st_status (*apply_template)(const struct st_runner *r, const char *messages_json,
                                      const char *tools_json, const char *kwargs_json,
@@ -221,6 +225,12 @@ static inline size_t st_runner_eog_ids(const struct st_runner *r, const int32_t 
 {
     return r->ops->eog_ids(r, ids);
 }
+static inline void st_runner_fim_ids(const struct st_runner *r, struct st_fim_ids *out)
+{
+    st_fim_ids_none(out);
+    if (r->ops->fim_ids)
+        r->ops->fim_ids(r, out);
+}
 static inline enum st_status st_runner_apply_template(const struct st_runner *r,
                                                       const char *messages_json,
                                                       const char *tools_json,
@@ -264,9 +274,12 @@ void st_runner_score_row(const float *logits, int32_t n_vocab, int32_t next, int
 struct st_sim_config;
 
 /* Token ids of the sim: 0 = end of generation; generated word k ("tokk")
- * = ST_SIM_GEN_BASE + k; any other prompt word hashes into 1..BASE-1. */
+ * = ST_SIM_GEN_BASE + k; any other prompt word hashes into 1..BASE-1.
+ * Its fill-in-the-middle tokens (docs/SIM.md) are the six ids just below
+ * the generated words: pre, suf, mid, pad, rep, sep = BASE-6 .. BASE-1. */
 #define ST_SIM_EOG      0
 #define ST_SIM_GEN_BASE (INT32_C(1) << 24)
+#define ST_SIM_FIM_BASE (ST_SIM_GEN_BASE - 6)
 
 /* A runner with the time model of 'cfg' (copied) for n_slots slots of n_ctx
  * tokens. Returns owned; free with st_runner_free(). */

@@ -320,6 +320,7 @@ static const struct st_runner_ops model_ops = {
     .token_piece = st_runner_model_token_piece,
     .is_eog = st_runner_model_is_eog,
     .eog_ids = st_runner_model_eog_ids,
+    .fim_ids = st_runner_model_fim_ids,
     .apply_template = st_runner_model_apply_template,
     .forward = model_forward,
     .kv_truncate = model_kv_truncate,

@@ -15,6 +15,7 @@ struct model_runner {
     struct st_model   *model;        /* owned; opened at new, loaded by load */
     struct st_tok     *tok;          /* owned; read-only after new (any thread) */
     struct st_chat_tmpl tmpl;        /* read-only after new */
+    struct st_fim_ids  fim;          /* FIM token ids (GGUF keys, else by text); read-only */
     char              *backend;      /* owned backend name */
     int32_t            n_threads;
     int32_t            device;       /* GPU index for "cuda" (cuda:device) */
@@ -48,6 +49,7 @@ size_t st_runner_model_token_piece(const struct st_runner *r, int32_t token, cha
                                    size_t cap);
 bool st_runner_model_is_eog(const struct st_runner *r, int32_t token);
 size_t st_runner_model_eog_ids(const struct st_runner *r, const int32_t **ids);
+void st_runner_model_fim_ids(const struct st_runner *r, struct st_fim_ids *out);
 enum st_status st_runner_model_apply_template(const struct st_runner *r,
                                               const char *messages_json,
                                               const char *tools_json, const char *kwargs_json,

@@ -112,6 +112,31 @@ static enum st_status build_tok(struct model_runner *r, const struct st_gguf *g,
     return rc;
 }
 
+/* FIM ids: the GGUF keys (llama.cpp's current names, then the deprecated
+ * prefix/suffix/middle ones), the rest found by token text (strata/fim.h). */
+static void build_fim(struct model_runner *r, const struct st_gguf *g)
+{
+    struct st_fim_ids *f = &r->fim;
+    f->pre = key_id(g, "tokenizer.ggml.fim_pre_token_id");
+    f->suf = key_id(g, "tokenizer.ggml.fim_suf_token_id");
+    f->mid = key_id(g, "tokenizer.ggml.fim_mid_token_id");
+    f->pad = key_id(g, "tokenizer.ggml.fim_pad_token_id");
+    f->rep = key_id(g, "tokenizer.ggml.fim_rep_token_id");
+    f->sep = key_id(g, "tokenizer.ggml.fim_sep_token_id");
+    if (f->pre < 0)
+        f->pre = key_id(g, "tokenizer.ggml.prefix_token_id");
+    if (f->suf < 0)
+        f->suf = key_id(g, "tokenizer.ggml.suffix_token_id");
+    if (f->mid < 0)
+        f->mid = key_id(g, "tokenizer.ggml.middle_token_id");
+    int32_t n = st_tok_n_vocab(r->tok);
+    int32_t *ids[] = { &f->pre, &f->suf, &f->mid, &f->pad, &f->rep, &f->sep };
+    for (size_t i = 0; i < ST_ARRAY_LEN(ids); i++)
+        if (*ids[i] >= n)
+            *ids[i] = -1;   /* a key past the vocabulary: as if absent */
+    st_fim_detect(r->tok, f);
+}
+
 /* NUL-terminated text of token 'id' into buf (empty when none or too long). */
 static const char *token_text(const struct st_tok *tok, int32_t id, char *buf, size_t cap)
 {
@@ -130,6 +155,7 @@ enum st_status st_runner_model_text_init(struct model_runner *r, struct st_err *
     enum st_status rc = build_tok(r, g, err);
     if (rc != ST_OK)
         return rc;
+    build_fim(r, g);
     struct st_str src = { NULL, 0 }, name = { NULL, 0 };
     const struct st_gguf_kv *kv = st_gguf_find_kv(g, "tokenizer.chat_template");
     if (kv)
@@ -203,6 +229,11 @@ size_t st_runner_model_eog_ids(const struct st_runner *r, const int32_t **ids)
     size_t n = 0;
     *ids = st_tok_eog_ids(mr(r)->tok, &n);
     return n;
+}
+
+void st_runner_model_fim_ids(const struct st_runner *r, struct st_fim_ids *out)
+{
+    *out = mr(r)->fim;
 }
 
 /* ---- runner ops: chat template ------------------------------------------- */

@@ -126,7 +126,16 @@ static int32_t word_id(const char *w, size_t n)
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)w[i]) * 16777619u;
-    return 1 + (int32_t)(h % (uint32_t)(ST_SIM_GEN_BASE - 1));
+    int32_t id = 1 + (int32_t)(h % (uint32_t)(ST_SIM_GEN_BASE - 1));
+    return id >= ST_SIM_FIM_BASE ? id - 6 : id;   /* the FIM ids are never a word */
+}
+
+/* All six FIM tokens (runner.h): the sim serves /infill like Qwen2.5-Coder. */
+static void sim_fim_ids(const struct st_runner *r, struct st_fim_ids *out)
+{
+    (void)r;
+    *out = (struct st_fim_ids){ ST_SIM_FIM_BASE, ST_SIM_FIM_BASE + 1, ST_SIM_FIM_BASE + 2,
+                                ST_SIM_FIM_BASE + 3, ST_SIM_FIM_BASE + 4, ST_SIM_FIM_BASE + 5 };
 }
 
 static enum st_status sim_tokenize(const struct st_runner *r, const char *text, size_t len,
@@ -360,6 +369,7 @@ static const struct st_runner_ops sim_ops = {
     .token_piece = sim_token_piece,
     .is_eog = sim_is_eog,
     .eog_ids = sim_eog_ids,
+    .fim_ids = sim_fim_ids,
     .apply_template = sim_apply_template,
     .forward = sim_forward,
     .kv_truncate = sim_kv_truncate,

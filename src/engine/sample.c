@@ -12,8 +12,9 @@
  * (id, logit, p) entries, allocated once per slot on first use.
  * RNG: splitmix64, seeded per request (the 'seed' param, else random).
  *
- * JSON mode (response_format json_object) and structured outputs
- * (json_schema) mask, after bias and penalties, every token json_mask.c
+ * JSON mode (response_format json_object), structured outputs
+ * (json_schema) and enforced tool calls (tool_choice "required" / a named
+ * function) mask, after bias and penalties, every token json_mask.c
  * refuses.
  */
 #include <math.h>
@@ -72,11 +73,14 @@ void st_sampler_reset(struct st_sampler *s, const struct st_gen_params *p)
     s->bias = p->n_logit_bias > 0 ? p->logit_bias : NULL;
     s->n_bias = s->bias ? p->n_logit_bias : 0;
     st_penalty_reset(&s->pen, p);
-    s->json = p->json_object;
+    s->calls = p->tool_calls;   /* tool calls take the place of the JSON modes */
+    s->json = p->json_object && !s->calls;
     st_json_prefix_init(&s->js);
-    s->schema = p->json_schema;
+    s->schema = s->calls ? NULL : p->json_schema;
     if (s->schema)
         st_json_schema_state_init(&s->jss, s->schema);
+    if (s->calls)
+        st_call_state_init(&s->cs, s->calls);
 }
 
 void st_sampler_start(struct st_sampler *s, int64_t n_ctx, const int32_t *prompt,

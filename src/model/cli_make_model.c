@@ -14,6 +14,7 @@ static int usage(void)
     fputs("usage: strata make-model OUT.gguf [--preset tiny|small|medium|mtp-demo|a3b]\n"
           "                         [--quant TYPE]\n"
           "                         [--seed N] [--vocab tokenizer.json] [--n-vocab N] [--mtp]\n"
+          "                         [--no-fim]\n"
           "  Write a synthetic qwen3moe model with random weights (its text is noise).\n"
           "  --preset   tiny (default): E 64, 2 layers, 4 experts; small: E 256, 4 layers,\n"
           "             8 experts; medium: E 768, 12 layers, 16 experts top-4;\n"
@@ -26,7 +27,9 @@ static int usage(void)
           "  --vocab    import a Hugging Face tokenizer.json (and the tokenizer_config.json\n"
           "             beside it) instead of the small built-in tokenizer\n"
           "  --n-vocab  with --vocab: pad the vocabulary to N rows\n"
-          "  --mtp      append one MTP (nextn) block\n", stderr);
+          "  --mtp      append one MTP (nextn) block\n"
+          "  --no-fim   leave the fill-in-the-middle tokens out of the built-in tokenizer\n",
+          stderr);
     return 2;
 }
 
@@ -50,6 +53,8 @@ int st_cli_make_model(int argc, char **argv)
         bool has_val = i + 1 < argc;
         if (strcmp(a, "--mtp") == 0)
             o.mtp = true;
+        else if (strcmp(a, "--no-fim") == 0)
+            o.no_fim = true;
         else if (strcmp(a, "--preset") == 0 && has_val)
             o.preset = argv[++i];
         else if (strcmp(a, "--quant") == 0 && has_val)

@@ -23,6 +23,8 @@ struct st_mm_vocab {
     int64_t  n_merges;
     char   **merges;         /* "left right" */
     int32_t  bos, eos, pad;  /* ids */
+    int32_t  fim_first;      /* built-in: id of <|fim_prefix|>, the six FIM ids from there
+                              * (tokenizer.ggml.fim_*_token_id keys written); -1: none */
     bool     add_bos;
     char    *chat_template;  /* NULL = none */
 };
@@ -30,9 +32,10 @@ struct st_mm_vocab {
 void st_mm_vocab_free(struct st_mm_vocab *v);
 
 /* The built-in byte-level BPE tokenizer: 256 byte tokens, merges learned
- * deterministically from an embedded English text, the ChatML specials
- * and <think>/</think>; padded to a multiple of 64. */
-ST_MUST_CHECK enum st_status st_mm_vocab_builtin(struct st_mm_vocab *v, struct st_err *err);
+ * deterministically from an embedded English text, the ChatML specials,
+ * <think>/</think> and (fim) Qwen's six FIM tokens; padded to a multiple of 64. */
+ST_MUST_CHECK enum st_status st_mm_vocab_builtin(struct st_mm_vocab *v, bool fim,
+                                                 struct st_err *err);
 
 /* Import a Hugging Face tokenizer.json (and tokenizer_config.json /
  * config.json beside it when present). n_vocab_pad > 0 pads to that size. */

@@ -355,7 +355,7 @@ enum st_status st_make_model(const struct st_make_model_opts *o, struct st_err *
     b.seed = o->seed;
     b.n_blocks = b.p->L + (o->mtp || b.p->mtp_demo ? 1 : 0);   /* mtp-demo implies --mtp */
     rc = o->vocab_path ? st_mm_vocab_import(&v, o->vocab_path, o->n_vocab, err)
-                       : st_mm_vocab_builtin(&v, err);
+                       : st_mm_vocab_builtin(&v, !o->no_fim, err);
     if (rc != ST_OK)
         return rc;
     if (!v.chat_template)

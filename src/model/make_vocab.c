@@ -7,7 +7,13 @@
  *   256..           one token per learned merge, in merge order
  *   then            <|endoftext|> <|im_start|> <|im_end|> (CONTROL),
  *                   <think> </think> (USER_DEFINED)
+ *   then            Qwen's fill-in-the-middle tokens <|fim_prefix|> <|fim_middle|>
+ *                   <|fim_suffix|> <|fim_pad|> <|repo_name|> <|file_sep|> (CONTROL,
+ *                   as llama.cpp's converter types them: shaped like <|...|>), in
+ *                   Qwen2.5's order; left out with fim = false (make-model --no-fim)
  *   then            [PAD<i>] (UNUSED) up to a multiple of 64.
+ * The FIM tokens took six of the [PAD] slots, so every earlier id and the
+ * vocabulary size (576) are what they were before they were added.
  * Merges are learned by classic BPE training on make_corpus.c's text: split
  * into chunks (an optional space + letters, single digits, an optional
  * space + other symbols, whitespace runs), count adjacent pairs weighted
@@ -213,11 +219,21 @@ static void learn_merges(struct st_mm_vocab *v)
     free(w);
 }
 
-enum st_status st_mm_vocab_builtin(struct st_mm_vocab *v, struct st_err *err)
+static const char *const fim_texts[] = { "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
+                                         "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>" };
+
+static void add_special(struct st_mm_vocab *v, const char *text, int32_t type)
+{
+    v->tokens[v->n] = st_xstrdup(text);
+    v->types[v->n] = type;
+    v->n++;
+}
+
+enum st_status st_mm_vocab_builtin(struct st_mm_vocab *v, bool fim, struct st_err *err)
 {
     static const char *const specials[] = { "<|endoftext|>", "<|im_start|>", "<|im_end|>",
                                             "<think>", "</think>" };
-    int64_t cap = 256 + N_MERGES + 5 + 64;
+    int64_t cap = 256 + N_MERGES + 5 + 6 + 64;
     memset(v, 0, sizeof(*v));
     v->tokens = st_xcalloc((size_t)cap, sizeof(*v->tokens));
     v->types = st_xcalloc((size_t)cap, sizeof(*v->types));
@@ -230,18 +246,20 @@ enum st_status st_mm_vocab_builtin(struct st_mm_vocab *v, struct st_err *err)
     }
     v->n = 256;
     learn_merges(v);
-    for (int i = 0; i < 5; i++) {
-        v->tokens[v->n] = st_xstrdup(specials[i]);
-        v->types[v->n] = i < 3 ? 3 : 4;
-        v->n++;
-    }
+    for (int i = 0; i < 5; i++)
+        add_special(v, specials[i], i < 3 ? 3 : 4);
     v->bos = v->pad = (int32_t)(v->n - 5);
     v->eos = (int32_t)(v->n - 3);
+    v->fim_first = -1;
+    if (fim) {
+        v->fim_first = (int32_t)v->n;
+        for (size_t i = 0; i < ST_ARRAY_LEN(fim_texts); i++)
+            add_special(v, fim_texts[i], 3);
+    }
     while (v->n % 64 != 0) {
         char pad[32];
         snprintf(pad, sizeof(pad), "[PAD%lld]", (long long)v->n);
-        v->tokens[v->n] = st_xstrdup(pad);
-        v->types[v->n++] = 5;
+        add_special(v, pad, 5);
     }
     v->add_bos = false;
     v->chat_template = st_xstrdup(chatml_template);
@@ -278,6 +296,14 @@ enum st_status st_mm_vocab_write_kv(const struct st_mm_vocab *v, struct st_gguf_
     st_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos);
     st_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)v->pad);
     st_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
+    if (v->fim_first >= 0) {   /* llama.cpp's keys, in fim_texts' order */
+        static const char *const keys[] = {
+            "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_mid_token_id",
+            "tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.fim_pad_token_id",
+            "tokenizer.ggml.fim_rep_token_id", "tokenizer.ggml.fim_sep_token_id" };
+        for (size_t i = 0; i < ST_ARRAY_LEN(keys); i++)
+            st_gguf_writer_set_u32(w, keys[i], (uint32_t)v->fim_first + (uint32_t)i);
+    }
     if (v->chat_template)
         st_gguf_writer_set_str(w, "tokenizer.chat_template", v->chat_template);
     (void)err;

@@ -258,6 +258,7 @@ enum st_status st_mm_vocab_import(struct st_mm_vocab *v, const char *path, int64
     char side[4096];
     cJSON *tok = NULL, *tcfg = NULL, *cfg = NULL;
     memset(v, 0, sizeof(*v));
+    v->fim_first = -1;   /* no FIM keys: a loader finds them by text (strata/fim.h) */
     enum st_status rc = load_json(path, false, &tok, err);
     if (rc == ST_OK) {
         sibling(path, "tokenizer_config.json", side, sizeof(side));

@@ -158,6 +158,21 @@ static enum st_status c_text(struct st_buf *o, const struct st_gen *g,
     return st_oai_chunk_text(o, &m, ch->index, t->text, t->len, t->lp);
 }
 
+/* /infill (llama-server's /completion shape, infill_json.c) */
+static enum st_status c_infill_text(struct st_buf *o, const struct st_gen *g,
+                                    const struct st_gen_choice *ch, const void *arg)
+{
+    const struct text_arg *t = arg;
+    return st_infill_chunk(o, g, ch, t->text, t->len);
+}
+
+static enum st_status c_infill_final(struct st_buf *o, const struct st_gen *g,
+                                     const struct st_gen_choice *ch, const void *arg)
+{
+    (void)arg;
+    return st_infill_final(o, g, ch, true);
+}
+
 static enum st_status c_finish(struct st_buf *o, const struct st_gen *g,
                                const struct st_gen_choice *ch, const void *arg)
 {
@@ -188,6 +203,14 @@ static enum st_status c_usage(struct st_buf *o, const struct st_gen *g,
 
 static void stream_end(struct st_gen *g, struct st_gen_choice *ch)
 {
+    if (g->infill) {   /* one choice; its last object says stop: true; no [DONE] */
+        if (finished_ok(ch))
+            put_chunk(g, ch, c_infill_final, NULL);
+        else if (ch->status != ST_OK && ch->status != ST_ERR_CANCELLED)
+            put_chunk(g, ch, c_error, NULL);
+        g->stream_done = g->n_ended == g->n_choices;
+        return;
+    }
     if (finished_ok(ch)) {
         if (g->kind == ST_OAI_CHAT && !ch->role_sent)
             put_chunk(g, ch, c_role, NULL);
@@ -246,7 +269,7 @@ static void on_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *
             st_gen_reply_token(c, g, ch, text, len, g->logprobs ? &lp : NULL);
         } else if (len || g->logprobs) {
             struct text_arg t = { text, len, g->logprobs ? &lp : NULL };
-            put_chunk(g, ch, c_text, &t);
+            put_chunk(g, ch, g->infill ? c_infill_text : c_text, &t);
             ch->produced = true;
         }
     } else if (!g->stream) {
@@ -433,6 +456,9 @@ static enum st_route_result reply_body_locked(struct st_call *c, struct st_gen *
             return ST_ROUTE_DONE;
         }
     }
+    if (g->infill)
+        return st_infill_final(body, g, &g->choices[0], false) == ST_OK ? ST_ROUTE_DONE
+                                                                        : ST_ROUTE_FAIL;
     size_t n = g->n_choices > 0 ? (size_t)g->n_choices : 1;
     struct st_oai_choice *cs = calloc(n, sizeof(*cs));
     if (!cs)

@@ -43,6 +43,8 @@ struct st_gen {
     bool include_usage;
     bool logprobs;
     bool echo;                     /* completions: the prompt leads each choice's text */
+    bool infill;                   /* /infill: llama-server's /completion shape (infill_json.c) */
+    bool infill_truncated;         /* ... its "truncated" */
     int32_t echo_top;              /* echo + logprobs N: alternatives per prompt token */
     int32_t prompt_lp;             /* vLLM prompt_logprobs k; -1 = not asked */
     char id[64];                   /* "chatcmpl-<request id>" / "cmpl-<request id>" */
@@ -71,6 +73,16 @@ struct st_gen_reply;
  * ST_ERR_NOMEM. Before submit: no lock needed. */
 enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request *oq,
                                   enum st_reasoning_format server_default, const char *prompt);
+/* tool_choice "required" or a named function: the call grammar that
+ * constrains the reply (include/strata/call_grammar.h) for the format the
+ * parser will read from this prompt; *out NULL when nothing is enforced
+ * (another tool_choice, no tools, an unknown name, ...: as before, never
+ * an error). One reference, the caller's.
+ * ST_ERR_NOMEM. */
+struct st_call_grammar;
+enum st_status st_gen_reply_calls(const struct st_oai_request *oq,
+                                  enum st_reasoning_format server_default, const char *prompt,
+                                  struct st_call_grammar **out);
 void st_gen_reply_free(struct st_gen_reply *r);
 /* A token's visible text (c->lock held): stream -> chunks on g->out with
  * the token's logprobs (lp, NULL: none); else accumulated. */
@@ -83,6 +95,22 @@ void st_gen_reply_end(struct st_call *c, struct st_gen *g, struct st_gen_choice 
 const char *st_gen_reply_finish_reason(const struct st_gen_choice *ch);
 /* The parsed parts of a finished non-stream choice into 'out'. */
 void st_gen_reply_fill(const struct st_gen_choice *ch, struct st_oai_choice *out);
+
+/* ---- /infill answers (infill_json.c, docs/API.md "/infill") ---- */
+/* A stream object for one token's text: {"index":0,"content":...,"stop":false,...}. */
+enum st_status st_infill_chunk(struct st_buf *o, const struct st_gen *g,
+                               const struct st_gen_choice *ch, const char *text, size_t len);
+/* The last object (stream: content "", stop true) or the whole body (the
+ * choice's text as content). */
+enum st_status st_infill_final(struct st_buf *o, const struct st_gen *g,
+                               const struct st_gen_choice *ch, bool stream);
+
+/* /v1/completions with OpenAI's legacy "suffix" (h_infill.c): every prompt
+ * becomes the model's fill-in-the-middle prompt (prefix = the prompt) as
+ * token ids. No suffix or an unknown model: nothing done (ST_OK). 400 when
+ * the model has no FIM tokens or the prompt does not fit. MHD thread. */
+enum st_status st_infill_suffix(struct st_call *c, struct st_oai_request *oq,
+                                struct st_api_error *e);
 
 /* Allocate the state for 'n' choices (owned; st_gen_free). NULL on OOM. */
 struct st_gen *st_gen_new(int32_t n);

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strata/call_grammar.h"
+#include "strata/log.h"
 #include "strata/reply_parse.h"
 #include "gen.h"
 
@@ -94,16 +96,100 @@ void st_gen_reply_free(struct st_gen_reply *r)
     free(r);
 }
 
+static enum st_reasoning_format resolve_rf(const struct st_oai_request *oq,
+                                           enum st_reasoning_format server_default)
+{
+    return oq->reasoning_format == ST_OAI_REASONING_DEFAULT ? server_default
+           : oq->reasoning_format == ST_OAI_REASONING_NONE ? ST_REASONING_NONE
+                                                           : ST_REASONING_DEEPSEEK;
+}
+
+/* The rendered prompt ends with a closed think block ("</think>" and
+ * blanks: Qwen3 with enable_thinking false): no think block may follow. */
+static bool prompt_closes_think(const char *p)
+{
+    size_t n = strlen(p);
+    while (n > 0 && strchr(" \t\r\n", p[n - 1]))
+        n--;
+    return n >= 8 && memcmp(p + n - 8, "</think>", 8) == 0;
+}
+
+/* Which call format the reply parser will read (the same tests as
+ * st_gen_reply_setup), and whether a think block may come first. false:
+ * a format the grammar does not cover (a Mistral prompt without a tools
+ * section of v7's or v11's shape). */
+static bool call_format(const char *prompt, bool reasoning, struct st_call_spec *sp)
+{
+    size_t n = strlen(prompt);
+    bool opens = st_reply_prompt_opens_think(prompt, n);
+    sp->think = !reasoning ? ST_CALL_THINK_NONE
+                : opens ? ST_CALL_THINK_OPEN
+                : prompt_closes_think(prompt) ? ST_CALL_THINK_NONE
+                                              : ST_CALL_THINK_OPTIONAL;
+    if (st_reply_prompt_wants_xml_calls(prompt, n)) {
+        sp->format = ST_CALL_XML;   /* the frame and the name; parameters free */
+        sp->think = ST_CALL_THINK_NONE;
+        return true;
+    }
+    if (st_reply_prompt_is_mistral(prompt, n)) {
+        if (strstr(prompt, "[AVAILABLE_TOOLS][")) {
+            sp->format = ST_CALL_MISTRAL11;
+        } else if (strstr(prompt, "[AVAILABLE_TOOLS] [")) {
+            sp->format = ST_CALL_MISTRAL7;
+            sp->think = opens && reasoning ? ST_CALL_THINK_OPEN : ST_CALL_THINK_NONE;
+        } else {
+            return false;
+        }
+        return true;
+    }
+    if (st_reply_prompt_wants_json_calls(prompt, n)) {
+        sp->format = ST_CALL_LLAMA;
+        sp->think = ST_CALL_THINK_NONE;
+        return true;
+    }
+    sp->format = ST_CALL_HERMES;   /* also templates without tools: the parser reads it */
+    return true;
+}
+
+enum st_status st_gen_reply_calls(const struct st_oai_request *oq,
+                                  enum st_reasoning_format server_default, const char *prompt,
+                                  struct st_call_grammar **out)
+{
+    *out = NULL;
+    bool named = oq->tool_choice == ST_OAI_TOOLS_FUNCTION;
+    if (oq->kind != ST_OAI_CHAT || !prompt || !oq->tools_json ||
+        (!named && oq->tool_choice != ST_OAI_TOOLS_REQUIRED) ||
+        (named && !oq->tool_choice_name[0]))
+        return ST_OK;
+    struct st_call_spec sp = { .parallel = !oq->single_tool_call, .tools_json = oq->tools_json,
+                               .tools_len = strlen(oq->tools_json),
+                               .name = named ? oq->tool_choice_name : NULL };
+    if (!call_format(prompt, resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK, &sp))
+        return ST_OK;
+    struct st_err err = { 0 };
+    int32_t fallback = 0;
+    enum st_status rc = st_call_grammar_compile(&sp, out, &fallback, &err);
+    if (rc == ST_ERR_NOMEM)
+        return rc;
+    if (rc != ST_OK) {   /* not enforced, as before: never a 400 for it */
+        st_log(ST_LOG_WARN, "server", "tool_choice not enforced: %s", err.msg);
+        return ST_OK;
+    }
+    static const char *const fmt[] = { "hermes", "llama", "mistral-v11", "mistral-v7", "xml" };
+    static const char *const think[] = { "none", "optional", "open" };
+    st_log(ST_LOG_DEBUG, "server", "tool_choice: reply constrained to calls (format %s, "
+           "think %s, %d tool(s), %d with any-object arguments, %s)", fmt[sp.format],
+           think[sp.think], (int)st_call_grammar_n_tools(*out), (int)fallback,
+           sp.parallel ? "parallel" : "one call");
+    return ST_OK;
+}
+
 enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request *oq,
                                   enum st_reasoning_format server_default, const char *prompt)
 {
     if (g->kind != ST_OAI_CHAT)
         return ST_OK;
-    enum st_reasoning_format rf = oq->reasoning_format == ST_OAI_REASONING_DEFAULT
-                                      ? server_default
-                                  : oq->reasoning_format == ST_OAI_REASONING_NONE
-                                      ? ST_REASONING_NONE
-                                      : ST_REASONING_DEEPSEEK;
+    enum st_reasoning_format rf = resolve_rf(oq, server_default);
     struct st_reply_opts o;
     memset(&o, 0, sizeof(o));
     o.reasoning = rf == ST_REASONING_DEEPSEEK;

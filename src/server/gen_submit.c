@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "gen.h"
+#include "strata/call_grammar.h"
 #include "strata/json_schema.h"
 
 static enum st_status pick_model(struct st_call *c, const struct st_oai_request *oq,
@@ -83,6 +84,8 @@ static struct st_gen *gen_setup(struct st_call *c, const struct st_oai_request *
     g->include_usage = oq->stream && oq->include_usage;
     g->logprobs = oq->params.logprobs;
     g->echo = oq->kind == ST_OAI_COMPLETION && oq->echo;
+    g->infill = oq->infill;                       /* /infill's answer shape (h_infill.c) */
+    g->infill_truncated = oq->infill_truncated;
     g->echo_top = oq->params.top_logprobs;
     g->prompt_lp = oq->prompt_logprobs;
     snprintf(g->id, sizeof(g->id), "%s-%s", oq->kind == ST_OAI_CHAT ? "chatcmpl" : "cmpl",
@@ -176,9 +179,12 @@ static enum st_status use_tokens(struct st_call *c, struct st_request *req,
     return ST_OK;
 }
 
+/* calls: tool_choice's grammar (gen_reply.c) or NULL; the request takes
+ * its own reference. */
 static enum st_status make_request(struct st_call *c, struct st_gen *g,
                                    const struct st_oai_request *oq, struct st_gen_choice *ch,
-                                   const char *text, struct st_api_error *e)
+                                   const char *text, struct st_call_grammar *calls,
+                                   struct st_api_error *e)
 {
     struct st_request *req = st_request_new();
     if (!req)
@@ -199,6 +205,10 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
     req->no_prompt_cache = !oq->cache_prompt;
     if (copy_params(&req->params, &oq->params, ch->index % oq->n) != ST_OK)
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    if (calls) {   /* takes the place of response_format in the sampler */
+        st_call_grammar_ref(calls);
+        req->params.tool_calls = calls;
+    }
     req->prompt = st_str_dup(st_str_c(text));
     if (!req->prompt)
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
@@ -244,12 +254,15 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
     enum st_status rc = check_bias(c, oq, g->model, e);
     for (int32_t i = 0; i < g->n_choices && rc == ST_OK; i += oq->n) {
         char *text = NULL;
+        struct st_call_grammar *calls = NULL;
         rc = render_prompt(c, oq, g->model, (size_t)g->choices[i].prompt, &text, e);
         if (rc == ST_OK && i == 0 &&   /* chat: one prompt; replies parsed (gen_reply.c) */
-            st_gen_reply_setup(g, oq, c->srv->cfg.reasoning_format, text) != ST_OK)
+            (st_gen_reply_setup(g, oq, c->srv->cfg.reasoning_format, text) != ST_OK ||
+             st_gen_reply_calls(oq, c->srv->cfg.reasoning_format, text, &calls) != ST_OK))
             rc = st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
         for (int32_t j = 0; j < oq->n && rc == ST_OK; j++)
-            rc = make_request(c, g, oq, &g->choices[i + j], text, e);
+            rc = make_request(c, g, oq, &g->choices[i + j], text, calls, e);
+        st_call_grammar_unref(calls);
         free(text);
     }
     return rc;

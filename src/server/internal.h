@@ -103,9 +103,9 @@ struct st_oai_prompt {
 #define ST_OAI_MAX_N       16    /* "n" at most */
 #define ST_OAI_MAX_CHOICES 64    /* prompts x n at most */
 
-/* tool_choice: only "none" changes anything (no tools to the template,
- * nothing parsed); "required" and a named function cannot be enforced
- * without constrained decoding and behave like "auto" (docs/API.md). */
+/* tool_choice: "none" gives no tools to the template and parses nothing;
+ * "required" and a named function constrain the reply to calls
+ * (include/strata/call_grammar.h, gen_reply.c; docs/API.md). */
 enum st_oai_tool_choice {
     ST_OAI_TOOLS_AUTO,
     ST_OAI_TOOLS_NONE,
@@ -139,12 +139,43 @@ struct st_oai_request {
     bool    cache_prompt;          /* llama-server's; default true; false: no prefix reuse */
     /* chat: tool calls and reasoning (oai_tools.c, docs/API.md) */
     enum st_oai_tool_choice tool_choice;
+    char    tool_choice_name[257];  /* FUNCTION: its name ("" when longer than 256 bytes) */
     bool    single_tool_call;      /* parallel_tool_calls: false -> keep the first call */
     enum st_oai_reasoning reasoning_format;
     bool    has_priority;          /* body "priority" was an integral number */
     int32_t priority;
     char   *user;                  /* owned or NULL */
+    char   *suffix;                /* completions: OpenAI's legacy suffix (FIM), owned or NULL */
+    bool    infill;                /* POST /infill: llama-server's /completion answer shape
+                                    * (infill_json.c); prompts[0] holds the FIM token ids */
+    bool    infill_truncated;      /* ... the FIM budget cut something ("truncated") */
 };
+
+/* The fields every generation body shares (model, sampling, stop, stream,
+ * n, priority, cache_prompt ...), for parsers of other bodies (/infill).
+ * r->kind must be set first. */
+struct cJSON;
+ST_MUST_CHECK
+enum st_status st_oai_parse_common(const struct cJSON *root, struct st_oai_request *r,
+                                   struct st_api_error *e);
+
+/* ---- POST /infill bodies (h_infill.c) ---- */
+
+/* llama-server's infill fields; everything else of the body is in the
+ * st_oai_request parsed beside it. All owned. */
+struct st_infill_body {
+    char   *input_prefix, *input_suffix, *prompt;   /* NULL: absent ("") */
+    char   *repo_name, *filename;                   /* strata's: NULL = llama-server's */
+    struct st_infill_chunk *extra;                  /* input_extra; texts owned */
+    size_t  n_extra;
+};
+void st_infill_body_fini(struct st_infill_body *b);
+/* Parse an /infill body: the common generation fields (st_oai_parse_common,
+ * plus n_predict) into *oq, the infill fields into *b. 400s name the field.
+ * On failure both are left empty (fini still safe). */
+ST_MUST_CHECK
+enum st_status st_infill_parse(const char *body, size_t len, struct st_oai_request *oq,
+                               struct st_infill_body *b, struct st_api_error *e);
 
 void st_oai_request_init(struct st_oai_request *r);
 void st_oai_request_fini(struct st_oai_request *r);
@@ -447,7 +478,7 @@ const struct st_route *st_route_find(const char *path, const char *method, bool 
                                      char *allow, size_t allow_cap);
 
 /* Handlers (h_*.c). */
-st_route_fn st_h_chat, st_h_completions, st_h_models, st_h_model_one, st_h_health,
+st_route_fn st_h_chat, st_h_completions, st_h_infill, st_h_models, st_h_model_one, st_h_health,
     st_h_metrics, st_h_activity, st_h_slots, st_h_tokenize, st_h_detokenize,
     st_h_apply_template;
 

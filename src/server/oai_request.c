@@ -24,6 +24,9 @@
  *   presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n,
  *   logit_bias, response_format: see oai_sampling.c
  *   cache_prompt     boolean, default true (llama-server; false: no prefix reuse)
+ *   suffix           completions: string, the text after the completion (OpenAI's
+ *                    legacy insert mode): the prompt becomes a fill-in-the-middle
+ *                    prompt (h_infill.c); not with echo
  *   tool_choice, parallel_tool_calls, reasoning_format  chat: see oai_tools.c
  * JSON null counts as absent for every optional field.
  *
@@ -61,6 +64,7 @@ void st_oai_request_fini(struct st_oai_request *r)
     free(r->params.logit_bias);
     st_json_schema_unref(r->params.json_schema);   /* response_format json_schema */
     free(r->user);
+    free(r->suffix);
     memset(r, 0, sizeof(*r));
 }
 
@@ -248,6 +252,23 @@ static enum st_status parse_prompts(const cJSON *root, struct st_oai_request *r,
     return ST_OK;
 }
 
+/* OpenAI's legacy "suffix" (completions): a string; "" counts as absent. */
+static enum st_status parse_suffix(const cJSON *root, struct st_oai_request *r,
+                                   struct st_api_error *e)
+{
+    enum st_status rc = st_oai_get_str(root, "suffix", &r->suffix, e);
+    if (rc != ST_OK)
+        return rc;
+    if (r->suffix && !*r->suffix) {
+        free(r->suffix);
+        r->suffix = NULL;
+    }
+    if (r->suffix && r->echo)
+        return st_api_error_set(e, ST_ERR_INVALID, "suffix", NULL,
+                                "Invalid 'suffix': not available with 'echo': true.");
+    return ST_OK;
+}
+
 static enum st_status parse_chat(const cJSON *root, struct st_oai_request *r,
                                  struct st_api_error *e)
 {
@@ -290,7 +311,7 @@ static enum st_status parse_scoring(const cJSON *root, struct st_oai_request *r,
     return ST_OK;
 }
 
-static enum st_status parse_common(const cJSON *root, struct st_oai_request *r,
+enum st_status st_oai_parse_common(const cJSON *root, struct st_oai_request *r,
                                    struct st_api_error *e)
 {
     int64_t n = 1;
@@ -333,9 +354,11 @@ enum st_status st_oai_parse(enum st_oai_kind kind, const char *body, size_t len,
     enum st_status rc = st_oai_json_root(body, len, &root, e);
     if (rc != ST_OK)
         return rc;
-    rc = parse_common(root, r, e);
+    rc = st_oai_parse_common(root, r, e);
     if (rc == ST_OK)
         rc = kind == ST_OAI_CHAT ? parse_chat(root, r, e) : parse_prompts(root, r, e);
+    if (rc == ST_OK && kind == ST_OAI_COMPLETION)
+        rc = parse_suffix(root, r, e);
     if (rc == ST_OK && (int64_t)r->n * (int64_t)(r->n_prompts ? r->n_prompts : 1) >
                            ST_OAI_MAX_CHOICES)
         rc = st_api_error_set(e, ST_ERR_INVALID, "n", NULL,

@@ -6,10 +6,11 @@
  *   reasoning_format     "deepseek" | "auto" (= deepseek) | "none";
  *                        absent: the server's --reasoning-format
  *
- * "none" is the only tool_choice that changes anything: the tools are not
- * given to the chat template and the reply is not parsed for calls.
- * "required" and a named function are accepted but not enforced (that
- * needs constrained decoding, which the server does not have; docs/API.md).
+ * "none": the tools are not given to the chat template and the reply is
+ * not parsed for calls. "required" and a named function are enforced by
+ * constrained decoding: the reply is one or more calls (of that function)
+ * in the model's call format (gen_reply.c st_gen_reply_calls,
+ * include/strata/call_grammar.h; docs/API.md "Tool calls and reasoning").
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,9 @@ static enum st_status parse_tool_choice(const cJSON *root, struct st_oai_request
         !cJSON_IsString(name))
         return bad_choice(e);
     r->tool_choice = ST_OAI_TOOLS_FUNCTION;
+    size_t n = strlen(name->valuestring);
+    if (n < sizeof(r->tool_choice_name))   /* longer: no tool can have it; not enforced */
+        memcpy(r->tool_choice_name, name->valuestring, n + 1);
     return ST_OK;
 }
 

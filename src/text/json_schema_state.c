@@ -585,10 +585,23 @@ bool st_json_schema_empty(const struct st_json_schema_state *st)
     return st->n == 1 && st->s[0].mode == S_VALUE && st->s[0].depth == 0;
 }
 
+/* A key that matches no listed key any more, of an object that allows
+ * other keys: until its closing quote any byte but '"', '\\' (an extra
+ * key has no escapes) and those < 0x20 leaves it as it is, like a free
+ * string. (pos has room for one more token of ST_JSON_SCHEMA_FREE_KEY
+ * bytes.) */
+#define ST_JSON_SCHEMA_FREE_KEY 256
+static bool free_key(const struct st_json_schema *sc, const struct st_js_stack *k)
+{
+    return k->mode == S_KEYSTR && k->cand == 0 && !(k->flags & FL_KEYBS) &&
+           k->pos < UINT16_MAX - ST_JSON_SCHEMA_FREE_KEY &&
+           k->depth > 0 && node(sc, k->f[k->depth - 1].node)->additional >= 0;
+}
+
 bool st_json_schema_in_string(const struct st_json_schema_state *st)
 {
     for (uint32_t i = 0; i < st->n; i++) {
-        if (st->s[i].mode != S_STR)
+        if (st->s[i].mode != S_STR && !free_key(st->schema, &st->s[i]))
             return false;
     }
     return st->n > 0;

@@ -95,7 +95,10 @@ describe('a reply with reasoning, content and two tool calls', () => {
     assert.equal(m.reasoning_content, 'The user wants the weather and the time.');   /* still split */
   });
 
-  test('tool_choice "required" and a named function are accepted (not enforced)', async () => {
+  test('tool_choice "required" and a named function: the reply is still parsed into its calls', async () => {
+    // the sim forces its text (the constraint is the sampler's: the
+    // enforcement itself is tests/unit/test_engine_calls.c); the wiring is
+    // checked on the debug log below
     for (const tool_choice of ['required', 'auto', { type: 'function', function: { name: 'get_time' } }]) {
       const r = await client.chat.completions.create({ model: 'default', messages, tools, tool_choice });
       assert.equal(r.choices[0].message.tool_calls.length, 2);
@@ -275,5 +278,76 @@ describe('Mistral replies: [THINK], [TOOL_CALLS]name[ARGS]{...} and the JSON-arr
     const plain = await client.chat.completions.create({ model: 'v7', messages, tools });
     assert.equal(plain.choices[0].message.tool_calls, undefined);
     assert.equal(plain.choices[0].message.content, V7);
+  });
+});
+
+// tool_choice "required" / a named function (docs/API.md "Tool calls and
+// reasoning"): the server compiles a call grammar for the format the parser
+// will read and hands it to the sampler; the debug log says which. The sim's
+// "template" is the messages' contents, so a message can make the prompt
+// look like a Llama 3.1 or Mistral one, or open a think block.
+describe('tool_choice enforcement: the grammar handed to the sampler', () => {
+  const REPLY1 = '<tool_call>\n{"name": "get_time", "arguments": {"tz": "UTC"}}\n</tool_call>';
+  let srv, client;
+  before(async () => {
+    srv = await startServer(['--log-level', 'debug', '--sim-decode-tps', '2000', '--sim-reply', REPLY1]);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => { await srv.stop(); });
+
+  // the log lines a request added (written before its reply)
+  async function logOf(body) {
+    const before = srv.log().length;
+    const r = await client.chat.completions.create({ model: 'default', tools, ...body });
+    return { r, log: srv.log().slice(before) };
+  }
+  const CONSTRAINED = /tool_choice: reply constrained to calls \(format (\S+), think (\S+), (\d+) tool\(s\), (\d+) with any-object arguments, ([a-z ]+)\)/;
+
+  test('"required": every tool, Hermes format, think optional, parallel', async () => {
+    const { r, log } = await logOf({ messages, tool_choice: 'required' });
+    assert.equal(r.choices[0].message.tool_calls[0].function.name, 'get_time');
+    const m = log.match(CONSTRAINED);
+    assert.ok(m, log);
+    assert.deepEqual(m.slice(1), ['hermes', 'optional', '2', '0', 'parallel']);
+  });
+
+  test('a named function: that tool only; parallel_tool_calls false: one call', async () => {
+    const { log } = await logOf({ messages, parallel_tool_calls: false,
+      tool_choice: { type: 'function', function: { name: 'get_time' } } });
+    assert.deepEqual(log.match(CONSTRAINED).slice(1), ['hermes', 'optional', '1', '0', 'one call']);
+  });
+
+  test('the format follows the prompt: Llama 3.1, Mistral v11 / v7, Qwen3-Coder, an open think block', async () => {
+    const cases = [
+      ['<|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nweather?', ['llama', 'none']],
+      ['[INST]x[/INST][AVAILABLE_TOOLS][{}][/AVAILABLE_TOOLS]', ['mistral-v11', 'optional']],
+      ['[INST]x[/INST][AVAILABLE_TOOLS] [{}][/AVAILABLE_TOOLS]', ['mistral-v7', 'none']],
+      ['<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\n', ['xml', 'none']],
+      ['think first <think>\n', ['hermes', 'open']],
+      ['no thinking <think>\n\n</think>\n\n', ['hermes', 'none']],
+    ];
+    for (const [content, want] of cases) {
+      const { log } = await logOf({ messages: [{ role: 'user', content }], tool_choice: 'required' });
+      const m = log.match(CONSTRAINED);
+      assert.ok(m, `${content}: ${log}`);
+      assert.deepEqual(m.slice(1, 3), want, content);
+    }
+    // reasoning_format none: no think block may open
+    const { log } = await logOf({ messages, tool_choice: 'required', reasoning_format: 'none' });
+    assert.deepEqual(log.match(CONSTRAINED).slice(1, 3), ['hermes', 'none']);
+  });
+
+  test('never a 400 for it: an unknown name, a schema the compiler refuses, "auto"', async () => {
+    let { r, log } = await logOf({ messages, tool_choice: { type: 'function', function: { name: 'nope' } } });
+    assert.equal(r.choices[0].finish_reason, 'tool_calls');
+    assert.match(log, /tool_choice not enforced: no tool named 'nope'/);
+    assert.doesNotMatch(log, CONSTRAINED);
+    const odd = [{ type: 'function', function: { name: 'get_time', parameters: { type: 'object',
+      properties: { tz: { type: 'string', pattern: '^[A-Z]' } } } } }];
+    ({ r, log } = await logOf({ messages, tools: odd, tool_choice: 'required' }));
+    assert.equal(r.choices[0].message.tool_calls[0].function.name, 'get_time');
+    assert.deepEqual(log.match(CONSTRAINED).slice(1, 5), ['hermes', 'optional', '1', '1']);
+    ({ log } = await logOf({ messages, tool_choice: 'auto' }));
+    assert.doesNotMatch(log, CONSTRAINED);
   });
 });

@@ -1,0 +1,239 @@
+/* h_infill.c -- POST /infill (llama-server's code infill endpoint, used by
+ * llama.vscode, llama.vim, Continue, Tabby ...) and the legacy "suffix" of
+ * POST /v1/completions (docs/API.md "/infill").
+ *
+ * The body is llama-server's: input_prefix, input_suffix, input_extra
+ * ([{filename, text}]), prompt (after <MID>), plus the generation fields of
+ * /v1/completions and n_predict. The model's FIM prompt is built as token
+ * ids by the engine (st_engine_pool_infill_prompt) and handed to the common
+ * generation path as a token prompt (gen_submit.c), so priority, auth,
+ * cancellation, metrics and drain work as for every completion; only the
+ * answer is shaped differently (infill_json.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+#include "oai_json.h"
+#include "strata/fim.h"
+
+void st_infill_body_fini(struct st_infill_body *b)
+{
+    free(b->input_prefix);
+    free(b->input_suffix);
+    free(b->prompt);
+    free(b->repo_name);
+    free(b->filename);
+    for (size_t i = 0; i < b->n_extra; i++) {
+        free((char *)b->extra[i].filename);
+        free((char *)b->extra[i].text);
+    }
+    free(b->extra);
+    memset(b, 0, sizeof(*b));
+}
+
+static enum st_status extra_error(struct st_api_error *e)
+{
+    return st_api_error_set(e, ST_ERR_INVALID, "input_extra", NULL,
+                            "Invalid 'input_extra': expected an array of {\"filename\": "
+                            "string, \"text\": string} objects.");
+}
+
+static enum st_status parse_extra(const cJSON *root, struct st_infill_body *b,
+                                  struct st_api_error *e)
+{
+    const cJSON *v = st_oai_field(root, "input_extra");
+    if (!v)
+        return ST_OK;
+    if (!cJSON_IsArray(v))
+        return extra_error(e);
+    size_t n = (size_t)cJSON_GetArraySize(v);
+    b->extra = calloc(n ? n : 1, sizeof(*b->extra));
+    if (!b->extra)
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (!cJSON_IsObject(it))
+            return extra_error(e);
+        struct st_infill_chunk *c = &b->extra[b->n_extra++];
+        char *name = NULL, *text = NULL;
+        enum st_status rc = st_oai_get_str(it, "filename", &name, e);
+        c->filename = name;
+        if (rc == ST_OK)
+            rc = st_oai_get_str(it, "text", &text, e);
+        c->text = text;
+        if (rc != ST_OK)
+            return extra_error(e);
+    }
+    return ST_OK;
+}
+
+/* n_predict (llama-server; -1 = no limit) wins over max_tokens. */
+static enum st_status parse_n_predict(const cJSON *root, struct st_oai_request *oq,
+                                      struct st_api_error *e)
+{
+    int64_t v = -1;
+    bool has = false;
+    enum st_status rc = st_oai_get_int(root, "n_predict", -1, INT32_MAX, &v, &has, e);
+    if (rc == ST_OK && has)
+        oq->params.max_tokens = (int32_t)v;
+    return rc;
+}
+
+static enum st_status parse_fields(const cJSON *root, struct st_oai_request *oq,
+                                   struct st_infill_body *b, struct st_api_error *e)
+{
+    enum st_status rc = st_oai_parse_common(root, oq, e);
+    if (rc == ST_OK)
+        rc = parse_n_predict(root, oq, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_str(root, "input_prefix", &b->input_prefix, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_str(root, "input_suffix", &b->input_suffix, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_str(root, "prompt", &b->prompt, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_str(root, "repo_name", &b->repo_name, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_str(root, "filename", &b->filename, e);
+    if (rc == ST_OK)
+        rc = parse_extra(root, b, e);
+    if (rc == ST_OK && oq->n != 1)
+        rc = st_api_error_set(e, ST_ERR_INVALID, "n", NULL,
+                              "Invalid 'n': /infill makes one completion.");
+    return rc;
+}
+
+enum st_status st_infill_parse(const char *body, size_t len, struct st_oai_request *oq,
+                               struct st_infill_body *b, struct st_api_error *e)
+{
+    st_oai_request_init(oq);
+    memset(b, 0, sizeof(*b));
+    oq->kind = ST_OAI_COMPLETION;
+    cJSON *root = NULL;
+    enum st_status rc = st_oai_json_root(body, len, &root, e);
+    if (rc == ST_OK)
+        rc = parse_fields(root, oq, b, e);
+    cJSON_Delete(root);
+    /* llama-server's /infill has no OpenAI logprobs, echo or prompt scoring */
+    oq->params.logprobs = false;
+    oq->params.top_logprobs = 0;
+    oq->echo = oq->params.echo = false;
+    oq->params.prompt_logprobs = false;
+    oq->prompt_logprobs = -1;
+    oq->infill = true;
+    if (rc != ST_OK) {
+        st_oai_request_fini(oq);
+        st_infill_body_fini(b);
+        oq->kind = ST_OAI_COMPLETION;
+    }
+    return rc;
+}
+
+/* The engine's error for a FIM prompt, as the client sees it. */
+static void fim_error(struct st_call *c, int32_t model, enum st_status rc,
+                      const struct st_err *err, const char *param, struct st_api_error *e)
+{
+    const char *code = rc == ST_ERR_UNSUPPORTED ? "fim_not_supported"
+                     : rc == ST_ERR_TOO_LONG    ? "context_length_exceeded"
+                                                : NULL;
+    st_api_error_set(e, rc, rc == ST_ERR_UNSUPPORTED ? "model" : param, code, "%s",
+                     err->msg[0] ? err->msg : st_status_msg(rc));
+    if (rc == ST_ERR_LOADING)
+        st_gen_load_failed(c, model, e);
+}
+
+static bool trimmed(const struct st_fim_trim *t)
+{
+    return t->prefix_dropped || t->suffix_dropped || t->chunks_dropped || t->headers_dropped;
+}
+
+/* Prompt p of oq becomes the FIM prompt of 'in' (the prefix filled in from
+ * it). ST_OK, or e set. */
+static enum st_status fim_prompt(struct st_call *c, int32_t model, struct st_oai_request *oq,
+                                 struct st_oai_prompt *pr, struct st_infill_input *in,
+                                 const char *param, struct st_api_error *e)
+{
+    if (!in->prefix_ids && pr->tokens) {
+        in->prefix_ids = pr->tokens;
+        in->n_prefix_ids = pr->n_tokens;
+    }
+    in->n_predict = oq->params.max_tokens;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    struct st_fim_trim trim = { 0 };
+    struct st_err err = { 0 };
+    enum st_status rc = st_engine_pool_infill_prompt(c->srv->pool, model, in, &ids, &n, &trim,
+                                                     &err);
+    if (rc != ST_OK) {
+        fim_error(c, model, rc, &err, param, e);
+        return rc;
+    }
+    free(pr->text);
+    free(pr->tokens);
+    pr->text = NULL;
+    pr->tokens = ids;
+    pr->n_tokens = n;
+    oq->infill_truncated = oq->infill_truncated || trimmed(&trim);
+    return ST_OK;
+}
+
+/* The model the request names, or -1 (st_gen_start answers 404 then). */
+static int32_t model_of(struct st_call *c, const struct st_oai_request *oq)
+{
+    if (st_engine_pool_n_models(c->srv->pool) == 0)
+        return -1;
+    return oq->model ? st_engine_pool_find_model(c->srv->pool, oq->model) : 0;
+}
+
+enum st_status st_infill_suffix(struct st_call *c, struct st_oai_request *oq,
+                                struct st_api_error *e)
+{
+    int32_t model = model_of(c, oq);
+    if (!oq->suffix || model < 0)
+        return ST_OK;
+    for (size_t p = 0; p < oq->n_prompts; p++) {
+        struct st_oai_prompt *pr = &oq->prompts[p];
+        struct st_infill_input in = { .prefix = pr->text, .suffix = oq->suffix };
+        enum st_status rc = fim_prompt(c, model, oq, pr, &in, "prompt", e);
+        if (rc != ST_OK)
+            return rc;
+    }
+    return ST_OK;
+}
+
+static enum st_status infill_prompt(struct st_call *c, struct st_oai_request *oq,
+                                    const struct st_infill_body *b, struct st_api_error *e)
+{
+    int32_t model = model_of(c, oq);
+    if (model < 0)
+        return ST_OK;
+    oq->prompts = calloc(1, sizeof(*oq->prompts));
+    if (!oq->prompts)
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    oq->n_prompts = 1;
+    struct st_infill_input in = { .prefix = b->input_prefix, .suffix = b->input_suffix,
+                                  .prompt = b->prompt, .extra = b->extra,
+                                  .n_extra = b->n_extra, .repo_name = b->repo_name,
+                                  .filename = b->filename };
+    return fim_prompt(c, model, oq, &oq->prompts[0], &in, "input_prefix", e);
+}
+
+enum st_route_result st_h_infill(struct st_call *c)
+{
+    struct st_oai_request oq;
+    struct st_infill_body b;
+    struct st_api_error e;
+    enum st_status rc = st_infill_parse(c->body.data, c->body.len, &oq, &b, &e);
+    if (rc == ST_OK)
+        rc = infill_prompt(c, &oq, &b, &e);
+    st_infill_body_fini(&b);
+    if (rc != ST_OK) {
+        st_gen_log_refused(c, &e);
+        st_oai_request_fini(&oq);
+        return st_reply_error(c, &e);
+    }
+    enum st_route_result r = st_gen_start(c, &oq);
+    st_oai_request_fini(&oq);
+    return r;
+}

@@ -1,0 +1,4 @@
+# tool_choice "required" / a named function: the call grammar and its
+# byte-at-a-time validator (src/text/call_grammar.c), checked against the
+# reply parser (src/text/reply_parse.c).
+st_add_check_test(call_grammar SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_call_grammar.c LIBS st_text)

@@ -1,0 +1,424 @@
+/* test_engine_calls.c -- enforced tool calls (tool_choice "required" or a
+ * named function, include/strata/call_grammar.h) in the sampler and
+ * through the real engine loop:
+ *
+ *   - on a small hand-made vocabulary, along random walks, the mask
+ *     (json_mask.c: first-byte and two-byte tables, the schema's fast paths
+ *     inside the arguments, the think block's free text, walks across the
+ *     frame / JSON boundary) allows exactly the tokens a brute-force feed
+ *     of each token's bytes into the grammar allows;
+ *   - sampled runs on random logits end only on a whole reply, and every
+ *     whole reply parses (reply_parse.h) into calls of the allowed tools
+ *     with arguments valid against their schema;
+ *   - the CPU model runner (tiny synthetic model) under a named function,
+ *     several seeds and temperatures: the reply is a call to that function
+ *     with schema-valid arguments whenever it ends with STOP, a valid
+ *     prefix otherwise; with --batch-mtp the tokens are the same as without.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "model_fixture.h"
+#include "strata/call_grammar.h"
+#include "strata/json_schema.h"
+#include "strata/reply_parse.h"
+#include "support.h"
+
+static const char tools[] =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":"
+    "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},"
+    "\"unit\":{\"enum\":[\"c\",\"f\"]}},\"required\":[\"city\"],"
+    "\"additionalProperties\":false}}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"parameters\":"
+    "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}}}]";
+
+static const char weather_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},"
+    "\"unit\":{\"enum\":[\"c\",\"f\"]}},\"required\":[\"city\"],"
+    "\"additionalProperties\":false}";
+static const char time_schema[] =
+    "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}";
+
+/* ---- the mask on a hand-made vocabulary ------------------------------ */
+
+static const char *const vocab[] = {
+    "<eos>", "<tool_call>", "\n", "{\"name\": \"", "get_weather", "get_time",
+    "\", \"arguments\": ", "{", "}", "\"", "city", "\":", " ", "Paris", "}\n</tool_call>",
+    "}\n", "</tool_call>", "<think>", "</think>", "hmm", "<", "/", "think", ">", "\n\n",
+    "{\"", "\"}", "}}", "unit", "c", "f", "\": \"", ", ", "<tool", "_call>", "get",
+    "_time", "\",", "x", "tool", "\"city\": \"", "<tool_call>\n{\"name\": \"get_time\"",
+    "[TOOL_CALLS]", "[ARGS]", "[", "]", "THINK", "[/THINK]", "{}", "{}}\n</tool_call>",
+    "", "\t", "  ", "call", "_", "name", "arguments", "}\n</tool_call>\n<tool_call>\n",
+    "get_weather\", \"arguments\": {\"", "\"c\"}", "\"f\"}}", "a<b", "\", \"parameters\": ",
+    " <tool_call>", "\n<tool_call>\n{\"name\": \"", "\n\n[TOOL_CALLS]", " {\"",
+    "<function=", ">\n", "</function>", "\n</tool_call>", "<parameter=city>\n", "</parameter>\n",
+    "</function>\n</tool_call>", "</", "function", "<tool_call>\n<function=get_time>\n",
+};
+#define NV ((int32_t)(sizeof(vocab) / sizeof(vocab[0])))
+
+static size_t piece(const void *ctx, int32_t token, char *buf, size_t cap)
+{
+    (void)ctx;
+    size_t n = strlen(vocab[token]);
+    memcpy(buf, vocab[token], n < cap ? n : cap);
+    return n;
+}
+
+static bool eog(const void *ctx, int32_t token)
+{
+    (void)ctx;
+    return token == 0;
+}
+
+static uint64_t lcg(uint64_t *x)
+{
+    *x = *x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+    return *x >> 33;
+}
+
+struct gspec { enum st_call_format f; enum st_call_think think; bool parallel; const char *name; };
+
+static const struct gspec gspecs[] = {
+    { ST_CALL_HERMES, ST_CALL_THINK_NONE, true, "get_weather" },
+    { ST_CALL_HERMES, ST_CALL_THINK_OPTIONAL, true, NULL },
+    { ST_CALL_HERMES, ST_CALL_THINK_OPEN, false, "get_time" },
+    { ST_CALL_MISTRAL11, ST_CALL_THINK_OPTIONAL, true, NULL },
+    { ST_CALL_LLAMA, ST_CALL_THINK_NONE, true, "get_weather" },
+    { ST_CALL_XML, ST_CALL_THINK_NONE, true, NULL },   /* last: its bodies are free text */
+};
+#define NG ((int)(sizeof(gspecs) / sizeof(gspecs[0])))
+#define NG_JSON (NG - 1)   /* the grammars whose whole replies parse into valid calls */
+
+static struct st_call_grammar *compile(const struct gspec *s)
+{
+    struct st_call_spec sp = { .format = s->f, .think = s->think, .parallel = s->parallel,
+                               .tools_json = tools, .tools_len = strlen(tools),
+                               .name = s->name };
+    struct st_call_grammar *g = NULL;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_call_grammar_compile(&sp, &g, NULL, &err) == ST_OK, "%s", err.msg);
+    return g;
+}
+
+static void make_sampler(struct st_sampler *s, struct st_call_grammar *g, float temp,
+                         uint64_t seed)
+{
+    struct st_gen_params p;
+    st_gen_params_defaults(&p);
+    p.temperature = temp;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.has_seed = true;
+    p.seed = seed;
+    p.tool_calls = g;   /* borrowed by the sampler */
+    st_sampler_init(s);
+    st_sampler_reset(s, &p);
+    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, piece, eog, NULL), ST_OK);
+}
+
+/* The mask's rule by brute force: end of generation when complete; no
+ * blanks once no call may follow unless the end is banned; every other
+ * token's bytes through the grammar. */
+static bool expected(const struct st_call_state *st, int32_t id, bool eos_banned)
+{
+    if (id == 0)
+        return st_call_complete(st);
+    const char *p = vocab[id];
+    if (!p[0])
+        return false;
+    if (st_call_done(st) && !eos_banned && strchr(" \t\n\r", p[0]))
+        return false;
+    struct st_call_state j;
+    st_call_state_copy(&j, st);
+    return st_call_feed(&j, p, strlen(p));
+}
+
+START_TEST(test_engine_calls_mask_matches_grammar)
+{
+    for (int gi = 0; gi < NG; gi++) {
+        struct st_call_grammar *g = compile(&gspecs[gi]);
+        for (int run = 0; run < 40; run++) {
+            struct st_sampler walk;
+            make_sampler(&walk, g, 1.0f, (uint64_t)run);
+            uint64_t rng = (uint64_t)run * 31 + (uint64_t)gi;
+            for (int step = 0; step < 80; step++) {
+                for (int eb = 0; eb < 2; eb++) {
+                    struct st_json_step st;
+                    st_json_mask_step(&walk, eb == 1, &st);
+                    for (int32_t id = 0; id < NV; id++) {
+                        bool want = expected(&walk.cs, id, eb == 1);
+                        ck_assert_msg(st_json_mask_allows(&walk, &st, id) == want,
+                                      "grammar %d run %d step %d token '%s': want %d", gi, run,
+                                      step, vocab[id], (int)want);
+                    }
+                }
+                float logits[NV];
+                for (int32_t t = 0; t < NV; t++)
+                    logits[t] = (float)(lcg(&rng) % 1000) / 100.0f;
+                struct st_sample_result res;
+                if (st_sampler_sample(&walk, logits, NV, NULL, 0, &res) != ST_OK)
+                    break;
+                if (res.token == 0)
+                    break;
+                st_sampler_accept(&walk, res.token);
+            }
+            st_sampler_fini(&walk);
+        }
+        st_call_grammar_unref(g);
+    }
+}
+END_TEST
+
+/* ---- checking a whole reply ------------------------------------------ */
+
+struct calls {
+    char name[8][64];
+    char args[8][512];
+    int  n;
+    size_t content;
+};
+
+static enum st_status on_ev(void *ctx, const struct st_reply_event *ev)
+{
+    struct calls *c = ctx;
+    size_t l;
+    switch (ev->kind) {
+    case ST_REPLY_TOOL_START:
+        ck_assert_int_lt(c->n, 8);
+        snprintf(c->name[c->n], sizeof(c->name[0]), "%.*s", (int)ev->len, ev->text);
+        c->args[c->n][0] = '\0';
+        c->n++;
+        break;
+    case ST_REPLY_TOOL_ARGS:
+        l = strlen(c->args[c->n - 1]);
+        snprintf(c->args[c->n - 1] + l, sizeof(c->args[0]) - l, "%.*s", (int)ev->len, ev->text);
+        break;
+    case ST_REPLY_CONTENT:
+        c->content += ev->len;
+        break;
+    default:
+        break;
+    }
+    return ST_OK;
+}
+
+static bool args_valid(const char *schema, const char *args)
+{
+    struct st_json_schema *s = NULL;
+    ck_assert_int_eq(st_json_schema_compile(schema, strlen(schema), &s, NULL), ST_OK);
+    struct st_json_schema_state st;
+    st_json_schema_state_init(&st, s);
+    bool ok = st_json_schema_feed(&st, args, strlen(args)) && st_json_schema_complete(&st);
+    st_json_schema_unref(s);
+    return ok;
+}
+
+/* A whole reply: parses into >= 1 call (exactly 1 when !parallel), no
+ * content, each call to an allowed tool with valid arguments. */
+static void check_reply(const struct gspec *gs, const char *text, size_t len)
+{
+    struct st_reply_opts o = { .reasoning = true, .tools = true,
+                               .in_reasoning = gs->think == ST_CALL_THINK_OPEN,
+                               .bare_json_calls = gs->f == ST_CALL_LLAMA,
+                               .mistral = gs->f == ST_CALL_MISTRAL11 };
+    struct st_reply_parser p;
+    struct calls c;
+    memset(&c, 0, sizeof(c));
+    st_reply_parser_init(&p, &o);
+    ck_assert_int_eq(st_reply_parser_feed(&p, text, len, on_ev, &c), ST_OK);
+    ck_assert_int_eq(st_reply_parser_finish(&p, on_ev, &c), ST_OK);
+    st_reply_parser_fini(&p);
+    ck_assert_msg(c.n >= 1 && (gs->parallel || c.n == 1), "%d calls in '%.*s'", c.n, (int)len,
+                  text);
+    ck_assert_msg(c.content == 0, "content in '%.*s'", (int)len, text);
+    for (int i = 0; i < c.n; i++) {
+        bool w = strcmp(c.name[i], "get_weather") == 0;
+        ck_assert_msg(w || strcmp(c.name[i], "get_time") == 0, "name '%s'", c.name[i]);
+        if (gs->name)
+            ck_assert_str_eq(c.name[i], gs->name);
+        ck_assert_msg(args_valid(w ? weather_schema : time_schema, c.args[i]), "args '%s'",
+                      c.args[i]);
+    }
+}
+
+/* Runs on random logits: end only when whole, and every whole reply is
+ * calls of the allowed tools; greedy checks only the top token, so both. */
+START_TEST(test_engine_calls_runs_parse)
+{
+    const float temps[] = { 0.0f, 1.0f };
+    char text[8192];
+    for (int gi = 0; gi < NG_JSON; gi++) {
+        struct st_call_grammar *g = compile(&gspecs[gi]);
+        int ended = 0;
+        for (int ti = 0; ti < 2; ti++) {
+            for (int run = 0; run < 60; run++) {
+                struct st_sampler s;
+                make_sampler(&s, g, temps[ti], (uint64_t)run + 100);
+                uint64_t rng = (uint64_t)run * 7919 + (uint64_t)ti;
+                size_t len = 0;
+                for (int step = 0; step < 300; step++) {
+                    float logits[NV];
+                    for (int32_t t = 0; t < NV; t++)
+                        logits[t] = (float)(lcg(&rng) % 1000) / 100.0f;
+                    logits[0] += 3.0f;
+                    bool done = st_call_complete(&s.cs);
+                    struct st_sample_result res;
+                    if (st_sampler_sample(&s, logits, NV, NULL, 0, &res) != ST_OK)
+                        break;
+                    st_sampler_accept(&s, res.token);
+                    if (res.token == 0) {
+                        ck_assert(done);
+                        check_reply(&gspecs[gi], text, len);
+                        ended++;
+                        break;
+                    }
+                    size_t n = strlen(vocab[res.token]);
+                    ck_assert(len + n < sizeof(text));
+                    memcpy(text + len, vocab[res.token], n);
+                    len += n;
+                }
+                st_sampler_fini(&s);
+            }
+        }
+        fprintf(stderr, "grammar %d: %d of 120 runs completed\n", gi, ended);
+        ck_assert_int_ge(ended, 5);   /* random logits: long strings keep some runs going */
+        st_call_grammar_unref(g);
+    }
+}
+END_TEST
+
+/* ---- the engine loop on the tiny model ------------------------------- */
+
+#define MAX_TOK 200
+
+static char dir[256];
+
+static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
+static void teardown(void) { support_rmtree(dir); }
+
+struct out {
+    int32_t tok[MAX_TOK];
+    int     n;
+    char    text[8192];
+    size_t  len;
+    bool    ended;
+    enum st_finish finish;
+};
+
+static void on_event(void *ctx, const struct st_event *ev)
+{
+    struct out *o = ctx;
+    if (ev->kind == ST_EVENT_END) {
+        o->ended = true;
+        o->finish = ev->finish;
+        return;
+    }
+    if (ev->kind != ST_EVENT_TOKEN)
+        return;
+    if (o->n < MAX_TOK)
+        o->tok[o->n++] = ev->token;
+    ck_assert(o->len + ev->text_len < sizeof(o->text));
+    memcpy(o->text + o->len, ev->text, ev->text_len);
+    o->len += ev->text_len;
+    o->text[o->len] = '\0';
+}
+
+static const char *const prompts[2] = { "The quick brown fox", "1 2 3" };
+
+/* Two requests under grammar g; returns how many ended with STOP. */
+static int run(const char *path, int32_t mtp, float temp, uint64_t seed,
+               const struct gspec *gs, struct st_call_grammar *g, struct out *out)
+{
+    struct fixture_pool f;
+    fixture_pool_start(&f, path, 2, mtp);
+    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
+    memset(out, 0, sizeof(*out) * 2);
+    for (int32_t i = 0; i < 2; i++) {
+        struct st_request *req = st_request_new();
+        snprintf(req->id, sizeof(req->id), "c%d", (int)i);
+        req->prompt = strdup(prompts[i]);
+        req->params.max_tokens = 200;
+        req->params.temperature = temp;
+        req->params.has_seed = true;
+        req->params.seed = seed + (uint64_t)i;
+        st_call_grammar_ref(g);
+        req->params.tool_calls = g;   /* the request's reference */
+        req->emit = on_event;
+        req->emit_ctx = &out[i];
+        struct st_err err = { 0 };
+        ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
+        st_request_unref(req);
+    }
+    fixture_pool_drain(&f);
+    int stops = 0;
+    for (int32_t i = 0; i < 2; i++) {
+        const struct out *o = &out[i];
+        ck_assert(o->ended);
+        ck_assert_msg(o->finish == ST_FINISH_STOP || o->finish == ST_FINISH_LENGTH, "finish %d",
+                      (int)o->finish);
+        struct st_call_state st;
+        st_call_state_init(&st, g);
+        ck_assert_msg(st_call_feed(&st, o->text, o->len), "not valid: '%s'", o->text);
+        if (o->finish == ST_FINISH_STOP) {
+            ck_assert_msg(st_call_complete(&st), "stopped early: '%s'", o->text);
+            check_reply(gs, o->text, o->len);
+            stops++;
+        }
+    }
+    fixture_pool_stop(&f);
+    return stops;
+}
+
+START_TEST(test_engine_calls_model_calls_named)
+{
+    char path[320];
+    fixture_make_model(path, sizeof(path), dir, "mtp-demo", "q8_0", 3, false);
+    static const struct gspec named[] = {
+        { ST_CALL_LLAMA, ST_CALL_THINK_NONE, false, "get_time" },
+        { ST_CALL_HERMES, ST_CALL_THINK_NONE, true, "get_time" },
+        { ST_CALL_HERMES, ST_CALL_THINK_NONE, false, "get_weather" },
+    };
+    const float temps[3] = { 0.0f, 0.7f, 1.2f };
+    int stops = 0;
+    for (int gi = 0; gi < 3; gi++) {
+        struct st_call_grammar *g = compile(&named[gi]);
+        for (int ti = 0; ti < 3; ti++) {
+            struct out off[2], on[2];
+            uint64_t seed = 11 + (uint64_t)ti * 5 + (uint64_t)gi;
+            stops += run(path, 0, temps[ti], seed, &named[gi], g, off);
+            fprintf(stderr, "engine calls %d t=%.1f: '%.100s'\n", gi, (double)temps[ti],
+                    off[0].text);
+            (void)run(path, 3, temps[ti], seed, &named[gi], g, on);
+            for (int i = 0; i < 2; i++) {
+                ck_assert_int_eq(off[i].n, on[i].n);
+                ck_assert_str_eq(off[i].text, on[i].text);
+            }
+        }
+        st_call_grammar_unref(g);
+    }
+    fprintf(stderr, "engine calls: %d of 18 replies whole\n", stops);
+    ck_assert_int_gt(stops, 0);
+}
+END_TEST
+
+static Suite *engine_calls_suite(void)
+{
+    Suite *s = suite_create("engine_calls");
+    TCase *t = tcase_create("calls");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, test_engine_calls_mask_matches_grammar);
+    tcase_add_test(t, test_engine_calls_runs_parse);
+    tcase_add_test(t, test_engine_calls_model_calls_named);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(engine_calls_suite(), CK_FORK);
+}
