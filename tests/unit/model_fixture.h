@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "strata/clock.h"
 #include "strata/engine.h"
@@ -91,6 +92,39 @@ static inline void fixture_pool_stop(struct fixture_pool *f)
     st_sched_free(f->sched);
     f->pool = NULL;
     f->sched = NULL;
+}
+
+/* What one request received: its tokens with their logprobs and text, and
+ * how it ended (fixture_record is its emit callback). */
+#define FIXTURE_MAX_TOK 256
+struct fixture_out {
+    int32_t tok[FIXTURE_MAX_TOK];
+    float   lp[FIXTURE_MAX_TOK];
+    int     n;
+    char    text[8192];
+    size_t  len;
+    bool    ended;
+    enum st_finish finish;
+};
+
+static inline void fixture_record(void *ctx, const struct st_event *ev)
+{
+    struct fixture_out *o = ctx;
+    if (ev->kind == ST_EVENT_END) {
+        o->ended = true;
+        o->finish = ev->finish;
+        return;
+    }
+    if (ev->kind != ST_EVENT_TOKEN)
+        return;
+    if (o->n < FIXTURE_MAX_TOK) {
+        o->tok[o->n] = ev->token;
+        o->lp[o->n++] = ev->logprob;
+    }
+    ck_assert(o->len + ev->text_len < sizeof(o->text));
+    memcpy(o->text + o->len, ev->text, ev->text_len);
+    o->len += ev->text_len;
+    o->text[o->len] = '\0';
 }
 
 #endif /* STRATA_TEST_MODEL_FIXTURE_H */

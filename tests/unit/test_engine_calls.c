@@ -293,45 +293,16 @@ END_TEST
 
 /* ---- the engine loop on the tiny model ------------------------------- */
 
-#define MAX_TOK 200
-
 static char dir[256];
 
 static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
 static void teardown(void) { support_rmtree(dir); }
 
-struct out {
-    int32_t tok[MAX_TOK];
-    int     n;
-    char    text[8192];
-    size_t  len;
-    bool    ended;
-    enum st_finish finish;
-};
-
-static void on_event(void *ctx, const struct st_event *ev)
-{
-    struct out *o = ctx;
-    if (ev->kind == ST_EVENT_END) {
-        o->ended = true;
-        o->finish = ev->finish;
-        return;
-    }
-    if (ev->kind != ST_EVENT_TOKEN)
-        return;
-    if (o->n < MAX_TOK)
-        o->tok[o->n++] = ev->token;
-    ck_assert(o->len + ev->text_len < sizeof(o->text));
-    memcpy(o->text + o->len, ev->text, ev->text_len);
-    o->len += ev->text_len;
-    o->text[o->len] = '\0';
-}
-
 static const char *const prompts[2] = { "The quick brown fox", "1 2 3" };
 
 /* Two requests under grammar g; returns how many ended with STOP. */
 static int run(const char *path, int32_t mtp, float temp, uint64_t seed,
-               const struct gspec *gs, struct st_call_grammar *g, struct out *out)
+               const struct gspec *gs, struct st_call_grammar *g, struct fixture_out *out)
 {
     struct fixture_pool f;
     fixture_pool_start(&f, path, 2, mtp);
@@ -347,7 +318,7 @@ static int run(const char *path, int32_t mtp, float temp, uint64_t seed,
         req->params.seed = seed + (uint64_t)i;
         st_call_grammar_ref(g);
         req->params.tool_calls = g;   /* the request's reference */
-        req->emit = on_event;
+        req->emit = fixture_record;
         req->emit_ctx = &out[i];
         struct st_err err = { 0 };
         ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
@@ -356,7 +327,7 @@ static int run(const char *path, int32_t mtp, float temp, uint64_t seed,
     fixture_pool_drain(&f);
     int stops = 0;
     for (int32_t i = 0; i < 2; i++) {
-        const struct out *o = &out[i];
+        const struct fixture_out *o = &out[i];
         ck_assert(o->ended);
         ck_assert_msg(o->finish == ST_FINISH_STOP || o->finish == ST_FINISH_LENGTH, "finish %d",
                       (int)o->finish);
@@ -387,7 +358,7 @@ START_TEST(test_engine_calls_model_calls_named)
     for (int gi = 0; gi < 3; gi++) {
         struct st_call_grammar *g = compile(&named[gi]);
         for (int ti = 0; ti < 3; ti++) {
-            struct out off[2], on[2];
+            struct fixture_out off[2], on[2];
             uint64_t seed = 11 + (uint64_t)ti * 5 + (uint64_t)gi;
             stops += run(path, 0, temps[ti], seed, &named[gi], g, off);
             fprintf(stderr, "engine calls %d t=%.1f: '%.100s'\n", gi, (double)temps[ti],

@@ -22,37 +22,10 @@
 #include "strata/sched.h"
 #include "support.h"
 
-#define MAX_TOK 96
-
 static char dir[256];
 
 static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
 static void teardown(void) { support_rmtree(dir); }
-
-struct out {
-    int32_t tok[MAX_TOK];
-    int     n;
-    char    text[8192];
-    size_t  len;
-    bool    ended;
-    enum st_finish finish;
-};
-
-static void on_event(void *ctx, const struct st_event *ev)
-{
-    struct out *o = ctx;
-    if (ev->kind == ST_EVENT_END) {
-        o->ended = true;
-        o->finish = ev->finish;
-        return;
-    }
-    if (o->n < MAX_TOK)
-        o->tok[o->n++] = ev->token;
-    ck_assert(o->len + ev->text_len < sizeof(o->text));
-    memcpy(o->text + o->len, ev->text, ev->text_len);
-    o->len += ev->text_len;
-    o->text[o->len] = '\0';
-}
 
 struct run {
     const char *path;
@@ -65,7 +38,7 @@ static const char *const prompts[4] = {
     "The quick brown fox", "Once upon a time there was", "1 2 3 4 5 6", "Hello, world!",
 };
 
-static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, struct out *o)
+static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, struct fixture_out *o)
 {
     struct st_request *req = st_request_new();
     snprintf(req->id, sizeof(req->id), "r%d", (int)i);
@@ -76,14 +49,14 @@ static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, str
     req->params.has_seed = true;
     req->params.seed = 42 + (uint64_t)i;
     req->params.json_object = true;
-    req->emit = on_event;
+    req->emit = fixture_record;
     req->emit_ctx = o;
     struct st_err err = { 0 };
     ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
     st_request_unref(req);
 }
 
-static void run(const struct run *r, struct out *out, struct st_pool_stats *stats)
+static void run(const struct run *r, struct fixture_out *out, struct st_pool_stats *stats)
 {
     struct fixture_pool f;
     fixture_pool_start(&f, r->path, r->np, r->mtp_draft);
@@ -93,7 +66,7 @@ static void run(const struct run *r, struct out *out, struct st_pool_stats *stat
         submit(f.pool, i, r, &out[i]);
     fixture_pool_drain(&f);
     for (int32_t i = 0; i < r->np; i++) {
-        const struct out *o = &out[i];
+        const struct fixture_out *o = &out[i];
         ck_assert_msg(o->ended, "request %d did not end", (int)i);
         ck_assert_msg(o->finish == ST_FINISH_STOP || o->finish == ST_FINISH_LENGTH,
                       "request %d: finish %d", (int)i, (int)o->finish);
@@ -110,7 +83,8 @@ static void run(const struct run *r, struct out *out, struct st_pool_stats *stat
     fixture_pool_stop(&f);
 }
 
-static void same(const struct out *a, const struct out *b, int32_t np, const char *what)
+static void same(const struct fixture_out *a, const struct fixture_out *b, int32_t np,
+                 const char *what)
 {
     for (int32_t i = 0; i < np; i++) {
         ck_assert_int_eq(a[i].n, b[i].n);
@@ -126,7 +100,7 @@ START_TEST(test_engine_json_text_is_json)
 {
     char path[320];
     fixture_make_model(path, sizeof(path), dir, "tiny", "q8_0", 1, false);
-    struct out out[4];
+    struct fixture_out out[4];
     struct st_pool_stats st;
     run(&(struct run){ .path = path, .np = 4, .n_gen = 64 }, out, &st);
     run(&(struct run){ .path = path, .np = 4, .n_gen = 64, .temperature = 1.0f }, out, &st);
@@ -140,7 +114,7 @@ START_TEST(test_engine_json_mtp_identical)
 {
     char path[320];
     fixture_make_model(path, sizeof(path), dir, "mtp-demo", "q8_0", 3, false);
-    struct out off[2], on[2];
+    struct fixture_out off[2], on[2];
     struct st_pool_stats so, sn;
     const float temps[2] = { 0.0f, 0.3f };
     for (int ti = 0; ti < 2; ti++) {

@@ -34,8 +34,6 @@
 #include "model_fixture.h"
 #include "support.h"
 
-#define MAX_TOK 64
-
 static char dir[256];
 static struct st_engine_pool *g_pool;   /* the pool run() is stepping (for the hook) */
 
@@ -47,29 +45,6 @@ static const char *make(const char *preset, bool mtp, uint64_t seed)
     static char path[4][320];
     static int next;
     return fixture_make_model(path[next++ % 4], 320, dir, preset, "q8_0", seed, mtp);
-}
-
-/* What one request received. */
-struct out {
-    int32_t tok[MAX_TOK];
-    float   lp[MAX_TOK];
-    int     n;
-    bool    ended;
-    enum st_finish finish;
-};
-
-static void on_event(void *ctx, const struct st_event *ev)
-{
-    struct out *o = ctx;
-    if (ev->kind == ST_EVENT_END) {
-        o->ended = true;
-        o->finish = ev->finish;
-        return;
-    }
-    if (o->n < MAX_TOK) {
-        o->tok[o->n] = ev->token;
-        o->lp[o->n++] = ev->logprob;
-    }
 }
 
 struct run {
@@ -84,7 +59,7 @@ struct run {
 };
 
 struct result {
-    struct out out[4];
+    struct fixture_out out[4];
     struct st_pool_stats stats;
     struct st_activity act[4];
     size_t n_act;
@@ -94,7 +69,7 @@ static const char *const prompts[4] = {
     "The quick brown fox", "Once upon a time there was", "1 2 3 4 5 6", "Hello, world!",
 };
 
-static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, struct out *o)
+static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, struct fixture_out *o)
 {
     struct st_request *req = st_request_new();
     snprintf(req->id, sizeof(req->id), "r%d", (int)i);
@@ -112,7 +87,7 @@ static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, str
         req->params.repeat_last_n = r->pen->repeat_last_n;
         ck_assert(st_gen_params_copy_bias(&req->params, r->pen) == ST_OK);
     }
-    req->emit = on_event;
+    req->emit = fixture_record;
     req->emit_ctx = o;
     struct st_err err = { 0 };
     ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
@@ -146,7 +121,7 @@ static void run(const struct run *r, struct result *res)
 static void same(const struct result *a, const struct result *b, int32_t np, const char *what)
 {
     for (int32_t i = 0; i < np; i++) {
-        const struct out *x = &a->out[i], *y = &b->out[i];
+        const struct fixture_out *x = &a->out[i], *y = &b->out[i];
         ck_assert_int_eq(x->n, y->n);
         for (int t = 0; t < x->n; t++) {
             ck_assert_msg(x->tok[t] == y->tok[t], "%s: request %d token %d: %d vs %d", what,
@@ -232,7 +207,7 @@ static void force(void *ctx, int32_t slot, int32_t *d, int32_t n)
 {
     struct forcer *f = ctx;
     const struct st_engine_slot *sl = &g_pool->engines[0].slots[slot];
-    const struct out *t = &f->truth->out[atoi(sl->req->id + 1)];   /* id "r<i>" */
+    const struct fixture_out *t = &f->truth->out[atoi(sl->req->id + 1)];   /* id "r<i>" */
     int32_t r = (int32_t)(f->calls++ % (n + 1));
     for (int32_t j = 0; j < n; j++) {
         int64_t at = sl->n_generated + j;

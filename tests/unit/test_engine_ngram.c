@@ -37,8 +37,6 @@
 #include "strata/sched.h"
 #include "support.h"
 
-#define MAX_TOK 64
-
 /* ---- the index ------------------------------------------------------------ */
 
 /* Reference: the drafts of hist[0..len) by scanning it (no index): the
@@ -278,32 +276,6 @@ static const char *make(const char *preset, bool mtp, uint64_t seed)
     return fixture_make_model(path[next++ % 4], 320, dir, preset, "q8_0", seed, mtp);
 }
 
-struct out {
-    int32_t tok[MAX_TOK];
-    float   lp[MAX_TOK];
-    int     n;
-    char    text[4096];
-    size_t  len;
-    bool    ended;
-};
-
-static void on_event(void *ctx, const struct st_event *ev)
-{
-    struct out *o = ctx;
-    if (ev->kind == ST_EVENT_END) {
-        o->ended = true;
-        return;
-    }
-    if (o->n < MAX_TOK) {
-        o->tok[o->n] = ev->token;
-        o->lp[o->n++] = ev->logprob;
-    }
-    if (o->len + ev->text_len < sizeof(o->text)) {
-        memcpy(o->text + o->len, ev->text, ev->text_len);
-        o->len += ev->text_len;
-    }
-}
-
 struct run {
     const char *path;
     int32_t np;
@@ -317,7 +289,7 @@ struct run {
 };
 
 struct result {
-    struct out out[4];
+    struct fixture_out out[4];
     struct st_pool_stats stats;
     struct st_activity act[4];
     size_t n_act;
@@ -331,7 +303,7 @@ static const char *const prompts[4] = {
     "int f(int x) { return x + 1; }\nint g(int x) { return x + 1; }\nint h(int x) {",
 };
 
-static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, struct out *o)
+static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, struct fixture_out *o)
 {
     struct st_request *req = st_request_new();
     snprintf(req->id, sizeof(req->id), "r%d", (int)i);
@@ -350,7 +322,7 @@ static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, str
         req->params.repeat_last_n = r->pen->repeat_last_n;
         ck_assert(st_gen_params_copy_bias(&req->params, r->pen) == ST_OK);
     }
-    req->emit = on_event;
+    req->emit = fixture_record;
     req->emit_ctx = o;
     struct st_err err = { 0 };
     ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
@@ -383,7 +355,7 @@ static void run(const struct run *r, struct result *res)
 static void same(const struct result *a, const struct result *b, int32_t np, const char *what)
 {
     for (int32_t i = 0; i < np; i++) {
-        const struct out *x = &a->out[i], *y = &b->out[i];
+        const struct fixture_out *x = &a->out[i], *y = &b->out[i];
         ck_assert_int_eq(x->n, y->n);
         for (int t = 0; t < x->n; t++) {
             ck_assert_msg(x->tok[t] == y->tok[t], "%s: request %d token %d: %d vs %d", what,
@@ -455,7 +427,7 @@ static void force(void *ctx, int32_t slot, int32_t *d, int32_t n)
 {
     struct forcer *f = ctx;
     const struct st_engine_slot *sl = &g_pool->engines[0].slots[slot];
-    const struct out *t = &f->truth->out[atoi(sl->req->id + 1)];
+    const struct fixture_out *t = &f->truth->out[atoi(sl->req->id + 1)];
     int32_t r = (int32_t)(f->calls++ % (n + 1));
     int32_t nv = st_runner_n_vocab(g_pool->engines[0].runner);
     for (int32_t j = 0; j < n; j++) {

@@ -210,39 +210,10 @@ END_TEST
 
 /* ---- the engine loop on the tiny model ------------------------------- */
 
-#define MAX_TOK 96
-
 static char dir[256];
 
 static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
 static void teardown(void) { support_rmtree(dir); }
-
-struct out {
-    int32_t tok[MAX_TOK];
-    int     n;
-    char    text[8192];
-    size_t  len;
-    bool    ended;
-    enum st_finish finish;
-};
-
-static void on_event(void *ctx, const struct st_event *ev)
-{
-    struct out *o = ctx;
-    if (ev->kind == ST_EVENT_END) {
-        o->ended = true;
-        o->finish = ev->finish;
-        return;
-    }
-    if (ev->kind != ST_EVENT_TOKEN)
-        return;
-    if (o->n < MAX_TOK)
-        o->tok[o->n++] = ev->token;
-    ck_assert(o->len + ev->text_len < sizeof(o->text));
-    memcpy(o->text + o->len, ev->text, ev->text_len);
-    o->len += ev->text_len;
-    o->text[o->len] = '\0';
-}
 
 static const char *const engine_schema =
     "{\"type\":\"object\",\"properties\":{"
@@ -255,7 +226,7 @@ static const char *const engine_schema =
 static const char *const prompts[2] = { "The quick brown fox", "1 2 3 4 5 6" };
 
 static void run(const char *path, int32_t mtp, float temp, struct st_json_schema *sc,
-                struct out *out)
+                struct fixture_out *out)
 {
     struct fixture_pool f;
     fixture_pool_start(&f, path, 2, mtp);
@@ -271,7 +242,7 @@ static void run(const char *path, int32_t mtp, float temp, struct st_json_schema
         req->params.seed = 7 + (uint64_t)i;
         st_json_schema_ref(sc);
         req->params.json_schema = sc;   /* the request's reference */
-        req->emit = on_event;
+        req->emit = fixture_record;
         req->emit_ctx = &out[i];
         struct st_err err = { 0 };
         ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
@@ -279,7 +250,7 @@ static void run(const char *path, int32_t mtp, float temp, struct st_json_schema
     }
     fixture_pool_drain(&f);
     for (int32_t i = 0; i < 2; i++) {
-        const struct out *o = &out[i];
+        const struct fixture_out *o = &out[i];
         ck_assert(o->ended);
         ck_assert_msg(o->finish == ST_FINISH_STOP || o->finish == ST_FINISH_LENGTH, "finish %d",
                       (int)o->finish);
@@ -298,7 +269,7 @@ START_TEST(test_engine_schema_model_generates_valid)
     char path[320];
     fixture_make_model(path, sizeof(path), dir, "mtp-demo", "q8_0", 3, false);
     struct json_schema_ref { struct st_json_schema *s; } r = { compile(engine_schema) };
-    struct out off[2], on[2];
+    struct fixture_out off[2], on[2];
     const float temps[2] = { 0.0f, 0.7f };
     for (int ti = 0; ti < 2; ti++) {
         run(path, 0, temps[ti], r.s, off);
