@@ -32,10 +32,10 @@
 #include "internal.h"
 #include "strata/sched.h"
 #include "model_fixture.h"
+#include "spec_fixture.h"
 #include "support.h"
 
 static char dir[256];
-static struct st_engine_pool *g_pool;   /* the pool run() is stepping (for the hook) */
 
 static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
 static void teardown(void) { support_rmtree(dir); }
@@ -47,92 +47,16 @@ static const char *make(const char *preset, bool mtp, uint64_t seed)
     return fixture_make_model(path[next++ % 4], 320, dir, preset, "q8_0", seed, mtp);
 }
 
-struct run {
-    const char *path;
-    int32_t np;          /* slots, and requests submitted together */
-    int32_t mtp_draft;   /* 0 = MTP off */
-    int32_t n_gen;
-    float   temperature;
-    const struct st_mtp_test *hook;
-    const struct st_gen_params *pen;   /* penalties and logit_bias to use, or NULL */
-    int32_t same_prompt;               /* > 0: every request gets prompts[same_prompt - 1] */
-};
-
-struct result {
-    struct fixture_out out[4];
-    struct st_pool_stats stats;
-    struct st_activity act[4];
-    size_t n_act;
-};
-
 static const char *const prompts[4] = {
     "The quick brown fox", "Once upon a time there was", "1 2 3 4 5 6", "Hello, world!",
 };
 
-static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, struct fixture_out *o)
+static void run(const struct spec_run *r, struct spec_result *res)
 {
-    struct st_request *req = st_request_new();
-    snprintf(req->id, sizeof(req->id), "r%d", (int)i);
-    req->prompt = strdup(prompts[r->same_prompt > 0 ? r->same_prompt - 1 : i]);
-    req->params.max_tokens = r->n_gen;
-    req->params.ignore_eos = true;   /* fixed lengths: the comparison covers every token */
-    req->params.temperature = r->temperature;
-    req->params.has_seed = true;
-    req->params.seed = 42 + (uint64_t)i;
-    req->params.logprobs = true;
-    if (r->pen) {
-        req->params.presence_penalty = r->pen->presence_penalty;
-        req->params.frequency_penalty = r->pen->frequency_penalty;
-        req->params.repeat_penalty = r->pen->repeat_penalty;
-        req->params.repeat_last_n = r->pen->repeat_last_n;
-        ck_assert(st_gen_params_copy_bias(&req->params, r->pen) == ST_OK);
-    }
-    req->emit = fixture_record;
-    req->emit_ctx = o;
-    struct st_err err = { 0 };
-    ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
-    st_request_unref(req);
+    spec_run_prompts(r, prompts, res);
 }
 
-static void run(const struct run *r, struct result *res)
-{
-    struct fixture_pool f;
-    fixture_pool_start(&f, r->path, r->np, r->mtp_draft);
-    if (r->hook)
-        st_engine_pool_mtp_test(f.pool, r->hook);
-    g_pool = f.pool;
-    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
-    ck_assert(st_engine_pool_ready(f.pool));
-    memset(res, 0, sizeof(*res));
-    for (int32_t i = 0; i < r->np; i++)
-        submit(f.pool, i, r, &res->out[i]);
-    fixture_pool_drain(&f);
-    for (int32_t i = 0; i < r->np; i++) {
-        ck_assert_msg(res->out[i].ended, "request %d did not end", (int)i);
-        ck_assert_int_eq(res->out[i].n, r->n_gen);
-    }
-    st_engine_pool_stats(f.pool, &res->stats);
-    res->n_act = st_sched_activity(f.sched, res->act, 4);
-    fixture_pool_stop(&f);
-    g_pool = NULL;
-}
-
-/* Same tokens, request by request; logprobs equal to float noise. */
-static void same(const struct result *a, const struct result *b, int32_t np, const char *what)
-{
-    for (int32_t i = 0; i < np; i++) {
-        const struct fixture_out *x = &a->out[i], *y = &b->out[i];
-        ck_assert_int_eq(x->n, y->n);
-        for (int t = 0; t < x->n; t++) {
-            ck_assert_msg(x->tok[t] == y->tok[t], "%s: request %d token %d: %d vs %d", what,
-                          (int)i, t, x->tok[t], y->tok[t]);
-            ck_assert_msg(fabsf(x->lp[t] - y->lp[t]) <= 1e-4f, "%s: request %d token %d: "
-                          "logprob %.7f vs %.7f", what, (int)i, t, x->lp[t], y->lp[t]);
-        }
-    }
-}
-
-static void report(const char *what, const struct result *r)
+static void report(const char *what, const struct spec_result *r)
 {
     const struct st_pool_stats *s = &r->stats;
     fprintf(stderr, "engine mtp %s: drafted %llu, accepted %llu (%.2f), %llu verify steps, "
@@ -145,7 +69,7 @@ static void report(const char *what, const struct result *r)
 
 /* The activity records carry the per-request counts, and they add up to
  * the pool's counters. */
-static void records_add_up(const struct result *r)
+static void records_add_up(const struct spec_result *r)
 {
     int64_t d = 0, a = 0;
     for (size_t i = 0; i < r->n_act; i++) {
@@ -160,11 +84,11 @@ static void records_add_up(const struct result *r)
 static void greedy_case(const char *path, int32_t np, int32_t draft, const char *what,
                         bool expect_accepts)
 {
-    struct result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
-    run(&(struct run){ .path = path, .np = np, .n_gen = 40 }, off);
-    run(&(struct run){ .path = path, .np = np, .mtp_draft = draft, .n_gen = 40 }, on);
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    run(&(struct spec_run){ .path = path, .np = np, .n_gen = 40 }, off);
+    run(&(struct spec_run){ .path = path, .np = np, .mtp_draft = draft, .n_gen = 40 }, on);
     report(what, on);
-    same(off, on, np, what);
+    spec_same(off, on, np, what);
     ck_assert_int_eq(off->stats.mtp_drafted, 0);
     ck_assert_msg(on->stats.mtp_drafted > 0, "%s: nothing was drafted", what);
     if (expect_accepts)
@@ -196,8 +120,8 @@ END_TEST
 /* ---- rollback: rejections forced at every position --------------------- */
 
 struct forcer {
-    const struct result *truth;   /* the run without MTP */
-    int64_t calls, forced[5];     /* forced[j]: draft sets first wrong at j (4: all right) */
+    const struct spec_result *truth;   /* the run without MTP */
+    int64_t calls, forced[5];          /* forced[j]: draft sets first wrong at j (4: all right) */
 };
 
 /* Drafts d_1..d_n of the request in 'slot' guess its next generated
@@ -206,13 +130,13 @@ struct forcer {
 static void force(void *ctx, int32_t slot, int32_t *d, int32_t n)
 {
     struct forcer *f = ctx;
-    const struct st_engine_slot *sl = &g_pool->engines[0].slots[slot];
+    const struct st_engine_slot *sl = &spec_pool->engines[0].slots[slot];
     const struct fixture_out *t = &f->truth->out[atoi(sl->req->id + 1)];   /* id "r<i>" */
     int32_t r = (int32_t)(f->calls++ % (n + 1));
     for (int32_t j = 0; j < n; j++) {
         int64_t at = sl->n_generated + j;
         int32_t right = at < t->n ? t->tok[at] : 0;
-        int32_t nv = st_runner_n_vocab(g_pool->engines[0].runner);
+        int32_t nv = st_runner_n_vocab(spec_pool->engines[0].runner);
         d[j] = j < r ? right : (right + 1) % nv;   /* not the token the model samples there */
     }
     f->forced[r == n ? 4 : r]++;
@@ -221,18 +145,19 @@ static void force(void *ctx, int32_t slot, int32_t *d, int32_t n)
 START_TEST(test_engine_mtp_rollback_every_position)
 {
     const char *path = make("tiny", true, 6);
-    struct result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
-    run(&(struct run){ .path = path, .np = 2, .n_gen = 48 }, off);
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 48 }, off);
     struct forcer f = { .truth = off };
     struct st_mtp_test hook = { .fixed_length = true, .corrupt = force, .ctx = &f };
-    run(&(struct run){ .path = path, .np = 2, .mtp_draft = 4, .n_gen = 48, .hook = &hook }, on);
+    run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 4, .n_gen = 48, .hook = &hook },
+        on);
     report("rollback", on);
     fprintf(stderr, "engine mtp rollback: first rejection at 0:%lld 1:%lld 2:%lld 3:%lld "
             "none:%lld\n", (long long)f.forced[0], (long long)f.forced[1],
             (long long)f.forced[2], (long long)f.forced[3], (long long)f.forced[4]);
     for (int j = 0; j < 5; j++)
         ck_assert_msg(f.forced[j] > 0, "no draft was rejected first at position %d", j);
-    same(off, on, 2, "rollback");
+    spec_same(off, on, 2, "rollback");
     ck_assert(on->stats.mtp_accepted > 0 && on->stats.mtp_accepted < on->stats.mtp_drafted);
     /* Every decode step verified drafts, but for at most one last step per
      * request with one token left (no room to draft): a verify step emits
@@ -253,15 +178,15 @@ END_TEST
 START_TEST(test_engine_mtp_seeded_sampling_reproducible)
 {
     const char *path = make("mtp-demo", false, 7);
-    struct result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *c = malloc(sizeof(*c));
-    run(&(struct run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
+    struct spec_result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *c = malloc(sizeof(*c));
+    run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
                        .temperature = 0.3f }, a);
-    run(&(struct run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
+    run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
                        .temperature = 0.3f }, b);
-    run(&(struct run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.3f }, c);
+    run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.3f }, c);
     report("sampled", a);
-    same(a, b, 2, "seeded MTP twice");
-    same(a, c, 2, "seeded, MTP vs none");
+    spec_same(a, b, 2, "seeded MTP twice");
+    spec_same(a, c, 2, "seeded, MTP vs none");
     /* at temperature 0.3 some samples match the greedy drafts, some do not:
      * both branches of the acceptance ran with the sampler */
     ck_assert(a->stats.mtp_accepted > 0 && a->stats.mtp_accepted < a->stats.mtp_drafted);
@@ -273,60 +198,39 @@ END_TEST
 
 /* ---- penalties and logit_bias -------------------------------------------- */
 
-static struct st_gen_params penalties(struct st_logit_bias *bias, int32_t n_bias)
-{
-    struct st_gen_params g;
-    st_gen_params_defaults(&g);
-    g.presence_penalty = 0.4f;
-    g.frequency_penalty = 0.3f;
-    g.repeat_penalty = 1.3f;
-    g.repeat_last_n = 16;
-    g.logit_bias = bias;
-    g.n_logit_bias = n_bias;
-    return g;
-}
-
-static bool differs(const struct result *a, const struct result *b, int32_t np)
-{
-    for (int32_t i = 0; i < np; i++)
-        for (int t = 0; t < a->out[i].n; t++)
-            if (a->out[i].tok[t] != b->out[i].tok[t])
-                return true;
-    return false;
-}
-
 /* Each verify row is sampled with the history including the drafts
  * accepted before it in the same step: MTP on and off agree token for
  * token, with penalties that change the output. */
 START_TEST(test_engine_mtp_penalties_identical)
 {
     const char *path = make("mtp-demo", false, 9);
-    struct st_gen_params g = penalties(NULL, 0);
-    struct result *plain = malloc(sizeof(*plain)), *off = malloc(sizeof(*off)),
+    struct st_gen_params g = spec_penalties(NULL, 0);
+    struct spec_result *plain = malloc(sizeof(*plain)), *off = malloc(sizeof(*off)),
                   *on = malloc(sizeof(*on));
-    run(&(struct run){ .path = path, .np = 4, .n_gen = 40 }, plain);
-    run(&(struct run){ .path = path, .np = 4, .n_gen = 40, .pen = &g }, off);
-    ck_assert_msg(differs(plain, off, 4), "the penalties changed nothing");
+    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 40 }, plain);
+    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 40, .pen = &g }, off);
+    ck_assert_msg(spec_differs(plain, off, 4), "the penalties changed nothing");
     /* the bias bans the first token request 0 would have taken */
     struct st_logit_bias ban = { off->out[0].tok[0], -100.0f };
-    g = penalties(&ban, 1);
-    run(&(struct run){ .path = path, .np = 4, .n_gen = 40, .pen = &g }, off);
+    g = spec_penalties(&ban, 1);
+    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 40, .pen = &g }, off);
     ck_assert_int_ne(off->out[0].tok[0], ban.token);
     for (int32_t k = 1; k <= 4; k += 3) {
-        run(&(struct run){ .path = path, .np = 4, .mtp_draft = k, .n_gen = 40, .pen = &g }, on);
+        run(&(struct spec_run){ .path = path, .np = 4, .mtp_draft = k, .n_gen = 40, .pen = &g },
+            on);
         report("penalties", on);
-        same(off, on, 4, k == 1 ? "penalties, MTP k1 vs none" : "penalties, MTP k4 vs none");
+        spec_same(off, on, 4, k == 1 ? "penalties, MTP k1 vs none" : "penalties, MTP k4 vs none");
         ck_assert(on->stats.mtp_accepted > 0);   /* accepted drafts fed later rows */
         for (int32_t i = 0; i < 4; i++)
             for (int t = 0; t < on->out[i].n; t++)
                 ck_assert_int_ne(on->out[i].tok[t], ban.token);
     }
     /* seeded sampling too */
-    run(&(struct run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.3f, .pen = &g },
+    run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.3f, .pen = &g },
         off);
-    run(&(struct run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
+    run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
                        .temperature = 0.3f, .pen = &g }, on);
-    same(off, on, 2, "penalties, seeded, MTP vs none");
+    spec_same(off, on, 2, "penalties, seeded, MTP vs none");
     free(plain);
     free(off);
     free(on);
@@ -338,13 +242,13 @@ END_TEST
 START_TEST(test_engine_mtp_penalties_separate_histories)
 {
     const char *path = make("tiny", false, 10);
-    struct st_gen_params g = penalties(NULL, 0);
+    struct st_gen_params g = spec_penalties(NULL, 0);
     g.repeat_penalty = 1.0f;   /* generated tokens only */
     g.presence_penalty = 1.0f;
-    struct result *alone = malloc(sizeof(*alone)), *both = malloc(sizeof(*both));
-    run(&(struct run){ .path = path, .np = 1, .n_gen = 30, .pen = &g, .same_prompt = 1 },
+    struct spec_result *alone = malloc(sizeof(*alone)), *both = malloc(sizeof(*both));
+    run(&(struct spec_run){ .path = path, .np = 1, .n_gen = 30, .pen = &g, .same_prompt = 1 },
         alone);
-    run(&(struct run){ .path = path, .np = 3, .n_gen = 30, .pen = &g, .same_prompt = 1 },
+    run(&(struct spec_run){ .path = path, .np = 3, .n_gen = 30, .pen = &g, .same_prompt = 1 },
         both);
     for (int32_t i = 0; i < 3; i++) {
         ck_assert_int_eq(both->out[i].n, 30);
@@ -365,19 +269,19 @@ START_TEST(test_engine_mtp_model_without_layer_serves)
     const char *path = make("tiny", false, 8);
     char log[400];
     snprintf(log, sizeof(log), "%s/stderr.txt", dir);
-    struct result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
-    run(&(struct run){ .path = path, .np = 1, .n_gen = 20 }, off);
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    run(&(struct spec_run){ .path = path, .np = 1, .n_gen = 20 }, off);
     fflush(stderr);
     int saved = dup(2);
     FILE *f = fopen(log, "w");
     ck_assert(f && saved >= 0);
     dup2(fileno(f), 2);
-    run(&(struct run){ .path = path, .np = 1, .mtp_draft = 2, .n_gen = 20 }, on);
+    run(&(struct spec_run){ .path = path, .np = 1, .mtp_draft = 2, .n_gen = 20 }, on);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
     fclose(f);
-    same(off, on, 1, "no MTP layer");
+    spec_same(off, on, 1, "no MTP layer");
     ck_assert_int_eq(on->stats.mtp_drafted, 0);
     char buf[16384] = { 0 };
     f = fopen(log, "r");

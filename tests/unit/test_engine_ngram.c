@@ -33,6 +33,7 @@
 
 #include "internal.h"
 #include "model_fixture.h"
+#include "spec_fixture.h"
 #include "strata/json_prefix.h"
 #include "strata/sched.h"
 #include "support.h"
@@ -264,7 +265,6 @@ END_TEST
 /* ---- the engine ------------------------------------------------------------ */
 
 static char dir[256];
-static struct st_engine_pool *g_pool;   /* the pool run() is stepping (for the hook) */
 
 static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
 static void teardown(void) { support_rmtree(dir); }
@@ -276,25 +276,6 @@ static const char *make(const char *preset, bool mtp, uint64_t seed)
     return fixture_make_model(path[next++ % 4], 320, dir, preset, "q8_0", seed, mtp);
 }
 
-struct run {
-    const char *path;
-    int32_t np;
-    int32_t mtp_draft;     /* 0 = MTP off */
-    int32_t ngram_draft;   /* 0 = n-gram off */
-    int32_t n_gen;
-    float   temperature;
-    bool    json;
-    const struct st_mtp_test *hook;
-    const struct st_gen_params *pen;
-};
-
-struct result {
-    struct fixture_out out[4];
-    struct st_pool_stats stats;
-    struct st_activity act[4];
-    size_t n_act;
-};
-
 /* Text that repeats itself, as a file being rewritten or keys being echoed. */
 static const char *const prompts[4] = {
     "the cat sat on the mat. the cat sat on the mat. the cat sat on the mat. the cat",
@@ -303,70 +284,12 @@ static const char *const prompts[4] = {
     "int f(int x) { return x + 1; }\nint g(int x) { return x + 1; }\nint h(int x) {",
 };
 
-static void submit(struct st_engine_pool *p, int32_t i, const struct run *r, struct fixture_out *o)
+static void run(const struct spec_run *r, struct spec_result *res)
 {
-    struct st_request *req = st_request_new();
-    snprintf(req->id, sizeof(req->id), "r%d", (int)i);
-    req->prompt = strdup(prompts[i]);
-    req->params.max_tokens = r->n_gen;
-    req->params.ignore_eos = true;   /* fixed lengths: the comparison covers every token */
-    req->params.temperature = r->temperature;
-    req->params.has_seed = true;
-    req->params.seed = 42 + (uint64_t)i;
-    req->params.logprobs = true;
-    req->params.json_object = r->json;
-    if (r->pen) {
-        req->params.presence_penalty = r->pen->presence_penalty;
-        req->params.frequency_penalty = r->pen->frequency_penalty;
-        req->params.repeat_penalty = r->pen->repeat_penalty;
-        req->params.repeat_last_n = r->pen->repeat_last_n;
-        ck_assert(st_gen_params_copy_bias(&req->params, r->pen) == ST_OK);
-    }
-    req->emit = fixture_record;
-    req->emit_ctx = o;
-    struct st_err err = { 0 };
-    ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
-    st_request_unref(req);
+    spec_run_prompts(r, prompts, res);
 }
 
-static void run(const struct run *r, struct result *res)
-{
-    struct fixture_pool f;
-    fixture_pool_start_spec(&f, r->path, r->np, r->mtp_draft, r->ngram_draft);
-    if (r->hook)
-        st_engine_pool_mtp_test(f.pool, r->hook);
-    g_pool = f.pool;
-    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
-    ck_assert(st_engine_pool_ready(f.pool));
-    memset(res, 0, sizeof(*res));
-    for (int32_t i = 0; i < r->np; i++)
-        submit(f.pool, i, r, &res->out[i]);
-    fixture_pool_drain(&f);
-    for (int32_t i = 0; i < r->np; i++) {
-        ck_assert_msg(res->out[i].ended, "request %d did not end", (int)i);
-        ck_assert_int_eq(res->out[i].n, r->n_gen);
-    }
-    st_engine_pool_stats(f.pool, &res->stats);
-    res->n_act = st_sched_activity(f.sched, res->act, 4);
-    fixture_pool_stop(&f);
-    g_pool = NULL;
-}
-
-static void same(const struct result *a, const struct result *b, int32_t np, const char *what)
-{
-    for (int32_t i = 0; i < np; i++) {
-        const struct fixture_out *x = &a->out[i], *y = &b->out[i];
-        ck_assert_int_eq(x->n, y->n);
-        for (int t = 0; t < x->n; t++) {
-            ck_assert_msg(x->tok[t] == y->tok[t], "%s: request %d token %d: %d vs %d", what,
-                          (int)i, t, x->tok[t], y->tok[t]);
-            ck_assert_msg(fabsf(x->lp[t] - y->lp[t]) <= 1e-4f, "%s: request %d token %d: "
-                          "logprob %.7f vs %.7f", what, (int)i, t, x->lp[t], y->lp[t]);
-        }
-    }
-}
-
-static void report(const char *what, const struct result *r)
+static void report(const char *what, const struct spec_result *r)
 {
     const struct st_pool_stats *s = &r->stats;
     fprintf(stderr, "engine ngram %s: n-gram drafted %llu, accepted %llu, %llu steps; MTP "
@@ -376,7 +299,7 @@ static void report(const char *what, const struct result *r)
 }
 
 /* The activity records count both sources; they add up to the pool's. */
-static void records_add_up(const struct result *r)
+static void records_add_up(const struct spec_result *r)
 {
     int64_t d = 0, a = 0;
     for (size_t i = 0; i < r->n_act; i++) {
@@ -390,11 +313,11 @@ static void records_add_up(const struct result *r)
 
 static void greedy_case(const char *path, int32_t np, int32_t k, const char *what)
 {
-    struct result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
-    run(&(struct run){ .path = path, .np = np, .n_gen = 48 }, off);
-    run(&(struct run){ .path = path, .np = np, .ngram_draft = k, .n_gen = 48 }, on);
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    run(&(struct spec_run){ .path = path, .np = np, .n_gen = 48 }, off);
+    run(&(struct spec_run){ .path = path, .np = np, .ngram_draft = k, .n_gen = 48 }, on);
     report(what, on);
-    same(off, on, np, what);
+    spec_same(off, on, np, what);
     ck_assert_int_eq(off->stats.ngram_drafted, 0);
     ck_assert_msg(on->stats.ngram_drafted > 0, "%s: nothing was drafted", what);
     ck_assert_msg(on->stats.ngram_accepted > 0, "%s: nothing was accepted", what);
@@ -417,8 +340,8 @@ END_TEST
 /* ---- rollback: rejections forced at every position --------------------- */
 
 struct forcer {
-    const struct result *truth;   /* the run without drafts */
-    int64_t calls, forced[5];     /* forced[j]: first wrong at j (4: all right) */
+    const struct spec_result *truth;   /* the run without drafts */
+    int64_t calls, forced[5];          /* forced[j]: first wrong at j (4: all right) */
 };
 
 /* Rewrite the drafts so that the first r are the tokens the model will
@@ -426,10 +349,10 @@ struct forcer {
 static void force(void *ctx, int32_t slot, int32_t *d, int32_t n)
 {
     struct forcer *f = ctx;
-    const struct st_engine_slot *sl = &g_pool->engines[0].slots[slot];
+    const struct st_engine_slot *sl = &spec_pool->engines[0].slots[slot];
     const struct fixture_out *t = &f->truth->out[atoi(sl->req->id + 1)];
     int32_t r = (int32_t)(f->calls++ % (n + 1));
-    int32_t nv = st_runner_n_vocab(g_pool->engines[0].runner);
+    int32_t nv = st_runner_n_vocab(spec_pool->engines[0].runner);
     for (int32_t j = 0; j < n; j++) {
         int64_t at = sl->n_generated + j;
         int32_t right = at < t->n ? t->tok[at] : 0;
@@ -441,16 +364,16 @@ static void force(void *ctx, int32_t slot, int32_t *d, int32_t n)
 START_TEST(test_engine_ngram_rollback_every_position)
 {
     const char *path = make("tiny", false, 6);
-    struct result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
-    run(&(struct run){ .path = path, .np = 2, .n_gen = 48 }, off);
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 48 }, off);
     struct forcer f = { .truth = off };
     struct st_mtp_test hook = { .fixed_length = true, .corrupt = force, .ctx = &f };
-    run(&(struct run){ .path = path, .np = 2, .ngram_draft = 6, .n_gen = 48, .hook = &hook },
+    run(&(struct spec_run){ .path = path, .np = 2, .ngram_draft = 6, .n_gen = 48, .hook = &hook },
         on);
     report("rollback", on);
     for (int j = 0; j < 5; j++)
         ck_assert_msg(f.forced[j] > 0, "no draft set was first wrong at position %d", j);
-    same(off, on, 2, "rollback");
+    spec_same(off, on, 2, "rollback");
     ck_assert(on->stats.ngram_accepted > 0 && on->stats.ngram_accepted < on->stats.ngram_drafted);
     ck_assert_int_eq(on->stats.mtp_drafted, 0);
     records_add_up(on);
@@ -464,15 +387,15 @@ END_TEST
 START_TEST(test_engine_ngram_seeded_sampling_identical)
 {
     const char *path = make("tiny", false, 7);
-    struct result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *c = malloc(sizeof(*c));
-    run(&(struct run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
+    struct spec_result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *c = malloc(sizeof(*c));
+    run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
                        .temperature = 0.3f }, a);
-    run(&(struct run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
+    run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
                        .temperature = 0.3f }, b);
-    run(&(struct run){ .path = path, .np = 4, .n_gen = 48, .temperature = 0.3f }, c);
+    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48, .temperature = 0.3f }, c);
     report("sampled", a);
-    same(a, b, 4, "seeded n-gram twice");
-    same(a, c, 4, "seeded, n-gram vs none");
+    spec_same(a, b, 4, "seeded n-gram twice");
+    spec_same(a, c, 4, "seeded, n-gram vs none");
     ck_assert(a->stats.ngram_drafted > 0 && a->stats.ngram_accepted > 0);
     free(a);
     free(b);
@@ -480,52 +403,30 @@ START_TEST(test_engine_ngram_seeded_sampling_identical)
 }
 END_TEST
 
-static struct st_gen_params penalties(struct st_logit_bias *bias, int32_t n_bias)
-{
-    struct st_gen_params g;
-    st_gen_params_defaults(&g);
-    g.presence_penalty = 0.4f;
-    g.frequency_penalty = 0.3f;
-    g.repeat_penalty = 1.3f;
-    g.repeat_last_n = 16;
-    g.logit_bias = bias;
-    g.n_logit_bias = n_bias;
-    return g;
-}
-
-static bool differs(const struct result *a, const struct result *b, int32_t np)
-{
-    for (int32_t i = 0; i < np; i++)
-        for (int t = 0; t < a->out[i].n; t++)
-            if (a->out[i].tok[t] != b->out[i].tok[t])
-                return true;
-    return false;
-}
-
 START_TEST(test_engine_ngram_penalties_identical)
 {
     const char *path = make("tiny", false, 9);
-    struct st_gen_params g = penalties(NULL, 0);
-    struct result *plain = malloc(sizeof(*plain)), *off = malloc(sizeof(*off)),
+    struct st_gen_params g = spec_penalties(NULL, 0);
+    struct spec_result *plain = malloc(sizeof(*plain)), *off = malloc(sizeof(*off)),
                   *on = malloc(sizeof(*on));
-    run(&(struct run){ .path = path, .np = 4, .n_gen = 48 }, plain);
-    run(&(struct run){ .path = path, .np = 4, .n_gen = 48, .pen = &g }, off);
-    ck_assert_msg(differs(plain, off, 4), "the penalties changed nothing");
+    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48 }, plain);
+    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48, .pen = &g }, off);
+    ck_assert_msg(spec_differs(plain, off, 4), "the penalties changed nothing");
     struct st_logit_bias ban = { off->out[0].tok[0], -100.0f };
-    g = penalties(&ban, 1);
-    run(&(struct run){ .path = path, .np = 4, .n_gen = 48, .pen = &g }, off);
-    run(&(struct run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48, .pen = &g }, on);
+    g = spec_penalties(&ban, 1);
+    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48, .pen = &g }, off);
+    run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48, .pen = &g }, on);
     report("penalties", on);
-    same(off, on, 4, "penalties, n-gram vs none");
+    spec_same(off, on, 4, "penalties, n-gram vs none");
     ck_assert(on->stats.ngram_drafted > 0);
     for (int32_t i = 0; i < 4; i++)
         for (int t = 0; t < on->out[i].n; t++)
             ck_assert_int_ne(on->out[i].tok[t], ban.token);
-    run(&(struct run){ .path = path, .np = 4, .n_gen = 48, .temperature = 0.3f, .pen = &g },
+    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48, .temperature = 0.3f, .pen = &g },
         off);
-    run(&(struct run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
+    run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
                        .temperature = 0.3f, .pen = &g }, on);
-    same(off, on, 4, "penalties, seeded, n-gram vs none");
+    spec_same(off, on, 4, "penalties, seeded, n-gram vs none");
     free(plain);
     free(off);
     free(on);
@@ -535,15 +436,15 @@ END_TEST
 START_TEST(test_engine_ngram_json_identical)
 {
     const char *path = make("tiny", false, 3);
-    struct result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
     const float temps[2] = { 0.0f, 0.3f };
     for (int ti = 0; ti < 2; ti++) {
-        run(&(struct run){ .path = path, .np = 4, .n_gen = 60, .temperature = temps[ti],
+        run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 60, .temperature = temps[ti],
                            .json = true }, off);
-        run(&(struct run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 60,
+        run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 60,
                            .temperature = temps[ti], .json = true }, on);
         report(ti ? "json sampled" : "json greedy", on);
-        same(off, on, 4, "json, n-gram vs none");
+        spec_same(off, on, 4, "json, n-gram vs none");
         ck_assert(on->stats.ngram_drafted > 0);
         for (int32_t i = 0; i < 4; i++) {
             struct st_json_prefix j;
@@ -566,12 +467,12 @@ END_TEST
 START_TEST(test_engine_ngram_with_mtp_identical)
 {
     const char *path = make("mtp-demo", false, 5);
-    struct result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
-    run(&(struct run){ .path = path, .np = 4, .n_gen = 48 }, off);
-    run(&(struct run){ .path = path, .np = 4, .mtp_draft = 3, .ngram_draft = 8, .n_gen = 48 },
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48 }, off);
+    run(&(struct spec_run){ .path = path, .np = 4, .mtp_draft = 3, .ngram_draft = 8, .n_gen = 48 },
         on);
     report("with MTP", on);
-    same(off, on, 4, "n-gram + MTP vs none");
+    spec_same(off, on, 4, "n-gram + MTP vs none");
     ck_assert(on->stats.ngram_drafted > 0 && on->stats.mtp_drafted > 0);
     ck_assert(on->stats.ngram_accepted > 0 && on->stats.mtp_accepted > 0);
     records_add_up(on);

@@ -1,0 +1,135 @@
+/* spec_fixture.h -- the harness of the draft suites (test_engine_mtp.c,
+ * test_engine_ngram.c): up to four seeded requests of fixed length run
+ * together on one CPU engine, with MTP and/or n-gram drafts or none, and
+ * the results compared token for token. Header-only; needs the engine's
+ * internal.h (the MTP test hook) and model_fixture.h. */
+#ifndef STRATA_TEST_SPEC_FIXTURE_H
+#define STRATA_TEST_SPEC_FIXTURE_H
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "model_fixture.h"
+#include "strata/sched.h"
+
+struct spec_run {
+    const char *path;
+    int32_t np;                        /* slots, and requests submitted together (<= 4) */
+    int32_t mtp_draft;                 /* 0 = MTP off */
+    int32_t ngram_draft;               /* 0 = n-gram drafts off */
+    int32_t n_gen;
+    float   temperature;
+    bool    json;                      /* response_format json_object */
+    const struct st_mtp_test *hook;
+    const struct st_gen_params *pen;   /* penalties and logit_bias to use, or NULL */
+    int32_t same_prompt;               /* > 0: every request gets prompts[same_prompt - 1] */
+};
+
+struct spec_result {
+    struct fixture_out out[4];
+    struct st_pool_stats stats;
+    struct st_activity act[4];
+    size_t n_act;
+};
+
+/* The pool spec_run_prompts is stepping (for a test hook), else NULL. */
+static struct st_engine_pool *spec_pool;
+
+static inline void spec_submit(struct st_engine_pool *p, int32_t i, const struct spec_run *r,
+                               const char *prompt, struct fixture_out *o)
+{
+    struct st_request *req = st_request_new();
+    snprintf(req->id, sizeof(req->id), "r%d", (int)i);
+    req->prompt = strdup(prompt);
+    req->params.max_tokens = r->n_gen;
+    req->params.ignore_eos = true;   /* fixed lengths: the comparison covers every token */
+    req->params.temperature = r->temperature;
+    req->params.has_seed = true;
+    req->params.seed = 42 + (uint64_t)i;
+    req->params.logprobs = true;
+    req->params.json_object = r->json;
+    if (r->pen) {
+        req->params.presence_penalty = r->pen->presence_penalty;
+        req->params.frequency_penalty = r->pen->frequency_penalty;
+        req->params.repeat_penalty = r->pen->repeat_penalty;
+        req->params.repeat_last_n = r->pen->repeat_last_n;
+        ck_assert(st_gen_params_copy_bias(&req->params, r->pen) == ST_OK);
+    }
+    req->emit = fixture_record;
+    req->emit_ctx = o;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
+    st_request_unref(req);
+}
+
+/* Run r with request i asking prompts[i]; every request must end with
+ * exactly n_gen tokens. */
+static inline void spec_run_prompts(const struct spec_run *r, const char *const *prompts,
+                                    struct spec_result *res)
+{
+    struct fixture_pool f;
+    fixture_pool_start_spec(&f, r->path, r->np, r->mtp_draft, r->ngram_draft);
+    if (r->hook)
+        st_engine_pool_mtp_test(f.pool, r->hook);
+    spec_pool = f.pool;
+    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
+    ck_assert(st_engine_pool_ready(f.pool));
+    memset(res, 0, sizeof(*res));
+    for (int32_t i = 0; i < r->np; i++)
+        spec_submit(f.pool, i, r, prompts[r->same_prompt > 0 ? r->same_prompt - 1 : i],
+                    &res->out[i]);
+    fixture_pool_drain(&f);
+    for (int32_t i = 0; i < r->np; i++) {
+        ck_assert_msg(res->out[i].ended, "request %d did not end", (int)i);
+        ck_assert_int_eq(res->out[i].n, r->n_gen);
+    }
+    st_engine_pool_stats(f.pool, &res->stats);
+    res->n_act = st_sched_activity(f.sched, res->act, 4);
+    fixture_pool_stop(&f);
+    spec_pool = NULL;
+}
+
+/* Same tokens, request by request; logprobs equal to float noise. */
+static inline void spec_same(const struct spec_result *a, const struct spec_result *b,
+                             int32_t np, const char *what)
+{
+    for (int32_t i = 0; i < np; i++) {
+        const struct fixture_out *x = &a->out[i], *y = &b->out[i];
+        ck_assert_int_eq(x->n, y->n);
+        for (int t = 0; t < x->n; t++) {
+            ck_assert_msg(x->tok[t] == y->tok[t], "%s: request %d token %d: %d vs %d", what,
+                          (int)i, t, x->tok[t], y->tok[t]);
+            ck_assert_msg(fabsf(x->lp[t] - y->lp[t]) <= 1e-4f, "%s: request %d token %d: "
+                          "logprob %.7f vs %.7f", what, (int)i, t, x->lp[t], y->lp[t]);
+        }
+    }
+}
+
+static inline bool spec_differs(const struct spec_result *a, const struct spec_result *b,
+                                int32_t np)
+{
+    for (int32_t i = 0; i < np; i++)
+        for (int t = 0; t < a->out[i].n; t++)
+            if (a->out[i].tok[t] != b->out[i].tok[t])
+                return true;
+    return false;
+}
+
+/* Penalties that change the output, and the given logit_bias. */
+static inline struct st_gen_params spec_penalties(struct st_logit_bias *bias, int32_t n_bias)
+{
+    struct st_gen_params g;
+    st_gen_params_defaults(&g);
+    g.presence_penalty = 0.4f;
+    g.frequency_penalty = 0.3f;
+    g.repeat_penalty = 1.3f;
+    g.repeat_last_n = 16;
+    g.logit_bias = bias;
+    g.n_logit_bias = n_bias;
+    return g;
+}
+
+#endif /* STRATA_TEST_SPEC_FIXTURE_H */
