@@ -132,4 +132,29 @@ static inline struct st_gen_params spec_penalties(struct st_logit_bias *bias, in
     return g;
 }
 
+/* A test hook (st_mtp_test.corrupt) that rewrites each draft set so that
+ * its first r drafts are the tokens the model will take (truth: the run
+ * without drafts, request i with id "r<i>") and the rest are not, r
+ * cycling through 0..n; forced[j] counts the sets first wrong at j (j
+ * capped at 3; 4: all right). */
+struct spec_forcer {
+    const struct spec_result *truth;
+    int64_t calls, forced[5];
+};
+
+static inline void spec_force(void *ctx, int32_t slot, int32_t *d, int32_t n)
+{
+    struct spec_forcer *f = ctx;
+    const struct st_engine_slot *sl = &spec_pool->engines[0].slots[slot];
+    const struct fixture_out *t = &f->truth->out[atoi(sl->req->id + 1)];
+    int32_t r = (int32_t)(f->calls++ % (n + 1));
+    int32_t nv = st_runner_n_vocab(spec_pool->engines[0].runner);
+    for (int32_t j = 0; j < n; j++) {
+        int64_t at = sl->n_generated + j;
+        int32_t right = at < t->n ? t->tok[at] : 0;
+        d[j] = j < r ? right : (right + 1) % nv;   /* not the token the model samples there */
+    }
+    f->forced[r == n ? 4 : ST_MIN(r, 3)]++;
+}
+
 #endif /* STRATA_TEST_SPEC_FIXTURE_H */

@@ -119,36 +119,13 @@ END_TEST
 
 /* ---- rollback: rejections forced at every position --------------------- */
 
-struct forcer {
-    const struct spec_result *truth;   /* the run without MTP */
-    int64_t calls, forced[5];          /* forced[j]: draft sets first wrong at j (4: all right) */
-};
-
-/* Drafts d_1..d_n of the request in 'slot' guess its next generated
- * tokens g[ng], g[ng+1], ... (ng = tokens it has); make the first r right
- * and the rest wrong, r cycling through 0..n (n: all right). */
-static void force(void *ctx, int32_t slot, int32_t *d, int32_t n)
-{
-    struct forcer *f = ctx;
-    const struct st_engine_slot *sl = &spec_pool->engines[0].slots[slot];
-    const struct fixture_out *t = &f->truth->out[atoi(sl->req->id + 1)];   /* id "r<i>" */
-    int32_t r = (int32_t)(f->calls++ % (n + 1));
-    for (int32_t j = 0; j < n; j++) {
-        int64_t at = sl->n_generated + j;
-        int32_t right = at < t->n ? t->tok[at] : 0;
-        int32_t nv = st_runner_n_vocab(spec_pool->engines[0].runner);
-        d[j] = j < r ? right : (right + 1) % nv;   /* not the token the model samples there */
-    }
-    f->forced[r == n ? 4 : r]++;
-}
-
 START_TEST(test_engine_mtp_rollback_every_position)
 {
     const char *path = make("tiny", true, 6);
     struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
     run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 48 }, off);
-    struct forcer f = { .truth = off };
-    struct st_mtp_test hook = { .fixed_length = true, .corrupt = force, .ctx = &f };
+    struct spec_forcer f = { .truth = off };
+    struct st_mtp_test hook = { .fixed_length = true, .corrupt = spec_force, .ctx = &f };
     run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 4, .n_gen = 48, .hook = &hook },
         on);
     report("rollback", on);
@@ -180,9 +157,9 @@ START_TEST(test_engine_mtp_seeded_sampling_reproducible)
     const char *path = make("mtp-demo", false, 7);
     struct spec_result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *c = malloc(sizeof(*c));
     run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
-                       .temperature = 0.3f }, a);
+                            .temperature = 0.3f }, a);
     run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
-                       .temperature = 0.3f }, b);
+                            .temperature = 0.3f }, b);
     run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.3f }, c);
     report("sampled", a);
     spec_same(a, b, 2, "seeded MTP twice");
@@ -206,7 +183,7 @@ START_TEST(test_engine_mtp_penalties_identical)
     const char *path = make("mtp-demo", false, 9);
     struct st_gen_params g = spec_penalties(NULL, 0);
     struct spec_result *plain = malloc(sizeof(*plain)), *off = malloc(sizeof(*off)),
-                  *on = malloc(sizeof(*on));
+                       *on = malloc(sizeof(*on));
     run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 40 }, plain);
     run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 40, .pen = &g }, off);
     ck_assert_msg(spec_differs(plain, off, 4), "the penalties changed nothing");
@@ -229,7 +206,7 @@ START_TEST(test_engine_mtp_penalties_identical)
     run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.3f, .pen = &g },
         off);
     run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
-                       .temperature = 0.3f, .pen = &g }, on);
+                            .temperature = 0.3f, .pen = &g }, on);
     spec_same(off, on, 2, "penalties, seeded, MTP vs none");
     free(plain);
     free(off);

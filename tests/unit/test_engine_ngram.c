@@ -339,35 +339,13 @@ END_TEST
 
 /* ---- rollback: rejections forced at every position --------------------- */
 
-struct forcer {
-    const struct spec_result *truth;   /* the run without drafts */
-    int64_t calls, forced[5];          /* forced[j]: first wrong at j (4: all right) */
-};
-
-/* Rewrite the drafts so that the first r are the tokens the model will
- * take and the rest are not, r cycling through 0..min(n, 3) and n. */
-static void force(void *ctx, int32_t slot, int32_t *d, int32_t n)
-{
-    struct forcer *f = ctx;
-    const struct st_engine_slot *sl = &spec_pool->engines[0].slots[slot];
-    const struct fixture_out *t = &f->truth->out[atoi(sl->req->id + 1)];
-    int32_t r = (int32_t)(f->calls++ % (n + 1));
-    int32_t nv = st_runner_n_vocab(spec_pool->engines[0].runner);
-    for (int32_t j = 0; j < n; j++) {
-        int64_t at = sl->n_generated + j;
-        int32_t right = at < t->n ? t->tok[at] : 0;
-        d[j] = j < r ? right : (right + 1) % nv;
-    }
-    f->forced[r == n ? 4 : ST_MIN(r, 3)]++;
-}
-
 START_TEST(test_engine_ngram_rollback_every_position)
 {
     const char *path = make("tiny", false, 6);
     struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
     run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 48 }, off);
-    struct forcer f = { .truth = off };
-    struct st_mtp_test hook = { .fixed_length = true, .corrupt = force, .ctx = &f };
+    struct spec_forcer f = { .truth = off };
+    struct st_mtp_test hook = { .fixed_length = true, .corrupt = spec_force, .ctx = &f };
     run(&(struct spec_run){ .path = path, .np = 2, .ngram_draft = 6, .n_gen = 48, .hook = &hook },
         on);
     report("rollback", on);
@@ -389,9 +367,9 @@ START_TEST(test_engine_ngram_seeded_sampling_identical)
     const char *path = make("tiny", false, 7);
     struct spec_result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *c = malloc(sizeof(*c));
     run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
-                       .temperature = 0.3f }, a);
+                            .temperature = 0.3f }, a);
     run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
-                       .temperature = 0.3f }, b);
+                            .temperature = 0.3f }, b);
     run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48, .temperature = 0.3f }, c);
     report("sampled", a);
     spec_same(a, b, 4, "seeded n-gram twice");
@@ -408,7 +386,7 @@ START_TEST(test_engine_ngram_penalties_identical)
     const char *path = make("tiny", false, 9);
     struct st_gen_params g = spec_penalties(NULL, 0);
     struct spec_result *plain = malloc(sizeof(*plain)), *off = malloc(sizeof(*off)),
-                  *on = malloc(sizeof(*on));
+                       *on = malloc(sizeof(*on));
     run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48 }, plain);
     run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48, .pen = &g }, off);
     ck_assert_msg(spec_differs(plain, off, 4), "the penalties changed nothing");
@@ -425,7 +403,7 @@ START_TEST(test_engine_ngram_penalties_identical)
     run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48, .temperature = 0.3f, .pen = &g },
         off);
     run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
-                       .temperature = 0.3f, .pen = &g }, on);
+                            .temperature = 0.3f, .pen = &g }, on);
     spec_same(off, on, 4, "penalties, seeded, n-gram vs none");
     free(plain);
     free(off);
