@@ -48,6 +48,10 @@ static enum st_status parse_extra(const cJSON *root, struct st_infill_body *b,
     if (!cJSON_IsArray(v))
         return extra_error(e);
     size_t n = (size_t)cJSON_GetArraySize(v);
+    if (n > ST_INFILL_MAX_EXTRA)   /* each is tokenized before the budget drops it */
+        return st_api_error_set(e, ST_ERR_INVALID, "input_extra", NULL,
+                                "'input_extra' has %zu chunks; at most %d", n,
+                                ST_INFILL_MAX_EXTRA);
     b->extra = calloc(n ? n : 1, sizeof(*b->extra));
     if (!b->extra)
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
@@ -137,8 +141,10 @@ static void fim_error(struct st_call *c, int32_t model, enum st_status rc,
     const char *code = rc == ST_ERR_UNSUPPORTED ? "fim_not_supported"
                      : rc == ST_ERR_TOO_LONG    ? "context_length_exceeded"
                                                 : NULL;
-    st_api_error_set(e, rc, rc == ST_ERR_UNSUPPORTED ? "model" : param, code, "%s",
-                     err->msg[0] ? err->msg : st_status_msg(rc));
+    const char *at = rc == ST_ERR_UNSUPPORTED                         ? "model"
+                   : rc == ST_ERR_TOO_LONG || rc == ST_ERR_INVALID ? param
+                                                                   : NULL;
+    st_api_error_set(e, rc, at, code, "%s", err->msg[0] ? err->msg : st_status_msg(rc));
     if (rc == ST_ERR_LOADING)
         st_gen_load_failed(c, model, e);
 }
@@ -216,7 +222,8 @@ static enum st_status infill_prompt(struct st_call *c, struct st_oai_request *oq
                                   .prompt = b->prompt, .extra = b->extra,
                                   .n_extra = b->n_extra, .repo_name = b->repo_name,
                                   .filename = b->filename };
-    return fim_prompt(c, model, oq, &oq->prompts[0], &in, "input_prefix", e);
+    /* what cannot be trimmed away is bos, the FIM tokens and 'prompt' */
+    return fim_prompt(c, model, oq, &oq->prompts[0], &in, "prompt", e);
 }
 
 enum st_route_result st_h_infill(struct st_call *c)

@@ -102,6 +102,7 @@ struct st_oai_prompt {
 
 #define ST_OAI_MAX_N       16    /* "n" at most */
 #define ST_OAI_MAX_CHOICES 64    /* prompts x n at most */
+#define ST_INFILL_MAX_EXTRA 1024 /* /infill input_extra chunks at most */
 
 /* tool_choice: "none" gives no tools to the template and parses nothing;
  * "required" and a named function constrain the reply to calls

@@ -165,15 +165,36 @@ static enum st_status make_pre(enum st_call_format f, const char *name, size_t n
     return *out ? ST_OK : ST_ERR_NOMEM;
 }
 
-/* X's parameters schema, or "any object" when it has none or the schema
- * compiler refuses it (never a 400 for what worked before). */
+/* The parameters schema as one whose documents are objects (arguments
+ * are a JSON object, whatever the schema leaves out): "type": "object"
+ * added when it has no type; false when its type is something else. */
+static bool object_schema(struct st_str params, struct st_buf *out)
+{
+    struct st_str ty;
+    if (st_json_object_get(params, "type", &ty))
+        return st_json_type(ty) == ST_JSON_STRING && st_str_eq_c(ty, "\"object\"") &&
+               st_buf_append(out, params.ptr, params.len) == ST_OK;
+    const char *in = params.ptr + 1, *end = params.ptr + params.len - 1;   /* inside {} */
+    while (in < end && strchr(" \t\r\n", *in))
+        in++;
+    return st_buf_printf(out, "{\"type\":\"object\"%s%.*s}", in < end ? "," : "",
+                         (int)(end - in), in) == ST_OK;
+}
+
+/* X's parameters schema, or "any object" when it has none, when its
+ * documents need not be objects, or when the schema compiler refuses it
+ * (never a 400 for what worked before). */
 static enum st_status compile_args(struct st_str fn, struct st_json_schema **out,
                                    int32_t *n_fallback)
 {
     struct st_str params;
-    if (st_json_object_get(fn, "parameters", &params) &&
-        st_json_type(params) == ST_JSON_OBJECT &&
-        st_json_schema_compile(params.ptr, params.len, out, NULL) == ST_OK)
+    struct st_buf text;
+    st_buf_init(&text);
+    bool ok = st_json_object_get(fn, "parameters", &params) &&
+              st_json_type(params) == ST_JSON_OBJECT && object_schema(params, &text) &&
+              st_json_schema_compile(text.data, text.len, out, NULL) == ST_OK;
+    st_buf_fini(&text);
+    if (ok)
         return ST_OK;
     if (n_fallback)
         (*n_fallback)++;

@@ -172,6 +172,34 @@ START_TEST(test_call_grammar_required_and_single)
     ck_assert_int_eq(st_call_grammar_compile(&sp, &h, &fb, NULL), ST_OK);
     ck_assert_int_eq(fb, 1);
     st_call_grammar_unref(h);
+    /* arguments are an object also when the schema does not say so: an
+     * empty schema, properties without "type", a type that is not object */
+    static const char loose[] =
+        "[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parameters\":{}}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"b\",\"parameters\":"
+        "{\"properties\":{\"x\":{\"type\":\"integer\"}},\"required\":[\"x\"]}}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"c\",\"parameters\":"
+        "{\"type\":\"string\"}}}]";
+    struct st_call_spec lsp = { .format = ST_CALL_HERMES, .parallel = true,
+                                .tools_json = loose, .tools_len = strlen(loose) };
+    fb = -1;
+    ck_assert_int_eq(st_call_grammar_compile(&lsp, &h, &fb, NULL), ST_OK);
+    ck_assert_int_eq(fb, 1);   /* c: its documents are strings */
+    for (int i = 0; i < 3; i++) {
+        const char *nm[] = { "a", "b", "c" };
+        char head[64];
+        snprintf(head, sizeof(head), "<tool_call>\n{\"name\": \"%s\", \"arguments\": ", nm[i]);
+        const char *bad[] = { "1", "\"", "n", "[" };
+        for (int j = 0; j < 4; j++) {
+            char text[96];
+            snprintf(text, sizeof(text), "%s%s", head, bad[j]);
+            refuses(h, text, SIZE_MAX);
+        }
+    }
+    accepts(h, "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>", true);
+    accepts(h, "<tool_call>\n{\"name\": \"b\", \"arguments\": {\"x\": 3}}\n</tool_call>", true);
+    refuses(h, "<tool_call>\n{\"name\": \"b\", \"arguments\": {}", SIZE_MAX);   /* x required */
+    st_call_grammar_unref(h);
     sp.name = "nope";
     ck_assert_int_eq(st_call_grammar_compile(&sp, &h, NULL, NULL), ST_ERR_NOT_FOUND);
     ck_assert_ptr_null(h);
