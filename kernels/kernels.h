@@ -31,7 +31,7 @@ extern "C" {
 #include "strata/dtype.h"   /* a C header: C linkage for its functions in C++ too */
 
 /* Bits of the device error word. */
-#define ST_KF_BAD_ID 1u      /* embed: id outside [0, rows of the table) */
+#define ST_KF_BAD_ID 1u      /* embed: id outside [0, rows of the table); score: next */
 #define ST_KF_BAD_SLOT 2u    /* attention: slot outside [0, n_slots) */
 #define ST_KF_BAD_POS 4u     /* attention/rope: position outside [0, n_ctx) */
 #define ST_KF_BAD_EXPERT 8u  /* moe: expert id outside [0, n_expert) */
@@ -181,6 +181,15 @@ cudaError_t st_kern_moe_combine(float *out, const float *yd, const float *wts,
  * st_draw): the chain of include/strata/draw.h, st_draw_row's result. */
 cudaError_t st_kern_sample(int32_t *ids, const float *logits, int64_t n_rows, int64_t n_vocab,
                            const void *draws, cudaStream_t stream);
+
+/* ---- scoring (score.cu) ---------------------------------------------------
+ * backend.h st_backend_score on logits f32 [n_vocab, n_rows]: row r of
+ * vals f32 / ids i32 [1 + k, n_rows] = (logprob, rank) of next[r], then
+ * the k best (logprob, id); 0 <= k <= 20 (ST_SCORE_MAX_TOP), k <= n_vocab.
+ * next[r] outside [-1, n_vocab): scored as -1, ST_KF_BAD_ID raised. */
+cudaError_t st_kern_score(float *vals, int32_t *ids, const float *logits, const int32_t *next,
+                          int64_t n_rows, int64_t n_vocab, int32_t k, unsigned *err_flag,
+                          cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,8 @@
  * st_draw_row's token for the same logits and record
  * (tests/unit/test_cuda_ops.c).
  *
- * Mapping: one 1024-thread block per row.
+ * Mapping: one 1024-thread block per row. Steps 1-3 are topk.cuh's
+ * (shared with score.cu).
  *  1. Top-k by radix select on order keys (a float's bits made to sort as
  *     unsigned: the larger logit, the larger key; both zeros one key; NaN
  *     the smallest). Four passes of a 256-bin histogram over the keys that
@@ -23,189 +24,23 @@
  * first), about 10 us at batch 1, against a 600 KB copy back and a host
  * top-k over the whole vocabulary without it.
  */
-#include "common.cuh"
+#include "topk.cuh"
 
-extern "C" {
-#include "strata/draw.h"
-}
-
-#define SAMPLE_THREADS 1024
-#define SAMPLE_WARPS (SAMPLE_THREADS / 32)
-
-static_assert(ST_DRAW_MAX_K <= SAMPLE_THREADS, "one thread per candidate");
-
-static __device__ __forceinline__ uint32_t order_key(float v)
-{
-    if (v != v)
-        return 0u;
-    if (v == 0.0f)
-        return 0x80000000u;   /* -0 and +0 compare equal: one key */
-    const uint32_t b = __float_as_uint(v);
-    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-
-/* st_draw_before on the device. */
-static __device__ __forceinline__ bool before(float v, int i, float bv, int bi)
-{
-    if (v != v)
-        return bv != bv && i < bi;
-    return bv != bv || v > bv || (v == bv && i < bi);
-}
+#define SAMPLE_THREADS TOPK_THREADS
 
 struct sample_smem {
-    unsigned hist[256];
-    float    cv[ST_DRAW_MAX_K];   /* candidates: logits, */
-    int      ci[ST_DRAW_MAX_K];   /* ids, */
-    float    cp[ST_DRAW_MAX_K];   /* weights */
-    int      warp_eq[SAMPLE_WARPS];
-    uint32_t prefix;
-    int      need, n_eq, n_put, taken, n;
+    struct topk_smem t;
+    float            cp[ST_DRAW_MAX_K];   /* candidate weights */
+    int              n;
 };
-
-/* Step 1: the key of the k-th best and how many keys equal to it to take. */
-static __device__ void radix_select(struct sample_smem *s, const float *lg, int64_t V, int k,
-                                    uint32_t *key_out, int *need_out)
-{
-    const int tid = threadIdx.x, lane = tid % 32;
-    uint32_t prefix = 0, mask = 0;
-    int need = k;
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        if (tid < 256)
-            s->hist[tid] = 0;
-        __syncthreads();
-        for (int64_t base = 0; base < V; base += SAMPLE_THREADS) {   /* uniform trip count */
-            const int64_t e = base + tid;
-            unsigned bin = 256u;
-            if (e < V) {
-                const uint32_t key = order_key(lg[e]);
-                if ((key & mask) == prefix)
-                    bin = (key >> shift) & 255u;
-            }
-            const unsigned peers = __match_any_sync(0xffffffffu, bin);
-            if (bin < 256u && lane == __ffs(peers) - 1)
-                atomicAdd(&s->hist[bin], (unsigned)__popc(peers));
-        }
-        __syncthreads();
-        if (tid == 0) {
-            int b = 255, above = 0;
-            while (b > 0 && above + (int)s->hist[b] < need)
-                above += (int)s->hist[b--];
-            s->need = need - above;
-            s->prefix = prefix | ((uint32_t)b << shift);
-            s->n_eq = (int)s->hist[b];
-        }
-        __syncthreads();
-        need = s->need;
-        prefix = s->prefix;
-        mask |= 255u << shift;
-    }
-    *key_out = prefix;
-    *need_out = need;
-}
-
-/* Step 2, the rare case: keys > T by atomic slots, keys == T by id order. */
-static __device__ void collect_ordered(struct sample_smem *s, const float *lg, int64_t V,
-                                       uint32_t T, int n_gt, int need)
-{
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    for (int64_t base = 0; base < V; base += SAMPLE_THREADS) {
-        const int64_t e = base + tid;
-        float v = 0.0f;
-        bool gt = false, eq = false;
-        if (e < V) {
-            v = lg[e];
-            const uint32_t key = order_key(v);
-            gt = key > T;
-            eq = key == T;
-        }
-        if (gt) {
-            const int slot = atomicAdd(&s->n_put, 1);
-            s->cv[slot] = v;
-            s->ci[slot] = (int)e;
-        }
-        const unsigned ball = __ballot_sync(0xffffffffu, eq);
-        if (lane == 0)
-            s->warp_eq[warp] = __popc(ball);
-        __syncthreads();
-        int rank = s->taken + __popc(ball & ((1u << lane) - 1u));
-        for (int w = 0; w < warp; w++)
-            rank += s->warp_eq[w];
-        if (eq && rank < need) {
-            s->cv[n_gt + rank] = v;
-            s->ci[n_gt + rank] = (int)e;
-        }
-        __syncthreads();
-        if (tid == 0)
-            for (int w = 0; w < SAMPLE_WARPS; w++)
-                s->taken += s->warp_eq[w];
-        __syncthreads();
-    }
-}
-
-/* Step 2: the k candidates into cv/ci, unordered. */
-static __device__ void collect(struct sample_smem *s, const float *lg, int64_t V, int k,
-                               uint32_t T, int need)
-{
-    if (threadIdx.x == 0) {
-        s->n_put = 0;
-        s->taken = 0;
-    }
-    __syncthreads();
-    if (s->n_eq != need) {
-        collect_ordered(s, lg, V, T, k - need, need);
-        return;
-    }
-    for (int64_t e = threadIdx.x; e < V; e += SAMPLE_THREADS) {
-        const float v = lg[e];
-        if (order_key(v) >= T) {
-            const int slot = atomicAdd(&s->n_put, 1);
-            s->cv[slot] = v;
-            s->ci[slot] = (int)e;
-        }
-    }
-    __syncthreads();
-}
-
-/* Step 3: cv/ci[0..k) in the top-k order; padding sorts last. */
-static __device__ void sort_candidates(struct sample_smem *s, int k)
-{
-    const int tid = threadIdx.x;
-    int size = 1;
-    while (size < k)
-        size <<= 1;
-    if (tid >= k && tid < size) {
-        s->cv[tid] = __int_as_float(0x7fffffff);   /* NaN */
-        s->ci[tid] = 0x7fffffff;
-    }
-    for (int len = 2; len <= size; len <<= 1) {
-        for (int stride = len / 2; stride > 0; stride >>= 1) {
-            __syncthreads();
-            const int j = tid ^ stride;
-            if (tid < size && j > tid) {
-                const bool up = (tid & len) == 0;
-                const bool swap = up ? before(s->cv[j], s->ci[j], s->cv[tid], s->ci[tid])
-                                     : before(s->cv[tid], s->ci[tid], s->cv[j], s->ci[j]);
-                if (swap) {
-                    const float tv = s->cv[tid];
-                    const int ti = s->ci[tid];
-                    s->cv[tid] = s->cv[j];
-                    s->ci[tid] = s->ci[j];
-                    s->cv[j] = tv;
-                    s->ci[j] = ti;
-                }
-            }
-        }
-    }
-    __syncthreads();
-}
 
 /* Step 4: st_draw_nucleus then st_draw_pick over the sorted candidates. */
 static __device__ int draw_sorted(struct sample_smem *s, int k, const struct st_draw &d)
 {
     const int tid = threadIdx.x;
-    const double l0 = s->cv[0];
+    const double l0 = s->t.cv[0];
     if (tid < k)
-        s->cp[tid] = (float)exp((double)s->cv[tid] - l0);
+        s->cp[tid] = (float)exp((double)s->t.cv[tid] - l0);
     __syncthreads();
     if (tid == 0) {
         double sum = 0.0;
@@ -233,7 +68,7 @@ static __device__ int draw_sorted(struct sample_smem *s, int k, const struct st_
     __syncthreads();
     const int n = s->n;
     if (tid < n)
-        s->cp[tid] = (float)exp(((double)s->cv[tid] - l0) / (double)d.temp);
+        s->cp[tid] = (float)exp(((double)s->t.cv[tid] - l0) / (double)d.temp);
     __syncthreads();
     int pick = n - 1;
     if (tid == 0) {
@@ -249,7 +84,7 @@ static __device__ int draw_sorted(struct sample_smem *s, int k, const struct st_
             }
         }
     }
-    return s->ci[pick];   /* meaningful on thread 0 */
+    return s->t.ci[pick];   /* meaningful on thread 0 */
 }
 
 static __global__ void __launch_bounds__(SAMPLE_THREADS)
@@ -267,14 +102,14 @@ sample_rows(int32_t *ids, const float *logits, int64_t n_vocab, const struct st_
 
     uint32_t T;
     int need;
-    radix_select(&s, lg, n_vocab, k, &T, &need);
-    collect(&s, lg, n_vocab, k, T, need);
+    radix_select(&s.t, lg, n_vocab, k, &T, &need);
+    collect(&s.t, lg, n_vocab, k, T, need);
     if (k == 1) {
         if (threadIdx.x == 0)
-            ids[r] = s.ci[0];
+            ids[r] = s.t.ci[0];
         return;
     }
-    sort_candidates(&s, k);
+    sort_candidates(&s.t, k);
     const int id = draw_sorted(&s, k, d);
     if (threadIdx.x == 0)
         ids[r] = id;

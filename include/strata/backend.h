@@ -306,4 +306,32 @@ enum st_status st_backend_sample(struct st_backend *be, const struct st_tensor *
                                  const struct st_tensor *logits, const struct st_tensor *draws,
                                  struct st_err *err);
 
+/* Score rows of logits on the device, so a step that scores a prompt
+ * (prompt logprobs, docs/API.md "Scoring prompts") reads back (1 + K) * 2
+ * numbers per row instead of a row of vocabulary logits.
+ * logits: f32 [V, n]; next: i32 [n], the token row r scores (-1: none,
+ * only the top list); vals: f32 [1 + K, n]; ids: i32 [1 + K, n] with
+ * 0 <= K <= ST_SCORE_MAX_TOP and K <= V. Row r of the outputs:
+ *   vals[0] = logits[next] - logZ, ids[0] = 1 + the tokens whose logit is
+ *   strictly higher (next = -1: vals[0] = 0, ids[0] = 0);
+ *   ids[1..K] = the K best ids, most likely first, ties to the lower id,
+ *   vals[1..K] their logits - logZ;
+ * logZ = log(sum_i exp(l_i - max)) + max in a float exp (relative error
+ * < 1e-7 per term, sums of float blocks in double). NaN logits: exp counts
+ * them as 0 (like -inf); in the order they rank below every number, -inf
+ * included (strata/draw.h st_draw_before), so a NaN 'next' has rank 1 +
+ * the non-NaN tokens and a NaN logprob. st_score_row is the reference
+ * every backend matches (logprobs to ~1e-6, ranks and ids exactly).
+ * Every built-in backend implements it. */
+#define ST_SCORE_MAX_TOP 20
+enum st_status st_backend_score(struct st_backend *be, const struct st_tensor *vals,
+                                const struct st_tensor *ids, const struct st_tensor *logits,
+                                const struct st_tensor *next, struct st_err *err);
+
+/* The same for one row on the host (the CPU backend's SIMD; any thread):
+ * logits[n_vocab], next in [-1, n_vocab), 0 <= k <= min(20, n_vocab);
+ * vals[1 + k], ids[1 + k] as one row of st_backend_score. */
+void st_score_row(const float *logits, int64_t n_vocab, int32_t next, int32_t k, float *vals,
+                  int32_t *ids);
+
 #endif /* STRATA_BACKEND_H */

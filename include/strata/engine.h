@@ -78,6 +78,15 @@ struct st_gen_params {
      * (include/strata/json_schema.h). An owned reference
      * (st_json_schema_unref when the params go); NULL: none. Same sim rule. */
     struct st_json_schema *json_schema;
+    /* With json_object / json_schema: the think block a reasoning model may
+     * write before the document (include/strata/think_block.h; docs/API.md
+     * "Reasoning before a constrained answer"): enum st_think_mode (0:
+     * none, the document from the first byte), its tags (enum
+     * st_think_tags), and a cap in generated tokens inside the block after
+     * which only the closing tag may come (0: none). Same sim rule. */
+    uint8_t  json_think;
+    uint8_t  json_think_tags;
+    int32_t  json_think_max;
     /* tool_choice "required" / a named function: the completion text is
      * constrained to tool calls in the model's format
      * (include/strata/call_grammar.h); takes the place of json_object and

@@ -119,6 +119,29 @@ enum st_status st_model_forward_draw(struct st_model *m, const struct st_model_b
                                      const struct st_draw *draw, int32_t *ids,
                                      struct st_err *err);
 
+/* Logit rows scored on the backend (st_backend_score: prompt logprobs),
+ * so only (1 + k) floats and ints per row come back instead of the row. */
+struct st_model_score {
+    int64_t        first;      /* logit row (index into out_rows) of the first scored row */
+    int64_t        n;          /* scored rows: first .. first + n - 1, n >= 1 */
+    int32_t        k;          /* alternatives per row, 0..ST_SCORE_MAX_TOP (<= n_vocab) */
+    const int32_t *next;       /* [n]: the token row j scores, -1 = none (top list only) */
+    bool           keep_last;  /* also read the last scored row's logits (it samples) */
+    float         *vals;       /* [n * (1 + k)] out, caller-owned: row j at j * (1 + k) */
+    int32_t       *ids;        /* [n * (1 + k)] out: as st_backend_score's vals and ids */
+};
+
+/* st_model_forward, but the logit rows of 's' are scored on the backend
+ * (vals/ids as st_backend_score) and not read back, except the last when
+ * keep_last. *logits (may be NULL) then holds every other logit row at its
+ * place (row j at j * n_vocab); the skipped rows' contents are unspecified.
+ * The same rules and errors, and ST_ERR_INVALID for rows of 's' outside
+ * [0, n_out) or k out of range. */
+ST_MUST_CHECK
+enum st_status st_model_forward_score(struct st_model *m, const struct st_model_batch *b,
+                                      const struct st_model_score *s, const float **logits,
+                                      struct st_err *err);
+
 /* ---- facts (any thread once open returned) ---------------------------- */
 
 const struct st_gguf *st_model_gguf(const struct st_model *m);            /* borrowed */

@@ -250,6 +250,37 @@ enum st_status st_backend_sample(struct st_backend *be, ST_T ids, ST_T logits, S
     return be->ops->sample(be, ids, logits, draws, err);
 }
 
+static bool score_out_ok(struct st_backend *be, ST_T t, enum st_dtype type, int64_t n)
+{
+    return t && t->be == be && t->data && t->type == type && t->ne[0] >= 1 &&
+           t->ne[0] <= 1 + ST_SCORE_MAX_TOP && t->ne[1] == n && t->ne[2] == 1 && t->ne[3] == 1;
+}
+
+/* Shapes here; 'next' in [-1, V) is checked by the backend, which holds the
+ * ids (CPU: before scoring, ST_ERR_INVALID; CUDA: the kernel scores such a
+ * row as -1 and reports ST_KF_BAD_ID at the next read or sync). */
+enum st_status st_backend_score(struct st_backend *be, ST_T vals, ST_T ids, ST_T logits,
+                                ST_T next, struct st_err *err)
+{
+    if (!logits || logits->be != be || !logits->data || logits->type != ST_DTYPE_F32 ||
+        logits->ne[2] != 1 || logits->ne[3] != 1)
+        return st_err_set(err, ST_ERR_INVALID, "score: logits must be f32 [V, n]");
+    const int64_t V = logits->ne[0], n = logits->ne[1];
+    if (!vec_ok(be, next, ST_DTYPE_I32, n))
+        return st_err_set(err, ST_ERR_INVALID, "score: next must be i32 [%lld]", (long long)n);
+    if (!score_out_ok(be, vals, ST_DTYPE_F32, n) || !score_out_ok(be, ids, ST_DTYPE_I32, n) ||
+        ids->ne[0] != vals->ne[0])
+        return st_err_set(err, ST_ERR_INVALID, "score: vals and ids must be f32/i32 [1 + K, "
+                          "%lld] with 0 <= K <= %d", (long long)n, ST_SCORE_MAX_TOP);
+    if (vals->ne[0] - 1 > V)
+        return st_err_set(err, ST_ERR_INVALID, "score: %lld alternatives of a vocabulary of "
+                          "%lld", (long long)(vals->ne[0] - 1), (long long)V);
+    if (!be->ops->score)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "score: backend %s has no scorer",
+                          be->ops->name);
+    return be->ops->score(be, vals, ids, logits, next, err);
+}
+
 /* The public ops: validate, then dispatch. */
 #define ST_OP_WRAPPER(name, params, args)                                                \
     enum st_status st_backend_##name params                                            \

@@ -83,6 +83,8 @@ struct st_backend_ops {
     enum st_status (*graph_end)(struct st_backend *be, struct st_err *err);
     enum st_status (*sample)(struct st_backend *be, ST_T ids, ST_T logits, ST_T draws,
                              struct st_err *err);
+    enum st_status (*score)(struct st_backend *be, ST_T vals, ST_T ids, ST_T logits,
+                            ST_T next, struct st_err *err);
 };
 
 /* Implementations embed this as their first member. */

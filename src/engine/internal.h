@@ -47,6 +47,7 @@
 #include "strata/json_prefix.h"
 #include "strata/call_grammar.h"
 #include "strata/json_schema.h"
+#include "strata/think_block.h"
 #include "strata/stop.h"
 
 /* ---- sampling (sample.c) -------------------------------------------- */
@@ -147,6 +148,8 @@ struct st_sampler {
     const struct st_json_schema *schema;   /* json_schema: borrowed from the request's
                                             * params until the next reset; NULL: none */
     struct st_json_schema_state jss; /* the text accepted so far (schema) */
+    struct st_think_state th;        /* json, schema: the think block before the document */
+    int32_t  think_left;             /* tokens the think block may still take; < 0: no cap */
     const struct st_call_grammar *calls;   /* tool_choice: borrowed like 'schema'; NULL: none */
     struct st_call_state cs;         /* the text accepted so far (calls) */
     struct st_json_vocab jv;         /* token bytes (json, schema) */
@@ -229,8 +232,9 @@ struct st_json_step {
     bool     first[256];
     bool     in_str, between, complete;
     uint16_t ws_left;
-    /* Tool calls inside a think block: every token without a byte equal to
-     * 'stop' (ST_JV_LT / ST_JV_LB) passes unread. */
+    /* Inside a think block (tool calls, or before a JSON document): every
+     * token without a byte equal to 'stop' (ST_JV_LT / ST_JV_LB) passes
+     * unread. */
     bool     free_text;
     unsigned char stop;
     /* When at most ST_JSON_TWO_MAX non-whitespace bytes may come next (an
@@ -336,12 +340,41 @@ struct st_mtp_test {
  * the tokens it sampled so far, each at the KV position it is (or will be)
  * fed at; when the slot frees, n_kv = what of that the KV really holds
  * (min(n_ids, the slot's n_past)). */
+/* The prompt scores kept with a slot's cached ids (docs/ENGINE.md "Prompt
+ * logprobs"): for each position p in [1, n) the st_runner_score a scored
+ * read reported for the token ids[p] under ids[0..p), with the number of
+ * alternatives it was computed for. The model is causal, so such a score
+ * holds for every prompt that starts with ids[0..p]: a later scored
+ * request that shares the prefix takes them instead of reading it again.
+ * Invariant: n <= the cache's n_ids, and whenever ids[j] changes or is
+ * forgotten, n drops to at most j. One record per position, rec bytes:
+ * a st_score_head, then stride top ids (int32), then stride top logprobs
+ * (float): 12 + 8 * stride bytes, where stride is the most alternatives
+ * asked of the scores held (grown on demand, <= ST_RUNNER_SCORE_TOP): 20
+ * bytes at N = 1, 172 at N = 20. Allocated on the first scored read in the
+ * slot; freed when a request without prompt logprobs takes the slot and
+ * no score is left. */
+struct st_score_head {
+    float    logprob;
+    int32_t  rank;
+    uint8_t  asked;      /* alternatives the read was asked for (0..ST_RUNNER_SCORE_TOP) */
+    uint8_t  n_top;      /* ... and got (min(asked, n_vocab)) */
+    uint16_t pad_;
+};
+struct st_score_cache {
+    unsigned char *rec;  /* owned (malloc); cap records of rec_bytes */
+    int64_t  cap;        /* records allocated (positions 0..cap-1; record 0 unused) */
+    int32_t  stride;     /* alternatives room per record */
+    int64_t  n;          /* positions [1, n) hold scores; n <= 1: none */
+};
+
 struct st_prefix_cache {
     int32_t *ids;        /* owned (malloc); cap entries */
     int64_t  cap;
     int64_t  n_ids;      /* ids known, KV position order */
     int64_t  n_kv;       /* free slot: ids[0..n_kv) are in the KV; busy slot: 0 */
     uint64_t stamp;      /* the engine's prefix_tick when the slot was last freed (LRU) */
+    struct st_score_cache sc;   /* prompt scores of ids[0..sc.n) */
 };
 
 /* ---- engines and the pool ------------------------------------------- */
@@ -550,14 +583,27 @@ void st_cli_mean_sd(const double *v, int n, double *avg, double *sd);
 struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered);
 /* A request enters slot 'sl': keep the longest common prefix of the slot's
  * cache and its prompt (at most n_tokens - 1: the last prompt token is
- * always read, its row gives the first token), cut the KV there, set
- * sl->n_past and req->n_cached to it, and report those tokens to the
- * scheduler as read and to the pool's cached_tokens. */
+ * always read, its row gives the first token; with prompt logprobs at most
+ * the positions whose kept scores have enough alternatives, so that every
+ * position up to and including the kept prefix's end is scored already),
+ * cut the KV there, set sl->n_past and req->n_cached to it, and report
+ * those tokens to the scheduler as read and to the pool's cached_tokens.
+ * Kept scores past the prompt's common prefix are dropped. */
 void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
                            struct st_request *req);
 /* The token just sampled for sl's request goes into the KV at sl->n_past
  * when it is fed next: remember it there. */
 void st_engine_prefix_push(struct st_engine_slot *sl, int32_t token);
+/* After the forward of scored READ q of sl's request: keep its rows'
+ * scores (row j: position q->pos + j + 1) with the slot's ids. Positions
+ * only extend the kept run [1, sc.n) when they follow it; without memory
+ * nothing is kept (the request's own reply is unaffected). */
+void st_engine_prefix_keep_scores(struct st_engine_slot *sl, const struct st_runner_seq *q);
+/* The kept score of position pos (>= 1) with n_top alternatives (the first
+ * n_top of those kept), when the slot holds one computed for at least
+ * n_top; false otherwise. */
+bool st_engine_prefix_score(const struct st_engine_slot *sl, int64_t pos, int32_t n_top,
+                            struct st_runner_score *out);
 /* The slot frees: keep what its KV holds (cut the runner's KV to it), or
  * nothing after a failure (a failed forward may have left it half-written). */
 void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,
@@ -574,6 +620,9 @@ void st_engine_prefix_fini(struct st_engine_slot *sl);
 #define ST_ENGINE_PTOK_BATCH 16
 /* Does the request want PROMPT events? */
 bool st_engine_prompt_wanted(const struct st_request *req);
+/* The alternatives a request with prompt logprobs has scored per position
+ * (its prompt_top_logprobs within 0..ST_RUNNER_SCORE_TOP). */
+int32_t st_engine_prompt_top(const struct st_request *req);
 /* A request that wants them enters slot 'sl': the scratch exists (allocated
  * on first use; ST_ERR_NOMEM) and reporting starts at position 0. */
 enum st_status st_engine_prompt_start(struct st_engine *e, struct st_engine_slot *sl);

@@ -20,6 +20,13 @@
  * the closing tag passes unread; the literal frame around the JSON is
  * decided by the first-byte and two-byte tables, and tokens that cross
  * from the frame into the JSON (or back: '"}', '}\n') are walked.
+ * The JSON modes may start with a reasoning model's think block
+ * (include/strata/think_block.h, the same free text as the call
+ * grammar's): while the think state is before the document, its free
+ * text has the same fast path (tokens without the closing tag's first
+ * byte pass unread), blanks after the closing tag are skipped like blanks
+ * between values, and tokens that cross into the document are walked
+ * through the think state, then the document's validator.
  * Every token's bytes are read once per slot and model (st_json_vocab),
  * on the first sample of a JSON request, never for runners that force
  * their tokens (the sim).
@@ -172,22 +179,80 @@ static void step_calls(const struct st_sampler *s, bool eog_banned, struct st_js
     st->free_text = st_call_free_text(&s->cs, &st->stop) && (st->stop == '<' || st->stop == '[');
 }
 
-/* Push b1 then b2 on a copy of the state (no whitespace policy: the
- * second byte of a token is walked as it is). */
-static bool push_two(const struct st_sampler *s, unsigned char b1, unsigned char b2)
+/* Feed 'held' bytes of the think block's opening tag (a '[' that was not
+ * "[THINK]"), then p[0..n), to a copy of the document's state. No blank
+ * may open the document. */
+static bool doc_walk(const struct st_sampler *s, uint32_t held, const unsigned char *p,
+                     size_t n)
+{
+    const char *open = st_think_open_tag((enum st_think_tags)s->th.tags);
+    if (held == 0 && n > 0 && is_ws(p[0]))
+        return false;
+    if (s->schema) {
+        struct st_json_schema_state j;
+        st_json_schema_state_copy(&j, &s->jss);
+        return st_json_schema_feed(&j, open, held) &&
+               st_json_schema_feed(&j, (const char *)p, n);
+    }
+    struct st_json_prefix j = s->js;
+    return st_json_prefix_feed(&j, open, held) && st_json_prefix_feed(&j, (const char *)p, n);
+}
+
+/* Before the document: p[0..n) through a copy of the think state, the
+ * rest (from the byte that starts the document) through the document's. */
+static bool think_walk(const struct st_sampler *s, const unsigned char *p, size_t n)
+{
+    struct st_think_state t = s->th;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t held;
+        enum st_think_push r = st_think_push(&t, p[i], &held);
+        if (r == ST_THINK_REFUSED)
+            return false;
+        if (r == ST_THINK_DOC)
+            return doc_walk(s, held, p + i, n - i);
+    }
+    return true;
+}
+
+/* Walk p[0..n) from a copy of the sampler's state (no whitespace policy:
+ * a token's bytes are walked as they are). */
+static bool walk_bytes(const struct st_sampler *s, const unsigned char *p, size_t n)
 {
     if (s->calls) {
         struct st_call_state j;
         st_call_state_copy(&j, &s->cs);
-        return st_call_push(&j, b1) && st_call_push(&j, b2);
+        return st_call_feed(&j, (const char *)p, n);
     }
+    if (!st_think_in_doc(&s->th))
+        return think_walk(s, p, n);
     if (s->schema) {
         struct st_json_schema_state j;
         st_json_schema_state_copy(&j, &s->jss);
-        return st_json_schema_push(&j, b1) && st_json_schema_push(&j, b2);
+        return st_json_schema_feed(&j, (const char *)p, n);
     }
     struct st_json_prefix j = s->js;
-    return st_json_prefix_push(&j, b1) && st_json_prefix_push(&j, b2);
+    return st_json_prefix_feed(&j, (const char *)p, n);
+}
+
+/* JSON modes before the document: the think block's bytes, or the
+ * document's first (json_object's '{', no blank); never complete. */
+static void step_think(const struct st_sampler *s, struct st_json_step *st)
+{
+    for (int b = 0; b < 256; b++) {
+        unsigned char c = (unsigned char)b;
+        st->first[b] = think_walk(s, &c, 1);
+    }
+    st->in_str = false;
+    st->between = st_think_between(&s->th, &st->ws_left);
+    st->complete = false;
+    st->free_text = st_think_free_text(&s->th, &st->stop) && (st->stop == '<' || st->stop == '[');
+}
+
+/* Push b1 then b2 on a copy of the state. */
+static bool push_two(const struct st_sampler *s, unsigned char b1, unsigned char b2)
+{
+    const unsigned char p[2] = { b1, b2 };
+    return walk_bytes(s, p, 2);
 }
 
 /* The two-byte table, where few first bytes are allowed: at most
@@ -222,6 +287,8 @@ void st_json_mask_step(const struct st_sampler *s, bool eog_banned, struct st_js
     st->free_text = false;
     if (s->calls)
         step_calls(s, eog_banned, st);
+    else if (!st_think_in_doc(&s->th))
+        step_think(s, st);
     else if (s->schema)
         step_schema(s, eog_banned, st);
     else
@@ -232,19 +299,7 @@ void st_json_mask_step(const struct st_sampler *s, bool eog_banned, struct st_js
 /* Walk bytes [a, a+n) of the vocabulary from a copy of the state. */
 static bool walk(const struct st_sampler *s, uint32_t a, uint32_t n)
 {
-    const char *p = (const char *)s->jv.bytes + a;
-    if (s->calls) {
-        struct st_call_state j;
-        st_call_state_copy(&j, &s->cs);
-        return st_call_feed(&j, p, n);
-    }
-    if (s->schema) {
-        struct st_json_schema_state j;
-        st_json_schema_state_copy(&j, &s->jss);
-        return st_json_schema_feed(&j, p, n);
-    }
-    struct st_json_prefix j = s->js;
-    return st_json_prefix_feed(&j, p, n);
+    return walk_bytes(s, s->jv.bytes + a, n);
 }
 
 /* May token 'id' come next? 'in_str': the state is inside a string, where
@@ -289,6 +344,35 @@ bool st_json_mask_allows(const struct st_sampler *s, const struct st_json_step *
     return walk(s, a, n);
 }
 
+/* An accepted token's bytes p[0..n) before the document: through the
+ * think state (counting the token against the block's cap) until one
+ * starts the document, which gets the opening tag's held bytes. Returns
+ * how many of p the think state took (n: all). */
+static uint32_t think_accept(struct st_sampler *s, const unsigned char *p, uint32_t n)
+{
+    if (st_think_in_doc(&s->th))
+        return 0;
+    bool thinking = st_think_thinking(&s->th);
+    uint32_t i = 0;
+    for (; i < n; i++) {
+        uint32_t held;
+        enum st_think_push r = st_think_push(&s->th, p[i], &held);
+        if (r == ST_THINK_REFUSED)
+            return n;
+        if (r == ST_THINK_DOC) {
+            const char *open = st_think_open_tag((enum st_think_tags)s->th.tags);
+            if (s->schema)
+                (void)st_json_schema_feed(&s->jss, open, held);
+            else
+                (void)st_json_prefix_feed(&s->js, open, held);
+            break;
+        }
+    }
+    if (thinking && s->think_left > 0 && --s->think_left == 0)
+        st_think_force_close(&s->th);
+    return i;
+}
+
 void st_json_mask_accept(struct st_sampler *s, int32_t token)
 {
     const struct st_json_vocab *v = &s->jv;
@@ -296,10 +380,13 @@ void st_json_mask_accept(struct st_sampler *s, int32_t token)
         return;
     const char *p = (const char *)v->bytes + v->off[token];
     uint32_t n = v->off[token + 1] - v->off[token];
-    if (s->calls)
+    if (s->calls) {
         (void)st_call_feed(&s->cs, p, n);
-    else if (s->schema)
-        (void)st_json_schema_feed(&s->jss, p, n);
+        return;
+    }
+    uint32_t i = think_accept(s, (const unsigned char *)p, n);
+    if (s->schema)
+        (void)st_json_schema_feed(&s->jss, p + i, n - i);
     else
-        (void)st_json_prefix_feed(&s->js, p, n);
+        (void)st_json_prefix_feed(&s->js, p + i, n - i);
 }

@@ -31,9 +31,24 @@
  *            is chosen as for an unrelated prompt (an empty one, else the
  *            least recently freed). What it leaves in the KV is cached as
  *            usual for later requests (its tokens are correct KV).
- *            A request with prompt logprobs is treated the same way: the
- *            logprob of every prompt token needs the logits of the row
- *            before it, which a cached prefix no longer has (prompt.c).
+ *   scores   a slot also keeps the prompt scores its scored reads computed
+ *            (struct st_score_cache: per position the token's logprob, rank
+ *            and top N with that N), as long as it keeps the ids they score.
+ *            The logprob of the token at p needs the logits of row p - 1,
+ *            which a cached prefix no longer has; but it depends only on
+ *            ids[0..p] (the model is causal), so a kept score is the one a
+ *            cold read would compute. A request with prompt logprobs (N
+ *            alternatives) keeps k tokens of KV only when positions 1..k
+ *            all have kept scores computed for at least N (the read's first
+ *            row is k, which scores k + 1): k = min(common ids, that run)
+ *            - 1. lm-evaluation-harness's multiple choice (one request per
+ *            answer, the same context) thus reads the context once.
+ *            Keeping ids and scores in step: bind drops scores past the
+ *            new prompt's common prefix with the old ids (those ids are
+ *            overwritten), push drops a score whose id it overwrites,
+ *            release drops those past what the KV keeps, forget drops all.
+ *            Drafts cut by kv_truncate lie past the prompt, where no score
+ *            is kept (scores stop at the prompt's last token).
  *
  * The sim runner keeps no KV; the engine tracks positions, and the sim
  * charges time only for the tokens a step reads, so reuse shows as a
@@ -59,15 +74,51 @@ static int64_t common_prefix(const int32_t *a, int64_t na, const int32_t *b, int
     return i;
 }
 
+/* Bytes of one score record at 'stride' alternatives. */
+static size_t rec_bytes(int32_t stride)
+{
+    return sizeof(struct st_score_head) + (size_t)stride * (sizeof(int32_t) + sizeof(float));
+}
+
+static struct st_score_head *rec_head(const struct st_score_cache *s, int64_t pos)
+{
+    return (struct st_score_head *)(void *)(s->rec + (size_t)pos * rec_bytes(s->stride));
+}
+
+static int32_t *rec_ids(const struct st_score_cache *s, int64_t pos)
+{
+    return (int32_t *)(void *)((unsigned char *)rec_head(s, pos) + sizeof(struct st_score_head));
+}
+
+static float *rec_lps(const struct st_score_cache *s, int64_t pos)
+{
+    return (float *)(void *)(rec_ids(s, pos) + s->stride);
+}
+
+/* Positions [1, p) of the kept scores computed for >= top alternatives,
+ * p <= limit: the run a request asking 'top' may take from the cache. */
+static int64_t scored_run(const struct st_score_cache *s, int32_t top, int64_t limit)
+{
+    int64_t end = ST_MIN(s->n, limit), p = 1;
+    while (p < end && rec_head(s, p)->asked >= top)
+        p++;
+    return p;
+}
+
 /* The prefix of req's prompt free slot 'sl' could keep (capped: one prompt
  * token is always read). The caller knows the slot is free. */
 static int64_t reusable(const struct st_engine_slot *sl, const struct st_request *req)
 {
     const struct st_prefix_cache *c = &sl->cache;
-    /* prompt logprobs need the logits of every row from 0 (prompt.c) */
-    if (c->n_kv <= 0 || req->n_tokens < 2 || req->no_prompt_cache || req->params.prompt_logprobs)
+    if (c->n_kv <= 0 || req->n_tokens < 2 || req->no_prompt_cache)
         return 0;
-    return common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens - 1);
+    if (!req->params.prompt_logprobs)
+        return common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens - 1);
+    /* Scored: the read from k scores k + 1 onwards, so 1..k come from the
+     * kept scores, each for ids up to its own position (common >= k + 1). */
+    int64_t common = common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens);
+    int64_t run = scored_run(&c->sc, st_engine_prompt_top(req), common);
+    return ST_MAX(ST_MIN(common, run) - 1, (int64_t)0);
 }
 
 /* How a free slot suits a request whose prompt shares 'len' tokens with
@@ -159,18 +210,37 @@ static void count_cached(struct st_engine_pool *p, int64_t n)
     pthread_mutex_unlock(&p->mu);
 }
 
+static void scores_free(struct st_score_cache *s)
+{
+    free(s->rec);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Scores stay only for positions whose ids up to them stay: below 'n'. */
+static void scores_cut(struct st_score_cache *s, int64_t n)
+{
+    s->n = ST_MAX(ST_MIN(s->n, n), (int64_t)0);
+}
+
 void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
                            struct st_request *req)
 {
     struct st_prefix_cache *c = &sl->cache;
     int64_t keep = reusable(sl, req);   /* sl->req is not set yet */
+    /* ids[common..) are overwritten below: their scores go, whether or not
+     * this request keeps the KV (the scores of ids it does not change hold
+     * for the KV it rewrites: the same tokens) */
+    scores_cut(&c->sc, common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens));
     c->n_kv = 0;                        /* busy: only n_ids counts now */
     if (reserve(c, req->n_tokens)) {
         memcpy(c->ids, req->tokens, (size_t)req->n_tokens * sizeof(*c->ids));
         c->n_ids = req->n_tokens;
     } else {
         c->n_ids = ST_MIN(c->n_ids, keep);   /* the kept prefix is still right */
+        scores_cut(&c->sc, c->n_ids);
     }
+    if (c->sc.n <= 1 && !req->params.prompt_logprobs)
+        scores_free(&c->sc);   /* no score left, none coming: give the memory back */
     st_runner_kv_truncate(e->runner, sl->index, keep);
     sl->n_past = keep;
     req->n_cached = keep;
@@ -189,12 +259,86 @@ void st_engine_prefix_push(struct st_engine_slot *sl, int32_t token)
     int64_t pos = sl->n_past;
     if (pos > c->n_ids || pos < 0)
         return;   /* a gap (the cache stopped growing): nothing past it is known */
+    scores_cut(&c->sc, pos);   /* a score at pos was for the id it held */
     if (!reserve(c, pos + 1)) {
         c->n_ids = pos;
         return;
     }
     c->ids[pos] = token;
     c->n_ids = pos + 1;
+}
+
+/* Room for records of positions [0, n) with 'stride' alternatives each
+ * (cap doubles, >= 256). A larger stride re-lays nothing: the caller
+ * grows it only with no record kept. False without memory (nothing
+ * changed but possibly a larger block). */
+static bool scores_reserve(struct st_score_cache *s, int64_t n, int32_t stride)
+{
+    if (n <= s->cap && stride == s->stride)
+        return true;
+    int64_t cap = n <= s->cap ? s->cap : ST_MAX(n, ST_MAX(s->cap * 2, (int64_t)256));
+    size_t bytes;
+    if (!st_mul_ok((size_t)cap, rec_bytes(stride), &bytes))
+        return false;
+    unsigned char *p = realloc(s->rec, bytes);
+    if (!p)
+        return false;
+    s->rec = p;
+    s->cap = cap;
+    s->stride = stride;
+    return true;
+}
+
+void st_engine_prefix_keep_scores(struct st_engine_slot *sl, const struct st_runner_seq *q)
+{
+    struct st_prefix_cache *c = &sl->cache;
+    struct st_score_cache *s = &c->sc;
+    /* row j scores position q->pos + j + 1; the prompt's last row none */
+    int64_t first = q->pos + 1;
+    int64_t last = ST_MIN(q->pos + q->n_tokens, c->n_ids - 1);
+    if (!q->score || last < first || first > ST_MAX(s->n, (int64_t)1))
+        return;   /* nothing, or a gap after the kept run */
+    if (q->score_top > s->stride) {
+        /* More alternatives than any kept record has room for. A read
+         * that starts after a kept prefix asks at most what those scores
+         * have (reusable), so this is a read from position 0, which
+         * replaces every record: drop them rather than re-lay them. */
+        if (first != 1)
+            return;
+        s->n = 0;
+    }
+    if (!scores_reserve(s, last + 1, ST_MAX(s->stride, q->score_top)))
+        return;
+    for (int64_t p = first; p <= last; p++) {
+        const struct st_runner_score *r = &q->scores[p - first];
+        struct st_score_head *h = rec_head(s, p);
+        int32_t k = ST_MIN(ST_MAX(r->n_top, 0), q->score_top);
+        h->logprob = r->logprob;
+        h->rank = r->rank;
+        h->asked = (uint8_t)q->score_top;
+        h->n_top = (uint8_t)k;
+        h->pad_ = 0;
+        memcpy(rec_ids(s, p), r->top_id, (size_t)k * sizeof(int32_t));
+        memcpy(rec_lps(s, p), r->top_lp, (size_t)k * sizeof(float));
+    }
+    s->n = ST_MAX(s->n, last + 1);
+}
+
+bool st_engine_prefix_score(const struct st_engine_slot *sl, int64_t pos, int32_t n_top,
+                            struct st_runner_score *out)
+{
+    const struct st_score_cache *s = &sl->cache.sc;
+    if (pos < 1 || pos >= s->n || n_top < 0 || n_top > ST_RUNNER_SCORE_TOP)
+        return false;
+    const struct st_score_head *h = rec_head(s, pos);
+    if (h->asked < n_top)
+        return false;
+    out->logprob = h->logprob;
+    out->rank = h->rank;
+    out->n_top = ST_MIN(n_top, (int32_t)h->n_top);
+    memcpy(out->top_id, rec_ids(s, pos), (size_t)out->n_top * sizeof(int32_t));
+    memcpy(out->top_lp, rec_lps(s, pos), (size_t)out->n_top * sizeof(float));
+    return true;
 }
 
 void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,
@@ -208,6 +352,7 @@ void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,
     st_runner_kv_truncate(e->runner, sl->index, keep);
     c->n_ids = keep;
     c->n_kv = keep;
+    scores_cut(&c->sc, keep);
     c->stamp = ++e->prefix_tick;
 }
 
@@ -216,11 +361,13 @@ void st_engine_prefix_forget(struct st_engine *e)
     for (int32_t i = 0; e->slots && i < e->n_slots; i++) {
         e->slots[i].cache.n_ids = 0;
         e->slots[i].cache.n_kv = 0;
+        scores_free(&e->slots[i].cache.sc);   /* another model scores otherwise */
     }
 }
 
 void st_engine_prefix_fini(struct st_engine_slot *sl)
 {
     free(sl->cache.ids);
+    scores_free(&sl->cache.sc);
     memset(&sl->cache, 0, sizeof(sl->cache));
 }

@@ -14,8 +14,13 @@
  *     scores the first token of the next chunk ('score_next'), so after a
  *     scored chunk positions up to b (inclusive, when b < n_prompt) are
  *     reported, and position 0 has no logprob;
- *   - such a request reuses no cached prefix (prefix.c): every row from 0
- *     must be computed, since a cached position's logits are gone.
+ *   - a cached position's logits are gone, so its score cannot be read
+ *     from the KV; the slot keeps the scores its scored reads computed
+ *     instead (prefix.c "scores"), and such a request reuses a cached
+ *     prefix [0, k) only when positions 1..k all have kept scores with
+ *     enough alternatives: they are reported from there with the first
+ *     chunk (whose first row, k, scores k + 1 onwards), and every scored
+ *     chunk's rows are kept there for later requests.
  * Echo without logprobs needs no logits: positions [0, b) are reported
  * after each chunk (a cached prefix is reported with the first chunk).
  *
@@ -31,6 +36,11 @@ _Static_assert(ST_RUNNER_SCORE_TOP == ST_MAX_TOP_LOGPROBS, "one bound for altern
 bool st_engine_prompt_wanted(const struct st_request *req)
 {
     return req->params.echo || req->params.prompt_logprobs;
+}
+
+int32_t st_engine_prompt_top(const struct st_request *req)
+{
+    return ST_MIN(ST_MAX(req->params.prompt_top_logprobs, 0), ST_RUNNER_SCORE_TOP);
 }
 
 enum st_status st_engine_prompt_start(struct st_engine *e, struct st_engine_slot *sl)
@@ -54,7 +64,7 @@ void st_engine_prompt_score(struct st_engine *e, const struct st_engine_slot *sl
     q->sample = q->n_tokens == left;
     q->score = true;
     q->score_next = q->sample ? -1 : req->tokens[q->pos + q->n_tokens];
-    q->score_top = ST_MIN(ST_MAX(req->params.prompt_top_logprobs, 0), ST_RUNNER_SCORE_TOP);
+    q->score_top = st_engine_prompt_top(req);
     q->scores = e->scores;
 }
 
@@ -116,6 +126,8 @@ void st_engine_prompt_emit(struct st_engine *e, struct st_engine_slot *sl,
     int64_t a = q->pos, b = q->pos + q->n_tokens;
     int64_t end = q->score ? ST_MIN(b + 1, req->n_tokens) : b;
     int32_t k = 0;
+    if (q->score)
+        st_engine_prefix_keep_scores(sl, q);   /* for the next request sharing them */
     for (int64_t p = sl->echo_next; p < end; p++) {
         struct st_prompt_token *t = &e->ptoks[k];
         t->pos = p;
@@ -125,10 +137,14 @@ void st_engine_prompt_emit(struct st_engine *e, struct st_engine_slot *sl,
         t->rank = 0;
         t->n_top = 0;
         token_text(e, t->token, t);
-        /* row p - 1 scored position p; a row before this chunk (a cached
-         * prefix, which a scored request never has) left nothing */
+        /* row p - 1 scored position p; a row before this chunk is in the
+         * cached prefix, whose scores the slot kept (prefix.c chose the
+         * prefix so that they are there) */
+        struct st_runner_score kept;
         if (q->score && p >= 1 && p - 1 >= a)
             copy_score(e, &q->scores[p - 1 - a], t);
+        else if (q->score && p >= 1 && st_engine_prefix_score(sl, p, q->score_top, &kept))
+            copy_score(e, &kept, t);
         if (++k == ST_ENGINE_PTOK_BATCH) {
             emit_run(sl, e->ptoks, k);
             k = 0;

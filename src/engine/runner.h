@@ -265,9 +265,13 @@ static inline enum st_status st_runner_mtp_draft(struct st_runner *r, struct st_
 /* score.c: score one row of logits[n_vocab] for token 'next' (0 <= next <
  * n_vocab) with n_top (<= ST_RUNNER_SCORE_TOP) alternatives: the log-softmax
  * as the sampler computes generated tokens' logprobs, so a prompt token
- * scores what the same token would show when generated there. O(n_vocab). */
+ * scores what the same token would show when generated there. O(n_vocab).
+ * The host form of the backend's score op (st_score_row, backend.h). */
 void st_runner_score_row(const float *logits, int32_t n_vocab, int32_t next, int32_t n_top,
                          struct st_runner_score *out);
+/* One row of st_backend_score's output (vals[1 + k], ids[1 + k]) as *out. */
+void st_runner_score_from(const float *vals, const int32_t *ids, int32_t k,
+                          struct st_runner_score *out);
 
 /* ---- the simulated runner (runner_sim.c) ------------------------------- */
 

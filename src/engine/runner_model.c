@@ -15,9 +15,12 @@
  *
  * Scored reads (prompt logprobs, runner.h 'score'): a READ with 'score'
  * has logits at every row (at most ST_RUNNER_SCORE_ROWS; the logit
- * buffers are sized for them at load), each row is scored right after the
- * forward (score.c) and only the scores are kept; its sampling row, when
- * it samples, is its last.
+ * buffers are sized for them at load), each row is scored on the backend
+ * right after the forward (st_model_forward_score, st_backend_score) and
+ * only the scores come back, (1 + k) floats and ints per row; its sampling
+ * row, when it samples, is its last and is read back too. With an MTP
+ * layer (whose forward has no score variant) the rows are read back and
+ * scored on the host (score.c, the same arithmetic).
  *
  * MTP (runner.h mtp_draft, include/strata/mtp.h): when base.mtp_draft > 0
  * at load and the model has an MTP layer, every forward is st_mtp_forward
@@ -41,6 +44,7 @@
 #include <string.h>
 
 #include "runner_model.h"
+#include "strata/backend.h"
 #include "strata/log.h"
 
 static void free_rows(struct model_runner *r)
@@ -201,15 +205,62 @@ static enum st_status forward_drawn(struct model_runner *r, const struct st_runn
     return rc;
 }
 
-/* A scored READ: row j's logits (rows[j * nv]) score the prompt token after
- * it; only the scores are kept. */
+/* The token row j of a scored READ scores: the prompt token after it. */
+static int32_t score_next(const struct st_runner_seq *q, int64_t j)
+{
+    return j + 1 < q->n_tokens ? q->tokens[j + 1] : q->score_next;
+}
+
+/* A scored READ on the host (MTP steps): row j's logits (rows[j * nv])
+ * score the prompt token after it; only the scores are kept. */
 static void score_rows(const struct st_runner_seq *q, const float *rows, int64_t nv)
 {
     for (int64_t j = 0; j < q->n_tokens; j++) {
-        int32_t next = j + 1 < q->n_tokens ? q->tokens[j + 1] : q->score_next;
+        int32_t next = score_next(q, j);
         if (next >= 0)
             st_runner_score_row(rows + j * nv, (int32_t)nv, next, q->score_top, &q->scores[j]);
     }
+}
+
+/* The scored seq of the step (at most one READ) and its first logit row. */
+static int32_t scored_seq(const struct model_runner *r, const struct st_runner_batch *batch,
+                          const struct st_model_batch *mb, int64_t *first)
+{
+    for (int64_t j = 0; j < mb->n_out; j++) {
+        int32_t i = r->out_seq[j];
+        if (batch->seqs[i].score) {
+            *first = j;
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The forward with the scored READ's rows scored on the backend
+ * (st_model_forward_score): (1 + k) floats and ints per row come back,
+ * not the row; the other logit rows (and the READ's sampling row) as
+ * st_model_forward gives them. */
+static enum st_status forward_scored(struct model_runner *r, const struct st_runner_batch *batch,
+                                     const struct st_model_batch *mb, const float **logits,
+                                     struct st_err *err)
+{
+    _Static_assert(ST_RUNNER_SCORE_TOP <= ST_SCORE_MAX_TOP, "the backend scores them all");
+    float vals[ST_RUNNER_SCORE_ROWS * (1 + ST_RUNNER_SCORE_TOP)];
+    int32_t ids[ST_RUNNER_SCORE_ROWS * (1 + ST_RUNNER_SCORE_TOP)], next[ST_RUNNER_SCORE_ROWS];
+    struct st_model_score s = { .vals = vals, .ids = ids, .next = next };
+    int32_t i = scored_seq(r, batch, mb, &s.first);
+    const struct st_runner_seq *q = &batch->seqs[i];
+    int32_t nv = model_n_vocab(&r->base);
+    s.n = q->n_tokens;
+    s.k = ST_MIN(ST_MAX(q->score_top, 0), ST_MIN(ST_RUNNER_SCORE_TOP, nv));
+    s.keep_last = q->sample;
+    for (int64_t j = 0; j < s.n; j++)
+        next[j] = score_next(q, j);
+    enum st_status rc = st_model_forward_score(r->model, mb, &s, logits, err);
+    for (int64_t j = 0; rc == ST_OK && j < s.n; j++)
+        if (next[j] >= 0)
+            st_runner_score_from(vals + j * (1 + s.k), ids + j * (1 + s.k), s.k, &q->scores[j]);
+    return rc;
 }
 
 static enum st_status forward_logits(struct model_runner *r, const struct st_runner_batch *batch,
@@ -217,8 +268,11 @@ static enum st_status forward_logits(struct model_runner *r, const struct st_run
                                      struct st_err *err)
 {
     const float *logits = NULL;
-    enum st_status rc = r->mtp ? st_mtp_forward(r->mtp, mb, &logits, err)
-                               : st_model_forward(r->model, mb, &logits, err);
+    int64_t first;
+    bool on_backend = !r->mtp && scored_seq(r, batch, mb, &first) >= 0;
+    enum st_status rc = r->mtp        ? st_mtp_forward(r->mtp, mb, &logits, err)
+                        : on_backend ? forward_scored(r, batch, mb, &logits, err)
+                                     : st_model_forward(r->model, mb, &logits, err);
     if (rc != ST_OK)
         return rc;
     int64_t nv = st_model_hparams(r->model)->n_vocab;
@@ -229,7 +283,8 @@ static enum st_status forward_logits(struct model_runner *r, const struct st_run
         const struct st_runner_seq *q = &batch->seqs[i];
         const float *row = logits + j * nv;
         if (q->score) {
-            score_rows(q, row, nv);
+            if (!on_backend)
+                score_rows(q, row, nv);
             if (!q->sample)
                 continue;
             row += (q->n_tokens - 1) * nv;   /* the sampling row is the chunk's last */

@@ -15,7 +15,7 @@
  * JSON mode (response_format json_object), structured outputs
  * (json_schema) and enforced tool calls (tool_choice "required" / a named
  * function) mask, after bias and penalties, every token json_mask.c
- * refuses.
+ * refuses (the JSON modes after an optional think block: think_block.h).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -79,6 +79,10 @@ void st_sampler_reset(struct st_sampler *s, const struct st_gen_params *p)
     s->schema = s->calls ? NULL : p->json_schema;
     if (s->schema)
         st_json_schema_state_init(&s->jss, s->schema);
+    bool think = (s->json || s->schema) && p->json_think <= ST_THINK_OPEN;
+    st_think_init(&s->th, think ? (enum st_think_mode)p->json_think : ST_THINK_NONE,
+                  p->json_think_tags == ST_THINK_SQUARE ? ST_THINK_SQUARE : ST_THINK_ANGLE);
+    s->think_left = p->json_think_max > 0 ? p->json_think_max : -1;
     if (s->calls)
         st_call_state_init(&s->cs, s->calls);
 }

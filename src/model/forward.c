@@ -364,3 +364,55 @@ enum st_status st_model_forward_draw(struct st_model *m, const struct st_model_b
     TRY(forward_rows(m, b, err));
     return b->n_out > 0 ? draw_rows(m, b->n_out, draw, ids, err) : ST_OK;
 }
+
+/* [1 + k, n] over the first (1 + k) * n entries of a [1, W] buffer. */
+static struct st_tensor score_view(const struct st_tensor *t, int32_t k, int64_t n)
+{
+    struct st_tensor v = st_tensor_slice(t, 1, 0, (1 + k) * n);
+    const int64_t ne[ST_TENSOR_DIMS] = { 1 + k, n, 1, 1 };
+    return st_tensor_reshape(&v, ne);
+}
+
+/* Logit rows [a, b) to the host, at their places in logits_host. */
+static enum st_status read_rows(struct st_model *m, int64_t a, int64_t b, struct st_err *err)
+{
+    if (a >= b)
+        return ST_OK;
+    const int64_t nv = m->desc->hp.n_vocab;
+    struct st_tensor lg = st_tensor_slice(&m->act.logits, 1, a, b - a);
+    return st_backend_read(m->be, &lg, 0, m->logits_host + a * nv, st_tensor_nbytes(&lg), err);
+}
+
+static enum st_status score_rows(struct st_model *m, const struct st_model_score *s,
+                                 struct st_err *err)
+{
+    struct st_tensor nx = st_fwd_column(&m->act.score_next, 0, s->n);
+    struct st_tensor lg = st_tensor_slice(&m->act.logits, 1, s->first, s->n);
+    struct st_tensor v = score_view(&m->act.score_vals, s->k, s->n);
+    struct st_tensor id = score_view(&m->act.score_ids, s->k, s->n);
+    TRY(st_backend_write(m->be, &nx, 0, s->next, (size_t)s->n * sizeof(int32_t), err));
+    TRY(st_backend_score(m->be, &v, &id, &lg, &nx, err));
+    TRY(st_backend_read(m->be, &v, 0, s->vals, st_tensor_nbytes(&v), err));
+    return st_backend_read(m->be, &id, 0, s->ids, st_tensor_nbytes(&id), err);
+}
+
+enum st_status st_model_forward_score(struct st_model *m, const struct st_model_batch *b,
+                                      const struct st_model_score *s, const float **logits,
+                                      struct st_err *err)
+{
+    if (logits)
+        *logits = NULL;
+    if (s->n < 1 || s->first < 0 || s->first + s->n > b->n_out || s->k < 0 ||
+        s->k > ST_SCORE_MAX_TOP || s->k > m->desc->hp.n_vocab)
+        return st_err_set(err, ST_ERR_INVALID, "forward: scored logit rows [%lld, +%lld) with "
+                          "%d alternatives of %lld logit rows", (long long)s->first,
+                          (long long)s->n, (int)s->k, (long long)b->n_out);
+    TRY(forward_rows(m, b, err));
+    TRY(score_rows(m, s, err));
+    int64_t skip_end = s->first + s->n - (s->keep_last ? 1 : 0);
+    TRY(read_rows(m, 0, s->first, err));
+    TRY(read_rows(m, skip_end, b->n_out, err));
+    if (logits)
+        *logits = m->logits_host;
+    return ST_OK;
+}

@@ -58,6 +58,10 @@ struct st_fwd_act {
     /* st_model_forward_draw: one entry per logit row */
     struct st_tensor draw_id;  /* i32 [1, O]   drawn token ids (out) */
     struct st_tensor draw_p;   /* i32 [ST_DRAW_WORDS, O]  struct st_draw records */
+    /* st_model_forward_score: W = (1 + ST_SCORE_MAX_TOP) * O, viewed as [1 + K, n] */
+    struct st_tensor score_next;  /* i32 [1, O]  the token each scored row scores */
+    struct st_tensor score_vals;  /* f32 [1, W]  logprobs (out) */
+    struct st_tensor score_ids;   /* i32 [1, W]  rank, then the best ids (out) */
 };
 
 struct st_model {

@@ -223,6 +223,9 @@ static enum st_status alloc_act(struct st_model *m, struct st_err *err)
         { &a->gidx, ST_DTYPE_I32, 1, o },   { &a->hout, ST_DTYPE_F32, e, o },
         { &a->logits, ST_DTYPE_F32, hp->n_vocab, o },
         { &a->draw_id, ST_DTYPE_I32, 1, o }, { &a->draw_p, ST_DTYPE_I32, ST_DRAW_WORDS, o },
+        { &a->score_next, ST_DTYPE_I32, 1, o },
+        { &a->score_vals, ST_DTYPE_F32, 1, (1 + ST_SCORE_MAX_TOP) * o },
+        { &a->score_ids, ST_DTYPE_I32, 1, (1 + ST_SCORE_MAX_TOP) * o },
     };
     enum st_status rc = ST_OK;
     for (size_t i = 0; i < ST_ARRAY_LEN(all) && rc == ST_OK; i++)
@@ -241,7 +244,7 @@ static void release_act(struct st_backend *be, struct st_fwd_act *a)
     struct st_tensor *all[] = {
         &a->x, &a->h, &a->q, &a->k, &a->v, &a->att, &a->o, &a->g, &a->u, &a->sel, &a->wts,
         &a->ids, &a->pos, &a->slot, &a->gidx, &a->hout, &a->logits,
-        &a->draw_id, &a->draw_p,
+        &a->draw_id, &a->draw_p, &a->score_next, &a->score_vals, &a->score_ids,
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
         st_backend_release(be, all[i]);

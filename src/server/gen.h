@@ -83,6 +83,14 @@ struct st_call_grammar;
 enum st_status st_gen_reply_calls(const struct st_oai_request *oq,
                                   enum st_reasoning_format server_default, const char *prompt,
                                   struct st_call_grammar **out);
+/* response_format json_object / json_schema on a chat: the think block
+ * the reply may start with before the document (p->json_think and
+ * json_think_tags; docs/API.md "Reasoning before a constrained answer"),
+ * by the rule tool_choice's grammar uses; none for completions, without
+ * a JSON mode, or with reasoning_format "none". */
+void st_gen_reply_json_think(const struct st_oai_request *oq,
+                             enum st_reasoning_format server_default, const char *prompt,
+                             struct st_gen_params *p);
 void st_gen_reply_free(struct st_gen_reply *r);
 /* A token's visible text (c->lock held): stream -> chunks on g->out with
  * the token's logprobs (lp, NULL: none); else accumulated. */

@@ -21,6 +21,7 @@
 #include "strata/call_grammar.h"
 #include "strata/log.h"
 #include "strata/reply_parse.h"
+#include "strata/think_block.h"
 #include "gen.h"
 
 #define ID_LEN 30   /* "call_" + 24 + NUL */
@@ -114,6 +115,30 @@ static bool prompt_closes_think(const char *p)
     return n >= 8 && memcmp(p + n - 8, "</think>", 8) == 0;
 }
 
+/* The think block a constrained reply (tool_choice's calls, response_format's
+ * JSON) may start with, from the rendered prompt: none unless reasoning is
+ * split out; the reply starts in it when the prompt opened it; none when
+ * the prompt closed it (Qwen3 enable_thinking false); none for the
+ * formats without one (Qwen3-Coder's xml calls, Llama's bare JSON calls,
+ * Mistral v7 unless the prompt opened it); else optional. Mistral prompts
+ * spell it [THINK] .. [/THINK]. */
+static enum st_think_mode think_mode(const char *prompt, bool reasoning,
+                                     enum st_think_tags *tags)
+{
+    size_t n = strlen(prompt);
+    bool opens = st_reply_prompt_opens_think(prompt, n);
+    bool mistral = st_reply_prompt_is_mistral(prompt, n);
+    *tags = mistral ? ST_THINK_SQUARE : ST_THINK_ANGLE;
+    if (!reasoning || st_reply_prompt_wants_xml_calls(prompt, n) ||
+        st_reply_prompt_wants_json_calls(prompt, n))
+        return ST_THINK_NONE;
+    if (opens)
+        return ST_THINK_OPEN;
+    if (prompt_closes_think(prompt) || (mistral && strstr(prompt, "[AVAILABLE_TOOLS] [")))
+        return ST_THINK_NONE;
+    return ST_THINK_OPTIONAL;
+}
+
 /* Which call format the reply parser will read (the same tests as
  * st_gen_reply_setup), and whether a think block may come first. false:
  * a format the grammar does not cover (a Mistral prompt without a tools
@@ -121,34 +146,46 @@ static bool prompt_closes_think(const char *p)
 static bool call_format(const char *prompt, bool reasoning, struct st_call_spec *sp)
 {
     size_t n = strlen(prompt);
-    bool opens = st_reply_prompt_opens_think(prompt, n);
-    sp->think = !reasoning ? ST_CALL_THINK_NONE
-                : opens ? ST_CALL_THINK_OPEN
-                : prompt_closes_think(prompt) ? ST_CALL_THINK_NONE
-                                              : ST_CALL_THINK_OPTIONAL;
+    enum st_think_tags tags;
+    enum st_think_mode m = think_mode(prompt, reasoning, &tags);
+    sp->think = m == ST_THINK_OPEN ? ST_CALL_THINK_OPEN
+                : m == ST_THINK_OPTIONAL ? ST_CALL_THINK_OPTIONAL
+                                         : ST_CALL_THINK_NONE;
     if (st_reply_prompt_wants_xml_calls(prompt, n)) {
         sp->format = ST_CALL_XML;   /* the frame and the name; parameters free */
-        sp->think = ST_CALL_THINK_NONE;
         return true;
     }
     if (st_reply_prompt_is_mistral(prompt, n)) {
-        if (strstr(prompt, "[AVAILABLE_TOOLS][")) {
+        if (strstr(prompt, "[AVAILABLE_TOOLS]["))
             sp->format = ST_CALL_MISTRAL11;
-        } else if (strstr(prompt, "[AVAILABLE_TOOLS] [")) {
+        else if (strstr(prompt, "[AVAILABLE_TOOLS] ["))
             sp->format = ST_CALL_MISTRAL7;
-            sp->think = opens && reasoning ? ST_CALL_THINK_OPEN : ST_CALL_THINK_NONE;
-        } else {
+        else
             return false;
-        }
         return true;
     }
-    if (st_reply_prompt_wants_json_calls(prompt, n)) {
-        sp->format = ST_CALL_LLAMA;
-        sp->think = ST_CALL_THINK_NONE;
-        return true;
-    }
-    sp->format = ST_CALL_HERMES;   /* also templates without tools: the parser reads it */
+    sp->format = st_reply_prompt_wants_json_calls(prompt, n)
+                     ? ST_CALL_LLAMA
+                     : ST_CALL_HERMES;   /* also templates without tools: the parser reads it */
     return true;
+}
+
+void st_gen_reply_json_think(const struct st_oai_request *oq,
+                             enum st_reasoning_format server_default, const char *prompt,
+                             struct st_gen_params *p)
+{
+    p->json_think = ST_THINK_NONE;
+    p->json_think_tags = ST_THINK_ANGLE;
+    if (oq->kind != ST_OAI_CHAT || !prompt || (!p->json_object && !p->json_schema))
+        return;
+    enum st_think_tags tags;
+    enum st_think_mode m =
+        think_mode(prompt, resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK, &tags);
+    p->json_think = (uint8_t)m;
+    p->json_think_tags = (uint8_t)tags;
+    static const char *const name[] = { "none", "optional", "open" };
+    st_log(ST_LOG_DEBUG, "server", "response_format: think block %s (%s) before the document",
+           name[m], st_think_open_tag(tags));
 }
 
 enum st_status st_gen_reply_calls(const struct st_oai_request *oq,

@@ -23,6 +23,7 @@
 #include "gen.h"
 #include "strata/call_grammar.h"
 #include "strata/json_schema.h"
+#include "strata/log.h"
 
 static enum st_status pick_model(struct st_call *c, const struct st_oai_request *oq,
                                  int32_t *model, struct st_api_error *e)
@@ -179,6 +180,23 @@ static enum st_status use_tokens(struct st_call *c, struct st_request *req,
     return ST_OK;
 }
 
+/* A constrained reply (response_format json_object / json_schema, an
+ * enforced tool_choice) ends only where its grammar lets it: stop strings
+ * are not applied to it (docs/API.md "response_format": they could only
+ * cut the document or the think block before it). */
+static void drop_stops_if_constrained(struct st_gen_params *p)
+{
+    if ((!p->json_object && !p->json_schema && !p->tool_calls) || p->n_stop == 0)
+        return;
+    st_log(ST_LOG_DEBUG, "server", "%d stop string(s) not applied: the reply is constrained",
+           (int)p->n_stop);
+    for (int32_t i = 0; i < p->n_stop; i++) {
+        free(p->stop[i]);
+        p->stop[i] = NULL;
+    }
+    p->n_stop = 0;
+}
+
 /* calls: tool_choice's grammar (gen_reply.c) or NULL; the request takes
  * its own reference. */
 static enum st_status make_request(struct st_call *c, struct st_gen *g,
@@ -208,7 +226,10 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
     if (calls) {   /* takes the place of response_format in the sampler */
         st_call_grammar_ref(calls);
         req->params.tool_calls = calls;
+    } else {
+        st_gen_reply_json_think(oq, c->srv->cfg.reasoning_format, text, &req->params);
     }
+    drop_stops_if_constrained(&req->params);
     req->prompt = st_str_dup(st_str_c(text));
     if (!req->prompt)
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");

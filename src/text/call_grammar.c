@@ -11,7 +11,8 @@
  *          another (names are distinct and every PRE ends with a byte no
  *          name has), so the first one matched whole decides.
  *   THINK  free text up to THINK_CLOSE (whose first byte occurs once in it,
- *          so a mismatch restarts the match at 0 or 1: no KMP table).
+ *          so a mismatch restarts the match at 0 or 1: no KMP table;
+ *          think_block.h's matcher and tags, shared with the JSON modes).
  *   ARGS   the json_schema.h state of the tool's parameters; once the
  *          document is complete a byte it would not take goes to POST.
  *   BODY   xml: free text up to "</function>" (then POST), like THINK.
@@ -25,6 +26,7 @@
 #include "internal.h"
 #include "strata/call_grammar.h"
 #include "strata/str.h"
+#include "strata/think_block.h"
 
 enum phase { P_LIT, P_THINK, P_ARGS, P_DONE, P_DEAD, P_BODY };
 enum lset { S_START, S_FIRST, S_CALL, S_POST, S_AFTER };
@@ -90,8 +92,8 @@ static void set_format(struct st_call_grammar *g, enum st_call_format f)
     g->post = "}";
     g->sep = "";
     g->close = "";
-    g->think_open = "<think>";
-    g->think_close = "</think>";
+    g->think_open = st_think_open_tag(ST_THINK_ANGLE);
+    g->think_close = st_think_close_tag(ST_THINK_ANGLE);
     switch (f) {
     case ST_CALL_HERMES:
         g->post = "}\n</tool_call>";
@@ -101,8 +103,8 @@ static void set_format(struct st_call_grammar *g, enum st_call_format f)
         break;
     case ST_CALL_MISTRAL11:
         g->post = "";
-        g->think_open = "[THINK]";
-        g->think_close = "[/THINK]";
+        g->think_open = st_think_open_tag(ST_THINK_SQUARE);
+        g->think_close = st_think_close_tag(ST_THINK_SQUARE);
         break;
     case ST_CALL_XML:
         g->post = "\n</tool_call>";
@@ -110,8 +112,8 @@ static void set_format(struct st_call_grammar *g, enum st_call_format f)
     case ST_CALL_MISTRAL7:
         g->sep = ",";
         g->close = "]";
-        g->think_open = "[THINK]";
-        g->think_close = "[/THINK]";
+        g->think_open = st_think_open_tag(ST_THINK_SQUARE);
+        g->think_close = st_think_close_tag(ST_THINK_SQUARE);
         break;
     }
 }
@@ -441,12 +443,7 @@ static bool push_lit(struct st_call_state *st, unsigned char b)
 static bool push_free(struct st_call_state *st, unsigned char b)
 {
     const char *c = st->phase == P_THINK ? st->g->think_close : BODY_CLOSE;
-    size_t n = strlen(c);
-    if ((unsigned char)c[st->pos] == b)
-        st->pos++;
-    else
-        st->pos = (unsigned char)c[0] == b ? 1 : 0;
-    if (st->pos < n)
+    if (!st_think_close_step(c, &st->pos, b))
         return true;
     if (st->phase == P_THINK)
         enter(st, S_FIRST, all_tools(st->g), false);

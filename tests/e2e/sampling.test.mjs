@@ -145,12 +145,15 @@ describe('penalties and logit_bias on a real model', () => {
     return false;
   }
 
+  // reasoning_format "none": no think block may come first (the tiny
+  // model's ChatML prompt would allow one otherwise, and the random model
+  // opens it at times: see the test after this one), JSON from the first byte.
   test('response_format json_object: the reply is JSON, an object when it stops', async () => {
     const runs = [
       { temperature: 0 },
       { temperature: 1, seed: 7 },
       { temperature: 1, seed: 8, top_k: 0, top_p: 1, min_p: 0 },
-    ];
+    ].map((r) => ({ ...r, reasoning_format: 'none' }));
     let stopped = 0;
     for (const extra of runs) {
       const r = await client.chat.completions.create({
@@ -184,6 +187,37 @@ describe('penalties and logit_bias on a real model', () => {
     assert.ok(cut.choices[0].text.startsWith('{'), cut.choices[0].text);
     assert.ok(jsonObjectPrefix(cut.choices[0].text), cut.choices[0].text);
     console.log(`json_object: ${stopped} of ${runs.length} runs closed their object`);
+  });
+
+  // The default reasoning format on a prompt that neither opens nor closes
+  // thinking: an optional think block, then the object. This seed opens
+  // <think> (the random model writes '<' first) and thinks until
+  // max_tokens: all reasoning, no content; with reasoning_format "none" the
+  // same seed must write '{' first. A think block of the model's own,
+  // closed by a cap, is the engine suite's (test_engine_think).
+  test('response_format json_object with reasoning: an optional think block first', async () => {
+    const extra = { temperature: 1, seed: 8, top_k: 0, top_p: 1, min_p: 0, max_tokens: 40 };
+    const r = await client.chat.completions.create({
+      model: 'tiny', messages, response_format: { type: 'json_object' }, ...extra,
+    });
+    const m = r.choices[0].message;
+    assert.equal(r.choices[0].finish_reason, 'length');
+    assert.ok(m.reasoning_content.length > 0, JSON.stringify(m));
+    assert.equal(m.content, '');
+    const raw = await client.chat.completions.create({
+      model: 'tiny', messages, response_format: { type: 'json_object' }, reasoning_format: 'none', ...extra,
+    });
+    assert.ok(raw.choices[0].message.content.startsWith('{'), raw.choices[0].message.content);
+    const stream = await client.chat.completions.create({
+      model: 'tiny', messages, response_format: { type: 'json_object' }, stream: true, ...extra,
+    });
+    let reasoning = '', content = '';
+    for await (const chunk of stream) {
+      reasoning += chunk.choices[0]?.delta?.reasoning_content ?? '';
+      content += chunk.choices[0]?.delta?.content ?? '';
+    }
+    assert.equal(reasoning, m.reasoning_content);
+    assert.equal(content, '');
   });
 
   // A small validator for the subset the tests use.

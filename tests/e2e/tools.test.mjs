@@ -351,3 +351,100 @@ describe('tool_choice enforcement: the grammar handed to the sampler', () => {
     assert.doesNotMatch(log, CONSTRAINED);
   });
 });
+
+// response_format after a think block (docs/API.md "Reasoning before a
+// constrained answer"): the sim writes the reply a reasoning model would
+// (its tokens are forced, so the mask is not what is tested here: the
+// engine suites test_engine_think / test_think_block do that), and the
+// server must split it into reasoning_content and a content that is the
+// JSON document, streamed and not; the debug log says which think block
+// the sampler allows (the same rule as tool_choice's grammar).
+describe('response_format with reasoning: reasoning_content, then content that is the JSON', () => {
+  const DOC = { city: 'Paris', temp_c: 21.5, tags: ['sunny', '{not } a </think> tag'] };
+  const REPLY = `<think>\nThe user wants JSON; "{" is not the answer yet.\n</think>\n\n${JSON.stringify(DOC, null, 1)}`;
+  const schema = { type: 'object', properties: { city: { type: 'string' }, temp_c: { type: 'number' },
+    tags: { type: 'array', items: { type: 'string' } } }, required: ['city', 'temp_c', 'tags'],
+    additionalProperties: false };
+  const formats = [
+    { type: 'json_schema', json_schema: { name: 'weather', strict: true, schema } },
+    { type: 'json_object' },
+  ];
+  const THINK = /response_format: think block (\S+) \((\S+)\) before the document/;
+  let srv, client;
+  before(async () => {
+    srv = await startServer(['--log-level', 'debug', '--sim-decode-tps', '4000', '--sim-reply', REPLY]);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => { await srv.stop(); });
+
+  test('non-stream: content parses as the document, reasoning apart', async () => {
+    for (const response_format of formats) {
+      const before = srv.log().length;
+      const r = await client.chat.completions.create({ model: 'default', messages, response_format });
+      const m = r.choices[0].message;
+      assert.equal(r.choices[0].finish_reason, 'stop');
+      assert.equal(m.reasoning_content, 'The user wants JSON; "{" is not the answer yet.');
+      assert.deepEqual(JSON.parse(m.content), DOC);
+      assert.deepEqual(srv.log().slice(before).match(THINK)?.slice(1), ['optional', '<think>']);
+    }
+  });
+
+  test('stream: the content deltas concatenate into the document', async () => {
+    for (const response_format of formats) {
+      const stream = await client.chat.completions.create({ model: 'default', messages, response_format, stream: true });
+      let content = '', reasoning = '', finish = null;
+      for await (const chunk of stream) {
+        for (const c of chunk.choices) {
+          content += c.delta?.content ?? '';
+          reasoning += c.delta?.reasoning_content ?? '';
+          if (c.finish_reason) finish = c.finish_reason;
+        }
+      }
+      assert.equal(finish, 'stop');
+      assert.equal(reasoning, 'The user wants JSON; "{" is not the answer yet.');
+      assert.deepEqual(JSON.parse(content), DOC);
+    }
+  });
+
+  test('stop strings do not cut a constrained reply (reasoning or document); they do without response_format', async () => {
+    const stop = ['sunny', 'JSON'];
+    for (const response_format of formats) {
+      const r = await client.chat.completions.create({ model: 'default', messages, response_format, stop });
+      assert.equal(r.choices[0].finish_reason, 'stop');
+      assert.deepEqual(JSON.parse(r.choices[0].message.content), DOC);
+      assert.match(r.choices[0].message.reasoning_content, /JSON/);
+    }
+    const plain = await client.chat.completions.create({ model: 'default', messages, stop });
+    // cut at "JSON", inside the think block: all reasoning, no content
+    assert.equal(plain.choices[0].finish_reason, 'stop');
+    assert.equal(plain.choices[0].message.reasoning_content, 'The user wants');
+    assert.equal(plain.choices[0].message.content, '');
+  });
+
+  test('the think block follows the prompt; none with reasoning_format "none" or on /v1/completions', async () => {
+    const cases = [
+      ['think first <think>\n', ['open', '<think>']],
+      ['no thinking <think>\n\n</think>\n\n', ['none', '<think>']],
+      ['[INST]x[/INST]', ['optional', '[THINK]']],
+      ['<|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nweather?', ['none', '<think>']],
+    ];
+    const response_format = formats[0];
+    for (const [content, want] of cases) {
+      const before = srv.log().length;
+      await client.chat.completions.create({ model: 'default', messages: [{ role: 'user', content }], response_format });
+      assert.deepEqual(srv.log().slice(before).match(THINK)?.slice(1), want, content);
+    }
+    let before = srv.log().length;
+    const r = await client.chat.completions.create({ model: 'default', messages, response_format, reasoning_format: 'none' });
+    assert.deepEqual(srv.log().slice(before).match(THINK)?.slice(1), ['none', '<think>']);
+    assert.equal(r.choices[0].message.reasoning_content, undefined);
+    assert.ok(r.choices[0].message.content.startsWith('<think>'));   // the raw text, as before
+    before = srv.log().length;
+    await client.completions.create({ model: 'default', prompt: 'x', response_format });
+    assert.doesNotMatch(srv.log().slice(before), THINK);
+    // tool_choice takes the place of response_format: its grammar has the think block
+    before = srv.log().length;
+    await client.chat.completions.create({ model: 'default', messages, response_format, tools, tool_choice: 'required' });
+    assert.doesNotMatch(srv.log().slice(before), THINK);
+  });
+});

@@ -633,6 +633,93 @@ START_TEST(test_cuda_ops_sample_matches_cpu)
 }
 END_TEST
 
+/* The device scorer against the CPU backend's (st_backend_score): rows of
+ * a 151,936-token vocabulary with a tie at the top, ties across the K-th
+ * place (the ordered collection), NaN and infinities, all NaN, zeros of
+ * both signs, next = -1; K = 0, 1, 5, 20. Ranks and ids equal; logprobs
+ * within 1e-5 (the GPU sums expf per thread, the CPU a polynomial per
+ * block of 1024: docs/CUDA.md); NaN where the CPU has NaN, infinities
+ * equal. A next outside [-1, V) is reported at the read. */
+static void score_both(const float *lg, int64_t V, int64_t n, const int32_t *next, int k)
+{
+    struct st_backend *b[2] = { cpu, gpu };
+    float *vals[2];
+    int32_t *ids[2];
+    struct st_err err;
+
+    for (int i = 0; i < 2; i++) {
+        struct st_tensor l = put(b[i], ST_DTYPE_F32, V, n, 1, lg);
+        struct st_tensor nx = put(b[i], ST_DTYPE_I32, n, 1, 1, next);
+        struct st_tensor v = put(b[i], ST_DTYPE_F32, 1 + k, n, 1, NULL);
+        struct st_tensor id = put(b[i], ST_DTYPE_I32, 1 + k, n, 1, NULL);
+        ck_assert_msg(st_backend_score(b[i], &v, &id, &l, &nx, &err) == ST_OK, "%s", err.msg);
+        vals[i] = get(b[i], &v);
+        ids[i] = get(b[i], &id);
+        st_backend_release(b[i], &l);
+        st_backend_release(b[i], &nx);
+        st_backend_release(b[i], &v);
+        st_backend_release(b[i], &id);
+    }
+    for (int64_t j = 0; j < n * (1 + k); j++) {
+        float c = vals[0][j], g = vals[1][j];
+        ck_assert_msg(ids[0][j] == ids[1][j], "k %d entry %lld: id/rank cpu %d, cuda %d", k,
+                      (long long)j, ids[0][j], ids[1][j]);
+        if (c != c || isinf(c))
+            ck_assert_msg((c != c && g != g) || c == g, "k %d entry %lld: cpu %g, cuda %g", k,
+                          (long long)j, (double)c, (double)g);
+        else
+            ck_assert_msg(fabs((double)c - (double)g) < 1e-5, "k %d entry %lld: cpu %.9g, "
+                          "cuda %.9g", k, (long long)j, (double)c, (double)g);
+    }
+    for (int i = 0; i < 2; i++) {
+        free(vals[i]);
+        free(ids[i]);
+    }
+}
+
+START_TEST(test_cuda_ops_score_matches_cpu)
+{
+    enum { N = 8 };
+    const int64_t V = 151936;
+    float *lg = rand_floats(V * N, 8.0f);
+    int32_t next[N] = { 17, 78, 3, 13 * 5, 0, 6, -1, 151935 };
+
+    lg[1 * V + 77] = lg[1 * V + 78] = 9.5f;             /* a tie at the top */
+    for (int64_t i = 0; i < V; i++)                     /* ties across the K-th place */
+        lg[2 * V + i] = (float)(i % 7);
+    for (int64_t i = 0; i < V; i += 13)                 /* NaN, -inf, +inf */
+        lg[3 * V + i] = i % 2 ? NAN : (i % 3 ? -INFINITY : INFINITY);
+    for (int64_t i = 0; i < V; i += 13)                 /* NaN and -inf, next NaN */
+        lg[4 * V + i] = i % 2 ? NAN : -INFINITY;
+    next[4] = 13;
+    for (int64_t i = 0; i < V; i++)                     /* all NaN */
+        lg[5 * V + i] = NAN;
+    lg[6 * V + 5] = -0.0f, lg[6 * V + 6] = 0.0f;        /* zeros of both signs at the top */
+    for (int64_t i = 7; i < V; i++)
+        lg[6 * V + i] = -fabsf(lg[6 * V + i]) - 1.0f;
+    for (int64_t i = 0; i < 5; i++)
+        lg[6 * V + i] = -2.0f;
+    static const int ks[4] = { 0, 1, 5, 20 };
+    for (int i = 0; i < 4; i++)
+        score_both(lg, V, N, next, ks[i]);
+    score_both(lg, 1000, 3, next, 20);                  /* a small vocabulary */
+
+    struct st_err err;
+    struct st_tensor l = put(gpu, ST_DTYPE_F32, V, 1, 1, lg);
+    struct st_tensor nx = put(gpu, ST_DTYPE_I32, 1, 1, 1, (int32_t[1]){ (int32_t)V });
+    struct st_tensor v = put(gpu, ST_DTYPE_F32, 1, 1, 1, NULL);
+    struct st_tensor id = put(gpu, ST_DTYPE_I32, 1, 1, 1, NULL);
+    ck_assert_int_eq(st_backend_score(gpu, &v, &id, &l, &nx, &err), ST_OK);
+    float out;
+    ck_assert_int_eq(st_backend_read(gpu, &v, 0, &out, sizeof(out), &err), ST_ERR_INVALID);
+    st_backend_release(gpu, &l);
+    st_backend_release(gpu, &nx);
+    st_backend_release(gpu, &v);
+    st_backend_release(gpu, &id);
+    free(lg);
+}
+END_TEST
+
 /* A miniature decode step on the GPU: embed, norm, q/k/v matmuls, rope,
  * attention, MoE. */
 struct mini {
@@ -829,6 +916,7 @@ static Suite *cuda_suite(void)
     suite_add_tcase(s, attn);
     tcase_set_timeout(opt, 60);
     tcase_add_test(opt, test_cuda_ops_sample_matches_cpu);
+    tcase_add_test(opt, test_cuda_ops_score_matches_cpu);
     tcase_add_test(opt, test_cuda_ops_graph_replay_equals_eager);
     suite_add_tcase(s, moe);
     suite_add_tcase(s, opt);

@@ -11,12 +11,17 @@
  *   - chunked reads (ubatch 7, and a ubatch above ST_RUNNER_SCORE_ROWS,
  *     which a scored read is cut to) agree with one chunk;
  *   - a prompt whose prefix sits in the slot's cache still gets every
- *     position scored (n_cached 0), while echo without logprobs reuses it
+ *     position scored (from the scores the slot kept: the same bits), and
+ *     echo without logprobs reuses it
  *     and still reports every position's text.
  * On the sim runner: every position once, in order, before the first
  * token, with the sim's documented made-up numbers; max_tokens 0.
- * score.c's row scoring (float/AVX2 partition, top-k, rank) against a
- * brute-force double computation, ties included.
+ * st_runner_score_row (score.c over the CPU backend's st_score_row: float /
+ * AVX2 partition, top-k, rank) against a brute-force double computation,
+ * ties included (the op itself: test_backend_score.c).
+ * A step mixing a scored READ (scored on the backend) with a decoding slot
+ * gives that slot, and the READ's sampling row, the same logits as the step
+ * without scoring.
  */
 #include <check.h>
 #include <math.h>
@@ -289,7 +294,8 @@ START_TEST(test_engine_echo_chunked_reads_agree)
 }
 END_TEST
 
-/* A cached prefix: scoring still computes every row; echo alone reuses it. */
+/* A cached prefix: scoring takes the kept scores (test_engine_score_cache.c
+ * tests them in depth); echo alone reuses it. */
 START_TEST(test_engine_echo_prefix_cache)
 {
     char path[320];
@@ -309,9 +315,9 @@ START_TEST(test_engine_echo_prefix_cache)
     submit_ids(f.pool, ids, n, &(struct ask){ .score = true, .max_tokens = 1, .force = -1 },
                &warm);
     fixture_pool_drain(&f);
-    ck_assert_int_eq(warm.n_cached, 0);
+    ck_assert_int_eq(warm.n_cached, n - 1);   /* every position's score was kept */
     expect_scored(&warm, n);
-    expect_same(&cold, &warm, n, 1e-5);
+    expect_same(&cold, &warm, n, 0.0);
     submit_ids(f.pool, ids, n, &(struct ask){ .echo = true, .max_tokens = 1, .force = -1 },
                &echo);
     fixture_pool_drain(&f);
@@ -436,6 +442,84 @@ START_TEST(test_engine_echo_sim_numbers)
 }
 END_TEST
 
+/* One step of a scored READ on slot 0 (with its sampling row) and a DECODE
+ * on slot 1, run with the READ scored on the backend and again unscored
+ * from the same caches: the DECODE's and the READ's sampling logits are
+ * the same bits, so the decoding slot draws the same token; the scores are
+ * scored on the backend; the last row's score is st_runner_score_row's
+ * over the sampling row read back. */
+static void mixed_step(struct st_runner *r, const int32_t *ids, bool score,
+                       struct st_runner_score *sc, float *dec, float *last, int32_t nv)
+{
+    st_runner_kv_truncate(r, 0, 0);
+    st_runner_kv_truncate(r, 1, 4);
+    struct st_runner_seq q[2] = {
+        { .kind = ST_SEQ_READ, .slot = 0, .tokens = ids, .n_tokens = 12, .pos = 0,
+          .sample = true, .score = score, .score_next = ids[12], .score_top = TOP,
+          .scores = sc },
+        { .kind = ST_SEQ_DECODE, .slot = 1, .tokens = ids + 20, .n_tokens = 1, .pos = 4,
+          .sample = true },
+    };
+    struct st_runner_row rows[2];
+    struct st_runner_out out = { .rows = rows };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_runner_forward(r, &(struct st_runner_batch){ q, 2 }, &out, &err) == ST_OK,
+                  "%s", err.msg);
+    ck_assert_ptr_nonnull(rows[0].logits);
+    ck_assert_ptr_nonnull(rows[1].logits);
+    memcpy(last, rows[0].logits, (size_t)nv * sizeof(float));
+    memcpy(dec, rows[1].logits, (size_t)nv * sizeof(float));
+}
+
+START_TEST(test_engine_echo_mixed_step_same_tokens)
+{
+    char path[320];
+    fixture_make_model(path, sizeof(path), dir, "tiny", "q8_0", 7, false);
+    struct st_runner *r = NULL;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_runner_model_new(path, "cpu", -1, 1, 2, 64, 16, &r, &err) == ST_OK, "%s",
+                  err.msg);
+    ck_assert_msg(st_runner_load(r, NULL, NULL, NULL, &err) == ST_OK, "%s", err.msg);
+    int32_t nv = st_runner_n_vocab(r), ids[24];
+    for (int i = 0; i < 24; i++)
+        ids[i] = (i * 37 + 11) % nv;
+    /* slot 1 holds 4 tokens for the DECODE at position 4 */
+    struct st_runner_seq fill = { .kind = ST_SEQ_READ, .slot = 1, .tokens = ids + 16,
+                                  .n_tokens = 4, .pos = 0 };
+    struct st_runner_row row;
+    struct st_runner_out out = { .rows = &row };
+    ck_assert(st_runner_forward(r, &(struct st_runner_batch){ &fill, 1 }, &out, &err) == ST_OK);
+    float *dec[2], *last[2];
+    for (int i = 0; i < 2; i++) {
+        dec[i] = malloc((size_t)nv * sizeof(float));
+        last[i] = malloc((size_t)nv * sizeof(float));
+    }
+    struct st_runner_score sc[12];
+    memset(sc, 0, sizeof(sc));
+    mixed_step(r, ids, true, sc, dec[0], last[0], nv);
+    mixed_step(r, ids, false, NULL, dec[1], last[1], nv);
+    ck_assert(memcmp(dec[0], dec[1], (size_t)nv * sizeof(float)) == 0);
+    ck_assert(memcmp(last[0], last[1], (size_t)nv * sizeof(float)) == 0);
+    /* the last row's score is the host scoring of the sampling row */
+    struct st_runner_score want;
+    st_runner_score_row(last[1], nv, ids[12], TOP, &want);
+    ck_assert_float_eq(sc[11].logprob, want.logprob);
+    ck_assert_int_eq(sc[11].rank, want.rank);
+    ck_assert_int_eq(sc[11].n_top, TOP);
+    for (int j = 0; j < TOP; j++) {
+        ck_assert_int_eq(sc[11].top_id[j], want.top_id[j]);
+        ck_assert_float_eq(sc[11].top_lp[j], want.top_lp[j]);
+    }
+    for (int j = 0; j < 11; j++)
+        ck_assert(sc[j].rank >= 1 && sc[j].rank <= nv && sc[j].logprob <= 0.0f);
+    for (int i = 0; i < 2; i++) {
+        free(dec[i]);
+        free(last[i]);
+    }
+    st_runner_free(r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("engine_echo");
@@ -445,6 +529,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_engine_echo_scoring_equals_generation);
     tcase_add_test(tc, test_engine_echo_chunked_reads_agree);
     tcase_add_test(tc, test_engine_echo_prefix_cache);
+    tcase_add_test(tc, test_engine_echo_mixed_step_same_tokens);
     suite_add_tcase(s, tc);
     TCase *ts = tcase_create("sim");
     tcase_add_test(ts, test_engine_echo_sim_numbers);

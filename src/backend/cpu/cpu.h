@@ -167,6 +167,9 @@ ST_OP_MAP(CPU_OP_DECL)
 /* The optional sampler (cpu_sample.c; backend.h st_backend_sample). */
 enum st_status cpu_op_sample(struct st_backend *be, ST_T ids, ST_T logits, ST_T draws,
                              struct st_err *err);
+/* The optional scorer (cpu_score.c; backend.h st_backend_score). */
+enum st_status cpu_op_score(struct st_backend *be, ST_T vals, ST_T ids, ST_T logits, ST_T next,
+                            struct st_err *err);
 
 /* y[r, :] (n_rows rows, row stride ys floats) = x . W^T over weight rows
  * [o0, o1), with x already quantized (xq rows of xq_stride bytes). Used by

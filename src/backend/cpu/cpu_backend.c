@@ -145,4 +145,5 @@ const struct st_backend_ops st_backend_cpu_ops = {
     ST_OP_MAP(CPU_OP_ENTRY)
 #undef CPU_OP_ENTRY
     .sample = cpu_op_sample,   /* ops run synchronously: no graphs */
+    .score = cpu_op_score,
 };

@@ -522,4 +522,5 @@ const struct st_backend_ops st_backend_cuda_ops = {
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,
     .sample = cuda_op_sample,
+    .score = cuda_op_score,
 };

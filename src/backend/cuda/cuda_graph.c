@@ -1,4 +1,5 @@
-/* cuda_graph.c -- decode steps as CUDA graphs, and sampling on the GPU.
+/* cuda_graph.c -- decode steps as CUDA graphs, and sampling and scoring
+ * on the GPU.
  *
  * Graphs. A decode step is ~15 launches per layer (~700 for 48 layers);
  * launched one by one they cost more CPU time than the GPU needs to run
@@ -25,7 +26,8 @@
  *
  * Sampling: ids[r] from logits rows on the device (kernels.h
  * st_kern_sample), so a step reads back n_rows int32 instead of n_rows *
- * n_vocab floats.
+ * n_vocab floats. Scoring: st_kern_score (prompt logprobs), (1 + K)
+ * floats and ints per row instead of the row.
  */
 #include <string.h>
 
@@ -155,5 +157,21 @@ enum st_status cuda_op_sample(struct st_backend *be, const struct st_tensor *ids
         return rc;
     e = st_kern_sample(ids->data, logits->data, logits->ne[1], logits->ne[0], draws->data,
                        cb->stream);
+    return ST_CUDA(cb, e, err);
+}
+
+enum st_status cuda_op_score(struct st_backend *be, const struct st_tensor *vals,
+                             const struct st_tensor *ids, const struct st_tensor *logits,
+                             const struct st_tensor *next, struct st_err *err)
+{
+    struct cuda_backend *cb = cuda_of(be);
+    enum st_status rc = cuda_enter(cb, err);
+    cudaError_t e;
+
+    if (rc != ST_OK)
+        return rc;
+    _Static_assert(ST_SCORE_MAX_TOP == 20, "st_kern_score's bound");
+    e = st_kern_score(vals->data, ids->data, logits->data, next->data, logits->ne[1],
+                      logits->ne[0], (int32_t)(vals->ne[0] - 1), cb->err_flag, cb->stream);
     return ST_CUDA(cb, e, err);
 }

@@ -150,5 +150,9 @@ void cuda_capture_abort(struct cuda_backend *cb);
 enum st_status cuda_op_sample(struct st_backend *be, const struct st_tensor *ids,
                               const struct st_tensor *logits, const struct st_tensor *draws,
                               struct st_err *err);
+/* st_backend_score (kernels/score.cu); a bad 'next' shows at the next read. */
+enum st_status cuda_op_score(struct st_backend *be, const struct st_tensor *vals,
+                             const struct st_tensor *ids, const struct st_tensor *logits,
+                             const struct st_tensor *next, struct st_err *err);
 
 #endif /* STRATA_BACKEND_CUDA_INTERNAL_H */

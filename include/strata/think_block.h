@@ -1,0 +1,87 @@
+/* think_block.h -- the optional think block a reasoning model writes
+ * before a constrained answer ("<think>" free text "</think>", Mistral
+ * "[THINK]" .. "[/THINK]"), validated one byte at a time: shared by the
+ * call grammar (call_grammar.h, tool_choice) and the JSON modes
+ * (response_format json_object / json_schema, engine json_mask.c;
+ * docs/API.md "Reasoning before a constrained answer").
+ *
+ * The text a think state accepts before it hands over to the document:
+ *
+ *   OPTIONAL:  [OPEN free CLOSE blanks]  DOC...
+ *   OPEN:      free CLOSE blanks         DOC...   (the prompt opened the block)
+ *   NONE:      DOC...
+ *
+ * 'free' is any bytes up to the first CLOSE (whose first byte occurs in
+ * it only there, so a mismatch restarts the match at 0 or 1: no KMP
+ * table); 'blanks' at most ST_THINK_MAX_WS of ' ', '\t', '\n', '\r' (the
+ * template's "\n\n" after "</think>"). No blank before OPEN. Once the
+ * document's first byte came, the think state only says "document".
+ *
+ * A cap (a thinking budget) is the caller's: st_think_force_close makes
+ * the free text take nothing but the rest of CLOSE.
+ *
+ * Storage: caller-owned value of 8 bytes, nothing allocated.
+ */
+#ifndef STRATA_THINK_BLOCK_H
+#define STRATA_THINK_BLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ST_THINK_MAX_WS 20   /* blanks after CLOSE (ST_JSON_SCHEMA_MAX_WS's cap) */
+
+enum st_think_mode {
+    ST_THINK_NONE,          /* the document comes first */
+    ST_THINK_OPTIONAL,      /* an optional think block first */
+    ST_THINK_OPEN,          /* the reply starts inside the think block */
+};
+
+enum st_think_tags {
+    ST_THINK_ANGLE,         /* <think> .. </think> (Qwen3, DeepSeek-R1) */
+    ST_THINK_SQUARE,        /* [THINK] .. [/THINK] (Magistral) */
+};
+
+const char *st_think_open_tag(enum st_think_tags t);
+const char *st_think_close_tag(enum st_think_tags t);
+
+/* Free text up to 'close' (NUL-terminated, its first byte in it only
+ * once): *pos bytes of it matched so far; b taken. true: close is whole. */
+bool st_think_close_step(const char *close, uint32_t *pos, unsigned char b);
+
+struct st_think_state {
+    uint8_t  mode;          /* enum st_think_mode */
+    uint8_t  tags;          /* enum st_think_tags */
+    uint8_t  phase;         /* think_block.c enum tphase */
+    uint8_t  ws;            /* blanks after CLOSE */
+    uint16_t pos;           /* bytes of OPEN (start) or CLOSE (free text) matched */
+    uint8_t  forced;        /* only CLOSE's next byte may come */
+    uint8_t  pad;
+};
+
+enum st_think_push {
+    ST_THINK_TAKEN,         /* the byte is the think block's (or a blank after it) */
+    ST_THINK_DOC,           /* the byte is the document's: feed it there, after the
+                             * *n_held bytes of OPEN held back (a '[' that was not
+                             * "[THINK]" after all) */
+    ST_THINK_REFUSED,       /* nothing accepted starts with the text */
+};
+
+void st_think_init(struct st_think_state *t, enum st_think_mode mode, enum st_think_tags tags);
+/* Append one byte. After ST_THINK_DOC the state is in the document for
+ * good (later bytes: ST_THINK_DOC, *n_held 0); after REFUSED it stays so. */
+enum st_think_push st_think_push(struct st_think_state *t, unsigned char b, uint32_t *n_held);
+/* The document has begun (every byte goes there). */
+bool st_think_in_doc(const struct st_think_state *t);
+/* Inside the free text: nothing of CLOSE matched, not forced: every byte
+ * but *stop (CLOSE's first byte) is taken and leaves the state as it is. */
+bool st_think_free_text(const struct st_think_state *t, unsigned char *stop);
+/* Inside the think block's free text (the budget's count runs here). */
+bool st_think_thinking(const struct st_think_state *t);
+/* After CLOSE, before the document: a blank changes nothing but the
+ * count; *ws_left more may come. */
+bool st_think_between(const struct st_think_state *t, uint16_t *ws_left);
+/* The budget is spent: from now on only the rest of CLOSE (no-op outside
+ * the free text). */
+void st_think_force_close(struct st_think_state *t);
+
+#endif /* STRATA_THINK_BLOCK_H */

@@ -1,0 +1,381 @@
+/* test_engine_think.c -- response_format json_object / json_schema after
+ * a reasoning model's think block (include/strata/think_block.h,
+ * json_mask.c), in the sampler and through the engine loop:
+ *
+ *   - on a small hand-made vocabulary (tags whole and split, tokens that
+ *     cross from the block into the document, '[' that may be "[THINK]"
+ *     or an array), along sampled walks, the mask allows exactly the
+ *     tokens a brute-force feed of each token's bytes through the think
+ *     state and the document's validator allows, for both modes, both
+ *     tag spellings, optional and open blocks, with and without a cap;
+ *     a walk that ends did so on a complete document;
+ *   - the CPU model runner (tiny synthetic model) with a think block
+ *     opened by the prompt and a cap: the text parses (reply_parse.h)
+ *     into reasoning and a content that is a valid prefix of a document
+ *     of the schema (complete when it ended with STOP), and MTP and
+ *     n-gram drafts give the same tokens.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "model_fixture.h"
+#include "strata/json_schema.h"
+#include "strata/reply_parse.h"
+#include "support.h"
+
+static const char *const vocab[] = {
+    "<eos>", "{", "}", "\"", "a", "\":", ":", "1", " ", "\n", "\n\n", "<", "<think>",
+    "</think>", "</", "think", ">", "</think>\n\n{", "<think>\n", "hello", " world", "[",
+    "[THINK]", "[/THINK]", "[/", "THINK", "]", "<b>", "x<", "{\"", "\"a\":1}", "\n{", "}\n",
+    "", "  ", "</think>\n\n", "k>\n", "<th", "ink>", "[TH", "INK]", "[1", ",", "2]", "/",
+    "\"a", "{\"a\":", "\t", "]\n", "K]\n[", "> {", "1}",
+};
+#define NV ((int32_t)(sizeof(vocab) / sizeof(vocab[0])))
+
+static size_t piece(const void *ctx, int32_t token, char *buf, size_t cap)
+{
+    (void)ctx;
+    size_t n = strlen(vocab[token]);
+    memcpy(buf, vocab[token], n < cap ? n : cap);
+    return n;
+}
+
+static bool eog(const void *ctx, int32_t token)
+{
+    (void)ctx;
+    return token == 0;
+}
+
+static uint64_t lcg(uint64_t *x)
+{
+    *x = *x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+    return *x >> 33;
+}
+
+static bool is_ws(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static struct st_json_schema *compile(const char *text)
+{
+    struct st_json_schema *s = NULL;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_json_schema_compile(text, strlen(text), &s, &err) == ST_OK, "%s", err.msg);
+    return s;
+}
+
+/* The document's state, either mode (a copy the brute force owns). */
+struct doc {
+    struct st_json_schema_state jss;
+    struct st_json_prefix js;
+    bool schema;
+};
+
+static bool doc_push(struct doc *d, unsigned char b)
+{
+    return d->schema ? st_json_schema_push(&d->jss, b) : st_json_prefix_push(&d->js, b);
+}
+
+static bool doc_empty(const struct doc *d)
+{
+    return d->schema ? st_json_schema_empty(&d->jss) : st_json_prefix_empty(&d->js);
+}
+
+static bool doc_complete(const struct doc *d)
+{
+    return d->schema ? st_json_schema_complete(&d->jss) : st_json_prefix_complete(&d->js);
+}
+
+static void doc_from(struct doc *d, const struct st_sampler *s)
+{
+    d->schema = s->schema != NULL;
+    if (d->schema)
+        st_json_schema_state_copy(&d->jss, &s->jss);
+    d->js = s->js;
+}
+
+/* The rule by brute force: end of generation only on a complete document;
+ * a token's bytes through the think state, then (from the byte that opens
+ * the document, after the held tag bytes) the document's validator, which
+ * may not open with a blank; in the document, the first byte under the
+ * mask's whitespace policy (no blanks after a complete document unless
+ * end of generation is banned; json_object: nothing then). */
+static bool expected(const struct st_sampler *s, int32_t id, bool eb)
+{
+    struct doc d;
+    doc_from(&d, s);
+    bool in_doc = st_think_in_doc(&s->th), done = in_doc && doc_complete(&d);
+    if (id == 0)
+        return done;
+    const unsigned char *p = (const unsigned char *)vocab[id];
+    if (!p[0])
+        return false;
+    if (in_doc && ((doc_empty(&d) && is_ws(p[0])) || (done && !eb && (is_ws(p[0]) || !d.schema))))
+        return false;
+    struct st_think_state t = s->th;
+    for (size_t i = 0; p[i]; i++) {
+        uint32_t held = 0;
+        enum st_think_push r = st_think_push(&t, p[i], &held);
+        if (r == ST_THINK_REFUSED)
+            return false;
+        if (r == ST_THINK_TAKEN)
+            continue;
+        const char *open = st_think_open_tag((enum st_think_tags)t.tags);
+        if (doc_empty(&d) && held == 0 && is_ws(p[i]))
+            return false;
+        for (uint32_t k = 0; k < held; k++) {
+            if (!doc_push(&d, (unsigned char)open[k]))
+                return false;
+        }
+        if (!doc_push(&d, p[i]))
+            return false;
+    }
+    return true;
+}
+
+static void make_sampler(struct st_sampler *s, struct st_json_schema *sc, enum st_think_mode m,
+                         enum st_think_tags tags, int32_t cap, uint64_t seed)
+{
+    struct st_gen_params p;
+    st_gen_params_defaults(&p);
+    p.temperature = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.has_seed = true;
+    p.seed = seed;
+    p.json_schema = sc;   /* borrowed by the sampler */
+    p.json_object = sc == NULL;
+    p.json_think = (uint8_t)m;
+    p.json_think_tags = (uint8_t)tags;
+    p.json_think_max = cap;
+    st_sampler_init(s);
+    st_sampler_reset(s, &p);
+    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, piece, eog, NULL), ST_OK);
+}
+
+/* Compare mask and brute force at every step of one sampled walk; true
+ * when the walk ended (end of generation, on a complete document). */
+static bool walk_once(struct st_sampler *w, uint64_t rng, const char *what)
+{
+    for (int step = 0; step < 120; step++) {
+        for (int eb = 0; eb < 2; eb++) {
+            struct st_json_step st;
+            st_json_mask_step(w, eb == 1, &st);
+            for (int32_t id = 0; id < NV; id++) {
+                bool want = expected(w, id, eb == 1);
+                ck_assert_msg(st_json_mask_allows(w, &st, id) == want,
+                              "%s step %d eos_banned %d token '%s': want %d", what, step, eb,
+                              vocab[id], (int)want);
+            }
+        }
+        float logits[NV];
+        for (int32_t t = 0; t < NV; t++)
+            logits[t] = (float)(lcg(&rng) % 1000) / 100.0f;
+        logits[0] += 3.0f;
+        struct st_sample_result res;
+        if (st_sampler_sample(w, logits, NV, NULL, 0, &res) != ST_OK)
+            return false;   /* stuck: nothing in this small vocabulary goes on */
+        if (res.token == 0) {
+            struct doc d;
+            doc_from(&d, w);
+            ck_assert(st_think_in_doc(&w->th) && doc_complete(&d));
+            return true;
+        }
+        st_sampler_accept(w, res.token);
+    }
+    return false;
+}
+
+START_TEST(test_engine_think_mask_matches_validator)
+{
+    static const char *const schemas[] = {
+        NULL,   /* json_object */
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},"
+        "\"required\":[\"a\"],\"additionalProperties\":false}",
+        "{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}",
+    };
+    int ended = 0, walks = 0;
+    for (int si = 0; si < 3; si++) {
+        struct st_json_schema *sc = schemas[si] ? compile(schemas[si]) : NULL;
+        for (int m = ST_THINK_NONE; m <= ST_THINK_OPEN; m++) {
+            for (int tags = 0; tags < 2; tags++) {
+                for (int run = 0; run < 12; run++) {
+                    char what[96];
+                    int32_t cap = run % 3 == 0 ? 0 : run % 3;
+                    snprintf(what, sizeof(what), "schema %d mode %d tags %d run %d cap %d", si,
+                             m, tags, run, (int)cap);
+                    struct st_sampler w;
+                    make_sampler(&w, sc, (enum st_think_mode)m, (enum st_think_tags)tags, cap,
+                                 (uint64_t)run);
+                    ended += walk_once(&w, (uint64_t)(run * 131 + si * 7 + m * 3 + tags), what);
+                    walks++;
+                    st_sampler_fini(&w);
+                }
+            }
+        }
+        st_json_schema_unref(sc);
+    }
+    fprintf(stderr, "think mask: %d of %d walks ended on a complete document\n", ended, walks);
+    ck_assert_int_gt(ended, walks / 4);
+}
+END_TEST
+
+/* A cap of 1 token: the token after the first in the block can only be
+ * the closing tag (whole or its start), so the document starts soon. */
+START_TEST(test_engine_think_cap_forces_close)
+{
+    struct st_sampler w;
+    make_sampler(&w, NULL, ST_THINK_OPEN, ST_THINK_ANGLE, 1, 5);
+    st_sampler_accept(&w, 19);   /* "hello" */
+    struct st_json_step st;
+    st_json_mask_step(&w, false, &st);
+    for (int32_t id = 0; id < NV; id++) {
+        bool closes = strncmp(vocab[id], "</think>", strlen(vocab[id])) == 0 ||
+                      strncmp(vocab[id], "</think>", 8) == 0;
+        bool ok = id != 0 && vocab[id][0] && closes;
+        ck_assert_msg(st_json_mask_allows(&w, &st, id) == ok, "'%s'", vocab[id]);
+    }
+    st_sampler_fini(&w);
+}
+END_TEST
+
+/* ---- the engine loop on the tiny model ------------------------------- */
+
+static char dir[256];
+
+static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
+static void teardown(void) { support_rmtree(dir); }
+
+static const char *const engine_schema =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"color\":{\"enum\":[\"red\",\"green\",\"blue\"]},\"ok\":{\"type\":\"boolean\"}},"
+    "\"required\":[\"color\",\"ok\"],\"additionalProperties\":false}";
+
+/* The prompt opens the block, as Qwen3-Thinking-2507's template does. */
+static const char *const prompts[2] = { "<|im_start|>assistant\n<think>\n",
+                                        "The quick brown fox <think>\n" };
+
+struct parsed {
+    struct st_buf reasoning, content;
+};
+
+static enum st_status on_part(void *ctx, const struct st_reply_event *ev)
+{
+    struct parsed *p = ctx;
+    if (ev->kind == ST_REPLY_REASONING)
+        return st_buf_append(&p->reasoning, ev->text, ev->len);
+    ck_assert_int_eq(ev->kind, ST_REPLY_CONTENT);
+    return st_buf_append(&p->content, ev->text, ev->len);
+}
+
+/* The text as the server's reply parser splits it, checked: reasoning,
+ * and content a valid prefix of a document of the schema (complete when
+ * the request stopped). Returns whether it stopped. */
+static bool check_reply(const struct fixture_out *o, struct st_json_schema *sc)
+{
+    struct st_reply_opts ro = { .reasoning = true, .in_reasoning = true };
+    struct st_reply_parser rp;
+    struct parsed p;
+    st_buf_init(&p.reasoning);
+    st_buf_init(&p.content);
+    st_reply_parser_init(&rp, &ro);
+    ck_assert(st_reply_parser_feed(&rp, o->text, o->len, on_part, &p) == ST_OK);
+    ck_assert(st_reply_parser_finish(&rp, on_part, &p) == ST_OK);
+    st_reply_parser_fini(&rp);
+    ck_assert_msg(p.reasoning.len > 0, "no reasoning: '%s'", o->text);
+    ck_assert_msg(p.content.len > 0 && p.content.data[0] == '{', "'%s'", o->text);
+    struct st_json_schema_state st;
+    st_json_schema_state_init(&st, sc);
+    ck_assert_msg(st_json_schema_feed(&st, p.content.data, p.content.len), "not valid: '%s'",
+                  o->text);
+    bool stopped = o->finish == ST_FINISH_STOP;
+    if (stopped)
+        ck_assert_msg(st_json_schema_complete(&st), "stopped early: '%s'", o->text);
+    st_buf_fini(&p.reasoning);
+    st_buf_fini(&p.content);
+    return stopped;
+}
+
+static void run(const char *path, int32_t mtp, int32_t ngram, float temp,
+                struct st_json_schema *sc, struct fixture_out *out)
+{
+    struct fixture_pool f;
+    fixture_pool_start_spec(&f, path, 2, mtp, ngram);
+    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
+    memset(out, 0, sizeof(*out) * 2);
+    for (int32_t i = 0; i < 2; i++) {
+        struct st_request *req = st_request_new();
+        snprintf(req->id, sizeof(req->id), "t%d", (int)i);
+        req->prompt = strdup(prompts[i]);
+        req->params.max_tokens = 150;
+        req->params.temperature = temp;
+        req->params.has_seed = true;
+        req->params.seed = 11 + (uint64_t)i;
+        st_json_schema_ref(sc);
+        req->params.json_schema = sc;   /* the request's reference */
+        req->params.json_think = ST_THINK_OPEN;
+        req->params.json_think_max = 8 + 4 * i;
+        req->emit = fixture_record;
+        req->emit_ctx = &out[i];
+        struct st_err err = { 0 };
+        ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
+        st_request_unref(req);
+    }
+    fixture_pool_drain(&f);
+    for (int32_t i = 0; i < 2; i++) {
+        ck_assert(out[i].ended);
+        ck_assert_msg(out[i].finish == ST_FINISH_STOP || out[i].finish == ST_FINISH_LENGTH,
+                      "finish %d", (int)out[i].finish);
+    }
+    fixture_pool_stop(&f);
+}
+
+START_TEST(test_engine_think_model_reasons_then_json)
+{
+    char path[320];
+    fixture_make_model(path, sizeof(path), dir, "mtp-demo", "q8_0", 3, false);
+    struct st_json_schema *sc = compile(engine_schema);
+    struct fixture_out off[2], on[2];
+    const float temps[2] = { 0.0f, 0.7f };
+    int stopped = 0;
+    for (int ti = 0; ti < 2; ti++) {
+        run(path, 0, 0, temps[ti], sc, off);
+        for (int i = 0; i < 2; i++)
+            stopped += check_reply(&off[i], sc);
+        fprintf(stderr, "engine think t=%.1f: '%.160s'\n", (double)temps[ti], off[0].text);
+        for (int spec = 0; spec < 2; spec++) {
+            run(path, spec == 0 ? 3 : 0, spec == 1 ? 3 : 0, temps[ti], sc, on);
+            for (int i = 0; i < 2; i++) {
+                ck_assert_int_eq(off[i].n, on[i].n);
+                ck_assert_mem_eq(off[i].tok, on[i].tok, sizeof(int32_t) * (size_t)off[i].n);
+                ck_assert_str_eq(off[i].text, on[i].text);
+            }
+        }
+    }
+    fprintf(stderr, "engine think: %d of 4 replies stopped on a whole document\n", stopped);
+    st_json_schema_unref(sc);
+}
+END_TEST
+
+static Suite *engine_think_suite(void)
+{
+    Suite *s = suite_create("engine_think");
+    TCase *t = tcase_create("think");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, test_engine_think_mask_matches_validator);
+    tcase_add_test(t, test_engine_think_cap_forces_close);
+    tcase_add_test(t, test_engine_think_model_reasons_then_json);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(engine_think_suite(), CK_FORK);
+}
