@@ -47,6 +47,8 @@ struct st_gen {
     bool infill_truncated;         /* ... its "truncated" */
     int32_t echo_top;              /* echo + logprobs N: alternatives per prompt token */
     int32_t prompt_lp;             /* vLLM prompt_logprobs k; -1 = not asked */
+    uint8_t think_vocab;           /* think tags the model has as tokens: bit
+                                    * ST_THINK_ANGLE, bit ST_THINK_SQUARE (gen_submit.c) */
     char id[64];                   /* "chatcmpl-<request id>" / "cmpl-<request id>" */
     char model_name[128];
     int64_t created;               /* unix seconds */
@@ -82,15 +84,17 @@ enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request 
 struct st_call_grammar;
 enum st_status st_gen_reply_calls(const struct st_oai_request *oq,
                                   enum st_reasoning_format server_default, const char *prompt,
-                                  struct st_call_grammar **out);
+                                  uint8_t think_vocab, struct st_call_grammar **out);
 /* response_format json_object / json_schema on a chat: the think block
  * the reply may start with before the document (p->json_think and
  * json_think_tags; docs/API.md "Reasoning before a constrained answer"),
  * by the rule tool_choice's grammar uses; none for completions, without
- * a JSON mode, or with reasoning_format "none". */
+ * a JSON mode, or with reasoning_format "none". think_vocab: struct
+ * st_gen's (an optional block only for a model that has its tags as
+ * tokens: a model that never thinks must not wander into one). */
 void st_gen_reply_json_think(const struct st_oai_request *oq,
                              enum st_reasoning_format server_default, const char *prompt,
-                             struct st_gen_params *p);
+                             uint8_t think_vocab, struct st_gen_params *p);
 void st_gen_reply_free(struct st_gen_reply *r);
 /* A token's visible text (c->lock held): stream -> chunks on g->out with
  * the token's logprobs (lp, NULL: none); else accumulated. */

@@ -120,9 +120,10 @@ static bool prompt_closes_think(const char *p)
  * split out; the reply starts in it when the prompt opened it; none when
  * the prompt closed it (Qwen3 enable_thinking false); none for the
  * formats without one (Qwen3-Coder's xml calls, Llama's bare JSON calls,
- * Mistral v7 unless the prompt opened it); else optional. Mistral prompts
- * spell it [THINK] .. [/THINK]. */
-static enum st_think_mode think_mode(const char *prompt, bool reasoning,
+ * Mistral v7 unless the prompt opened it); else optional when the model
+ * has the tags as tokens (think_vocab; Qwen2.5 renders the same ChatML as
+ * Qwen3 but never thinks). Mistral prompts spell it [THINK] .. [/THINK]. */
+static enum st_think_mode think_mode(const char *prompt, bool reasoning, uint8_t think_vocab,
                                      enum st_think_tags *tags)
 {
     size_t n = strlen(prompt);
@@ -134,7 +135,8 @@ static enum st_think_mode think_mode(const char *prompt, bool reasoning,
         return ST_THINK_NONE;
     if (opens)
         return ST_THINK_OPEN;
-    if (prompt_closes_think(prompt) || (mistral && strstr(prompt, "[AVAILABLE_TOOLS] [")))
+    if (prompt_closes_think(prompt) || (mistral && strstr(prompt, "[AVAILABLE_TOOLS] [")) ||
+        !(think_vocab >> *tags & 1))
         return ST_THINK_NONE;
     return ST_THINK_OPTIONAL;
 }
@@ -143,11 +145,12 @@ static enum st_think_mode think_mode(const char *prompt, bool reasoning,
  * st_gen_reply_setup), and whether a think block may come first. false:
  * a format the grammar does not cover (a Mistral prompt without a tools
  * section of v7's or v11's shape). */
-static bool call_format(const char *prompt, bool reasoning, struct st_call_spec *sp)
+static bool call_format(const char *prompt, bool reasoning, uint8_t think_vocab,
+                        struct st_call_spec *sp)
 {
     size_t n = strlen(prompt);
     enum st_think_tags tags;
-    enum st_think_mode m = think_mode(prompt, reasoning, &tags);
+    enum st_think_mode m = think_mode(prompt, reasoning, think_vocab, &tags);
     sp->think = m == ST_THINK_OPEN ? ST_CALL_THINK_OPEN
                 : m == ST_THINK_OPTIONAL ? ST_CALL_THINK_OPTIONAL
                                          : ST_CALL_THINK_NONE;
@@ -172,7 +175,7 @@ static bool call_format(const char *prompt, bool reasoning, struct st_call_spec 
 
 void st_gen_reply_json_think(const struct st_oai_request *oq,
                              enum st_reasoning_format server_default, const char *prompt,
-                             struct st_gen_params *p)
+                             uint8_t think_vocab, struct st_gen_params *p)
 {
     p->json_think = ST_THINK_NONE;
     p->json_think_tags = ST_THINK_ANGLE;
@@ -180,7 +183,8 @@ void st_gen_reply_json_think(const struct st_oai_request *oq,
         return;
     enum st_think_tags tags;
     enum st_think_mode m =
-        think_mode(prompt, resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK, &tags);
+        think_mode(prompt, resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK, think_vocab,
+                   &tags);
     p->json_think = (uint8_t)m;
     p->json_think_tags = (uint8_t)tags;
     static const char *const name[] = { "none", "optional", "open" };
@@ -190,7 +194,7 @@ void st_gen_reply_json_think(const struct st_oai_request *oq,
 
 enum st_status st_gen_reply_calls(const struct st_oai_request *oq,
                                   enum st_reasoning_format server_default, const char *prompt,
-                                  struct st_call_grammar **out)
+                                  uint8_t think_vocab, struct st_call_grammar **out)
 {
     *out = NULL;
     bool named = oq->tool_choice == ST_OAI_TOOLS_FUNCTION;
@@ -201,7 +205,8 @@ enum st_status st_gen_reply_calls(const struct st_oai_request *oq,
     struct st_call_spec sp = { .parallel = !oq->single_tool_call, .tools_json = oq->tools_json,
                                .tools_len = strlen(oq->tools_json),
                                .name = named ? oq->tool_choice_name : NULL };
-    if (!call_format(prompt, resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK, &sp))
+    if (!call_format(prompt, resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK,
+                     think_vocab, &sp))
         return ST_OK;
     struct st_err err = { 0 };
     int32_t fallback = 0;

@@ -24,6 +24,7 @@
 #include "strata/call_grammar.h"
 #include "strata/json_schema.h"
 #include "strata/log.h"
+#include "strata/think_block.h"
 
 static enum st_status pick_model(struct st_call *c, const struct st_oai_request *oq,
                                  int32_t *model, struct st_api_error *e)
@@ -227,7 +228,8 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
         st_call_grammar_ref(calls);
         req->params.tool_calls = calls;
     } else {
-        st_gen_reply_json_think(oq, c->srv->cfg.reasoning_format, text, &req->params);
+        st_gen_reply_json_think(oq, c->srv->cfg.reasoning_format, text, g->think_vocab,
+                                &req->params);
     }
     drop_stops_if_constrained(&req->params);
     req->prompt = st_str_dup(st_str_c(text));
@@ -269,17 +271,44 @@ static enum st_status check_bias(struct st_call *c, const struct st_oai_request 
     return ST_OK;
 }
 
+/* Is 'text' one token of the model (a special token such as <think>)? */
+static bool one_token(struct st_call *c, int32_t model, const char *text)
+{
+    int32_t *ids = NULL;
+    size_t n = 0;
+    struct st_err err = { 0 };
+    bool one = st_engine_pool_tokenize(c->srv->pool, model, text, strlen(text), false, true,
+                                       &ids, &n, &err) == ST_OK && n == 1;
+    free(ids);
+    return one;
+}
+
+/* The think tags the model has as tokens (struct st_gen think_vocab). */
+static uint8_t think_vocab(struct st_call *c, int32_t model)
+{
+    uint8_t v = 0;
+    for (int t = ST_THINK_ANGLE; t <= ST_THINK_SQUARE; t++) {
+        if (one_token(c, model, st_think_open_tag((enum st_think_tags)t)) &&
+            one_token(c, model, st_think_close_tag((enum st_think_tags)t)))
+            v |= (uint8_t)(1u << t);
+    }
+    return v;
+}
+
 static enum st_status build_requests(struct st_call *c, struct st_gen *g,
                                      const struct st_oai_request *oq, struct st_api_error *e)
 {
     enum st_status rc = check_bias(c, oq, g->model, e);
+    if (oq->kind == ST_OAI_CHAT)
+        g->think_vocab = think_vocab(c, g->model);
     for (int32_t i = 0; i < g->n_choices && rc == ST_OK; i += oq->n) {
         char *text = NULL;
         struct st_call_grammar *calls = NULL;
         rc = render_prompt(c, oq, g->model, (size_t)g->choices[i].prompt, &text, e);
         if (rc == ST_OK && i == 0 &&   /* chat: one prompt; replies parsed (gen_reply.c) */
             (st_gen_reply_setup(g, oq, c->srv->cfg.reasoning_format, text) != ST_OK ||
-             st_gen_reply_calls(oq, c->srv->cfg.reasoning_format, text, &calls) != ST_OK))
+             st_gen_reply_calls(oq, c->srv->cfg.reasoning_format, text, g->think_vocab,
+                                &calls) != ST_OK))
             rc = st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
         for (int32_t j = 0; j < oq->n && rc == ST_OK; j++)
             rc = make_request(c, g, oq, &g->choices[i + j], text, calls, e);

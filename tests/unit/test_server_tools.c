@@ -11,6 +11,7 @@
 
 #include "gen.h"
 #include "internal.h"
+#include "strata/think_block.h"
 #include "support.h"
 
 static const char tools1[] =
@@ -410,6 +411,33 @@ START_TEST(test_server_tools_setup_when_needed)
 }
 END_TEST
 
+/* An optional think block before a JSON answer only for a model whose
+ * vocabulary has the tags as tokens: Qwen2.5 renders the same ChatML as
+ * Qwen3 but never thinks, and must not wander into a block it cannot
+ * close. A prompt that opened the block starts the reply in it anyway. */
+START_TEST(test_server_tools_json_think_needs_the_tags)
+{
+    struct st_oai_request oq;
+    struct st_api_error e;
+    ck_assert_int_eq(parse_chat("\"response_format\":{\"type\":\"json_object\"}", &oq, &e),
+                     ST_OK);
+    const char *chatml = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n";
+    const char *opened = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n";
+    const struct { const char *prompt; uint8_t vocab; uint8_t want; } cases[] = {
+        { chatml, 1u << ST_THINK_ANGLE, ST_THINK_OPTIONAL },
+        { chatml, 0, ST_THINK_NONE },
+        { chatml, 1u << ST_THINK_SQUARE, ST_THINK_NONE },   /* the other spelling */
+        { opened, 0, ST_THINK_OPEN },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct st_gen_params p = oq.params;
+        st_gen_reply_json_think(&oq, ST_REASONING_DEEPSEEK, cases[i].prompt, cases[i].vocab, &p);
+        ck_assert_msg(p.json_think == cases[i].want, "case %zu: %d", i, (int)p.json_think);
+    }
+    st_oai_request_fini(&oq);
+}
+END_TEST
+
 static Suite *server_tools_suite(void)
 {
     Suite *s = suite_create("server_tools");
@@ -421,6 +449,7 @@ static Suite *server_tools_suite(void)
     tcase_add_test(t, test_server_tools_llama_bare_json_call);
     tcase_add_test(t, test_server_tools_coder_xml_call);
     tcase_add_test(t, test_server_tools_setup_when_needed);
+    tcase_add_test(t, test_server_tools_json_think_needs_the_tags);
     suite_add_tcase(s, t);
     return s;
 }
