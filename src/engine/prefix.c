@@ -230,14 +230,16 @@ void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
     /* ids[common..) are overwritten below: their scores go, whether or not
      * this request keeps the KV (the scores of ids it does not change hold
      * for the KV it rewrites: the same tokens) */
-    scores_cut(&c->sc, common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens));
+    int64_t common = common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens);
+    scores_cut(&c->sc, common);
     c->n_kv = 0;                        /* busy: only n_ids counts now */
     if (reserve(c, req->n_tokens)) {
         memcpy(c->ids, req->tokens, (size_t)req->n_tokens * sizeof(*c->ids));
         c->n_ids = req->n_tokens;
     } else {
-        c->n_ids = ST_MIN(c->n_ids, keep);   /* the kept prefix is still right */
-        scores_cut(&c->sc, c->n_ids);
+        /* ids[0..common) are the new prompt's (keep <= common); a scored
+         * read from 'keep' needs the score at 'keep' too, which stays */
+        c->n_ids = ST_MIN(c->n_ids, common);
     }
     if (c->sc.n <= 1 && !req->params.prompt_logprobs)
         scores_free(&c->sc);   /* no score left, none coming: give the memory back */
