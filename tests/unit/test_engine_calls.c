@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "mask_fixture.h"
 #include "model_fixture.h"
 #include "strata/call_grammar.h"
 #include "strata/json_schema.h"
@@ -58,26 +59,6 @@ static const char *const vocab[] = {
     "</function>\n</tool_call>", "</", "function", "<tool_call>\n<function=get_time>\n",
 };
 #define NV ((int32_t)(sizeof(vocab) / sizeof(vocab[0])))
-
-static size_t piece(const void *ctx, int32_t token, char *buf, size_t cap)
-{
-    (void)ctx;
-    size_t n = strlen(vocab[token]);
-    memcpy(buf, vocab[token], n < cap ? n : cap);
-    return n;
-}
-
-static bool eog(const void *ctx, int32_t token)
-{
-    (void)ctx;
-    return token == 0;
-}
-
-static uint64_t lcg(uint64_t *x)
-{
-    *x = *x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
-    return *x >> 33;
-}
 
 struct gspec { enum st_call_format f; enum st_call_think think; bool parallel; const char *name; };
 
@@ -117,7 +98,7 @@ static void make_sampler(struct st_sampler *s, struct st_call_grammar *g, float 
     p.tool_calls = g;   /* borrowed by the sampler */
     st_sampler_init(s);
     st_sampler_reset(s, &p);
-    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, piece, eog, NULL), ST_OK);
+    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, mask_piece, mask_eog, vocab), ST_OK);
 }
 
 /* The mask's rule by brute force: end of generation when complete; no
@@ -158,7 +139,7 @@ START_TEST(test_engine_calls_mask_matches_grammar)
                 }
                 float logits[NV];
                 for (int32_t t = 0; t < NV; t++)
-                    logits[t] = (float)(lcg(&rng) % 1000) / 100.0f;
+                    logits[t] = (float)(mask_lcg(&rng) % 1000) / 100.0f;
                 struct st_sample_result res;
                 if (st_sampler_sample(&walk, logits, NV, NULL, 0, &res) != ST_OK)
                     break;
@@ -263,7 +244,7 @@ START_TEST(test_engine_calls_runs_parse)
                 for (int step = 0; step < 300; step++) {
                     float logits[NV];
                     for (int32_t t = 0; t < NV; t++)
-                        logits[t] = (float)(lcg(&rng) % 1000) / 100.0f;
+                        logits[t] = (float)(mask_lcg(&rng) % 1000) / 100.0f;
                     logits[0] += 3.0f;
                     bool done = st_call_complete(&s.cs);
                     struct st_sample_result res;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "mask_fixture.h"
 #include "model_fixture.h"
 #include "strata/json_schema.h"
 #include "support.h"
@@ -34,20 +35,6 @@ static const char *const vocab[] = {
 };
 #define NV ((int32_t)(sizeof(vocab) / sizeof(vocab[0])))
 
-static size_t piece(const void *ctx, int32_t token, char *buf, size_t cap)
-{
-    (void)ctx;
-    size_t n = strlen(vocab[token]);
-    memcpy(buf, vocab[token], n < cap ? n : cap);
-    return n;
-}
-
-static bool eog(const void *ctx, int32_t token)
-{
-    (void)ctx;
-    return token == 0;
-}
-
 static const char *const schemas[] = {
     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
     "\"age\":{\"type\":\"integer\"},\"a\":{\"enum\":[\"red\",\"green\",12,true]}},"
@@ -63,25 +50,6 @@ static const char *const schemas[] = {
 };
 #define NS ((int)(sizeof(schemas) / sizeof(schemas[0])))
 
-static uint64_t lcg(uint64_t *x)
-{
-    *x = *x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
-    return *x >> 33;
-}
-
-static bool is_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static struct st_json_schema *compile(const char *text)
-{
-    struct st_json_schema *s = NULL;
-    struct st_err err = { 0 };
-    ck_assert_msg(st_json_schema_compile(text, strlen(text), &s, &err) == ST_OK, "%s", err.msg);
-    return s;
-}
-
 static void make_sampler(struct st_sampler *s, struct st_json_schema *sc, float temp,
                          uint64_t seed)
 {
@@ -96,7 +64,7 @@ static void make_sampler(struct st_sampler *s, struct st_json_schema *sc, float 
     p.json_schema = sc;   /* borrowed by the sampler */
     st_sampler_init(s);
     st_sampler_reset(s, &p);
-    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, piece, eog, NULL), ST_OK);
+    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, mask_piece, mask_eog, vocab), ST_OK);
 }
 
 /* The mask's rule by brute force: the first byte under the whitespace
@@ -109,7 +77,7 @@ static bool expected(const struct st_json_schema_state *st, int32_t id, bool eos
     const char *p = vocab[id];
     if (!p[0])
         return false;
-    if (is_ws(p[0]) && (st_json_schema_empty(st) ||
+    if (mask_is_ws(p[0]) && (st_json_schema_empty(st) ||
                         (st_json_schema_complete(st) && !eos_banned)))
         return false;
     struct st_json_schema_state j;
@@ -120,7 +88,7 @@ static bool expected(const struct st_json_schema_state *st, int32_t id, bool eos
 START_TEST(test_engine_schema_mask_matches_validator)
 {
     for (int si = 0; si < NS; si++) {
-        struct st_json_schema *sc = compile(schemas[si]);
+        struct st_json_schema *sc = mask_schema(schemas[si]);
         for (int run = 0; run < 30; run++) {
             struct st_sampler walk;
             make_sampler(&walk, sc, 1.0f, (uint64_t)run);
@@ -138,7 +106,7 @@ START_TEST(test_engine_schema_mask_matches_validator)
                 }
                 float logits[NV];
                 for (int32_t t = 0; t < NV; t++)
-                    logits[t] = (float)(lcg(&rng) % 1000) / 100.0f;
+                    logits[t] = (float)(mask_lcg(&rng) % 1000) / 100.0f;
                 logits[0] += 2.0f;
                 struct st_sample_result res;
                 if (st_sampler_sample(&walk, logits, NV, NULL, 0, &res) != ST_OK)
@@ -162,7 +130,7 @@ START_TEST(test_engine_schema_runs_stay_valid)
     const float temps[] = { 0.0f, 1.0f };
     char text[8192];
     for (int si = 0; si < NS; si++) {
-        struct st_json_schema *sc = compile(schemas[si]);
+        struct st_json_schema *sc = mask_schema(schemas[si]);
         int ended = 0;
         for (int ti = 0; ti < 2; ti++) {
             for (int run = 0; run < 60; run++) {
@@ -175,7 +143,7 @@ START_TEST(test_engine_schema_runs_stay_valid)
                 for (int step = 0; step < 200; step++) {
                     float logits[NV];
                     for (int32_t t = 0; t < NV; t++)
-                        logits[t] = (float)(lcg(&rng) % 1000) / 100.0f;
+                        logits[t] = (float)(mask_lcg(&rng) % 1000) / 100.0f;
                     logits[0] += 4.0f;
                     bool done = st_json_schema_complete(&s.jss);
                     struct st_sample_result res;
@@ -268,7 +236,7 @@ START_TEST(test_engine_schema_model_generates_valid)
 {
     char path[320];
     fixture_make_model(path, sizeof(path), dir, "mtp-demo", "q8_0", 3, false);
-    struct json_schema_ref { struct st_json_schema *s; } r = { compile(engine_schema) };
+    struct json_schema_ref { struct st_json_schema *s; } r = { mask_schema(engine_schema) };
     struct fixture_out off[2], on[2];
     const float temps[2] = { 0.0f, 0.7f };
     for (int ti = 0; ti < 2; ti++) {

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "mask_fixture.h"
 #include "model_fixture.h"
 #include "strata/json_schema.h"
 #include "strata/reply_parse.h"
@@ -34,39 +35,6 @@ static const char *const vocab[] = {
     "\"a", "{\"a\":", "\t", "]\n", "K]\n[", "> {", "1}",
 };
 #define NV ((int32_t)(sizeof(vocab) / sizeof(vocab[0])))
-
-static size_t piece(const void *ctx, int32_t token, char *buf, size_t cap)
-{
-    (void)ctx;
-    size_t n = strlen(vocab[token]);
-    memcpy(buf, vocab[token], n < cap ? n : cap);
-    return n;
-}
-
-static bool eog(const void *ctx, int32_t token)
-{
-    (void)ctx;
-    return token == 0;
-}
-
-static uint64_t lcg(uint64_t *x)
-{
-    *x = *x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
-    return *x >> 33;
-}
-
-static bool is_ws(unsigned char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static struct st_json_schema *compile(const char *text)
-{
-    struct st_json_schema *s = NULL;
-    struct st_err err = { 0 };
-    ck_assert_msg(st_json_schema_compile(text, strlen(text), &s, &err) == ST_OK, "%s", err.msg);
-    return s;
-}
 
 /* The document's state, either mode (a copy the brute force owns). */
 struct doc {
@@ -114,7 +82,8 @@ static bool expected(const struct st_sampler *s, int32_t id, bool eb)
     const unsigned char *p = (const unsigned char *)vocab[id];
     if (!p[0])
         return false;
-    if (in_doc && ((doc_empty(&d) && is_ws(p[0])) || (done && !eb && (is_ws(p[0]) || !d.schema))))
+    bool blank = mask_is_ws((unsigned char)p[0]);
+    if (in_doc && ((doc_empty(&d) && blank) || (done && !eb && (blank || !d.schema))))
         return false;
     struct st_think_state t = s->th;
     for (size_t i = 0; p[i]; i++) {
@@ -125,7 +94,7 @@ static bool expected(const struct st_sampler *s, int32_t id, bool eb)
         if (r == ST_THINK_TAKEN)
             continue;
         const char *open = st_think_open_tag((enum st_think_tags)t.tags);
-        if (doc_empty(&d) && held == 0 && is_ws(p[i]))
+        if (doc_empty(&d) && held == 0 && mask_is_ws(p[i]))
             return false;
         for (uint32_t k = 0; k < held; k++) {
             if (!doc_push(&d, (unsigned char)open[k]))
@@ -155,7 +124,7 @@ static void make_sampler(struct st_sampler *s, struct st_json_schema *sc, enum s
     p.json_think_max = cap;
     st_sampler_init(s);
     st_sampler_reset(s, &p);
-    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, piece, eog, NULL), ST_OK);
+    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, mask_piece, mask_eog, vocab), ST_OK);
 }
 
 /* Compare mask and brute force at every step of one sampled walk; true
@@ -175,7 +144,7 @@ static bool walk_once(struct st_sampler *w, uint64_t rng, const char *what)
         }
         float logits[NV];
         for (int32_t t = 0; t < NV; t++)
-            logits[t] = (float)(lcg(&rng) % 1000) / 100.0f;
+            logits[t] = (float)(mask_lcg(&rng) % 1000) / 100.0f;
         logits[0] += 3.0f;
         struct st_sample_result res;
         if (st_sampler_sample(w, logits, NV, NULL, 0, &res) != ST_OK)
@@ -201,7 +170,7 @@ START_TEST(test_engine_think_mask_matches_validator)
     };
     int ended = 0, walks = 0;
     for (int si = 0; si < 3; si++) {
-        struct st_json_schema *sc = schemas[si] ? compile(schemas[si]) : NULL;
+        struct st_json_schema *sc = schemas[si] ? mask_schema(schemas[si]) : NULL;
         for (int m = ST_THINK_NONE; m <= ST_THINK_OPEN; m++) {
             for (int tags = 0; tags < 2; tags++) {
                 for (int run = 0; run < 12; run++) {
@@ -339,7 +308,7 @@ START_TEST(test_engine_think_model_reasons_then_json)
 {
     char path[320];
     fixture_make_model(path, sizeof(path), dir, "mtp-demo", "q8_0", 3, false);
-    struct st_json_schema *sc = compile(engine_schema);
+    struct st_json_schema *sc = mask_schema(engine_schema);
     struct fixture_out off[2], on[2];
     const float temps[2] = { 0.0f, 0.7f };
     int stopped = 0;
