@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "internal.h"
 #include "strata/json_schema.h"
 
 /* Token i is v[i] (ctx: the const char *const *v array); token 0 ends
@@ -46,6 +47,30 @@ static inline struct st_json_schema *mask_schema(const char *text)
     struct st_err err = { 0 };
     ck_assert_msg(st_json_schema_compile(text, strlen(text), &s, &err) == ST_OK, "%s", err.msg);
     return s;
+}
+
+/* Sampling parameters that leave the mask the only filter: temperature
+ * temp, no top-k / top-p / min-p, seeded. The caller adds the constraint. */
+static inline struct st_gen_params mask_params(float temp, uint64_t seed)
+{
+    struct st_gen_params p;
+    st_gen_params_defaults(&p);
+    p.temperature = temp;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.has_seed = true;
+    p.seed = seed;
+    return p;
+}
+
+/* A sampler for p (its constraint borrowed) on the n strings of v. */
+static inline void mask_sampler(struct st_sampler *s, const struct st_gen_params *p,
+                                const char *const *v, int32_t n)
+{
+    st_sampler_init(s);
+    st_sampler_reset(s, p);
+    ck_assert_int_eq(st_sampler_json_vocab(s, v, 0, n, mask_piece, mask_eog, v), ST_OK);
 }
 
 #endif /* STRATA_TEST_MASK_FIXTURE_H */

@@ -87,18 +87,9 @@ static struct st_call_grammar *compile(const struct gspec *s)
 static void make_sampler(struct st_sampler *s, struct st_call_grammar *g, float temp,
                          uint64_t seed)
 {
-    struct st_gen_params p;
-    st_gen_params_defaults(&p);
-    p.temperature = temp;
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
-    p.has_seed = true;
-    p.seed = seed;
+    struct st_gen_params p = mask_params(temp, seed);
     p.tool_calls = g;   /* borrowed by the sampler */
-    st_sampler_init(s);
-    st_sampler_reset(s, &p);
-    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, mask_piece, mask_eog, vocab), ST_OK);
+    mask_sampler(s, &p, vocab, NV);
 }
 
 /* The mask's rule by brute force: end of generation when complete; no

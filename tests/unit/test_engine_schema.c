@@ -53,18 +53,9 @@ static const char *const schemas[] = {
 static void make_sampler(struct st_sampler *s, struct st_json_schema *sc, float temp,
                          uint64_t seed)
 {
-    struct st_gen_params p;
-    st_gen_params_defaults(&p);
-    p.temperature = temp;
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
-    p.has_seed = true;
-    p.seed = seed;
+    struct st_gen_params p = mask_params(temp, seed);
     p.json_schema = sc;   /* borrowed by the sampler */
-    st_sampler_init(s);
-    st_sampler_reset(s, &p);
-    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, mask_piece, mask_eog, vocab), ST_OK);
+    mask_sampler(s, &p, vocab, NV);
 }
 
 /* The mask's rule by brute force: the first byte under the whitespace

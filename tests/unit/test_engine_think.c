@@ -109,22 +109,13 @@ static bool expected(const struct st_sampler *s, int32_t id, bool eb)
 static void make_sampler(struct st_sampler *s, struct st_json_schema *sc, enum st_think_mode m,
                          enum st_think_tags tags, int32_t cap, uint64_t seed)
 {
-    struct st_gen_params p;
-    st_gen_params_defaults(&p);
-    p.temperature = 1.0f;
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
-    p.has_seed = true;
-    p.seed = seed;
+    struct st_gen_params p = mask_params(1.0f, seed);
     p.json_schema = sc;   /* borrowed by the sampler */
     p.json_object = sc == NULL;
     p.json_think = (uint8_t)m;
     p.json_think_tags = (uint8_t)tags;
     p.json_think_max = cap;
-    st_sampler_init(s);
-    st_sampler_reset(s, &p);
-    ck_assert_int_eq(st_sampler_json_vocab(s, vocab, 0, NV, mask_piece, mask_eog, vocab), ST_OK);
+    mask_sampler(s, &p, vocab, NV);
 }
 
 /* Compare mask and brute force at every step of one sampled walk; true
