@@ -299,7 +299,10 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
                                      const struct st_oai_request *oq, struct st_api_error *e)
 {
     enum st_status rc = check_bias(c, oq, g->model, e);
-    if (oq->kind == ST_OAI_CHAT)
+    bool constrained = oq->params.json_object || oq->params.json_schema ||
+                       oq->tool_choice == ST_OAI_TOOLS_REQUIRED ||
+                       oq->tool_choice == ST_OAI_TOOLS_FUNCTION;
+    if (oq->kind == ST_OAI_CHAT && constrained)   /* only a constrained reply asks */
         g->think_vocab = think_vocab(c, g->model);
     for (int32_t i = 0; i < g->n_choices && rc == ST_OK; i += oq->n) {
         char *text = NULL;
