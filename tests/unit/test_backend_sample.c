@@ -10,40 +10,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_fixture.h"
 #include "strata/backend.h"
 #include "support.h"
 
-static struct st_backend *be;
-
 static void setup(void)
 {
-    struct st_backend_config cfg = { 1, 0 };
-    struct st_err err;
-    ck_assert_int_eq(st_backend_open("cpu", &cfg, &be, &err), ST_OK);
-}
-
-static void teardown(void)
-{
-    st_backend_close(be);
-    be = NULL;
-}
-
-static struct st_tensor vec(enum st_dtype t, int64_t ne0, int64_t ne1, const void *data)
-{
-    struct st_tensor out;
-    struct st_err err;
-    ck_assert_int_eq(st_backend_alloc(be, t, (int64_t[4]){ ne0, ne1, 1, 1 }, &out, &err), ST_OK);
-    if (data)
-        ck_assert_int_eq(st_backend_write(be, &out, 0, data, st_tensor_nbytes(&out), &err), ST_OK);
-    return out;
+    backend_open(1);
 }
 
 /* Sample n rows of V logits by d[0..n); ids written to 'got'. */
 static enum st_status run(const float *lg, int64_t V, int64_t n, const struct st_draw *d,
                           int32_t *got, struct st_err *err)
 {
-    struct st_tensor l = vec(ST_DTYPE_F32, V, n, lg), ids = vec(ST_DTYPE_I32, n, 1, NULL);
-    struct st_tensor dt = vec(ST_DTYPE_I32, ST_DRAW_WORDS, n, d);
+    struct st_tensor l = tensor_of(ST_DTYPE_F32, V, n, lg);
+    struct st_tensor ids = tensor_of(ST_DTYPE_I32, n, 1, NULL);
+    struct st_tensor dt = tensor_of(ST_DTYPE_I32, ST_DRAW_WORDS, n, d);
     enum st_status rc = st_backend_sample(be, &ids, &l, &dt, err);
     if (rc == ST_OK)
         ck_assert_int_eq(st_backend_read(be, &ids, 0, got, (size_t)n * 4, err), ST_OK);
@@ -171,10 +153,11 @@ END_TEST
 START_TEST(test_backend_sample_rejects_bad_shapes)
 {
     float lg[8] = { 0 };
-    struct st_tensor l = vec(ST_DTYPE_F32, 4, 2, lg), ids = vec(ST_DTYPE_I32, 3, 1, NULL);
-    struct st_tensor ok = vec(ST_DTYPE_I32, 2, 1, NULL);
-    struct st_tensor d = vec(ST_DTYPE_I32, ST_DRAW_WORDS, 2, NULL);
-    struct st_tensor short_d = vec(ST_DTYPE_I32, ST_DRAW_WORDS - 1, 2, NULL);
+    struct st_tensor l = tensor_of(ST_DTYPE_F32, 4, 2, lg);
+    struct st_tensor ids = tensor_of(ST_DTYPE_I32, 3, 1, NULL);
+    struct st_tensor ok = tensor_of(ST_DTYPE_I32, 2, 1, NULL);
+    struct st_tensor d = tensor_of(ST_DTYPE_I32, ST_DRAW_WORDS, 2, NULL);
+    struct st_tensor short_d = tensor_of(ST_DTYPE_I32, ST_DRAW_WORDS - 1, 2, NULL);
     struct st_err err;
     ck_assert_int_eq(st_backend_sample(be, &ids, &l, &d, &err), ST_ERR_INVALID);
     ck_assert_int_eq(st_backend_sample(be, &ok, &l, &short_d, &err), ST_ERR_INVALID);
@@ -204,7 +187,7 @@ static Suite *sample_suite(void)
 {
     Suite *s = suite_create("backend_sample");
     TCase *tc = tcase_create("sample");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, setup, backend_close);
     tcase_add_test(tc, test_backend_sample_greedy_and_ties);
     tcase_add_test(tc, test_backend_sample_topk_draw);
     tcase_add_test(tc, test_backend_sample_top_k_matches_sort);

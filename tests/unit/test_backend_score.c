@@ -13,40 +13,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_fixture.h"
 #include "strata/backend.h"
 #include "support.h"
 
-static struct st_backend *be;
-
 static void setup(void)
 {
-    struct st_backend_config cfg = { 2, 0 };
-    struct st_err err;
-    ck_assert_int_eq(st_backend_open("cpu", &cfg, &be, &err), ST_OK);
-}
-
-static void teardown(void)
-{
-    st_backend_close(be);
-    be = NULL;
-}
-
-static struct st_tensor mat(enum st_dtype t, int64_t ne0, int64_t ne1, const void *data)
-{
-    struct st_tensor out;
-    struct st_err err;
-    ck_assert_int_eq(st_backend_alloc(be, t, (int64_t[4]){ ne0, ne1, 1, 1 }, &out, &err), ST_OK);
-    if (data)
-        ck_assert_int_eq(st_backend_write(be, &out, 0, data, st_tensor_nbytes(&out), &err), ST_OK);
-    return out;
+    backend_open(2);
 }
 
 /* Score n rows of V logits with k alternatives; vals/ids [(1 + k) * n]. */
 static enum st_status run(const float *lg, int64_t V, int64_t n, const int32_t *next, int k,
                           float *vals, int32_t *ids, struct st_err *err)
 {
-    struct st_tensor l = mat(ST_DTYPE_F32, V, n, lg), nx = mat(ST_DTYPE_I32, n, 1, next);
-    struct st_tensor v = mat(ST_DTYPE_F32, 1 + k, n, NULL), id = mat(ST_DTYPE_I32, 1 + k, n, NULL);
+    struct st_tensor l = tensor_of(ST_DTYPE_F32, V, n, lg);
+    struct st_tensor nx = tensor_of(ST_DTYPE_I32, n, 1, next);
+    struct st_tensor v = tensor_of(ST_DTYPE_F32, 1 + k, n, NULL);
+    struct st_tensor id = tensor_of(ST_DTYPE_I32, 1 + k, n, NULL);
     enum st_status rc = st_backend_score(be, &v, &id, &l, &nx, err);
     if (rc == ST_OK) {
         ck_assert_int_eq(st_backend_read(be, &v, 0, vals, st_tensor_nbytes(&v), err), ST_OK);
@@ -239,13 +222,16 @@ START_TEST(test_backend_score_rejects_bad_input)
     ck_assert_int_eq(run(lg, 4, 4, next, 5, vals, ids, &err), ST_ERR_INVALID);    /* K > V */
     ck_assert_int_eq(run(lg, 8, 2, next, 8, vals, ids, &err), ST_OK);             /* K = V */
 
-    struct st_tensor l = mat(ST_DTYPE_F32, 8, 2, lg), nx = mat(ST_DTYPE_I32, 2, 1, next);
-    struct st_tensor v = mat(ST_DTYPE_F32, 3, 2, NULL), id = mat(ST_DTYPE_I32, 4, 2, NULL);
-    struct st_tensor id3 = mat(ST_DTYPE_F32, 3, 2, NULL), nx3 = mat(ST_DTYPE_I32, 3, 1, next);
+    struct st_tensor l = tensor_of(ST_DTYPE_F32, 8, 2, lg);
+    struct st_tensor nx = tensor_of(ST_DTYPE_I32, 2, 1, next);
+    struct st_tensor v = tensor_of(ST_DTYPE_F32, 3, 2, NULL);
+    struct st_tensor id = tensor_of(ST_DTYPE_I32, 4, 2, NULL);
+    struct st_tensor id3 = tensor_of(ST_DTYPE_F32, 3, 2, NULL);
+    struct st_tensor nx3 = tensor_of(ST_DTYPE_I32, 3, 1, next);
     ck_assert_int_eq(st_backend_score(be, &v, &id, &l, &nx, &err), ST_ERR_INVALID);
     ck_assert_int_eq(st_backend_score(be, &v, &id3, &l, &nx, &err), ST_ERR_INVALID);
     ck_assert_int_eq(st_backend_score(be, &v, &v, &l, &nx, &err), ST_ERR_INVALID);
-    struct st_tensor ok = mat(ST_DTYPE_I32, 3, 2, NULL);
+    struct st_tensor ok = tensor_of(ST_DTYPE_I32, 3, 2, NULL);
     ck_assert_int_eq(st_backend_score(be, &v, &ok, &l, &nx3, &err), ST_ERR_INVALID);
     ck_assert_int_eq(st_backend_score(be, &v, &ok, &l, &nx, &err), ST_OK);
     struct st_tensor *all[] = { &l, &nx, &v, &id, &id3, &nx3, &ok };
@@ -258,7 +244,7 @@ static Suite *score_suite(void)
 {
     Suite *s = suite_create("backend_score");
     TCase *tc = tcase_create("score");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, setup, backend_close);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_backend_score_matches_brute_force);
     tcase_add_test(tc, test_backend_score_special_values);
