@@ -1,8 +1,10 @@
 /* spec_fixture.h -- the harness of the draft suites (test_engine_mtp.c,
  * test_engine_ngram.c): up to four seeded requests of fixed length run
  * together on one CPU engine, with MTP and/or n-gram drafts or none, and
- * the results compared token for token. Header-only; needs the engine's
- * internal.h (the MTP test hook) and model_fixture.h. */
+ * the results compared token for token; the checks both suites make (a
+ * drafted run equals the run without drafts, the counters add up, the
+ * penalties case). Header-only; needs the engine's internal.h (the MTP
+ * test hook), model_fixture.h and support.h. */
 #ifndef STRATA_TEST_SPEC_FIXTURE_H
 #define STRATA_TEST_SPEC_FIXTURE_H
 
@@ -14,6 +16,7 @@
 #include "internal.h"
 #include "model_fixture.h"
 #include "strata/sched.h"
+#include "support.h"
 
 struct spec_run {
     const char *path;
@@ -34,6 +37,31 @@ struct spec_result {
     struct st_activity act[4];
     size_t n_act;
 };
+
+/* ---- models ------------------------------------------------------------- */
+
+/* The suite's model directory: spec_setup / spec_teardown are its Check
+ * fixture. */
+static char spec_dir[256];
+
+static inline void spec_setup(void)
+{
+    support_tmpdir(spec_dir, sizeof(spec_dir));
+}
+
+static inline void spec_teardown(void)
+{
+    support_rmtree(spec_dir);
+}
+
+/* A model of 'preset' in spec_dir (Q8_0; an MTP layer when mtp); the path
+ * stays valid for the next three calls. */
+static inline const char *spec_make(const char *preset, bool mtp, uint64_t seed)
+{
+    static char path[4][320];
+    static int next;
+    return fixture_make_model(path[next++ % 4], 320, spec_dir, preset, "q8_0", seed, mtp);
+}
 
 /* The pool spec_run_prompts is stepping (for a test hook), else NULL. */
 static struct st_engine_pool *spec_pool;
@@ -130,6 +158,64 @@ static inline struct st_gen_params spec_penalties(struct st_logit_bias *bias, in
     g.logit_bias = bias;
     g.n_logit_bias = n_bias;
     return g;
+}
+
+/* r, and r without drafts (no MTP, no n-gram, no hook): the same tokens
+ * request by request. Results in *off and *on. */
+static inline void spec_against_plain(const struct spec_run *r, const char *const *prompts,
+                                      struct spec_result *off, struct spec_result *on,
+                                      const char *what)
+{
+    struct spec_run plain = *r;
+    plain.mtp_draft = 0;
+    plain.ngram_draft = 0;
+    plain.hook = NULL;
+    spec_run_prompts(&plain, prompts, off);
+    spec_run_prompts(r, prompts, on);
+    spec_same(off, on, r->np, what);
+}
+
+/* No request of r took 'token'. */
+static inline void spec_never_took(const struct spec_result *r, int32_t np, int32_t token)
+{
+    for (int32_t i = 0; i < np; i++)
+        for (int t = 0; t < r->out[i].n; t++)
+            ck_assert_int_ne(r->out[i].tok[t], token);
+}
+
+/* The activity records carry the per-request draft counts (MTP and n-gram
+ * alike), and they add up to the pool's counters. */
+static inline void spec_records_add_up(const struct spec_result *r)
+{
+    int64_t d = 0, a = 0;
+    for (size_t i = 0; i < r->n_act; i++) {
+        ck_assert(r->act[i].mtp_accepted <= r->act[i].mtp_drafted);
+        d += r->act[i].mtp_drafted;
+        a += r->act[i].mtp_accepted;
+    }
+    ck_assert_int_eq(d, (int64_t)(r->stats.mtp_drafted + r->stats.ngram_drafted));
+    ck_assert_int_eq(a, (int64_t)(r->stats.mtp_accepted + r->stats.ngram_accepted));
+}
+
+/* The penalties case: spec_penalties checked to change the output of
+ * 'plain' (greedy, no drafts), plus a logit_bias banning the first token
+ * request 0 takes under them. *g (its bias is *ban) is what runs pass as
+ * .pen. */
+static inline void spec_penalties_that_matter(const struct spec_run *plain,
+                                              const char *const *prompts,
+                                              struct st_gen_params *g, struct st_logit_bias *ban)
+{
+    struct spec_result *off = malloc(sizeof(*off)), *pen = malloc(sizeof(*pen));
+    struct spec_run r = *plain;
+    *g = spec_penalties(NULL, 0);
+    spec_run_prompts(&r, prompts, off);
+    r.pen = g;
+    spec_run_prompts(&r, prompts, pen);
+    ck_assert_msg(spec_differs(off, pen, r.np), "the penalties changed nothing");
+    *ban = (struct st_logit_bias){ pen->out[0].tok[0], -100.0f };
+    *g = spec_penalties(ban, 1);
+    free(off);
+    free(pen);
 }
 
 /* A test hook (st_mtp_test.corrupt) that rewrites each draft set so that

@@ -35,18 +35,6 @@
 #include "spec_fixture.h"
 #include "support.h"
 
-static char dir[256];
-
-static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
-static void teardown(void) { support_rmtree(dir); }
-
-static const char *make(const char *preset, bool mtp, uint64_t seed)
-{
-    static char path[4][320];
-    static int next;
-    return fixture_make_model(path[next++ % 4], 320, dir, preset, "q8_0", seed, mtp);
-}
-
 static const char *const prompts[4] = {
     "The quick brown fox", "Once upon a time there was", "1 2 3 4 5 6", "Hello, world!",
 };
@@ -67,53 +55,38 @@ static void report(const char *what, const struct spec_result *r)
             s->mtp_steps ? 1.0 + (double)s->mtp_accepted / (double)s->mtp_steps : 0.0);
 }
 
-/* The activity records carry the per-request counts, and they add up to
- * the pool's counters. */
-static void records_add_up(const struct spec_result *r)
-{
-    int64_t d = 0, a = 0;
-    for (size_t i = 0; i < r->n_act; i++) {
-        ck_assert(r->act[i].mtp_accepted <= r->act[i].mtp_drafted);
-        d += r->act[i].mtp_drafted;
-        a += r->act[i].mtp_accepted;
-    }
-    ck_assert_int_eq(d, (int64_t)r->stats.mtp_drafted);
-    ck_assert_int_eq(a, (int64_t)r->stats.mtp_accepted);
-}
-
 static void greedy_case(const char *path, int32_t np, int32_t draft, const char *what,
                         bool expect_accepts)
 {
     struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
-    run(&(struct spec_run){ .path = path, .np = np, .n_gen = 40 }, off);
-    run(&(struct spec_run){ .path = path, .np = np, .mtp_draft = draft, .n_gen = 40 }, on);
+    spec_against_plain(&(struct spec_run){ .path = path, .np = np, .mtp_draft = draft,
+                                           .n_gen = 40 }, prompts, off, on, what);
     report(what, on);
-    spec_same(off, on, np, what);
     ck_assert_int_eq(off->stats.mtp_drafted, 0);
     ck_assert_msg(on->stats.mtp_drafted > 0, "%s: nothing was drafted", what);
     if (expect_accepts)
         ck_assert_msg(on->stats.mtp_accepted * 2 > on->stats.mtp_drafted, "%s: %llu of %llu "
                       "accepted", what, (unsigned long long)on->stats.mtp_accepted,
                       (unsigned long long)on->stats.mtp_drafted);
-    records_add_up(on);
+    spec_records_add_up(on);
     free(off);
     free(on);
 }
 
 START_TEST(test_engine_mtp_greedy_identical_np1)
 {
-    greedy_case(make("tiny", true, 1), 1, 1, "tiny np1 k1", false);
-    greedy_case(make("small", true, 2), 1, 3, "small np1 k3", false);
-    greedy_case(make("mtp-demo", false, 3), 1, 1, "demo np1 k1", true);
-    greedy_case(make("mtp-demo", false, 3), 1, 4, "demo np1 k4", true);
+    greedy_case(spec_make("tiny", true, 1), 1, 1, "tiny np1 k1", false);
+    greedy_case(spec_make("small", true, 2), 1, 3, "small np1 k3", false);
+    greedy_case(spec_make("mtp-demo", false, 3), 1, 1, "demo np1 k1", true);
+    greedy_case(spec_make("mtp-demo", false, 3), 1, 4, "demo np1 k4", true);
 }
 END_TEST
 
 START_TEST(test_engine_mtp_greedy_identical_np4)
 {
-    greedy_case(make("tiny", true, 4), 4, 2, "tiny np4 k2", false);
-    greedy_case(make("mtp-demo", false, 5), 4, 1, "demo np4 k1", true);
-    greedy_case(make("mtp-demo", false, 5), 4, 4, "demo np4 k4", true);
+    greedy_case(spec_make("tiny", true, 4), 4, 2, "tiny np4 k2", false);
+    greedy_case(spec_make("mtp-demo", false, 5), 4, 1, "demo np4 k1", true);
+    greedy_case(spec_make("mtp-demo", false, 5), 4, 4, "demo np4 k4", true);
 }
 END_TEST
 
@@ -121,7 +94,7 @@ END_TEST
 
 START_TEST(test_engine_mtp_rollback_every_position)
 {
-    const char *path = make("tiny", true, 6);
+    const char *path = spec_make("tiny", true, 6);
     struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
     run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 48 }, off);
     struct spec_forcer f = { .truth = off };
@@ -144,7 +117,7 @@ START_TEST(test_engine_mtp_rollback_every_position)
     int64_t verified = (int64_t)(on->stats.mtp_accepted + on->stats.mtp_steps);
     ck_assert_msg(verified >= 2 * 48 - 2 - 2 && verified <= 2 * 48 - 2, "%lld tokens came "
                   "from verify steps", (long long)verified);
-    records_add_up(on);
+    spec_records_add_up(on);
     free(off);
     free(on);
 }
@@ -154,16 +127,14 @@ END_TEST
 
 START_TEST(test_engine_mtp_seeded_sampling_reproducible)
 {
-    const char *path = make("mtp-demo", false, 7);
+    const char *path = spec_make("mtp-demo", false, 7);
     struct spec_result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *c = malloc(sizeof(*c));
-    run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
-                            .temperature = 0.3f }, a);
-    run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
-                            .temperature = 0.3f }, b);
-    run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.3f }, c);
+    const struct spec_run r = { .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
+                                .temperature = 0.3f };
+    spec_against_plain(&r, prompts, c, a, "seeded, MTP vs none");
+    run(&r, b);
     report("sampled", a);
     spec_same(a, b, 2, "seeded MTP twice");
-    spec_same(a, c, 2, "seeded, MTP vs none");
     /* at temperature 0.3 some samples match the greedy drafts, some do not:
      * both branches of the acceptance ran with the sampler */
     ck_assert(a->stats.mtp_accepted > 0 && a->stats.mtp_accepted < a->stats.mtp_drafted);
@@ -180,35 +151,24 @@ END_TEST
  * token, with penalties that change the output. */
 START_TEST(test_engine_mtp_penalties_identical)
 {
-    const char *path = make("mtp-demo", false, 9);
-    struct st_gen_params g = spec_penalties(NULL, 0);
-    struct spec_result *plain = malloc(sizeof(*plain)), *off = malloc(sizeof(*off)),
-                       *on = malloc(sizeof(*on));
-    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 40 }, plain);
-    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 40, .pen = &g }, off);
-    ck_assert_msg(spec_differs(plain, off, 4), "the penalties changed nothing");
-    /* the bias bans the first token request 0 would have taken */
-    struct st_logit_bias ban = { off->out[0].tok[0], -100.0f };
-    g = spec_penalties(&ban, 1);
-    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 40, .pen = &g }, off);
-    ck_assert_int_ne(off->out[0].tok[0], ban.token);
+    const char *path = spec_make("mtp-demo", false, 9);
+    struct st_gen_params g;
+    struct st_logit_bias ban;
+    spec_penalties_that_matter(&(struct spec_run){ .path = path, .np = 4, .n_gen = 40 }, prompts,
+                               &g, &ban);
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
     for (int32_t k = 1; k <= 4; k += 3) {
-        run(&(struct spec_run){ .path = path, .np = 4, .mtp_draft = k, .n_gen = 40, .pen = &g },
-            on);
+        spec_against_plain(&(struct spec_run){ .path = path, .np = 4, .mtp_draft = k,
+                                               .n_gen = 40, .pen = &g }, prompts, off, on,
+                           k == 1 ? "penalties, MTP k1 vs none" : "penalties, MTP k4 vs none");
         report("penalties", on);
-        spec_same(off, on, 4, k == 1 ? "penalties, MTP k1 vs none" : "penalties, MTP k4 vs none");
         ck_assert(on->stats.mtp_accepted > 0);   /* accepted drafts fed later rows */
-        for (int32_t i = 0; i < 4; i++)
-            for (int t = 0; t < on->out[i].n; t++)
-                ck_assert_int_ne(on->out[i].tok[t], ban.token);
+        spec_never_took(on, 4, ban.token);
     }
     /* seeded sampling too */
-    run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 40, .temperature = 0.3f, .pen = &g },
-        off);
-    run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
-                            .temperature = 0.3f, .pen = &g }, on);
-    spec_same(off, on, 2, "penalties, seeded, MTP vs none");
-    free(plain);
+    spec_against_plain(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
+                                           .temperature = 0.3f, .pen = &g }, prompts, off, on,
+                       "penalties, seeded, MTP vs none");
     free(off);
     free(on);
 }
@@ -218,7 +178,7 @@ END_TEST
  * requests) keep their own histories: each equals its run alone. */
 START_TEST(test_engine_mtp_penalties_separate_histories)
 {
-    const char *path = make("tiny", false, 10);
+    const char *path = spec_make("tiny", false, 10);
     struct st_gen_params g = spec_penalties(NULL, 0);
     g.repeat_penalty = 1.0f;   /* generated tokens only */
     g.presence_penalty = 1.0f;
@@ -243,9 +203,9 @@ END_TEST
 
 START_TEST(test_engine_mtp_model_without_layer_serves)
 {
-    const char *path = make("tiny", false, 8);
+    const char *path = spec_make("tiny", false, 8);
     char log[400];
-    snprintf(log, sizeof(log), "%s/stderr.txt", dir);
+    snprintf(log, sizeof(log), "%s/stderr.txt", spec_dir);
     struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
     run(&(struct spec_run){ .path = path, .np = 1, .n_gen = 20 }, off);
     fflush(stderr);
@@ -278,7 +238,7 @@ static Suite *engine_mtp_suite(void)
 {
     Suite *s = suite_create("engine_mtp");
     TCase *tc = tcase_create("mtp");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, spec_setup, spec_teardown);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_engine_mtp_greedy_identical_np1);
     tcase_add_test(tc, test_engine_mtp_greedy_identical_np4);

@@ -264,18 +264,6 @@ END_TEST
 
 /* ---- the engine ------------------------------------------------------------ */
 
-static char dir[256];
-
-static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
-static void teardown(void) { support_rmtree(dir); }
-
-static const char *make(const char *preset, bool mtp, uint64_t seed)
-{
-    static char path[4][320];
-    static int next;
-    return fixture_make_model(path[next++ % 4], 320, dir, preset, "q8_0", seed, mtp);
-}
-
 /* Text that repeats itself, as a file being rewritten or keys being echoed. */
 static const char *const prompts[4] = {
     "the cat sat on the mat. the cat sat on the mat. the cat sat on the mat. the cat",
@@ -298,42 +286,28 @@ static void report(const char *what, const struct spec_result *r)
             (unsigned long long)s->mtp_drafted, (unsigned long long)s->mtp_accepted);
 }
 
-/* The activity records count both sources; they add up to the pool's. */
-static void records_add_up(const struct spec_result *r)
-{
-    int64_t d = 0, a = 0;
-    for (size_t i = 0; i < r->n_act; i++) {
-        ck_assert(r->act[i].mtp_accepted <= r->act[i].mtp_drafted);
-        d += r->act[i].mtp_drafted;
-        a += r->act[i].mtp_accepted;
-    }
-    ck_assert_int_eq(d, (int64_t)(r->stats.mtp_drafted + r->stats.ngram_drafted));
-    ck_assert_int_eq(a, (int64_t)(r->stats.mtp_accepted + r->stats.ngram_accepted));
-}
-
 static void greedy_case(const char *path, int32_t np, int32_t k, const char *what)
 {
     struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
-    run(&(struct spec_run){ .path = path, .np = np, .n_gen = 48 }, off);
-    run(&(struct spec_run){ .path = path, .np = np, .ngram_draft = k, .n_gen = 48 }, on);
+    spec_against_plain(&(struct spec_run){ .path = path, .np = np, .ngram_draft = k, .n_gen = 48 },
+                       prompts, off, on, what);
     report(what, on);
-    spec_same(off, on, np, what);
     ck_assert_int_eq(off->stats.ngram_drafted, 0);
     ck_assert_msg(on->stats.ngram_drafted > 0, "%s: nothing was drafted", what);
     ck_assert_msg(on->stats.ngram_accepted > 0, "%s: nothing was accepted", what);
     ck_assert(on->stats.ngram_accepted <= on->stats.ngram_drafted);
     /* fewer verify steps than tokens: accepted drafts saved steps */
     ck_assert_int_eq(on->stats.mtp_drafted, 0);   /* no MTP without --batch-mtp */
-    records_add_up(on);
+    spec_records_add_up(on);
     free(off);
     free(on);
 }
 
 START_TEST(test_engine_ngram_greedy_identical)
 {
-    greedy_case(make("tiny", false, 1), 1, 4, "tiny np1 k4");
-    greedy_case(make("tiny", false, 1), 4, 8, "tiny np4 k8");
-    greedy_case(make("small", false, 2), 4, 16, "small np4 k16");
+    greedy_case(spec_make("tiny", false, 1), 1, 4, "tiny np1 k4");
+    greedy_case(spec_make("tiny", false, 1), 4, 8, "tiny np4 k8");
+    greedy_case(spec_make("small", false, 2), 4, 16, "small np4 k16");
 }
 END_TEST
 
@@ -341,7 +315,7 @@ END_TEST
 
 START_TEST(test_engine_ngram_rollback_every_position)
 {
-    const char *path = make("tiny", false, 6);
+    const char *path = spec_make("tiny", false, 6);
     struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
     run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 48 }, off);
     struct spec_forcer f = { .truth = off };
@@ -354,7 +328,7 @@ START_TEST(test_engine_ngram_rollback_every_position)
     spec_same(off, on, 2, "rollback");
     ck_assert(on->stats.ngram_accepted > 0 && on->stats.ngram_accepted < on->stats.ngram_drafted);
     ck_assert_int_eq(on->stats.mtp_drafted, 0);
-    records_add_up(on);
+    spec_records_add_up(on);
     free(off);
     free(on);
 }
@@ -364,16 +338,14 @@ END_TEST
 
 START_TEST(test_engine_ngram_seeded_sampling_identical)
 {
-    const char *path = make("tiny", false, 7);
+    const char *path = spec_make("tiny", false, 7);
     struct spec_result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *c = malloc(sizeof(*c));
-    run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
-                            .temperature = 0.3f }, a);
-    run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
-                            .temperature = 0.3f }, b);
-    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48, .temperature = 0.3f }, c);
+    const struct spec_run r = { .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
+                                .temperature = 0.3f };
+    spec_against_plain(&r, prompts, c, a, "seeded, n-gram vs none");
+    run(&r, b);
     report("sampled", a);
     spec_same(a, b, 4, "seeded n-gram twice");
-    spec_same(a, c, 4, "seeded, n-gram vs none");
     ck_assert(a->stats.ngram_drafted > 0 && a->stats.ngram_accepted > 0);
     free(a);
     free(b);
@@ -383,29 +355,21 @@ END_TEST
 
 START_TEST(test_engine_ngram_penalties_identical)
 {
-    const char *path = make("tiny", false, 9);
-    struct st_gen_params g = spec_penalties(NULL, 0);
-    struct spec_result *plain = malloc(sizeof(*plain)), *off = malloc(sizeof(*off)),
-                       *on = malloc(sizeof(*on));
-    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48 }, plain);
-    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48, .pen = &g }, off);
-    ck_assert_msg(spec_differs(plain, off, 4), "the penalties changed nothing");
-    struct st_logit_bias ban = { off->out[0].tok[0], -100.0f };
-    g = spec_penalties(&ban, 1);
-    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48, .pen = &g }, off);
-    run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48, .pen = &g }, on);
+    const char *path = spec_make("tiny", false, 9);
+    struct st_gen_params g;
+    struct st_logit_bias ban;
+    spec_penalties_that_matter(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48 }, prompts,
+                               &g, &ban);
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    spec_against_plain(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
+                                           .pen = &g }, prompts, off, on,
+                       "penalties, n-gram vs none");
     report("penalties", on);
-    spec_same(off, on, 4, "penalties, n-gram vs none");
     ck_assert(on->stats.ngram_drafted > 0);
-    for (int32_t i = 0; i < 4; i++)
-        for (int t = 0; t < on->out[i].n; t++)
-            ck_assert_int_ne(on->out[i].tok[t], ban.token);
-    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48, .temperature = 0.3f, .pen = &g },
-        off);
-    run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
-                            .temperature = 0.3f, .pen = &g }, on);
-    spec_same(off, on, 4, "penalties, seeded, n-gram vs none");
-    free(plain);
+    spec_never_took(on, 4, ban.token);
+    spec_against_plain(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 48,
+                                           .temperature = 0.3f, .pen = &g }, prompts, off, on,
+                       "penalties, seeded, n-gram vs none");
     free(off);
     free(on);
 }
@@ -413,16 +377,15 @@ END_TEST
 
 START_TEST(test_engine_ngram_json_identical)
 {
-    const char *path = make("tiny", false, 3);
+    const char *path = spec_make("tiny", false, 3);
     struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
     const float temps[2] = { 0.0f, 0.3f };
     for (int ti = 0; ti < 2; ti++) {
-        run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 60, .temperature = temps[ti],
-                           .json = true }, off);
-        run(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8, .n_gen = 60,
-                           .temperature = temps[ti], .json = true }, on);
+        spec_against_plain(&(struct spec_run){ .path = path, .np = 4, .ngram_draft = 8,
+                                               .n_gen = 60, .temperature = temps[ti],
+                                               .json = true }, prompts, off, on,
+                           "json, n-gram vs none");
         report(ti ? "json sampled" : "json greedy", on);
-        spec_same(off, on, 4, "json, n-gram vs none");
         ck_assert(on->stats.ngram_drafted > 0);
         for (int32_t i = 0; i < 4; i++) {
             struct st_json_prefix j;
@@ -444,16 +407,15 @@ END_TEST
  * from the MTP layer; the output is still the output without drafts. */
 START_TEST(test_engine_ngram_with_mtp_identical)
 {
-    const char *path = make("mtp-demo", false, 5);
+    const char *path = spec_make("mtp-demo", false, 5);
     struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
-    run(&(struct spec_run){ .path = path, .np = 4, .n_gen = 48 }, off);
-    run(&(struct spec_run){ .path = path, .np = 4, .mtp_draft = 3, .ngram_draft = 8, .n_gen = 48 },
-        on);
+    spec_against_plain(&(struct spec_run){ .path = path, .np = 4, .mtp_draft = 3,
+                                           .ngram_draft = 8, .n_gen = 48 }, prompts, off, on,
+                       "n-gram + MTP vs none");
     report("with MTP", on);
-    spec_same(off, on, 4, "n-gram + MTP vs none");
     ck_assert(on->stats.ngram_drafted > 0 && on->stats.mtp_drafted > 0);
     ck_assert(on->stats.ngram_accepted > 0 && on->stats.mtp_accepted > 0);
-    records_add_up(on);
+    spec_records_add_up(on);
     free(off);
     free(on);
 }
@@ -521,7 +483,7 @@ static Suite *engine_ngram_suite(void)
     tcase_add_test(ti, test_engine_ngram_index_bounded_memory);
     suite_add_tcase(s, ti);
     TCase *tc = tcase_create("engine");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, spec_setup, spec_teardown);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_engine_ngram_greedy_identical);
     tcase_add_test(tc, test_engine_ngram_rollback_every_position);
