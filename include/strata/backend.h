@@ -144,6 +144,19 @@ enum st_status st_backend_read(struct st_backend *be, const struct st_tensor *t,
  * error. A no-op on the CPU. */
 enum st_status st_backend_sync(struct st_backend *be, struct st_err *err);
 
+/* Copy n bytes of tensor src from byte offset src_off to tensor dst at
+ * byte offset dst_off, on the device (device -> device; no host round
+ * trip). src and dst may be the same tensor or views of one storage, but
+ * the two byte ranges must not overlap (ST_ERR_INVALID: it is a copy, not
+ * a move). Enqueued in call order like an op (CUDA: cudaMemcpyAsync on the
+ * backend's stream), so ops before it have written src and ops after it
+ * see dst. Used to copy KV cache rows between slots (prefix sharing,
+ * docs/BATCHING.md "Prefix reuse"). dst must not be a wrapped weight
+ * (ST_ERR_INVALID); both must belong to 'be'. n = 0 is a no-op. */
+enum st_status st_backend_copy(struct st_backend *be, const struct st_tensor *dst,
+                               size_t dst_off, const struct st_tensor *src, size_t src_off,
+                               size_t n, struct st_err *err);
+
 /* ---- tensors: pure helpers (no backend call, no allocation) ------------ */
 
 int64_t st_tensor_nelem(const struct st_tensor *t);

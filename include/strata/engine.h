@@ -199,15 +199,16 @@ struct st_request {
     struct st_gen_params params;
     enum st_band band;            /* of the effective priority */
     bool no_prompt_cache;         /* the body's "cache_prompt": false -- neither reuses a
-                                   * slot's cached prefix nor is steered to a slot by one
-                                   * (prefix.c); default false = reuse */
+                                   * slot's cached prefix (nor copies another slot's) nor is
+                                   * steered to a slot by one (prefix.c); default false = reuse */
 
     st_emit_fn *emit;             /* set by the creator before submit */
     void       *emit_ctx;
 
     struct st_sched_job job;      /* the scheduler's view (priority, prompt length ...) */
-    int64_t n_cached;             /* prompt tokens found in its slot's KV at admit (prefix
-                                   * reuse): not read again; set by the engine thread */
+    int64_t n_cached;             /* prompt tokens found in its slot's KV at admit, or
+                                   * copied there from another slot's before they were read
+                                   * (prefix reuse): not read; set by the engine thread */
     int64_t submit_ns;            /* clock time of submit */
     int64_t first_token_ns;       /* 0 until the first token */
     int64_t end_ns;
@@ -481,7 +482,8 @@ struct st_histogram {
 struct st_pool_stats {
     uint64_t prompt_tokens;        /* read, all engines */
     uint64_t generated_tokens;
-    uint64_t cached_tokens;        /* prompt tokens reused through prefix reuse */
+    uint64_t cached_tokens;        /* prompt tokens reused through prefix reuse (copied ones too) */
+    uint64_t copied_tokens;        /* ... of which copied from another slot's KV */
     uint64_t mtp_drafted;
     uint64_t mtp_accepted;
     uint64_t mtp_steps;

@@ -119,6 +119,18 @@ enum st_status st_model_forward_draw(struct st_model *m, const struct st_model_b
                                      const struct st_draw *draw, int32_t *ids,
                                      struct st_err *err);
 
+/* Make positions [from, to) of slot dst's KV cache (every layer, K and V)
+ * a copy of slot src's (device-side copies, no compute): prefix sharing
+ * across slots. The caller guarantees src's rows [0, to) are written and
+ * hold the same token ids dst will have there, and dst's rows [0, from)
+ * hold them already; afterwards dst may be read from position 'to' on.
+ * ST_ERR_INVALID for src == dst or slots / positions out of range,
+ * ST_ERR_LOADING when not loaded, or what the backend reports (dst's rows
+ * [from, to) are then unspecified). */
+ST_MUST_CHECK
+enum st_status st_model_kv_copy(struct st_model *m, int32_t src, int32_t dst, int64_t from,
+                                int64_t to, struct st_err *err);
+
 /* Logit rows scored on the backend (st_backend_score: prompt logprobs),
  * so only (1 + k) floats and ints per row come back instead of the row. */
 struct st_model_score {

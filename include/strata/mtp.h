@@ -79,6 +79,14 @@ enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
  * the carried state to position n_tokens - 1 (see "Carried state"). */
 void st_mtp_truncate(struct st_mtp *t, int32_t slot, int64_t n_tokens);
 
+/* st_model_kv_copy for the MTP layer's cache: positions [from, to) of
+ * slot dst become slot src's, and dst carries src's state at to - 1 when
+ * this object still has it (src's carry, or a row of the last forward),
+ * else none (see "Carried state"). Same arguments and errors. */
+ST_MUST_CHECK
+enum st_status st_mtp_kv_copy(struct st_mtp *t, int32_t src, int32_t dst, int64_t from,
+                              int64_t to, struct st_err *err);
+
 /* One slot's draft request. 'token' is the last sampled token, to be fed
  * at 'pos' (= the slot's cache length, > 0 after a prompt read). */
 struct st_mtp_draft {

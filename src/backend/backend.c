@@ -52,7 +52,7 @@ enum st_status st_backend_check_ops(const char *name, struct st_err *err)
     if (!ops)
         return st_err_set(err, ST_ERR_UNSUPPORTED, "backend '%s' is not built in", name);
     if (!ops->open || !ops->close || !ops->describe || !ops->alloc || !ops->wrap ||
-        !ops->release || !ops->write || !ops->read || !ops->sync)
+        !ops->release || !ops->write || !ops->read || !ops->sync || !ops->copy)
         return st_err_set(err, ST_ERR_INTERNAL, "backend '%s': a memory entry is NULL", name);
 #define ST_OP_CHECK(opname, params, args)                                                \
     if (!ops->opname)                                                                  \
@@ -204,6 +204,31 @@ enum st_status st_backend_read(struct st_backend *be, const struct st_tensor *t,
 enum st_status st_backend_sync(struct st_backend *be, struct st_err *err)
 {
     return be->ops->sync(be, err);
+}
+
+enum st_status st_backend_copy(struct st_backend *be, const struct st_tensor *dst,
+                               size_t dst_off, const struct st_tensor *src, size_t src_off,
+                               size_t n, struct st_err *err)
+{
+    if (!dst || !src || dst->be != be || src->be != be)
+        return st_err_set(err, ST_ERR_INVALID, "copy: both tensors must belong to backend %s",
+                          be->ops->name);
+    enum st_status rc = check_range(dst, dst_off, n, "copy (destination)", err);
+    if (rc == ST_OK)
+        rc = check_range(src, src_off, n, "copy (source)", err);
+    if (rc != ST_OK)
+        return rc;
+    if (dst->flags & ST_TENSOR_WRAPPED)
+        return st_err_set(err, ST_ERR_INVALID, "copy: the destination is a wrapped weight");
+    if (n == 0)
+        return ST_OK;
+    /* Host and device pointers alike are addresses in one space: ranges of
+     * one storage overlap exactly when their address ranges do. */
+    uintptr_t d = (uintptr_t)dst->data + dst_off, s = (uintptr_t)src->data + src_off;
+    if (d < s + n && s < d + n)
+        return st_err_set(err, ST_ERR_INVALID, "copy: the %zu-byte ranges at source offset "
+                          "%zu and destination offset %zu overlap", n, src_off, dst_off);
+    return be->ops->copy(be, dst, dst_off, src, src_off, n, err);
 }
 
 /* ---- optional ops (backend.h) -------------------------------------------- */

@@ -70,6 +70,11 @@ struct st_backend_ops {
     enum st_status (*read)(struct st_backend *be, const struct st_tensor *t, size_t offset,
                            void *dst, size_t n, struct st_err *err);
     enum st_status (*sync)(struct st_backend *be, struct st_err *err);
+    /* device -> device copy of n bytes; ranges checked (in bounds, not
+     * overlapping, dst writable) by backend.c */
+    enum st_status (*copy)(struct st_backend *be, const struct st_tensor *dst, size_t dst_off,
+                           const struct st_tensor *src, size_t src_off, size_t n,
+                           struct st_err *err);
 
     /* the compute ops: enqueue; device errors may surface at sync() */
 #define ST_OP_FIELD(name, params, args) enum st_status (*name) params;
@@ -98,6 +103,11 @@ const char *st_op_name(enum st_op op);
 extern const struct st_backend_ops st_backend_cpu_ops;
 #ifdef STRATA_HAVE_CUDA
 extern const struct st_backend_ops st_backend_cuda_ops;
+/* cuda/cuda_copy.c: the 'copy' entry (declared here so the CUDA table in
+ * cuda_backend.c needs no header of its own for it). */
+enum st_status st_backend_cuda_copy(struct st_backend *be, const struct st_tensor *dst,
+                                    size_t dst_off, const struct st_tensor *src, size_t src_off,
+                                    size_t n, struct st_err *err);
 #endif
 
 #endif /* STRATA_BACKEND_INTERNAL_H */

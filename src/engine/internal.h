@@ -472,6 +472,7 @@ struct st_engine_pool {
     pthread_mutex_t mu;              /* live list and stats */
     struct st_request *live;         /* engine-side requests not ended yet */
     uint64_t prompt_tokens, generated_tokens, cached_tokens;
+    uint64_t copied_tokens;          /* (prefix reuse) cached tokens copied across slots */
     uint64_t mtp_drafted, mtp_accepted, mtp_steps;   /* (MTP) drafts verified, accepted;
                                                       * verify steps (slot-steps with drafts) */
     uint64_t ngram_drafted, ngram_accepted, ngram_steps;   /* (n-gram) the same */
@@ -591,6 +592,21 @@ struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered
  * Kept scores past the prompt's common prefix are dropped. */
 void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
                            struct st_request *req);
+/* Prefix sharing across slots: a reading slot copies another slot's KV
+ * only when that gives it at least this many more prompt tokens than it
+ * holds (docs/BATCHING.md "Prefix reuse": a copy costs 2 x n_layer device
+ * copies, worth it only over a chunk-sized saving). */
+#define ST_PREFIX_COPY_MIN 32
+/* Slot sl's request still reads its prompt (bind, and before each forward
+ * of the lines holder): when another slot of the engine, busy or free,
+ * holds a longer prefix of the prompt in final KV (a free slot its kept
+ * tokens; a busy one its written positions, drafts cut) by at least
+ * ST_PREFIX_COPY_MIN tokens, copy those KV rows into sl (runner kv_copy),
+ * with the kept prompt scores of those positions; sl->n_past, n_cached,
+ * the scheduler's read progress and the pool's cached/copied counters move
+ * on by the copied tokens. Requests with no_prompt_cache copy nothing; a
+ * failed copy is logged and the tokens are read. */
+void st_engine_prefix_pull(struct st_engine *e, struct st_engine_slot *sl);
 /* The token just sampled for sl's request goes into the KV at sl->n_past
  * when it is fed next: remember it there. */
 void st_engine_prefix_push(struct st_engine_slot *sl, int32_t token);

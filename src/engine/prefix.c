@@ -11,12 +11,15 @@
  *   admit    st_engine_prefix_admit asks the scheduler for the best waiting
  *            job with a slot-choosing callback (st_sched_admit_to): the
  *            scheduler still decides WHO is served; this file only decides
- *            WHERE, among the free slots of the loaded model: the slot with
- *            the longest common prefix among those worth reusing (it covers
- *            at least half the new prompt or half the slot's cache; ties:
- *            the least recently freed); else an empty slot (the lowest);
- *            else the least recently freed slot (it still keeps whatever
- *            prefix it shares). See rank_of for why not simply the longest.
+ *            WHERE (and, with a copy below, FROM WHERE), among the free
+ *            slots of the loaded model: the slot with the longest common
+ *            prefix among those worth reusing (it covers at least half the
+ *            new prompt or half the slot's cache; ties: the least recently
+ *            freed); else an empty slot (the lowest); else the least
+ *            recently freed slot (it still keeps whatever prefix it
+ *            shares). See rank_of for why not simply the longest. The
+ *            callback does no copy and no more than before: it runs under
+ *            the scheduler's mutex.
  *   bind     the common prefix n is capped at n_prompt - 1 so at least one
  *            prompt token is read (its row gives the first token's logits);
  *            the KV is cut to n, the read starts at position n, and the
@@ -25,12 +28,33 @@
  *            check falls on the first read chunk that ends past one).
  *   release  the slot keeps min(ids known, n_past) tokens; after a failure
  *            it keeps nothing (a failed forward may have half-written KV).
+ *   copy     (st_engine_prefix_pull) the slot chosen may hold less of the
+ *            prompt than another slot of the engine, busy or free (busy:
+ *            never chosen; free: the half rule of rank_of kept it). Then
+ *            the KV rows of that slot's longest shared prefix are copied
+ *            into the chosen one (runner kv_copy: device copies per layer,
+ *            K and V, and the MTP layer's) and the read starts after them:
+ *            at bind, and before each forward in which the slot holds the
+ *            lines (requests admitted together find the context read only
+ *            then). Only when it gains ST_PREFIX_COPY_MIN (32) tokens or
+ *            more over what the slot holds (a copy costs 2 x n_layer device
+ *            copies whatever its length). Only final KV is copied: a free
+ *            source's n_kv, a busy one's min(ids known, n_past) (drafts
+ *            past n_past were cut by kv_truncate; the token sampled last is
+ *            not fed yet). It all runs on the engine thread between steps,
+ *            so the source cannot change meanwhile; nobody waits for a
+ *            busy slot. The copied prefix obeys the same caps as a kept
+ *            one (n_prompt - 1; for a scored request the scored run), and
+ *            the source's kept scores come along (scores_pull). It counts
+ *            as cached (n_cached, cached_tokens) and as copied_tokens; a
+ *            failed copy is logged and the tokens are read.
  *   forget   a model unload voids every slot's cache (swap.c).
  *   opt out  a request with no_prompt_cache ("cache_prompt": false) shares
- *            no prefix with any slot: it reads its whole prompt and its slot
- *            is chosen as for an unrelated prompt (an empty one, else the
- *            least recently freed). What it leaves in the KV is cached as
- *            usual for later requests (its tokens are correct KV).
+ *            no prefix with any slot, its own or copied: it reads its whole
+ *            prompt and its slot is chosen as for an unrelated prompt (an
+ *            empty one, else the least recently freed). What it leaves in
+ *            the KV is cached as usual for later requests (its tokens are
+ *            correct KV).
  *   scores   a slot also keeps the prompt scores its scored reads computed
  *            (struct st_score_cache: per position the token's logprob, rank
  *            and top N with that N), as long as it keeps the ids they score.
@@ -46,13 +70,17 @@
  *            Keeping ids and scores in step: bind drops scores past the
  *            new prompt's common prefix with the old ids (those ids are
  *            overwritten), push drops a score whose id it overwrites,
- *            release drops those past what the KV keeps, forget drops all.
+ *            release drops those past what the KV keeps, forget drops all;
+ *            a copy brings the source's scores of the positions p whose
+ *            ids[0..p] the two slots share (never past the destination's
+ *            ids), replacing the destination's shorter run wholesale.
  *            Drafts cut by kv_truncate lie past the prompt, where no score
  *            is kept (scores stop at the prompt's last token).
  *
  * The sim runner keeps no KV; the engine tracks positions, and the sim
- * charges time only for the tokens a step reads, so reuse shows as a
- * shorter read in time as well as in n_cached.
+ * charges time only for the tokens a step reads (and 1/100 of that per
+ * copied token), so reuse shows as a shorter read in time as well as in
+ * n_cached.
  *
  * Thread: the engine's own thread. The choosing callback runs under the
  * scheduler's mutex, on that thread, reading slot state only that thread
@@ -105,20 +133,35 @@ static int64_t scored_run(const struct st_score_cache *s, int32_t top, int64_t l
     return p;
 }
 
-/* The prefix of req's prompt free slot 'sl' could keep (capped: one prompt
- * token is always read). The caller knows the slot is free. */
-static int64_t reusable(const struct st_engine_slot *sl, const struct st_request *req)
+/* The prefix of req's prompt that cache c, whose KV holds ids[0..n) (n
+ * final positions), could give it (capped: one prompt token is always
+ * read). */
+static int64_t share(const struct st_prefix_cache *c, int64_t n, const struct st_request *req)
 {
-    const struct st_prefix_cache *c = &sl->cache;
-    if (c->n_kv <= 0 || req->n_tokens < 2 || req->no_prompt_cache)
+    if (n <= 0 || req->n_tokens < 2 || req->no_prompt_cache)
         return 0;
     if (!req->params.prompt_logprobs)
-        return common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens - 1);
+        return common_prefix(c->ids, n, req->tokens, req->n_tokens - 1);
     /* Scored: the read from k scores k + 1 onwards, so 1..k come from the
      * kept scores, each for ids up to its own position (common >= k + 1). */
-    int64_t common = common_prefix(c->ids, c->n_kv, req->tokens, req->n_tokens);
+    int64_t common = common_prefix(c->ids, n, req->tokens, req->n_tokens);
     int64_t run = scored_run(&c->sc, st_engine_prompt_top(req), common);
     return ST_MAX(ST_MIN(common, run) - 1, (int64_t)0);
+}
+
+/* The prefix of req's prompt free slot 'sl' could keep. The caller knows
+ * the slot is free. */
+static int64_t reusable(const struct st_engine_slot *sl, const struct st_request *req)
+{
+    return share(&sl->cache, sl->cache.n_kv, req);
+}
+
+/* Positions of slot sl's KV that are final and whose ids it knows: a free
+ * slot's n_kv; a busy one's written positions (n_past: rejected drafts were
+ * cut, and the token sampled last is not fed yet) as far as its ids go. */
+static int64_t final_len(const struct st_engine_slot *sl)
+{
+    return sl->req ? ST_MIN(sl->cache.n_ids, sl->n_past) : sl->cache.n_kv;
 }
 
 /* How a free slot suits a request whose prompt shares 'len' tokens with
@@ -203,10 +246,12 @@ static bool reserve(struct st_prefix_cache *c, int64_t n)
     return true;
 }
 
-static void count_cached(struct st_engine_pool *p, int64_t n)
+/* n prompt tokens not read (cached), 'copied' of them copied across slots. */
+static void count_cached(struct st_engine_pool *p, int64_t n, int64_t copied)
 {
     pthread_mutex_lock(&p->mu);
     p->cached_tokens += (uint64_t)n;
+    p->copied_tokens += (uint64_t)copied;
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -248,11 +293,12 @@ void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
     req->n_cached = keep;
     if (keep > 0) {
         st_sched_read_progress(e->pool->sched, &req->job, keep);
-        count_cached(e->pool, keep);
+        count_cached(e->pool, keep, 0);
         st_log(ST_LOG_DEBUG, "engine", "engine %d slot %d: request %s reuses %lld of %lld "
                "prompt tokens", (int)e->index, (int)sl->index, req->id, (long long)keep,
                (long long)req->n_tokens);
     }
+    st_engine_prefix_pull(e, sl);   /* another slot may hold more of the prompt */
 }
 
 void st_engine_prefix_push(struct st_engine_slot *sl, int32_t token)
@@ -341,6 +387,89 @@ bool st_engine_prefix_score(const struct st_engine_slot *sl, int64_t pos, int32_
     memcpy(out->top_id, rec_ids(s, pos), (size_t)out->n_top * sizeof(int32_t));
     memcpy(out->top_lp, rec_lps(s, pos), (size_t)out->n_top * sizeof(float));
     return true;
+}
+
+/* ---- sharing across slots -------------------------------------------- */
+
+/* After dst takes a prefix of req's prompt from src: src's kept scores
+ * travel with the ids, over the positions p whose ids[0..p] the two share
+ * (a score depends on nothing else), when that run is longer than dst's
+ * own or dst's lacks the 'top' alternatives a scored request needs over
+ * [1, need). They replace dst's records wholesale (over the same ids), so
+ * the stride may change. False when dst still lacks them (need <= 1:
+ * nothing needed, true). */
+static bool scores_pull(struct st_prefix_cache *dst, const struct st_prefix_cache *src,
+                        const struct st_request *req, int64_t need, int32_t top)
+{
+    const struct st_score_cache *s = &src->sc;
+    int64_t common = common_prefix(src->ids, src->n_ids, req->tokens, req->n_tokens);
+    int64_t end = ST_MIN(ST_MIN(s->n, common), dst->n_ids);
+    bool lacking = need > 1 && scored_run(&dst->sc, top, need) < need;
+    if (end > 1 && (end > dst->sc.n || lacking)) {
+        dst->sc.n = 0;
+        if (scores_reserve(&dst->sc, end, s->stride)) {
+            memcpy(dst->sc.rec, s->rec, (size_t)end * rec_bytes(s->stride));
+            dst->sc.n = end;
+        }
+    }
+    return need <= 1 || scored_run(&dst->sc, top, need) >= need;
+}
+
+/* The other slot of the engine whose final KV holds the longest prefix of
+ * sl's prompt, when that beats sl's own by ST_PREFIX_COPY_MIN tokens; -1
+ * otherwise (*n: its length). */
+static int32_t copy_source(const struct st_engine *e, const struct st_engine_slot *sl,
+                           int64_t *n)
+{
+    int32_t best = -1;
+    int64_t best_n = sl->n_past + ST_PREFIX_COPY_MIN - 1;
+    for (int32_t i = 0; i < e->n_active && i < e->n_slots; i++) {
+        const struct st_engine_slot *src = &e->slots[i];
+        if (i == sl->index)
+            continue;
+        int64_t len = share(&src->cache, final_len(src), sl->req);
+        if (len > best_n) {
+            best = i;
+            best_n = len;
+        }
+    }
+    *n = best_n;
+    return best;
+}
+
+void st_engine_prefix_pull(struct st_engine *e, struct st_engine_slot *sl)
+{
+    struct st_request *req = sl->req;
+    int64_t have = sl->n_past, n;
+    /* ids known in full (bind copied the prompt), and room to gain */
+    if (!req || sl->decoding || !e->runner || req->no_prompt_cache ||
+        sl->cache.n_ids < req->n_tokens || req->n_tokens - 1 - have < ST_PREFIX_COPY_MIN)
+        return;
+    int32_t from = copy_source(e, sl, &n);
+    if (from < 0)
+        return;
+    struct st_engine_slot *src = &e->slots[from];
+    /* a scored read from n needs the scores of 1..n (prompt.c): no copy
+     * without them */
+    bool scored = req->params.prompt_logprobs;
+    if (!scores_pull(&sl->cache, &src->cache, req, scored ? n + 1 : 0,
+                     st_engine_prompt_top(req)))
+        return;
+    struct st_err err = { 0 };
+    if (st_runner_kv_copy(e->runner, src->index, sl->index, have, n, &err) != ST_OK) {
+        st_log(ST_LOG_WARN, "engine", "engine %d: copying %lld prompt tokens from slot %d to "
+               "slot %d failed (%s): reading them", (int)e->index, (long long)(n - have),
+               (int)src->index, (int)sl->index, err.msg);
+        st_runner_kv_truncate(e->runner, sl->index, have);
+        return;
+    }
+    sl->n_past = n;
+    req->n_cached += n - have;
+    st_sched_read_progress(e->pool->sched, &req->job, n - have);
+    count_cached(e->pool, n - have, n - have);
+    st_log(ST_LOG_DEBUG, "engine", "engine %d slot %d: request %s copies prompt tokens [%lld, "
+           "%lld) from slot %d (%s)", (int)e->index, (int)sl->index, req->id, (long long)have,
+           (long long)n, (int)src->index, src->req ? "busy" : "free");
 }
 
 void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,

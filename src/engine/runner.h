@@ -9,7 +9,7 @@
  * Vtable in the Redis ConnectionType style: call sites use the static
  * inline wrappers below, never ->ops directly.
  *
- * Threads: load/unload/forward/kv_truncate run on the engine's thread only.
+ * Threads: load/unload/forward/kv_truncate/kv_copy run on the engine's thread only.
  * tokenize, detokenize, token_piece, is_eog, eog_ids, n_vocab, fim_ids and
  * apply_template may run on any thread at any time (HTTP threads call them
  * while the engine steps): implementations keep them read-only.
@@ -166,6 +166,15 @@ struct st_runner_ops {
                               struct st_runner_out *out, struct st_err *err);
     /* Keep only the first n_tokens of slot's KV (0: empty it): prefix reuse and rollback. */
     void (*kv_truncate)(struct st_runner *r, int32_t slot, int64_t n_tokens);
+    /* (optional: NULL = the runner cannot copy; prefix sharing across slots, prefix.c)
+     * Make positions [from, to) of slot dst's KV (with an MTP layer, its cache too) a
+     * copy of slot src's; dst then holds 'to' tokens. The engine guarantees src != dst,
+     * src's rows [0, to) are final and hold the ids dst has there, and dst holds
+     * [0, from) already. On failure dst is cut back to 'from' (its KV past that is
+     * unspecified). A real runner copies on its device; the sim charges time for the
+     * copied tokens to its next forward (docs/BATCHING.md "Prefix reuse"). */
+    enum st_status (*kv_copy)(struct st_runner *r, int32_t src, int32_t dst, int64_t from,
+                              int64_t to, struct st_err *err);
 
     /* (MTP, optional: NULL = the runner has no MTP layer; the sim.) Draft tokens per slot
      * the loaded runner can make: 0 when its model has no MTP layer or 'mtp_draft' was 0
@@ -249,6 +258,13 @@ static inline enum st_status st_runner_forward(struct st_runner *r,
 static inline void st_runner_kv_truncate(struct st_runner *r, int32_t slot, int64_t n_tokens)
 {
     r->ops->kv_truncate(r, slot, n_tokens);
+}
+static inline enum st_status st_runner_kv_copy(struct st_runner *r, int32_t src, int32_t dst,
+                                               int64_t from, int64_t to, struct st_err *err)
+{
+    if (!r->ops->kv_copy)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "runner %s cannot copy KV", r->ops->name);
+    return r->ops->kv_copy(r, src, dst, from, to, err);
 }
 static inline int32_t st_runner_mtp_max(const struct st_runner *r)
 {

@@ -22,6 +22,9 @@
  * layer (whose forward has no score variant) the rows are read back and
  * scored on the host (score.c, the same arithmetic).
  *
+ * kv_copy (prefix sharing across slots, prefix.c) copies KV rows between
+ * slots on the device (st_model_kv_copy, st_mtp_kv_copy): no compute.
+ *
  * MTP (runner.h mtp_draft, include/strata/mtp.h): when base.mtp_draft > 0
  * at load and the model has an MTP layer, every forward is st_mtp_forward
  * (the main forward plus the MTP upkeep over the same rows), kv_truncate
@@ -335,6 +338,25 @@ static void model_kv_truncate(struct st_runner *base, int32_t slot, int64_t n_to
     }
 }
 
+static enum st_status model_kv_copy(struct st_runner *base, int32_t src, int32_t dst,
+                                    int64_t from, int64_t to, struct st_err *err)
+{
+    struct model_runner *r = (struct model_runner *)base;
+    bool slots_ok = src >= 0 && dst >= 0 && src < base->n_slots && dst < base->n_slots &&
+                    src != dst;
+    if (!slots_ok || from < 0 || to < from || r->kv_len[src] < to || r->kv_len[dst] < from)
+        return st_err_set(err, ST_ERR_INTERNAL, "runner: kv copy of positions [%lld, %lld) "
+                          "from slot %d to slot %d: %s", (long long)from, (long long)to,
+                          (int)src, (int)dst, slots_ok ? "not in the caches" : "bad slots");
+    model_kv_truncate(base, dst, from);   /* whatever dst held past 'from' goes */
+    enum st_status rc = st_model_kv_copy(r->model, src, dst, from, to, err);
+    if (rc == ST_OK && r->mtp)
+        rc = st_mtp_kv_copy(r->mtp, src, dst, from, to, err);
+    if (rc == ST_OK)
+        r->kv_len[dst] = to;
+    return rc;
+}
+
 static int32_t model_mtp_max(const struct st_runner *base)
 {
     const struct model_runner *r = (const struct model_runner *)base;
@@ -379,6 +401,7 @@ static const struct st_runner_ops model_ops = {
     .apply_template = st_runner_model_apply_template,
     .forward = model_forward,
     .kv_truncate = model_kv_truncate,
+    .kv_copy = model_kv_copy,
     .mtp_max = model_mtp_max,
     .mtp_draft = model_mtp_draft,
 };

@@ -9,7 +9,9 @@
  *   - the k-th generated token is the word "tokk"; after 'tokens' words it
  *     emits end of generation (unless the request set ignore_eos), so a
  *     default completion ends with finish_reason "stop";
- *   - load takes load_seconds on the clock, reported as progress.
+ *   - load takes load_seconds on the clock, reported as progress;
+ *   - a KV copy between slots (kv_copy, prefix sharing) costs 1/100 of a
+ *     read per copied token, added to the next forward's time.
  *   - a scored READ (prompt logprobs) gets made-up scores (sim_score).
  *
  * It lives in the engine module, not in backend/sim as ARCHITECTURE.md
@@ -44,7 +46,13 @@ struct sim_runner {
     char *reply;                    /* owned; NULL: the tokN words */
     size_t *cuts;                   /* owned; piece k = reply[cuts[k] .. cuts[k + 1]) */
     int32_t n_pieces;
+    int64_t copied;                 /* KV tokens copied since the last forward (kv_copy) */
 };
+
+/* A copied token costs this fraction of a read token (prefix sharing,
+ * docs/BATCHING.md "Prefix reuse"): bytes of KV moved on the device
+ * against a forward over the token. */
+#define SIM_COPY_COST (1.0 / 100.0)
 
 static const int32_t sim_eog_list[1] = { ST_SIM_EOG };
 
@@ -325,7 +333,7 @@ static void sim_score_rows(const struct st_runner_seq *q)
 static enum st_status sim_forward(struct st_runner *r, const struct st_runner_batch *batch,
                                   struct st_runner_out *out, struct st_err *err)
 {
-    const struct sim_runner *s = (const struct sim_runner *)r;
+    struct sim_runner *s = (struct sim_runner *)r;
     int64_t read = 0;
     bool decodes = false;
     (void)err;
@@ -348,6 +356,9 @@ static enum st_status sim_forward(struct st_runner *r, const struct st_runner_ba
         seconds += (double)read / s->cfg.prompt_tps;
     if (decodes && s->cfg.decode_tps > 0)
         seconds += 1.0 / s->cfg.decode_tps;
+    if (s->copied > 0 && s->cfg.prompt_tps > 0)
+        seconds += (double)s->copied * SIM_COPY_COST / s->cfg.prompt_tps;
+    s->copied = 0;
     out->busy_ns = (int64_t)(seconds * (double)ST_NS_PER_SEC + 0.5);
     return ST_OK;
 }
@@ -356,6 +367,20 @@ static void sim_kv_truncate(struct st_runner *r, int32_t slot, int64_t n_tokens)
 {
     /* The sim keeps no KV: the engine tracks positions itself. */
     (void)r; (void)slot; (void)n_tokens;
+}
+
+static enum st_status sim_kv_copy(struct st_runner *r, int32_t src, int32_t dst, int64_t from,
+                                  int64_t to, struct st_err *err)
+{
+    /* No KV to move: the engine tracks positions; the copy only costs time
+     * (charged to the next forward, the step it happens before). */
+    struct sim_runner *s = (struct sim_runner *)r;
+    if (src < 0 || dst < 0 || src >= r->n_slots || dst >= r->n_slots || src == dst ||
+        from < 0 || to < from)
+        return st_err_set(err, ST_ERR_INTERNAL, "sim: kv copy slot %d -> %d [%lld, %lld)",
+                          (int)src, (int)dst, (long long)from, (long long)to);
+    s->copied += to - from;
+    return ST_OK;
 }
 
 static const struct st_runner_ops sim_ops = {
@@ -373,6 +398,7 @@ static const struct st_runner_ops sim_ops = {
     .apply_template = sim_apply_template,
     .forward = sim_forward,
     .kv_truncate = sim_kv_truncate,
+    .kv_copy = sim_kv_copy,
 };
 
 enum st_status st_runner_sim_new(const struct st_sim_config *cfg, int32_t n_slots, int64_t n_ctx,

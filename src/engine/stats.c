@@ -79,6 +79,7 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
     out->prompt_tokens = p->prompt_tokens;
     out->generated_tokens = p->generated_tokens;
     out->cached_tokens = p->cached_tokens;
+    out->copied_tokens = p->copied_tokens;
     out->mtp_drafted = p->mtp_drafted;
     out->mtp_accepted = p->mtp_accepted;
     out->mtp_steps = p->mtp_steps;

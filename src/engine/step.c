@@ -4,7 +4,9 @@
  *      where a cancel takes effect);
  *   2. every free slot asks the scheduler for the best waiting request;
  *   3. the scheduler names the lines holder (it decides give-way there);
- *   4. batch = the holder's next chunk (<= ubatch tokens) + one token per
+ *   4. the holder first copies what another slot holds of its prompt
+ *      (prefix.c, st_engine_prefix_pull), then
+ *      batch = the holder's next chunk (<= ubatch tokens) + one token per
  *      decoding slot; forward; the clock sleeps until the step's end (the
  *      sim's time model; a real runner's forward took the time itself);
  *   5. the holder's progress goes to the scheduler; when its prompt is fully
@@ -440,6 +442,8 @@ bool st_engine_step(struct st_engine *e)
     did |= drop_cancelled(e);   /* admitted, but the client left while it waited */
     int64_t t0 = now_ns(e);     /* after admit: a swap's load is not the step's time */
     struct st_sched_job *holder = st_sched_lines(e->pool->sched, e->index);
+    if (holder)   /* another slot may hold more of its prompt by now (prefix.c) */
+        st_engine_prefix_pull(e, &e->slots[holder->slot]);
     int32_t n = build_batch(e, holder);
     if (n > 0)
         run_batch(e, n, holder, t0);

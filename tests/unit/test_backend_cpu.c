@@ -184,6 +184,55 @@ START_TEST(test_backend_cpu_tensor_memory)
 }
 END_TEST
 
+/* st_backend_copy: device-side copies between tensors and within one (KV
+ * rows of one slot to another: prefix sharing), checked ranges. */
+START_TEST(test_backend_cpu_copy)
+{
+    struct st_err err;
+    /* an f16 "KV cache" [4, C = 6, S = 2]: row (s, p) at s * 6 + p */
+    struct st_tensor kv = mk(ST_DTYPE_F16, 4, 6, 2), other = mk(ST_DTYPE_F32, 8, 2, 1);
+    uint16_t v[48], back[48];
+    for (int i = 0; i < 48; i++)
+        v[i] = (uint16_t)(1000 + i);
+    ck_assert_int_eq(st_backend_write(be, &kv, 0, v, sizeof(v), &err), ST_OK);
+    const size_t row = st_tensor_row_bytes(&kv);   /* 8 bytes */
+    ck_assert_uint_eq(row, 8);
+    /* slot 0 rows [1, 4) -> slot 1 rows [1, 4) in the same tensor */
+    ck_assert_int_eq(st_backend_copy(be, &kv, (6 + 1) * row, &kv, 1 * row, 3 * row, &err), ST_OK);
+    ck_assert_int_eq(st_backend_read(be, &kv, 0, back, sizeof(back), &err), ST_OK);
+    for (int i = 0; i < 48; i++) {
+        int r = i / 4, col = i % 4;
+        bool moved = r >= 7 && r < 10;
+        uint16_t want = moved ? (uint16_t)(1000 + (r - 6) * 4 + col) : (uint16_t)(1000 + i);
+        ck_assert_msg(back[i] == want, "element %d: %u, want %u", i, back[i], want);
+    }
+    /* between two tensors, through views */
+    struct st_tensor r1 = st_tensor_slice(&other, 1, 1, 1);
+    ck_assert_int_eq(st_backend_copy(be, &r1, 0, &kv, 0, 32, &err), ST_OK);
+    uint16_t got[16];
+    ck_assert_int_eq(st_backend_read(be, &other, 32, got, 32, &err), ST_OK);
+    for (int i = 0; i < 16; i++)
+        ck_assert_uint_eq(got[i], 1000 + i);
+    /* n = 0 is a no-op; overlaps, out-of-range and read-only targets are refused */
+    ck_assert_int_eq(st_backend_copy(be, &kv, 0, &kv, 0, 0, &err), ST_OK);
+    ck_assert_int_eq(st_backend_copy(be, &kv, 8, &kv, 0, 16, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_copy(be, &kv, 0, &kv, 8, 16, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_copy(be, &kv, 0, &kv, 16, 16, &err), ST_OK);   /* adjacent */
+    ck_assert_int_eq(st_backend_copy(be, &kv, 90, &kv, 0, 8, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_copy(be, &other, 0, &kv, 92, 8, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_copy(be, &r1, 0, &kv, 0, 40, &err), ST_ERR_INVALID);
+    uint8_t host[64] = { 0 };
+    struct st_tensor w;
+    ck_assert_int_eq(st_backend_wrap(be, ST_DTYPE_F32, (int64_t[4]){ 16, 1, 1, 1 }, host,
+                                     sizeof(host), &w, &err), ST_OK);
+    ck_assert_int_eq(st_backend_copy(be, &w, 0, &kv, 0, 8, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_copy(be, &kv, 0, &w, 0, 8, &err), ST_OK);   /* from it: fine */
+    st_backend_release(be, &w);
+    st_backend_release(be, &kv);
+    st_backend_release(be, &other);
+}
+END_TEST
+
 /* ---- matmul ------------------------------------------------------------- */
 
 /* y = x . W^T for one weight type, n rows, against double references. */
@@ -705,6 +754,7 @@ static Suite *backend_cpu_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_backend_cpu_registry);
     tcase_add_test(tc, test_backend_cpu_tensor_memory);
+    tcase_add_test(tc, test_backend_cpu_copy);
     tcase_add_test(tc, test_backend_cpu_matmul_every_type);
     tcase_add_test(tc, test_backend_cpu_matmul_batch_invariant);
     tcase_add_test(tc, test_backend_cpu_matmul_rejects_bad_args);

@@ -19,7 +19,8 @@
  *     extends it, and after a request without logprobs took the slot with
  *     a prompt that diverges (the kept scores past it go);
  *   - n > 1 (the same scored prompt twice at once): one slot serves them in
- *     turn, the second from the cache; two slots read both at once;
+ *     turn, the second from the cache; on two slots the second copies the
+ *     first's KV and scores across slots;
  *   - n-gram drafts with forced rejections (kv_truncate) in a scored
  *     request's decode, then a scored request over prompt + output;
  *   - cache_prompt false reuses nothing and still gets the same scores.
@@ -378,14 +379,15 @@ START_TEST(test_engine_score_cache_n_choices)
     expect_bits(&a, &ref, n, "choice 0");
     expect_bits(&b, &ref, n, "choice 1");
     fixture_pool_stop(&f);
-    /* two slots: both are admitted in the same step and read cold (a slot
-     * holds its own cache); a third request finds either */
+    /* two slots: both are admitted in the same step; the first reads cold,
+     * the second, when it gets the lines, copies the first's KV and scores
+     * into its own slot (prefix.c "copy"); a third request finds either */
     start(&f, 2, 16);
     submit(f.pool, ids, n, (struct ask){ .top = 4, .max_tokens = 1 }, &a);
     submit(f.pool, ids, n, (struct ask){ .top = 4, .max_tokens = 1 }, &b);
     fixture_pool_drain(&f);
     ck_assert_int_eq(a.n_cached, 0);
-    ck_assert_int_eq(b.n_cached, 0);
+    ck_assert_int_eq(b.n_cached, n - 1);
     run(&f, ids, n, (struct ask){ .top = 4, .max_tokens = 1 }, &c);
     ck_assert_int_eq(c.n_cached, n - 1);
     expect_bits(&a, &ref, n, "slot 0");

@@ -109,6 +109,17 @@ static enum st_status cpu_read(struct st_backend *be, const struct st_tensor *t,
     return ST_OK;
 }
 
+/* Ranges checked by backend.c (in bounds, disjoint, dst writable). */
+static enum st_status cpu_copy(struct st_backend *be, const struct st_tensor *dst,
+                               size_t dst_off, const struct st_tensor *src, size_t src_off,
+                               size_t n, struct st_err *err)
+{
+    (void)be;
+    (void)err;
+    memcpy((char *)dst->data + dst_off, (const char *)src->data + src_off, n);
+    return ST_OK;
+}
+
 static enum st_status cpu_sync(struct st_backend *be, struct st_err *err)
 {
     (void)be;
@@ -141,6 +152,7 @@ const struct st_backend_ops st_backend_cpu_ops = {
     .write = cpu_write,
     .read = cpu_read,
     .sync = cpu_sync,
+    .copy = cpu_copy,
 #define CPU_OP_ENTRY(name, params, args) .name = cpu_op_##name,
     ST_OP_MAP(CPU_OP_ENTRY)
 #undef CPU_OP_ENTRY

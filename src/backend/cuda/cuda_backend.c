@@ -516,6 +516,7 @@ const struct st_backend_ops st_backend_cuda_ops = {
     .write = cuda_write,
     .read = cuda_read,
     .sync = cuda_sync,
+    .copy = st_backend_cuda_copy,
 #define CUDA_OP_ENTRY(name, params, args) .name = cuda_op_##name,
     ST_OP_MAP(CUDA_OP_ENTRY)
 #undef CUDA_OP_ENTRY

@@ -1,0 +1,689 @@
+/* test_engine_prefix_copy.c -- prefix sharing across slots (src/engine/
+ * prefix.c "copy", docs/BATCHING.md "Prefix reuse"): a request whose prompt
+ * prefix lives in another slot's KV, busy or free, gets those rows copied
+ * into its own slot (runner kv_copy) and reads only the rest.
+ *
+ * Sim part, on a manual clock (prompt 1000 tok/s, decode 10 tok/s, 512-token
+ * chunks; a copied token costs 1/100 of a read one): the copy from a busy
+ * slot and from a free slot that is not chosen, shows in the time to first
+ * token, n_cached, the pool's cached/copied counters; the threshold
+ * (ST_PREFIX_COPY_MIN) holds; cache_prompt false copies nothing; a scored
+ * request takes the kept prompt scores along; a request admitted while the
+ * shared prefix is still being read copies it when it gets the lines.
+ * Model part (CPU model runner, make-model files): greedy output after a
+ * copy is the cold one, token for token, with and without an MTP layer,
+ * into a slot whose stale KV held another prompt; lm-eval's multiple
+ * choice on four slots at once gives the cold scores bit for bit.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_fixture.h"
+#include "internal.h"
+#include "model_fixture.h"
+#include "strata/str.h"
+#include "support.h"
+
+#define SEC(x) ((int64_t)((x) * (double)ST_NS_PER_SEC + 0.5))
+
+/* ---- sim helpers ---------------------------------------------------------- */
+
+struct prec {
+    struct rec r;             /* first: rec_emit gets a pointer to it */
+    int64_t n_cached_end;     /* n_cached of END; -1 none */
+    int32_t slot;             /* job.slot at the first TOKEN event */
+    int64_t submit_ns;
+    int64_t n_pos, n_scored;  /* PROMPT positions seen, and those with a logprob */
+    bool    scores_ok;        /* every logprob is the sim's for its token */
+};
+
+/* The sim's made-up logprob of prompt token 'next' (runner_sim.c sim_score):
+ * prompt words hash below ST_SIM_GEN_BASE, so -0.75 - 0.5 (next mod 8). */
+static float sim_lp(int32_t next)
+{
+    return (float)(-0.75 - 0.5 * (next % 8));
+}
+
+static void prec_emit(void *ctx, const struct st_event *ev)
+{
+    struct prec *p = ctx;
+    if (ev->kind == ST_EVENT_TOKEN && p->slot < 0)
+        p->slot = p->r.req->job.slot;
+    if (ev->kind == ST_EVENT_END)
+        p->n_cached_end = ev->n_cached;
+    if (ev->kind == ST_EVENT_PROMPT) {
+        for (int32_t i = 0; i < ev->n_ptok; i++) {
+            const struct st_prompt_token *t = &ev->ptok[i];
+            p->scores_ok &= t->pos == p->n_pos++;
+            if (t->has_logprob) {
+                p->n_scored++;
+                p->scores_ok &= t->logprob == sim_lp(t->token) && t->n_top == 2;
+            }
+        }
+        return;   /* rec_emit takes every other event for END */
+    }
+    rec_emit(&p->r, ev);
+}
+
+/* "<tag><from> <tag><from+1> ..." (n words); owned. */
+static char *words(const char *tag, int from, int n)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    for (int i = 0; i < n; i++)
+        ck_assert(st_buf_printf(&b, "%s%s%d", i ? " " : "", tag, from + i) == ST_OK);
+    return st_buf_steal(&b);
+}
+
+/* n_shared words "s0 s1 ..." then n_own words of 'tag'; owned. */
+static char *shared_then(int n_shared, const char *tag, int n_own)
+{
+    char *a = words("s", 0, n_shared), *b = words(tag, 0, n_own);
+    char *s = malloc(strlen(a) + strlen(b) + 2);
+    sprintf(s, "%s %s", a, b);
+    free(a);
+    free(b);
+    return s;
+}
+
+struct opts {
+    bool no_cache;    /* cache_prompt: false */
+    bool scored;      /* prompt logprobs with 2 alternatives (and echo) */
+};
+
+/* Submit 'text' (taken); the test keeps a reference. */
+static struct st_request *submit(struct fixture *f, const char *id, char *text,
+                                 int32_t max_tokens, struct opts o, struct prec *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->r.clock = &f->clk.clock;
+    p->r.first_ns = -1;
+    p->r.engine = -1;
+    p->n_cached_end = -1;
+    p->slot = -1;
+    p->scores_ok = true;
+    struct st_request *req = st_request_new();
+    snprintf(req->id, sizeof(req->id), "%s", id);
+    req->prompt = text;
+    req->params.max_tokens = max_tokens;
+    req->no_prompt_cache = o.no_cache;
+    req->params.echo = o.scored;
+    req->params.prompt_logprobs = o.scored;
+    req->params.prompt_top_logprobs = o.scored ? 2 : 0;
+    req->emit = prec_emit;
+    req->emit_ctx = p;
+    p->r.req = req;
+    p->submit_ns = st_clock_now(&f->clk.clock);
+    struct st_err err = { 0 };
+    ck_assert_msg(st_engine_pool_submit(f->pool, req, &err) == ST_OK, "%s", err.msg);
+    return req;
+}
+
+static struct st_slot_view slot_view(struct fixture *f, int32_t slot)
+{
+    struct st_slot_view v[8];
+    size_t n = st_engine_pool_slots(f->pool, v, 8);
+    ck_assert((size_t)slot < n);
+    return v[slot];
+}
+
+static struct st_pool_stats stats(struct fixture *f)
+{
+    struct st_pool_stats st;
+    st_engine_pool_stats(f->pool, &st);
+    return st;
+}
+
+/* Step until request p has its first token (it decodes then). */
+static void run_to_first_token(struct fixture *f, const struct prec *p)
+{
+    for (int i = 0; i < 1000 && p->r.first_ns < 0; i++)
+        ck_assert(st_engine_pool_step(f->pool, 0));
+    ck_assert(p->r.first_ns >= 0);
+}
+
+/* Two slots; the fixture's defaults otherwise. */
+static void start2(struct fixture *f)
+{
+    fx_defaults(f);
+    f->pcfg.model.parallel = 2;
+    ck_assert(fx_start(f));
+}
+
+/* ---- sim: from a busy slot -------------------------------------------------- */
+
+START_TEST(test_engine_prefix_copy_from_busy_slot)
+{
+    /* a (600 shared + 100 own words) decodes in slot 0 for a long while; b
+     * (the same 600 + 100 others) takes slot 1 and copies a's 600. */
+    struct fixture f;
+    struct prec a, b;
+    start2(&f);
+    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 100), 50, (struct opts){ 0 },
+                                   &a);
+    run_to_first_token(&f, &a);
+    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 100), 2, (struct opts){ 0 },
+                                   &b);
+    ck_assert(st_engine_pool_step(f.pool, 0));   /* b: 100 read, 600 copied; a decodes */
+    /* read 100 (0.1 s) + a's decode (0.1 s) + 600 copied (600 / 100 ms = 6 ms) */
+    ck_assert_int_eq(b.r.first_ns - b.submit_ns, SEC(0.206));
+    fx_run_idle(&f);
+    ck_assert(a.r.ended && b.r.ended);
+    ck_assert_int_eq(b.slot, 1);
+    ck_assert_int_eq(b.n_cached_end, 600);
+    ck_assert_int_eq(a.n_cached_end, 0);
+    ck_assert_int_eq(b.r.n_generated, 2);
+    struct st_pool_stats st = stats(&f);
+    ck_assert_uint_eq(st.cached_tokens, 600);
+    ck_assert_uint_eq(st.copied_tokens, 600);
+    ck_assert_uint_eq(st.prompt_tokens, 700 + 100);   /* a whole, b its own part */
+    st_request_unref(ra);
+    st_request_unref(rb);
+    fx_stop(&f);
+}
+END_TEST
+
+/* ---- sim: from a free slot not chosen ----------------------------------------- */
+
+START_TEST(test_engine_prefix_copy_from_free_slot_not_chosen)
+{
+    /* Slot 0 keeps a: 600 shared + 1400 own. b shares 600 of its 1300: too
+     * little to take slot 0 (it would throw 1400 tokens away) while slot 1
+     * is empty, so b goes to slot 1 and copies the 600 from slot 0, which
+     * keeps all it had. */
+    struct fixture f;
+    struct prec a, b;
+    start2(&f);
+    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 1400), 1, (struct opts){ 0 },
+                                   &a);
+    fx_run_idle(&f);
+    ck_assert_int_eq(slot_view(&f, 0).n_cached, 2000);
+    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 700), 1, (struct opts){ 0 },
+                                   &b);
+    fx_run_idle(&f);
+    ck_assert_int_eq(b.slot, 1);
+    ck_assert_int_eq(b.n_cached_end, 600);
+    /* 700 read in two chunks (0.7 s), the copy (6 ms) with the first */
+    ck_assert_int_eq(b.r.first_ns - b.submit_ns, SEC(0.706));
+    ck_assert_int_eq(slot_view(&f, 0).n_cached, 2000);   /* the source is untouched */
+    ck_assert_int_eq(slot_view(&f, 1).n_cached, 1300);
+    struct st_pool_stats st = stats(&f);
+    ck_assert_uint_eq(st.copied_tokens, 600);
+    ck_assert_uint_eq(st.cached_tokens, 600);
+    st_request_unref(ra);
+    st_request_unref(rb);
+    fx_stop(&f);
+}
+END_TEST
+
+/* ---- sim: the threshold ---------------------------------------------------------- */
+
+/* b shares 'shared' words with a, busy in slot 0; returns b's n_cached. */
+static int64_t copy_with_shared(int shared)
+{
+    struct fixture f;
+    struct prec a, b;
+    start2(&f);
+    struct st_request *ra = submit(&f, "a", shared_then(shared, "a", 100), 20,
+                                   (struct opts){ 0 }, &a);
+    run_to_first_token(&f, &a);
+    struct st_request *rb = submit(&f, "b", shared_then(shared, "b", 100), 1,
+                                   (struct opts){ 0 }, &b);
+    fx_run_idle(&f);
+    ck_assert_int_eq(b.slot, 1);
+    struct st_pool_stats st = stats(&f);
+    ck_assert_uint_eq(st.copied_tokens, (uint64_t)b.n_cached_end);
+    int64_t n = b.n_cached_end;
+    st_request_unref(ra);
+    st_request_unref(rb);
+    fx_stop(&f);
+    return n;
+}
+
+START_TEST(test_engine_prefix_copy_threshold)
+{
+    ck_assert_int_eq(ST_PREFIX_COPY_MIN, 32);
+    ck_assert_int_eq(copy_with_shared(ST_PREFIX_COPY_MIN - 1), 0);   /* not worth it */
+    ck_assert_int_eq(copy_with_shared(ST_PREFIX_COPY_MIN), ST_PREFIX_COPY_MIN);
+}
+END_TEST
+
+/* A slot's own prefix counts: c goes back to the slot holding 500 of its
+ * words; another slot holding 520 offers fewer than ST_PREFIX_COPY_MIN more,
+ * so nothing is copied. 540 would be copied (the 40 more). */
+START_TEST(test_engine_prefix_copy_gain_over_own_prefix)
+{
+    for (int round = 0; round < 2; round++) {
+        int longer = round == 0 ? 520 : 540;
+        struct fixture f;
+        struct prec a, b, c;
+        start2(&f);
+        struct st_request *ra = submit(&f, "a", shared_then(500, "a", 600), 1,
+                                       (struct opts){ 0 }, &a);
+        fx_run_idle(&f);
+        /* b: the longer shared run, decoding in slot 1 (slot 0 would lose
+         * too much to take it: 2 * 500 < 1100) -- it is busy below */
+        struct st_request *rb = submit(&f, "b", shared_then(longer, "b", 600), 30,
+                                       (struct opts){ 0 }, &b);
+        run_to_first_token(&f, &b);
+        ck_assert_int_eq(b.slot, 1);
+        uint64_t copied0 = stats(&f).copied_tokens;
+        struct st_request *rc = submit(&f, "c", shared_then(longer, "c", 10), 1,
+                                       (struct opts){ 0 }, &c);
+        fx_run_idle(&f);
+        ck_assert_int_eq(c.slot, 0);
+        ck_assert_int_eq(c.n_cached_end, round == 0 ? 500 : longer);
+        ck_assert_uint_eq(stats(&f).copied_tokens - copied0, round == 0 ? 0 : longer - 500);
+        st_request_unref(ra);
+        st_request_unref(rb);
+        st_request_unref(rc);
+        fx_stop(&f);
+    }
+}
+END_TEST
+
+/* ---- sim: cache_prompt false ------------------------------------------------------ */
+
+START_TEST(test_engine_prefix_copy_not_with_cache_prompt_false)
+{
+    struct fixture f;
+    struct prec a, b;
+    start2(&f);
+    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 100), 50, (struct opts){ 0 },
+                                   &a);
+    run_to_first_token(&f, &a);
+    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 100), 1,
+                                   (struct opts){ .no_cache = true }, &b);
+    fx_run_idle(&f);
+    ck_assert_int_eq(b.slot, 1);
+    ck_assert_int_eq(b.n_cached_end, 0);
+    /* 700 read (512 + 188) next to a's decodes: 0.7 + 2 x 0.1 s */
+    ck_assert_int_eq(b.r.first_ns - b.submit_ns, SEC(0.9));
+    ck_assert_uint_eq(stats(&f).copied_tokens, 0);
+    ck_assert_uint_eq(stats(&f).cached_tokens, 0);
+    st_request_unref(ra);
+    st_request_unref(rb);
+    fx_stop(&f);
+}
+END_TEST
+
+/* ---- sim: admitted together, copied when it gets the lines ------------------------- */
+
+START_TEST(test_engine_prefix_copy_when_it_gets_the_lines)
+{
+    /* a and b arrive together: both are admitted (slots 0, 1) before a has
+     * read anything, so b has nothing to copy then; when a's read is done
+     * and b gets the lines, it copies a's 600 shared tokens. */
+    struct fixture f;
+    struct prec a, b;
+    start2(&f);
+    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 100), 5, (struct opts){ 0 },
+                                   &a);
+    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 100), 5, (struct opts){ 0 },
+                                   &b);
+    fx_run_idle(&f);
+    ck_assert_int_eq(a.slot, 0);
+    ck_assert_int_eq(b.slot, 1);
+    ck_assert_int_eq(a.n_cached_end, 0);
+    ck_assert_int_eq(b.n_cached_end, 600);
+    struct st_pool_stats st = stats(&f);
+    ck_assert_uint_eq(st.copied_tokens, 600);
+    ck_assert_uint_eq(st.prompt_tokens, 700 + 100);
+    st_request_unref(ra);
+    st_request_unref(rb);
+    fx_stop(&f);
+}
+END_TEST
+
+/* ---- sim: kept scores travel with the copy ------------------------------------------ */
+
+START_TEST(test_engine_prefix_copy_takes_the_scores)
+{
+    /* a, scored, decodes in slot 0; b, scored with the same context, copies
+     * 599 tokens (a scored read from k needs the scores of 1..k, so the
+     * context's last token is read: its row scores b's first own token) and
+     * reports every position with the sim's logprob. */
+    struct fixture f;
+    struct prec a, b;
+    start2(&f);
+    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 100), 50,
+                                   (struct opts){ .scored = true }, &a);
+    run_to_first_token(&f, &a);
+    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 100), 1,
+                                   (struct opts){ .scored = true }, &b);
+    fx_run_idle(&f);
+    ck_assert_int_eq(b.slot, 1);
+    ck_assert_int_eq(b.n_cached_end, 599);
+    ck_assert_int_eq(b.n_pos, 700);
+    ck_assert_int_eq(b.n_scored, 699);   /* every position but 0 */
+    ck_assert(b.scores_ok);
+    ck_assert(a.scores_ok && a.n_scored == 699);
+    ck_assert_uint_eq(stats(&f).copied_tokens, 599);
+
+    st_request_unref(ra);
+    st_request_unref(rb);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(test_engine_prefix_copy_unscored_carries_the_scores)
+{
+    /* a, scored, decodes in slot 0; c, not scored, copies a's 600 tokens
+     * into slot 1 and takes their scores along. d, scored, then finds them
+     * in slot 1 and reuses 599 there: no second copy from slot 0 (without
+     * the scores slot 1 would offer nothing and d would copy again). */
+    struct fixture f;
+    struct prec a, c, d;
+    start2(&f);
+    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 100), 50,
+                                   (struct opts){ .scored = true }, &a);
+    run_to_first_token(&f, &a);
+    struct st_request *rc = submit(&f, "c", shared_then(600, "c", 100), 1, (struct opts){ 0 },
+                                   &c);
+    for (int i = 0; i < 100 && !c.r.ended; i++)
+        ck_assert(st_engine_pool_step(f.pool, 0));
+    ck_assert_msg(c.r.ended && !a.r.ended, "c %d a %d gen %lld", c.r.ended, a.r.ended,
+                  (long long)a.r.n_generated);
+    ck_assert_int_eq(c.slot, 1);
+    ck_assert_int_eq(c.n_cached_end, 600);
+    ck_assert_uint_eq(stats(&f).copied_tokens, 600);
+    struct st_request *rd = submit(&f, "d", shared_then(600, "d", 100), 1,
+                                   (struct opts){ .scored = true }, &d);
+    fx_run_idle(&f);
+    ck_assert_int_eq(d.slot, 1);
+    ck_assert_int_eq(d.n_cached_end, 599);
+    ck_assert(d.scores_ok);
+    ck_assert_int_eq(d.n_scored, 699);
+    ck_assert_uint_eq(stats(&f).copied_tokens, 600);   /* d copied nothing */
+    st_request_unref(ra);
+    st_request_unref(rc);
+    st_request_unref(rd);
+    fx_stop(&f);
+}
+END_TEST
+
+/* ---- the CPU model runner ---------------------------------------------------------- */
+
+#define N_GEN 12
+#define MAXP 200
+
+static char dir[256], path[320], path_mtp[320];
+
+static void model_setup(void)
+{
+    support_tmpdir(dir, sizeof(dir));
+    fixture_make_model(path, sizeof(path), dir, "tiny", "q8_0", 7, false);
+    fixture_make_model(path_mtp, sizeof(path_mtp), dir, "tiny", "q8_0", 7, true);
+}
+
+static void model_teardown(void) { support_rmtree(dir); }
+
+struct got {
+    int32_t gen[N_GEN];
+    int     n_gen;
+    bool    ended;
+    int64_t n_cached;
+    int32_t slot;
+    struct st_request *req;
+    /* prompt scores (scored requests) */
+    int64_t n_pos;
+    bool    has[MAXP];
+    float   lp[MAXP];
+    int32_t rank[MAXP];
+    int32_t top_id[MAXP];
+};
+
+static void got_event(void *ctx, const struct st_event *ev)
+{
+    struct got *g = ctx;
+    if (ev->kind == ST_EVENT_TOKEN) {
+        if (g->n_gen == 0)
+            g->slot = g->req->job.slot;
+        if (g->n_gen < N_GEN)
+            g->gen[g->n_gen++] = ev->token;
+    } else if (ev->kind == ST_EVENT_PROMPT) {
+        for (int32_t i = 0; i < ev->n_ptok && g->n_pos < MAXP; i++) {
+            const struct st_prompt_token *t = &ev->ptok[i];
+            ck_assert_int_eq(t->pos, g->n_pos);
+            g->has[g->n_pos] = t->has_logprob;
+            g->lp[g->n_pos] = t->logprob;
+            g->rank[g->n_pos] = t->rank;
+            g->top_id[g->n_pos] = t->n_top > 0 ? t->top[0].token : -1;
+            g->n_pos++;
+        }
+    } else if (ev->kind == ST_EVENT_END) {
+        g->ended = true;
+        g->n_cached = ev->n_cached;
+    }
+}
+
+/* Submit ids greedily (n_gen tokens, ignore_eos; scored: top 1 + echo). */
+static void msubmit(struct fixture_pool *f, const int32_t *ids, int64_t n, int32_t n_gen,
+                    bool scored, struct got *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->slot = -1;
+    struct st_request *req = st_request_new();
+    snprintf(req->id, sizeof(req->id), "m");
+    req->prompt = strdup("");
+    req->tokens = malloc((size_t)n * sizeof(*ids));
+    memcpy(req->tokens, ids, (size_t)n * sizeof(*ids));
+    req->n_tokens = n;
+    req->params.temperature = 0.0f;
+    req->params.max_tokens = n_gen;
+    req->params.ignore_eos = true;
+    req->params.echo = scored;
+    req->params.prompt_logprobs = scored;
+    req->params.prompt_top_logprobs = scored ? 1 : 0;
+    req->emit = got_event;
+    req->emit_ctx = g;
+    g->req = req;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_engine_pool_submit(f->pool, req, &err) == ST_OK, "%s", err.msg);
+}
+
+static void mdone(struct got *g, int32_t n_gen)
+{
+    ck_assert(g->ended);
+    ck_assert_int_eq(g->n_gen, n_gen);
+    st_request_unref(g->req);
+    g->req = NULL;
+}
+
+static void step_to_first_token(struct fixture_pool *f, const struct got *g)
+{
+    for (int i = 0; i < 1000 && g->n_gen == 0; i++)
+        ck_assert(st_engine_pool_step(f->pool, 0));
+    ck_assert_int_gt(g->n_gen, 0);
+}
+
+static const char *const text =
+    "The quick brown fox jumps over the lazy dog. Once upon a time, in a land far away, "
+    "there lived a king who had three daughters; the youngest was the cleverest of all, "
+    "and she could count to 1 2 3 4 5 6 7 8 9 10 faster than anyone in the kingdom. "
+    "Which of these is a fruit? An apple, a chair, a river or a song.";
+
+/* The text's ids, repeated up to 'want', on model file 'p'. */
+static int64_t text_ids(const char *p, int32_t *ids, int64_t want)
+{
+    struct fixture_pool f;
+    fixture_pool_start(&f, p, 1, 0);
+    int64_t n = 0;
+    while (n < want) {
+        int32_t *t = NULL;
+        size_t k = 0;
+        struct st_err err = { 0 };
+        ck_assert(st_engine_pool_tokenize(f.pool, 0, text, strlen(text), n == 0, true, &t, &k,
+                                          &err) == ST_OK);
+        for (size_t i = 0; i < k && n < want; i++)
+            ids[n++] = t[i];
+        free(t);
+    }
+    fixture_pool_stop(&f);
+    return n;
+}
+
+/* Greedy tokens of 'ids' on a fresh one-slot pool (mtp_draft as given). */
+static void cold(const char *p, int32_t mtp, const int32_t *ids, int64_t n, bool scored,
+                 int32_t n_gen, struct got *g)
+{
+    struct fixture_pool f;
+    fixture_pool_start(&f, p, 1, mtp);
+    msubmit(&f, ids, n, n_gen, scored, g);
+    fixture_pool_drain(&f);
+    ck_assert_int_eq(g->n_cached, 0);
+    mdone(g, n_gen);
+    fixture_pool_stop(&f);
+}
+
+static void same_gen(const struct got *a, const struct got *b, const char *what)
+{
+    for (int i = 0; i < a->n_gen; i++)
+        ck_assert_msg(a->gen[i] == b->gen[i], "%s: token %d: %d vs %d", what, i,
+                      (int)a->gen[i], (int)b->gen[i]);
+}
+
+/* Slot 1 first holds another prompt (stale KV at every position), slot 0
+ * then decodes x = ctx + tail X; y = ctx + tail Y comes while x decodes,
+ * goes to slot 1 and copies ctx from busy slot 0. x and y must both give
+ * their cold tokens. */
+static void greedy_after_copy(const char *p, int32_t mtp)
+{
+    static int32_t ids[MAXP], x[MAXP], y[MAXP], other[MAXP];
+    int64_t n_ids = text_ids(p, ids, 150);
+    ck_assert_int_ge(n_ids, 150);
+    const int64_t ctx = 60;
+    memcpy(x, ids, ctx * sizeof(int32_t));
+    memcpy(y, ids, ctx * sizeof(int32_t));
+    memcpy(x + ctx, ids + 100, 10 * sizeof(int32_t));
+    memcpy(y + ctx, ids + 120, 10 * sizeof(int32_t));
+    ck_assert_int_ne(x[ctx], y[ctx]);
+    for (int i = 0; i < 80; i++)   /* shares nothing with ctx at position 0 */
+        other[i] = ids[(i * 7 + 3) % 150];
+    ck_assert_int_ne(other[0], ids[0]);
+    struct got cx, cy, gx, gy, go;
+    cold(p, mtp, x, ctx + 10, false, N_GEN, &cx);
+    cold(p, mtp, y, ctx + 10, false, N_GEN, &cy);
+
+    struct fixture_pool f;
+    fixture_pool_start(&f, p, 2, mtp);
+    msubmit(&f, other, 80, 2, false, &go);   /* slot 0 */
+    msubmit(&f, x, ctx + 10, N_GEN, false, &gx);   /* slot 1 */
+    fixture_pool_drain(&f);
+    mdone(&go, 2);
+    mdone(&gx, N_GEN);
+    ck_assert_int_eq(gx.slot, 1);
+    same_gen(&gx, &cx, "x cold");
+    /* now: slot 0 keeps 'other', slot 1 keeps x. Make x busy in slot 1 again
+     * (reuses itself) and send y: slot 0 (stale 'other') gets it and copies */
+    msubmit(&f, x, ctx + 10, N_GEN, false, &gx);
+    step_to_first_token(&f, &gx);
+    msubmit(&f, y, ctx + 10, N_GEN, false, &gy);
+    fixture_pool_drain(&f);
+    mdone(&gx, N_GEN);
+    mdone(&gy, N_GEN);
+    ck_assert_int_eq(gx.slot, 1);
+    ck_assert_int_eq(gy.slot, 0);
+    ck_assert_int_eq(gy.n_cached, ctx);
+    same_gen(&gx, &cx, "x again");
+    same_gen(&gy, &cy, "y after the copy");
+    struct st_pool_stats st;
+    st_engine_pool_stats(f.pool, &st);
+    ck_assert_uint_eq(st.copied_tokens, (uint64_t)ctx);
+    fixture_pool_stop(&f);
+}
+
+START_TEST(test_engine_prefix_copy_model_greedy_same_as_cold)
+{
+    greedy_after_copy(path, 0);
+}
+END_TEST
+
+START_TEST(test_engine_prefix_copy_model_mtp_greedy_same_as_cold)
+{
+    greedy_after_copy(path_mtp, 2);
+}
+END_TEST
+
+static bool same_float(float a, float b) { return memcmp(&a, &b, sizeof(a)) == 0; }
+
+START_TEST(test_engine_prefix_copy_model_multiple_choice_four_slots)
+{
+    /* lm-eval: one context, four answers, all sent at once to four slots.
+     * The first reads everything; each other copies the context (less its
+     * last token, whose row scores the answer) when it gets the lines, and
+     * reports the cold scores bit for bit. */
+    static int32_t ids[MAXP], prompt[4][MAXP];
+    static struct got ref[4], g[4];
+    int64_t n_ids = text_ids(path, ids, 120);
+    ck_assert_int_ge(n_ids, 120);
+    const int64_t ctx = 45;
+    int64_t n[4];
+    for (int i = 0; i < 4; i++) {
+        memcpy(prompt[i], ids, ctx * sizeof(int32_t));
+        n[i] = ctx + 3 + i;
+        memcpy(prompt[i] + ctx, ids + 60 + 12 * i, (size_t)(3 + i) * sizeof(int32_t));
+        for (int j = 0; j < i; j++)
+            ck_assert_int_ne(prompt[i][ctx], prompt[j][ctx]);
+        cold(path, 0, prompt[i], n[i], true, 1, &ref[i]);
+    }
+    struct fixture_pool f;
+    fixture_pool_start(&f, path, 4, 0);
+    for (int i = 0; i < 4; i++)
+        msubmit(&f, prompt[i], n[i], 1, true, &g[i]);
+    fixture_pool_drain(&f);
+    int copies = 0;
+    for (int i = 0; i < 4; i++) {
+        mdone(&g[i], 1);
+        ck_assert_int_eq(g[i].n_pos, n[i]);
+        copies += g[i].n_cached == ctx - 1;
+        ck_assert_msg(g[i].n_cached == 0 || g[i].n_cached == ctx - 1, "n_cached %lld",
+                      (long long)g[i].n_cached);
+        ck_assert_int_eq(g[i].gen[0], ref[i].gen[0]);
+        for (int64_t p = 1; p < n[i]; p++) {
+            ck_assert_msg(g[i].has[p], "answer %d position %lld not scored", i, (long long)p);
+            ck_assert_msg(same_float(g[i].lp[p], ref[i].lp[p]), "answer %d position %lld: "
+                          "%.9g vs %.9g", i, (long long)p, (double)g[i].lp[p],
+                          (double)ref[i].lp[p]);
+            ck_assert_int_eq(g[i].rank[p], ref[i].rank[p]);
+            ck_assert_int_eq(g[i].top_id[p], ref[i].top_id[p]);
+        }
+    }
+    ck_assert_int_eq(copies, 3);
+    struct st_pool_stats st;
+    st_engine_pool_stats(f.pool, &st);
+    ck_assert_uint_eq(st.copied_tokens, 3 * (uint64_t)(ctx - 1));
+    ck_assert_uint_eq(st.cached_tokens, 3 * (uint64_t)(ctx - 1));
+    fixture_pool_stop(&f);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("engine_prefix_copy");
+    TCase *t = tcase_create("sim");
+    tcase_add_test(t, test_engine_prefix_copy_from_busy_slot);
+    tcase_add_test(t, test_engine_prefix_copy_from_free_slot_not_chosen);
+    tcase_add_test(t, test_engine_prefix_copy_threshold);
+    tcase_add_test(t, test_engine_prefix_copy_gain_over_own_prefix);
+    tcase_add_test(t, test_engine_prefix_copy_not_with_cache_prompt_false);
+    tcase_add_test(t, test_engine_prefix_copy_when_it_gets_the_lines);
+    tcase_add_test(t, test_engine_prefix_copy_takes_the_scores);
+    tcase_add_test(t, test_engine_prefix_copy_unscored_carries_the_scores);
+    suite_add_tcase(s, t);
+    TCase *mt = tcase_create("model");
+    tcase_add_checked_fixture(mt, model_setup, model_teardown);
+    tcase_set_timeout(mt, 300);
+    tcase_add_test(mt, test_engine_prefix_copy_model_greedy_same_as_cold);
+    tcase_add_test(mt, test_engine_prefix_copy_model_mtp_greedy_same_as_cold);
+    tcase_add_test(mt, test_engine_prefix_copy_model_multiple_choice_four_slots);
+    suite_add_tcase(s, mt);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(suite(), CK_NOFORK);
+}
