@@ -91,6 +91,24 @@ KQ_HD int kq_int_b4(const uint8_t *p, int i)
     return ((const int *)(const void *)p)[i];
 }
 
+/* n ints (n % 4 == 0) at p, which must be 16-byte aligned, by 16-byte loads:
+ * a quarter of the load instructions of int loads, and whole 16-byte pieces
+ * per lane (HOPPER.md). Q4_K/Q5_K quants (144/176-byte blocks at 16-byte
+ * aligned offsets) and q8_1 activation rows (16-byte strides) qualify. */
+template <int n>
+KQ_HD void kq_load_ints16(const uint8_t *p, int *v)
+{
+    const int4 *q = (const int4 *)(const void *)p;
+KQ_UNROLL
+    for (int i = 0; i < n / 4; i++) {
+        const int4 t = q[i];
+        v[4 * i] = t.x;
+        v[4 * i + 1] = t.y;
+        v[4 * i + 2] = t.z;
+        v[4 * i + 3] = t.w;
+    }
+}
+
 /* ---- integer SIMD within a word ------------------------------------------ */
 
 /* sum of the 4 signed byte products of a and b, plus c */

@@ -52,7 +52,8 @@ static inline size_t st_kern_q8_1_row_bytes(int64_t n)
 cudaError_t st_kern_quantize_q8_1(void *dst, size_t dst_stride, const float *x, int64_t n,
                                   int64_t n_rows, cudaStream_t stream);
 
-/* dst[i] = fp16(x[i]) for i < n (round to nearest). */
+/* dst[i] = fp16(x[i]) for i < n (round to nearest; beyond +-65504 saturates
+ * to +-65504 instead of inf; NaN stays NaN). */
 cudaError_t st_kern_f32_to_f16(uint16_t *dst, const float *x, int64_t n, cudaStream_t stream);
 
 /* ---- matrix-vector products (mmvq.cu) -------------------------------------

@@ -118,7 +118,8 @@ static __global__ void __launch_bounds__(MMV_THREADS) mmv_quant(const st_kern_mm
 #pragma unroll
             for (int j = 0; j < MMV_NX; j++) {
                 if (j < cnt) {
-                    const int *xi = (const int *)(xr[j] + (size_t)it * K::IE);
+                    int xi[K::IE / 4];   /* q8_1 rows: 16-byte aligned, IE a multiple of 32 */
+                    kq_load_ints16<K::IE / 4>(xr[j] + (size_t)it * K::IE, xi);
                     const float2 *ds =
                         (const float2 *)(xr[j] + a.n_in) + (size_t)it * (K::IE / 32);
                     acc[j] += K::dot(wv, xi, ds);

@@ -5,9 +5,10 @@
  * moe_route: one 256-thread block per row. The row's n_exp logits go to
  *   shared memory; block max, exp, block sum, p = e / sum (as the CPU
  *   backend). Then k rounds of a block arg-max over the untaken experts
- *   (larger p first, the lower index on ties; a taken expert's p is set to
- *   -1), and the chosen weights are renormalised by their sum (clamped to
- *   >= 6.1035e-5). Layout: logits f32 [n_exp, n_rows]; sel i32 / wts f32
+ *   (larger p first, the lower index on ties; NaN below every number, so
+ *   a row of NaN logits picks experts 0..k-1 with NaN weights, as the CPU
+ *   does, instead of indexing past the table), and the chosen weights are
+ *   renormalised by their sum (clamped to >= 6.1035e-5). Layout: logits f32 [n_exp, n_rows]; sel i32 / wts f32
  *   [k, n_rows].
  *
  * moe_group: one 1024-thread block. Counts pairs per expert (shared
@@ -92,19 +93,23 @@ moe_route(int32_t *sel, float *wts, const float *logits, int n_exp, int k)
     __syncthreads();
 
     for (int j = 0; j < k; j++) {
+        /* rank keys: p >= 0; a NaN p (NaN logits) ranks -1, below every
+         * number, so some untaken expert always wins (k <= n_exp) and bi is
+         * a valid index; taken experts are -3, below the start value */
         float bv = -2.0f;
         int bi = 0x7fffffff;
         for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS) {
-            if (p[e] > bv || (p[e] == bv && e < bi)) {
-                bv = p[e];
+            const float v = p[e] != p[e] ? -1.0f : p[e];
+            if (v > bv || (v == bv && e < bi)) {
+                bv = v;
                 bi = e;
             }
         }
         block_argmax(&bv, &bi, sv, si);
         if (threadIdx.x == 0) {
             sel[r * k + j] = bi;
-            chosen[j] = bv;
-            p[bi] = -1.0f;
+            chosen[j] = p[bi];
+            p[bi] = -3.0f;
         }
         __syncthreads();
     }

@@ -27,8 +27,11 @@
  *   sum_l x_l * (D*sc*q_l - M) ~= D*sc*d*sum_l(q_l*xq_l) - M*s.
  *
  * Alignment: blocks of 34/18/210/110/98 bytes are only 2-byte aligned, so
- * their ints are read as two halves (kq_int_b2); Q4_K/Q5_K/IQ4_XS quants
- * are 4-byte aligned (kq_int_b4). Activation rows are 16-byte aligned.
+ * their ints are read as two halves (kq_int_b2); IQ4_XS quants are 4-byte
+ * aligned (kq_int_b4); Q4_K/Q5_K quants sit at 16-byte multiples of their
+ * 144/176-byte blocks (rows, expert slabs and cudaMalloc bases are 16-byte
+ * multiples too) and are read 16 bytes at a time (kq_load_ints16).
+ * Activation rows are 16-byte aligned.
  */
 #ifndef STRATA_KERNELS_QUANT_DEV_CUH
 #define STRATA_KERNELS_QUANT_DEV_CUH
@@ -183,9 +186,7 @@ struct kq<ST_DTYPE_Q4_K> {
         kq_scale_min_k4(2 * c + 1, b + 4, &sc, &m);
         w.d1 = d * (float)sc;
         w.m1 = dmin * (float)m;
-KQ_UNROLL
-        for (int i = 0; i < 8; i++)
-            w.q[i] = kq_int_b4(b + 16 + 32 * c, i);
+        kq_load_ints16<8>(b + 16 + 32 * c, w.q);   /* 16 + 32c: 16-byte aligned (144-byte blocks) */
     }
     static KQ_HD float dot(const W &w, const int *x, const float2 *ds)
     {
@@ -226,11 +227,13 @@ struct kq<ST_DTYPE_Q5_K> {
         kq_scale_min_k4(2 * c + 1, b + 4, &sc, &m);
         w.d1 = d * (float)sc;
         w.m1 = dmin * (float)m;
+        int ql[8], qh[8];
+        kq_load_ints16<8>(b + 48 + 32 * c, ql);    /* 16-byte aligned (176-byte blocks) */
+        kq_load_ints16<8>(b + 16, qh);
 KQ_UNROLL
         for (int i = 0; i < 8; i++) {
-            int ql = kq_int_b4(b + 48 + 32 * c, i), qh = kq_int_b4(b + 16, i);
-            w.q0[i] = (ql & 0x0f0f0f0f) | (((qh >> (2 * c)) & 0x01010101) << 4);
-            w.q1[i] = ((ql >> 4) & 0x0f0f0f0f) | (((qh >> (2 * c + 1)) & 0x01010101) << 4);
+            w.q0[i] = (ql[i] & 0x0f0f0f0f) | (((qh[i] >> (2 * c)) & 0x01010101) << 4);
+            w.q1[i] = ((ql[i] >> 4) & 0x0f0f0f0f) | (((qh[i] >> (2 * c + 1)) & 0x01010101) << 4);
         }
     }
     static KQ_HD float dot(const W &w, const int *x, const float2 *ds)

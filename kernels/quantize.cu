@@ -1,5 +1,5 @@
 /* quantize.cu -- activation conversions before a matmul: f32 rows to q8_1
- * (the dp4a path) and f32 to fp16 (the cuBLAS path).
+ * (the dp4a path) and f32 to fp16, saturating (the cuBLAS path).
  *
  * q8_1 mapping: one warp per 32-element block, one element per lane; 8
  * warps (256 threads) per CUDA block. grid.x covers the blocks of a row,
@@ -48,11 +48,16 @@ extern "C" cudaError_t st_kern_quantize_q8_1(void *dst, size_t dst_stride, const
     return cudaGetLastError();
 }
 
+/* Saturating: an activation beyond fp16's range (|x| > 65504) becomes
+ * +-65504, not inf, so one outlier cannot turn a whole GEMM row into
+ * inf/NaN (NaN stays NaN). */
 static __global__ void f32_to_f16(__half *dst, const float *x, int64_t n)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        dst[i] = __float2half_rn(x[i]);
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const float v = x[i];   /* comparisons, not fminf/fmaxf: those turn NaN into a bound */
+        dst[i] = __float2half_rn(v > 65504.0f ? 65504.0f : v < -65504.0f ? -65504.0f : v);
+    }
 }
 
 extern "C" cudaError_t st_kern_f32_to_f16(uint16_t *dst, const float *x, int64_t n,

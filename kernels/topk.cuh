@@ -35,18 +35,21 @@ extern "C" {
 
 static_assert(TOPK_MAX <= TOPK_THREADS, "one thread per candidate");
 
-static __device__ __forceinline__ uint32_t order_key(float v)
+/* Host and device (test_cuda_kern_host checks the order against
+ * st_draw_before on the host). */
+KQ_HD uint32_t order_key(float v)
 {
     if (v != v)
         return 0u;
     if (v == 0.0f)
         return 0x80000000u;   /* -0 and +0 compare equal: one key */
-    const uint32_t b = __float_as_uint(v);
+    uint32_t b;
+    memcpy(&b, &v, sizeof(b));
     return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 
 /* st_draw_before on the device. */
-static __device__ __forceinline__ bool before(float v, int i, float bv, int bi)
+KQ_HD bool before(float v, int i, float bv, int bi)
 {
     if (v != v)
         return bv != bv && i < bi;

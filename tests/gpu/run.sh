@@ -12,14 +12,16 @@
 #      at them; pkg-config = the machine's, else the carried pkgconf when it
 #      runs here (it needs glibc 2.34), else tests/gpu/pkg-config.py;
 #   2. configure once (sm_90; the server too when its libraries are found),
-#      build the kernels, the CUDA suites and gpu_bench;
-#      then, IN THE BACKGROUND, write the models one after the other
-#      (a3b Q4_K 17 GB, mtp-demo, a3b IQ3_S: single-threaded, ~1.5 min each)
-#      while the tests run;
-#   3. ctest -L cuda; on a failure each tcase of cuda_ops again in its own
-#      process (a sticky CUDA error kills every later test of a process), and
-#      the first failing tcase under compute-sanitizer (which kernel, which
-#      address);
+#      build the kernels and gpu_bench; then, IN THE BACKGROUND, write the
+#      models one after the other (a3b Q4_K 17 GB, mtp-demo, a3b IQ3_S:
+#      single-threaded, ~1.5 min each; in /dev/shm when it has 40 GiB free)
+#      while the CUDA suites are built and run;
+#   3. ctest -L cuda (cuda_kern_host, cuda_ops: every op against the CPU,
+#      cuda_model: the whole model, graphs and MTP against the CPU); on a
+#      failure each tcase of cuda_ops again in its own process (a sticky CUDA
+#      error kills every later test of a process), and the first failing
+#      tcase under compute-sanitizer (which kernel, which address), or
+#      cuda_model under it when only that failed;
 #   4. gpu_bench kern: each weight type alone, eager and graphed (GB/s);
 #   5. gpu_bench run on a3b Q4_K: prompt 512, decode np 1 and 4 (greedy ids
 #      drawn on the device, sampled ids (top-k 40 / top-p / min-p) drawn on
@@ -42,6 +44,13 @@ SUMMARY=$LOGS/summary.txt
 : >"$SUMMARY"
 JOBS=$(nproc 2>/dev/null || echo 8)
 STATUS=0
+# The models (a3b Q4_K 17.3 GB + IQ3_S) go to /dev/shm when it has room:
+# writing them is disk-bound where the page cache cannot hold them (254 s for
+# the Q4_K file on a loaded dev machine, 28 s of it CPU), in RAM it is CPU-bound.
+SHM_FREE=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print int($4 / 1048576)}')
+if [[ -z ${GPU_MODELS_DIR:-} ]] && (( ${SHM_FREE:-0} >= 40 )); then
+    GPU_MODELS_DIR=/dev/shm/strata-models
+fi
 MODELS=${GPU_MODELS_DIR:-$ROOT/build-gpu/models}
 mkdir -p "$MODELS"
 # For rehearsals on a machine without a GPU: GPU_CHECK_PRESET=medium writes
@@ -100,7 +109,8 @@ say "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 say "nvcc: $(command -v nvcc || echo MISSING) $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
 say "cmake $(cmake --version 2>/dev/null | head -1 | awk '{print $3}'), ninja $(ninja --version 2>/dev/null || echo no), cc $(cc -dumpfullversion 2>/dev/null), python3 $(python3 -c 'import sys; print(sys.version.split()[0])' 2>/dev/null || echo no)"
 command -v nvcc >/dev/null || { say "FAILED: no nvcc on this machine"; exit 1; }
-df -h "$MODELS" | tail -1 | awk '{print "disk for models: " $4 " free"}' | while read -r l; do say "$l"; done
+df -h "$MODELS" | tail -1 | awk -v d="$MODELS" '{print "models in " d ": " $4 " free"}' |
+    while read -r l; do say "$l"; done
 
 # The top-level CMakeLists asks for CMake 3.25 (what the dev machine has);
 # nothing in it needs more than 3.20, so an older CMake here gets a patched
@@ -164,6 +174,12 @@ configure() {
     step configure 90 cmake -S . -B build-gpu "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
         -DSTRATA_SERVER=$SERVER -DSTRATA_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90
 }
+# a build-gpu left by a tree at another path (a copied folder) cannot be reused
+if [[ -f build-gpu/CMakeCache.txt ]] &&
+   ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$ROOT" build-gpu/CMakeCache.txt; then
+    say "build-gpu was configured for another tree: configuring afresh"
+    rm -rf build-gpu/CMakeCache.txt build-gpu/CMakeFiles
+fi
 CONF_OK=0
 configure && CONF_OK=1
 if ((!CONF_OK)) && [[ $SERVER == ON ]]; then
@@ -175,9 +191,10 @@ if ((!CONF_OK)) && [[ $SERVER == ON ]]; then
 fi
 ((CONF_OK)) || { say "FAILED: configure"; tail -20 "$LOGS/configure.log" | tee -a "$SUMMARY"; exit 1; }
 grep -q "CUDA backend ON" "$LOGS/configure.log" || { say "FAILED: CMake found no CUDA compiler"; exit 1; }
-step build 240 cmake --build build-gpu -j"$JOBS" --target st_kernels test_cuda_ops \
-    test_cuda_kern_host gpu_bench || {
-    say "FAILED: build"; grep -E "error|Error" "$LOGS/build.log" | head -20 | tee -a "$SUMMARY"; exit 1; }
+# gpu_bench first (it writes the models), the suites while the models are written
+step build_bench 200 cmake --build build-gpu -j"$JOBS" --target st_kernels gpu_bench || {
+    say "FAILED: build"; grep -E "error|Error" "$LOGS/build_bench.log" | head -20 | tee -a "$SUMMARY"
+    exit 1; }
 
 BENCH=build-gpu/tests/gpu_bench
 # make_models: write the models one after the other; NAME.done holds the
@@ -208,6 +225,10 @@ make_models() {
 rm -f "$MODELS"/*.done "$MODELS"/*.fallback
 make_models >"$LOGS/make_models.log" 2>&1 </dev/null &   # not on our stdout: the
 BG_PID=$!                                                  # device call waits for it
+step build 150 cmake --build build-gpu -j"$JOBS" --target test_cuda_ops test_cuda_kern_host \
+    test_cuda_model || {
+    say "FAILED: build"; grep -E "error|Error" "$LOGS/build.log" | head -20 | tee -a "$SUMMARY"
+    exit 1; }
 # wait_model NAME: 0 when NAME.gguf was made (waits for it, within the budget)
 wait_model() {
     while [[ ! -f $MODELS/$1.done ]] && (( $(left) > 10 )); do sleep 2; done
@@ -222,7 +243,8 @@ wait_model() {
 CASES=(backend matmul rows attention moe optional)     # the tcases of test_cuda_ops.c
 if step ctest_cuda 180 ctest --test-dir build-gpu -L cuda -V --timeout 170; then
     grep -q "Skipped\|Not Run" "$LOGS/ctest_cuda.log" && { say "FAILED: CUDA tests skipped on a GPU machine"; STATUS=1; }
-    grep -hE "cuda_ops: |Checks: |tests passed" "$LOGS/ctest_cuda.log" | head -4 | while read -r l; do say "$l"; done
+    grep -hE "cuda_ops: |cuda_model: |Checks: |tests passed" "$LOGS/ctest_cuda.log" | head -12 |
+        while read -r l; do say "$l"; done
 else
     say "FAILED: CUDA tests"; STATUS=1
     grep -E ":[FE]:|unusable|Failed|Timeout" "$LOGS/ctest_cuda.log" | head -25 | tee -a "$SUMMARY"
@@ -237,6 +259,13 @@ else
         CK_RUN_CASE=$FIRST_BAD step "sanitize_$FIRST_BAD" 90 compute-sanitizer --tool memcheck \
             --print-limit 20 build-gpu/tests/test_cuda_ops
         grep -E "=========" "$LOGS/sanitize_$FIRST_BAD.log" | head -30 | tee -a "$SUMMARY"
+    elif grep -qE "cuda_model .*(Failed|Exception|Timeout)" "$LOGS/ctest_cuda.log" &&
+         command -v compute-sanitizer >/dev/null; then
+        # the ops pass one by one but the whole model does not: its kernels' accesses
+        step sanitize_model 120 compute-sanitizer --tool memcheck --print-limit 20 \
+            build-gpu/tests/test_cuda_model
+        grep -E "=========|cuda_model:|:[FE]:" "$LOGS/sanitize_model.log" | head -30 |
+            tee -a "$SUMMARY"
     fi
 fi
 

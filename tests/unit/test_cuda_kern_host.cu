@@ -10,7 +10,9 @@
  *   - the item decoder + integer dot (load/dot) equals the float dot of
  *     the dequantized weights with the dequantized q8_1 activations, for
  *     every type (so nibble order, sign masks, scales and the (d, s)
- *     activation terms are right before the code ever meets a GPU).
+ *     activation terms are right before the code ever meets a GPU);
+ *   - the order keys of the top-k radix select (topk.cuh) sort exactly as
+ *     st_draw_before (zeros, NaN, infinities, ties).
  * What it cannot check: launches, indexing across threads, shared memory,
  * warp shuffles -- test_cuda_ops does that on a GPU.
  */
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "quant_dev.cuh"
+#include "topk.cuh"
 extern "C" {
 #include "support.h"
 }
@@ -199,6 +202,37 @@ START_TEST(test_cuda_kern_host_q8_1_layout)
 }
 END_TEST
 
+/* The radix select of sample.cu / score.cu ranks logits by order_key: a
+ * larger key must be exactly "ranks before" of st_draw_before ignoring ids
+ * (a larger number; any number before NaN), equal keys exactly the ties
+ * (equal numbers, -0 == +0, or both NaN); and the device's before() must
+ * be st_draw_before. */
+START_TEST(test_cuda_kern_host_order_key_matches_draw_order)
+{
+    float v[64];
+    int n = 0;
+    const float special[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1.0f, -1.0f,
+                              1e-45f, -1e-45f, 1.17549435e-38f, -3.4028235e38f, 3.4028235e38f };
+    for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+        v[n++] = special[i];
+    while (n < 64)
+        v[n++] = rndf() * (n % 3 == 0 ? 1e30f : 10.0f);
+    v[60] = v[61];                          /* an exact tie between numbers */
+    for (int a = 0; a < n; a++) {
+        for (int b = 0; b < n; b++) {
+            const float x = v[a], y = v[b];
+            const bool gt = x == x && (y != y || x > y), eq = x == y || (x != x && y != y);
+            ck_assert_msg((order_key(x) > order_key(y)) == gt, "%g vs %g", (double)x, (double)y);
+            ck_assert_msg((order_key(x) == order_key(y)) == eq, "%g vs %g", (double)x,
+                          (double)y);
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++)
+                    ck_assert(before(x, i, y, j) == st_draw_before(x, i, y, j));
+        }
+    }
+}
+END_TEST
+
 static Suite *kern_host_suite(void)
 {
     Suite *s = suite_create("cuda_kern_host");
@@ -209,6 +243,7 @@ static Suite *kern_host_suite(void)
     tcase_add_test(tc, test_cuda_kern_host_q8_1_layout);
     tcase_add_test(tc, test_cuda_kern_host_dequant_matches_reference);
     tcase_add_test(tc, test_cuda_kern_host_dot_matches_reference);
+    tcase_add_test(tc, test_cuda_kern_host_order_key_matches_draw_order);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -205,7 +205,8 @@ START_TEST(test_cuda_ops_matmul_all_types)
     enum st_dtype t = wtypes[_i];
     for (size_t r = 0; r < ST_ARRAY_LEN(rows); r++) {
         check_matmul(t, 512, 72, rows[r]);          /* 8..64 items per row: 8 lanes/row */
-        check_matmul(t, 2048, 40, rows[r]);         /* 32+ items per row: a warp per row */
+        check_matmul(t, 2048, 41, rows[r]);         /* 32+ items per row: a warp per row;
+                                                     * 41 = 10 blocks of 4 rows + 1 (idle lanes) */
     }
     if (t == ST_DTYPE_F32 || t == ST_DTYPE_F16 || t == ST_DTYPE_BF16)
         check_matmul(t, 64, 128, 2);                /* small float rows (the router) */
@@ -373,6 +374,51 @@ static void check_rope(int64_t width, int32_t hd, int32_t n_rot, bool in_place)
     free(x);
 }
 
+/* 70,000 rows: more than one launch's 65,535 grid rows (embed and rope
+ * loop over row chunks); every row must land where the CPU puts it. */
+START_TEST(test_cuda_ops_rows_beyond_grid_y)
+{
+    const int64_t n = 70000, E = 64, V = 100;
+    float *tab = rand_floats(E * V, 1.0f);
+    int32_t *ids = malloc((size_t)n * sizeof(int32_t)), *pos = malloc((size_t)n * sizeof(int32_t));
+    struct st_backend *b[2] = { cpu, gpu };
+    float *out[2][2];
+    struct st_err err;
+
+    for (int64_t r = 0; r < n; r++) {
+        ids[r] = (int32_t)((r * 37) % V);
+        pos[r] = (int32_t)(r % 509);
+    }
+    for (int i = 0; i < 2; i++) {
+        struct st_tensor t = put(b[i], ST_DTYPE_F32, E, V, 1, tab);
+        struct st_tensor id = put(b[i], ST_DTYPE_I32, n, 1, 1, ids);
+        struct st_tensor ps = put(b[i], ST_DTYPE_I32, n, 1, 1, pos);
+        struct st_tensor x = put(b[i], ST_DTYPE_F32, E, n, 1, NULL);
+        struct st_tensor y = put(b[i], ST_DTYPE_F32, E, n, 1, NULL);
+        ck_assert_msg(st_backend_embed(b[i], &x, &t, &id, &err) == ST_OK, "%s", err.msg);
+        ck_assert_msg(st_backend_rope(b[i], &y, &x, &ps, 32, 32, 1e4f, 1.0f, &err) == ST_OK,
+                      "%s", err.msg);
+        out[i][0] = get(b[i], &x);
+        out[i][1] = get(b[i], &y);
+        st_backend_release(b[i], &y);
+        st_backend_release(b[i], &x);
+        st_backend_release(b[i], &ps);
+        st_backend_release(b[i], &id);
+        st_backend_release(b[i], &t);
+    }
+    ck_assert_int_eq(memcmp(out[0][0], out[1][0], (size_t)(E * n) * sizeof(float)), 0);
+    ck_assert_msg(rel_err(out[1][1], out[0][1], E * n) <= 1e-3, "rope: %.3g",
+                  rel_err(out[1][1], out[0][1], E * n));
+    for (int i = 0; i < 2; i++) {
+        free(out[i][0]);
+        free(out[i][1]);
+    }
+    free(ids);
+    free(pos);
+    free(tab);
+}
+END_TEST
+
 START_TEST(test_cuda_ops_rope)
 {
     check_rope(32 * 128, 128, 128, true);
@@ -475,10 +521,15 @@ END_TEST
 
 /* ---- MoE ---------------------------------------------------------------- */
 
+/* Routing equals the CPU's (ids exact, weights 1e-4), also for a row of
+ * NaN logits (experts 0..k-1 as the CPU picks them, NaN weights). */
 START_TEST(test_cuda_ops_moe_route)
 {
     const int64_t E = 256, X = 128, k = 8, n = 5;
     float *wr = rand_floats(E * X, 0.3f), *x = rand_floats(E * n, 1.0f);
+    /* the last row has a NaN: every logit and p is NaN; the kernel once
+     * picked expert 0x7fffffff there and wrote shared memory out of bounds */
+    x[(n - 1) * E + 3] = NAN;
     struct st_tensor rc = wrap(cpu, ST_DTYPE_F32, E, X, 1, wr), rg = wrap(gpu, ST_DTYPE_F32, E, X, 1, wr);
     struct st_tensor xc = put(cpu, ST_DTYPE_F32, E, n, 1, x), xg = put(gpu, ST_DTYPE_F32, E, n, 1, x);
     struct st_tensor sc = put(cpu, ST_DTYPE_I32, k, n, 1, NULL), sg = put(gpu, ST_DTYPE_I32, k, n, 1, NULL);
@@ -491,7 +542,11 @@ START_TEST(test_cuda_ops_moe_route)
     float *w1 = get(cpu, &wc), *w2 = get(gpu, &wg);
     for (int64_t i = 0; i < k * n; i++)
         ck_assert_int_eq(s1[i], s2[i]);
-    ck_assert(rel_err(w2, w1, k * n) <= 1e-4);
+    ck_assert(rel_err(w2, w1, k * (n - 1)) <= 1e-4);
+    for (int64_t j = 0; j < k; j++) {            /* the NaN row: experts 0..k-1, NaN weights */
+        ck_assert_int_eq(s2[(n - 1) * k + j], (int32_t)j);
+        ck_assert(isnan(w2[(n - 1) * k + j]));
+    }
     free(s1);
     free(s2);
     free(w1);
@@ -506,10 +561,11 @@ START_TEST(test_cuda_ops_moe_route)
 }
 END_TEST
 
-static void check_moe_ffn(enum st_dtype tg, enum st_dtype tu, enum st_dtype td, int64_t E,
-                          int64_t F, int64_t n)
+/* sel: X experts, k distinct per row; 0 = the pattern below (k = 2), else
+ * k consecutive experts from a per-row start. */
+static void check_moe_ffn_xk(enum st_dtype tg, enum st_dtype tu, enum st_dtype td, int64_t E,
+                             int64_t F, int64_t n, int64_t X, int64_t k)
 {
-    const int64_t X = 8, k = 2;
     void *g = rand_weights(tg, E, F * X, 0.5f), *u = rand_weights(tu, E, F * X, 0.5f);
     void *d = rand_weights(td, F, E * X, 0.5f);
     float *x = rand_floats(E * n, 1.0f), *w = rand_floats(k * n, 1.0f);
@@ -519,12 +575,15 @@ static void check_moe_ffn(enum st_dtype tg, enum st_dtype tu, enum st_dtype td, 
     float *out[2];
     struct st_err err;
 
-    for (int64_t r = 0; r < n; r++) {         /* distinct experts per row; repeats across rows */
+    for (int64_t r = 0; r < n && k == 2; r++) { /* distinct experts per row; repeats across rows */
         sel[r * k] = (int32_t)((r * 3) % X);
         sel[r * k + 1] = (int32_t)((r * 3 + 1 + r % 5) % X);
         if (sel[r * k + 1] == sel[r * k])
             sel[r * k + 1] = (sel[r * k] + 1) % (int32_t)X;
     }
+    for (int64_t r = 0; r < n && k != 2; r++)
+        for (int64_t j = 0; j < k; j++)
+            sel[r * k + j] = (int32_t)((r * 5 + j) % X);
     for (int i = 0; i < 2; i++) {
         t[i][0] = put(b[i], ST_DTYPE_F32, E, n, 1, NULL);
         t[i][1] = put(b[i], ST_DTYPE_F32, E, n, 1, x);
@@ -554,6 +613,12 @@ static void check_moe_ffn(enum st_dtype tg, enum st_dtype tu, enum st_dtype td, 
     free(sel);
 }
 
+static void check_moe_ffn(enum st_dtype tg, enum st_dtype tu, enum st_dtype td, int64_t E,
+                          int64_t F, int64_t n)
+{
+    check_moe_ffn_xk(tg, tu, td, E, F, n, 8, 2);
+}
+
 START_TEST(test_cuda_ops_moe_ffn)
 {
     const int64_t rows[] = { 1, 4, 21 };
@@ -567,6 +632,15 @@ START_TEST(test_cuda_ops_moe_ffn)
         check_moe_ffn(ST_DTYPE_IQ3_XXS, ST_DTYPE_Q6_K, ST_DTYPE_Q4_0, 256, 64, n);
         check_moe_ffn(ST_DTYPE_F32, ST_DTYPE_F32, ST_DTYPE_F32, 64, 32, n);
     }
+}
+END_TEST
+
+/* A prompt chunk of 8200 rows x 8 experts = 65,600 pairs: more than one
+ * launch's 65,535 grid rows for the per-pair quantize, and groups of ~4,000
+ * rows each for the grouped kernel. */
+START_TEST(test_cuda_ops_moe_ffn_many_pairs)
+{
+    check_moe_ffn_xk(ST_DTYPE_Q8_0, ST_DTYPE_Q8_0, ST_DTYPE_Q8_0, 64, 64, 8200, 16, 8);
 }
 END_TEST
 
@@ -630,6 +704,52 @@ START_TEST(test_cuda_ops_sample_matches_cpu)
     free(got[0]);
     free(got[1]);
     free(lg);
+}
+END_TEST
+
+/* Small vocabularies: not a multiple of the block's 1024 threads, fewer
+ * tokens than the 256 candidates (k becomes V), and a single token. */
+static void sample_both(const float *lg, int64_t V, int64_t n, const struct st_draw *d)
+{
+    struct st_backend *b[2] = { cpu, gpu };
+    int32_t *got[2];
+    struct st_err err;
+
+    for (int i = 0; i < 2; i++) {
+        struct st_tensor l = put(b[i], ST_DTYPE_F32, V, n, 1, lg);
+        struct st_tensor ids = put(b[i], ST_DTYPE_I32, n, 1, 1, NULL);
+        struct st_tensor dt = put(b[i], ST_DTYPE_I32, ST_DRAW_WORDS, n, 1, d);
+        ck_assert_msg(st_backend_sample(b[i], &ids, &l, &dt, &err) == ST_OK, "%s", err.msg);
+        got[i] = get(b[i], &ids);
+        st_backend_release(b[i], &l);
+        st_backend_release(b[i], &ids);
+        st_backend_release(b[i], &dt);
+    }
+    for (int64_t r = 0; r < n; r++) {
+        ck_assert_msg(got[0][r] == got[1][r], "V %lld row %lld: cpu %d, cuda %d", (long long)V,
+                      (long long)r, got[0][r], got[1][r]);
+        ck_assert(got[1][r] >= 0 && got[1][r] < V);
+    }
+    free(got[0]);
+    free(got[1]);
+}
+
+START_TEST(test_cuda_ops_sample_small_vocab)
+{
+    enum { N = 4 };
+    const int64_t vs[] = { 1001, 100, 1 };
+    struct st_draw d[N];
+    for (int r = 0; r < N; r++)
+        d[r] = (struct st_draw){ .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .temp = 1.0f,
+                                 .u = (r + 0.5) / N };
+    d[1].top_p = 0.9f;
+    d[2].top_k = 256, d[2].min_p = 0.02f;
+    d[3].temp = 0.0f;
+    for (size_t i = 0; i < ST_ARRAY_LEN(vs); i++) {
+        float *lg = rand_floats(vs[i] * N, 3.0f);
+        sample_both(lg, vs[i], N, d);
+        free(lg);
+    }
 }
 END_TEST
 
@@ -905,17 +1025,20 @@ static Suite *cuda_suite(void)
     tcase_add_test(rows, test_cuda_ops_embed_bad_id_reported);
     tcase_add_test(rows, test_cuda_ops_norm_add_silu);
     tcase_add_test(rows, test_cuda_ops_rope);
+    tcase_add_test(rows, test_cuda_ops_rows_beyond_grid_y);
     tcase_set_timeout(attn, 120);
     tcase_add_test(attn, test_cuda_ops_attention);
     tcase_set_timeout(moe, 120);
     tcase_add_test(moe, test_cuda_ops_moe_route);
     tcase_add_test(moe, test_cuda_ops_moe_ffn);
+    tcase_add_test(moe, test_cuda_ops_moe_ffn_many_pairs);
     suite_add_tcase(s, mem);
     suite_add_tcase(s, mm);
     suite_add_tcase(s, rows);
     suite_add_tcase(s, attn);
     tcase_set_timeout(opt, 60);
     tcase_add_test(opt, test_cuda_ops_sample_matches_cpu);
+    tcase_add_test(opt, test_cuda_ops_sample_small_vocab);
     tcase_add_test(opt, test_cuda_ops_score_matches_cpu);
     tcase_add_test(opt, test_cuda_ops_graph_replay_equals_eager);
     suite_add_tcase(s, moe);

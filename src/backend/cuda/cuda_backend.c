@@ -129,6 +129,9 @@ const char *cuda_type_name(enum st_dtype t)
 
 /* ---- scratch ------------------------------------------------------------ */
 
+static enum st_status dev_alloc(struct cuda_backend *cb, size_t nbytes, void **p,
+                                const char *what, struct st_err *err);
+
 /* Grow the persistent device buffer *buf (*size bytes) to at least n bytes.
  * Captured graphs hold kernel arguments that point into the old buffer, so
  * they are dropped before it is freed (replaying one would read freed
@@ -153,7 +156,11 @@ static enum st_status grow(struct cuda_backend *cb, void **buf, size_t *size, si
     cb->buffer_bytes -= *size;
     *buf = NULL;
     *size = 0;
-    rc = ST_CUDA(cb, cudaMalloc(&p, want), err);
+    rc = dev_alloc(cb, want, &p, what, err);   /* out of memory names the size and what is free */
+    if (rc == ST_ERR_DEVICE_OOM) {               /* without the headroom */
+        want = n;
+        rc = dev_alloc(cb, want, &p, what, err);
+    }
     if (rc != ST_OK)
         return rc;
     *buf = p;
@@ -441,6 +448,10 @@ static void cuda_release(struct st_backend *be, struct st_tensor *t)
     size_t n = st_tensor_nbytes(t);
 
     (void)cudaSetDevice(cb->device);
+    /* Captured graphs may point at this memory (a replay would read freed
+     * or reused memory): drop them all; a release happens at unload, not
+     * between decode steps. */
+    cuda_graphs_invalidate(cb);
     if (!cb->poisoned)
         (void)cudaStreamSynchronize(cb->stream);   /* no op may still read it */
     cudaFree(t->data);

@@ -1,0 +1,418 @@
+/* test_cuda_model.c -- the whole model on the CUDA backend against the CPU
+ * backend (public API only): what test_cuda_ops cannot show op by op.
+ *
+ *   - greedy decoding of synthetic models (make-model "small" at q8_0 and
+ *     q4_k): prompt chunks of more than 16 rows (cuBLAS, eager) and of a
+ *     few rows, then decode steps of 3 and 2 rows, which the model runs as
+ *     CUDA graphs (eager, capture, then replays), a long chunk in between
+ *     (the scratch grows, graphs are dropped and captured again). Every
+ *     logit row is compared with the CPU's (relative L2 error): none above
+ *     0.5, at most 10% above the tolerance (3e-2 at q8_0, 5e-2 at q4_k: the
+ *     two backends quantize activations differently, and a router near-tie
+ *     can send a row to another expert). Greedy tokens must be equal except
+ *     at near-ties: rows whose CPU top-2 margin is within twice the largest
+ *     logit difference of that row.
+ *     Both backends are fed the CPU's tokens (teacher forcing), so one
+ *     near-tie does not end the comparison;
+ *   - prefix sharing: st_model_kv_copy (a device copy) gives a slot the
+ *     cache of another, whose next logits it then repeats;
+ *   - st_model_forward_draw (greedy and sampled ids drawn on the device) on
+ *     the step just run: greedy = the arg-max of the device's own logits,
+ *     sampled = st_draw_row on them;
+ *   - MTP on the mtp-demo preset: st_mtp_forward (the verify pass, graphed
+ *     at <= 16 rows) and st_mtp_draft (graphed draft steps) on both
+ *     backends, drafts equal except at near-ties of the MTP logits.
+ *
+ * Skips (exit 77) without a CUDA backend or GPU, decided in main before
+ * Check runs; CK_NOFORK (CUDA does not survive fork()).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/backend.h"
+#include "strata/draw.h"
+#include "strata/forward.h"
+#include "strata/make_model.h"
+#include "strata/mtp.h"
+#include "support.h"
+
+#define N_SLOTS 3
+#define N_CTX 256
+
+static char tmp_dir[512];
+static const char *gpu_name = "cuda";   /* "cpu" only to rehearse the suite without a GPU */
+
+static const char *make(const char *preset, const char *quant, char *path, size_t cap)
+{
+    struct st_make_model_opts o = { .out_path = path, .preset = preset, .quant = quant,
+                                    .seed = 5 };
+    struct st_err err = { 0 };
+    snprintf(path, cap, "%s/%s-%s.gguf", tmp_dir, preset, quant);
+    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "make-model %s %s: %s", preset, quant,
+                  err.msg);
+    return path;
+}
+
+static struct st_model *load(const char *path, const char *backend)
+{
+    struct st_model *m = NULL;
+    struct st_model_params p = { .backend = backend, .n_threads = 2, .n_slots = N_SLOTS,
+                                 .n_ctx = N_CTX, .max_rows = 64, .max_out = 8 };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_model_open(path, &m, &err) == ST_OK, "%s", err.msg);
+    ck_assert_msg(st_model_load(m, &p, NULL, NULL, &err) == ST_OK, "load on %s: %s", backend,
+                  err.msg);
+    return m;
+}
+
+/* The arg-max of a row (the lower id on ties, as the greedy draw). */
+static int32_t argmax(const float *v, int64_t n)
+{
+    int32_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (v[i] > v[best])
+            best = (int32_t)i;
+    return best;
+}
+
+struct pair {
+    struct st_model *m[2];   /* cpu, cuda */
+    int64_t nv;
+    double tol, worst;       /* worst: the largest relative error of a row */
+    int near, steps, rows, off;
+};
+
+/* Compare logit rows of the two backends. A row's relative L2 error above
+ * p->tol counts as 'off' (a router near-tie can send a row to another
+ * expert on one backend: a few such rows are allowed, see greedy_run); above
+ * 0.5 (garbage, a layout or indexing bug) fails at once. Greedy tokens must
+ * agree unless the CPU's top-2 margin is within twice the row's largest
+ * logit difference (p->near counts those). */
+static void compare_rows(struct pair *p, const float *c, const float *g, int64_t rows,
+                         const char *what)
+{
+    const int64_t nv = p->nv;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *a = c + r * nv, *b = g + r * nv;
+        double d2 = 0.0, w2 = 0.0, dmax = 0.0;
+        for (int64_t i = 0; i < nv; i++) {
+            ck_assert_msg(isfinite(b[i]), "%s step %d row %lld: logit %lld is %g", what,
+                          p->steps, (long long)r, (long long)i, (double)b[i]);
+            double d = fabs((double)a[i] - b[i]);
+            d2 += d * d;
+            w2 += (double)a[i] * a[i];
+            dmax = d > dmax ? d : dmax;
+        }
+        double e = sqrt(d2) / (sqrt(w2) + 1e-30);
+        ck_assert_msg(e <= 0.5, "%s step %d row %lld: logits rel err %.3g", what, p->steps,
+                      (long long)r, e);
+        p->worst = e > p->worst ? e : p->worst;
+        p->off += e > p->tol;
+        p->rows++;
+        int32_t ta = argmax(a, nv), tb = argmax(b, nv);
+        float second = -INFINITY;
+        for (int64_t i = 0; i < nv; i++)
+            if (i != ta && a[i] > second)
+                second = a[i];
+        if (ta != tb) {
+            ck_assert_msg(a[ta] - second <= 2.0 * dmax + 1e-4,
+                          "%s step %d row %lld: greedy cpu %d, cuda %d, cpu margin %.4g, "
+                          "largest logit difference %.4g", what, p->steps, (long long)r, ta, tb,
+                          (double)(a[ta] - second), dmax);
+            p->near++;
+        }
+    }
+}
+
+/* At most 10% of the rows (and at least 2 allowed) beyond the tolerance. */
+static void check_tally(const struct pair *p, const char *what)
+{
+    printf("cuda_model: %s: %d rows in %d steps, worst rel err %.3g, %d above %.0e, "
+           "%d near-ties\n", what, p->rows, p->steps, p->worst, p->off, p->tol, p->near);
+    ck_assert_msg(p->off <= 2 || p->off * 10 <= p->rows, "%s: %d of %d rows above %.3g", what,
+                  p->off, p->rows, p->tol);
+    ck_assert_msg(p->near <= 2 || p->near * 10 <= p->rows, "%s: %d near-ties in %d rows", what,
+                  p->near, p->rows);
+}
+
+/* One forward of the same batch on both; compares; the CPU's greedy token
+ * of each logit row into next[] (may be NULL). */
+static void step_both(struct pair *p, const struct st_model_batch *b, int32_t *next)
+{
+    const float *lg[2];
+    struct st_err err = { 0 };
+    float *keep = malloc((size_t)(b->n_out * p->nv) * sizeof(float));
+
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(st_model_forward(p->m[i], b, &lg[i], &err) == ST_OK, "%s forward: %s",
+                      i ? gpu_name : "cpu", err.msg);
+        if (i == 0)   /* the model owns the rows until its next forward */
+            memcpy(keep, lg[0], (size_t)(b->n_out * p->nv) * sizeof(float));
+    }
+    compare_rows(p, keep, lg[1], b->n_out, "forward");
+    for (int64_t r = 0; next && r < b->n_out; r++)
+        next[r] = argmax(keep + r * p->nv, p->nv);
+    free(keep);
+    p->steps++;
+}
+
+/* Decode 'steps' steps of the slots [0, ns) from pos[s], feeding tok[s]. */
+static void decode(struct pair *p, int ns, int steps, int32_t *tok, int64_t *pos)
+{
+    for (int s = 0; s < steps; s++) {
+        int32_t slots[N_SLOTS], t[N_SLOTS];
+        int64_t ps[N_SLOTS], outs[N_SLOTS];
+        for (int r = 0; r < ns; r++) {
+            slots[r] = r;
+            t[r] = tok[r];
+            ps[r] = pos[r]++;
+            outs[r] = r;
+        }
+        struct st_model_batch b = { ns, t, slots, ps, ns, outs };
+        step_both(p, &b, tok);
+    }
+}
+
+/* A prompt of n tokens for one slot from position p0; the next token. */
+static int32_t prompt(struct pair *p, int32_t slot, int64_t p0, int64_t n)
+{
+    int32_t *t = malloc((size_t)n * 4), *sl = malloc((size_t)n * 4), next;
+    int64_t *ps = malloc((size_t)n * 8), last = n - 1;
+    for (int64_t i = 0; i < n; i++) {
+        t[i] = (int32_t)((i * 31 + slot * 7 + 3) % p->nv);
+        sl[i] = slot;
+        ps[i] = p0 + i;
+    }
+    struct st_model_batch b = { n, t, sl, ps, 1, &last };
+    step_both(p, &b, &next);
+    free(t);
+    free(sl);
+    free(ps);
+    return next;
+}
+
+/* The device draw on the step just run: the same batch again (same
+ * tokens at the same positions rewrite the same cache rows), greedy ids =
+ * the arg-max of the device's logits, sampled ids = st_draw_row on them. */
+static void check_draw(struct pair *p, const int32_t *tok, const int64_t *pos, int ns)
+{
+    int32_t slots[N_SLOTS], ids[N_SLOTS];
+    int64_t ps[N_SLOTS], outs[N_SLOTS];
+    struct st_draw d[N_SLOTS];
+    const float *lg;
+    struct st_err err = { 0 };
+
+    for (int r = 0; r < ns; r++) {
+        slots[r] = r;
+        ps[r] = pos[r];
+        outs[r] = r;
+    }
+    struct st_model_batch b = { ns, tok, slots, ps, ns, outs };
+    ck_assert_msg(st_model_forward(p->m[1], &b, &lg, &err) == ST_OK, "%s", err.msg);
+    float *keep = malloc((size_t)(ns * p->nv) * sizeof(float));
+    memcpy(keep, lg, (size_t)(ns * p->nv) * sizeof(float));
+    for (int sampled = 0; sampled < 2; sampled++) {
+        for (int r = 0; r < ns; r++)
+            d[r] = (struct st_draw){ .top_k = sampled ? 40 : 1, .top_p = 0.95f, .min_p = 0.05f,
+                                     .temp = sampled ? 0.8f : 0.0f, .u = 0.3 + 0.2 * r };
+        ck_assert_msg(st_model_forward_draw(p->m[1], &b, d, ids, &err) == ST_OK, "%s",
+                      err.msg);
+        for (int r = 0; r < ns; r++) {
+            int32_t want = sampled ? st_draw_row(keep + r * p->nv, p->nv, &d[r])
+                                   : argmax(keep + r * p->nv, p->nv);
+            ck_assert_msg(ids[r] == want, "draw (%s) row %d: %d, from the logits %d",
+                          sampled ? "sampled" : "greedy", r, ids[r], want);
+        }
+    }
+    free(keep);
+}
+
+/* Prefix sharing (st_model_kv_copy: a device copy on CUDA): slot 2 takes
+ * slot 0's cache rows and its next token, so one step later rows 0 and 2
+ * of the logits must be equal on each backend. */
+static void share_prefix(struct pair *p, int32_t *tok, int64_t *pos)
+{
+    struct st_err err = { 0 };
+    int32_t slots[N_SLOTS] = { 0, 1, 2 }, t[N_SLOTS];
+    int64_t outs[N_SLOTS] = { 0, 1, 2 };
+    const float *lg;
+
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(st_model_kv_copy(p->m[i], 0, 2, 0, pos[0], &err) == ST_OK, "kv_copy: %s",
+                      err.msg);
+    pos[2] = pos[0];
+    tok[2] = tok[0];
+    memcpy(t, tok, sizeof(t));
+    struct st_model_batch b = { N_SLOTS, t, slots, pos, N_SLOTS, outs };
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(st_model_forward(p->m[i], &b, &lg, &err) == ST_OK, "%s", err.msg);
+        for (int64_t j = 0; j < p->nv; j++)
+            ck_assert_msg(fabsf(lg[j] - lg[2 * p->nv + j]) <= 1e-5f * (1.0f + fabsf(lg[j])),
+                          "%s: slot 2 after the copy differs from slot 0 at logit %lld: %g, %g",
+                          i ? gpu_name : "cpu", (long long)j, (double)lg[j],
+                          (double)lg[2 * p->nv + j]);
+    }
+}
+
+static void greedy_run(const char *quant, double tol)
+{
+    char path[600];
+    struct pair p = { .tol = tol };
+    make("small", quant, path, sizeof(path));
+    p.m[0] = load(path, "cpu");
+    p.m[1] = load(path, gpu_name);
+    p.nv = st_model_hparams(p.m[0])->n_vocab;
+
+    int32_t tok[N_SLOTS];
+    int64_t pos[N_SLOTS] = { 40, 7, 5 };
+    tok[0] = prompt(&p, 0, 0, 40);              /* > 16 rows: eager, cuBLAS */
+    tok[1] = prompt(&p, 1, 0, 7);               /* graphed: 7 rows, 1 logit row */
+    tok[2] = prompt(&p, 2, 0, 5);
+    decode(&p, 3, 12, tok, pos);                /* key (3, 3): eager, capture, replays */
+    decode(&p, 2, 6, tok, pos);                 /* another key */
+    tok[2] = prompt(&p, 2, pos[2], 60);         /* a long chunk: the scratch may grow */
+    pos[2] += 60;
+    decode(&p, 3, 6, tok, pos);                 /* captured again after a drop */
+    share_prefix(&p, tok, pos);
+    decode(&p, 3, 3, tok, pos);
+    check_draw(&p, tok, pos, 3);
+    check_tally(&p, quant);
+    st_model_free(p.m[1]);
+    st_model_free(p.m[0]);
+}
+
+START_TEST(test_cuda_model_greedy_q8_0)
+{
+    greedy_run("q8_0", 3e-2);
+}
+END_TEST
+
+START_TEST(test_cuda_model_greedy_q4_k)
+{
+    greedy_run("q4_k", 5e-2);
+}
+END_TEST
+
+/* MTP: verify passes and drafts on both backends (mtp-demo preset). */
+START_TEST(test_cuda_model_mtp)
+{
+    enum { DRAFT = 3 };
+    char path[600];
+    struct pair p = { .tol = 3e-2 };
+    struct st_mtp *t[2];
+    struct st_err err = { 0 };
+    make("mtp-demo", "q8_0", path, sizeof(path));
+    p.m[0] = load(path, "cpu");
+    p.m[1] = load(path, gpu_name);
+    p.nv = st_model_hparams(p.m[0])->n_vocab;
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(st_mtp_new(p.m[i], DRAFT, &t[i], &err) == ST_OK, "%s", err.msg);
+
+    /* prompt: 20 rows through st_mtp_forward (main + upkeep) */
+    int32_t tok[DRAFT + 1], sl[20] = { 0 }, pt[20];
+    int64_t ps[20], last = 19, pos = 20;
+    const float *lg[2];
+    for (int i = 0; i < 20; i++) {
+        pt[i] = (int32_t)((i * 17 + 1) % p.nv);
+        ps[i] = i;
+    }
+    struct st_model_batch b = { 20, pt, sl, ps, 1, &last };
+    float *keep = malloc((size_t)((DRAFT + 1) * p.nv) * sizeof(float));
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(st_mtp_forward(t[i], &b, &lg[i], &err) == ST_OK, "%s", err.msg);
+        if (i == 0)
+            memcpy(keep, lg[0], (size_t)p.nv * sizeof(float));
+    }
+    compare_rows(&p, keep, lg[1], 1, "mtp prompt");
+    tok[0] = argmax(keep, p.nv);
+
+    for (int round = 0; round < 6; round++) {
+        int32_t d[2][DRAFT];
+        float *dl[2];
+        for (int i = 0; i < 2; i++) {
+            dl[i] = malloc((size_t)(DRAFT * p.nv) * sizeof(float));
+            struct st_mtp_draft q = { .slot = 0, .token = tok[0], .pos = pos, .n_draft = DRAFT,
+                                      .out = d[i], .logits = dl[i] };
+            ck_assert_msg(st_mtp_draft(t[i], &q, 1, &err) == ST_OK, "draft: %s", err.msg);
+            ck_assert_int_eq(q.n_draft, DRAFT);
+        }
+        /* the draft chain feeds each backend its own tokens: compare the
+         * steps up to the first (near-tie) difference */
+        for (int j = 0; j < DRAFT; j++) {
+            int near = p.near;
+            compare_rows(&p, dl[0] + j * p.nv, dl[1] + j * p.nv, 1, "mtp draft");
+            if (p.near != near || d[0][j] != d[1][j])
+                break;
+        }
+        /* verify the CPU's drafts on both: DRAFT + 1 rows (graphed) */
+        int32_t vs[DRAFT + 1] = { 0 };
+        int64_t vp[DRAFT + 1], outs[DRAFT + 1];
+        for (int i = 0; i <= DRAFT; i++) {
+            vp[i] = pos + i;
+            outs[i] = i;
+            if (i > 0)
+                tok[i] = d[0][i - 1];
+        }
+        struct st_model_batch v = { DRAFT + 1, tok, vs, vp, DRAFT + 1, outs };
+        for (int i = 0; i < 2; i++) {
+            ck_assert_msg(st_mtp_forward(t[i], &v, &lg[i], &err) == ST_OK, "%s", err.msg);
+            if (i == 0)
+                memcpy(keep, lg[0], (size_t)((DRAFT + 1) * p.nv) * sizeof(float));
+        }
+        compare_rows(&p, keep, lg[1], DRAFT + 1, "mtp verify");
+        p.steps++;
+        /* accept everything (both caches hold the same rows), go on */
+        pos += DRAFT + 1;
+        tok[0] = argmax(keep + DRAFT * p.nv, p.nv);
+        free(dl[0]);
+        free(dl[1]);
+    }
+    check_tally(&p, "mtp-demo q8_0");
+    free(keep);
+    for (int i = 0; i < 2; i++)
+        st_mtp_free(t[i]);
+    st_model_free(p.m[1]);
+    st_model_free(p.m[0]);
+}
+END_TEST
+
+static Suite *model_suite(void)
+{
+    Suite *s = suite_create("cuda_model");
+    TCase *tc = tcase_create("model");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_cuda_model_greedy_q8_0);
+    tcase_add_test(tc, test_cuda_model_greedy_q4_k);
+    tcase_add_test(tc, test_cuda_model_mtp);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    struct st_backend *be = NULL;
+    struct st_err err;
+    const char *as = getenv("STRATA_CUDA_TEST_AS");
+    int rc;
+
+    /* Decide here, before Check runs anything: skip without CUDA. The
+     * variable lets the suite's own logic be rehearsed on a machine
+     * without a GPU (the CPU against itself): STRATA_CUDA_TEST_AS=cpu. */
+    if (as && strcmp(as, "cpu") == 0) {
+        gpu_name = "cpu";
+    } else if (!st_backend_available("cuda")) {
+        printf("cuda_model: skipped: this build has no CUDA backend\n");
+        return 77;
+    } else if (st_backend_open("cuda", NULL, &be, &err) != ST_OK) {
+        printf("cuda_model: skipped: %s\n", err.msg);
+        return 77;
+    }
+    st_backend_close(be);
+    support_tmpdir(tmp_dir, sizeof(tmp_dir));
+    rc = support_run_suite(model_suite(), CK_NOFORK);
+    support_rmtree(tmp_dir);
+    return rc;
+}
