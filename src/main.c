@@ -206,6 +206,7 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->http_threads = c->http_threads;
     s->reasoning_format = c->reasoning_format == ST_CFG_REASONING_NONE ? ST_REASONING_NONE
                                                                        : ST_REASONING_DEEPSEEK;
+    s->reasoning_budget = c->reasoning_budget;
     s->cors_origins = c->cors_origins;
     s->sse_keepalive_s = c->sse_keepalive_s;
     s->model_priority = r->model_priority;

@@ -15,8 +15,23 @@
  *   mistral11   [TOOL_CALLS]X[ARGS]                      -                 ws   -
  *   mistral7    {"name": "X", "arguments":               }                 ,ws  [TOOL_CALLS][ / ]
  *   xml         <tool_call>\n<function=X>\n             \n</tool_call>     ws   -
- *               (Qwen3-Coder: ARGS is free text up to and with "</function>";
- *               only the frame and the name are enforced, not the parameters)
+ *               (Qwen3-Coder: ARGS is PARAM* "</function>", below)
+ *
+ * xml's ARGS (call_grammar_xml.c; what reply_xml.c parses back):
+ *
+ *   PARAM = "<parameter=" KEY ">\n" VALUE "\n</parameter>\n"
+ *
+ * KEY one of the schema's properties, each at most once, every required
+ * one before "</function>"; another name only where additionalProperties
+ * is not false (no blanks, '<', '>', quotes or backslashes; repeats of
+ * such a name are not detected). VALUE as the parser types it: JSON text
+ * valid against the property's schema where its "type" is not a string
+ * type (reply_xml.c's rule), else raw text whose JSON string is valid
+ * against it (an enum of strings holds), never containing "</parameter>"
+ * or "</tool_call>" (the parser would cut the value there). A tool whose parameters cannot
+ * be written so (a required key with blanks or escapes, a string-typed
+ * key whose schema admits no string, an enum value holding
+ * "</parameter>") gets a free body up to "</function>" (a fallback).
  *
  * ARGS is a JSON document valid against X's "parameters" schema (compiled
  * with json_schema.h; a schema it refuses, or none, becomes {"type":
@@ -28,9 +43,10 @@
  * calls, after the last one).
  *
  * think: the reply may open with THINK_OPEN, free text, THINK_CLOSE
- * ("<think>" / "</think>"; "[THINK]" / "[/THINK]" for Mistral) before the
- * first call (ST_CALL_THINK_OPTIONAL), or starts inside that block because
- * the prompt opened it (ST_CALL_THINK_OPEN).
+ * ("<think>" / "</think>"; "[THINK]" / "[/THINK]" for Mistral, and either
+ * with think_either: Magistral 2506 / 2507) before the first call
+ * (ST_CALL_THINK_OPTIONAL), or starts inside that block because the
+ * prompt opened it (ST_CALL_THINK_OPEN).
  *
  * The text is complete after a call (and CLOSE); with 'parallel' more calls
  * may follow, otherwise nothing but blanks (any number: st_call_done; the
@@ -57,7 +73,7 @@ enum st_call_format {
     ST_CALL_LLAMA,                  /* Llama 3.1+ bare JSON */
     ST_CALL_MISTRAL11,              /* [TOOL_CALLS]NAME[ARGS]{...} */
     ST_CALL_MISTRAL7,               /* [TOOL_CALLS][{"name": .., "arguments": ..}, ..] */
-    ST_CALL_XML,                    /* Qwen3-Coder <tool_call><function=NAME>..; frame only */
+    ST_CALL_XML,                    /* Qwen3-Coder <tool_call><function=NAME><parameter=..> */
 };
 
 enum st_call_think {
@@ -73,6 +89,8 @@ struct st_call_spec {
     const char *tools_json;         /* the request's "tools" array (OpenAI shape); borrowed */
     size_t      tools_len;
     const char *name;               /* NUL-terminated function name; NULL: any tool */
+    bool        think_either;       /* OPTIONAL think: "<think>" or "[THINK]", the one
+                                     * written decides its close (Mistral formats only) */
 };
 
 struct st_call_grammar;
@@ -105,7 +123,16 @@ struct st_call_state {
     uint32_t pos;                       /* bytes of the literal(s) matched */
     uint64_t alive;                     /* literals of the set still matching */
     int32_t  n_calls;                   /* calls completed */
-    struct st_json_schema_state js;     /* ARGS */
+    uint8_t  ttags;                     /* think block's spelling (enum st_think_tags) */
+    /* xml body (call_grammar_xml.c) */
+    uint8_t  xphase;                    /* enum xphase */
+    uint8_t  xflags;                    /* raw value: a '\n' held back, ... */
+    uint8_t  xtc;                       /* bytes of "</tool_call>" matched in a value */
+    int32_t  xprop;                     /* property being written; -1: another name */
+    uint32_t xpos;                      /* bytes of a literal / the name matched */
+    uint64_t xseen;                     /* properties written */
+    uint64_t xalive;                    /* property names still matching */
+    struct st_json_schema_state js;     /* ARGS; xml: the value being written */
 };
 
 void st_call_state_init(struct st_call_state *st, const struct st_call_grammar *g);
@@ -117,8 +144,9 @@ bool st_call_feed(struct st_call_state *st, const char *s, size_t n);
 bool st_call_valid(const struct st_call_state *st);
 /* The text is a whole reply: generation may end here. */
 bool st_call_complete(const struct st_call_state *st);
-/* Inside the think block's free text, nothing of THINK_CLOSE matched:
- * every byte but *stop (THINK_CLOSE's first byte) is taken as it is. */
+/* Inside free text (the think block's, a free xml body, an xml value of
+ * any string), nothing of its closing literal matched: every byte but
+ * *stop (the literal's first byte) is taken. */
 bool st_call_free_text(const struct st_call_state *st, unsigned char *stop);
 /* No call may follow: only blanks (without a cap), end of generation. */
 bool st_call_done(const struct st_call_state *st);
@@ -128,5 +156,9 @@ bool st_call_between(const struct st_call_state *st, uint16_t *ws_left);
 /* Inside the arguments and the json_schema.h queries of the same name hold
  * (the document is not complete yet): *js is the schema state. */
 const struct st_json_schema_state *st_call_args(const struct st_call_state *st);
+/* Inside a Qwen3-Coder call body, where a '<' may end a value: the
+ * schema's string fast path (tokens without '"', '\\' or control bytes)
+ * must still refuse a token with '<' unread. */
+bool st_call_lt_matters(const struct st_call_state *st);
 
 #endif /* STRATA_CALL_GRAMMAR_H */

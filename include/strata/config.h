@@ -110,7 +110,7 @@ enum st_opt {
     ST_OPT_SCHEDULER, ST_OPT_AGING_DIVISOR, ST_OPT_SWAP_AFFINITY_BONUS,
     ST_OPT_GIVE_WAY_TOKENS, ST_OPT_YIELDS_MAX,
     ST_OPT_SIM_PROMPT_TPS, ST_OPT_SIM_DECODE_TPS, ST_OPT_SIM_LOAD_SECONDS, ST_OPT_SIM_TOKENS,
-    ST_OPT_SIM_REPLY, ST_OPT_REASONING_FORMAT,
+    ST_OPT_SIM_REPLY, ST_OPT_REASONING_FORMAT, ST_OPT_REASONING_BUDGET,
     ST_OPT_LOG_FORMAT, ST_OPT_LOG_LEVEL,
     ST_OPT_COUNT
 };
@@ -162,6 +162,8 @@ struct st_config {
 
     /* chat replies (docs/API.md "Tool calls and reasoning") */
     enum st_cfg_reasoning reasoning_format;   /* default deepseek */
+    int32_t  reasoning_budget;     /* chat: thinking budget when the request sends none
+                                    * (docs/API.md "Thinking budget"); -1 = none (default) */
 
     /* logging */
     enum st_log_format log_format; /* default text */

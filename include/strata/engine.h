@@ -33,6 +33,7 @@ struct st_json_schema;
 struct st_call_grammar;
 
 #define ST_MAX_STOP 4
+#define ST_THINK_CLOSE_MAX 8   /* tokens of a forced think-block closing sequence */
 #define ST_MAX_TOP_LOGPROBS 20
 
 /* ---- what a request asks for ---------------------------------------- */
@@ -93,6 +94,22 @@ struct st_gen_params {
      * json_schema when set. An owned reference (st_call_grammar_unref when
      * the params go); NULL: none. Same sim rule. */
     struct st_call_grammar *tool_calls;
+    /* Thinking budget (docs/API.md "Thinking budget"): once the reply has
+     * written think_budget tokens inside its think block, the engine forces
+     * the closing sequence think_close[tags] (the tag and what the template
+     * puts after it: Qwen3 "\n</think>\n\n") token by token instead of
+     * sampling, then the answer follows as usual (constrained or not).
+     * think_mode / think_tags say where and how the block opens (enum
+     * st_think_mode / st_think_tags, think_block.h; EITHER: the spelling
+     * written picks its close). -1: no budget; 0: the block is closed as
+     * soon as it opens. Tokens inside the block count from after the
+     * opening tag; forced tokens are completion tokens like any other. A
+     * runner that forces its own tokens (the sim) ignores it. */
+    int32_t  think_budget;
+    uint8_t  think_mode;
+    uint8_t  think_tags;
+    int32_t  think_close[2][ST_THINK_CLOSE_MAX];   /* [ST_THINK_ANGLE], [ST_THINK_SQUARE] */
+    int32_t  n_think_close[2];                     /* 0: that spelling cannot be closed */
     /* Scoring prompts (docs/API.md "Scoring prompts"): the request's prompt
      * tokens come back as ST_EVENT_PROMPT events before its first TOKEN. */
     bool     echo;                /* report every prompt token (its text) */

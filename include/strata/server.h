@@ -43,6 +43,8 @@ struct st_server_config {
     int32_t     http_threads;         /* libmicrohttpd worker threads (default 2) */
     int32_t     activity_log_lines;   /* log one line per dispatch (default on) */
     enum st_reasoning_format reasoning_format;   /* default deepseek */
+    int32_t     reasoning_budget;     /* chat: thinking budget when a request sends none
+                                       * (docs/API.md "Thinking budget"); -1 = none (default) */
     /* CORS (docs/API.md): comma-separated origins ("https://a.example"),
      * "*" = any (the default), NULL, "" or "none" = no CORS headers.
      * Borrowed; the server keeps a copy. */

@@ -38,11 +38,20 @@ enum st_think_mode {
 
 enum st_think_tags {
     ST_THINK_ANGLE,         /* <think> .. </think> (Qwen3, DeepSeek-R1) */
-    ST_THINK_SQUARE,        /* [THINK] .. [/THINK] (Magistral) */
+    ST_THINK_SQUARE,        /* [THINK] .. [/THINK] (Magistral 2507) */
+    ST_THINK_EITHER,        /* OPTIONAL only: either opening tag, the first byte ('<' or
+                             * '[') decides and the block closes with its partner
+                             * (Magistral: 2506 writes <think>, 2507 [THINK]); the state's
+                             * tags then hold the one written */
 };
 
+/* The tags of one spelling (EITHER: the angle ones). */
 const char *st_think_open_tag(enum st_think_tags t);
 const char *st_think_close_tag(enum st_think_tags t);
+/* Seen the first byte b of a think block's opening: the spelling it
+ * starts (ANGLE for '<', SQUARE for '['), or 'tags' itself when that is
+ * not EITHER; EITHER when b starts neither. */
+enum st_think_tags st_think_pick_tags(enum st_think_tags tags, unsigned char b);
 
 /* Free text up to 'close' (NUL-terminated, its first byte in it only
  * once): *pos bytes of it matched so far; b taken. true: close is whole. */
@@ -50,7 +59,8 @@ bool st_think_close_step(const char *close, uint32_t *pos, unsigned char b);
 
 struct st_think_state {
     uint8_t  mode;          /* enum st_think_mode */
-    uint8_t  tags;          /* enum st_think_tags */
+    uint8_t  tags;          /* enum st_think_tags (EITHER until the opening tag's first
+                             * byte came) */
     uint8_t  phase;         /* think_block.c enum tphase */
     uint8_t  ws;            /* blanks after CLOSE */
     uint16_t pos;           /* bytes of OPEN (start) or CLOSE (free text) matched */
@@ -70,6 +80,8 @@ void st_think_init(struct st_think_state *t, enum st_think_mode mode, enum st_th
 /* Append one byte. After ST_THINK_DOC the state is in the document for
  * good (later bytes: ST_THINK_DOC, *n_held 0); after REFUSED it stays so. */
 enum st_think_push st_think_push(struct st_think_state *t, unsigned char b, uint32_t *n_held);
+/* Nothing taken yet (OPTIONAL, before the first byte of OPEN). */
+bool st_think_at_start(const struct st_think_state *t);
 /* The document has begun (every byte goes there). */
 bool st_think_in_doc(const struct st_think_state *t);
 /* Inside the free text: nothing of CLOSE matched, not forced: every byte

@@ -69,6 +69,7 @@ void st_config_init(struct st_config *c)
     c->sim_decode_tps = 50.0;
     c->sim_load_seconds = 0.0;
     c->sim_tokens = 16;
+    c->reasoning_budget = -1;
     c->log_format = ST_LOG_TEXT;
     c->log_level = ST_LOG_INFO;
 }

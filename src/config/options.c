@@ -154,6 +154,10 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         "reasoning_format", ST_CFG_CHOICE, OFF(reasoning_format), NO_HAS,
         .choices = reasoning_choices,
         .help = "chat: <think> to reasoning_content (deepseek) or left in content (none)" },
+    [ST_OPT_REASONING_BUDGET] = { ST_OPT_REASONING_BUDGET, "--reasoning-budget", NULL,
+        "reasoning_budget", ST_CFG_INT32, OFF(reasoning_budget), NO_HAS, I32(-1, INT32_MAX),
+        .metavar = "N", .help = "chat: thinking budget in tokens when a request sends none "
+        "(-1 = none, 0 = no thinking)" },
     [ST_OPT_LOG_FORMAT] = { ST_OPT_LOG_FORMAT, "--log-format", NULL, "log_format",
         ST_CFG_CHOICE, OFF(log_format), NO_HAS, .choices = logfmt_choices,
         .help = "log lines as text or JSON" },

@@ -153,6 +153,12 @@ struct st_sampler {
     const struct st_call_grammar *calls;   /* tool_choice: borrowed like 'schema'; NULL: none */
     struct st_call_state cs;         /* the text accepted so far (calls) */
     struct st_json_vocab jv;         /* token bytes (json, schema) */
+    /* thinking budget (think_budget.c; st_gen_params.think_budget) */
+    struct st_think_state bt;        /* the reply's think block, as written so far */
+    int32_t  bt_left;                /* tokens it may still take; < 0: no budget (any more) */
+    int32_t  bt_forced;              /* closing tokens forced so far; -1: not forcing */
+    int32_t  bt_close[2][ST_THINK_CLOSE_MAX];   /* per spelling (enum st_think_tags) */
+    int32_t  bt_n[2];
 };
 
 /* Either JSON mask is on: json_object or json_schema. */
@@ -206,6 +212,27 @@ enum st_status st_sampler_sample(struct st_sampler *s, const float *logits, int3
                                  struct st_sample_result *res);
 /* A uniform double in [0, 1) from the sampler's RNG (tests). */
 double st_sampler_uniform(struct st_sampler *s);
+/* res->token is chosen already (a forced token): its logprob and top
+ * alternatives from logits[n_vocab] when logprobs are asked (logits NULL:
+ * certain, logprob 0, itself the only alternative). */
+void st_sampler_score(struct st_sampler *s, const float *logits, int32_t n_vocab,
+                      struct st_sample_result *res);
+
+/* think_budget.c: the thinking budget. Reset with the request's params
+ * (st_sampler_reset calls it). */
+void st_sampler_budget_reset(struct st_sampler *s, const struct st_gen_params *p);
+/* The budget is still watching the reply: every taken token's bytes must
+ * come to st_sampler_think_accept. */
+bool st_sampler_budget_on(const struct st_sampler *s);
+/* The next token is forced (the spent budget's closing sequence): *token. */
+bool st_sampler_forced(const struct st_sampler *s, int32_t *token);
+/* A token was taken (sampled or forced; after st_sampler_accept): its
+ * bytes piece[0..n). Counts it against the budget; starts the forced
+ * closing sequence once the budget is spent inside the block. */
+void st_sampler_think_accept(struct st_sampler *s, const char *piece, size_t n);
+/* Drafts worth verifying before the budget forces a token (MTP, n-gram):
+ * 0 while forcing, the tokens left inside the block, else INT32_MAX. */
+int32_t st_sampler_draft_room(const struct st_sampler *s);
 /* A token's bytes (the full length is returned; at most cap written) and
  * whether it ends generation: how the JSON mask reads a vocabulary. */
 typedef size_t (*st_sample_piece_fn)(const void *ctx, int32_t token, char *buf, size_t cap);
@@ -231,6 +258,8 @@ enum st_status st_sampler_json_vocab(struct st_sampler *s, const void *owner, in
 struct st_json_step {
     bool     first[256];
     bool     in_str, between, complete;
+    bool     str_lt;    /* in_str, but a '<' may end the value (a Qwen3-Coder
+                         * parameter): string-safe tokens with '<' are walked */
     uint16_t ws_left;
     /* Inside a think block (tool calls, or before a JSON document): every
      * token without a byte equal to 'stop' (ST_JV_LT / ST_JV_LB) passes

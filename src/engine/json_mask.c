@@ -17,7 +17,9 @@
  * include/strata/call_grammar.h) use the same machinery over the call
  * grammar's state: inside the arguments its fast paths are the schema's;
  * in a think block's free text every token without the byte that starts
- * the closing tag passes unread; the literal frame around the JSON is
+ * the closing tag passes unread (so does a Qwen3-Coder raw string value's
+ * text without a '<', and inside its JSON values a string-safe token only
+ * without '<': "</parameter>" may not come there); the literal frame around the JSON is
  * decided by the first-byte and two-byte tables, and tokens that cross
  * from the frame into the JSON (or back: '"}', '}\n') are walked.
  * The JSON modes may start with a reasoning model's think block
@@ -171,6 +173,7 @@ static void step_calls(const struct st_sampler *s, bool eog_banned, struct st_js
     }
     const struct st_json_schema_state *a = st_call_args(&s->cs);
     st->in_str = a && st_json_schema_in_string(a);
+    st->str_lt = st_call_lt_matters(&s->cs);
     if (a)
         st->between = !st_json_schema_empty(a) && st_json_schema_between(a, &st->ws_left);
     else
@@ -285,6 +288,7 @@ void st_json_mask_step(const struct st_sampler *s, bool eog_banned, struct st_js
 {
     eog_banned = eog_banned || !s->jv.has_eog;   /* nothing could end it: let it idle */
     st->free_text = false;
+    st->str_lt = false;
     if (s->calls)
         step_calls(s, eog_banned, st);
     else if (!st_think_in_doc(&s->th))
@@ -315,7 +319,7 @@ bool st_json_mask_allows(const struct st_sampler *s, const struct st_json_step *
         return st->complete;
     if (c & ST_JV_EMPTY)
         return false;   /* an empty piece would not move the text on */
-    if (st->in_str && (c & ST_JV_PLAIN))
+    if (st->in_str && (c & ST_JV_PLAIN) && !(st->str_lt && (c & ST_JV_LT)))
         return true;
     if (st->free_text && !(c & (st->stop == '<' ? ST_JV_LT : ST_JV_LB)))
         return true;   /* think text that cannot start the closing tag */

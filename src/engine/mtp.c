@@ -50,7 +50,8 @@
  * decoder layer plus eh_proj over every row, which keeps the MTP cache
  * right for when drafts pay again) and the rare probes; docs/ENGINE.md
  * has the figures. N-gram drafts cost only their verify rows.
- * The context and max_tokens cap k (drafts past the end are wasted), and
+ * The context, max_tokens and a thinking budget (think_budget.c: no drafts
+ * past the token it forces) cap k (drafts past the end are wasted), and
  * an n-gram match gives at most the tokens that followed it.
  *
  * Thread: the engine's thread (counters: the pool mutex).
@@ -122,6 +123,8 @@ static int32_t room(const struct st_engine *e, const struct st_engine_slot *sl)
     int64_t r = e->runner->n_ctx - 1 - sl->n_past;
     if (gp->max_tokens > 0)
         r = ST_MIN(r, (int64_t)gp->max_tokens - sl->n_generated - 1);
+    /* a thinking budget forces the closing tokens: no drafts against them */
+    r = ST_MIN(r, (int64_t)st_sampler_draft_room(&sl->sampler));
     return (int32_t)ST_MAX(ST_MIN(r, (int64_t)ST_SPEC_MAX_DRAFT), (int64_t)0);
 }
 

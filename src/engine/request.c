@@ -23,6 +23,7 @@ void st_gen_params_defaults(struct st_gen_params *p)
     p->min_p = 0.05f;
     p->repeat_penalty = 1.0f;
     p->repeat_last_n = 64;
+    p->think_budget = -1;
 }
 
 enum st_status st_gen_params_copy_bias(struct st_gen_params *dst, const struct st_gen_params *src)

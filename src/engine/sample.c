@@ -16,6 +16,8 @@
  * (json_schema) and enforced tool calls (tool_choice "required" / a named
  * function) mask, after bias and penalties, every token json_mask.c
  * refuses (the JSON modes after an optional think block: think_block.h).
+ * A spent thinking budget forces its closing tokens instead (think_budget.c;
+ * step.c takes them, st_sampler_score gives their logprobs).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -81,10 +83,12 @@ void st_sampler_reset(struct st_sampler *s, const struct st_gen_params *p)
         st_json_schema_state_init(&s->jss, s->schema);
     bool think = (s->json || s->schema) && p->json_think <= ST_THINK_OPEN;
     st_think_init(&s->th, think ? (enum st_think_mode)p->json_think : ST_THINK_NONE,
-                  p->json_think_tags == ST_THINK_SQUARE ? ST_THINK_SQUARE : ST_THINK_ANGLE);
+                  p->json_think_tags <= ST_THINK_EITHER ? (enum st_think_tags)p->json_think_tags
+                                                        : ST_THINK_ANGLE);
     s->think_left = p->json_think_max > 0 ? p->json_think_max : -1;
     if (s->calls)
         st_call_state_init(&s->cs, s->calls);
+    st_sampler_budget_reset(s, p);
 }
 
 void st_sampler_start(struct st_sampler *s, int64_t n_ctx, const int32_t *prompt,
@@ -285,9 +289,35 @@ static enum st_status pick(struct st_sampler *s, const float *logits, int32_t n_
     return ST_OK;
 }
 
+void st_sampler_score(struct st_sampler *s, const float *logits, int32_t n_vocab,
+                      struct st_sample_result *res)
+{
+    res->logprob = 0.0f;
+    res->n_top = 0;
+    if (logits && n_vocab > 0 && (s->logprobs || s->top_logprobs > 0)) {
+        if (s->cap < (size_t)n_vocab) {   /* fill_logprobs' candidates */
+            struct st_draw_cand *c = realloc(s->cands, (size_t)n_vocab * sizeof(*c));
+            if (c) {
+                s->cands = c;
+                s->cap = (size_t)n_vocab;
+            }
+        }
+        if (s->cap >= (size_t)n_vocab) {
+            fill_logprobs(s, logits, n_vocab, res);
+            return;
+        }
+    }
+    res->n_top = s->top_logprobs > 0 ? 1 : 0;   /* certain, as a token the runner forced */
+    if (res->n_top)
+        res->top[0] = (struct st_top_logprob){ .token = res->token, .logprob = 0.0f };
+}
+
 bool st_sampler_backend_draw(struct st_sampler *s, struct st_draw *d)
 {
     bool greedy = s->temperature <= 0.0f;
+    int32_t forced;
+    if (st_sampler_forced(s, &forced))
+        return false;   /* the host takes it (and scores it from the logits) */
     if (s->logprobs || s->top_logprobs > 0 || s->n_bias > 0 || st_penalty_active(&s->pen) ||
         st_sampler_masked(s) || (!greedy && (s->top_k < 1 || s->top_k > ST_DRAW_MAX_K)))
         return false;

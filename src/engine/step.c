@@ -253,18 +253,26 @@ static enum st_status text_push(struct st_engine_slot *sl, const char *piece, si
 static enum st_status pick_token(struct st_engine *e, struct st_engine_slot *sl,
                                  const struct st_runner_row *row, struct st_sample_result *res)
 {
-    if (row->logits) {
+    int32_t forced;
+    /* json_object / json_schema / tool calls: the mask needs every token's
+     * bytes, read on the first row with logits (a runner that forces its
+     * tokens, the sim, never pays) and kept while the slot serves this
+     * model; before a forced token too, whose bytes the mask's state takes */
+    enum st_status rc = !row->logits || !st_sampler_masked(&sl->sampler) ? ST_OK
+        : st_sampler_json_vocab(&sl->sampler, e->runner, e->model, st_runner_n_vocab(e->runner),
+                                runner_piece, runner_eog, e->runner);
+    if (rc != ST_OK)
+        return rc;
+    /* a spent thinking budget closes the block (think_budget.c); not where
+     * the runner forces its own tokens (the sim: no logits, nothing drawn) */
+    if ((row->logits || row->drawn) && st_sampler_forced(&sl->sampler, &forced)) {
+        if (row->drawn)
+            st_sampler_drawn(&sl->sampler);
+        res->token = forced;
+        st_sampler_score(&sl->sampler, row->logits, st_runner_n_vocab(e->runner), res);
+    } else if (row->logits) {
         const int32_t *ban = NULL;
         size_t n_ban = sl->req->params.ignore_eos ? st_runner_eog_ids(e->runner, &ban) : 0;
-        /* json_object / json_schema: the mask needs every token's bytes, read
-         * on the first sample (a runner that forces its tokens, the sim,
-         * never pays) and kept while the slot serves this model */
-        enum st_status rc = !st_sampler_masked(&sl->sampler) ? ST_OK
-            : st_sampler_json_vocab(&sl->sampler, e->runner, e->model,
-                                    st_runner_n_vocab(e->runner), runner_piece, runner_eog,
-                                    e->runner);
-        if (rc != ST_OK)
-            return rc;
         rc = st_sampler_sample(&sl->sampler, row->logits, st_runner_n_vocab(e->runner), ban,
                                n_ban, res);
         if (rc != ST_OK)
@@ -281,6 +289,11 @@ static enum st_status pick_token(struct st_engine *e, struct st_engine_slot *sl,
     /* every sample is taken (an MTP verify samples its rows in order), so
      * the next row's penalties see this token */
     st_sampler_accept(&sl->sampler, res->token);
+    if (st_sampler_budget_on(&sl->sampler)) {
+        char piece[ST_SAMPLE_MAX_PIECE];
+        size_t len = st_runner_token_piece(e->runner, res->token, piece, sizeof(piece));
+        st_sampler_think_accept(&sl->sampler, piece, ST_MIN(len, sizeof(piece)));
+    }
     for (int32_t i = 0; i < res->n_top; i++) {
         struct st_top_logprob *t = &res->top[i];
         size_t len = st_runner_token_piece(e->runner, t->token, t->bytes, sizeof(t->bytes));

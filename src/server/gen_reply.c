@@ -122,7 +122,10 @@ static bool prompt_closes_think(const char *p)
  * formats without one (Qwen3-Coder's xml calls, Llama's bare JSON calls,
  * Mistral v7 unless the prompt opened it); else optional when the model
  * has the tags as tokens (think_vocab; Qwen2.5 renders the same ChatML as
- * Qwen3 but never thinks). Mistral prompts spell it [THINK] .. [/THINK]. */
+ * Qwen3 but never thinks). Mistral prompts spell it [THINK] .. [/THINK],
+ * or <think> .. </think> (Magistral 2506): either where the vocabulary has
+ * both (ST_THINK_EITHER: the reply parser reads both there), else the one
+ * it has. */
 static enum st_think_mode think_mode(const char *prompt, bool reasoning, uint8_t think_vocab,
                                      enum st_think_tags *tags)
 {
@@ -135,8 +138,12 @@ static enum st_think_mode think_mode(const char *prompt, bool reasoning, uint8_t
         return ST_THINK_NONE;
     if (opens)
         return ST_THINK_OPEN;
-    if (prompt_closes_think(prompt) || (mistral && strstr(prompt, "[AVAILABLE_TOOLS] [")) ||
-        !(think_vocab >> *tags & 1))
+    if (prompt_closes_think(prompt) || (mistral && strstr(prompt, "[AVAILABLE_TOOLS] [")))
+        return ST_THINK_NONE;
+    bool angle = think_vocab >> ST_THINK_ANGLE & 1, square = think_vocab >> ST_THINK_SQUARE & 1;
+    if (mistral && angle)
+        *tags = square ? ST_THINK_EITHER : ST_THINK_ANGLE;
+    else if (mistral ? !square : !angle)
         return ST_THINK_NONE;
     return ST_THINK_OPTIONAL;
 }
@@ -154,6 +161,7 @@ static bool call_format(const char *prompt, bool reasoning, uint8_t think_vocab,
     sp->think = m == ST_THINK_OPEN ? ST_CALL_THINK_OPEN
                 : m == ST_THINK_OPTIONAL ? ST_CALL_THINK_OPTIONAL
                                          : ST_CALL_THINK_NONE;
+    sp->think_either = tags == ST_THINK_EITHER;
     if (st_reply_prompt_wants_xml_calls(prompt, n)) {
         sp->format = ST_CALL_XML;   /* the frame and the name; parameters free */
         return true;
@@ -189,7 +197,21 @@ void st_gen_reply_json_think(const struct st_oai_request *oq,
     p->json_think_tags = (uint8_t)tags;
     static const char *const name[] = { "none", "optional", "open" };
     st_log(ST_LOG_DEBUG, "server", "response_format: think block %s (%s) before the document",
-           name[m], st_think_open_tag(tags));
+           name[m], tags == ST_THINK_EITHER ? "<think>|[THINK]" : st_think_open_tag(tags));
+}
+
+enum st_think_mode st_gen_reply_budget_think(const struct st_oai_request *oq,
+                                             enum st_reasoning_format server_default,
+                                             const char *prompt, uint8_t think_vocab,
+                                             bool constrained, enum st_think_tags *tags)
+{
+    *tags = ST_THINK_ANGLE;
+    if (oq->kind != ST_OAI_CHAT || !prompt)
+        return ST_THINK_NONE;
+    /* a constrained reply's block is its grammar's (reasoning split out or
+     * not); an unconstrained reply may think whatever the reply format */
+    bool reasoning = !constrained || resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK;
+    return think_mode(prompt, reasoning, think_vocab, tags);
 }
 
 enum st_status st_gen_reply_calls(const struct st_oai_request *oq,

@@ -8,6 +8,11 @@
  *             and cap, the model's priority (SCHEDULER.md section 2)
  *   prompts   chat: the model's template over the messages; completions:
  *             the prompt text, or the client's token ids as given
+ *   budget    chat: the thinking budget (body or --reasoning-budget) for a
+ *             prompt whose reply may think: the closing sequence's tokens
+ *             (docs/API.md "Thinking budget"); budget 0 also asks the
+ *             template not to think (enable_thinking false, unless the body
+ *             set it)
  *   prepare   tokenize and check the context (400 context_length_exceeded)
  *   submit    one engine request per choice (prompts x n); a full queue is
  *             429 with Retry-After, a model in its load back-off 503 with
@@ -19,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "gen.h"
 #include "strata/call_grammar.h"
@@ -106,7 +113,7 @@ static struct st_gen *gen_setup(struct st_call *c, const struct st_oai_request *
 /* The prompt text of prompt p (owned). Token prompts are detokenized so the
  * request also has its text; their ids are used as given. */
 static enum st_status render_prompt(struct st_call *c, const struct st_oai_request *oq,
-                                    int32_t model, size_t p, char **text,
+                                    int32_t model, size_t p, const char *kwargs, char **text,
                                     struct st_api_error *e)
 {
     struct st_engine_pool *pool = c->srv->pool;
@@ -114,7 +121,7 @@ static enum st_status render_prompt(struct st_call *c, const struct st_oai_reque
     enum st_status rc;
     if (oq->kind == ST_OAI_CHAT) {
         rc = st_engine_pool_apply_template(pool, model, oq->messages_json, oq->tools_json,
-                                           oq->kwargs_json, true, text, &err);
+                                           kwargs, true, text, &err);
     } else if (oq->prompts[p].text) {
         *text = st_str_dup(st_str_c(oq->prompts[p].text));
         rc = *text ? ST_OK : st_err_set(&err, ST_ERR_NOMEM, "out of memory");
@@ -198,12 +205,100 @@ static void drop_stops_if_constrained(struct st_gen_params *p)
     p->n_stop = 0;
 }
 
+/* The thinking budget of a chat request, the same for all its choices. */
+struct budget {
+    int32_t budget;                /* -1: none */
+    uint8_t mode, tags;            /* enum st_think_mode / st_think_tags */
+    int32_t close[2][ST_THINK_CLOSE_MAX];
+    int32_t n_close[2];
+};
+
+static int32_t budget_wanted(const struct st_call *c, const struct st_oai_request *oq)
+{
+    if (oq->kind != ST_OAI_CHAT)
+        return -1;
+    return oq->has_thinking_budget ? oq->thinking_budget : c->srv->cfg.reasoning_budget;
+}
+
+/* Budget 0 asks the template not to think (Qwen3's enable_thinking
+ * false) unless the body's chat_template_kwargs says otherwise: an owned
+ * kwargs object, or NULL to keep the body's (also on a parse failure). */
+static char *budget_kwargs(const struct st_oai_request *oq, int32_t budget)
+{
+    if (budget != 0)
+        return NULL;
+    cJSON *kw = oq->kwargs_json ? cJSON_Parse(oq->kwargs_json) : cJSON_CreateObject();
+    char *out = NULL;
+    if (cJSON_IsObject(kw) && !cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking") &&
+        cJSON_AddFalseToObject(kw, "enable_thinking"))
+        out = cJSON_PrintUnformatted(kw);
+    cJSON_Delete(kw);
+    return out;
+}
+
+/* The tokens of 'text' (special tokens parsed) into out (at most
+ * ST_THINK_CLOSE_MAX; 0 when it takes more or fails). */
+static int32_t close_tokens(struct st_call *c, int32_t model, const char *text, int32_t *out)
+{
+    int32_t *ids = NULL;
+    size_t n = 0;
+    struct st_err err = { 0 };
+    if (st_engine_pool_tokenize(c->srv->pool, model, text, strlen(text), false, true, &ids, &n,
+                                &err) != ST_OK || n > ST_THINK_CLOSE_MAX)
+        n = 0;
+    if (n)
+        memcpy(out, ids, n * sizeof(*ids));
+    free(ids);
+    return (int32_t)n;
+}
+
+/* The budget for this prompt: ignored (-1) where the reply cannot think. */
+static void budget_setup(struct st_call *c, const struct st_gen *g,
+                         const struct st_oai_request *oq, const char *text, bool constrained,
+                         struct budget *b)
+{
+    memset(b, 0, sizeof(*b));
+    b->budget = -1;
+    int32_t want = budget_wanted(c, oq);
+    if (want < 0)
+        return;
+    enum st_think_tags tags;
+    enum st_think_mode m = st_gen_reply_budget_think(oq, c->srv->cfg.reasoning_format, text,
+                                                     g->think_vocab, constrained, &tags);
+    if (m == ST_THINK_NONE) {
+        st_log(ST_LOG_DEBUG, "server", "thinking budget %d ignored: the reply cannot open a "
+               "think block", (int)want);
+        return;
+    }
+    /* the tag and what the template puts after it (Qwen3: "\n\n") */
+    if (tags != ST_THINK_SQUARE)
+        b->n_close[ST_THINK_ANGLE] = close_tokens(c, g->model, "\n</think>\n\n",
+                                                  b->close[ST_THINK_ANGLE]);
+    if (tags != ST_THINK_ANGLE)
+        b->n_close[ST_THINK_SQUARE] = close_tokens(c, g->model, "[/THINK]",
+                                                   b->close[ST_THINK_SQUARE]);
+    b->budget = want;
+    b->mode = (uint8_t)m;
+    b->tags = (uint8_t)tags;
+    st_log(ST_LOG_DEBUG, "server", "thinking budget %d tokens (think block %s)", (int)want,
+           m == ST_THINK_OPEN ? "open" : "optional");
+}
+
+static void budget_apply(const struct budget *b, struct st_gen_params *p)
+{
+    p->think_budget = b->budget;
+    p->think_mode = b->mode;
+    p->think_tags = b->tags;
+    memcpy(p->think_close, b->close, sizeof(p->think_close));
+    memcpy(p->n_think_close, b->n_close, sizeof(p->n_think_close));
+}
+
 /* calls: tool_choice's grammar (gen_reply.c) or NULL; the request takes
  * its own reference. */
 static enum st_status make_request(struct st_call *c, struct st_gen *g,
                                    const struct st_oai_request *oq, struct st_gen_choice *ch,
                                    const char *text, struct st_call_grammar *calls,
-                                   struct st_api_error *e)
+                                   const struct budget *bud, struct st_api_error *e)
 {
     struct st_request *req = st_request_new();
     if (!req)
@@ -232,6 +327,7 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
                                 &req->params);
     }
     drop_stops_if_constrained(&req->params);
+    budget_apply(bud, &req->params);
     req->prompt = st_str_dup(st_str_c(text));
     if (!req->prompt)
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
@@ -302,22 +398,31 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
     bool constrained = oq->params.json_object || oq->params.json_schema ||
                        oq->tool_choice == ST_OAI_TOOLS_REQUIRED ||
                        oq->tool_choice == ST_OAI_TOOLS_FUNCTION;
-    if (oq->kind == ST_OAI_CHAT && constrained)   /* only a constrained reply asks */
+    int32_t budget = budget_wanted(c, oq);
+    /* only a constrained reply or a thinking budget asks */
+    if (oq->kind == ST_OAI_CHAT && (constrained || budget >= 0))
         g->think_vocab = think_vocab(c, g->model);
+    char *kwargs = budget_kwargs(oq, budget);
+    struct budget bud = { .budget = -1 };
     for (int32_t i = 0; i < g->n_choices && rc == ST_OK; i += oq->n) {
         char *text = NULL;
         struct st_call_grammar *calls = NULL;
-        rc = render_prompt(c, oq, g->model, (size_t)g->choices[i].prompt, &text, e);
+        rc = render_prompt(c, oq, g->model, (size_t)g->choices[i].prompt,
+                           kwargs ? kwargs : oq->kwargs_json, &text, e);
         if (rc == ST_OK && i == 0 &&   /* chat: one prompt; replies parsed (gen_reply.c) */
             (st_gen_reply_setup(g, oq, c->srv->cfg.reasoning_format, text) != ST_OK ||
              st_gen_reply_calls(oq, c->srv->cfg.reasoning_format, text, g->think_vocab,
                                 &calls) != ST_OK))
             rc = st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+        if (rc == ST_OK && i == 0)
+            budget_setup(c, g, oq, text, oq->params.json_object || oq->params.json_schema ||
+                                             calls, &bud);
         for (int32_t j = 0; j < oq->n && rc == ST_OK; j++)
-            rc = make_request(c, g, oq, &g->choices[i + j], text, calls, e);
+            rc = make_request(c, g, oq, &g->choices[i + j], text, calls, &bud, e);
         st_call_grammar_unref(calls);
         free(text);
     }
+    cJSON_free(kwargs);
     return rc;
 }
 

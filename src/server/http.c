@@ -40,6 +40,7 @@ void st_server_config_defaults(struct st_server_config *c)
     c->activity_log_lines = 1;
     c->cors_origins = "*";
     c->sse_keepalive_s = 15;
+    c->reasoning_budget = -1;
 }
 
 /* ---- calls ----------------------------------------------------------- */

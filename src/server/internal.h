@@ -143,6 +143,11 @@ struct st_oai_request {
     char    tool_choice_name[257];  /* FUNCTION: its name ("" when longer than 256 bytes) */
     bool    single_tool_call;      /* parallel_tool_calls: false -> keep the first call */
     enum st_oai_reasoning reasoning_format;
+    /* chat: thinking_budget (thinking_token_budget, thinking_budget_tokens):
+     * reasoning tokens before the think block is closed (docs/API.md
+     * "Thinking budget"); -1 = none; absent: the server's --reasoning-budget */
+    bool    has_thinking_budget;
+    int32_t thinking_budget;
     bool    has_priority;          /* body "priority" was an integral number */
     int32_t priority;
     char   *user;                  /* owned or NULL */

@@ -5,6 +5,12 @@
  *   parallel_tool_calls  boolean, default true; false keeps the first call
  *   reasoning_format     "deepseek" | "auto" (= deepseek) | "none";
  *                        absent: the server's --reasoning-format
+ *   thinking_budget      integer >= -1 (Qwen's API; also vLLM's
+ *                        thinking_token_budget and llama-server's
+ *                        thinking_budget_tokens, which must agree when
+ *                        several are sent): reasoning tokens before the
+ *                        engine closes the think block; -1 = no budget;
+ *                        absent: the server's --reasoning-budget
  *
  * "none": the tools are not given to the chat template and the reply is
  * not parsed for calls. "required" and a named function are enforced by
@@ -75,6 +81,32 @@ static enum st_status parse_reasoning_format(const cJSON *root, struct st_oai_re
                             "\"deepseek\" or \"auto\".");
 }
 
+/* The budget under any of its names; two names with different values
+ * are a 400 on the second. */
+static enum st_status parse_budget(const cJSON *root, struct st_oai_request *r,
+                                   struct st_api_error *e)
+{
+    static const char *const names[] = { "thinking_budget", "thinking_token_budget",
+                                         "thinking_budget_tokens" };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        int64_t v = 0;
+        bool present = false;
+        enum st_status rc = st_oai_get_int(root, names[i], -1, INT32_MAX, &v, &present, e);
+        if (rc != ST_OK)
+            return rc;   /* the 400 names the field */
+        if (!present)
+            continue;
+        if (r->has_thinking_budget && r->thinking_budget != (int32_t)v)
+            return st_api_error_set(e, ST_ERR_INVALID, names[i], NULL,
+                                    "Invalid value for '%s': %lld, but another thinking budget "
+                                    "field says %d.", names[i], (long long)v,
+                                    (int)r->thinking_budget);
+        r->has_thinking_budget = true;
+        r->thinking_budget = (int32_t)v;
+    }
+    return ST_OK;
+}
+
 enum st_status st_oai_parse_tool_fields(const cJSON *root, struct st_oai_request *r,
                                         struct st_api_error *e)
 {
@@ -85,6 +117,8 @@ enum st_status st_oai_parse_tool_fields(const cJSON *root, struct st_oai_request
     r->single_tool_call = !parallel;
     if (rc == ST_OK)
         rc = parse_reasoning_format(root, r, e);
+    if (rc == ST_OK)
+        rc = parse_budget(root, r, e);
     if (rc == ST_OK && r->tool_choice == ST_OAI_TOOLS_NONE) {
         free(r->tools_json);
         r->tools_json = NULL;

@@ -15,7 +15,10 @@
  *          think_block.h's matcher and tags, shared with the JSON modes).
  *   ARGS   the json_schema.h state of the tool's parameters; once the
  *          document is complete a byte it would not take goes to POST.
- *   BODY   xml: free text up to "</function>" (then POST), like THINK.
+ *   XML    xml: the parameter blocks up to "</function>" (then POST),
+ *          call_grammar_xml.c;
+ *   BODY   xml, a tool whose parameters that format cannot write (the
+ *          fallback): free text up to "</function>", like THINK.
  *   DONE   after CLOSE (or the last call): blanks only (uncapped: the mask
  *          lets them come only when end of generation is banned).
  */
@@ -23,12 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_grammar_internal.h"
 #include "internal.h"
 #include "strata/call_grammar.h"
 #include "strata/str.h"
 #include "strata/think_block.h"
 
-enum phase { P_LIT, P_THINK, P_ARGS, P_DONE, P_DEAD, P_BODY };
+enum phase { P_LIT, P_THINK, P_ARGS, P_DONE, P_DEAD, P_BODY, P_XML };
 enum lset { S_START, S_FIRST, S_CALL, S_POST, S_AFTER };
 
 #define THINK_BIT 63
@@ -40,16 +44,19 @@ struct call_tool {
     size_t n_pre_first;
     char  *pre;                     /* PRE (a later call) */
     size_t n_pre;
-    struct st_json_schema *args;    /* owned reference; NULL: xml (a free body) */
+    struct st_json_schema *args;    /* owned reference */
+    struct call_xml *xml;           /* xml: owned; NULL: a free body */
 };
 
 struct st_call_grammar {
     atomic_int refs;
     int32_t n_tools;
     struct call_tool *tools;        /* owned; n_tools */
-    const char *post, *sep, *close, *think_open, *think_close;   /* static strings */
+    const char *post, *sep, *close;   /* static strings */
     bool parallel;
     enum st_call_think think;
+    enum st_call_format format;
+    enum st_think_tags think_tags;  /* EITHER: the first byte of the opening decides */
 };
 
 static bool is_ws(unsigned b)
@@ -65,6 +72,7 @@ static void grammar_free(struct st_call_grammar *g)
         free(g->tools[i].pre_first);
         free(g->tools[i].pre);
         st_json_schema_unref(g->tools[i].args);
+        free(g->tools[i].xml);
     }
     free(g->tools);
     free(g);
@@ -92,8 +100,8 @@ static void set_format(struct st_call_grammar *g, enum st_call_format f)
     g->post = "}";
     g->sep = "";
     g->close = "";
-    g->think_open = st_think_open_tag(ST_THINK_ANGLE);
-    g->think_close = st_think_close_tag(ST_THINK_ANGLE);
+    g->think_tags = ST_THINK_ANGLE;
+    g->format = f;
     switch (f) {
     case ST_CALL_HERMES:
         g->post = "}\n</tool_call>";
@@ -103,8 +111,7 @@ static void set_format(struct st_call_grammar *g, enum st_call_format f)
         break;
     case ST_CALL_MISTRAL11:
         g->post = "";
-        g->think_open = st_think_open_tag(ST_THINK_SQUARE);
-        g->think_close = st_think_close_tag(ST_THINK_SQUARE);
+        g->think_tags = ST_THINK_SQUARE;
         break;
     case ST_CALL_XML:
         g->post = "\n</tool_call>";
@@ -112,8 +119,7 @@ static void set_format(struct st_call_grammar *g, enum st_call_format f)
     case ST_CALL_MISTRAL7:
         g->sep = ",";
         g->close = "]";
-        g->think_open = st_think_open_tag(ST_THINK_SQUARE);
-        g->think_close = st_think_close_tag(ST_THINK_SQUARE);
+        g->think_tags = ST_THINK_SQUARE;
         break;
     }
 }
@@ -237,13 +243,21 @@ static enum st_status add_tool(struct st_call_grammar *g, const struct st_call_s
     }
     if (rc == ST_OK)
         rc = make_pre(spec->format, name->data, name->len, true, &t.pre_first, &t.n_pre_first);
-    if (rc == ST_OK && spec->format != ST_CALL_XML)
-        rc = compile_args(fn, &t.args, n_fallback);
+    int32_t fell = 0;
+    if (rc == ST_OK)
+        rc = compile_args(fn, &t.args, &fell);
+    if (rc == ST_OK && spec->format == ST_CALL_XML) {
+        rc = st_call_xml_build(fn, t.args, &t.xml);
+        fell = fell || (rc == ST_OK && !t.xml);   /* a free body */
+    }
     if (rc != ST_OK) {
         free(t.pre);
         free(t.pre_first);
+        st_json_schema_unref(t.args);
         return rc;
     }
+    if (n_fallback)
+        *n_fallback += fell;
     g->tools[g->n_tools++] = t;
     return ST_OK;
 }
@@ -298,6 +312,8 @@ enum st_status st_call_grammar_compile(const struct st_call_spec *spec,
     g->parallel = spec->parallel;
     g->think = spec->think;
     set_format(g, spec->format);
+    if (spec->think_either && g->think == ST_CALL_THINK_OPTIONAL)
+        g->think_tags = ST_THINK_EITHER;
     enum st_status rc = add_tools(g, spec, n_fallback, err);
     if (rc != ST_OK) {
         grammar_free(g);
@@ -316,7 +332,7 @@ static struct st_str lit(const struct st_call_state *st, int i)
     switch ((enum lset)st->set) {
     case S_START:
         if (i == THINK_BIT)
-            return st_str_c(g->think_open);
+            return st_str_c(st_think_open_tag((enum st_think_tags)st->ttags));
         /* fallthrough */
     case S_FIRST:
         return (struct st_str){ g->tools[i].pre_first, g->tools[i].n_pre_first };
@@ -387,8 +403,10 @@ static void matched(struct st_call_state *st, int i)
         }
         st->tool = i;
         st->pos = 0;
-        if (!st->g->tools[i].args) {
-            st->phase = P_BODY;
+        if (st->g->format == ST_CALL_XML) {
+            st->phase = st->g->tools[i].xml ? P_XML : P_BODY;
+            if (st->g->tools[i].xml)
+                st_call_xml_start(st, st->g->tools[i].xml);
             return;
         }
         st->phase = P_ARGS;
@@ -413,6 +431,8 @@ static bool push_lit(struct st_call_state *st, unsigned char b)
 {
     if (st->pos == 0 && is_ws(b) && st->set != S_POST)
         return ++st->ws <= ST_JSON_SCHEMA_MAX_WS;
+    if (st->pos == 0 && st->set == S_START)   /* Magistral: "<think>" or "[THINK]" */
+        st->ttags = (uint8_t)st_think_pick_tags((enum st_think_tags)st->ttags, b);
     uint64_t keep = 0;
     for (uint64_t a = st->alive; a; a &= a - 1) {
         int i = __builtin_ctzll(a);
@@ -442,7 +462,8 @@ static bool push_lit(struct st_call_state *st, unsigned char b)
  * occurs in it only there. */
 static bool push_free(struct st_call_state *st, unsigned char b)
 {
-    const char *c = st->phase == P_THINK ? st->g->think_close : BODY_CLOSE;
+    const char *c = st->phase == P_THINK ? st_think_close_tag((enum st_think_tags)st->ttags)
+                                         : BODY_CLOSE;
     if (!st_think_close_step(c, &st->pos, b))
         return true;
     if (st->phase == P_THINK)
@@ -483,6 +504,13 @@ bool st_call_push(struct st_call_state *st, unsigned char b)
     case P_ARGS:
         ok = push_args(st, b);
         break;
+    case P_XML: {
+        int r = st_call_xml_push(st, st->g->tools[st->tool].xml, b);
+        ok = r >= 0;
+        if (r == 1)
+            start_post(st);
+        break;
+    }
     case P_DONE:   /* no cap: the mask allows blanks here only when the end is banned */
         ok = is_ws(b);
         break;
@@ -508,6 +536,7 @@ void st_call_state_init(struct st_call_state *st, const struct st_call_grammar *
     memset(st, 0, offsetof(struct st_call_state, js));
     st->g = g;
     st->tool = -1;
+    st->ttags = (uint8_t)g->think_tags;
     if (g->think == ST_CALL_THINK_OPEN) {
         st->phase = P_THINK;
         return;
@@ -521,7 +550,7 @@ void st_call_state_init(struct st_call_state *st, const struct st_call_grammar *
 void st_call_state_copy(struct st_call_state *dst, const struct st_call_state *src)
 {
     memcpy(dst, src, offsetof(struct st_call_state, js));
-    if (src->phase == P_ARGS)
+    if (src->phase == P_ARGS || (src->phase == P_XML && st_call_xml_uses_js(src)))
         st_json_schema_state_copy(&dst->js, &src->js);
 }
 
@@ -543,9 +572,13 @@ bool st_call_complete(const struct st_call_state *st)
 
 bool st_call_free_text(const struct st_call_state *st, unsigned char *stop)
 {
+    if (st->phase == P_XML)
+        return st_call_xml_free_text(st, stop);
     if ((st->phase != P_THINK && st->phase != P_BODY) || st->pos != 0)
         return false;
-    *stop = (unsigned char)(st->phase == P_THINK ? st->g->think_close[0] : BODY_CLOSE[0]);
+    *stop = (unsigned char)(st->phase == P_THINK
+                                ? st_think_close_tag((enum st_think_tags)st->ttags)[0]
+                                : BODY_CLOSE[0]);
     return true;
 }
 
@@ -565,8 +598,15 @@ bool st_call_done(const struct st_call_state *st)
     return st->phase == P_DONE;
 }
 
+bool st_call_lt_matters(const struct st_call_state *st)
+{
+    return st->phase == P_XML;
+}
+
 const struct st_json_schema_state *st_call_args(const struct st_call_state *st)
 {
+    if (st->phase == P_XML)
+        return st_call_xml_args(st);
     if (st->phase != P_ARGS || st_json_schema_complete(&st->js))
         return NULL;
     return &st->js;

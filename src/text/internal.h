@@ -200,6 +200,11 @@ bool st_json_truthy(struct st_str v);
  * the name ends). false when the body is malformed (or out of memory). */
 bool st_reply_xml_call(struct st_str body, struct st_str tools, struct st_buf *out,
                        size_t *name_len);
+/* The parser's typing rule for one parameter (also the call grammar's,
+ * call_grammar_xml.c): 'type' is properties[key].type of the tool; true
+ * when a value is taken as JSON text (a type name other than "string", or
+ * a list without "string"), false when it stays a raw string. */
+bool st_reply_xml_typed_json(struct st_str type);
 
 /* ---- the tokenizer object (tokenizer.c builds it, encode.c reads it) ---- */
 enum {

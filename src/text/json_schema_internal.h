@@ -67,4 +67,9 @@ struct st_json_schema {
     int32_t root;
 };
 
+/* The empty text, reading a value of node 'node' instead of the root (the
+ * call grammar validates each Qwen3-Coder parameter value on its own). */
+void st_js_state_init_node(struct st_json_schema_state *st, const struct st_json_schema *s,
+                           int32_t node);
+
 #endif /* STRATA_TEXT_JSON_SCHEMA_INTERNAL_H */

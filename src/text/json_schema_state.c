@@ -447,13 +447,19 @@ static size_t used(const struct st_js_stack *k)
     return offsetof(struct st_js_stack, f) + k->depth * sizeof(struct st_js_frame);
 }
 
-void st_json_schema_state_init(struct st_json_schema_state *st, const struct st_json_schema *s)
+void st_js_state_init_node(struct st_json_schema_state *st, const struct st_json_schema *s,
+                           int32_t node)
 {
     st->schema = s;
     st->n = 1;
     memset(&st->s[0], 0, offsetof(struct st_js_stack, f));
     st->s[0].mode = S_VALUE;
-    st->s[0].cur = (uint16_t)s->root;
+    st->s[0].cur = (uint16_t)node;
+}
+
+void st_json_schema_state_init(struct st_json_schema_state *st, const struct st_json_schema *s)
+{
+    st_js_state_init_node(st, s, s->root);
 }
 
 void st_json_schema_state_copy(struct st_json_schema_state *dst,

@@ -24,6 +24,11 @@
  * False, which the template prints in the history), else it stays a
  * string. Arguments come out as Python's json.dumps writes them
  * ({"k": v, "k2": v2}), as vLLM's parser produces.
+ *
+ * tool_choice's grammar for this format (call_grammar_xml.c) mirrors these
+ * rules (the typing through st_reply_xml_typed_json, the value's end, the
+ * newlines), so that every call it lets the model write parses here into
+ * arguments valid against the tool's schema.
  */
 #include <string.h>
 
@@ -101,7 +106,7 @@ static bool param_type(struct st_str tools, struct st_str name, struct st_str ke
 
 /* Whether a value of JSON Schema type 'type' is written as JSON (not a
  * string): a type name other than "string", or a list without "string". */
-static bool typed_json(struct st_str type)
+bool st_reply_xml_typed_json(struct st_str type)
 {
     static const char *const names[] = { "integer", "number", "boolean", "object", "array",
                                          "null", NULL };
@@ -120,7 +125,7 @@ static bool typed_json(struct st_str type)
                 json = false;
                 break;
             }
-            json = json || typed_json(e);
+            json = json || st_reply_xml_typed_json(e);
         }
     }
     st_buf_fini(&tmp);
@@ -133,7 +138,7 @@ static enum st_status put_value(struct st_str tools, struct st_str name, struct 
 {
     struct st_str type, j;
 
-    if (param_type(tools, name, key, &type) && typed_json(type)) {
+    if (param_type(tools, name, key, &type) && st_reply_xml_typed_json(type)) {
         if (val.len == 4 && memcmp(val.ptr, "True", 4) == 0)
             return st_buf_append(out, LIT("true"));
         if (val.len == 5 && memcmp(val.ptr, "False", 5) == 0)

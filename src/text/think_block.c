@@ -28,6 +28,13 @@ bool st_think_close_step(const char *close, uint32_t *pos, unsigned char b)
     return close[*pos] == '\0';
 }
 
+enum st_think_tags st_think_pick_tags(enum st_think_tags tags, unsigned char b)
+{
+    if (tags != ST_THINK_EITHER)
+        return tags;
+    return b == '<' ? ST_THINK_ANGLE : b == '[' ? ST_THINK_SQUARE : ST_THINK_EITHER;
+}
+
 static bool is_ws(unsigned b)
 {
     return b == ' ' || b == '\t' || b == '\n' || b == '\r';
@@ -45,6 +52,8 @@ void st_think_init(struct st_think_state *t, enum st_think_mode mode, enum st_th
 static enum st_think_push push_start(struct st_think_state *t, unsigned char b,
                                      uint32_t *n_held)
 {
+    if (t->pos == 0)
+        t->tags = (uint8_t)st_think_pick_tags((enum st_think_tags)t->tags, b);
     const char *open = st_think_open_tag((enum st_think_tags)t->tags);
     if ((unsigned char)open[t->pos] == b) {
         if (open[++t->pos] == '\0') {
@@ -100,6 +109,11 @@ enum st_think_push st_think_push(struct st_think_state *t, unsigned char b, uint
     }
     t->phase = T_DEAD;
     return ST_THINK_REFUSED;
+}
+
+bool st_think_at_start(const struct st_think_state *t)
+{
+    return t->phase == T_START && t->pos == 0;
 }
 
 bool st_think_in_doc(const struct st_think_state *t)

@@ -425,7 +425,8 @@ describe('response_format with reasoning: reasoning_content, then content that i
     const cases = [
       ['think first <think>\n', ['open', '<think>']],
       ['no thinking <think>\n\n</think>\n\n', ['none', '<think>']],
-      ['[INST]x[/INST]', ['optional', '[THINK]']],
+      // the sim's words are tokens, "<think>" and "[THINK]" alike: Magistral's either spelling
+      ['[INST]x[/INST]', ['optional', '<think>|[THINK]']],
       ['<|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nweather?', ['none', '<think>']],
     ];
     const response_format = formats[0];

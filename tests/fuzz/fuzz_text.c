@@ -25,6 +25,12 @@
  *      the compiler fails with a message or compiles; the validator stays
  *      invalid once invalid, its state copies answer alike, and a document
  *      it calls complete reads as one JSON value.
+ *   6  (byte 0 224..239) the Qwen3-Coder call grammar (call_grammar.h,
+ *      call_grammar_xml.c): "parameters schema 0x1F choices"; each choice
+ *      byte picks one of the bytes the grammar takes next, so the walk
+ *      stays valid: it never reaches a dead end, and a reply it calls
+ *      complete parses (reply_parse.h, xml_calls) into calls only, whose
+ *      arguments the schema accepts.
  * Besides these checks: no crash, no leak, no UB.
  */
 #include <stdbool.h>
@@ -34,6 +40,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "strata/call_grammar.h"
 #include "strata/chat.h"
 #include "strata/detok.h"
 #include "strata/json_prefix.h"
@@ -437,17 +444,124 @@ static void fuzz_json_schema(const char *text, size_t len)
     st_json_schema_unref(s);
 }
 
+/* ---- 6: the Qwen3-Coder call grammar -------------------------------------- */
+
+struct xml_got {
+    int n_calls;
+    size_t content;
+    char args[4096];
+    bool cut;                 /* the arguments did not fit args */
+};
+
+static enum st_status xml_event(void *ctx, const struct st_reply_event *ev)
+{
+    struct xml_got *g = ctx;
+    size_t l = strlen(g->args);
+    switch (ev->kind) {
+    case ST_REPLY_TOOL_START:
+        g->n_calls++;
+        g->args[0] = '\0';
+        break;
+    case ST_REPLY_TOOL_ARGS:
+        g->cut |= l + ev->len >= sizeof(g->args);
+        if (!g->cut) {
+            memcpy(g->args + l, ev->text, ev->len);
+            g->args[l + ev->len] = '\0';
+        }
+        break;
+    case ST_REPLY_CONTENT:
+    case ST_REPLY_REASONING:
+        g->content += ev->len;
+        break;
+    case ST_REPLY_TOOL_END:
+        break;
+    }
+    return ST_OK;
+}
+
+/* The complete reply parses into calls whose arguments (of the one tool)
+ * the schema accepts, when it compiles. */
+static void xml_check(const char *tools, const char *schema, size_t n_schema, const char *text,
+                      size_t n)
+{
+    struct st_reply_opts o = { .reasoning = true, .tools = true, .xml_calls = true,
+                               .tools_json = st_str_c(tools) };
+    struct st_reply_parser p;
+    static struct xml_got got;
+    memset(&got, 0, sizeof(got));
+    st_reply_parser_init(&p, &o);
+    if (st_reply_parser_feed(&p, text, n, xml_event, &got) != ST_OK ||
+        st_reply_parser_finish(&p, xml_event, &got) != ST_OK)
+        abort();
+    st_reply_parser_fini(&p);
+    if (got.n_calls < 1 || got.content != 0)
+        abort();              /* a whole reply is calls, nothing else */
+    struct st_json_schema *sc = NULL;
+    if (got.cut || st_json_schema_compile(schema, n_schema, &sc, NULL) != ST_OK)
+        return;
+    static struct st_json_schema_state js;
+    st_json_schema_state_init(&js, sc);
+    bool ok = st_json_schema_feed(&js, got.args, strlen(got.args)) &&
+              st_json_schema_complete(&js);
+    st_json_schema_unref(sc);
+    if (!ok)
+        abort();              /* the last call's arguments break the schema */
+}
+
+static void fuzz_xml_calls(const uint8_t *in, size_t len)
+{
+    const uint8_t *sep = memchr(in, FIELD_SEP, len);
+    size_t n = sep ? (size_t)(sep - in) : len;
+    static char tools[4200];
+    if (n > 4000)
+        return;
+    int tl = snprintf(tools, sizeof(tools), "[{\"type\":\"function\",\"function\":{\"name\":"
+                      "\"f\",\"parameters\":%.*s}}]", (int)n, (const char *)in);
+    struct st_call_spec sp = { .format = ST_CALL_XML, .parallel = true, .tools_json = tools,
+                               .tools_len = (size_t)tl, .name = "f" };
+    struct st_call_grammar *g = NULL;
+    int32_t fallback = 0;
+    if (st_call_grammar_compile(&sp, &g, &fallback, NULL) != ST_OK)
+        return;
+    static struct st_call_state st, cp;
+    static char text[8192];
+    size_t tn = 0;
+    st_call_state_init(&st, g);
+    for (size_t i = n + 1; sep && i < len && tn < sizeof(text); i++) {
+        unsigned char ok[256];
+        int k = 0;
+        for (int b = 0; b < 256; b++) {
+            st_call_state_copy(&cp, &st);
+            if (st_call_push(&cp, (unsigned char)b))
+                ok[k++] = (unsigned char)b;
+        }
+        if (k == 0 && !st_call_complete(&st))
+            abort();          /* a dead end: no byte fits, yet not complete */
+        if (k == 0)
+            break;
+        unsigned char b = ok[in[i] % k];
+        if (!st_call_push(&st, b))
+            abort();
+        text[tn++] = (char)b;
+    }
+    if (st_call_complete(&st) && fallback == 0)
+        xml_check(tools, (const char *)in, n, text, tn);
+    st_call_grammar_unref(g);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
     const char *text = (const char *)data + 1;
-    switch (data[0] >= 240 ? 5 : data[0] % 5) {   /* 240..255: the schema (seeds kept) */
+    /* 240..255: the schema, 224..239 the call grammar (the seeds' digits kept) */
+    switch (data[0] >= 240 ? 5 : data[0] >= 224 ? 6 : data[0] % 5) {
     case 0: fuzz_tokenize(text, size - 1); break;
     case 1: fuzz_chat(text, size - 1); break;
     case 2: fuzz_stream(data + 1, size - 1); break;
     case 3: fuzz_reply(data + 1, size - 1); break;
     case 4: fuzz_json_prefix(text, size - 1); break;
+    case 6: fuzz_xml_calls(data + 1, size - 1); break;
     default: fuzz_json_schema(text, size - 1); break;
     }
     return 0;

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "strata/call_grammar.h"
+#include "strata/json_schema.h"
+#include "strata/str.h"
 #include "strata/reply_parse.h"
 #include "support.h"
 
@@ -73,7 +75,7 @@ static void refuses(const struct st_call_grammar *g, const char *text, size_t at
 
 /* Parse 'text' with the options of 'fmt'; the calls' names joined by ','
  * into names, the last call's arguments into args. */
-struct got { char names[256]; char args[256]; int n; size_t content; };
+struct got { char names[256]; char args[4096]; int n; size_t content; };
 
 static enum st_status on_ev(void *ctx, const struct st_reply_event *ev)
 {
@@ -260,6 +262,23 @@ START_TEST(test_call_grammar_llama_mistral)
     parse(ST_CALL_MISTRAL11, false, m, &got);
     ck_assert_str_eq(got.names, "get_time,get_weather");
     ck_assert_str_eq(got.args, "{\"city\":\"Rome\"}");
+    refuses(g, "<think>", 0);   /* [THINK] only */
+    st_call_grammar_unref(g);
+
+    /* Magistral: either spelling, each closed by its partner */
+    struct st_call_spec esp = { .format = ST_CALL_MISTRAL11, .think = ST_CALL_THINK_OPTIONAL,
+                                .parallel = true, .tools_json = tools,
+                                .tools_len = strlen(tools), .think_either = true };
+    ck_assert_int_eq(st_call_grammar_compile(&esp, &g, NULL, NULL), ST_OK);
+    const char *e = "<think>hmm [/THINK] </think>\n[TOOL_CALLS]get_time[ARGS]{}";
+    accepts(g, e, true);
+    accepts(g, m, true);
+    accepts(g, "[TOOL_CALLS]get_time[ARGS]{}", true);
+    accepts(g, "<think>x[/THINK][TOOL_CALLS]get_time[ARGS]{}", false);   /* still thinking */
+    refuses(g, "[THINK]x</think>[TOOL_CALLS]get_time[ARGS]{}[/THINK]x", SIZE_MAX);
+    parse(ST_CALL_MISTRAL11, false, e, &got);
+    ck_assert_str_eq(got.names, "get_time");
+    ck_assert_int_eq((int)got.content, 0);
     st_call_grammar_unref(g);
 
     g = compile(ST_CALL_MISTRAL7, ST_CALL_THINK_NONE, true, NULL);
@@ -275,19 +294,19 @@ START_TEST(test_call_grammar_llama_mistral)
 }
 END_TEST
 
-/* Qwen3-Coder: the frame and the name are enforced, the body is free up
- * to "</function>". */
+/* Qwen3-Coder: the parameter blocks are enforced (call_grammar_xml.c). */
 START_TEST(test_call_grammar_xml_frame)
 {
     struct st_call_grammar *g = compile(ST_CALL_XML, ST_CALL_THINK_NONE, true, "get_weather");
     const char *x = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis <b>\n"
                     "</parameter>\n</function>\n</tool_call>";
     accepts(g, x, true);
-    accepts(g, "<tool_call>\n<function=get_weather>\n</function", false);
-    accepts(g, "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>\n", true);
+    accepts(g, "<tool_call>\n<function=get_weather>\n<parameter=city>\n\n</parameter>\n"
+               "</function>\n</tool_call>\n", true);
+    refuses(g, "<tool_call>\n<function=get_weather>\n</", SIZE_MAX);   /* city is required */
     refuses(g, "<tool_call>\n<function=get_t", SIZE_MAX);
-    refuses(g, "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>\no", SIZE_MAX);
-    refuses(g, "<tool_call>\n<function=get_weather>\n</function>x", SIZE_MAX);
+    refuses(g, "<tool_call>\n<function=get_weather>\n<parameter=x", SIZE_MAX);
+    refuses(g, "<tool_call>\n<function=get_weather>\n<parameter=unit>\nk", SIZE_MAX);
     struct got got;
     parse(ST_CALL_XML, false, x, &got);
     ck_assert_str_eq(got.names, "get_weather");
@@ -296,15 +315,214 @@ START_TEST(test_call_grammar_xml_frame)
 }
 END_TEST
 
+/* Tools for the Qwen3-Coder body: typed, raw, enum, nested, nullable,
+ * and one whose other names are allowed. */
+#define P_EDIT "{\"type\":\"object\"," \
+    "\"properties\":{\"path\":{\"type\":\"string\"},\"line\":{\"type\":\"integer\"}," \
+    "\"mode\":{\"enum\":[\"ab\",\"a<b\"]},\"flags\":{\"type\":\"array\",\"items\":" \
+    "{\"type\":\"boolean\"},\"maxItems\":3},\"opts\":{\"type\":\"object\",\"properties\":" \
+    "{\"x\":{\"type\":\"number\"}},\"required\":[\"x\"],\"additionalProperties\":false}," \
+    "\"note\":{\"type\":[\"string\",\"null\"]}},\"required\":[\"path\",\"line\"]," \
+    "\"additionalProperties\":false}"
+#define P_FREE "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\"}}," \
+    "\"required\":[\"n\"]}"
+static const char xtools[] =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"edit\",\"parameters\":" P_EDIT "}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"free\",\"parameters\":" P_FREE "}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"bad\",\"parameters\":{\"type\":\"object\","
+    "\"properties\":{\"k\":{\"enum\":[1,2]}},\"required\":[\"k\"]}}}]";
+
+static struct st_call_grammar *xcompile(const char *name, int32_t *fb)
+{
+    struct st_call_spec sp = { .format = ST_CALL_XML, .parallel = true, .tools_json = xtools,
+                               .tools_len = strlen(xtools), .name = name };
+    struct st_call_grammar *g = NULL;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_call_grammar_compile(&sp, &g, fb, &err) == ST_OK, "%s", err.msg);
+    return g;
+}
+
+/* Parse an xml reply with the tools' types; returns the calls. */
+static void xparse(const char *text, size_t n, struct got *out)
+{
+    struct st_reply_opts o = { .reasoning = true, .tools = true, .xml_calls = true,
+                               .tools_json = st_str_c(xtools) };
+    struct st_reply_parser p;
+    memset(out, 0, sizeof(*out));
+    st_reply_parser_init(&p, &o);
+    ck_assert_int_eq(st_reply_parser_feed(&p, text, n, on_ev, out), ST_OK);
+    ck_assert_int_eq(st_reply_parser_finish(&p, on_ev, out), ST_OK);
+    st_reply_parser_fini(&p);
+}
+
+#define XE(body) "<tool_call>\n<function=edit>\n" body "</function>\n</tool_call>"
+#define XH(body) "<tool_call>\n<function=edit>\n" body
+#define XP(k, v) "<parameter=" k ">\n" v "\n</parameter>\n"
+
+START_TEST(test_call_grammar_xml_params)
+{
+    int32_t fb = -1;
+    struct st_call_grammar *g = xcompile("edit", &fb);
+    ck_assert_int_eq(fb, 0);
+    const char *ok = XE(XP("line", "12") XP("path", "/a b.py") XP("mode", "a<b")
+                        XP("flags", "[true, false]") XP("opts", "{\"x\": -1.5e3}")
+                        XP("note", "null"));
+    accepts(g, ok, true);
+    struct got got;
+    xparse(ok, strlen(ok), &got);
+    ck_assert_str_eq(got.names, "edit");
+    ck_assert_str_eq(got.args, "{\"line\": 12, \"path\": \"/a b.py\", \"mode\": \"a<b\", "
+                               "\"flags\": [true, false], \"opts\": {\"x\": -1.5e3}, "
+                               "\"note\": \"null\"}");
+    /* raw text keeps quotes, backslashes, newlines; "</parameter" without '>' */
+    const char *raw = XE(XP("path", "a\"\\\n\n</paramete</parameterx\n") XP("line", "0"));
+    accepts(g, raw, true);
+    xparse(raw, strlen(raw), &got);
+    ck_assert_str_eq(got.args, "{\"path\": \"a\\\"\\\\\\n\\n</paramete</parameterx\\n\", "
+                               "\"line\": 0}");
+    refuses(g, XH(XP("path", "x") "</"), SIZE_MAX);                   /* line is required */
+    refuses(g, XH(XP("path", "x") XP("line", "1") "<parameter=p"), SIZE_MAX);   /* twice */
+    refuses(g, XH("<parameter=z"), SIZE_MAX);                         /* not listed */
+    refuses(g, XH("<parameter=line>\n1x"), SIZE_MAX);
+    refuses(g, XH("<parameter=line>\n 1"), strlen(XH("<parameter=line>\n")));   /* no blank */
+    refuses(g, XH("<parameter=line>\n1 "), SIZE_MAX);
+    refuses(g, XH("<parameter=line>\n1.5"), strlen(XH("<parameter=line>\n1")));
+    refuses(g, XH("<parameter=line>\n\"1\""), strlen(XH("<parameter=line>\n")));
+    refuses(g, XH("<parameter=path>\na</parameter>"), SIZE_MAX);     /* cut by the parser */
+    refuses(g, XH("<parameter=path>\n</parameter>"), SIZE_MAX);      /* the format's "\n" */
+    refuses(g, XH("<parameter=mode>\nb"), SIZE_MAX);
+    refuses(g, XH("<parameter=mode>\nab\n</parameter>x"), SIZE_MAX);
+    refuses(g, XH("<parameter=mode>\na\n</parameter>"),   /* "a" is no value: held '\n' */
+            strlen(XH("<parameter=mode>\na")));
+    refuses(g, XH("<parameter=flags>\n[true, true, true, true"),
+            strlen(XH("<parameter=flags>\n[true, true, true")));
+    refuses(g, XH("<parameter=opts>\n{}"), SIZE_MAX);
+    refuses(g, XH("<parameter=path>\nx\n</parameter>\n\n"), SIZE_MAX);   /* exact frame */
+    refuses(g, XH("<parameter=path>\nx\n</tool_call>"), SIZE_MAX);   /* ends the body */
+    accepts(g, XE(XP("path", "") XP("line", "-3")), true);
+    xparse(XE(XP("path", "") XP("line", "-3")), strlen(XE(XP("path", "") XP("line", "-3"))),
+           &got);
+    ck_assert_str_eq(got.args, "{\"path\": \"\", \"line\": -3}");
+    st_call_grammar_unref(g);
+
+    /* additionalProperties absent: other names, raw values; "bad" cannot be
+     * written (its required k takes no string as the parser types it) */
+    g = xcompile(NULL, &fb);
+    ck_assert_int_eq(fb, 1);
+    const char *fr = "<tool_call>\n<function=free>\n" XP("n", "7") XP("any-thing", "x y")
+                     "</function>\n</tool_call>";
+    accepts(g, fr, true);
+    xparse(fr, strlen(fr), &got);
+    ck_assert_str_eq(got.args, "{\"n\": 7, \"any-thing\": \"x y\"}");
+    refuses(g, "<tool_call>\n<function=free>\n" XP("n", "7") "<parameter=n>", SIZE_MAX);
+    refuses(g, "<tool_call>\n<function=free>\n<parameter=a ", SIZE_MAX);
+    accepts(g, "<tool_call>\n<function=bad>\n<parameter=k>\n1\n</parameter>\n</function>\n"
+               "</tool_call>", true);   /* the fallback: a free body */
+    st_call_grammar_unref(g);
+}
+END_TEST
+
+/* The oracle: random texts the validator accepts (guided towards the
+ * literals so that calls complete), every one of which (1) never reaches
+ * a dead end (some byte is taken, or it is complete) and (2) once
+ * complete parses into calls whose arguments the tool's schema (compiled
+ * on its own) accepts as a whole document. */
+static const char *const snippets[] = {
+    "\n</parameter>\n", "</function>", "\n</tool_call>", "<tool_call>\n<function=", "edit",
+    "free", ">\n", "<parameter=", "path", "line", "mode", "flags", "opts", "note", "n", "ab",
+    "a<b", "[true]", "{\"x\": 1}", "12", "-0.5", "\"", "\\", "\n", "</parameter>", "<",
+    "</tool_call>", "\n</function>",
+};
+
+static bool args_valid(const char *name, const char *args)
+{
+    const char *params = strcmp(name, "edit") == 0 ? P_EDIT : P_FREE;
+    struct st_json_schema *sc = NULL;
+    ck_assert_int_eq(st_json_schema_compile(params, strlen(params), &sc, NULL), ST_OK);
+    struct st_json_schema_state j;
+    st_json_schema_state_init(&j, sc);
+    bool ok = st_json_schema_feed(&j, args, strlen(args)) && st_json_schema_complete(&j);
+    st_json_schema_unref(sc);
+    return ok;
+}
+
+START_TEST(test_call_grammar_xml_oracle)
+{
+    struct st_call_grammar *g = xcompile(NULL, NULL);
+    uint64_t seed = 12345;
+    int completed = 0;
+    for (int run = 0; run < 400; run++) {
+        struct st_call_state st;
+        st_call_state_init(&st, g);
+        char text[1024];
+        size_t n = 0;
+        while (n < sizeof(text) - 32) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            if (st_call_complete(&st) && (seed >> 60) < 6)
+                break;   /* end here now and then */
+            bool took = false;
+            if ((seed >> 62) != 0) {   /* a snippet, as far as it is taken */
+                const char *sn = snippets[(seed >> 33) % (sizeof(snippets) / sizeof(*snippets))];
+                for (size_t k = 0; sn[k] && n < sizeof(text) - 32; k++) {
+                    struct st_call_state c;
+                    st_call_state_copy(&c, &st);
+                    if (!st_call_push(&c, (unsigned char)sn[k]))
+                        break;
+                    st_call_state_copy(&st, &c);
+                    text[n++] = sn[k];
+                    took = true;
+                }
+            }
+            if (took)
+                continue;
+            unsigned char ok[256];
+            int n_ok = 0;
+            for (int b = 0; b < 256; b++) {
+                struct st_call_state c;
+                st_call_state_copy(&c, &st);
+                if (st_call_push(&c, (unsigned char)b))
+                    ok[n_ok++] = (unsigned char)b;
+            }
+            ck_assert_msg(n_ok > 0 || st_call_complete(&st), "dead end after '%.*s'", (int)n,
+                          text);
+            if (n_ok == 0)
+                break;
+            unsigned char b = ok[(seed >> 20) % (uint64_t)n_ok];
+            ck_assert(st_call_push(&st, b));
+            text[n++] = (char)b;
+        }
+        if (!st_call_complete(&st))
+            continue;
+        if (memmem(text, n, "<function=bad>", 14))
+            continue;   /* the fallback's free body need not parse */
+        completed++;
+        struct got got;
+        xparse(text, n, &got);
+        ck_assert_msg(got.n >= 1 && got.content == 0, "not calls: '%.*s'", (int)n, text);
+        /* the last call's arguments against its schema */
+        const char *last = strrchr(got.names, ',');
+        last = last ? last + 1 : got.names;
+        if (strcmp(last, "bad") != 0)
+            ck_assert_msg(args_valid(last, got.args), "invalid arguments %s for '%.*s'",
+                          got.args, (int)n, text);
+    }
+    ck_assert_int_gt(completed, 50);
+    st_call_grammar_unref(g);
+}
+END_TEST
+
 static Suite *call_grammar_suite(void)
 {
     Suite *s = suite_create("call_grammar");
     TCase *t = tcase_create("grammar");
+    tcase_set_timeout(t, 60);   /* the oracle's walks, under sanitizers on a loaded machine */
     tcase_add_test(t, test_call_grammar_hermes_named);
     tcase_add_test(t, test_call_grammar_required_and_single);
     tcase_add_test(t, test_call_grammar_think);
     tcase_add_test(t, test_call_grammar_llama_mistral);
     tcase_add_test(t, test_call_grammar_xml_frame);
+    tcase_add_test(t, test_call_grammar_xml_params);
+    tcase_add_test(t, test_call_grammar_xml_oracle);
     suite_add_tcase(s, t);
     return s;
 }

@@ -92,8 +92,8 @@ START_TEST(test_config_cli_every_flag)
         "--spec-ngram-max", "6", "--spec-draft", "12", "--scheduler", "fifo", "--aging-divisor", "30",
         "--swap-affinity-bonus", "5", "--give-way-tokens", "4096", "--yields-max", "1",
         "--sim-reply", "<think>x</think>", "--reasoning-format", "none",
-        "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5", "--sim-load-seconds", "1.5",
-        "--sim-tokens", "3", "--log-format", "json", "--log-level", "warn",
+        "--reasoning-budget", "256", "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5",
+        "--sim-load-seconds", "1.5", "--sim-tokens", "3", "--log-format", "json", "--log-level", "warn",
     };
     struct st_config c;
 
@@ -134,6 +134,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.sim_tokens, 3);
     ck_assert_str_eq(c.sim_reply, "<think>x</think>");
     ck_assert_int_eq(c.reasoning_format, ST_CFG_REASONING_NONE);
+    ck_assert_int_eq(c.reasoning_budget, 256);
     ck_assert_int_eq(c.log_format, ST_LOG_JSON);
     ck_assert_int_eq(c.log_level, ST_LOG_WARN);
     for (int o = 0; o < ST_OPT_COUNT; o++)

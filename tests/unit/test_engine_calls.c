@@ -10,6 +10,9 @@
  *   - sampled runs on random logits end only on a whole reply, and every
  *     whole reply parses (reply_parse.h) into calls of the allowed tools
  *     with arguments valid against their schema;
+ *   - Qwen3-Coder's parameter blocks (typed, enum, optional, required) the
+ *     same way: whole replies parse into arguments valid against the schema;
+ *   - Magistral's think block spelt "<think>" or "[THINK]";
  *   - the CPU model runner (tiny synthetic model) under a named function,
  *     several seeds and temperatures: the reply is a call to that function
  *     with schema-valid arguments whenever it ends with STOP, a valid
@@ -34,7 +37,11 @@ static const char tools[] =
     "\"unit\":{\"enum\":[\"c\",\"f\"]}},\"required\":[\"city\"],"
     "\"additionalProperties\":false}}},"
     "{\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"parameters\":"
-    "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}}}]";
+    "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"set_temp\",\"parameters\":"
+    "{\"type\":\"object\",\"properties\":{\"deg\":{\"type\":\"integer\"},"
+    "\"on\":{\"type\":\"boolean\"},\"tags\":{\"type\":\"array\",\"items\":"
+    "{\"type\":\"string\"}}},\"required\":[\"deg\"],\"additionalProperties\":false}}}]";
 
 static const char weather_schema[] =
     "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},"
@@ -42,6 +49,10 @@ static const char weather_schema[] =
     "\"additionalProperties\":false}";
 static const char time_schema[] =
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}";
+static const char temp_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"deg\":{\"type\":\"integer\"},"
+    "\"on\":{\"type\":\"boolean\"},\"tags\":{\"type\":\"array\",\"items\":"
+    "{\"type\":\"string\"}}},\"required\":[\"deg\"],\"additionalProperties\":false}";
 
 /* ---- the mask on a hand-made vocabulary ------------------------------ */
 
@@ -57,27 +68,38 @@ static const char *const vocab[] = {
     " <tool_call>", "\n<tool_call>\n{\"name\": \"", "\n\n[TOOL_CALLS]", " {\"",
     "<function=", ">\n", "</function>", "\n</tool_call>", "<parameter=city>\n", "</parameter>\n",
     "</function>\n</tool_call>", "</", "function", "<tool_call>\n<function=get_time>\n",
+    /* Qwen3-Coder parameter blocks */
+    "set_temp", "<parameter=deg>\n", "<parameter=on>\n", "<parameter=unit>\n", "12", "-",
+    "true", "\n</parameter>\n", "<parameter=", "deg", "tags", "[\"a\"]", "\n</",
+    "parameter", "c\n</parameter>\n", "</parameter>", "Paris\n", "<think>\n", "\n</think>\n\n",
 };
 #define NV ((int32_t)(sizeof(vocab) / sizeof(vocab[0])))
 
-struct gspec { enum st_call_format f; enum st_call_think think; bool parallel; const char *name; };
+struct gspec {
+    enum st_call_format f;
+    enum st_call_think think;
+    bool parallel;
+    const char *name;
+    bool either;   /* Magistral: "<think>" or "[THINK]" */
+};
 
 static const struct gspec gspecs[] = {
-    { ST_CALL_HERMES, ST_CALL_THINK_NONE, true, "get_weather" },
-    { ST_CALL_HERMES, ST_CALL_THINK_OPTIONAL, true, NULL },
-    { ST_CALL_HERMES, ST_CALL_THINK_OPEN, false, "get_time" },
-    { ST_CALL_MISTRAL11, ST_CALL_THINK_OPTIONAL, true, NULL },
-    { ST_CALL_LLAMA, ST_CALL_THINK_NONE, true, "get_weather" },
-    { ST_CALL_XML, ST_CALL_THINK_NONE, true, NULL },   /* last: its bodies are free text */
+    { ST_CALL_HERMES, ST_CALL_THINK_NONE, true, "get_weather", false },
+    { ST_CALL_HERMES, ST_CALL_THINK_OPTIONAL, true, NULL, false },
+    { ST_CALL_HERMES, ST_CALL_THINK_OPEN, false, "get_time", false },
+    { ST_CALL_MISTRAL11, ST_CALL_THINK_OPTIONAL, true, NULL, false },
+    { ST_CALL_LLAMA, ST_CALL_THINK_NONE, true, "get_weather", false },
+    { ST_CALL_XML, ST_CALL_THINK_NONE, true, NULL, false },
+    { ST_CALL_XML, ST_CALL_THINK_NONE, false, "set_temp", false },
+    { ST_CALL_MISTRAL11, ST_CALL_THINK_OPTIONAL, true, NULL, true },
 };
 #define NG ((int)(sizeof(gspecs) / sizeof(gspecs[0])))
-#define NG_JSON (NG - 1)   /* the grammars whose whole replies parse into valid calls */
 
 static struct st_call_grammar *compile(const struct gspec *s)
 {
     struct st_call_spec sp = { .format = s->f, .think = s->think, .parallel = s->parallel,
                                .tools_json = tools, .tools_len = strlen(tools),
-                               .name = s->name };
+                               .name = s->name, .think_either = s->either };
     struct st_call_grammar *g = NULL;
     struct st_err err = { 0 };
     ck_assert_msg(st_call_grammar_compile(&sp, &g, NULL, &err) == ST_OK, "%s", err.msg);
@@ -196,6 +218,8 @@ static void check_reply(const struct gspec *gs, const char *text, size_t len)
     struct st_reply_opts o = { .reasoning = true, .tools = true,
                                .in_reasoning = gs->think == ST_CALL_THINK_OPEN,
                                .bare_json_calls = gs->f == ST_CALL_LLAMA,
+                               .xml_calls = gs->f == ST_CALL_XML,
+                               .tools_json = st_str_c(tools),
                                .mistral = gs->f == ST_CALL_MISTRAL11 };
     struct st_reply_parser p;
     struct calls c;
@@ -208,12 +232,12 @@ static void check_reply(const struct gspec *gs, const char *text, size_t len)
                   text);
     ck_assert_msg(c.content == 0, "content in '%.*s'", (int)len, text);
     for (int i = 0; i < c.n; i++) {
-        bool w = strcmp(c.name[i], "get_weather") == 0;
-        ck_assert_msg(w || strcmp(c.name[i], "get_time") == 0, "name '%s'", c.name[i]);
+        bool w = strcmp(c.name[i], "get_weather") == 0, t = strcmp(c.name[i], "set_temp") == 0;
+        ck_assert_msg(w || t || strcmp(c.name[i], "get_time") == 0, "name '%s'", c.name[i]);
         if (gs->name)
             ck_assert_str_eq(c.name[i], gs->name);
-        ck_assert_msg(args_valid(w ? weather_schema : time_schema, c.args[i]), "args '%s'",
-                      c.args[i]);
+        ck_assert_msg(args_valid(w ? weather_schema : t ? temp_schema : time_schema, c.args[i]),
+                      "args '%s' in '%.*s'", c.args[i], (int)len, text);
     }
 }
 
@@ -223,7 +247,7 @@ START_TEST(test_engine_calls_runs_parse)
 {
     const float temps[] = { 0.0f, 1.0f };
     char text[8192];
-    for (int gi = 0; gi < NG_JSON; gi++) {
+    for (int gi = 0; gi < NG; gi++) {
         struct st_call_grammar *g = compile(&gspecs[gi]);
         int ended = 0;
         for (int ti = 0; ti < 2; ti++) {
@@ -321,13 +345,14 @@ START_TEST(test_engine_calls_model_calls_named)
     char path[320];
     fixture_make_model(path, sizeof(path), dir, "mtp-demo", "q8_0", 3, false);
     static const struct gspec named[] = {
-        { ST_CALL_LLAMA, ST_CALL_THINK_NONE, false, "get_time" },
-        { ST_CALL_HERMES, ST_CALL_THINK_NONE, true, "get_time" },
-        { ST_CALL_HERMES, ST_CALL_THINK_NONE, false, "get_weather" },
+        { ST_CALL_LLAMA, ST_CALL_THINK_NONE, false, "get_time", false },
+        { ST_CALL_HERMES, ST_CALL_THINK_NONE, true, "get_time", false },
+        { ST_CALL_HERMES, ST_CALL_THINK_NONE, false, "get_weather", false },
+        { ST_CALL_XML, ST_CALL_THINK_NONE, false, "set_temp", false },
     };
     const float temps[3] = { 0.0f, 0.7f, 1.2f };
     int stops = 0;
-    for (int gi = 0; gi < 3; gi++) {
+    for (int gi = 0; gi < 4; gi++) {
         struct st_call_grammar *g = compile(&named[gi]);
         for (int ti = 0; ti < 3; ti++) {
             struct fixture_out off[2], on[2];
@@ -343,7 +368,7 @@ START_TEST(test_engine_calls_model_calls_named)
         }
         st_call_grammar_unref(g);
     }
-    fprintf(stderr, "engine calls: %d of 18 replies whole\n", stops);
+    fprintf(stderr, "engine calls: %d of 24 replies whole\n", stops);
     ck_assert_int_gt(stops, 0);
 }
 END_TEST

@@ -13,7 +13,13 @@
  *     opened by the prompt and a cap: the text parses (reply_parse.h)
  *     into reasoning and a content that is a valid prefix of a document
  *     of the schema (complete when it ended with STOP), and MTP and
- *     n-gram drafts give the same tokens.
+ *     n-gram drafts give the same tokens;
+ *   - the thinking budget (think_budget.c): counted from after the
+ *     opening tag, the closing sequence forced at exactly N tokens (budget
+ *     0: at once), either spelling, nothing forced once the model closed
+ *     the block or never opened one; on the tiny model, with and without
+ *     a schema after it, the reasoning the reply parser splits out is
+ *     exactly the first N tokens' text, and drafts change nothing.
  */
 #include <check.h>
 #include <stdio.h>
@@ -322,11 +328,274 @@ START_TEST(test_engine_think_model_reasons_then_json)
 }
 END_TEST
 
+/* ---- the thinking budget ------------------------------------------- */
+
+static int32_t vid(const char *text)
+{
+    for (int32_t i = 0; i < NV; i++) {
+        if (strcmp(vocab[i], text) == 0)
+            return i;
+    }
+    ck_abort_msg("no token '%s'", text);
+    return -1;
+}
+
+/* Take token 'text' as the engine does (accept, then its bytes). */
+static void take(struct st_sampler *s, const char *text)
+{
+    st_sampler_accept(s, vid(text));
+    st_sampler_think_accept(s, text, strlen(text));
+}
+
+static struct st_gen_params budget_params(int32_t budget, enum st_think_mode m,
+                                          enum st_think_tags tags)
+{
+    struct st_gen_params p = mask_params(1.0f, 1);
+    p.think_budget = budget;
+    p.think_mode = (uint8_t)m;
+    p.think_tags = (uint8_t)tags;
+    p.think_close[ST_THINK_ANGLE][0] = vid("\n");
+    p.think_close[ST_THINK_ANGLE][1] = vid("</think>");
+    p.think_close[ST_THINK_ANGLE][2] = vid("\n\n");
+    p.n_think_close[ST_THINK_ANGLE] = 3;
+    p.think_close[ST_THINK_SQUARE][0] = vid("[/THINK]");
+    p.n_think_close[ST_THINK_SQUARE] = 1;
+    return p;
+}
+
+/* The forced sequence comes now, token by token, then nothing more. */
+static void expect_forced(struct st_sampler *s, const char *const *seq, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int32_t t = -1;
+        ck_assert_msg(st_sampler_forced(s, &t), "token %d of the close not forced", i);
+        ck_assert_int_eq(t, vid(seq[i]));
+        ck_assert_int_eq(st_sampler_draft_room(s), 0);
+        take(s, seq[i]);
+    }
+    int32_t t;
+    ck_assert(!st_sampler_forced(s, &t));
+    ck_assert(!st_sampler_budget_on(s));
+}
+
+START_TEST(test_engine_think_budget_counts_and_forces)
+{
+    static const char *const angle[] = { "\n", "</think>", "\n\n" };
+    static const char *const square[] = { "[/THINK]" };
+    struct st_sampler s;
+    int32_t t;
+    /* optional block, blanks before it, two tokens of reasoning */
+    struct st_gen_params p = budget_params(2, ST_THINK_OPTIONAL, ST_THINK_ANGLE);
+    mask_sampler(&s, &p, vocab, NV);
+    ck_assert_int_eq(st_sampler_draft_room(&s), INT32_MAX);
+    take(&s, "\n");
+    take(&s, "<think>");             /* the tag does not count */
+    ck_assert_int_eq(st_sampler_draft_room(&s), 2);
+    take(&s, "hello");
+    ck_assert(!st_sampler_forced(&s, &t));
+    ck_assert_int_eq(st_sampler_draft_room(&s), 1);
+    take(&s, " world");
+    expect_forced(&s, angle, 3);
+    st_sampler_fini(&s);
+
+    /* Magistral: either spelling, closed with its own sequence */
+    p = budget_params(1, ST_THINK_OPTIONAL, ST_THINK_EITHER);
+    mask_sampler(&s, &p, vocab, NV);
+    take(&s, "[THINK]");
+    take(&s, "hello");
+    expect_forced(&s, square, 1);
+    st_sampler_fini(&s);
+    mask_sampler(&s, &p, vocab, NV);
+    take(&s, "<think>\n");
+    take(&s, "x<");
+    expect_forced(&s, angle, 3);
+    st_sampler_fini(&s);
+
+    /* budget 0: closed as soon as it opens; OPEN mode: at once */
+    p = budget_params(0, ST_THINK_OPTIONAL, ST_THINK_ANGLE);
+    mask_sampler(&s, &p, vocab, NV);
+    ck_assert(!st_sampler_forced(&s, &t));
+    take(&s, "<think>");
+    expect_forced(&s, angle, 3);
+    st_sampler_fini(&s);
+    p = budget_params(0, ST_THINK_OPEN, ST_THINK_ANGLE);
+    mask_sampler(&s, &p, vocab, NV);
+    expect_forced(&s, angle, 3);
+    st_sampler_fini(&s);
+
+    /* the model closes the block itself, or never opens one: nothing forced */
+    p = budget_params(3, ST_THINK_OPEN, ST_THINK_ANGLE);
+    mask_sampler(&s, &p, vocab, NV);
+    take(&s, "hello");
+    take(&s, "</think>\n\n{");
+    ck_assert(!st_sampler_budget_on(&s));
+    take(&s, "hello");
+    take(&s, "hello");
+    ck_assert(!st_sampler_forced(&s, &t));
+    st_sampler_fini(&s);
+    p = budget_params(1, ST_THINK_OPTIONAL, ST_THINK_ANGLE);
+    mask_sampler(&s, &p, vocab, NV);
+    take(&s, "hello");
+    ck_assert(!st_sampler_budget_on(&s));
+    take(&s, "<think>");
+    take(&s, "hello");
+    ck_assert(!st_sampler_forced(&s, &t));
+    st_sampler_fini(&s);
+
+    /* no budget (-1), or a prompt that rules the block out */
+    p = budget_params(-1, ST_THINK_OPEN, ST_THINK_ANGLE);
+    mask_sampler(&s, &p, vocab, NV);
+    ck_assert(!st_sampler_budget_on(&s));
+    st_sampler_fini(&s);
+    p = budget_params(0, ST_THINK_NONE, ST_THINK_ANGLE);
+    mask_sampler(&s, &p, vocab, NV);
+    ck_assert(!st_sampler_budget_on(&s));
+    st_sampler_fini(&s);
+
+    /* with a constrained answer the forced close is one the mask takes */
+    p = budget_params(2, ST_THINK_OPTIONAL, ST_THINK_ANGLE);
+    p.json_object = true;
+    p.json_think = ST_THINK_OPTIONAL;
+    mask_sampler(&s, &p, vocab, NV);
+    take(&s, "<think>");
+    take(&s, "hello");
+    take(&s, "<");
+    expect_forced(&s, angle, 3);
+    ck_assert(st_think_in_doc(&s.th) || st_think_between(&s.th, &(uint16_t){ 0 }));
+    take(&s, "{");
+    ck_assert(st_json_prefix_valid(&s.js));
+    st_sampler_fini(&s);
+}
+END_TEST
+
+/* The engine loop: the reply's first N tokens are sampled reasoning, the
+ * next ones the closing sequence, forced; the reply parser splits the
+ * reasoning (exactly those N tokens' text) from the content; MTP and
+ * n-gram drafts give the same tokens. */
+static void budget_run(const char *path, int32_t mtp, int32_t ngram, float temp,
+                       const int32_t budget[2], struct st_json_schema *sc,
+                       struct fixture_out *out, int32_t *close, size_t *n_close)
+{
+    struct fixture_pool f;
+    fixture_pool_start_spec(&f, path, 2, mtp, ngram);
+    (void)st_engine_pool_step(f.pool, 0);
+    int32_t *ids = NULL;
+    struct st_err err = { 0 };
+    static const char seq[] = "\n</think>\n\n";
+    ck_assert(st_engine_pool_tokenize(f.pool, 0, seq, strlen(seq), false, true, &ids, n_close,
+                                      &err) == ST_OK);
+    ck_assert(*n_close >= 1 && *n_close <= ST_THINK_CLOSE_MAX);
+    memcpy(close, ids, *n_close * sizeof(*ids));
+    free(ids);
+    memset(out, 0, sizeof(*out) * 2);
+    for (int32_t i = 0; i < 2; i++) {
+        struct st_request *req = st_request_new();
+        snprintf(req->id, sizeof(req->id), "b%d", (int)i);
+        req->prompt = strdup(prompts[i]);
+        req->params.max_tokens = 40;
+        req->params.temperature = temp;
+        req->params.has_seed = true;
+        req->params.seed = 5 + (uint64_t)i;
+        req->params.think_budget = budget[i];
+        req->params.think_mode = ST_THINK_OPEN;
+        req->params.think_tags = ST_THINK_ANGLE;
+        memcpy(req->params.think_close[ST_THINK_ANGLE], close, *n_close * sizeof(*close));
+        req->params.n_think_close[ST_THINK_ANGLE] = (int32_t)*n_close;
+        if (sc) {
+            st_json_schema_ref(sc);
+            req->params.json_schema = sc;
+            req->params.json_think = ST_THINK_OPEN;
+        }
+        req->emit = fixture_record;
+        req->emit_ctx = &out[i];
+        ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
+        st_request_unref(req);
+    }
+    fixture_pool_drain(&f);
+    fixture_pool_stop(&f);
+}
+
+/* out's first n tokens are the reasoning, the next ones the close (by
+ * id); the reasoning the parser splits out is the text before the first
+ * "</think>" (trimmed), which the close put there. */
+static void check_budget(const struct fixture_out *o, int32_t n, const int32_t *close,
+                         size_t n_close, struct st_json_schema *sc)
+{
+    ck_assert(o->ended);
+    ck_assert_msg(o->n >= n + (int)n_close, "%d tokens: '%s'", o->n, o->text);
+    for (size_t k = 0; k < n_close; k++)
+        ck_assert_msg(o->tok[n + (int)k] == close[k], "token %d is %d, not the close: '%s'",
+                      n + (int)k, (int)o->tok[n + (int)k], o->text);
+    struct st_reply_opts ro = { .reasoning = true, .in_reasoning = true };
+    struct st_reply_parser rp;
+    struct parsed p;
+    st_buf_init(&p.reasoning);
+    st_buf_init(&p.content);
+    st_reply_parser_init(&rp, &ro);
+    ck_assert(st_reply_parser_feed(&rp, o->text, o->len, on_part, &p) == ST_OK);
+    ck_assert(st_reply_parser_finish(&rp, on_part, &p) == ST_OK);
+    st_reply_parser_fini(&rp);
+    const char *end = strstr(o->text, "</think>");
+    ck_assert_ptr_nonnull(end);
+    const char *w = o->text;   /* trimmed as reasoning_content is */
+    size_t wl = (size_t)(end - w);
+    while (wl && strchr(" \t\r\n", *w))
+        w++, wl--;
+    while (wl && strchr(" \t\r\n", w[wl - 1]))
+        wl--;
+    ck_assert_int_eq(p.reasoning.len, wl);
+    if (wl)
+        ck_assert_mem_eq(p.reasoning.data, w, wl);
+    if (n == 0)
+        ck_assert_int_eq(p.reasoning.len, 0);
+    if (sc) {
+        struct st_json_schema_state st;
+        st_json_schema_state_init(&st, sc);
+        ck_assert_msg(p.content.len > 0 && st_json_schema_feed(&st, p.content.data,
+                                                               p.content.len), "'%s'", o->text);
+    }
+    st_buf_fini(&p.reasoning);
+    st_buf_fini(&p.content);
+}
+
+START_TEST(test_engine_think_budget_on_model)
+{
+    char path[320];
+    fixture_make_model(path, sizeof(path), dir, "mtp-demo", "q8_0", 3, false);
+    struct st_json_schema *sc = mask_schema(engine_schema);
+    const int32_t budgets[2][2] = { { 5, 0 }, { 9, 2 } };
+    for (int c = 0; c < 4; c++) {
+        const int32_t *b = budgets[c & 1];
+        struct st_json_schema *use = c >= 2 ? sc : NULL;
+        float temp = (c & 1) ? 0.8f : 0.0f;
+        struct fixture_out off[2], on[2];
+        int32_t close[ST_THINK_CLOSE_MAX];
+        size_t n_close = 0;
+        budget_run(path, 0, 0, temp, b, use, off, close, &n_close);
+        fprintf(stderr, "budget %d/%d t=%.1f%s: '%.120s'\n", (int)b[0], (int)b[1], (double)temp,
+                use ? " json" : "", off[0].text);
+        for (int i = 0; i < 2; i++)
+            check_budget(&off[i], b[i], close, n_close, use);
+        for (int spec = 0; spec < 2; spec++) {
+            budget_run(path, spec == 0 ? 3 : 0, spec == 1 ? 3 : 0, temp, b, use, on, close,
+                       &n_close);
+            for (int i = 0; i < 2; i++) {
+                ck_assert_int_eq(off[i].n, on[i].n);
+                ck_assert_mem_eq(off[i].tok, on[i].tok, sizeof(int32_t) * (size_t)off[i].n);
+            }
+        }
+    }
+    st_json_schema_unref(sc);
+}
+END_TEST
+
 static Suite *engine_think_suite(void)
 {
     Suite *s = suite_create("engine_think");
     TCase *t = tcase_create("think");
     tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_test(t, test_engine_think_budget_counts_and_forces);
+    tcase_add_test(t, test_engine_think_budget_on_model);
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_engine_think_mask_matches_validator);
     tcase_add_test(t, test_engine_think_cap_forces_close);

@@ -438,6 +438,137 @@ START_TEST(test_server_tools_json_think_needs_the_tags)
 }
 END_TEST
 
+/* A stream's reasoning_content (parts[0]) and content (parts[1]) deltas,
+ * joined. */
+static void deltas(const struct st_gen *g, struct st_buf parts[2])
+{
+    static const char *const keys[2] = { "reasoning_content", "content" };
+    char *text = strndup(g->out.data, g->out.len), *save = NULL;
+    st_buf_init(&parts[0]);
+    st_buf_init(&parts[1]);
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        cJSON *j = cJSON_Parse(line + 6);
+        ck_assert_ptr_nonnull(j);
+        const cJSON *d = cJSON_GetObjectItem(
+            cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "delta");
+        for (int k = 0; k < 2; k++) {
+            const cJSON *v = cJSON_GetObjectItem(d, keys[k]);
+            if (cJSON_IsString(v))
+                ck_assert_int_eq(st_buf_append(&parts[k], v->valuestring,
+                                               strlen(v->valuestring)), ST_OK);
+        }
+        cJSON_Delete(j);
+    }
+    free(text);
+}
+
+/* Magistral: 2506 writes <think>, 2507 [THINK]; where the vocabulary has
+ * both tag pairs as tokens the constrained grammar takes either, else the
+ * one it has; the reply parser splits both, streamed and not. */
+START_TEST(test_server_tools_magistral_think_spellings)
+{
+    struct st_oai_request oq;
+    struct st_api_error e;
+    ck_assert_int_eq(parse_chat("\"response_format\":{\"type\":\"json_object\"}", &oq, &e),
+                     ST_OK);
+    const char *mistral = "<s>[SYSTEM_PROMPT]be brief[/SYSTEM_PROMPT][INST]hi[/INST]";
+    const uint8_t both = 1u << ST_THINK_ANGLE | 1u << ST_THINK_SQUARE;
+    const struct { uint8_t vocab; uint8_t mode, tags; } cases[] = {
+        { both, ST_THINK_OPTIONAL, ST_THINK_EITHER },
+        { 1u << ST_THINK_SQUARE, ST_THINK_OPTIONAL, ST_THINK_SQUARE },
+        { 1u << ST_THINK_ANGLE, ST_THINK_OPTIONAL, ST_THINK_ANGLE },
+        { 0, ST_THINK_NONE, ST_THINK_SQUARE },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct st_gen_params p = oq.params;
+        st_gen_reply_json_think(&oq, ST_REASONING_DEEPSEEK, mistral, cases[i].vocab, &p);
+        ck_assert_msg(p.json_think == cases[i].mode, "case %zu: %d", i, (int)p.json_think);
+        if (p.json_think != ST_THINK_NONE)
+            ck_assert_int_eq(p.json_think_tags, cases[i].tags);
+        enum st_think_tags t;
+        ck_assert_int_eq(st_gen_reply_budget_think(&oq, ST_REASONING_DEEPSEEK, mistral,
+                                                   cases[i].vocab, true, &t), cases[i].mode);
+    }
+    st_oai_request_fini(&oq);
+    /* the parser: either spelling, closed by its own partner */
+    static const char *const replies[] = { "<think>\nhm [/THINK] ok\n</think>\n\nAnswer.",
+                                           "[THINK]hm </think> ok[/THINK]Answer." };
+    static const char *const want[] = { "hm [/THINK] ok", "hm </think> ok" };
+    for (int k = 0; k < 2; k++) {
+        for (int stream = 0; stream < 2; stream++) {
+            struct st_call c;
+            struct st_gen *g = run_tools_text(stream, "\"tools\":[]", "", mistral, replies[k],
+                                              &c);
+            if (!stream) {
+                struct st_oai_choice oc = { .index = 0, .finish = ST_FINISH_STOP };
+                st_gen_reply_fill(&g->choices[0], &oc);
+                ck_assert_str_eq(oc.reasoning, want[k]);
+                ck_assert_int_eq(oc.text_len, 7);
+                ck_assert(memcmp(oc.text, "Answer.", 7) == 0);
+            } else {
+                struct st_buf parts[2];
+                deltas(g, parts);
+                ck_assert_str_eq(parts[0].data, want[k]);
+                ck_assert_str_eq(parts[1].data, "Answer.");
+                st_buf_fini(&parts[0]);
+                st_buf_fini(&parts[1]);
+            }
+            st_gen_free(g);
+        }
+    }
+}
+END_TEST
+
+/* thinking_budget and its other names: integers >= -1, 400 naming the
+ * field otherwise; names that disagree are a 400; the budget's block
+ * follows the JSON modes' rule, but an unconstrained reply may think with
+ * reasoning_format none too, and a closed or impossible block ignores it. */
+START_TEST(test_server_tools_thinking_budget_field)
+{
+    struct st_oai_request r;
+    struct st_api_error e;
+    ck_assert_int_eq(parse_chat("", &r, &e), ST_OK);
+    ck_assert(!r.has_thinking_budget);
+    st_oai_request_fini(&r);
+    const char *ok[] = { "\"thinking_budget\":0", "\"thinking_token_budget\":512",
+                         "\"thinking_budget_tokens\":-1", "\"thinking_budget\":null",
+                         "\"thinking_budget\":7,\"thinking_token_budget\":7" };
+    const int32_t want[] = { 0, 512, -1, -2, 7 };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        ck_assert_msg(parse_chat(ok[i], &r, &e) == ST_OK, "%s: %s", ok[i], e.message);
+        ck_assert_int_eq(r.has_thinking_budget, want[i] != -2);
+        if (want[i] != -2)
+            ck_assert_int_eq(r.thinking_budget, want[i]);
+        st_oai_request_fini(&r);
+    }
+    expect_bad("\"thinking_budget\":-2", "thinking_budget");
+    expect_bad("\"thinking_budget\":\"100\"", "thinking_budget");
+    expect_bad("\"thinking_token_budget\":2.5", "thinking_token_budget");
+    expect_bad("\"thinking_budget_tokens\":true", "thinking_budget_tokens");
+    expect_bad("\"thinking_budget\":4294967296", "thinking_budget");
+    expect_bad("\"thinking_budget\":1,\"thinking_budget_tokens\":2", "thinking_budget_tokens");
+
+    ck_assert_int_eq(parse_chat("\"reasoning_format\":\"none\"", &r, &e), ST_OK);
+    const char *chatml = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n";
+    const char *closed = "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+    const char *opened = "<|im_start|>assistant\n<think>\n";
+    enum st_think_tags t;
+    const uint8_t angle = 1u << ST_THINK_ANGLE;
+    ck_assert_int_eq(st_gen_reply_budget_think(&r, ST_REASONING_DEEPSEEK, chatml, angle, false,
+                                               &t), ST_THINK_OPTIONAL);
+    ck_assert_int_eq(t, ST_THINK_ANGLE);
+    ck_assert_int_eq(st_gen_reply_budget_think(&r, ST_REASONING_DEEPSEEK, chatml, angle, true,
+                                               &t), ST_THINK_NONE);   /* the grammar has none */
+    ck_assert_int_eq(st_gen_reply_budget_think(&r, ST_REASONING_DEEPSEEK, chatml, 0, false, &t),
+                     ST_THINK_NONE);   /* Qwen2.5: no tags */
+    ck_assert_int_eq(st_gen_reply_budget_think(&r, ST_REASONING_DEEPSEEK, closed, angle, false,
+                                               &t), ST_THINK_NONE);
+    ck_assert_int_eq(st_gen_reply_budget_think(&r, ST_REASONING_DEEPSEEK, opened, 0, false, &t),
+                     ST_THINK_OPEN);
+    st_oai_request_fini(&r);
+}
+END_TEST
+
 static Suite *server_tools_suite(void)
 {
     Suite *s = suite_create("server_tools");
@@ -450,6 +581,8 @@ static Suite *server_tools_suite(void)
     tcase_add_test(t, test_server_tools_coder_xml_call);
     tcase_add_test(t, test_server_tools_setup_when_needed);
     tcase_add_test(t, test_server_tools_json_think_needs_the_tags);
+    tcase_add_test(t, test_server_tools_magistral_think_spellings);
+    tcase_add_test(t, test_server_tools_thinking_budget_field);
     suite_add_tcase(s, t);
     return s;
 }

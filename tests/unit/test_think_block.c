@@ -36,7 +36,7 @@ static bool feed(enum st_think_mode m, enum st_think_tags tags, const char *sche
             ok = false;
         } else if (r == ST_THINK_DOC) {
             ck_assert(st_think_in_doc(&t));
-            const char *open = st_think_open_tag(tags);
+            const char *open = st_think_open_tag((enum st_think_tags)t.tags);
             bool opening = st_json_schema_empty(&js);
             ok = !(opening && held == 0 && strchr(" \t\r\n", b)) &&
                  st_json_schema_feed(&js, open, held) && st_json_schema_push(&js, b);
@@ -179,6 +179,32 @@ START_TEST(test_think_block_forced_close)
 END_TEST
 
 /* The matcher the call grammar's think block and xml body use. */
+/* Magistral: "<think>" (2506) or "[THINK]" (2507), each closed by its own
+ * partner; a '[' that is not "[THINK]" is still a JSON array's. */
+START_TEST(test_think_block_either_tags)
+{
+    bool done;
+    ck_assert(feed(ST_THINK_OPTIONAL, ST_THINK_EITHER, obj,
+                   "<think>a [/THINK] b</think>\n{\"a\":1}", &done) && done);
+    ck_assert(feed(ST_THINK_OPTIONAL, ST_THINK_EITHER, obj,
+                   "[THINK]a </think> b[/THINK]{\"a\":1}", &done) && done);
+    ck_assert(feed(ST_THINK_OPTIONAL, ST_THINK_EITHER, arr, "[THINK]x[/THINK] [1]", &done) &&
+              done);
+    ck_assert(feed(ST_THINK_OPTIONAL, ST_THINK_EITHER, arr, "[1,2]", &done) && done);
+    ck_assert(feed(ST_THINK_OPTIONAL, ST_THINK_EITHER, obj, "{\"a\":2}", &done) && done);
+    ck_assert(!feed(ST_THINK_OPTIONAL, ST_THINK_EITHER, obj, "<think>x[/THINK]{", &done) ||
+              !done);
+    ck_assert(!feed(ST_THINK_OPTIONAL, ST_THINK_ANGLE, obj, "[THINK]", &done));
+    struct st_think_state t;
+    uint32_t held;
+    st_think_init(&t, ST_THINK_OPTIONAL, ST_THINK_EITHER);
+    ck_assert_int_eq(st_think_push(&t, '[', &held), ST_THINK_TAKEN);
+    ck_assert_int_eq(t.tags, ST_THINK_SQUARE);
+    ck_assert_int_eq(st_think_pick_tags(ST_THINK_EITHER, '<'), ST_THINK_ANGLE);
+    ck_assert_int_eq(st_think_pick_tags(ST_THINK_ANGLE, '['), ST_THINK_ANGLE);
+}
+END_TEST
+
 START_TEST(test_think_block_close_step)
 {
     uint32_t pos = 0;
@@ -202,6 +228,7 @@ static Suite *think_block_suite(void)
     tcase_add_test(t, test_think_block_split_close_and_queries);
     tcase_add_test(t, test_think_block_forced_close);
     tcase_add_test(t, test_think_block_close_step);
+    tcase_add_test(t, test_think_block_either_tags);
     suite_add_tcase(s, t);
     return s;
 }

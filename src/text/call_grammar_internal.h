@@ -1,0 +1,46 @@
+/* call_grammar_internal.h -- what call_grammar.c (the frame) and
+ * call_grammar_xml.c (Qwen3-Coder's parameter blocks) share: one tool's
+ * parameters as that format writes them, and the body validator's entry
+ * points over struct st_call_state's x* fields.
+ */
+#ifndef STRATA_TEXT_CALL_GRAMMAR_INTERNAL_H
+#define STRATA_TEXT_CALL_GRAMMAR_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "strata/call_grammar.h"
+#include "strata/str.h"
+
+/* One tool's parameters for the xml body. Names and nodes point into the
+ * compiled schema (borrowed: call_tool.args holds the reference). */
+struct call_xml {
+    const struct st_json_schema *schema;
+    uint32_t n_props;
+    const char *names[64];          /* as written (no escapes: checked at build) */
+    uint32_t name_len[64];
+    int32_t node[64];               /* the value's schema node */
+    uint64_t json;                  /* bit i: the parser reads the value as JSON text */
+    uint64_t writable;              /* bit i: the name and a value can be written */
+    uint64_t required;
+    int32_t extra;                  /* node of other names' (raw string) values; -1: none */
+};
+
+/* The xml body of tool 'fn' (its OpenAI function object) whose parameters
+ * compiled into 'args': *out NULL when the parameters cannot be written in
+ * that format (the tool then gets a free body). ST_ERR_NOMEM. */
+enum st_status st_call_xml_build(struct st_str fn, const struct st_json_schema *args,
+                                 struct call_xml **out);
+
+/* After "<function=X>\n": the body starts. */
+void st_call_xml_start(struct st_call_state *st, const struct call_xml *x);
+/* One byte of the body: -1 refused, 0 taken, 1 taken and the body is
+ * whole ("</function>" matched). */
+int st_call_xml_push(struct st_call_state *st, const struct call_xml *x, unsigned char b);
+/* The mask's questions (call_grammar.h), inside the body. */
+bool st_call_xml_free_text(const struct st_call_state *st, unsigned char *stop);
+const struct st_json_schema_state *st_call_xml_args(const struct st_call_state *st);
+/* st->js is live (a value is being written): copies must take it. */
+bool st_call_xml_uses_js(const struct st_call_state *st);
+
+#endif /* STRATA_TEXT_CALL_GRAMMAR_INTERNAL_H */
