@@ -69,6 +69,7 @@ void st_gen_free(struct st_gen *g)
         st_buf_fini(&g->choices[i].plp);
         st_gen_reply_free(g->choices[i].reply);
     }
+    st_resp_free(g->resp);
     free(g->choices);
     st_buf_fini(&g->out);
     free(g);
@@ -203,6 +204,17 @@ static enum st_status c_usage(struct st_buf *o, const struct st_gen *g,
 
 static void stream_end(struct st_gen *g, struct st_gen_choice *ch)
 {
+    if (g->resp) {   /* /v1/responses: one choice; no [DONE] */
+        struct st_api_error e;
+        struct st_oai_usage u = usage_of(g);
+        bool failed = !finished_ok(ch) && ch->status != ST_OK && ch->status != ST_ERR_CANCELLED;
+        if (failed)
+            choice_error(ch, &e);
+        if (finished_ok(ch) || failed)
+            st_resp_stream_end(g, ch, failed ? &e : NULL, &u);
+        g->stream_done = g->n_ended == g->n_choices;
+        return;
+    }
     if (g->infill) {   /* one choice; its last object says stop: true; no [DONE] */
         if (finished_ok(ch))
             put_chunk(g, ch, c_infill_final, NULL);
@@ -262,11 +274,14 @@ static void on_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *
     const char *text = ev->text ? ev->text : "";
     size_t len = ev->text ? ev->text_len : 0;
     if (g->stream && !c->conn_done) {
-        if (g->kind == ST_OAI_CHAT && !ch->role_sent)
+        if (g->kind == ST_OAI_CHAT && !ch->role_sent && !g->resp)
             put_chunk(g, ch, c_role, NULL);
         ch->role_sent = true;
         if (ch->reply) {
             st_gen_reply_token(c, g, ch, text, len, g->logprobs ? &lp : NULL);
+        } else if (g->resp && len) {   /* nothing parsed: all of it is the message */
+            struct st_oai_delta d = { ST_OAI_DELTA_CONTENT, text, len, 0, NULL };
+            st_resp_stream_delta(g, ch, &d);
         } else if (len || g->logprobs) {
             struct text_arg t = { text, len, g->logprobs ? &lp : NULL };
             put_chunk(g, ch, g->infill ? c_infill_text : c_text, &t);
@@ -477,7 +492,9 @@ static enum st_route_result reply_body_locked(struct st_call *c, struct st_gen *
     }
     struct st_oai_meta m = meta_of(g);
     struct st_oai_usage u = usage_of(g);
-    enum st_status rc = st_oai_body(body, &m, cs, (size_t)g->n_choices, &u);
+    enum st_status rc = g->resp ? st_resp_body(body, g, &cs[0], &u,
+                                               st_gen_reply_reasoning_tokens(&g->choices[0]))
+                                : st_oai_body(body, &m, cs, (size_t)g->n_choices, &u);
     free(cs);
     return rc == ST_OK ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
 }

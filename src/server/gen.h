@@ -1,6 +1,7 @@
 /* gen.h -- the state of one completion request (chat or legacy), shared by
  * gen_submit.c (creating and submitting the engine requests) and gen.c
- * (events in, results out). Private to those two files and h_completions.c.
+ * (events in, results out). Private to those two files, gen_reply.c, the
+ * h_*.c handlers that start generations and responses_reply.c.
  *
  * One HTTP request becomes n_choices engine requests (prompts x n). Each
  * has a choice record; its emit callback runs on an engine thread and
@@ -11,6 +12,7 @@
 #define STRATA_SERVER_GEN_H
 
 #include "internal.h"
+#include "strata/think_block.h"
 
 struct st_gen_choice {
     struct st_call *call;          /* borrowed: the request's on_free holds a call reference */
@@ -65,6 +67,8 @@ struct st_gen {
     bool stream_done;              /* stream: [DONE] rendered */
     bool broken;                   /* out of memory while rendering: end the stream */
     bool logged;                   /* the request's log line was written */
+    struct st_resp *resp;          /* /v1/responses: its renderer (owned, responses_reply.c);
+                                    * NULL: chat / completions shapes */
 };
 
 /* ---- chat replies parsed into parts (gen_reply.c, docs/API.md) ---- */
@@ -95,6 +99,15 @@ enum st_status st_gen_reply_calls(const struct st_oai_request *oq,
 void st_gen_reply_json_think(const struct st_oai_request *oq,
                              enum st_reasoning_format server_default, const char *prompt,
                              uint8_t think_vocab, struct st_gen_params *p);
+/* The thinking budget's think block (docs/API.md "Thinking budget"): how
+ * the reply may open it (ST_THINK_NONE: it cannot, the budget is ignored)
+ * and its spelling (*tags), by the rule above; 'constrained': the reply
+ * has a response_format or enforced tool_choice, whose grammar allows a
+ * block only with reasoning split out. */
+enum st_think_mode st_gen_reply_budget_think(const struct st_oai_request *oq,
+                                             enum st_reasoning_format server_default,
+                                             const char *prompt, uint8_t think_vocab,
+                                             bool constrained, enum st_think_tags *tags);
 void st_gen_reply_free(struct st_gen_reply *r);
 /* A token's visible text (c->lock held): stream -> chunks on g->out with
  * the token's logprobs (lp, NULL: none); else accumulated. */
@@ -123,6 +136,33 @@ enum st_status st_infill_final(struct st_buf *o, const struct st_gen *g,
  * the model has no FIM tokens or the prompt does not fit. MHD thread. */
 enum st_status st_infill_suffix(struct st_call *c, struct st_oai_request *oq,
                                 struct st_api_error *e);
+
+/* ---- /v1/responses answers (responses_reply.c, docs/API.md "/v1/responses") ---- */
+/* The renderer of one response; takes 'echo' (the request fields every
+ * response object repeats, JSON members without braces; owned). NULL on OOM
+ * (echo freed). */
+struct st_resp *st_resp_new(char *echo);
+void st_resp_free(struct st_resp *r);
+/* Stream: a chat delta as Responses events onto g->out (g->resp set). */
+void st_resp_stream_delta(struct st_gen *g, struct st_gen_choice *ch,
+                          const struct st_oai_delta *d);
+/* Stream: the end of the (only) choice: the open item closed, then
+ * response.completed / .incomplete; err (failed): an error event and
+ * response.failed. */
+void st_resp_stream_end(struct st_gen *g, struct st_gen_choice *ch,
+                        const struct st_api_error *err, const struct st_oai_usage *u);
+/* Non-stream: the whole response object for choice 'c'. */
+ST_MUST_CHECK enum st_status st_resp_body(struct st_buf *out, const struct st_gen *g,
+                                          const struct st_oai_choice *c,
+                                          const struct st_oai_usage *u,
+                                          int64_t reasoning_tokens);
+/* Tokens of the choice during which the reply parser produced reasoning
+ * text (gen_reply.c); 0 without a parser. */
+int64_t st_gen_reply_reasoning_tokens(const struct st_gen_choice *ch);
+/* Start a /v1/responses generation: st_gen_start with g->resp = resp
+ * (taken, freed in every case) and the id "resp_<request id>". */
+enum st_route_result st_gen_start_resp(struct st_call *c, struct st_oai_request *oq,
+                                       struct st_resp *resp);
 
 /* Allocate the state for 'n' choices (owned; st_gen_free). NULL on OOM. */
 struct st_gen *st_gen_new(int32_t n);

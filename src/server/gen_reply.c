@@ -42,6 +42,8 @@ struct st_gen_reply {
     int32_t pend_index;
     char pend_id[ID_LEN];
     char *tools;                   /* xml_calls: owned copy of the request's tools */
+    bool tok_reasoning;            /* the token being fed produced reasoning text */
+    int64_t n_reasoning_tokens;    /* ... how many tokens did (usage, /v1/responses) */
 };
 
 /* "call_" and 24 random letters and digits. */
@@ -312,6 +314,14 @@ static enum st_status flush(struct st_gen_reply *r, const struct st_oai_logprob 
     struct st_gen *g = r->g;
     if (r->pend == ST_OAI_DELTA_NONE && !lp)
         return ST_OK;
+    if (g->resp) {   /* /v1/responses renders its own events */
+        struct st_oai_delta rd = { r->pend, r->pend_text.data ? r->pend_text.data : "",
+                                   r->pend_text.len, r->pend_index, r->pend_id };
+        st_resp_stream_delta(g, r->ch, &rd);
+        r->pend = ST_OAI_DELTA_NONE;
+        st_buf_reset(&r->pend_text);
+        return g->broken ? ST_ERR_NOMEM : ST_OK;
+    }
     struct st_oai_meta m = { g->kind, g->id, g->model_name, g->created, g->include_usage };
     struct st_oai_delta d = { r->pend, r->pend_text.data ? r->pend_text.data : "",
                               r->pend_text.len, r->pend_index, r->pend_id };
@@ -356,6 +366,7 @@ static enum st_status stream_event(struct st_gen_reply *r, const struct st_reply
 static enum st_status on_event(void *ctx, const struct st_reply_event *ev)
 {
     struct st_gen_reply *r = ctx;
+    r->tok_reasoning |= ev->kind == ST_REPLY_REASONING;
     return r->g->stream ? stream_event(r, ev) : accumulate(r, ev);
 }
 
@@ -369,7 +380,9 @@ void st_gen_reply_token(struct st_call *c, struct st_gen *g, struct st_gen_choic
         return;
     r->g = g;
     r->ch = ch;
+    r->tok_reasoning = false;
     enum st_status rc = st_reply_parser_feed(&r->parser, text, len, on_event, r);
+    r->n_reasoning_tokens += r->tok_reasoning;
     if (rc == ST_OK && g->stream)
         rc = flush(r, lp);
     if (rc != ST_OK)
@@ -390,6 +403,11 @@ void st_gen_reply_end(struct st_call *c, struct st_gen *g, struct st_gen_choice 
         rc = st_buf_append(&r->calls, "]", 1);
     if (rc != ST_OK)
         g->broken = true;
+}
+
+int64_t st_gen_reply_reasoning_tokens(const struct st_gen_choice *ch)
+{
+    return ch->reply ? ch->reply->n_reasoning_tokens : 0;
 }
 
 const char *st_gen_reply_finish_reason(const struct st_gen_choice *ch)

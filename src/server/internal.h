@@ -21,6 +21,8 @@
  *   gen_reply.c    chat replies parsed into reasoning, content, tool calls
  *   oai_tools.c    tool_choice, parallel_tool_calls, reasoning_format
  *   oai_sampling.c penalties, logit_bias, response_format
+ *   responses_request.c  /v1/responses body -> the chat request it means
+ *   responses_reply.c    chat output -> Responses objects and stream events
  *   h_*.c          the route handlers
  *
  * Everything here that does not touch libmicrohttpd is unit-tested without
@@ -191,6 +193,27 @@ void st_oai_request_fini(struct st_oai_request *r);
 ST_MUST_CHECK
 enum st_status st_oai_parse(enum st_oai_kind kind, const char *body, size_t len,
                             struct st_oai_request *r, struct st_api_error *e);
+
+/* ---- POST /v1/responses bodies (responses_request.c) ---- */
+
+/* Parse a Responses body into the chat request it means (*oq, kind CHAT,
+ * n 1) and the JSON members every response object echoes (*echo, owned:
+ * instructions, tools, tool_choice, text, temperature, ...). On failure 'e'
+ * names the Responses field (a 400 from the chat parser renamed: see
+ * st_resp_rename_error), *oq is left empty and *echo NULL. Thread: any. */
+ST_MUST_CHECK
+enum st_status st_resp_parse(const char *body, size_t len, struct st_oai_request *oq,
+                             char **echo, struct st_api_error *e);
+/* The translation alone: a parsed Responses body -> a chat body (owned
+ * JSON text). 400s name the Responses field. */
+ST_MUST_CHECK
+enum st_status st_resp_translate_tree(const struct cJSON *root, char **chat_json,
+                                      struct st_api_error *e);
+/* Rename the chat fields a chat parser's 400 names to the Responses fields
+ * they came from (max_tokens -> max_output_tokens, response_format ->
+ * text.format, messages -> input, tools[i].function.x -> tools[i].x), in
+ * both param and message. */
+void st_resp_rename_error(struct st_api_error *e);
 
 /* The llama-server style endpoints' bodies (h_text.c). Owned strings;
  * release with st_oai_text_request_fini(). */
@@ -484,9 +507,9 @@ const struct st_route *st_route_find(const char *path, const char *method, bool 
                                      char *allow, size_t allow_cap);
 
 /* Handlers (h_*.c). */
-st_route_fn st_h_chat, st_h_completions, st_h_infill, st_h_models, st_h_model_one, st_h_health,
-    st_h_metrics, st_h_activity, st_h_slots, st_h_tokenize, st_h_detokenize,
-    st_h_apply_template;
+st_route_fn st_h_chat, st_h_completions, st_h_responses, st_h_infill, st_h_models,
+    st_h_model_one, st_h_health, st_h_metrics, st_h_activity, st_h_slots, st_h_tokenize,
+    st_h_detokenize, st_h_apply_template;
 
 /* ---- the server and one HTTP exchange (http.c) ----------------------- */
 

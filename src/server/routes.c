@@ -20,6 +20,8 @@ static const struct st_route routes[] = {
     { "/chat/completions",    "POST", st_h_chat,            false, true,  true,  true  },
     { "/v1/completions",      "POST", st_h_completions,     false, true,  true,  true  },
     { "/completions",         "POST", st_h_completions,     false, true,  true,  true  },
+    { "/v1/responses",        "POST", st_h_responses,       false, true,  true,  true  },
+    { "/responses",           "POST", st_h_responses,       false, true,  true,  true  },
     { "/infill",              "POST", st_h_infill,          false, true,  true,  true  },
     { "/v1/models",           "GET",  st_h_models,          false, true,  false, false },
     { "/models",              "GET",  st_h_models,          false, true,  false, false },

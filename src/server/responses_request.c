@@ -1,0 +1,650 @@
+/* responses_request.c -- a POST /v1/responses body (OpenAI's Responses
+ * API) -> the chat completion request it means (struct st_oai_request, by
+ * way of a chat JSON body and the chat parser), plus the request fields
+ * every response object echoes back (docs/API.md "/v1/responses").
+ *
+ * The translation (Responses field -> chat field):
+ *   input (string)              -> messages [{role:user, content}]
+ *   input (array of items)      -> messages: {role, content} items (content a
+ *                                  string or input_text/output_text/refusal parts,
+ *                                  joined); function_call items -> tool_calls of
+ *                                  the assistant message before them (a new one
+ *                                  when the last message is not an assistant's);
+ *                                  function_call_output -> {role:tool,
+ *                                  tool_call_id, content}; reasoning items dropped
+ *   instructions                -> a system message first
+ *   tools [{type:function, name, description, parameters, strict}]
+ *                               -> tools [{type:function, function:{...}}]
+ *   tool_choice {type:function, name} -> {type:function, function:{name}}
+ *   max_output_tokens           -> max_tokens
+ *   text.format                 -> response_format (json_schema's members move
+ *                                  under "json_schema")
+ *   reasoning.effort "none"     -> chat_template_kwargs.enable_thinking false
+ *                                  (unless the body sets it); other efforts: no effect
+ * Everything else of the body is handed to the chat parser as it is (model,
+ * stream, temperature, top_p, user, priority, parallel_tool_calls and
+ * strata's chat extensions such as top_k or seed), except the chat fields
+ * whose Responses meaning differs or that a response cannot carry (listed
+ * in 'dropped' below). Refused with a 400 naming the field: previous_response_id,
+ * conversation, background: true, prompt (stored prompts), tool types other
+ * than function, input items that need stored state or are not text.
+ *
+ * A 400 from the chat parser names the Responses field (max_output_tokens,
+ * text.format, input, tools), never the chat field it became.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oai_json.h"
+
+/* Chat fields a Responses body does not pass on under the same name. */
+static const char *const dropped[] = {
+    "input", "instructions", "tools", "tool_choice", "text", "reasoning", "max_output_tokens",
+    "messages", "prompt", "max_tokens", "max_completion_tokens", "response_format",
+    "json_schema", "n", "logprobs", "top_logprobs", "echo", "prompt_logprobs", "suffix",
+    "stream_options", "metadata", "store", "include", "previous_response_id", "conversation",
+    "background", "truncation", "service_tier", "max_tool_calls", "functions",
+};
+
+static enum st_status nomem(struct st_api_error *e)
+{
+    return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+}
+
+static enum st_status bad(struct st_api_error *e, const char *param, const char *msg)
+{
+    return st_api_error_set(e, ST_ERR_INVALID, param, NULL, "%s", msg);
+}
+
+/* ---- input items -> messages ------------------------------------------- */
+
+/* The text of a content array: input_text / output_text / text parts'
+ * "text" and refusal parts' "refusal", joined. idx: the item's index. */
+static enum st_status join_parts(const cJSON *parts, size_t idx, struct st_buf *b,
+                                 struct st_api_error *e)
+{
+    size_t pi = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, parts) {
+        const cJSON *type = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
+        if (!cJSON_IsString(type))
+            return st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
+                                    "Invalid content part input[%zu].content[%zu]: expected an "
+                                    "object with a string 'type'.", idx, pi);
+        const char *t = type->valuestring;
+        bool refusal = strcmp(t, "refusal") == 0;
+        if (!refusal && strcmp(t, "input_text") != 0 && strcmp(t, "output_text") != 0 &&
+            strcmp(t, "text") != 0)
+            return st_api_error_set(e, ST_ERR_UNSUPPORTED, "input", NULL,
+                                    "Content part type '%.40s' (input[%zu].content[%zu]) is not "
+                                    "supported: this server takes text only.", t, idx, pi);
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(p, refusal ? "refusal" : "text");
+        if (!cJSON_IsString(text))
+            return st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
+                                    "Invalid content part input[%zu].content[%zu]: '%s' must be a "
+                                    "string.", idx, pi, refusal ? "refusal" : "text");
+        if (st_buf_append(b, text->valuestring, strlen(text->valuestring)) != ST_OK)
+            return nomem(e);
+        pi++;
+    }
+    return ST_OK;
+}
+
+/* A string, or an array of text parts, as one string (added to 'msg' under 'key'). */
+static enum st_status add_text(cJSON *msg, const char *key, const cJSON *v, size_t idx,
+                               const char *what, struct st_api_error *e)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    enum st_status rc = ST_OK;
+    if (cJSON_IsString(v))
+        rc = st_buf_append(&b, v->valuestring, strlen(v->valuestring)) == ST_OK ? ST_OK
+                                                                                : nomem(e);
+    else if (cJSON_IsArray(v))
+        rc = join_parts(v, idx, &b, e);
+    else
+        rc = st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
+                              "Invalid 'input[%zu].%s': expected a string or an array of text "
+                              "parts.", idx, what);
+    if (rc == ST_OK && !cJSON_AddStringToObject(msg, key, b.data ? b.data : ""))
+        rc = nomem(e);
+    st_buf_fini(&b);
+    return rc;
+}
+
+static bool role_ok(const char *r)
+{
+    return strcmp(r, "user") == 0 || strcmp(r, "assistant") == 0 || strcmp(r, "system") == 0 ||
+           strcmp(r, "developer") == 0;
+}
+
+static enum st_status message_item(const cJSON *it, size_t idx, cJSON *msgs,
+                                   struct st_api_error *e)
+{
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(it, "role");
+    if (!cJSON_IsString(role) || !role_ok(role->valuestring))
+        return st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
+                                "Invalid 'input[%zu].role': expected one of user, assistant, "
+                                "system, developer.", idx);
+    cJSON *m = cJSON_CreateObject();
+    if (!m || !cJSON_AddItemToArray(msgs, m)) {
+        cJSON_Delete(m);
+        return nomem(e);
+    }
+    if (!cJSON_AddStringToObject(m, "role", role->valuestring))
+        return nomem(e);
+    return add_text(m, "content", cJSON_GetObjectItemCaseSensitive(it, "content"), idx,
+                    "content", e);
+}
+
+static enum st_status need_str(const cJSON *it, const char *key, size_t idx, const char **out,
+                               struct st_api_error *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(it, key);
+    if (!cJSON_IsString(v))
+        return st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
+                                "Missing or invalid 'input[%zu].%s': expected a string.", idx,
+                                key);
+    *out = v->valuestring;
+    return ST_OK;
+}
+
+/* The assistant message a function_call joins: the last message when it is
+ * an assistant's, else a new one with empty content. */
+static cJSON *assistant_for_call(cJSON *msgs)
+{
+    cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
+    const cJSON *role = last ? cJSON_GetObjectItemCaseSensitive(last, "role") : NULL;
+    if (cJSON_IsString(role) && strcmp(role->valuestring, "assistant") == 0)
+        return last;
+    cJSON *m = cJSON_CreateObject();
+    if (!m || !cJSON_AddItemToArray(msgs, m)) {
+        cJSON_Delete(m);
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(m, "role", "assistant") ||
+        !cJSON_AddStringToObject(m, "content", ""))
+        return NULL;
+    return m;
+}
+
+static enum st_status call_item(const cJSON *it, size_t idx, cJSON *msgs,
+                                struct st_api_error *e)
+{
+    const char *call_id = NULL, *name = NULL;
+    enum st_status rc = need_str(it, "call_id", idx, &call_id, e);
+    if (rc == ST_OK)
+        rc = need_str(it, "name", idx, &name, e);
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(it, "arguments");
+    if (rc == ST_OK && !cJSON_IsString(args))
+        rc = st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
+                              "Missing or invalid 'input[%zu].arguments': expected a string "
+                              "(the arguments as JSON text).", idx);
+    if (rc != ST_OK)
+        return rc;
+    cJSON *m = assistant_for_call(msgs);
+    if (!m)
+        return nomem(e);
+    cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+    if (!calls && !(calls = cJSON_AddArrayToObject(m, "tool_calls")))
+        return nomem(e);
+    cJSON *c = cJSON_CreateObject();
+    if (!c || !cJSON_AddItemToArray(calls, c)) {
+        cJSON_Delete(c);
+        return nomem(e);
+    }
+    cJSON *fn;
+    if (!cJSON_AddStringToObject(c, "id", call_id) ||
+        !cJSON_AddStringToObject(c, "type", "function") ||
+        !(fn = cJSON_AddObjectToObject(c, "function")) ||
+        !cJSON_AddStringToObject(fn, "name", name) ||
+        !cJSON_AddStringToObject(fn, "arguments", args->valuestring))
+        return nomem(e);
+    return ST_OK;
+}
+
+static enum st_status output_item(const cJSON *it, size_t idx, cJSON *msgs,
+                                  struct st_api_error *e)
+{
+    const char *call_id = NULL;
+    enum st_status rc = need_str(it, "call_id", idx, &call_id, e);
+    if (rc != ST_OK)
+        return rc;
+    cJSON *m = cJSON_CreateObject();
+    if (!m || !cJSON_AddItemToArray(msgs, m)) {
+        cJSON_Delete(m);
+        return nomem(e);
+    }
+    if (!cJSON_AddStringToObject(m, "role", "tool") ||
+        !cJSON_AddStringToObject(m, "tool_call_id", call_id))
+        return nomem(e);
+    return add_text(m, "content", cJSON_GetObjectItemCaseSensitive(it, "output"), idx, "output",
+                    e);
+}
+
+static enum st_status input_item(const cJSON *it, size_t idx, cJSON *msgs,
+                                 struct st_api_error *e)
+{
+    if (!cJSON_IsObject(it))
+        return st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
+                                "Invalid 'input[%zu]': expected an object.", idx);
+    const cJSON *type = st_oai_field(it, "type");
+    if (type && !cJSON_IsString(type))
+        return st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
+                                "Invalid 'input[%zu].type': expected a string.", idx);
+    const char *t = type ? type->valuestring : "message";
+    if (strcmp(t, "message") == 0)
+        return message_item(it, idx, msgs, e);
+    if (strcmp(t, "function_call") == 0)
+        return call_item(it, idx, msgs, e);
+    if (strcmp(t, "function_call_output") == 0)
+        return output_item(it, idx, msgs, e);
+    if (strcmp(t, "reasoning") == 0)
+        return ST_OK;   /* past reasoning: chat templates drop it from earlier turns anyway */
+    if (strcmp(t, "item_reference") == 0)
+        return st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
+                                "Invalid 'input[%zu]': item_reference needs stored items; this "
+                                "server keeps no state, so send the items themselves.", idx);
+    return st_api_error_set(e, ST_ERR_UNSUPPORTED, "input", NULL,
+                            "Input item type '%.40s' (input[%zu]) is not supported: this server "
+                            "takes message, function_call, function_call_output and reasoning "
+                            "items.", t, idx);
+}
+
+static enum st_status build_messages(const cJSON *root, cJSON *chat, struct st_api_error *e)
+{
+    const cJSON *ins = st_oai_field(root, "instructions");
+    const cJSON *in = st_oai_field(root, "input");
+    if (ins && !cJSON_IsString(ins))
+        return bad(e, "instructions", "Invalid type for 'instructions': expected a string.");
+    if (!in)
+        return bad(e, "input", "Missing required parameter: 'input'.");
+    if (!cJSON_IsString(in) && !cJSON_IsArray(in))
+        return bad(e, "input", "Invalid type for 'input': expected a string or an array of "
+                               "input items.");
+    cJSON *msgs = cJSON_AddArrayToObject(chat, "messages");
+    if (!msgs)
+        return nomem(e);
+    if (ins) {
+        cJSON *m = cJSON_CreateObject();
+        if (!m || !cJSON_AddItemToArray(msgs, m) || !cJSON_AddStringToObject(m, "role", "system") ||
+            !cJSON_AddStringToObject(m, "content", ins->valuestring))
+            return nomem(e);
+    }
+    if (cJSON_IsString(in)) {
+        cJSON *m = cJSON_CreateObject();
+        if (!m || !cJSON_AddItemToArray(msgs, m) || !cJSON_AddStringToObject(m, "role", "user") ||
+            !cJSON_AddStringToObject(m, "content", in->valuestring))
+            return nomem(e);
+        return ST_OK;
+    }
+    size_t idx = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, in) {
+        enum st_status rc = input_item(it, idx++, msgs, e);
+        if (rc != ST_OK)
+            return rc;
+    }
+    if (cJSON_GetArraySize(msgs) == 0)
+        return bad(e, "input", "Invalid 'input': no message to answer (an empty array, or "
+                               "reasoning items only).");
+    return ST_OK;
+}
+
+/* ---- tools, tool_choice ------------------------------------------------- */
+
+/* Copy member 'key' of 'from' (when present and not null) into 'to'. */
+static bool copy_member(const cJSON *from, const char *key, cJSON *to)
+{
+    const cJSON *v = st_oai_field(from, key);
+    if (!v)
+        return true;
+    cJSON *d = cJSON_Duplicate(v, true);
+    if (!d || !cJSON_AddItemToObject(to, key, d)) {
+        cJSON_Delete(d);
+        return false;
+    }
+    return true;
+}
+
+static enum st_status tool_item(const cJSON *t, size_t i, cJSON *out, struct st_api_error *e)
+{
+    const cJSON *type = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "type") : NULL;
+    if (!cJSON_IsString(type))
+        return st_api_error_set(e, ST_ERR_INVALID, "tools", NULL,
+                                "Invalid 'tools[%zu]': expected an object with a string 'type'.",
+                                i);
+    if (strcmp(type->valuestring, "function") != 0)
+        return st_api_error_set(e, ST_ERR_UNSUPPORTED, "tools", NULL,
+                                "Tool type '%.40s' (tools[%zu]) is not supported: this server "
+                                "takes function tools only.", type->valuestring, i);
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+    const cJSON *params = st_oai_field(t, "parameters");
+    const cJSON *desc = st_oai_field(t, "description");
+    const cJSON *strict = st_oai_field(t, "strict");
+    if (!cJSON_IsString(name) || !name->valuestring[0])
+        return st_api_error_set(e, ST_ERR_INVALID, "tools", NULL,
+                                "Missing or invalid 'tools[%zu].name': expected a non-empty "
+                                "string.", i);
+    if ((params && !cJSON_IsObject(params)) || (desc && !cJSON_IsString(desc)) ||
+        (strict && !cJSON_IsBool(strict)))
+        return st_api_error_set(e, ST_ERR_INVALID, "tools", NULL,
+                                "Invalid 'tools[%zu]': 'parameters' must be an object, "
+                                "'description' a string and 'strict' a boolean.", i);
+    cJSON *c = cJSON_CreateObject();
+    cJSON *fn = c ? cJSON_AddObjectToObject(c, "function") : NULL;
+    if (!c || !cJSON_AddItemToArray(out, c)) {
+        cJSON_Delete(c);
+        return nomem(e);
+    }
+    if (!fn || !cJSON_AddStringToObject(c, "type", "function") ||
+        !copy_member(t, "name", fn) || !copy_member(t, "description", fn) ||
+        !copy_member(t, "parameters", fn) || !copy_member(t, "strict", fn))
+        return nomem(e);
+    return ST_OK;
+}
+
+static enum st_status build_tools(const cJSON *root, cJSON *chat, struct st_api_error *e)
+{
+    const cJSON *tools = st_oai_field(root, "tools");
+    if (tools) {
+        if (!cJSON_IsArray(tools))
+            return bad(e, "tools", "Invalid type for 'tools': expected an array.");
+        cJSON *out = cJSON_AddArrayToObject(chat, "tools");
+        if (!out)
+            return nomem(e);
+        size_t i = 0;
+        const cJSON *t;
+        cJSON_ArrayForEach(t, tools) {
+            enum st_status rc = tool_item(t, i++, out, e);
+            if (rc != ST_OK)
+                return rc;
+        }
+    }
+    const cJSON *tc = st_oai_field(root, "tool_choice");
+    if (!tc || cJSON_IsString(tc))   /* "auto", "none", "required": the chat parser checks */
+        return tc && !copy_member(root, "tool_choice", chat) ? nomem(e) : ST_OK;
+    const cJSON *type = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "type") : NULL;
+    const cJSON *name = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "name") : NULL;
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") != 0 ||
+        !cJSON_IsString(name))
+        return bad(e, "tool_choice", "Invalid value for 'tool_choice': expected \"none\", "
+                                     "\"auto\", \"required\" or {\"type\": \"function\", "
+                                     "\"name\": ...} (this server has function tools only).");
+    cJSON *o = cJSON_AddObjectToObject(chat, "tool_choice");
+    cJSON *fn = o ? cJSON_AddObjectToObject(o, "function") : NULL;
+    if (!fn || !cJSON_AddStringToObject(o, "type", "function") ||
+        !cJSON_AddStringToObject(fn, "name", name->valuestring))
+        return nomem(e);
+    return ST_OK;
+}
+
+/* ---- text.format, reasoning, max_output_tokens ---------------------------- */
+
+static enum st_status build_format(const cJSON *root, cJSON *chat, struct st_api_error *e)
+{
+    const cJSON *text = st_oai_field(root, "text");
+    if (!text)
+        return ST_OK;
+    if (!cJSON_IsObject(text))
+        return bad(e, "text", "Invalid type for 'text': expected an object.");
+    const cJSON *f = st_oai_field(text, "format");
+    if (!f)
+        return ST_OK;
+    const cJSON *type = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "type") : NULL;
+    if (!cJSON_IsString(type))
+        return bad(e, "text.format", "Invalid 'text.format': expected an object with a string "
+                                     "'type'.");
+    const char *t = type->valuestring;
+    if (strcmp(t, "text") == 0)
+        return ST_OK;
+    cJSON *rf = cJSON_AddObjectToObject(chat, "response_format");
+    if (!rf || !cJSON_AddStringToObject(rf, "type", t))
+        return nomem(e);
+    if (strcmp(t, "json_object") == 0)
+        return ST_OK;
+    if (strcmp(t, "json_schema") != 0)
+        return bad(e, "text.format", "Invalid value for 'text.format.type': expected \"text\", "
+                                     "\"json_object\" or \"json_schema\".");
+    /* {type, name, schema, strict, description} -> {type, json_schema:{...}};
+     * the chat parser checks the members (and names them text.format) */
+    cJSON *js = cJSON_AddObjectToObject(rf, "json_schema");
+    if (!js || !copy_member(f, "name", js) || !copy_member(f, "schema", js) ||
+        !copy_member(f, "strict", js) || !copy_member(f, "description", js))
+        return nomem(e);
+    return ST_OK;
+}
+
+static const char *const efforts[] = { "none", "minimal", "low", "medium", "high", "xhigh" };
+
+static enum st_status build_reasoning(const cJSON *root, cJSON *chat, struct st_api_error *e)
+{
+    const cJSON *r = st_oai_field(root, "reasoning");
+    if (!r)
+        return ST_OK;
+    if (!cJSON_IsObject(r))
+        return bad(e, "reasoning", "Invalid type for 'reasoning': expected an object.");
+    const cJSON *eff = st_oai_field(r, "effort");
+    if (!eff)
+        return ST_OK;
+    bool known = false;
+    for (size_t i = 0; cJSON_IsString(eff) && i < ST_ARRAY_LEN(efforts); i++)
+        known |= strcmp(eff->valuestring, efforts[i]) == 0;
+    if (!known)
+        return bad(e, "reasoning.effort", "Invalid value for 'reasoning.effort': expected one "
+                                          "of none, minimal, low, medium, high, xhigh.");
+    if (strcmp(eff->valuestring, "none") != 0)
+        return ST_OK;
+    /* "none": ask the template not to think (Qwen3's enable_thinking), unless
+     * the client's chat_template_kwargs say otherwise */
+    cJSON *kw = cJSON_GetObjectItemCaseSensitive(chat, "chat_template_kwargs");
+    if (!kw || cJSON_IsNull(kw)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(chat, "chat_template_kwargs");
+        kw = cJSON_AddObjectToObject(chat, "chat_template_kwargs");
+    }
+    if (!cJSON_IsObject(kw))
+        return kw ? ST_OK : nomem(e);   /* not an object: the chat parser's 400 */
+    if (!cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking") &&
+        !cJSON_AddFalseToObject(kw, "enable_thinking"))
+        return nomem(e);
+    return ST_OK;
+}
+
+/* Fields refused because they need state this server does not keep. */
+static enum st_status refuse_stateful(const cJSON *root, struct st_api_error *e)
+{
+    if (st_oai_field(root, "previous_response_id"))
+        return bad(e, "previous_response_id",
+                   "'previous_response_id' is not supported: this server keeps no responses. "
+                   "Send the whole conversation in 'input'.");
+    if (st_oai_field(root, "conversation"))
+        return bad(e, "conversation", "'conversation' is not supported: this server keeps no "
+                                      "conversations. Send the whole conversation in 'input'.");
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "background")))
+        return bad(e, "background", "'background': true is not supported: this server keeps "
+                                    "no responses to poll.");
+    if (st_oai_field(root, "prompt"))
+        return bad(e, "prompt", "'prompt' (a stored prompt template) is not supported.");
+    const cJSON *md = st_oai_field(root, "metadata");
+    if (md && !cJSON_IsObject(md))
+        return bad(e, "metadata", "Invalid type for 'metadata': expected an object.");
+    return ST_OK;
+}
+
+enum st_status st_resp_translate_tree(const cJSON *root, char **chat_json,
+                                      struct st_api_error *e)
+{
+    *chat_json = NULL;
+    int64_t max_out = 0;
+    bool has_max = false;
+    enum st_status rc = refuse_stateful(root, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_int(root, "max_output_tokens", 0, INT32_MAX, &max_out, &has_max, e);
+    if (rc != ST_OK)
+        return rc;
+    cJSON *chat = cJSON_Duplicate(root, true);
+    if (!chat)
+        return nomem(e);
+    for (size_t i = 0; i < ST_ARRAY_LEN(dropped); i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(chat, dropped[i]);
+    rc = build_messages(root, chat, e);
+    if (rc == ST_OK)
+        rc = build_tools(root, chat, e);
+    if (rc == ST_OK)
+        rc = build_format(root, chat, e);
+    if (rc == ST_OK)
+        rc = build_reasoning(root, chat, e);
+    if (rc == ST_OK && has_max && !cJSON_AddNumberToObject(chat, "max_tokens", (double)max_out))
+        rc = nomem(e);
+    if (rc == ST_OK) {
+        char *p = cJSON_PrintUnformatted(chat);
+        *chat_json = p ? st_str_dup(st_str_c(p)) : NULL;
+        cJSON_free(p);
+        if (!*chat_json)
+            rc = nomem(e);
+    }
+    cJSON_Delete(chat);
+    return rc;
+}
+
+/* ---- the chat parser's errors, renamed ------------------------------------ */
+
+/* Replace every "from" in s (cap bytes) with "to". */
+static void replace_all(char *s, size_t cap, const char *from, const char *to)
+{
+    size_t fl = strlen(from), tl = strlen(to);
+    char *p = s;
+    while ((p = strstr(p, from)) != NULL) {
+        size_t rest = strlen(p + fl);
+        if ((size_t)(p - s) + tl + rest + 1 > cap)
+            return;
+        memmove(p + tl, p + fl, rest + 1);
+        memcpy(p, to, tl);
+        p += tl;
+    }
+}
+
+void st_resp_rename_error(struct st_api_error *e)
+{
+    static const char *const map[][2] = {
+        { "response_format.json_schema.", "text.format." },
+        { "response_format", "text.format" },
+        { "max_completion_tokens", "max_output_tokens" },
+        { "max_tokens", "max_output_tokens" },
+        { "messages", "input" },
+        { ".function.", "." },
+    };
+    for (size_t i = 0; i < ST_ARRAY_LEN(map); i++) {
+        replace_all(e->message, sizeof(e->message), map[i][0], map[i][1]);
+        replace_all(e->param, sizeof(e->param), map[i][0], map[i][1]);
+    }
+}
+
+/* ---- the fields every response object echoes ------------------------------ */
+
+/* Add a copy of root's 'key' to 'o', or 'dflt' (parsed JSON text) when the
+ * field is absent or null. */
+static bool echo_or(cJSON *o, const cJSON *root, const char *key, const char *dflt)
+{
+    const cJSON *v = st_oai_field(root, key);
+    cJSON *d = v ? cJSON_Duplicate(v, true) : cJSON_Parse(dflt);
+    if (!d || !cJSON_AddItemToObject(o, key, d)) {
+        cJSON_Delete(d);
+        return false;
+    }
+    return true;
+}
+
+/* A number the client gave, as given; else the server's default (a float:
+ * printed with 7 digits so 0.8f reads 0.8). */
+static bool echo_num(cJSON *o, const cJSON *root, const char *key, float dflt)
+{
+    const cJSON *v = st_oai_field(root, key);
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%.7g", (double)dflt);
+    return cJSON_AddNumberToObject(o, key, v ? v->valuedouble : strtod(buf, NULL)) != NULL;
+}
+
+/* text: the client's object with its format, {"type":"text"} when it has none. */
+static bool echo_text(cJSON *o, const cJSON *root)
+{
+    if (!echo_or(o, root, "text", "{}"))
+        return false;
+    cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "text");
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "format");
+    if (f && !cJSON_IsNull(f))
+        return true;
+    cJSON_DeleteItemFromObjectCaseSensitive(t, "format");
+    cJSON *nf = cJSON_AddObjectToObject(t, "format");
+    return nf && cJSON_AddStringToObject(nf, "type", "text");
+}
+
+static bool echo_reasoning(cJSON *o, const cJSON *root)
+{
+    const cJSON *r = st_oai_field(root, "reasoning");
+    cJSON *d = cJSON_AddObjectToObject(o, "reasoning");
+    const cJSON *eff = r ? st_oai_field(r, "effort") : NULL;
+    return d && (eff ? cJSON_AddStringToObject(d, "effort", eff->valuestring)
+                     : cJSON_AddNullToObject(d, "effort")) &&
+           cJSON_AddNullToObject(d, "summary");
+}
+
+/* The members (no braces) as JSON text, owned. */
+static enum st_status build_echo(const cJSON *root, const struct st_oai_request *oq, char **out,
+                                 struct st_api_error *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    const cJSON *max = st_oai_field(root, "max_output_tokens");
+    bool ok = o && echo_or(o, root, "instructions", "null") &&
+              (max ? cJSON_AddNumberToObject(o, "max_output_tokens", max->valuedouble)
+                   : cJSON_AddNullToObject(o, "max_output_tokens")) &&
+              echo_or(o, root, "metadata", "{}") &&
+              cJSON_AddBoolToObject(o, "parallel_tool_calls", !oq->single_tool_call) &&
+              cJSON_AddNullToObject(o, "previous_response_id") && echo_reasoning(o, root) &&
+              cJSON_AddFalseToObject(o, "store") &&
+              echo_num(o, root, "temperature", oq->params.temperature) &&
+              echo_text(o, root) && echo_or(o, root, "tool_choice", "\"auto\"") &&
+              echo_or(o, root, "tools", "[]") &&
+              echo_num(o, root, "top_p", oq->params.top_p) &&
+              cJSON_AddStringToObject(o, "truncation", "disabled") &&
+              cJSON_AddFalseToObject(o, "background") &&
+              cJSON_AddStringToObject(o, "service_tier", "default") &&
+              (!oq->user || cJSON_AddStringToObject(o, "user", oq->user));
+    char *p = ok ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!p)
+        return nomem(e);
+    size_t n = strlen(p);   /* "{...}" -> "..." */
+    struct st_str inner = { p + 1, n >= 2 ? n - 2 : 0 };
+    *out = n >= 2 ? st_str_dup(inner) : NULL;
+    cJSON_free(p);
+    return *out ? ST_OK : nomem(e);
+}
+
+enum st_status st_resp_parse(const char *body, size_t len, struct st_oai_request *oq,
+                             char **echo, struct st_api_error *e)
+{
+    *echo = NULL;
+    st_oai_request_init(oq);
+    oq->kind = ST_OAI_CHAT;
+    cJSON *root = NULL;
+    char *chat = NULL;
+    enum st_status rc = st_oai_json_root(body, len, &root, e);
+    if (rc == ST_OK)
+        rc = st_resp_translate_tree(root, &chat, e);
+    if (rc == ST_OK) {
+        rc = st_oai_parse(ST_OAI_CHAT, chat, strlen(chat), oq, e);
+        if (rc != ST_OK)
+            st_resp_rename_error(e);
+    }
+    if (rc == ST_OK)
+        rc = build_echo(root, oq, echo, e);
+    free(chat);
+    cJSON_Delete(root);
+    if (rc != ST_OK) {
+        st_oai_request_fini(oq);
+        oq->kind = ST_OAI_CHAT;
+    }
+    return rc;
+}
