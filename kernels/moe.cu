@@ -8,8 +8,8 @@
  *   (larger p first, the lower index on ties; NaN below every number, so
  *   a row of NaN logits picks experts 0..k-1 with NaN weights, as the CPU
  *   does, instead of indexing past the table), and the chosen weights are
- *   renormalised by their sum (clamped to >= 6.1035e-5). Layout: logits f32 [n_exp, n_rows]; sel i32 / wts f32
- *   [k, n_rows].
+ *   renormalised by their sum (clamped to >= 6.1035e-5). Layout: logits
+ *   f32 [n_exp, n_rows]; sel i32 / wts f32 [k, n_rows].
  *
  * moe_group: one 1024-thread block. Counts pairs per expert (shared
  *   atomics), an exclusive scan by thread 0 (n_exp <= 1024), the list of

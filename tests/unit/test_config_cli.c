@@ -93,7 +93,8 @@ START_TEST(test_config_cli_every_flag)
         "--swap-affinity-bonus", "5", "--give-way-tokens", "4096", "--yields-max", "1",
         "--sim-reply", "<think>x</think>", "--reasoning-format", "none",
         "--reasoning-budget", "256", "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5",
-        "--sim-load-seconds", "1.5", "--sim-tokens", "3", "--log-format", "json", "--log-level", "warn",
+        "--sim-load-seconds", "1.5", "--sim-tokens", "3", "--log-format", "json",
+        "--log-level", "warn",
     };
     struct st_config c;
 
