@@ -154,7 +154,9 @@ bool st_call_done(const struct st_call_state *st);
  * nothing but the count; *ws_left more may come in a row. */
 bool st_call_between(const struct st_call_state *st, uint16_t *ws_left);
 /* Inside the arguments and the json_schema.h queries of the same name hold
- * (the document is not complete yet): *js is the schema state. */
+ * (the document is not complete yet): *js is the schema state. xml: NULL
+ * while part of "</parameter>" or "</tool_call>" is matched in a value
+ * (a plain token could complete it; the grammar refuses that). */
 const struct st_json_schema_state *st_call_args(const struct st_call_state *st);
 /* Inside a Qwen3-Coder call body, where a '<' may end a value: the
  * schema's string fast path (tokens without '"', '\\' or control bytes)

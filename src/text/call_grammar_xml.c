@@ -414,9 +414,13 @@ int st_call_xml_push(struct st_call_state *st, const struct call_xml *x, unsigne
     return -1;
 }
 
+/* Both fast paths (here and st_call_xml_args' in-string one) take any token
+ * without '<': only while nothing of "</parameter>" or "</tool_call>" is
+ * matched, or the rest of one ("ool_call>" after "</t") would pass unread. */
 bool st_call_xml_free_text(const struct st_call_state *st, unsigned char *stop)
 {
-    if (st->xphase != XP_RAW || st->xpos != 0 || !st_json_schema_in_string(&st->js))
+    if (st->xphase != XP_RAW || st->xpos != 0 || st->xtc != 0 ||
+        !st_json_schema_in_string(&st->js))
         return false;
     *stop = '<';   /* any text without it is taken: held '\n's included */
     return true;
@@ -424,7 +428,8 @@ bool st_call_xml_free_text(const struct st_call_state *st, unsigned char *stop)
 
 const struct st_json_schema_state *st_call_xml_args(const struct st_call_state *st)
 {
-    if (st->xphase != XP_JSON || st_json_schema_complete(&st->js))
+    if (st->xphase != XP_JSON || st_json_schema_complete(&st->js) || st->xpos != 0 ||
+        st->xtc != 0)
         return NULL;
     return &st->js;
 }

@@ -422,6 +422,45 @@ START_TEST(test_call_grammar_xml_params)
 }
 END_TEST
 
+/* The mask's fast paths (st_call_free_text: any token without *stop;
+ * st_call_args in a string: any plain token without '<') hold only where
+ * the grammar takes such a token: never while part of "</tool_call>" or
+ * "</parameter>" is matched in a value. */
+static void fast_path_sound(const struct st_call_grammar *g, const char *pre, const char *tok)
+{
+    struct st_call_state st, c;
+    st_call_state_init(&st, g);
+    ck_assert(st_call_feed(&st, pre, strlen(pre)));
+    unsigned char stop = 0;
+    bool free_text = st_call_free_text(&st, &stop) && !strchr(tok, stop);
+    const struct st_json_schema_state *a = st_call_args(&st);
+    bool in_str = a && st_json_schema_in_string(a) && !strpbrk(tok, "<\"\\\n");
+    st_call_state_copy(&c, &st);
+    bool took = st_call_feed(&c, tok, strlen(tok));
+    ck_assert_msg(took || !(free_text || in_str), "fast path lets '%s' after '%s'", tok, pre);
+}
+
+START_TEST(test_call_grammar_xml_fast_paths)
+{
+    static const char ht[] = "[{\"type\":\"function\",\"function\":{\"name\":\"h\","
+                             "\"parameters\":{\"type\":\"object\",\"properties\":{\"s\":"
+                             "{\"type\":\"string\"},\"o\":{\"type\":\"object\"}}}}}]";
+    struct st_call_spec sp = { .format = ST_CALL_XML, .tools_json = ht, .tools_len = strlen(ht),
+                               .name = "h" };
+    struct st_call_grammar *g = NULL;
+    ck_assert_int_eq(st_call_grammar_compile(&sp, &g, NULL, NULL), ST_OK);
+#define HH(body) "<tool_call>\n<function=h>\n" body
+    fast_path_sound(g, HH("<parameter=s>\nab</t"), "ool_call>");
+    fast_path_sound(g, HH("<parameter=s>\nab\n</t"), "ool_call>");
+    fast_path_sound(g, HH("<parameter=o>\n{\"y\": \"</param"), "eter>");
+    fast_path_sound(g, HH("<parameter=o>\n{\"y\": \"</t"), "ool_call>");
+    fast_path_sound(g, HH("<parameter=s>\nab</t"), "able>");   /* and still taken */
+    accepts(g, HH("<parameter=s>\n</table></tool_cal\n</parameter>\n"), false);
+#undef HH
+    st_call_grammar_unref(g);
+}
+END_TEST
+
 /* The oracle: random texts the validator accepts (guided towards the
  * literals so that calls complete), every one of which (1) never reaches
  * a dead end (some byte is taken, or it is complete) and (2) once
@@ -523,6 +562,7 @@ static Suite *call_grammar_suite(void)
     tcase_add_test(t, test_call_grammar_xml_frame);
     tcase_add_test(t, test_call_grammar_xml_params);
     tcase_add_test(t, test_call_grammar_xml_oracle);
+    tcase_add_test(t, test_call_grammar_xml_fast_paths);
     suite_add_tcase(s, t);
     return s;
 }
