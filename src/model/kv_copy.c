@@ -93,6 +93,12 @@ enum st_status st_mtp_kv_copy(struct st_mtp *t, int32_t src, int32_t dst, int64_
      * still at hand, else none (the next row then sees zeros: one MTP
      * cache row off, never the output; mtp.h "Carried state") */
     int64_t from_row = rc == ST_OK ? state_row(t, src, to - 1) : -1;
+    /* dst's rows of the last forward at >= from are states of the ids it
+     * held before: no later cut or copy of dst may take them (position -1
+     * matches no lookup) */
+    for (int64_t i = 0; i < t->chunk_n; i++)
+        if (t->chunk_slot[i] == dst && t->chunk_pos[i] >= from)
+            t->chunk_pos[i] = -1;
     t->carry_pos[dst] = -1;
     if (from_row >= 0 && copy_hrow(t, dst, from_row, err) == ST_OK)
         t->carry_pos[dst] = to - 1;

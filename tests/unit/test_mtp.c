@@ -1,6 +1,7 @@
 /* test_mtp.c -- the MTP layer (include/strata/mtp.h) against the naive
  * reference (forward_ref.c: ref_mtp_step), its rollback, its batching,
- * and the make-model presets that exist to measure it.
+ * its copy between slots (st_mtp_kv_copy: the carried state), and the
+ * make-model presets that exist to measure it.
  *
  * The reference test runs the engine's loop by hand: a prompt read, then
  * draft / verify / accept / truncate rounds. Both paths see the same
@@ -359,6 +360,92 @@ START_TEST(test_mtp_no_state_no_draft)
 }
 END_TEST
 
+/* Slot 'slot' reads tok[0..n) at positions 0.. (one forward, one chunk). */
+static void read_into(struct st_mtp *t, int32_t slot, const int32_t *tok, int64_t n)
+{
+    int32_t slots[16];
+    int64_t pos[16], out = n - 1;
+    ck_assert(n <= 16);
+    for (int64_t i = 0; i < n; i++) {
+        slots[i] = slot;
+        pos[i] = i;
+    }
+    struct st_model_batch b = { n, tok, slots, pos, 1, &out };
+    const float *lg;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_mtp_forward(t, &b, &lg, &err) == ST_OK, "%s", err.msg);
+}
+
+/* Both caches of [from, to) from slot src to slot dst (what the runner's
+ * kv_copy does). */
+static void copy_both(struct st_model *m, struct st_mtp *t, int32_t src, int32_t dst,
+                      int64_t from, int64_t to)
+{
+    struct st_err err = { 0 };
+    ck_assert_msg(st_model_kv_copy(m, src, dst, from, to, &err) == ST_OK, "%s", err.msg);
+    ck_assert_msg(st_mtp_kv_copy(t, src, dst, from, to, &err) == ST_OK, "%s", err.msg);
+}
+
+/* Max |logit difference| of two drafts of 2 steps. */
+static double draft_diff(const float *a, const float *b, int64_t nv)
+{
+    double d = 0;
+    for (int64_t i = 0; i < 2 * nv; i++)
+        d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+/* st_mtp_kv_copy (prefix sharing across slots): the copy carries the
+ * source's state, so the destination drafts as a slot that read the
+ * prefix itself; and a copy from a slot that was itself just copied into
+ * never carries that slot's old state (the last forward's rows of the
+ * prompt it held before): no draft rather than a wrong one. */
+START_TEST(test_mtp_kv_copy_carries_the_right_state)
+{
+    const char *path = make("tiny", "q8_0", true);
+    struct st_model *m = load(path, 3), *r = load(path, 2);
+    struct st_mtp *t = mtp_of(m), *tr = mtp_of(r);
+    int64_t nv = st_model_hparams(m)->n_vocab;
+    int32_t a[12], b[10], d[2], dr[2];
+    ref_tokens(11, a, 12, nv);
+    ref_tokens(12, b, 10, nv);
+    ck_assert_int_ne(a[5], b[5]);
+    float *lg = malloc((size_t)(2 * nv) * sizeof(float));
+    float *lr = malloc((size_t)(2 * nv) * sizeof(float));
+    struct st_err err = { 0 };
+    /* the reference: prefixes of 6 and 10 tokens of a, read for real */
+    read_into(tr, 0, a, 6);
+    read_into(tr, 1, a, 10);
+
+    read_into(t, 0, a, 10);   /* slot 0: a[0..10) */
+    read_into(t, 1, b, 10);   /* slot 1: b[0..10), the last forward */
+    copy_both(m, t, 0, 1, 0, 10);   /* slot 1 now holds a[0..10) */
+    struct st_mtp_draft q = { 1, a[10], 10, 2, d, lg }, qr = { 1, a[10], 10, 2, dr, lr };
+    ck_assert(st_mtp_draft(t, &q, 1, &err) == ST_OK);
+    ck_assert(st_mtp_draft(tr, &qr, 1, &err) == ST_OK);
+    ck_assert_int_eq(q.n_draft, 2);
+    ck_assert_msg(draft_diff(lg, lr, nv) <= 1e-4, "drafts after a copy differ by %g",
+                  draft_diff(lg, lr, nv));
+
+    /* slot 2 takes a[0..6) from slot 1, whose state at 5 only the last
+     * forward had, for b: it must not carry that */
+    copy_both(m, t, 1, 2, 0, 6);
+    q = (struct st_mtp_draft){ 2, a[6], 6, 2, d, lg };
+    qr = (struct st_mtp_draft){ 0, a[6], 6, 2, dr, lr };
+    ck_assert(st_mtp_draft(t, &q, 1, &err) == ST_OK);
+    ck_assert(st_mtp_draft(tr, &qr, 1, &err) == ST_OK);
+    ck_assert_msg(q.n_draft == 0 || draft_diff(lg, lr, nv) <= 1e-4,
+                  "slot 2 drafts from a stale state: logits differ by %g",
+                  draft_diff(lg, lr, nv));
+    free(lg);
+    free(lr);
+    st_mtp_free(t);
+    st_mtp_free(tr);
+    st_model_free(m);
+    st_model_free(r);
+}
+END_TEST
+
 START_TEST(test_mtp_refuses_model_without_nextn)
 {
     struct st_model *m = load(make("tiny", "q8_0", false), 1);
@@ -427,6 +514,7 @@ static Suite *mtp_suite(void)
     tcase_add_test(beh, test_mtp_rollback_equals_never_written);
     tcase_add_test(beh, test_mtp_draft_batched_equals_alone);
     tcase_add_test(beh, test_mtp_no_state_no_draft);
+    tcase_add_test(beh, test_mtp_kv_copy_carries_the_right_state);
     tcase_add_test(beh, test_mtp_refuses_model_without_nextn);
     tcase_add_test(beh, test_mtp_demo_preset_agrees);
     suite_add_tcase(s, beh);
