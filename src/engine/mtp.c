@@ -50,8 +50,9 @@
  * decoder layer plus eh_proj over every row, which keeps the MTP cache
  * right for when drafts pay again) and the rare probes; docs/ENGINE.md
  * has the figures. N-gram drafts cost only their verify rows.
- * The context, max_tokens and a thinking budget (think_budget.c: no drafts
- * past the token it forces) cap k (drafts past the end are wasted), and
+ * The context, max_tokens and a thinking budget (think_budget.c: once the
+ * block is open, no drafts past the token it forces) cap k (drafts past
+ * the end are wasted), and
  * an n-gram match gives at most the tokens that followed it.
  *
  * Thread: the engine's thread (counters: the pool mutex).

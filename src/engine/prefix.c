@@ -406,7 +406,7 @@ static bool scores_pull(struct st_prefix_cache *dst, const struct st_prefix_cach
     int64_t end = ST_MIN(ST_MIN(s->n, common), dst->n_ids);
     bool lacking = need > 1 && scored_run(&dst->sc, top, need) < need;
     if (end > 1 && (end > dst->sc.n || lacking)) {
-        dst->sc.n = 0;
+        /* a failed reserve changes nothing: dst keeps its own run */
         if (scores_reserve(&dst->sc, end, s->stride)) {
             memcpy(dst->sc.rec, s->rec, (size_t)end * rec_bytes(s->stride));
             dst->sc.n = end;
