@@ -13,7 +13,9 @@
  * Model part (CPU model runner, make-model files): greedy output after a
  * copy is the cold one, token for token, with and without an MTP layer,
  * into a slot whose stale KV held another prompt; lm-eval's multiple
- * choice on four slots at once gives the cold scores bit for bit.
+ * choice on four slots at once gives the cold scores bit for bit; random
+ * traffic with cancellations (no drafts, MTP, n-gram) gives every request
+ * that finished its cold output.
  */
 #include <check.h>
 #include <stdio.h>
@@ -660,6 +662,80 @@ START_TEST(test_engine_prefix_copy_model_multiple_choice_four_slots)
 }
 END_TEST
 
+/* Random traffic: 24 prompts sharing prefixes of 35-114 tokens arrive at
+ * random steps into 3 slots, some cancelled at random while they wait,
+ * read or decode; with no drafts, MTP and n-gram drafts. Every request
+ * that was not cancelled generates what a cold run of it alone does, token
+ * for token, whatever was copied from whom. */
+START_TEST(test_engine_prefix_copy_model_random_traffic_same_as_cold)
+{
+    static int32_t ids[MAXP], pr[24][MAXP];
+    static struct got ref[24], g[24];
+    int64_t n[24];
+    ck_assert_int_ge(text_ids(path_mtp, ids, 150), 150);
+    uint64_t rng = 12345;
+    for (int i = 0; i < 24; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t L = 35 + (int64_t)((rng >> 33) % 80);
+        int64_t tail = 3 + (int64_t)((rng >> 20) % 15);
+        memcpy(pr[i], ids, (size_t)L * sizeof(int32_t));
+        for (int64_t j = 0; j < tail; j++)
+            pr[i][L + j] = ids[(i * 13 + j * 7 + 5) % 150];
+        n[i] = L + tail;
+    }
+    for (int mode = 0; mode < 3; mode++) {
+        int32_t mtp = mode == 1 ? 2 : 0, ng = mode == 2 ? 3 : 0;
+        for (int i = 0; i < 24; i++) {
+            struct fixture_pool c;
+            fixture_pool_start_spec(&c, path_mtp, 1, 0, 0);
+            msubmit(&c, pr[i], n[i], 10, false, &ref[i]);
+            fixture_pool_drain(&c);
+            mdone(&ref[i], 10);
+            fixture_pool_stop(&c);
+        }
+        struct fixture_pool f;
+        fixture_pool_start_spec(&f, path_mtp, 3, mtp, ng);
+        int next = 0;
+        bool cancelled[24] = { 0 };
+        for (int step = 0; step < 5000; step++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            if (next < 24 && (rng >> 40) % 3 == 0) {
+                msubmit(&f, pr[next], n[next], 10, false, &g[next]);
+                next++;
+            }
+            if ((rng >> 30) % 17 == 0 && next > 0) {
+                int k = (int)((rng >> 10) % (uint64_t)next);
+                if (!g[k].ended && !cancelled[k]) {
+                    cancelled[k] = true;
+                    st_engine_pool_cancel(f.pool, g[k].req);
+                }
+            }
+            bool busy = st_engine_pool_step(f.pool, 0);
+            if (!busy && next == 24)
+                break;
+        }
+        fixture_pool_drain(&f);
+        int checked = 0;
+        for (int i = 0; i < 24; i++) {
+            ck_assert(g[i].ended);
+            if (!cancelled[i]) {
+                ck_assert_int_eq(g[i].n_gen, 10);
+                same_gen(&g[i], &ref[i], "random traffic");
+                checked++;
+            }
+            st_request_unref(g[i].req);
+        }
+        struct st_pool_stats st;
+        st_engine_pool_stats(f.pool, &st);
+        fprintf(stderr, "engine prefix copy random traffic, mode %d: %d checked, copied %llu, "
+                "cached %llu\n", mode, checked, (unsigned long long)st.copied_tokens,
+                (unsigned long long)st.cached_tokens);
+        ck_assert(st.copied_tokens > 0);   /* the traffic did exercise copies */
+        fixture_pool_stop(&f);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("engine_prefix_copy");
@@ -678,6 +754,7 @@ static Suite *suite(void)
     tcase_set_timeout(mt, 300);
     tcase_add_test(mt, test_engine_prefix_copy_model_greedy_same_as_cold);
     tcase_add_test(mt, test_engine_prefix_copy_model_mtp_greedy_same_as_cold);
+    tcase_add_test(mt, test_engine_prefix_copy_model_random_traffic_same_as_cold);
     tcase_add_test(mt, test_engine_prefix_copy_model_multiple_choice_four_slots);
     suite_add_tcase(s, mt);
     return s;
