@@ -100,7 +100,10 @@ enum st_status st_mtp_kv_copy(struct st_mtp *t, int32_t src, int32_t dst, int64_
         if (t->chunk_slot[i] == dst && t->chunk_pos[i] >= from)
             t->chunk_pos[i] = -1;
     t->carry_pos[dst] = -1;
-    if (from_row >= 0 && copy_hrow(t, dst, from_row, err) == ST_OK)
+    /* a state that fails to copy is left out like one not at hand: it
+     * costs drafts, never the output, so it is not the copy's error */
+    struct st_err state_err = { 0 };
+    if (from_row >= 0 && copy_hrow(t, dst, from_row, &state_err) == ST_OK)
         t->carry_pos[dst] = to - 1;
     return rc;
 }
