@@ -10,6 +10,9 @@
  *
  * Usage: bench_kernels [threads (default 2)] [type ...]
  * BENCH_NO_HEAD=1 skips the (slow to fill) output head shape.
+ * With STRATA_BENCH_SUMMARY set (scripts/bench.sh) it also appends a
+ * summary row per type (768x768 at batch 1, GB/s, best vs scalar) and one
+ * for the geometric mean of every row's speedup (bench_summary.h).
  * Not a test: it asserts nothing and is not registered with ctest.
  */
 #include <math.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_summary.h"
 #include "cpu/cpu.h"
 #include "strata/backend.h"
 
@@ -29,6 +33,8 @@ static double now_s(void)
 }
 
 static uint64_t rng_state = 42;
+static double g_log_speedup;   /* sum of log(scalar / best) over the rows printed */
+static int    g_rows;
 static uint64_t rnd(void)
 {
     uint64_t x = rng_state;
@@ -190,6 +196,16 @@ static void bench_shape(struct st_backend *be, enum st_dtype t, int64_t n_in, in
                st_dtype_info(t)->name, label, batch, tf * 1e3, (double)nbytes / tf / 1e9,
                (double)n_out / tf / 1e6, (double)nbytes / ts / 1e9, ts / tf);
         fflush(stdout);
+        g_log_speedup += log(ts / tf);
+        g_rows++;
+        if (batch == 1 && n_in == 768 && n_out == 768) {
+            char what[64], base[32], fig[32];
+            snprintf(what, sizeof(what), "%s matmul 768x768 b=1, GB/s: scalar vs best kernels",
+                     st_dtype_info(t)->name);
+            snprintf(base, sizeof(base), "%.2f GB/s", (double)nbytes / ts / 1e9);
+            snprintf(fig, sizeof(fig), "%.2f GB/s", (double)nbytes / tf / 1e9);
+            bench_summary("kernels", what, base, fig, ts / tf);
+        }
     }
     st_backend_release(be, &w);
     st_backend_release(be, &x);
@@ -227,6 +243,12 @@ int main(int argc, char **argv)
         bench_shape(be, t, 768, 256, "256x768 exp");
         if (!getenv("BENCH_NO_HEAD"))
             bench_shape(be, t, 768, 151936, "151936x768");
+    }
+    if (g_rows > 0) {
+        char what[96];
+        snprintf(what, sizeof(what), "geometric mean of the %d rows' speedups (all shapes, b=1 "
+                 "and 4)", g_rows);
+        bench_summary("kernels", what, "scalar", "best kernels", exp(g_log_speedup / g_rows));
     }
     st_backend_close(be);
     return 0;

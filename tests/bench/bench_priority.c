@@ -17,12 +17,16 @@
  * the minimum the rules allow: (1) the first slot to free after it arrives
  * plus one step; (2) the next give-way boundary plus its own read.
  *
+ * With STRATA_BENCH_SUMMARY set (scripts/bench.sh) each scenario also
+ * appends a summary row (bench_summary.h): TTFT without vs with priority.
+ *
  * Usage: bench_priority [prompt_tps decode_tps]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_summary.h"
 #include "engine_fixture.h"
 #include "strata/log.h"
 
@@ -128,6 +132,12 @@ static void row(const char *name, struct outcome without, struct outcome with, c
 {
     printf("%-44s %9.2f s %9.2f s %6.2fx %9.2f s   %s\n", name, without.ttft_s, with.ttft_s,
            with.ttft_s > 0 ? without.ttft_s / with.ttft_s : 0.0, with.minimum_s, seed);
+    char what[128], base[32], fig[32];
+    snprintf(what, sizeof(what), "sim TTFT, late request, %s: without vs with priority",
+             name + 3);
+    snprintf(base, sizeof(base), "%.2f s", without.ttft_s);
+    snprintf(fig, sizeof(fig), "%.2f s", with.ttft_s);
+    bench_summary("priority", what, base, fig, with.ttft_s > 0 ? without.ttft_s / with.ttft_s : 0);
 }
 
 int main(int argc, char **argv)

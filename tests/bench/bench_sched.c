@@ -9,12 +9,17 @@
  *
  * Not a ctest; run by hand: build-x/tests/bench_sched [waiting] [decisions]
  * Prints a table. Uses the real clock, so aging keys differ per job.
+ * With STRATA_BENCH_SUMMARY set (scripts/bench.sh) it also appends summary
+ * rows (bench_summary.h): serial's decisions/s against fifo's (the plain
+ * queue in the same process: the ratio is what the priority order costs),
+ * and the stats call's absolute rate.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "bench_summary.h"
 #include "strata/clock.h"
 #include "strata/log.h"
 #include "strata/sched.h"
@@ -130,15 +135,28 @@ int main(int argc, char **argv)
         { "serial, 4 models", ST_SCHED_SERIAL, 4 },
         { "fifo, 1 model", ST_SCHED_FIFO, 1 },
     };
+    double rate[3];
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         double r = decisions(jobs, waiting, n, cases[i].p, cases[i].models);
         char label[96];
         snprintf(label, sizeof(label), "decision, %lld waiting, %s", (long long)waiting,
                  cases[i].name);
         printf("%-44s %14.0f %12.1f\n", label, r, 1e9 / r);
+        rate[i] = r;
     }
     double ns = stats_ns(jobs, 10000, 200000);
     printf("%-44s %14.0f %12.1f\n", "st_sched_stats, 10000 waiting", 1e9 / ns, ns);
+    for (int i = 0; i < 2; i++) {
+        char what[96], base[32], fig[32];
+        snprintf(what, sizeof(what), "decisions/s, %lld waiting: fifo 1 model vs serial %s",
+                 (long long)waiting, i ? "4 models" : "1 model");
+        snprintf(base, sizeof(base), "%.0f/s", rate[2]);
+        snprintf(fig, sizeof(fig), "%.0f/s", rate[i]);
+        bench_summary("sched", what, base, fig, rate[i] / rate[2]);
+    }
+    char fig[32];
+    snprintf(fig, sizeof(fig), "%.0f/s", 1e9 / ns);
+    bench_summary("sched", "st_sched_stats calls/s, 10000 waiting (absolute)", "", fig, 0);
     free(jobs);
     return 0;
 }

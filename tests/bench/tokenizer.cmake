@@ -1,5 +1,5 @@
 # bench_tokenizer: tokenizer throughput on a ~100K-token prompt with the real
-# Qwen3 vocabulary (not a ctest; see the file header for usage).
+# Qwen3 vocabulary (not a ctest; scripts/bench.sh runs it; usage in the file header).
 add_executable(bench_tokenizer
     ${CMAKE_CURRENT_LIST_DIR}/bench_tokenizer.c
     ${PROJECT_SOURCE_DIR}/tests/e2e/tokenizer_ref/hf_tokenizer.c)
