@@ -13,19 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_json.h"
 #include "internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check_json(const char *s)
-{
-    if (!s)
-        return;
-    cJSON *j = cJSON_Parse(s);
-    if (!j)
-        abort();   /* we handed the engine JSON that does not parse */
-    cJSON_Delete(j);
-}
 
 static void fuzz_body(enum st_oai_kind kind, const char *body, size_t len)
 {
@@ -59,9 +50,7 @@ static void fuzz_body(enum st_oai_kind kind, const char *body, size_t len)
         for (int32_t i = 0; i < r.params.n_stop; i++)
             if (!r.params.stop[i] || !r.params.stop[i][0])
                 abort();
-        check_json(r.messages_json);
-        check_json(r.tools_json);
-        check_json(r.kwargs_json);
+        fuzz_check_request_json(&r);
     }
     st_oai_request_fini(&r);
 }
@@ -72,7 +61,7 @@ static void fuzz_text(enum st_oai_text_kind kind, const char *body, size_t len)
     struct st_api_error e;
     enum st_status rc = st_oai_parse_text(kind, body, len, &r, &e);
     if (rc == ST_OK) {
-        check_json(r.messages_json);
+        fuzz_check_json(r.messages_json);
         if (kind == ST_OAI_TOKENIZE && !r.content)
             abort();
         st_oai_text_request_fini(&r);

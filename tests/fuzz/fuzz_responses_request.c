@@ -14,19 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_json.h"
 #include "internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check_json(const char *s)
-{
-    if (!s)
-        return;
-    cJSON *j = cJSON_Parse(s);
-    if (!j)
-        abort();   /* we handed on JSON that does not parse */
-    cJSON_Delete(j);
-}
 
 /* The echo is JSON members without braces. */
 static void check_echo(const char *echo)
@@ -66,9 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (r.kind != ST_OAI_CHAT || r.n != 1 || !r.messages_json || r.params.logprobs ||
             r.params.echo || r.prompt_logprobs != -1)
             abort();
-        check_json(r.messages_json);
-        check_json(r.tools_json);
-        check_json(r.kwargs_json);
+        fuzz_check_request_json(&r);
         check_echo(echo);
         free(echo);
     }

@@ -1,7 +1,10 @@
 /* model_fixture.h -- a synthetic model file for a test: `strata make-model`
  * run in-process (include/strata/make_model.h), failing the test when it
- * cannot be made. Header-only (static inline), for the suites that link
- * st_model. */
+ * cannot be made; a CPU engine pool on it stepped by the test; recorders
+ * of what a request received: generated tokens and text (fixture_out), or
+ * for a request of token ids its prompt scores too (fixture_got, used by
+ * test_engine_echo.c, test_engine_score_cache.c, test_engine_prefix_copy.c).
+ * Header-only (static inline), for the suites that link st_model. */
 #ifndef STRATA_TEST_MODEL_FIXTURE_H
 #define STRATA_TEST_MODEL_FIXTURE_H
 
@@ -9,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "strata/clock.h"
@@ -125,6 +129,190 @@ static inline void fixture_record(void *ctx, const struct st_event *ev)
     memcpy(o->text + o->len, ev->text, ev->text_len);
     o->len += ev->text_len;
     o->text[o->len] = '\0';
+}
+
+/* ---- a request of token ids, with its prompt scores ----------------------- */
+
+/* The test text of the scoring suites (FIXTURE_STORY), and with a
+ * multiple-choice question after it (FIXTURE_STORY_QUESTION). */
+#define FIXTURE_STORY                                                                        \
+    "The quick brown fox jumps over the lazy dog. Once upon a time, in a land far away, "  \
+    "there lived a king who had three daughters; the youngest was the cleverest of all, "  \
+    "and she could count to 1 2 3 4 5 6 7 8 9 10 faster than anyone in the kingdom."
+#define FIXTURE_STORY_QUESTION                                                               \
+    FIXTURE_STORY " Which of these is a fruit? An apple, a chair, a river or a song."
+
+/* 'text' tokenized on p's model (BOS first), again and again until 'want'
+ * ids; returns want. ids holds want. */
+static inline int64_t fixture_text_ids(struct st_engine_pool *p, const char *text, int32_t *ids,
+                                       int64_t want)
+{
+    int64_t n = 0;
+    while (n < want) {
+        int32_t *t = NULL;
+        size_t k = 0;
+        struct st_err err = { 0 };
+        ck_assert(st_engine_pool_tokenize(p, 0, text, strlen(text), n == 0, true, &t, &k,
+                                          &err) == ST_OK);
+        for (size_t i = 0; i < k && n < want; i++)
+            ids[n++] = t[i];
+        free(t);
+    }
+    return n;
+}
+
+/* fixture_text_ids on the model file at 'path' (a pool of its own). */
+static inline int64_t fixture_file_text_ids(const char *path, const char *text, int32_t *ids,
+                                            int64_t want)
+{
+    struct fixture_pool f;
+    fixture_pool_start(&f, path, 1, 0);
+    int64_t n = fixture_text_ids(f.pool, text, ids, want);
+    fixture_pool_stop(&f);
+    return n;
+}
+
+/* Prompt positions and generated tokens a struct fixture_got keeps. */
+#define FIXTURE_MAX_POS 256
+#define FIXTURE_MAX_GEN 64
+
+/* What one request received (fixture_got_emit is its emit callback): every
+ * prompt position (PROMPT events: token, logprob, rank, alternatives,
+ * text), the generated tokens with the first one's logprobs, the slot it
+ * ran in and how it ended. */
+struct fixture_got {
+    struct st_request *req;            /* borrowed, for the slot at the first token */
+    int64_t n_pos;                     /* prompt positions reported */
+    bool    in_order;                  /* positions came as 0, 1, 2, ... and fit */
+    bool    prompt_after_token;        /* a PROMPT event came after a TOKEN */
+    int32_t tok[FIXTURE_MAX_POS];
+    bool    has[FIXTURE_MAX_POS];      /* has a logprob */
+    float   lp[FIXTURE_MAX_POS];
+    int32_t rank[FIXTURE_MAX_POS];
+    int32_t n_top[FIXTURE_MAX_POS];
+    int32_t top_id[FIXTURE_MAX_POS][ST_MAX_TOP_LOGPROBS];
+    float   top_lp[FIXTURE_MAX_POS][ST_MAX_TOP_LOGPROBS];
+    char    text[8192];                /* prompt texts concatenated */
+    size_t  text_len;
+    int32_t gen[FIXTURE_MAX_GEN];      /* the generated tokens (the first FIXTURE_MAX_GEN) */
+    int     n_gen;                     /* TOKEN events */
+    float   gen_lp;                    /* the first generated token's logprob ... */
+    int32_t gen_n_top;                 /* ... and its alternatives */
+    int32_t gen_top_id[ST_MAX_TOP_LOGPROBS];
+    float   gen_top_lp[ST_MAX_TOP_LOGPROBS];
+    int32_t slot;                      /* job.slot at the first token; -1 none */
+    bool    ended;
+    enum st_finish finish;
+    int64_t n_cached, n_generated;     /* at END */
+};
+
+static inline void fixture_got_prompt(struct fixture_got *g, const struct st_event *ev)
+{
+    if (g->n_gen > 0)
+        g->prompt_after_token = true;
+    for (int32_t i = 0; i < ev->n_ptok; i++) {
+        const struct st_prompt_token *t = &ev->ptok[i];
+        if (t->pos != g->n_pos || g->n_pos >= FIXTURE_MAX_POS) {
+            g->in_order = false;
+            continue;
+        }
+        int64_t p = g->n_pos++;
+        g->tok[p] = t->token;
+        g->has[p] = t->has_logprob;
+        g->lp[p] = t->logprob;
+        g->rank[p] = t->rank;
+        g->n_top[p] = t->n_top;
+        for (int32_t k = 0; k < t->n_top && k < ST_MAX_TOP_LOGPROBS; k++) {
+            g->top_id[p][k] = t->top[k].token;
+            g->top_lp[p][k] = t->top[k].logprob;
+        }
+        if (g->text_len + (size_t)t->n_text < sizeof(g->text)) {
+            memcpy(g->text + g->text_len, t->text, (size_t)t->n_text);
+            g->text_len += (size_t)t->n_text;
+        }
+    }
+}
+
+static inline void fixture_got_token(struct fixture_got *g, const struct st_event *ev)
+{
+    if (g->n_gen == 0) {
+        g->slot = g->req ? g->req->job.slot : -1;
+        g->gen_lp = ev->logprob;
+        g->gen_n_top = ev->n_top;
+        for (int32_t k = 0; k < ev->n_top && k < ST_MAX_TOP_LOGPROBS; k++) {
+            g->gen_top_id[k] = ev->top[k].token;
+            g->gen_top_lp[k] = ev->top[k].logprob;
+        }
+    }
+    if (g->n_gen < FIXTURE_MAX_GEN)
+        g->gen[g->n_gen] = ev->token;
+    g->n_gen++;
+}
+
+static inline void fixture_got_emit(void *ctx, const struct st_event *ev)
+{
+    struct fixture_got *g = ctx;
+    if (ev->kind == ST_EVENT_PROMPT) {
+        fixture_got_prompt(g, ev);
+    } else if (ev->kind == ST_EVENT_TOKEN) {
+        fixture_got_token(g, ev);
+    } else {
+        g->ended = true;
+        g->finish = ev->finish;
+        g->n_cached = ev->n_cached;
+        g->n_generated = ev->n_generated;
+    }
+}
+
+/* What fixture_submit_ids asks for; zero: max_tokens 0, nothing else. */
+struct fixture_ask {
+    int32_t max_tokens;
+    bool    ignore_eos;
+    bool    echo;         /* params.echo */
+    bool    score;        /* params.prompt_logprobs ... */
+    int32_t top;          /* ... params.prompt_top_logprobs (and logprobs' top with force) */
+    bool    no_cache;     /* cache_prompt: false */
+    bool    force;        /* logit_bias +100 on force_id; logprobs with 'top' alternatives */
+    int32_t force_id;
+};
+
+/* Submit ids[0..n) greedily (temperature 0) as 'a' asks, recorded in *g
+ * (reset first). Returns the caller's reference; g->req is the same
+ * request, borrowed. */
+static inline struct st_request *fixture_submit_ids(struct st_engine_pool *p, const int32_t *ids,
+                                                    int64_t n, const struct fixture_ask *a,
+                                                    struct fixture_got *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->in_order = true;
+    g->slot = -1;
+    struct st_request *req = st_request_new();
+    snprintf(req->id, sizeof(req->id), "ids");
+    req->prompt = strdup("");
+    req->tokens = malloc((size_t)n * sizeof(*ids));
+    ck_assert(req->prompt && req->tokens);
+    memcpy(req->tokens, ids, (size_t)n * sizeof(*ids));
+    req->n_tokens = n;
+    req->params.temperature = 0.0f;
+    req->params.max_tokens = a->max_tokens;
+    req->params.ignore_eos = a->ignore_eos;
+    req->params.echo = a->echo;
+    req->params.prompt_logprobs = a->score;
+    req->params.prompt_top_logprobs = a->top;
+    req->no_prompt_cache = a->no_cache;
+    if (a->force) {
+        struct st_logit_bias b = { a->force_id, 100.0f };
+        struct st_gen_params src = { .logit_bias = &b, .n_logit_bias = 1 };
+        ck_assert(st_gen_params_copy_bias(&req->params, &src) == ST_OK);
+        req->params.logprobs = true;
+        req->params.top_logprobs = a->top;
+    }
+    req->emit = fixture_got_emit;
+    req->emit_ctx = g;
+    g->req = req;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
+    return req;
 }
 
 #endif /* STRATA_TEST_MODEL_FIXTURE_H */

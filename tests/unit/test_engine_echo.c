@@ -34,87 +34,12 @@
 #include "model_fixture.h"
 #include "support.h"
 
-#define MAXP 256
+#define MAXP 256   /* prompt ids at most */
 #define TOP  5
 
 static char dir[256];
 static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
 static void teardown(void) { support_rmtree(dir); }
-
-/* What one request received. */
-struct got {
-    int64_t n_pos;                     /* prompt positions reported */
-    bool    in_order;                  /* positions came as 0, 1, 2, ... */
-    int32_t tok[MAXP];
-    bool    has[MAXP];
-    float   lp[MAXP];
-    int32_t rank[MAXP];
-    int32_t n_top[MAXP];
-    int32_t top_id[MAXP][TOP];
-    float   top_lp[MAXP][TOP];
-    char    text[8192];                /* prompt texts concatenated */
-    size_t  text_len;
-    bool    prompt_after_token;        /* a PROMPT event came after a TOKEN */
-    int     n_tokens;                  /* TOKEN events */
-    int32_t gen_tok;                   /* the first generated token */
-    float   gen_lp;
-    int32_t gen_n_top;
-    int32_t gen_top_id[TOP];
-    float   gen_top_lp[TOP];
-    bool    ended;
-    enum st_finish finish;
-    int64_t n_cached, n_generated;
-};
-
-static void on_prompt(struct got *g, const struct st_event *ev)
-{
-    if (g->n_tokens > 0)
-        g->prompt_after_token = true;
-    for (int32_t i = 0; i < ev->n_ptok; i++) {
-        const struct st_prompt_token *t = &ev->ptok[i];
-        if (t->pos != g->n_pos || g->n_pos >= MAXP) {
-            g->in_order = false;
-            continue;
-        }
-        int64_t p = g->n_pos++;
-        g->tok[p] = t->token;
-        g->has[p] = t->has_logprob;
-        g->lp[p] = t->logprob;
-        g->rank[p] = t->rank;
-        g->n_top[p] = t->n_top;
-        for (int32_t k = 0; k < t->n_top && k < TOP; k++) {
-            g->top_id[p][k] = t->top[k].token;
-            g->top_lp[p][k] = t->top[k].logprob;
-        }
-        if (g->text_len + (size_t)t->n_text < sizeof(g->text)) {
-            memcpy(g->text + g->text_len, t->text, (size_t)t->n_text);
-            g->text_len += (size_t)t->n_text;
-        }
-    }
-}
-
-static void on_event(void *ctx, const struct st_event *ev)
-{
-    struct got *g = ctx;
-    if (ev->kind == ST_EVENT_PROMPT) {
-        on_prompt(g, ev);
-    } else if (ev->kind == ST_EVENT_TOKEN) {
-        if (g->n_tokens++ == 0) {
-            g->gen_tok = ev->token;
-            g->gen_lp = ev->logprob;
-            g->gen_n_top = ev->n_top;
-            for (int32_t k = 0; k < ev->n_top && k < TOP; k++) {
-                g->gen_top_id[k] = ev->top[k].token;
-                g->gen_top_lp[k] = ev->top[k].logprob;
-            }
-        }
-    } else {
-        g->ended = true;
-        g->finish = ev->finish;
-        g->n_cached = ev->n_cached;
-        g->n_generated = ev->n_generated;
-    }
-}
 
 struct ask {
     bool    echo;
@@ -124,33 +49,11 @@ struct ask {
 };
 
 static void submit_ids(struct st_engine_pool *p, const int32_t *ids, int64_t n,
-                       const struct ask *a, struct got *g)
+                       const struct ask *a, struct fixture_got *g)
 {
-    memset(g, 0, sizeof(*g));
-    g->in_order = true;
-    struct st_request *req = st_request_new();
-    snprintf(req->id, sizeof(req->id), "echo");
-    req->prompt = strdup("");
-    req->tokens = malloc((size_t)n * sizeof(*ids));
-    memcpy(req->tokens, ids, (size_t)n * sizeof(*ids));
-    req->n_tokens = n;
-    req->params.max_tokens = a->max_tokens;
-    req->params.temperature = 0.0f;
-    req->params.echo = a->echo;
-    req->params.prompt_logprobs = a->score;
-    req->params.prompt_top_logprobs = TOP;
-    if (a->force >= 0) {
-        struct st_logit_bias b = { a->force, 100.0f };
-        struct st_gen_params src = { .logit_bias = &b, .n_logit_bias = 1 };
-        ck_assert(st_gen_params_copy_bias(&req->params, &src) == ST_OK);
-        req->params.logprobs = true;
-        req->params.top_logprobs = TOP;
-    }
-    req->emit = on_event;
-    req->emit_ctx = g;
-    struct st_err err = { 0 };
-    ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
-    st_request_unref(req);
+    struct fixture_ask fa = { .max_tokens = a->max_tokens, .echo = a->echo, .score = a->score,
+                              .top = TOP, .force = a->force >= 0, .force_id = a->force };
+    st_request_unref(fixture_submit_ids(p, ids, n, &fa, g));
 }
 
 /* fixture_pool_start with a chosen ubatch: one CPU engine, 1 slot of 256. */
@@ -177,29 +80,7 @@ static void start_cpu(struct fixture_pool *f, const char *path, int32_t ubatch)
     (void)st_engine_pool_step(f->pool, 0);   /* loads the model */
 }
 
-static const char *const text =
-    "The quick brown fox jumps over the lazy dog. Once upon a time, in a land far away, "
-    "there lived a king who had three daughters; the youngest was the cleverest of all, "
-    "and she could count to 1 2 3 4 5 6 7 8 9 10 faster than anyone in the kingdom.";
-
-/* The prompt's ids (n <= cap; at least 'want' of them, repeating the text). */
-static int64_t prompt_ids(struct st_engine_pool *p, int32_t *ids, int64_t want)
-{
-    int64_t n = 0;
-    while (n < want) {
-        int32_t *t = NULL;
-        size_t k = 0;
-        struct st_err err = { 0 };
-        ck_assert(st_engine_pool_tokenize(p, 0, text, strlen(text), n == 0, true, &t, &k,
-                                          &err) == ST_OK);
-        for (size_t i = 0; i < k && n < want; i++)
-            ids[n++] = t[i];
-        free(t);
-    }
-    return n;
-}
-
-static void expect_scored(const struct got *g, int64_t n)
+static void expect_scored(const struct fixture_got *g, int64_t n)
 {
     ck_assert_msg(g->ended && g->in_order, "ended %d in order %d", g->ended, g->in_order);
     ck_assert_int_eq(g->n_pos, n);
@@ -215,7 +96,8 @@ static void expect_scored(const struct got *g, int64_t n)
     }
 }
 
-static void expect_same(const struct got *a, const struct got *b, int64_t n, double tol)
+static void expect_same(const struct fixture_got *a, const struct fixture_got *b, int64_t n,
+                        double tol)
 {
     for (int64_t i = 1; i < n; i++) {
         ck_assert_msg(fabs((double)a->lp[i] - (double)b->lp[i]) <= tol,
@@ -232,21 +114,21 @@ START_TEST(test_engine_echo_scoring_equals_generation)
     struct fixture_pool f;
     start_cpu(&f, path, 64);
     int32_t ids[48];
-    int64_t n = prompt_ids(f.pool, ids, 40);
-    struct got scored, step;
+    int64_t n = fixture_text_ids(f.pool, FIXTURE_STORY, ids, 40);
+    struct fixture_got scored, step;
     submit_ids(f.pool, ids, n, &(struct ask){ .echo = true, .score = true, .max_tokens = 0,
                                               .force = -1 }, &scored);
     fixture_pool_drain(&f);
     expect_scored(&scored, n);
     ck_assert_int_eq(scored.finish, ST_FINISH_LENGTH);
-    ck_assert_int_eq(scored.n_tokens, 0);
+    ck_assert_int_eq(scored.n_gen, 0);
     double sum_scored = 0, sum_steps = 0, worst = 0;
     for (int64_t i = 1; i < n; i++) {
         /* generate from t_0 .. t_{i-1}, forcing t_i */
         submit_ids(f.pool, ids, i, &(struct ask){ .max_tokens = 1, .force = ids[i] }, &step);
         fixture_pool_drain(&f);
-        ck_assert_int_eq(step.n_tokens, 1);
-        ck_assert_int_eq(step.gen_tok, ids[i]);
+        ck_assert_int_eq(step.n_gen, 1);
+        ck_assert_int_eq(step.gen[0], ids[i]);
         double d = fabs((double)step.gen_lp - (double)scored.lp[i]);
         worst = d > worst ? d : worst;
         ck_assert_msg(d < 1e-3, "token %lld: scored %.6f, generated %.6f", (long long)i,
@@ -272,25 +154,25 @@ START_TEST(test_engine_echo_chunked_reads_agree)
 {
     char path[320];
     fixture_make_model(path, sizeof(path), dir, "tiny", "q8_0", 7, false);
-    static struct got g[3];
+    static struct fixture_got g[3];
     static const int32_t ub[3] = { 7, 64, 200 };   /* 200: cut to ST_RUNNER_SCORE_ROWS */
     int32_t ids[MAXP];
     int64_t n = 0;
     for (int k = 0; k < 3; k++) {
         struct fixture_pool f;
         start_cpu(&f, path, ub[k]);
-        n = prompt_ids(f.pool, ids, 150);
+        n = fixture_text_ids(f.pool, FIXTURE_STORY, ids, 150);
         submit_ids(f.pool, ids, n, &(struct ask){ .score = true, .max_tokens = 2,
                                                   .force = -1 }, &g[k]);
         fixture_pool_drain(&f);
         expect_scored(&g[k], n);
         ck_assert(!g[k].prompt_after_token);
-        ck_assert_int_eq(g[k].n_tokens, 2);
+        ck_assert_int_eq(g[k].n_gen, 2);
         fixture_pool_stop(&f);
     }
     expect_same(&g[0], &g[1], n, 1e-3);
     expect_same(&g[0], &g[2], n, 1e-3);
-    ck_assert_int_eq(g[0].gen_tok, g[2].gen_tok);
+    ck_assert_int_eq(g[0].gen[0], g[2].gen[0]);
 }
 END_TEST
 
@@ -303,8 +185,8 @@ START_TEST(test_engine_echo_prefix_cache)
     struct fixture_pool f;
     start_cpu(&f, path, 16);
     int32_t ids[64];
-    int64_t n = prompt_ids(f.pool, ids, 60);
-    static struct got cold, warm, plain, echo;
+    int64_t n = fixture_text_ids(f.pool, FIXTURE_STORY, ids, 60);
+    static struct fixture_got cold, warm, plain, echo;
     submit_ids(f.pool, ids, n, &(struct ask){ .score = true, .max_tokens = 1, .force = -1 },
                &cold);
     fixture_pool_drain(&f);
@@ -384,7 +266,7 @@ END_TEST
 
 /* ---- the sim ------------------------------------------------------------ */
 
-static void sim_run(int32_t ubatch, int64_t words, const struct ask *a, struct got *g)
+static void sim_run(int32_t ubatch, int64_t words, const struct ask *a, struct fixture_got *g)
 {
     struct fixture f;
     fx_defaults(&f);
@@ -399,7 +281,7 @@ static void sim_run(int32_t ubatch, int64_t words, const struct ask *a, struct g
     req->params.echo = a->echo;
     req->params.prompt_logprobs = a->score;
     req->params.prompt_top_logprobs = 3;
-    req->emit = on_event;
+    req->emit = fixture_got_emit;
     req->emit_ctx = g;
     struct st_err err = { 0 };
     ck_assert(st_engine_pool_submit(f.pool, req, &err) == ST_OK);
@@ -410,13 +292,13 @@ static void sim_run(int32_t ubatch, int64_t words, const struct ask *a, struct g
 
 START_TEST(test_engine_echo_sim_numbers)
 {
-    static struct got g;
+    static struct fixture_got g;
     static const int32_t ub[2] = { 5, 512 };   /* 512: cut to ST_RUNNER_SCORE_ROWS */
     for (int k = 0; k < 2; k++) {
         sim_run(ub[k], 150, &(struct ask){ .score = true, .max_tokens = 2, .force = -1 }, &g);
         ck_assert(g.ended && g.in_order && !g.prompt_after_token);
         ck_assert_int_eq(g.n_pos, 150);
-        ck_assert_int_eq(g.n_tokens, 2);
+        ck_assert_int_eq(g.n_gen, 2);
         ck_assert(!g.has[0]);
         for (int64_t i = 1; i < 150; i++) {
             int32_t m = g.tok[i] % 8;
@@ -433,7 +315,7 @@ START_TEST(test_engine_echo_sim_numbers)
     sim_run(4, 10, &(struct ask){ .echo = true, .max_tokens = 0, .force = -1 }, &g);
     ck_assert(g.ended && g.in_order);
     ck_assert_int_eq(g.n_pos, 10);
-    ck_assert_int_eq(g.n_tokens, 0);
+    ck_assert_int_eq(g.n_gen, 0);
     ck_assert_int_eq(g.finish, ST_FINISH_LENGTH);
     ck_assert_int_eq(g.n_generated, 0);
     for (int i = 0; i < 10; i++)

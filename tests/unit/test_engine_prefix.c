@@ -17,85 +17,9 @@
 #include <string.h>
 
 #include "engine_fixture.h"
-#include "strata/str.h"
 #include "model_fixture.h"
+#include "prefix_fixture.h"
 #include "support.h"
-
-#define SEC(x) ((int64_t)((x) * (double)ST_NS_PER_SEC + 0.5))
-
-/* ---- sim helpers ---------------------------------------------------------- */
-
-/* What one request saw, plus the prefix-reuse numbers. 'r' first: rec_emit
- * gets a pointer to it. */
-struct prec {
-    struct rec r;
-    int64_t n_cached_token;   /* n_cached of the first TOKEN event; -1 none */
-    int64_t n_cached_end;     /* n_cached of END */
-    int32_t slot;             /* job.slot at the first TOKEN event */
-    int64_t submit_ns;
-};
-
-static void prec_emit(void *ctx, const struct st_event *ev)
-{
-    struct prec *p = ctx;
-    if (ev->kind == ST_EVENT_TOKEN && p->n_cached_token < 0) {
-        p->n_cached_token = ev->n_cached;
-        p->slot = p->r.req->job.slot;
-    }
-    if (ev->kind == ST_EVENT_END)
-        p->n_cached_end = ev->n_cached;
-    rec_emit(&p->r, ev);
-}
-
-/* "<tag><from> <tag><from+1> ..." (n words); owned. */
-static char *words(const char *tag, int from, int n)
-{
-    struct st_buf b;
-    st_buf_init(&b);
-    for (int i = 0; i < n; i++)
-        ck_assert(st_buf_printf(&b, "%s%s%d", i ? " " : "", tag, from + i) == ST_OK);
-    return st_buf_steal(&b);
-}
-
-static char *join(const char *a, const char *b)
-{
-    char *s = malloc(strlen(a) + strlen(b) + 2);
-    sprintf(s, "%s %s", a, b);
-    return s;
-}
-
-/* Submit 'text' (taken: owned by the request); the test keeps a reference. */
-static struct st_request *submit(struct fixture *f, const char *id, char *text, int32_t prio,
-                                 int32_t max_tokens, struct prec *p)
-{
-    memset(p, 0, sizeof(*p));
-    p->r.clock = &f->clk.clock;
-    p->r.first_ns = -1;
-    p->r.engine = -1;
-    p->n_cached_token = -1;
-    p->n_cached_end = -1;
-    p->slot = -1;
-    struct st_request *req = st_request_new();
-    snprintf(req->id, sizeof(req->id), "%s", id);
-    req->prompt = text;
-    req->params.max_tokens = max_tokens;
-    req->job.priority = prio;
-    req->emit = prec_emit;
-    req->emit_ctx = p;
-    p->r.req = req;
-    p->submit_ns = st_clock_now(&f->clk.clock);
-    struct st_err err = { 0 };
-    ck_assert_msg(st_engine_pool_submit(f->pool, req, &err) == ST_OK, "%s", err.msg);
-    return req;
-}
-
-static struct st_slot_view slot_view(struct fixture *f, int32_t slot)
-{
-    struct st_slot_view v[8];
-    size_t n = st_engine_pool_slots(f->pool, v, 8);
-    ck_assert((size_t)slot < n);
-    return v[slot];
-}
 
 /* ---- sim: the read gets shorter ------------------------------------------ */
 
@@ -106,7 +30,7 @@ START_TEST(test_engine_prefix_same_prompt_reads_one_token)
     fx_defaults(&f);
     ck_assert(fx_start(&f));
     char *text = fx_words(1000);
-    struct st_request *ra = submit(&f, "a", strdup(text), 0, 2, &a);
+    struct st_request *ra = submit(&f, "a", strdup(text), 2, &a);
     fx_run_idle(&f);
     /* a: 1000 tokens cold (1.0 s), one decode step (0.1 s) */
     ck_assert_int_eq(a.r.first_ns, SEC(1.0));
@@ -115,7 +39,7 @@ START_TEST(test_engine_prefix_same_prompt_reads_one_token)
     /* The idle slot keeps prompt + the one token fed back (tok1). */
     ck_assert_int_eq(slot_view(&f, 0).n_cached, 1001);
 
-    struct st_request *rb = submit(&f, "b", text, 0, 2, &b);
+    struct st_request *rb = submit(&f, "b", text, 2, &b);
     fx_run_idle(&f);
     /* b reads its last prompt token only: 1 ms, not 1 s */
     ck_assert_int_eq(b.r.first_ns - b.submit_ns, SEC(0.001));
@@ -125,8 +49,7 @@ START_TEST(test_engine_prefix_same_prompt_reads_one_token)
     ck_assert_int_eq(b.r.n_generated, 2);
     ck_assert_str_eq(b.r.text, a.r.text);   /* "tok1 tok2" both */
 
-    struct st_pool_stats st;
-    st_engine_pool_stats(f.pool, &st);
+    struct st_pool_stats st = stats(&f);
     ck_assert_uint_eq(st.cached_tokens, 999);
     ck_assert_uint_eq(st.prompt_tokens, 1001);   /* read: 1000 + 1 */
     st_request_unref(ra);
@@ -146,28 +69,12 @@ START_TEST(test_engine_prefix_no_prompt_cache_opts_out)
     f.pcfg.model.parallel = 2;
     ck_assert(fx_start(&f));
     char *text = fx_words(1000);
-    struct st_request *ra = submit(&f, "a", strdup(text), 0, 2, &a);
+    struct st_request *ra = submit(&f, "a", strdup(text), 2, &a);
     fx_run_idle(&f);
     ck_assert_int_eq(a.slot, 0);
 
-    struct st_request *rb = st_request_new();
-    memset(&b, 0, sizeof(b));
-    b.r.clock = &f.clk.clock;
-    b.r.first_ns = -1;
-    b.r.engine = -1;
-    b.n_cached_token = -1;
-    b.n_cached_end = -1;
-    b.slot = -1;
-    snprintf(rb->id, sizeof(rb->id), "b");
-    rb->prompt = strdup(text);
-    rb->params.max_tokens = 2;
-    rb->no_prompt_cache = true;
-    rb->emit = prec_emit;
-    rb->emit_ctx = &b;
-    b.r.req = rb;
-    b.submit_ns = st_clock_now(&f.clk.clock);
-    struct st_err err = { 0 };
-    ck_assert_msg(st_engine_pool_submit(f.pool, rb, &err) == ST_OK, "%s", err.msg);
+    struct st_request *rb = submit_opts(&f, "b", strdup(text), 2,
+                                        (struct prec_opts){ .no_cache = true }, &b);
     fx_run_idle(&f);
     ck_assert_int_eq(b.slot, 1);                          /* not steered to slot 0 */
     ck_assert_int_eq(b.n_cached_end, 0);
@@ -176,7 +83,7 @@ START_TEST(test_engine_prefix_no_prompt_cache_opts_out)
     ck_assert_int_eq(slot_view(&f, 0).n_cached, 1001);   /* a's cache untouched */
     ck_assert_int_eq(slot_view(&f, 1).n_cached, 1001);   /* b's KV kept as usual */
 
-    struct st_request *rc = submit(&f, "c", text, 0, 2, &c);   /* default: reuse */
+    struct st_request *rc = submit(&f, "c", text, 2, &c);   /* default: reuse */
     fx_run_idle(&f);
     ck_assert_int_eq(c.n_cached_end, 999);
     st_request_unref(ra);
@@ -197,20 +104,20 @@ START_TEST(test_engine_prefix_picks_the_slot_holding_the_prefix)
     f.pcfg.model.parallel = 3;
     ck_assert(fx_start(&f));
     char *ytext = words("y", 0, 1000);
-    struct st_request *rx = submit(&f, "x", words("x", 0, 1000), 0, 1, &x);
-    struct st_request *ry = submit(&f, "y", strdup(ytext), 0, 1, &y);
+    struct st_request *rx = submit(&f, "x", words("x", 0, 1000), 1, &x);
+    struct st_request *ry = submit(&f, "y", strdup(ytext), 1, &y);
     fx_run_idle(&f);
     ck_assert_int_eq(x.slot, 0);
     ck_assert_int_eq(y.slot, 1);
 
     char *head = words("y", 0, 600), *tail = words("z", 0, 400);
-    struct st_request *rz = submit(&f, "z", join(head, tail), 0, 1, &z);
+    struct st_request *rz = submit(&f, "z", join(head, tail), 1, &z);
     fx_run_idle(&f);
     ck_assert_int_eq(z.slot, 1);
     ck_assert_int_eq(z.n_cached_end, 600);
     ck_assert_int_eq(z.r.first_ns - z.submit_ns, SEC(0.4));
 
-    struct st_request *rw = submit(&f, "w", words("w", 0, 10), 0, 1, &w);
+    struct st_request *rw = submit(&f, "w", words("w", 0, 10), 1, &w);
     fx_run_idle(&f);
     ck_assert_int_eq(w.slot, 2);
     ck_assert_int_eq(w.n_cached_end, 0);
@@ -244,7 +151,7 @@ START_TEST(test_engine_prefix_np4_each_slot_keeps_its_own)
         texts[i] = words(tags[i], 0, 100 + 50 * i);
         char id[8];
         snprintf(id, sizeof(id), "p%d", i);
-        rp[i] = submit(&f, id, strdup(texts[i]), 0, 3, &p[i]);
+        rp[i] = submit(&f, id, strdup(texts[i]), 3, &p[i]);
     }
     fx_run_idle(&f);
     for (int i = 0; i < 4; i++)
@@ -252,7 +159,7 @@ START_TEST(test_engine_prefix_np4_each_slot_keeps_its_own)
     for (int i = 3; i >= 0; i--) {
         char id[8];
         snprintf(id, sizeof(id), "q%d", i);
-        rq[i] = submit(&f, id, texts[i], 0, 3, &q[i]);
+        rq[i] = submit(&f, id, texts[i], 3, &q[i]);
     }
     fx_run_idle(&f);
     for (int i = 0; i < 4; i++) {
@@ -260,8 +167,7 @@ START_TEST(test_engine_prefix_np4_each_slot_keeps_its_own)
         ck_assert_int_eq(q[i].n_cached_end, 100 + 50 * i - 1);
         ck_assert_str_eq(q[i].r.text, p[i].r.text);
     }
-    struct st_pool_stats st;
-    st_engine_pool_stats(f.pool, &st);
+    struct st_pool_stats st = stats(&f);
     ck_assert_uint_eq(st.cached_tokens, 99 + 149 + 199 + 249);
     for (int i = 0; i < 4; i++) {
         st_request_unref(rp[i]);
@@ -280,11 +186,11 @@ START_TEST(test_engine_prefix_generated_tokens_are_cached)
     fx_defaults(&f);
     ck_assert(fx_start(&f));
     char *prompt = words("q", 0, 200);
-    struct st_request *ra = submit(&f, "a", strdup(prompt), 0, 3, &a);
+    struct st_request *ra = submit(&f, "a", strdup(prompt), 3, &a);
     fx_run_idle(&f);
     ck_assert_str_eq(a.r.text, "tok1 tok2 tok3");
     char *turn = join(prompt, "tok1 tok2 tok3 more words here");
-    struct st_request *rb = submit(&f, "b", turn, 0, 1, &b);
+    struct st_request *rb = submit(&f, "b", turn, 1, &b);
     fx_run_idle(&f);
     ck_assert_int_eq(b.n_cached_end, 202);   /* prompt + tok1 + tok2 */
     ck_assert_int_eq(b.r.first_ns - b.submit_ns, SEC(0.004));   /* tok3 + 3 new words */
@@ -302,14 +208,14 @@ START_TEST(test_engine_prefix_cancelled_read_keeps_what_it_read)
     fx_defaults(&f);
     ck_assert(fx_start(&f));
     char *text = fx_words(1000);
-    struct st_request *ra = submit(&f, "a", strdup(text), 0, 2, &a);
+    struct st_request *ra = submit(&f, "a", strdup(text), 2, &a);
     ck_assert(st_engine_pool_step(f.pool, 0));   /* reads 512 */
     st_engine_pool_cancel(f.pool, ra);
     fx_run_idle(&f);
     ck_assert(a.r.ended);
     ck_assert_int_eq(a.r.finish, ST_FINISH_CANCELLED);
     ck_assert_int_eq(slot_view(&f, 0).n_cached, 512);
-    struct st_request *rb = submit(&f, "b", text, 0, 1, &b);
+    struct st_request *rb = submit(&f, "b", text, 1, &b);
     fx_run_idle(&f);
     ck_assert_int_eq(b.n_cached_end, 512);
     ck_assert_int_eq(b.r.first_ns - b.submit_ns, SEC(0.488));
@@ -333,28 +239,15 @@ START_TEST(test_engine_prefix_swap_voids_the_cache)
     f.pcfg.n_extra_models = 1;
     ck_assert(fx_start(&f));
     char *text = fx_words(100);
-    struct st_request *ra = submit(&f, "a", strdup(text), 0, 1, &a);
+    struct st_request *ra = submit(&f, "a", strdup(text), 1, &a);
     fx_run_idle(&f);
     ck_assert_int_eq(slot_view(&f, 0).n_cached, 100);
-    /* b for m1 */
-    memset(&b, 0, sizeof(b));
-    struct st_request *rb = st_request_new();
-    snprintf(rb->id, sizeof(rb->id), "b");
-    rb->prompt = strdup(text);
-    rb->model = 1;
-    rb->params.max_tokens = 1;
-    rb->emit = prec_emit;
-    rb->emit_ctx = &b;
-    b.r.clock = &f.clk.clock;
-    b.r.first_ns = -1;
-    b.n_cached_token = -1;
-    b.r.req = rb;
-    struct st_err err = { 0 };
-    ck_assert(st_engine_pool_submit(f.pool, rb, &err) == ST_OK);
+    struct st_request *rb = submit_opts(&f, "b", strdup(text), 1,   /* for m1 */
+                                        (struct prec_opts){ .model = 1 }, &b);
     fx_run_idle(&f);
     ck_assert(b.r.ended);
     ck_assert_int_eq(b.n_cached_end, 0);   /* another model: nothing to reuse */
-    struct st_request *rc = submit(&f, "c", text, 0, 1, &c);
+    struct st_request *rc = submit(&f, "c", text, 1, &c);
     fx_run_idle(&f);
     ck_assert(c.r.ended);
     ck_assert_int_eq(c.n_cached_end, 0);
@@ -379,21 +272,21 @@ START_TEST(test_engine_prefix_give_way_counts_reused_tokens)
     f.scfg.give_way_tokens = 256;
     ck_assert(fx_start(&f));
     char *head = words("h", 0, 1000), *tail = words("t", 0, 1000);
-    struct st_request *ra = submit(&f, "a", strdup(head), 0, 1, &a);
+    struct st_request *ra = submit(&f, "a", strdup(head), 1, &a);
     fx_run_idle(&f);
     int64_t t0 = st_clock_now(&f.clk.clock);
-    struct st_request *rb = submit(&f, "b", join(head, tail), 0, 1, &b);
+    struct st_request *rb = submit(&f, "b", join(head, tail), 1, &b);
     ck_assert(st_engine_pool_step(f.pool, 0));   /* b: tokens 1000..1127 */
     ck_assert_int_eq(st_clock_now(&f.clk.clock), t0 + SEC(0.128));
-    struct st_request *rc = submit(&f, "c", words("c", 0, 10), 5, 1, &c);
+    struct st_request *rc = submit_opts(&f, "c", words("c", 0, 10), 1,
+                                        (struct prec_opts){ .prio = 5 }, &c);
     fx_run_idle(&f);
     ck_assert_int_eq(b.n_cached_end, 1000);
     ck_assert_int_eq(b.r.yields, 1);
     ck_assert_int_eq(c.r.first_ns, t0 + SEC(0.128 + 0.010));
     ck_assert(c.r.first_ns < b.r.first_ns);
     /* b still read only its 1000 new tokens */
-    struct st_pool_stats st;
-    st_engine_pool_stats(f.pool, &st);
+    struct st_pool_stats st = stats(&f);
     ck_assert_uint_eq(st.prompt_tokens, 1000 + 1000 + 10);
     free(head);
     free(tail);

@@ -25,118 +25,10 @@
 #include "engine_fixture.h"
 #include "internal.h"
 #include "model_fixture.h"
-#include "strata/str.h"
+#include "prefix_fixture.h"
 #include "support.h"
 
-#define SEC(x) ((int64_t)((x) * (double)ST_NS_PER_SEC + 0.5))
-
-/* ---- sim helpers ---------------------------------------------------------- */
-
-struct prec {
-    struct rec r;             /* first: rec_emit gets a pointer to it */
-    int64_t n_cached_end;     /* n_cached of END; -1 none */
-    int32_t slot;             /* job.slot at the first TOKEN event */
-    int64_t submit_ns;
-    int64_t n_pos, n_scored;  /* PROMPT positions seen, and those with a logprob */
-    bool    scores_ok;        /* every logprob is the sim's for its token */
-};
-
-/* The sim's made-up logprob of prompt token 'next' (runner_sim.c sim_score):
- * prompt words hash below ST_SIM_GEN_BASE, so -0.75 - 0.5 (next mod 8). */
-static float sim_lp(int32_t next)
-{
-    return (float)(-0.75 - 0.5 * (next % 8));
-}
-
-static void prec_emit(void *ctx, const struct st_event *ev)
-{
-    struct prec *p = ctx;
-    if (ev->kind == ST_EVENT_TOKEN && p->slot < 0)
-        p->slot = p->r.req->job.slot;
-    if (ev->kind == ST_EVENT_END)
-        p->n_cached_end = ev->n_cached;
-    if (ev->kind == ST_EVENT_PROMPT) {
-        for (int32_t i = 0; i < ev->n_ptok; i++) {
-            const struct st_prompt_token *t = &ev->ptok[i];
-            p->scores_ok &= t->pos == p->n_pos++;
-            if (t->has_logprob) {
-                p->n_scored++;
-                p->scores_ok &= t->logprob == sim_lp(t->token) && t->n_top == 2;
-            }
-        }
-        return;   /* rec_emit takes every other event for END */
-    }
-    rec_emit(&p->r, ev);
-}
-
-/* "<tag><from> <tag><from+1> ..." (n words); owned. */
-static char *words(const char *tag, int from, int n)
-{
-    struct st_buf b;
-    st_buf_init(&b);
-    for (int i = 0; i < n; i++)
-        ck_assert(st_buf_printf(&b, "%s%s%d", i ? " " : "", tag, from + i) == ST_OK);
-    return st_buf_steal(&b);
-}
-
-/* n_shared words "s0 s1 ..." then n_own words of 'tag'; owned. */
-static char *shared_then(int n_shared, const char *tag, int n_own)
-{
-    char *a = words("s", 0, n_shared), *b = words(tag, 0, n_own);
-    char *s = malloc(strlen(a) + strlen(b) + 2);
-    sprintf(s, "%s %s", a, b);
-    free(a);
-    free(b);
-    return s;
-}
-
-struct opts {
-    bool no_cache;    /* cache_prompt: false */
-    bool scored;      /* prompt logprobs with 2 alternatives (and echo) */
-};
-
-/* Submit 'text' (taken); the test keeps a reference. */
-static struct st_request *submit(struct fixture *f, const char *id, char *text,
-                                 int32_t max_tokens, struct opts o, struct prec *p)
-{
-    memset(p, 0, sizeof(*p));
-    p->r.clock = &f->clk.clock;
-    p->r.first_ns = -1;
-    p->r.engine = -1;
-    p->n_cached_end = -1;
-    p->slot = -1;
-    p->scores_ok = true;
-    struct st_request *req = st_request_new();
-    snprintf(req->id, sizeof(req->id), "%s", id);
-    req->prompt = text;
-    req->params.max_tokens = max_tokens;
-    req->no_prompt_cache = o.no_cache;
-    req->params.echo = o.scored;
-    req->params.prompt_logprobs = o.scored;
-    req->params.prompt_top_logprobs = o.scored ? 2 : 0;
-    req->emit = prec_emit;
-    req->emit_ctx = p;
-    p->r.req = req;
-    p->submit_ns = st_clock_now(&f->clk.clock);
-    struct st_err err = { 0 };
-    ck_assert_msg(st_engine_pool_submit(f->pool, req, &err) == ST_OK, "%s", err.msg);
-    return req;
-}
-
-static struct st_slot_view slot_view(struct fixture *f, int32_t slot)
-{
-    struct st_slot_view v[8];
-    size_t n = st_engine_pool_slots(f->pool, v, 8);
-    ck_assert((size_t)slot < n);
-    return v[slot];
-}
-
-static struct st_pool_stats stats(struct fixture *f)
-{
-    struct st_pool_stats st;
-    st_engine_pool_stats(f->pool, &st);
-    return st;
-}
+/* ---- sim helpers (the rest: prefix_fixture.h) ------------------------------ */
 
 /* Step until request p has its first token (it decodes then). */
 static void run_to_first_token(struct fixture *f, const struct prec *p)
@@ -154,6 +46,18 @@ static void start2(struct fixture *f)
     ck_assert(fx_start(f));
 }
 
+/* start2, then request a (n_shared shared words + 100 of its own, scored
+ * or not) until it decodes in slot 0: the busy source of a copy. */
+static struct st_request *start_busy(struct fixture *f, int n_shared, int32_t max_tokens,
+                                     bool scored, struct prec *a)
+{
+    start2(f);
+    struct st_request *ra = submit_opts(f, "a", shared_then(n_shared, "a", 100), max_tokens,
+                                        (struct prec_opts){ .scored = scored }, a);
+    run_to_first_token(f, a);
+    return ra;
+}
+
 /* ---- sim: from a busy slot -------------------------------------------------- */
 
 START_TEST(test_engine_prefix_copy_from_busy_slot)
@@ -162,12 +66,8 @@ START_TEST(test_engine_prefix_copy_from_busy_slot)
      * (the same 600 + 100 others) takes slot 1 and copies a's 600. */
     struct fixture f;
     struct prec a, b;
-    start2(&f);
-    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 100), 50, (struct opts){ 0 },
-                                   &a);
-    run_to_first_token(&f, &a);
-    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 100), 2, (struct opts){ 0 },
-                                   &b);
+    struct st_request *ra = start_busy(&f, 600, 50, false, &a);
+    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 100), 2, &b);
     ck_assert(st_engine_pool_step(f.pool, 0));   /* b: 100 read, 600 copied; a decodes */
     /* read 100 (0.1 s) + a's decode (0.1 s) + 600 copied (600 / 100 ms = 6 ms) */
     ck_assert_int_eq(b.r.first_ns - b.submit_ns, SEC(0.206));
@@ -198,12 +98,10 @@ START_TEST(test_engine_prefix_copy_from_free_slot_not_chosen)
     struct fixture f;
     struct prec a, b;
     start2(&f);
-    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 1400), 1, (struct opts){ 0 },
-                                   &a);
+    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 1400), 1, &a);
     fx_run_idle(&f);
     ck_assert_int_eq(slot_view(&f, 0).n_cached, 2000);
-    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 700), 1, (struct opts){ 0 },
-                                   &b);
+    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 700), 1, &b);
     fx_run_idle(&f);
     ck_assert_int_eq(b.slot, 1);
     ck_assert_int_eq(b.n_cached_end, 600);
@@ -227,12 +125,8 @@ static int64_t copy_with_shared(int shared)
 {
     struct fixture f;
     struct prec a, b;
-    start2(&f);
-    struct st_request *ra = submit(&f, "a", shared_then(shared, "a", 100), 20,
-                                   (struct opts){ 0 }, &a);
-    run_to_first_token(&f, &a);
-    struct st_request *rb = submit(&f, "b", shared_then(shared, "b", 100), 1,
-                                   (struct opts){ 0 }, &b);
+    struct st_request *ra = start_busy(&f, shared, 20, false, &a);
+    struct st_request *rb = submit(&f, "b", shared_then(shared, "b", 100), 1, &b);
     fx_run_idle(&f);
     ck_assert_int_eq(b.slot, 1);
     struct st_pool_stats st = stats(&f);
@@ -262,18 +156,15 @@ START_TEST(test_engine_prefix_copy_gain_over_own_prefix)
         struct fixture f;
         struct prec a, b, c;
         start2(&f);
-        struct st_request *ra = submit(&f, "a", shared_then(500, "a", 600), 1,
-                                       (struct opts){ 0 }, &a);
+        struct st_request *ra = submit(&f, "a", shared_then(500, "a", 600), 1, &a);
         fx_run_idle(&f);
         /* b: the longer shared run, decoding in slot 1 (slot 0 would lose
          * too much to take it: 2 * 500 < 1100) -- it is busy below */
-        struct st_request *rb = submit(&f, "b", shared_then(longer, "b", 600), 30,
-                                       (struct opts){ 0 }, &b);
+        struct st_request *rb = submit(&f, "b", shared_then(longer, "b", 600), 30, &b);
         run_to_first_token(&f, &b);
         ck_assert_int_eq(b.slot, 1);
         uint64_t copied0 = stats(&f).copied_tokens;
-        struct st_request *rc = submit(&f, "c", shared_then(longer, "c", 10), 1,
-                                       (struct opts){ 0 }, &c);
+        struct st_request *rc = submit(&f, "c", shared_then(longer, "c", 10), 1, &c);
         fx_run_idle(&f);
         ck_assert_int_eq(c.slot, 0);
         ck_assert_int_eq(c.n_cached_end, round == 0 ? 500 : longer);
@@ -292,12 +183,9 @@ START_TEST(test_engine_prefix_copy_not_with_cache_prompt_false)
 {
     struct fixture f;
     struct prec a, b;
-    start2(&f);
-    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 100), 50, (struct opts){ 0 },
-                                   &a);
-    run_to_first_token(&f, &a);
-    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 100), 1,
-                                   (struct opts){ .no_cache = true }, &b);
+    struct st_request *ra = start_busy(&f, 600, 50, false, &a);
+    struct st_request *rb = submit_opts(&f, "b", shared_then(600, "b", 100), 1,
+                                        (struct prec_opts){ .no_cache = true }, &b);
     fx_run_idle(&f);
     ck_assert_int_eq(b.slot, 1);
     ck_assert_int_eq(b.n_cached_end, 0);
@@ -321,10 +209,8 @@ START_TEST(test_engine_prefix_copy_when_it_gets_the_lines)
     struct fixture f;
     struct prec a, b;
     start2(&f);
-    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 100), 5, (struct opts){ 0 },
-                                   &a);
-    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 100), 5, (struct opts){ 0 },
-                                   &b);
+    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 100), 5, &a);
+    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 100), 5, &b);
     fx_run_idle(&f);
     ck_assert_int_eq(a.slot, 0);
     ck_assert_int_eq(b.slot, 1);
@@ -349,12 +235,9 @@ START_TEST(test_engine_prefix_copy_takes_the_scores)
      * reports every position with the sim's logprob. */
     struct fixture f;
     struct prec a, b;
-    start2(&f);
-    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 100), 50,
-                                   (struct opts){ .scored = true }, &a);
-    run_to_first_token(&f, &a);
-    struct st_request *rb = submit(&f, "b", shared_then(600, "b", 100), 1,
-                                   (struct opts){ .scored = true }, &b);
+    struct st_request *ra = start_busy(&f, 600, 50, true, &a);
+    struct st_request *rb = submit_opts(&f, "b", shared_then(600, "b", 100), 1,
+                                        (struct prec_opts){ .scored = true }, &b);
     fx_run_idle(&f);
     ck_assert_int_eq(b.slot, 1);
     ck_assert_int_eq(b.n_cached_end, 599);
@@ -378,12 +261,8 @@ START_TEST(test_engine_prefix_copy_unscored_carries_the_scores)
      * the scores slot 1 would offer nothing and d would copy again). */
     struct fixture f;
     struct prec a, c, d;
-    start2(&f);
-    struct st_request *ra = submit(&f, "a", shared_then(600, "a", 100), 50,
-                                   (struct opts){ .scored = true }, &a);
-    run_to_first_token(&f, &a);
-    struct st_request *rc = submit(&f, "c", shared_then(600, "c", 100), 1, (struct opts){ 0 },
-                                   &c);
+    struct st_request *ra = start_busy(&f, 600, 50, true, &a);
+    struct st_request *rc = submit(&f, "c", shared_then(600, "c", 100), 1, &c);
     for (int i = 0; i < 100 && !c.r.ended; i++)
         ck_assert(st_engine_pool_step(f.pool, 0));
     ck_assert_msg(c.r.ended && !a.r.ended, "c %d a %d gen %lld", c.r.ended, a.r.ended,
@@ -391,8 +270,8 @@ START_TEST(test_engine_prefix_copy_unscored_carries_the_scores)
     ck_assert_int_eq(c.slot, 1);
     ck_assert_int_eq(c.n_cached_end, 600);
     ck_assert_uint_eq(stats(&f).copied_tokens, 600);
-    struct st_request *rd = submit(&f, "d", shared_then(600, "d", 100), 1,
-                                   (struct opts){ .scored = true }, &d);
+    struct st_request *rd = submit_opts(&f, "d", shared_then(600, "d", 100), 1,
+                                        (struct prec_opts){ .scored = true }, &d);
     fx_run_idle(&f);
     ck_assert_int_eq(d.slot, 1);
     ck_assert_int_eq(d.n_cached_end, 599);
@@ -409,7 +288,7 @@ END_TEST
 /* ---- the CPU model runner ---------------------------------------------------------- */
 
 #define N_GEN 12
-#define MAXP 200
+#define MAXP 200   /* prompt ids at most */
 
 static char dir[256], path[320], path_mtp[320];
 
@@ -422,114 +301,34 @@ static void model_setup(void)
 
 static void model_teardown(void) { support_rmtree(dir); }
 
-struct got {
-    int32_t gen[N_GEN];
-    int     n_gen;
-    bool    ended;
-    int64_t n_cached;
-    int32_t slot;
-    struct st_request *req;
-    /* prompt scores (scored requests) */
-    int64_t n_pos;
-    bool    has[MAXP];
-    float   lp[MAXP];
-    int32_t rank[MAXP];
-    int32_t top_id[MAXP];
-};
-
-static void got_event(void *ctx, const struct st_event *ev)
-{
-    struct got *g = ctx;
-    if (ev->kind == ST_EVENT_TOKEN) {
-        if (g->n_gen == 0)
-            g->slot = g->req->job.slot;
-        if (g->n_gen < N_GEN)
-            g->gen[g->n_gen++] = ev->token;
-    } else if (ev->kind == ST_EVENT_PROMPT) {
-        for (int32_t i = 0; i < ev->n_ptok && g->n_pos < MAXP; i++) {
-            const struct st_prompt_token *t = &ev->ptok[i];
-            ck_assert_int_eq(t->pos, g->n_pos);
-            g->has[g->n_pos] = t->has_logprob;
-            g->lp[g->n_pos] = t->logprob;
-            g->rank[g->n_pos] = t->rank;
-            g->top_id[g->n_pos] = t->n_top > 0 ? t->top[0].token : -1;
-            g->n_pos++;
-        }
-    } else if (ev->kind == ST_EVENT_END) {
-        g->ended = true;
-        g->n_cached = ev->n_cached;
-    }
-}
-
-/* Submit ids greedily (n_gen tokens, ignore_eos; scored: top 1 + echo). */
+/* Submit ids greedily (n_gen tokens, ignore_eos; scored: top 1 + echo);
+ * g->req is the test's reference (mdone drops it). */
 static void msubmit(struct fixture_pool *f, const int32_t *ids, int64_t n, int32_t n_gen,
-                    bool scored, struct got *g)
+                    bool scored, struct fixture_got *g)
 {
-    memset(g, 0, sizeof(*g));
-    g->slot = -1;
-    struct st_request *req = st_request_new();
-    snprintf(req->id, sizeof(req->id), "m");
-    req->prompt = strdup("");
-    req->tokens = malloc((size_t)n * sizeof(*ids));
-    memcpy(req->tokens, ids, (size_t)n * sizeof(*ids));
-    req->n_tokens = n;
-    req->params.temperature = 0.0f;
-    req->params.max_tokens = n_gen;
-    req->params.ignore_eos = true;
-    req->params.echo = scored;
-    req->params.prompt_logprobs = scored;
-    req->params.prompt_top_logprobs = scored ? 1 : 0;
-    req->emit = got_event;
-    req->emit_ctx = g;
-    g->req = req;
-    struct st_err err = { 0 };
-    ck_assert_msg(st_engine_pool_submit(f->pool, req, &err) == ST_OK, "%s", err.msg);
+    struct fixture_ask a = { .max_tokens = n_gen, .ignore_eos = true, .echo = scored,
+                             .score = scored, .top = scored ? 1 : 0 };
+    (void)fixture_submit_ids(f->pool, ids, n, &a, g);
 }
 
-static void mdone(struct got *g, int32_t n_gen)
+static void mdone(struct fixture_got *g, int32_t n_gen)
 {
-    ck_assert(g->ended);
+    ck_assert(g->ended && g->in_order);
     ck_assert_int_eq(g->n_gen, n_gen);
     st_request_unref(g->req);
     g->req = NULL;
 }
 
-static void step_to_first_token(struct fixture_pool *f, const struct got *g)
+static void step_to_first_token(struct fixture_pool *f, const struct fixture_got *g)
 {
     for (int i = 0; i < 1000 && g->n_gen == 0; i++)
         ck_assert(st_engine_pool_step(f->pool, 0));
     ck_assert_int_gt(g->n_gen, 0);
 }
 
-static const char *const text =
-    "The quick brown fox jumps over the lazy dog. Once upon a time, in a land far away, "
-    "there lived a king who had three daughters; the youngest was the cleverest of all, "
-    "and she could count to 1 2 3 4 5 6 7 8 9 10 faster than anyone in the kingdom. "
-    "Which of these is a fruit? An apple, a chair, a river or a song.";
-
-/* The text's ids, repeated up to 'want', on model file 'p'. */
-static int64_t text_ids(const char *p, int32_t *ids, int64_t want)
-{
-    struct fixture_pool f;
-    fixture_pool_start(&f, p, 1, 0);
-    int64_t n = 0;
-    while (n < want) {
-        int32_t *t = NULL;
-        size_t k = 0;
-        struct st_err err = { 0 };
-        ck_assert(st_engine_pool_tokenize(f.pool, 0, text, strlen(text), n == 0, true, &t, &k,
-                                          &err) == ST_OK);
-        for (size_t i = 0; i < k && n < want; i++)
-            ids[n++] = t[i];
-        free(t);
-    }
-    fixture_pool_stop(&f);
-    return n;
-}
-
 /* Greedy tokens of 'ids' on a fresh one-slot pool (mtp_draft as given). */
 static void cold(const char *p, int32_t mtp, const int32_t *ids, int64_t n, bool scored,
-                 int32_t n_gen, struct got *g)
+                 int32_t n_gen, struct fixture_got *g)
 {
     struct fixture_pool f;
     fixture_pool_start(&f, p, 1, mtp);
@@ -540,7 +339,8 @@ static void cold(const char *p, int32_t mtp, const int32_t *ids, int64_t n, bool
     fixture_pool_stop(&f);
 }
 
-static void same_gen(const struct got *a, const struct got *b, const char *what)
+static void same_gen(const struct fixture_got *a, const struct fixture_got *b,
+                     const char *what)
 {
     for (int i = 0; i < a->n_gen; i++)
         ck_assert_msg(a->gen[i] == b->gen[i], "%s: token %d: %d vs %d", what, i,
@@ -554,7 +354,7 @@ static void same_gen(const struct got *a, const struct got *b, const char *what)
 static void greedy_after_copy(const char *p, int32_t mtp)
 {
     static int32_t ids[MAXP], x[MAXP], y[MAXP], other[MAXP];
-    int64_t n_ids = text_ids(p, ids, 150);
+    int64_t n_ids = fixture_file_text_ids(p, FIXTURE_STORY_QUESTION, ids, 150);
     ck_assert_int_ge(n_ids, 150);
     const int64_t ctx = 60;
     memcpy(x, ids, ctx * sizeof(int32_t));
@@ -565,7 +365,7 @@ static void greedy_after_copy(const char *p, int32_t mtp)
     for (int i = 0; i < 80; i++)   /* shares nothing with ctx at position 0 */
         other[i] = ids[(i * 7 + 3) % 150];
     ck_assert_int_ne(other[0], ids[0]);
-    struct got cx, cy, gx, gy, go;
+    struct fixture_got cx, cy, gx, gy, go;
     cold(p, mtp, x, ctx + 10, false, N_GEN, &cx);
     cold(p, mtp, y, ctx + 10, false, N_GEN, &cy);
 
@@ -618,8 +418,8 @@ START_TEST(test_engine_prefix_copy_model_multiple_choice_four_slots)
      * last token, whose row scores the answer) when it gets the lines, and
      * reports the cold scores bit for bit. */
     static int32_t ids[MAXP], prompt[4][MAXP];
-    static struct got ref[4], g[4];
-    int64_t n_ids = text_ids(path, ids, 120);
+    static struct fixture_got ref[4], g[4];
+    int64_t n_ids = fixture_file_text_ids(path, FIXTURE_STORY_QUESTION, ids, 120);
     ck_assert_int_ge(n_ids, 120);
     const int64_t ctx = 45;
     int64_t n[4];
@@ -650,7 +450,7 @@ START_TEST(test_engine_prefix_copy_model_multiple_choice_four_slots)
                           "%.9g vs %.9g", i, (long long)p, (double)g[i].lp[p],
                           (double)ref[i].lp[p]);
             ck_assert_int_eq(g[i].rank[p], ref[i].rank[p]);
-            ck_assert_int_eq(g[i].top_id[p], ref[i].top_id[p]);
+            ck_assert_int_eq(g[i].top_id[p][0], ref[i].top_id[p][0]);
         }
     }
     ck_assert_int_eq(copies, 3);
@@ -670,9 +470,9 @@ END_TEST
 START_TEST(test_engine_prefix_copy_model_random_traffic_same_as_cold)
 {
     static int32_t ids[MAXP], pr[24][MAXP];
-    static struct got ref[24], g[24];
+    static struct fixture_got ref[24], g[24];
     int64_t n[24];
-    ck_assert_int_ge(text_ids(path_mtp, ids, 150), 150);
+    ck_assert_int_ge(fixture_file_text_ids(path_mtp, FIXTURE_STORY_QUESTION, ids, 150), 150);
     uint64_t rng = 12345;
     for (int i = 0; i < 24; i++) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;

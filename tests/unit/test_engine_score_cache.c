@@ -37,8 +37,7 @@
 #include "runner.h"
 #include "support.h"
 
-#define MAXP 160
-#define TOPMAX ST_RUNNER_SCORE_TOP
+#define MAXP 160   /* prompt ids at most */
 
 static char dir[256];
 static char path[320];
@@ -49,53 +48,6 @@ static void setup(void)
 }
 static void teardown(void) { support_rmtree(dir); }
 
-/* What one request received. */
-struct got {
-    int64_t n_pos;
-    bool    in_order;
-    int32_t tok[MAXP];
-    bool    has[MAXP];
-    float   lp[MAXP];
-    int32_t rank[MAXP];
-    int32_t n_top[MAXP];
-    int32_t top_id[MAXP][TOPMAX];
-    float   top_lp[MAXP][TOPMAX];
-    int32_t gen[64];
-    int     n_gen;
-    bool    ended;
-    int64_t n_cached;
-};
-
-static void on_event(void *ctx, const struct st_event *ev)
-{
-    struct got *g = ctx;
-    if (ev->kind == ST_EVENT_PROMPT) {
-        for (int32_t i = 0; i < ev->n_ptok; i++) {
-            const struct st_prompt_token *t = &ev->ptok[i];
-            if (t->pos != g->n_pos || g->n_pos >= MAXP) {
-                g->in_order = false;
-                continue;
-            }
-            int64_t p = g->n_pos++;
-            g->tok[p] = t->token;
-            g->has[p] = t->has_logprob;
-            g->lp[p] = t->logprob;
-            g->rank[p] = t->rank;
-            g->n_top[p] = t->n_top;
-            for (int32_t k = 0; k < t->n_top && k < TOPMAX; k++) {
-                g->top_id[p][k] = t->top[k].token;
-                g->top_lp[p][k] = t->top[k].logprob;
-            }
-        }
-    } else if (ev->kind == ST_EVENT_TOKEN) {
-        if (g->n_gen < 64)
-            g->gen[g->n_gen++] = ev->token;
-    } else {
-        g->ended = true;
-        g->n_cached = ev->n_cached;
-    }
-}
-
 struct ask {
     int32_t top;          /* prompt_top_logprobs; < 0: no prompt logprobs */
     int32_t max_tokens;
@@ -103,27 +55,11 @@ struct ask {
 };
 
 static void submit(struct st_engine_pool *p, const int32_t *ids, int64_t n, struct ask a,
-                   struct got *g)
+                   struct fixture_got *g)
 {
-    memset(g, 0, sizeof(*g));
-    g->in_order = true;
-    struct st_request *req = st_request_new();
-    snprintf(req->id, sizeof(req->id), "sc");
-    req->prompt = strdup("");
-    req->tokens = malloc((size_t)n * sizeof(*ids));
-    memcpy(req->tokens, ids, (size_t)n * sizeof(*ids));
-    req->n_tokens = n;
-    req->params.max_tokens = a.max_tokens;
-    req->params.temperature = 0.0f;
-    req->params.echo = a.top >= 0;
-    req->params.prompt_logprobs = a.top >= 0;
-    req->params.prompt_top_logprobs = a.top;
-    req->no_prompt_cache = a.no_cache;
-    req->emit = on_event;
-    req->emit_ctx = g;
-    struct st_err err = { 0 };
-    ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
-    st_request_unref(req);
+    struct fixture_ask fa = { .max_tokens = a.max_tokens, .echo = a.top >= 0,
+                              .score = a.top >= 0, .top = a.top, .no_cache = a.no_cache };
+    st_request_unref(fixture_submit_ids(p, ids, n, &fa, g));
 }
 
 /* One CPU engine on the tiny model: np slots of 256 tokens, 'ubatch'. */
@@ -152,7 +88,7 @@ static void start(struct fixture_pool *f, int32_t np, int32_t ubatch)
 
 /* One request and its whole run. */
 static void run(struct fixture_pool *f, const int32_t *ids, int64_t n, struct ask a,
-                struct got *g)
+                struct fixture_got *g)
 {
     submit(f->pool, ids, n, a, g);
     fixture_pool_drain(f);
@@ -161,7 +97,7 @@ static void run(struct fixture_pool *f, const int32_t *ids, int64_t n, struct as
 }
 
 /* The same request read cold: a fresh pool, one slot, ubatch 16. */
-static void cold(const int32_t *ids, int64_t n, int32_t top, struct got *g)
+static void cold(const int32_t *ids, int64_t n, int32_t top, struct fixture_got *g)
 {
     struct fixture_pool f;
     start(&f, 1, 16);
@@ -170,37 +106,18 @@ static void cold(const int32_t *ids, int64_t n, int32_t top, struct got *g)
     fixture_pool_stop(&f);
 }
 
-static const char *const text =
-    "The quick brown fox jumps over the lazy dog. Once upon a time, in a land far away, "
-    "there lived a king who had three daughters; the youngest was the cleverest of all, "
-    "and she could count to 1 2 3 4 5 6 7 8 9 10 faster than anyone in the kingdom. "
-    "Which of these is a fruit? An apple, a chair, a river or a song.";
-
 /* The text's ids (repeated until 'want'). */
 static int64_t text_ids(int32_t *ids, int64_t want)
 {
-    struct fixture_pool f;
-    start(&f, 1, 16);
-    int64_t n = 0;
-    while (n < want) {
-        int32_t *t = NULL;
-        size_t k = 0;
-        struct st_err err = { 0 };
-        ck_assert(st_engine_pool_tokenize(f.pool, 0, text, strlen(text), n == 0, true, &t, &k,
-                                          &err) == ST_OK);
-        for (size_t i = 0; i < k && n < want; i++)
-            ids[n++] = t[i];
-        free(t);
-    }
-    fixture_pool_stop(&f);
-    return n;
+    return fixture_file_text_ids(path, FIXTURE_STORY_QUESTION, ids, want);
 }
 
 static bool same_float(float a, float b) { return memcmp(&a, &b, sizeof(a)) == 0; }
 
 /* a and b report the same bits at every position: token, whether scored,
  * logprob, rank, the alternatives. */
-static void expect_bits(const struct got *a, const struct got *b, int64_t n, const char *what)
+static void expect_bits(const struct fixture_got *a, const struct fixture_got *b, int64_t n,
+                        const char *what)
 {
     ck_assert_int_eq(a->n_pos, n);
     ck_assert_int_eq(b->n_pos, n);
@@ -233,7 +150,7 @@ static uint64_t cached_tokens(struct fixture_pool *f)
 START_TEST(test_engine_score_cache_multiple_choice)
 {
     static int32_t ids[MAXP], prompt[4][MAXP];
-    static struct got warm[4], ref[4], again;
+    static struct fixture_got warm[4], ref[4], again;
     int64_t n_ids = text_ids(ids, 120);
     ck_assert_int_ge(n_ids, 120);
     const int64_t ctx = 45;   /* context: ids[0..45); answer i: 3 + i ids from 60 + 12 i */
@@ -270,7 +187,7 @@ END_TEST
 START_TEST(test_engine_score_cache_top_n)
 {
     static int32_t ids[MAXP];
-    static struct got g, ref2, ref5, ref8;
+    static struct fixture_got g, ref2, ref5, ref8;
     int64_t n = text_ids(ids, 70);
     cold(ids, n, 2, &ref2);
     cold(ids, n, 5, &ref5);
@@ -322,7 +239,7 @@ END_TEST
 START_TEST(test_engine_score_cache_partial)
 {
     static int32_t ids[MAXP], other[MAXP];
-    static struct got g, ref_short, ref_long, plain;
+    static struct fixture_got g, ref_short, ref_long, plain;
     int64_t n = text_ids(ids, 80);
     cold(ids, 30, 3, &ref_short);
     cold(ids, n, 3, &ref_long);
@@ -364,7 +281,7 @@ END_TEST
 START_TEST(test_engine_score_cache_n_choices)
 {
     static int32_t ids[MAXP];
-    static struct got a, b, c, ref;
+    static struct fixture_got a, b, c, ref;
     int64_t n = text_ids(ids, 60);
     cold(ids, n, 4, &ref);
     /* one slot: the server's n = 2 submits the request twice at once; the
@@ -419,7 +336,7 @@ static void spoil_last(void *ctx, int32_t slot, int32_t *d, int32_t n)
 START_TEST(test_engine_score_cache_drafts_and_opt_out)
 {
     static int32_t ids[MAXP], both[MAXP];
-    static struct got g, first, ref, off;
+    static struct fixture_got g, first, ref, off;
     int64_t n = text_ids(ids, 60);
     struct fixture_pool f;
     fixture_pool_start_spec(&f, path, 1, 0, 4);   /* n-gram drafts, up to 4 */
@@ -454,7 +371,7 @@ END_TEST
 
 /* ---- the sim: a swap forgets ----------------------------------------------------- */
 
-static void sim_submit(struct fixture *f, int32_t model, struct got *g)
+static void sim_submit(struct fixture *f, int32_t model, struct fixture_got *g)
 {
     memset(g, 0, sizeof(*g));
     g->in_order = true;
@@ -465,7 +382,7 @@ static void sim_submit(struct fixture *f, int32_t model, struct got *g)
     req->params.max_tokens = 1;
     req->params.prompt_logprobs = true;
     req->params.prompt_top_logprobs = 2;
-    req->emit = on_event;
+    req->emit = fixture_got_emit;
     req->emit_ctx = g;
     struct st_err err = { 0 };
     ck_assert(st_engine_pool_submit(f->pool, req, &err) == ST_OK);
@@ -486,7 +403,7 @@ START_TEST(test_engine_score_cache_sim_swap_forgets)
     f.pcfg.n_extra_models = 1;
     f.pcfg.ubatch = 8;
     ck_assert(fx_start(&f));
-    static struct got a, b, c, d;
+    static struct fixture_got a, b, c, d;
     sim_submit(&f, 0, &a);
     ck_assert_int_eq(a.n_cached, 0);
     sim_submit(&f, 0, &b);

@@ -239,20 +239,76 @@ static enum st_status on_part(void *ctx, const struct st_reply_event *ev)
     return st_buf_append(&p->content, ev->text, ev->len);
 }
 
+/* o's text as the server's reply parser splits it, the block open from
+ * the start (the prompts open it); parsed_fini frees p. */
+static void parse_reply(const struct fixture_out *o, struct parsed *p)
+{
+    struct st_reply_opts ro = { .reasoning = true, .in_reasoning = true };
+    struct st_reply_parser rp;
+    st_buf_init(&p->reasoning);
+    st_buf_init(&p->content);
+    st_reply_parser_init(&rp, &ro);
+    ck_assert(st_reply_parser_feed(&rp, o->text, o->len, on_part, p) == ST_OK);
+    ck_assert(st_reply_parser_finish(&rp, on_part, p) == ST_OK);
+    st_reply_parser_fini(&rp);
+}
+
+static void parsed_fini(struct parsed *p)
+{
+    st_buf_fini(&p->reasoning);
+    st_buf_fini(&p->content);
+}
+
+/* A two-slot pool on 'path' with the drafts given, the model loaded. */
+static void start_loaded(struct fixture_pool *f, const char *path, int32_t mtp, int32_t ngram)
+{
+    fixture_pool_start_spec(f, path, 2, mtp, ngram);
+    (void)st_engine_pool_step(f->pool, 0);   /* loads the model */
+}
+
+/* prompts[i] as request "<tag><i>": max_tokens, temp, seeded, recorded into
+ * *out (fixture_record). The caller sets the rest, then submit_one. */
+static struct st_request *prompt_request(char tag, int32_t i, int32_t max_tokens, float temp,
+                                         uint64_t seed, struct fixture_out *out)
+{
+    struct st_request *req = st_request_new();
+    snprintf(req->id, sizeof(req->id), "%c%d", tag, (int)i);
+    req->prompt = strdup(prompts[i]);
+    req->params.max_tokens = max_tokens;
+    req->params.temperature = temp;
+    req->params.has_seed = true;
+    req->params.seed = seed;
+    req->emit = fixture_record;
+    req->emit_ctx = out;
+    return req;
+}
+
+/* Submit req and drop the test's reference. */
+static void submit_one(struct fixture_pool *f, struct st_request *req)
+{
+    struct st_err err = { 0 };
+    ck_assert_msg(st_engine_pool_submit(f->pool, req, &err) == ST_OK, "%s", err.msg);
+    st_request_unref(req);
+}
+
+/* Two runs' requests gave the same tokens (and texts, when 'text'). */
+static void same_runs(const struct fixture_out off[2], const struct fixture_out on[2], bool text)
+{
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(off[i].n, on[i].n);
+        ck_assert_mem_eq(off[i].tok, on[i].tok, sizeof(int32_t) * (size_t)off[i].n);
+        if (text)
+            ck_assert_str_eq(off[i].text, on[i].text);
+    }
+}
+
 /* The text as the server's reply parser splits it, checked: reasoning,
  * and content a valid prefix of a document of the schema (complete when
  * the request stopped). Returns whether it stopped. */
 static bool check_reply(const struct fixture_out *o, struct st_json_schema *sc)
 {
-    struct st_reply_opts ro = { .reasoning = true, .in_reasoning = true };
-    struct st_reply_parser rp;
     struct parsed p;
-    st_buf_init(&p.reasoning);
-    st_buf_init(&p.content);
-    st_reply_parser_init(&rp, &ro);
-    ck_assert(st_reply_parser_feed(&rp, o->text, o->len, on_part, &p) == ST_OK);
-    ck_assert(st_reply_parser_finish(&rp, on_part, &p) == ST_OK);
-    st_reply_parser_fini(&rp);
+    parse_reply(o, &p);
     ck_assert_msg(p.reasoning.len > 0, "no reasoning: '%s'", o->text);
     ck_assert_msg(p.content.len > 0 && p.content.data[0] == '{', "'%s'", o->text);
     struct st_json_schema_state st;
@@ -262,8 +318,7 @@ static bool check_reply(const struct fixture_out *o, struct st_json_schema *sc)
     bool stopped = o->finish == ST_FINISH_STOP;
     if (stopped)
         ck_assert_msg(st_json_schema_complete(&st), "stopped early: '%s'", o->text);
-    st_buf_fini(&p.reasoning);
-    st_buf_fini(&p.content);
+    parsed_fini(&p);
     return stopped;
 }
 
@@ -271,26 +326,15 @@ static void run(const char *path, int32_t mtp, int32_t ngram, float temp,
                 struct st_json_schema *sc, struct fixture_out *out)
 {
     struct fixture_pool f;
-    fixture_pool_start_spec(&f, path, 2, mtp, ngram);
-    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
+    start_loaded(&f, path, mtp, ngram);
     memset(out, 0, sizeof(*out) * 2);
     for (int32_t i = 0; i < 2; i++) {
-        struct st_request *req = st_request_new();
-        snprintf(req->id, sizeof(req->id), "t%d", (int)i);
-        req->prompt = strdup(prompts[i]);
-        req->params.max_tokens = 150;
-        req->params.temperature = temp;
-        req->params.has_seed = true;
-        req->params.seed = 11 + (uint64_t)i;
+        struct st_request *req = prompt_request('t', i, 150, temp, 11 + (uint64_t)i, &out[i]);
         st_json_schema_ref(sc);
         req->params.json_schema = sc;   /* the request's reference */
         req->params.json_think = ST_THINK_OPEN;
         req->params.json_think_max = 8 + 4 * i;
-        req->emit = fixture_record;
-        req->emit_ctx = &out[i];
-        struct st_err err = { 0 };
-        ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
-        st_request_unref(req);
+        submit_one(&f, req);
     }
     fixture_pool_drain(&f);
     for (int32_t i = 0; i < 2; i++) {
@@ -316,11 +360,7 @@ START_TEST(test_engine_think_model_reasons_then_json)
         fprintf(stderr, "engine think t=%.1f: '%.160s'\n", (double)temps[ti], off[0].text);
         for (int spec = 0; spec < 2; spec++) {
             run(path, spec == 0 ? 3 : 0, spec == 1 ? 3 : 0, temps[ti], sc, on);
-            for (int i = 0; i < 2; i++) {
-                ck_assert_int_eq(off[i].n, on[i].n);
-                ck_assert_mem_eq(off[i].tok, on[i].tok, sizeof(int32_t) * (size_t)off[i].n);
-                ck_assert_str_eq(off[i].text, on[i].text);
-            }
+            same_runs(off, on, true);
         }
     }
     fprintf(stderr, "engine think: %d of 4 replies stopped on a whole document\n", stopped);
@@ -477,8 +517,7 @@ static void budget_run(const char *path, int32_t mtp, int32_t ngram, float temp,
                        struct fixture_out *out, int32_t *close, size_t *n_close)
 {
     struct fixture_pool f;
-    fixture_pool_start_spec(&f, path, 2, mtp, ngram);
-    (void)st_engine_pool_step(f.pool, 0);
+    start_loaded(&f, path, mtp, ngram);
     int32_t *ids = NULL;
     struct st_err err = { 0 };
     static const char seq[] = "\n</think>\n\n";
@@ -489,13 +528,7 @@ static void budget_run(const char *path, int32_t mtp, int32_t ngram, float temp,
     free(ids);
     memset(out, 0, sizeof(*out) * 2);
     for (int32_t i = 0; i < 2; i++) {
-        struct st_request *req = st_request_new();
-        snprintf(req->id, sizeof(req->id), "b%d", (int)i);
-        req->prompt = strdup(prompts[i]);
-        req->params.max_tokens = 40;
-        req->params.temperature = temp;
-        req->params.has_seed = true;
-        req->params.seed = 5 + (uint64_t)i;
+        struct st_request *req = prompt_request('b', i, 40, temp, 5 + (uint64_t)i, &out[i]);
         req->params.think_budget = budget[i];
         req->params.think_mode = ST_THINK_OPEN;
         req->params.think_tags = ST_THINK_ANGLE;
@@ -506,10 +539,7 @@ static void budget_run(const char *path, int32_t mtp, int32_t ngram, float temp,
             req->params.json_schema = sc;
             req->params.json_think = ST_THINK_OPEN;
         }
-        req->emit = fixture_record;
-        req->emit_ctx = &out[i];
-        ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
-        st_request_unref(req);
+        submit_one(&f, req);
     }
     fixture_pool_drain(&f);
     fixture_pool_stop(&f);
@@ -526,15 +556,8 @@ static void check_budget(const struct fixture_out *o, int32_t n, const int32_t *
     for (size_t k = 0; k < n_close; k++)
         ck_assert_msg(o->tok[n + (int)k] == close[k], "token %d is %d, not the close: '%s'",
                       n + (int)k, (int)o->tok[n + (int)k], o->text);
-    struct st_reply_opts ro = { .reasoning = true, .in_reasoning = true };
-    struct st_reply_parser rp;
     struct parsed p;
-    st_buf_init(&p.reasoning);
-    st_buf_init(&p.content);
-    st_reply_parser_init(&rp, &ro);
-    ck_assert(st_reply_parser_feed(&rp, o->text, o->len, on_part, &p) == ST_OK);
-    ck_assert(st_reply_parser_finish(&rp, on_part, &p) == ST_OK);
-    st_reply_parser_fini(&rp);
+    parse_reply(o, &p);
     const char *end = strstr(o->text, "</think>");
     ck_assert_ptr_nonnull(end);
     const char *w = o->text;   /* trimmed as reasoning_content is */
@@ -554,8 +577,7 @@ static void check_budget(const struct fixture_out *o, int32_t n, const int32_t *
         ck_assert_msg(p.content.len > 0 && st_json_schema_feed(&st, p.content.data,
                                                                p.content.len), "'%s'", o->text);
     }
-    st_buf_fini(&p.reasoning);
-    st_buf_fini(&p.content);
+    parsed_fini(&p);
 }
 
 START_TEST(test_engine_think_budget_on_model)
@@ -579,10 +601,7 @@ START_TEST(test_engine_think_budget_on_model)
         for (int spec = 0; spec < 2; spec++) {
             budget_run(path, spec == 0 ? 3 : 0, spec == 1 ? 3 : 0, temp, b, use, on, close,
                        &n_close);
-            for (int i = 0; i < 2; i++) {
-                ck_assert_int_eq(off[i].n, on[i].n);
-                ck_assert_mem_eq(off[i].tok, on[i].tok, sizeof(int32_t) * (size_t)off[i].n);
-            }
+            same_runs(off, on, false);
         }
     }
     st_json_schema_unref(sc);
