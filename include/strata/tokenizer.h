@@ -62,6 +62,8 @@ struct st_tok_desc {
     int32_t              eos_id;     /* -1 if absent */
     int32_t              pad_id;     /* -1 if absent */
     bool                 add_bos;    /* prepend bos when add_special */
+    bool                 add_eos;    /* append eos when add_special (embedding models such as
+                                        Qwen3-Embedding pool the eos row) */
     const char          *pre;        /* "qwen2", "llama-bpe"/"llama3", "gpt2", "tekken";
                                         NULL = qwen2 */
     enum st_tok_norm     norm;

@@ -4,7 +4,7 @@
  *
  * GGUF keys read (ENGINE.md 5.1): tokenizer.ggml.tokens (required),
  * token_type, merges, bos_token_id, eos_token_id, padding_token_id,
- * add_bos_token, pre; tokenizer.chat_template. Only byte-level BPE
+ * add_bos_token, add_eos_token, pre; tokenizer.chat_template. Only byte-level BPE
  * ("gpt2" model) is supported.
  *
  * Everything here is read-only after st_runner_model_text_init, so HTTP
@@ -90,6 +90,8 @@ static enum st_status build_tok(struct model_runner *r, const struct st_gguf *g,
     char pre_c[32] = "";
     kv = st_gguf_find_kv(g, "tokenizer.ggml.add_bos_token");
     (void)(kv && st_gguf_kv_bool(kv, &d.add_bos));
+    kv = st_gguf_find_kv(g, "tokenizer.ggml.add_eos_token");
+    (void)(kv && st_gguf_kv_bool(kv, &d.add_eos));
     kv = st_gguf_find_kv(g, "tokenizer.ggml.pre");
     if (kv && st_gguf_kv_str(kv, &pre) && pre.len < sizeof(pre_c)) {
         memcpy(pre_c, pre.ptr, pre.len);

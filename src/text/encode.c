@@ -152,6 +152,8 @@ enum st_status st_tok_encode(const struct st_tok *tok, const char *text,
         else
             rc = encode_raw(&e, text + f.v[i].start, f.v[i].len, &norm);
     }
+    if (rc == ST_OK && add_special && tok->add_eos && tok->eos >= 0)
+        rc = st_ids_push(&e.ids, &e.n, &e.cap, tok->eos);
     free(f.v);
     st_buf_fini(&norm);
     st_bpe_work_fini(&e.work);

@@ -227,7 +227,7 @@ struct st_tok {
     int32_t           *eog;          /* [n_eog] ascending */
     size_t             n_eog;
     int32_t            bos, eos, pad;/* -1 = none */
-    bool               add_bos;
+    bool               add_bos, add_eos;
     enum st_pretok     pre;
     bool               nfc;
 };

@@ -316,6 +316,7 @@ enum st_status st_tok_new(const struct st_tok_desc *d, struct st_tok **out,
     tok->eos = d->eos_id;
     tok->pad = d->pad_id;
     tok->add_bos = d->add_bos;
+    tok->add_eos = d->add_eos;
     tok->pre = parse_pre(d->pre, &known);
     if (!known)
         st_log(ST_LOG_WARN, "tok", "unknown pre-tokenizer '%s': using qwen2", d->pre);

@@ -34,7 +34,7 @@ static const struct { const char *text; int32_t type; } specials[] = {
 
 static char byte_text[N_BYTES][4];
 
-static struct st_tok *make_tok(const char *pre, bool add_bos)
+static struct st_tok *make_tok_special(const char *pre, bool add_bos, bool add_eos)
 {
     static struct st_str toks[N_VOCAB], mrg[ST_ARRAY_LEN(merges)];
     static int32_t types[N_VOCAB];
@@ -68,9 +68,15 @@ static struct st_tok *make_tok(const char *pre, bool add_bos)
     d.eos_id = ID_SPECIAL(1);
     d.pad_id = -1;
     d.add_bos = add_bos;
+    d.add_eos = add_eos;
     d.pre = pre;
     ck_assert_int_eq(st_tok_new(&d, &tok, &err), ST_OK);
     return tok;
+}
+
+static struct st_tok *make_tok(const char *pre, bool add_bos)
+{
+    return make_tok_special(pre, add_bos, false);
 }
 
 /* Encode and compare with the expected ids (terminated by -2). */
@@ -170,6 +176,20 @@ START_TEST(test_tokenizer_add_bos)
     expect_ids(tok, "q", false, false, without);
     ck_assert(st_tok_add_bos(tok));
     ck_assert_int_eq(st_tok_bos(tok), ID_SPECIAL(2));
+    st_tok_free(tok);
+}
+END_TEST
+
+/* tokenizer.ggml.add_eos_token (Qwen3-Embedding's GGUFs set it: the
+ * embedding is the eos row's state): eos appended with the special tokens. */
+START_TEST(test_tokenizer_add_eos)
+{
+    struct st_tok *tok = make_tok_special("qwen2", true, true);
+    const int32_t with[] = { ID_SPECIAL(2), 'q', ID_SPECIAL(1), -2 };
+    const int32_t without[] = { 'q', -2 };
+
+    expect_ids(tok, "q", true, false, with);
+    expect_ids(tok, "q", false, false, without);
     st_tok_free(tok);
 }
 END_TEST
@@ -526,6 +546,7 @@ static Suite *tokenizer_suite(void)
     tcase_add_test(vocab, test_tokenizer_merges_by_rank);
     tcase_add_test(vocab, test_tokenizer_special_split);
     tcase_add_test(vocab, test_tokenizer_add_bos);
+    tcase_add_test(vocab, test_tokenizer_add_eos);
     tcase_add_test(vocab, test_tokenizer_eog_set);
     tcase_add_test(vocab, test_tokenizer_decode_roundtrip_and_invalid_bytes);
     tcase_add_test(vocab, test_tokenizer_rejects_bad_desc);
