@@ -1,8 +1,9 @@
 /* auth.c -- API keys and request ids.
  *
  * Keys (SCHEDULER.md section 7): with keys configured, every route that
- * needs one takes "Authorization: Bearer KEY"; the key found decides the
- * request's default and maximum priority. Each comparison touches every
+ * needs one takes "Authorization: Bearer KEY" (OpenAI's SDKs) or
+ * "x-api-key: KEY" (Anthropic's); the key found decides the request's
+ * default and maximum priority. Each comparison touches every
  * byte of both strings so timing does not reveal a key's prefix.
  *
  * Request ids: a client's X-Request-Id is echoed when it is short and made
@@ -26,16 +27,10 @@ static bool key_eq(const char *a, size_t alen, const char *b)
     return diff == 0;
 }
 
-const struct st_api_key *st_auth_find(const struct st_api_key *keys, size_t n_keys,
-                                      const char *value)
+/* The key k (blanks around it ignored) among keys[0..n_keys), or NULL. */
+static const struct st_api_key *key_find(const struct st_api_key *keys, size_t n_keys,
+                                         const char *k)
 {
-    if (!value)
-        return NULL;
-    while (*value == ' ' || *value == '\t')
-        value++;
-    if (strncasecmp(value, "Bearer", 6) != 0 || (value[6] != ' ' && value[6] != '\t'))
-        return NULL;
-    const char *k = value + 7;
     while (*k == ' ' || *k == '\t')
         k++;
     size_t len = strlen(k);
@@ -46,6 +41,24 @@ const struct st_api_key *st_auth_find(const struct st_api_key *keys, size_t n_ke
         if (keys[i].key && keys[i].key[0] && key_eq(k, len, keys[i].key) && !found)
             found = &keys[i];
     return found;
+}
+
+const struct st_api_key *st_auth_find(const struct st_api_key *keys, size_t n_keys,
+                                      const char *value)
+{
+    if (!value)
+        return NULL;
+    while (*value == ' ' || *value == '\t')
+        value++;
+    if (strncasecmp(value, "Bearer", 6) != 0 || (value[6] != ' ' && value[6] != '\t'))
+        return NULL;
+    return key_find(keys, n_keys, value + 7);
+}
+
+const struct st_api_key *st_auth_find_plain(const struct st_api_key *keys, size_t n_keys,
+                                            const char *value)
+{
+    return value ? key_find(keys, n_keys, value) : NULL;
 }
 
 bool st_request_id_sane(const char *v)

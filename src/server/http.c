@@ -191,9 +191,13 @@ static enum st_route_result first_call(struct st_call *c)
     if (c->route->auth && c->srv->cfg.n_keys > 0) {
         c->key = st_auth_find(c->srv->keys, c->srv->cfg.n_keys,
                               st_call_header(c, MHD_HTTP_HEADER_AUTHORIZATION));
+        if (!c->key)   /* Anthropic's SDKs send the key alone in x-api-key */
+            c->key = st_auth_find_plain(c->srv->keys, c->srv->cfg.n_keys,
+                                        st_call_header(c, "x-api-key"));
         if (!c->key) {
             st_api_error_set(&e, ST_ERR_AUTH, NULL, "invalid_api_key",
-                             "Incorrect or missing API key: send Authorization: Bearer KEY.");
+                             "Incorrect or missing API key: send Authorization: Bearer KEY "
+                             "(or x-api-key: KEY).");
             return st_reply_error(c, &e);
         }
     }

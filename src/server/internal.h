@@ -385,6 +385,9 @@ ST_MUST_CHECK enum st_status st_sse_comment(struct st_buf *out, const char *text
  * Comparison is constant-time per key. 'value' may be NULL. */
 const struct st_api_key *st_auth_find(const struct st_api_key *keys, size_t n_keys,
                                       const char *value);
+/* The same for an x-api-key header value (the key alone). */
+const struct st_api_key *st_auth_find_plain(const struct st_api_key *keys, size_t n_keys,
+                                            const char *value);
 /* A client's X-Request-Id is echoed when it is 1..40 bytes of
  * [A-Za-z0-9._:-]; else a fresh "req-<24 hex>" is written. 'out' >= 48 bytes. */
 void st_request_id_pick(const char *client_value, char *out, size_t cap);

@@ -672,6 +672,11 @@ START_TEST(test_server_auth_bearer)
     ck_assert_ptr_null(st_auth_find(keys, 2, "Bearer key-one2"));
     ck_assert_ptr_null(st_auth_find(keys, 2, "Bearer"));
     ck_assert_ptr_null(st_auth_find(keys, 2, "Bearerkey-one"));
+    /* x-api-key: the key alone */
+    ck_assert_ptr_eq(st_auth_find_plain(keys, 2, " key-two "), &keys[1]);
+    ck_assert_ptr_null(st_auth_find_plain(keys, 2, "Bearer key-two"));
+    ck_assert_ptr_null(st_auth_find_plain(keys, 2, "key-tw"));
+    ck_assert_ptr_null(st_auth_find_plain(keys, 2, NULL));
 }
 END_TEST
 
