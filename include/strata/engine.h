@@ -119,6 +119,13 @@ struct st_gen_params {
                                    * out prefix reuse */
     int32_t  prompt_top_logprobs; /* with prompt_logprobs: alternatives per prompt token,
                                    * 0..ST_MAX_TOP_LOGPROBS */
+    /* Embeddings (POST /v1/embeddings, docs/ENGINE.md "Embeddings"): the
+     * request reads its prompt and, instead of generating, returns the
+     * final hidden state of its LAST prompt token (after output_norm: the
+     * vector the LM head sees), L2-normalized, in one ST_EVENT_EMBED just
+     * before its END (finish STOP, n_generated 0). max_tokens, sampling,
+     * stops and echo are ignored. Prefix reuse applies as to any request. */
+    bool     embed;
 };
 
 /* llama-server's defaults, as above. */
@@ -136,6 +143,8 @@ enum st_event_kind {
     ST_EVENT_PROMPT,  /* prompt tokens (params.echo or prompt_logprobs only): a run of
                        * consecutive positions; every position 0..n_prompt-1 comes once, in
                        * order, before the first TOKEN */
+    ST_EVENT_EMBED,   /* params.embed only: the embedding (embd, n_embd), once, just
+                       * before END */
 };
 
 enum st_finish {
@@ -186,6 +195,9 @@ struct st_event {
     float       logprob;           /* when params.logprobs */
     const struct st_top_logprob *top;   /* n_top entries, borrowed */
     int32_t     n_top;
+    /* EMBED: n_embd floats, unit length (L2), borrowed for the call */
+    const float *embd;
+    int32_t     n_embd;
     /* END */
     enum st_finish finish;
     enum st_status status;         /* ST_OK unless finish == ERROR */
@@ -420,6 +432,13 @@ enum st_status st_engine_pool_infill_prompt(struct st_engine_pool *p, int32_t mo
 ST_MUST_CHECK
 enum st_status st_engine_pool_n_vocab(struct st_engine_pool *p, int32_t model, int32_t *n_vocab,
                                       struct st_err *err);
+
+/* Width of the model's embeddings (params.embed): its hidden size, n_embd
+ * of the GGUF (the sim: ST_SIM_EMBD, 64). ST_ERR_UNSUPPORTED for a runner
+ * that cannot embed; NOT_FOUND, LOADING as tokenize. Thread: any. */
+ST_MUST_CHECK
+enum st_status st_engine_pool_n_embd(struct st_engine_pool *p, int32_t model, int32_t *n_embd,
+                                     struct st_err *err);
 
 /* Render a chat into prompt text with the model's template. 'messages_json'
  * is the OpenAI messages array as JSON text; 'kwargs_json' the

@@ -119,6 +119,16 @@ enum st_status st_model_forward_draw(struct st_model *m, const struct st_model_b
                                      const struct st_draw *draw, int32_t *ids,
                                      struct st_err *err);
 
+/* After a forward (st_model_forward, _draw, _score, or st_mtp_forward)
+ * that returned logit rows: the final hidden state of logit row j (the row
+ * out_rows[j]) after output_norm, i.e. the vector the LM head multiplied,
+ * as n_embd floats into 'out' (caller-owned). The head ran on it anyway:
+ * its logits are simply not needed by an embedding. Valid until the next
+ * forward. ST_ERR_INVALID for j outside the last forward's logit rows,
+ * ST_ERR_LOADING when not loaded, or what the backend reports. */
+ST_MUST_CHECK
+enum st_status st_model_hidden(struct st_model *m, int64_t j, float *out, struct st_err *err);
+
 /* Make positions [from, to) of slot dst's KV cache (every layer, K and V)
  * a copy of slot src's (device-side copies, no compute): prefix sharing
  * across slots. The caller guarantees src's rows [0, to) are written and

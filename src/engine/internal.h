@@ -470,6 +470,10 @@ struct st_engine {
     /* (echo, prompt logprobs: prompt.c) scratch, allocated on first use */
     struct st_runner_score *scores;  /* ST_RUNNER_SCORE_ROWS: a scored chunk's rows */
     struct st_prompt_token *ptoks;   /* ST_ENGINE_PTOK_BATCH: one PROMPT event's tokens */
+    /* (embeddings: embed.c) the hidden row of the step's embedding READ (at
+     * most one READ per step), embd_cap floats; grown on demand */
+    float   *embd;
+    int32_t  embd_cap;
 };
 
 /* One configured model. 'cfg' and 'text' are set at creation (text: on
@@ -682,6 +686,24 @@ void st_engine_prompt_emit(struct st_engine *e, struct st_engine_slot *sl,
                            const struct st_runner_seq *q);
 /* Frees the scratch (engine teardown). */
 void st_engine_prompt_fini(struct st_engine *e);
+
+/* embed.c (engine thread): embedding requests (params.embed, docs/ENGINE.md
+ * "Embeddings"). The request's last READ chunk samples as any prompt does;
+ * its seq asks the runner for the hidden row (runner.h 'embd'), and
+ * instead of taking a token the request ends with EMBED + END. */
+/* A request with params.embed enters slot 'sl': the scratch fits the
+ * loaded runner's width. ST_ERR_UNSUPPORTED (a runner that cannot embed),
+ * ST_ERR_NOMEM; the caller ends the request. */
+enum st_status st_engine_embed_start(struct st_engine *e, struct st_engine_slot *sl,
+                                     struct st_err *err);
+/* The READ q of sl's request is built: its sampling chunk gets 'embd'. */
+void st_engine_embed_seq(struct st_engine *e, const struct st_engine_slot *sl,
+                         struct st_runner_seq *q);
+/* After the forward of that chunk: normalize, emit EMBED, end the request
+ * (STOP, completed). */
+void st_engine_embed_finish(struct st_engine *e, struct st_engine_slot *sl, int64_t t_end);
+/* Frees the scratch (engine teardown). */
+void st_engine_embed_fini(struct st_engine *e);
 
 /* swap.c (engine thread) */
 /* Load the start-up model (first preload model it may serve); sets

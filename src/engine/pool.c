@@ -211,6 +211,7 @@ static void engine_fini(struct st_engine *e)
     }
     st_engine_unload_quiet(e);
     st_engine_prompt_fini(e);
+    st_engine_embed_fini(e);
     free(e->slots);
     free(e->seqs);
     free(e->rows);

@@ -87,6 +87,12 @@ struct st_runner_seq {
                                   * prompt and its last row scores nothing */
     int32_t        score_top;    /* alternatives per row, 0..ST_RUNNER_SCORE_TOP */
     struct st_runner_score *scores;   /* caller-owned [n_tokens]: row j -> scores[j] */
+    /* Embedding (a READ with 'sample' whose request has params.embed): the
+     * final hidden state of the chunk's last row after output_norm (the
+     * vector the head sees; not normalized further) is written here,
+     * caller-owned [st_runner_n_embd]. The row's logits are computed as for
+     * any sampling row and may be ignored. NULL: none. */
+    float         *embd;
 };
 
 /* At most one READ sequence, then the DECODE sequences. */
@@ -137,6 +143,9 @@ struct st_runner_ops {
     void (*unload)(struct st_runner *r);
 
     int32_t (*n_vocab)(const struct st_runner *r);
+    /* (optional: NULL = the runner cannot embed) Floats of a seq's 'embd':
+     * the model's hidden size. Any thread, like n_vocab. */
+    int32_t (*n_embd)(const struct st_runner *r);
     /* ids: returns owned int32_t[*n_ids] (free()); *ids may be NULL when *n_ids == 0. */
     enum st_status (*tokenize)(const struct st_runner *r, const char *text, size_t len,
                                bool add_special, bool parse_special, int32_t **ids,
@@ -210,6 +219,10 @@ static inline enum st_status st_runner_load(struct st_runner *r, const struct st
 }
 static inline void st_runner_unload(struct st_runner *r) { r->ops->unload(r); }
 static inline int32_t st_runner_n_vocab(const struct st_runner *r) { return r->ops->n_vocab(r); }
+static inline int32_t st_runner_n_embd(const struct st_runner *r)
+{
+    return r->ops->n_embd ? r->ops->n_embd(r) : 0;
+}
 static inline enum st_status st_runner_tokenize(const struct st_runner *r, const char *text,
                                                 size_t len, bool add_special, bool parse_special,
                                                 int32_t **ids, size_t *n_ids, struct st_err *err)
@@ -300,11 +313,19 @@ struct st_sim_config;
 #define ST_SIM_EOG      0
 #define ST_SIM_GEN_BASE (INT32_C(1) << 24)
 #define ST_SIM_FIM_BASE (ST_SIM_GEN_BASE - 6)
+/* Width of the sim's embeddings: a made-up, deterministic function of the
+ * last prompt token and its position (docs/SIM.md). */
+#define ST_SIM_EMBD 64
 
 /* A runner with the time model of 'cfg' (copied) for n_slots slots of n_ctx
  * tokens. Returns owned; free with st_runner_free(). */
 enum st_status st_runner_sim_new(const struct st_sim_config *cfg, int32_t n_slots, int64_t n_ctx,
                                  struct st_runner **out, struct st_err *err);
+
+/* The sim's made-up embedding (before the engine's L2 normalization) of a
+ * prompt whose last token is 'token' at position 'pos': ST_SIM_EMBD floats
+ * into out. Pure; the tests' reference. */
+void st_runner_sim_embd(int32_t token, int64_t pos, float *out);
 
 /* Make every load of this sim runner fail (after its load time) with
  * ST_ERR_IO and 'reason' (copied): the sim's stand-in for a missing file,

@@ -34,6 +34,13 @@
  * here they only size the step's rows; without an MTP layer their verify
  * is a plain st_model_forward.
  *
+ * Embeddings (a READ with 'embd', runner.h): its sampling row is a logit
+ * row as usual (the head runs on it: simpler than a row that skips it, and
+ * one row of head per request is small next to reading the prompt); after
+ * the forward the row's normed hidden state is read back
+ * (st_model_hidden) and the logits are ignored by the engine. Such a step
+ * is never a drawn one.
+ *
  * Drawn steps: when every sampled sequence of a step may be drawn on the
  * backend (backend_draw: greedy, or top-k / top-p / min-p / temperature
  * without bias, penalties, masks or logprobs) and there is no MTP layer,
@@ -43,6 +50,7 @@
  *
  * Threads: see runner.h (text ops any thread, the rest the engine's).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,7 +195,7 @@ static bool draws_only(const struct model_runner *r, const struct st_runner_batc
         return false;
     for (int32_t i = 0; i < batch->n_seqs; i++) {
         const struct st_runner_seq *q = &batch->seqs[i];
-        if (q->score || (q->sample && (q->all_logits || !q->backend_draw)))
+        if (q->score || q->embd || (q->sample && (q->all_logits || !q->backend_draw)))
             return false;
     }
     return true;
@@ -299,6 +307,50 @@ static enum st_status forward_logits(struct model_runner *r, const struct st_run
     return ST_OK;
 }
 
+/* The hidden rows of the step's embedding seqs (the sampling row of each,
+ * the last logit row of its seq) into their 'embd'. */
+static enum st_status read_embeddings(struct model_runner *r, const struct st_runner_batch *batch,
+                                      int64_t n_out, struct st_err *err)
+{
+    for (int64_t j = 0; j < n_out; j++) {
+        const struct st_runner_seq *q = &batch->seqs[r->out_seq[j]];
+        bool last = j + 1 == n_out || r->out_seq[j + 1] != r->out_seq[j];
+        if (q->embd && q->sample && last) {
+            enum st_status rc = st_model_hidden(r->model, j, q->embd, err);
+            if (rc != ST_OK)
+                return rc;
+        }
+    }
+    return ST_OK;
+}
+
+/* 0 (cannot embed) for a model whose file asks for a pooling strata does
+ * not do: its vectors would not be what the model was trained to give. */
+static int32_t model_n_embd(const struct st_runner *base)
+{
+    const struct model_runner *r = (const struct model_runner *)base;
+    return r->embd_ok ? (int32_t)st_model_hparams(r->model)->n_embd : 0;
+}
+
+/* llama.cpp's <arch>.pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank.
+ * Absent (a chat model) or none: the last token's state is what an
+ * embedding of a causal model means; last: Qwen3-Embedding's. */
+static void read_pooling(struct model_runner *r, const char *path)
+{
+    static const char *const names[] = { "none", "mean", "cls", "last", "rank" };
+    char key[64];
+    snprintf(key, sizeof(key), "%s.pooling_type", st_model_hparams(r->model)->arch_name);
+    const struct st_gguf_kv *kv = st_gguf_find_kv(st_model_gguf(r->model), key);
+    int64_t v = 0;
+    r->embd_ok = true;
+    if (!kv || !st_gguf_kv_i64(kv, &v) || v == 0 || v == 3)
+        return;
+    r->embd_ok = false;
+    st_log(ST_LOG_WARN, "engine", "%s: %s = %lld (%s): strata pools the last token only, so "
+           "/v1/embeddings refuses this model", path, key, (long long)v,
+           v > 0 && v < 5 ? names[v] : "unknown");
+}
+
 static enum st_status model_forward(struct st_runner *base, const struct st_runner_batch *batch,
                                     struct st_runner_out *out, struct st_err *err)
 {
@@ -316,6 +368,8 @@ static enum st_status model_forward(struct st_runner *base, const struct st_runn
     enum st_status rc = draws_only(r, batch, n_out)
                             ? forward_drawn(r, batch, &mb, out, err)
                             : forward_logits(r, batch, &mb, out, err);
+    if (rc == ST_OK)
+        rc = read_embeddings(r, batch, n_out, err);
     if (rc != ST_OK)
         return rc;
     for (int32_t i = 0; i < batch->n_seqs; i++) {
@@ -392,6 +446,7 @@ static const struct st_runner_ops model_ops = {
     .load = model_load,
     .unload = model_unload,
     .n_vocab = model_n_vocab,
+    .n_embd = model_n_embd,
     .tokenize = st_runner_model_tokenize,
     .detokenize = st_runner_model_detokenize,
     .token_piece = st_runner_model_token_piece,
@@ -435,6 +490,8 @@ enum st_status st_runner_model_new(const char *gguf_path, const char *backend_na
     }
     if (rc == ST_OK)
         rc = st_runner_model_text_init(r, err);
+    if (rc == ST_OK)
+        read_pooling(r, gguf_path);
     if (rc != ST_OK) {
         model_free(&r->base);
         return rc;

@@ -21,6 +21,9 @@ struct model_runner {
     int32_t            device;       /* GPU index for "cuda" (cuda:device) */
     int32_t            ubatch;       /* tokens of one READ chunk */
     int64_t           *kv_len;       /* [n_slots]: tokens in each slot's cache */
+    bool               embd_ok;      /* embeddings: the GGUF's <arch>.pooling_type is
+                                      * absent, none (0) or last (3), the one pooling strata
+                                      * does (docs/ENGINE.md "Embeddings"); read at new */
     /* one step's rows (engine thread only): rows_cap = ubatch + n_slots * (1 + drafts),
      * outs_cap = n_slots * (1 + drafts) + 1 logit rows */
     int64_t            rows_cap, outs_cap;

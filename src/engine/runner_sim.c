@@ -13,6 +13,10 @@
  *   - a KV copy between slots (kv_copy, prefix sharing) costs 1/100 of a
  *     read per copied token, added to the next forward's time.
  *   - a scored READ (prompt logprobs) gets made-up scores (sim_score).
+ *   - an embedding READ (seq 'embd') gets a made-up vector of ST_SIM_EMBD
+ *     floats, a function of its last token and that token's position
+ *     (st_runner_sim_embd), so a prompt gives the same vector however it
+ *     was read (chunks, a cached prefix).
  *
  * It lives in the engine module, not in backend/sim as ARCHITECTURE.md
  * first drew it: the sim replaces the whole step and needs the engine's
@@ -330,6 +334,25 @@ static void sim_score_rows(const struct st_runner_seq *q)
     }
 }
 
+void st_runner_sim_embd(int32_t token, int64_t pos, float *out)
+{
+    uint64_t x = ((uint64_t)(uint32_t)token << 32) ^ (uint64_t)pos ^ 0x9e3779b97f4a7c15u;
+    for (int32_t i = 0; i < ST_SIM_EMBD; i++) {
+        /* splitmix64: a value in [-1, 1) per entry */
+        uint64_t z = (x += 0x9e3779b97f4a7c15u);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+        z ^= z >> 31;
+        out[i] = (float)((double)(z >> 11) / (double)(UINT64_C(1) << 52) - 1.0);
+    }
+}
+
+static int32_t sim_n_embd(const struct st_runner *r)
+{
+    (void)r;
+    return ST_SIM_EMBD;
+}
+
 static enum st_status sim_forward(struct st_runner *r, const struct st_runner_batch *batch,
                                   struct st_runner_out *out, struct st_err *err)
 {
@@ -345,6 +368,8 @@ static enum st_status sim_forward(struct st_runner *r, const struct st_runner_ba
             decodes = true;
         if (q->score)
             sim_score_rows(q);
+        if (q->embd && q->sample)
+            st_runner_sim_embd(q->tokens[q->n_tokens - 1], q->pos + q->n_tokens - 1, q->embd);
         if (q->sample) {
             out->rows[i].logits = NULL;
             out->rows[i].token = next_word(s, q);
@@ -389,6 +414,7 @@ static const struct st_runner_ops sim_ops = {
     .load = sim_load,
     .unload = sim_unload,
     .n_vocab = sim_n_vocab,
+    .n_embd = sim_n_embd,
     .tokenize = sim_tokenize,
     .detokenize = sim_detokenize,
     .token_piece = sim_token_piece,

@@ -13,6 +13,7 @@
  *      read, its first token is sampled from the last prompt row in this
  *      same step; each decoding slot gets one token; tokens of a step are
  *      emitted at its end;
+ *      an embedding request (embed.c) ends there with its vector instead;
  *   6. finished requests (end of generation, stop string, max_tokens,
  *      context full) get END, leave the scheduler, free their slot, and the
  *      engine drops its reference;
@@ -114,6 +115,10 @@ static bool bind_slot(struct st_engine *e, struct st_engine_slot *sl, struct st_
                            "no memory for the prompt's logprobs", ST_OUTCOME_FAILED);
         return false;
     }
+    if (req->params.embed && st_engine_embed_start(e, sl, &err) != ST_OK) {
+        st_engine_end_slot(e, sl, ST_FINISH_ERROR, err.code, err.msg, ST_OUTCOME_FAILED);
+        return false;
+    }
     return true;
 }
 
@@ -187,8 +192,9 @@ static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
         };
         struct st_runner_seq *q = &e->seqs[n - 1];
         st_engine_prompt_score(e, sl, q);   /* prompt logprobs: cut, scored */
+        st_engine_embed_seq(e, sl, q);      /* embeddings: the last row's hidden state */
         /* a scored chunk brings its logits back anyway */
-        q->backend_draw = q->sample && !q->score && backend_draw(sl, q);
+        q->backend_draw = q->sample && !q->score && !q->embd && backend_draw(sl, q);
     }
     bool drafts = e->mtp_max > 0 || e->ngram_max > 0;
     if (drafts)
@@ -442,7 +448,9 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
             if (st_engine_prompt_wanted(sl->req))
                 st_engine_prompt_emit(e, sl, q);   /* echo: before the first token */
         }
-        if (q->sample)
+        if (q->sample && q->embd)
+            st_engine_embed_finish(e, sl, t_end);   /* instead of a first token */
+        else if (q->sample)
             take_token(e, sl, &e->rows[i], t_end);
     }
 }

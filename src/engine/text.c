@@ -58,6 +58,21 @@ enum st_status st_engine_pool_n_vocab(struct st_engine_pool *p, int32_t model, i
     return rc;
 }
 
+enum st_status st_engine_pool_n_embd(struct st_engine_pool *p, int32_t model, int32_t *n_embd,
+                                     struct st_err *err)
+{
+    const struct st_runner *r;
+    *n_embd = 0;
+    enum st_status rc = text_of(p, model, &r, err);
+    if (rc != ST_OK)
+        return rc;
+    *n_embd = st_runner_n_embd(r);
+    if (*n_embd <= 0)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "the model's runner (%s) cannot make "
+                          "embeddings", r->ops->name);
+    return ST_OK;
+}
+
 enum st_status st_engine_pool_apply_template(struct st_engine_pool *p, int32_t model,
                                              const char *messages_json, const char *tools_json,
                                              const char *kwargs_json, bool add_generation_prompt,

@@ -17,7 +17,8 @@
  *   the rows that want logits are gathered into hout
  *
  * and once per forward, over the gathered rows only:
- *   logits = (rmsnorm(hout) * output_norm) . output^T (token_embd when tied)
+ *   hout = rmsnorm(hout) * output_norm          (in place: st_model_hidden reads it)
+ *   logits = hout . output^T (token_embd when tied)
  *
  * One op call covers every row of the chunk, so a device backend gets one
  * launch per op per layer, and each weight is streamed once per chunk.
@@ -184,6 +185,9 @@ enum st_status st_fwd_chunk_inputs(struct st_model *m, const struct st_model_bat
                                    const struct st_fwd_rows *r, struct st_err *err)
 {
     int64_t n = r1 - r0;
+    /* host side, so a replayed graph (whose head ops do not run on the
+     * host) still tells st_model_hidden which hout rows are current */
+    m->last_n_out = o1;
     TRY(put_i32(m, &r->ids, b->tokens, NULL, r0, n, err));
     TRY(put_i32(m, &r->pos, NULL, b->pos, r0, n, err));
     TRY(put_i32(m, &r->slot, b->slots, NULL, r0, n, err));
@@ -226,6 +230,7 @@ enum st_status st_fwd_chunk(struct st_model *m, const struct st_model_batch *b, 
 enum st_status st_fwd_head_ops(struct st_model *m, int64_t n_out, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
+    m->last_n_out = n_out;   /* hout rows [0, n_out) now hold the normed states */
     struct st_tensor h = st_tensor_slice(&m->act.hout, 1, 0, n_out);
     struct st_tensor lg = st_tensor_slice(&m->act.logits, 1, 0, n_out);
     TRY(st_backend_rms_norm(m->be, &h, &h, &m->output_norm, hp->rms_eps, err));
@@ -268,6 +273,18 @@ static enum st_status forward_graphed(struct st_model *m, const struct st_model_
         TRY(st_backend_graph_end(m->be, err));
     }
     return ST_OK;
+}
+
+enum st_status st_model_hidden(struct st_model *m, int64_t j, float *out, struct st_err *err)
+{
+    if (!m->loaded)
+        return st_err_set(err, ST_ERR_LOADING, "model %s is not loaded", m->path);
+    if (j < 0 || j >= m->last_n_out)
+        return st_err_set(err, ST_ERR_INVALID, "hidden state of logit row %lld: the last "
+                          "forward had %lld", (long long)j, (long long)m->last_n_out);
+    /* rms_norm(hout) * output_norm ran in place (st_fwd_head_ops) */
+    struct st_tensor h = st_tensor_slice(&m->act.hout, 1, j, 1);
+    return st_backend_read(m->be, &h, 0, out, st_tensor_nbytes(&h), err);
 }
 
 /* Every row in range, out_rows ascending: a bad batch is the caller's bug,

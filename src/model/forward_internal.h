@@ -85,6 +85,8 @@ struct st_model {
     struct st_fwd_act      act;
     size_t                 kv_bytes, act_bytes;
     float                 *logits_host;  /* owned: float [O][V] */
+    int64_t                last_n_out;   /* logit rows (normed rows in hout) of the last
+                                          * forward's head: st_model_hidden */
     int32_t               *i32_host;     /* owned: int32 scratch [max(R, O)] */
 };
 

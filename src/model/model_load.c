@@ -377,6 +377,7 @@ void st_model_unload(struct st_model *m)
     free(m->logits_host);
     free(m->i32_host);
     m->logits_host = NULL;
+    m->last_n_out = 0;
     m->i32_host = NULL;
     st_backend_close(m->be);
     m->be = NULL;

@@ -1,5 +1,5 @@
 /* errors.c -- st_status -> HTTP status + OpenAI error type, and the error
- * body every failure is answered with:
+ * body every failure is answered with (Anthropic's on /v1/messages, below):
  *
  *   {"error":{"message":"...","type":"invalid_request_error","param":"n","code":null}}
  *
@@ -113,4 +113,33 @@ enum st_status st_api_error_json(struct st_buf *out, const struct st_api_error *
     if (rc == ST_OK)
         rc = st_buf_append(out, ST_LIT("}}"));
     return rc;
+}
+
+/* Anthropic's error body, for the routes that speak its API (/v1/messages:
+ * its clients parse only this shape):
+ *   {"type":"error","error":{"type":"invalid_request_error","message":"..."}}
+ * The type follows the HTTP status, as Anthropic's does. */
+const char *st_anthropic_error_type(int http)
+{
+    switch (http) {
+    case 400: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 503:                                /* loading, shutting down, device memory */
+    case 529: return "overloaded_error";
+    default:  return "api_error";
+    }
+}
+
+enum st_status st_anthropic_error_json(struct st_buf *out, const struct st_api_error *e)
+{
+    const char *type = st_anthropic_error_type(st_api_error_http(e));
+    enum st_status rc = st_buf_printf(out, "{\"type\":\"error\",\"error\":{\"type\":\"%s\","
+                                      "\"message\":", type);
+    if (rc == ST_OK)
+        rc = st_json_cstr(out, e->message);
+    return rc == ST_OK ? st_buf_append(out, ST_LIT("}}")) : rc;
 }

@@ -59,6 +59,12 @@ struct st_gen *st_gen_new(int32_t n)
     return g;
 }
 
+void st_gen_shape_free(struct st_gen_shape *s)
+{
+    if (s && s->free)
+        s->free(s->ctx);
+}
+
 void st_gen_free(struct st_gen *g)
 {
     if (!g)
@@ -69,7 +75,7 @@ void st_gen_free(struct st_gen *g)
         st_buf_fini(&g->choices[i].plp);
         st_gen_reply_free(g->choices[i].reply);
     }
-    st_resp_free(g->resp);
+    st_gen_shape_free(g->resp);
     free(g->choices);
     st_buf_fini(&g->out);
     free(g);
@@ -204,14 +210,14 @@ static enum st_status c_usage(struct st_buf *o, const struct st_gen *g,
 
 static void stream_end(struct st_gen *g, struct st_gen_choice *ch)
 {
-    if (g->resp) {   /* /v1/responses: one choice; no [DONE] */
+    if (g->resp) {   /* /v1/responses, /v1/messages: one choice; no [DONE] */
         struct st_api_error e;
         struct st_oai_usage u = usage_of(g);
         bool failed = !finished_ok(ch) && ch->status != ST_OK && ch->status != ST_ERR_CANCELLED;
         if (failed)
             choice_error(ch, &e);
         if (finished_ok(ch) || failed)
-            st_resp_stream_end(g, ch, failed ? &e : NULL, &u);
+            g->resp->stream_end(g, ch, failed ? &e : NULL, &u);
         g->stream_done = g->n_ended == g->n_choices;
         return;
     }
@@ -281,7 +287,7 @@ static void on_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *
             st_gen_reply_token(c, g, ch, text, len, g->logprobs ? &lp : NULL);
         } else if (g->resp && len) {   /* nothing parsed: all of it is the message */
             struct st_oai_delta d = { ST_OAI_DELTA_CONTENT, text, len, 0, NULL };
-            st_resp_stream_delta(g, ch, &d);
+            g->resp->stream_delta(g, ch, &d);
         } else if (len || g->logprobs) {
             struct text_arg t = { text, len, g->logprobs ? &lp : NULL };
             put_chunk(g, ch, g->infill ? c_infill_text : c_text, &t);
@@ -492,8 +498,8 @@ static enum st_route_result reply_body_locked(struct st_call *c, struct st_gen *
     }
     struct st_oai_meta m = meta_of(g);
     struct st_oai_usage u = usage_of(g);
-    enum st_status rc = g->resp ? st_resp_body(body, g, &cs[0], &u,
-                                               st_gen_reply_reasoning_tokens(&g->choices[0]))
+    enum st_status rc = g->resp ? g->resp->body(body, g, &cs[0], &u,
+                                                st_gen_reply_reasoning_tokens(&g->choices[0]))
                                 : st_oai_body(body, &m, cs, (size_t)g->n_choices, &u);
     free(cs);
     return rc == ST_OK ? ST_ROUTE_DONE : ST_ROUTE_FAIL;

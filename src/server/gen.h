@@ -1,7 +1,8 @@
 /* gen.h -- the state of one completion request (chat or legacy), shared by
  * gen_submit.c (creating and submitting the engine requests) and gen.c
  * (events in, results out). Private to those two files, gen_reply.c, the
- * h_*.c handlers that start generations and responses_reply.c.
+ * h_*.c handlers that start generations and the reply renderers
+ * (responses_reply.c, messages_reply.c: struct st_gen_shape).
  *
  * One HTTP request becomes n_choices engine requests (prompts x n). Each
  * has a choice record; its emit callback runs on an engine thread and
@@ -67,9 +68,38 @@ struct st_gen {
     bool stream_done;              /* stream: [DONE] rendered */
     bool broken;                   /* out of memory while rendering: end the stream */
     bool logged;                   /* the request's log line was written */
-    struct st_resp *resp;          /* /v1/responses: its renderer (owned, responses_reply.c);
-                                    * NULL: chat / completions shapes */
+    struct st_gen_shape *resp;     /* the reply's renderer when the request came in as
+                                    * /v1/responses or /v1/messages (owned); NULL: the
+                                    * chat / completions shapes (oai_response.c) */
 };
+
+/* ---- reply renderers for the endpoints translated onto chat ---- */
+/* /v1/responses (responses_reply.c) and /v1/messages (messages_reply.c)
+ * run on the chat generation path and render its output in their own
+ * shapes. Where gen.c / gen_reply.c would write a chat chunk or body they
+ * call these instead. One choice (n 1). All run under call->lock. */
+struct st_gen_shape {
+    /* Stream: one parsed chat delta (content, reasoning, tool call start /
+     * arguments) as the endpoint's events onto g->out; sets ch->produced.
+     * Failures mark g->broken. */
+    void (*stream_delta)(struct st_gen *g, struct st_gen_choice *ch,
+                         const struct st_oai_delta *d);
+    /* Stream: the end of the choice: finished (err NULL, ch->finish STOP or
+     * LENGTH) or failed after the stream began (err set). */
+    void (*stream_end)(struct st_gen *g, struct st_gen_choice *ch,
+                       const struct st_api_error *err, const struct st_oai_usage *u);
+    /* Non-stream: the whole body for the finished choice 'c'. */
+    enum st_status (*body)(struct st_buf *out, const struct st_gen *g,
+                           const struct st_oai_choice *c, const struct st_oai_usage *u,
+                           int64_t reasoning_tokens);
+    void (*free)(void *ctx);       /* frees ctx (and this shape, when ctx holds it) */
+    void *ctx;                     /* the renderer's state */
+    const char *id_prefix;         /* g->id = id_prefix + request id: "resp_", "msg_" */
+    const char *messages_param;    /* the body field a prompt error on "messages"
+                                    * names ("input", "messages") */
+};
+/* Free a shape through its free hook; NULL is a no-op. */
+void st_gen_shape_free(struct st_gen_shape *s);
 
 /* ---- chat replies parsed into parts (gen_reply.c, docs/API.md) ---- */
 struct st_gen_reply;
@@ -138,11 +168,11 @@ enum st_status st_infill_suffix(struct st_call *c, struct st_oai_request *oq,
                                 struct st_api_error *e);
 
 /* ---- /v1/responses answers (responses_reply.c, docs/API.md "/v1/responses") ---- */
-/* The renderer of one response; takes 'echo' (the request fields every
- * response object repeats, JSON members without braces; owned). NULL on OOM
- * (echo freed). */
-struct st_resp *st_resp_new(char *echo);
-void st_resp_free(struct st_resp *r);
+/* The renderer of one response (its shape: id "resp_..."); takes 'echo'
+ * (the request fields every response object repeats, JSON members without
+ * braces; owned). NULL on OOM (echo freed). Freed by st_gen_shape_free. */
+struct st_gen_shape *st_resp_new(char *echo);
+/* The shape's hooks, also callable directly (g->resp from st_resp_new). */
 /* Stream: a chat delta as Responses events onto g->out (g->resp set). */
 void st_resp_stream_delta(struct st_gen *g, struct st_gen_choice *ch,
                           const struct st_oai_delta *d);
@@ -159,10 +189,17 @@ ST_MUST_CHECK enum st_status st_resp_body(struct st_buf *out, const struct st_ge
 /* Tokens of the choice during which the reply parser produced reasoning
  * text (gen_reply.c); 0 without a parser. */
 int64_t st_gen_reply_reasoning_tokens(const struct st_gen_choice *ch);
-/* Start a /v1/responses generation: st_gen_start with g->resp = resp
- * (taken, freed in every case) and the id "resp_<request id>". */
-enum st_route_result st_gen_start_resp(struct st_call *c, struct st_oai_request *oq,
-                                       struct st_resp *resp);
+/* Start a generation rendered by 'shape' (taken, freed in every case):
+ * st_gen_start with g->resp = shape and the id shape->id_prefix + request id. */
+enum st_route_result st_gen_start_shaped(struct st_call *c, struct st_oai_request *oq,
+                                         struct st_gen_shape *shape);
+
+/* ---- /v1/messages answers (messages_reply.c, docs/API.md "/v1/messages") ---- */
+/* The renderer of one message (id "msg_..."). NULL on OOM. */
+struct st_gen_shape *st_msg_shape_new(void);
+/* Anthropic's stop_reason for a finished choice: "tool_use" (calls made,
+ * stopped normally), "max_tokens" (cut), else "end_turn". */
+const char *st_msg_stop_reason(enum st_finish finish, bool has_calls);
 
 /* Allocate the state for 'n' choices (owned; st_gen_free). NULL on OOM. */
 struct st_gen *st_gen_new(int32_t n);

@@ -314,10 +314,10 @@ static enum st_status flush(struct st_gen_reply *r, const struct st_oai_logprob 
     struct st_gen *g = r->g;
     if (r->pend == ST_OAI_DELTA_NONE && !lp)
         return ST_OK;
-    if (g->resp) {   /* /v1/responses renders its own events */
+    if (g->resp) {   /* /v1/responses, /v1/messages render their own events */
         struct st_oai_delta rd = { r->pend, r->pend_text.data ? r->pend_text.data : "",
                                    r->pend_text.len, r->pend_index, r->pend_id };
-        st_resp_stream_delta(g, r->ch, &rd);
+        g->resp->stream_delta(g, r->ch, &rd);
         r->pend = ST_OAI_DELTA_NONE;
         st_buf_reset(&r->pend_text);
         return g->broken ? ST_ERR_NOMEM : ST_OK;

@@ -479,19 +479,19 @@ static enum st_status submit_all(struct st_call *c, struct st_gen *g, struct st_
     return ST_OK;
 }
 
-/* resp: /v1/responses' renderer (taken) or NULL. */
+/* resp: the reply's renderer (taken; /v1/responses, /v1/messages) or NULL. */
 static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *oq,
-                                      struct st_resp *resp)
+                                      struct st_gen_shape *resp)
 {
     struct st_api_error e;
     int32_t model;
     if (pick_model(c, oq, &model, &e) != ST_OK) {
-        st_resp_free(resp);
+        st_gen_shape_free(resp);
         st_gen_log_refused(c, &e);
         return st_reply_error(c, &e);
     }
     if (!st_engine_pool_ready(c->srv->pool)) {
-        st_resp_free(resp);
+        st_gen_shape_free(resp);
         st_api_error_set(&e, ST_ERR_LOADING, NULL, "model_loading",
                          "The model is loading; retry in a moment.");
         e.retry_after_s = 1;
@@ -500,19 +500,19 @@ static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *
     }
     struct st_gen *g = gen_setup(c, oq, model, resolve_priority(c, oq, model));
     if (!g) {
-        st_resp_free(resp);
+        st_gen_shape_free(resp);
         return st_reply_nomem(c);
     }
     if (resp) {   /* before any event can come */
         g->resp = resp;
-        snprintf(g->id, sizeof(g->id), "resp_%s", c->request_id);
+        snprintf(g->id, sizeof(g->id), "%s%s", resp->id_prefix, c->request_id);
     }
     pthread_mutex_lock(&c->lock);
     c->gen = g;                         /* freed with the call */
     pthread_mutex_unlock(&c->lock);
     if (build_requests(c, g, oq, &e) != ST_OK) {
         if (resp && strcmp(e.param, "messages") == 0)   /* the template's input */
-            snprintf(e.param, sizeof(e.param), "input");
+            snprintf(e.param, sizeof(e.param), "%s", resp->messages_param);
         end_rest(c, g, 0, &e);
         return st_reply_error(c, &e);
     }
@@ -526,8 +526,8 @@ enum st_route_result st_gen_start(struct st_call *c, struct st_oai_request *oq)
     return gen_start(c, oq, NULL);
 }
 
-enum st_route_result st_gen_start_resp(struct st_call *c, struct st_oai_request *oq,
-                                       struct st_resp *resp)
+enum st_route_result st_gen_start_shaped(struct st_call *c, struct st_oai_request *oq,
+                                         struct st_gen_shape *shape)
 {
-    return gen_start(c, oq, resp);
+    return gen_start(c, oq, shape);
 }

@@ -20,12 +20,12 @@ enum st_route_result st_h_responses(struct st_call *c)
         st_oai_request_fini(&oq);
         return st_reply_error(c, &e);
     }
-    struct st_resp *resp = st_resp_new(echo);   /* takes echo */
+    struct st_gen_shape *resp = st_resp_new(echo);   /* takes echo */
     if (!resp) {
         st_oai_request_fini(&oq);
         return st_reply_nomem(c);
     }
-    enum st_route_result r = st_gen_start_resp(c, &oq, resp);
+    enum st_route_result r = st_gen_start_shaped(c, &oq, resp);
     st_oai_request_fini(&oq);
     return r;
 }

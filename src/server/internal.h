@@ -23,6 +23,10 @@
  *   oai_sampling.c penalties, logit_bias, response_format
  *   responses_request.c  /v1/responses body -> the chat request it means
  *   responses_reply.c    chat output -> Responses objects and stream events
+ *   embeddings_request.c /v1/embeddings body -> struct st_embed_request
+ *   embeddings_reply.c   vectors -> the embeddings body (dimensions, base64)
+ *   messages_request.c   /v1/messages body (Anthropic) -> the chat request it means
+ *   messages_reply.c     chat output -> Anthropic messages, stream events, errors
  *   h_*.c          the route handlers
  *
  * Everything here that does not touch libmicrohttpd is unit-tested without
@@ -214,6 +218,36 @@ enum st_status st_resp_translate_tree(const struct cJSON *root, char **chat_json
  * text.format, messages -> input, tools[i].function.x -> tools[i].x), in
  * both param and message. */
 void st_resp_rename_error(struct st_api_error *e);
+
+/* ---- POST /v1/messages bodies (messages_request.c) ---- */
+
+/* Parse an Anthropic Messages body into the chat request it means (*oq,
+ * kind CHAT, n 1). On failure 'e' names the Messages field (chat parser
+ * 400s renamed: st_msg_rename_error) and *oq is left empty. Thread: any. */
+ST_MUST_CHECK
+enum st_status st_msg_parse(const char *body, size_t len, struct st_oai_request *oq,
+                            struct st_api_error *e);
+/* The same for POST /v1/messages/count_tokens: max_tokens not required. */
+ST_MUST_CHECK
+enum st_status st_msg_parse_count(const char *body, size_t len, struct st_oai_request *oq,
+                                  struct st_api_error *e);
+/* The translation alone: a parsed Messages body -> a chat body (owned JSON text). */
+ST_MUST_CHECK
+enum st_status st_msg_translate_tree(const struct cJSON *root, char **chat_json,
+                                     struct st_api_error *e);
+/* Rename the chat fields a chat parser's 400 names to the Messages fields
+ * (stop -> stop_sequences, thinking_budget -> thinking.budget_tokens,
+ * tools[i].function.parameters -> tools[i].input_schema, ...; chat's
+ * messages[N] loses its index, which counts translated messages). */
+void st_msg_rename_error(struct st_api_error *e);
+/* Anthropic's error body: {"type":"error","error":{"type":..,"message":..}}
+ * (errors.c; the type from the HTTP status st_api_error_http gives). */
+ST_MUST_CHECK enum st_status st_anthropic_error_json(struct st_buf *out,
+                                                     const struct st_api_error *e);
+const char *st_anthropic_error_type(int http);
+/* Does route r answer in Anthropic's shapes (errors included)? (h_messages.c) */
+struct st_route;
+bool st_route_anthropic(const struct st_route *r);
 
 /* The llama-server style endpoints' bodies (h_text.c). Owned strings;
  * release with st_oai_text_request_fini(). */
@@ -510,9 +544,46 @@ const struct st_route *st_route_find(const char *path, const char *method, bool 
                                      char *allow, size_t allow_cap);
 
 /* Handlers (h_*.c). */
-st_route_fn st_h_chat, st_h_completions, st_h_responses, st_h_infill, st_h_models,
+st_route_fn st_h_chat, st_h_completions, st_h_responses, st_h_messages,
+    st_h_count_tokens, st_h_infill, st_h_models,
     st_h_model_one, st_h_health, st_h_metrics, st_h_activity, st_h_slots, st_h_tokenize,
-    st_h_detokenize, st_h_apply_template;
+    st_h_detokenize, st_h_apply_template, st_h_embeddings;
+
+/* ---- POST /v1/embeddings (embeddings_request.c, embeddings_reply.c) ---- */
+
+#define ST_EMBED_MAX_ITEMS  2048     /* input items per request, at most (OpenAI's) */
+#define ST_EMBED_MAX_TOKENS 300000   /* tokens of all items together, at most (OpenAI's) */
+
+/* A parsed embeddings body. Owns every pointer; st_embed_request_fini. */
+struct st_embed_request {
+    char   *model;                 /* owned; NULL = the default model */
+    struct st_oai_prompt *items;   /* n_items (1..ST_EMBED_MAX_ITEMS): text or token ids */
+    size_t  n_items;
+    bool    base64;                /* encoding_format "base64" (default "float") */
+    int32_t dimensions;            /* Matryoshka width asked; 0 = the model's */
+    char   *user;                  /* owned or NULL */
+    bool    has_priority;          /* "priority": an integral number */
+    int32_t priority;
+};
+void st_embed_request_fini(struct st_embed_request *r);
+/* Parse and validate an embeddings body (every input form, the caps, the
+ * field types; an empty item is a 400 naming input). On failure 'e' names
+ * the field and *r is left empty (fini still safe). Thread: any. */
+ST_MUST_CHECK
+enum st_status st_embed_parse(const char *body, size_t len, struct st_embed_request *r,
+                              struct st_api_error *e);
+/* The first 'dims' entries of v[n] (dims <= 0 or >= n: all), scaled back
+ * to unit length, into out[dims]. */
+void st_embed_truncate(const float *v, int32_t n, int32_t dims, float *out);
+/* Standard base64 (with '=' padding) of n float32 in little-endian byte
+ * order, appended to b as a JSON string. */
+ST_MUST_CHECK enum st_status st_embed_base64(struct st_buf *b, const float *v, int32_t n);
+/* The response body: {"object":"list","data":[{"object":"embedding",
+ * "index":i,"embedding":...}],"model":..,"usage":{..}}. vecs[i]: n floats
+ * each, already truncated; prompt_tokens: of all items together. */
+ST_MUST_CHECK
+enum st_status st_embed_body(struct st_buf *out, const char *model, const float *const *vecs,
+                             size_t n_items, int32_t n, bool base64, int64_t prompt_tokens);
 
 /* ---- the server and one HTTP exchange (http.c) ----------------------- */
 
@@ -574,6 +645,15 @@ struct st_call {
     bool stopping;                      /* server shutdown: answer 503 / end */
     bool client_gone;                   /* the watcher saw the peer close */
     struct st_gen *gen;                 /* generation state or NULL (gen.c) */
+    /* A handler whose answer is not gen.c's (h_embeddings.c): what renders
+     * it once c->gen is ready (NULL: st_gen_resume), what winds it up when
+     * the connection is gone (NULL: st_gen_conn_done), and its own state
+     * beside c->gen, freed by ext_free with the call. Set before the
+     * first request is submitted; read-only after. */
+    enum st_route_result (*resume)(struct st_call *c);
+    void (*conn_done_fn)(struct st_call *c);   /* NULL: st_gen_conn_done */
+    void *ext;
+    void (*ext_free)(void *ext);
 
     struct st_call *prev, *next;        /* srv->calls; under srv->calls_lock */
 };

@@ -78,7 +78,9 @@ enum st_route_result st_reply_error(struct st_call *c, const struct st_api_error
 {
     struct st_buf body;
     st_buf_init(&body);
-    if (st_api_error_json(&body, e) != ST_OK) {
+    enum st_status rc = st_route_anthropic(c->route) ? st_anthropic_error_json(&body, e)
+                                                     : st_api_error_json(&body, e);
+    if (rc != ST_OK) {
         st_buf_fini(&body);
         return st_reply_nomem(c);
     }
@@ -92,8 +94,12 @@ enum st_route_result st_reply_nomem(struct st_call *c)
 {
     static const char msg[] = "{\"error\":{\"message\":\"out of memory\",\"type\":"
                               "\"server_error\",\"param\":null,\"code\":null}}";
-    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(msg) - 1, (void *)msg,
-                                                             MHD_RESPMEM_PERSISTENT);
+    static const char amsg[] = "{\"type\":\"error\",\"error\":{\"type\":\"api_error\","
+                               "\"message\":\"out of memory\"}}";
+    bool a = st_route_anthropic(c->route);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        a ? sizeof(amsg) - 1 : sizeof(msg) - 1, a ? (void *)amsg : (void *)msg,
+        MHD_RESPMEM_PERSISTENT);
     if (!r)
         return ST_ROUTE_FAIL;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");

@@ -3,8 +3,9 @@
  * non-stream reply, and the typed SSE events of a stream.
  *
  * The chat path (gen.c, gen_reply.c) does the work; where it would render
- * a chat chunk or body it calls here instead when the request came in as
- * /v1/responses (struct st_gen's 'resp' set). Output items, in the order
+ * a chat chunk or body it calls here instead, through the struct
+ * st_gen_shape st_resp_new returns (gen.h), when the request came in as
+ * /v1/responses. Output items, in the order
  * the model wrote them:
  *   {"type":"reasoning","id":"rs_..","summary":[],
  *    "content":[{"type":"reasoning_text","text":..}],"status":..}
@@ -41,6 +42,7 @@
 enum item_kind { ITEM_NONE, ITEM_REASONING, ITEM_MESSAGE, ITEM_CALL };
 
 struct st_resp {
+    struct st_gen_shape shape; /* hooks; shape.ctx = this */
     char *echo;                /* owned: request fields every response object repeats */
     int64_t seq;               /* the next event's sequence_number */
     bool started;              /* response.created and .in_progress went out */
@@ -54,7 +56,19 @@ struct st_resp {
     struct st_buf items;       /* finished items, comma-separated JSON */
 };
 
-struct st_resp *st_resp_new(char *echo)
+static void resp_free(void *ctx)
+{
+    struct st_resp *r = ctx;
+    if (!r)
+        return;
+    free(r->echo);
+    st_buf_fini(&r->name);
+    st_buf_fini(&r->text);
+    st_buf_fini(&r->items);
+    free(r);
+}
+
+struct st_gen_shape *st_resp_new(char *echo)
 {
     struct st_resp *r = calloc(1, sizeof(*r));
     if (!r) {
@@ -65,18 +79,17 @@ struct st_resp *st_resp_new(char *echo)
     st_buf_init(&r->name);
     st_buf_init(&r->text);
     st_buf_init(&r->items);
-    return r;
+    r->shape = (struct st_gen_shape){ .stream_delta = st_resp_stream_delta,
+                                      .stream_end = st_resp_stream_end,
+                                      .body = st_resp_body, .free = resp_free, .ctx = r,
+                                      .id_prefix = "resp_", .messages_param = "input" };
+    return &r->shape;
 }
 
-void st_resp_free(struct st_resp *r)
+/* The Responses state of a generation this file renders. */
+static struct st_resp *resp_of(const struct st_gen *g)
 {
-    if (!r)
-        return;
-    free(r->echo);
-    st_buf_fini(&r->name);
-    st_buf_fini(&r->text);
-    st_buf_fini(&r->items);
-    free(r);
+    return g->resp->ctx;
 }
 
 /* "<prefix>" and 24 hex digits. */
@@ -208,7 +221,7 @@ static enum st_status obj_json(struct st_buf *o, const struct st_gen *g, const s
         rc = st_buf_append(o, ST_LIT("],\"usage\":"));
     if (rc == ST_OK)
         rc = usage_json(o, a->u, a->reasoning_tokens);
-    const char *echo = g->resp && g->resp->echo ? g->resp->echo : "";
+    const char *echo = g->resp && resp_of(g)->echo ? resp_of(g)->echo : "";
     if (rc == ST_OK && *echo)
         rc = st_buf_printf(o, ",%s", echo);
     return rc == ST_OK ? st_buf_append(o, ST_LIT("}")) : rc;
@@ -220,7 +233,7 @@ static enum st_status obj_json(struct st_buf *o, const struct st_gen *g, const s
  * 'body' holds the event's other members, each led by a comma. */
 static enum st_status event(struct st_gen *g, const char *type, const struct st_buf *body)
 {
-    struct st_resp *r = g->resp;
+    struct st_resp *r = resp_of(g);
     struct st_buf j;
     st_buf_init(&j);
     enum st_status rc = st_buf_printf(&j, "{\"type\":\"%s\",\"sequence_number\":%lld", type,
@@ -254,7 +267,7 @@ static enum st_status response_event(struct st_gen *g, const char *type,
 
 static enum st_status ensure_started(struct st_gen *g)
 {
-    struct st_resp *r = g->resp;
+    struct st_resp *r = resp_of(g);
     if (r->started)
         return ST_OK;
     r->started = true;
@@ -280,7 +293,7 @@ static enum st_status item_ref(struct st_buf *b, const struct st_resp *r, bool p
 static enum st_status item_event(struct st_gen *g, const char *type, const char *status,
                                  bool shell)
 {
-    struct st_resp *r = g->resp;
+    struct st_resp *r = resp_of(g);
     struct st_buf b;
     st_buf_init(&b);
     enum st_status rc = st_buf_printf(&b, ",\"output_index\":%d,\"item\":", (int)r->n_items);
@@ -295,7 +308,7 @@ static enum st_status item_event(struct st_gen *g, const char *type, const char 
 
 static enum st_status part_event(struct st_gen *g, const char *type)
 {
-    struct st_resp *r = g->resp;
+    struct st_resp *r = resp_of(g);
     struct st_buf b;
     st_buf_init(&b);
     enum st_status rc = item_ref(&b, r, true);
@@ -312,7 +325,7 @@ static enum st_status part_event(struct st_gen *g, const char *type)
 static enum st_status open_item(struct st_gen *g, enum item_kind k, const char *call_id,
                                 const char *name, size_t name_len)
 {
-    struct st_resp *r = g->resp;
+    struct st_resp *r = resp_of(g);
     r->open = k;
     new_item_id(r->item_id, sizeof(r->item_id),
                 k == ITEM_REASONING ? "rs_" : k == ITEM_MESSAGE ? "msg_" : "fc_");
@@ -330,7 +343,7 @@ static enum st_status open_item(struct st_gen *g, enum item_kind k, const char *
 /* The .done event of the open item's text: ,..,"text":.. (a call: name, arguments). */
 static enum st_status text_done(struct st_gen *g)
 {
-    struct st_resp *r = g->resp;
+    struct st_resp *r = resp_of(g);
     struct st_buf b;
     st_buf_init(&b);
     enum st_status rc = item_ref(&b, r, r->open != ITEM_CALL);
@@ -359,7 +372,7 @@ static enum st_status text_done(struct st_gen *g)
 
 static enum st_status close_item(struct st_gen *g, const char *status)
 {
-    struct st_resp *r = g->resp;
+    struct st_resp *r = resp_of(g);
     if (r->open == ITEM_NONE)
         return ST_OK;
     enum st_status rc = text_done(g);
@@ -381,7 +394,7 @@ static enum st_status close_item(struct st_gen *g, const char *status)
 /* A piece of the open item's text, and its delta event. */
 static enum st_status add_delta(struct st_gen *g, const char *text, size_t len)
 {
-    struct st_resp *r = g->resp;
+    struct st_resp *r = resp_of(g);
     static const char *const type[] = {
         [ITEM_REASONING] = "response.reasoning_text.delta",
         [ITEM_MESSAGE] = "response.output_text.delta",
@@ -408,7 +421,7 @@ static enum st_status add_delta(struct st_gen *g, const char *text, size_t len)
 
 static enum st_status delta(struct st_gen *g, const struct st_oai_delta *d)
 {
-    struct st_resp *r = g->resp;
+    struct st_resp *r = resp_of(g);
     enum st_status rc = ensure_started(g);
     if (rc != ST_OK)
         return rc;
@@ -446,7 +459,7 @@ void st_resp_stream_delta(struct st_gen *g, struct st_gen_choice *ch, const stru
 void st_resp_stream_end(struct st_gen *g, struct st_gen_choice *ch,
                         const struct st_api_error *err, const struct st_oai_usage *u)
 {
-    struct st_resp *r = g->resp;
+    struct st_resp *r = resp_of(g);
     if (g->broken)
         return;
     bool cut = ch->finish == ST_FINISH_LENGTH;

@@ -1,10 +1,11 @@
 # End-to-end suites: the real `strata` binary on 127.0.0.1, port 0, with the
 # simulated engine, driven over HTTP by Node's built-in test runner (raw
-# fetch and the official OpenAI Node SDK, pinned in tests/e2e/package.json
-# and package-lock.json) and by curl (curl_smoke.sh). sampling.test.mjs serves a
-# synthetic tiny model (strata make-model) on the CPU backend instead.
+# fetch, the official OpenAI Node SDK and the Anthropic TypeScript SDK,
+# pinned in tests/e2e/package.json and package-lock.json) and by curl
+# (curl_smoke.sh). sampling.test.mjs serves a synthetic tiny model (strata
+# make-model) on the CPU backend instead.
 #
-# e2e_npm_ci installs the SDK into tests/e2e/node_modules (git-ignored) as
+# e2e_npm_ci installs the SDKs into tests/e2e/node_modules (git-ignored) as
 # a FIXTURES_SETUP fixture of every Node suite. Node or npm missing is a
 # failure, not a skip: CI must run these.
 if(NOT TARGET strata)
@@ -25,7 +26,7 @@ if(ST_NODE AND ST_NPM)
     # name -> test file; each file starts its own servers
     foreach(suite api errors sdk disconnect priority metrics models concurrency sampling tools
                   cors keepalive cache_prompt shutdown echo infill mixed score_cache responses
-                  thinking)
+                  thinking embeddings messages)
         add_test(NAME e2e_${suite}
                  COMMAND ${ST_NODE} --test --test-reporter=spec ${ST_E2E_DIR}/${suite}.test.mjs
                  WORKING_DIRECTORY ${ST_E2E_DIR})

@@ -1,0 +1,339 @@
+// messages.test.mjs -- POST /v1/messages (Anthropic's Messages API, as
+// coding agents such as Claude Code speak it) through the official
+// Anthropic TypeScript SDK: non-streamed and streamed answers
+// (messages.stream(...).finalMessage()), thinking, text and tool_use blocks,
+// a tool_use -> tool_result round trip, count_tokens, the thinking budget
+// on a real (tiny, CPU) model, the priority header, errors the SDK raises
+// as its typed errors (Anthropic's error shape), and a client that leaves
+// mid-stream, and SSE keep-alives (docs/API.md "/v1/messages").
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import {
+  startServer, postJSON, getJSON, metric, metricsText, until, parseSSE, STRATA_BIN,
+} from './lib/server.mjs';
+
+const postStream = (srv, body) => fetch(`${srv.url}/v1/messages`, {
+  method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+});
+
+const REPLY = '<think>\nThe user wants the weather.\n</think>\n\n'
+  + 'Let me check.\n'
+  + '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
+const tools = [{ name: 'get_weather', description: 'weather of a city',
+  input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+const TOOLU = /^toolu_[A-Za-z0-9]{24}$/;
+
+function checkMessage(m) {
+  assert.equal(m.type, 'message');
+  assert.equal(m.role, 'assistant');
+  assert.match(m.id, /^msg_/);
+  assert.equal(m.model, 'default');
+  assert.equal(m.stop_reason, 'tool_use');
+  assert.equal(m.stop_sequence, null);
+  assert.equal(m.content.length, 3);
+  const [th, text, use] = m.content;
+  assert.equal(th.type, 'thinking');
+  assert.equal(th.thinking, 'The user wants the weather.');
+  assert.equal(text.type, 'text');
+  assert.equal(text.text, 'Let me check.');
+  assert.equal(use.type, 'tool_use');
+  assert.match(use.id, TOOLU);
+  assert.equal(use.name, 'get_weather');
+  assert.deepEqual(use.input, { city: 'Paris' });
+  assert.ok(m.usage.input_tokens > 0);
+  assert.ok(m.usage.output_tokens > 0);
+  assert.equal(typeof m.usage.cache_read_input_tokens, 'number');
+  assert.equal(m.usage.cache_creation_input_tokens, 0);
+}
+
+describe('the sim writes thinking, text and a tool call', () => {
+  let srv, client;
+  before(async () => {
+    srv = await startServer(['--batch', '--parallel', '4', '--sim-decode-tps', '2000', '--sim-reply', REPLY]);
+    client = new Anthropic({ baseURL: srv.url, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => { await srv.stop(); });
+
+  test('non-stream: thinking, text and tool_use blocks, usage', async () => {
+    const m = await client.messages.create({ model: 'default', max_tokens: 200, tools,
+      system: 'You are terse.', metadata: { user_id: 'u1' },
+      messages: [{ role: 'user', content: 'weather in Paris?' }] });
+    checkMessage(m);
+  });
+
+  test('stream: the event sequence, and the SDK helper accumulates the same message', async () => {
+    const s = client.messages.stream({ model: 'default', max_tokens: 200, tools,
+      messages: [{ role: 'user', content: 'weather?' }] });
+    const types = [];
+    let text = '';
+    s.on('streamEvent', (ev) => { types.push(ev.type); });
+    s.on('text', (t) => { text += t; });
+    const m = await s.finalMessage();
+    checkMessage(m);
+    assert.equal(text, 'Let me check.');
+    assert.equal(types[0], 'message_start');
+    assert.equal(types.at(-2), 'message_delta');
+    assert.equal(types.at(-1), 'message_stop');
+    assert.equal(types.filter((t) => t === 'content_block_start').length, 3);
+    assert.equal(types.filter((t) => t === 'content_block_stop').length, 3);
+    // raw wire: event lines, no [DONE]
+    const res = await fetch(`${srv.url}/v1/messages`, { method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'default', max_tokens: 200, stream: true, messages: [{ role: 'user', content: 'x' }] }) });
+    const raw = await res.text();
+    assert.ok(raw.startsWith('event: message_start\ndata: {'), raw.slice(0, 80));
+    assert.ok(!raw.includes('[DONE]'));
+    assert.ok(raw.trimEnd().endsWith('data: {"type":"message_stop"}'));
+  });
+
+  test('tool round trip: tool_use goes back with a tool_result; count_tokens agrees', async () => {
+    const first = await client.messages.create({ model: 'default', max_tokens: 200, tools,
+      messages: [{ role: 'user', content: 'weather in Paris?' }] });
+    const use = first.content.find((b) => b.type === 'tool_use');
+    const messages = [
+      { role: 'user', content: 'weather in Paris?' },
+      { role: 'assistant', content: first.content },   // thinking, text, tool_use as a client sends them back
+      { role: 'user', content: [
+        { type: 'tool_result', tool_use_id: use.id, content: JSON.stringify({ temp_c: 21, sky: 'clear and sunny' }) },
+        { type: 'text', text: 'and tomorrow?' },
+      ] },
+    ];
+    const second = await client.messages.create({ model: 'default', max_tokens: 200, tools, messages });
+    assert.equal(second.type, 'message');
+    assert.ok(second.usage.input_tokens > first.usage.input_tokens,
+      `${second.usage.input_tokens} <= ${first.usage.input_tokens}`);
+    const counted = await client.messages.countTokens({ model: 'default', tools, messages });
+    assert.equal(counted.input_tokens, second.usage.input_tokens);
+    // tool_choice none: the reply is not parsed for calls
+    const none = await client.messages.create({ model: 'default', max_tokens: 200, tools, messages,
+      tool_choice: { type: 'none' } });
+    assert.ok(none.content.every((b) => b.type !== 'tool_use'));
+    assert.equal(none.stop_reason, 'end_turn');
+  });
+
+  test('max_tokens: stop_reason max_tokens (stream and not)', async () => {
+    const m = await client.messages.create({ model: 'default', max_tokens: 3,
+      messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(m.stop_reason, 'max_tokens');
+    assert.equal(m.usage.output_tokens, 3);
+    const f = await client.messages.stream({ model: 'default', max_tokens: 3,
+      messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    assert.equal(f.stop_reason, 'max_tokens');
+    assert.equal(f.usage.output_tokens, 3);
+  });
+
+  test('errors: Anthropic\'s shape; the SDK raises its typed errors naming the Messages field', async () => {
+    const msgs = [{ role: 'user', content: 'x' }];
+    const bad = [
+      [{ messages: msgs }, /max_tokens/],
+      [{ max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } }] }] }, /text only/],
+      [{ max_tokens: 5, messages: msgs, tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, /web_search_20250305/],
+      [{ max_tokens: 5, messages: msgs, stop_sequences: ['a', 'b', 'c', 'd', 'e'] }, /stop_sequences/],
+      [{ max_tokens: 5, messages: msgs, thinking: { type: 'enabled' } }, /thinking\.budget_tokens/],
+    ];
+    for (const [body, re] of bad) {
+      await assert.rejects(client.messages.create({ model: 'default', ...body }), (err) => {
+        assert.ok(err instanceof Anthropic.BadRequestError, `${JSON.stringify(body)}: ${err}`);
+        assert.equal(err.status, 400);
+        assert.equal(err.error.type, 'error');
+        assert.equal(err.error.error.type, 'invalid_request_error');
+        assert.match(err.error.error.message, re);
+        return true;
+      });
+    }
+    await assert.rejects(client.messages.create({ model: 'nope', max_tokens: 5, messages: msgs }), (err) => {
+      assert.ok(err instanceof Anthropic.NotFoundError, String(err));
+      assert.equal(err.error.error.type, 'not_found_error');
+      return true;
+    });
+    // bad JSON, and count_tokens' errors, in the same shape
+    const res = await fetch(`${srv.url}/v1/messages`, { method: 'POST', body: '{nope' });
+    assert.equal(res.status, 400);
+    const j = await res.json();
+    assert.equal(j.type, 'error');
+    assert.equal(j.error.type, 'invalid_request_error');
+    const ct = await postJSON(srv, '/v1/messages/count_tokens', { messages: [] });
+    assert.equal(ct.status, 400);
+    assert.equal(ct.json.error.type, 'invalid_request_error');
+    // other endpoints keep OpenAI's shape
+    const chat = await postJSON(srv, '/v1/chat/completions', { messages: [] });
+    assert.equal(chat.json.error.type, 'invalid_request_error');
+    assert.equal(chat.json.type, undefined);
+  });
+
+  test('priority: the header and the body field as for chat', async () => {
+    const activity = async () => (await getJSON(srv, '/api/activity')).json;
+    const m = await client.messages.create({ model: 'default', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] },
+      { headers: { 'x-llamaswap-priority': 'interactive', 'x-request-id': 'msg-prio-h' } });
+    assert.equal(m.id, 'msg_msg-prio-h');
+    let a = (await activity()).find((x) => x.request_id === 'msg-prio-h');
+    assert.equal(a.serial_priority, 100);
+    assert.equal(a.serial_band, 'interactive');
+    const r = await postJSON(srv, '/v1/messages', { max_tokens: 1, priority: -60, messages: [{ role: 'user', content: 'x' }] },
+      { 'x-request-id': 'msg-prio-b' });
+    assert.equal(r.status, 200);
+    a = (await activity()).find((x) => x.request_id === 'msg-prio-b');
+    assert.equal(a.serial_priority, -60);
+    assert.equal(a.serial_band, 'batch');
+  });
+});
+
+describe('a client that leaves mid-stream', () => {
+  let srv;
+  before(async () => { srv = await startServer(['--batch', '--parallel', '2', '--sim-decode-tps', '20', '--sim-tokens', '100000']); });
+  after(async () => { await srv.stop(); });
+
+  test('the request is cancelled, the slot freed, and the server still answers', async () => {
+    const ctl = new AbortController();
+    const res = await fetch(`${srv.url}/v1/messages`, {
+      method: 'POST', signal: ctl.signal, headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ max_tokens: 100000, stream: true, messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type'), /text\/event-stream/);
+    const reader = res.body.getReader();
+    let got = '';
+    while (!got.includes(' tok2')) {
+      const { value } = await reader.read();
+      got += new TextDecoder().decode(value);
+    }
+    assert.ok(got.startsWith('event: message_start\n'));
+    ctl.abort();
+    await until(async () => (await getJSON(srv, '/slots')).json.every((s) => s.state === 'idle'), 5000, 'idle slots');
+    await until(async () => metric(await metricsText(srv), 'strata_requests_total',
+      { band: 'normal', outcome: 'cancelled' }) === 1, 5000, 'the cancelled counter');
+    const r = await postJSON(srv, '/v1/messages', { max_tokens: 2, messages: [{ role: 'user', content: 'again' }] });
+    assert.equal(r.status, 200);
+    assert.equal(r.json.content[0].text, 'tok1 tok2');
+    const h = await getJSON(srv, '/health');
+    assert.equal(h.status, 200);
+  });
+});
+
+// The thinking budget on a real model (as thinking.test.mjs): make-model's
+// tiny preset has <think> and </think> as tokens and a ChatML template; a
+// logit_bias (strata's chat extension, passed on) of +100 on "<think>"
+// makes every sampled token "<think>", so the blocks are known exactly.
+describe('thinking budget on a real (tiny) model', () => {
+  const T = '<think>';
+  let srv, dir, client, bias;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'strata-msg-'));
+    const model = join(dir, 'tiny.gguf');
+    const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', 'tiny', '--seed', '3'], { encoding: 'utf8' });
+    assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
+    srv = await startServer(['--backend', 'cpu', '-m', model, '-a', 'tiny', '--threads', '1', '-c', '512']);
+    client = new Anthropic({ baseURL: srv.url, apiKey: 'unused', maxRetries: 0 });
+    const tok = await postJSON(srv, '/tokenize', { content: T, with_pieces: true });
+    assert.equal(tok.json.tokens.length, 1, tok.text);
+    bias = { [tok.json.tokens[0].id]: 100 };
+  });
+  after(async () => {
+    await srv?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('thinking.budget_tokens cuts the thinking block at exactly N tokens', async () => {
+    const body = { model: 'tiny', max_tokens: 12, temperature: 0, logit_bias: bias,
+      thinking: { type: 'enabled', budget_tokens: 3 }, messages: [{ role: 'user', content: 'think about it' }] };
+    const m = await client.messages.create(body);
+    assert.equal(m.content[0].type, 'thinking');
+    assert.equal(m.content[0].thinking, T.repeat(3));
+    // 1 opening + 3 reasoning + 3 forced ("\n", "</think>", "\n\n") + 5 answer tokens
+    assert.equal(m.content[1].type, 'text');
+    assert.equal(m.content[1].text, T.repeat(5));
+    assert.equal(m.usage.output_tokens, 12);
+    assert.equal(m.stop_reason, 'max_tokens');
+    const f = await client.messages.stream(body).finalMessage();
+    assert.deepEqual(f.content.map((b) => b.type), ['thinking', 'text']);
+    assert.equal(f.content[0].thinking, T.repeat(3));
+    assert.equal(f.content[1].text, T.repeat(5));
+    // count_tokens on the real template
+    const c = await client.messages.countTokens({ model: 'tiny', messages: body.messages });
+    assert.equal(c.input_tokens, m.usage.input_tokens);
+  });
+});
+
+// SSE keep-alive comments (--sse-keepalive) while a stream waits behind
+// another request (one engine, no --batch): Anthropic's SDK skips them; a
+// failure after the headers (a model load that fails) is an in-stream
+// `error` event in Anthropic's shape, which the SDK raises.
+describe('keep-alives and a failure after the headers', () => {
+  let srv, dir, client;
+  const CONFIG = 'models:\n  - name: alpha\n    preload: true\n  - name: broken\n    path: "fail:disk on fire"\n';
+  const blocker = async () => {
+    const res = await postStream(srv, { model: 'alpha', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'x' }] });
+    const done = res.text();
+    await until(async () => (await getJSON(srv, '/slots')).json.some((s) => s.state === 'decoding'), 5000, 'decoding');
+    return { done };   // (not the promise itself: awaiting blocker() would wait for its end)
+  };
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'strata-msg-ka-'));
+    writeFileSync(join(dir, 'models.yaml'), CONFIG);
+    srv = await startServer(['--config', join(dir, 'models.yaml'), '--sim-decode-tps', '20',
+      '--sim-tokens', '100000', '--sse-keepalive', '1']);
+    client = new Anthropic({ baseURL: srv.url, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    await srv?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('keep-alive comments before the first event; the SDK streams normally', async () => {
+    let { done } = await blocker();
+    const res = await postStream(srv, { model: 'alpha', max_tokens: 3, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(res.status, 200);
+    const blocks = parseSSE(await res.text()).map((e) => e.block);
+    await done;
+    assert.equal(blocks[0], ': keep-alive');
+    const first = blocks.findIndex((b) => !b.startsWith(':'));
+    assert.ok(blocks[first].startsWith('event: message_start\n'), blocks[first]);
+    ({ done } = await blocker());
+    const m = await client.messages.stream({ model: 'alpha', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    assert.equal(m.content[0].text, 'tok1 tok2 tok3 tok4');
+    assert.equal(m.stop_reason, 'max_tokens');
+    await done;
+  });
+
+  test('a model load that fails after the headers: an error event the SDK raises', async () => {
+    const { done } = await blocker();
+    await assert.rejects(client.messages.stream({ model: 'broken', max_tokens: 3,
+      messages: [{ role: 'user', content: 'hi' }] }).finalMessage(), (err) => {
+      assert.ok(err instanceof Anthropic.APIError, String(err));
+      assert.equal(err.status, undefined);   // in the stream, not an HTTP status
+      assert.equal(err.error.type, 'error');
+      assert.equal(err.error.error.type, 'overloaded_error');
+      assert.match(err.error.error.message, /disk on fire/);
+      return true;
+    });
+    await done;
+    // before the headers (nothing queued ahead): a plain 503 in Anthropic's shape
+    const r = await postJSON(srv, '/v1/messages', { model: 'broken', max_tokens: 3, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(r.status, 503);
+    assert.equal(r.json.error.type, 'overloaded_error');
+  });
+});
+
+describe('API keys as the Anthropic SDK sends them (x-api-key)', () => {
+  let srv;
+  before(async () => { srv = await startServer(['--api-key', 'k-anthropic', '--sim-decode-tps', '2000']); });
+  after(async () => { await srv.stop(); });
+
+  test('the right key in x-api-key is enough; a wrong one is a 401 the SDK raises', async () => {
+    const ask = { model: 'default', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] };
+    const good = new Anthropic({ baseURL: srv.url, apiKey: 'k-anthropic', maxRetries: 0 });
+    const m = await good.messages.create(ask);
+    assert.equal(m.type, 'message');
+    const bad = new Anthropic({ baseURL: srv.url, apiKey: 'k-wrong', maxRetries: 0 });
+    await assert.rejects(bad.messages.create(ask), (err) => {
+      assert.ok(err instanceof Anthropic.AuthenticationError, String(err));
+      assert.equal(err.error.error.type, 'authentication_error');
+      return true;
+    });
+  });
+});
