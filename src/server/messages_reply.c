@@ -24,6 +24,8 @@
  * SSE keep-alive comments (keepalive.c) are valid here: Anthropic's SDKs
  * skip comment lines as the SSE format says.
  *
+ * The SSE framing and the walk over chat tool_calls are translate.c's.
+ *
  * Everything runs under call->lock (gen.h); allocation failures mark the
  * generation broken, as the chat renderers do.
  */
@@ -67,11 +69,16 @@ static enum st_status tool_id_json(struct st_buf *o, const char *id)
     return st_json_cstr(o, buf);
 }
 
+/* in: the prompt's tokens, cached: those of them read from the prefix
+ * cache. Anthropic's input_tokens excludes cache reads (a request's input
+ * is input_tokens + cache_creation_input_tokens + cache_read_input_tokens),
+ * so it is in - cached. */
 static enum st_status usage_json(struct st_buf *o, int64_t in, int64_t cached, int64_t out)
 {
+    int64_t fresh = in > cached ? in - cached : 0;
     return st_buf_printf(o, "{\"input_tokens\":%lld,\"cache_creation_input_tokens\":0,"
                          "\"cache_read_input_tokens\":%lld,\"output_tokens\":%lld}",
-                         (long long)in, (long long)cached, (long long)out);
+                         (long long)fresh, (long long)cached, (long long)out);
 }
 
 /* {"id":..,"type":"message","role":"assistant","model":..,"content":[ -- the
@@ -118,9 +125,7 @@ static enum st_status block_json(struct st_buf *o, enum block_kind k, const char
         if (rc == ST_OK)
             rc = tool_id_json(o, id);
         if (rc == ST_OK)
-            rc = st_buf_append(o, ST_LIT(",\"name\":"));
-        if (rc == ST_OK)
-            rc = st_json_str(o, text, len);
+            rc = st_tr_json_member(o, "name", text, len);
         if (rc == ST_OK)
             rc = st_buf_printf(o, ",\"input\":%s}", input ? input : "{}");
         return rc;
@@ -136,23 +141,11 @@ static enum st_status block_json(struct st_buf *o, enum block_kind k, const char
 
 /* ---- stream events ---------------------------------------------------------------- */
 
-/* Frame "event: <type>\ndata: {"type":"<type>"<body>}\n\n"; body's members
- * each start with a comma. */
+/* "event: <type>\ndata: {"type":"<type>"<body>}\n\n"; body's members each
+ * start with a comma. */
 static enum st_status event(struct st_gen *g, const char *type, const struct st_buf *body)
 {
-    struct st_buf j;
-    st_buf_init(&j);
-    enum st_status rc = st_buf_printf(&j, "{\"type\":\"%s\"", type);
-    if (rc == ST_OK && body && body->len)
-        rc = st_buf_append(&j, body->data, body->len);
-    if (rc == ST_OK)
-        rc = st_buf_append(&j, ST_LIT("}"));
-    if (rc == ST_OK)
-        rc = st_buf_printf(&g->out, "event: %s\n", type);
-    if (rc == ST_OK)
-        rc = st_sse_data(&g->out, j.data, j.len);
-    st_buf_fini(&j);
-    return rc;
+    return st_tr_sse_event(&g->out, type, -1, body);
 }
 
 static enum st_status ensure_started(struct st_gen *g, const struct st_gen_choice *ch)
@@ -323,35 +316,29 @@ static void msg_stream_end(struct st_gen *g, struct st_gen_choice *ch,
 /* The chat tool_calls array (our own JSON, gen_reply.c) as tool_use blocks;
  * arguments that are not a JSON object become input {} (the model wrote
  * something else: the text is lost, as no Anthropic field can carry it). */
+struct calls_out {
+    struct st_buf *o;
+    bool first;   /* no block written before */
+};
+
+static enum st_status add_call(void *ctx, const char *id, const char *name, const char *args)
+{
+    struct calls_out *co = ctx;
+    cJSON *in = cJSON_Parse(args);
+    char *input = cJSON_IsObject(in) ? cJSON_PrintUnformatted(in) : NULL;
+    enum st_status rc = co->first ? ST_OK : st_buf_append(co->o, ST_LIT(","));
+    co->first = false;
+    if (rc == ST_OK)
+        rc = block_json(co->o, BLOCK_TOOL, name, strlen(name), id, input);
+    cJSON_free(input);
+    cJSON_Delete(in);
+    return rc;
+}
+
 static enum st_status add_calls(struct st_buf *o, bool first, const char *calls, size_t len)
 {
-    cJSON *arr = cJSON_ParseWithLength(calls, len);
-    if (!arr)
-        return ST_ERR_NOMEM;   /* we wrote it: only an allocation can fail */
-    enum st_status rc = ST_OK;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, arr) {
-        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-        const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-        if (!cJSON_IsString(id) || !cJSON_IsString(name) || !cJSON_IsString(args))
-            continue;
-        cJSON *in = cJSON_Parse(args->valuestring);
-        char *input = cJSON_IsObject(in) ? cJSON_PrintUnformatted(in) : NULL;
-        if (!first)
-            rc = st_buf_append(o, ST_LIT(","));
-        first = false;
-        if (rc == ST_OK)
-            rc = block_json(o, BLOCK_TOOL, name->valuestring, strlen(name->valuestring),
-                            id->valuestring, input);
-        cJSON_free(input);
-        cJSON_Delete(in);
-        if (rc != ST_OK)
-            break;
-    }
-    cJSON_Delete(arr);
-    return rc;
+    struct calls_out co = { .o = o, .first = first };
+    return st_tr_each_call(calls, len, add_call, &co);
 }
 
 static enum st_status msg_body(struct st_buf *out, const struct st_gen *g,

@@ -26,7 +26,9 @@
  *   extensions seed, min_p, cache_prompt, logit_bias) -> as they are
  * Every other field (metadata, service_tier, ...) is ignored. A 400 from the
  * chat parser names the Messages field (stop_sequences, thinking.budget_tokens,
- * tools[i].input_schema, ...), never the chat field it became.
+ * tools[i].input_schema, ...), never the chat field it became. The pieces
+ * shared with /v1/responses (chat messages, tool calls, the parse path):
+ * translate.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,29 +41,6 @@ static const char *const passed[] = {
     "model", "stream", "temperature", "top_p", "top_k", "priority", "seed", "min_p",
     "cache_prompt", "logit_bias", "max_tokens",
 };
-
-static enum st_status nomem(struct st_api_error *e)
-{
-    return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
-}
-
-static enum st_status bad(struct st_api_error *e, const char *param, const char *msg)
-{
-    return st_api_error_set(e, ST_ERR_INVALID, param, NULL, "%s", msg);
-}
-
-static bool add_msg(cJSON *msgs, const char *role, const char *content, cJSON **out)
-{
-    cJSON *m = cJSON_CreateObject();
-    if (!m || !cJSON_AddItemToArray(msgs, m)) {
-        cJSON_Delete(m);
-        return false;
-    }
-    if (out)
-        *out = m;
-    return cJSON_AddStringToObject(m, "role", role) &&
-           cJSON_AddStringToObject(m, "content", content);
-}
 
 /* The type of a block, or NULL when it is not an object with a string type. */
 static const char *block_type(const cJSON *b)
@@ -92,7 +71,7 @@ static enum st_status join_text(const cJSON *blocks, const char *where, const ch
             return st_api_error_set(e, ST_ERR_INVALID, param, NULL,
                                     "%s[%zu].text: expected a string.", where, j);
         if (st_buf_append(b, text->valuestring, strlen(text->valuestring)) != ST_OK)
-            return nomem(e);
+            return st_tr_nomem(e);
         j++;
     }
     return ST_OK;
@@ -104,7 +83,7 @@ static enum st_status text_of(const cJSON *v, const char *where, const char *par
 {
     if (cJSON_IsString(v))
         return st_buf_append(b, v->valuestring, strlen(v->valuestring)) == ST_OK ? ST_OK
-                                                                                 : nomem(e);
+                                                                                 : st_tr_nomem(e);
     if (cJSON_IsArray(v))
         return join_text(v, where, param, b, e);
     return st_api_error_set(e, ST_ERR_INVALID, param, NULL,
@@ -131,19 +110,11 @@ static enum st_status tool_use(struct turn *t, const cJSON *blk, size_t j,
                                 "messages[%zu].content[%zu]: a tool_use block needs a string "
                                 "'id', a string 'name' and an object 'input'.", t->i, j);
     if (!t->calls && !(t->calls = cJSON_CreateArray()))
-        return nomem(e);
+        return st_tr_nomem(e);
     char *args = cJSON_PrintUnformatted(input);
-    cJSON *c = cJSON_CreateObject(), *fn = NULL;
-    bool ok = args && c && cJSON_AddItemToArray(t->calls, c);
-    if (!ok)
-        cJSON_Delete(c);
-    ok = ok && cJSON_AddStringToObject(c, "id", id->valuestring) &&
-         cJSON_AddStringToObject(c, "type", "function") &&
-         (fn = cJSON_AddObjectToObject(c, "function")) &&
-         cJSON_AddStringToObject(fn, "name", name->valuestring) &&
-         cJSON_AddStringToObject(fn, "arguments", args);
+    bool ok = args && st_tr_add_call(t->calls, id->valuestring, name->valuestring, args);
     cJSON_free(args);
-    return ok ? ST_OK : nomem(e);
+    return ok ? ST_OK : st_tr_nomem(e);
 }
 
 static enum st_status tool_result(const struct turn *t, const cJSON *blk, size_t j, cJSON *msgs,
@@ -161,13 +132,13 @@ static enum st_status tool_result(const struct turn *t, const cJSON *blk, size_t
     st_buf_init(&b);
     enum st_status rc = ST_OK;
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(blk, "is_error")))
-        rc = st_buf_append(&b, ST_LIT("Error: ")) == ST_OK ? ST_OK : nomem(e);
+        rc = st_buf_append(&b, ST_LIT("Error: ")) == ST_OK ? ST_OK : st_tr_nomem(e);
     if (rc == ST_OK && content)
         rc = text_of(content, where, "messages", &b, e);
     cJSON *m = NULL;
-    if (rc == ST_OK && (!add_msg(msgs, "tool", b.data ? b.data : "", &m) ||
+    if (rc == ST_OK && (!st_tr_add_msg(msgs, "tool", b.data ? b.data : "", &m) ||
                         !cJSON_AddStringToObject(m, "tool_call_id", id->valuestring)))
-        rc = nomem(e);
+        rc = st_tr_nomem(e);
     st_buf_fini(&b);
     return rc;
 }
@@ -187,7 +158,7 @@ static enum st_status block(struct turn *t, const cJSON *blk, size_t j, cJSON *m
                                     "messages[%zu].content[%zu].text: expected a string.", t->i,
                                     j);
         return st_buf_append(&t->text, text->valuestring, strlen(text->valuestring)) == ST_OK
-                   ? ST_OK : nomem(e);
+                   ? ST_OK : st_tr_nomem(e);
     }
     if (!t->user && strcmp(type, "tool_use") == 0)
         return tool_use(t, blk, j, e);
@@ -217,7 +188,8 @@ static enum st_status turn(const cJSON *m, size_t i, cJSON *msgs, struct st_api_
                                 "messages[%zu].content: expected a string or an array of "
                                 "content blocks.", i);
     if (cJSON_IsString(content))
-        return add_msg(msgs, role->valuestring, content->valuestring, NULL) ? ST_OK : nomem(e);
+        return st_tr_add_msg(msgs, role->valuestring, content->valuestring, NULL)
+                   ? ST_OK : st_tr_nomem(e);
     struct turn t = { .i = i, .user = strcmp(role->valuestring, "user") == 0 };
     st_buf_init(&t.text);
     enum st_status rc = ST_OK;
@@ -232,13 +204,13 @@ static enum st_status turn(const cJSON *m, size_t i, cJSON *msgs, struct st_api_
     /* a user turn of tool results alone adds no user message */
     cJSON *msg = NULL;
     if (rc == ST_OK && (t.text.len || !results) &&
-        !add_msg(msgs, role->valuestring, t.text.data ? t.text.data : "", &msg))
-        rc = nomem(e);
+        !st_tr_add_msg(msgs, role->valuestring, t.text.data ? t.text.data : "", &msg))
+        rc = st_tr_nomem(e);
     if (rc == ST_OK && t.calls) {
         if (cJSON_AddItemToObject(msg, "tool_calls", t.calls))
             t.calls = NULL;
         else
-            rc = nomem(e);
+            rc = st_tr_nomem(e);
     }
     cJSON_Delete(t.calls);
     st_buf_fini(&t.text);
@@ -250,30 +222,23 @@ static enum st_status build_messages(const cJSON *root, cJSON *chat, struct st_a
     const cJSON *sys = st_oai_field(root, "system");
     const cJSON *in = st_oai_field(root, "messages");
     if (!in)
-        return bad(e, "messages", "messages: Field required.");
+        return st_tr_bad(e, "messages", "messages: Field required.");
     if (!cJSON_IsArray(in) || cJSON_GetArraySize(in) == 0)
-        return bad(e, "messages", "messages: expected a non-empty array of messages.");
+        return st_tr_bad(e, "messages", "messages: expected a non-empty array of messages.");
     cJSON *msgs = cJSON_AddArrayToObject(chat, "messages");
     if (!msgs)
-        return nomem(e);
+        return st_tr_nomem(e);
     if (sys) {
         struct st_buf b;
         st_buf_init(&b);
         enum st_status rc = text_of(sys, "system", "system", &b, e);
-        if (rc == ST_OK && !add_msg(msgs, "system", b.data ? b.data : "", NULL))
-            rc = nomem(e);
+        if (rc == ST_OK && !st_tr_add_msg(msgs, "system", b.data ? b.data : "", NULL))
+            rc = st_tr_nomem(e);
         st_buf_fini(&b);
         if (rc != ST_OK)
             return rc;
     }
-    size_t i = 0;
-    const cJSON *m;
-    cJSON_ArrayForEach(m, in) {
-        enum st_status rc = turn(m, i++, msgs, e);
-        if (rc != ST_OK)
-            return rc;
-    }
-    return ST_OK;
+    return st_tr_each(in, turn, msgs, e);
 }
 
 /* ---- tools, tool_choice ------------------------------------------------------ */
@@ -300,20 +265,14 @@ static enum st_status tool(const cJSON *t, size_t i, cJSON *out, struct st_api_e
     if (desc && !cJSON_IsString(desc))
         return st_api_error_set(e, ST_ERR_INVALID, "tools", NULL,
                                 "tools[%zu].description: expected a string.", i);
-    cJSON *c = cJSON_CreateObject();
-    if (!c || !cJSON_AddItemToArray(out, c)) {
-        cJSON_Delete(c);
-        return nomem(e);
-    }
-    cJSON *fn = cJSON_AddObjectToObject(c, "function");
-    if (!fn || !cJSON_AddStringToObject(c, "type", "function") ||
-        !cJSON_AddStringToObject(fn, "name", name->valuestring) ||
+    cJSON *fn = st_tr_add_tool(out);
+    if (!fn || !cJSON_AddStringToObject(fn, "name", name->valuestring) ||
         (desc && !cJSON_AddStringToObject(fn, "description", desc->valuestring)))
-        return nomem(e);
+        return st_tr_nomem(e);
     cJSON *p = cJSON_Duplicate(schema, true);
     if (!p || !cJSON_AddItemToObject(fn, "parameters", p)) {
         cJSON_Delete(p);
-        return nomem(e);
+        return st_tr_nomem(e);
     }
     return ST_OK;
 }
@@ -333,39 +292,22 @@ static enum st_status tool_choice(const cJSON *root, cJSON *chat, struct st_api_
         to = strcmp(type, map[i][0]) == 0 ? map[i][1] : to;
     bool named = type && strcmp(type, "tool") == 0;
     if ((!to && !named) || (named && !cJSON_IsString(name)) || (dp && !cJSON_IsBool(dp)))
-        return bad(e, "tool_choice", "tool_choice: expected {\"type\": \"auto\" | \"any\" | "
-                                     "\"none\"} or {\"type\": \"tool\", \"name\": ...}, with an "
-                                     "optional boolean 'disable_parallel_tool_use'.");
+        return st_tr_bad(e, "tool_choice",
+                         "tool_choice: expected {\"type\": \"auto\" | \"any\" | "
+                         "\"none\"} or {\"type\": \"tool\", \"name\": ...}, with an "
+                         "optional boolean 'disable_parallel_tool_use'.");
     if (dp && !cJSON_AddBoolToObject(chat, "parallel_tool_calls", !cJSON_IsTrue(dp)))
-        return nomem(e);
+        return st_tr_nomem(e);
     if (to)
-        return cJSON_AddStringToObject(chat, "tool_choice", to) ? ST_OK : nomem(e);
-    cJSON *o = cJSON_AddObjectToObject(chat, "tool_choice");
-    cJSON *fn = o ? cJSON_AddObjectToObject(o, "function") : NULL;
-    if (!fn || !cJSON_AddStringToObject(o, "type", "function") ||
-        !cJSON_AddStringToObject(fn, "name", name->valuestring))
-        return nomem(e);
-    return ST_OK;
+        return cJSON_AddStringToObject(chat, "tool_choice", to) ? ST_OK : st_tr_nomem(e);
+    return st_tr_named_choice(chat, name->valuestring, e);
 }
 
 static enum st_status build_tools(const cJSON *root, cJSON *chat, struct st_api_error *e)
 {
-    const cJSON *tools = st_oai_field(root, "tools");
-    if (tools) {
-        if (!cJSON_IsArray(tools))
-            return bad(e, "tools", "tools: expected an array.");
-        cJSON *out = cJSON_AddArrayToObject(chat, "tools");
-        if (!out)
-            return nomem(e);
-        size_t i = 0;
-        const cJSON *t;
-        cJSON_ArrayForEach(t, tools) {
-            enum st_status rc = tool(t, i++, out, e);
-            if (rc != ST_OK)
-                return rc;
-        }
-    }
-    return tool_choice(root, chat, e);
+    enum st_status rc = st_tr_tools(st_oai_field(root, "tools"), tool, "tools: expected an array.",
+                                    chat, e);
+    return rc == ST_OK ? tool_choice(root, chat, e) : rc;
 }
 
 /* ---- stop_sequences, thinking ------------------------------------------------- */
@@ -375,11 +317,11 @@ static enum st_status build_misc(const cJSON *root, cJSON *chat, struct st_api_e
     const cJSON *stop = st_oai_field(root, "stop_sequences");
     if (stop) {
         if (!cJSON_IsArray(stop))
-            return bad(e, "stop_sequences", "stop_sequences: expected an array of strings.");
+            return st_tr_bad(e, "stop_sequences", "stop_sequences: expected an array of strings.");
         cJSON *d = cJSON_Duplicate(stop, true);   /* the chat parser checks the members */
         if (!d || !cJSON_AddItemToObject(chat, "stop", d)) {
             cJSON_Delete(d);
-            return nomem(e);
+            return st_tr_nomem(e);
         }
     }
     const cJSON *th = st_oai_field(root, "thinking");
@@ -390,58 +332,53 @@ static enum st_status build_misc(const cJSON *root, cJSON *chat, struct st_api_e
         int64_t n = 0;
         bool has = false;
         if (st_oai_get_int(th, "budget_tokens", 0, INT32_MAX, &n, &has, e) != ST_OK || !has)
-            return bad(e, "thinking.budget_tokens", "thinking.budget_tokens: expected an "
-                                                    "integer >= 0 (required with type "
-                                                    "\"enabled\").");
-        return cJSON_AddNumberToObject(chat, "thinking_budget", (double)n) ? ST_OK : nomem(e);
+            return st_tr_bad(e, "thinking.budget_tokens", "thinking.budget_tokens: expected an "
+                                                          "integer >= 0 (required with type "
+                                                          "\"enabled\").");
+        return cJSON_AddNumberToObject(chat, "thinking_budget", (double)n) ? ST_OK : st_tr_nomem(e);
     }
     if (type && strcmp(type, "disabled") == 0) {
         cJSON *kw = cJSON_AddObjectToObject(chat, "chat_template_kwargs");
-        return kw && cJSON_AddFalseToObject(kw, "enable_thinking") ? ST_OK : nomem(e);
+        return kw && cJSON_AddFalseToObject(kw, "enable_thinking") ? ST_OK : st_tr_nomem(e);
     }
     if (type && strcmp(type, "adaptive") == 0)
         return ST_OK;   /* the model decides: as without the field */
-    return bad(e, "thinking", "thinking: expected {\"type\": \"enabled\", \"budget_tokens\": N}, "
-                              "{\"type\": \"disabled\"} or {\"type\": \"adaptive\"}.");
+    return st_tr_bad(e, "thinking",
+                     "thinking: expected {\"type\": \"enabled\", \"budget_tokens\": N}, "
+                     "{\"type\": \"disabled\"} or {\"type\": \"adaptive\"}.");
+}
+
+/* The fields passed to the chat parser as they are. */
+static enum st_status copy_passed(const cJSON *root, cJSON *chat, struct st_api_error *e)
+{
+    for (size_t i = 0; i < ST_ARRAY_LEN(passed); i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, passed[i]);
+        cJSON *d = v ? cJSON_Duplicate(v, true) : NULL;
+        if (v && (!d || !cJSON_AddItemToObject(chat, passed[i], d))) {
+            cJSON_Delete(d);
+            return st_tr_nomem(e);
+        }
+    }
+    return ST_OK;
 }
 
 /* need_max: max_tokens is required (a message; count_tokens takes none). */
 static enum st_status translate(const cJSON *root, bool need_max, char **chat_json,
                                 struct st_api_error *e)
 {
+    static const st_tr_step_fn steps[] = { copy_passed, build_messages, build_tools,
+                                           build_misc };
     *chat_json = NULL;
     if (need_max && !st_oai_field(root, "max_tokens"))
-        return bad(e, "max_tokens", "max_tokens: Field required.");
+        return st_tr_bad(e, "max_tokens", "max_tokens: Field required.");
     int64_t max = 0;
     enum st_status rc = st_oai_get_int(root, "max_tokens", 1, INT32_MAX, &max, NULL, e);
     if (rc != ST_OK)
         return rc;
     cJSON *chat = cJSON_CreateObject();
     if (!chat)
-        return nomem(e);
-    for (size_t i = 0; i < ST_ARRAY_LEN(passed) && rc == ST_OK; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, passed[i]);
-        cJSON *d = v ? cJSON_Duplicate(v, true) : NULL;
-        if (v && (!d || !cJSON_AddItemToObject(chat, passed[i], d))) {
-            cJSON_Delete(d);
-            rc = nomem(e);
-        }
-    }
-    if (rc == ST_OK)
-        rc = build_messages(root, chat, e);
-    if (rc == ST_OK)
-        rc = build_tools(root, chat, e);
-    if (rc == ST_OK)
-        rc = build_misc(root, chat, e);
-    if (rc == ST_OK) {
-        char *p = cJSON_PrintUnformatted(chat);
-        *chat_json = p ? st_str_dup(st_str_c(p)) : NULL;
-        cJSON_free(p);
-        if (!*chat_json)
-            rc = nomem(e);
-    }
-    cJSON_Delete(chat);
-    return rc;
+        return st_tr_nomem(e);
+    return st_tr_build(root, chat, steps, ST_ARRAY_LEN(steps), chat_json, e);
 }
 
 enum st_status st_msg_translate_tree(const cJSON *root, char **chat_json,
@@ -451,21 +388,6 @@ enum st_status st_msg_translate_tree(const cJSON *root, char **chat_json,
 }
 
 /* ---- the chat parser's errors, renamed ----------------------------------------- */
-
-/* Replace every "from" in s (cap bytes) with "to". */
-static void replace_all(char *s, size_t cap, const char *from, const char *to)
-{
-    size_t fl = strlen(from), tl = strlen(to);
-    char *p = s;
-    while ((p = strstr(p, from)) != NULL) {
-        size_t rest = strlen(p + fl);
-        if ((size_t)(p - s) + tl + rest + 1 > cap)
-            return;
-        memmove(p + tl, p + fl, rest + 1);
-        memcpy(p, to, tl);
-        p += tl;
-    }
-}
 
 /* "messages[N]" -> "messages": chat's indices count the system and tool
  * messages the translation added, so they would point at the wrong turn. */
@@ -494,46 +416,31 @@ void st_msg_rename_error(struct st_api_error *e)
     };
     if (strcmp(e->param, "stop") == 0 || strncmp(e->param, "stop[", 5) == 0)
         snprintf(e->param, sizeof(e->param), "stop_sequences");
-    for (size_t i = 0; i < ST_ARRAY_LEN(map); i++) {
-        replace_all(e->message, sizeof(e->message), map[i][0], map[i][1]);
-        replace_all(e->param, sizeof(e->param), map[i][0], map[i][1]);
-    }
+    st_tr_rename(e, map, ST_ARRAY_LEN(map));
     drop_message_index(e->message);
     drop_message_index(e->param);
 }
 
-static enum st_status parse(const char *body, size_t len, bool need_max,
-                            struct st_oai_request *oq, struct st_api_error *e)
+/* ctx: a bool, max_tokens required (false for count_tokens). */
+static enum st_status translate_cb(const cJSON *root, void *ctx, char **chat_json,
+                                   struct st_api_error *e)
 {
-    st_oai_request_init(oq);
-    oq->kind = ST_OAI_CHAT;
-    cJSON *root = NULL;
-    char *chat = NULL;
-    enum st_status rc = st_oai_json_root(body, len, &root, e);
-    if (rc == ST_OK)
-        rc = translate(root, need_max, &chat, e);
-    if (rc == ST_OK) {
-        rc = st_oai_parse(ST_OAI_CHAT, chat, strlen(chat), oq, e);
-        if (rc != ST_OK)
-            st_msg_rename_error(e);
-    }
-    free(chat);
-    cJSON_Delete(root);
-    if (rc != ST_OK) {
-        st_oai_request_fini(oq);
-        oq->kind = ST_OAI_CHAT;
-    }
-    return rc;
+    return translate(root, *(const bool *)ctx, chat_json, e);
 }
+
+static const struct st_tr_api api = { .translate = translate_cb,
+                                      .rename = st_msg_rename_error };
 
 enum st_status st_msg_parse(const char *body, size_t len, struct st_oai_request *oq,
                             struct st_api_error *e)
 {
-    return parse(body, len, true, oq, e);
+    bool need_max = true;
+    return st_tr_parse(body, len, &api, &need_max, oq, e);
 }
 
 enum st_status st_msg_parse_count(const char *body, size_t len, struct st_oai_request *oq,
                                   struct st_api_error *e)
 {
-    return parse(body, len, false, oq, e);
+    bool need_max = false;
+    return st_tr_parse(body, len, &api, &need_max, oq, e);
 }

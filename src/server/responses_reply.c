@@ -141,13 +141,9 @@ static enum st_status item_json(struct st_buf *o, enum item_kind k, const char *
         if (rc == ST_OK)
             rc = st_json_cstr(o, call_id);
         if (rc == ST_OK)
-            rc = st_buf_append(o, ST_LIT(",\"name\":"));
+            rc = st_tr_json_member(o, "name", name, name_len);
         if (rc == ST_OK)
-            rc = st_json_str(o, name, name_len);
-        if (rc == ST_OK)
-            rc = st_buf_append(o, ST_LIT(",\"arguments\":"));
-        if (rc == ST_OK)
-            rc = st_json_str(o, shell ? "" : text, shell ? 0 : len);
+            rc = st_tr_json_member(o, "arguments", shell ? "" : text, shell ? 0 : len);
     } else if (rc == ST_OK && !shell) {
         rc = part_json(o, k, text, len);
         if (rc == ST_OK)
@@ -233,21 +229,7 @@ static enum st_status obj_json(struct st_buf *o, const struct st_gen *g, const s
  * 'body' holds the event's other members, each led by a comma. */
 static enum st_status event(struct st_gen *g, const char *type, const struct st_buf *body)
 {
-    struct st_resp *r = resp_of(g);
-    struct st_buf j;
-    st_buf_init(&j);
-    enum st_status rc = st_buf_printf(&j, "{\"type\":\"%s\",\"sequence_number\":%lld", type,
-                                      (long long)r->seq++);
-    if (rc == ST_OK && body && body->len)
-        rc = st_buf_append(&j, body->data, body->len);
-    if (rc == ST_OK)
-        rc = st_buf_append(&j, ST_LIT("}"));
-    if (rc == ST_OK)
-        rc = st_buf_printf(&g->out, "event: %s\n", type);
-    if (rc == ST_OK)
-        rc = st_sse_data(&g->out, j.data, j.len);
-    st_buf_fini(&j);
-    return rc;
+    return st_tr_sse_event(&g->out, type, resp_of(g)->seq++, body);
 }
 
 /* An event whose members are ,"response":{the response object}. */
@@ -509,29 +491,24 @@ static enum st_status add_item(struct st_buf *items, int32_t *n, enum item_kind 
                        : rc;
 }
 
+struct calls_out {
+    struct st_buf *items;
+    int32_t *n;
+    const char *status;
+};
+
+static enum st_status add_call(void *ctx, const char *id, const char *name, const char *args)
+{
+    struct calls_out *co = ctx;
+    return add_item(co->items, co->n, ITEM_CALL, id, name, args, strlen(args), co->status);
+}
+
 /* The chat tool_calls array (our own JSON, gen_reply.c) as function_call items. */
 static enum st_status add_calls(struct st_buf *items, int32_t *n, const char *calls, size_t len,
                                 const char *status)
 {
-    cJSON *arr = cJSON_ParseWithLength(calls, len);
-    if (!arr)
-        return ST_ERR_NOMEM;   /* we wrote it: only an allocation can fail */
-    enum st_status rc = ST_OK;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, arr) {
-        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-        const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-        if (!cJSON_IsString(id) || !cJSON_IsString(name) || !cJSON_IsString(args))
-            continue;
-        rc = add_item(items, n, ITEM_CALL, id->valuestring, name->valuestring,
-                      args->valuestring, strlen(args->valuestring), status);
-        if (rc != ST_OK)
-            break;
-    }
-    cJSON_Delete(arr);
-    return rc;
+    struct calls_out co = { .items = items, .n = n, .status = status };
+    return st_tr_each_call(calls, len, add_call, &co);
 }
 
 enum st_status st_resp_body(struct st_buf *out, const struct st_gen *g,

@@ -30,7 +30,9 @@
  * than function, input items that need stored state or are not text.
  *
  * A 400 from the chat parser names the Responses field (max_output_tokens,
- * text.format, input, tools), never the chat field it became.
+ * text.format, input, tools), never the chat field it became. The pieces
+ * shared with /v1/messages (chat messages, tool calls, the parse path):
+ * translate.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,16 +48,6 @@ static const char *const dropped[] = {
     "stream_options", "metadata", "store", "include", "previous_response_id", "conversation",
     "background", "truncation", "service_tier", "max_tool_calls", "functions",
 };
-
-static enum st_status nomem(struct st_api_error *e)
-{
-    return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
-}
-
-static enum st_status bad(struct st_api_error *e, const char *param, const char *msg)
-{
-    return st_api_error_set(e, ST_ERR_INVALID, param, NULL, "%s", msg);
-}
 
 /* ---- input items -> messages ------------------------------------------- */
 
@@ -85,7 +77,7 @@ static enum st_status join_parts(const cJSON *parts, size_t idx, struct st_buf *
                                     "Invalid content part input[%zu].content[%zu]: '%s' must be a "
                                     "string.", idx, pi, refusal ? "refusal" : "text");
         if (st_buf_append(b, text->valuestring, strlen(text->valuestring)) != ST_OK)
-            return nomem(e);
+            return st_tr_nomem(e);
         pi++;
     }
     return ST_OK;
@@ -100,7 +92,7 @@ static enum st_status add_text(cJSON *msg, const char *key, const cJSON *v, size
     enum st_status rc = ST_OK;
     if (cJSON_IsString(v))
         rc = st_buf_append(&b, v->valuestring, strlen(v->valuestring)) == ST_OK ? ST_OK
-                                                                                : nomem(e);
+                                                                                : st_tr_nomem(e);
     else if (cJSON_IsArray(v))
         rc = join_parts(v, idx, &b, e);
     else
@@ -108,7 +100,7 @@ static enum st_status add_text(cJSON *msg, const char *key, const cJSON *v, size
                               "Invalid 'input[%zu].%s': expected a string or an array of text "
                               "parts.", idx, what);
     if (rc == ST_OK && !cJSON_AddStringToObject(msg, key, b.data ? b.data : ""))
-        rc = nomem(e);
+        rc = st_tr_nomem(e);
     st_buf_fini(&b);
     return rc;
 }
@@ -127,13 +119,9 @@ static enum st_status message_item(const cJSON *it, size_t idx, cJSON *msgs,
         return st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
                                 "Invalid 'input[%zu].role': expected one of user, assistant, "
                                 "system, developer.", idx);
-    cJSON *m = cJSON_CreateObject();
-    if (!m || !cJSON_AddItemToArray(msgs, m)) {
-        cJSON_Delete(m);
-        return nomem(e);
-    }
-    if (!cJSON_AddStringToObject(m, "role", role->valuestring))
-        return nomem(e);
+    cJSON *m = NULL;
+    if (!st_tr_add_msg(msgs, role->valuestring, NULL, &m))
+        return st_tr_nomem(e);
     return add_text(m, "content", cJSON_GetObjectItemCaseSensitive(it, "content"), idx,
                     "content", e);
 }
@@ -158,15 +146,8 @@ static cJSON *assistant_for_call(cJSON *msgs)
     const cJSON *role = last ? cJSON_GetObjectItemCaseSensitive(last, "role") : NULL;
     if (cJSON_IsString(role) && strcmp(role->valuestring, "assistant") == 0)
         return last;
-    cJSON *m = cJSON_CreateObject();
-    if (!m || !cJSON_AddItemToArray(msgs, m)) {
-        cJSON_Delete(m);
-        return NULL;
-    }
-    if (!cJSON_AddStringToObject(m, "role", "assistant") ||
-        !cJSON_AddStringToObject(m, "content", ""))
-        return NULL;
-    return m;
+    cJSON *m = NULL;
+    return st_tr_add_msg(msgs, "assistant", "", &m) ? m : NULL;
 }
 
 static enum st_status call_item(const cJSON *it, size_t idx, cJSON *msgs,
@@ -185,23 +166,11 @@ static enum st_status call_item(const cJSON *it, size_t idx, cJSON *msgs,
         return rc;
     cJSON *m = assistant_for_call(msgs);
     if (!m)
-        return nomem(e);
+        return st_tr_nomem(e);
     cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
     if (!calls && !(calls = cJSON_AddArrayToObject(m, "tool_calls")))
-        return nomem(e);
-    cJSON *c = cJSON_CreateObject();
-    if (!c || !cJSON_AddItemToArray(calls, c)) {
-        cJSON_Delete(c);
-        return nomem(e);
-    }
-    cJSON *fn;
-    if (!cJSON_AddStringToObject(c, "id", call_id) ||
-        !cJSON_AddStringToObject(c, "type", "function") ||
-        !(fn = cJSON_AddObjectToObject(c, "function")) ||
-        !cJSON_AddStringToObject(fn, "name", name) ||
-        !cJSON_AddStringToObject(fn, "arguments", args->valuestring))
-        return nomem(e);
-    return ST_OK;
+        return st_tr_nomem(e);
+    return st_tr_add_call(calls, call_id, name, args->valuestring) ? ST_OK : st_tr_nomem(e);
 }
 
 static enum st_status output_item(const cJSON *it, size_t idx, cJSON *msgs,
@@ -211,14 +180,10 @@ static enum st_status output_item(const cJSON *it, size_t idx, cJSON *msgs,
     enum st_status rc = need_str(it, "call_id", idx, &call_id, e);
     if (rc != ST_OK)
         return rc;
-    cJSON *m = cJSON_CreateObject();
-    if (!m || !cJSON_AddItemToArray(msgs, m)) {
-        cJSON_Delete(m);
-        return nomem(e);
-    }
-    if (!cJSON_AddStringToObject(m, "role", "tool") ||
+    cJSON *m = NULL;
+    if (!st_tr_add_msg(msgs, "tool", NULL, &m) ||
         !cJSON_AddStringToObject(m, "tool_call_id", call_id))
-        return nomem(e);
+        return st_tr_nomem(e);
     return add_text(m, "content", cJSON_GetObjectItemCaseSensitive(it, "output"), idx, "output",
                     e);
 }
@@ -257,56 +222,29 @@ static enum st_status build_messages(const cJSON *root, cJSON *chat, struct st_a
     const cJSON *ins = st_oai_field(root, "instructions");
     const cJSON *in = st_oai_field(root, "input");
     if (ins && !cJSON_IsString(ins))
-        return bad(e, "instructions", "Invalid type for 'instructions': expected a string.");
+        return st_tr_bad(e, "instructions", "Invalid type for 'instructions': expected a string.");
     if (!in)
-        return bad(e, "input", "Missing required parameter: 'input'.");
+        return st_tr_bad(e, "input", "Missing required parameter: 'input'.");
     if (!cJSON_IsString(in) && !cJSON_IsArray(in))
-        return bad(e, "input", "Invalid type for 'input': expected a string or an array of "
-                               "input items.");
+        return st_tr_bad(e, "input", "Invalid type for 'input': expected a string or an array of "
+                                     "input items.");
     cJSON *msgs = cJSON_AddArrayToObject(chat, "messages");
     if (!msgs)
-        return nomem(e);
-    if (ins) {
-        cJSON *m = cJSON_CreateObject();
-        if (!m || !cJSON_AddItemToArray(msgs, m) || !cJSON_AddStringToObject(m, "role", "system") ||
-            !cJSON_AddStringToObject(m, "content", ins->valuestring))
-            return nomem(e);
-    }
-    if (cJSON_IsString(in)) {
-        cJSON *m = cJSON_CreateObject();
-        if (!m || !cJSON_AddItemToArray(msgs, m) || !cJSON_AddStringToObject(m, "role", "user") ||
-            !cJSON_AddStringToObject(m, "content", in->valuestring))
-            return nomem(e);
-        return ST_OK;
-    }
-    size_t idx = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, in) {
-        enum st_status rc = input_item(it, idx++, msgs, e);
-        if (rc != ST_OK)
-            return rc;
-    }
+        return st_tr_nomem(e);
+    if (ins && !st_tr_add_msg(msgs, "system", ins->valuestring, NULL))
+        return st_tr_nomem(e);
+    if (cJSON_IsString(in))
+        return st_tr_add_msg(msgs, "user", in->valuestring, NULL) ? ST_OK : st_tr_nomem(e);
+    enum st_status rc = st_tr_each(in, input_item, msgs, e);
+    if (rc != ST_OK)
+        return rc;
     if (cJSON_GetArraySize(msgs) == 0)
-        return bad(e, "input", "Invalid 'input': no message to answer (an empty array, or "
-                               "reasoning items only).");
+        return st_tr_bad(e, "input", "Invalid 'input': no message to answer (an empty array, or "
+                                     "reasoning items only).");
     return ST_OK;
 }
 
 /* ---- tools, tool_choice ------------------------------------------------- */
-
-/* Copy member 'key' of 'from' (when present and not null) into 'to'. */
-static bool copy_member(const cJSON *from, const char *key, cJSON *to)
-{
-    const cJSON *v = st_oai_field(from, key);
-    if (!v)
-        return true;
-    cJSON *d = cJSON_Duplicate(v, true);
-    if (!d || !cJSON_AddItemToObject(to, key, d)) {
-        cJSON_Delete(d);
-        return false;
-    }
-    return true;
-}
 
 static enum st_status tool_item(const cJSON *t, size_t i, cJSON *out, struct st_api_error *e)
 {
@@ -332,52 +270,30 @@ static enum st_status tool_item(const cJSON *t, size_t i, cJSON *out, struct st_
         return st_api_error_set(e, ST_ERR_INVALID, "tools", NULL,
                                 "Invalid 'tools[%zu]': 'parameters' must be an object, "
                                 "'description' a string and 'strict' a boolean.", i);
-    cJSON *c = cJSON_CreateObject();
-    cJSON *fn = c ? cJSON_AddObjectToObject(c, "function") : NULL;
-    if (!c || !cJSON_AddItemToArray(out, c)) {
-        cJSON_Delete(c);
-        return nomem(e);
-    }
-    if (!fn || !cJSON_AddStringToObject(c, "type", "function") ||
-        !copy_member(t, "name", fn) || !copy_member(t, "description", fn) ||
-        !copy_member(t, "parameters", fn) || !copy_member(t, "strict", fn))
-        return nomem(e);
+    cJSON *fn = st_tr_add_tool(out);
+    if (!fn || !st_tr_copy_member(t, "name", fn) || !st_tr_copy_member(t, "description", fn) ||
+        !st_tr_copy_member(t, "parameters", fn) || !st_tr_copy_member(t, "strict", fn))
+        return st_tr_nomem(e);
     return ST_OK;
 }
 
 static enum st_status build_tools(const cJSON *root, cJSON *chat, struct st_api_error *e)
 {
-    const cJSON *tools = st_oai_field(root, "tools");
-    if (tools) {
-        if (!cJSON_IsArray(tools))
-            return bad(e, "tools", "Invalid type for 'tools': expected an array.");
-        cJSON *out = cJSON_AddArrayToObject(chat, "tools");
-        if (!out)
-            return nomem(e);
-        size_t i = 0;
-        const cJSON *t;
-        cJSON_ArrayForEach(t, tools) {
-            enum st_status rc = tool_item(t, i++, out, e);
-            if (rc != ST_OK)
-                return rc;
-        }
-    }
+    enum st_status rc = st_tr_tools(st_oai_field(root, "tools"), tool_item,
+                                    "Invalid type for 'tools': expected an array.", chat, e);
+    if (rc != ST_OK)
+        return rc;
     const cJSON *tc = st_oai_field(root, "tool_choice");
     if (!tc || cJSON_IsString(tc))   /* "auto", "none", "required": the chat parser checks */
-        return tc && !copy_member(root, "tool_choice", chat) ? nomem(e) : ST_OK;
+        return tc && !st_tr_copy_member(root, "tool_choice", chat) ? st_tr_nomem(e) : ST_OK;
     const cJSON *type = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "type") : NULL;
     const cJSON *name = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "name") : NULL;
     if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") != 0 ||
         !cJSON_IsString(name))
-        return bad(e, "tool_choice", "Invalid value for 'tool_choice': expected \"none\", "
-                                     "\"auto\", \"required\" or {\"type\": \"function\", "
-                                     "\"name\": ...} (this server has function tools only).");
-    cJSON *o = cJSON_AddObjectToObject(chat, "tool_choice");
-    cJSON *fn = o ? cJSON_AddObjectToObject(o, "function") : NULL;
-    if (!fn || !cJSON_AddStringToObject(o, "type", "function") ||
-        !cJSON_AddStringToObject(fn, "name", name->valuestring))
-        return nomem(e);
-    return ST_OK;
+        return st_tr_bad(e, "tool_choice", "Invalid value for 'tool_choice': expected \"none\", "
+                                           "\"auto\", \"required\" or {\"type\": \"function\", "
+                                           "\"name\": ...} (this server has function tools only).");
+    return st_tr_named_choice(chat, name->valuestring, e);
 }
 
 /* ---- text.format, reasoning, max_output_tokens ---------------------------- */
@@ -388,31 +304,33 @@ static enum st_status build_format(const cJSON *root, cJSON *chat, struct st_api
     if (!text)
         return ST_OK;
     if (!cJSON_IsObject(text))
-        return bad(e, "text", "Invalid type for 'text': expected an object.");
+        return st_tr_bad(e, "text", "Invalid type for 'text': expected an object.");
     const cJSON *f = st_oai_field(text, "format");
     if (!f)
         return ST_OK;
     const cJSON *type = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "type") : NULL;
     if (!cJSON_IsString(type))
-        return bad(e, "text.format", "Invalid 'text.format': expected an object with a string "
-                                     "'type'.");
+        return st_tr_bad(e, "text.format",
+                         "Invalid 'text.format': expected an object with a string "
+                         "'type'.");
     const char *t = type->valuestring;
     if (strcmp(t, "text") == 0)
         return ST_OK;
     cJSON *rf = cJSON_AddObjectToObject(chat, "response_format");
     if (!rf || !cJSON_AddStringToObject(rf, "type", t))
-        return nomem(e);
+        return st_tr_nomem(e);
     if (strcmp(t, "json_object") == 0)
         return ST_OK;
     if (strcmp(t, "json_schema") != 0)
-        return bad(e, "text.format", "Invalid value for 'text.format.type': expected \"text\", "
-                                     "\"json_object\" or \"json_schema\".");
+        return st_tr_bad(e, "text.format",
+                         "Invalid value for 'text.format.type': expected \"text\", "
+                         "\"json_object\" or \"json_schema\".");
     /* {type, name, schema, strict, description} -> {type, json_schema:{...}};
      * the chat parser checks the members (and names them text.format) */
     cJSON *js = cJSON_AddObjectToObject(rf, "json_schema");
-    if (!js || !copy_member(f, "name", js) || !copy_member(f, "schema", js) ||
-        !copy_member(f, "strict", js) || !copy_member(f, "description", js))
-        return nomem(e);
+    if (!js || !st_tr_copy_member(f, "name", js) || !st_tr_copy_member(f, "schema", js) ||
+        !st_tr_copy_member(f, "strict", js) || !st_tr_copy_member(f, "description", js))
+        return st_tr_nomem(e);
     return ST_OK;
 }
 
@@ -424,7 +342,7 @@ static enum st_status build_reasoning(const cJSON *root, cJSON *chat, struct st_
     if (!r)
         return ST_OK;
     if (!cJSON_IsObject(r))
-        return bad(e, "reasoning", "Invalid type for 'reasoning': expected an object.");
+        return st_tr_bad(e, "reasoning", "Invalid type for 'reasoning': expected an object.");
     const cJSON *eff = st_oai_field(r, "effort");
     if (!eff)
         return ST_OK;
@@ -432,8 +350,9 @@ static enum st_status build_reasoning(const cJSON *root, cJSON *chat, struct st_
     for (size_t i = 0; cJSON_IsString(eff) && i < ST_ARRAY_LEN(efforts); i++)
         known |= strcmp(eff->valuestring, efforts[i]) == 0;
     if (!known)
-        return bad(e, "reasoning.effort", "Invalid value for 'reasoning.effort': expected one "
-                                          "of none, minimal, low, medium, high, xhigh.");
+        return st_tr_bad(e, "reasoning.effort",
+                         "Invalid value for 'reasoning.effort': expected one "
+                         "of none, minimal, low, medium, high, xhigh.");
     if (strcmp(eff->valuestring, "none") != 0)
         return ST_OK;
     /* "none": ask the template not to think (Qwen3's enable_thinking), unless
@@ -444,10 +363,10 @@ static enum st_status build_reasoning(const cJSON *root, cJSON *chat, struct st_
         kw = cJSON_AddObjectToObject(chat, "chat_template_kwargs");
     }
     if (!cJSON_IsObject(kw))
-        return kw ? ST_OK : nomem(e);   /* not an object: the chat parser's 400 */
+        return kw ? ST_OK : st_tr_nomem(e);   /* not an object: the chat parser's 400 */
     if (!cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking") &&
         !cJSON_AddFalseToObject(kw, "enable_thinking"))
-        return nomem(e);
+        return st_tr_nomem(e);
     return ST_OK;
 }
 
@@ -455,75 +374,56 @@ static enum st_status build_reasoning(const cJSON *root, cJSON *chat, struct st_
 static enum st_status refuse_stateful(const cJSON *root, struct st_api_error *e)
 {
     if (st_oai_field(root, "previous_response_id"))
-        return bad(e, "previous_response_id",
-                   "'previous_response_id' is not supported: this server keeps no responses. "
-                   "Send the whole conversation in 'input'.");
+        return st_tr_bad(e, "previous_response_id",
+                         "'previous_response_id' is not supported: this server keeps no responses. "
+                         "Send the whole conversation in 'input'.");
     if (st_oai_field(root, "conversation"))
-        return bad(e, "conversation", "'conversation' is not supported: this server keeps no "
-                                      "conversations. Send the whole conversation in 'input'.");
+        return st_tr_bad(e, "conversation",
+                         "'conversation' is not supported: this server keeps no "
+                         "conversations. Send the whole conversation in 'input'.");
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "background")))
-        return bad(e, "background", "'background': true is not supported: this server keeps "
-                                    "no responses to poll.");
+        return st_tr_bad(e, "background", "'background': true is not supported: this server keeps "
+                                          "no responses to poll.");
     if (st_oai_field(root, "prompt"))
-        return bad(e, "prompt", "'prompt' (a stored prompt template) is not supported.");
+        return st_tr_bad(e, "prompt", "'prompt' (a stored prompt template) is not supported.");
     const cJSON *md = st_oai_field(root, "metadata");
     if (md && !cJSON_IsObject(md))
-        return bad(e, "metadata", "Invalid type for 'metadata': expected an object.");
+        return st_tr_bad(e, "metadata", "Invalid type for 'metadata': expected an object.");
     return ST_OK;
+}
+
+/* max_output_tokens (checked before any step) -> max_tokens. */
+static enum st_status build_max(const cJSON *root, cJSON *chat, struct st_api_error *e)
+{
+    int64_t n = 0;
+    bool has = false;
+    enum st_status rc = st_oai_get_int(root, "max_output_tokens", 0, INT32_MAX, &n, &has, e);
+    if (rc != ST_OK || !has)
+        return rc;
+    return cJSON_AddNumberToObject(chat, "max_tokens", (double)n) ? ST_OK : st_tr_nomem(e);
 }
 
 enum st_status st_resp_translate_tree(const cJSON *root, char **chat_json,
                                       struct st_api_error *e)
 {
+    static const st_tr_step_fn steps[] = { build_messages, build_tools, build_format,
+                                           build_reasoning, build_max };
     *chat_json = NULL;
     int64_t max_out = 0;
-    bool has_max = false;
     enum st_status rc = refuse_stateful(root, e);
-    if (rc == ST_OK)
-        rc = st_oai_get_int(root, "max_output_tokens", 0, INT32_MAX, &max_out, &has_max, e);
+    if (rc == ST_OK)   /* its 400 before the input's */
+        rc = st_oai_get_int(root, "max_output_tokens", 0, INT32_MAX, &max_out, NULL, e);
     if (rc != ST_OK)
         return rc;
     cJSON *chat = cJSON_Duplicate(root, true);
     if (!chat)
-        return nomem(e);
+        return st_tr_nomem(e);
     for (size_t i = 0; i < ST_ARRAY_LEN(dropped); i++)
         cJSON_DeleteItemFromObjectCaseSensitive(chat, dropped[i]);
-    rc = build_messages(root, chat, e);
-    if (rc == ST_OK)
-        rc = build_tools(root, chat, e);
-    if (rc == ST_OK)
-        rc = build_format(root, chat, e);
-    if (rc == ST_OK)
-        rc = build_reasoning(root, chat, e);
-    if (rc == ST_OK && has_max && !cJSON_AddNumberToObject(chat, "max_tokens", (double)max_out))
-        rc = nomem(e);
-    if (rc == ST_OK) {
-        char *p = cJSON_PrintUnformatted(chat);
-        *chat_json = p ? st_str_dup(st_str_c(p)) : NULL;
-        cJSON_free(p);
-        if (!*chat_json)
-            rc = nomem(e);
-    }
-    cJSON_Delete(chat);
-    return rc;
+    return st_tr_build(root, chat, steps, ST_ARRAY_LEN(steps), chat_json, e);
 }
 
 /* ---- the chat parser's errors, renamed ------------------------------------ */
-
-/* Replace every "from" in s (cap bytes) with "to". */
-static void replace_all(char *s, size_t cap, const char *from, const char *to)
-{
-    size_t fl = strlen(from), tl = strlen(to);
-    char *p = s;
-    while ((p = strstr(p, from)) != NULL) {
-        size_t rest = strlen(p + fl);
-        if ((size_t)(p - s) + tl + rest + 1 > cap)
-            return;
-        memmove(p + tl, p + fl, rest + 1);
-        memcpy(p, to, tl);
-        p += tl;
-    }
-}
 
 void st_resp_rename_error(struct st_api_error *e)
 {
@@ -535,10 +435,7 @@ void st_resp_rename_error(struct st_api_error *e)
         { "messages", "input" },
         { ".function.", "." },
     };
-    for (size_t i = 0; i < ST_ARRAY_LEN(map); i++) {
-        replace_all(e->message, sizeof(e->message), map[i][0], map[i][1]);
-        replace_all(e->param, sizeof(e->param), map[i][0], map[i][1]);
-    }
+    st_tr_rename(e, map, ST_ARRAY_LEN(map));
 }
 
 /* ---- the fields every response object echoes ------------------------------ */
@@ -614,37 +511,32 @@ static enum st_status build_echo(const cJSON *root, const struct st_oai_request 
     char *p = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (!p)
-        return nomem(e);
+        return st_tr_nomem(e);
     size_t n = strlen(p);   /* "{...}" -> "..." */
     struct st_str inner = { p + 1, n >= 2 ? n - 2 : 0 };
     *out = n >= 2 ? st_str_dup(inner) : NULL;
     cJSON_free(p);
-    return *out ? ST_OK : nomem(e);
+    return *out ? ST_OK : st_tr_nomem(e);
+}
+
+static enum st_status translate_cb(const cJSON *root, void *ctx, char **chat_json,
+                                   struct st_api_error *e)
+{
+    (void)ctx;
+    return st_resp_translate_tree(root, chat_json, e);
+}
+
+static enum st_status echo_cb(const cJSON *root, const struct st_oai_request *oq, void *echo,
+                              struct st_api_error *e)
+{
+    return build_echo(root, oq, echo, e);
 }
 
 enum st_status st_resp_parse(const char *body, size_t len, struct st_oai_request *oq,
                              char **echo, struct st_api_error *e)
 {
+    static const struct st_tr_api api = { .translate = translate_cb,
+                                          .rename = st_resp_rename_error, .after = echo_cb };
     *echo = NULL;
-    st_oai_request_init(oq);
-    oq->kind = ST_OAI_CHAT;
-    cJSON *root = NULL;
-    char *chat = NULL;
-    enum st_status rc = st_oai_json_root(body, len, &root, e);
-    if (rc == ST_OK)
-        rc = st_resp_translate_tree(root, &chat, e);
-    if (rc == ST_OK) {
-        rc = st_oai_parse(ST_OAI_CHAT, chat, strlen(chat), oq, e);
-        if (rc != ST_OK)
-            st_resp_rename_error(e);
-    }
-    if (rc == ST_OK)
-        rc = build_echo(root, oq, echo, e);
-    free(chat);
-    cJSON_Delete(root);
-    if (rc != ST_OK) {
-        st_oai_request_fini(oq);
-        oq->kind = ST_OAI_CHAT;
-    }
-    return rc;
+    return st_tr_parse(body, len, &api, echo, oq, e);
 }

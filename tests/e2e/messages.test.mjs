@@ -8,14 +8,14 @@
 // mid-stream, and SSE keep-alives (docs/API.md "/v1/messages").
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import {
-  startServer, postJSON, getJSON, metric, metricsText, until, parseSSE, STRATA_BIN,
+  startServer, postJSON, getJSON, until, parseSSE,
 } from './lib/server.mjs';
+import { checkPriority, describeLeaveMidStream, startTinyModel } from './lib/translated.mjs';
 
 const postStream = (srv, body) => fetch(`${srv.url}/v1/messages`, {
   method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
@@ -27,6 +27,8 @@ const REPLY = '<think>\nThe user wants the weather.\n</think>\n\n'
 const tools = [{ name: 'get_weather', description: 'weather of a city',
   input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
 const TOOLU = /^toolu_[A-Za-z0-9]{24}$/;
+// A request's whole input, as Anthropic counts it (input_tokens leaves out cache reads).
+const inputOf = (u) => u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens;
 
 function checkMessage(m) {
   assert.equal(m.type, 'message');
@@ -105,10 +107,10 @@ describe('the sim writes thinking, text and a tool call', () => {
     ];
     const second = await client.messages.create({ model: 'default', max_tokens: 200, tools, messages });
     assert.equal(second.type, 'message');
-    assert.ok(second.usage.input_tokens > first.usage.input_tokens,
-      `${second.usage.input_tokens} <= ${first.usage.input_tokens}`);
+    assert.ok(inputOf(second.usage) > inputOf(first.usage),
+      `${inputOf(second.usage)} <= ${inputOf(first.usage)}`);
     const counted = await client.messages.countTokens({ model: 'default', tools, messages });
-    assert.equal(counted.input_tokens, second.usage.input_tokens);
+    assert.equal(counted.input_tokens, inputOf(second.usage));
     // tool_choice none: the reply is not parsed for calls
     const none = await client.messages.create({ model: 'default', max_tokens: 200, tools, messages,
       tool_choice: { type: 'none' } });
@@ -167,52 +169,25 @@ describe('the sim writes thinking, text and a tool call', () => {
   });
 
   test('priority: the header and the body field as for chat', async () => {
-    const activity = async () => (await getJSON(srv, '/api/activity')).json;
-    const m = await client.messages.create({ model: 'default', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] },
-      { headers: { 'x-llamaswap-priority': 'interactive', 'x-request-id': 'msg-prio-h' } });
-    assert.equal(m.id, 'msg_msg-prio-h');
-    let a = (await activity()).find((x) => x.request_id === 'msg-prio-h');
-    assert.equal(a.serial_priority, 100);
-    assert.equal(a.serial_band, 'interactive');
-    const r = await postJSON(srv, '/v1/messages', { max_tokens: 1, priority: -60, messages: [{ role: 'user', content: 'x' }] },
-      { 'x-request-id': 'msg-prio-b' });
-    assert.equal(r.status, 200);
-    a = (await activity()).find((x) => x.request_id === 'msg-prio-b');
-    assert.equal(a.serial_priority, -60);
-    assert.equal(a.serial_band, 'batch');
+    await checkPriority(srv, async (headers, extra) => {
+      if (!extra.priority) {   // the header, through the SDK
+        const m = await client.messages.create({ model: 'default', max_tokens: 1,
+          messages: [{ role: 'user', content: 'x' }] }, { headers });
+        assert.equal(m.id, `msg_${headers['x-request-id']}`);
+        return;
+      }
+      const r = await postJSON(srv, '/v1/messages', { max_tokens: 1, ...extra,
+        messages: [{ role: 'user', content: 'x' }] }, headers);
+      assert.equal(r.status, 200);
+    }, ['msg-prio-h', 'msg-prio-b']);
   });
 });
 
-describe('a client that leaves mid-stream', () => {
-  let srv;
-  before(async () => { srv = await startServer(['--batch', '--parallel', '2', '--sim-decode-tps', '20', '--sim-tokens', '100000']); });
-  after(async () => { await srv.stop(); });
-
-  test('the request is cancelled, the slot freed, and the server still answers', async () => {
-    const ctl = new AbortController();
-    const res = await fetch(`${srv.url}/v1/messages`, {
-      method: 'POST', signal: ctl.signal, headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ max_tokens: 100000, stream: true, messages: [{ role: 'user', content: 'hello' }] }),
-    });
-    assert.equal(res.status, 200);
-    assert.match(res.headers.get('content-type'), /text\/event-stream/);
-    const reader = res.body.getReader();
-    let got = '';
-    while (!got.includes(' tok2')) {
-      const { value } = await reader.read();
-      got += new TextDecoder().decode(value);
-    }
-    assert.ok(got.startsWith('event: message_start\n'));
-    ctl.abort();
-    await until(async () => (await getJSON(srv, '/slots')).json.every((s) => s.state === 'idle'), 5000, 'idle slots');
-    await until(async () => metric(await metricsText(srv), 'strata_requests_total',
-      { band: 'normal', outcome: 'cancelled' }) === 1, 5000, 'the cancelled counter');
-    const r = await postJSON(srv, '/v1/messages', { max_tokens: 2, messages: [{ role: 'user', content: 'again' }] });
-    assert.equal(r.status, 200);
-    assert.equal(r.json.content[0].text, 'tok1 tok2');
-    const h = await getJSON(srv, '/health');
-    assert.equal(h.status, 200);
-  });
+describeLeaveMidStream({
+  path: '/v1/messages', firstEvent: 'message_start',
+  body: { max_tokens: 100000, stream: true, messages: [{ role: 'user', content: 'hello' }] },
+  again: { max_tokens: 2, messages: [{ role: 'user', content: 'again' }] },
+  text: (j) => j.content[0].text,
 });
 
 // The thinking budget on a real model (as thinking.test.mjs): make-model's
@@ -223,11 +198,7 @@ describe('thinking budget on a real (tiny) model', () => {
   const T = '<think>';
   let srv, dir, client, bias;
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'strata-msg-'));
-    const model = join(dir, 'tiny.gguf');
-    const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', 'tiny', '--seed', '3'], { encoding: 'utf8' });
-    assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
-    srv = await startServer(['--backend', 'cpu', '-m', model, '-a', 'tiny', '--threads', '1', '-c', '512']);
+    ({ srv, dir } = await startTinyModel('strata-msg-', 3, 512));
     client = new Anthropic({ baseURL: srv.url, apiKey: 'unused', maxRetries: 0 });
     const tok = await postJSON(srv, '/tokenize', { content: T, with_pieces: true });
     assert.equal(tok.json.tokens.length, 1, tok.text);
@@ -255,7 +226,7 @@ describe('thinking budget on a real (tiny) model', () => {
     assert.equal(f.content[1].text, T.repeat(5));
     // count_tokens on the real template
     const c = await client.messages.countTokens({ model: 'tiny', messages: body.messages });
-    assert.equal(c.input_tokens, m.usage.input_tokens);
+    assert.equal(c.input_tokens, inputOf(m.usage));
   });
 });
 

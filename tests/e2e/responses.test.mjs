@@ -7,14 +7,12 @@
 // client that leaves mid-stream (docs/API.md "/v1/responses").
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import OpenAI from 'openai';
 import {
-  startServer, postJSON, getJSON, metric, metricsText, until, STRATA_BIN,
+  startServer, postJSON,
 } from './lib/server.mjs';
+import { checkPriority, describeLeaveMidStream, startTinyModel } from './lib/translated.mjs';
 
 const REPLY = '<think>\nThe user wants the weather.\n</think>\n\n'
   + 'Let me check.\n'
@@ -164,63 +162,25 @@ describe('the sim writes reasoning, a message and a call', () => {
   });
 
   test('priority: the header and the body field as for chat', async () => {
-    const activity = async () => (await getJSON(srv, '/api/activity')).json;
-    let r = await postJSON(srv, '/v1/responses', { input: 'x', max_output_tokens: 1 },
-      { 'x-llamaswap-priority': 'interactive', 'x-request-id': 'resp-prio-h' });
-    assert.equal(r.status, 200);
-    assert.equal(r.json.id, 'resp_resp-prio-h');
-    let a = (await activity()).find((x) => x.request_id === 'resp-prio-h');
-    assert.equal(a.serial_priority, 100);
-    assert.equal(a.serial_band, 'interactive');
-    r = await postJSON(srv, '/v1/responses', { input: 'x', max_output_tokens: 1, priority: -60 },
-      { 'x-request-id': 'resp-prio-b' });
-    assert.equal(r.status, 200);
-    a = (await activity()).find((x) => x.request_id === 'resp-prio-b');
-    assert.equal(a.serial_priority, -60);
-    assert.equal(a.serial_band, 'batch');
+    await checkPriority(srv, async (headers, extra) => {
+      const r = await postJSON(srv, '/v1/responses', { input: 'x', max_output_tokens: 1, ...extra }, headers);
+      assert.equal(r.status, 200);
+      assert.equal(r.json.id, `resp_${headers['x-request-id']}`);
+    }, ['resp-prio-h', 'resp-prio-b']);
   });
 });
 
-describe('a client that leaves mid-stream', () => {
-  let srv;
-  before(async () => { srv = await startServer(['--batch', '--parallel', '2', '--sim-decode-tps', '20', '--sim-tokens', '100000']); });
-  after(async () => { await srv.stop(); });
-
-  test('the request is cancelled, the slot freed, and the server still answers', async () => {
-    const ctl = new AbortController();
-    const res = await fetch(`${srv.url}/v1/responses`, {
-      method: 'POST', signal: ctl.signal, headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ input: 'hello', stream: true }),
-    });
-    assert.equal(res.status, 200);
-    assert.match(res.headers.get('content-type'), /text\/event-stream/);
-    const reader = res.body.getReader();
-    let got = '';
-    while (!got.includes(' tok2')) {
-      const { value } = await reader.read();
-      got += new TextDecoder().decode(value);
-    }
-    assert.ok(got.startsWith('event: response.created\n'));
-    ctl.abort();
-    await until(async () => (await getJSON(srv, '/slots')).json.every((s) => s.state === 'idle'), 5000, 'idle slots');
-    await until(async () => metric(await metricsText(srv), 'strata_requests_total',
-      { band: 'normal', outcome: 'cancelled' }) === 1, 5000, 'the cancelled counter');
-    const r = await postJSON(srv, '/v1/responses', { input: 'again', max_output_tokens: 2 });
-    assert.equal(r.status, 200);
-    assert.equal(r.json.output[0].content[0].text, 'tok1 tok2');
-    const h = await getJSON(srv, '/health');
-    assert.equal(h.status, 200);
-  });
+describeLeaveMidStream({
+  path: '/v1/responses', firstEvent: 'response.created',
+  body: { input: 'hello', stream: true },
+  again: { input: 'again', max_output_tokens: 2 },
+  text: (j) => j.output[0].content[0].text,
 });
 
 describe('text.format json_schema on a real (tiny) model', () => {
   let srv, dir, client;
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'strata-resp-'));
-    const model = join(dir, 'tiny.gguf');
-    const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', 'tiny', '--seed', '1'], { encoding: 'utf8' });
-    assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
-    srv = await startServer(['--backend', 'cpu', '-m', model, '-a', 'tiny', '--threads', '1', '-c', '1024']);
+    ({ srv, dir } = await startTinyModel('strata-resp-', 1, 1024));
     client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   });
   after(async () => {

@@ -11,32 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen.h"
-#include "internal.h"
+#include "server_api_fixture.h"
 #include "support.h"
 
 /* ---- the request --------------------------------------------------------- */
 
 static cJSON *translate(const char *body)
 {
-    cJSON *root = cJSON_Parse(body);
-    ck_assert_ptr_nonnull(root);
-    char *chat = NULL;
-    struct st_api_error e;
-    memset(&e, 0, sizeof(e));
-    ck_assert_msg(st_msg_translate_tree(root, &chat, &e) == ST_OK, "%s: %s", body, e.message);
-    cJSON_Delete(root);
-    cJSON *c = cJSON_Parse(chat);
-    free(chat);
-    ck_assert_ptr_nonnull(c);
-    return c;
-}
-
-static const char *str_at(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    ck_assert_msg(cJSON_IsString(v), "no string '%s'", key);
-    return v->valuestring;
+    return api_translate(st_msg_translate_tree, body);
 }
 
 START_TEST(test_server_messages_translate_turns)
@@ -243,22 +225,16 @@ END_TEST
 
 START_TEST(test_server_messages_rename_error)
 {
-    struct st_api_error e;
-    st_api_error_set(&e, ST_ERR_INVALID, "thinking_budget", NULL,
-                     "Invalid 'thinking_budget': expected an integer.");
-    st_msg_rename_error(&e);
-    ck_assert_str_eq(e.param, "thinking.budget_tokens");
-    ck_assert_str_eq(e.message, "Invalid 'thinking.budget_tokens': expected an integer.");
-    st_api_error_set(&e, ST_ERR_INVALID, "tools[1].function.parameters", NULL, "x");
-    st_msg_rename_error(&e);
-    ck_assert_str_eq(e.param, "tools[1].input_schema");
-    st_api_error_set(&e, ST_ERR_INVALID, "messages[3].content", NULL, "'messages[3]' is bad");
-    st_msg_rename_error(&e);   /* chat's index counts translated messages: dropped */
-    ck_assert_str_eq(e.param, "messages.content");
-    ck_assert_str_eq(e.message, "'messages' is bad");
-    st_api_error_set(&e, ST_ERR_INVALID, "parallel_tool_calls", NULL, "'parallel_tool_calls'");
-    st_msg_rename_error(&e);
-    ck_assert_str_eq(e.param, "tool_choice.disable_parallel_tool_use");
+    api_check_rename(st_msg_rename_error, "thinking_budget",
+                     "Invalid 'thinking_budget': expected an integer.", "thinking.budget_tokens",
+                     "Invalid 'thinking.budget_tokens': expected an integer.");
+    api_check_rename(st_msg_rename_error, "tools[1].function.parameters", "x",
+                     "tools[1].input_schema", NULL);
+    /* chat's index counts translated messages: dropped */
+    api_check_rename(st_msg_rename_error, "messages[3].content", "'messages[3]' is bad",
+                     "messages.content", "'messages' is bad");
+    api_check_rename(st_msg_rename_error, "parallel_tool_calls", "'parallel_tool_calls'",
+                     "tool_choice.disable_parallel_tool_use", NULL);
 }
 END_TEST
 
@@ -302,29 +278,9 @@ END_TEST
 
 static struct st_gen *msg_gen(bool stream)
 {
-    struct st_gen *g = st_gen_new(1);
-    ck_assert_ptr_nonnull(g);
-    g->kind = ST_OAI_CHAT;
-    g->stream = stream;
-    g->created = 1700000000;
-    g->resp = st_msg_shape_new();
-    ck_assert_ptr_nonnull(g->resp);
+    struct st_gen *g = api_gen(stream, st_msg_shape_new(), "msg_req-1");
     ck_assert_str_eq(g->resp->id_prefix, "msg_");
-    snprintf(g->id, sizeof(g->id), "msg_req-1");
-    snprintf(g->model_name, sizeof(g->model_name), "m");
     return g;
-}
-
-static cJSON *body_of(struct st_gen *g, const struct st_oai_choice *c)
-{
-    struct st_oai_usage u = { 12, 7, 4 };
-    struct st_buf b;
-    st_buf_init(&b);
-    ck_assert_int_eq(g->resp->body(&b, g, c, &u, 3), ST_OK);
-    cJSON *j = cJSON_ParseWithLength(b.data, b.len);
-    ck_assert_msg(j != NULL, "%.*s", (int)b.len, b.data);
-    st_buf_fini(&b);
-    return j;
 }
 
 START_TEST(test_server_messages_body)
@@ -336,7 +292,7 @@ START_TEST(test_server_messages_body)
     struct st_oai_choice c = { .text = "Checking.", .text_len = 9, .finish = ST_FINISH_STOP,
                                .parsed = true, .reasoning = "plan", .reasoning_len = 4,
                                .tool_calls = calls, .tool_calls_len = sizeof(calls) - 1 };
-    cJSON *j = body_of(g, &c);
+    cJSON *j = api_body_of(g, &c);
     ck_assert_str_eq(str_at(j, "id"), "msg_req-1");
     ck_assert_str_eq(str_at(j, "type"), "message");
     ck_assert_str_eq(str_at(j, "role"), "assistant");
@@ -358,7 +314,8 @@ START_TEST(test_server_messages_body)
     ck_assert_str_eq(str_at(b, "name"), "get_weather");
     ck_assert_str_eq(str_at(cJSON_GetObjectItem(b, "input"), "city"), "Paris");
     const cJSON *u = cJSON_GetObjectItem(j, "usage");
-    ck_assert_int_eq(cJSON_GetObjectItem(u, "input_tokens")->valueint, 12);
+    /* 12 prompt tokens, 4 of them cache reads: input_tokens counts the other 8 */
+    ck_assert_int_eq(cJSON_GetObjectItem(u, "input_tokens")->valueint, 8);
     ck_assert_int_eq(cJSON_GetObjectItem(u, "output_tokens")->valueint, 7);
     ck_assert_int_eq(cJSON_GetObjectItem(u, "cache_read_input_tokens")->valueint, 4);
     ck_assert_int_eq(cJSON_GetObjectItem(u, "cache_creation_input_tokens")->valueint, 0);
@@ -371,7 +328,7 @@ START_TEST(test_server_messages_body)
     struct st_oai_choice only = { .text = "", .finish = ST_FINISH_STOP, .parsed = true,
                                   .content_null = true, .tool_calls = bad_args,
                                   .tool_calls_len = sizeof(bad_args) - 1 };
-    j = body_of(g, &only);
+    j = api_body_of(g, &only);
     content = cJSON_GetObjectItem(j, "content");
     ck_assert_int_eq(cJSON_GetArraySize(content), 1);
     b = cJSON_GetArrayItem(content, 0);
@@ -382,13 +339,13 @@ START_TEST(test_server_messages_body)
 
     /* cut at max_tokens; raw text (no parser); nothing at all: one empty text block */
     struct st_oai_choice cut = { .text = "Hel", .text_len = 3, .finish = ST_FINISH_LENGTH };
-    j = body_of(g, &cut);
+    j = api_body_of(g, &cut);
     ck_assert_str_eq(str_at(j, "stop_reason"), "max_tokens");
     ck_assert_str_eq(str_at(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "content"), 0), "text"),
                      "Hel");
     cJSON_Delete(j);
     struct st_oai_choice none = { .text = "", .finish = ST_FINISH_STOP };
-    j = body_of(g, &none);
+    j = api_body_of(g, &none);
     ck_assert_str_eq(str_at(j, "stop_reason"), "end_turn");
     content = cJSON_GetObjectItem(j, "content");
     ck_assert_int_eq(cJSON_GetArraySize(content), 1);
@@ -400,69 +357,6 @@ END_TEST
 
 /* ---- streams -------------------------------------------------------------- */
 
-struct events {
-    cJSON *ev[256];
-    int n;
-};
-
-/* Split g->out into events; each has an "event:" line naming its data's type. */
-static void split_events(const struct st_gen *g, struct events *out)
-{
-    char *text = strndup(g->out.data ? g->out.data : "", g->out.len);
-    out->n = 0;
-    char *save = NULL;
-    for (char *blk = strtok_r(text, "\n", &save); blk; blk = strtok_r(NULL, "\n", &save)) {
-        ck_assert_msg(strncmp(blk, "event: ", 7) == 0, "%s", blk);
-        char *data = strtok_r(NULL, "\n", &save);
-        ck_assert_ptr_nonnull(data);
-        ck_assert(strncmp(data, "data: ", 6) == 0);
-        cJSON *j = cJSON_Parse(data + 6);
-        ck_assert_ptr_nonnull(j);
-        ck_assert_str_eq(str_at(j, "type"), blk + 7);
-        ck_assert_int_lt(out->n, 256);
-        out->ev[out->n++] = j;
-    }
-    free(text);
-}
-
-static void free_events(struct events *e)
-{
-    for (int i = 0; i < e->n; i++)
-        cJSON_Delete(e->ev[i]);
-}
-
-/* Feed 'text' one byte per token through a chat parser (tools given). */
-static struct st_gen *run_stream(const char *text, enum st_finish finish,
-                                 const struct st_api_error *err, struct st_call *c)
-{
-    static const char body[] =
-        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\","
-        "\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\"}}}]}";
-    struct st_oai_request oq;
-    struct st_api_error e;
-    ck_assert_int_eq(st_oai_parse(ST_OAI_CHAT, body, strlen(body), &oq, &e), ST_OK);
-    struct st_gen *g = msg_gen(true);
-    memset(c, 0, sizeof(*c));
-    c->gen = g;
-    ck_assert_int_eq(st_gen_reply_setup(g, &oq, ST_REASONING_DEEPSEEK, "assistant\n"), ST_OK);
-    st_oai_request_fini(&oq);
-    struct st_gen_choice *ch = &g->choices[0];
-    ch->n_prompt = 5;
-    for (size_t i = 0; text[i]; i++)
-        st_gen_reply_token(c, g, ch, text + i, 1, NULL);
-    ch->finish = finish;
-    ch->ended = true;
-    st_gen_reply_end(c, g, ch);
-    struct st_oai_usage u = { 5, (int64_t)strlen(text), 0 };
-    g->resp->stream_end(g, ch, err, &u);
-    ck_assert(!g->broken);
-    return g;
-}
-
-static const char reply[] =
-    "<think>\nplan it\n</think>\n\nChecking.\n<tool_call>\n{\"name\": \"get_weather\", "
-    "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
-
 static const char *delta_text(const cJSON *ev, const char *key)
 {
     return str_at(cJSON_GetObjectItem(ev, "delta"), key);
@@ -471,9 +365,9 @@ static const char *delta_text(const cJSON *ev, const char *key)
 START_TEST(test_server_messages_stream)
 {
     struct st_call c;
-    struct st_gen *g = run_stream(reply, ST_FINISH_STOP, NULL, &c);
+    struct st_gen *g = api_run_stream(msg_gen(true), api_reply, ST_FINISH_STOP, NULL, &c);
     struct events ev;
-    split_events(g, &ev);
+    api_split_events(g, false, &ev);
     ck_assert_int_ge(ev.n, 10);
     ck_assert_str_eq(str_at(ev.ev[0], "type"), "message_start");
     const cJSON *m = cJSON_GetObjectItem(ev.ev[0], "message");
@@ -527,7 +421,7 @@ START_TEST(test_server_messages_stream)
     ck_assert_str_eq(delta_text(md, "stop_reason"), "tool_use");
     ck_assert(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(md, "delta"), "stop_sequence")));
     ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(md, "usage"), "output_tokens")->valueint,
-                     (int)strlen(reply));
+                     (int)strlen(api_reply));
     ck_assert_str_eq(str_at(ev.ev[ev.n - 1], "type"), "message_stop");
     ck_assert_ptr_null(strstr(g->out.data, "[DONE]"));
     free_events(&ev);
@@ -539,9 +433,9 @@ START_TEST(test_server_messages_stream_ends)
 {
     /* cut: stop_reason max_tokens */
     struct st_call c;
-    struct st_gen *g = run_stream("Hello the", ST_FINISH_LENGTH, NULL, &c);
+    struct st_gen *g = api_run_stream(msg_gen(true), "Hello the", ST_FINISH_LENGTH, NULL, &c);
     struct events ev;
-    split_events(g, &ev);
+    api_split_events(g, false, &ev);
     ck_assert_str_eq(delta_text(ev.ev[ev.n - 2], "stop_reason"), "max_tokens");
     free_events(&ev);
     st_gen_free(g);
@@ -549,8 +443,8 @@ START_TEST(test_server_messages_stream_ends)
     /* a failure after the stream began: the error event, nothing after it */
     struct st_api_error err;
     st_api_error_set(&err, ST_ERR_INTERNAL, NULL, NULL, "engine failed");
-    g = run_stream("Hi", ST_FINISH_ERROR, &err, &c);
-    split_events(g, &ev);
+    g = api_run_stream(msg_gen(true), "Hi", ST_FINISH_ERROR, &err, &c);
+    api_split_events(g, false, &ev);
     ck_assert_str_eq(str_at(ev.ev[0], "type"), "message_start");
     const cJSON *last = ev.ev[ev.n - 1];
     ck_assert_str_eq(str_at(last, "type"), "error");
@@ -563,8 +457,8 @@ START_TEST(test_server_messages_stream_ends)
     st_gen_free(g);
 
     /* nothing generated: still one (empty) text block */
-    g = run_stream("", ST_FINISH_STOP, NULL, &c);
-    split_events(g, &ev);
+    g = api_run_stream(msg_gen(true), "", ST_FINISH_STOP, NULL, &c);
+    api_split_events(g, false, &ev);
     ck_assert_int_eq(ev.n, 5);
     ck_assert_str_eq(str_at(ev.ev[1], "type"), "content_block_start");
     ck_assert_str_eq(str_at(cJSON_GetObjectItem(ev.ev[1], "content_block"), "type"), "text");

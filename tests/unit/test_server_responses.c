@@ -10,32 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen.h"
-#include "internal.h"
+#include "server_api_fixture.h"
 #include "support.h"
 
 /* ---- the request --------------------------------------------------------- */
 
 static cJSON *translate(const char *body)
 {
-    cJSON *root = cJSON_Parse(body);
-    ck_assert_ptr_nonnull(root);
-    char *chat = NULL;
-    struct st_api_error e;
-    memset(&e, 0, sizeof(e));
-    ck_assert_msg(st_resp_translate_tree(root, &chat, &e) == ST_OK, "%s: %s", body, e.message);
-    cJSON_Delete(root);
-    cJSON *c = cJSON_Parse(chat);
-    free(chat);
-    ck_assert_ptr_nonnull(c);
-    return c;
-}
-
-static const char *str_at(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    ck_assert_msg(cJSON_IsString(v), "no string '%s'", key);
-    return v->valuestring;
+    return api_translate(st_resp_translate_tree, body);
 }
 
 START_TEST(test_server_responses_input_items)
@@ -283,19 +265,13 @@ END_TEST
 
 START_TEST(test_server_responses_rename_error)
 {
-    struct st_api_error e;
-    st_api_error_set(&e, ST_ERR_INVALID, "response_format", NULL,
-                     "Invalid type for 'response_format.json_schema.strict': expected a boolean.");
-    st_resp_rename_error(&e);
-    ck_assert_str_eq(e.param, "text.format");
-    ck_assert_str_eq(e.message, "Invalid type for 'text.format.strict': expected a boolean.");
-    st_api_error_set(&e, ST_ERR_INVALID, "max_tokens", NULL, "Invalid 'max_tokens'.");
-    st_resp_rename_error(&e);
-    ck_assert_str_eq(e.param, "max_output_tokens");
-    ck_assert_str_eq(e.message, "Invalid 'max_output_tokens'.");
-    st_api_error_set(&e, ST_ERR_INVALID, "tools[1].function.parameters", NULL, "x");
-    st_resp_rename_error(&e);
-    ck_assert_str_eq(e.param, "tools[1].parameters");
+    api_check_rename(st_resp_rename_error, "response_format",
+                     "Invalid type for 'response_format.json_schema.strict': expected a boolean.",
+                     "text.format", "Invalid type for 'text.format.strict': expected a boolean.");
+    api_check_rename(st_resp_rename_error, "max_tokens", "Invalid 'max_tokens'.",
+                     "max_output_tokens", "Invalid 'max_output_tokens'.");
+    api_check_rename(st_resp_rename_error, "tools[1].function.parameters", "x",
+                     "tools[1].parameters", NULL);
 }
 END_TEST
 
@@ -303,17 +279,8 @@ END_TEST
 
 static struct st_gen *resp_gen(bool stream)
 {
-    struct st_gen *g = st_gen_new(1);
-    ck_assert_ptr_nonnull(g);
-    g->kind = ST_OAI_CHAT;
-    g->stream = stream;
-    g->created = 1700000000;
-    snprintf(g->id, sizeof(g->id), "resp_req-1");
-    snprintf(g->model_name, sizeof(g->model_name), "m");
-    char *echo = strdup("\"tools\":[],\"tool_choice\":\"auto\"");
-    g->resp = st_resp_new(echo);
-    ck_assert_ptr_nonnull(g->resp);
-    return g;
+    return api_gen(stream, st_resp_new(strdup("\"tools\":[],\"tool_choice\":\"auto\"")),
+                   "resp_req-1");
 }
 
 START_TEST(test_server_responses_body)
@@ -402,76 +369,12 @@ END_TEST
 
 /* ---- streams -------------------------------------------------------------- */
 
-struct events {
-    cJSON *ev[256];
-    int n;
-};
-
-/* Split g->out into events; each has an "event:" line naming its data's type
- * and sequence numbers count from 0 one by one. */
-static void split_events(const struct st_gen *g, struct events *out)
-{
-    char *text = strndup(g->out.data, g->out.len);
-    out->n = 0;
-    char *save = NULL;
-    for (char *blk = strtok_r(text, "\n", &save); blk; blk = strtok_r(NULL, "\n", &save)) {
-        ck_assert_msg(strncmp(blk, "event: ", 7) == 0, "%s", blk);
-        char *data = strtok_r(NULL, "\n", &save);
-        ck_assert_ptr_nonnull(data);
-        ck_assert(strncmp(data, "data: ", 6) == 0);
-        cJSON *j = cJSON_Parse(data + 6);
-        ck_assert_ptr_nonnull(j);
-        ck_assert_str_eq(str_at(j, "type"), blk + 7);
-        ck_assert_int_eq(cJSON_GetObjectItem(j, "sequence_number")->valueint, out->n);
-        ck_assert_int_lt(out->n, 256);
-        out->ev[out->n++] = j;
-    }
-    free(text);
-}
-
-static void free_events(struct events *e)
-{
-    for (int i = 0; i < e->n; i++)
-        cJSON_Delete(e->ev[i]);
-}
-
-/* Feed 'text' one byte per token through a chat parser (tools given). */
-static struct st_gen *run_stream(const char *text, enum st_finish finish,
-                                 const struct st_api_error *err, struct st_call *c)
-{
-    static const char body[] =
-        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\","
-        "\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\"}}}]}";
-    struct st_oai_request oq;
-    struct st_api_error e;
-    ck_assert_int_eq(st_oai_parse(ST_OAI_CHAT, body, strlen(body), &oq, &e), ST_OK);
-    struct st_gen *g = resp_gen(true);
-    memset(c, 0, sizeof(*c));
-    c->gen = g;
-    ck_assert_int_eq(st_gen_reply_setup(g, &oq, ST_REASONING_DEEPSEEK, "assistant\n"), ST_OK);
-    st_oai_request_fini(&oq);
-    struct st_gen_choice *ch = &g->choices[0];
-    for (size_t i = 0; text[i]; i++)
-        st_gen_reply_token(c, g, ch, text + i, 1, NULL);
-    ch->finish = finish;
-    ch->ended = true;
-    st_gen_reply_end(c, g, ch);
-    struct st_oai_usage u = { 5, (int64_t)strlen(text), 0 };
-    st_resp_stream_end(g, ch, err, &u);
-    ck_assert(!g->broken);
-    return g;
-}
-
-static const char reply[] =
-    "<think>\nplan it\n</think>\n\nChecking.\n<tool_call>\n{\"name\": \"get_weather\", "
-    "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
-
 START_TEST(test_server_responses_stream)
 {
     struct st_call c;
-    struct st_gen *g = run_stream(reply, ST_FINISH_STOP, NULL, &c);
+    struct st_gen *g = api_run_stream(resp_gen(true), api_reply, ST_FINISH_STOP, NULL, &c);
     struct events ev;
-    split_events(g, &ev);
+    api_split_events(g, true, &ev);
     ck_assert_int_ge(ev.n, 16);
     ck_assert_str_eq(str_at(ev.ev[0], "type"), "response.created");
     ck_assert_str_eq(str_at(cJSON_GetObjectItem(ev.ev[0], "response"), "status"), "in_progress");
@@ -541,9 +444,9 @@ START_TEST(test_server_responses_stream_ends)
 {
     /* cut: response.incomplete, the open item incomplete */
     struct st_call c;
-    struct st_gen *g = run_stream("Hello the", ST_FINISH_LENGTH, NULL, &c);
+    struct st_gen *g = api_run_stream(resp_gen(true), "Hello the", ST_FINISH_LENGTH, NULL, &c);
     struct events ev;
-    split_events(g, &ev);
+    api_split_events(g, true, &ev);
     const cJSON *last = ev.ev[ev.n - 1];
     ck_assert_str_eq(str_at(last, "type"), "response.incomplete");
     const cJSON *r = cJSON_GetObjectItem(last, "response");
@@ -555,8 +458,8 @@ START_TEST(test_server_responses_stream_ends)
     st_gen_free(g);
 
     /* nothing written: still one (empty) message */
-    g = run_stream("", ST_FINISH_STOP, NULL, &c);
-    split_events(g, &ev);
+    g = api_run_stream(resp_gen(true), "", ST_FINISH_STOP, NULL, &c);
+    api_split_events(g, true, &ev);
     r = cJSON_GetObjectItem(ev.ev[ev.n - 1], "response");
     const cJSON *out = cJSON_GetObjectItem(r, "output");
     ck_assert_int_eq(cJSON_GetArraySize(out), 1);
@@ -566,8 +469,8 @@ START_TEST(test_server_responses_stream_ends)
 
     /* reasoning only (cut in its think block): the reasoning item, then an empty message,
      * as the non-stream body has */
-    g = run_stream("<think>\nhmm", ST_FINISH_LENGTH, NULL, &c);
-    split_events(g, &ev);
+    g = api_run_stream(resp_gen(true), "<think>\nhmm", ST_FINISH_LENGTH, NULL, &c);
+    api_split_events(g, true, &ev);
     out = cJSON_GetObjectItem(cJSON_GetObjectItem(ev.ev[ev.n - 1], "response"), "output");
     ck_assert_int_eq(cJSON_GetArraySize(out), 2);
     ck_assert_str_eq(str_at(cJSON_GetArrayItem(out, 0), "type"), "reasoning");
@@ -578,8 +481,8 @@ START_TEST(test_server_responses_stream_ends)
     /* a failure after the stream began: error, then response.failed */
     struct st_api_error err;
     st_api_error_set(&err, ST_ERR_INTERNAL, NULL, NULL, "engine fell over");
-    g = run_stream("Hi", ST_FINISH_ERROR, &err, &c);
-    split_events(g, &ev);
+    g = api_run_stream(resp_gen(true), "Hi", ST_FINISH_ERROR, &err, &c);
+    api_split_events(g, true, &ev);
     const cJSON *e1 = ev.ev[ev.n - 2];
     ck_assert_str_eq(str_at(e1, "type"), "error");
     ck_assert_str_eq(str_at(e1, "message"), "engine fell over");
@@ -608,7 +511,7 @@ START_TEST(test_server_responses_stream_raw)
     g->choices[0].finish = ST_FINISH_STOP;
     st_resp_stream_end(g, &g->choices[0], NULL, NULL);
     struct events ev;
-    split_events(g, &ev);
+    api_split_events(g, true, &ev);
     const cJSON *r = cJSON_GetObjectItem(ev.ev[ev.n - 1], "response");
     const cJSON *part = cJSON_GetArrayItem(
         cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "output"), 0), "content"), 0);

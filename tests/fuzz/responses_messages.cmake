@@ -1,0 +1,32 @@
+# fuzz_responses_request and fuzz_messages_request: libFuzzer on POST
+# /v1/responses bodies (responses_request.c, OpenAI's Responses API) and
+# POST /v1/messages bodies (messages_request.c, Anthropic's Messages API),
+# both translated onto the chat parser through translate.c. clang,
+# -DSTRATA_FUZZ=ON; built like fuzz_oai_request (server.cmake): the parser
+# sources compiled in with coverage, src/engine/request.c for the parameter
+# defaults. ctest runs each ~20 s from its committed seeds (corpus/responses,
+# corpus/messages; label fuzz).
+if(STRATA_FUZZ AND STRATA_SERVER)
+    set(ST_SRV ${PROJECT_SOURCE_DIR}/src/server)
+    foreach(api responses messages)
+        set(target fuzz_${api}_request)
+        add_executable(${target} ${CMAKE_CURRENT_LIST_DIR}/${target}.c
+                       ${ST_SRV}/${api}_request.c ${ST_SRV}/translate.c ${ST_SRV}/sse.c
+                       ${ST_SRV}/oai_request.c ${ST_SRV}/oai_fields.c ${ST_SRV}/oai_text.c
+                       ${ST_SRV}/oai_sampling.c ${ST_SRV}/oai_tools.c
+                       ${ST_SRV}/errors.c ${ST_SRV}/json_out.c ${ST_SRV}/auth.c
+                       ${ST_SRV}/random_id.c ${PROJECT_SOURCE_DIR}/src/engine/request.c)
+        target_include_directories(${target} PRIVATE ${ST_SRV} ${PROJECT_SOURCE_DIR}/src/engine)
+        target_compile_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined
+                               -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+        target_link_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)
+        target_link_libraries(${target} PRIVATE st_sched st_text st_util PkgConfig::CJSON
+                              st_warnings)
+        set(scratch ${CMAKE_CURRENT_BINARY_DIR}/fuzz_${api}_corpus)
+        file(MAKE_DIRECTORY ${scratch})
+        add_test(NAME ${target}
+                 COMMAND ${target} -max_total_time=20 -max_len=8192 -rss_limit_mb=2048
+                         -timeout=10 ${scratch} ${CMAKE_CURRENT_LIST_DIR}/corpus/${api})
+        set_tests_properties(${target} PROPERTIES LABELS fuzz TIMEOUT 120)
+    endforeach()
+endif()
