@@ -74,6 +74,7 @@ void st_gen_free(struct st_gen *g)
         st_oai_lp_acc_fini(&g->choices[i].lp);
         st_buf_fini(&g->choices[i].plp);
         st_gen_reply_free(g->choices[i].reply);
+        free(g->choices[i].embd);
     }
     st_gen_shape_free(g->resp);
     free(g->choices);
@@ -390,6 +391,16 @@ static void on_end(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch
         stream_end(g, ch);
 }
 
+/* /v1/embeddings: keep the item's vector (its only event before END). */
+static void on_embed(struct st_gen *g, struct st_gen_choice *ch, const struct st_event *ev)
+{
+    if (!g->embed.on || ev->n_embd != g->embed.n_embd || ch->embd)
+        return;   /* no vector kept: the call answers an error (reply_body_locked) */
+    ch->embd = malloc((size_t)ev->n_embd * sizeof(*ch->embd));
+    if (ch->embd)
+        memcpy(ch->embd, ev->embd, (size_t)ev->n_embd * sizeof(*ch->embd));
+}
+
 void st_gen_emit(void *ctx, const struct st_event *ev)
 {
     struct st_gen_choice *ch = ctx;
@@ -404,6 +415,8 @@ void st_gen_emit(void *ctx, const struct st_event *ev)
         on_token(c, g, ch, ev);
     else if (ev->kind == ST_EVENT_PROMPT)
         on_prompt(c, g, ch, ev);
+    else if (ev->kind == ST_EVENT_EMBED)
+        on_embed(g, ch, ev);
     else
         on_end(c, g, ch, ev);
     if (st_gen_ready_locked(c))
@@ -471,12 +484,20 @@ static enum st_route_result reply_body_locked(struct st_call *c, struct st_gen *
 {
     *is_error = false;
     for (int32_t i = 0; i < g->n_choices; i++) {
-        if (!finished_ok(&g->choices[i])) {
-            choice_error(&g->choices[i], e);
+        const struct st_gen_choice *ch = &g->choices[i];
+        if (!finished_ok(ch)) {
+            choice_error(ch, e);
+            *is_error = true;
+            return ST_ROUTE_DONE;
+        }
+        if (g->embed.on && !ch->embd) {   /* ended without its vector kept */
+            st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "%s", st_status_msg(ST_ERR_NOMEM));
             *is_error = true;
             return ST_ROUTE_DONE;
         }
     }
+    if (g->embed.on)
+        return st_embed_gen_body(body, g) == ST_OK ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
     if (g->infill)
         return st_infill_final(body, g, &g->choices[0], false) == ST_OK ? ST_ROUTE_DONE
                                                                         : ST_ROUTE_FAIL;
@@ -579,24 +600,45 @@ ssize_t st_gen_read(void *cls, uint64_t pos, char *buf, size_t max)
     return r;
 }
 
-void st_gen_cancel_all(struct st_call *c)
+/* Up to ST_ARRAY_LEN(batch) of the requests held for choices [*from, n)
+ * into 'batch', each with a reference of ours, then *from past the last
+ * one looked at: 'live' only those submitted and not ended (a reference
+ * taken), else every one the HTTP side still holds (its reference taken
+ * over, ch->req cleared). Batches keep the lock short and need no memory,
+ * so any number of choices is handled (an embeddings call has up to
+ * ST_EMBED_MAX_ITEMS). Returns how many. */
+static int32_t next_batch(struct st_call *c, bool live, int32_t *from,
+                          struct st_request **batch, int32_t cap)
 {
-    struct st_request *reqs[ST_OAI_MAX_CHOICES];
     int32_t n = 0;
     pthread_mutex_lock(&c->lock);
     struct st_gen *g = c->gen;
-    for (int32_t i = 0; g && i < g->n_choices && n < ST_OAI_MAX_CHOICES; i++) {
+    int32_t i = *from;
+    for (; g && i < g->n_choices && n < cap; i++) {
         struct st_gen_choice *ch = &g->choices[i];
-        if (ch->req && ch->submitted && !ch->ended) {
+        if (!ch->req || (live && (!ch->submitted || ch->ended)))
+            continue;
+        batch[n++] = ch->req;
+        if (live)
             st_request_ref(ch->req);
-            reqs[n++] = ch->req;
-        }
+        else
+            ch->req = NULL;
     }
+    *from = i;
     pthread_mutex_unlock(&c->lock);
-    /* outside the lock: a waiting request ends (emit) on this thread */
-    for (int32_t i = 0; i < n; i++) {
-        st_engine_pool_cancel(c->srv->pool, reqs[i]);
-        st_request_unref(reqs[i]);
+    return n;
+}
+
+void st_gen_cancel_all(struct st_call *c)
+{
+    struct st_request *reqs[64];
+    int32_t from = 0, n;
+    while ((n = next_batch(c, true, &from, reqs, (int32_t)ST_ARRAY_LEN(reqs))) > 0) {
+        /* outside the lock: a waiting request ends (emit) on this thread */
+        for (int32_t i = 0; i < n; i++) {
+            st_engine_pool_cancel(c->srv->pool, reqs[i]);
+            st_request_unref(reqs[i]);
+        }
     }
 }
 
@@ -605,19 +647,12 @@ void st_gen_conn_done(struct st_call *c)
     if (!c->gen)
         return;
     st_gen_cancel_all(c);
-    struct st_request *reqs[ST_OAI_MAX_CHOICES];
-    int32_t n = 0;
-    pthread_mutex_lock(&c->lock);
-    struct st_gen *g = c->gen;
-    for (int32_t i = 0; i < g->n_choices && n < ST_OAI_MAX_CHOICES; i++) {
-        if (g->choices[i].req) {
-            reqs[n++] = g->choices[i].req;
-            g->choices[i].req = NULL;
-        }
+    struct st_request *reqs[64];
+    int32_t from = 0, n;
+    while ((n = next_batch(c, false, &from, reqs, (int32_t)ST_ARRAY_LEN(reqs))) > 0) {
+        for (int32_t i = 0; i < n; i++)
+            st_request_unref(reqs[i]);   /* may free the call's last other reference */
     }
-    pthread_mutex_unlock(&c->lock);
-    for (int32_t i = 0; i < n; i++)
-        st_request_unref(reqs[i]);   /* may free the call's last other reference */
 }
 
 /* ---- the log line ------------------------------------------------------ */

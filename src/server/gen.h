@@ -38,6 +38,19 @@ struct st_gen_choice {
     struct st_buf plp;             /* vLLM prompt_logprobs entries so far */
     int64_t n_plp;                 /* ... how many */
     bool echo_sent;                /* stream: the prompt's chunk went out */
+    float *embd;                   /* /v1/embeddings: the item's unit vector from its
+                                    * EMBED event (g->embed.n_embd floats; owned); NULL
+                                    * until then */
+};
+
+/* /v1/embeddings (h_embeddings.c): each input item is one choice whose
+ * request has params.embed; gen.c keeps its EMBED vector in ch->embd and
+ * answers the finished call with the embeddings body. */
+struct st_gen_embed {
+    bool on;                       /* this generation is an embeddings call */
+    bool base64;                   /* encoding_format "base64" */
+    int32_t n_embd;                /* the model's width (every vector's) */
+    int32_t dims;                  /* the width answered: 'dimensions', else n_embd */
 };
 
 struct st_gen {
@@ -71,6 +84,7 @@ struct st_gen {
     struct st_gen_shape *resp;     /* the reply's renderer when the request came in as
                                     * /v1/responses or /v1/messages (owned); NULL: the
                                     * chat / completions shapes (oai_response.c) */
+    struct st_gen_embed embed;     /* embed.on: an embeddings call (no stream) */
 };
 
 /* ---- reply renderers for the endpoints translated onto chat ---- */
@@ -201,13 +215,54 @@ struct st_gen_shape *st_msg_shape_new(void);
  * stopped normally), "max_tokens" (cut), else "end_turn". */
 const char *st_msg_stop_reason(enum st_finish finish, bool has_calls);
 
+/* ---- /v1/embeddings answers (h_embeddings.c) ---- */
+/* The embeddings body of a finished call whose every choice has its
+ * vector (g->embed.on; c->lock held): the vectors at g->embed.dims in
+ * input order. ST_ERR_NOMEM. */
+ST_MUST_CHECK enum st_status st_embed_gen_body(struct st_buf *out, const struct st_gen *g);
+
+/* ---- steps of starting a generation (gen_submit.c), shared by the
+ * handlers that build their own engine requests (h_embeddings.c) ---- */
+/* The model named 'name' (or alias; NULL: the first); 404 model_not_found. */
+enum st_status st_gen_pick_model(struct st_call *c, const char *name, int32_t *model,
+                                 struct st_api_error *e);
+/* The engines have loaded; else 503 model_loading with Retry-After 1. */
+enum st_status st_gen_check_ready(struct st_call *c, struct st_api_error *e);
+/* The effective priority (SCHEDULER.md section 2): the body's (has_body),
+ * X-LlamaSwap-Priority, the API key's default and cap, the model's own. */
+int32_t st_gen_priority(struct st_call *c, bool has_body, int32_t body, int32_t model);
+/* g's model (its name, g->model), priority and band, and created now. */
+void st_gen_set_model(struct st_call *c, struct st_gen *g, int32_t model, int32_t prio);
+/* A new engine request for choice 'ch' wired to this machinery (emit
+ * st_gen_emit, on_free st_gen_req_on_free, a call reference, ids, model,
+ * priority, band); ch->req holds it. NULL on OOM. */
+struct st_request *st_gen_request_new(struct st_call *c, struct st_gen *g,
+                                      struct st_gen_choice *ch);
+/* The client's token ids as req's prompt, checked against the context and
+ * the vocabulary (400s naming 'param'). */
+enum st_status st_gen_use_tokens(struct st_call *c, struct st_request *req,
+                                 const struct st_oai_prompt *pr, const char *param,
+                                 struct st_api_error *e);
+/* req->prompt tokenized and checked (st_engine_pool_prepare); errors name
+ * 'param' (context_length_exceeded when too long). */
+enum st_status st_gen_prepare(struct st_call *c, struct st_request *req, const char *param,
+                              struct st_api_error *e);
+/* Every choice from 'from' on ends unsubmitted with e's status (and the
+ * log line is written once all have ended). */
+void st_gen_end_rest(struct st_call *c, struct st_gen *g, int32_t from,
+                     const struct st_api_error *e);
+/* Submit every choice's request in order; on the first refusal (429
+ * queue_full, 503 model_load_failed, ...) the rest end unsubmitted, those
+ * queued are cancelled, and 'e' says why. */
+enum st_status st_gen_submit_all(struct st_call *c, struct st_gen *g, struct st_api_error *e);
+
 /* Allocate the state for 'n' choices (owned; st_gen_free). NULL on OOM. */
 struct st_gen *st_gen_new(int32_t n);
 /* The emit callback and on_free hook every engine request gets (gen.c). */
 void st_gen_emit(void *ctx, const struct st_event *ev);
 void st_gen_req_on_free(struct st_request *req);
-/* Cancel every submitted request that has not ended (any thread but an
- * engine's emit; takes and releases call->lock). */
+/* Cancel every submitted request that has not ended, however many (any
+ * thread but an engine's emit; takes and releases call->lock). */
 void st_gen_cancel_all(struct st_call *c);
 /* Mark choice 'ch' ended without reaching an engine (c->lock held). */
 void st_gen_end_unsubmitted_locked(struct st_call *c, struct st_gen_choice *ch,

@@ -33,23 +33,33 @@
 #include "strata/log.h"
 #include "strata/think_block.h"
 
-static enum st_status pick_model(struct st_call *c, const struct st_oai_request *oq,
-                                 int32_t *model, struct st_api_error *e)
+enum st_status st_gen_pick_model(struct st_call *c, const char *name, int32_t *model,
+                                 struct st_api_error *e)
 {
     struct st_engine_pool *pool = c->srv->pool;
-    if (!oq->model) {
+    if (!name) {
         *model = 0;
         if (st_engine_pool_n_models(pool) > 0)
             return ST_OK;
         return st_api_error_set(e, ST_ERR_NOT_FOUND, "model", "model_not_found",
                                 "No model is configured.");
     }
-    *model = st_engine_pool_find_model(pool, oq->model);
+    *model = st_engine_pool_find_model(pool, name);
     if (*model >= 0)
         return ST_OK;
     return st_api_error_set(e, ST_ERR_NOT_FOUND, "model", "model_not_found",
                             "The model `%.120s` does not exist. GET /v1/models lists the models "
-                            "this server has.", oq->model);
+                            "this server has.", name);
+}
+
+enum st_status st_gen_check_ready(struct st_call *c, struct st_api_error *e)
+{
+    if (st_engine_pool_ready(c->srv->pool))
+        return ST_OK;
+    st_api_error_set(e, ST_ERR_LOADING, NULL, "model_loading",
+                     "The model is loading; retry in a moment.");
+    e->retry_after_s = 1;
+    return ST_ERR_LOADING;
 }
 
 static int32_t model_priority(const struct st_server *srv, int32_t model)
@@ -59,13 +69,12 @@ static int32_t model_priority(const struct st_server *srv, int32_t model)
     return srv->cfg.model_priority[model];
 }
 
-static int32_t resolve_priority(struct st_call *c, const struct st_oai_request *oq,
-                                int32_t model)
+int32_t st_gen_priority(struct st_call *c, bool has_body, int32_t body, int32_t model)
 {
     struct st_priority_inputs in;
     memset(&in, 0, sizeof(in));
-    in.has_body = oq->has_priority;
-    in.body = oq->priority;
+    in.has_body = has_body;
+    in.body = body;
     const char *h = st_call_header(c, "X-LlamaSwap-Priority");
     if (h)
         in.has_header = st_priority_parse_header_ex(st_str_c(h), &in.header, &in.has_alias);
@@ -99,15 +108,20 @@ static struct st_gen *gen_setup(struct st_call *c, const struct st_oai_request *
     g->prompt_lp = oq->prompt_logprobs;
     snprintf(g->id, sizeof(g->id), "%s-%s", oq->kind == ST_OAI_CHAT ? "chatcmpl" : "cmpl",
              c->request_id);
+    st_gen_set_model(c, g, model, prio);
+    for (int32_t i = 0; i < g->n_choices; i++)
+        g->choices[i].prompt = i / per_prompt;
+    return g;
+}
+
+void st_gen_set_model(struct st_call *c, struct st_gen *g, int32_t model, int32_t prio)
+{
     const char *name = st_engine_pool_model_name(c->srv->pool, model);
     snprintf(g->model_name, sizeof(g->model_name), "%s", name ? name : "");
     g->created = st_unix_seconds();
     g->model = model;
     g->priority = prio;
     g->band = st_band_of(prio);
-    for (int32_t i = 0; i < g->n_choices; i++)
-        g->choices[i].prompt = i / per_prompt;
-    return g;
 }
 
 /* The prompt text of prompt p (owned). Token prompts are detokenized so the
@@ -159,14 +173,15 @@ static enum st_status copy_params(struct st_gen_params *dst, const struct st_gen
 /* Token prompts: the client's ids, checked against the context and the
  * vocabulary (an id the model lacks would fail the whole step it shares
  * with other requests, so it is a 400 here). */
-static enum st_status use_tokens(struct st_call *c, struct st_request *req,
-                                 const struct st_oai_prompt *pr, struct st_api_error *e)
+enum st_status st_gen_use_tokens(struct st_call *c, struct st_request *req,
+                                 const struct st_oai_prompt *pr, const char *param,
+                                 struct st_api_error *e)
 {
     int64_t ctx = st_engine_pool_ctx_size(c->srv->pool, req->model);
     if ((int64_t)pr->n_tokens >= ctx)
-        return st_api_error_set(e, ST_ERR_TOO_LONG, "prompt", "context_length_exceeded",
-                                "the prompt has %zu tokens; a slot holds %lld (prompt and "
-                                "completion together)", pr->n_tokens, (long long)ctx);
+        return st_api_error_set(e, ST_ERR_TOO_LONG, param, "context_length_exceeded",
+                                "the %s has %zu tokens; a slot holds %lld (prompt and "
+                                "completion together)", param, pr->n_tokens, (long long)ctx);
     struct st_err err = { 0 };
     int32_t n_vocab = 0;
     enum st_status rc = st_engine_pool_n_vocab(c->srv->pool, req->model, &n_vocab, &err);
@@ -175,9 +190,9 @@ static enum st_status use_tokens(struct st_call *c, struct st_request *req,
                                                                    : st_status_msg(rc));
     for (size_t i = 0; i < pr->n_tokens; i++) {
         if (pr->tokens[i] >= n_vocab)
-            return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
-                                    "prompt token %zu is %d, not a token of this model (ids 0 "
-                                    "to %d)", i, (int)pr->tokens[i], (int)n_vocab - 1);
+            return st_api_error_set(e, ST_ERR_INVALID, param, NULL,
+                                    "%s token %zu is %d, not a token of this model (ids 0 "
+                                    "to %d)", param, i, (int)pr->tokens[i], (int)n_vocab - 1);
     }
     req->tokens = malloc(pr->n_tokens * sizeof(*req->tokens));
     if (!req->tokens)
@@ -186,6 +201,17 @@ static enum st_status use_tokens(struct st_call *c, struct st_request *req,
     req->n_tokens = (int64_t)pr->n_tokens;
     req->job.prompt_tokens = req->n_tokens;
     return ST_OK;
+}
+
+enum st_status st_gen_prepare(struct st_call *c, struct st_request *req, const char *param,
+                              struct st_api_error *e)
+{
+    struct st_err err = { 0 };
+    enum st_status rc = st_engine_pool_prepare(c->srv->pool, req, &err);
+    if (rc != ST_OK)
+        st_api_error_set(e, rc, param, rc == ST_ERR_TOO_LONG ? "context_length_exceeded" : NULL,
+                         "%s", err.msg[0] ? err.msg : st_status_msg(rc));
+    return rc;
 }
 
 /* A constrained reply (response_format json_object / json_schema, an
@@ -300,22 +326,9 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
                                    const char *text, struct st_call_grammar *calls,
                                    const struct budget *bud, struct st_api_error *e)
 {
-    struct st_request *req = st_request_new();
+    struct st_request *req = st_gen_request_new(c, g, ch);
     if (!req)
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
-    st_call_ref(c);                     /* dropped by on_free */
-    req->emit = st_gen_emit;
-    req->emit_ctx = ch;
-    req->on_free = st_gen_req_on_free;
-    ch->call = c;
-    ch->req = req;
-    snprintf(req->id, sizeof(req->id), "%s", c->request_id);
-    snprintf(req->job.request_id, sizeof(req->job.request_id), "%s", c->request_id);
-    req->model = g->model;
-    req->choice = ch->index;
-    req->job.priority = g->priority;
-    req->job.model = g->model;
-    req->band = g->band;
     req->no_prompt_cache = !oq->cache_prompt;
     if (copy_params(&req->params, &oq->params, ch->index % oq->n) != ST_OK)
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
@@ -334,14 +347,30 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
     const struct st_oai_prompt *pr = oq->kind == ST_OAI_COMPLETION ? &oq->prompts[ch->prompt]
                                                                   : NULL;
     if (pr && pr->tokens)
-        return use_tokens(c, req, pr, e);
-    struct st_err err = { 0 };
-    enum st_status rc = st_engine_pool_prepare(c->srv->pool, req, &err);
-    if (rc != ST_OK)
-        st_api_error_set(e, rc, oq->kind == ST_OAI_CHAT ? "messages" : "prompt",
-                         rc == ST_ERR_TOO_LONG ? "context_length_exceeded" : NULL, "%s",
-                         err.msg[0] ? err.msg : st_status_msg(rc));
-    return rc;
+        return st_gen_use_tokens(c, req, pr, "prompt", e);
+    return st_gen_prepare(c, req, oq->kind == ST_OAI_CHAT ? "messages" : "prompt", e);
+}
+
+struct st_request *st_gen_request_new(struct st_call *c, struct st_gen *g,
+                                      struct st_gen_choice *ch)
+{
+    struct st_request *req = st_request_new();
+    if (!req)
+        return NULL;
+    st_call_ref(c);                     /* dropped by on_free */
+    req->emit = st_gen_emit;
+    req->emit_ctx = ch;
+    req->on_free = st_gen_req_on_free;
+    ch->call = c;
+    ch->req = req;
+    snprintf(req->id, sizeof(req->id), "%s", c->request_id);
+    snprintf(req->job.request_id, sizeof(req->job.request_id), "%s", c->request_id);
+    req->model = g->model;
+    req->choice = ch->index;
+    req->job.priority = g->priority;
+    req->job.model = g->model;
+    req->band = g->band;
+    return req;
 }
 
 /* logit_bias ids must be tokens of the model (400 otherwise, as OpenAI). */
@@ -426,8 +455,7 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
     return rc;
 }
 
-/* Every choice from 'from' on ends unsubmitted with e's status. */
-static void end_rest(struct st_call *c, struct st_gen *g, int32_t from,
+void st_gen_end_rest(struct st_call *c, struct st_gen *g, int32_t from,
                      const struct st_api_error *e)
 {
     struct st_gen_log log;
@@ -452,7 +480,7 @@ void st_gen_load_failed(struct st_call *c, int32_t model, struct st_api_error *e
     e->retry_after_s = ST_MAX(1, st_retry_seconds(wait));
 }
 
-static enum st_status submit_all(struct st_call *c, struct st_gen *g, struct st_api_error *e)
+enum st_status st_gen_submit_all(struct st_call *c, struct st_gen *g, struct st_api_error *e)
 {
     for (int32_t i = 0; i < g->n_choices; i++) {
         struct st_gen_choice *ch = &g->choices[i];
@@ -472,7 +500,7 @@ static enum st_status submit_all(struct st_call *c, struct st_gen *g, struct st_
             e->retry_after_s = 1;
         else if (rc == ST_ERR_LOADING)  /* err says why and when it retries */
             st_gen_load_failed(c, g->model, e);
-        end_rest(c, g, i, e);
+        st_gen_end_rest(c, g, i, e);
         st_gen_cancel_all(c);           /* the choices already queued */
         return rc;
     }
@@ -485,20 +513,14 @@ static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *
 {
     struct st_api_error e;
     int32_t model;
-    if (pick_model(c, oq, &model, &e) != ST_OK) {
+    if (st_gen_pick_model(c, oq->model, &model, &e) != ST_OK ||
+        st_gen_check_ready(c, &e) != ST_OK) {
         st_gen_shape_free(resp);
         st_gen_log_refused(c, &e);
         return st_reply_error(c, &e);
     }
-    if (!st_engine_pool_ready(c->srv->pool)) {
-        st_gen_shape_free(resp);
-        st_api_error_set(&e, ST_ERR_LOADING, NULL, "model_loading",
-                         "The model is loading; retry in a moment.");
-        e.retry_after_s = 1;
-        st_gen_log_refused(c, &e);
-        return st_reply_error(c, &e);
-    }
-    struct st_gen *g = gen_setup(c, oq, model, resolve_priority(c, oq, model));
+    struct st_gen *g = gen_setup(c, oq, model,
+                                 st_gen_priority(c, oq->has_priority, oq->priority, model));
     if (!g) {
         st_gen_shape_free(resp);
         return st_reply_nomem(c);
@@ -513,10 +535,10 @@ static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *
     if (build_requests(c, g, oq, &e) != ST_OK) {
         if (resp && strcmp(e.param, "messages") == 0)   /* the template's input */
             snprintf(e.param, sizeof(e.param), "%s", resp->messages_param);
-        end_rest(c, g, 0, &e);
+        st_gen_end_rest(c, g, 0, &e);
         return st_reply_error(c, &e);
     }
-    if (submit_all(c, g, &e) != ST_OK)
+    if (st_gen_submit_all(c, g, &e) != ST_OK)
         return st_reply_error(c, &e);
     return ST_ROUTE_WAIT;
 }

@@ -55,8 +55,6 @@ void st_call_unref(struct st_call *c)
     if (atomic_fetch_sub(&c->refs, 1) != 1)
         return;
     st_gen_free(c->gen);
-    if (c->ext_free)
-        c->ext_free(c->ext);
     st_buf_fini(&c->body);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -242,7 +240,7 @@ static enum MHD_Result wait_or_resume(struct st_call *c, enum st_route_result r)
         pthread_mutex_unlock(&c->lock);
         if (suspended)
             return MHD_YES;
-        r = c->resume ? c->resume(c) : st_gen_resume(c);
+        r = st_gen_resume(c);
     }
     return to_mhd(r);
 }
@@ -288,7 +286,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         }
         return run_handler(c);
     case ST_CALL_WAIT:
-        return wait_or_resume(c, c->resume ? c->resume(c) : st_gen_resume(c));
+        return wait_or_resume(c, st_gen_resume(c));
     case ST_CALL_STREAM:
     case ST_CALL_REPLIED:
         *upload_data_size = 0;   /* a response is queued: drop whatever still comes */
@@ -321,10 +319,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         st_log(ST_LOG_DEBUG, "http", "request %s ended early (libmicrohttpd code %d)",
                c->request_id, (int)toe);
-    if (c->conn_done_fn)     /* cancels what still runs: the client is gone */
-        c->conn_done_fn(c);
-    else
-        st_gen_conn_done(c);
+    st_gen_conn_done(c);     /* cancels what still runs: the client is gone */
     st_call_unref(c);
 }
 

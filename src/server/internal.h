@@ -713,15 +713,6 @@ struct st_call {
     bool stopping;                      /* server shutdown: answer 503 / end */
     bool client_gone;                   /* the watcher saw the peer close */
     struct st_gen *gen;                 /* generation state or NULL (gen.c) */
-    /* A handler whose answer is not gen.c's (h_embeddings.c): what renders
-     * it once c->gen is ready (NULL: st_gen_resume), what winds it up when
-     * the connection is gone (NULL: st_gen_conn_done), and its own state
-     * beside c->gen, freed by ext_free with the call. Set before the
-     * first request is submitted; read-only after. */
-    enum st_route_result (*resume)(struct st_call *c);
-    void (*conn_done_fn)(struct st_call *c);   /* NULL: st_gen_conn_done */
-    void *ext;
-    void (*ext_free)(void *ext);
 
     struct st_call *prev, *next;        /* srv->calls; under srv->calls_lock */
 };

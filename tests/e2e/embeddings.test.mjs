@@ -8,11 +8,14 @@
 //     and renormalizes;
 //   - token-id inputs; /embeddings without /v1; the priority header;
 //   - 400s in OpenAI's error shape naming the field (empty string,
-//     dimensions out of range, too long a prompt).
+//     dimensions out of range, too long a prompt);
+//   - a client that leaves a call of 300 items mid-way: every item still
+//     queued leaves the queue at once, the slots come back, nothing runs on
+//     (more items than the 64 the cancel once handled).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI, { BadRequestError } from 'openai';
-import { startServer, postJSON } from './lib/server.mjs';
+import { startServer, postJSON, getJSON, metric, metricsText, until } from './lib/server.mjs';
 
 const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 
@@ -105,5 +108,31 @@ describe('/v1/embeddings on the sim', () => {
     const m = await postJSON(srv, '/v1/embeddings', { input: 'x', model: 'nope' });
     assert.equal(m.status, 404);
     assert.equal(m.json.error.param, 'model');
+  });
+});
+
+describe('/v1/embeddings: the client leaves', () => {
+  let srv;
+  // slow reads: 300 items of ~20 tokens take ~15 s on two slots
+  before(async () => { srv = await startServer(['--batch', '--parallel', '2', '--ctx-size', '64', '--sim-prompt-tps', '200']); });
+  after(async () => { await srv.stop(); });
+
+  test('300 items, aborted mid-way: the queue empties at once and the slots come back', async () => {
+    const queued = async () => metric(await metricsText(srv), 'llamaswap_scheduler_queue_depth', { band: 'normal' });
+    const input = Array.from({ length: 300 }, (_, i) => `${'w '.repeat(18)}item${i}`);
+    const ctl = new AbortController();
+    const p = fetch(`${srv.url}/v1/embeddings`, {
+      method: 'POST', signal: ctl.signal, headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input, encoding_format: 'float' }),
+    }).catch((e) => e);
+    await until(async () => (await queued()) > 200, 5000, 'the items queued');
+    ctl.abort();
+    assert.ok((await p) instanceof Error);
+    await until(async () => (await queued()) === 0, 3000, 'the queue to empty');
+    await until(async () => (await getJSON(srv, '/slots')).json.every((s) => s.state === 'idle'), 3000, 'idle slots');
+    await until(async () => metric(await metricsText(srv), 'vllm:num_requests_running') === 0, 3000, 'nothing running');
+    const r = await postJSON(srv, '/v1/embeddings', { input: ['after', 'the abort'], encoding_format: 'float' });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.data.length, 2);
   });
 });

@@ -47,8 +47,10 @@ struct fixture_pool {
     struct st_engine_pool *pool;
 };
 
-static inline void fixture_pool_start_spec(struct fixture_pool *f, const char *path,
-                                           int32_t np, int32_t mtp_draft, int32_t ngram_draft)
+/* The pool with the chunk size chosen ('ubatch' rows a READ step at most),
+ * on the sim runner when path is NULL. */
+static inline void fixture_pool_start_ub(struct fixture_pool *f, const char *path, int32_t np,
+                                         int32_t ubatch, int32_t mtp_draft, int32_t ngram_draft)
 {
     st_clock_manual_init(&f->clk, 0);
     struct st_sched_config sc;
@@ -59,11 +61,11 @@ static inline void fixture_pool_start_spec(struct fixture_pool *f, const char *p
     st_pool_config_defaults(&pc);
     pc.model.name = "m";
     pc.model.path = (char *)path;
-    pc.model.backend = ST_BACKEND_CPU;
+    pc.model.backend = path ? ST_BACKEND_CPU : ST_BACKEND_SIM;
     pc.model.parallel = np;
     pc.model.ctx_size = 256;
     pc.threads = 2;
-    pc.ubatch = 64;
+    pc.ubatch = ubatch;
     pc.mtp = mtp_draft > 0;
     pc.mtp_draft = mtp_draft > 0 ? mtp_draft : 1;
     pc.ngram = ngram_draft > 0;
@@ -75,6 +77,12 @@ static inline void fixture_pool_start_spec(struct fixture_pool *f, const char *p
     ck_assert(st_sched_new(&sc, &f->clk.clock, &f->sched, &err) == ST_OK);
     ck_assert_msg(st_engine_pool_new(&pc, f->sched, &f->clk.clock, &f->pool, &err) == ST_OK,
                   "%s", err.msg);
+}
+
+static inline void fixture_pool_start_spec(struct fixture_pool *f, const char *path,
+                                           int32_t np, int32_t mtp_draft, int32_t ngram_draft)
+{
+    fixture_pool_start_ub(f, path, np, 64, mtp_draft, ngram_draft);
 }
 
 static inline void fixture_pool_start(struct fixture_pool *f, const char *path, int32_t np,

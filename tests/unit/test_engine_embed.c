@@ -90,30 +90,6 @@ static struct st_request *submit_embed(struct st_engine_pool *p, const int32_t *
     return req;
 }
 
-/* A batching pool on the model at 'path' with np slots and this ubatch
- * (fixture_pool_start's, with the chunk size chosen). */
-static void pool_start(struct fixture_pool *f, const char *path, int32_t np, int32_t ubatch)
-{
-    st_clock_manual_init(&f->clk, 0);
-    struct st_sched_config sc;
-    st_sched_config_defaults(&sc);
-    sc.batch = true;
-    sc.log_dispatch = false;
-    struct st_pool_config pc;
-    st_pool_config_defaults(&pc);
-    pc.model.name = "m";
-    pc.model.path = (char *)path;
-    pc.model.backend = path ? ST_BACKEND_CPU : ST_BACKEND_SIM;
-    pc.model.parallel = np;
-    pc.model.ctx_size = 256;
-    pc.threads = 2;
-    pc.ubatch = ubatch;
-    struct st_err err = { 0 };
-    ck_assert(st_sched_new(&sc, &f->clk.clock, &f->sched, &err) == ST_OK);
-    ck_assert_msg(st_engine_pool_new(&pc, f->sched, &f->clk.clock, &f->pool, &err) == ST_OK,
-                  "%s", err.msg);
-}
-
 static void l2(float *v, int32_t n)
 {
     double ss = 0;
@@ -178,7 +154,7 @@ static void engine_embedding(const char *path, const int32_t *ids, int64_t n, in
                              struct got_embd *g)
 {
     struct fixture_pool f;
-    pool_start(&f, path, 1, ubatch);
+    fixture_pool_start_ub(&f, path, 1, ubatch, 0, 0);
     struct st_request *req = submit_embed(f.pool, ids, n, g);
     fixture_pool_drain(&f);
     st_request_unref(req);
@@ -273,7 +249,7 @@ START_TEST(test_engine_embed_prefix_cached_same_vector)
     int32_t ids[N_PROMPT];
     prompt_ids(path, ids, N_PROMPT, 9);
     struct fixture_pool f;
-    pool_start(&f, path, 1, 64);
+    fixture_pool_start_ub(&f, path, 1, 64, 0, 0);
     struct got_embd a, b;
     struct st_request *ra = submit_embed(f.pool, ids, N_PROMPT, &a);
     fixture_pool_drain(&f);
@@ -302,7 +278,7 @@ START_TEST(test_engine_embed_mixed_with_generation)
     struct fixture_ask ask = { .max_tokens = 24, .ignore_eos = true };
     struct fixture_got solo, mixed;
     struct fixture_pool f;
-    pool_start(&f, path, 3, 64);
+    fixture_pool_start_ub(&f, path, 3, 64, 0, 0);
     st_request_unref(fixture_submit_ids(f.pool, gen_ids, 30, &ask, &solo));
     fixture_pool_drain(&f);
     fixture_pool_stop(&f);
@@ -311,7 +287,7 @@ START_TEST(test_engine_embed_mixed_with_generation)
     struct got_embd ge[2], alone[2];
     engine_embedding(path, e_ids[0], N_PROMPT, 64, &alone[0]);
     engine_embedding(path, e_ids[1], 40, 64, &alone[1]);
-    pool_start(&f, path, 3, 64);
+    fixture_pool_start_ub(&f, path, 3, 64, 0, 0);
     struct st_request *rg = fixture_submit_ids(f.pool, gen_ids, 30, &ask, &mixed);
     for (int i = 0; i < 3; i++)   /* the generation reads its prompt and decodes */
         st_engine_pool_step(f.pool, 0);
@@ -339,7 +315,7 @@ END_TEST
 START_TEST(test_engine_embed_sim_vector)
 {
     struct fixture_pool f;
-    pool_start(&f, NULL, 2, 4);
+    fixture_pool_start_ub(&f, NULL, 2, 4, 0, 0);
     int32_t n = 0;
     struct st_err err = { 0 };
     ck_assert(st_engine_pool_n_embd(f.pool, 0, &n, &err) == ST_OK);
@@ -520,7 +496,7 @@ START_TEST(test_engine_embed_pooling_type)
     ck_assert(max_diff(a.v, b.v, a.n) == 0.0);   /* the same weights: the same vector */
 
     struct fixture_pool f;
-    pool_start(&f, mean, 1, 64);
+    fixture_pool_start_ub(&f, mean, 1, 64, 0, 0);
     int32_t n = -1;
     struct st_err err = { 0 };
     ck_assert_int_eq(st_engine_pool_n_embd(f.pool, 0, &n, &err), ST_ERR_UNSUPPORTED);
