@@ -72,7 +72,7 @@ enum st_route_result st_h_count_tokens(struct st_call *c)
     struct st_api_error e;
     int64_t n = 0;
     /* count_tokens takes no max_tokens: the body is parsed as a message
-     * request with a placeholder when it has none */
+     * request that does not require one */
     enum st_status rc = st_msg_parse_count(c->body.data, c->body.len, &oq, &e);
     if (rc == ST_OK)
         rc = count(c, &oq, &n, &e);
