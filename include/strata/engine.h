@@ -206,6 +206,9 @@ struct st_event {
     int64_t n_prompt;
     int64_t n_generated;
     int64_t n_cached;              /* prompt tokens reused from a slot's cache */
+    /* END with finish STOP by a stop string: that string (params.stop[i],
+     * borrowed for the call); else NULL */
+    const char *stop_text;
 };
 
 /* Called on an engine thread (or on the submitting thread for a request
@@ -238,6 +241,8 @@ struct st_request {
     int64_t n_cached;             /* prompt tokens found in its slot's KV at admit, or
                                    * copied there from another slot's before they were read
                                    * (prefix reuse): not read; set by the engine thread */
+    int32_t stop_index;           /* params.stop[stop_index] ended it; -1: none (engine
+                                   * thread, before END) */
     int64_t submit_ns;            /* clock time of submit */
     int64_t first_token_ns;       /* 0 until the first token */
     int64_t end_ns;

@@ -68,6 +68,7 @@ struct st_request *st_request_new(void)
     req->job.state = ST_JOB_NEW;
     req->job.engine = -1;
     req->job.slot = -1;
+    req->stop_index = -1;
     return req;
 }
 
@@ -111,6 +112,8 @@ void st_request_emit_end(struct st_request *req, enum st_finish finish, enum st_
     ev.n_prompt = req->n_tokens;
     ev.n_generated = n_generated;
     ev.n_cached = req->n_cached;
+    if (finish == ST_FINISH_STOP && req->stop_index >= 0 && req->stop_index < req->params.n_stop)
+        ev.stop_text = req->params.stop[req->stop_index];
     if (req->emit)
         req->emit(req->emit_ctx, &ev);
 }

@@ -362,7 +362,10 @@ static void take_token(struct st_engine *e, struct st_engine_slot *sl,
                            ST_OUTCOME_FAILED);
         return;
     }
-    bool matched = st_stop_matched(&sl->stop) >= 0;
+    int stop = st_stop_matched(&sl->stop);
+    bool matched = stop >= 0;
+    if (matched)
+        req->stop_index = stop;   /* END names the string (/v1/messages' stop_sequence) */
     emit_token(sl, &res);
     if (matched || length) {
         end_completed(e, sl, matched ? ST_FINISH_STOP : ST_FINISH_LENGTH);

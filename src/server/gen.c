@@ -75,6 +75,7 @@ void st_gen_free(struct st_gen *g)
         st_buf_fini(&g->choices[i].plp);
         st_gen_reply_free(g->choices[i].reply);
         free(g->choices[i].embd);
+        free(g->choices[i].stop_seq);
     }
     st_gen_shape_free(g->resp);
     free(g->choices);
@@ -385,6 +386,7 @@ static void on_end(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch
     if (ch->finish == ST_FINISH_ERROR && ch->status == ST_OK)
         ch->status = ST_ERR_INTERNAL;
     snprintf(ch->error, sizeof(ch->error), "%s", ev->error ? ev->error : "");
+    ch->stop_seq = ev->stop_text ? strdup(ev->stop_text) : NULL;
     if (ch->reply)
         st_gen_reply_end(c, g, ch);     /* what the parser held back */
     if (g->stream && !c->conn_done)

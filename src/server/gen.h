@@ -27,6 +27,8 @@ struct st_gen_choice {
     enum st_finish finish;
     enum st_status status;
     char error[256];               /* message of a failed END */
+    char *stop_seq;                /* owned: the stop string that ended it (END); NULL:
+                                    * none, or no memory to keep it */
     int64_t n_prompt, n_generated, n_cached;   /* tokens, from the last event */
     int64_t first_token_ns;        /* real clock; 0 until the first token */
     struct st_buf text;            /* non-stream: the completion so far */
@@ -212,8 +214,9 @@ enum st_route_result st_gen_start_shaped(struct st_call *c, struct st_oai_reques
 /* The renderer of one message (id "msg_..."). NULL on OOM. */
 struct st_gen_shape *st_msg_shape_new(void);
 /* Anthropic's stop_reason for a finished choice: "tool_use" (calls made,
- * stopped normally), "max_tokens" (cut), else "end_turn". */
-const char *st_msg_stop_reason(enum st_finish finish, bool has_calls);
+ * stopped normally), "max_tokens" (cut), "stop_sequence" (stop_seq, the
+ * stop string that ended it, not NULL), else "end_turn". */
+const char *st_msg_stop_reason(enum st_finish finish, bool has_calls, const char *stop_seq);
 
 /* ---- /v1/embeddings answers (h_embeddings.c) ---- */
 /* The embeddings body of a finished call whose every choice has its

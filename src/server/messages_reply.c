@@ -11,8 +11,8 @@
  *   {"type":"tool_use","id":"toolu_..","name":..,"input":{..}}
  * A reply with none of them gets one empty text block (clients read
  * content[0]). stop_reason: "tool_use" (calls made), "max_tokens" (cut),
- * else "end_turn" -- also when a stop sequence ended the reply: the engine
- * does not say which stop string matched, so stop_sequence is always null.
+ * "stop_sequence" (one of stop_sequences ended it: stop_sequence names it,
+ * from the engine's END), else "end_turn" (stop_sequence null).
  *
  * Stream (each "event: <type>" + "data: {"type":<type>,...}"):
  *   message_start {message: the object with content [] and usage}
@@ -54,11 +54,28 @@ static struct st_msg *msg_of(const struct st_gen *g)
 
 /* ---- pieces ----------------------------------------------------------------------- */
 
-const char *st_msg_stop_reason(enum st_finish finish, bool has_calls)
+const char *st_msg_stop_reason(enum st_finish finish, bool has_calls, const char *stop_seq)
 {
     if (finish == ST_FINISH_LENGTH)
         return "max_tokens";
-    return has_calls ? "tool_use" : "end_turn";
+    if (has_calls)
+        return "tool_use";
+    return finish == ST_FINISH_STOP && stop_seq ? "stop_sequence" : "end_turn";
+}
+
+/* "stop_reason":..,"stop_sequence":.. (the string only with "stop_sequence") */
+static enum st_status stop_json(struct st_buf *o, const char *stop_reason, const char *stop_seq)
+{
+    enum st_status rc = stop_reason
+                            ? st_buf_printf(o, "\"stop_reason\":\"%s\"", stop_reason)
+                            : st_buf_append(o, ST_LIT("\"stop_reason\":null"));
+    if (rc == ST_OK)
+        rc = st_buf_append(o, ST_LIT(",\"stop_sequence\":"));
+    if (rc != ST_OK)
+        return rc;
+    return stop_reason && strcmp(stop_reason, "stop_sequence") == 0 && stop_seq
+               ? st_json_cstr(o, stop_seq)
+               : st_buf_append(o, ST_LIT("null"));
 }
 
 /* Our tool call ids are "call_<hex>" (gen_reply.c); Anthropic's "toolu_<..>". */
@@ -95,15 +112,15 @@ static enum st_status msg_head(struct st_buf *o, const struct st_gen *g)
     return rc == ST_OK ? st_buf_append(o, ST_LIT(",\"content\":[")) : rc;
 }
 
-/* ],"stop_reason":..,"stop_sequence":null,"usage":{..}} */
-static enum st_status msg_tail(struct st_buf *o, const char *stop_reason, int64_t in,
-                               int64_t cached, int64_t out)
+/* ],"stop_reason":..,"stop_sequence":..,"usage":{..}} */
+static enum st_status msg_tail(struct st_buf *o, const char *stop_reason, const char *stop_seq,
+                               int64_t in, int64_t cached, int64_t out)
 {
-    enum st_status rc = stop_reason
-                            ? st_buf_printf(o, "],\"stop_reason\":\"%s\"", stop_reason)
-                            : st_buf_append(o, ST_LIT("],\"stop_reason\":null"));
+    enum st_status rc = st_buf_append(o, ST_LIT("],"));
     if (rc == ST_OK)
-        rc = st_buf_append(o, ST_LIT(",\"stop_sequence\":null,\"usage\":"));
+        rc = stop_json(o, stop_reason, stop_seq);
+    if (rc == ST_OK)
+        rc = st_buf_append(o, ST_LIT(",\"usage\":"));
     if (rc == ST_OK)
         rc = usage_json(o, in, cached, out);
     return rc == ST_OK ? st_buf_append(o, ST_LIT("}")) : rc;
@@ -160,7 +177,7 @@ static enum st_status ensure_started(struct st_gen *g, const struct st_gen_choic
     if (rc == ST_OK)
         rc = msg_head(&b, g);
     if (rc == ST_OK)
-        rc = msg_tail(&b, NULL, ch->n_prompt, ch->n_cached, 0);
+        rc = msg_tail(&b, NULL, NULL, ch->n_prompt, ch->n_cached, 0);
     if (rc == ST_OK)
         rc = event(g, "message_start", &b);
     st_buf_fini(&b);
@@ -297,8 +314,11 @@ static void msg_stream_end(struct st_gen *g, struct st_gen_choice *ch,
     struct st_buf b;
     st_buf_init(&b);
     if (rc == ST_OK)
-        rc = st_buf_printf(&b, ",\"delta\":{\"stop_reason\":\"%s\",\"stop_sequence\":null},"
-                           "\"usage\":", st_msg_stop_reason(ch->finish, m->calls));
+        rc = st_buf_append(&b, ST_LIT(",\"delta\":{"));
+    if (rc == ST_OK)
+        rc = stop_json(&b, st_msg_stop_reason(ch->finish, m->calls, ch->stop_seq), ch->stop_seq);
+    if (rc == ST_OK)
+        rc = st_buf_append(&b, ST_LIT("},\"usage\":"));
     if (rc == ST_OK)
         rc = u ? usage_json(&b, u->prompt_tokens, u->cached_tokens, u->completion_tokens)
                : usage_json(&b, ch->n_prompt, ch->n_cached, ch->n_generated);
@@ -359,8 +379,10 @@ static enum st_status msg_body(struct st_buf *out, const struct st_gen *g,
     }
     if (rc == ST_OK && calls)
         rc = add_calls(out, !thinking && c->text_len == 0, c->tool_calls, c->tool_calls_len);
+    const char *seq = c->index >= 0 && c->index < g->n_choices ? g->choices[c->index].stop_seq
+                                                                : NULL;
     if (rc == ST_OK)
-        rc = msg_tail(out, st_msg_stop_reason(c->finish, calls), u->prompt_tokens,
+        rc = msg_tail(out, st_msg_stop_reason(c->finish, calls, seq), seq, u->prompt_tokens,
                       u->cached_tokens, u->completion_tokens);
     return rc;
 }

@@ -308,3 +308,29 @@ describe('API keys as the Anthropic SDK sends them (x-api-key)', () => {
     });
   });
 });
+
+describe('a stop sequence ends the reply', () => {
+  let srv, client;
+  before(async () => {
+    srv = await startServer(['--sim-decode-tps', '2000', '--sim-tokens', '8']);
+    client = new Anthropic({ baseURL: srv.url, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => { await srv.stop(); });
+
+  const ask = { model: 'default', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }],
+    stop_sequences: ['tok9', ' tok3'] };
+
+  test('stop_reason stop_sequence names the string, streamed and not', async () => {
+    const m = await client.messages.create(ask);
+    assert.equal(m.content[0].text, 'tok1 tok2');
+    assert.equal(m.stop_reason, 'stop_sequence');
+    assert.equal(m.stop_sequence, ' tok3');
+    const s = await client.messages.stream(ask).finalMessage();
+    assert.equal(s.stop_reason, 'stop_sequence');
+    assert.equal(s.stop_sequence, ' tok3');
+    // no stop string met: end_turn (eos) or max_tokens, stop_sequence null
+    const n = await client.messages.create({ ...ask, stop_sequences: ['tok99'] });
+    assert.notEqual(n.stop_reason, 'stop_sequence');
+    assert.equal(n.stop_sequence, null);
+  });
+});

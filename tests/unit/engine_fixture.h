@@ -27,6 +27,7 @@ struct rec {
     int64_t n_generated, n_prompt;
     int32_t engine;              /* job.engine seen at END */
     int32_t yields;              /* job.yields seen at END */
+    char    stop_text[64];       /* END's stop string; "" none */
     struct st_request *req;      /* borrowed, for the engine/yields lookup */
 };
 
@@ -50,6 +51,7 @@ static inline void rec_emit(void *ctx, const struct st_event *ev)
     r->end_ns = st_clock_now(r->clock);
     r->n_generated = ev->n_generated;
     r->n_prompt = ev->n_prompt;
+    snprintf(r->stop_text, sizeof(r->stop_text), "%s", ev->stop_text ? ev->stop_text : "");
     if (r->req) {
         r->engine = r->req->job.engine;
         r->yields = r->req->job.yields;

@@ -149,6 +149,7 @@ START_TEST(test_engine_stop_string_across_tokens)
     ck_assert_str_eq(r.text, "tok1 tok2 ");
     ck_assert_int_eq(r.finish, ST_FINISH_STOP);
     ck_assert_int_eq(r.n_generated, 4);
+    ck_assert_str_eq(r.stop_text, "tok3 to");   /* END names the string that matched */
     /* "1 tok" starts inside the first piece: "tok" shows, "1" is held back. */
     run_one(-1, "1 tok", NULL, false, 16, &r);
     ck_assert_str_eq(r.text, "tok");
@@ -156,6 +157,11 @@ START_TEST(test_engine_stop_string_across_tokens)
     /* The earliest of several stop strings wins. */
     run_one(-1, "tok5", "2 tok", false, 16, &r);
     ck_assert_str_eq(r.text, "tok1 tok");
+    ck_assert_str_eq(r.stop_text, "2 tok");
+    /* cut by max_tokens before a stop string came: none named */
+    run_one(2, "tok9", NULL, false, 16, &r);
+    ck_assert_int_eq(r.finish, ST_FINISH_LENGTH);
+    ck_assert_str_eq(r.stop_text, "");
 }
 END_TEST
 
