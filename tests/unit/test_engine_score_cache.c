@@ -65,24 +65,7 @@ static void submit(struct st_engine_pool *p, const int32_t *ids, int64_t n, stru
 /* One CPU engine on the tiny model: np slots of 256 tokens, 'ubatch'. */
 static void start(struct fixture_pool *f, int32_t np, int32_t ubatch)
 {
-    st_clock_manual_init(&f->clk, 0);
-    struct st_sched_config sc;
-    st_sched_config_defaults(&sc);
-    sc.batch = true;
-    sc.log_dispatch = false;
-    struct st_pool_config pc;
-    st_pool_config_defaults(&pc);
-    pc.model.name = "m";
-    pc.model.path = path;
-    pc.model.backend = ST_BACKEND_CPU;
-    pc.model.parallel = np;
-    pc.model.ctx_size = 256;
-    pc.threads = 2;
-    pc.ubatch = ubatch;
-    struct st_err err = { 0 };
-    ck_assert(st_sched_new(&sc, &f->clk.clock, &f->sched, &err) == ST_OK);
-    ck_assert_msg(st_engine_pool_new(&pc, f->sched, &f->clk.clock, &f->pool, &err) == ST_OK,
-                  "%s", err.msg);
+    fixture_pool_start_ub(f, path, np, ubatch, 0, 0);
     (void)st_engine_pool_step(f->pool, 0);   /* loads the model */
 }
 
