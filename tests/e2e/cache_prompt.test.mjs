@@ -6,11 +6,8 @@
 // CPU backend, one slot.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startServer, postJSON, STRATA_BIN } from './lib/server.mjs';
+import { rmSync } from 'node:fs';
+import { postJSON, startTinyModel } from './lib/server.mjs';
 
 const body = (extra = {}) => ({
   model: 'tiny', temperature: 0, max_tokens: 8,
@@ -21,11 +18,7 @@ const body = (extra = {}) => ({
 describe('cache_prompt on a real model', () => {
   let srv, dir;
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'strata-e2e-cache-prompt-'));
-    const model = join(dir, 'tiny.gguf');
-    const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', 'tiny', '--seed', '3'], { encoding: 'utf8' });
-    assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
-    srv = await startServer(['--backend', 'cpu', '-m', model, '-a', 'tiny', '--threads', '1', '-c', '512']);
+    ({ srv, dir } = await startTinyModel('strata-e2e-cache-prompt-', 3, 512));
   });
   after(async () => {
     await srv?.stop();

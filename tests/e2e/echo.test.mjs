@@ -15,12 +15,9 @@
 //     logprob equals the logprob of the same token generated there.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import OpenAI, { BadRequestError } from 'openai';
-import { startServer, postJSON, parseSSE, STRATA_BIN } from './lib/server.mjs';
+import { startServer, postJSON, parseSSE, startTinyModel } from './lib/server.mjs';
 
 const bytes = (s) => Buffer.byteLength(s, 'utf8');
 
@@ -202,11 +199,7 @@ describe('echo on the sim', () => {
 describe('echo on a real model (CPU)', () => {
   let srv, dir;
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'strata-e2e-echo-'));
-    const model = join(dir, 'tiny.gguf');
-    const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', 'tiny', '--seed', '3'], { encoding: 'utf8' });
-    assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
-    srv = await startServer(['--backend', 'cpu', '-m', model, '-a', 'tiny', '--threads', '1', '-c', '512', '--ubatch', '8']);
+    ({ srv, dir } = await startTinyModel('strata-e2e-echo-', 3, 512, ['--ubatch', '8']));
   });
   after(async () => {
     await srv?.stop();

@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import {
-  startServer, postJSON, getJSON, until, parseSSE,
+  startServer, postJSON, getJSON, until, parseSSE, startTinyModel,
 } from './lib/server.mjs';
-import { checkPriority, describeLeaveMidStream, startTinyModel } from './lib/translated.mjs';
+import { checkPriority, describeLeaveMidStream } from './lib/translated.mjs';
 
 const postStream = (srv, body) => fetch(`${srv.url}/v1/messages`, {
   method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),

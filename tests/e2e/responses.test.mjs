@@ -10,9 +10,9 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import OpenAI from 'openai';
 import {
-  startServer, postJSON,
+  startServer, postJSON, startTinyModel,
 } from './lib/server.mjs';
-import { checkPriority, describeLeaveMidStream, startTinyModel } from './lib/translated.mjs';
+import { checkPriority, describeLeaveMidStream } from './lib/translated.mjs';
 
 const REPLY = '<think>\nThe user wants the weather.\n</think>\n\n'
   + 'Let me check.\n'

@@ -17,23 +17,16 @@
 //   - bad values are 400s naming the param, unsupported schema keywords too.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import OpenAI, { BadRequestError } from 'openai';
-import { startServer, postJSON, STRATA_BIN } from './lib/server.mjs';
+import { postJSON, startTinyModel } from './lib/server.mjs';
 
 const messages = [{ role: 'user', content: 'hi' }];
 
 describe('penalties and logit_bias on a real model', () => {
   let srv, client, dir;
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'strata-e2e-sampling-'));
-    const model = join(dir, 'tiny.gguf');
-    const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', 'tiny', '--seed', '1'], { encoding: 'utf8' });
-    assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
-    srv = await startServer(['--backend', 'cpu', '-m', model, '-a', 'tiny', '--threads', '1', '-c', '512']);
+    ({ srv, dir } = await startTinyModel('strata-e2e-sampling-', 1, 512));
     client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   });
   after(async () => {

@@ -13,11 +13,8 @@
 // flags. Then vLLM's prompt_logprobs with n = 2 and a larger K than kept.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startServer, postJSON, STRATA_BIN } from './lib/server.mjs';
+import { rmSync } from 'node:fs';
+import { postJSON, startTinyModel } from './lib/server.mjs';
 
 // lm-eval's parse_logprobs for one choice (openai_completions.py).
 function lmEvalParse(choice, ctxlen) {
@@ -41,11 +38,7 @@ const scores = (ch) => ({
 describe('prompt scores reused on a real model (CPU)', () => {
   let srv, dir;
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'strata-e2e-score-cache-'));
-    const model = join(dir, 'tiny.gguf');
-    const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', 'tiny', '--seed', '5'], { encoding: 'utf8' });
-    assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
-    srv = await startServer(['--backend', 'cpu', '-m', model, '-a', 'tiny', '--threads', '1', '-c', '512', '--ubatch', '16']);
+    ({ srv, dir } = await startTinyModel('strata-e2e-score-cache-', 5, 512, ['--ubatch', '16']));
   });
   after(async () => {
     await srv?.stop();

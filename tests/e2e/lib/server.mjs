@@ -4,8 +4,12 @@
 // It is started on 127.0.0.1 port 0 with the simulated engine; the port is
 // read back from its log line "listening on http://HOST:PORT". Each test
 // file starts its own server, so counters on /metrics are its own.
-import { spawn } from 'node:child_process';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export const STRATA_BIN = process.env.STRATA_BIN;
@@ -149,3 +153,16 @@ export const chatBody = (extra = {}) => ({
   messages: [{ role: 'user', content: 'hello there general kenobi' }],
   ...extra,
 });
+
+// `strata make-model` (preset tiny, 'seed') in a new temporary directory
+// named from 'prefix', and the server on it (CPU, 1 thread, context 'ctx',
+// alias "tiny", then 'extra' arguments). Resolves to { srv, dir }; the caller
+// stops srv and removes dir.
+export async function startTinyModel(prefix, seed, ctx, extra = []) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const model = join(dir, 'tiny.gguf');
+  const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', 'tiny', '--seed', String(seed)], { encoding: 'utf8' });
+  assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
+  const srv = await startServer(['--backend', 'cpu', '-m', model, '-a', 'tiny', '--threads', '1', '-c', String(ctx), ...extra]);
+  return { srv, dir };
+}

@@ -2,16 +2,11 @@
 // onto chat share (responses.test.mjs for /v1/responses, messages.test.mjs
 // for /v1/messages): the priority header and body field reaching the
 // scheduler as for chat, a client that leaves mid-stream (the request
-// cancelled, its slot freed, the server still answering), and a server on
-// a tiny real model made by `strata make-model`.
+// cancelled, its slot freed, the server still answering).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
-  startServer, getJSON, metric, metricsText, until, STRATA_BIN,
+  startServer, getJSON, metric, metricsText, until,
 } from './server.mjs';
 
 // send(headers, extraBody) makes one request of the endpoint and resolves
@@ -69,16 +64,4 @@ export function describeLeaveMidStream({ path, body, firstEvent, again, text }) 
       assert.equal(h.status, 200);
     });
   });
-}
-
-// `strata make-model` (preset tiny, 'seed') in a new temporary directory
-// named from 'prefix', and the server on it (CPU, 1 thread, context 'ctx',
-// alias "tiny"). Resolves to { srv, dir }; the caller stops srv and removes dir.
-export async function startTinyModel(prefix, seed, ctx) {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  const model = join(dir, 'tiny.gguf');
-  const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', 'tiny', '--seed', String(seed)], { encoding: 'utf8' });
-  assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
-  const srv = await startServer(['--backend', 'cpu', '-m', model, '-a', 'tiny', '--threads', '1', '-c', String(ctx)]);
-  return { srv, dir };
 }
