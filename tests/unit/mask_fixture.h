@@ -1,13 +1,15 @@
 /* mask_fixture.h -- helpers of the constrained-sampling suites
  * (test_engine_schema.c, test_engine_calls.c, test_engine_think.c): a
  * hand-made vocabulary of strings for st_sampler_json_vocab, a small
- * seeded generator, and the schema compile a test cannot do without.
+ * seeded generator, the schema compile a test cannot do without, and the
+ * random walk that checks a mask against a suite's brute-force oracle.
  * Header-only. */
 #ifndef STRATA_TEST_MASK_FIXTURE_H
 #define STRATA_TEST_MASK_FIXTURE_H
 
 #include <check.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -71,6 +73,43 @@ static inline void mask_sampler(struct st_sampler *s, const struct st_gen_params
     st_sampler_init(s);
     st_sampler_reset(s, p);
     ck_assert_int_eq(st_sampler_json_vocab(s, v, 0, n, mask_piece, mask_eog, v), ST_OK);
+}
+
+/* A suite's brute-force rule: may token id come next from the sampler's
+ * constraint state (eos_banned: end of generation banned at this step)? */
+typedef bool mask_oracle_fn(const struct st_sampler *s, int32_t id, bool eos_banned);
+
+/* Walk up to 'steps' tokens sampled from *walk on random logits (from
+ * rng; eos_boost added to token 0's): before each, with end of generation
+ * banned and not, the mask allows exactly the tokens the oracle does over
+ * the n strings of v. Stops at end of generation or when nothing may
+ * follow. 'what' names the case in a failure. */
+static inline void mask_walk_matches(struct st_sampler *walk, const char *const *v, int32_t n,
+                                     uint64_t rng, int steps, float eos_boost,
+                                     mask_oracle_fn *oracle, const char *what)
+{
+    float *logits = malloc((size_t)n * sizeof(*logits));
+    ck_assert_ptr_nonnull(logits);
+    for (int step = 0; step < steps; step++) {
+        for (int eb = 0; eb < 2; eb++) {
+            struct st_json_step st;
+            st_json_mask_step(walk, eb == 1, &st);
+            for (int32_t id = 0; id < n; id++) {
+                bool want = oracle(walk, id, eb == 1);
+                ck_assert_msg(st_json_mask_allows(walk, &st, id) == want,
+                              "%s step %d eos_banned %d token '%s': want %d", what, step, eb,
+                              v[id], (int)want);
+            }
+        }
+        for (int32_t t = 0; t < n; t++)
+            logits[t] = (float)(mask_lcg(&rng) % 1000) / 100.0f;
+        logits[0] += eos_boost;
+        struct st_sample_result res;
+        if (st_sampler_sample(walk, logits, n, NULL, 0, &res) != ST_OK || res.token == 0)
+            break;   /* stuck (nothing in a small vocabulary goes on), or ended */
+        st_sampler_accept(walk, res.token);
+    }
+    free(logits);
 }
 
 #endif /* STRATA_TEST_MASK_FIXTURE_H */

@@ -117,8 +117,9 @@ static void make_sampler(struct st_sampler *s, struct st_call_grammar *g, float 
 /* The mask's rule by brute force: end of generation when complete; no
  * blanks once no call may follow unless the end is banned; every other
  * token's bytes through the grammar. */
-static bool expected(const struct st_call_state *st, int32_t id, bool eos_banned)
+static bool expected(const struct st_sampler *s, int32_t id, bool eos_banned)
 {
+    const struct st_call_state *st = &s->cs;
     if (id == 0)
         return st_call_complete(st);
     const char *p = vocab[id];
@@ -137,29 +138,11 @@ START_TEST(test_engine_calls_mask_matches_grammar)
         struct st_call_grammar *g = compile(&gspecs[gi]);
         for (int run = 0; run < 40; run++) {
             struct st_sampler walk;
+            char what[48];
+            snprintf(what, sizeof(what), "grammar %d run %d", gi, run);
             make_sampler(&walk, g, 1.0f, (uint64_t)run);
-            uint64_t rng = (uint64_t)run * 31 + (uint64_t)gi;
-            for (int step = 0; step < 80; step++) {
-                for (int eb = 0; eb < 2; eb++) {
-                    struct st_json_step st;
-                    st_json_mask_step(&walk, eb == 1, &st);
-                    for (int32_t id = 0; id < NV; id++) {
-                        bool want = expected(&walk.cs, id, eb == 1);
-                        ck_assert_msg(st_json_mask_allows(&walk, &st, id) == want,
-                                      "grammar %d run %d step %d token '%s': want %d", gi, run,
-                                      step, vocab[id], (int)want);
-                    }
-                }
-                float logits[NV];
-                for (int32_t t = 0; t < NV; t++)
-                    logits[t] = (float)(mask_lcg(&rng) % 1000) / 100.0f;
-                struct st_sample_result res;
-                if (st_sampler_sample(&walk, logits, NV, NULL, 0, &res) != ST_OK)
-                    break;
-                if (res.token == 0)
-                    break;
-                st_sampler_accept(&walk, res.token);
-            }
+            mask_walk_matches(&walk, vocab, NV, (uint64_t)run * 31 + (uint64_t)gi, 80, 0.0f,
+                              expected, what);
             st_sampler_fini(&walk);
         }
         st_call_grammar_unref(g);

@@ -61,8 +61,9 @@ static void make_sampler(struct st_sampler *s, struct st_json_schema *sc, float 
 /* The mask's rule by brute force: the first byte under the whitespace
  * policy (none before the document, none after it unless eos is banned),
  * then every byte through the validator. */
-static bool expected(const struct st_json_schema_state *st, int32_t id, bool eos_banned)
+static bool expected(const struct st_sampler *s, int32_t id, bool eos_banned)
 {
+    const struct st_json_schema_state *st = &s->jss;
     if (id == 0)
         return st_json_schema_complete(st);
     const char *p = vocab[id];
@@ -82,30 +83,11 @@ START_TEST(test_engine_schema_mask_matches_validator)
         struct st_json_schema *sc = mask_schema(schemas[si]);
         for (int run = 0; run < 30; run++) {
             struct st_sampler walk;
+            char what[48];
+            snprintf(what, sizeof(what), "schema %d run %d", si, run);
             make_sampler(&walk, sc, 1.0f, (uint64_t)run);
-            uint64_t rng = (uint64_t)run * 31 + (uint64_t)si;
-            for (int step = 0; step < 80; step++) {
-                for (int eb = 0; eb < 2; eb++) {
-                    struct st_json_step st;
-                    st_json_mask_step(&walk, eb == 1, &st);
-                    for (int32_t id = 0; id < NV; id++) {
-                        bool want = expected(&walk.jss, id, eb == 1);
-                        ck_assert_msg(st_json_mask_allows(&walk, &st, id) == want,
-                                      "schema %d run %d step %d eos_banned %d token '%s': "
-                                      "want %d", si, run, step, eb, vocab[id], (int)want);
-                    }
-                }
-                float logits[NV];
-                for (int32_t t = 0; t < NV; t++)
-                    logits[t] = (float)(mask_lcg(&rng) % 1000) / 100.0f;
-                logits[0] += 2.0f;
-                struct st_sample_result res;
-                if (st_sampler_sample(&walk, logits, NV, NULL, 0, &res) != ST_OK)
-                    break;   /* stuck: nothing in this small vocabulary goes on */
-                if (res.token == 0)
-                    break;
-                st_sampler_accept(&walk, res.token);
-            }
+            mask_walk_matches(&walk, vocab, NV, (uint64_t)run * 31 + (uint64_t)si, 80, 2.0f,
+                              expected, what);
             st_sampler_fini(&walk);
         }
         st_json_schema_unref(sc);
