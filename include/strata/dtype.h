@@ -15,8 +15,13 @@ enum st_dtype {
     ST_DTYPE_F32 = 0,
     ST_DTYPE_F16 = 1,
     ST_DTYPE_Q4_0 = 2,
+    ST_DTYPE_Q4_1 = 3,
+    ST_DTYPE_Q5_0 = 6,
+    ST_DTYPE_Q5_1 = 7,
     ST_DTYPE_Q8_0 = 8,
     ST_DTYPE_Q8_1 = 9,      /* activations only */
+    ST_DTYPE_Q2_K = 10,
+    ST_DTYPE_Q3_K = 11,
     ST_DTYPE_Q4_K = 12,
     ST_DTYPE_Q5_K = 13,
     ST_DTYPE_Q6_K = 14,
