@@ -76,10 +76,24 @@ struct st_chat_req {
     size_t                    n_msgs;
     struct st_str             tools;    /* JSON array of tools; ptr NULL or "[]" = none */
     bool                      add_generation_prompt;
+    bool                      continue_final;   /* end inside the last message, an
+                                                   assistant's (chat_continue.c);
+                                                   add_generation_prompt is then ignored */
     int                       enable_thinking;  /* -1 = not given, 0 = false, 1 = true */
     struct st_str             date_string;      /* Llama 3.1+ "Today Date"; ptr NULL = the
                                                    template's default ("26 Jul 2024", or
                                                    today's local date when date_today) */
+};
+
+/* How a rendered prompt ends: after the last message's turn (what
+ * /apply-template with add_generation_prompt false shows), with the
+ * generation prompt (a new assistant turn: every generation), or inside the
+ * last message, an assistant's, so the model goes on writing its text
+ * (Anthropic's prefill, vLLM's continue_final_message). */
+enum st_chat_ending {
+    ST_CHAT_END_TURN,
+    ST_CHAT_END_GENERATE,
+    ST_CHAT_END_CONTINUE,
 };
 
 /* Recognize 'source' (the Jinja template; may be NULL or empty = none) and
@@ -102,7 +116,8 @@ const char *st_chat_kind_name(enum st_chat_kind kind);
 /* Render the prompt, appended to 'out'. Errors: ST_ERR_INVALID for what the
  * template itself would reject (unknown role, roles not alternating where
  * the template requires it, malformed tools/tool_calls JSON, no messages),
- * with a message naming the message index; ST_ERR_NOMEM. */
+ * with a message naming the message index, and for continue_final when the
+ * last message is not an assistant's text; ST_ERR_NOMEM. */
 ST_MUST_CHECK
 enum st_status st_chat_render(const struct st_chat_tmpl *t,
                               const struct st_chat_req *req,

@@ -138,8 +138,8 @@ static char *render_prompt(struct st_engine_pool *p, const struct run_opts *o,
     cJSON_AddItemToArray(arr, msg);
     char *json = cJSON_PrintUnformatted(arr), *prompt = NULL;
     cJSON_Delete(arr);
-    if (!json || st_engine_pool_apply_template(p, 0, json, NULL, NULL, true, &prompt, err) !=
-                     ST_OK)
+    if (!json || st_engine_pool_apply_template(p, 0, json, NULL, NULL, ST_CHAT_END_GENERATE,
+                                               &prompt, err) != ST_OK)
         prompt = NULL;
     free(json);
     return prompt;

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strata/chat.h"
 #include "strata/clock.h"
 #include "strata/draw.h"
 #include "strata/err.h"
@@ -163,10 +164,11 @@ struct st_runner_ops {
     /* (optional: NULL = none) The vocabulary's fill-in-the-middle token ids
      * (strata/fim.h; -1 where absent). */
     void (*fim_ids)(const struct st_runner *r, struct st_fim_ids *out);
-    /* Render an OpenAI messages array (JSON text) into prompt text; owned result. */
+    /* Render an OpenAI messages array (JSON text) into prompt text, ending
+     * as 'ending' says (strata/chat.h); owned result. */
     enum st_status (*apply_template)(const struct st_runner *r, const char *messages_json,
                                      const char *tools_json, const char *kwargs_json,
-                                     bool add_generation_prompt, char **prompt,
+                                     enum st_chat_ending ending, char **prompt,
                                      struct st_err *err);
 
     /* Run one step. Rows of seqs without 'sample' are left untouched; a READ
@@ -256,10 +258,11 @@ static inline void st_runner_fim_ids(const struct st_runner *r, struct st_fim_id
 static inline enum st_status st_runner_apply_template(const struct st_runner *r,
                                                       const char *messages_json,
                                                       const char *tools_json,
-                                                      const char *kwargs_json, bool add_gen,
+                                                      const char *kwargs_json,
+                                                      enum st_chat_ending ending,
                                                       char **prompt, struct st_err *err)
 {
-    return r->ops->apply_template(r, messages_json, tools_json, kwargs_json, add_gen, prompt,
+    return r->ops->apply_template(r, messages_json, tools_json, kwargs_json, ending, prompt,
                                   err);
 }
 static inline enum st_status st_runner_forward(struct st_runner *r,

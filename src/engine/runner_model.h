@@ -56,6 +56,7 @@ void st_runner_model_fim_ids(const struct st_runner *r, struct st_fim_ids *out);
 enum st_status st_runner_model_apply_template(const struct st_runner *r,
                                               const char *messages_json,
                                               const char *tools_json, const char *kwargs_json,
-                                              bool add_gen, char **prompt, struct st_err *err);
+                                              enum st_chat_ending ending, char **prompt,
+                                              struct st_err *err);
 
 #endif /* STRATA_ENGINE_RUNNER_MODEL_H */

@@ -338,7 +338,8 @@ static enum st_status template_kwargs(const char *kwargs_json, struct st_chat_re
 enum st_status st_runner_model_apply_template(const struct st_runner *r,
                                               const char *messages_json,
                                               const char *tools_json, const char *kwargs_json,
-                                              bool add_gen, char **prompt, struct st_err *err)
+                                              enum st_chat_ending ending, char **prompt,
+                                              struct st_err *err)
 {
     cJSON *arr = cJSON_Parse(messages_json ? messages_json : "");
     if (!cJSON_IsArray(arr)) {
@@ -353,7 +354,9 @@ enum st_status st_runner_model_apply_template(const struct st_runner *r,
     enum st_status rc = msgs ? to_msgs(arr, msgs, &sc, err)
                              : st_err_set(err, ST_ERR_NOMEM, "no memory for %zu messages", n);
     if (rc == ST_OK) {
-        struct st_chat_req req = { .msgs = msgs, .n_msgs = n, .add_generation_prompt = add_gen,
+        struct st_chat_req req = { .msgs = msgs, .n_msgs = n,
+                                   .add_generation_prompt = ending == ST_CHAT_END_GENERATE,
+                                   .continue_final = ending == ST_CHAT_END_CONTINUE,
                                    .tools = tools_json ? st_str_c(tools_json)
                                                        : (struct st_str){ NULL, 0 } };
         rc = template_kwargs(kwargs_json, &req, &sc, err);

@@ -265,9 +265,10 @@ static enum st_status append_content(struct st_buf *b, const cJSON *content)
 /* The sim's chat template: every message's content, joined by a space. */
 static enum st_status sim_apply_template(const struct st_runner *r, const char *messages_json,
                                          const char *tools_json, const char *kwargs_json,
-                                         bool add_gen, char **prompt, struct st_err *err)
+                                         enum st_chat_ending ending, char **prompt,
+                                         struct st_err *err)
 {
-    (void)r; (void)tools_json; (void)kwargs_json; (void)add_gen;
+    (void)r; (void)tools_json; (void)kwargs_json; (void)ending;
     cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
     if (!cJSON_IsArray(root)) {
         cJSON_Delete(root);

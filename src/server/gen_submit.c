@@ -135,7 +135,7 @@ static enum st_status render_prompt(struct st_call *c, const struct st_oai_reque
     enum st_status rc;
     if (oq->kind == ST_OAI_CHAT) {
         rc = st_engine_pool_apply_template(pool, model, oq->messages_json, oq->tools_json,
-                                           kwargs, true, text, &err);
+                                           kwargs, st_oai_chat_ending(oq), text, &err);
     } else if (oq->prompts[p].text) {
         *text = st_str_dup(st_str_c(oq->prompts[p].text));
         rc = *text ? ST_OK : st_err_set(&err, ST_ERR_NOMEM, "out of memory");

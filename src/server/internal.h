@@ -135,6 +135,8 @@ struct st_oai_request {
     char   *messages_json;         /* chat: normalised messages array (JSON text), owned */
     char   *tools_json;            /* owned or NULL */
     char   *kwargs_json;           /* chat_template_kwargs object, owned or NULL */
+    bool    continue_final;        /* chat: continue_final_message (vLLM's): the prompt
+                                    * ends inside the last message, an assistant's */
     struct st_oai_prompt *prompts; /* completions: n_prompts of them, owned */
     size_t  n_prompts;
     struct st_gen_params params;   /* stop strings owned */
@@ -162,6 +164,12 @@ struct st_oai_request {
                                     * (infill_json.c); prompts[0] holds the FIM token ids */
     bool    infill_truncated;      /* ... the FIM budget cut something ("truncated") */
 };
+
+/* Where a chat request's prompt ends (strata/chat.h). */
+static inline enum st_chat_ending st_oai_chat_ending(const struct st_oai_request *r)
+{
+    return r->continue_final ? ST_CHAT_END_CONTINUE : ST_CHAT_END_GENERATE;
+}
 
 /* The fields every generation body shares (model, sampling, stop, stream,
  * n, priority, cache_prompt ...), for parsers of other bodies (/infill).

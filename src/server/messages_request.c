@@ -217,6 +217,29 @@ static enum st_status turn(const cJSON *m, size_t i, cJSON *msgs, struct st_api_
     return rc;
 }
 
+/* A last turn of the assistant's text is a prefill: the reply continues it
+ * (chat's continue_final_message) and holds only what follows. Anthropic's
+ * rule: that text may not end in whitespace. An empty one is dropped: the
+ * reply is a new turn, as without it. */
+static enum st_status prefill(cJSON *chat, cJSON *msgs, struct st_api_error *e)
+{
+    cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(last, "role");
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(last, "content");
+    if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant") != 0 ||
+        cJSON_GetObjectItemCaseSensitive(last, "tool_calls") || !cJSON_IsString(text))
+        return ST_OK;
+    size_t n = strlen(text->valuestring);
+    if (n == 0) {
+        cJSON_DeleteItemFromArray(msgs, cJSON_GetArraySize(msgs) - 1);
+        return ST_OK;
+    }
+    if (strchr(" \t\r\n\f\v", text->valuestring[n - 1]))
+        return st_tr_bad(e, "messages", "messages: final assistant content cannot end with "
+                                        "trailing whitespace");
+    return cJSON_AddTrueToObject(chat, "continue_final_message") ? ST_OK : st_tr_nomem(e);
+}
+
 static enum st_status build_messages(const cJSON *root, cJSON *chat, struct st_api_error *e)
 {
     const cJSON *sys = st_oai_field(root, "system");
@@ -238,7 +261,8 @@ static enum st_status build_messages(const cJSON *root, cJSON *chat, struct st_a
         if (rc != ST_OK)
             return rc;
     }
-    return st_tr_each(in, turn, msgs, e);
+    enum st_status rc = st_tr_each(in, turn, msgs, e);
+    return rc == ST_OK ? prefill(chat, msgs, e) : rc;
 }
 
 /* ---- tools, tool_choice ------------------------------------------------------ */

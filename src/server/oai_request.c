@@ -278,6 +278,8 @@ static enum st_status parse_chat(const cJSON *root, struct st_oai_request *r,
     if (rc == ST_OK)
         rc = st_oai_get_raw(root, "chat_template_kwargs", cJSON_Object, &r->kwargs_json, e);
     if (rc == ST_OK)
+        rc = st_oai_get_bool(root, "continue_final_message", &r->continue_final, NULL, e);
+    if (rc == ST_OK)
         rc = st_oai_parse_tool_fields(root, r, e);
     return rc;
 }

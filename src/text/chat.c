@@ -299,14 +299,21 @@ enum st_status st_chat_render(const struct st_chat_tmpl *t,
                               const struct st_chat_req *req,
                               struct st_buf *out, struct st_err *err)
 {
-    enum st_status rc;
-    size_t i;
-
     if (req->n_msgs == 0)
         return st_err_set(err, ST_ERR_INVALID, "chat template: no messages");
-    for (i = 0; i < req->n_msgs; i++)
+    for (size_t i = 0; i < req->n_msgs; i++)
         if (!req->msgs[i].role.ptr || req->msgs[i].role.len == 0)
             return st_err_set(err, ST_ERR_INVALID, "chat template: message %zu has no role", i);
+    return req->continue_final ? st_chat_render_continued(t, req, out, err)
+                               : st_chat_render_turns(t, req, out, err);
+}
+
+enum st_status st_chat_render_turns(const struct st_chat_tmpl *t,
+                                    const struct st_chat_req *req,
+                                    struct st_buf *out, struct st_err *err)
+{
+    enum st_status rc;
+
     switch (t->kind) {
     case ST_CHAT_QWEN3:
     case ST_CHAT_QWEN25:

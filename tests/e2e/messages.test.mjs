@@ -228,6 +228,35 @@ describe('thinking budget on a real (tiny) model', () => {
     const c = await client.messages.countTokens({ model: 'tiny', messages: body.messages });
     assert.equal(c.input_tokens, inputOf(m.usage));
   });
+
+  // Prefill: the reply continues the last assistant turn, so it equals a
+  // plain completion of the rendered prompt followed by that text (greedy,
+  // "<think>" banned so no block is split out of either).
+  test('a last assistant turn is continued (and chat\'s continue_final_message)', async () => {
+    const ban = { [Object.keys(bias)[0]]: -100 };
+    const user = { role: 'user', content: 'name a color' };
+    const body = { model: 'tiny', max_tokens: 6, temperature: 0, logit_bias: ban,
+      messages: [user, { role: 'assistant', content: 'The color is' }] };
+    const m = await client.messages.create(body);
+    const text = m.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    const gen = await postJSON(srv, '/apply-template', { messages: [user] });
+    assert.equal(gen.status, 200, gen.text);
+    const plain = await postJSON(srv, '/v1/completions', { model: 'tiny', max_tokens: 6,
+      temperature: 0, logit_bias: ban, prompt: gen.json.prompt + 'The color is' });
+    assert.equal(plain.status, 200, plain.text);
+    assert.equal(text, plain.json.choices[0].text);
+    assert.equal(inputOf(m.usage), plain.json.usage.prompt_tokens);
+    const c = await client.messages.countTokens({ model: 'tiny', messages: body.messages });
+    assert.equal(c.input_tokens, inputOf(m.usage));
+    const chat = await postJSON(srv, '/v1/chat/completions', { model: 'tiny', max_tokens: 6,
+      temperature: 0, logit_bias: ban, messages: body.messages, continue_final_message: true });
+    assert.equal(chat.status, 200, chat.text);
+    assert.equal(chat.json.choices[0].message.content, text);
+    // without the flag the assistant turn is history and a new turn follows
+    const fresh = await postJSON(srv, '/v1/chat/completions', { model: 'tiny', max_tokens: 6,
+      temperature: 0, logit_bias: ban, messages: body.messages });
+    assert.ok(fresh.json.usage.prompt_tokens > plain.json.usage.prompt_tokens, fresh.text);
+  });
 });
 
 // SSE keep-alive comments (--sse-keepalive) while a stream waits behind

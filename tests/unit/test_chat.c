@@ -286,6 +286,60 @@ START_TEST(test_chat_errors)
 }
 END_TEST
 
+/* continue_final: every template's prompt ends right after the last
+ * message's text (what the template writes before it kept, its closing
+ * dropped), so it is a prefix of the closed turns' rendering; only an
+ * assistant's text can be continued. */
+static enum st_status render_ending(const char *src, const struct st_chat_msg *msgs, size_t n,
+                                    bool cont, struct st_buf *out, struct st_err *err)
+{
+    struct st_chat_tmpl t;
+    struct st_chat_req req = { .msgs = msgs, .n_msgs = n, .continue_final = cont,
+                               .enable_thinking = -1 };
+    st_chat_tmpl_init(&t, src, src ? strlen(src) : 0, "<s>", "</s>", "unit");
+    st_buf_init(out);
+    return st_chat_render(&t, &req, out, err);
+}
+
+START_TEST(test_chat_continue_final)
+{
+    static const char *const srcs[] = {
+        qwen3_src, qwen25_src, qwen3coder_src, qwen3_thinking_src, NULL, "[INST]",
+        "<start_of_turn>", "<|start_header_id|><|end_header_id|>",
+        "<|start_header_id|> <|end_header_id|> Cutting Knowledge Date",
+        "{%- set default_system_message = '' %}[SYSTEM_PROMPT] '[TOOL_CALLS]' + n + '[ARGS]'",
+    };
+    struct st_chat_msg m[] = { msg("user", "Hi"), msg("assistant", "Sure, he  ") };
+    struct st_err err = { 0 };
+    struct st_buf closed, cont;
+
+    for (size_t i = 0; i < sizeof(srcs) / sizeof(srcs[0]); i++) {
+        ck_assert_int_eq(render_ending(srcs[i], m, 2, false, &closed, NULL), ST_OK);
+        ck_assert_msg(render_ending(srcs[i], m, 2, true, &cont, &err) == ST_OK, "%zu: %s", i,
+                      err.msg);
+        ck_assert_msg(cont.len < closed.len && memcmp(cont.data, closed.data, cont.len - 2) == 0,
+                      "%zu: '%s' is not where '%s' ends the text", i, cont.data, closed.data);
+        /* the client's text as written, its blanks too (Llama trims a closed turn) */
+        ck_assert_msg(cont.len >= 10 && strcmp(cont.data + cont.len - 10, "Sure, he  ") == 0,
+                      "%zu: %s", i, cont.data);
+        st_buf_fini(&closed);
+        st_buf_fini(&cont);
+    }
+    ck_assert_int_eq(render_ending(qwen3_src, m, 2, true, &cont, NULL), ST_OK);
+    ck_assert_str_eq(cont.data, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+                                "<think>\n\n</think>\n\nSure, he  ");
+    st_buf_fini(&cont);
+    ck_assert_int_eq(render_ending(qwen3_src, m, 1, true, &cont, &err), ST_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "only an assistant message"));
+    st_buf_fini(&cont);
+    m[1].tool_calls = st_str_c("[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+                               "\"arguments\":\"{}\"}}]");
+    ck_assert_int_eq(render_ending(qwen3_src, m, 2, true, &cont, &err), ST_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "tool calls"));
+    st_buf_fini(&cont);
+}
+END_TEST
+
 /* Mistral v7: default system message read from the template (concatenated
  * literals, escapes, today's date), tools before the last user message
  * printed by hand, calls with the last 9 characters of their ids. */
@@ -559,6 +613,7 @@ static Suite *chat_suite(void)
     tcase_add_test(tc, test_chat_qwen3coder_python_values);
     tcase_add_test(tc, test_chat_simple_renderers);
     tcase_add_test(tc, test_chat_errors);
+    tcase_add_test(tc, test_chat_continue_final);
     tcase_add_test(tc, test_chat_mistral_v7);
     tcase_add_test(tc, test_chat_mistral_v11);
     tcase_add_test(tc, test_chat_mistral_scan_edges);

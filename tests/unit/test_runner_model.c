@@ -112,7 +112,8 @@ START_TEST(test_runner_model_chat_template)
     const char *msgs = "[{\"role\":\"system\",\"content\":\"Be brief.\"},"
                        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hi \"},"
                        "{\"type\":\"text\",\"text\":\"there\"}]}]";
-    ck_assert_msg(st_runner_apply_template(r, msgs, NULL, NULL, true, &prompt, &err) == ST_OK,
+    const enum st_chat_ending gen = ST_CHAT_END_GENERATE;
+    ck_assert_msg(st_runner_apply_template(r, msgs, NULL, NULL, gen, &prompt, &err) == ST_OK,
                   "%s", err.msg);
     ck_assert_str_eq(prompt, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n"
                              "Hi there<|im_end|>\n<|im_start|>assistant\n");
@@ -121,14 +122,14 @@ START_TEST(test_runner_model_chat_template)
      * (the log said so when the model was loaded). */
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(st_runner_apply_template(r, msgs, "[{\"type\":\"function\",\"function\""
-                                                  ":{\"name\":\"f\"}}]", NULL, true, &prompt,
+                                                  ":{\"name\":\"f\"}}]", NULL, gen, &prompt,
                                                   &err), ST_OK);
         ck_assert_ptr_null(strstr(prompt, "\"f\""));
         free(prompt);
     }
-    ck_assert_int_eq(st_runner_apply_template(r, "{}", NULL, NULL, true, &prompt, &err),
+    ck_assert_int_eq(st_runner_apply_template(r, "{}", NULL, NULL, gen, &prompt, &err),
                      ST_ERR_INVALID);
-    ck_assert_int_eq(st_runner_apply_template(r, "[{\"content\":\"x\"}]", NULL, NULL, true,
+    ck_assert_int_eq(st_runner_apply_template(r, "[{\"content\":\"x\"}]", NULL, NULL, gen,
                                               &prompt, &err), ST_ERR_INVALID);
 }
 END_TEST

@@ -77,6 +77,41 @@ START_TEST(test_server_messages_translate_turns)
 }
 END_TEST
 
+/* A last assistant turn of text is continued (chat's continue_final_message,
+ * which the chat parser takes); an empty one is dropped; one with a call is
+ * history. */
+START_TEST(test_server_messages_prefill)
+{
+    cJSON *c = translate("{\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":"
+                         "\"name a color\"},{\"role\":\"assistant\",\"content\":[{\"type\":"
+                         "\"text\",\"text\":\"The color is\"}]}]}");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(c, "continue_final_message")));
+    const cJSON *msgs = cJSON_GetObjectItem(c, "messages");
+    ck_assert_int_eq(cJSON_GetArraySize(msgs), 2);
+    ck_assert_str_eq(str_at(cJSON_GetArrayItem(msgs, 1), "content"), "The color is");
+    cJSON_Delete(c);
+    c = translate("{\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"x\"},"
+                  "{\"role\":\"assistant\",\"content\":\"\"}]}");
+    ck_assert_ptr_null(cJSON_GetObjectItem(c, "continue_final_message"));
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(c, "messages")), 1);
+    cJSON_Delete(c);
+    c = translate("{\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"x\"},"
+                  "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"a\","
+                  "\"name\":\"f\",\"input\":{}}]}]}");
+    ck_assert_ptr_null(cJSON_GetObjectItem(c, "continue_final_message"));
+    cJSON_Delete(c);
+
+    struct st_oai_request oq;
+    struct st_api_error e;
+    static const char body[] = "{\"max_tokens\":8,\"messages\":[{\"role\":\"user\","
+                               "\"content\":\"x\"},{\"role\":\"assistant\",\"content\":\"Yes\"}]}";
+    ck_assert_int_eq(st_msg_parse(body, strlen(body), &oq, &e), ST_OK);
+    ck_assert(oq.continue_final);
+    ck_assert_int_eq(st_oai_chat_ending(&oq), ST_CHAT_END_CONTINUE);
+    st_oai_request_fini(&oq);
+}
+END_TEST
+
 START_TEST(test_server_messages_translate_tools)
 {
     cJSON *c = translate(
@@ -205,6 +240,8 @@ START_TEST(test_server_messages_bad_requests)
           "{\"type\":\"sometimes\"}}", "thinking", "thinking" },
         { "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
           "\"temperature\":-1}", "temperature", "temperature" },
+        { "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":"
+          "\"assistant\",\"content\":\"Sure \"}]}", "messages", "trailing whitespace" },
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(cases); i++) {
         struct st_oai_request oq;
@@ -500,6 +537,7 @@ static Suite *server_messages_suite(void)
     TCase *t = tcase_create("messages");
     tcase_add_test(t, test_server_messages_translate_turns);
     tcase_add_test(t, test_server_messages_translate_tools);
+    tcase_add_test(t, test_server_messages_prefill);
     tcase_add_test(t, test_server_messages_parse);
     tcase_add_test(t, test_server_messages_bad_requests);
     tcase_add_test(t, test_server_messages_rename_error);
