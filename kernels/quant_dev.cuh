@@ -19,18 +19,30 @@
  *   IQ3_S    256  110    8   32   sub-block ib
  *   IQ3_XXS  256  98     8   32   sub-block ib
  *   IQ4_XS   256  136    8   32   sub-block ib
+ *   Q4_1     32   20     1   32   the block
+ *   Q5_0     32   22     1   32   the block
+ *   Q5_1     32   24     1   32   the block
+ *   Q2_K     256  84     8   32   s = 4h+g: bits 2g..2g+1 of qs[32h .. 32h+31]
+ *   Q3_K     256  110    8   32   as Q2_K plus bit s of the 32 hmask bytes
  *
  * q8_1 activations (quantize.cu): a row of n elements is n int8 values
  * followed by n/32 float2 (d, s) with x ~= d*q and s = the sum of the 32
  * original floats (not d*sum q: ggml's CUDA convention), so the "- dmin*m"
  * and "- 8" terms of the asymmetric formats cost one multiply per block:
  *   sum_l x_l * (D*sc*q_l - M) ~= D*sc*d*sum_l(q_l*xq_l) - M*s.
+ * (Q4_1/Q5_1's "+ m" and Q5_0's "- 16" likewise. Q2_K's mins change every
+ * 16 elements, finer than s: they take d*sum(xq) of each half instead, by
+ * dp4a against 0x01010101, as ggml's CUDA does.)
  *
  * Alignment: blocks of 34/18/210/110/98 bytes are only 2-byte aligned, so
  * their ints are read as two halves (kq_int_b2); IQ4_XS quants are 4-byte
  * aligned (kq_int_b4); Q4_K/Q5_K quants sit at 16-byte multiples of their
  * 144/176-byte blocks (rows, expert slabs and cudaMalloc bases are 16-byte
  * multiples too) and are read 16 bytes at a time (kq_load_ints16).
+ * The 20/24/84-byte blocks of Q4_1/Q5_1/Q2_K are 4-byte aligned (rows and
+ * slabs are whole blocks on cudaMalloc bases), so their quants, at 4-byte
+ * offsets, take kq_int_b4; Q5_0 (22) and Q3_K (110) are only 2-byte
+ * aligned and take kq_int_b2.
  * Activation rows are 16-byte aligned.
  */
 #ifndef STRATA_KERNELS_QUANT_DEV_CUH
@@ -399,6 +411,222 @@ KQ_UNROLL
     }
 };
 
+/* ---- Q4_1 ---------------------------------------------------------------- */
+template <>
+struct kq<ST_DTYPE_Q4_1> {
+    static constexpr int QK = 32, BB = 20, NI = 1, IE = 32;
+    struct W {
+        int q[8];          /* unsigned nibbles 0..15 */
+        float d, m;        /* x = d*q + m */
+    };
+    static KQ_HD void load(const uint8_t *b, int it, W &w)
+    {
+        (void)it;
+        w.d = kq_h2f_at(b, 0);
+        w.m = kq_h2f_at(b, 2);
+KQ_UNROLL
+        for (int i = 0; i < 4; i++) {
+            int v = kq_int_b4(b + 4, i);        /* 4-byte aligned (20-byte blocks) */
+            w.q[i] = v & 0x0f0f0f0f;            /* elements 4i..4i+3 */
+            w.q[4 + i] = (v >> 4) & 0x0f0f0f0f; /* elements 16+4i.. */
+        }
+    }
+    static KQ_HD float dot(const W &w, const int *x, const float2 *ds)
+    {
+        return w.d * ds[0].x * (float)kq_dot_ints<8>(w.q, x) + w.m * ds[0].y;
+    }
+    static KQ_HD void deq32(const uint8_t *b, int sub, float *y)
+    {
+        (void)sub;
+        float d = kq_h2f_at(b, 0), m = kq_h2f_at(b, 2);
+        for (int j = 0; j < 16; j++) {
+            y[j] = d * (float)(b[4 + j] & 0xf) + m;
+            y[j + 16] = d * (float)(b[4 + j] >> 4) + m;
+        }
+    }
+};
+
+/* 4 bits (the low 4 of v) -> bit 4 of 4 bytes (bit k -> byte k): the 5th
+ * bits of Q5_0/Q5_1 elements. The multiply places bit k at bit 8k as in
+ * kq_sign_mask4. */
+KQ_HD int kq_q5_high4(uint32_t v)
+{
+    return (int)((((v & 0xfu) * 0x00204081u) & 0x01010101u) << 4);
+}
+
+/* 8 ints of 5-bit values: ints 0..3 elements 0..15 (low nibbles), ints 4..7
+ * elements 16..31 (high nibbles); qh the block's LE word of 5th bits. */
+KQ_HD void kq_q5_ints(const uint8_t *qs, bool aligned4, uint32_t qh, int *q)
+{
+KQ_UNROLL
+    for (int i = 0; i < 4; i++) {
+        int v = aligned4 ? kq_int_b4(qs, i) : kq_int_b2(qs, i);
+        q[i] = (v & 0x0f0f0f0f) | kq_q5_high4(qh >> (4 * i));
+        q[4 + i] = ((v >> 4) & 0x0f0f0f0f) | kq_q5_high4(qh >> (16 + 4 * i));
+    }
+}
+
+/* Element j of a Q5 block: nibble | 5th bit (qs at qs, qh the LE word). */
+KQ_HD int kq_q5_elem(const uint8_t *qs, uint32_t qh, int j)
+{
+    int nib = j < 16 ? (qs[j] & 0xf) : (qs[j - 16] >> 4);
+    return nib | (int)(((qh >> j) & 1) << 4);
+}
+
+/* ---- Q5_0 ---------------------------------------------------------------- */
+template <>
+struct kq<ST_DTYPE_Q5_0> {
+    static constexpr int QK = 32, BB = 22, NI = 1, IE = 32;
+    struct W {
+        int q[8];          /* unsigned 5-bit values 0..31 (x = d*(q - 16)) */
+        float d;
+    };
+    static KQ_HD void load(const uint8_t *b, int it, W &w)
+    {
+        (void)it;
+        w.d = kq_h2f_at(b, 0);
+        kq_q5_ints(b + 6, false, (uint32_t)kq_int_b2(b + 2, 0), w.q);  /* 2-byte aligned */
+    }
+    static KQ_HD float dot(const W &w, const int *x, const float2 *ds)
+    {
+        return w.d * (ds[0].x * (float)kq_dot_ints<8>(w.q, x) - 16.0f * ds[0].y);
+    }
+    static KQ_HD void deq32(const uint8_t *b, int sub, float *y)
+    {
+        (void)sub;
+        float d = kq_h2f_at(b, 0);
+        uint32_t qh = (uint32_t)kq_int_b2(b + 2, 0);
+        for (int j = 0; j < 32; j++)
+            y[j] = d * (float)(kq_q5_elem(b + 6, qh, j) - 16);
+    }
+};
+
+/* ---- Q5_1 ---------------------------------------------------------------- */
+template <>
+struct kq<ST_DTYPE_Q5_1> {
+    static constexpr int QK = 32, BB = 24, NI = 1, IE = 32;
+    struct W {
+        int q[8];          /* unsigned 5-bit values; x = d*q + m */
+        float d, m;
+    };
+    static KQ_HD void load(const uint8_t *b, int it, W &w)
+    {
+        (void)it;
+        w.d = kq_h2f_at(b, 0);
+        w.m = kq_h2f_at(b, 2);
+        kq_q5_ints(b + 8, true, (uint32_t)kq_int_b4(b + 4, 0), w.q);   /* 24-byte blocks */
+    }
+    static KQ_HD float dot(const W &w, const int *x, const float2 *ds)
+    {
+        return w.d * ds[0].x * (float)kq_dot_ints<8>(w.q, x) + w.m * ds[0].y;
+    }
+    static KQ_HD void deq32(const uint8_t *b, int sub, float *y)
+    {
+        (void)sub;
+        float d = kq_h2f_at(b, 0), m = kq_h2f_at(b, 2);
+        uint32_t qh = (uint32_t)kq_int_b4(b + 4, 0);
+        for (int j = 0; j < 32; j++)
+            y[j] = d * (float)kq_q5_elem(b + 8, qh, j) + m;
+    }
+};
+
+/* ---- Q2_K ---------------------------------------------------------------- */
+template <>
+struct kq<ST_DTYPE_Q2_K> {
+    static constexpr int QK = 256, BB = 84, NI = 8, IE = 32;
+    struct W {
+        int q[8];          /* 2-bit values 0..3 of elements 32s .. 32s+31 */
+        int sc0, sc1;      /* 4-bit scales of elements 0..15 and 16..31 */
+        int m0, m1;        /* 4-bit mins of the same halves */
+        float d, dmin;
+    };
+    static KQ_HD void load(const uint8_t *b, int s, W &w)
+    {
+        const int h = s / 4, g = s % 4;
+        w.d = kq_h2f_at(b, 80);
+        w.dmin = kq_h2f_at(b, 82);
+        w.sc0 = b[2 * s] & 0xf;
+        w.m0 = b[2 * s] >> 4;
+        w.sc1 = b[2 * s + 1] & 0xf;
+        w.m1 = b[2 * s + 1] >> 4;
+KQ_UNROLL
+        for (int i = 0; i < 8; i++)   /* 16 + 32h: 4-byte aligned (84-byte blocks) */
+            w.q[i] = (kq_int_b4(b + 16 + 32 * h, i) >> (2 * g)) & 0x03030303;
+    }
+    static KQ_HD float dot(const W &w, const int *x, const float2 *ds)
+    {
+        /* sum x*(d*sc*q - dmin*m) per half; the min term takes the integer
+         * sum of the half's activations (d8 * sum xq) */
+        int sd = w.sc0 * kq_dot_ints<4>(w.q, x) + w.sc1 * kq_dot_ints<4>(w.q + 4, x + 4);
+        int sm = 0, sm1 = 0;
+KQ_UNROLL
+        for (int i = 0; i < 4; i++) {
+            sm = kq_dp4a(0x01010101, x[i], sm);
+            sm1 = kq_dp4a(0x01010101, x[4 + i], sm1);
+        }
+        sm = w.m0 * sm + w.m1 * sm1;
+        return ds[0].x * (w.d * (float)sd - w.dmin * (float)sm);
+    }
+    static KQ_HD void deq32(const uint8_t *b, int s, float *y)
+    {
+        const int h = s / 4, g = s % 4;
+        float d = kq_h2f_at(b, 80), dmin = kq_h2f_at(b, 82);
+        for (int l = 0; l < 32; l++) {
+            int sc = b[2 * s + l / 16];
+            int q = (b[16 + 32 * h + l] >> (2 * g)) & 3;
+            y[l] = d * (float)(sc & 0xf) * (float)q - dmin * (float)(sc >> 4);
+        }
+    }
+};
+
+/* ---- Q3_K ---------------------------------------------------------------- */
+
+/* 6-bit scale j (0..15) of a Q3_K block, offset 32 not yet removed
+ * (quant.h st_q3k_scale): low 4 bits from bytes 0..7, high 2 from 8..11. */
+KQ_HD int kq_q3k_scale(int j, const uint8_t *s)
+{
+    int lo = j < 8 ? (s[j] & 0xf) : (s[j - 8] >> 4);
+    return lo | (((s[8 + (j & 3)] >> (2 * (j >> 2))) & 3) << 4);
+}
+
+template <>
+struct kq<ST_DTYPE_Q3_K> {
+    static constexpr int QK = 256, BB = 110, NI = 8, IE = 32;
+    struct W {
+        int q[8];          /* signed 3-bit values -4..3 of elements 32s .. 32s+31 */
+        float d0, d1;      /* d * (scale - 32) of elements 0..15 and 16..31 */
+    };
+    static KQ_HD void load(const uint8_t *b, int s, W &w)
+    {
+        const int h = s / 4, g = s % 4;
+        float d = kq_h2f_at(b, 108);
+        w.d0 = d * (float)(kq_q3k_scale(2 * s, b + 96) - 32);
+        w.d1 = d * (float)(kq_q3k_scale(2 * s + 1, b + 96) - 32);
+KQ_UNROLL
+        for (int i = 0; i < 8; i++) {   /* 110-byte blocks: 2-byte aligned */
+            int lo = (kq_int_b2(b + 32 + 32 * h, i) >> (2 * g)) & 0x03030303;
+            int hb = (kq_int_b2(b, i) >> s) & 0x01010101;
+            w.q[i] = kq_vsub4(lo | (hb << 2), 0x04040404);   /* bit clear: q - 4 */
+        }
+    }
+    static KQ_HD float dot(const W &w, const int *x, const float2 *ds)
+    {
+        int s0 = kq_dot_ints<4>(w.q, x), s1 = kq_dot_ints<4>(w.q + 4, x + 4);
+        return ds[0].x * (w.d0 * (float)s0 + w.d1 * (float)s1);
+    }
+    static KQ_HD void deq32(const uint8_t *b, int s, float *y)
+    {
+        const int h = s / 4, g = s % 4;
+        float d = kq_h2f_at(b, 108);
+        for (int l = 0; l < 32; l++) {
+            int q = (b[32 + 32 * h + l] >> (2 * g)) & 3;
+            if (!((b[l] >> s) & 1))
+                q -= 4;
+            y[l] = d * (float)(kq_q3k_scale(2 * s + l / 16, b + 96) - 32) * (float)q;
+        }
+    }
+};
+
 /* ---- float weights: 32 elements at a time (dequant path only; the matmul
  * has its own float kernel) ----------------------------------------------- */
 template <>
@@ -449,7 +677,8 @@ KQ_HD void kq_deq_row32(const uint8_t *row, int64_t s, float *y)
  * for a type without kernels. Keeps the per-launcher switch in one place. */
 #define KQ_QUANT_TYPES(X)                                                             \
     X(ST_DTYPE_Q8_0) X(ST_DTYPE_Q4_0) X(ST_DTYPE_Q4_K) X(ST_DTYPE_Q5_K) X(ST_DTYPE_Q6_K) \
-    X(ST_DTYPE_IQ3_S) X(ST_DTYPE_IQ3_XXS) X(ST_DTYPE_IQ4_XS)
+    X(ST_DTYPE_IQ3_S) X(ST_DTYPE_IQ3_XXS) X(ST_DTYPE_IQ4_XS) X(ST_DTYPE_Q4_1)              \
+    X(ST_DTYPE_Q5_0) X(ST_DTYPE_Q5_1) X(ST_DTYPE_Q2_K) X(ST_DTYPE_Q3_K)
 #define KQ_FLOAT_TYPES(X) X(ST_DTYPE_F32) X(ST_DTYPE_F16) X(ST_DTYPE_BF16)
 
 #endif /* STRATA_KERNELS_QUANT_DEV_CUH */

@@ -36,6 +36,39 @@ struct st_block_q4_0 {          /* 18 B / 32 */
     uint8_t  qs[ST_QK / 2];     /* low nibbles = x[0..15], high = x[16..31] */
 };
 
+struct st_block_q4_1 {          /* 20 B / 32 */
+    uint16_t d;                 /* fp16 scale */
+    uint16_t m;                 /* fp16 min: x = d * q + m (added) */
+    uint8_t  qs[ST_QK / 2];     /* as Q4_0; q unsigned 0..15 */
+};
+
+struct st_block_q5_0 {          /* 22 B / 32 */
+    uint16_t d;                 /* fp16 scale: x = d * (q - 16) */
+    uint8_t  qh[4];             /* LE u32: bit e = 5th bit of element e */
+    uint8_t  qs[ST_QK / 2];     /* low nibbles = x[0..15], high = x[16..31] */
+};
+
+struct st_block_q5_1 {          /* 24 B / 32 */
+    uint16_t d;                 /* fp16 scale */
+    uint16_t m;                 /* fp16 min: x = d * q + m, q 0..31 */
+    uint8_t  qh[4];             /* as Q5_0 */
+    uint8_t  qs[ST_QK / 2];
+};
+
+struct st_block_q2_k {          /* 84 B / 256 */
+    uint8_t  scales[ST_QK_K / 16]; /* per 16 elements: low nibble scale, high nibble min */
+    uint8_t  qs[ST_QK_K / 4];   /* 2 chunks of 32 bytes; shift 2j = group j of 32 */
+    uint16_t d;                 /* fp16 super-scale of the scales */
+    uint16_t dmin;              /* fp16 super-scale of the mins: x = d*sc*q - dmin*m */
+};
+
+struct st_block_q3_k {          /* 110 B / 256 */
+    uint8_t  hmask[ST_QK_K / 8];/* bit g of hmask[l]: 3rd bit of element 32g + l */
+    uint8_t  qs[ST_QK_K / 4];   /* low 2 bits, laid out as Q2_K */
+    uint8_t  scales[12];        /* 16 x 6-bit scales (offset 32), packed */
+    uint16_t d;                 /* fp16, at the end (offset 108) */
+};
+
 struct st_block_q4_k {          /* 144 B / 256 */
     uint16_t d;                 /* fp16 super-scale of the scales */
     uint16_t dmin;              /* fp16 super-scale of the mins */
@@ -86,6 +119,11 @@ struct st_block_iq4_xs {        /* 136 B / 256 */
 
 _Static_assert(sizeof(struct st_block_q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(struct st_block_q4_0) == 18, "q4_0 block");
+_Static_assert(sizeof(struct st_block_q4_1) == 20, "q4_1 block");
+_Static_assert(sizeof(struct st_block_q5_0) == 22, "q5_0 block");
+_Static_assert(sizeof(struct st_block_q5_1) == 24, "q5_1 block");
+_Static_assert(sizeof(struct st_block_q2_k) == 84, "q2_k block");
+_Static_assert(sizeof(struct st_block_q3_k) == 110, "q3_k block");
 _Static_assert(sizeof(struct st_block_q4_k) == 144, "q4_k block");
 _Static_assert(sizeof(struct st_block_q5_k) == 176, "q5_k block");
 _Static_assert(sizeof(struct st_block_q6_k) == 210, "q6_k block");
@@ -139,8 +177,8 @@ static inline uint16_t st_f32_to_bf16(float f)
 /* ---- rows -------------------------------------------------------------- */
 
 /* True for the types st_dequant_row / st_quantize_row handle: F32, F16,
- * BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ3_S, IQ3_XXS, IQ4_XS (and Q8_K for
- * dequant only). */
+ * BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ3_S,
+ * IQ3_XXS, IQ4_XS (and Q8_K for dequant only). */
 bool st_quant_supported(enum st_dtype t);
 
 /* dst[0..n) = the n elements stored in 'src' (n / block_elems blocks of
@@ -150,8 +188,9 @@ void st_dequant_row(enum st_dtype t, const void *src, float *dst, int64_t n);
 
 /* Quantize n floats into n / block_elems blocks of type t (a weight type;
  * same preconditions). Q8_0 is exactly the activation quantizer below.
- * The K and IQ quantizers are simple (no iterative search): right format,
- * modest quality. IQ3_S and IQ3_XXS search the grid exhaustively, so they
+ * Q4_0 and the Q4_K..Q6_K / IQ quantizers are simple (no iterative search):
+ * right format, modest quality. Q4_1, Q5_0, Q5_1, Q2_K and Q3_K search
+ * their scales (least squares over candidate code sets, quant_lowbit.c). IQ3_S and IQ3_XXS search the grid exhaustively, so they
  * are slow (about 1 us per 4 weights); fine for tests and small tensors. */
 void st_quantize_row(enum st_dtype t, const float *src, void *dst, int64_t n);
 
@@ -172,6 +211,23 @@ static inline void st_q4k_scale_min(int j, const uint8_t *s, uint8_t *sc, uint8_
         *sc = (uint8_t)((s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4));
         *m = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
     }
+}
+
+/* The 6-bit scale j (0..15, still offset by 32) of a Q3_K block's 12
+ * scale bytes: low 4 bits from byte j (j < 8) or the high nibble of byte
+ * j - 8, top 2 bits from bits 2*(j/4).. of byte 8 + j%4 (docs/GGUF.md). */
+static inline int st_q3k_scale(int j, const uint8_t *s)
+{
+    int lo = j < 8 ? (s[j] & 0xf) : (s[j - 8] >> 4);
+    int hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+    return lo | (hi << 4);
+}
+
+/* The 5th bits of a Q5_0 / Q5_1 block as one little-endian word. */
+static inline uint32_t st_q5_qh(const uint8_t qh[4])
+{
+    return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 |
+           (uint32_t)qh[3] << 24;
 }
 
 /* ggml's nearest_int: round half to even for |x| < 2^22. */

@@ -7,10 +7,12 @@
  * (ggml's make_qkx2 / importance-matrix search is not reproduced). IQ3_S
  * and IQ3_XXS pick each group of 4 magnitudes by exhaustive search of
  * the grid, so they are slow; make-model writes random blocks directly
- * and does not use them for big tensors.
+ * and does not use them for big tensors. Q4_1, Q5_0, Q5_1, Q2_K and Q3_K
+ * are in quant_lowbit.c (they search scales; 2-3 bits need it).
  *
  * No libm: the backend library does not link it, hence the small helpers.
  */
+#include "quant_internal.h"
 #include "strata/compiler.h"
 #include "strata/quant.h"
 
@@ -374,6 +376,11 @@ void st_quantize_row(enum st_dtype t, const float *src, void *dst, int64_t n)
         const float *x = src + i * info->block_elems;
         switch (t) {
         case ST_DTYPE_Q4_0:    q4_0_block(x, (void *)p); break;
+        case ST_DTYPE_Q4_1:    st_quant_block_q4_1(x, (void *)p); break;
+        case ST_DTYPE_Q5_0:    st_quant_block_q5_0(x, (void *)p); break;
+        case ST_DTYPE_Q5_1:    st_quant_block_q5_1(x, (void *)p); break;
+        case ST_DTYPE_Q2_K:    st_quant_block_q2_k(x, (void *)p); break;
+        case ST_DTYPE_Q3_K:    st_quant_block_q3_k(x, (void *)p); break;
         case ST_DTYPE_Q4_K:    q4_k_block(x, (void *)p); break;
         case ST_DTYPE_Q5_K:    q5_k_block(x, (void *)p); break;
         case ST_DTYPE_Q6_K:    q6_k_block(x, (void *)p); break;

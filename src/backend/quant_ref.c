@@ -39,7 +39,9 @@ bool st_quant_supported(enum st_dtype t)
 {
     switch (t) {
     case ST_DTYPE_F32: case ST_DTYPE_F16: case ST_DTYPE_BF16:
-    case ST_DTYPE_Q8_0: case ST_DTYPE_Q4_0: case ST_DTYPE_Q4_K:
+    case ST_DTYPE_Q8_0: case ST_DTYPE_Q4_0: case ST_DTYPE_Q4_1:
+    case ST_DTYPE_Q5_0: case ST_DTYPE_Q5_1: case ST_DTYPE_Q2_K:
+    case ST_DTYPE_Q3_K: case ST_DTYPE_Q4_K:
     case ST_DTYPE_Q5_K: case ST_DTYPE_Q6_K: case ST_DTYPE_IQ3_S:
     case ST_DTYPE_IQ3_XXS: case ST_DTYPE_IQ4_XS: case ST_DTYPE_Q8_K:
         return true;
@@ -61,6 +63,69 @@ static void deq_q4_0(const struct st_block_q4_0 *b, float *y)
     for (int j = 0; j < ST_QK / 2; j++) {
         y[j] = d * (float)((b->qs[j] & 0xf) - 8);
         y[j + ST_QK / 2] = d * (float)((b->qs[j] >> 4) - 8);
+    }
+}
+
+/* Q4_1: x = d * q + m, q the unsigned nibble (m is added, not subtracted). */
+static void deq_q4_1(const struct st_block_q4_1 *b, float *y)
+{
+    float d = st_fp16_to_f32(b->d), m = st_fp16_to_f32(b->m);
+    for (int j = 0; j < ST_QK / 2; j++) {
+        y[j] = d * (float)(b->qs[j] & 0xf) + m;
+        y[j + ST_QK / 2] = d * (float)(b->qs[j] >> 4) + m;
+    }
+}
+
+/* Q5_0 / Q5_1: q = nibble | (bit e of the qh word) << 4, e the element;
+ * Q5_0 centres (q - 16), Q5_1 adds its min. */
+static void deq_q5_0(const struct st_block_q5_0 *b, float *y)
+{
+    float d = st_fp16_to_f32(b->d);
+    uint32_t qh = st_q5_qh(b->qh);
+    for (int j = 0; j < ST_QK / 2; j++) {
+        int lo = (b->qs[j] & 0xf) | (int)(((qh >> j) & 1) << 4);
+        int hi = (b->qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+        y[j] = d * (float)(lo - 16);
+        y[j + ST_QK / 2] = d * (float)(hi - 16);
+    }
+}
+
+static void deq_q5_1(const struct st_block_q5_1 *b, float *y)
+{
+    float d = st_fp16_to_f32(b->d), m = st_fp16_to_f32(b->m);
+    uint32_t qh = st_q5_qh(b->qh);
+    for (int j = 0; j < ST_QK / 2; j++) {
+        int lo = (b->qs[j] & 0xf) | (int)(((qh >> j) & 1) << 4);
+        int hi = (b->qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+        y[j] = d * (float)lo + m;
+        y[j + ST_QK / 2] = d * (float)hi + m;
+    }
+}
+
+/* Q2_K, per element e: h = e/128, g = (e%128)/32, l = e%32; q = bits
+ * 2g..2g+1 of qs[32h + l]; scale byte e/16 (low nibble sc, high nibble m). */
+static void deq_q2_k(const struct st_block_q2_k *b, float *y)
+{
+    float d = st_fp16_to_f32(b->d), dmin = st_fp16_to_f32(b->dmin);
+    for (int e = 0; e < ST_QK_K; e++) {
+        int h = e / 128, g = (e % 128) / 32, l = e % 32;
+        int q = (b->qs[32 * h + l] >> (2 * g)) & 3;
+        uint8_t sc = b->scales[e / 16];
+        y[e] = d * (float)(sc & 0xf) * (float)q - dmin * (float)(sc >> 4);
+    }
+}
+
+/* Q3_K: 2 low bits as Q2_K; bit (4h + g) of hmask[l] set means q as is,
+ * clear means q - 4; scale e/16 is 6 bits minus 32 (st_q3k_scale). */
+static void deq_q3_k(const struct st_block_q3_k *b, float *y)
+{
+    float d = st_fp16_to_f32(b->d);
+    for (int e = 0; e < ST_QK_K; e++) {
+        int h = e / 128, g = (e % 128) / 32, l = e % 32;
+        int q = (b->qs[32 * h + l] >> (2 * g)) & 3;
+        if (!((b->hmask[l] >> (4 * h + g)) & 1))
+            q -= 4;
+        y[e] = d * (float)(st_q3k_scale(e / 16, b->scales) - 32) * (float)q;
     }
 }
 
@@ -214,6 +279,11 @@ void st_dequant_row(enum st_dtype t, const void *src, float *dst, int64_t n)
         switch (t) {
         case ST_DTYPE_Q8_0:    deq_q8_0((const void *)p, y); break;
         case ST_DTYPE_Q4_0:    deq_q4_0((const void *)p, y); break;
+        case ST_DTYPE_Q4_1:    deq_q4_1((const void *)p, y); break;
+        case ST_DTYPE_Q5_0:    deq_q5_0((const void *)p, y); break;
+        case ST_DTYPE_Q5_1:    deq_q5_1((const void *)p, y); break;
+        case ST_DTYPE_Q2_K:    deq_q2_k((const void *)p, y); break;
+        case ST_DTYPE_Q3_K:    deq_q3_k((const void *)p, y); break;
         case ST_DTYPE_Q4_K:    deq_q4_k((const void *)p, y); break;
         case ST_DTYPE_Q5_K:    deq_q5_k((const void *)p, y); break;
         case ST_DTYPE_Q6_K:    deq_q6_k((const void *)p, y); break;

@@ -65,12 +65,17 @@ static void pad_vocab(struct st_mm_vocab *v, int64_t n)
  * per-op overhead, so verifying drafts is measured at a realistic cost. */
 #define DEMO_BLOCK_SCALE 0.001f
 
-enum role { R_EMBD, R_OUTPUT, R_ATTN, R_ATTN_V, R_FFN, R_FFN_DOWN, R_ROUTER, R_NORM };
+enum role { R_EMBD, R_OUTPUT, R_ATTN, R_ATTN_V, R_ATTN_OUT, R_FFN, R_FFN_DOWN, R_ROUTER,
+            R_NORM };
+
+/* llama-quantize's per-tensor mixes (llama_tensor_get_type) we reproduce. */
+enum mix { MIX_NONE, MIX_Q4_K_M, MIX_Q2_K, MIX_Q2_K_S, MIX_Q3_K_M, MIX_Q3_K_L };
 
 struct plan {
     enum st_dtype base;      /* --quant */
-    bool          q4_k_m;    /* the llama-quantize Q4_K_M mix */
+    enum mix      mix;
     uint32_t      ftype;     /* llama_ftype for general.file_type */
+    int64_t       gqa;       /* n_head / n_head_kv (the Q2_K attn_v rule) */
 };
 
 enum gen_kind {
@@ -99,14 +104,23 @@ struct build {
     uint64_t             seed;
 };
 
-static const struct { const char *name; enum st_dtype t; uint32_t ftype; } quants[] = {
-    { "f32", ST_DTYPE_F32, 0 },      { "f16", ST_DTYPE_F16, 1 },
-    { "bf16", ST_DTYPE_BF16, 32 },   { "q8_0", ST_DTYPE_Q8_0, 7 },
-    { "q4_0", ST_DTYPE_Q4_0, 2 },    { "q4_k", ST_DTYPE_Q4_K, 14 },
-    { "q4_k_s", ST_DTYPE_Q4_K, 14 }, { "q4_k_m", ST_DTYPE_Q4_K, 15 },
-    { "q5_k", ST_DTYPE_Q5_K, 16 },   { "q6_k", ST_DTYPE_Q6_K, 18 },
-    { "iq3_xxs", ST_DTYPE_IQ3_XXS, 23 }, { "iq3_s", ST_DTYPE_IQ3_S, 26 },
-    { "iq4_xs", ST_DTYPE_IQ4_XS, 30 },
+static const struct {
+    const char *name;
+    enum st_dtype t;
+    uint32_t ftype;
+    enum mix mix;
+} quants[] = {
+    { "f32", ST_DTYPE_F32, 0, MIX_NONE },        { "f16", ST_DTYPE_F16, 1, MIX_NONE },
+    { "bf16", ST_DTYPE_BF16, 32, MIX_NONE },     { "q8_0", ST_DTYPE_Q8_0, 7, MIX_NONE },
+    { "q4_0", ST_DTYPE_Q4_0, 2, MIX_NONE },      { "q4_1", ST_DTYPE_Q4_1, 3, MIX_NONE },
+    { "q5_0", ST_DTYPE_Q5_0, 8, MIX_NONE },      { "q5_1", ST_DTYPE_Q5_1, 9, MIX_NONE },
+    { "q2_k", ST_DTYPE_Q2_K, 10, MIX_Q2_K },     { "q2_k_s", ST_DTYPE_Q2_K, 21, MIX_Q2_K_S },
+    { "q3_k", ST_DTYPE_Q3_K, 11, MIX_NONE },     { "q3_k_s", ST_DTYPE_Q3_K, 11, MIX_NONE },
+    { "q3_k_m", ST_DTYPE_Q3_K, 12, MIX_Q3_K_M }, { "q3_k_l", ST_DTYPE_Q3_K, 13, MIX_Q3_K_L },
+    { "q4_k", ST_DTYPE_Q4_K, 14, MIX_NONE },     { "q4_k_s", ST_DTYPE_Q4_K, 14, MIX_NONE },
+    { "q4_k_m", ST_DTYPE_Q4_K, 15, MIX_Q4_K_M }, { "q5_k", ST_DTYPE_Q5_K, 16, MIX_NONE },
+    { "q6_k", ST_DTYPE_Q6_K, 18, MIX_NONE },     { "iq3_xxs", ST_DTYPE_IQ3_XXS, 23, MIX_NONE },
+    { "iq3_s", ST_DTYPE_IQ3_S, 26, MIX_NONE },   { "iq4_xs", ST_DTYPE_IQ4_XS, 30, MIX_NONE },
 };
 
 static bool parse_quant(const char *s, struct plan *out)
@@ -115,7 +129,7 @@ static bool parse_quant(const char *s, struct plan *out)
         if (strcasecmp(s, quants[i].name) == 0) {
             out->base = quants[i].t;
             out->ftype = quants[i].ftype;
-            out->q4_k_m = quants[i].ftype == 15;
+            out->mix = quants[i].mix;
             return true;
         }
     }
@@ -129,7 +143,8 @@ static bool more_bits(int64_t i, int64_t n)
 }
 
 /* A row width that is not a whole number of blocks falls back to a
- * 32-element type: Q8_0 for the 5/6-bit types, Q4_0 for the rest. */
+ * 32-element type: Q8_0 for the 5/6-bit types, Q4_0 for the rest (Q2_K
+ * and Q3_K included; llama.cpp would pick IQ4_NL, which we lack). */
 static enum st_dtype fit(enum st_dtype t, int64_t ne0)
 {
     const struct st_dtype_info *info = st_dtype_info((uint32_t)t);
@@ -137,6 +152,36 @@ static enum st_dtype fit(enum st_dtype t, int64_t ne0)
         return t;
     t = (t == ST_DTYPE_Q5_K || t == ST_DTYPE_Q6_K) ? ST_DTYPE_Q8_0 : ST_DTYPE_Q4_0;
     return ne0 % ST_QK == 0 ? t : ST_DTYPE_F32;
+}
+
+/* The mix's type for attn_v / attn_output / ffn_down of layer il of nl
+ * (llama-quantize's rules for a model with n_expert != 8; its Mixtral
+ * special cases are not reproduced). Other roles keep the base type. */
+static enum st_dtype mix_type(const struct plan *pl, enum role r, int64_t il, int64_t nl)
+{
+    bool v = r == R_ATTN_V, down = r == R_FFN_DOWN, out = r == R_ATTN_OUT;
+    switch (pl->mix) {
+    case MIX_Q4_K_M:
+        return (v || down) && more_bits(il, nl) ? ST_DTYPE_Q6_K : pl->base;
+    case MIX_Q2_K:
+        if (v)
+            return pl->gqa >= 4 ? ST_DTYPE_Q4_K : ST_DTYPE_Q3_K;
+        return down || out ? ST_DTYPE_Q3_K : pl->base;
+    case MIX_Q2_K_S:
+        if (v && pl->gqa >= 4)
+            return ST_DTYPE_Q4_K;
+        return down && il < nl / 8 ? ST_DTYPE_Q4_K : pl->base;
+    case MIX_Q3_K_M:
+        if (v)
+            return il < 2 ? ST_DTYPE_Q5_K : ST_DTYPE_Q4_K;
+        if (down)
+            return il < nl / 16 ? ST_DTYPE_Q5_K : ST_DTYPE_Q4_K;
+        return out ? ST_DTYPE_Q4_K : pl->base;
+    case MIX_Q3_K_L:
+        return v || down || out ? ST_DTYPE_Q5_K : pl->base;
+    default:
+        return pl->base;
+    }
 }
 
 static enum st_dtype pick_type(const struct plan *pl, enum role r, int64_t il, int64_t nl,
@@ -154,9 +199,10 @@ static enum st_dtype pick_type(const struct plan *pl, enum role r, int64_t il, i
     case R_ATTN_V:
         if (b == ST_DTYPE_IQ3_S || b == ST_DTYPE_IQ3_XXS)
             return fit(ST_DTYPE_Q4_K, ne0);
-        return fit(pl->q4_k_m && more_bits(il, nl) ? ST_DTYPE_Q6_K : b, ne0);
+        return fit(mix_type(pl, r, il, nl), ne0);
+    case R_ATTN_OUT:
     case R_FFN_DOWN:
-        return fit(pl->q4_k_m && more_bits(il, nl) ? ST_DTYPE_Q6_K : b, ne0);
+        return fit(mix_type(pl, r, il, nl), ne0);
     default:
         return fit(b, ne0);
     }
@@ -272,7 +318,7 @@ static void add_tensors(struct build *b)
         add_blk(b, il, "attn_q", R_ATTN, 2, E, HD, 1);
         add_blk(b, il, "attn_k", R_ATTN, 2, E, KD, 1);
         add_blk(b, il, "attn_v", R_ATTN_V, 2, E, KD, 1);
-        add_blk(b, il, "attn_output", R_ATTN, 2, HD, E, 1);
+        add_blk(b, il, "attn_output", R_ATTN_OUT, 2, HD, E, 1);
         add_blk(b, il, "attn_q_norm", R_NORM, 1, p->D, 1, 1);
         add_blk(b, il, "attn_k_norm", R_NORM, 1, p->D, 1, 1);
         add_blk(b, il, "ffn_norm", R_NORM, 1, E, 1, 1);
@@ -339,7 +385,9 @@ static enum st_status check_opts(const struct st_make_model_opts *o, struct buil
                           preset);
     if (!parse_quant(quant, &b->plan))
         return st_err_set(err, ST_ERR_INVALID, "make-model: unknown quant type '%s' (f32 f16 "
-                          "bf16 q8_0 q4_0 q4_k q4_k_m q5_k q6_k iq3_s iq3_xxs iq4_xs)", quant);
+                          "bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q2_k_s q3_k q3_k_m q3_k_l q4_k "
+                          "q4_k_m q5_k q6_k iq3_s iq3_xxs iq4_xs)", quant);
+    b->plan.gqa = b->p->H / b->p->Hkv;
     if (o->n_vocab < 0 || (o->n_vocab > 0 && !o->vocab_path))
         return st_err_set(err, ST_ERR_INVALID, "make-model: --n-vocab needs --vocab");
     return ST_OK;

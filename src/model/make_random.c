@@ -109,6 +109,56 @@ static void rand_iq4_xs(uint64_t *s, struct st_block_iq4_xs *b, float sigma)
     b->d = st_f32_to_fp16(sigma / (64.f * 19.5f));
 }
 
+/* Q4_1 / Q5_1 (nmax 15 / 31): codes uniform, min centring them; Q5_0 is
+ * centred by its -16 (mean -0.5 d, small against sigma). */
+static void rand_q4_1(uint64_t *s, struct st_block_q4_1 *b, float sigma)
+{
+    float d = sigma / 4.61f;
+    b->d = st_f32_to_fp16(d);
+    b->m = st_f32_to_fp16(-7.5f * d);
+    rbytes(s, b->qs, sizeof(b->qs));
+}
+
+static void rand_q5(uint64_t *s, uint16_t *d, uint16_t *m, uint8_t *qh, uint8_t *qs, float sigma)
+{
+    float dd = sigma / 9.23f;
+    *d = st_f32_to_fp16(dd);
+    if (m)
+        *m = st_f32_to_fp16(-15.5f * dd);
+    rbytes(s, qh, 4);
+    rbytes(s, qs, ST_QK / 2);
+}
+
+/* Q2_K: sc in 8..15 (rms 11.7), q uniform 0..3 (rms about the mean 1.118);
+ * m = sc with dmin = 1.5 d puts each sub-block's mean at zero. */
+static void rand_q2_k(uint64_t *s, struct st_block_q2_k *b, float sigma)
+{
+    float d = sigma / (11.7f * 1.118f);
+    b->d = st_f32_to_fp16(d);
+    b->dmin = st_f32_to_fp16(1.5f * d);
+    for (int g = 0; g < 16; g++) {
+        int sc = rint_(s, 8, 15);
+        b->scales[g] = (uint8_t)(sc | (sc << 4));
+    }
+    rbytes(s, b->qs, sizeof(b->qs));
+}
+
+/* Q3_K: |s - 32| in 8..31 (rms 20.7) with a random sign per sub-block, so
+ * the -0.5 mean of the codes -4..3 (rms 2.345) cancels on average. */
+static void rand_q3_k(uint64_t *s, struct st_block_q3_k *b, float sigma)
+{
+    memset(b->scales, 0, sizeof(b->scales));
+    for (int g = 0; g < 16; g++) {
+        int v = rint_(s, 8, 31);
+        v = 32 + (rint_(s, 0, 1) ? v : -v);      /* 1..24 or 40..63 */
+        b->scales[g % 8] |= (uint8_t)((v & 0xf) << (g < 8 ? 0 : 4));
+        b->scales[8 + g % 4] |= (uint8_t)((v >> 4) << (2 * (g / 4)));
+    }
+    rbytes(s, b->hmask, sizeof(b->hmask));
+    rbytes(s, b->qs, sizeof(b->qs));
+    b->d = st_f32_to_fp16(sigma / (20.7f * 2.345f));
+}
+
 struct grids {
     float rms_iq3s, rms_iq3xxs;                     /* rms magnitude of each grid */
 };
@@ -130,6 +180,25 @@ static void rand_block(uint64_t *s, enum st_dtype t, void *blk, float sigma,
         rbytes(s, b->qs, sizeof(b->qs));
         break;
     }
+    case ST_DTYPE_Q4_1:
+        rand_q4_1(s, blk, sigma);
+        break;
+    case ST_DTYPE_Q5_0: {
+        struct st_block_q5_0 *b = blk;
+        rand_q5(s, &b->d, NULL, b->qh, b->qs, sigma);
+        break;
+    }
+    case ST_DTYPE_Q5_1: {
+        struct st_block_q5_1 *b = blk;
+        rand_q5(s, &b->d, &b->m, b->qh, b->qs, sigma);
+        break;
+    }
+    case ST_DTYPE_Q2_K:
+        rand_q2_k(s, blk, sigma);
+        break;
+    case ST_DTYPE_Q3_K:
+        rand_q3_k(s, blk, sigma);
+        break;
     case ST_DTYPE_Q4_K:
         rand_q4_k(s, blk, sigma, 15);
         break;

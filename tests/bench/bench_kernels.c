@@ -68,9 +68,12 @@ static void fill_weights(enum st_dtype t, uint8_t *p, size_t nbytes)
     }
     for (size_t b = 0; b < nbytes / bb; b++) {
         uint8_t *blk = p + b * bb;
-        memcpy(blk + (t == ST_DTYPE_Q6_K ? 208 : 0), &one, 2);
-        if (t == ST_DTYPE_Q4_K || t == ST_DTYPE_Q5_K)
-            memcpy(blk + 2, &one, 2);
+        size_t d_at = t == ST_DTYPE_Q6_K ? 208 : t == ST_DTYPE_Q3_K ? 108
+                    : t == ST_DTYPE_Q2_K ? 80 : 0;
+        memcpy(blk + d_at, &one, 2);
+        if (t == ST_DTYPE_Q4_K || t == ST_DTYPE_Q5_K || t == ST_DTYPE_Q4_1 || t == ST_DTYPE_Q5_1 ||
+            t == ST_DTYPE_Q2_K)
+            memcpy(blk + d_at + 2, &one, 2);   /* dmin / m */
     }
 }
 
@@ -219,6 +222,7 @@ int main(int argc, char **argv)
     static const enum st_dtype all[] = {
         ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K, ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S,
         ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS, ST_DTYPE_F16, ST_DTYPE_BF16, ST_DTYPE_F32,
+        ST_DTYPE_Q4_1, ST_DTYPE_Q5_0, ST_DTYPE_Q5_1, ST_DTYPE_Q2_K, ST_DTYPE_Q3_K,
     };
     struct st_backend_config cfg = { argc > 1 ? atoi(argv[1]) : 2, 0 };
     struct st_backend *be;

@@ -315,7 +315,8 @@ static double time_matmuls(struct st_backend *be, const struct st_tensor *y,
 static int cmd_kern(int argc, char **argv)
 {
     const enum st_dtype types[] = { ST_DTYPE_Q4_K, ST_DTYPE_IQ3_S, ST_DTYPE_Q6_K, ST_DTYPE_Q8_0,
-                                    ST_DTYPE_IQ4_XS, ST_DTYPE_F16 };
+                                    ST_DTYPE_IQ4_XS, ST_DTYPE_F16, ST_DTYPE_Q2_K, ST_DTYPE_Q3_K,
+                                    ST_DTYPE_Q4_1, ST_DTYPE_Q5_0, ST_DTYPE_Q5_1 };
     const int64_t I = 2048, O = 32768;
     const char *name = argc > 3 && strcmp(argv[2], "-b") == 0 ? argv[3] : "cuda";
     struct st_backend *be;

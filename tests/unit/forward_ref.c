@@ -142,11 +142,14 @@ void ref_free(struct ref_model *r)
 }
 
 /* x rounded through the activation type a dot with weight type t uses
- * (ENGINE.md 2.11): Q8_0 for Q4_0/Q8_0, Q8_K for the K and IQ types, F16 /
- * BF16 for those, unchanged for F32. */
+ * (ENGINE.md 2.11): Q8_0 for the 32-element types (Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q8_0; the CPU backend uses Q8_0 where ggml has Q8_1), Q8_K for the K and
+ * IQ types, F16 / BF16 for those, unchanged for F32. */
 static void round_act(enum st_dtype t, const float *x, float *out, int64_t n)
 {
-    enum st_dtype a = t == ST_DTYPE_Q4_0 || t == ST_DTYPE_Q8_0 ? ST_DTYPE_Q8_0
+    bool q32 = t == ST_DTYPE_Q4_0 || t == ST_DTYPE_Q4_1 || t == ST_DTYPE_Q5_0 ||
+               t == ST_DTYPE_Q5_1 || t == ST_DTYPE_Q8_0;
+    enum st_dtype a = q32 ? ST_DTYPE_Q8_0
                     : t == ST_DTYPE_F16 || t == ST_DTYPE_BF16 || t == ST_DTYPE_F32 ? t
                     : ST_DTYPE_Q8_K;
     if (a == ST_DTYPE_F32) {

@@ -22,6 +22,7 @@
 static const enum st_dtype wtypes[] = {
     ST_DTYPE_F32, ST_DTYPE_F16, ST_DTYPE_BF16, ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K,
     ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS,
+    ST_DTYPE_Q4_1, ST_DTYPE_Q5_0, ST_DTYPE_Q5_1, ST_DTYPE_Q2_K, ST_DTYPE_Q3_K,
 };
 
 static struct st_backend *be;
@@ -105,7 +106,9 @@ static enum st_dtype act_type(enum st_dtype t)
 {
     switch (t) {
     case ST_DTYPE_F32: case ST_DTYPE_F16: case ST_DTYPE_BF16: return t;
-    case ST_DTYPE_Q8_0: case ST_DTYPE_Q4_0: return ST_DTYPE_Q8_0;
+    case ST_DTYPE_Q8_0: case ST_DTYPE_Q4_0: case ST_DTYPE_Q4_1: case ST_DTYPE_Q5_0:
+    case ST_DTYPE_Q5_1:
+        return ST_DTYPE_Q8_0;
     default: return ST_DTYPE_Q8_K;
     }
 }
@@ -693,6 +696,9 @@ START_TEST(test_backend_cpu_moe_ffn_grouped)
     check_moe_ffn(ST_DTYPE_F32, ST_DTYPE_F32);
     check_moe_ffn(ST_DTYPE_Q4_K, ST_DTYPE_Q6_K);
     check_moe_ffn(ST_DTYPE_IQ3_S, ST_DTYPE_Q8_0);
+    check_moe_ffn(ST_DTYPE_Q2_K, ST_DTYPE_Q3_K);
+    check_moe_ffn(ST_DTYPE_Q4_1, ST_DTYPE_Q5_1);
+    check_moe_ffn(ST_DTYPE_Q3_K, ST_DTYPE_Q5_0);
 }
 END_TEST
 
@@ -743,6 +749,7 @@ START_TEST(test_backend_cpu_moe_ffn_rows_alone)
     seed_state = 83;
     check_moe_rows_alone(ST_DTYPE_Q4_K, ST_DTYPE_Q6_K);
     check_moe_rows_alone(ST_DTYPE_IQ3_S, ST_DTYPE_Q8_0);
+    check_moe_rows_alone(ST_DTYPE_Q2_K, ST_DTYPE_Q5_1);
 }
 END_TEST
 

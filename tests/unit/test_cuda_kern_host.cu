@@ -11,6 +11,8 @@
  *     the dequantized weights with the dequantized q8_1 activations, for
  *     every type (so nibble order, sign masks, scales and the (d, s)
  *     activation terms are right before the code ever meets a GPU);
+ *   - both again on blocks of random bytes (every bit pattern, not only
+ *     what the quantizers emit), and block sizes/offsets against quant.h;
  *   - the order keys of the top-k radix select (topk.cuh) sort exactly as
  *     st_draw_before (zeros, NaN, infinities, ties).
  * What it cannot check: launches, indexing across threads, shared memory,
@@ -18,6 +20,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +51,7 @@ static float rndf(void)
 static const enum st_dtype qtypes[] = {
     ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K, ST_DTYPE_Q5_K,
     ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS,
+    ST_DTYPE_Q4_1, ST_DTYPE_Q5_0, ST_DTYPE_Q5_1, ST_DTYPE_Q2_K, ST_DTYPE_Q3_K,
 };
 
 START_TEST(test_cuda_kern_host_tables_match)
@@ -87,10 +91,52 @@ static uint8_t *make_weights(enum st_dtype type, int64_t n)
     return q;
 }
 
-template <int T>
-static void check_deq(int64_t n)
+/* Blocks of random bytes (every bit pattern of quants, high bits, sign
+ * and scale bytes, not only what a quantizer emits), with the fp16 fields
+ * set to finite scales. Byte offsets of the fp16 fields per type. */
+static int half_offsets(enum st_dtype t, int *off)
 {
-    uint8_t *q = make_weights((enum st_dtype)T, n);
+    switch (t) {
+    case ST_DTYPE_Q4_1: case ST_DTYPE_Q5_1: case ST_DTYPE_Q4_K: case ST_DTYPE_Q5_K:
+        off[0] = 0, off[1] = 2;
+        return 2;
+    case ST_DTYPE_Q2_K: off[0] = 80, off[1] = 82; return 2;
+    case ST_DTYPE_Q3_K: off[0] = 108; return 1;
+    case ST_DTYPE_Q6_K: off[0] = 208; return 1;
+    default: off[0] = 0; return 1;   /* Q8_0, Q4_0, Q5_0, IQ3_S, IQ3_XXS, IQ4_XS */
+    }
+}
+
+static uint8_t *random_blocks(enum st_dtype t, int64_t n)
+{
+    const struct st_dtype_info *info = st_dtype_info((uint32_t)t);
+    size_t nb = st_dtype_row_bytes(t, n);
+    uint8_t *q = (uint8_t *)malloc(nb);
+    for (size_t i = 0; i < nb; i++)
+        q[i] = (uint8_t)((rndf() + 1.0f) * 128.0f);
+    int off[2];
+    const int nh = half_offsets(t, off);
+    for (size_t b = 0; b < nb; b += (size_t)info->block_bytes) {
+        for (int k = 0; k < nh; k++) {
+            uint16_t h = st_f32_to_fp16(rndf() * 0.01f);
+            memcpy(q + b + off[k], &h, 2);
+        }
+    }
+    return q;
+}
+/* Weights of type T: quantized from random floats, or (random) random
+ * bytes; float types are always quantized (random bytes would be NaNs). */
+template <int T>
+static uint8_t *test_weights(int64_t n, bool random)
+{
+    return random && kq<T>::QK > 1 ? random_blocks((enum st_dtype)T, n)
+                                   : make_weights((enum st_dtype)T, n);
+}
+
+template <int T>
+static void check_deq(int64_t n, bool random)
+{
+    uint8_t *q = test_weights<T>(n, random);
     float *ref = (float *)malloc((size_t)n * sizeof(float)), y[32];
     st_dequant_row((enum st_dtype)T, q, ref, n);
     for (int64_t s = 0; s < n / 32; s++) {
@@ -106,7 +152,7 @@ static void check_deq(int64_t n)
 START_TEST(test_cuda_kern_host_dequant_matches_reference)
 {
     const int64_t n = 1024;
-#define CHECK_DEQ(T) check_deq<T>(n);
+#define CHECK_DEQ(T) check_deq<T>(n, false);
     KQ_QUANT_TYPES(CHECK_DEQ)
     KQ_FLOAT_TYPES(CHECK_DEQ)
 #undef CHECK_DEQ
@@ -137,10 +183,10 @@ static void quantize_q8_1_host(const float *x, uint8_t *row, int64_t n)
 }
 
 template <int T>
-static void check_dot(int64_t n)
+static void check_dot(int64_t n, bool random)
 {
     typedef kq<T> K;
-    uint8_t *w = make_weights((enum st_dtype)T, n);
+    uint8_t *w = test_weights<T>(n, random);
     float *x = (float *)malloc((size_t)n * sizeof(float));
     float *wd = (float *)malloc((size_t)n * sizeof(float));
     uint8_t *xq = (uint8_t *)aligned_alloc(16, st_kern_q8_1_row_bytes(n));
@@ -175,9 +221,21 @@ static void check_dot(int64_t n)
 START_TEST(test_cuda_kern_host_dot_matches_reference)
 {
     for (int rep = 0; rep < 4; rep++) {
-#define CHECK_DOT(T) check_dot<T>(2048);
+#define CHECK_DOT(T) check_dot<T>(2048, false);
         KQ_QUANT_TYPES(CHECK_DOT)
 #undef CHECK_DOT
+    }
+}
+END_TEST
+
+/* The same two checks on blocks of random bytes: every quant, high-bit,
+ * sign and scale pattern, independent of what the quantizers emit. */
+START_TEST(test_cuda_kern_host_random_blocks_match_reference)
+{
+    for (int rep = 0; rep < 4; rep++) {
+#define CHECK_RND(T) check_deq<T>(1024, true); check_dot<T>(2048, true);
+        KQ_QUANT_TYPES(CHECK_RND)
+#undef CHECK_RND
     }
 }
 END_TEST
@@ -199,6 +257,35 @@ START_TEST(test_cuda_kern_host_q8_1_layout)
     ck_assert_int_eq(kq<ST_DTYPE_IQ4_XS>::BB, (int)sizeof(struct st_block_iq4_xs));
     ck_assert_int_eq(kq<ST_DTYPE_Q8_0>::BB, (int)sizeof(struct st_block_q8_0));
     ck_assert_int_eq(kq<ST_DTYPE_Q4_0>::BB, (int)sizeof(struct st_block_q4_0));
+    ck_assert_int_eq(kq<ST_DTYPE_Q4_1>::BB, (int)sizeof(struct st_block_q4_1));
+    ck_assert_int_eq(kq<ST_DTYPE_Q5_0>::BB, (int)sizeof(struct st_block_q5_0));
+    ck_assert_int_eq(kq<ST_DTYPE_Q5_1>::BB, (int)sizeof(struct st_block_q5_1));
+    ck_assert_int_eq(kq<ST_DTYPE_Q2_K>::BB, (int)sizeof(struct st_block_q2_k));
+    ck_assert_int_eq(kq<ST_DTYPE_Q3_K>::BB, (int)sizeof(struct st_block_q3_k));
+    /* the byte offsets the decoders hard-code (fp16 fields, quants) */
+    ck_assert_int_eq((int)offsetof(struct st_block_q4_1, qs), 4);
+    ck_assert_int_eq((int)offsetof(struct st_block_q5_0, qh), 2);
+    ck_assert_int_eq((int)offsetof(struct st_block_q5_0, qs), 6);
+    ck_assert_int_eq((int)offsetof(struct st_block_q5_1, qh), 4);
+    ck_assert_int_eq((int)offsetof(struct st_block_q5_1, qs), 8);
+    ck_assert_int_eq((int)offsetof(struct st_block_q2_k, qs), 16);
+    ck_assert_int_eq((int)offsetof(struct st_block_q2_k, d), 80);
+    ck_assert_int_eq((int)offsetof(struct st_block_q2_k, dmin), 82);
+    ck_assert_int_eq((int)offsetof(struct st_block_q3_k, qs), 32);
+    ck_assert_int_eq((int)offsetof(struct st_block_q3_k, scales), 96);
+    ck_assert_int_eq((int)offsetof(struct st_block_q3_k, d), 108);
+    /* every dispatched type has the block size and length of dtype.h, and
+     * the list above names every one of them */
+    int n_dispatched = 0;
+#define CHECK_BLOCK(T)                                                                  \
+    ck_assert_int_eq(kq<T>::BB, st_dtype_info((uint32_t)T)->block_bytes);               \
+    ck_assert_int_eq(kq<T>::QK, st_dtype_info((uint32_t)T)->block_elems);               \
+    ck_assert_int_eq(kq<T>::QK % kq<T>::IE, 0);                                         \
+    ck_assert_int_eq(kq<T>::NI * kq<T>::IE, kq<T>::QK);                                 \
+    n_dispatched++;
+    KQ_QUANT_TYPES(CHECK_BLOCK)
+#undef CHECK_BLOCK
+    ck_assert_int_eq(n_dispatched, (int)(sizeof(qtypes) / sizeof(qtypes[0])));
 }
 END_TEST
 
@@ -243,6 +330,7 @@ static Suite *kern_host_suite(void)
     tcase_add_test(tc, test_cuda_kern_host_q8_1_layout);
     tcase_add_test(tc, test_cuda_kern_host_dequant_matches_reference);
     tcase_add_test(tc, test_cuda_kern_host_dot_matches_reference);
+    tcase_add_test(tc, test_cuda_kern_host_random_blocks_match_reference);
     tcase_add_test(tc, test_cuda_kern_host_order_key_matches_draw_order);
     suite_add_tcase(s, tc);
     return s;

@@ -34,6 +34,7 @@ static struct st_backend *cpu, *gpu;
 static const enum st_dtype wtypes[] = {
     ST_DTYPE_F32, ST_DTYPE_F16, ST_DTYPE_BF16, ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K,
     ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS,
+    ST_DTYPE_Q4_1, ST_DTYPE_Q5_0, ST_DTYPE_Q5_1, ST_DTYPE_Q2_K, ST_DTYPE_Q3_K,
 };
 
 static uint64_t seed_state = 7;
@@ -631,6 +632,9 @@ START_TEST(test_cuda_ops_moe_ffn)
         check_moe_ffn(ST_DTYPE_Q4_K, ST_DTYPE_Q5_K, ST_DTYPE_IQ4_XS, 256, 256, n); /* unfused */
         check_moe_ffn(ST_DTYPE_IQ3_XXS, ST_DTYPE_Q6_K, ST_DTYPE_Q4_0, 256, 64, n);
         check_moe_ffn(ST_DTYPE_F32, ST_DTYPE_F32, ST_DTYPE_F32, 64, 32, n);
+        check_moe_ffn(ST_DTYPE_Q2_K, ST_DTYPE_Q2_K, ST_DTYPE_Q3_K, 256, 256, n);
+        check_moe_ffn(ST_DTYPE_Q5_1, ST_DTYPE_Q5_1, ST_DTYPE_Q4_1, 64, 96, n);
+        check_moe_ffn(ST_DTYPE_Q3_K, ST_DTYPE_Q2_K, ST_DTYPE_Q5_0, 256, 512, n); /* unfused */
     }
 }
 END_TEST

@@ -19,6 +19,7 @@
 static const enum st_dtype types[] = {
     ST_DTYPE_F32, ST_DTYPE_F16, ST_DTYPE_BF16, ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K,
     ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS,
+    ST_DTYPE_Q4_1, ST_DTYPE_Q5_0, ST_DTYPE_Q5_1, ST_DTYPE_Q2_K, ST_DTYPE_Q3_K,
 };
 
 static uint64_t rnd(uint64_t *s)
@@ -62,6 +63,15 @@ static void rand_row(enum st_dtype t, uint8_t *dst, int64_t n, uint64_t *s)
         float d = rndf(s, -0.02f, 0.02f);
         switch (t) {
         case ST_DTYPE_Q6_K: put_f16(blk + 208, d); break;
+        case ST_DTYPE_Q3_K: put_f16(blk + 108, d); break;
+        case ST_DTYPE_Q2_K:                       /* d, dmin at the end */
+            put_f16(blk + 80, fabsf(d));
+            put_f16(blk + 82, rndf(s, 0.0f, 0.02f));
+            break;
+        case ST_DTYPE_Q4_1: case ST_DTYPE_Q5_1:   /* d, then a min of either sign */
+            put_f16(blk, d);
+            put_f16(blk + 2, rndf(s, -0.2f, 0.2f));
+            break;
         case ST_DTYPE_Q4_K: case ST_DTYPE_Q5_K:
             put_f16(blk, fabsf(d));
             put_f16(blk + 2, rndf(s, 0.0f, 0.02f));
@@ -296,6 +306,11 @@ START_TEST(test_kernels_dispatch_complete)
         ck_assert_int_ne(cpu_dot_type(types[ti]), ST_DTYPE_COUNT_);
     }
     ck_assert_int_eq(cpu_dot_type(ST_DTYPE_Q4_0), ST_DTYPE_Q8_0);
+    ck_assert_int_eq(cpu_dot_type(ST_DTYPE_Q4_1), ST_DTYPE_Q8_0);
+    ck_assert_int_eq(cpu_dot_type(ST_DTYPE_Q5_0), ST_DTYPE_Q8_0);
+    ck_assert_int_eq(cpu_dot_type(ST_DTYPE_Q5_1), ST_DTYPE_Q8_0);
+    ck_assert_int_eq(cpu_dot_type(ST_DTYPE_Q2_K), ST_DTYPE_Q8_K);
+    ck_assert_int_eq(cpu_dot_type(ST_DTYPE_Q3_K), ST_DTYPE_Q8_K);
     ck_assert_int_eq(cpu_dot_type(ST_DTYPE_IQ3_S), ST_DTYPE_Q8_K);
     ck_assert_int_eq(cpu_dot_type(ST_DTYPE_BF16), ST_DTYPE_BF16);
     ck_assert_int_eq(cpu_dot_type(ST_DTYPE_Q8_K), ST_DTYPE_COUNT_);

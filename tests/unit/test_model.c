@@ -187,6 +187,12 @@ START_TEST(test_model_every_quant_type_is_sane)
         { "iq3_s", ST_DTYPE_IQ3_S, ST_DTYPE_Q4_0, ST_DTYPE_Q6_K },
         { "IQ3_XXS", ST_DTYPE_IQ3_XXS, ST_DTYPE_Q4_0, ST_DTYPE_Q6_K },
         { "iq4_xs", ST_DTYPE_IQ4_XS, ST_DTYPE_Q4_0, ST_DTYPE_Q6_K },
+        { "q4_1", ST_DTYPE_Q4_1, ST_DTYPE_Q4_1, ST_DTYPE_Q6_K },
+        { "q5_0", ST_DTYPE_Q5_0, ST_DTYPE_Q5_0, ST_DTYPE_Q6_K },
+        { "Q5_1", ST_DTYPE_Q5_1, ST_DTYPE_Q5_1, ST_DTYPE_Q6_K },
+        { "q3_k", ST_DTYPE_Q3_K, ST_DTYPE_Q4_0, ST_DTYPE_Q6_K },
+        /* the Q2_K mix: ffn_down wants Q3_K, 128 wide -> Q4_0 */
+        { "q2_k", ST_DTYPE_Q2_K, ST_DTYPE_Q4_0, ST_DTYPE_Q6_K },
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         struct st_gguf *g;
@@ -213,6 +219,42 @@ START_TEST(test_model_every_quant_type_is_sane)
         free(x);
         const float *gain = d->layers[0].attn_norm->data;
         ck_assert(gain[0] >= 0.8f && gain[0] <= 1.2f && gain[0] != gain[1]);
+        st_model_desc_free(d);
+        st_gguf_close(g);
+    }
+}
+END_TEST
+
+/* llama-quantize's Q2_K / Q3_K_M / Q3_K_L / Q2_K_S rules on the small
+ * preset (4 layers, gqa 8/2 = 4, attn_v and attn_output 256 wide). */
+START_TEST(test_model_low_bit_mixes)
+{
+    static const struct {
+        const char *q;
+        uint32_t ftype;
+        enum st_dtype wq, wv0, wv2, wo;
+    } cases[] = {
+        { "q2_k", 10, ST_DTYPE_Q2_K, ST_DTYPE_Q4_K, ST_DTYPE_Q4_K, ST_DTYPE_Q3_K },
+        { "q2_k_s", 21, ST_DTYPE_Q2_K, ST_DTYPE_Q4_K, ST_DTYPE_Q4_K, ST_DTYPE_Q2_K },
+        { "q3_k_s", 11, ST_DTYPE_Q3_K, ST_DTYPE_Q3_K, ST_DTYPE_Q3_K, ST_DTYPE_Q3_K },
+        { "q3_k_m", 12, ST_DTYPE_Q3_K, ST_DTYPE_Q5_K, ST_DTYPE_Q4_K, ST_DTYPE_Q4_K },
+        { "q3_k_l", 13, ST_DTYPE_Q3_K, ST_DTYPE_Q5_K, ST_DTYPE_Q5_K, ST_DTYPE_Q5_K },
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct st_gguf *g;
+        struct st_model_desc *d;
+        struct st_err err = { 0 };
+        uint32_t ft;
+        make_and_load((struct st_make_model_opts){ .preset = "small", .quant = cases[c].q },
+                      &g, &d);
+        ck_assert_int_eq(st_gguf_get_u32(g, "general.file_type", &ft, &err), ST_OK);
+        ck_assert_uint_eq(ft, cases[c].ftype);
+        ck_assert_msg(d->layers[1].wq->type == cases[c].wq, "%s wq", cases[c].q);
+        ck_assert_msg(d->layers[0].wv->type == cases[c].wv0, "%s wv0", cases[c].q);
+        ck_assert_msg(d->layers[2].wv->type == cases[c].wv2, "%s wv2", cases[c].q);
+        ck_assert_msg(d->layers[3].wo->type == cases[c].wo, "%s wo", cases[c].q);
+        ck_assert_int_eq(d->layers[1].ffn_gate_exps->type, cases[c].wq);
+        ck_assert_int_eq(d->output->type, ST_DTYPE_Q6_K);
         st_model_desc_free(d);
         st_gguf_close(g);
     }
@@ -360,7 +402,7 @@ START_TEST(test_model_make_model_rejects_bad_options)
     struct st_make_model_opts o = { .out_path = path, .preset = "huge" };
     ck_assert_int_eq(st_make_model(&o, &err), ST_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(err.msg, "huge"));
-    o = (struct st_make_model_opts){ .out_path = path, .quant = "q3_k" };
+    o = (struct st_make_model_opts){ .out_path = path, .quant = "q2_k_xl" };
     ck_assert_int_eq(st_make_model(&o, &err), ST_ERR_INVALID);
     o = (struct st_make_model_opts){ .out_path = path, .vocab_path = "/nonexistent/t.json" };
     ck_assert_int_eq(st_make_model(&o, &err), ST_ERR_IO);
@@ -562,6 +604,7 @@ static Suite *model_suite(void)
     tcase_add_test(mm, test_model_tokenizer_keys);
     tcase_add_test(mm, test_model_same_seed_same_bytes);
     tcase_add_test(mm, test_model_every_quant_type_is_sane);
+    tcase_add_test(mm, test_model_low_bit_mixes);
     tcase_add_test(mm, test_model_medium_q4_k_m_is_quick);
     tcase_add_test(mm, test_model_mtp_block);
     tcase_add_test(mm, test_model_imports_hf_tokenizer);

@@ -315,6 +315,156 @@ START_TEST(test_quant_dequant_iq4_xs)
 }
 END_TEST
 
+/* ---- the five older / low-bit types -------------------------------------- */
+
+START_TEST(test_quant_dequant_q4_1_adds_min)
+{
+    struct st_block_q4_1 b;
+    float want[32];
+    b.d = 0x4000;                                  /* 2.0 */
+    b.m = 0xc200;                                  /* -3.0: added, not subtracted */
+    for (int j = 0; j < 16; j++) {
+        b.qs[j] = (uint8_t)(j | ((15 - j) << 4));  /* low nibbles = x[0..15] */
+        want[j] = 2.0f * (float)j - 3.0f;
+        want[j + 16] = 2.0f * (float)(15 - j) - 3.0f;
+    }
+    expect_row(ST_DTYPE_Q4_1, &b, want, 32);
+    ck_assert(want[0] == -3.0f && want[16] == 27.0f);
+}
+END_TEST
+
+/* Codes q[0..32) in 0..31 into qs (nibbles) and qh (bit e = q[e] >> 4, LE). */
+static void pack_q5(const int *q, uint8_t *qh, uint8_t *qs)
+{
+    uint32_t h = 0;
+    for (int e = 0; e < 32; e++)
+        h |= (uint32_t)(q[e] >> 4) << e;
+    for (int k = 0; k < 4; k++)
+        qh[k] = (uint8_t)(h >> (8 * k));
+    for (int j = 0; j < 16; j++)
+        qs[j] = (uint8_t)((q[j] & 15) | ((q[j + 16] & 15) << 4));
+}
+
+START_TEST(test_quant_dequant_q5_0_and_q5_1)
+{
+    struct st_block_q5_0 a;
+    struct st_block_q5_1 b;
+    int q[32];
+    float want[32];
+    for (int e = 0; e < 32; e++)
+        q[e] = (e * 13 + 31) % 32;                 /* q[0] = 31, q[31] = 18 */
+    a.d = 0x3800;                                  /* 0.5 */
+    pack_q5(q, a.qh, a.qs);
+    ck_assert_uint_eq(a.qh[0] & 1, 1);             /* element 0's 5th bit: qh[0] bit 0 */
+    ck_assert_uint_eq(a.qh[3] >> 7, 1);            /* element 31's: qh[3] bit 7 */
+    for (int e = 0; e < 32; e++)
+        want[e] = 0.5f * (float)(q[e] - 16);
+    expect_row(ST_DTYPE_Q5_0, &a, want, 32);
+    ck_assert(want[0] == 7.5f);
+    b.d = 0x3400;                                  /* 0.25 */
+    b.m = 0xbc00;                                  /* -1.0 */
+    pack_q5(q, b.qh, b.qs);
+    for (int e = 0; e < 32; e++)
+        want[e] = 0.25f * (float)q[e] - 1.0f;
+    expect_row(ST_DTYPE_Q5_1, &b, want, 32);
+    /* one literal block: only element 20 has its 5th bit (qh bit 20 = qh[2] bit 4) */
+    memset(&a, 0, sizeof(a));
+    a.d = 0x3c00;
+    a.qh[2] = 0x10;
+    for (int e = 0; e < 32; e++)
+        want[e] = e == 20 ? 0.0f : -16.0f;
+    expect_row(ST_DTYPE_Q5_0, &a, want, 32);
+}
+END_TEST
+
+/* 2-bit codes q[0..256) into the Q2_K / Q3_K qs layout: byte 32h + l holds
+ * elements 128h + 32g + l at bits 2g, g = 0..3. */
+static void pack_2bit(const int *q, uint8_t *qs)
+{
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l++)
+            qs[32 * h + l] = (uint8_t)(q[128 * h + l] | (q[128 * h + 32 + l] << 2) |
+                                       (q[128 * h + 64 + l] << 4) | (q[128 * h + 96 + l] << 6));
+}
+
+START_TEST(test_quant_dequant_q2_k)
+{
+    struct st_block_q2_k b;
+    int q[256], sc[16], mn[16];
+    float want[256];
+    b.d = 0x3800;                                  /* 0.5 */
+    b.dmin = 0x3400;                               /* 0.25 */
+    for (int g = 0; g < 16; g++) {
+        sc[g] = (g * 7 + 3) & 15;
+        mn[g] = 15 - g;
+        b.scales[g] = (uint8_t)(sc[g] | (mn[g] << 4));   /* low nibble scale, high min */
+    }
+    for (int e = 0; e < 256; e++)
+        q[e] = (e * 5 + e / 64) & 3;
+    pack_2bit(q, b.qs);
+    for (int e = 0; e < 256; e++)
+        want[e] = 0.5f * (float)sc[e / 16] * (float)q[e] - 0.25f * (float)mn[e / 16];
+    expect_row(ST_DTYPE_Q2_K, &b, want, 256);
+    /* literal: only bits 6-7 of qs[33] set = element 128 + 96 + 1 = 225, q = 3 */
+    memset(&b, 0, sizeof(b));
+    b.d = 0x3c00;
+    b.scales[225 / 16] = 0x02;
+    b.qs[33] = 0xc0;
+    memset(want, 0, sizeof(want));
+    want[225] = 6.0f;
+    expect_row(ST_DTYPE_Q2_K, &b, want, 256);
+}
+END_TEST
+
+/* 16 six-bit Q3_K scales into 12 bytes, as docs/GGUF.md states it in
+ * words: low nibbles of scales 0-7 in bytes 0-7 (low half), of 8-15 in
+ * the high halves of bytes 0-7; the top 2 bits of scale j in byte 8 + j%4
+ * at bit 2*(j/4). */
+static void pack_q3_scales(const int *s, uint8_t *out)
+{
+    memset(out, 0, 12);
+    for (int j = 0; j < 16; j++) {
+        out[j % 8] |= (uint8_t)((s[j] & 15) << (j < 8 ? 0 : 4));
+        out[8 + j % 4] |= (uint8_t)((s[j] >> 4) << (2 * (j / 4)));
+    }
+}
+
+START_TEST(test_quant_dequant_q3_k)
+{
+    struct st_block_q3_k b;
+    int q[256], lo[256], s6[16];
+    float want[256];
+    memset(&b, 0, sizeof(b));
+    b.d = 0x3400;                                  /* 0.25 */
+    for (int j = 0; j < 16; j++)
+        s6[j] = (j * 23 + 5) % 64;
+    pack_q3_scales(s6, b.scales);
+    for (int j = 0; j < 16; j++)
+        ck_assert_int_eq(st_q3k_scale(j, b.scales), s6[j]);
+    for (int e = 0; e < 256; e++) {
+        q[e] = ((e * 11 + e / 32) % 8) - 4;        /* -4..3 */
+        int u = q[e] + 4;
+        lo[e] = u & 3;
+        if (u & 4)                                 /* set = no -4; bit 4h+g of hmask[l] */
+            b.hmask[e % 32] |= (uint8_t)(1 << (e / 32));
+    }
+    pack_2bit(lo, b.qs);
+    for (int e = 0; e < 256; e++)
+        want[e] = 0.25f * (float)(s6[e / 16] - 32) * (float)q[e];
+    expect_row(ST_DTYPE_Q3_K, &b, want, 256);
+    /* literal: all-zero codes and hmask are q = -4 everywhere; scale 0 = 63
+     * (byte 0 low nibble 0xf, byte 8 bits 0-1 = 3) gives d*31*-4 */
+    memset(&b, 0, sizeof(b));
+    b.d = 0x3c00;
+    b.scales[0] = 0x0f;
+    b.scales[8] = 0x03;
+    b.hmask[5] = 0x01;                             /* element 5: q = 0 */
+    for (int e = 0; e < 256; e++)
+        want[e] = e >= 16 ? 128.0f : (e == 5 ? 0.0f : -124.0f);
+    expect_row(ST_DTYPE_Q3_K, &b, want, 256);
+}
+END_TEST
+
 /* ---- round trips ------------------------------------------------------------ */
 
 static uint64_t rng = 88172645463325252ull;
@@ -361,9 +511,14 @@ START_TEST(test_quant_round_trip_within_bounds)
         { ST_DTYPE_Q8_0, 0.008 },   { ST_DTYPE_Q4_0, 0.11 },   { ST_DTYPE_Q4_K, 0.10 },
         { ST_DTYPE_Q5_K, 0.05 },    { ST_DTYPE_Q6_K, 0.025 },  { ST_DTYPE_IQ4_XS, 0.10 },
         { ST_DTYPE_IQ3_S, 0.18 },   { ST_DTYPE_IQ3_XXS, 0.25 },
+        /* searched (quant_lowbit.c): Q4_1 .067 Q5_0 .039 Q5_1 .033 Q2_K .258 Q3_K .143 */
+        { ST_DTYPE_Q4_1, 0.09 },    { ST_DTYPE_Q5_0, 0.05 },   { ST_DTYPE_Q5_1, 0.045 },
+        { ST_DTYPE_Q2_K, 0.33 },    { ST_DTYPE_Q3_K, 0.19 },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         double e = round_trip(cases[i].t, 4096);
+        if (getenv("STRATA_QUANT_PRINT"))
+            printf("%s %.4f\n", st_dtype_info(cases[i].t)->name, e);
         ck_assert_msg(e <= cases[i].bound, "%s: relative rms error %g > %g",
                       st_dtype_info(cases[i].t)->name, e, cases[i].bound);
     }
@@ -374,7 +529,9 @@ START_TEST(test_quant_zero_rows_stay_zero)
 {
     static const enum st_dtype types[] = { ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K,
                                            ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ4_XS,
-                                           ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS };
+                                           ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_Q4_1,
+                                           ST_DTYPE_Q5_0, ST_DTYPE_Q5_1, ST_DTYPE_Q2_K,
+                                           ST_DTYPE_Q3_K };
     float x[256] = { 0 }, y[256];
     uint8_t q[512];
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
@@ -383,6 +540,27 @@ START_TEST(test_quant_zero_rows_stay_zero)
         for (int j = 0; j < 256; j++)
             ck_assert_msg(y[j] == 0.0f, "%s: %g", st_dtype_info(types[i])->name, y[j]);
     }
+}
+END_TEST
+
+/* The affine types store a constant row through their min alone (and a
+ * positive constant through Q2_K's d*sc*q, since its min term is <= 0). */
+START_TEST(test_quant_constant_rows_round_trip)
+{
+    static const enum st_dtype types[] = { ST_DTYPE_Q4_1, ST_DTYPE_Q5_1, ST_DTYPE_Q2_K,
+                                           ST_DTYPE_Q5_0, ST_DTYPE_Q3_K };
+    float x[256], y[256];
+    uint8_t q[512];
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        for (int sgn = -1; sgn <= 1; sgn += 2) {
+            for (int j = 0; j < 256; j++)
+                x[j] = 0.3f * (float)sgn;
+            st_quantize_row(types[i], x, q, 256);
+            st_dequant_row(types[i], q, y, 256);
+            for (int j = 0; j < 256; j++)
+                ck_assert_msg(fabsf(y[j] - x[j]) < 2e-3f, "%s: %g for %g",
+                              st_dtype_info(types[i])->name, y[j], x[j]);
+        }
 }
 END_TEST
 
@@ -456,8 +634,13 @@ static Suite *quant_suite(void)
     tcase_add_test(deq, test_quant_dequant_iq3_s);
     tcase_add_test(deq, test_quant_dequant_iq3_xxs);
     tcase_add_test(deq, test_quant_dequant_iq4_xs);
+    tcase_add_test(deq, test_quant_dequant_q4_1_adds_min);
+    tcase_add_test(deq, test_quant_dequant_q5_0_and_q5_1);
+    tcase_add_test(deq, test_quant_dequant_q2_k);
+    tcase_add_test(deq, test_quant_dequant_q3_k);
     tcase_add_test(rt, test_quant_round_trip_within_bounds);
     tcase_add_test(rt, test_quant_zero_rows_stay_zero);
+    tcase_add_test(rt, test_quant_constant_rows_round_trip);
     tcase_set_timeout(rt, 60);
     tcase_add_test(act, test_quant_q8_0_activation_formula);
     tcase_add_test(act, test_quant_q8_k_signed_max_and_bsums);

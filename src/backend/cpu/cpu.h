@@ -64,7 +64,9 @@ struct cpu_kernels {
 };
 
 /* The type activations are quantized to before a dot with weight type t:
- * F32->F32, F16->F16, BF16->BF16, Q4_0/Q8_0->Q8_0, K and IQ types->Q8_K.
+ * F32->F32, F16->F16, BF16->BF16, Q4_0/Q4_1/Q5_0/Q5_1/Q8_0->Q8_0 (not Q8_1:
+ * the min term's sum of activations is taken exactly from the Q8_0 codes),
+ * K and IQ types->Q8_K.
  * Returns ST_DTYPE_COUNT_ for a type without a kernel. */
 enum st_dtype cpu_dot_type(enum st_dtype t);
 

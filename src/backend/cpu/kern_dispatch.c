@@ -24,8 +24,10 @@ enum st_dtype cpu_dot_type(enum st_dtype t)
     case ST_DTYPE_F32: return ST_DTYPE_F32;
     case ST_DTYPE_F16: return ST_DTYPE_F16;
     case ST_DTYPE_BF16: return ST_DTYPE_BF16;
-    case ST_DTYPE_Q8_0: case ST_DTYPE_Q4_0: return ST_DTYPE_Q8_0;
-    case ST_DTYPE_Q4_K: case ST_DTYPE_Q5_K: case ST_DTYPE_Q6_K:
+    case ST_DTYPE_Q8_0: case ST_DTYPE_Q4_0: case ST_DTYPE_Q4_1:
+    case ST_DTYPE_Q5_0: case ST_DTYPE_Q5_1:
+        return ST_DTYPE_Q8_0;       /* Q4_1/Q5_1: ggml's Q8_1, see kern_scalar.c */
+    case ST_DTYPE_Q2_K: case ST_DTYPE_Q3_K: case ST_DTYPE_Q4_K: case ST_DTYPE_Q5_K: case ST_DTYPE_Q6_K:
     case ST_DTYPE_IQ3_S: case ST_DTYPE_IQ3_XXS: case ST_DTYPE_IQ4_XS:
         return ST_DTYPE_Q8_K;
     default:

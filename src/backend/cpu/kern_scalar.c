@@ -69,6 +69,117 @@ static float dot1_q4_0(int64_t n, const void *w, const void *x)
     return s;
 }
 
+/* Q4_1 / Q5_1 against Q8_0: sum (d q + m) d8 y = d d8 sum(q y) + m d8 sum(y),
+ * the sum of y exact in integers (ggml pairs these with Q8_1, whose stored
+ * s = d8 sum(y) is the same quantity rounded to fp16). */
+static float dot1_q4_1(int64_t n, const void *w, const void *x)
+{
+    const struct st_block_q4_1 *a = w;
+    const struct st_block_q8_0 *b = x;
+    float s = 0.0f;
+    for (int64_t i = 0; i < n / ST_QK; i++) {
+        int32_t sum = 0, sy = 0;
+        for (int j = 0; j < ST_QK / 2; j++) {
+            sum += (a[i].qs[j] & 0xf) * b[i].qs[j] + (a[i].qs[j] >> 4) * b[i].qs[j + ST_QK / 2];
+            sy += b[i].qs[j] + b[i].qs[j + ST_QK / 2];
+        }
+        float d8 = cpu_h2f(b[i].d);
+        s += cpu_h2f(a[i].d) * d8 * (float)sum + cpu_h2f(a[i].m) * d8 * (float)sy;
+    }
+    return s;
+}
+
+/* The 32 five-bit codes of a Q5_0 / Q5_1 block (0..31). */
+static void q5_codes(const uint8_t qh[4], const uint8_t qs[16], int q[32])
+{
+    uint32_t h = st_q5_qh(qh);
+    for (int j = 0; j < ST_QK / 2; j++) {
+        q[j] = (qs[j] & 0xf) | (int)(((h >> j) & 1) << 4);
+        q[j + ST_QK / 2] = (qs[j] >> 4) | (int)(((h >> (j + 16)) & 1) << 4);
+    }
+}
+
+static float dot1_q5_0(int64_t n, const void *w, const void *x)
+{
+    const struct st_block_q5_0 *a = w;
+    const struct st_block_q8_0 *b = x;
+    float s = 0.0f;
+    for (int64_t i = 0; i < n / ST_QK; i++) {
+        int q[ST_QK];
+        int32_t sum = 0;
+        q5_codes(a[i].qh, a[i].qs, q);
+        for (int j = 0; j < ST_QK; j++)
+            sum += (q[j] - 16) * b[i].qs[j];
+        s += cpu_h2f(a[i].d) * cpu_h2f(b[i].d) * (float)sum;
+    }
+    return s;
+}
+
+static float dot1_q5_1(int64_t n, const void *w, const void *x)
+{
+    const struct st_block_q5_1 *a = w;
+    const struct st_block_q8_0 *b = x;
+    float s = 0.0f;
+    for (int64_t i = 0; i < n / ST_QK; i++) {
+        int q[ST_QK];
+        int32_t sum = 0, sy = 0;
+        q5_codes(a[i].qh, a[i].qs, q);
+        for (int j = 0; j < ST_QK; j++) {
+            sum += q[j] * b[i].qs[j];
+            sy += b[i].qs[j];
+        }
+        float d8 = cpu_h2f(b[i].d);
+        s += cpu_h2f(a[i].d) * d8 * (float)sum + cpu_h2f(a[i].m) * d8 * (float)sy;
+    }
+    return s;
+}
+
+/* Q2_K: the mins come through the activation bsums (one per 16 = one per
+ * Q2_K sub-block): sum x = b.d (d sum_g sc_g sum q y - dmin sum_g m_g bsum_g). */
+static float dot1_q2_k(int64_t n, const void *w, const void *x)
+{
+    const struct st_block_q2_k *a = w;
+    const struct st_block_q8_k *b = x;
+    float s = 0.0f;
+    for (int64_t i = 0; i < n / ST_QK_K; i++) {
+        int32_t sumi = 0, summ = 0;
+        for (int g = 0; g < 16; g++) {
+            int32_t sg = 0;
+            for (int e = 16 * g; e < 16 * g + 16; e++) {
+                int h = e / 128, k = (e % 128) / 32, l = e % 32;
+                sg += ((a[i].qs[32 * h + l] >> (2 * k)) & 3) * b[i].qs[e];
+            }
+            sumi += (a[i].scales[g] & 0xf) * sg;
+            summ += (a[i].scales[g] >> 4) * b[i].bsums[g];
+        }
+        s += b[i].d * (cpu_h2f(a[i].d) * (float)sumi - cpu_h2f(a[i].dmin) * (float)summ);
+    }
+    return s;
+}
+
+static float dot1_q3_k(int64_t n, const void *w, const void *x)
+{
+    const struct st_block_q3_k *a = w;
+    const struct st_block_q8_k *b = x;
+    float s = 0.0f;
+    for (int64_t i = 0; i < n / ST_QK_K; i++) {
+        int32_t sumi = 0;
+        for (int g = 0; g < 16; g++) {
+            int32_t sg = 0;
+            for (int e = 16 * g; e < 16 * g + 16; e++) {
+                int h = e / 128, k = (e % 128) / 32, l = e % 32;
+                int q = (a[i].qs[32 * h + l] >> (2 * k)) & 3;
+                if (!((a[i].hmask[l] >> (4 * h + k)) & 1))
+                    q -= 4;
+                sg += q * b[i].qs[e];
+            }
+            sumi += (st_q3k_scale(g, a[i].scales) - 32) * sg;
+        }
+        s += cpu_h2f(a[i].d) * b[i].d * (float)sumi;
+    }
+    return s;
+}
+
 /* Q4_K and Q5_K share everything but the 5th bit ('qh' NULL for Q4_K). */
 static float kquant45_block(float d, float dmin, const uint8_t *scales, const uint8_t *qs,
                             const uint8_t *qh, const struct st_block_q8_k *b)
@@ -231,6 +342,11 @@ SCALAR_ENTRY(f16)
 SCALAR_ENTRY(bf16)
 SCALAR_ENTRY(q8_0)
 SCALAR_ENTRY(q4_0)
+SCALAR_ENTRY(q4_1)
+SCALAR_ENTRY(q5_0)
+SCALAR_ENTRY(q5_1)
+SCALAR_ENTRY(q2_k)
+SCALAR_ENTRY(q3_k)
 SCALAR_ENTRY(q4_k)
 SCALAR_ENTRY(q5_k)
 SCALAR_ENTRY(q6_k)
@@ -247,6 +363,11 @@ const struct cpu_kernels cpu_kernels_scalar = {
         [ST_DTYPE_BF16] = dot_bf16,
         [ST_DTYPE_Q8_0] = dot_q8_0,
         [ST_DTYPE_Q4_0] = dot_q4_0,
+        [ST_DTYPE_Q4_1] = dot_q4_1,
+        [ST_DTYPE_Q5_0] = dot_q5_0,
+        [ST_DTYPE_Q5_1] = dot_q5_1,
+        [ST_DTYPE_Q2_K] = dot_q2_k,
+        [ST_DTYPE_Q3_K] = dot_q3_k,
         [ST_DTYPE_Q4_K] = dot_q4_k,
         [ST_DTYPE_Q5_K] = dot_q5_k,
         [ST_DTYPE_Q6_K] = dot_q6_k,
