@@ -19,8 +19,10 @@ struct st_make_model_opts {
     const char *out_path;    /* required; written through out_path.tmp + rename */
     const char *preset;      /* "tiny" | "small" | "medium" | "mtp-demo" (an MTP block that
                                 agrees with the model on purpose; implies mtp); NULL = "tiny" */
-    const char *quant;       /* "f32" "f16" "bf16" "q8_0" "q4_0" "q4_k" "q5_k" "q6_k"
-                                "iq3_s" "iq3_xxs" "iq4_xs" or the mix "q4_k_m";
+    const char *quant;       /* "f32" "f16" "bf16" "q8_0" "q4_0" "q4_1" "q5_0" "q5_1"
+                                "q2_k" "q3_k" "q4_k" "q5_k" "q6_k" "iq3_s" "iq3_xxs"
+                                "iq4_xs", or llama-quantize's mixes "q2_k_s" "q3_k_s"
+                                "q3_k_m" "q3_k_l" "q4_k_m" ("q2_k" is one too);
                                 case-insensitive; NULL = "q8_0" */
     uint64_t    seed;        /* PRNG seed of the weights */
     const char *vocab_path;  /* HF tokenizer.json, or NULL for the built-in tokenizer */

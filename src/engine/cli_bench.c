@@ -210,10 +210,12 @@ struct model_info {
 static const char *ftype_name(int64_t ft)
 {
     static const struct { int64_t id; const char *name; } names[] = {
-        { 0, "all F32" }, { 1, "F16" }, { 2, "Q4_0" }, { 7, "Q8_0" }, { 14, "Q4_K - Small" },
+        { 0, "all F32" }, { 1, "F16" }, { 2, "Q4_0" }, { 3, "Q4_1" }, { 7, "Q8_0" },
+        { 8, "Q5_0" }, { 9, "Q5_1" }, { 10, "Q2_K - Medium" }, { 11, "Q3_K - Small" },
+        { 12, "Q3_K - Medium" }, { 13, "Q3_K - Large" }, { 14, "Q4_K - Small" },
         { 15, "Q4_K - Medium" }, { 16, "Q5_K - Small" }, { 17, "Q5_K - Medium" },
-        { 18, "Q6_K" }, { 23, "IQ3_XXS - 3.0625 bpw" }, { 26, "IQ3_S - 3.4375 bpw" },
-        { 30, "IQ4_XS - 4.25 bpw" }, { 32, "BF16" },
+        { 18, "Q6_K" }, { 21, "Q2_K - Small" }, { 23, "IQ3_XXS - 3.0625 bpw" },
+        { 26, "IQ3_S - 3.4375 bpw" }, { 30, "IQ4_XS - 4.25 bpw" }, { 32, "BF16" },
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(names); i++)
         if (names[i].id == ft)
