@@ -22,7 +22,8 @@
  *    (row, head, chunk) to 'part'.
  *
  * 3. attn_merge: one block per (row, query head) merges the n_split
- *    partials: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s.
+ *    partials: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s;
+ *    with a.q8 it also writes out's q8_1 rows (the wo matmul's input).
  *
  * The grid is sized from n_ctx (not from positions, which live on the
  * device), so a captured CUDA graph stays valid at any position; chunks
@@ -195,7 +196,22 @@ static __global__ void attn_merge(const st_kern_attn a)
         float v = 0.0f;
         for (int s = 0; s < a.n_split; s++)
             v += expf(pp[s * (D + 2)] - mx) * pp[s * (D + 2) + 2 + d];
-        a.out[rh * D + d] = lsum > 0.0f ? v / lsum : 0.0f;
+        v = lsum > 0.0f ? v / lsum : 0.0f;
+        a.out[rh * D + d] = v;
+        if (a.q8) {
+            /* q8_1 epilogue (D % 32 == 0: a warp holds one 32-block of the
+             * row, lane l element 32b + l, as quantize.cu): the bytes
+             * st_kern_quantize_q8_1 would write from out */
+            const int64_t r = rh / a.n_head, W = (int64_t)a.n_head * D;
+            const int64_t i = (rh % a.n_head) * D + d;
+            uint8_t *row = (uint8_t *)a.q8 + (size_t)r * a.q8_stride;
+            const float amax = kq_warp_max(fabsf(v));
+            const float sum = kq_warp_sum(v);
+            const float dq = amax / 127.0f;
+            ((int8_t *)row)[i] = (int8_t)(amax == 0.0f ? 0 : (int)roundf(v / dq));
+            if (threadIdx.x % 32 == 0)
+                ((float2 *)(row + W))[i / 32] = make_float2(dq, sum);
+        }
     }
 }
 
@@ -252,7 +268,9 @@ extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStrea
     const int32_t group = a->n_kv > 0 ? a->n_head / a->n_kv : 0;
     if (!st_kern_attn_supported(a->head_dim, group) || a->n_rows < 1 ||
         a->n_rows * a->n_kv > 0x7fffffff || a->n_rows * a->n_head > 0x7fffffff ||
-        a->n_split < 1 || a->n_split > 65535 || (int64_t)a->n_split * a->split_len < a->n_ctx)
+        a->n_split < 1 || a->n_split > 65535 || (int64_t)a->n_split * a->split_len < a->n_ctx ||
+        (a->q8 && (a->head_dim % 32 != 0 ||
+                   a->q8_stride < st_kern_q8_1_row_bytes((int64_t)a->n_head * a->head_dim))))
         return cudaErrorInvalidValue;
     const int64_t w = (int64_t)a->n_kv * a->head_dim;
     for (int64_t r0 = 0; r0 < a->n_rows; r0 += 65535) {    /* grid.y <= 65535 */

@@ -117,6 +117,16 @@ bool st_kern_dequant_supported(int type);
  * n_groups consecutive groups; out may alias x. */
 cudaError_t st_kern_rms_norm(float *out, const float *x, const float *w, int64_t n_groups,
                              int64_t g, float eps, cudaStream_t stream);
+/* st_kern_rms_norm with two optional fusions (one launch):
+ *   add != NULL: first x += add (stored), then the norm of the sum; the
+ *     result is bit for bit st_kern_add(x, x, add) then st_kern_rms_norm.
+ *     out may alias add, not x.
+ *   q != NULL (g % 32 == 0): group r's output also goes to q + r*q_stride
+ *     as a q8_1 row, the bytes st_kern_quantize_q8_1 would write from out.
+ * Without add, x is only read (out may alias it). */
+cudaError_t st_kern_rms_norm_ex(float *out, float *x, const float *add, const float *w,
+                                int64_t n_groups, int64_t g, float eps, void *q,
+                                size_t q_stride, cudaStream_t stream);
 cudaError_t st_kern_add(float *out, const float *a, const float *b, int64_t n,
                         cudaStream_t stream);
 /* out = SiLU(gate) * up */
@@ -128,6 +138,15 @@ cudaError_t st_kern_silu_mul(float *out, const float *gate, const float *up, int
 cudaError_t st_kern_rope_neox(float *out, const float *x, const int32_t *pos, int64_t n_rows,
                               int64_t width, int head_dim, int n_rot, float freq_base,
                               float freq_scale, unsigned *err_flag, cudaStream_t stream);
+
+/* Per-head RMSNorm (gain w[head_dim]) then NEOX rope, one kernel: the
+ * values of st_kern_rms_norm(out, x, w, n_rows*heads, head_dim) then
+ * st_kern_rope_neox(out, out, ...) (same arithmetic, same order).
+ * head_dim <= 256; out may alias x. */
+cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const float *w,
+                                  const int32_t *pos, int64_t n_rows, int64_t width,
+                                  int head_dim, int n_rot, float freq_base, float freq_scale,
+                                  float eps, unsigned *err_flag, cudaStream_t stream);
 
 /* ---- attention (attention.cu) ----------------------------------------------
  * Writes k, v (f32 [n_kv*D, n_rows]) as fp16 into kc/vc (f16
@@ -148,6 +167,9 @@ struct st_kern_attn {
     int32_t        n_split, split_len;
     float         *part;
     unsigned      *err_flag;
+    void          *q8;           /* NULL, or q8_1 rows of out (head_dim % 32 == 0): the
+                                  * merge writes them too (st_kern_quantize_q8_1's bytes) */
+    size_t         q8_stride;    /* bytes between those rows */
 };
 
 size_t st_kern_attn_scratch_bytes(int64_t n_rows, int32_t n_head, int32_t head_dim,

@@ -9,6 +9,11 @@
  * out may alias x: each thread reads its elements before the group's
  * scale is known and writes only after.
  *
+ * st_kern_rms_norm_ex adds two fusions to the same kernels: the residual
+ * add before the norm (x += add, stored, then normed: what add followed by
+ * rms_norm computes, the same double sum in the same order) and a q8_1
+ * copy of the output for the next matmul (q8_1_put below).
+ *
  * add / silu_mul: grid-stride loops over n floats, one element per thread
  * per step.
  */
@@ -24,33 +29,81 @@ static __device__ __forceinline__ double warp_sum_d(double v)
     return v;
 }
 
+/* The q8_1 epilogue: lane l of a warp holds element 32b + l of block b of
+ * the row (all 32 lanes present: the caller's g % 32 == 0), exactly as
+ * quantize.cu's kernel holds them, so the bytes are the same as
+ * st_kern_quantize_q8_1 of the stored output. */
+static __device__ __forceinline__ void q8_1_put(uint8_t *row, int64_t g, int64_t i, float v)
+{
+    const float amax = kq_warp_max(fabsf(v));
+    const float sum = kq_warp_sum(v);
+    const float d = amax / 127.0f;
+    const int q = amax == 0.0f ? 0 : (int)roundf(v / d);
+    ((int8_t *)row)[i] = (int8_t)q;
+    if (i % 32 == 0)
+        ((float2 *)(row + g))[i / 32] = make_float2(d, sum);
+}
+
+/* One group's elements at i = first, first + step, ...: with ADD, x += add
+ * first (stored; the norm reads the sum back, as add then rms_norm would);
+ * returns the group's sum of squares in double (this thread's part). */
+template <bool ADD>
+static __device__ __forceinline__ double norm_pass1(float *xg, const float *ag, int64_t g,
+                                                    int first, int step)
+{
+    double ss = 0.0;
+    for (int64_t i = first; i < g; i += step) {
+        float v = xg[i];
+        if (ADD) {
+            v = v + ag[i];
+            xg[i] = v;
+        }
+        ss = fma((double)v, (double)v, ss);   /* explicit: rope.cu's fused norm matches */
+    }
+    return ss;
+}
+
+/* out = x * scale * w, and the q8_1 row when q != NULL (Q). */
+template <bool Q>
+static __device__ __forceinline__ void norm_pass2(float *og, const float *xg, const float *w,
+                                                  int64_t g, float scale, uint8_t *qrow,
+                                                  int first, int step)
+{
+    for (int64_t i = first; i < g; i += step) {
+        const float v = xg[i] * scale * w[i];
+        og[i] = v;
+        if (Q)
+            q8_1_put(qrow, g, i, v);
+    }
+}
+
+template <bool ADD, bool Q>
 static __global__ void __launch_bounds__(NORM_THREADS)
-rms_norm_warp(float *out, const float *x, const float *w, int64_t n_groups, int64_t g, float eps)
+rms_norm_warp(float *out, float *x, const float *add, const float *w, int64_t n_groups,
+              int64_t g, float eps, uint8_t *q, size_t q_stride)
 {
     const int64_t grp = (int64_t)blockIdx.x * (NORM_THREADS / 32) + threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
     if (grp >= n_groups)
         return;
-    const float *xg = x + grp * g;
-    double ss = 0.0;
-    for (int64_t i = lane; i < g; i += 32)
-        ss += (double)xg[i] * (double)xg[i];
+    float *xg = x + grp * g;
+    double ss = norm_pass1<ADD>(xg, ADD ? add + grp * g : NULL, g, lane, 32);
     ss = warp_sum_d(ss);
     const float scale = 1.0f / sqrtf((float)(ss / (double)g) + eps);
-    float *og = out + grp * g;
-    for (int64_t i = lane; i < g; i += 32)
-        og[i] = xg[i] * scale * w[i];
+    norm_pass2<Q>(out + grp * g, xg, w, g, scale, Q ? q + (size_t)grp * q_stride : NULL, lane,
+                  32);
 }
 
+template <bool ADD, bool Q>
 static __global__ void __launch_bounds__(NORM_THREADS)
-rms_norm_block(float *out, const float *x, const float *w, int64_t g, float eps)
+rms_norm_block(float *out, float *x, const float *add, const float *w, int64_t g, float eps,
+               uint8_t *q, size_t q_stride)
 {
     __shared__ double part[NORM_THREADS / 32];
     __shared__ float scale_s;
-    const float *xg = x + (int64_t)blockIdx.x * g;
-    double ss = 0.0;
-    for (int64_t i = threadIdx.x; i < g; i += NORM_THREADS)
-        ss += (double)xg[i] * (double)xg[i];
+    float *xg = x + (int64_t)blockIdx.x * g;
+    double ss = norm_pass1<ADD>(xg, ADD ? add + (int64_t)blockIdx.x * g : NULL, g,
+                                threadIdx.x, NORM_THREADS);
     ss = warp_sum_d(ss);
     if (threadIdx.x % 32 == 0)
         part[threadIdx.x / 32] = ss;
@@ -62,10 +115,24 @@ rms_norm_block(float *out, const float *x, const float *w, int64_t g, float eps)
         scale_s = 1.0f / sqrtf((float)(t / (double)g) + eps);
     }
     __syncthreads();
-    const float scale = scale_s;
-    float *og = out + (int64_t)blockIdx.x * g;
-    for (int64_t i = threadIdx.x; i < g; i += NORM_THREADS)
-        og[i] = xg[i] * scale * w[i];
+    norm_pass2<Q>(out + (int64_t)blockIdx.x * g, xg, w, g, scale_s,
+                  Q ? q + (size_t)blockIdx.x * q_stride : NULL, threadIdx.x, NORM_THREADS);
+}
+
+template <bool ADD, bool Q>
+static cudaError_t norm_launch(float *out, float *x, const float *add, const float *w,
+                               int64_t n_groups, int64_t g, float eps, uint8_t *q,
+                               size_t q_stride, cudaStream_t stream)
+{
+    if (g <= 256)
+        rms_norm_warp<ADD, Q><<<kq_cdiv(n_groups, NORM_THREADS / 32), NORM_THREADS, 0, stream>>>(
+            out, x, add, w, n_groups, g, eps, q, q_stride);
+    else if (n_groups <= 0x7fffffff)
+        rms_norm_block<ADD, Q><<<(unsigned)n_groups, NORM_THREADS, 0, stream>>>(
+            out, x, add, w, g, eps, q, q_stride);
+    else
+        return cudaErrorInvalidValue;
+    return cudaGetLastError();
 }
 
 extern "C" cudaError_t st_kern_rms_norm(float *out, const float *x, const float *w,
@@ -74,14 +141,25 @@ extern "C" cudaError_t st_kern_rms_norm(float *out, const float *x, const float 
 {
     if (n_groups < 1 || g < 1)
         return cudaErrorInvalidValue;
-    if (g <= 256)
-        rms_norm_warp<<<kq_cdiv(n_groups, NORM_THREADS / 32), NORM_THREADS, 0, stream>>>(
-            out, x, w, n_groups, g, eps);
-    else if (n_groups <= 0x7fffffff)
-        rms_norm_block<<<(unsigned)n_groups, NORM_THREADS, 0, stream>>>(out, x, w, g, eps);
-    else
+    /* x is only read without ADD */
+    return norm_launch<false, false>(out, (float *)x, NULL, w, n_groups, g, eps, NULL, 0,
+                                     stream);
+}
+
+extern "C" cudaError_t st_kern_rms_norm_ex(float *out, float *x, const float *add,
+                                           const float *w, int64_t n_groups, int64_t g,
+                                           float eps, void *q, size_t q_stride,
+                                           cudaStream_t stream)
+{
+    if (n_groups < 1 || g < 1 ||
+        (q && (g % 32 != 0 || q_stride < st_kern_q8_1_row_bytes(g))))
         return cudaErrorInvalidValue;
-    return cudaGetLastError();
+    uint8_t *qb = (uint8_t *)q;
+    if (add)
+        return q ? norm_launch<true, true>(out, x, add, w, n_groups, g, eps, qb, q_stride, stream)
+                 : norm_launch<true, false>(out, x, add, w, n_groups, g, eps, NULL, 0, stream);
+    return q ? norm_launch<false, true>(out, x, NULL, w, n_groups, g, eps, qb, q_stride, stream)
+             : norm_launch<false, false>(out, x, NULL, w, n_groups, g, eps, NULL, 0, stream);
 }
 
 static unsigned ew_blocks(int64_t n)

@@ -12,6 +12,20 @@
  */
 #include "common.cuh"
 
+/* The rotation of one pair, shared by rope_neox and rms_norm_rope so both
+ * round alike: explicit fmaf / __fmul_rn, never left to the compiler's
+ * contraction choices (which may differ between two kernels). */
+static __device__ __forceinline__ void rope_pair(float x0, float x1, int p, int i, int n_rot,
+                                                 float freq_base, float freq_scale, float *y0,
+                                                 float *y1)
+{
+    const float inv = __fmul_rn(freq_scale, powf(freq_base, -2.0f * (float)i / (float)n_rot));
+    const float theta = __fmul_rn((float)p, inv);
+    const float cs = cosf(theta), sn = sinf(theta);
+    *y0 = fmaf(x0, cs, -__fmul_rn(x1, sn));
+    *y1 = fmaf(x0, sn, __fmul_rn(x1, cs));
+}
+
 static __global__ void rope_neox(float *out, const float *x, const int32_t *pos, int64_t width,
                                  int head_dim, int n_rot, float freq_base, float freq_scale,
                                  unsigned *err_flag)
@@ -40,13 +54,8 @@ static __global__ void rope_neox(float *out, const float *x, const int32_t *pos,
     }
     if (pass)
         xp = xh[n_rot + i];
-    if (rot) {
-        const float inv = freq_scale * powf(freq_base, -2.0f * (float)i / (float)n_rot);
-        const float theta = (float)p * inv;
-        const float cs = cosf(theta), sn = sinf(theta);
-        oh[i] = x0 * cs - x1 * sn;
-        oh[i + half] = x0 * sn + x1 * cs;
-    }
+    if (rot)
+        rope_pair(x0, x1, p, i, n_rot, freq_base, freq_scale, &oh[i], &oh[i + half]);
     if (pass)
         oh[n_rot + i] = xp;
 }
@@ -67,5 +76,66 @@ extern "C" cudaError_t st_kern_rope_neox(float *out, const float *x, const int32
         rope_neox<<<grid, 256, 0, stream>>>(out + r0 * width, x + r0 * width, pos + r0, width,
                                             head_dim, n_rot, freq_base, freq_scale, err_flag);
     }
+    return cudaGetLastError();
+}
+
+/* ---- per-head RMSNorm + NEOX rope in one kernel -----------------------------
+ * One warp per (row, head), 8 per 256-thread block: the head's sum of
+ * squares in double over lanes i = lane, lane + 32, ... (rms_norm_warp's
+ * order, so the normed values are bit for bit norm.cu's), the normed head
+ * stored to out, __syncwarp (orders the warp's global writes), then each
+ * lane rotates its pairs (i, i + n_rot/2) from out with rope_neox's
+ * arithmetic (rope_pair; the sum of squares with explicit fma as norm.cu),
+ * so the result is bit for bit rms_norm then rope. head_dim <= 256 (the
+ * launcher refuses more). */
+static __global__ void __launch_bounds__(256)
+rms_norm_rope(float *out, const float *x, const float *w, const int32_t *pos, int64_t n_groups,
+              int64_t heads, int head_dim, int n_rot, float freq_base, float freq_scale,
+              float eps, unsigned *err_flag)
+{
+    const int64_t grp = (int64_t)blockIdx.x * 8 + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (grp >= n_groups)
+        return;                          /* whole warps leave together */
+    const float *xg = x + grp * head_dim;
+    float *og = out + grp * head_dim;
+    double ss = 0.0;
+    for (int i = lane; i < head_dim; i += 32)
+        ss = fma((double)xg[i], (double)xg[i], ss);   /* as norm.cu's norm_pass1 */
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        ss += __shfl_xor_sync(0xffffffffu, ss, off, 32);
+    const float scale = 1.0f / sqrtf((float)(ss / (double)head_dim) + eps);
+    for (int i = lane; i < head_dim; i += 32)
+        og[i] = xg[i] * scale * w[i];
+    __syncwarp();
+    int p = pos[grp / heads];
+    if (p < 0) {
+        if (lane == 0)
+            kq_flag(err_flag, ST_KF_BAD_POS);
+        p = 0;
+    }
+    const int half = n_rot / 2;
+    for (int i = lane; i < half; i += 32) {
+        const float x0 = og[i], x1 = og[i + half];
+        rope_pair(x0, x1, p, i, n_rot, freq_base, freq_scale, &og[i], &og[i + half]);
+    }
+}
+
+extern "C" cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const float *w,
+                                             const int32_t *pos, int64_t n_rows, int64_t width,
+                                             int head_dim, int n_rot, float freq_base,
+                                             float freq_scale, float eps, unsigned *err_flag,
+                                             cudaStream_t stream)
+{
+    if (n_rows < 1 || head_dim < 1 || head_dim > 256 || width % head_dim != 0 || n_rot < 2 ||
+        n_rot % 2 != 0 || n_rot > head_dim)
+        return cudaErrorInvalidValue;
+    const int64_t heads = width / head_dim, n_groups = n_rows * heads;
+    if (kq_cdiv(n_groups, 8) > 0x7fffffffu)
+        return cudaErrorInvalidValue;
+    rms_norm_rope<<<kq_cdiv(n_groups, 8), 256, 0, stream>>>(out, x, w, pos, n_groups, heads,
+                                                           head_dim, n_rot, freq_base,
+                                                           freq_scale, eps, err_flag);
     return cudaGetLastError();
 }

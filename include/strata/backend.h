@@ -260,6 +260,28 @@ enum st_status st_backend_attention(struct st_backend *be, const struct st_tenso
                                     const struct st_tensor *pos, int32_t n_head,
                                     int32_t n_head_kv, float scale, struct st_err *err);
 
+/* Residual add and RMSNorm in one op (the seam between two sub-blocks):
+ *   x = x + o;  h = rmsnorm(x) * w   (groups of G = ne0(w), as rms_norm)
+ * exactly st_backend_add(x, x, o) followed by st_backend_rms_norm(h, x, w,
+ * eps) (the CPU backend runs that composition, bit for bit); a device
+ * backend runs one kernel. x, o, h: f32 [E, n], E a multiple of G; w: f32
+ * [G]; eps > 0. x is updated in place; h may alias o (not x). */
+enum st_status st_backend_add_rms_norm(struct st_backend *be, const struct st_tensor *h,
+                                       const struct st_tensor *x, const struct st_tensor *o,
+                                       const struct st_tensor *w, float eps,
+                                       struct st_err *err);
+
+/* Per-head RMSNorm then NEOX rope (Qwen3's q_norm/k_norm before rope), in
+ * one op: exactly st_backend_rms_norm(out, x, w, eps) followed by
+ * st_backend_rope(out, out, pos, D, n_rot, freq_base, freq_scale) with
+ * head_dim D = ne0(w). out, x: f32 [H*D, n]; w: f32 [D]; pos: i32 [n];
+ * the other arguments as rope and rms_norm. out may alias x. */
+enum st_status st_backend_rms_norm_rope(struct st_backend *be, const struct st_tensor *out,
+                                        const struct st_tensor *x, const struct st_tensor *w,
+                                        const struct st_tensor *pos, int32_t n_rot,
+                                        float freq_base, float freq_scale, float eps,
+                                        struct st_err *err);
+
 /* MoE routing (qwen3moe, ENGINE.md 3.3 step 8): logits = router . x,
  * p = softmax over all X experts, sel = the k experts of highest p (ties
  * to the lower index), w = p[sel] / max(sum p[sel], 6.1035e-5).
@@ -340,6 +362,16 @@ enum st_status st_backend_sample(struct st_backend *be, const struct st_tensor *
 enum st_status st_backend_score(struct st_backend *be, const struct st_tensor *vals,
                                 const struct st_tensor *ids, const struct st_tensor *logits,
                                 const struct st_tensor *next, struct st_err *err);
+
+/* Counters of what a backend has run, for benchmarks and debug logs
+ * (launches per decode step). Monotonic from open; read any time. */
+struct st_backend_stats {
+    uint64_t ops;            /* op calls (st_backend_<op>), replayed graphs included */
+    uint64_t kernels;        /* device kernel launches, replayed graphs included (0 on cpu) */
+    uint64_t quant_skipped;  /* q8_1 quantize launches saved by reuse or a norm epilogue */
+    uint64_t graph_replays;  /* steps replayed from a captured graph */
+};
+void st_backend_stats(const struct st_backend *be, struct st_backend_stats *out);
 
 /* The same for one row on the host (the CPU backend's SIMD; any thread):
  * logits[n_vocab], next in [-1, n_vocab), 0 <= k <= min(20, n_vocab);

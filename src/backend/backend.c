@@ -306,12 +306,23 @@ enum st_status st_backend_score(struct st_backend *be, ST_T vals, ST_T ids, ST_T
     return be->ops->score(be, vals, ids, logits, next, err);
 }
 
-/* The public ops: validate, then dispatch. */
+void st_backend_stats(const struct st_backend *be, struct st_backend_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->ops = be->n_ops;
+    if (be->ops->stats)
+        be->ops->stats(be, out);
+}
+
+/* The public ops: validate, count, then dispatch. */
 #define ST_OP_WRAPPER(name, params, args)                                                \
     enum st_status st_backend_##name params                                            \
     {                                                                                  \
         enum st_status rc = st_check_##name args;                                      \
-        return rc != ST_OK ? rc : be->ops->name args;                                  \
+        if (rc != ST_OK)                                                               \
+            return rc;                                                                 \
+        be->n_ops++;                                                                   \
+        return be->ops->name args;                                                     \
     }
 ST_OP_MAP(ST_OP_WRAPPER)
 #undef ST_OP_WRAPPER

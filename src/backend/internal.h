@@ -37,6 +37,13 @@
                   ST_T vcache, ST_T slot, ST_T pos, int32_t n_head, int32_t n_head_kv,  \
                   float scale, struct st_err *err),                                    \
       (be, out, q, k, v, kcache, vcache, slot, pos, n_head, n_head_kv, scale, err))    \
+    X(add_rms_norm, (struct st_backend *be, ST_T h, ST_T x, ST_T o, ST_T w, float eps,  \
+                     struct st_err *err),                                              \
+      (be, h, x, o, w, eps, err))                                                      \
+    X(rms_norm_rope, (struct st_backend *be, ST_T out, ST_T x, ST_T w, ST_T pos,        \
+                      int32_t n_rot, float freq_base, float freq_scale, float eps,     \
+                      struct st_err *err),                                             \
+      (be, out, x, w, pos, n_rot, freq_base, freq_scale, eps, err))                    \
     X(moe_route, (struct st_backend *be, ST_T sel, ST_T weights, ST_T x, ST_T router,   \
                   struct st_err *err),                                                 \
       (be, sel, weights, x, router, err))                                              \
@@ -90,11 +97,15 @@ struct st_backend_ops {
                              struct st_err *err);
     enum st_status (*score)(struct st_backend *be, ST_T vals, ST_T ids, ST_T logits,
                             ST_T next, struct st_err *err);
+    /* adds the backend's own counters (kernels, ...) to *out, whose 'ops'
+     * backend.c has filled from n_ops */
+    void (*stats)(const struct st_backend *be, struct st_backend_stats *out);
 };
 
 /* Implementations embed this as their first member. */
 struct st_backend {
     const struct st_backend_ops *ops;
+    uint64_t n_ops;   /* op calls so far (backend.c counts; a graph replay adds its ops) */
 };
 
 /* "embed", "matmul", ...: static storage; "?" out of range. */

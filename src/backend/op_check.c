@@ -4,6 +4,7 @@
  * Stacked expert weights are 3-D with ne[3] = 1; KV caches are 3-D views
  * of one layer.
  */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "op_check.h"
@@ -150,6 +151,34 @@ enum st_status st_check_attention(struct st_backend *be, ST_T out, ST_T q, ST_T 
     if (!(scale > 0.0f))
         return st_err_set(err, ST_ERR_INVALID, "attention: scale %g", (double)scale);
     return ST_OK;
+}
+
+enum st_status st_check_add_rms_norm(struct st_backend *be, ST_T h, ST_T x, ST_T o, ST_T w,
+                                     float eps, struct st_err *err)
+{
+    enum st_status rc = check_same3(be, "add_rms_norm", h, x, o, err);
+    if (rc != ST_OK)
+        return rc;
+    if (h->data == x->data)
+        return bad(err, "add_rms_norm", "h (aliases x)", h);
+    if (!ok(be, w, F32, 1) || x->ne[0] % w->ne[0] != 0)
+        return bad(err, "add_rms_norm", "w", w);
+    if (!(eps > 0.0f))
+        return st_err_set(err, ST_ERR_INVALID, "add_rms_norm: eps %g must be > 0", (double)eps);
+    return ST_OK;
+}
+
+enum st_status st_check_rms_norm_rope(struct st_backend *be, ST_T out, ST_T x, ST_T w, ST_T pos,
+                                      int32_t n_rot, float freq_base, float freq_scale,
+                                      float eps, struct st_err *err)
+{
+    if (!ok(be, w, F32, 1) || w->ne[0] > INT32_MAX)
+        return bad(err, "rms_norm_rope", "w", w);
+    enum st_status rc = st_check_rms_norm(be, out, x, w, eps, err);
+    if (rc == ST_OK)
+        rc = st_check_rope(be, out, out, pos, (int32_t)w->ne[0], n_rot, freq_base, freq_scale,
+                           err);
+    return rc;
 }
 
 enum st_status st_check_moe_route(struct st_backend *be, ST_T sel, ST_T weights, ST_T x,

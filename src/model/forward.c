@@ -5,15 +5,16 @@
  *
  *   x = token_embd[ids]                                   [E, n]
  *   per layer:
- *     h = rmsnorm(x) * attn_norm
+ *     h = rmsnorm(x) * attn_norm                          (layer 0; later: below)
  *     q, k, v = h Wq^T, h Wk^T, h Wv^T                     [H*D | Hkv*D, n]
- *     q, k = per-head rmsnorm * q_norm / k_norm           (qwen3*, before rope)
- *     q, k = NEOX rope at each row's position             (llama: rows pre-permuted)
+ *     q, k = per-head rmsnorm * q_norm / k_norm           (qwen3*, before rope;
+ *            then NEOX rope at each row's position         one fused op)
+ *            (llama: rope only, rows pre-permuted)
  *     att = causal GQA attention over the slot's F16 KV   (writes k, v first)
- *     x += att Wo^T
- *     h = rmsnorm(x) * ffn_norm
- *     x += MoE(h)  (softmax -> top-k -> renormalize; SwiGLU experts)
+ *     x += att Wo^T;  h = rmsnorm(x) * ffn_norm           (one fused op)
+ *     o = MoE(h)  (softmax -> top-k -> renormalize; SwiGLU experts)
  *       or dense SwiGLU FFN
+ *     x += o;  h = rmsnorm(x) * next layer's attn_norm    (fused; last layer: add)
  *   the rows that want logits are gathered into hout
  *
  * and once per forward, over the gathered rows only:
@@ -69,38 +70,41 @@ void st_fwd_cut_rows(const struct st_fwd_act *a, int64_t n, struct st_fwd_rows *
     r->slot = st_fwd_column(&a->slot, 0, n);
 }
 
-/* NEOX rope of t [heads*D, n] in place at each row's position. */
-static enum st_status rope(struct st_model *m, const struct st_tensor *t,
-                           const struct st_fwd_rows *r, struct st_err *err)
+/* NEOX rope of t [heads*D, n] in place at each row's position, after the
+ * per-head norm (qwen3*: one fused op, exactly rms_norm then rope). */
+static enum st_status norm_rope(struct st_model *m, const struct st_tensor *t,
+                                const struct st_tensor *norm, const struct st_fwd_rows *r,
+                                struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
+    if (hp->qk_norm)
+        return st_backend_rms_norm_rope(m->be, t, t, norm, &r->pos, (int32_t)hp->n_rot,
+                                        hp->rope_freq_base, hp->rope_freq_scale, hp->rms_eps,
+                                        err);
     return st_backend_rope(m->be, t, t, &r->pos, (int32_t)hp->head_dim_k, (int32_t)hp->n_rot,
                            hp->rope_freq_base, hp->rope_freq_scale, err);
 }
 
-/* h = rmsnorm(x) * attn_norm, then k and v of every row, k normed (qwen3*)
- * and roped: everything the cache needs. */
+/* h = rmsnorm(x) * attn_norm (unless h_ready: the previous layer's fused
+ * add+norm left it), then k and v of every row, k normed (qwen3*) and
+ * roped: everything the cache needs. */
 static enum st_status project_kv(struct st_model *m, const struct st_fwd_layer *w,
-                                 const struct st_fwd_rows *r, struct st_err *err)
+                                 const struct st_fwd_rows *r, bool h_ready, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
-    TRY(st_backend_rms_norm(m->be, &r->h, &r->x, &w->attn_norm, hp->rms_eps, err));
+    if (!h_ready)
+        TRY(st_backend_rms_norm(m->be, &r->h, &r->x, &w->attn_norm, hp->rms_eps, err));
     TRY(st_backend_matmul(m->be, &r->k, &r->h, &w->wk, err));
     TRY(st_backend_matmul(m->be, &r->v, &r->h, &w->wv, err));
-    if (hp->qk_norm)
-        TRY(st_backend_rms_norm(m->be, &r->k, &r->k, &w->k_norm, hp->rms_eps, err));
-    return rope(m, &r->k, r, err);
+    return norm_rope(m, &r->k, &w->k_norm, r, err);
 }
 
 /* q of every row from h (left by project_kv), normed (qwen3*) and roped. */
 static enum st_status project_q(struct st_model *m, const struct st_fwd_layer *w,
                                 const struct st_fwd_rows *r, struct st_err *err)
 {
-    const struct st_hparams *hp = &m->desc->hp;
     TRY(st_backend_matmul(m->be, &r->q, &r->h, &w->wq, err));
-    if (hp->qk_norm)
-        TRY(st_backend_rms_norm(m->be, &r->q, &r->q, &w->q_norm, hp->rms_eps, err));
-    return rope(m, &r->q, r, err);
+    return norm_rope(m, &r->q, &w->q_norm, r, err);
 }
 
 /* att = causal GQA attention of q over the slot's cache, which the op
@@ -116,54 +120,70 @@ static enum st_status attend(struct st_model *m, const struct st_tensor *kc,
                                 err);
 }
 
-enum st_status st_fwd_attn_block(struct st_model *m, const struct st_fwd_layer *w,
-                                 const struct st_tensor *kc, const struct st_tensor *vc,
-                                 const struct st_fwd_rows *r, struct st_err *err)
+/* x += o, and h = rmsnorm(x) * next_norm when next_norm is given (one
+ * fused op: what the next sub-block would compute first). */
+static enum st_status residual(struct st_model *m, const struct st_fwd_rows *r,
+                               const struct st_tensor *next_norm, struct st_err *err)
 {
-    TRY(project_kv(m, w, r, err));
+    if (next_norm)
+        return st_backend_add_rms_norm(m->be, &r->h, &r->x, &r->o, next_norm,
+                                       m->desc->hp.rms_eps, err);
+    return st_backend_add(m->be, &r->x, &r->x, &r->o, err);
+}
+
+/* The FFN of h (= rmsnorm(x) * ffn_norm) into o. */
+static enum st_status ffn(struct st_model *m, const struct st_fwd_layer *w,
+                          const struct st_fwd_rows *r, struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    struct st_backend *be = m->be;
+
+    if (hp->n_expert > 0) {
+        TRY(st_backend_moe_route(be, &r->sel, &r->wts, &r->h, &w->router, err));
+        return st_backend_moe_ffn(be, &r->o, &r->h, &r->sel, &r->wts, &w->gate_exps,
+                                  &w->up_exps, &w->down_exps, err);
+    }
+    TRY(st_backend_matmul(be, &r->g, &r->h, &w->ffn_gate, err));
+    TRY(st_backend_matmul(be, &r->u, &r->h, &w->ffn_up, err));
+    TRY(st_backend_silu_mul(be, &r->g, &r->g, &r->u, err));
+    return st_backend_matmul(be, &r->o, &r->g, &w->ffn_down, err);
+}
+
+enum st_status st_fwd_layer_block(struct st_model *m, const struct st_fwd_layer *w,
+                                  const struct st_tensor *kc, const struct st_tensor *vc,
+                                  const struct st_fwd_rows *r, bool h_ready,
+                                  const struct st_tensor *next_norm, struct st_err *err)
+{
+    TRY(project_kv(m, w, r, h_ready, err));
     TRY(project_q(m, w, r, err));
     TRY(attend(m, kc, vc, r, err));
     TRY(st_backend_matmul(m->be, &r->o, &r->att, &w->wo, err));
-    return st_backend_add(m->be, &r->x, &r->x, &r->o, err);
+    TRY(residual(m, r, &w->ffn_norm, err));    /* x += o; h = ffn_norm(x) */
+    TRY(ffn(m, w, r, err));
+    return residual(m, r, next_norm, err);
 }
 
 enum st_status st_fwd_attn_kv_only(struct st_model *m, const struct st_fwd_layer *w,
                                    const struct st_tensor *kc, const struct st_tensor *vc,
                                    const struct st_fwd_rows *r, struct st_err *err)
 {
-    TRY(project_kv(m, w, r, err));
+    TRY(project_kv(m, w, r, false, err));
     return attend(m, kc, vc, r, err);
 }
 
-enum st_status st_fwd_ffn_block(struct st_model *m, const struct st_fwd_layer *w,
-                                const struct st_fwd_rows *r, struct st_err *err)
-{
-    const struct st_hparams *hp = &m->desc->hp;
-    struct st_backend *be = m->be;
-
-    TRY(st_backend_rms_norm(be, &r->h, &r->x, &w->ffn_norm, hp->rms_eps, err));
-    if (hp->n_expert > 0) {
-        TRY(st_backend_moe_route(be, &r->sel, &r->wts, &r->h, &w->router, err));
-        TRY(st_backend_moe_ffn(be, &r->o, &r->h, &r->sel, &r->wts, &w->gate_exps,
-                               &w->up_exps, &w->down_exps, err));
-    } else {
-        TRY(st_backend_matmul(be, &r->g, &r->h, &w->ffn_gate, err));
-        TRY(st_backend_matmul(be, &r->u, &r->h, &w->ffn_up, err));
-        TRY(st_backend_silu_mul(be, &r->g, &r->g, &r->u, err));
-        TRY(st_backend_matmul(be, &r->o, &r->g, &w->ffn_down, err));
-    }
-    return st_backend_add(be, &r->x, &r->x, &r->o, err);
-}
-
-/* One decoder layer of the main model: its own slice of the KV cache. */
+/* One decoder layer of the main model: its own slice of the KV cache.
+ * Layer l > 0 finds h = rmsnorm(x) * attn_norm left by layer l - 1's last
+ * add; the last layer only adds (the final norm runs over the gathered
+ * logit rows, st_fwd_head_ops). */
 static enum st_status layer(struct st_model *m, int64_t l, const struct st_fwd_rows *r,
                             struct st_err *err)
 {
     const struct st_fwd_layer *w = &m->layers[l];
     struct st_tensor kc = st_tensor_slice(&m->kcache, 3, l, 1);
     struct st_tensor vc = st_tensor_slice(&m->vcache, 3, l, 1);
-    TRY(st_fwd_attn_block(m, w, &kc, &vc, r, err));
-    return st_fwd_ffn_block(m, w, r, err);
+    const struct st_tensor *next =
+        l + 1 < m->desc->hp.n_layer ? &m->layers[l + 1].attn_norm : NULL;
+    return st_fwd_layer_block(m, w, &kc, &vc, r, l > 0, next, err);
 }
 
 /* Upload rows [r0, r1) of one per-row integer column. */

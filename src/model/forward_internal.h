@@ -101,16 +101,19 @@ struct st_fwd_rows {
 
 void st_fwd_cut_rows(const struct st_fwd_act *a, int64_t n, struct st_fwd_rows *r);
 
-/* The blocks of one decoder layer over the rows of r, shared by the main
- * forward and the MTP nextn layer. w: the layer's weights; kc, vc: its KV
- * cache f16 [Hkv*D, C, S, 1]. Each reads r->x and adds its output to it. */
+/* One decoder layer over the rows of r, shared by the main forward and
+ * the MTP nextn layer: attention then FFN, each adding its output to r->x.
+ * w: the layer's weights; kc, vc: its KV cache f16 [Hkv*D, C, S, 1].
+ * h_ready: r->h already holds rmsnorm(r->x) * w->attn_norm (the previous
+ * layer's fused add+norm), so the first norm is skipped. next_norm: when
+ * not NULL, the last residual add also leaves r->h = rmsnorm(r->x) *
+ * next_norm (st_backend_add_rms_norm); NULL: a plain add, r->h is left
+ * holding the FFN's input. */
 ST_MUST_CHECK
-enum st_status st_fwd_attn_block(struct st_model *m, const struct st_fwd_layer *w,
-                                 const struct st_tensor *kc, const struct st_tensor *vc,
-                                 const struct st_fwd_rows *r, struct st_err *err);
-ST_MUST_CHECK
-enum st_status st_fwd_ffn_block(struct st_model *m, const struct st_fwd_layer *w,
-                                const struct st_fwd_rows *r, struct st_err *err);
+enum st_status st_fwd_layer_block(struct st_model *m, const struct st_fwd_layer *w,
+                                  const struct st_tensor *kc, const struct st_tensor *vc,
+                                  const struct st_fwd_rows *r, bool h_ready,
+                                  const struct st_tensor *next_norm, struct st_err *err);
 
 /* Only the part of the attention block that reaches the cache: k and v of
  * every row are written to kc, vc; r->x is left as it was, r->att holds

@@ -16,7 +16,9 @@
  *           slots): STEPS forwards of N rows (one per slot, positions
  *           0..STEPS-1, random token ids, logits for every row), timed after
  *           4 warm-up steps,
- * and prints tokens/s and the achieved fraction of memory bandwidth:
+ * and prints tokens/s, kernel launches per step and per layer (st_backend_stats;
+ * STRATA_CUDA_FUSE=0 in the environment measures the unfused kernels) and
+ * the achieved fraction of memory bandwidth:
  * bytes read per decode step / step time / 4.8 TB/s (H200). The bytes per
  * step are counted from the GGUF tensor table: every non-expert weight in
  * full (the output head too), one embedding row per token, and for expert
@@ -194,6 +196,23 @@ static int bench_prompt(struct st_model *m, const struct run_opts *o, int32_t *t
  * row's logits copied back. */
 enum decode_back { BACK_GREEDY_IDS, BACK_SAMPLED_IDS, BACK_LOGITS };
 
+/* Kernel launches per decode step from the backend's counters (replayed
+ * graphs included), per layer, and the fusion state (STRATA_CUDA_FUSE). */
+static void print_launches(const struct st_model *m, int np, const char *how,
+                           const struct st_backend_stats *a, const struct st_backend_stats *b,
+                           int steps)
+{
+    const char *f = getenv("STRATA_CUDA_FUSE");
+    const double L = (double)st_model_hparams(m)->n_layer;
+    const double k = (double)(b->kernels - a->kernels) / steps;
+    printf("bench: decode np=%d (%s back): %.1f launches per step (%.2f per layer), %.1f ops "
+           "per step, %.1f quantizes skipped per step, %.2f graph replays per step, fusion %s\n",
+           np, how, k, k / L, (double)(b->ops - a->ops) / steps,
+           (double)(b->quant_skipped - a->quant_skipped) / steps,
+           (double)(b->graph_replays - a->graph_replays) / steps,
+           f && strcmp(f, "0") == 0 ? "off" : "on");
+}
+
 static int bench_decode(struct st_model *m, const struct run_opts *o, int np,
                         enum decode_back back, int32_t *tok, int32_t *slot, int64_t *pos,
                         int64_t *outs)
@@ -216,9 +235,12 @@ static int bench_decode(struct st_model *m, const struct run_opts *o, int np,
         draws[r] = (struct st_draw){ .top_k = sampled ? 40 : 1, .top_p = 0.95f, .min_p = 0.05f,
                                      .temp = sampled ? 0.8f : 0.0f, .u = 0.5 };
 
+    struct st_backend_stats st0 = { 0 }, st1;
     for (int s = 0; s < warm + o->steps; s++) {
-        if (s == warm)
+        if (s == warm) {
+            st_backend_stats(st_model_backend(m), &st0);
             t0 = now_s();
+        }
         for (int r = 0; r < np; r++) {
             tok[r] = (int32_t)(((s + 1) * 104729 + r * 7) % vocab);
             slot[r] = r;
@@ -235,6 +257,7 @@ static int bench_decode(struct st_model *m, const struct run_opts *o, int np,
         }
     }
     double dt = (now_s() - t0) / o->steps;
+    st_backend_stats(st_model_backend(m), &st1);
     double mean_pos = warm + (o->steps - 1) / 2.0 + 1.0;
     double bytes = step_weight_bytes(m, np) + kv_bytes_per_pos(m) * mean_pos * np;
     const char *how = back == BACK_GREEDY_IDS ? "greedy ids"
@@ -244,6 +267,7 @@ static int bench_decode(struct st_model *m, const struct run_opts *o, int np,
     printf("bench: decode np=%d (%s back): %.3f GB read per step -> %.2f TB/s = %.1f%% of "
            "%.1f TB/s\n", np, how, bytes / 1e9, bytes / dt / 1e12, 100.0 * bytes / dt / PEAK_BW,
            PEAK_BW / 1e12);
+    print_launches(m, np, how, &st0, &st1, o->steps);
     return 0;
 }
 

@@ -25,7 +25,9 @@
 #   4. gpu_bench kern: each weight type alone, eager and graphed (GB/s);
 #   5. gpu_bench run on a3b Q4_K: prompt 512, decode np 1 and 4 (greedy ids
 #      drawn on the device, sampled ids (top-k 40 / top-p / min-p) drawn on
-#      the device, then whole logits copied back);
+#      the device, then whole logits copied back); then decode np 1 again with
+#      STRATA_CUDA_FUSE=0 (~30 s, mostly the load): launches per token and
+#      tok/s fused vs unfused, and their ratio, in the summary;
 #   6. strata (built in the same tree): strata bench --backend cuda on a3b Q4_K,
 #      strata bench --mtp on mtp-demo at np 1 and 4;
 #   7. gpu_bench run on a3b IQ3_S if time is left.
@@ -240,7 +242,7 @@ wait_model() {
 }
 
 # ---- 3. CUDA tests -----------------------------------------------------------------
-CASES=(backend matmul rows attention moe optional)     # the tcases of test_cuda_ops.c
+CASES=(backend matmul rows attention moe optional fusion)   # the tcases of test_cuda_ops.c
 if step ctest_cuda 180 ctest --test-dir build-gpu -L cuda -V --timeout 170; then
     grep -q "Skipped\|Not Run" "$LOGS/ctest_cuda.log" && { say "FAILED: CUDA tests skipped on a GPU machine"; STATUS=1; }
     grep -hE "cuda_ops: |cuda_model: |Checks: |tests passed" "$LOGS/ctest_cuda.log" | head -12 |
@@ -274,11 +276,36 @@ step bench_kern 60 "$BENCH" kern -b cuda
 grep "^bench:" "$LOGS/bench_kern.log" | tee -a "$SUMMARY"
 
 # ---- 5. the big model (a3b) at Q4_K ------------------------------------------------------
+# fusion_summary: np 1 greedy decode, fused (bench_q4_k) against unfused
+# (bench_q4_k_nofuse): launches per token and tokens/s, and their ratio.
+fusion_summary() {
+    local f u lf lu tf tu
+    f=$LOGS/bench_q4_k.log u=$LOGS/bench_q4_k_nofuse.log
+    lf=$(grep -m1 "decode np=1 (greedy ids back): .*launches per step" "$f" | sed -E 's/.*: ([0-9.]+) launches per step \(([0-9.]+) per layer.*/\1 (\2 per layer)/')
+    lu=$(grep -m1 "decode np=1 (greedy ids back): .*launches per step" "$u" | sed -E 's/.*: ([0-9.]+) launches per step \(([0-9.]+) per layer.*/\1 (\2 per layer)/')
+    tf=$(grep -m1 "decode np=1 (greedy ids back): .*tok/s aggregate" "$f" | sed -E 's/.*: ([0-9.]+) tok\/s aggregate.*/\1/')
+    tu=$(grep -m1 "decode np=1 (greedy ids back): .*tok/s aggregate" "$u" | sed -E 's/.*: ([0-9.]+) tok\/s aggregate.*/\1/')
+    say "fusion (a3b q4_k, np 1 greedy): launches per token fused ${lf:-?}, unfused ${lu:-?}"
+    if [[ -n $tf && -n $tu ]]; then
+        say "fusion (a3b q4_k, np 1 greedy): ${tf} tok/s fused, ${tu} tok/s unfused, ratio fused/unfused $(awk -v a="$tf" -v b="$tu" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
+    else
+        say "fusion (a3b q4_k, np 1 greedy): tok/s fused ${tf:-?}, unfused ${tu:-?} (a run failed)"
+    fi
+}
 Q4K=
 if wait_model big-q4_k; then
     Q4K=$MODELS/big-q4_k.gguf
     step bench_q4_k 120 "$BENCH" run "$Q4K" -b cuda -np 1,4 -n 64 -p 512 -c 4096
     grep "^bench:" "$LOGS/bench_q4_k.log" | sed "s/^/  q4_k: /" | tee -a "$SUMMARY"
+    # the same decode with every fusion off (STRATA_CUDA_FUSE=0, read at backend
+    # open): np 1 only, no prompt; the model load (~15-30 s) is most of it
+    if (( $(left) > 60 )); then
+        STRATA_CUDA_FUSE=0 step bench_q4_k_nofuse 60 "$BENCH" run "$Q4K" -b cuda -np 1 -n 64 -p 0 -c 4096
+        grep "^bench:" "$LOGS/bench_q4_k_nofuse.log" | sed "s/^/  q4_k unfused: /" | tee -a "$SUMMARY"
+        fusion_summary
+    else
+        say "unfused a3b bench skipped: time budget"
+    fi
 fi
 
 # ---- 6. strata bench (the engine, graphs, MTP) ------------------------------------

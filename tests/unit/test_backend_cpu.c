@@ -456,6 +456,118 @@ START_TEST(test_backend_cpu_rope_neox)
 }
 END_TEST
 
+/* ---- fused ops: exactly the compositions -------------------------------- */
+
+/* add_rms_norm(h, x, o, w) against add(x, x, o) then rms_norm(h, x, w), bit
+ * for bit, per row (g = c) and per group; h aliasing o is allowed. */
+static void check_add_rms_norm(int64_t c, int64_t g, int64_t n, bool h_is_o)
+{
+    float *x = rand_floats(c * n, 3.0f), *o = rand_floats(c * n, 2.0f), *w = rand_floats(g, 1.0f);
+    struct st_tensor x1 = mk_f32(x, c, n), o1 = mk_f32(o, c, n), h1 = mk(ST_DTYPE_F32, c, n, 1);
+    struct st_tensor x2 = mk_f32(x, c, n), o2 = mk_f32(o, c, n), h2 = mk(ST_DTYPE_F32, c, n, 1);
+    struct st_tensor wt = mk_f32(w, g, 1);
+    struct st_tensor wv = st_tensor_reshape(&wt, (int64_t[4]){ g, 1, 1, 1 });
+    ck_assert_int_eq(st_backend_add(be, &x1, &x1, &o1, NULL), ST_OK);
+    ck_assert_int_eq(st_backend_rms_norm(be, &h1, &x1, &wv, 1e-6f, NULL), ST_OK);
+    const struct st_tensor *h = h_is_o ? &o2 : &h2;
+    ck_assert_int_eq(st_backend_add_rms_norm(be, h, &x2, &o2, &wv, 1e-6f, NULL), ST_OK);
+    float *wx = read_f32(&x1), *wh = read_f32(&h1), *gx = read_f32(&x2), *gh = read_f32(h);
+    ck_assert(memcmp(wx, gx, st_tensor_nbytes(&x1)) == 0);
+    ck_assert(memcmp(wh, gh, st_tensor_nbytes(&h1)) == 0);
+    for (int64_t i = 0; i < c * n; i++)
+        ck_assert(gx[i] == x[i] + o[i]);     /* and the add really happened */
+    free(x); free(o); free(w); free(wx); free(wh); free(gx); free(gh);
+    st_backend_release(be, &x1); st_backend_release(be, &o1); st_backend_release(be, &h1);
+    st_backend_release(be, &x2); st_backend_release(be, &o2); st_backend_release(be, &h2);
+    st_backend_release(be, &wt);
+}
+
+START_TEST(test_backend_cpu_add_rms_norm_is_the_composition)
+{
+    seed_state = 47;
+    check_add_rms_norm(768, 768, 5, false);
+    check_add_rms_norm(768, 768, 100, true);    /* split across threads; h aliases o */
+    check_add_rms_norm(256, 64, 3, false);      /* groups */
+    /* h may not alias x; w must divide the row */
+    struct st_tensor x = mk(ST_DTYPE_F32, 64, 2, 1), o = mk(ST_DTYPE_F32, 64, 2, 1);
+    struct st_tensor w = mk(ST_DTYPE_F32, 64, 1, 1), w3 = mk(ST_DTYPE_F32, 48, 1, 1);
+    ck_assert_int_eq(st_backend_add_rms_norm(be, &x, &x, &o, &w, 1e-6f, NULL), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_add_rms_norm(be, &o, &x, &o, &w3, 1e-6f, NULL), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_add_rms_norm(be, &o, &x, &o, &w, 0.0f, NULL), ST_ERR_INVALID);
+    st_backend_release(be, &x); st_backend_release(be, &o);
+    st_backend_release(be, &w); st_backend_release(be, &w3);
+}
+END_TEST
+
+/* rms_norm_rope(out, x, w, pos) against rms_norm then rope, bit for bit. */
+static void check_norm_rope(int32_t d, int32_t n_rot, int32_t heads, bool in_place)
+{
+    int32_t pos[3] = { 0, 7, 4000 };
+    int64_t c = (int64_t)d * heads;
+    float *x = rand_floats(c * 3, 2.0f), *w = rand_floats(d, 1.0f);
+    struct st_tensor xt = mk_f32(x, c, 3), pt = mk_i32(pos, 3), wt = mk_f32(w, d, 1);
+    struct st_tensor wv = st_tensor_reshape(&wt, (int64_t[4]){ d, 1, 1, 1 });
+    struct st_tensor ref = mk(ST_DTYPE_F32, c, 3, 1), out = mk(ST_DTYPE_F32, c, 3, 1);
+    ck_assert_int_eq(st_backend_rms_norm(be, &ref, &xt, &wv, 1e-6f, NULL), ST_OK);
+    ck_assert_int_eq(st_backend_rope(be, &ref, &ref, &pt, d, n_rot, 1e6f, 0.5f, NULL), ST_OK);
+    const struct st_tensor *o = in_place ? &xt : &out;
+    ck_assert_int_eq(st_backend_rms_norm_rope(be, o, &xt, &wv, &pt, n_rot, 1e6f, 0.5f, 1e-6f,
+                                              NULL), ST_OK);
+    float *want = read_f32(&ref), *got = read_f32(o);
+    ck_assert(memcmp(want, got, st_tensor_nbytes(&ref)) == 0);
+    ck_assert(memcmp(x, got, st_tensor_nbytes(&ref)) != 0);
+    free(x); free(w); free(want); free(got);
+    st_backend_release(be, &xt); st_backend_release(be, &pt); st_backend_release(be, &wt);
+    st_backend_release(be, &ref); st_backend_release(be, &out);
+}
+
+START_TEST(test_backend_cpu_rms_norm_rope_is_the_composition)
+{
+    seed_state = 53;
+    check_norm_rope(128, 128, 4, false);   /* Qwen3's head */
+    check_norm_rope(128, 64, 2, true);     /* partial rotation, in place */
+    check_norm_rope(64, 64, 3, false);
+    /* a negative position is rejected before anything is written */
+    int32_t bad[2] = { 3, -1 };
+    float ones[128];
+    for (int i = 0; i < 128; i++)
+        ones[i] = 1.0f;
+    struct st_tensor x = mk_f32(ones, 128, 1), pt = mk_i32(bad, 2), w = mk_f32(ones, 64, 1);
+    struct st_tensor x2 = mk(ST_DTYPE_F32, 64, 2, 1);
+    struct st_tensor wv = st_tensor_reshape(&w, (int64_t[4]){ 64, 1, 1, 1 });
+    struct st_tensor xv = st_tensor_reshape(&x, (int64_t[4]){ 64, 2, 1, 1 });
+    ck_assert_int_eq(st_backend_rms_norm_rope(be, &xv, &xv, &wv, &pt, 64, 1e4f, 1.0f, 1e-6f,
+                                              NULL), ST_ERR_INVALID);
+    float *after = read_f32(&x);
+    ck_assert(memcmp(after, ones, sizeof(ones)) == 0);
+    /* n_rot above head_dim (= ne0(w)) */
+    ck_assert_int_eq(st_backend_rms_norm_rope(be, &x2, &x2, &wv, &pt, 66, 1e4f, 1.0f, 1e-6f,
+                                              NULL), ST_ERR_INVALID);
+    free(after);
+    st_backend_release(be, &x); st_backend_release(be, &pt); st_backend_release(be, &w);
+    st_backend_release(be, &x2);
+}
+END_TEST
+
+/* st_backend_stats counts op calls (replays included on devices); the CPU
+ * launches no kernels. */
+START_TEST(test_backend_cpu_stats_count_ops)
+{
+    struct st_backend_stats a, b;
+    struct st_tensor x = mk(ST_DTYPE_F32, 64, 2, 1), o = mk(ST_DTYPE_F32, 64, 2, 1);
+    struct st_tensor w = mk(ST_DTYPE_F32, 64, 1, 1);
+    st_backend_stats(be, &a);
+    ck_assert_int_eq(st_backend_add(be, &x, &x, &o, NULL), ST_OK);
+    ck_assert_int_eq(st_backend_add_rms_norm(be, &o, &x, &o, &w, 1e-6f, NULL), ST_OK);
+    ck_assert_int_eq(st_backend_add_rms_norm(be, &x, &x, &o, &w, 1e-6f, NULL), ST_ERR_INVALID);
+    st_backend_stats(be, &b);
+    ck_assert_uint_eq(b.ops - a.ops, 2);     /* rejected calls are not counted */
+    ck_assert_uint_eq(b.kernels, 0);
+    ck_assert_uint_eq(b.graph_replays, 0);
+    st_backend_release(be, &x); st_backend_release(be, &o); st_backend_release(be, &w);
+}
+END_TEST
+
 /* ---- attention ---------------------------------------------------------- */
 
 #define A_SLOTS 3
@@ -769,6 +881,9 @@ static Suite *backend_cpu_suite(void)
     tcase_add_test(tc, test_backend_cpu_rms_norm_row_and_head);
     tcase_add_test(tc, test_backend_cpu_add_and_silu_mul);
     tcase_add_test(tc, test_backend_cpu_rope_neox);
+    tcase_add_test(tc, test_backend_cpu_add_rms_norm_is_the_composition);
+    tcase_add_test(tc, test_backend_cpu_rms_norm_rope_is_the_composition);
+    tcase_add_test(tc, test_backend_cpu_stats_count_ops);
     tcase_add_test(tc, test_backend_cpu_attention_gqa_slots);
     tcase_add_test(tc, test_backend_cpu_moe_route);
     tcase_add_test(tc, test_backend_cpu_moe_ffn_grouped);

@@ -217,3 +217,30 @@ enum st_status cpu_op_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos, in
     cpu_parallel_rows((struct cpu_backend *)be, x->ne[1], x->ne[0] * 4, rope_rows, &c);
     return ST_OK;
 }
+
+/* ---- fused ops: the exact compositions ---------------------------------- */
+
+/* x += o; h = rmsnorm(x) * w: the two ops in order, so the CPU result is
+ * bit for bit that of add then rms_norm (the forward tests compare exact
+ * values). A device backend runs one kernel. */
+enum st_status cpu_op_add_rms_norm(struct st_backend *be, ST_T h, ST_T x, ST_T o, ST_T w,
+                                   float eps, struct st_err *err)
+{
+    enum st_status rc = cpu_op_add(be, x, x, o, err);
+    return rc != ST_OK ? rc : cpu_op_rms_norm(be, h, x, w, eps, err);
+}
+
+/* Per-head rmsnorm then NEOX rope. Positions are checked before the norm
+ * writes anything, so a bad position leaves out untouched. */
+enum st_status cpu_op_rms_norm_rope(struct st_backend *be, ST_T out, ST_T x, ST_T w, ST_T pos,
+                                    int32_t n_rot, float freq_base, float freq_scale, float eps,
+                                    struct st_err *err)
+{
+    enum st_status rc = check_i32_range(pos, INT32_MAX, "rope", "pos", err);
+    if (rc == ST_OK)
+        rc = cpu_op_rms_norm(be, out, x, w, eps, err);
+    if (rc == ST_OK)
+        rc = cpu_op_rope(be, out, out, pos, (int32_t)w->ne[0], n_rot, freq_base, freq_scale,
+                         err);
+    return rc;
+}

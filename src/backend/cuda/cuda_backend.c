@@ -137,8 +137,8 @@ static enum st_status dev_alloc(struct cuda_backend *cb, size_t nbytes, void **p
  * they are dropped before it is freed (replaying one would read freed
  * memory: the usual way this happens is a long prompt after decode steps
  * were captured). Never during a capture. */
-static enum st_status grow(struct cuda_backend *cb, void **buf, size_t *size, size_t n,
-                           const char *what, struct st_err *err)
+enum st_status cuda_grow(struct cuda_backend *cb, void **buf, size_t *size, size_t n,
+                         const char *what, struct st_err *err)
 {
     enum st_status rc;
     void *p = NULL;
@@ -174,7 +174,7 @@ enum st_status cuda_scratch(struct cuda_backend *cb, size_t n, void **out, struc
     enum st_status rc = ST_OK;
 
     if (n > cb->scratch_size)
-        rc = grow(cb, &cb->scratch, &cb->scratch_size, n, "scratch", err);
+        rc = cuda_grow(cb, &cb->scratch, &cb->scratch_size, n, "scratch", err);
     if (rc == ST_OK)
         *out = cb->scratch;
     return rc;
@@ -185,7 +185,7 @@ enum st_status cuda_aux(struct cuda_backend *cb, size_t n, void **out, struct st
     enum st_status rc = ST_OK;
 
     if (n > cb->aux_size)
-        rc = grow(cb, &cb->aux, &cb->aux_size, n, "aux scratch", err);
+        rc = cuda_grow(cb, &cb->aux, &cb->aux_size, n, "aux scratch", err);
     if (rc == ST_OK)
         *out = cb->aux;
     return rc;
@@ -232,6 +232,7 @@ static void cuda_close(struct st_backend *be)
     cudaFree(cb->err_flag);
     cudaFree(cb->scratch);
     cudaFree(cb->aux);
+    cudaFree(cb->actq);
     cudaFree(cb->blas_ws);
     if (cb->blas)
         cublasDestroy(cb->blas);
@@ -319,6 +320,7 @@ static enum st_status cuda_open(const struct st_backend_config *cfg, struct st_b
     cb->base.ops = &st_backend_cuda_ops;
     cb->device = dev;
     cb->next_log = (size_t)1 << 30;
+    cuda_fuse_init(cb);
     rc = open_resources(cb, err);
     if (rc != ST_OK) {
         cuda_close(&cb->base);
@@ -452,6 +454,7 @@ static void cuda_release(struct st_backend *be, struct st_tensor *t)
      * or reused memory): drop them all; a release happens at unload, not
      * between decode steps. */
     cuda_graphs_invalidate(cb);
+    cuda_actq_forget(cb);     /* the address may come back with other contents */
     if (!cb->poisoned)
         (void)cudaStreamSynchronize(cb->stream);   /* no op may still read it */
     cudaFree(t->data);
@@ -473,6 +476,7 @@ static enum st_status cuda_write(struct st_backend *be, const struct st_tensor *
     if (rc != ST_OK)
         return rc;
     cuda_capture_abort(cb);   /* inputs are written before graph_begin, never inside */
+    cuda_actq_wrote(cb, (char *)t->data + offset, n);
     /* From pageable memory the copy is staged before the call returns, so
      * 'src' may be reused at once, as backend.h promises. */
     return ST_CUDA(cb, cudaMemcpyAsync((char *)t->data + offset, src, n,
@@ -535,4 +539,5 @@ const struct st_backend_ops st_backend_cuda_ops = {
     .graph_end = cuda_graph_end,
     .sample = cuda_op_sample,
     .score = cuda_op_score,
+    .stats = cuda_stats,
 };

@@ -23,6 +23,7 @@ enum st_status st_backend_cuda_copy(struct st_backend *be, const struct st_tenso
     if (rc != ST_OK)
         return rc;
     cuda_capture_abort(cb);
+    cuda_actq_wrote(cb, (char *)dst->data + dst_off, n);
     return ST_CUDA(cb, cudaMemcpyAsync((char *)dst->data + dst_off,
                                        (const char *)src->data + src_off, n,
                                        cudaMemcpyDeviceToDevice, cb->stream), err);

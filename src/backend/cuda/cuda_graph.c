@@ -1,7 +1,8 @@
 /* cuda_graph.c -- decode steps as CUDA graphs, and sampling and scoring
  * on the GPU.
  *
- * Graphs. A decode step is ~15 launches per layer (~700 for 48 layers);
+ * Graphs. A decode step is 18 launches per layer fused, 27 unfused
+ * (docs/CUDA.md "Launches per layer"; ~870 / ~1,300 for 48 layers);
  * launched one by one they cost more CPU time than the GPU needs to run
  * them at batch 1. The layer program brackets a step's ops with
  *
@@ -79,6 +80,11 @@ enum st_status cuda_graph_begin(struct st_backend *be, uint64_t key, bool *repla
     if (rc != ST_OK)
         return rc;
     cuda_capture_abort(cb);                 /* a previous step failed mid-capture */
+    /* the q8_1 record never crosses a bracket: inside, reuse depends only
+     * on the ops of the step, so eager, captured and replayed runs agree */
+    cuda_actq_forget(cb);
+    cb->step_kernels0 = cb->kernels;
+    cb->step_ops0 = be->n_ops;
     if (key == 0)
         return st_err_set(err, ST_ERR_INVALID, "cuda: graph key 0 is reserved");
     g = find_entry(cb, key, true);
@@ -87,6 +93,12 @@ enum st_status cuda_graph_begin(struct st_backend *be, uint64_t key, bool *repla
     if (g->exec) {
         rc = ST_CUDA(cb, cudaGraphLaunch(g->exec, cb->stream), err);
         *replayed = rc == ST_OK;
+        if (*replayed) {
+            cb->kernels += g->kernels;
+            be->n_ops += g->ops;
+            cb->graph_replays++;
+            cuda_log_step(cb, "replayed", g->kernels, g->ops);
+        }
         return rc;
     }
     if (++g->seen < 2)
@@ -104,10 +116,18 @@ enum st_status cuda_graph_end(struct st_backend *be, struct st_err *err)
     cudaGraph_t graph = NULL;
     enum st_status rc;
 
-    if (!cb->capturing)
+    const uint64_t kernels = cb->kernels - cb->step_kernels0, ops = be->n_ops - cb->step_ops0;
+
+    cuda_actq_forget(cb);
+    if (!cb->capturing) {
+        cuda_log_step(cb, "eager", kernels, ops);
         return cuda_enter(cb, err);         /* eager run: nothing to do */
+    }
     g = &cb->graphs[cb->capturing - 1];
     cb->capturing = 0;
+    g->kernels = kernels;
+    g->ops = ops;
+    cuda_log_step(cb, "captured", kernels, ops);
     rc = ST_CUDA(cb, cudaStreamEndCapture(cb->stream, &graph), err);
     if (rc == ST_OK)
         rc = ST_CUDA(cb, cudaGraphInstantiate(&g->exec, graph, 0), err);
@@ -155,8 +175,10 @@ enum st_status cuda_op_sample(struct st_backend *be, const struct st_tensor *ids
 
     if (rc != ST_OK)
         return rc;
+    cuda_actq_wrote_t(cb, ids);
     e = st_kern_sample(ids->data, logits->data, logits->ne[1], logits->ne[0], draws->data,
                        cb->stream);
+    cuda_count(cb, 1);
     return ST_CUDA(cb, e, err);
 }
 
@@ -171,6 +193,9 @@ enum st_status cuda_op_score(struct st_backend *be, const struct st_tensor *vals
     if (rc != ST_OK)
         return rc;
     _Static_assert(ST_SCORE_MAX_TOP == 20, "st_kern_score's bound");
+    cuda_actq_wrote_t(cb, vals);
+    cuda_actq_wrote_t(cb, ids);
+    cuda_count(cb, 1);
     e = st_kern_score(vals->data, ids->data, logits->data, next->data, logits->ne[1],
                       logits->ne[0], (int32_t)(vals->ne[0] - 1), cb->err_flag, cb->stream);
     return ST_CUDA(cb, e, err);

@@ -45,6 +45,17 @@ struct cuda_graph_entry {
     uint64_t        key;       /* the caller's shape id; 0 = unused entry */
     uint32_t        seen;      /* begin() calls so far (capture on the 2nd) */
     cudaGraphExec_t exec;      /* NULL until captured */
+    uint64_t        kernels;   /* kernel launches and ops captured (added per replay) */
+    uint64_t        ops;
+};
+
+/* What the q8_1 activation buffer 'actq' holds (cuda_fuse.c): the q8_1
+ * rows [0, rows) of the dense f32 activation x [cols, >= rows], stride
+ * st_kern_q8_1_row_bytes(cols). Kept only while no op since has written
+ * any byte of x's rows; every write path calls cuda_actq_wrote(). */
+struct cuda_actq_rec {
+    const void *x;             /* device address of the f32 rows; NULL = holds nothing */
+    int64_t     cols, rows;
 };
 
 struct cuda_backend {
@@ -79,6 +90,16 @@ struct cuda_backend {
     /* CUDA graphs of decode steps (cuda_graph.c) */
     struct cuda_graph_entry graphs[CUDA_MAX_GRAPHS];
     int               capturing;     /* index+1 of the graph being captured, 0 = none */
+    uint64_t          step_kernels0, step_ops0;  /* counters at the last graph_begin */
+
+    /* fusion (cuda_fuse.c): STRATA_CUDA_FUSE=0 at open turns it all off */
+    bool              fuse;
+    void             *actq;          /* q8_1 activation rows (rows <= CUDA_MMV_MAX_ROWS) */
+    size_t            actq_size;
+    struct cuda_actq_rec actq_rec;
+
+    /* counters (st_backend_stats) */
+    uint64_t          kernels, quant_skipped, graph_replays;
 };
 
 static inline struct cuda_backend *cuda_of(struct st_backend *be)
@@ -109,6 +130,11 @@ enum st_status cuda_enter(struct cuda_backend *cb, struct st_err *err);
  * kernel arguments point into the old one). */
 enum st_status cuda_scratch(struct cuda_backend *cb, size_t n, void **out, struct st_err *err);
 
+/* Grow the device buffer *buf (*size bytes) to at least n bytes (25%
+ * headroom when it fits): the rules of cuda_scratch. */
+enum st_status cuda_grow(struct cuda_backend *cb, void **buf, size_t *size, size_t n,
+                         const char *what, struct st_err *err);
+
 /* At least n bytes of the second scratch (cuda_backend.c 'aux'), same
  * rules as cuda_scratch: for a buffer that must live across a call that
  * uses the scratch itself (moe_route's logits around the router matmul). */
@@ -131,6 +157,49 @@ const char *cuda_type_name(enum st_dtype t);
  * (the caller's buffers must not live there). */
 enum st_status cuda_matmul_raw(struct cuda_backend *cb, float *y, const float *x, int64_t n,
                                const struct st_tensor *w, struct st_err *err);
+
+/* ---- fusion and counters (cuda_fuse.c) ----------------------------------- */
+
+/* Read STRATA_CUDA_FUSE once (open): "0" turns off quantize reuse, the
+ * norm's q8_1 epilogue and the fused kernels of add_rms_norm /
+ * rms_norm_rope (they then run as two launches each). */
+void cuda_fuse_init(struct cuda_backend *cb);
+/* n kernels were enqueued (launch counter). */
+static inline void cuda_count(struct cuda_backend *cb, int64_t n)
+{
+    cb->kernels += (uint64_t)n;
+}
+/* Launches a launcher makes for n_rows rows cut into grid.y chunks. */
+static inline int64_t cuda_row_chunks(int64_t n_rows)
+{
+    return n_rows < 1 ? 1 : (n_rows + 65534) / 65535;
+}
+/* Bytes [p, p + n) of device memory are about to be written by an op, a
+ * write or a copy: forget the q8_1 record when they overlap its rows. */
+void cuda_actq_wrote(struct cuda_backend *cb, const void *p, size_t n);
+static inline void cuda_actq_wrote_t(struct cuda_backend *cb, const struct st_tensor *t)
+{
+    cuda_actq_wrote(cb, t->data, st_tensor_nbytes(t));
+}
+/* Forget the record (graph begin/end, release, anything unknown). */
+void cuda_actq_forget(struct cuda_backend *cb);
+/* The actq buffer sized for rows q8_1 rows of cols (grows between steps
+ * like the scratch; growing forgets the record). */
+enum st_status cuda_actq_buffer(struct cuda_backend *cb, int64_t cols, int64_t rows, void **out,
+                                struct st_err *err);
+/* Record that actq now holds the q8_1 of x [cols, rows] (no-op unfused). */
+void cuda_actq_set(struct cuda_backend *cb, const void *x, int64_t cols, int64_t rows);
+/* q8_1 rows of x [cols, rows] (rows <= CUDA_MMV_MAX_ROWS) for a dp4a
+ * matmul: actq as it is when the record says it holds them (no launch,
+ * counted in quant_skipped), else quantized into actq and recorded.
+ * *stride = st_kern_q8_1_row_bytes(cols). */
+enum st_status cuda_actq_quantize(struct cuda_backend *cb, const float *x, int64_t cols,
+                                  int64_t rows, const void **q, size_t *stride,
+                                  struct st_err *err);
+/* The 'stats' entry of the op table. */
+void cuda_stats(const struct st_backend *be, struct st_backend_stats *out);
+/* Debug log line of a step's launches (graph_end, or a replay). */
+void cuda_log_step(struct cuda_backend *cb, const char *how, uint64_t kernels, uint64_t ops);
 
 /* The op entries (cuda_ops.c, cuda_matmul.c). */
 #define CUDA_OP_DECL(name, params, args) enum st_status cuda_op_##name params;

@@ -56,7 +56,12 @@ static enum st_status matmul_mmv(struct cuda_backend *cb, float *y, const float 
     };
     enum st_status rc;
 
-    if (st_kern_mmv_quantized(a.type)) {
+    if (st_kern_mmv_quantized(a.type) && n <= CUDA_MMV_MAX_ROWS) {
+        /* the q8_1 rows of x: reused when actq already holds them */
+        rc = cuda_actq_quantize(cb, x, a.n_in, n, &a.x, &a.x_stride, err);
+        if (rc != ST_OK)
+            return rc;
+    } else if (st_kern_mmv_quantized(a.type)) {
         void *xq;
         a.x_stride = st_kern_q8_1_row_bytes(a.n_in);
         rc = cuda_scratch(cb, a.x_stride * (size_t)n, &xq, err);
@@ -66,8 +71,10 @@ static enum st_status matmul_mmv(struct cuda_backend *cb, float *y, const float 
                      "quantize_q8_1", err);
         if (rc != ST_OK)
             return rc;
+        cuda_count(cb, cuda_row_chunks(n));
         a.x = xq;
     }
+    cuda_count(cb, 1);
     return kern_rc(cb, st_kern_mmv(&a, cb->stream), "mmv", err);
 }
 
@@ -79,6 +86,7 @@ static enum st_status matmul_gemm(struct cuda_backend *cb, float *y, const float
     const float one = 1.0f, zero = 0.0f;
     enum st_status rc;
 
+    cuda_count(cb, 1);   /* the Sgemm, or the fp16 conversion of x */
     if (w->type == ST_DTYPE_F32)
         return ST_CUBLAS(cb, cublasSgemm(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)O, (int)n,
                                          (int)I, &one, w->data, (int)I, x, (int)I, &zero, y,
@@ -96,6 +104,7 @@ static enum st_status matmul_gemm(struct cuda_backend *cb, float *y, const float
     rc = kern_rc(cb, st_kern_f32_to_f16(parts[0], x, n * I, cb->stream), "f32_to_f16", err);
     for (int64_t o0 = 0; o0 < O && rc == ST_OK; o0 += slab) {
         int64_t rows = O - o0 < slab ? O - o0 : slab;
+        cuda_count(cb, 2);   /* dequantize the slab, then its GEMM */
         rc = kern_rc(cb, st_kern_dequant_f16(parts[1], (const char *)w->data +
                                                  (size_t)o0 * st_tensor_row_bytes(w),
                                              (int)w->type, st_tensor_row_bytes(w), rows, I,
@@ -132,7 +141,10 @@ enum st_status cuda_op_matmul(struct st_backend *be, ST_T out, ST_T x, ST_T w,
     struct cuda_backend *cb = cuda_of(be);
     enum st_status rc = cuda_enter(cb, err);
 
-    return rc != ST_OK ? rc : cuda_matmul_raw(cb, out->data, x->data, x->ne[1], w, err);
+    if (rc != ST_OK)
+        return rc;
+    cuda_actq_wrote_t(cb, out);
+    return cuda_matmul_raw(cb, out->data, x->data, x->ne[1], w, err);
 }
 
 enum st_status cuda_op_moe_route(struct st_backend *be, ST_T sel, ST_T weights, ST_T x,
@@ -152,9 +164,13 @@ enum st_status cuda_op_moe_route(struct st_backend *be, ST_T sel, ST_T weights, 
     /* the logits sit in the second scratch: the router matmul uses the
      * first (a persistent buffer, not cudaMallocAsync: nothing is
      * allocated inside a captured graph) */
+    cuda_actq_wrote_t(cb, sel);
+    cuda_actq_wrote_t(cb, weights);
     rc = cuda_aux(cb, (size_t)(n * n_exp) * sizeof(float), (void **)&logits, err);
     if (rc == ST_OK)
         rc = cuda_matmul_raw(cb, logits, x->data, n, router, err);
+    if (rc == ST_OK)
+        cuda_count(cb, 1);
     if (rc == ST_OK)
         rc = kern_rc(cb, st_kern_moe_route(sel->data, weights->data, logits, n, (int32_t)n_exp,
                                            (int32_t)sel->ne[0], cb->stream), "moe_route", err);
@@ -213,7 +229,9 @@ static enum st_status moe_mmv(struct cuda_backend *cb, const struct st_tensor *w
     return kern_rc(cb, st_kern_mmv(&a, cb->stream), "moe mmv", err);
 }
 
-/* Activation rows for weight type t: q8_1 in 'q' (quantized from x) or x. */
+/* Activation rows for weight type t: q8_1 in 'q' (quantized from x) or x.
+ * q == NULL: x is the op's input of <= CUDA_MMV_MAX_ROWS rows, quantized
+ * into actq or found there (the norm epilogue or an earlier matmul). */
 static enum st_status moe_act(struct cuda_backend *cb, enum st_dtype t, const float *x,
                               int64_t rows, int64_t width, void *q, size_t qs, const void **out,
                               size_t *stride, struct st_err *err)
@@ -223,8 +241,11 @@ static enum st_status moe_act(struct cuda_backend *cb, enum st_dtype t, const fl
         *stride = (size_t)width * 4;
         return ST_OK;
     }
+    if (q == NULL)   /* the FFN's input x: actq (reused when it holds x already) */
+        return cuda_actq_quantize(cb, x, width, rows, out, stride, err);
     *out = q;
     *stride = qs;
+    cuda_count(cb, cuda_row_chunks(rows));
     return kern_rc(cb, st_kern_quantize_q8_1(q, qs, x, width, rows, cb->stream), "quantize_q8_1",
                    err);
 }
@@ -250,15 +271,29 @@ enum st_status cuda_op_moe_ffn(struct st_backend *be, ST_T out, ST_T x, ST_T sel
     if (X > 1024 || G > 65535 || P > 0x7fffffff)
         return st_err_set(err, ST_ERR_UNSUPPORTED, "moe_ffn: %lld experts, %lld pairs",
                           (long long)X, (long long)P);
-    rc = moe_carve(cb, n, P, G, E, F, !fused, &b, err);
+    /* actq first: growing it (first run of a shape only) syncs the stream */
+    const bool x_actq = n <= CUDA_MMV_MAX_ROWS;
+    void *xq_actq = NULL;
+    if (x_actq && (st_kern_mmv_quantized((int)gate->type) ||
+                   st_kern_mmv_quantized((int)up->type)))
+        rc = cuda_actq_buffer(cb, E, n, &xq_actq, err);
+    if (rc == ST_OK)
+        rc = moe_carve(cb, n, P, G, E, F, !fused, &b, err);
+    if (x_actq)
+        b.xq = NULL;
+    cuda_actq_wrote_t(cb, out);
+    if (rc == ST_OK)
+        cuda_count(cb, 3);   /* group, down, combine */
     if (rc == ST_OK)
         rc = kern_rc(cb, st_kern_moe_group(b.groups, b.pair_row, b.pair_of, sel->data, n,
                                            (int32_t)k, (int32_t)X, (int32_t)G, cb->err_flag,
                                            cb->stream), "moe_group", err);
     if (rc == ST_OK)
         rc = moe_act(cb, gate->type, x->data, n, E, b.xq, b.xs, &xa, &xs, err);
-    if (rc == ST_OK && fused)
+    if (rc == ST_OK && fused) {
+        cuda_count(cb, 1);
         rc = moe_mmv(cb, gate, up, xa, xs, b.pair_row, b.act, &b, G, err);
+    }
     if (rc == ST_OK && !fused) {
         /* gate and up of different types: separate products, then SwiGLU */
         rc = moe_mmv(cb, gate, NULL, xa, xs, b.pair_row, b.act, &b, G, err);
@@ -267,6 +302,7 @@ enum st_status cuda_op_moe_ffn(struct st_backend *be, ST_T out, ST_T x, ST_T sel
             rc = moe_act(cb, up->type, x->data, n, E, b.xq, b.xs, &xa, &xs, err);
         if (rc == ST_OK)
             rc = moe_mmv(cb, up, NULL, xa, xs, b.pair_row, b.up, &b, G, err);
+        cuda_count(cb, 3);   /* gate, up, silu_mul */
         if (rc == ST_OK)
             rc = kern_rc(cb, st_kern_silu_mul(b.act, b.act, b.up, P * F, cb->stream),
                          "silu_mul", err);

@@ -1,5 +1,13 @@
 /* cuda_ops.c -- the per-row and element-wise ops of the CUDA backend
- * (embed, rms_norm, add, silu_mul, rope) and attention.
+ * (embed, rms_norm, add, silu_mul, rope, and the fused add_rms_norm and
+ * rms_norm_rope) and attention.
+ *
+ * Every op first tells cuda_fuse.c which bytes it writes (the q8_1
+ * record), and counts the kernels it enqueues. Fused (STRATA_CUDA_FUSE
+ * not 0): a per-row norm of <= 16 rows also writes the q8_1 of its output
+ * (the next matmul launches no quantize), add_rms_norm and rms_norm_rope
+ * are one kernel each; unfused they are the two launches of the plain
+ * ops.
  *
  * Shapes and dtypes were validated by backend.c (op_check.c) before these
  * run; what only the device can check (ids, slots, positions) is checked
@@ -38,10 +46,51 @@ enum st_status cuda_op_embed(struct st_backend *be, ST_T out, ST_T table, ST_T i
     if (!st_kern_dequant_supported(table->type) || out->ne[0] % 32 != 0)
         return st_err_set(err, ST_ERR_UNSUPPORTED, "embed: cuda has no kernel for %s rows of %lld",
                           cuda_type_name(table->type), (long long)out->ne[0]);
+    cuda_actq_wrote_t(cb, out);
+    cuda_count(cb, cuda_row_chunks(out->ne[1]));
     return launched(cb, st_kern_embed(out->data, table->data, (int)table->type,
                                       st_tensor_row_bytes(table), table->ne[1], ids->data,
                                       out->ne[1], out->ne[0], cb->err_flag, cb->stream),
                     "embed", err);
+}
+
+/* The q8_1 epilogue's target for a norm of x [E, n] over groups of g:
+ * actq when fusion is on, the norm is per row (g = E, a multiple of 32)
+ * and the rows are few enough for the dp4a matmuls; else NULL. */
+static enum st_status epilogue_target(struct cuda_backend *cb, ST_T x, int64_t g, void **q,
+                                      struct st_err *err)
+{
+    *q = NULL;
+    if (!cb->fuse || g != x->ne[0] || g % 32 != 0 || x->ne[1] > CUDA_MMV_MAX_ROWS)
+        return ST_OK;
+    return cuda_actq_buffer(cb, g, x->ne[1], q, err);
+}
+
+/* out = rmsnorm(x (+ add)) * w: one launch, with the q8_1 epilogue when
+ * it applies (then actq holds out's rows and the record says so). */
+static enum st_status norm_into(struct cuda_backend *cb, ST_T out, ST_T x, ST_T add, ST_T w,
+                                float eps, const char *what, struct st_err *err)
+{
+    const int64_t g = w->ne[0];
+    void *q = NULL;
+    enum st_status rc = epilogue_target(cb, x, g, &q, err);
+
+    if (rc != ST_OK)
+        return rc;
+    cuda_actq_wrote_t(cb, out);
+    if (add)
+        cuda_actq_wrote_t(cb, x);
+    if (q)
+        cuda_actq_forget(cb);   /* actq is overwritten: nothing old stays valid */
+    rc = launched(cb, st_kern_rms_norm_ex(out->data, x->data, add ? add->data : NULL, w->data,
+                                          st_tensor_nelem(x) / g, g, eps, q,
+                                          st_kern_q8_1_row_bytes(g), cb->stream), what, err);
+    if (rc != ST_OK)
+        return rc;
+    cuda_count(cb, 1);
+    if (q)   /* the next matmul of out finds its q8_1 rows (counted there) */
+        cuda_actq_set(cb, out->data, g, x->ne[1]);
+    return ST_OK;
 }
 
 enum st_status cuda_op_rms_norm(struct st_backend *be, ST_T out, ST_T x, ST_T w, float eps,
@@ -49,12 +98,17 @@ enum st_status cuda_op_rms_norm(struct st_backend *be, ST_T out, ST_T x, ST_T w,
 {
     struct cuda_backend *cb = cuda_of(be);
     enum st_status rc = cuda_enter(cb, err);
-    int64_t g = w->ne[0];
 
-    if (rc != ST_OK)
-        return rc;
-    return launched(cb, st_kern_rms_norm(out->data, x->data, w->data, st_tensor_nelem(x) / g, g,
-                                         eps, cb->stream), "rms_norm", err);
+    return rc != ST_OK ? rc : norm_into(cb, out, x, NULL, w, eps, "rms_norm", err);
+}
+
+static enum st_status add_launch(struct cuda_backend *cb, ST_T out, ST_T a, ST_T b,
+                                 struct st_err *err)
+{
+    cuda_actq_wrote_t(cb, out);
+    cuda_count(cb, 1);
+    return launched(cb, st_kern_add(out->data, a->data, b->data, st_tensor_nelem(a), cb->stream),
+                    "add", err);
 }
 
 enum st_status cuda_op_add(struct st_backend *be, ST_T out, ST_T a, ST_T b, struct st_err *err)
@@ -62,10 +116,23 @@ enum st_status cuda_op_add(struct st_backend *be, ST_T out, ST_T a, ST_T b, stru
     struct cuda_backend *cb = cuda_of(be);
     enum st_status rc = cuda_enter(cb, err);
 
+    return rc != ST_OK ? rc : add_launch(cb, out, a, b, err);
+}
+
+/* x += o; h = rmsnorm(x) * w: one kernel (with the q8_1 epilogue) when
+ * fused, else the add and the norm as two launches. */
+enum st_status cuda_op_add_rms_norm(struct st_backend *be, ST_T h, ST_T x, ST_T o, ST_T w,
+                                    float eps, struct st_err *err)
+{
+    struct cuda_backend *cb = cuda_of(be);
+    enum st_status rc = cuda_enter(cb, err);
+
     if (rc != ST_OK)
         return rc;
-    return launched(cb, st_kern_add(out->data, a->data, b->data, st_tensor_nelem(a), cb->stream),
-                    "add", err);
+    if (cb->fuse)
+        return norm_into(cb, h, x, o, w, eps, "add_rms_norm", err);
+    rc = add_launch(cb, x, x, o, err);
+    return rc != ST_OK ? rc : norm_into(cb, h, x, NULL, w, eps, "rms_norm", err);
 }
 
 enum st_status cuda_op_silu_mul(struct st_backend *be, ST_T out, ST_T gate, ST_T up,
@@ -76,8 +143,21 @@ enum st_status cuda_op_silu_mul(struct st_backend *be, ST_T out, ST_T gate, ST_T
 
     if (rc != ST_OK)
         return rc;
+    cuda_actq_wrote_t(cb, out);
+    cuda_count(cb, 1);
     return launched(cb, st_kern_silu_mul(out->data, gate->data, up->data,
                                          st_tensor_nelem(gate), cb->stream), "silu_mul", err);
+}
+
+static enum st_status rope_launch(struct cuda_backend *cb, ST_T out, ST_T x, ST_T pos,
+                                  int32_t head_dim, int32_t n_rot, float freq_base,
+                                  float freq_scale, struct st_err *err)
+{
+    cuda_actq_wrote_t(cb, out);
+    cuda_count(cb, cuda_row_chunks(x->ne[1]));
+    return launched(cb, st_kern_rope_neox(out->data, x->data, pos->data, x->ne[1], x->ne[0],
+                                          head_dim, n_rot, freq_base, freq_scale, cb->err_flag,
+                                          cb->stream), "rope", err);
 }
 
 enum st_status cuda_op_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos, int32_t head_dim,
@@ -86,11 +166,32 @@ enum st_status cuda_op_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos, i
     struct cuda_backend *cb = cuda_of(be);
     enum st_status rc = cuda_enter(cb, err);
 
+    return rc != ST_OK ? rc : rope_launch(cb, out, x, pos, head_dim, n_rot, freq_base,
+                                          freq_scale, err);
+}
+
+/* Per-head norm + rope: one kernel when fused (head_dim <= 256), else
+ * the two launches. */
+enum st_status cuda_op_rms_norm_rope(struct st_backend *be, ST_T out, ST_T x, ST_T w, ST_T pos,
+                                     int32_t n_rot, float freq_base, float freq_scale,
+                                     float eps, struct st_err *err)
+{
+    struct cuda_backend *cb = cuda_of(be);
+    enum st_status rc = cuda_enter(cb, err);
+    const int32_t d = (int32_t)w->ne[0];
+
     if (rc != ST_OK)
         return rc;
-    return launched(cb, st_kern_rope_neox(out->data, x->data, pos->data, x->ne[1], x->ne[0],
-                                          head_dim, n_rot, freq_base, freq_scale, cb->err_flag,
-                                          cb->stream), "rope", err);
+    if (!cb->fuse || d > 256) {
+        rc = norm_into(cb, out, x, NULL, w, eps, "rms_norm", err);
+        return rc != ST_OK ? rc : rope_launch(cb, out, out, pos, d, n_rot, freq_base, freq_scale,
+                                              err);
+    }
+    cuda_actq_wrote_t(cb, out);
+    cuda_count(cb, 1);
+    return launched(cb, st_kern_rms_norm_rope(out->data, x->data, w->data, pos->data, x->ne[1],
+                                              x->ne[0], d, n_rot, freq_base, freq_scale, eps,
+                                              cb->err_flag, cb->stream), "rms_norm_rope", err);
 }
 
 /* Chunking of the positions: see the file comment. */
@@ -136,5 +237,20 @@ enum st_status cuda_op_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k
     if (rc != ST_OK)
         return rc;
     a.part = part;
-    return launched(cb, st_kern_attention(&a, cb->stream), "attention", err);
+    /* the q8_1 epilogue of the merge: the wo matmul then quantizes nothing */
+    if (cb->fuse && a.n_rows <= CUDA_MMV_MAX_ROWS && a.head_dim % 32 == 0) {
+        rc = cuda_actq_buffer(cb, out->ne[0], a.n_rows, &a.q8, err);
+        if (rc != ST_OK)
+            return rc;
+        a.q8_stride = st_kern_q8_1_row_bytes(out->ne[0]);
+        cuda_actq_forget(cb);   /* actq is overwritten */
+    }
+    cuda_actq_wrote_t(cb, out);
+    cuda_actq_wrote_t(cb, kcache);
+    cuda_actq_wrote_t(cb, vcache);
+    cuda_count(cb, cuda_row_chunks(a.n_rows) + 2);   /* kv_write, split, merge */
+    rc = launched(cb, st_kern_attention(&a, cb->stream), "attention", err);
+    if (rc == ST_OK && a.q8)
+        cuda_actq_set(cb, out->data, out->ne[0], a.n_rows);
+    return rc;
 }
