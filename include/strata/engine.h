@@ -32,6 +32,7 @@
 
 struct st_json_schema;
 struct st_call_grammar;
+struct st_gbnf;
 
 #define ST_MAX_STOP 4
 #define ST_THINK_CLOSE_MAX 8   /* tokens of a forced think-block closing sequence */
@@ -95,6 +96,14 @@ struct st_gen_params {
      * json_schema when set. An owned reference (st_call_grammar_unref when
      * the params go); NULL: none. Same sim rule. */
     struct st_call_grammar *tool_calls;
+    /* `grammar` (llama-server's GBNF field): the completion text is
+     * constrained to the grammar's language (include/strata/gbnf.h);
+     * exclusive with json_object / json_schema / tool_calls (the server
+     * refuses the mix; tool_calls win in the sampler). The think block of
+     * json_think applies before it as before a JSON document. An owned
+     * reference (st_gbnf_unref when the params go); NULL: none. Same sim
+     * rule. */
+    struct st_gbnf *grammar;
     /* Thinking budget (docs/API.md "Thinking budget"): once the reply has
      * written think_budget tokens inside its think block, the engine forces
      * the closing sequence think_close[tags] (the tag and what the template

@@ -47,6 +47,7 @@
 #include "strata/json_prefix.h"
 #include "strata/call_grammar.h"
 #include "strata/json_schema.h"
+#include "strata/gbnf.h"
 #include "strata/think_block.h"
 #include "strata/stop.h"
 
@@ -112,6 +113,8 @@ void st_penalty_apply(const struct st_penalty *pn, struct st_draw_cand *c, int32
 #define ST_JV_ONE   16u   /* exactly one byte after the leading whitespace */
 #define ST_JV_LT    32u   /* some byte is '<' (may start "</think>") */
 #define ST_JV_LB    64u   /* some byte is '[' (may start "[/THINK]") */
+#define ST_JV_U8    128u  /* valid UTF-8, only its last character may be cut short
+                           * (a grammar's loop fast path) */
 
 /* A model's token bytes for the JSON mask (response_format json_object).
  * Built by st_sampler_json_vocab for a (runner, model) pair and kept in
@@ -125,6 +128,8 @@ struct st_json_vocab {
     uint8_t  *cls;                   /* owned; n_vocab ST_JV_* flags */
     uint8_t  *lead;                  /* owned; n_vocab: leading whitespace bytes (<= 255) */
     uint8_t  *head;                  /* owned; n_vocab: the byte after them (0: none) */
+    uint32_t *sig;                   /* owned; n_vocab: bit st_json_byte_group(b) for each
+                                      * byte b (a grammar's loop decides most tokens on it) */
     bool     has_eog;                /* some token ends generation */
 };
 
@@ -152,6 +157,8 @@ struct st_sampler {
     int32_t  think_left;             /* tokens the think block may still take; < 0: no cap */
     const struct st_call_grammar *calls;   /* tool_choice: borrowed like 'schema'; NULL: none */
     struct st_call_state cs;         /* the text accepted so far (calls) */
+    const struct st_gbnf *gram;      /* grammar (GBNF): borrowed like 'schema'; NULL: none */
+    struct st_gbnf_state gs;         /* the text accepted so far (gram) */
     struct st_json_vocab jv;         /* token bytes (json, schema) */
     /* thinking budget (think_budget.c; st_gen_params.think_budget) */
     struct st_think_state bt;        /* the reply's think block, as written so far */
@@ -161,10 +168,10 @@ struct st_sampler {
     int32_t  bt_n[2];
 };
 
-/* Either JSON mask is on: json_object or json_schema. */
+/* A mask is on: json_object, json_schema, tool calls or a grammar. */
 static inline bool st_sampler_masked(const struct st_sampler *s)
 {
-    return s->json || s->schema != NULL || s->calls != NULL;
+    return s->json || s->schema != NULL || s->calls != NULL || s->gram != NULL;
 }
 
 struct st_sample_result {
@@ -254,7 +261,8 @@ enum st_status st_sampler_json_vocab(struct st_sampler *s, const void *owner, in
  * pass unread); between tokens (leading whitespace of a token is skipped,
  * at most ws_left bytes of it); the document is complete (end of
  * generation allowed). */
-#define ST_JSON_TWO_MAX 8
+#define ST_JSON_TWO_MAX 24   /* rows of 'second' (a grammar's table) */
+#define ST_JSON_TWO_JSON 8   /* ... the JSON validators' (256 pushes a row) */
 struct st_json_step {
     bool     first[256];
     bool     in_str, between, complete;
@@ -266,15 +274,34 @@ struct st_json_step {
      * unread. */
     bool     free_text;
     unsigned char stop;
-    /* When at most ST_JSON_TWO_MAX non-whitespace bytes may come next (an
-     * object key, an enum literal, after '{'): second[two_idx[b1]][b2] =
+    /* When at most ST_JSON_TWO_JSON non-whitespace bytes may come next (an
+     * object key, an enum literal, after '{'; for a grammar, at most
+     * ST_JSON_TWO_MAX bytes outside its loop, blanks too unless
+     * 'between'): second[two_idx[b1]][b2] =
      * b1 then b2 may come, so most multi-byte tokens are decided without a
      * walk. two_idx[b] = 0xff: not tabled (n_two = 0: no table). */
     uint8_t  n_two;
     uint8_t  two_idx[256];
     bool     second[ST_JSON_TWO_MAX][256];
+    /* A grammar in a loop (st_gbnf_loop_bytes: a `[^"]*` being read):
+     * tokens made only of bytes with loop[b] and valid UTF-8 (ST_JV_U8)
+     * pass unread: every whole character leaves the state as it is, and
+     * where the non-ASCII ones loop, a cut last character can still
+     * become one of them. */
+    bool     gloop;
+    bool     loop[256];
+    uint32_t loop_full;   /* the byte groups whose every byte loops */
+    /* ... and after a first byte of the two-byte table (row two_idx[b]):
+     * the loop of the state that byte leads to (a string's opening '"'),
+     * so "\"The" is decided without a walk. */
+    bool     row_gloop[ST_JSON_TWO_MAX];
+    bool     row_loop[ST_JSON_TWO_MAX][256];
 };
 
+/* The group of byte b in st_json_vocab.sig (0..20): controls, each blank,
+ * '"', '\\', DEL, digits, lower, upper, three groups of punctuation,
+ * UTF-8 continuation, 2-, 3-, 4-byte leads, bytes never in UTF-8. */
+unsigned st_json_byte_group(unsigned b);
 /* Release s->jv's tables. */
 void st_json_vocab_free(struct st_json_vocab *v);
 /* Fill st from the sampler's state (eog_banned: ignore_eos, so whitespace

@@ -29,6 +29,18 @@
  * byte pass unread), blanks after the closing tag are skipped like blanks
  * between values, and tokens that cross into the document are walked
  * through the think state, then the document's validator.
+ * GBNF grammars (`grammar`, include/strata/gbnf.h) are a third validator
+ * on the same machinery: the first-byte table comes from the stacks' top
+ * terminals (no pushes), the two-byte table (up to ST_JSON_TWO_MAX first
+ * bytes, one push each) decides most multi-byte tokens, and where the
+ * grammar is in a loop (a `[^"]*` or `[ \t\n]*` being read, nothing else
+ * in play that takes the same bytes) a token of looping bytes (valid
+ * UTF-8) passes unread, decided by its byte-group mask (st_json_vocab.sig)
+ * or a scan; a looping prefix is skipped before the rest is looked at, and
+ * after a tabled first byte that starts a loop (a string's '"') the rest
+ * is checked against that loop. Only what remains is walked from a copy
+ * of the state. The think block before a JSON document comes before a
+ * grammar's text the same way.
  * Every token's bytes are read once per slot and model (st_json_vocab),
  * on the first sample of a JSON request, never for runners that force
  * their tokens (the sim).
@@ -45,7 +57,58 @@ void st_json_vocab_free(struct st_json_vocab *v)
     free(v->cls);
     free(v->lead);
     free(v->head);
+    free(v->sig);
     memset(v, 0, sizeof(*v));
+}
+
+unsigned st_json_byte_group(unsigned b)
+{
+    if (b >= 0x80)
+        return b < 0xC0 ? 16 : b < 0xC2 ? 20 : b < 0xE0 ? 17 : b < 0xF0 ? 18 : b < 0xF5 ? 19 : 20;
+    if (b >= '0' && b <= '9')
+        return 8;
+    if (b >= 'a' && b <= 'z')
+        return 9;
+    if (b >= 'A' && b <= 'Z')
+        return 10;
+    switch (b) {
+    case '\t': return 1;
+    case '\n': return 2;
+    case '\r': return 3;
+    case ' ': return 4;
+    case '"': return 5;
+    case '\\': return 6;
+    case 0x7F: return 7;
+    case '.': case ',': case '!': case '?': case ':': case ';': case '\'': case '-':
+        return 11;
+    case '(': case ')': case '[': case ']': case '{': case '}': case '<': case '>':
+        return 12;
+    default:
+        return b < 0x20 ? 0 : 13;   /* # $ % & * + / = @ ^ _ ` | ~ */
+    }
+}
+
+/* p[0..n) is valid UTF-8 (strict: no overlong forms, no surrogates), not
+ * cut at its start; its last character may be cut short, where what is
+ * there can still become a valid character. */
+static bool utf8_ok(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        uint32_t c = p[i], len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2
+                             : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (len == 0)
+            return false;
+        /* the second byte's range: no overlong form, surrogate or > U+10FFFF */
+        unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+        unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+        for (uint32_t k = 1; k < len && i + k < n; k++) {
+            unsigned b = p[i + k];
+            if (k == 1 ? b < lo || b > hi : (b & 0xC0) != 0x80)
+                return false;
+        }
+        i += len;
+    }
+    return true;
 }
 
 /* Read every token's bytes into v (which is empty). */
@@ -58,8 +121,9 @@ static enum st_status json_vocab_read(struct st_json_vocab *v, int32_t n_vocab,
     v->cls = malloc((size_t)n_vocab);
     v->lead = malloc((size_t)n_vocab);
     v->head = malloc((size_t)n_vocab);
+    v->sig = malloc((size_t)n_vocab * sizeof(*v->sig));
     v->bytes = malloc(cap);
-    if (!v->off || !v->cls || !v->lead || !v->head || !v->bytes)
+    if (!v->off || !v->cls || !v->lead || !v->head || !v->sig || !v->bytes)
         return ST_ERR_NOMEM;
     for (int32_t i = 0; i < n_vocab; i++) {
         if (cap - len < ST_SAMPLE_MAX_PIECE) {
@@ -82,6 +146,10 @@ static enum st_status json_vocab_read(struct st_json_vocab *v, int32_t n_vocab,
         v->cls[i] |= plain ? ST_JV_PLAIN : 0;
         v->cls[i] |= memchr(v->bytes + len, '<', n) ? ST_JV_LT : 0;
         v->cls[i] |= memchr(v->bytes + len, '[', n) ? ST_JV_LB : 0;
+        v->cls[i] |= utf8_ok(v->bytes + len, n) ? ST_JV_U8 : 0;
+        v->sig[i] = 0;
+        for (size_t k = 0; k < n; k++)
+            v->sig[i] |= UINT32_C(1) << st_json_byte_group(v->bytes[len + k]);
         size_t w = 0;
         while (w < n && w < 255 && strchr(" \t\n\r", v->bytes[len + w]) && v->bytes[len + w])
             w++;
@@ -182,13 +250,34 @@ static void step_calls(const struct st_sampler *s, bool eog_banned, struct st_js
     st->free_text = st_call_free_text(&s->cs, &st->stop) && (st->stop == '<' || st->stop == '[');
 }
 
+/* A grammar: the bytes its stacks' tops take (exact, no pushes), its
+ * completion, and its loop. No whitespace policy: the grammar decides. */
+static void step_grammar(const struct st_sampler *s, struct st_json_step *st)
+{
+    st_gbnf_first_bytes(&s->gs, st->first);
+    st->in_str = false;
+    st->complete = st_gbnf_complete(&s->gs);
+    st->gloop = st_gbnf_loop_bytes(&s->gs, st->loop);
+    st->loop_full = (UINT32_C(1) << 21) - 1;
+    for (unsigned b = 0; b < 256; b++)
+        st->loop_full &= st->loop[b] ? ~UINT32_C(0) : ~(UINT32_C(1) << st_json_byte_group(b));
+    st->between = st->gloop && st->loop[' '] && st->loop['\t'] && st->loop['\n'] &&
+                  st->loop['\r'];
+    st->ws_left = UINT16_MAX;
+}
+
 /* Feed 'held' bytes of the think block's opening tag (a '[' that was not
  * "[THINK]"), then p[0..n), to a copy of the document's state. No blank
- * may open the document. */
+ * may open a JSON document (a grammar decides for itself). */
 static bool doc_walk(const struct st_sampler *s, uint32_t held, const unsigned char *p,
                      size_t n)
 {
     const char *open = st_think_open_tag((enum st_think_tags)s->th.tags);
+    if (s->gram) {
+        struct st_gbnf_state j;
+        st_gbnf_state_copy(&j, &s->gs);
+        return st_gbnf_feed(&j, open, held) && st_gbnf_feed(&j, (const char *)p, n);
+    }
     if (held == 0 && n > 0 && is_ws(p[0]))
         return false;
     if (s->schema) {
@@ -228,6 +317,11 @@ static bool walk_bytes(const struct st_sampler *s, const unsigned char *p, size_
     }
     if (!st_think_in_doc(&s->th))
         return think_walk(s, p, n);
+    if (s->gram) {
+        struct st_gbnf_state j;
+        st_gbnf_state_copy(&j, &s->gs);
+        return st_gbnf_feed(&j, (const char *)p, n);
+    }
     if (s->schema) {
         struct st_json_schema_state j;
         st_json_schema_state_copy(&j, &s->jss);
@@ -259,26 +353,44 @@ static bool push_two(const struct st_sampler *s, unsigned char b1, unsigned char
 }
 
 /* The two-byte table, where few first bytes are allowed: at most
- * ST_JSON_TWO_MAX * 256 pushes, against a walk for each of the thousands
- * of tokens that start with an allowed letter of a key. */
+ * ST_JSON_TWO_JSON * 256 pushes, against a walk for each of the thousands
+ * of tokens that start with an allowed letter of a key. A grammar's rows
+ * cost one push each (its first-byte table after the byte needs none), so
+ * it gets more of them, blanks included (" the" is refused after a
+ * bounded ws without a walk), but not its loop's bytes (those are
+ * skipped before the table is read). */
 static void step_two(const struct st_sampler *s, struct st_json_step *st)
 {
     uint8_t cand[ST_JSON_TWO_MAX];
-    int n = 0;
+    bool gram = s->gram && !s->calls && st_think_in_doc(&s->th);
+    int n = 0, max = gram ? ST_JSON_TWO_MAX : ST_JSON_TWO_JSON;
     st->n_two = 0;
     memset(st->two_idx, 0xff, sizeof(st->two_idx));
     if (st->in_str)
         return;   /* string-safe tokens pass unread there; others are few */
     for (int b = 0; b < 256; b++) {
-        if (!st->first[b] || is_ws(b))
+        if (!st->first[b] || (is_ws(b) && (!gram || st->between)) ||
+            (st->gloop && st->loop[b]))
             continue;
-        if (n == ST_JSON_TWO_MAX)
+        if (n == max)
             return;
         cand[n++] = (uint8_t)b;
     }
     for (int i = 0; i < n; i++) {
-        for (int b2 = 0; b2 < 256; b2++)
-            st->second[i][b2] = push_two(s, cand[i], (unsigned char)b2);
+        st->row_gloop[i] = false;
+        if (gram) {
+            struct st_gbnf_state j;
+            st_gbnf_state_copy(&j, &s->gs);
+            if (st_gbnf_push(&j, cand[i])) {
+                st_gbnf_first_bytes(&j, st->second[i]);
+                st->row_gloop[i] = st_gbnf_loop_bytes(&j, st->row_loop[i]);
+            } else {
+                memset(st->second[i], 0, sizeof(st->second[i]));
+            }
+        } else {
+            for (int b2 = 0; b2 < 256; b2++)
+                st->second[i][b2] = push_two(s, cand[i], (unsigned char)b2);
+        }
         st->two_idx[cand[i]] = (uint8_t)i;
     }
     st->n_two = (uint8_t)n;
@@ -289,10 +401,13 @@ void st_json_mask_step(const struct st_sampler *s, bool eog_banned, struct st_js
     eog_banned = eog_banned || !s->jv.has_eog;   /* nothing could end it: let it idle */
     st->free_text = false;
     st->str_lt = false;
+    st->gloop = false;
     if (s->calls)
         step_calls(s, eog_banned, st);
     else if (!st_think_in_doc(&s->th))
         step_think(s, st);
+    else if (s->gram)
+        step_grammar(s, st);
     else if (s->schema)
         step_schema(s, eog_banned, st);
     else
@@ -304,6 +419,44 @@ void st_json_mask_step(const struct st_sampler *s, bool eog_banned, struct st_js
 static bool walk(const struct st_sampler *s, uint32_t a, uint32_t n)
 {
     return walk_bytes(s, s->jv.bytes + a, n);
+}
+
+/* The bytes at the start of p[0..n) (valid UTF-8, ST_JV_U8) that the
+ * grammar's loop takes, leaving its state as it is: whole looping
+ * characters; n when they all loop (a cut last character included: where
+ * non-ASCII characters loop, any of them may complete it). */
+static uint32_t loop_prefix(const bool *loop, const unsigned char *p, uint32_t n)
+{
+    uint32_t i = 0;
+    while (i < n && loop[p[i]]) {
+        unsigned c = p[i];
+        i += c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    }
+    return i < n ? i : n;
+}
+
+/* From byte a (n >= 2 bytes left): the two-byte table, the loop after
+ * its first byte ('u8': the bytes are valid UTF-8), then a walk. */
+static bool allows_two(const struct st_sampler *s, const struct st_json_step *st, uint32_t a,
+                       uint32_t n, bool u8)
+{
+    const unsigned char *p = s->jv.bytes + a;
+    uint8_t t = st->two_idx[p[0]];
+    if (t != 0xff && (!st->second[t][p[1]] || n == 2))
+        return st->second[t][p[1]];
+    if (t != 0xff && u8 && st->row_gloop[t] && loop_prefix(st->row_loop[t], p + 1, n - 1) == n - 1)
+        return true;
+    return walk(s, a, n);
+}
+
+/* From byte a (n >= 1 bytes left, not between tokens): the first-byte
+ * table, then allows_two. */
+static bool allows_rest(const struct st_sampler *s, const struct st_json_step *st, uint32_t a,
+                        uint32_t n, bool u8)
+{
+    if (!st->first[s->jv.bytes[a]])
+        return false;
+    return n == 1 || allows_two(s, st, a, n, u8);
 }
 
 /* May token 'id' come next? 'in_str': the state is inside a string, where
@@ -324,6 +477,15 @@ bool st_json_mask_allows(const struct st_sampler *s, const struct st_json_step *
     if (st->free_text && !(c & (st->stop == '<' ? ST_JV_LT : ST_JV_LB)))
         return true;   /* think text that cannot start the closing tag */
     uint32_t a = v->off[id], n = v->off[id + 1] - a;
+    if (st->gloop && (c & ST_JV_U8)) {   /* the grammar's loop: skip what it takes */
+        if (!(v->sig[id] & ~st->loop_full))
+            return true;   /* every byte in a group that loops whole */
+        uint32_t k = loop_prefix(st->loop, v->bytes + a, n);
+        if (k == n)
+            return true;
+        if (k > 0)
+            return allows_rest(s, st, a + k, n - k, true);
+    }
     if (st->between) {
         /* every whitespace byte does the same here: first[' '] speaks for all */
         if (v->lead[id] > 0 && (!st->first[' '] || v->lead[id] > st->ws_left))
@@ -336,16 +498,9 @@ bool st_json_mask_allows(const struct st_sampler *s, const struct st_json_step *
             return true;
         a += v->lead[id];
         n -= v->lead[id];
-    } else {
-        if (!st->first[v->bytes[a]])
-            return false;
-        if (n == 1)
-            return true;
+        return allows_two(s, st, a, n, c & ST_JV_U8);   /* n >= 2 here */
     }
-    uint8_t t = st->two_idx[v->bytes[a]];   /* n >= 2 here */
-    if (t != 0xff && (!st->second[t][v->bytes[a + 1]] || n == 2))
-        return st->second[t][v->bytes[a + 1]];
-    return walk(s, a, n);
+    return allows_rest(s, st, a, n, c & ST_JV_U8);
 }
 
 /* An accepted token's bytes p[0..n) before the document: through the
@@ -365,7 +520,9 @@ static uint32_t think_accept(struct st_sampler *s, const unsigned char *p, uint3
             return n;
         if (r == ST_THINK_DOC) {
             const char *open = st_think_open_tag((enum st_think_tags)s->th.tags);
-            if (s->schema)
+            if (s->gram)
+                (void)st_gbnf_feed(&s->gs, open, held);
+            else if (s->schema)
                 (void)st_json_schema_feed(&s->jss, open, held);
             else
                 (void)st_json_prefix_feed(&s->js, open, held);
@@ -389,7 +546,9 @@ void st_json_mask_accept(struct st_sampler *s, int32_t token)
         return;
     }
     uint32_t i = think_accept(s, (const unsigned char *)p, n);
-    if (s->schema)
+    if (s->gram)
+        (void)st_gbnf_feed(&s->gs, p + i, n - i);
+    else if (s->schema)
         (void)st_json_schema_feed(&s->jss, p + i, n - i);
     else
         (void)st_json_prefix_feed(&s->js, p + i, n - i);

@@ -11,6 +11,7 @@
 
 #include "internal.h"
 #include "strata/call_grammar.h"
+#include "strata/gbnf.h"
 #include "strata/json_schema.h"
 
 void st_gen_params_defaults(struct st_gen_params *p)
@@ -92,6 +93,7 @@ void st_request_unref(struct st_request *req)
     free(req->params.logit_bias);
     st_json_schema_unref(req->params.json_schema);
     st_call_grammar_unref(req->params.tool_calls);
+    st_gbnf_unref(req->params.grammar);
     free(req->prompt);
     free(req->tokens);
     free(req);

@@ -14,8 +14,9 @@
  *
  * JSON mode (response_format json_object), structured outputs
  * (json_schema) and enforced tool calls (tool_choice "required" / a named
- * function) mask, after bias and penalties, every token json_mask.c
- * refuses (the JSON modes after an optional think block: think_block.h).
+ * function) and GBNF grammars (`grammar`) mask, after bias and penalties,
+ * every token json_mask.c refuses (the JSON modes and grammars after an
+ * optional think block: think_block.h).
  * A spent thinking budget forces its closing tokens instead (think_budget.c;
  * step.c takes them, st_sampler_score gives their logprobs).
  */
@@ -76,12 +77,15 @@ void st_sampler_reset(struct st_sampler *s, const struct st_gen_params *p)
     s->n_bias = s->bias ? p->n_logit_bias : 0;
     st_penalty_reset(&s->pen, p);
     s->calls = p->tool_calls;   /* tool calls take the place of the JSON modes */
-    s->json = p->json_object && !s->calls;
+    s->gram = s->calls ? NULL : p->grammar;   /* a grammar takes the JSON modes' place */
+    s->json = p->json_object && !s->calls && !s->gram;
     st_json_prefix_init(&s->js);
-    s->schema = s->calls ? NULL : p->json_schema;
+    s->schema = s->calls || s->gram ? NULL : p->json_schema;
     if (s->schema)
         st_json_schema_state_init(&s->jss, s->schema);
-    bool think = (s->json || s->schema) && p->json_think <= ST_THINK_OPEN;
+    if (s->gram)
+        st_gbnf_state_init(&s->gs, s->gram);
+    bool think = (s->json || s->schema || s->gram) && p->json_think <= ST_THINK_OPEN;
     st_think_init(&s->th, think ? (enum st_think_mode)p->json_think : ST_THINK_NONE,
                   p->json_think_tags <= ST_THINK_EITHER ? (enum st_think_tags)p->json_think_tags
                                                         : ST_THINK_ANGLE);
@@ -354,6 +358,10 @@ enum st_status st_sampler_sample(struct st_sampler *s, const float *logits, int3
     enum st_status rc = st_penalty_prepare(&s->pen, n_vocab);
     if (rc != ST_OK)
         return rc;
+    /* a grammar's text that is complete and cannot go on: end of
+     * generation is the only way left, banned (ignore_eos) or not */
+    if (s->gram && !s->calls && st_think_in_doc(&s->th) && !st_gbnf_may_continue(&s->gs))
+        n_ban = 0;
     rc = pick(s, logits, n_vocab, ban, n_ban, &res->token);
     if (rc != ST_OK)
         return rc;

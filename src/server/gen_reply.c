@@ -189,7 +189,8 @@ void st_gen_reply_json_think(const struct st_oai_request *oq,
 {
     p->json_think = ST_THINK_NONE;
     p->json_think_tags = ST_THINK_ANGLE;
-    if (oq->kind != ST_OAI_CHAT || !prompt || (!p->json_object && !p->json_schema))
+    if (oq->kind != ST_OAI_CHAT || !prompt ||
+        (!p->json_object && !p->json_schema && !p->grammar))
         return;
     enum st_think_tags tags;
     enum st_think_mode m =

@@ -29,6 +29,7 @@
 
 #include "gen.h"
 #include "strata/call_grammar.h"
+#include "strata/gbnf.h"
 #include "strata/json_schema.h"
 #include "strata/log.h"
 #include "strata/think_block.h"
@@ -156,6 +157,8 @@ static enum st_status copy_params(struct st_gen_params *dst, const struct st_gen
     *dst = *src;
     if (dst->json_schema)   /* immutable: each request holds a reference */
         st_json_schema_ref(dst->json_schema);
+    if (dst->grammar)
+        st_gbnf_ref(dst->grammar);
     dst->n_stop = 0;
     memset(dst->stop, 0, sizeof(dst->stop));
     if (st_gen_params_copy_bias(dst, src) != ST_OK)   /* each request owns its copy */
@@ -214,13 +217,14 @@ enum st_status st_gen_prepare(struct st_call *c, struct st_request *req, const c
     return rc;
 }
 
-/* A constrained reply (response_format json_object / json_schema, an
- * enforced tool_choice) ends only where its grammar lets it: stop strings
+/* A constrained reply (response_format json_object / json_schema, a
+ * grammar, an enforced tool_choice) ends only where its grammar lets it: stop strings
  * are not applied to it (docs/API.md "response_format": they could only
  * cut the document or the think block before it). */
 static void drop_stops_if_constrained(struct st_gen_params *p)
 {
-    if ((!p->json_object && !p->json_schema && !p->tool_calls) || p->n_stop == 0)
+    if ((!p->json_object && !p->json_schema && !p->grammar && !p->tool_calls) ||
+        p->n_stop == 0)
         return;
     st_log(ST_LOG_DEBUG, "server", "%d stop string(s) not applied: the reply is constrained",
            (int)p->n_stop);
@@ -424,7 +428,7 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
                                      const struct st_oai_request *oq, struct st_api_error *e)
 {
     enum st_status rc = check_bias(c, oq, g->model, e);
-    bool constrained = oq->params.json_object || oq->params.json_schema ||
+    bool constrained = oq->params.json_object || oq->params.json_schema || oq->params.grammar ||
                        oq->tool_choice == ST_OAI_TOOLS_REQUIRED ||
                        oq->tool_choice == ST_OAI_TOOLS_FUNCTION;
     int32_t budget = budget_wanted(c, oq);
@@ -445,7 +449,7 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
             rc = st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
         if (rc == ST_OK && i == 0)
             budget_setup(c, g, oq, text, oq->params.json_object || oq->params.json_schema ||
-                                             calls, &bud);
+                                             oq->params.grammar || calls, &bud);
         for (int32_t j = 0; j < oq->n && rc == ST_OK; j++)
             rc = make_request(c, g, oq, &g->choices[i + j], text, calls, &bud, e);
         st_call_grammar_unref(calls);

@@ -22,7 +22,7 @@
  *   prompt_logprobs  integer 0..20 (vLLM): each prompt token's logprob, rank and this
  *                    many alternatives; not with stream
  *   presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n,
- *   logit_bias, response_format: see oai_sampling.c
+ *   logit_bias, response_format, grammar: see oai_sampling.c
  *   cache_prompt     boolean, default true (llama-server; false: no prefix reuse)
  *   suffix           completions: string, the text after the completion (OpenAI's
  *                    legacy insert mode): the prompt becomes a fill-in-the-middle
@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "oai_json.h"
+#include "strata/gbnf.h"
 #include "strata/json_schema.h"
 
 void st_oai_request_init(struct st_oai_request *r)
@@ -63,6 +64,7 @@ void st_oai_request_fini(struct st_oai_request *r)
         free(r->params.stop[i]);
     free(r->params.logit_bias);
     st_json_schema_unref(r->params.json_schema);   /* response_format json_schema */
+    st_gbnf_unref(r->params.grammar);              /* grammar (GBNF) */
     free(r->user);
     free(r->suffix);
     memset(r, 0, sizeof(*r));

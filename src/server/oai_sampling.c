@@ -15,6 +15,11 @@
  *                     here so that an unsupported keyword is a 400);
  *                     llama-server's forms too: {"type": "json_object",
  *                     "schema": {...}} and a top-level "json_schema": {...}
+ *   grammar           string, a GBNF grammar (llama-server's field; compiled
+ *                     here: params.grammar, docs/API.md "Grammars (GBNF)");
+ *                     "" counts as absent; not with a JSON response_format /
+ *                     json_schema, nor with tool_choice "required" or a
+ *                     named function (400 either way)
  *
  * Same rules as oai_request.c: strict types, null = absent, errors name
  * the param. Ids past the model's vocabulary are checked at submit
@@ -24,6 +29,7 @@
 #include <string.h>
 
 #include "oai_json.h"
+#include "strata/gbnf.h"
 #include "strata/json_schema.h"
 
 static enum st_status get_float(const cJSON *root, const char *key, double min, bool min_open,
@@ -222,6 +228,47 @@ static enum st_status parse_format(const cJSON *root, struct st_gen_params *p,
                             "values are: 'text', 'json_object', 'json_schema'.", t);
 }
 
+/* tool_choice "required" or a named function (chat's enforced calls). */
+static bool forced_calls(const cJSON *root)
+{
+    const cJSON *tc = st_oai_field(root, "tool_choice");
+    return cJSON_IsObject(tc) || (cJSON_IsString(tc) && strcmp(tc->valuestring, "required") == 0);
+}
+
+/* llama-server's "grammar": GBNF text, compiled into p->grammar. */
+static enum st_status parse_grammar(const cJSON *root, struct st_gen_params *p,
+                                    struct st_api_error *e)
+{
+    const cJSON *v = st_oai_field(root, "grammar");
+    if (!v)
+        return ST_OK;
+    if (!cJSON_IsString(v))
+        return st_api_error_set(e, ST_ERR_INVALID, "grammar", NULL,
+                                "Invalid type for 'grammar': expected a string (a GBNF "
+                                "grammar).");
+    if (!v->valuestring[0])
+        return ST_OK;   /* llama-server: an empty grammar is none */
+    if (p->json_object || p->json_schema)
+        return st_api_error_set(e, ST_ERR_INVALID, "grammar", NULL,
+                                "'grammar' cannot be combined with a JSON 'response_format' or "
+                                "'json_schema': give one constraint.");
+    if (forced_calls(root))
+        return st_api_error_set(e, ST_ERR_INVALID, "grammar", NULL,
+                                "'grammar' cannot be combined with 'tool_choice' \"required\" "
+                                "or a named function: give one constraint.");
+    struct st_gbnf *g = NULL;
+    struct st_err err = { 0 };
+    enum st_status rc = st_gbnf_compile(v->valuestring, strlen(v->valuestring), &g, &err);
+    if (rc == ST_ERR_NOMEM)
+        return st_api_error_set(e, rc, NULL, NULL, "out of memory");
+    if (rc != ST_OK)
+        return st_api_error_set(e, ST_ERR_INVALID, "grammar", NULL, "Invalid 'grammar': %s",
+                                err.msg);
+    st_gbnf_unref(p->grammar);
+    p->grammar = g;
+    return ST_OK;
+}
+
 enum st_status st_oai_parse_penalties(const cJSON *root, struct st_gen_params *p,
                                       struct st_api_error *e)
 {
@@ -239,5 +286,7 @@ enum st_status st_oai_parse_penalties(const cJSON *root, struct st_gen_params *p
         rc = parse_bias(root, p, e);
     if (rc == ST_OK)
         rc = parse_format(root, p, e);
+    if (rc == ST_OK)
+        rc = parse_grammar(root, p, e);
     return rc;
 }
