@@ -29,6 +29,7 @@ extern "C" {
 #endif
 
 #include "strata/dtype.h"   /* a C header: C linkage for its functions in C++ too */
+#include "strata/rope.h"    /* struct st_rope_params (its inline helpers are host-only) */
 
 /* Bits of the device error word. */
 #define ST_KF_BAD_ID 1u      /* embed: id outside [0, rows of the table); score: next */
@@ -133,11 +134,12 @@ cudaError_t st_kern_add(float *out, const float *a, const float *b, int64_t n,
 cudaError_t st_kern_silu_mul(float *out, const float *gate, const float *up, int64_t n,
                              cudaStream_t stream);
 
-/* NEOX rope over x f32 [width, n_rows] (heads of head_dim), rows at pos[r];
- * out may alias x. */
+/* NEOX rope over x f32 [width, n_rows] (heads of head_dim), rows at pos[r],
+ * with the frequencies and cos/sin multiplier of *rope (none, linear,
+ * YaRN: strata/rope.h; read at launch, passed by value); out may alias x. */
 cudaError_t st_kern_rope_neox(float *out, const float *x, const int32_t *pos, int64_t n_rows,
-                              int64_t width, int head_dim, int n_rot, float freq_base,
-                              float freq_scale, unsigned *err_flag, cudaStream_t stream);
+                              int64_t width, int head_dim, const struct st_rope_params *rope,
+                              unsigned *err_flag, cudaStream_t stream);
 
 /* Per-head RMSNorm (gain w[head_dim]) then NEOX rope, one kernel: the
  * values of st_kern_rms_norm(out, x, w, n_rows*heads, head_dim) then
@@ -145,8 +147,8 @@ cudaError_t st_kern_rope_neox(float *out, const float *x, const int32_t *pos, in
  * head_dim <= 256; out may alias x. */
 cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const float *w,
                                   const int32_t *pos, int64_t n_rows, int64_t width,
-                                  int head_dim, int n_rot, float freq_base, float freq_scale,
-                                  float eps, unsigned *err_flag, cudaStream_t stream);
+                                  int head_dim, const struct st_rope_params *rope, float eps,
+                                  unsigned *err_flag, cudaStream_t stream);
 
 /* ---- attention (attention.cu) ----------------------------------------------
  * Writes k, v (f32 [n_kv*D, n_rows]) as fp16 into kc/vc (f16

@@ -4,32 +4,34 @@
  * block, grid.x over the pairs of a row, grid.y = row. Dimensions
  * n_rot..head_dim-1 of each head are copied by the threads of i <
  * head_dim - n_rot when out does not alias x.
- * theta = pos * freq_scale * freq_base^(-2i/n_rot), computed as the CPU
- * backend does (powf, then cosf/sinf in full precision, no fast math).
+ * theta = pos * kr_rope_inv_freq(rope, i) (rope_params.cuh: freq_scale *
+ * freq_base^(-2i/n_rot) without YaRN, the YaRN ramp mix with it), cos and
+ * sin times kr_rope_mscale, computed as the CPU backend does (powf, then
+ * cosf/sinf in full precision, no fast math).
  *
  * Layout: x, out f32 [width, n_rows], width = heads * head_dim; pos i32
  * [n_rows]. A negative position is flagged (ST_KF_BAD_POS) and treated as 0.
  */
 #include "common.cuh"
+#include "rope_params.cuh"
 
 /* The rotation of one pair, shared by rope_neox and rms_norm_rope so both
  * round alike: explicit fmaf / __fmul_rn, never left to the compiler's
  * contraction choices (which may differ between two kernels). */
-static __device__ __forceinline__ void rope_pair(float x0, float x1, int p, int i, int n_rot,
-                                                 float freq_base, float freq_scale, float *y0,
-                                                 float *y1)
+static __device__ __forceinline__ void rope_pair(float x0, float x1, int p, int i,
+                                                 const st_rope_params &rp, float mscale,
+                                                 float *y0, float *y1)
 {
-    const float inv = __fmul_rn(freq_scale, powf(freq_base, -2.0f * (float)i / (float)n_rot));
-    const float theta = __fmul_rn((float)p, inv);
-    const float cs = cosf(theta), sn = sinf(theta);
+    const float theta = __fmul_rn((float)p, kr_rope_inv_freq(rp, i));
+    const float cs = __fmul_rn(cosf(theta), mscale), sn = __fmul_rn(sinf(theta), mscale);
     *y0 = fmaf(x0, cs, -__fmul_rn(x1, sn));
     *y1 = fmaf(x0, sn, __fmul_rn(x1, cs));
 }
 
 static __global__ void rope_neox(float *out, const float *x, const int32_t *pos, int64_t width,
-                                 int head_dim, int n_rot, float freq_base, float freq_scale,
-                                 unsigned *err_flag)
+                                 int head_dim, st_rope_params rp, unsigned *err_flag)
 {
+    const int n_rot = rp.n_rot;
     const int64_t r = blockIdx.y;
     const int half = n_rot / 2;
     const int64_t heads = width / head_dim;
@@ -55,16 +57,19 @@ static __global__ void rope_neox(float *out, const float *x, const int32_t *pos,
     if (pass)
         xp = xh[n_rot + i];
     if (rot)
-        rope_pair(x0, x1, p, i, n_rot, freq_base, freq_scale, &oh[i], &oh[i + half]);
+        rope_pair(x0, x1, p, i, rp, kr_rope_mscale(rp), &oh[i], &oh[i + half]);
     if (pass)
         oh[n_rot + i] = xp;
 }
 
 extern "C" cudaError_t st_kern_rope_neox(float *out, const float *x, const int32_t *pos,
-                                         int64_t n_rows, int64_t width, int head_dim, int n_rot,
-                                         float freq_base, float freq_scale, unsigned *err_flag,
+                                         int64_t n_rows, int64_t width, int head_dim,
+                                         const struct st_rope_params *rope, unsigned *err_flag,
                                          cudaStream_t stream)
 {
+    if (!rope)
+        return cudaErrorInvalidValue;
+    const int n_rot = rope->n_rot;
     if (n_rows < 1 || head_dim < 1 || width % head_dim != 0 || n_rot < 2 || n_rot % 2 != 0 ||
         n_rot > head_dim)
         return cudaErrorInvalidValue;
@@ -74,7 +79,7 @@ extern "C" cudaError_t st_kern_rope_neox(float *out, const float *x, const int32
         const int64_t nr = n_rows - r0 < 65535 ? n_rows - r0 : 65535;
         dim3 grid(kq_cdiv((width / head_dim) * per_head, 256), (unsigned)nr);
         rope_neox<<<grid, 256, 0, stream>>>(out + r0 * width, x + r0 * width, pos + r0, width,
-                                            head_dim, n_rot, freq_base, freq_scale, err_flag);
+                                            head_dim, *rope, err_flag);
     }
     return cudaGetLastError();
 }
@@ -90,9 +95,9 @@ extern "C" cudaError_t st_kern_rope_neox(float *out, const float *x, const int32
  * launcher refuses more). */
 static __global__ void __launch_bounds__(256)
 rms_norm_rope(float *out, const float *x, const float *w, const int32_t *pos, int64_t n_groups,
-              int64_t heads, int head_dim, int n_rot, float freq_base, float freq_scale,
-              float eps, unsigned *err_flag)
+              int64_t heads, int head_dim, st_rope_params rp, float eps, unsigned *err_flag)
 {
+    const int n_rot = rp.n_rot;
     const int64_t grp = (int64_t)blockIdx.x * 8 + threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
     if (grp >= n_groups)
@@ -116,18 +121,21 @@ rms_norm_rope(float *out, const float *x, const float *w, const int32_t *pos, in
         p = 0;
     }
     const int half = n_rot / 2;
+    const float mscale = kr_rope_mscale(rp);
     for (int i = lane; i < half; i += 32) {
         const float x0 = og[i], x1 = og[i + half];
-        rope_pair(x0, x1, p, i, n_rot, freq_base, freq_scale, &og[i], &og[i + half]);
+        rope_pair(x0, x1, p, i, rp, mscale, &og[i], &og[i + half]);
     }
 }
 
 extern "C" cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const float *w,
                                              const int32_t *pos, int64_t n_rows, int64_t width,
-                                             int head_dim, int n_rot, float freq_base,
-                                             float freq_scale, float eps, unsigned *err_flag,
-                                             cudaStream_t stream)
+                                             int head_dim, const struct st_rope_params *rope,
+                                             float eps, unsigned *err_flag, cudaStream_t stream)
 {
+    if (!rope)
+        return cudaErrorInvalidValue;
+    const int n_rot = rope->n_rot;
     if (n_rows < 1 || head_dim < 1 || head_dim > 256 || width % head_dim != 0 || n_rot < 2 ||
         n_rot % 2 != 0 || n_rot > head_dim)
         return cudaErrorInvalidValue;
@@ -135,7 +143,6 @@ extern "C" cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const f
     if (kq_cdiv(n_groups, 8) > 0x7fffffffu)
         return cudaErrorInvalidValue;
     rms_norm_rope<<<kq_cdiv(n_groups, 8), 256, 0, stream>>>(out, x, w, pos, n_groups, heads,
-                                                           head_dim, n_rot, freq_base,
-                                                           freq_scale, eps, err_flag);
+                                                           head_dim, *rope, eps, err_flag);
     return cudaGetLastError();
 }

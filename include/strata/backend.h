@@ -49,6 +49,7 @@
 #include "strata/draw.h"
 #include "strata/dtype.h"
 #include "strata/err.h"
+#include "strata/rope.h"
 
 struct st_backend;   /* opaque; one per device */
 
@@ -227,15 +228,18 @@ enum st_status st_backend_silu_mul(struct st_backend *be, const struct st_tensor
                                    struct st_err *err);
 
 /* NEOX rotary embedding, per row at its own position. For each head of
- * head_dim D and i < n_rot/2, the pair (i, i + n_rot/2) is rotated by
- * theta = pos[r] * freq_scale * freq_base^(-2i/n_rot); dims >= n_rot pass
- * through. out, x: f32 [H*D, n] (q or k, after the per-head norm);
- * pos: i32 [n], >= 0; n_rot even, <= D; freq_base > 0 (Qwen3: 1e6);
- * freq_scale = 1 without context scaling. out may alias x. */
+ * head_dim D and i < n_rot/2 (n_rot = rope->n_rot), the pair (i, i +
+ * n_rot/2) is rotated by theta = pos[r] * st_rope_inv_freq(rope, i) with
+ * cos and sin times st_rope_mscale(rope) (strata/rope.h: no scaling,
+ * linear, YaRN); dims >= n_rot pass through. out, x: f32 [H*D, n] (q or
+ * k, after the per-head norm); pos: i32 [n], >= 0; n_rot even, <= D;
+ * freq_base > 0 (Qwen3: 1e6); freq_scale > 0, 1 without context scaling;
+ * ext_factor >= 0; attn_factor > 0. out may alias x. rope is read during
+ * the call only. */
 enum st_status st_backend_rope(struct st_backend *be, const struct st_tensor *out,
                                const struct st_tensor *x, const struct st_tensor *pos,
-                               int32_t head_dim, int32_t n_rot, float freq_base,
-                               float freq_scale, struct st_err *err);
+                               int32_t head_dim, const struct st_rope_params *rope,
+                               struct st_err *err);
 
 /* Causal GQA attention over a per-slot F16 KV cache, batched across slots
  * at different positions. Row r belongs to slot s = slot[r] at position
@@ -273,13 +277,13 @@ enum st_status st_backend_add_rms_norm(struct st_backend *be, const struct st_te
 
 /* Per-head RMSNorm then NEOX rope (Qwen3's q_norm/k_norm before rope), in
  * one op: exactly st_backend_rms_norm(out, x, w, eps) followed by
- * st_backend_rope(out, out, pos, D, n_rot, freq_base, freq_scale) with
- * head_dim D = ne0(w). out, x: f32 [H*D, n]; w: f32 [D]; pos: i32 [n];
- * the other arguments as rope and rms_norm. out may alias x. */
+ * st_backend_rope(out, out, pos, D, rope) with head_dim D = ne0(w).
+ * out, x: f32 [H*D, n]; w: f32 [D]; pos: i32 [n]; the other arguments as
+ * rope and rms_norm. out may alias x. */
 enum st_status st_backend_rms_norm_rope(struct st_backend *be, const struct st_tensor *out,
                                         const struct st_tensor *x, const struct st_tensor *w,
-                                        const struct st_tensor *pos, int32_t n_rot,
-                                        float freq_base, float freq_scale, float eps,
+                                        const struct st_tensor *pos,
+                                        const struct st_rope_params *rope, float eps,
                                         struct st_err *err);
 
 /* MoE routing (qwen3moe, ENGINE.md 3.3 step 8): logits = router . x,

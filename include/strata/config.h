@@ -55,6 +55,14 @@ enum st_cfg_spec {
     ST_CFG_SPEC_NGRAM,   /* n-gram (prompt-lookup) drafts from each slot's own history */
 };
 
+/* --rope-scaling: MODEL keeps the GGUF's rope.scaling.type. */
+enum st_cfg_rope_scaling {
+    ST_CFG_ROPE_MODEL,    /* the file's (default) */
+    ST_CFG_ROPE_NONE,
+    ST_CFG_ROPE_LINEAR,
+    ST_CFG_ROPE_YARN,
+};
+
 enum st_cfg_priority_order {
     ST_CFG_ORDER_HIGH_FIRST,   /* llama-swap: a higher number goes first (default) */
     ST_CFG_ORDER_LOW_FIRST,    /* vLLM / LiteLLM: a lower number goes first */
@@ -81,6 +89,9 @@ struct st_config_model {
     int32_t priority;        /* added to every request's priority (default 0) */
     int32_t parallel;        /* slots per engine with --batch; 0 before resolve = the server's */
     int64_t ctx_size;        /* tokens per slot; 0 before resolve = the server's */
+    enum st_cfg_rope_scaling rope_scaling;   /* MODEL before resolve = the server's */
+    double  rope_scale;      /* rope scaling factor; 0 = the server's, then the file's */
+    int64_t yarn_orig_ctx;   /* yarn's trained context; 0 = the server's, then the file's */
     struct st_config_gpus gpus;    /* n = 0 before resolve = the server's */
     double  ttl_s;           /* unload after this long idle; 0 = never */
     bool    preload;         /* load at start instead of on first use */
@@ -105,6 +116,7 @@ enum st_opt {
     ST_OPT_BODY_LIMIT, ST_OPT_MAX_QUEUE, ST_OPT_HTTP_THREADS, ST_OPT_CORS_ORIGINS,
     ST_OPT_SSE_KEEPALIVE, ST_OPT_SHUTDOWN_TIMEOUT, ST_OPT_PRIORITY_ORDER,
     ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
+    ST_OPT_ROPE_SCALING, ST_OPT_ROPE_SCALE, ST_OPT_YARN_ORIG_CTX,
     ST_OPT_UBATCH, ST_OPT_THREADS, ST_OPT_BATCH_MTP, ST_OPT_MTP_DRAFT,
     ST_OPT_SPEC, ST_OPT_SPEC_NGRAM_MIN, ST_OPT_SPEC_NGRAM_MAX, ST_OPT_SPEC_DRAFT,
     ST_OPT_SCHEDULER, ST_OPT_AGING_DIVISOR, ST_OPT_SWAP_AFFINITY_BONUS,
@@ -137,6 +149,9 @@ struct st_config {
     int32_t  parallel;             /* slots per engine with --batch; default 4 */
     bool     batch;                /* slots + lines; without it one request per engine */
     int64_t  ctx_size;             /* tokens per slot; default 4096 */
+    enum st_cfg_rope_scaling rope_scaling;  /* --rope-scaling; default MODEL (the file's) */
+    double   rope_scale;           /* --rope-scale factor (> 0); 0 = the file's (default) */
+    int64_t  yarn_orig_ctx;        /* --yarn-orig-ctx; 0 = the file's (default) */
     int32_t  ubatch;               /* read chunk, tokens; default 512 */
     int32_t  threads;              /* CPU threads; 0 = every core (default) */
     bool     batch_mtp;            /* MTP drafting in batched steps */

@@ -307,6 +307,10 @@ struct st_model_config {
     int32_t n_gpus;         /* 0 = every engine of the pool */
     double  ttl_s;          /* unload after this long idle on an engine, s; 0 = never */
     bool    preload;        /* load at start (a pool of one model always does) */
+    /* rope scaling over the GGUF's (docs/CLI.md "Long context"; model runners only) */
+    int32_t rope_scaling;   /* 0 = the GGUF's; 1 none, 2 linear, 3 yarn (--rope-scaling) */
+    double  rope_scale;     /* scaling factor (--rope-scale); 0 = the GGUF's */
+    int64_t yarn_orig_ctx;  /* yarn's trained context (--yarn-orig-ctx); 0 = the GGUF's */
 };
 
 struct st_pool_config {

@@ -164,6 +164,14 @@ enum st_status st_model_forward_score(struct st_model *m, const struct st_model_
                                       const struct st_model_score *s, const float **logits,
                                       struct st_err *err);
 
+/* Serving-time rope scaling over the file's (--rope-scaling, --rope-scale,
+ * --yarn-orig-ctx): st_hparams_rope_override on the model's hparams. Call
+ * between st_model_open and the first forward, from the thread that owns
+ * the model. Errors: ST_ERR_BAD_CONFIG (hparams unchanged). */
+ST_MUST_CHECK
+enum st_status st_model_set_rope(struct st_model *m, const struct st_rope_override *ov,
+                                 struct st_err *err);
+
 /* ---- facts (any thread once open returned) ---------------------------- */
 
 const struct st_gguf *st_model_gguf(const struct st_model *m);            /* borrowed */

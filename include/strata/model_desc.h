@@ -25,12 +25,16 @@
 
 #include "strata/err.h"
 #include "strata/gguf.h"
+#include "strata/rope.h"
 
 enum st_arch {
     ST_ARCH_LLAMA,
     ST_ARCH_QWEN3,
     ST_ARCH_QWEN3MOE,
 };
+
+/* rope.scaling.type. */
+enum st_rope_scaling { ST_ROPE_SCALING_NONE, ST_ROPE_SCALING_LINEAR, ST_ROPE_SCALING_YARN };
 
 struct st_hparams {
     enum st_arch arch;
@@ -51,7 +55,18 @@ struct st_hparams {
     int64_t  n_ff_exp;         /* F: expert_feed_forward_length (default n_ff / k) */
     float    rms_eps;          /* attention.layer_norm_rms_epsilon */
     float    rope_freq_base;   /* rope.freq_base (default 10000) */
-    float    rope_freq_scale;  /* 1 / rope.scaling.factor when linear scaling is set, else 1 */
+    float    rope_freq_scale;  /* 1 / rope_factor under linear or yarn scaling, else 1 */
+    enum st_rope_scaling rope_scaling;  /* rope.scaling.type (or --rope-scaling) */
+    float    rope_factor;      /* rope.scaling.factor (or --rope-scale); 0 = none given
+                                * (yarn without the key: 1, as llama.cpp) */
+    int64_t  rope_n_ctx_orig;  /* yarn: rope.scaling.original_context_length (or
+                                * --yarn-orig-ctx; default n_ctx_train); 0 otherwise */
+    float    yarn_ext_factor;  /* rope.scaling.yarn_ext_factor (default 1) */
+    float    yarn_attn_factor; /* rope.scaling.yarn_attn_factor, else .attn_factor (default 1) */
+    float    yarn_beta_fast;   /* rope.scaling.yarn_beta_fast (default 32) */
+    float    yarn_beta_slow;   /* rope.scaling.yarn_beta_slow (default 1) */
+    struct st_rope_params rope;  /* what the layer program passes to the rope ops, derived
+                                  * from the fields above (st_hparams_rope_override) */
     bool     rope_neox;        /* NEOX pairing (i, i + n_rot/2): qwen3*; false for llama */
     bool     qk_norm;          /* per-head RMSNorm of q and k before rope (qwen3*) */
     bool     tied_output;      /* no output.weight: the LM head is token_embd */
@@ -104,6 +119,25 @@ enum st_status st_model_desc_load(const struct st_gguf *g, struct st_model_desc 
 
 /* NULL is a no-op. */
 void st_model_desc_free(struct st_model_desc *d);
+
+/* Serving-time rope overrides (llama-server's --rope-scaling, --rope-scale,
+ * --yarn-orig-ctx); each field left at its "file" value keeps the GGUF's. */
+struct st_rope_override {
+    int32_t scaling;     /* -1 = the file's; else an enum st_rope_scaling */
+    float   factor;      /* 0 = the file's rope.scaling.factor; else > 0 */
+    int64_t n_ctx_orig;  /* 0 = the file's (yarn); else > 0 */
+};
+
+/* Applies ov (NULL = none) to hp's rope fields and recomputes hp->rope.
+ * Errors (ST_ERR_BAD_CONFIG, hp untouched): scaling out of range, a
+ * factor <= 0 or non-finite, yarn or linear without any factor, a factor
+ * with scaling none, yarn's original context < 1. */
+ST_MUST_CHECK
+enum st_status st_hparams_rope_override(struct st_hparams *hp, const struct st_rope_override *ov,
+                                        struct st_err *err);
+
+/* "none", "linear", "yarn". */
+const char *st_rope_scaling_name(enum st_rope_scaling s);
 
 /* "qwen3moe" etc. */
 const char *st_arch_name(enum st_arch a);

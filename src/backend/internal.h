@@ -31,8 +31,8 @@
     X(silu_mul, (struct st_backend *be, ST_T out, ST_T gate, ST_T up, struct st_err *err), \
       (be, out, gate, up, err))                                                        \
     X(rope, (struct st_backend *be, ST_T out, ST_T x, ST_T pos, int32_t head_dim,       \
-             int32_t n_rot, float freq_base, float freq_scale, struct st_err *err),    \
-      (be, out, x, pos, head_dim, n_rot, freq_base, freq_scale, err))                  \
+             const struct st_rope_params *rope, struct st_err *err),                   \
+      (be, out, x, pos, head_dim, rope, err))                                          \
     X(attention, (struct st_backend *be, ST_T out, ST_T q, ST_T k, ST_T v, ST_T kcache, \
                   ST_T vcache, ST_T slot, ST_T pos, int32_t n_head, int32_t n_head_kv,  \
                   float scale, struct st_err *err),                                    \
@@ -41,9 +41,8 @@
                      struct st_err *err),                                              \
       (be, h, x, o, w, eps, err))                                                      \
     X(rms_norm_rope, (struct st_backend *be, ST_T out, ST_T x, ST_T w, ST_T pos,        \
-                      int32_t n_rot, float freq_base, float freq_scale, float eps,     \
-                      struct st_err *err),                                             \
-      (be, out, x, w, pos, n_rot, freq_base, freq_scale, eps, err))                    \
+                      const struct st_rope_params *rope, float eps, struct st_err *err), \
+      (be, out, x, w, pos, rope, eps, err))                                            \
     X(moe_route, (struct st_backend *be, ST_T sel, ST_T weights, ST_T x, ST_T router,   \
                   struct st_err *err),                                                 \
       (be, sel, weights, x, router, err))                                              \

@@ -4,6 +4,7 @@
  * Stacked expert weights are 3-D with ne[3] = 1; KV caches are 3-D views
  * of one layer.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -100,22 +101,36 @@ enum st_status st_check_silu_mul(struct st_backend *be, ST_T out, ST_T gate, ST_
     return check_same3(be, "silu_mul", out, gate, up, err);
 }
 
-enum st_status st_check_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos,
-                             int32_t head_dim, int32_t n_rot, float freq_base,
-                             float freq_scale, struct st_err *err)
+/* The rope parameters alone: finite, in range, ramp ends ordered. */
+static bool rope_params_ok(const struct st_rope_params *r, int32_t head_dim)
 {
+    return r->n_rot > 0 && r->n_rot % 2 == 0 && r->n_rot <= head_dim &&
+           isfinite(r->freq_base) && r->freq_base > 0.0f && isfinite(r->freq_scale) &&
+           r->freq_scale > 0.0f && isfinite(r->ext_factor) && r->ext_factor >= 0.0f &&
+           isfinite(r->attn_factor) && r->attn_factor > 0.0f && isfinite(r->corr_low) &&
+           isfinite(r->corr_high) && r->corr_low >= 0.0f && r->corr_high >= r->corr_low;
+}
+
+enum st_status st_check_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos,
+                             int32_t head_dim, const struct st_rope_params *rope,
+                             struct st_err *err)
+{
+    if (!rope)
+        return st_err_set(err, ST_ERR_INVALID, "rope: no rope parameters");
     if (!ok(be, x, F32, 2))
         return bad(err, "rope", "x", x);
     if (!ok(be, out, F32, 2) || out->ne[0] != x->ne[0] || out->ne[1] != x->ne[1])
         return bad(err, "rope", "out", out);
     if (!ok(be, pos, I32, 1) || pos->ne[0] != x->ne[1])
         return bad(err, "rope", "pos", pos);
-    if (head_dim <= 0 || x->ne[0] % head_dim != 0 || n_rot <= 0 || n_rot % 2 != 0 ||
-        n_rot > head_dim || !(freq_base > 0.0f) || !(freq_scale > 0.0f))
+    if (head_dim <= 0 || x->ne[0] % head_dim != 0 || !rope_params_ok(rope, head_dim))
         return st_err_set(err, ST_ERR_INVALID,
-                          "rope: head_dim %d, n_rot %d, base %g, scale %g do not fit a row of %lld",
-                          head_dim, n_rot, (double)freq_base, (double)freq_scale,
-                          (long long)x->ne[0]);
+                          "rope: head_dim %d, n_rot %d, base %g, scale %g, ext %g, attn %g, "
+                          "ramp %g..%g do not fit a row of %lld",
+                          head_dim, rope->n_rot, (double)rope->freq_base,
+                          (double)rope->freq_scale, (double)rope->ext_factor,
+                          (double)rope->attn_factor, (double)rope->corr_low,
+                          (double)rope->corr_high, (long long)x->ne[0]);
     return ST_OK;
 }
 
@@ -169,15 +184,14 @@ enum st_status st_check_add_rms_norm(struct st_backend *be, ST_T h, ST_T x, ST_T
 }
 
 enum st_status st_check_rms_norm_rope(struct st_backend *be, ST_T out, ST_T x, ST_T w, ST_T pos,
-                                      int32_t n_rot, float freq_base, float freq_scale,
-                                      float eps, struct st_err *err)
+                                      const struct st_rope_params *rope, float eps,
+                                      struct st_err *err)
 {
     if (!ok(be, w, F32, 1) || w->ne[0] > INT32_MAX)
         return bad(err, "rms_norm_rope", "w", w);
     enum st_status rc = st_check_rms_norm(be, out, x, w, eps, err);
     if (rc == ST_OK)
-        rc = st_check_rope(be, out, out, pos, (int32_t)w->ne[0], n_rot, freq_base, freq_scale,
-                           err);
+        rc = st_check_rope(be, out, out, pos, (int32_t)w->ne[0], rope, err);
     return rc;
 }
 

@@ -241,6 +241,12 @@ static void inherit(const struct st_config *c, struct st_config_model *m)
         m->parallel = c->parallel;
     if (st_config_given(c, ST_OPT_CTX_SIZE) || m->ctx_size == 0)
         m->ctx_size = c->ctx_size;
+    if (st_config_given(c, ST_OPT_ROPE_SCALING) || m->rope_scaling == ST_CFG_ROPE_MODEL)
+        m->rope_scaling = c->rope_scaling;
+    if (st_config_given(c, ST_OPT_ROPE_SCALE) || m->rope_scale == 0)
+        m->rope_scale = c->rope_scale;
+    if (st_config_given(c, ST_OPT_YARN_ORIG_CTX) || m->yarn_orig_ctx == 0)
+        m->yarn_orig_ctx = c->yarn_orig_ctx;
     if (st_config_given(c, ST_OPT_GPUS) || m->gpus.n == 0)
         m->gpus = c->gpus;
 }
@@ -300,6 +306,10 @@ static enum st_status check_models(struct st_config *c, struct st_err *err)
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s.name: \"%s\" is already the name or an alias of models[%zu]",
                               where, m->name, owner);
+        if (m->rope_scaling == ST_CFG_ROPE_NONE && m->rope_scale != 0)
+            return st_err_set(err, ST_ERR_BAD_CONFIG,
+                              "%s: rope_scale %g needs rope_scaling linear or yarn (it is none)",
+                              where, m->rope_scale);
         for (size_t a = 0; a < m->n_aliases; a++) {
             bool self = strcmp(m->aliases[a], m->name) == 0;
             for (size_t b = 0; b < a && !self; b++)

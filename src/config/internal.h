@@ -44,6 +44,8 @@ struct st_cfg_def {
     const char *const *choices;   /* NULL-terminated, in enum order */
     const char *metavar;     /* "N", "PATH" */
     const char *help;        /* one line for --help */
+    const char *zero;        /* --help's default when the value is 0 ("model": the GGUF's);
+                              * NULL = the number */
 };
 
 /* The server-level settings, ST_OPT_COUNT of them, in enum st_opt order. */

@@ -30,12 +30,14 @@ static const char *const logfmt_choices[] = { "text", "json", NULL };
 static const char *const reasoning_choices[] = { "deepseek", "none", NULL };
 static const char *const loglevel_choices[] = { "debug", "info", "warn", "error", NULL };
 static const char *const spec_choices[] = { "none", "ngram", NULL };
+static const char *const rope_choices[] = { "model", "none", "linear", "yarn", NULL };
 
 /* Enums are stored through the table as int: make sure that is their size. */
 _Static_assert(sizeof(enum st_cfg_backend) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_log_level) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_cfg_reasoning) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_cfg_spec) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum st_cfg_rope_scaling) == sizeof(int), "enum size");
 /* st_config.given has one bit per option. */
 _Static_assert(ST_OPT_COUNT <= 64, "st_config.given is a uint64_t");
 
@@ -95,6 +97,16 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
     [ST_OPT_CTX_SIZE] = { ST_OPT_CTX_SIZE, "--ctx-size", "-c", "ctx_size", ST_CFG_INT64,
         OFF(ctx_size), NO_HAS, .imin = 1, .imax = INT32_MAX, .metavar = "N",
         .help = "context tokens per slot" },
+    [ST_OPT_ROPE_SCALING] = { ST_OPT_ROPE_SCALING, "--rope-scaling", NULL, "rope_scaling",
+        ST_CFG_CHOICE, OFF(rope_scaling), NO_HAS, .choices = rope_choices,
+        .help = "rope scaling past the trained context: none, linear, yarn; model = the GGUF's" },
+    [ST_OPT_ROPE_SCALE] = { ST_OPT_ROPE_SCALE, "--rope-scale", NULL, "rope_scale", ST_CFG_DOUBLE,
+        OFF(rope_scale), NO_HAS, .dmin = 0, .dmin_excl = true, .metavar = "N",
+        .help = "rope scaling factor: the context grows N times (Qwen3 with yarn: 4)",
+        .zero = "model" },
+    [ST_OPT_YARN_ORIG_CTX] = { ST_OPT_YARN_ORIG_CTX, "--yarn-orig-ctx", NULL, "yarn_orig_ctx",
+        ST_CFG_INT64, OFF(yarn_orig_ctx), NO_HAS, .imin = 1, .imax = INT32_MAX, .metavar = "N",
+        .help = "yarn: the context the model was trained on (Qwen3: 32768)", .zero = "model" },
     [ST_OPT_UBATCH] = { ST_OPT_UBATCH, "--ubatch", NULL, "ubatch", ST_CFG_INT32, OFF(ubatch),
         NO_HAS, I32(1, 65536), .metavar = "N", .help = "prompt tokens read per step (one chunk)" },
     [ST_OPT_THREADS] = { ST_OPT_THREADS, "--threads", "-t", "threads", ST_CFG_INT32,
@@ -174,6 +186,12 @@ const struct st_cfg_def st_cfg_model_fields[] = {
     { -1, NULL, NULL, "priority", ST_CFG_INT32, MOFF(priority), NO_HAS, I32(INT32_MIN, INT32_MAX) },
     { -1, NULL, NULL, "parallel", ST_CFG_INT32, MOFF(parallel), NO_HAS, I32(1, 1024) },
     { -1, NULL, NULL, "ctx_size", ST_CFG_INT64, MOFF(ctx_size), NO_HAS, .imin = 1,
+      .imax = INT32_MAX },
+    { -1, NULL, NULL, "rope_scaling", ST_CFG_CHOICE, MOFF(rope_scaling), NO_HAS,
+      .choices = rope_choices },
+    { -1, NULL, NULL, "rope_scale", ST_CFG_DOUBLE, MOFF(rope_scale), NO_HAS, .dmin = 0,
+      .dmin_excl = true },
+    { -1, NULL, NULL, "yarn_orig_ctx", ST_CFG_INT64, MOFF(yarn_orig_ctx), NO_HAS, .imin = 1,
       .imax = INT32_MAX },
     { -1, NULL, NULL, "gpus", ST_CFG_GPUS, MOFF(gpus), NO_HAS, .help = "devices" },
     { -1, NULL, NULL, "ttl", ST_CFG_DOUBLE, MOFF(ttl_s), NO_HAS, .dmin = 0 },
@@ -558,7 +576,10 @@ void st_cfg_render(const struct st_cfg_def *d, const void *base, char *out, size
         return;
     case ST_CFG_INT64:
         memcpy(&i64, field, sizeof(i64));
-        snprintf(out, cap, "%lld", (long long)i64);
+        if (i64 == 0 && d->zero)
+            snprintf(out, cap, "%s", d->zero);
+        else
+            snprintf(out, cap, "%lld", (long long)i64);
         return;
     case ST_CFG_SIZE:
         memcpy(&sz, field, sizeof(sz));
@@ -566,7 +587,10 @@ void st_cfg_render(const struct st_cfg_def *d, const void *base, char *out, size
         return;
     case ST_CFG_DOUBLE:
         memcpy(&x, field, sizeof(x));
-        snprintf(out, cap, "%g", x);
+        if (x == 0 && d->zero)
+            snprintf(out, cap, "%s", d->zero);
+        else
+            snprintf(out, cap, "%g", x);
         return;
     case ST_CFG_STRING:
         memcpy(&s, field, sizeof(s));

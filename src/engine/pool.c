@@ -123,13 +123,12 @@ enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model,
         return rc;
     }
     case ST_BACKEND_CPU:    /* the model runner (runner_model.c) */
-        return st_runner_model_new(m->path, "cpu", -1, p->cfg.threads, m->parallel,
-                                   m->ctx_size, p->cfg.ubatch, out, err);
+        return st_runner_model_new_cfg(m, "cpu", -1, p->cfg.threads, p->cfg.ubatch, out, err);
     case ST_BACKEND_CUDA:
         if (!backend_built(ST_BACKEND_CUDA))
             break;
-        return st_runner_model_new(m->path, "cuda", device < 0 ? 0 : device, p->cfg.threads,
-                                   m->parallel, m->ctx_size, p->cfg.ubatch, out, err);
+        return st_runner_model_new_cfg(m, "cuda", device < 0 ? 0 : device, p->cfg.threads,
+                                       p->cfg.ubatch, out, err);
     }
     return st_err_set(err, ST_ERR_UNSUPPORTED,
                       "backend 'cuda' is not built in (this build has no nvcc); start with "

@@ -354,4 +354,14 @@ enum st_status st_runner_model_new(const char *gguf_path, const char *backend_na
                                    int32_t device, int32_t n_threads, int32_t n_slots, int64_t n_ctx,
                                    int32_t ubatch, struct st_runner **out, struct st_err *err);
 
+/* st_runner_model_new for one pool model (path, parallel, ctx_size) with
+ * its rope scaling (rope_scaling, rope_scale, yarn_orig_ctx) applied over
+ * the GGUF's (the load warns when ctx_size outgrows the trained context
+ * and no scaling is on). Errors as st_runner_model_new, plus
+ * ST_ERR_BAD_CONFIG for a scaling the model cannot take. */
+struct st_model_config;
+enum st_status st_runner_model_new_cfg(const struct st_model_config *m, const char *backend_name,
+                                       int32_t device, int32_t n_threads, int32_t ubatch,
+                                       struct st_runner **out, struct st_err *err);
+
 #endif /* STRATA_ENGINE_RUNNER_H */

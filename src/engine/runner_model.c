@@ -56,6 +56,7 @@
 
 #include "runner_model.h"
 #include "strata/backend.h"
+#include "strata/engine.h"
 #include "strata/log.h"
 
 static void free_rows(struct model_runner *r)
@@ -498,4 +499,25 @@ enum st_status st_runner_model_new(const char *gguf_path, const char *backend_na
     }
     *out = &r->base;
     return ST_OK;
+}
+
+enum st_status st_runner_model_new_cfg(const struct st_model_config *m, const char *backend_name,
+                                       int32_t device, int32_t n_threads, int32_t ubatch,
+                                       struct st_runner **out, struct st_err *err)
+{
+    enum st_status rc = st_runner_model_new(m->path, backend_name, device, n_threads,
+                                            m->parallel, m->ctx_size, ubatch, out, err);
+    if (rc != ST_OK)
+        return rc;
+    struct model_runner *r = (struct model_runner *)*out;
+    /* engine.h's 0 = the file's .. 3 = yarn; the override's -1 = the file's */
+    struct st_rope_override ov = { m->rope_scaling - 1, (float)m->rope_scale, m->yarn_orig_ctx };
+    struct st_err e = { ST_OK, "" };
+    rc = st_model_set_rope(r->model, &ov, &e);
+    if (rc != ST_OK) {
+        st_runner_free(*out);
+        *out = NULL;
+        return st_err_set(err, rc, "model '%s': %.200s", m->name ? m->name : "?", e.msg);
+    }
+    return ST_OK;      /* st_model_load warns about a context past the trained one */
 }

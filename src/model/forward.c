@@ -78,11 +78,9 @@ static enum st_status norm_rope(struct st_model *m, const struct st_tensor *t,
 {
     const struct st_hparams *hp = &m->desc->hp;
     if (hp->qk_norm)
-        return st_backend_rms_norm_rope(m->be, t, t, norm, &r->pos, (int32_t)hp->n_rot,
-                                        hp->rope_freq_base, hp->rope_freq_scale, hp->rms_eps,
+        return st_backend_rms_norm_rope(m->be, t, t, norm, &r->pos, &hp->rope, hp->rms_eps,
                                         err);
-    return st_backend_rope(m->be, t, t, &r->pos, (int32_t)hp->head_dim_k, (int32_t)hp->n_rot,
-                           hp->rope_freq_base, hp->rope_freq_scale, err);
+    return st_backend_rope(m->be, t, t, &r->pos, (int32_t)hp->head_dim_k, &hp->rope, err);
 }
 
 /* h = rmsnorm(x) * attn_norm (unless h_ready: the previous layer's fused

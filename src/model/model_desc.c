@@ -2,6 +2,7 @@
  * every layer, each checked for presence, shape and type (ENGINE.md 3.1,
  * 3.2 and 4.1). Defaults and required keys follow llama.cpp's loader.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,25 +81,157 @@ static enum st_status key_float(struct ctx *c, const char *suffix, bool required
     return ST_OK;
 }
 
+/* <arch>.<suffix> as a finite number, def when absent; *found says which. */
+static enum st_status key_num(struct ctx *c, const char *suffix, float def, float *out,
+                              bool *found)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "%s.%s", c->arch, suffix);
+    const struct st_gguf_kv *kv = st_gguf_find_kv(c->g, key);
+    double v;
+    *found = kv != NULL;
+    *out = def;
+    if (!kv)
+        return ST_OK;
+    if (!st_gguf_kv_f64(kv, &v) || !isfinite(v))
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' must be a number", key);
+    *out = (float)v;
+    return ST_OK;
+}
+
+/* YaRN's keys (llama.cpp's names); defaults are every published model's. */
+static enum st_status read_yarn(struct ctx *c, struct st_hparams *hp)
+{
+    bool found, found2;
+    float logmul, attn;
+    enum st_status rc = key_int(c, "rope.scaling.original_context_length", false, 0,
+                                &hp->rope_n_ctx_orig);
+    if (rc == ST_OK) rc = key_num(c, "rope.scaling.yarn_ext_factor", 1.0f, &hp->yarn_ext_factor, &found);
+    if (rc == ST_OK) rc = key_num(c, "rope.scaling.yarn_beta_fast", 32.0f, &hp->yarn_beta_fast, &found);
+    if (rc == ST_OK) rc = key_num(c, "rope.scaling.yarn_beta_slow", 1.0f, &hp->yarn_beta_slow, &found);
+    if (rc == ST_OK) rc = key_num(c, "rope.scaling.attn_factor", 1.0f, &attn, &found);
+    if (rc == ST_OK) rc = key_num(c, "rope.scaling.yarn_attn_factor", attn, &hp->yarn_attn_factor,
+                                  &found2);
+    if (rc == ST_OK) rc = key_num(c, "rope.scaling.yarn_log_multiplier", 0.0f, &logmul, &found);
+    if (rc != ST_OK)
+        return rc;
+    if (logmul != 0.0f)      /* DeepSeek's mscale_all_dim: a different attention scale */
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s.rope.scaling.yarn_log_multiplier "
+                          "(%g) is not supported", c->arch, (double)logmul);
+    if (!(hp->yarn_ext_factor >= 0.0f) || !(hp->yarn_attn_factor > 0.0f) ||
+        !(hp->yarn_beta_fast > 0.0f) || !(hp->yarn_beta_slow > 0.0f))
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: yarn keys out of range (ext_factor "
+                          "%g, attn_factor %g, beta_fast %g, beta_slow %g)",
+                          (double)hp->yarn_ext_factor, (double)hp->yarn_attn_factor,
+                          (double)hp->yarn_beta_fast, (double)hp->yarn_beta_slow);
+    return ST_OK;
+}
+
+/* rope.scaling.*: the type and factor, yarn's keys; hp->rope follows. */
 static enum st_status read_rope_scaling(struct ctx *c, struct st_hparams *hp)
 {
     char key[128];
     struct st_str type = { "none", 4 };
+    bool found;
     snprintf(key, sizeof(key), "%s.rope.scaling.type", c->arch);
     const struct st_gguf_kv *kv = st_gguf_find_kv(c->g, key);
-    hp->rope_freq_scale = 1.0f;
+    hp->yarn_ext_factor = 1.0f;
+    hp->yarn_attn_factor = 1.0f;
+    hp->yarn_beta_fast = 32.0f;
+    hp->yarn_beta_slow = 1.0f;
     if (kv && !st_gguf_kv_str(kv, &type))
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' must be a string", key);
-    if (st_str_eq_c(type, "none"))
-        return ST_OK;
-    if (!st_str_eq_c(type, "linear"))
+    enum st_status rc = ST_OK;
+    hp->rope_factor = 0.0f;      /* 0 = none given */
+    if (st_str_eq_c(type, "none")) {
+        hp->rope_scaling = ST_ROPE_SCALING_NONE;
+    } else if (st_str_eq_c(type, "linear")) {
+        hp->rope_scaling = ST_ROPE_SCALING_LINEAR;
+        rc = key_float(c, "rope.scaling.factor", true, 1.0f, &hp->rope_factor);
+    } else if (st_str_eq_c(type, "yarn")) {
+        hp->rope_scaling = ST_ROPE_SCALING_YARN;
+        rc = key_num(c, "rope.scaling.factor", 1.0f, &hp->rope_factor, &found);  /* llama.cpp's */
+        if (rc == ST_OK && found && !(hp->rope_factor > 0.0f))
+            rc = st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s.rope.scaling.factor' "
+                            "must be a positive number", c->arch);
+        if (rc == ST_OK)
+            rc = read_yarn(c, hp);
+    } else {
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: rope scaling '%.*s' is not supported",
                           (int)ST_MIN(type.len, 32), type.ptr);
-    float factor = 1.0f;
-    enum st_status rc = key_float(c, "rope.scaling.factor", true, 1.0f, &factor);
-    if (rc == ST_OK)
-        hp->rope_freq_scale = 1.0f / factor;
-    return rc;
+    }
+    if (rc != ST_OK)
+        return rc;
+    struct st_err e = { ST_OK, "" };
+    if (st_hparams_rope_override(hp, NULL, &e) != ST_OK)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %.200s", e.msg);
+    return ST_OK;
+}
+
+const char *st_rope_scaling_name(enum st_rope_scaling s)
+{
+    switch (s) {
+    case ST_ROPE_SCALING_NONE:   return "none";
+    case ST_ROPE_SCALING_LINEAR: return "linear";
+    case ST_ROPE_SCALING_YARN:   return "yarn";
+    }
+    return "?";
+}
+
+/* The scaling, factor and original context after ov, checked. */
+static enum st_status rope_choose(const struct st_hparams *hp, const struct st_rope_override *ov,
+                                  enum st_rope_scaling *type, float *factor, int64_t *orig,
+                                  struct st_err *err)
+{
+    bool ov_factor = ov && ov->factor != 0.0f;
+    *type = ov && ov->scaling >= 0 ? (enum st_rope_scaling)ov->scaling : hp->rope_scaling;
+    *factor = ov_factor ? ov->factor : hp->rope_factor;
+    *orig = ov && ov->n_ctx_orig != 0 ? ov->n_ctx_orig : hp->rope_n_ctx_orig;
+    if (ov && (ov->scaling < -1 || ov->scaling > ST_ROPE_SCALING_YARN))
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "rope scaling %d is not none, linear or yarn",
+                          (int)ov->scaling);
+    if (ov_factor && (!isfinite(ov->factor) || !(ov->factor > 0.0f)))
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "rope scale %g must be a number > 0",
+                          (double)ov->factor);
+    if (ov && ov->n_ctx_orig < 0)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "yarn original context %lld must be >= 1",
+                          (long long)ov->n_ctx_orig);
+    if (*type == ST_ROPE_SCALING_NONE && ov_factor)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "--rope-scale %g needs --rope-scaling linear "
+                          "or yarn (the rope scaling is none)", (double)ov->factor);
+    if (*type != ST_ROPE_SCALING_NONE && !(*factor > 0.0f))
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "rope scaling %s needs a factor: the model has "
+                          "none, give --rope-scale N", st_rope_scaling_name(*type));
+    if (*type == ST_ROPE_SCALING_YARN && *orig <= 0)
+        *orig = hp->n_ctx_train;
+    if (*type == ST_ROPE_SCALING_YARN && *orig <= 0)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "yarn needs the original context: the model "
+                          "has none, give --yarn-orig-ctx N");
+    return ST_OK;
+}
+
+enum st_status st_hparams_rope_override(struct st_hparams *hp, const struct st_rope_override *ov,
+                                        struct st_err *err)
+{
+    enum st_rope_scaling type;
+    float factor;
+    int64_t orig;
+    enum st_status rc = rope_choose(hp, ov, &type, &factor, &orig, err);
+    if (rc != ST_OK)
+        return rc;
+    hp->rope_scaling = type;
+    hp->rope_factor = factor;
+    hp->rope_freq_scale = type == ST_ROPE_SCALING_NONE ? 1.0f : 1.0f / factor;
+    hp->rope_n_ctx_orig = type == ST_ROPE_SCALING_YARN ? orig : 0;
+    if (type == ST_ROPE_SCALING_YARN)
+        hp->rope = st_rope_params_init((int32_t)hp->n_rot, hp->rope_freq_base,
+                                       hp->rope_freq_scale, hp->yarn_ext_factor,
+                                       hp->yarn_attn_factor, orig, hp->yarn_beta_fast,
+                                       hp->yarn_beta_slow);
+    else     /* none/linear: ext_factor 0, attn_factor 1 (the pre-YaRN op, bit for bit) */
+        hp->rope = st_rope_params_init((int32_t)hp->n_rot, hp->rope_freq_base,
+                                       hp->rope_freq_scale, 0.0f, 1.0f, 0, 0.0f, 0.0f);
+    return ST_OK;
 }
 
 static enum st_status read_counts(struct ctx *c, struct st_hparams *hp)

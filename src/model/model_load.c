@@ -10,6 +10,7 @@
  * llama's q and k rows are permuted into NEOX order here (see forward.h);
  * those two matrices per layer are the only copies.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +253,26 @@ static void release_act(struct st_backend *be, struct st_fwd_act *a)
 
 /* ---- load ------------------------------------------------------------- */
 
+/* A context past what the positions were trained for: without rope
+ * scaling past context_length, under YaRN past original length * factor
+ * (linear: the file's context_length is ambiguous there, no warning). */
+static void warn_context(const struct st_hparams *hp, int64_t n_ctx)
+{
+    if (hp->rope_scaling == ST_ROPE_SCALING_NONE && hp->n_ctx_train > 0 &&
+        n_ctx > hp->n_ctx_train)
+        st_log(ST_LOG_WARN, "model", "context %lld is above the model's trained %lld and no "
+               "rope scaling is on: output past %lld tokens may degrade; for Qwen3: "
+               "--rope-scaling yarn --rope-scale %g --yarn-orig-ctx %lld (docs/CLI.md "
+               "\"Long context\")", (long long)n_ctx, (long long)hp->n_ctx_train,
+               (long long)hp->n_ctx_train, ceil((double)n_ctx / (double)hp->n_ctx_train),
+               (long long)hp->n_ctx_train);
+    double reach = (double)hp->rope_n_ctx_orig * hp->rope_factor;
+    if (hp->rope_scaling == ST_ROPE_SCALING_YARN && (double)n_ctx > reach)
+        st_log(ST_LOG_WARN, "model", "context %lld is above the %.0f positions yarn reaches "
+               "(%lld x %g): output past them may degrade; raise --rope-scale",
+               (long long)n_ctx, reach, (long long)hp->rope_n_ctx_orig, (double)hp->rope_factor);
+}
+
 static enum st_status resolve_params(struct st_model *m, const struct st_model_params *in,
                                      struct st_err *err)
 {
@@ -273,10 +294,7 @@ static enum st_status resolve_params(struct st_model *m, const struct st_model_p
         return st_err_set(err, ST_ERR_UNSUPPORTED, "%s: key length %lld != value length %lld "
                           "is not supported", m->path, (long long)hp->head_dim_k,
                           (long long)hp->head_dim_v);
-    if (hp->n_ctx_train > 0 && p.n_ctx > hp->n_ctx_train)
-        st_log(ST_LOG_WARN, "model", "context %lld is above the model's trained %lld: output "
-               "past %lld tokens may degrade", (long long)p.n_ctx,
-               (long long)hp->n_ctx_train, (long long)hp->n_ctx_train);
+    warn_context(hp, p.n_ctx);
     m->p = p;
     return ST_OK;
 }
@@ -394,6 +412,12 @@ void st_model_free(struct st_model *m)
     st_gguf_close(m->gguf);
     free(m->path);
     free(m);
+}
+
+enum st_status st_model_set_rope(struct st_model *m, const struct st_rope_override *ov,
+                                 struct st_err *err)
+{
+    return st_hparams_rope_override(&m->desc->hp, ov, err);
 }
 
 /* ---- facts ------------------------------------------------------------ */

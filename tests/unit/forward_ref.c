@@ -203,6 +203,19 @@ static void rmsnorm(float *out, const float *x, const float *g, int64_t n, float
         out[i] = x[i] * scale * g[i];
 }
 
+/* YaRN's angle of pair i in double from its definition (pos * (interp *
+ * (1 - m) + extrap * m), m = ramp(i) * ext_factor), and the cos/sin
+ * multiplier; the ramp ends come from hp->rope (st_rope_params_init). */
+static double yarn_theta(const struct st_hparams *hp, int64_t pos, int64_t i, double *ms)
+{
+    const struct st_rope_params *p = &hp->rope;
+    double extrap = (double)pos * pow((double)p->freq_base, -2.0 * (double)i / (double)p->n_rot);
+    double y = ((double)i - p->corr_low) / fmax(0.001, (double)p->corr_high - p->corr_low);
+    double m = (1.0 - fmin(1.0, fmax(0.0, y))) * p->ext_factor;
+    *ms = p->attn_factor * (1.0 + 0.1 * log(1.0 / (double)p->freq_scale));
+    return extrap * p->freq_scale * (1.0 - m) + extrap * m;
+}
+
 /* Rotate each head's pairs: NEOX (i, i + n_rot/2) or adjacent (2i, 2i+1). */
 static void rope(float *x, int64_t n_head, const struct st_hparams *hp, int64_t pos)
 {
@@ -210,12 +223,14 @@ static void rope(float *x, int64_t n_head, const struct st_hparams *hp, int64_t 
     for (int64_t h = 0; h < n_head; h++) {
         float *v = x + h * d;
         for (int64_t i = 0; i < nr / 2; i++) {
-            double theta = (double)pos * hp->rope_freq_scale *
+            double ms = 1.0, theta = (double)pos * hp->rope_freq_scale *
                            pow((double)hp->rope_freq_base, -2.0 * (double)i / (double)nr);
+            if (hp->rope.ext_factor != 0.0f)
+                theta = yarn_theta(hp, pos, i, &ms);
             int64_t a = hp->rope_neox ? i : 2 * i, b = hp->rope_neox ? i + nr / 2 : 2 * i + 1;
             double x0 = v[a], x1 = v[b];
-            v[a] = (float)(x0 * cos(theta) - x1 * sin(theta));
-            v[b] = (float)(x0 * sin(theta) + x1 * cos(theta));
+            v[a] = (float)(ms * (x0 * cos(theta) - x1 * sin(theta)));
+            v[b] = (float)(ms * (x0 * sin(theta) + x1 * cos(theta)));
         }
     }
 }

@@ -19,6 +19,11 @@
 #include "strata/quant.h"
 #include "support.h"
 
+/* Rope parameters without YaRN (ext_factor 0, attn_factor 1): what the op
+ * took as loose floats before st_rope_params. */
+#define ROPE(n_rot, base, scale) \
+    (&(struct st_rope_params){ (n_rot), (base), (scale), 0.0f, 1.0f, 0.0f, 0.0f })
+
 static const enum st_dtype wtypes[] = {
     ST_DTYPE_F32, ST_DTYPE_F16, ST_DTYPE_BF16, ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K,
     ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS,
@@ -426,7 +431,7 @@ static void check_rope(int32_t d, int32_t n_rot, int32_t heads)
     int64_t c = (int64_t)d * heads;
     float *x = rand_floats(c * 3, 1.0f);
     struct st_tensor xt = mk_f32(x, c, 3), pt = mk_i32(pos, 3), out = mk(ST_DTYPE_F32, c, 3, 1);
-    ck_assert_int_eq(st_backend_rope(be, &out, &xt, &pt, d, n_rot, 1e6f, 1.0f, NULL), ST_OK);
+    ck_assert_int_eq(st_backend_rope(be, &out, &xt, &pt, d, ROPE(n_rot, 1e6f, 1.0f), NULL), ST_OK);
     float *got = read_f32(&out);
     for (int r = 0; r < 3; r++)
         for (int h = 0; h < heads; h++) {
@@ -453,6 +458,132 @@ START_TEST(test_backend_cpu_rope_neox)
     seed_state = 51;
     check_rope(64, 64, 4);
     check_rope(128, 64, 2);     /* partial rotation: dims >= n_rot pass through */
+}
+END_TEST
+
+/* YaRN in double, straight from the definition (rope.h's file comment):
+ * the angle of pair k at position p and the cos/sin multiplier. */
+static double yarn_theta(double p, int k, int n_rot, double base, double factor, double orig,
+                         double *mscale)
+{
+    const double pi = 3.14159265358979323846;
+    double lo = floor(n_rot * log(orig / (32.0 * 2 * pi)) / (2 * log(base)));
+    double hi = ceil(n_rot * log(orig / (1.0 * 2 * pi)) / (2 * log(base)));
+    lo = lo > 0 ? lo : 0;
+    hi = hi < n_rot - 1 ? hi : n_rot - 1;
+    double y = (k - lo) / (hi - lo > 0.001 ? hi - lo : 0.001);
+    double ramp = 1.0 - (y < 0 ? 0 : y > 1 ? 1 : y);
+    double extrap = p * pow(base, -2.0 * k / n_rot), interp = extrap / factor;
+    *mscale = 1.0 + 0.1 * log(factor);
+    return interp * (1.0 - ramp) + extrap * ramp;
+}
+
+/* The CPU rope under YaRN (factor 4 over 32768 trained positions, Qwen3's
+ * recommendation) against the double reference, up to 131072. The float
+ * angle pos * inv_freq carries a few ulp of |theta|, so the bound grows
+ * with theta; in the ramp (where a wrong formula shows) theta is small. */
+static void check_rope_yarn(int32_t d, int32_t n_rot, float base)
+{
+    enum { NP = 8 };
+    int32_t pos[NP] = { 0, 1, 4095, 32767, 32768, 65537, 131071, 131072 };
+    int64_t c = (int64_t)d * 2;
+    float *x = rand_floats(c * NP, 1.0f);
+    struct st_tensor xt = mk_f32(x, c, NP), pt = mk_i32(pos, NP), out = mk(ST_DTYPE_F32, c, NP, 1);
+    struct st_rope_params rp = st_rope_params_init(n_rot, base, 0.25f, 1.0f, 1.0f, 32768, 32.0f,
+                                                   1.0f);
+    ck_assert_int_eq(st_backend_rope(be, &out, &xt, &pt, d, &rp, NULL), ST_OK);
+    float *got = read_f32(&out);
+    double worst_ramp = 0;
+    for (int r = 0; r < NP; r++)
+        for (int64_t i = 0; i < c; i++) {
+            const float *xi = x + r * c + (i / d) * d;
+            int j = (int)(i % d), k = j % (n_rot / 2), half = n_rot / 2;
+            double ms = 1.0, want = xi[j], th = 0;
+            if (j < n_rot) {
+                th = yarn_theta(pos[r], k, n_rot, base, 4.0, 32768.0, &ms);
+                want = j < half ? ms * (xi[k] * cos(th) - xi[k + half] * sin(th))
+                                : ms * (xi[k] * sin(th) + xi[k + half] * cos(th));
+            }
+            double tol = 2.5 * (fabs(th) * 6e-7 + 1e-5), e = fabs(got[r * c + i] - want);
+            ck_assert_msg(e <= tol, "yarn rope d%d n_rot %d pos %d dim %d: %.9g vs %.9g (tol %g)",
+                          d, n_rot, pos[r], j, (double)got[r * c + i], want, tol);
+            if (j < n_rot && k > rp.corr_low && k < rp.corr_high && e > worst_ramp)
+                worst_ramp = e;
+        }
+    ck_assert_msg(worst_ramp < 1e-3, "ramp error %g", worst_ramp);
+    free(x); free(got);
+    st_backend_release(be, &xt); st_backend_release(be, &pt); st_backend_release(be, &out);
+}
+
+START_TEST(test_backend_cpu_rope_yarn_matches_double)
+{
+    seed_state = 57;
+    /* the ramp ends of Qwen3's head: corr_dim(32) = 23.6, corr_dim(1) = 39.65 */
+    struct st_rope_params q = st_rope_params_init(128, 1e6f, 0.25f, 1, 1, 32768, 32, 1);
+    ck_assert(q.corr_low == 23.0f && q.corr_high == 40.0f);
+    ck_assert(fabsf(st_rope_mscale(&q) - (float)(1.0 + 0.1 * log(4.0))) < 1e-6f);
+    check_rope_yarn(128, 128, 1e6f);    /* Qwen3 */
+    check_rope_yarn(128, 64, 1e4f);     /* partial rotation, another base */
+    check_rope_yarn(64, 64, 5e5f);
+}
+END_TEST
+
+/* Without YaRN the op computes exactly what it did before rope params
+ * existed: inv = scale * powf(base, -2i/n_rot), theta = pos * inv, no
+ * multiplier. Bit for bit, for no scaling and linear scaling. */
+static void check_rope_bits(float scale)
+{
+    int32_t pos[4] = { 0, 3, 4097, 131072 };
+    const int32_t d = 128, n_rot = 96;
+    float *x = rand_floats(d * 4, 1.0f);
+    struct st_tensor xt = mk_f32(x, d, 4), pt = mk_i32(pos, 4), out = mk(ST_DTYPE_F32, d, 4, 1);
+    ck_assert_int_eq(st_backend_rope(be, &out, &xt, &pt, d, ROPE(n_rot, 1e6f, scale), NULL), ST_OK);
+    float *got = read_f32(&out);
+    for (int r = 0; r < 4; r++)
+        for (int i = 0; i < n_rot / 2; i++) {
+            float inv = scale * powf(1e6f, -2.0f * (float)i / (float)n_rot);
+            float th = (float)pos[r] * inv, cs = cosf(th), sn = sinf(th);
+            float x0 = x[r * d + i], x1 = x[r * d + i + n_rot / 2];
+            float y0 = x0 * cs - x1 * sn, y1 = x0 * sn + x1 * cs;
+            ck_assert(memcmp(&y0, &got[r * d + i], 4) == 0);
+            ck_assert(memcmp(&y1, &got[r * d + i + n_rot / 2], 4) == 0);
+        }
+    free(x); free(got);
+    st_backend_release(be, &xt); st_backend_release(be, &pt); st_backend_release(be, &out);
+}
+
+START_TEST(test_backend_cpu_rope_none_linear_unchanged)
+{
+    seed_state = 59;
+    check_rope_bits(1.0f);
+    check_rope_bits(0.25f);
+    /* a linear st_rope_params_init is the same bits as the literal */
+    struct st_rope_params a = st_rope_params_init(64, 1e4f, 0.5f, 0, 1, 32768, 32, 1);
+    ck_assert(a.ext_factor == 0 && a.corr_low == 0 && a.corr_high == 0 && st_rope_mscale(&a) == 1);
+    for (int i = 0; i < 32; i++)
+        ck_assert(st_rope_inv_freq(&a, i) == 0.5f * powf(1e4f, -2.0f * (float)i / 64.0f));
+}
+END_TEST
+
+/* Rope parameters the op refuses: no struct, negative ext_factor, zero
+ * attn_factor, a ramp running backwards, a non-finite base. */
+START_TEST(test_backend_cpu_rope_bad_params)
+{
+    int32_t pos[1] = { 1 };
+    float v[64] = { 0 };
+    struct st_tensor xt = mk_f32(v, 64, 1), pt = mk_i32(pos, 1);
+    struct st_rope_params ok = st_rope_params_init(64, 1e6f, 0.25f, 1, 1, 32768, 32, 1), b;
+    ck_assert_int_eq(st_backend_rope(be, &xt, &xt, &pt, 64, &ok, NULL), ST_OK);
+    ck_assert_int_eq(st_backend_rope(be, &xt, &xt, &pt, 64, NULL, NULL), ST_ERR_INVALID);
+    b = ok; b.ext_factor = -1.0f;
+    ck_assert_int_eq(st_backend_rope(be, &xt, &xt, &pt, 64, &b, NULL), ST_ERR_INVALID);
+    b = ok; b.attn_factor = 0.0f;
+    ck_assert_int_eq(st_backend_rope(be, &xt, &xt, &pt, 64, &b, NULL), ST_ERR_INVALID);
+    b = ok; b.corr_high = b.corr_low - 1.0f;
+    ck_assert_int_eq(st_backend_rope(be, &xt, &xt, &pt, 64, &b, NULL), ST_ERR_INVALID);
+    b = ok; b.freq_base = INFINITY;
+    ck_assert_int_eq(st_backend_rope(be, &xt, &xt, &pt, 64, &b, NULL), ST_ERR_INVALID);
+    st_backend_release(be, &xt); st_backend_release(be, &pt);
 }
 END_TEST
 
@@ -500,7 +631,8 @@ START_TEST(test_backend_cpu_add_rms_norm_is_the_composition)
 END_TEST
 
 /* rms_norm_rope(out, x, w, pos) against rms_norm then rope, bit for bit. */
-static void check_norm_rope(int32_t d, int32_t n_rot, int32_t heads, bool in_place)
+static void check_norm_rope_p(int32_t d, const struct st_rope_params *rp, int32_t heads,
+                              bool in_place)
 {
     int32_t pos[3] = { 0, 7, 4000 };
     int64_t c = (int64_t)d * heads;
@@ -509,10 +641,9 @@ static void check_norm_rope(int32_t d, int32_t n_rot, int32_t heads, bool in_pla
     struct st_tensor wv = st_tensor_reshape(&wt, (int64_t[4]){ d, 1, 1, 1 });
     struct st_tensor ref = mk(ST_DTYPE_F32, c, 3, 1), out = mk(ST_DTYPE_F32, c, 3, 1);
     ck_assert_int_eq(st_backend_rms_norm(be, &ref, &xt, &wv, 1e-6f, NULL), ST_OK);
-    ck_assert_int_eq(st_backend_rope(be, &ref, &ref, &pt, d, n_rot, 1e6f, 0.5f, NULL), ST_OK);
+    ck_assert_int_eq(st_backend_rope(be, &ref, &ref, &pt, d, rp, NULL), ST_OK);
     const struct st_tensor *o = in_place ? &xt : &out;
-    ck_assert_int_eq(st_backend_rms_norm_rope(be, o, &xt, &wv, &pt, n_rot, 1e6f, 0.5f, 1e-6f,
-                                              NULL), ST_OK);
+    ck_assert_int_eq(st_backend_rms_norm_rope(be, o, &xt, &wv, &pt, rp, 1e-6f, NULL), ST_OK);
     float *want = read_f32(&ref), *got = read_f32(o);
     ck_assert(memcmp(want, got, st_tensor_nbytes(&ref)) == 0);
     ck_assert(memcmp(x, got, st_tensor_nbytes(&ref)) != 0);
@@ -521,12 +652,22 @@ static void check_norm_rope(int32_t d, int32_t n_rot, int32_t heads, bool in_pla
     st_backend_release(be, &ref); st_backend_release(be, &out);
 }
 
+static void check_norm_rope(int32_t d, int32_t n_rot, int32_t heads, bool in_place)
+{
+    check_norm_rope_p(d, ROPE(n_rot, 1e6f, 0.5f), heads, in_place);
+}
+
 START_TEST(test_backend_cpu_rms_norm_rope_is_the_composition)
 {
     seed_state = 53;
     check_norm_rope(128, 128, 4, false);   /* Qwen3's head */
     check_norm_rope(128, 64, 2, true);     /* partial rotation, in place */
     check_norm_rope(64, 64, 3, false);
+    /* YaRN on (factor 4 over 32768): still exactly the composition */
+    struct st_rope_params y = st_rope_params_init(128, 1e6f, 0.25f, 1, 1, 32768, 32, 1);
+    check_norm_rope_p(128, &y, 4, false);
+    y = st_rope_params_init(64, 1e6f, 0.25f, 1, 1, 32768, 32, 1);
+    check_norm_rope_p(128, &y, 2, true);
     /* a negative position is rejected before anything is written */
     int32_t bad[2] = { 3, -1 };
     float ones[128];
@@ -536,12 +677,12 @@ START_TEST(test_backend_cpu_rms_norm_rope_is_the_composition)
     struct st_tensor x2 = mk(ST_DTYPE_F32, 64, 2, 1);
     struct st_tensor wv = st_tensor_reshape(&w, (int64_t[4]){ 64, 1, 1, 1 });
     struct st_tensor xv = st_tensor_reshape(&x, (int64_t[4]){ 64, 2, 1, 1 });
-    ck_assert_int_eq(st_backend_rms_norm_rope(be, &xv, &xv, &wv, &pt, 64, 1e4f, 1.0f, 1e-6f,
+    ck_assert_int_eq(st_backend_rms_norm_rope(be, &xv, &xv, &wv, &pt, ROPE(64, 1e4f, 1.0f), 1e-6f,
                                               NULL), ST_ERR_INVALID);
     float *after = read_f32(&x);
     ck_assert(memcmp(after, ones, sizeof(ones)) == 0);
     /* n_rot above head_dim (= ne0(w)) */
-    ck_assert_int_eq(st_backend_rms_norm_rope(be, &x2, &x2, &wv, &pt, 66, 1e4f, 1.0f, 1e-6f,
+    ck_assert_int_eq(st_backend_rms_norm_rope(be, &x2, &x2, &wv, &pt, ROPE(66, 1e4f, 1.0f), 1e-6f,
                                               NULL), ST_ERR_INVALID);
     free(after);
     st_backend_release(be, &x); st_backend_release(be, &pt); st_backend_release(be, &w);
@@ -881,6 +1022,9 @@ static Suite *backend_cpu_suite(void)
     tcase_add_test(tc, test_backend_cpu_rms_norm_row_and_head);
     tcase_add_test(tc, test_backend_cpu_add_and_silu_mul);
     tcase_add_test(tc, test_backend_cpu_rope_neox);
+    tcase_add_test(tc, test_backend_cpu_rope_yarn_matches_double);
+    tcase_add_test(tc, test_backend_cpu_rope_none_linear_unchanged);
+    tcase_add_test(tc, test_backend_cpu_rope_bad_params);
     tcase_add_test(tc, test_backend_cpu_add_rms_norm_is_the_composition);
     tcase_add_test(tc, test_backend_cpu_rms_norm_rope_is_the_composition);
     tcase_add_test(tc, test_backend_cpu_stats_count_ops);

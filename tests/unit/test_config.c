@@ -309,6 +309,33 @@ START_TEST(test_config_deep_nesting_is_refused)
 }
 END_TEST
 
+/* rope_scaling / rope_scale / yarn_orig_ctx: server-level and per model
+ * (a model's own value wins over the server's, a flag over both). */
+START_TEST(test_config_rope_keys)
+{
+    static const char yaml[] =
+        "rope_scaling: yarn\nrope_scale: 4\nyarn_orig_ctx: 32768\n"
+        "models:\n  - name: a\n    path: /m/a.gguf\n"
+        "  - name: b\n    path: /m/b.gguf\n    rope_scaling: linear\n    rope_scale: 2.5\n"
+        "    yarn_orig_ctx: 4096\n";
+    struct st_config c;
+    struct st_err err = { 0 };
+
+    ck_assert_msg(tc_load(&c, yaml, &err) == ST_OK, "%s", err.msg);
+    ck_assert_msg(st_config_resolve(&c, &err) == ST_OK, "%s", err.msg);
+    ck_assert_int_eq(c.models[0].rope_scaling, ST_CFG_ROPE_YARN);      /* inherited */
+    ck_assert(c.models[0].rope_scale == 4 && c.models[0].yarn_orig_ctx == 32768);
+    ck_assert_int_eq(c.models[1].rope_scaling, ST_CFG_ROPE_LINEAR);    /* its own */
+    ck_assert(c.models[1].rope_scale == 2.5 && c.models[1].yarn_orig_ctx == 4096);
+    st_config_fini(&c);
+    tc_expect_error("rope_scaling: ntk\n", "rope_scaling: expected one of model, none, linear, yarn");
+    tc_expect_error("rope_scale: 0\n", "rope_scale: expected a number > 0");
+    tc_expect_error("yarn_orig_ctx: -1\n", "yarn_orig_ctx: expected an integer 1..2147483647");
+    tc_expect_error("models:\n  - name: a\n    path: /m/a.gguf\n    rope_scaling: none\n"
+                    "    rope_scale: 3\n", "rope_scale 3 needs rope_scaling linear or yarn");
+}
+END_TEST
+
 START_TEST(test_config_models_list_and_map_forms)
 {
     static const char list[] =
@@ -475,6 +502,7 @@ static Suite *config_suite(void)
     tcase_add_test(y, test_config_yaml_syntax_errors_have_lines);
     tcase_add_test(y, test_config_deep_nesting_is_refused);
     tcase_add_test(y, test_config_models_list_and_map_forms);
+    tcase_add_test(y, test_config_rope_keys);
     tcase_add_test(y, test_config_model_errors);
     tcase_add_test(y, test_config_api_keys);
     tcase_add_test(y, test_config_resolve_builtin_model);

@@ -88,6 +88,7 @@ START_TEST(test_config_cli_every_flag)
         "--shutdown-timeout", "20",
         "--priority-order", "low-first", "--backend", "sim",
         "--gpus", "0,1,2", "-np", "6", "--batch", "-c", "2048", "--ubatch", "128", "-t", "5",
+        "--rope-scaling", "linear", "--rope-scale", "2", "--yarn-orig-ctx", "8192",
         "--batch-mtp", "--mtp-draft", "3", "--spec", "ngram", "--spec-ngram-min", "1",
         "--spec-ngram-max", "6", "--spec-draft", "12", "--scheduler", "fifo", "--aging-divisor", "30",
         "--swap-affinity-bonus", "5", "--give-way-tokens", "4096", "--yields-max", "1",
@@ -119,6 +120,8 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.parallel, 6);
     ck_assert(c.batch && c.batch_mtp);
     ck_assert_int_eq(c.ctx_size, 2048);
+    ck_assert_int_eq(c.rope_scaling, ST_CFG_ROPE_LINEAR);
+    ck_assert(c.rope_scale == 2 && c.yarn_orig_ctx == 8192);
     ck_assert_int_eq(c.ubatch, 128);
     ck_assert_int_eq(c.threads, 5);
     ck_assert_int_eq(c.mtp_draft, 3);
@@ -367,6 +370,53 @@ START_TEST(test_config_cli_parallel_without_batch_warns)
 }
 END_TEST
 
+/* --rope-scaling / --rope-scale / --yarn-orig-ctx: parsed, checked,
+ * inherited by the model, and a factor with scaling none refused. */
+START_TEST(test_config_cli_rope_flags)
+{
+    const char *a[] = { "-m", "/m/q.gguf", "--rope-scaling", "yarn", "--rope-scale", "4",
+                        "--yarn-orig-ctx", "32768", "-c", "131072" };
+    const char *none[] = { "-m", "/m/q.gguf" };
+    const char *clash[] = { "-m", "/m/q.gguf", "--rope-scaling", "none", "--rope-scale", "2" };
+    struct st_config c;
+    struct st_err err = { 0 };
+    bool help;
+
+    ck_assert_msg(st_config_from_args(&c, ARGC(a), (char **)a, &help, &err) == ST_OK, "%s",
+                  err.msg);
+    ck_assert_int_eq(c.rope_scaling, ST_CFG_ROPE_YARN);
+    ck_assert(c.rope_scale == 4.0);
+    ck_assert_int_eq(c.yarn_orig_ctx, 32768);
+    ck_assert_int_eq(c.models[0].rope_scaling, ST_CFG_ROPE_YARN);
+    ck_assert(c.models[0].rope_scale == 4.0 && c.models[0].yarn_orig_ctx == 32768);
+    st_config_fini(&c);
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(none), (char **)none, &help, &err), ST_OK);
+    ck_assert_int_eq(c.models[0].rope_scaling, ST_CFG_ROPE_MODEL);   /* the file's */
+    ck_assert(c.models[0].rope_scale == 0 && c.models[0].yarn_orig_ctx == 0);
+    st_config_fini(&c);
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(clash), (char **)clash, &help, &err),
+                     ST_ERR_BAD_CONFIG);
+    ck_assert_msg(strstr(err.msg, "rope_scale 2 needs rope_scaling linear or yarn"), "%s",
+                  err.msg);
+    st_config_fini(&c);
+
+    static const struct { const char *flag, *value, *want; } bad[] = {
+        { "--rope-scaling", "ntk", "--rope-scaling: expected one of model, none, linear, yarn, "
+                                   "got \"ntk\"" },
+        { "--rope-scale", "0", "--rope-scale: expected a number > 0, got \"0\"" },
+        { "--rope-scale", "-4", "--rope-scale: expected a number > 0, got \"-4\"" },
+        { "--rope-scale", "inf", "--rope-scale: expected a number > 0, got \"inf\"" },
+        { "--yarn-orig-ctx", "0", "--yarn-orig-ctx: expected an integer 1..2147483647, got \"0\"" },
+        { "--yarn-orig-ctx", "32k", "--yarn-orig-ctx: expected an integer 1..2147483647, got "
+                                    "\"32k\"" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *argv[] = { bad[i].flag, bad[i].value };
+        apply_err(2, argv, bad[i].want, true);
+    }
+}
+END_TEST
+
 START_TEST(test_config_cli_cuda_flag)
 {
     const char *a[] = { "--backend", "cuda" };
@@ -400,6 +450,7 @@ START_TEST(test_config_cli_help_texts)
         "--cors-origins LIST", "--sse-keepalive S", "--shutdown-timeout S",
         "--priority-order high-first|low-first", "--backend auto|sim|cpu|cuda", "--gpus LIST",
         "-np, --parallel N", "--batch ", "-c, --ctx-size N", "--ubatch N", "-t, --threads N",
+        "--rope-scaling model|none|linear|yarn", "--rope-scale N", "--yarn-orig-ctx N",
         "--batch-mtp ", "--mtp-draft N", "--spec none|ngram", "--spec-ngram-min N",
         "--spec-ngram-max N", "--spec-draft N", "--scheduler serial|fifo", "--aging-divisor S",
         "--swap-affinity-bonus N", "--give-way-tokens N", "--yields-max N", "--sim-prompt-tps N",
@@ -415,6 +466,9 @@ START_TEST(test_config_cli_help_texts)
     ck_assert_ptr_nonnull(strstr(b.data, "default: 8m; config: body_limit"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: high-first"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 16384"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: model; config: rope_scaling\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: model; config: rope_scale\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: model; config: yarn_orig_ctx\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: *; config: cors_origins\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 15; config: sse_keepalive\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 60; config: routing.scheduler.settings.serial.agingDivisor"));
@@ -445,6 +499,7 @@ TCase *config_cli_tcase(void)
     tcase_add_test(t, test_config_cli_flags_checked_before_the_file);
     tcase_add_test(t, test_config_cli_parallel_without_batch_warns);
     tcase_add_test(t, test_config_cli_cuda_flag);
+    tcase_add_test(t, test_config_cli_rope_flags);
     tcase_add_test(t, test_config_cli_help_texts);
     return t;
 }

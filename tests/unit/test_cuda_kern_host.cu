@@ -14,7 +14,9 @@
  *   - both again on blocks of random bytes (every bit pattern, not only
  *     what the quantizers emit), and block sizes/offsets against quant.h;
  *   - the order keys of the top-k radix select (topk.cuh) sort exactly as
- *     st_draw_before (zeros, NaN, infinities, ties).
+ *     st_draw_before (zeros, NaN, infinities, ties);
+ *   - the rope frequency and cos/sin multiplier (rope_params.cuh) equal
+ *     strata/rope.h's, for no scaling, linear and YaRN.
  * What it cannot check: launches, indexing across threads, shared memory,
  * warp shuffles -- test_cuda_ops does that on a GPU.
  */
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "quant_dev.cuh"
+#include "rope_params.cuh"
 #include "topk.cuh"
 extern "C" {
 #include "support.h"
@@ -320,6 +323,33 @@ START_TEST(test_cuda_kern_host_order_key_matches_draw_order)
 }
 END_TEST
 
+/* The CUDA twin of the rope formula, host build, against the C one (the
+ * device build rounds the same operations explicitly): equal bits for
+ * every pair of Qwen3's head and a partial rotation, with no scaling,
+ * linear scaling and YaRN; and YaRN really differs from linear. */
+START_TEST(test_cuda_kern_host_rope_params_match)
+{
+    const struct st_rope_params cases[] = {
+        st_rope_params_init(128, 1e6f, 1.0f, 0.0f, 1.0f, 0, 0.0f, 0.0f),
+        st_rope_params_init(128, 1e6f, 0.5f, 0.0f, 1.0f, 0, 0.0f, 0.0f),
+        st_rope_params_init(128, 1e6f, 0.25f, 1.0f, 1.0f, 32768, 32.0f, 1.0f),
+        st_rope_params_init(64, 1e4f, 0.125f, 1.0f, 0.9f, 4096, 32.0f, 1.0f),
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const st_rope_params &p = cases[c];
+        ck_assert(kr_rope_mscale(p) == st_rope_mscale(&p));
+        for (int i = 0; i < p.n_rot / 2; i++)
+            ck_assert_msg(kr_rope_inv_freq(p, i) == st_rope_inv_freq(&p, i),
+                          "case %zu pair %d: %.9g vs %.9g", c, i, (double)kr_rope_inv_freq(p, i),
+                          (double)st_rope_inv_freq(&p, i));
+    }
+    const st_rope_params lin = st_rope_params_init(128, 1e6f, 0.25f, 0.0f, 1.0f, 0, 0, 0);
+    ck_assert(kr_rope_inv_freq(cases[2], 0) != kr_rope_inv_freq(lin, 0));     /* extrapolated */
+    ck_assert(kr_rope_inv_freq(cases[2], 63) == kr_rope_inv_freq(lin, 63));   /* interpolated */
+    ck_assert(kr_rope_mscale(cases[2]) > 1.13f && kr_rope_mscale(cases[2]) < 1.14f);
+}
+END_TEST
+
 static Suite *kern_host_suite(void)
 {
     Suite *s = suite_create("cuda_kern_host");
@@ -332,6 +362,7 @@ static Suite *kern_host_suite(void)
     tcase_add_test(tc, test_cuda_kern_host_dot_matches_reference);
     tcase_add_test(tc, test_cuda_kern_host_random_blocks_match_reference);
     tcase_add_test(tc, test_cuda_kern_host_order_key_matches_draw_order);
+    tcase_add_test(tc, test_cuda_kern_host_rope_params_match);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -35,6 +35,11 @@
 #include "strata/quant.h"
 #include "support.h"
 
+/* Rope parameters without YaRN (ext_factor 0, attn_factor 1): what the op
+ * took as loose floats before st_rope_params. */
+#define ROPE(n_rot, base, scale) \
+    (&(struct st_rope_params){ (n_rot), (base), (scale), 0.0f, 1.0f, 0.0f, 0.0f })
+
 static struct st_backend *cpu, *gpu;
 static struct st_backend *gpu_nf;   /* opened with STRATA_CUDA_FUSE=0 (fusion tests) */
 
@@ -354,10 +359,31 @@ START_TEST(test_cuda_ops_norm_add_silu)
 }
 END_TEST
 
+/* Positions of the rope tests, and YaRN's far ones (Qwen3 at 4 x 32768). */
+static const int32_t rope_pos[6] = { 0, 1, 17, 255, 1000, 2047 };
+static const int32_t yarn_far_pos[6] = { 0, 4095, 32768, 65537, 100000, 131071 };
+
+/* Qwen3's recommended YaRN (factor 4 over 32768 trained positions). */
+static struct st_rope_params yarn_params(int32_t n_rot)
+{
+    return st_rope_params_init(n_rot, 1e6f, 0.25f, 1.0f, 1.0f, 32768, 32.0f, 1.0f);
+}
+
+static void check_rope_p(int64_t width, int32_t hd, const struct st_rope_params *rp,
+                         const int32_t *pos, double tol, bool in_place);
+
 static void check_rope(int64_t width, int32_t hd, int32_t n_rot, bool in_place)
 {
+    check_rope_p(width, hd, ROPE(n_rot, 1e6f, 1.0f), rope_pos, 1e-3, in_place);
+}
+
+/* The angle pos * inv_freq carries CUDA's powf error (4 ulp) times pos:
+ * ~0.03 rad on the fastest pairs at 131071, so the far positions get a
+ * looser bound; a ramp or multiplier bug is off by order 1 on many pairs. */
+static void check_rope_p(int64_t width, int32_t hd, const struct st_rope_params *rp,
+                         const int32_t *pos, double tol, bool in_place)
+{
     const int64_t n = 6;
-    int32_t pos[6] = { 0, 1, 17, 255, 1000, 2047 };
     float *x = rand_floats(width * n, 1.0f);
     struct st_tensor xc = put(cpu, ST_DTYPE_F32, width, n, 1, x), xg = put(gpu, ST_DTYPE_F32, width, n, 1, x);
     struct st_tensor pc = put(cpu, ST_DTYPE_I32, n, 1, 1, pos), pg = put(gpu, ST_DTYPE_I32, n, 1, 1, pos);
@@ -366,14 +392,14 @@ static void check_rope(int64_t width, int32_t hd, int32_t n_rot, bool in_place)
     struct st_err err;
     const struct st_tensor *dc = in_place ? &xc : &oc, *dg = in_place ? &xg : &og;
 
-    ck_assert_int_eq(st_backend_rope(cpu, dc, &xc, &pc, hd, n_rot, 1e6f, 1.0f, &err), ST_OK);
-    ck_assert_msg(st_backend_rope(gpu, dg, &xg, &pg, hd, n_rot, 1e6f, 1.0f, &err) == ST_OK, "%s",
-                  err.msg);
+    ck_assert_int_eq(st_backend_rope(cpu, dc, &xc, &pc, hd, rp, &err), ST_OK);
+    ck_assert_msg(st_backend_rope(gpu, dg, &xg, &pg, hd, rp, &err) == ST_OK, "%s", err.msg);
     float *a = get(cpu, dc), *b = get(gpu, dg);
     /* theta = pos * inv_freq: CUDA's powf is within 4 ulp (libm's about
      * 1), so at position 2047 theta can move by ~5e-4 rad; a pairing or
      * position bug gives errors of order 1 */
-    ck_assert_msg(rel_err(b, a, width * n) <= 1e-3, "rope: %.3g", rel_err(b, a, width * n));
+    ck_assert_msg(rel_err(b, a, width * n) <= tol, "rope (ext %g): %.3g", (double)rp->ext_factor,
+                  rel_err(b, a, width * n));
     free(a);
     free(b);
     release2(&oc, &og);
@@ -404,7 +430,7 @@ START_TEST(test_cuda_ops_rows_beyond_grid_y)
         struct st_tensor x = put(b[i], ST_DTYPE_F32, E, n, 1, NULL);
         struct st_tensor y = put(b[i], ST_DTYPE_F32, E, n, 1, NULL);
         ck_assert_msg(st_backend_embed(b[i], &x, &t, &id, &err) == ST_OK, "%s", err.msg);
-        ck_assert_msg(st_backend_rope(b[i], &y, &x, &ps, 32, 32, 1e4f, 1.0f, &err) == ST_OK,
+        ck_assert_msg(st_backend_rope(b[i], &y, &x, &ps, 32, ROPE(32, 1e4f, 1.0f), &err) == ST_OK,
                       "%s", err.msg);
         out[i][0] = get(b[i], &x);
         out[i][1] = get(b[i], &y);
@@ -432,6 +458,10 @@ START_TEST(test_cuda_ops_rope)
     check_rope(32 * 128, 128, 128, true);
     check_rope(4 * 128, 128, 64, false);       /* partial rotation: the rest passes through */
     check_rope(8 * 16, 16, 16, false);
+    struct st_rope_params y = yarn_params(128), yp = yarn_params(64);
+    check_rope_p(32 * 128, 128, &y, rope_pos, 1e-3, true);       /* YaRN, near positions */
+    check_rope_p(4 * 128, 128, &yp, rope_pos, 1e-3, false);      /* YaRN, partial rotation */
+    check_rope_p(8 * 128, 128, &y, yarn_far_pos, 3e-2, false);   /* YaRN up to 131071 */
 }
 END_TEST
 
@@ -907,7 +937,7 @@ static enum st_status mini_ops(struct mini *m, struct st_err *err)
     if (rc == ST_OK)
         rc = st_backend_matmul(gpu, &m->v, &m->h, &m->wv, err);
     if (rc == ST_OK)
-        rc = st_backend_rope(gpu, &m->q, &m->q, &m->pos, 64, 64, 1e6f, 1.0f, err);
+        rc = st_backend_rope(gpu, &m->q, &m->q, &m->pos, 64, ROPE(64, 1e6f, 1.0f), err);
     if (rc == ST_OK)
         rc = st_backend_attention(gpu, &m->att, &m->q, &m->k, &m->v, &m->kc, &m->vc, &m->slot,
                                   &m->pos, 4, 2, 0.125f, err);
@@ -1104,10 +1134,19 @@ START_TEST(test_cuda_ops_fused_add_rms_norm)
 END_TEST
 
 /* rms_norm_rope on cpu, gpu (one kernel) and gpu_nf (norm + rope). */
+static void check_norm_rope_p(int64_t heads, int32_t d, const struct st_rope_params *rp,
+                              const int32_t *pos, double tol, bool in_place);
+
 static void check_norm_rope(int64_t heads, int32_t d, int32_t n_rot, bool in_place)
 {
+    check_norm_rope_p(heads, d, ROPE(n_rot, 1e6f, 1.0f), rope_pos, 1e-3, in_place);
+}
+
+/* The fused kernel equals norm + rope bit for bit, YaRN or not. */
+static void check_norm_rope_p(int64_t heads, int32_t d, const struct st_rope_params *rp,
+                              const int32_t *pos, double tol, bool in_place)
+{
     const int64_t n = 6, c = heads * d;
-    int32_t pos[6] = { 0, 1, 17, 255, 1000, 2047 };
     float *x = rand_floats(c * n, 2.0f), *w = rand_floats(d, 1.0f);
     struct st_backend *b[3] = { cpu, gpu, gpu_nf };
     float *got[3];
@@ -1121,8 +1160,8 @@ static void check_norm_rope(int64_t heads, int32_t d, int32_t n_rot, bool in_pla
         struct st_tensor wt = put(b[i], ST_DTYPE_F32, d, 1, 1, w);
         const struct st_tensor *o = in_place ? &xt : &ot;
         uint64_t k0 = kernels_of(b[i]);
-        ck_assert_msg(st_backend_rms_norm_rope(b[i], o, &xt, &wt, &pt, n_rot, 1e6f, 1.0f, 1e-6f,
-                                               &err) == ST_OK, "%s", err.msg);
+        ck_assert_msg(st_backend_rms_norm_rope(b[i], o, &xt, &wt, &pt, rp, 1e-6f, &err) == ST_OK,
+                      "%s", err.msg);
         k[i] = kernels_of(b[i]) - k0;
         got[i] = get(b[i], o);
         st_backend_release(b[i], &xt);
@@ -1132,7 +1171,7 @@ static void check_norm_rope(int64_t heads, int32_t d, int32_t n_rot, bool in_pla
     }
     ck_assert_uint_eq(k[1], d <= 256 ? 1 : 2);
     ck_assert_uint_eq(k[2], 2);
-    ck_assert_msg(rel_err(got[1], got[0], c * n) <= 1e-3, "vs cpu: %.3g",
+    ck_assert_msg(rel_err(got[1], got[0], c * n) <= tol, "vs cpu: %.3g",
                   rel_err(got[1], got[0], c * n));
     ck_assert_msg(memcmp(got[1], got[2], (size_t)(c * n) * 4) == 0,
                   "rms_norm_rope D=%d: fused differs from norm + rope (rel %.3g)", d,
@@ -1152,6 +1191,10 @@ START_TEST(test_cuda_ops_fused_norm_rope)
     check_norm_rope(3, 128, 64, false);     /* partial rotation */
     check_norm_rope(5, 64, 64, true);
     check_norm_rope(2, 320, 320, false);    /* head_dim > 256: two launches */
+    struct st_rope_params y = yarn_params(128), yp = yarn_params(64);
+    check_norm_rope_p(32, 128, &y, rope_pos, 1e-3, true);       /* YaRN, Qwen3's q */
+    check_norm_rope_p(3, 128, &yp, rope_pos, 1e-3, false);      /* YaRN, partial rotation */
+    check_norm_rope_p(4, 128, &y, yarn_far_pos, 3e-2, false);   /* YaRN up to 131071 */
 }
 END_TEST
 
@@ -1361,10 +1404,10 @@ static enum st_status fstep_ops(struct fstep *s, struct st_backend *be, struct s
         const struct flayer *w = &s->l[l];
         FTRY(st_backend_matmul(be, &s->k, &s->h, &w->wk, err));
         FTRY(st_backend_matmul(be, &s->v, &s->h, &w->wv, err));
-        FTRY(st_backend_rms_norm_rope(be, &s->k, &s->k, &w->kn, &s->pos, FL_D, 1e6f, 1.0f, 1e-6f,
+        FTRY(st_backend_rms_norm_rope(be, &s->k, &s->k, &w->kn, &s->pos, ROPE(FL_D, 1e6f, 1.0f), 1e-6f,
                                       err));
         FTRY(st_backend_matmul(be, &s->q, &s->h, &w->wq, err));
-        FTRY(st_backend_rms_norm_rope(be, &s->q, &s->q, &w->qn, &s->pos, FL_D, 1e6f, 1.0f, 1e-6f,
+        FTRY(st_backend_rms_norm_rope(be, &s->q, &s->q, &w->qn, &s->pos, ROPE(FL_D, 1e6f, 1.0f), 1e-6f,
                                       err));
         FTRY(st_backend_attention(be, &s->att, &s->q, &s->k, &s->v, &s->kc, &s->vc, &s->slot, &s->pos,
                                   FL_H, FL_KV, 0.125f, err));

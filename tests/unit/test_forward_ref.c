@@ -58,12 +58,15 @@ static uint64_t seed_of(const char *quant)
     return 5;
 }
 
-/* Open and load 'path' for one slot with logits for up to 32 rows. */
-static struct st_model *load(const char *path)
+/* Open and load 'path' for one slot with logits for up to 32 rows, with
+ * the rope override rope (NULL = the file's). */
+static struct st_model *load(const char *path, const struct st_rope_override *rope)
 {
     struct st_err err = { 0 };
     struct st_model *m = NULL;
     ck_assert_msg(st_model_open(path, &m, &err) == ST_OK, "open: %s", err.msg);
+    if (rope)
+        ck_assert_msg(st_model_set_rope(m, rope, &err) == ST_OK, "rope: %s", err.msg);
     struct st_model_params p = { .n_threads = 2, .n_slots = 1, .n_ctx = 64, .max_out = 32 };
     ck_assert_msg(st_model_load(m, &p, NULL, NULL, &err) == ST_OK, "load: %s", err.msg);
     return m;
@@ -125,9 +128,10 @@ static void judge(const char *what, const struct worst *w, const struct worst *p
 
 /* The prompt in one forward (all rows' logits), then N_DECODE steps fed
  * with the reference's argmax. */
-static struct worst compare_model(const char *path, bool emulate)
+static struct worst compare_model_rope(const char *path, bool emulate,
+                                       const struct st_rope_override *rope)
 {
-    struct st_model *m = load(path);
+    struct st_model *m = load(path, rope);
     int64_t nv = st_model_hparams(m)->n_vocab;
     struct ref_model *r = ref_new(st_model_description(m), 64, emulate);
     int32_t tok[N_ROWS], slots[N_PROMPT] = { 0 };
@@ -158,6 +162,11 @@ static struct worst compare_model(const char *path, bool emulate)
     st_model_free(m);
     finish(&w);
     return w;
+}
+
+static struct worst compare_model(const char *path, bool emulate)
+{
+    return compare_model_rope(path, emulate, NULL);
 }
 
 static void make(const char *path, const char *preset, const char *quant)
@@ -235,6 +244,35 @@ START_TEST(test_forward_matches_reference_llama)
 }
 END_TEST
 
+/* YaRN end to end (--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx
+ * 4096 over a file without scaling): qwen3 (NEOX, fused norm + rope) and
+ * llama (adjacent pairs, rows permuted at load) against the reference's
+ * double YaRN. With n_rot 16 and base 1e4 the ramp runs over pairs 2..6,
+ * so every kind of pair is in play. */
+START_TEST(test_forward_matches_reference_yarn)
+{
+    static const char *const archs[] = { "qwen3", "llama" };
+    const struct st_rope_override yarn = { ST_ROPE_SCALING_YARN, 4.0f, 4096 };
+    for (int a = 0; a < 2; a++) {
+        char dir[256], path[320], what[48];
+        support_tmpdir(dir, sizeof(dir));
+        snprintf(path, sizeof(path), "%s/%s.gguf", dir, archs[a]);
+        ck_assert(ref_write_dense(path, archs[a], ST_DTYPE_F32, 16, 3));
+        struct st_model *m = load(path, &yarn);
+        const struct st_rope_params *rp = &st_model_hparams(m)->rope;
+        ck_assert(rp->ext_factor == 1.0f && rp->corr_low == 2.0f && rp->corr_high == 6.0f);
+        st_model_free(m);
+        struct worst w = compare_model_rope(path, true, &yarn);
+        struct worst p = compare_model_rope(path, false, &yarn);
+        snprintf(what, sizeof(what), "%s yarn", archs[a]);
+        judge(what, &w, &p);
+        ck_assert_msg(p.cos >= 0.995 && p.argmax_bad <= 1, "%s: worst cos vs f32 %.6f", what,
+                      p.cos);
+        support_rmtree(dir);
+    }
+}
+END_TEST
+
 static Suite *forward_ref_suite(void)
 {
     Suite *s = suite_create("forward_ref");
@@ -245,6 +283,7 @@ static Suite *forward_ref_suite(void)
     tcase_add_test(tc, test_forward_matches_reference_tiny_tied);
     tcase_add_test(tc, test_forward_matches_reference_qwen3_dense);
     tcase_add_test(tc, test_forward_matches_reference_llama);
+    tcase_add_test(tc, test_forward_matches_reference_yarn);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -435,6 +435,8 @@ struct spec {
     const char *no_key;     /* key to leave out (suffix after "<arch>.") */
     int         n_tokens;   /* tokenizer.ggml.tokens count (0 = none) */
     bool        untied;
+    void      (*extra)(struct st_gguf_writer *w, const char *arch);   /* more keys */
+    struct st_hparams *hp_out;                                         /* the result */
 };
 
 static uint8_t zeros[1 << 16];
@@ -490,6 +492,8 @@ static enum st_status build_and_load(const struct spec *sp, struct st_err *err)
         st_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, (size_t)sp->n_tokens);
         free(toks);
     }
+    if (sp->extra)
+        sp->extra(w, sp->arch);
     tensor(w, sp, "token_embd.weight", false, 2, 32, 64, 1);
     tensor(w, sp, "output_norm.weight", true, 1, 32, 1, 1);
     if (sp->untied)
@@ -529,6 +533,8 @@ static enum st_status build_and_load(const struct spec *sp, struct st_err *err)
     if (rc == ST_OK) {
         ck_assert_int_eq(d->hp.head_dim_k, 16);          /* E / H */
         ck_assert(d->hp.tied_output == !sp->untied);
+        if (sp->hp_out)
+            *sp->hp_out = d->hp;
     } else {
         ck_assert_ptr_null(d);
     }
@@ -591,6 +597,144 @@ START_TEST(test_model_missing_key_is_named)
 }
 END_TEST
 
+/* ---- rope scaling keys ------------------------------------------------------ */
+
+static void set_key_str(struct st_gguf_writer *w, const char *arch, const char *suf, const char *v)
+{
+    char k[128];
+    snprintf(k, sizeof(k), "%s.%s", arch, suf);
+    st_gguf_writer_set_str(w, k, v);
+}
+
+static void set_key_f32(struct st_gguf_writer *w, const char *arch, const char *suf, float v)
+{
+    char k[128];
+    snprintf(k, sizeof(k), "%s.%s", arch, suf);
+    st_gguf_writer_set_f32(w, k, v);
+}
+
+/* Qwen3's recommended YaRN, as a converter writes it. */
+static void yarn_keys(struct st_gguf_writer *w, const char *arch)
+{
+    set_key_str(w, arch, "rope.scaling.type", "yarn");
+    set_key_f32(w, arch, "rope.scaling.factor", 4.0f);
+    char k[128];
+    snprintf(k, sizeof(k), "%s.rope.scaling.original_context_length", arch);
+    st_gguf_writer_set_u32(w, k, 32768);
+}
+
+static void yarn_tuned_keys(struct st_gguf_writer *w, const char *arch)
+{
+    set_key_str(w, arch, "rope.scaling.type", "yarn");
+    set_key_f32(w, arch, "rope.scaling.factor", 2.0f);
+    set_key_f32(w, arch, "rope.scaling.attn_factor", 0.875f);
+    set_key_f32(w, arch, "rope.scaling.yarn_beta_fast", 16.0f);
+    set_key_f32(w, arch, "rope.scaling.yarn_beta_slow", 2.0f);
+}
+
+static void linear_keys(struct st_gguf_writer *w, const char *arch)
+{
+    set_key_str(w, arch, "rope.scaling.type", "linear");
+    set_key_f32(w, arch, "rope.scaling.factor", 2.0f);
+}
+
+static void ntk_keys(struct st_gguf_writer *w, const char *arch)
+{
+    set_key_str(w, arch, "rope.scaling.type", "ntk");
+}
+
+static void logmul_keys(struct st_gguf_writer *w, const char *arch)
+{
+    yarn_keys(w, arch);
+    set_key_f32(w, arch, "rope.scaling.yarn_log_multiplier", 0.1f);
+}
+
+START_TEST(test_model_reads_yarn_keys)
+{
+    struct st_err err = { 0 };
+    struct st_hparams hp;
+    struct spec sp = { .arch = "qwen3", .extra = yarn_keys, .hp_out = &hp };
+    ck_assert_msg(build_and_load(&sp, &err) == ST_OK, "%s", err.msg);
+    ck_assert_int_eq(hp.rope_scaling, ST_ROPE_SCALING_YARN);
+    ck_assert(hp.rope_factor == 4.0f && hp.rope_freq_scale == 0.25f);
+    ck_assert_int_eq(hp.rope_n_ctx_orig, 32768);
+    /* head 16, base 10000: corr_dim(32) = 4.42, corr_dim(1) = 7.43 */
+    ck_assert(hp.rope.n_rot == 16 && hp.rope.ext_factor == 1.0f && hp.rope.attn_factor == 1.0f);
+    ck_assert(hp.rope.corr_low == 4.0f && hp.rope.corr_high == 8.0f);
+    ck_assert(hp.rope.freq_scale == 0.25f && hp.rope.freq_base == 10000.0f);
+
+    /* betas and attn_factor from the file; no original length: context_length */
+    sp.extra = yarn_tuned_keys;
+    ck_assert_msg(build_and_load(&sp, &err) == ST_OK, "%s", err.msg);
+    ck_assert(hp.yarn_beta_fast == 16.0f && hp.yarn_beta_slow == 2.0f);
+    ck_assert(hp.rope.attn_factor == 0.875f && hp.rope_n_ctx_orig == 256);
+    struct st_rope_params want = st_rope_params_init(16, 10000.0f, 0.5f, 1.0f, 0.875f, 256,
+                                                     16.0f, 2.0f);
+    ck_assert(memcmp(&want, &hp.rope, sizeof(want)) == 0);
+
+    /* linear: the pre-YaRN parameters (ext_factor 0, no multiplier) */
+    sp.extra = linear_keys;
+    ck_assert_msg(build_and_load(&sp, &err) == ST_OK, "%s", err.msg);
+    ck_assert(hp.rope_scaling == ST_ROPE_SCALING_LINEAR && hp.rope_freq_scale == 0.5f);
+    ck_assert(hp.rope.ext_factor == 0.0f && hp.rope.attn_factor == 1.0f &&
+              hp.rope.freq_scale == 0.5f && hp.rope_n_ctx_orig == 0);
+
+    /* none (no keys) */
+    sp.extra = NULL;
+    ck_assert_msg(build_and_load(&sp, &err) == ST_OK, "%s", err.msg);
+    ck_assert(hp.rope_scaling == ST_ROPE_SCALING_NONE && hp.rope.freq_scale == 1.0f &&
+              hp.rope.ext_factor == 0.0f);
+
+    expect_load_error((struct spec){ .arch = "qwen3", .extra = ntk_keys },
+                      "rope scaling 'ntk' is not supported");
+    expect_load_error((struct spec){ .arch = "qwen3", .extra = logmul_keys },
+                      "yarn_log_multiplier");
+}
+END_TEST
+
+/* --rope-scaling / --rope-scale / --yarn-orig-ctx over the file's. */
+START_TEST(test_model_rope_override)
+{
+    struct st_err err = { 0 };
+    struct st_hparams hp, before;
+    struct spec sp = { .arch = "qwen3", .hp_out = &hp };
+    ck_assert_msg(build_and_load(&sp, &err) == ST_OK, "%s", err.msg);
+    before = hp;
+    ck_assert_int_eq(st_hparams_rope_override(&hp, &(struct st_rope_override){ -1, 0, 0 }, &err),
+                     ST_OK);
+    ck_assert(memcmp(&before.rope, &hp.rope, sizeof(hp.rope)) == 0);
+    /* yarn on a file without scaling: factor and original length from flags */
+    ck_assert_int_eq(st_hparams_rope_override(&hp, &(struct st_rope_override){
+                         ST_ROPE_SCALING_YARN, 4.0f, 32768 }, &err), ST_OK);
+    struct st_rope_params want = st_rope_params_init(16, 10000.0f, 0.25f, 1, 1, 32768, 32, 1);
+    ck_assert(memcmp(&want, &hp.rope, sizeof(want)) == 0);
+    ck_assert_int_eq(hp.rope_scaling, ST_ROPE_SCALING_YARN);
+    /* the errors leave hp as it was */
+    struct st_hparams keep = hp;
+    const struct { struct st_rope_override ov; const char *needle; } bad[] = {
+        { { ST_ROPE_SCALING_NONE, 4.0f, 0 }, "--rope-scale 4 needs --rope-scaling" },
+        { { -1, -2.0f, 0 }, "rope scale -2" },
+        { { -1, INFINITY, 0 }, "rope scale inf" },
+        { { 7, 0, 0 }, "rope scaling 7" },
+        { { -1, 0, -5 }, "original context -5" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_int_eq(st_hparams_rope_override(&hp, &bad[i].ov, &err), ST_ERR_BAD_CONFIG);
+        ck_assert_msg(strstr(err.msg, bad[i].needle), "'%s' lacks '%s'", err.msg, bad[i].needle);
+        ck_assert(memcmp(&keep, &hp, sizeof(hp)) == 0);
+    }
+    /* linear or yarn with no factor anywhere */
+    ck_assert_int_eq(st_hparams_rope_override(&before, &(struct st_rope_override){
+                         ST_ROPE_SCALING_LINEAR, 0, 0 }, &err), ST_ERR_BAD_CONFIG);
+    ck_assert_msg(strstr(err.msg, "needs a factor"), "%s", err.msg);
+    /* yarn with no original length: context_length */
+    ck_assert_int_eq(st_hparams_rope_override(&before, &(struct st_rope_override){
+                         ST_ROPE_SCALING_YARN, 2.0f, 0 }, &err), ST_OK);
+    ck_assert_int_eq(before.rope_n_ctx_orig, 256);
+    ck_assert_str_eq(st_rope_scaling_name(ST_ROPE_SCALING_YARN), "yarn");
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -615,6 +759,8 @@ static Suite *model_suite(void)
     tcase_add_test(desc, test_model_missing_tensor_is_named);
     tcase_add_test(desc, test_model_wrong_shape_is_named);
     tcase_add_test(desc, test_model_missing_key_is_named);
+    tcase_add_test(desc, test_model_reads_yarn_keys);
+    tcase_add_test(desc, test_model_rope_override);
     suite_add_tcase(s, mm);
     suite_add_tcase(s, desc);
     return s;

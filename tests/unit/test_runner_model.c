@@ -4,13 +4,18 @@
  * forward through the runner API (a READ chunk then DECODE rows, logits
  * equal to the model's own forward, prefix rollback, refused reads).
  */
+#define _POSIX_C_SOURCE 200809L   /* dup, dup2, fileno: the warning test reads stderr */
 #include <check.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runner.h"
+#include "runner_model.h"
+#include "strata/engine.h"
 #include "strata/forward.h"
 #include "model_fixture.h"
 #include "support.h"
@@ -225,6 +230,76 @@ START_TEST(test_runner_model_rejects_bad_files)
 }
 END_TEST
 
+/* st_runner_model_new_cfg then load, with stderr captured into 'log'. */
+static enum st_status new_cfg_logged(const struct st_model_config *m, struct st_runner **out,
+                                     char *log, size_t cap, struct st_err *err)
+{
+    char lp[400];
+    snprintf(lp, sizeof(lp), "%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved = dup(fileno(stderr)), fd = open(lp, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    ck_assert(saved >= 0 && fd >= 0);
+    dup2(fd, fileno(stderr));
+    enum st_status rc = st_runner_model_new_cfg(m, "cpu", -1, 1, 8, out, err);
+    if (rc == ST_OK)
+        rc = st_runner_load(*out, NULL, NULL, NULL, err);
+    fflush(stderr);
+    dup2(saved, fileno(stderr));
+    close(saved);
+    close(fd);
+    FILE *f = fopen(lp, "r");
+    size_t n = f ? fread(log, 1, cap - 1, f) : 0;
+    log[n] = '\0';
+    if (f)
+        fclose(f);
+    return rc;
+}
+
+/* The pool's rope settings reach the model (yarn over a file without
+ * scaling), a clash is refused with the model's name, and a load with a
+ * context past the trained one without scaling logs a warning. */
+START_TEST(test_runner_model_rope_config)
+{
+    struct st_runner *x = NULL;
+    struct st_err err = { 0 };
+    char log[4096];
+    struct st_model_config m = { .name = (char *)"t", .path = path, .parallel = 1,
+                                 .ctx_size = 64, .rope_scaling = 3, .rope_scale = 4.0,
+                                 .yarn_orig_ctx = 32 };
+    ck_assert_msg(new_cfg_logged(&m, &x, log, sizeof(log), &err) == ST_OK, "%s", err.msg);
+    const struct st_hparams *hp = st_model_hparams(((struct model_runner *)x)->model);
+    ck_assert(hp->rope_scaling == ST_ROPE_SCALING_YARN && hp->rope.ext_factor == 1.0f &&
+              hp->rope.freq_scale == 0.25f && hp->rope_n_ctx_orig == 32);
+    ck_assert_ptr_null(strstr(log, "no rope scaling"));
+    ck_assert_ptr_null(strstr(log, "yarn reaches"));     /* 64 <= 32 x 4 */
+    st_runner_free(x);
+
+    m.rope_scaling = 1;       /* none, with a factor */
+    m.rope_scale = 2.0;
+    x = (struct st_runner *)&m;
+    ck_assert_int_eq(new_cfg_logged(&m, &x, log, sizeof(log), &err), ST_ERR_BAD_CONFIG);
+    ck_assert_ptr_null(x);
+    ck_assert_msg(strstr(err.msg, "model 't': --rope-scale 2 needs --rope-scaling"), "%s",
+                  err.msg);
+
+    m.rope_scaling = 0;       /* the file's (none), a context past the trained one */
+    m.rope_scale = 0;
+    m.ctx_size = st_model_hparams(((struct model_runner *)r)->model)->n_ctx_train * 2;
+    ck_assert_msg(new_cfg_logged(&m, &x, log, sizeof(log), &err) == ST_OK, "%s", err.msg);
+    ck_assert_msg(strstr(log, "no rope scaling is on") && strstr(log, "--rope-scaling yarn"),
+                  "log: %s", log);
+    st_runner_free(x);
+
+    m.rope_scaling = 3;       /* yarn that does not reach the context */
+    m.rope_scale = 2.0;
+    m.yarn_orig_ctx = 16;
+    m.ctx_size = 64;
+    ck_assert_msg(new_cfg_logged(&m, &x, log, sizeof(log), &err) == ST_OK, "%s", err.msg);
+    ck_assert_msg(strstr(log, "above the 32 positions yarn reaches"), "log: %s", log);
+    st_runner_free(x);
+}
+END_TEST
+
 static Suite *runner_model_suite(void)
 {
     Suite *s = suite_create("runner_model");
@@ -236,6 +311,7 @@ static Suite *runner_model_suite(void)
     tcase_add_test(tc, test_runner_model_forward_matches_model);
     tcase_add_test(tc, test_runner_model_kv_rules);
     tcase_add_test(tc, test_runner_model_rejects_bad_files);
+    tcase_add_test(tc, test_runner_model_rope_config);
     suite_add_tcase(s, tc);
     return s;
 }

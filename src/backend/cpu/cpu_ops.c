@@ -174,7 +174,9 @@ struct rope_ctx {
     const int32_t *pos;
     int64_t width;
     int32_t head_dim, n_rot;
-    const float *inv_freq;  /* [n_rot/2]: freq_scale * base^(-2i/n_rot) */
+    const float *inv_freq;  /* [n_rot/2]: st_rope_inv_freq (freq_scale * base^(-2i/n_rot)
+                             * without YaRN) */
+    float mscale;           /* cos/sin multiplier: st_rope_mscale (1 without YaRN) */
 };
 
 static void rope_rows(void *ctxp, int64_t r0, int64_t r1)
@@ -187,7 +189,7 @@ static void rope_rows(void *ctxp, int64_t r0, int64_t r1)
         float p = (float)c->pos[r];
         for (int i = 0; i < half; i++) {
             float theta = p * c->inv_freq[i];
-            float cs = cosf(theta), sn = sinf(theta);
+            float cs = cosf(theta) * c->mscale, sn = sinf(theta) * c->mscale;
             for (int64_t h = 0; h < c->width; h += c->head_dim) {
                 float x0 = x[h + i], x1 = x[h + i + half];
                 y[h + i] = x0 * cs - x1 * sn;
@@ -201,11 +203,15 @@ static void rope_rows(void *ctxp, int64_t r0, int64_t r1)
     }
 }
 
+/* The per-pair frequencies come from strata/rope.h (one formula for every
+ * scaling); x * 1.0f is exact, so mscale 1 leaves none/linear bit for bit. */
 enum st_status cpu_op_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos, int32_t head_dim,
-                           int32_t n_rot, float freq_base, float freq_scale, struct st_err *err)
+                           const struct st_rope_params *rope, struct st_err *err)
 {
     float inv_freq[512];
-    struct rope_ctx c = { out->data, x->data, pos->data, x->ne[0], head_dim, n_rot, inv_freq };
+    int32_t n_rot = rope->n_rot;
+    struct rope_ctx c = { out->data, x->data, pos->data, x->ne[0], head_dim, n_rot, inv_freq,
+                          st_rope_mscale(rope) };
     enum st_status rc = check_i32_range(pos, INT32_MAX, "rope", "pos", err);
 
     if (rc != ST_OK)
@@ -213,7 +219,7 @@ enum st_status cpu_op_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos, in
     if (n_rot / 2 > (int32_t)ST_ARRAY_LEN(inv_freq))
         return st_err_set(err, ST_ERR_UNSUPPORTED, "rope: n_rot %d is above 1024", n_rot);
     for (int i = 0; i < n_rot / 2; i++)
-        inv_freq[i] = freq_scale * powf(freq_base, -2.0f * (float)i / (float)n_rot);
+        inv_freq[i] = st_rope_inv_freq(rope, i);
     cpu_parallel_rows((struct cpu_backend *)be, x->ne[1], x->ne[0] * 4, rope_rows, &c);
     return ST_OK;
 }
@@ -233,14 +239,13 @@ enum st_status cpu_op_add_rms_norm(struct st_backend *be, ST_T h, ST_T x, ST_T o
 /* Per-head rmsnorm then NEOX rope. Positions are checked before the norm
  * writes anything, so a bad position leaves out untouched. */
 enum st_status cpu_op_rms_norm_rope(struct st_backend *be, ST_T out, ST_T x, ST_T w, ST_T pos,
-                                    int32_t n_rot, float freq_base, float freq_scale, float eps,
+                                    const struct st_rope_params *rope, float eps,
                                     struct st_err *err)
 {
     enum st_status rc = check_i32_range(pos, INT32_MAX, "rope", "pos", err);
     if (rc == ST_OK)
         rc = cpu_op_rms_norm(be, out, x, w, eps, err);
     if (rc == ST_OK)
-        rc = cpu_op_rope(be, out, out, pos, (int32_t)w->ne[0], n_rot, freq_base, freq_scale,
-                         err);
+        rc = cpu_op_rope(be, out, out, pos, (int32_t)w->ne[0], rope, err);
     return rc;
 }

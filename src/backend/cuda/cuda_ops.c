@@ -150,31 +150,30 @@ enum st_status cuda_op_silu_mul(struct st_backend *be, ST_T out, ST_T gate, ST_T
 }
 
 static enum st_status rope_launch(struct cuda_backend *cb, ST_T out, ST_T x, ST_T pos,
-                                  int32_t head_dim, int32_t n_rot, float freq_base,
-                                  float freq_scale, struct st_err *err)
+                                  int32_t head_dim, const struct st_rope_params *rope,
+                                  struct st_err *err)
 {
     cuda_actq_wrote_t(cb, out);
     cuda_count(cb, cuda_row_chunks(x->ne[1]));
     return launched(cb, st_kern_rope_neox(out->data, x->data, pos->data, x->ne[1], x->ne[0],
-                                          head_dim, n_rot, freq_base, freq_scale, cb->err_flag,
-                                          cb->stream), "rope", err);
+                                          head_dim, rope, cb->err_flag, cb->stream), "rope",
+                    err);
 }
 
 enum st_status cuda_op_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos, int32_t head_dim,
-                            int32_t n_rot, float freq_base, float freq_scale, struct st_err *err)
+                            const struct st_rope_params *rope, struct st_err *err)
 {
     struct cuda_backend *cb = cuda_of(be);
     enum st_status rc = cuda_enter(cb, err);
 
-    return rc != ST_OK ? rc : rope_launch(cb, out, x, pos, head_dim, n_rot, freq_base,
-                                          freq_scale, err);
+    return rc != ST_OK ? rc : rope_launch(cb, out, x, pos, head_dim, rope, err);
 }
 
 /* Per-head norm + rope: one kernel when fused (head_dim <= 256), else
  * the two launches. */
 enum st_status cuda_op_rms_norm_rope(struct st_backend *be, ST_T out, ST_T x, ST_T w, ST_T pos,
-                                     int32_t n_rot, float freq_base, float freq_scale,
-                                     float eps, struct st_err *err)
+                                     const struct st_rope_params *rope, float eps,
+                                     struct st_err *err)
 {
     struct cuda_backend *cb = cuda_of(be);
     enum st_status rc = cuda_enter(cb, err);
@@ -184,14 +183,13 @@ enum st_status cuda_op_rms_norm_rope(struct st_backend *be, ST_T out, ST_T x, ST
         return rc;
     if (!cb->fuse || d > 256) {
         rc = norm_into(cb, out, x, NULL, w, eps, "rms_norm", err);
-        return rc != ST_OK ? rc : rope_launch(cb, out, out, pos, d, n_rot, freq_base, freq_scale,
-                                              err);
+        return rc != ST_OK ? rc : rope_launch(cb, out, out, pos, d, rope, err);
     }
     cuda_actq_wrote_t(cb, out);
     cuda_count(cb, 1);
     return launched(cb, st_kern_rms_norm_rope(out->data, x->data, w->data, pos->data, x->ne[1],
-                                              x->ne[0], d, n_rot, freq_base, freq_scale, eps,
-                                              cb->err_flag, cb->stream), "rms_norm_rope", err);
+                                              x->ne[0], d, rope, eps, cb->err_flag, cb->stream),
+                    "rms_norm_rope", err);
 }
 
 /* Chunking of the positions: see the file comment. */
