@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "strata/log.h"
 #include "strata/make_model.h"
 #include "strata/sched.h"
 
@@ -44,6 +45,7 @@ struct mb_opts {
     const char *model;
     const char *backend;   /* "cpu" or "cuda" */
     bool ngram;            /* --ngram: n-gram drafts, not MTP */
+    bool verbose;          /* -v: what each run's cost model learned */
     int32_t n_gen, np, threads, draft, reps, gpu;
     int32_t ngram_min, ngram_max;
 };
@@ -73,6 +75,7 @@ static int usage(void)
           "  --mtp-draft K most draft tokens per slot and step, 1..4 (default 3)\n"
           "  -t N          CPU threads (default: all cores)\n"
           "  -r N          repetitions (default 3)\n"
+          "  -v            print what each run's draft cost model learned\n"
           "  --backend B   cpu (default) or cuda; --gpu N: the GPU for cuda (default 0)\n",
           stderr);
     return 2;
@@ -92,6 +95,7 @@ static int usage_ngram(void)
           "  --spec-ngram-min N, --spec-ngram-max N  n-gram lengths, 1..8 (default 2, 4)\n"
           "  -t N               CPU threads (default: all cores)\n"
           "  -r N               repetitions (default 3)\n"
+          "  -v                 print what each run's draft cost model learned\n"
           "  --backend B        cpu (default) or cuda; --gpu N: the GPU for cuda (default 0)\n",
           stderr);
     return 2;
@@ -119,6 +123,11 @@ static bool parse(int argc, char **argv, bool ngram, struct mb_opts *o)
         bool ok = true;
         if (!strcmp(a, ngram ? "--ngram" : "--mtp"))
             continue;
+        if (!strcmp(a, "-v")) {
+            o->verbose = true;
+            st_log_set_level(ST_LOG_DEBUG);   /* the engine's "drafts (do not) pay" lines */
+            continue;
+        }
         if (!v)
             return false;
         if (!strcmp(a, "-m")) o->model = v;
@@ -209,6 +218,24 @@ static double window_tps(const struct mb_req *rq, int32_t np)
     return t1 > t0 ? (double)n / ((double)(t1 - t0) / 1e9) : 0.0;
 }
 
+/* -v: the step times by rows the engine measured (ms, samples), what it
+ * prices a draft call at, and the steps where drafting did not pay. */
+static void print_cost(const struct st_engine *e)
+{
+    const struct st_spec_cost *c = &e->spec.cost;
+    for (int32_t k = 0; k < ST_SPEC_CURVES; k++) {
+        fprintf(stderr, "cost model, %s steps, rows:ms(samples):", k ? "full" : "lean");
+        for (int32_t r = 1; r <= ST_SPEC_COST_ROWS; r++)
+            if (c->curve[k].n[r] > 0)
+                fprintf(stderr, " %d:%.3f(%d)", (int)r, c->curve[k].ns[r] / 1e6,
+                        (int)c->curve[k].n[r]);
+        fputc('\n', stderr);
+    }
+    fprintf(stderr, "draft 1 slot x 1 pass %.3f ms, 4 x 1 %.3f ms; plain steps %llu\n",
+            st_spec_cost_draft_ns(c, 1, 1) / 1e6, st_spec_cost_draft_ns(c, 1, 4) / 1e6,
+            (unsigned long long)e->spec.plain_steps);
+}
+
 /* One run; 'on': with drafts (MTP, or n-gram with --ngram). */
 static bool run_once(const struct mb_opts *o, const char *path, bool on, struct mb_run *out)
 {
@@ -251,6 +278,8 @@ static bool run_once(const struct mb_opts *o, const char *path, bool on, struct 
             ok = rq[i].ended && !rq[i].failed && rq[i].n >= 2;
         struct st_pool_stats ps;
         st_engine_pool_stats(p, &ps);
+        if (on && o->verbose)
+            print_cost(&p->engines[0]);
         *out = (struct mb_run){ ok ? window_tps(rq, o->np) : 0.0,
                                 o->ngram ? ps.ngram_drafted : ps.mtp_drafted,
                                 o->ngram ? ps.ngram_accepted : ps.mtp_accepted,

@@ -171,10 +171,13 @@ static enum st_status engine_init(struct st_engine_pool *p, struct st_engine *e,
     e->rows = calloc(n + 1, sizeof(*e->rows));
     e->decode_tokens = calloc(n, sizeof(*e->decode_tokens));
     e->drafts = calloc(n, sizeof(*e->drafts));
+    e->spec.want = calloc(n, sizeof(*e->spec.want));
+    e->spec.k = calloc(n, sizeof(*e->spec.k));
+    e->spec.slot = calloc(n, sizeof(*e->spec.slot));
     e->views = calloc(n, sizeof(*e->views));
     e->retry_ns = calloc((size_t)p->n_models, sizeof(*e->retry_ns));
     if (!e->slots || !e->seqs || !e->rows || !e->decode_tokens || !e->drafts || !e->views ||
-        !e->retry_ns)
+        !e->retry_ns || !e->spec.want || !e->spec.k || !e->spec.slot)
         return st_err_set(err, ST_ERR_NOMEM, "no memory for %d slots", (int)n);
     for (int32_t i = 0; i < e->n_slots; i++) {
         e->slots[i].index = i;
@@ -216,6 +219,9 @@ static void engine_fini(struct st_engine *e)
     free(e->rows);
     free(e->decode_tokens);
     free(e->drafts);
+    free(e->spec.want);
+    free(e->spec.k);
+    free(e->spec.slot);
     free(e->views);
     free(e->retry_ns);
     pthread_cond_destroy(&e->cv);

@@ -94,6 +94,14 @@ struct st_runner_seq {
      * caller-owned [st_runner_n_embd]. The row's logits are computed as for
      * any sampling row and may be ignored. NULL: none. */
     float         *embd;
+    /* (MTP) the engine drafts nothing from this DECODE's state (drafting does
+     * not pay now, docs/ENGINE.md "Draft length: cost-aware"). When every seq
+     * of a batch says so, a runner with an MTP layer may skip its upkeep for
+     * that forward: its MTP cache then misses those positions (zeros or
+     * older rows there: the drafts made later attend to them, the output
+     * never does) and the slots carry no state, so they draft nothing until
+     * a forward with the upkeep. */
+    bool           no_mtp_upkeep;
 };
 
 /* At most one READ sequence, then the DECODE sequences. */

@@ -187,12 +187,22 @@ static enum st_status add_seq(struct model_runner *r, const struct st_runner_seq
     return ST_OK;
 }
 
+/* The MTP layer of this forward: none when the runner has none, or when
+ * every seq lets it skip the upkeep (runner.h no_mtp_upkeep). */
+static struct st_mtp *step_mtp(const struct model_runner *r, const struct st_runner_batch *b)
+{
+    for (int32_t i = 0; r->mtp && i < b->n_seqs; i++)
+        if (!b->seqs[i].no_mtp_upkeep)
+            return r->mtp;
+    return NULL;
+}
+
 /* Every logit row of the step may be drawn on the backend (and no MTP
  * layer, whose forward has no draw): only ids come back. */
 static bool draws_only(const struct model_runner *r, const struct st_runner_batch *batch,
                        int64_t n_out)
 {
-    if (r->mtp || n_out == 0)
+    if (step_mtp(r, batch) || n_out == 0)
         return false;
     for (int32_t i = 0; i < batch->n_seqs; i++) {
         const struct st_runner_seq *q = &batch->seqs[i];
@@ -281,8 +291,9 @@ static enum st_status forward_logits(struct model_runner *r, const struct st_run
 {
     const float *logits = NULL;
     int64_t first;
-    bool on_backend = !r->mtp && scored_seq(r, batch, mb, &first) >= 0;
-    enum st_status rc = r->mtp        ? st_mtp_forward(r->mtp, mb, &logits, err)
+    struct st_mtp *mtp = step_mtp(r, batch);
+    bool on_backend = !mtp && scored_seq(r, batch, mb, &first) >= 0;
+    enum st_status rc = mtp           ? st_mtp_forward(mtp, mb, &logits, err)
                         : on_backend ? forward_scored(r, batch, mb, &logits, err)
                                      : st_model_forward(r->model, mb, &logits, err);
     if (rc != ST_OK)

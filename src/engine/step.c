@@ -422,11 +422,51 @@ static void fail_batch(struct st_engine *e, int32_t n, const struct st_err *err)
     }
 }
 
+/* A step of decodes only (no prompt chunk): its rows and time go to the
+ * draft cost model (spec_cost.c), from just before the forward to the last
+ * token taken, which is the part drafts make longer (the draft call is
+ * timed on its own, mtp.c). */
+static void note_cost(struct st_engine *e, const struct st_runner_batch *b, bool lean,
+                      int64_t t_fwd)
+{
+    int64_t rows = 0;
+    for (int32_t i = 0; i < b->n_seqs; i++) {
+        if (b->seqs[i].kind != ST_SEQ_DECODE)
+            return;
+        rows += b->seqs[i].n_tokens;
+    }
+    if (e->mtp_max <= 0 && e->ngram_max <= 0)
+        return;
+    bool full = e->mtp_max > 0 && !lean;
+    int32_t r = (int32_t)ST_MIN(rows, (int64_t)INT32_MAX);
+    const struct st_mtp_test *hook = &e->pool->mtp_test;
+    int64_t ns = hook->step_ns ? hook->step_ns(hook->ctx, r, full) : now_ns(e) - t_fwd;
+    st_spec_cost_step(&e->spec.cost, full ? ST_SPEC_FULL : ST_SPEC_LEAN, r, ns);
+}
+
+/* The step drafts nothing by choice (mtp.c) and reads no prompt: the MTP
+ * upkeep may go. A prompt's rows always get it, so a request's MTP cache
+ * holds its whole prompt; only decode positions of such steps are missing
+ * when drafting pays again. */
+static bool skip_upkeep(const struct st_engine *e, int32_t n)
+{
+    if (e->mtp_max <= 0 || !e->spec.lean)
+        return false;
+    for (int32_t i = 0; i < n; i++)
+        if (e->seqs[i].kind != ST_SEQ_DECODE || e->seqs[i].n_tokens != 1)
+            return false;
+    return true;
+}
+
 static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holder, int64_t t0)
 {
+    bool lean = skip_upkeep(e, n);
+    for (int32_t i = 0; i < n; i++)
+        e->seqs[i].no_mtp_upkeep = lean;
     struct st_runner_batch batch = { .seqs = e->seqs, .n_seqs = n };
     struct st_runner_out out = { .rows = e->rows, .busy_ns = 0 };
     struct st_err err = { 0 };
+    int64_t t_fwd = now_ns(e);
     enum st_status rc = st_runner_forward(e->runner, &batch, &out, &err);
     if (rc != ST_OK) {
         if (err.code == ST_OK)
@@ -434,7 +474,7 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
         fail_batch(e, n, &err);
         return;
     }
-    if (out.busy_ns > 0)
+    if (out.busy_ns > 0)   /* the sim's time; its step began at t0 */
         e->pool->clock->sleep_until(e->pool->clock, t0 + out.busy_ns);
     int64_t t_end = now_ns(e);
     for (int32_t i = 0; i < n; i++) {
@@ -456,6 +496,7 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
         else if (q->sample)
             take_token(e, sl, &e->rows[i], t_end);
     }
+    note_cost(e, &batch, lean, t_fwd);
 }
 
 bool st_engine_step(struct st_engine *e)

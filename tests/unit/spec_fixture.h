@@ -243,4 +243,27 @@ static inline void spec_force(void *ctx, int32_t slot, int32_t *d, int32_t n)
     f->forced[r == n ? 4 : ST_MIN(r, 3)]++;
 }
 
+/* Injected timings for the draft cost model (st_mtp_test.step_ns and
+ * draft_ns, spec_cost.c): a decode step of r rows takes (a + b r) ms, times
+ * 'up' with the MTP upkeep; an MTP draft call 'pass' ms per pass. Counts
+ * the steps timed each way. */
+struct spec_costs {
+    double  a, b, up, pass;
+    int64_t lean, full;
+};
+
+static inline int64_t spec_cost_step(void *ctx, int32_t rows, bool full)
+{
+    struct spec_costs *c = ctx;
+    *(full ? &c->full : &c->lean) += 1;
+    return (int64_t)((c->a + c->b * rows) * (full ? c->up : 1.0) * 1e6);
+}
+
+static inline int64_t spec_cost_draft(void *ctx, int32_t passes, int32_t slot_passes)
+{
+    struct spec_costs *c = ctx;
+    (void)slot_passes;
+    return (int64_t)(c->pass * passes * 1e6);
+}
+
 #endif /* STRATA_TEST_SPEC_FIXTURE_H */

@@ -17,10 +17,14 @@
  *     tokens with and without MTP, greedy and seeded, and change the
  *     output; requests decoding together keep their own histories;
  *   - a model without an MTP layer serves normally and says so once;
- *   - the counters (pool stats and the activity record) add up.
+ *   - the counters (pool stats and the activity record) add up;
+ *   - with injected step timings the draft lengths follow the cost: rows
+ *     nearly free draft as the acceptance rule does, rows dear draft little
+ *     and skip the MTP upkeep between, the output the same.
  *
  * The steps run on the test thread (st_engine_pool_step) on a manual
- * clock: nothing here depends on time.
+ * clock: nothing here depends on time (the cost model learns only the
+ * timings a test injects).
  */
 #include <check.h>
 #include <math.h>
@@ -199,6 +203,54 @@ START_TEST(test_engine_mtp_penalties_separate_histories)
 }
 END_TEST
 
+/* ---- cost-aware draft lengths (spec_cost.c), timings injected ---------- */
+
+/* mtp-demo at 4 slots (~90% accepted): where rows are nearly free (a GPU)
+ * the engine drafts as much as the acceptance rule does; where each row
+ * costs most of a step (this VM's CPU, bench_spec_cost) it drafts only in
+ * its first steps and rare explorations, and skips the MTP upkeep in the
+ * steps between (lean). The output is the same every way. */
+START_TEST(test_engine_mtp_cost_aware_lengths)
+{
+    const char *path = spec_make("mtp-demo", false, 5);
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    struct spec_run r = { .path = path, .np = 4, .mtp_draft = 3, .n_gen = 64 };
+    spec_against_plain(&r, prompts, off, on, "unpriced");   /* a manual clock: no timings */
+    uint64_t base = on->stats.mtp_drafted;
+    report("unpriced", on);
+
+    struct spec_costs cheap = { .a = 10.0, .b = 0.01, .up = 1.02, .pass = 0.01 };
+    struct st_mtp_test hook = { .step_ns = spec_cost_step, .draft_ns = spec_cost_draft,
+                                .ctx = &cheap };
+    r.hook = &hook;
+    run(&r, on);
+    report("rows nearly free", on);
+    spec_same(off, on, 4, "rows nearly free");
+    ck_assert_msg(on->stats.mtp_drafted * 10 >= base * 8, "rows nearly free: %llu drafted, "
+                  "the acceptance rule %llu", (unsigned long long)on->stats.mtp_drafted,
+                  (unsigned long long)base);
+    ck_assert(on->stats.mtp_accepted * 2 > on->stats.mtp_drafted);
+    spec_records_add_up(on);
+
+    struct spec_costs dear = { .a = 0.6, .b = 0.78, .up = 1.07, .pass = 0.3 };
+    hook.ctx = &dear;
+    run(&r, on);
+    report("rows dear", on);
+    spec_same(off, on, 4, "rows dear");
+    ck_assert_msg(on->stats.mtp_drafted * 3 <= base, "rows dear: %llu drafted, the acceptance "
+                  "rule %llu", (unsigned long long)on->stats.mtp_drafted,
+                  (unsigned long long)base);
+    ck_assert_msg(dear.lean > dear.full, "rows dear: %lld lean steps, %lld full",
+                  (long long)dear.lean, (long long)dear.full);
+    /* drafting pays: without the upkeep only the plain steps that price a
+     * slot count first seen (4, then fewer as requests end) */
+    ck_assert_msg(cheap.lean <= 4, "rows nearly free: %lld lean steps", (long long)cheap.lean);
+    spec_records_add_up(on);
+    free(off);
+    free(on);
+}
+END_TEST
+
 /* ---- a model without MTP ------------------------------------------------- */
 
 START_TEST(test_engine_mtp_model_without_layer_serves)
@@ -247,6 +299,7 @@ static Suite *engine_mtp_suite(void)
     tcase_add_test(tc, test_engine_mtp_model_without_layer_serves);
     tcase_add_test(tc, test_engine_mtp_penalties_identical);
     tcase_add_test(tc, test_engine_mtp_penalties_separate_histories);
+    tcase_add_test(tc, test_engine_mtp_cost_aware_lengths);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -311,6 +311,44 @@ START_TEST(test_engine_ngram_greedy_identical)
 }
 END_TEST
 
+/* ---- cost-aware draft lengths (spec_cost.c), timings injected ---------- */
+
+/* Where verify rows are nearly free the n-gram drafts go on as the
+ * acceptance rule has them; where each row costs as much as a step's fixed
+ * part, the long drafts a loop gives are cut to what pays; where a row costs
+ * ten times that, almost nothing is drafted. Never a different answer. */
+START_TEST(test_engine_ngram_cost_aware_lengths)
+{
+    const char *path = spec_make("tiny", false, 1);
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    struct spec_run r = { .path = path, .np = 4, .ngram_draft = 8, .n_gen = 64 };
+    spec_against_plain(&r, prompts, off, on, "unpriced");
+    uint64_t base = on->stats.ngram_drafted;
+    report("unpriced", on);
+    struct spec_costs cost = { .a = 10.0, .b = 0.01, .up = 1.0 };
+    struct st_mtp_test hook = { .step_ns = spec_cost_step, .ctx = &cost };
+    r.hook = &hook;
+    uint64_t drafted[3];
+    const double per_row[3] = { 0.01, 10.0, 100.0 };
+    for (int i = 0; i < 3; i++) {
+        cost.b = per_row[i];
+        run(&r, on);
+        report(i == 0 ? "rows nearly free" : i == 1 ? "rows as dear as a step" : "rows dear", on);
+        spec_same(off, on, 4, "cost-aware");
+        spec_records_add_up(on);
+        drafted[i] = on->stats.ngram_drafted;
+        ck_assert(cost.full == 0);   /* no MTP layer: every step is lean */
+    }
+    ck_assert_msg(drafted[0] * 10 >= base * 8, "rows nearly free: %llu drafted, the acceptance "
+                  "rule %llu", (unsigned long long)drafted[0], (unsigned long long)base);
+    ck_assert_msg(drafted[1] < drafted[0] && drafted[2] * 4 <= drafted[0], "drafted %llu, %llu, "
+                  "%llu as rows got dearer", (unsigned long long)drafted[0],
+                  (unsigned long long)drafted[1], (unsigned long long)drafted[2]);
+    free(off);
+    free(on);
+}
+END_TEST
+
 /* ---- rollback: rejections forced at every position --------------------- */
 
 START_TEST(test_engine_ngram_rollback_every_position)
@@ -492,6 +530,7 @@ static Suite *engine_ngram_suite(void)
     tcase_add_test(tc, test_engine_ngram_json_identical);
     tcase_add_test(tc, test_engine_ngram_with_mtp_identical);
     tcase_add_test(tc, test_engine_ngram_sim_serves);
+    tcase_add_test(tc, test_engine_ngram_cost_aware_lengths);
     suite_add_tcase(s, tc);
     return s;
 }
