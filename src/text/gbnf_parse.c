@@ -545,7 +545,7 @@ static enum st_status sequence(struct gp *p, uint32_t rule, bool nested)
             rc = char_class(p, rule);
         } else if (c == '.') {
             p->i++;
-            uint32_t sym;
+            uint32_t sym = 0;
             rc = add_set(p, NULL, 0, true, &sym);
             if (rc == ST_OK)
                 rc = emit(p, rule, sym);
