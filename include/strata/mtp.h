@@ -79,6 +79,14 @@ enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
  * the carried state to position n_tokens - 1 (see "Carried state"). */
 void st_mtp_truncate(struct st_mtp *t, int32_t slot, int64_t n_tokens);
 
+/* The main model ran b alone (st_model_forward: the runner skipped the
+ * upkeep, runner.h no_mtp_upkeep): the MTP cache misses b's positions, so
+ * each slot of b forgets its carry and the last upkeep's rows at or after
+ * the first position b wrote for it (they were for the tokens there
+ * before); such a slot drafts nothing until a forward with the upkeep
+ * (see "Carried state"). */
+void st_mtp_skipped(struct st_mtp *t, const struct st_model_batch *b);
+
 /* st_model_kv_copy for the MTP layer's cache: positions [from, to) of
  * slot dst become slot src's, and dst carries src's state at to - 1 when
  * this object still has it (src's carry, or a row of the last forward),

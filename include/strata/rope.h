@@ -58,6 +58,13 @@ static inline struct st_rope_params st_rope_params_init(int32_t n_rot, float fre
         float hi = ceilf(st_rope_yarn_corr_dim(n_rot, freq_base, n_ctx_orig, beta_slow));
         p.corr_low = lo > 0.0f ? lo : 0.0f;
         p.corr_high = hi < (float)(n_rot - 1) ? hi : (float)(n_rot - 1);
+        /* a tiny n_ctx_orig (beta_slow's end below 0), a huge one (beta_fast's
+         * past n_rot - 1) or beta_slow > beta_fast leave the ends crossed: the
+         * ramp is then a step at corr_low, which high = low gives the same
+         * (the width is max(0.001, high - low) either way), and the op
+         * checker takes it */
+        if (!(p.corr_high >= p.corr_low))
+            p.corr_high = p.corr_low;
     }
     return p;
 }

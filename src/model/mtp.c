@@ -282,6 +282,21 @@ enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
     return rc;
 }
 
+void st_mtp_skipped(struct st_mtp *t, const struct st_model_batch *b)
+{
+    for (int64_t r = 0; r < b->n_rows; r++) {
+        int32_t s = b->slots[r];
+        int64_t p = b->pos[r];
+        if (s < 0 || s >= t->S)
+            continue;
+        if (t->carry_pos[s] >= p)
+            t->carry_pos[s] = -1;
+        for (int64_t i = 0; i < t->chunk_n; i++)   /* -1 matches no lookup */
+            if (t->chunk_slot[i] == s && t->chunk_pos[i] >= p)
+                t->chunk_pos[i] = -1;
+    }
+}
+
 void st_mtp_truncate(struct st_mtp *t, int32_t slot, int64_t n_tokens)
 {
     if (slot < 0 || slot >= t->S)

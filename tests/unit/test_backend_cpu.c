@@ -565,6 +565,32 @@ START_TEST(test_backend_cpu_rope_none_linear_unchanged)
 }
 END_TEST
 
+/* YaRN over an original context so short (or long) that the ramp's ends
+ * cross: llama.cpp's clamps leave high < low, a step at low; the params
+ * must still be ones the op takes, with the same ramp. */
+START_TEST(test_backend_cpu_rope_yarn_crossed_ends)
+{
+    int32_t pos[1] = { 3 };
+    float v[128] = { 0 };
+    struct st_tensor xt = mk_f32(v, 128, 1), pt = mk_i32(pos, 1);
+    /* orig 2: corr_dim(beta_slow) = -5.3 -> high -5 before the fix */
+    struct st_rope_params a = st_rope_params_init(128, 1e6f, 0.25f, 1, 1, 2, 32, 1);
+    /* orig 1e9 at base 10: corr_dim(beta_fast) = 26.8 -> low 26 > n_rot - 1 */
+    struct st_rope_params b = st_rope_params_init(8, 10.0f, 0.25f, 1, 1, 1000000000, 32, 1);
+    ck_assert(a.corr_low == 0.0f && a.corr_high == 0.0f);
+    ck_assert(b.corr_low == 26.0f && b.corr_high == 26.0f);
+    ck_assert_int_eq(st_backend_rope(be, &xt, &xt, &pt, 128, &a, NULL), ST_OK);
+    ck_assert_int_eq(st_backend_rope(be, &xt, &xt, &pt, 8, &b, NULL), ST_OK);
+    /* the step: pair 0 keeps its trained frequency, the rest interpolate */
+    ck_assert(st_rope_inv_freq(&a, 0) == 1.0f);
+    for (int i = 1; i < 64; i++)
+        ck_assert(st_rope_inv_freq(&a, i) == 0.25f * powf(1e6f, -2.0f * (float)i / 128.0f));
+    for (int i = 0; i < 4; i++)   /* every pair of b is below its low end: trained */
+        ck_assert(st_rope_inv_freq(&b, i) == powf(10.0f, -2.0f * (float)i / 8.0f));
+    st_backend_release(be, &xt); st_backend_release(be, &pt);
+}
+END_TEST
+
 /* Rope parameters the op refuses: no struct, negative ext_factor, zero
  * attn_factor, a ramp running backwards, a non-finite base. */
 START_TEST(test_backend_cpu_rope_bad_params)
@@ -1025,6 +1051,7 @@ static Suite *backend_cpu_suite(void)
     tcase_add_test(tc, test_backend_cpu_rope_yarn_matches_double);
     tcase_add_test(tc, test_backend_cpu_rope_none_linear_unchanged);
     tcase_add_test(tc, test_backend_cpu_rope_bad_params);
+    tcase_add_test(tc, test_backend_cpu_rope_yarn_crossed_ends);
     tcase_add_test(tc, test_backend_cpu_add_rms_norm_is_the_composition);
     tcase_add_test(tc, test_backend_cpu_rms_norm_rope_is_the_composition);
     tcase_add_test(tc, test_backend_cpu_stats_count_ops);

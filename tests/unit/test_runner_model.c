@@ -2,7 +2,8 @@
  * make-model tiny file: its text side (tokenize/detokenize round trip,
  * pieces, end of generation, the chat template from the GGUF) and its
  * forward through the runner API (a READ chunk then DECODE rows, logits
- * equal to the model's own forward, prefix rollback, refused reads).
+ * equal to the model's own forward, prefix rollback, refused reads), and
+ * what steps without the MTP upkeep leave behind.
  */
 #define _POSIX_C_SOURCE 200809L   /* dup, dup2, fileno: the warning test reads stderr */
 #include <check.h>
@@ -300,6 +301,61 @@ START_TEST(test_runner_model_rope_config)
 }
 END_TEST
 
+/* One DECODE row through the runner, with or without the MTP upkeep. */
+static void decode_one(struct st_runner *x, int32_t slot, int32_t token, int64_t pos,
+                       bool lean)
+{
+    struct st_runner_seq seq = { .kind = ST_SEQ_DECODE, .slot = slot, .tokens = &token,
+                                 .n_tokens = 1, .pos = pos, .sample = true,
+                                 .no_mtp_upkeep = lean };
+    struct st_runner_row row;
+    struct st_runner_out out = { .rows = &row };
+    struct st_runner_batch b = { &seq, 1 };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_runner_forward(x, &b, &out, &err) == ST_OK, "%s", err.msg);
+}
+
+/* Forwards that skip the MTP upkeep (runner.h no_mtp_upkeep) leave no
+ * state behind that describes other tokens: slot 0 reads a[0..6), is cut
+ * back to 4 (a draft round's rollback), decodes two other tokens at 4 and
+ * 5 without the upkeep, and is copied to slot 1. The MTP states of a[4],
+ * a[5] from the read must not come along: slot 1 drafts nothing (no
+ * forward with the upkeep has seen its tokens at 4 and 5). */
+START_TEST(test_runner_model_lean_steps_leave_no_stale_mtp_state)
+{
+    char mpath[320];
+    struct st_runner *x = NULL;
+    struct st_err err = { 0 };
+    fixture_make_model(mpath, sizeof(mpath), dir, "tiny", "q8_0", 3, true);
+    ck_assert_msg(st_runner_model_new(mpath, "cpu", -1, 2, 2, 64, 16, &x, &err) == ST_OK, "%s",
+                  err.msg);
+    x->mtp_draft = 2;
+    ck_assert_msg(st_runner_load(x, NULL, NULL, NULL, &err) == ST_OK, "%s", err.msg);
+    ck_assert_int_eq(st_runner_mtp_max(x), 2);
+    int32_t a[6] = { 5, 17, 33, 2, 9, 41 }, d[2];
+    struct st_runner_seq seq = { .kind = ST_SEQ_READ, .slot = 0, .tokens = a, .n_tokens = 6,
+                                 .pos = 0, .sample = true };
+    struct st_runner_row row;
+    struct st_runner_out out = { .rows = &row };
+    struct st_runner_batch b = { &seq, 1 };
+    ck_assert_msg(st_runner_forward(x, &b, &out, &err) == ST_OK, "%s", err.msg);
+    st_runner_kv_truncate(x, 0, 4);
+    decode_one(x, 0, 7, 4, true);
+    decode_one(x, 0, 8, 5, true);
+    ck_assert_msg(st_runner_kv_copy(x, 0, 1, 0, 6, &err) == ST_OK, "%s", err.msg);
+    struct st_runner_draft q = { .slot = 1, .token = 3, .pos = 6, .n_draft = 2, .out = d };
+    ck_assert_msg(st_runner_mtp_draft(x, &q, 1, &err) == ST_OK, "%s", err.msg);
+    ck_assert_msg(q.n_draft == 0, "slot 1 drafted %d from a state of tokens it does not hold",
+                  (int)q.n_draft);
+    /* a forward with the upkeep gives the slot a state again */
+    decode_one(x, 1, 3, 6, false);
+    q = (struct st_runner_draft){ .slot = 1, .token = 4, .pos = 7, .n_draft = 2, .out = d };
+    ck_assert_msg(st_runner_mtp_draft(x, &q, 1, &err) == ST_OK, "%s", err.msg);
+    ck_assert_int_eq(q.n_draft, 2);
+    st_runner_free(x);
+}
+END_TEST
+
 static Suite *runner_model_suite(void)
 {
     Suite *s = suite_create("runner_model");
@@ -312,6 +368,7 @@ static Suite *runner_model_suite(void)
     tcase_add_test(tc, test_runner_model_kv_rules);
     tcase_add_test(tc, test_runner_model_rejects_bad_files);
     tcase_add_test(tc, test_runner_model_rope_config);
+    tcase_add_test(tc, test_runner_model_lean_steps_leave_no_stale_mtp_state);
     suite_add_tcase(s, tc);
     return s;
 }
