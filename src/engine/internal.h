@@ -393,10 +393,12 @@ struct st_spec_steps {
     int32_t n[ST_SPEC_COST_ROWS + 1];    /* samples behind it (0: never measured) */
     int64_t at[ST_SPEC_COST_ROWS + 1];   /* the cost model's step count at the last one */
     double  fit_w, fit_r, fit_rr, fit_t, fit_rt;   /* decayed sums: t = a + b rows */
+    int64_t total;                       /* samples, all row counts */
 };
 struct st_spec_cost {
     struct st_spec_steps curve[ST_SPEC_CURVES];
     double  draft[5];            /* decayed sums for t = d0 passes + d1 slot-passes */
+    int32_t draft_calls;         /* MTP draft calls seen (the first few are not learned) */
     int64_t steps;               /* steps learned, both curves */
     bool    timed;               /* some step took time (a manual clock never does) */
     bool    mtp;                 /* steps with drafts run the MTP upkeep (FULL) */

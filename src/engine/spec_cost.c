@@ -47,6 +47,17 @@
 #define CLIP 3.0           /* a sample above 3x the estimate counts as 3x (preemption) */
 #define RIDGE 1e-4         /* draft fit: keeps a one-slot history solvable */
 
+/* Cold starts. The first steps and draft calls of a model touch its
+ * weights for the first time (page faults of the mapping, cold caches):
+ * on mtp-demo the first draft call took 0.67 ms, later ones ~0.1 ms. A
+ * plan made from those alone judged drafts too dear, stopped drafting and
+ * never saw a warm one (MTP at one slot fell from 1.15x to 0.98x). So the
+ * first draft calls are not learned, and the plan waits for WARM_STEPS
+ * samples of the curve its drafting steps run on (the acceptance rule
+ * decides until then). */
+#define DRAFT_SKIP 2
+#define WARM_STEPS 6
+
 void st_spec_cost_init(struct st_spec_cost *c, bool mtp)
 {
     memset(c, 0, sizeof(*c));
@@ -88,6 +99,7 @@ void st_spec_cost_step(struct st_spec_cost *cost, enum st_spec_curve curve, int3
             c->n[rows] = n + 1;
     }
     cost->steps++;
+    c->total++;
     c->fit_w = FIT_DECAY * c->fit_w + 1.0;
     c->fit_r = FIT_DECAY * c->fit_r + r;
     c->fit_rr = FIT_DECAY * c->fit_rr + r * r;
@@ -97,7 +109,7 @@ void st_spec_cost_step(struct st_spec_cost *cost, enum st_spec_curve curve, int3
 
 void st_spec_cost_draft(struct st_spec_cost *c, int32_t passes, int32_t slot_passes, int64_t ns)
 {
-    if (passes < 1 || slot_passes < passes || ns <= 0)
+    if (passes < 1 || slot_passes < passes || ns <= 0 || ++c->draft_calls <= DRAFT_SKIP)
         return;
     double p = passes, s = slot_passes, t = (double)ns;
     double *d = c->draft;   /* sum p^2, p s, s^2, p t, s t */
@@ -239,7 +251,7 @@ enum st_spec_verdict st_spec_plan(const struct st_spec_cost *c, const struct st_
     if (n <= 0)
         return ST_SPEC_PLAIN;
     memset(k, 0, (size_t)n * sizeof(*k));
-    if (!c->timed)
+    if (!c->timed || c->curve[c->mtp ? ST_SPEC_FULL : ST_SPEC_LEAN].total < WARM_STEPS)
         return ST_SPEC_UNPRICED;
     double t0 = st_spec_cost_step_ns(c, ST_SPEC_LEAN, n);
     if (t0 <= 0.0)

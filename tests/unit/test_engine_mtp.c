@@ -208,8 +208,9 @@ END_TEST
 /* mtp-demo at 4 slots (~90% accepted): where rows are nearly free (a GPU)
  * the engine drafts as much as the acceptance rule does; where each row
  * costs most of a step (this VM's CPU, bench_spec_cost) it drafts only in
- * its first steps and rare explorations, and skips the MTP upkeep in the
- * steps between (lean). The output is the same every way. */
+ * its first steps (the acceptance rule decides until 6 drafting steps are
+ * timed) and rare explorations, and skips the MTP upkeep in the steps
+ * between (lean). The output is the same every way. */
 START_TEST(test_engine_mtp_cost_aware_lengths)
 {
     const char *path = spec_make("mtp-demo", false, 5);
@@ -237,7 +238,7 @@ START_TEST(test_engine_mtp_cost_aware_lengths)
     run(&r, on);
     report("rows dear", on);
     spec_same(off, on, 4, "rows dear");
-    ck_assert_msg(on->stats.mtp_drafted * 3 <= base, "rows dear: %llu drafted, the acceptance "
+    ck_assert_msg(on->stats.mtp_drafted * 2 <= base, "rows dear: %llu drafted, the acceptance "
                   "rule %llu", (unsigned long long)on->stats.mtp_drafted,
                   (unsigned long long)base);
     ck_assert_msg(dear.lean > dear.full, "rows dear: %lld lean steps, %lld full",

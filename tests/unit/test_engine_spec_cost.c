@@ -104,6 +104,10 @@ START_TEST(test_engine_spec_cost_draft_fit)
     struct st_spec_cost c;
     st_spec_cost_init(&c, true);
     ck_assert_double_eq(st_spec_cost_draft_ns(&c, 3, 12), 0.0);   /* unknown: free */
+    /* the first calls (cold: the MTP weights' first touch) are not learned */
+    st_spec_cost_draft(&c, 1, 1, (int64_t)(50.0 * MS));
+    st_spec_cost_draft(&c, 1, 1, (int64_t)(50.0 * MS));
+    ck_assert_double_eq(st_spec_cost_draft_ns(&c, 1, 1), 0.0);
     /* one slot only (passes == slot-passes): still priced exactly */
     for (int i = 0; i < 20; i++)
         for (int32_t p = 1; p <= 3; p++)
@@ -271,14 +275,17 @@ START_TEST(test_engine_spec_cost_plan_verdicts)
     st_spec_cost_init(&c, true);
     ck_assert_int_eq(st_spec_plan(&c, w, 2, k, &out), ST_SPEC_UNPRICED);
     ck_assert(k[0] == 0 && k[1] == 0);
-    /* drafting steps timed, no plain one: measure one */
-    teach(&c, ST_SPEC_FULL, 4, 4, 3.0, 0.0, 2);
+    /* fewer than WARM_STEPS (6) drafting steps timed: the first steps are
+     * cold, the acceptance rule decides; then, no plain one: measure one */
+    teach(&c, ST_SPEC_FULL, 4, 4, 3.0, 0.0, 5);
+    ck_assert_int_eq(st_spec_plan(&c, w, 2, k, &out), ST_SPEC_UNPRICED);
+    teach(&c, ST_SPEC_FULL, 4, 4, 3.0, 0.0, 1);
     ck_assert_int_eq(st_spec_plan(&c, w, 2, k, &out), ST_SPEC_MEASURE);
     /* a plain step known, a step with one draft row not: explore */
     teach(&c, ST_SPEC_LEAN, 2, 2, 1.0, 0.0, 1);
     st_spec_cost_init(&c, true);
     teach(&c, ST_SPEC_LEAN, 2, 2, 1.0, 0.0, 1);
-    teach(&c, ST_SPEC_FULL, 2, 2, 1.1, 0.0, 1);
+    teach(&c, ST_SPEC_FULL, 2, 2, 1.1, 0.0, 6);
     ck_assert_int_eq(st_spec_plan(&c, w, 2, k, &out), ST_SPEC_EXPLORE);
     /* two FULL row counts give the line: priced */
     teach(&c, ST_SPEC_FULL, 6, 6, 1.4, 0.0, 1);
