@@ -28,6 +28,10 @@
  * ST_GBNF_MAX_DEPTH entries (each element knows the least depth its rest
  * needs). Past ST_GBNF_MAX_STACKS ways at once, the later ones are
  * dropped (the text stays in the language; fewer texts can be written).
+ * Limit: each character's expansion has a work budget (gbnf_state.c);
+ * a grammar whose expansion after some character outgrows it (a deep
+ * tree of rules that match only the empty text) can still reach a dead
+ * end there; one that cannot even start is refused at compile time.
  *
  * Ownership: a compiled grammar is immutable and reference counted
  * (atomic: the HTTP thread compiles, engine threads read); a state

@@ -117,6 +117,26 @@ static bool prompt_closes_think(const char *p)
     return n >= 8 && memcmp(p + n - 8, "</think>", 8) == 0;
 }
 
+/* The reply starts inside a think block: the prompt ends with its opening
+ * tag, or (cont: continue_final_message, an Anthropic prefill) the
+ * continued message is cut inside one, its last "<think>" after the
+ * prompt's last "</think>" (Qwen3 renders "<think>\nLet me" after its
+ * own empty block), so the model's "</think>" still ends the reasoning. */
+static bool prompt_in_think(const char *prompt, bool cont)
+{
+    size_t n = strlen(prompt);
+    if (st_reply_prompt_opens_think(prompt, n))
+        return true;
+    if (!cont)
+        return false;
+    const char *open = NULL, *close = NULL;
+    for (const char *q = strstr(prompt, "<think>"); q; q = strstr(q + 1, "<think>"))
+        open = q;
+    for (const char *q = strstr(prompt, "</think>"); q; q = strstr(q + 1, "</think>"))
+        close = q;
+    return open && (!close || open > close);
+}
+
 /* The think block a constrained reply (tool_choice's calls, response_format's
  * JSON) may start with, from the rendered prompt: none unless reasoning is
  * split out; the reply starts in it when the prompt opened it; none when
@@ -128,11 +148,11 @@ static bool prompt_closes_think(const char *p)
  * or <think> .. </think> (Magistral 2506): either where the vocabulary has
  * both (ST_THINK_EITHER: the reply parser reads both there), else the one
  * it has. */
-static enum st_think_mode think_mode(const char *prompt, bool reasoning, uint8_t think_vocab,
-                                     enum st_think_tags *tags)
+static enum st_think_mode think_mode(const char *prompt, bool cont, bool reasoning,
+                                     uint8_t think_vocab, enum st_think_tags *tags)
 {
     size_t n = strlen(prompt);
-    bool opens = st_reply_prompt_opens_think(prompt, n);
+    bool opens = prompt_in_think(prompt, cont);
     bool mistral = st_reply_prompt_is_mistral(prompt, n);
     *tags = mistral ? ST_THINK_SQUARE : ST_THINK_ANGLE;
     if (!reasoning || st_reply_prompt_wants_xml_calls(prompt, n) ||
@@ -154,12 +174,12 @@ static enum st_think_mode think_mode(const char *prompt, bool reasoning, uint8_t
  * st_gen_reply_setup), and whether a think block may come first. false:
  * a format the grammar does not cover (a Mistral prompt without a tools
  * section of v7's or v11's shape). */
-static bool call_format(const char *prompt, bool reasoning, uint8_t think_vocab,
+static bool call_format(const char *prompt, bool cont, bool reasoning, uint8_t think_vocab,
                         struct st_call_spec *sp)
 {
     size_t n = strlen(prompt);
     enum st_think_tags tags;
-    enum st_think_mode m = think_mode(prompt, reasoning, think_vocab, &tags);
+    enum st_think_mode m = think_mode(prompt, cont, reasoning, think_vocab, &tags);
     sp->think = m == ST_THINK_OPEN ? ST_CALL_THINK_OPEN
                 : m == ST_THINK_OPTIONAL ? ST_CALL_THINK_OPTIONAL
                                          : ST_CALL_THINK_NONE;
@@ -194,8 +214,8 @@ void st_gen_reply_json_think(const struct st_oai_request *oq,
         return;
     enum st_think_tags tags;
     enum st_think_mode m =
-        think_mode(prompt, resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK, think_vocab,
-                   &tags);
+        think_mode(prompt, oq->continue_final,
+                   resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK, think_vocab, &tags);
     p->json_think = (uint8_t)m;
     p->json_think_tags = (uint8_t)tags;
     static const char *const name[] = { "none", "optional", "open" };
@@ -214,7 +234,7 @@ enum st_think_mode st_gen_reply_budget_think(const struct st_oai_request *oq,
     /* a constrained reply's block is its grammar's (reasoning split out or
      * not); an unconstrained reply may think whatever the reply format */
     bool reasoning = !constrained || resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK;
-    return think_mode(prompt, reasoning, think_vocab, tags);
+    return think_mode(prompt, oq->continue_final, reasoning, think_vocab, tags);
 }
 
 enum st_status st_gen_reply_calls(const struct st_oai_request *oq,
@@ -230,8 +250,8 @@ enum st_status st_gen_reply_calls(const struct st_oai_request *oq,
     struct st_call_spec sp = { .parallel = !oq->single_tool_call, .tools_json = oq->tools_json,
                                .tools_len = strlen(oq->tools_json),
                                .name = named ? oq->tool_choice_name : NULL };
-    if (!call_format(prompt, resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK,
-                     think_vocab, &sp))
+    if (!call_format(prompt, oq->continue_final,
+                     resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK, think_vocab, &sp))
         return ST_OK;
     struct st_err err = { 0 };
     int32_t fallback = 0;
@@ -261,7 +281,7 @@ enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request 
     memset(&o, 0, sizeof(o));
     o.reasoning = rf == ST_REASONING_DEEPSEEK;
     o.tools = oq->tools_json && strcmp(oq->tools_json, "[]") != 0;
-    o.in_reasoning = o.reasoning && prompt && st_reply_prompt_opens_think(prompt, strlen(prompt));
+    o.in_reasoning = o.reasoning && prompt && prompt_in_think(prompt, oq->continue_final);
     o.max_calls = oq->single_tool_call ? 1 : 0;
     o.bare_json_calls = o.tools && prompt && st_reply_prompt_wants_json_calls(prompt, strlen(prompt));
     o.xml_calls = o.tools && prompt && st_reply_prompt_wants_xml_calls(prompt, strlen(prompt));

@@ -472,6 +472,24 @@ static enum st_status build(const struct gb_ir *ir, struct st_gbnf *g, struct st
     return rc;
 }
 
+/* The empty text has a way on: the recognizer's first expansion found a
+ * terminal or the end within its work budget (a binary tree of rules that
+ * match only the empty text, 18 levels deep, does not: every request would
+ * fail at its first token). */
+static enum st_status check_start(const struct st_gbnf *g, struct st_err *err)
+{
+    struct st_gbnf_state *st = malloc(sizeof(*st));
+    if (!st)
+        return st_err_set(err, ST_ERR_NOMEM, "out of memory");
+    st_gbnf_state_init(st, g);
+    bool ok = st_gbnf_valid(st);
+    free(st);
+    return ok ? ST_OK : st_err_set(err, ST_ERR_INVALID, "the grammar is too complex to start: "
+                                   "expanding root before its first character takes more than "
+                                   "the recognizer's budget (rules that match only the empty "
+                                   "text, nested many levels deep?)");
+}
+
 enum st_status st_gbnf_compile(const char *text, size_t n, struct st_gbnf **out,
                                struct st_err *err)
 {
@@ -498,6 +516,8 @@ enum st_status st_gbnf_compile(const char *text, size_t n, struct st_gbnf **out,
         rc = build(&ir, g, err);
     }
     st_gb_ir_fini(&ir);
+    if (rc == ST_OK)
+        rc = check_start(g, err);
     if (rc != ST_OK) {
         if (g)
             gbnf_free(g);

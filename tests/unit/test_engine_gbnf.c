@@ -208,6 +208,107 @@ START_TEST(test_engine_gbnf_think_block_first)
 }
 END_TEST
 
+/* The fast paths' corner cases, from chosen states rather than random
+ * walks: tokens that end mid-character or start with a continuation
+ * byte, loops over negated classes with non-ASCII members, `.`, bounded
+ * repetitions, alternatives sharing prefixes, rules that match the empty
+ * text, a root that may end and go on, a loop that starts after a
+ * string's quote (the two-byte table's row loop). Each state: the mask
+ * allows exactly what a feed of the token's bytes allows. */
+static const char *const tricky_vocab[] = {
+    "<eos>", "\"", "a", "ab", "abc", "abd", "b", "c", "d", "x", "xy", "y", "z", "q", "e",
+    "ee", "eeq", "eq", "!", "a!", ".", "a.", "a.b", " ", "  ", " a", "a ", "\xc3\xa9",
+    "\xc3\xa8", "\xc3", "\xa9", "a\xc3", "a\xc3\xa9", "a\xc3\xa8", "\xc3\xa8\xc3",
+    "\xc3\xa9\"", "\xc3\xa8\"", "\"a", "\"ab\"", "\"\xc3\xa9", "\"\xc3\xa8", "\"\xc3",
+    "a\"", "a\"b", "\"\"", "\xf0\x9f\x98\x80", "\xf0\x9f", "\xf0\x9f\x98", "\x98\x80",
+    "\xf0\x9f\x98\x80\xf0", "\xe2\x82\xac", "\xe2\x82", "\xed\xa0\x80", "\xed", "\xc0\xaf",
+    "\xff", "\xf4\x90", "\xf4\x8f\xbf\xbf", "\xe0\x80", "\xe0\xa0", "\x7f", "\t", "\n",
+    "a\n", "\\", "\\\"", "xyz", "xxxx", "xxxxx", "xyxyz", "ab.", "abcab", "abdz",
+};
+#define NTV ((int32_t)(sizeof(tricky_vocab) / sizeof(tricky_vocab[0])))
+
+static bool tricky_expected(const struct st_sampler *s, int32_t id)
+{
+    if (id == 0)
+        return st_gbnf_complete(&s->gs);
+    struct st_gbnf_state j;
+    st_gbnf_state_copy(&j, &s->gs);
+    return st_gbnf_feed(&j, tricky_vocab[id], strlen(tricky_vocab[id]));
+}
+
+static void tricky_check(const struct st_sampler *s, size_t gi, const char *where)
+{
+    struct st_json_step st;
+    st_json_mask_step(s, false, &st);
+    for (int32_t id = 0; id < NTV; id++) {
+        bool want = tricky_expected(s, id);
+        ck_assert_msg(st_json_mask_allows(s, &st, id) == want,
+                      "grammar %zu after '%s' token '%s': want %d", gi, where, tricky_vocab[id],
+                      (int)want);
+    }
+}
+
+START_TEST(test_engine_gbnf_mask_tricky_states)
+{
+    static const char *const gs[] = {
+        "root ::= [^\"\\u00e9]* \"\\\"\"",
+        "root ::= [^\"]* \"\\\"\" [^\"]*",
+        "root ::= .* \"!\"",
+        "root ::= ( [^x\"] | \"x\" \"y\" ){2,4} \"z\"",
+        "root ::= \"ab\" \"c\"* | \"abd\" | \"a\" [b-d]+ \"z\"?",
+        "root ::= e e \"q\"\ne ::= \"\" | \"e\" | e2\ne2 ::= \"\"",
+        "root ::= [a-z]* ( \".\" root )?",
+        "root ::= ( [^\"] | \"\\\"\" [^\"]* \"\\\"\" )* \".\"",
+        "root ::= [\\U0001F600-\\U0001F64F\\u20ac]+ [ ]?",
+        "root ::= [a-z ]* [\\u00e9]? \"\\n\"?",
+        "root ::= \"\\\"\" [\\x80-\\U0010FFFF]* \"\\\"\" | \"\\\"\" [a-c]{1,3} \"\\\"\"",
+        "root ::= x{0,3} y?\nx ::= \"x\" | \"\"\ny ::= \"y\"+",
+    };
+    static const char *const prefixes[] = {
+        "", "a", "ab", "\"", "\"a", "x", "xy", "xyx", "\xc3", "\xf0\x9f", "\xf0\x9f\x98",
+        "e", "a.", "\xc3\xa8", "\xe2\x82\xac", "  ", "abc", "\"ab\"",
+    };
+    for (size_t gi = 0; gi < sizeof(gs) / sizeof(gs[0]); gi++) {
+        struct st_gbnf *g = gram(gs[gi]);
+        for (size_t pi = 0; pi < sizeof(prefixes) / sizeof(prefixes[0]); pi++) {
+            struct st_gen_params p = mask_params(1.0f, 1);
+            p.grammar = g;
+            struct st_sampler s;
+            mask_sampler(&s, &p, tricky_vocab, NTV);
+            if (st_gbnf_feed(&s.gs, prefixes[pi], strlen(prefixes[pi])))
+                tricky_check(&s, gi, prefixes[pi]);
+            st_sampler_fini(&s);
+        }
+        uint64_t rng = gi + 1;
+        for (int run = 0; run < 40; run++) {   /* random texts of the language, byte by byte */
+            struct st_gen_params p = mask_params(1.0f, 1);
+            p.grammar = g;
+            struct st_sampler s;
+            mask_sampler(&s, &p, tricky_vocab, NTV);
+            char text[16] = "";
+            for (int k = 0; k < 12; k++) {
+                bool first[256];
+                st_gbnf_first_bytes(&s.gs, first);
+                int cand[256], nc = 0;
+                for (int b = 1; b < 256; b++) {
+                    if (first[b])
+                        cand[nc++] = b;
+                }
+                if (nc == 0)
+                    break;
+                unsigned char b = (unsigned char)cand[mask_lcg(&rng) % (uint64_t)nc];
+                ck_assert(st_gbnf_push(&s.gs, b));
+                text[k] = (char)b;
+                text[k + 1] = 0;
+                tricky_check(&s, gi, text);
+            }
+            st_sampler_fini(&s);
+        }
+        st_gbnf_unref(g);
+    }
+}
+END_TEST
+
 /* ---- the real Qwen3 vocabulary -------------------------------------- */
 
 static size_t tok_piece(const void *ctx, int32_t token, char *buf, size_t cap)
@@ -368,6 +469,7 @@ static Suite *engine_gbnf_suite(void)
     tcase_add_test(t, test_engine_gbnf_mask_matches_recognizer);
     tcase_add_test(t, test_engine_gbnf_runs_stay_valid);
     tcase_add_test(t, test_engine_gbnf_think_block_first);
+    tcase_add_test(t, test_engine_gbnf_mask_tricky_states);
     tcase_add_test(t, test_engine_gbnf_real_vocab_walk);
     tcase_add_test(t, test_engine_gbnf_model_generates_in_language);
     suite_add_tcase(s, t);

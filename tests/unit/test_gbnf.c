@@ -318,6 +318,32 @@ END_TEST
 
 /* An alternation of 200 words: every word can be written (each is a
  * way of reading the text until its letters decide). */
+/* A tree of 2^18 rules that match only the empty text before root's first
+ * character: the recognizer's budget runs out before any way on is found,
+ * so the grammar is refused (400) rather than failing every request at its
+ * first token. (The same tree after a first character is not caught.) */
+START_TEST(test_gbnf_start_within_budget)
+{
+    char text[1024];
+    int o = snprintf(text, sizeof(text), "root ::= n0 \"b\"\n");
+    for (int i = 0; i < 18; i++)
+        o += snprintf(text + o, sizeof(text) - (size_t)o, "n%d ::= n%d n%d\n", i, i + 1, i + 1);
+    snprintf(text + o, sizeof(text) - (size_t)o, "n18 ::= \"\"\n");
+    struct st_gbnf *g = NULL;
+    struct st_err err = { 0 };
+    ck_assert_int_eq(st_gbnf_compile(text, strlen(text), &g, &err), ST_ERR_INVALID);
+    ck_assert_ptr_null(g);
+    ck_assert_ptr_nonnull(strstr(err.msg, "too complex to start"));
+    /* a few levels are fine */
+    const char *small = "root ::= n0 \"b\"\nn0 ::= n1 n1\nn1 ::= n2 n2\nn2 ::= \"\"\n";
+    ck_assert_int_eq(st_gbnf_compile(small, strlen(small), &g, &err), ST_OK);
+    struct st_gbnf_state st;
+    st_gbnf_state_init(&st, g);
+    ck_assert(st_gbnf_feed(&st, "b", 1) && st_gbnf_complete(&st));
+    st_gbnf_unref(g);
+}
+END_TEST
+
 START_TEST(test_gbnf_many_alternatives)
 {
     static char text[200 * 16 + 64];
@@ -390,6 +416,7 @@ static Suite *gbnf_suite(void)
     tcase_add_test(t, test_gbnf_arithmetic_and_list);
     tcase_add_test(t, test_gbnf_ambiguity_and_depth);
     tcase_add_test(t, test_gbnf_many_alternatives);
+    tcase_add_test(t, test_gbnf_start_within_budget);
     tcase_add_test(t, test_gbnf_loop_bytes);
     suite_add_tcase(s, t);
     return s;

@@ -243,6 +243,44 @@ START_TEST(test_server_tools_gen_reply_nonstream)
 }
 END_TEST
 
+/* continue_final_message whose text stops inside a think block (Qwen3
+ * renders it after its own empty block): the reply goes on reasoning until
+ * its "</think>", then content; without continue_final the same prompt's
+ * "<think>" is the client's text and the reply is content. */
+START_TEST(test_server_tools_continue_inside_think)
+{
+    static const char prompt[] = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+                                 "<think>\n\n</think>\n\n<think>\nLet me";
+    struct st_call c;
+    struct st_oai_choice oc = { .index = 0, .text = "raw", .text_len = 3,
+                                .finish = ST_FINISH_STOP };
+    struct st_gen *g = run_text(false, "\"continue_final_message\":true", prompt,
+                                " see.\n</think>\n\nHello.", &c);
+    st_gen_reply_fill(&g->choices[0], &oc);
+    ck_assert(oc.parsed);
+    ck_assert_str_eq(oc.reasoning, "see.");
+    ck_assert_str_eq(oc.text, "Hello.");
+    st_gen_free(g);
+    /* a prefill after a closed block: content from the start */
+    static const char closed[] = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+                                 "<think>\nx\n</think>\n\nSure";
+    g = run_text(false, "\"continue_final_message\":true", closed, ", hello.", &c);
+    st_gen_reply_fill(&g->choices[0], &oc);
+    ck_assert_str_eq(oc.text, ", hello.");
+    ck_assert(!oc.reasoning || !oc.reasoning[0]);
+    st_gen_free(g);
+    /* the constrained replies' think block starts open the same way */
+    struct st_oai_request oq;
+    struct st_api_error e;
+    ck_assert_int_eq(parse_chat("\"continue_final_message\":true,\"response_format\":"
+                                "{\"type\":\"json_object\"}", &oq, &e), ST_OK);
+    struct st_gen_params p = oq.params;
+    st_gen_reply_json_think(&oq, ST_REASONING_DEEPSEEK, prompt, 1u << ST_THINK_ANGLE, &p);
+    ck_assert_int_eq(p.json_think, ST_THINK_OPEN);
+    st_oai_request_fini(&oq);
+}
+END_TEST
+
 /* A Llama 3.1+ prompt (its tools header) makes a bare JSON reply a call;
  * after any other prompt the same reply is content. */
 START_TEST(test_server_tools_llama_bare_json_call)
@@ -576,6 +614,7 @@ static Suite *server_tools_suite(void)
     tcase_add_test(t, test_server_tools_request_fields);
     tcase_add_test(t, test_server_tools_body_and_deltas);
     tcase_add_test(t, test_server_tools_gen_reply_nonstream);
+    tcase_add_test(t, test_server_tools_continue_inside_think);
     tcase_add_test(t, test_server_tools_gen_reply_stream);
     tcase_add_test(t, test_server_tools_llama_bare_json_call);
     tcase_add_test(t, test_server_tools_coder_xml_call);
