@@ -139,6 +139,47 @@ static inline void fixture_record(void *ctx, const struct st_event *ev)
     o->text[o->len] = '\0';
 }
 
+/* Two seeded requests, "The quick brown fox" and "1 2 3 4 5 6" (max_tokens
+ * 60, seeds 7 and 8, temperature temp), through a fresh 2-slot pool on
+ * 'path' (mtp_draft: --mtp-draft), each constrained by what 'constrain'
+ * puts into its params (a reference of the request's own), run to the end;
+ * each must end by stop or length. out[2]: what each received (the
+ * caller checks the text against its constraint). */
+typedef void (*fixture_constrain_fn)(struct st_gen_params *p, void *ctx);
+
+static inline void fixture_run_constrained_pair(const char *path, int32_t mtp_draft, float temp,
+                                                fixture_constrain_fn constrain, void *ctx,
+                                                struct fixture_out out[2])
+{
+    static const char *const prompts[2] = { "The quick brown fox", "1 2 3 4 5 6" };
+    struct fixture_pool f;
+    fixture_pool_start(&f, path, 2, mtp_draft);
+    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
+    memset(out, 0, sizeof(*out) * 2);
+    for (int32_t i = 0; i < 2; i++) {
+        struct st_request *req = st_request_new();
+        snprintf(req->id, sizeof(req->id), "c%d", (int)i);
+        req->prompt = strdup(prompts[i]);
+        req->params.max_tokens = 60;
+        req->params.temperature = temp;
+        req->params.has_seed = true;
+        req->params.seed = 7 + (uint64_t)i;
+        constrain(&req->params, ctx);
+        req->emit = fixture_record;
+        req->emit_ctx = &out[i];
+        struct st_err err = { 0 };
+        ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
+        st_request_unref(req);
+    }
+    fixture_pool_drain(&f);
+    fixture_pool_stop(&f);
+    for (int32_t i = 0; i < 2; i++) {
+        ck_assert(out[i].ended);
+        ck_assert_msg(out[i].finish == ST_FINISH_STOP || out[i].finish == ST_FINISH_LENGTH,
+                      "request %d: finish %d", (int)i, (int)out[i].finish);
+    }
+}
+
 /* ---- a request of token ids, with its prompt scores ----------------------- */
 
 /* The test text of the scoring suites (FIXTURE_STORY), and with a

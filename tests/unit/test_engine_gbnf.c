@@ -394,44 +394,26 @@ static char dir[256];
 static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
 static void teardown(void) { support_rmtree(dir); }
 
-static const char *const prompts[2] = { "The quick brown fox", "1 2 3 4 5 6" };
+static void use_grammar(struct st_gen_params *p, void *g)
+{
+    st_gbnf_ref(g);
+    p->grammar = g;   /* the request's reference */
+}
 
+/* Two seeded requests under grammar g: each reply is in its language, and
+ * complete where it stopped. */
 static void run(const char *path, int32_t mtp, float temp, struct st_gbnf *g,
                 struct fixture_out *out)
 {
-    struct fixture_pool f;
-    fixture_pool_start(&f, path, 2, mtp);
-    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
-    memset(out, 0, sizeof(*out) * 2);
-    for (int32_t i = 0; i < 2; i++) {
-        struct st_request *req = st_request_new();
-        snprintf(req->id, sizeof(req->id), "g%d", (int)i);
-        req->prompt = strdup(prompts[i]);
-        req->params.max_tokens = 60;
-        req->params.temperature = temp;
-        req->params.has_seed = true;
-        req->params.seed = 7 + (uint64_t)i;
-        st_gbnf_ref(g);
-        req->params.grammar = g;   /* the request's reference */
-        req->emit = fixture_record;
-        req->emit_ctx = &out[i];
-        struct st_err err = { 0 };
-        ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
-        st_request_unref(req);
-    }
-    fixture_pool_drain(&f);
+    fixture_run_constrained_pair(path, mtp, temp, use_grammar, g, out);
     for (int32_t i = 0; i < 2; i++) {
         const struct fixture_out *o = &out[i];
-        ck_assert(o->ended);
-        ck_assert_msg(o->finish == ST_FINISH_STOP || o->finish == ST_FINISH_LENGTH, "finish %d",
-                      (int)o->finish);
         struct st_gbnf_state st;
         st_gbnf_state_init(&st, g);
         ck_assert_msg(st_gbnf_feed(&st, o->text, o->len), "not in the language: '%s'", o->text);
         if (o->finish == ST_FINISH_STOP)
             ck_assert_msg(st_gbnf_complete(&st), "stopped early: '%s'", o->text);
     }
-    fixture_pool_stop(&f);
 }
 
 START_TEST(test_engine_gbnf_model_generates_in_language)

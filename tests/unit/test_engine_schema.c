@@ -164,37 +164,20 @@ static const char *const engine_schema =
     "\"next\":{\"anyOf\":[{\"type\":\"null\"},{\"$ref\":\"#\"}]}},"
     "\"required\":[\"color\",\"n\",\"ok\"],\"additionalProperties\":false}";
 
-static const char *const prompts[2] = { "The quick brown fox", "1 2 3 4 5 6" };
+static void use_schema(struct st_gen_params *p, void *sc)
+{
+    st_json_schema_ref(sc);
+    p->json_schema = sc;   /* the request's reference */
+}
 
+/* Two seeded requests under schema sc: each reply is a valid prefix of a
+ * document of it, and complete where it stopped. */
 static void run(const char *path, int32_t mtp, float temp, struct st_json_schema *sc,
                 struct fixture_out *out)
 {
-    struct fixture_pool f;
-    fixture_pool_start(&f, path, 2, mtp);
-    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
-    memset(out, 0, sizeof(*out) * 2);
-    for (int32_t i = 0; i < 2; i++) {
-        struct st_request *req = st_request_new();
-        snprintf(req->id, sizeof(req->id), "s%d", (int)i);
-        req->prompt = strdup(prompts[i]);
-        req->params.max_tokens = 60;
-        req->params.temperature = temp;
-        req->params.has_seed = true;
-        req->params.seed = 7 + (uint64_t)i;
-        st_json_schema_ref(sc);
-        req->params.json_schema = sc;   /* the request's reference */
-        req->emit = fixture_record;
-        req->emit_ctx = &out[i];
-        struct st_err err = { 0 };
-        ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
-        st_request_unref(req);
-    }
-    fixture_pool_drain(&f);
+    fixture_run_constrained_pair(path, mtp, temp, use_schema, sc, out);
     for (int32_t i = 0; i < 2; i++) {
         const struct fixture_out *o = &out[i];
-        ck_assert(o->ended);
-        ck_assert_msg(o->finish == ST_FINISH_STOP || o->finish == ST_FINISH_LENGTH, "finish %d",
-                      (int)o->finish);
         struct st_json_schema_state st;
         st_json_schema_state_init(&st, sc);
         ck_assert_msg(o->len > 0 && o->text[0] == '{', "'%s'", o->text);
@@ -202,7 +185,6 @@ static void run(const char *path, int32_t mtp, float temp, struct st_json_schema
         if (o->finish == ST_FINISH_STOP)
             ck_assert_msg(st_json_schema_complete(&st), "stopped early: '%s'", o->text);
     }
-    fixture_pool_stop(&f);
 }
 
 START_TEST(test_engine_schema_model_generates_valid)
