@@ -547,6 +547,9 @@ struct st_pool_stats {
     uint64_t ngram_accepted;       /* mtp_* counters count MTP drafts only */
     uint64_t ngram_steps;
     uint64_t drawn_tokens;         /* drawn on the backend (backend_draw), not by the host sampler */
+    uint64_t spec_plain_steps;     /* engine steps whose slots could draft, where the cost model
+                                    * found drafts would not pay (docs/ENGINE.md "Draft length:
+                                    * cost-aware"): no drafts, no MTP upkeep */
     struct st_histogram ttft[ST_BAND_COUNT];   /* time to first token, by band */
     struct st_histogram itl[ST_BAND_COUNT];    /* inter-token latency, by band */
     double   kv_usage;             /* 0..1: context in use over context allocated */

@@ -544,6 +544,7 @@ struct st_engine_pool {
                                                       * verify steps (slot-steps with drafts) */
     uint64_t ngram_drafted, ngram_accepted, ngram_steps;   /* (n-gram) the same */
     uint64_t drawn_tokens;           /* greedy tokens the backend drew (runner row 'drawn') */
+    uint64_t spec_plain_steps;       /* steps that could draft and did not: it did not pay */
     struct st_mtp_test mtp_test;     /* (MTP) tests only; zero = off */
     struct st_histogram ttft[ST_BAND_COUNT];
     struct st_histogram itl[ST_BAND_COUNT];

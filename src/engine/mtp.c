@@ -276,6 +276,9 @@ static bool plan(struct st_engine *e, int32_t n)
         return true;
     sp->draft_run = 0;
     sp->plain_steps++;
+    pthread_mutex_lock(&e->pool->mu);
+    e->pool->spec_plain_steps++;
+    pthread_mutex_unlock(&e->pool->mu);
     /* a plan close to paying is looked at every EXPLORE_MIN steps: noise
      * may have put it under; one far from it (drafts rejected) ever later */
     sp->near = out.alt_rate >= NEAR * out.rate0;

@@ -87,6 +87,7 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
     out->ngram_accepted = p->ngram_accepted;
     out->ngram_steps = p->ngram_steps;
     out->drawn_tokens = p->drawn_tokens;
+    out->spec_plain_steps = p->spec_plain_steps;
     memcpy(out->ttft, p->ttft, sizeof(out->ttft));
     memcpy(out->itl, p->itl, sizeof(out->itl));
     pthread_mutex_unlock(&p->mu);

@@ -20,6 +20,7 @@
  *   strata_ngram_draft_tokens_total, strata_ngram_accepted_tokens_total,
  *   strata_ngram_steps_total                                 counter  n-gram drafts (--spec ngram)
  *   strata_drawn_tokens_total                                counter  tokens drawn on the backend
+ *   strata_spec_plain_steps_total                            counter  steps where drafts did not pay
  *   strata_mtp_acceptance_rate (accepted / drafted),
  *   strata_mtp_mean_accepted_length (1 + accepted / steps)   gauge    0 until MTP drafts
  *   strata_time_to_first_token_seconds{band}                 histogram
@@ -217,6 +218,10 @@ static enum st_status token_families(struct st_buf *b, const struct st_pool_stat
         { "strata_drawn_tokens_total",
           "Tokens drawn on the backend (ids copied back, not logits).",
           offsetof(struct st_pool_stats, drawn_tokens) },
+        { "strata_spec_plain_steps_total",
+          "Engine steps whose slots could draft where the cost model found drafts would not "
+          "pay (no drafts, no MTP upkeep).",
+          offsetof(struct st_pool_stats, spec_plain_steps) },
     };
     enum st_status rc = ST_OK;
     for (size_t i = 0; i < ST_ARRAY_LEN(c) && rc == ST_OK; i++) {

@@ -48,6 +48,7 @@ test('every family and every band label is there from the first scrape', async (
     strata_ngram_draft_tokens_total: 'counter',
     strata_ngram_accepted_tokens_total: 'counter',
     strata_ngram_steps_total: 'counter',
+    strata_spec_plain_steps_total: 'counter',
     strata_mtp_acceptance_rate: 'gauge',
     strata_mtp_mean_accepted_length: 'gauge',
     strata_model_loaded: 'gauge',
@@ -79,7 +80,7 @@ test('every family and every band label is there from the first scrape', async (
   // no MTP or n-gram drafts here: the counters and their ratios are 0
   for (const f of ['strata_mtp_draft_tokens_total', 'strata_mtp_accepted_tokens_total', 'strata_mtp_steps_total',
     'strata_mtp_acceptance_rate', 'strata_mtp_mean_accepted_length', 'strata_ngram_draft_tokens_total',
-    'strata_ngram_accepted_tokens_total', 'strata_ngram_steps_total'])
+    'strata_ngram_accepted_tokens_total', 'strata_ngram_steps_total', 'strata_spec_plain_steps_total'])
     assert.equal(metric(t, f), 0, f);
   // the one model, loaded at start on the one engine
   assert.equal(metric(t, 'strata_model_loaded', { model: 'default' }), 1);

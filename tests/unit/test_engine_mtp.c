@@ -218,6 +218,7 @@ START_TEST(test_engine_mtp_cost_aware_lengths)
     struct spec_run r = { .path = path, .np = 4, .mtp_draft = 3, .n_gen = 64 };
     spec_against_plain(&r, prompts, off, on, "unpriced");   /* a manual clock: no timings */
     uint64_t base = on->stats.mtp_drafted;
+    ck_assert_int_eq(on->stats.spec_plain_steps, 0);   /* nothing priced: the acceptance rule */
     report("unpriced", on);
 
     struct spec_costs cheap = { .a = 10.0, .b = 0.01, .up = 1.02, .pass = 0.01 };
@@ -243,6 +244,7 @@ START_TEST(test_engine_mtp_cost_aware_lengths)
                   (unsigned long long)base);
     ck_assert_msg(dear.lean > dear.full, "rows dear: %lld lean steps, %lld full",
                   (long long)dear.lean, (long long)dear.full);
+    ck_assert(on->stats.spec_plain_steps > 0);   /* strata_spec_plain_steps_total */
     /* drafting pays: without the upkeep only the plain steps that price a
      * slot count first seen (4, then fewer as requests end) */
     ck_assert_msg(cheap.lean <= 4, "rows nearly free: %lld lean steps", (long long)cheap.lean);
