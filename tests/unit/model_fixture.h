@@ -139,19 +139,28 @@ static inline void fixture_record(void *ctx, const struct st_event *ev)
     o->text[o->len] = '\0';
 }
 
-/* Two seeded requests, "The quick brown fox" and "1 2 3 4 5 6" (max_tokens
- * 60, seeds 7 and 8, temperature temp), through a fresh 2-slot pool on
- * 'path' (mtp_draft: --mtp-draft), each constrained by what 'constrain'
- * puts into its params (a reference of the request's own), run to the end;
- * each must end by stop or length. out[2]: what each received (the
- * caller checks the text against its constraint). */
+/* Two seeded requests, prompts[i] with seed + i (at most max_tokens,
+ * temperature temp), through a fresh 2-slot pool on 'path' (mtp_draft:
+ * --mtp-draft), each constrained by what 'constrain' puts into its params
+ * (a reference of the request's own), run to the end; each must end by
+ * stop or length. out[2]: what each received (the caller checks the text
+ * against its constraint). */
 typedef void (*fixture_constrain_fn)(struct st_gen_params *p, void *ctx);
 
+struct fixture_pair {
+    const char *prompts[2];
+    int32_t     max_tokens;
+    uint64_t    seed;
+};
+
+/* The pair the schema and grammar suites send. */
+#define FIXTURE_PAIR_DEFAULT { { "The quick brown fox", "1 2 3 4 5 6" }, 60, 7 }
+
 static inline void fixture_run_constrained_pair(const char *path, int32_t mtp_draft, float temp,
+                                                const struct fixture_pair *pair,
                                                 fixture_constrain_fn constrain, void *ctx,
                                                 struct fixture_out out[2])
 {
-    static const char *const prompts[2] = { "The quick brown fox", "1 2 3 4 5 6" };
     struct fixture_pool f;
     fixture_pool_start(&f, path, 2, mtp_draft);
     (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
@@ -159,11 +168,11 @@ static inline void fixture_run_constrained_pair(const char *path, int32_t mtp_dr
     for (int32_t i = 0; i < 2; i++) {
         struct st_request *req = st_request_new();
         snprintf(req->id, sizeof(req->id), "c%d", (int)i);
-        req->prompt = strdup(prompts[i]);
-        req->params.max_tokens = 60;
+        req->prompt = strdup(pair->prompts[i]);
+        req->params.max_tokens = pair->max_tokens;
         req->params.temperature = temp;
         req->params.has_seed = true;
-        req->params.seed = 7 + (uint64_t)i;
+        req->params.seed = pair->seed + (uint64_t)i;
         constrain(&req->params, ctx);
         req->emit = fixture_record;
         req->emit_ctx = &out[i];

@@ -277,39 +277,21 @@ static char dir[256];
 static void setup(void) { support_tmpdir(dir, sizeof(dir)); }
 static void teardown(void) { support_rmtree(dir); }
 
-static const char *const prompts[2] = { "The quick brown fox", "1 2 3" };
+static void use_calls(struct st_gen_params *p, void *g)
+{
+    st_call_grammar_ref(g);
+    p->tool_calls = g;   /* the request's reference */
+}
 
 /* Two requests under grammar g; returns how many ended with STOP. */
 static int run(const char *path, int32_t mtp, float temp, uint64_t seed,
                const struct gspec *gs, struct st_call_grammar *g, struct fixture_out *out)
 {
-    struct fixture_pool f;
-    fixture_pool_start(&f, path, 2, mtp);
-    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
-    memset(out, 0, sizeof(*out) * 2);
-    for (int32_t i = 0; i < 2; i++) {
-        struct st_request *req = st_request_new();
-        snprintf(req->id, sizeof(req->id), "c%d", (int)i);
-        req->prompt = strdup(prompts[i]);
-        req->params.max_tokens = 200;
-        req->params.temperature = temp;
-        req->params.has_seed = true;
-        req->params.seed = seed + (uint64_t)i;
-        st_call_grammar_ref(g);
-        req->params.tool_calls = g;   /* the request's reference */
-        req->emit = fixture_record;
-        req->emit_ctx = &out[i];
-        struct st_err err = { 0 };
-        ck_assert_msg(st_engine_pool_submit(f.pool, req, &err) == ST_OK, "%s", err.msg);
-        st_request_unref(req);
-    }
-    fixture_pool_drain(&f);
+    const struct fixture_pair pair = { { "The quick brown fox", "1 2 3" }, 200, seed };
+    fixture_run_constrained_pair(path, mtp, temp, &pair, use_calls, g, out);
     int stops = 0;
     for (int32_t i = 0; i < 2; i++) {
         const struct fixture_out *o = &out[i];
-        ck_assert(o->ended);
-        ck_assert_msg(o->finish == ST_FINISH_STOP || o->finish == ST_FINISH_LENGTH, "finish %d",
-                      (int)o->finish);
         struct st_call_state st;
         st_call_state_init(&st, g);
         ck_assert_msg(st_call_feed(&st, o->text, o->len), "not valid: '%s'", o->text);
@@ -319,7 +301,6 @@ static int run(const char *path, int32_t mtp, float temp, uint64_t seed,
             stops++;
         }
     }
-    fixture_pool_stop(&f);
     return stops;
 }
 

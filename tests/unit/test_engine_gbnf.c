@@ -405,7 +405,8 @@ static void use_grammar(struct st_gen_params *p, void *g)
 static void run(const char *path, int32_t mtp, float temp, struct st_gbnf *g,
                 struct fixture_out *out)
 {
-    fixture_run_constrained_pair(path, mtp, temp, use_grammar, g, out);
+    static const struct fixture_pair pair = FIXTURE_PAIR_DEFAULT;
+    fixture_run_constrained_pair(path, mtp, temp, &pair, use_grammar, g, out);
     for (int32_t i = 0; i < 2; i++) {
         const struct fixture_out *o = &out[i];
         struct st_gbnf_state st;

@@ -175,7 +175,8 @@ static void use_schema(struct st_gen_params *p, void *sc)
 static void run(const char *path, int32_t mtp, float temp, struct st_json_schema *sc,
                 struct fixture_out *out)
 {
-    fixture_run_constrained_pair(path, mtp, temp, use_schema, sc, out);
+    static const struct fixture_pair pair = FIXTURE_PAIR_DEFAULT;
+    fixture_run_constrained_pair(path, mtp, temp, &pair, use_schema, sc, out);
     for (int32_t i = 0; i < 2; i++) {
         const struct fixture_out *o = &out[i];
         struct st_json_schema_state st;
