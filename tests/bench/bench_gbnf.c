@@ -28,6 +28,7 @@
 #include "hf_tokenizer.h"
 #include "internal.h"
 #include "strata/gbnf.h"
+#include "gbnf_fixture.h"
 #include "strata/json_schema.h"
 
 static double now_s(void)
@@ -57,17 +58,7 @@ static const char *const object_gbnf =
     "integer ::= \"-\"? ( \"0\" | [1-9] [0-9]* )\n"
     "ws ::= [ \\t\\n]{0,20}\n";
 
-static const char *const json_gbnf =
-    "root   ::= object\n"
-    "value  ::= object | array | string | number | (\"true\" | \"false\" | \"null\") ws\n"
-    "object ::= \"{\" ws ( string \":\" ws value (\",\" ws string \":\" ws value)* )? \"}\" ws\n"
-    "array  ::= \"[\" ws ( value (\",\" ws value)* )? \"]\" ws\n"
-    "string ::= \"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F] |\n"
-    "             \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}) )* "
-    "\"\\\"\" ws\n"
-    "number ::= (\"-\"? ([0-9] | [1-9] [0-9]{0,15})) (\".\" [0-9]+)? "
-    "([eE] [-+]? [0-9] [1-9]{0,15})? ws\n"
-    "ws ::= | \" \" | \"\\n\" [ \\t]{0,20}\n";
+static const char *const json_gbnf = FIXTURE_JSON_GBNF;
 
 static size_t tok_piece(const void *ctx, int32_t token, char *buf, size_t cap)
 {

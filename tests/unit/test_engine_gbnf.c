@@ -27,6 +27,7 @@
 #include "mask_fixture.h"
 #include "model_fixture.h"
 #include "strata/gbnf.h"
+#include "gbnf_fixture.h"
 #include "support.h"
 
 static struct st_gbnf *gram(const char *text)
@@ -50,17 +51,7 @@ static const char *const vocab[] = {
 };
 #define NV ((int32_t)(sizeof(vocab) / sizeof(vocab[0])))
 
-static const char *const json_gbnf =
-    "root   ::= object\n"
-    "value  ::= object | array | string | number | (\"true\" | \"false\" | \"null\") ws\n"
-    "object ::= \"{\" ws ( string \":\" ws value (\",\" ws string \":\" ws value)* )? \"}\" ws\n"
-    "array  ::= \"[\" ws ( value (\",\" ws value)* )? \"]\" ws\n"
-    "string ::= \"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F] |\n"
-    "             \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}) )* "
-    "\"\\\"\" ws\n"
-    "number ::= (\"-\"? ([0-9] | [1-9] [0-9]{0,15})) (\".\" [0-9]+)? "
-    "([eE] [-+]? [0-9] [1-9]{0,15})? ws\n"
-    "ws ::= | \" \" | \"\\n\" [ \\t]{0,20}\n";
+static const char *const json_gbnf = FIXTURE_JSON_GBNF;
 
 static const char *const grammars[] = {
     NULL,   /* json_gbnf */
