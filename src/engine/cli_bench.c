@@ -39,6 +39,7 @@ struct bench_opts {
     const char *backend;    /* "cpu" or "cuda" */
     int32_t n_prompt, n_gen, threads, reps, np, gpu;
     bool json;
+    struct st_model_config rope;   /* only the rope fields: --rope-scaling etc. */
 };
 
 struct result {
@@ -62,6 +63,8 @@ static int usage(void)
           "  -o FMT   md (default, a llama-bench style table) or json\n"
           "  --backend B  cpu (default) or cuda\n"
           "  --gpu N  the GPU for --backend cuda (default 0)\n"
+          "  --rope-scaling none|linear|yarn, --rope-scale N, --yarn-orig-ctx N\n"
+          "           rope scaling past the trained context, as strata serve\n"
           "  strata bench --mtp [-m FILE] ...: decode with and without MTP drafting\n"
           "           (strata bench --mtp -h for its options)\n"
           "  strata bench --ngram [-m FILE] ...: decode with and without n-gram drafts\n"
@@ -110,7 +113,7 @@ static bool parse(int argc, char **argv, struct bench_opts *o)
         else if (!strcmp(a, "--gpu")) ok = st_cli_int_arg(v, 0, 255, &o->gpu);
         else if (!strcmp(a, "-o") && (!strcmp(v, "md") || !strcmp(v, "json")))
             o->json = !strcmp(v, "json");
-        else ok = false;
+        else if (!st_cli_rope_arg(a, v, &o->rope, &ok)) ok = false;
         if (!ok)
             return false;
     }
@@ -299,6 +302,11 @@ static struct st_model *open_model(const struct bench_opts *o, enum st_status *r
     struct st_model *m = NULL;
     if ((*rc = st_model_open(o->model, &m, err)) != ST_OK)
         return NULL;
+    struct st_rope_override ov = st_model_config_rope(&o->rope);
+    if ((*rc = st_model_set_rope(m, &ov, err)) != ST_OK) {
+        st_model_free(m);
+        return NULL;
+    }
     int64_t need = ST_MAX(o->n_prompt, 0) + ST_MAX(o->n_gen, 0);
     struct st_model_params p = { .backend = o->backend, .device = o->gpu,
                                  .n_threads = o->threads, .n_slots = o->np,

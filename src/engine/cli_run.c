@@ -16,6 +16,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "internal.h"
 #include "strata/cli_engine.h"
 #include "strata/default_model.h"
 #include "strata/engine.h"
@@ -30,6 +31,7 @@ struct run_opts {
     float temp, top_p, min_p;
     bool has_seed, chat, ignore_eos;
     uint64_t seed;
+    struct st_model_config rope;   /* only the rope fields: --rope-scaling etc. */
 };
 
 /* What the request received, for the summary. */
@@ -56,7 +58,9 @@ static int usage(void)
           "  -t THREADS    CPU threads (default: all cores)\n"
           "  -c CTX        context size in tokens (default: the model's, at most 4096)\n"
           "  --chat        render PROMPT as a user message with the model's chat template\n"
-          "  --ignore-eos  keep generating past end-of-generation tokens\n", stderr);
+          "  --ignore-eos  keep generating past end-of-generation tokens\n"
+          "  --rope-scaling none|linear|yarn, --rope-scale N, --yarn-orig-ctx N\n"
+          "                rope scaling past the trained context, as strata serve\n", stderr);
     return 2;
 }
 
@@ -75,6 +79,9 @@ static bool num(const char *s, double lo, double hi, double *out)
 static bool take(struct run_opts *o, const char *a, const char *v)
 {
     double d;
+    bool ok;
+    if (st_cli_rope_arg(a, v, &o->rope, &ok))
+        return ok;
     if (!strcmp(a, "-m")) o->model = v;
     else if (!strcmp(a, "-p")) o->prompt = v;
     else if (!strcmp(a, "-n") && num(v, -1, 1e9, &d)) o->n_predict = (int32_t)d;
@@ -250,6 +257,9 @@ int st_cli_run(int argc, char **argv)
     pc.model.path = (char *)o.model;
     pc.model.backend = ST_BACKEND_CPU;
     pc.model.ctx_size = o.ctx > 0 ? o.ctx : default_ctx(o.model);
+    pc.model.rope_scaling = o.rope.rope_scaling;
+    pc.model.rope_scale = o.rope.rope_scale;
+    pc.model.yarn_orig_ctx = o.rope.yarn_orig_ctx;
     pc.threads = o.threads;
     struct st_sched *sched = NULL;
     struct st_engine_pool *pool = NULL;

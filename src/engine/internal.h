@@ -639,6 +639,11 @@ int st_cli_bench_ngram(int argc, char **argv);
  * in [lo, hi] into *out (false otherwise, *out untouched); the mean and
  * sample standard deviation (0 for one value) of v[0, n), n >= 1. */
 bool st_cli_int_arg(const char *s, long lo, long hi, int32_t *out);
+/* cli_rope.c: `strata run` / `strata bench`'s --rope-scaling model|none|
+ * linear|yarn, --rope-scale F (> 0), --yarn-orig-ctx N (>= 1) into m's
+ * rope fields. False when a is none of them; else *ok says whether v was
+ * a valid value (m untouched when not). */
+bool st_cli_rope_arg(const char *a, const char *v, struct st_model_config *m, bool *ok);
 /* strata bench --backend: "cpu" or "cuda" (static strings); false otherwise. */
 bool st_cli_backend_arg(const char *s, const char **out);
 /* A bench that could not open its backend (no GPU, not built in): 2, else 1. */

@@ -35,6 +35,7 @@
 #include "strata/draw.h"
 #include "strata/err.h"
 #include "strata/fim.h"
+#include "strata/model_desc.h"
 
 struct st_runner;
 
@@ -371,5 +372,7 @@ struct st_model_config;
 enum st_status st_runner_model_new_cfg(const struct st_model_config *m, const char *backend_name,
                                        int32_t device, int32_t n_threads, int32_t ubatch,
                                        struct st_runner **out, struct st_err *err);
+/* m's rope fields as the loader's override (-1 / 0 = the file's). */
+struct st_rope_override st_model_config_rope(const struct st_model_config *m);
 
 #endif /* STRATA_ENGINE_RUNNER_H */

@@ -516,6 +516,14 @@ enum st_status st_runner_model_new(const char *gguf_path, const char *backend_na
     return ST_OK;
 }
 
+struct st_rope_override st_model_config_rope(const struct st_model_config *m)
+{
+    /* the config's MODEL (0) .. YARN (3) is the override's -1 (the file's)
+     * .. ST_ROPE_SCALING_YARN (2) */
+    return (struct st_rope_override){ (int32_t)m->rope_scaling - 1, (float)m->rope_scale,
+                                      m->yarn_orig_ctx };
+}
+
 enum st_status st_runner_model_new_cfg(const struct st_model_config *m, const char *backend_name,
                                        int32_t device, int32_t n_threads, int32_t ubatch,
                                        struct st_runner **out, struct st_err *err)
@@ -525,8 +533,7 @@ enum st_status st_runner_model_new_cfg(const struct st_model_config *m, const ch
     if (rc != ST_OK)
         return rc;
     struct model_runner *r = (struct model_runner *)*out;
-    /* engine.h's 0 = the file's .. 3 = yarn; the override's -1 = the file's */
-    struct st_rope_override ov = { m->rope_scaling - 1, (float)m->rope_scale, m->yarn_orig_ctx };
+    struct st_rope_override ov = st_model_config_rope(m);
     struct st_err e = { ST_OK, "" };
     rc = st_model_set_rope(r->model, &ov, &e);
     if (rc != ST_OK) {

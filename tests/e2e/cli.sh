@@ -59,6 +59,24 @@ fi
 run "run without a prompt" 2 run && expect err "usage: strata run" "run"
 run "bench without a model" 2 bench && expect err "usage: strata bench" "bench"
 
+# strata run and strata bench take serve's rope flags (docs/CLI.md "Long context").
+if run "make-model tiny" 0 make-model "$tmp/tiny.gguf" --preset tiny; then
+    m=(-m "$tmp/tiny.gguf")
+    run "run --rope-scale 0" 2 run "${m[@]}" -p hi --rope-scale 0 &&
+        expect err "usage: strata run" "run --rope-scale 0"
+    run "run --rope-scaling yarn" 0 run "${m[@]}" -p hi -n 2 -t 1 -c 512 --temp 0 \
+        --rope-scaling yarn --rope-scale 2 --yarn-orig-ctx 64 &&
+        expect err "positions yarn reaches (64 x 2)" "run --rope-scaling yarn"
+    run "run --rope-scale without scaling" 1 run "${m[@]}" -p hi -n 2 -t 1 \
+        --rope-scaling none --rope-scale 2 &&
+        expect err "needs --rope-scaling linear or yarn" "run --rope-scale without scaling"
+    run "bench --rope-scaling yarn" 0 bench "${m[@]}" -p 8 -n 4 -r 1 -t 1 \
+        --rope-scaling yarn --rope-scale 2 --yarn-orig-ctx 64
+    run "bench yarn without a factor" 1 bench "${m[@]}" -p 8 -n 4 -r 1 -t 1 --rope-scaling yarn &&
+        expect err "needs a factor" "bench yarn without a factor"
+    run "bench --rope-scaling bogus" 2 bench "${m[@]}" --rope-scaling bogus
+fi
+
 # Config files: missing, bad (file:line: key), and the example.
 run "missing --config" 2 serve --config "$tmp/nope.yaml" && expect err "nope.yaml" "missing --config"
 printf 'port: 1\nmodels:\n  - name: a\n    parallel: four\n' >"$tmp/bad.yaml"
