@@ -10,6 +10,9 @@
  *
  * Usage: bench_kernels [threads (default 2)] [type ...]
  * BENCH_NO_HEAD=1 skips the (slow to fill) output head shape.
+ * BENCH_VS_ISA=avx2|avx-vnni|avx512-vnni also times that one level's
+ * table (its own dot and dotw, no merging with other levels) and prints
+ * the run-time kernels' speedup over it ("vs <level>").
  * With STRATA_BENCH_SUMMARY set (scripts/bench.sh) it also appends a
  * summary row per type (768x768 at batch 1, GB/s, best vs scalar) and one
  * for the geometric mean of every row's speedup (bench_summary.h).
@@ -166,11 +169,23 @@ static double time_matmul(struct st_backend *be, const struct st_tensor *y,
     return best;
 }
 
+/* The level BENCH_VS_ISA names, or NULL. */
+static const struct cpu_kernels *vs_level(void)
+{
+    static const char *const names[CPU_ISA_COUNT] = { "scalar", "avx2", "avx-vnni",
+                                                      "avx512-vnni" };
+    const char *want = getenv("BENCH_VS_ISA");
+    for (int i = 0; want && i < CPU_ISA_COUNT; i++)
+        if (strcmp(want, names[i]) == 0)
+            return cpu_kernels_for((enum cpu_isa)i);
+    return NULL;
+}
+
 static void bench_shape(struct st_backend *be, enum st_dtype t, int64_t n_in, int64_t n_out,
                         const char *label)
 {
     struct cpu_backend *cb = (struct cpu_backend *)be;
-    const struct cpu_kernels *fast = cb->kern;
+    const struct cpu_kernels *fast = cb->kern, *vs = vs_level();
     size_t nbytes = st_dtype_row_bytes(t, n_in) * (size_t)n_out;
     uint8_t *wdata = malloc(nbytes);
     struct st_tensor w, x, y;
@@ -194,10 +209,18 @@ static void bench_shape(struct st_backend *be, enum st_dtype t, int64_t n_in, in
         double tf = time_matmul(be, &yb, &xb, &w, budget);
         cb->kern = &cpu_kernels_scalar;
         double ts = time_matmul(be, &yb, &xb, &w, nbytes > (64u << 20) ? 0.5 : 0.2);
+        double tv = 0.0;
+        if (vs && vs->dot[t]) {
+            cb->kern = vs;
+            tv = time_matmul(be, &yb, &xb, &w, budget);
+        }
         cb->kern = fast;
-        printf("%-8s %-14s b=%d  %9.3f ms  %7.2f GB/s  %8.2f Mrows/s  scalar %8.2f GB/s  x%5.1f\n",
+        printf("%-8s %-14s b=%d  %9.3f ms  %7.2f GB/s  %8.2f Mrows/s  scalar %8.2f GB/s  x%5.1f",
                st_dtype_info(t)->name, label, batch, tf * 1e3, (double)nbytes / tf / 1e9,
                (double)n_out / tf / 1e6, (double)nbytes / ts / 1e9, ts / tf);
+        if (tv > 0.0)
+            printf("  vs %s %7.2f GB/s x%4.2f", vs->name, (double)nbytes / tv / 1e9, tv / tf);
+        printf("\n");
         fflush(stdout);
         g_log_speedup += log(ts / tf);
         g_rows++;

@@ -7,6 +7,12 @@
  *    activation rows 1..CPU_NX_MAX, on seeded random blocks (random quant
  *    bytes with sane fp16 scales). The integer block sums are exact, so
  *    the tolerance is float rounding only: 1e-5 of sum |w||x|.
+ * 3. Every dotw (CPU_NW weight rows per call) is bitwise equal to its
+ *    level's dot row by row; the five low-bit types have one at every x86
+ *    level, and are also checked on rows with tails (one 32-block, an odd
+ *    number of blocks for the 512-bit block pairs, 1 and 5 K super-blocks)
+ *    and through cpu_matmul_rows on weight-row ranges that are not whole
+ *    CPU_NW groups (dotw for the groups, dot for the rest).
  */
 #include <check.h>
 #include <math.h>
@@ -297,6 +303,130 @@ START_TEST(test_kernels_dotw_bitwise_equal_dot)
 }
 END_TEST
 
+/* The five low-bit types have a dotw entry at every x86 level. */
+static const enum st_dtype lowbit[] = { ST_DTYPE_Q4_1, ST_DTYPE_Q5_0, ST_DTYPE_Q5_1,
+                                        ST_DTYPE_Q2_K, ST_DTYPE_Q3_K };
+
+START_TEST(test_kernels_lowbit_dotw_every_level)
+{
+    for (int isa = CPU_ISA_AVX2; isa < CPU_ISA_COUNT; isa++) {
+        const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)isa);
+        for (size_t ti = 0; k && ti < ST_ARRAY_LEN(lowbit); ti++)
+            ck_assert_msg(k->dotw[lowbit[ti]] != NULL, "%s %s: no dotw", k->name,
+                          st_dtype_info(lowbit[ti])->name);
+    }
+}
+END_TEST
+
+/* n elements, nx activation rows (stride xs) of random floats quantized. */
+static uint8_t *make_acts(enum st_dtype t, int64_t n, int rows, size_t *xs, uint64_t *s)
+{
+    enum st_dtype dt = cpu_dot_type(t);
+    float *xf = malloc((size_t)n * sizeof(float));
+    *xs = st_dtype_row_bytes(dt, n) + 4;   /* not the row size; Q8_K keeps its float aligned */
+    uint8_t *x = calloc((size_t)rows, *xs);
+    for (int r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < n; i++)
+            xf[i] = rndf(s, -1.0f, 1.0f) * (i % 5 == 0 ? 3.0f : 1.0f);
+        cpu_quantize_act(NULL, dt, xf, x + (size_t)r * *xs, n);
+    }
+    free(xf);
+    return x;
+}
+
+/* Row lengths that leave tails: one 32-block, an odd number of blocks
+ * (the 512-bit kernels pair blocks), one and five K super-blocks. Every
+ * level's dot and dotw against the scalar reference, and dotw bitwise
+ * equal to dot. */
+START_TEST(test_kernels_lowbit_tails)
+{
+    static const int64_t lens[] = { 32, 96, 800, 256, 1280 };
+    for (int isa = CPU_ISA_AVX2; isa < CPU_ISA_COUNT; isa++) {
+        const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)isa);
+        for (size_t ti = 0; k && ti < ST_ARRAY_LEN(lowbit); ti++) {
+            enum st_dtype t = lowbit[ti];
+            for (size_t li = 0; li < ST_ARRAY_LEN(lens); li++) {
+                int64_t n = lens[li];
+                if (n % st_dtype_info(t)->block_elems)
+                    continue;
+                uint64_t s = 4000 + 10 * ti + li;
+                size_t xs, ws = st_dtype_row_bytes(t, n) + 2;
+                uint8_t *x = make_acts(t, n, ROWS, &xs, &s), *w = malloc(CPU_NW * ws);
+                for (int r = 0; r < CPU_NW; r++)
+                    rand_row(t, w + (size_t)r * ws, n, &s);
+                for (int nx = 1; nx <= ROWS; nx++) {
+                    float got[ROWS * CPU_NW], one[ROWS * CPU_NW], want;
+                    k->dotw[t](n, w, ws, x, xs, nx, got, CPU_NW);
+                    for (int r = 0; r < CPU_NW; r++)
+                        k->dot[t](n, w + (size_t)r * ws, x, xs, nx, one + r, CPU_NW);
+                    ck_assert_msg(memcmp(got, one, sizeof(float) * (size_t)(nx * CPU_NW)) == 0,
+                                  "%s %s n=%lld nx=%d: dotw != dot", k->name,
+                                  st_dtype_info(t)->name, (long long)n, nx);
+                    for (int r = 0; r < CPU_NW; r++) {
+                        for (int j = 0; j < nx; j++) {
+                            double mag;
+                            const uint8_t *wr = w + (size_t)r * ws, *xj = x + (size_t)j * xs;
+                            cpu_kernels_scalar.dot[t](n, wr, xj, xs, 1, &want, 1);
+                            ref_dot(t, wr, xj, n, &mag);
+                            ck_assert_msg(fabs((double)got[j * CPU_NW + r] - want) <= 1e-5 * mag + 1e-6,
+                                          "%s %s n=%lld nx=%d w%d x%d: %.7g vs scalar %.7g",
+                                          k->name, st_dtype_info(t)->name, (long long)n, nx, r,
+                                          j, (double)got[j * CPU_NW + r], (double)want);
+                        }
+                    }
+                }
+                free(w);
+                free(x);
+            }
+        }
+    }
+}
+END_TEST
+
+/* cpu_matmul_rows over weight-row ranges that are not whole CPU_NW
+ * groups (dotw for the groups, dot for the rest) at decode shapes: each
+ * output bitwise equal to the level's dot for that row alone. */
+START_TEST(test_kernels_lowbit_matmul_ragged_rows)
+{
+    enum { O = 13 };
+    static const int64_t ranges[][2] = { { 0, O }, { 1, 12 }, { 2, 5 }, { 5, 6 } };
+    for (int isa = CPU_ISA_AVX2; isa < CPU_ISA_COUNT; isa++) {
+        const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)isa);
+        for (size_t ti = 0; k && ti < ST_ARRAY_LEN(lowbit); ti++) {
+            enum st_dtype t = lowbit[ti];
+            uint64_t s = 6000 + ti;
+            size_t xs, ws = st_dtype_row_bytes(t, N);
+            uint8_t *x = make_acts(t, N, 3, &xs, &s), *w = malloc(O * ws);
+            for (int o = 0; o < O; o++)
+                rand_row(t, w + (size_t)o * ws, N, &s);
+            for (int nr = 1; nr <= 3; nr++) {
+                for (size_t ri = 0; ri < ST_ARRAY_LEN(ranges); ri++) {
+                    float y[3 * O], want;
+                    for (int i = 0; i < 3 * O; i++)
+                        y[i] = -3.0f;
+                    cpu_matmul_rows(k, t, w, ws, N, ranges[ri][0], ranges[ri][1], x, xs, nr, y, O);
+                    for (int j = 0; j < 3; j++) {
+                        for (int64_t o = 0; o < O; o++) {
+                            bool in = j < nr && o >= ranges[ri][0] && o < ranges[ri][1];
+                            if (!in) {
+                                ck_assert(y[j * O + o] == -3.0f);
+                                continue;
+                            }
+                            k->dot[t](N, w + (size_t)o * ws, x + (size_t)j * xs, xs, 1, &want, 1);
+                            ck_assert_msg(memcmp(&y[j * O + o], &want, sizeof(float)) == 0,
+                                          "%s %s rows %d range %zu: row %lld differs from dot",
+                                          k->name, st_dtype_info(t)->name, nr, ri, (long long)o);
+                        }
+                    }
+                }
+            }
+            free(w);
+            free(x);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_kernels_dispatch_complete)
 {
     const struct cpu_kernels *best = cpu_kernels_best();
@@ -330,6 +460,9 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, test_kernels_extreme_values);
     tcase_add_test(tc, test_kernels_quantizers_bit_exact);
     tcase_add_test(tc, test_kernels_dotw_bitwise_equal_dot);
+    tcase_add_test(tc, test_kernels_lowbit_dotw_every_level);
+    tcase_add_test(tc, test_kernels_lowbit_tails);
+    tcase_add_test(tc, test_kernels_lowbit_matmul_ragged_rows);
     tcase_add_test(tc, test_kernels_dispatch_complete);
     suite_add_tcase(s, tc);
     return s;
