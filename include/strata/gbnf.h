@@ -17,8 +17,10 @@
  * a rule defined twice, no `root`, left recursion (a rule that can reach
  * itself before any character, named; a repetition of something that may
  * be empty), a rule reachable from `root` that cannot produce any finite
- * text, and the limits below. llama.cpp's token references (`<...>`) are
- * not supported.
+ * text, a grammar over the work bound (below, named), and the limits
+ * below. llama.cpp's token references (`<[id]>`, `<text>`, `!<...>`) are
+ * not supported: they match token ids, and this recognizer reads text
+ * (docs/API.md "Grammars (GBNF)").
  *
  * Alternatives of a rule that start with the same symbol are merged at
  * compile time (left factoring), so a choice among many literals is few
@@ -28,10 +30,14 @@
  * ST_GBNF_MAX_DEPTH entries (each element knows the least depth its rest
  * needs). Past ST_GBNF_MAX_STACKS ways at once, the later ones are
  * dropped (the text stays in the language; fewer texts can be written).
- * Limit: each character's expansion has a work budget (gbnf_state.c);
- * a grammar whose expansion after some character outgrows it (a deep
- * tree of rules that match only the empty text) can still reach a dead
- * end there; one that cannot even start is refused at compile time.
+ * Work: the expansion after each character has a budget (65,536 element
+ * visits, all stacks together). The compiler bounds the visits one
+ * stack's expansion may take (gbnf_bound.c) and refuses, naming a rule, a
+ * grammar where that could exceed ST_GBNF_MAX_WORK (a deep tree or a long
+ * row of rules that may match the empty text): so the first stack that
+ * takes a byte always expands in full, and a byte first_bytes allows
+ * always leaves a way on. Later stacks past the budget are dropped, as
+ * past ST_GBNF_MAX_STACKS.
  *
  * Ownership: a compiled grammar is immutable and reference counted
  * (atomic: the HTTP thread compiles, engine threads read); a state
@@ -54,6 +60,7 @@
 #define ST_GBNF_MAX_STACKS   256            /* ways of reading the text at once */
 #define ST_GBNF_MAX_DEPTH    128            /* entries of one stack */
 #define ST_GBNF_MAX_ENTRIES  8192           /* entries of all stacks together */
+#define ST_GBNF_MAX_WORK     16384          /* element visits of one stack's expansion */
 
 struct st_gbnf;
 
@@ -72,7 +79,8 @@ struct st_gbnf_state {
 };
 
 /* Compile 'text' (n bytes) into *out (one reference, the caller's).
- * ST_ERR_INVALID with "line L, column C: ..." for a bad grammar;
+ * ST_ERR_INVALID with "line L, column C: ..." for a bad grammar (or
+ * one over the work bound);
  * ST_ERR_NOMEM. */
 enum st_status st_gbnf_compile(const char *text, size_t n, struct st_gbnf **out,
                                struct st_err *err);
@@ -82,6 +90,9 @@ void st_gbnf_unref(struct st_gbnf *g);
 /* Rules (the synthesized ones included) and program elements (tests). */
 size_t st_gbnf_n_rules(const struct st_gbnf *g);
 size_t st_gbnf_n_elements(const struct st_gbnf *g);
+/* The most element visits one stack's expansion after a character may
+ * take (the compile-time bound; at most ST_GBNF_MAX_WORK; tests). */
+size_t st_gbnf_max_work(const struct st_gbnf *g);
 
 /* The empty text. */
 void st_gbnf_state_init(struct st_gbnf_state *st, const struct st_gbnf *g);

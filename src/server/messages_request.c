@@ -23,7 +23,8 @@
  *   thinking {type:enabled, budget_tokens} -> thinking_budget;
  *            {type:disabled}     -> chat_template_kwargs.enable_thinking false
  *   model, stream, temperature, top_p, top_k, priority (+ strata's chat
- *   extensions seed, min_p, cache_prompt, logit_bias) -> as they are
+ *   extensions seed, min_p, cache_prompt, logit_bias, and llama-server's
+ *   grammar: GBNF, a 400 with tool_choice any / tool) -> as they are
  * Every other field (metadata, service_tier, ...) is ignored. A 400 from the
  * chat parser names the Messages field (stop_sequences, thinking.budget_tokens,
  * tools[i].input_schema, ...), never the chat field it became. The pieces
@@ -39,7 +40,7 @@
 /* Passed to the chat parser as they are. */
 static const char *const passed[] = {
     "model", "stream", "temperature", "top_p", "top_k", "priority", "seed", "min_p",
-    "cache_prompt", "logit_bias", "max_tokens",
+    "cache_prompt", "logit_bias", "max_tokens", "grammar",
 };
 
 /* The type of a block, or NULL when it is not an object with a string type. */
@@ -431,6 +432,8 @@ static void drop_message_index(char *s)
 void st_msg_rename_error(struct st_api_error *e)
 {
     static const char *const map[][2] = {
+        { "'tool_choice' \"required\" or a named function",
+          "tool_choice {\"type\": \"any\"} or {\"type\": \"tool\"}" },
         { "'stop'", "'stop_sequences'" },
         { "thinking_budget", "thinking.budget_tokens" },
         { "parallel_tool_calls", "tool_choice.disable_parallel_tool_use" },

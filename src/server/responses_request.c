@@ -23,7 +23,9 @@
  *                                  (unless the body sets it); other efforts: no effect
  * Everything else of the body is handed to the chat parser as it is (model,
  * stream, temperature, top_p, user, priority, parallel_tool_calls and
- * strata's chat extensions such as top_k or seed), except the chat fields
+ * strata's chat extensions such as top_k, seed or llama-server's GBNF
+ * grammar, with chat's 400s: not with a JSON text.format or an enforced
+ * tool_choice), except the chat fields
  * whose Responses meaning differs or that a response cannot carry (listed
  * in 'dropped' below). Refused with a 400 naming the field: previous_response_id,
  * conversation, background: true, prompt (stored prompts), tool types other
@@ -428,6 +430,7 @@ enum st_status st_resp_translate_tree(const cJSON *root, char **chat_json,
 void st_resp_rename_error(struct st_api_error *e)
 {
     static const char *const map[][2] = {
+        { "a JSON 'response_format' or 'json_schema'", "a JSON 'text.format'" },   /* grammar */
         { "response_format.json_schema.", "text.format." },
         { "response_format", "text.format" },
         { "max_completion_tokens", "max_output_tokens" },

@@ -13,6 +13,7 @@
  * least over R's alternatives. These are least fixpoints of "superior"
  * functions (each at least its arguments), computed by Knuth's
  * generalization of Dijkstra's algorithm with one bucket per depth.
+ * Last, the bound on the recognizer's work per character (gbnf_bound.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,11 @@ size_t st_gbnf_n_rules(const struct st_gbnf *g)
 size_t st_gbnf_n_elements(const struct st_gbnf *g)
 {
     return g->n_el;
+}
+
+size_t st_gbnf_max_work(const struct st_gbnf *g)
+{
+    return g->work;
 }
 
 /* What the analysis keeps besides the program. */
@@ -463,6 +469,10 @@ static enum st_status build(const struct gb_ir *ir, struct st_gbnf *g, struct st
         rc = compute_need(&a);
     if (rc == ST_OK)
         rc = check_need(&a);
+    if (rc == ST_OK) {
+        struct gb_bound_in in = { ir, g, a.lhs, a.n_alts, a.reach };
+        rc = st_gb_check_work(&in, &g->work, err);
+    }
     free(a.lhs);
     free(a.occ_first);
     free(a.occ);
@@ -470,24 +480,6 @@ static enum st_status build(const struct gb_ir *ir, struct st_gbnf *g, struct st
     free(a.nullable);
     free(a.nr);
     return rc;
-}
-
-/* The empty text has a way on: the recognizer's first expansion found a
- * terminal or the end within its work budget (a binary tree of rules that
- * match only the empty text, 18 levels deep, does not: every request would
- * fail at its first token). */
-static enum st_status check_start(const struct st_gbnf *g, struct st_err *err)
-{
-    struct st_gbnf_state *st = malloc(sizeof(*st));
-    if (!st)
-        return st_err_set(err, ST_ERR_NOMEM, "out of memory");
-    st_gbnf_state_init(st, g);
-    bool ok = st_gbnf_valid(st);
-    free(st);
-    return ok ? ST_OK : st_err_set(err, ST_ERR_INVALID, "the grammar is too complex to start: "
-                                   "expanding root before its first character takes more than "
-                                   "the recognizer's budget (rules that match only the empty "
-                                   "text, nested many levels deep?)");
 }
 
 enum st_status st_gbnf_compile(const char *text, size_t n, struct st_gbnf **out,
@@ -516,8 +508,6 @@ enum st_status st_gbnf_compile(const char *text, size_t n, struct st_gbnf **out,
         rc = build(&ir, g, err);
     }
     st_gb_ir_fini(&ir);
-    if (rc == ST_OK)
-        rc = check_start(g, err);
     if (rc != ST_OK) {
         if (g)
             gbnf_free(g);

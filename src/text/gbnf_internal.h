@@ -48,6 +48,7 @@ struct st_gbnf {
     uint32_t n_sets;
     struct gb_range *ranges;
     uint32_t n_ranges;
+    uint32_t work;         /* element visits one stack's expansion may take, at most */
 };
 
 /* ---- the parser's output (gbnf_parse.c) ------------------------------ */
@@ -94,6 +95,28 @@ enum st_status st_gb_factor(struct gb_ir *ir, struct st_err *err);
 /* "line L, column C: " + fmt into err, for an error at byte offset 'at'. */
 enum st_status st_gb_fail(const struct gb_ir *ir, size_t at, struct st_err *err,
                           const char *fmt, ...) ST_PRINTF(4, 5);
+
+/* The recognizer's work budget: element visits per character, all stacks
+ * together (gbnf_state.c); a grammar in which one stack's expansion could
+ * take more than GB_WORK_MAX is refused at compile time (gbnf_bound.c), so
+ * the first matching stack always expands in full. */
+#define GB_BUDGET   (1u << 16)
+#define GB_WORK_MAX ST_GBNF_MAX_WORK   /* a quarter of the budget */
+
+/* What the work bound reads of the compiler's analysis (gbnf.c). */
+struct gb_bound_in {
+    const struct gb_ir *ir;
+    const struct st_gbnf *g;   /* laid out, checked: no left recursion */
+    const uint32_t *lhs;       /* n_alts: each alternative's rule */
+    uint32_t n_alts;
+    const uint8_t *reach;      /* n_rules: reachable from root */
+};
+
+/* ST_ERR_INVALID naming a rule when one character could make the
+ * recognizer visit more than GB_WORK_MAX elements (gbnf_bound.c); *work:
+ * the bound (saturated). */
+enum st_status st_gb_check_work(const struct gb_bound_in *in, uint32_t *work,
+                                struct st_err *err);
 
 static inline bool st_gb_set_has(const struct st_gbnf *g, const struct gb_set *s, uint32_t cp)
 {

@@ -556,8 +556,11 @@ static enum st_status sequence(struct gp *p, uint32_t rule, bool nested)
         } else if (c == '*' || c == '+' || c == '?' || c == '{') {
             rc = postfix(p, rule, last);
             here = (uint32_t)last;
-        } else if (c == '<') {
-            return FAIL(p, p->i, "token references ('<...>') are not supported");
+        } else if (c == '<' || (c == '!' && p->i + 1 < p->n && p->t[p->i + 1] == '<')) {
+            /* llama.cpp's <[id]>, <text>, !<...>: a whole token by id, which
+             * a recognizer of text cannot match (docs/API.md) */
+            return FAIL(p, p->i, "token references ('<[id]>', '<text>', '!<...>') are not "
+                        "supported: grammars here match text, not token ids");
         } else {
             return ST_OK;   /* '|', ')', a newline, the end: the caller decides */
         }

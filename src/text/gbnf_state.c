@@ -8,6 +8,8 @@
  * alternative's end: a tail call, so x* and right recursion do not grow
  * the stack) and one new stack per alternative of the rule is made, each
  * with that alternative's first element on top; an alternative's end pops.
+ * The work per character has a budget (GB_BUDGET element visits); the
+ * compiler bounds one stack's expansion below it (gbnf_bound.c).
  * An alternative is taken only where its need fits in ST_GBNF_MAX_DEPTH
  * (gbnf.c), so every kept stack can be completed. Identical stacks are
  * kept once; past ST_GBNF_MAX_STACKS (or ST_GBNF_MAX_ENTRIES entries) the
@@ -23,8 +25,7 @@
 
 #include "gbnf_internal.h"
 
-#define GB_BUDGET    (1u << 16)   /* element visits per character, at most */
-#define GB_MAX_LEVEL 256          /* nested expansions of a non-last alternative */
+#define GB_MAX_LEVEL 256          /* nested expansions of alternatives not followed in place */
 #define GB_HASH      (2 * ST_GBNF_MAX_STACKS)   /* dedup table slots (a power of 2) */
 
 struct gx {
@@ -74,6 +75,25 @@ static bool fits(const struct st_gbnf *g, uint32_t base, uint32_t f)
     return g->el[f].need != GB_INF && base + 1 + g->el[f].need <= ST_GBNF_MAX_DEPTH;
 }
 
+/* Of the alternatives [a0, a1) that fit at 'base', the one to follow in
+ * place: the last that does not start with a terminal (it may go on
+ * through the empty text and expand much more), else the last. The others
+ * nest a level each (GB_MAX_LEVEL), and one that starts with a terminal
+ * ends at once, so a long row of rules like `"" | "x"` does not nest
+ * past the limit (which would drop the ways on through the empty text).
+ * UINT32_MAX: none fits. */
+static uint32_t in_place(const struct st_gbnf *g, uint32_t base, uint32_t a0, uint32_t a1)
+{
+    uint32_t last = UINT32_MAX, open = UINT32_MAX;
+    for (uint32_t a = a0; a < a1; a++) {
+        if (!fits(g, base, g->alt[a]))
+            continue;
+        last = a;
+        open = g->el[g->alt[a]].type != GB_CHAR ? a : open;
+    }
+    return open != UINT32_MAX ? open : last;
+}
+
 /* Expand tmp[0..len) (ST_GBNF_MAX_DEPTH entries of room) until every
  * stack's top is a terminal or it is empty, into x->dst. */
 static void expand(struct gx *x, uint16_t *tmp, uint32_t len, uint32_t level)
@@ -101,20 +121,19 @@ static void expand(struct gx *x, uint16_t *tmp, uint32_t len, uint32_t level)
         uint32_t base = tail ? len - 1 : len;
         if (!tail)
             tmp[len - 1] = (uint16_t)(p + 1);
-        uint32_t a0 = g->rule_alt[el->arg], a1 = g->rule_alt[el->arg + 1], last = UINT32_MAX;
-        for (uint32_t a = a0; a < a1; a++)
-            last = fits(g, base, g->alt[a]) ? a : last;
-        if (last == UINT32_MAX)
+        uint32_t a0 = g->rule_alt[el->arg], a1 = g->rule_alt[el->arg + 1];
+        uint32_t keep = in_place(g, base, a0, a1);
+        if (keep == UINT32_MAX)
             return;
-        for (uint32_t a = a0; a < last && level < GB_MAX_LEVEL; a++) {
-            if (!fits(g, base, g->alt[a]))
+        for (uint32_t a = a0; a < a1 && level < GB_MAX_LEVEL; a++) {
+            if (a == keep || !fits(g, base, g->alt[a]))
                 continue;
             uint16_t sub[ST_GBNF_MAX_DEPTH];
             memcpy(sub, tmp, base * sizeof(*sub));
             sub[base] = (uint16_t)g->alt[a];
             expand(x, sub, base + 1, level + 1);
         }
-        tmp[base] = (uint16_t)g->alt[last];   /* the last one goes on in place */
+        tmp[base] = (uint16_t)g->alt[keep];
         len = base + 1;
     }
 }

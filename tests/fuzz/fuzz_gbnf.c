@@ -5,8 +5,10 @@
  * to feed. Besides no crash / leak / UB / hang, it checks that a refused
  * grammar has a message (with a line and column for a syntax error), and
  * along the text that the first-byte table agrees with push for every
- * byte, that a byte the loop claims leaves the state as it is, and that a
- * taken byte never leaves the recognizer without a way on or an end.
+ * byte (so a byte the table allows never runs the recognizer out of its
+ * work budget: the compile-time bound), that a byte the loop claims
+ * leaves the state as it is, and that a taken byte never leaves the
+ * recognizer without a way on or an end.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     check(st_gbnf_n_rules(g) > 0);
+    check(st_gbnf_max_work(g) <= ST_GBNF_MAX_WORK);   /* else refused */
     walk(g, nul ? nul + 1 : data + size, nul ? size - gn - 1 : 0);
     st_gbnf_unref(g);
     return 0;

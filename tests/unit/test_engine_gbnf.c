@@ -6,7 +6,8 @@
  *     loop fast path, leading blanks, the two-byte table, walks) allows
  *     exactly the tokens a brute-force feed of each token's bytes into the
  *     recognizer allows, for several grammars (JSON, lists, Unicode
- *     classes, characters split across tokens);
+ *     classes, characters split across tokens, a tree of rules that
+ *     may be empty);
  *   - the same on the real Qwen3 vocabulary (151,936 tokens) when the e2e
  *     set-up installed its tokenizer.json (skipped otherwise);
  *   - sampled runs on random logits only build texts of the language's
@@ -61,6 +62,10 @@ static const char *const grammars[] = {
     "root ::= ( [^\\x00-\\x1F] | \"\\\\\" . )* [ ]{0,3}",
     "root ::= \"{\" [ \\t\\n\\r]* ( \"\\\"a\\\": 1\" [ \\t\\n\\r]* )? \"}\"",
     "root ::= (\"yes\" | \"y\" | \"\" | \"yes.\" | \"no\" | \"name\") (\".\" | \" \" root)",
+    /* 32 ways through the empty text after each character, each a stack
+     * (the tree of test_gbnf_work_bound, smaller: the brute force is slow) */
+    "root ::= (\"yes\" | \"no\") n0 \".\"\nn0 ::= n1 n1\nn1 ::= n2 n2\nn2 ::= n3 n3\n"
+    "n3 ::= n4 n4\nn4 ::= n5 n5\nn5 ::= \"\" | \" \" | \"\\n\"",
 };
 #define NG ((int)(sizeof(grammars) / sizeof(grammars[0])))
 

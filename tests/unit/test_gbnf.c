@@ -10,7 +10,10 @@
  *   - UTF-8: characters split anywhere, invalid bytes refused, the first
  *     byte table agrees with push for every byte along texts;
  *   - the stack depth bound and the loop fast path's claim (the state is
- *     unchanged after a looping byte).
+ *     unchanged after a looping byte);
+ *   - the work bound: grammars whose expansion after a character could
+ *     outgrow the recognizer's budget are refused up front, naming a rule;
+ *     equivalents of llama.cpp's example grammars stay far below it.
  */
 #include <check.h>
 #include <stdio.h>
@@ -193,6 +196,8 @@ START_TEST(test_gbnf_errors_name_line_and_column)
     compile_err("root \"a\"", "line 1, column 6: expected '::=' after the rule name 'root'");
     compile_err("root ::= \"a\" b ::= \"c\"", "line 1, column 14: a new rule 'b' must start");
     compile_err("root ::= <think>", "line 1, column 10: token references");
+    compile_err("root ::= \"a\" <[151643]>", "line 1, column 14: token references");
+    compile_err("root ::= \"a\" !<[12]> \"b\"", "line 1, column 14: token references");
     compile_err("root ::= x\nx ::= \"a\" x", "line 2, column 1: rule 'x' cannot produce any text");
     compile_err("root ::= \"a\" @", "line 1, column 14: unexpected '@'");
     compile_err("\n\n  ::= \"a\"", "line 3, column 3: expected a rule name");
@@ -316,34 +321,125 @@ START_TEST(test_gbnf_ambiguity_and_depth)
 }
 END_TEST
 
-/* An alternation of 200 words: every word can be written (each is a
- * way of reading the text until its letters decide). */
-/* A tree of 2^18 rules that match only the empty text before root's first
- * character: the recognizer's budget runs out before any way on is found,
- * so the grammar is refused (400) rather than failing every request at its
- * first token. (The same tree after a first character is not caught.) */
-START_TEST(test_gbnf_start_within_budget)
+/* A grammar text of 'levels' rules, each two references to the next, the
+ * last 'leaf' (2^levels ways through the empty text), after 'head'. */
+static void tree_grammar(char *text, size_t cap, const char *head, int levels, const char *leaf)
 {
-    char text[1024];
-    int o = snprintf(text, sizeof(text), "root ::= n0 \"b\"\n");
-    for (int i = 0; i < 18; i++)
-        o += snprintf(text + o, sizeof(text) - (size_t)o, "n%d ::= n%d n%d\n", i, i + 1, i + 1);
-    snprintf(text + o, sizeof(text) - (size_t)o, "n18 ::= \"\"\n");
-    struct st_gbnf *g = NULL;
-    struct st_err err = { 0 };
-    ck_assert_int_eq(st_gbnf_compile(text, strlen(text), &g, &err), ST_ERR_INVALID);
-    ck_assert_ptr_null(g);
-    ck_assert_ptr_nonnull(strstr(err.msg, "too complex to start"));
-    /* a few levels are fine */
-    const char *small = "root ::= n0 \"b\"\nn0 ::= n1 n1\nn1 ::= n2 n2\nn2 ::= \"\"\n";
-    ck_assert_int_eq(st_gbnf_compile(small, strlen(small), &g, &err), ST_OK);
+    int o = snprintf(text, cap, "root ::= %s n0 \"b\"\n", head);
+    for (int i = 0; i < levels; i++)
+        o += snprintf(text + o, cap - (size_t)o, "n%d ::= n%d n%d\n", i, i + 1, i + 1);
+    snprintf(text + o, cap - (size_t)o, "n%d ::= %s\n", levels, leaf);
+}
+
+/* The work bound: one stack's expansion after a character may take at
+ * most ST_GBNF_MAX_WORK element visits, or the grammar is refused up
+ * front, naming a rule. Before the bound, the 18-level tree after "a"
+ * compiled and then ran the recognizer out of its budget at the 'a' the
+ * first-byte table allowed: the request failed part-way. */
+START_TEST(test_gbnf_work_bound)
+{
+    char text[2048];
+    tree_grammar(text, sizeof(text), "", 18, "\"\"");   /* before the first character */
+    compile_err(text, "is too costly to follow");
+    tree_grammar(text, sizeof(text), "\"a\"", 18, "\"\" | \"x\"");   /* used to fail part-way */
+    compile_err(text, "is too costly to follow");
+    compile_err(text, "line 7, column 1: rule 'n5'");   /* the deepest rule over the bound */
+    tree_grammar(text, sizeof(text), "\"a\"", 13, "\"\" | \"x\"");   /* 2^15 visits: just over */
+    compile_err(text, "more than 16384 steps");
+    /* near the bound: compiled, and every byte the table allows is taken */
+    tree_grammar(text, sizeof(text), "\"a\"", 12, "\"\" | \"\\n\"");
+    struct st_gbnf *g = compile_ok(text);
+    ck_assert_uint_le(st_gbnf_max_work(g), ST_GBNF_MAX_WORK);
+    ck_assert_uint_ge(st_gbnf_max_work(g), ST_GBNF_MAX_WORK / 2);
+    ck_assert_int_eq(J(g, "a\n\n\n"), PREFIX);   /* the first of 4096 ways of each are kept */
+    ck_assert_int_eq(J(g, "axb"), REJECT);
+    st_gbnf_unref(g);
+    tree_grammar(text, sizeof(text), "\"a\"", 12, "\"\"");
+    g = compile_ok(text);
+    ck_assert_uint_ge(st_gbnf_max_work(g), ST_GBNF_MAX_WORK / 2);
+    ck_assert_int_eq(J(g, "ab"), FULL);   /* through all 4096 empty leaves */
+    ck_assert_int_eq(J(g, "aab"), REJECT);
+    st_gbnf_unref(g);
+    /* a long row of references to a chain of rules that may be empty */
+    size_t o = (size_t)snprintf(text, sizeof(text), "root ::= \"a\"");
+    for (int i = 0; i < 200; i++)
+        o += (size_t)snprintf(text + o, sizeof(text) - o, " c0");
+    o += (size_t)snprintf(text + o, sizeof(text) - o, " \"b\"\n");
+    for (int i = 0; i < 100; i++)
+        o += (size_t)snprintf(text + o, sizeof(text) - o, "c%d ::= c%d\n", i, i + 1);
+    snprintf(text + o, sizeof(text) - o, "c100 ::= \"\" | \"y\"\n");
+    compile_err(text, "rule 'root' is too costly");
+    /* nesting whose closing part may be empty in three ways: 3^depth ways
+     * back down the stack; one way (blanks) is linear in the depth */
+    compile_err("root ::= \"(\" root o | \"x\"\no ::= (\"z\"?)? | \"\"\n", "too costly");
+    g = compile_ok("root ::= \"(\" root ws | \"x\"\nws ::= [ ]*\n");
+    ck_assert_uint_le(st_gbnf_max_work(g), 4 * ST_GBNF_MAX_DEPTH + 64);
     struct st_gbnf_state st;
     st_gbnf_state_init(&st, g);
-    ck_assert(st_gbnf_feed(&st, "b", 1) && st_gbnf_complete(&st));
+    for (int i = 0; i < 100; i++)
+        ck_assert(st_gbnf_push(&st, '('));
+    ck_assert(st_gbnf_feed(&st, "x  ", 3) && st_gbnf_complete(&st));
     st_gbnf_unref(g);
 }
 END_TEST
 
+/* Equivalents of llama.cpp's example grammars (written from the format):
+ * each compiles with a small work bound and reads a sample. */
+static const char *const c_gbnf =
+    "root ::= func*\n"
+    "func ::= type name \"(\" (type name)? \")\" \"{\" stmt* \"}\"\n"
+    "type ::= (\"int\" | \"float\" | \"char\") sp\n"
+    "name ::= [a-zA-Z_] [a-zA-Z_0-9]*\n"
+    "stmt ::= type name sp \"=\" sp expr \";\" | name sp \"=\" sp expr \";\" |\n"
+    "         \"return\" sp expr \";\" | \"while\" \"(\" cond \")\" \"{\" stmt* \"}\" |\n"
+    "         \"if\" \"(\" cond \")\" \"{\" stmt* \"}\" (\"else\" \"{\" stmt* \"}\")? |\n"
+    "         \"//\" [^\\n]* \"\\n\" | \"/*\" ([^*] | \"*\" [^/])* \"*/\"\n"
+    "cond ::= expr (\"<=\" | \"<\" | \"==\" | \"!=\" | \">=\" | \">\") expr\n"
+    "expr ::= term ((\"+\" | \"-\") term)*\n"
+    "term ::= fact ((\"*\" | \"/\") fact)*\n"
+    "fact ::= name | [0-9]+ | \"-\" fact | name \"(\" (expr (\",\" sp expr)*)? \")\" |\n"
+    "         \"(\" sp expr sp \")\"\n"
+    "sp ::= [ \\t\\n]+\n";
+
+START_TEST(test_gbnf_known_grammars)
+{
+    static const struct {
+        const char *grammar, *sample;
+    } k[] = {
+        { NULL, "int main(){int x = 1+f(2);while(x<3){x = x*2;}return x;}" },
+        { "root ::= \"1. \" mv \" \" mv \"\\n\" ([1-9] [0-9]? \". \" mv \" \" mv \"\\n\")+\n"
+          "mv ::= (pawn | piece | castle) [+#]?\n"
+          "pawn ::= ([a-h] \"x\")? [a-h] [1-8] (\"=\" [NBRQ])?\n"
+          "piece ::= [NBRQK] [a-h]? [1-8]? \"x\"? [a-h] [1-8]\n"
+          "castle ::= \"O-O\" (\"-O\")?\n",
+          "1. e4 e5\n2. Nf3 Nc6\n3. Bb5 a6\n4. O-O Nxe4+\n" },
+        { "root ::= ch+ ([ \\t\\n] ch+)*\nch ::= [a-zA-Z] | [0-9] | [!-/:-@\\[-`{-~]\n",
+          "Hello, world! It's 42." },
+        { "root ::= jp+ ([ \\t\\n] jp+)*\n"
+          "jp ::= [\\u3041-\\u309F] | [\\u30A0-\\u30FF] | [\\u3001-\\u303E] | [\\u4E00-\\u9FFF]\n",
+          "\xe3\x81\x93\xe3\x82\x93\xe3\x81\xab\xe3\x81\xa1\xe3\x81\xaf\xe3\x80\x81"
+          "\xe4\xb8\x96\xe7\x95\x8c" },
+        { "root ::= \"[\\n\" ws (val (\",\\n\" ws val)*)? \"]\"\n"
+          "val ::= \"{\" ws (str \":\" ws val (\",\" ws str \":\" ws val)*)? \"}\" ws |\n"
+          "        \"[\" ws (val (\",\" ws val)*)? \"]\" ws | str | [0-9]+ ws\n"
+          "str ::= \"\\\"\" [^\"\\\\]* \"\\\"\" ws\n"
+          "ws ::= ([ \\t\\n] ws)?\n",
+          "[\n{\"a\": [1, 2]},\n \"x\"]" },
+    };
+    for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+        struct st_gbnf *g = compile_ok(k[i].grammar ? k[i].grammar : c_gbnf);
+        ck_assert_uint_le(st_gbnf_max_work(g), 64);
+        ck_assert_int_eq(J(g, k[i].sample), FULL);
+        st_gbnf_unref(g);
+    }
+    struct st_gbnf *g = compile_ok(json_gbnf);
+    ck_assert_uint_le(st_gbnf_max_work(g), 64);
+    st_gbnf_unref(g);
+}
+END_TEST
+
+/* An alternation of 200 words: every word can be written (each is a
+ * way of reading the text until its letters decide). */
 START_TEST(test_gbnf_many_alternatives)
 {
     static char text[200 * 16 + 64];
@@ -416,7 +512,8 @@ static Suite *gbnf_suite(void)
     tcase_add_test(t, test_gbnf_arithmetic_and_list);
     tcase_add_test(t, test_gbnf_ambiguity_and_depth);
     tcase_add_test(t, test_gbnf_many_alternatives);
-    tcase_add_test(t, test_gbnf_start_within_budget);
+    tcase_add_test(t, test_gbnf_work_bound);
+    tcase_add_test(t, test_gbnf_known_grammars);
     tcase_add_test(t, test_gbnf_loop_bytes);
     suite_add_tcase(s, t);
     return s;

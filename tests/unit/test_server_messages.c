@@ -199,6 +199,50 @@ START_TEST(test_server_messages_parse)
 }
 END_TEST
 
+/* llama-server's `grammar` (GBNF) is carried onto the chat request, with
+ * chat's 400s in Messages terms: not with tool_choice any / tool. */
+START_TEST(test_server_messages_grammar)
+{
+    static const char body[] =
+        "{\"max_tokens\":9,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+        "\"grammar\":\"root ::= \\\"yes\\\" | \\\"no\\\"\",\"tools\":[{\"name\":\"f\","
+        "\"input_schema\":{\"type\":\"object\"}}],\"tool_choice\":{\"type\":\"auto\"}}";
+    struct st_oai_request oq;
+    struct st_api_error e;
+    ck_assert_int_eq(st_msg_parse(body, strlen(body), &oq, &e), ST_OK);
+    ck_assert_ptr_nonnull(oq.params.grammar);
+    ck_assert_int_eq(oq.tool_choice, ST_OAI_TOOLS_AUTO);
+    st_oai_request_fini(&oq);
+    static const char empty[] = "{\"max_tokens\":9,\"messages\":[{\"role\":\"user\",\"content\":"
+                                "\"x\"}],\"grammar\":\"\"}";
+    ck_assert_int_eq(st_msg_parse(empty, strlen(empty), &oq, &e), ST_OK);
+    ck_assert_ptr_null(oq.params.grammar);   /* "" is none, as on chat */
+    st_oai_request_fini(&oq);
+    static const char *const bad[][2] = {
+        { "\"grammar\":\"root ::= \\\"a\",\"tool_choice\":{\"type\":\"auto\"}", "line 1, column 10" },
+        { "\"grammar\":\"rot ::= \\\"a\\\"\"", "no 'root' rule" },
+        { "\"grammar\":7", "expected a string" },
+        { "\"grammar\":\"root ::= <[42]>\"", "token references" },
+        { "\"grammar\":\"root ::= \\\"a\\\"\",\"tools\":[{\"name\":\"f\",\"input_schema\":{}}],"
+          "\"tool_choice\":{\"type\":\"any\"}", "tool_choice {\"type\": \"any\"} or" },
+        { "\"grammar\":\"root ::= \\\"a\\\"\",\"tools\":[{\"name\":\"f\",\"input_schema\":{}}],"
+          "\"tool_choice\":{\"type\":\"tool\",\"name\":\"f\"}", "{\"type\": \"tool\"}" },
+    };
+    for (size_t i = 0; i < ST_ARRAY_LEN(bad); i++) {
+        char b[512];
+        snprintf(b, sizeof(b), "{\"max_tokens\":9,\"messages\":[{\"role\":\"user\",\"content\":"
+                 "\"x\"}],%s}", bad[i][0]);
+        memset(&e, 0, sizeof(e));
+        ck_assert_msg(st_msg_parse(b, strlen(b), &oq, &e) == ST_ERR_INVALID, "%s accepted", b);
+        ck_assert_int_eq(st_api_error_http(&e), 400);
+        ck_assert_str_eq(e.param, "grammar");
+        ck_assert_msg(strstr(e.message, bad[i][1]) != NULL, "%s: %s", b, e.message);
+        ck_assert_ptr_null(strstr(e.message, "required"));
+        st_oai_request_fini(&oq);
+    }
+}
+END_TEST
+
 /* Every refused body: the Messages field named (param and message), never
  * the chat field it would have become. */
 START_TEST(test_server_messages_bad_requests)
@@ -540,6 +584,7 @@ static Suite *server_messages_suite(void)
     tcase_add_test(t, test_server_messages_prefill);
     tcase_add_test(t, test_server_messages_parse);
     tcase_add_test(t, test_server_messages_bad_requests);
+    tcase_add_test(t, test_server_messages_grammar);
     tcase_add_test(t, test_server_messages_rename_error);
     tcase_add_test(t, test_server_messages_error_shape);
     tcase_add_test(t, test_server_messages_body);

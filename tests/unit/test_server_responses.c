@@ -198,6 +198,51 @@ START_TEST(test_server_responses_parse_and_echo)
 }
 END_TEST
 
+/* llama-server's `grammar` (GBNF) is carried onto the chat request, with
+ * chat's 400s in Responses terms: not with a JSON text.format, nor with
+ * tool_choice "required" or a named function. */
+START_TEST(test_server_responses_grammar)
+{
+    static const char body[] = "{\"input\":\"x\",\"grammar\":\"root ::= [0-9]+\","
+                               "\"text\":{\"format\":{\"type\":\"text\"}},\"tool_choice\":\"auto\","
+                               "\"tools\":[{\"type\":\"function\",\"name\":\"f\"}]}";
+    struct st_oai_request oq;
+    struct st_api_error e;
+    char *echo = NULL;
+    ck_assert_int_eq(st_resp_parse(body, strlen(body), &oq, &echo, &e), ST_OK);
+    ck_assert_ptr_nonnull(oq.params.grammar);
+    ck_assert_ptr_null(strstr(echo, "grammar"));   /* not a Responses field: not echoed */
+    free(echo);
+    st_oai_request_fini(&oq);
+    static const char *const bad[][2] = {
+        { "\"grammar\":\"root ::= [0-9\"", "line 1, column 10" },
+        { "\"grammar\":\"root ::= x\\nx ::= \\\"a\\\" x\"", "rule 'x' cannot produce" },
+        { "\"grammar\":[1]", "expected a string" },
+        { "\"grammar\":\"root ::= \\\"a\\\"\",\"text\":{\"format\":{\"type\":\"json_object\"}}",
+          "a JSON 'text.format'" },
+        { "\"grammar\":\"root ::= \\\"a\\\"\",\"text\":{\"format\":{\"type\":\"json_schema\","
+          "\"name\":\"p\",\"schema\":{\"type\":\"integer\"}}}", "a JSON 'text.format'" },
+        { "\"grammar\":\"root ::= \\\"a\\\"\",\"tool_choice\":\"required\",\"tools\":[{\"type\":"
+          "\"function\",\"name\":\"f\"}]", "\"required\"" },
+        { "\"grammar\":\"root ::= \\\"a\\\"\",\"tool_choice\":{\"type\":\"function\",\"name\":"
+          "\"f\"},\"tools\":[{\"type\":\"function\",\"name\":\"f\"}]", "a named function" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char b[512];
+        snprintf(b, sizeof(b), "{\"input\":\"x\",%s}", bad[i][0]);
+        memset(&e, 0, sizeof(e));
+        echo = NULL;
+        ck_assert_msg(st_resp_parse(b, strlen(b), &oq, &echo, &e) != ST_OK, "accepted: %s", b);
+        ck_assert_ptr_null(echo);
+        ck_assert_int_eq(st_api_error_http(&e), 400);
+        ck_assert_str_eq(e.param, "grammar");
+        ck_assert_msg(strstr(e.message, bad[i][1]) != NULL, "%s: %s", b, e.message);
+        ck_assert_ptr_null(strstr(e.message, "response_format"));
+        st_oai_request_fini(&oq);
+    }
+}
+END_TEST
+
 START_TEST(test_server_responses_bad_requests)
 {
     static const char *const cases[][2] = {
@@ -547,6 +592,7 @@ static Suite *server_responses_suite(void)
     tcase_add_test(t, test_server_responses_tools_and_format);
     tcase_add_test(t, test_server_responses_parse_and_echo);
     tcase_add_test(t, test_server_responses_bad_requests);
+    tcase_add_test(t, test_server_responses_grammar);
     tcase_add_test(t, test_server_responses_rename_error);
     tcase_add_test(t, test_server_responses_body);
     tcase_add_test(t, test_server_responses_stream);
