@@ -16,13 +16,24 @@
  *   mistral7    {"name": "X", "arguments":               }                 ,ws  [TOOL_CALLS][ / ]
  *   xml         <tool_call>\n<function=X>\n             \n</tool_call>     ws   -
  *               (Qwen3-Coder: ARGS is PARAM* "</function>", below)
+ *   glm         <tool_call>X\n                          -                 ws   -
+ *               (GLM-4.5: ARGS is PAIR* "</tool_call>", below)
  *
  * xml's ARGS (call_grammar_xml.c; what reply_xml.c parses back):
  *
  *   PARAM = "<parameter=" KEY ">\n" VALUE "\n</parameter>\n"
  *
+ * glm's ARGS (call_grammar_glm.c; what reply_glm.c parses back):
+ *
+ *   PAIR = "<arg_key>" KEY "</arg_key>\n<arg_value>" VALUE "</arg_value>\n"
+ *
+ * with KEY as below, VALUE raw text (exact, never holding "</arg_value>")
+ * whose JSON string is valid where the property's "type" is a string type,
+ * else JSON text valid against it (also for other names' values: the
+ * parser reads a value without a string type as JSON).
+ *
  * KEY one of the schema's properties, each at most once, every required
- * one before "</function>"; another name only where additionalProperties
+ * one before "</function>" (glm: "</tool_call>"); another name only where additionalProperties
  * is not false (no blanks, '<', '>', quotes or backslashes; repeats of
  * such a name are not detected). VALUE as the parser types it: JSON text
  * valid against the property's schema where its "type" is not a string
@@ -74,6 +85,7 @@ enum st_call_format {
     ST_CALL_MISTRAL11,              /* [TOOL_CALLS]NAME[ARGS]{...} */
     ST_CALL_MISTRAL7,               /* [TOOL_CALLS][{"name": .., "arguments": ..}, ..] */
     ST_CALL_XML,                    /* Qwen3-Coder <tool_call><function=NAME><parameter=..> */
+    ST_CALL_GLM,                    /* GLM-4.5 <tool_call>NAME\n<arg_key>..<arg_value>.. */
 };
 
 enum st_call_think {
@@ -98,7 +110,7 @@ struct st_call_grammar;
 /* Compile spec into *out (one reference, the caller's). ST_ERR_NOT_FOUND:
  * the named function is not among the tools (or no tool can be called:
  * a name with quotes, control bytes or, for mistral11, blanks or
- * brackets, for xml blanks or angle brackets); ST_ERR_UNSUPPORTED: more
+ * brackets, for xml and glm blanks or angle brackets); ST_ERR_UNSUPPORTED: more
  * than ST_CALL_MAX_TOOLS tools for
  * "required"; ST_ERR_INVALID: tools_json is not an array; ST_ERR_NOMEM.
  * *n_fallback (optional): tools whose parameters became "any object". */
@@ -158,7 +170,7 @@ bool st_call_between(const struct st_call_state *st, uint16_t *ws_left);
  * while part of "</parameter>" or "</tool_call>" is matched in a value
  * (a plain token could complete it; the grammar refuses that). */
 const struct st_json_schema_state *st_call_args(const struct st_call_state *st);
-/* Inside a Qwen3-Coder call body, where a '<' may end a value: the
+/* Inside a Qwen3-Coder or GLM call body, where a '<' may end a value: the
  * schema's string fast path (tokens without '"', '\\' or control bytes)
  * must still refuse a token with '<' unread. */
 bool st_call_lt_matters(const struct st_call_state *st);

@@ -10,8 +10,9 @@
  * (tools and calls in its XML-like <function=..><parameter=..> form), Llama 3,
  * Llama 3.1/3.2/3.3 (the "Cutting Knowledge Date" system header, tools),
  * Mistral ([INST], v3 style), Mistral v7 and v11 (the tekken-era
- * [SYSTEM_PROMPT] templates with tools: chat_mistral.c), Gemma. Anything else renders as ChatML and
- * logs a warning naming the model.
+ * [SYSTEM_PROMPT] templates with tools: chat_mistral.c), Gemma, GLM-4.5 /
+ * 4.6 (thinking, tools, <arg_key>/<arg_value> calls: chat_glm45.c).
+ * Anything else renders as ChatML and logs a warning naming the model.
  *
  * Messages are plain views (struct st_str, not NUL-terminated; ptr == NULL
  * means "absent", which templates distinguish from "" in a few places).
@@ -43,6 +44,8 @@ enum st_chat_kind {
                             [TOOL_CALLS] [{..., "id": ..}] calls */
     ST_CHAT_MISTRAL_V11, /* Small 3.2, Devstral 2507, Magistral, Ministral 3:
                             [TOOL_CALLS]name[ARGS]{..} calls */
+    ST_CHAT_GLM45,       /* GLM-4.5 / 4.5-Air / 4.6: [gMASK]<sop>, <|user|> turns, thinking,
+                            <tool_call>NAME\n<arg_key>..<arg_value>.. calls */
 };
 
 struct st_chat_tmpl {
@@ -104,11 +107,11 @@ void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
                        const char *bos, const char *eos, const char *model_name);
 
 /* "chatml", "qwen3", "qwen2.5", "qwen3-coder", "llama3", "llama3.1", "mistral",
- * "mistral-v7", "mistral-v11", "gemma". Static. */
+ * "mistral-v7", "mistral-v11", "gemma", "glm4.5". Static. */
 
 /* Whether the renderer puts the request's tools (and tool calls / tool
- * messages) into the prompt: Qwen3, Qwen2.5, Qwen3-Coder, Llama 3.1+ and Mistral
- * v7 / v11. The others
+ * messages) into the prompt: Qwen3, Qwen2.5, Qwen3-Coder, Llama 3.1+, Mistral
+ * v7 / v11 and GLM-4.5. The others
  * render the messages' text and leave the tools out. */
 bool st_chat_renders_tools(const struct st_chat_tmpl *t);
 const char *st_chat_kind_name(enum st_chat_kind kind);

@@ -59,6 +59,16 @@
  *    What is not a well-formed call goes out as content byte for byte: up
  *    to the byte that breaks the form, or all of it when generation ends
  *    inside the call.
+ *  - opts.glm (GLM-4.5 prompts, src/text/chat_glm45.c): blanks at the start
+ *    of the content are dropped (the template writes "\n" before it, after
+ *    "<|assistant|>" or "</think>"); with tools, a call's body runs to the
+ *    first "</tool_call>" and is
+ *      NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n...
+ *    (a body that starts with "{" is read as a JSON call instead). A value
+ *    stays a string, exact, where the parameter's schema type in
+ *    opts.tools_json is "string"; any other value becomes JSON when it
+ *    parses as one (src/text/reply_glm.c). Malformed bodies go out as
+ *    content.
  *
  * Ownership: the parser is caller-storage (init/fini); event texts are
  * borrowed for the duration of the emit call. Threads: one stream per
@@ -100,9 +110,12 @@ struct st_reply_opts {
     int32_t max_calls;      /* 0 = any number; 1 = keep the first call, drop later ones */
     bool    bare_json_calls; /* a reply that is one JSON object is a call (needs 'tools') */
     bool    xml_calls;      /* Qwen3-Coder: <tool_call> bodies are <function=..> blocks */
-    struct st_str tools_json; /* xml_calls: the request's tools (JSON array) for parameter
-                               types; borrowed, must outlive the parser; ptr NULL = none */
+    struct st_str tools_json; /* xml_calls / glm: the request's tools (JSON array) for
+                               parameter types; borrowed, must outlive the parser; ptr NULL
+                               = none */
     bool    mistral;        /* Mistral markers: [THINK] [/THINK] [TOOL_CALLS] (see above) */
+    bool    glm;            /* GLM-4.5: content's leading blanks dropped; <tool_call> bodies
+                               are NAME + <arg_key>/<arg_value> pairs */
 };
 
 struct st_reply_parser {
@@ -160,5 +173,10 @@ bool st_reply_prompt_is_mistral(const char *prompt, size_t len);
  * tools section's example call ("<tool_call>\n<function=example_function_name>
  * \n<parameter=example_parameter_1>\n", src/text/chat_qwen3coder.c). */
 bool st_reply_prompt_wants_xml_calls(const char *prompt, size_t len);
+
+/* True when a rendered prompt is a GLM-4.5 one: it starts with
+ * "[gMASK]<sop>" (src/text/chat_glm45.c). Then opts.glm applies, and
+ * tool_choice's grammar is ST_CALL_GLM. */
+bool st_reply_prompt_is_glm(const char *prompt, size_t len);
 
 #endif /* STRATA_REPLY_PARSE_H */

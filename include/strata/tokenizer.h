@@ -114,10 +114,14 @@ enum st_tok_type st_tok_type_of(const struct st_tok *tok, int32_t id); /* UNDEFI
 
 /* End of generation: eos, plus every token whose text is one of <|im_end|>,
  * <|endoftext|>, <|eot_id|>, <|eom_id|>, <|end|>, <end_of_turn>,
- * <|end_of_text|>, <EOT>, <|fim_pad|>, <|repo_name|>, <|file_sep|>, ... */
+ * <|end_of_text|>, <EOT>, <|fim_pad|>, <|repo_name|>, <|file_sep|>, ...;
+ * in a GLM vocabulary (a special "[gMASK]" token) also the special tokens
+ * <|user|> and <|observation|>, which end a GLM turn. */
 bool st_tok_is_eog(const struct st_tok *tok, int32_t id);
 /* A special token whose text a reply parser reads (reply_parse.h): Mistral's
- * [TOOL_CALLS], [ARGS], [CALL_ID], [THINK] and [/THINK]. They are CONTROL
+ * [TOOL_CALLS], [ARGS], [CALL_ID], [THINK] and [/THINK]; GLM-4.5's <think>,
+ * </think>, <tool_call>, </tool_call>, <arg_key>, </arg_key>, <arg_value>,
+ * </arg_value>. They are CONTROL
  * tokens in tekken GGUFs, so generated text must show them even though
  * other control tokens add nothing to it (as llama.cpp's preserved tokens). */
 bool st_tok_is_marker(const struct st_tok *tok, int32_t id);

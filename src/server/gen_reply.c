@@ -66,7 +66,7 @@ static struct st_gen_reply *reply_new(const struct st_reply_opts *o, const char 
     if (!r)
         return NULL;
     struct st_reply_opts own = *o;
-    if (o->xml_calls && tools) {
+    if ((o->xml_calls || o->glm) && tools) {
         r->tools = strdup(tools);
         if (!r->tools) {
             free(r);
@@ -184,6 +184,10 @@ static bool call_format(const char *prompt, bool cont, bool reasoning, uint8_t t
                 : m == ST_THINK_OPTIONAL ? ST_CALL_THINK_OPTIONAL
                                          : ST_CALL_THINK_NONE;
     sp->think_either = tags == ST_THINK_EITHER;
+    if (st_reply_prompt_is_glm(prompt, n)) {
+        sp->format = ST_CALL_GLM;   /* <tool_call>NAME\n<arg_key>..: call_grammar_glm.c */
+        return true;
+    }
     if (st_reply_prompt_wants_xml_calls(prompt, n)) {
         sp->format = ST_CALL_XML;   /* the frame and the name; parameters free */
         return true;
@@ -262,7 +266,8 @@ enum st_status st_gen_reply_calls(const struct st_oai_request *oq,
         st_log(ST_LOG_WARN, "server", "tool_choice not enforced: %s", err.msg);
         return ST_OK;
     }
-    static const char *const fmt[] = { "hermes", "llama", "mistral-v11", "mistral-v7", "xml" };
+    static const char *const fmt[] = { "hermes", "llama", "mistral-v11", "mistral-v7", "xml",
+                                       "glm" };
     static const char *const think[] = { "none", "optional", "open" };
     st_log(ST_LOG_DEBUG, "server", "tool_choice: reply constrained to calls (format %s, "
            "think %s, %d tool(s), %d with any-object arguments, %s)", fmt[sp.format],
@@ -288,7 +293,10 @@ enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request 
     /* Mistral prompts: [THINK] / [TOOL_CALLS] markers (also for reasoning
      * without tools: Magistral) */
     o.mistral = prompt && st_reply_prompt_is_mistral(prompt, strlen(prompt));
-    if (!o.reasoning && !o.tools)
+    /* GLM-4.5 prompts: <arg_key> calls, and the "\n" the template puts
+     * before the content is the format's (dropped even without tools) */
+    o.glm = prompt && st_reply_prompt_is_glm(prompt, strlen(prompt));
+    if (!o.reasoning && !o.tools && !o.glm)
         return ST_OK;
     for (int32_t i = 0; i < g->n_choices; i++) {
         g->choices[i].reply = reply_new(&o, oq->tools_json);

@@ -16,9 +16,11 @@
  *   ARGS   the json_schema.h state of the tool's parameters; once the
  *          document is complete a byte it would not take goes to POST.
  *   XML    xml: the parameter blocks up to "</function>" (then POST),
- *          call_grammar_xml.c;
- *   BODY   xml, a tool whose parameters that format cannot write (the
- *          fallback): free text up to "</function>", like THINK.
+ *          call_grammar_xml.c; glm: the key/value pairs up to
+ *          "</tool_call>" (no POST), call_grammar_glm.c;
+ *   BODY   xml / glm, a tool whose parameters that format cannot write
+ *          (the fallback): free text up to "</function>" ("</tool_call>"
+ *          for glm), like THINK.
  *   DONE   after CLOSE (or the last call): blanks only (uncapped: the mask
  *          lets them come only when end of generation is banned).
  */
@@ -116,6 +118,9 @@ static void set_format(struct st_call_grammar *g, enum st_call_format f)
     case ST_CALL_XML:
         g->post = "\n</tool_call>";
         break;
+    case ST_CALL_GLM:
+        g->post = "";   /* the body ends with "</tool_call>" */
+        break;
     case ST_CALL_MISTRAL7:
         g->sep = ",";
         g->close = "]";
@@ -137,7 +142,7 @@ static bool name_ok(const char *s, size_t n, enum st_call_format f)
             return false;
         if (f == ST_CALL_MISTRAL11 && (c == ' ' || c == '[' || c == ']' || c == '{' || c == '}'))
             return false;
-        if (f == ST_CALL_XML && (c == '>' || c == '<' || c == ' '))
+        if ((f == ST_CALL_XML || f == ST_CALL_GLM) && (c == '>' || c == '<' || c == ' '))
             return false;
     }
     return true;
@@ -161,6 +166,9 @@ static enum st_status make_pre(enum st_call_format f, const char *name, size_t n
         break;
     case ST_CALL_XML:
         rc = st_buf_printf(&b, "<tool_call>\n<function=%.*s>\n", (int)n, name);
+        break;
+    case ST_CALL_GLM:
+        rc = st_buf_printf(&b, "<tool_call>%.*s\n", (int)n, name);
         break;
     case ST_CALL_MISTRAL7:
         rc = st_buf_printf(&b, "%s{\"name\": \"%.*s\", \"arguments\": ",
@@ -246,8 +254,10 @@ static enum st_status add_tool(struct st_call_grammar *g, const struct st_call_s
     int32_t fell = 0;
     if (rc == ST_OK)
         rc = compile_args(fn, &t.args, &fell);
-    if (rc == ST_OK && spec->format == ST_CALL_XML) {
-        rc = st_call_xml_build(fn, t.args, &t.xml);
+    if (rc == ST_OK && (spec->format == ST_CALL_XML || spec->format == ST_CALL_GLM)) {
+        rc = st_call_xml_build(fn, t.args,
+                               spec->format == ST_CALL_GLM ? CALL_BODY_GLM : CALL_BODY_XML,
+                               &t.xml);
         fell = fell || (rc == ST_OK && !t.xml);   /* a free body */
     }
     if (rc != ST_OK) {
@@ -403,10 +413,13 @@ static void matched(struct st_call_state *st, int i)
         }
         st->tool = i;
         st->pos = 0;
-        if (st->g->format == ST_CALL_XML) {
-            st->phase = st->g->tools[i].xml ? P_XML : P_BODY;
-            if (st->g->tools[i].xml)
-                st_call_xml_start(st, st->g->tools[i].xml);
+        if (st->g->format == ST_CALL_XML || st->g->format == ST_CALL_GLM) {
+            const struct call_xml *x = st->g->tools[i].xml;
+            st->phase = x ? P_XML : P_BODY;
+            if (x && st->g->format == ST_CALL_GLM)
+                st_call_glm_start(st, x);
+            else if (x)
+                st_call_xml_start(st, x);
             return;
         }
         st->phase = P_ARGS;
@@ -456,14 +469,23 @@ static bool push_lit(struct st_call_state *st, unsigned char b)
     return true;
 }
 
-#define BODY_CLOSE "</function>"
+/* A free body's closing literal ('<' first, and only there). */
+static const char *body_close(const struct st_call_grammar *g)
+{
+    return g->format == ST_CALL_GLM ? "</tool_call>" : "</function>";
+}
+
+static bool glm(const struct st_call_state *st)
+{
+    return st->g->format == ST_CALL_GLM;
+}
 
 /* Free text (THINK, BODY) up to its closing literal, whose first byte
  * occurs in it only there. */
 static bool push_free(struct st_call_state *st, unsigned char b)
 {
     const char *c = st->phase == P_THINK ? st_think_close_tag((enum st_think_tags)st->ttags)
-                                         : BODY_CLOSE;
+                                         : body_close(st->g);
     if (!st_think_close_step(c, &st->pos, b))
         return true;
     if (st->phase == P_THINK)
@@ -505,7 +527,8 @@ bool st_call_push(struct st_call_state *st, unsigned char b)
         ok = push_args(st, b);
         break;
     case P_XML: {
-        int r = st_call_xml_push(st, st->g->tools[st->tool].xml, b);
+        const struct call_xml *x = st->g->tools[st->tool].xml;
+        int r = glm(st) ? st_call_glm_push(st, x, b) : st_call_xml_push(st, x, b);
         ok = r >= 0;
         if (r == 1)
             start_post(st);
@@ -550,7 +573,8 @@ void st_call_state_init(struct st_call_state *st, const struct st_call_grammar *
 void st_call_state_copy(struct st_call_state *dst, const struct st_call_state *src)
 {
     memcpy(dst, src, offsetof(struct st_call_state, js));
-    if (src->phase == P_ARGS || (src->phase == P_XML && st_call_xml_uses_js(src)))
+    if (src->phase == P_ARGS ||
+        (src->phase == P_XML && (glm(src) ? st_call_glm_uses_js(src) : st_call_xml_uses_js(src))))
         st_json_schema_state_copy(&dst->js, &src->js);
 }
 
@@ -573,12 +597,12 @@ bool st_call_complete(const struct st_call_state *st)
 bool st_call_free_text(const struct st_call_state *st, unsigned char *stop)
 {
     if (st->phase == P_XML)
-        return st_call_xml_free_text(st, stop);
+        return glm(st) ? st_call_glm_free_text(st, stop) : st_call_xml_free_text(st, stop);
     if ((st->phase != P_THINK && st->phase != P_BODY) || st->pos != 0)
         return false;
     *stop = (unsigned char)(st->phase == P_THINK
                                 ? st_think_close_tag((enum st_think_tags)st->ttags)[0]
-                                : BODY_CLOSE[0]);
+                                : body_close(st->g)[0]);
     return true;
 }
 
@@ -606,7 +630,7 @@ bool st_call_lt_matters(const struct st_call_state *st)
 const struct st_json_schema_state *st_call_args(const struct st_call_state *st)
 {
     if (st->phase == P_XML)
-        return st_call_xml_args(st);
+        return glm(st) ? st_call_glm_args(st) : st_call_xml_args(st);
     if (st->phase != P_ARGS || st_json_schema_complete(&st->js))
         return NULL;
     return &st->js;

@@ -61,7 +61,7 @@ static bool is_ws(unsigned b)
 }
 
 /* A byte of a name the grammar lets the model write. */
-static bool name_byte(unsigned char b)
+bool st_call_xml_name_byte(unsigned char b)
 {
     return b > 0x20 && b != 0x7f && b != '<' && b != '>' && b != '"' && b != '\\';
 }
@@ -73,7 +73,7 @@ static bool name_ok(const char *s, uint32_t n)
     if (n == 0)
         return false;
     for (uint32_t i = 0; i < n; i++) {
-        if (!name_byte((unsigned char)s[i]))
+        if (!st_call_xml_name_byte((unsigned char)s[i]))
             return false;
     }
     return true;
@@ -87,15 +87,16 @@ static bool takes_string(const struct st_json_schema *sc, int32_t node)
     return st_json_schema_push(&j, '"');
 }
 
-/* Some enum / const value of the schema holds "</parameter>" or
- * "</tool_call>" (which a value cannot hold). */
-static bool lits_hold_close(const struct st_json_schema *sc)
+/* Some enum / const value of the schema holds the body's value close
+ * ("</parameter>", glm "</arg_value>") or "</tool_call>" (which a value
+ * cannot hold). */
+static bool lits_hold_close(const struct st_json_schema *sc, const char *vclose)
 {
     for (uint32_t i = 0; i < sc->n_nodes; i++) {
         const struct js_node *nd = &sc->nodes[i];
         for (uint32_t k = 0; nd->has_enum && k < nd->n_lits; k++) {
             const struct js_lit *l = &sc->lits[nd->lit_first + k];
-            if (memmem(sc->strs + l->off, l->len, VCLOSE, LEN(VCLOSE)) ||
+            if (memmem(sc->strs + l->off, l->len, vclose, strlen(vclose)) ||
                 memmem(sc->strs + l->off, l->len, TCLOSE, LEN(TCLOSE)))
                 return true;
         }
@@ -103,24 +104,28 @@ static bool lits_hold_close(const struct st_json_schema *sc)
     return false;
 }
 
-/* The parser's typing of key 'name' (reply_xml.c param_type): the raw
- * properties[name].type of the tool, JSON text when it names a type other
- * than string. */
-static bool raw_json(struct st_str props, const char *name, uint32_t len)
+/* The parser's typing of key 'name' (reply_xml.c / reply_glm.c, through
+ * st_reply_param_type): the raw properties[name].type of the tool; xml:
+ * JSON text when it names a type other than string; glm: JSON text unless
+ * it is a string type (also when there is no type). */
+static bool raw_json(struct st_str props, const char *name, uint32_t len, enum call_body body)
 {
     struct st_str k, v, ty;
     struct st_buf tmp;
     size_t pos = 0;
-    bool json = false;
+    bool json = body == CALL_BODY_GLM;
     if (!props.ptr || st_json_type(props) != ST_JSON_OBJECT)
-        return false;
+        return json;
     st_buf_init(&tmp);
     while (st_json_object_next(props, &pos, &k, &v)) {
         st_buf_reset(&tmp);
         if (st_json_string_append(k, &tmp) != ST_OK || tmp.len != len ||
             memcmp(tmp.data ? tmp.data : "", name, len) != 0)
             continue;
-        json = st_json_object_get(v, "type", &ty) && st_reply_xml_typed_json(ty);
+        if (!st_json_object_get(v, "type", &ty))
+            ty.ptr = NULL;
+        json = body == CALL_BODY_GLM ? !st_reply_glm_raw(ty)
+                                     : ty.ptr && st_reply_xml_typed_json(ty);
         break;   /* the first of that name, as the parser's lookup */
     }
     st_buf_fini(&tmp);
@@ -128,12 +133,12 @@ static bool raw_json(struct st_str props, const char *name, uint32_t len)
 }
 
 enum st_status st_call_xml_build(struct st_str fn, const struct st_json_schema *sc,
-                                 struct call_xml **out)
+                                 enum call_body body, struct call_xml **out)
 {
     *out = NULL;
     const struct js_node *root = &sc->nodes[sc->root];
     if (root->kind != JS_PLAIN || !(root->types & JT_OBJ) || root->n_props > 64 ||
-        lits_hold_close(sc))
+        lits_hold_close(sc, body == CALL_BODY_GLM ? "</arg_value>" : VCLOSE))
         return ST_OK;
     struct call_xml *x = calloc(1, sizeof(*x));
     if (!x)
@@ -144,15 +149,19 @@ enum st_status st_call_xml_build(struct st_str fn, const struct st_json_schema *
     x->schema = sc;
     x->n_props = root->n_props;
     x->required = root->required;
-    x->extra = root->additional >= 0 && takes_string(sc, root->additional) ? root->additional
-                                                                          : -1;
+    /* other names: glm reads their values as JSON (no type to say
+     * otherwise), xml as strings */
+    x->extra_json = body == CALL_BODY_GLM;
+    x->extra = root->additional >= 0 && (x->extra_json || takes_string(sc, root->additional))
+                   ? root->additional
+                   : -1;
     for (uint32_t i = 0; i < x->n_props; i++) {
         const struct js_prop *p = &sc->props[root->prop_first + i];
         uint64_t bit = UINT64_C(1) << i;
         x->names[i] = sc->strs + p->key;
         x->name_len[i] = p->key_len;
         x->node[i] = p->node;
-        bool json = raw_json(props, x->names[i], p->key_len);
+        bool json = raw_json(props, x->names[i], p->key_len, body);
         if (name_ok(x->names[i], p->key_len) && (json || takes_string(sc, p->node))) {
             x->writable |= bit;
             x->json |= json ? bit : 0;
@@ -244,7 +253,7 @@ static int push_name(struct st_call_state *st, const struct call_xml *x, unsigne
         if (st->xpos < x->name_len[i] && (unsigned char)x->names[i][st->xpos] == b)
             keep |= UINT64_C(1) << i;
     }
-    bool extra = x->extra >= 0 && name_byte(b) && st->xpos < MAX_EXTRA_NAME;
+    bool extra = x->extra >= 0 && st_call_xml_name_byte(b) && st->xpos < MAX_EXTRA_NAME;
     if (!keep && !extra)
         return -1;
     st->xalive = keep;
@@ -291,7 +300,7 @@ static int push_json(struct st_call_state *st, unsigned char b)
 }
 
 /* b as st_buf_json_str writes it into the string's JSON text. */
-static bool feed_esc(struct st_json_schema_state *js, unsigned char b)
+bool st_call_xml_feed_esc(struct st_json_schema_state *js, unsigned char b)
 {
     static const char hex[] = "0123456789abcdef";
     char e[6] = { '\\', (char)b, 0, 0, 0, 0 };
@@ -318,7 +327,7 @@ static bool feed_esc(struct st_json_schema_state *js, unsigned char b)
 /* The held '\n' and n bytes of "</parameter>" as text. */
 static bool feed_held(struct st_json_schema_state *js, uint32_t n)
 {
-    if (!feed_esc(js, '\n'))
+    if (!st_call_xml_feed_esc(js, '\n'))
         return false;
     return st_json_schema_feed(js, VCLOSE, n);   /* no byte of it needs escaping */
 }
@@ -344,7 +353,7 @@ static int raw_fresh(struct st_call_state *st, unsigned char b)
     }
     if (b == '<')
         st->xpos = 1;   /* "</parameter>" in the text: refused if it completes */
-    return feed_esc(&st->js, b) ? 0 : -1;
+    return st_call_xml_feed_esc(&st->js, b) ? 0 : -1;
 }
 
 static int push_raw(struct st_call_state *st, unsigned char b)
@@ -369,7 +378,7 @@ static int push_raw(struct st_call_state *st, unsigned char b)
         if ((unsigned char)VCLOSE[st->xpos] == b) {
             if (++st->xpos == LEN(VCLOSE))
                 return -1;
-            return feed_esc(&st->js, b) ? 0 : -1;
+            return st_call_xml_feed_esc(&st->js, b) ? 0 : -1;
         }
         st->xpos = 0;
     }

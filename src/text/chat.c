@@ -4,6 +4,7 @@
  * chat_mistral.c.
  *
  * Fingerprints (substrings of the Jinja source), checked in this order:
+ *   "[gMASK]<sop>"                                    -> GLM-4.5 / 4.6
  *   "<|im_start|>" + "<function=" + "<parameter="   -> Qwen3-Coder
  *   "<|im_start|>" + "<tool_call>" + a think marker  -> Qwen3
  *       ("enable_thinking" present: the flag is honoured; the literal
@@ -99,7 +100,10 @@ void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
     copy_token(t->bos, sizeof(t->bos), bos);
     copy_token(t->eos, sizeof(t->eos), eos);
     t->known = true;
-    if (has(source, len, "<|im_start|>") && has(source, len, "<function=") &&
+    if (has(source, len, "[gMASK]<sop>")) {
+        t->kind = ST_CHAT_GLM45;
+        t->thinking_flag = has(source, len, "enable_thinking");
+    } else if (has(source, len, "<|im_start|>") && has(source, len, "<function=") &&
         has(source, len, "<parameter=")) {
         t->kind = ST_CHAT_QWEN3_CODER;
     } else if (has(source, len, "<|im_start|>") && has(source, len, "<tool_call>") &&
@@ -150,6 +154,7 @@ const char *st_chat_kind_name(enum st_chat_kind kind)
     case ST_CHAT_QWEN3_CODER: return "qwen3-coder";
     case ST_CHAT_MISTRAL_V7:  return "mistral-v7";
     case ST_CHAT_MISTRAL_V11: return "mistral-v11";
+    case ST_CHAT_GLM45:       return "glm4.5";
     }
     return "chatml";
 }
@@ -292,7 +297,7 @@ bool st_chat_renders_tools(const struct st_chat_tmpl *t)
 {
     return t->kind == ST_CHAT_QWEN3 || t->kind == ST_CHAT_QWEN25 || t->kind == ST_CHAT_LLAMA31 ||
            t->kind == ST_CHAT_QWEN3_CODER || t->kind == ST_CHAT_MISTRAL_V7 ||
-           t->kind == ST_CHAT_MISTRAL_V11;
+           t->kind == ST_CHAT_MISTRAL_V11 || t->kind == ST_CHAT_GLM45;
 }
 
 enum st_status st_chat_render(const struct st_chat_tmpl *t,
@@ -337,6 +342,9 @@ enum st_status st_chat_render_turns(const struct st_chat_tmpl *t,
     case ST_CHAT_MISTRAL_V7:
     case ST_CHAT_MISTRAL_V11:
         rc = st_chat_render_mistral_tekken(t, req, out, err);
+        break;
+    case ST_CHAT_GLM45:
+        rc = st_chat_render_glm45(t, req, out, err);
         break;
     case ST_CHAT_CHATML:
     default:

@@ -61,6 +61,11 @@ enum st_status st_chat_render_mistral_tekken(const struct st_chat_tmpl *t,
                                              const struct st_chat_req *req,
                                              struct st_buf *out, struct st_err *err);
 
+/* GLM-4.5 / 4.6 (chat_glm45.c). */
+enum st_status st_chat_render_glm45(const struct st_chat_tmpl *t,
+                                    const struct st_chat_req *req,
+                                    struct st_buf *out, struct st_err *err);
+
 /* st_chat_render's work once the messages are checked: every turn by the
  * template's renderer (chat.c), or ending inside the last message
  * (chat_continue.c, which calls st_chat_render_turns). */

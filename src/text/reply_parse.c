@@ -19,6 +19,8 @@
  *
  *   (xml)  with xml_calls, the body is not scanned as JSON: it runs to the
  *              first "</tool_call>" and is judged whole (reply_xml.c).
+ *   (glm)  likewise with opts.glm (reply_glm.c); also the content's
+ *              leading blanks are dropped (lead starts true).
  *
  *   (mistral) with opts.mistral the markers are [THINK] [/THINK] [TOOL_CALLS]
  *              and a call has no closing tag: TOOL reads blanks, a name up
@@ -132,7 +134,7 @@ void st_reply_parser_init(struct st_reply_parser *p, const struct st_reply_opts 
         p->state = S_REASONING;
     else
         p->state = S_START;
-    p->lead = p->state == S_REASONING;
+    p->lead = p->state == S_REASONING || (opts->glm && p->state == S_CONTENT);
 }
 
 void st_reply_parser_fini(struct st_reply_parser *p)
@@ -170,7 +172,7 @@ static enum st_status step_start(struct st_reply_parser *p, struct step *t)
         t->more = false;        /* "  <thi": wait */
     } else {
         p->state = S_CONTENT;   /* no reasoning: the leading whitespace is content */
-        p->lead = false;
+        p->lead = p->opts.glm;  /* ... but GLM's "\n" after <|assistant|> is the format's */
         t->more = true;
     }
     return ST_OK;
@@ -339,11 +341,13 @@ static enum st_status close_call(struct st_reply_parser *p, struct step *t, size
     enum st_status rc = ST_OK;
     size_t name_len = 0;
     struct st_str json = { t->s + p->body + p->js, p->je - p->js };
-    if (formed && p->opts.xml_calls && !p->bare) {
+    if (formed && (p->opts.xml_calls || p->opts.glm) && !p->bare) {
         size_t i = skip_ws(json.ptr, 0, json.len);
         st_buf_reset(&p->scratch);
         if (i < json.len && json.ptr[i] != '{')
-            formed = st_reply_xml_call(json, p->opts.tools_json, &p->scratch, &name_len);
+            formed = p->opts.glm
+                         ? st_reply_glm_call(json, p->opts.tools_json, &p->scratch, &name_len)
+                         : st_reply_xml_call(json, p->opts.tools_json, &p->scratch, &name_len);
         else
             formed = judge_call(p, json, p->bare, &name_len);
     } else if (formed) {
@@ -372,8 +376,8 @@ static enum st_status close_call(struct st_reply_parser *p, struct step *t, size
     return rc;
 }
 
-/* xml_calls: the body runs to the first "</tool_call>"; p->scan is where
- * the search goes on. */
+/* xml_calls, glm: the body runs to the first "</tool_call>"; p->scan is
+ * where the search goes on. */
 static enum st_status step_tool_xml(struct st_reply_parser *p, struct step *t)
 {
     const char *b = t->s + p->body;
@@ -573,7 +577,7 @@ static enum st_status step_tool(struct st_reply_parser *p, struct step *t)
 {
     if (p->opts.mistral && !p->bare)
         return step_tool_mistral(p, t);
-    if (p->opts.xml_calls && !p->bare)
+    if ((p->opts.xml_calls || p->opts.glm) && !p->bare)
         return step_tool_xml(p, t);
     const char *b = t->s + p->body;
     size_t n = t->n - p->body;
@@ -693,4 +697,10 @@ bool st_reply_prompt_wants_xml_calls(const char *prompt, size_t len)
     static const char example[] = "<tool_call>\n<function=example_function_name>\n"
                                   "<parameter=example_parameter_1>\n";
     return prompt && memmem(prompt, len, example, LEN(example)) != NULL;
+}
+
+bool st_reply_prompt_is_glm(const char *prompt, size_t len)
+{
+    static const char start[] = "[gMASK]<sop>";
+    return prompt && len >= LEN(start) && memcmp(prompt, start, LEN(start)) == 0;
 }

@@ -73,10 +73,8 @@ static bool json_str_is(struct st_str s, const char *name, size_t len, struct st
            tmp->len == len && memcmp(tmp->data ? tmp->data : "", name, len) == 0;
 }
 
-/* The schema of parameter 'key' of tool 'name' in tools (a JSON array of
- * OpenAI tools, or bare function objects): properties[key].type. */
-static bool param_type(struct st_str tools, struct st_str name, struct st_str key,
-                       struct st_str *type)
+bool st_reply_param_type(struct st_str tools, struct st_str name, struct st_str key,
+                         struct st_str *type)
 {
     struct st_str tool, fn, v, props, k, field;
     struct st_buf tmp;
@@ -138,7 +136,7 @@ static enum st_status put_value(struct st_str tools, struct st_str name, struct 
 {
     struct st_str type, j;
 
-    if (param_type(tools, name, key, &type) && st_reply_xml_typed_json(type)) {
+    if (st_reply_param_type(tools, name, key, &type) && st_reply_xml_typed_json(type)) {
         if (val.len == 4 && memcmp(val.ptr, "True", 4) == 0)
             return st_buf_append(out, LIT("true"));
         if (val.len == 5 && memcmp(val.ptr, "False", 5) == 0)

@@ -244,22 +244,39 @@ static const char *const eog_texts[] = {
     "<fim-sep>", "<|fim\xe2\x96\x81pad|>",
 };
 
-/* Control tokens a reply parser reads (Mistral's; Qwen's markers are
- * USER_DEFINED and visible anyway). */
+/* Control tokens a reply parser reads (Mistral's; GLM-4.5's, in case a
+ * converter typed them CONTROL; Qwen's markers are USER_DEFINED and
+ * visible anyway, which the flag does not change). */
 static const char *const marker_texts[] = {
     "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]",
+    "<think>", "</think>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>",
+    "<arg_value>", "</arg_value>",
 };
+
+/* GLM's turns have no closing token: the model ends its turn by opening
+ * the next one (chat_glm45.c), so these end generation too, in a GLM
+ * vocabulary (one with the special token "[gMASK]"): its GGUF names
+ * <|endoftext|> as eos and these two only as eot / eom. */
+static const char *const glm_turn_texts[] = { "<|user|>", "<|observation|>" };
+
+static void mark_special(struct st_tok *tok, const char *text, uint8_t flag)
+{
+    int32_t id = st_strmap_get(&tok->map, text, strlen(text));
+    if (id >= 0 && (tok->flags[id] & ST_TOKF_SPECIAL))
+        tok->flags[id] |= flag;
+}
 
 static enum st_status build_eog(struct st_tok *tok)
 {
     size_t i;
     int32_t id;
 
-    for (i = 0; i < ST_ARRAY_LEN(marker_texts); i++) {
-        id = st_strmap_get(&tok->map, marker_texts[i], strlen(marker_texts[i]));
-        if (id >= 0 && (tok->flags[id] & ST_TOKF_SPECIAL))
-            tok->flags[id] |= ST_TOKF_MARKER;
-    }
+    for (i = 0; i < ST_ARRAY_LEN(marker_texts); i++)
+        mark_special(tok, marker_texts[i], ST_TOKF_MARKER);
+    id = st_strmap_get(&tok->map, "[gMASK]", 7);
+    if (id >= 0 && (tok->flags[id] & ST_TOKF_SPECIAL))
+        for (i = 0; i < ST_ARRAY_LEN(glm_turn_texts); i++)
+            mark_special(tok, glm_turn_texts[i], ST_TOKF_EOG);
     if (tok->eos >= 0)
         tok->flags[tok->eos] |= ST_TOKF_EOG;
     for (i = 0; i < ST_ARRAY_LEN(eog_texts); i++) {
@@ -285,7 +302,10 @@ static enum st_pretok parse_pre(const char *pre, bool *known)
     if (!pre || !strcmp(pre, "qwen2") || !strcmp(pre, "deepseek-r1-qwen") ||
         !strcmp(pre, "kormo") || !strcmp(pre, "f2llmv2"))
         return ST_PRETOK_QWEN2;
-    if (!strcmp(pre, "llama-bpe") || !strcmp(pre, "llama3") || !strcmp(pre, "llama-v3"))
+    /* glm4 / chatglm-bpe (GLM-4, GLM-4.5): llama.cpp's CHATGLM4 regex is
+     * llama-bpe's, its contractions spelled '[sS] ... instead of (?i:) */
+    if (!strcmp(pre, "llama-bpe") || !strcmp(pre, "llama3") || !strcmp(pre, "llama-v3") ||
+        !strcmp(pre, "glm4") || !strcmp(pre, "chatglm-bpe"))
         return ST_PRETOK_LLAMA3;
     if (!strcmp(pre, "gpt2") || !strcmp(pre, "gpt-2"))
         return ST_PRETOK_GPT2;
@@ -315,7 +335,10 @@ enum st_status st_tok_new(const struct st_tok_desc *d, struct st_tok **out,
     tok->bos = d->bos_id;
     tok->eos = d->eos_id;
     tok->pad = d->pad_id;
-    tok->add_bos = d->add_bos;
+    /* GLM's template writes its own "[gMASK]<sop>" (its bos): never add
+     * one (llama.cpp drops the bos id for these pre-tokenizers) */
+    tok->add_bos = d->add_bos && !(d->pre && (!strcmp(d->pre, "glm4") ||
+                                             !strcmp(d->pre, "chatglm-bpe")));
     tok->add_eos = d->add_eos;
     tok->pre = parse_pre(d->pre, &known);
     if (!known)

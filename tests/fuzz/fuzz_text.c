@@ -160,7 +160,7 @@ static void fuzz_chat(const char *in, size_t len)
                                                ST_CHAT_LLAMA3, ST_CHAT_LLAMA31,
                                                ST_CHAT_MISTRAL, ST_CHAT_GEMMA,
                                                ST_CHAT_QWEN3_CODER, ST_CHAT_MISTRAL_V7,
-                                               ST_CHAT_MISTRAL_V11 };
+                                               ST_CHAT_MISTRAL_V11, ST_CHAT_GLM45 };
     struct st_chat_msg msgs[MAX_MSGS];
     struct st_chat_req req;
     const char *p = in, *end = in + len;
@@ -369,7 +369,7 @@ static void fuzz_reply(const uint8_t *in, size_t len)
 {
     if (len < 1)
         return;
-    /* xml_calls types values by this schema (a, b: non-string; s: string) */
+    /* xml_calls / glm type values by this schema (a, b: non-string; s: string) */
     static const char tools[] =
         "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
         "{\"properties\": {\"a\": {\"type\": \"integer\"}, "
@@ -379,7 +379,7 @@ static void fuzz_reply(const uint8_t *in, size_t len)
                                .in_reasoning = (in[0] & 5) == 5, .max_calls = (in[0] >> 3) & 1,
                                .bare_json_calls = in[0] & 16, .xml_calls = in[0] & 32,
                                .tools_json = { tools, sizeof(tools) - 1 },
-                               .mistral = in[0] & 64 };
+                               .mistral = in[0] & 64, .glm = in[0] & 128 };
     struct flat whole, chunked;
     parse_reply(&o, (const char *)in + 1, len - 1, 0, &whole);
     parse_reply(&o, (const char *)in + 1, len - 1, 1u + (in[0] >> 5), &chunked);
@@ -445,7 +445,7 @@ static void fuzz_json_schema(const char *text, size_t len)
     st_json_schema_unref(s);
 }
 
-/* ---- 6: the Qwen3-Coder call grammar -------------------------------------- */
+/* ---- 6: the Qwen3-Coder and GLM-4.5 call grammars ------------------------ */
 
 struct xml_got {
     int n_calls;
@@ -482,11 +482,11 @@ static enum st_status xml_event(void *ctx, const struct st_reply_event *ev)
 
 /* The complete reply parses into calls whose arguments (of the one tool)
  * the schema accepts, when it compiles. */
-static void xml_check(const char *tools, const char *schema, size_t n_schema, const char *text,
-                      size_t n)
+static void xml_check(enum st_call_format f, const char *tools, const char *schema,
+                      size_t n_schema, const char *text, size_t n)
 {
-    struct st_reply_opts o = { .reasoning = true, .tools = true, .xml_calls = true,
-                               .tools_json = st_str_c(tools) };
+    struct st_reply_opts o = { .reasoning = true, .tools = true, .xml_calls = f == ST_CALL_XML,
+                               .glm = f == ST_CALL_GLM, .tools_json = st_str_c(tools) };
     struct st_reply_parser p;
     static struct xml_got got;
     memset(&got, 0, sizeof(got));
@@ -514,7 +514,8 @@ static void xml_check(const char *tools, const char *schema, size_t n_schema, co
  * few such tokens, the rests of the closing tags among them. */
 static void xml_fast_paths(const struct st_call_state *st)
 {
-    static const char *const probes[] = { "ool_call>", "arameter>", "eter>", "unction>", "x y" };
+    static const char *const probes[] = { "ool_call>", "arameter>", "eter>", "unction>", "x y",
+                                          "arg_value>", "_key>" };
     static struct st_call_state cp;
     unsigned char stop = 0;
     bool free_text = st_call_free_text(st, &stop);
@@ -529,7 +530,7 @@ static void xml_fast_paths(const struct st_call_state *st)
     }
 }
 
-static void fuzz_xml_calls(const uint8_t *in, size_t len)
+static void fuzz_xml_calls(enum st_call_format f, const uint8_t *in, size_t len)
 {
     const uint8_t *sep = memchr(in, FIELD_SEP, len);
     size_t n = sep ? (size_t)(sep - in) : len;
@@ -538,7 +539,7 @@ static void fuzz_xml_calls(const uint8_t *in, size_t len)
         return;
     int tl = snprintf(tools, sizeof(tools), "[{\"type\":\"function\",\"function\":{\"name\":"
                       "\"f\",\"parameters\":%.*s}}]", (int)n, (const char *)in);
-    struct st_call_spec sp = { .format = ST_CALL_XML, .parallel = true, .tools_json = tools,
+    struct st_call_spec sp = { .format = f, .parallel = true, .tools_json = tools,
                                .tools_len = (size_t)tl, .name = "f" };
     struct st_call_grammar *g = NULL;
     int32_t fallback = 0;
@@ -567,7 +568,7 @@ static void fuzz_xml_calls(const uint8_t *in, size_t len)
         text[tn++] = (char)b;
     }
     if (st_call_complete(&st) && fallback == 0)
-        xml_check(tools, (const char *)in, n, text, tn);
+        xml_check(f, tools, (const char *)in, n, text, tn);
     st_call_grammar_unref(g);
 }
 
@@ -576,14 +577,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     const char *text = (const char *)data + 1;
-    /* 240..255: the schema, 224..239 the call grammar (the seeds' digits kept) */
+    /* 240..255: the schema, 224..239 the call grammar (224..231 Qwen3-Coder's,
+     * 232..239 GLM-4.5's; the seeds' digits kept) */
     switch (data[0] >= 240 ? 5 : data[0] >= 224 ? 6 : data[0] % 5) {
     case 0: fuzz_tokenize(text, size - 1); break;
     case 1: fuzz_chat(text, size - 1); break;
     case 2: fuzz_stream(data + 1, size - 1); break;
     case 3: fuzz_reply(data + 1, size - 1); break;
     case 4: fuzz_json_prefix(text, size - 1); break;
-    case 6: fuzz_xml_calls(data + 1, size - 1); break;
+    case 6:
+        fuzz_xml_calls(data[0] & 8 ? ST_CALL_GLM : ST_CALL_XML, data + 1, size - 1);
+        break;
     default: fuzz_json_schema(text, size - 1); break;
     }
     return 0;

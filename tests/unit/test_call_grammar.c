@@ -27,6 +27,8 @@ static const char tools[] =
     "{\"type\":\"function\",\"function\":{\"name\":\"grep\",\"parameters\":"
     "{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\",\"pattern\":\"^a\"}}}}}]";
 
+#define LITERAL_ARGS(s) (s), strlen(s)
+
 static struct st_call_grammar *compile(enum st_call_format f, enum st_call_think think,
                                        bool parallel, const char *name)
 {
@@ -105,7 +107,7 @@ static enum st_status on_ev(void *ctx, const struct st_reply_event *ev)
 static void parse(enum st_call_format f, bool open_think, const char *text, struct got *out)
 {
     struct st_reply_opts o = { .reasoning = true, .tools = true, .in_reasoning = open_think,
-                               .xml_calls = f == ST_CALL_XML,
+                               .xml_calls = f == ST_CALL_XML, .glm = f == ST_CALL_GLM,
                                .bare_json_calls = f == ST_CALL_LLAMA,
                                .mistral = f == ST_CALL_MISTRAL11 || f == ST_CALL_MISTRAL7 };
     struct st_reply_parser p;
@@ -342,17 +344,22 @@ static struct st_call_grammar *xcompile(const char *name, int32_t *fb)
     return g;
 }
 
-/* Parse an xml reply with the tools' types; returns the calls. */
-static void xparse(const char *text, size_t n, struct got *out)
+/* Parse an xml (or glm) reply with the tools' types; returns the calls. */
+static void fparse(enum st_call_format f, const char *text, size_t n, struct got *out)
 {
-    struct st_reply_opts o = { .reasoning = true, .tools = true, .xml_calls = true,
-                               .tools_json = st_str_c(xtools) };
+    struct st_reply_opts o = { .reasoning = true, .tools = true, .xml_calls = f == ST_CALL_XML,
+                               .glm = f == ST_CALL_GLM, .tools_json = st_str_c(xtools) };
     struct st_reply_parser p;
     memset(out, 0, sizeof(*out));
     st_reply_parser_init(&p, &o);
     ck_assert_int_eq(st_reply_parser_feed(&p, text, n, on_ev, out), ST_OK);
     ck_assert_int_eq(st_reply_parser_finish(&p, on_ev, out), ST_OK);
     st_reply_parser_fini(&p);
+}
+
+static void xparse(const char *text, size_t n, struct got *out)
+{
+    fparse(ST_CALL_XML, text, n, out);
 }
 
 #define XE(body) "<tool_call>\n<function=edit>\n" body "</function>\n</tool_call>"
@@ -485,9 +492,10 @@ static bool args_valid(const char *name, const char *args)
     return ok;
 }
 
-START_TEST(test_call_grammar_xml_oracle)
+/* Random walks over grammar g (format f), guided by 'sn' snippets. */
+static void oracle(const struct st_call_grammar *g, enum st_call_format f,
+                   const char *const *sn_list, size_t n_sn, const char *fallback)
 {
-    struct st_call_grammar *g = xcompile(NULL, NULL);
     uint64_t seed = 12345;
     int completed = 0;
     for (int run = 0; run < 400; run++) {
@@ -501,7 +509,7 @@ START_TEST(test_call_grammar_xml_oracle)
                 break;   /* end here now and then */
             bool took = false;
             if ((seed >> 62) != 0) {   /* a snippet, as far as it is taken */
-                const char *sn = snippets[(seed >> 33) % (sizeof(snippets) / sizeof(*snippets))];
+                const char *sn = sn_list[(seed >> 33) % n_sn];
                 for (size_t k = 0; sn[k] && n < sizeof(text) - 32; k++) {
                     struct st_call_state c;
                     st_call_state_copy(&c, &st);
@@ -532,11 +540,11 @@ START_TEST(test_call_grammar_xml_oracle)
         }
         if (!st_call_complete(&st))
             continue;
-        if (memmem(text, n, "<function=bad>", 14))
+        if (fallback && memmem(text, n, fallback, strlen(fallback)))
             continue;   /* the fallback's free body need not parse */
         completed++;
         struct got got;
-        xparse(text, n, &got);
+        fparse(f, text, n, &got);
         ck_assert_msg(got.n >= 1 && got.content == 0, "not calls: '%.*s'", (int)n, text);
         /* the last call's arguments against its schema */
         const char *last = strrchr(got.names, ',');
@@ -546,6 +554,165 @@ START_TEST(test_call_grammar_xml_oracle)
                           got.args, (int)n, text);
     }
     ck_assert_int_gt(completed, 50);
+}
+
+START_TEST(test_call_grammar_xml_oracle)
+{
+    struct st_call_grammar *g = xcompile(NULL, NULL);
+    oracle(g, ST_CALL_XML, snippets, sizeof(snippets) / sizeof(*snippets), "<function=bad>");
+    st_call_grammar_unref(g);
+}
+END_TEST
+
+/* ---- GLM-4.5 (<arg_key>/<arg_value> pairs; call_grammar_glm.c) ----------- */
+
+static struct st_call_grammar *gcompile(const char *name, enum st_call_think think,
+                                        int32_t *fb)
+{
+    struct st_call_spec sp = { .format = ST_CALL_GLM, .think = think, .parallel = true,
+                               .tools_json = xtools, .tools_len = strlen(xtools), .name = name };
+    struct st_call_grammar *g = NULL;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_call_grammar_compile(&sp, &g, fb, &err) == ST_OK, "%s", err.msg);
+    return g;
+}
+
+#define GE(body) "<tool_call>edit\n" body "</tool_call>"
+#define GH(body) "<tool_call>edit\n" body
+#define GP(k, v) "<arg_key>" k "</arg_key>\n<arg_value>" v "</arg_value>\n"
+
+/* The frame as GLM-4.5's template writes calls (chat_glm45.c): an optional
+ * think block, "<tool_call>NAME\n", the pairs, "</tool_call>", blanks
+ * between calls. */
+START_TEST(test_call_grammar_glm_frame)
+{
+    struct st_call_grammar *g = gcompile(NULL, ST_CALL_THINK_OPTIONAL, NULL);
+    const char *one = GE(GP("path", "/a.py") GP("line", "3"));
+    accepts(g, one, true);
+    accepts(g, "\n<think>plan</think>\n" GE(GP("path", "x") GP("line", "1")) "\n"
+               "<tool_call>free\n" GP("n", "2") "</tool_call>", true);
+    accepts(g, "<tool_call>free\n" GP("n", "2") "</tool_call>\n<tool_call>", false);
+    for (size_t k = 0; k < strlen(one); k++) {   /* never complete inside a call */
+        char buf[256];
+        snprintf(buf, sizeof(buf), "%.*s", (int)k, one);
+        accepts(g, buf, false);
+    }
+    refuses(g, "<tool_call>edi ", SIZE_MAX);
+    refuses(g, "<tool_call>edit ", SIZE_MAX);       /* the name ends with "\n" */
+    refuses(g, "Sure. " GE(GP("path", "x") GP("line", "1")), 0);
+    st_call_grammar_unref(g);
+    /* named, one call */
+    struct st_call_spec sp = { .format = ST_CALL_GLM, .tools_json = xtools,
+                               .tools_len = strlen(xtools), .name = "free" };
+    ck_assert_int_eq(st_call_grammar_compile(&sp, &g, NULL, NULL), ST_OK);
+    ck_assert_int_eq(st_call_grammar_n_tools(g), 1);
+    accepts(g, "<tool_call>free\n" GP("n", "2") "</tool_call>\n\n", true);
+    refuses(g, "<tool_call>free\n" GP("n", "2") "</tool_call><", SIZE_MAX);
+    refuses(g, "<tool_call>e", SIZE_MAX);
+    st_call_grammar_unref(g);
+}
+END_TEST
+
+START_TEST(test_call_grammar_glm_params)
+{
+    int32_t fb = -1;
+    struct st_call_grammar *g = gcompile("edit", ST_CALL_THINK_NONE, &fb);
+    ck_assert_int_eq(fb, 0);
+    /* string types raw (note's list holds "string"), the rest JSON */
+    const char *ok = GE(GP("line", "12") GP("path", "/a b.py") GP("mode", "\"a<b\"")
+                        GP("flags", "[true, false]") GP("opts", "{\"x\": -1.5e3}")
+                        GP("note", "null"));
+    accepts(g, ok, true);
+    struct got got;
+    fparse(ST_CALL_GLM, ok, strlen(ok), &got);
+    ck_assert_str_eq(got.names, "edit");
+    ck_assert_str_eq(got.args, "{\"line\": 12, \"path\": \"/a b.py\", \"mode\": \"a<b\", "
+                               "\"flags\": [true, false], \"opts\": {\"x\": -1.5e3}, "
+                               "\"note\": \"null\"}");
+    /* raw text is exact: quotes, backslashes, newlines, blanks at the ends,
+     * "</arg_value" without '>' */
+    const char *raw = GE(GP("path", " a\"\\\n</arg_valu</arg_valuex\n") GP("line", "0"));
+    accepts(g, raw, true);
+    fparse(ST_CALL_GLM, raw, strlen(raw), &got);
+    ck_assert_str_eq(got.args, "{\"path\": \" a\\\"\\\\\\n</arg_valu</arg_valuex\\n\", "
+                               "\"line\": 0}");
+    refuses(g, GH(GP("path", "x") "</"), SIZE_MAX);                   /* line is required */
+    refuses(g, GH(GP("path", "x") GP("line", "1") "<arg_key>p"), SIZE_MAX);   /* twice */
+    refuses(g, GH("<arg_key>z"), SIZE_MAX);                           /* not listed */
+    refuses(g, GH("<arg_key>line</arg_key>\n<arg_value>1x"), SIZE_MAX);
+    refuses(g, GH("<arg_key>line</arg_key>\n<arg_value> 1"),              /* no blank */
+            strlen(GH("<arg_key>line</arg_key>\n<arg_value>")));
+    refuses(g, GH("<arg_key>line</arg_key>\n<arg_value>1 "), SIZE_MAX);
+    refuses(g, GH("<arg_key>line</arg_key>\n<arg_value>\"1\""), strlen(GH("<arg_key>line"
+                                                                      "</arg_key>\n<arg_value>")));
+    refuses(g, GH("<arg_key>mode</arg_key>\n<arg_value>a"), SIZE_MAX);   /* JSON: quoted */
+    refuses(g, GH("<arg_key>mode</arg_key>\n<arg_value>\"b"), SIZE_MAX);
+    refuses(g, GH("<arg_key>opts</arg_key>\n<arg_value>{}"), SIZE_MAX);   /* x required */
+    refuses(g, GH("<arg_key>path</arg_key>\n<arg_value>a</tool_call>"), SIZE_MAX);
+    refuses(g, GH(GP("path", "x") "\n"), SIZE_MAX);                   /* exact frame */
+    refuses(g, GH("<arg_key>path</arg_key><"), SIZE_MAX);
+    accepts(g, GE(GP("path", "") GP("line", "-3")), true);
+    fparse(ST_CALL_GLM, GE(GP("path", "") GP("line", "-3")), strlen(GE(GP("path", "")
+           GP("line", "-3"))), &got);
+    ck_assert_str_eq(got.args, "{\"path\": \"\", \"line\": -3}");
+    st_call_grammar_unref(g);
+
+    /* additionalProperties absent: other names, JSON values (the parser
+     * reads a value with no type as JSON); "bad"'s k has no type: JSON */
+    g = gcompile(NULL, ST_CALL_THINK_NONE, &fb);
+    ck_assert_int_eq(fb, 0);
+    const char *fr = "<tool_call>free\n" GP("n", "7") GP("any-thing", "\"x y\"")
+                     GP("m", "[1]") "</tool_call>";
+    accepts(g, fr, true);
+    fparse(ST_CALL_GLM, fr, strlen(fr), &got);
+    ck_assert_str_eq(got.args, "{\"n\": 7, \"any-thing\": \"x y\", \"m\": [1]}");
+    refuses(g, "<tool_call>free\n" GP("n", "7") "<arg_key>n<", SIZE_MAX);
+    refuses(g, "<tool_call>free\n<arg_key>a ", SIZE_MAX);
+    refuses(g, "<tool_call>free\n<arg_key>m</arg_key>\n<arg_value>[\"a</arg_value>", SIZE_MAX);
+    refuses(g, "<tool_call>free\n<arg_key>a</arg_key>\n<arg_value>x", SIZE_MAX);
+    accepts(g, "<tool_call>bad\n" GP("k", "2") "</tool_call>", true);
+    refuses(g, "<tool_call>bad\n" GP("k", "3"), strlen("<tool_call>bad\n<arg_key>k</arg_key>\n"
+                                                     "<arg_value>"));
+    st_call_grammar_unref(g);
+}
+END_TEST
+
+START_TEST(test_call_grammar_glm_fast_paths)
+{
+    static const char ht[] = "[{\"type\":\"function\",\"function\":{\"name\":\"h\","
+                             "\"parameters\":{\"type\":\"object\",\"properties\":{\"s\":"
+                             "{\"type\":\"string\"},\"o\":{\"type\":\"object\"}}}}}]";
+    struct st_call_spec sp = { .format = ST_CALL_GLM, .tools_json = ht, .tools_len = strlen(ht),
+                               .name = "h" };
+    struct st_call_grammar *g = NULL;
+    ck_assert_int_eq(st_call_grammar_compile(&sp, &g, NULL, NULL), ST_OK);
+#define HH(body) "<tool_call>h\n" body
+    fast_path_sound(g, HH("<arg_key>s</arg_key>\n<arg_value>ab</t"), "ool_call>");
+    fast_path_sound(g, HH("<arg_key>s</arg_key>\n<arg_value>ab</arg"), "_value>");
+    fast_path_sound(g, HH("<arg_key>o</arg_key>\n<arg_value>{\"y\": \"</arg_v"), "alue>");
+    fast_path_sound(g, HH("<arg_key>o</arg_key>\n<arg_value>{\"y\": \"</t"), "ool_call>");
+    fast_path_sound(g, HH("<arg_key>s</arg_key>\n<arg_value>ab</t"), "able>");
+    accepts(g, HH("<arg_key>s</arg_key>\n<arg_value></table></tool_cal</arg_value>\n"), false);
+    struct st_call_state st;
+    st_call_state_init(&st, g);
+    ck_assert(st_call_feed(&st, LITERAL_ARGS(HH("<arg_key>o</arg_key>\n<arg_value>{"))));
+    ck_assert(st_call_lt_matters(&st));
+#undef HH
+    st_call_grammar_unref(g);
+}
+END_TEST
+
+static const char *const gsnippets[] = {
+    "</arg_value>\n", "</tool_call>", "<tool_call>", "edit", "free", "bad", "\n", "<arg_key>",
+    "</arg_key>\n<arg_value>", "path", "line", "mode", "flags", "opts", "note", "n", "k", "ab",
+    "\"a<b\"", "[true]", "{\"x\": 1}", "12", "-0.5", "\"", "\\", "</arg_value>", "<",
+    "</arg_valu", "null",
+};
+
+START_TEST(test_call_grammar_glm_oracle)
+{
+    struct st_call_grammar *g = gcompile(NULL, ST_CALL_THINK_NONE, NULL);
+    oracle(g, ST_CALL_GLM, gsnippets, sizeof(gsnippets) / sizeof(*gsnippets), NULL);
     st_call_grammar_unref(g);
 }
 END_TEST
@@ -563,6 +730,10 @@ static Suite *call_grammar_suite(void)
     tcase_add_test(t, test_call_grammar_xml_params);
     tcase_add_test(t, test_call_grammar_xml_oracle);
     tcase_add_test(t, test_call_grammar_xml_fast_paths);
+    tcase_add_test(t, test_call_grammar_glm_frame);
+    tcase_add_test(t, test_call_grammar_glm_params);
+    tcase_add_test(t, test_call_grammar_glm_fast_paths);
+    tcase_add_test(t, test_call_grammar_glm_oracle);
     suite_add_tcase(s, t);
     return s;
 }

@@ -599,6 +599,143 @@ START_TEST(test_chat_qwen3coder_python_values)
 }
 END_TEST
 
+/* GLM-4.5: the goldens below are Python Jinja's renderings (transformers'
+ * settings: trim_blocks, lstrip_blocks) of zai-org's GLM-4.5 / 4.6
+ * chat_template.jinja, as published on the Hugging Face hub and copied in
+ * llama.cpp's models/templates/GLM-4.6.jinja (transcribed in
+ * tests/e2e/tokenizer_ref/templates/glm45.jinja). */
+static const char glm45_src[] =
+    "[gMASK]<sop>\n{%- if tools -%}\n<|system|>\n# Tools ... <arg_key>{arg-key-1}</arg_key> ... "
+    "{{- '/nothink' if (enable_thinking is defined and not enable_thinking ...";
+
+START_TEST(test_chat_glm45_turns_and_thinking)
+{
+    struct st_chat_msg m[] = { msg("system", "You are helpful."), msg("user", "Hi"),
+                               msg("assistant", "B"), msg("user", "C /nothink") };
+    struct st_chat_tmpl t;
+    struct st_buf out;
+
+    st_chat_tmpl_init(&t, glm45_src, strlen(glm45_src), "[gMASK]", "<|endoftext|>", "glm");
+    ck_assert_int_eq(t.kind, ST_CHAT_GLM45);
+    ck_assert(t.known && t.thinking_flag && st_chat_renders_tools(&t));
+    ck_assert_str_eq(st_chat_kind_name(ST_CHAT_GLM45), "glm4.5");
+    /* system + user, thinking not given: the bare generation prompt */
+    ck_assert_int_eq(render(glm45_src, m, 2, NULL, -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "[gMASK]<sop><|system|>\nYou are helpful.<|user|>\nHi<|assistant|>");
+    st_buf_fini(&out);
+    ck_assert_int_eq(render(glm45_src, m + 1, 1, NULL, 1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "[gMASK]<sop><|user|>\nHi<|assistant|>");
+    st_buf_fini(&out);
+    /* enable_thinking false: "/nothink" after every user text that lacks it,
+     * and the generation prompt closes an empty think block */
+    m[1] = msg("user", "A");
+    ck_assert_int_eq(render(glm45_src, m + 1, 3, NULL, 0, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "[gMASK]<sop><|user|>\nA/nothink<|assistant|>\n<think></think>\nB"
+                               "<|user|>\nC /nothink<|assistant|>\n<think></think>");
+    st_buf_fini(&out);
+}
+END_TEST
+
+START_TEST(test_chat_glm45_history_reasoning)
+{
+    struct st_chat_msg m[] = { msg("user", "Q1"), msg("assistant", "<think>\nr1\n</think>\n\nA1"),
+                               msg("user", "Q2"), msg("assistant", "  A2 "),
+                               msg("developer", "dropped") };
+    struct st_buf out;
+
+    /* reasoning before the last user message is dropped; after it, kept
+     * and stripped; content stripped; an unknown role renders nothing */
+    m[3].reasoning_content = st_str_c(" r2 ");
+    ck_assert_int_eq(render(glm45_src, m, 5, NULL, -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "[gMASK]<sop><|user|>\nQ1<|assistant|>\n<think></think>\nA1"
+                               "<|user|>\nQ2<|assistant|>\n<think>r2</think>\nA2<|assistant|>");
+    st_buf_fini(&out);
+    /* think split from the content: the text before the first </think>
+     * after its last <think>, the content after the last </think> */
+    m[3] = msg("assistant", "x<think>a</think>b<think>\nR\n</think>\n\n C ");
+    ck_assert_int_eq(render(glm45_src, m, 4, NULL, -1, &out, NULL), ST_OK);
+    ck_assert_ptr_nonnull(strstr(out.data, "<|user|>\nQ2<|assistant|>\n<think>a</think>\nC"
+                                           "<|assistant|>"));
+    st_buf_fini(&out);
+}
+END_TEST
+
+START_TEST(test_chat_glm45_tools_and_calls)
+{
+    static const char tools[] =
+        "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":"
+        "\"Weather in a city, \\u00e9t\xc3\xa9\",\"parameters\":{\"type\":\"object\","
+        "\"properties\":{\"city\":{\"type\":\"string\"},\"days\":{\"type\":\"integer\"}},"
+        "\"required\":[\"city\"]}}}]";
+    static const char want[] =
+        "[gMASK]<sop><|system|>\n# Tools\n\nYou may call one or more functions to assist w"
+        "ith the user query.\n\nYou are provided with function signatures within <tools></"
+        "tools> XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"ge"
+        "t_weather\", \"description\": \"Weather in a city, \xc3\xa9t\xc3\xa9\", \"paramet"
+        "ers\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, "
+        "\"days\": {\"type\": \"integer\"}}, \"required\": [\"city\"]}}}\n"
+        "</tools>\n\nFor each function call, output the function name and arguments within"
+        " the following XML format:\n<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg"
+        "_key>\n<arg_value>{arg-value-1}</arg_value>\n<arg_key>{arg-key-2}</arg_key>\n"
+        "<arg_value>{arg-value-2}</arg_value>\n...\n</tool_call><|user|>\n"
+        "Weather in Paris?<|assistant|>\n<think>Need the tool.</think>\n"
+        "Let me check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+        "<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n"
+        "<arg_key>opts</arg_key>\n<arg_value>{\"u\": \"\xc2\xb0" "C\", \"l\": [1, null, true]"
+        "}</arg_value>\n</tool_call>\n<tool_call>noargs\n</tool_call><|observation|>\n"
+        "<tool_response>\nsunny\n</tool_response>\n<tool_response>\n{\"ok\": true}\n"
+        "</tool_response><|assistant|>";
+    struct st_chat_msg m[] = { msg("user", "Weather in Paris?"), msg("assistant", "Let me check."),
+                               msg("tool", "sunny"), msg("tool", "{\"ok\": true}") };
+    struct st_err err = { 0 };
+    struct st_buf out;
+
+    m[1].reasoning_content = st_str_c("Need the tool.");
+    /* arguments as OpenAI clients send them (a JSON string), and as an object */
+    m[1].tool_calls = st_str_c(
+        "[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+        "\"arguments\":\"{\\\"city\\\":\\\"Paris\\\",\\\"days\\\":3,\\\"opts\\\":{\\\"u\\\":"
+        "\\\"\\u00b0C\\\",\\\"l\\\":[1,null,true]}}\"}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"noargs\",\"arguments\":{}}}]");
+    m[2].tool_call_id = st_str_c("c1");
+    ck_assert_int_eq(render(glm45_src, m, 4, tools, -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, want);
+    st_buf_fini(&out);
+    /* a tool message first opens <|observation|>; null content is "" */
+    m[0] = msg("tool", NULL);
+    m[0].content.ptr = NULL;
+    ck_assert_int_eq(render(glm45_src, m, 1, "[]", -1, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "[gMASK]<sop><|observation|>\n<tool_response>\n\n"
+                               "</tool_response><|assistant|>");
+    st_buf_fini(&out);
+    ck_assert_int_eq(render(glm45_src, m, 1, "{\"a\":1}", -1, &out, &err), ST_ERR_INVALID);
+    st_buf_fini(&out);
+    m[0] = msg("assistant", "x");
+    m[0].tool_calls = st_str_c("[{");
+    ck_assert_int_eq(render(glm45_src, m, 1, NULL, -1, &out, &err), ST_ERR_INVALID);
+    st_buf_fini(&out);
+}
+END_TEST
+
+/* continue_final (chat_continue.c): the prompt ends inside the assistant's
+ * text, after its think block. */
+START_TEST(test_chat_glm45_continue)
+{
+    struct st_chat_msg m[] = { msg("user", "U"), msg("assistant", "Hello, ") };
+    struct st_chat_tmpl t;
+    struct st_chat_req req = { .msgs = m, .n_msgs = 2, .continue_final = true,
+                               .add_generation_prompt = true, .enable_thinking = -1 };
+    struct st_buf out;
+
+    st_chat_tmpl_init(&t, glm45_src, strlen(glm45_src), NULL, NULL, "glm");
+    st_buf_init(&out);
+    m[1].reasoning_content = st_str_c("R");
+    ck_assert_int_eq(st_chat_render(&t, &req, &out, NULL), ST_OK);
+    ck_assert_str_eq(out.data, "[gMASK]<sop><|user|>\nU<|assistant|>\n<think>R</think>\nHello, ");
+    st_buf_fini(&out);
+}
+END_TEST
+
 static Suite *chat_suite(void)
 {
     Suite *s = suite_create("chat");
@@ -617,6 +754,10 @@ static Suite *chat_suite(void)
     tcase_add_test(tc, test_chat_mistral_v7);
     tcase_add_test(tc, test_chat_mistral_v11);
     tcase_add_test(tc, test_chat_mistral_scan_edges);
+    tcase_add_test(tc, test_chat_glm45_turns_and_thinking);
+    tcase_add_test(tc, test_chat_glm45_history_reasoning);
+    tcase_add_test(tc, test_chat_glm45_tools_and_calls);
+    tcase_add_test(tc, test_chat_glm45_continue);
     tcase_add_test(js, test_chat_tojson);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, js);

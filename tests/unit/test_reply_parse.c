@@ -141,7 +141,7 @@ static void parse_all_splits(const struct st_reply_opts *o, const char *text,
 }
 
 static const struct st_reply_opts all_on = { true, true, false, 0, false, false, { NULL, 0 },
-                                             false };
+                                             false, false };
 
 START_TEST(test_reply_parse_reasoning_then_content)
 {
@@ -178,7 +178,7 @@ END_TEST
 START_TEST(test_reply_parse_lone_close_think)
 {
     /* the prompt opened <think>: text before a lone </think> is reasoning */
-    struct st_reply_opts o = { true, true, true, 0, false, false, { NULL, 0 }, false };
+    struct st_reply_opts o = { true, true, true, 0, false, false, { NULL, 0 }, false, false };
     struct result r;
     parse_all_splits(&o, "step one\nstep two\n</think>\n\nAnswer: 4", &r);
     ck_assert_str_eq(r.reasoning.data, "step one\nstep two");
@@ -318,9 +318,9 @@ END_TEST
 START_TEST(test_reply_parse_options_off)
 {
     static const char reply[] = "<think>r</think>c<tool_call>{\"name\":\"f\"}</tool_call>";
-    struct st_reply_opts none = { false, false, false, 0, false, false, { NULL, 0 }, false };
-    struct st_reply_opts think_only = { true, false, false, 0, false, false, { NULL, 0 }, false };
-    struct st_reply_opts tools_only = { false, true, false, 0, false, false, { NULL, 0 }, false };
+    struct st_reply_opts none = { .reasoning = false };
+    struct st_reply_opts think_only = { .reasoning = true };
+    struct st_reply_opts tools_only = { .tools = true };
     struct result r;
     parse_all_splits(&none, reply, &r);
     ck_assert_str_eq(r.content.data, reply);
@@ -585,7 +585,7 @@ static const char coder_tools[] =
 
 static struct st_reply_opts coder_opts(bool with_tools)
 {
-    struct st_reply_opts o = { true, true, false, 0, false, true, { NULL, 0 }, false };
+    struct st_reply_opts o = { true, true, false, 0, false, true, { NULL, 0 }, false, false };
     if (with_tools)
         o.tools_json = st_str_c(coder_tools);
     return o;
@@ -720,6 +720,177 @@ START_TEST(test_reply_parse_xml_round_trips_through_coder_template)
 }
 END_TEST
 
+
+/* ---- GLM-4.5's calls (opts.glm) --------------------------------------------
+ * The reply forms are those GLM-4.5's chat template writes for an assistant
+ * turn (zai-org chat_template.jinja; tests/e2e/tokenizer_ref/templates/
+ * glm45.jinja): "\n<think>R</think>\nCONTENT\n<tool_call>NAME\n<arg_key>K
+ * </arg_key>\n<arg_value>V</arg_value>\n...</tool_call>", string values
+ * raw, others as JSON; vLLM's glm45 parser types values by the schema. */
+
+static const char glm_tools[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+    "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, "
+    "\"days\": {\"type\": \"integer\"}, \"code\": {\"type\": [\"string\", \"null\"]}, "
+    "\"n\": {\"type\": \"number\"}}}}}]";
+
+static struct st_reply_opts glm_opts(bool with_tools)
+{
+    struct st_reply_opts o = { .reasoning = true, .tools = true, .glm = true };
+    if (with_tools)
+        o.tools_json = st_str_c(glm_tools);
+    return o;
+}
+
+START_TEST(test_reply_parse_glm_calls_typed_by_schema)
+{
+    static const char reply[] =
+        "\n<think>The user wants weather.</think>\nLet me check.\n<tool_call>get_weather\n"
+        "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n"
+        "<arg_value>3</arg_value>\n<arg_key>code</arg_key>\n<arg_value>x</arg_value> y\n"
+        "</arg_value>\n<arg_key>n</arg_key>\n<arg_value>many</arg_value>\n<arg_key>opts</arg_key>"
+        "\n<arg_value>{\"u\": \"C\"}</arg_value>\n<arg_key> flag </arg_key><arg_value> True "
+        "</arg_value>\n<arg_key>s</arg_key>\n<arg_value>plain text</arg_value>\n</tool_call>\n"
+        "<tool_call>get_time\n</tool_call>";
+    struct st_reply_opts o = glm_opts(true);
+    struct result r;
+    parse_all_splits(&o, reply, &r);
+    ck_assert_str_eq(r.reasoning.data, "The user wants weather.");
+    ck_assert_str_eq(r.content.data, "Let me check.");
+    ck_assert_int_eq(r.n_calls, 2);
+    ck_assert_str_eq(r.name[0].data, "get_weather");
+    /* string types: exact text (one holding "</arg_value>"); integer: JSON;
+     * number that is not JSON: a string; no schema: JSON when it parses,
+     * Python's True too, else a string */
+    ck_assert_str_eq(r.args[0].data,
+                     "{\"city\": \"Paris\", \"days\": 3, \"code\": \"x</arg_value> y\\n\", "
+                     "\"n\": \"many\", \"opts\": {\"u\": \"C\"}, \"flag\": true, "
+                     "\"s\": \"plain text\"}");
+    ck_assert_str_eq(r.name[1].data, "get_time");
+    ck_assert_str_eq(r.args[1].data, "{}");
+    result_fini(&r);
+    /* without the tools, every value that parses is JSON: "3" too */
+    o = glm_opts(false);
+    parse_all_splits(&o, "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>3</arg_value>\n"
+                         "<arg_key>b</arg_key>\n<arg_value>\"q\"</arg_value>\n</tool_call>", &r);
+    ck_assert_int_eq(r.n_calls, 1);
+    ck_assert_str_eq(r.args[0].data, "{\"a\": 3, \"b\": \"q\"}");
+    result_fini(&r);
+}
+END_TEST
+
+START_TEST(test_reply_parse_glm_content_and_thinking_off)
+{
+    struct st_reply_opts o = glm_opts(false);
+    struct result r;
+    /* thinking off: the prompt closed the block; the "\n" before the content
+     * is the format's */
+    parse_all_splits(&o, "\nHello there.\n", &r);
+    ck_assert_str_eq(r.reasoning.data, "");
+    ck_assert_str_eq(r.content.data, "Hello there.\n");
+    result_fini(&r);
+    o.reasoning = false;
+    parse_all_splits(&o, "\n\nHi <tool_call>f\n</tool_call>", &r);
+    ck_assert_str_eq(r.content.data, "Hi");
+    ck_assert_int_eq(r.n_calls, 1);
+    result_fini(&r);
+    /* a JSON body is read as a JSON call */
+    o = glm_opts(false);
+    parse_all_splits(&o, "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}</tool_call>", &r);
+    ck_assert_int_eq(r.n_calls, 1);
+    ck_assert_str_eq(r.args[0].data, "{\"a\": 1}");
+    result_fini(&r);
+    ck_assert(st_reply_prompt_is_glm(LIT("[gMASK]<sop><|user|>\nhi<|assistant|>")));
+    ck_assert(!st_reply_prompt_is_glm(LIT("<|user|>\n[gMASK]<sop>")));
+    ck_assert(!st_reply_prompt_is_glm(NULL, 0));
+}
+END_TEST
+
+START_TEST(test_reply_parse_glm_malformed_calls_are_content)
+{
+    static const char *const bad[] = {
+        "<tool_call>\n</tool_call>",                                            /* no name */
+        "<tool_call>let me call f\n</tool_call>",                               /* blanks */
+        "<tool_call>f\n<arg_key>a\n<arg_value>1</arg_value>\n</tool_call>",     /* open key */
+        "<tool_call>f\n<arg_key>a</arg_key>\n1</arg_value>\n</tool_call>",      /* no value tag */
+        "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1\n</tool_call>",       /* open value */
+        "<tool_call>f\n<arg_key> </arg_key><arg_value>1</arg_value></tool_call>", /* empty key */
+        "<tool_call>f\njunk<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
+        "<tool_call>f\n<arg_key>a</arg_key><arg_value>1</arg_value>tail</tool_call>",
+        "<tool_call>f<x>\n</tool_call>",                                        /* '<' in name */
+    };
+    struct st_reply_opts o = glm_opts(true);
+    struct result r;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text), "Before.\n%s\nAfter.", bad[i]);
+        parse_all_splits(&o, text, &r);
+        ck_assert_msg(r.n_calls == 0, "case %zu", i);
+        ck_assert_str_eq(r.content.data, text);    /* every byte back, in order */
+        result_fini(&r);
+    }
+    /* never closed: all of it back at the end */
+    parse_all_splits(&o, "Sure.\n<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>xx", &r);
+    ck_assert_int_eq(r.n_calls, 0);
+    ck_assert_str_eq(r.content.data, "Sure.\n<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>xx");
+    result_fini(&r);
+    /* a bad call between two good ones */
+    parse_all_splits(&o, "<tool_call>a</tool_call>\n<tool_call>a b</tool_call>\n"
+                         "<tool_call>b\n</tool_call>", &r);
+    ck_assert_int_eq(r.n_calls, 2);
+    ck_assert_str_eq(r.name[1].data, "b");
+    ck_assert_str_eq(r.content.data, "<tool_call>a b</tool_call>");
+    result_fini(&r);
+}
+END_TEST
+
+/* Round trip through the GLM-4.5 template: the parsed reply, sent back as
+ * the assistant message (arguments as the JSON string we returned),
+ * renders into exactly the text the model generated after <|assistant|>. */
+START_TEST(test_reply_parse_glm_round_trips_through_template)
+{
+    static const char reply[] =
+        "\n<think>plan it</think>\nLet me check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+        "<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n<arg_value>[1, 2]</arg_value>\n"
+        "</tool_call>\n<tool_call>get_time\n</tool_call>";
+    static const char glm_src[] = "[gMASK]<sop>{%- if tools -%}<|system|> ... enable_thinking";
+    struct st_reply_opts o = glm_opts(true);
+    struct result r;
+    struct st_buf calls, out;
+    parse_cuts(&o, reply, NULL, 0, &r);
+    ck_assert_int_eq(r.n_calls, 2);
+    st_buf_init(&calls);
+    ck_assert_int_eq(st_buf_append(&calls, "[", 1), ST_OK);
+    for (int32_t i = 0; i < r.n_calls; i++) {
+        ck_assert_int_eq(st_buf_printf(&calls, "%s{\"function\":{\"name\":\"%s\",\"arguments\":",
+                                       i ? "," : "", r.name[i].data), ST_OK);
+        ck_assert_int_eq(st_buf_json_str(&calls, r.args[i].data, r.args[i].len), ST_OK);
+        ck_assert_int_eq(st_buf_append(&calls, "}}", 2), ST_OK);
+    }
+    ck_assert_int_eq(st_buf_append(&calls, "]", 1), ST_OK);
+    struct st_chat_msg m[2];
+    memset(m, 0, sizeof(m));
+    m[0].role = st_str_c("user");
+    m[0].content = st_str_c("Q");
+    m[1].role = st_str_c("assistant");
+    m[1].content = st_str_c(r.content.data);
+    m[1].reasoning_content = st_str_c(r.reasoning.data);
+    m[1].tool_calls = st_str_c(calls.data);
+    struct st_chat_tmpl t;
+    st_chat_tmpl_init(&t, glm_src, strlen(glm_src), NULL, NULL, "test");
+    ck_assert_int_eq(t.kind, ST_CHAT_GLM45);
+    struct st_chat_req req = { .msgs = m, .n_msgs = 2, .enable_thinking = -1 };
+    st_buf_init(&out);
+    ck_assert_int_eq(st_chat_render(&t, &req, &out, NULL), ST_OK);
+    char want[1024];
+    snprintf(want, sizeof(want), "[gMASK]<sop><|user|>\nQ<|assistant|>%s", reply);
+    ck_assert_str_eq(out.data, want);
+    ck_assert(st_reply_prompt_is_glm(out.data, out.len));
+    st_buf_fini(&out);
+    st_buf_fini(&calls);
+    result_fini(&r);
+}
+END_TEST
 
 /* ---- Mistral ([THINK], [TOOL_CALLS]; opts.mistral) ------------------------ */
 
@@ -901,6 +1072,10 @@ static Suite *reply_parse_suite(void)
     tcase_add_test(t, test_reply_parse_xml_calls_untyped_and_edge_forms);
     tcase_add_test(t, test_reply_parse_xml_malformed_calls_are_content);
     tcase_add_test(t, test_reply_parse_xml_round_trips_through_coder_template);
+    tcase_add_test(t, test_reply_parse_glm_calls_typed_by_schema);
+    tcase_add_test(t, test_reply_parse_glm_content_and_thinking_off);
+    tcase_add_test(t, test_reply_parse_glm_malformed_calls_are_content);
+    tcase_add_test(t, test_reply_parse_glm_round_trips_through_template);
     tcase_add_test(t, test_reply_parse_mistral_args_calls);
     tcase_add_test(t, test_reply_parse_mistral_json_array_calls);
     tcase_add_test(t, test_reply_parse_mistral_malformed_calls_are_content);

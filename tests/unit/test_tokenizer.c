@@ -177,6 +177,16 @@ START_TEST(test_tokenizer_add_bos)
     ck_assert(st_tok_add_bos(tok));
     ck_assert_int_eq(st_tok_bos(tok), ID_SPECIAL(2));
     st_tok_free(tok);
+    /* GLM (pre glm4 / chatglm-bpe): its template writes the bos
+     * "[gMASK]<sop>" itself, so none is added; the pieces are llama-bpe's */
+    static const char *const glm_pres[] = { "glm4", "chatglm-bpe" };
+    for (size_t i = 0; i < ST_ARRAY_LEN(glm_pres); i++) {
+        tok = make_tok(glm_pres[i], true);
+        expect_ids(tok, "q", true, false, without);
+        ck_assert(!st_tok_add_bos(tok));
+        ck_assert_str_eq(st_tok_pre_name(tok), "llama-bpe");
+        st_tok_free(tok);
+    }
 }
 END_TEST
 
@@ -209,6 +219,41 @@ START_TEST(test_tokenizer_eog_set)
     ck_assert_uint_eq(n, 2);
     ck_assert_int_eq(eog[0], ID_SPECIAL(1));
     ck_assert_int_eq(eog[1], ID_SPECIAL(2));
+    st_tok_free(tok);
+}
+END_TEST
+
+/* A GLM vocabulary ([gMASK] special): <|user|> and <|observation|> end
+ * generation though the eos is <|endoftext|> (GLM-4.5 GGUFs name them only
+ * as eot / eom); GLM's call markers stay visible even when typed CONTROL.
+ * Without [gMASK] (Phi-3 also has <|user|>) nothing changes. */
+START_TEST(test_tokenizer_glm_turn_tokens_end_generation)
+{
+    static const char *const texts[] = { "<|endoftext|>", "[gMASK]", "<|user|>",
+                                         "<|observation|>", "<|assistant|>", "<arg_key>", "a" };
+    int32_t types[7] = { ST_TOK_CONTROL, ST_TOK_CONTROL, ST_TOK_CONTROL, ST_TOK_CONTROL,
+                         ST_TOK_CONTROL, ST_TOK_CONTROL, ST_TOK_NORMAL };
+    struct st_str toks[7];
+    struct st_tok_desc d;
+    struct st_tok *tok = NULL;
+
+    for (int i = 0; i < 7; i++)
+        toks[i] = st_str_c(texts[i]);
+    memset(&d, 0, sizeof(d));
+    d.n_tokens = 7;
+    d.tokens = toks;
+    d.types = types;
+    d.bos_id = 1;
+    d.eos_id = 0;
+    d.pad_id = -1;
+    ck_assert_int_eq(st_tok_new(&d, &tok, NULL), ST_OK);
+    ck_assert(st_tok_is_eog(tok, 0) && st_tok_is_eog(tok, 2) && st_tok_is_eog(tok, 3));
+    ck_assert(!st_tok_is_eog(tok, 1) && !st_tok_is_eog(tok, 4) && !st_tok_is_eog(tok, 6));
+    ck_assert(st_tok_is_marker(tok, 5) && !st_tok_is_marker(tok, 4));
+    st_tok_free(tok);
+    toks[1] = st_str_c("[MASK]");
+    ck_assert_int_eq(st_tok_new(&d, &tok, NULL), ST_OK);
+    ck_assert(st_tok_is_eog(tok, 0) && !st_tok_is_eog(tok, 2) && !st_tok_is_eog(tok, 3));
     st_tok_free(tok);
 }
 END_TEST
@@ -548,6 +593,7 @@ static Suite *tokenizer_suite(void)
     tcase_add_test(vocab, test_tokenizer_add_bos);
     tcase_add_test(vocab, test_tokenizer_add_eos);
     tcase_add_test(vocab, test_tokenizer_eog_set);
+    tcase_add_test(vocab, test_tokenizer_glm_turn_tokens_end_generation);
     tcase_add_test(vocab, test_tokenizer_decode_roundtrip_and_invalid_bytes);
     tcase_add_test(vocab, test_tokenizer_rejects_bad_desc);
     tcase_add_test(vocab, test_tokenizer_long_input);

@@ -48,7 +48,7 @@ for (const f of readdirSync(join(dir, "templates")).sort()) {
 // first (the template iterates them with |items). Do the same here.
 // Mistral v7 prints tojson of the whole function: servers parse string
 // arguments there too (a string that is not JSON stays a string).
-const PARSE_ARGS = new Set(["qwen3coder", "mistral_v7"]);
+const PARSE_ARGS = new Set(["qwen3coder", "mistral_v7", "glm45"]);
 function parseOrKeep(text) {
   try { return JSON.parse(text); } catch { return text; }
 }
@@ -65,7 +65,7 @@ function parsedArgs(messages) {
 }
 // The Mistral templates raise on a null assistant content (|length of None);
 // servers hand them "" (our renderer treats null as "").
-const NULL_TO_EMPTY = new Set(["mistral_v7", "mistral_v11"]);
+const NULL_TO_EMPTY = new Set(["mistral_v7", "mistral_v11", "glm45"]);
 function nullToEmpty(messages) {
   return messages.map((m) => m.content === null ? { ...m, content: "" } : m);
 }

@@ -223,6 +223,8 @@ START_TEST(test_tokref_templates_match_jinja)
             ck_assert_int_eq(t.kind, ST_CHAT_MISTRAL_V7);
         if (strcmp(name, "mistral_v11") == 0)
             ck_assert_int_eq(t.kind, ST_CHAT_MISTRAL_V11);
+        if (strcmp(name, "glm45") == 0)
+            ck_assert_int_eq(t.kind, ST_CHAT_GLM45);
         if (!cJSON_IsString(text)) {
             ck_assert_msg(rc == ST_ERR_INVALID, "%s/%s: Jinja raised, we did not", conv, name);
         } else if (rc != ST_OK || strcmp(out.data ? out.data : "", text->valuestring) != 0) {
