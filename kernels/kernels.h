@@ -130,6 +130,10 @@ cudaError_t st_kern_rms_norm_ex(float *out, float *x, const float *add, const fl
                                 size_t q_stride, cudaStream_t stream);
 cudaError_t st_kern_add(float *out, const float *a, const float *b, int64_t n,
                         cudaStream_t stream);
+/* out[r, i] = a[r, i] + b[i]: one row b of 'width' floats added to each of
+ * the n_rows rows of a (a bias). out may alias a. */
+cudaError_t st_kern_add_row(float *out, const float *a, const float *b, int64_t width,
+                            int64_t n_rows, cudaStream_t stream);
 /* out = SiLU(gate) * up */
 cudaError_t st_kern_silu_mul(float *out, const float *gate, const float *up, int64_t n,
                              cudaStream_t stream);
@@ -182,11 +186,15 @@ cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStream_t stream)
 
 /* ---- mixture of experts (moe.cu) ------------------------------------------ */
 
-/* Per row r of logits f32 [n_exp, n_rows]: softmax, top-k (ties to the
- * lower index, descending p), renormalize (sum clamped to >= 6.1035e-5).
+/* Per row r of logits f32 [n_exp, n_rows]: p = softmax (sigmoid = false)
+ * or per-expert sigmoid (sigmoid = true); top-k of p + bias (bias f32
+ * [n_exp] or NULL; ties to the lower index, descending p + bias); weights
+ * = the chosen p, renormalized (sum clamped to >= 6.1035e-5) when norm,
+ * times scale when scale != 1 (backend.h st_backend_moe_route).
  * sel i32 [k, n_rows], wts f32 [k, n_rows]. n_exp <= 1024, k <= 32. */
 cudaError_t st_kern_moe_route(int32_t *sel, float *wts, const float *logits, int64_t n_rows,
-                              int32_t n_exp, int32_t k, cudaStream_t stream);
+                              int32_t n_exp, int32_t k, bool sigmoid, const float *bias,
+                              bool norm, float scale, cudaStream_t stream);
 
 /* Group the n_rows*k (row, choice) pairs by expert (one block, counting
  * sort, stable). groups: the layout of struct st_kern_mmv_args with max_groups

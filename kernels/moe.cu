@@ -3,13 +3,16 @@
  * The expert matmuls themselves are mmvq.cu in grouped mode.
  *
  * moe_route: one 256-thread block per row. The row's n_exp logits go to
- *   shared memory; block max, exp, block sum, p = e / sum (as the CPU
- *   backend). Then k rounds of a block arg-max over the untaken experts
- *   (larger p first, the lower index on ties; NaN below every number, so
- *   a row of NaN logits picks experts 0..k-1 with NaN weights, as the CPU
- *   does, instead of indexing past the table), and the chosen weights are
- *   renormalised by their sum (clamped to >= 6.1035e-5). Layout: logits
- *   f32 [n_exp, n_rows]; sel i32 / wts f32 [k, n_rows].
+ *   shared memory; softmax: block max, exp, block sum, p = e / sum (as the
+ *   CPU backend); sigmoid: p = 1 / (1 + e^-logit) per expert (glm4moe).
+ *   Then k rounds of a block arg-max over the untaken experts of the
+ *   selection key p + bias (bias NULL: p; larger first, the lower index on
+ *   ties; NaN below every number, so a row of NaN logits picks experts
+ *   0..k-1 with NaN weights, as the CPU does, instead of indexing past the
+ *   table); each round keeps the unbiased p of its pick. The chosen
+ *   weights are renormalised by their sum (clamped to >= 6.1035e-5) when
+ *   norm, then times scale when scale != 1. Layout: logits f32 [n_exp,
+ *   n_rows]; bias f32 [n_exp]; sel i32 / wts f32 [k, n_rows].
  *
  * moe_group: one 1024-thread block. Counts pairs per expert (shared
  *   atomics), an exclusive scan by thread 0 (n_exp <= 1024), the list of
@@ -58,22 +61,13 @@ static __device__ void block_argmax(float *v, int *i, float *sv, int *si)
     __syncthreads();
 }
 
-static __global__ void __launch_bounds__(ROUTE_THREADS)
-moe_route(int32_t *sel, float *wts, const float *logits, int n_exp, int k)
+/* p[e] = softmax of the row (block max, exp, block sum), in place. */
+static __device__ void route_softmax(float *p, int n_exp, float *sv, int *si)
 {
-    __shared__ float p[MOE_MAX_EXP];
-    __shared__ float sv[ROUTE_THREADS / 32];
-    __shared__ int si[ROUTE_THREADS / 32];
-    __shared__ float chosen[32];
-    const int64_t r = blockIdx.x;
-    const float *lg = logits + r * n_exp;
-
     float mx = -INFINITY;
     int dummy = 0;
-    for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS) {
-        p[e] = lg[e];
+    for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS)
         mx = fmaxf(mx, p[e]);
-    }
     block_argmax(&mx, &dummy, sv, si);
     float sum = 0.0f;
     for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS) {
@@ -91,15 +85,40 @@ moe_route(int32_t *sel, float *wts, const float *logits, int n_exp, int k)
     for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS)
         p[e] /= total;
     __syncthreads();
+}
+
+static __global__ void __launch_bounds__(ROUTE_THREADS)
+moe_route(int32_t *sel, float *wts, const float *logits, int n_exp, int k, bool sigmoid,
+          const float *bias, bool norm, float scale)
+{
+    __shared__ float p[MOE_MAX_EXP];
+    __shared__ float key[MOE_MAX_EXP];
+    __shared__ float sv[ROUTE_THREADS / 32];
+    __shared__ int si[ROUTE_THREADS / 32];
+    __shared__ float chosen[32];
+    const int64_t r = blockIdx.x;
+    const float *lg = logits + r * n_exp;
+
+    for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS)
+        p[e] = sigmoid ? 1.0f / (1.0f + expf(-lg[e])) : lg[e];
+    __syncthreads();
+    if (!sigmoid)
+        route_softmax(p, n_exp, sv, si);
+    /* rank keys: a NaN key (NaN logits) is -3e38, below every real key
+     * but above the start value -3.2e38, so some untaken expert always
+     * wins (k <= n_exp) and bi is a valid index; taken experts are
+     * -INFINITY, below the start value. Without a bias the keys are p. */
+    for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS) {
+        const float v = bias ? p[e] + bias[e] : p[e];
+        key[e] = v != v ? -3.0e38f : v;
+    }
+    __syncthreads();
 
     for (int j = 0; j < k; j++) {
-        /* rank keys: p >= 0; a NaN p (NaN logits) ranks -1, below every
-         * number, so some untaken expert always wins (k <= n_exp) and bi is
-         * a valid index; taken experts are -3, below the start value */
-        float bv = -2.0f;
+        float bv = -3.2e38f;
         int bi = 0x7fffffff;
         for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS) {
-            const float v = p[e] != p[e] ? -1.0f : p[e];
+            const float v = key[e];
             if (v > bv || (v == bv && e < bi)) {
                 bv = v;
                 bi = e;
@@ -109,29 +128,36 @@ moe_route(int32_t *sel, float *wts, const float *logits, int n_exp, int k)
         if (threadIdx.x == 0) {
             sel[r * k + j] = bi;
             chosen[j] = p[bi];
-            p[bi] = -3.0f;
+            key[bi] = -INFINITY;
         }
         __syncthreads();
     }
     if (threadIdx.x == 0) {
-        float ws = 0.0f;
-        for (int j = 0; j < k; j++)
-            ws += chosen[j];
-        if (ws < 6.1035e-5f)
-            ws = 6.1035e-5f;
-        for (int j = 0; j < k; j++)
-            wts[r * k + j] = chosen[j] / ws;
+        float ws = 1.0f;
+        if (norm) {
+            ws = 0.0f;
+            for (int j = 0; j < k; j++)
+                ws += chosen[j];
+            if (ws < 6.1035e-5f)
+                ws = 6.1035e-5f;
+        }
+        for (int j = 0; j < k; j++) {
+            float w = norm ? chosen[j] / ws : chosen[j];
+            wts[r * k + j] = scale != 1.0f ? w * scale : w;
+        }
     }
 }
 
 extern "C" cudaError_t st_kern_moe_route(int32_t *sel, float *wts, const float *logits,
-                                         int64_t n_rows, int32_t n_exp, int32_t k,
+                                         int64_t n_rows, int32_t n_exp, int32_t k, bool sigmoid,
+                                         const float *bias, bool norm, float scale,
                                          cudaStream_t stream)
 {
     if (n_rows < 1 || n_rows > 0x7fffffff || n_exp < 1 || n_exp > MOE_MAX_EXP || k < 1 ||
         k > 32 || k > n_exp)
         return cudaErrorInvalidValue;
-    moe_route<<<(unsigned)n_rows, ROUTE_THREADS, 0, stream>>>(sel, wts, logits, n_exp, k);
+    moe_route<<<(unsigned)n_rows, ROUTE_THREADS, 0, stream>>>(sel, wts, logits, n_exp, k,
+                                                              sigmoid, bias, norm, scale);
     return cudaGetLastError();
 }
 

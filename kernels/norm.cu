@@ -175,6 +175,14 @@ static __global__ void add_f32(float *out, const float *a, const float *b, int64
         out[i] = a[i] + b[i];
 }
 
+static __global__ void add_row_f32(float *out, const float *a, const float *b, int64_t width,
+                                   int64_t n)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = a[i] + b[i % width];
+}
+
 static __global__ void silu_mul_f32(float *out, const float *gate, const float *up, int64_t n)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -188,6 +196,16 @@ extern "C" cudaError_t st_kern_add(float *out, const float *a, const float *b, i
                                    cudaStream_t stream)
 {
     add_f32<<<ew_blocks(n), 256, 0, stream>>>(out, a, b, n);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t st_kern_add_row(float *out, const float *a, const float *b,
+                                       int64_t width, int64_t n_rows, cudaStream_t stream)
+{
+    if (width < 1 || n_rows < 1)
+        return cudaErrorInvalidValue;
+    add_row_f32<<<ew_blocks(width * n_rows), 256, 0, stream>>>(out, a, b, width,
+                                                              width * n_rows);
     return cudaGetLastError();
 }
 

@@ -215,8 +215,10 @@ enum st_status st_backend_matmul(struct st_backend *be, const struct st_tensor *
                                  const struct st_tensor *x, const struct st_tensor *w,
                                  struct st_err *err);
 
-/* out = a + b, element-wise (the residual). All f32 with equal shapes;
- * out may alias a or b. */
+/* out = a + b, element-wise (the residual), or a bias added to every row.
+ * out, a: f32 [C, n]; b: f32 [C, n] (element-wise), or f32 [C, 1] (one
+ * row, added to each of the n rows of a: glm4moe's q/k/v biases). out
+ * may alias a (or b when the shapes are equal). */
 enum st_status st_backend_add(struct st_backend *be, const struct st_tensor *out,
                               const struct st_tensor *a, const struct st_tensor *b,
                               struct st_err *err);
@@ -286,15 +288,35 @@ enum st_status st_backend_rms_norm_rope(struct st_backend *be, const struct st_t
                                         const struct st_rope_params *rope, float eps,
                                         struct st_err *err);
 
-/* MoE routing (qwen3moe, ENGINE.md 3.3 step 8): logits = router . x,
- * p = softmax over all X experts, sel = the k experts of highest p (ties
- * to the lower index), w = p[sel] / max(sum p[sel], 6.1035e-5).
- * sel: i32 [k, n] (expert ids, in descending p); weights: f32 [k, n];
- * x: f32 [E, n] (after ffn_norm); router: any [E, X] (F32 in files). */
+/* How moe_route turns router logits into expert weights. */
+enum st_moe_gating {
+    ST_MOE_GATING_SOFTMAX = 1,   /* p = softmax over all X (qwen3moe, Mixtral) */
+    ST_MOE_GATING_SIGMOID = 2,   /* p = sigmoid(logit) per expert (glm4moe) */
+};
+
+struct st_moe_route_params {
+    enum st_moe_gating      gating;
+    const struct st_tensor *bias;   /* f32 [X] selection bias (glm4moe's exp_probs_b,
+                                     * e_score_correction_bias) or NULL: added to p
+                                     * for choosing the k experts only */
+    bool                    norm;   /* renormalize the k weights to sum 1 */
+    float                   scale;  /* weights times this (routed_scaling_factor); 1 = none */
+};
+
+/* MoE routing (ENGINE.md 3.3 step 8): logits = router . x, p = gating of
+ * the logits (rp->gating), sel = the k experts of highest p + bias (ties
+ * to the lower index; bias NULL = 0), w = p[sel] (the unbiased values),
+ * then w /= max(sum w, 6.1035e-5) when rp->norm, then w *= rp->scale
+ * (skipped when scale == 1, so qwen3moe's softmax + norm is bit for bit
+ * what it was). rp is read during the call only; the bias tensor's
+ * contents are read when the op runs.
+ * sel: i32 [k, n] (expert ids, in descending p + bias); weights: f32
+ * [k, n]; x: f32 [E, n] (after ffn_norm); router: any [E, X] (F32 in
+ * files); rp->bias: f32 [X]; rp->scale finite and > 0. */
 enum st_status st_backend_moe_route(struct st_backend *be, const struct st_tensor *sel,
                                     const struct st_tensor *weights,
                                     const struct st_tensor *x, const struct st_tensor *router,
-                                    struct st_err *err);
+                                    const struct st_moe_route_params *rp, struct st_err *err);
 
 /* Expert FFN: out[r] = sum_j weights[r, j] * down_e(SiLU(gate_e x[r]) *
  * up_e x[r]) with e = sel[r, j]. Rows are grouped by expert so each expert

@@ -5,9 +5,12 @@
  *
  * Architectures: qwen3moe (MoE, QK-norm, NEOX rope), qwen3 (dense,
  * QK-norm, NEOX rope), llama (dense or Mixtral-style MoE, no QK-norm,
- * normal rope). A missing or misshapen tensor, a missing required key or
- * a tensor type strata cannot compute on is an ST_ERR_BAD_MODEL load
- * error naming the key or tensor.
+ * normal rope), glm4moe (GLM-4.5 / 4.5-Air: leading dense layers, then
+ * MoE with sigmoid routing, a selection bias and a shared expert; q/k/v
+ * biases, optional QK-norm, partial NEOX rope; docs/GGUF.md "glm4moe").
+ * A missing or misshapen tensor, a missing required key or a tensor type
+ * strata cannot compute on is an ST_ERR_BAD_MODEL load error naming the
+ * key or tensor.
  *
  * Ownership: st_model_desc_load returns an owned description that borrows
  * the st_gguf (every tensor pointer points into it): free the description
@@ -31,6 +34,7 @@ enum st_arch {
     ST_ARCH_LLAMA,
     ST_ARCH_QWEN3,
     ST_ARCH_QWEN3MOE,
+    ST_ARCH_GLM4MOE,
 };
 
 /* rope.scaling.type. */
@@ -53,6 +57,15 @@ struct st_hparams {
     int64_t  n_expert;         /* X: expert_count (0 = dense) */
     int64_t  n_expert_used;    /* k: expert_used_count */
     int64_t  n_ff_exp;         /* F: expert_feed_forward_length (default n_ff / k) */
+    int64_t  n_dense_lead;     /* leading_dense_block_count (glm4moe): layers [0, n) have
+                                * the dense FFN (n_ff), the rest MoE; 0 elsewhere */
+    int64_t  n_expert_shared;  /* expert_shared_count (glm4moe): shared expert width is
+                                * n_ff_exp * this; 0 = no shared expert */
+    int32_t  moe_gating;       /* enum st_moe_gating (backend.h): expert_gating_func;
+                                * softmax (1) for qwen3moe / Mixtral */
+    bool     moe_norm;         /* expert_weights_norm: renormalize the top-k weights
+                                * (always true for qwen3moe / Mixtral) */
+    float    moe_scale;        /* expert_weights_scale (routed_scaling_factor); 1 = none */
     float    rms_eps;          /* attention.layer_norm_rms_epsilon */
     float    rope_freq_base;   /* rope.freq_base (default 10000) */
     float    rope_freq_scale;  /* 1 / rope_factor under linear or yarn scaling, else 1 */
@@ -68,7 +81,8 @@ struct st_hparams {
     struct st_rope_params rope;  /* what the layer program passes to the rope ops, derived
                                   * from the fields above (st_hparams_rope_override) */
     bool     rope_neox;        /* NEOX pairing (i, i + n_rot/2): qwen3*; false for llama */
-    bool     qk_norm;          /* per-head RMSNorm of q and k before rope (qwen3*) */
+    bool     qk_norm;          /* per-head RMSNorm of q and k before rope (qwen3*; glm4moe
+                                * when blk.0.attn_q_norm is present) */
     bool     tied_output;      /* no output.weight: the LM head is token_embd */
 };
 
@@ -81,16 +95,23 @@ struct st_layer_desc {
     const struct st_gguf_tensor *wo;             /* (H*Dv, E) */
     const struct st_gguf_tensor *q_norm;         /* (D) F32, qk_norm only */
     const struct st_gguf_tensor *k_norm;         /* (D) F32, qk_norm only */
-    const struct st_gguf_tensor *ffn_norm;       /* (E) F32 */
-    /* dense FFN (n_expert == 0) */
+    const struct st_gguf_tensor *bq;             /* (H*D) F32 attn_q.bias, glm4moe (or NULL) */
+    const struct st_gguf_tensor *bk;             /* (Hkv*D) F32 attn_k.bias */
+    const struct st_gguf_tensor *bv;             /* (Hkv*Dv) F32 attn_v.bias */
+    const struct st_gguf_tensor *ffn_norm;       /* (E) F32; glm4moe: post_attention_norm */
+    /* dense FFN (n_expert == 0, or a glm4moe leading dense layer) */
     const struct st_gguf_tensor *ffn_gate;       /* (E, n_ff) */
     const struct st_gguf_tensor *ffn_up;         /* (E, n_ff) */
     const struct st_gguf_tensor *ffn_down;       /* (n_ff, E) */
-    /* MoE FFN (n_expert > 0) */
+    /* MoE FFN (n_expert > 0 and not a leading dense layer) */
     const struct st_gguf_tensor *ffn_gate_inp;   /* router (E, X) */
     const struct st_gguf_tensor *ffn_gate_exps;  /* (E, F, X) */
     const struct st_gguf_tensor *ffn_up_exps;    /* (E, F, X) */
     const struct st_gguf_tensor *ffn_down_exps;  /* (F, E, X) */
+    const struct st_gguf_tensor *exp_probs_b;    /* (X) F32 selection bias, glm4moe */
+    const struct st_gguf_tensor *ffn_gate_shexp; /* (E, Fs) shared expert, glm4moe */
+    const struct st_gguf_tensor *ffn_up_shexp;   /* (E, Fs) */
+    const struct st_gguf_tensor *ffn_down_shexp; /* (Fs, E) */
     /* MTP ("nextn") block only: layers n_layer .. n_layer + n_nextn - 1 */
     const struct st_gguf_tensor *nextn_eh_proj;  /* (2E, E): input [enorm(emb); hnorm(h)] */
     const struct st_gguf_tensor *nextn_enorm;    /* (E) F32 */

@@ -44,8 +44,8 @@
                       const struct st_rope_params *rope, float eps, struct st_err *err), \
       (be, out, x, w, pos, rope, eps, err))                                            \
     X(moe_route, (struct st_backend *be, ST_T sel, ST_T weights, ST_T x, ST_T router,   \
-                  struct st_err *err),                                                 \
-      (be, sel, weights, x, router, err))                                              \
+                  const struct st_moe_route_params *rp, struct st_err *err),           \
+      (be, sel, weights, x, router, rp, err))                                          \
     X(moe_ffn, (struct st_backend *be, ST_T out, ST_T x, ST_T sel, ST_T weights,        \
                 ST_T gate, ST_T up, ST_T down, struct st_err *err),                    \
       (be, out, x, sel, weights, gate, up, down, err))

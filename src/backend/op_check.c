@@ -34,6 +34,16 @@ static bool ok(struct st_backend *be, const struct st_tensor *t, int type, int d
     return true;
 }
 
+/* A weight matrix whose rows the dot kernels can read: the x86 float
+ * kernels (F32, F16, BF16) take 8 elements at a time with no tail, so
+ * their rows (and the activations') must be whole 8s; quantized rows are
+ * whole blocks by construction (st_backend_alloc). */
+static bool dot_rows(const struct st_tensor *w)
+{
+    bool fl = w->type == ST_DTYPE_F32 || w->type == ST_DTYPE_F16 || w->type == ST_DTYPE_BF16;
+    return !fl || w->ne[0] % 8 == 0;
+}
+
 #define F32 ((int)ST_DTYPE_F32)
 #define I32 ((int)ST_DTYPE_I32)
 #define F16 ((int)ST_DTYPE_F16)
@@ -70,7 +80,7 @@ enum st_status st_check_matmul(struct st_backend *be, ST_T out, ST_T x, ST_T w,
 {
     if (!ok(be, x, F32, 2))
         return bad(err, "matmul", "x", x);
-    if (!ok(be, w, ANY, 2) || w->ne[0] != x->ne[0])
+    if (!ok(be, w, ANY, 2) || w->ne[0] != x->ne[0] || !dot_rows(w))
         return bad(err, "matmul", "w", w);
     if (!ok(be, out, F32, 2) || out->ne[0] != w->ne[1] || out->ne[1] != x->ne[1])
         return bad(err, "matmul", "out", out);
@@ -92,6 +102,15 @@ static enum st_status check_same3(struct st_backend *be, const char *op, ST_T ou
 enum st_status st_check_add(struct st_backend *be, ST_T out, ST_T a, ST_T b,
                             struct st_err *err)
 {
+    /* b as one row [C, 1] broadcast over a's rows (a bias) */
+    if (ok(be, b, F32, 2) && ok(be, a, F32, 2) && b->ne[1] == 1 && a->ne[1] != 1 &&
+        b->ne[0] == a->ne[0]) {
+        if (!ok(be, out, F32, 2) || out->ne[0] != a->ne[0] || out->ne[1] != a->ne[1])
+            return bad(err, "add", "out", out);
+        if (out->data == b->data)
+            return bad(err, "add", "out (aliases the bias row)", out);
+        return ST_OK;
+    }
     return check_same3(be, "add", out, a, b, err);
 }
 
@@ -196,16 +215,27 @@ enum st_status st_check_rms_norm_rope(struct st_backend *be, ST_T out, ST_T x, S
 }
 
 enum st_status st_check_moe_route(struct st_backend *be, ST_T sel, ST_T weights, ST_T x,
-                                  ST_T router, struct st_err *err)
+                                  ST_T router, const struct st_moe_route_params *rp,
+                                  struct st_err *err)
 {
+    if (!rp)
+        return st_err_set(err, ST_ERR_INVALID, "moe_route: no routing parameters");
+    if (rp->gating != ST_MOE_GATING_SOFTMAX && rp->gating != ST_MOE_GATING_SIGMOID)
+        return st_err_set(err, ST_ERR_INVALID, "moe_route: gating %d is not softmax (1) or "
+                          "sigmoid (2)", (int)rp->gating);
+    if (!isfinite(rp->scale) || !(rp->scale > 0.0f))
+        return st_err_set(err, ST_ERR_INVALID, "moe_route: scale %g must be a number > 0",
+                          (double)rp->scale);
     if (!ok(be, x, F32, 2))
         return bad(err, "moe_route", "x", x);
-    if (!ok(be, router, ANY, 2) || router->ne[0] != x->ne[0])
+    if (!ok(be, router, ANY, 2) || router->ne[0] != x->ne[0] || !dot_rows(router))
         return bad(err, "moe_route", "router", router);
     if (!ok(be, sel, I32, 2) || sel->ne[1] != x->ne[1] || sel->ne[0] > router->ne[1])
         return bad(err, "moe_route", "sel", sel);
     if (!ok(be, weights, F32, 2) || weights->ne[0] != sel->ne[0] || weights->ne[1] != x->ne[1])
         return bad(err, "moe_route", "weights", weights);
+    if (rp->bias && (!ok(be, rp->bias, F32, 1) || rp->bias->ne[0] != router->ne[1]))
+        return bad(err, "moe_route", "bias", rp->bias);
     return ST_OK;
 }
 
@@ -222,13 +252,13 @@ enum st_status st_check_moe_ffn(struct st_backend *be, ST_T out, ST_T x, ST_T se
         return bad(err, "moe_ffn", "sel", sel);
     if (!ok(be, weights, F32, 2) || weights->ne[0] != sel->ne[0] || weights->ne[1] != x->ne[1])
         return bad(err, "moe_ffn", "weights", weights);
-    if (!ok(be, gate, ANY, 3) || gate->ne[0] != x->ne[0])
+    if (!ok(be, gate, ANY, 3) || gate->ne[0] != x->ne[0] || !dot_rows(gate))
         return bad(err, "moe_ffn", "gate", gate);
     if (!ok(be, up, ANY, 3) || up->ne[0] != gate->ne[0] || up->ne[1] != gate->ne[1] ||
         up->ne[2] != gate->ne[2])
         return bad(err, "moe_ffn", "up", up);
     if (!ok(be, down, ANY, 3) || down->ne[0] != gate->ne[1] || down->ne[1] != x->ne[0] ||
-        down->ne[2] != gate->ne[2])
+        down->ne[2] != gate->ne[2] || !dot_rows(down))
         return bad(err, "moe_ffn", "down", down);
     return ST_OK;
 }

@@ -11,7 +11,8 @@
 
 static int usage(void)
 {
-    fputs("usage: strata make-model OUT.gguf [--preset tiny|small|medium|mtp-demo|a3b]\n"
+    fputs("usage: strata make-model OUT.gguf\n"
+          "                         [--preset tiny|small|medium|mtp-demo|a3b|glm-tiny]\n"
           "                         [--quant TYPE]\n"
           "                         [--seed N] [--vocab tokenizer.json] [--n-vocab N] [--mtp]\n"
           "                         [--no-fim]\n"
@@ -22,6 +23,9 @@ static int usage(void)
           "             the model (measures MTP drafting; not a claim about real models)\n"
           "             a3b: the Qwen3-30B-A3B shape (E 2048, 48 layers, 128 experts\n"
           "             top-8, vocabulary 151,936; ~17 GB at q4_k), for GPU benchmarks\n"
+          "             glm-tiny: a glm4moe (GLM-4.5 layout: dense first layer, shared\n"
+          "             expert, sigmoid routing, q/k/v biases, partial rope, GLM's special\n"
+          "             tokens and an MTP block), E 64, 3 layers, 8 experts top-2\n"
           "  --quant    f32 f16 bf16 q8_0 (default) q4_0 q4_1 q5_0 q5_1 q2_k q2_k_s q3_k\n"
           "             q3_k_m q3_k_l q4_k q4_k_m q5_k q6_k iq3_s iq3_xxs iq4_xs\n"
           "             (q2_k, q2_k_s, q3_k_m, q3_k_l, q4_k_m: llama-quantize's mixes)\n"
@@ -83,9 +87,11 @@ int st_cli_make_model(int argc, char **argv)
         fprintf(stderr, "strata make-model: %s\n", err.msg);
         return 1;
     }
-    printf("wrote %s (qwen3moe, preset %s, %s, seed %llu%s)\n", o.out_path,
+    bool glm = o.preset && strncmp(o.preset, "glm-", 4) == 0;
+    printf("wrote %s (%s, preset %s, %s, seed %llu%s)\n", o.out_path, glm ? "glm4moe" : "qwen3moe",
            o.preset ? o.preset : "tiny", o.quant ? o.quant : "q8_0",
            (unsigned long long)o.seed,
-           o.mtp || (o.preset && strcmp(o.preset, "mtp-demo") == 0) ? ", with an MTP block" : "");
+           o.mtp || glm || (o.preset && strcmp(o.preset, "mtp-demo") == 0) ? ", with an MTP block"
+                                                                           : "");
     return 0;
 }

@@ -1,5 +1,5 @@
 /* forward.c -- the layer program, written once against the op table
- * (backend.h) for qwen3moe, qwen3 and llama (ENGINE.md 3.3).
+ * (backend.h) for qwen3moe, qwen3, llama and glm4moe (ENGINE.md 3.3).
  *
  * Per chunk of n rows (every slot's rows of the step together):
  *
@@ -7,13 +7,17 @@
  *   per layer:
  *     h = rmsnorm(x) * attn_norm                          (layer 0; later: below)
  *     q, k, v = h Wq^T, h Wk^T, h Wv^T                     [H*D | Hkv*D, n]
+ *               (+ bq, bk, bv: glm4moe, one row added to every row)
  *     q, k = per-head rmsnorm * q_norm / k_norm           (qwen3*, before rope;
  *            then NEOX rope at each row's position         one fused op)
  *            (llama: rope only, rows pre-permuted)
  *     att = causal GQA attention over the slot's F16 KV   (writes k, v first)
  *     x += att Wo^T;  h = rmsnorm(x) * ffn_norm           (one fused op)
- *     o = MoE(h)  (softmax -> top-k -> renormalize; SwiGLU experts)
- *       or dense SwiGLU FFN
+ *     o = MoE(h)  (softmax -> top-k -> renormalize; SwiGLU experts;
+ *                  glm4moe: sigmoid -> top-k of p + bias -> renormalize
+ *                  -> x routed_scaling_factor, plus the shared expert)
+ *       or dense SwiGLU FFN (every layer of a dense model, glm4moe's
+ *       leading dense layers)
  *     x += o;  h = rmsnorm(x) * next layer's attn_norm    (fused; last layer: add)
  *   the rows that want logits are gathered into hout
  *
@@ -63,11 +67,30 @@ void st_fwd_cut_rows(const struct st_fwd_act *a, int64_t n, struct st_fwd_rows *
     r->o = cut(&a->o, n);
     r->g = cut(&a->g, n);
     r->u = cut(&a->u, n);
+    r->so = cut(&a->so, n);
     r->sel = cut(&a->sel, n);
     r->wts = cut(&a->wts, n);
     r->ids = st_fwd_column(&a->ids, 0, n);
     r->pos = st_fwd_column(&a->pos, 0, n);
     r->slot = st_fwd_column(&a->slot, 0, n);
+}
+
+/* The first w * n floats of an f32 buffer seen as [w, n] (the g and u
+ * buffers serve the dense FFN and the shared expert, of different widths). */
+static struct st_tensor width_view(const struct st_tensor *t, int64_t w, int64_t n)
+{
+    const int64_t flat[ST_TENSOR_DIMS] = { 1, st_tensor_nelem(t), 1, 1 };
+    const int64_t ne[ST_TENSOR_DIMS] = { w, n, 1, 1 };
+    struct st_tensor f = st_tensor_reshape(t, flat);
+    struct st_tensor v = st_tensor_slice(&f, 1, 0, w * n);
+    return st_tensor_reshape(&v, ne);
+}
+
+/* t += bias (one row added to every row) when the layer has one. */
+static enum st_status add_bias(struct st_model *m, const struct st_tensor *t,
+                               const struct st_tensor *bias, struct st_err *err)
+{
+    return bias->data ? st_backend_add(m->be, t, t, bias, err) : ST_OK;
 }
 
 /* NEOX rope of t [heads*D, n] in place at each row's position, after the
@@ -93,7 +116,9 @@ static enum st_status project_kv(struct st_model *m, const struct st_fwd_layer *
     if (!h_ready)
         TRY(st_backend_rms_norm(m->be, &r->h, &r->x, &w->attn_norm, hp->rms_eps, err));
     TRY(st_backend_matmul(m->be, &r->k, &r->h, &w->wk, err));
+    TRY(add_bias(m, &r->k, &w->bk, err));
     TRY(st_backend_matmul(m->be, &r->v, &r->h, &w->wv, err));
+    TRY(add_bias(m, &r->v, &w->bv, err));
     return norm_rope(m, &r->k, &w->k_norm, r, err);
 }
 
@@ -102,6 +127,7 @@ static enum st_status project_q(struct st_model *m, const struct st_fwd_layer *w
                                 const struct st_fwd_rows *r, struct st_err *err)
 {
     TRY(st_backend_matmul(m->be, &r->q, &r->h, &w->wq, err));
+    TRY(add_bias(m, &r->q, &w->bq, err));
     return norm_rope(m, &r->q, &w->q_norm, r, err);
 }
 
@@ -129,22 +155,46 @@ static enum st_status residual(struct st_model *m, const struct st_fwd_rows *r,
     return st_backend_add(m->be, &r->x, &r->x, &r->o, err);
 }
 
-/* The FFN of h (= rmsnorm(x) * ffn_norm) into o. */
+/* out = down(SiLU(h gate^T) * (h up^T)): a dense SwiGLU FFN of width
+ * ne1(gate), through the g and u buffers. */
+static enum st_status swiglu(struct st_model *m, const struct st_tensor *out,
+                             const struct st_tensor *gate, const struct st_tensor *up,
+                             const struct st_tensor *down, const struct st_fwd_rows *r,
+                             struct st_err *err)
+{
+    int64_t n = r->h.ne[1];
+    struct st_tensor g = width_view(&m->act.g, gate->ne[1], n);
+    struct st_tensor u = width_view(&m->act.u, gate->ne[1], n);
+    TRY(st_backend_matmul(m->be, &g, &r->h, gate, err));
+    TRY(st_backend_matmul(m->be, &u, &r->h, up, err));
+    TRY(st_backend_silu_mul(m->be, &g, &g, &u, err));
+    return st_backend_matmul(m->be, out, &g, down, err);
+}
+
+/* The FFN of h (= rmsnorm(x) * ffn_norm) into o: the routed experts (plus
+ * glm4moe's shared expert, added), or the dense FFN of a layer without a
+ * router (dense models, glm4moe's leading dense layers). */
 static enum st_status ffn(struct st_model *m, const struct st_fwd_layer *w,
                           const struct st_fwd_rows *r, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
     struct st_backend *be = m->be;
 
-    if (hp->n_expert > 0) {
-        TRY(st_backend_moe_route(be, &r->sel, &r->wts, &r->h, &w->router, err));
-        return st_backend_moe_ffn(be, &r->o, &r->h, &r->sel, &r->wts, &w->gate_exps,
-                                  &w->up_exps, &w->down_exps, err);
-    }
-    TRY(st_backend_matmul(be, &r->g, &r->h, &w->ffn_gate, err));
-    TRY(st_backend_matmul(be, &r->u, &r->h, &w->ffn_up, err));
-    TRY(st_backend_silu_mul(be, &r->g, &r->g, &r->u, err));
-    return st_backend_matmul(be, &r->o, &r->g, &w->ffn_down, err);
+    if (!w->router.data)
+        return swiglu(m, &r->o, &w->ffn_gate, &w->ffn_up, &w->ffn_down, r, err);
+    const struct st_moe_route_params rp = {
+        .gating = (enum st_moe_gating)hp->moe_gating,
+        .bias = w->exp_probs_b.data ? &w->exp_probs_b : NULL,
+        .norm = hp->moe_norm,
+        .scale = hp->moe_scale,
+    };
+    TRY(st_backend_moe_route(be, &r->sel, &r->wts, &r->h, &w->router, &rp, err));
+    TRY(st_backend_moe_ffn(be, &r->o, &r->h, &r->sel, &r->wts, &w->gate_exps, &w->up_exps,
+                           &w->down_exps, err));
+    if (!w->gate_shexp.data)
+        return ST_OK;
+    TRY(swiglu(m, &r->so, &w->gate_shexp, &w->up_shexp, &w->down_shexp, r, err));
+    return st_backend_add(be, &r->o, &r->o, &r->so, err);   /* routed + shared */
 }
 
 enum st_status st_fwd_layer_block(struct st_model *m, const struct st_fwd_layer *w,

@@ -5,6 +5,7 @@
  * Shapes use the backend's notation: [a, b] = ne0 a (contiguous), b rows.
  * E = n_embd, H = n_head, Hkv = n_head_kv, D = head dim, X = experts,
  * k = experts per token, F = expert FFN width, Fd = dense FFN width,
+ * Fs = shared expert width (glm4moe; the g/u buffers hold max(Fd, Fs)),
  * V = vocab, R = max_rows (rows per chunk), O = max_out (logit rows),
  * L = n_layer, C = n_ctx, S = n_slots.
  */
@@ -23,6 +24,7 @@ struct st_fwd_layer {
     struct st_tensor wo;           /* any [H*D, E] */
     struct st_tensor q_norm;       /* f32 [D], qk_norm only */
     struct st_tensor k_norm;       /* f32 [D], qk_norm only */
+    struct st_tensor bq, bk, bv;   /* f32 [H*D], [Hkv*D], [Hkv*D] biases (glm4moe), or empty */
     struct st_tensor ffn_norm;     /* f32 [E] */
     struct st_tensor ffn_gate;     /* dense: any [E, Fd] */
     struct st_tensor ffn_up;       /* dense: any [E, Fd] */
@@ -31,7 +33,18 @@ struct st_fwd_layer {
     struct st_tensor gate_exps;    /* MoE: any [E, F, X] */
     struct st_tensor up_exps;      /* MoE: any [E, F, X] */
     struct st_tensor down_exps;    /* MoE: any [F, E, X] */
+    struct st_tensor exp_probs_b;  /* MoE: f32 [X] selection bias (glm4moe), or empty */
+    struct st_tensor gate_shexp;   /* MoE: any [E, Fs] shared expert (glm4moe), or empty */
+    struct st_tensor up_shexp;     /* MoE: any [E, Fs] */
+    struct st_tensor down_shexp;   /* MoE: any [Fs, E] */
 };
+
+/* Every tensor of a layer, for the loaders' release loops. */
+#define ST_FWD_LAYER_TENSORS(w)                                                             \
+    &(w)->attn_norm, &(w)->wq, &(w)->wk, &(w)->wv, &(w)->wo, &(w)->q_norm, &(w)->k_norm,    \
+    &(w)->bq, &(w)->bk, &(w)->bv, &(w)->ffn_norm, &(w)->ffn_gate, &(w)->ffn_up,             \
+    &(w)->ffn_down, &(w)->router, &(w)->gate_exps, &(w)->up_exps, &(w)->down_exps,          \
+    &(w)->exp_probs_b, &(w)->gate_shexp, &(w)->up_shexp, &(w)->down_shexp
 
 /* Activation buffers, allocated once for R rows (O for the head). */
 struct st_fwd_act {
@@ -42,8 +55,9 @@ struct st_fwd_act {
     struct st_tensor v;        /* f32 [Hkv*D, R] */
     struct st_tensor att;      /* f32 [H*D, R] attention output, heads concatenated */
     struct st_tensor o;        /* f32 [E, R]   sub-block output added to x */
-    struct st_tensor g;        /* f32 [Fd, R]  dense FFN gate (then SwiGLU) */
+    struct st_tensor g;        /* f32 [Fd, R]  dense FFN gate (then SwiGLU); max(Fd, Fs) */
     struct st_tensor u;        /* f32 [Fd, R]  dense FFN up */
+    struct st_tensor so;       /* f32 [E, R]   shared expert output (glm4moe; else [1, R]) */
     struct st_tensor sel;      /* i32 [k, R]   selected experts */
     struct st_tensor wts;      /* f32 [k, R]   their weights */
     /* Per-row integers are stored as [1, R] so that rows [a, a+n) can be
@@ -96,7 +110,7 @@ struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t
 /* The activation buffers cut to the n rows of one pass (views, nothing
  * owned). The MTP passes point pos and slot at their own columns. */
 struct st_fwd_rows {
-    struct st_tensor x, h, q, k, v, att, o, g, u, sel, wts, ids, pos, slot;
+    struct st_tensor x, h, q, k, v, att, o, g, u, so, sel, wts, ids, pos, slot;
 };
 
 void st_fwd_cut_rows(const struct st_fwd_act *a, int64_t n, struct st_fwd_rows *r);

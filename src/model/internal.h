@@ -27,6 +27,9 @@ struct st_mm_vocab {
                               * (tokenizer.ggml.fim_*_token_id keys written); -1: none */
     bool     add_bos;
     char    *chat_template;  /* NULL = none */
+    const char *pre;         /* tokenizer.ggml.pre (static string); NULL = "qwen2" */
+    bool     glm_ids;        /* also write eot/eom/unknown_token_id (GLM's vocabulary) */
+    int32_t  eot, eom, unk;  /* with glm_ids: ids */
 };
 
 void st_mm_vocab_free(struct st_mm_vocab *v);
@@ -36,6 +39,18 @@ void st_mm_vocab_free(struct st_mm_vocab *v);
  * <think>/</think> and (fim) Qwen's six FIM tokens; padded to a multiple of 64. */
 ST_MUST_CHECK enum st_status st_mm_vocab_builtin(struct st_mm_vocab *v, bool fim,
                                                  struct st_err *err);
+
+/* The built-in bytes and merges with GLM-4.5's special tokens instead of
+ * ChatML's (make-model's glm-* presets): <|endoftext|> [MASK] [gMASK]
+ * [sMASK] <sop> <eop> <|system|> <|user|> <|assistant|> <|observation|>
+ * (CONTROL: special in GLM's tokenizer.json), then <think> </think>
+ * <tool_call> </tool_call> <arg_key> </arg_key> <arg_value> </arg_value>
+ * <tool_response> </tool_response> (USER_DEFINED: not special there), in
+ * GLM's relative order; pre "glm4"; the ids a GLM-4.5 GGUF sets (bos
+ * [gMASK], eos/pad/unk <|endoftext|>, eot <|user|>, eom <|observation|>);
+ * no add_bos (the template starts with [gMASK]<sop>); a short GLM-4.5-style
+ * chat template. Padded to a multiple of 64. */
+ST_MUST_CHECK enum st_status st_mm_vocab_glm(struct st_mm_vocab *v, struct st_err *err);
 
 /* Import a Hugging Face tokenizer.json (and tokenizer_config.json /
  * config.json beside it when present). n_vocab_pad > 0 pads to that size. */

@@ -1,5 +1,9 @@
 /* make_model.c -- st_make_model: a synthetic qwen3moe GGUF (random weights,
- * real tokenizer, ChatML template), written with the GGUF writer.
+ * real tokenizer, ChatML template), written with the GGUF writer; or, with
+ * a glm-* preset, a glm4moe one (GLM-4.5's layout: leading dense layers,
+ * q/k/v biases, sigmoid routing with a selection bias and a routed scale,
+ * a shared expert, partial rope, one nextn block; GLM's special tokens and
+ * a GLM-style template; docs/GGUF.md "glm4moe").
  *
  * Shapes per ENGINE.md 3.2, ne0 innermost: a matrix with y = W x has
  * ne = (in, out); experts are (in, out, X). Weights have standard
@@ -24,17 +28,29 @@ struct preset {
     bool tied;
     bool mtp_demo;   /* an MTP block that agrees with the model on purpose (see below) */
     int64_t n_vocab; /* pad the built-in vocabulary to this many rows (0 = as built) */
+    /* glm4moe presets only (zero for qwen3moe): */
+    bool glm;        /* general.architecture glm4moe; always one nextn block */
+    int64_t dense;   /* leading dense layers, FFN width Fd */
+    int64_t Fd;
+    int64_t shexp;   /* shared experts (width F * shexp) */
+    int64_t n_rot;   /* partial rope: rotated dims of each head */
+    float scale;     /* expert_weights_scale (routed_scaling_factor) */
 };
 
 static const struct preset presets[] = {
-    { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true, false, 0 },
-    { "small", 256, 4, 8, 2, 32, 8, 2, 128, 4096, false, false, 0 },
-    { "medium", 768, 12, 16, 4, 64, 16, 4, 256, 8192, false, false, 0 },
-    { "mtp-demo", 512, 8, 8, 2, 64, 4, 2, 512, 4096, false, true, 0 },
+    { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true, false, 0, false, 0, 0, 0, 0, 0.0f },
+    { "small", 256, 4, 8, 2, 32, 8, 2, 128, 4096, false, false, 0, false, 0, 0, 0, 0, 0.0f },
+    { "medium", 768, 12, 16, 4, 64, 16, 4, 256, 8192, false, false, 0, false, 0, 0, 0, 0, 0.0f },
+    { "mtp-demo", 512, 8, 8, 2, 64, 4, 2, 512, 4096, false, true, 0, false, 0, 0, 0, 0, 0.0f },
     /* a3b: the real Qwen3-30B-A3B shape (ENGINE.md 3.2) with random weights, for
      * measuring the GPU engine (~17 GB at Q4_K); the vocabulary is padded to
      * Qwen's 151,936 rows so the head and embedding have their real size */
-    { "a3b", 2048, 48, 32, 4, 128, 128, 8, 768, 40960, false, false, 151936 },
+    { "a3b", 2048, 48, 32, 4, 128, 128, 8, 768, 40960, false, false, 151936, false, 0, 0, 0, 0,
+      0.0f },
+    /* glm-tiny: GLM-4.5-Air's layout at toy size (1 dense + 2 MoE layers, 8
+     * experts top-2 with a shared one, rope over half of each head, routed
+     * scale 2.5, one nextn block) */
+    { "glm-tiny", 64, 3, 4, 2, 16, 8, 2, 32, 2048, false, false, 0, true, 1, 96, 1, 8, 2.5f },
 };
 
 /* Pad v with unused "[PADn]" tokens up to n rows (the a3b preset). */
@@ -66,7 +82,7 @@ static void pad_vocab(struct st_mm_vocab *v, int64_t n)
 #define DEMO_BLOCK_SCALE 0.001f
 
 enum role { R_EMBD, R_OUTPUT, R_ATTN, R_ATTN_V, R_ATTN_OUT, R_FFN, R_FFN_DOWN, R_ROUTER,
-            R_NORM };
+            R_NORM, R_BIAS };
 
 /* llama-quantize's per-tensor mixes (llama_tensor_get_type) we reproduce. */
 enum mix { MIX_NONE, MIX_Q4_K_M, MIX_Q2_K, MIX_Q2_K_S, MIX_Q3_K_M, MIX_Q3_K_L };
@@ -193,6 +209,7 @@ static enum st_dtype pick_type(const struct plan *pl, enum role r, int64_t il, i
     switch (r) {
     case R_NORM:
     case R_ROUTER:
+    case R_BIAS:
         return ST_DTYPE_F32;
     case R_OUTPUT:
         return fit(float_or_q8 ? b : ST_DTYPE_Q6_K, ne0);
@@ -290,7 +307,7 @@ static void add(struct build *b, const char *name, enum role r, int64_t il, int 
     double x = 1.0 / (double)ne0, s = 1.0;
     for (int it = 0; it < 60; it++)
         s = 0.5 * (s + x / s);
-    g->sigma = g->norm ? 0.2f / 1.7320508f : (float)s;
+    g->sigma = g->norm ? 0.2f / 1.7320508f : r == R_BIAS ? 0.1f : (float)s;
     g->kind = GEN_RANDOM;
     if (b->p->mtp_demo)
         demo_tweak(b, name, g);
@@ -301,8 +318,41 @@ static void add_blk(struct build *b, int64_t il, const char *what, enum role r, 
                     int64_t ne0, int64_t ne1, int64_t ne2)
 {
     char name[96];
-    snprintf(name, sizeof(name), "blk.%lld.%s.weight", (long long)il, what);
+    snprintf(name, sizeof(name), "blk.%lld.%s.%s", (long long)il, what,
+             r == R_BIAS ? "bias" : "weight");
     add(b, name, r, il, n_dims, ne0, ne1, ne2);
+}
+
+/* glm4moe's blocks (llama.cpp's names): post_attention_norm for the FFN
+ * norm, q/k/v biases, no q/k norms (as GLM-4.5-Air), dense FFN on the
+ * leading layers, then router + exp_probs_b + experts + shared expert. */
+static void add_glm_block(struct build *b, int64_t il)
+{
+    const struct preset *p = b->p;
+    int64_t E = p->E, HD = p->H * p->D, KD = p->Hkv * p->D, Fs = p->F * p->shexp;
+    add_blk(b, il, "attn_norm", R_NORM, 1, E, 1, 1);
+    add_blk(b, il, "attn_q", R_ATTN, 2, E, HD, 1);
+    add_blk(b, il, "attn_q", R_BIAS, 1, HD, 1, 1);
+    add_blk(b, il, "attn_k", R_ATTN, 2, E, KD, 1);
+    add_blk(b, il, "attn_k", R_BIAS, 1, KD, 1, 1);
+    add_blk(b, il, "attn_v", R_ATTN_V, 2, E, KD, 1);
+    add_blk(b, il, "attn_v", R_BIAS, 1, KD, 1, 1);
+    add_blk(b, il, "attn_output", R_ATTN_OUT, 2, HD, E, 1);
+    add_blk(b, il, "post_attention_norm", R_NORM, 1, E, 1, 1);
+    if (il < p->dense) {
+        add_blk(b, il, "ffn_gate", R_FFN, 2, E, p->Fd, 1);
+        add_blk(b, il, "ffn_up", R_FFN, 2, E, p->Fd, 1);
+        add_blk(b, il, "ffn_down", R_FFN_DOWN, 2, p->Fd, E, 1);
+        return;
+    }
+    add_blk(b, il, "ffn_gate_inp", R_ROUTER, 2, E, p->X, 1);
+    add_blk(b, il, "exp_probs_b", R_BIAS, 1, p->X, 1, 1);
+    add_blk(b, il, "ffn_gate_exps", R_FFN, 3, E, p->F, p->X);
+    add_blk(b, il, "ffn_up_exps", R_FFN, 3, E, p->F, p->X);
+    add_blk(b, il, "ffn_down_exps", R_FFN_DOWN, 3, p->F, E, p->X);
+    add_blk(b, il, "ffn_gate_shexp", R_FFN, 2, E, Fs, 1);
+    add_blk(b, il, "ffn_up_shexp", R_FFN, 2, E, Fs, 1);
+    add_blk(b, il, "ffn_down_shexp", R_FFN_DOWN, 2, Fs, E, 1);
 }
 
 static void add_tensors(struct build *b)
@@ -313,7 +363,16 @@ static void add_tensors(struct build *b)
     add(b, "output_norm.weight", R_NORM, 0, 1, E, 1, 1);
     if (!p->tied)
         add(b, "output.weight", R_OUTPUT, 0, 2, E, b->n_vocab, 1);
-    for (int64_t il = 0; il < b->n_blocks; il++) {
+    for (int64_t il = 0; il < b->n_blocks && p->glm; il++) {
+        add_glm_block(b, il);
+        if (il == p->L) {                        /* GLM's nextn block: own head norm */
+            add_blk(b, il, "nextn.eh_proj", R_ATTN, 2, 2 * E, E, 1);
+            add_blk(b, il, "nextn.enorm", R_NORM, 1, E, 1, 1);
+            add_blk(b, il, "nextn.hnorm", R_NORM, 1, E, 1, 1);
+            add_blk(b, il, "nextn.shared_head_norm", R_NORM, 1, E, 1, 1);
+        }
+    }
+    for (int64_t il = 0; il < b->n_blocks && !p->glm; il++) {
         add_blk(b, il, "attn_norm", R_NORM, 1, E, 1, 1);
         add_blk(b, il, "attn_q", R_ATTN, 2, E, HD, 1);
         add_blk(b, il, "attn_k", R_ATTN, 2, E, KD, 1);
@@ -334,13 +393,29 @@ static void add_tensors(struct build *b)
     }
 }
 
+/* glm4moe's own keys (llama.cpp's names; GLM-4.5's values where they
+ * are fixed: sigmoid gating, normalized top-k). */
+static void add_glm_keys(struct build *b)
+{
+    struct st_gguf_writer *w = b->w;
+    const struct preset *p = b->p;
+    st_gguf_writer_set_u32(w, "glm4moe.rope.dimension_count", (uint32_t)p->n_rot);
+    st_gguf_writer_set_u32(w, "glm4moe.leading_dense_block_count", (uint32_t)p->dense);
+    st_gguf_writer_set_u32(w, "glm4moe.expert_shared_count", (uint32_t)p->shexp);
+    st_gguf_writer_set_f32(w, "glm4moe.expert_weights_scale", p->scale);
+    st_gguf_writer_set_bool(w, "glm4moe.expert_weights_norm", true);
+    st_gguf_writer_set_u32(w, "glm4moe.expert_gating_func", 2);   /* sigmoid */
+}
+
 static void add_keys(struct build *b, const struct st_make_model_opts *o)
 {
     struct st_gguf_writer *w = b->w;
     const struct preset *p = b->p;
-    char name[64];
+    const char *arch = p->glm ? "glm4moe" : "qwen3moe";
+    char name[64], key[96];
+#define KEY(suffix) (snprintf(key, sizeof(key), "%s.%s", arch, suffix), key)
     snprintf(name, sizeof(name), "strata-synthetic-%s", p->name);
-    st_gguf_writer_set_str(w, "general.architecture", "qwen3moe");
+    st_gguf_writer_set_str(w, "general.architecture", arch);
     st_gguf_writer_set_str(w, "general.type", "model");
     st_gguf_writer_set_str(w, "general.name", name);
     st_gguf_writer_set_str(w, "general.description",
@@ -351,21 +426,25 @@ static void add_keys(struct build *b, const struct st_make_model_opts *o)
     st_gguf_writer_set_u32(w, "general.file_type", b->plan.ftype);
     st_gguf_writer_set_str(w, "strata.make_model.preset", p->name);
     st_gguf_writer_set_u64(w, "strata.make_model.seed", o->seed);
-    st_gguf_writer_set_u32(w, "qwen3moe.context_length", (uint32_t)p->ctx);
-    st_gguf_writer_set_u32(w, "qwen3moe.embedding_length", (uint32_t)p->E);
-    st_gguf_writer_set_u32(w, "qwen3moe.block_count", (uint32_t)b->n_blocks);
-    st_gguf_writer_set_u32(w, "qwen3moe.feed_forward_length", (uint32_t)(p->F * p->k));
-    st_gguf_writer_set_u32(w, "qwen3moe.attention.head_count", (uint32_t)p->H);
-    st_gguf_writer_set_u32(w, "qwen3moe.attention.head_count_kv", (uint32_t)p->Hkv);
-    st_gguf_writer_set_u32(w, "qwen3moe.attention.key_length", (uint32_t)p->D);
-    st_gguf_writer_set_u32(w, "qwen3moe.attention.value_length", (uint32_t)p->D);
-    st_gguf_writer_set_f32(w, "qwen3moe.attention.layer_norm_rms_epsilon", 1e-6f);
-    st_gguf_writer_set_f32(w, "qwen3moe.rope.freq_base", 1000000.0f);
-    st_gguf_writer_set_u32(w, "qwen3moe.expert_count", (uint32_t)p->X);
-    st_gguf_writer_set_u32(w, "qwen3moe.expert_used_count", (uint32_t)p->k);
-    st_gguf_writer_set_u32(w, "qwen3moe.expert_feed_forward_length", (uint32_t)p->F);
+    st_gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)p->ctx);
+    st_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)p->E);
+    st_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)b->n_blocks);
+    st_gguf_writer_set_u32(w, KEY("feed_forward_length"),
+                           (uint32_t)(p->glm ? p->Fd : p->F * p->k));
+    st_gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)p->H);
+    st_gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)p->Hkv);
+    st_gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)p->D);
+    st_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)p->D);
+    st_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), p->glm ? 1e-5f : 1e-6f);
+    st_gguf_writer_set_f32(w, KEY("rope.freq_base"), 1000000.0f);
+    st_gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)p->X);
+    st_gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)p->k);
+    st_gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)p->F);
     if (b->n_blocks > p->L)
-        st_gguf_writer_set_u32(w, "qwen3moe.nextn_predict_layers", 1);
+        st_gguf_writer_set_u32(w, KEY("nextn_predict_layers"), 1);
+#undef KEY
+    if (p->glm)
+        add_glm_keys(b);
 }
 
 static enum st_status check_opts(const struct st_make_model_opts *o, struct build *b,
@@ -381,7 +460,8 @@ static enum st_status check_opts(const struct st_make_model_opts *o, struct buil
     }
     if (!b->p)
         return st_err_set(err, ST_ERR_INVALID,
-                          "make-model: unknown preset '%s' (tiny, small, medium, mtp-demo, a3b)",
+                          "make-model: unknown preset '%s' (tiny, small, medium, mtp-demo, a3b, "
+                          "glm-tiny)",
                           preset);
     if (!parse_quant(quant, &b->plan))
         return st_err_set(err, ST_ERR_INVALID, "make-model: unknown quant type '%s' (f32 f16 "
@@ -401,8 +481,10 @@ enum st_status st_make_model(const struct st_make_model_opts *o, struct st_err *
     if (rc != ST_OK)
         return rc;
     b.seed = o->seed;
-    b.n_blocks = b.p->L + (o->mtp || b.p->mtp_demo ? 1 : 0);   /* mtp-demo implies --mtp */
+    /* mtp-demo and the glm presets imply --mtp */
+    b.n_blocks = b.p->L + (o->mtp || b.p->mtp_demo || b.p->glm ? 1 : 0);
     rc = o->vocab_path ? st_mm_vocab_import(&v, o->vocab_path, o->n_vocab, err)
+         : b.p->glm    ? st_mm_vocab_glm(&v, err)
                        : st_mm_vocab_builtin(&v, !o->no_fim, err);
     if (rc != ST_OK)
         return rc;
@@ -412,7 +494,7 @@ enum st_status st_make_model(const struct st_make_model_opts *o, struct st_err *
         pad_vocab(&v, b.p->n_vocab);
     b.n_vocab = v.n;
     b.w = st_gguf_writer_new(0);
-    b.cap_gens = 3 + 15 * b.n_blocks;
+    b.cap_gens = 3 + 22 * b.n_blocks;
     b.gens = st_xcalloc((size_t)b.cap_gens, sizeof(*b.gens));
     add_keys(&b, o);
     rc = st_mm_vocab_write_kv(&v, b.w, err);

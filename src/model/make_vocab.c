@@ -14,6 +14,10 @@
  *   then            [PAD<i>] (UNUSED) up to a multiple of 64.
  * The FIM tokens took six of the [PAD] slots, so every earlier id and the
  * vocabulary size (576) are what they were before they were added.
+ * st_mm_vocab_glm (make-model's glm-* presets) keeps the bytes and merges
+ * and puts GLM-4.5's special tokens where ChatML's and the FIM tokens were
+ * (internal.h lists them), with GLM's ids, pre-tokenizer name and a
+ * GLM-style chat template.
  * Merges are learned by classic BPE training on make_corpus.c's text: split
  * into chunks (an optional space + letters, single digits, an optional
  * space + other symbols, whitespace runs), count adjacent pairs weighted
@@ -267,6 +271,62 @@ enum st_status st_mm_vocab_builtin(struct st_mm_vocab *v, bool fim, struct st_er
     return ST_OK;
 }
 
+/* A short GLM-4.5-style template: the [gMASK]<sop> prefix and the role
+ * tokens of the real one (tools and thinking controls left out). */
+static const char glm_template[] =
+    "[gMASK]<sop>{%- for m in messages -%}"
+    "{%- if m.role == 'system' -%}<|system|>\n{{ m.content }}"
+    "{%- elif m.role == 'user' -%}<|user|>\n{{ m.content }}"
+    "{%- elif m.role == 'assistant' -%}<|assistant|>\n{{ m.content }}"
+    "{%- elif m.role == 'tool' -%}<|observation|>\n<tool_response>{{ m.content }}"
+    "</tool_response>{%- endif -%}{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<|assistant|>{%- endif -%}";
+
+enum st_status st_mm_vocab_glm(struct st_mm_vocab *v, struct st_err *err)
+{
+    static const char *const control[] = { "<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]",
+                                           "<sop>", "<eop>", "<|system|>", "<|user|>",
+                                           "<|assistant|>", "<|observation|>" };
+    static const char *const user[] = { "<think>", "</think>", "<tool_call>", "</tool_call>",
+                                        "<arg_key>", "</arg_key>", "<arg_value>",
+                                        "</arg_value>", "<tool_response>",
+                                        "</tool_response>" };
+    int64_t cap = 256 + N_MERGES + 20 + 64;
+    memset(v, 0, sizeof(*v));
+    v->tokens = st_xcalloc((size_t)cap, sizeof(*v->tokens));
+    v->types = st_xcalloc((size_t)cap, sizeof(*v->types));
+    v->merges = st_xcalloc(N_MERGES, sizeof(*v->merges));
+    for (int b = 0; b < 256; b++) {
+        char s[3];
+        byte_unicode(b, s);
+        v->tokens[b] = st_xstrdup(s);
+        v->types[b] = 1;
+    }
+    v->n = 256;
+    learn_merges(v);
+    int32_t first = (int32_t)v->n;
+    for (size_t i = 0; i < ST_ARRAY_LEN(control); i++)
+        add_special(v, control[i], 3);
+    for (size_t i = 0; i < ST_ARRAY_LEN(user); i++)
+        add_special(v, user[i], 4);
+    while (v->n % 64 != 0) {
+        char pad[32];
+        snprintf(pad, sizeof(pad), "[PAD%lld]", (long long)v->n);
+        add_special(v, pad, 5);
+    }
+    v->eos = v->pad = v->unk = first;   /* <|endoftext|> */
+    v->bos = first + 2;                 /* [gMASK] */
+    v->eot = first + 7;                 /* <|user|> */
+    v->eom = first + 9;                 /* <|observation|> */
+    v->glm_ids = true;
+    v->fim_first = -1;
+    v->add_bos = false;
+    v->pre = "glm4";
+    v->chat_template = st_xstrdup(glm_template);
+    (void)err;
+    return ST_OK;
+}
+
 void st_mm_vocab_free(struct st_mm_vocab *v)
 {
     if (!v)
@@ -286,7 +346,7 @@ enum st_status st_mm_vocab_write_kv(const struct st_mm_vocab *v, struct st_gguf_
                                     struct st_err *err)
 {
     st_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
-    st_gguf_writer_set_str(w, "tokenizer.ggml.pre", "qwen2");
+    st_gguf_writer_set_str(w, "tokenizer.ggml.pre", v->pre ? v->pre : "qwen2");
     st_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v->tokens,
                                (size_t)v->n);
     st_gguf_writer_set_arr(w, "tokenizer.ggml.token_type", ST_GGUF_I32, v->types, (size_t)v->n);
@@ -296,6 +356,11 @@ enum st_status st_mm_vocab_write_kv(const struct st_mm_vocab *v, struct st_gguf_
     st_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos);
     st_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)v->pad);
     st_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
+    if (v->glm_ids) {
+        st_gguf_writer_set_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)v->eot);
+        st_gguf_writer_set_u32(w, "tokenizer.ggml.eom_token_id", (uint32_t)v->eom);
+        st_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)v->unk);
+    }
     if (v->fim_first >= 0) {   /* llama.cpp's keys, in fim_texts' order */
         static const char *const keys[] = {
             "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_mid_token_id",

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strata/backend.h"
 #include "strata/model_desc.h"
 #include "strata/quant.h"
 
@@ -22,6 +23,7 @@ const char *st_arch_name(enum st_arch a)
     case ST_ARCH_LLAMA:    return "llama";
     case ST_ARCH_QWEN3:    return "qwen3";
     case ST_ARCH_QWEN3MOE: return "qwen3moe";
+    case ST_ARCH_GLM4MOE:  return "glm4moe";
     }
     return "?";
 }
@@ -265,15 +267,70 @@ static enum st_status read_counts(struct ctx *c, struct st_hparams *hp)
                           "model: heads %lld / kv heads %lld / head dims %lld,%lld / rope dims %lld "
                           "are inconsistent", (long long)hp->n_head, (long long)hp->n_head_kv,
                           (long long)hp->head_dim_k, (long long)hp->head_dim_v, (long long)hp->n_rot);
-    if (hp->arch != ST_ARCH_LLAMA && hp->n_rot != hp->head_dim_k)
+    /* llama and glm4moe rotate the first n_rot dims only (glm: 64 of 128) */
+    if (hp->arch != ST_ARCH_LLAMA && hp->arch != ST_ARCH_GLM4MOE && hp->n_rot != hp->head_dim_k)
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs rope.dimension_count == key_length",
                           c->arch);
     return ST_OK;
 }
 
+/* <arch>.<suffix> as a bool (def when absent). */
+static enum st_status key_bool(struct ctx *c, const char *suffix, bool def, bool *out)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "%s.%s", c->arch, suffix);
+    const struct st_gguf_kv *kv = st_gguf_find_kv(c->g, key);
+    *out = def;
+    if (kv && !st_gguf_kv_bool(kv, out))
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' must be a bool", key);
+    return ST_OK;
+}
+
+/* glm4moe's MoE keys (llama.cpp's loader: expert_gating_func defaults to
+ * sigmoid, expert_weights_norm to false). Grouped routing (DeepSeek-V3's
+ * n_group / topk_group) is refused: GLM-4.5 has one group. */
+static enum st_status read_glm_moe(struct ctx *c, struct st_hparams *hp)
+{
+    int64_t gating, groups, groups_used;
+    float scale;
+    bool found;
+    enum st_status rc = key_int(c, "leading_dense_block_count", false, 0, &hp->n_dense_lead);
+    if (rc == ST_OK) rc = key_int(c, "expert_shared_count", false, 0, &hp->n_expert_shared);
+    if (rc == ST_OK) rc = key_int(c, "expert_gating_func", false, ST_MOE_GATING_SIGMOID, &gating);
+    if (rc == ST_OK) rc = key_int(c, "expert_group_count", false, 1, &groups);
+    if (rc == ST_OK) rc = key_int(c, "expert_group_used_count", false, 0, &groups_used);
+    if (rc == ST_OK) rc = key_bool(c, "expert_weights_norm", false, &hp->moe_norm);
+    if (rc == ST_OK) rc = key_num(c, "expert_weights_scale", 1.0f, &scale, &found);
+    if (rc != ST_OK)
+        return rc;
+    if (gating == 0)     /* llama.cpp's NONE: the architecture's default */
+        gating = ST_MOE_GATING_SIGMOID;
+    if (gating != ST_MOE_GATING_SOFTMAX && gating != ST_MOE_GATING_SIGMOID)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s.expert_gating_func %lld is not "
+                          "supported (1 softmax, 2 sigmoid)", c->arch, (long long)gating);
+    if (groups > 1 && groups_used != groups)   /* all groups used = no restriction */
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: grouped expert routing (%s."
+                          "expert_group_count %lld, %lld used) is not supported", c->arch,
+                          (long long)groups, (long long)groups_used);
+    if (!(scale > 0.0f))
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s.expert_weights_scale %g must be "
+                          "> 0", c->arch, (double)scale);
+    hp->moe_gating = (int32_t)gating;
+    hp->moe_scale = scale;
+    if (hp->n_dense_lead > hp->n_layer || (hp->n_dense_lead > 0 && hp->n_ff == 0))
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %lld leading dense layers of %lld "
+                          "(feed_forward_length %lld) are not usable",
+                          (long long)hp->n_dense_lead, (long long)hp->n_layer,
+                          (long long)hp->n_ff);
+    return ST_OK;
+}
+
 static enum st_status read_ffn(struct ctx *c, struct st_hparams *hp)
 {
-    bool moe = hp->arch == ST_ARCH_QWEN3MOE;
+    bool moe = hp->arch == ST_ARCH_QWEN3MOE || hp->arch == ST_ARCH_GLM4MOE;
+    hp->moe_gating = ST_MOE_GATING_SOFTMAX;
+    hp->moe_norm = true;
+    hp->moe_scale = 1.0f;
     enum st_status rc = key_int(c, "feed_forward_length", hp->arch == ST_ARCH_QWEN3, 0, &hp->n_ff);
     if (rc == ST_OK) rc = key_int(c, "expert_count", moe, 0, &hp->n_expert);
     if (rc == ST_OK) rc = key_int(c, "expert_used_count", hp->n_expert > 0, 0, &hp->n_expert_used);
@@ -294,6 +351,8 @@ static enum st_status read_ffn(struct ctx *c, struct st_hparams *hp)
     if (rc == ST_OK && hp->n_ff_exp == 0)
         rc = st_err_set(c->err, ST_ERR_BAD_MODEL, "model: missing %s.expert_feed_forward_length",
                         c->arch);
+    if (rc == ST_OK && hp->arch == ST_ARCH_GLM4MOE)
+        rc = read_glm_moe(c, hp);
     return rc;
 }
 
@@ -305,7 +364,10 @@ static enum st_status read_hparams(struct ctx *c, struct st_hparams *hp)
     if (rc == ST_OK) rc = key_float(c, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base);
     if (rc == ST_OK) rc = read_rope_scaling(c, hp);
     hp->rope_neox = hp->arch != ST_ARCH_LLAMA;
-    hp->qk_norm = hp->arch != ST_ARCH_LLAMA;
+    hp->qk_norm = hp->arch == ST_ARCH_QWEN3 || hp->arch == ST_ARCH_QWEN3MOE;
+    /* glm4moe: GLM-4.5 (355B) has per-head q/k norms, 4.5-Air has none */
+    if (hp->arch == ST_ARCH_GLM4MOE)
+        hp->qk_norm = st_gguf_find_tensor(c->g, "blk.0.attn_q_norm.weight") != NULL;
     return rc;
 }
 
@@ -354,6 +416,16 @@ static enum st_status bind_blk(struct ctx *c, int64_t il, const char *what, enum
     return bind(c, name, k, required, ne0, ne1, ne2, out);
 }
 
+/* blk.<il>.<what>.bias: an F32 vector of n (glm4moe's q/k/v biases and
+ * exp_probs_b). */
+static enum st_status bind_bias(struct ctx *c, int64_t il, const char *what, int64_t n,
+                                const struct st_gguf_tensor **out)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "blk.%lld.%s.bias", (long long)il, what);
+    return bind(c, name, NORM, true, n, 1, 1, out);
+}
+
 static enum st_status bind_attn(struct ctx *c, const struct st_hparams *hp, int64_t il,
                                 struct st_layer_desc *L)
 {
@@ -368,6 +440,11 @@ static enum st_status bind_attn(struct ctx *c, const struct st_hparams *hp, int6
         if (rc == ST_OK)
             rc = bind_blk(c, il, "attn_k_norm", NORM, true, D, 1, 1, &L->k_norm);
     }
+    if (rc == ST_OK && hp->arch == ST_ARCH_GLM4MOE) {
+        rc = bind_bias(c, il, "attn_q", hp->n_head * D, &L->bq);
+        if (rc == ST_OK) rc = bind_bias(c, il, "attn_k", hp->n_head_kv * D, &L->bk);
+        if (rc == ST_OK) rc = bind_bias(c, il, "attn_v", hp->n_head_kv * Dv, &L->bv);
+    }
     return rc;
 }
 
@@ -375,10 +452,12 @@ static enum st_status bind_ffn(struct ctx *c, const struct st_hparams *hp, int64
                                struct st_layer_desc *L)
 {
     int64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
-    enum st_status rc = bind_blk(c, il, "ffn_norm", NORM, true, E, 1, 1, &L->ffn_norm);
+    bool glm = hp->arch == ST_ARCH_GLM4MOE;
+    enum st_status rc = bind_blk(c, il, glm ? "post_attention_norm" : "ffn_norm", NORM, true, E,
+                                 1, 1, &L->ffn_norm);
     if (rc != ST_OK)
         return rc;
-    if (X == 0) {
+    if (X == 0 || il < hp->n_dense_lead) {
         rc = bind_blk(c, il, "ffn_gate", WEIGHT, true, E, hp->n_ff, 1, &L->ffn_gate);
         if (rc == ST_OK) rc = bind_blk(c, il, "ffn_up", WEIGHT, true, E, hp->n_ff, 1, &L->ffn_up);
         if (rc == ST_OK) rc = bind_blk(c, il, "ffn_down", WEIGHT, true, hp->n_ff, E, 1, &L->ffn_down);
@@ -388,6 +467,17 @@ static enum st_status bind_ffn(struct ctx *c, const struct st_hparams *hp, int64
     if (rc == ST_OK) rc = bind_blk(c, il, "ffn_gate_exps", WEIGHT, true, E, F, X, &L->ffn_gate_exps);
     if (rc == ST_OK) rc = bind_blk(c, il, "ffn_up_exps", WEIGHT, true, E, F, X, &L->ffn_up_exps);
     if (rc == ST_OK) rc = bind_blk(c, il, "ffn_down_exps", WEIGHT, true, F, E, X, &L->ffn_down_exps);
+    if (rc != ST_OK || !glm)
+        return rc;
+    rc = bind_bias(c, il, "exp_probs_b", X, &L->exp_probs_b);
+    int64_t Fs = F * hp->n_expert_shared;
+    if (rc == ST_OK && Fs > 0) {
+        rc = bind_blk(c, il, "ffn_gate_shexp", WEIGHT, true, E, Fs, 1, &L->ffn_gate_shexp);
+        if (rc == ST_OK)
+            rc = bind_blk(c, il, "ffn_up_shexp", WEIGHT, true, E, Fs, 1, &L->ffn_up_shexp);
+        if (rc == ST_OK)
+            rc = bind_blk(c, il, "ffn_down_shexp", WEIGHT, true, Fs, E, 1, &L->ffn_down_shexp);
+    }
     return rc;
 }
 
@@ -437,13 +527,15 @@ static enum st_status read_arch(struct ctx *c, struct st_hparams *hp, struct st_
                           "model: key 'general.architecture' is missing or not a string");
     if (st_str_eq_c(a, "qwen3moe"))
         hp->arch = ST_ARCH_QWEN3MOE;
+    else if (st_str_eq_c(a, "glm4moe"))
+        hp->arch = ST_ARCH_GLM4MOE;
     else if (st_str_eq_c(a, "qwen3"))
         hp->arch = ST_ARCH_QWEN3;
     else if (st_str_eq_c(a, "llama"))
         hp->arch = ST_ARCH_LLAMA;
     else
         return st_err_set(err, ST_ERR_BAD_MODEL, "model: architecture '%.*s' is not supported "
-                          "(qwen3moe, qwen3, llama are)", (int)ST_MIN(a.len, 40), a.ptr);
+                          "(qwen3moe, qwen3, llama, glm4moe are)", (int)ST_MIN(a.len, 40), a.ptr);
     snprintf(hp->arch_name, sizeof(hp->arch_name), "%s", st_arch_name(hp->arch));
     c->arch = hp->arch_name;
     return ST_OK;

@@ -45,8 +45,9 @@ static void count_params(struct st_model *m)
         const struct st_layer_desc *ld = &d->layers[l];
         const struct st_gguf_tensor *all[] = {
             ld->attn_norm, ld->wq, ld->wk, ld->wv, ld->wo, ld->q_norm, ld->k_norm,
-            ld->ffn_norm, ld->ffn_gate, ld->ffn_up, ld->ffn_down, ld->ffn_gate_inp,
-            ld->ffn_gate_exps, ld->ffn_up_exps, ld->ffn_down_exps,
+            ld->bq, ld->bk, ld->bv, ld->ffn_norm, ld->ffn_gate, ld->ffn_up, ld->ffn_down,
+            ld->ffn_gate_inp, ld->ffn_gate_exps, ld->ffn_up_exps, ld->ffn_down_exps,
+            ld->exp_probs_b, ld->ffn_gate_shexp, ld->ffn_up_shexp, ld->ffn_down_shexp,
         };
         for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
             count_tensor(m, all[i]);
@@ -157,6 +158,9 @@ static enum st_status load_layer(struct st_model *m, int64_t l, struct st_err *e
         { d->ffn_gate, &w->ffn_gate }, { d->ffn_up, &w->ffn_up }, { d->ffn_down, &w->ffn_down },
         { d->ffn_gate_inp, &w->router }, { d->ffn_gate_exps, &w->gate_exps },
         { d->ffn_up_exps, &w->up_exps }, { d->ffn_down_exps, &w->down_exps },
+        { d->bq, &w->bq }, { d->bk, &w->bk }, { d->bv, &w->bv },
+        { d->exp_probs_b, &w->exp_probs_b }, { d->ffn_gate_shexp, &w->gate_shexp },
+        { d->ffn_up_shexp, &w->up_shexp }, { d->ffn_down_shexp, &w->down_shexp },
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(rest) && rc == ST_OK; i++)
         rc = wrap_weight(m, rest[i].g, rest[i].t, err);
@@ -165,11 +169,7 @@ static enum st_status load_layer(struct st_model *m, int64_t l, struct st_err *e
 
 static void release_layer(struct st_backend *be, struct st_fwd_layer *w)
 {
-    struct st_tensor *all[] = {
-        &w->attn_norm, &w->wq, &w->wk, &w->wv, &w->wo, &w->q_norm, &w->k_norm, &w->ffn_norm,
-        &w->ffn_gate, &w->ffn_up, &w->ffn_down, &w->router, &w->gate_exps, &w->up_exps,
-        &w->down_exps,
-    };
+    struct st_tensor *all[] = { ST_FWD_LAYER_TENSORS(w) };
     for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
         st_backend_release(be, all[i]);
 }
@@ -210,7 +210,12 @@ static enum st_status alloc_act(struct st_model *m, struct st_err *err)
     struct st_fwd_act *a = &m->act;
     int64_t r = m->p.max_rows, o = m->p.max_out, e = hp->n_embd;
     int64_t qd = hp->n_head * hp->head_dim_k, kd = hp->n_head_kv * hp->head_dim_k;
-    int64_t fd = hp->n_expert > 0 ? 1 : ST_MAX(hp->n_ff, 1);
+    /* g, u: the dense FFN (dense models, glm4moe's leading layers) and the
+     * shared expert share them; so: the shared expert's output */
+    int64_t fs = hp->n_ff_exp * hp->n_expert_shared;
+    int64_t fd = ST_MAX(hp->n_expert > 0 && hp->n_dense_lead == 0 ? 1 : hp->n_ff, 1);
+    fd = ST_MAX(fd, fs);
+    int64_t so = fs > 0 ? e : 1;
     int64_t k = ST_MAX(hp->n_expert_used, 1);
     size_t *sz = &m->act_bytes;
     const struct { struct st_tensor *t; enum st_dtype ty; int64_t n0, n1; } all[] = {
@@ -218,7 +223,8 @@ static enum st_status alloc_act(struct st_model *m, struct st_err *err)
         { &a->q, ST_DTYPE_F32, qd, r },     { &a->k, ST_DTYPE_F32, kd, r },
         { &a->v, ST_DTYPE_F32, kd, r },     { &a->att, ST_DTYPE_F32, qd, r },
         { &a->o, ST_DTYPE_F32, e, r },      { &a->g, ST_DTYPE_F32, fd, r },
-        { &a->u, ST_DTYPE_F32, fd, r },     { &a->sel, ST_DTYPE_I32, k, r },
+        { &a->u, ST_DTYPE_F32, fd, r },     { &a->so, ST_DTYPE_F32, so, r },
+        { &a->sel, ST_DTYPE_I32, k, r },
         { &a->wts, ST_DTYPE_F32, k, r },    { &a->ids, ST_DTYPE_I32, 1, r },
         { &a->pos, ST_DTYPE_I32, 1, r },    { &a->slot, ST_DTYPE_I32, 1, r },
         { &a->gidx, ST_DTYPE_I32, 1, o },   { &a->hout, ST_DTYPE_F32, e, o },
@@ -243,7 +249,7 @@ static enum st_status alloc_act(struct st_model *m, struct st_err *err)
 static void release_act(struct st_backend *be, struct st_fwd_act *a)
 {
     struct st_tensor *all[] = {
-        &a->x, &a->h, &a->q, &a->k, &a->v, &a->att, &a->o, &a->g, &a->u, &a->sel, &a->wts,
+        &a->x, &a->h, &a->q, &a->k, &a->v, &a->att, &a->o, &a->g, &a->u, &a->so, &a->sel, &a->wts,
         &a->ids, &a->pos, &a->slot, &a->gidx, &a->hout, &a->logits,
         &a->draw_id, &a->draw_p, &a->score_next, &a->score_vals, &a->score_ids,
     };

@@ -46,6 +46,9 @@ static enum st_status wrap_block(struct st_mtp *t, const struct st_layer_desc *d
         { d->ffn_up, &w->ffn_up }, { d->ffn_down, &w->ffn_down },
         { d->ffn_gate_inp, &w->router }, { d->ffn_gate_exps, &w->gate_exps },
         { d->ffn_up_exps, &w->up_exps }, { d->ffn_down_exps, &w->down_exps },
+        { d->bq, &w->bq }, { d->bk, &w->bk }, { d->bv, &w->bv },
+        { d->exp_probs_b, &w->exp_probs_b }, { d->ffn_gate_shexp, &w->gate_shexp },
+        { d->ffn_up_shexp, &w->up_shexp }, { d->ffn_down_shexp, &w->down_shexp },
         { d->nextn_eh_proj, &t->eh_proj }, { d->nextn_enorm, &t->enorm },
         { d->nextn_hnorm, &t->hnorm }, { d->nextn_embed, &t->own_embed },
         { d->nextn_head, &t->own_head }, { d->nextn_head_norm, &t->own_head_norm },
@@ -166,9 +169,7 @@ void st_mtp_free(struct st_mtp *t)
     struct st_backend *be = t->m->be;
     struct st_fwd_layer *w = &t->w;
     struct st_tensor *all[] = {
-        &w->attn_norm, &w->wq, &w->wk, &w->wv, &w->wo, &w->q_norm, &w->k_norm, &w->ffn_norm,
-        &w->ffn_gate, &w->ffn_up, &w->ffn_down, &w->router, &w->gate_exps, &w->up_exps,
-        &w->down_exps, &t->eh_proj, &t->enorm, &t->hnorm, &t->own_embed, &t->own_head,
+        ST_FWD_LAYER_TENSORS(w), &t->eh_proj, &t->enorm, &t->hnorm, &t->own_embed, &t->own_head,
         &t->own_head_norm, &t->kcache, &t->vcache, &t->hbuf, &t->dbuf, &t->esrc, &t->cat,
         &t->ids, &t->pos, &t->slot, &t->hidx, &t->cidx, &t->logits,
     };

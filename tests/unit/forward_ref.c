@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strata/backend.h"
 #include "strata/gguf_write.h"
 #include "strata/quant.h"
 
@@ -20,9 +21,12 @@ struct ref_mat {
 
 struct ref_layer {
     float *attn_norm, *q_norm, *k_norm, *ffn_norm;
+    float *bq, *bk, *bv;                           /* glm4moe's q/k/v biases, or NULL */
     struct ref_mat wq, wk, wv, wo;
     struct ref_mat gate, up, down;                 /* dense */
     struct ref_mat router, gate_e, up_e, down_e;   /* MoE */
+    float *exp_b;                                  /* glm4moe: selection bias [X], or NULL */
+    struct ref_mat gate_s, up_s, down_s;           /* glm4moe: shared expert, or NULL */
 };
 
 struct ref_model {
@@ -103,6 +107,13 @@ struct ref_model *ref_new(const struct st_model_desc *d, int64_t n_ctx, bool emu
         w->gate_e = mat(s->ffn_gate_exps);
         w->up_e = mat(s->ffn_up_exps);
         w->down_e = mat(s->ffn_down_exps);
+        w->bq = deq(s->bq);
+        w->bk = deq(s->bk);
+        w->bv = deq(s->bv);
+        w->exp_b = deq(s->exp_probs_b);
+        w->gate_s = mat(s->ffn_gate_shexp);
+        w->up_s = mat(s->ffn_up_shexp);
+        w->down_s = mat(s->ffn_down_shexp);
     }
     size_t kv = (size_t)(r->n_all * n_ctx * d->hp.n_head_kv * d->hp.head_dim_k);
     r->kc = calloc(kv, sizeof(float));
@@ -120,7 +131,8 @@ void ref_free(struct ref_model *r)
         struct ref_layer *w = &r->L[l];
         float *all[] = { w->attn_norm, w->wq.w, w->wk.w, w->wv.w, w->wo.w, w->q_norm,
                          w->k_norm, w->ffn_norm, w->gate.w, w->up.w, w->down.w, w->router.w,
-                         w->gate_e.w, w->up_e.w, w->down_e.w };
+                         w->gate_e.w, w->up_e.w, w->down_e.w, w->bq, w->bk, w->bv,
+                         w->exp_b, w->gate_s.w, w->up_s.w, w->down_s.w };
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
             free(all[i]);
     }
@@ -280,47 +292,84 @@ static void swiglu(const struct ref_model *r, const struct ref_mat *gate,
     free(b);
 }
 
-/* softmax over all experts -> top-k (ties to the lower index) -> renormalize. */
+/* Router probabilities p[x] (softmax over all experts, or a sigmoid per
+ * expert) and the selection keys p + bias (bias NULL: p). */
+static void route_probs(const struct st_hparams *hp, const float *lg, const float *bias,
+                        double *p, double *key)
+{
+    int64_t x = hp->n_expert;
+    double mx = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < x; i++)
+        mx = lg[i] > mx ? lg[i] : mx;
+    for (int64_t i = 0; i < x; i++)
+        sum += exp(lg[i] - mx);
+    for (int64_t i = 0; i < x; i++) {
+        p[i] = hp->moe_gating == ST_MOE_GATING_SIGMOID ? 1.0 / (1.0 + exp(-(double)lg[i]))
+                                                       : exp(lg[i] - mx) / sum;
+        key[i] = bias ? p[i] + bias[i] : p[i];
+    }
+}
+
+/* gating -> top-k of p + bias (ties to the lower index) -> the chosen
+ * (unbiased) p, renormalized when moe_norm, times moe_scale; plus the
+ * shared expert when the layer has one. */
 static void moe(struct ref_model *r, const struct ref_layer *w, const float *h, float *y)
 {
     const struct st_hparams *hp = &r->hp;
     int64_t e = hp->n_embd, x = hp->n_expert, f = hp->n_ff_exp;
     float *lg = malloc((size_t)x * sizeof(float)), *ye = malloc((size_t)e * sizeof(float));
-    double *p = malloc((size_t)x * sizeof(double)), mx = -INFINITY, sum = 0, wsum = 0;
+    double *p = malloc((size_t)x * sizeof(double)), *key = malloc((size_t)x * sizeof(double));
+    double wsum = 0;
     bool *taken = calloc((size_t)x, 1);
     int64_t sel[64];
     matvec(r, w->router, h, lg, e, x);
-    for (int64_t i = 0; i < x; i++)
-        mx = lg[i] > mx ? lg[i] : mx;
-    for (int64_t i = 0; i < x; i++)
-        sum += (p[i] = exp(lg[i] - mx));
+    route_probs(hp, lg, w->exp_b, p, key);
     for (int64_t j = 0; j < hp->n_expert_used; j++) {
         int64_t best = -1;
         for (int64_t i = 0; i < x; i++)
-            if (!taken[i] && (best < 0 || p[i] > p[best]))
+            if (!taken[i] && (best < 0 || key[i] > key[best]))
                 best = i;
         taken[best] = true;
         sel[j] = best;
-        wsum += p[best] / sum;
+        wsum += p[best];
     }
     for (int64_t i = 0; i < x; i++) {   /* margin between the last chosen and the rest */
-        double gap = lg[sel[hp->n_expert_used - 1]] - lg[i];
+        int64_t last = sel[hp->n_expert_used - 1];
+        /* softmax: in logits; sigmoid (+ bias): in keys, times 4 (the most
+         * a logit change moves a sigmoid is a quarter of it) */
+        double gap = hp->moe_gating == ST_MOE_GATING_SIGMOID ? 4.0 * (key[last] - key[i])
+                                                             : lg[last] - lg[i];
         if (!taken[i] && gap < r->route_gap)
             r->route_gap = gap;
     }
-    if (wsum < 6.1035e-5)
+    if (!hp->moe_norm)
+        wsum = 1.0;
+    else if (wsum < 6.1035e-5)
         wsum = 6.1035e-5;
     memset(y, 0, (size_t)e * sizeof(float));
     for (int64_t j = 0; j < hp->n_expert_used; j++) {
         int64_t s = sel[j];
         swiglu(r, &w->gate_e, &w->up_e, &w->down_e, s, h, e, f, ye);
         for (int64_t i = 0; i < e; i++)
-            y[i] += (float)(p[s] / sum / wsum * ye[i]);
+            y[i] += (float)(p[s] / wsum * hp->moe_scale * ye[i]);
+    }
+    if (w->gate_s.w) {
+        swiglu(r, &w->gate_s, &w->up_s, &w->down_s, 0, h, e, f * hp->n_expert_shared, ye);
+        for (int64_t i = 0; i < e; i++)
+            y[i] += ye[i];
     }
     free(lg);
     free(ye);
     free(p);
+    free(key);
     free(taken);
+}
+
+/* v[i] += b[i] when the layer has the bias. */
+static void add_vec(float *v, const float *b, int64_t n)
+{
+    for (int64_t i = 0; b && i < n; i++)
+        v[i] += b[i];
 }
 
 static void layer(struct ref_model *r, int64_t l, float *x, int64_t pos)
@@ -335,6 +384,9 @@ static void layer(struct ref_model *r, int64_t l, float *x, int64_t pos)
     matvec(r, w->wq, h, q, e, qd);
     matvec(r, w->wk, h, k, e, kvd);
     matvec(r, w->wv, h, v, e, kvd);
+    add_vec(q, w->bq, qd);
+    add_vec(k, w->bk, kvd);
+    add_vec(v, w->bv, kvd);
     for (int64_t i = 0; hp->qk_norm && i < hp->n_head; i++)
         rmsnorm(q + i * d, q + i * d, w->q_norm, d, hp->rms_eps);
     for (int64_t i = 0; hp->qk_norm && i < hp->n_head_kv; i++)
@@ -350,7 +402,7 @@ static void layer(struct ref_model *r, int64_t l, float *x, int64_t pos)
     for (int64_t i = 0; i < e; i++)
         x[i] += y[i];
     rmsnorm(h, x, w->ffn_norm, e, hp->rms_eps);
-    if (hp->n_expert > 0)
+    if (w->router.w)     /* MoE layers (glm4moe's leading layers are dense) */
         moe(r, w, h, y);
     else
         swiglu(r, &w->gate, &w->up, &w->down, 0, h, e, hp->n_ff, y);

@@ -24,6 +24,9 @@
 #define ROPE(n_rot, base, scale) \
     (&(struct st_rope_params){ (n_rot), (base), (scale), 0.0f, 1.0f, 0.0f, 0.0f })
 
+/* qwen3moe's routing: softmax, renormalized, unscaled. */
+static const struct st_moe_route_params SOFTMAX_ROUTE = { ST_MOE_GATING_SOFTMAX, NULL, true, 1.0f };
+
 static const enum st_dtype wtypes[] = {
     ST_DTYPE_F32, ST_DTYPE_F16, ST_DTYPE_BF16, ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K,
     ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS,
@@ -342,8 +345,13 @@ START_TEST(test_backend_cpu_matmul_rejects_bad_args)
     (void)w2;
     ck_assert_int_eq(st_backend_matmul(be, &y3, &x, &wk, &err), ST_ERR_INVALID); /* rows */
     ck_assert_int_eq(st_backend_matmul(be, &y, &x, NULL, &err), ST_ERR_INVALID);
+    /* float rows the 8-wide kernels cannot read whole: refused, not read past */
+    struct st_tensor x12 = mk(ST_DTYPE_F32, 12, 2, 1), w12 = mk(ST_DTYPE_F16, 12, 8, 1);
+    ck_assert_int_eq(st_backend_matmul(be, &y, &x12, &w12, &err), ST_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "matmul: bad w"));
     st_backend_release(be, &x); st_backend_release(be, &y); st_backend_release(be, &w);
     st_backend_release(be, &wk); st_backend_release(be, &y3);
+    st_backend_release(be, &x12); st_backend_release(be, &w12);
 }
 END_TEST
 
@@ -843,7 +851,7 @@ START_TEST(test_backend_cpu_moe_route)
     struct st_tensor xt = mk_f32(x, E, N), rt = mk_f32(r, E, X);
     struct st_tensor sel = mk(ST_DTYPE_I32, K, N, 1), wts = mk(ST_DTYPE_F32, K, N, 1);
     int32_t got_sel[K * N];
-    ck_assert_int_eq(st_backend_moe_route(be, &sel, &wts, &xt, &rt, NULL), ST_OK);
+    ck_assert_int_eq(st_backend_moe_route(be, &sel, &wts, &xt, &rt, &SOFTMAX_ROUTE, NULL), ST_OK);
     ck_assert_int_eq(st_backend_read(be, &sel, 0, got_sel, sizeof(got_sel), NULL), ST_OK);
     float *got_w = read_f32(&wts);
     for (int n = 0; n < N; n++) {

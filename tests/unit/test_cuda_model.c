@@ -2,7 +2,7 @@
  * backend (public API only): what test_cuda_ops cannot show op by op.
  *
  *   - greedy decoding of synthetic models (make-model "small" at q8_0 and
- *     q4_k): prompt chunks of more than 16 rows (cuBLAS, eager) and of a
+ *     q4_k, "glm-tiny" at q8_0 for glm4moe's ops): prompt chunks of more than 16 rows (cuBLAS, eager) and of a
  *     few rows, then decode steps of 3 and 2 rows, which the model runs as
  *     CUDA graphs (eager, capture, then replays), a long chunk in between
  *     (the scratch grows, graphs are dropped and captured again). Every
@@ -257,11 +257,11 @@ static void share_prefix(struct pair *p, int32_t *tok, int64_t *pos)
     }
 }
 
-static void greedy_run(const char *quant, double tol)
+static void greedy_run(const char *preset, const char *quant, double tol)
 {
     char path[600];
     struct pair p = { .tol = tol };
-    make("small", quant, path, sizeof(path));
+    make(preset, quant, path, sizeof(path));
     p.m[0] = load(path, "cpu");
     p.m[1] = load(path, gpu_name);
     p.nv = st_model_hparams(p.m[0])->n_vocab;
@@ -279,20 +279,30 @@ static void greedy_run(const char *quant, double tol)
     share_prefix(&p, tok, pos);
     decode(&p, 3, 3, tok, pos);
     check_draw(&p, tok, pos, 3);
-    check_tally(&p, quant);
+    snprintf(path, sizeof(path), "%s %s", preset, quant);
+    check_tally(&p, path);
     st_model_free(p.m[1]);
     st_model_free(p.m[0]);
 }
 
 START_TEST(test_cuda_model_greedy_q8_0)
 {
-    greedy_run("q8_0", 3e-2);
+    greedy_run("small", "q8_0", 3e-2);
 }
 END_TEST
 
 START_TEST(test_cuda_model_greedy_q4_k)
 {
-    greedy_run("q4_k", 5e-2);
+    greedy_run("small", "q4_k", 5e-2);
+}
+END_TEST
+
+/* glm4moe: q/k/v biases (add of one row), sigmoid routing with a
+ * selection bias and a routed scale, the shared expert, a leading dense
+ * layer, partial rope (8 of 16 dims). */
+START_TEST(test_cuda_model_greedy_glm)
+{
+    greedy_run("glm-tiny", "q8_0", 3e-2);
 }
 END_TEST
 
@@ -386,6 +396,7 @@ static Suite *model_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_cuda_model_greedy_q8_0);
     tcase_add_test(tc, test_cuda_model_greedy_q4_k);
+    tcase_add_test(tc, test_cuda_model_greedy_glm);
     tcase_add_test(tc, test_cuda_model_mtp);
     suite_add_tcase(s, tc);
     return s;

@@ -40,6 +40,9 @@
 #define ROPE(n_rot, base, scale) \
     (&(struct st_rope_params){ (n_rot), (base), (scale), 0.0f, 1.0f, 0.0f, 0.0f })
 
+/* qwen3moe's routing: softmax, renormalized, unscaled. */
+static const struct st_moe_route_params SOFTMAX_ROUTE = { ST_MOE_GATING_SOFTMAX, NULL, true, 1.0f };
+
 static struct st_backend *cpu, *gpu;
 static struct st_backend *gpu_nf;   /* opened with STRATA_CUDA_FUSE=0 (fusion tests) */
 
@@ -559,6 +562,78 @@ END_TEST
 
 /* ---- MoE ---------------------------------------------------------------- */
 
+/* glm4moe's routing (sigmoid, a selection bias, renormalized or not,
+ * routed scale) equals the CPU's: ids exact, weights 1e-4. The bias is
+ * large enough to reorder the choices. */
+START_TEST(test_cuda_ops_moe_route_sigmoid_bias)
+{
+    const int64_t E = 256, X = 128, k = 8, n = 6;
+    float *wr = rand_floats(E * X, 0.3f), *x = rand_floats(E * n, 1.0f);
+    float *b = rand_floats(X, 0.2f);
+    struct st_tensor rc = wrap(cpu, ST_DTYPE_F32, E, X, 1, wr), rg = wrap(gpu, ST_DTYPE_F32, E, X, 1, wr);
+    struct st_tensor xc = put(cpu, ST_DTYPE_F32, E, n, 1, x), xg = put(gpu, ST_DTYPE_F32, E, n, 1, x);
+    struct st_tensor bc = put(cpu, ST_DTYPE_F32, X, 1, 1, b), bg = put(gpu, ST_DTYPE_F32, X, 1, 1, b);
+    struct st_tensor sc = put(cpu, ST_DTYPE_I32, k, n, 1, NULL), sg = put(gpu, ST_DTYPE_I32, k, n, 1, NULL);
+    struct st_tensor wc = put(cpu, ST_DTYPE_F32, k, n, 1, NULL), wg = put(gpu, ST_DTYPE_F32, k, n, 1, NULL);
+    struct st_err err;
+    for (int v = 0; v < 2; v++) {
+        const struct st_moe_route_params pc = { ST_MOE_GATING_SIGMOID, &bc, v == 0, 2.5f };
+        const struct st_moe_route_params pg = { ST_MOE_GATING_SIGMOID, &bg, v == 0, 2.5f };
+        ck_assert_int_eq(st_backend_moe_route(cpu, &sc, &wc, &xc, &rc, &pc, &err), ST_OK);
+        ck_assert_msg(st_backend_moe_route(gpu, &sg, &wg, &xg, &rg, &pg, &err) == ST_OK, "%s",
+                      err.msg);
+        int32_t *s1 = get(cpu, &sc), *s2 = get(gpu, &sg);
+        float *w1 = get(cpu, &wc), *w2 = get(gpu, &wg);
+        for (int64_t i = 0; i < k * n; i++)
+            ck_assert_int_eq(s1[i], s2[i]);
+        ck_assert(rel_err(w2, w1, k * n) <= 1e-4);
+        free(s1);
+        free(s2);
+        free(w1);
+        free(w2);
+    }
+    release2(&wc, &wg);
+    release2(&sc, &sg);
+    release2(&bc, &bg);
+    release2(&xc, &xg);
+    st_backend_release(cpu, &rc);
+    st_backend_release(gpu, &rg);
+    free(wr);
+    free(x);
+    free(b);
+}
+END_TEST
+
+/* A one-row b added to every row (glm4moe's q/k/v biases): exactly the
+ * CPU's sums, in place too. */
+START_TEST(test_cuda_ops_add_bias_row)
+{
+    const int64_t C = 300, n = 7;
+    float *a = rand_floats(C * n, 4.0f), *b = rand_floats(C, 2.0f);
+    struct st_tensor ac = put(cpu, ST_DTYPE_F32, C, n, 1, a), ag = put(gpu, ST_DTYPE_F32, C, n, 1, a);
+    struct st_tensor bc = put(cpu, ST_DTYPE_F32, C, 1, 1, b), bg = put(gpu, ST_DTYPE_F32, C, 1, 1, b);
+    struct st_tensor oc = put(cpu, ST_DTYPE_F32, C, n, 1, NULL), og = put(gpu, ST_DTYPE_F32, C, n, 1, NULL);
+    struct st_err err;
+    ck_assert_int_eq(st_backend_add(cpu, &oc, &ac, &bc, &err), ST_OK);
+    ck_assert_msg(st_backend_add(gpu, &og, &ag, &bg, &err) == ST_OK, "%s", err.msg);
+    ck_assert_msg(st_backend_add(gpu, &ag, &ag, &bg, &err) == ST_OK, "%s", err.msg);
+    float *o1 = get(cpu, &oc), *o2 = get(gpu, &og), *o3 = get(gpu, &ag);
+    for (int64_t i = 0; i < C * n; i++) {
+        ck_assert(o2[i] == o1[i]);
+        ck_assert(o3[i] == o1[i]);
+        ck_assert(o1[i] == a[i] + b[i % C]);
+    }
+    free(o1);
+    free(o2);
+    free(o3);
+    release2(&ac, &ag);
+    release2(&bc, &bg);
+    release2(&oc, &og);
+    free(a);
+    free(b);
+}
+END_TEST
+
 /* Routing equals the CPU's (ids exact, weights 1e-4), also for a row of
  * NaN logits (experts 0..k-1 as the CPU picks them, NaN weights). */
 START_TEST(test_cuda_ops_moe_route)
@@ -574,8 +649,8 @@ START_TEST(test_cuda_ops_moe_route)
     struct st_tensor wc = put(cpu, ST_DTYPE_F32, k, n, 1, NULL), wg = put(gpu, ST_DTYPE_F32, k, n, 1, NULL);
     struct st_err err;
 
-    ck_assert_int_eq(st_backend_moe_route(cpu, &sc, &wc, &xc, &rc, &err), ST_OK);
-    ck_assert_msg(st_backend_moe_route(gpu, &sg, &wg, &xg, &rg, &err) == ST_OK, "%s", err.msg);
+    ck_assert_int_eq(st_backend_moe_route(cpu, &sc, &wc, &xc, &rc, &SOFTMAX_ROUTE, &err), ST_OK);
+    ck_assert_msg(st_backend_moe_route(gpu, &sg, &wg, &xg, &rg, &SOFTMAX_ROUTE, &err) == ST_OK, "%s", err.msg);
     int32_t *s1 = get(cpu, &sc), *s2 = get(gpu, &sg);
     float *w1 = get(cpu, &wc), *w2 = get(gpu, &wg);
     for (int64_t i = 0; i < k * n; i++)
@@ -942,7 +1017,7 @@ static enum st_status mini_ops(struct mini *m, struct st_err *err)
         rc = st_backend_attention(gpu, &m->att, &m->q, &m->k, &m->v, &m->kc, &m->vc, &m->slot,
                                   &m->pos, 4, 2, 0.125f, err);
     if (rc == ST_OK)
-        rc = st_backend_moe_route(gpu, &m->sel, &m->wts, &m->h, &m->router, err);
+        rc = st_backend_moe_route(gpu, &m->sel, &m->wts, &m->h, &m->router, &SOFTMAX_ROUTE, err);
     if (rc == ST_OK)
         rc = st_backend_moe_ffn(gpu, &m->o, &m->h, &m->sel, &m->wts, &m->gate, &m->up,
                                 &m->down, err);
@@ -1413,7 +1488,7 @@ static enum st_status fstep_ops(struct fstep *s, struct st_backend *be, struct s
                                   FL_H, FL_KV, 0.125f, err));
         FTRY(st_backend_matmul(be, &s->o, &s->att, &w->wo, err));
         FTRY(st_backend_add_rms_norm(be, &s->h, &s->x, &s->o, &w->fn, 1e-6f, err));
-        FTRY(st_backend_moe_route(be, &s->sel, &s->wts, &s->h, &w->router, err));
+        FTRY(st_backend_moe_route(be, &s->sel, &s->wts, &s->h, &w->router, &SOFTMAX_ROUTE, err));
         FTRY(st_backend_moe_ffn(be, &s->o, &s->h, &s->sel, &s->wts, &w->gate, &w->up, &w->down,
                                 err));
         if (l == 0)
@@ -1522,6 +1597,8 @@ static Suite *cuda_suite(void)
     tcase_add_test(attn, test_cuda_ops_attention);
     tcase_set_timeout(moe, 120);
     tcase_add_test(moe, test_cuda_ops_moe_route);
+    tcase_add_test(moe, test_cuda_ops_moe_route_sigmoid_bias);
+    tcase_add_test(moe, test_cuda_ops_add_bias_row);
     tcase_add_test(moe, test_cuda_ops_moe_ffn);
     tcase_add_test(moe, test_cuda_ops_moe_ffn_many_pairs);
     suite_add_tcase(s, mem);

@@ -1,6 +1,7 @@
 /* test_forward_ref.c -- the optimized forward (src/model/forward.c on the
  * CPU backend) against the naive scalar reference (forward_ref.c), at every
- * weight type make-model writes, and for dense qwen3 and llama files.
+ * weight type make-model writes, for dense qwen3 and llama files, and for
+ * glm4moe (make-model's glm-tiny) at a few types.
  *
  * A ~20-token prompt is read in one forward with logits for every row,
  * then several decode steps follow one row at a time (each feeding the
@@ -273,6 +274,28 @@ START_TEST(test_forward_matches_reference_yarn)
 }
 END_TEST
 
+/* glm4moe (glm-tiny: a dense first layer, then MoE with sigmoid routing,
+ * a selection bias, routed scale 2.5 and a shared expert; q/k/v biases;
+ * NEOX rope over 8 of 16 dims) at a few types. E 64 leaves the K types
+ * no whole block per row, so the 32-element and float types are the ones
+ * the file can hold. */
+static const char *const glm_types[] = { "f32", "bf16", "q8_0", "q4_0" };
+
+START_TEST(test_forward_matches_reference_glm4moe)
+{
+    const char *quant = glm_types[_i];
+    char dir[256], path[320], what[32];
+    support_tmpdir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/glm-%s.gguf", dir, quant);
+    make(path, "glm-tiny", quant);
+    struct worst w = compare_model(path, true);
+    struct worst p = compare_model(path, false);
+    snprintf(what, sizeof(what), "glm-tiny %s", quant);
+    judge(what, &w, &p);
+    support_rmtree(dir);
+}
+END_TEST
+
 static Suite *forward_ref_suite(void)
 {
     Suite *s = suite_create("forward_ref");
@@ -284,6 +307,8 @@ static Suite *forward_ref_suite(void)
     tcase_add_test(tc, test_forward_matches_reference_qwen3_dense);
     tcase_add_test(tc, test_forward_matches_reference_llama);
     tcase_add_test(tc, test_forward_matches_reference_yarn);
+    tcase_add_loop_test(tc, test_forward_matches_reference_glm4moe, 0,
+                        (int)(sizeof(glm_types) / sizeof(glm_types[0])));
     suite_add_tcase(s, tc);
     return s;
 }

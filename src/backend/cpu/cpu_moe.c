@@ -1,6 +1,7 @@
 /* cpu_moe.c -- mixture-of-experts routing and the expert FFN on the CPU.
  *
- * Routing is a matmul with the (F32) router plus a per-row softmax/top-k
+ * Routing is a matmul with the (F32) router plus a per-row softmax or
+ * sigmoid, an optionally biased top-k and the weight normalization
  * (tiny). The expert FFN groups the step's (row, expert) pairs by expert,
  * gathers each group's quantized activation rows into one contiguous
  * block, and runs every active expert's gate, up and down projections as
@@ -21,43 +22,64 @@
 
 /* ---- MoE routing ------------------------------------------------------- */
 
-/* softmax over X logits, top-k (ties to the lower index), renormalize. */
-static void route_row(const float *logits, int64_t n_exp, int64_t k, int32_t *sel, float *wts,
-                      float *p)
+/* One row: p = gating(logits) into p[X]; top-k of p + bias (ties to the
+ * lower index) into sel; w = the chosen p, renormalized (clamped sum) when
+ * rp->norm, times rp->scale when it is not 1. The softmax path with norm
+ * and scale 1 is, operation for operation, the qwen3moe routing it was. */
+static void route_row(const float *logits, int64_t n_exp, int64_t k,
+                      const struct st_moe_route_params *rp, const float *bias, int32_t *sel,
+                      float *wts, float *p)
 {
-    float mx = logits[0], sum = 0.0f, wsum = 0.0f;
-    for (int64_t e = 1; e < n_exp; e++)
-        mx = logits[e] > mx ? logits[e] : mx;
-    for (int64_t e = 0; e < n_exp; e++) {
-        p[e] = expf(logits[e] - mx);
-        sum += p[e];
+    float wsum = 0.0f;
+    if (rp->gating == ST_MOE_GATING_SIGMOID) {
+        for (int64_t e = 0; e < n_exp; e++)
+            p[e] = 1.0f / (1.0f + expf(-logits[e]));
+    } else {
+        float mx = logits[0], sum = 0.0f;
+        for (int64_t e = 1; e < n_exp; e++)
+            mx = logits[e] > mx ? logits[e] : mx;
+        for (int64_t e = 0; e < n_exp; e++) {
+            p[e] = expf(logits[e] - mx);
+            sum += p[e];
+        }
+        for (int64_t e = 0; e < n_exp; e++)
+            p[e] /= sum;
     }
-    for (int64_t e = 0; e < n_exp; e++)
-        p[e] /= sum;
     for (int64_t j = 0; j < k; j++) {
         int64_t best = -1;
+        float best_v = 0.0f;
         for (int64_t e = 0; e < n_exp; e++) {
             bool taken = false;
             for (int64_t q = 0; q < j; q++)
                 taken |= sel[q] == e;
-            if (!taken && (best < 0 || p[e] > p[best]))
+            float v = bias ? p[e] + bias[e] : p[e];
+            if (!taken && (best < 0 || v > best_v)) {
                 best = e;
+                best_v = v;
+            }
         }
         sel[j] = (int32_t)best;
         wts[j] = p[best];
         wsum += p[best];
     }
-    if (wsum < 6.1035e-5f)
-        wsum = 6.1035e-5f;
-    for (int64_t j = 0; j < k; j++)
-        wts[j] /= wsum;
+    if (rp->norm) {
+        if (wsum < 6.1035e-5f)
+            wsum = 6.1035e-5f;
+        for (int64_t j = 0; j < k; j++)
+            wts[j] /= wsum;
+    }
+    if (rp->scale != 1.0f)
+        for (int64_t j = 0; j < k; j++)
+            wts[j] *= rp->scale;
 }
 
 enum st_status cpu_op_moe_route(struct st_backend *be, ST_T sel, ST_T weights, ST_T x,
-                                ST_T router, struct st_err *err)
+                                ST_T router, const struct st_moe_route_params *rp,
+                                struct st_err *err)
 {
     struct cpu_backend *cb = (struct cpu_backend *)be;
     int64_t n = x->ne[1], n_exp = router->ne[1], k = sel->ne[0];
+    const float *bias = rp->bias ? rp->bias->data : NULL;
     /* not in the scratch: the router matmul quantizes x there */
     float *logits = malloc((size_t)(n * n_exp + n_exp) * sizeof(float));
     enum st_status rc;
@@ -68,7 +90,7 @@ enum st_status cpu_op_moe_route(struct st_backend *be, ST_T sel, ST_T weights, S
     rc = cpu_matmul_f32(cb, logits, x->data, n, router, err);
     if (rc == ST_OK)
         for (int64_t r = 0; r < n; r++)
-            route_row(logits + r * n_exp, n_exp, k, (int32_t *)sel->data + r * k,
+            route_row(logits + r * n_exp, n_exp, k, rp, bias, (int32_t *)sel->data + r * k,
                       (float *)weights->data + r * k, logits + n * n_exp);
     free(logits);
     return rc;

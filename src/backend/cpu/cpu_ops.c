@@ -131,11 +131,18 @@ struct ew_ctx {
     float *out;
     const float *a, *b;
     int64_t width;
+    bool b_row;      /* add: b is one row added to every row (a bias) */
 };
 
 static void add_rows(void *ctxp, int64_t r0, int64_t r1)
 {
     const struct ew_ctx *c = ctxp;
+    if (c->b_row) {
+        for (int64_t r = r0; r < r1; r++)
+            for (int64_t i = 0; i < c->width; i++)
+                c->out[r * c->width + i] = c->a[r * c->width + i] + c->b[i];
+        return;
+    }
     for (int64_t i = r0 * c->width; i < r1 * c->width; i++)
         c->out[i] = c->a[i] + c->b[i];
 }
@@ -151,7 +158,7 @@ static void silu_mul_rows(void *ctxp, int64_t r0, int64_t r1)
 
 enum st_status cpu_op_add(struct st_backend *be, ST_T out, ST_T a, ST_T b, struct st_err *err)
 {
-    struct ew_ctx c = { out->data, a->data, b->data, a->ne[0] };
+    struct ew_ctx c = { out->data, a->data, b->data, a->ne[0], b->ne[1] != a->ne[1] };
     (void)err;
     cpu_parallel_rows((struct cpu_backend *)be, a->ne[1], a->ne[0], add_rows, &c);
     return ST_OK;
@@ -160,7 +167,7 @@ enum st_status cpu_op_add(struct st_backend *be, ST_T out, ST_T a, ST_T b, struc
 enum st_status cpu_op_silu_mul(struct st_backend *be, ST_T out, ST_T gate, ST_T up,
                                struct st_err *err)
 {
-    struct ew_ctx c = { out->data, gate->data, up->data, gate->ne[0] };
+    struct ew_ctx c = { out->data, gate->data, up->data, gate->ne[0], false };
     (void)err;
     cpu_parallel_rows((struct cpu_backend *)be, gate->ne[1], gate->ne[0] * 8, silu_mul_rows, &c);
     return ST_OK;

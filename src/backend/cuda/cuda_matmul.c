@@ -148,7 +148,8 @@ enum st_status cuda_op_matmul(struct st_backend *be, ST_T out, ST_T x, ST_T w,
 }
 
 enum st_status cuda_op_moe_route(struct st_backend *be, ST_T sel, ST_T weights, ST_T x,
-                                 ST_T router, struct st_err *err)
+                                 ST_T router, const struct st_moe_route_params *rp,
+                                 struct st_err *err)
 {
     struct cuda_backend *cb = cuda_of(be);
     int64_t n = x->ne[1], n_exp = router->ne[1];
@@ -173,7 +174,10 @@ enum st_status cuda_op_moe_route(struct st_backend *be, ST_T sel, ST_T weights, 
         cuda_count(cb, 1);
     if (rc == ST_OK)
         rc = kern_rc(cb, st_kern_moe_route(sel->data, weights->data, logits, n, (int32_t)n_exp,
-                                           (int32_t)sel->ne[0], cb->stream), "moe_route", err);
+                                           (int32_t)sel->ne[0],
+                                           rp->gating == ST_MOE_GATING_SIGMOID,
+                                           rp->bias ? rp->bias->data : NULL, rp->norm,
+                                           rp->scale, cb->stream), "moe_route", err);
     return rc;
 }
 

@@ -107,6 +107,9 @@ static enum st_status add_launch(struct cuda_backend *cb, ST_T out, ST_T a, ST_T
 {
     cuda_actq_wrote_t(cb, out);
     cuda_count(cb, 1);
+    if (b->ne[1] != a->ne[1])      /* one row added to every row (a bias) */
+        return launched(cb, st_kern_add_row(out->data, a->data, b->data, a->ne[0], a->ne[1],
+                                            cb->stream), "add", err);
     return launched(cb, st_kern_add(out->data, a->data, b->data, st_tensor_nelem(a), cb->stream),
                     "add", err);
 }
