@@ -29,7 +29,19 @@
  * (the rollback of rejected drafts), else forgets it: the next row then
  * sees a zero hidden state (harmless for the output, which the main model
  * alone decides; only that one MTP cache row is off) and the slot drafts
- * nothing until a forward has set it again.
+ * nothing until a forward has set it again (or a catch-up, below).
+ *
+ * Catch-up. A forward without the upkeep (st_mtp_skipped) keeps, per
+ * slot, the main state and token of its positions: up to ST_MTP_KEEP
+ * consecutive ones, the latest. The slot's next st_mtp_draft or
+ * st_mtp_forward at the position after them first writes their MTP cache
+ * rows exactly as the upkeep would have (one kv-only pass of the block for
+ * every such slot together) and carries the kept state of the last one, so
+ * the slot drafts at once, from a cache as if no upkeep had been skipped.
+ * Of a longer stretch the rows before the kept ones (and the first kept
+ * one) stay as they were: stale rows the drafts attend to, never the
+ * output. A cut (st_mtp_truncate) or copy (st_mtp_kv_copy) drops the kept
+ * positions it rewrites.
  *
  * Ownership: st_mtp_new returns an owned object that borrows the loaded
  * model (its backend, weights and activation buffers): free it with
@@ -49,6 +61,10 @@
 #include "strata/forward.h"
 
 #define ST_MTP_MAX_DRAFT 4   /* --mtp-draft upper bound */
+/* Positions per slot whose main state is kept from forwards without the
+ * upkeep, for the catch-up (see "Catch-up"): n_slots x 64 x n_embd f32 on
+ * the backend (128 KiB per slot at n_embd 512, 1.75 MiB at 7168). */
+#define ST_MTP_KEEP 64
 
 struct st_mtp;   /* opaque */
 
@@ -79,13 +95,17 @@ enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
  * the carried state to position n_tokens - 1 (see "Carried state"). */
 void st_mtp_truncate(struct st_mtp *t, int32_t slot, int64_t n_tokens);
 
-/* The main model ran b alone (st_model_forward: the runner skipped the
- * upkeep, runner.h no_mtp_upkeep): the MTP cache misses b's positions, so
- * each slot of b forgets its carry and the last upkeep's rows at or after
- * the first position b wrote for it (they were for the tokens there
- * before); such a slot drafts nothing until a forward with the upkeep
- * (see "Carried state"). */
+/* The main model ran b alone (st_model_forward or st_model_forward_draw,
+ * the runner skipped the upkeep, runner.h no_mtp_upkeep): call it right
+ * after that forward succeeded, before any other forward. The MTP cache
+ * misses b's positions, so each slot of b forgets its carry and the last
+ * upkeep's rows at or after the first position b wrote for it (they were
+ * for the tokens there before), and keeps the main state and token of
+ * each of b's logit rows for the catch-up (see "Catch-up"). */
 void st_mtp_skipped(struct st_mtp *t, const struct st_model_batch *b);
+
+/* Rows the catch-up has written so far (see "Catch-up"). */
+uint64_t st_mtp_caught(const struct st_mtp *t);
 
 /* st_model_kv_copy for the MTP layer's cache: positions [from, to) of
  * slot dst become slot src's, and dst carries src's state at to - 1 when
@@ -108,7 +128,8 @@ struct st_mtp_draft {
 };
 
 /* Draft for n slots together (one batched MTP step per draft position;
- * slots drop out as their n_draft is reached). Writes the MTP cache at
+ * slots drop out as their n_draft is reached), after catching up every
+ * drafting slot that needs it (see "Catch-up"). Writes the MTP cache at
  * pos .. pos+n_draft-1 of each slot; the next st_mtp_forward over those
  * positions rewrites them. ST_ERR_INVALID for a bad request (message
  * names it), or what the backend reports. */

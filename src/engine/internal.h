@@ -345,6 +345,9 @@ struct st_mtp_slot {
     enum st_spec_src src;        /* where this step's drafts came from */
     struct st_spec_est est[ST_SPEC_SOURCES];
     int64_t drafted, accepted;   /* the request's totals, both sources (activity record) */
+    int32_t gap;                 /* positions decoded without the MTP upkeep since the last
+                                  * step with it (at most ST_MTP_KEEP): the runner's MTP
+                                  * layer catches them up on the next such step (step.c) */
 };
 
 /* The n-gram index of one slot (ngram.c): the most recent end position of
@@ -392,6 +395,9 @@ struct st_mtp_test {
      * draft call (spec_cost.c). */
     int64_t (*step_ns)(void *ctx, int32_t rows, bool full);
     int64_t (*draft_ns)(void *ctx, int32_t passes, int32_t slot_passes);
+    /* When set and true, this step drafts nothing and skips the MTP upkeep
+     * (a forced plain step; asked once per step with decoding slots). */
+    bool (*force_plain)(void *ctx);
 };
 
 /* ---- prefix reuse (prefix.c) ----------------------------------------- */

@@ -225,7 +225,8 @@ static bool plan(struct st_engine *e, int32_t n)
     enum st_spec_verdict v = any ? st_spec_plan(&sp->cost, sp->want, n, sp->k, &out)
                                  : ST_SPEC_PLAIN;
     /* within HYST of paying, keep the last choice: each switch from plain to
-     * drafting costs a step without drafts (the MTP state is set again) */
+     * drafting costs the MTP layer's catch-up (priced in the plan, spread
+     * over ST_SPEC_CATCH_AMORT steps) and cold caches */
     if (v == ST_SPEC_DRAFT && !sp->paid && out.rate < (1.0 + HYST) * out.rate0) {
         v = ST_SPEC_PLAIN;
         memset(sp->k, 0, (size_t)n * sizeof(*sp->k));
@@ -339,6 +340,9 @@ static void mtp_call(struct st_engine *e, int32_t n)
 {
     struct st_err err = { 0 };
     int32_t passes = 0, slot_passes = 0;
+    bool catching = false;   /* the call catches a slot's MTP cache up first: not learned */
+    for (int32_t j = 0; j < n; j++)
+        catching |= e->slots[e->drafts[j].slot].mtp.gap > 0;
     int64_t t0 = st_clock_now(e->pool->clock);
     if (st_runner_mtp_draft(e->runner, e->drafts, n, &err) != ST_OK) {
         /* Drafts are an optimization: the step goes on without them. */
@@ -353,7 +357,8 @@ static void mtp_call(struct st_engine *e, int32_t n)
     }
     const struct st_mtp_test *hook = &e->pool->mtp_test;
     int64_t ns = hook->draft_ns ? hook->draft_ns(hook->ctx, passes, slot_passes) : t1 - t0;
-    st_spec_cost_draft(&e->spec.cost, passes, slot_passes, ns);   /* passes 0: nothing */
+    if (!catching)
+        st_spec_cost_draft(&e->spec.cost, passes, slot_passes, ns);   /* passes 0: nothing */
     for (int32_t j = 0; j < n; j++)
         e->slots[e->drafts[j].slot].mtp.n_draft = e->drafts[j].n_draft;
 }
@@ -369,12 +374,17 @@ void st_engine_spec_draft(struct st_engine *e)
         if (!sl->req || !sl->decoding)
             continue;
         sp->slot[n] = i;
-        sp->want[n++] = slot_want(e, sl);
+        sp->want[n] = slot_want(e, sl);
+        sp->want[n++].gap = sl->mtp.gap;
     }
     sp->lean = false;
     sp->explored = false;
     if (n == 0)
         return;
+    if (hook->force_plain && hook->force_plain(hook->ctx)) {
+        sp->lean = true;   /* k stays 0 everywhere: a plain step without the upkeep */
+        return;
+    }
     bool priced = plan(e, n);
     for (int32_t i = 0; i < n; i++) {
         struct st_engine_slot *sl = &e->slots[sp->slot[i]];

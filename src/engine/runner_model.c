@@ -29,7 +29,8 @@
  * at load and the model has an MTP layer, every forward is st_mtp_forward
  * (the main forward plus the MTP upkeep over the same rows) except one whose
  * seqs all say no_mtp_upkeep (st_mtp_skipped then drops the MTP states of
- * the positions it rewrites), kv_truncate
+ * the positions it rewrites and keeps the new ones for the MTP layer's
+ * catch-up), kv_truncate
  * also moves the MTP layer's carried state back, and a DECODE sequence
  * may carry drafts with logits at every row (all_logits). N-gram drafts
  * (base.spec_draft, docs/ENGINE.md "N-gram drafts") are made by the engine:
@@ -379,11 +380,13 @@ static enum st_status model_forward(struct st_runner *base, const struct st_runn
             return rc;
     }
     struct st_model_batch mb = { n, r->row_tok, r->row_slot, r->row_pos, n_out, r->out_rows };
-    if (r->mtp && !step_mtp(r, batch))   /* the MTP layer's states of those positions go */
-        st_mtp_skipped(r->mtp, &mb);
     enum st_status rc = draws_only(r, batch, n_out)
                             ? forward_drawn(r, batch, &mb, out, err)
                             : forward_logits(r, batch, &mb, out, err);
+    /* a forward without the upkeep: the MTP layer's states of those positions
+     * go, and it keeps the new ones for its catch-up (mtp.h "Catch-up") */
+    if (rc == ST_OK && r->mtp && !step_mtp(r, batch))
+        st_mtp_skipped(r->mtp, &mb);
     if (rc == ST_OK)
         rc = read_embeddings(r, batch, n_out, err);
     if (rc != ST_OK)

@@ -134,6 +134,15 @@ double st_spec_cost_draft_ns(const struct st_spec_cost *c, int32_t passes, int32
     return t > 0.0 ? t : 0.0;
 }
 
+double st_spec_cost_catch_ns(const struct st_spec_cost *c, int32_t rows)
+{
+    if (rows <= 0 || !c->mtp)
+        return 0.0;
+    double full = st_spec_cost_step_ns(c, ST_SPEC_FULL, rows);
+    double lean = st_spec_cost_step_ns(c, ST_SPEC_LEAN, rows);
+    return full > 0.0 && lean > 0.0 && full > lean ? full - lean : 0.0;
+}
+
 /* Nearest measured row counts below and above r in the table (0: none). */
 static void neighbours(const struct st_spec_steps *c, int32_t r, int32_t *lo, int32_t *hi)
 {
@@ -227,7 +236,7 @@ void st_spec_split(const struct st_spec_want *w, int32_t n, int32_t k_total, int
  * -1 when the model cannot price the step. */
 static double step_up(const struct st_spec_cost *c, const struct st_spec_want *w, int32_t n,
                       int32_t K, int32_t *k, int32_t *passes, int32_t *slot_passes,
-                      double *tokens)
+                      double *tokens, double catch_ns)
 {
     double g, t = st_spec_cost_step_ns(c, c->mtp ? ST_SPEC_FULL : ST_SPEC_LEAN, n + K + 1);
     int32_t at = best_slot(w, n, k, &g);
@@ -241,7 +250,7 @@ static double step_up(const struct st_spec_cost *c, const struct st_spec_want *w
         (*slot_passes)++;
         *passes = ST_MAX(*passes, k[at]);
     }
-    return *tokens / (t + st_spec_cost_draft_ns(c, *passes, *slot_passes));
+    return *tokens / (t + st_spec_cost_draft_ns(c, *passes, *slot_passes) + catch_ns);
 }
 
 enum st_spec_verdict st_spec_plan(const struct st_spec_cost *c, const struct st_spec_want *w,
@@ -258,10 +267,15 @@ enum st_spec_verdict st_spec_plan(const struct st_spec_cost *c, const struct st_
         return ST_SPEC_MEASURE;   /* a plain step prices the alternative */
     out->rate0 = n / t0;
     double tokens = n;
-    int32_t passes = 0, slot_passes = 0, K = 0;
+    int32_t passes = 0, slot_passes = 0, K = 0, gap = 0;
+    for (int32_t i = 0; i < n; i++)
+        gap += ST_MAX(w[i].gap, 0);
+    /* a step with drafts runs the upkeep, which first catches up every
+     * slot's skipped positions: a one-off cost of the switch to drafting */
+    double catch_ns = st_spec_cost_catch_ns(c, gap) / ST_SPEC_CATCH_AMORT;
     enum st_spec_verdict v = ST_SPEC_PLAIN;
     for (; K < ST_SPEC_PLAN_SCAN; K++) {
-        double rate = step_up(c, w, n, K, k, &passes, &slot_passes, &tokens);
+        double rate = step_up(c, w, n, K, k, &passes, &slot_passes, &tokens, catch_ns);
         if (rate == 0.0)
             break;   /* every slot at its limit */
         if (rate < 0.0) {

@@ -48,6 +48,10 @@ double st_spec_cost_step_ns(const struct st_spec_cost *c, enum st_spec_curve cur
                             int32_t rows);
 /* Estimated draft call time (0 before any was measured). */
 double st_spec_cost_draft_ns(const struct st_spec_cost *c, int32_t passes, int32_t slot_passes);
+/* Estimated time of the MTP layer's catch-up over 'rows' skipped positions
+ * (one kv-only pass: what the upkeep of that many rows costs, FULL minus
+ * LEAN at 'rows'); 0 when rows <= 0 or the curves cannot price it. */
+double st_spec_cost_catch_ns(const struct st_spec_cost *c, int32_t rows);
 
 /* One decoding slot, as the plan sees it. */
 struct st_spec_want {
@@ -55,6 +59,8 @@ struct st_spec_want {
     int32_t max;      /* drafts it may carry this step (0: none) */
     bool    mtp;      /* drafts from the MTP layer (cost draft passes); else free */
     bool    probe;    /* (the caller's) alpha is the prior shown for a due probe */
+    int32_t gap;      /* (MTP) positions the slot decoded without the upkeep since its
+                       * last step with it: what a step with drafts catches up first */
 };
 enum st_spec_verdict {
     ST_SPEC_PLAIN,      /* no drafts: they do not pay (k all 0) */
@@ -70,11 +76,14 @@ struct st_spec_plan_out {
     double  alt_rate;
 };
 /* At most this many draft rows are weighed per step (the scan is O(n) per row). */
+#define ST_SPEC_CATCH_AMORT 8
 #define ST_SPEC_PLAN_SCAN 256
 /* The draft lengths k[0..n) (caller's array) of the n decoding slots w that
  * maximize expected tokens per second: sum_i (1 + a_i + .. + a_i^k_i) over
- * T(n + sum k) + D(MTP passes) (T: the FULL curve for an MTP engine), against
- * n / T_LEAN(n). Pure: reads c and w only.
+ * T(n + sum k) + D(MTP passes) + C(sum gap) / ST_SPEC_CATCH_AMORT (T: the
+ * FULL curve for an MTP engine; C: the catch-up, which a step with the
+ * upkeep owes for every slot's gap, spread over the steps a switch to
+ * drafting lasts at least), against n / T_LEAN(n). Pure: reads c and w.
  * k is all 0 unless the verdict is ST_SPEC_DRAFT. */
 enum st_spec_verdict st_spec_plan(const struct st_spec_cost *c, const struct st_spec_want *w,
                                   int32_t n, int32_t *k, struct st_spec_plan_out *out);

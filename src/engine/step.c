@@ -36,6 +36,7 @@
 
 #include "internal.h"
 #include "strata/log.h"
+#include "strata/mtp.h"
 
 static int64_t now_ns(const struct st_engine *e)
 {
@@ -427,9 +428,11 @@ static void fail_batch(struct st_engine *e, int32_t n, const struct st_err *err)
  * token taken, which is the part drafts make longer (the draft call is
  * timed on its own, mtp.c). */
 static void note_cost(struct st_engine *e, const struct st_runner_batch *b, bool lean,
-                      int64_t t_fwd)
+                      bool catching, int64_t t_fwd)
 {
     int64_t rows = 0;
+    if (catching)
+        return;   /* the forward also caught the MTP layer up: not a step's price */
     for (int32_t i = 0; i < b->n_seqs; i++) {
         if (b->seqs[i].kind != ST_SEQ_DECODE)
             return;
@@ -458,11 +461,29 @@ static bool skip_upkeep(const struct st_engine *e, int32_t n)
     return true;
 }
 
+/* Each slot's MTP gap (mtp.h "Catch-up") as this step's forward leaves
+ * it: a step without the upkeep adds its rows, one with it clears it (the
+ * runner's MTP layer catches the slot up, in this step's draft call or in
+ * the forward). Returns whether the forward catches a slot up (one with a
+ * gap that made no MTP drafts): its time is then not a step's price. */
+static bool note_gaps(struct st_engine *e, int32_t n, bool lean)
+{
+    bool caught = false;
+    for (int32_t i = 0; e->mtp_max > 0 && i < n; i++) {
+        struct st_mtp_slot *m = &e->slots[e->seqs[i].slot].mtp;
+        caught |= !lean && m->gap > 0 && (m->n_draft == 0 || m->src != ST_SPEC_MTP);
+        int64_t g = lean ? (int64_t)m->gap + e->seqs[i].n_tokens : 0;
+        m->gap = (int32_t)ST_MIN(g, (int64_t)ST_MTP_KEEP);
+    }
+    return caught;
+}
+
 static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holder, int64_t t0)
 {
     bool lean = skip_upkeep(e, n);
     for (int32_t i = 0; i < n; i++)
         e->seqs[i].no_mtp_upkeep = lean;
+    bool catching = note_gaps(e, n, lean);
     struct st_runner_batch batch = { .seqs = e->seqs, .n_seqs = n };
     struct st_runner_out out = { .rows = e->rows, .busy_ns = 0 };
     struct st_err err = { 0 };
@@ -496,7 +517,7 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
         else if (q->sample)
             take_token(e, sl, &e->rows[i], t_end);
     }
-    note_cost(e, &batch, lean, t_fwd);
+    note_cost(e, &batch, lean, catching, t_fwd);
 }
 
 bool st_engine_step(struct st_engine *e)

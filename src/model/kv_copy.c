@@ -100,6 +100,7 @@ enum st_status st_mtp_kv_copy(struct st_mtp *t, int32_t src, int32_t dst, int64_
         if (t->chunk_slot[i] == dst && t->chunk_pos[i] >= from)
             t->chunk_pos[i] = -1;
     t->carry_pos[dst] = -1;
+    st_mtp_stash_cut(t, dst, from);   /* its skipped positions from there are src's now */
     /* a state that fails to copy is left out like one not at hand: it
      * costs drafts, never the output, so it is not the copy's error */
     struct st_err state_err = { 0 };

@@ -256,6 +256,33 @@ static enum st_status check_batch(const struct st_mtp *t, const struct st_model_
     return ST_OK;
 }
 
+/* Before a forward with the upkeep: each slot of b keeps its stash below
+ * its first row only, is caught up to that row when the stash ends there
+ * (mtp_catch.c), and keeps no stash after (the upkeep covers what follows;
+ * what was not caught up cannot be later). Scratch: mark, dslot, dpos. */
+static enum st_status catch_batch(struct st_mtp *t, const struct st_model_batch *b,
+                                  struct st_err *err)
+{
+    int32_t n = 0;
+    memset(t->mark, 0, (size_t)t->S * sizeof(int32_t));
+    for (int64_t r = 0; r < b->n_rows; r++) {
+        int32_t s = b->slots[r];
+        if (t->mark[s]) {
+            t->dpos[t->mark[s] - 1] = ST_MIN(t->dpos[t->mark[s] - 1], b->pos[r]);
+            continue;
+        }
+        t->mark[s] = ++n;
+        t->dslot[n - 1] = s;
+        t->dpos[n - 1] = b->pos[r];
+    }
+    for (int32_t i = 0; i < n; i++)
+        st_mtp_stash_cut(t, t->dslot[i], t->dpos[i]);
+    enum st_status rc = st_mtp_catch_up(t, t->dslot, t->dpos, n, err);
+    for (int32_t i = 0; i < n; i++)
+        st_mtp_stash_cut(t, t->dslot[i], 0);
+    return rc;
+}
+
 enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
                               const float **logits, struct st_err *err)
 {
@@ -265,6 +292,8 @@ enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
     if (!m->loaded)
         return st_err_set(err, ST_ERR_LOADING, "model %s is not loaded", m->path);
     enum st_status rc = check_batch(t, b, err);
+    if (rc == ST_OK)
+        rc = catch_batch(t, b, err);
     if (rc == ST_OK && b->n_rows > 0 && b->n_rows <= ST_FWD_GRAPH_ROWS &&
         b->n_rows <= m->p.max_rows) {
         rc = forward_graphed(t, b, err);
@@ -282,25 +311,11 @@ enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
     return rc;
 }
 
-void st_mtp_skipped(struct st_mtp *t, const struct st_model_batch *b)
-{
-    for (int64_t r = 0; r < b->n_rows; r++) {
-        int32_t s = b->slots[r];
-        int64_t p = b->pos[r];
-        if (s < 0 || s >= t->S)
-            continue;
-        if (t->carry_pos[s] >= p)
-            t->carry_pos[s] = -1;
-        for (int64_t i = 0; i < t->chunk_n; i++)   /* -1 matches no lookup */
-            if (t->chunk_slot[i] == s && t->chunk_pos[i] >= p)
-                t->chunk_pos[i] = -1;
-    }
-}
-
 void st_mtp_truncate(struct st_mtp *t, int32_t slot, int64_t n_tokens)
 {
     if (slot < 0 || slot >= t->S)
         return;
+    st_mtp_stash_cut(t, slot, n_tokens);
     int64_t want = n_tokens - 1, have = t->carry_pos[slot];
     if (want < 0 || (have >= 0 && want >= have)) {
         t->carry_pos[slot] = want < 0 ? -1 : have;

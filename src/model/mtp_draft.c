@@ -7,6 +7,9 @@
  * of step j - 1 (dbuf). Its logits (head . rmsnorm(h') * head_norm) are
  * read back and the argmax (ties to the lower id) is d_{j+1}. llama.cpp
  * takes the top of a top-k 10 candidate list, which is the same token.
+ * A drafting slot whose last positions were decoded without the upkeep is
+ * caught up first (mtp_catch.c: one kv-only pass for all such slots), so
+ * it drafts in this call from the state and cache continuous upkeep gives.
  */
 #include <string.h>
 
@@ -107,6 +110,15 @@ enum st_status st_mtp_draft(struct st_mtp *t, struct st_mtp_draft *d, int32_t n,
                             struct st_err *err)
 {
     enum st_status rc = check_drafts(t, d, n, err);
+    int32_t m = 0;
+    for (int32_t i = 0; i < n && rc == ST_OK; i++) {   /* skipped positions first */
+        if (d[i].n_draft == 0)
+            continue;
+        t->dslot[m] = d[i].slot;
+        t->dpos[m++] = d[i].pos;
+    }
+    if (rc == ST_OK)
+        rc = st_mtp_catch_up(t, t->dslot, t->dpos, m, err);
     if (rc != ST_OK)
         return rc;
     int32_t most = 0;

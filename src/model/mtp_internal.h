@@ -32,8 +32,9 @@ struct st_mtp {
 
     /* hbuf rows: [0, S) the carried main state of each slot, S a row of
      * zeros (never written: the h of position 0), [S+1, S+1+R) the main
-     * state (after output_norm) of the rows of the last upkeep chunk. */
-    struct st_tensor hbuf;           /* f32 [E, S + 1 + R] */
+     * state (after output_norm) of the rows of the last upkeep chunk,
+     * [S+1+R, S+1+R+S*K) the stash (mtp_catch.c): K rows per slot. */
+    struct st_tensor hbuf;           /* f32 [E, S + 1 + R + S*K] */
     struct st_tensor dbuf;           /* f32 [E, S] block output after head_norm, per draft row */
     struct st_tensor esrc;           /* f32 [E, 2R]: rows [0,n) enorm(emb), [n,2n) hnorm(h) */
     struct st_tensor cat;            /* f32 [2E, R]: the eh_proj input, interleaved from esrc */
@@ -53,6 +54,18 @@ struct st_mtp {
     int32_t         *dtok, *dslot, *drow, *dwant, *mark;
     int64_t         *dpos;
 
+    /* The stash (mtp_catch.c): slot s keeps the main states (after
+     * output_norm) and tokens of positions [stash_lo[s], stash_hi[s]) that
+     * forwards without the upkeep computed and no upkeep has covered since
+     * (at most K, the latest; -1/-1: none). Position p sits at hbuf row
+     * S+1+R + s*K + p%K and stash_tok[s*K + p%K]. */
+    int64_t          K;              /* ST_MTP_KEEP */
+    int64_t         *stash_lo, *stash_hi;   /* owned [S] */
+    int32_t         *stash_tok;      /* owned [S*K] */
+    int32_t         *ctok, *cslot;   /* owned [R]: the rows of one catch-up pass */
+    int64_t         *cpos;           /* owned [R] */
+    uint64_t         caught;         /* rows caught up so far */
+
     size_t kv_bytes, act_bytes;
 };
 
@@ -71,5 +84,19 @@ enum st_status st_mtp_rows_write(struct st_mtp *t, int64_t n, const int32_t *tok
 ST_MUST_CHECK
 enum st_status st_mtp_rows_ops(struct st_mtp *t, int64_t n, const struct st_tensor *htable,
                                bool kv_only, struct st_err *err);
+
+/* ---- the stash and the catch-up (mtp_catch.c) ----------------------------- */
+
+/* Before a pass whose first row of slot slots[i] is at position next[i]
+ * (n pairs, slots distinct): every such slot whose stash ends at next[i]
+ * and that carries no state for next[i] - 1 gets its skipped positions
+ * written to the MTP cache (one kv-only pass over all of them, in chunks
+ * of R rows) and carries the stashed state of next[i] - 1. Uses act.x and
+ * hrow_host: call it before the pass's own writes. */
+ST_MUST_CHECK
+enum st_status st_mtp_catch_up(struct st_mtp *t, const int32_t *slots, const int64_t *next,
+                               int32_t n, struct st_err *err);
+/* Slot s's stash keeps positions below p only (p <= 0: nothing). */
+void st_mtp_stash_cut(struct st_mtp *t, int32_t s, int64_t p);
 
 #endif /* STRATA_MODEL_MTP_INTERNAL_H */

@@ -88,7 +88,7 @@ static enum st_status alloc_buffers(struct st_mtp *t, struct st_err *err)
     t->kv_bytes = 2 * st_tensor_nbytes(&t->kcache);
     int64_t E = t->E, R = t->R, S = t->S;
     const struct { struct st_tensor *t; enum st_dtype ty; int64_t n0, n1; } all[] = {
-        { &t->hbuf, ST_DTYPE_F32, E, S + 1 + R }, { &t->dbuf, ST_DTYPE_F32, E, S },
+        { &t->hbuf, ST_DTYPE_F32, E, S + 1 + R + S * t->K }, { &t->dbuf, ST_DTYPE_F32, E, S },
         { &t->esrc, ST_DTYPE_F32, E, 2 * R },     { &t->cat, ST_DTYPE_F32, 2 * E, R },
         { &t->ids, ST_DTYPE_I32, 1, R },          { &t->pos, ST_DTYPE_I32, 1, R },
         { &t->slot, ST_DTYPE_I32, 1, R },         { &t->hidx, ST_DTYPE_I32, 1, R },
@@ -107,9 +107,16 @@ static enum st_status alloc_host(struct st_mtp *t, struct st_err *err)
     t->chunk_slot = malloc((size_t)t->R * sizeof(int32_t));
     t->chunk_pos = malloc((size_t)t->R * sizeof(int64_t));
     t->hrow_host = malloc((size_t)t->R * sizeof(int32_t));
+    t->stash_tok = malloc((size_t)(t->S * t->K) * sizeof(int32_t));
+    t->stash_lo = malloc((size_t)t->S * sizeof(int64_t));
+    t->stash_hi = malloc((size_t)t->S * sizeof(int64_t));
+    t->ctok = malloc((size_t)t->R * sizeof(int32_t));
+    t->cslot = malloc((size_t)t->R * sizeof(int32_t));
+    t->cpos = malloc((size_t)t->R * sizeof(int64_t));
     int32_t **i32s[] = { &t->dtok, &t->dslot, &t->drow, &t->dwant, &t->mark };
     bool ok = t->logits_host && t->i32_host && t->carry_pos && t->chunk_slot && t->chunk_pos &&
-              t->hrow_host;
+              t->hrow_host && t->stash_tok && t->stash_lo && t->stash_hi && t->ctok &&
+              t->cslot && t->cpos;
     for (size_t i = 0; i < ST_ARRAY_LEN(i32s); i++) {
         *i32s[i] = malloc((size_t)t->S * sizeof(int32_t));
         ok = ok && *i32s[i];
@@ -118,8 +125,10 @@ static enum st_status alloc_host(struct st_mtp *t, struct st_err *err)
     if (!ok || !t->dpos)
         return st_err_set(err, ST_ERR_NOMEM, "no memory for the MTP state of %lld slots",
                           (long long)t->S);
-    for (int64_t s = 0; s < t->S; s++)
+    for (int64_t s = 0; s < t->S; s++) {
         t->carry_pos[s] = -1;
+        t->stash_lo[s] = t->stash_hi[s] = -1;   /* nothing kept */
+    }
     return ST_OK;
 }
 
@@ -144,7 +153,7 @@ enum st_status st_mtp_new(struct st_model *m, int32_t max_draft, struct st_mtp *
     if (!t)
         return st_err_set(err, ST_ERR_NOMEM, "no memory for the MTP state");
     *t = (struct st_mtp){ .m = m, .max_draft = max_draft, .E = hp->n_embd, .V = hp->n_vocab,
-                          .S = m->p.n_slots, .R = m->p.max_rows };
+                          .S = m->p.n_slots, .R = m->p.max_rows, .K = ST_MTP_KEEP };
     enum st_status rc = wrap_block(t, &m->desc->layers[hp->n_layer], err);
     if (rc == ST_OK)
         rc = alloc_buffers(t, err);
@@ -187,6 +196,12 @@ void st_mtp_free(struct st_mtp *t)
     free(t->dwant);
     free(t->mark);
     free(t->dpos);
+    free(t->stash_tok);
+    free(t->stash_lo);
+    free(t->stash_hi);
+    free(t->ctok);
+    free(t->cslot);
+    free(t->cpos);
     free(t);
 }
 

@@ -20,7 +20,11 @@
  *   - the counters (pool stats and the activity record) add up;
  *   - with injected step timings the draft lengths follow the cost: rows
  *     nearly free draft as the acceptance rule does, rows dear draft little
- *     and skip the MTP upkeep between, the output the same.
+ *     and skip the MTP upkeep between, the output the same;
+ *   - after forced plain stretches (no drafts, no upkeep; one longer than
+ *     ST_MTP_KEEP) the slots draft in the very next step (the runner's MTP
+ *     layer catches up in the draft call), as well accepted as without the
+ *     stretches, and the output is the same.
  *
  * The steps run on the test thread (st_engine_pool_step) on a manual
  * clock: nothing here depends on time (the cost model learns only the
@@ -34,6 +38,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "strata/mtp.h"
 #include "strata/sched.h"
 #include "model_fixture.h"
 #include "spec_fixture.h"
@@ -254,6 +259,68 @@ START_TEST(test_engine_mtp_cost_aware_lengths)
 }
 END_TEST
 
+/* ---- catch-up after forced plain stretches (mtp_catch.c) --------------- */
+
+/* Steps [3, 15) and [20, 95) of a run are forced plain (no drafts, no MTP
+ * upkeep): 12 positions per slot, then 75, more than ST_MTP_KEEP. The
+ * corrupt hook leaves the drafts alone and notes the slots that drafted
+ * with a gap (the runner's MTP layer caught them up in that draft call). */
+struct plain_force {
+    int32_t step;
+    int32_t after_gap;   /* slot drafts made while the slot had a gap */
+    int32_t max_gap;
+};
+
+static bool force_stretches(void *ctx)
+{
+    struct plain_force *f = ctx;
+    int32_t s = f->step++;
+    return (s >= 3 && s < 15) || (s >= 20 && s < 95);
+}
+
+static void note_gap(void *ctx, int32_t slot, int32_t *drafts, int32_t n)
+{
+    struct plain_force *f = ctx;
+    (void)drafts;
+    (void)n;
+    int32_t gap = spec_pool->engines[0].slots[slot].mtp.gap;
+    f->after_gap += gap > 0;
+    f->max_gap = gap > f->max_gap ? gap : f->max_gap;
+}
+
+/* mtp-demo at 4 slots with fixed draft lengths: the first step after each
+ * forced stretch drafts at once (the catch-up gives the slots their state
+ * back in the draft call), the drafts are accepted as often as without the
+ * stretches, and the output is the same as without MTP. */
+START_TEST(test_engine_mtp_catch_up_after_plain_stretches)
+{
+    const char *path = spec_make("mtp-demo", false, 5);
+    struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
+    struct plain_force f = { 0 };
+    struct st_mtp_test hook = { .fixed_length = true };
+    struct spec_run r = { .path = path, .np = 4, .mtp_draft = 3, .n_gen = 128, .hook = &hook };
+    spec_against_plain(&r, prompts, off, on, "no stretches");
+    double base = (double)on->stats.mtp_accepted / (double)on->stats.mtp_drafted;
+    hook = (struct st_mtp_test){ .fixed_length = true, .force_plain = force_stretches,
+                                 .corrupt = note_gap, .ctx = &f };
+    run(&r, on);
+    report("forced plain stretches", on);
+    spec_same(off, on, 4, "forced plain stretches");
+    double acc = (double)on->stats.mtp_accepted / (double)on->stats.mtp_drafted;
+    fprintf(stderr, "engine mtp catch-up: %d slot drafts right after a stretch, largest gap "
+            "%d; accepted %.3f (without stretches %.3f)\n", (int)f.after_gap, (int)f.max_gap,
+            acc, base);
+    ck_assert_msg(f.after_gap >= 8, "only %d slots drafted right after a stretch",
+                  (int)f.after_gap);
+    ck_assert_int_eq(f.max_gap, ST_MTP_KEEP);   /* the long stretch, counted up to the cap */
+    ck_assert_msg(acc >= base - 0.05, "drafts after stretches accepted %.3f, %.3f without", acc,
+                  base);
+    spec_records_add_up(on);
+    free(off);
+    free(on);
+}
+END_TEST
+
 /* ---- a model without MTP ------------------------------------------------- */
 
 START_TEST(test_engine_mtp_model_without_layer_serves)
@@ -303,6 +370,7 @@ static Suite *engine_mtp_suite(void)
     tcase_add_test(tc, test_engine_mtp_penalties_identical);
     tcase_add_test(tc, test_engine_mtp_penalties_separate_histories);
     tcase_add_test(tc, test_engine_mtp_cost_aware_lengths);
+    tcase_add_test(tc, test_engine_mtp_catch_up_after_plain_stretches);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -16,7 +16,9 @@
  *     as dear as a step (this VM at 4 slots) draft nothing, a better
  *     estimate gets more drafts, dearer draft passes never mean more MTP
  *     drafts, nothing accepted never drafts; the verdicts that hand over
- *     to the caller (unpriced, measure, explore).
+ *     to the caller (unpriced, measure, explore);
+ *   - the MTP catch-up's price (the upkeep of its rows) and its share in
+ *     every plan with drafts.
  */
 #include <check.h>
 #include <math.h>
@@ -307,6 +309,55 @@ START_TEST(test_engine_spec_cost_plan_verdicts)
 }
 END_TEST
 
+/* The catch-up (an MTP layer's kv-only pass over the positions slots
+ * decoded without the upkeep) is priced as the upkeep of that many rows,
+ * FULL minus LEAN, and the plan adds an eighth of it to every plan with
+ * drafts: the same plan costs exactly that much more per step, and one
+ * that pays by a little does not with gaps to catch up. */
+START_TEST(test_engine_spec_cost_catch_up_priced)
+{
+    struct st_spec_cost c, plain;
+    st_spec_cost_init(&c, true);
+    st_spec_cost_init(&plain, false);
+    teach(&c, ST_SPEC_LEAN, 1, 8, 1.0, 0.5, 10);
+    teach(&c, ST_SPEC_FULL, 1, 16, 1.1, 0.55, 10);
+    teach(&plain, ST_SPEC_LEAN, 1, 8, 1.0, 0.5, 10);
+    ck_assert(st_spec_cost_catch_ns(&c, 0) == 0.0);
+    /* 40 rows: beyond both curves' measured counts, on their lines */
+    double catch40 = st_spec_cost_catch_ns(&c, 40);
+    ck_assert_double_eq_tol(catch40, (0.1 + 0.05 * 40) * MS, 1e3);
+    ck_assert(st_spec_cost_catch_ns(&plain, 40) == 0.0);   /* no MTP layer: nothing to catch */
+
+    struct st_spec_want w[2] = { { .alpha = 0.9, .max = 3, .mtp = true },
+                                 { .alpha = 0.9, .max = 3, .mtp = true } };
+    int32_t k[2];
+    struct st_spec_plan_out o0, o1;
+    ck_assert_int_eq(st_spec_plan(&c, w, 2, k, &o0), ST_SPEC_DRAFT);
+    w[0].gap = 30;
+    w[1].gap = 10;
+    (void)st_spec_plan(&c, w, 2, k, &o1);
+    ck_assert_double_eq_tol(o1.rate0, o0.rate0, 1e-15);   /* plain steps owe nothing */
+    ck_assert(o1.alt_rate < o0.alt_rate);
+    ck_assert_int_eq(o1.alt_k, o0.alt_k);   /* the same plan here, only dearer */
+    double tokens = 2.0;   /* expected tokens of that plan's split */
+    st_spec_split(w, 2, o0.alt_k, k);
+    for (int i = 0; i < 2; i++)
+        for (int32_t j = 1; j <= k[i]; j++)
+            tokens += pow(0.9, j);
+    ck_assert_double_eq_tol(1.0 / o1.alt_rate - 1.0 / o0.alt_rate,
+                            catch40 / ST_SPEC_CATCH_AMORT / tokens, 1e-6 / tokens);
+    /* 3% better with drafts (alpha 0.7, one each): not with 40 rows to catch up */
+    w[0].alpha = w[1].alpha = 0.7;
+    w[0].gap = w[1].gap = 0;
+    ck_assert_int_eq(st_spec_plan(&c, w, 2, k, &o0), ST_SPEC_DRAFT);
+    ck_assert(o0.rate < 1.05 * o0.rate0);
+    w[0].gap = 30;
+    w[1].gap = 10;
+    ck_assert_int_eq(st_spec_plan(&c, w, 2, k, &o1), ST_SPEC_PLAIN);
+    ck_assert(k[0] == 0 && k[1] == 0);
+}
+END_TEST
+
 static Suite *engine_spec_cost_suite(void)
 {
     Suite *s = suite_create("engine_spec_cost");
@@ -318,6 +369,7 @@ static Suite *engine_spec_cost_suite(void)
     tcase_add_test(tc, test_engine_spec_cost_plan_is_best);
     tcase_add_test(tc, test_engine_spec_cost_plan_shape);
     tcase_add_test(tc, test_engine_spec_cost_plan_verdicts);
+    tcase_add_test(tc, test_engine_spec_cost_catch_up_priced);
     suite_add_tcase(s, tc);
     return s;
 }

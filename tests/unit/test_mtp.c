@@ -1,7 +1,10 @@
 /* test_mtp.c -- the MTP layer (include/strata/mtp.h) against the naive
  * reference (forward_ref.c: ref_mtp_step), its rollback, its batching,
- * its copy between slots (st_mtp_kv_copy: the carried state), and the
- * make-model presets that exist to measure it.
+ * its copy between slots (st_mtp_kv_copy: the carried state), its
+ * catch-up after forwards without the upkeep (mtp_catch.c: the drafts
+ * equal those of continuous upkeep to the bit, through a draft or a
+ * forward, after a cut, and past the stash's length), and the make-model
+ * presets that exist to measure it.
  *
  * The reference test runs the engine's loop by hand: a prompt read, then
  * draft / verify / accept / truncate rounds. Both paths see the same
@@ -446,6 +449,165 @@ START_TEST(test_mtp_kv_copy_carries_the_right_state)
 }
 END_TEST
 
+/* ---- catch-up after steps without the upkeep (mtp_catch.c) ------------- */
+
+/* One forward of n rows (one row per slot, every row a logit row): with
+ * the upkeep (st_mtp_forward), or without it as the runner runs a lean
+ * step (st_model_forward, then st_mtp_skipped). */
+static void step_rows(struct st_model *m, struct st_mtp *t, int64_t n, int32_t *tok,
+                      int32_t *slots, int64_t *pos, bool lean)
+{
+    int64_t outs[4] = { 0, 1, 2, 3 };
+    ck_assert(n <= 4);
+    struct st_model_batch b = { n, tok, slots, pos, n, outs };
+    const float *lg;
+    struct st_err err = { 0 };
+    if (lean) {
+        ck_assert_msg(st_model_forward(m, &b, &lg, &err) == ST_OK, "%s", err.msg);
+        st_mtp_skipped(t, &b);
+    } else {
+        ck_assert_msg(st_mtp_forward(t, &b, &lg, &err) == ST_OK, "%s", err.msg);
+    }
+}
+
+static void step_one(struct st_model *m, struct st_mtp *t, int32_t slot, int32_t tok, int64_t p,
+                     bool lean)
+{
+    step_rows(m, t, 1, &tok, &slot, &p, lean);
+}
+
+/* Drafts of 2 steps for n slots at pos[i] from tok[i]; logits into
+ * lg + i * 2 * nv. Returns the drafts made in all. */
+static int32_t draft2(struct st_mtp *t, int32_t n, const int32_t *slots, const int32_t *tok,
+                      const int64_t *pos, float *lg, int64_t nv)
+{
+    struct st_mtp_draft q[2];
+    int32_t d[2][2], made = 0;
+    for (int32_t i = 0; i < n; i++)
+        q[i] = (struct st_mtp_draft){ slots[i], tok[i], pos[i], 2, d[i], lg + i * 2 * nv };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_mtp_draft(t, q, n, &err) == ST_OK, "%s", err.msg);
+    for (int32_t i = 0; i < n; i++)
+        made += q[i].n_draft;
+    return made;
+}
+
+static double max_diff(const float *a, const float *b, int64_t n)
+{
+    double d = 0;
+    for (int64_t i = 0; i < n; i++)
+        d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+/* Model a keeps the upkeep on every step; model b skips it (slot 0 for 12
+ * steps, slot 1 for the last 7 of them, the last 7 in one batch). Slot 0
+ * is caught up by a draft, slot 1 by the next forward with the upkeep:
+ * the drafts of both equal a's to the bit, before and after a verify. */
+START_TEST(test_mtp_catch_up_equals_continuous_upkeep)
+{
+    const char *path = make("tiny", "q8_0", true);
+    struct st_model *ma = load(path, 2), *mb = load(path, 2);
+    struct st_mtp *ta = mtp_of(ma), *tb = mtp_of(mb);
+    int64_t nv = st_model_hparams(ma)->n_vocab;
+    int32_t a[8], b[8], gen[2][14];
+    ref_tokens(31, a, 8, nv);
+    ref_tokens(32, b, 8, nv);
+    ref_tokens(33, gen[0], 14, nv);
+    ref_tokens(34, gen[1], 14, nv);
+    read_into(ta, 0, a, 8);
+    read_into(ta, 1, b, 8);
+    read_into(tb, 0, a, 8);
+    read_into(tb, 1, b, 8);
+    int32_t slots[2] = { 0, 1 };
+    for (int64_t i = 0; i < 12; i++) {
+        int32_t tok[2] = { gen[0][i], gen[1][i] };
+        int64_t pos[2] = { 8 + i, 8 + i };
+        step_rows(ma, ta, 2, tok, slots, pos, false);
+        if (i < 5) {
+            step_one(mb, tb, 0, tok[0], pos[0], true);
+            step_one(mb, tb, 1, tok[1], pos[1], false);
+        } else {
+            step_rows(mb, tb, 2, tok, slots, pos, true);
+        }
+    }
+    float *la = malloc((size_t)(4 * nv) * sizeof(float)), *lb = malloc((size_t)(4 * nv) * 4);
+    int32_t tok[2] = { gen[0][12], gen[1][12] };
+    int64_t pos[2] = { 20, 20 };
+    ck_assert_int_eq(draft2(ta, 1, slots, tok, pos, la, nv), 2);
+    ck_assert_int_eq(draft2(tb, 1, slots, tok, pos, lb, nv), 2);
+    ck_assert_msg(st_mtp_caught(tb) == 12, "caught up %llu rows, not 12",
+                  (unsigned long long)st_mtp_caught(tb));
+    fprintf(stderr, "mtp catch-up: draft after 12 skipped rows: max |logit diff| %.3g\n",
+            max_diff(la, lb, 2 * nv));
+    ck_assert_msg(max_diff(la, lb, 2 * nv) == 0.0, "caught-up drafts differ by %g",
+                  max_diff(la, lb, 2 * nv));
+    step_rows(ma, ta, 2, tok, slots, pos, false);   /* slot 1: caught up here */
+    step_rows(mb, tb, 2, tok, slots, pos, false);
+    ck_assert_uint_eq(st_mtp_caught(tb), 12 + 7);
+    int32_t tok2[2] = { gen[0][13], gen[1][13] };
+    int64_t pos2[2] = { 21, 21 };
+    ck_assert_int_eq(draft2(ta, 2, slots, tok2, pos2, la, nv), 4);
+    ck_assert_int_eq(draft2(tb, 2, slots, tok2, pos2, lb, nv), 4);
+    ck_assert_msg(max_diff(la, lb, 4 * nv) == 0.0, "drafts after the verify differ by %g",
+                  max_diff(la, lb, 4 * nv));
+    ck_assert_uint_eq(st_mtp_caught(tb), 12 + 7);   /* nothing left to catch up */
+    free(la);
+    free(lb);
+    st_mtp_free(ta);
+    st_mtp_free(tb);
+    st_model_free(ma);
+    st_model_free(mb);
+}
+END_TEST
+
+/* A cut inside a skipped stretch: the catch-up covers the positions below
+ * the cut only and drafts as a model that never went further. A stretch
+ * longer than ST_MTP_KEEP: the last ST_MTP_KEEP - 1 rows are caught up
+ * (the first kept one has no carried predecessor) and the slot drafts. */
+START_TEST(test_mtp_catch_up_after_cut_and_long_stretch)
+{
+    const char *path = make("tiny", "q8_0", true);
+    struct st_model *mb = load(path, 2), *mc = load(path, 1);
+    struct st_mtp *tb = mtp_of(mb), *tc = mtp_of(mc);
+    int64_t nv = st_model_hparams(mb)->n_vocab;
+    int32_t a[8], gen[ST_MTP_KEEP + 8], slot0 = 0, slot1 = 1;
+    ref_tokens(41, a, 8, nv);
+    ref_tokens(42, gen, ST_MTP_KEEP + 8, nv);
+    read_into(tb, 0, a, 8);
+    read_into(tc, 0, a, 8);
+    for (int64_t i = 0; i < 10; i++) {
+        step_one(mb, tb, 0, gen[i], 8 + i, true);
+        if (i < 6)
+            step_one(mc, tc, 0, gen[i], 8 + i, false);
+    }
+    st_mtp_truncate(tb, 0, 14);   /* a rollback to 14 */
+    float *lb = malloc((size_t)(2 * nv) * sizeof(float)), *lc = malloc((size_t)(2 * nv) * 4);
+    int32_t x = gen[ST_MTP_KEEP + 7];
+    int64_t p = 14;
+    ck_assert_int_eq(draft2(tb, 1, &slot0, &x, &p, lb, nv), 2);
+    ck_assert_int_eq(draft2(tc, 1, &slot0, &x, &p, lc, nv), 2);
+    ck_assert_uint_eq(st_mtp_caught(tb), 6);
+    ck_assert_msg(max_diff(lb, lc, 2 * nv) == 0.0, "drafts after a cut differ by %g",
+                  max_diff(lb, lc, 2 * nv));
+
+    int32_t b[8];
+    ref_tokens(43, b, 8, nv);
+    read_into(tb, 1, b, 8);
+    for (int64_t i = 0; i < ST_MTP_KEEP + 6; i++)
+        step_one(mb, tb, 1, gen[i], 8 + i, true);
+    p = 8 + ST_MTP_KEEP + 6;
+    ck_assert_int_eq(draft2(tb, 1, &slot1, &x, &p, lb, nv), 2);
+    ck_assert_uint_eq(st_mtp_caught(tb), 6 + ST_MTP_KEEP - 1);
+    free(lb);
+    free(lc);
+    st_mtp_free(tb);
+    st_mtp_free(tc);
+    st_model_free(mb);
+    st_model_free(mc);
+}
+END_TEST
+
 START_TEST(test_mtp_refuses_model_without_nextn)
 {
     struct st_model *m = load(make("tiny", "q8_0", false), 1);
@@ -518,6 +680,12 @@ static Suite *mtp_suite(void)
     tcase_add_test(beh, test_mtp_refuses_model_without_nextn);
     tcase_add_test(beh, test_mtp_demo_preset_agrees);
     suite_add_tcase(s, beh);
+    TCase *cu = tcase_create("catch-up");
+    tcase_add_checked_fixture(cu, setup, teardown);
+    tcase_set_timeout(cu, 120);
+    tcase_add_test(cu, test_mtp_catch_up_equals_continuous_upkeep);
+    tcase_add_test(cu, test_mtp_catch_up_after_cut_and_long_stretch);
+    suite_add_tcase(s, cu);
     return s;
 }
 
