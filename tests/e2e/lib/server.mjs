@@ -154,15 +154,20 @@ export const chatBody = (extra = {}) => ({
   ...extra,
 });
 
-// `strata make-model` (preset tiny, 'seed') in a new temporary directory
+// `strata make-model` (preset 'preset', 'seed') in a new temporary directory
 // named from 'prefix', and the server on it (CPU, 1 thread, context 'ctx',
-// alias "tiny", then 'extra' arguments). Resolves to { srv, dir }; the caller
-// stops srv and removes dir.
-export async function startTinyModel(prefix, seed, ctx, extra = []) {
+// alias 'preset', then 'extra' arguments). Resolves to { srv, dir }; the
+// caller stops srv and removes dir.
+export async function startPresetModel(prefix, preset, seed, ctx, extra = []) {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  const model = join(dir, 'tiny.gguf');
-  const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', 'tiny', '--seed', String(seed)], { encoding: 'utf8' });
+  const model = join(dir, `${preset}.gguf`);
+  const mk = spawnSync(STRATA_BIN, ['make-model', model, '--preset', preset, '--seed', String(seed)], { encoding: 'utf8' });
   assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
-  const srv = await startServer(['--backend', 'cpu', '-m', model, '-a', 'tiny', '--threads', '1', '-c', String(ctx), ...extra]);
+  const srv = await startServer(['--backend', 'cpu', '-m', model, '-a', preset, '--threads', '1', '-c', String(ctx), ...extra]);
   return { srv, dir };
+}
+
+// startPresetModel with the tiny preset (alias "tiny").
+export function startTinyModel(prefix, seed, ctx, extra = []) {
+  return startPresetModel(prefix, 'tiny', seed, ctx, extra);
 }
