@@ -104,13 +104,14 @@ moe_route(int32_t *sel, float *wts, const float *logits, int n_exp, int k, bool 
     __syncthreads();
     if (!sigmoid)
         route_softmax(p, n_exp, sv, si);
-    /* rank keys: a NaN key (NaN logits) is -3e38, below every real key
-     * but above the start value -3.2e38, so some untaken expert always
-     * wins (k <= n_exp) and bi is a valid index; taken experts are
-     * -INFINITY, below the start value. Without a bias the keys are p. */
+    /* rank keys: a NaN key (NaN logits) or one below -3e38 (a bias of
+     * -inf or near it, which a file can hold) is -3e38, above the start
+     * value -3.2e38, so some untaken expert always wins (k <= n_exp) and
+     * bi is a valid index; taken experts are -INFINITY, below the start
+     * value. Without a bias the keys are p. */
     for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS) {
         const float v = bias ? p[e] + bias[e] : p[e];
-        key[e] = v != v ? -3.0e38f : v;
+        key[e] = v != v || v < -3.0e38f ? -3.0e38f : v;
     }
     __syncthreads();
 

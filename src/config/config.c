@@ -6,6 +6,7 @@
  * given on the command line, else "file:line: key" when the file set it.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,6 +307,12 @@ static enum st_status check_models(struct st_config *c, struct st_err *err)
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s.name: \"%s\" is already the name or an alias of models[%zu]",
                               where, m->name, owner);
+        /* the loader takes the factor as a float: 1e-50 would be 0 (= the
+         * file's) there and 1e39 infinite */
+        if (m->rope_scale != 0 && !(isfinite((float)m->rope_scale) && (float)m->rope_scale > 0))
+            return st_err_set(err, ST_ERR_BAD_CONFIG,
+                              "%s: rope_scale %g is out of range (a float above 0)", where,
+                              m->rope_scale);
         if (m->rope_scaling == ST_CFG_ROPE_NONE && m->rope_scale != 0)
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s: rope_scale %g needs rope_scaling linear or yarn (it is none)",

@@ -29,7 +29,11 @@ bool st_cli_rope_arg(const char *a, const char *v, struct st_model_config *m, bo
     if (!strcmp(a, "--rope-scale")) {
         errno = 0;
         double f = strtod(v, &end);
-        *ok = !errno && end != v && !*end && isfinite(f) && f > 0;
+        /* checked as the float the loader takes: a value that rounds to 0
+         * there would mean "the file's factor", one that rounds to inf is
+         * refused only at load */
+        float ff = (float)f;
+        *ok = !errno && end != v && !*end && isfinite(ff) && ff > 0.0f;
         if (*ok)
             m->rope_scale = f;
         return true;

@@ -76,8 +76,10 @@ struct st_spec_plan_out {
     double  alt_rate;
 };
 /* At most this many draft rows are weighed per step (the scan is O(n) per row). */
-#define ST_SPEC_CATCH_AMORT 8
 #define ST_SPEC_PLAN_SCAN 256
+/* The steps a switch to drafting lasts at least: the catch-up it owes is
+ * priced at 1 / ST_SPEC_CATCH_AMORT per step (st_spec_plan). */
+#define ST_SPEC_CATCH_AMORT 8
 /* The draft lengths k[0..n) (caller's array) of the n decoding slots w that
  * maximize expected tokens per second: sum_i (1 + a_i + .. + a_i^k_i) over
  * T(n + sum k) + D(MTP passes) + C(sum gap) / ST_SPEC_CATCH_AMORT (T: the

@@ -47,6 +47,8 @@ run "serve --bogus" 2 serve --bogus && { expect err "--bogus" "serve --bogus"; o
 run "serve --port abc" 2 serve --port abc &&
     { expect err 'strata: --port: expected an integer 0..65535, got "abc"' "--port abc"; one_line "--port abc"; }
 run "serve --port 70000" 2 serve --port 70000 && expect err "--port" "--port 70000"
+run "serve --rope-scale 1e-50" 2 serve --rope-scale 1e-50 --backend sim --port 0 &&
+    expect err "rope_scale 1e-50 is out of range" "serve --rope-scale 1e-50"
 run "serve --parallel" 2 serve --parallel && expect err "--parallel: missing value" "--parallel"
 run "serve --swap-affinity-bonus 100" 2 serve --swap-affinity-bonus 100 &&
     expect err "expected an integer 0..99" "--swap-affinity-bonus"
@@ -64,6 +66,10 @@ if run "make-model tiny" 0 make-model "$tmp/tiny.gguf" --preset tiny; then
     m=(-m "$tmp/tiny.gguf")
     run "run --rope-scale 0" 2 run "${m[@]}" -p hi --rope-scale 0 &&
         expect err "usage: strata run" "run --rope-scale 0"
+    run "run --rope-scale 1e-50" 2 run "${m[@]}" -p hi --rope-scaling none --rope-scale 1e-50 &&
+        expect err "usage: strata run" "run --rope-scale 1e-50"
+    run "bench --rope-scale 1e39" 2 bench "${m[@]}" -p 8 -n 4 -r 1 -t 1 --rope-scaling linear \
+        --rope-scale 1e39
     run "run --rope-scaling yarn" 0 run "${m[@]}" -p hi -n 2 -t 1 -c 512 --temp 0 \
         --rope-scaling yarn --rope-scale 2 --yarn-orig-ctx 64 &&
         expect err "positions yarn reaches (64 x 2)" "run --rope-scaling yarn"

@@ -608,6 +608,56 @@ START_TEST(test_mtp_catch_up_after_cut_and_long_stretch)
 }
 END_TEST
 
+/* Rows per chunk R = 8: two slots' gaps (13 and 9 rows) go through the
+ * catch-up in passes of 8, 8 and 6 rows, one pass holding rows of both
+ * slots; both slots draft as with continuous upkeep, to the bit. */
+START_TEST(test_mtp_catch_up_in_chunks)
+{
+    const char *path = make("tiny", "q8_0", true);
+    struct st_model *m2[2];
+    struct st_err err = { 0 };
+    for (int i = 0; i < 2; i++) {
+        m2[i] = NULL;
+        ck_assert_msg(st_model_open(path, &m2[i], &err) == ST_OK, "open: %s", err.msg);
+        struct st_model_params p = { .n_threads = 2, .n_slots = 2, .n_ctx = N_CTX,
+                                     .max_out = 8, .max_rows = 8 };
+        ck_assert_msg(st_model_load(m2[i], &p, NULL, NULL, &err) == ST_OK, "%s", err.msg);
+    }
+    struct st_mtp *ta = mtp_of(m2[0]), *tb = mtp_of(m2[1]);
+    int64_t nv = st_model_hparams(m2[0])->n_vocab;
+    int32_t a[8], b[8], gen[2][14], slots[2] = { 0, 1 };
+    ref_tokens(51, a, 8, nv);
+    ref_tokens(52, b, 8, nv);
+    ref_tokens(53, gen[0], 14, nv);
+    ref_tokens(54, gen[1], 14, nv);
+    read_into(ta, 0, a, 8);
+    read_into(ta, 1, b, 8);
+    read_into(tb, 0, a, 8);
+    read_into(tb, 1, b, 8);
+    for (int64_t i = 0; i < 13; i++) {
+        int32_t tok[2] = { gen[0][i], gen[1][i] };
+        int64_t pos[2] = { 8 + i, 8 + i };
+        step_rows(m2[0], ta, 2, tok, slots, pos, false);
+        step_one(m2[1], tb, 0, tok[0], pos[0], true);
+        step_one(m2[1], tb, 1, tok[1], pos[1], i < 4 ? false : true);
+    }
+    float *la = malloc((size_t)(4 * nv) * sizeof(float)), *lb = malloc((size_t)(4 * nv) * 4);
+    int32_t tok[2] = { gen[0][13], gen[1][13] };
+    int64_t pos[2] = { 21, 21 };
+    ck_assert_int_eq(draft2(ta, 2, slots, tok, pos, la, nv), 4);
+    ck_assert_int_eq(draft2(tb, 2, slots, tok, pos, lb, nv), 4);
+    ck_assert_uint_eq(st_mtp_caught(tb), 13 + 9);
+    ck_assert_msg(max_diff(la, lb, 4 * nv) == 0.0, "drafts after a chunked catch-up differ by %g",
+                  max_diff(la, lb, 4 * nv));
+    free(la);
+    free(lb);
+    st_mtp_free(ta);
+    st_mtp_free(tb);
+    st_model_free(m2[0]);
+    st_model_free(m2[1]);
+}
+END_TEST
+
 START_TEST(test_mtp_refuses_model_without_nextn)
 {
     struct st_model *m = load(make("tiny", "q8_0", false), 1);
@@ -685,6 +735,7 @@ static Suite *mtp_suite(void)
     tcase_set_timeout(cu, 120);
     tcase_add_test(cu, test_mtp_catch_up_equals_continuous_upkeep);
     tcase_add_test(cu, test_mtp_catch_up_after_cut_and_long_stretch);
+    tcase_add_test(cu, test_mtp_catch_up_in_chunks);
     suite_add_tcase(s, cu);
     return s;
 }
