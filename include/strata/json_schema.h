@@ -14,11 +14,13 @@
  * enum and const (scalars only, matched as the JSON text they print as),
  * items, minItems, maxItems, anyOf and oneOf (both as anyOf), allOf with
  * one member, $ref to "#", "#/$defs/X" or "#/definitions/X" (recursion
- * allowed), nullable (OpenAPI). Annotations (description, title, default,
- * examples, $schema, $id, $comment, ...) and "format" are ignored; the
- * keywords that would change what is valid and are not enforced (pattern,
- * minLength, minimum, not, if, ...) make compilation fail with a message
- * naming them: never silently dropped.
+ * allowed), nullable (OpenAPI), minimum / maximum / exclusiveMinimum /
+ * exclusiveMaximum (exact on the decimal text; no exponent under a range),
+ * minLength / maxLength (code points). Annotations (description, title,
+ * default, examples, $schema, $id, $comment, ...) and "format" are
+ * ignored; the keywords that would change what is valid and are not
+ * enforced (pattern, multipleOf, not, if, ...) make compilation fail with
+ * a message naming them: never silently dropped.
  *
  * State: ST_JSON_SCHEMA_MAX_STACKS deterministic stacks, one per anyOf
  * alternative still in play (an alternative that cannot take a byte
@@ -71,7 +73,9 @@ struct st_js_stack {
     uint8_t  flags;     /* number: integer only; literal: the built-in set */
     uint16_t cur;       /* node of the value to read or being read */
     uint16_t pos;       /* bytes of the key or literal matched */
-    uint64_t cand;      /* keys or literals that still match */
+    uint64_t cand;      /* keys or literals that still match; string: code points;
+                         * ranged number: the integer part's magnitude */
+    uint64_t frac;      /* ranged number: the fraction times 10^18 */
     struct st_js_frame f[ST_JSON_SCHEMA_MAX_DEPTH];
 };
 

@@ -9,6 +9,7 @@
 #define STRATA_TEXT_JSON_SCHEMA_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "strata/json_schema.h"
@@ -45,7 +46,30 @@ struct js_node {
     int32_t  target;
     uint32_t ref_name;      /* ref: def name (strs offset), ref_len bytes */
     uint32_t ref_len;
+    /* has_range JS_RANGE_INT (the node allows integers, not numbers): a
+     * number is an integer in [imin, imax]; a side with no bound is
+     * +-JS_INT_OPEN (which caps such an integer at 10^18).
+     * JS_RANGE_NUM (numbers allowed): the value is within nlo / nhi as
+     * nflags (JS_NR_*) say; magnitudes as fixed point. */
+    uint8_t  has_range;
+    uint8_t  nflags;
+    int64_t  imin, imax;
+    struct js_fx { uint64_t ip, fp; } nlo, nhi;   /* ip + fp / 10^18 */
+    /* string: length in code points (an escape is one, a \u surrogate
+     * pair one); max_len UINT32_MAX: no bound */
+    uint32_t min_len, max_len;
 };
+
+enum { JS_RANGE_INT = 1, JS_RANGE_NUM = 2 };
+#define JS_NR_LO      1u   /* nlo is a bound */
+#define JS_NR_LO_NEG  2u   /* ... a negative one (never -0) */
+#define JS_NR_LO_OPEN 4u   /* ... exclusive */
+#define JS_NR_HI      8u
+#define JS_NR_HI_NEG  16u
+#define JS_NR_HI_OPEN 32u
+#define JS_FX_ONE     UINT64_C(1000000000000000000)   /* fp of 1: 18 fraction digits */
+#define JS_INT_OPEN INT64_C(1000000000000000000)   /* 10^18 */
+#define JS_BOUND_MAX (INT64_C(1) << 53)            /* |minimum| ... at most this */
 
 struct js_prop {
     uint32_t key, key_len;  /* strs: the key as it is written (escaped, no quotes) */
@@ -71,5 +95,48 @@ struct st_json_schema {
  * call grammar validates each Qwen3-Coder parameter value on its own). */
 void st_js_state_init_node(struct st_json_schema_state *st, const struct st_json_schema *s,
                            int32_t node);
+
+/* A JSON number's value, exactly: its sign (-0 is 0), the magnitude of its
+ * integer part (truncated toward zero), its first 18 fraction digits
+ * (fp: the fraction times 10^18), whether any fraction digit is nonzero
+ * and whether one past the 18th is. */
+struct js_dec {
+    bool     neg, frac, fine;
+    uint64_t ip, fp;
+};
+
+/* Read 'v' (a valid JSON number); false: its magnitude is above
+ * JS_BOUND_MAX (2^53). */
+bool st_js_parse_dec(struct st_str v, struct js_dec *d);
+/* The least integer a lower bound admits, or the greatest an upper one
+ * does (exclusive: the bound itself is out). */
+int64_t st_js_int_bound(const struct js_dec *d, bool upper, bool exclusive);
+/* Signed order of two values (their 'fine' digits aside). */
+int st_js_dec_cmp(const struct js_dec *a, const struct js_dec *b);
+
+/* A ranged integer (JS_RANGE_INT) of sign 'neg' with digits of magnitude
+ * m so far (m 0 with 'grows': only the '-'): can it still land in the
+ * node's range? With 'grows' false: is it there now? */
+bool st_js_int_reach(const struct js_node *n, bool neg, uint64_t m, bool grows);
+
+/* A number's text so far, for JS_RANGE_NUM (json_schema_range.c): "-"
+ * (JS_NT_SIGN), "0" / "-0" (JS_NT_ZERO), integer digits that may grow
+ * (JS_NT_INT, v.ip), or up to and into the fraction (JS_NT_FRAC: v, the
+ * n_frac <= 18 digits of fp so far, tail: a nonzero digit past them). */
+enum { JS_NT_SIGN, JS_NT_ZERO, JS_NT_INT, JS_NT_FRAC };
+struct js_numtext {
+    uint8_t  part;
+    bool     neg, tail;
+    uint16_t n_frac;
+    struct js_fx v;
+};
+
+/* Some completion of the text (without an exponent) is within node n's
+ * JS_RANGE_NUM range. */
+bool st_js_num_reach(const struct js_node *n, const struct js_numtext *t);
+
+/* The number of sign 'neg' and magnitude v (tail: plus a nonzero tail
+ * below 10^-18) is within node n's JS_RANGE_NUM range. */
+bool st_js_num_in_range(const struct js_node *n, bool neg, struct js_fx v, bool tail);
 
 #endif /* STRATA_TEXT_JSON_SCHEMA_INTERNAL_H */

@@ -15,7 +15,11 @@
  *     a backslash (so it cannot spell a listed key another way). ','
  *     only when another key may follow, '}' only once every required key
  *     is there; each listed key at most once;
- *   - ',' and ']' in arrays follow minItems/maxItems.
+ *   - ',' and ']' in arrays follow minItems/maxItems;
+ *   - a ranged integer keeps its magnitude ('cand') and takes a digit only
+ *     while some completion lands in the range (a ranged number asks
+ *     json_schema_range.c); a string counts its code points ('cand')
+ *     against minLength/maxLength.
  *
  * anyOf: where a value of a union node starts, the stack is copied once
  * per member that takes the value's first byte (at most
@@ -51,6 +55,15 @@ enum jsmode {
 #define FL_BUILTIN 2u   /* literal: from 'builtins', not the node's enum */
 #define FL_KEYESC  4u   /* key: a backslash was read */
 #define FL_KEYBS   8u   /* key: the byte before was a backslash (escaping this one) */
+#define FL_NEG     16u  /* ranged number or integer: a '-' was read */
+#define FL_HISURR  32u  /* string: the last thing was a \uD800-\uDBFF escape */
+#define FL_PENDLOW 64u  /* string: in an escape after one (uncounted until known) */
+#define FL_TAIL    128u /* ranged number: a nonzero fraction digit past the 18th */
+
+/* In a string, 'cand' holds the code points so far (low 32 bits) and, in
+ * a \uXXXX escape, the hex digits' value so far (bits 32..47); in a
+ * ranged integer, the magnitude of the digits so far. */
+#define CP_MASK UINT64_C(0xffffffff)
 
 static const char *const builtins[3] = { "true", "false", "null" };
 
@@ -95,6 +108,7 @@ static void lit(const struct st_json_schema *sc, const struct st_js_stack *k, un
 static void value_done(struct st_js_stack *k)
 {
     k->cand = 0;
+    k->frac = 0;
     k->pos = 0;
     k->flags = 0;
     k->cur = 0;
@@ -154,6 +168,86 @@ static bool start_literals(const struct st_json_schema *sc, struct st_js_stack *
     return c != 0;
 }
 
+static bool push_structural(const struct st_json_schema *sc, struct st_js_stack *k,
+                            unsigned char b);
+
+/* The number being read may end here (its range). */
+static bool num_end_ok(const struct st_json_schema *sc, const struct st_js_stack *k)
+{
+    const struct js_node *n = node(sc, k->cur);
+    if (n->has_range == JS_RANGE_NUM)
+        return st_js_num_in_range(n, k->flags & FL_NEG, (struct js_fx){ k->cand, k->frac },
+                                  k->flags & FL_TAIL);
+    return n->has_range != JS_RANGE_INT || st_js_int_reach(n, k->flags & FL_NEG, k->cand, false);
+}
+
+/* A number of a JS_RANGE_NUM node can still end within the range. */
+static bool num_reach_ok(const struct js_node *n, const struct st_js_stack *k)
+{
+    struct js_numtext t = { .neg = k->flags & FL_NEG, .tail = k->flags & FL_TAIL,
+                            .n_frac = k->pos, .v = { k->cand, k->frac } };
+    switch ((enum jsmode)k->mode) {
+    case S_NUM_MINUS: t.part = JS_NT_SIGN; break;
+    case S_NUM_ZERO: t.part = JS_NT_ZERO; break;
+    case S_NUM_INT: t.part = JS_NT_INT; break;
+    default: t.part = JS_NT_FRAC; break;
+    }
+    return st_js_num_reach(n, &t);
+}
+
+/* The first byte of a number of node cur ('-' or a digit; mode set). */
+static bool num_start(const struct st_json_schema *sc, struct st_js_stack *k,
+                      unsigned char b)
+{
+    const struct js_node *n = node(sc, k->cur);
+    k->cand = b == '-' ? 0 : (uint64_t)(b - '0');
+    k->frac = 0;
+    if (b == '-')
+        k->flags |= FL_NEG;
+    if (n->has_range == JS_RANGE_NUM)
+        return num_reach_ok(n, k);
+    return !n->has_range || st_js_int_reach(n, b == '-', k->cand, b != '0');
+}
+
+/* A byte of a number of a JS_RANGE_NUM node: no exponent (a range is
+ * checked on the plain decimal text), an integer part below 10^18. */
+static bool push_num_ranged(const struct st_json_schema *sc, struct st_js_stack *k,
+                            unsigned char b)
+{
+    static const uint64_t p10[18] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+        100000000, 1000000000, 10000000000, 100000000000, 1000000000000, 10000000000000,
+        100000000000000, 1000000000000000, 10000000000000000, 100000000000000000 };
+    const struct js_node *n = node(sc, k->cur);
+    enum jsmode m = (enum jsmode)k->mode;
+    if (is_digit(b)) {
+        uint64_t d = (uint64_t)(b - '0');
+        if (m == S_NUM_MINUS) {
+            k->cand = d;
+            k->mode = d == 0 ? S_NUM_ZERO : S_NUM_INT;
+        } else if (m == S_NUM_INT && k->cand < JS_INT_OPEN / 10) {
+            k->cand = k->cand * 10 + d;
+        } else if (m == S_NUM_DOT || m == S_NUM_FRAC) {
+            k->mode = S_NUM_FRAC;
+            if (k->pos < 18)
+                k->frac += d * p10[17 - k->pos++];
+            else if (d)
+                k->flags |= FL_TAIL;
+        } else {
+            return false;   /* a leading zero, or too many digits */
+        }
+        return num_reach_ok(n, k);
+    }
+    if (b == '.' && (m == S_NUM_ZERO || m == S_NUM_INT)) {
+        k->mode = S_NUM_DOT;
+        k->pos = 0;
+        return num_reach_ok(n, k);
+    }
+    if (m == S_NUM_MINUS || m == S_NUM_DOT || b == 'e' || b == 'E' || !num_end_ok(sc, k))
+        return false;
+    value_done(k);
+    return push_structural(sc, k, b);
+}
+
 /* The first byte of a value of node 'cur' (a plain node). */
 static bool value_start(const struct st_json_schema *sc, struct st_js_stack *k,
                         unsigned char b)
@@ -165,6 +259,7 @@ static bool value_start(const struct st_json_schema *sc, struct st_js_stack *k,
     }
     bool num = (n->types & (JT_NUM | JT_INT)) != 0;
     k->flags = 0;
+    k->cand = 0;
     if (num && (b == '-' || is_digit(b)) && !(n->types & JT_NUM))
         k->flags = FL_INT;
     switch (b) {
@@ -177,10 +272,10 @@ static bool value_start(const struct st_json_schema *sc, struct st_js_stack *k,
         return (n->types & JT_STR) != 0;
     case '-':
         k->mode = S_NUM_MINUS;
-        return num;
+        return num && num_start(sc, k, b);
     case '0':
         k->mode = S_NUM_ZERO;
-        return num;
+        return num && num_start(sc, k, b);
     case 't':
     case 'f':
     case 'n':
@@ -188,7 +283,7 @@ static bool value_start(const struct st_json_schema *sc, struct st_js_stack *k,
         return start_literals(sc, k, b, 3);
     default:
         k->mode = S_NUM_INT;
-        return num && b >= '1' && b <= '9';
+        return num && b >= '1' && b <= '9' && num_start(sc, k, b);
     }
 }
 
@@ -311,17 +406,78 @@ static bool push_key(const struct st_json_schema *sc, struct st_js_stack *k, uns
     return true;
 }
 
-static bool push_string(struct st_js_stack *k, unsigned char b)
+/* One more code point in the string of node n, if maxLength has room. */
+static bool count_cp(const struct js_node *n, struct st_js_stack *k)
 {
+    if ((uint32_t)(k->cand & CP_MASK) >= n->max_len)
+        return false;
+    k->cand++;
+    return true;
+}
+
+static int hex_val(unsigned char b)
+{
+    if (is_digit(b))
+        return b - '0';
+    if (b >= 'a' && b <= 'f')
+        return b - 'a' + 10;
+    return b >= 'A' && b <= 'F' ? b - 'A' + 10 : -1;
+}
+
+/* A hex digit of \uXXXX. An escape right after a high surrogate's is
+ * counted once known: a low surrogate completes the pair (no new code
+ * point); when maxLength has no room left it must be one (\uDC00-\uDFFF). */
+static bool push_uhex(const struct js_node *n, struct st_js_stack *k, unsigned char b)
+{
+    int h = hex_val(b);
+    if (h < 0)
+        return false;
+    bool full = (uint32_t)(k->cand & CP_MASK) >= n->max_len;
+    if ((k->flags & FL_PENDLOW) && full &&
+        ((k->pos == 0 && h != 0xd) || (k->pos == 1 && h < 0xc)))
+        return false;
+    uint64_t v = (k->cand >> 32) * 16 + (uint64_t)h;
+    k->cand = (k->cand & CP_MASK) | v << 32;
+    if (++k->pos < 4)
+        return true;
+    k->mode = S_STR;
+    k->pos = 0;
+    k->cand &= CP_MASK;
+    bool low = v >= 0xdc00 && v <= 0xdfff;
+    if ((k->flags & FL_PENDLOW) && !low && !count_cp(n, k))
+        return false;
+    k->flags &= (uint8_t)~(FL_PENDLOW | FL_HISURR);
+    if (v >= 0xd800 && v <= 0xdbff)
+        k->flags |= FL_HISURR;
+    return true;
+}
+
+/* A byte of a free string of node cur: minLength / maxLength in code
+ * points (a UTF-8 lead or ASCII byte starts one, an escape is one). */
+static bool push_string(const struct st_json_schema *sc, struct st_js_stack *k,
+                        unsigned char b)
+{
+    const struct js_node *n = node(sc, k->cur);
     switch ((enum jsmode)k->mode) {
     case S_STR:
         if (b == '"') {
+            if ((uint32_t)(k->cand & CP_MASK) < n->min_len)
+                return false;
             value_done(k);
             return true;
         }
-        if (b == '\\')
+        if (b < 0x20)
+            return false;
+        if (b == '\\') {
             k->mode = S_ESC;
-        return b >= 0x20;
+            if (k->flags & FL_HISURR) {   /* maybe the pair's low half: count later */
+                k->flags = (uint8_t)((k->flags & ~FL_HISURR) | FL_PENDLOW);
+                return true;
+            }
+            return count_cp(n, k);
+        }
+        k->flags &= (uint8_t)~FL_HISURR;
+        return (b & 0xc0) == 0x80 || count_cp(n, k);
     case S_ESC:
         if (b == 'u') {
             k->mode = S_UHEX;
@@ -329,15 +485,14 @@ static bool push_string(struct st_js_stack *k, unsigned char b)
             return true;
         }
         k->mode = S_STR;
-        return b != 0 && strchr("\"\\/bfnrt", b) != NULL;
-    default:   /* S_UHEX */
-        if (!(is_digit(b) || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F')))
+        if (b == 0 || !strchr("\"\\/bfnrt", b))
             return false;
-        if (++k->pos == 4) {
-            k->mode = S_STR;
-            k->pos = 0;
-        }
-        return true;
+        if (!(k->flags & FL_PENDLOW))
+            return true;
+        k->flags &= (uint8_t)~FL_PENDLOW;
+        return count_cp(n, k);
+    default:   /* S_UHEX */
+        return push_uhex(n, k, b);
     }
 }
 
@@ -389,6 +544,14 @@ static bool push_number(const struct st_json_schema *sc, struct st_js_stack *k,
                         unsigned char b)
 {
     enum jsmode m = (enum jsmode)k->mode;
+    const struct js_node *n = node(sc, k->cur);
+    if (n->has_range == JS_RANGE_NUM)
+        return push_num_ranged(sc, k, b);
+    if (is_digit(b) && n->has_range && (m == S_NUM_MINUS || m == S_NUM_INT)) {
+        k->cand = k->cand * 10 + (uint64_t)(b - '0');   /* <= 10^19: no overflow */
+        k->mode = m == S_NUM_MINUS && b == '0' ? S_NUM_ZERO : S_NUM_INT;
+        return k->cand > 0 && st_js_int_reach(n, k->flags & FL_NEG, k->cand, true);
+    }
     if (is_digit(b)) {
         switch (m) {
         case S_NUM_MINUS: k->mode = b == '0' ? S_NUM_ZERO : S_NUM_INT; return true;
@@ -411,6 +574,8 @@ static bool push_number(const struct st_json_schema *sc, struct st_js_stack *k,
         k->mode = frac ? S_NUM_DOT : S_NUM_E;
         return !(k->flags & FL_INT);
     }
+    if (!num_end_ok(sc, k))
+        return false;
     value_done(k);
     return push_structural(sc, k, b);
 }
@@ -421,7 +586,7 @@ static bool push_stack(const struct st_json_schema *sc, struct st_js_stack *k, u
     case S_STR:
     case S_ESC:
     case S_UHEX:
-        return push_string(k, b);
+        return push_string(sc, k, b);
     case S_KEYSTR:
         return push_key(sc, k, b);
     case S_LIT:
@@ -568,6 +733,7 @@ static bool stack_complete(const struct st_json_schema *sc, const struct st_js_s
     case S_NUM_ZERO:
     case S_NUM_INT:
     case S_NUM_FRAC:
+        return num_end_ok(sc, k);
     case S_NUM_EXP:
         return true;
     case S_LIT:
@@ -604,10 +770,19 @@ static bool free_key(const struct st_json_schema *sc, const struct st_js_stack *
            k->depth > 0 && node(sc, k->f[k->depth - 1].node)->additional >= 0;
 }
 
+/* In a free string with room for ST_JSON_SCHEMA_FREE_KEY more code points. */
+static bool free_string(const struct st_json_schema *sc, const struct st_js_stack *k)
+{
+    if (k->mode != S_STR)
+        return false;
+    uint32_t max = node(sc, k->cur)->max_len, cps = (uint32_t)(k->cand & CP_MASK);
+    return max == UINT32_MAX || (cps <= max && max - cps >= ST_JSON_SCHEMA_FREE_KEY);
+}
+
 bool st_json_schema_in_string(const struct st_json_schema_state *st)
 {
     for (uint32_t i = 0; i < st->n; i++) {
-        if (st->s[i].mode != S_STR && !free_key(st->schema, &st->s[i]))
+        if (!free_string(st->schema, &st->s[i]) && !free_key(st->schema, &st->s[i]))
             return false;
     }
     return st->n > 0;

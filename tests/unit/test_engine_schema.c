@@ -5,7 +5,8 @@
  *     (json_mask.c: first-byte table, string and whitespace fast paths,
  *     walks) allows exactly the tokens a brute-force feed of each token's
  *     bytes into the validator allows, for several schemas (objects,
- *     enums, anyOf, $ref recursion, a top-level number);
+ *     enums, anyOf, $ref recursion, a top-level number, ranges and
+ *     string lengths);
  *   - sampled runs on random logits only build valid prefixes, end only on
  *     a complete document, and many complete;
  *   - the CPU model runner (tiny synthetic model) generates under a schema:
@@ -47,6 +48,14 @@ static const char *const schemas[] = {
     "\"items\":{\"type\":[\"number\",\"null\"]}},{\"type\":\"string\"}]}",
     "{\"type\":\"number\"}",
     "{\"type\":\"object\"}",
+    /* ranges and lengths (the string's 270: the free-string fast path ends
+     * 256 code points before its end) */
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"minLength\":1,"
+    "\"maxLength\":3},\"age\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":21},"
+    "\"a\":{\"type\":\"number\",\"exclusiveMinimum\":-1,\"maximum\":2.5}},"
+    "\"required\":[\"name\",\"age\"],\"additionalProperties\":false}",
+    "{\"type\":\"number\",\"minimum\":-0.5,\"maximum\":12.5}",
+    "{\"type\":\"string\",\"minLength\":2,\"maxLength\":270}",
 };
 #define NS ((int)(sizeof(schemas) / sizeof(schemas[0])))
 

@@ -5,10 +5,12 @@
  * anyOf; the whitespace cap; every prefix of a valid document is valid.
  */
 #include <check.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "strata/compiler.h"
 #include "strata/json_schema.h"
 #include "support.h"
 
@@ -70,12 +72,12 @@ static void refuses(const char *schema, const char *doc, size_t at)
 START_TEST(test_json_schema_compile_errors)
 {
     compile_bad("{\"type\":\"string\",\"pattern\":\"^a\"}", "'pattern'");
-    compile_bad("{\"type\":\"string\",\"minLength\":1}", "'minLength'");
-    compile_bad("{\"type\":\"integer\",\"minimum\":1}", "'minimum'");
+    compile_bad("{\"type\":\"string\",\"minLength\":-1}", "'minLength'");
+    compile_bad("{\"type\":\"integer\",\"minimum\":\"1\"}", "'minimum' must be a number");
     compile_bad("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\","
                 "\"multipleOf\":2}}}", "'multipleOf'");
-    compile_bad("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\","
-                "\"maximum\":2}}}", "/properties/a");
+    compile_bad("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\","
+                "\"maximum\":2,\"minimum\":3}}}", "/properties/a");
     compile_bad("{\"not\":{}}", "'not'");
     compile_bad("{\"if\":{}}", "'if'");
     compile_bad("{\"patternProperties\":{}}", "'patternProperties'");
@@ -334,6 +336,448 @@ START_TEST(test_json_schema_prefixes_and_copy)
 }
 END_TEST
 
+/* ---- ranges and lengths ---------------------------------------------- */
+
+/* 'text' with every ' made a " (schemas and documents stay readable);
+ * 128 rotating buffers: a test keeps its schemas while it makes fewer. */
+static const char *q(const char *text)
+{
+    static char buf[128][512];
+    static int next;
+    char *b = buf[next++ & 127];
+    size_t i = 0;
+    for (; text[i] && i + 1 < sizeof(buf[0]); i++)
+        b[i] = text[i] == '\'' ? '"' : text[i];
+    b[i] = '\0';
+    return b;
+}
+
+START_TEST(test_json_schema_int_range)
+{
+    const char *week = q("{'type':'integer','minimum':1,'maximum':7}");
+    accepts(week, "1");
+    accepts(week, "7");
+    accepts(week, "5");
+    refuses(week, "0", 0);
+    refuses(week, "8", 0);
+    refuses(week, "-1", 0);
+    refuses(week, "10", 1);
+    refuses(week, "07", 0);
+    const char *neg = q("{'type':'integer','minimum':-5,'maximum':-2}");
+    accepts(neg, "-5");
+    accepts(neg, "-2");
+    refuses(neg, "-1", 1);
+    refuses(neg, "-6", 1);
+    refuses(neg, "-0", 1);
+    refuses(neg, "0", 0);
+    refuses(neg, "-50", 2);
+    /* a range that excludes 0 and single digits: "1" is a prefix, not a value */
+    const char *teens = q("{'type':'integer','minimum':10,'maximum':20}");
+    accepts(teens, "10");
+    accepts(teens, "20");
+    refuses(teens, "1", 1);
+    refuses(teens, "21", 1);
+    refuses(teens, "9", 0);
+    refuses(teens, "0", 0);
+    refuses(teens, "100", 2);
+    /* -0 is never written under a range; 0 is when the range holds it */
+    const char *sym = q("{'type':'integer','minimum':-10,'maximum':10}");
+    accepts(sym, "0");
+    accepts(sym, "-10");
+    refuses(sym, "-0", 1);
+    refuses(sym, "00", 1);
+    refuses(sym, "-11", 2);
+    refuses(sym, "11", 1);
+    /* exclusive bounds, both forms; non-integral bounds round inward */
+    const char *ex = q("{'type':'integer','exclusiveMinimum':0,'exclusiveMaximum':3}");
+    refuses(ex, "0", 0);
+    accepts(ex, "1");
+    accepts(ex, "2");
+    refuses(ex, "3", 0);
+    const char *d4 = q("{'type':'integer','minimum':0,'exclusiveMinimum':true,"
+                       "'maximum':3,'exclusiveMaximum':true}");
+    refuses(d4, "0", 0);
+    accepts(d4, "2");
+    refuses(d4, "3", 0);
+    accepts(q("{'type':'integer','minimum':0,'exclusiveMinimum':false}"), "0");
+    const char *fr = q("{'type':'integer','minimum':-2.5,'maximum':2.5}");
+    accepts(fr, "-2");
+    accepts(fr, "2");
+    refuses(fr, "-3", 1);
+    refuses(fr, "3", 0);
+    accepts(q("{'type':'integer','minimum':1e2}"), "100");
+    refuses(q("{'type':'integer','minimum':1e2}"), "99", 2);
+    refuses(q("{'type':'integer','maximum':-0.5}"), "0", 0);
+    accepts(q("{'type':'integer','maximum':-0.5}"), "-1");
+    accepts(q("{'type':'integer','minimum':9007199254740992}"), "9007199254740992");
+    refuses(q("{'type':'integer','minimum':9007199254740992}"), "9007199254740991", 16);
+    /* one open side: an integer of up to 18 digits */
+    accepts(q("{'type':'integer','minimum':0}"), "999999999999999999");
+    refuses(q("{'type':'integer','minimum':0}"), "1000000000000000001", 18);
+    /* inside documents: the number ends only in range */
+    const char *tool = q("{'type':'object','properties':{'days':{'type':'integer',"
+                         "'minimum':1,'maximum':7}},'required':['days']}");
+    accepts(tool, q("{'days':3}"));
+    refuses(tool, q("{'days':8}"), 8);
+    refuses(tool, q("{'days':10}"), 9);
+    refuses(q("{'type':'array','items':{'type':'integer','minimum':10}}"), "[1]", 2);
+    accepts(q("{'type':['integer','null'],'minimum':1}"), "null");
+    refuses(q("{'type':['integer','null'],'minimum':1}"), "0", 0);
+    accepts(q("{'type':'string','minimum':1}"), q("'x'"));   /* not a number: n/a */
+    /* enum values out of range drop out */
+    const char *en = q("{'type':'integer','enum':[1,5,9],'maximum':6}");
+    accepts(en, "5");
+    refuses(en, "9", 0);
+    /* refused */
+    compile_bad(q("{'type':'integer','minimum':9007199254740993}"), "2^53");
+    compile_bad(q("{'type':'integer','maximum':1e300}"), "2^53");
+    compile_bad(q("{'type':'integer','minimum':3,'maximum':2}"), "nothing is valid");
+    compile_bad(q("{'type':'integer','exclusiveMinimum':1,'exclusiveMaximum':2}"),
+                "nothing is valid");
+    compile_bad(q("{'type':'integer','enum':[9],'maximum':6}"), "enum");
+}
+END_TEST
+
+START_TEST(test_json_schema_string_length)
+{
+    const char *s23 = q("{'type':'string','minLength':2,'maxLength':3}");
+    accepts(s23, q("'ab'"));
+    accepts(s23, q("'abc'"));
+    accepts(s23, q("'\xc3\xa9\xe2\x82\xac'"));                 /* 2 code points, 5 bytes */
+    accepts(s23, q("'\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80'")); /* 3, the last 4 bytes */
+    accepts(s23, q("'\\n\\t'"));
+    accepts(s23, q("'\\uD83D\\uDE00x'"));    /* a pair is one code point */
+    accepts(s23, q("'ab\\uD83D\\uDE00'"));
+    accepts(s23, q("'\\u00e9ab'"));
+    refuses(s23, q("'a'"), 2);
+    refuses(s23, q("'\\uD83D\\uDE00'"), 13);
+    refuses(s23, q("'abcd'"), 4);
+    refuses(s23, q("'abc\\n'"), 4);
+    refuses(s23, q("'ab\xc3\xa9\xc3\xa9'"), 5);
+    /* after a high surrogate with no room left, only its low half fits */
+    refuses(s23, q("'abc\\uD83D'"), 4);
+    refuses(s23, q("'ab\\uD83D\\u0041'"), 11);
+    refuses(s23, q("'ab\\uD83D\\uDBFF'"), 12);
+    refuses(s23, q("'ab\\uD83D\\n'"), 10);
+    accepts(q("{'type':'string','maxLength':4}"), q("'ab\\uD83D\\u0041'"));  /* lone high */
+    accepts(q("{'type':'string','maxLength':0}"), q("''"));
+    refuses(q("{'type':'string','maxLength':0}"), q("'a'"), 1);
+    accepts(q("{'type':'string','minLength':1}"), q("'\\u0000'"));
+    /* enum values filtered by length; keys are not strings of the node */
+    const char *en = q("{'type':'string','enum':['a','abcd','\xc3\xa9'],'maxLength':1}");
+    accepts(en, q("'a'"));
+    accepts(en, q("'\xc3\xa9'"));
+    refuses(en, q("'abcd'"), 2);
+    accepts(q("{'type':'object','maxLength':1}"), q("{'long key':1}"));
+    accepts(q("{'type':['string','null'],'minLength':5}"), "null");
+    compile_bad(q("{'type':'string','minLength':3,'maxLength':2}"), "nothing is valid");
+    compile_bad(q("{'type':'string','enum':['abc'],'maxLength':2}"), "enum");
+    compile_bad(q("{'type':'string','maxLength':1.5}"), "'maxLength'");
+    /* the free-string fast path only while 256 more code points fit */
+    struct st_json_schema *s = compile_ok(q("{'type':'string','maxLength':300}"));
+    struct st_json_schema_state st;
+    st_json_schema_state_init(&st, s);
+    ck_assert(st_json_schema_push(&st, '"'));
+    ck_assert(st_json_schema_in_string(&st));
+    for (int i = 0; i < 44; i++)
+        ck_assert(st_json_schema_push(&st, 'a'));
+    ck_assert(st_json_schema_in_string(&st));
+    ck_assert(st_json_schema_push(&st, 'a'));
+    ck_assert(!st_json_schema_in_string(&st));
+    st_json_schema_unref(s);
+}
+END_TEST
+
+/* Brute force over every text of up to DEPTH bytes from "-0123456789":
+ * the complete ones are exactly the canonical integers in [lo, hi], and
+ * every accepted prefix can still be completed. */
+#define DEPTH 4
+
+struct brute {
+    long long lo, hi;
+    int n_complete;
+    char text[DEPTH + 1];
+};
+
+/* Whether some completion of the state's text (within DEPTH) is complete. */
+static bool walk(struct brute *b, const struct st_json_schema_state *st, int len)
+{
+    static const char alpha[] = "-0123456789";
+    bool done = st_json_schema_complete(st), any = done;
+    if (done) {
+        char canon[32];
+        b->text[len] = '\0';
+        long long x = strtoll(b->text, NULL, 10);
+        snprintf(canon, sizeof(canon), "%lld", x);
+        if (strcmp(canon, b->text) != 0 || x < b->lo || x > b->hi)   /* (no ck_assert:
+                                                                       * it logs each pass) */
+            ck_abort_msg("[%lld, %lld] completes '%s'", b->lo, b->hi, b->text);
+        b->n_complete++;
+    }
+    if (len == DEPTH)
+        return true;
+    for (const char *a = alpha; *a; a++) {
+        struct st_json_schema_state nx;
+        st_json_schema_state_copy(&nx, st);
+        if (!st_json_schema_push(&nx, (unsigned char)*a))
+            continue;
+        b->text[len] = *a;
+        any |= walk(b, &nx, len + 1);
+    }
+    if (!any)
+        ck_abort_msg("[%lld, %lld]: '%.*s' is a dead end", b->lo, b->hi, len, b->text);
+    return any;
+}
+
+static int expected(long long lo, long long hi)
+{
+    int n = 0;
+    for (long long x = ST_MAX(lo, -999LL); x <= ST_MIN(hi, 9999LL); x++)
+        n++;
+    return n;
+}
+
+START_TEST(test_json_schema_int_range_brute)
+{
+    static const long long b[] = { -120, -15, -10, -1, 0, 1, 9, 10, 15, 99, 100, 120 };
+    const int nb = (int)(sizeof(b) / sizeof(b[0]));
+    for (int i = -1; i < nb; i++) {
+        for (int j = -1; j < nb; j++) {
+            if (i >= 0 && j >= 0 && b[i] > b[j])
+                continue;
+            long long lo = i < 0 ? -9999 : b[i], hi = j < 0 ? 99999 : b[j];
+            char forms[4][160];
+            /* the same range written four ways */
+            snprintf(forms[0], 160, "{\"type\":\"integer\"");
+            snprintf(forms[1], 160, "{\"type\":\"integer\"");
+            snprintf(forms[2], 160, "{\"type\":\"integer\"");
+            snprintf(forms[3], 160, "{\"type\":\"integer\"");
+            if (i >= 0) {
+                snprintf(forms[0] + strlen(forms[0]), 80, ",\"minimum\":%lld", lo);
+                snprintf(forms[1] + strlen(forms[1]), 80, ",\"exclusiveMinimum\":%lld", lo - 1);
+                snprintf(forms[2] + strlen(forms[2]), 80, ",\"minimum\":%.1f", (double)lo - 0.5);
+                snprintf(forms[3] + strlen(forms[3]), 80,
+                         ",\"minimum\":%lld,\"exclusiveMinimum\":true", lo - 1);
+            }
+            if (j >= 0) {
+                snprintf(forms[0] + strlen(forms[0]), 80, ",\"maximum\":%lld", hi);
+                snprintf(forms[1] + strlen(forms[1]), 80, ",\"exclusiveMaximum\":%lld", hi + 1);
+                snprintf(forms[2] + strlen(forms[2]), 80, ",\"maximum\":%.1f", (double)hi + 0.5);
+                snprintf(forms[3] + strlen(forms[3]), 80,
+                         ",\"maximum\":%lld,\"exclusiveMaximum\":true", hi + 1);
+            }
+            for (int f = 0; f < 4; f++) {
+                if (i < 0 && j < 0)
+                    continue;   /* no range: -0 and the like are fine there */
+                strcat(forms[f], "}");
+                struct st_json_schema *s = compile_ok(forms[f]);
+                struct st_json_schema_state st;
+                st_json_schema_state_init(&st, s);
+                struct brute br = { .lo = lo, .hi = hi };
+                walk(&br, &st, 0);
+                ck_assert_msg(br.n_complete == expected(lo, hi), "%s: %d complete, want %d",
+                              forms[f], br.n_complete, expected(lo, hi));
+                st_json_schema_unref(s);
+            }
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_json_schema_number_range)
+{
+    const char *unit = q("{'type':'number','minimum':0,'maximum':1}");
+    accepts(unit, "0");
+    accepts(unit, "1");
+    accepts(unit, "0.5");
+    accepts(unit, "1.000");
+    accepts(unit, "0.999");
+    accepts(unit, "-0.0");   /* -0 is 0 */
+    refuses(unit, "1.01", 3);
+    refuses(unit, "-0.1", 3);
+    refuses(unit, "2", 0);
+    refuses(unit, "10", 1);
+    refuses(unit, "-1", 1);
+    refuses(unit, "1e0", 1);   /* no exponent under a range */
+    refuses(unit, "0.5E1", 3);
+    const char *pos = q("{'type':'number','exclusiveMinimum':0,'maximum':2}");
+    refuses(pos, "0", 1);
+    refuses(pos, "0.000", 5);
+    accepts(pos, "0.000000000000000000001");   /* past the 18th digit, still above 0 */
+    accepts(pos, "2.000000000000000000");
+    refuses(pos, "2.0000000000000000001", 20);
+    refuses(pos, "-0", 0);
+    const char *neg = q("{'type':'number','minimum':-1.5,'maximum':-0.5}");
+    accepts(neg, "-1");
+    accepts(neg, "-1.5");
+    accepts(neg, "-0.5");
+    accepts(neg, "-0.75");
+    refuses(neg, "-1.6", 3);
+    refuses(neg, "-0.4", 3);
+    refuses(neg, "-0", 2);
+    refuses(neg, "0", 0);
+    refuses(neg, "-2", 1);
+    const char *big = q("{'type':'number','maximum':9007199254740992}");
+    accepts(big, "9007199254740992");
+    accepts(big, "-9007199254740993.5");
+    refuses(big, "9007199254740993", 15);
+    refuses(big, "9007199254740992.5", 17);
+    accepts(q("{'type':'number','minimum':1e-3,'maximum':2E1}"), "0.001");
+    accepts(q("{'type':'number','minimum':1e-3,'maximum':2E1}"), "20");
+    refuses(q("{'type':'number','minimum':1e-3,'maximum':2E1}"), "0.0009", 4);   /* 0.000... never reaches 0.001 */
+    /* draft-4 booleans; untyped schemas; inside a tool's arguments */
+    const char *d4 = q("{'type':'number','maximum':1,'exclusiveMaximum':true}");
+    accepts(d4, "0.9");
+    refuses(d4, "1", 0);   /* nothing that starts with 1 is below 1 */
+    const char *any = q("{'minimum':1}");
+    accepts(any, q("'x'"));
+    accepts(any, "1.5");
+    refuses(any, "0", 0);
+    const char *tool = q("{'type':'object','properties':{'temperature':{'type':'number',"
+                         "'minimum':0,'maximum':2}},'required':['temperature']}");
+    accepts(tool, q("{'temperature':1.5}"));
+    refuses(tool, q("{'temperature':2.5}"), 17);
+    refuses(tool, q("{'temperature':2}x"), 17);
+    const char *en = q("{'type':'number','enum':[0.5,1.5,3],'maximum':2}");
+    accepts(en, "1.5");
+    refuses(en, "3", 0);
+    compile_bad(q("{'type':'number','minimum':0.0000000000000000001}"), "18 fraction digits");
+    compile_bad(q("{'type':'number','minimum':2,'exclusiveMaximum':2}"), "nothing is valid");
+    compile_bad(q("{'type':'number','minimum':1e16}"), "2^53");
+    st_json_schema_unref(compile_ok(q("{'type':['number','null'],'minimum':2,'maximum':1}")));
+}
+END_TEST
+
+/* Brute force for numbers: every JSON number of up to NDEPTH bytes
+ * without exponent, valued exactly in thousandths. */
+#define NDEPTH 5
+
+struct nbrute {
+    long long lo, hi;   /* thousandths; LLONG_MIN / LLONG_MAX: no bound */
+    bool lo_x, hi_x;    /* exclusive */
+    int n_complete;
+    char text[NDEPTH + 1];
+};
+
+/* The text as a JSON number (no exponent) in thousandths; false: not one. */
+static bool milli(const char *t, long long *out)
+{
+    const char *p = t;
+    bool neg = *p == '-';
+    p += neg;
+    if (!(*p >= '0' && *p <= '9') || (p[0] == '0' && p[1] >= '0' && p[1] <= '9'))
+        return false;
+    long long v = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (*p - '0');
+    v *= 1000;
+    if (*p == '.') {
+        long long w = 100;
+        if (!(p[1] >= '0' && p[1] <= '9'))
+            return false;
+        for (p++; *p >= '0' && *p <= '9'; p++, w /= 10)
+            v += (*p - '0') * w;
+    }
+    *out = neg ? -v : v;
+    return *p == '\0';
+}
+
+static bool in_milli(const struct nbrute *b, long long v)
+{
+    return (b->lo_x ? v > b->lo : v >= b->lo) && (b->hi_x ? v < b->hi : v <= b->hi);
+}
+
+static bool nwalk(struct nbrute *b, const struct st_json_schema_state *st, int len)
+{
+    static const char alpha[] = "-0123456789.";
+    bool any = false;
+    if (st_json_schema_complete(st)) {
+        long long v;
+        b->text[len] = '\0';
+        if (!milli(b->text, &v) || !in_milli(b, v))
+            ck_abort_msg("%c%lld, %lld%c completes '%s'", b->lo_x ? '(' : '[', b->lo, b->hi,
+                         b->hi_x ? ')' : ']', b->text);
+        b->n_complete++;
+        any = true;
+    }
+    if (len == NDEPTH)
+        return true;
+    for (const char *a = alpha; *a; a++) {
+        struct st_json_schema_state nx;
+        st_json_schema_state_copy(&nx, st);
+        if (!st_json_schema_push(&nx, (unsigned char)*a))
+            continue;
+        b->text[len] = *a;
+        any |= nwalk(b, &nx, len + 1);
+    }
+    if (!any && len < NDEPTH - 1)
+        ck_abort_msg("[%lld, %lld]: '%.*s' is a dead end", b->lo, b->hi, len, b->text);
+    return any;
+}
+
+/* Every text of up to NDEPTH bytes over the alphabet that is a number. */
+static int count_numbers(const struct nbrute *b, char *t, int len)
+{
+    static const char alpha[] = "-0123456789.";
+    int n = 0;
+    long long v;
+    t[len] = '\0';
+    if (len > 0 && milli(t, &v) && in_milli(b, v))
+        n++;
+    for (const char *a = alpha; len < NDEPTH && *a; a++) {
+        t[len] = *a;
+        n += count_numbers(b, t, len + 1);
+    }
+    return n;
+}
+
+static void bound_text(char *out, size_t cap, const char *kw, long long v)
+{
+    snprintf(out + strlen(out), cap - strlen(out), ",\"%s\":%s%lld.%03lld", kw,
+             v < 0 ? "-" : "", (v < 0 ? -v : v) / 1000, (v < 0 ? -v : v) % 1000);
+}
+
+START_TEST(test_json_schema_number_range_brute)
+{
+    static const long long b[] = { -1500, -500, 0, 250, 1000, 10500 };
+    const int nb = (int)(sizeof(b) / sizeof(b[0]));
+    for (int i = -1; i < nb; i++) {
+        for (int j = -1; j < nb; j++) {
+            for (int x = 0; x < 4; x++) {
+                if ((i < 0 && j < 0) || (i >= 0 && j >= 0 && b[i] > b[j]))
+                    continue;
+                struct nbrute br = { .lo = i < 0 ? LLONG_MIN : b[i],
+                                     .hi = j < 0 ? LLONG_MAX : b[j],
+                                     .lo_x = x & 1, .hi_x = x & 2 };
+                char schema[200] = "{\"type\":\"number\"";
+                if (i >= 0)
+                    bound_text(schema, sizeof(schema), br.lo_x ? "exclusiveMinimum"
+                               : "minimum", br.lo);
+                if (j >= 0)
+                    bound_text(schema, sizeof(schema), br.hi_x ? "exclusiveMaximum"
+                               : "maximum", br.hi);
+                strcat(schema, "}");
+                struct st_json_schema *s = NULL;
+                struct st_err err = { 0 };
+                if (st_json_schema_compile(schema, strlen(schema), &s, &err) != ST_OK) {
+                    ck_assert_msg(strstr(err.msg, "nothing is valid"), "%s: %s", schema,
+                                  err.msg);
+                    continue;   /* an empty range (lo == hi, one exclusive) */
+                }
+                struct st_json_schema_state st;
+                st_json_schema_state_init(&st, s);
+                nwalk(&br, &st, 0);
+                char t[NDEPTH + 1];
+                int want = count_numbers(&br, t, 0);
+                ck_assert_msg(br.n_complete == want, "%s: %d complete, want %d", schema,
+                              br.n_complete, want);
+                st_json_schema_unref(s);
+            }
+        }
+    }
+}
+END_TEST
+
 static Suite *json_schema_suite(void)
 {
     Suite *s = suite_create("json_schema");
@@ -345,6 +789,11 @@ static Suite *json_schema_suite(void)
     tcase_add_test(t, test_json_schema_ref_recursion);
     tcase_add_test(t, test_json_schema_any_of);
     tcase_add_test(t, test_json_schema_prefixes_and_copy);
+    tcase_add_test(t, test_json_schema_int_range);
+    tcase_add_test(t, test_json_schema_string_length);
+    tcase_add_test(t, test_json_schema_int_range_brute);
+    tcase_add_test(t, test_json_schema_number_range);
+    tcase_add_test(t, test_json_schema_number_range_brute);
     suite_add_tcase(s, t);
     return s;
 }

@@ -361,7 +361,7 @@ START_TEST(test_server_parse_penalties)
           "\"schema\":{\"type\":\"string\",\"pattern\":\"^a\"}}}", "'pattern'" },
         { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\","
           "\"schema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\","
-          "\"minimum\":0}}}}}", "'minimum'" },
+          "\"multipleOf\":2}}}}}", "'multipleOf'" },
         { "\"response_format\":{\"type\":\"json_schema\"}", "json_schema'" },
         { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}", "name'" },
         { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a b\"}}",
