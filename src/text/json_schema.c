@@ -8,8 +8,8 @@
  * by name), every reference is replaced by the node it leads to, and
  * anyOf members that are anyOfs themselves are flattened into their
  * parent. Errors carry the schema path ("/properties/age") and the keyword.
- * Range bounds are read exactly from their decimal text (parse_dec), never
- * through a double.
+ * What a scalar may be (ranges, lengths, enum / const) is compiled in
+ * json_schema_values.c, on the context of json_schema_cc.h.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,16 +17,8 @@
 #include <string.h>
 
 #include "internal.h"
+#include "json_schema_cc.h"
 #include "json_schema_internal.h"
-
-struct cc {
-    struct st_buf nodes, props, lits, alts, strs;
-    struct st_str defs, definitions;   /* the root's $defs / definitions (ptr NULL: none) */
-    char   path[160];
-    size_t path_len;
-    int    depth;
-    struct st_err *err;
-};
 
 /* Keywords that change what is valid and that we do not enforce. */
 static const char *const refused[] = {
@@ -37,11 +29,7 @@ static const char *const refused[] = {
     "$recursiveRef", "contentSchema",
 };
 
-#define NODE(c, i) (((struct js_node *)(c)->nodes.data)[i])
-
-static enum st_status fail(struct cc *c, const char *fmt, ...) ST_PRINTF(2, 3);
-
-static enum st_status fail(struct cc *c, const char *fmt, ...)
+enum st_status jsc_fail(struct js_cc *c, const char *fmt, ...)
 {
     char msg[200];
     va_list ap;
@@ -52,7 +40,7 @@ static enum st_status fail(struct cc *c, const char *fmt, ...)
                       c->path_len ? c->path : "/");
 }
 
-static size_t path_push(struct cc *c, const char *seg, size_t n)
+static size_t path_push(struct js_cc *c, const char *seg, size_t n)
 {
     size_t old = c->path_len;
     int w = snprintf(c->path + old, sizeof(c->path) - old, "/%.*s", (int)ST_MIN(n, 60), seg);
@@ -61,7 +49,7 @@ static size_t path_push(struct cc *c, const char *seg, size_t n)
     return old;
 }
 
-static void path_pop(struct cc *c, size_t old)
+static void path_pop(struct js_cc *c, size_t old)
 {
     c->path_len = old;
     c->path[old] = '\0';
@@ -74,10 +62,10 @@ static bool key_is(struct st_str key, const char *name)
     return key.len == n + 2 && memcmp(key.ptr + 1, name, n) == 0;
 }
 
-static enum st_status new_node(struct cc *c, int32_t *id)
+static enum st_status new_node(struct js_cc *c, int32_t *id)
 {
     if (c->nodes.len / sizeof(struct js_node) >= ST_JSON_SCHEMA_MAX_NODES)
-        return fail(c, "the schema is too big: more than %s nodes", "4096");
+        return jsc_fail(c, "the schema is too big: more than %s nodes", "4096");
     struct js_node n = { .kind = JS_PLAIN, .types = JT_ALL, .additional = 0, .items = 0,
                          .max_items = UINT32_MAX, .target = -1, .imin = -JS_INT_OPEN,
                          .imax = JS_INT_OPEN, .max_len = UINT32_MAX };
@@ -87,8 +75,8 @@ static enum st_status new_node(struct cc *c, int32_t *id)
 
 /* Append a decoded JSON string 's' to strs re-escaped as the server
  * writes strings: quotes included when 'quoted'. */
-static enum st_status put_string(struct cc *c, struct st_str s, bool quoted, uint32_t *off,
-                                 uint32_t *len)
+enum st_status jsc_put_string(struct js_cc *c, struct st_str s, bool quoted, uint32_t *off,
+                              uint32_t *len)
 {
     struct st_buf tmp;
     st_buf_init(&tmp);
@@ -100,26 +88,26 @@ static enum st_status put_string(struct cc *c, struct st_str s, bool quoted, uin
     st_buf_fini(&tmp);
     *len = (uint32_t)(c->strs.len - *off);
     if (rc == ST_OK && *len > ST_JSON_SCHEMA_MAX_LITERAL)
-        return fail(c, "a property name or 'enum'/'const' string is longer than %d bytes",
-                    ST_JSON_SCHEMA_MAX_LITERAL);
+        return jsc_fail(c, "a property name or 'enum'/'const' string is longer than %d bytes",
+                        ST_JSON_SCHEMA_MAX_LITERAL);
     return rc;
 }
 
-static enum st_status get_count(struct cc *c, struct st_str v, const char *kw, uint32_t *out)
+enum st_status jsc_get_count(struct js_cc *c, struct st_str v, const char *kw, uint32_t *out)
 {
     char num[32];
     if (st_json_type(v) != ST_JSON_NUMBER || v.len >= sizeof(num))
-        return fail(c, "'%s' must be a non-negative integer", kw);
+        return jsc_fail(c, "'%s' must be a non-negative integer", kw);
     memcpy(num, v.ptr, v.len);
     num[v.len] = '\0';
     double d = strtod(num, NULL);
     if (!(d >= 0 && d <= 1e9) || d != (double)(uint32_t)d)
-        return fail(c, "'%s' must be a non-negative integer", kw);
+        return jsc_fail(c, "'%s' must be a non-negative integer", kw);
     *out = (uint32_t)d;
     return ST_OK;
 }
 
-static enum st_status parse_type_name(struct cc *c, struct st_str v, uint8_t *types)
+static enum st_status parse_type_name(struct js_cc *c, struct st_str v, uint8_t *types)
 {
     static const char *const names[] = { "object", "array", "string", "number",
                                          "integer", "boolean", "null" };
@@ -129,11 +117,11 @@ static enum st_status parse_type_name(struct cc *c, struct st_str v, uint8_t *ty
             return ST_OK;
         }
     }
-    return fail(c, "unknown 'type': %s", "expected object, array, string, number, integer, "
-                "boolean or null");
+    return jsc_fail(c, "unknown 'type': %s", "expected object, array, string, number, integer, "
+                    "boolean or null");
 }
 
-static enum st_status parse_type(struct cc *c, struct st_str v, uint8_t *types)
+static enum st_status parse_type(struct js_cc *c, struct st_str v, uint8_t *types)
 {
     *types = 0;
     if (st_json_type(v) != ST_JSON_ARRAY)
@@ -146,256 +134,13 @@ static enum st_status parse_type(struct cc *c, struct st_str v, uint8_t *types)
         if (rc != ST_OK)
             return rc;
     }
-    return *types ? ST_OK : fail(c, "'type' is an empty array: %s", "nothing is valid");
+    return *types ? ST_OK : jsc_fail(c, "'type' is an empty array: %s", "nothing is valid");
 }
 
-/* The type bit of a scalar literal. */
-static uint8_t lit_type(struct st_str v)
-{
-    switch (st_json_type(v)) {
-    case ST_JSON_STRING: return JT_STR;
-    case ST_JSON_TRUE:
-    case ST_JSON_FALSE: return JT_BOOL;
-    case ST_JSON_NULL: return JT_NULL;
-    case ST_JSON_NUMBER:
-        return memchr(v.ptr, '.', v.len) || memchr(v.ptr, 'e', v.len) ||
-               memchr(v.ptr, 'E', v.len) ? JT_NUM : (JT_NUM | JT_INT);
-    default: return 0;
-    }
-}
-
-/* The keywords of one schema object that we read. */
-struct kw {
-    struct st_str type, properties, required, additional, en, cn, items, min_items, max_items,
-                  any_of, all_of, ref, nullable, bound[4], min_len, max_len;
-    int n_valid;   /* validating keywords besides anyOf/allOf/$ref */
-};
-
-/* ---- ranges: minimum ... (integers), minLength / maxLength (strings) --- */
-
-/* One bound of a number range: the tighter of the one so far (*have)
- * and d. */
-static void num_bound(struct js_dec *cur, bool *cur_open, bool *have, const struct js_dec *d,
-                      bool open, bool upper)
-{
-    int c = *have ? st_js_dec_cmp(d, cur) : 0;
-    if (!*have || (upper ? c < 0 : c > 0)) {
-        *cur = *d;
-        *cur_open = open;
-    } else if (c == 0) {
-        *cur_open |= open;
-    }
-    *have = true;
-}
-
-/* Number bounds (bound[i] number d[i], exclusive ex[i]) onto node id. */
-static enum st_status num_range(struct cc *c, int32_t id, const struct js_dec *d,
-                                const bool *is, const bool *ex, const char *kw)
-{
-    struct js_dec lo = { 0 }, hi = { 0 };
-    bool lo_open = false, hi_open = false, has_lo = false, has_hi = false;
-    for (int i = 0; i < 4; i++) {
-        if (!is[i])
-            continue;
-        if (d[i].fine)
-            return fail(c, "'%s' has more than 18 fraction digits: %s", kw, "not supported");
-        if (i < 2)
-            num_bound(&lo, &lo_open, &has_lo, &d[i], ex[i], false);
-        else
-            num_bound(&hi, &hi_open, &has_hi, &d[i], ex[i], true);
-    }
-    struct js_node *n = &NODE(c, id);
-    int cmp = has_lo && has_hi ? st_js_dec_cmp(&lo, &hi) : -1;
-    if (cmp > 0 || (cmp == 0 && (lo_open || hi_open))) {
-        if (!(n->types & ~(JT_NUM | JT_INT)))
-            return fail(c, "no number is within '%s' and the other bounds: nothing is valid",
-                        kw);
-        n->types &= (uint8_t)~(JT_NUM | JT_INT);
-        return ST_OK;
-    }
-    n->has_range = JS_RANGE_NUM;
-    n->nlo = (struct js_fx){ lo.ip, lo.fp };
-    n->nhi = (struct js_fx){ hi.ip, hi.fp };
-    n->nflags = (uint8_t)((has_lo ? JS_NR_LO : 0) | (lo.neg ? JS_NR_LO_NEG : 0) |
-                          (lo_open ? JS_NR_LO_OPEN : 0) | (has_hi ? JS_NR_HI : 0) |
-                          (hi.neg ? JS_NR_HI_NEG : 0) | (hi_open ? JS_NR_HI_OPEN : 0));
-    return ST_OK;
-}
-
-/* Integer bounds onto node id (it allows integers, not numbers). */
-static enum st_status int_range(struct cc *c, int32_t id, const struct js_dec *d,
-                                const bool *is, const bool *ex, const char *kw)
-{
-    int64_t lo = -JS_INT_OPEN, hi = JS_INT_OPEN;
-    for (int i = 0; i < 4; i++) {
-        if (!is[i])
-            continue;
-        int64_t b = st_js_int_bound(&d[i], i >= 2, ex[i]);
-        if (i < 2)
-            lo = ST_MAX(lo, b);
-        else
-            hi = ST_MIN(hi, b);
-    }
-    struct js_node *n = &NODE(c, id);
-    if (lo > hi && n->types == JT_INT)
-        return fail(c, "no integer is within '%s' and the other bounds: nothing is valid", kw);
-    if (lo > hi)
-        n->types &= (uint8_t)~JT_INT;
-    n->has_range = JS_RANGE_INT;
-    n->imin = lo;
-    n->imax = hi;
-    return ST_OK;
-}
-
-/* minimum, exclusiveMinimum, maximum, exclusiveMaximum (k->bound[0..3]):
- * the number form (draft 6+) and the boolean one of draft 4 (true makes
- * minimum / maximum exclusive). */
-static enum st_status compile_range(struct cc *c, int32_t id, const struct kw *k)
-{
-    static const char *const kw[4] = { "minimum", "exclusiveMinimum", "maximum",
-                                       "exclusiveMaximum" };
-    bool d4[2] = { false, false }, is[4] = { false }, ex[4];
-    struct js_dec d[4];
-    int first = -1;
-    for (int i = 0; i < 4; i++) {
-        if (!k->bound[i].ptr)
-            continue;
-        enum st_json_type t = st_json_type(k->bound[i]);
-        if ((i & 1) && (t == ST_JSON_TRUE || t == ST_JSON_FALSE)) {
-            d4[i / 2] = t == ST_JSON_TRUE;
-            continue;
-        }
-        if (t != ST_JSON_NUMBER)
-            return fail(c, "'%s' must be a number", kw[i]);
-        if (!st_js_parse_dec(k->bound[i], &d[i]))
-            return fail(c, "'%s' is beyond +-2^53, %s", kw[i], "which is not supported");
-        is[i] = true;
-        first = first < 0 ? i : first;
-    }
-    for (int i = 0; i < 4; i++)
-        ex[i] = (i & 1) || d4[i / 2];
-    uint8_t types = NODE(c, id).types;
-    if (first < 0 || !(types & JT_INT))
-        return ST_OK;   /* no bound, or no number is valid anyway */
-    return types & JT_NUM ? num_range(c, id, d, is, ex, kw[first])
-                          : int_range(c, id, d, is, ex, kw[first]);
-}
-
-static enum st_status compile_lengths(struct cc *c, int32_t id, const struct kw *k)
-{
-    uint32_t mn = 0, mx = UINT32_MAX;
-    enum st_status rc = ST_OK;
-    if (k->min_len.ptr)
-        rc = get_count(c, k->min_len, "minLength", &mn);
-    if (rc == ST_OK && k->max_len.ptr)
-        rc = get_count(c, k->max_len, "maxLength", &mx);
-    uint8_t types = NODE(c, id).types;
-    if (rc != ST_OK || !(types & JT_STR))
-        return rc;
-    if (mn > mx && types == JT_STR)
-        return fail(c, "'minLength' is above %s: nothing is valid", "'maxLength'");
-    if (mn > mx)
-        NODE(c, id).types = (uint8_t)(types & ~JT_STR);
-    NODE(c, id).min_len = mn;
-    NODE(c, id).max_len = mx;
-    return ST_OK;
-}
-
-/* A scalar literal of type t is within node id's range / lengths. */
-static enum st_status lit_fits(struct cc *c, int32_t id, struct st_str v, uint8_t t, bool *ok)
-{
-    const struct js_node *n = &NODE(c, id);
-    *ok = true;
-    if (t == JT_STR && (n->min_len > 0 || n->max_len < UINT32_MAX)) {
-        struct st_buf tmp;
-        st_buf_init(&tmp);
-        enum st_status rc = st_json_string_append(v, &tmp);
-        uint64_t cps = 0;
-        for (size_t i = 0; i < tmp.len; i++)
-            cps += ((unsigned char)tmp.data[i] & 0xc0) != 0x80;
-        st_buf_fini(&tmp);
-        *ok = cps >= n->min_len && cps <= n->max_len;
-        return rc;
-    }
-    if (!(t & (JT_NUM | JT_INT)) || !n->has_range)
-        return ST_OK;
-    struct js_dec d;
-    if (!st_js_parse_dec(v, &d)) {   /* beyond 2^53: in when its side has no bound */
-        bool neg = v.ptr[0] == '-';
-        if (n->has_range == JS_RANGE_INT)
-            *ok = neg ? n->imin == -JS_INT_OPEN : n->imax == JS_INT_OPEN;
-        else
-            *ok = !(n->nflags & (neg ? JS_NR_LO : JS_NR_HI));
-        return ST_OK;
-    }
-    int64_t x = d.neg ? -(int64_t)d.ip : (int64_t)d.ip;
-    if (n->has_range == JS_RANGE_INT)
-        *ok = !d.frac && x >= n->imin && x <= n->imax;
-    else
-        *ok = st_js_num_in_range(n, d.neg, (struct js_fx){ d.ip, d.fp }, d.fine);
-    return ST_OK;
-}
-
-static enum st_status add_lit(struct cc *c, int32_t id, struct st_str v, uint8_t types)
-{
-    uint8_t t = lit_type(v);
-    if (t == 0)
-        return fail(c, "'enum'/'const' values must be strings, numbers, booleans or null; "
-                    "%s are not supported", "objects and arrays");
-    if (!(t & types))
-        return ST_OK;   /* the type rules it out */
-    bool fits;
-    enum st_status frc = lit_fits(c, id, v, t, &fits);
-    if (frc != ST_OK || !fits)
-        return frc;     /* out of the range / lengths */
-    if (NODE(c, id).n_lits >= ST_JSON_SCHEMA_MAX_ENUM)
-        return fail(c, "'enum' has more than %s values", "64");
-    struct js_lit l;
-    enum st_status rc = ST_OK;
-    if (t == JT_STR) {
-        rc = put_string(c, v, true, &l.off, &l.len);
-    } else {
-        if (v.len > ST_JSON_SCHEMA_MAX_LITERAL)
-            return fail(c, "an 'enum'/'const' value is longer than %d bytes",
-                        ST_JSON_SCHEMA_MAX_LITERAL);
-        l.off = (uint32_t)c->strs.len;
-        l.len = (uint32_t)v.len;
-        rc = st_buf_append(&c->strs, v.ptr, v.len);
-    }
-    if (rc == ST_OK)
-        rc = st_buf_append(&c->lits, &l, sizeof(l));
-    NODE(c, id).n_lits++;
-    return rc;
-}
-
-/* enum (an array) or const (one value): the literals of node id. */
-static enum st_status parse_enum(struct cc *c, int32_t id, struct st_str en, struct st_str cn)
-{
-    uint8_t types = NODE(c, id).types;
-    NODE(c, id).has_enum = 1;
-    NODE(c, id).lit_first = (uint32_t)(c->lits.len / sizeof(struct js_lit));
-    enum st_status rc = ST_OK;
-    if (cn.ptr) {
-        rc = add_lit(c, id, cn, types);
-    } else {
-        if (st_json_type(en) != ST_JSON_ARRAY)
-            return fail(c, "'%s' must be an array", "enum");
-        size_t pos = 0;
-        bool bad = false;
-        struct st_str e;
-        while (rc == ST_OK && st_json_array_next(en, &pos, &e, &bad))
-            rc = add_lit(c, id, e, types);
-    }
-    if (rc == ST_OK && NODE(c, id).n_lits == 0)
-        return fail(c, "no value of '%s' is valid for the schema's type", cn.ptr ? "const"
-                    : "enum");
-    return rc;
-}
-
-static enum st_status compile(struct cc *c, struct st_str v, int32_t *id);
+static enum st_status compile(struct js_cc *c, struct st_str v, int32_t *id);
 
 
-static enum st_status read_keywords(struct cc *c, struct st_str obj, struct kw *k)
+static enum st_status read_keywords(struct js_cc *c, struct st_str obj, struct js_kw *k)
 {
     static const char *const names[] = { "type", "properties", "required",
         "additionalProperties", "enum", "const", "items", "minItems", "maxItems", "nullable",
@@ -411,7 +156,7 @@ static enum st_status read_keywords(struct cc *c, struct st_str obj, struct kw *
     while (st_json_object_next(obj, &pos, &key, &val)) {
         for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
             if (key_is(key, refused[i]))
-                return fail(c, "the JSON Schema keyword '%s' is not supported", refused[i]);
+                return jsc_fail(c, "the JSON Schema keyword '%s' is not supported", refused[i]);
         }
         for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
             if (key_is(key, names[i])) {
@@ -428,16 +173,16 @@ static enum st_status read_keywords(struct cc *c, struct st_str obj, struct kw *
     }
     int combos = (k->any_of.ptr != NULL) + (k->all_of.ptr != NULL) + (k->ref.ptr != NULL);
     if (combos > 1 || (combos == 1 && k->n_valid > 0))
-        return fail(c, "%s cannot be combined with other validating keywords in one schema",
-                    "'anyOf'/'oneOf'/'allOf'/'$ref'");
+        return jsc_fail(c, "%s cannot be combined with other validating keywords in one schema",
+                        "'anyOf'/'oneOf'/'allOf'/'$ref'");
     return ST_OK;
 }
 
-static enum st_status compile_ref(struct cc *c, struct st_str ref, int32_t *id)
+static enum st_status compile_ref(struct js_cc *c, struct st_str ref, int32_t *id)
 {
     static const char *const pre[2] = { "#/$defs/", "#/definitions/" };
     if (st_json_type(ref) != ST_JSON_STRING)
-        return fail(c, "'%s' must be a string", "$ref");
+        return jsc_fail(c, "'%s' must be a string", "$ref");
     struct st_str in = { ref.ptr + 1, ref.len - 2 };
     size_t skip = 0;
     if (in.len == 1 && in.ptr[0] == '#') {
@@ -451,8 +196,8 @@ static enum st_status compile_ref(struct cc *c, struct st_str ref, int32_t *id)
         }
     }
     if (!skip || memchr(in.ptr, '\\', in.len))
-        return fail(c, "unsupported '$ref' (use \"#\", \"#/$defs/Name\" or "
-                    "\"#/definitions/Name\"): %s", "other references are not resolved");
+        return jsc_fail(c, "unsupported '$ref' (use \"#\", \"#/$defs/Name\" or "
+                        "\"#/definitions/Name\"): %s", "other references are not resolved");
     enum st_status rc = new_node(c, id);
     if (rc != ST_OK)
         return rc;
@@ -462,18 +207,18 @@ static enum st_status compile_ref(struct cc *c, struct st_str ref, int32_t *id)
     return st_buf_append(&c->strs, in.ptr, in.len);
 }
 
-static enum st_status compile_union(struct cc *c, struct st_str arr, int32_t *id)
+static enum st_status compile_union(struct js_cc *c, struct st_str arr, int32_t *id)
 {
     int32_t m[ST_JSON_SCHEMA_MAX_ALTS];
     uint32_t n = 0;
     if (st_json_type(arr) != ST_JSON_ARRAY)
-        return fail(c, "'%s' must be a non-empty array of schemas", "anyOf");
+        return jsc_fail(c, "'%s' must be a non-empty array of schemas", "anyOf");
     size_t pos = 0;
     bool bad = false;
     struct st_str e;
     while (st_json_array_next(arr, &pos, &e, &bad)) {
         if (n == ST_JSON_SCHEMA_MAX_ALTS)
-            return fail(c, "'anyOf' has more than %s members", "16");
+            return jsc_fail(c, "'anyOf' has more than %s members", "16");
         char seg[16];
         snprintf(seg, sizeof(seg), "anyOf/%u", (unsigned)n);
         size_t old = path_push(c, seg, strlen(seg));
@@ -483,7 +228,7 @@ static enum st_status compile_union(struct cc *c, struct st_str arr, int32_t *id
             return rc;
     }
     if (n == 0)
-        return fail(c, "'%s' must be a non-empty array of schemas", "anyOf");
+        return jsc_fail(c, "'%s' must be a non-empty array of schemas", "anyOf");
     enum st_status rc = new_node(c, id);
     if (rc != ST_OK)
         return rc;
@@ -493,7 +238,7 @@ static enum st_status compile_union(struct cc *c, struct st_str arr, int32_t *id
     return st_buf_append(&c->alts, m, n * sizeof(*m));
 }
 
-static enum st_status compile_sub(struct cc *c, struct st_str v, const char *seg, int32_t *id)
+static enum st_status compile_sub(struct js_cc *c, struct st_str v, const char *seg, int32_t *id)
 {
     size_t old = path_push(c, seg, strlen(seg));
     enum st_status rc = compile(c, v, id);
@@ -503,19 +248,19 @@ static enum st_status compile_sub(struct cc *c, struct st_str v, const char *seg
 
 /* required: bits over p[0..*n); a key not listed becomes an additional
  * property (p grows) unless additional keys are forbidden ('add' < 0). */
-static enum st_status parse_required(struct cc *c, struct st_str req_v, struct js_prop *p,
+static enum st_status parse_required(struct js_cc *c, struct st_str req_v, struct js_prop *p,
                                      uint32_t *n, int32_t add, uint64_t *req)
 {
     if (st_json_type(req_v) != ST_JSON_ARRAY)
-        return fail(c, "'%s' must be an array of strings", "required");
+        return jsc_fail(c, "'%s' must be an array of strings", "required");
     size_t pos = 0;
     bool bad = false;
     struct st_str e;
     while (st_json_array_next(req_v, &pos, &e, &bad)) {
         if (st_json_type(e) != ST_JSON_STRING)
-            return fail(c, "'%s' must be an array of strings", "required");
+            return jsc_fail(c, "'%s' must be an array of strings", "required");
         uint32_t off, len, i = 0;
-        enum st_status rc = put_string(c, e, false, &off, &len);
+        enum st_status rc = jsc_put_string(c, e, false, &off, &len);
         if (rc != ST_OK)
             return rc;
         while (i < *n && !(p[i].key_len == len &&
@@ -523,10 +268,10 @@ static enum st_status parse_required(struct cc *c, struct st_str req_v, struct j
             i++;
         if (i == *n) {   /* not listed: an additional property */
             if (add < 0)
-                return fail(c, "'required' names a key that 'properties' lacks while "
-                            "additionalProperties is false: %s", "nothing is valid");
+                return jsc_fail(c, "'required' names a key that 'properties' lacks while "
+                                "additionalProperties is false: %s", "nothing is valid");
             if (*n == ST_JSON_SCHEMA_MAX_PROPS)
-                return fail(c, "an object schema has more than %s properties", "64");
+                return jsc_fail(c, "an object schema has more than %s properties", "64");
             p[(*n)++] = (struct js_prop){ off, len, add };
         }
         *req |= UINT64_C(1) << i;
@@ -534,20 +279,20 @@ static enum st_status parse_required(struct cc *c, struct st_str req_v, struct j
     return ST_OK;
 }
 
-static enum st_status compile_props(struct cc *c, int32_t id, const struct kw *k)
+static enum st_status compile_props(struct js_cc *c, int32_t id, const struct js_kw *k)
 {
     struct js_prop p[ST_JSON_SCHEMA_MAX_PROPS];
     uint32_t n = 0;
     enum st_status rc = ST_OK;
     if (k->properties.ptr) {
         if (st_json_type(k->properties) != ST_JSON_OBJECT)
-            return fail(c, "'%s' must be an object", "properties");
+            return jsc_fail(c, "'%s' must be an object", "properties");
         size_t pos = 0;
         struct st_str key, val;
         while (rc == ST_OK && st_json_object_next(k->properties, &pos, &key, &val)) {
             if (n == ST_JSON_SCHEMA_MAX_PROPS)
-                return fail(c, "an object schema has more than %s properties", "64");
-            rc = put_string(c, key, false, &p[n].key, &p[n].key_len);
+                return jsc_fail(c, "an object schema has more than %s properties", "64");
+            rc = jsc_put_string(c, key, false, &p[n].key, &p[n].key_len);
             char seg[80];
             snprintf(seg, sizeof(seg), "properties/%.*s", (int)ST_MIN(key.len - 2, 60),
                      key.ptr + 1);
@@ -564,7 +309,7 @@ static enum st_status compile_props(struct cc *c, int32_t id, const struct kw *k
         if (t == ST_JSON_OBJECT)
             rc = compile_sub(c, k->additional, "additionalProperties", &add);
         else if (t != ST_JSON_TRUE && t != ST_JSON_FALSE)
-            return fail(c, "'%s' must be a boolean or a schema", "additionalProperties");
+            return jsc_fail(c, "'%s' must be a boolean or a schema", "additionalProperties");
     }
     uint64_t req = 0;
     if (rc == ST_OK && k->required.ptr)
@@ -579,7 +324,7 @@ static enum st_status compile_props(struct cc *c, int32_t id, const struct kw *k
     return st_buf_append(&c->props, p, n * sizeof(*p));
 }
 
-static enum st_status compile_items(struct cc *c, int32_t id, const struct kw *k)
+static enum st_status compile_items(struct js_cc *c, int32_t id, const struct js_kw *k)
 {
     int32_t items = 0;
     uint32_t mn = 0, mx = UINT32_MAX;
@@ -587,28 +332,28 @@ static enum st_status compile_items(struct cc *c, int32_t id, const struct kw *k
     if (k->items.ptr) {
         enum st_json_type t = st_json_type(k->items);
         if (t == ST_JSON_ARRAY)
-            return fail(c, "'%s' as an array (tuple validation) is not supported", "items");
+            return jsc_fail(c, "'%s' as an array (tuple validation) is not supported", "items");
         if (t == ST_JSON_FALSE)
             mx = 0;
         else if (t != ST_JSON_TRUE)
             rc = compile_sub(c, k->items, "items", &items);
     }
     if (rc == ST_OK && k->min_items.ptr)
-        rc = get_count(c, k->min_items, "minItems", &mn);
+        rc = jsc_get_count(c, k->min_items, "minItems", &mn);
     if (rc == ST_OK && k->max_items.ptr) {
         uint32_t m;
-        rc = get_count(c, k->max_items, "maxItems", &m);
+        rc = jsc_get_count(c, k->max_items, "maxItems", &m);
         mx = ST_MIN(mx, m);
     }
     if (rc == ST_OK && mn > mx)
-        return fail(c, "'minItems' is above %s: nothing is valid", "'maxItems'");
+        return jsc_fail(c, "'minItems' is above %s: nothing is valid", "'maxItems'");
     NODE(c, id).items = items;
     NODE(c, id).min_items = mn;
     NODE(c, id).max_items = mx;
     return rc;
 }
 
-static enum st_status compile_plain(struct cc *c, const struct kw *k, int32_t *id)
+static enum st_status compile_plain(struct js_cc *c, const struct js_kw *k, int32_t *id)
 {
     uint8_t types = JT_ALL;
     enum st_status rc = k->type.ptr ? parse_type(c, k->type, &types) : ST_OK;
@@ -621,11 +366,11 @@ static enum st_status compile_plain(struct cc *c, const struct kw *k, int32_t *i
     if (rc != ST_OK)
         return rc;
     NODE(c, *id).types = types;
-    rc = compile_range(c, *id, k);
+    rc = jsc_compile_range(c, *id, k);
     if (rc == ST_OK)
-        rc = compile_lengths(c, *id, k);
+        rc = jsc_compile_lengths(c, *id, k);
     if (rc == ST_OK && (k->en.ptr || k->cn.ptr))
-        rc = parse_enum(c, *id, k->en, k->cn);
+        rc = jsc_parse_enum(c, *id, k->en, k->cn);
     if (rc == ST_OK)
         rc = compile_props(c, *id, k);
     if (rc == ST_OK)
@@ -633,7 +378,7 @@ static enum st_status compile_plain(struct cc *c, const struct kw *k, int32_t *i
     return rc;
 }
 
-static enum st_status compile(struct cc *c, struct st_str v, int32_t *id)
+static enum st_status compile(struct js_cc *c, struct st_str v, int32_t *id)
 {
     enum st_json_type t = st_json_type(v);
     if (t == ST_JSON_TRUE) {
@@ -641,13 +386,13 @@ static enum st_status compile(struct cc *c, struct st_str v, int32_t *id)
         return ST_OK;
     }
     if (t != ST_JSON_OBJECT)
-        return fail(c, "a schema must be an object or true; got %s", t == ST_JSON_FALSE
-                    ? "false (nothing is valid)" : "another value");
+        return jsc_fail(c, "a schema must be an object or true; got %s", t == ST_JSON_FALSE
+                        ? "false (nothing is valid)" : "another value");
     if (++c->depth > 24) {
         c->depth--;
-        return fail(c, "the schema nests more than %s levels deep", "24");
+        return jsc_fail(c, "the schema nests more than %s levels deep", "24");
     }
-    struct kw k;
+    struct js_kw k;
     enum st_status rc = read_keywords(c, v, &k);
     if (rc == ST_OK) {
         if (k.ref.ptr) {
@@ -661,7 +406,7 @@ static enum st_status compile(struct cc *c, struct st_str v, int32_t *id)
             if (st_json_type(k.all_of) != ST_JSON_ARRAY ||
                 !st_json_array_next(k.all_of, &pos, &e, &bad) ||
                 st_json_array_next(k.all_of, &pos, &e2, &bad))
-                rc = fail(c, "'%s' is only supported with exactly one member", "allOf");
+                rc = jsc_fail(c, "'%s' is only supported with exactly one member", "allOf");
             else
                 rc = compile_sub(c, e, "allOf/0", id);
         } else {
@@ -675,7 +420,7 @@ static enum st_status compile(struct cc *c, struct st_str v, int32_t *id)
 /* ---- references ------------------------------------------------------ */
 
 /* Compile the definition REF node 'r' names (or reuse an earlier one). */
-static enum st_status resolve_one(struct cc *c, int32_t r, int32_t root)
+static enum st_status resolve_one(struct js_cc *c, int32_t r, int32_t root)
 {
     struct js_node nd = NODE(c, r);
     const char *name = c->strs.data + nd.ref_name;
@@ -695,12 +440,12 @@ static enum st_status resolve_one(struct cc *c, int32_t r, int32_t root)
     size_t skip = defs ? 8 : 14;
     char key[128];
     if (nd.ref_len - skip >= sizeof(key))
-        return fail(c, "'$ref' name too long: %s", "at most 127 bytes");
+        return jsc_fail(c, "'$ref' name too long: %s", "at most 127 bytes");
     memcpy(key, name + skip, nd.ref_len - skip);
     key[nd.ref_len - skip] = '\0';
     struct st_str def;
     if (!st_json_object_get(defs ? c->defs : c->definitions, key, &def))
-        return fail(c, "'$ref' to an undefined definition: %s", key);
+        return jsc_fail(c, "'$ref' to an undefined definition: %s", key);
     char seg[140];
     snprintf(seg, sizeof(seg), "%s/%s", defs ? "$defs" : "definitions", key);
     size_t old = path_push(c, seg, strlen(seg));
@@ -712,23 +457,23 @@ static enum st_status resolve_one(struct cc *c, int32_t r, int32_t root)
 }
 
 /* The node a chain of references leads to. */
-static enum st_status follow(struct cc *c, int32_t *id)
+static enum st_status follow(struct js_cc *c, int32_t *id)
 {
     uint32_t n = (uint32_t)(c->nodes.len / sizeof(struct js_node)), hops = 0;
     while (NODE(c, *id).kind == JS_REF) {
         if (++hops > n)
-            return fail(c, "circular '$ref' (a definition that is only a reference to "
-                        "itself): %s", "nothing is valid");
+            return jsc_fail(c, "circular '$ref' (a definition that is only a reference to "
+                            "itself): %s", "nothing is valid");
         *id = NODE(c, *id).target;
     }
     return ST_OK;
 }
 
 /* Append the plain members of union 'u' (flattened) to out[*n]. */
-static enum st_status flatten(struct cc *c, int32_t u, int32_t *out, uint32_t *n, int depth)
+static enum st_status flatten(struct js_cc *c, int32_t u, int32_t *out, uint32_t *n, int depth)
 {
     if (depth > 8)
-        return fail(c, "'anyOf' nests (through '$ref') more than %s levels", "8");
+        return jsc_fail(c, "'anyOf' nests (through '$ref') more than %s levels", "8");
     struct js_node nd = NODE(c, u);
     for (uint32_t i = 0; i < nd.n_alts; i++) {
         int32_t a = ((int32_t *)c->alts.data)[nd.alt_first + i];
@@ -737,7 +482,7 @@ static enum st_status flatten(struct cc *c, int32_t u, int32_t *out, uint32_t *n
             rc = flatten(c, a, out, n, depth + 1);
         } else if (rc == ST_OK) {
             if (*n == ST_JSON_SCHEMA_MAX_ALTS)
-                return fail(c, "'anyOf' has more than %s members (flattened)", "16");
+                return jsc_fail(c, "'anyOf' has more than %s members (flattened)", "16");
             out[(*n)++] = a;
         }
         if (rc != ST_OK)
@@ -747,7 +492,7 @@ static enum st_status flatten(struct cc *c, int32_t u, int32_t *out, uint32_t *n
 }
 
 /* Every edge to a reference goes to its target; unions hold plain nodes. */
-static enum st_status link(struct cc *c, int32_t *root)
+static enum st_status link(struct js_cc *c, int32_t *root)
 {
     uint32_t n = (uint32_t)(c->nodes.len / sizeof(struct js_node));
     uint32_t np = (uint32_t)(c->props.len / sizeof(struct js_prop));
@@ -782,7 +527,7 @@ static enum st_status link(struct cc *c, int32_t *root)
  * a scalar or an enum 0, an array 1 (or 1 + its items' when it must have
  * some), an object 1 + its deepest required property, a union its
  * shallowest member. */
-static uint32_t fewest_levels(struct cc *c, const uint32_t *d, uint32_t i)
+static uint32_t fewest_levels(struct js_cc *c, const uint32_t *d, uint32_t i)
 {
     const uint32_t none = ST_JSON_SCHEMA_MAX_DEPTH + 1;
     const struct js_node *nd = &NODE(c, i);
@@ -815,7 +560,7 @@ static uint32_t fewest_levels(struct cc *c, const uint32_t *d, uint32_t i)
  * follow (an array that must hold an array like itself) could never be
  * finished: the request would fail after its tokens were spent, so it is
  * refused here. Depths relax from "none" down, one level per round. */
-static enum st_status check_completable(struct cc *c, int32_t root)
+static enum st_status check_completable(struct js_cc *c, int32_t root)
 {
     uint32_t n = (uint32_t)(c->nodes.len / sizeof(struct js_node));
     uint32_t *d = malloc(n * sizeof(*d));
@@ -831,12 +576,12 @@ static enum st_status check_completable(struct cc *c, int32_t root)
     }
     bool ok = d[root] <= ST_JSON_SCHEMA_MAX_DEPTH;
     free(d);
-    return ok ? ST_OK : fail(c, "no document fits this schema within %d levels of nesting "
-                             "(it requires containers inside containers without end)",
-                             ST_JSON_SCHEMA_MAX_DEPTH);
+    return ok ? ST_OK : jsc_fail(c, "no document fits this schema within %d levels of nesting "
+                                 "(it requires containers inside containers without end)",
+                                 ST_JSON_SCHEMA_MAX_DEPTH);
 }
 
-static enum st_status compile_all(struct cc *c, struct st_str root, int32_t *out)
+static enum st_status compile_all(struct js_cc *c, struct st_str root, int32_t *out)
 {
     int32_t id;
     enum st_status rc = new_node(c, &id);   /* node 0: anything */
@@ -865,7 +610,7 @@ enum st_status st_json_schema_compile(const char *text, size_t n, struct st_json
                           n, ST_JSON_SCHEMA_MAX_TEXT);
     if (!st_json_value((struct st_str){ text, n }, &root))
         return st_err_set(err, ST_ERR_INVALID, "the schema is not valid JSON");
-    struct cc c = { .err = err };
+    struct js_cc c = { .err = err };
     st_buf_init(&c.nodes);
     st_buf_init(&c.props);
     st_buf_init(&c.lits);

@@ -1,0 +1,47 @@
+/* json_schema_cc.h -- the schema compiler's context, shared by
+ * json_schema.c (the structure: types, objects, arrays, anyOf, $ref) and
+ * json_schema_values.c (what a scalar may be: ranges, lengths, enum and
+ * const). Private to those two files.
+ */
+#ifndef STRATA_TEXT_JSON_SCHEMA_CC_H
+#define STRATA_TEXT_JSON_SCHEMA_CC_H
+
+#include "internal.h"
+#include "json_schema_internal.h"
+
+struct js_cc {
+    struct st_buf nodes, props, lits, alts, strs;
+    struct st_str defs, definitions;   /* the root's $defs / definitions (ptr NULL: none) */
+    char   path[160];
+    size_t path_len;
+    int    depth;
+    struct st_err *err;
+};
+
+#define NODE(c, i) (((struct js_node *)(c)->nodes.data)[i])
+
+/* The keywords of one schema object that we read. */
+struct js_kw {
+    struct st_str type, properties, required, additional, en, cn, items, min_items, max_items,
+                  any_of, all_of, ref, nullable, bound[4], min_len, max_len;
+    int n_valid;   /* validating keywords besides anyOf/allOf/$ref */
+};
+
+/* A 400 naming the schema path: msg from fmt, then " (at '/path')". */
+enum st_status jsc_fail(struct js_cc *c, const char *fmt, ...) ST_PRINTF(2, 3);
+/* Append a decoded JSON string 's' to strs re-escaped as the server
+ * writes strings (quotes included when 'quoted'); its offset and length. */
+enum st_status jsc_put_string(struct js_cc *c, struct st_str s, bool quoted, uint32_t *off,
+                              uint32_t *len);
+/* v as a count (an integer in [0, 1e9]) for keyword 'kw', or a 400. */
+enum st_status jsc_get_count(struct js_cc *c, struct st_str v, const char *kw, uint32_t *out);
+
+/* json_schema_values.c: node id's minimum/maximum/exclusive* (from k's
+ * bounds), minLength/maxLength, and enum/const values, each checked
+ * against the node's types (a value no type takes is dropped; nothing
+ * left is a 400). Called in this order, after the types are set. */
+enum st_status jsc_compile_range(struct js_cc *c, int32_t id, const struct js_kw *k);
+enum st_status jsc_compile_lengths(struct js_cc *c, int32_t id, const struct js_kw *k);
+enum st_status jsc_parse_enum(struct js_cc *c, int32_t id, struct st_str en, struct st_str cn);
+
+#endif /* STRATA_TEXT_JSON_SCHEMA_CC_H */
