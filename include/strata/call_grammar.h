@@ -110,8 +110,8 @@ struct st_call_grammar;
 /* Compile spec into *out (one reference, the caller's). ST_ERR_NOT_FOUND:
  * the named function is not among the tools (or no tool can be called:
  * a name with quotes, control bytes or, for mistral11, blanks or
- * brackets, for xml and glm blanks or angle brackets); ST_ERR_UNSUPPORTED: more
- * than ST_CALL_MAX_TOOLS tools for
+ * brackets, for xml and glm blanks or angle brackets, for glm a leading
+ * '{'); ST_ERR_UNSUPPORTED: more than ST_CALL_MAX_TOOLS tools for
  * "required"; ST_ERR_INVALID: tools_json is not an array; ST_ERR_NOMEM.
  * *n_fallback (optional): tools whose parameters became "any object". */
 enum st_status st_call_grammar_compile(const struct st_call_spec *spec,

@@ -116,6 +116,8 @@ struct st_reply_opts {
     bool    mistral;        /* Mistral markers: [THINK] [/THINK] [TOOL_CALLS] (see above) */
     bool    glm;            /* GLM-4.5: content's leading blanks dropped; <tool_call> bodies
                                are NAME + <arg_key>/<arg_value> pairs */
+    bool    cont;           /* the reply goes on with a message's text (continue_final):
+                               glm's leading blanks are that text's, kept */
 };
 
 struct st_reply_parser {

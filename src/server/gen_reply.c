@@ -296,6 +296,7 @@ enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request 
     /* GLM-4.5 prompts: <arg_key> calls, and the "\n" the template puts
      * before the content is the format's (dropped even without tools) */
     o.glm = prompt && st_reply_prompt_is_glm(prompt, strlen(prompt));
+    o.cont = oq->continue_final;   /* ... but not a prefill's: the text goes on */
     if (!o.reasoning && !o.tools && !o.glm)
         return ST_OK;
     for (int32_t i = 0; i < g->n_choices; i++) {

@@ -131,7 +131,8 @@ static void set_format(struct st_call_grammar *g, enum st_call_format f)
 
 /* A name that can stand in the format: no quotes, backslashes or control
  * bytes (it goes into a JSON string unescaped); mistral11 also no blanks
- * or brackets (reply_parse reads NAME up to "[ARGS]"). */
+ * or brackets (reply_parse reads NAME up to "[ARGS]"); glm no '{' first
+ * (reply_parse reads a body starting with '{' as a JSON call). */
 static bool name_ok(const char *s, size_t n, enum st_call_format f)
 {
     if (n == 0 || n > ST_CALL_MAX_NAME)
@@ -143,6 +144,8 @@ static bool name_ok(const char *s, size_t n, enum st_call_format f)
         if (f == ST_CALL_MISTRAL11 && (c == ' ' || c == '[' || c == ']' || c == '{' || c == '}'))
             return false;
         if ((f == ST_CALL_XML || f == ST_CALL_GLM) && (c == '>' || c == '<' || c == ' '))
+            return false;
+        if (f == ST_CALL_GLM && i == 0 && c == '{')
             return false;
     }
     return true;

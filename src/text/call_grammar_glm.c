@@ -30,7 +30,9 @@
  * value holds no "</arg_value>" either (only a string could). Held bytes
  * are accepted only while they can still end the value or be text the
  * validator takes, so no accepted prefix is a dead end (enum values
- * holding "</arg_value>" are refused at build: the tool gets a free body).
+ * holding "</arg_value>" are refused at build: the tool gets a free body;
+ * so does a tool whose schema fell back to "any object" while one of its
+ * properties has a string type: call_grammar_xml.c glm_unlisted_raw).
  *
  * The state lives in struct st_call_state's x* fields, as the xml body's.
  */

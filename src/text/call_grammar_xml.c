@@ -132,6 +132,35 @@ static bool raw_json(struct st_str props, const char *name, uint32_t len, enum c
     return json;
 }
 
+/* glm: a key of the tool's properties that the compiled schema does not
+ * list (it fell back to "any object") and whose type is a string type:
+ * such a name would be an other name, its value JSON text, but the parser
+ * keeps that value raw ("abc" written as "\"abc\"", quotes kept). */
+static bool glm_unlisted_raw(struct st_str props, const struct call_xml *x)
+{
+    struct st_str k, v, ty;
+    struct st_buf tmp;
+    size_t pos = 0;
+    bool hit = false;
+    if (!props.ptr || st_json_type(props) != ST_JSON_OBJECT)
+        return false;
+    st_buf_init(&tmp);
+    while (!hit && st_json_object_next(props, &pos, &k, &v)) {
+        st_buf_reset(&tmp);
+        if (st_json_string_append(k, &tmp) != ST_OK) {
+            hit = true;   /* out of memory: the free body, which needs no typing */
+            break;
+        }
+        bool listed = false;
+        for (uint32_t i = 0; i < x->n_props && !listed; i++)
+            listed = x->name_len[i] == tmp.len &&
+                     memcmp(x->names[i], tmp.data ? tmp.data : "", tmp.len) == 0;
+        hit = !listed && st_json_object_get(v, "type", &ty) && st_reply_glm_raw(ty);
+    }
+    st_buf_fini(&tmp);
+    return hit;
+}
+
 enum st_status st_call_xml_build(struct st_str fn, const struct st_json_schema *sc,
                                  enum call_body body, struct call_xml **out)
 {
@@ -169,6 +198,10 @@ enum st_status st_call_xml_build(struct st_str fn, const struct st_json_schema *
             free(x);   /* a required key that cannot be written: a free body */
             return ST_OK;
         }
+    }
+    if (body == CALL_BODY_GLM && x->extra >= 0 && glm_unlisted_raw(props, x)) {
+        free(x);   /* a string-typed key the schema does not list: a free body */
+        return ST_OK;
     }
     *out = x;
     return ST_OK;

@@ -20,7 +20,8 @@
  *   (xml)  with xml_calls, the body is not scanned as JSON: it runs to the
  *              first "</tool_call>" and is judged whole (reply_xml.c).
  *   (glm)  likewise with opts.glm (reply_glm.c); also the content's
- *              leading blanks are dropped (lead starts true).
+ *              leading blanks are dropped (lead starts true), unless
+ *              opts.cont (the reply continues a message's text).
  *
  *   (mistral) with opts.mistral the markers are [THINK] [/THINK] [TOOL_CALLS]
  *              and a call has no closing tag: TOOL reads blanks, a name up
@@ -134,7 +135,7 @@ void st_reply_parser_init(struct st_reply_parser *p, const struct st_reply_opts 
         p->state = S_REASONING;
     else
         p->state = S_START;
-    p->lead = p->state == S_REASONING || (opts->glm && p->state == S_CONTENT);
+    p->lead = p->state == S_REASONING || (opts->glm && !opts->cont && p->state == S_CONTENT);
 }
 
 void st_reply_parser_fini(struct st_reply_parser *p)
@@ -172,7 +173,9 @@ static enum st_status step_start(struct st_reply_parser *p, struct step *t)
         t->more = false;        /* "  <thi": wait */
     } else {
         p->state = S_CONTENT;   /* no reasoning: the leading whitespace is content */
-        p->lead = p->opts.glm;  /* ... but GLM's "\n" after <|assistant|> is the format's */
+        /* ... but GLM's "\n" after <|assistant|> is the format's (not a
+         * continued message's: its blanks are the text's) */
+        p->lead = p->opts.glm && !p->opts.cont;
         t->more = true;
     }
     return ST_OK;

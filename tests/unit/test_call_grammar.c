@@ -717,6 +717,58 @@ START_TEST(test_call_grammar_glm_oracle)
 }
 END_TEST
 
+/* A tool whose schema the compiler refuses (here 'not') falls back to "any
+ * object": its keys are other names, and GLM's other names take JSON
+ * values. The parser still types them by the request's tools, so a
+ * string-typed key would be forced into quotes that it keeps ("\"abc\"").
+ * Such a tool gets a free body; one whose keys are all JSON-typed keeps
+ * the pairs. Also a name the parser cannot read back is not callable. */
+START_TEST(test_call_grammar_glm_fallback_and_names)
+{
+    static const char ft[] =
+        "[{\"type\":\"function\",\"function\":{\"name\":\"find\",\"parameters\":"
+        "{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\",\"not\":"
+        "{\"const\":\"\"}},\"n\":{\"type\":\"integer\"}}}}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"count\",\"parameters\":"
+        "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"not\":"
+        "{\"const\":0}}}}}}]";
+    struct st_call_spec sp = { .format = ST_CALL_GLM, .parallel = true, .tools_json = ft,
+                               .tools_len = strlen(ft) };
+    struct st_call_grammar *g = NULL;
+    int32_t fb = 0;
+    ck_assert_int_eq(st_call_grammar_compile(&sp, &g, &fb, NULL), ST_OK);
+    ck_assert_int_eq(fb, 2);
+    static const char text[] = "<tool_call>find\n<arg_key>q</arg_key>\n<arg_value>abc"
+                               "</arg_value>\n<arg_key>n</arg_key>\n<arg_value>3</arg_value>\n"
+                               "</tool_call>";
+    accepts(g, text, true);   /* as the template writes it: the string raw */
+    struct st_reply_opts o = { .reasoning = true, .tools = true, .glm = true,
+                               .tools_json = st_str_c(ft) };
+    struct st_reply_parser p;
+    struct got got = { 0 };
+    st_reply_parser_init(&p, &o);
+    ck_assert_int_eq(st_reply_parser_feed(&p, LITERAL_ARGS(text), on_ev, &got), ST_OK);
+    ck_assert_int_eq(st_reply_parser_finish(&p, on_ev, &got), ST_OK);
+    st_reply_parser_fini(&p);
+    ck_assert_str_eq(got.args, "{\"q\": \"abc\", \"n\": 3}");
+    /* JSON-typed keys only: the pairs stay, their values JSON text */
+    accepts(g, "<tool_call>count\n<arg_key>n</arg_key>\n<arg_value>3</arg_value>\n"
+               "</tool_call>", true);
+    refuses(g, "<tool_call>count\n<arg_key>n</arg_key>\n<arg_value>x", SIZE_MAX);
+    st_call_grammar_unref(g);
+    /* a name starting with '{' cannot be written: the parser would read
+     * "<tool_call>{f}\n..." as a JSON call and give it back as content */
+    static const char bt[] = "[{\"type\":\"function\",\"function\":{\"name\":\"{f}\"}}]";
+    struct st_call_spec bs = { .format = ST_CALL_GLM, .tools_json = bt, .tools_len = strlen(bt),
+                               .name = "{f}" };
+    ck_assert_int_eq(st_call_grammar_compile(&bs, &g, NULL, NULL), ST_ERR_NOT_FOUND);
+    ck_assert_ptr_null(g);
+    bs.format = ST_CALL_XML;   /* "<function={f}>" is fine */
+    ck_assert_int_eq(st_call_grammar_compile(&bs, &g, NULL, NULL), ST_OK);
+    st_call_grammar_unref(g);
+}
+END_TEST
+
 static Suite *call_grammar_suite(void)
 {
     Suite *s = suite_create("call_grammar");
@@ -734,6 +786,7 @@ static Suite *call_grammar_suite(void)
     tcase_add_test(t, test_call_grammar_glm_params);
     tcase_add_test(t, test_call_grammar_glm_fast_paths);
     tcase_add_test(t, test_call_grammar_glm_oracle);
+    tcase_add_test(t, test_call_grammar_glm_fallback_and_names);
     suite_add_tcase(s, t);
     return s;
 }

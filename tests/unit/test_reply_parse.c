@@ -141,7 +141,7 @@ static void parse_all_splits(const struct st_reply_opts *o, const char *text,
 }
 
 static const struct st_reply_opts all_on = { true, true, false, 0, false, false, { NULL, 0 },
-                                             false, false };
+                                             false, false, false };
 
 START_TEST(test_reply_parse_reasoning_then_content)
 {
@@ -178,7 +178,8 @@ END_TEST
 START_TEST(test_reply_parse_lone_close_think)
 {
     /* the prompt opened <think>: text before a lone </think> is reasoning */
-    struct st_reply_opts o = { true, true, true, 0, false, false, { NULL, 0 }, false, false };
+    struct st_reply_opts o = { true, true, true, 0, false, false, { NULL, 0 },
+                               false, false, false };
     struct result r;
     parse_all_splits(&o, "step one\nstep two\n</think>\n\nAnswer: 4", &r);
     ck_assert_str_eq(r.reasoning.data, "step one\nstep two");
@@ -585,7 +586,8 @@ static const char coder_tools[] =
 
 static struct st_reply_opts coder_opts(bool with_tools)
 {
-    struct st_reply_opts o = { true, true, false, 0, false, true, { NULL, 0 }, false, false };
+    struct st_reply_opts o = { true, true, false, 0, false, true, { NULL, 0 },
+                               false, false, false };
     if (with_tools)
         o.tools_json = st_str_c(coder_tools);
     return o;
@@ -799,6 +801,17 @@ START_TEST(test_reply_parse_glm_content_and_thinking_off)
     parse_all_splits(&o, "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}</tool_call>", &r);
     ck_assert_int_eq(r.n_calls, 1);
     ck_assert_str_eq(r.args[0].data, "{\"a\": 1}");
+    result_fini(&r);
+    /* a continued message (cont): the blanks are the text's, with or
+     * without reasoning */
+    o = glm_opts(false);
+    o.cont = true;
+    parse_all_splits(&o, " more.\n", &r);
+    ck_assert_str_eq(r.content.data, " more.\n");
+    result_fini(&r);
+    o.reasoning = false;
+    parse_all_splits(&o, "\n- item", &r);
+    ck_assert_str_eq(r.content.data, "\n- item");
     result_fini(&r);
     ck_assert(st_reply_prompt_is_glm(LIT("[gMASK]<sop><|user|>\nhi<|assistant|>")));
     ck_assert(!st_reply_prompt_is_glm(LIT("<|user|>\n[gMASK]<sop>")));

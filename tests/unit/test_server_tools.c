@@ -281,6 +281,39 @@ START_TEST(test_server_tools_continue_inside_think)
 }
 END_TEST
 
+/* GLM-4.5: the "\n" a fresh turn starts with is the format's and is
+ * dropped, but a continued message's text (continue_final_message, an
+ * Anthropic prefill) goes on where the prefill stopped: its leading blanks
+ * are the client's text ("Sure" + " thing." is not "Surething."). */
+START_TEST(test_server_tools_glm_continue_keeps_blanks)
+{
+    static const char fresh[] = "[gMASK]<sop><|user|>\nhi<|assistant|>";
+    static const char cont[] = "[gMASK]<sop><|user|>\nhi<|assistant|>\n<think></think>\nSure";
+    struct st_call c;
+    struct st_oai_choice oc = { .index = 0, .finish = ST_FINISH_STOP };
+    struct st_gen *g = run_text(false, "", fresh, "\n<think>x</think>\nHello.", &c);
+    st_gen_reply_fill(&g->choices[0], &oc);
+    ck_assert_str_eq(oc.text, "Hello.");
+    ck_assert_str_eq(oc.reasoning, "x");
+    st_gen_free(g);
+    g = run_text(false, "\"chat_template_kwargs\":{\"enable_thinking\":false}", fresh,
+                 "\nHello.", &c);
+    st_gen_reply_fill(&g->choices[0], &oc);
+    ck_assert_str_eq(oc.text, "Hello.");
+    st_gen_free(g);
+    for (int stream = 0; stream < 2; stream++) {
+        g = run_text(stream, "\"continue_final_message\":true", cont, " thing.", &c);
+        if (stream) {   /* the first content delta starts with the blank */
+            ck_assert_ptr_nonnull(memmem(g->out.data, g->out.len, ST_LIT("\"content\":\" ")));
+        } else {
+            st_gen_reply_fill(&g->choices[0], &oc);
+            ck_assert_str_eq(oc.text, " thing.");
+        }
+        st_gen_free(g);
+    }
+}
+END_TEST
+
 /* A Llama 3.1+ prompt (its tools header) makes a bare JSON reply a call;
  * after any other prompt the same reply is content. */
 START_TEST(test_server_tools_llama_bare_json_call)
@@ -615,6 +648,7 @@ static Suite *server_tools_suite(void)
     tcase_add_test(t, test_server_tools_body_and_deltas);
     tcase_add_test(t, test_server_tools_gen_reply_nonstream);
     tcase_add_test(t, test_server_tools_continue_inside_think);
+    tcase_add_test(t, test_server_tools_glm_continue_keeps_blanks);
     tcase_add_test(t, test_server_tools_gen_reply_stream);
     tcase_add_test(t, test_server_tools_llama_bare_json_call);
     tcase_add_test(t, test_server_tools_coder_xml_call);
