@@ -39,6 +39,27 @@ enum st_status st_chat_puts(struct st_buf *out, const char *s)
     return st_buf_append(out, s, strlen(s));
 }
 
+enum st_status st_chat_call_args(struct st_str args, st_chat_arg_fn *arg, struct st_buf *out)
+{
+    struct st_buf dec;
+    struct st_str obj = args, k, v;
+    enum st_status rc = ST_OK;
+    size_t pos = 0;
+
+    st_buf_init(&dec);
+    if (st_json_type(args) == ST_JSON_STRING) {
+        rc = st_json_string_append(args, &dec);
+        if (rc != ST_OK || !st_json_value((struct st_str){ dec.data ? dec.data : "", dec.len },
+                                          &obj))
+            obj.ptr = NULL;
+    }
+    if (rc == ST_OK && obj.ptr && st_json_type(obj) == ST_JSON_OBJECT)
+        while (rc == ST_OK && st_json_object_next(obj, &pos, &k, &v))
+            rc = arg(k, v, out);
+    st_buf_fini(&dec);
+    return rc == ST_ERR_NOMEM ? rc : ST_OK;
+}
+
 /* Python's str.isspace() for one code point at s (ASCII fast path). */
 static size_t py_space_at(const char *s, size_t n, bool back)
 {

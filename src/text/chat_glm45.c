@@ -137,29 +137,6 @@ static enum st_status call_arg(struct st_str k, struct st_str v, struct st_buf *
     return rc == ST_OK ? st_chat_puts(out, "</arg_value>\n") : rc;
 }
 
-/* {% for k, v in tc.arguments.items() %}: a JSON string holding an object is
- * parsed first; anything that is not an object renders no arguments. */
-static enum st_status call_args(struct st_str args, struct st_buf *out)
-{
-    struct st_buf dec;
-    struct st_str obj = args, k, v;
-    enum st_status rc = ST_OK;
-    size_t pos = 0;
-
-    st_buf_init(&dec);
-    if (st_json_type(args) == ST_JSON_STRING) {
-        rc = st_json_string_append(args, &dec);
-        if (rc != ST_OK || !st_json_value((struct st_str){ dec.data ? dec.data : "", dec.len },
-                                          &obj))
-            obj.ptr = NULL;
-    }
-    if (rc == ST_OK && obj.ptr && st_json_type(obj) == ST_JSON_OBJECT)
-        while (rc == ST_OK && st_json_object_next(obj, &pos, &k, &v))
-            rc = call_arg(k, v, out);
-    st_buf_fini(&dec);
-    return rc == ST_ERR_NOMEM ? rc : ST_OK;
-}
-
 /* "\n<tool_call>" + tc.name + "\n" + arguments + "</tool_call>" per call. */
 static enum st_status calls_part(struct st_str calls, struct st_buf *out)
 {
@@ -177,7 +154,7 @@ static enum st_status calls_part(struct st_str calls, struct st_buf *out)
         if (rc == ST_OK)
             rc = st_chat_puts(out, "\n");
         if (rc == ST_OK && st_json_object_get(call, "arguments", &v))
-            rc = call_args(v, out);
+            rc = st_chat_call_args(v, call_arg, out);
         if (rc == ST_OK)
             rc = st_chat_puts(out, "</tool_call>");
     }

@@ -288,38 +288,18 @@ static enum st_status system_part(const struct st_chat_req *req, struct st_str t
     return rc == ST_OK ? st_chat_puts(out, "<|im_end|>\n") : rc;
 }
 
-/* The arguments' "<parameter=KEY>\nVALUE\n</parameter>\n" lines. A JSON
- * string holding an object is parsed first; anything that is not an
- * object renders no parameters (the template's |items would fail). */
-static enum st_status call_args(struct st_str args, struct st_buf *out)
+/* One argument's "<parameter=KEY>\nVALUE\n</parameter>\n" lines
+ * (st_chat_call_args runs it per member). */
+static enum st_status call_param(struct st_str k, struct st_str v, struct st_buf *out)
 {
-    struct st_buf dec;
-    struct st_str obj = args, k, v;
-    enum st_status rc = ST_OK;
-    size_t pos = 0;
-
-    st_buf_init(&dec);
-    if (st_json_type(args) == ST_JSON_STRING) {
-        rc = st_json_string_append(args, &dec);
-        if (rc != ST_OK || !st_json_value((struct st_str){ dec.data ? dec.data : "", dec.len },
-                                          &obj))
-            obj.ptr = NULL;
-    }
-    if (rc == ST_OK && obj.ptr && st_json_type(obj) == ST_JSON_OBJECT) {
-        while (rc == ST_OK && st_json_object_next(obj, &pos, &k, &v)) {
-            rc = st_chat_puts(out, "<parameter=");
-            if (rc == ST_OK)
-                rc = st_json_string_append(k, out);
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, ">\n");
-            if (rc == ST_OK)
-                rc = is_container(v) ? st_json_tojson(v, out) : py_str(v, out);
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, "\n</parameter>\n");
-        }
-    }
-    st_buf_fini(&dec);
-    return rc == ST_ERR_NOMEM ? rc : ST_OK;
+    enum st_status rc = st_chat_puts(out, "<parameter=");
+    if (rc == ST_OK)
+        rc = st_json_string_append(k, out);
+    if (rc == ST_OK)
+        rc = st_chat_puts(out, ">\n");
+    if (rc == ST_OK)
+        rc = is_container(v) ? st_json_tojson(v, out) : py_str(v, out);
+    return rc == ST_OK ? st_chat_puts(out, "\n</parameter>\n") : rc;
 }
 
 /* An assistant message with tool calls. */
@@ -349,7 +329,7 @@ static enum st_status assistant_calls(const struct st_chat_msg *m, struct st_str
         if (rc == ST_OK)
             rc = st_chat_puts(out, ">\n");
         if (rc == ST_OK && st_json_object_get(call, "arguments", &v))
-            rc = call_args(v, out);
+            rc = st_chat_call_args(v, call_param, out);
         if (rc == ST_OK)
             rc = st_chat_puts(out, "</function>\n</tool_call>");
     }
