@@ -12,7 +12,12 @@
  *     tool_result {tool_use_id, content, is_error} (user turns)
  *                                -> {role:tool, tool_call_id, content} messages,
  *                                   before the turn's text; is_error: "Error: " first
- *     thinking, redacted_thinking-> dropped (templates drop past reasoning anyway)
+ *     thinking {thinking, signature} -> reasoning_content of the assistant message
+ *                                   (joined; the template decides whether to render
+ *                                   it: Qwen3 keeps it in a tool loop after the last
+ *                                   user query, so the prompt matches what was
+ *                                   generated and the prefix cache holds)
+ *     redacted_thinking          -> dropped (encrypted: nothing to render)
  *     image, document, others    -> 400 (text only)
  *   tools [{name, description, input_schema}] -> function tools; a tool with a
  *                                   server tool 'type' (web_search_..., bash_...) is a 400
@@ -97,6 +102,8 @@ struct turn {
     size_t i;              /* messages[i] */
     bool user;
     struct st_buf text;    /* the turn's text blocks */
+    struct st_buf thought; /* assistant: its thinking blocks' text */
+    bool thinks;           /* a thinking block came (maybe empty) */
     cJSON *calls;          /* assistant: chat tool_calls (owned until attached) */
 };
 
@@ -144,6 +151,19 @@ static enum st_status tool_result(const struct turn *t, const cJSON *blk, size_t
     return rc;
 }
 
+static enum st_status thinking(struct turn *t, const cJSON *blk, size_t j,
+                               struct st_api_error *e)
+{
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(blk, "thinking");
+    if (!cJSON_IsString(text))
+        return st_api_error_set(e, ST_ERR_INVALID, "messages", NULL,
+                                "messages[%zu].content[%zu]: a thinking block needs a string "
+                                "'thinking'.", t->i, j);
+    t->thinks = true;
+    return st_buf_append(&t->thought, text->valuestring, strlen(text->valuestring)) == ST_OK
+               ? ST_OK : st_tr_nomem(e);
+}
+
 static enum st_status block(struct turn *t, const cJSON *blk, size_t j, cJSON *msgs,
                             struct st_api_error *e)
 {
@@ -165,7 +185,9 @@ static enum st_status block(struct turn *t, const cJSON *blk, size_t j, cJSON *m
         return tool_use(t, blk, j, e);
     if (t->user && strcmp(type, "tool_result") == 0)
         return tool_result(t, blk, j, msgs, e);
-    if (!t->user && (strcmp(type, "thinking") == 0 || strcmp(type, "redacted_thinking") == 0))
+    if (!t->user && strcmp(type, "thinking") == 0)
+        return thinking(t, blk, j, e);
+    if (!t->user && strcmp(type, "redacted_thinking") == 0)
         return ST_OK;
     return st_api_error_set(e, ST_ERR_UNSUPPORTED, "messages", NULL,
                             "messages[%zu].content[%zu]: content block type '%.40s' is not "
@@ -193,6 +215,7 @@ static enum st_status turn(const cJSON *m, size_t i, cJSON *msgs, struct st_api_
                    ? ST_OK : st_tr_nomem(e);
     struct turn t = { .i = i, .user = strcmp(role->valuestring, "user") == 0 };
     st_buf_init(&t.text);
+    st_buf_init(&t.thought);
     enum st_status rc = ST_OK;
     size_t j = 0;
     bool results = false;
@@ -207,6 +230,9 @@ static enum st_status turn(const cJSON *m, size_t i, cJSON *msgs, struct st_api_
     if (rc == ST_OK && (t.text.len || !results) &&
         !st_tr_add_msg(msgs, role->valuestring, t.text.data ? t.text.data : "", &msg))
         rc = st_tr_nomem(e);
+    if (rc == ST_OK && t.thinks &&
+        !cJSON_AddStringToObject(msg, "reasoning_content", t.thought.data ? t.thought.data : ""))
+        rc = st_tr_nomem(e);
     if (rc == ST_OK && t.calls) {
         if (cJSON_AddItemToObject(msg, "tool_calls", t.calls))
             t.calls = NULL;
@@ -215,6 +241,7 @@ static enum st_status turn(const cJSON *m, size_t i, cJSON *msgs, struct st_api_
     }
     cJSON_Delete(t.calls);
     st_buf_fini(&t.text);
+    st_buf_fini(&t.thought);
     return rc;
 }
 

@@ -3,7 +3,8 @@
 // Anthropic TypeScript SDK: non-streamed and streamed answers
 // (messages.stream(...).finalMessage()), thinking, text and tool_use blocks,
 // a tool_use -> tool_result round trip, count_tokens, the thinking budget
-// on a real (tiny, CPU) model, the priority header, errors the SDK raises
+// on a real (tiny, CPU) model, thinking blocks sent back in a tool loop
+// (GLM-4.5's template renders them), the priority header, errors the SDK raises
 // as its typed errors (Anthropic's error shape), and a client that leaves
 // mid-stream, and SSE keep-alives (docs/API.md "/v1/messages").
 import { test, describe, before, after } from 'node:test';
@@ -13,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import {
-  startServer, postJSON, getJSON, until, parseSSE, startTinyModel,
+  startServer, postJSON, getJSON, until, parseSSE, startTinyModel, startPresetModel,
 } from './lib/server.mjs';
 import { checkPriority, describeLeaveMidStream } from './lib/translated.mjs';
 
@@ -256,6 +257,59 @@ describe('thinking budget on a real (tiny) model', () => {
     const fresh = await postJSON(srv, '/v1/chat/completions', { model: 'tiny', max_tokens: 6,
       temperature: 0, logit_bias: ban, messages: body.messages });
     assert.ok(fresh.json.usage.prompt_tokens > plain.json.usage.prompt_tokens, fresh.text);
+  });
+});
+
+// A coding agent sends the assistant's thinking blocks back in a tool loop.
+// GLM-4.5's template (like Qwen3's) renders the reasoning of the turns after
+// the last user query, so the block must reach the template as that turn's
+// reasoning_content: the prompt then is what the model generated and the
+// prefix cache holds across the loop. glm-tiny: GLM-4.5's template on a
+// toy model; max_tokens 1, only the prompt counts.
+describe('thinking blocks go back as the turn\'s reasoning (glm-tiny)', () => {
+  let srv, dir, client;
+  const THOUGHT = 'The user wants the weather in Paris.';
+  before(async () => {
+    ({ srv, dir } = await startPresetModel('strata-msg-glm-', 'glm-tiny', 3, 2048));
+    client = new Anthropic({ baseURL: srv.url, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    await srv?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const loop = (assistant) => [
+    { role: 'user', content: 'weather in Paris?' },
+    { role: 'assistant', content: assistant },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'sunny' }] },
+  ];
+  const use = { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } };
+  const chatTurn = (reasoning) => [
+    { role: 'user', content: 'weather in Paris?' },
+    { role: 'assistant', content: '', ...(reasoning === undefined ? {} : { reasoning_content: reasoning }),
+      tool_calls: [{ id: 'toolu_1', type: 'function',
+        function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+    { role: 'tool', tool_call_id: 'toolu_1', content: 'sunny' },
+  ];
+  const chatTools = tools.map((t) => ({ type: 'function',
+    function: { name: t.name, description: t.description, parameters: t.input_schema } }));
+
+  test('the thinking block is rendered as chat\'s reasoning_content; a redacted one is not', async () => {
+    const tpl = await postJSON(srv, '/apply-template', { messages: chatTurn(THOUGHT), tools: chatTools });
+    assert.equal(tpl.status, 200, tpl.text);
+    assert.ok(tpl.json.prompt.includes(THOUGHT), tpl.json.prompt);
+    const prompt = async (msgs) => inputOf((await client.messages.create({ model: 'glm-tiny',
+      max_tokens: 1, temperature: 0, tools, messages: msgs })).usage);
+    const chat = async (msgs) => (await postJSON(srv, '/v1/chat/completions', { model: 'glm-tiny',
+      max_tokens: 1, temperature: 0, tools: chatTools, messages: msgs })).json.usage.prompt_tokens;
+    const withThought = await prompt(loop([{ type: 'thinking', thinking: THOUGHT, signature: '' }, use]));
+    assert.equal(withThought, await chat(chatTurn(THOUGHT)));
+    const redacted = await prompt(loop([{ type: 'redacted_thinking', data: 'opaque' }, use]));
+    assert.equal(redacted, await chat(chatTurn(undefined)));
+    assert.ok(withThought > redacted, `${withThought} <= ${redacted}`);
+    const counted = await client.messages.countTokens({ model: 'glm-tiny', tools,
+      messages: loop([{ type: 'thinking', thinking: THOUGHT, signature: 'sig' }, use]) });
+    assert.equal(counted.input_tokens, withThought);
   });
 });
 

@@ -44,9 +44,10 @@ START_TEST(test_server_messages_translate_turns)
     ck_assert_str_eq(str_at(m, "role"), "system");
     ck_assert_str_eq(str_at(m, "content"), "be brief");
     ck_assert_str_eq(str_at(cJSON_GetArrayItem(msgs, 1), "content"), "weather?");
-    m = cJSON_GetArrayItem(msgs, 2);   /* thinking dropped; text + the call */
+    m = cJSON_GetArrayItem(msgs, 2);   /* thinking kept as reasoning; text + the call */
     ck_assert_str_eq(str_at(m, "role"), "assistant");
     ck_assert_str_eq(str_at(m, "content"), "Checking.");
+    ck_assert_str_eq(str_at(m, "reasoning_content"), "t");   /* the redacted block dropped */
     const cJSON *call = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "tool_calls"), 0);
     ck_assert_str_eq(str_at(call, "id"), "toolu_1");
     ck_assert_str_eq(str_at(call, "type"), "function");
@@ -264,6 +265,8 @@ START_TEST(test_server_messages_bad_requests)
         { "{\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":"
           "\"tool_use\",\"id\":\"a\",\"name\":\"f\",\"input\":\"x\"}]}]}", "messages",
           "tool_use" },
+        { "{\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":"
+          "\"thinking\",\"thinking\":3}]}]}", "messages", "messages[0].content[0]: a thinking" },
         { "{\"max_tokens\":5,\"system\":7,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
           "system", "system" },
         { "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{"
