@@ -306,6 +306,8 @@ static enum st_status to_msgs(const cJSON *arr, struct st_chat_msg *msgs, struct
             return st_err_set(err, ST_ERR_INVALID, "messages[%zu]: needs a string 'role'", i);
         o->content = content_of(m, sc);
         o->reasoning_content = str_member(m, "reasoning_content");
+        if (!o->reasoning_content.ptr)   /* vLLM's and OpenRouter's name for it */
+            o->reasoning_content = str_member(m, "reasoning");
         o->tool_call_id = str_member(m, "tool_call_id");
         o->name = str_member(m, "name");
         const cJSON *tc = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");

@@ -284,9 +284,9 @@ describe('thinking blocks go back as the turn\'s reasoning (glm-tiny)', () => {
     { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'sunny' }] },
   ];
   const use = { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } };
-  const chatTurn = (reasoning) => [
+  const chatTurn = (reasoning, key = 'reasoning_content') => [
     { role: 'user', content: 'weather in Paris?' },
-    { role: 'assistant', content: '', ...(reasoning === undefined ? {} : { reasoning_content: reasoning }),
+    { role: 'assistant', content: '', ...(reasoning === undefined ? {} : { [key]: reasoning }),
       tool_calls: [{ id: 'toolu_1', type: 'function',
         function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
     { role: 'tool', tool_call_id: 'toolu_1', content: 'sunny' },
@@ -304,6 +304,7 @@ describe('thinking blocks go back as the turn\'s reasoning (glm-tiny)', () => {
       max_tokens: 1, temperature: 0, tools: chatTools, messages: msgs })).json.usage.prompt_tokens;
     const withThought = await prompt(loop([{ type: 'thinking', thinking: THOUGHT, signature: '' }, use]));
     assert.equal(withThought, await chat(chatTurn(THOUGHT)));
+    assert.equal(withThought, await chat(chatTurn(THOUGHT, 'reasoning')));   // vLLM's name
     const redacted = await prompt(loop([{ type: 'redacted_thinking', data: 'opaque' }, use]));
     assert.equal(redacted, await chat(chatTurn(undefined)));
     assert.ok(withThought > redacted, `${withThought} <= ${redacted}`);
