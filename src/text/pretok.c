@@ -54,6 +54,16 @@ static size_t run(const struct cps *c, size_t i, uint8_t f)
     return j - i;
 }
 
+/* run() that stops after max: a bounded repeat must not scan the whole run,
+ * or a long run (a million digits) costs the square of its length. */
+static size_t run_max(const struct cps *c, size_t i, uint8_t f, size_t max)
+{
+    size_t j = i;
+    while (j < c->n && j - i < max && IS(c, j, f))
+        j++;
+    return j - i;
+}
+
 static size_t run_other(const struct cps *c, size_t i)
 {
     size_t j = i;
@@ -114,10 +124,8 @@ static size_t match_qwen2(const struct cps *c, size_t i, size_t max_digits)
         return run(c, i, C_LETTER);
     if (!IS(c, i, C_CRLF | C_NUMBER) && i + 1 < c->n && IS(c, i + 1, C_LETTER))
         return 1 + run(c, i + 1, C_LETTER);                   /* x\p{L}+ */
-    if (IS(c, i, C_NUMBER)) {                                 /* \p{N}{1,max} */
-        k = run(c, i, C_NUMBER);
-        return k < max_digits ? k : max_digits;
-    }
+    if (IS(c, i, C_NUMBER))                                   /* \p{N}{1,max} */
+        return run_max(c, i, C_NUMBER, max_digits);
     if (c->cp[i] == ' ' && i + 1 < c->n && OTHER(c, i + 1)) { /* ' '?[^\s L N]+[\r\n]* */
         k = 1 + run_other(c, i + 1);
         return k + run(c, i + k, C_CRLF);

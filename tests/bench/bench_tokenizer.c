@@ -13,6 +13,12 @@
  * same moment, so a slower run on a loaded machine shows as such. With
  * STRATA_BENCH_SUMMARY set (scripts/bench.sh) it appends summary rows
  * (bench_summary.h). Not a ctest.
+ *
+ * Then long runs of one kind of character (a million digits, letters,
+ * blanks, newlines, CJK, ...), the inputs where a pre-tokenizer or merge
+ * loop that rescans its run costs the square of the length (a million
+ * digits once took 200 s): each is encoded at 128 KB and at 512 KB and the
+ * time ratio printed, ~4 for linear work, ~16 for quadratic.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +64,71 @@ static double byte_split_s(const char *text, size_t len, int32_t *out)
         best = dt < best ? dt : best;
     }
     return best;
+}
+
+/* Best seconds of REPS encodes of text[0, len); < 0 on an error. */
+static double encode_s(const struct st_tok *tok, const char *text, size_t len)
+{
+    double best = 1e30;
+    for (int r = 0; r < REPS; r++) {
+        int32_t *ids = NULL;
+        size_t n = 0;
+        struct st_err err = { 0 };
+        double t0 = now_s();
+        enum st_status rc = st_tok_encode(tok, text, len, false, false, &ids, &n, &err);
+        double dt = now_s() - t0;
+        free(ids);
+        if (rc != ST_OK)
+            return -1;
+        best = dt < best ? dt : best;
+    }
+    return best;
+}
+
+/* A run of one unit repeated to len bytes (whole units) into buf. */
+static size_t fill_run(char *buf, size_t len, const char *unit)
+{
+    size_t u = strlen(unit), n = 0;
+    while (n + u <= len) {
+        memcpy(buf + n, unit, u);
+        n += u;
+    }
+    return n;
+}
+
+/* Long runs: time at 4x the length over time at 1x (linear ~4). */
+static int long_runs(const struct st_tok *tok)
+{
+    static const struct { const char *name, *unit; } runs[] = {
+        { "digits", "7" }, { "letters", "a" }, { "upper", "A" }, { "blanks", " " },
+        { "newlines", "\n" }, { "tabs", "\t" }, { "punct", "!" }, { "a1", "a1" },
+        { "contraction", "'s" }, { "CJK", "\xe6\xbc\xa2" }, { "combining", "e\xcc\x81" },
+        { "emoji", "\xf0\x9f\x98\x80" }, { "blank+newline", " \n" },
+    };
+    const size_t small = 128 * 1024, big = 4 * small;
+    char *buf = malloc(big);
+    if (!buf)
+        return 1;
+    double worst = 0;
+    printf("long runs (encode time of 512 KB / 128 KB; linear ~4, quadratic ~16):\n");
+    for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+        size_t n1 = fill_run(buf, small, runs[i].unit), n4 = fill_run(buf, big, runs[i].unit);
+        double t4 = encode_s(tok, buf, n4), t1 = encode_s(tok, buf, n1);
+        if (t1 < 0 || t4 < 0) {
+            free(buf);
+            return 1;
+        }
+        double ratio = t4 / (t1 > 1e-9 ? t1 : 1e-9);
+        worst = ratio > worst ? ratio : worst;
+        printf("  %-14s %8.1f MB/s at 512 KB, x%.1f time for x4 length\n", runs[i].name,
+               (double)n4 / t4 / 1e6, ratio);
+    }
+    char fig[48];
+    snprintf(fig, sizeof(fig), "x%.1f", worst);
+    bench_summary("tokenizer", "long runs: worst time ratio for 4x the input (linear ~4)", "x4.0",
+                  fig, 4.0 / worst);   /* > 1: better than linear */
+    free(buf);
+    return 0;
 }
 
 static const char *default_path(const char *file, char *buf, size_t cap)
@@ -145,6 +216,7 @@ int main(int argc, char **argv)
     free(back);
     free(ids);
     free(text);
+    int rc = long_runs(tok);
     st_tok_free(tok);
-    return 0;
+    return rc;
 }

@@ -368,6 +368,45 @@ START_TEST(test_tokenizer_pretok_llama3_and_gpt2)
 }
 END_TEST
 
+struct run_pieces {
+    size_t n, len1, len3, other;   /* pieces, of 1 and 3 bytes, of another length */
+};
+
+static enum st_status count_piece(void *ctx, size_t start, size_t len)
+{
+    struct run_pieces *p = ctx;
+    (void)start;
+    p->n++;
+    p->len1 += len == 1;
+    p->len3 += len == 3;
+    p->other += len != 1 && len != 3;
+    return ST_OK;
+}
+
+/* A long digit run splits exactly as a short one does: \p{N} (qwen2) one
+ * digit a piece, \p{N}{1,3} (llama3) three. (The matcher once measured the
+ * whole run at every digit: a million digits took minutes; the throughput
+ * is bench_tokenizer's "long runs".) */
+START_TEST(test_tokenizer_pretok_long_digit_run)
+{
+    const size_t n = 300001;
+    char *text = malloc(n + 2);
+    ck_assert_ptr_nonnull(text);
+    memset(text, '7', n);
+    memcpy(text + n, " x", 2);
+    struct run_pieces q = { 0 }, l = { 0 };
+    ck_assert_int_eq(st_pretok_split(ST_PRETOK_QWEN2, text, n + 2, count_piece, &q), ST_OK);
+    ck_assert_uint_eq(q.n, n + 1);            /* every digit, then " x" */
+    ck_assert_uint_eq(q.len1, n);
+    ck_assert_uint_eq(q.other, 1);
+    ck_assert_int_eq(st_pretok_split(ST_PRETOK_LLAMA3, text, n + 2, count_piece, &l), ST_OK);
+    ck_assert_uint_eq(l.len3, n / 3);
+    ck_assert_uint_eq(l.len1, 1);             /* the last digit */
+    ck_assert_uint_eq(l.n, n / 3 + 2);
+    free(text);
+}
+END_TEST
+
 /* The tekken regex's letter runs split on case; the expectations were
  * checked with node's own backtracking RegExp (/u) running the pattern of
  * mistral-common's tekken.json on the same strings. */
@@ -600,6 +639,7 @@ static Suite *tokenizer_suite(void)
     tcase_set_timeout(vocab, 30);
     tcase_add_test(pretok, test_tokenizer_pretok_qwen2);
     tcase_add_test(pretok, test_tokenizer_pretok_llama3_and_gpt2);
+    tcase_add_test(pretok, test_tokenizer_pretok_long_digit_run);
     tcase_add_test(pretok, test_tokenizer_pretok_tekken);
     tcase_add_test(pretok, test_tokenizer_tekken_vocab);
     tcase_add_test(uni, test_tokenizer_unicode_classes);
