@@ -212,6 +212,7 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->reasoning_budget = c->reasoning_budget;
     s->cors_origins = c->cors_origins;
     s->sse_keepalive_s = c->sse_keepalive_s;
+    s->responses_store_bytes = (size_t)c->responses_store_mb << 20;
     s->model_priority = r->model_priority;
     s->n_model_priority = c->n_models;
     return ST_OK;

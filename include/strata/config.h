@@ -114,7 +114,8 @@ struct st_config_key {
 enum st_opt {
     ST_OPT_MODEL, ST_OPT_ALIAS, ST_OPT_CONFIG, ST_OPT_HOST, ST_OPT_PORT, ST_OPT_API_KEY,
     ST_OPT_BODY_LIMIT, ST_OPT_MAX_QUEUE, ST_OPT_HTTP_THREADS, ST_OPT_CORS_ORIGINS,
-    ST_OPT_SSE_KEEPALIVE, ST_OPT_SHUTDOWN_TIMEOUT, ST_OPT_PRIORITY_ORDER,
+    ST_OPT_SSE_KEEPALIVE, ST_OPT_RESPONSES_STORE_MB, ST_OPT_SHUTDOWN_TIMEOUT,
+    ST_OPT_PRIORITY_ORDER,
     ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
     ST_OPT_ROPE_SCALING, ST_OPT_ROPE_SCALE, ST_OPT_YARN_ORIG_CTX,
     ST_OPT_UBATCH, ST_OPT_THREADS, ST_OPT_BATCH_MTP, ST_OPT_MTP_DRAFT,
@@ -138,6 +139,8 @@ struct st_config {
                                     * "none" (no CORS headers); docs/API.md "CORS" */
     int32_t  sse_keepalive_s;      /* SSE comment after this many idle seconds; 0 = off;
                                     * default 15 */
+    int32_t  responses_store_mb;   /* /v1/responses store budget, MiB; 0 = store nothing;
+                                    * default 64 (docs/API.md "Stored responses") */
     int32_t  shutdown_timeout_s;   /* on SIGINT/SIGTERM, let requests in progress finish
                                     * for up to this long (no new ones); 0 = stop at once
                                     * (default) */

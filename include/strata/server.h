@@ -53,6 +53,10 @@ struct st_server_config {
      * stream has sent nothing for this many seconds (queue wait, long
      * prompt read); 0 = never. Default 15. */
     int32_t     sse_keepalive_s;
+    /* /v1/responses: the byte budget of the stored responses (GET
+     * /v1/responses/{id}, previous_response_id; least recently used
+     * evicted); 0 = nothing stored. Default 64 MiB. */
+    size_t      responses_store_bytes;
     /* Each model's configured priority (SCHEDULER.md section 2), indexed
      * like the pool's models; borrowed. NULL, or a model past
      * n_model_priority, counts as 0. */

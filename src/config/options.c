@@ -74,6 +74,11 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
     [ST_OPT_SSE_KEEPALIVE] = { ST_OPT_SSE_KEEPALIVE, "--sse-keepalive", NULL, "sse_keepalive",
         ST_CFG_INT32, OFF(sse_keepalive_s), NO_HAS, I32(0, 3600), .metavar = "S",
         .help = "stream: send headers and an SSE comment after S idle seconds; 0 = off" },
+    [ST_OPT_RESPONSES_STORE_MB] = { ST_OPT_RESPONSES_STORE_MB, "--responses-store-mb", NULL,
+        "responses_store_mb", ST_CFG_INT32, OFF(responses_store_mb), NO_HAS, I32(0, 1048576),
+        .metavar = "N",
+        .help = "/v1/responses: MiB of stored responses (GET, previous_response_id), least "
+                "recently used evicted; 0 = store none" },
     [ST_OPT_SHUTDOWN_TIMEOUT] = { ST_OPT_SHUTDOWN_TIMEOUT, "--shutdown-timeout", NULL,
         "shutdown_timeout", ST_CFG_INT32, OFF(shutdown_timeout_s), NO_HAS, I32(0, 86400),
         .metavar = "S",

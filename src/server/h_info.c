@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "responses_store.h"
 
 #define ACTIVITY_MAX 10000
 
@@ -165,6 +166,11 @@ enum st_route_result st_h_metrics(struct st_call *c)
     for (int i = 0; i < ST_HTTP_CODES_TRACKED; i++)
         hs.responses[i] = atomic_load(&c->srv->responses[i]);
     hs.draining = st_server_draining(c->srv);
+    struct st_resp_store_stats rs;
+    st_resp_store_stats(c->srv->resp_store, &rs);
+    hs.resp_stored = rs.entries;
+    hs.resp_stored_bytes = rs.bytes;
+    hs.resp_evicted = rs.evicted;
     struct st_metrics_models mm;
     if (st_metrics_models_take(c->srv->pool, &mm) != ST_OK)
         return st_reply_nomem(c);

@@ -28,6 +28,7 @@
 #include "strata/log.h"
 #include "internal.h"
 #include "gen.h"
+#include "responses_store.h"
 
 void st_server_config_defaults(struct st_server_config *c)
 {
@@ -40,6 +41,7 @@ void st_server_config_defaults(struct st_server_config *c)
     c->activity_log_lines = 1;
     c->cors_origins = "*";
     c->sse_keepalive_s = 15;
+    c->responses_store_bytes = (size_t)64 << 20;
     c->reasoning_budget = -1;
 }
 
@@ -356,6 +358,9 @@ static enum st_status copy_config(struct st_server *srv, const struct st_server_
     srv->cfg.cors_origins = NULL;       /* borrowed from the caller: use srv->cors */
     if (rc != ST_OK)
         return rc;
+    if (cfg->responses_store_bytes &&
+        st_resp_store_new(cfg->responses_store_bytes, &srv->resp_store) != ST_OK)
+        return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
     if (cfg->n_keys == 0)
         return ST_OK;
     srv->keys = calloc(cfg->n_keys, sizeof(*srv->keys));
@@ -489,6 +494,7 @@ void st_server_free(struct st_server *srv)
     free(srv->keys);
     free(srv->host);
     st_cors_fini(&srv->cors);
+    st_resp_store_unref(srv->resp_store);   /* responses still running hold their own */
     pthread_mutex_destroy(&srv->calls_lock);
     free(srv);
 }

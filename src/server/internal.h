@@ -23,6 +23,10 @@
  *   oai_sampling.c penalties, logit_bias, response_format
  *   responses_request.c  /v1/responses body -> the chat request it means
  *   responses_reply.c    chat output -> Responses objects and stream events
+ *   responses_chain.c    store / previous_response_id: the stored conversation
+ *                        before a body's input
+ *   responses_store.c    the bounded LRU store of responses (responses_store.h)
+ *   responses_get.c      GET / DELETE /v1/responses/{id}, .../input_items
  *   embeddings_request.c /v1/embeddings body -> struct st_embed_request
  *   embeddings_reply.c   vectors -> the embeddings body (dimensions, base64)
  *   messages_request.c   /v1/messages body (Anthropic) -> the chat request it means
@@ -284,6 +288,33 @@ enum st_status st_tr_sse_event(struct st_buf *out, const char *type, int64_t seq
 ST_MUST_CHECK
 enum st_status st_resp_parse(const char *body, size_t len, struct st_oai_request *oq,
                              char **echo, struct st_api_error *e);
+/* The same against the response store (responses_store.h; NULL: storing
+ * off, every previous_response_id unknown): 'store' and
+ * 'previous_response_id' (404 on previous_response_id when the store has
+ * no such response) as responses_chain.c says. *out is owned by the
+ * caller (st_resp_parsed_fini), empty on failure. Thread: any. */
+struct st_resp_store;
+struct st_resp_parsed {
+    char *echo;     /* owned: as st_resp_parse's */
+    char *input;    /* owned JSON array: the input items to store with the
+                     * response (the previous conversation's, then this
+                     * request's, each with an id); NULL unless 'store' */
+    bool store;     /* the response is to be stored once it completes */
+};
+ST_MUST_CHECK
+enum st_status st_resp_parse_stored(const char *body, size_t len, struct st_resp_store *store,
+                                    struct st_oai_request *oq, struct st_resp_parsed *out,
+                                    struct st_api_error *e);
+void st_resp_parsed_fini(struct st_resp_parsed *p);
+/* (responses_chain.c) 'store' (bool, default true; *do_store: true and a
+ * store) and 'previous_response_id' of a body: *expanded (owned, NULL: use
+ * root) the body with the previous conversation before its input;
+ * *items (owned; when *do_store) the input items to store. 404 unknown
+ * previous response, 400 bad field types. */
+ST_MUST_CHECK
+enum st_status st_resp_chain(const struct cJSON *root, struct st_resp_store *store,
+                             bool *do_store, struct cJSON **expanded, char **items,
+                             struct st_api_error *e);
 /* The translation alone: a parsed Responses body -> a chat body (owned
  * JSON text). 400s name the Responses field. */
 ST_MUST_CHECK
@@ -547,6 +578,10 @@ bool st_cors_request_headers_ok(const char *v);
 struct st_http_stats {
     uint64_t responses[ST_HTTP_CODES_TRACKED];   /* by st_http_codes[] */
     bool     draining;                           /* drain.c: refusing new generations */
+    /* the response store (responses_store.h; all 0 when storing is off) */
+    uint64_t resp_stored;                        /* responses held */
+    uint64_t resp_stored_bytes;                  /* their size against the budget */
+    uint64_t resp_evicted;                       /* dropped for room since start */
 };
 extern const int st_http_codes[ST_HTTP_CODES_TRACKED];   /* 0 = "other" */
 
@@ -623,7 +658,8 @@ const struct st_route *st_route_find(const char *path, const char *method, bool 
 st_route_fn st_h_chat, st_h_completions, st_h_responses, st_h_messages,
     st_h_count_tokens, st_h_infill, st_h_models,
     st_h_model_one, st_h_health, st_h_metrics, st_h_activity, st_h_slots, st_h_tokenize,
-    st_h_detokenize, st_h_apply_template, st_h_embeddings;
+    st_h_detokenize, st_h_apply_template, st_h_embeddings, st_h_response_get,
+    st_h_response_delete;
 
 /* ---- POST /v1/embeddings (embeddings_request.c, embeddings_reply.c) ---- */
 
@@ -664,6 +700,7 @@ enum st_status st_embed_body(struct st_buf *out, const char *model, const float 
 /* ---- the server and one HTTP exchange (http.c) ----------------------- */
 
 struct st_gen;
+struct st_resp_store;
 
 struct st_server {
     struct st_server_config cfg;        /* keys deep-copied into 'keys' */
@@ -678,6 +715,8 @@ struct st_server {
     atomic_bool stopping;
     atomic_bool draining;               /* drain.c: new generations refused */
     atomic_uint_fast64_t responses[ST_HTTP_CODES_TRACKED];
+    struct st_resp_store *resp_store;   /* one reference; NULL: storing off
+                                         * (responses_store.h) */
 
     pthread_mutex_t calls_lock;         /* guards the list of live calls */
     struct st_call *calls;              /* every call from creation to completion */

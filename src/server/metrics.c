@@ -27,6 +27,8 @@
  *   strata_inter_token_latency_seconds{band}                 histogram
  *   strata_http_responses_total{code}                        counter
  *   strata_server_draining                                   gauge    1 while a shutdown drains
+ *   strata_responses_stored, strata_responses_stored_bytes   gauge    the /v1/responses store
+ *   strata_responses_evicted_total                           counter  ... entries dropped for room
  *   strata_model_loaded{model}                               gauge    engines that have it loaded
  *   strata_model_load_seconds{model}                         histogram every load attempt
  *   strata_model_load_failures_total{model}                  counter
@@ -298,6 +300,27 @@ static enum st_status latency_families(struct st_buf *b, const struct st_pool_st
     return rc;
 }
 
+/* The /v1/responses store (docs/API.md "Stored responses"). */
+static enum st_status response_store_families(struct st_buf *b, const struct st_http_stats *hs)
+{
+    enum st_status rc = family(b, "strata_responses_stored", "gauge",
+                               "Responses held in the /v1/responses store.");
+    if (rc == ST_OK)
+        rc = sample(b, "strata_responses_stored", NULL, hs ? (double)hs->resp_stored : 0.0);
+    if (rc == ST_OK)
+        rc = family(b, "strata_responses_stored_bytes", "gauge",
+                    "Bytes the stored responses count against --responses-store-mb.");
+    if (rc == ST_OK)
+        rc = sample(b, "strata_responses_stored_bytes", NULL,
+                    hs ? (double)hs->resp_stored_bytes : 0.0);
+    if (rc == ST_OK)
+        rc = family(b, "strata_responses_evicted_total", "counter",
+                    "Stored responses dropped (least recently used) to make room.");
+    if (rc == ST_OK)
+        rc = counter_u64(b, "strata_responses_evicted_total", NULL, hs ? hs->resp_evicted : 0);
+    return rc;
+}
+
 static enum st_status http_and_gateway(struct st_buf *b, const struct st_sched_stats *ss,
                                        const struct st_pool_stats *ps,
                                        const struct st_http_stats *hs)
@@ -317,6 +340,8 @@ static enum st_status http_and_gateway(struct st_buf *b, const struct st_sched_s
                     "1 while a graceful shutdown drains (new generations get 503).");
     if (rc == ST_OK)
         rc = sample(b, "strata_server_draining", NULL, hs && hs->draining ? 1.0 : 0.0);
+    if (rc == ST_OK)
+        rc = response_store_families(b, hs);
     double kv = ps->kv_usage < 0 ? 0 : (ps->kv_usage > 1 ? 1 : ps->kv_usage);
     if (rc == ST_OK)
         rc = family(b, "vllm:num_requests_waiting", "gauge", "Requests waiting for a slot.");

@@ -28,6 +28,12 @@
  *   failure after the stream began: error, then response.failed.
  * No "data: [DONE]" (OpenAI's Responses streams end without one).
  *
+ * A response to be stored (st_resp_new_stored) is put into the response
+ * store (responses_store.h) once it is completed or incomplete, before its
+ * body or last event is handed out, so a client that chains it at once
+ * finds it; a failed or cancelled one is not kept. A store that has no
+ * room for it (an entry over the whole budget) leaves it unstored (logged).
+ *
  * Everything here runs under call->lock (gen.h); failures to allocate mark
  * the generation broken, as the chat renderers do.
  */
@@ -37,7 +43,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "strata/log.h"
 #include "gen.h"
+#include "responses_store.h"
 
 enum item_kind { ITEM_NONE, ITEM_REASONING, ITEM_MESSAGE, ITEM_CALL };
 
@@ -54,6 +62,8 @@ struct st_resp {
     struct st_buf name;        /* the open call's name */
     struct st_buf text;        /* the open item's text (or a call's arguments) */
     struct st_buf items;       /* finished items, comma-separated JSON */
+    struct st_resp_store *store;   /* one reference; NULL: not stored */
+    char *input;               /* owned: the input items to store (JSON array) */
 };
 
 static void resp_free(void *ctx)
@@ -62,6 +72,8 @@ static void resp_free(void *ctx)
     if (!r)
         return;
     free(r->echo);
+    free(r->input);
+    st_resp_store_unref(r->store);
     st_buf_fini(&r->name);
     st_buf_fini(&r->text);
     st_buf_fini(&r->items);
@@ -86,10 +98,55 @@ struct st_gen_shape *st_resp_new(char *echo)
     return &r->shape;
 }
 
+struct st_gen_shape *st_resp_new_stored(char *echo, struct st_resp_store *store, char *input)
+{
+    struct st_gen_shape *s = st_resp_new(echo);
+    if (!s) {
+        free(input);
+        return NULL;
+    }
+    struct st_resp *r = s->ctx;
+    if (store && input) {
+        st_resp_store_ref(store);
+        r->store = store;
+        r->input = input;
+    } else {
+        free(input);
+    }
+    return s;
+}
+
 /* The Responses state of a generation this file renders. */
 static struct st_resp *resp_of(const struct st_gen *g)
 {
     return g->resp->ctx;
+}
+
+/* Keep a finished response (obj: its object) when it is to be stored:
+ * items, its output items comma-separated. Only memory can fail. */
+static enum st_status keep(const struct st_gen *g, const char *items, size_t items_len,
+                           const char *obj, size_t obj_len)
+{
+    struct st_resp *r = resp_of(g);
+    if (!r->store)
+        return ST_OK;
+    struct st_buf out;
+    st_buf_init(&out);
+    enum st_status rc = st_buf_append(&out, ST_LIT("["));
+    if (rc == ST_OK && items_len)
+        rc = st_buf_append(&out, items, items_len);
+    if (rc == ST_OK)
+        rc = st_buf_append(&out, ST_LIT("]"));
+    if (rc == ST_OK)
+        rc = st_resp_store_put(r->store, g->id, r->input, strlen(r->input), out.data, out.len,
+                               obj, obj_len);
+    st_buf_fini(&out);
+    if (rc == ST_ERR_TOO_LONG) {
+        st_log(ST_LOG_WARN, "http", "%s: not stored: larger than the whole --responses-store-mb "
+               "budget", g->id);
+        rc = ST_OK;
+    }
+    return rc;
 }
 
 /* "<prefix>" and 24 hex digits. */
@@ -232,18 +289,30 @@ static enum st_status event(struct st_gen *g, const char *type, const struct st_
     return st_tr_sse_event(&g->out, type, resp_of(g)->seq++, body);
 }
 
-/* An event whose members are ,"response":{the response object}. */
-static enum st_status response_event(struct st_gen *g, const char *type,
-                                     const struct obj_args *a)
+/* An event whose members are ,"response":obj (the response object). */
+static enum st_status response_event_obj(struct st_gen *g, const char *type,
+                                         const struct st_buf *obj)
 {
     struct st_buf b;
     st_buf_init(&b);
     enum st_status rc = st_buf_append(&b, ST_LIT(",\"response\":"));
     if (rc == ST_OK)
-        rc = obj_json(&b, g, a);
+        rc = st_buf_append(&b, obj->data, obj->len);
     if (rc == ST_OK)
         rc = event(g, type, &b);
     st_buf_fini(&b);
+    return rc;
+}
+
+static enum st_status response_event(struct st_gen *g, const char *type,
+                                     const struct obj_args *a)
+{
+    struct st_buf obj;
+    st_buf_init(&obj);
+    enum st_status rc = obj_json(&obj, g, a);
+    if (rc == ST_OK)
+        rc = response_event_obj(g, type, &obj);
+    st_buf_fini(&obj);
     return rc;
 }
 
@@ -470,9 +539,16 @@ void st_resp_stream_end(struct st_gen *g, struct st_gen_choice *ch,
             rc = event(g, "error", &b);
         st_buf_fini(&b);
     }
+    struct st_buf obj;
+    st_buf_init(&obj);
     if (rc == ST_OK)
-        rc = response_event(g, err ? "response.failed" : cut ? "response.incomplete"
-                                                             : "response.completed", &a);
+        rc = obj_json(&obj, g, &a);
+    if (rc == ST_OK && !err)
+        rc = keep(g, a.items, a.items_len, obj.data, obj.len);
+    if (rc == ST_OK)
+        rc = response_event_obj(g, err ? "response.failed" : cut ? "response.incomplete"
+                                                                 : "response.completed", &obj);
+    st_buf_fini(&obj);
     if (rc != ST_OK)
         g->broken = true;
 }
@@ -530,8 +606,11 @@ enum st_status st_resp_body(struct st_buf *out, const struct st_gen *g,
         rc = add_calls(&items, &n, c->tool_calls, c->tool_calls_len, status);
     struct obj_args a = { .status = status, .items = buf_s(&items), .items_len = items.len,
                           .u = u, .reasoning_tokens = reasoning_tokens };
+    size_t start = out->len;
     if (rc == ST_OK)
         rc = obj_json(out, g, &a);
+    if (rc == ST_OK)
+        rc = keep(g, a.items, a.items_len, out->data + start, out->len - start);
     st_buf_fini(&items);
     return rc;
 }

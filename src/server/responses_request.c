@@ -27,9 +27,11 @@
  * grammar, with chat's 400s: not with a JSON text.format or an enforced
  * tool_choice), except the chat fields
  * whose Responses meaning differs or that a response cannot carry (listed
- * in 'dropped' below). Refused with a 400 naming the field: previous_response_id,
- * conversation, background: true, prompt (stored prompts), tool types other
- * than function, input items that need stored state or are not text.
+ * in 'dropped' below). Refused with a 400 naming the field: conversation,
+ * background: true, prompt (stored prompts), tool types other than
+ * function, input items that need stored state or are not text.
+ * store and previous_response_id: responses_chain.c, before the translation
+ * (which then reads the expanded input).
  *
  * A 400 from the chat parser names the Responses field (max_output_tokens,
  * text.format, input, tools), never the chat field it became. The pieces
@@ -211,8 +213,9 @@ static enum st_status input_item(const cJSON *it, size_t idx, cJSON *msgs,
         return ST_OK;   /* past reasoning: chat templates drop it from earlier turns anyway */
     if (strcmp(t, "item_reference") == 0)
         return st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
-                                "Invalid 'input[%zu]': item_reference needs stored items; this "
-                                "server keeps no state, so send the items themselves.", idx);
+                                "Invalid 'input[%zu]': item_reference is not supported: send the "
+                                "items themselves, or chain responses with "
+                                "'previous_response_id'.", idx);
     return st_api_error_set(e, ST_ERR_UNSUPPORTED, "input", NULL,
                             "Input item type '%.40s' (input[%zu]) is not supported: this server "
                             "takes message, function_call, function_call_output and reasoning "
@@ -375,17 +378,14 @@ static enum st_status build_reasoning(const cJSON *root, cJSON *chat, struct st_
 /* Fields refused because they need state this server does not keep. */
 static enum st_status refuse_stateful(const cJSON *root, struct st_api_error *e)
 {
-    if (st_oai_field(root, "previous_response_id"))
-        return st_tr_bad(e, "previous_response_id",
-                         "'previous_response_id' is not supported: this server keeps no responses. "
-                         "Send the whole conversation in 'input'.");
     if (st_oai_field(root, "conversation"))
         return st_tr_bad(e, "conversation",
                          "'conversation' is not supported: this server keeps no "
-                         "conversations. Send the whole conversation in 'input'.");
+                         "conversations. Chain responses with 'previous_response_id', or "
+                         "send the whole conversation in 'input'.");
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "background")))
-        return st_tr_bad(e, "background", "'background': true is not supported: this server keeps "
-                                          "no responses to poll.");
+        return st_tr_bad(e, "background", "'background': true is not supported: this server "
+                                          "answers every response in its own request.");
     if (st_oai_field(root, "prompt"))
         return st_tr_bad(e, "prompt", "'prompt' (a stored prompt template) is not supported.");
     const cJSON *md = st_oai_field(root, "metadata");
@@ -491,8 +491,8 @@ static bool echo_reasoning(cJSON *o, const cJSON *root)
 }
 
 /* The members (no braces) as JSON text, owned. */
-static enum st_status build_echo(const cJSON *root, const struct st_oai_request *oq, char **out,
-                                 struct st_api_error *e)
+static enum st_status build_echo(const cJSON *root, const struct st_oai_request *oq, bool store,
+                                 char **out, struct st_api_error *e)
 {
     cJSON *o = cJSON_CreateObject();
     const cJSON *max = st_oai_field(root, "max_output_tokens");
@@ -501,8 +501,8 @@ static enum st_status build_echo(const cJSON *root, const struct st_oai_request 
                    : cJSON_AddNullToObject(o, "max_output_tokens")) &&
               echo_or(o, root, "metadata", "{}") &&
               cJSON_AddBoolToObject(o, "parallel_tool_calls", !oq->single_tool_call) &&
-              cJSON_AddNullToObject(o, "previous_response_id") && echo_reasoning(o, root) &&
-              cJSON_AddFalseToObject(o, "store") &&
+              echo_or(o, root, "previous_response_id", "null") && echo_reasoning(o, root) &&
+              cJSON_AddBoolToObject(o, "store", store) &&
               echo_num(o, root, "temperature", oq->params.temperature) &&
               echo_text(o, root) && echo_or(o, root, "tool_choice", "\"auto\"") &&
               echo_or(o, root, "tools", "[]") &&
@@ -522,24 +522,61 @@ static enum st_status build_echo(const cJSON *root, const struct st_oai_request 
     return *out ? ST_OK : st_tr_nomem(e);
 }
 
+struct parse_ctx {
+    struct st_resp_store *store;   /* borrowed; NULL: storing off */
+    struct st_resp_parsed *out;
+};
+
+/* store / previous_response_id first (responses_chain.c), then the
+ * translation of the body, or of the body with its input expanded. */
 static enum st_status translate_cb(const cJSON *root, void *ctx, char **chat_json,
                                    struct st_api_error *e)
 {
-    (void)ctx;
-    return st_resp_translate_tree(root, chat_json, e);
+    struct parse_ctx *p = ctx;
+    cJSON *expanded = NULL;
+    enum st_status rc = st_resp_chain(root, p->store, &p->out->store, &expanded,
+                                      &p->out->input, e);
+    if (rc == ST_OK)
+        rc = st_resp_translate_tree(expanded ? expanded : root, chat_json, e);
+    cJSON_Delete(expanded);
+    return rc;
 }
 
-static enum st_status echo_cb(const cJSON *root, const struct st_oai_request *oq, void *echo,
+static enum st_status echo_cb(const cJSON *root, const struct st_oai_request *oq, void *ctx,
                               struct st_api_error *e)
 {
-    return build_echo(root, oq, echo, e);
+    struct parse_ctx *p = ctx;
+    return build_echo(root, oq, p->out->store, &p->out->echo, e);
+}
+
+void st_resp_parsed_fini(struct st_resp_parsed *p)
+{
+    free(p->echo);
+    free(p->input);
+    memset(p, 0, sizeof(*p));
+}
+
+enum st_status st_resp_parse_stored(const char *body, size_t len, struct st_resp_store *store,
+                                    struct st_oai_request *oq, struct st_resp_parsed *out,
+                                    struct st_api_error *e)
+{
+    static const struct st_tr_api api = { .translate = translate_cb,
+                                          .rename = st_resp_rename_error, .after = echo_cb };
+    memset(out, 0, sizeof(*out));
+    struct parse_ctx ctx = { .store = store, .out = out };
+    enum st_status rc = st_tr_parse(body, len, &api, &ctx, oq, e);
+    if (rc != ST_OK)
+        st_resp_parsed_fini(out);
+    return rc;
 }
 
 enum st_status st_resp_parse(const char *body, size_t len, struct st_oai_request *oq,
                              char **echo, struct st_api_error *e)
 {
-    static const struct st_tr_api api = { .translate = translate_cb,
-                                          .rename = st_resp_rename_error, .after = echo_cb };
-    *echo = NULL;
-    return st_tr_parse(body, len, &api, echo, oq, e);
+    struct st_resp_parsed p;
+    enum st_status rc = st_resp_parse_stored(body, len, NULL, oq, &p, e);
+    *echo = p.echo;
+    p.echo = NULL;
+    st_resp_parsed_fini(&p);
+    return rc;
 }

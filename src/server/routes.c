@@ -22,6 +22,11 @@ static const struct st_route routes[] = {
     { "/completions",         "POST", st_h_completions,     false, true,  true,  true  },
     { "/v1/responses",        "POST", st_h_responses,       false, true,  true,  true  },
     { "/responses",           "POST", st_h_responses,       false, true,  true,  true  },
+    /* stored responses (responses_get.c): {id}, {id}/input_items */
+    { "/v1/responses/",       "GET",  st_h_response_get,    true,  true,  false, false },
+    { "/v1/responses/",       "DELETE", st_h_response_delete, true, true, false, false },
+    { "/responses/",          "GET",  st_h_response_get,    true,  true,  false, false },
+    { "/responses/",          "DELETE", st_h_response_delete, true, true, false, false },
     { "/v1/messages",         "POST", st_h_messages,        false, true,  true,  true  },
     { "/v1/messages/count_tokens", "POST", st_h_count_tokens, false, true, true,  false },
     { "/infill",              "POST", st_h_infill,          false, true,  true,  true  },

@@ -98,7 +98,7 @@ if run "serve --help" 0 serve --help; then
         --ubatch -t --threads --batch-mtp --mtp-draft --scheduler --aging-divisor \
         --swap-affinity-bonus --give-way-tokens --yields-max --sim-prompt-tps --sim-decode-tps \
         --sim-load-seconds --sim-tokens --sim-reply --reasoning-format --log-format --log-level \
-        --cors-origins --sse-keepalive --shutdown-timeout \
+        --cors-origins --sse-keepalive --responses-store-mb --shutdown-timeout \
         --help; do
         grep -qE -- "(^| )${flag}[ ,]" "$tmp/out" || fail "serve --help lacks $flag"
     done

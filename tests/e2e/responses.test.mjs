@@ -136,7 +136,7 @@ describe('the sim writes reasoning, a message and a call', () => {
 
   test('400s name the Responses field; the SDK raises BadRequestError', async () => {
     const bad = [
-      [{ input: 'x', previous_response_id: 'resp_1' }, 'previous_response_id'],
+      [{ input: 'x', previous_response_id: 5 }, 'previous_response_id'],
       [{ input: 'x', conversation: 'conv_1' }, 'conversation'],
       [{ input: 'x', tools: [{ type: 'web_search' }] }, 'tools'],
       [{ input: 'x', max_output_tokens: -5 }, 'max_output_tokens'],

@@ -85,7 +85,7 @@ START_TEST(test_config_cli_every_flag)
         "-m", "/m/qwen.gguf", "--alias", "q", "--config", "c.yaml", "--host", "0.0.0.0",
         "--port", "9000", "--api-key", "k1", "--body-limit", "64k", "--max-queue", "7",
         "--http-threads", "3", "--cors-origins", "https://a.example", "--sse-keepalive", "30",
-        "--shutdown-timeout", "20",
+        "--responses-store-mb", "0", "--shutdown-timeout", "20",
         "--priority-order", "low-first", "--backend", "sim",
         "--gpus", "0,1,2", "-np", "6", "--batch", "-c", "2048", "--ubatch", "128", "-t", "5",
         "--rope-scaling", "linear", "--rope-scale", "2", "--yarn-orig-ctx", "8192",
@@ -113,6 +113,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.http_threads, 3);
     ck_assert_str_eq(c.cors_origins, "https://a.example");
     ck_assert_int_eq(c.sse_keepalive_s, 30);
+    ck_assert_int_eq(c.responses_store_mb, 0);
     ck_assert_int_eq(c.shutdown_timeout_s, 20);
     ck_assert_int_eq(c.priority_order, ST_CFG_ORDER_LOW_FIRST);
     ck_assert_int_eq(c.backend, ST_CFG_BACKEND_SIM);
@@ -447,7 +448,8 @@ START_TEST(test_config_cli_help_texts)
     static const char *const flags[] = {
         "-m, --model PATH", "-a, --alias NAME", "--config FILE", "--host HOST", "--port N",
         "--api-key KEY", "--body-limit BYTES", "--max-queue N", "--http-threads N",
-        "--cors-origins LIST", "--sse-keepalive S", "--shutdown-timeout S",
+        "--cors-origins LIST", "--sse-keepalive S", "--responses-store-mb N",
+        "--shutdown-timeout S",
         "--priority-order high-first|low-first", "--backend auto|sim|cpu|cuda", "--gpus LIST",
         "-np, --parallel N", "--batch ", "-c, --ctx-size N", "--ubatch N", "-t, --threads N",
         "--rope-scaling model|none|linear|yarn", "--rope-scale N", "--yarn-orig-ctx N",
@@ -471,6 +473,7 @@ START_TEST(test_config_cli_help_texts)
     ck_assert_ptr_nonnull(strstr(b.data, "default: model; config: yarn_orig_ctx\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: *; config: cors_origins\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 15; config: sse_keepalive\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: 64; config: responses_store_mb\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 60; config: routing.scheduler.settings.serial.agingDivisor"));
     size_t n_defaults = 0;
     for (const char *p = b.data; (p = strstr(p, " default: ")) != NULL; p++)

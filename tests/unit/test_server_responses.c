@@ -246,7 +246,8 @@ END_TEST
 START_TEST(test_server_responses_bad_requests)
 {
     static const char *const cases[][2] = {
-        { "{\"input\":\"x\",\"previous_response_id\":\"resp_1\"}", "previous_response_id" },
+        { "{\"input\":\"x\",\"previous_response_id\":5}", "previous_response_id" },
+        { "{\"input\":\"x\",\"store\":\"yes\"}", "store" },
         { "{\"input\":\"x\",\"conversation\":\"conv_1\"}", "conversation" },
         { "{\"input\":\"x\",\"background\":true}", "background" },
         { "{\"input\":\"x\",\"prompt\":{\"id\":\"p\"}}", "prompt" },
