@@ -11,7 +11,9 @@
  *                                  the assistant message before them (a new one
  *                                  when the last message is not an assistant's);
  *                                  function_call_output -> {role:tool,
- *                                  tool_call_id, content}; reasoning items dropped
+ *                                  tool_call_id, content}; reasoning items ->
+ *                                  reasoning_content of the assistant turn they
+ *                                  open (the message / calls after them join it)
  *   instructions                -> a system message first
  *   tools [{type:function, name, description, parameters, strict}]
  *                               -> tools [{type:function, function:{...}}]
@@ -115,6 +117,25 @@ static bool role_ok(const char *r)
            strcmp(r, "developer") == 0;
 }
 
+/* An assistant turn a reasoning item opened that nothing has joined yet
+ * (reasoning, empty content, no calls). */
+static bool is_reasoning_alone(const cJSON *m)
+{
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+    return cJSON_IsString(role) && strcmp(role->valuestring, "assistant") == 0 &&
+           cJSON_GetObjectItemCaseSensitive(m, "reasoning_content") &&
+           !cJSON_GetObjectItemCaseSensitive(m, "tool_calls") && cJSON_IsString(content) &&
+           !content->valuestring[0];
+}
+
+/* The last message when it is such a turn; else NULL. */
+static cJSON *reasoning_alone(cJSON *msgs)
+{
+    cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
+    return last && is_reasoning_alone(last) ? last : NULL;
+}
+
 static enum st_status message_item(const cJSON *it, size_t idx, cJSON *msgs,
                                    struct st_api_error *e)
 {
@@ -123,11 +144,54 @@ static enum st_status message_item(const cJSON *it, size_t idx, cJSON *msgs,
         return st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
                                 "Invalid 'input[%zu].role': expected one of user, assistant, "
                                 "system, developer.", idx);
-    cJSON *m = NULL;
-    if (!st_tr_add_msg(msgs, role->valuestring, NULL, &m))
+    cJSON *m = strcmp(role->valuestring, "assistant") == 0 ? reasoning_alone(msgs) : NULL;
+    if (m)
+        cJSON_DeleteItemFromObjectCaseSensitive(m, "content");   /* the reasoning's turn */
+    else if (!st_tr_add_msg(msgs, role->valuestring, NULL, &m))
         return st_tr_nomem(e);
     return add_text(m, "content", cJSON_GetObjectItemCaseSensitive(it, "content"), idx,
                     "content", e);
+}
+
+/* A reasoning item's text becomes the reasoning_content of the assistant
+ * turn it opens: a new assistant message that the next assistant message or
+ * function_call joins. The template decides whether to render it (Qwen3's
+ * and GLM-4.5's keep it after the last user query, i.e. in a tool loop, so
+ * a chained or resent loop's prompt is what the model wrote and the prefix
+ * cache holds). Only `content` (reasoning_text parts, as this server
+ * writes them) counts: a summary is not what the model wrote, and an item
+ * without content (encrypted, or summaries only) adds nothing. */
+static enum st_status reasoning_item(const cJSON *it, size_t idx, cJSON *msgs,
+                                     struct st_api_error *e)
+{
+    const cJSON *parts = cJSON_GetObjectItemCaseSensitive(it, "content");
+    if (!cJSON_IsArray(parts) || cJSON_GetArraySize(parts) == 0)
+        return ST_OK;
+    struct st_buf b;
+    st_buf_init(&b);
+    enum st_status rc = ST_OK;
+    size_t pi = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, parts) {
+        const cJSON *text = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "text") : NULL;
+        if (!cJSON_IsString(text)) {
+            rc = st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
+                                  "Invalid content part input[%zu].content[%zu]: expected an "
+                                  "object with a string 'text'.", idx, pi);
+            break;
+        }
+        if (st_buf_append(&b, text->valuestring, strlen(text->valuestring)) != ST_OK) {
+            rc = st_tr_nomem(e);
+            break;
+        }
+        pi++;
+    }
+    cJSON *m = NULL;
+    if (rc == ST_OK && (!st_tr_add_msg(msgs, "assistant", "", &m) ||
+                        !cJSON_AddStringToObject(m, "reasoning_content", b.data ? b.data : "")))
+        rc = st_tr_nomem(e);
+    st_buf_fini(&b);
+    return rc;
 }
 
 static enum st_status need_str(const cJSON *it, const char *key, size_t idx, const char **out,
@@ -210,7 +274,7 @@ static enum st_status input_item(const cJSON *it, size_t idx, cJSON *msgs,
     if (strcmp(t, "function_call_output") == 0)
         return output_item(it, idx, msgs, e);
     if (strcmp(t, "reasoning") == 0)
-        return ST_OK;   /* past reasoning: chat templates drop it from earlier turns anyway */
+        return reasoning_item(it, idx, msgs, e);
     if (strcmp(t, "item_reference") == 0)
         return st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
                                 "Invalid 'input[%zu]': item_reference is not supported: send the "
@@ -243,7 +307,11 @@ static enum st_status build_messages(const cJSON *root, cJSON *chat, struct st_a
     enum st_status rc = st_tr_each(in, input_item, msgs, e);
     if (rc != ST_OK)
         return rc;
-    if (cJSON_GetArraySize(msgs) == 0)
+    bool answerable = false;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs)
+        answerable |= !is_reasoning_alone(m);
+    if (!answerable)
         return st_tr_bad(e, "input", "Invalid 'input': no message to answer (an empty array, or "
                                      "reasoning items only).");
     return ST_OK;

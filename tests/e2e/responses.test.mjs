@@ -3,14 +3,16 @@
 // (create({stream:true}) and the SDK's responses.stream() helper), reasoning,
 // message and function_call items, a tool round trip with
 // function_call_output, text.format json_schema on a real (tiny, CPU)
-// model, the priority header, 400s the SDK raises as BadRequestError, and a
-// client that leaves mid-stream (docs/API.md "/v1/responses").
+// model, reasoning items sent back rendered as the turn's reasoning
+// (GLM-4.5's template), the priority header, 400s the SDK raises as
+// BadRequestError, and a client that leaves mid-stream (docs/API.md
+// "/v1/responses").
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import OpenAI from 'openai';
 import {
-  startServer, postJSON, startTinyModel,
+  startServer, postJSON, startTinyModel, startPresetModel,
 } from './lib/server.mjs';
 import { checkPriority, describeLeaveMidStream } from './lib/translated.mjs';
 
@@ -213,5 +215,50 @@ describe('text.format json_schema on a real (tiny) model', () => {
     // (a stream that ends response.incomplete leaves the helper its snapshot:
     // the SDK replaces it with the event's response on response.completed only)
     if (f.status === 'completed') assert.equal(typeof JSON.parse(ft), 'object');
+  });
+});
+
+// A reasoning item sent back (or carried by previous_response_id) is the
+// reasoning of the assistant turn it opens; GLM-4.5's template renders it
+// in a tool loop, so the prompt matches what the model wrote. glm-tiny
+// (GLM-4.5's template on a toy model); max_output_tokens 1, only the
+// prompt counts: it equals chat's with reasoning_content.
+describe('reasoning items go back as the turn\'s reasoning (glm-tiny)', () => {
+  let srv, dir, client;
+  const THOUGHT = 'The user wants the weather in Paris.';
+  before(async () => {
+    ({ srv, dir } = await startPresetModel('strata-resp-glm-', 'glm-tiny', 3, 2048));
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    await srv?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('input tokens equal chat\'s with reasoning_content; a summary is not rendered', async () => {
+    const items = (reasoning) => [
+      { role: 'user', content: 'weather in Paris?' },
+      { type: 'reasoning', id: 'rs_1', ...reasoning },
+      { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+      { type: 'function_call_output', call_id: 'c1', output: 'sunny' },
+    ];
+    const prompt = async (input) => (await client.responses.create({ model: 'glm-tiny', input, tools,
+      max_output_tokens: 1, temperature: 0, store: false })).usage.input_tokens;
+    const chat = async (reasoning) => (await postJSON(srv, '/v1/chat/completions', {
+      model: 'glm-tiny', max_tokens: 1, temperature: 0,
+      tools: tools.map(({ name, description, parameters, strict }) => ({ type: 'function',
+        function: { name, description, parameters, strict } })),
+      messages: [
+        { role: 'user', content: 'weather in Paris?' },
+        { role: 'assistant', content: '', ...(reasoning ? { reasoning_content: reasoning } : {}),
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+        { role: 'tool', tool_call_id: 'c1', content: 'sunny' },
+      ] })).json.usage.prompt_tokens;
+    const withThought = await prompt(items({ summary: [],
+      content: [{ type: 'reasoning_text', text: THOUGHT }] }));
+    assert.equal(withThought, await chat(THOUGHT));
+    const summaryOnly = await prompt(items({ summary: [{ type: 'summary_text', text: THOUGHT }] }));
+    assert.equal(summaryOnly, await chat(undefined));
+    assert.ok(withThought > summaryOnly, `${withThought} <= ${summaryOnly}`);
   });
 });

@@ -39,12 +39,17 @@ START_TEST(test_server_responses_input_items)
     cJSON_Delete(c);
 
     /* a tool round trip: the assistant's text and its calls become one
-     * message; outputs become tool messages; reasoning items are dropped */
+     * message; outputs become tool messages; a reasoning item's text is the
+     * reasoning_content of the assistant turn it opens (a summary is not) */
     c = translate("{\"input\":["
                   "{\"role\":\"developer\",\"content\":\"dev\"},"
                   "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\","
                   "\"text\":\"weather \"},{\"type\":\"input_text\",\"text\":\"in Paris?\"}]},"
-                  "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[]},"
+                  "{\"type\":\"reasoning\",\"id\":\"rs_0\",\"summary\":[{\"type\":"
+                  "\"summary_text\",\"text\":\"a summary\"}]},"
+                  "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[],\"content\":[{\"type\":"
+                  "\"reasoning_text\",\"text\":\"need \"},{\"type\":\"reasoning_text\",\"text\":"
+                  "\"the weather\"}]},"
                   "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":"
                   "\"output_text\",\"text\":\"Checking.\",\"annotations\":[]}]},"
                   "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"get_weather\","
@@ -54,6 +59,8 @@ START_TEST(test_server_responses_input_items)
                   "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"sunny\"},"
                   "{\"type\":\"function_call_output\",\"call_id\":\"c2\",\"output\":[{\"type\":"
                   "\"input_text\",\"text\":\"noon\"}]},"
+                  "{\"type\":\"reasoning\",\"content\":[{\"type\":\"reasoning_text\",\"text\":"
+                  "\"again\"}]},"
                   "{\"type\":\"function_call\",\"call_id\":\"c3\",\"name\":\"get_time\","
                   "\"arguments\":\"{}\"}]}");
     msgs = cJSON_GetObjectItem(c, "messages");
@@ -63,6 +70,7 @@ START_TEST(test_server_responses_input_items)
     const cJSON *a = cJSON_GetArrayItem(msgs, 2);
     ck_assert_str_eq(str_at(a, "role"), "assistant");
     ck_assert_str_eq(str_at(a, "content"), "Checking.");
+    ck_assert_str_eq(str_at(a, "reasoning_content"), "need the weather");
     const cJSON *calls = cJSON_GetObjectItem(a, "tool_calls");
     ck_assert_int_eq(cJSON_GetArraySize(calls), 2);
     const cJSON *c0 = cJSON_GetArrayItem(calls, 0);
@@ -80,6 +88,7 @@ START_TEST(test_server_responses_input_items)
     a = cJSON_GetArrayItem(msgs, 5);
     ck_assert_str_eq(str_at(a, "role"), "assistant");
     ck_assert_str_eq(str_at(a, "content"), "");
+    ck_assert_str_eq(str_at(a, "reasoning_content"), "again");
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(a, "tool_calls")), 1);
     cJSON_Delete(c);
 }
@@ -255,6 +264,10 @@ START_TEST(test_server_responses_bad_requests)
         { "{\"input\":5}", "input" },
         { "{\"input\":[]}", "input" },
         { "{\"input\":[{\"type\":\"reasoning\",\"summary\":[]}]}", "input" },
+        { "{\"input\":[{\"type\":\"reasoning\",\"content\":[{\"type\":\"reasoning_text\","
+          "\"text\":\"x\"}]}]}", "input" },
+        { "{\"input\":[{\"type\":\"reasoning\",\"content\":[{\"type\":\"reasoning_text\"}]},"
+          "{\"role\":\"user\",\"content\":\"x\"}]}", "input" },
         { "{\"input\":[{\"role\":\"robot\",\"content\":\"x\"}]}", "input" },
         { "{\"input\":[{\"role\":\"user\",\"content\":5}]}", "input" },
         { "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\"}]}]}", "input" },
