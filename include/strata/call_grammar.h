@@ -23,7 +23,7 @@
  *
  *   PARAM = "<parameter=" KEY ">\n" VALUE "\n</parameter>\n"
  *
- * glm's ARGS (call_grammar_glm.c; what reply_glm.c parses back):
+ * glm's ARGS (call_grammar_xml.c with GLM's tags; what reply_xml.c parses back):
  *
  *   PAIR = "<arg_key>" KEY "</arg_key>\n<arg_value>" VALUE "</arg_value>\n"
  *

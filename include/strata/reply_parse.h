@@ -67,7 +67,7 @@
  *    (a body that starts with "{" is read as a JSON call instead). A value
  *    stays a string, exact, where the parameter's schema type in
  *    opts.tools_json is "string"; any other value becomes JSON when it
- *    parses as one (src/text/reply_glm.c). Malformed bodies go out as
+ *    parses as one (src/text/reply_xml.c). Malformed bodies go out as
  *    content.
  *
  * Ownership: the parser is caller-storage (init/fini); event texts are

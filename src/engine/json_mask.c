@@ -266,19 +266,21 @@ static void step_grammar(const struct st_sampler *s, struct st_json_step *st)
     st->ws_left = UINT16_MAX;
 }
 
-/* Feed 'held' bytes of the think block's opening tag (a '[' that was not
- * "[THINK]"), then p[0..n), to a copy of the document's state. No blank
- * may open a JSON document (a grammar decides for itself). */
-static bool doc_walk(const struct st_sampler *s, uint32_t held, const unsigned char *p,
-                     size_t n)
+/* Feed the bytes think state 't' held back (st_think_held: leading blanks
+ * the opening tag did not follow, a '[' that was not "[THINK]"), then
+ * p[0..n), to a copy of the document's state. No blank may open a JSON
+ * document (a grammar decides for itself). */
+static bool doc_walk(const struct st_sampler *s, const struct st_think_state *t,
+                     const unsigned char *p, size_t n)
 {
-    const char *open = st_think_open_tag((enum st_think_tags)s->th.tags);
+    char open[ST_THINK_MAX_HELD];
+    uint32_t held = st_think_held(t, open);
     if (s->gram) {
         struct st_gbnf_state j;
         st_gbnf_state_copy(&j, &s->gs);
         return st_gbnf_feed(&j, open, held) && st_gbnf_feed(&j, (const char *)p, n);
     }
-    if (held == 0 && n > 0 && is_ws(p[0]))
+    if (held ? is_ws((unsigned char)open[0]) : n > 0 && is_ws(p[0]))
         return false;
     if (s->schema) {
         struct st_json_schema_state j;
@@ -301,7 +303,7 @@ static bool think_walk(const struct st_sampler *s, const unsigned char *p, size_
         if (r == ST_THINK_REFUSED)
             return false;
         if (r == ST_THINK_DOC)
-            return doc_walk(s, held, p + i, n - i);
+            return doc_walk(s, &t, p + i, n - i);
     }
     return true;
 }
@@ -519,7 +521,8 @@ static uint32_t think_accept(struct st_sampler *s, const unsigned char *p, uint3
         if (r == ST_THINK_REFUSED)
             return n;
         if (r == ST_THINK_DOC) {
-            const char *open = st_think_open_tag((enum st_think_tags)s->th.tags);
+            char open[ST_THINK_MAX_HELD];
+            held = st_think_held(&s->th, open);
             if (s->gram)
                 (void)st_gbnf_feed(&s->gs, open, held);
             else if (s->schema)

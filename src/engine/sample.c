@@ -85,7 +85,7 @@ void st_sampler_reset(struct st_sampler *s, const struct st_gen_params *p)
         st_json_schema_state_init(&s->jss, s->schema);
     if (s->gram)
         st_gbnf_state_init(&s->gs, s->gram);
-    bool think = (s->json || s->schema || s->gram) && p->json_think <= ST_THINK_OPEN;
+    bool think = (s->json || s->schema || s->gram) && p->json_think <= ST_THINK_OPTIONAL_LEAD;
     st_think_init(&s->th, think ? (enum st_think_mode)p->json_think : ST_THINK_NONE,
                   p->json_think_tags <= ST_THINK_EITHER ? (enum st_think_tags)p->json_think_tags
                                                         : ST_THINK_ANGLE);

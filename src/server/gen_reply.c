@@ -185,7 +185,7 @@ static bool call_format(const char *prompt, bool cont, bool reasoning, uint8_t t
                                          : ST_CALL_THINK_NONE;
     sp->think_either = tags == ST_THINK_EITHER;
     if (st_reply_prompt_is_glm(prompt, n)) {
-        sp->format = ST_CALL_GLM;   /* <tool_call>NAME\n<arg_key>..: call_grammar_glm.c */
+        sp->format = ST_CALL_GLM;   /* <tool_call>NAME\n<arg_key>..: call_grammar_xml.c, GLM tags */
         return true;
     }
     if (st_reply_prompt_wants_xml_calls(prompt, n)) {
@@ -220,9 +220,11 @@ void st_gen_reply_json_think(const struct st_oai_request *oq,
     enum st_think_mode m =
         think_mode(prompt, oq->continue_final,
                    resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK, think_vocab, &tags);
+    if (m == ST_THINK_OPTIONAL && st_reply_prompt_is_glm(prompt, strlen(prompt)))
+        m = ST_THINK_OPTIONAL_LEAD;   /* GLM-4.5 writes "\n<think>" */
     p->json_think = (uint8_t)m;
     p->json_think_tags = (uint8_t)tags;
-    static const char *const name[] = { "none", "optional", "open" };
+    static const char *const name[] = { "none", "optional", "open", "optional after blanks" };
     st_log(ST_LOG_DEBUG, "server", "response_format: think block %s (%s) before the document",
            name[m], tags == ST_THINK_EITHER ? "<think>|[THINK]" : st_think_open_tag(tags));
 }

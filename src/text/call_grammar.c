@@ -17,7 +17,7 @@
  *          document is complete a byte it would not take goes to POST.
  *   XML    xml: the parameter blocks up to "</function>" (then POST),
  *          call_grammar_xml.c; glm: the key/value pairs up to
- *          "</tool_call>" (no POST), call_grammar_glm.c;
+ *          "</tool_call>" (no POST), the same machine with GLM's tags;
  *   BODY   xml / glm, a tool whose parameters that format cannot write
  *          (the fallback): free text up to "</function>" ("</tool_call>"
  *          for glm), like THINK.
@@ -419,9 +419,7 @@ static void matched(struct st_call_state *st, int i)
         if (st->g->format == ST_CALL_XML || st->g->format == ST_CALL_GLM) {
             const struct call_xml *x = st->g->tools[i].xml;
             st->phase = x ? P_XML : P_BODY;
-            if (x && st->g->format == ST_CALL_GLM)
-                st_call_glm_start(st, x);
-            else if (x)
+            if (x)
                 st_call_xml_start(st, x);
             return;
         }
@@ -478,11 +476,6 @@ static const char *body_close(const struct st_call_grammar *g)
     return g->format == ST_CALL_GLM ? "</tool_call>" : "</function>";
 }
 
-static bool glm(const struct st_call_state *st)
-{
-    return st->g->format == ST_CALL_GLM;
-}
-
 /* Free text (THINK, BODY) up to its closing literal, whose first byte
  * occurs in it only there. */
 static bool push_free(struct st_call_state *st, unsigned char b)
@@ -531,7 +524,7 @@ bool st_call_push(struct st_call_state *st, unsigned char b)
         break;
     case P_XML: {
         const struct call_xml *x = st->g->tools[st->tool].xml;
-        int r = glm(st) ? st_call_glm_push(st, x, b) : st_call_xml_push(st, x, b);
+        int r = st_call_xml_push(st, x, b);
         ok = r >= 0;
         if (r == 1)
             start_post(st);
@@ -577,7 +570,7 @@ void st_call_state_copy(struct st_call_state *dst, const struct st_call_state *s
 {
     memcpy(dst, src, offsetof(struct st_call_state, js));
     if (src->phase == P_ARGS ||
-        (src->phase == P_XML && (glm(src) ? st_call_glm_uses_js(src) : st_call_xml_uses_js(src))))
+        (src->phase == P_XML && st_call_xml_uses_js(src)))
         st_json_schema_state_copy(&dst->js, &src->js);
 }
 
@@ -600,7 +593,7 @@ bool st_call_complete(const struct st_call_state *st)
 bool st_call_free_text(const struct st_call_state *st, unsigned char *stop)
 {
     if (st->phase == P_XML)
-        return glm(st) ? st_call_glm_free_text(st, stop) : st_call_xml_free_text(st, stop);
+        return st_call_xml_free_text(st, stop);
     if ((st->phase != P_THINK && st->phase != P_BODY) || st->pos != 0)
         return false;
     *stop = (unsigned char)(st->phase == P_THINK
@@ -633,7 +626,7 @@ bool st_call_lt_matters(const struct st_call_state *st)
 const struct st_json_schema_state *st_call_args(const struct st_call_state *st)
 {
     if (st->phase == P_XML)
-        return glm(st) ? st_call_glm_args(st) : st_call_xml_args(st);
+        return st_call_xml_args(st);
     if (st->phase != P_ARGS || st_json_schema_complete(&st->js))
         return NULL;
     return &st->js;

@@ -1,8 +1,8 @@
-/* call_grammar_internal.h -- what call_grammar.c (the frame),
- * call_grammar_xml.c (Qwen3-Coder's parameter blocks) and
- * call_grammar_glm.c (GLM-4.5's key/value pairs) share: one tool's
- * parameters as that format writes them, and the body validator's entry
- * points over struct st_call_state's x* fields.
+/* call_grammar_internal.h -- what call_grammar.c (the frame) and
+ * call_grammar_xml.c (the tagged bodies: Qwen3-Coder's parameter blocks,
+ * GLM-4.5's key/value pairs) share: one tool's parameters as that format
+ * writes them, and the body validator's entry points over struct
+ * st_call_state's x* fields.
  */
 #ifndef STRATA_TEXT_CALL_GRAMMAR_INTERNAL_H
 #define STRATA_TEXT_CALL_GRAMMAR_INTERNAL_H
@@ -12,6 +12,12 @@
 
 #include "strata/call_grammar.h"
 #include "strata/str.h"
+
+/* The two bodies of this shape, one machine (call_grammar_xml.c) over a
+ * table of their tags: Qwen3-Coder's <parameter=KEY> blocks and GLM-4.5's
+ * <arg_key>/<arg_value> pairs. They also differ in the typing rule
+ * (reply_xml.c st_reply_xml_typed_json / st_reply_glm_raw). */
+enum call_body { CALL_BODY_XML, CALL_BODY_GLM };
 
 /* One tool's parameters for the xml body. Names and nodes point into the
  * compiled schema (borrowed: call_tool.args holds the reference). */
@@ -26,13 +32,8 @@ struct call_xml {
     uint64_t required;
     int32_t extra;                  /* node of other names' values; -1: none */
     bool extra_json;                /* glm: other names' values are JSON text */
+    uint8_t body;                   /* enum call_body: the format's tags */
 };
-
-/* The two bodies of this shape: Qwen3-Coder's <parameter=KEY> blocks
- * (call_grammar_xml.c) and GLM-4.5's <arg_key>/<arg_value> pairs
- * (call_grammar_glm.c). They differ in the typing rule (reply_xml.c /
- * reply_glm.c) and the literal a value cannot hold. */
-enum call_body { CALL_BODY_XML, CALL_BODY_GLM };
 
 /* The xml body of tool 'fn' (its OpenAI function object) whose parameters
  * compiled into 'args': *out NULL when the parameters cannot be written in
@@ -44,23 +45,15 @@ bool st_call_xml_name_byte(unsigned char b);
 /* Feed byte b to js as st_buf_json_str escapes it inside a JSON string. */
 bool st_call_xml_feed_esc(struct st_json_schema_state *js, unsigned char b);
 
-/* After "<function=X>\n": the body starts. */
+/* After "<function=X>\n" (glm: "<tool_call>X\n"): the body starts. */
 void st_call_xml_start(struct st_call_state *st, const struct call_xml *x);
 /* One byte of the body: -1 refused, 0 taken, 1 taken and the body is
- * whole ("</function>" matched). */
+ * whole ("</function>", glm "</tool_call>", matched). */
 int st_call_xml_push(struct st_call_state *st, const struct call_xml *x, unsigned char b);
 /* The mask's questions (call_grammar.h), inside the body. */
 bool st_call_xml_free_text(const struct st_call_state *st, unsigned char *stop);
 const struct st_json_schema_state *st_call_xml_args(const struct st_call_state *st);
 /* st->js is live (a value is being written): copies must take it. */
 bool st_call_xml_uses_js(const struct st_call_state *st);
-
-/* The same for GLM-4.5 (call_grammar_glm.c): after "<tool_call>X\n";
- * 1 when "</tool_call>" ended the body. */
-void st_call_glm_start(struct st_call_state *st, const struct call_xml *x);
-int st_call_glm_push(struct st_call_state *st, const struct call_xml *x, unsigned char b);
-bool st_call_glm_free_text(const struct st_call_state *st, unsigned char *stop);
-const struct st_json_schema_state *st_call_glm_args(const struct st_call_state *st);
-bool st_call_glm_uses_js(const struct st_call_state *st);
 
 #endif /* STRATA_TEXT_CALL_GRAMMAR_INTERNAL_H */

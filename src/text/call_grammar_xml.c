@@ -1,39 +1,53 @@
-/* call_grammar_xml.c -- the body of a Qwen3-Coder tool call under
- * tool_choice "required" / a named function (include/strata/call_grammar.h):
- * the "<parameter=KEY>\nVALUE\n</parameter>\n" blocks between
- * "<function=X>\n" and "</function>", validated one byte at a time so that
- * every text accepted parses (reply_xml.c) into arguments valid against
- * the tool's parameters schema.
+/* call_grammar_xml.c -- the tagged body of a tool call under tool_choice
+ * "required" / a named function (include/strata/call_grammar.h), one
+ * machine for the two formats that write arguments as tagged key/value
+ * pairs, over a table of their tags (TAGS below):
  *
- * The body, as the template writes it (chat_qwen3coder.c):
+ *   xml (Qwen3-Coder, chat_qwen3coder.c): after "<function=X>\n",
+ *       "<parameter=KEY>\nVALUE\n</parameter>\n"... up to "</function>"
+ *   glm (GLM-4.5, chat_glm45.c): after "<tool_call>X\n",
+ *       "<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n"... up to
+ *       "</tool_call>"
  *
- *   NEXT   "<parameter=" (a name may still come) or "</function>" (every
- *          required name came): the body ends
+ * validated one byte at a time so that every text accepted parses
+ * (reply_xml.c) into arguments valid against the tool's parameters schema.
+ * The body, in the tags' terms (OPEN, END, SEP, VCLOSE, VEND, LEAD):
+ *
+ *   NEXT   OPEN (a name may still come) or END (every required name
+ *          came): the body ends
  *   NAME   the key, matched side by side against the listed names (a bit
  *          per property); with additionalProperties not false, any other
- *          name of printable bytes but blanks, '<', '>', '"', '\\'; then ">"
- *   NL     the "\n" after ">"
- *   JSON   a value the parser types (reply_xml.c st_reply_xml_typed_json):
- *          JSON text fed to the json_schema validator at the property's
- *          node; no blank before it; once complete a '\n' starts END
+ *          name of printable bytes but blanks, '<', '>', '"', '\\'; it
+ *          ends at SEP's first byte ('>' / '<')
+ *   SEP    the rest of SEP (">\n" / "</arg_key>\n<arg_value>")
+ *   JSON   a value the parser types as JSON (xml: its schema type names
+ *          a type other than string; glm: it is not a string type, or
+ *          there is none; other names' values too): JSON text fed to the
+ *          json_schema validator at the property's node, no blank before
+ *          it; once complete, VEND's first byte ('\n' / '<') starts END
  *   RAW    any other value: raw text (the parser makes a JSON string of it,
  *          so the validator reads '"', the text in st_buf_json_str's
  *          escaping, and '"' at the end: an enum of strings holds). It
- *          ends at the first "\n</parameter>"; a '\n' is held back until
- *          the next bytes say whether it is the format's (then it is not
- *          text) and "</parameter>" anywhere else in the text is refused:
- *          the parser cuts a value at the first "</parameter>" followed by
- *          another block, so the text can never hold one; nor
- *          "</tool_call>", where the parser ends the whole body
- *   END    "\n</parameter>\n" (JSON enters after its '\n', RAW after
- *          "\n</parameter>"), then NEXT
- * No blanks between the blocks but the format's "\n": the grammar is exact.
- * A JSON value never holds "</parameter>" or "</tool_call>" either (only
- * a string could).
- * Held bytes in RAW are accepted only while they can still end the value
- * (the string is complete with '"') or be text the validator takes, so no
- * accepted prefix is a dead end (enum values holding "</parameter>" are
- * refused at build: the tool gets a free body).
+ *          ends at the first LEAD VCLOSE ("\n</parameter>" /
+ *          "</arg_value>"); the bytes of a partial match are held until
+ *          the next ones say whether they are the close (then the string
+ *          must be whole) or text. xml: "</parameter>" anywhere else in
+ *          the text is refused (the parser cuts a value at the first one
+ *          followed by another block, so the text can never hold one)
+ *   END    the rest of VEND ("\n</parameter>\n" / "</arg_value>\n";
+ *          JSON enters after its first byte, RAW after LEAD VCLOSE), then
+ *          NEXT
+ * No blanks between the blocks but the format's: the grammar is exact.
+ * No value holds "</tool_call>" (where the parser ends the whole body);
+ * a JSON value holds no VCLOSE either (only a string could). Held bytes
+ * in RAW are accepted only while they can still end the value (the string
+ * is complete with '"') or be text the validator takes, so no accepted
+ * prefix is a dead end (enum values holding VCLOSE are refused at build:
+ * the tool gets a free body; glm: so does a tool whose schema fell back to
+ * "any object" while one of its properties has a string type,
+ * glm_unlisted_raw).
+ *
+ * The state lives in struct st_call_state's x* fields.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,16 +57,35 @@
 #include "json_schema_internal.h"
 #include "strata/think_block.h"
 
-enum xphase { XP_NEXT, XP_NAME, XP_NL, XP_JSON, XP_RAW, XP_END };
+enum xphase { XP_NEXT, XP_NAME, XP_SEP, XP_JSON, XP_RAW, XP_END };
 
-#define XF_NL 1u               /* RAW: a '\n' held back */
+#define XF_HELD 1u             /* RAW: LEAD and xpos bytes of VCLOSE held back */
 
-static const char PARAM[] = "<parameter=";
-static const char FEND[] = "</function>";
-static const char VCLOSE[] = "</parameter>";
-static const char VEND[] = "\n</parameter>\n";
+struct lit {
+    const char *s;
+    uint32_t n;
+};
+#define L(s) { s, sizeof(s) - 1 }
+
+/* What differs between the formats: their literals. A name ends at
+ * sep.s[0], a JSON value at vend.s[0], a raw value at LEAD VCLOSE. */
+struct body_tags {
+    struct lit open;        /* a key's block opens */
+    struct lit end;         /* the body ends */
+    struct lit sep;         /* from the key's end to the value */
+    struct lit vclose;      /* the value's close */
+    struct lit vend;        /* LEAD VCLOSE "\n": from the value's end to the next OPEN / END */
+    char lead;              /* raw: the byte the format writes before VCLOSE; 0: none */
+};
+
+static const struct body_tags TAGS[] = {
+    [CALL_BODY_XML] = { L("<parameter="), L("</function>"), L(">\n"), L("</parameter>"),
+                        L("\n</parameter>\n"), '\n' },
+    [CALL_BODY_GLM] = { L("<arg_key>"), L("</tool_call>"), L("</arg_key>\n<arg_value>"),
+                        L("</arg_value>"), L("</arg_value>\n"), 0 },
+};
+
 static const char TCLOSE[] = "</tool_call>";
-#define LEN(s) (sizeof(s) - 1)
 #define MAX_EXTRA_NAME ST_JSON_SCHEMA_MAX_LITERAL
 
 static bool is_ws(unsigned b)
@@ -61,7 +94,7 @@ static bool is_ws(unsigned b)
 }
 
 /* A byte of a name the grammar lets the model write. */
-bool st_call_xml_name_byte(unsigned char b)
+static bool name_byte(unsigned char b)
 {
     return b > 0x20 && b != 0x7f && b != '<' && b != '>' && b != '"' && b != '\\';
 }
@@ -73,7 +106,7 @@ static bool name_ok(const char *s, uint32_t n)
     if (n == 0)
         return false;
     for (uint32_t i = 0; i < n; i++) {
-        if (!st_call_xml_name_byte((unsigned char)s[i]))
+        if (!name_byte((unsigned char)s[i]))
             return false;
     }
     return true;
@@ -97,14 +130,14 @@ static bool lits_hold_close(const struct st_json_schema *sc, const char *vclose)
         for (uint32_t k = 0; nd->has_enum && k < nd->n_lits; k++) {
             const struct js_lit *l = &sc->lits[nd->lit_first + k];
             if (memmem(sc->strs + l->off, l->len, vclose, strlen(vclose)) ||
-                memmem(sc->strs + l->off, l->len, TCLOSE, LEN(TCLOSE)))
+                memmem(sc->strs + l->off, l->len, TCLOSE, sizeof(TCLOSE) - 1))
                 return true;
         }
     }
     return false;
 }
 
-/* The parser's typing of key 'name' (reply_xml.c / reply_glm.c, through
+/* The parser's typing of key 'name' (reply_xml.c, through
  * st_reply_param_type): the raw properties[name].type of the tool; xml:
  * JSON text when it names a type other than string; glm: JSON text unless
  * it is a string type (also when there is no type). */
@@ -167,7 +200,7 @@ enum st_status st_call_xml_build(struct st_str fn, const struct st_json_schema *
     *out = NULL;
     const struct js_node *root = &sc->nodes[sc->root];
     if (root->kind != JS_PLAIN || !(root->types & JT_OBJ) || root->n_props > 64 ||
-        lits_hold_close(sc, body == CALL_BODY_GLM ? "</arg_value>" : VCLOSE))
+        lits_hold_close(sc, TAGS[body].vclose.s))
         return ST_OK;
     struct call_xml *x = calloc(1, sizeof(*x));
     if (!x)
@@ -176,6 +209,7 @@ enum st_status st_call_xml_build(struct st_str fn, const struct st_json_schema *
     if (st_json_object_get(fn, "parameters", &params))
         (void)st_json_object_get(params, "properties", &props);
     x->schema = sc;
+    x->body = (uint8_t)body;
     x->n_props = root->n_props;
     x->required = root->required;
     /* other names: glm reads their values as JSON (no type to say
@@ -220,9 +254,9 @@ static void enter_next(struct st_call_state *st, const struct call_xml *x)
     st->xpos = 0;
     st->xalive = 0;
     if ((x->writable & ~st->xseen) || x->extra >= 0)
-        st->xalive |= 1;   /* "<parameter=" */
+        st->xalive |= 1;   /* OPEN */
     if ((x->required & ~st->xseen) == 0)
-        st->xalive |= 2;   /* "</function>" */
+        st->xalive |= 2;   /* END */
 }
 
 void st_call_xml_start(struct st_call_state *st, const struct call_xml *x)
@@ -233,20 +267,23 @@ void st_call_xml_start(struct st_call_state *st, const struct call_xml *x)
     enter_next(st, x);
 }
 
-static int push_next(struct st_call_state *st, const struct call_xml *x, unsigned char b)
+/* OPEN and END differ in their second byte: at most one is alive after. */
+static int push_next(struct st_call_state *st, const struct call_xml *x,
+                     const struct body_tags *t, unsigned char b)
 {
     uint64_t keep = 0;
-    if ((st->xalive & 1) && (unsigned char)PARAM[st->xpos] == b)
+    if ((st->xalive & 1) && st->xpos < t->open.n && (unsigned char)t->open.s[st->xpos] == b)
         keep |= 1;
-    if ((st->xalive & 2) && (unsigned char)FEND[st->xpos] == b)
+    if ((st->xalive & 2) && (unsigned char)t->end.s[st->xpos] == b)
         keep |= 2;
     if (!keep)
         return -1;
     st->xalive = keep;
-    if (++st->xpos < LEN(PARAM))   /* both literals are 11 bytes */
+    st->xpos++;
+    if (keep == 2)
+        return st->xpos == t->end.n ? 1 : 0;
+    if (st->xpos < t->open.n)
         return 0;
-    if (keep & 2)
-        return 1;
     st->xphase = XP_NAME;
     st->xpos = 0;
     /* with other names allowed every listed one is matched, so that a name
@@ -256,9 +293,11 @@ static int push_next(struct st_call_state *st, const struct call_xml *x, unsigne
     return 0;
 }
 
-/* '>' after xpos bytes of a name: which property, or another name. */
+/* SEP's first byte after xpos bytes of a name: which property, or another
+ * name. */
 static int name_done(struct st_call_state *st, const struct call_xml *x)
 {
+    st->xphase = XP_SEP;
     for (uint64_t a = st->xalive; a; a &= a - 1) {
         int i = __builtin_ctzll(a);
         if (x->name_len[i] != st->xpos)
@@ -266,19 +305,20 @@ static int name_done(struct st_call_state *st, const struct call_xml *x)
         if (!((x->writable & ~st->xseen) >> i & 1))
             return -1;   /* written already, or a name no value of can be written */
         st->xprop = i;
-        st->xphase = XP_NL;
+        st->xpos = 1;
         return 0;
     }
     if (x->extra < 0 || st->xpos == 0)
         return -1;
     st->xprop = -1;
-    st->xphase = XP_NL;
+    st->xpos = 1;
     return 0;
 }
 
-static int push_name(struct st_call_state *st, const struct call_xml *x, unsigned char b)
+static int push_name(struct st_call_state *st, const struct call_xml *x,
+                     const struct body_tags *t, unsigned char b)
 {
-    if (b == '>')
+    if (b == (unsigned char)t->sep.s[0])
         return name_done(st, x);
     uint64_t keep = 0;
     for (uint64_t a = st->xalive; a; a &= a - 1) {
@@ -286,7 +326,7 @@ static int push_name(struct st_call_state *st, const struct call_xml *x, unsigne
         if (st->xpos < x->name_len[i] && (unsigned char)x->names[i][st->xpos] == b)
             keep |= UINT64_C(1) << i;
     }
-    bool extra = x->extra >= 0 && st_call_xml_name_byte(b) && st->xpos < MAX_EXTRA_NAME;
+    bool extra = x->extra >= 0 && name_byte(b) && st->xpos < MAX_EXTRA_NAME;
     if (!keep && !extra)
         return -1;
     st->xalive = keep;
@@ -294,13 +334,24 @@ static int push_name(struct st_call_state *st, const struct call_xml *x, unsigne
     return 0;
 }
 
-/* The '\n' after "<parameter=KEY>": the value starts. */
-static int push_nl(struct st_call_state *st, const struct call_xml *x, unsigned char b)
+/* Byte b of literal l, xpos of it matched: -1 refused, 0 taken, 1 it is
+ * whole. */
+static int lit_step(struct st_call_state *st, struct lit l, unsigned char b)
 {
-    if (b != '\n')
+    if ((unsigned char)l.s[st->xpos] != b)
         return -1;
+    return ++st->xpos == l.n;
+}
+
+/* The rest of SEP: then the value starts. */
+static int push_sep(struct st_call_state *st, const struct call_xml *x,
+                    const struct body_tags *t, unsigned char b)
+{
+    int r = lit_step(st, t->sep, b);
+    if (r <= 0)
+        return r;
     int32_t node = st->xprop >= 0 ? x->node[st->xprop] : x->extra;
-    bool json = st->xprop >= 0 && (x->json >> st->xprop & 1);
+    bool json = st->xprop >= 0 ? (x->json >> st->xprop & 1) : x->extra_json;
     st_js_state_init_node(&st->js, x->schema, node);
     st->xpos = 0;
     st->xflags = 0;
@@ -311,13 +362,13 @@ static int push_nl(struct st_call_state *st, const struct call_xml *x, unsigned 
     return 0;
 }
 
-static int push_json(struct st_call_state *st, unsigned char b)
+static int push_json(struct st_call_state *st, const struct body_tags *t, unsigned char b)
 {
     if (st_json_schema_complete(&st->js)) {
         struct st_json_schema_state j;
         st_json_schema_state_copy(&j, &st->js);
         if (is_ws(b) || !st_json_schema_push(&j, b)) {   /* a number may still grow */
-            if (b != '\n')
+            if (b != (unsigned char)t->vend.s[0])
                 return -1;
             st->xphase = XP_END;
             st->xpos = 1;
@@ -328,12 +379,12 @@ static int push_json(struct st_call_state *st, unsigned char b)
     }
     if (!st_json_schema_push(&st->js, b))
         return -1;
-    /* "</parameter>" inside a string would cut the value for the parser */
-    return st_think_close_step(VCLOSE, &st->xpos, b) ? -1 : 0;
+    /* VCLOSE inside a string would cut the value for the parser */
+    return st_think_close_step(t->vclose.s, &st->xpos, b) ? -1 : 0;
 }
 
 /* b as st_buf_json_str writes it into the string's JSON text. */
-bool st_call_xml_feed_esc(struct st_json_schema_state *js, unsigned char b)
+static bool feed_esc(struct st_json_schema_state *js, unsigned char b)
 {
     static const char hex[] = "0123456789abcdef";
     char e[6] = { '\\', (char)b, 0, 0, 0, 0 };
@@ -357,73 +408,77 @@ bool st_call_xml_feed_esc(struct st_json_schema_state *js, unsigned char b)
     return st_json_schema_feed(js, e, 6);
 }
 
-/* The held '\n' and n bytes of "</parameter>" as text. */
-static bool feed_held(struct st_json_schema_state *js, uint32_t n)
+/* The held LEAD and n bytes of VCLOSE as text. */
+static bool feed_held(struct st_json_schema_state *js, const struct body_tags *t, uint32_t n)
 {
-    if (!st_call_xml_feed_esc(js, '\n'))
+    if (t->lead && !feed_esc(js, (unsigned char)t->lead))
         return false;
-    return st_json_schema_feed(js, VCLOSE, n);   /* no byte of it needs escaping */
+    return st_json_schema_feed(js, t->vclose.s, n);   /* no byte of it needs escaping */
 }
 
-/* The held bytes ('\n' and n of "</parameter>") can still end the value
- * (the string is whole) or be text. */
-static bool held_viable(const struct st_json_schema_state *js, uint32_t n)
+/* The held bytes (LEAD and n of VCLOSE) can still end the value (the
+ * string is whole) or be text. */
+static bool held_viable(const struct st_json_schema_state *js, const struct body_tags *t,
+                        uint32_t n)
 {
     struct st_json_schema_state j;
     st_json_schema_state_copy(&j, js);
     if (st_json_schema_push(&j, '"') && st_json_schema_complete(&j))
         return true;
     st_json_schema_state_copy(&j, js);
-    return feed_held(&j, n);
+    return feed_held(&j, t, n);
 }
 
-/* A byte of the text with nothing held. */
-static int raw_fresh(struct st_call_state *st, unsigned char b)
+/* A byte of the text with nothing held: LEAD (VCLOSE's first byte where
+ * there is none) starts a hold. */
+static int raw_fresh(struct st_call_state *st, const struct body_tags *t, unsigned char b)
 {
-    if (b == '\n') {
-        st->xflags = XF_NL;
-        return held_viable(&st->js, 0) ? 0 : -1;
+    if (b == (unsigned char)(t->lead ? t->lead : t->vclose.s[0])) {
+        st->xflags = XF_HELD;
+        st->xpos = t->lead ? 0 : 1;
+        return held_viable(&st->js, t, st->xpos) ? 0 : -1;
     }
     if (b == '<')
-        st->xpos = 1;   /* "</parameter>" in the text: refused if it completes */
-    return st_call_xml_feed_esc(&st->js, b) ? 0 : -1;
+        st->xpos = 1;   /* xml: "</parameter>" in the text, refused if it completes */
+    return feed_esc(&st->js, b) ? 0 : -1;
 }
 
-static int push_raw(struct st_call_state *st, unsigned char b)
+static int push_raw(struct st_call_state *st, const struct body_tags *t, unsigned char b)
 {
-    bool nl = st->xflags & XF_NL;
-    if (nl && (st->xpos == 0 ? b == '<' : (unsigned char)VCLOSE[st->xpos] == b)) {
-        if (++st->xpos < LEN(VCLOSE))
-            return held_viable(&st->js, st->xpos) ? 0 : -1;
+    bool held = st->xflags & XF_HELD;
+    if (held && (unsigned char)t->vclose.s[st->xpos] == b) {
+        if (++st->xpos < t->vclose.n)
+            return held_viable(&st->js, t, st->xpos) ? 0 : -1;
         if (!st_json_schema_push(&st->js, '"') || !st_json_schema_complete(&st->js))
             return -1;
         st->xflags = 0;
         st->xphase = XP_END;
-        st->xpos = LEN(VCLOSE) + 1;   /* "\n</parameter>" of VEND */
+        st->xpos = t->vend.n - 1;   /* LEAD VCLOSE of VEND matched */
         return 0;
     }
-    if (nl) {   /* what was held is text after all */
-        if (!feed_held(&st->js, st->xpos))
+    if (held) {   /* what was held is text after all */
+        if (!feed_held(&st->js, t, st->xpos))
             return -1;
         st->xflags = 0;
         st->xpos = 0;
-    } else if (st->xpos > 0) {
-        if ((unsigned char)VCLOSE[st->xpos] == b) {
-            if (++st->xpos == LEN(VCLOSE))
+    } else if (st->xpos > 0) {   /* xml: VCLOSE without LEAD, as text */
+        if ((unsigned char)t->vclose.s[st->xpos] == b) {
+            if (++st->xpos == t->vclose.n)
                 return -1;
-            return st_call_xml_feed_esc(&st->js, b) ? 0 : -1;
+            return feed_esc(&st->js, b) ? 0 : -1;
         }
         st->xpos = 0;
     }
-    return raw_fresh(st, b);
+    return raw_fresh(st, t, b);
 }
 
-static int push_end(struct st_call_state *st, const struct call_xml *x, unsigned char b)
+/* The rest of VEND: then NEXT. */
+static int push_end(struct st_call_state *st, const struct call_xml *x,
+                    const struct body_tags *t, unsigned char b)
 {
-    if ((unsigned char)VEND[st->xpos] != b)
-        return -1;
-    if (++st->xpos < LEN(VEND))
-        return 0;
+    int r = lit_step(st, t->vend, b);
+    if (r <= 0)
+        return r;
     if (st->xprop >= 0)
         st->xseen |= UINT64_C(1) << st->xprop;
     enter_next(st, x);
@@ -432,8 +487,9 @@ static int push_end(struct st_call_state *st, const struct call_xml *x, unsigned
 
 int st_call_xml_push(struct st_call_state *st, const struct call_xml *x, unsigned char b)
 {
+    const struct body_tags *t = &TAGS[x->body];
     /* the parser's body ends at the first "</tool_call>": no value holds one */
-    if ((st->xphase == XP_JSON || st->xphase == XP_RAW)) {
+    if (st->xphase == XP_JSON || st->xphase == XP_RAW) {
         uint32_t tc = st->xtc;
         if (st_think_close_step(TCLOSE, &tc, b))
             return -1;
@@ -441,30 +497,31 @@ int st_call_xml_push(struct st_call_state *st, const struct call_xml *x, unsigne
     }
     switch ((enum xphase)st->xphase) {
     case XP_NEXT:
-        return push_next(st, x, b);
+        return push_next(st, x, t, b);
     case XP_NAME:
-        return push_name(st, x, b);
-    case XP_NL:
-        return push_nl(st, x, b);
+        return push_name(st, x, t, b);
+    case XP_SEP:
+        return push_sep(st, x, t, b);
     case XP_JSON:
-        return push_json(st, b);
+        return push_json(st, t, b);
     case XP_RAW:
-        return push_raw(st, b);
+        return push_raw(st, t, b);
     case XP_END:
-        return push_end(st, x, b);
+        return push_end(st, x, t, b);
     }
     return -1;
 }
 
 /* Both fast paths (here and st_call_xml_args' in-string one) take any token
- * without '<': only while nothing of "</parameter>" or "</tool_call>" is
- * matched, or the rest of one ("ool_call>" after "</t") would pass unread. */
+ * without '<': only while nothing of VCLOSE or "</tool_call>" is matched
+ * (xml: a held '\n' aside, which any such token releases as text), or the
+ * rest of one ("ool_call>" after "</t") would pass unread. */
 bool st_call_xml_free_text(const struct st_call_state *st, unsigned char *stop)
 {
     if (st->xphase != XP_RAW || st->xpos != 0 || st->xtc != 0 ||
         !st_json_schema_in_string(&st->js))
         return false;
-    *stop = '<';   /* any text without it is taken: held '\n's included */
+    *stop = '<';
     return true;
 }
 

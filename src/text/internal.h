@@ -211,13 +211,13 @@ bool st_reply_xml_typed_json(struct st_str type);
 bool st_reply_param_type(struct st_str tools, struct st_str name, struct st_str key,
                          struct st_str *type);
 
-/* ---- reply_glm.c: a GLM-4.5 call body (reply_parse.c) ---- */
+/* ---- reply_xml.c: a GLM-4.5 call body (reply_parse.c) ---- */
 /* body: the text between "<tool_call>" and "</tool_call>"
  * ("NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n..."); as
  * st_reply_xml_call. */
 bool st_reply_glm_call(struct st_str body, struct st_str tools, struct st_buf *out,
                        size_t *name_len);
-/* The GLM typing rule (also call_grammar_glm.c's): a value stays raw text
+/* The GLM typing rule (also call_grammar_xml.c's for glm): a value stays raw text
  * when its parameter's 'type' (ptr NULL: none found) is "string" or a list
  * holding it; any other value is read as JSON when it parses as one. */
 bool st_reply_glm_raw(struct st_str type);

@@ -19,7 +19,7 @@
  *
  *   (xml)  with xml_calls, the body is not scanned as JSON: it runs to the
  *              first "</tool_call>" and is judged whole (reply_xml.c).
- *   (glm)  likewise with opts.glm (reply_glm.c); also the content's
+ *   (glm)  likewise with opts.glm (reply_xml.c); also the content's
  *              leading blanks are dropped (lead starts true), unless
  *              opts.cont (the reply continues a message's text).
  *

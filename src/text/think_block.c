@@ -9,6 +9,8 @@
 
 enum tphase { T_START, T_FREE, T_WS, T_DOC, T_DEAD };
 
+static const char BLANKS[] = " \t\n\r";   /* st_think_state.lead's 2-bit codes */
+
 const char *st_think_open_tag(enum st_think_tags t)
 {
     return t == ST_THINK_SQUARE ? "[THINK]" : "<think>";
@@ -45,13 +47,23 @@ void st_think_init(struct st_think_state *t, enum st_think_mode mode, enum st_th
     memset(t, 0, sizeof(*t));
     t->mode = (uint8_t)mode;
     t->tags = (uint8_t)tags;
-    t->phase = mode == ST_THINK_OPEN ? T_FREE : mode == ST_THINK_OPTIONAL ? T_START : T_DOC;
+    t->phase = mode == ST_THINK_OPEN                                         ? T_FREE
+               : mode == ST_THINK_OPTIONAL || mode == ST_THINK_OPTIONAL_LEAD ? T_START
+                                                                            : T_DOC;
 }
 
-/* Before anything: OPEN matched so far, or the document after all. */
+/* Before anything: leading blanks (ws of them, codes in lead), OPEN
+ * matched so far, or the document after all (which gets what was held:
+ * ws, lead and pos stay for st_think_held). */
 static enum st_think_push push_start(struct st_think_state *t, unsigned char b,
                                      uint32_t *n_held)
 {
+    if (t->mode == ST_THINK_OPTIONAL_LEAD && t->pos == 0 && is_ws(b) &&
+        t->ws < ST_THINK_MAX_LEAD) {
+        t->lead |= (uint8_t)((strchr(BLANKS, b) - BLANKS) << (2 * t->ws));
+        t->ws++;
+        return ST_THINK_TAKEN;
+    }
     if (t->pos == 0)
         t->tags = (uint8_t)st_think_pick_tags((enum st_think_tags)t->tags, b);
     const char *open = st_think_open_tag((enum st_think_tags)t->tags);
@@ -59,12 +71,13 @@ static enum st_think_push push_start(struct st_think_state *t, unsigned char b,
         if (open[++t->pos] == '\0') {
             t->phase = T_FREE;
             t->pos = 0;
+            t->ws = 0;
+            t->lead = 0;
         }
         return ST_THINK_TAKEN;
     }
-    *n_held = t->pos;
+    *n_held = t->ws + t->pos;
     t->phase = T_DOC;
-    t->pos = 0;
     return ST_THINK_DOC;
 }
 
@@ -97,12 +110,15 @@ enum st_think_push st_think_push(struct st_think_state *t, unsigned char b, uint
     case T_WS:
         if (!is_ws(b)) {
             t->phase = T_DOC;
+            t->ws = 0;   /* nothing held (st_think_held) */
             return ST_THINK_DOC;
         }
         if (++t->ws <= ST_THINK_MAX_WS)
             return ST_THINK_TAKEN;
         break;
     case T_DOC:
+        t->ws = 0;   /* held back by an earlier push: no longer st_think_held's */
+        t->pos = 0;
         return ST_THINK_DOC;
     case T_DEAD:
         break;
@@ -111,9 +127,19 @@ enum st_think_push st_think_push(struct st_think_state *t, unsigned char b, uint
     return ST_THINK_REFUSED;
 }
 
+uint32_t st_think_held(const struct st_think_state *t, char *out)
+{
+    if (t->phase != T_DOC)
+        return 0;
+    for (uint32_t i = 0; i < t->ws; i++)
+        out[i] = BLANKS[t->lead >> (2 * i) & 3];
+    memcpy(out + t->ws, st_think_open_tag((enum st_think_tags)t->tags), t->pos);
+    return t->ws + (uint32_t)t->pos;
+}
+
 bool st_think_at_start(const struct st_think_state *t)
 {
-    return t->phase == T_START && t->pos == 0;
+    return t->phase == T_START && t->pos == 0 && t->ws == 0;
 }
 
 bool st_think_in_doc(const struct st_think_state *t)

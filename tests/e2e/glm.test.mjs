@@ -9,6 +9,8 @@
 //     to GLM's <tool_call>NAME\n<arg_key>..</arg_key>\n<arg_value>.. form,
 //     so even this model's noise comes back as tool_calls whose arguments
 //     are JSON objects valid against the tool's schema, streamed or not;
+//   - under response_format a reply may think after GLM's "\n" (the think
+//     block takes a few blanks before <think>);
 //   - a plain chat completes and its usage counts the rendered prompt.
 // docs/API.md "Tool calls and reasoning" (GLM-4.5), docs/GGUF.md (glm4moe).
 import { test, describe, before, after } from 'node:test';
@@ -110,6 +112,36 @@ describe('glm4moe (glm-tiny) on the CPU backend', () => {
     assert.equal(finish, 'tool_calls', `${name} ${args}`);
     assert.equal(name, 'get_weather');
     assert.deepEqual(JSON.parse(args), JSON.parse(call.function.arguments));
+  });
+
+  // GLM-4.5 opens its block with "\n<think>": under response_format the
+  // think block takes up to 4 blanks before the tag (think_block.h). A
+  // logit_bias makes "\n" the first choice wherever it is allowed, and
+  // "<think>" the next: the reply starts with the 4 blanks allowed (a JSON
+  // document may not start so), thinks (blanks, cut by the budget), then
+  // writes the one document the schema allows. The block is split out (its
+  // blank reasoning is empty): the content is the document alone.
+  test('response_format: a reply that starts "\\n<think>" thinks, then the document', async () => {
+    const id = async (text) => {
+      const t = await postJSON(srv, '/tokenize', { content: text, add_special: false,
+        parse_special: true });
+      assert.equal(t.json.tokens.length, 1, `${JSON.stringify(text)}: ${t.text}`);
+      return t.json.tokens[0];
+    };
+    const schema = { type: 'object', required: ['a'], additionalProperties: false,
+      properties: { a: { enum: [1] } } };
+    const r = await client.chat.completions.create({ model: 'glm-tiny', messages,
+      max_tokens: 400, temperature: 0, thinking_budget: 2, logprobs: true,
+      logit_bias: { [await id('\n')]: 100, [await id('<think>')]: 90 },
+      response_format: { type: 'json_schema', json_schema: { name: 'a', schema } } });
+    const c = r.choices[0];
+    const toks = c.logprobs.content.map((t) => t.token);
+    const head = JSON.stringify(toks.slice(0, 10));
+    assert.deepEqual(toks.slice(0, 5), ['\n', '\n', '\n', '\n', '<think>'], head);
+    assert.ok(toks.indexOf('</think>') > 5, head);
+    assert.equal(c.finish_reason, 'stop', JSON.stringify(c.message));
+    assert.ok(c.message.content.startsWith('{'), JSON.stringify(c.message));
+    assert.deepEqual(JSON.parse(c.message.content), { a: 1 });
   });
 
   test('a plain chat completes; usage counts the rendered prompt', async () => {

@@ -25,7 +25,7 @@ static const char tools[] =
     "{\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"parameters\":"
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}}},"
     "{\"type\":\"function\",\"function\":{\"name\":\"grep\",\"parameters\":"
-    "{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\",\"pattern\":\"^a\"}}}}}]";
+    "{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\",\"pattern\":\"(?=a)\"}}}}}]";
 
 #define LITERAL_ARGS(s) (s), strlen(s)
 
@@ -164,7 +164,7 @@ START_TEST(test_call_grammar_required_and_single)
     refuses(g, T1 "\n<", SIZE_MAX);   /* parallel_tool_calls false: one call */
     refuses(g, "<tool_call>\n{\"name\": \"get_d", SIZE_MAX);
     refuses(g, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"", SIZE_MAX);
-    /* grep's schema uses "pattern": any object */
+    /* grep's schema has a lookahead pattern (refused): any object */
     accepts(g, "<tool_call>\n{\"name\": \"grep\", \"arguments\": "
                "{\"q\": 5, \"z\": [1]}}\n</tool_call>",
             true);
@@ -564,7 +564,7 @@ START_TEST(test_call_grammar_xml_oracle)
 }
 END_TEST
 
-/* ---- GLM-4.5 (<arg_key>/<arg_value> pairs; call_grammar_glm.c) ----------- */
+/* ---- GLM-4.5 (<arg_key>/<arg_value> pairs; call_grammar_xml.c, GLM tags) - */
 
 static struct st_call_grammar *gcompile(const char *name, enum st_call_think think,
                                         int32_t *fb)

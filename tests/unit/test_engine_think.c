@@ -99,8 +99,9 @@ static bool expected(const struct st_sampler *s, int32_t id, bool eb)
             return false;
         if (r == ST_THINK_TAKEN)
             continue;
-        const char *open = st_think_open_tag((enum st_think_tags)t.tags);
-        if (doc_empty(&d) && held == 0 && mask_is_ws(p[i]))
+        char open[ST_THINK_MAX_HELD];
+        ck_assert_uint_eq(st_think_held(&t, open), held);
+        if (doc_empty(&d) && mask_is_ws(held ? (unsigned char)open[0] : p[i]))
             return false;
         for (uint32_t k = 0; k < held; k++) {
             if (!doc_push(&d, (unsigned char)open[k]))

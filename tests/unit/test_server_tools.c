@@ -485,7 +485,8 @@ END_TEST
 /* An optional think block before a JSON answer only for a model whose
  * vocabulary has the tags as tokens: Qwen2.5 renders the same ChatML as
  * Qwen3 but never thinks, and must not wander into a block it cannot
- * close. A prompt that opened the block starts the reply in it anyway. */
+ * close. A prompt that opened the block starts the reply in it anyway.
+ * Blanks before the block only for GLM-4.5, which writes "\n<think>". */
 START_TEST(test_server_tools_json_think_needs_the_tags)
 {
     struct st_oai_request oq;
@@ -494,8 +495,11 @@ START_TEST(test_server_tools_json_think_needs_the_tags)
                      ST_OK);
     const char *chatml = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n";
     const char *opened = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n";
+    const char *glm = "[gMASK]<sop><|user|>\nhi<|assistant|>";
     const struct { const char *prompt; uint8_t vocab; uint8_t want; } cases[] = {
         { chatml, 1u << ST_THINK_ANGLE, ST_THINK_OPTIONAL },
+        { glm, 1u << ST_THINK_ANGLE, ST_THINK_OPTIONAL_LEAD },   /* GLM writes "\n<think>" */
+        { glm, 0, ST_THINK_NONE },
         { chatml, 0, ST_THINK_NONE },
         { chatml, 1u << ST_THINK_SQUARE, ST_THINK_NONE },   /* the other spelling */
         { opened, 0, ST_THINK_OPEN },

@@ -1,6 +1,7 @@
 /* test_think_block.c -- the think block a reasoning model writes before a
  * constrained answer (include/strata/think_block.h), byte by byte: the
- * optional block only at the start, the closing tag split anywhere and
+ * optional block only at the start (after at most ST_THINK_MAX_LEAD
+ * blanks, GLM's "\n<think>"), the closing tag split anywhere and
  * restarted after a near miss, blanks after it capped, the document after
  * it (a json_schema document through the schema validator, as the mask
  * composes them), a '[' that is a JSON array and not "[THINK]", the
@@ -15,8 +16,8 @@
 #include "support.h"
 
 /* Think state then schema, as json_mask.c composes them: the bytes the
- * think state hands over (with its held tag bytes) go to the document; no
- * blank may open it. Returns false at the first refused byte; *complete:
+ * think state hands over (after the bytes it held back: leading blanks,
+ * tag bytes) go to the document; no blank may open it. Returns false at the first refused byte; *complete:
  * the document is whole. */
 static bool feed(enum st_think_mode m, enum st_think_tags tags, const char *schema,
                  const char *text, bool *complete)
@@ -36,10 +37,11 @@ static bool feed(enum st_think_mode m, enum st_think_tags tags, const char *sche
             ok = false;
         } else if (r == ST_THINK_DOC) {
             ck_assert(st_think_in_doc(&t));
-            const char *open = st_think_open_tag((enum st_think_tags)t.tags);
+            char hb[ST_THINK_MAX_HELD];
+            ck_assert_uint_eq(st_think_held(&t, hb), held);
             bool opening = st_json_schema_empty(&js);
-            ok = !(opening && held == 0 && strchr(" \t\r\n", b)) &&
-                 st_json_schema_feed(&js, open, held) && st_json_schema_push(&js, b);
+            ok = !(opening && strchr(" \t\r\n", held ? hb[0] : (char)b)) &&
+                 st_json_schema_feed(&js, hb, held) && st_json_schema_push(&js, b);
         } else {
             ck_assert_int_eq(held, 0);
             ck_assert(!st_think_in_doc(&t));
@@ -71,8 +73,7 @@ START_TEST(test_think_block_optional_then_json)
     ck_assert(!feed(ST_THINK_OPTIONAL, ST_THINK_ANGLE, obj, "{\"a\":1}<think>", &done));
     ck_assert(!feed(ST_THINK_OPTIONAL, ST_THINK_ANGLE, obj, "<think>x</think><think>", &done));
     ck_assert(!feed(ST_THINK_OPTIONAL, ST_THINK_ANGLE, obj, "<thinking>", &done));
-    /* no blank before the block or the document; text after the block must be JSON */
-    ck_assert(!feed(ST_THINK_OPTIONAL, ST_THINK_ANGLE, obj, " <think>", &done));
+    /* no blank opens the document; text after the block must be JSON */
     ck_assert(!feed(ST_THINK_OPTIONAL, ST_THINK_ANGLE, obj, "\n{", &done));
     ck_assert(!feed(ST_THINK_OPTIONAL, ST_THINK_ANGLE, obj, "<think>x</think>Sure: {", &done));
     /* the document's own rules after the block */
@@ -205,6 +206,73 @@ START_TEST(test_think_block_either_tags)
 }
 END_TEST
 
+/* Blanks before the opening tag (OPTIONAL_LEAD: GLM-4.5 writes "\n<think>"):
+ * at most ST_THINK_MAX_LEAD; blanks the tag does not follow are the document's,
+ * handed over exactly (st_think_held) with the byte that starts it. */
+START_TEST(test_think_block_leading_blanks)
+{
+    bool done;
+    ck_assert(feed(ST_THINK_OPTIONAL_LEAD, ST_THINK_ANGLE, obj, "\n<think>x</think>\n\n{\"a\":1}",
+                   &done) && done);
+    ck_assert(feed(ST_THINK_OPTIONAL_LEAD, ST_THINK_ANGLE, obj, " \t\r\n<think></think>{\"a\":1}",
+                   &done) && done);
+    ck_assert(feed(ST_THINK_OPTIONAL_LEAD, ST_THINK_EITHER, arr, "\n[THINK]x[/THINK][1]", &done) &&
+              done);
+    ck_assert(feed(ST_THINK_OPTIONAL_LEAD, ST_THINK_SQUARE, arr, "\n[THINK]x[/THINK][1]", &done) &&
+              done);
+    /* one blank more than the bound: the document's, and no blank opens JSON */
+    ck_assert(feed(ST_THINK_OPTIONAL_LEAD, ST_THINK_ANGLE, obj, "\n\n\n\n<think>", &done) && !done);
+    ck_assert(!feed(ST_THINK_OPTIONAL_LEAD, ST_THINK_ANGLE, obj, "\n\n\n\n\n<think>", &done));
+    ck_assert(!feed(ST_THINK_OPTIONAL_LEAD, ST_THINK_ANGLE, obj, "\n{\"a\":1}", &done));
+    ck_assert(!feed(ST_THINK_OPTIONAL_LEAD, ST_THINK_ANGLE, obj, "\n<think>x</think> <think>", &done));
+
+    /* byte by byte: the blanks taken, then handed to the document exactly */
+    static const struct { const char *text, *held; enum st_think_tags tags; } cases[] = {
+        { "\n{", "\n", ST_THINK_ANGLE },
+        { " \t\r\n\n", " \t\r\n", ST_THINK_ANGLE },   /* the fifth blank starts it */
+        { "\n\t<thx", "\n\t<th", ST_THINK_ANGLE },
+        { "\r[1", "\r[", ST_THINK_SQUARE },
+        { " [T]", " [T", ST_THINK_EITHER },
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct st_think_state t;
+        uint32_t held = 99;
+        char hb[ST_THINK_MAX_HELD];
+        size_t n = strlen(cases[c].text);
+        st_think_init(&t, ST_THINK_OPTIONAL_LEAD, cases[c].tags);
+        ck_assert(st_think_at_start(&t));
+        for (size_t i = 0; i + 1 < n; i++) {
+            ck_assert_int_eq(st_think_push(&t, (unsigned char)cases[c].text[i], &held),
+                             ST_THINK_TAKEN);
+            ck_assert(held == 0 && !st_think_at_start(&t) && !st_think_in_doc(&t));
+            ck_assert(!st_think_between(&t, &(uint16_t){ 0 }) && !st_think_thinking(&t));
+            ck_assert_uint_eq(st_think_held(&t, hb), 0);
+        }
+        ck_assert_int_eq(st_think_push(&t, (unsigned char)cases[c].text[n - 1], &held),
+                         ST_THINK_DOC);
+        ck_assert_uint_eq(held, strlen(cases[c].held));
+        ck_assert_uint_eq(st_think_held(&t, hb), held);
+        ck_assert(memcmp(hb, cases[c].held, held) == 0);
+        ck_assert_int_eq(st_think_push(&t, '1', &held), ST_THINK_DOC);   /* held once */
+        ck_assert(held == 0 && st_think_held(&t, hb) == 0);
+    }
+    /* plain OPTIONAL (every family but GLM) takes no blank before the block:
+     * the blank is the document's, and no blank opens JSON */
+    ck_assert(!feed(ST_THINK_OPTIONAL, ST_THINK_ANGLE, obj, " <think>", &done));
+    ck_assert(feed(ST_THINK_OPTIONAL, ST_THINK_ANGLE, obj, "<think>x</think>{\"a\":1}", &done) &&
+              done);
+    /* not where the block cannot open: none (the document's blank), open (text) */
+    struct st_think_state t;
+    uint32_t held = 99;
+    st_think_init(&t, ST_THINK_NONE, ST_THINK_ANGLE);
+    ck_assert_int_eq(st_think_push(&t, '\n', &held), ST_THINK_DOC);
+    ck_assert_uint_eq(held, 0);
+    st_think_init(&t, ST_THINK_OPEN, ST_THINK_ANGLE);
+    ck_assert_int_eq(st_think_push(&t, '\n', &held), ST_THINK_TAKEN);
+    ck_assert(st_think_thinking(&t));
+}
+END_TEST
+
 START_TEST(test_think_block_close_step)
 {
     uint32_t pos = 0;
@@ -229,6 +297,7 @@ static Suite *think_block_suite(void)
     tcase_add_test(t, test_think_block_forced_close);
     tcase_add_test(t, test_think_block_close_step);
     tcase_add_test(t, test_think_block_either_tags);
+    tcase_add_test(t, test_think_block_leading_blanks);
     suite_add_tcase(s, t);
     return s;
 }
