@@ -16,11 +16,15 @@
  * one member, $ref to "#", "#/$defs/X" or "#/definitions/X" (recursion
  * allowed), nullable (OpenAPI), minimum / maximum / exclusiveMinimum /
  * exclusiveMaximum (exact on the decimal text; no exponent under a range),
- * minLength / maxLength (code points). Annotations (description, title,
- * default, examples, $schema, $id, $comment, ...) and "format" are
- * ignored; the keywords that would change what is valid and are not
- * enforced (pattern, multipleOf, not, if, ...) make compilation fail with
- * a message naming them: never silently dropped.
+ * minLength / maxLength (code points), pattern (an ECMA-262 subset, as a
+ * DFA over code points: json_regex.h) and format (date, time, date-time,
+ * duration, uuid, ipv4, ipv6, hostname, email as built-in patterns;
+ * others ignored), multipleOf (a positive integer: the numbers become
+ * integers). Annotations (description, title, default, examples,
+ * $schema, $id, $comment, ...) are ignored; the keywords that would
+ * change what is valid and are not enforced (patternProperties, not, if,
+ * ...) make compilation fail with a message naming them: never silently
+ * dropped.
  *
  * State: ST_JSON_SCHEMA_MAX_STACKS deterministic stacks, one per anyOf
  * alternative still in play (an alternative that cannot take a byte
@@ -53,6 +57,8 @@
 #define ST_JSON_SCHEMA_MAX_ALTS   16      /* anyOf members, after flattening */
 #define ST_JSON_SCHEMA_MAX_LITERAL 4096   /* bytes of a key or an enum/const value as written
                                            * (the validator's position in one is 16-bit) */
+#define ST_JSON_SCHEMA_MAX_PATTERNS 128   /* distinct pattern / format automata */
+#define ST_JSON_SCHEMA_MAX_RX_CELLS (4u << 20)   /* their table cells, in all (8 MiB) */
 
 struct st_json_schema;
 
@@ -76,6 +82,11 @@ struct st_js_stack {
     uint64_t cand;      /* keys or literals that still match; string: code points;
                          * ranged number: the integer part's magnitude */
     uint64_t frac;      /* ranged number: the fraction times 10^18 */
+    uint16_t rx;        /* pattern string: its DFA state */
+    uint8_t  psub;      /* pattern string: escape / \u digit / pending low surrogate */
+    uint8_t  pu8;       /* pattern string: UTF-8 bytes still to come, its length << 2 */
+    uint32_t pacc;      /* pattern string: UTF-8 bits so far, or \u digits (low 16 bits)
+                         * and a high surrogate's 10 bits (<< 16) */
     struct st_js_frame f[ST_JSON_SCHEMA_MAX_DEPTH];
 };
 
@@ -113,7 +124,8 @@ bool st_json_schema_complete(const struct st_json_schema_state *st);
 bool st_json_schema_empty(const struct st_json_schema_state *st);
 /* Every stack is inside a free string (not an enum literal, not a key
  * that may still be a listed one; an extra key that matches no listed key
- * counts): any bytes but '"', '\\' and those < 0x20 may come and leave it
+ * counts; a "pattern" string once whatever follows matches): any bytes but
+ * '"', '\\' and those < 0x20 may come and leave it
  * so (for a run of up to 256 of them). */
 bool st_json_schema_in_string(const struct st_json_schema_state *st);
 /* Every stack is between tokens: a whitespace byte changes nothing but the

@@ -8,8 +8,9 @@
  * by name), every reference is replaced by the node it leads to, and
  * anyOf members that are anyOfs themselves are flattened into their
  * parent. Errors carry the schema path ("/properties/age") and the keyword.
- * What a scalar may be (ranges, lengths, enum / const) is compiled in
- * json_schema_values.c, on the context of json_schema_cc.h.
+ * What a scalar may be (ranges, multipleOf, lengths, enum / const) is
+ * compiled in json_schema_values.c, pattern and format in
+ * json_schema_pattern.c, on the context of json_schema_cc.h.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@
 
 /* Keywords that change what is valid and that we do not enforce. */
 static const char *const refused[] = {
-    "pattern", "multipleOf", "patternProperties", "not", "if", "then", "else",
+    "patternProperties", "not", "if", "then", "else",
     "dependentRequired", "dependentSchemas", "dependencies", "propertyNames", "minProperties",
     "maxProperties", "uniqueItems", "contains", "minContains", "maxContains", "prefixItems",
     "additionalItems", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
@@ -68,7 +69,7 @@ static enum st_status new_node(struct js_cc *c, int32_t *id)
         return jsc_fail(c, "the schema is too big: more than %s nodes", "4096");
     struct js_node n = { .kind = JS_PLAIN, .types = JT_ALL, .additional = 0, .items = 0,
                          .max_items = UINT32_MAX, .target = -1, .imin = -JS_INT_OPEN,
-                         .imax = JS_INT_OPEN, .max_len = UINT32_MAX };
+                         .imax = JS_INT_OPEN, .max_len = UINT32_MAX, .rx = -1 };
     *id = (int32_t)(c->nodes.len / sizeof(n));
     return st_buf_append(&c->nodes, &n, sizeof(n));
 }
@@ -145,12 +146,13 @@ static enum st_status read_keywords(struct js_cc *c, struct st_str obj, struct j
     static const char *const names[] = { "type", "properties", "required",
         "additionalProperties", "enum", "const", "items", "minItems", "maxItems", "nullable",
         "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "minLength",
-        "maxLength" };
+        "maxLength", "pattern", "multipleOf" };
     memset(k, 0, sizeof(*k));
     struct st_str *slots[] = { &k->type, &k->properties, &k->required, &k->additional,
                                &k->en, &k->cn, &k->items, &k->min_items, &k->max_items,
                                &k->nullable, &k->bound[0], &k->bound[1], &k->bound[2],
-                               &k->bound[3], &k->min_len, &k->max_len };
+                               &k->bound[3], &k->min_len, &k->max_len, &k->pattern,
+                               &k->mult };
     size_t pos = 0;
     struct st_str key, val;
     while (st_json_object_next(obj, &pos, &key, &val)) {
@@ -164,7 +166,9 @@ static enum st_status read_keywords(struct js_cc *c, struct st_str obj, struct j
                 k->n_valid++;
             }
         }
-        if (key_is(key, "anyOf") || key_is(key, "oneOf"))
+        if (key_is(key, "format"))
+            k->format = val;
+        else if (key_is(key, "anyOf") || key_is(key, "oneOf"))
             k->any_of = val;
         else if (key_is(key, "allOf"))
             k->all_of = val;
@@ -366,9 +370,13 @@ static enum st_status compile_plain(struct js_cc *c, const struct js_kw *k, int3
     if (rc != ST_OK)
         return rc;
     NODE(c, *id).types = types;
-    rc = jsc_compile_range(c, *id, k);
+    rc = jsc_compile_multiple(c, *id, k);
+    if (rc == ST_OK)
+        rc = jsc_compile_range(c, *id, k);
     if (rc == ST_OK)
         rc = jsc_compile_lengths(c, *id, k);
+    if (rc == ST_OK)
+        rc = jsc_compile_pattern(c, *id, k);
     if (rc == ST_OK && (k->en.ptr || k->cn.ptr))
         rc = jsc_parse_enum(c, *id, k->en, k->cn);
     if (rc == ST_OK)
@@ -616,8 +624,11 @@ enum st_status st_json_schema_compile(const char *text, size_t n, struct st_json
     st_buf_init(&c.lits);
     st_buf_init(&c.alts);
     st_buf_init(&c.strs);
+    st_buf_init(&c.rxs);
+    st_buf_init(&c.rx_keys);
     int32_t r = 0;
     enum st_status rc = compile_all(&c, root, &r);
+    st_buf_fini(&c.rx_keys);
     struct st_json_schema *s = rc == ST_OK ? calloc(1, sizeof(*s)) : NULL;
     if (rc == ST_OK && !s)
         rc = st_err_set(err, ST_ERR_NOMEM, "out of memory");
@@ -629,6 +640,9 @@ enum st_status st_json_schema_compile(const char *text, size_t n, struct st_json
         st_buf_fini(&c.lits);
         st_buf_fini(&c.alts);
         st_buf_fini(&c.strs);
+        for (size_t i = 0; i < c.rxs.len / sizeof(struct js_regex); i++)
+            st_js_regex_free(&((struct js_regex *)(void *)c.rxs.data)[i]);
+        st_buf_fini(&c.rxs);
         return rc;
     }
     atomic_init(&s->refs, 1);
@@ -638,6 +652,8 @@ enum st_status st_json_schema_compile(const char *text, size_t n, struct st_json
     s->lits = (struct js_lit *)(void *)st_buf_steal(&c.lits);
     s->alts = (int32_t *)(void *)st_buf_steal(&c.alts);
     s->strs = st_buf_steal(&c.strs);
+    s->n_rx = (uint32_t)(c.rxs.len / sizeof(struct js_regex));
+    s->rx = (struct js_regex *)(void *)st_buf_steal(&c.rxs);
     s->root = r;
     *out = s;
     return ST_OK;
@@ -657,6 +673,9 @@ void st_json_schema_unref(struct st_json_schema *s)
     free(s->lits);
     free(s->alts);
     free(s->strs);
+    for (uint32_t i = 0; i < s->n_rx; i++)
+        st_js_regex_free(&s->rx[i]);
+    free(s->rx);
     free(s);
 }
 

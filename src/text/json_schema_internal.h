@@ -14,6 +14,7 @@
 
 #include "strata/json_schema.h"
 #include "strata/str.h"
+#include "json_regex.h"
 
 enum { JS_PLAIN, JS_UNION, JS_REF };
 
@@ -54,10 +55,14 @@ struct js_node {
     uint8_t  has_range;
     uint8_t  nflags;
     int64_t  imin, imax;
+    uint64_t mult;          /* JS_RANGE_INT: multipleOf (a positive integer; 0: none) */
     struct js_fx { uint64_t ip, fp; } nlo, nhi;   /* ip + fp / 10^18 */
     /* string: length in code points (an escape is one, a \u surrogate
      * pair one); max_len UINT32_MAX: no bound */
     uint32_t min_len, max_len;
+    /* string: pattern / format (and with them the lengths) as a DFA:
+     * schema rx[rx]; -1: none */
+    int32_t  rx;
 };
 
 enum { JS_RANGE_INT = 1, JS_RANGE_NUM = 2 };
@@ -88,6 +93,8 @@ struct st_json_schema {
     struct js_lit *lits;
     int32_t *alts;
     char *strs;
+    struct js_regex *rx;   /* n_rx string automata */
+    uint32_t n_rx;
     int32_t root;
 };
 
@@ -116,7 +123,8 @@ int st_js_dec_cmp(const struct js_dec *a, const struct js_dec *b);
 
 /* A ranged integer (JS_RANGE_INT) of sign 'neg' with digits of magnitude
  * m so far (m 0 with 'grows': only the '-'): can it still land in the
- * node's range? With 'grows' false: is it there now? */
+ * node's range, a multiple of its multipleOf? With 'grows' false: is it
+ * there now? */
 bool st_js_int_reach(const struct js_node *n, bool neg, uint64_t m, bool grows);
 
 /* A number's text so far, for JS_RANGE_NUM (json_schema_range.c): "-"
@@ -138,5 +146,13 @@ bool st_js_num_reach(const struct js_node *n, const struct js_numtext *t);
 /* The number of sign 'neg' and magnitude v (tail: plus a nonzero tail
  * below 10^-18) is within node n's JS_RANGE_NUM range. */
 bool st_js_num_in_range(const struct js_node *n, bool neg, struct js_fx v, bool tail);
+
+/* json_schema_pstr.c: one byte of a string whose node has a pattern
+ * (r), from after its opening quote: the JSON escapes and UTF-8 decoded,
+ * each code point run through r; a byte is refused as soon as no
+ * completion can match. JS_PSTR_CLOSED: the closing quote (the value is
+ * done: the caller ends it). */
+enum { JS_PSTR_REFUSE, JS_PSTR_TAKEN, JS_PSTR_CLOSED };
+int st_js_pstr_push(const struct js_regex *r, struct st_js_stack *k, unsigned char b);
 
 #endif /* STRATA_TEXT_JSON_SCHEMA_INTERNAL_H */

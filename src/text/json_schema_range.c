@@ -117,8 +117,20 @@ static void mag_range(const struct js_node *n, bool neg, uint64_t *a, uint64_t *
     }
 }
 
+/* Some magnitude in [lo, hi] is a multiple of n->mult (0: any is). */
+static bool has_multiple(const struct js_node *n, uint64_t lo, uint64_t hi)
+{
+    if (lo > hi)
+        return false;
+    if (n->mult <= 1)
+        return true;
+    uint64_t r = lo % n->mult;
+    return r == 0 || hi - lo >= n->mult - r;
+}
+
 /* Digits of magnitude m were written (m 0 and 'grows': only the '-'):
- * can the integer still land in the node's range? With 'grows' false,
+ * can the integer still land in the node's range (and be a multiple of
+ * multipleOf)? With 'grows' false,
  * is it there now? More digits make m*10^k .. (m+1)*10^k-1. */
 bool st_js_int_reach(const struct js_node *n, bool neg, uint64_t m, bool grows)
 {
@@ -127,11 +139,12 @@ bool st_js_int_reach(const struct js_node *n, bool neg, uint64_t m, bool grows)
     if (a > b)
         return false;
     if (!grows)
-        return m >= a && m <= b;
+        return m >= a && m <= b && has_multiple(n, m, m);
     if (m == 0)
-        return true;   /* "-": any magnitude from 1 */
+        return has_multiple(n, ST_MAX(a, 1), b);   /* "-": any magnitude from 1 */
     for (uint64_t lo = m, span = 1; lo <= b; lo *= 10, span *= 10) {
-        if (lo + span - 1 >= a)
+        uint64_t hi = lo + span - 1;
+        if (hi >= a && has_multiple(n, ST_MAX(lo, a), ST_MIN(hi, b)))
             return true;
         if (lo > b / 10)
             break;

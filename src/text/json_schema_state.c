@@ -19,7 +19,9 @@
  *   - a ranged integer keeps its magnitude ('cand') and takes a digit only
  *     while some completion lands in the range (a ranged number asks
  *     json_schema_range.c); a string counts its code points ('cand')
- *     against minLength/maxLength.
+ *     against minLength/maxLength; a string with a pattern or a format
+ *     (S_PSTR) is read by json_schema_pstr.c, which runs its decoded code
+ *     points through the node's DFA (lengths included).
  *
  * anyOf: where a value of a union node starts, the stack is copied once
  * per member that takes the value's first byte (at most
@@ -49,6 +51,7 @@ enum jsmode {
     S_LIT,         /* in an enum literal or true/false/null */
     S_NUM_MINUS, S_NUM_ZERO, S_NUM_INT, S_NUM_DOT, S_NUM_FRAC, S_NUM_E, S_NUM_ESIGN,
     S_NUM_EXP,
+    S_PSTR,        /* in a string of a node with a pattern (json_schema_pstr.c) */
 };
 
 #define FL_INT     1u   /* number: an integer (no fraction, no exponent) */
@@ -107,6 +110,10 @@ static void lit(const struct st_json_schema *sc, const struct st_js_stack *k, un
 
 static void value_done(struct st_js_stack *k)
 {
+    k->rx = 0;
+    k->psub = 0;
+    k->pu8 = 0;
+    k->pacc = 0;
     k->cand = 0;
     k->frac = 0;
     k->pos = 0;
@@ -268,7 +275,7 @@ static bool value_start(const struct st_json_schema *sc, struct st_js_stack *k,
     case '[':
         return (n->types & JT_ARR) && open_container(k, true, (uint16_t)n->items);
     case '"':
-        k->mode = S_STR;
+        k->mode = n->rx >= 0 ? S_PSTR : S_STR;
         return (n->types & JT_STR) != 0;
     case '-':
         k->mode = S_NUM_MINUS;
@@ -600,6 +607,12 @@ static bool push_stack(const struct st_json_schema *sc, struct st_js_stack *k, u
     case S_NUM_ESIGN:
     case S_NUM_EXP:
         return push_number(sc, k, b);
+    case S_PSTR: {
+        int r = st_js_pstr_push(&sc->rx[node(sc, k->cur)->rx], k, b);
+        if (r == JS_PSTR_CLOSED)
+            value_done(k);
+        return r != JS_PSTR_REFUSE;
+    }
     default:
         return push_structural(sc, k, b);
     }
@@ -779,10 +792,19 @@ static bool free_string(const struct st_json_schema *sc, const struct st_js_stac
     return max == UINT32_MAX || (cps <= max && max - cps >= ST_JSON_SCHEMA_FREE_KEY);
 }
 
+/* In a pattern string whose automaton matches whatever follows, at a
+ * character (no escape or UTF-8 sequence under way). */
+static bool free_pattern(const struct st_json_schema *sc, const struct st_js_stack *k)
+{
+    return k->mode == S_PSTR && k->psub == 0 && k->pu8 == 0 &&
+           (sc->rx[node(sc, k->cur)->rx].accept[k->rx] & JS_RX_ANY);
+}
+
 bool st_json_schema_in_string(const struct st_json_schema_state *st)
 {
     for (uint32_t i = 0; i < st->n; i++) {
-        if (!free_string(st->schema, &st->s[i]) && !free_key(st->schema, &st->s[i]))
+        if (!free_string(st->schema, &st->s[i]) && !free_key(st->schema, &st->s[i]) &&
+            !free_pattern(st->schema, &st->s[i]))
             return false;
     }
     return st->n > 0;

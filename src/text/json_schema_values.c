@@ -1,8 +1,9 @@
 /* json_schema_values.c -- the part of the schema compiler that says what
  * a scalar may be: number and integer ranges (minimum, maximum and the
  * exclusive forms, read exactly from their decimal text by
- * json_schema_range.c), string lengths in code points, and enum / const
- * values, each kept only when the node's types take it.
+ * json_schema_range.c), multipleOf (a positive integer divisor), string
+ * lengths in code points, and enum / const values, each kept only when
+ * the node's types (and pattern) take it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,13 @@ static enum st_status int_range(struct js_cc *c, int32_t id, const struct js_dec
             hi = ST_MIN(hi, b);
     }
     struct js_node *n = &NODE(c, id);
+    if (lo <= hi && n->mult > 1) {   /* the least multiple from lo must be within hi */
+        int64_t m = (int64_t)n->mult, q = lo / m;
+        if (lo > 0 && lo % m != 0)
+            q++;
+        if (q * m > hi)
+            lo = hi + 1;
+    }
     if (lo > hi && n->types == JT_INT)
         return jsc_fail(c, "no integer is within '%s' and the other bounds: nothing is valid", kw);
     if (lo > hi)
@@ -129,10 +137,33 @@ enum st_status jsc_compile_range(struct js_cc *c, int32_t id, const struct js_kw
     for (int i = 0; i < 4; i++)
         ex[i] = (i & 1) || d4[i / 2];
     uint8_t types = NODE(c, id).types;
+    if (first < 0 && NODE(c, id).mult > 1 && (types & JT_INT)) {
+        NODE(c, id).has_range = JS_RANGE_INT;   /* open bounds: the divisor needs the digits */
+        return ST_OK;
+    }
     if (first < 0 || !(types & JT_INT))
         return ST_OK;   /* no bound, or no number is valid anyway */
     return types & JT_NUM ? num_range(c, id, d, is, ex, kw[first])
                           : int_range(c, id, d, is, ex, kw[first]);
+}
+
+enum st_status jsc_compile_multiple(struct js_cc *c, int32_t id, const struct js_kw *k)
+{
+    struct js_dec d;
+    if (!k->mult.ptr)
+        return ST_OK;
+    if (st_json_type(k->mult) != ST_JSON_NUMBER || !st_js_parse_dec(k->mult, &d) || d.neg ||
+        (d.ip == 0 && !d.frac && !d.fine))
+        return jsc_fail(c, "'%s' must be a positive number (at most 2^53)", "multipleOf");
+    if (d.frac || d.fine)
+        return jsc_fail(c, "'%s' with a fractional divisor is not supported (only a positive "
+                        "integer)", "multipleOf");
+    struct js_node *n = &NODE(c, id);
+    if (!(n->types & JT_INT))
+        return ST_OK;   /* no number is valid anyway */
+    n->types = (uint8_t)(n->types & ~JT_NUM);   /* a multiple of an integer is one */
+    n->mult = d.ip;
+    return ST_OK;
 }
 
 enum st_status jsc_compile_lengths(struct js_cc *c, int32_t id, const struct js_kw *k)
@@ -160,15 +191,16 @@ static enum st_status lit_fits(struct js_cc *c, int32_t id, struct st_str v, uin
 {
     const struct js_node *n = &NODE(c, id);
     *ok = true;
-    if (t == JT_STR && (n->min_len > 0 || n->max_len < UINT32_MAX)) {
+    if (t == JT_STR && (n->min_len > 0 || n->max_len < UINT32_MAX || n->rx >= 0)) {
         struct st_buf tmp;
         st_buf_init(&tmp);
         enum st_status rc = st_json_string_append(v, &tmp);
         uint64_t cps = 0;
         for (size_t i = 0; i < tmp.len; i++)
             cps += ((unsigned char)tmp.data[i] & 0xc0) != 0x80;
+        *ok = cps >= n->min_len && cps <= n->max_len &&
+              (n->rx < 0 || jsc_string_fits(c, id, tmp.data ? tmp.data : "", tmp.len));
         st_buf_fini(&tmp);
-        *ok = cps >= n->min_len && cps <= n->max_len;
         return rc;
     }
     if (!(t & (JT_NUM | JT_INT)) || !n->has_range)
@@ -177,14 +209,14 @@ static enum st_status lit_fits(struct js_cc *c, int32_t id, struct st_str v, uin
     if (!st_js_parse_dec(v, &d)) {   /* beyond 2^53: in when its side has no bound */
         bool neg = v.ptr[0] == '-';
         if (n->has_range == JS_RANGE_INT)
-            *ok = neg ? n->imin == -JS_INT_OPEN : n->imax == JS_INT_OPEN;
+            *ok = n->mult <= 1 && (neg ? n->imin == -JS_INT_OPEN : n->imax == JS_INT_OPEN);
         else
             *ok = !(n->nflags & (neg ? JS_NR_LO : JS_NR_HI));
         return ST_OK;
     }
     int64_t x = d.neg ? -(int64_t)d.ip : (int64_t)d.ip;
     if (n->has_range == JS_RANGE_INT)
-        *ok = !d.frac && x >= n->imin && x <= n->imax;
+        *ok = !d.frac && x >= n->imin && x <= n->imax && (n->mult <= 1 || d.ip % n->mult == 0);
     else
         *ok = st_js_num_in_range(n, d.neg, (struct js_fx){ d.ip, d.fp }, d.fine);
     return ST_OK;

@@ -343,7 +343,7 @@ describe('tool_choice enforcement: the grammar handed to the sampler', () => {
     assert.match(log, /tool_choice not enforced: no tool named 'nope'/);
     assert.doesNotMatch(log, CONSTRAINED);
     const odd = [{ type: 'function', function: { name: 'get_time', parameters: { type: 'object',
-      properties: { tz: { type: 'string', pattern: '^[A-Z]' } } } } }];
+      properties: { tz: { type: 'string', pattern: '(?=[A-Z])' } } } } }];
     ({ r, log } = await logOf({ messages, tools: odd, tool_choice: 'required' }));
     assert.equal(r.choices[0].message.tool_calls[0].function.name, 'get_time');
     assert.deepEqual(log.match(CONSTRAINED).slice(1, 5), ['hermes', 'optional', '1', '1']);

@@ -9,11 +9,16 @@
  *     string lengths);
  *   - sampled runs on random logits only build valid prefixes, end only on
  *     a complete document, and many complete;
+ *   - pattern / format strings (a vocabulary of their own): the mask
+ *     matches the validator, and every document a random-logits run
+ *     completes decodes to a string POSIX regexec matches with the
+ *     pattern;
  *   - the CPU model runner (tiny synthetic model) generates under a schema:
  *     every text is a valid prefix, complete when it ends with STOP; with
  *     --batch-mtp the tokens are the same as without.
  */
 #include <check.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +163,128 @@ START_TEST(test_engine_schema_runs_stay_valid)
 }
 END_TEST
 
+/* ---- pattern and format strings ---------------------------------------- */
+
+static const char *const pvocab[] = {
+    "<eos>", "\"", "a", "b", "c", "ab", "abc", "-", "\\u002d", "\\u0061", "0", "1", "2", "9",
+    "12", "2024", "-0", "01", "31", "-12-", "\"2024-", "\"a", "b\"", "1\"", " ", "\\", "u00",
+    "\\n", "x", "\"ab-", "\xc3\xa9", "T", "Z", ":", "00:", "2\"",
+};
+#define NPV ((int32_t)(sizeof(pvocab) / sizeof(pvocab[0])))
+
+/* A schema and the POSIX ERE every completed string must match. */
+static const struct { const char *schema, *ere; } pcases[] = {
+    { "{\"type\":\"string\",\"pattern\":\"^[a-c]+-[0-9]{2}$\"}", "^[a-c]+-[0-9]{2}$" },
+    { "{\"type\":\"string\",\"pattern\":\"ab|12\",\"maxLength\":6}", "ab|12" },
+    { "{\"type\":\"string\",\"format\":\"date\"}",
+      "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$" },
+    { "{\"type\":\"string\",\"pattern\":\"^(a|b)*c?$\",\"minLength\":3}", "^(a|b)*c?$" },
+};
+#define NPC ((int)(sizeof(pcases) / sizeof(pcases[0])))
+
+static bool pexpected(const struct st_sampler *s, int32_t id, bool eos_banned)
+{
+    const struct st_json_schema_state *st = &s->jss;
+    if (id == 0)
+        return st_json_schema_complete(st);
+    const char *p = pvocab[id];
+    if (mask_is_ws(p[0]) && (st_json_schema_empty(st) ||
+                        (st_json_schema_complete(st) && !eos_banned)))
+        return false;
+    struct st_json_schema_state j;
+    st_json_schema_state_copy(&j, st);
+    return st_json_schema_feed(&j, p, strlen(p));
+}
+
+/* The JSON string text (quotes included, nothing after but blanks)
+ * decoded to out (UTF-8; the vocabulary spells \u00XX escapes only). */
+static void decode_string(const char *t, size_t n, char *out, size_t cap)
+{
+    size_t i = 0, o = 0;
+    while (i < n && t[i] == ' ')
+        i++;
+    ck_assert(i < n && t[i] == '"');
+    for (i++; i < n && t[i] != '"'; i++) {
+        ck_assert(o + 2 < cap);
+        if (t[i] != '\\') {
+            out[o++] = t[i];
+            continue;
+        }
+        const char *e = strchr("n\nt\tr\rb\bf\f\"\"\\\\//", t[++i]);
+        if (t[i] != 'u') {
+            ck_assert(e && t[i]);
+            out[o++] = e[1];
+            continue;
+        }
+        unsigned v = 0;
+        ck_assert(sscanf(t + i + 1, "%4x", &v) == 1);
+        ck_assert(v < 0x800);   /* the vocabulary spells \u00XX only */
+        if (v >= 0x80) {
+            out[o++] = (char)(0xc0 | v >> 6);
+            v = 0x80 | (v & 0x3f);
+        }
+        out[o++] = (char)v;
+        i += 4;
+    }
+    out[o] = '\0';
+}
+
+START_TEST(test_engine_schema_pattern_runs)
+{
+    char text[4096], str[4096];
+    for (int ci = 0; ci < NPC; ci++) {
+        struct st_json_schema *sc = mask_schema(pcases[ci].schema);
+        regex_t re;
+        ck_assert(regcomp(&re, pcases[ci].ere, REG_EXTENDED | REG_NOSUB) == 0);
+        int ended = 0;
+        for (int run = 0; run < 80; run++) {
+            struct st_gen_params p = mask_params(run % 2 ? 1.0f : 0.0f, (uint64_t)run);
+            p.json_schema = sc;
+            struct st_sampler s;
+            mask_sampler(&s, &p, pvocab, NPV);
+            if (run < 20) {   /* the mask allows exactly what the validator does */
+                char what[48];
+                snprintf(what, sizeof(what), "pattern %d run %d", ci, run);
+                mask_walk_matches(&s, pvocab, NPV, (uint64_t)run * 17 + (uint64_t)ci, 60, 1.0f,
+                                  pexpected, what);
+                st_sampler_fini(&s);
+                continue;
+            }
+            uint64_t rng = (uint64_t)run * 104729 + (uint64_t)ci;
+            size_t len = 0;
+            for (int step = 0; step < 120; step++) {
+                float logits[NPV];
+                for (int32_t t = 0; t < NPV; t++)
+                    logits[t] = (float)(mask_lcg(&rng) % 1000) / 100.0f;
+                logits[0] += 3.0f;
+                logits[1] += 2.0f;   /* the closing quote, so that strings end */
+                struct st_sample_result res;
+                if (st_sampler_sample(&s, logits, NPV, NULL, 0, &res) != ST_OK)
+                    break;
+                st_sampler_accept(&s, res.token);
+                if (res.token == 0) {
+                    decode_string(text, len, str, sizeof(str));
+                    ck_assert_msg(regexec(&re, str, 0, NULL, 0) == 0, "case %d: '%.*s' -> "
+                                  "'%s' does not match %s", ci, (int)len, text, str,
+                                  pcases[ci].ere);
+                    ended++;
+                    break;
+                }
+                size_t n = strlen(pvocab[res.token]);
+                ck_assert(len + n < sizeof(text));
+                memcpy(text + len, pvocab[res.token], n);
+                len += n;
+            }
+            st_sampler_fini(&s);
+        }
+        fprintf(stderr, "pattern case %d: %d of 60 runs completed\n", ci, ended);
+        ck_assert_int_gt(ended, 10);
+        regfree(&re);
+        st_json_schema_unref(sc);
+    }
+}
+END_TEST
+
 /* ---- the engine loop on the tiny model ------------------------------- */
 
 static char dir[256];
@@ -225,6 +352,7 @@ static Suite *engine_schema_suite(void)
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_engine_schema_mask_matches_validator);
     tcase_add_test(t, test_engine_schema_runs_stay_valid);
+    tcase_add_test(t, test_engine_schema_pattern_runs);
     tcase_add_test(t, test_engine_schema_model_generates_valid);
     suite_add_tcase(s, t);
     return s;

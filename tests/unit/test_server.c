@@ -358,10 +358,10 @@ START_TEST(test_server_parse_penalties)
     /* what cannot be enforced is refused (400, naming the keyword), never ignored */
     const char *const schema_bad[][2] = {
         { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\","
-          "\"schema\":{\"type\":\"string\",\"pattern\":\"^a\"}}}", "'pattern'" },
+          "\"schema\":{\"type\":\"string\",\"pattern\":\"(?=a)\"}}}", "'pattern'" },
         { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\","
           "\"schema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\","
-          "\"multipleOf\":2}}}}}", "'multipleOf'" },
+          "\"multipleOf\":0.5}}}}}", "'multipleOf'" },
         { "\"response_format\":{\"type\":\"json_schema\"}", "json_schema'" },
         { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}", "name'" },
         { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a b\"}}",
