@@ -8,8 +8,8 @@
  *    bytes with sane fp16 scales). The integer block sums are exact, so
  *    the tolerance is float rounding only: 1e-5 of sum |w||x|.
  * 3. Every dotw (CPU_NW weight rows per call) is bitwise equal to its
- *    level's dot row by row; the five low-bit types have one at every x86
- *    level, and are also checked on rows with tails (one 32-block, an odd
+ *    level's dot row by row; Q8_0 and the six low-bit types (Q4_0, Q4_1,
+ *    Q5_0, Q5_1, Q2_K, Q3_K) have one at every x86 level, and are also checked on rows with tails (one 32-block, an odd
  *    number of blocks for the 512-bit block pairs, 1 and 5 K super-blocks)
  *    and through cpu_matmul_rows on weight-row ranges that are not whole
  *    CPU_NW groups (dotw for the groups, dot for the rest).
@@ -303,17 +303,26 @@ START_TEST(test_kernels_dotw_bitwise_equal_dot)
 }
 END_TEST
 
-/* The five low-bit types have a dotw entry at every x86 level. */
-static const enum st_dtype lowbit[] = { ST_DTYPE_Q4_1, ST_DTYPE_Q5_0, ST_DTYPE_Q5_1,
-                                        ST_DTYPE_Q2_K, ST_DTYPE_Q3_K };
+/* The types with a dotw entry at every x86 level: Q8_0 and the low-bit
+ * ones (Q4_0 since 2026-11-30). Q8_0 and Q4_0 run the 512-bit block-pair
+ * kernels at avx512-vnni, hence their place in the tail tests too. */
+static const enum st_dtype wtypes[] = { ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_1,
+                                        ST_DTYPE_Q5_0, ST_DTYPE_Q5_1, ST_DTYPE_Q2_K,
+                                        ST_DTYPE_Q3_K };
 
-START_TEST(test_kernels_lowbit_dotw_every_level)
+START_TEST(test_kernels_dotw_every_level)
 {
     for (int isa = CPU_ISA_AVX2; isa < CPU_ISA_COUNT; isa++) {
         const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)isa);
-        for (size_t ti = 0; k && ti < ST_ARRAY_LEN(lowbit); ti++)
-            ck_assert_msg(k->dotw[lowbit[ti]] != NULL, "%s %s: no dotw", k->name,
-                          st_dtype_info(lowbit[ti])->name);
+        for (size_t ti = 0; k && ti < ST_ARRAY_LEN(wtypes); ti++) {
+            int wnx = k->dotw_nx[wtypes[ti]];
+            ck_assert_msg(k->dotw[wtypes[ti]] != NULL, "%s %s: no dotw", k->name,
+                          st_dtype_info(wtypes[ti])->name);
+            ck_assert(wnx == 0 || (wnx >= 2 && wnx <= CPU_NX_MAX));
+        }
+        /* the 512-bit block-pair kernels take 4 decode rows per pass */
+        if (k && isa == CPU_ISA_AVX512)
+            ck_assert_int_eq(k->dotw_nx[ST_DTYPE_Q8_0], 4);
     }
 }
 END_TEST
@@ -338,13 +347,13 @@ static uint8_t *make_acts(enum st_dtype t, int64_t n, int rows, size_t *xs, uint
  * (the 512-bit kernels pair blocks), one and five K super-blocks. Every
  * level's dot and dotw against the scalar reference, and dotw bitwise
  * equal to dot. */
-START_TEST(test_kernels_lowbit_tails)
+START_TEST(test_kernels_dotw_tails)
 {
     static const int64_t lens[] = { 32, 96, 800, 256, 1280 };
     for (int isa = CPU_ISA_AVX2; isa < CPU_ISA_COUNT; isa++) {
         const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)isa);
-        for (size_t ti = 0; k && ti < ST_ARRAY_LEN(lowbit); ti++) {
-            enum st_dtype t = lowbit[ti];
+        for (size_t ti = 0; k && ti < ST_ARRAY_LEN(wtypes); ti++) {
+            enum st_dtype t = wtypes[ti];
             for (size_t li = 0; li < ST_ARRAY_LEN(lens); li++) {
                 int64_t n = lens[li];
                 if (n % st_dtype_info(t)->block_elems)
@@ -384,28 +393,29 @@ START_TEST(test_kernels_lowbit_tails)
 END_TEST
 
 /* cpu_matmul_rows over weight-row ranges that are not whole CPU_NW
- * groups (dotw for the groups, dot for the rest) at decode shapes: each
- * output bitwise equal to the level's dot for that row alone. */
-START_TEST(test_kernels_lowbit_matmul_ragged_rows)
+ * groups (dotw for the groups, dot for the rest) at decode shapes (1-2
+ * activation rows; 3-4 where the level's dotw_nx says so; 5 goes through
+ * dot): each output bitwise equal to the level's dot for that row alone. */
+START_TEST(test_kernels_dotw_matmul_ragged_rows)
 {
-    enum { O = 13 };
+    enum { O = 13, NR = 5 };
     static const int64_t ranges[][2] = { { 0, O }, { 1, 12 }, { 2, 5 }, { 5, 6 } };
     for (int isa = CPU_ISA_AVX2; isa < CPU_ISA_COUNT; isa++) {
         const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)isa);
-        for (size_t ti = 0; k && ti < ST_ARRAY_LEN(lowbit); ti++) {
-            enum st_dtype t = lowbit[ti];
+        for (size_t ti = 0; k && ti < ST_ARRAY_LEN(wtypes); ti++) {
+            enum st_dtype t = wtypes[ti];
             uint64_t s = 6000 + ti;
             size_t xs, ws = st_dtype_row_bytes(t, N);
-            uint8_t *x = make_acts(t, N, 3, &xs, &s), *w = malloc(O * ws);
+            uint8_t *x = make_acts(t, N, NR, &xs, &s), *w = malloc(O * ws);
             for (int o = 0; o < O; o++)
                 rand_row(t, w + (size_t)o * ws, N, &s);
-            for (int nr = 1; nr <= 3; nr++) {
+            for (int nr = 1; nr <= NR; nr++) {
                 for (size_t ri = 0; ri < ST_ARRAY_LEN(ranges); ri++) {
-                    float y[3 * O], want;
-                    for (int i = 0; i < 3 * O; i++)
+                    float y[NR * O], want;
+                    for (int i = 0; i < NR * O; i++)
                         y[i] = -3.0f;
                     cpu_matmul_rows(k, t, w, ws, N, ranges[ri][0], ranges[ri][1], x, xs, nr, y, O);
-                    for (int j = 0; j < 3; j++) {
+                    for (int j = 0; j < NR; j++) {
                         for (int64_t o = 0; o < O; o++) {
                             bool in = j < nr && o >= ranges[ri][0] && o < ranges[ri][1];
                             if (!in) {
@@ -460,9 +470,9 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, test_kernels_extreme_values);
     tcase_add_test(tc, test_kernels_quantizers_bit_exact);
     tcase_add_test(tc, test_kernels_dotw_bitwise_equal_dot);
-    tcase_add_test(tc, test_kernels_lowbit_dotw_every_level);
-    tcase_add_test(tc, test_kernels_lowbit_tails);
-    tcase_add_test(tc, test_kernels_lowbit_matmul_ragged_rows);
+    tcase_add_test(tc, test_kernels_dotw_every_level);
+    tcase_add_test(tc, test_kernels_dotw_tails);
+    tcase_add_test(tc, test_kernels_dotw_matmul_ragged_rows);
     tcase_add_test(tc, test_kernels_dispatch_complete);
     suite_add_tcase(s, tc);
     return s;

@@ -60,6 +60,10 @@ struct cpu_kernels {
     int         nx;                      /* activation rows a call handles best */
     cpu_dot_fn  dot[ST_DTYPE_COUNT_];    /* by weight type; NULL = not at this level */
     cpu_dotw_fn dotw[ST_DTYPE_COUNT_];   /* CPU_NW rows at once; NULL = use dot */
+    /* Activation rows up to which the matmul calls dotw (0 = 2): set where
+     * dotw handles more than 2 rows in one pass (sharing the activation
+     * side across its CPU_NW weight rows) and beats dot there. */
+    unsigned char dotw_nx[ST_DTYPE_COUNT_];
     cpu_quant_fn quant[ST_DTYPE_COUNT_]; /* activation quantizer by dot type; NULL = reference */
 };
 

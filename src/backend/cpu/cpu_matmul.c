@@ -50,7 +50,8 @@ static int64_t pf_rows_few(enum st_dtype t)
     return t == ST_DTYPE_Q8_0 ? 4 : 8;
 }
 
-/* Decode shape (1-2 activation rows): CPU_NW weight rows per call when
+/* Decode shape (1-2 activation rows, up to k->dotw_nx[wtype] where the
+ * dotw kernel takes more in one pass): CPU_NW weight rows per call when
  * the level has a dotw kernel (independent chains, less per-row work). */
 static void rows_few(const struct cpu_kernels *k, enum st_dtype wtype, const char *w,
                      size_t w_stride, int64_t n_in, int64_t o0, int64_t o1, const void *xq,
@@ -78,7 +79,7 @@ void cpu_matmul_rows(const struct cpu_kernels *k, enum st_dtype wtype, const voi
     int64_t tile = (int64_t)(TILE_BYTES / (w_stride ? w_stride : 1));
     int nx = k->nx;
 
-    if (n_rows <= 2 && k->dotw[wtype]) {
+    if (k->dotw[wtype] && n_rows <= (k->dotw_nx[wtype] ? k->dotw_nx[wtype] : 2)) {
         rows_few(k, wtype, w, w_stride, n_in, o0, o1, xq, xq_stride, n_rows, y, ys);
         return;
     }

@@ -147,6 +147,7 @@ static void pick_best(void)
             if (k->dot[t] && best.dot[t] == cpu_kernels_scalar.dot[t]) {
                 best.dot[t] = k->dot[t];
                 best.dotw[t] = k->dotw[t];   /* only with its own level's dot */
+                best.dotw_nx[t] = k->dotw_nx[t];
             }
             if (k->quant[t] && !best.quant[t])
                 best.quant[t] = k->quant[t];
