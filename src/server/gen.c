@@ -92,7 +92,7 @@ static struct st_oai_meta meta_of(const struct st_gen *g)
 /* Prompt tokens count once per prompt, not once per choice. */
 static struct st_oai_usage usage_of(const struct st_gen *g)
 {
-    struct st_oai_usage u = { 0, 0, 0 };
+    struct st_oai_usage u = { 0, 0, 0, 0 };
     for (int32_t i = 0; i < g->n_choices; i++) {
         const struct st_gen_choice *ch = &g->choices[i];
         if (i == 0 || g->choices[i - 1].prompt != ch->prompt) {
@@ -100,6 +100,7 @@ static struct st_oai_usage usage_of(const struct st_gen *g)
             u.cached_tokens += ch->n_cached;
         }
         u.completion_tokens += ch->n_generated;
+        u.reasoning_tokens += st_gen_reply_reasoning_tokens(ch);
     }
     return u;
 }

@@ -397,6 +397,8 @@ struct st_oai_usage {
     int64_t prompt_tokens;
     int64_t completion_tokens;
     int64_t cached_tokens;
+    int64_t reasoning_tokens;    /* of completion_tokens: the replies' reasoning (approximate:
+                                  * docs/API.md "/v1/responses" usage) */
 };
 
 /* Logprobs of one token, as the engine reported it (borrowed). */
@@ -565,7 +567,7 @@ const char *st_cors_allow(const struct st_cors *c, const char *origin, bool *var
 bool st_cors_request_headers_ok(const char *v);
 
 /* What a preflight answers (reply.c). */
-#define ST_CORS_ALLOW_METHODS "GET, POST, OPTIONS"
+#define ST_CORS_ALLOW_METHODS "GET, POST, DELETE, OPTIONS"
 #define ST_CORS_ALLOW_HEADERS "Authorization, Content-Type, X-LlamaSwap-Priority, X-Request-Id"
 #define ST_CORS_EXPOSE_HEADERS "x-request-id, Retry-After"
 #define ST_CORS_MAX_AGE "7200"   /* seconds; Chromium caps it at 2 h */

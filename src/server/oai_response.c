@@ -7,7 +7,8 @@
  * completion chunk {"id":"cmpl-..","object":"text_completion","created":T,"model":"m",
  *                   "choices":[{"index":0,"text":"Hi","logprobs":null,"finish_reason":null}]}
  * usage chunk      {...,"choices":[],"usage":{"prompt_tokens":..,"completion_tokens":..,
- *                   "total_tokens":..}}
+ *                   "total_tokens":..,"prompt_tokens_details":{"cached_tokens":..},
+ *                   "completion_tokens_details":{"reasoning_tokens":..}}}
  * bodies           "chat.completion" with choices[].message, "text_completion" with
  *                   choices[].text; both with "usage".
  * logprobs         chat: {"content":[{"token","logprob","bytes","top_logprobs":[..]}]}
@@ -428,10 +429,11 @@ static enum st_status usage_obj(struct st_buf *out, const struct st_oai_usage *u
     return st_buf_printf(out,
                          "{\"prompt_tokens\":%lld,\"completion_tokens\":%lld,"
                          "\"total_tokens\":%lld,\"prompt_tokens_details\":"
-                         "{\"cached_tokens\":%lld}}",
+                         "{\"cached_tokens\":%lld},\"completion_tokens_details\":"
+                         "{\"reasoning_tokens\":%lld}}",
                          (long long)u->prompt_tokens, (long long)u->completion_tokens,
                          (long long)(u->prompt_tokens + u->completion_tokens),
-                         (long long)u->cached_tokens);
+                         (long long)u->cached_tokens, (long long)u->reasoning_tokens);
 }
 
 /* ],"usage":{..}} closing the choices and the whole object. */

@@ -90,7 +90,7 @@ test('stream_options.include_usage: usage null on chunks, then one usage chunk w
   const chunks = ev.slice(0, -1).map((e) => JSON.parse(e.data));
   const last = chunks.at(-1);
   assert.deepEqual(last.choices, []);
-  assert.deepEqual(last.usage, { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6, prompt_tokens_details: { cached_tokens: 0 } });
+  assert.deepEqual(last.usage, { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } });
   for (const c of chunks.slice(0, -1)) assert.equal(c.usage, null);
   assert.equal(chunks.at(-2).choices[0].finish_reason, 'length');
 });

@@ -48,6 +48,8 @@ describe('thinking budget on a real model', () => {
     // 1 opening + 3 reasoning + 3 forced ("\n", "</think>", "\n\n") + 5 answer tokens
     assert.equal(m.content, T.repeat(5));
     assert.equal(r.usage.completion_tokens, 12);
+    // the 3 reasoning tokens (the tags and the forced blanks are not counted: docs/API.md)
+    assert.equal(r.usage.completion_tokens_details.reasoning_tokens, 3);
     assert.equal(r.choices[0].finish_reason, 'length');
   });
 

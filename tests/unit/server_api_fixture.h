@@ -82,7 +82,7 @@ static inline struct st_gen *api_gen(bool stream, struct st_gen_shape *shape, co
  * reasoning tokens), parsed; owned. */
 static inline cJSON *api_body_of(struct st_gen *g, const struct st_oai_choice *c)
 {
-    struct st_oai_usage u = { 12, 7, 4 };
+    struct st_oai_usage u = { 12, 7, 4, 0 };
     struct st_buf b;
     st_buf_init(&b);
     ck_assert_int_eq(g->resp->body(&b, g, c, &u, 3), ST_OK);
@@ -151,7 +151,7 @@ static inline struct st_gen *api_run_stream(struct st_gen *g, const char *text,
     ch->finish = finish;
     ch->ended = true;
     st_gen_reply_end(c, g, ch);
-    struct st_oai_usage u = { 5, (int64_t)strlen(text), 0 };
+    struct st_oai_usage u = { 5, (int64_t)strlen(text), 0, 0 };
     g->resp->stream_end(g, ch, err, &u);
     ck_assert(!g->broken);
     return g;

@@ -535,7 +535,7 @@ START_TEST(test_server_chunks_usage_and_completions)
     ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "usage")));
     cJSON_Delete(j);
     st_buf_reset(&b);
-    struct st_oai_usage u = { 7, 3, 2 };
+    struct st_oai_usage u = { 7, 3, 2, 1 };
     ck_assert_int_eq(st_oai_chunk_usage(&b, &m, &u), ST_OK);
     j = json_of(&b);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "choices")), 0);
@@ -543,6 +543,10 @@ START_TEST(test_server_chunks_usage_and_completions)
     ck_assert_int_eq(cJSON_GetObjectItem(us, "prompt_tokens")->valueint, 7);
     ck_assert_int_eq(cJSON_GetObjectItem(us, "completion_tokens")->valueint, 3);
     ck_assert_int_eq(cJSON_GetObjectItem(us, "total_tokens")->valueint, 10);
+    ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(us, "prompt_tokens_details"),
+                                         "cached_tokens")->valueint, 2);
+    ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(us, "completion_tokens_details"),
+                                         "reasoning_tokens")->valueint, 1);
     cJSON_Delete(j);
 
     struct st_oai_meta cm = { ST_OAI_COMPLETION, "cmpl-y", "m", 1, false };
@@ -568,7 +572,7 @@ START_TEST(test_server_logprobs_shapes)
     ck_assert_int_eq(st_oai_lp_acc_add(&acc, ST_OAI_CHAT, &lp), ST_OK);
     struct st_oai_choice ch = { .index = 0, .text = "abab", .text_len = 4,
                                 .finish = ST_FINISH_STOP, .lp = &acc };
-    struct st_oai_usage u = { 1, 2, 0 };
+    struct st_oai_usage u = { 1, 2, 0, 0 };
     struct st_buf b;
     st_buf_init(&b);
     ck_assert_int_eq(st_oai_body(&b, &chat_meta, &ch, 1, &u), ST_OK);

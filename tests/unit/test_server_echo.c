@@ -163,7 +163,7 @@ START_TEST(test_server_echo_vllm_prompt_logprobs)
     struct st_oai_choice ch = { .index = 0, .text = "a b", .text_len = 3,
                                 .finish = ST_FINISH_LENGTH, .prompt_logprobs = pl.data,
                                 .prompt_logprobs_len = pl.len };
-    struct st_oai_usage u = { 2, 0, 0 };
+    struct st_oai_usage u = { 2, 0, 0, 0 };
     for (int kind = 0; kind < 2; kind++) {
         struct st_oai_meta m = { kind ? ST_OAI_CHAT : ST_OAI_COMPLETION, "id", "m", 1, false };
         struct st_buf b;

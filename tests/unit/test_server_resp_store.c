@@ -351,7 +351,7 @@ START_TEST(test_server_resp_store_reply_kept)
     /* non-stream: the body and the stored object are the same text */
     struct st_gen *g = stored_gen(s, false, "resp_body");
     struct st_oai_choice c = { .text = "Hello.", .text_len = 6, .finish = ST_FINISH_STOP };
-    struct st_oai_usage u = { 3, 2, 0 };
+    struct st_oai_usage u = { 3, 2, 0, 0 };
     struct st_buf b;
     st_buf_init(&b);
     ck_assert_int_eq(st_resp_body(&b, g, &c, &u, 0), ST_OK);

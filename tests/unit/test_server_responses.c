@@ -351,7 +351,7 @@ START_TEST(test_server_responses_body)
     struct st_oai_choice c = { .text = "Checking.", .text_len = 9, .finish = ST_FINISH_STOP,
                                .parsed = true, .reasoning = "plan", .reasoning_len = 4,
                                .tool_calls = calls, .tool_calls_len = strlen(calls) };
-    struct st_oai_usage u = { 10, 20, 4 };
+    struct st_oai_usage u = { 10, 20, 4, 0 };
     struct st_buf b;
     st_buf_init(&b);
     ck_assert_int_eq(st_resp_body(&b, g, &c, &u, 3), ST_OK);

@@ -98,7 +98,7 @@ START_TEST(test_server_tools_body_and_deltas)
     static const char calls[] =
         "[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\","
         "\"arguments\":\"{}\"}}]";
-    struct st_oai_usage u = { 1, 2, 0 };
+    struct st_oai_usage u = { 1, 2, 0, 0 };
     struct st_oai_choice ch = { .index = 0, .text = "", .text_len = 0, .finish = ST_FINISH_STOP,
                                 .parsed = true, .content_null = true, .tool_calls = calls,
                                 .tool_calls_len = strlen(calls), .finish_reason = "tool_calls" };
