@@ -14,8 +14,12 @@
  * When the response is to be stored, the same list (this request's string
  * input as one {type:"message", role:"user", content:[{type:"input_text",
  * text}]} item) is what its entry keeps as "input", every item given an
- * "id" when it had none (msg_..., fc_..., fco_..., rs_..., item_...), so
- * GET /v1/responses/{id}/input_items can page by id.
+ * "id" when it had none (msg_..., fc_..., fco_..., rs_..., item_...) or
+ * when an earlier item has the same one, so GET
+ * /v1/responses/{id}/input_items can page by id, and every message in
+ * OpenAI's item shape: "type":"message", a string content as one
+ * input_text part (output_text for the assistant's). The translation
+ * reads that shape as the same message.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,11 +52,52 @@ static const char *id_prefix(const cJSON *item)
     return "item_";
 }
 
-/* Every object item without a string "id" gets one. */
+/* [{type, text}]: a text as a one-part content list. */
+static cJSON *text_parts(const char *type, const char *text)
+{
+    cJSON *parts = cJSON_CreateArray();
+    cJSON *p = cJSON_CreateObject();
+    if (!parts || !p || !cJSON_AddItemToArray(parts, p)) {
+        cJSON_Delete(parts);
+        cJSON_Delete(p);
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(p, "type", type) || !cJSON_AddStringToObject(p, "text", text)) {
+        cJSON_Delete(parts);
+        return NULL;
+    }
+    return parts;
+}
+
+/* A message item (type "message" or none) in OpenAI's item shape, as
+ * input_items lists it: "type":"message" and a content list. */
+static bool message_shape(cJSON *it)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(it, "type");
+    if (t && !(cJSON_IsString(t) && strcmp(t->valuestring, "message") == 0))
+        return true;
+    if (!t && !cJSON_AddStringToObject(it, "type", "message"))
+        return false;
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(it, "content");
+    if (!cJSON_IsString(c))
+        return true;
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(it, "role");
+    bool out = cJSON_IsString(role) && strcmp(role->valuestring, "assistant") == 0;
+    cJSON *parts = text_parts(out ? "output_text" : "input_text", c->valuestring);
+    if (parts && cJSON_ReplaceItemInObjectCaseSensitive(it, "content", parts))
+        return true;
+    cJSON_Delete(parts);
+    return false;
+}
+
+/* Every object item without a string "id" gets one; messages get their
+ * item shape. */
 static bool give_ids(cJSON *items)
 {
     cJSON *it;
     cJSON_ArrayForEach(it, items) {
+        if (cJSON_IsObject(it) && !message_shape(it))
+            return false;
         if (!cJSON_IsObject(it) || cJSON_IsString(cJSON_GetObjectItemCaseSensitive(it, "id")))
             continue;
         char id[40];
@@ -64,22 +109,69 @@ static bool give_ids(cJSON *items)
     return true;
 }
 
+struct id_at {
+    const char *id;
+    size_t i;   /* the item's position */
+};
+
+static int by_id(const void *a, const void *b)
+{
+    const struct id_at *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* One id, one item: a client may send an id twice (or an item of the
+ * previous response again), which would make input_items' 'after'
+ * ambiguous and let a pager start over for ever. Every repeat but the
+ * first gets a new id (in the stored copy: ids do not reach the prompt). */
+static bool unique_ids(cJSON *items)
+{
+    size_t n = (size_t)cJSON_GetArraySize(items), k = 0, i = 0;
+    if (n < 2)
+        return true;
+    struct id_at *v = calloc(n, sizeof(*v));
+    cJSON **its = calloc(n, sizeof(*its));
+    bool ok = v && its;
+    cJSON *it;
+    cJSON *list = ok ? items : NULL;
+    cJSON_ArrayForEach(it, list) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+        its[i] = it;
+        if (cJSON_IsObject(it) && cJSON_IsString(id))
+            v[k++] = (struct id_at){ id->valuestring, i };
+        i++;
+    }
+    if (k > 1)
+        qsort(v, k, sizeof(*v), by_id);
+    for (size_t j = 1, run = 0; ok && j < k; j++) {
+        if (strcmp(v[j].id, v[run].id) != 0) {
+            run = j;   /* v[run] keeps its id: the comparisons read it, never a replaced one */
+            continue;
+        }
+        char id[40];
+        new_id(id, sizeof(id), id_prefix(its[v[j].i]));
+        cJSON *str = cJSON_CreateString(id);
+        ok = str && cJSON_ReplaceItemInObjectCaseSensitive(its[v[j].i], "id", str);
+        if (!ok)
+            cJSON_Delete(str);
+    }
+    free(v);
+    free(its);
+    return ok;
+}
+
 /* A string input as the message item it means. */
 static cJSON *string_item(const char *text)
 {
     cJSON *m = cJSON_CreateObject();
-    cJSON *parts = NULL, *p = NULL;
-    bool ok = m && cJSON_AddStringToObject(m, "type", "message") &&
+    cJSON *parts = text_parts("input_text", text);
+    bool ok = m && parts && cJSON_AddStringToObject(m, "type", "message") &&
               cJSON_AddStringToObject(m, "role", "user") &&
-              (parts = cJSON_AddArrayToObject(m, "content")) != NULL &&
-              (p = cJSON_CreateObject()) != NULL;
-    if (ok && !cJSON_AddItemToArray(parts, p)) {
-        cJSON_Delete(p);
-        ok = false;
-    }
-    ok = ok && cJSON_AddStringToObject(p, "type", "input_text") &&
-         cJSON_AddStringToObject(p, "text", text);
+              cJSON_AddItemToObject(m, "content", parts);
     if (!ok) {
+        if (!m || !cJSON_GetObjectItemCaseSensitive(m, "content"))
+            cJSON_Delete(parts);
         cJSON_Delete(m);
         return NULL;
     }
@@ -174,7 +266,8 @@ static enum st_status expand(const cJSON *root, struct st_resp_store *store, con
     enum st_status rc = prev ? append_previous(all, store, prev, e) : ST_OK;
     if (rc == ST_OK && in)
         rc = append_input(all, in, e);
-    cJSON_DeleteItemFromObjectCaseSensitive(x, "input");
+    while (cJSON_GetObjectItemCaseSensitive(x, "input"))   /* every one: a repeated key */
+        cJSON_DeleteItemFromObjectCaseSensitive(x, "input");
     if (rc == ST_OK && !cJSON_AddItemToObject(x, "input", all))
         rc = st_tr_nomem(e);
     else if (rc != ST_OK)
@@ -204,7 +297,7 @@ enum st_status st_resp_chain(const cJSON *root, struct st_resp_store *store, boo
     rc = expand(root, store, prev, expanded, e);
     if (rc == ST_OK && *do_store) {
         cJSON *all = cJSON_GetObjectItemCaseSensitive(*expanded, "input");
-        char *p = give_ids(all) ? cJSON_PrintUnformatted(all) : NULL;
+        char *p = give_ids(all) && unique_ids(all) ? cJSON_PrintUnformatted(all) : NULL;
         *items = p ? st_str_dup(st_str_c(p)) : NULL;
         cJSON_free(p);
         if (!*items)

@@ -64,6 +64,7 @@ struct st_resp {
     struct st_buf items;       /* finished items, comma-separated JSON */
     struct st_resp_store *store;   /* one reference; NULL: not stored */
     char *input;               /* owned: the input items to store (JSON array) */
+    char id_prefix[24];        /* shape.id_prefix: "resp_<16 random hex>_" */
 };
 
 static void resp_free(void *ctx)
@@ -91,10 +92,20 @@ struct st_gen_shape *st_resp_new(char *echo)
     st_buf_init(&r->name);
     st_buf_init(&r->text);
     st_buf_init(&r->items);
+    /* The id is the store's key and all a GET or DELETE needs: its own 64
+     * random bits, before the request id (which a client may choose, and
+     * which /api/activity and the logs show), so ids neither collide nor
+     * follow from a request id. 5 + 17 + 40 bytes fit g->id. */
+    unsigned char b[8];
+    st_random_id_bytes(b, sizeof(b));
+    int n = snprintf(r->id_prefix, sizeof(r->id_prefix), "resp_");
+    for (size_t i = 0; i < sizeof(b); i++)
+        n += snprintf(r->id_prefix + n, sizeof(r->id_prefix) - (size_t)n, "%02x", b[i]);
+    snprintf(r->id_prefix + n, sizeof(r->id_prefix) - (size_t)n, "_");
     r->shape = (struct st_gen_shape){ .stream_delta = st_resp_stream_delta,
                                       .stream_end = st_resp_stream_end,
                                       .body = st_resp_body, .free = resp_free, .ctx = r,
-                                      .id_prefix = "resp_", .messages_param = "input" };
+                                      .id_prefix = r->id_prefix, .messages_param = "input" };
     return &r->shape;
 }
 
@@ -570,13 +581,24 @@ static enum st_status add_item(struct st_buf *items, int32_t *n, enum item_kind 
 struct calls_out {
     struct st_buf *items;
     int32_t *n;
-    const char *status;
+    const char *status;   /* the last call's; the others completed */
+    int32_t left;         /* calls still to come */
 };
 
 static enum st_status add_call(void *ctx, const char *id, const char *name, const char *args)
 {
     struct calls_out *co = ctx;
-    return add_item(co->items, co->n, ITEM_CALL, id, name, args, strlen(args), co->status);
+    const char *status = --co->left > 0 ? "completed" : co->status;
+    return add_item(co->items, co->n, ITEM_CALL, id, name, args, strlen(args), status);
+}
+
+static enum st_status count_call(void *ctx, const char *id, const char *name, const char *args)
+{
+    (void)id;
+    (void)name;
+    (void)args;
+    ++*(int32_t *)ctx;
+    return ST_OK;
 }
 
 /* The chat tool_calls array (our own JSON, gen_reply.c) as function_call items. */
@@ -584,7 +606,8 @@ static enum st_status add_calls(struct st_buf *items, int32_t *n, const char *ca
                                 const char *status)
 {
     struct calls_out co = { .items = items, .n = n, .status = status };
-    return st_tr_each_call(calls, len, add_call, &co);
+    enum st_status rc = st_tr_each_call(calls, len, count_call, &co.left);
+    return rc == ST_OK ? st_tr_each_call(calls, len, add_call, &co) : rc;
 }
 
 enum st_status st_resp_body(struct st_buf *out, const struct st_gen *g,
@@ -597,12 +620,18 @@ enum st_status st_resp_body(struct st_buf *out, const struct st_gen *g,
     st_buf_init(&items);
     int32_t n = 0;
     enum st_status rc = ST_OK;
+    /* a cut reply: only what was being written when it was cut is
+     * incomplete (and the empty message after cut reasoning), as the
+     * stream has it: an item is complete once the next one began */
+    bool calls = c->parsed && c->tool_calls;
+    bool message = c->text_len > 0 || !calls;
     if (c->parsed && c->reasoning)
         rc = add_item(&items, &n, ITEM_REASONING, NULL, NULL, c->reasoning, c->reasoning_len,
-                      status);
-    if (rc == ST_OK && (c->text_len > 0 || !(c->parsed && c->tool_calls)))
-        rc = add_item(&items, &n, ITEM_MESSAGE, NULL, NULL, c->text, c->text_len, status);
-    if (rc == ST_OK && c->parsed && c->tool_calls)
+                      c->text_len > 0 || calls ? "completed" : status);
+    if (rc == ST_OK && message)
+        rc = add_item(&items, &n, ITEM_MESSAGE, NULL, NULL, c->text, c->text_len,
+                      calls ? "completed" : status);
+    if (rc == ST_OK && calls)
         rc = add_calls(&items, &n, c->tool_calls, c->tool_calls_len, status);
     struct obj_args a = { .status = status, .items = buf_s(&items), .items_len = items.len,
                           .u = u, .reasoning_tokens = reasoning_tokens };

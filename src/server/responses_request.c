@@ -307,6 +307,10 @@ static enum st_status build_messages(const cJSON *root, cJSON *chat, struct st_a
     enum st_status rc = st_tr_each(in, input_item, msgs, e);
     if (rc != ST_OK)
         return rc;
+    /* a reasoning item last has no turn to join: nothing to render */
+    cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
+    if (last && is_reasoning_alone(last))
+        cJSON_DeleteItemFromArray(msgs, cJSON_GetArraySize(msgs) - 1);
     bool answerable = false;
     const cJSON *m;
     cJSON_ArrayForEach(m, msgs)

@@ -28,12 +28,14 @@ describe('default: any origin (*), with an API key', () => {
 
   test('preflight: 204 with the CORS headers, no key needed, not counted', async () => {
     const before = await responses(srv);
-    for (const path of ['/v1/chat/completions', '/v1/models', '/v1/models/default', '/health']) {
+    for (const path of ['/v1/chat/completions', '/v1/models', '/v1/models/default', '/health',
+      '/v1/responses/resp_x']) {
       const r = await preflight(srv, path, APP, 'authorization, content-type, x-llamaswap-priority');
       assert.equal(r.status, 204, path);
       assert.equal(await r.text(), '');
       assert.equal(r.headers.get('access-control-allow-origin'), '*');
-      assert.equal(r.headers.get('access-control-allow-methods'), 'GET, POST, OPTIONS');
+      // DELETE /v1/responses/{id} from a page needs DELETE here
+      assert.equal(r.headers.get('access-control-allow-methods'), 'GET, POST, DELETE, OPTIONS');
       assert.equal(r.headers.get('access-control-allow-headers'), 'authorization, content-type, x-llamaswap-priority');
       assert.ok(Number(r.headers.get('access-control-max-age')) > 0);
       assert.equal(r.headers.get('vary'), null);

@@ -167,7 +167,7 @@ describe('the sim writes reasoning, a message and a call', () => {
     await checkPriority(srv, async (headers, extra) => {
       const r = await postJSON(srv, '/v1/responses', { input: 'x', max_output_tokens: 1, ...extra }, headers);
       assert.equal(r.status, 200);
-      assert.equal(r.json.id, `resp_${headers['x-request-id']}`);
+      assert.match(r.json.id, new RegExp(`^resp_[0-9a-f]{16}_${headers['x-request-id']}$`));
     }, ['resp-prio-h', 'resp-prio-b']);
   });
 });

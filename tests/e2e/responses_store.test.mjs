@@ -126,9 +126,13 @@ describe('stored responses (default budget)', () => {
     assert.equal(asc.json.object, 'list');
     assert.equal(asc.json.has_more, false);
     assert.equal(asc.json.data.length, 3);
-    assert.equal(asc.json.data[0].content, 'one');
-    assert.equal(asc.json.data[2].content, 'three');
-    for (const it of asc.json.data) assert.match(it.id, /^msg_/);
+    // in OpenAI's item shape, whatever shape was sent: type message, a content list
+    assert.deepEqual(asc.json.data[0].content, [{ type: 'input_text', text: 'one' }]);
+    assert.deepEqual(asc.json.data[2].content, [{ type: 'input_text', text: 'three' }]);
+    for (const it of asc.json.data) {
+      assert.match(it.id, /^msg_/);
+      assert.equal(it.type, 'message');
+    }
     assert.equal(asc.json.first_id, asc.json.data[0].id);
     assert.equal(asc.json.last_id, asc.json.data[2].id);
     const desc = await getJSON(srv, `/v1/responses/${r1.id}/input_items?limit=2`);
@@ -173,6 +177,22 @@ describe('stored responses (default budget)', () => {
       previous_response_id: done.id });
     assert.equal(chained.previous_response_id, done.id);
     assert.equal((await getJSON(srv, `/v1/responses/${chained.id}`)).status, 404);
+  });
+
+  test('two requests with one X-Request-Id keep two responses; the id is not the request id', async () => {
+    const h = { 'x-request-id': 'same-client-id' };
+    const a = await postJSON(srv, '/v1/responses', { model: 'default', input: 'first' }, h);
+    const b = await postJSON(srv, '/v1/responses', { model: 'default', input: 'second' }, h);
+    assert.equal(a.status, 200, a.text);
+    assert.equal(b.status, 200, b.text);
+    assert.equal(a.headers.get('x-request-id'), 'same-client-id');
+    assert.notEqual(a.json.id, b.json.id);
+    // another client that learns a request id (logs, /api/activity) cannot name the response
+    assert.notEqual(a.json.id, 'resp_same-client-id');
+    assert.match(a.json.id, /^resp_[0-9a-f]{16}_same-client-id$/);
+    const items = await getJSON(srv, `/v1/responses/${a.json.id}/input_items`);
+    assert.equal(items.status, 200, items.text);
+    assert.deepEqual(items.json.data[0].content, [{ type: 'input_text', text: 'first' }]);
   });
 
   test('/metrics counts the stored responses', async () => {

@@ -5,8 +5,13 @@
  * Besides "no crash, no leak, no UB" it checks the contract: a rejected
  * body is a 400 with a message whose param and text name Responses fields
  * (never the chat fields max_tokens / response_format it was translated
- * to); an accepted one is a one-choice chat request whose messages, tools
- * and echoed fields are JSON that parses.
+ * to), or a 404 on an unknown previous_response_id; an accepted one is a
+ * one-choice chat request whose messages, tools and echoed fields are JSON
+ * that parses. The body is parsed against a response store
+ * (responses_chain.c) that holds one response, "resp_fuzz" (the seed
+ * corpus/responses/chained names it), so previous_response_id expands a
+ * stored conversation and 'store' keeps the input items: a JSON array
+ * whose every item has a string "id".
  */
 #include <cjson/cJSON.h>
 #include <stdint.h>
@@ -16,6 +21,7 @@
 
 #include "fuzz_json.h"
 #include "internal.h"
+#include "responses_store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,15 +46,52 @@ static void check_echo(const char *echo)
     free(w);
 }
 
+/* The stored input items: a JSON array of objects, each with a string "id". */
+static void check_items(const char *items)
+{
+    cJSON *a = cJSON_Parse(items);
+    if (!cJSON_IsArray(a))
+        abort();
+    const cJSON *it;
+    cJSON_ArrayForEach(it, a) {
+        if (cJSON_IsObject(it) && !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(it, "id")))
+            abort();
+    }
+    cJSON_Delete(a);
+}
+
+/* One stored response (a user turn, reasoning, a call) for chains to expand. */
+static struct st_resp_store *fuzz_store(void)
+{
+    static struct st_resp_store *s;
+    static const char in[] =
+        "[{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":"
+        "\"input_text\",\"text\":\"weather?\"}]}]";
+    static const char out[] =
+        "[{\"id\":\"rs_1\",\"type\":\"reasoning\",\"summary\":[],\"content\":[{\"type\":"
+        "\"reasoning_text\",\"text\":\"plan\"}],\"status\":\"completed\"},{\"id\":\"fc_1\","
+        "\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"get_weather\","
+        "\"arguments\":\"{}\",\"status\":\"completed\"}]";
+    if (!s && (st_resp_store_new((size_t)1 << 20, &s) != ST_OK ||
+               st_resp_store_put(s, "resp_fuzz", in, strlen(in), out, strlen(out), ST_LIT("{}")) !=
+                   ST_OK))
+        abort();
+    return s;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct st_oai_request r;
     struct st_api_error e;
-    char *echo = NULL;
+    struct st_resp_parsed rp;
     memset(&e, 0, sizeof(e));
-    enum st_status rc = st_resp_parse((const char *)data, size, &r, &echo, &e);
+    enum st_status rc = st_resp_parse_stored((const char *)data, size, fuzz_store(), &r, &rp, &e);
+    char *echo = rp.echo;
     if (rc != ST_OK) {
-        if (echo || e.message[0] == '\0' || (rc != ST_ERR_NOMEM && st_api_error_http(&e) != 400))
+        bool unknown_prev = st_api_error_http(&e) == 404 &&
+                            strcmp(e.param, "previous_response_id") == 0;
+        if (echo || rp.input || e.message[0] == '\0' ||
+            (rc != ST_ERR_NOMEM && st_api_error_http(&e) != 400 && !unknown_prev))
             abort();
         if (strstr(e.param, "max_tokens") || strstr(e.param, "response_format") ||
             strstr(e.param, "messages"))
@@ -59,7 +102,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         fuzz_check_request_json(&r);
         check_echo(echo);
-        free(echo);
+        if (rp.store != (rp.input != NULL))
+            abort();
+        if (rp.input)
+            check_items(rp.input);
+        st_resp_parsed_fini(&rp);
     }
     st_oai_request_fini(&r);
     return 0;

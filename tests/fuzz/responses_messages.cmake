@@ -4,8 +4,9 @@
 # both translated onto the chat parser through translate.c. clang,
 # -DSTRATA_FUZZ=ON; built like fuzz_oai_request (server.cmake): the parser
 # sources compiled in with coverage, src/engine/request.c for the parameter
-# defaults. ctest runs each ~20 s from its committed seeds (corpus/responses,
-# corpus/messages; label fuzz).
+# defaults; the Responses target also the store and previous_response_id
+# (responses_chain.c, responses_store.c). ctest runs each ~20 s from its
+# committed seeds (corpus/responses, corpus/messages; label fuzz).
 if(STRATA_FUZZ AND STRATA_SERVER)
     set(ST_SRV ${PROJECT_SOURCE_DIR}/src/server)
     foreach(api responses messages)
@@ -16,12 +17,16 @@ if(STRATA_FUZZ AND STRATA_SERVER)
                        ${ST_SRV}/oai_sampling.c ${ST_SRV}/oai_tools.c
                        ${ST_SRV}/errors.c ${ST_SRV}/json_out.c ${ST_SRV}/auth.c
                        ${ST_SRV}/random_id.c ${PROJECT_SOURCE_DIR}/src/engine/request.c)
+        if(api STREQUAL "responses")
+            target_sources(${target} PRIVATE ${ST_SRV}/responses_chain.c
+                           ${ST_SRV}/responses_store.c)
+        endif()
         target_include_directories(${target} PRIVATE ${ST_SRV} ${PROJECT_SOURCE_DIR}/src/engine)
         target_compile_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined
                                -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
         target_link_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)
         target_link_libraries(${target} PRIVATE st_sched st_text st_util PkgConfig::CJSON
-                              st_warnings)
+                              Threads::Threads st_warnings)
         set(scratch ${CMAKE_CURRENT_BINARY_DIR}/fuzz_${api}_corpus)
         file(MAKE_DIRECTORY ${scratch})
         add_test(NAME ${target}

@@ -3,9 +3,11 @@
  * by bytes, an entry over the budget, many threads at once, the last
  * reference freeing everything: run under ASan), a body's store and
  * previous_response_id against it (the expanded conversation, 404 for an
- * unknown id, no instructions carried over), and a finished response
- * put into the store by its renderer (non-stream and stream; a failed
- * stream is not kept), plus the GET / DELETE routes. */
+ * unknown id, no instructions carried over, a repeated "input" key, the
+ * stored items in OpenAI's item shape), and a finished response put into
+ * the store by its renderer (non-stream and stream; a failed stream is not
+ * kept; a cut reply keeps the same item statuses either way), plus the
+ * GET / DELETE routes. */
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -307,6 +309,66 @@ START_TEST(test_server_resp_store_previous_response)
 }
 END_TEST
 
+/* A body that repeats "input" (JSON allows it; the first counts, as
+ * everywhere in the parser): the expanded conversation replaces every
+ * "input", so the chain is what is translated and what is stored. */
+START_TEST(test_server_resp_store_repeated_input_key)
+{
+    struct st_resp_store *s = store_of(1 << 20);
+    put(s, "resp_prev", prev_input, prev_output, "{}");
+    struct st_oai_request oq;
+    struct st_resp_parsed rp;
+    struct st_api_error e;
+    ck_assert_int_eq(parse_with(s, "{\"input\":\"second question\",\"input\":\"other\","
+                                   "\"previous_response_id\":\"resp_prev\"}", &oq, &rp, &e),
+                     ST_OK);
+    cJSON *m = cJSON_Parse(oq.messages_json);
+    ck_assert_int_eq(cJSON_GetArraySize(m), 3);
+    ck_assert_str_eq(str_at(cJSON_GetArrayItem(m, 0), "content"), "first question");
+    ck_assert_str_eq(str_at(cJSON_GetArrayItem(m, 2), "content"), "second question");
+    cJSON_Delete(m);
+    cJSON *items = cJSON_Parse(rp.input);
+    ck_assert(cJSON_IsArray(items));
+    ck_assert_int_eq(cJSON_GetArraySize(items), 4);
+    cJSON_Delete(items);
+    st_resp_parsed_fini(&rp);
+    st_oai_request_fini(&oq);
+    st_resp_store_unref(s);
+}
+END_TEST
+
+/* Items the client sent with one id twice: the stored copies get distinct
+ * ids (the first keeps its own), so input_items' 'after' names one item
+ * and a pager cannot start over. */
+START_TEST(test_server_resp_store_repeated_item_ids)
+{
+    struct st_resp_store *s = store_of(1 << 20);
+    put(s, "resp_prev", prev_input, prev_output, "{}");
+    struct st_oai_request oq;
+    struct st_resp_parsed rp;
+    struct st_api_error e;
+    ck_assert_int_eq(parse_with(s, "{\"previous_response_id\":\"resp_prev\",\"input\":["
+                                   "{\"id\":\"msg_x\",\"role\":\"user\",\"content\":\"a\"},"
+                                   "{\"id\":\"msg_x\",\"role\":\"assistant\",\"content\":\"b\"},"
+                                   "{\"id\":\"msg_u1\",\"role\":\"user\",\"content\":\"c\"}]}",
+                                &oq, &rp, &e), ST_OK);
+    cJSON *items = cJSON_Parse(rp.input);
+    int n = cJSON_GetArraySize(items);
+    ck_assert_int_eq(n, 6);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            ck_assert_str_ne(str_at(cJSON_GetArrayItem(items, i), "id"),
+                             str_at(cJSON_GetArrayItem(items, j), "id"));
+    ck_assert_str_eq(str_at(cJSON_GetArrayItem(items, 0), "id"), "msg_u1");   /* stored first */
+    ck_assert_str_eq(str_at(cJSON_GetArrayItem(items, 3), "id"), "msg_x");
+    ck_assert(strncmp(str_at(cJSON_GetArrayItem(items, 4), "id"), "msg_", 4) == 0);
+    cJSON_Delete(items);
+    st_resp_parsed_fini(&rp);
+    st_oai_request_fini(&oq);
+    st_resp_store_unref(s);
+}
+END_TEST
+
 START_TEST(test_server_resp_store_store_flag)
 {
     struct st_resp_store *s = store_of(1 << 20);
@@ -323,8 +385,17 @@ START_TEST(test_server_resp_store_store_flag)
             bool want = !off && i > 0;
             ck_assert_int_eq(rp.store, want);
             ck_assert(want ? rp.input != NULL : rp.input == NULL);
-            if (want)
+            if (want) {
                 ck_assert_ptr_nonnull(strstr(rp.input, "\"id\":\"msg_"));
+                /* OpenAI's item shape, also for {role, content: "hi"} */
+                cJSON *its = cJSON_Parse(rp.input);
+                const cJSON *m0 = cJSON_GetArrayItem(its, 0);
+                ck_assert_str_eq(str_at(m0, "type"), "message");
+                const cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(m0, "content"), 0);
+                ck_assert_str_eq(str_at(p0, "type"), "input_text");
+                ck_assert_str_eq(str_at(p0, "text"), "hi");
+                cJSON_Delete(its);
+            }
             cJSON *o = echo_of(&rp);
             ck_assert_int_eq(cJSON_IsTrue(cJSON_GetObjectItem(o, "store")), want);
             ck_assert(cJSON_IsNull(cJSON_GetObjectItem(o, "previous_response_id")));
@@ -401,6 +472,65 @@ START_TEST(test_server_resp_store_reply_kept)
 }
 END_TEST
 
+/* The statuses of the stored output items of 'id', comma-joined. */
+static void stored_statuses(struct st_resp_store *s, const char *id, char *out, size_t cap)
+{
+    char *items_text = NULL;
+    ck_assert_int_eq(st_resp_store_get(s, id, NULL, &items_text, NULL), ST_OK);
+    cJSON *items = cJSON_Parse(items_text);
+    out[0] = '\0';
+    const cJSON *it;
+    cJSON_ArrayForEach(it, items) {
+        size_t n = strlen(out);
+        snprintf(out + n, cap - n, "%s%s", n ? "," : "", str_at(it, "status"));
+    }
+    cJSON_Delete(items);
+    free(items_text);
+}
+
+/* A reply cut at the token limit: the stream and the non-stream body keep
+ * the same items (the reasoning finished, the message cut). */
+START_TEST(test_server_resp_store_cut_stream_same_as_body)
+{
+    struct st_resp_store *s = store_of(1 << 20);
+    struct st_call call;
+    struct st_gen *g = api_run_stream(stored_gen(s, true, "resp_cut_stream"),
+                                      "<think>\nplan it\n</think>\n\nPartial", ST_FINISH_LENGTH,
+                                      NULL, &call);
+    st_gen_free(g);
+    char streamed[128], body[128];
+    stored_statuses(s, "resp_cut_stream", streamed, sizeof(streamed));
+    ck_assert_str_eq(streamed, "completed,incomplete");
+    g = stored_gen(s, false, "resp_cut_body");
+    struct st_oai_choice c = { .text = "Partial", .text_len = 7, .finish = ST_FINISH_LENGTH,
+                               .parsed = true, .reasoning = "plan it", .reasoning_len = 7 };
+    struct st_oai_usage u = { 5, 12, 0, 0 };
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_resp_body(&b, g, &c, &u, 4), ST_OK);
+    st_buf_fini(&b);
+    st_gen_free(g);
+    stored_statuses(s, "resp_cut_body", body, sizeof(body));
+    ck_assert_str_eq(body, streamed);
+    /* cut inside the reasoning: it and the empty message are incomplete */
+    g = api_run_stream(stored_gen(s, true, "resp_cut_think"), "<think>\nplan", ST_FINISH_LENGTH,
+                       NULL, &call);
+    st_gen_free(g);
+    stored_statuses(s, "resp_cut_think", streamed, sizeof(streamed));
+    ck_assert_str_eq(streamed, "incomplete,incomplete");
+    g = stored_gen(s, false, "resp_cut_think_body");
+    c = (struct st_oai_choice){ .text = "", .finish = ST_FINISH_LENGTH, .parsed = true,
+                                .reasoning = "plan", .reasoning_len = 4 };
+    st_buf_init(&b);
+    ck_assert_int_eq(st_resp_body(&b, g, &c, &u, 4), ST_OK);
+    st_buf_fini(&b);
+    st_gen_free(g);
+    stored_statuses(s, "resp_cut_think_body", body, sizeof(body));
+    ck_assert_str_eq(body, streamed);
+    st_resp_store_unref(s);
+}
+END_TEST
+
 START_TEST(test_server_resp_store_routes)
 {
     char allow[64];
@@ -433,8 +563,11 @@ static Suite *server_resp_store_suite(void)
     tcase_add_test(t, test_server_resp_store_many);
     tcase_add_test(t, test_server_resp_store_threads);
     tcase_add_test(t, test_server_resp_store_previous_response);
+    tcase_add_test(t, test_server_resp_store_repeated_input_key);
+    tcase_add_test(t, test_server_resp_store_repeated_item_ids);
     tcase_add_test(t, test_server_resp_store_store_flag);
     tcase_add_test(t, test_server_resp_store_reply_kept);
+    tcase_add_test(t, test_server_resp_store_cut_stream_same_as_body);
     tcase_add_test(t, test_server_resp_store_routes);
     suite_add_tcase(s, t);
     return s;

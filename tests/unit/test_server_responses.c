@@ -91,6 +91,14 @@ START_TEST(test_server_responses_input_items)
     ck_assert_str_eq(str_at(a, "reasoning_content"), "again");
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(a, "tool_calls")), 1);
     cJSON_Delete(c);
+
+    /* a reasoning item last opens no turn: nothing of it is rendered */
+    c = translate("{\"input\":[{\"role\":\"user\",\"content\":\"hi\"},{\"type\":\"reasoning\","
+                  "\"content\":[{\"type\":\"reasoning_text\",\"text\":\"r\"}]}]}");
+    msgs = cJSON_GetObjectItem(c, "messages");
+    ck_assert_int_eq(cJSON_GetArraySize(msgs), 1);
+    ck_assert_str_eq(str_at(cJSON_GetArrayItem(msgs, 0), "role"), "user");
+    cJSON_Delete(c);
 }
 END_TEST
 
