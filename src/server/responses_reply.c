@@ -134,13 +134,13 @@ static struct st_resp *resp_of(const struct st_gen *g)
 }
 
 /* Keep a finished response (obj: its object) when it is to be stored:
- * items, its output items comma-separated. Only memory can fail. */
-static enum st_status keep(const struct st_gen *g, const char *items, size_t items_len,
-                           const char *obj, size_t obj_len)
+ * items, its output items comma-separated. Never fails the response. */
+static void keep(const struct st_gen *g, const char *items, size_t items_len, const char *obj,
+                 size_t obj_len)
 {
     struct st_resp *r = resp_of(g);
     if (!r->store)
-        return ST_OK;
+        return;
     struct st_buf out;
     st_buf_init(&out);
     enum st_status rc = st_buf_append(&out, ST_LIT("["));
@@ -152,12 +152,12 @@ static enum st_status keep(const struct st_gen *g, const char *items, size_t ite
         rc = st_resp_store_put(r->store, g->id, r->input, strlen(r->input), out.data, out.len,
                                obj, obj_len);
     st_buf_fini(&out);
-    if (rc == ST_ERR_TOO_LONG) {
-        st_log(ST_LOG_WARN, "http", "%s: not stored: larger than the whole --responses-store-mb "
-               "budget", g->id);
-        rc = ST_OK;
-    }
-    return rc;
+    /* the answer stands either way: a response the store cannot take is
+     * only not kept (its 'store' already says true: docs/API.md) */
+    if (rc != ST_OK)
+        st_log(ST_LOG_WARN, "http", "%s: not stored: %s", g->id,
+               rc == ST_ERR_TOO_LONG ? "larger than the whole --responses-store-mb budget"
+                                     : st_status_msg(rc));
 }
 
 /* "<prefix>" and 24 hex digits. */
@@ -555,7 +555,7 @@ void st_resp_stream_end(struct st_gen *g, struct st_gen_choice *ch,
     if (rc == ST_OK)
         rc = obj_json(&obj, g, &a);
     if (rc == ST_OK && !err)
-        rc = keep(g, a.items, a.items_len, obj.data, obj.len);
+        keep(g, a.items, a.items_len, obj.data, obj.len);
     if (rc == ST_OK)
         rc = response_event_obj(g, err ? "response.failed" : cut ? "response.incomplete"
                                                                  : "response.completed", &obj);
@@ -639,7 +639,7 @@ enum st_status st_resp_body(struct st_buf *out, const struct st_gen *g,
     if (rc == ST_OK)
         rc = obj_json(out, g, &a);
     if (rc == ST_OK)
-        rc = keep(g, a.items, a.items_len, out->data + start, out->len - start);
+        keep(g, a.items, a.items_len, out->data + start, out->len - start);
     st_buf_fini(&items);
     return rc;
 }
