@@ -82,15 +82,5 @@ void st_request_id_pick(const char *client_value, char *out, size_t cap)
         snprintf(out, cap, "%s", client_value);
         return;
     }
-    unsigned char r[12];
-    st_random_id_bytes(r, sizeof(r));
-    static const char hex[] = "0123456789abcdef";
-    char tmp[32];
-    size_t j = 0;
-    for (size_t i = 0; i < sizeof(r); i++) {
-        tmp[j++] = hex[r[i] >> 4];
-        tmp[j++] = hex[r[i] & 15];
-    }
-    tmp[j] = '\0';
-    snprintf(out, cap, "req-%s", tmp);
+    st_random_hex_id(out, cap, "req-", 12);
 }

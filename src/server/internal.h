@@ -538,6 +538,9 @@ bool st_request_id_sane(const char *v);
 
 /* n random bytes for a made-up id (random_id.c): unique, not secret. */
 void st_random_id_bytes(unsigned char *out, size_t n);
+/* prefix, then n_bytes (at most 32) random bytes as lowercase hex, cut to
+ * fit cap (NUL included). */
+void st_random_hex_id(char *out, size_t cap, const char *prefix, size_t n_bytes);
 
 /* ---- CORS (cors.c) ----------------------------------------------------- */
 

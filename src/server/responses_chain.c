@@ -28,15 +28,6 @@
 #include "oai_json.h"
 #include "responses_store.h"
 
-static void new_id(char *out, size_t cap, const char *prefix)
-{
-    unsigned char b[12];
-    st_random_id_bytes(b, sizeof(b));
-    int n = snprintf(out, cap, "%s", prefix);
-    for (size_t i = 0; i < sizeof(b) && n > 0 && (size_t)n + 2 < cap; i++)
-        n += snprintf(out + n, cap - (size_t)n, "%02x", b[i]);
-}
-
 static const char *id_prefix(const cJSON *item)
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(item, "type");
@@ -101,7 +92,7 @@ static bool give_ids(cJSON *items)
         if (!cJSON_IsObject(it) || cJSON_IsString(cJSON_GetObjectItemCaseSensitive(it, "id")))
             continue;
         char id[40];
-        new_id(id, sizeof(id), id_prefix(it));
+        st_random_hex_id(id, sizeof(id), id_prefix(it), 12);
         cJSON_DeleteItemFromObjectCaseSensitive(it, "id");
         if (!cJSON_AddStringToObject(it, "id", id))
             return false;
@@ -150,7 +141,7 @@ static bool unique_ids(cJSON *items)
             continue;
         }
         char id[40];
-        new_id(id, sizeof(id), id_prefix(its[v[j].i]));
+        st_random_hex_id(id, sizeof(id), id_prefix(its[v[j].i]), 12);
         cJSON *str = cJSON_CreateString(id);
         ok = str && cJSON_ReplaceItemInObjectCaseSensitive(its[v[j].i], "id", str);
         if (!ok)

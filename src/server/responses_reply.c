@@ -96,12 +96,8 @@ struct st_gen_shape *st_resp_new(char *echo)
      * random bits, before the request id (which a client may choose, and
      * which /api/activity and the logs show), so ids neither collide nor
      * follow from a request id. 5 + 17 + 40 bytes fit g->id. */
-    unsigned char b[8];
-    st_random_id_bytes(b, sizeof(b));
-    int n = snprintf(r->id_prefix, sizeof(r->id_prefix), "resp_");
-    for (size_t i = 0; i < sizeof(b); i++)
-        n += snprintf(r->id_prefix + n, sizeof(r->id_prefix) - (size_t)n, "%02x", b[i]);
-    snprintf(r->id_prefix + n, sizeof(r->id_prefix) - (size_t)n, "_");
+    st_random_hex_id(r->id_prefix, sizeof(r->id_prefix) - 1, "resp_", 8);
+    strcat(r->id_prefix, "_");
     r->shape = (struct st_gen_shape){ .stream_delta = st_resp_stream_delta,
                                       .stream_end = st_resp_stream_end,
                                       .body = st_resp_body, .free = resp_free, .ctx = r,
@@ -160,16 +156,6 @@ static void keep(const struct st_gen *g, const char *items, size_t items_len, co
                                      : st_status_msg(rc));
 }
 
-/* "<prefix>" and 24 hex digits. */
-static void new_item_id(char *out, size_t cap, const char *prefix)
-{
-    unsigned char b[12];
-    st_random_id_bytes(b, sizeof(b));
-    int n = snprintf(out, cap, "%s", prefix);
-    for (size_t i = 0; i < sizeof(b) && n > 0 && (size_t)n + 2 < cap; i++)
-        n += snprintf(out + n, cap - (size_t)n, "%02x", b[i]);
-}
-
 static const char *buf_s(const struct st_buf *b)
 {
     return b->data ? b->data : "";
@@ -178,6 +164,13 @@ static const char *buf_s(const struct st_buf *b)
 /* ---- items ----------------------------------------------------------------- */
 
 /* The content part of a reasoning or message item (content_part events). */
+/* "rs_" / "msg_" / "fc_" and 24 random hex digits. */
+static void new_item_id(char *out, size_t cap, enum item_kind k)
+{
+    st_random_hex_id(out, cap, k == ITEM_REASONING ? "rs_" : k == ITEM_MESSAGE ? "msg_" : "fc_",
+                     12);
+}
+
 static enum st_status part_json(struct st_buf *o, enum item_kind k, const char *text, size_t len)
 {
     const char *head = k == ITEM_REASONING ? "{\"type\":\"reasoning_text\",\"text\":"
@@ -389,8 +382,7 @@ static enum st_status open_item(struct st_gen *g, enum item_kind k, const char *
 {
     struct st_resp *r = resp_of(g);
     r->open = k;
-    new_item_id(r->item_id, sizeof(r->item_id),
-                k == ITEM_REASONING ? "rs_" : k == ITEM_MESSAGE ? "msg_" : "fc_");
+    new_item_id(r->item_id, sizeof(r->item_id), k);
     snprintf(r->call_id, sizeof(r->call_id), "%s", call_id ? call_id : "");
     st_buf_reset(&r->text);
     st_buf_reset(&r->name);
@@ -571,7 +563,7 @@ static enum st_status add_item(struct st_buf *items, int32_t *n, enum item_kind 
                                size_t len, const char *status)
 {
     char id[40];
-    new_item_id(id, sizeof(id), k == ITEM_REASONING ? "rs_" : k == ITEM_MESSAGE ? "msg_" : "fc_");
+    new_item_id(id, sizeof(id), k);
     enum st_status rc = (*n)++ ? st_buf_append(items, ST_LIT(",")) : ST_OK;
     return rc == ST_OK ? item_json(items, k, id, call_id, name, name ? strlen(name) : 0, text,
                                    len, status, false)

@@ -700,6 +700,15 @@ START_TEST(test_server_request_ids)
     char other[48];
     st_request_id_pick(NULL, other, sizeof(other));
     ck_assert_str_ne(id, other);
+    /* the hex ids' maker: prefix, 2 digits a byte, cut to fit with its NUL */
+    st_random_hex_id(id, sizeof(id), "rs_", 12);
+    ck_assert_uint_eq(strlen(id), 27);
+    ck_assert_uint_eq(strspn(id + 3, "0123456789abcdef"), 24);
+    st_random_hex_id(id, 10, "resp_", 8);
+    ck_assert_int_eq(strncmp(id, "resp_", 5), 0);
+    ck_assert_uint_eq(strlen(id), 9);   /* 5 + 2 whole bytes: no half byte */
+    st_random_hex_id(id, 4, "resp_", 8);
+    ck_assert_str_eq(id, "res");
 }
 END_TEST
 
