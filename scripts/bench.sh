@@ -46,7 +46,7 @@ echo "load average at start: $load_start"
 echo "== Release build in $B"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=OFF -DSTRATA_CUDA=OFF >/dev/null
 cmake --build "$B" -j"$jobs" --target strata bench_kernels bench_priority bench_sched \
-      bench_tokenizer bench_prefix bench_gbnf > "$B/bench-build.log" 2>&1 ||
+      bench_tokenizer bench_prefix bench_gbnf bench_jsmask > "$B/bench-build.log" 2>&1 ||
     { tail -40 "$B/bench-build.log"; echo "bench.sh: build failed (see $B/bench-build.log)" >&2
       exit 1; }
 strata=$B/src/strata
@@ -161,6 +161,7 @@ if [[ $quick -eq 1 ]]; then
     run sched "$B/tests/bench_sched" 10000 200000
     run tokenizer with_tokenizer tokenizer bench_tokenizer
     run gbnf with_tokenizer gbnf bench_gbnf
+    run jsmask with_tokenizer jsmask bench_jsmask
     run prefix prefix "$small" 1024 512 3
 else
     run kernels "$B/tests/bench_kernels" "$T"
@@ -174,6 +175,7 @@ else
     run sched "$B/tests/bench_sched"
     run tokenizer with_tokenizer tokenizer bench_tokenizer
     run gbnf with_tokenizer gbnf bench_gbnf
+    run jsmask with_tokenizer jsmask bench_jsmask
     run prefix prefix "$medium" 1024 512 3
 fi
 

@@ -133,4 +133,44 @@ bool st_json_schema_in_string(const struct st_json_schema_state *st);
  * a row (UINT16_MAX: no cap, after the document). */
 bool st_json_schema_between(const struct st_json_schema_state *st, uint16_t *ws_left);
 
+/* ---- the sampler's fast path in bounded and pattern strings ------------
+ * (src/engine/json_mask.c; json_schema_run.c). Where the state has one
+ * stack inside a string value that is not free (st_json_schema_in_string
+ * says no: a maxLength with little room left, or a pattern), what a run
+ * of "plain" bytes (0x20 and up, no '"' or '\\': they cannot leave the
+ * string) does to it, so that the mask decides most tokens without a
+ * walk:
+ *   - ST_JS_RUN_COUNT (a string with a length bound, at a character):
+ *     plain bytes of k code points (the bytes outside 0x80-0xBF) are all
+ *     taken iff k <= room;
+ *   - ST_JS_RUN_PATTERN (a pattern string at a character): after i <=
+ *     room bytes of 'set' (ASCII bytes that lead each DFA state of the
+ *     chain to the same next one) the DFA is in chain[ST_MIN(i, n_chain -
+ *     1)] (room UINT32_MAX: the last one loops on the set, or matches
+ *     whatever follows); with dead_after, one more byte of the set is
+ *     refused; where closed[j], every plain byte outside the set is
+ *     refused in chain[j]. The rest of a token is decided by
+ *     st_json_schema_run_feed. */
+#define ST_JSON_SCHEMA_RUN_MAX 256   /* chain length looked at (a token's most bytes) */
+enum { ST_JS_RUN_NONE, ST_JS_RUN_COUNT, ST_JS_RUN_PATTERN };
+struct st_json_schema_run {
+    uint8_t  kind;          /* ST_JS_RUN_* */
+    bool     dead_after;
+    uint32_t room;
+    uint64_t set[2];        /* bit b of set[b >> 6]: ASCII byte b */
+    uint32_t n_chain;       /* >= 1 for PATTERN */
+    uint16_t chain[ST_JSON_SCHEMA_RUN_MAX + 1];
+    bool     closed[ST_JSON_SCHEMA_RUN_MAX + 1];
+};
+
+/* Fill *out for st (kind NONE where the fast path does not apply). */
+void st_json_schema_run_view(const struct st_json_schema_state *st,
+                             struct st_json_schema_run *out);
+/* PATTERN: do the plain bytes p[0..n) all go on from the state after i
+ * (<= r->room) bytes of r->set? Exactly what feeding the i bytes, then
+ * p, to a copy of st would answer. */
+bool st_json_schema_run_feed(const struct st_json_schema_state *st,
+                             const struct st_json_schema_run *r, uint32_t i,
+                             const unsigned char *p, size_t n);
+
 #endif /* STRATA_JSON_SCHEMA_H */

@@ -131,6 +131,9 @@ struct st_json_vocab {
     uint8_t  *head;                  /* owned; n_vocab: the byte after them (0: none) */
     uint32_t *sig;                   /* owned; n_vocab: bit st_json_byte_group(b) for each
                                       * byte b (a grammar's loop decides most tokens on it) */
+    uint16_t *ncp;                   /* owned; n_vocab: code points as a JSON string counts
+                                      * them (bytes outside 0x80-0xBF; a bounded string's
+                                      * fast path) */
     bool     has_eog;                /* some token ends generation */
 };
 
@@ -297,6 +300,16 @@ struct st_json_step {
      * so "\"The" is decided without a walk. */
     bool     row_gloop[ST_JSON_TWO_MAX];
     bool     row_loop[ST_JSON_TWO_MAX][256];
+    /* json_schema inside a string with a length bound or a pattern
+     * (st_json_schema_run_view; run.kind ST_JS_RUN_NONE elsewhere): plain
+     * tokens (ST_JV_PLAIN) are decided from their code point count
+     * (ncp) or, for a pattern, their bytes against run.set, by the byte
+     * groups of 'run_full' (every byte in run.set) or a scan, and only
+     * what is left is run through the pattern's DFA from the chain
+     * (where run_groups: no byte read at all). */
+    struct st_json_schema_run run;
+    uint32_t run_full;
+    bool     run_groups;   /* run_full alone decides (json_mask.c run_groups) */
 };
 
 /* The group of byte b in st_json_vocab.sig (0..20): controls, each blank,

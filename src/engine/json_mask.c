@@ -41,6 +41,17 @@
  * is checked against that loop. Only what remains is walked from a copy
  * of the state. The think block before a JSON document comes before a
  * grammar's text the same way.
+ * Inside a json_schema string that is not free (a maxLength with under
+ * 256 code points left, or a pattern / format: st_json_schema_run_view),
+ * tokens of plain string bytes (ST_JV_PLAIN) are decided without a walk:
+ * a bounded string by their code point count (st_json_vocab.ncp) against
+ * the room left; a pattern string by a chain of its DFA over a set of
+ * ASCII bytes that each state of the chain treats alike (`[a-zA-Z ]`
+ * inside `^[a-zA-Z ]+$`, counted where maxLength is part of the DFA):
+ * where the set is whole byte groups and every other byte is refused
+ * along the chain, one AND on the token's byte groups and a compare of
+ * its length; else a scan of the set's bytes, then the DFA alone
+ * (st_json_schema_run_feed) on the rest.
  * Every token's bytes are read once per slot and model (st_json_vocab),
  * on the first sample of a JSON request, never for runners that force
  * their tokens (the sim).
@@ -58,6 +69,7 @@ void st_json_vocab_free(struct st_json_vocab *v)
     free(v->lead);
     free(v->head);
     free(v->sig);
+    free(v->ncp);
     memset(v, 0, sizeof(*v));
 }
 
@@ -122,8 +134,9 @@ static enum st_status json_vocab_read(struct st_json_vocab *v, int32_t n_vocab,
     v->lead = malloc((size_t)n_vocab);
     v->head = malloc((size_t)n_vocab);
     v->sig = malloc((size_t)n_vocab * sizeof(*v->sig));
+    v->ncp = malloc((size_t)n_vocab * sizeof(*v->ncp));
     v->bytes = malloc(cap);
-    if (!v->off || !v->cls || !v->lead || !v->head || !v->sig || !v->bytes)
+    if (!v->off || !v->cls || !v->lead || !v->head || !v->sig || !v->ncp || !v->bytes)
         return ST_ERR_NOMEM;
     for (int32_t i = 0; i < n_vocab; i++) {
         if (cap - len < ST_SAMPLE_MAX_PIECE) {
@@ -148,8 +161,11 @@ static enum st_status json_vocab_read(struct st_json_vocab *v, int32_t n_vocab,
         v->cls[i] |= memchr(v->bytes + len, '[', n) ? ST_JV_LB : 0;
         v->cls[i] |= utf8_ok(v->bytes + len, n) ? ST_JV_U8 : 0;
         v->sig[i] = 0;
-        for (size_t k = 0; k < n; k++)
+        v->ncp[i] = 0;
+        for (size_t k = 0; k < n; k++) {
             v->sig[i] |= UINT32_C(1) << st_json_byte_group(v->bytes[len + k]);
+            v->ncp[i] += (v->bytes[len + k] & 0xC0) != 0x80;
+        }
         size_t w = 0;
         while (w < n && w < 255 && strchr(" \t\n\r", v->bytes[len + w]) && v->bytes[len + w])
             w++;
@@ -206,6 +222,28 @@ static void step_object(const struct st_sampler *s, bool eog_banned, struct st_j
     st->ws_left = UINT16_MAX;
 }
 
+/* The byte groups whose every byte is in run.set (run_full), and whether
+ * the groups decide every plain token (run_groups): the set is exactly
+ * those groups' bytes, every byte outside it is refused all along the
+ * chain, and so is one more byte of the set after its end (or it has
+ * none). */
+static void run_groups(struct st_json_step *st)
+{
+    const struct st_json_schema_run *r = &st->run;
+    uint64_t in[2] = { 0, 0 };
+    st->run_full = (UINT32_C(1) << 21) - 1;
+    for (unsigned b = 0; b < 256; b++) {
+        if (b >= 0x80 || !(r->set[b >> 6] >> (b & 63) & 1))
+            st->run_full &= ~(UINT32_C(1) << st_json_byte_group(b));
+    }
+    for (unsigned b = 0; b < 0x80; b++)
+        in[b >> 6] |= (uint64_t)(st->run_full >> st_json_byte_group(b) & 1) << (b & 63);
+    st->run_groups = r->kind == ST_JS_RUN_PATTERN && in[0] == r->set[0] && in[1] == r->set[1] &&
+                     (r->room == UINT32_MAX || r->dead_after);
+    for (uint32_t j = 0; j < r->n_chain && st->run_groups; j++)
+        st->run_groups = r->closed[j];
+}
+
 /* json_schema: no whitespace before the document, nor after it unless end
  * of generation is banned; otherwise what the validator takes (a complete
  * top-level number may still grow, so completion alone stops nothing). */
@@ -224,6 +262,10 @@ static void step_schema(const struct st_sampler *s, bool eog_banned, struct st_j
     st->in_str = st_json_schema_in_string(&s->jss);
     st->between = st_json_schema_between(&s->jss, &st->ws_left);
     st->complete = done;
+    if (st->in_str)
+        return;
+    st_json_schema_run_view(&s->jss, &st->run);
+    run_groups(st);
 }
 
 /* Tool calls: the grammar holds its own whitespace rules (none before
@@ -404,6 +446,7 @@ void st_json_mask_step(const struct st_sampler *s, bool eog_banned, struct st_js
     st->free_text = false;
     st->str_lt = false;
     st->gloop = false;
+    st->run.kind = ST_JS_RUN_NONE;
     if (s->calls)
         step_calls(s, eog_banned, st);
     else if (!st_think_in_doc(&s->th))
@@ -461,6 +504,42 @@ static bool allows_rest(const struct st_sampler *s, const struct st_json_step *s
     return n == 1 || allows_two(s, st, a, n, u8);
 }
 
+static bool in_run_set(const struct st_json_schema_run *r, unsigned char b)
+{
+    return b < 0x80 && (r->set[b >> 6] >> (b & 63) & 1);
+}
+
+/* A plain token (ST_JV_PLAIN) inside a bounded or pattern string
+ * (st->run): its code point count against the room left; for a pattern,
+ * the longest prefix of bytes of run.set (all of them: one AND on the
+ * byte groups) that the chain covers, then the DFA from there on the rest
+ * (st_json_schema_run_feed). */
+static bool run_allows(const struct st_sampler *s, const struct st_json_step *st, int32_t id)
+{
+    const struct st_json_vocab *v = &s->jv;
+    const struct st_json_schema_run *r = &st->run;
+    if (r->kind == ST_JS_RUN_COUNT)
+        return v->ncp[id] <= r->room;
+    if (st->run_groups)   /* ASCII of the set only (then ncp is the length) */
+        return !(v->sig[id] & ~st->run_full) && v->ncp[id] <= r->room;
+    const unsigned char *p = v->bytes + v->off[id];
+    uint32_t n = v->off[id + 1] - v->off[id];
+    uint8_t t = st->two_idx[p[0]];   /* the step's tables (st_json_mask_allows: 'first') */
+    if (n >= 2 && t != 0xff && !st->second[t][p[1]])
+        return false;
+    if (!(v->sig[id] & ~st->run_full) && (n <= r->room || r->dead_after))
+        return n <= r->room;   /* ASCII bytes of the set only */
+    uint32_t lim = ST_MIN(n, r->room), i = 0;
+    while (i < lim && in_run_set(r, p[i]))
+        i++;
+    if (i == n)
+        return true;
+    /* a byte of the set here: the chain ended (i == room); else one outside it */
+    if (in_run_set(r, p[i]) ? r->dead_after : r->closed[ST_MIN(i, r->n_chain - 1)])
+        return false;
+    return st_json_schema_run_feed(&s->jss, r, i, p + i, n - i);
+}
+
 /* May token 'id' come next? 'in_str': the state is inside a string, where
  * string-safe tokens need no walk; 'between': whitespace does not change
  * it (but for the count the schema caps), so a token's leading whitespace
@@ -476,6 +555,11 @@ bool st_json_mask_allows(const struct st_sampler *s, const struct st_json_step *
         return false;   /* an empty piece would not move the text on */
     if (st->in_str && (c & ST_JV_PLAIN) && !(st->str_lt && (c & ST_JV_LT)))
         return true;
+    if (st->run.kind != ST_JS_RUN_NONE && (c & ST_JV_PLAIN)) {
+        if (!st->run_groups && !st->first[v->bytes[v->off[id]]])
+            return false;   /* most tokens, where few bytes may come */
+        return run_allows(s, st, id);
+    }
     if (st->free_text && !(c & (st->stop == '<' ? ST_JV_LT : ST_JV_LB)))
         return true;   /* think text that cannot start the closing tag */
     uint32_t a = v->off[id], n = v->off[id + 1] - a;

