@@ -100,56 +100,40 @@ static bool give_ids(cJSON *items)
     return true;
 }
 
-struct id_at {
-    const char *id;
-    size_t i;   /* the item's position */
-};
-
 static int by_id(const void *a, const void *b)
 {
-    const struct id_at *x = a, *y = b;
-    int c = strcmp(x->id, y->id);
-    return c ? c : (x->i > y->i) - (x->i < y->i);
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* One id, one item: a client may send an id twice (or an item of the
- * previous response again), which would make input_items' 'after'
- * ambiguous and let a pager start over for ever. Every repeat but the
- * first gets a new id (in the stored copy: ids do not reach the prompt). */
-static bool unique_ids(cJSON *items)
+/* One id, one item, as OpenAI requires ("Duplicate item found with id
+ * ..."): an item sent twice, or an item of the previous response sent
+ * again with previous_response_id, would be rendered twice, and
+ * input_items' 'after' would be ambiguous. Sorting finds a repeat in
+ * O(n log n). */
+static enum st_status unique_ids(const cJSON *items, struct st_api_error *e)
 {
-    size_t n = (size_t)cJSON_GetArraySize(items), k = 0, i = 0;
+    size_t n = (size_t)cJSON_GetArraySize(items), k = 0;
     if (n < 2)
-        return true;
-    struct id_at *v = calloc(n, sizeof(*v));
-    cJSON **its = calloc(n, sizeof(*its));
-    bool ok = v && its;
-    cJSON *it;
-    cJSON *list = ok ? items : NULL;
-    cJSON_ArrayForEach(it, list) {
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-        its[i] = it;
-        if (cJSON_IsObject(it) && cJSON_IsString(id))
-            v[k++] = (struct id_at){ id->valuestring, i };
-        i++;
+        return ST_OK;
+    const char **v = calloc(n, sizeof(*v));
+    if (!v)
+        return st_tr_nomem(e);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, items) {
+        const cJSON *id = cJSON_IsObject(it) ? cJSON_GetObjectItemCaseSensitive(it, "id") : NULL;
+        if (cJSON_IsString(id))
+            v[k++] = id->valuestring;
     }
-    if (k > 1)
-        qsort(v, k, sizeof(*v), by_id);
-    for (size_t j = 1, run = 0; ok && j < k; j++) {
-        if (strcmp(v[j].id, v[run].id) != 0) {
-            run = j;   /* v[run] keeps its id: the comparisons read it, never a replaced one */
-            continue;
-        }
-        char id[40];
-        st_random_hex_id(id, sizeof(id), id_prefix(its[v[j].i]), 12);
-        cJSON *str = cJSON_CreateString(id);
-        ok = str && cJSON_ReplaceItemInObjectCaseSensitive(its[v[j].i], "id", str);
-        if (!ok)
-            cJSON_Delete(str);
-    }
+    qsort(v, k, sizeof(*v), by_id);
+    enum st_status rc = ST_OK;
+    for (size_t j = 1; j < k && rc == ST_OK; j++)
+        if (strcmp(v[j], v[j - 1]) == 0)
+            rc = st_api_error_set(e, ST_ERR_INVALID, "input", NULL,
+                                  "Duplicate item found with id '%.100s' (an item sent twice, "
+                                  "or again with previous_response_id, which already carries "
+                                  "it).", v[j]);
     free(v);
-    free(its);
-    return ok;
+    return rc;
 }
 
 /* A string input as the message item it means. */
@@ -286,9 +270,11 @@ enum st_status st_resp_chain(const cJSON *root, struct st_resp_store *store, boo
     if (!prev && !*do_store)
         return ST_OK;   /* nothing to expand, nothing to keep: translate the body as it is */
     rc = expand(root, store, prev, expanded, e);
+    if (rc == ST_OK)
+        rc = unique_ids(cJSON_GetObjectItemCaseSensitive(*expanded, "input"), e);
     if (rc == ST_OK && *do_store) {
         cJSON *all = cJSON_GetObjectItemCaseSensitive(*expanded, "input");
-        char *p = give_ids(all) && unique_ids(all) ? cJSON_PrintUnformatted(all) : NULL;
+        char *p = give_ids(all) ? cJSON_PrintUnformatted(all) : NULL;
         *items = p ? st_str_dup(st_str_c(p)) : NULL;
         cJSON_free(p);
         if (!*items)
