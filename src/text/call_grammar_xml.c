@@ -137,6 +137,193 @@ static bool lits_hold_close(const struct st_json_schema *sc, const char *vclose)
     return false;
 }
 
+/* ---- string automata the body cannot finish ----------------------------- */
+
+/* A word's match position after code point c (its first byte occurs in it
+ * only there, as st_think_close_step's). */
+static uint32_t word_step(const char *w, uint32_t p, uint32_t c)
+{
+    if ((unsigned char)w[p] == c)
+        return p + 1;
+    return (unsigned char)w[0] == c ? 1 : 0;
+}
+
+/* Non-surrogate code points in [lo, hi] that are not in chars[0..n). */
+static bool other_cp(uint32_t lo, uint32_t hi, const unsigned char *chars, uint32_t n)
+{
+    uint64_t cnt = (uint64_t)hi - lo + 1;
+    if (lo <= 0xdfff && hi >= 0xd800)
+        cnt -= ST_MIN(hi, 0xdfffu) - ST_MAX(lo, 0xd800u) + 1;
+    for (uint32_t i = 0; i < n; i++)
+        cnt -= chars[i] >= lo && chars[i] <= hi;
+    return cnt > 0;
+}
+
+#define TRAP_MAX_EDGES (1u << 22)   /* product edges the check may hold (32 MiB) */
+
+static int cmp_id(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The product of r with the matchers of w1 and w2 (a state: r's * k + w1's
+ * position * (|w2| + 1) + w2's), over the symbols of syms (class, code
+ * point; 0: some code point of the class that is in neither word): the
+ * state b steps to on symbol y, or UINT32_MAX (r dead, or a word written). */
+struct prod {
+    const struct js_regex *r;
+    const char *w1, *w2;
+    uint32_t n1, n2, k;
+    const uint32_t *syms;
+    uint32_t ns;
+};
+
+static uint32_t prod_step(const struct prod *p, uint32_t b, uint32_t y)
+{
+    uint32_t s = b / p->k, p1 = b % p->k / (p->n2 + 1), p2 = b % (p->n2 + 1);
+    uint32_t t = p->r->next[(size_t)s * p->r->n_classes + p->syms[2 * y]];
+    uint32_t a1 = word_step(p->w1, p1, p->syms[2 * y + 1]);
+    uint32_t a2 = word_step(p->w2, p2, p->syms[2 * y + 1]);
+    if (t == JS_RX_DEAD || a1 == p->n1 || a2 == p->n2)
+        return UINT32_MAX;
+    return t * p->k + a1 * (p->n2 + 1) + a2;
+}
+
+/* The states reachable from the start, sorted (*n of them); NULL: out of
+ * memory or past TRAP_MAX_EDGES. */
+static uint32_t *prod_reach(const struct prod *p, size_t *n)
+{
+    size_t cap = 1024;
+    uint8_t *seen = calloc((size_t)p->r->n_states * p->k / 8 + 1, 1);
+    uint32_t *q = malloc(cap * sizeof(*q));
+    *n = 0;
+    if (seen && q) {
+        q[(*n)++] = 0;
+        seen[0] = 1;
+    }
+    for (size_t i = 0; seen && q && i < *n; i++) {
+        for (uint32_t y = 0; y < p->ns && q; y++) {
+            uint32_t id = prod_step(p, q[i], y);
+            if (id == UINT32_MAX || (seen[id / 8] >> (id % 8) & 1))
+                continue;
+            seen[id / 8] |= (uint8_t)(1u << (id % 8));
+            if (*n == cap) {
+                uint32_t *g = *n * p->ns > TRAP_MAX_EDGES ? NULL
+                                                          : realloc(q, 2 * cap * sizeof(*q));
+                if (!g)
+                    free(q);
+                q = g;
+                cap *= 2;
+            }
+            if (q)
+                q[(*n)++] = id;
+        }
+    }
+    if (!seen || (q && *n * p->ns > TRAP_MAX_EDGES)) {
+        free(q);
+        q = NULL;
+    }
+    free(seen);
+    if (q)
+        qsort(q, *n, sizeof(*q), cmp_id);
+    return q;
+}
+
+/* From some state of the product reachable without writing w1 or w2,
+ * every way to a match writes one: true. Out of memory or past
+ * TRAP_MAX_EDGES: true (the caller's safe side: a free body). */
+static bool product_traps(const struct prod *p)
+{
+    size_t n = 0, ns = p->ns, qt = 0;
+    uint32_t *q = prod_reach(p, &n);
+    uint32_t *to = q ? malloc((n * ns + 1) * sizeof(*to)) : NULL;
+    uint32_t *first = q ? calloc(n + 2, sizeof(*first)) : NULL;
+    uint32_t *from = q ? malloc((n * ns + 1) * sizeof(*from)) : NULL;
+    uint8_t *live = q ? calloc(n + 1, 1) : NULL;
+    bool ok = q && to && first && from && live;
+    for (size_t i = 0; ok && i < n; i++) {   /* the edges, as indices into q */
+        for (uint32_t y = 0; y < ns; y++) {
+            uint32_t id = prod_step(p, q[i], y), *hit = NULL;
+            if (id != UINT32_MAX)
+                hit = bsearch(&id, q, n, sizeof(*q), cmp_id);
+            to[i * ns + y] = hit ? (uint32_t)(hit - q) : UINT32_MAX;
+            if (hit)
+                first[hit - q + 2]++;
+        }
+    }
+    for (size_t i = 0; ok && i < n; i++)   /* reversed (CSR): first[t] .. first[t + 1] */
+        first[i + 2] += first[i + 1];
+    for (size_t e = 0; ok && e < n * ns; e++) {
+        if (to[e] != UINT32_MAX)
+            from[first[to[e] + 1]++] = (uint32_t)(e / ns);
+    }
+    for (size_t i = 0; ok && i < n; i++) {   /* backward from acceptance; to[] as the queue */
+        if (p->r->accept[q[i] / p->k]) {
+            live[i] = 1;
+            to[qt++] = (uint32_t)i;
+        }
+    }
+    for (size_t h = 0; ok && h < qt; h++) {
+        for (uint32_t e = first[to[h]]; e < first[to[h] + 1]; e++) {
+            if (!live[from[e]]) {
+                live[from[e]] = 1;
+                to[qt++] = from[e];
+            }
+        }
+    }
+    free(q), free(to), free(first), free(from), free(live);
+    return !ok || qt < n;
+}
+
+/* Some string automaton of the schema (a pattern / format) could lead a
+ * raw value where only the value close or "</tool_call>" finishes it: the
+ * body would have a dead end there (a JSON string could escape them; the
+ * check covers every automaton, on the safe side). */
+static bool rx_trapped(const struct st_json_schema *sc, const char *vclose)
+{
+    unsigned char chars[32];
+    uint32_t nch = 0;
+    for (const char *w = vclose; ; w = TCLOSE) {
+        for (const char *c = w; *c; c++) {
+            if (!memchr(chars, *c, nch))
+                chars[nch++] = (unsigned char)*c;
+        }
+        if (w == TCLOSE)
+            break;
+    }
+    for (uint32_t i = 0; i < sc->n_rx; i++) {
+        const struct js_regex *r = &sc->rx[i];
+        uint32_t *syms = malloc((2 * ((size_t)nch + r->n_classes) + 2) * sizeof(*syms));
+        uint8_t *other = calloc(r->n_classes + 1, 1);
+        uint32_t ns = 0;
+        bool trap = !syms || !other;
+        for (uint32_t v = 0; !trap && v < r->n_iv; v++) {
+            uint32_t hi = v + 1 < r->n_iv ? r->lo[v + 1] - 1 : JS_RX_CP_END - 1;
+            other[r->cls[v]] |= other_cp(r->lo[v], hi, chars, nch);
+        }
+        for (uint32_t c = 0; !trap && c < nch; c++) {
+            syms[2 * ns] = r->ascii[chars[c]];
+            syms[2 * ns++ + 1] = chars[c];
+        }
+        for (uint32_t c = 0; !trap && c < r->n_classes; c++) {
+            if (other[c]) {
+                syms[2 * ns] = c;
+                syms[2 * ns++ + 1] = 0;
+            }
+        }
+        struct prod p = { r, vclose, TCLOSE, (uint32_t)strlen(vclose), sizeof(TCLOSE) - 1, 0,
+                          syms, ns };
+        p.k = (p.n1 + 1) * (p.n2 + 1);
+        if (!trap && r->n_states)
+            trap = product_traps(&p);
+        free(syms), free(other);
+        if (trap)
+            return true;
+    }
+    return false;
+}
+
 /* The parser's typing of key 'name' (reply_xml.c, through
  * st_reply_param_type): the raw properties[name].type of the tool; xml:
  * JSON text when it names a type other than string; glm: JSON text unless
@@ -200,7 +387,7 @@ enum st_status st_call_xml_build(struct st_str fn, const struct st_json_schema *
     *out = NULL;
     const struct js_node *root = &sc->nodes[sc->root];
     if (root->kind != JS_PLAIN || !(root->types & JT_OBJ) || root->n_props > 64 ||
-        lits_hold_close(sc, TAGS[body].vclose.s))
+        lits_hold_close(sc, TAGS[body].vclose.s) || rx_trapped(sc, TAGS[body].vclose.s))
         return ST_OK;
     struct call_xml *x = calloc(1, sizeof(*x));
     if (!x)

@@ -163,7 +163,7 @@ static int32_t set_node(struct rx_parser *ps, struct rx_set *s)
 {
     set_norm(s);
     struct rx_nfa *f = ps->nfa;
-    if (f->n_ranges + 2 * s->n > f->cap_ranges) {
+    if (!f->ranges || f->n_ranges + 2 * s->n > f->cap_ranges) {   /* "[]" first: no NULL + 0 */
         uint32_t cap = ST_MAX(2 * f->cap_ranges, f->n_ranges + 2 * s->n + 64);
         uint32_t *r = realloc(f->ranges, cap * sizeof(*r));
         if (!r) {
@@ -396,11 +396,16 @@ static int32_t parse_group(struct rx_parser *ps)
     return g;
 }
 
+static bool quantifier(struct rx_parser *ps, uint32_t *mn, uint32_t *mx);
+
 static int32_t parse_atom(struct rx_parser *ps)
 {
     unsigned char c = *ps->p;
+    uint32_t mn, mx;
     if (c && strchr("*+?", c))
         return fail(ps, "'%c' with nothing to repeat in 'pattern'", c);
+    if (c == '{' && quantifier(ps, &mn, &mx))   /* "{2}" is no literal (ECMA-262 B.1.2) */
+        return fail(ps, "'{' with nothing to repeat in 'pattern'");
     if (c == ')')
         return fail(ps, "the pattern has a ')' without '('");
     ps->p++;
@@ -482,9 +487,9 @@ static bool quantifier(struct rx_parser *ps, uint32_t *mn, uint32_t *mx)
 
 static int32_t parse_repeat(struct rx_parser *ps)
 {
+    bool assertion = *ps->p == '^' || *ps->p == '$';   /* a bare one: "(^)*" is valid */
     int32_t a = parse_atom(ps);
     uint32_t mn, mx;
-    bool assertion = a >= 0 && (ps->ast[a].kind == A_BOL || ps->ast[a].kind == A_EOL);
     while (ps->rc == ST_OK && ps->p < ps->end && quantifier(ps, &mn, &mx)) {
         if (assertion)
             return fail(ps, "a quantifier after '^' or '$' in 'pattern'");
@@ -640,8 +645,8 @@ static void build(struct rx_parser *ps, int32_t root)
     ps->nfa->start = emit(ps, star, body);
 }
 
-enum st_status st_js_regex_compile(const char *pat, size_t n, struct js_regex *out, char *msg,
-                                   size_t msg_cap)
+enum st_status st_js_regex_compile(const char *pat, size_t n, uint64_t *work,
+                                   struct js_regex *out, char *msg, size_t msg_cap)
 {
     memset(out, 0, sizeof(*out));
     struct rx_nfa nfa = { 0 };
@@ -659,7 +664,7 @@ enum st_status st_js_regex_compile(const char *pat, size_t n, struct js_regex *o
     enum st_status rc = ps.rc;
     free(ps.ast);
     if (rc == ST_OK)
-        rc = st_js_regex_from_nfa(&nfa, out, msg, msg_cap);
+        rc = st_js_regex_from_nfa(&nfa, work, out, msg, msg_cap);
     free(nfa.st);
     free(nfa.ranges);
     if (rc == ST_ERR_NOMEM && msg_cap)

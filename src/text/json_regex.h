@@ -30,6 +30,8 @@
 #define JS_RX_MAX_STATES 65000
 #define JS_RX_MAX_CELLS  (1u << 20)   /* states x classes, 2 bytes each */
 #define JS_RX_MAX_REPEAT 1000
+#define JS_RX_MAX_WORK   40000000u    /* construction steps of one pattern (~0.1 s) */
+#define JS_RX_MAX_WORK_ALL (5ull * JS_RX_MAX_WORK)   /* of all of a schema's patterns */
 #define JS_RX_DEAD       0xffffu      /* no transition */
 #define JS_RX_CP_END     0x110000u    /* one past the last code point */
 
@@ -48,10 +50,13 @@ struct js_regex {
 #define JS_RX_ANY 2u
 
 /* Compile the pattern (UTF-8, n bytes, JSON Schema semantics: a search,
- * unanchored unless ^ / $ say so) into *out. ST_ERR_INVALID with a
- * message in msg (naming the construct or the limit); ST_ERR_NOMEM. */
-enum st_status st_js_regex_compile(const char *pat, size_t n, struct js_regex *out, char *msg,
-                                   size_t msg_cap);
+ * unanchored unless ^ / $ say so) into *out. *work: the construction
+ * steps a schema's patterns spent so far, this one's added (a 400 past
+ * JS_RX_MAX_WORK for one, JS_RX_MAX_WORK_ALL for all: else 128 patterns
+ * near the first could take a minute). ST_ERR_INVALID with a message in
+ * msg (naming the construct or the limit); ST_ERR_NOMEM. */
+enum st_status st_js_regex_compile(const char *pat, size_t n, uint64_t *work,
+                                   struct js_regex *out, char *msg, size_t msg_cap);
 /* *out = strings both a and b accept. */
 enum st_status st_js_regex_intersect(const struct js_regex *a, const struct js_regex *b,
                                      struct js_regex *out, char *msg, size_t msg_cap);
@@ -88,8 +93,8 @@ struct rx_nfa {
     int32_t start;
 };
 
-/* Subset construction (json_regex_dfa.c). */
-enum st_status st_js_regex_from_nfa(const struct rx_nfa *nfa, struct js_regex *out, char *msg,
-                                    size_t msg_cap);
+/* Subset construction (json_regex_dfa.c); *work as st_js_regex_compile's. */
+enum st_status st_js_regex_from_nfa(const struct rx_nfa *nfa, uint64_t *work,
+                                    struct js_regex *out, char *msg, size_t msg_cap);
 
 #endif /* STRATA_TEXT_JSON_REGEX_H */

@@ -19,7 +19,6 @@
 #include "internal.h"
 #include "json_regex.h"
 
-#define WORK_BUDGET 40000000u   /* closure and transition steps of one construction */
 
 static enum st_status rx_fail(char *msg, size_t cap, const char *fmt, ...) ST_PRINTF(3, 4);
 
@@ -198,7 +197,8 @@ struct subset {
     int32_t *hash;           /* open addressing: state ids, -1 empty */
     uint32_t hcap;
     int32_t *stack;          /* closure work list */
-    uint64_t work;
+    uint64_t work, limit;    /* closure and transition steps and the words the set
+                              * table's probes compare: so far, allowed */
 };
 
 static uint64_t set_hash(const uint64_t *s, uint32_t words)
@@ -206,7 +206,9 @@ static uint64_t set_hash(const uint64_t *s, uint32_t words)
     uint64_t h = 1469598103934665603ull;
     for (uint32_t i = 0; i < words; i++)
         h = (h ^ s[i]) * 1099511628211ull;
-    return h;
+    h ^= h >> 33;   /* the table indexes by the low bits, which FNV over whole words */
+    h *= 0xff51afd7ed558ccdull;   /* leaves blind to the high bits of every word */
+    return h ^ h >> 33;
 }
 
 /* Add state i and what its epsilon edges reach (^ too when at_start,
@@ -280,6 +282,7 @@ static enum st_status intern(struct subset *ss, const uint64_t *set, uint32_t *i
         return ST_ERR_NOMEM;
     uint32_t p = (uint32_t)set_hash(set, ss->words) & (ss->hcap - 1);
     for (; ss->hash[p] >= 0; p = (p + 1) & (ss->hcap - 1)) {
+        ss->work += ss->words;   /* a probe compares whole sets: colliding ones cost work */
         if (!memcmp(ss->sets + (size_t)ss->hash[p] * ss->words, set, ss->words * 8)) {
             *id = (uint32_t)ss->hash[p];
             return ST_OK;
@@ -399,8 +402,9 @@ static enum st_status expand(struct build *b, uint32_t i, char *msg, size_t cap)
         nprev = nf;
         prev_to = to;
         b->next[(size_t)i * b->n_iv + k] = (uint16_t)to;
-        if (ss->work > WORK_BUDGET)
-            return rx_fail(msg, cap, "the pattern is too complex to compile (work budget)");
+        if (ss->work > ss->limit)
+            return rx_fail(msg, cap, "the pattern is too complex to compile (work budget%s)",
+                           ss->limit < JS_RX_MAX_WORK ? " of all the schema's patterns" : "");
     }
     return ST_OK;
 }
@@ -427,11 +431,13 @@ static enum st_status subset_run(struct build *b, char *msg, size_t cap)
     return rc;
 }
 
-enum st_status st_js_regex_from_nfa(const struct rx_nfa *nfa, struct js_regex *out, char *msg,
-                                    size_t cap)
+enum st_status st_js_regex_from_nfa(const struct rx_nfa *nfa, uint64_t *work,
+                                    struct js_regex *out, char *msg, size_t cap)
 {
     memset(out, 0, sizeof(*out));
-    struct build b = { .ss = { .nfa = nfa, .words = (nfa->n + 63) / 64 } };
+    uint64_t left = *work < JS_RX_MAX_WORK_ALL ? JS_RX_MAX_WORK_ALL - *work : 0;
+    struct build b = { .ss = { .nfa = nfa, .words = (nfa->n + 63) / 64,
+                               .limit = ST_MIN(left, (uint64_t)JS_RX_MAX_WORK) } };
     uint32_t *lo = malloc((nfa->n_ranges + 1) * sizeof(*lo));
     if (!lo)
         return ST_ERR_NOMEM;
@@ -460,6 +466,7 @@ enum st_status st_js_regex_from_nfa(const struct rx_nfa *nfa, struct js_regex *o
         rc = ST_ERR_NOMEM;
     if (rc == ST_OK)
         rc = subset_run(&b, msg, cap);
+    *work += b.ss.work;
     if (rc == ST_OK) {
         out->n_states = b.ss.n;
         out->n_classes = b.n_iv;

@@ -15,6 +15,7 @@ struct js_cc {
     struct st_buf rx_keys;             /* per automaton: what it was built from
                                         * (struct jsc_rx_key + the pattern's bytes) */
     size_t rx_cells;                   /* table cells of all of them */
+    uint64_t rx_work;                  /* their construction steps (json_regex.h) */
     struct st_str defs, definitions;   /* the root's $defs / definitions (ptr NULL: none) */
     char   path[160];
     size_t path_len;

@@ -18,19 +18,25 @@
 #define H4 HEX "{1,4}"
 #define LABEL "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 #define DAY31 "(0[1-9]|[12][0-9]|3[01])"
+/* RFC 3339 full-date: February 29 only in a leap year (divisible by 4, a
+ * century only by 400) */
+#define LEAP "([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[048]|[2468][048]|[13579][26])00)"
+#define DATE "([0-9]{4}-((0[13578]|1[02])-" DAY31 "|(0[469]|11)-(0[1-9]|[12][0-9]|30)|" \
+    "02-(0[1-9]|1[0-9]|2[0-8]))|" LEAP "-02-29)"
+/* RFC 3339 full-time; a leap second (:60) only at 23:59 UTC: 23:59:60 with
+ * Z or a zero offset (the local times a nonzero offset would allow are
+ * left out) */
+#define TIME "(([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3])" \
+    ":[0-5][0-9])|23:59:60(\\.[0-9]+)?([Zz]|[+-]00:00))"
 
 /* The formats we enforce: an anchored pattern, and a length cap (0: none). */
 static const struct fmt {
     const char *name, *pattern;
     uint32_t max_len;
 } formats[] = {
-    { "date", "^[0-9]{4}-((0[13578]|1[02])-" DAY31 "|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
-      "02-(0[1-9]|1[0-9]|2[0-9]))$", 0 },
-    { "time", "^([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?"
-      "([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$", 0 },
-    { "date-time", "^[0-9]{4}-((0[13578]|1[02])-" DAY31 "|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
-      "02-(0[1-9]|1[0-9]|2[0-9]))[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)"
-      "(\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$", 0 },
+    { "date", "^" DATE "$", 0 },
+    { "time", "^" TIME "$", 0 },
+    { "date-time", "^" DATE "[Tt]" TIME "$", 0 },
     { "duration", "^P(([0-9]+D|[0-9]+M([0-9]+D)?|[0-9]+Y([0-9]+M([0-9]+D)?)?)"
       "(T([0-9]+H([0-9]+M([0-9]+S)?)?|[0-9]+M([0-9]+S)?|[0-9]+S))?|"
       "T([0-9]+H([0-9]+M([0-9]+S)?)?|[0-9]+M([0-9]+S)?|[0-9]+S)|[0-9]+W)$", 0 },
@@ -97,12 +103,13 @@ static enum st_status build(struct js_cc *c, const struct js_kw *k, const struct
         st_buf_init(&pat);
         rc = st_json_string_append(k->pattern, &pat);
         if (rc == ST_OK)
-            rc = st_js_regex_compile(pat.data ? pat.data : "", pat.len, r, msg, cap);
+            rc = st_js_regex_compile(pat.data ? pat.data : "", pat.len, &c->rx_work, r, msg,
+                                     cap);
         st_buf_fini(&pat);
     }
     if (rc == ST_OK && f) {
         struct js_regex fr;
-        rc = st_js_regex_compile(f->pattern, strlen(f->pattern), &fr, msg, cap);
+        rc = st_js_regex_compile(f->pattern, strlen(f->pattern), &c->rx_work, &fr, msg, cap);
         if (rc == ST_OK && k->pattern.ptr)
             rc = narrow(c, r, &fr, msg, cap);
         else if (rc == ST_OK)

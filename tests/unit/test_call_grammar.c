@@ -769,6 +769,58 @@ START_TEST(test_call_grammar_glm_fallback_and_names)
 }
 END_TEST
 
+/* A raw value's pattern that only the parser's own tags would complete
+ * ("</tool_call>", the value close): the body cannot write them in a value,
+ * so such a tool gets the free body, never a dead end. */
+static void not_stuck(enum st_call_format f, const char *param, const char *prefix)
+{
+    char tl[512];
+    snprintf(tl, sizeof(tl), "[{\"type\":\"function\",\"function\":{\"name\":\"t\","
+             "\"parameters\":{\"type\":\"object\",\"properties\":{\"p\":%s}}}}]", param);
+    struct st_call_spec sp = { .format = f, .tools_json = tl, .tools_len = strlen(tl) };
+    struct st_call_grammar *g = NULL;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_call_grammar_compile(&sp, &g, NULL, &err) == ST_OK, "%s", err.msg);
+    struct st_call_state st, c;
+    st_call_state_init(&st, g);
+    ck_assert_msg(st_call_feed(&st, prefix, strlen(prefix)), "refused '%s'", prefix);
+    bool some = st_call_complete(&st);
+    for (int b = 0; b < 256 && !some; b++) {
+        c = st;
+        some = st_call_push(&c, (unsigned char)b);
+    }
+    ck_assert_msg(some, "'%s' with %s: a dead end", prefix, param);
+    st_call_grammar_unref(g);
+}
+
+START_TEST(test_call_grammar_pattern_tags)
+{
+    not_stuck(ST_CALL_XML, "{\"type\":\"string\",\"pattern\":\"^a</tool_call>$\"}",
+              "<tool_call>\n<function=t>\n<parameter=p>\na</tool_call");
+    not_stuck(ST_CALL_XML, "{\"type\":\"string\",\"pattern\":\"^</parameter>\"}",
+              "<tool_call>\n<function=t>\n<parameter=p>\n</parameter");
+    not_stuck(ST_CALL_XML, "{\"type\":\"string\",\"pattern\":\"^<[a-z_/]*>$\","
+              "\"maxLength\":12}", "<tool_call>\n<function=t>\n<parameter=p>\n</tool_call");
+    not_stuck(ST_CALL_GLM, "{\"type\":\"string\",\"pattern\":\"^a</arg_value>b\"}",
+              "<tool_call>t\n<arg_key>p</arg_key>\n<arg_value>a</arg_value");
+    not_stuck(ST_CALL_GLM, "{\"type\":\"string\",\"pattern\":\"</tool_call>\"}",
+              "<tool_call>t\n<arg_key>p</arg_key>\n<arg_value>x</tool_call");
+    /* a pattern that other text can complete keeps the grammar */
+    static const char tl[] = "[{\"type\":\"function\",\"function\":{\"name\":\"t\","
+                             "\"parameters\":{\"type\":\"object\",\"properties\":{\"p\":"
+                             "{\"type\":\"string\",\"pattern\":\"^<[a-z_/]*>$\"}}}}}]";
+    struct st_call_spec sp = { .format = ST_CALL_XML, .tools_json = tl, .tools_len = strlen(tl) };
+    struct st_call_grammar *g = NULL;
+    int32_t fb = -1;
+    ck_assert_int_eq(st_call_grammar_compile(&sp, &g, &fb, NULL), ST_OK);
+    ck_assert_int_eq(fb, 0);
+    refuses(g, "<tool_call>\n<function=t>\n<parameter=p>\n</tool_call>", SIZE_MAX);
+    accepts(g, "<tool_call>\n<function=t>\n<parameter=p>\n</tool_callx>\n</parameter>\n"
+               "</function>\n</tool_call>", true);
+    st_call_grammar_unref(g);
+}
+END_TEST
+
 static Suite *call_grammar_suite(void)
 {
     Suite *s = suite_create("call_grammar");
@@ -787,6 +839,7 @@ static Suite *call_grammar_suite(void)
     tcase_add_test(t, test_call_grammar_glm_fast_paths);
     tcase_add_test(t, test_call_grammar_glm_oracle);
     tcase_add_test(t, test_call_grammar_glm_fallback_and_names);
+    tcase_add_test(t, test_call_grammar_pattern_tags);
     suite_add_tcase(s, t);
     return s;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strata/clock.h"
 #include "strata/compiler.h"
 #include "strata/json_schema.h"
 #include "support.h"
@@ -103,6 +104,11 @@ START_TEST(test_json_schema_pattern_refused)
     compile_bad(pschema("[z-a]", NULL), "out of order");
     compile_bad(pschema("\\q", NULL), "'\\q'");
     compile_bad(pschema("a**", NULL), "quantifier on a quantifier");
+    /* a counted quantifier with nothing before it is no literal (ECMA-262 B.1.2
+     * takes "{" and "{,3}" as literals, not "{2}") */
+    compile_bad(pschema("{2}", NULL), "nothing to repeat");
+    compile_bad(pschema("a|{1,3}b", NULL), "nothing to repeat");
+    compile_bad(pschema("^*", NULL), "after '^' or '$'");
     /* the subset construction's limit: the 20th symbol from the end */
     compile_bad(pschema("[ab]*a[ab]{20}", NULL), "automaton states");
     compile_bad("{\"type\":\"string\",\"pattern\":5}", "'pattern' must be a string");
@@ -173,6 +179,16 @@ START_TEST(test_json_schema_pattern_anchors)
     accepts(pschema("a*", NULL), "\"\"");
     accepts(pschema("^(a|)$", NULL), "\"\"");
     compile_bad(pschema("$^x", NULL), "no string matches");   /* nothing past the end */
+    /* a group of an assertion may be repeated (only a bare ^ / $ may not) */
+    accepts(pschema("(^)*a", NULL), "\"xa\"");
+    accepts(pschema("^a(?:$)+", NULL), "\"a\"");
+    refuses(pschema("^a(?:$)+", NULL), "\"ab", 2);
+    /* an empty class matches nothing, [^] anything (the first set: "[]") */
+    accepts(pschema("[]|^a", NULL), "\"ab\"");
+    refuses(pschema("[]|^a", NULL), "\"b", 1);
+    accepts(pschema("^[^]$", NULL), "\"\\n\"");
+    /* literal braces */
+    accepts(pschema("^a{,2}}{$", NULL), "\"a{,2}}{\"");
 }
 END_TEST
 
@@ -520,6 +536,19 @@ START_TEST(test_json_schema_formats)
     format_cases("date", (const char *const[]){ "2024-02-29", "1999-12-31", "0000-01-01", NULL },
                  (const char *const[]){ "2024-2-29", "2024-13-01", "2024-04-31", "2024-02-30",
                                         "2024-00-10", "24-01-01", "2024-01-01T", NULL });
+    /* February 29 only in leap years (a century only by 400) */
+    format_cases("date", (const char *const[]){ "2000-02-29", "1996-02-29", "0000-02-29",
+                                                "2023-02-28", NULL },
+                 (const char *const[]){ "2023-02-29", "1900-02-29", "2100-02-29", "0001-02-29",
+                                        NULL });
+    format_cases("date-time", (const char *const[]){ "2024-02-29T23:59:60Z", NULL },
+                 (const char *const[]){ "2023-02-29T00:00:00Z", NULL });
+    /* a leap second is 23:59:60 UTC: another minute, or a local 23:59 with a
+     * nonzero offset, is no time at all */
+    format_cases("time", (const char *const[]){ "23:59:60z", "23:59:60.5+00:00",
+                                                "23:59:60-00:00", NULL },
+                 (const char *const[]){ "12:00:60Z", "00:00:60Z", "23:58:60Z", "22:59:60Z",
+                                        "23:59:60+01:00", NULL });
     format_cases("time", (const char *const[]){ "23:59:60Z", "00:00:00+05:30",
                                                 "12:34:56.789-08:00", "01:02:03z", NULL },
                  (const char *const[]){ "24:00:00Z", "12:60:00Z", "12:00:00", "12:00Z",
@@ -567,6 +596,46 @@ START_TEST(test_json_schema_formats)
 }
 END_TEST
 
+
+/* The subset construction's set table must hash every NFA state: its
+ * sets differ only past the first 64 states here, and when the index saw
+ * only the low bits of each word, every set collided and each pattern took
+ * 0.2-0.9 s to compile (a schema of 128 such: about a minute). The probes
+ * count as work, so such collisions would now exhaust the work budget:
+ * these 48 compile only with a hash that spreads them (deterministic: no
+ * clock; they take ~0.5 s). */
+START_TEST(test_json_schema_pattern_compile_work)
+{
+    static char big[16384];
+    size_t n = (size_t)snprintf(big, sizeof(big), "{\"type\":\"object\",\"properties\":{");
+    for (int i = 0; i < 48; i++)
+        n += (size_t)snprintf(big + n, sizeof(big) - n, "%s\"p%d\":{\"type\":\"string\","
+                              "\"pattern\":\"^\\\\d{0,10}\\\\w{0,10}\\\\s{0,10}\\\\D{0,10}.{0,10}"
+                              "[a-c]{0,9}\\\\u%04x$\"}", i ? "," : "", i, 0x100 + i);
+    snprintf(big + n, sizeof(big) - n, "}}");
+    /* the schema's patterns share one work budget (5 patterns' worth, 200 M
+     * steps): 5 of ~30 M steps each fit, 8 are a 400 */
+    for (int k = 5; k <= 8; k += 3) {
+        static char heavy[2048];
+        size_t h = (size_t)snprintf(heavy, sizeof(heavy), "{\"type\":\"object\",\"properties\":{");
+        for (int i = 0; i < k; i++)
+            h += (size_t)snprintf(heavy + h, sizeof(heavy) - h, "%s\"p%d\":{\"type\":\"string\","
+                                  "\"pattern\":\"(a?){1000}a{1000}%c\"}", i ? "," : "", i, 'b' + i);
+        snprintf(heavy + h, sizeof(heavy) - h, "}}");
+        if (k == 8) {
+            compile_bad(heavy, "work budget of all the schema's patterns");
+        } else {
+            struct st_json_schema *hs = compile_ok(heavy);
+            st_json_schema_unref(hs);
+        }
+    }
+    struct st_json_schema *s = compile_ok(big);
+    bool done;
+    ck_assert(taken_n(s, "{\"p0\":\"12ab  x-zc\\u0100\"}", 25, &done) == 25 && done);
+    ck_assert(taken_n(s, "{\"p1\":\"12ab  x-zc\\u0100\"", 24, &done) == 23);
+    st_json_schema_unref(s);
+}
+END_TEST
 
 /* ---- multipleOf ------------------------------------------------------- */
 
@@ -658,6 +727,7 @@ static Suite *json_schema_pattern_suite(void)
     tcase_add_test(t, test_json_schema_pattern_brute);
     tcase_add_test(t, test_json_schema_pattern_random);
     tcase_add_test(t, test_json_schema_formats);
+    tcase_add_test(t, test_json_schema_pattern_compile_work);
     tcase_add_test(t, test_json_schema_multiple_of);
     suite_add_tcase(s, t);
     return s;
