@@ -16,6 +16,7 @@
 #include "strata/clock.h"
 #include "strata/compiler.h"
 #include "strata/json_schema.h"
+#include "json_schema_fixture.h"
 #include "support.h"
 
 /* The schema {"type":"string","pattern":<pat as a JSON string>}<extra>. */
@@ -32,58 +33,6 @@ static const char *pschema(const char *pat, const char *extra)
     }
     snprintf(o + n, 8192 - n, "\"%s}", extra ? extra : "");
     return o;
-}
-
-static struct st_json_schema *compile_ok(const char *schema)
-{
-    struct st_json_schema *s = NULL;
-    struct st_err err = { 0 };
-    enum st_status rc = st_json_schema_compile(schema, strlen(schema), &s, &err);
-    ck_assert_msg(rc == ST_OK, "compile %s: %s", schema, err.msg);
-    return s;
-}
-
-static void compile_bad(const char *schema, const char *needle)
-{
-    struct st_json_schema *s = NULL;
-    struct st_err err = { 0 };
-    enum st_status rc = st_json_schema_compile(schema, strlen(schema), &s, &err);
-    ck_assert_msg(rc == ST_ERR_INVALID, "should not compile: %s", schema);
-    ck_assert(s == NULL);
-    ck_assert_msg(strstr(err.msg, needle), "'%s': message '%s' lacks '%s'", schema, err.msg,
-                  needle);
-}
-
-static size_t taken_n(const struct st_json_schema *s, const char *doc, size_t n, bool *done)
-{
-    struct st_json_schema_state st;
-    st_json_schema_state_init(&st, s);
-    size_t i = 0;
-    while (i < n && st_json_schema_push(&st, (unsigned char)doc[i]))
-        i++;
-    *done = i == n && st_json_schema_complete(&st);
-    return i;
-}
-
-static void accepts(const char *schema, const char *doc)
-{
-    struct st_json_schema *s = compile_ok(schema);
-    bool done;
-    size_t n = taken_n(s, doc, strlen(doc), &done);
-    ck_assert_msg(n == strlen(doc) && done, "%s should accept %s (took %zu bytes, done %d)",
-                  schema, doc, n, (int)done);
-    st_json_schema_unref(s);
-}
-
-/* doc is refused exactly at byte 'at' (at == strlen: taken, not complete). */
-static void refuses(const char *schema, const char *doc, size_t at)
-{
-    struct st_json_schema *s = compile_ok(schema);
-    bool done;
-    size_t n = taken_n(s, doc, strlen(doc), &done);
-    ck_assert_msg(n == at && !done, "%s should refuse %s at byte %zu (took %zu, done %d)",
-                  schema, doc, at, n, (int)done);
-    st_json_schema_unref(s);
 }
 
 START_TEST(test_json_schema_pattern_refused)
