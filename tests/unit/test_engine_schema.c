@@ -17,6 +17,9 @@
  *     states and along random walks the string fast path (a count of code
  *     points, a chain of the pattern's DFA) allows exactly what the
  *     validator does, token by token;
+ *   - random schemas (pattern, format, lengths, enum, anyOf, nullable,
+ *     nested in objects and arrays) on a random vocabulary of odd bytes
+ *     and long runs: the same, along random walks;
  *   - the CPU model runner (tiny synthetic model) generates under a schema:
  *     every text is a valid prefix, complete when it ends with STOP; with
  *     --batch-mtp the tokens are the same as without.
@@ -454,6 +457,225 @@ START_TEST(test_engine_schema_run_fast_path)
 }
 END_TEST
 
+/* ---- random string schemas on a random vocabulary ---------------------
+ * (review 2026-11-30) The fast path against the validator where the
+ * chosen states above do not reach: random schemas that mix pattern,
+ * format, minLength / maxLength, enum, anyOf and nullable strings inside
+ * objects and arrays, on a vocabulary of every byte alone, runs of one
+ * byte (letters, digits, blanks, 0x7F, lone 0x80, a cut 0xC3) up to 256
+ * bytes, and random tokens with quotes, backslashes, escapes, control
+ * bytes, UTF-8 and broken UTF-8 in the middle. Every token at every step
+ * of random walks, with end of generation banned and not. */
+
+#define NFV 1500
+static char *fvocab[NFV];
+
+static void fv_add(int32_t *n, const char *t, size_t len)
+{
+    char *c = malloc(len + 1);
+    ck_assert_ptr_nonnull(c);
+    memcpy(c, t, len);
+    c[len] = '\0';
+    fvocab[(*n)++] = c;
+}
+
+/* A random token: letters, digits and blanks, with pieces mixed in. */
+static size_t fv_random(char *t, uint64_t *rng)
+{
+    static const char *const bits[] = {
+        "\xc3\xa9", "\xe6\x95\xb0", "\xf0\x9f\x98\x80", "\xc3", "\x80", "\xbf", "\"", "\\",
+        "\",", "\\u0041", "\\u00e9", "\\ud83d\\ude00", "\\ud83d", "\\n", "\\u", "-", "_", ".",
+        "\t", "\xff", "\x7f", "{", ":", "\x01", "\xc0\x80", "\xed\xa0\x80", "@", "/", "T",
+    };
+    uint64_t r0 = mask_lcg(rng) % 100;
+    size_t len = 0, cap = r0 < 5 ? mask_lcg(rng) % 256 + 1 : mask_lcg(rng) % 10 + 1;
+    unsigned mix = (unsigned)(mask_lcg(rng) % 5);
+    while (len < cap) {
+        uint64_t r = mask_lcg(rng) % 72;
+        if (mix >= 2 && r < 10) {
+            const char *b = bits[mask_lcg(rng) % ST_ARRAY_LEN(bits)];
+            size_t bl = strlen(b);
+            if (len + bl > cap)
+                break;
+            memcpy(t + len, b, bl);
+            len += bl;
+        } else if (mix == 4 && r < 20) {
+            t[len++] = (char)(mask_lcg(rng) % 255 + 1);   /* any byte but NUL */
+        } else {
+            t[len++] = r < 26 ? (char)('a' + r) : r < 52 ? (char)('A' + r - 26)
+                     : r < 58 ? ' ' : r < 68 ? (char)('0' + r - 58) : 'a';
+        }
+    }
+    return len;
+}
+
+static void fvocab_make(uint64_t rng)
+{
+    static const unsigned char fills[] = { 'a', 'Z', '1', ' ', 0x7f, 0x80, 0xc3, '-' };
+    static const size_t lens[] = { 2, 3, 8, 40, 255, 256 };
+    char t[ST_SAMPLE_MAX_PIECE + 1];
+    int32_t n = 0;
+    fv_add(&n, "<eos>", 5);
+    for (int b = 1; b < 256; b++) {
+        t[0] = (char)b;
+        fv_add(&n, t, 1);
+    }
+    for (size_t f = 0; f < sizeof(fills); f++) {
+        for (size_t l = 0; l < ST_ARRAY_LEN(lens); l++) {
+            memset(t, fills[f], lens[l]);
+            fv_add(&n, t, lens[l]);
+            t[lens[l] - 1] = '0';   /* and one that leaves the run at its end */
+            fv_add(&n, t, lens[l]);
+        }
+    }
+    while (n < NFV) {
+        size_t len = fv_random(t, &rng);
+        if (len > 0)
+            fv_add(&n, t, len);
+    }
+}
+
+static bool fexpected(const struct st_sampler *s, int32_t id, bool eos_banned)
+{
+    const struct st_json_schema_state *st = &s->jss;
+    if (id == 0)
+        return st_json_schema_complete(st);
+    const char *p = fvocab[id];
+    if (mask_is_ws(p[0]) && (st_json_schema_empty(st) ||
+                        (st_json_schema_complete(st) && !eos_banned)))
+        return false;
+    struct st_json_schema_state j;
+    st_json_schema_state_copy(&j, st);
+    return st_json_schema_feed(&j, p, strlen(p));
+}
+
+/* A string leaf: a pattern, a format or none, lengths or none, nullable
+ * or not (JSON text of the schema, written at o). */
+static size_t fschema_string(char *o, size_t cap, uint64_t *rng)
+{
+    static const char *const pats[] = {
+        "^[a-zA-Z ]+$", "^[a-z]{2,5}$", "^[A-Z][a-z]*( [A-Z][a-z]*)*$", "ab+c",
+        "^\\\\d{3}-\\\\d{4}$", "^.{0,5}$", "^[\\u00e9a-z]*$", "x", "^(foo|bar)+$",
+        "^[a-c]+x[0-9]{2,4}$", "^\\\\w{0,300}$", "^[ -~]{3,}$", "^[^a]*$", "^a.*",
+        "^[a-z]*[0-9]*$", "^[a-z ]{0,3}[A-Z]+$", "^\\\\S+$", "^[0-9a-f]{8}$", "^(a|bc)*d?$",
+        "^.*z$", "^[ab]{3}[cd]{3}$", "^\\\\w+@\\\\w+$", "^[a-z]+(\\\\.[a-z]+)*$", "^\\u00e9+$",
+    };
+    static const char *const fmts[] = { "date", "time", "date-time", "uuid", "ipv4",
+                                        "email", "hostname", "duration", "ipv6" };
+    char lens[64] = "";
+    unsigned lm = (unsigned)(mask_lcg(rng) % 4), k = (unsigned)(mask_lcg(rng) % 4);
+    if (lm == 1)
+        snprintf(lens, sizeof(lens), ",\"maxLength\":%u", (unsigned)(mask_lcg(rng) % 14));
+    else if (lm == 2)
+        snprintf(lens, sizeof(lens), ",\"minLength\":%u,\"maxLength\":%u",
+                 (unsigned)(mask_lcg(rng) % 4), (unsigned)(mask_lcg(rng) % 10 + 4));
+    else if (lm == 3)   /* the free-string fast path hands over 256 before the end */
+        snprintf(lens, sizeof(lens), ",\"maxLength\":%u", (unsigned)(mask_lcg(rng) % 40 + 250));
+    const char *ty = mask_lcg(rng) % 4 == 0 ? "[\"string\",\"null\"]" : "\"string\"";
+    if (k < 2)
+        return (size_t)snprintf(o, cap, "{\"type\":%s,\"pattern\":\"%s\"%s}", ty,
+                                pats[mask_lcg(rng) % ST_ARRAY_LEN(pats)], lens);
+    if (k == 2)
+        return (size_t)snprintf(o, cap, "{\"type\":%s,\"format\":\"%s\"%s}", ty,
+                                fmts[mask_lcg(rng) % ST_ARRAY_LEN(fmts)], lens);
+    return (size_t)snprintf(o, cap, "{\"type\":%s%s}", ty, lens);
+}
+
+/* A random schema: string leaves, an enum, anyOf, arrays and objects. */
+static size_t fschema(char *o, size_t cap, uint64_t *rng, int depth)
+{
+    unsigned k = depth > 2 ? 0 : (unsigned)(mask_lcg(rng) % 7);
+    size_t n = 0;
+    const char *sep[3] = { "", "", "" };
+    switch (k) {
+    case 0: case 1: case 2:
+        return fschema_string(o, cap, rng);
+    case 3:
+        return (size_t)snprintf(o, cap, "{\"enum\":[\"abc\",\"abd\",\"x y\",null,\"\\u00e9\"]}");
+    case 4:
+        sep[0] = "{\"anyOf\":[", sep[1] = ",", sep[2] = "]}";
+        break;
+    case 5:
+        sep[0] = "{\"type\":\"array\",\"maxItems\":3,\"items\":", sep[2] = "}";
+        break;
+    default:
+        sep[0] = "{\"type\":\"object\",\"properties\":{\"a\":", sep[1] = ",\"b\":";
+        sep[2] = "},\"required\":[\"a\",\"b\"],\"additionalProperties\":false}";
+        break;
+    }
+    n += (size_t)snprintf(o + n, cap - n, "%s", sep[0]);
+    n += fschema(o + n, cap - n, rng, depth + 1);
+    if (sep[1][0]) {
+        n += (size_t)snprintf(o + n, cap - n, "%s", sep[1]);
+        n += fschema(o + n, cap - n, rng, depth + 1);
+    }
+    n += (size_t)snprintf(o + n, cap - n, "%s", sep[2]);
+    ck_assert_uint_lt(n, cap);
+    return n;
+}
+
+/* One walk of up to 'steps' tokens (single bytes favoured, so that the
+ * walk stops at every room left): the mask against fexpected at each;
+ * returns the steps taken on the fast path. */
+static int fwalk(struct st_sampler *s, uint64_t rng, int steps, const char *what)
+{
+    float *logits = malloc(NFV * sizeof(*logits));
+    int fast = 0;
+    ck_assert_ptr_nonnull(logits);
+    for (int step = 0; step < steps; step++) {
+        for (int eb = 0; eb < 2; eb++) {
+            struct st_json_step st;
+            st_json_mask_step(s, eb == 1, &st);
+            fast += st.run.kind != ST_JS_RUN_NONE;
+            for (int32_t id = 0; id < NFV; id++)
+                ck_assert_msg(st_json_mask_allows(s, &st, id) == fexpected(s, id, eb == 1),
+                              "%s step %d eos_banned %d token %d '%s': kind %d room %u", what,
+                              step, eb, (int)id, fvocab[id], (int)st.run.kind,
+                              (unsigned)st.run.room);
+        }
+        for (int32_t t = 0; t < NFV; t++)
+            logits[t] = (float)(mask_lcg(&rng) % 1000) / 100.0f + (fvocab[t][1] ? 0.0f : 3.0f);
+        struct st_sample_result res;
+        if (st_sampler_sample(s, logits, NFV, NULL, 0, &res) != ST_OK || res.token == 0)
+            break;
+        st_sampler_accept(s, res.token);
+    }
+    free(logits);
+    return fast;
+}
+
+START_TEST(test_engine_schema_run_random_schemas)
+{
+    int fast = 0, compiled = 0;
+    for (int it = 0; it < 48; it++) {
+        uint64_t rng = 7000 + (uint64_t)it * 131;
+        char text[4096], what[4200];
+        fvocab_make(rng * 77 + 5);
+        fschema(text, sizeof(text), &rng, 0);
+        struct st_json_schema *sc = NULL;
+        struct st_err err = { 0 };
+        /* lengths a format cannot meet: nothing valid, refused at compile */
+        if (st_json_schema_compile(text, strlen(text), &sc, &err) == ST_OK) {
+            compiled++;
+            for (int run = 0; run < 2; run++) {
+                struct st_gen_params p = mask_params(1.0f, rng + (uint64_t)run);
+                p.json_schema = sc;
+                struct st_sampler s;
+                mask_sampler(&s, &p, (const char *const *)fvocab, NFV);
+                snprintf(what, sizeof(what), "%s run %d", text, run);
+                fast += fwalk(&s, rng + (uint64_t)run, 20, what);
+                st_sampler_fini(&s);
+            }
+            st_json_schema_unref(sc);
+        }
+        for (int32_t i = 0; i < NFV; i++)
+            free(fvocab[i]);
+    }
+    ck_assert_int_ge(compiled, 30);
+    ck_assert_int_ge(fast, 200);   /* the walks spend many steps on the fast path */
+}
+END_TEST
+
 /* ---- the engine loop on the tiny model ------------------------------- */
 
 static char dir[256];
@@ -523,6 +745,7 @@ static Suite *engine_schema_suite(void)
     tcase_add_test(t, test_engine_schema_runs_stay_valid);
     tcase_add_test(t, test_engine_schema_pattern_runs);
     tcase_add_test(t, test_engine_schema_run_fast_path);
+    tcase_add_test(t, test_engine_schema_run_random_schemas);
     tcase_add_test(t, test_engine_schema_model_generates_valid);
     suite_add_tcase(s, t);
     return s;

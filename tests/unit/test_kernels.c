@@ -13,6 +13,9 @@
  *    number of blocks for the 512-bit block pairs, 1 and 5 K super-blocks)
  *    and through cpu_matmul_rows on weight-row ranges that are not whole
  *    CPU_NW groups (dotw for the groups, dot for the rest).
+ * 4. cpu_matmul_rows at every (weight rows, activation rows, blocks)
+ *    shape, on buffers of their exact size: each output bitwise its row's
+ *    dot alone, within tolerance of the reference.
  */
 #include <check.h>
 #include <math.h>
@@ -460,6 +463,67 @@ START_TEST(test_kernels_dispatch_complete)
 }
 END_TEST
 
+/* (review 2026-11-30) cpu_matmul_rows at every shape the decode and
+ * prefill paths split differently: 1-9 weight rows (whole CPU_NW groups
+ * and not), 1 to CPU_NX_MAX + 1 activation rows (dotw up to the level's
+ * dotw_nx, then dot), 1, 3 and 25 blocks (the 512-bit block-pair tails)
+ * and 1 and 5 K super-blocks, weights and activations allocated to their
+ * exact size so that ASan sees any read past them. Each output bitwise the level's dot for that row
+ * alone (ENGINE.md "Determinism") and within tolerance of the reference. */
+START_TEST(test_kernels_matmul_every_shape)
+{
+    static const int64_t lens[] = { 32, 96, 800, 256, 1280 };
+    static const int outs[] = { 1, 3, 4, 5, 9 };
+    enum { NRM = CPU_NX_MAX + 1 };
+    for (int isa = CPU_ISA_AVX2; isa < CPU_ISA_COUNT; isa++) {
+        const struct cpu_kernels *k = cpu_kernels_for((enum cpu_isa)isa);
+        for (size_t ti = 0; k && ti < ST_ARRAY_LEN(types); ti++) {
+            enum st_dtype t = types[ti], dt = cpu_dot_type(t);
+            for (size_t li = 0; li < ST_ARRAY_LEN(lens); li++) {
+                int64_t n = lens[li];
+                if (n % st_dtype_info(t)->block_elems)
+                    continue;
+                uint64_t s = 8000 + 10 * ti + li;
+                size_t ws = st_dtype_row_bytes(t, n), xs = st_dtype_row_bytes(dt, n);
+                float *xf = malloc((size_t)n * sizeof(float)), y[NRM * 9], want;
+                uint8_t *x = malloc(NRM * xs), *w = malloc(9 * ws);
+                for (int r = 0; r < NRM; r++) {
+                    for (int64_t i = 0; i < n; i++)
+                        xf[i] = rndf(&s, -1.0f, 1.0f);
+                    cpu_quantize_act(NULL, dt, xf, x + (size_t)r * xs, n);
+                }
+                for (size_t oi = 0; oi < ST_ARRAY_LEN(outs); oi++) {
+                    int O = outs[oi];
+                    uint8_t *wo = w + (size_t)(9 - O) * ws;   /* the last O rows: ends at w's end */
+                    for (int o = 0; o < O; o++)
+                        rand_row(t, wo + (size_t)o * ws, n, &s);
+                    for (int nr = 1; nr <= NRM; nr++) {
+                        cpu_matmul_rows(k, t, wo, ws, n, 0, O, x, xs, nr, y, (size_t)O);
+                        for (int j = 0; j < nr; j++) {
+                            for (int o = 0; o < O; o++) {
+                                double mag, ref;
+                                const uint8_t *wr = wo + (size_t)o * ws, *xj = x + (size_t)j * xs;
+                                k->dot[t](n, wr, xj, xs, 1, &want, 1);
+                                ref = ref_dot(t, wr, xj, n, &mag);
+                                ck_assert_msg(memcmp(&y[j * O + o], &want, sizeof(want)) == 0 &&
+                                                  fabs((double)want - ref) <= 1e-5 * mag + 1e-5,
+                                              "%s %s n=%lld O=%d rows %d: row %d x %d: %.7g, "
+                                              "dot %.7g, ref %.7g", k->name,
+                                              st_dtype_info(t)->name, (long long)n, O, nr, o, j,
+                                              (double)y[j * O + o], (double)want, ref);
+                            }
+                        }
+                    }
+                }
+                free(xf);
+                free(x);
+                free(w);
+            }
+        }
+    }
+}
+END_TEST
+
 static Suite *kernels_suite(void)
 {
     Suite *s = suite_create("kernels");
@@ -473,6 +537,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, test_kernels_dotw_every_level);
     tcase_add_test(tc, test_kernels_dotw_tails);
     tcase_add_test(tc, test_kernels_dotw_matmul_ragged_rows);
+    tcase_add_test(tc, test_kernels_matmul_every_shape);
     tcase_add_test(tc, test_kernels_dispatch_complete);
     suite_add_tcase(s, tc);
     return s;
