@@ -308,6 +308,9 @@ struct st_json_step {
      * what is left is run through the pattern's DFA from the chain
      * (where run_groups: no byte read at all). */
     struct st_json_schema_run run;
+    const struct st_json_schema_state *run_js;   /* the state 'run' views (the
+                         * sampler's, or a tool call's arguments); borrowed
+                         * from the sampler until its next accept */
     uint32_t run_full;
     bool     run_groups;   /* run_full alone decides (json_mask.c run_groups) */
 };

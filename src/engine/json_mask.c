@@ -51,7 +51,8 @@
  * where the set is whole byte groups and every other byte is refused
  * along the chain, one AND on the token's byte groups and a compare of
  * its length; else a scan of the set's bytes, then the DFA alone
- * (st_json_schema_run_feed) on the rest.
+ * (st_json_schema_run_feed) on the rest. The same inside a tool call's
+ * arguments (step_calls; the state viewed is st_json_step.run_js).
  * Every token's bytes are read once per slot and model (st_json_vocab),
  * on the first sample of a JSON request, never for runners that force
  * their tokens (the sim).
@@ -264,6 +265,7 @@ static void step_schema(const struct st_sampler *s, bool eog_banned, struct st_j
     st->complete = done;
     if (st->in_str)
         return;
+    st->run_js = &s->jss;
     st_json_schema_run_view(&s->jss, &st->run);
     run_groups(st);
 }
@@ -272,7 +274,12 @@ static void step_schema(const struct st_sampler *s, bool eog_banned, struct st_j
  * the arguments, at most ST_JSON_SCHEMA_MAX_WS blanks where they may
  * come), but for blanks after the last call (as json_schema: only when
  * end of generation is banned); the schema's fast paths apply inside the
- * arguments. */
+ * arguments. The bounded / pattern string one too: where st_call_args
+ * gives a state, the grammar pushes every byte of a plain token to it
+ * unchanged (JSON arguments: the document is not complete inside a
+ * string), but for a '<' in a Qwen3-Coder / GLM JSON value (it may start
+ * "</parameter>" / "</tool_call>": str_lt, such tokens are walked). Raw
+ * string values (no args state there) are walked. */
 static void step_calls(const struct st_sampler *s, bool eog_banned, struct st_json_step *st)
 {
     struct st_call_state j;
@@ -290,6 +297,11 @@ static void step_calls(const struct st_sampler *s, bool eog_banned, struct st_js
         st->between = st_call_between(&s->cs, &st->ws_left);
     st->complete = st_call_complete(&s->cs);
     st->free_text = st_call_free_text(&s->cs, &st->stop) && (st->stop == '<' || st->stop == '[');
+    if (a && !st->in_str) {
+        st->run_js = a;
+        st_json_schema_run_view(a, &st->run);
+        run_groups(st);
+    }
 }
 
 /* A grammar: the bytes its stacks' tops take (exact, no pushes), its
@@ -447,6 +459,7 @@ void st_json_mask_step(const struct st_sampler *s, bool eog_banned, struct st_js
     st->str_lt = false;
     st->gloop = false;
     st->run.kind = ST_JS_RUN_NONE;
+    st->run_js = NULL;
     if (s->calls)
         step_calls(s, eog_banned, st);
     else if (!st_think_in_doc(&s->th))
@@ -537,7 +550,7 @@ static bool run_allows(const struct st_sampler *s, const struct st_json_step *st
     /* a byte of the set here: the chain ended (i == room); else one outside it */
     if (in_run_set(r, p[i]) ? r->dead_after : r->closed[ST_MIN(i, r->n_chain - 1)])
         return false;
-    return st_json_schema_run_feed(&s->jss, r, i, p + i, n - i);
+    return st_json_schema_run_feed(st->run_js, r, i, p + i, n - i);
 }
 
 /* May token 'id' come next? 'in_str': the state is inside a string, where
@@ -555,7 +568,7 @@ bool st_json_mask_allows(const struct st_sampler *s, const struct st_json_step *
         return false;   /* an empty piece would not move the text on */
     if (st->in_str && (c & ST_JV_PLAIN) && !(st->str_lt && (c & ST_JV_LT)))
         return true;
-    if (st->run.kind != ST_JS_RUN_NONE && (c & ST_JV_PLAIN)) {
+    if (st->run.kind != ST_JS_RUN_NONE && (c & ST_JV_PLAIN) && !(st->str_lt && (c & ST_JV_LT))) {
         if (!st->run_groups && !st->first[v->bytes[v->off[id]]])
             return false;   /* most tokens, where few bytes may come */
         return run_allows(s, st, id);

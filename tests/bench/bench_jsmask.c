@@ -14,6 +14,10 @@
  * is shared), each the least of three runs; both masks must allow the
  * same tokens (the count is compared). Prints the mean over the tokens
  * inside the string (the opening quote's step to the last character's).
+ * The "call:" case is the first one's string as a tool call's argument
+ * (tool_choice naming a function, Hermes / Qwen3 format: json_mask.c
+ * step_calls): the same text inside <tool_call>\n{"name": "f",
+ * "arguments": {"s": "..."}}\n</tool_call>.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,7 @@
 #include "bench_qwen3.h"
 #include "hf_tokenizer.h"
 #include "internal.h"
+#include "strata/call_grammar.h"
 #include "strata/json_schema.h"
 
 static double cpu_s(void)
@@ -59,24 +64,50 @@ struct result {
     bool   ok;
 };
 
-static struct result run_case(const struct st_tok *tok, const char *schema, const char *text)
+/* The constraint of a case: schema as json_schema, or ('call') as the
+ * parameters of the function "f" that tool_choice names (Hermes format);
+ * *doc the text to walk. */
+static enum st_status make_constraint(const char *schema, const char *text, bool call,
+                                      struct st_json_schema **sc, struct st_call_grammar **g,
+                                      char *doc, size_t cap, struct st_err *err)
+{
+    if (!call) {
+        snprintf(doc, cap, "{\"s\": \"%s\"}", text);
+        return st_json_schema_compile(schema, strlen(schema), sc, err);
+    }
+    char tools[1024];
+    snprintf(tools, sizeof(tools),
+             "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":%s}}]",
+             schema);
+    snprintf(doc, cap, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"s\": \"%s\"}}\n"
+             "</tool_call>", text);
+    struct st_call_spec sp = { .format = ST_CALL_HERMES, .think = ST_CALL_THINK_NONE,
+                               .tools_json = tools, .tools_len = strlen(tools), .name = "f" };
+    return st_call_grammar_compile(&sp, g, NULL, err);
+}
+
+static struct result run_case(const struct st_tok *tok, const char *schema, const char *text,
+                              bool call)
 {
     struct result r = { 0, 0, 0, 0, true };
     struct st_err err = { 0 };
     struct st_json_schema *sc = NULL;
-    char doc[512];
-    snprintf(doc, sizeof(doc), "{\"s\": \"%s\"}", text);
+    struct st_call_grammar *g = NULL;
+    char doc[1024];
     int32_t *ids = NULL, nv = st_tok_n_vocab(tok);
     size_t n = 0;
-    if (st_json_schema_compile(schema, strlen(schema), &sc, &err) != ST_OK ||
+    if (make_constraint(schema, text, call, &sc, &g, doc, sizeof(doc), &err) != ST_OK ||
         st_tok_encode(tok, doc, strlen(doc), false, false, &ids, &n, &err) != ST_OK) {
         fprintf(stderr, "bench_jsmask: %s\n", err.msg);
+        st_json_schema_unref(sc);
+        st_call_grammar_unref(g);
         r.ok = false;
         return r;
     }
     struct st_gen_params p;
     st_gen_params_defaults(&p);
     p.json_schema = sc;
+    p.tool_calls = g;
     struct st_sampler s;
     st_sampler_init(&s);
     st_sampler_reset(&s, &p);
@@ -94,11 +125,12 @@ static struct result run_case(const struct st_tok *tok, const char *schema, cons
         struct st_json_step st;
         st_json_mask_step(&s, false, &st);
         r.ok = r.ok && st_json_mask_allows(&s, &st, ids[k]);
-        if (st.in_str || st.run.kind != ST_JS_RUN_NONE) {
+        const struct st_json_schema_state *js = call ? st_call_args(&s.cs) : &s.jss;
+        if (js && (st.in_str || st.run.kind != ST_JS_RUN_NONE)) {
             static struct st_json_schema_run view;
             double t0 = cpu_s();
             for (int rep = 0; rep < 100; rep++)
-                st_json_schema_run_view(&s.jss, &view);
+                st_json_schema_run_view(js, &view);
             r.view += (cpu_s() - t0) / 100;
             r.slow += best[0];
             r.fast += best[1];
@@ -118,25 +150,32 @@ static struct result run_case(const struct st_tok *tok, const char *schema, cons
     st_sampler_fini(&s);
     free(ids);
     st_json_schema_unref(sc);
+    st_call_grammar_unref(g);
     return r;
 }
 
 #define OBJ(x) "{\"type\":\"object\",\"properties\":{\"s\":" x "},\"required\":[\"s\"]," \
                "\"additionalProperties\":false}"
 
-static const struct { const char *name, *schema, *text; } cases[] = {
+static const struct { const char *name, *schema, *text; bool call; } cases[] = {
     { "pattern ^[a-zA-Z ]+$, maxLength 40",
       OBJ("{\"type\":\"string\",\"pattern\":\"^[a-zA-Z ]+$\",\"maxLength\":40}"),
-      "The quick brown fox jumps over the dog" },
+      "The quick brown fox jumps over the dog", false },
     { "string, maxLength 40", OBJ("{\"type\":\"string\",\"maxLength\":40}"),
-      "The quick brown fox jumps over the dog" },
+      "The quick brown fox jumps over the dog", false },
     { "pattern ^[a-zA-Z ]+$", OBJ("{\"type\":\"string\",\"pattern\":\"^[a-zA-Z ]+$\"}"),
-      "The quick brown fox jumps over the lazy dog again and again" },
+      "The quick brown fox jumps over the lazy dog again and again", false },
     { "pattern ^[A-Z]{3}-[0-9]{4}$",
-      OBJ("{\"type\":\"string\",\"pattern\":\"^[A-Z]{3}-[0-9]{4}$\"}"), "ABC-1234" },
+      OBJ("{\"type\":\"string\",\"pattern\":\"^[A-Z]{3}-[0-9]{4}$\"}"), "ABC-1234", false },
     { "format date-time", OBJ("{\"type\":\"string\",\"format\":\"date-time\"}"),
-      "2024-05-17T12:34:56Z" },
-    { "string (free)", OBJ("{\"type\":\"string\"}"), "The quick brown fox jumps over the dog" },
+      "2024-05-17T12:34:56Z", false },
+    { "string (free)", OBJ("{\"type\":\"string\"}"), "The quick brown fox jumps over the dog",
+      false },
+    { "call: pattern ^[a-zA-Z ]+$, maxLength 40",
+      OBJ("{\"type\":\"string\",\"pattern\":\"^[a-zA-Z ]+$\",\"maxLength\":40}"),
+      "The quick brown fox jumps over the dog", true },
+    { "call: string, maxLength 40", OBJ("{\"type\":\"string\",\"maxLength\":40}"),
+      "The quick brown fox jumps over the dog", true },
 };
 
 int main(int argc, char **argv)
@@ -160,11 +199,11 @@ int main(int argc, char **argv)
     bool ok = true;
     struct result first = { 0, 0, 0, 0, true };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        struct result r = run_case(tok, cases[c].schema, cases[c].text);
+        struct result r = run_case(tok, cases[c].schema, cases[c].text, cases[c].call);
         ok = ok && r.ok;
         if (c == 0)
             first = r;
-        printf("  %-36s %3d tokens: walked %.3f ms, fast path %.3f ms (its view %.4f ms)%s\n",
+        printf("  %-42s %3d tokens: walked %.3f ms, fast path %.3f ms (its view %.4f ms)%s\n",
                cases[c].name, r.n, r.slow * 1e3, r.fast * 1e3, r.view * 1e3,
                r.ok ? "" : "  (MISMATCH or refused)");
     }

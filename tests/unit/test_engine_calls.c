@@ -7,6 +7,10 @@
  *     inside the arguments, the think block's free text, walks across the
  *     frame / JSON boundary) allows exactly the tokens a brute-force feed
  *     of each token's bytes into the grammar allows;
+ *   - inside an argument string with maxLength or a pattern (every JSON
+ *     format, Qwen3-Coder / GLM JSON values) the bounded / pattern string
+ *     fast path decides exactly what the grammar does, on every token of a
+ *     few thousand;
  *   - sampled runs on random logits end only on a whole reply, and every
  *     whole reply parses (reply_parse.h) into calls of the allowed tools
  *     with arguments valid against their schema;
@@ -147,6 +151,184 @@ START_TEST(test_engine_calls_mask_matches_grammar)
         }
         st_call_grammar_unref(g);
     }
+}
+END_TEST
+
+/* ---- bounded and pattern strings inside the arguments -------------------
+ * (json_mask.c step_calls: st_json_schema_run_view on st_call_args' state)
+ * On a few thousand tokens (every single byte, letter and digit runs,
+ * quotes, backslashes, '<' and the closing tags, UTF-8), at states inside
+ * an argument string with maxLength or a pattern in every JSON call format
+ * and in Qwen3-Coder / GLM JSON values: the fast path is on where it
+ * should be and the mask allows exactly what the grammar does, token by
+ * token; then along random walks from there. */
+
+static const char run_tools[] =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"code\",\"parameters\":"
+    "{\"type\":\"object\",\"properties\":{"
+    "\"id\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}[0-9]{3,5}$\"},"
+    "\"name\":{\"type\":\"string\",\"maxLength\":12},"
+    "\"tag\":{\"type\":\"string\",\"pattern\":\"^[a-z ]+$\",\"maxLength\":20},"
+    "\"obj\":{\"type\":\"object\",\"properties\":{\"k\":{\"type\":\"string\","
+    "\"pattern\":\"^[a-z</> ]+$\",\"maxLength\":30}},\"additionalProperties\":false}},"
+    "\"additionalProperties\":false}}}]";
+
+#define NCV 3000
+static char *cvocab[NCV];
+
+static void cvocab_make(void)
+{
+    static const char *const bits[] = {
+        "\xc3\xa9", "\xe6\x95\xb0", "\xc3", "\"", "\\", "\",", "\"}", "\"}}", "<", "</",
+        "</parameter>", "\n</parameter>\n", "</tool_call>", "}\n</tool_call>", "</arg_value>",
+        "\\u0041", "1", "42", "-", "_", "/", ">", "\t", "\xff", "{", ":", ", \"",
+    };
+    static const char *const lts[] = {   /* plain tokens a '<' makes a closing tag of */
+        "ab</parameter>", "</param", "</parameter", "ab</tool_call>", "</tool", "a</arg_value>",
+        "</arg_", "x</function>", "a<b", "ab</p", "</t", "<>", "a/>",
+    };
+    uint64_t rng = 777;
+    int32_t n = 0;
+    cvocab[n++] = strdup("<eos>");
+    for (int b = 1; b < 256; b++) {
+        char one[2] = { (char)b, 0 };
+        cvocab[n++] = strdup(one);
+    }
+    for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++)
+        cvocab[n++] = strdup(bits[i]);
+    for (size_t i = 0; i < sizeof(lts) / sizeof(lts[0]); i++)
+        cvocab[n++] = strdup(lts[i]);
+    while (n < NCV) {
+        char t[ST_SAMPLE_MAX_PIECE + 1];
+        size_t len = 0, cap = mask_lcg(&rng) % 40 == 0 ? 200 : mask_lcg(&rng) % 10 + 1;
+        unsigned mix = (unsigned)(mask_lcg(&rng) % 4);   /* 0, 1: letters, digits, blanks */
+        if (mask_lcg(&rng) % 3 == 0)
+            t[len++] = ' ';
+        while (len < cap) {
+            uint64_t r = mask_lcg(&rng) % 64;
+            if (mix >= 2 && r < 8) {
+                const char *b = bits[mask_lcg(&rng) % (sizeof(bits) / sizeof(bits[0]))];
+                size_t bl = strlen(b);
+                if (len + bl > cap)
+                    break;
+                memcpy(t + len, b, bl);
+                len += bl;
+                continue;
+            }
+            t[len++] = r < 26 ? (char)('a' + r) : r < 40 ? (char)('A' + r - 26)
+                     : r < 54 ? (char)('0' + r % 10) : r < 58 ? ' ' : (char)('a' + r % 26);
+        }
+        t[len] = '\0';
+        if (len > 0)
+            cvocab[n++] = strdup(t);
+    }
+}
+
+static void cvocab_free(void)
+{
+    for (int32_t i = 0; i < NCV; i++)
+        free(cvocab[i]);
+}
+
+/* expected() on cvocab. */
+static bool cexpected(const struct st_sampler *s, int32_t id, bool eos_banned)
+{
+    const struct st_call_state *st = &s->cs;
+    if (id == 0)
+        return st_call_complete(st);
+    const char *p = cvocab[id];
+    if (st_call_done(st) && !eos_banned && strchr(" \t\n\r", p[0]))
+        return false;
+    struct st_call_state j;
+    st_call_state_copy(&j, st);
+    return st_call_feed(&j, p, strlen(p));
+}
+
+#define HPRE  "<tool_call>\n{\"name\": \"code\", \"arguments\": "
+#define LPRE  "{\"name\": \"code\", \"parameters\": "
+#define M7PRE "[TOOL_CALLS][{\"name\": \"code\", \"arguments\": "
+#define XPRE  "<tool_call>\n<function=code>\n<parameter="
+
+/* A format, the text that puts the grammar inside an argument's string,
+ * the view expected there (ST_JS_RUN_NONE: walked, a raw xml value). */
+static const struct {
+    enum st_call_format f;
+    const char *text;
+    int kind;
+} run_at[] = {
+    { ST_CALL_HERMES, HPRE "{\"id\": \"", ST_JS_RUN_PATTERN },
+    { ST_CALL_HERMES, HPRE "{\"id\": \"AB12", ST_JS_RUN_PATTERN },
+    { ST_CALL_HERMES, HPRE "{\"tag\": \"ab c", ST_JS_RUN_PATTERN },
+    { ST_CALL_HERMES, HPRE "{\"name\": \"abcdefghi", ST_JS_RUN_COUNT },
+    { ST_CALL_HERMES, HPRE "{\"obj\": {\"k\": \"a</", ST_JS_RUN_PATTERN },
+    { ST_CALL_LLAMA, LPRE "{\"tag\": \"", ST_JS_RUN_PATTERN },
+    { ST_CALL_LLAMA, LPRE "{\"name\": \"\xc3\xa9", ST_JS_RUN_COUNT },
+    { ST_CALL_MISTRAL11, "[TOOL_CALLS]code[ARGS]{\"id\": \"Q", ST_JS_RUN_PATTERN },
+    { ST_CALL_MISTRAL11, "[TOOL_CALLS]code[ARGS]{\"name\": \"", ST_JS_RUN_COUNT },
+    { ST_CALL_MISTRAL7, M7PRE "{\"tag\": \"xy", ST_JS_RUN_PATTERN },
+    { ST_CALL_MISTRAL7, M7PRE "{\"id\": \"ZZ9", ST_JS_RUN_PATTERN },
+    { ST_CALL_XML, XPRE "obj>\n{\"k\": \"ab", ST_JS_RUN_PATTERN },
+    { ST_CALL_XML, XPRE "obj>\n{\"k\": \"a>", ST_JS_RUN_PATTERN },
+    { ST_CALL_XML, XPRE "tag>\nab", ST_JS_RUN_NONE },
+    { ST_CALL_GLM, "<tool_call>code\n<arg_key>obj</arg_key>\n<arg_value>{\"k\": \"",
+      ST_JS_RUN_PATTERN },
+    { ST_CALL_GLM, "<tool_call>code\n<arg_key>name</arg_key>\n<arg_value>abc", ST_JS_RUN_NONE },
+};
+#define NRA ((int)(sizeof(run_at) / sizeof(run_at[0])))
+
+/* A sampler under the named "code" of run_tools in format f, fed 'text'. */
+static struct st_call_grammar *run_sampler(struct st_sampler *s, enum st_call_format f,
+                                           const char *text, uint64_t seed)
+{
+    struct st_call_spec sp = { .format = f, .think = ST_CALL_THINK_NONE, .parallel = false,
+                               .tools_json = run_tools, .tools_len = strlen(run_tools),
+                               .name = "code" };
+    struct st_call_grammar *g = NULL;
+    struct st_err err = { 0 };
+    int32_t n_fallback = -1;
+    ck_assert_msg(st_call_grammar_compile(&sp, &g, &n_fallback, &err) == ST_OK, "%s", err.msg);
+    ck_assert_int_eq(n_fallback, 0);
+    struct st_gen_params p = mask_params(1.0f, seed);
+    p.tool_calls = g;
+    mask_sampler(s, &p, (const char *const *)cvocab, NCV);
+    ck_assert_msg(st_call_feed(&s->cs, text, strlen(text)), "'%s'", text);
+    return g;
+}
+
+START_TEST(test_engine_calls_args_run_fast_path)
+{
+    cvocab_make();
+    int64_t allowed = 0;
+    for (int ci = 0; ci < NRA; ci++) {
+        struct st_sampler s;
+        struct st_call_grammar *g = run_sampler(&s, run_at[ci].f, run_at[ci].text, 1);
+        for (int eb = 0; eb < 2; eb++) {
+            struct st_json_step st;
+            st_json_mask_step(&s, eb == 1, &st);
+            ck_assert_msg(st.run.kind == run_at[ci].kind, "case %d: kind %d", ci,
+                          (int)st.run.kind);
+            for (int32_t id = 0; id < NCV; id++) {
+                bool want = cexpected(&s, id, eb == 1);
+                allowed += want;
+                ck_assert_msg(st_json_mask_allows(&s, &st, id) == want,
+                              "case %d eos_banned %d token %d '%s': want %d", ci, eb, (int)id,
+                              cvocab[id], (int)want);
+            }
+        }
+        st_sampler_fini(&s);
+        st_call_grammar_unref(g);
+        for (int run = 0; run < 4; run++) {   /* and along random walks from there */
+            char what[48];
+            snprintf(what, sizeof(what), "args case %d run %d", ci, run);
+            g = run_sampler(&s, run_at[ci].f, run_at[ci].text, (uint64_t)run);
+            mask_walk_matches(&s, (const char *const *)cvocab, NCV,
+                              (uint64_t)run * 13 + (uint64_t)ci, 12, 0.0f, cexpected, what);
+            st_sampler_fini(&s);
+            st_call_grammar_unref(g);
+        }
+    }
+    ck_assert_int_gt(allowed, NRA * 20);   /* the states let many tokens on */
+    cvocab_free();
 }
 END_TEST
 
@@ -344,6 +526,7 @@ static Suite *engine_calls_suite(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_engine_calls_mask_matches_grammar);
+    tcase_add_test(t, test_engine_calls_args_run_fast_path);
     tcase_add_test(t, test_engine_calls_runs_parse);
     tcase_add_test(t, test_engine_calls_model_calls_named);
     suite_add_tcase(s, t);
