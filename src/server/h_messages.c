@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gen.h"
+#include "translate.h"
 
 bool st_route_anthropic(const struct st_route *r)
 {

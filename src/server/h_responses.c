@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "gen.h"
+#include "translate.h"
 
 enum st_route_result st_h_responses(struct st_call *c)
 {

@@ -36,6 +36,7 @@
 #include <cjson/cJSON.h>
 
 #include "gen.h"
+#include "translate.h"
 
 enum block_kind { BLOCK_NONE, BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL };
 

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "oai_json.h"
+#include "translate.h"
 
 /* Passed to the chat parser as they are. */
 static const char *const passed[] = {

@@ -27,6 +27,7 @@
 
 #include "oai_json.h"
 #include "responses_store.h"
+#include "translate.h"
 
 static const char *id_prefix(const cJSON *item)
 {

@@ -18,6 +18,7 @@
 
 #include "internal.h"
 #include "responses_store.h"
+#include "translate.h"
 
 #define ITEMS_LIMIT_DEFAULT 20
 #define ITEMS_LIMIT_MAX 100

@@ -46,6 +46,7 @@
 #include "strata/log.h"
 #include "gen.h"
 #include "responses_store.h"
+#include "translate.h"
 
 enum item_kind { ITEM_NONE, ITEM_REASONING, ITEM_MESSAGE, ITEM_CALL };
 

@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "oai_json.h"
+#include "translate.h"
 
 /* Chat fields a Responses body does not pass on under the same name. */
 static const char *const dropped[] = {

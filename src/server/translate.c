@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "oai_json.h"
+#include "translate.h"
 
 enum st_status st_tr_nomem(struct st_api_error *e)
 {

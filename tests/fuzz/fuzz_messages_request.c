@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "translate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

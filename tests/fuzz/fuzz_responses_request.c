@@ -22,6 +22,7 @@
 #include "fuzz_json.h"
 #include "internal.h"
 #include "responses_store.h"
+#include "translate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,6 +18,7 @@
 
 #include "gen.h"
 #include "internal.h"
+#include "translate.h"
 
 /* st_resp_translate_tree, st_msg_translate_tree */
 typedef enum st_status (*api_translate_fn)(const cJSON *root, char **chat_json,

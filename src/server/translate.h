@@ -1,0 +1,149 @@
+/* translate.h -- the endpoints translated onto chat (/v1/responses,
+ * /v1/messages): the pieces they share (translate.c) and their body
+ * parsers (responses_request.c, responses_chain.c, messages_request.c).
+ * Module-private to src/server, beside internal.h, whose types it uses.
+ */
+#ifndef STRATA_SERVER_TRANSLATE_H
+#define STRATA_SERVER_TRANSLATE_H
+
+#include "internal.h"
+
+/* ---- endpoints translated onto chat: shared pieces (translate.c) ---- */
+/* Used by responses_*.c and messages_*.c. cJSON trees are the caller's;
+ * bool results are false on OOM only. Thread: any. */
+/* A 500-class "out of memory" error / a 400 naming 'param' with 'msg'. */
+enum st_status st_tr_nomem(struct st_api_error *e);
+enum st_status st_tr_bad(struct st_api_error *e, const char *param, const char *msg);
+/* Append {role, content} to the chat messages array (content NULL: no
+ * content member); *out (when given) the new message. */
+bool st_tr_add_msg(struct cJSON *msgs, const char *role, const char *content,
+                   struct cJSON **out);
+/* Append a chat tool call {id, type:function, function:{name, arguments}}. */
+bool st_tr_add_call(struct cJSON *calls, const char *id, const char *name, const char *args);
+/* Append a chat tool {type:function, function:{}}; returns its (empty)
+ * function object, NULL on OOM. */
+struct cJSON *st_tr_add_tool(struct cJSON *tools);
+/* Copy from's member 'key' (when present and not null) into 'to'. */
+bool st_tr_copy_member(const struct cJSON *from, const char *key, struct cJSON *to);
+/* One member of an array (its index i) into 'out'. */
+typedef enum st_status (*st_tr_item_fn)(const struct cJSON *item, size_t i, struct cJSON *out,
+                                        struct st_api_error *e);
+/* fn on every member of arr, stopping at the first failure. */
+enum st_status st_tr_each(const struct cJSON *arr, st_tr_item_fn fn, struct cJSON *out,
+                          struct st_api_error *e);
+/* chat.tools = fn(tool) for each of 'tools' (NULL: nothing); not an array:
+ * a 400 on "tools" saying 'not_array'. */
+enum st_status st_tr_tools(const struct cJSON *tools, st_tr_item_fn fn, const char *not_array,
+                           struct cJSON *chat, struct st_api_error *e);
+/* chat.tool_choice = {type:function, function:{name}}. */
+enum st_status st_tr_named_choice(struct cJSON *chat, const char *name, struct st_api_error *e);
+/* One step of a translation: what the body 'root' means, added to 'chat'. */
+typedef enum st_status (*st_tr_step_fn)(const struct cJSON *root, struct cJSON *chat,
+                                        struct st_api_error *e);
+/* Run steps[0..n) in order on 'chat' (taken: freed in every case), stopping
+ * at the first failure; then the chat body as JSON text (*chat_json owned,
+ * NULL on failure). */
+enum st_status st_tr_build(const struct cJSON *root, struct cJSON *chat,
+                           const st_tr_step_fn *steps, size_t n, char **chat_json,
+                           struct st_api_error *e);
+/* Replace each map[i][0] with map[i][1] in e's message and param, in order. */
+void st_tr_rename(struct st_api_error *e, const char *const (*map)[2], size_t n);
+/* One API translated onto chat: its body tree -> chat JSON text (owned);
+ * the chat parser's 400 renamed to its fields; 'after' (optional) runs on a
+ * parsed request with the body's tree still there. ctx: the caller's. */
+struct st_tr_api {
+    enum st_status (*translate)(const struct cJSON *root, void *ctx, char **chat_json,
+                                struct st_api_error *e);
+    void (*rename)(struct st_api_error *e);
+    enum st_status (*after)(const struct cJSON *root, const struct st_oai_request *oq,
+                            void *ctx, struct st_api_error *e);
+};
+/* JSON -> api->translate -> st_oai_parse (400s through api->rename) ->
+ * api->after: *oq a chat request (kind CHAT), left empty on failure. */
+enum st_status st_tr_parse(const char *body, size_t len, const struct st_tr_api *api,
+                           void *ctx, struct st_oai_request *oq, struct st_api_error *e);
+/* fn(ctx, id, name, arguments) for each call of a chat tool_calls array
+ * (our own JSON text, gen_reply.c); members not all strings are skipped.
+ * Stops at fn's first failure; ST_ERR_NOMEM when the text cannot be parsed. */
+typedef enum st_status (*st_tr_call_fn)(void *ctx, const char *id, const char *name,
+                                        const char *args);
+enum st_status st_tr_each_call(const char *calls, size_t len, st_tr_call_fn fn, void *ctx);
+/* ,"key":<s, len bytes, as a JSON string> onto o (key: plain ASCII). */
+enum st_status st_tr_json_member(struct st_buf *o, const char *key, const char *s, size_t len);
+/* One SSE event onto out: "event: <type>\ndata: {"type":"<type>"
+ * [,"sequence_number":seq]<body>}\n\n" (seq < 0: none; body's members each
+ * led by a comma; NULL: none). */
+enum st_status st_tr_sse_event(struct st_buf *out, const char *type, int64_t seq,
+                               const struct st_buf *body);
+
+/* ---- POST /v1/responses bodies (responses_request.c) ---- */
+
+/* Parse a Responses body into the chat request it means (*oq, kind CHAT,
+ * n 1) and the JSON members every response object echoes (*echo, owned:
+ * instructions, tools, tool_choice, text, temperature, ...). On failure 'e'
+ * names the Responses field (a 400 from the chat parser renamed: see
+ * st_resp_rename_error), *oq is left empty and *echo NULL. Thread: any. */
+ST_MUST_CHECK
+enum st_status st_resp_parse(const char *body, size_t len, struct st_oai_request *oq,
+                             char **echo, struct st_api_error *e);
+/* The same against the response store (responses_store.h; NULL: storing
+ * off, every previous_response_id unknown): 'store' and
+ * 'previous_response_id' (404 on previous_response_id when the store has
+ * no such response) as responses_chain.c says. *out is owned by the
+ * caller (st_resp_parsed_fini), empty on failure. Thread: any. */
+struct st_resp_store;
+struct st_resp_parsed {
+    char *echo;     /* owned: as st_resp_parse's */
+    char *input;    /* owned JSON array: the input items to store with the
+                     * response (the previous conversation's, then this
+                     * request's, each with an id); NULL unless 'store' */
+    bool store;     /* the response is to be stored once it completes */
+};
+ST_MUST_CHECK
+enum st_status st_resp_parse_stored(const char *body, size_t len, struct st_resp_store *store,
+                                    struct st_oai_request *oq, struct st_resp_parsed *out,
+                                    struct st_api_error *e);
+void st_resp_parsed_fini(struct st_resp_parsed *p);
+/* (responses_chain.c) 'store' (bool, default true; *do_store: true and a
+ * store) and 'previous_response_id' of a body: *expanded (owned, NULL: use
+ * root) the body with the previous conversation before its input;
+ * *items (owned; when *do_store) the input items to store. 404 unknown
+ * previous response, 400 bad field types. */
+ST_MUST_CHECK
+enum st_status st_resp_chain(const struct cJSON *root, struct st_resp_store *store,
+                             bool *do_store, struct cJSON **expanded, char **items,
+                             struct st_api_error *e);
+/* The translation alone: a parsed Responses body -> a chat body (owned
+ * JSON text). 400s name the Responses field. */
+ST_MUST_CHECK
+enum st_status st_resp_translate_tree(const struct cJSON *root, char **chat_json,
+                                      struct st_api_error *e);
+/* Rename the chat fields a chat parser's 400 names to the Responses fields
+ * they came from (max_tokens -> max_output_tokens, response_format ->
+ * text.format, messages -> input, tools[i].function.x -> tools[i].x), in
+ * both param and message. */
+void st_resp_rename_error(struct st_api_error *e);
+
+/* ---- POST /v1/messages bodies (messages_request.c) ---- */
+
+/* Parse an Anthropic Messages body into the chat request it means (*oq,
+ * kind CHAT, n 1). On failure 'e' names the Messages field (chat parser
+ * 400s renamed: st_msg_rename_error) and *oq is left empty. Thread: any. */
+ST_MUST_CHECK
+enum st_status st_msg_parse(const char *body, size_t len, struct st_oai_request *oq,
+                            struct st_api_error *e);
+/* The same for POST /v1/messages/count_tokens: max_tokens not required. */
+ST_MUST_CHECK
+enum st_status st_msg_parse_count(const char *body, size_t len, struct st_oai_request *oq,
+                                  struct st_api_error *e);
+/* The translation alone: a parsed Messages body -> a chat body (owned JSON text). */
+ST_MUST_CHECK
+enum st_status st_msg_translate_tree(const struct cJSON *root, char **chat_json,
+                                     struct st_api_error *e);
+/* Rename the chat fields a chat parser's 400 names to the Messages fields
+ * (stop -> stop_sequences, thinking_budget -> thinking.budget_tokens,
+ * tools[i].function.parameters -> tools[i].input_schema, ...; chat's
+ * messages[N] loses its index, which counts translated messages). */
+void st_msg_rename_error(struct st_api_error *e);
+
+#endif
