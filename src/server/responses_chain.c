@@ -268,8 +268,8 @@ enum st_status st_resp_chain(const cJSON *root, struct st_resp_store *store, boo
     if (rc != ST_OK)
         return rc;
     *do_store = want && store != NULL;
-    if (!prev && !*do_store)
-        return ST_OK;   /* nothing to expand, nothing to keep: translate the body as it is */
+    if (!prev && !*do_store)   /* nothing to expand, nothing to keep: the body as it is */
+        return unique_ids(st_oai_field(root, "input"), e);
     rc = expand(root, store, prev, expanded, e);
     if (rc == ST_OK)
         rc = unique_ids(cJSON_GetObjectItemCaseSensitive(*expanded, "input"), e);

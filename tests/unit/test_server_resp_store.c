@@ -347,9 +347,12 @@ START_TEST(test_server_resp_store_repeated_item_ids)
     struct st_oai_request oq;
     struct st_resp_parsed rp;
     struct st_api_error e;
-    /* an id twice in the input, or a stored item sent again: OpenAI's 400 */
+    /* an id twice in the input (stored or not), or a stored item sent
+     * again: OpenAI's 400 */
     static const char *const bodies[] = {
         "{\"input\":[{\"id\":\"msg_x\",\"role\":\"user\",\"content\":\"a\"},"
+        "{\"id\":\"msg_x\",\"role\":\"assistant\",\"content\":\"b\"}]}",
+        "{\"store\":false,\"input\":[{\"id\":\"msg_x\",\"role\":\"user\",\"content\":\"a\"},"
         "{\"id\":\"msg_x\",\"role\":\"assistant\",\"content\":\"b\"}]}",
         "{\"previous_response_id\":\"resp_prev\",\"store\":false,\"input\":["
         "{\"id\":\"msg_u1\",\"role\":\"user\",\"content\":\"c\"}]}",
@@ -359,7 +362,7 @@ START_TEST(test_server_resp_store_repeated_item_ids)
         ck_assert_int_ne(parse_with(s, bodies[i], &oq, &rp, &e), ST_OK);
         ck_assert_int_eq(st_api_error_http(&e), 400);
         ck_assert_str_eq(e.param, "input");
-        ck_assert_msg(strstr(e.message, i == 0 ? "'msg_x'" : "'msg_u1'"), "%s",
+        ck_assert_msg(strstr(e.message, i < 2 ? "'msg_x'" : "'msg_u1'"), "%s",
                       e.message);
     }
     /* distinct ids (and items without one) are fine */
