@@ -155,11 +155,39 @@ bool st_js_num_in_range(const struct js_node *n, bool neg, struct js_fx v, bool 
 enum { JS_PSTR_REFUSE, JS_PSTR_TAKEN, JS_PSTR_CLOSED };
 int st_js_pstr_push(const struct js_regex *r, struct st_js_stack *k, unsigned char b);
 
-/* json_schema_state.c, for json_schema_run.c: stack k reads a string
- * without a pattern, at a character (not in an escape): JS_STK_STR; a
- * string with one (json_schema_pstr.c's fields say where): JS_STK_PSTR;
- * anything else: JS_STK_OTHER. */
-enum { JS_STK_OTHER, JS_STK_STR, JS_STK_PSTR };
-int st_js_stack_str(const struct st_js_stack *k);
+/* The modes and flags of a validator stack (struct st_js_stack: mode,
+ * flags, cand), read by json_schema_state.c, which drives them, and by
+ * json_schema_run.c, which answers the sampler's questions about them. */
+enum jsmode {
+    S_VALUE,       /* a value of node 'cur' */
+    S_ARR_FIRST,   /* after '[': a value of 'cur' (the items) or ']' */
+    S_OBJ_FIRST,   /* after '{': a key or '}' */
+    S_KEY,         /* after an object's ',': a key */
+    S_COLON,       /* after a key: ':' ('cur' is the member's node) */
+    S_AFTER,       /* after a value in a container: ',' or the closer */
+    S_DONE,        /* the document is complete: whitespace only */
+    S_STR,         /* in a free string */
+    S_ESC,         /* after '\' in one */
+    S_UHEX,        /* in \uXXXX; pos = digits seen */
+    S_KEYSTR,      /* in an object key */
+    S_LIT,         /* in an enum literal or true/false/null */
+    S_NUM_MINUS, S_NUM_ZERO, S_NUM_INT, S_NUM_DOT, S_NUM_FRAC, S_NUM_E, S_NUM_ESIGN,
+    S_NUM_EXP,
+    S_PSTR,        /* in a string of a node with a pattern (json_schema_pstr.c) */
+};
+
+#define FL_INT     1u   /* number: an integer (no fraction, no exponent) */
+#define FL_BUILTIN 2u   /* literal: from 'builtins', not the node's enum */
+#define FL_KEYESC  4u   /* key: a backslash was read */
+#define FL_KEYBS   8u   /* key: the byte before was a backslash (escaping this one) */
+#define FL_NEG     16u  /* ranged number or integer: a '-' was read */
+#define FL_HISURR  32u  /* string: the last thing was a \uD800-\uDBFF escape */
+#define FL_PENDLOW 64u  /* string: in an escape after one (uncounted until known) */
+#define FL_TAIL    128u /* ranged number: a nonzero fraction digit past the 18th */
+
+/* In a string, 'cand' holds the code points so far (low 32 bits) and, in
+ * a \uXXXX escape, the hex digits' value so far (bits 32..47); in a
+ * ranged integer, the magnitude of the digits so far. */
+#define CP_MASK UINT64_C(0xffffffff)
 
 #endif /* STRATA_TEXT_JSON_SCHEMA_INTERNAL_H */

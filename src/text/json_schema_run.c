@@ -1,8 +1,10 @@
-/* json_schema_run.c -- what a run of plain bytes (0x20 and up, no '"' or
- * '\\') does to a validator state inside a bounded or pattern string
- * (include/strata/json_schema.h "the sampler's fast path"), so that the
- * JSON mask (src/engine/json_mask.c) decides most of a 150k-token
- * vocabulary without walking each token through the validator.
+/* json_schema_run.c -- what the JSON mask (src/engine/json_mask.c) asks
+ * of a validator state so that it decides most of a 150k-token vocabulary
+ * without walking each token through the validator: is every stack in a
+ * free string (st_json_schema_in_string) or between values
+ * (st_json_schema_between), and what a run of plain bytes (0x20 and up,
+ * no '"' or '\\') does inside a bounded or pattern string
+ * (include/strata/json_schema.h "the sampler's fast path").
  *
  * Why it is exact:
  *   - a string without a pattern (S_STR, json_schema_state.c push_string)
@@ -151,6 +153,14 @@ static void pattern_view(const struct js_regex *r, uint32_t s0, struct st_json_s
     }
 }
 
+/* The code points a string without a pattern may still take
+ * (UINT32_MAX: unbounded; 0 past its maxLength). */
+static uint32_t string_room(const struct st_json_schema *sc, const struct st_js_stack *k)
+{
+    uint32_t max = sc->nodes[k->cur].max_len, cps = (uint32_t)(k->cand & CP_MASK);
+    return max == UINT32_MAX ? UINT32_MAX : cps <= max ? max - cps : 0;
+}
+
 void st_json_schema_run_view(const struct st_json_schema_state *st,
                              struct st_json_schema_run *out)
 {
@@ -164,16 +174,16 @@ void st_json_schema_run_view(const struct st_json_schema_state *st,
     const struct st_json_schema *sc = st->schema;
     const struct st_js_stack *k = &st->s[0];
     const struct js_node *nd = &sc->nodes[k->cur];
-    switch (st_js_stack_str(k)) {
-    case JS_STK_STR: {
-        uint32_t cps = (uint32_t)(k->cand & UINT32_MAX);
-        if (nd->max_len == UINT32_MAX || cps > nd->max_len)
+    switch ((enum jsmode)k->mode) {
+    case S_STR: {   /* at a character: an escape is S_ESC */
+        uint32_t room = string_room(sc, k);
+        if (room == UINT32_MAX)   /* unbounded: st_json_schema_in_string's free string */
             return;
         out->kind = ST_JS_RUN_COUNT;
-        out->room = nd->max_len - cps;
+        out->room = room;
         return;
     }
-    case JS_STK_PSTR: {
+    case S_PSTR: {
         const struct js_regex *r = &sc->rx[nd->rx];
         if (k->psub == 0 && k->pu8 == 0 && !(r->accept[k->rx] & JS_RX_ANY))
             pattern_view(r, k->rx, out);
@@ -200,4 +210,58 @@ bool st_json_schema_run_feed(const struct st_json_schema_state *st,
             return false;
     }
     return true;
+}
+
+/* ---- free strings and the blanks between values ------------------------ */
+
+/* A key that matches no listed key any more, of an object that allows
+ * other keys: until its closing quote any byte but '"', '\\' (an extra
+ * key has no escapes) and those < 0x20 leaves it as it is, like a free
+ * string. (pos has room for one more token of ST_JSON_SCHEMA_FREE_KEY
+ * bytes.) */
+#define ST_JSON_SCHEMA_FREE_KEY 256
+static bool free_key(const struct st_json_schema *sc, const struct st_js_stack *k)
+{
+    return k->mode == S_KEYSTR && k->cand == 0 && !(k->flags & FL_KEYBS) &&
+           k->pos < UINT16_MAX - ST_JSON_SCHEMA_FREE_KEY &&
+           k->depth > 0 && sc->nodes[k->f[k->depth - 1].node].additional >= 0;
+}
+
+/* In a free string with room for ST_JSON_SCHEMA_FREE_KEY more code points. */
+static bool free_string(const struct st_json_schema *sc, const struct st_js_stack *k)
+{
+    return k->mode == S_STR && string_room(sc, k) >= ST_JSON_SCHEMA_FREE_KEY;
+}
+
+/* In a pattern string whose automaton matches whatever follows, at a
+ * character (no escape or UTF-8 sequence under way). */
+static bool free_pattern(const struct st_json_schema *sc, const struct st_js_stack *k)
+{
+    return k->mode == S_PSTR && k->psub == 0 && k->pu8 == 0 &&
+           (sc->rx[sc->nodes[k->cur].rx].accept[k->rx] & JS_RX_ANY);
+}
+
+bool st_json_schema_in_string(const struct st_json_schema_state *st)
+{
+    for (uint32_t i = 0; i < st->n; i++) {
+        if (!free_string(st->schema, &st->s[i]) && !free_key(st->schema, &st->s[i]) &&
+            !free_pattern(st->schema, &st->s[i]))
+            return false;
+    }
+    return st->n > 0;
+}
+
+bool st_json_schema_between(const struct st_json_schema_state *st, uint16_t *ws_left)
+{
+    uint16_t left = UINT16_MAX;
+    for (uint32_t i = 0; i < st->n; i++) {
+        const struct st_js_stack *k = &st->s[i];
+        if (k->mode > S_DONE)
+            return false;
+        if (k->mode != S_DONE)
+            left = ST_MIN(left, (uint16_t)(ST_JSON_SCHEMA_MAX_WS - ST_MIN(k->ws,
+                                                                    ST_JSON_SCHEMA_MAX_WS)));
+    }
+    *ws_left = left;
+    return st->n > 0;
 }

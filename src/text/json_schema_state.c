@@ -36,38 +36,6 @@
 
 #include "json_schema_internal.h"
 
-enum jsmode {
-    S_VALUE,       /* a value of node 'cur' */
-    S_ARR_FIRST,   /* after '[': a value of 'cur' (the items) or ']' */
-    S_OBJ_FIRST,   /* after '{': a key or '}' */
-    S_KEY,         /* after an object's ',': a key */
-    S_COLON,       /* after a key: ':' ('cur' is the member's node) */
-    S_AFTER,       /* after a value in a container: ',' or the closer */
-    S_DONE,        /* the document is complete: whitespace only */
-    S_STR,         /* in a free string */
-    S_ESC,         /* after '\' in one */
-    S_UHEX,        /* in \uXXXX; pos = digits seen */
-    S_KEYSTR,      /* in an object key */
-    S_LIT,         /* in an enum literal or true/false/null */
-    S_NUM_MINUS, S_NUM_ZERO, S_NUM_INT, S_NUM_DOT, S_NUM_FRAC, S_NUM_E, S_NUM_ESIGN,
-    S_NUM_EXP,
-    S_PSTR,        /* in a string of a node with a pattern (json_schema_pstr.c) */
-};
-
-#define FL_INT     1u   /* number: an integer (no fraction, no exponent) */
-#define FL_BUILTIN 2u   /* literal: from 'builtins', not the node's enum */
-#define FL_KEYESC  4u   /* key: a backslash was read */
-#define FL_KEYBS   8u   /* key: the byte before was a backslash (escaping this one) */
-#define FL_NEG     16u  /* ranged number or integer: a '-' was read */
-#define FL_HISURR  32u  /* string: the last thing was a \uD800-\uDBFF escape */
-#define FL_PENDLOW 64u  /* string: in an escape after one (uncounted until known) */
-#define FL_TAIL    128u /* ranged number: a nonzero fraction digit past the 18th */
-
-/* In a string, 'cand' holds the code points so far (low 32 bits) and, in
- * a \uXXXX escape, the hex digits' value so far (bits 32..47); in a
- * ranged integer, the magnitude of the digits so far. */
-#define CP_MASK UINT64_C(0xffffffff)
-
 static const char *const builtins[3] = { "true", "false", "null" };
 
 static bool is_ws(unsigned char b)
@@ -768,64 +736,4 @@ bool st_json_schema_complete(const struct st_json_schema_state *st)
 bool st_json_schema_empty(const struct st_json_schema_state *st)
 {
     return st->n == 1 && st->s[0].mode == S_VALUE && st->s[0].depth == 0;
-}
-
-/* A key that matches no listed key any more, of an object that allows
- * other keys: until its closing quote any byte but '"', '\\' (an extra
- * key has no escapes) and those < 0x20 leaves it as it is, like a free
- * string. (pos has room for one more token of ST_JSON_SCHEMA_FREE_KEY
- * bytes.) */
-#define ST_JSON_SCHEMA_FREE_KEY 256
-static bool free_key(const struct st_json_schema *sc, const struct st_js_stack *k)
-{
-    return k->mode == S_KEYSTR && k->cand == 0 && !(k->flags & FL_KEYBS) &&
-           k->pos < UINT16_MAX - ST_JSON_SCHEMA_FREE_KEY &&
-           k->depth > 0 && node(sc, k->f[k->depth - 1].node)->additional >= 0;
-}
-
-/* In a free string with room for ST_JSON_SCHEMA_FREE_KEY more code points. */
-static bool free_string(const struct st_json_schema *sc, const struct st_js_stack *k)
-{
-    if (k->mode != S_STR)
-        return false;
-    uint32_t max = node(sc, k->cur)->max_len, cps = (uint32_t)(k->cand & CP_MASK);
-    return max == UINT32_MAX || (cps <= max && max - cps >= ST_JSON_SCHEMA_FREE_KEY);
-}
-
-/* In a pattern string whose automaton matches whatever follows, at a
- * character (no escape or UTF-8 sequence under way). */
-static bool free_pattern(const struct st_json_schema *sc, const struct st_js_stack *k)
-{
-    return k->mode == S_PSTR && k->psub == 0 && k->pu8 == 0 &&
-           (sc->rx[node(sc, k->cur)->rx].accept[k->rx] & JS_RX_ANY);
-}
-
-bool st_json_schema_in_string(const struct st_json_schema_state *st)
-{
-    for (uint32_t i = 0; i < st->n; i++) {
-        if (!free_string(st->schema, &st->s[i]) && !free_key(st->schema, &st->s[i]) &&
-            !free_pattern(st->schema, &st->s[i]))
-            return false;
-    }
-    return st->n > 0;
-}
-
-bool st_json_schema_between(const struct st_json_schema_state *st, uint16_t *ws_left)
-{
-    uint16_t left = UINT16_MAX;
-    for (uint32_t i = 0; i < st->n; i++) {
-        const struct st_js_stack *k = &st->s[i];
-        if (k->mode > S_DONE)
-            return false;
-        if (k->mode != S_DONE)
-            left = ST_MIN(left, (uint16_t)(ST_JSON_SCHEMA_MAX_WS - ST_MIN(k->ws,
-                                                                    ST_JSON_SCHEMA_MAX_WS)));
-    }
-    *ws_left = left;
-    return st->n > 0;
-}
-
-int st_js_stack_str(const struct st_js_stack *k)
-{
-    return k->mode == S_STR ? JS_STK_STR : k->mode == S_PSTR ? JS_STK_PSTR : JS_STK_OTHER;
 }
