@@ -68,6 +68,17 @@ const cJSON *st_oai_field(const cJSON *obj, const char *key)
     return (v && !cJSON_IsNull(v)) ? v : NULL;
 }
 
+void st_oai_delete_all(cJSON *obj, const char *key)
+{
+    cJSON *it = obj ? obj->child : NULL;
+    while (it) {   /* one pass: a body may repeat a key many thousand times */
+        cJSON *next = it->next;
+        if (it->string && strcmp(it->string, key) == 0)
+            cJSON_Delete(cJSON_DetachItemViaPointer(obj, it));
+        it = next;
+    }
+}
+
 enum st_status st_oai_get_bool(const cJSON *obj, const char *key, bool *out, bool *present,
                                struct st_api_error *e)
 {

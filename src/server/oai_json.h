@@ -26,6 +26,9 @@ ST_MUST_CHECK enum st_status st_oai_json_root(const char *body, size_t len, cJSO
                                               struct st_api_error *e);
 /* The field, or NULL when absent or null. */
 const cJSON *st_oai_field(const cJSON *obj, const char *key);
+/* Remove every member named 'key' (a repeated key too: lookups see the
+ * first, so deleting only that one would bring a hidden value to light). */
+void st_oai_delete_all(cJSON *obj, const char *key);
 
 ST_MUST_CHECK enum st_status st_oai_get_bool(const cJSON *obj, const char *key, bool *out,
                                              bool *present, struct st_api_error *e);

@@ -94,7 +94,7 @@ static bool give_ids(cJSON *items)
             continue;
         char id[40];
         st_random_hex_id(id, sizeof(id), id_prefix(it), 12);
-        cJSON_DeleteItemFromObjectCaseSensitive(it, "id");
+        st_oai_delete_all(it, "id");
         if (!cJSON_AddStringToObject(it, "id", id))
             return false;
     }
@@ -242,8 +242,7 @@ static enum st_status expand(const cJSON *root, struct st_resp_store *store, con
     enum st_status rc = prev ? append_previous(all, store, prev, e) : ST_OK;
     if (rc == ST_OK && in)
         rc = append_input(all, in, e);
-    while (cJSON_GetObjectItemCaseSensitive(x, "input"))   /* every one: a repeated key */
-        cJSON_DeleteItemFromObjectCaseSensitive(x, "input");
+    st_oai_delete_all(x, "input");
     if (rc == ST_OK && !cJSON_AddItemToObject(x, "input", all))
         rc = st_tr_nomem(e);
     else if (rc != ST_OK)

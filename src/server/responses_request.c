@@ -437,7 +437,7 @@ static enum st_status build_reasoning(const cJSON *root, cJSON *chat, struct st_
      * the client's chat_template_kwargs say otherwise */
     cJSON *kw = cJSON_GetObjectItemCaseSensitive(chat, "chat_template_kwargs");
     if (!kw || cJSON_IsNull(kw)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(chat, "chat_template_kwargs");
+        st_oai_delete_all(chat, "chat_template_kwargs");
         kw = cJSON_AddObjectToObject(chat, "chat_template_kwargs");
     }
     if (!cJSON_IsObject(kw))
@@ -494,7 +494,7 @@ enum st_status st_resp_translate_tree(const cJSON *root, char **chat_json,
     if (!chat)
         return st_tr_nomem(e);
     for (size_t i = 0; i < ST_ARRAY_LEN(dropped); i++)
-        cJSON_DeleteItemFromObjectCaseSensitive(chat, dropped[i]);
+        st_oai_delete_all(chat, dropped[i]);
     return st_tr_build(root, chat, steps, ST_ARRAY_LEN(steps), chat_json, e);
 }
 

@@ -330,6 +330,27 @@ START_TEST(test_server_responses_bad_requests)
 }
 END_TEST
 
+/* A chat-only field repeated (JSON allows it; the fuzzer found this): the
+ * translation drops every copy, so the second "n" or "max_tokens" is not
+ * brought to light once the first is removed. */
+START_TEST(test_server_responses_repeated_dropped_key)
+{
+    static const char body[] =
+        "{\"input\":\"x\",\"n\":40,\"max_tokens\":7,\"n\":5,\"max_tokens\":9,"
+        "\"echo\":false,\"echo\":true}";
+    struct st_oai_request oq;
+    struct st_api_error e;
+    char *echo = NULL;
+    ck_assert_int_eq(st_resp_parse(body, strlen(body), &oq, &echo, &e), ST_OK);
+    ck_assert_int_eq(oq.n, 1);
+    ck_assert(!oq.echo);
+    ck_assert_int_ne(oq.params.max_tokens, 9);
+    ck_assert_int_ne(oq.params.max_tokens, 7);
+    free(echo);
+    st_oai_request_fini(&oq);
+}
+END_TEST
+
 START_TEST(test_server_responses_rename_error)
 {
     api_check_rename(st_resp_rename_error, "response_format",
@@ -615,6 +636,7 @@ static Suite *server_responses_suite(void)
     tcase_add_test(t, test_server_responses_parse_and_echo);
     tcase_add_test(t, test_server_responses_bad_requests);
     tcase_add_test(t, test_server_responses_grammar);
+    tcase_add_test(t, test_server_responses_repeated_dropped_key);
     tcase_add_test(t, test_server_responses_rename_error);
     tcase_add_test(t, test_server_responses_body);
     tcase_add_test(t, test_server_responses_stream);
