@@ -6,6 +6,9 @@
  * default and maximum priority. Each comparison touches every
  * byte of both strings so timing does not reveal a key's prefix.
  *
+ * The matched key also owns the stored responses its calls make
+ * (st_auth_owner).
+ *
  * Request ids: a client's X-Request-Id is echoed when it is short and made
  * of safe characters (it lands in logs, headers and JSON); otherwise a
  * random "req-<24 hex>" is made.
@@ -59,6 +62,17 @@ const struct st_api_key *st_auth_find_plain(const struct st_api_key *keys, size_
                                             const char *value)
 {
     return value ? key_find(keys, n_keys, value) : NULL;
+}
+
+/* The key's place in srv->keys, not a digest of it nor its name: names
+ * may repeat (config.c checks only that keys differ), and nothing derived
+ * from the secret is kept. A key always matches the same place (key_find
+ * takes the first equal entry), and the list is copied in at start and
+ * never changes while the server, and so its store, runs. Were keys ever
+ * reloaded at run time, this would have to become a keyed digest. */
+uint64_t st_auth_owner(const struct st_call *c)
+{
+    return c->key ? (uint64_t)(c->key - c->srv->keys) + 1 : 0;
 }
 
 bool st_request_id_sane(const char *v)

@@ -190,10 +190,12 @@ enum st_status st_infill_suffix(struct st_call *c, struct st_oai_request *oq,
 struct st_gen_shape *st_resp_new(char *echo);
 /* The same, for a response to be stored (docs/API.md "Stored responses"):
  * once completed or incomplete it goes into 'store' (a reference is held;
- * NULL: not stored) under its id, with 'input' (taken: the input items,
- * a JSON array; NULL: not stored), its output items and its object. */
+ * NULL: not stored) under its id and 'owner' (the caller's, st_auth_owner),
+ * with 'input' (taken: the input items, a JSON array; NULL: not stored),
+ * its output items and its object. */
 struct st_resp_store;
-struct st_gen_shape *st_resp_new_stored(char *echo, struct st_resp_store *store, char *input);
+struct st_gen_shape *st_resp_new_stored(char *echo, struct st_resp_store *store, uint64_t owner,
+                                        char *input);
 /* The shape's hooks, also callable directly (g->resp from st_resp_new). */
 /* Stream: a chat delta as Responses events onto g->out (g->resp set). */
 void st_resp_stream_delta(struct st_gen *g, struct st_gen_choice *ch,

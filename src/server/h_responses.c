@@ -21,15 +21,16 @@ enum st_route_result st_h_responses(struct st_call *c)
     struct st_oai_request oq;
     struct st_api_error e;
     struct st_resp_parsed rp;
-    if (st_resp_parse_stored(c->body.data, c->body.len, c->srv->resp_store, &oq, &rp, &e) !=
-        ST_OK) {
+    uint64_t owner = st_auth_owner(c);   /* its key's responses only */
+    if (st_resp_parse_stored(c->body.data, c->body.len, c->srv->resp_store, owner, &oq, &rp,
+                             &e) != ST_OK) {
         st_gen_log_refused(c, &e);
         st_oai_request_fini(&oq);
         return st_reply_error(c, &e);
     }
     /* takes echo and input */
     struct st_gen_shape *resp = st_resp_new_stored(rp.echo, rp.store ? c->srv->resp_store : NULL,
-                                                   rp.input);
+                                                   owner, rp.input);
     if (!resp) {
         st_oai_request_fini(&oq);
         return st_reply_nomem(c);

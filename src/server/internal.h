@@ -616,7 +616,7 @@ struct st_call {
     const char *method;                 /* borrowed from MHD for the call */
     const char *url;
     char request_id[48];
-    const struct st_api_key *key;       /* matched API key or NULL */
+    const struct st_api_key *key;       /* matched API key (in srv->keys) or NULL */
     struct st_buf body;                 /* request body, bytes */
     bool body_too_large;
     int64_t start_ns;                   /* real clock */
@@ -648,6 +648,10 @@ void st_call_resume_locked(struct st_call *c);
 const char *st_call_header(struct st_call *c, const char *name);
 /* A query argument or NULL. MHD thread only. */
 const char *st_call_query(struct st_call *c, const char *name);
+/* The owner of the stored responses a call makes and may see
+ * (responses_store.h; auth.c): 0 without API keys, else 1 + its key's
+ * index in srv->keys. */
+uint64_t st_auth_owner(const struct st_call *c);
 
 /* ---- replies (reply.c) -------------------------------------------------- */
 

@@ -2,7 +2,8 @@
  * (docs/API.md "Stored responses"): 'store' and 'previous_response_id'
  * against the response store (responses_store.h).
  *
- * previous_response_id names a stored response; its conversation -- its
+ * previous_response_id names a stored response of the caller's (its API
+ * key's: another key's is as unknown); its conversation -- its
  * stored input items (which already begin with its own predecessors'
  * items) and then its output items -- is put before this request's input,
  * and the translation onto chat (responses_request.c) reads the whole
@@ -168,12 +169,13 @@ static bool append_text(cJSON *all, const char *json)
     return true;
 }
 
-/* The stored conversation of 'prev' (404 when there is none) into 'all'. */
-static enum st_status append_previous(cJSON *all, struct st_resp_store *store, const char *prev,
-                                      struct st_api_error *e)
+/* The stored conversation of owner's 'prev' into 'all'; 404 when there is
+ * none, another owner's alike. */
+static enum st_status append_previous(cJSON *all, struct st_resp_store *store, uint64_t owner,
+                                      const char *prev, struct st_api_error *e)
 {
     char *in = NULL, *out = NULL;
-    enum st_status rc = st_resp_store_get(store, prev, &in, &out, NULL);
+    enum st_status rc = st_resp_store_get(store, owner, prev, &in, &out, NULL);
     if (rc == ST_ERR_NOT_FOUND)
         return st_api_error_set(e, ST_ERR_NOT_FOUND, "previous_response_id", NULL,
                                 "Previous response with id '%.100s' not found.", prev);
@@ -228,8 +230,8 @@ static enum st_status check_fields(const cJSON *root, bool *store, const char **
 
 /* The input list (previous conversation + this input) as a root whose
  * "input" is that list: *expanded (owned). */
-static enum st_status expand(const cJSON *root, struct st_resp_store *store, const char *prev,
-                             cJSON **expanded, struct st_api_error *e)
+static enum st_status expand(const cJSON *root, struct st_resp_store *store, uint64_t owner,
+                             const char *prev, cJSON **expanded, struct st_api_error *e)
 {
     cJSON *x = cJSON_Duplicate(root, true);
     cJSON *all = cJSON_CreateArray();
@@ -239,7 +241,7 @@ static enum st_status expand(const cJSON *root, struct st_resp_store *store, con
         return st_tr_nomem(e);
     }
     const cJSON *in = st_oai_field(root, "input");
-    enum st_status rc = prev ? append_previous(all, store, prev, e) : ST_OK;
+    enum st_status rc = prev ? append_previous(all, store, owner, prev, e) : ST_OK;
     if (rc == ST_OK && in)
         rc = append_input(all, in, e);
     st_oai_delete_all(x, "input");
@@ -255,8 +257,8 @@ static enum st_status expand(const cJSON *root, struct st_resp_store *store, con
     return ST_OK;
 }
 
-enum st_status st_resp_chain(const cJSON *root, struct st_resp_store *store, bool *do_store,
-                             cJSON **expanded, char **items, struct st_api_error *e)
+enum st_status st_resp_chain(const cJSON *root, struct st_resp_store *store, uint64_t owner,
+                             bool *do_store, cJSON **expanded, char **items, struct st_api_error *e)
 {
     const char *prev = NULL;
     bool want = true;
@@ -269,7 +271,7 @@ enum st_status st_resp_chain(const cJSON *root, struct st_resp_store *store, boo
     *do_store = want && store != NULL;
     if (!prev && !*do_store)   /* nothing to expand, nothing to keep: the body as it is */
         return unique_ids(st_oai_field(root, "input"), e);
-    rc = expand(root, store, prev, expanded, e);
+    rc = expand(root, store, owner, prev, expanded, e);
     if (rc == ST_OK)
         rc = unique_ids(cJSON_GetObjectItemCaseSensitive(*expanded, "input"), e);
     if (rc == ST_OK && *do_store) {

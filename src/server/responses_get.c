@@ -3,8 +3,9 @@
  *   GET    /v1/responses/{id}              the response object as it was answered
  *   GET    /v1/responses/{id}/input_items  its input items, a list object
  *   DELETE /v1/responses/{id}              {"id","object":"response","deleted":true}
- * (also without /v1). An id the store does not hold (never stored,
- * evicted, deleted, storing off) is a 404 in OpenAI's shape.
+ * (also without /v1). An id the store does not hold for the caller's API
+ * key (never stored, evicted, deleted, storing off, another key's) is a
+ * 404 in OpenAI's shape, the same whichever it is.
  *
  * input_items takes OpenAI's query parameters: order (asc | desc, default
  * desc: the newest item first), limit (1..100, default 20) and after (an
@@ -166,7 +167,8 @@ static enum st_route_result input_items(struct st_call *c, const char *id)
     if (page_args(c, &p, &e) != ST_OK)
         return st_reply_error(c, &e);
     char *input = NULL, *page = NULL;
-    enum st_status rc = st_resp_store_get(c->srv->resp_store, id, &input, NULL, NULL);
+    enum st_status rc =
+        st_resp_store_get(c->srv->resp_store, st_auth_owner(c), id, &input, NULL, NULL);
     if (rc == ST_ERR_NOT_FOUND)
         return not_found(c, id);
     if (rc != ST_OK)
@@ -189,7 +191,8 @@ enum st_route_result st_h_response_get(struct st_call *c)
     if (items)
         return input_items(c, id);
     char *obj = NULL;
-    enum st_status rc = st_resp_store_get(c->srv->resp_store, id, NULL, NULL, &obj);
+    enum st_status rc =
+        st_resp_store_get(c->srv->resp_store, st_auth_owner(c), id, NULL, NULL, &obj);
     if (rc == ST_ERR_NOT_FOUND)
         return not_found(c, id);
     if (rc != ST_OK)
@@ -205,7 +208,7 @@ enum st_route_result st_h_response_delete(struct st_call *c)
     bool items = false;
     if (!split_path(c->url, id, sizeof(id), &items) || items)
         return bad_path(c);
-    if (st_resp_store_delete(c->srv->resp_store, id) != ST_OK)
+    if (st_resp_store_delete(c->srv->resp_store, st_auth_owner(c), id) != ST_OK)
         return not_found(c, id);
     struct st_buf b;
     st_buf_init(&b);

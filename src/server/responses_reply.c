@@ -64,6 +64,7 @@ struct st_resp {
     struct st_buf text;        /* the open item's text (or a call's arguments) */
     struct st_buf items;       /* finished items, comma-separated JSON */
     struct st_resp_store *store;   /* one reference; NULL: not stored */
+    uint64_t owner;            /* the store entry's (responses_store.h) */
     char *input;               /* owned: the input items to store (JSON array) */
     char id_prefix[24];        /* shape.id_prefix: "resp_<16 random hex>_" */
 };
@@ -106,7 +107,8 @@ struct st_gen_shape *st_resp_new(char *echo)
     return &r->shape;
 }
 
-struct st_gen_shape *st_resp_new_stored(char *echo, struct st_resp_store *store, char *input)
+struct st_gen_shape *st_resp_new_stored(char *echo, struct st_resp_store *store, uint64_t owner,
+                                        char *input)
 {
     struct st_gen_shape *s = st_resp_new(echo);
     if (!s) {
@@ -117,6 +119,7 @@ struct st_gen_shape *st_resp_new_stored(char *echo, struct st_resp_store *store,
     if (store && input) {
         st_resp_store_ref(store);
         r->store = store;
+        r->owner = owner;
         r->input = input;
     } else {
         free(input);
@@ -146,8 +149,8 @@ static void keep(const struct st_gen *g, const char *items, size_t items_len, co
     if (rc == ST_OK)
         rc = st_buf_append(&out, ST_LIT("]"));
     if (rc == ST_OK)
-        rc = st_resp_store_put(r->store, g->id, r->input, strlen(r->input), out.data, out.len,
-                               obj, obj_len);
+        rc = st_resp_store_put(r->store, r->owner, g->id, r->input, strlen(r->input), out.data,
+                               out.len, obj, obj_len);
     st_buf_fini(&out);
     /* the answer stands either way: a response the store cannot take is
      * only not kept (its 'store' already says true: docs/API.md) */

@@ -597,6 +597,7 @@ static enum st_status build_echo(const cJSON *root, const struct st_oai_request 
 
 struct parse_ctx {
     struct st_resp_store *store;   /* borrowed; NULL: storing off */
+    uint64_t owner;                /* the caller's (responses_store.h) */
     struct st_resp_parsed *out;
 };
 
@@ -607,7 +608,7 @@ static enum st_status translate_cb(const cJSON *root, void *ctx, char **chat_jso
 {
     struct parse_ctx *p = ctx;
     cJSON *expanded = NULL;
-    enum st_status rc = st_resp_chain(root, p->store, &p->out->store, &expanded,
+    enum st_status rc = st_resp_chain(root, p->store, p->owner, &p->out->store, &expanded,
                                       &p->out->input, e);
     if (rc == ST_OK)
         rc = st_resp_translate_tree(expanded ? expanded : root, chat_json, e);
@@ -630,13 +631,13 @@ void st_resp_parsed_fini(struct st_resp_parsed *p)
 }
 
 enum st_status st_resp_parse_stored(const char *body, size_t len, struct st_resp_store *store,
-                                    struct st_oai_request *oq, struct st_resp_parsed *out,
-                                    struct st_api_error *e)
+                                    uint64_t owner, struct st_oai_request *oq,
+                                    struct st_resp_parsed *out, struct st_api_error *e)
 {
     static const struct st_tr_api api = { .translate = translate_cb,
                                           .rename = st_resp_rename_error, .after = echo_cb };
     memset(out, 0, sizeof(*out));
-    struct parse_ctx ctx = { .store = store, .out = out };
+    struct parse_ctx ctx = { .store = store, .owner = owner, .out = out };
     enum st_status rc = st_tr_parse(body, len, &api, &ctx, oq, e);
     if (rc != ST_OK)
         st_resp_parsed_fini(out);
@@ -647,7 +648,7 @@ enum st_status st_resp_parse(const char *body, size_t len, struct st_oai_request
                              char **echo, struct st_api_error *e)
 {
     struct st_resp_parsed p;
-    enum st_status rc = st_resp_parse_stored(body, len, NULL, oq, &p, e);
+    enum st_status rc = st_resp_parse_stored(body, len, NULL, 0, oq, &p, e);
     *echo = p.echo;
     p.echo = NULL;
     st_resp_parsed_fini(&p);

@@ -20,6 +20,7 @@ struct entry {
     struct entry *hnext;            /* bucket chain */
     struct entry *newer, *older;    /* use order: s->newest ... s->oldest */
     uint64_t hash;
+    uint64_t owner;                 /* who may see it (responses_store.h) */
     size_t size;                    /* counted against the budget */
     size_t input_len, output_len, response_len;
     const char *input, *output, *response;   /* into this allocation */
@@ -169,9 +170,9 @@ static char *put_text(char *at, const char **field, const char *text, size_t len
     return at + len + 1;
 }
 
-static struct entry *entry_new(const char *id, uint64_t h, const char *input, size_t input_len,
-                               const char *output, size_t output_len, const char *response,
-                               size_t response_len)
+static struct entry *entry_new(uint64_t owner, const char *id, uint64_t h, const char *input,
+                               size_t input_len, const char *output, size_t output_len,
+                               const char *response, size_t response_len)
 {
     size_t id_len = strlen(id);
     size_t size = st_resp_store_entry_size(id_len, input_len, output_len, response_len);
@@ -180,6 +181,7 @@ static struct entry *entry_new(const char *id, uint64_t h, const char *input, si
         return NULL;
     memset(e, 0, sizeof(*e));
     e->hash = h;
+    e->owner = owner;
     e->size = size;
     e->input_len = input_len;
     e->output_len = output_len;
@@ -192,9 +194,9 @@ static struct entry *entry_new(const char *id, uint64_t h, const char *input, si
     return e;
 }
 
-enum st_status st_resp_store_put(struct st_resp_store *s, const char *id, const char *input,
-                                 size_t input_len, const char *output, size_t output_len,
-                                 const char *response, size_t response_len)
+enum st_status st_resp_store_put(struct st_resp_store *s, uint64_t owner, const char *id,
+                                 const char *input, size_t input_len, const char *output,
+                                 size_t output_len, const char *response, size_t response_len)
 {
     if (!s)
         return ST_ERR_INVALID;
@@ -202,7 +204,7 @@ enum st_status st_resp_store_put(struct st_resp_store *s, const char *id, const 
     if (size > s->budget)
         return ST_ERR_TOO_LONG;
     uint64_t h = hash_id(id);
-    struct entry *e = entry_new(id, h, input, input_len, output, output_len, response,
+    struct entry *e = entry_new(owner, id, h, input, input_len, output, output_len, response,
                                 response_len);
     if (!e)
         return ST_ERR_NOMEM;
@@ -251,14 +253,23 @@ static void clear_outs(char **input, char **output, char **response, bool owned)
     }
 }
 
-enum st_status st_resp_store_get(struct st_resp_store *s, const char *id, char **input,
-                                 char **output, char **response)
+/* The slot of owner's entry 'id', or NULL: none, or another owner's (left
+ * as it is, its place in the use order too). */
+static struct entry **owned_slot(struct st_resp_store *s, uint64_t owner, const char *id)
+{
+    struct entry **slot = slot_of(s, id, hash_id(id));
+    return *slot && (*slot)->owner == owner ? slot : NULL;
+}
+
+enum st_status st_resp_store_get(struct st_resp_store *s, uint64_t owner, const char *id,
+                                 char **input, char **output, char **response)
 {
     clear_outs(input, output, response, false);
     if (!s)
         return ST_ERR_NOT_FOUND;
     pthread_mutex_lock(&s->lock);
-    struct entry *e = *slot_of(s, id, hash_id(id));
+    struct entry **slot = owned_slot(s, owner, id);
+    struct entry *e = slot ? *slot : NULL;
     enum st_status rc = ST_ERR_NOT_FOUND;
     if (e) {
         list_unlink(s, e);
@@ -274,13 +285,13 @@ enum st_status st_resp_store_get(struct st_resp_store *s, const char *id, char *
     return rc;
 }
 
-enum st_status st_resp_store_delete(struct st_resp_store *s, const char *id)
+enum st_status st_resp_store_delete(struct st_resp_store *s, uint64_t owner, const char *id)
 {
     if (!s)
         return ST_ERR_NOT_FOUND;
     pthread_mutex_lock(&s->lock);
-    struct entry **slot = slot_of(s, id, hash_id(id));
-    bool found = *slot != NULL;
+    struct entry **slot = owned_slot(s, owner, id);
+    bool found = slot != NULL;
     if (found)
         drop(s, slot);
     pthread_mutex_unlock(&s->lock);

@@ -10,6 +10,12 @@
  *             then its own input items, each with an "id"; a JSON array
  *   output    the response's output items; a JSON array
  *   response  the whole response object, as GET answers it
+ * and its owner, who alone may read, chain or delete it (OpenAI scopes
+ * stored responses to the project that made them): 0 when the server has
+ * no API keys (every caller the same owner), else the caller's key as
+ * st_auth_owner (internal.h) names it. Another owner's entry is answered
+ * as an id never stored, so a foreign id's existence does not show, and
+ * a refused get is no use of it.
  * Least-recently-used eviction (a get counts as a use) keeps the sum of
  * the entries' sizes (their texts, id and bookkeeping) within the byte
  * budget. Thread-safe: one mutex around the table (a leaf lock: nothing
@@ -46,22 +52,27 @@ ST_MUST_CHECK enum st_status st_resp_store_new(size_t budget, struct st_resp_sto
 void st_resp_store_ref(struct st_resp_store *s);
 void st_resp_store_unref(struct st_resp_store *s);
 
-/* Store copies of the three texts under 'id' (an entry of that id is
- * replaced) as the most recently used, evicting the least recently used
- * until it fits. ST_ERR_TOO_LONG: the entry alone exceeds the budget
- * (nothing stored, nothing evicted); ST_ERR_NOMEM. */
-ST_MUST_CHECK enum st_status st_resp_store_put(struct st_resp_store *s, const char *id,
+/* Store copies of the three texts under 'id', owned by 'owner' (an entry
+ * of that id is replaced: ids are the server's random ones), as the most
+ * recently used, evicting the least recently used until it fits.
+ * ST_ERR_TOO_LONG: the entry alone exceeds the budget (nothing stored,
+ * nothing evicted); ST_ERR_NOMEM. */
+ST_MUST_CHECK enum st_status st_resp_store_put(struct st_resp_store *s, uint64_t owner,
+                                               const char *id,
                                                const char *input, size_t input_len,
                                                const char *output, size_t output_len,
                                                const char *response, size_t response_len);
-/* Owned, NUL-terminated copies of the entry's texts (a NULL out pointer:
- * that text not wanted); the entry becomes the most recently used.
- * ST_ERR_NOT_FOUND (never stored, evicted, deleted; s NULL), ST_ERR_NOMEM;
- * on failure every *out is NULL. */
-ST_MUST_CHECK enum st_status st_resp_store_get(struct st_resp_store *s, const char *id,
-                                               char **input, char **output, char **response);
-/* Drop the entry. ST_ERR_NOT_FOUND when there is none. */
-ST_MUST_CHECK enum st_status st_resp_store_delete(struct st_resp_store *s, const char *id);
+/* Owned, NUL-terminated copies of the texts of owner's entry 'id' (a NULL
+ * out pointer: that text not wanted); the entry becomes the most recently
+ * used. ST_ERR_NOT_FOUND (never stored, evicted, deleted, another owner's;
+ * s NULL), ST_ERR_NOMEM; on failure every *out is NULL. */
+ST_MUST_CHECK enum st_status st_resp_store_get(struct st_resp_store *s, uint64_t owner,
+                                               const char *id, char **input, char **output,
+                                               char **response);
+/* Drop owner's entry 'id'. ST_ERR_NOT_FOUND when there is none (another
+ * owner's is left alone). */
+ST_MUST_CHECK enum st_status st_resp_store_delete(struct st_resp_store *s, uint64_t owner,
+                                                  const char *id);
 /* A snapshot of the counters (all zero for NULL). */
 void st_resp_store_stats(struct st_resp_store *s, struct st_resp_store_stats *out);
 

@@ -87,9 +87,10 @@ ST_MUST_CHECK
 enum st_status st_resp_parse(const char *body, size_t len, struct st_oai_request *oq,
                              char **echo, struct st_api_error *e);
 /* The same against the response store (responses_store.h; NULL: storing
- * off, every previous_response_id unknown): 'store' and
- * 'previous_response_id' (404 on previous_response_id when the store has
- * no such response) as responses_chain.c says. *out is owned by the
+ * off, every previous_response_id unknown) as 'owner' (the caller's,
+ * st_auth_owner): 'store' and 'previous_response_id' (404 on
+ * previous_response_id when the store has no such response of owner's)
+ * as responses_chain.c says. *out is owned by the
  * caller (st_resp_parsed_fini), empty on failure. Thread: any. */
 struct st_resp_store;
 struct st_resp_parsed {
@@ -101,18 +102,18 @@ struct st_resp_parsed {
 };
 ST_MUST_CHECK
 enum st_status st_resp_parse_stored(const char *body, size_t len, struct st_resp_store *store,
-                                    struct st_oai_request *oq, struct st_resp_parsed *out,
-                                    struct st_api_error *e);
+                                    uint64_t owner, struct st_oai_request *oq,
+                                    struct st_resp_parsed *out, struct st_api_error *e);
 void st_resp_parsed_fini(struct st_resp_parsed *p);
 /* (responses_chain.c) 'store' (bool, default true; *do_store: true and a
- * store) and 'previous_response_id' of a body: *expanded (owned, NULL: use
+ * store) and 'previous_response_id' (owner's) of a body: *expanded (owned, NULL: use
  * root) the body with the previous conversation before its input;
  * *items (owned; when *do_store) the input items to store. 404 unknown
  * previous response, 400 bad field types. */
 ST_MUST_CHECK
 enum st_status st_resp_chain(const struct cJSON *root, struct st_resp_store *store,
-                             bool *do_store, struct cJSON **expanded, char **items,
-                             struct st_api_error *e);
+                             uint64_t owner, bool *do_store, struct cJSON **expanded,
+                             char **items, struct st_api_error *e);
 /* The translation alone: a parsed Responses body -> a chat body (owned
  * JSON text). 400s name the Responses field. */
 ST_MUST_CHECK

@@ -6,7 +6,9 @@
 // retrieve / delete / inputItems.list (order, limit, the SDK's paging),
 // 404s in OpenAI's shape, store: false, --responses-store-mb 0, a tiny
 // budget that evicts (and /metrics counting it), the API key on the
-// new routes, and a tool call answered in a chained turn (the agent loop).
+// new routes, a response seen only by its own key (another key gets the
+// 404 of an unknown id), and a tool call answered in a chained turn (the
+// agent loop).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -203,13 +205,14 @@ describe('stored responses (default budget)', () => {
   });
 });
 
-describe('a tiny budget evicts; 0 stores nothing; the API key applies', () => {
+describe('a tiny budget evicts; 0 stores nothing; the API key applies and owns', () => {
   let tiny, none, keyed;
   before(async () => {
     [tiny, none, keyed] = await Promise.all([
       startServer(['--sim-decode-tps', '2000', '--sim-reply', 'ok', '--responses-store-mb', '1']),
       startServer(['--sim-decode-tps', '2000', '--sim-reply', 'ok', '--responses-store-mb', '0']),
-      startServer(['--sim-decode-tps', '2000', '--sim-reply', 'ok', '--api-key', 'sekrit']),
+      startServer(['--sim-decode-tps', '2000', '--sim-reply', 'ok', '--api-key', 'sekrit',
+        '--api-key', 'other']),
     ]);
   });
   after(async () => { await Promise.all([tiny.stop(), none.stop(), keyed.stop()]); });
@@ -250,6 +253,32 @@ describe('a tiny budget evicts; 0 stores nothing; the API key applies', () => {
     assert.equal((await del(keyed, `/v1/responses/${r.json.id}`)).status, 401);
     assert.equal((await getJSON(keyed, `/v1/responses/${r.json.id}`, auth)).status, 200);
     assert.equal((await del(keyed, `/v1/responses/${r.json.id}`, auth)).status, 200);
+  });
+
+  test("another key's response is answered as an unknown id, and stays its owner's", async () => {
+    const mine = { authorization: 'Bearer sekrit' };
+    const theirs = { 'x-api-key': 'other' };
+    const r = await postJSON(keyed, '/v1/responses', { model: 'default', input: 'private' }, mine);
+    assert.equal(r.status, 200, r.text);
+    const id = r.json.id;
+    // GET, input_items, DELETE and a chain from it, as the key in h
+    const every = async (h) => [
+      await getJSON(keyed, `/v1/responses/${id}`, h),
+      await getJSON(keyed, `/v1/responses/${id}/input_items`, h),
+      await del(keyed, `/v1/responses/${id}`, h),
+      await postJSON(keyed, '/v1/responses', { model: 'default', input: 'x',
+        previous_response_id: id }, h),
+    ];
+    const foreign = await every(theirs);
+    for (const a of foreign) assert.equal(a.status, 404, a.text);
+    // the owner still has it all: the other key's DELETE removed nothing
+    assert.equal((await getJSON(keyed, `/v1/responses/${id}/input_items`, mine)).status, 200);
+    const next = await postJSON(keyed, '/v1/responses', { model: 'default', input: 'more',
+      previous_response_id: id }, mine);
+    assert.equal(next.status, 200, next.text);
+    assert.equal((await del(keyed, `/v1/responses/${id}`, mine)).status, 200);
+    // word for word what the owner now gets for the id it deleted
+    assert.deepEqual(foreign.map((a) => a.json), (await every(mine)).map((a) => a.json));
   });
 });
 

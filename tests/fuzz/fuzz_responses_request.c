@@ -7,11 +7,13 @@
  * (never the chat fields max_tokens / response_format it was translated
  * to), or a 404 on an unknown previous_response_id; an accepted one is a
  * one-choice chat request whose messages, tools and echoed fields are JSON
- * that parses. The body is parsed against a response store
- * (responses_chain.c) that holds one response, "resp_fuzz" (the seed
- * corpus/responses/chained names it), so previous_response_id expands a
- * stored conversation and 'store' keeps the input items: a JSON array
- * whose every item has a string "id".
+ * that parses. The body is parsed, as the caller FUZZ_OWNER, against a
+ * response store (responses_chain.c) that holds its response "resp_fuzz"
+ * (the seed corpus/responses/chained names it), so previous_response_id
+ * expands a stored conversation and 'store' keeps the input items: a JSON
+ * array whose every item has a string "id"; and "resp_fuzz_other", another
+ * API key's (corpus/responses/chained_foreign), which never chains: a body
+ * naming it is refused as an unknown id.
  */
 #include <cjson/cJSON.h>
 #include <stdint.h>
@@ -26,7 +28,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The echo is JSON members without braces. */
+#define FUZZ_OWNER 1
+#define FUZZ_FOREIGN "resp_fuzz_other"
+
+/* The echo is JSON members without braces; its previous_response_id is
+ * never another owner's response. */
 static void check_echo(const char *echo)
 {
     if (!echo)
@@ -40,8 +46,10 @@ static void check_echo(const char *echo)
     w[n + 1] = '}';
     w[n + 2] = '\0';
     cJSON *j = cJSON_Parse(w);
+    const cJSON *prev = cJSON_GetObjectItemCaseSensitive(j, "previous_response_id");
     if (!j || !cJSON_GetObjectItemCaseSensitive(j, "tools") ||
-        !cJSON_GetObjectItemCaseSensitive(j, "text"))
+        !cJSON_GetObjectItemCaseSensitive(j, "text") ||
+        (cJSON_IsString(prev) && strcmp(prev->valuestring, FUZZ_FOREIGN) == 0))
         abort();
     cJSON_Delete(j);
     free(w);
@@ -61,7 +69,8 @@ static void check_items(const char *items)
     cJSON_Delete(a);
 }
 
-/* One stored response (a user turn, reasoning, a call) for chains to expand. */
+/* One stored response of ours (a user turn, reasoning, a call) for chains
+ * to expand, and the same conversation under another owner. */
 static struct st_resp_store *fuzz_store(void)
 {
     static struct st_resp_store *s;
@@ -74,8 +83,10 @@ static struct st_resp_store *fuzz_store(void)
         "\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"get_weather\","
         "\"arguments\":\"{}\",\"status\":\"completed\"}]";
     if (!s && (st_resp_store_new((size_t)1 << 20, &s) != ST_OK ||
-               st_resp_store_put(s, "resp_fuzz", in, strlen(in), out, strlen(out), ST_LIT("{}")) !=
-                   ST_OK))
+               st_resp_store_put(s, FUZZ_OWNER, "resp_fuzz", in, strlen(in), out, strlen(out),
+                                 ST_LIT("{}")) != ST_OK ||
+               st_resp_store_put(s, FUZZ_OWNER + 1, FUZZ_FOREIGN, in, strlen(in), out,
+                                 strlen(out), ST_LIT("{}")) != ST_OK))
         abort();
     return s;
 }
@@ -86,7 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct st_api_error e;
     struct st_resp_parsed rp;
     memset(&e, 0, sizeof(e));
-    enum st_status rc = st_resp_parse_stored((const char *)data, size, fuzz_store(), &r, &rp, &e);
+    enum st_status rc =
+        st_resp_parse_stored((const char *)data, size, fuzz_store(), FUZZ_OWNER, &r, &rp, &e);
     char *echo = rp.echo;
     if (rc != ST_OK) {
         bool unknown_prev = st_api_error_http(&e) == 404 &&

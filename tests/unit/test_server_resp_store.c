@@ -1,11 +1,12 @@
 /* test_server_resp_store.c -- stored /v1/responses (docs/API.md "Stored
- * responses"): the store itself (put, get, delete, replace, LRU eviction
- * by bytes, an entry over the budget, many threads at once, the last
- * reference freeing everything: run under ASan), a body's store and
- * previous_response_id against it (the expanded conversation, 404 for an
- * unknown id, no instructions carried over, a repeated "input" key, the
- * stored items in OpenAI's item shape), and a finished response put into
- * the store by its renderer (non-stream and stream; a failed stream is not
+ * responses"): the store itself (put, get, delete, replace, each entry
+ * seen by its owner alone, LRU eviction by bytes, an entry over the
+ * budget, many threads at once, the last reference freeing everything:
+ * run under ASan), a body's store and previous_response_id against it
+ * (the expanded conversation, 404 for an unknown id or another key's, no
+ * instructions carried over, a repeated "input" key, the stored items in
+ * OpenAI's item shape), and a finished response put into the store by its
+ * renderer (non-stream and stream, under its owner; a failed stream is not
  * kept; a cut reply keeps the same item statuses either way), plus the
  * GET / DELETE routes. */
 #include <check.h>
@@ -27,19 +28,35 @@ static struct st_resp_store *store_of(size_t budget)
     return s;
 }
 
+/* Two API keys' owners (st_auth_owner: 1 + the key's index); 0 is the
+ * owner of every entry of a server without keys. */
+#define OWNER_A 1
+#define OWNER_B 2
+
+static void put_as(struct st_resp_store *s, uint64_t owner, const char *id, const char *in,
+                   const char *out, const char *obj)
+{
+    ck_assert_int_eq(st_resp_store_put(s, owner, id, in, strlen(in), out, strlen(out), obj,
+                                       strlen(obj)), ST_OK);
+}
+
 static void put(struct st_resp_store *s, const char *id, const char *in, const char *out,
                 const char *obj)
 {
-    ck_assert_int_eq(st_resp_store_put(s, id, in, strlen(in), out, strlen(out), obj,
-                                       strlen(obj)), ST_OK);
+    put_as(s, 0, id, in, out, obj);
+}
+
+static bool has_as(struct st_resp_store *s, uint64_t owner, const char *id)
+{
+    char *obj = NULL;
+    enum st_status rc = st_resp_store_get(s, owner, id, NULL, NULL, &obj);
+    free(obj);
+    return rc == ST_OK;
 }
 
 static bool has(struct st_resp_store *s, const char *id)
 {
-    char *obj = NULL;
-    enum st_status rc = st_resp_store_get(s, id, NULL, NULL, &obj);
-    free(obj);
-    return rc == ST_OK;
+    return has_as(s, 0, id);
 }
 
 START_TEST(test_server_resp_store_put_get_delete)
@@ -47,7 +64,7 @@ START_TEST(test_server_resp_store_put_get_delete)
     struct st_resp_store *s = store_of(1 << 20);
     put(s, "resp_a", "[1]", "[2]", "{\"id\":\"resp_a\"}");
     char *in = NULL, *out = NULL, *obj = NULL;
-    ck_assert_int_eq(st_resp_store_get(s, "resp_a", &in, &out, &obj), ST_OK);
+    ck_assert_int_eq(st_resp_store_get(s, 0, "resp_a", &in, &out, &obj), ST_OK);
     ck_assert_str_eq(in, "[1]");
     ck_assert_str_eq(out, "[2]");
     ck_assert_str_eq(obj, "{\"id\":\"resp_a\"}");
@@ -55,10 +72,10 @@ START_TEST(test_server_resp_store_put_get_delete)
     free(out);
     free(obj);
     obj = (char *)"untouched";
-    ck_assert_int_eq(st_resp_store_get(s, "resp_b", NULL, NULL, &obj), ST_ERR_NOT_FOUND);
+    ck_assert_int_eq(st_resp_store_get(s, 0, "resp_b", NULL, NULL, &obj), ST_ERR_NOT_FOUND);
     ck_assert_ptr_null(obj);
     put(s, "resp_a", "[3]", "[]", "{}");   /* replaced, counted once */
-    ck_assert_int_eq(st_resp_store_get(s, "resp_a", &in, NULL, NULL), ST_OK);
+    ck_assert_int_eq(st_resp_store_get(s, 0, "resp_a", &in, NULL, NULL), ST_OK);
     ck_assert_str_eq(in, "[3]");
     free(in);
     struct st_resp_store_stats st;
@@ -66,15 +83,58 @@ START_TEST(test_server_resp_store_put_get_delete)
     ck_assert_uint_eq(st.entries, 1);
     ck_assert_uint_eq(st.bytes, st_resp_store_entry_size(6, 3, 2, 2));
     ck_assert_uint_eq(st.evicted, 0);
-    ck_assert_int_eq(st_resp_store_delete(s, "resp_a"), ST_OK);
-    ck_assert_int_eq(st_resp_store_delete(s, "resp_a"), ST_ERR_NOT_FOUND);
+    ck_assert_int_eq(st_resp_store_delete(s, 0, "resp_a"), ST_OK);
+    ck_assert_int_eq(st_resp_store_delete(s, 0, "resp_a"), ST_ERR_NOT_FOUND);
     ck_assert(!has(s, "resp_a"));
     st_resp_store_stats(s, &st);
     ck_assert_uint_eq(st.entries, 0);
     ck_assert_uint_eq(st.bytes, 0);
     /* storing off: a NULL store holds nothing */
-    ck_assert_int_eq(st_resp_store_get(NULL, "resp_a", NULL, NULL, &obj), ST_ERR_NOT_FOUND);
-    ck_assert_int_eq(st_resp_store_delete(NULL, "resp_a"), ST_ERR_NOT_FOUND);
+    ck_assert_int_eq(st_resp_store_get(NULL, 0, "resp_a", NULL, NULL, &obj), ST_ERR_NOT_FOUND);
+    ck_assert_int_eq(st_resp_store_delete(NULL, 0, "resp_a"), ST_ERR_NOT_FOUND);
+    st_resp_store_unref(s);
+}
+END_TEST
+
+/* An entry is its owner's: another owner (or a server's keyless 0) can
+ * neither read nor delete it, and a refused read is no use of it. */
+START_TEST(test_server_resp_store_owner_only)
+{
+    struct st_resp_store *s = store_of(1 << 20);
+    put_as(s, OWNER_A, "resp_a", "[1]", "[2]", "{\"id\":\"resp_a\"}");
+    char *in = (char *)"untouched", *out = (char *)"untouched", *obj = (char *)"untouched";
+    ck_assert_int_eq(st_resp_store_get(s, OWNER_B, "resp_a", &in, &out, &obj), ST_ERR_NOT_FOUND);
+    ck_assert_ptr_null(in);
+    ck_assert_ptr_null(out);
+    ck_assert_ptr_null(obj);
+    ck_assert(!has_as(s, 0, "resp_a"));
+    ck_assert_int_eq(st_resp_store_delete(s, OWNER_B, "resp_a"), ST_ERR_NOT_FOUND);
+    ck_assert_int_eq(st_resp_store_delete(s, 0, "resp_a"), ST_ERR_NOT_FOUND);
+    /* still there for A, whole */
+    ck_assert_int_eq(st_resp_store_get(s, OWNER_A, "resp_a", &in, &out, &obj), ST_OK);
+    ck_assert_str_eq(in, "[1]");
+    ck_assert_str_eq(obj, "{\"id\":\"resp_a\"}");
+    free(in);
+    free(out);
+    free(obj);
+    struct st_resp_store_stats st;
+    st_resp_store_stats(s, &st);
+    ck_assert_uint_eq(st.entries, 1);
+    ck_assert_int_eq(st_resp_store_delete(s, OWNER_A, "resp_a"), ST_OK);
+    ck_assert(!has_as(s, OWNER_A, "resp_a"));
+    st_resp_store_unref(s);
+
+    /* room for two: B's refused read of A's older entry does not make it
+     * newer, so a third entry evicts it (a use would have evicted resp_2) */
+    size_t one = st_resp_store_entry_size(6, 2, 2, 2);
+    s = store_of(2 * one + one / 2);
+    put_as(s, OWNER_A, "resp_1", "[]", "[]", "{}");
+    put_as(s, OWNER_A, "resp_2", "[]", "[]", "{}");
+    ck_assert(!has_as(s, OWNER_B, "resp_1"));
+    put_as(s, OWNER_B, "resp_3", "[]", "[]", "{}");
+    ck_assert(!has_as(s, OWNER_A, "resp_1"));
+    ck_assert(has_as(s, OWNER_A, "resp_2"));
+    ck_assert(has_as(s, OWNER_B, "resp_3"));
     st_resp_store_unref(s);
 }
 END_TEST
@@ -123,7 +183,7 @@ START_TEST(test_server_resp_store_too_big)
     char *huge = malloc(5000);
     memset(huge, 'y', 4999);
     huge[4999] = '\0';
-    ck_assert_int_eq(st_resp_store_put(s, "resp_huge", "[]", 2, "[]", 2, huge, 4999),
+    ck_assert_int_eq(st_resp_store_put(s, 0, "resp_huge", "[]", 2, "[]", 2, huge, 4999),
                      ST_ERR_TOO_LONG);
     free(huge);
     ck_assert(!has(s, "resp_huge"));
@@ -148,7 +208,7 @@ START_TEST(test_server_resp_store_many)
     for (int i = 0; i < 5000; i++) {
         snprintf(id, sizeof(id), "resp_%d", i);
         char *obj = NULL;
-        ck_assert_int_eq(st_resp_store_get(s, id, NULL, NULL, &obj), ST_OK);
+        ck_assert_int_eq(st_resp_store_get(s, 0, id, NULL, NULL, &obj), ST_OK);
         ck_assert_str_eq(obj, id);
         free(obj);
     }
@@ -175,17 +235,17 @@ static void *work(void *arg)
         snprintf(id, sizeof(id), "resp_%d_%d", w->t, i % 97);
         snprintf(obj, sizeof(obj), "{\"id\":\"%s\"}", id);
         if (i % 3 == 0) {
-            if (st_resp_store_put(w->s, id, "[]", 2, "[]", 2, obj, strlen(obj)) != ST_OK)
+            if (st_resp_store_put(w->s, 0, id, "[]", 2, "[]", 2, obj, strlen(obj)) != ST_OK)
                 return NULL;
         } else if (i % 3 == 1) {
             char *got = NULL;
-            if (st_resp_store_get(w->s, id, NULL, NULL, &got) == ST_OK) {
+            if (st_resp_store_get(w->s, 0, id, NULL, NULL, &got) == ST_OK) {
                 w->found += strcmp(got, obj) == 0;   /* never another id's text */
                 w->found -= strcmp(got, obj) != 0 ? 100000 : 0;
             }
             free(got);
         } else if (i % 7 == 2) {
-            enum st_status drc = st_resp_store_delete(w->s, id);   /* either is fine */
+            enum st_status drc = st_resp_store_delete(w->s, 0, id);   /* either is fine */
             if (drc != ST_OK && drc != ST_ERR_NOT_FOUND)
                 return NULL;
         }
@@ -231,12 +291,19 @@ static const char prev_output[] =
     "{\"id\":\"msg_a1\",\"type\":\"message\",\"role\":\"assistant\",\"status\":\"completed\","
     "\"content\":[{\"type\":\"output_text\",\"text\":\"first answer\",\"annotations\":[]}]}]";
 
+static enum st_status parse_as(struct st_resp_store *s, uint64_t owner, const char *body,
+                               struct st_oai_request *oq, struct st_resp_parsed *rp,
+                               struct st_api_error *e)
+{
+    memset(e, 0, sizeof(*e));
+    return st_resp_parse_stored(body, strlen(body), s, owner, oq, rp, e);
+}
+
 static enum st_status parse_with(struct st_resp_store *s, const char *body,
                                  struct st_oai_request *oq, struct st_resp_parsed *rp,
                                  struct st_api_error *e)
 {
-    memset(e, 0, sizeof(*e));
-    return st_resp_parse_stored(body, strlen(body), s, oq, rp, e);
+    return parse_as(s, 0, body, oq, rp, e);
 }
 
 static cJSON *echo_of(const struct st_resp_parsed *rp)
@@ -290,7 +357,7 @@ START_TEST(test_server_resp_store_previous_response)
     st_oai_request_fini(&oq);
 
     /* unknown (or deleted) id: 404 on previous_response_id naming it */
-    ck_assert_int_eq(st_resp_store_delete(s, "resp_prev"), ST_OK);
+    ck_assert_int_eq(st_resp_store_delete(s, 0, "resp_prev"), ST_OK);
     ck_assert_int_ne(parse_with(s, "{\"input\":\"x\",\"previous_response_id\":\"resp_prev\"}",
                                 &oq, &rp, &e), ST_OK);
     ck_assert_int_eq(st_api_error_http(&e), 404);
@@ -305,6 +372,37 @@ START_TEST(test_server_resp_store_previous_response)
                                 &oq, &rp, &e), ST_OK);
     ck_assert_int_eq(st_api_error_http(&e), 404);
     st_oai_request_fini(&oq);
+    st_resp_store_unref(s);
+}
+END_TEST
+
+/* previous_response_id of another key's response: the 404 of an id never
+ * stored, word for word; the owner chains it. */
+START_TEST(test_server_resp_store_previous_response_owner)
+{
+    struct st_resp_store *s = store_of(1 << 20);
+    put_as(s, OWNER_A, "resp_prev", prev_input, prev_output, "{}");
+    static const char body[] = "{\"input\":\"x\",\"previous_response_id\":\"resp_prev\"}";
+    struct st_oai_request oq;
+    struct st_resp_parsed rp;
+    struct st_api_error foreign, unknown;
+    ck_assert_int_ne(parse_as(s, OWNER_B, body, &oq, &rp, &foreign), ST_OK);
+    ck_assert_ptr_null(rp.input);
+    st_oai_request_fini(&oq);
+    ck_assert_int_eq(parse_as(s, OWNER_A, body, &oq, &rp, &unknown), ST_OK);
+    cJSON *m = cJSON_Parse(oq.messages_json);
+    ck_assert_int_eq(cJSON_GetArraySize(m), 3);   /* the earlier turn, then "x" */
+    ck_assert_str_eq(str_at(cJSON_GetArrayItem(m, 0), "content"), "first question");
+    cJSON_Delete(m);
+    st_resp_parsed_fini(&rp);
+    st_oai_request_fini(&oq);
+    ck_assert_int_eq(st_resp_store_delete(s, OWNER_A, "resp_prev"), ST_OK);
+    ck_assert_int_ne(parse_as(s, OWNER_A, body, &oq, &rp, &unknown), ST_OK);
+    st_oai_request_fini(&oq);
+    ck_assert_int_eq(st_api_error_http(&foreign), 404);
+    ck_assert_int_eq(st_api_error_http(&foreign), st_api_error_http(&unknown));
+    ck_assert_str_eq(foreign.param, unknown.param);
+    ck_assert_str_eq(foreign.message, unknown.message);
     st_resp_store_unref(s);
 }
 END_TEST
@@ -420,10 +518,17 @@ END_TEST
 
 /* ---- a finished response into the store ---------------------------------- */
 
-static struct st_gen *stored_gen(struct st_resp_store *s, bool stream, const char *id)
+static struct st_gen *stored_gen_as(struct st_resp_store *s, uint64_t owner, bool stream,
+                                    const char *id)
 {
     return api_gen(stream,
-                   st_resp_new_stored(strdup("\"store\":true"), s, strdup(prev_input)), id);
+                   st_resp_new_stored(strdup("\"store\":true"), s, owner, strdup(prev_input)),
+                   id);
+}
+
+static struct st_gen *stored_gen(struct st_resp_store *s, bool stream, const char *id)
+{
+    return stored_gen_as(s, 0, stream, id);
 }
 
 START_TEST(test_server_resp_store_reply_kept)
@@ -437,7 +542,7 @@ START_TEST(test_server_resp_store_reply_kept)
     st_buf_init(&b);
     ck_assert_int_eq(st_resp_body(&b, g, &c, &u, 0), ST_OK);
     char *in = NULL, *out = NULL, *obj = NULL;
-    ck_assert_int_eq(st_resp_store_get(s, "resp_body", &in, &out, &obj), ST_OK);
+    ck_assert_int_eq(st_resp_store_get(s, 0, "resp_body", &in, &out, &obj), ST_OK);
     ck_assert_str_eq(obj, b.data);
     ck_assert_str_eq(in, prev_input);
     cJSON *items = cJSON_Parse(out);
@@ -456,7 +561,7 @@ START_TEST(test_server_resp_store_reply_kept)
     struct st_call call;
     g = api_run_stream(stored_gen(s, true, "resp_stream"), api_reply, ST_FINISH_STOP, NULL,
                        &call);
-    ck_assert_int_eq(st_resp_store_get(s, "resp_stream", NULL, &out, &obj), ST_OK);
+    ck_assert_int_eq(st_resp_store_get(s, 0, "resp_stream", NULL, &out, &obj), ST_OK);
     ck_assert_ptr_nonnull(strstr(g->out.data, obj));
     items = cJSON_Parse(out);
     ck_assert_int_eq(cJSON_GetArraySize(items), 3);   /* reasoning, message, call */
@@ -465,6 +570,15 @@ START_TEST(test_server_resp_store_reply_kept)
     free(out);
     free(obj);
     st_gen_free(g);
+
+    /* kept under the owner of the request: its key's, no other's */
+    g = stored_gen_as(s, OWNER_A, false, "resp_owned");
+    st_buf_init(&b);
+    ck_assert_int_eq(st_resp_body(&b, g, &c, &u, 0), ST_OK);
+    st_buf_fini(&b);
+    st_gen_free(g);
+    ck_assert(has_as(s, OWNER_A, "resp_owned"));
+    ck_assert(!has_as(s, OWNER_B, "resp_owned") && !has(s, "resp_owned"));
 
     /* a stream that failed is not kept */
     struct st_api_error err;
@@ -486,7 +600,7 @@ END_TEST
 static void stored_statuses(struct st_resp_store *s, const char *id, char *out, size_t cap)
 {
     char *items_text = NULL;
-    ck_assert_int_eq(st_resp_store_get(s, id, NULL, &items_text, NULL), ST_OK);
+    ck_assert_int_eq(st_resp_store_get(s, 0, id, NULL, &items_text, NULL), ST_OK);
     cJSON *items = cJSON_Parse(items_text);
     out[0] = '\0';
     const cJSON *it;
@@ -568,11 +682,13 @@ static Suite *server_resp_store_suite(void)
     TCase *t = tcase_create("store");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, test_server_resp_store_put_get_delete);
+    tcase_add_test(t, test_server_resp_store_owner_only);
     tcase_add_test(t, test_server_resp_store_lru_by_bytes);
     tcase_add_test(t, test_server_resp_store_too_big);
     tcase_add_test(t, test_server_resp_store_many);
     tcase_add_test(t, test_server_resp_store_threads);
     tcase_add_test(t, test_server_resp_store_previous_response);
+    tcase_add_test(t, test_server_resp_store_previous_response_owner);
     tcase_add_test(t, test_server_resp_store_repeated_input_key);
     tcase_add_test(t, test_server_resp_store_repeated_item_ids);
     tcase_add_test(t, test_server_resp_store_store_flag);
