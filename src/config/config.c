@@ -370,6 +370,22 @@ static enum st_status check_keys(struct st_config *c, struct st_err *err)
     return ST_OK;
 }
 
+/* Led by the bound the user set (a file's line or a flag), like every other
+ * config error; the other bound's source in parentheses. */
+static enum st_status ngram_range_error(const struct st_config *c, struct st_err *err)
+{
+    char lo[300], hi[300];
+    bool max_set = st_config_given(c, ST_OPT_SPEC_NGRAM_MAX) || c->line[ST_OPT_SPEC_NGRAM_MAX];
+
+    where_opt(c, ST_OPT_SPEC_NGRAM_MIN, lo, sizeof(lo));
+    where_opt(c, ST_OPT_SPEC_NGRAM_MAX, hi, sizeof(hi));
+    if (max_set)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "%s: %d is below the n-gram minimum %d (%s)",
+                          hi, (int)c->spec_ngram_max, (int)c->spec_ngram_min, lo);
+    return st_err_set(err, ST_ERR_BAD_CONFIG, "%s: %d is above the n-gram maximum %d (%s)", lo,
+                      (int)c->spec_ngram_min, (int)c->spec_ngram_max, hi);
+}
+
 enum st_status st_config_resolve(struct st_config *c, struct st_err *err)
 {
     enum st_status rc;
@@ -387,8 +403,7 @@ enum st_status st_config_resolve(struct st_config *c, struct st_err *err)
     if (rc != ST_OK)
         return rc;
     if (c->spec_ngram_min > c->spec_ngram_max)
-        return st_err_set(err, ST_ERR_BAD_CONFIG, "spec_ngram_min %d is above spec_ngram_max %d",
-                          (int)c->spec_ngram_min, (int)c->spec_ngram_max);
+        return ngram_range_error(c, err);
     if (!c->batch && (st_config_given(c, ST_OPT_PARALLEL) || c->line[ST_OPT_PARALLEL]) &&
         c->parallel > 1 &&
         st_cfg_warn(c, "parallel %d has no effect without --batch: each engine serves one "

@@ -278,7 +278,16 @@ START_TEST(test_config_bad_enums)
     tc_expect_error("spec_ngram_max: 9\n", "spec_ngram_max: expected an integer 1..8");
     /* a cross-field check of resolve: the lengths must make a range */
     tc_expect_error("spec_ngram_min: 5\nspec_ngram_max: 3\n",
-                    "spec_ngram_min 5 is above spec_ngram_max 3");
+                    "t.yaml:2: spec_ngram_max: 3 is below the n-gram minimum 5 "
+                    "(t.yaml:1: spec_ngram_min)");
+    /* led by the bound the file set, the other one's default named (the
+     * fuzzer found this message without its source) */
+    tc_expect_error("spec_ngram_max: 1\n",
+                    "t.yaml:1: spec_ngram_max: 1 is below the n-gram minimum 2 "
+                    "(--spec-ngram-min)");
+    tc_expect_error("spec_ngram_min: 6\n",
+                    "t.yaml:1: spec_ngram_min: 6 is above the n-gram maximum 4 "
+                    "(--spec-ngram-max)");
 }
 END_TEST
 
