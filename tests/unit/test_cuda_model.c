@@ -1,19 +1,27 @@
 /* test_cuda_model.c -- the whole model on the CUDA backend against the CPU
  * backend (public API only): what test_cuda_ops cannot show op by op.
  *
- *   - greedy decoding of synthetic models (make-model "small" at q8_0 and
- *     q4_k, "glm-tiny" at q8_0 for glm4moe's ops): prompt chunks of more than 16 rows (cuBLAS, eager) and of a
- *     few rows, then decode steps of 3 and 2 rows, which the model runs as
- *     CUDA graphs (eager, capture, then replays), a long chunk in between
- *     (the scratch grows, graphs are dropped and captured again). Every
- *     logit row is compared with the CPU's (relative L2 error): none above
- *     0.5, at most 10% above the tolerance (3e-2 at q8_0, 5e-2 at q4_k: the
- *     two backends quantize activations differently, and a router near-tie
- *     can send a row to another expert). Greedy tokens must be equal except
- *     at near-ties: rows whose CPU top-2 margin is within twice the largest
- *     logit difference of that row.
- *     Both backends are fed the CPU's tokens (teacher forcing), so one
- *     near-tie does not end the comparison;
+ *   - greedy decoding of synthetic models (make-model "small", and
+ *     "glm-tiny" for glm4moe's ops): prompt chunks of more than 16 rows
+ *     (cuBLAS, eager) and of a few rows, then decode steps of 3 and 2 rows,
+ *     which the model runs as CUDA graphs (eager, capture, then replays), a
+ *     long chunk in between (the scratch grows, graphs are dropped and
+ *     captured again). Every logit row is compared with the CPU's (relative
+ *     L2 error). With F32 weights nothing is quantized on either side, so
+ *     every row must be within 5e-4 of the CPU's (measured on tests/cuemu:
+ *     at most 1.1e-4): this is the check of the whole GPU path. With
+ *     quantized weights (small q8_0 and q4_k, glm-tiny q8_0) the two
+ *     backends quantize activations differently (CPU Q8_K / Q8_0, GPU q8_1
+ *     or fp16), that noise grows through random layers, and a router
+ *     near-tie sends a row to another expert on one side: on tests/cuemu
+ *     the median row was 2-5% off, 90% of rows within ~10%, and a few
+ *     rows (router flips) 0.25-0.8. So there at most 15% of the rows may be
+ *     beyond 0.1 (0.15 at q4_k) and none beyond 1.0 (an unrelated row is
+ *     ~1.4 off; a broken kernel makes most rows so). Greedy tokens must be
+ *     equal except at near-ties: rows whose CPU top-2 margin is within twice
+ *     the largest logit difference of that row. Both backends are fed the
+ *     CPU's tokens (teacher forcing), so one near-tie does not end the
+ *     comparison;
  *   - prefix sharing: st_model_kv_copy (a device copy) gives a slot the
  *     cache of another, whose next logits it then repeats;
  *   - st_model_forward_draw (greedy and sampled ids drawn on the device) on
@@ -78,17 +86,28 @@ static int32_t argmax(const float *v, int64_t n)
     return best;
 }
 
+/* How close the two backends' logit rows must be (see the top). */
+struct bounds {
+    double tol;              /* a row beyond it is 'off' */
+    double cap;              /* no row beyond it */
+    double off_frac;         /* at most this share of the rows off (and of near-ties) */
+};
+static const struct bounds FLOAT_BOUNDS = { 5e-4, 5e-4, 0.0 };
+static const struct bounds Q8_BOUNDS = { 0.1, 1.0, 0.15 };
+static const struct bounds Q4_BOUNDS = { 0.15, 1.0, 0.15 };
+
 struct pair {
     struct st_model *m[2];   /* cpu, cuda */
     int64_t nv;
-    double tol, worst;       /* worst: the largest relative error of a row */
+    struct bounds b;
+    double worst;            /* the largest relative error of a row */
     int near, steps, rows, off;
 };
 
 /* Compare logit rows of the two backends. A row's relative L2 error above
- * p->tol counts as 'off' (a router near-tie can send a row to another
- * expert on one backend: a few such rows are allowed, see greedy_run); above
- * 0.5 (garbage, a layout or indexing bug) fails at once. Greedy tokens must
+ * p->b.tol counts as 'off' (a router near-tie can send a row to another
+ * expert on one backend: a few such rows are allowed, see check_tally);
+ * above p->b.cap (garbage, a layout or indexing bug) fails at once. Greedy tokens must
  * agree unless the CPU's top-2 margin is within twice the row's largest
  * logit difference (p->near counts those). */
 static void compare_rows(struct pair *p, const float *c, const float *g, int64_t rows,
@@ -107,10 +126,10 @@ static void compare_rows(struct pair *p, const float *c, const float *g, int64_t
             dmax = d > dmax ? d : dmax;
         }
         double e = sqrt(d2) / (sqrt(w2) + 1e-30);
-        ck_assert_msg(e <= 0.5, "%s step %d row %lld: logits rel err %.3g", what, p->steps,
+        ck_assert_msg(e <= p->b.cap, "%s step %d row %lld: logits rel err %.3g", what, p->steps,
                       (long long)r, e);
         p->worst = e > p->worst ? e : p->worst;
-        p->off += e > p->tol;
+        p->off += e > p->b.tol;
         p->rows++;
         int32_t ta = argmax(a, nv), tb = argmax(b, nv);
         float second = -INFINITY;
@@ -127,14 +146,15 @@ static void compare_rows(struct pair *p, const float *c, const float *g, int64_t
     }
 }
 
-/* At most 10% of the rows (and at least 2 allowed) beyond the tolerance. */
+/* At most p->b.off_frac of the rows beyond the tolerance, and as many
+ * near-ties. */
 static void check_tally(const struct pair *p, const char *what)
 {
-    printf("cuda_model: %s: %d rows in %d steps, worst rel err %.3g, %d above %.0e, "
-           "%d near-ties\n", what, p->rows, p->steps, p->worst, p->off, p->tol, p->near);
-    ck_assert_msg(p->off <= 2 || p->off * 10 <= p->rows, "%s: %d of %d rows above %.3g", what,
-                  p->off, p->rows, p->tol);
-    ck_assert_msg(p->near <= 2 || p->near * 10 <= p->rows, "%s: %d near-ties in %d rows", what,
+    printf("cuda_model: %s: %d rows in %d steps, worst rel err %.3g, %d above %.2g, "
+           "%d near-ties\n", what, p->rows, p->steps, p->worst, p->off, p->b.tol, p->near);
+    ck_assert_msg(p->off <= p->b.off_frac * p->rows, "%s: %d of %d rows above %.3g", what,
+                  p->off, p->rows, p->b.tol);
+    ck_assert_msg(p->near <= p->b.off_frac * p->rows, "%s: %d near-ties in %d rows", what,
                   p->near, p->rows);
 }
 
@@ -257,10 +277,10 @@ static void share_prefix(struct pair *p, int32_t *tok, int64_t *pos)
     }
 }
 
-static void greedy_run(const char *preset, const char *quant, double tol)
+static void greedy_run(const char *preset, const char *quant, struct bounds b)
 {
     char path[600];
-    struct pair p = { .tol = tol };
+    struct pair p = { .b = b };
     make(preset, quant, path, sizeof(path));
     p.m[0] = load(path, "cpu");
     p.m[1] = load(path, gpu_name);
@@ -285,15 +305,22 @@ static void greedy_run(const char *preset, const char *quant, double tol)
     st_model_free(p.m[0]);
 }
 
+START_TEST(test_cuda_model_greedy_f32)
+{
+    greedy_run("small", "f32", FLOAT_BOUNDS);
+    greedy_run("glm-tiny", "f32", FLOAT_BOUNDS);
+}
+END_TEST
+
 START_TEST(test_cuda_model_greedy_q8_0)
 {
-    greedy_run("small", "q8_0", 3e-2);
+    greedy_run("small", "q8_0", Q8_BOUNDS);
 }
 END_TEST
 
 START_TEST(test_cuda_model_greedy_q4_k)
 {
-    greedy_run("small", "q4_k", 5e-2);
+    greedy_run("small", "q4_k", Q4_BOUNDS);
 }
 END_TEST
 
@@ -302,7 +329,7 @@ END_TEST
  * layer, partial rope (8 of 16 dims). */
 START_TEST(test_cuda_model_greedy_glm)
 {
-    greedy_run("glm-tiny", "q8_0", 3e-2);
+    greedy_run("glm-tiny", "q8_0", Q8_BOUNDS);
 }
 END_TEST
 
@@ -311,7 +338,7 @@ START_TEST(test_cuda_model_mtp)
 {
     enum { DRAFT = 3 };
     char path[600];
-    struct pair p = { .tol = 3e-2 };
+    struct pair p = { .b = { 3e-2, 0.5, 0.1 } };   /* the blocks barely move the logits */
     struct st_mtp *t[2];
     struct st_err err = { 0 };
     make("mtp-demo", "q8_0", path, sizeof(path));
@@ -394,6 +421,7 @@ static Suite *model_suite(void)
     Suite *s = suite_create("cuda_model");
     TCase *tc = tcase_create("model");
     tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_cuda_model_greedy_f32);
     tcase_add_test(tc, test_cuda_model_greedy_q8_0);
     tcase_add_test(tc, test_cuda_model_greedy_q4_k);
     tcase_add_test(tc, test_cuda_model_greedy_glm);
