@@ -91,7 +91,7 @@ template <int DPL, int GQM>
 static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_kern_attn a)
 {
     __shared__ float sm_m[ATT_WARPS][GQM], sm_l[ATT_WARPS][GQM];
-    extern __shared__ float sm_dyn[];            /* [ATT_WARPS][gq][D] */
+    KQ_DYN_SMEM(float, sm_dyn);                  /* [ATT_WARPS][gq][D] */
     const int D = a.head_dim, gq = a.n_head / a.n_kv;
     const int64_t r = blockIdx.x / a.n_kv;
     const int g = (int)(blockIdx.x % a.n_kv);
@@ -252,13 +252,13 @@ static void attn_launch_dpl(const st_kern_attn &a, int gqm, dim3 grid, size_t sm
                             cudaStream_t s)
 {
     switch (gqm) {
-    case 1: attn_split<DPL, 1><<<grid, 32 * ATT_WARPS, smem, s>>>(a); break;
-    case 2: attn_split<DPL, 2><<<grid, 32 * ATT_WARPS, smem, s>>>(a); break;
-    case 4: attn_split<DPL, 4><<<grid, 32 * ATT_WARPS, smem, s>>>(a); break;
-    case 8: attn_split<DPL, 8><<<grid, 32 * ATT_WARPS, smem, s>>>(a); break;
+    case 1: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 1>)(a); break;
+    case 2: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 2>)(a); break;
+    case 4: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 4>)(a); break;
+    case 8: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 8>)(a); break;
     default:
         if constexpr (DPL <= 4)       /* DPL 8 with 16 heads per group is unsupported */
-            attn_split<DPL, 16><<<grid, 32 * ATT_WARPS, smem, s>>>(a);
+            KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 16>)(a);
         break;
     }
 }
@@ -275,7 +275,7 @@ extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStrea
     const int64_t w = (int64_t)a->n_kv * a->head_dim;
     for (int64_t r0 = 0; r0 < a->n_rows; r0 += 65535) {    /* grid.y <= 65535 */
         const int64_t nr = a->n_rows - r0 < 65535 ? a->n_rows - r0 : 65535;
-        kv_write<<<dim3(kq_cdiv(w, 256), (unsigned)nr), 256, 0, stream>>>(
+        KQ_LAUNCH(dim3(kq_cdiv(w, 256), (unsigned)nr), 256, 0, stream, kv_write)(
             a->kc, a->vc, a->k + r0 * w, a->v + r0 * w, a->slot + r0, a->pos + r0, w, a->n_ctx,
             a->n_slots, a->err_flag);
     }
@@ -289,6 +289,6 @@ extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStrea
     case 4: attn_launch_dpl<4>(*a, gqm, grid, smem, stream); break;
     default: attn_launch_dpl<8>(*a, gqm, grid, smem, stream); break;
     }
-    attn_merge<<<(unsigned)(a->n_rows * a->n_head), 128, 0, stream>>>(*a);
+    KQ_LAUNCH((unsigned)(a->n_rows * a->n_head), 128, 0, stream, attn_merge)(*a);
     return cudaGetLastError();
 }

@@ -27,6 +27,20 @@
 
 #define KQ_HD __host__ __device__ __forceinline__
 
+/* A launch, written KQ_LAUNCH(grid, block, smem, stream, kernel)(args):
+ * kernel<<<grid, block, smem, stream>>>(args) under nvcc; on tests/cuemu
+ * (CUDA run on the CPU, which has no <<< >>>) the same launch through
+ * cuemu_launch, so the CUDA suites also run where there is no GPU. */
+#ifdef CUEMU
+#define KQ_LAUNCH(grid, block, smem, stream, ...) \
+    cuemu_launch(#__VA_ARGS__, __VA_ARGS__, grid, block, smem, stream)
+#define KQ_DYN_SMEM(type, name) type *name = (type *)cuemu_dyn_smem()
+#else
+#define KQ_LAUNCH(grid, block, smem, stream, ...) __VA_ARGS__<<<grid, block, smem, stream>>>
+/* The block's dynamic shared memory as an array 'name' of 'type'. */
+#define KQ_DYN_SMEM(type, name) extern __shared__ type name[]
+#endif
+
 /* "#pragma unroll" for code that the host compiler sees too. */
 #ifdef __CUDA_ARCH__
 #define KQ_UNROLL _Pragma("unroll")
@@ -152,16 +166,21 @@ KQ_HD int kq_apply_signs(uint32_t mag4, uint32_t s4)
 
 /* ---- warp reductions (device only) --------------------------------------- */
 
-#ifdef __CUDACC__
+#if defined(__CUDACC__) || defined(CUEMU)
 /* Sum over the 'width' lanes of an aligned group (width a power of two <= 32).
- * Every lane of the warp must call it. */
+ * Every lane of the warp must call it. (On tests/cuemu the same butterfly
+ * runs as one meeting of the warp: the same sums, fewer fiber switches.) */
 template <int width>
 static __device__ __forceinline__ float kq_group_sum(float v)
 {
+#ifdef CUEMU
+    return cuemu_butterfly(v, width, false);
+#else
 #pragma unroll
     for (int off = width / 2; off > 0; off >>= 1)
         v += __shfl_xor_sync(0xffffffffu, v, off, 32);
     return v;
+#endif
 }
 
 static __device__ __forceinline__ float kq_warp_sum(float v)
@@ -171,10 +190,14 @@ static __device__ __forceinline__ float kq_warp_sum(float v)
 
 static __device__ __forceinline__ float kq_warp_max(float v)
 {
+#ifdef CUEMU
+    return cuemu_butterfly(v, 32, true);
+#else
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1)
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off, 32));
     return v;
+#endif
 }
 
 /* Raise bit 'bit' of the error word (see KF_* in kernels.h). */

@@ -80,8 +80,8 @@ extern "C" cudaError_t st_kern_embed(float *out, const void *table, int type, si
         switch (type) {
 #define DQ_EMBED(T)                                                                      \
     case T:                                                                              \
-        embed_rows<T><<<grid, DQ_THREADS, 0, stream>>>(o, t, row_bytes, n_table, ids + r0, \
-                                                       n_cols, err_flag);                \
+        KQ_LAUNCH(grid, DQ_THREADS, 0, stream, embed_rows<T>)(o, t, row_bytes, n_table,       \
+                                                              ids + r0, n_cols, err_flag);  \
         break;
             KQ_QUANT_TYPES(DQ_EMBED)
             KQ_FLOAT_TYPES(DQ_EMBED)
@@ -105,7 +105,7 @@ extern "C" cudaError_t st_kern_dequant_f16(uint16_t *out, const void *w, int typ
         switch (type) {
 #define DQ_F16(T)                                                                    \
     case T:                                                                          \
-        dequant_f16<T><<<grid, DQ_THREADS, 0, stream>>>(o, src, row_bytes, n_cols);  \
+        KQ_LAUNCH(grid, DQ_THREADS, 0, stream, dequant_f16<T>)(o, src, row_bytes, n_cols);  \
         break;
             KQ_QUANT_TYPES(DQ_F16)
             KQ_FLOAT_TYPES(DQ_F16)

@@ -231,18 +231,18 @@ template <int T, int TPR>
 static void mmv_launch(const st_kern_mmv_args &a, dim3 grid, cudaStream_t s)
 {
     if (a.w2)
-        mmv_float<T, TPR, true><<<grid, MMV_THREADS, 0, s>>>(a);
+        KQ_LAUNCH(grid, MMV_THREADS, 0, s, mmv_float<T, TPR, true>)(a);
     else
-        mmv_float<T, TPR, false><<<grid, MMV_THREADS, 0, s>>>(a);
+        KQ_LAUNCH(grid, MMV_THREADS, 0, s, mmv_float<T, TPR, false>)(a);
 }
 
 template <int T, int TPR>
 static void mmq_launch(const st_kern_mmv_args &a, dim3 grid, cudaStream_t s)
 {
     if (a.w2)
-        mmv_quant<T, TPR, true><<<grid, MMV_THREADS, 0, s>>>(a);
+        KQ_LAUNCH(grid, MMV_THREADS, 0, s, mmv_quant<T, TPR, true>)(a);
     else
-        mmv_quant<T, TPR, false><<<grid, MMV_THREADS, 0, s>>>(a);
+        KQ_LAUNCH(grid, MMV_THREADS, 0, s, mmv_quant<T, TPR, false>)(a);
 }
 
 extern "C" cudaError_t st_kern_mmv(const struct st_kern_mmv_args *a, cudaStream_t stream)

@@ -157,8 +157,8 @@ extern "C" cudaError_t st_kern_moe_route(int32_t *sel, float *wts, const float *
     if (n_rows < 1 || n_rows > 0x7fffffff || n_exp < 1 || n_exp > MOE_MAX_EXP || k < 1 ||
         k > 32 || k > n_exp)
         return cudaErrorInvalidValue;
-    moe_route<<<(unsigned)n_rows, ROUTE_THREADS, 0, stream>>>(sel, wts, logits, n_exp, k,
-                                                              sigmoid, bias, norm, scale);
+    KQ_LAUNCH((unsigned)n_rows, ROUTE_THREADS, 0, stream, moe_route)(
+        sel, wts, logits, n_exp, k, sigmoid, bias, norm, scale);
     return cudaGetLastError();
 }
 
@@ -212,8 +212,8 @@ extern "C" cudaError_t st_kern_moe_group(int32_t *groups, int32_t *pair_row, int
     if (n_rows < 1 || k < 1 || n_exp < 1 || n_exp > MOE_MAX_EXP || max_groups < 1 ||
         max_groups < (n_exp < n_rows * k ? n_exp : n_rows * k))
         return cudaErrorInvalidValue;
-    moe_group<<<1, 1024, 0, stream>>>(groups, pair_row, pair_of, sel, n_rows * k, k, n_exp,
-                                      max_groups, err_flag);
+    KQ_LAUNCH(1, 1024, 0, stream, moe_group)(groups, pair_row, pair_of, sel, n_rows * k, k,
+                                             n_exp, max_groups, err_flag);
     return cudaGetLastError();
 }
 
@@ -236,7 +236,7 @@ extern "C" cudaError_t st_kern_moe_combine(float *out, const float *yd, const fl
                                            int64_t n_embd, cudaStream_t stream)
 {
     unsigned blocks = kq_cdiv(n_rows * n_embd, 256);
-    moe_combine<<<blocks < 65535 ? (blocks ? blocks : 1) : 65535, 256, 0, stream>>>(
+    KQ_LAUNCH(blocks < 65535 ? (blocks ? blocks : 1) : 65535, 256, 0, stream, moe_combine)(
         out, yd, wts, pair_of, n_rows, k, n_embd);
     return cudaGetLastError();
 }

@@ -125,10 +125,10 @@ static cudaError_t norm_launch(float *out, float *x, const float *add, const flo
                                size_t q_stride, cudaStream_t stream)
 {
     if (g <= 256)
-        rms_norm_warp<ADD, Q><<<kq_cdiv(n_groups, NORM_THREADS / 32), NORM_THREADS, 0, stream>>>(
-            out, x, add, w, n_groups, g, eps, q, q_stride);
+        KQ_LAUNCH(kq_cdiv(n_groups, NORM_THREADS / 32), NORM_THREADS, 0, stream,
+                  rms_norm_warp<ADD, Q>)(out, x, add, w, n_groups, g, eps, q, q_stride);
     else if (n_groups <= 0x7fffffff)
-        rms_norm_block<ADD, Q><<<(unsigned)n_groups, NORM_THREADS, 0, stream>>>(
+        KQ_LAUNCH((unsigned)n_groups, NORM_THREADS, 0, stream, rms_norm_block<ADD, Q>)(
             out, x, add, w, g, eps, q, q_stride);
     else
         return cudaErrorInvalidValue;
@@ -195,7 +195,7 @@ static __global__ void silu_mul_f32(float *out, const float *gate, const float *
 extern "C" cudaError_t st_kern_add(float *out, const float *a, const float *b, int64_t n,
                                    cudaStream_t stream)
 {
-    add_f32<<<ew_blocks(n), 256, 0, stream>>>(out, a, b, n);
+    KQ_LAUNCH(ew_blocks(n), 256, 0, stream, add_f32)(out, a, b, n);
     return cudaGetLastError();
 }
 
@@ -204,14 +204,14 @@ extern "C" cudaError_t st_kern_add_row(float *out, const float *a, const float *
 {
     if (width < 1 || n_rows < 1)
         return cudaErrorInvalidValue;
-    add_row_f32<<<ew_blocks(width * n_rows), 256, 0, stream>>>(out, a, b, width,
-                                                              width * n_rows);
+    KQ_LAUNCH(ew_blocks(width * n_rows), 256, 0, stream, add_row_f32)(out, a, b, width,
+                                                                       width * n_rows);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t st_kern_silu_mul(float *out, const float *gate, const float *up,
                                         int64_t n, cudaStream_t stream)
 {
-    silu_mul_f32<<<ew_blocks(n), 256, 0, stream>>>(out, gate, up, n);
+    KQ_LAUNCH(ew_blocks(n), 256, 0, stream, silu_mul_f32)(out, gate, up, n);
     return cudaGetLastError();
 }

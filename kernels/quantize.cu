@@ -42,8 +42,8 @@ extern "C" cudaError_t st_kern_quantize_q8_1(void *dst, size_t dst_stride, const
     for (int64_t r0 = 0; r0 < n_rows; r0 += 65535) {
         const int64_t nr = n_rows - r0 < 65535 ? n_rows - r0 : 65535;
         dim3 grid(kq_cdiv(n / 32, Q8_WARPS), (unsigned)nr);
-        quantize_q8_1<<<grid, 32 * Q8_WARPS, 0, stream>>>((uint8_t *)dst + (size_t)r0 * dst_stride,
-                                                         dst_stride, x + r0 * n, n);
+        KQ_LAUNCH(grid, 32 * Q8_WARPS, 0, stream, quantize_q8_1)(
+            (uint8_t *)dst + (size_t)r0 * dst_stride, dst_stride, x + r0 * n, n);
     }
     return cudaGetLastError();
 }
@@ -66,6 +66,6 @@ extern "C" cudaError_t st_kern_f32_to_f16(uint16_t *dst, const float *x, int64_t
     if (n < 1)
         return cudaSuccess;
     unsigned blocks = kq_cdiv(n, 256);
-    f32_to_f16<<<blocks < 65536 ? blocks : 65535, 256, 0, stream>>>((__half *)dst, x, n);
+    KQ_LAUNCH(blocks < 65536 ? blocks : 65535, 256, 0, stream, f32_to_f16)((__half *)dst, x, n);
     return cudaGetLastError();
 }

@@ -78,8 +78,8 @@ extern "C" cudaError_t st_kern_rope_neox(float *out, const float *x, const int32
     for (int64_t r0 = 0; r0 < n_rows; r0 += 65535) {      /* grid.y <= 65535 */
         const int64_t nr = n_rows - r0 < 65535 ? n_rows - r0 : 65535;
         dim3 grid(kq_cdiv((width / head_dim) * per_head, 256), (unsigned)nr);
-        rope_neox<<<grid, 256, 0, stream>>>(out + r0 * width, x + r0 * width, pos + r0, width,
-                                            head_dim, *rope, err_flag);
+        KQ_LAUNCH(grid, 256, 0, stream, rope_neox)(out + r0 * width, x + r0 * width, pos + r0,
+                                                   width, head_dim, *rope, err_flag);
     }
     return cudaGetLastError();
 }
@@ -142,7 +142,8 @@ extern "C" cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const f
     const int64_t heads = width / head_dim, n_groups = n_rows * heads;
     if (kq_cdiv(n_groups, 8) > 0x7fffffffu)
         return cudaErrorInvalidValue;
-    rms_norm_rope<<<kq_cdiv(n_groups, 8), 256, 0, stream>>>(out, x, w, pos, n_groups, heads,
-                                                           head_dim, *rope, eps, err_flag);
+    KQ_LAUNCH(kq_cdiv(n_groups, 8), 256, 0, stream, rms_norm_rope)(out, x, w, pos, n_groups,
+                                                                   heads, head_dim, *rope, eps,
+                                                                   err_flag);
     return cudaGetLastError();
 }

@@ -120,7 +120,7 @@ extern "C" cudaError_t st_kern_sample(int32_t *ids, const float *logits, int64_t
 {
     if (n_rows < 1 || n_rows > 0x7fffffff || n_vocab < 1 || n_vocab > 0x7fffffff)
         return cudaErrorInvalidValue;
-    sample_rows<<<(unsigned)n_rows, SAMPLE_THREADS, 0, stream>>>(
+    KQ_LAUNCH((unsigned)n_rows, SAMPLE_THREADS, 0, stream, sample_rows)(
         ids, logits, n_vocab, static_cast<const struct st_draw *>(draws));
     return cudaGetLastError();
 }

@@ -145,7 +145,7 @@ extern "C" cudaError_t st_kern_score(float *vals, int32_t *ids, const float *log
     if (n_rows < 1 || n_rows > 0x7fffffff || n_vocab < 1 || n_vocab > 0x7fffffff || k < 0 ||
         k > 20 || k > n_vocab)
         return cudaErrorInvalidValue;
-    score_rows<<<(unsigned)n_rows, SCORE_THREADS, 0, stream>>>(vals, ids, logits, next, n_vocab,
-                                                                k, err_flag);
+    KQ_LAUNCH((unsigned)n_rows, SCORE_THREADS, 0, stream, score_rows)(vals, ids, logits, next,
+                                                                      n_vocab, k, err_flag);
     return cudaGetLastError();
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test.sh -- set up and run every test: the unit suites and end-to-end
 # suites in a plain build and again under AddressSanitizer + UBSan, the fuzz
-# targets for a short while (clang/libFuzzer), and a CUDA compile check when
-# nvcc is present. Exits non-zero if anything fails.
+# targets for a short while (clang/libFuzzer), the CUDA backend's suites on
+# the CPU emulator of tests/cuemu (under the sanitizers too), and a CUDA
+# compile check when nvcc is present. Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh --test
@@ -36,6 +37,14 @@ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DSTRATA_FUZZ=ON \
       -DSTRATA_CUDA=OFF >/dev/null
 cmake --build build-fuzz -j"$jobs"
 run_ctest build-fuzz -L fuzz
+
+echo "== CUDA on the CPU (tests/cuemu) under AddressSanitizer + UBSan: the CUDA suites without a GPU"
+cmake -S . -B build-cuemu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_WERROR=ON -DSTRATA_SANITIZE=ON \
+      -DSTRATA_CUDA_EMU=ON -DSTRATA_SERVER=OFF >/dev/null
+cmake --build build-cuemu -j"$jobs" --target test_cuemu test_cuda_kern_host test_cuda_ops \
+      test_cuda_model
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    run_ctest build-cuemu -L cuda
 
 if command -v nvcc >/dev/null 2>&1; then
     echo "== CUDA compile check (sm_90; the CUDA tests skip without a GPU)"
