@@ -40,8 +40,8 @@ run_ctest build-fuzz -L fuzz
 
 echo "== CUDA on the CPU (tests/cuemu) under AddressSanitizer + UBSan: the CUDA suites without a GPU"
 cmake -S . -B build-cuemu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_WERROR=ON -DSTRATA_SANITIZE=ON \
-      -DSTRATA_CUDA_EMU=ON -DSTRATA_SERVER=OFF >/dev/null
-cmake --build build-cuemu -j"$jobs" --target test_cuemu test_cuda_kern_host test_cuda_ops \
+      -DSTRATA_CUDA_EMU=ON >/dev/null
+cmake --build build-cuemu -j"$jobs" --target strata test_cuemu test_cuda_kern_host test_cuda_ops \
       test_cuda_model
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     run_ctest build-cuemu -L cuda

@@ -57,7 +57,7 @@
  * time of a sanitized run otherwise). */
 #define CUEMU_HOT __attribute__((no_sanitize("address", "undefined")))
 
-thread_local cuemu_where cuemu_now;
+__thread cuemu_where cuemu_now;
 
 namespace {
 

@@ -26,8 +26,9 @@
  *
  * Device memory is malloc'd (so AddressSanitizer sees a kernel read past
  * a buffer) and filled with 0xff bytes (NaN floats, -1 integers), as a
- * GPU's fresh memory is garbage too. CUEMU_DEVICES (default 1) sets how
- * many devices there are; each allocation belongs to the current device.
+ * GPU's fresh memory is garbage too. CUEMU_DEVICES (default 1; 0 = a
+ * machine without a GPU) sets how many devices there are; each allocation
+ * belongs to the current device.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,12 +78,13 @@ registry &mem()
     return r;
 }
 
+/* A decimal setting from the environment; 'dflt' when unset or not a number. */
 size_t env_size(const char *name, size_t dflt)
 {
     const char *v = getenv(name);
     char *end = nullptr;
     unsigned long long n = v ? strtoull(v, &end, 10) : 0;
-    return v && end != v && *end == '\0' && n > 0 ? (size_t)n : dflt;
+    return v && end != v && *end == '\0' ? (size_t)n : dflt;
 }
 
 size_t mem_limit()
@@ -281,7 +283,7 @@ cudaError_t cudaPeekAtLastError(void)
 cudaError_t cudaGetDeviceCount(int *n)
 {
     *n = device_count();
-    return cudaSuccess;
+    return *n > 0 ? cudaSuccess : fail(cudaErrorNoDevice);   /* as the driver says it */
 }
 
 cudaError_t cudaGetDevice(int *dev)

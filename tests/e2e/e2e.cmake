@@ -38,6 +38,17 @@ if(ST_NODE AND ST_NPM)
     # 2,000 requests from 200 clients: alone, so timing-sensitive suites
     # running beside it are not starved of the (few) cores.
     set_tests_properties(e2e_concurrency PROPERTIES RUN_SERIAL TRUE)
+    # The server on two CUDA devices: only on tests/cuemu (two emulated
+    # GPUs on the CPU), labelled cuda with the other CUDA suites.
+    if(STRATA_CUDA_EMU)
+        add_test(NAME e2e_cuda_serve
+                 COMMAND ${ST_NODE} --test --test-reporter=spec ${ST_E2E_DIR}/cuda_serve.test.mjs
+                 WORKING_DIRECTORY ${ST_E2E_DIR})
+        set_tests_properties(e2e_cuda_serve PROPERTIES
+            LABELS "e2e;cuda" TIMEOUT 900
+            FIXTURES_REQUIRED st_e2e_node
+            ENVIRONMENT "STRATA_BIN=$<TARGET_FILE:strata>;CUEMU_DEVICES=2")
+    endif()
 else()
     add_test(NAME e2e_node_missing
              COMMAND sh -c "echo 'node and npm (Node.js 20+) are needed for the e2e suites: apt-get install nodejs npm' >&2; exit 1")

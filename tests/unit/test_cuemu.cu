@@ -422,8 +422,13 @@ START_TEST(test_cuemu_memory_accounting_and_devices)
     ck_assert_int_eq(cudaMalloc(&p, 64 << 20), cudaSuccess);
     ck_assert_int_eq(cudaMemGetInfo(&free1, &total), cudaSuccess);
     ck_assert_uint_eq(free0 - free1, (size_t)64 << 20);
-    ck_assert_int_eq(cudaMalloc(&p, total), cudaErrorMemoryAllocation);   /* p not kept */
+    void *too_big = nullptr;
+    ck_assert_int_eq(cudaMalloc(&too_big, total), cudaErrorMemoryAllocation);
+    ck_assert_ptr_null(too_big);
     ck_assert_int_eq(cudaGetLastError(), cudaErrorMemoryAllocation);
+    ck_assert_int_eq(cudaFree(p), cudaSuccess);
+    ck_assert_int_eq(cudaMemGetInfo(&free1, &total), cudaSuccess);
+    ck_assert_uint_eq(free1, free0);
     int n = 0, dev = -1;
     ck_assert_int_eq(cudaGetDeviceCount(&n), cudaSuccess);
     ck_assert_int_ge(n, 1);

@@ -90,12 +90,14 @@ static inline uint2 make_uint2(unsigned x, unsigned y)
 
 /* ---- where a thread is ------------------------------------------------------- */
 
-/* Set by the scheduler each time it switches to a fiber. Trivial (uint3,
- * not dim3), so reading it is a plain thread-local load. */
+/* Set by the scheduler each time it switches to a fiber. GNU __thread,
+ * not thread_local: a plain thread-local load, no C++ TLS wrapper call
+ * (GCC 12 with UBSan miscompiles the wrapper's null check into a false
+ * "member access within null pointer"). */
 struct cuemu_where {
     uint3 thread, block, block_dim, grid_dim;
 };
-extern thread_local cuemu_where cuemu_now;
+extern __thread cuemu_where cuemu_now;
 
 #define threadIdx (cuemu_now.thread)
 #define blockIdx (cuemu_now.block)
@@ -193,55 +195,23 @@ static inline unsigned __match_any_sync(unsigned mask, T v)
 
 /* ---- atomics (fibers do not interleave inside one) ---------------------------- */
 
-template <class T>
-static inline T atomicAdd(T *p, T v)
-{
-    T old = *p;
-    *p = old + v;
-    return old;
-}
-template <class T>
-static inline T atomicSub(T *p, T v)
-{
-    T old = *p;
-    *p = old - v;
-    return old;
-}
-template <class T>
-static inline T atomicOr(T *p, T v)
-{
-    T old = *p;
-    *p = old | v;
-    return old;
-}
-template <class T>
-static inline T atomicAnd(T *p, T v)
-{
-    T old = *p;
-    *p = old & v;
-    return old;
-}
-template <class T>
-static inline T atomicMax(T *p, T v)
-{
-    T old = *p;
-    *p = old < v ? v : old;
-    return old;
-}
-template <class T>
-static inline T atomicMin(T *p, T v)
-{
-    T old = *p;
-    *p = v < old ? v : old;
-    return old;
-}
-template <class T>
-static inline T atomicExch(T *p, T v)
-{
-    T old = *p;
-    *p = v;
-    return old;
-}
+#define CUEMU_ATOMIC(name, update)              \
+    template <class T>                          \
+    static inline T name(T *p, T v)             \
+    {                                           \
+        T old = *p;                             \
+        *p = (update);                          \
+        return old;                             \
+    }
+CUEMU_ATOMIC(atomicAdd, old + v)
+CUEMU_ATOMIC(atomicSub, old - v)
+CUEMU_ATOMIC(atomicOr, old | v)
+CUEMU_ATOMIC(atomicAnd, old & v)
+CUEMU_ATOMIC(atomicMax, old < v ? v : old)
+CUEMU_ATOMIC(atomicMin, v < old ? v : old)
+CUEMU_ATOMIC(atomicExch, v)
+#undef CUEMU_ATOMIC
+
 template <class T>
 static inline T atomicCAS(T *p, T cmp, T v)
 {
