@@ -15,7 +15,11 @@ function(st_add_check_test name)
     if(NOT T_LABELS)
         set(T_LABELS unit)
     endif()
+    # Check's own default limit of 4 s per test is a timing assertion on a
+    # shared, noisy machine (a brute-force test under ASan beside another
+    # suite went past it in CI): 60 s per test unless a tcase sets its own,
+    # and ctest's TIMEOUT for the whole suite, catch what hangs.
     set_tests_properties(${name} PROPERTIES
         LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77
-        ENVIRONMENT "STRATA_SOURCE_DIR=${PROJECT_SOURCE_DIR};STRATA_BINARY_DIR=${PROJECT_BINARY_DIR}")
+        ENVIRONMENT "STRATA_SOURCE_DIR=${PROJECT_SOURCE_DIR};STRATA_BINARY_DIR=${PROJECT_BINARY_DIR};CK_DEFAULT_TIMEOUT=60")
 endfunction()

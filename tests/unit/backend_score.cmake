@@ -5,4 +5,4 @@ st_add_check_test(backend_score SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_backend_s
                   LIBS st_backend m)
 add_test(NAME backend_score_scalar COMMAND test_backend_score)
 set_tests_properties(backend_score_scalar PROPERTIES LABELS unit TIMEOUT 120
-    ENVIRONMENT "STRATA_CPU_ISA=scalar")
+    ENVIRONMENT "STRATA_CPU_ISA=scalar;CK_DEFAULT_TIMEOUT=60")
