@@ -13,7 +13,8 @@
 
 #include "cuda_runtime.h"
 
-/* The runtime's error state: the sticky "last error" of this OS thread. */
+/* Record e (not cudaSuccess) as this OS thread's last error, the one
+ * cudaGetLastError returns and clears; returns e. */
 cudaError_t cuemu_set_error(cudaError_t e);
 
 /* Run 'op' on stream s now, or record it when s is being captured. */
@@ -25,8 +26,6 @@ enum cuemu_mem { CUEMU_MEM_NONE, CUEMU_MEM_DEVICE, CUEMU_MEM_PINNED };
 enum cuemu_mem cuemu_mem_of(const void *p, size_t n, int *device);
 /* The current device of this OS thread. */
 int cuemu_current_device(void);
-/* The device a stream belongs to (-1 for the legacy default stream). */
-int cuemu_stream_device(cudaStream_t s);
 
 /* Run every block of the launch (cuemu_exec.cpp). */
 void cuemu_exec_grid(const cuemu_cfg &c, const std::function<void()> &body);

@@ -192,11 +192,6 @@ int cuemu_current_device(void)
     return current_device;
 }
 
-int cuemu_stream_device(cudaStream_t s)
-{
-    return s ? s->device : -1;
-}
-
 cudaError_t cuemu_enqueue(cudaStream_t s, std::function<void()> op)
 {
     if (s && s->capturing) {
