@@ -16,7 +16,7 @@
 # (made again when the strata binary is newer). The summary also lands in
 # build-bench/bench-summary.tsv. Threads: STRATA_BENCH_THREADS (default: all
 # cores). Exits non-zero when a benchmark failed (the others still run).
-# docs/DEVELOPING.md "Benchmarks" says how to read each row.
+# docs/BENCHMARKS.md says how to read each row.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
