@@ -128,7 +128,7 @@ static enum st_status fill_model(const struct st_config *c, const struct st_conf
     out->priority = m->priority;
     out->parallel = c->batch ? m->parallel : 1;
     out->ctx_size = m->ctx_size;
-    out->rope_scaling = (int32_t)m->rope_scaling;   /* enum st_cfg_rope_scaling: same order */
+    out->rope_scaling = m->rope_scaling;
     out->rope_scale = m->rope_scale;
     out->yarn_orig_ctx = m->yarn_orig_ctx;
     out->ttl_s = m->ttl_s;

@@ -29,6 +29,7 @@
 #include "strata/compiler.h"
 #include "strata/err.h"
 #include "strata/log.h"
+#include "strata/rope.h"
 #include "strata/str.h"
 
 #define ST_CONFIG_MAX_GPUS 16
@@ -53,14 +54,6 @@ enum st_cfg_reasoning {
 enum st_cfg_spec {
     ST_CFG_SPEC_NONE,    /* no drafts besides --batch-mtp (default) */
     ST_CFG_SPEC_NGRAM,   /* n-gram (prompt-lookup) drafts from each slot's own history */
-};
-
-/* --rope-scaling: MODEL keeps the GGUF's rope.scaling.type. */
-enum st_cfg_rope_scaling {
-    ST_CFG_ROPE_MODEL,    /* the file's (default) */
-    ST_CFG_ROPE_NONE,
-    ST_CFG_ROPE_LINEAR,
-    ST_CFG_ROPE_YARN,
 };
 
 enum st_cfg_priority_order {
@@ -89,7 +82,7 @@ struct st_config_model {
     int32_t priority;        /* added to every request's priority (default 0) */
     int32_t parallel;        /* slots per engine with --batch; 0 before resolve = the server's */
     int64_t ctx_size;        /* tokens per slot; 0 before resolve = the server's */
-    enum st_cfg_rope_scaling rope_scaling;   /* MODEL before resolve = the server's */
+    enum st_rope_scaling rope_scaling;   /* MODEL before resolve = the server's */
     double  rope_scale;      /* rope scaling factor; 0 = the server's, then the file's */
     int64_t yarn_orig_ctx;   /* yarn's trained context; 0 = the server's, then the file's */
     struct st_config_gpus gpus;    /* n = 0 before resolve = the server's */
@@ -152,7 +145,7 @@ struct st_config {
     int32_t  parallel;             /* slots per engine with --batch; default 4 */
     bool     batch;                /* slots + lines; without it one request per engine */
     int64_t  ctx_size;             /* tokens per slot; default 4096 */
-    enum st_cfg_rope_scaling rope_scaling;  /* --rope-scaling; default MODEL (the file's) */
+    enum st_rope_scaling rope_scaling;  /* --rope-scaling; default MODEL (the file's) */
     double   rope_scale;           /* --rope-scale factor (> 0); 0 = the file's (default) */
     int64_t  yarn_orig_ctx;        /* --yarn-orig-ctx; 0 = the file's (default) */
     int32_t  ubatch;               /* read chunk, tokens; default 512 */

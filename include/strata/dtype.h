@@ -40,10 +40,16 @@ struct st_dtype_info {
     int32_t     block_elems; /* elements per block (1 for float types) */
     int32_t     block_bytes; /* bytes per block */
     bool        weights_ok;  /* a type a model tensor may use */
+    bool        computes;    /* an enum st_dtype member: the backends compute on it */
 };
 
-/* NULL for an id we do not support. */
+/* NULL for an id we do not compute on. */
 const struct st_dtype_info *st_dtype_info(uint32_t id);
+
+/* Any ggml type id a GGUF may hold, the ones we cannot compute on
+ * included (the reader still bounds-checks and names them); NULL for an
+ * id ggml does not define. */
+const struct st_dtype_info *st_ggml_type_info(uint32_t id);
 
 /* Bytes of a row of 'n' elements; 0 when n is not a whole number of
  * blocks or the type is unknown. */

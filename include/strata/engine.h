@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "strata/chat.h"
+#include "strata/rope.h"
 #include "strata/clock.h"
 #include "strata/compiler.h"
 #include "strata/err.h"
@@ -308,7 +309,7 @@ struct st_model_config {
     double  ttl_s;          /* unload after this long idle on an engine, s; 0 = never */
     bool    preload;        /* load at start (a pool of one model always does) */
     /* rope scaling over the GGUF's (docs/CLI.md "Long context"; model runners only) */
-    int32_t rope_scaling;   /* 0 = the GGUF's; 1 none, 2 linear, 3 yarn (--rope-scaling) */
+    enum st_rope_scaling rope_scaling;  /* --rope-scaling; MODEL = the GGUF's */
     double  rope_scale;     /* scaling factor (--rope-scale); 0 = the GGUF's */
     int64_t yarn_orig_ctx;  /* yarn's trained context (--yarn-orig-ctx); 0 = the GGUF's */
 };

@@ -37,9 +37,6 @@ enum st_arch {
     ST_ARCH_GLM4MOE,
 };
 
-/* rope.scaling.type. */
-enum st_rope_scaling { ST_ROPE_SCALING_NONE, ST_ROPE_SCALING_LINEAR, ST_ROPE_SCALING_YARN };
-
 struct st_hparams {
     enum st_arch arch;
     char     arch_name[32];    /* general.architecture, e.g. "qwen3moe" */
@@ -144,7 +141,7 @@ void st_model_desc_free(struct st_model_desc *d);
 /* Serving-time rope overrides (llama-server's --rope-scaling, --rope-scale,
  * --yarn-orig-ctx); each field left at its "file" value keeps the GGUF's. */
 struct st_rope_override {
-    int32_t scaling;     /* -1 = the file's; else an enum st_rope_scaling */
+    enum st_rope_scaling scaling;  /* MODEL = the file's */
     float   factor;      /* 0 = the file's rope.scaling.factor; else > 0 */
     int64_t n_ctx_orig;  /* 0 = the file's (yarn); else > 0 */
 };
@@ -156,9 +153,6 @@ struct st_rope_override {
 ST_MUST_CHECK
 enum st_status st_hparams_rope_override(struct st_hparams *hp, const struct st_rope_override *ov,
                                         struct st_err *err);
-
-/* "none", "linear", "yarn". */
-const char *st_rope_scaling_name(enum st_rope_scaling s);
 
 /* "qwen3moe" etc. */
 const char *st_arch_name(enum st_arch a);

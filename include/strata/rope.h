@@ -23,7 +23,29 @@
 #define STRATA_ROPE_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
+
+/* Rope scaling past the trained context: the GGUF's rope.scaling.type, the
+ * --rope-scaling flag and config key, the engine's model config and the
+ * loader's override all use this one enum. MODEL is a choice ("keep the
+ * file's"), never what a loaded model ends up with. */
+enum st_rope_scaling {
+    ST_ROPE_SCALING_MODEL,   /* the file's (the flag's default) */
+    ST_ROPE_SCALING_NONE,
+    ST_ROPE_SCALING_LINEAR,
+    ST_ROPE_SCALING_YARN,
+};
+
+/* "model", "none", "linear", "yarn", indexed by the enum, NULL-terminated:
+ * the spellings of the flag and the config key (src/util/rope_scaling.c). */
+extern const char *const st_rope_scaling_names[];
+
+/* The spelling of s; "?" out of range. */
+const char *st_rope_scaling_name(enum st_rope_scaling s);
+
+/* s spelled as above -> *out; false (and *out untouched) otherwise. */
+bool st_rope_scaling_parse(const char *s, enum st_rope_scaling *out);
 
 /* How positions are mapped to angles. Built by st_rope_params_init. */
 struct st_rope_params {

@@ -243,7 +243,7 @@ static void inherit(const struct st_config *c, struct st_config_model *m)
         m->parallel = c->parallel;
     if (st_config_given(c, ST_OPT_CTX_SIZE) || m->ctx_size == 0)
         m->ctx_size = c->ctx_size;
-    if (st_config_given(c, ST_OPT_ROPE_SCALING) || m->rope_scaling == ST_CFG_ROPE_MODEL)
+    if (st_config_given(c, ST_OPT_ROPE_SCALING) || m->rope_scaling == ST_ROPE_SCALING_MODEL)
         m->rope_scaling = c->rope_scaling;
     if (st_config_given(c, ST_OPT_ROPE_SCALE) || m->rope_scale == 0)
         m->rope_scale = c->rope_scale;
@@ -314,7 +314,7 @@ static enum st_status check_models(struct st_config *c, struct st_err *err)
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s: rope_scale %g is out of range (a float above 0)", where,
                               m->rope_scale);
-        if (m->rope_scaling == ST_CFG_ROPE_NONE && m->rope_scale != 0)
+        if (m->rope_scaling == ST_ROPE_SCALING_NONE && m->rope_scale != 0)
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s: rope_scale %g needs rope_scaling linear or yarn (it is none)",
                               where, m->rope_scale);

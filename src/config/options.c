@@ -30,14 +30,13 @@ static const char *const logfmt_choices[] = { "text", "json", NULL };
 static const char *const reasoning_choices[] = { "deepseek", "none", NULL };
 static const char *const loglevel_choices[] = { "debug", "info", "warn", "error", NULL };
 static const char *const spec_choices[] = { "none", "ngram", NULL };
-static const char *const rope_choices[] = { "model", "none", "linear", "yarn", NULL };
 
 /* Enums are stored through the table as int: make sure that is their size. */
 _Static_assert(sizeof(enum st_cfg_backend) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_log_level) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_cfg_reasoning) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_cfg_spec) == sizeof(int), "enum size");
-_Static_assert(sizeof(enum st_cfg_rope_scaling) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum st_rope_scaling) == sizeof(int), "enum size");
 /* st_config.given has one bit per option. */
 _Static_assert(ST_OPT_COUNT <= 64, "st_config.given is a uint64_t");
 
@@ -103,7 +102,7 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         OFF(ctx_size), NO_HAS, .imin = 1, .imax = INT32_MAX, .metavar = "N",
         .help = "context tokens per slot" },
     [ST_OPT_ROPE_SCALING] = { ST_OPT_ROPE_SCALING, "--rope-scaling", NULL, "rope_scaling",
-        ST_CFG_CHOICE, OFF(rope_scaling), NO_HAS, .choices = rope_choices,
+        ST_CFG_CHOICE, OFF(rope_scaling), NO_HAS, .choices = st_rope_scaling_names,
         .help = "rope scaling past the trained context: none, linear, yarn; model = the GGUF's" },
     [ST_OPT_ROPE_SCALE] = { ST_OPT_ROPE_SCALE, "--rope-scale", NULL, "rope_scale", ST_CFG_DOUBLE,
         OFF(rope_scale), NO_HAS, .dmin = 0, .dmin_excl = true, .metavar = "N",
@@ -193,7 +192,7 @@ const struct st_cfg_def st_cfg_model_fields[] = {
     { -1, NULL, NULL, "ctx_size", ST_CFG_INT64, MOFF(ctx_size), NO_HAS, .imin = 1,
       .imax = INT32_MAX },
     { -1, NULL, NULL, "rope_scaling", ST_CFG_CHOICE, MOFF(rope_scaling), NO_HAS,
-      .choices = rope_choices },
+      .choices = st_rope_scaling_names },
     { -1, NULL, NULL, "rope_scale", ST_CFG_DOUBLE, MOFF(rope_scale), NO_HAS, .dmin = 0,
       .dmin_excl = true },
     { -1, NULL, NULL, "yarn_orig_ctx", ST_CFG_INT64, MOFF(yarn_orig_ctx), NO_HAS, .imin = 1,

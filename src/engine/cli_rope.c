@@ -15,15 +15,9 @@
 
 bool st_cli_rope_arg(const char *a, const char *v, struct st_model_config *m, bool *ok)
 {
-    static const char *const choices[] = { "model", "none", "linear", "yarn" };
     char *end;
     if (!strcmp(a, "--rope-scaling")) {
-        *ok = false;
-        for (int i = 0; i < 4; i++)
-            if (!strcmp(v, choices[i])) {
-                m->rope_scaling = (enum st_cfg_rope_scaling)i;
-                *ok = true;
-            }
+        *ok = st_rope_scaling_parse(v, &m->rope_scaling);
         return true;
     }
     if (!strcmp(a, "--rope-scale")) {

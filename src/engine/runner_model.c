@@ -521,9 +521,7 @@ enum st_status st_runner_model_new(const char *gguf_path, const char *backend_na
 
 struct st_rope_override st_model_config_rope(const struct st_model_config *m)
 {
-    /* the config's MODEL (0) .. YARN (3) is the override's -1 (the file's)
-     * .. ST_ROPE_SCALING_YARN (2) */
-    return (struct st_rope_override){ (int32_t)m->rope_scaling - 1, (float)m->rope_scale,
+    return (struct st_rope_override){ m->rope_scaling, (float)m->rope_scale,
                                       m->yarn_orig_ctx };
 }
 

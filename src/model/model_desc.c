@@ -170,26 +170,16 @@ static enum st_status read_rope_scaling(struct ctx *c, struct st_hparams *hp)
     return ST_OK;
 }
 
-const char *st_rope_scaling_name(enum st_rope_scaling s)
-{
-    switch (s) {
-    case ST_ROPE_SCALING_NONE:   return "none";
-    case ST_ROPE_SCALING_LINEAR: return "linear";
-    case ST_ROPE_SCALING_YARN:   return "yarn";
-    }
-    return "?";
-}
-
 /* The scaling, factor and original context after ov, checked. */
 static enum st_status rope_choose(const struct st_hparams *hp, const struct st_rope_override *ov,
                                   enum st_rope_scaling *type, float *factor, int64_t *orig,
                                   struct st_err *err)
 {
     bool ov_factor = ov && ov->factor != 0.0f;
-    *type = ov && ov->scaling >= 0 ? (enum st_rope_scaling)ov->scaling : hp->rope_scaling;
+    *type = ov && ov->scaling != ST_ROPE_SCALING_MODEL ? ov->scaling : hp->rope_scaling;
     *factor = ov_factor ? ov->factor : hp->rope_factor;
     *orig = ov && ov->n_ctx_orig != 0 ? ov->n_ctx_orig : hp->rope_n_ctx_orig;
-    if (ov && (ov->scaling < -1 || ov->scaling > ST_ROPE_SCALING_YARN))
+    if (ov && ((int)ov->scaling < ST_ROPE_SCALING_MODEL || ov->scaling > ST_ROPE_SCALING_YARN))
         return st_err_set(err, ST_ERR_BAD_CONFIG, "rope scaling %d is not none, linear or yarn",
                           (int)ov->scaling);
     if (ov_factor && (!isfinite(ov->factor) || !(ov->factor > 0.0f)))

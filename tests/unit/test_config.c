@@ -333,9 +333,9 @@ START_TEST(test_config_rope_keys)
 
     ck_assert_msg(tc_load(&c, yaml, &err) == ST_OK, "%s", err.msg);
     ck_assert_msg(st_config_resolve(&c, &err) == ST_OK, "%s", err.msg);
-    ck_assert_int_eq(c.models[0].rope_scaling, ST_CFG_ROPE_YARN);      /* inherited */
+    ck_assert_int_eq(c.models[0].rope_scaling, ST_ROPE_SCALING_YARN);      /* inherited */
     ck_assert(c.models[0].rope_scale == 4 && c.models[0].yarn_orig_ctx == 32768);
-    ck_assert_int_eq(c.models[1].rope_scaling, ST_CFG_ROPE_LINEAR);    /* its own */
+    ck_assert_int_eq(c.models[1].rope_scaling, ST_ROPE_SCALING_LINEAR);    /* its own */
     ck_assert(c.models[1].rope_scale == 2.5 && c.models[1].yarn_orig_ctx == 4096);
     st_config_fini(&c);
     tc_expect_error("rope_scaling: ntk\n", "rope_scaling: expected one of model, none, linear, yarn");

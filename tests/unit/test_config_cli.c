@@ -121,7 +121,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.parallel, 6);
     ck_assert(c.batch && c.batch_mtp);
     ck_assert_int_eq(c.ctx_size, 2048);
-    ck_assert_int_eq(c.rope_scaling, ST_CFG_ROPE_LINEAR);
+    ck_assert_int_eq(c.rope_scaling, ST_ROPE_SCALING_LINEAR);
     ck_assert(c.rope_scale == 2 && c.yarn_orig_ctx == 8192);
     ck_assert_int_eq(c.ubatch, 128);
     ck_assert_int_eq(c.threads, 5);
@@ -385,14 +385,14 @@ START_TEST(test_config_cli_rope_flags)
 
     ck_assert_msg(st_config_from_args(&c, ARGC(a), (char **)a, &help, &err) == ST_OK, "%s",
                   err.msg);
-    ck_assert_int_eq(c.rope_scaling, ST_CFG_ROPE_YARN);
+    ck_assert_int_eq(c.rope_scaling, ST_ROPE_SCALING_YARN);
     ck_assert(c.rope_scale == 4.0);
     ck_assert_int_eq(c.yarn_orig_ctx, 32768);
-    ck_assert_int_eq(c.models[0].rope_scaling, ST_CFG_ROPE_YARN);
+    ck_assert_int_eq(c.models[0].rope_scaling, ST_ROPE_SCALING_YARN);
     ck_assert(c.models[0].rope_scale == 4.0 && c.models[0].yarn_orig_ctx == 32768);
     st_config_fini(&c);
     ck_assert_int_eq(st_config_from_args(&c, ARGC(none), (char **)none, &help, &err), ST_OK);
-    ck_assert_int_eq(c.models[0].rope_scaling, ST_CFG_ROPE_MODEL);   /* the file's */
+    ck_assert_int_eq(c.models[0].rope_scaling, ST_ROPE_SCALING_MODEL);   /* the file's */
     ck_assert(c.models[0].rope_scale == 0 && c.models[0].yarn_orig_ctx == 0);
     st_config_fini(&c);
     ck_assert_int_eq(st_config_from_args(&c, ARGC(clash), (char **)clash, &help, &err),

@@ -700,7 +700,7 @@ START_TEST(test_model_rope_override)
     struct spec sp = { .arch = "qwen3", .hp_out = &hp };
     ck_assert_msg(build_and_load(&sp, &err) == ST_OK, "%s", err.msg);
     before = hp;
-    ck_assert_int_eq(st_hparams_rope_override(&hp, &(struct st_rope_override){ -1, 0, 0 }, &err),
+    ck_assert_int_eq(st_hparams_rope_override(&hp, &(struct st_rope_override){ ST_ROPE_SCALING_MODEL, 0, 0 }, &err),
                      ST_OK);
     ck_assert(memcmp(&before.rope, &hp.rope, sizeof(hp.rope)) == 0);
     /* yarn on a file without scaling: factor and original length from flags */
@@ -713,10 +713,10 @@ START_TEST(test_model_rope_override)
     struct st_hparams keep = hp;
     const struct { struct st_rope_override ov; const char *needle; } bad[] = {
         { { ST_ROPE_SCALING_NONE, 4.0f, 0 }, "--rope-scale 4 needs --rope-scaling" },
-        { { -1, -2.0f, 0 }, "rope scale -2" },
-        { { -1, INFINITY, 0 }, "rope scale inf" },
+        { { ST_ROPE_SCALING_MODEL, -2.0f, 0 }, "rope scale -2" },
+        { { ST_ROPE_SCALING_MODEL, INFINITY, 0 }, "rope scale inf" },
         { { 7, 0, 0 }, "rope scaling 7" },
-        { { -1, 0, -5 }, "original context -5" },
+        { { ST_ROPE_SCALING_MODEL, 0, -5 }, "original context -5" },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ck_assert_int_eq(st_hparams_rope_override(&hp, &bad[i].ov, &err), ST_ERR_BAD_CONFIG);

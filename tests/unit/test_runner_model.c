@@ -265,7 +265,7 @@ START_TEST(test_runner_model_rope_config)
     struct st_err err = { 0 };
     char log[4096];
     struct st_model_config m = { .name = (char *)"t", .path = path, .parallel = 1,
-                                 .ctx_size = 64, .rope_scaling = 3, .rope_scale = 4.0,
+                                 .ctx_size = 64, .rope_scaling = ST_ROPE_SCALING_YARN, .rope_scale = 4.0,
                                  .yarn_orig_ctx = 32 };
     ck_assert_msg(new_cfg_logged(&m, &x, log, sizeof(log), &err) == ST_OK, "%s", err.msg);
     const struct st_hparams *hp = st_model_hparams(((struct model_runner *)x)->model);
@@ -275,7 +275,7 @@ START_TEST(test_runner_model_rope_config)
     ck_assert_ptr_null(strstr(log, "yarn reaches"));     /* 64 <= 32 x 4 */
     st_runner_free(x);
 
-    m.rope_scaling = 1;       /* none, with a factor */
+    m.rope_scaling = ST_ROPE_SCALING_NONE;    /* with a factor */
     m.rope_scale = 2.0;
     x = (struct st_runner *)&m;
     ck_assert_int_eq(new_cfg_logged(&m, &x, log, sizeof(log), &err), ST_ERR_BAD_CONFIG);
@@ -283,7 +283,7 @@ START_TEST(test_runner_model_rope_config)
     ck_assert_msg(strstr(err.msg, "model 't': --rope-scale 2 needs --rope-scaling"), "%s",
                   err.msg);
 
-    m.rope_scaling = 0;       /* the file's (none), a context past the trained one */
+    m.rope_scaling = ST_ROPE_SCALING_MODEL;   /* the file's (none), a context past the trained one */
     m.rope_scale = 0;
     m.ctx_size = st_model_hparams(((struct model_runner *)r)->model)->n_ctx_train * 2;
     ck_assert_msg(new_cfg_logged(&m, &x, log, sizeof(log), &err) == ST_OK, "%s", err.msg);
@@ -291,7 +291,7 @@ START_TEST(test_runner_model_rope_config)
                   "log: %s", log);
     st_runner_free(x);
 
-    m.rope_scaling = 3;       /* yarn that does not reach the context */
+    m.rope_scaling = ST_ROPE_SCALING_YARN;    /* that does not reach the context */
     m.rope_scale = 2.0;
     m.yarn_orig_ctx = 16;
     m.ctx_size = 64;
