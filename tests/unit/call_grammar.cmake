@@ -3,4 +3,4 @@
 # checked against the reply parser (src/text/reply_parse.c); Qwen3-Coder
 # bodies also along random valid walks (an oracle: whole replies parse into
 # schema-valid arguments, no dead ends).
-st_add_check_test(call_grammar SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_call_grammar.c LIBS st_text)
+st_add_check_test(call_grammar SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_call_grammar.c LIBS st_grammar)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "chat/json/json.h"
 #include "strata/chat.h"
 #include "support.h"
 

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "tok/internal.h"
+#include "tok/unicode/unicode.h"
 #include "strata/fim.h"
 #include "strata/tokenizer.h"
 #include "support.h"
