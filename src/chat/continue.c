@@ -1,4 +1,4 @@
-/* chat_continue.c -- a prompt that ends inside the last message, an
+/* continue.c -- a prompt that ends inside the last message, an
  * assistant's, so the model goes on writing that message's text instead of
  * starting a new turn (Anthropic's prefill; vLLM's continue_final_message).
  *

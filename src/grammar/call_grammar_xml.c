@@ -3,14 +3,14 @@
  * machine for the two formats that write arguments as tagged key/value
  * pairs, over a table of their tags (TAGS below):
  *
- *   xml (Qwen3-Coder, chat_qwen3coder.c): after "<function=X>\n",
+ *   xml (Qwen3-Coder, chat/formats/qwen3coder.c): after "<function=X>\n",
  *       "<parameter=KEY>\nVALUE\n</parameter>\n"... up to "</function>"
- *   glm (GLM-4.5, chat_glm45.c): after "<tool_call>X\n",
+ *   glm (GLM-4.5, chat/formats/glm45.c): after "<tool_call>X\n",
  *       "<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n"... up to
  *       "</tool_call>"
  *
  * validated one byte at a time so that every text accepted parses
- * (reply_xml.c) into arguments valid against the tool's parameters schema.
+ * (reply/xml.c) into arguments valid against the tool's parameters schema.
  * The body, in the tags' terms (OPEN, END, SEP, VCLOSE, VEND, LEAD):
  *
  *   NEXT   OPEN (a name may still come) or END (every required name
@@ -325,7 +325,7 @@ static bool rx_trapped(const struct st_json_schema *sc, const char *vclose)
     return false;
 }
 
-/* The parser's typing of key 'name' (reply_xml.c, through
+/* The parser's typing of key 'name' (reply/xml.c, through
  * st_reply_param_type): the raw properties[name].type of the tool; xml:
  * JSON text when it names a type other than string; glm: JSON text unless
  * it is a string type (also when there is no type). */

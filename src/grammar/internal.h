@@ -1,4 +1,4 @@
-/* call_grammar_internal.h -- what call_grammar.c (the frame) and
+/* grammar/internal.h -- what call_grammar.c (the frame) and
  * call_grammar_xml.c (the tagged bodies: Qwen3-Coder's parameter blocks,
  * GLM-4.5's key/value pairs) share: one tool's parameters as that format
  * writes them, and the body validator's entry points over struct
@@ -16,7 +16,7 @@
 /* The two bodies of this shape, one machine (call_grammar_xml.c) over a
  * table of their tags: Qwen3-Coder's <parameter=KEY> blocks and GLM-4.5's
  * <arg_key>/<arg_value> pairs. They also differ in the typing rule
- * (reply_xml.c st_reply_xml_typed_json / st_reply_glm_raw). */
+ * (reply/xml.c st_reply_xml_typed_json / st_reply_glm_raw). */
 enum call_body { CALL_BODY_XML, CALL_BODY_GLM };
 
 /* One tool's parameters for the xml body. Names and nodes point into the

@@ -1,4 +1,4 @@
-/* reply_parse.c -- the incremental reply parser (strata/reply_parse.h).
+/* parse.c -- the incremental reply parser (strata/reply_parse.h).
  *
  * All undecided bytes live in p->pend from p->pos on. Each feed appends,
  * then steps the state machine until it needs more input:
@@ -18,8 +18,8 @@
  *              whole span, whitespace and tag included, goes out as content.
  *
  *   (xml)  with xml_calls, the body is not scanned as JSON: it runs to the
- *              first "</tool_call>" and is judged whole (reply_xml.c).
- *   (glm)  likewise with opts.glm (reply_xml.c); also the content's
+ *              first "</tool_call>" and is judged whole (xml.c).
+ *   (glm)  likewise with opts.glm (xml.c); also the content's
  *              leading blanks are dropped (lead starts true), unless
  *              opts.cont (the reply continues a message's text).
  *

@@ -1,9 +1,9 @@
-/* reply_xml.c -- one tagged tool call body -> name and JSON arguments:
- * Qwen3-Coder's (opts.xml_calls) and GLM-4.5's (opts.glm); reply_parse.c
+/* xml.c -- one tagged tool call body -> name and JSON arguments:
+ * Qwen3-Coder's (opts.xml_calls) and GLM-4.5's (opts.glm); parse.c
  * calls them, docs/API.md "Tool calls and reasoning". The body is what
  * stands between "<tool_call>" and "</tool_call>".
  *
- * Qwen3-Coder (template: chat_qwen3coder.c):
+ * Qwen3-Coder (template: chat/formats/qwen3coder.c):
  *
  *   <function=NAME>
  *   <parameter=KEY>
@@ -24,7 +24,7 @@
  * False, which the template prints in the history), else it stays a
  * string.
  *
- * GLM-4.5 (template: chat_glm45.c):
+ * GLM-4.5 (template: chat/formats/glm45.c):
  *
  *   NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n...
  *
@@ -45,7 +45,7 @@
  *
  * Both: arguments come out as Python's json.dumps writes them
  * ({"k": v, "k2": v2}, the model's JSON text kept), as vLLM's parsers
- * produce. tool_choice's grammar for these formats (call_grammar_xml.c)
+ * produce. tool_choice's grammar for these formats (grammar/call_grammar_xml.c)
  * mirrors these rules (the typing through st_reply_xml_typed_json /
  * st_reply_glm_raw, the value's end, the newlines), so that every call it
  * lets the model write parses here into arguments valid against the

@@ -254,7 +254,7 @@ static const char *const marker_texts[] = {
 };
 
 /* GLM's turns have no closing token: the model ends its turn by opening
- * the next one (chat_glm45.c), so these end generation too, in a GLM
+ * the next one (chat/formats/glm45.c), so these end generation too, in a GLM
  * vocabulary (one with the special token "[gMASK]"): its GGUF names
  * <|endoftext|> as eos and these two only as eot / eom. */
 static const char *const glm_turn_texts[] = { "<|user|>", "<|observation|>" };

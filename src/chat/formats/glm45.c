@@ -1,4 +1,4 @@
-/* chat_glm45.c -- the GLM-4.5 / GLM-4.5-Air / GLM-4.6 chat template
+/* glm45.c -- the GLM-4.5 / GLM-4.5-Air / GLM-4.6 chat template
  * (zai-org; transcribed in tests/e2e/tokenizer_ref/templates/glm45.jinja),
  * written out in C. The comments quote the Jinja.
  *
@@ -21,7 +21,7 @@
  *                                       block when enable_thinking is false
  *
  * Turns have no closing token: the next turn's opening ends them, which is
- * why <|user|> and <|observation|> end generation (tokenizer.c).
+ * why <|user|> and <|observation|> end generation (tok/tokenizer.c).
  *
  * Where the template would print Python's "None" (a null content) we
  * print "" as every other renderer does; where it would fail (tool-call

@@ -1,4 +1,4 @@
-/* chat_llama31.c -- the Llama 3.1 / 3.2 / 3.3 chat template, written out in
+/* llama31.c -- the Llama 3.1 / 3.2 / 3.3 chat template, written out in
  * C (the published Jinja, without the builtin_tools branch, which needs the
  * caller to pass builtin_tools; OpenAI requests cannot).
  *

@@ -1,4 +1,4 @@
-/* chat_mistral.c -- the tekken-era Mistral chat templates (Mistral Small 3.x,
+/* mistral.c -- the tekken-era Mistral chat templates (Mistral Small 3.x,
  * Devstral, Magistral, Ministral 3), written out in C. Two families:
  *
  *  mistral-v7 (Mistral-Small-3.1-2503 / Devstral-2505 / Small 3 2501):

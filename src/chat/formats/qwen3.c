@@ -1,4 +1,4 @@
-/* chat_qwen3.c -- the Qwen3 chat template (hybrid thinking, tools), written
+/* qwen3.c -- the Qwen3 chat template (hybrid thinking, tools), written
  * out in C. Mirrors the Jinja of Qwen3's tokenizer_config.json statement by
  * statement (ENGINE.md 5.3); the comments quote the template.
  *

@@ -1,4 +1,4 @@
-/* chat_qwen3coder.c -- the Qwen3-Coder chat template (Qwen3-Coder-30B-A3B /
+/* qwen3coder.c -- the Qwen3-Coder chat template (Qwen3-Coder-30B-A3B /
  * 480B-A35B Instruct), written out in C. Mirrors the published Jinja
  * statement by statement (transcribed in tests/e2e/tokenizer_ref/templates/
  * qwen3coder.jinja); the comments quote it.

@@ -1,5 +1,5 @@
-/* gbnf_bound.c -- the compile-time bound on the recognizer's work per
- * character (gbnf_state.c), so that a byte the mask allowed can never run
+/* bound.c -- the compile-time bound on the recognizer's work per
+ * character (state.c), so that a byte the mask allowed can never run
  * the recognizer out of its budget and leave it without a way on.
  *
  * The recognizer expands each stack after a character until every top is

@@ -1,5 +1,5 @@
 /* gbnf.c -- compile a GBNF grammar (include/strata/gbnf.h): parse
- * (gbnf_parse.c), check the rules, lay the program out, and compute what
+ * (parse.c), check the rules, lay the program out, and compute what
  * the recognizer needs to keep every stack completable.
  *
  * Checks: every referenced rule is defined; no left recursion in any rule
@@ -13,7 +13,7 @@
  * least over R's alternatives. These are least fixpoints of "superior"
  * functions (each at least its arguments), computed by Knuth's
  * generalization of Dijkstra's algorithm with one bucket per depth.
- * Last, the bound on the recognizer's work per character (gbnf_bound.c).
+ * Last, the bound on the recognizer's work per character (bound.c).
  */
 #include <stdlib.h>
 #include <string.h>

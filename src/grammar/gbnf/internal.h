@@ -1,6 +1,6 @@
-/* gbnf_internal.h -- the compiled GBNF program, shared by the parser
- * (gbnf_parse.c), the checks and layout (gbnf.c) and the recognizer
- * (gbnf_state.c).
+/* grammar/gbnf/internal.h -- the compiled GBNF program, shared by the parser
+ * (parse.c), the checks and layout (gbnf.c) and the recognizer
+ * (state.c).
  *
  * Program: el[] holds every alternative of every rule as a run of
  * elements ended by GB_END. el[0..2) is the start: a reference to root,
@@ -51,7 +51,7 @@ struct st_gbnf {
     uint32_t work;         /* element visits one stack's expansion may take, at most */
 };
 
-/* ---- the parser's output (gbnf_parse.c) ------------------------------ */
+/* ---- the parser's output (parse.c) ------------------------------ */
 
 /* Body symbols: the kind in the top two bits. */
 #define GB_SYM_CHAR (1u << 30)
@@ -97,8 +97,8 @@ enum st_status st_gb_fail(const struct gb_ir *ir, size_t at, struct st_err *err,
                           const char *fmt, ...) ST_PRINTF(4, 5);
 
 /* The recognizer's work budget: element visits per character, all stacks
- * together (gbnf_state.c); a grammar in which one stack's expansion could
- * take more than GB_WORK_MAX is refused at compile time (gbnf_bound.c), so
+ * together (state.c); a grammar in which one stack's expansion could
+ * take more than GB_WORK_MAX is refused at compile time (bound.c), so
  * the first matching stack always expands in full. */
 #define GB_BUDGET   (1u << 16)
 #define GB_WORK_MAX ST_GBNF_MAX_WORK   /* a quarter of the budget */
@@ -113,7 +113,7 @@ struct gb_bound_in {
 };
 
 /* ST_ERR_INVALID naming a rule when one character could make the
- * recognizer visit more than GB_WORK_MAX elements (gbnf_bound.c); *work:
+ * recognizer visit more than GB_WORK_MAX elements (bound.c); *work:
  * the bound (saturated). */
 enum st_status st_gb_check_work(const struct gb_bound_in *in, uint32_t *work,
                                 struct st_err *err);

@@ -1,4 +1,4 @@
-/* gbnf_parse.c -- GBNF text -> rules of symbols (gbnf_internal.h's
+/* parse.c -- GBNF text -> rules of symbols (internal.h's
  * struct gb_ir), the syntax of include/strata/gbnf.h.
  *
  * Groups become rules of their own; repetitions are rewritten into rules

@@ -1,4 +1,4 @@
-/* gbnf_state.c -- the GBNF recognizer (include/strata/gbnf.h): a set of
+/* state.c -- the GBNF recognizer (include/strata/gbnf.h): a set of
  * pushdown stacks over the compiled program, fed one byte at a time.
  *
  * A stack's entries are program elements, the top the next to match;
@@ -9,7 +9,7 @@
  * the stack) and one new stack per alternative of the rule is made, each
  * with that alternative's first element on top; an alternative's end pops.
  * The work per character has a budget (GB_BUDGET element visits); the
- * compiler bounds one stack's expansion below it (gbnf_bound.c).
+ * compiler bounds one stack's expansion below it (bound.c).
  * An alternative is taken only where its need fits in ST_GBNF_MAX_DEPTH
  * (gbnf.c), so every kept stack can be completed. Identical stacks are
  * kept once; past ST_GBNF_MAX_STACKS (or ST_GBNF_MAX_ENTRIES entries) the

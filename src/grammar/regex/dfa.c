@@ -1,5 +1,5 @@
-/* json_regex_dfa.c -- the pattern DFA of json_regex.h: subset
- * construction from json_regex.c's NFA, pruning to the states that can
+/* dfa.c -- the pattern DFA of regex.h: subset
+ * construction from regex.c's NFA, pruning to the states that can
  * still reach acceptance, merging code point classes, intersection (a
  * pattern with a format, or with minLength / maxLength as a counter
  * automaton), and the lookups the validator makes per code point.

@@ -1,6 +1,6 @@
-/* json_regex.c -- parse a JSON Schema "pattern" (an ECMA-262 regular
+/* regex.c -- parse a JSON Schema "pattern" (an ECMA-262 regular
  * expression, the subset docs/API.md lists) into a Thompson NFA over
- * code points, then hand it to json_regex_dfa.c (json_regex.h).
+ * code points, then hand it to dfa.c (regex.h).
  *
  * Supported: literals (any code point, UTF-8 in the pattern), '.', the
  * escapes \d \D \w \W \s \S \t \n \r \v \f \0 \cX \xHH \uXXXX (a

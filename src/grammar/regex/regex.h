@@ -1,11 +1,11 @@
-/* json_regex.h -- the JSON Schema "pattern" (and "format") automaton:
+/* grammar/regex/regex.h -- the JSON Schema "pattern" (and "format") automaton:
  * an ECMA-262 regular expression subset compiled to a DFA over Unicode
- * code points, for the schema validator (json_schema_pstr.c) to run on a
- * string value's decoded code points. Private to src/text.
+ * code points, for the schema validator (grammar/schema/pstr.c) to run on a
+ * string value's decoded code points. Private to src/grammar.
  *
- * json_regex.c parses the pattern into a Thompson NFA (with ^ and $ as
+ * regex.c parses the pattern into a Thompson NFA (with ^ and $ as
  * zero-width assertions) and wraps it for JSON Schema's unanchored search
- * ([\s\S]* before and after); json_regex_dfa.c builds the DFA by subset
+ * ([\s\S]* before and after); dfa.c builds the DFA by subset
  * construction, keeps only the states from which an accepting state can
  * still be reached (so "no transition" means "no completion can match"),
  * merges code point classes that every state treats alike, and intersects
@@ -75,7 +75,7 @@ bool st_js_regex_live(const struct js_regex *r, uint32_t s, uint32_t lo, uint32_
 /* The whole UTF-8 text s[0..n) matches (invalid UTF-8: no). */
 bool st_js_regex_match(const struct js_regex *r, const char *s, size_t n);
 
-/* ---- json_regex.c -> json_regex_dfa.c: the NFA ---- */
+/* ---- regex.c -> dfa.c: the NFA ---- */
 enum { RN_SET, RN_SPLIT, RN_EPS, RN_BOL, RN_EOL, RN_FINAL };
 
 struct rx_nstate {
@@ -93,7 +93,7 @@ struct rx_nfa {
     int32_t start;
 };
 
-/* Subset construction (json_regex_dfa.c); *work as st_js_regex_compile's. */
+/* Subset construction (dfa.c); *work as st_js_regex_compile's. */
 enum st_status st_js_regex_from_nfa(const struct rx_nfa *nfa, uint64_t *work,
                                     struct js_regex *out, char *msg, size_t msg_cap);
 

@@ -1,6 +1,6 @@
-/* json_schema_cc.h -- the schema compiler's context, shared by
- * json_schema.c (the structure: types, objects, arrays, anyOf, $ref) and
- * json_schema_values.c (what a scalar may be: ranges, lengths, enum and
+/* grammar/schema/cc.h -- the schema compiler's context, shared by
+ * schema.c (the structure: types, objects, arrays, anyOf, $ref) and
+ * values.c (what a scalar may be: ranges, lengths, enum and
  * const). Private to those two files.
  */
 #ifndef STRATA_GRAMMAR_SCHEMA_CC_H
@@ -15,7 +15,7 @@ struct js_cc {
     struct st_buf rx_keys;             /* per automaton: what it was built from
                                         * (struct jsc_rx_key + the pattern's bytes) */
     size_t rx_cells;                   /* table cells of all of them */
-    uint64_t rx_work;                  /* their construction steps (json_regex.h) */
+    uint64_t rx_work;                  /* their construction steps (grammar/regex/regex.h) */
     struct st_str defs, definitions;   /* the root's $defs / definitions (ptr NULL: none) */
     char   path[160];
     size_t path_len;
@@ -43,7 +43,7 @@ enum st_status jsc_put_string(struct js_cc *c, struct st_str s, bool quoted, uin
 /* v as a count (an integer in [0, 1e9]) for keyword 'kw', or a 400. */
 enum st_status jsc_get_count(struct js_cc *c, struct st_str v, const char *kw, uint32_t *out);
 
-/* json_schema_values.c: node id's minimum/maximum/exclusive* (from k's
+/* values.c: node id's minimum/maximum/exclusive* (from k's
  * bounds), minLength/maxLength, and enum/const values, each checked
  * against the node's types (a value no type takes is dropped; nothing
  * left is a 400). Called in this order, after the types are set. */
@@ -54,7 +54,7 @@ enum st_status jsc_compile_multiple(struct js_cc *c, int32_t id, const struct js
 enum st_status jsc_compile_lengths(struct js_cc *c, int32_t id, const struct js_kw *k);
 enum st_status jsc_parse_enum(struct js_cc *c, int32_t id, struct st_str en, struct st_str cn);
 
-/* json_schema_pattern.c: node id's pattern and format (a known one) as
+/* pattern.c: node id's pattern and format (a known one) as
  * one DFA with its minLength / maxLength folded in (called after
  * jsc_compile_lengths, before jsc_parse_enum). A string literal (decoded
  * UTF-8) fits node id's automaton. */

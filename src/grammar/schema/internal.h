@@ -1,5 +1,5 @@
-/* json_schema_internal.h -- the compiled schema's node table, shared by
- * the compiler (json_schema.c) and the validator (json_schema_state.c).
+/* grammar/schema/internal.h -- the compiled schema's node table, shared by
+ * the compiler (schema.c) and the validator (state.c).
  *
  * Node 0 is "anything" (the schema {} or true). After compilation no node
  * refers to a $ref node (references are followed) and every union's
@@ -127,7 +127,7 @@ int st_js_dec_cmp(const struct js_dec *a, const struct js_dec *b);
  * there now? */
 bool st_js_int_reach(const struct js_node *n, bool neg, uint64_t m, bool grows);
 
-/* A number's text so far, for JS_RANGE_NUM (json_schema_range.c): "-"
+/* A number's text so far, for JS_RANGE_NUM (range.c): "-"
  * (JS_NT_SIGN), "0" / "-0" (JS_NT_ZERO), integer digits that may grow
  * (JS_NT_INT, v.ip), or up to and into the fraction (JS_NT_FRAC: v, the
  * n_frac <= 18 digits of fp so far, tail: a nonzero digit past them). */
@@ -147,7 +147,7 @@ bool st_js_num_reach(const struct js_node *n, const struct js_numtext *t);
  * below 10^-18) is within node n's JS_RANGE_NUM range. */
 bool st_js_num_in_range(const struct js_node *n, bool neg, struct js_fx v, bool tail);
 
-/* json_schema_pstr.c: one byte of a string whose node has a pattern
+/* pstr.c: one byte of a string whose node has a pattern
  * (r), from after its opening quote: the JSON escapes and UTF-8 decoded,
  * each code point run through r; a byte is refused as soon as no
  * completion can match. JS_PSTR_CLOSED: the closing quote (the value is
@@ -156,8 +156,8 @@ enum { JS_PSTR_REFUSE, JS_PSTR_TAKEN, JS_PSTR_CLOSED };
 int st_js_pstr_push(const struct js_regex *r, struct st_js_stack *k, unsigned char b);
 
 /* The modes and flags of a validator stack (struct st_js_stack: mode,
- * flags, cand), read by json_schema_state.c, which drives them, and by
- * json_schema_run.c, which answers the sampler's questions about them. */
+ * flags, cand), read by state.c, which drives them, and by
+ * run.c, which answers the sampler's questions about them. */
 enum jsmode {
     S_VALUE,       /* a value of node 'cur' */
     S_ARR_FIRST,   /* after '[': a value of 'cur' (the items) or ']' */
@@ -173,7 +173,7 @@ enum jsmode {
     S_LIT,         /* in an enum literal or true/false/null */
     S_NUM_MINUS, S_NUM_ZERO, S_NUM_INT, S_NUM_DOT, S_NUM_FRAC, S_NUM_E, S_NUM_ESIGN,
     S_NUM_EXP,
-    S_PSTR,        /* in a string of a node with a pattern (json_schema_pstr.c) */
+    S_PSTR,        /* in a string of a node with a pattern (pstr.c) */
 };
 
 #define FL_INT     1u   /* number: an integer (no fraction, no exponent) */

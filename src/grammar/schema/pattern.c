@@ -1,14 +1,14 @@
-/* json_schema_pattern.c -- the schema compiler's "pattern" and "format"
- * (json_regex.h): a string node's pattern, its format as a built-in
+/* pattern.c -- the schema compiler's "pattern" and "format"
+ * (grammar/regex/regex.h): a string node's pattern, its format as a built-in
  * pattern, and its minLength / maxLength become one DFA (the
  * intersection), which the validator runs on the decoded string
- * (json_schema_pstr.c). docs/API.md "Structured outputs" lists exactly
+ * (pstr.c). docs/API.md "Structured outputs" lists exactly
  * what each format accepts.
  *
  * Lengths: when the automaton already bounds them (its shortest match is
  * at least minLength, its longest at most maxLength) they are not folded
  * in; otherwise the intersection with a counter automaton makes them
- * exact (a 400 when that grows past json_regex.h's limits).
+ * exact (a 400 when that grows past grammar/regex/regex.h's limits).
  */
 #include <string.h>
 

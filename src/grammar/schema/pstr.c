@@ -1,5 +1,5 @@
-/* json_schema_pstr.c -- the validator's reading of a string value whose
- * schema has a "pattern" or a "format" (json_regex.h): the JSON text of
+/* pstr.c -- the validator's reading of a string value whose
+ * schema has a "pattern" or a "format" (grammar/regex/regex.h): the JSON text of
  * the string is decoded to code points (escapes, \uXXXX, surrogate pairs,
  * UTF-8) and each code point is run through the node's DFA, whose every
  * state can still reach acceptance.

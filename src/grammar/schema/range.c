@@ -1,5 +1,5 @@
-/* json_schema_range.c -- the arithmetic of minimum / maximum /
- * exclusive* (json_schema_internal.h): bounds read exactly from their
+/* range.c -- the arithmetic of minimum / maximum /
+ * exclusive* (internal.h): bounds read exactly from their
  * decimal text (for the compiler); for the byte-at-a-time validator, can
  * an integer's or a number's text so far still end within the range, and
  * is its value within it.

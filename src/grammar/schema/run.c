@@ -1,4 +1,4 @@
-/* json_schema_run.c -- what the JSON mask (src/engine/json_mask.c) asks
+/* run.c -- what the JSON mask (src/engine/json_mask.c) asks
  * of a validator state so that it decides most of a 150k-token vocabulary
  * without walking each token through the validator: is every stack in a
  * free string (st_json_schema_in_string) or between values
@@ -7,11 +7,11 @@
  * (include/strata/json_schema.h "the sampler's fast path").
  *
  * Why it is exact:
- *   - a string without a pattern (S_STR, json_schema_state.c push_string)
+ *   - a string without a pattern (S_STR, state.c push_string)
  *     takes every plain byte, counting one code point per byte outside
  *     0x80-0xBF (no UTF-8 check there), and refuses a code point past
  *     maxLength: k code points go on iff k <= max_len - count;
- *   - a pattern string at a character (json_schema_pstr.c) steps its DFA
+ *   - a pattern string at a character (pstr.c) steps its DFA
  *     on each plain ASCII byte (refusing where the DFA has no transition:
  *     every state left can still reach acceptance), and takes any plain
  *     byte unread once its state matches whatever follows (JS_RX_ANY).

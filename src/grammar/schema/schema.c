@@ -1,16 +1,16 @@
-/* json_schema.c -- compile a JSON Schema (text) into the node table of
- * json_schema_internal.h, for response_format json_schema
+/* schema.c -- compile a JSON Schema (text) into the node table of
+ * internal.h, for response_format json_schema
  * (include/strata/json_schema.h says which subset and why).
  *
- * One pass over the schema with the span reader of json.c builds a node
+ * One pass over the schema with the span reader of chat/json/json.c builds a node
  * per schema object; a $ref becomes a JS_REF node naming its definition.
  * Then the definitions that were named are compiled (each once, looked up
  * by name), every reference is replaced by the node it leads to, and
  * anyOf members that are anyOfs themselves are flattened into their
  * parent. Errors carry the schema path ("/properties/age") and the keyword.
  * What a scalar may be (ranges, multipleOf, lengths, enum / const) is
- * compiled in json_schema_values.c, pattern and format in
- * json_schema_pattern.c, on the context of json_schema_cc.h.
+ * compiled in values.c, pattern and format in
+ * pattern.c, on the context of cc.h.
  */
 #include <stdarg.h>
 #include <stdio.h>

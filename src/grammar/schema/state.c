@@ -1,8 +1,8 @@
-/* json_schema_state.c -- the byte-at-a-time validator of a compiled JSON
+/* state.c -- the byte-at-a-time validator of a compiled JSON
  * Schema (include/strata/json_schema.h), behind response_format
  * json_schema.
  *
- * Each stack is the json_prefix.c automaton (same lexical states, same
+ * Each stack is the grammar/json_prefix.c automaton (same lexical states, same
  * number rule: the byte after a number ends it and is read again) with a
  * schema node per open container and one for the value being read:
  *
@@ -18,9 +18,9 @@
  *   - ',' and ']' in arrays follow minItems/maxItems;
  *   - a ranged integer keeps its magnitude ('cand') and takes a digit only
  *     while some completion lands in the range (a ranged number asks
- *     json_schema_range.c); a string counts its code points ('cand')
+ *     range.c); a string counts its code points ('cand')
  *     against minLength/maxLength; a string with a pattern or a format
- *     (S_PSTR) is read by json_schema_pstr.c, which runs its decoded code
+ *     (S_PSTR) is read by pstr.c, which runs its decoded code
  *     points through the node's DFA (lengths included).
  *
  * anyOf: where a value of a union node starts, the stack is copied once

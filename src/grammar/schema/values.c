@@ -1,7 +1,7 @@
-/* json_schema_values.c -- the part of the schema compiler that says what
+/* values.c -- the part of the schema compiler that says what
  * a scalar may be: number and integer ranges (minimum, maximum and the
  * exclusive forms, read exactly from their decimal text by
- * json_schema_range.c), multipleOf (a positive integer divisor), string
+ * range.c), multipleOf (a positive integer divisor), string
  * lengths in code points, and enum / const values, each kept only when
  * the node's types (and pattern) take it.
  */
