@@ -10,7 +10,7 @@
  *       "</tool_call>"
  *
  * validated one byte at a time so that every text accepted parses
- * (reply/xml.c) into arguments valid against the tool's parameters schema.
+ * (chat/formats/qwen3coder.c, glm45.c) into arguments valid against the tool's parameters schema.
  * The body, in the tags' terms (OPEN, END, SEP, VCLOSE, VEND, LEAD):
  *
  *   NEXT   OPEN (a name may still come) or END (every required name
@@ -52,10 +52,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/formats/calls.h"
 #include "chat/json/json.h"
 #include "grammar/internal.h"
 #include "grammar/schema/internal.h"
-#include "reply/internal.h"
 #include "strata/think_block.h"
 
 enum xphase { XP_NEXT, XP_NAME, XP_SEP, XP_JSON, XP_RAW, XP_END };
@@ -325,8 +325,8 @@ static bool rx_trapped(const struct st_json_schema *sc, const char *vclose)
     return false;
 }
 
-/* The parser's typing of key 'name' (reply/xml.c, through
- * st_reply_param_type): the raw properties[name].type of the tool; xml:
+/* The parser's typing of key 'name' (chat/formats/qwen3coder.c and glm45.c, through
+ * st_chat_param_type): the raw properties[name].type of the tool; xml:
  * JSON text when it names a type other than string; glm: JSON text unless
  * it is a string type (also when there is no type). */
 static bool raw_json(struct st_str props, const char *name, uint32_t len, enum call_body body)
@@ -345,8 +345,8 @@ static bool raw_json(struct st_str props, const char *name, uint32_t len, enum c
             continue;
         if (!st_json_object_get(v, "type", &ty))
             ty.ptr = NULL;
-        json = body == CALL_BODY_GLM ? !st_reply_glm_raw(ty)
-                                     : ty.ptr && st_reply_xml_typed_json(ty);
+        json = body == CALL_BODY_GLM ? !st_chat_glm45_raw(ty)
+                                     : ty.ptr && st_chat_qwen3coder_typed_json(ty);
         break;   /* the first of that name, as the parser's lookup */
     }
     st_buf_fini(&tmp);
@@ -376,7 +376,7 @@ static bool glm_unlisted_raw(struct st_str props, const struct call_xml *x)
         for (uint32_t i = 0; i < x->n_props && !listed; i++)
             listed = x->name_len[i] == tmp.len &&
                      memcmp(x->names[i], tmp.data ? tmp.data : "", tmp.len) == 0;
-        hit = !listed && st_json_object_get(v, "type", &ty) && st_reply_glm_raw(ty);
+        hit = !listed && st_json_object_get(v, "type", &ty) && st_chat_glm45_raw(ty);
     }
     st_buf_fini(&tmp);
     return hit;

@@ -16,7 +16,8 @@
 /* The two bodies of this shape, one machine (call_grammar_xml.c) over a
  * table of their tags: Qwen3-Coder's <parameter=KEY> blocks and GLM-4.5's
  * <arg_key>/<arg_value> pairs. They also differ in the typing rule
- * (reply/xml.c st_reply_xml_typed_json / st_reply_glm_raw). */
+ * (chat/formats/calls.h: st_chat_qwen3coder_typed_json /
+ * st_chat_glm45_raw). */
 enum call_body { CALL_BODY_XML, CALL_BODY_GLM };
 
 /* One tool's parameters for the xml body. Names and nodes point into the

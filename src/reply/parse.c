@@ -18,8 +18,9 @@
  *              whole span, whitespace and tag included, goes out as content.
  *
  *   (xml)  with xml_calls, the body is not scanned as JSON: it runs to the
- *              first "</tool_call>" and is judged whole (xml.c).
- *   (glm)  likewise with opts.glm (xml.c); also the content's
+ *              first "</tool_call>" and is judged whole (the format's
+ *              reply hook, chat/formats/qwen3coder.c).
+ *   (glm)  likewise with opts.glm (chat/formats/glm45.c); also the content's
  *              leading blanks are dropped (lead starts true), unless
  *              opts.cont (the reply continues a message's text).
  *
@@ -41,8 +42,8 @@
 
 #include "strata/reply_parse.h"
 
+#include "chat/formats/calls.h"
 #include "chat/json/json.h"
-#include "reply/internal.h"
 
 enum { S_START, S_REASONING, S_CONTENT, S_TOOL };
 enum { J_BEFORE, J_IN, J_AFTER, J_BAD };
@@ -350,8 +351,9 @@ static enum st_status close_call(struct st_reply_parser *p, struct step *t, size
         st_buf_reset(&p->scratch);
         if (i < json.len && json.ptr[i] != '{')
             formed = p->opts.glm
-                         ? st_reply_glm_call(json, p->opts.tools_json, &p->scratch, &name_len)
-                         : st_reply_xml_call(json, p->opts.tools_json, &p->scratch, &name_len);
+                         ? st_chat_glm45_call(json, p->opts.tools_json, &p->scratch, &name_len)
+                         : st_chat_qwen3coder_call(json, p->opts.tools_json, &p->scratch,
+                                                   &name_len);
         else
             formed = judge_call(p, json, p->bare, &name_len);
     } else if (formed) {

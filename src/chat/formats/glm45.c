@@ -31,6 +31,7 @@
  */
 #include <string.h>
 
+#include "chat/formats/calls.h"
 #include "chat/formats/internal.h"
 #include "chat/json/json.h"
 
@@ -266,4 +267,111 @@ enum st_status st_chat_render_glm45(const struct st_chat_tmpl *t,
     if (rc == ST_ERR_INVALID)
         return st_err_set(err, rc, "chat template: malformed tools or tool_calls JSON");
     return rc;
+}
+
+/* ---- the reply hook -------------------------------------------------------- */
+
+/*
+ * GLM-4.5's tool call body, as the reply parser reads it
+ * (reply/parse.c, opts.glm; docs/API.md "Tool calls and reasoning"):
+ *
+ *   NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n...
+ *
+ * Read here: blanks, NAME (no blanks, '<' or '>'), blanks, then pairs
+ * "<arg_key>" KEY "</arg_key>" blanks "<arg_value>" VALUE "</arg_value>"
+ * with blanks between them, and nothing else. KEY is trimmed of blanks and
+ * must not be empty. A value runs to the first "</arg_value>" that is
+ * followed (after blanks) by "<arg_key>" or the end of the body, so it may
+ * itself hold "</arg_value>".
+ * Typing (vLLM's glm45 parser's rule): the template writes string values
+ * raw and every other value as JSON, so a value whose parameter's schema
+ * type is "string" (or a type list holding it) stays a string, byte for
+ * byte; any other value (another type, no type, an unknown tool or key) is
+ * taken as JSON when, trimmed of blanks, it parses as one value (Python's
+ * True / False / None also read as true / false / null), else it stays a
+ * string. Unlike vLLM, string values are not trimmed: the template adds no
+ * blanks around them, so a file's trailing newline is the file's.
+ */
+
+/* The GLM typing rule (chat/formats/calls.h). */
+bool st_chat_glm45_raw(struct st_str type)
+{
+    struct st_str e;
+    size_t pos = 0;
+    bool bad = false;
+
+    if (!type.ptr)
+        return false;
+    if (st_json_type(type) == ST_JSON_STRING)
+        return st_str_eq_c(type, "\"string\"");
+    while (st_json_type(type) == ST_JSON_ARRAY && st_json_array_next(type, &pos, &e, &bad))
+        if (st_json_type(e) == ST_JSON_STRING && st_str_eq_c(e, "\"string\""))
+            return true;
+    return false;
+}
+
+/* The end of the value starting at s[i]: the first "</arg_value>" followed
+ * by another "<arg_key>" or the body's end; n if none. */
+static size_t arg_value_end(const char *s, size_t i, size_t n)
+{
+    static const char close[] = "</arg_value>";
+
+    for (size_t e; (e = st_chat_find(s, i, n, LIT(close))) < n; i = e + 1) {
+        size_t k = st_chat_blanks(s, e + sizeof(close) - 1, n);
+        if (k == n || st_chat_at(s, k, n, LIT("<arg_key>")))
+            return e;
+    }
+    return n;
+}
+
+/* One pair at s[*i] ("<arg_key>" matched there); appends "KEY": VALUE. */
+static bool pair(struct st_str b, size_t *i, struct st_str tools, struct st_str name,
+                 bool first, struct st_buf *out)
+{
+    const char *s = b.ptr;
+    size_t n = b.len, ks = *i + sizeof("<arg_key>") - 1;
+    size_t ke = st_chat_find(s, ks, n, LIT("</arg_key>")), vs, ve;
+    struct st_str key, val, type;
+
+    if (ke == n)
+        return false;
+    vs = st_chat_blanks(s, ke + sizeof("</arg_key>") - 1, n);
+    if (!st_chat_at(s, vs, n, LIT("<arg_value>")))
+        return false;
+    vs += sizeof("<arg_value>") - 1;
+    if ((ve = arg_value_end(s, vs, n)) == n)
+        return false;
+    key = st_chat_trim((struct st_str){ s + ks, ke - ks });
+    if (!key.len)
+        return false;
+    val = (struct st_str){ s + vs, ve - vs };
+    *i = ve + sizeof("</arg_value>") - 1;
+    if (!st_chat_param_type(tools, name, key, &type))
+        type.ptr = NULL;
+    return st_chat_put_arg(out, first, key, val, !st_chat_glm45_raw(type), true);
+}
+
+bool st_chat_glm45_call(struct st_str body, struct st_str tools, struct st_buf *out,
+                        size_t *name_len)
+{
+    const char *s = body.ptr;
+    size_t n = body.len, i = st_chat_blanks(s, 0, n), ne = i;
+    struct st_str name;
+    bool first = true;
+
+    while (ne < n && !st_chat_is_blank(s[ne]) && s[ne] != '<' && s[ne] != '>')
+        ne++;
+    if (ne == i)
+        return false;
+    name = (struct st_str){ s + i, ne - i };
+    if (st_buf_append(out, name.ptr, name.len) != ST_OK || st_buf_append(out, LIT("{")) != ST_OK)
+        return false;
+    *name_len = name.len;
+    for (i = st_chat_blanks(s, ne, n); st_chat_at(s, i, n, LIT("<arg_key>"));
+         i = st_chat_blanks(s, i, n)) {
+        if (!pair(body, &i, tools, name, first, out))
+            return false;
+        first = false;
+    }
+    return i == n && st_buf_append(out, LIT("}")) == ST_OK;
 }

@@ -96,4 +96,23 @@ enum st_status st_chat_render_gemma(const struct st_chat_tmpl *t,
 enum st_status st_chat_check_alternating(const struct st_chat_req *req, size_t first,
                                          const char *tmpl, struct st_err *err);
 
+/* ---- call_body.c: scanning a tagged call body (the reply hooks of
+ * qwen3coder.c and glm45.c) ---- */
+#define LIT(s) s, (sizeof(s) - 1)
+
+bool st_chat_is_blank(char c);                               /* ' ' \t \n \r */
+size_t st_chat_blanks(const char *s, size_t i, size_t n);    /* past the blanks at s[i] */
+/* s[i..n) starts with lit[0..k). */
+bool st_chat_at(const char *s, size_t i, size_t n, const char *lit, size_t k);
+struct st_str st_chat_trim(struct st_str v);                 /* blanks off both ends */
+/* The first occurrence of lit in s[i..n), or n. */
+size_t st_chat_find(const char *s, size_t i, size_t n, const char *lit, size_t k);
+/* JSON string 's' equals the bytes name[0..len) (tmp: scratch). */
+bool st_chat_json_str_is(struct st_str s, const char *name, size_t len, struct st_buf *tmp);
+/* Append [", "] "KEY": VALUE. json: the format's typing rule reads the
+ * value as JSON text when it parses, Python's True / False too (glm: the
+ * value trimmed of blanks, and None as well). */
+bool st_chat_put_arg(struct st_buf *out, bool first, struct st_str key, struct st_str val,
+                     bool json, bool glm);
+
 #endif /* STRATA_CHAT_FORMATS_INTERNAL_H */

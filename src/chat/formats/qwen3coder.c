@@ -27,6 +27,7 @@
  */
 #include <string.h>
 
+#include "chat/formats/calls.h"
 #include "chat/formats/internal.h"
 #include "chat/json/json.h"
 
@@ -402,4 +403,138 @@ enum st_status st_chat_render_qwen3coder(const struct st_chat_tmpl *t,
     if (rc == ST_ERR_INVALID)
         return st_err_set(err, rc, "chat template: malformed tools or tool_calls JSON");
     return rc;
+}
+
+/* ---- the reply hook -------------------------------------------------------- */
+
+/*
+ * Qwen3-Coder's tool call body, as the reply parser reads it
+ * (reply/parse.c, opts.xml_calls; docs/API.md "Tool calls and reasoning"):
+ *
+ *   <function=NAME>
+ *   <parameter=KEY>
+ *   VALUE
+ *   </parameter>
+ *   ...
+ *   </function>
+ *
+ * Blanks may stand between the parts. A value runs to the first
+ * "</parameter>" that is followed (after blanks) by "<parameter=" or
+ * "</function>", so a value may itself contain "</parameter>". The
+ * template writes "\n" after the opening tag and before the closing one:
+ * one leading and one trailing newline are removed, nothing else.
+ * Typing: with the request's tools, the parameter's schema type decides.
+ * "string" (or a type list holding it), no type, an unknown tool or key:
+ * the value stays a JSON string. Any other type: the value is taken as
+ * JSON when it parses as one value (booleans also as Python's True /
+ * False, which the template prints in the history), else it stays a
+ * string.
+ */
+
+/* Whether a value of JSON Schema type 'type' is written as JSON (not a
+ * string): a type name other than "string", or a list without "string". */
+bool st_chat_qwen3coder_typed_json(struct st_str type)
+{
+    static const char *const names[] = { "integer", "number", "boolean", "object", "array",
+                                         "null", NULL };
+    struct st_buf tmp;
+    struct st_str e;
+    size_t pos = 0, i;
+    bool bad = false, json = false;
+
+    st_buf_init(&tmp);
+    if (st_json_type(type) == ST_JSON_STRING) {
+        for (i = 0; names[i] && !json; i++)
+            json = st_chat_json_str_is(type, names[i], strlen(names[i]), &tmp);
+    } else if (st_json_type(type) == ST_JSON_ARRAY) {
+        while (st_json_array_next(type, &pos, &e, &bad)) {
+            if (st_chat_json_str_is(e, LIT("string"), &tmp)) {
+                json = false;
+                break;
+            }
+            json = json || st_chat_qwen3coder_typed_json(e);
+        }
+    }
+    st_buf_fini(&tmp);
+    return json;
+}
+
+/* A tag name from s[i] up to ">": non-empty, no blanks or "<". Returns
+ * the index of ">" or 0 (no name). */
+static size_t tag_name(const char *s, size_t i, size_t n)
+{
+    size_t j;
+
+    for (j = i; j < n && s[j] != '>'; j++)
+        if (st_chat_is_blank(s[j]) || s[j] == '<')
+            return 0;
+    return (j < n && j > i) ? j : 0;
+}
+
+/* The end of the value starting at s[i]: the first "</parameter>" that is
+ * followed by another parameter or "</function>"; 0 if none. */
+static size_t value_end(const char *s, size_t i, size_t n)
+{
+    static const char close[] = "</parameter>";
+
+    for (size_t e; (e = st_chat_find(s, i, n, LIT(close))) < n; i = e + 1) {
+        size_t k = st_chat_blanks(s, e + sizeof(close) - 1, n);
+        if (st_chat_at(s, k, n, LIT("<parameter=")) || st_chat_at(s, k, n, LIT("</function>")))
+            return e;
+    }
+    return 0;
+}
+
+/* One "<parameter=KEY>VALUE</parameter>" at s[*i]; appends "KEY": VALUE. */
+static bool parameter(struct st_str b, size_t *i, struct st_str tools, struct st_str name,
+                      bool first, struct st_buf *out)
+{
+    size_t ks = *i + sizeof("<parameter=") - 1, ke = tag_name(b.ptr, ks, b.len), ve;
+    struct st_str key, val, type;
+
+    if (!ke || !(ve = value_end(b.ptr, ke + 1, b.len)))
+        return false;
+    key.ptr = b.ptr + ks;
+    key.len = ke - ks;
+    val.ptr = b.ptr + ke + 1;
+    val.len = ve - (ke + 1);
+    if (val.len && val.ptr[0] == '\n')
+        val.ptr++, val.len--;
+    if (val.len && val.ptr[val.len - 1] == '\n')
+        val.len--;
+    *i = ve + sizeof("</parameter>") - 1;
+    return st_chat_put_arg(out, first, key, val,
+                           st_chat_param_type(tools, name, key, &type) &&
+                               st_chat_qwen3coder_typed_json(type),
+                           false);
+}
+
+bool st_chat_qwen3coder_call(struct st_str body, struct st_str tools, struct st_buf *out,
+                             size_t *name_len)
+{
+    const char *s = body.ptr;
+    size_t n = body.len, i = st_chat_blanks(s, 0, n), ne;
+    struct st_str name;
+    bool first = true;
+
+    if (!st_chat_at(s, i, n, LIT("<function=")))
+        return false;
+    i += sizeof("<function=") - 1;
+    if (!(ne = tag_name(s, i, n)))
+        return false;
+    name.ptr = s + i;
+    name.len = ne - i;
+    if (st_buf_append(out, name.ptr, name.len) != ST_OK || st_buf_append(out, LIT("{")) != ST_OK)
+        return false;
+    *name_len = name.len;
+    for (i = st_chat_blanks(s, ne + 1, n); st_chat_at(s, i, n, LIT("<parameter="));
+         i = st_chat_blanks(s, i, n)) {
+        if (!parameter(body, &i, tools, name, first, out))
+            return false;
+        first = false;
+    }
+    if (!st_chat_at(s, i, n, LIT("</function>")))
+        return false;
+    return st_chat_blanks(s, i + sizeof("</function>") - 1, n) == n &&
+           st_buf_append(out, LIT("}")) == ST_OK;
 }
