@@ -23,11 +23,16 @@
  *          for glm), like THINK.
  *   DONE   after CLOSE (or the last call): blanks only (uncapped: the mask
  *          lets them come only when end of generation is banned).
+ *
+ * The literals (OPEN, PRE, POST, SEP, CLOSE, the tagged bodies' tags) are
+ * each format's own: its file in chat/formats/ defines its frame
+ * (chat/formats/calls.h), next to its template and its reply hook.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/formats/calls.h"
 #include "chat/json/json.h"
 #include "grammar/internal.h"
 #include "strata/call_grammar.h"
@@ -58,6 +63,7 @@ struct st_call_grammar {
     bool parallel;
     enum st_call_think think;
     enum st_call_format format;
+    const struct st_chat_call_frame *frame;   /* the format's (chat/formats/) */
     enum st_think_tags think_tags;  /* EITHER: the first byte of the opening decides */
 };
 
@@ -96,44 +102,42 @@ int32_t st_call_grammar_n_tools(const struct st_call_grammar *g)
     return g->n_tools;
 }
 
+/* The frame each format writes its calls in: its file in chat/formats/
+ * says how (calls.h). */
+static const struct st_chat_call_frame *frame_of(enum st_call_format f)
+{
+    switch (f) {
+    case ST_CALL_HERMES:    return &st_chat_qwen3_call_frame;
+    case ST_CALL_LLAMA:     return &st_chat_llama31_call_frame;
+    case ST_CALL_MISTRAL11: return &st_chat_mistral11_call_frame;
+    case ST_CALL_MISTRAL7:  return &st_chat_mistral7_call_frame;
+    case ST_CALL_XML:       return &st_chat_qwen3coder_call_frame;
+    case ST_CALL_GLM:       return &st_chat_glm45_call_frame;
+    }
+    return &st_chat_qwen3_call_frame;
+}
+
 /* The format's fixed literals. */
 static void set_format(struct st_call_grammar *g, enum st_call_format f)
 {
-    g->post = "}";
-    g->sep = "";
-    g->close = "";
-    g->think_tags = ST_THINK_ANGLE;
+    const struct st_chat_call_frame *fr = frame_of(f);
+
+    g->frame = fr;
     g->format = f;
-    switch (f) {
-    case ST_CALL_HERMES:
-        g->post = "}\n</tool_call>";
-        break;
-    case ST_CALL_LLAMA:
-        g->parallel = false;   /* reply_parse: the whole reply is one object */
-        break;
-    case ST_CALL_MISTRAL11:
-        g->post = "";
-        g->think_tags = ST_THINK_SQUARE;
-        break;
-    case ST_CALL_XML:
-        g->post = "\n</tool_call>";
-        break;
-    case ST_CALL_GLM:
-        g->post = "";   /* the body ends with "</tool_call>" */
-        break;
-    case ST_CALL_MISTRAL7:
-        g->sep = ",";
-        g->close = "]";
-        g->think_tags = ST_THINK_SQUARE;
-        break;
-    }
+    g->post = fr->post;
+    g->sep = fr->sep;
+    g->close = fr->close;
+    g->think_tags = fr->square_think ? ST_THINK_SQUARE : ST_THINK_ANGLE;
+    if (fr->single)
+        g->parallel = false;
 }
 
 /* A name that can stand in the format: no quotes, backslashes or control
- * bytes (it goes into a JSON string unescaped); mistral11 also no blanks
- * or brackets (reply_parse reads NAME up to "[ARGS]"); glm no '{' first
- * (reply_parse reads a body starting with '{' as a JSON call). */
-static bool name_ok(const char *s, size_t n, enum st_call_format f)
+ * bytes (it goes into a JSON string unescaped), nor the bytes the frame
+ * refuses (mistral11: blanks or brackets, as reply_parse reads NAME up to
+ * "[ARGS]"; glm: no '{' first, as reply_parse reads a body starting with
+ * '{' as a JSON call). */
+static bool name_ok(const char *s, size_t n, const struct st_chat_call_frame *fr)
 {
     if (n == 0 || n > ST_CALL_MAX_NAME)
         return false;
@@ -141,43 +145,27 @@ static bool name_ok(const char *s, size_t n, enum st_call_format f)
         unsigned char c = (unsigned char)s[i];
         if (c < 0x20 || c == '"' || c == '\\' || c == 0x7f)
             return false;
-        if (f == ST_CALL_MISTRAL11 && (c == ' ' || c == '[' || c == ']' || c == '{' || c == '}'))
+        if (fr->name_refused && strchr(fr->name_refused, c))
             return false;
-        if ((f == ST_CALL_XML || f == ST_CALL_GLM) && (c == '>' || c == '<' || c == ' '))
-            return false;
-        if (f == ST_CALL_GLM && i == 0 && c == '{')
+        if (fr->name_no_brace && i == 0 && c == '{')
             return false;
     }
     return true;
 }
 
-static enum st_status make_pre(enum st_call_format f, const char *name, size_t n, bool first,
-                               char **out, size_t *len)
+/* [OPEN] PRE_HEAD NAME PRE_TAIL: a call's opening (OPEN: the first call's). */
+static enum st_status make_pre(const struct st_chat_call_frame *fr, const char *name, size_t n,
+                               bool first, char **out, size_t *len)
 {
     struct st_buf b;
     st_buf_init(&b);
-    enum st_status rc = ST_OK;
-    switch (f) {
-    case ST_CALL_HERMES:
-        rc = st_buf_printf(&b, "<tool_call>\n{\"name\": \"%.*s\", \"arguments\": ", (int)n, name);
-        break;
-    case ST_CALL_LLAMA:
-        rc = st_buf_printf(&b, "{\"name\": \"%.*s\", \"parameters\": ", (int)n, name);
-        break;
-    case ST_CALL_MISTRAL11:
-        rc = st_buf_printf(&b, "[TOOL_CALLS]%.*s[ARGS]", (int)n, name);
-        break;
-    case ST_CALL_XML:
-        rc = st_buf_printf(&b, "<tool_call>\n<function=%.*s>\n", (int)n, name);
-        break;
-    case ST_CALL_GLM:
-        rc = st_buf_printf(&b, "<tool_call>%.*s\n", (int)n, name);
-        break;
-    case ST_CALL_MISTRAL7:
-        rc = st_buf_printf(&b, "%s{\"name\": \"%.*s\", \"arguments\": ",
-                           first ? "[TOOL_CALLS][" : "", (int)n, name);
-        break;
-    }
+    enum st_status rc = st_buf_append(&b, first ? fr->open : "", first ? strlen(fr->open) : 0);
+    if (rc == ST_OK)
+        rc = st_buf_append(&b, fr->pre_head, strlen(fr->pre_head));
+    if (rc == ST_OK)
+        rc = st_buf_append(&b, name, n);
+    if (rc == ST_OK)
+        rc = st_buf_append(&b, fr->pre_tail, strlen(fr->pre_tail));
     *len = b.len;
     *out = rc == ST_OK ? st_buf_steal(&b) : NULL;
     st_buf_fini(&b);
@@ -247,13 +235,13 @@ static enum st_status add_tool(struct st_call_grammar *g, const struct st_call_s
                                const struct st_buf *name, struct st_str fn, int32_t *n_fallback)
 {
     struct call_tool t = { 0 };
-    enum st_status rc = make_pre(spec->format, name->data, name->len, false, &t.pre, &t.n_pre);
+    enum st_status rc = make_pre(g->frame, name->data, name->len, false, &t.pre, &t.n_pre);
     if (rc == ST_OK && has_tool(g, t.pre, t.n_pre)) {   /* a repeated name: the first counts */
         free(t.pre);
         return ST_OK;
     }
     if (rc == ST_OK)
-        rc = make_pre(spec->format, name->data, name->len, true, &t.pre_first, &t.n_pre_first);
+        rc = make_pre(g->frame, name->data, name->len, true, &t.pre_first, &t.n_pre_first);
     int32_t fell = 0;
     if (rc == ST_OK)
         rc = compile_args(fn, &t.args, &fell);
@@ -293,7 +281,7 @@ static enum st_status add_tools(struct st_call_grammar *g, const struct st_call_
     enum st_status rc = ST_OK;
     pos = 0;
     while (rc == ST_OK && st_json_array_next(arr, &pos, &el, &bad)) {
-        if (!tool_fn(el, &name, &fn) || !name_ok(name.data, name.len, spec->format))
+        if (!tool_fn(el, &name, &fn) || !name_ok(name.data, name.len, g->frame))
             continue;
         if (spec->name && strcmp(spec->name, name.data) != 0)
             continue;

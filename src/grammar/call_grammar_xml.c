@@ -62,28 +62,11 @@ enum xphase { XP_NEXT, XP_NAME, XP_SEP, XP_JSON, XP_RAW, XP_END };
 
 #define XF_HELD 1u             /* RAW: LEAD and xpos bytes of VCLOSE held back */
 
-struct lit {
-    const char *s;
-    uint32_t n;
-};
-#define L(s) { s, sizeof(s) - 1 }
-
-/* What differs between the formats: their literals. A name ends at
- * sep.s[0], a JSON value at vend.s[0], a raw value at LEAD VCLOSE. */
-struct body_tags {
-    struct lit open;        /* a key's block opens */
-    struct lit end;         /* the body ends */
-    struct lit sep;         /* from the key's end to the value */
-    struct lit vclose;      /* the value's close */
-    struct lit vend;        /* LEAD VCLOSE "\n": from the value's end to the next OPEN / END */
-    char lead;              /* raw: the byte the format writes before VCLOSE; 0: none */
-};
-
-static const struct body_tags TAGS[] = {
-    [CALL_BODY_XML] = { L("<parameter="), L("</function>"), L(">\n"), L("</parameter>"),
-                        L("\n</parameter>\n"), '\n' },
-    [CALL_BODY_GLM] = { L("<arg_key>"), L("</tool_call>"), L("</arg_key>\n<arg_value>"),
-                        L("</arg_value>"), L("</arg_value>\n"), 0 },
+/* What differs between the formats: their tags (struct st_chat_call_tags,
+ * each in its format's file: chat/formats/qwen3coder.c, glm45.c). */
+static const struct st_chat_call_tags *const TAGS[] = {
+    [CALL_BODY_XML] = &st_chat_qwen3coder_call_tags,
+    [CALL_BODY_GLM] = &st_chat_glm45_call_tags,
 };
 
 static const char TCLOSE[] = "</tool_call>";
@@ -388,7 +371,7 @@ enum st_status st_call_xml_build(struct st_str fn, const struct st_json_schema *
     *out = NULL;
     const struct js_node *root = &sc->nodes[sc->root];
     if (root->kind != JS_PLAIN || !(root->types & JT_OBJ) || root->n_props > 64 ||
-        lits_hold_close(sc, TAGS[body].vclose.s) || rx_trapped(sc, TAGS[body].vclose.s))
+        lits_hold_close(sc, TAGS[body]->vclose.s) || rx_trapped(sc, TAGS[body]->vclose.s))
         return ST_OK;
     struct call_xml *x = calloc(1, sizeof(*x));
     if (!x)
@@ -457,7 +440,7 @@ void st_call_xml_start(struct st_call_state *st, const struct call_xml *x)
 
 /* OPEN and END differ in their second byte: at most one is alive after. */
 static int push_next(struct st_call_state *st, const struct call_xml *x,
-                     const struct body_tags *t, unsigned char b)
+                     const struct st_chat_call_tags *t, unsigned char b)
 {
     uint64_t keep = 0;
     if ((st->xalive & 1) && st->xpos < t->open.n && (unsigned char)t->open.s[st->xpos] == b)
@@ -504,7 +487,7 @@ static int name_done(struct st_call_state *st, const struct call_xml *x)
 }
 
 static int push_name(struct st_call_state *st, const struct call_xml *x,
-                     const struct body_tags *t, unsigned char b)
+                     const struct st_chat_call_tags *t, unsigned char b)
 {
     if (b == (unsigned char)t->sep.s[0])
         return name_done(st, x);
@@ -524,7 +507,7 @@ static int push_name(struct st_call_state *st, const struct call_xml *x,
 
 /* Byte b of literal l, xpos of it matched: -1 refused, 0 taken, 1 it is
  * whole. */
-static int lit_step(struct st_call_state *st, struct lit l, unsigned char b)
+static int lit_step(struct st_call_state *st, struct st_chat_lit l, unsigned char b)
 {
     if ((unsigned char)l.s[st->xpos] != b)
         return -1;
@@ -533,7 +516,7 @@ static int lit_step(struct st_call_state *st, struct lit l, unsigned char b)
 
 /* The rest of SEP: then the value starts. */
 static int push_sep(struct st_call_state *st, const struct call_xml *x,
-                    const struct body_tags *t, unsigned char b)
+                    const struct st_chat_call_tags *t, unsigned char b)
 {
     int r = lit_step(st, t->sep, b);
     if (r <= 0)
@@ -550,7 +533,7 @@ static int push_sep(struct st_call_state *st, const struct call_xml *x,
     return 0;
 }
 
-static int push_json(struct st_call_state *st, const struct body_tags *t, unsigned char b)
+static int push_json(struct st_call_state *st, const struct st_chat_call_tags *t, unsigned char b)
 {
     if (st_json_schema_complete(&st->js)) {
         struct st_json_schema_state j;
@@ -597,7 +580,8 @@ static bool feed_esc(struct st_json_schema_state *js, unsigned char b)
 }
 
 /* The held LEAD and n bytes of VCLOSE as text. */
-static bool feed_held(struct st_json_schema_state *js, const struct body_tags *t, uint32_t n)
+static bool feed_held(struct st_json_schema_state *js, const struct st_chat_call_tags *t,
+                      uint32_t n)
 {
     if (t->lead && !feed_esc(js, (unsigned char)t->lead))
         return false;
@@ -606,7 +590,7 @@ static bool feed_held(struct st_json_schema_state *js, const struct body_tags *t
 
 /* The held bytes (LEAD and n of VCLOSE) can still end the value (the
  * string is whole) or be text. */
-static bool held_viable(const struct st_json_schema_state *js, const struct body_tags *t,
+static bool held_viable(const struct st_json_schema_state *js, const struct st_chat_call_tags *t,
                         uint32_t n)
 {
     struct st_json_schema_state j;
@@ -619,7 +603,7 @@ static bool held_viable(const struct st_json_schema_state *js, const struct body
 
 /* A byte of the text with nothing held: LEAD (VCLOSE's first byte where
  * there is none) starts a hold. */
-static int raw_fresh(struct st_call_state *st, const struct body_tags *t, unsigned char b)
+static int raw_fresh(struct st_call_state *st, const struct st_chat_call_tags *t, unsigned char b)
 {
     if (b == (unsigned char)(t->lead ? t->lead : t->vclose.s[0])) {
         st->xflags = XF_HELD;
@@ -631,7 +615,7 @@ static int raw_fresh(struct st_call_state *st, const struct body_tags *t, unsign
     return feed_esc(&st->js, b) ? 0 : -1;
 }
 
-static int push_raw(struct st_call_state *st, const struct body_tags *t, unsigned char b)
+static int push_raw(struct st_call_state *st, const struct st_chat_call_tags *t, unsigned char b)
 {
     bool held = st->xflags & XF_HELD;
     if (held && (unsigned char)t->vclose.s[st->xpos] == b) {
@@ -662,7 +646,7 @@ static int push_raw(struct st_call_state *st, const struct body_tags *t, unsigne
 
 /* The rest of VEND: then NEXT. */
 static int push_end(struct st_call_state *st, const struct call_xml *x,
-                    const struct body_tags *t, unsigned char b)
+                    const struct st_chat_call_tags *t, unsigned char b)
 {
     int r = lit_step(st, t->vend, b);
     if (r <= 0)
@@ -675,7 +659,7 @@ static int push_end(struct st_call_state *st, const struct call_xml *x,
 
 int st_call_xml_push(struct st_call_state *st, const struct call_xml *x, unsigned char b)
 {
-    const struct body_tags *t = &TAGS[x->body];
+    const struct st_chat_call_tags *t = TAGS[x->body];
     /* the parser's body ends at the first "</tool_call>": no value holds one */
     if (st->xphase == XP_JSON || st->xphase == XP_RAW) {
         uint32_t tc = st->xtc;

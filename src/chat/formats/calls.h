@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "strata/str.h"
 
@@ -43,5 +44,49 @@ bool st_chat_glm45_raw(struct st_str type);
  * first tool of that name; false when there is none. */
 bool st_chat_param_type(struct st_str tools, struct st_str name, struct st_str key,
                         struct st_str *type);
+
+/* ---- the call grammar's hooks: how each format writes a call ---- */
+/* tool_choice "required" / a named function (grammar/call_grammar.c)
+ * lets the model write exactly the calls the reply parser reads:
+ * OPEN? PRE_HEAD NAME PRE_TAIL ARGS POST, calls joined by SEP, CLOSE after
+ * the last. Each format file defines its frame (qwen3.c: Hermes). */
+struct st_chat_lit {
+    const char *s;
+    uint32_t n;
+};
+#define ST_CHAT_LIT(s) { s, sizeof(s) - 1 }
+
+/* A body of tagged key/value pairs instead of JSON arguments (Qwen3-Coder's
+ * parameter blocks, GLM-4.5's pairs). A name ends at sep.s[0], a JSON value
+ * at vend.s[0], a raw value at LEAD VCLOSE. */
+struct st_chat_call_tags {
+    struct st_chat_lit open;        /* a key's block opens */
+    struct st_chat_lit end;         /* the body ends */
+    struct st_chat_lit sep;         /* from the key's end to the value */
+    struct st_chat_lit vclose;      /* the value's close */
+    struct st_chat_lit vend;        /* LEAD VCLOSE "\n": from the value's end to the
+                                     * next OPEN / END */
+    char lead;                      /* raw: the byte the format writes before VCLOSE; 0: none */
+};
+
+struct st_chat_call_frame {
+    const char *open;               /* before the first call's PRE only */
+    const char *pre_head, *pre_tail;/* around the function's name */
+    const char *post, *sep, *close;
+    bool square_think;              /* [THINK] .. [/THINK], else <think> .. </think> */
+    bool single;                    /* one call at most (the parser reads one) */
+    const char *name_refused;       /* bytes a name may not hold besides quotes,
+                                     * backslashes and control bytes */
+    bool name_no_brace;             /* '{' may not start a name (read as a JSON call) */
+};
+
+extern const struct st_chat_call_frame st_chat_qwen3_call_frame;       /* Hermes JSON */
+extern const struct st_chat_call_frame st_chat_llama31_call_frame;     /* bare JSON */
+extern const struct st_chat_call_frame st_chat_mistral11_call_frame;   /* [TOOL_CALLS]NAME[ARGS] */
+extern const struct st_chat_call_frame st_chat_mistral7_call_frame;    /* [TOOL_CALLS][{..}, ..] */
+extern const struct st_chat_call_frame st_chat_qwen3coder_call_frame;  /* <function=NAME> */
+extern const struct st_chat_call_frame st_chat_glm45_call_frame;       /* <tool_call>NAME */
+extern const struct st_chat_call_tags st_chat_qwen3coder_call_tags;
+extern const struct st_chat_call_tags st_chat_glm45_call_tags;
 
 #endif /* STRATA_CHAT_FORMATS_CALLS_H */

@@ -375,3 +375,18 @@ bool st_chat_glm45_call(struct st_str body, struct st_str tools, struct st_buf *
     }
     return i == n && st_buf_append(out, LIT("}")) == ST_OK;
 }
+
+/* ---- the call grammar's hook (chat/formats/calls.h) ---- */
+
+/* <tool_call>NAME\n PAIRS </tool_call>: the body is key/value pairs and
+ * ends the call itself (no POST); a name starting with '{' would read as a
+ * JSON call. */
+const struct st_chat_call_frame st_chat_glm45_call_frame = {
+    .open = "", .pre_head = "<tool_call>", .pre_tail = "\n",
+    .post = "", .sep = "", .close = "", .name_refused = "<> ", .name_no_brace = true,
+};
+
+const struct st_chat_call_tags st_chat_glm45_call_tags = {
+    ST_CHAT_LIT("<arg_key>"), ST_CHAT_LIT("</tool_call>"), ST_CHAT_LIT("</arg_key>\n<arg_value>"),
+    ST_CHAT_LIT("</arg_value>"), ST_CHAT_LIT("</arg_value>\n"), 0,
+};

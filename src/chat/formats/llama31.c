@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "chat/formats/calls.h"
 #include "chat/formats/internal.h"
 #include "chat/json/json.h"
 
@@ -207,3 +208,12 @@ enum st_status st_chat_render_llama3(const struct st_chat_tmpl *t,
         rc = st_chat_puts(out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
     return rc;
 }
+
+/* ---- the call grammar's hook (chat/formats/calls.h) ---- */
+
+/* {"name": NAME, "parameters": ARGS}: the whole reply is one object (the
+ * reply parser reads it so), hence one call. */
+const struct st_chat_call_frame st_chat_llama31_call_frame = {
+    .open = "", .pre_head = "{\"name\": \"", .pre_tail = "\", \"parameters\": ",
+    .post = "}", .sep = "", .close = "", .single = true,
+};

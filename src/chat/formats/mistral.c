@@ -47,6 +47,7 @@
 
 #include "strata/log.h"
 
+#include "chat/formats/calls.h"
 #include "chat/formats/internal.h"
 #include "chat/json/json.h"
 
@@ -647,3 +648,18 @@ enum st_status st_chat_render_mistral(const struct st_chat_tmpl *t,
     }
     return rc;
 }
+
+/* ---- the call grammar's hook (chat/formats/calls.h) ---- */
+
+/* v11: [TOOL_CALLS]NAME[ARGS]{...}; the parser reads NAME up to "[ARGS]",
+ * so no blanks or brackets in it. */
+const struct st_chat_call_frame st_chat_mistral11_call_frame = {
+    .open = "", .pre_head = "[TOOL_CALLS]", .pre_tail = "[ARGS]",
+    .post = "", .sep = "", .close = "", .square_think = true, .name_refused = " []{}",
+};
+
+/* v7: [TOOL_CALLS][{"name": NAME, "arguments": ARGS}, ...]. */
+const struct st_chat_call_frame st_chat_mistral7_call_frame = {
+    .open = "[TOOL_CALLS][", .pre_head = "{\"name\": \"", .pre_tail = "\", \"arguments\": ",
+    .post = "}", .sep = ",", .close = "]", .square_think = true,
+};

@@ -22,6 +22,7 @@
  */
 #include <string.h>
 
+#include "chat/formats/calls.h"
 #include "chat/formats/internal.h"
 #include "chat/json/json.h"
 
@@ -299,3 +300,12 @@ enum st_status st_chat_render_qwen3(const struct st_chat_tmpl *t,
         return st_err_set(err, rc, "chat template: malformed tools or tool_calls JSON");
     return rc;
 }
+
+/* ---- the call grammar's hook (chat/formats/calls.h) ---- */
+
+/* Hermes: "<tool_call>\n{"name": NAME, "arguments": ARGS}\n</tool_call>"
+ * (Qwen3, Qwen2.5). */
+const struct st_chat_call_frame st_chat_qwen3_call_frame = {
+    .open = "", .pre_head = "<tool_call>\n{\"name\": \"", .pre_tail = "\", \"arguments\": ",
+    .post = "}\n</tool_call>", .sep = "", .close = "",
+};

@@ -538,3 +538,17 @@ bool st_chat_qwen3coder_call(struct st_str body, struct st_str tools, struct st_
     return st_chat_blanks(s, i + sizeof("</function>") - 1, n) == n &&
            st_buf_append(out, LIT("}")) == ST_OK;
 }
+
+/* ---- the call grammar's hook (chat/formats/calls.h) ---- */
+
+/* <tool_call>\n<function=NAME>\n PARAMETERS </function>\n</tool_call>: the
+ * body is tagged parameter blocks (grammar/call_grammar_xml.c). */
+const struct st_chat_call_frame st_chat_qwen3coder_call_frame = {
+    .open = "", .pre_head = "<tool_call>\n<function=", .pre_tail = ">\n",
+    .post = "\n</tool_call>", .sep = "", .close = "", .name_refused = "<> ",
+};
+
+const struct st_chat_call_tags st_chat_qwen3coder_call_tags = {
+    ST_CHAT_LIT("<parameter="), ST_CHAT_LIT("</function>"), ST_CHAT_LIT(">\n"),
+    ST_CHAT_LIT("</parameter>"), ST_CHAT_LIT("\n</parameter>\n"), '\n',
+};
