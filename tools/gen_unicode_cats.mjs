@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// gen_unicode_cats.mjs -- write src/text/unicode_cats.c: the letter-case and
-// mark classes the tekken pre-tokenizer needs (src/text/pretok.c).
+// gen_unicode_cats.mjs -- write src/tok/unicode/unicode_cats.c: the letter-case and
+// mark classes the tekken pre-tokenizer needs (src/tok/pretok.c).
 //
 // Run at development time only (the product never needs node):
 //   npm install --prefix /tmp/uni @unicode/unicode-15.1.0
-//   NODE_PATH=/tmp/uni/node_modules node tools/gen_unicode_cats.mjs > src/text/unicode_cats.c
+//   NODE_PATH=/tmp/uni/node_modules node tools/gen_unicode_cats.mjs > src/tok/unicode/unicode_cats.c
 //
 // Data source: the npm package @unicode/unicode-15.1.0 (General_Category code
 // point lists of Unicode 15.1.0, the version unicode_tables.c was generated
@@ -42,7 +42,7 @@ out.push(" * Unicode 15.1.0 (npm @unicode/unicode-15.1.0 General_Category lists)
 out.push(" * Letter-case / mark classes of the tekken pre-tokenizer: cls bit 1 =");
 out.push(" * [\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}], bit 2 = [\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}].");
 out.push(" * Searched by unicode.c (st_uni_case_class); see internal.h. */");
-out.push('#include "internal.h"\n');
+out.push('#include "tok/unicode/internal.h"\n');
 out.push("const struct st_uni_ccls st_uni_case_tab[] = {");
 for (let i = 0; i < ranges.length; i += 4)
   out.push("    " + ranges.slice(i, i + 4).map(([a, b, c]) =>

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""gen_unicode_tables.py -- write src/text/unicode_tables.c for the tokenizer.
+"""gen_unicode_tables.py -- write src/tok/unicode/unicode_tables.c for the tokenizer.
 
 Run at development time only (the product never needs Python):
-    python3 tools/gen_unicode_tables.py > src/text/unicode_tables.c
+    python3 tools/gen_unicode_tables.py > src/tok/unicode/unicode_tables.c
 
 Data source: Python's own unicodedata module (the Unicode version is printed
 into the output). Use the newest Python available; 3.13 ships Unicode 15.1.
@@ -128,7 +128,7 @@ def main():
     print(f" * Unicode {ud.unidata_version} (Python {sys.version.split()[0]} unicodedata).")
     print(" * Range tables for \\p{L} and \\p{N}, and the canonical data NFC needs.")
     print(" * Searched by unicode.c; see internal.h for the shapes. */")
-    print('#include "internal.h"\n')
+    print('#include "tok/unicode/internal.h"\n')
     print(f'const char st_uni_version[] = "{ud.unidata_version}";\n')
     emit_pairs("st_uni_letter", letters)
     emit_pairs("st_uni_number", numbers)

@@ -19,11 +19,12 @@
  *   glm         <tool_call>X\n                          -                 ws   -
  *               (GLM-4.5: ARGS is PAIR* "</tool_call>", below)
  *
- * xml's ARGS (call_grammar_xml.c; what reply_xml.c parses back):
+ * xml's ARGS (call_grammar_xml.c; what chat/formats/qwen3coder.c parses back):
  *
  *   PARAM = "<parameter=" KEY ">\n" VALUE "\n</parameter>\n"
  *
- * glm's ARGS (call_grammar_xml.c with GLM's tags; what reply_xml.c parses back):
+ * glm's ARGS (call_grammar_xml.c with GLM's tags; what chat/formats/glm45.c parses
+ * back):
  *
  *   PAIR = "<arg_key>" KEY "</arg_key>\n<arg_value>" VALUE "</arg_value>\n"
  *
@@ -37,7 +38,7 @@
  * is not false (no blanks, '<', '>', quotes or backslashes; repeats of
  * such a name are not detected). VALUE as the parser types it: JSON text
  * valid against the property's schema where its "type" is not a string
- * type (reply_xml.c's rule), else raw text whose JSON string is valid
+ * type (chat/formats/qwen3coder.c's rule), else raw text whose JSON string is valid
  * against it (an enum of strings holds), never containing "</parameter>"
  * or "</tool_call>" (the parser would cut the value there). A tool whose parameters cannot
  * be written so (a required key with blanks or escapes, a string-typed

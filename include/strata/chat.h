@@ -10,8 +10,8 @@
  * (tools and calls in its XML-like <function=..><parameter=..> form), Llama 3,
  * Llama 3.1/3.2/3.3 (the "Cutting Knowledge Date" system header, tools),
  * Mistral ([INST], v3 style), Mistral v7 and v11 (the tekken-era
- * [SYSTEM_PROMPT] templates with tools: chat_mistral.c), Gemma, GLM-4.5 /
- * 4.6 (thinking, tools, <arg_key>/<arg_value> calls: chat_glm45.c).
+ * [SYSTEM_PROMPT] templates with tools: chat/formats/mistral.c), Gemma, GLM-4.5 /
+ * 4.6 (thinking, tools, <arg_key>/<arg_value> calls: chat/formats/glm45.c).
  * Anything else renders as ChatML and logs a warning naming the model.
  *
  * Messages are plain views (struct st_str, not NUL-terminated; ptr == NULL
@@ -56,7 +56,7 @@ struct st_chat_tmpl {
     bool   known;           /* false: fell back to ChatML */
     char   bos[32];         /* bos_token text for templates that print it ("" = none) */
     char   eos[32];         /* eos_token text (Mistral ends assistant turns with it) */
-    /* Mistral v7 / v11 only (chat_mistral.c): the template's own default
+    /* Mistral v7 / v11 only (chat/formats/mistral.c): the template's own default
      * system message and v7's parallel_tool_prompt, decoded from its Jinja
      * string literals ('\x01' where it concatenates today's date). */
     bool   has_default_system;
@@ -80,7 +80,7 @@ struct st_chat_req {
     struct st_str             tools;    /* JSON array of tools; ptr NULL or "[]" = none */
     bool                      add_generation_prompt;
     bool                      continue_final;   /* end inside the last message, an
-                                                   assistant's (chat_continue.c);
+                                                   assistant's (chat/continue.c);
                                                    add_generation_prompt is then ignored */
     int                       enable_thinking;  /* -1 = not given, 0 = false, 1 = true */
     struct st_str             date_string;      /* Llama 3.1+ "Today Date"; ptr NULL = the

@@ -32,7 +32,7 @@
  * dropped (the text stays in the language; fewer texts can be written).
  * Work: the expansion after each character has a budget (65,536 element
  * visits, all stacks together). The compiler bounds the visits one
- * stack's expansion may take (gbnf_bound.c) and refuses, naming a rule, a
+ * stack's expansion may take (grammar/gbnf/bound.c) and refuses, naming a rule, a
  * grammar where that could exceed ST_GBNF_MAX_WORK (a deep tree or a long
  * row of rules that may match the empty text): so the first stack that
  * takes a byte always expands in full, and a byte first_bytes allows

@@ -17,7 +17,7 @@
  * allowed), nullable (OpenAPI), minimum / maximum / exclusiveMinimum /
  * exclusiveMaximum (exact on the decimal text; no exponent under a range),
  * minLength / maxLength (code points), pattern (an ECMA-262 subset, as a
- * DFA over code points: json_regex.h) and format (date, time, date-time,
+ * DFA over code points: grammar/regex/regex.h) and format (date, time, date-time,
  * duration, uuid, ipv4, ipv6, hostname, email as built-in patterns;
  * others ignored), multipleOf (a positive integer: the numbers become
  * integers). Annotations (description, title, default, examples,
@@ -71,7 +71,7 @@ struct st_js_frame {
     uint64_t seen;      /* object: bit i = property i present */
 };
 
-/* One alternative's pushdown automaton (json_schema_state.c). */
+/* One alternative's pushdown automaton (grammar/schema/state.c). */
 struct st_js_stack {
     uint8_t  mode;      /* lexical state (enum jsmode) */
     uint8_t  depth;     /* open containers */
@@ -134,7 +134,7 @@ bool st_json_schema_in_string(const struct st_json_schema_state *st);
 bool st_json_schema_between(const struct st_json_schema_state *st, uint16_t *ws_left);
 
 /* ---- the sampler's fast path in bounded and pattern strings ------------
- * (src/engine/json_mask.c; json_schema_run.c). Where the state has one
+ * (src/engine/json_mask.c; grammar/schema/run.c). Where the state has one
  * stack inside a string value that is not free (st_json_schema_in_string
  * says no: a maxLength with little room left, or a pattern), what a run
  * of "plain" bytes (0x20 and up, no '"' or '\\': they cannot leave the

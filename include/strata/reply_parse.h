@@ -1,7 +1,7 @@
 /* reply_parse.h -- what a chat model generates -> reasoning, content and
  * tool calls, incrementally (docs/API.md "Tool calls and reasoning").
  *
- * The format is the Qwen3 / Hermes / Qwen2.5 one (src/text/chat_qwen3.c):
+ * The format is the Qwen3 / Hermes / Qwen2.5 one (src/chat/formats/qwen3.c):
  *
  *   <think>\nreasoning\n</think>\n\ncontent\n<tool_call>\n{"name": "f",
  *   "arguments": {...}}\n</tool_call>\n<tool_call>\n...\n</tool_call>
@@ -35,15 +35,15 @@
  *    {"name": ..., "parameters": ...} reply): content that starts with "{"
  *    is held; if the whole rest of the reply is one such object it is one
  *    call, otherwise it goes out as content as soon as that is clear.
- *  - opts.xml_calls (Qwen3-Coder, src/text/chat_qwen3coder.c): a call's body
+ *  - opts.xml_calls (Qwen3-Coder, src/chat/formats/qwen3coder.c): a call's body
  *    runs to the first "</tool_call>" and is
  *      <function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>
  *    (a body that starts with "{" is read as a JSON call instead). The
  *    arguments become a JSON object: each value loses one leading and one
  *    trailing newline and stays a string, unless the parameter's type in
  *    opts.tools_json is a non-string type and the value parses as JSON
- *    (src/text/reply_xml.c). Malformed bodies go out as content.
- *  - opts.mistral (Mistral prompts, src/text/chat_mistral.c): the markers
+ *    (src/chat/formats/qwen3coder.c). Malformed bodies go out as content.
+ *  - opts.mistral (Mistral prompts, src/chat/formats/mistral.c): the markers
  *    are "[THINK]" / "[/THINK]" for reasoning (a reply that opens with
  *    "<think>" instead, as Magistral 2506 writes it, closes with "</think>")
  *    and "[TOOL_CALLS]" for calls,
@@ -59,7 +59,7 @@
  *    What is not a well-formed call goes out as content byte for byte: up
  *    to the byte that breaks the form, or all of it when generation ends
  *    inside the call.
- *  - opts.glm (GLM-4.5 prompts, src/text/chat_glm45.c): blanks at the start
+ *  - opts.glm (GLM-4.5 prompts, src/chat/formats/glm45.c): blanks at the start
  *    of the content are dropped (the template writes "\n" before it, after
  *    "<|assistant|>" or "</think>"); with tools, a call's body runs to the
  *    first "</tool_call>" and is
@@ -67,7 +67,7 @@
  *    (a body that starts with "{" is read as a JSON call instead). A value
  *    stays a string, exact, where the parameter's schema type in
  *    opts.tools_json is "string"; any other value becomes JSON when it
- *    parses as one (src/text/reply_xml.c). Malformed bodies go out as
+ *    parses as one (src/chat/formats/glm45.c). Malformed bodies go out as
  *    content.
  *
  * Ownership: the parser is caller-storage (init/fini); event texts are
@@ -122,7 +122,7 @@ struct st_reply_opts {
 
 struct st_reply_parser {
     struct st_reply_opts opts;
-    int     state;          /* start, reasoning, content, tool (reply_parse.c) */
+    int     state;          /* start, reasoning, content, tool (reply/parse.c) */
     bool    lead;           /* drop leading whitespace of the current part */
     struct st_buf pend;     /* undecided bytes; pend.data[pos..len) */
     size_t  pos;
@@ -138,7 +138,7 @@ struct st_reply_parser {
     bool    bare;           /* the call being read has no tags (bare_json_calls) */
     bool    content_seen;   /* content was emitted: no bare call can follow */
     bool    think_tags;     /* mistral: the reply opened <think> (Magistral 2506), not [THINK] */
-    int     mphase;         /* mistral: name, tag, call id, JSON (reply_parse.c) */
+    int     mphase;         /* mistral: name, tag, call id, JSON (reply/parse.c) */
     size_t  ns, ne;         /* mistral: the name's span in the body (ne == ns: none) */
 };
 
@@ -163,7 +163,7 @@ enum st_status st_reply_parser_finish(struct st_reply_parser *p, st_reply_emit_f
 bool st_reply_prompt_opens_think(const char *prompt, size_t len);
 
 /* True when a rendered prompt asks for bare JSON calls: the Llama 3.1+
- * system header with tools ("Environment: ipython", src/text/chat_llama31.c). */
+ * system header with tools ("Environment: ipython", src/chat/formats/llama31.c). */
 bool st_reply_prompt_wants_json_calls(const char *prompt, size_t len);
 
 /* True when a rendered prompt is a Mistral one: after an optional "<s>" it
@@ -173,11 +173,11 @@ bool st_reply_prompt_is_mistral(const char *prompt, size_t len);
 
 /* True when a rendered prompt asks for Qwen3-Coder's XML-style calls: its
  * tools section's example call ("<tool_call>\n<function=example_function_name>
- * \n<parameter=example_parameter_1>\n", src/text/chat_qwen3coder.c). */
+ * \n<parameter=example_parameter_1>\n", src/chat/formats/qwen3coder.c). */
 bool st_reply_prompt_wants_xml_calls(const char *prompt, size_t len);
 
 /* True when a rendered prompt is a GLM-4.5 one: it starts with
- * "[gMASK]<sop>" (src/text/chat_glm45.c). Then opts.glm applies, and
+ * "[gMASK]<sop>" (src/chat/formats/glm45.c). Then opts.glm applies, and
  * tool_choice's grammar is ST_CALL_GLM. */
 bool st_reply_prompt_is_glm(const char *prompt, size_t len);
 

@@ -6,7 +6,7 @@ add_executable(test_tokenizer_ref
     ${CMAKE_CURRENT_LIST_DIR}/tokenizer_ref/test_tokenizer_ref.c
     ${CMAKE_CURRENT_LIST_DIR}/tokenizer_ref/hf_tokenizer.c)
 target_include_directories(test_tokenizer_ref PRIVATE ${CMAKE_CURRENT_LIST_DIR}/tokenizer_ref)
-target_link_libraries(test_tokenizer_ref PRIVATE st_test_support st_text PkgConfig::CJSON
+target_link_libraries(test_tokenizer_ref PRIVATE st_test_support st_chat PkgConfig::CJSON
                       PkgConfig::CHECK st_warnings)
 add_test(NAME tokenizer_ref
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/tokenizer_ref/run.sh

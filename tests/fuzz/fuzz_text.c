@@ -40,7 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "chat/json/json.h"
+#include "tok/internal.h"
+#include "tok/unicode/unicode.h"
 #include "strata/call_grammar.h"
 #include "strata/chat.h"
 #include "strata/detok.h"

@@ -3,9 +3,13 @@
 # compiled into the target so that coverage sees them; only st_util is
 # linked. ctest runs it ~20 s from the seeds in corpus/gbnf (label fuzz).
 if(STRATA_FUZZ)
-    file(GLOB ST_FUZZ_GBNF_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/text/*.c)
+    file(GLOB ST_FUZZ_GBNF_SOURCES CONFIGURE_DEPENDS
+         ${PROJECT_SOURCE_DIR}/src/tok/*.c ${PROJECT_SOURCE_DIR}/src/tok/unicode/*.c
+         ${PROJECT_SOURCE_DIR}/src/chat/*.c ${PROJECT_SOURCE_DIR}/src/chat/formats/*.c
+         ${PROJECT_SOURCE_DIR}/src/chat/json/*.c ${PROJECT_SOURCE_DIR}/src/reply/*.c
+         ${PROJECT_SOURCE_DIR}/src/grammar/*.c ${PROJECT_SOURCE_DIR}/src/grammar/*/*.c)
     add_executable(fuzz_gbnf ${CMAKE_CURRENT_LIST_DIR}/fuzz_gbnf.c ${ST_FUZZ_GBNF_SOURCES})
-    target_include_directories(fuzz_gbnf PRIVATE ${PROJECT_SOURCE_DIR}/src/text)
+    target_include_directories(fuzz_gbnf PRIVATE ${PROJECT_SOURCE_DIR}/src)
     target_compile_options(fuzz_gbnf PRIVATE -fsanitize=fuzzer,address,undefined
                            -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
     target_link_options(fuzz_gbnf PRIVATE -fsanitize=fuzzer,address,undefined)

@@ -25,7 +25,7 @@ if(STRATA_FUZZ AND STRATA_SERVER)
         target_compile_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined
                                -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
         target_link_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)
-        target_link_libraries(${target} PRIVATE st_sched st_text st_util PkgConfig::CJSON
+        target_link_libraries(${target} PRIVATE st_sched st_grammar st_util PkgConfig::CJSON
                               Threads::Threads st_warnings)
         set(scratch ${CMAKE_CURRENT_BINARY_DIR}/fuzz_${api}_corpus)
         file(MAKE_DIRECTORY ${scratch})

@@ -4,7 +4,7 @@
 # are compiled into the target with coverage instrumentation, with
 # src/engine/request.c for st_gen_params_defaults (so the target does not
 # pull in the engine and its backends); the priority intake comes from
-# st_sched, the json_schema compiler from st_text. ctest runs it ~20 s from the committed seeds (label fuzz).
+# st_sched, the json_schema compiler from st_grammar. ctest runs it ~20 s from the committed seeds (label fuzz).
 if(STRATA_FUZZ AND STRATA_SERVER)
     set(ST_SRV ${PROJECT_SOURCE_DIR}/src/server)
     add_executable(fuzz_oai_request ${CMAKE_CURRENT_LIST_DIR}/fuzz_oai_request.c
@@ -16,7 +16,7 @@ if(STRATA_FUZZ AND STRATA_SERVER)
     target_compile_options(fuzz_oai_request PRIVATE -fsanitize=fuzzer,address,undefined
                            -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
     target_link_options(fuzz_oai_request PRIVATE -fsanitize=fuzzer,address,undefined)
-    target_link_libraries(fuzz_oai_request PRIVATE st_sched st_text st_util PkgConfig::CJSON
+    target_link_libraries(fuzz_oai_request PRIVATE st_sched st_grammar st_util PkgConfig::CJSON
                           st_warnings)
     set(ST_FUZZ_OAI_SCRATCH ${CMAKE_CURRENT_BINARY_DIR}/fuzz_oai_corpus)
     file(MAKE_DIRECTORY ${ST_FUZZ_OAI_SCRATCH})

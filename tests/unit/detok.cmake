@@ -1,2 +1,2 @@
-st_add_check_test(detok SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_detok.c LIBS st_text)
-target_include_directories(test_detok PRIVATE ${PROJECT_SOURCE_DIR}/src/text)
+st_add_check_test(detok SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_detok.c LIBS st_tok)
+target_include_directories(test_detok PRIVATE ${PROJECT_SOURCE_DIR}/src)

@@ -1,3 +1,3 @@
 # GBNF grammars (the `grammar` request field): the parser, its errors and
-# the byte-at-a-time recognizer (src/text/gbnf*.c).
-st_add_check_test(gbnf SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gbnf.c LIBS st_text)
+# the byte-at-a-time recognizer (src/grammar/gbnf/).
+st_add_check_test(gbnf SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gbnf.c LIBS st_grammar)

@@ -1,3 +1,3 @@
 # response_format json_schema: the schema compiler and the byte-at-a-time
-# validator (src/text/json_schema*.c).
-st_add_check_test(json_schema SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_json_schema.c LIBS st_text)
+# validator (src/grammar/schema/).
+st_add_check_test(json_schema SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_json_schema.c LIBS st_grammar)

@@ -581,7 +581,7 @@ static struct st_call_grammar *gcompile(const char *name, enum st_call_think thi
 #define GH(body) "<tool_call>edit\n" body
 #define GP(k, v) "<arg_key>" k "</arg_key>\n<arg_value>" v "</arg_value>\n"
 
-/* The frame as GLM-4.5's template writes calls (chat_glm45.c): an optional
+/* The frame as GLM-4.5's template writes calls (chat/formats/glm45.c): an optional
  * think block, "<tool_call>NAME\n", the pairs, "</tool_call>", blanks
  * between calls. */
 START_TEST(test_call_grammar_glm_frame)

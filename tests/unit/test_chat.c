@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "chat/json/json.h"
 #include "strata/chat.h"
 #include "support.h"
 
@@ -717,7 +717,7 @@ START_TEST(test_chat_glm45_tools_and_calls)
 }
 END_TEST
 
-/* continue_final (chat_continue.c): the prompt ends inside the assistant's
+/* continue_final (chat/continue.c): the prompt ends inside the assistant's
  * text, after its think block. */
 START_TEST(test_chat_glm45_continue)
 {

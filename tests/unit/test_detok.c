@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "tok/unicode/unicode.h"
 #include "strata/detok.h"
 #include "strata/stop.h"
 #include "strata/tokenizer.h"

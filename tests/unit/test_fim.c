@@ -1,4 +1,4 @@
-/* test_fim.c -- fill-in-the-middle prompts (src/text/fim.c): the exact id
+/* test_fim.c -- fill-in-the-middle prompts (src/chat/fim.c): the exact id
  * layout with and without the repo-level tokens, the budget rule (extra
  * chunks go first, then the prefix keeps its end and the suffix its start,
  * 3:1), the errors, detection by token text, and that FIM markers inside
@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "tok/internal.h"
+#include "tok/unicode/unicode.h"
 #include "strata/fim.h"
 #include "strata/tokenizer.h"
 #include "support.h"

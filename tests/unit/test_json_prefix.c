@@ -1,5 +1,5 @@
 /* test_json_prefix.c -- the byte-at-a-time JSON prefix validator
- * (src/text/json_prefix.c): valid and invalid prefixes, completion,
+ * (src/grammar/json_prefix.c): valid and invalid prefixes, completion,
  * nesting and the depth limit, strings and escapes, numbers, literals,
  * and that every prefix of a valid document is a valid prefix. */
 #include <check.h>

@@ -1,5 +1,5 @@
 /* test_json_schema.c -- response_format json_schema's compiler and
- * byte-at-a-time validator (src/text/json_schema*.c): compile errors name
+ * byte-at-a-time validator (src/grammar/schema/): compile errors name
  * the keyword; each supported keyword accepts what it should and refuses,
  * at the first byte that breaks it, what it should not; $ref recursion;
  * anyOf; the whitespace cap; every prefix of a valid document is valid.

@@ -1,6 +1,6 @@
 /* test_json_schema_pattern.c -- "pattern", "format" and "multipleOf" in
- * response_format json_schema (src/text/json_regex*.c,
- * json_schema_pattern.c, json_schema_pstr.c): what is refused at compile
+ * response_format json_schema (src/grammar/regex/,
+ * grammar/schema/pattern.c, grammar/schema/pstr.c): what is refused at compile
  * time (naming the construct); byte-by-byte accept / refuse at the edges
  * (anchors, classes, escapes in the JSON text, multibyte code points,
  * surrogate pairs, counted repetition, alternation, empty matches,

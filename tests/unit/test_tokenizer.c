@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "tok/internal.h"
+#include "tok/unicode/unicode.h"
 #include "strata/tokenizer.h"
 #include "support.h"
 
