@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "strata/log.h"
 
 #define DEFAULT_MODEL_NAME "strata-sim"

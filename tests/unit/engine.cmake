@@ -6,4 +6,4 @@ st_add_check_test(engine SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine.c LIBS st
 st_add_check_test(engine_sched SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_sched.c LIBS st_engine)
 st_add_check_test(engine_sample SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_sample.c
                   LIBS st_engine m)
-target_include_directories(test_engine_sample PRIVATE ${PROJECT_SOURCE_DIR}/src/engine)
+target_include_directories(test_engine_sample PRIVATE ${PROJECT_SOURCE_DIR}/src)

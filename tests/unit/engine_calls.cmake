@@ -3,4 +3,4 @@
 # model runner, with and without MTP. It reaches src/engine/internal.h.
 st_add_check_test(engine_calls SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_calls.c
                   LIBS st_engine m TIMEOUT 600)
-target_include_directories(test_engine_calls PRIVATE ${PROJECT_SOURCE_DIR}/src/engine)
+target_include_directories(test_engine_calls PRIVATE ${PROJECT_SOURCE_DIR}/src)

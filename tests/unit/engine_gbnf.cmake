@@ -4,5 +4,5 @@
 st_add_check_test(engine_gbnf SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_gbnf.c
                   ${PROJECT_SOURCE_DIR}/tests/e2e/tokenizer_ref/hf_tokenizer.c
                   LIBS st_engine PkgConfig::CJSON m TIMEOUT 600)
-target_include_directories(test_engine_gbnf PRIVATE ${PROJECT_SOURCE_DIR}/src/engine
+target_include_directories(test_engine_gbnf PRIVATE ${PROJECT_SOURCE_DIR}/src
                            ${PROJECT_SOURCE_DIR}/tests/e2e/tokenizer_ref)

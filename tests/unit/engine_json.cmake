@@ -3,4 +3,4 @@
 # It reaches src/engine/internal.h (the pool stats' MTP counters).
 st_add_check_test(engine_json SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_json.c
                   LIBS st_engine m TIMEOUT 600)
-target_include_directories(test_engine_json PRIVATE ${PROJECT_SOURCE_DIR}/src/engine)
+target_include_directories(test_engine_json PRIVATE ${PROJECT_SOURCE_DIR}/src)

@@ -4,4 +4,4 @@
 # src/engine/internal.h (the index, the test hook).
 st_add_check_test(engine_ngram SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_ngram.c
                   LIBS st_engine m TIMEOUT 600)
-target_include_directories(test_engine_ngram PRIVATE ${PROJECT_SOURCE_DIR}/src/engine)
+target_include_directories(test_engine_ngram PRIVATE ${PROJECT_SOURCE_DIR}/src)

@@ -3,4 +3,4 @@
 # reaches src/engine/internal.h (the sampler).
 st_add_check_test(engine_schema SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_schema.c
                   LIBS st_engine m TIMEOUT 600)
-target_include_directories(test_engine_schema PRIVATE ${PROJECT_SOURCE_DIR}/src/engine)
+target_include_directories(test_engine_schema PRIVATE ${PROJECT_SOURCE_DIR}/src)

@@ -7,4 +7,4 @@
 # src/engine/internal.h (the sampler).
 st_add_check_test(engine_think SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_think.c
                   LIBS st_engine m TIMEOUT 600)
-target_include_directories(test_engine_think PRIVATE ${PROJECT_SOURCE_DIR}/src/engine)
+target_include_directories(test_engine_think PRIVATE ${PROJECT_SOURCE_DIR}/src)

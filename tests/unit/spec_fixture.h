@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "model_fixture.h"
 #include "strata/sched.h"
 #include "support.h"

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "model_fixture.h"
 #include "spec_fixture.h"
 #include "strata/json_prefix.h"

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "support.h"
 
 #define MS 1000000.0

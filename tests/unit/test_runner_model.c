@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runner.h"
-#include "runner_model.h"
+#include "runner/runner.h"
+#include "runner/runner_model.h"
 #include "strata/engine.h"
 #include "strata/forward.h"
 #include "model_fixture.h"
