@@ -1,6 +1,6 @@
 /* cli_bench.c -- `strata bench`: prompt and decode throughput of a model on
  * the CPU engine (or GPU N with --backend cuda --gpu N), reported the way llama-bench reports it
- * (include/strata/cli_engine.h).
+ * (src/app/cli.h).
  *
  * Tests, each repeated -r times after one untimed warm-up run:
  *   pp<P> at np N: N prompts of P tokens (one per slot, from position 0)

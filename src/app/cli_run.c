@@ -1,4 +1,4 @@
-/* cli_run.c -- `strata run`: one-shot generation (include/strata/cli_engine.h).
+/* cli_run.c -- `strata run`: one-shot generation (src/app/cli.h).
  *
  * It builds what the server builds, minus HTTP: a scheduler on the real
  * clock, an engine pool of one CPU engine with one slot, one request with

@@ -1,5 +1,5 @@
 /* test_engine_spec_cost.c -- the draft cost model and the draft-length plan
- * (src/engine/spec_cost.c, docs/ENGINE.md "Draft length: cost-aware"),
+ * (src/engine/draft/spec_cost.c, docs/ENGINE.md "Draft length: cost-aware"),
  * with injected timings only: nothing here reads a clock.
  *
  *   - the model: a measured row count returns its time; between two it

@@ -16,7 +16,7 @@
  * vocabulary size (576) are what they were before they were added.
  * st_mm_vocab_glm (make-model's glm-* presets) keeps the bytes and merges
  * and puts GLM-4.5's special tokens where ChatML's and the FIM tokens were
- * (internal.h lists them), with GLM's ids, pre-tokenizer name and a
+ * (synth.h lists them), with GLM's ids, pre-tokenizer name and a
  * GLM-style chat template.
  * Merges are learned by classic BPE training on make_corpus.c's text: split
  * into chunks (an optional space + letters, single digits, an optional
