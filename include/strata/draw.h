@@ -1,5 +1,5 @@
 /* draw.h -- the tail of the sampler chain: from a row's best logits to one
- * token. The host sampler (src/engine/sample.c) and every backend's sample
+ * token. The host sampler (src/engine/sample/sample.c) and every backend's sample
  * op (st_backend_sample: cpu_sample.c, kernels/sample.cu) run these same
  * steps in the same arithmetic, so a token drawn on a device is the token
  * the host would have drawn from the same logits and the same uniform

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/step.h"
 
 enum st_status st_engine_embed_start(struct st_engine *e, struct st_engine_slot *sl,
                                      struct st_err *err)

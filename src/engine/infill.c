@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "strata/fim.h"
 
 #define SNIPPET_SEP "\n\n--- snippet ---\n\n"

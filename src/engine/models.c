@@ -21,13 +21,13 @@
  * backend that opens a file, so start-up never opens a model file.
  *
  * Locks: models_mu guards the states, the engines' retry_ns and the swap
- * matrix, and may be held while calling the scheduler (internal.h).
+ * matrix, and may be held while calling the scheduler (pool.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "strata/log.h"
 
 #define DEFAULT_MODEL_NAME "strata-sim"

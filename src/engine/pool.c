@@ -9,23 +9,20 @@
  * callback signals, or until a ttl or back-off needs it. Tests skip the
  * threads and call st_engine_pool_step() on a manual clock.
  *
- * st_pool_runner_new() is the one place that turns a model's backend kind
- * into a runner.
+ * st_pool_runner_new() (runner_new.c) is the one place that turns a
+ * model's backend kind into a runner.
  *
  * Requests: submit takes the engine side's reference and remembers the
- * request in the live list, so shutdown can end every one of them (in a
- * slot: by the engine loop's end path; still waiting: through
- * st_sched_cancel). Whoever ends a request emits END, forgets it and drops
- * the engine's reference; exactly one party does, decided by the
- * scheduler's mutex (st_sched_cancel returns true once, an admit hands the
- * job to one engine).
+ * request in the live list, so shutdown can end every one of them; how
+ * each one ends is live.c's.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "engine/pool.h"
+#include "engine/step.h"
 #include "strata/log.h"
 
 void st_pool_config_defaults(struct st_pool_config *c)
@@ -62,28 +59,6 @@ static void remember(struct st_engine_pool *p, struct st_request *req)
     pthread_mutex_unlock(&p->mu);
 }
 
-void st_pool_forget(struct st_engine_pool *p, struct st_request *req)
-{
-    pthread_mutex_lock(&p->mu);
-    if (req->pool_prev)
-        req->pool_prev->pool_next = req->pool_next;
-    else if (p->live == req)
-        p->live = req->pool_next;
-    if (req->pool_next)
-        req->pool_next->pool_prev = req->pool_prev;
-    req->pool_prev = req->pool_next = NULL;
-    pthread_mutex_unlock(&p->mu);
-}
-
-void st_pool_end_unslotted(struct st_engine_pool *p, struct st_request *req,
-                           enum st_finish finish, enum st_status status, const char *error)
-{
-    req->end_ns = st_clock_now(p->clock);
-    st_request_emit_end(req, finish, status, error, 0);
-    st_pool_forget(p, req);
-    st_request_unref(req);
-}
-
 /* ---- engines -------------------------------------------------------- */
 
 static void notify(void *ctx)
@@ -96,43 +71,6 @@ static void notify(void *ctx)
         pthread_cond_signal(&e->cv);
         pthread_mutex_unlock(&e->mu);
     }
-}
-
-/* Backends this build can make runners for (st_pool_runner_new). */
-static bool backend_built(enum st_backend_kind k)
-{
-#ifdef STRATA_HAVE_CUDA
-    if (k == ST_BACKEND_CUDA)
-        return true;
-#endif
-    return k == ST_BACKEND_SIM || k == ST_BACKEND_CPU;
-}
-
-enum st_status st_pool_runner_new(const struct st_engine_pool *p, int32_t model, int32_t device,
-                                  struct st_runner **out, struct st_err *err)
-{
-    const struct st_model_config *m = &p->models[model].cfg;
-    *out = NULL;   /* the sim ignores 'device'; cuda opens cuda:device (-1 = no --gpus: 0) */
-    switch (m->backend) {
-    case ST_BACKEND_SIM: {
-        enum st_status rc = st_runner_sim_new(&p->cfg.sim, m->parallel, m->ctx_size, out, err);
-        if (rc == ST_OK && m->path && strncmp(m->path, "fail:", 5) == 0)
-            st_runner_sim_fail_loads(*out, m->path + 5);
-        if (rc == ST_OK && m->path && strncmp(m->path, "reply:", 6) == 0)
-            rc = st_runner_sim_set_reply(*out, m->path + 6, err);   /* docs/SIM.md */
-        return rc;
-    }
-    case ST_BACKEND_CPU:    /* the model runner (runner_model.c) */
-        return st_runner_model_new_cfg(m, "cpu", -1, p->cfg.threads, p->cfg.ubatch, out, err);
-    case ST_BACKEND_CUDA:
-        if (!backend_built(ST_BACKEND_CUDA))
-            break;
-        return st_runner_model_new_cfg(m, "cuda", device < 0 ? 0 : device, p->cfg.threads,
-                                       p->cfg.ubatch, out, err);
-    }
-    return st_err_set(err, ST_ERR_UNSUPPORTED,
-                      "backend 'cuda' is not built in (this build has no nvcc); start with "
-                      "--backend sim or --backend cpu");
 }
 
 /* Slots for the largest model engine 'idx' may serve. */
@@ -232,7 +170,7 @@ static enum st_status check_model(const struct st_model_config *m, int32_t i,
                                   struct st_err *err)
 {
     const char *name = m->name ? m->name : "strata-sim";
-    if (!backend_built(m->backend))
+    if (!st_pool_backend_built(m->backend))
         return st_err_set(err, ST_ERR_UNSUPPORTED,
                           "model '%s': backend 'cuda' is not built in (this build has no "
                           "nvcc); start with --backend sim or --backend cpu", name);

@@ -89,7 +89,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "strata/log.h"
 #include "strata/xalloc.h"
 

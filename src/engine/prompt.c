@@ -29,19 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/step.h"
 
 _Static_assert(ST_RUNNER_SCORE_TOP == ST_MAX_TOP_LOGPROBS, "one bound for alternatives");
-
-bool st_engine_prompt_wanted(const struct st_request *req)
-{
-    return req->params.echo || req->params.prompt_logprobs;
-}
-
-int32_t st_engine_prompt_top(const struct st_request *req)
-{
-    return ST_MIN(ST_MAX(req->params.prompt_top_logprobs, 0), ST_RUNNER_SCORE_TOP);
-}
 
 enum st_status st_engine_prompt_start(struct st_engine *e, struct st_engine_slot *sl)
 {

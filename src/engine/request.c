@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "strata/call_grammar.h"
 #include "strata/gbnf.h"
 #include "strata/json_schema.h"
@@ -118,4 +118,14 @@ void st_request_emit_end(struct st_request *req, enum st_finish finish, enum st_
         ev.stop_text = req->params.stop[req->stop_index];
     if (req->emit)
         req->emit(req->emit_ctx, &ev);
+}
+
+bool st_engine_prompt_wanted(const struct st_request *req)
+{
+    return req->params.echo || req->params.prompt_logprobs;
+}
+
+int32_t st_engine_prompt_top(const struct st_request *req)
+{
+    return ST_MIN(ST_MAX(req->params.prompt_top_logprobs, 0), ST_RUNNER_SCORE_TOP);
 }

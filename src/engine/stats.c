@@ -4,15 +4,17 @@
  * (one short lock per token or per read chunk); kv_usage and running come
  * from per-engine atomics the step updates; slot views are copied from
  * each engine's table under that engine's mutex. Every read here is
- * O(engines + slots): cheap enough to scrape every 50 ms.
+ * O(engines + slots): cheap enough to scrape every 50 ms. The engine
+ * thread refreshes its views (st_engine_update_views) after each step.
  *
  * Histogram buckets (seconds, Prometheus style, upper bounds; +Inf implied):
  * 0.005 .. 60, the same for time to first token and inter-token latency;
  * 0.1 .. 600 for model loads (models.c keeps one per model).
  */
+#include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 
 static const double bucket_bounds[ST_HIST_BUCKETS] = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
@@ -119,4 +121,59 @@ size_t st_engine_pool_slots(struct st_engine_pool *p, struct st_slot_view *out, 
         pthread_mutex_unlock(&e->mu);
     }
     return total;
+}
+
+/* ---- slot views ------------------------------------------------------ */
+
+static enum st_slot_state view_state(const struct st_engine_slot *sl)
+{
+    if (!sl->req)
+        return ST_SLOT_IDLE;
+    switch (sl->req->job.state) {
+    case ST_JOB_ADMITTED:
+        return ST_SLOT_ADMITTED;
+    case ST_JOB_READING:
+        return ST_SLOT_READING;
+    case ST_JOB_PARKED:
+        return ST_SLOT_PARKED;
+    case ST_JOB_DECODING:
+        return ST_SLOT_DECODING;
+    case ST_JOB_NEW:
+    case ST_JOB_WAITING:
+    case ST_JOB_DONE:
+        break;
+    }
+    return sl->decoding ? ST_SLOT_DECODING : ST_SLOT_ADMITTED;
+}
+
+void st_engine_update_views(struct st_engine *e)
+{
+    int64_t held = 0;
+    pthread_mutex_lock(&e->mu);
+    for (int32_t i = 0; i < e->n_slots; i++) {
+        const struct st_engine_slot *sl = &e->slots[i];
+        struct st_slot_view *v = &e->views[i];
+        memset(v, 0, sizeof(*v));
+        v->engine = e->index;
+        v->slot = i;
+        v->model = e->model;
+        v->n_ctx = e->runner ? e->runner->n_ctx : 0;
+        v->state = view_state(sl);
+        v->band = ST_BAND_NORMAL;
+        /* idle: the tokens its KV keeps for the next request; busy: those
+         * its request found there (prefix.c) */
+        v->n_cached = sl->req ? sl->req->n_cached : sl->cache.n_kv;
+        if (!sl->req)
+            continue;
+        snprintf(v->request_id, sizeof(v->request_id), "%s", sl->req->id);
+        v->priority = sl->req->job.priority;
+        v->band = sl->req->band;
+        v->n_prompt = sl->req->n_tokens;
+        v->n_read = ST_MIN(sl->n_past, sl->req->n_tokens);
+        v->n_generated = sl->n_generated;
+        v->give_ways = sl->req->job.yields;
+        held += sl->n_past;
+    }
+    pthread_mutex_unlock(&e->mu);
+    atomic_store(&e->held_tokens, held);
 }

@@ -34,41 +34,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/step.h"
 #include "strata/log.h"
 #include "strata/mtp.h"
 
 static int64_t now_ns(const struct st_engine *e)
 {
     return st_clock_now(e->pool->clock);
-}
-
-void st_engine_end_slot(struct st_engine *e, struct st_engine_slot *sl, enum st_finish finish,
-                        enum st_status status, const char *error, enum st_outcome outcome)
-{
-    struct st_request *req = sl->req;
-    struct st_job_report report = {
-        .first_token_ns = req->first_token_ns,
-        .n_generated = sl->n_generated,
-        .mtp_drafted = sl->mtp.drafted,
-        .mtp_accepted = sl->mtp.accepted,
-    };
-    req->end_ns = now_ns(e);
-    /* The scheduler learns first, so a client that sees END also sees the
-     * slot free in /metrics and /slots. */
-    st_sched_finish(e->pool->sched, &req->job, outcome, &report);
-    st_request_emit_end(req, finish, status, error, sl->n_generated);
-    st_engine_prefix_release(e, sl, outcome);   /* the KV stays for the next request */
-    if (sl->stop_live)
-        st_stop_fini(&sl->stop);
-    sl->stop_live = false;
-    sl->req = NULL;
-    sl->decoding = false;
-    sl->n_past = 0;
-    if (atomic_fetch_sub(&e->busy, 1) == 1)
-        e->idle_since_ns = req->end_ns;   /* the ttl counts from here */
-    st_pool_forget(e->pool, req);
-    st_request_unref(req);
 }
 
 /* The runner's vocabulary as the sampler's JSON mask reads it. */
@@ -540,55 +512,3 @@ bool st_engine_step(struct st_engine *e)
     return n > 0 || did;
 }
 
-static enum st_slot_state view_state(const struct st_engine_slot *sl)
-{
-    if (!sl->req)
-        return ST_SLOT_IDLE;
-    switch (sl->req->job.state) {
-    case ST_JOB_ADMITTED:
-        return ST_SLOT_ADMITTED;
-    case ST_JOB_READING:
-        return ST_SLOT_READING;
-    case ST_JOB_PARKED:
-        return ST_SLOT_PARKED;
-    case ST_JOB_DECODING:
-        return ST_SLOT_DECODING;
-    case ST_JOB_NEW:
-    case ST_JOB_WAITING:
-    case ST_JOB_DONE:
-        break;
-    }
-    return sl->decoding ? ST_SLOT_DECODING : ST_SLOT_ADMITTED;
-}
-
-void st_engine_update_views(struct st_engine *e)
-{
-    int64_t held = 0;
-    pthread_mutex_lock(&e->mu);
-    for (int32_t i = 0; i < e->n_slots; i++) {
-        const struct st_engine_slot *sl = &e->slots[i];
-        struct st_slot_view *v = &e->views[i];
-        memset(v, 0, sizeof(*v));
-        v->engine = e->index;
-        v->slot = i;
-        v->model = e->model;
-        v->n_ctx = e->runner ? e->runner->n_ctx : 0;
-        v->state = view_state(sl);
-        v->band = ST_BAND_NORMAL;
-        /* idle: the tokens its KV keeps for the next request; busy: those
-         * its request found there (prefix.c) */
-        v->n_cached = sl->req ? sl->req->n_cached : sl->cache.n_kv;
-        if (!sl->req)
-            continue;
-        snprintf(v->request_id, sizeof(v->request_id), "%s", sl->req->id);
-        v->priority = sl->req->job.priority;
-        v->band = sl->req->band;
-        v->n_prompt = sl->req->n_tokens;
-        v->n_read = ST_MIN(sl->n_past, sl->req->n_tokens);
-        v->n_generated = sl->n_generated;
-        v->give_ways = sl->req->job.yields;
-        held += sl->n_past;
-    }
-    pthread_mutex_unlock(&e->mu);
-    atomic_store(&e->held_tokens, held);
-}

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/step.h"
 #include "strata/log.h"
 
 static int64_t now_ns(const struct st_engine *e)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 
 /* The text runner of 'model', or an error (NOT_FOUND, LOADING). */
 static enum st_status text_of(struct st_engine_pool *p, int32_t model,

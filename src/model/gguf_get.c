@@ -1,25 +1,8 @@
-/* gguf_get.c -- typed metadata getters by key, and the ggml tensor types'
- * block sizes and names (from the one table in src/util/dtype.c).
+/* gguf_get.c -- typed metadata getters by key (the ggml type table is
+ * ggml_types.c).
  */
 #include "internal.h"
-#include "strata/dtype.h"
 #include "strata/gguf.h"
-
-bool st_model_ggml_type_size(uint32_t id, int32_t *blck, int32_t *bytes)
-{
-    const struct st_dtype_info *info = st_ggml_type_info(id);
-    if (!info)
-        return false;
-    *blck = info->block_elems;
-    *bytes = info->block_bytes;
-    return true;
-}
-
-const char *st_gguf_ggml_type_name(uint32_t id)
-{
-    const struct st_dtype_info *info = st_ggml_type_info(id);
-    return info ? info->name : NULL;
-}
 
 /* The kv for 'key', or ST_ERR_NOT_FOUND with a message. */
 static enum st_status need(const struct st_gguf *g, const char *key,

@@ -69,7 +69,7 @@ struct st_mtp {
     size_t kv_bytes, act_bytes;
 };
 
-/* Run the MTP block over n rows (n <= R), in two halves so that a graph
+/* (mtp_rows.c) Run the MTP block over n rows (n <= R), in two halves so that a graph
  * bracket (docs/CUDA.md) can sit between them: st_mtp_rows_write uploads
  * every row integer of the pass (tokens/slots/pos as in a model batch, h
  * row i = row hrows[i] of the h table), st_mtp_rows_ops runs the ops with

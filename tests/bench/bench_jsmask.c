@@ -28,7 +28,8 @@
 #include "bench_summary.h"
 #include "bench_qwen3.h"
 #include "hf_tokenizer.h"
-#include "internal.h"
+#include "engine/pool.h"
+#include "engine/sample/json_mask.h"
 #include "strata/call_grammar.h"
 #include "strata/json_schema.h"
 

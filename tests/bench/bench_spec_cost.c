@@ -1,6 +1,6 @@
 /* bench_spec_cost.c -- what a draft-verify step is made of, on a model with
  * an MTP layer (docs/ENGINE.md "Draft length: cost-aware"): the numbers the
- * engine's cost model (src/engine/spec_cost.c) learns online, measured here
+ * engine's cost model (src/engine/draft/spec_cost.c) learns online, measured here
  * directly on the model so they can be read side by side.
  *
  * For n = 1, 2, 4 slots (each holding a P-token prompt) it times, as the

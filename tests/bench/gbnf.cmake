@@ -3,7 +3,7 @@
 # usage in the file header).
 add_executable(bench_gbnf ${CMAKE_CURRENT_LIST_DIR}/bench_gbnf.c
                ${PROJECT_SOURCE_DIR}/tests/e2e/tokenizer_ref/hf_tokenizer.c)
-target_include_directories(bench_gbnf PRIVATE ${PROJECT_SOURCE_DIR}/src/engine
+target_include_directories(bench_gbnf PRIVATE ${PROJECT_SOURCE_DIR}/src
                            ${PROJECT_SOURCE_DIR}/tests/e2e/tokenizer_ref
                            ${PROJECT_SOURCE_DIR}/tests/unit)
 target_link_libraries(bench_gbnf PRIVATE st_engine PkgConfig::CJSON st_warnings)

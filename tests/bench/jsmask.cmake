@@ -3,7 +3,7 @@
 # usage in the file header).
 add_executable(bench_jsmask ${CMAKE_CURRENT_LIST_DIR}/bench_jsmask.c
                ${PROJECT_SOURCE_DIR}/tests/e2e/tokenizer_ref/hf_tokenizer.c)
-target_include_directories(bench_jsmask PRIVATE ${PROJECT_SOURCE_DIR}/src/engine
+target_include_directories(bench_jsmask PRIVATE ${PROJECT_SOURCE_DIR}/src
                            ${PROJECT_SOURCE_DIR}/tests/e2e/tokenizer_ref
                            ${PROJECT_SOURCE_DIR}/tests/unit)
 target_link_libraries(bench_jsmask PRIVATE st_engine PkgConfig::CJSON st_warnings)

@@ -9,7 +9,7 @@ if(STRATA_FUZZ AND STRATA_SERVER)
                    ${ST_SRV}/embeddings_request.c ${ST_SRV}/embeddings_reply.c
                    ${ST_SRV}/oai_fields.c ${ST_SRV}/errors.c ${ST_SRV}/json_out.c)
     target_include_directories(fuzz_embeddings_request PRIVATE ${ST_SRV}
-                               ${PROJECT_SOURCE_DIR}/src/engine)
+                               ${PROJECT_SOURCE_DIR}/src)
     target_compile_options(fuzz_embeddings_request PRIVATE -fsanitize=fuzzer,address,undefined
                            -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
     target_link_options(fuzz_embeddings_request PRIVATE -fsanitize=fuzzer,address,undefined)

@@ -11,6 +11,7 @@ if(STRATA_FUZZ)
     add_executable(fuzz_gguf ${CMAKE_CURRENT_LIST_DIR}/fuzz_gguf.c
                    ${PROJECT_SOURCE_DIR}/src/model/gguf.c
                    ${PROJECT_SOURCE_DIR}/src/model/gguf_get.c
+                   ${PROJECT_SOURCE_DIR}/src/model/ggml_types.c
                    ${PROJECT_SOURCE_DIR}/src/model/model_desc.c
                    ${PROJECT_SOURCE_DIR}/src/backend/quant_ref.c
                    ${PROJECT_SOURCE_DIR}/src/backend/quant_tables.c)

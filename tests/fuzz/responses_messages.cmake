@@ -21,7 +21,7 @@ if(STRATA_FUZZ AND STRATA_SERVER)
             target_sources(${target} PRIVATE ${ST_SRV}/responses_chain.c
                            ${ST_SRV}/responses_store.c)
         endif()
-        target_include_directories(${target} PRIVATE ${ST_SRV} ${PROJECT_SOURCE_DIR}/src/engine)
+        target_include_directories(${target} PRIVATE ${ST_SRV} ${PROJECT_SOURCE_DIR}/src)
         target_compile_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined
                                -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
         target_link_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)

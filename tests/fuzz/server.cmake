@@ -12,7 +12,7 @@ if(STRATA_FUZZ AND STRATA_SERVER)
                    ${ST_SRV}/oai_sampling.c ${ST_SRV}/oai_tools.c
                    ${ST_SRV}/errors.c ${ST_SRV}/json_out.c ${ST_SRV}/auth.c ${ST_SRV}/random_id.c
                    ${PROJECT_SOURCE_DIR}/src/engine/request.c)
-    target_include_directories(fuzz_oai_request PRIVATE ${ST_SRV} ${PROJECT_SOURCE_DIR}/src/engine)
+    target_include_directories(fuzz_oai_request PRIVATE ${ST_SRV} ${PROJECT_SOURCE_DIR}/src)
     target_compile_options(fuzz_oai_request PRIVATE -fsanitize=fuzzer,address,undefined
                            -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
     target_link_options(fuzz_oai_request PRIVATE -fsanitize=fuzzer,address,undefined)

@@ -4,7 +4,7 @@
 # the same tokens with MTP and n-gram drafts); the thinking budget (the
 # sampler's count and forced close, and on the model: the cut at exactly N
 # reasoning tokens, with and without a schema, with drafts). It reaches
-# src/engine/internal.h (the sampler).
+# src/engine/pool.h (the sampler).
 st_add_check_test(engine_think SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_think.c
                   LIBS st_engine m TIMEOUT 600)
-target_include_directories(test_engine_think PRIVATE ${PROJECT_SOURCE_DIR}/src/engine)
+target_include_directories(test_engine_think PRIVATE ${PROJECT_SOURCE_DIR}/src)

@@ -5,13 +5,13 @@ st_add_check_test(forward_ref SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_forward_ref
                   ${CMAKE_CURRENT_LIST_DIR}/forward_ref.c LIBS st_model m TIMEOUT 600)
 st_add_check_test(forward SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_forward.c
                   ${CMAKE_CURRENT_LIST_DIR}/forward_ref.c LIBS st_model m)
-# The model runner (engine module): text side from the GGUF, forward through
-# the runner API. It reaches src/engine/runner.h.
+# The model runner (src/runner): text side from the GGUF, forward through
+# the runner API. It reaches src/runner/runner.h.
 st_add_check_test(runner_model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_runner_model.c
                   LIBS st_engine m)
-target_include_directories(test_runner_model PRIVATE ${PROJECT_SOURCE_DIR}/src/engine)
+target_include_directories(test_runner_model PRIVATE ${PROJECT_SOURCE_DIR}/src)
 # The engine pool on the CPU model runner: greedy through the pool = the
 # runner's argmax loop; -np 4 gives each request its solo tokens.
 st_add_check_test(engine_model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_model.c
                   LIBS st_engine)
-target_include_directories(test_engine_model PRIVATE ${PROJECT_SOURCE_DIR}/src/engine)
+target_include_directories(test_engine_model PRIVATE ${PROJECT_SOURCE_DIR}/src)

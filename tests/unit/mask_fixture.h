@@ -13,7 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
+#include "engine/sample/json_mask.h"
 #include "strata/json_schema.h"
 
 /* Token i is v[i] (ctx: the const char *const *v array); token 0 ends

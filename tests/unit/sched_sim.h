@@ -7,7 +7,7 @@
  * jobs that generated all their tokens or were cancelled. Time moves only
  * on the manual clock, by step_ns per step. No threads, no sleeps.
  *
- * The real sim engine (src/engine, with the sim backend) runs the same
+ * The real sim engine (src/engine on the sim runner, src/runner/runner_sim.c) runs the same
  * rules end to end; this one exists so the rules are tested at the pure
  * level, step by step.
  */

@@ -3,7 +3,7 @@
  * together on one CPU engine, with MTP and/or n-gram drafts or none, and
  * the results compared token for token; the checks both suites make (a
  * drafted run equals the run without drafts, the counters add up, the
- * penalties case). Header-only; needs the engine's internal.h (the MTP
+ * penalties case). Header-only; needs the engine's pool.h (the MTP
  * test hook), model_fixture.h and support.h. */
 #ifndef STRATA_TEST_SPEC_FIXTURE_H
 #define STRATA_TEST_SPEC_FIXTURE_H
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "model_fixture.h"
 #include "strata/sched.h"
 #include "support.h"

@@ -30,7 +30,8 @@
 #include <string.h>
 
 #include "engine_fixture.h"
-#include "runner.h"
+#include "runner/runner_model.h"
+#include "runner/runner_sim.h"
 #include "model_fixture.h"
 #include "support.h"
 

@@ -18,7 +18,7 @@
 
 #include "forward_ref.h"
 #include "model_fixture.h"
-#include "runner.h"
+#include "runner/runner_sim.h"
 #include "strata/forward.h"
 #include "strata/gguf.h"
 #include "strata/gguf_write.h"

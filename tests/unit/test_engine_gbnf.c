@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 
 #include "hf_tokenizer.h"
-#include "internal.h"
+#include "engine/pool.h"
 #include "mask_fixture.h"
 #include "model_fixture.h"
 #include "strata/gbnf.h"

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "model_fixture.h"
 #include "strata/json_prefix.h"
 #include "strata/sched.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner.h"
+#include "runner/runner_model.h"
 #include "strata/clock.h"
 #include "strata/engine.h"
 #include "strata/sched.h"

@@ -37,7 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "strata/mtp.h"
 #include "strata/sched.h"
 #include "model_fixture.h"

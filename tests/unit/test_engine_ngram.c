@@ -1,7 +1,7 @@
 /* test_engine_ngram.c -- n-gram (prompt-lookup) drafts, --spec ngram
  * (docs/ENGINE.md "N-gram drafts").
  *
- * The index (src/engine/ngram.c) on its own:
+ * The index (src/engine/draft/ngram.c) on its own:
  *   - a match gives the tokens that followed it, cut at the history's end;
  *   - the most recent occurrence wins; n goes from n_max down to n_min
  *     (a longer, older match beats a shorter, newer one), and nothing
@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "model_fixture.h"
 #include "spec_fixture.h"
 #include "strata/json_prefix.h"

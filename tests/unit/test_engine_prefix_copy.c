@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "engine_fixture.h"
-#include "internal.h"
+#include "engine/pool.h"
 #include "model_fixture.h"
 #include "prefix_fixture.h"
 #include "support.h"

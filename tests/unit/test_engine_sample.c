@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "engine_fixture.h"
-#include "internal.h"
+#include "engine/pool.h"
 #include "support.h"
 
 static struct st_gen_params params(float temp, int32_t top_k, float top_p, float min_p,

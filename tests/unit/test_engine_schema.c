@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "mask_fixture.h"
 #include "model_fixture.h"
 #include "strata/json_schema.h"

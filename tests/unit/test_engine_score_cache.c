@@ -32,9 +32,9 @@
 #include <string.h>
 
 #include "engine_fixture.h"
-#include "internal.h"
+#include "engine/pool.h"
 #include "model_fixture.h"
-#include "runner.h"
+#include "runner/runner.h"
 #include "support.h"
 
 #define MAXP 160   /* prompt ids at most */

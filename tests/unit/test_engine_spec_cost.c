@@ -1,5 +1,5 @@
 /* test_engine_spec_cost.c -- the draft cost model and the draft-length plan
- * (src/engine/spec_cost.c, docs/ENGINE.md "Draft length: cost-aware"),
+ * (src/engine/draft/spec_cost.c, docs/ENGINE.md "Draft length: cost-aware"),
  * with injected timings only: nothing here reads a clock.
  *
  *   - the model: a measured row count returns its time; between two it
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/pool.h"
 #include "support.h"
 
 #define MS 1000000.0

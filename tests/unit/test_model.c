@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "strata/cli_model.h"
+#include "app/cli.h"
 #include "strata/gguf.h"
 #include "strata/gguf_write.h"
 #include "strata/make_model.h"

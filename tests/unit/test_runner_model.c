@@ -1,4 +1,4 @@
-/* test_runner_model.c -- the model runner (src/engine/runner_model.c) on a
+/* test_runner_model.c -- the model runner (src/runner/runner_model.c) on a
  * make-model tiny file: its text side (tokenize/detokenize round trip,
  * pieces, end of generation, the chat template from the GGUF) and its
  * forward through the runner API (a READ chunk then DECODE rows, logits
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runner.h"
-#include "runner_model.h"
+#include "runner/runner.h"
+#include "runner/runner_model.h"
 #include "strata/engine.h"
 #include "strata/forward.h"
 #include "model_fixture.h"

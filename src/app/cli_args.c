@@ -1,0 +1,45 @@
+/* cli_args.c -- small pieces the bench commands share (cli_bench.c,
+ * cli_bench_mtp.c): whole-number arguments, --backend, the exit status of
+ * a bench that could not open its backend, mean and standard deviation.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/cli.h"
+
+bool st_cli_int_arg(const char *s, long lo, long hi, int32_t *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return false;
+    *out = (int32_t)v;
+    return true;
+}
+
+bool st_cli_backend_arg(const char *s, const char **out)
+{
+    if (strcmp(s, "cpu") && strcmp(s, "cuda"))
+        return false;
+    *out = strcmp(s, "cpu") ? "cuda" : "cpu";
+    return true;
+}
+
+int st_cli_bench_fail_status(enum st_status rc)
+{
+    return rc == ST_ERR_DEVICE || rc == ST_ERR_UNSUPPORTED || rc == ST_ERR_INVALID ? 2 : 1;
+}
+
+void st_cli_mean_sd(const double *v, int n, double *avg, double *sd)
+{
+    double s = 0, q = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    *avg = s / n;
+    for (int i = 0; i < n; i++)
+        q += (v[i] - *avg) * (v[i] - *avg);
+    *sd = n > 1 ? sqrt(q / (n - 1)) : 0.0;
+}

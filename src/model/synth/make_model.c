@@ -1,0 +1,509 @@
+/* make_model.c -- st_make_model: a synthetic qwen3moe GGUF (random weights,
+ * real tokenizer, ChatML template), written with the GGUF writer; or, with
+ * a glm-* preset, a glm4moe one (GLM-4.5's layout: leading dense layers,
+ * q/k/v biases, sigmoid routing with a selection bias and a routed scale,
+ * a shared expert, partial rope, one nextn block; GLM's special tokens and
+ * a GLM-style template; docs/GGUF.md "glm4moe").
+ *
+ * Shapes per ENGINE.md 3.2, ne0 innermost: a matrix with y = W x has
+ * ne = (in, out); experts are (in, out, X). Weights have standard
+ * deviation 1/sqrt(fan_in) so activations stay near unit scale; norm gains
+ * are uniform in [0.8, 1.2] (not exactly 1, so an engine that forgets a
+ * gain is caught by a reference comparison). Tensor data is generated
+ * while the file is written (fill callbacks), block by block.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "model/synth/synth.h"
+#include "strata/make_model.h"
+#include "strata/quant.h"
+#include "strata/xalloc.h"
+
+struct preset {
+    const char *name;
+    int64_t E, L, H, Hkv, D, X, k, F, ctx;
+    bool tied;
+    bool mtp_demo;   /* an MTP block that agrees with the model on purpose (see below) */
+    int64_t n_vocab; /* pad the built-in vocabulary to this many rows (0 = as built) */
+    /* glm4moe presets only (zero for qwen3moe): */
+    bool glm;        /* general.architecture glm4moe; always one nextn block */
+    int64_t dense;   /* leading dense layers, FFN width Fd */
+    int64_t Fd;
+    int64_t shexp;   /* shared experts (width F * shexp) */
+    int64_t n_rot;   /* partial rope: rotated dims of each head */
+    float scale;     /* expert_weights_scale (routed_scaling_factor) */
+};
+
+static const struct preset presets[] = {
+    { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true, false, 0, false, 0, 0, 0, 0, 0.0f },
+    { "small", 256, 4, 8, 2, 32, 8, 2, 128, 4096, false, false, 0, false, 0, 0, 0, 0, 0.0f },
+    { "medium", 768, 12, 16, 4, 64, 16, 4, 256, 8192, false, false, 0, false, 0, 0, 0, 0, 0.0f },
+    { "mtp-demo", 512, 8, 8, 2, 64, 4, 2, 512, 4096, false, true, 0, false, 0, 0, 0, 0, 0.0f },
+    /* a3b: the real Qwen3-30B-A3B shape (ENGINE.md 3.2) with random weights, for
+     * measuring the GPU engine (~17 GB at Q4_K); the vocabulary is padded to
+     * Qwen's 151,936 rows so the head and embedding have their real size */
+    { "a3b", 2048, 48, 32, 4, 128, 128, 8, 768, 40960, false, false, 151936, false, 0, 0, 0, 0,
+      0.0f },
+    /* glm-tiny: GLM-4.5-Air's layout at toy size (1 dense + 2 MoE layers, 8
+     * experts top-2 with a shared one, rope over half of each head, routed
+     * scale 2.5, one nextn block) */
+    { "glm-tiny", 64, 3, 4, 2, 16, 8, 2, 32, 2048, false, false, 0, true, 1, 96, 1, 8, 2.5f },
+};
+
+/* Pad v with unused "[PADn]" tokens up to n rows (the a3b preset). */
+static void pad_vocab(struct st_mm_vocab *v, int64_t n)
+{
+    if (n <= v->n)
+        return;
+    v->tokens = st_xrealloc(v->tokens, (size_t)n * sizeof(*v->tokens));
+    v->types = st_xrealloc(v->types, (size_t)n * sizeof(*v->types));
+    for (; v->n < n; v->n++) {
+        char pad[32];
+        snprintf(pad, sizeof(pad), "[PAD%lld]", (long long)v->n);
+        v->tokens[v->n] = st_xstrdup(pad);
+        v->types[v->n] = 5;
+    }
+}
+
+/* mtp-demo (docs/ENGINE.md "MTP"): a model whose MTP drafts mostly agree,
+ * to measure the draft/verify mechanism, not real acceptance. Every
+ * block's output projections (attn_output, ffn_down_exps) are scaled by
+ * DEMO_BLOCK_SCALE, so the residual stream stays close to the token's
+ * embedding and the next token is mostly f(t) = argmax output .
+ * norm(token_embd[t]). The MTP block's eh_proj is [I | 0] (F16, exact):
+ * it passes the normed embedding half through and ignores the hidden
+ * half; enorm is all ones; its block adds as little as the main ones. So
+ * given t_p it computes the same f(t_p) one position ahead. The size (~36
+ * MiB at Q8_0) makes a CPU decode step stream weights rather than pay
+ * per-op overhead, so verifying drafts is measured at a realistic cost. */
+#define DEMO_BLOCK_SCALE 0.001f
+
+enum role { R_EMBD, R_OUTPUT, R_ATTN, R_ATTN_V, R_ATTN_OUT, R_FFN, R_FFN_DOWN, R_ROUTER,
+            R_NORM, R_BIAS };
+
+/* llama-quantize's per-tensor mixes (llama_tensor_get_type) we reproduce. */
+enum mix { MIX_NONE, MIX_Q4_K_M, MIX_Q2_K, MIX_Q2_K_S, MIX_Q3_K_M, MIX_Q3_K_L };
+
+struct plan {
+    enum st_dtype base;      /* --quant */
+    enum mix      mix;
+    uint32_t      ftype;     /* llama_ftype for general.file_type */
+    int64_t       gqa;       /* n_head / n_head_kv (the Q2_K attn_v rule) */
+};
+
+enum gen_kind {
+    GEN_RANDOM,              /* random weights of standard deviation sigma */
+    GEN_ONES,                /* F32 gains of exactly 1 (mtp-demo's enorm) */
+    GEN_EYE_LEFT,            /* float rows: row o = e_o over the first half (mtp-demo eh_proj) */
+};
+
+struct gen {                 /* one tensor's generator (fill callback ctx) */
+    uint64_t      state;
+    enum st_dtype type;
+    int64_t       ne0;
+    float         sigma;
+    bool          norm;      /* F32 gains: 1 + uniform noise */
+    enum gen_kind kind;
+};
+
+struct build {
+    const struct preset *p;
+    struct plan          plan;
+    int64_t              n_vocab;
+    int64_t              n_blocks;  /* main layers + MTP block */
+    struct st_gguf_writer *w;
+    struct gen          *gens;      /* owned; one per tensor */
+    int64_t              n_gens, cap_gens;
+    uint64_t             seed;
+};
+
+static const struct {
+    const char *name;
+    enum st_dtype t;
+    uint32_t ftype;
+    enum mix mix;
+} quants[] = {
+    { "f32", ST_DTYPE_F32, 0, MIX_NONE },        { "f16", ST_DTYPE_F16, 1, MIX_NONE },
+    { "bf16", ST_DTYPE_BF16, 32, MIX_NONE },     { "q8_0", ST_DTYPE_Q8_0, 7, MIX_NONE },
+    { "q4_0", ST_DTYPE_Q4_0, 2, MIX_NONE },      { "q4_1", ST_DTYPE_Q4_1, 3, MIX_NONE },
+    { "q5_0", ST_DTYPE_Q5_0, 8, MIX_NONE },      { "q5_1", ST_DTYPE_Q5_1, 9, MIX_NONE },
+    { "q2_k", ST_DTYPE_Q2_K, 10, MIX_Q2_K },     { "q2_k_s", ST_DTYPE_Q2_K, 21, MIX_Q2_K_S },
+    { "q3_k", ST_DTYPE_Q3_K, 11, MIX_NONE },     { "q3_k_s", ST_DTYPE_Q3_K, 11, MIX_NONE },
+    { "q3_k_m", ST_DTYPE_Q3_K, 12, MIX_Q3_K_M }, { "q3_k_l", ST_DTYPE_Q3_K, 13, MIX_Q3_K_L },
+    { "q4_k", ST_DTYPE_Q4_K, 14, MIX_NONE },     { "q4_k_s", ST_DTYPE_Q4_K, 14, MIX_NONE },
+    { "q4_k_m", ST_DTYPE_Q4_K, 15, MIX_Q4_K_M }, { "q5_k", ST_DTYPE_Q5_K, 16, MIX_NONE },
+    { "q6_k", ST_DTYPE_Q6_K, 18, MIX_NONE },     { "iq3_xxs", ST_DTYPE_IQ3_XXS, 23, MIX_NONE },
+    { "iq3_s", ST_DTYPE_IQ3_S, 26, MIX_NONE },   { "iq4_xs", ST_DTYPE_IQ4_XS, 30, MIX_NONE },
+};
+
+static bool parse_quant(const char *s, struct plan *out)
+{
+    for (size_t i = 0; i < ST_ARRAY_LEN(quants); i++) {
+        if (strcasecmp(s, quants[i].name) == 0) {
+            out->base = quants[i].t;
+            out->ftype = quants[i].ftype;
+            out->mix = quants[i].mix;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* llama-quantize's use_more_bits: first and last eighth, every third between. */
+static bool more_bits(int64_t i, int64_t n)
+{
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+/* A row width that is not a whole number of blocks falls back to a
+ * 32-element type: Q8_0 for the 5/6-bit types, Q4_0 for the rest (Q2_K
+ * and Q3_K included; llama.cpp would pick IQ4_NL, which we lack). */
+static enum st_dtype fit(enum st_dtype t, int64_t ne0)
+{
+    const struct st_dtype_info *info = st_dtype_info((uint32_t)t);
+    if (ne0 % info->block_elems == 0)
+        return t;
+    t = (t == ST_DTYPE_Q5_K || t == ST_DTYPE_Q6_K) ? ST_DTYPE_Q8_0 : ST_DTYPE_Q4_0;
+    return ne0 % ST_QK == 0 ? t : ST_DTYPE_F32;
+}
+
+/* The mix's type for attn_v / attn_output / ffn_down of layer il of nl
+ * (llama-quantize's rules for a model with n_expert != 8; its Mixtral
+ * special cases are not reproduced). Other roles keep the base type. */
+static enum st_dtype mix_type(const struct plan *pl, enum role r, int64_t il, int64_t nl)
+{
+    bool v = r == R_ATTN_V, down = r == R_FFN_DOWN, out = r == R_ATTN_OUT;
+    switch (pl->mix) {
+    case MIX_Q4_K_M:
+        return (v || down) && more_bits(il, nl) ? ST_DTYPE_Q6_K : pl->base;
+    case MIX_Q2_K:
+        if (v)
+            return pl->gqa >= 4 ? ST_DTYPE_Q4_K : ST_DTYPE_Q3_K;
+        return down || out ? ST_DTYPE_Q3_K : pl->base;
+    case MIX_Q2_K_S:
+        if (v && pl->gqa >= 4)
+            return ST_DTYPE_Q4_K;
+        return down && il < nl / 8 ? ST_DTYPE_Q4_K : pl->base;
+    case MIX_Q3_K_M:
+        if (v)
+            return il < 2 ? ST_DTYPE_Q5_K : ST_DTYPE_Q4_K;
+        if (down)
+            return il < nl / 16 ? ST_DTYPE_Q5_K : ST_DTYPE_Q4_K;
+        return out ? ST_DTYPE_Q4_K : pl->base;
+    case MIX_Q3_K_L:
+        return v || down || out ? ST_DTYPE_Q5_K : pl->base;
+    default:
+        return pl->base;
+    }
+}
+
+static enum st_dtype pick_type(const struct plan *pl, enum role r, int64_t il, int64_t nl,
+                               int64_t ne0)
+{
+    enum st_dtype b = pl->base;
+    bool float_or_q8 = b == ST_DTYPE_F32 || b == ST_DTYPE_F16 || b == ST_DTYPE_BF16 ||
+                       b == ST_DTYPE_Q8_0;
+    switch (r) {
+    case R_NORM:
+    case R_ROUTER:
+    case R_BIAS:
+        return ST_DTYPE_F32;
+    case R_OUTPUT:
+        return fit(float_or_q8 ? b : ST_DTYPE_Q6_K, ne0);
+    case R_ATTN_V:
+        if (b == ST_DTYPE_IQ3_S || b == ST_DTYPE_IQ3_XXS)
+            return fit(ST_DTYPE_Q4_K, ne0);
+        return fit(mix_type(pl, r, il, nl), ne0);
+    case R_ATTN_OUT:
+    case R_FFN_DOWN:
+        return fit(mix_type(pl, r, il, nl), ne0);
+    default:
+        return fit(b, ne0);
+    }
+}
+
+static uint64_t seed_for(uint64_t seed, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *c = name; *c; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    uint64_t z = seed ^ h;                        /* splitmix64 finalizer */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return z ? z : 0x9e3779b97f4a7c15ull;
+}
+
+/* The fixed (non-random) fills of mtp-demo: F32 ones, or [I | 0] rows in
+ * F32 or F16 (both represent 0 and 1 exactly). */
+static void fill_fixed(const struct gen *g, int64_t row0, int64_t nrows, void *dst)
+{
+    for (int64_t r = 0; r < nrows; r++) {
+        for (int64_t i = 0; i < g->ne0; i++) {
+            float v = g->kind == GEN_ONES ? 1.0f : (i == row0 + r ? 1.0f : 0.0f);
+            size_t at = (size_t)(r * g->ne0 + i);
+            if (g->type == ST_DTYPE_F32) {
+                memcpy((char *)dst + 4 * at, &v, 4);
+            } else {
+                uint16_t h = st_f32_to_fp16(v);
+                memcpy((char *)dst + 2 * at, &h, 2);
+            }
+        }
+    }
+}
+
+static enum st_status fill(void *ctx, int64_t row0, int64_t nrows, void *dst, struct st_err *err)
+{
+    struct gen *g = ctx;
+    (void)err;
+    if (g->kind != GEN_RANDOM) {
+        fill_fixed(g, row0, nrows, dst);
+        return ST_OK;
+    }
+    /* rows come in order: the state is the position */
+    st_mm_random_rows(&g->state, (int)g->type, g->ne0, nrows, g->sigma, dst);
+    if (g->norm) {
+        float *f = dst;
+        for (int64_t i = 0; i < g->ne0 * nrows; i++)
+            f[i] += 1.0f;
+    }
+    return ST_OK;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* mtp-demo's changes to one tensor's generator (see DEMO_BLOCK_SCALE). */
+static void demo_tweak(const struct build *b, const char *name, struct gen *g)
+{
+    if (ends_with(name, ".attn_output.weight") || ends_with(name, ".ffn_down_exps.weight"))
+        g->sigma *= DEMO_BLOCK_SCALE;
+    if (ends_with(name, ".nextn.enorm.weight"))
+        g->kind = GEN_ONES;
+    if (ends_with(name, ".nextn.eh_proj.weight")) {
+        g->kind = GEN_EYE_LEFT;
+        g->type = b->plan.base == ST_DTYPE_F32 ? ST_DTYPE_F32 : ST_DTYPE_F16;
+    }
+}
+
+/* Add tensor 'name' with ne (n_dims of them) in the role's type. */
+static void add(struct build *b, const char *name, enum role r, int64_t il, int n_dims,
+                int64_t ne0, int64_t ne1, int64_t ne2)
+{
+    int64_t ne[3] = { ne0, ne1, ne2 };
+    struct gen *g = &b->gens[b->n_gens++];
+    ST_ASSERT(b->n_gens <= b->cap_gens);
+    g->state = seed_for(b->seed, name);
+    g->type = pick_type(&b->plan, r, il, b->p->L, ne0);
+    g->ne0 = ne0;
+    g->norm = r == R_NORM;
+    /* sqrt(1/fan_in) by Newton: no libm in this module */
+    double x = 1.0 / (double)ne0, s = 1.0;
+    for (int it = 0; it < 60; it++)
+        s = 0.5 * (s + x / s);
+    g->sigma = g->norm ? 0.2f / 1.7320508f : r == R_BIAS ? 0.1f : (float)s;
+    g->kind = GEN_RANDOM;
+    if (b->p->mtp_demo)
+        demo_tweak(b, name, g);
+    st_gguf_writer_add_tensor_fn(b->w, name, g->type, n_dims, ne, fill, g);
+}
+
+static void add_blk(struct build *b, int64_t il, const char *what, enum role r, int n_dims,
+                    int64_t ne0, int64_t ne1, int64_t ne2)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "blk.%lld.%s.%s", (long long)il, what,
+             r == R_BIAS ? "bias" : "weight");
+    add(b, name, r, il, n_dims, ne0, ne1, ne2);
+}
+
+/* glm4moe's blocks (llama.cpp's names): post_attention_norm for the FFN
+ * norm, q/k/v biases, no q/k norms (as GLM-4.5-Air), dense FFN on the
+ * leading layers, then router + exp_probs_b + experts + shared expert. */
+static void add_glm_block(struct build *b, int64_t il)
+{
+    const struct preset *p = b->p;
+    int64_t E = p->E, HD = p->H * p->D, KD = p->Hkv * p->D, Fs = p->F * p->shexp;
+    add_blk(b, il, "attn_norm", R_NORM, 1, E, 1, 1);
+    add_blk(b, il, "attn_q", R_ATTN, 2, E, HD, 1);
+    add_blk(b, il, "attn_q", R_BIAS, 1, HD, 1, 1);
+    add_blk(b, il, "attn_k", R_ATTN, 2, E, KD, 1);
+    add_blk(b, il, "attn_k", R_BIAS, 1, KD, 1, 1);
+    add_blk(b, il, "attn_v", R_ATTN_V, 2, E, KD, 1);
+    add_blk(b, il, "attn_v", R_BIAS, 1, KD, 1, 1);
+    add_blk(b, il, "attn_output", R_ATTN_OUT, 2, HD, E, 1);
+    add_blk(b, il, "post_attention_norm", R_NORM, 1, E, 1, 1);
+    if (il < p->dense) {
+        add_blk(b, il, "ffn_gate", R_FFN, 2, E, p->Fd, 1);
+        add_blk(b, il, "ffn_up", R_FFN, 2, E, p->Fd, 1);
+        add_blk(b, il, "ffn_down", R_FFN_DOWN, 2, p->Fd, E, 1);
+        return;
+    }
+    add_blk(b, il, "ffn_gate_inp", R_ROUTER, 2, E, p->X, 1);
+    add_blk(b, il, "exp_probs_b", R_BIAS, 1, p->X, 1, 1);
+    add_blk(b, il, "ffn_gate_exps", R_FFN, 3, E, p->F, p->X);
+    add_blk(b, il, "ffn_up_exps", R_FFN, 3, E, p->F, p->X);
+    add_blk(b, il, "ffn_down_exps", R_FFN_DOWN, 3, p->F, E, p->X);
+    add_blk(b, il, "ffn_gate_shexp", R_FFN, 2, E, Fs, 1);
+    add_blk(b, il, "ffn_up_shexp", R_FFN, 2, E, Fs, 1);
+    add_blk(b, il, "ffn_down_shexp", R_FFN_DOWN, 2, Fs, E, 1);
+}
+
+static void add_tensors(struct build *b)
+{
+    const struct preset *p = b->p;
+    int64_t E = p->E, HD = p->H * p->D, KD = p->Hkv * p->D;
+    add(b, "token_embd.weight", R_EMBD, 0, 2, E, b->n_vocab, 1);
+    add(b, "output_norm.weight", R_NORM, 0, 1, E, 1, 1);
+    if (!p->tied)
+        add(b, "output.weight", R_OUTPUT, 0, 2, E, b->n_vocab, 1);
+    for (int64_t il = 0; il < b->n_blocks && p->glm; il++) {
+        add_glm_block(b, il);
+        if (il == p->L) {                        /* GLM's nextn block: own head norm */
+            add_blk(b, il, "nextn.eh_proj", R_ATTN, 2, 2 * E, E, 1);
+            add_blk(b, il, "nextn.enorm", R_NORM, 1, E, 1, 1);
+            add_blk(b, il, "nextn.hnorm", R_NORM, 1, E, 1, 1);
+            add_blk(b, il, "nextn.shared_head_norm", R_NORM, 1, E, 1, 1);
+        }
+    }
+    for (int64_t il = 0; il < b->n_blocks && !p->glm; il++) {
+        add_blk(b, il, "attn_norm", R_NORM, 1, E, 1, 1);
+        add_blk(b, il, "attn_q", R_ATTN, 2, E, HD, 1);
+        add_blk(b, il, "attn_k", R_ATTN, 2, E, KD, 1);
+        add_blk(b, il, "attn_v", R_ATTN_V, 2, E, KD, 1);
+        add_blk(b, il, "attn_output", R_ATTN_OUT, 2, HD, E, 1);
+        add_blk(b, il, "attn_q_norm", R_NORM, 1, p->D, 1, 1);
+        add_blk(b, il, "attn_k_norm", R_NORM, 1, p->D, 1, 1);
+        add_blk(b, il, "ffn_norm", R_NORM, 1, E, 1, 1);
+        add_blk(b, il, "ffn_gate_inp", R_ROUTER, 2, E, p->X, 1);
+        add_blk(b, il, "ffn_gate_exps", R_FFN, 3, E, p->F, p->X);
+        add_blk(b, il, "ffn_up_exps", R_FFN, 3, E, p->F, p->X);
+        add_blk(b, il, "ffn_down_exps", R_FFN_DOWN, 3, p->F, E, p->X);
+        if (il == p->L) {                        /* the MTP block (ENGINE.md 4.1) */
+            add_blk(b, il, "nextn.eh_proj", R_ATTN, 2, 2 * E, E, 1);
+            add_blk(b, il, "nextn.enorm", R_NORM, 1, E, 1, 1);
+            add_blk(b, il, "nextn.hnorm", R_NORM, 1, E, 1, 1);
+        }
+    }
+}
+
+/* glm4moe's own keys (llama.cpp's names; GLM-4.5's values where they
+ * are fixed: sigmoid gating, normalized top-k). */
+static void add_glm_keys(struct build *b)
+{
+    struct st_gguf_writer *w = b->w;
+    const struct preset *p = b->p;
+    st_gguf_writer_set_u32(w, "glm4moe.rope.dimension_count", (uint32_t)p->n_rot);
+    st_gguf_writer_set_u32(w, "glm4moe.leading_dense_block_count", (uint32_t)p->dense);
+    st_gguf_writer_set_u32(w, "glm4moe.expert_shared_count", (uint32_t)p->shexp);
+    st_gguf_writer_set_f32(w, "glm4moe.expert_weights_scale", p->scale);
+    st_gguf_writer_set_bool(w, "glm4moe.expert_weights_norm", true);
+    st_gguf_writer_set_u32(w, "glm4moe.expert_gating_func", 2);   /* sigmoid */
+}
+
+static void add_keys(struct build *b, const struct st_make_model_opts *o)
+{
+    struct st_gguf_writer *w = b->w;
+    const struct preset *p = b->p;
+    const char *arch = p->glm ? "glm4moe" : "qwen3moe";
+    char name[64], key[96];
+#define KEY(suffix) (snprintf(key, sizeof(key), "%s.%s", arch, suffix), key)
+    snprintf(name, sizeof(name), "strata-synthetic-%s", p->name);
+    st_gguf_writer_set_str(w, "general.architecture", arch);
+    st_gguf_writer_set_str(w, "general.type", "model");
+    st_gguf_writer_set_str(w, "general.name", name);
+    st_gguf_writer_set_str(w, "general.description",
+                           p->mtp_demo ? "strata make-model mtp-demo: near-random weights built "
+                           "so MTP drafts mostly agree (measures the mechanism); its text is noise"
+                                       : "strata make-model: random weights, its text is noise");
+    st_gguf_writer_set_u32(w, "general.quantization_version", 2);
+    st_gguf_writer_set_u32(w, "general.file_type", b->plan.ftype);
+    st_gguf_writer_set_str(w, "strata.make_model.preset", p->name);
+    st_gguf_writer_set_u64(w, "strata.make_model.seed", o->seed);
+    st_gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)p->ctx);
+    st_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)p->E);
+    st_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)b->n_blocks);
+    st_gguf_writer_set_u32(w, KEY("feed_forward_length"),
+                           (uint32_t)(p->glm ? p->Fd : p->F * p->k));
+    st_gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)p->H);
+    st_gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)p->Hkv);
+    st_gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)p->D);
+    st_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)p->D);
+    st_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), p->glm ? 1e-5f : 1e-6f);
+    st_gguf_writer_set_f32(w, KEY("rope.freq_base"), 1000000.0f);
+    st_gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)p->X);
+    st_gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)p->k);
+    st_gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)p->F);
+    if (b->n_blocks > p->L)
+        st_gguf_writer_set_u32(w, KEY("nextn_predict_layers"), 1);
+#undef KEY
+    if (p->glm)
+        add_glm_keys(b);
+}
+
+static enum st_status check_opts(const struct st_make_model_opts *o, struct build *b,
+                                 struct st_err *err)
+{
+    const char *preset = o->preset ? o->preset : "tiny";
+    const char *quant = o->quant ? o->quant : "q8_0";
+    if (!o->out_path || !*o->out_path)
+        return st_err_set(err, ST_ERR_INVALID, "make-model: no output path");
+    for (size_t i = 0; i < ST_ARRAY_LEN(presets) && !b->p; i++) {
+        if (strcasecmp(preset, presets[i].name) == 0)
+            b->p = &presets[i];
+    }
+    if (!b->p)
+        return st_err_set(err, ST_ERR_INVALID,
+                          "make-model: unknown preset '%s' (tiny, small, medium, mtp-demo, a3b, "
+                          "glm-tiny)",
+                          preset);
+    if (!parse_quant(quant, &b->plan))
+        return st_err_set(err, ST_ERR_INVALID, "make-model: unknown quant type '%s' (f32 f16 "
+                          "bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q2_k_s q3_k q3_k_m q3_k_l q4_k "
+                          "q4_k_m q5_k q6_k iq3_s iq3_xxs iq4_xs)", quant);
+    b->plan.gqa = b->p->H / b->p->Hkv;
+    if (o->n_vocab < 0 || (o->n_vocab > 0 && !o->vocab_path))
+        return st_err_set(err, ST_ERR_INVALID, "make-model: --n-vocab needs --vocab");
+    return ST_OK;
+}
+
+enum st_status st_make_model(const struct st_make_model_opts *o, struct st_err *err)
+{
+    struct build b = { 0 };
+    struct st_mm_vocab v = { 0 };
+    enum st_status rc = check_opts(o, &b, err);
+    if (rc != ST_OK)
+        return rc;
+    b.seed = o->seed;
+    /* mtp-demo and the glm presets imply --mtp */
+    b.n_blocks = b.p->L + (o->mtp || b.p->mtp_demo || b.p->glm ? 1 : 0);
+    rc = o->vocab_path ? st_mm_vocab_import(&v, o->vocab_path, o->n_vocab, err)
+         : b.p->glm    ? st_mm_vocab_glm(&v, err)
+                       : st_mm_vocab_builtin(&v, !o->no_fim, err);
+    if (rc != ST_OK)
+        return rc;
+    if (!v.chat_template)
+        v.chat_template = st_xstrdup(st_mm_chatml_template());
+    if (!o->vocab_path)
+        pad_vocab(&v, b.p->n_vocab);
+    b.n_vocab = v.n;
+    b.w = st_gguf_writer_new(0);
+    b.cap_gens = 3 + 22 * b.n_blocks;
+    b.gens = st_xcalloc((size_t)b.cap_gens, sizeof(*b.gens));
+    add_keys(&b, o);
+    rc = st_mm_vocab_write_kv(&v, b.w, err);
+    if (rc == ST_OK) {
+        add_tensors(&b);
+        rc = st_gguf_writer_write(b.w, o->out_path, err);
+    }
+    st_gguf_writer_free(b.w);
+    free(b.gens);
+    st_mm_vocab_free(&v);
+    return rc;
+}

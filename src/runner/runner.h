@@ -1,0 +1,293 @@
+/* runner.h -- what an engine computes with: one model instance on one device.
+ *
+ * The engine loop (src/engine/step.c) only talks to this interface, so the
+ * simulated runner (runner_sim.c, runner_sim.h) and the CPU/CUDA model
+ * runner (runner_model.c, runner_model.h) plug in with no change to the
+ * loop. A runner owns the model's text side (tokenizer,
+ * pieces, chat template), its KV cache (one sequence per slot) and the
+ * forward pass; the engine owns slots, sampling, stop strings and timing.
+ *
+ * Vtable in the Redis ConnectionType style: call sites use the static
+ * inline wrappers below, never ->ops directly.
+ *
+ * Threads: load/unload/forward/kv_truncate/kv_copy run on the engine's thread only.
+ * tokenize, detokenize, token_piece, is_eog, eog_ids, n_vocab, fim_ids and
+ * apply_template may run on any thread at any time (HTTP threads call them
+ * while the engine steps): implementations keep them read-only.
+ *
+ * Several models (docs/MODELS.md): an engine makes a runner for a model
+ * when it loads it (st_pool_runner_new in src/engine/runner_new.c, then load) and frees it when it
+ * swaps or unloads. The pool also keeps one runner per model that is never
+ * loaded and serves that model's text side, so the text operations above
+ * must work right after the constructor, before load: a constructor may
+ * read the file's metadata and vocabulary, but weights are read by load.
+ * A constructor or load failure is the model's failure (marked failed, its
+ * requests answered 503 with err's message), never a crash.
+ */
+#ifndef STRATA_RUNNER_H
+#define STRATA_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/chat.h"
+#include "strata/clock.h"
+#include "strata/draw.h"
+#include "strata/err.h"
+#include "strata/fim.h"
+#include "strata/model_desc.h"
+#include "runner/score.h"
+
+struct st_runner;
+
+enum st_runner_seq_kind {
+    ST_SEQ_READ,     /* a chunk of the lines holder's prompt (<= ubatch tokens) */
+    ST_SEQ_DECODE,   /* one token of a decoding slot (with MTP: + its drafts) */
+};
+
+#define ST_RUNNER_MAX_DRAFT 4   /* MTP draft tokens per slot and step, at most (--mtp-draft) */
+
+#define ST_SPEC_MAX_DRAFT 16    /* drafts one DECODE may carry from any source, at most
+                                 * (n-gram: --spec-draft; MTP: <= ST_RUNNER_MAX_DRAFT) */
+
+/* One sequence of a batch: consecutive tokens of one slot. */
+struct st_runner_seq {
+    enum st_runner_seq_kind kind;
+    int32_t        slot;         /* 0..n_slots-1 */
+    const int32_t *tokens;       /* borrowed for the call; n_tokens ids */
+    int64_t        n_tokens;     /* READ: 1..ubatch; DECODE: 1, or 1 + drafts (all_logits) */
+    int64_t        pos;          /* position of tokens[0] = tokens already in the slot's KV */
+    bool           sample;       /* a next token is wanted after the last row */
+    bool           ignore_eos;   /* sim: keep emitting words past its completion length */
+    int64_t        n_generated;  /* completion tokens of the request so far */
+    bool           all_logits;   /* (MTP) a DECODE verifying drafts: tokens = [last sampled,
+                                  * d_1 .. d_k]; logits wanted at every row (with 'sample') */
+    bool           backend_draw; /* the next token needs only the chain of strata/draw.h
+                                  * (st_sampler_backend_draw): the runner may draw it on
+                                  * the backend by 'draw' and return it as 'token' with
+                                  * logits NULL */
+    struct st_draw draw;
+    /* READ scoring (prompt logprobs): row j scores the prompt token after it,
+     * tokens[j + 1], the last row 'score_next'; n_tokens <= ST_RUNNER_SCORE_ROWS.
+     * Filled right after the forward; the logits are not kept. */
+    bool           score;
+    int32_t        score_next;   /* the prompt token after the chunk; -1: the chunk ends the
+                                  * prompt and its last row scores nothing */
+    int32_t        score_top;    /* alternatives per row, 0..ST_RUNNER_SCORE_TOP */
+    struct st_runner_score *scores;   /* caller-owned [n_tokens]: row j -> scores[j] */
+    /* Embedding (a READ with 'sample' whose request has params.embed): the
+     * final hidden state of the chunk's last row after output_norm (the
+     * vector the head sees; not normalized further) is written here,
+     * caller-owned [st_runner_n_embd]. The row's logits are computed as for
+     * any sampling row and may be ignored. NULL: none. */
+    float         *embd;
+    /* (MTP) the engine drafts nothing from this DECODE's state (drafting does
+     * not pay now, docs/ENGINE.md "Draft length: cost-aware"). When every seq
+     * of a batch says so, a runner with an MTP layer may skip its upkeep for
+     * that forward: its MTP cache then misses those positions (zeros or
+     * older rows there: the drafts made later attend to them, the output
+     * never does) and the slots carry no state, so they draft nothing until
+     * a forward with the upkeep. */
+    bool           no_mtp_upkeep;
+};
+
+/* At most one READ sequence, then the DECODE sequences. */
+struct st_runner_batch {
+    const struct st_runner_seq *seqs;   /* borrowed; n_seqs of them */
+    int32_t n_seqs;
+};
+
+/* What a sequence with 'sample' set gives back. */
+struct st_runner_row {
+    const float *logits;   /* float[n_vocab], runner-owned, valid until the next forward;
+                            * NULL: 'token' is forced (the sim runner) or was drawn on
+                            * the backend (backend_draw). With the seq's
+                            * all_logits: n_tokens rows, row j at logits + j * n_vocab */
+    int32_t      token;    /* the forced token when logits == NULL */
+    bool         drawn;    /* 'token' was drawn on the backend (backend_draw), not forced */
+};
+
+struct st_runner_out {
+    struct st_runner_row *rows;   /* caller-owned, one per seq (rows[i] for seqs[i]) */
+    int64_t busy_ns;              /* simulated device time of this step, ns (sim); 0 for a
+                                   * real runner, whose forward takes the time itself */
+};
+
+/* (MTP) One slot's draft request: the runner's MTP layer chains greedy
+ * drafts from the slot's last sampled token (include/strata/mtp.h). */
+struct st_runner_draft {
+    int32_t  slot;
+    int32_t  token;      /* the last sampled token, fed next at 'pos' */
+    int64_t  pos;        /* = tokens in the slot's KV */
+    int32_t  n_draft;    /* in: wanted (<= mtp_max); out: made (0 when the runner has no
+                          * state for the slot yet) */
+    int32_t *out;        /* caller's [n_draft]: d_1 .. */
+};
+
+/* Load progress, 0..1; called on the loading thread. */
+typedef void st_runner_progress_fn(void *ctx, double fraction);
+
+struct st_runner_ops {
+    const char *name;   /* "sim", "cpu", "cuda" */
+
+    /* Frees everything; NULL-safe through st_runner_free(). */
+    void (*free)(struct st_runner *r);
+
+    /* Load the weights (may take long; sim sleeps on 'clock'). */
+    enum st_status (*load)(struct st_runner *r, const struct st_clock *clock,
+                           st_runner_progress_fn *progress, void *ctx, struct st_err *err);
+    void (*unload)(struct st_runner *r);
+
+    int32_t (*n_vocab)(const struct st_runner *r);
+    /* (optional: NULL = the runner cannot embed) Floats of a seq's 'embd':
+     * the model's hidden size. Any thread, like n_vocab. */
+    int32_t (*n_embd)(const struct st_runner *r);
+    /* ids: returns owned int32_t[*n_ids] (free()); *ids may be NULL when *n_ids == 0. */
+    enum st_status (*tokenize)(const struct st_runner *r, const char *text, size_t len,
+                               bool add_special, bool parse_special, int32_t **ids,
+                               size_t *n_ids, struct st_err *err);
+    /* Returns owned NUL-terminated text (free()). */
+    enum st_status (*detokenize)(const struct st_runner *r, const int32_t *ids, size_t n_ids,
+                                 char **text, struct st_err *err);
+    /* The bytes a token adds to generated text, copied into buf (at most cap bytes, not
+     * NUL-terminated). Returns the piece's full length (> cap: truncated). */
+    size_t (*token_piece)(const struct st_runner *r, int32_t token, char *buf, size_t cap);
+    /* End of generation (eos, eot ...). */
+    bool (*is_eog)(const struct st_runner *r, int32_t token);
+    /* All end-of-generation ids, for masking them with ignore_eos (borrowed, static). */
+    size_t (*eog_ids)(const struct st_runner *r, const int32_t **ids);
+    /* (optional: NULL = none) The vocabulary's fill-in-the-middle token ids
+     * (strata/fim.h; -1 where absent). */
+    void (*fim_ids)(const struct st_runner *r, struct st_fim_ids *out);
+    /* Render an OpenAI messages array (JSON text) into prompt text, ending
+     * as 'ending' says (strata/chat.h); owned result. */
+    enum st_status (*apply_template)(const struct st_runner *r, const char *messages_json,
+                                     const char *tools_json, const char *kwargs_json,
+                                     enum st_chat_ending ending, char **prompt,
+                                     struct st_err *err);
+
+    /* Run one step. Rows of seqs without 'sample' are left untouched; a READ
+     * with 'score' fills its 'scores' whether or not it samples. */
+    enum st_status (*forward)(struct st_runner *r, const struct st_runner_batch *batch,
+                              struct st_runner_out *out, struct st_err *err);
+    /* Keep only the first n_tokens of slot's KV (0: empty it): prefix reuse and rollback. */
+    void (*kv_truncate)(struct st_runner *r, int32_t slot, int64_t n_tokens);
+    /* (optional: NULL = the runner cannot copy; prefix sharing across slots, prefix.c)
+     * Make positions [from, to) of slot dst's KV (with an MTP layer, its cache too) a
+     * copy of slot src's; dst then holds 'to' tokens. The engine guarantees src != dst,
+     * src's rows [0, to) are final and hold the ids dst has there, and dst holds
+     * [0, from) already. On failure dst is cut back to 'from' (its KV past that is
+     * unspecified). A real runner copies on its device; the sim charges time for the
+     * copied tokens to its next forward (docs/BATCHING.md "Prefix reuse"). */
+    enum st_status (*kv_copy)(struct st_runner *r, int32_t src, int32_t dst, int64_t from,
+                              int64_t to, struct st_err *err);
+
+    /* (MTP, optional: NULL = the runner has no MTP layer; the sim.) Draft tokens per slot
+     * the loaded runner can make: 0 when its model has no MTP layer or 'mtp_draft' was 0
+     * at load. A runner with MTP keeps its MTP cache in step through every forward. */
+    int32_t (*mtp_max)(const struct st_runner *r);
+    /* Draft for n slots together (distinct slots, each drafting from its cache's end). */
+    enum st_status (*mtp_draft)(struct st_runner *r, struct st_runner_draft *d, int32_t n,
+                                struct st_err *err);
+};
+
+struct st_runner {
+    const struct st_runner_ops *ops;   /* first member */
+    int32_t n_slots;                   /* KV sequences */
+    int64_t n_ctx;                     /* tokens per slot */
+    int32_t mtp_draft;                 /* (MTP) set before load: with --batch-mtp, draft up to
+                                        * this many tokens (1..ST_RUNNER_MAX_DRAFT); 0 = off */
+    int32_t spec_draft;                /* (n-gram) set before load: DECODE sequences may carry
+                                        * up to this many drafts made by the engine (not by
+                                        * the runner's MTP layer), 0..ST_SPEC_MAX_DRAFT; a
+                                        * runner sizes its step for them. 0 = none */
+};
+
+static inline void st_runner_free(struct st_runner *r)
+{
+    if (r)
+        r->ops->free(r);
+}
+static inline enum st_status st_runner_load(struct st_runner *r, const struct st_clock *clock,
+                                            st_runner_progress_fn *progress, void *ctx,
+                                            struct st_err *err)
+{
+    return r->ops->load(r, clock, progress, ctx, err);
+}
+static inline void st_runner_unload(struct st_runner *r) { r->ops->unload(r); }
+static inline int32_t st_runner_n_vocab(const struct st_runner *r) { return r->ops->n_vocab(r); }
+static inline int32_t st_runner_n_embd(const struct st_runner *r)
+{
+    return r->ops->n_embd ? r->ops->n_embd(r) : 0;
+}
+static inline enum st_status st_runner_tokenize(const struct st_runner *r, const char *text,
+                                                size_t len, bool add_special, bool parse_special,
+                                                int32_t **ids, size_t *n_ids, struct st_err *err)
+{
+    return r->ops->tokenize(r, text, len, add_special, parse_special, ids, n_ids, err);
+}
+static inline enum st_status st_runner_detokenize(const struct st_runner *r, const int32_t *ids,
+                                                  size_t n_ids, char **text, struct st_err *err)
+{
+    return r->ops->detokenize(r, ids, n_ids, text, err);
+}
+static inline size_t st_runner_token_piece(const struct st_runner *r, int32_t token, char *buf,
+                                           size_t cap)
+{
+    return r->ops->token_piece(r, token, buf, cap);
+}
+static inline bool st_runner_is_eog(const struct st_runner *r, int32_t token)
+{
+    return r->ops->is_eog(r, token);
+}
+static inline size_t st_runner_eog_ids(const struct st_runner *r, const int32_t **ids)
+{
+    return r->ops->eog_ids(r, ids);
+}
+static inline void st_runner_fim_ids(const struct st_runner *r, struct st_fim_ids *out)
+{
+    st_fim_ids_none(out);
+    if (r->ops->fim_ids)
+        r->ops->fim_ids(r, out);
+}
+static inline enum st_status st_runner_apply_template(const struct st_runner *r,
+                                                      const char *messages_json,
+                                                      const char *tools_json,
+                                                      const char *kwargs_json,
+                                                      enum st_chat_ending ending,
+                                                      char **prompt, struct st_err *err)
+{
+    return r->ops->apply_template(r, messages_json, tools_json, kwargs_json, ending, prompt,
+                                  err);
+}
+static inline enum st_status st_runner_forward(struct st_runner *r,
+                                               const struct st_runner_batch *batch,
+                                               struct st_runner_out *out, struct st_err *err)
+{
+    return r->ops->forward(r, batch, out, err);
+}
+static inline void st_runner_kv_truncate(struct st_runner *r, int32_t slot, int64_t n_tokens)
+{
+    r->ops->kv_truncate(r, slot, n_tokens);
+}
+static inline enum st_status st_runner_kv_copy(struct st_runner *r, int32_t src, int32_t dst,
+                                               int64_t from, int64_t to, struct st_err *err)
+{
+    if (!r->ops->kv_copy)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "runner %s cannot copy KV", r->ops->name);
+    return r->ops->kv_copy(r, src, dst, from, to, err);
+}
+static inline int32_t st_runner_mtp_max(const struct st_runner *r)
+{
+    return r->ops->mtp_max ? r->ops->mtp_max(r) : 0;
+}
+static inline enum st_status st_runner_mtp_draft(struct st_runner *r, struct st_runner_draft *d,
+                                                 int32_t n, struct st_err *err)
+{
+    if (!r->ops->mtp_draft)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "runner %s has no MTP layer", r->ops->name);
+    return r->ops->mtp_draft(r, d, n, err);
+}
+
+#endif /* STRATA_RUNNER_H */

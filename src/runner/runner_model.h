@@ -1,0 +1,87 @@
+/* runner_model.h -- the model runner: its constructors, for the pool
+ * (src/engine/runner_new.c) and the commands; and below them its state,
+ * private to runner_model.c (the compute side) and runner_model_text.c
+ * (the text side built from the GGUF).
+ */
+#ifndef STRATA_RUNNER_MODEL_H
+#define STRATA_RUNNER_MODEL_H
+
+#include "runner/runner.h"
+#include "strata/chat.h"
+#include "strata/forward.h"
+#include "strata/mtp.h"
+#include "strata/tokenizer.h"
+
+/* A runner over the GGUF at gguf_path on backend 'backend_name' ("cpu" or
+ * "cuda"), device index 'device' for a GPU backend (< 0 = 0; "cpu" ignores it):
+ * the file is mapped and its tokenizer and chat template built now; the
+ * weights go to the backend at load. n_threads 0 = online cores; n_ctx 0 =
+ * min(context_length, 4096); ubatch = tokens of one READ chunk. Returns
+ * owned; free with st_runner_free(). ST_ERR_IO / BAD_GGUF / BAD_MODEL for
+ * a file that does not open as a supported model. */
+enum st_status st_runner_model_new(const char *gguf_path, const char *backend_name,
+                                   int32_t device, int32_t n_threads, int32_t n_slots, int64_t n_ctx,
+                                   int32_t ubatch, struct st_runner **out, struct st_err *err);
+
+/* st_runner_model_new for one pool model (path, parallel, ctx_size) with
+ * its rope scaling (rope_scaling, rope_scale, yarn_orig_ctx) applied over
+ * the GGUF's (the load warns when ctx_size outgrows the trained context
+ * and no scaling is on). Errors as st_runner_model_new, plus
+ * ST_ERR_BAD_CONFIG for a scaling the model cannot take. */
+struct st_model_config;
+enum st_status st_runner_model_new_cfg(const struct st_model_config *m, const char *backend_name,
+                                       int32_t device, int32_t n_threads, int32_t ubatch,
+                                       struct st_runner **out, struct st_err *err);
+/* m's rope fields as the loader's override (-1 / 0 = the file's). */
+struct st_rope_override st_model_config_rope(const struct st_model_config *m);
+
+struct model_runner {
+    struct st_runner   base;         /* must be first */
+    struct st_model   *model;        /* owned; opened at new, loaded by load */
+    struct st_tok     *tok;          /* owned; read-only after new (any thread) */
+    struct st_chat_tmpl tmpl;        /* read-only after new */
+    struct st_fim_ids  fim;          /* FIM token ids (GGUF keys, else by text); read-only */
+    char              *backend;      /* owned backend name */
+    int32_t            n_threads;
+    int32_t            device;       /* GPU index for "cuda" (cuda:device) */
+    int32_t            ubatch;       /* tokens of one READ chunk */
+    int64_t           *kv_len;       /* [n_slots]: tokens in each slot's cache */
+    bool               embd_ok;      /* embeddings: the GGUF's <arch>.pooling_type is
+                                      * absent, none (0) or last (3), the one pooling strata
+                                      * does (docs/ENGINE.md "Embeddings"); read at new */
+    /* one step's rows (engine thread only): rows_cap = ubatch + n_slots * (1 + drafts),
+     * outs_cap = n_slots * (1 + drafts) + 1 logit rows */
+    int64_t            rows_cap, outs_cap;
+    int32_t           *row_tok, *row_slot;
+    int64_t           *row_pos, *out_rows;
+    int32_t           *out_seq;      /* [outs_cap]: seq index of each logits row */
+    struct st_draw    *draws;        /* [outs_cap]: a greedy step's draws, and */
+    int32_t           *drawn;        /* [outs_cap]  the ids they gave */
+    /* (MTP) while loaded with base.mtp_draft > 0 and a model that has the layer */
+    struct st_mtp     *mtp;          /* owned; NULL = no MTP */
+    struct st_mtp_draft *drafts;     /* owned [n_slots]: draft call scratch */
+};
+
+/* Build the tokenizer and chat template from the tokenizer.* keys of the
+ * model's GGUF (ENGINE.md 5.1). ST_ERR_BAD_MODEL when the keys are missing
+ * or malformed. */
+enum st_status st_runner_model_text_init(struct model_runner *r, struct st_err *err);
+
+/* runner ops of the text side (runner_model_text.c) */
+enum st_status st_runner_model_tokenize(const struct st_runner *r, const char *text, size_t len,
+                                        bool add_special, bool parse_special, int32_t **ids,
+                                        size_t *n_ids, struct st_err *err);
+enum st_status st_runner_model_detokenize(const struct st_runner *r, const int32_t *ids,
+                                          size_t n_ids, char **text, struct st_err *err);
+size_t st_runner_model_token_piece(const struct st_runner *r, int32_t token, char *buf,
+                                   size_t cap);
+bool st_runner_model_is_eog(const struct st_runner *r, int32_t token);
+size_t st_runner_model_eog_ids(const struct st_runner *r, const int32_t **ids);
+void st_runner_model_fim_ids(const struct st_runner *r, struct st_fim_ids *out);
+enum st_status st_runner_model_apply_template(const struct st_runner *r,
+                                              const char *messages_json,
+                                              const char *tools_json, const char *kwargs_json,
+                                              enum st_chat_ending ending, char **prompt,
+                                              struct st_err *err);
+
+#endif /* STRATA_RUNNER_MODEL_H */
