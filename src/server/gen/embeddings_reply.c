@@ -9,7 +9,9 @@
  *                   standard base64, as OpenAI sends (the SDKs decode it
  *                   into a Float32Array / list of floats).
  *
- * Pure functions of their arguments. Thread: any.
+ * Pure functions of their arguments (thread: any), but for
+ * st_embed_gen_body, which gathers a finished call's vectors into that body
+ * (c->lock held).
  */
 #include <math.h>
 #include <stdio.h>

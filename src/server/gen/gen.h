@@ -126,13 +126,15 @@ enum st_status st_infill_chunk(struct st_buf *o, const struct st_gen *g,
  * choice's text as content). */
 enum st_status st_infill_final(struct st_buf *o, const struct st_gen *g,
                                const struct st_gen_choice *ch, bool stream);
-/* /v1/completions with OpenAI's legacy "suffix" (gen_fim.c): every prompt
+
+/* ---- fill-in-the-middle prompts (gen_fim.c) ---- */
+/* /v1/completions with OpenAI's legacy "suffix": every prompt
  * becomes the model's fill-in-the-middle prompt (prefix = the prompt) as
  * token ids. No suffix or an unknown model: nothing done (ST_OK). 400 when
  * the model has no FIM tokens or the prompt does not fit. MHD thread. */
 enum st_status st_infill_suffix(struct st_call *c, struct st_oai_request *oq,
                                 struct st_api_error *e);
-/* The FIM prompt steps /infill shares (gen_fim.c): the model the request
+/* The steps /infill (llama/h_infill.c) shares: the model the request
  * names (-1: none; st_gen_start answers 404 then), and prompt 'pr' of oq
  * made the FIM prompt of 'in' (its prefix filled in from pr): ST_OK, or e
  * set (a 400 naming 'param', or the model's load failure). */
@@ -142,6 +144,7 @@ enum st_status st_gen_fim_prompt(struct st_call *c, int32_t model, struct st_oai
                                  struct st_oai_prompt *pr, struct st_infill_input *in,
                                  const char *param, struct st_api_error *e);
 
+/* ---- for the endpoints translated onto chat (responses/, anthropic/) ---- */
 /* Tokens of the choice during which the reply parser produced reasoning
  * text (gen_reply.c); 0 without a parser. */
 int64_t st_gen_reply_reasoning_tokens(const struct st_gen_choice *ch);
@@ -149,6 +152,7 @@ int64_t st_gen_reply_reasoning_tokens(const struct st_gen_choice *ch);
  * st_gen_start with g->resp = shape and the id shape->id_prefix + request id. */
 enum st_route_result st_gen_start_shaped(struct st_call *c, struct st_oai_request *oq,
                                          struct st_gen_shape *shape);
+
 /* ---- /v1/embeddings answers (embeddings_reply.c) ---- */
 /* The first 'dims' entries of v[n] (dims <= 0 or >= n: all), scaled back
  * to unit length, into out[dims]. */

@@ -1,6 +1,6 @@
 /* http/http.h -- what every part of the server uses of one HTTP exchange.
  *
- * Pieces (this folder; none of them knows a generation or an endpoint):
+ * Pieces (this folder; none of them calls into a generation or an endpoint):
  *   errors.c     st_status -> HTTP status + OpenAI error type; error bodies
  *                (OpenAI's and Anthropic's)
  *   json_out.c   JSON writing into an st_buf (UTF-8 sanitised strings)
@@ -149,7 +149,8 @@ bool st_cors_request_headers_ok(const char *v);
 #define ST_CORS_ALLOW_HEADERS "Authorization, Content-Type, X-LlamaSwap-Priority, X-Request-Id"
 #define ST_CORS_EXPOSE_HEADERS "x-request-id, Retry-After"
 #define ST_CORS_MAX_AGE "7200"   /* seconds; Chromium caps it at 2 h */
-/* ---- routes (routes.c) ------------------------------------------------ */
+
+/* ---- routes (the table: ../routes.c) ---------------------------------- */
 
 struct st_call;
 
@@ -195,7 +196,7 @@ struct st_server {
     atomic_bool draining;               /* drain.c: new generations refused */
     atomic_uint_fast64_t responses[ST_HTTP_CODES_TRACKED];
     struct st_resp_store *resp_store;   /* one reference; NULL: storing off
-                                         * (responses_store.h) */
+                                         * (responses/responses_store.h) */
 
     pthread_mutex_t calls_lock;         /* guards the list of live calls */
     struct st_call *calls;              /* every call from creation to completion */
@@ -253,7 +254,7 @@ const char *st_call_header(struct st_call *c, const char *name);
 /* A query argument or NULL. MHD thread only. */
 const char *st_call_query(struct st_call *c, const char *name);
 /* The owner of the stored responses a call makes and may see
- * (responses_store.h; auth.c): 0 without API keys, else 1 + its key's
+ * (responses/responses_store.h; auth.c): 0 without API keys, else 1 + its key's
  * index in srv->keys. */
 uint64_t st_auth_owner(const struct st_call *c);
 /* ---- replies (reply.c) -------------------------------------------------- */

@@ -16,11 +16,12 @@
 
 #define ST_HTTP_CODES_TRACKED 11
 
-/* The server's own counters, kept with atomics by http.c. */
+/* The server's own counters, kept with atomics in struct st_server (http.h:
+ * reply.c counts the responses). */
 struct st_http_stats {
     uint64_t responses[ST_HTTP_CODES_TRACKED];   /* by st_http_codes[] */
     bool     draining;                           /* drain.c: refusing new generations */
-    /* the response store (responses_store.h; all 0 when storing is off) */
+    /* the response store (responses/responses_store.h; all 0 when off) */
     uint64_t resp_stored;                        /* responses held */
     uint64_t resp_stored_bytes;                  /* their size against the budget */
     uint64_t resp_evicted;                       /* dropped for room since start */

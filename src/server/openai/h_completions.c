@@ -1,8 +1,9 @@
 /* h_completions.c -- POST /v1/chat/completions and POST /v1/completions:
  * parse the body (oai_request.c), then hand over to the generation
  * (gen_submit.c). With OpenAI's legacy "suffix" the prompts become the
- * model's fill-in-the-middle prompts first (h_infill.c). A body that does not parse is answered 400 and logged
- * as one request line like any other completion request.
+ * model's fill-in-the-middle prompts first (gen/gen_fim.c). A body that
+ * does not parse is answered 400 and logged as one request line like any
+ * other completion request.
  */
 #include "server/openai/oai.h"
 

@@ -4,11 +4,11 @@
  * Each input item becomes one engine request with params.embed (like the
  * n choices of a completion: the same scheduler, slots, priorities and
  * prefix reuse; include/strata/engine.h). The call runs on the generation
- * machinery (gen.h): struct st_gen in c->gen with one choice per item and
+ * machinery (gen/gen.h): struct st_gen in c->gen with one choice per item and
  * g->embed set, the steps of gen_submit.c (model, readiness, priority,
  * requests, submit), gen.c's events (the EMBED vector is kept in the
  * choice), cancel on disconnect, the log line, and its resume, which
- * answers with st_embed_gen_body (here) once every item has ended.
+ * answers with st_embed_gen_body (gen/embeddings_reply.c) once every item has ended.
  *
  * Thread: the MHD thread.
  */

@@ -9,6 +9,8 @@
 
 #include "server/gen/gen.h"
 
+/* ---- chat and completions bodies (oai_request.c) ---- */
+
 /* The fields every generation body shares (model, sampling, stop, stream,
  * n, priority, cache_prompt ...), for parsers of other bodies (/infill).
  * r->kind must be set first. */

@@ -1,4 +1,4 @@
-/* oai_json.h -- typed, validating field access over a cJSON tree, for the
+/* openai/oai_json.h -- typed, validating field access over a cJSON tree, for the
  * request parsers only (oai_request.c, oai_text.c, oai_fields.c).
  *
  * cJSON rules (STYLE.md b.5.8): cJSON_Parse* returns an owned tree freed

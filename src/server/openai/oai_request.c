@@ -26,7 +26,7 @@
  *   cache_prompt     boolean, default true (llama-server; false: no prefix reuse)
  *   suffix           completions: string, the text after the completion (OpenAI's
  *                    legacy insert mode): the prompt becomes a fill-in-the-middle
- *                    prompt (h_infill.c); not with echo
+ *                    prompt (gen/gen_fim.c); not with echo
  *   tool_choice, parallel_tool_calls, reasoning_format  chat: see oai_tools.c
  * JSON null counts as absent for every optional field.
  *

@@ -1,4 +1,4 @@
-/* responses_store.h -- the bounded in-memory store of /v1/responses
+/* responses/responses_store.h -- the bounded in-memory store of /v1/responses
  * objects (responses_store.c): what GET /v1/responses/{id}, its
  * input_items, DELETE and a later request's previous_response_id read
  * (docs/API.md "/v1/responses", "Stored responses").
@@ -13,7 +13,7 @@
  * and its owner, who alone may read, chain or delete it (OpenAI scopes
  * stored responses to the project that made them): 0 when the server has
  * no API keys (every caller the same owner), else the caller's key as
- * st_auth_owner (internal.h) names it. Another owner's entry is answered
+ * st_auth_owner (http/http.h) names it. Another owner's entry is answered
  * as an id never stored, so a foreign id's existence does not show, and
  * a refused get is no use of it.
  * Least-recently-used eviction (a get counts as a use) keeps the sum of
