@@ -9,7 +9,7 @@
  * st_server_in_progress() until it reaches 0 or the timeout passes, then
  * frees the server, which ends whatever is left (ST_ERR_SHUTDOWN).
  */
-#include "internal.h"
+#include "server/daemon.h"
 
 void st_server_drain(struct st_server *srv)
 {

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "responses_store.h"
+#include "server/daemon.h"
+#include "server/responses/responses_store.h"
 
 #define ACTIVITY_MAX 10000
 

@@ -26,9 +26,8 @@
 #include <sys/socket.h>
 
 #include "strata/log.h"
-#include "internal.h"
-#include "gen.h"
-#include "responses_store.h"
+#include "server/daemon.h"
+#include "server/responses/responses_store.h"
 
 void st_server_config_defaults(struct st_server_config *c)
 {
@@ -46,21 +45,6 @@ void st_server_config_defaults(struct st_server_config *c)
 }
 
 /* ---- calls ----------------------------------------------------------- */
-
-void st_call_ref(struct st_call *c)
-{
-    atomic_fetch_add(&c->refs, 1);
-}
-
-void st_call_unref(struct st_call *c)
-{
-    if (atomic_fetch_sub(&c->refs, 1) != 1)
-        return;
-    st_gen_free(c->gen);
-    st_buf_fini(&c->body);
-    pthread_mutex_destroy(&c->lock);
-    free(c);
-}
 
 static struct st_call *call_new(struct st_server *srv, struct MHD_Connection *conn)
 {
@@ -87,34 +71,6 @@ static struct st_call *call_new(struct st_server *srv, struct MHD_Connection *co
     return c;
 }
 
-bool st_call_suspend_locked(struct st_call *c)
-{
-    if (c->stopping || atomic_load(&c->srv->stopping) || c->conn_done ||
-        st_gen_ready_locked(c))
-        return false;
-    c->suspended = true;
-    c->suspend_gen++;
-    MHD_suspend_connection(c->mhd);
-    return true;
-}
-
-void st_call_resume_locked(struct st_call *c)
-{
-    if (!c->suspended || c->conn_done)
-        return;
-    c->suspended = false;
-    MHD_resume_connection(c->mhd);
-}
-
-const char *st_call_header(struct st_call *c, const char *name)
-{
-    return MHD_lookup_connection_value(c->mhd, MHD_HEADER_KIND, name);
-}
-
-const char *st_call_query(struct st_call *c, const char *name)
-{
-    return MHD_lookup_connection_value(c->mhd, MHD_GET_ARGUMENT_KIND, name);
-}
 
 /* ---- the access handler ---------------------------------------------- */
 
@@ -164,7 +120,7 @@ static enum st_route_result preflight(struct st_call *c)
 /* Answered once the request is complete, like a route: a reply queued
  * before that (in first_call) makes libmicrohttpd close the connection. */
 static const struct st_route options_route = { "*", "OPTIONS", preflight, false, false, false,
-                                               false };
+                                               false, false };
 
 static enum st_route_result options_call(struct st_call *c)
 {

@@ -7,42 +7,43 @@
  * Auth (when keys are configured): everything but /health and /metrics,
  * which probes and scrapers (e.g. the Gateway API endpoint picker) read
  * without credentials. "work" routes start a generation: a draining
- * server (st_server_drain) refuses them.
+ * server (st_server_drain) refuses them. "anthropic" routes answer in
+ * Anthropic's shapes, errors included (st_route_anthropic).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "server/daemon.h"
 
 static const struct st_route routes[] = {
-    /* path                    method  handler               prefix auth   body   work */
-    { "/v1/chat/completions", "POST", st_h_chat,            false, true,  true,  true  },
-    { "/chat/completions",    "POST", st_h_chat,            false, true,  true,  true  },
-    { "/v1/completions",      "POST", st_h_completions,     false, true,  true,  true  },
-    { "/completions",         "POST", st_h_completions,     false, true,  true,  true  },
-    { "/v1/responses",        "POST", st_h_responses,       false, true,  true,  true  },
-    { "/responses",           "POST", st_h_responses,       false, true,  true,  true  },
+    /* path                    method  handler               prefix auth   body   work   anthropic*/
+    { "/v1/chat/completions", "POST", st_h_chat,            false, true,  true,  true,  false },
+    { "/chat/completions",    "POST", st_h_chat,            false, true,  true,  true,  false },
+    { "/v1/completions",      "POST", st_h_completions,     false, true,  true,  true,  false },
+    { "/completions",         "POST", st_h_completions,     false, true,  true,  true,  false },
+    { "/v1/responses",        "POST", st_h_responses,       false, true,  true,  true,  false },
+    { "/responses",           "POST", st_h_responses,       false, true,  true,  true,  false },
     /* stored responses (responses_get.c): {id}, {id}/input_items */
-    { "/v1/responses/",       "GET",  st_h_response_get,    true,  true,  false, false },
-    { "/v1/responses/",       "DELETE", st_h_response_delete, true, true, false, false },
-    { "/responses/",          "GET",  st_h_response_get,    true,  true,  false, false },
-    { "/responses/",          "DELETE", st_h_response_delete, true, true, false, false },
-    { "/v1/messages",         "POST", st_h_messages,        false, true,  true,  true  },
-    { "/v1/messages/count_tokens", "POST", st_h_count_tokens, false, true, true,  false },
-    { "/infill",              "POST", st_h_infill,          false, true,  true,  true  },
-    { "/v1/embeddings",       "POST", st_h_embeddings,      false, true,  true,  true  },
-    { "/embeddings",          "POST", st_h_embeddings,      false, true,  true,  true  },
-    { "/v1/models",           "GET",  st_h_models,          false, true,  false, false },
-    { "/models",              "GET",  st_h_models,          false, true,  false, false },
-    { "/v1/models/",          "GET",  st_h_model_one,       true,  true,  false, false },
-    { "/health",              "GET",  st_h_health,          false, false, false, false },
-    { "/v1/health",           "GET",  st_h_health,          false, false, false, false },
-    { "/metrics",             "GET",  st_h_metrics,         false, false, false, false },
-    { "/api/activity",        "GET",  st_h_activity,        false, true,  false, false },
-    { "/slots",               "GET",  st_h_slots,           false, true,  false, false },
-    { "/tokenize",            "POST", st_h_tokenize,        false, true,  true,  false },
-    { "/detokenize",          "POST", st_h_detokenize,      false, true,  true,  false },
-    { "/apply-template",      "POST", st_h_apply_template,  false, true,  true,  false },
+    { "/v1/responses/",       "GET",  st_h_response_get,    true,  true,  false, false, false },
+    { "/v1/responses/",       "DELETE", st_h_response_delete, true, true, false, false, false },
+    { "/responses/",          "GET",  st_h_response_get,    true,  true,  false, false, false },
+    { "/responses/",          "DELETE", st_h_response_delete, true, true, false, false, false },
+    { "/v1/messages",         "POST", st_h_messages,        false, true,  true,  true,  true  },
+    { "/v1/messages/count_tokens", "POST", st_h_count_tokens, false, true, true,  false, true  },
+    { "/infill",              "POST", st_h_infill,          false, true,  true,  true,  false },
+    { "/v1/embeddings",       "POST", st_h_embeddings,      false, true,  true,  true,  false },
+    { "/embeddings",          "POST", st_h_embeddings,      false, true,  true,  true,  false },
+    { "/v1/models",           "GET",  st_h_models,          false, true,  false, false, false },
+    { "/models",              "GET",  st_h_models,          false, true,  false, false, false },
+    { "/v1/models/",          "GET",  st_h_model_one,       true,  true,  false, false, false },
+    { "/health",              "GET",  st_h_health,          false, false, false, false, false },
+    { "/v1/health",           "GET",  st_h_health,          false, false, false, false, false },
+    { "/metrics",             "GET",  st_h_metrics,         false, false, false, false, false },
+    { "/api/activity",        "GET",  st_h_activity,        false, true,  false, false, false },
+    { "/slots",               "GET",  st_h_slots,           false, true,  false, false, false },
+    { "/tokenize",            "POST", st_h_tokenize,        false, true,  true,  false, false },
+    { "/detokenize",          "POST", st_h_detokenize,      false, true,  true,  false, false },
+    { "/apply-template",      "POST", st_h_apply_template,  false, true,  true,  false, false },
 };
 
 static bool path_match(const struct st_route *r, const char *path)

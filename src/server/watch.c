@@ -20,8 +20,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "internal.h"
-#include "gen.h"
+#include "server/daemon.h"
 
 #define WATCH_PERIOD_MS 100
 

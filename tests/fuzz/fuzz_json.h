@@ -2,14 +2,15 @@
  * fuzz_responses_request.c) make of the JSON an accepted request hands on
  * to the engine and the chat template (messages, tools, template kwargs):
  * it parses. A failed check aborts, so libFuzzer reports the input.
- * Header-only (static inline); needs cJSON and src/server/internal.h. */
+ * Header-only (static inline); needs cJSON and src/ on the include path
+ * (server/gen/request.h: struct st_oai_request). */
 #ifndef STRATA_FUZZ_JSON_H
 #define STRATA_FUZZ_JSON_H
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "server/gen/request.h"
 
 /* s parses as JSON (NULL: nothing handed on, fine). */
 static inline void fuzz_check_json(const char *s)

@@ -16,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "translate.h"
+#include "server/anthropic/anthropic.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fuzz_json.h"
-#include "internal.h"
+#include "server/llama/llama.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

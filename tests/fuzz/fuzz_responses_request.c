@@ -22,9 +22,7 @@
 #include <string.h>
 
 #include "fuzz_json.h"
-#include "internal.h"
-#include "responses_store.h"
-#include "translate.h"
+#include "server/responses/responses.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

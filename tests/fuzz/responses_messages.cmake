@@ -11,17 +11,22 @@ if(STRATA_FUZZ AND STRATA_SERVER)
     set(ST_SRV ${PROJECT_SOURCE_DIR}/src/server)
     foreach(api responses messages)
         set(target fuzz_${api}_request)
-        add_executable(${target} ${CMAKE_CURRENT_LIST_DIR}/${target}.c
-                       ${ST_SRV}/${api}_request.c ${ST_SRV}/translate.c ${ST_SRV}/sse.c
-                       ${ST_SRV}/oai_request.c ${ST_SRV}/oai_fields.c ${ST_SRV}/oai_text.c
-                       ${ST_SRV}/oai_sampling.c ${ST_SRV}/oai_tools.c
-                       ${ST_SRV}/errors.c ${ST_SRV}/json_out.c ${ST_SRV}/auth.c
-                       ${ST_SRV}/random_id.c ${PROJECT_SOURCE_DIR}/src/engine/request.c)
-        if(api STREQUAL "responses")
-            target_sources(${target} PRIVATE ${ST_SRV}/responses_chain.c
-                           ${ST_SRV}/responses_store.c)
+        set(api_dir ${api})
+        if(api STREQUAL "messages")
+            set(api_dir anthropic)
         endif()
-        target_include_directories(${target} PRIVATE ${ST_SRV} ${PROJECT_SOURCE_DIR}/src)
+        add_executable(${target} ${CMAKE_CURRENT_LIST_DIR}/${target}.c
+                       ${ST_SRV}/${api_dir}/${api}_request.c ${ST_SRV}/openai/translate.c
+                       ${ST_SRV}/openai/oai_request.c ${ST_SRV}/openai/oai_fields.c
+                       ${ST_SRV}/openai/oai_sampling.c ${ST_SRV}/openai/oai_tools.c
+                       ${ST_SRV}/llama/oai_text.c ${ST_SRV}/http/sse.c
+                       ${ST_SRV}/http/errors.c ${ST_SRV}/http/json_out.c ${ST_SRV}/http/auth.c
+                       ${ST_SRV}/http/random_id.c ${PROJECT_SOURCE_DIR}/src/engine/request.c)
+        if(api STREQUAL "responses")
+            target_sources(${target} PRIVATE ${ST_SRV}/responses/responses_chain.c
+                           ${ST_SRV}/responses/responses_store.c)
+        endif()
+        target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
         target_compile_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined
                                -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
         target_link_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)

@@ -8,11 +8,12 @@
 if(STRATA_FUZZ AND STRATA_SERVER)
     set(ST_SRV ${PROJECT_SOURCE_DIR}/src/server)
     add_executable(fuzz_oai_request ${CMAKE_CURRENT_LIST_DIR}/fuzz_oai_request.c
-                   ${ST_SRV}/oai_request.c ${ST_SRV}/oai_fields.c ${ST_SRV}/oai_text.c
-                   ${ST_SRV}/oai_sampling.c ${ST_SRV}/oai_tools.c
-                   ${ST_SRV}/errors.c ${ST_SRV}/json_out.c ${ST_SRV}/auth.c ${ST_SRV}/random_id.c
+                   ${ST_SRV}/openai/oai_request.c ${ST_SRV}/openai/oai_fields.c
+                   ${ST_SRV}/openai/oai_sampling.c ${ST_SRV}/openai/oai_tools.c
+                   ${ST_SRV}/llama/oai_text.c ${ST_SRV}/http/errors.c ${ST_SRV}/http/json_out.c
+                   ${ST_SRV}/http/auth.c ${ST_SRV}/http/random_id.c
                    ${PROJECT_SOURCE_DIR}/src/engine/request.c)
-    target_include_directories(fuzz_oai_request PRIVATE ${ST_SRV} ${PROJECT_SOURCE_DIR}/src)
+    target_include_directories(fuzz_oai_request PRIVATE ${PROJECT_SOURCE_DIR}/src)
     target_compile_options(fuzz_oai_request PRIVATE -fsanitize=fuzzer,address,undefined
                            -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
     target_link_options(fuzz_oai_request PRIVATE -fsanitize=fuzzer,address,undefined)

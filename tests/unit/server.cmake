@@ -4,5 +4,5 @@
 if(TARGET st_server)
     st_add_check_test(server SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_server.c
                       LIBS st_server PkgConfig::CJSON)
-    target_include_directories(test_server PRIVATE ${PROJECT_SOURCE_DIR}/src/server)
+    target_include_directories(test_server PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endif()

@@ -5,7 +5,8 @@
  * stream fed one byte per token through gen_reply.c as the engine would,
  * and the stream's SSE events split into parsed JSON.
  * Header-only (static inline), for the suites that link st_server and
- * include src/server. */
+ * have src/ on their include path (the server's private headers, by path:
+ * server/daemon.h includes every folder's). */
 #ifndef STRATA_TEST_SERVER_API_FIXTURE_H
 #define STRATA_TEST_SERVER_API_FIXTURE_H
 
@@ -16,9 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen.h"
-#include "internal.h"
-#include "translate.h"
+#include "server/daemon.h"
 
 /* st_resp_translate_tree, st_msg_translate_tree */
 typedef enum st_status (*api_translate_fn)(const cJSON *root, char **chat_json,

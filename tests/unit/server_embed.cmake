@@ -3,5 +3,5 @@
 if(TARGET st_server)
     st_add_check_test(server_embed SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_server_embed.c
                       LIBS st_server PkgConfig::CJSON m)
-    target_include_directories(test_server_embed PRIVATE ${PROJECT_SOURCE_DIR}/src/server)
+    target_include_directories(test_server_embed PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endif()

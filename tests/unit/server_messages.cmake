@@ -5,5 +5,5 @@
 if(TARGET st_server)
     st_add_check_test(server_messages SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_server_messages.c
                       LIBS st_server PkgConfig::CJSON)
-    target_include_directories(test_server_messages PRIVATE ${PROJECT_SOURCE_DIR}/src/server)
+    target_include_directories(test_server_messages PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endif()

@@ -4,5 +4,5 @@
 if(TARGET st_server)
     st_add_check_test(server_resp_store SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_server_resp_store.c
                       LIBS st_server PkgConfig::CJSON Threads::Threads)
-    target_include_directories(test_server_resp_store PRIVATE ${PROJECT_SOURCE_DIR}/src/server)
+    target_include_directories(test_server_resp_store PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endif()

@@ -4,5 +4,5 @@
 if(TARGET st_server)
     st_add_check_test(server_responses SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_server_responses.c
                       LIBS st_server PkgConfig::CJSON)
-    target_include_directories(test_server_responses PRIVATE ${PROJECT_SOURCE_DIR}/src/server)
+    target_include_directories(test_server_responses PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endif()

@@ -11,8 +11,7 @@
 #include <string.h>
 
 #include "engine_fixture.h"
-#include "gen.h"
-#include "internal.h"
+#include "server/daemon.h"
 #include "support.h"
 
 /* ---- helpers ----------------------------------------------------------- */

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "server/openai/oai.h"
 #include "support.h"
 
 static enum st_status parse(enum st_oai_kind k, const char *body, struct st_oai_request *r,

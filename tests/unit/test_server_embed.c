@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "server/daemon.h"
 #include "support.h"
 
 static enum st_status parse(const char *body, struct st_embed_request *r,

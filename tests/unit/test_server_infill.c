@@ -5,7 +5,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "internal.h"
+#include "server/llama/llama.h"
 #include "support.h"
 
 static enum st_status parse(const char *body, struct st_oai_request *oq,

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "responses_store.h"
 #include "server_api_fixture.h"
 #include "support.h"
 

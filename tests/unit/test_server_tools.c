@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen.h"
-#include "internal.h"
+#include "server/openai/oai.h"
 #include "strata/think_block.h"
 #include "support.h"
 

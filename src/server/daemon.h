@@ -1,0 +1,42 @@
+/* daemon.h -- private to the files of src/server itself, the top of the
+ * server module: the libmicrohttpd daemon (http.c), the route table
+ * (routes.c), the disconnect watcher (watch.c), drain (drain.c) and the
+ * read-only endpoints (h_info.c). Below it, one folder per concern:
+ *   http/       what every exchange uses: errors, JSON and SSE output,
+ *               auth, ids, CORS, metrics text, calls, replies
+ *   gen/        one call's generation: requests, engine events, results;
+ *               the answer shapes it writes itself (OpenAI chat and
+ *               completions, /infill, embeddings)
+ *   openai/     /v1/chat/completions, /v1/completions, /v1/embeddings and
+ *               their body parsers; translate.c for the APIs onto chat
+ *   responses/  /v1/responses and the stored responses
+ *   anthropic/  /v1/messages
+ *   llama/      llama-server's /infill, /tokenize, /detokenize,
+ *               /apply-template
+ * Dependencies point down: this folder -> the endpoints' folders ->
+ * openai/ -> gen/ -> http/ (scripts/check_layout.py).
+ */
+#ifndef STRATA_SERVER_DAEMON_H
+#define STRATA_SERVER_DAEMON_H
+
+#include "server/anthropic/anthropic.h"
+#include "server/llama/llama.h"
+#include "server/openai/oai.h"
+#include "server/responses/responses.h"
+
+/* The route for (path, method). NULL with *path_known set when the path
+ * exists under other methods (405; 'allow' gets "GET, HEAD" etc.). */
+const struct st_route *st_route_find(const char *path, const char *method, bool *path_known,
+                                     char *allow, size_t allow_cap);
+/* Handlers (h_info.c). */
+st_route_fn st_h_models, st_h_model_one, st_h_health, st_h_metrics, st_h_activity, st_h_slots;
+
+/* ---- the disconnect watcher (watch.c) -------------------------------- */
+
+/* While a connection is suspended libmicrohttpd does not notice the client
+ * leaving; the watcher polls suspended sockets for a hang-up and cancels
+ * their requests (so a queued request leaves the queue at once). */
+ST_MUST_CHECK enum st_status st_watch_start(struct st_server *srv, struct st_err *err);
+void st_watch_stop(struct st_server *srv);
+
+#endif /* STRATA_SERVER_DAEMON_H */

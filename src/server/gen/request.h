@@ -1,0 +1,92 @@
+/* gen/request.h -- a parsed generation request: what the body parsers
+ * (openai/oai_request.c for chat and completions, and the endpoints built
+ * on them: responses/, anthropic/, llama/h_infill.c) produce and the
+ * generation (gen_submit.c) consumes. No JSON survives into it.
+ */
+#ifndef STRATA_SERVER_GEN_REQUEST_H
+#define STRATA_SERVER_GEN_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/chat.h"
+#include "strata/engine.h"
+
+enum st_oai_kind {
+    ST_OAI_CHAT,          /* /v1/chat/completions */
+    ST_OAI_COMPLETION,    /* /v1/completions */
+};
+
+/* One prompt of /v1/completions: text, or token ids (then text is NULL). */
+struct st_oai_prompt {
+    char    *text;        /* owned, NUL-terminated, or NULL */
+    int32_t *tokens;      /* owned, or NULL */
+    size_t   n_tokens;
+};
+
+#define ST_OAI_MAX_N       16    /* "n" at most */
+#define ST_OAI_MAX_CHOICES 64    /* prompts x n at most */
+
+/* tool_choice: "none" gives no tools to the template and parses nothing;
+ * "required" and a named function constrain the reply to calls
+ * (include/strata/call_grammar.h, gen_reply.c; docs/API.md). */
+enum st_oai_tool_choice {
+    ST_OAI_TOOLS_AUTO,
+    ST_OAI_TOOLS_NONE,
+    ST_OAI_TOOLS_REQUIRED,
+    ST_OAI_TOOLS_FUNCTION,
+};
+
+/* reasoning_format of one request; DEFAULT = the server's --reasoning-format. */
+enum st_oai_reasoning {
+    ST_OAI_REASONING_DEFAULT,
+    ST_OAI_REASONING_DEEPSEEK,     /* "deepseek" or "auto" */
+    ST_OAI_REASONING_NONE,
+};
+
+/* Everything the server takes from a completion body. Owns every pointer;
+ * release with st_oai_request_fini(). No cJSON survives the parse. */
+struct st_oai_request {
+    enum st_oai_kind kind;
+    char   *model;                 /* owned; NULL = the default model */
+    char   *messages_json;         /* chat: normalised messages array (JSON text), owned */
+    char   *tools_json;            /* owned or NULL */
+    char   *kwargs_json;           /* chat_template_kwargs object, owned or NULL */
+    bool    continue_final;        /* chat: continue_final_message (vLLM's): the prompt
+                                    * ends inside the last message, an assistant's */
+    struct st_oai_prompt *prompts; /* completions: n_prompts of them, owned */
+    size_t  n_prompts;
+    struct st_gen_params params;   /* stop strings owned */
+    int32_t n;                     /* choices per prompt, 1..ST_OAI_MAX_N */
+    bool    stream;
+    bool    include_usage;         /* stream_options.include_usage */
+    bool    echo;                  /* completions: the prompt leads the text (params.echo) */
+    int32_t prompt_logprobs;       /* vLLM's: alternatives per prompt token; -1 = absent */
+    bool    cache_prompt;          /* llama-server's; default true; false: no prefix reuse */
+    /* chat: tool calls and reasoning (oai_tools.c, docs/API.md) */
+    enum st_oai_tool_choice tool_choice;
+    char    tool_choice_name[257];  /* FUNCTION: its name ("" when longer than 256 bytes) */
+    bool    single_tool_call;      /* parallel_tool_calls: false -> keep the first call */
+    enum st_oai_reasoning reasoning_format;
+    /* chat: thinking_budget (thinking_token_budget, thinking_budget_tokens):
+     * reasoning tokens before the think block is closed (docs/API.md
+     * "Thinking budget"); -1 = none; absent: the server's --reasoning-budget */
+    bool    has_thinking_budget;
+    int32_t thinking_budget;
+    bool    has_priority;          /* body "priority" was an integral number */
+    int32_t priority;
+    char   *user;                  /* owned or NULL */
+    char   *suffix;                /* completions: OpenAI's legacy suffix (FIM), owned or NULL */
+    bool    infill;                /* POST /infill: llama-server's /completion answer shape
+                                    * (infill_json.c); prompts[0] holds the FIM token ids */
+    bool    infill_truncated;      /* ... the FIM budget cut something ("truncated") */
+};
+
+/* Where a chat request's prompt ends (strata/chat.h). */
+static inline enum st_chat_ending st_oai_chat_ending(const struct st_oai_request *r)
+{
+    return r->continue_final ? ST_CHAT_END_CONTINUE : ST_CHAT_END_GENERATE;
+}
+
+#endif /* STRATA_SERVER_GEN_REQUEST_H */

@@ -1,0 +1,149 @@
+/* h_text.c -- llama-server compatible text endpoints:
+ *
+ *   POST /tokenize        -> {"tokens":[12,34]}
+ *                            with_pieces: {"tokens":[{"id":12,"piece":"Hel"},...]}
+ *                            (a piece that is not valid UTF-8 comes as a byte array)
+ *   POST /detokenize      -> {"content":"..."}
+ *   POST /apply-template  -> {"prompt":"..."}  (the chat template, generation prompt added)
+ *
+ * "model" picks the model (absent: the first); the bodies are parsed by
+ * oai_text.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/llama/llama.h"
+
+static enum st_route_result parse_or_reply(struct st_call *c, enum st_oai_text_kind kind,
+                                           struct st_oai_text_request *r, int32_t *model)
+{
+    struct st_api_error e;
+    if (st_oai_parse_text(kind, c->body.data, c->body.len, r, &e) != ST_OK)
+        return st_reply_error(c, &e);
+    *model = r->model ? st_engine_pool_find_model(c->srv->pool, r->model) : 0;
+    if (*model < 0 || st_engine_pool_n_models(c->srv->pool) == 0) {
+        st_api_error_set(&e, ST_ERR_NOT_FOUND, "model", "model_not_found",
+                         "The model `%.120s` does not exist.", r->model ? r->model : "");
+        st_oai_text_request_fini(r);
+        return st_reply_error(c, &e);
+    }
+    return ST_ROUTE_WAIT;   /* "go on" */
+}
+
+static enum st_route_result engine_error(struct st_call *c, enum st_status rc,
+                                         const struct st_err *err, const char *param)
+{
+    struct st_api_error e;
+    st_api_error_set(&e, rc, param, NULL, "%s", err->msg[0] ? err->msg : st_status_msg(rc));
+    return st_reply_error(c, &e);
+}
+
+static enum st_status piece_json(struct st_buf *b, struct st_engine_pool *pool, int32_t model,
+                                 int32_t id)
+{
+    char *piece = NULL;
+    struct st_err err = { 0 };
+    enum st_status rc = st_engine_pool_detokenize(pool, model, &id, 1, &piece, &err);
+    if (rc != ST_OK)
+        return rc;
+    size_t n = strlen(piece);
+    rc = st_buf_printf(b, "{\"id\":%d,\"piece\":", (int)id);
+    if (rc == ST_OK)
+        rc = st_json_utf8_valid(piece, n) ? st_json_str(b, piece, n) : st_json_bytes(b, piece, n);
+    if (rc == ST_OK)
+        rc = st_buf_append(b, ST_LIT("}"));
+    free(piece);
+    return rc;
+}
+
+static enum st_status tokens_json(struct st_buf *b, struct st_engine_pool *pool, int32_t model,
+                                  const int32_t *ids, size_t n, bool pieces)
+{
+    enum st_status rc = st_buf_append(b, ST_LIT("{\"tokens\":["));
+    for (size_t i = 0; i < n && rc == ST_OK; i++) {
+        if (i)
+            rc = st_buf_append(b, ST_LIT(","));
+        if (rc == ST_OK)
+            rc = pieces ? piece_json(b, pool, model, ids[i])
+                        : st_buf_printf(b, "%d", (int)ids[i]);
+    }
+    if (rc == ST_OK)
+        rc = st_buf_append(b, ST_LIT("]}"));
+    return rc;
+}
+
+enum st_route_result st_h_tokenize(struct st_call *c)
+{
+    struct st_oai_text_request r;
+    int32_t model = 0;
+    enum st_route_result res = parse_or_reply(c, ST_OAI_TOKENIZE, &r, &model);
+    if (res != ST_ROUTE_WAIT)
+        return res;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    struct st_err err = { 0 };
+    enum st_status rc = st_engine_pool_tokenize(c->srv->pool, model, r.content,
+                                                strlen(r.content), r.add_special,
+                                                r.parse_special, &ids, &n, &err);
+    if (rc != ST_OK) {
+        st_oai_text_request_fini(&r);
+        return engine_error(c, rc, &err, "content");
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    rc = tokens_json(&b, c->srv->pool, model, ids, n, r.with_pieces);
+    free(ids);
+    st_oai_text_request_fini(&r);
+    return st_reply_json_built(c, rc, &b);
+}
+
+/* The answer to an engine call that made 'text' (owned, freed here when
+ * the call succeeded): {"<key>": "<text>"}, or the call's error with
+ * 'param' blamed. */
+static enum st_route_result reply_text(struct st_call *c, enum st_status call_rc,
+                                       const struct st_err *err, const char *param,
+                                       const char *key, char *text)
+{
+    if (call_rc != ST_OK)
+        return engine_error(c, call_rc, err, param);
+    struct st_buf b;
+    st_buf_init(&b);
+    enum st_status rc = st_buf_printf(&b, "{\"%s\":", key);
+    if (rc == ST_OK)
+        rc = st_json_cstr(&b, text);
+    if (rc == ST_OK)
+        rc = st_buf_append(&b, ST_LIT("}"));
+    free(text);
+    return st_reply_json_built(c, rc, &b);
+}
+
+enum st_route_result st_h_detokenize(struct st_call *c)
+{
+    struct st_oai_text_request r;
+    int32_t model = 0;
+    enum st_route_result res = parse_or_reply(c, ST_OAI_DETOKENIZE, &r, &model);
+    if (res != ST_ROUTE_WAIT)
+        return res;
+    char *text = NULL;
+    struct st_err err = { 0 };
+    enum st_status rc = st_engine_pool_detokenize(c->srv->pool, model, r.tokens, r.n_tokens,
+                                                  &text, &err);
+    st_oai_text_request_fini(&r);
+    return reply_text(c, rc, &err, "tokens", "content", text);
+}
+
+enum st_route_result st_h_apply_template(struct st_call *c)
+{
+    struct st_oai_text_request r;
+    int32_t model = 0;
+    enum st_route_result res = parse_or_reply(c, ST_OAI_APPLY_TEMPLATE, &r, &model);
+    if (res != ST_ROUTE_WAIT)
+        return res;
+    char *prompt = NULL;
+    struct st_err err = { 0 };
+    enum st_status rc = st_engine_pool_apply_template(c->srv->pool, model, r.messages_json,
+                                                      r.tools_json, r.kwargs_json,
+                                                      ST_CHAT_END_GENERATE, &prompt, &err);
+    st_oai_text_request_fini(&r);
+    return reply_text(c, rc, &err, "messages", "prompt", prompt);
+}

@@ -1,0 +1,60 @@
+/* llama/llama.h -- llama-server's endpoints: POST /infill (h_infill.c; its
+ * answers are gen/infill_json.c's, its FIM prompt gen/gen_fim.c's) and
+ * POST /tokenize, /detokenize, /apply-template (h_text.c, bodies parsed by
+ * oai_text.c).
+ */
+#ifndef STRATA_SERVER_LLAMA_LLAMA_H
+#define STRATA_SERVER_LLAMA_LLAMA_H
+
+#include "server/openai/oai.h"
+
+#define ST_INFILL_MAX_EXTRA 1024 /* /infill input_extra chunks at most */
+
+/* ---- POST /infill bodies (h_infill.c) ---- */
+
+/* llama-server's infill fields; everything else of the body is in the
+ * st_oai_request parsed beside it. All owned. */
+struct st_infill_body {
+    char   *input_prefix, *input_suffix, *prompt;   /* NULL: absent ("") */
+    char   *repo_name, *filename;                   /* strata's: NULL = llama-server's */
+    struct st_infill_chunk *extra;                  /* input_extra; texts owned */
+    size_t  n_extra;
+};
+void st_infill_body_fini(struct st_infill_body *b);
+/* Parse an /infill body: the common generation fields (st_oai_parse_common,
+ * plus n_predict) into *oq, the infill fields into *b. 400s name the field.
+ * On failure both are left empty (fini still safe). */
+ST_MUST_CHECK
+enum st_status st_infill_parse(const char *body, size_t len, struct st_oai_request *oq,
+                               struct st_infill_body *b, struct st_api_error *e);
+
+/* The llama-server style endpoints' bodies (h_text.c). Owned strings;
+ * release with st_oai_text_request_fini(). */
+struct st_oai_text_request {
+    char    *model;            /* owned or NULL */
+    char    *content;          /* /tokenize: owned */
+    bool     add_special;      /* /tokenize: default false */
+    bool     parse_special;    /* /tokenize: default true */
+    bool     with_pieces;      /* /tokenize: default false */
+    int32_t *tokens;           /* /detokenize: owned */
+    size_t   n_tokens;
+    char    *messages_json;    /* /apply-template: normalised, owned */
+    char    *kwargs_json;      /* owned or NULL */
+    char    *tools_json;       /* owned or NULL */
+};
+
+enum st_oai_text_kind {
+    ST_OAI_TOKENIZE,
+    ST_OAI_DETOKENIZE,
+    ST_OAI_APPLY_TEMPLATE,
+};
+
+void st_oai_text_request_fini(struct st_oai_text_request *r);
+ST_MUST_CHECK
+enum st_status st_oai_parse_text(enum st_oai_text_kind kind, const char *body, size_t len,
+                                 struct st_oai_text_request *r, struct st_api_error *e);
+
+/* Handlers (h_infill.c, h_text.c). */
+st_route_fn st_h_infill, st_h_tokenize, st_h_detokenize, st_h_apply_template;
+
+#endif /* STRATA_SERVER_LLAMA_LLAMA_H */

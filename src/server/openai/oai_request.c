@@ -1,0 +1,377 @@
+/* oai_request.c -- an OpenAI completion body (JSON) -> struct st_oai_request.
+ *
+ * Accepted (everything else is ignored, as OpenAI-compatible servers do):
+ *   model            string (absent: the default model)
+ *   messages         chat: non-empty array of {role, content}; content a string,
+ *                    an array of text parts, or null
+ *   prompt           completions: a string, an array of strings, an array of
+ *                    token ids, or an array of token-id arrays
+ *   max_tokens, max_completion_tokens   integer >= 0 (the latter wins)
+ *   stop             string or array of up to 4 strings
+ *   n                integer 1..16      seed        integer (-1 = random)
+ *   temperature      number >= 0        top_p       number in (0, 1]
+ *   top_k            integer >= -1      min_p       number in [0, 1]
+ *   logprobs         chat: boolean; completions: integer 0..20 (top count)
+ *   top_logprobs     chat: integer 0..20, needs logprobs: true
+ *   stream           boolean            stream_options.include_usage  boolean
+ *   user             string             ignore_eos  boolean (llama-server)
+ *   priority         a number; junk counts as absent (SCHEDULER.md section 2)
+ *   chat_template_kwargs  object        tools       array
+ *   echo             boolean (completions: the prompt, and with logprobs its tokens'
+ *                    logprobs, lead the text; chat: true is 400)
+ *   prompt_logprobs  integer 0..20 (vLLM): each prompt token's logprob, rank and this
+ *                    many alternatives; not with stream
+ *   presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n,
+ *   logit_bias, response_format, grammar: see oai_sampling.c
+ *   cache_prompt     boolean, default true (llama-server; false: no prefix reuse)
+ *   suffix           completions: string, the text after the completion (OpenAI's
+ *                    legacy insert mode): the prompt becomes a fill-in-the-middle
+ *                    prompt (gen/gen_fim.c); not with echo
+ *   tool_choice, parallel_tool_calls, reasoning_format  chat: see oai_tools.c
+ * JSON null counts as absent for every optional field.
+ *
+ * The tree is deleted before st_oai_parse() returns; see oai_json.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/openai/oai_json.h"
+#include "strata/gbnf.h"
+#include "strata/json_schema.h"
+
+void st_oai_request_init(struct st_oai_request *r)
+{
+    memset(r, 0, sizeof(*r));
+    st_gen_params_defaults(&r->params);
+    r->n = 1;
+    r->cache_prompt = true;
+    r->prompt_logprobs = -1;
+}
+
+void st_oai_request_fini(struct st_oai_request *r)
+{
+    free(r->model);
+    free(r->messages_json);
+    free(r->tools_json);
+    free(r->kwargs_json);
+    for (size_t i = 0; i < r->n_prompts; i++) {
+        free(r->prompts[i].text);
+        free(r->prompts[i].tokens);
+    }
+    free(r->prompts);
+    for (int32_t i = 0; i < r->params.n_stop; i++)
+        free(r->params.stop[i]);
+    free(r->params.logit_bias);
+    st_json_schema_unref(r->params.json_schema);   /* response_format json_schema */
+    st_gbnf_unref(r->params.grammar);              /* grammar (GBNF) */
+    free(r->user);
+    free(r->suffix);
+    memset(r, 0, sizeof(*r));
+}
+
+static enum st_status nomem(struct st_api_error *e)
+{
+    return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+}
+
+static enum st_status add_stop(struct st_gen_params *p, const char *s, struct st_api_error *e)
+{
+    if (!*s)
+        return ST_OK;   /* an empty stop string would stop at once: ignore it */
+    char *d = st_str_dup(st_str_c(s));
+    if (!d)
+        return nomem(e);
+    p->stop[p->n_stop++] = d;
+    return ST_OK;
+}
+
+static enum st_status parse_stop(const cJSON *root, struct st_gen_params *p,
+                                 struct st_api_error *e)
+{
+    const cJSON *v = st_oai_field(root, "stop");
+    if (!v)
+        return ST_OK;
+    if (cJSON_IsString(v))
+        return add_stop(p, v->valuestring, e);
+    if (!cJSON_IsArray(v))
+        return st_api_error_set(e, ST_ERR_INVALID, "stop", NULL,
+                                "Invalid type for 'stop': expected a string or an array of "
+                                "strings.");
+    if (cJSON_GetArraySize(v) > ST_MAX_STOP)
+        return st_api_error_set(e, ST_ERR_INVALID, "stop", NULL,
+                                "Invalid 'stop': array too long. Expected at most %d strings.",
+                                ST_MAX_STOP);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (!cJSON_IsString(it))
+            return st_api_error_set(e, ST_ERR_INVALID, "stop", NULL,
+                                    "Invalid type for 'stop': every item must be a string.");
+        enum st_status rc = add_stop(p, it->valuestring, e);
+        if (rc != ST_OK)
+            return rc;
+    }
+    return ST_OK;
+}
+
+/* Sampling parameters shared by chat and completions. */
+static enum st_status parse_sampling(const cJSON *root, struct st_gen_params *p,
+                                     struct st_api_error *e)
+{
+    double d;
+    int64_t i;
+    bool has;
+    enum st_status rc;
+
+    d = p->temperature;
+    if ((rc = st_oai_get_num(root, "temperature", 0, false, 1e6, &d, NULL, e)) != ST_OK)
+        return rc;
+    p->temperature = (float)d;
+    d = p->top_p;
+    if ((rc = st_oai_get_num(root, "top_p", 0, true, 1, &d, NULL, e)) != ST_OK)
+        return rc;
+    p->top_p = (float)d;
+    d = p->min_p;
+    if ((rc = st_oai_get_num(root, "min_p", 0, false, 1, &d, NULL, e)) != ST_OK)
+        return rc;
+    p->min_p = (float)d;
+    i = p->top_k;
+    if ((rc = st_oai_get_int(root, "top_k", -1, INT32_MAX, &i, NULL, e)) != ST_OK)
+        return rc;
+    p->top_k = i < 0 ? 0 : (int32_t)i;   /* -1 = off, as vLLM */
+    i = -1;
+    if ((rc = st_oai_get_int(root, "seed", INT64_MIN / 2, INT64_MAX / 2, &i, &has, e)) != ST_OK)
+        return rc;
+    p->has_seed = has && i != -1;         /* -1 = random, as llama-server */
+    p->seed = (uint64_t)i;
+    return st_oai_get_bool(root, "ignore_eos", &p->ignore_eos, NULL, e);
+}
+
+static enum st_status parse_max_tokens(const cJSON *root, struct st_gen_params *p,
+                                       struct st_api_error *e)
+{
+    int64_t v = p->max_tokens;
+    enum st_status rc = st_oai_get_int(root, "max_tokens", 0, INT32_MAX, &v, NULL, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_int(root, "max_completion_tokens", 0, INT32_MAX, &v, NULL, e);
+    p->max_tokens = (int32_t)v;
+    return rc;
+}
+
+/* logprobs: chat takes a boolean plus top_logprobs; completions the
+ * legacy integer (how many alternatives per token). */
+static enum st_status parse_logprobs(const cJSON *root, enum st_oai_kind kind,
+                                     struct st_gen_params *p, struct st_api_error *e)
+{
+    int64_t top = 0;
+    bool has_top = false;
+    enum st_status rc;
+    if (kind == ST_OAI_COMPLETION) {
+        rc = st_oai_get_int(root, "logprobs", 0, ST_MAX_TOP_LOGPROBS, &top, &has_top, e);
+        p->logprobs = has_top;
+        p->top_logprobs = (int32_t)top;
+        return rc;
+    }
+    rc = st_oai_get_bool(root, "logprobs", &p->logprobs, NULL, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_int(root, "top_logprobs", 0, ST_MAX_TOP_LOGPROBS, &top, &has_top, e);
+    if (rc == ST_OK && has_top && top > 0 && !p->logprobs)
+        return st_api_error_set(e, ST_ERR_INVALID, "top_logprobs", NULL,
+                                "Invalid 'top_logprobs': it needs 'logprobs' set to true.");
+    p->top_logprobs = (int32_t)top;
+    return rc;
+}
+
+static enum st_status parse_stream(const cJSON *root, struct st_oai_request *r,
+                                   struct st_api_error *e)
+{
+    enum st_status rc = st_oai_get_bool(root, "stream", &r->stream, NULL, e);
+    const cJSON *so = st_oai_field(root, "stream_options");
+    if (rc != ST_OK || !so)
+        return rc;
+    if (!cJSON_IsObject(so))
+        return st_api_error_set(e, ST_ERR_INVALID, "stream_options", NULL,
+                                "Invalid type for 'stream_options': expected an object.");
+    rc = st_oai_get_bool(so, "include_usage", &r->include_usage, NULL, e);
+    if (rc != ST_OK)
+        snprintf(e->param, sizeof(e->param), "stream_options.include_usage");
+    return rc;
+}
+
+/* One prompt from a string or a token array. */
+static enum st_status prompt_item(const cJSON *v, struct st_oai_prompt *out,
+                                  struct st_api_error *e)
+{
+    if (cJSON_IsString(v)) {
+        out->text = st_str_dup(st_str_c(v->valuestring));
+        return out->text ? ST_OK : nomem(e);
+    }
+    if (cJSON_IsArray(v)) {
+        enum st_status rc = st_oai_tokens(v, "prompt", &out->tokens, &out->n_tokens, e);
+        if (rc == ST_OK && out->n_tokens == 0)
+            return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
+                                    "Invalid 'prompt': empty token array.");
+        return rc;
+    }
+    return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
+                            "Invalid type for 'prompt': expected a string, an array of "
+                            "strings, an array of tokens or an array of token arrays.");
+}
+
+static enum st_status parse_prompts(const cJSON *root, struct st_oai_request *r,
+                                    struct st_api_error *e)
+{
+    const cJSON *v = st_oai_field(root, "prompt");
+    if (!v)
+        return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
+                                "Missing required parameter: 'prompt'.");
+    /* a flat array of numbers is ONE token prompt; otherwise each item is one */
+    bool many = cJSON_IsArray(v) && !(v->child && cJSON_IsNumber(v->child));
+    size_t n = many ? (size_t)cJSON_GetArraySize(v) : 1;
+    if (n == 0)
+        return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
+                                "Invalid 'prompt': empty array.");
+    if (n > ST_OAI_MAX_CHOICES)
+        return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
+                                "Invalid 'prompt': at most %d prompts per request.",
+                                ST_OAI_MAX_CHOICES);
+    r->prompts = calloc(n, sizeof(*r->prompts));
+    if (!r->prompts)
+        return nomem(e);
+    r->n_prompts = n;
+    if (!many)
+        return prompt_item(v, &r->prompts[0], e);
+    size_t i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (cJSON_IsArray(it) && it->child && !cJSON_IsNumber(it->child))
+            return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
+                                    "Invalid 'prompt': nested arrays must hold token ids.");
+        enum st_status rc = prompt_item(it, &r->prompts[i++], e);
+        if (rc != ST_OK)
+            return rc;
+    }
+    return ST_OK;
+}
+
+/* OpenAI's legacy "suffix" (completions): a string; "" counts as absent. */
+static enum st_status parse_suffix(const cJSON *root, struct st_oai_request *r,
+                                   struct st_api_error *e)
+{
+    enum st_status rc = st_oai_get_str(root, "suffix", &r->suffix, e);
+    if (rc != ST_OK)
+        return rc;
+    if (r->suffix && !*r->suffix) {
+        free(r->suffix);
+        r->suffix = NULL;
+    }
+    if (r->suffix && r->echo)
+        return st_api_error_set(e, ST_ERR_INVALID, "suffix", NULL,
+                                "Invalid 'suffix': not available with 'echo': true.");
+    return ST_OK;
+}
+
+static enum st_status parse_chat(const cJSON *root, struct st_oai_request *r,
+                                 struct st_api_error *e)
+{
+    enum st_status rc = st_oai_messages(root, &r->messages_json, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_raw(root, "tools", cJSON_Array, &r->tools_json, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_raw(root, "chat_template_kwargs", cJSON_Object, &r->kwargs_json, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_bool(root, "continue_final_message", &r->continue_final, NULL, e);
+    if (rc == ST_OK)
+        rc = st_oai_parse_tool_fields(root, r, e);
+    return rc;
+}
+
+/* echo (completions) and vLLM's prompt_logprobs (both kinds), after
+ * logprobs and stream: what the engine reports of the prompt
+ * (docs/API.md "Scoring prompts"). */
+static enum st_status parse_scoring(const cJSON *root, struct st_oai_request *r,
+                                    struct st_api_error *e)
+{
+    int64_t k = 0;
+    bool has_k = false;
+    enum st_status rc = st_oai_get_bool(root, "echo", &r->echo, NULL, e);
+    if (rc == ST_OK && r->echo && r->kind == ST_OAI_CHAT)
+        return st_api_error_set(e, ST_ERR_INVALID, "echo", NULL,
+                                "Invalid 'echo': /v1/chat/completions has no 'echo'; it is a "
+                                "/v1/completions parameter.");
+    if (rc == ST_OK)
+        rc = st_oai_get_int(root, "prompt_logprobs", 0, ST_MAX_TOP_LOGPROBS, &k, &has_k, e);
+    if (rc != ST_OK)
+        return rc;
+    if (has_k && r->stream)
+        return st_api_error_set(e, ST_ERR_INVALID, "prompt_logprobs", NULL,
+                                "Invalid 'prompt_logprobs': not available with 'stream': true.");
+    r->prompt_logprobs = has_k ? (int32_t)k : -1;
+    struct st_gen_params *p = &r->params;
+    bool legacy = r->echo && p->logprobs;   /* echo + logprobs N: the prompt's too */
+    p->echo = r->echo;
+    p->prompt_logprobs = legacy || has_k;
+    p->prompt_top_logprobs = (int32_t)ST_MAX(legacy ? p->top_logprobs : 0, has_k ? k : 0);
+    return ST_OK;
+}
+
+enum st_status st_oai_parse_common(const cJSON *root, struct st_oai_request *r,
+                                   struct st_api_error *e)
+{
+    int64_t n = 1;
+    enum st_status rc = st_oai_get_str(root, "model", &r->model, e);
+    if (rc == ST_OK)
+        rc = parse_max_tokens(root, &r->params, e);
+    if (rc == ST_OK)
+        rc = parse_stop(root, &r->params, e);
+    if (rc == ST_OK)
+        rc = parse_sampling(root, &r->params, e);
+    if (rc == ST_OK)
+        rc = st_oai_parse_penalties(root, &r->params, e);   /* oai_sampling.c */
+    if (rc == ST_OK)
+        rc = parse_logprobs(root, r->kind, &r->params, e);
+    if (rc == ST_OK)
+        rc = parse_stream(root, r, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_int(root, "n", 1, ST_OAI_MAX_N, &n, NULL, e);
+    r->n = (int32_t)n;
+    if (rc == ST_OK)
+        rc = st_oai_get_str(root, "user", &r->user, e);
+    if (rc == ST_OK)
+        rc = parse_scoring(root, r, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_bool(root, "cache_prompt", &r->cache_prompt, NULL, e);
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(root, "priority");
+    if (pr)
+        r->has_priority = st_priority_from_json(cJSON_IsNumber(pr),
+                                                cJSON_IsNumber(pr) ? pr->valuedouble : 0.0,
+                                                &r->priority);
+    return rc;
+}
+
+enum st_status st_oai_parse(enum st_oai_kind kind, const char *body, size_t len,
+                            struct st_oai_request *r, struct st_api_error *e)
+{
+    st_oai_request_init(r);
+    r->kind = kind;
+    cJSON *root = NULL;
+    enum st_status rc = st_oai_json_root(body, len, &root, e);
+    if (rc != ST_OK)
+        return rc;
+    rc = st_oai_parse_common(root, r, e);
+    if (rc == ST_OK)
+        rc = kind == ST_OAI_CHAT ? parse_chat(root, r, e) : parse_prompts(root, r, e);
+    if (rc == ST_OK && kind == ST_OAI_COMPLETION)
+        rc = parse_suffix(root, r, e);
+    if (rc == ST_OK && (int64_t)r->n * (int64_t)(r->n_prompts ? r->n_prompts : 1) >
+                           ST_OAI_MAX_CHOICES)
+        rc = st_api_error_set(e, ST_ERR_INVALID, "n", NULL,
+                              "Invalid 'n': prompts x n must be at most %d.",
+                              ST_OAI_MAX_CHOICES);
+    cJSON_Delete(root);
+    if (rc != ST_OK) {
+        st_oai_request_fini(r);
+        r->kind = kind;
+    }
+    return rc;
+}

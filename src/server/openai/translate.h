@@ -1,0 +1,78 @@
+/* openai/translate.h -- the endpoints translated onto chat (/v1/responses,
+ * /v1/messages): the pieces they share (translate.c). Their body parsers
+ * are in responses/responses.h and anthropic/anthropic.h.
+ */
+#ifndef STRATA_SERVER_TRANSLATE_H
+#define STRATA_SERVER_TRANSLATE_H
+
+#include "server/openai/oai.h"
+
+/* ---- endpoints translated onto chat: shared pieces (translate.c) ---- */
+/* Used by responses_*.c and messages_*.c. cJSON trees are the caller's;
+ * bool results are false on OOM only. Thread: any. */
+/* A 500-class "out of memory" error / a 400 naming 'param' with 'msg'. */
+enum st_status st_tr_nomem(struct st_api_error *e);
+enum st_status st_tr_bad(struct st_api_error *e, const char *param, const char *msg);
+/* Append {role, content} to the chat messages array (content NULL: no
+ * content member); *out (when given) the new message. */
+bool st_tr_add_msg(struct cJSON *msgs, const char *role, const char *content,
+                   struct cJSON **out);
+/* Append a chat tool call {id, type:function, function:{name, arguments}}. */
+bool st_tr_add_call(struct cJSON *calls, const char *id, const char *name, const char *args);
+/* Append a chat tool {type:function, function:{}}; returns its (empty)
+ * function object, NULL on OOM. */
+struct cJSON *st_tr_add_tool(struct cJSON *tools);
+/* Copy from's member 'key' (when present and not null) into 'to'. */
+bool st_tr_copy_member(const struct cJSON *from, const char *key, struct cJSON *to);
+/* One member of an array (its index i) into 'out'. */
+typedef enum st_status (*st_tr_item_fn)(const struct cJSON *item, size_t i, struct cJSON *out,
+                                        struct st_api_error *e);
+/* fn on every member of arr, stopping at the first failure. */
+enum st_status st_tr_each(const struct cJSON *arr, st_tr_item_fn fn, struct cJSON *out,
+                          struct st_api_error *e);
+/* chat.tools = fn(tool) for each of 'tools' (NULL: nothing); not an array:
+ * a 400 on "tools" saying 'not_array'. */
+enum st_status st_tr_tools(const struct cJSON *tools, st_tr_item_fn fn, const char *not_array,
+                           struct cJSON *chat, struct st_api_error *e);
+/* chat.tool_choice = {type:function, function:{name}}. */
+enum st_status st_tr_named_choice(struct cJSON *chat, const char *name, struct st_api_error *e);
+/* One step of a translation: what the body 'root' means, added to 'chat'. */
+typedef enum st_status (*st_tr_step_fn)(const struct cJSON *root, struct cJSON *chat,
+                                        struct st_api_error *e);
+/* Run steps[0..n) in order on 'chat' (taken: freed in every case), stopping
+ * at the first failure; then the chat body as JSON text (*chat_json owned,
+ * NULL on failure). */
+enum st_status st_tr_build(const struct cJSON *root, struct cJSON *chat,
+                           const st_tr_step_fn *steps, size_t n, char **chat_json,
+                           struct st_api_error *e);
+/* Replace each map[i][0] with map[i][1] in e's message and param, in order. */
+void st_tr_rename(struct st_api_error *e, const char *const (*map)[2], size_t n);
+/* One API translated onto chat: its body tree -> chat JSON text (owned);
+ * the chat parser's 400 renamed to its fields; 'after' (optional) runs on a
+ * parsed request with the body's tree still there. ctx: the caller's. */
+struct st_tr_api {
+    enum st_status (*translate)(const struct cJSON *root, void *ctx, char **chat_json,
+                                struct st_api_error *e);
+    void (*rename)(struct st_api_error *e);
+    enum st_status (*after)(const struct cJSON *root, const struct st_oai_request *oq,
+                            void *ctx, struct st_api_error *e);
+};
+/* JSON -> api->translate -> st_oai_parse (400s through api->rename) ->
+ * api->after: *oq a chat request (kind CHAT), left empty on failure. */
+enum st_status st_tr_parse(const char *body, size_t len, const struct st_tr_api *api,
+                           void *ctx, struct st_oai_request *oq, struct st_api_error *e);
+/* fn(ctx, id, name, arguments) for each call of a chat tool_calls array
+ * (our own JSON text, gen_reply.c); members not all strings are skipped.
+ * Stops at fn's first failure; ST_ERR_NOMEM when the text cannot be parsed. */
+typedef enum st_status (*st_tr_call_fn)(void *ctx, const char *id, const char *name,
+                                        const char *args);
+enum st_status st_tr_each_call(const char *calls, size_t len, st_tr_call_fn fn, void *ctx);
+/* ,"key":<s, len bytes, as a JSON string> onto o (key: plain ASCII). */
+enum st_status st_tr_json_member(struct st_buf *o, const char *key, const char *s, size_t len);
+/* One SSE event onto out: "event: <type>\ndata: {"type":"<type>"
+ * [,"sequence_number":seq]<body>}\n\n" (seq < 0: none; body's members each
+ * led by a comma; NULL: none). */
+enum st_status st_tr_sse_event(struct st_buf *out, const char *type, int64_t seq,
+                               const struct st_buf *body);
+
+#endif /* STRATA_SERVER_TRANSLATE_H */
