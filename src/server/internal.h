@@ -48,6 +48,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "strata/chat_req.h"
 #include "strata/engine.h"
 #include "strata/sched.h"
 #include "strata/server.h"
@@ -134,13 +135,13 @@ enum st_oai_reasoning {
 };
 
 /* Everything the server takes from a completion body. Owns every pointer;
- * release with st_oai_request_fini(). No cJSON survives the parse. */
+ * release with st_oai_request_fini(). The only cJSON that survives the
+ * parse is the chat request's (strata/chat_req.h), which the engine renders. */
 struct st_oai_request {
     enum st_oai_kind kind;
     char   *model;                 /* owned; NULL = the default model */
-    char   *messages_json;         /* chat: normalised messages array (JSON text), owned */
-    char   *tools_json;            /* owned or NULL */
-    char   *kwargs_json;           /* chat_template_kwargs object, owned or NULL */
+    struct st_chat_request chat;   /* chat: the normalised messages (content a string or
+                                    * null), tools, chat_template_kwargs; owned */
     bool    continue_final;        /* chat: continue_final_message (vLLM's): the prompt
                                     * ends inside the last message, an assistant's */
     struct st_oai_prompt *prompts; /* completions: n_prompts of them, owned */
@@ -231,9 +232,8 @@ struct st_oai_text_request {
     bool     with_pieces;      /* /tokenize: default false */
     int32_t *tokens;           /* /detokenize: owned */
     size_t   n_tokens;
-    char    *messages_json;    /* /apply-template: normalised, owned */
-    char    *kwargs_json;      /* owned or NULL */
-    char    *tools_json;       /* owned or NULL */
+    struct st_chat_request chat;  /* /apply-template: normalised messages, tools,
+                                   * kwargs; owned */
 };
 
 enum st_oai_text_kind {

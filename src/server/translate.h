@@ -40,26 +40,26 @@ enum st_status st_tr_named_choice(struct cJSON *chat, const char *name, struct s
 /* One step of a translation: what the body 'root' means, added to 'chat'. */
 typedef enum st_status (*st_tr_step_fn)(const struct cJSON *root, struct cJSON *chat,
                                         struct st_api_error *e);
-/* Run steps[0..n) in order on 'chat' (taken: freed in every case), stopping
- * at the first failure; then the chat body as JSON text (*chat_json owned,
- * NULL on failure). */
+/* Run steps[0..n) in order on 'chat' (taken: *out on success, freed on
+ * failure, *out then NULL), stopping at the first failure. */
 enum st_status st_tr_build(const struct cJSON *root, struct cJSON *chat,
-                           const st_tr_step_fn *steps, size_t n, char **chat_json,
+                           const st_tr_step_fn *steps, size_t n, struct cJSON **out,
                            struct st_api_error *e);
-/* Replace each map[i][0] with map[i][1] in e's message and param, in order. */
-void st_tr_rename(struct st_api_error *e, const char *const (*map)[2], size_t n);
-/* One API translated onto chat: its body tree -> chat JSON text (owned);
- * the chat parser's 400 renamed to its fields; 'after' (optional) runs on a
+/* One API translated onto chat: its body tree -> a chat body tree (*chat,
+ * owned); 'names' what the chat parser's 400s call the chat fields whose
+ * name differs in that API (oai_json.h); 'after' (optional) runs on a
  * parsed request with the body's tree still there. ctx: the caller's. */
+struct st_oai_names;
 struct st_tr_api {
-    enum st_status (*translate)(const struct cJSON *root, void *ctx, char **chat_json,
+    enum st_status (*translate)(const struct cJSON *root, void *ctx, struct cJSON **chat,
                                 struct st_api_error *e);
-    void (*rename)(struct st_api_error *e);
+    const struct st_oai_names *names;
     enum st_status (*after)(const struct cJSON *root, const struct st_oai_request *oq,
                             void *ctx, struct st_api_error *e);
 };
-/* JSON -> api->translate -> st_oai_parse (400s through api->rename) ->
- * api->after: *oq a chat request (kind CHAT), left empty on failure. */
+/* JSON -> api->translate -> st_oai_parse_tree (the tree, not its text;
+ * 400s in api->names) -> api->after: *oq a chat request (kind CHAT), left
+ * empty on failure. */
 enum st_status st_tr_parse(const char *body, size_t len, const struct st_tr_api *api,
                            void *ctx, struct st_oai_request *oq, struct st_api_error *e);
 /* fn(ctx, id, name, arguments) for each call of a chat tool_calls array
@@ -81,8 +81,9 @@ enum st_status st_tr_sse_event(struct st_buf *out, const char *type, int64_t seq
 /* Parse a Responses body into the chat request it means (*oq, kind CHAT,
  * n 1) and the JSON members every response object echoes (*echo, owned:
  * instructions, tools, tool_choice, text, temperature, ...). On failure 'e'
- * names the Responses field (a 400 from the chat parser renamed: see
- * st_resp_rename_error), *oq is left empty and *echo NULL. Thread: any. */
+ * names the Responses field (the chat parser's 400s too: it names
+ * response_format text.format), *oq is left empty and *echo NULL.
+ * Thread: any. */
 ST_MUST_CHECK
 enum st_status st_resp_parse(const char *body, size_t len, struct st_oai_request *oq,
                              char **echo, struct st_api_error *e);
@@ -114,22 +115,18 @@ ST_MUST_CHECK
 enum st_status st_resp_chain(const struct cJSON *root, struct st_resp_store *store,
                              uint64_t owner, bool *do_store, struct cJSON **expanded,
                              char **items, struct st_api_error *e);
-/* The translation alone: a parsed Responses body -> a chat body (owned
- * JSON text). 400s name the Responses field. */
+/* The translation alone: a parsed Responses body -> a chat body (*chat,
+ * an owned tree; NULL on failure). 400s name the Responses field. */
 ST_MUST_CHECK
-enum st_status st_resp_translate_tree(const struct cJSON *root, char **chat_json,
+enum st_status st_resp_translate_tree(const struct cJSON *root, struct cJSON **chat,
                                       struct st_api_error *e);
-/* Rename the chat fields a chat parser's 400 names to the Responses fields
- * they came from (max_tokens -> max_output_tokens, response_format ->
- * text.format, messages -> input, tools[i].function.x -> tools[i].x), in
- * both param and message. */
-void st_resp_rename_error(struct st_api_error *e);
 
 /* ---- POST /v1/messages bodies (messages_request.c) ---- */
 
 /* Parse an Anthropic Messages body into the chat request it means (*oq,
- * kind CHAT, n 1). On failure 'e' names the Messages field (chat parser
- * 400s renamed: st_msg_rename_error) and *oq is left empty. Thread: any. */
+ * kind CHAT, n 1). On failure 'e' names the Messages field (the chat
+ * parser's 400s too: it names stop stop_sequences) and *oq is left empty.
+ * Thread: any. */
 ST_MUST_CHECK
 enum st_status st_msg_parse(const char *body, size_t len, struct st_oai_request *oq,
                             struct st_api_error *e);
@@ -137,14 +134,10 @@ enum st_status st_msg_parse(const char *body, size_t len, struct st_oai_request 
 ST_MUST_CHECK
 enum st_status st_msg_parse_count(const char *body, size_t len, struct st_oai_request *oq,
                                   struct st_api_error *e);
-/* The translation alone: a parsed Messages body -> a chat body (owned JSON text). */
+/* The translation alone: a parsed Messages body -> a chat body (*chat, an
+ * owned tree; NULL on failure). */
 ST_MUST_CHECK
-enum st_status st_msg_translate_tree(const struct cJSON *root, char **chat_json,
+enum st_status st_msg_translate_tree(const struct cJSON *root, struct cJSON **chat,
                                      struct st_api_error *e);
-/* Rename the chat fields a chat parser's 400 names to the Messages fields
- * (stop -> stop_sequences, thinking_budget -> thinking.budget_tokens,
- * tools[i].function.parameters -> tools[i].input_schema, ...; chat's
- * messages[N] loses its index, which counts translated messages). */
-void st_msg_rename_error(struct st_api_error *e);
 
 #endif
