@@ -30,12 +30,12 @@
  *   model, stream, temperature, top_p, top_k, priority (+ strata's chat
  *   extensions seed, min_p, cache_prompt, logit_bias, and llama-server's
  *   grammar: GBNF, a 400 with tool_choice any / tool) -> as they are
- * Every other field (metadata, service_tier, ...) is ignored. A 400 names the
- * Messages field (stop_sequences, thinking.budget_tokens, tools[i].input_schema,
- * ...), never the chat field it became: the translation checks what it
- * moves, and the chat parser names stop stop_sequences ('names' below). The pieces
- * shared with /v1/responses (chat messages, tool calls, the parse path):
- * translate.c.
+ * Every other field (metadata, service_tier, ...) is ignored. A 400 names
+ * the Messages field (stop_sequences, thinking.budget_tokens,
+ * tools[i].input_schema, ...), never the chat field it became: the
+ * translation checks what it moves, and the chat parser calls stop
+ * stop_sequences ('names' below). The pieces shared with /v1/responses
+ * (chat messages, tool calls, the parse path): translate.c.
  */
 #include <stdio.h>
 #include <stdlib.h>

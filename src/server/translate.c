@@ -4,8 +4,8 @@
  * API): building the chat body another API's body means (messages, tool
  * calls, tools, a named tool_choice), the one parse path (JSON -> the
  * API's translation, a chat body tree -> the chat parser on that tree, its
- * 400s in the API's names), and on the way out the chat tool_calls array walked call by
- * call, and one SSE event framed.
+ * 400s in the API's names: no JSON text in between), and on the way out
+ * the chat tool_calls array walked call by call, and one SSE event framed.
  *
  * Everything here is pure (no locks, no I/O); allocation failures are
  * ST_ERR_NOMEM ("out of memory" in the error).
