@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "strata/chat.h"
+#include "strata/chat_req.h"
 #include "strata/rope.h"
 #include "strata/clock.h"
 #include "strata/compiler.h"
@@ -460,15 +461,15 @@ ST_MUST_CHECK
 enum st_status st_engine_pool_n_embd(struct st_engine_pool *p, int32_t model, int32_t *n_embd,
                                      struct st_err *err);
 
-/* Render a chat into prompt text with the model's template. 'messages_json'
- * is the OpenAI messages array as JSON text; 'kwargs_json' the
- * chat_template_kwargs object or NULL; 'tools_json' or NULL; 'ending' where
- * the prompt stops (a generation: ST_CHAT_END_GENERATE). Owned result. */
+/* Render a chat request (its messages, tools and chat_template_kwargs:
+ * strata/chat_req.h) into prompt text with the model's template; 'ending'
+ * where the prompt stops (a generation: ST_CHAT_END_GENERATE). Owned
+ * result. */
 ST_MUST_CHECK
 enum st_status st_engine_pool_apply_template(struct st_engine_pool *p, int32_t model,
-                                             const char *messages_json, const char *tools_json,
-                                             const char *kwargs_json, enum st_chat_ending ending,
-                                             char **prompt, struct st_err *err);
+                                             const struct st_chat_request *req,
+                                             enum st_chat_ending ending, char **prompt,
+                                             struct st_err *err);
 
 /* Tokenize req->prompt into req->tokens and fill req->job.prompt_tokens.
  * ST_ERR_TOO_LONG when it cannot fit the context. */

@@ -138,16 +138,17 @@ static char *render_prompt(struct st_engine_pool *p, const struct run_opts *o,
 {
     if (!o->chat)
         return strdup(o->prompt);
-    cJSON *arr = cJSON_CreateArray(), *msg = cJSON_CreateObject();
+    struct st_chat_request req;
+    st_chat_request_init(&req);
+    cJSON *msg = cJSON_CreateObject();
+    req.messages = cJSON_CreateArray();
     cJSON_AddStringToObject(msg, "role", "user");
     cJSON_AddStringToObject(msg, "content", o->prompt);
-    cJSON_AddItemToArray(arr, msg);
-    char *json = cJSON_PrintUnformatted(arr), *prompt = NULL;
-    cJSON_Delete(arr);
-    if (!json || st_engine_pool_apply_template(p, 0, json, NULL, NULL, ST_CHAT_END_GENERATE,
-                                               &prompt, err) != ST_OK)
+    cJSON_AddItemToArray(req.messages, msg);
+    char *prompt = NULL;
+    if (st_engine_pool_apply_template(p, 0, &req, ST_CHAT_END_GENERATE, &prompt, err) != ST_OK)
         prompt = NULL;
-    free(json);
+    st_chat_request_fini(&req);
     return prompt;
 }
 

@@ -74,16 +74,15 @@ enum st_status st_engine_pool_n_embd(struct st_engine_pool *p, int32_t model, in
 }
 
 enum st_status st_engine_pool_apply_template(struct st_engine_pool *p, int32_t model,
-                                             const char *messages_json, const char *tools_json,
-                                             const char *kwargs_json, enum st_chat_ending ending,
-                                             char **prompt, struct st_err *err)
+                                             const struct st_chat_request *req,
+                                             enum st_chat_ending ending, char **prompt,
+                                             struct st_err *err)
 {
     const struct st_runner *r;
     enum st_status rc = text_of(p, model, &r, err);
     if (rc != ST_OK)
         return rc;
-    return st_runner_apply_template(r, messages_json, tools_json, kwargs_json, ending, prompt,
-                                    err);
+    return st_runner_apply_template(r, req, ending, prompt, err);
 }
 
 enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_request *req,

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "strata/chat.h"
+#include "strata/chat_req.h"
 #include "strata/clock.h"
 #include "strata/draw.h"
 #include "strata/err.h"
@@ -160,10 +161,10 @@ struct st_runner_ops {
     /* (optional: NULL = none) The vocabulary's fill-in-the-middle token ids
      * (strata/fim.h; -1 where absent). */
     void (*fim_ids)(const struct st_runner *r, struct st_fim_ids *out);
-    /* Render an OpenAI messages array (JSON text) into prompt text, ending
+    /* Render a chat request (strata/chat_req.h) into prompt text, ending
      * as 'ending' says (strata/chat.h); owned result. */
-    enum st_status (*apply_template)(const struct st_runner *r, const char *messages_json,
-                                     const char *tools_json, const char *kwargs_json,
+    enum st_status (*apply_template)(const struct st_runner *r,
+                                     const struct st_chat_request *req,
                                      enum st_chat_ending ending, char **prompt,
                                      struct st_err *err);
 
@@ -252,14 +253,11 @@ static inline void st_runner_fim_ids(const struct st_runner *r, struct st_fim_id
         r->ops->fim_ids(r, out);
 }
 static inline enum st_status st_runner_apply_template(const struct st_runner *r,
-                                                      const char *messages_json,
-                                                      const char *tools_json,
-                                                      const char *kwargs_json,
+                                                      const struct st_chat_request *req,
                                                       enum st_chat_ending ending,
                                                       char **prompt, struct st_err *err)
 {
-    return r->ops->apply_template(r, messages_json, tools_json, kwargs_json, ending, prompt,
-                                  err);
+    return r->ops->apply_template(r, req, ending, prompt, err);
 }
 static inline enum st_status st_runner_forward(struct st_runner *r,
                                                const struct st_runner_batch *batch,

@@ -79,8 +79,7 @@ bool st_runner_model_is_eog(const struct st_runner *r, int32_t token);
 size_t st_runner_model_eog_ids(const struct st_runner *r, const int32_t **ids);
 void st_runner_model_fim_ids(const struct st_runner *r, struct st_fim_ids *out);
 enum st_status st_runner_model_apply_template(const struct st_runner *r,
-                                              const char *messages_json,
-                                              const char *tools_json, const char *kwargs_json,
+                                              const struct st_chat_request *req,
                                               enum st_chat_ending ending, char **prompt,
                                               struct st_err *err);
 

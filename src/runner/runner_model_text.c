@@ -320,11 +320,10 @@ static enum st_status to_msgs(const cJSON *arr, struct st_chat_msg *msgs, struct
 
 /* chat_template_kwargs the renderers read: enable_thinking (Qwen3) and
  * date_string (Llama 3.1+; kept in the scratch list). */
-static enum st_status template_kwargs(const char *kwargs_json, struct st_chat_req *req,
+static enum st_status template_kwargs(const cJSON *kw, struct st_chat_req *req,
                                       struct scratch *sc, struct st_err *err)
 {
     enum st_status rc = ST_OK;
-    cJSON *kw = kwargs_json ? cJSON_Parse(kwargs_json) : NULL;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking");
     req->enable_thinking = cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
     v = cJSON_GetObjectItemCaseSensitive(kw, "date_string");
@@ -333,21 +332,17 @@ static enum st_status template_kwargs(const char *kwargs_json, struct st_chat_re
         if (!req->date_string.ptr)
             rc = st_err_set(err, ST_ERR_NOMEM, "no memory for chat_template_kwargs.date_string");
     }
-    cJSON_Delete(kw);
     return rc;
 }
 
 enum st_status st_runner_model_apply_template(const struct st_runner *r,
-                                              const char *messages_json,
-                                              const char *tools_json, const char *kwargs_json,
+                                              const struct st_chat_request *chat,
                                               enum st_chat_ending ending, char **prompt,
                                               struct st_err *err)
 {
-    cJSON *arr = cJSON_Parse(messages_json ? messages_json : "");
-    if (!cJSON_IsArray(arr)) {
-        cJSON_Delete(arr);
+    const cJSON *arr = chat->messages;
+    if (!cJSON_IsArray(arr))
         return st_err_set(err, ST_ERR_INVALID, "'messages' must be a JSON array");
-    }
     size_t n = (size_t)cJSON_GetArraySize(arr);
     struct st_chat_msg *msgs = calloc(n ? n : 1, sizeof(*msgs));
     struct scratch sc = { 0 };
@@ -359,9 +354,9 @@ enum st_status st_runner_model_apply_template(const struct st_runner *r,
         struct st_chat_req req = { .msgs = msgs, .n_msgs = n,
                                    .add_generation_prompt = ending == ST_CHAT_END_GENERATE,
                                    .continue_final = ending == ST_CHAT_END_CONTINUE,
-                                   .tools = tools_json ? st_str_c(tools_json)
-                                                       : (struct st_str){ NULL, 0 } };
-        rc = template_kwargs(kwargs_json, &req, &sc, err);
+                                   .tools = chat->tools ? st_str_c(chat->tools)
+                                                        : (struct st_str){ NULL, 0 } };
+        rc = template_kwargs(chat->kwargs, &req, &sc, err);
         if (rc == ST_OK)
             rc = st_chat_render(&mr(r)->tmpl, &req, &out, err);
         if (rc == ST_OK && !out.data)
@@ -371,7 +366,6 @@ enum st_status st_runner_model_apply_template(const struct st_runner *r,
         free(sc.s[i]);
     free(sc.s);
     free(msgs);
-    cJSON_Delete(arr);
     if (rc != ST_OK) {
         st_buf_fini(&out);
         return rc;

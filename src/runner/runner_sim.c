@@ -264,17 +264,15 @@ static enum st_status append_content(struct st_buf *b, const cJSON *content)
 }
 
 /* The sim's chat template: every message's content, joined by a space. */
-static enum st_status sim_apply_template(const struct st_runner *r, const char *messages_json,
-                                         const char *tools_json, const char *kwargs_json,
+static enum st_status sim_apply_template(const struct st_runner *r,
+                                         const struct st_chat_request *req,
                                          enum st_chat_ending ending, char **prompt,
                                          struct st_err *err)
 {
-    (void)r; (void)tools_json; (void)kwargs_json; (void)ending;
-    cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
-    if (!cJSON_IsArray(root)) {
-        cJSON_Delete(root);
+    (void)r; (void)ending;
+    const cJSON *root = req->messages;
+    if (!cJSON_IsArray(root))
         return st_err_set(err, ST_ERR_INVALID, "'messages' must be a JSON array");
-    }
     struct st_buf b;
     st_buf_init(&b);
     enum st_status rc = st_buf_append(&b, "", 0);
@@ -284,7 +282,6 @@ static enum st_status sim_apply_template(const struct st_runner *r, const char *
         if (rc == ST_OK && content)
             rc = append_content(&b, content);
     }
-    cJSON_Delete(root);
     if (rc != ST_OK) {
         st_buf_fini(&b);
         return st_err_set(err, rc, "sim: no memory to render the chat");

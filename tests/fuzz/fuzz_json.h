@@ -1,7 +1,8 @@
 /* fuzz_json.h -- the check the request fuzz targets (fuzz_oai_request.c,
- * fuzz_responses_request.c) make of the JSON an accepted request hands on
- * to the engine and the chat template (messages, tools, template kwargs):
- * it parses. A failed check aborts, so libFuzzer reports the input.
+ * fuzz_responses_request.c) make of the chat request an accepted request
+ * hands on to the engine and the chat template (messages, tools, template
+ * kwargs): the messages an array, the kwargs an object, the tools text
+ * that parses. A failed check aborts, so libFuzzer reports the input.
  * Header-only (static inline); needs cJSON and src/ on the include path
  * (server/gen/request.h: struct st_oai_request). */
 #ifndef STRATA_FUZZ_JSON_H
@@ -23,12 +24,18 @@ static inline void fuzz_check_json(const char *s)
     cJSON_Delete(j);
 }
 
-/* Every JSON text of an accepted request parses. */
+/* A chat request's parts have their shapes (messages NULL: none, fine). */
+static inline void fuzz_check_chat(const struct st_chat_request *c)
+{
+    if ((c->messages && !cJSON_IsArray(c->messages)) || (c->kwargs && !cJSON_IsObject(c->kwargs)))
+        abort();
+    fuzz_check_json(c->tools);
+}
+
+/* Every part of an accepted request's chat request has its shape. */
 static inline void fuzz_check_request_json(const struct st_oai_request *r)
 {
-    fuzz_check_json(r->messages_json);
-    fuzz_check_json(r->tools_json);
-    fuzz_check_json(r->kwargs_json);
+    fuzz_check_chat(&r->chat);
 }
 
 #endif /* STRATA_FUZZ_JSON_H */

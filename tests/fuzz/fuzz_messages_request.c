@@ -58,14 +58,13 @@ static void check_error(enum st_status rc, const struct st_api_error *e, const u
 
 static void check_ok(const struct st_oai_request *r)
 {
-    if (r->kind != ST_OAI_CHAT || r->n != 1 || !r->messages_json || r->params.logprobs ||
-        r->params.echo || r->prompt_logprobs != -1)
+    if (r->kind != ST_OAI_CHAT || r->n != 1 || !cJSON_IsArray(r->chat.messages) ||
+        r->params.logprobs || r->params.echo || r->prompt_logprobs != -1)
         abort();
-    check_json(r->messages_json, strlen(r->messages_json));
-    if (r->tools_json)
-        check_json(r->tools_json, strlen(r->tools_json));
-    if (r->kwargs_json)
-        check_json(r->kwargs_json, strlen(r->kwargs_json));
+    if (r->chat.kwargs && !cJSON_IsObject(r->chat.kwargs))
+        abort();
+    if (r->chat.tools)
+        check_json(r->chat.tools, strlen(r->chat.tools));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

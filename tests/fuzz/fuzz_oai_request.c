@@ -43,7 +43,7 @@ static void fuzz_body(enum st_oai_kind kind, const char *body, size_t len)
             if (r.params.logit_bias[i].token < 0 || !(r.params.logit_bias[i].bias >= -100.0f &&
                                                       r.params.logit_bias[i].bias <= 100.0f))
                 abort();
-        if (kind == ST_OAI_CHAT && !r.messages_json)
+        if (kind == ST_OAI_CHAT && !r.chat.messages)
             abort();
         if (kind == ST_OAI_COMPLETION && (r.n_prompts < 1 || !r.prompts))
             abort();
@@ -61,7 +61,9 @@ static void fuzz_text(enum st_oai_text_kind kind, const char *body, size_t len)
     struct st_api_error e;
     enum st_status rc = st_oai_parse_text(kind, body, len, &r, &e);
     if (rc == ST_OK) {
-        fuzz_check_json(r.messages_json);
+        if (kind == ST_OAI_APPLY_TEMPLATE && !r.chat.messages)
+            abort();
+        fuzz_check_chat(&r.chat);
         if (kind == ST_OAI_TOKENIZE && !r.content)
             abort();
         st_oai_text_request_fini(&r);

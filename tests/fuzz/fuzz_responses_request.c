@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             strstr(e.param, "messages"))
             abort();   /* a chat field's name leaked out */
     } else {
-        if (r.kind != ST_OAI_CHAT || r.n != 1 || !r.messages_json || r.params.logprobs ||
+        if (r.kind != ST_OAI_CHAT || r.n != 1 || !r.chat.messages || r.params.logprobs ||
             r.params.echo || r.prompt_logprobs != -1)
             abort();
         fuzz_check_request_json(&r);

@@ -13,7 +13,7 @@ if(STRATA_FUZZ)
     target_compile_options(fuzz_gbnf PRIVATE -fsanitize=fuzzer,address,undefined
                            -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
     target_link_options(fuzz_gbnf PRIVATE -fsanitize=fuzzer,address,undefined)
-    target_link_libraries(fuzz_gbnf PRIVATE st_util st_warnings)
+    target_link_libraries(fuzz_gbnf PRIVATE st_util st_warnings PkgConfig::CJSON)
     set(ST_FUZZ_GBNF_SCRATCH ${CMAKE_CURRENT_BINARY_DIR}/fuzz_gbnf_corpus)
     file(MAKE_DIRECTORY ${ST_FUZZ_GBNF_SCRATCH})
     add_test(NAME fuzz_gbnf

@@ -14,7 +14,7 @@ if(STRATA_FUZZ)
     target_compile_options(fuzz_text PRIVATE -fsanitize=fuzzer,address,undefined
                            -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
     target_link_options(fuzz_text PRIVATE -fsanitize=fuzzer,address,undefined)
-    target_link_libraries(fuzz_text PRIVATE st_util st_warnings)
+    target_link_libraries(fuzz_text PRIVATE st_util st_warnings PkgConfig::CJSON)
     set(ST_FUZZ_TEXT_SCRATCH ${CMAKE_CURRENT_BINARY_DIR}/fuzz_text_corpus)
     file(MAKE_DIRECTORY ${ST_FUZZ_TEXT_SCRATCH})
     add_test(NAME fuzz_text

@@ -20,7 +20,7 @@
 #include "server/daemon.h"
 
 /* st_resp_translate_tree, st_msg_translate_tree */
-typedef enum st_status (*api_translate_fn)(const cJSON *root, char **chat_json,
+typedef enum st_status (*api_translate_fn)(const cJSON *root, cJSON **chat,
                                            struct st_api_error *e);
 
 /* o's string member 'key' (the test fails when there is none). */
@@ -36,30 +36,24 @@ static inline cJSON *api_translate(api_translate_fn fn, const char *body)
 {
     cJSON *root = cJSON_Parse(body);
     ck_assert_ptr_nonnull(root);
-    char *chat = NULL;
+    cJSON *c = NULL;
     struct st_api_error e;
     memset(&e, 0, sizeof(e));
-    ck_assert_msg(fn(root, &chat, &e) == ST_OK, "%s: %s", body, e.message);
+    ck_assert_msg(fn(root, &c, &e) == ST_OK, "%s: %s", body, e.message);
     cJSON_Delete(root);
-    cJSON *c = cJSON_Parse(chat);
-    free(chat);
     ck_assert_ptr_nonnull(c);
     return c;
 }
 
-/* A 400 on 'param' saying 'msg', renamed by 'rename' (st_resp_rename_error,
- * st_msg_rename_error): the test fails unless the param becomes 'want_param'
- * and (when want_msg is not NULL) the message 'want_msg'. */
-static inline void api_check_rename(void (*rename)(struct st_api_error *e), const char *param,
-                                    const char *msg, const char *want_param,
-                                    const char *want_msg)
+/* A parsed value as JSON text (what the parsers printed before the chat
+ * request kept trees): valid until the next call. */
+static inline const char *json_text(const cJSON *v)
 {
-    struct st_api_error e;
-    st_api_error_set(&e, ST_ERR_INVALID, param, NULL, "%s", msg);
-    rename(&e);
-    ck_assert_str_eq(e.param, want_param);
-    if (want_msg)
-        ck_assert_str_eq(e.message, want_msg);
+    static char buf[8192];
+    char *p = v ? cJSON_PrintUnformatted(v) : NULL;
+    snprintf(buf, sizeof(buf), "%s", p ? p : "");
+    cJSON_free(p);
+    return buf;
 }
 
 /* A one-choice chat generation rendered by 'shape' (taken): model "m",

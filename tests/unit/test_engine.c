@@ -4,6 +4,7 @@
  * several engines, shutdown, stats and the text side. The scheduler
  * scenarios of SCHEDULER.md section 9 are in test_engine_sched.c. */
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -595,8 +596,11 @@ START_TEST(test_engine_sim_text_side)
     const char *msgs = "[{\"role\":\"system\",\"content\":\"be brief\"},"
                        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi  there\"},"
                        "{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}}]}]";
-    ck_assert_int_eq(st_engine_pool_apply_template(f.pool, 0, msgs, NULL, NULL, true, &p, NULL),
-                     ST_OK);
+    struct st_chat_request chat;
+    st_chat_request_init(&chat);
+    chat.messages = cJSON_Parse(msgs);
+    ck_assert_int_eq(st_engine_pool_apply_template(f.pool, 0, &chat, true, &p, NULL), ST_OK);
+    st_chat_request_fini(&chat);
     ck_assert_str_eq(p, "be brief hi  there");
     int32_t *ids = NULL;
     size_t n = 0;
@@ -606,9 +610,10 @@ START_TEST(test_engine_sim_text_side)
     free(ids);
     free(p);
     struct st_err err = { 0 };
-    ck_assert_int_eq(st_engine_pool_apply_template(f.pool, 0, "{\"a\":1}", NULL, NULL, true, &p,
-                                                   &err),
+    chat.messages = cJSON_Parse("{\"a\":1}");
+    ck_assert_int_eq(st_engine_pool_apply_template(f.pool, 0, &chat, true, &p, &err),
                      ST_ERR_INVALID);
+    st_chat_request_fini(&chat);
 
     ck_assert_int_eq(st_engine_pool_tokenize(f.pool, 0, "tok1 tok2", 9, true, true, &ids, &n,
                                              NULL), ST_OK);

@@ -7,6 +7,7 @@
  */
 #define _POSIX_C_SOURCE 200809L   /* dup, dup2, fileno: the warning test reads stderr */
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -111,6 +112,20 @@ START_TEST(test_runner_model_special_tokens)
 }
 END_TEST
 
+/* st_runner_apply_template on JSON text: the messages parsed whatever
+ * they are (the renderer checks them), the tools as they are. */
+static enum st_status apply_json(const char *msgs, const char *tools, char **prompt,
+                                 struct st_err *err)
+{
+    struct st_chat_request req;
+    st_chat_request_init(&req);
+    req.messages = cJSON_Parse(msgs);
+    req.tools = tools ? strdup(tools) : NULL;
+    enum st_status rc = st_runner_apply_template(r, &req, ST_CHAT_END_GENERATE, prompt, err);
+    st_chat_request_fini(&req);
+    return rc;
+}
+
 START_TEST(test_runner_model_chat_template)
 {
     char *prompt = NULL;
@@ -118,25 +133,20 @@ START_TEST(test_runner_model_chat_template)
     const char *msgs = "[{\"role\":\"system\",\"content\":\"Be brief.\"},"
                        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hi \"},"
                        "{\"type\":\"text\",\"text\":\"there\"}]}]";
-    const enum st_chat_ending gen = ST_CHAT_END_GENERATE;
-    ck_assert_msg(st_runner_apply_template(r, msgs, NULL, NULL, gen, &prompt, &err) == ST_OK,
-                  "%s", err.msg);
+    ck_assert_msg(apply_json(msgs, NULL, &prompt, &err) == ST_OK, "%s", err.msg);
     ck_assert_str_eq(prompt, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n"
                              "Hi there<|im_end|>\n<|im_start|>assistant\n");
     free(prompt);
     /* ChatML has no place for tools: the request still renders, without them
      * (the log said so when the model was loaded). */
     for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(st_runner_apply_template(r, msgs, "[{\"type\":\"function\",\"function\""
-                                                  ":{\"name\":\"f\"}}]", NULL, gen, &prompt,
-                                                  &err), ST_OK);
+        ck_assert_int_eq(apply_json(msgs, "[{\"type\":\"function\",\"function\""
+                                    ":{\"name\":\"f\"}}]", &prompt, &err), ST_OK);
         ck_assert_ptr_null(strstr(prompt, "\"f\""));
         free(prompt);
     }
-    ck_assert_int_eq(st_runner_apply_template(r, "{}", NULL, NULL, gen, &prompt, &err),
-                     ST_ERR_INVALID);
-    ck_assert_int_eq(st_runner_apply_template(r, "[{\"content\":\"x\"}]", NULL, NULL, gen,
-                                              &prompt, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(apply_json("{}", NULL, &prompt, &err), ST_ERR_INVALID);
+    ck_assert_int_eq(apply_json("[{\"content\":\"x\"}]", NULL, &prompt, &err), ST_ERR_INVALID);
 }
 END_TEST
 

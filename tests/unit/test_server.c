@@ -14,6 +14,17 @@
 #include "server/daemon.h"
 #include "support.h"
 
+/* A parsed value as JSON text (what the parsers printed before the chat
+ * request kept trees): valid until the next call. */
+static const char *json_text(const cJSON *v)
+{
+    static char buf[8192];
+    char *p = v ? cJSON_PrintUnformatted(v) : NULL;
+    snprintf(buf, sizeof(buf), "%s", p ? p : "");
+    cJSON_free(p);
+    return buf;
+}
+
 /* ---- helpers ----------------------------------------------------------- */
 
 static enum st_status parse(enum st_oai_kind k, const char *body, struct st_oai_request *r,
@@ -80,10 +91,10 @@ START_TEST(test_server_parse_chat_every_field)
     ck_assert(r.params.ignore_eos);
     ck_assert(r.stream);
     ck_assert(r.include_usage);
-    ck_assert_str_eq(r.kwargs_json, "{\"enable_thinking\":false}");
-    ck_assert_str_eq(r.tools_json, "[{\"type\":\"function\"}]");
+    ck_assert_str_eq(json_text(r.chat.kwargs), "{\"enable_thinking\":false}");
+    ck_assert_str_eq(r.chat.tools, "[{\"type\":\"function\"}]");
     /* text parts are joined; null content is kept */
-    cJSON *m = cJSON_Parse(r.messages_json);
+    cJSON *m = cJSON_Duplicate(r.chat.messages, true);
     ck_assert_ptr_nonnull(m);
     ck_assert_int_eq(cJSON_GetArraySize(m), 3);
     ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 1), "content")->valuestring, "ab");
@@ -113,7 +124,7 @@ START_TEST(test_server_parse_defaults_and_nulls)
     ck_assert_float_eq(r.params.temperature, d.temperature);
     ck_assert(!r.has_priority);                    /* junk counts as absent, never an error */
     ck_assert(!r.stream);
-    ck_assert_ptr_null(r.tools_json);
+    ck_assert_ptr_null(r.chat.tools);
     st_oai_request_fini(&r);
 }
 END_TEST
@@ -433,8 +444,8 @@ START_TEST(test_server_parse_text_requests)
     ck_assert_str_eq(e.param, "tokens");
     b = "{\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"chat_template_kwargs\":{}}";
     ck_assert_int_eq(st_oai_parse_text(ST_OAI_APPLY_TEMPLATE, b, strlen(b), &r, &e), ST_OK);
-    ck_assert_ptr_nonnull(strstr(r.messages_json, "\"q\""));
-    ck_assert_str_eq(r.kwargs_json, "{}");
+    ck_assert_ptr_nonnull(strstr(json_text(r.chat.messages), "\"q\""));
+    ck_assert_str_eq(json_text(r.chat.kwargs), "{}");
     st_oai_text_request_fini(&r);
 }
 END_TEST

@@ -186,13 +186,13 @@ START_TEST(test_server_messages_parse)
     ck_assert_int_eq(oq.thinking_budget, 99);
     ck_assert(oq.has_priority);
     ck_assert_int_eq(oq.priority, 7);
-    ck_assert_ptr_nonnull(strstr(oq.tools_json, "\"f\""));
+    ck_assert_ptr_nonnull(strstr(oq.chat.tools, "\"f\""));
     st_oai_request_fini(&oq);
 
     /* count_tokens: no max_tokens needed; a message does need it */
     static const char count[] = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
     ck_assert_int_eq(st_msg_parse_count(count, strlen(count), &oq, &e), ST_OK);
-    ck_assert_ptr_nonnull(strstr(oq.messages_json, "\"x\""));
+    ck_assert_ptr_nonnull(strstr(json_text(oq.chat.messages), "\"x\""));
     st_oai_request_fini(&oq);
     ck_assert_int_eq(st_msg_parse(count, strlen(count), &oq, &e), ST_ERR_INVALID);
     ck_assert_str_eq(e.param, "max_tokens");
@@ -304,21 +304,6 @@ START_TEST(test_server_messages_bad_requests)
                       "%s: a chat field leaked: %s", cases[i][0], e.message);
         st_oai_request_fini(&oq);
     }
-}
-END_TEST
-
-START_TEST(test_server_messages_rename_error)
-{
-    api_check_rename(st_msg_rename_error, "thinking_budget",
-                     "Invalid 'thinking_budget': expected an integer.", "thinking.budget_tokens",
-                     "Invalid 'thinking.budget_tokens': expected an integer.");
-    api_check_rename(st_msg_rename_error, "tools[1].function.parameters", "x",
-                     "tools[1].input_schema", NULL);
-    /* chat's index counts translated messages: dropped */
-    api_check_rename(st_msg_rename_error, "messages[3].content", "'messages[3]' is bad",
-                     "messages.content", "'messages' is bad");
-    api_check_rename(st_msg_rename_error, "parallel_tool_calls", "'parallel_tool_calls'",
-                     "tool_choice.disable_parallel_tool_use", NULL);
 }
 END_TEST
 
@@ -588,7 +573,6 @@ static Suite *server_messages_suite(void)
     tcase_add_test(t, test_server_messages_parse);
     tcase_add_test(t, test_server_messages_bad_requests);
     tcase_add_test(t, test_server_messages_grammar);
-    tcase_add_test(t, test_server_messages_rename_error);
     tcase_add_test(t, test_server_messages_error_shape);
     tcase_add_test(t, test_server_messages_body);
     tcase_add_test(t, test_server_messages_stream);

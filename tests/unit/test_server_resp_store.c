@@ -325,7 +325,7 @@ START_TEST(test_server_resp_store_previous_response)
                                    "\"previous_response_id\":\"resp_prev\"}", &oq, &rp, &e),
                      ST_OK);
     /* the chat messages: new instructions, the earlier turn, then the new input */
-    cJSON *m = cJSON_Parse(oq.messages_json);
+    cJSON *m = cJSON_Duplicate(oq.chat.messages, true);
     ck_assert_int_eq(cJSON_GetArraySize(m), 4);
     ck_assert_str_eq(str_at(cJSON_GetArrayItem(m, 0), "content"), "new sys");
     ck_assert_str_eq(str_at(cJSON_GetArrayItem(m, 1), "content"), "first question");
@@ -389,7 +389,7 @@ START_TEST(test_server_resp_store_previous_response_owner)
     ck_assert_ptr_null(rp.input);
     st_oai_request_fini(&oq);
     ck_assert_int_eq(parse_as(s, OWNER_A, body, &oq, &rp, &unknown), ST_OK);
-    cJSON *m = cJSON_Parse(oq.messages_json);
+    cJSON *m = cJSON_Duplicate(oq.chat.messages, true);
     ck_assert_int_eq(cJSON_GetArraySize(m), 3);   /* the earlier turn, then "x" */
     ck_assert_str_eq(str_at(cJSON_GetArrayItem(m, 0), "content"), "first question");
     cJSON_Delete(m);
@@ -419,7 +419,7 @@ START_TEST(test_server_resp_store_repeated_input_key)
     ck_assert_int_eq(parse_with(s, "{\"input\":\"second question\",\"input\":\"other\","
                                    "\"previous_response_id\":\"resp_prev\"}", &oq, &rp, &e),
                      ST_OK);
-    cJSON *m = cJSON_Parse(oq.messages_json);
+    cJSON *m = cJSON_Duplicate(oq.chat.messages, true);
     ck_assert_int_eq(cJSON_GetArraySize(m), 3);
     ck_assert_str_eq(str_at(cJSON_GetArrayItem(m, 0), "content"), "first question");
     ck_assert_str_eq(str_at(cJSON_GetArrayItem(m, 2), "content"), "second question");

@@ -45,7 +45,7 @@ START_TEST(test_server_tools_request_fields)
 
     ck_assert_int_eq(parse_chat(tools1, &r, &e), ST_OK);
     ck_assert_int_eq(r.tool_choice, ST_OAI_TOOLS_AUTO);
-    ck_assert_ptr_nonnull(r.tools_json);
+    ck_assert_ptr_nonnull(r.chat.tools);
     ck_assert(!r.single_tool_call);
     ck_assert_int_eq(r.reasoning_format, ST_OAI_REASONING_DEFAULT);
     st_oai_request_fini(&r);
@@ -54,7 +54,7 @@ START_TEST(test_server_tools_request_fields)
     snprintf(extra, sizeof(extra), "%s,\"tool_choice\":\"none\"", tools1);
     ck_assert_int_eq(parse_chat(extra, &r, &e), ST_OK);
     ck_assert_int_eq(r.tool_choice, ST_OAI_TOOLS_NONE);
-    ck_assert_ptr_null(r.tools_json);
+    ck_assert_ptr_null(r.chat.tools);
     st_oai_request_fini(&r);
 
     snprintf(extra, sizeof(extra),
@@ -62,7 +62,7 @@ START_TEST(test_server_tools_request_fields)
              "\"parallel_tool_calls\":false,\"reasoning_format\":\"none\"", tools1);
     ck_assert_int_eq(parse_chat(extra, &r, &e), ST_OK);
     ck_assert_int_eq(r.tool_choice, ST_OAI_TOOLS_FUNCTION);
-    ck_assert_ptr_nonnull(r.tools_json);
+    ck_assert_ptr_nonnull(r.chat.tools);
     ck_assert(r.single_tool_call);
     ck_assert_int_eq(r.reasoning_format, ST_OAI_REASONING_NONE);
     st_oai_request_fini(&r);

@@ -12,8 +12,9 @@
 /* ---- POST /v1/messages bodies (messages_request.c) ---- */
 
 /* Parse an Anthropic Messages body into the chat request it means (*oq,
- * kind CHAT, n 1). On failure 'e' names the Messages field (chat parser
- * 400s renamed: st_msg_rename_error) and *oq is left empty. Thread: any. */
+ * kind CHAT, n 1). On failure 'e' names the Messages field (the chat
+ * parser's 400s too: it names stop stop_sequences) and *oq is left empty.
+ * Thread: any. */
 ST_MUST_CHECK
 enum st_status st_msg_parse(const char *body, size_t len, struct st_oai_request *oq,
                             struct st_api_error *e);
@@ -21,15 +22,11 @@ enum st_status st_msg_parse(const char *body, size_t len, struct st_oai_request 
 ST_MUST_CHECK
 enum st_status st_msg_parse_count(const char *body, size_t len, struct st_oai_request *oq,
                                   struct st_api_error *e);
-/* The translation alone: a parsed Messages body -> a chat body (owned JSON text). */
+/* The translation alone: a parsed Messages body -> a chat body (*chat, an
+ * owned tree; NULL on failure). */
 ST_MUST_CHECK
-enum st_status st_msg_translate_tree(const struct cJSON *root, char **chat_json,
+enum st_status st_msg_translate_tree(const struct cJSON *root, struct cJSON **chat,
                                      struct st_api_error *e);
-/* Rename the chat fields a chat parser's 400 names to the Messages fields
- * (stop -> stop_sequences, thinking_budget -> thinking.budget_tokens,
- * tools[i].function.parameters -> tools[i].input_schema, ...; chat's
- * messages[N] loses its index, which counts translated messages). */
-void st_msg_rename_error(struct st_api_error *e);
 
 /* ---- /v1/messages answers (messages_reply.c, docs/API.md "/v1/messages") ---- */
 /* The renderer of one message (id "msg_..."). NULL on OOM. */

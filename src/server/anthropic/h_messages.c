@@ -46,8 +46,7 @@ static enum st_status count(struct st_call *c, const struct st_oai_request *oq, 
     int32_t *ids = NULL;
     size_t n_ids = 0;
     struct st_err err = { 0 };
-    enum st_status rc = st_engine_pool_apply_template(pool, model, oq->messages_json,
-                                                      oq->tools_json, oq->kwargs_json,
+    enum st_status rc = st_engine_pool_apply_template(pool, model, &oq->chat,
                                                       st_oai_chat_ending(oq), &prompt, &err);
     if (rc == ST_OK)
         rc = st_engine_pool_tokenize(pool, model, prompt, strlen(prompt), false, true, &ids,

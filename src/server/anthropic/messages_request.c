@@ -1,6 +1,6 @@
 /* messages_request.c -- a POST /v1/messages body (Anthropic's Messages
  * API) -> the chat completion request it means (struct st_oai_request, by
- * way of a chat JSON body and the chat parser); docs/API.md "/v1/messages".
+ * way of a chat body tree and the chat parser); docs/API.md "/v1/messages".
  *
  * The translation (Messages field -> chat field):
  *   max_tokens (required)        -> max_tokens
@@ -30,11 +30,12 @@
  *   model, stream, temperature, top_p, top_k, priority (+ strata's chat
  *   extensions seed, min_p, cache_prompt, logit_bias, and llama-server's
  *   grammar: GBNF, a 400 with tool_choice any / tool) -> as they are
- * Every other field (metadata, service_tier, ...) is ignored. A 400 from the
- * chat parser names the Messages field (stop_sequences, thinking.budget_tokens,
- * tools[i].input_schema, ...), never the chat field it became. The pieces
- * shared with /v1/responses (chat messages, tool calls, the parse path):
- * translate.c.
+ * Every other field (metadata, service_tier, ...) is ignored. A 400 names
+ * the Messages field (stop_sequences, thinking.budget_tokens,
+ * tools[i].input_schema, ...), never the chat field it became: the
+ * translation checks what it moves, and the chat parser calls stop
+ * stop_sequences ('names' below). The pieces shared with /v1/responses
+ * (chat messages, tool calls, the parse path): translate.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,12 +417,12 @@ static enum st_status copy_passed(const cJSON *root, cJSON *chat, struct st_api_
 }
 
 /* need_max: max_tokens is required (a message; count_tokens takes none). */
-static enum st_status translate(const cJSON *root, bool need_max, char **chat_json,
+static enum st_status translate(const cJSON *root, bool need_max, cJSON **out,
                                 struct st_api_error *e)
 {
     static const st_tr_step_fn steps[] = { copy_passed, build_messages, build_tools,
                                            build_misc };
-    *chat_json = NULL;
+    *out = NULL;
     if (need_max && !st_oai_field(root, "max_tokens"))
         return st_tr_bad(e, "max_tokens", "max_tokens: Field required.");
     int64_t max = 0;
@@ -431,60 +432,32 @@ static enum st_status translate(const cJSON *root, bool need_max, char **chat_js
     cJSON *chat = cJSON_CreateObject();
     if (!chat)
         return st_tr_nomem(e);
-    return st_tr_build(root, chat, steps, ST_ARRAY_LEN(steps), chat_json, e);
+    return st_tr_build(root, chat, steps, ST_ARRAY_LEN(steps), out, e);
 }
 
-enum st_status st_msg_translate_tree(const cJSON *root, char **chat_json,
-                                     struct st_api_error *e)
+enum st_status st_msg_translate_tree(const cJSON *root, cJSON **chat, struct st_api_error *e)
 {
-    return translate(root, true, chat_json, e);
+    return translate(root, true, chat, e);
 }
 
-/* ---- the chat parser's errors, renamed ----------------------------------------- */
-
-/* "messages[N]" -> "messages": chat's indices count the system and tool
- * messages the translation added, so they would point at the wrong turn. */
-static void drop_message_index(char *s)
-{
-    char *p = s;
-    while ((p = strstr(p, "messages[")) != NULL) {
-        char *q = p + 9;
-        while (*q >= '0' && *q <= '9')
-            q++;
-        if (*q == ']')
-            memmove(p + 8, q + 1, strlen(q + 1) + 1);
-        p += 8;
-    }
-}
-
-void st_msg_rename_error(struct st_api_error *e)
-{
-    static const char *const map[][2] = {
-        { "'tool_choice' \"required\" or a named function",
-          "tool_choice {\"type\": \"any\"} or {\"type\": \"tool\"}" },
-        { "'stop'", "'stop_sequences'" },
-        { "thinking_budget", "thinking.budget_tokens" },
-        { "parallel_tool_calls", "tool_choice.disable_parallel_tool_use" },
-        { ".function.parameters", ".input_schema" },
-        { ".function.", "." },
-        { "chat_template_kwargs", "thinking" },
-    };
-    if (strcmp(e->param, "stop") == 0 || strncmp(e->param, "stop[", 5) == 0)
-        snprintf(e->param, sizeof(e->param), "stop_sequences");
-    st_tr_rename(e, map, ST_ARRAY_LEN(map));
-    drop_message_index(e->message);
-    drop_message_index(e->param);
-}
+/* What the chat parser's 400s call the chat fields a Messages body's fields
+ * became (the others: none of its 400s can fire on what translate() built). */
+static const struct st_oai_names names = {
+    .stop = "stop_sequences",
+    .format = "response_format",
+    .schema = "response_format.json_schema",
+    .json_format = "a JSON 'response_format' or 'json_schema'",
+    .forced_calls = "tool_choice {\"type\": \"any\"} or {\"type\": \"tool\"}",
+};
 
 /* ctx: a bool, max_tokens required (false for count_tokens). */
-static enum st_status translate_cb(const cJSON *root, void *ctx, char **chat_json,
+static enum st_status translate_cb(const cJSON *root, void *ctx, cJSON **chat,
                                    struct st_api_error *e)
 {
-    return translate(root, *(const bool *)ctx, chat_json, e);
+    return translate(root, *(const bool *)ctx, chat, e);
 }
 
-static const struct st_tr_api api = { .translate = translate_cb,
-                                      .rename = st_msg_rename_error };
+static const struct st_tr_api api = { .translate = translate_cb, .names = &names };
 
 enum st_status st_msg_parse(const char *body, size_t len, struct st_oai_request *oq,
                             struct st_api_error *e)

@@ -249,12 +249,12 @@ enum st_status st_gen_reply_calls(const struct st_oai_request *oq,
 {
     *out = NULL;
     bool named = oq->tool_choice == ST_OAI_TOOLS_FUNCTION;
-    if (oq->kind != ST_OAI_CHAT || !prompt || !oq->tools_json ||
+    if (oq->kind != ST_OAI_CHAT || !prompt || !oq->chat.tools ||
         (!named && oq->tool_choice != ST_OAI_TOOLS_REQUIRED) ||
         (named && !oq->tool_choice_name[0]))
         return ST_OK;
-    struct st_call_spec sp = { .parallel = !oq->single_tool_call, .tools_json = oq->tools_json,
-                               .tools_len = strlen(oq->tools_json),
+    struct st_call_spec sp = { .parallel = !oq->single_tool_call, .tools_json = oq->chat.tools,
+                               .tools_len = strlen(oq->chat.tools),
                                .name = named ? oq->tool_choice_name : NULL };
     if (!call_format(prompt, oq->continue_final,
                      resolve_rf(oq, server_default) == ST_REASONING_DEEPSEEK, think_vocab, &sp))
@@ -287,7 +287,7 @@ enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request 
     struct st_reply_opts o;
     memset(&o, 0, sizeof(o));
     o.reasoning = rf == ST_REASONING_DEEPSEEK;
-    o.tools = oq->tools_json && strcmp(oq->tools_json, "[]") != 0;
+    o.tools = oq->chat.tools && strcmp(oq->chat.tools, "[]") != 0;
     o.in_reasoning = o.reasoning && prompt && prompt_in_think(prompt, oq->continue_final);
     o.max_calls = oq->single_tool_call ? 1 : 0;
     o.bare_json_calls = o.tools && prompt && st_reply_prompt_wants_json_calls(prompt, strlen(prompt));
@@ -302,7 +302,7 @@ enum st_status st_gen_reply_setup(struct st_gen *g, const struct st_oai_request 
     if (!o.reasoning && !o.tools && !o.glm)
         return ST_OK;
     for (int32_t i = 0; i < g->n_choices; i++) {
-        g->choices[i].reply = reply_new(&o, oq->tools_json);
+        g->choices[i].reply = reply_new(&o, oq->chat.tools);
         if (!g->choices[i].reply)
             return ST_ERR_NOMEM;
     }

@@ -128,15 +128,15 @@ void st_gen_set_model(struct st_call *c, struct st_gen *g, int32_t model, int32_
 /* The prompt text of prompt p (owned). Token prompts are detokenized so the
  * request also has its text; their ids are used as given. */
 static enum st_status render_prompt(struct st_call *c, const struct st_oai_request *oq,
-                                    int32_t model, size_t p, const char *kwargs, char **text,
-                                    struct st_api_error *e)
+                                    int32_t model, size_t p, const struct st_chat_request *chat,
+                                    char **text, struct st_api_error *e)
 {
     struct st_engine_pool *pool = c->srv->pool;
     struct st_err err = { 0 };
     enum st_status rc;
     if (oq->kind == ST_OAI_CHAT) {
-        rc = st_engine_pool_apply_template(pool, model, oq->messages_json, oq->tools_json,
-                                           kwargs, st_oai_chat_ending(oq), text, &err);
+        rc = st_engine_pool_apply_template(pool, model, chat, st_oai_chat_ending(oq), text,
+                                           &err);
     } else if (oq->prompts[p].text) {
         *text = st_str_dup(st_str_c(oq->prompts[p].text));
         rc = *text ? ST_OK : st_err_set(&err, ST_ERR_NOMEM, "out of memory");
@@ -252,18 +252,17 @@ static int32_t budget_wanted(const struct st_call *c, const struct st_oai_reques
 
 /* Budget 0 asks the template not to think (Qwen3's enable_thinking
  * false) unless the body's chat_template_kwargs says otherwise: an owned
- * kwargs object, or NULL to keep the body's (also on a parse failure). */
-static char *budget_kwargs(const struct st_oai_request *oq, int32_t budget)
+ * kwargs object, or NULL to keep the body's (also when out of memory). */
+static cJSON *budget_kwargs(const struct st_oai_request *oq, int32_t budget)
 {
-    if (budget != 0)
+    if (budget != 0 || st_chat_request_kwarg(&oq->chat, "enable_thinking"))
         return NULL;
-    cJSON *kw = oq->kwargs_json ? cJSON_Parse(oq->kwargs_json) : cJSON_CreateObject();
-    char *out = NULL;
-    if (cJSON_IsObject(kw) && !cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking") &&
-        cJSON_AddFalseToObject(kw, "enable_thinking"))
-        out = cJSON_PrintUnformatted(kw);
-    cJSON_Delete(kw);
-    return out;
+    cJSON *kw = oq->chat.kwargs ? cJSON_Duplicate(oq->chat.kwargs, true) : cJSON_CreateObject();
+    if (kw && !cJSON_AddFalseToObject(kw, "enable_thinking")) {
+        cJSON_Delete(kw);
+        kw = NULL;
+    }
+    return kw;
 }
 
 /* The tokens of 'text' (special tokens parsed) into out (at most
@@ -435,13 +434,16 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
     /* only a constrained reply or a thinking budget asks */
     if (oq->kind == ST_OAI_CHAT && (constrained || budget >= 0))
         g->think_vocab = think_vocab(c, g->model);
-    char *kwargs = budget_kwargs(oq, budget);
+    /* the request's chat with the budget's kwargs (borrowed: a view) */
+    struct st_chat_request chat = oq->chat;
+    cJSON *kwargs = budget_kwargs(oq, budget);
+    if (kwargs)
+        chat.kwargs = kwargs;
     struct budget bud = { .budget = -1 };
     for (int32_t i = 0; i < g->n_choices && rc == ST_OK; i += oq->n) {
         char *text = NULL;
         struct st_call_grammar *calls = NULL;
-        rc = render_prompt(c, oq, g->model, (size_t)g->choices[i].prompt,
-                           kwargs ? kwargs : oq->kwargs_json, &text, e);
+        rc = render_prompt(c, oq, g->model, (size_t)g->choices[i].prompt, &chat, &text, e);
         if (rc == ST_OK && i == 0 &&   /* chat: one prompt; replies parsed (gen_reply.c) */
             (st_gen_reply_setup(g, oq, c->srv->cfg.reasoning_format, text) != ST_OK ||
              st_gen_reply_calls(oq, c->srv->cfg.reasoning_format, text, g->think_vocab,
@@ -455,7 +457,7 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
         st_call_grammar_unref(calls);
         free(text);
     }
-    cJSON_free(kwargs);
+    cJSON_Delete(kwargs);
     return rc;
 }
 

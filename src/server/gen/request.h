@@ -46,13 +46,13 @@ enum st_oai_reasoning {
 };
 
 /* Everything the server takes from a completion body. Owns every pointer;
- * release with st_oai_request_fini(). No cJSON survives the parse. */
+ * release with st_oai_request_fini(). The only cJSON that survives the
+ * parse is the chat request's (strata/chat_req.h), which the engine renders. */
 struct st_oai_request {
     enum st_oai_kind kind;
     char   *model;                 /* owned; NULL = the default model */
-    char   *messages_json;         /* chat: normalised messages array (JSON text), owned */
-    char   *tools_json;            /* owned or NULL */
-    char   *kwargs_json;           /* chat_template_kwargs object, owned or NULL */
+    struct st_chat_request chat;   /* chat: the normalised messages (content a string or
+                                    * null), tools, chat_template_kwargs; owned */
     bool    continue_final;        /* chat: continue_final_message (vLLM's): the prompt
                                     * ends inside the last message, an assistant's */
     struct st_oai_prompt *prompts; /* completions: n_prompts of them, owned */

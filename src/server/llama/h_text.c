@@ -141,8 +141,7 @@ enum st_route_result st_h_apply_template(struct st_call *c)
         return res;
     char *prompt = NULL;
     struct st_err err = { 0 };
-    enum st_status rc = st_engine_pool_apply_template(c->srv->pool, model, r.messages_json,
-                                                      r.tools_json, r.kwargs_json,
+    enum st_status rc = st_engine_pool_apply_template(c->srv->pool, model, &r.chat,
                                                       ST_CHAT_END_GENERATE, &prompt, &err);
     st_oai_text_request_fini(&r);
     return reply_text(c, rc, &err, "messages", "prompt", prompt);

@@ -38,9 +38,8 @@ struct st_oai_text_request {
     bool     with_pieces;      /* /tokenize: default false */
     int32_t *tokens;           /* /detokenize: owned */
     size_t   n_tokens;
-    char    *messages_json;    /* /apply-template: normalised, owned */
-    char    *kwargs_json;      /* owned or NULL */
-    char    *tools_json;       /* owned or NULL */
+    struct st_chat_request chat;  /* /apply-template: normalised messages, tools,
+                                   * kwargs; owned */
 };
 
 enum st_oai_text_kind {

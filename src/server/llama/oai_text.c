@@ -7,7 +7,8 @@
  *                          "tools": [...], "model": "..."}
  *
  * Same rules as the completion bodies (oai_json.h): strict types, null is
- * absent, unknown fields ignored, no cJSON after return.
+ * absent, unknown fields ignored, no cJSON after return but the chat
+ * request's (strata/chat_req.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +21,7 @@ void st_oai_text_request_fini(struct st_oai_text_request *r)
     free(r->model);
     free(r->content);
     free(r->tokens);
-    free(r->messages_json);
-    free(r->kwargs_json);
-    free(r->tools_json);
+    st_chat_request_fini(&r->chat);
     memset(r, 0, sizeof(*r));
 }
 
@@ -55,11 +54,11 @@ static enum st_status parse_detokenize(const cJSON *root, struct st_oai_text_req
 static enum st_status parse_template(const cJSON *root, struct st_oai_text_request *r,
                                      struct st_api_error *e)
 {
-    enum st_status rc = st_oai_messages(root, &r->messages_json, e);
+    enum st_status rc = st_oai_messages(root, &r->chat.messages, e);
     if (rc == ST_OK)
-        rc = st_oai_get_raw(root, "chat_template_kwargs", cJSON_Object, &r->kwargs_json, e);
+        rc = st_oai_get_tree(root, "chat_template_kwargs", cJSON_Object, &r->chat.kwargs, e);
     if (rc == ST_OK)
-        rc = st_oai_get_raw(root, "tools", cJSON_Array, &r->tools_json, e);
+        rc = st_oai_get_raw(root, "tools", cJSON_Array, &r->chat.tools, e);
     return rc;
 }
 

@@ -175,6 +175,22 @@ enum st_status st_oai_get_raw(const cJSON *obj, const char *key, int type, char 
     return print_owned(v, out, e);
 }
 
+enum st_status st_oai_get_tree(const cJSON *obj, const char *key, int type, cJSON **out,
+                               struct st_api_error *e)
+{
+    const cJSON *v = st_oai_field(obj, key);
+    if (!v)
+        return ST_OK;
+    if ((v->type & 0xFF) != type)
+        return bad_type(e, key, type == cJSON_Array ? "an array" : "an object", v);
+    cJSON *d = cJSON_Duplicate(v, true);
+    if (!d)
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    cJSON_Delete(*out);
+    *out = d;
+    return ST_OK;
+}
+
 enum st_status st_oai_tokens(const cJSON *arr, const char *param, int32_t **ids, size_t *n,
                              struct st_api_error *e)
 {
@@ -300,7 +316,7 @@ static enum st_status check_message(cJSON *m, size_t mi, struct st_api_error *e)
     return ST_OK;
 }
 
-enum st_status st_oai_messages(const cJSON *obj, char **out, struct st_api_error *e)
+enum st_status st_oai_messages(const cJSON *obj, cJSON **out, struct st_api_error *e)
 {
     const cJSON *msgs = st_oai_field(obj, "messages");
     if (!msgs)
@@ -323,8 +339,11 @@ enum st_status st_oai_messages(const cJSON *obj, char **out, struct st_api_error
         if (rc != ST_OK)
             break;
     }
-    if (rc == ST_OK)
-        rc = print_owned(copy, out, e);
-    cJSON_Delete(copy);
-    return rc;
+    if (rc != ST_OK) {
+        cJSON_Delete(copy);
+        return rc;
+    }
+    cJSON_Delete(*out);
+    *out = copy;
+    return ST_OK;
 }

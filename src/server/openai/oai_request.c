@@ -30,7 +30,9 @@
  *   tool_choice, parallel_tool_calls, reasoning_format  chat: see oai_tools.c
  * JSON null counts as absent for every optional field.
  *
- * The tree is deleted before st_oai_parse() returns; see oai_json.h.
+ * The tree is deleted before st_oai_parse() returns; see oai_json.h. A body
+ * another API was translated into (translate.h) comes as a tree
+ * (st_oai_parse_tree), its 400s named by that API's names.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,9 +54,7 @@ void st_oai_request_init(struct st_oai_request *r)
 void st_oai_request_fini(struct st_oai_request *r)
 {
     free(r->model);
-    free(r->messages_json);
-    free(r->tools_json);
-    free(r->kwargs_json);
+    st_chat_request_fini(&r->chat);
     for (size_t i = 0; i < r->n_prompts; i++) {
         free(r->prompts[i].text);
         free(r->prompts[i].tokens);
@@ -86,7 +86,8 @@ static enum st_status add_stop(struct st_gen_params *p, const char *s, struct st
     return ST_OK;
 }
 
-static enum st_status parse_stop(const cJSON *root, struct st_gen_params *p,
+/* "stop"; 'name' what the client calls it (Messages: stop_sequences). */
+static enum st_status parse_stop(const cJSON *root, const char *name, struct st_gen_params *p,
                                  struct st_api_error *e)
 {
     const cJSON *v = st_oai_field(root, "stop");
@@ -95,18 +96,19 @@ static enum st_status parse_stop(const cJSON *root, struct st_gen_params *p,
     if (cJSON_IsString(v))
         return add_stop(p, v->valuestring, e);
     if (!cJSON_IsArray(v))
-        return st_api_error_set(e, ST_ERR_INVALID, "stop", NULL,
-                                "Invalid type for 'stop': expected a string or an array of "
-                                "strings.");
+        return st_api_error_set(e, ST_ERR_INVALID, name, NULL,
+                                "Invalid type for '%s': expected a string or an array of "
+                                "strings.", name);
     if (cJSON_GetArraySize(v) > ST_MAX_STOP)
-        return st_api_error_set(e, ST_ERR_INVALID, "stop", NULL,
-                                "Invalid 'stop': array too long. Expected at most %d strings.",
-                                ST_MAX_STOP);
+        return st_api_error_set(e, ST_ERR_INVALID, name, NULL,
+                                "Invalid '%s': array too long. Expected at most %d strings.",
+                                name, ST_MAX_STOP);
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
         if (!cJSON_IsString(it))
-            return st_api_error_set(e, ST_ERR_INVALID, "stop", NULL,
-                                    "Invalid type for 'stop': every item must be a string.");
+            return st_api_error_set(e, ST_ERR_INVALID, name, NULL,
+                                    "Invalid type for '%s': every item must be a string.",
+                                    name);
         enum st_status rc = add_stop(p, it->valuestring, e);
         if (rc != ST_OK)
             return rc;
@@ -274,11 +276,11 @@ static enum st_status parse_suffix(const cJSON *root, struct st_oai_request *r,
 static enum st_status parse_chat(const cJSON *root, struct st_oai_request *r,
                                  struct st_api_error *e)
 {
-    enum st_status rc = st_oai_messages(root, &r->messages_json, e);
+    enum st_status rc = st_oai_messages(root, &r->chat.messages, e);
     if (rc == ST_OK)
-        rc = st_oai_get_raw(root, "tools", cJSON_Array, &r->tools_json, e);
+        rc = st_oai_get_raw(root, "tools", cJSON_Array, &r->chat.tools, e);
     if (rc == ST_OK)
-        rc = st_oai_get_raw(root, "chat_template_kwargs", cJSON_Object, &r->kwargs_json, e);
+        rc = st_oai_get_tree(root, "chat_template_kwargs", cJSON_Object, &r->chat.kwargs, e);
     if (rc == ST_OK)
         rc = st_oai_get_bool(root, "continue_final_message", &r->continue_final, NULL, e);
     if (rc == ST_OK)
@@ -315,19 +317,27 @@ static enum st_status parse_scoring(const cJSON *root, struct st_oai_request *r,
     return ST_OK;
 }
 
-enum st_status st_oai_parse_common(const cJSON *root, struct st_oai_request *r,
-                                   struct st_api_error *e)
+const struct st_oai_names st_oai_chat_names = {
+    .stop = "stop",
+    .format = "response_format",
+    .schema = "response_format.json_schema",
+    .json_format = "a JSON 'response_format' or 'json_schema'",
+    .forced_calls = "'tool_choice' \"required\" or a named function",
+};
+
+static enum st_status parse_common(const cJSON *root, const struct st_oai_names *names,
+                                   struct st_oai_request *r, struct st_api_error *e)
 {
     int64_t n = 1;
     enum st_status rc = st_oai_get_str(root, "model", &r->model, e);
     if (rc == ST_OK)
         rc = parse_max_tokens(root, &r->params, e);
     if (rc == ST_OK)
-        rc = parse_stop(root, &r->params, e);
+        rc = parse_stop(root, names->stop, &r->params, e);
     if (rc == ST_OK)
         rc = parse_sampling(root, &r->params, e);
     if (rc == ST_OK)
-        rc = st_oai_parse_penalties(root, &r->params, e);   /* oai_sampling.c */
+        rc = st_oai_parse_penalties(root, names, &r->params, e);   /* oai_sampling.c */
     if (rc == ST_OK)
         rc = parse_logprobs(root, r->kind, &r->params, e);
     if (rc == ST_OK)
@@ -349,6 +359,12 @@ enum st_status st_oai_parse_common(const cJSON *root, struct st_oai_request *r,
     return rc;
 }
 
+enum st_status st_oai_parse_common(const cJSON *root, struct st_oai_request *r,
+                                   struct st_api_error *e)
+{
+    return parse_common(root, &st_oai_chat_names, r, e);
+}
+
 enum st_status st_oai_parse(enum st_oai_kind kind, const char *body, size_t len,
                             struct st_oai_request *r, struct st_api_error *e)
 {
@@ -358,7 +374,18 @@ enum st_status st_oai_parse(enum st_oai_kind kind, const char *body, size_t len,
     enum st_status rc = st_oai_json_root(body, len, &root, e);
     if (rc != ST_OK)
         return rc;
-    rc = st_oai_parse_common(root, r, e);
+    rc = st_oai_parse_tree(kind, root, &st_oai_chat_names, r, e);
+    cJSON_Delete(root);
+    return rc;
+}
+
+enum st_status st_oai_parse_tree(enum st_oai_kind kind, const cJSON *root,
+                                 const struct st_oai_names *names, struct st_oai_request *r,
+                                 struct st_api_error *e)
+{
+    st_oai_request_init(r);
+    r->kind = kind;
+    enum st_status rc = parse_common(root, names, r, e);
     if (rc == ST_OK)
         rc = kind == ST_OAI_CHAT ? parse_chat(root, r, e) : parse_prompts(root, r, e);
     if (rc == ST_OK && kind == ST_OAI_COMPLETION)
@@ -368,7 +395,6 @@ enum st_status st_oai_parse(enum st_oai_kind kind, const char *body, size_t len,
         rc = st_api_error_set(e, ST_ERR_INVALID, "n", NULL,
                               "Invalid 'n': prompts x n must be at most %d.",
                               ST_OAI_MAX_CHOICES);
-    cJSON_Delete(root);
     if (rc != ST_OK) {
         st_oai_request_fini(r);
         r->kind = kind;

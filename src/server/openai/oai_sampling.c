@@ -119,7 +119,8 @@ static enum st_status parse_bias(const cJSON *root, struct st_gen_params *p,
 /* Compile 'schema' (NULL: {} -- any JSON document) into p->json_schema;
  * 'param' names the field for errors, 'name' the schema's name. */
 static enum st_status use_schema(const cJSON *schema, const char *param, const char *name,
-                                 struct st_gen_params *p, struct st_api_error *e)
+                                 const struct st_oai_names *nm, struct st_gen_params *p,
+                                 struct st_api_error *e)
 {
     char *text = schema ? cJSON_PrintUnformatted(schema) : strdup("{}");
     if (!text)
@@ -132,7 +133,7 @@ static enum st_status use_schema(const cJSON *schema, const char *param, const c
         return st_api_error_set(e, rc, NULL, NULL, "out of memory");
     if (rc != ST_OK)
         return st_api_error_set(e, ST_ERR_INVALID, param, NULL,
-                                "Invalid schema for response_format '%.64s': %s", name,
+                                "Invalid schema for %s '%.64s': %s", nm->format, name,
                                 err.msg);
     st_json_schema_unref(p->json_schema);
     p->json_schema = s;
@@ -144,21 +145,20 @@ static enum st_status use_schema(const cJSON *schema, const char *param, const c
  * "description"}}: name is required (OpenAI: ^[a-zA-Z0-9_-]{1,64}$),
  * schema optional (absent: any JSON document), strict a boolean either way
  * (the schema is always enforced). */
-static enum st_status parse_json_schema(const cJSON *v, struct st_gen_params *p,
-                                        struct st_api_error *e)
+static enum st_status parse_json_schema(const cJSON *v, const struct st_oai_names *nm,
+                                        struct st_gen_params *p, struct st_api_error *e)
 {
+    const char *f = nm->format, *js_name = nm->schema;
     const cJSON *js = st_oai_field(v, "json_schema");
     if (!cJSON_IsObject(js))
-        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL, js ?
-                                "Invalid type for 'response_format.json_schema': expected an "
-                                "object." : "Missing required parameter: "
-                                "'response_format.json_schema'.");
+        return st_api_error_set(e, ST_ERR_INVALID, f, NULL, js ?
+                                "Invalid type for '%s': expected an object." :
+                                "Missing required parameter: '%s'.", js_name);
     const cJSON *name = st_oai_field(js, "name");
     if (!cJSON_IsString(name))
-        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL, name ?
-                                "Invalid type for 'response_format.json_schema.name': expected "
-                                "a string." : "Missing required parameter: "
-                                "'response_format.json_schema.name'.");
+        return st_api_error_set(e, ST_ERR_INVALID, f, NULL, name ?
+                                "Invalid type for '%s.name': expected a string." :
+                                "Missing required parameter: '%s.name'.", js_name);
     size_t n = strlen(name->valuestring);
     bool ok = n >= 1 && n <= 64;
     for (size_t i = 0; ok && i < n; i++) {
@@ -167,44 +167,41 @@ static enum st_status parse_json_schema(const cJSON *v, struct st_gen_params *p,
              c == '_' || c == '-';
     }
     if (!ok)
-        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
-                                "Invalid 'response_format.json_schema.name': '%.64s'. Expected "
-                                "a string of 1 to 64 letters, digits, '_' or '-'.",
-                                name->valuestring);
+        return st_api_error_set(e, ST_ERR_INVALID, f, NULL,
+                                "Invalid '%s.name': '%.64s'. Expected a string of 1 to 64 "
+                                "letters, digits, '_' or '-'.", js_name, name->valuestring);
     const cJSON *strict = st_oai_field(js, "strict"), *schema = st_oai_field(js, "schema");
     if (strict && !cJSON_IsBool(strict))
-        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
-                                "Invalid type for 'response_format.json_schema.strict': "
-                                "expected a boolean.");
+        return st_api_error_set(e, ST_ERR_INVALID, f, NULL,
+                                "Invalid type for '%s.strict': expected a boolean.", js_name);
     if (schema && !cJSON_IsObject(schema) && !cJSON_IsBool(schema))
-        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
-                                "Invalid type for 'response_format.json_schema.schema': "
-                                "expected an object.");
-    return use_schema(schema, "response_format", name->valuestring, p, e);
+        return st_api_error_set(e, ST_ERR_INVALID, f, NULL,
+                                "Invalid type for '%s.schema': expected an object.", js_name);
+    return use_schema(schema, f, name->valuestring, nm, p, e);
 }
 
-static enum st_status parse_format(const cJSON *root, struct st_gen_params *p,
-                                   struct st_api_error *e)
+static enum st_status parse_format(const cJSON *root, const struct st_oai_names *nm,
+                                   struct st_gen_params *p, struct st_api_error *e)
 {
+    const char *f = nm->format;
     const cJSON *v = st_oai_field(root, "response_format");
     const cJSON *top = st_oai_field(root, "json_schema");   /* llama-server's field */
     if (v && top)
         return st_api_error_set(e, ST_ERR_INVALID, "json_schema", NULL,
-                                "Give either 'response_format' or 'json_schema', not both.");
+                                "Give either '%s' or 'json_schema', not both.", f);
     if (top) {
         if (!cJSON_IsObject(top) && !cJSON_IsBool(top))
             return st_api_error_set(e, ST_ERR_INVALID, "json_schema", NULL,
                                     "Invalid type for 'json_schema': expected an object (a "
                                     "JSON Schema).");
-        return use_schema(top, "json_schema", "json_schema", p, e);
+        return use_schema(top, "json_schema", "json_schema", nm, p, e);
     }
     if (!v)
         return ST_OK;
     const cJSON *type = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "type") : NULL;
     if (!cJSON_IsString(type))
-        return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
-                                "Invalid 'response_format': expected an object with a string "
-                                "'type'.");
+        return st_api_error_set(e, ST_ERR_INVALID, f, NULL,
+                                "Invalid '%s': expected an object with a string 'type'.", f);
     const char *t = type->valuestring;
     if (strcmp(t, "text") == 0) {
         p->json_object = false;
@@ -214,18 +211,17 @@ static enum st_status parse_format(const cJSON *root, struct st_gen_params *p,
         const cJSON *schema = st_oai_field(v, "schema");   /* llama-server's extension */
         if (schema)
             return cJSON_IsObject(schema)
-                ? use_schema(schema, "response_format", "schema", p, e)
-                : st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
-                                   "Invalid type for 'response_format.schema': expected an "
-                                   "object.");
+                ? use_schema(schema, f, "schema", nm, p, e)
+                : st_api_error_set(e, ST_ERR_INVALID, f, NULL,
+                                   "Invalid type for '%s.schema': expected an object.", f);
         p->json_object = true;
         return ST_OK;
     }
     if (strcmp(t, "json_schema") == 0)
-        return parse_json_schema(v, p, e);
-    return st_api_error_set(e, ST_ERR_INVALID, "response_format", NULL,
-                            "Invalid value for 'response_format.type': '%.40s'. Supported "
-                            "values are: 'text', 'json_object', 'json_schema'.", t);
+        return parse_json_schema(v, nm, p, e);
+    return st_api_error_set(e, ST_ERR_INVALID, f, NULL,
+                            "Invalid value for '%s.type': '%.40s'. Supported values are: "
+                            "'text', 'json_object', 'json_schema'.", f, t);
 }
 
 /* tool_choice "required" or a named function (chat's enforced calls). */
@@ -236,8 +232,8 @@ static bool forced_calls(const cJSON *root)
 }
 
 /* llama-server's "grammar": GBNF text, compiled into p->grammar. */
-static enum st_status parse_grammar(const cJSON *root, struct st_gen_params *p,
-                                    struct st_api_error *e)
+static enum st_status parse_grammar(const cJSON *root, const struct st_oai_names *nm,
+                                    struct st_gen_params *p, struct st_api_error *e)
 {
     const cJSON *v = st_oai_field(root, "grammar");
     if (!v)
@@ -250,12 +246,12 @@ static enum st_status parse_grammar(const cJSON *root, struct st_gen_params *p,
         return ST_OK;   /* llama-server: an empty grammar is none */
     if (p->json_object || p->json_schema)
         return st_api_error_set(e, ST_ERR_INVALID, "grammar", NULL,
-                                "'grammar' cannot be combined with a JSON 'response_format' or "
-                                "'json_schema': give one constraint.");
+                                "'grammar' cannot be combined with %s: give one constraint.",
+                                nm->json_format);
     if (forced_calls(root))
         return st_api_error_set(e, ST_ERR_INVALID, "grammar", NULL,
-                                "'grammar' cannot be combined with 'tool_choice' \"required\" "
-                                "or a named function: give one constraint.");
+                                "'grammar' cannot be combined with %s: give one constraint.",
+                                nm->forced_calls);
     struct st_gbnf *g = NULL;
     struct st_err err = { 0 };
     enum st_status rc = st_gbnf_compile(v->valuestring, strlen(v->valuestring), &g, &err);
@@ -269,8 +265,8 @@ static enum st_status parse_grammar(const cJSON *root, struct st_gen_params *p,
     return ST_OK;
 }
 
-enum st_status st_oai_parse_penalties(const cJSON *root, struct st_gen_params *p,
-                                      struct st_api_error *e)
+enum st_status st_oai_parse_penalties(const cJSON *root, const struct st_oai_names *names,
+                                      struct st_gen_params *p, struct st_api_error *e)
 {
     enum st_status rc = get_float(root, "presence_penalty", -2, false, 2, &p->presence_penalty,
                                   e);
@@ -285,8 +281,8 @@ enum st_status st_oai_parse_penalties(const cJSON *root, struct st_gen_params *p
     if (rc == ST_OK)
         rc = parse_bias(root, p, e);
     if (rc == ST_OK)
-        rc = parse_format(root, p, e);
+        rc = parse_format(root, names, p, e);
     if (rc == ST_OK)
-        rc = parse_grammar(root, p, e);
+        rc = parse_grammar(root, names, p, e);
     return rc;
 }

@@ -120,8 +120,8 @@ enum st_status st_oai_parse_tool_fields(const cJSON *root, struct st_oai_request
     if (rc == ST_OK)
         rc = parse_budget(root, r, e);
     if (rc == ST_OK && r->tool_choice == ST_OAI_TOOLS_NONE) {
-        free(r->tools_json);
-        r->tools_json = NULL;
+        free(r->chat.tools);
+        r->chat.tools = NULL;
     }
     return rc;
 }

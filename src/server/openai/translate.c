@@ -3,9 +3,9 @@
  * API, messages_request.c / messages_reply.c for Anthropic's Messages
  * API): building the chat body another API's body means (messages, tool
  * calls, tools, a named tool_choice), the one parse path (JSON -> the
- * API's translation -> the chat parser, its 400s renamed back to the API's
- * fields), and on the way out the chat tool_calls array walked call by
- * call, and one SSE event framed.
+ * API's translation, a chat body tree -> the chat parser on that tree, its
+ * 400s in the API's names: no JSON text in between), and on the way out
+ * the chat tool_calls array walked call by call, and one SSE event framed.
  *
  * Everything here is pure (no locks, no I/O); allocation failures are
  * ST_ERR_NOMEM ("out of memory" in the error).
@@ -115,46 +115,17 @@ enum st_status st_tr_named_choice(cJSON *chat, const char *name, struct st_api_e
 }
 
 enum st_status st_tr_build(const cJSON *root, cJSON *chat, const st_tr_step_fn *steps,
-                           size_t n, char **chat_json, struct st_api_error *e)
+                           size_t n, cJSON **out, struct st_api_error *e)
 {
-    *chat_json = NULL;
     enum st_status rc = ST_OK;
     for (size_t i = 0; i < n && rc == ST_OK; i++)
         rc = steps[i](root, chat, e);
-    if (rc == ST_OK) {
-        char *p = cJSON_PrintUnformatted(chat);
-        *chat_json = p ? st_str_dup(st_str_c(p)) : NULL;
-        cJSON_free(p);
-        if (!*chat_json)
-            rc = st_tr_nomem(e);
+    if (rc != ST_OK) {
+        cJSON_Delete(chat);
+        chat = NULL;
     }
-    cJSON_Delete(chat);
+    *out = chat;
     return rc;
-}
-
-/* ---- the chat parser's errors, renamed --------------------------------------- */
-
-/* Replace every "from" in s (cap bytes) with "to"; stops where it would not fit. */
-static void replace_all(char *s, size_t cap, const char *from, const char *to)
-{
-    size_t fl = strlen(from), tl = strlen(to);
-    char *p = s;
-    while ((p = strstr(p, from)) != NULL) {
-        size_t rest = strlen(p + fl);
-        if ((size_t)(p - s) + tl + rest + 1 > cap)
-            return;
-        memmove(p + tl, p + fl, rest + 1);
-        memcpy(p, to, tl);
-        p += tl;
-    }
-}
-
-void st_tr_rename(struct st_api_error *e, const char *const (*map)[2], size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        replace_all(e->message, sizeof(e->message), map[i][0], map[i][1]);
-        replace_all(e->param, sizeof(e->param), map[i][0], map[i][1]);
-    }
 }
 
 /* ---- the one parse path -------------------------------------------------------- */
@@ -164,19 +135,15 @@ enum st_status st_tr_parse(const char *body, size_t len, const struct st_tr_api 
 {
     st_oai_request_init(oq);
     oq->kind = ST_OAI_CHAT;
-    cJSON *root = NULL;
-    char *chat = NULL;
+    cJSON *root = NULL, *chat = NULL;
     enum st_status rc = st_oai_json_root(body, len, &root, e);
     if (rc == ST_OK)
         rc = api->translate(root, ctx, &chat, e);
-    if (rc == ST_OK) {
-        rc = st_oai_parse(ST_OAI_CHAT, chat, strlen(chat), oq, e);
-        if (rc != ST_OK)
-            api->rename(e);
-    }
+    if (rc == ST_OK)
+        rc = st_oai_parse_tree(ST_OAI_CHAT, chat, api->names, oq, e);
     if (rc == ST_OK && api->after)
         rc = api->after(root, oq, ctx, e);
-    free(chat);
+    cJSON_Delete(chat);
     cJSON_Delete(root);
     if (rc != ST_OK) {
         st_oai_request_fini(oq);

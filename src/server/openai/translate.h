@@ -39,26 +39,26 @@ enum st_status st_tr_named_choice(struct cJSON *chat, const char *name, struct s
 /* One step of a translation: what the body 'root' means, added to 'chat'. */
 typedef enum st_status (*st_tr_step_fn)(const struct cJSON *root, struct cJSON *chat,
                                         struct st_api_error *e);
-/* Run steps[0..n) in order on 'chat' (taken: freed in every case), stopping
- * at the first failure; then the chat body as JSON text (*chat_json owned,
- * NULL on failure). */
+/* Run steps[0..n) in order on 'chat' (taken: *out on success, freed on
+ * failure, *out then NULL), stopping at the first failure. */
 enum st_status st_tr_build(const struct cJSON *root, struct cJSON *chat,
-                           const st_tr_step_fn *steps, size_t n, char **chat_json,
+                           const st_tr_step_fn *steps, size_t n, struct cJSON **out,
                            struct st_api_error *e);
-/* Replace each map[i][0] with map[i][1] in e's message and param, in order. */
-void st_tr_rename(struct st_api_error *e, const char *const (*map)[2], size_t n);
-/* One API translated onto chat: its body tree -> chat JSON text (owned);
- * the chat parser's 400 renamed to its fields; 'after' (optional) runs on a
+/* One API translated onto chat: its body tree -> a chat body tree (*chat,
+ * owned); 'names' what the chat parser's 400s call the chat fields whose
+ * name differs in that API (oai_json.h); 'after' (optional) runs on a
  * parsed request with the body's tree still there. ctx: the caller's. */
+struct st_oai_names;
 struct st_tr_api {
-    enum st_status (*translate)(const struct cJSON *root, void *ctx, char **chat_json,
+    enum st_status (*translate)(const struct cJSON *root, void *ctx, struct cJSON **chat,
                                 struct st_api_error *e);
-    void (*rename)(struct st_api_error *e);
+    const struct st_oai_names *names;
     enum st_status (*after)(const struct cJSON *root, const struct st_oai_request *oq,
                             void *ctx, struct st_api_error *e);
 };
-/* JSON -> api->translate -> st_oai_parse (400s through api->rename) ->
- * api->after: *oq a chat request (kind CHAT), left empty on failure. */
+/* JSON -> api->translate -> st_oai_parse_tree (the tree, not its text;
+ * 400s in api->names) -> api->after: *oq a chat request (kind CHAT), left
+ * empty on failure. */
 enum st_status st_tr_parse(const char *body, size_t len, const struct st_tr_api *api,
                            void *ctx, struct st_oai_request *oq, struct st_api_error *e);
 /* fn(ctx, id, name, arguments) for each call of a chat tool_calls array

@@ -16,8 +16,9 @@
 /* Parse a Responses body into the chat request it means (*oq, kind CHAT,
  * n 1) and the JSON members every response object echoes (*echo, owned:
  * instructions, tools, tool_choice, text, temperature, ...). On failure 'e'
- * names the Responses field (a 400 from the chat parser renamed: see
- * st_resp_rename_error), *oq is left empty and *echo NULL. Thread: any. */
+ * names the Responses field (the chat parser's 400s too: it names
+ * response_format text.format), *oq is left empty and *echo NULL.
+ * Thread: any. */
 ST_MUST_CHECK
 enum st_status st_resp_parse(const char *body, size_t len, struct st_oai_request *oq,
                              char **echo, struct st_api_error *e);
@@ -49,16 +50,11 @@ ST_MUST_CHECK
 enum st_status st_resp_chain(const struct cJSON *root, struct st_resp_store *store,
                              uint64_t owner, bool *do_store, struct cJSON **expanded,
                              char **items, struct st_api_error *e);
-/* The translation alone: a parsed Responses body -> a chat body (owned
- * JSON text). 400s name the Responses field. */
+/* The translation alone: a parsed Responses body -> a chat body (*chat,
+ * an owned tree; NULL on failure). 400s name the Responses field. */
 ST_MUST_CHECK
-enum st_status st_resp_translate_tree(const struct cJSON *root, char **chat_json,
+enum st_status st_resp_translate_tree(const struct cJSON *root, struct cJSON **chat,
                                       struct st_api_error *e);
-/* Rename the chat fields a chat parser's 400 names to the Responses fields
- * they came from (max_tokens -> max_output_tokens, response_format ->
- * text.format, messages -> input, tools[i].function.x -> tools[i].x), in
- * both param and message. */
-void st_resp_rename_error(struct st_api_error *e);
 
 /* ---- /v1/responses answers (responses_reply.c, docs/API.md "/v1/responses") ---- */
 /* The renderer of one response (its shape: id "resp_..."); takes 'echo'

@@ -1,6 +1,6 @@
 /* responses_request.c -- a POST /v1/responses body (OpenAI's Responses
  * API) -> the chat completion request it means (struct st_oai_request, by
- * way of a chat JSON body and the chat parser), plus the request fields
+ * way of a chat body tree and the chat parser), plus the request fields
  * every response object echoes back (docs/API.md "/v1/responses").
  *
  * The translation (Responses field -> chat field):
@@ -35,8 +35,10 @@
  * store and previous_response_id: responses_chain.c, before the translation
  * (which then reads the expanded input).
  *
- * A 400 from the chat parser names the Responses field (max_output_tokens,
- * text.format, input, tools), never the chat field it became. The pieces
+ * A 400 names the Responses field (max_output_tokens, text.format, input,
+ * tools), never the chat field it became: the translation checks what it
+ * moves, and the chat parser calls response_format text.format ('names'
+ * below). The pieces
  * shared with /v1/messages (chat messages, tool calls, the parse path):
  * translate.c.
  */
@@ -478,12 +480,11 @@ static enum st_status build_max(const cJSON *root, cJSON *chat, struct st_api_er
     return cJSON_AddNumberToObject(chat, "max_tokens", (double)n) ? ST_OK : st_tr_nomem(e);
 }
 
-enum st_status st_resp_translate_tree(const cJSON *root, char **chat_json,
-                                      struct st_api_error *e)
+enum st_status st_resp_translate_tree(const cJSON *root, cJSON **out, struct st_api_error *e)
 {
     static const st_tr_step_fn steps[] = { build_messages, build_tools, build_format,
                                            build_reasoning, build_max };
-    *chat_json = NULL;
+    *out = NULL;
     int64_t max_out = 0;
     enum st_status rc = refuse_stateful(root, e);
     if (rc == ST_OK)   /* its 400 before the input's */
@@ -495,24 +496,19 @@ enum st_status st_resp_translate_tree(const cJSON *root, char **chat_json,
         return st_tr_nomem(e);
     for (size_t i = 0; i < ST_ARRAY_LEN(dropped); i++)
         st_oai_delete_all(chat, dropped[i]);
-    return st_tr_build(root, chat, steps, ST_ARRAY_LEN(steps), chat_json, e);
+    return st_tr_build(root, chat, steps, ST_ARRAY_LEN(steps), out, e);
 }
 
-/* ---- the chat parser's errors, renamed ------------------------------------ */
-
-void st_resp_rename_error(struct st_api_error *e)
-{
-    static const char *const map[][2] = {
-        { "a JSON 'response_format' or 'json_schema'", "a JSON 'text.format'" },   /* grammar */
-        { "response_format.json_schema.", "text.format." },
-        { "response_format", "text.format" },
-        { "max_completion_tokens", "max_output_tokens" },
-        { "max_tokens", "max_output_tokens" },
-        { "messages", "input" },
-        { ".function.", "." },
-    };
-    st_tr_rename(e, map, ST_ARRAY_LEN(map));
-}
+/* What the chat parser's 400s call the chat fields a Responses body's
+ * fields became: response_format is text.format, whose members are its own
+ * (the others -- max_tokens, messages, tools -- the translation checks). */
+static const struct st_oai_names names = {
+    .stop = "stop",
+    .format = "text.format",
+    .schema = "text.format",
+    .json_format = "a JSON 'text.format'",
+    .forced_calls = "'tool_choice' \"required\" or a named function",
+};
 
 /* ---- the fields every response object echoes ------------------------------ */
 
@@ -603,7 +599,7 @@ struct parse_ctx {
 
 /* store / previous_response_id first (responses_chain.c), then the
  * translation of the body, or of the body with its input expanded. */
-static enum st_status translate_cb(const cJSON *root, void *ctx, char **chat_json,
+static enum st_status translate_cb(const cJSON *root, void *ctx, cJSON **chat,
                                    struct st_api_error *e)
 {
     struct parse_ctx *p = ctx;
@@ -611,7 +607,7 @@ static enum st_status translate_cb(const cJSON *root, void *ctx, char **chat_jso
     enum st_status rc = st_resp_chain(root, p->store, p->owner, &p->out->store, &expanded,
                                       &p->out->input, e);
     if (rc == ST_OK)
-        rc = st_resp_translate_tree(expanded ? expanded : root, chat_json, e);
+        rc = st_resp_translate_tree(expanded ? expanded : root, chat, e);
     cJSON_Delete(expanded);
     return rc;
 }
@@ -634,8 +630,8 @@ enum st_status st_resp_parse_stored(const char *body, size_t len, struct st_resp
                                     uint64_t owner, struct st_oai_request *oq,
                                     struct st_resp_parsed *out, struct st_api_error *e)
 {
-    static const struct st_tr_api api = { .translate = translate_cb,
-                                          .rename = st_resp_rename_error, .after = echo_cb };
+    static const struct st_tr_api api = { .translate = translate_cb, .names = &names,
+                                          .after = echo_cb };
     memset(out, 0, sizeof(*out));
     struct parse_ctx ctx = { .store = store, .owner = owner, .out = out };
     enum st_status rc = st_tr_parse(body, len, &api, &ctx, oq, e);
