@@ -2,7 +2,7 @@
  * registers, dot it with q8_1 activations by dp4a, and dequantize 32
  * elements. Used by mmvq.cu (matmul) and dequant.cu (embed, GEMM path).
  *
- * Layouts are ENGINE.md section 2 (and include/strata/quant.h); the
+ * Layouts are docs/design/ENGINE.md section 2 (and include/strata/quant.h); the
  * formulas here mirror src/backend/quant_ref.c line for line.
  *
  * Item. A block of QK elements (32 or 256) is split into NI items of IE

@@ -208,7 +208,7 @@ enum st_status st_backend_rms_norm(struct st_backend *be, const struct st_tensor
  * out: f32 [O, n]; x: f32 [I, n]; w: any [I, O] (O rows of I elements,
  * GGUF's ne0 = input width; a 2-D weight or one expert's slice). The
  * activations are quantized per row to the weight type's dot type
- * (ENGINE.md 2.11: Q8_0 for Q4_0/Q8_0, Q8_K for K and IQ types, F16/BF16
+ * (docs/design/ENGINE.md 2.11: Q8_0 for Q4_0/Q8_0, Q8_K for K and IQ types, F16/BF16
  * for those) before the integer dot products, exactly as ggml's CPU path.
  * This is also the output head (w = output or token_embd, O = vocab). */
 enum st_status st_backend_matmul(struct st_backend *be, const struct st_tensor *out,
@@ -303,7 +303,7 @@ struct st_moe_route_params {
     float                   scale;  /* weights times this (routed_scaling_factor); 1 = none */
 };
 
-/* MoE routing (ENGINE.md 3.3 step 8): logits = router . x, p = gating of
+/* MoE routing (docs/design/ENGINE.md 3.3 step 8): logits = router . x, p = gating of
  * the logits (rp->gating), sel = the k experts of highest p + bias (ties
  * to the lower index; bias NULL = 0), w = p[sel] (the unbiased values),
  * then w /= max(sum w, 6.1035e-5) when rp->norm, then w *= rp->scale

@@ -1,6 +1,6 @@
 /* dtype.h -- element types of tensors, with GGUF's ggml_type ids.
  *
- * The numeric values are the ids stored in GGUF tensor infos (ENGINE.md
+ * The numeric values are the ids stored in GGUF tensor infos (docs/design/ENGINE.md
  * 2.1), so a file's type field converts with a range check and a table
  * lookup. Backends take (dtype, shape, bytes); they never see GGUF.
  */

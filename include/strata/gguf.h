@@ -31,7 +31,7 @@
 #define ST_GGUF_MAX_DIMS 4
 #define ST_GGUF_MAX_NAME 63          /* bytes in a tensor name (ggml: < 64) */
 
-/* Metadata value types, with their ids in the file (ENGINE.md 1.2). */
+/* Metadata value types, with their ids in the file (docs/design/ENGINE.md 1.2). */
 enum st_gguf_type {
     ST_GGUF_U8 = 0,
     ST_GGUF_I8 = 1,
@@ -92,7 +92,7 @@ size_t st_gguf_data_offset(const struct st_gguf *g);   /* file offset of tensor 
 size_t st_gguf_file_size(const struct st_gguf *g);
 
 /* True when every tensor's offset is the running sum of the earlier
- * tensors' sizes, each padded to the alignment (ENGINE.md 1.4: the layout
+ * tensors' sizes, each padded to the alignment (docs/design/ENGINE.md 1.4: the layout
  * ggml's own reader insists on and every writer produces). */
 bool st_gguf_is_strict_layout(const struct st_gguf *g);
 

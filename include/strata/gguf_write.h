@@ -1,6 +1,6 @@
 /* gguf_write.h -- write GGUF v3 files that every GGUF reader accepts.
  *
- * Layout (ENGINE.md 1.4, the strict rule ggml's reader insists on): the
+ * Layout (docs/design/ENGINE.md 1.4, the strict rule ggml's reader insists on): the
  * key/values in the order they were set, the tensor infos in the order
  * they were added, zero padding to the alignment, then each tensor's data
  * in info order, each padded to the alignment, so info[i].offset is the

@@ -4,7 +4,7 @@
  * The file is a real model in every respect but its weights: general.*
  * and qwen3moe.* keys, a byte-level BPE tokenizer (built in, or imported
  * from a Hugging Face tokenizer.json), a chat template, and every tensor
- * ENGINE.md section 3 lists, laid out so other GGUF readers accept it.
+ * docs/design/ENGINE.md section 3 lists, laid out so other GGUF readers accept it.
  * Its text output is noise. The same options and seed give the same file,
  * byte for byte. See docs/GGUF.md for presets and type choices.
  */

@@ -1,7 +1,7 @@
 /* model_desc.h -- what a GGUF holds, in the engine's terms: hyper-
  * parameters from the <arch>.* keys and every weight tensor of every
  * layer, looked up by its GGUF name and checked against the hparams
- * (ENGINE.md section 3; MTP blocks per section 4).
+ * (docs/design/ENGINE.md section 3; MTP blocks per section 4).
  *
  * Architectures: qwen3moe (MoE, QK-norm, NEOX rope), qwen3 (dense,
  * QK-norm, NEOX rope), llama (dense or Mixtral-style MoE, no QK-norm,

@@ -1,5 +1,5 @@
 /* mtp.h -- multi-token prediction with a model's own MTP ("nextn") block
- * (ENGINE.md section 4), on top of a loaded struct st_model.
+ * (docs/design/ENGINE.md section 4), on top of a loaded struct st_model.
  *
  * The MTP block is one more decoder layer (attention + MoE, same type as
  * the main layers) with its own KV cache, fed at position p with the

@@ -1,8 +1,8 @@
 /* quant.h -- block layouts, lookup tables, and the scalar reference
- * dequantizers and quantizers of every weight type (ENGINE.md section 2).
+ * dequantizers and quantizers of every weight type (docs/design/ENGINE.md section 2).
  *
  * These are the reference the SIMD and CUDA kernels are tested against:
- * plain C, one element at a time, written from ENGINE.md's formulas. They
+ * plain C, one element at a time, written from docs/design/ENGINE.md's formulas. They
  * know nothing of GGUF; a row is 'n' elements of one st_dtype, stored as
  * n / block_elems packed blocks (n must be a whole number of blocks).
  *
@@ -24,7 +24,7 @@
 #define ST_QK 32      /* elements per block of the 32-element types */
 #define ST_QK_K 256   /* elements per super-block of K and IQ types */
 
-/* ---- block layouts (ENGINE.md 2.3-2.11) -------------------------------- */
+/* ---- block layouts (docs/design/ENGINE.md 2.3-2.11) -------------------------------- */
 
 struct st_block_q8_0 {          /* 34 B / 32 */
     uint16_t d;                 /* fp16 scale */
@@ -132,7 +132,7 @@ _Static_assert(sizeof(struct st_block_iq3_s) == 110, "iq3_s block");
 _Static_assert(sizeof(struct st_block_iq3_xxs) == 98, "iq3_xxs block");
 _Static_assert(sizeof(struct st_block_iq4_xs) == 136, "iq4_xs block");
 
-/* ---- lookup tables (src/backend/quant_tables.c; ENGINE.md 2.8-2.10) ---- */
+/* ---- lookup tables (src/backend/quant_tables.c; docs/design/ENGINE.md 2.8-2.10) ---- */
 
 extern const uint32_t st_iq3s_grid[512];    /* 4 magnitudes in {1,3,..,15} per entry */
 extern const uint32_t st_iq3xxs_grid[256];  /* 4 magnitudes in {4,12,..,62} */
@@ -194,14 +194,14 @@ void st_dequant_row(enum st_dtype t, const void *src, float *dst, int64_t n);
  * are slow (about 1 us per 4 weights); fine for tests and small tensors. */
 void st_quantize_row(enum st_dtype t, const float *src, void *dst, int64_t n);
 
-/* Activation quantizers of ENGINE.md 2.11, bit-exact with ggml's CPU
+/* Activation quantizers of docs/design/ENGINE.md 2.11, bit-exact with ggml's CPU
  * reference: Q8_0 (d = amax/127, q = round(x/d)) and Q8_K (signed max maps
  * to -127, d fp32, bsums). n must be a multiple of 32 / 256. */
 void st_quantize_row_q8_0(const float *x, struct st_block_q8_0 *y, int64_t n);
 void st_quantize_row_q8_k(const float *x, struct st_block_q8_k *y, int64_t n);
 
 /* The 6-bit (scale, min) pair j (0..7) of a Q4_K / Q5_K block's 12 scale
- * bytes (ENGINE.md 2.5). Shared by kernels so nobody re-derives it. */
+ * bytes (docs/design/ENGINE.md 2.5). Shared by kernels so nobody re-derives it. */
 static inline void st_q4k_scale_min(int j, const uint8_t *s, uint8_t *sc, uint8_t *m)
 {
     if (j < 4) {

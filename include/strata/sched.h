@@ -24,7 +24,7 @@
 #include "strata/err.h"
 #include "strata/str.h"
 
-/* ---- priority intake (SCHEDULER.md section 2) ------------------------ */
+/* ---- priority intake (docs/design/SCHEDULER.md section 2) ------------------------ */
 
 enum st_band {
     ST_BAND_INTERACTIVE,   /* P >= 50 */
@@ -335,7 +335,7 @@ struct st_sched_stats {
 /* A consistent snapshot, O(bands + engines): cheap enough to scrape every 50 ms. */
 void st_sched_stats(struct st_sched *s, struct st_sched_stats *out);
 
-/* One record per dispatch (SCHEDULER.md section 8). */
+/* One record per dispatch (docs/design/SCHEDULER.md section 8). */
 struct st_activity {
     uint64_t id;
     char     request_id[48];

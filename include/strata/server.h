@@ -57,7 +57,7 @@ struct st_server_config {
      * /v1/responses/{id}, previous_response_id; least recently used
      * evicted); 0 = nothing stored. Default 64 MiB. */
     size_t      responses_store_bytes;
-    /* Each model's configured priority (SCHEDULER.md section 2), indexed
+    /* Each model's configured priority (docs/design/SCHEDULER.md section 2), indexed
      * like the pool's models; borrowed. NULL, or a model past
      * n_model_priority, counts as 0. */
     const int32_t *model_priority;

@@ -5,7 +5,7 @@
  * st_tok_new(). Everything in the desc is copied; the tokenizer owns its
  * memory and is read-only afterwards.
  *
- * Pipeline of st_tok_encode (ENGINE.md 5.2):
+ * Pipeline of st_tok_encode (docs/design/ENGINE.md 5.2):
  *   1. special tokens split out first, longest text first (CONTROL/UNKNOWN
  *      only with parse_special, USER_DEFINED always);
  *   2. each remaining fragment NFC-normalized (qwen2 default), then split by
@@ -32,7 +32,7 @@
 
 struct st_tok;                  /* opaque */
 
-/* tokenizer.ggml.token_type codes (ENGINE.md 5.1) */
+/* tokenizer.ggml.token_type codes (docs/design/ENGINE.md 5.1) */
 enum st_tok_type {
     ST_TOK_UNDEFINED    = 0,
     ST_TOK_NORMAL       = 1,

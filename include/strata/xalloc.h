@@ -1,6 +1,6 @@
 /* xalloc.h -- allocation for fixed, small bookkeeping: log and abort on
  * failure. Any size that comes from input, the config or a model must use
- * malloc and return ST_ERR_NOMEM instead (STYLE.md b.4). */
+ * malloc and return ST_ERR_NOMEM instead (docs/design/STYLE.md b.4). */
 #ifndef STRATA_XALLOC_H
 #define STRATA_XALLOC_H
 

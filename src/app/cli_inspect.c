@@ -2,7 +2,7 @@
  * a GGUF file, in the shape of gguf-py's gguf-dump.
  *
  * Long strings and arrays are abbreviated unless --full. The header line
- * also says whether the file follows the strict layout (ENGINE.md 1.4),
+ * also says whether the file follows the strict layout (docs/design/ENGINE.md 1.4),
  * and, when the model description loads, a summary of the hparams; a
  * description that does not load is reported but is not an error here
  * (inspect must work on any valid GGUF).

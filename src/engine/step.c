@@ -1,4 +1,4 @@
-/* step.c -- one engine step (ARCHITECTURE.md "Engine step", docs/BATCHING.md).
+/* step.c -- one engine step (docs/design/ARCHITECTURE.md "Engine step", docs/BATCHING.md).
  *
  *   1. slots whose request was cancelled are freed (the step boundary is
  *      where a cancel takes effect);
@@ -349,7 +349,7 @@ static void take_token(struct st_engine *e, struct st_engine_slot *sl,
     sl->decoding = true;
 }
 
-/* A DECODE that verifies k drafts (ENGINE.md 4.3, exact-match acceptance):
+/* A DECODE that verifies k drafts (docs/design/ENGINE.md 4.3, exact-match acceptance):
  * row i's logits follow [last token, d_1 .. d_i]. Sample row 0 with the
  * request's sampler; while the sample equals the next draft, that draft
  * was the right input and row i+1 is valid: sample it too; the first

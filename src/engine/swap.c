@@ -1,5 +1,5 @@
 /* swap.c -- which model an engine has loaded, and when that changes
- * (docs/MODELS.md, SCHEDULER.md section 6).
+ * (docs/MODELS.md, docs/design/SCHEDULER.md section 6).
  *
  *   start-up  the engine loads the first model (config order) marked
  *             preload that it may run; a pool of one model always does;

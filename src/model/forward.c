@@ -1,5 +1,5 @@
 /* forward.c -- the layer program, written once against the op table
- * (backend.h) for qwen3moe, qwen3, llama and glm4moe (ENGINE.md 3.3).
+ * (backend.h) for qwen3moe, qwen3, llama and glm4moe (docs/design/ENGINE.md 3.3).
  *
  * Per chunk of n rows (every slot's rows of the step together):
  *

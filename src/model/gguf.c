@@ -1,5 +1,5 @@
 /* gguf.c -- the GGUF reader: header, key/values and tensor table, every
- * field bounds-checked against the file (ENGINE.md section 1).
+ * field bounds-checked against the file (docs/design/ENGINE.md section 1).
  *
  * Parsing walks a cursor over the mapping. Nothing is trusted: each count
  * is compared with what the bytes left could hold before anything is

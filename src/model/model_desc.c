@@ -1,5 +1,5 @@
 /* model_desc.c -- hparams from the <arch>.* keys and the weight tensors of
- * every layer, each checked for presence, shape and type (ENGINE.md 3.1,
+ * every layer, each checked for presence, shape and type (docs/design/ENGINE.md 3.1,
  * 3.2 and 4.1). Defaults and required keys follow llama.cpp's loader.
  */
 #include <math.h>

@@ -1,5 +1,5 @@
 /* mtp_draft.c -- st_mtp_draft: greedy chained drafts with the nextn block
- * (ENGINE.md 4.2/4.3), every drafting slot in the same batched step.
+ * (docs/design/ENGINE.md 4.2/4.3), every drafting slot in the same batched step.
  *
  * Step j (0 <= j < the longest request) has one row per slot still
  * drafting: token t_n (j = 0) or d_j, at position pos + j, with h = the

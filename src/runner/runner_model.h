@@ -63,7 +63,7 @@ struct model_runner {
 };
 
 /* Build the tokenizer and chat template from the tokenizer.* keys of the
- * model's GGUF (ENGINE.md 5.1). ST_ERR_BAD_MODEL when the keys are missing
+ * model's GGUF (docs/design/ENGINE.md 5.1). ST_ERR_BAD_MODEL when the keys are missing
  * or malformed. */
 enum st_status st_runner_model_text_init(struct model_runner *r, struct st_err *err);
 

@@ -2,7 +2,7 @@
  * and a chat template built from the GGUF's tokenizer.* keys, and the
  * OpenAI messages JSON turned into st_chat_msg views for the renderer.
  *
- * GGUF keys read (ENGINE.md 5.1): tokenizer.ggml.tokens (required),
+ * GGUF keys read (docs/design/ENGINE.md 5.1): tokenizer.ggml.tokens (required),
  * token_type, merges, bos_token_id, eos_token_id, padding_token_id,
  * add_bos_token, add_eos_token, pre; tokenizer.chat_template. Only byte-level BPE
  * ("gpt2" model) is supported.

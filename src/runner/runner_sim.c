@@ -18,7 +18,7 @@
  *     (st_runner_sim_embd), so a prompt gives the same vector however it
  *     was read (chunks, a cached prefix).
  *
- * It lives in the engine module, not in backend/sim as ARCHITECTURE.md
+ * It lives in the engine module, not in backend/sim as docs/design/ARCHITECTURE.md
  * first drew it: the sim replaces the whole step and needs the engine's
  * batch types, and backend must not depend on engine.
  *

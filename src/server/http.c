@@ -1,7 +1,7 @@
 /* http.c -- the libmicrohttpd daemon: one epoll thread per worker (a small
  * pool, MHD_OPTION_THREAD_POOL_SIZE), never a thread per connection.
  *
- * libmicrohttpd rules we rely on (STYLE.md b.5.8):
+ * libmicrohttpd rules we rely on (docs/design/STYLE.md b.5.8):
  *   - The access handler is called several times per request with the same
  *     *con_cls: first with it NULL (we allocate the struct st_call there and
  *     run the checks that need only the headers: route, auth, the declared

@@ -1,5 +1,5 @@
 /* bytemap.c -- GPT-2 bytes_to_unicode, the byte <-> code point mapping that
- * byte-level BPE vocabularies are stored in (ENGINE.md 5.2 step 3).
+ * byte-level BPE vocabularies are stored in (docs/design/ENGINE.md 5.2 step 3).
  *
  * Bytes 0x21-0x7E, 0xA1-0xAC and 0xAE-0xFF map to the same code point; the
  * other 68 bytes map in increasing byte order to U+0100..U+0143 (so ' ' is

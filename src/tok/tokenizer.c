@@ -233,7 +233,7 @@ static enum st_status build_specials(struct st_tok *tok)
     return ST_OK;
 }
 
-/* Texts that end generation besides eos (llama.cpp's list, ENGINE.md 5.1). */
+/* Texts that end generation besides eos (llama.cpp's list, docs/design/ENGINE.md 5.1). */
 static const char *const eog_texts[] = {
     "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>", "<|end|>",
     "<end_of_turn>", "<|end_of_text|>", "<EOT>", "_<EOT>", "<|return|>",

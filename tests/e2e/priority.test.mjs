@@ -1,4 +1,4 @@
-// priority.test.mjs -- request priority end to end (SCHEDULER.md sections 2
+// priority.test.mjs -- request priority end to end (docs/design/SCHEDULER.md sections 2
 // and 4): header and body intake with the activity record to show it, the
 // free-slot rule and the give-way rule on the running server (sim).
 import { test, describe, before, after } from 'node:test';

@@ -64,7 +64,7 @@ static struct ref_mat mat(const struct st_gguf_tensor *t)
     return m;
 }
 
-/* The nextn pieces of block n_layer with their fallbacks (ENGINE.md 4.1). */
+/* The nextn pieces of block n_layer with their fallbacks (docs/design/ENGINE.md 4.1). */
 static void ref_new_mtp(struct ref_model *r, const struct st_model_desc *d)
 {
     const struct st_layer_desc *s = &d->layers[d->hp.n_layer];
@@ -154,7 +154,7 @@ void ref_free(struct ref_model *r)
 }
 
 /* x rounded through the activation type a dot with weight type t uses
- * (ENGINE.md 2.11): Q8_0 for the 32-element types (Q4_0, Q4_1, Q5_0, Q5_1,
+ * (docs/design/ENGINE.md 2.11): Q8_0 for the 32-element types (Q4_0, Q4_1, Q5_0, Q5_1,
  * Q8_0; the CPU backend uses Q8_0 where ggml has Q8_1), Q8_K for the K and
  * IQ types, F16 / BF16 for those, unchanged for F32. */
 static void round_act(enum st_dtype t, const float *x, float *out, int64_t n)

@@ -1,7 +1,7 @@
 /* forward_ref.h -- a naive scalar reference forward for the model tests,
  * and small helpers to make test models and compare logits.
  *
- * The reference is written straight from ENGINE.md 3.3 and shares no code
+ * The reference is written straight from docs/design/ENGINE.md 3.3 and shares no code
  * with src/model/forward.c or the backend: every weight is dequantized to
  * f32 once with st_dequant_row, all sums are plain loops accumulated in
  * double, activations are never quantized, the KV cache is f32, and
@@ -25,7 +25,7 @@ struct ref_model;
  *
  * emulate = false: pure f32 math. emulate = true: the activations entering
  * each matmul are rounded through the type the fast path quantizes them to
- * (ENGINE.md 2.11, with the scalar quantizers of quant.h) and k/v through
+ * (docs/design/ENGINE.md 2.11, with the scalar quantizers of quant.h) and k/v through
  * f16, so the two paths differ only by float summation order and every
  * discrete choice (MoE top-k, argmax) comes out the same. Quantized-
  * activation noise flips near-tied expert choices of random-weight models,
@@ -41,7 +41,7 @@ void ref_step(struct ref_model *r, int32_t token, int64_t pos, float *logits);
  * the vector the head saw. Borrowed, [n_embd], overwritten by ref_step. */
 const float *ref_hidden(const struct ref_model *r);
 
-/* (MTP) The model's first nextn block at position 'pos' (ENGINE.md 4.2):
+/* (MTP) The model's first nextn block at position 'pos' (docs/design/ENGINE.md 4.2):
  * token t_p with h_prev = h_{p-1} (NULL: zeros), on the block's own f32
  * KV cache (positions 0..pos-1 of it must have been fed). Writes the
  * block's output after the head norm (h_out [n_embd], what the next draft

@@ -3,7 +3,7 @@
  * Every op is compared with a naive implementation written here in the
  * most obvious way (dequantize everything with the quant.h reference,
  * compute in double). Matmul-like ops quantize the activations exactly as
- * the backend is specified to (ENGINE.md 2.11), so their tolerance is
+ * the backend is specified to (docs/design/ENGINE.md 2.11), so their tolerance is
  * float rounding; a looser check against unquantized activations makes
  * sure the quantization is the right one. Also: the registry, tensor
  * memory (zero-copy wrap, slices), argument validation, and that results

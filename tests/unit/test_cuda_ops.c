@@ -4,7 +4,7 @@
  * Skips (exit 77, ctest SKIP_RETURN_CODE) when this binary has no CUDA
  * backend or the machine has no usable GPU; the decision is made in main,
  * before Check runs anything, and the suite runs with CK_NOFORK because
- * CUDA does not survive fork() (STYLE.md b.10, c.13). Both backends are
+ * CUDA does not survive fork() (docs/design/STYLE.md b.10, c.13). Both backends are
  * opened once in main and shared by the tests.
  *
  * Tolerances (relative L2 error of the whole output against the CPU):

@@ -2,7 +2,7 @@
  * manual clock with st_engine_pool_step (no threads, no sleeps): timing,
  * chunked reads, stop strings, limits, cancel, requests' references,
  * several engines, shutdown, stats and the text side. The scheduler
- * scenarios of SCHEDULER.md section 9 are in test_engine_sched.c. */
+ * scenarios of docs/design/SCHEDULER.md section 9 are in test_engine_sched.c. */
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <stdatomic.h>

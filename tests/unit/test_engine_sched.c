@@ -1,4 +1,4 @@
-/* test_engine_sched.c -- SCHEDULER.md section 9 end to end: the scheduler
+/* test_engine_sched.c -- docs/design/SCHEDULER.md section 9 end to end: the scheduler
  * driving the sim engine on a manual clock (st_engine_pool_step, no
  * threads, exact times). Time model in every test: prompt 1000 tok/s,
  * decode 10 tok/s per slot, 512-token chunks; give-way every 1024 tokens

@@ -9,7 +9,7 @@
  * logits are compared: cosine similarity, max abs difference relative to
  * the logits' scale, and the argmax (equal unless the reference's top two
  * are a near tie). The fast path quantizes activations (Q8_0 / Q8_K /
- * F16 / BF16, ENGINE.md 2.11) and keeps an F16 KV cache, so the bounds
+ * F16 / BF16, docs/design/ENGINE.md 2.11) and keeps an F16 KV cache, so the bounds
  * depend on the type; F32 weights must match almost exactly.
  */
 #include <check.h>

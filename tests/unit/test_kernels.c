@@ -469,7 +469,7 @@ END_TEST
  * dotw_nx, then dot), 1, 3 and 25 blocks (the 512-bit block-pair tails)
  * and 1 and 5 K super-blocks, weights and activations allocated to their
  * exact size so that ASan sees any read past them. Each output bitwise the level's dot for that row
- * alone (ENGINE.md "Determinism") and within tolerance of the reference. */
+ * alone (docs/design/ENGINE.md "Determinism") and within tolerance of the reference. */
 START_TEST(test_kernels_matmul_every_shape)
 {
     static const int64_t lens[] = { 32, 96, 800, 256, 1280 };

@@ -1,4 +1,4 @@
-/* test_quant.c -- the scalar dequantizers and quantizers (ENGINE.md 2):
+/* test_quant.c -- the scalar dequantizers and quantizers (docs/design/ENGINE.md 2):
  * fp16/bf16 conversion, the compiled-in tables (against shared/data when
  * present), hand-built blocks with values computed here from the
  * formulas, quantize/dequantize round trips, and the activation
@@ -157,7 +157,7 @@ START_TEST(test_quant_dequant_q8_0_and_q4_0)
 }
 END_TEST
 
-/* The 12 scale bytes, packed as ENGINE.md 2.5 describes in words. */
+/* The 12 scale bytes, packed as docs/design/ENGINE.md 2.5 describes in words. */
 static void pack_k_scales(const int *sc, const int *m, uint8_t *s)
 {
     for (int j = 0; j < 4; j++) {

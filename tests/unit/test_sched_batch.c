@@ -1,5 +1,5 @@
 /* test_sched_batch.c -- the control lines and give-way with --batch
- * (SCHEDULER.md section 4): the lines by score among slot-holders only,
+ * (docs/design/SCHEDULER.md section 4): the lines by score among slot-holders only,
  * give-way to a higher priority, never to a lower one, the half-length rule
  * within one level, YIELDS_MAX, after_epoch, no preemption, no deadlock,
  * and the all-zero case reducing to FIFO. Driven step by step through the

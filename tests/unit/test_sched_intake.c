@@ -1,4 +1,4 @@
-/* test_sched_intake.c -- a request's priority (SCHEDULER.md section 2):
+/* test_sched_intake.c -- a request's priority (docs/design/SCHEDULER.md section 2):
  * the header and its aliases, the body field, which one wins, API-key
  * defaults and caps, the model's priority, low-first order, bands, names,
  * and the configuration checks of st_sched_new. */

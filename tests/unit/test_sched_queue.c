@@ -1,4 +1,4 @@
-/* test_sched_queue.c -- who gets a free slot (SCHEDULER.md sections 3, 5,
+/* test_sched_queue.c -- who gets a free slot (docs/design/SCHEDULER.md sections 3, 5,
  * 6, 8): score order, aging, affinity, fifo, the queue limit and shedding,
  * cancel, several engines, the non-batch path, notify, stats, activity and
  * the dispatch log line. All on a manual clock. */

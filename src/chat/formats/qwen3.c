@@ -1,6 +1,6 @@
 /* qwen3.c -- the Qwen3 chat template (hybrid thinking, tools), written
  * out in C. Mirrors the Jinja of Qwen3's tokenizer_config.json statement by
- * statement (ENGINE.md 5.3); the comments quote the template.
+ * statement (docs/design/ENGINE.md 5.3); the comments quote the template.
  *
  *  - tools: a system turn with the "# Tools" section (each tool | tojson);
  *    a leading system message's content goes first in that turn.

@@ -22,7 +22,7 @@
  *      logits at every row, next to the other slots and the read chunk;
  *   3. after the forward, step.c samples row 0 with the request's own
  *      sampler and keeps going while the sample equals the next draft
- *      (exact-match acceptance, ENGINE.md 4.3), then the bonus token; the
+ *      (exact-match acceptance, docs/design/ENGINE.md 4.3), then the bonus token; the
  *      rejected positions are cut from the caches (kv_truncate);
  *   4. st_engine_spec_learn updates the slot's estimate for that source.
  * Every emitted token is a sample of the main model at a position whose

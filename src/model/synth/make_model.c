@@ -5,7 +5,7 @@
  * a shared expert, partial rope, one nextn block; GLM's special tokens and
  * a GLM-style template; docs/GGUF.md "glm4moe").
  *
- * Shapes per ENGINE.md 3.2, ne0 innermost: a matrix with y = W x has
+ * Shapes per docs/design/ENGINE.md 3.2, ne0 innermost: a matrix with y = W x has
  * ne = (in, out); experts are (in, out, X). Weights have standard
  * deviation 1/sqrt(fan_in) so activations stay near unit scale; norm gains
  * are uniform in [0.8, 1.2] (not exactly 1, so an engine that forgets a
@@ -42,7 +42,7 @@ static const struct preset presets[] = {
     { "small", 256, 4, 8, 2, 32, 8, 2, 128, 4096, false, false, 0, false, 0, 0, 0, 0, 0.0f },
     { "medium", 768, 12, 16, 4, 64, 16, 4, 256, 8192, false, false, 0, false, 0, 0, 0, 0, 0.0f },
     { "mtp-demo", 512, 8, 8, 2, 64, 4, 2, 512, 4096, false, true, 0, false, 0, 0, 0, 0, 0.0f },
-    /* a3b: the real Qwen3-30B-A3B shape (ENGINE.md 3.2) with random weights, for
+    /* a3b: the real Qwen3-30B-A3B shape (docs/design/ENGINE.md 3.2) with random weights, for
      * measuring the GPU engine (~17 GB at Q4_K); the vocabulary is padded to
      * Qwen's 151,936 rows so the head and embedding have their real size */
     { "a3b", 2048, 48, 32, 4, 128, 128, 8, 768, 40960, false, false, 151936, false, 0, 0, 0, 0,
@@ -385,7 +385,7 @@ static void add_tensors(struct build *b)
         add_blk(b, il, "ffn_gate_exps", R_FFN, 3, E, p->F, p->X);
         add_blk(b, il, "ffn_up_exps", R_FFN, 3, E, p->F, p->X);
         add_blk(b, il, "ffn_down_exps", R_FFN_DOWN, 3, p->F, E, p->X);
-        if (il == p->L) {                        /* the MTP block (ENGINE.md 4.1) */
+        if (il == p->L) {                        /* the MTP block (docs/design/ENGINE.md 4.1) */
             add_blk(b, il, "nextn.eh_proj", R_ATTN, 2, 2 * E, E, 1);
             add_blk(b, il, "nextn.enorm", R_NORM, 1, E, 1, 1);
             add_blk(b, il, "nextn.hnorm", R_NORM, 1, E, 1, 1);

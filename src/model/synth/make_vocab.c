@@ -1,5 +1,5 @@
 /* make_vocab.c -- the built-in byte-level BPE tokenizer of make-model, and
- * writing any tokenizer into GGUF keys (ENGINE.md 5.1).
+ * writing any tokenizer into GGUF keys (docs/design/ENGINE.md 5.1).
  *
  * Built-in vocabulary, fully deterministic:
  *   ids 0..255      the 256 bytes, in byte order, as GPT-2 byte-to-unicode

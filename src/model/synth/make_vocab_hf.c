@@ -3,7 +3,7 @@
  *
  * Reads model.vocab ({token: id}), model.merges ("a b" strings or [a, b]
  * pairs; written as "a b"), added_tokens ({id, content, special}). Types
- * follow the GGUF converter (ENGINE.md 5.1): vocab entries NORMAL; added
+ * follow the GGUF converter (docs/design/ENGINE.md 5.1): vocab entries NORMAL; added
  * tokens CONTROL when special or shaped like <|...|>, else USER_DEFINED;
  * holes in the id range become [PAD<i>] UNUSED.
  *

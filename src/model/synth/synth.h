@@ -12,7 +12,7 @@
 #include "strata/gguf_write.h"
 #include "strata/str.h"
 
-/* A tokenizer to write into a GGUF (ENGINE.md 5.1). All owned. */
+/* A tokenizer to write into a GGUF (docs/design/ENGINE.md 5.1). All owned. */
 struct st_mm_vocab {
     int64_t  n;              /* tokens, after padding */
     char   **tokens;         /* n NUL-terminated strings */

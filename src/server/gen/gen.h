@@ -210,7 +210,7 @@ enum st_status st_gen_pick_model(struct st_call *c, const char *name, int32_t *m
                                  struct st_api_error *e);
 /* The engines have loaded; else 503 model_loading with Retry-After 1. */
 enum st_status st_gen_check_ready(struct st_call *c, struct st_api_error *e);
-/* The effective priority (SCHEDULER.md section 2): the body's (has_body),
+/* The effective priority (docs/design/SCHEDULER.md section 2): the body's (has_body),
  * X-LlamaSwap-Priority, the API key's default and cap, the model's own. */
 int32_t st_gen_priority(struct st_call *c, bool has_body, int32_t body, int32_t model);
 /* g's model (its name, g->model), priority and band, and created now. */

@@ -5,7 +5,7 @@
  *             (404 model_not_found); absent = the first model
  *   ready     the engines have loaded (else 503, Retry-After: 1)
  *   priority  body "priority", X-LlamaSwap-Priority, the API key's defaults
- *             and cap, the model's priority (SCHEDULER.md section 2)
+ *             and cap, the model's priority (docs/design/SCHEDULER.md section 2)
  *   prompts   chat: the model's template over the messages; completions:
  *             the prompt text, or the client's token ids as given
  *   budget    chat: the thinking budget (body or --reasoning-budget) for a

@@ -1,6 +1,6 @@
 /* auth.c -- API keys and request ids.
  *
- * Keys (SCHEDULER.md section 7): with keys configured, every route that
+ * Keys (docs/design/SCHEDULER.md section 7): with keys configured, every route that
  * needs one takes "Authorization: Bearer KEY" (OpenAI's SDKs) or
  * "x-api-key: KEY" (Anthropic's); the key found decides the request's
  * default and maximum priority. Each comparison touches every

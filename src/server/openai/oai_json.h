@@ -1,7 +1,7 @@
 /* openai/oai_json.h -- typed, validating field access over a cJSON tree, for the
  * request parsers only (oai_request.c, oai_text.c, oai_fields.c).
  *
- * cJSON rules (STYLE.md b.5.8): cJSON_Parse* returns an owned tree freed
+ * cJSON rules (docs/design/STYLE.md b.5.8): cJSON_Parse* returns an owned tree freed
  * with cJSON_Delete(root); an item added to a parent is owned by it;
  * cJSON_Print* returns a buffer freed with cJSON_free. The parsers copy
  * what they need into owned C data and delete the tree before returning:

@@ -15,7 +15,7 @@
  *   top_logprobs     chat: integer 0..20, needs logprobs: true
  *   stream           boolean            stream_options.include_usage  boolean
  *   user             string             ignore_eos  boolean (llama-server)
- *   priority         a number; junk counts as absent (SCHEDULER.md section 2)
+ *   priority         a number; junk counts as absent (docs/design/SCHEDULER.md section 2)
  *   chat_template_kwargs  object        tools       array
  *   echo             boolean (completions: the prompt, and with logprobs its tokens'
  *                    logprobs, lead the text; chat: true is 400)

@@ -1,6 +1,6 @@
 /* hf_tokenizer.h -- TEST support: build a st_tok from a Hugging Face
  * tokenizer.json (+ optional tokenizer_config.json), the way the GGUF
- * converter would (ENGINE.md 5.1): vocab + added tokens, added tokens typed
+ * converter would (docs/design/ENGINE.md 5.1): vocab + added tokens, added tokens typed
  * CONTROL when "special" or shaped like <|...|>, else USER_DEFINED; eos,
  * pad and add_bos from tokenizer_config.json. Not part of the product
  * (make-model's --vocab import lives in src/model). */
