@@ -299,7 +299,6 @@ struct st_model_config {
     char   *path;           /* GGUF path (NULL for sim). Sim only: "fail:REASON" makes every
                              * load of this model fail with REASON (tests, docs/MODELS.md) */
     enum st_backend_kind backend;
-    int32_t priority;       /* added to every request's priority */
     int32_t parallel;       /* slots per engine */
     int64_t ctx_size;       /* tokens per slot */
     /* (added, several models) */

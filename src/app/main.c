@@ -124,7 +124,6 @@ static enum st_status fill_model(const struct st_config *c, const struct st_conf
     out->aliases = m->aliases;
     out->n_aliases = (int32_t)m->n_aliases;
     out->backend = backend_kind(m->backend);
-    out->priority = m->priority;
     out->parallel = c->batch ? m->parallel : 1;
     out->ctx_size = m->ctx_size;
     out->rope_scaling = m->rope_scaling;
