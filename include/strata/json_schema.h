@@ -134,7 +134,7 @@ bool st_json_schema_in_string(const struct st_json_schema_state *st);
 bool st_json_schema_between(const struct st_json_schema_state *st, uint16_t *ws_left);
 
 /* ---- the sampler's fast path in bounded and pattern strings ------------
- * (src/engine/json_mask.c; grammar/schema/run.c). Where the state has one
+ * (src/engine/sample/json_mask.c; grammar/schema/run.c). Where the state has one
  * stack inside a string value that is not free (st_json_schema_in_string
  * says no: a maxLength with little room left, or a pattern), what a run
  * of "plain" bytes (0x20 and up, no '"' or '\\': they cannot leave the

@@ -1,4 +1,4 @@
-/* run.c -- what the JSON mask (src/engine/json_mask.c) asks
+/* run.c -- what the JSON mask (src/engine/sample/json_mask.c) asks
  * of a validator state so that it decides most of a 150k-token vocabulary
  * without walking each token through the validator: is every stack in a
  * free string (st_json_schema_in_string) or between values
