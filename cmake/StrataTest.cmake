@@ -1,10 +1,11 @@
-# st_add_check_test(name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s])
-# One Check suite per executable, one ctest entry per executable; exit 77
+# st_add_check_test(name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s] [SLOW_CASES])
+# One Check suite per executable, one ctest entry per executable (two with
+# SLOW_CASES: the tcases tagged "slow" run as ${name}_slow); exit 77
 # means "skipped" (CUDA suites on a machine without a GPU).
 pkg_check_modules(CHECK REQUIRED IMPORTED_TARGET check)
 
 function(st_add_check_test name)
-    cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+    cmake_parse_arguments(T "SLOW_CASES" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
     add_executable(test_${name} ${T_SOURCES})
     target_link_libraries(test_${name} PRIVATE st_test_support ${T_LIBS}
                           PkgConfig::CHECK st_warnings)
@@ -19,7 +20,17 @@ function(st_add_check_test name)
     # shared, noisy machine (a brute-force test under ASan beside another
     # suite went past it in CI): 60 s per test unless a tcase sets its own,
     # and ctest's TIMEOUT for the whole suite, catch what hangs.
+    set(env "STRATA_SOURCE_DIR=${PROJECT_SOURCE_DIR};STRATA_BINARY_DIR=${PROJECT_BINARY_DIR};CK_DEFAULT_TIMEOUT=60")
+    if(T_SLOW_CASES)
+        # The suite's tcases tagged "slow" (brute-force property runs) are a
+        # second ctest, ${name}_slow, labelled slow: the sanitizer pass of
+        # scripts/test.sh leaves them out (-LE slow), the plain pass runs both.
+        add_test(NAME ${name}_slow COMMAND test_${name})
+        set_tests_properties(${name}_slow PROPERTIES
+            LABELS "${T_LABELS};slow" TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77
+            ENVIRONMENT "${env};CK_INCLUDE_TAGS=slow")
+        set(env "${env};CK_EXCLUDE_TAGS=slow")
+    endif()
     set_tests_properties(${name} PROPERTIES
-        LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77
-        ENVIRONMENT "STRATA_SOURCE_DIR=${PROJECT_SOURCE_DIR};STRATA_BINARY_DIR=${PROJECT_BINARY_DIR};CK_DEFAULT_TIMEOUT=60")
+        LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
 endfunction()

@@ -673,12 +673,17 @@ static Suite *json_schema_pattern_suite(void)
     tcase_add_test(t, test_json_schema_pattern_escapes);
     tcase_add_test(t, test_json_schema_pattern_unicode);
     tcase_add_test(t, test_json_schema_pattern_repeat_lengths);
-    tcase_add_test(t, test_json_schema_pattern_brute);
-    tcase_add_test(t, test_json_schema_pattern_random);
     tcase_add_test(t, test_json_schema_formats);
     tcase_add_test(t, test_json_schema_pattern_compile_work);
     tcase_add_test(t, test_json_schema_multiple_of);
     suite_add_tcase(s, t);
+    /* the brute-force and random runs: ctest's json_schema_pattern_slow (label slow) */
+    TCase *brute = tcase_create("brute");
+    tcase_set_tags(brute, "slow");
+    tcase_set_timeout(brute, 300);
+    tcase_add_test(brute, test_json_schema_pattern_brute);
+    tcase_add_test(brute, test_json_schema_pattern_random);
+    suite_add_tcase(s, brute);
     return s;
 }
 
