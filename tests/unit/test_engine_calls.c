@@ -525,7 +525,6 @@ static Suite *engine_calls_suite(void)
     TCase *t = tcase_create("calls");
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 600);
-    tcase_add_test(t, test_engine_calls_args_run_fast_path);
     tcase_add_test(t, test_engine_calls_model_calls_named);
     suite_add_tcase(s, t);
     /* the brute-force walks: ctest's engine_calls_slow (label slow) */
@@ -534,6 +533,7 @@ static Suite *engine_calls_suite(void)
     tcase_add_checked_fixture(brute, setup, teardown);
     tcase_set_timeout(brute, 600);
     tcase_add_test(brute, test_engine_calls_mask_matches_grammar);
+    tcase_add_test(brute, test_engine_calls_args_run_fast_path);
     tcase_add_test(brute, test_engine_calls_runs_parse);
     suite_add_tcase(s, brute);
     return s;

@@ -741,8 +741,6 @@ static Suite *engine_schema_suite(void)
     TCase *t = tcase_create("schema");
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 600);
-    tcase_add_test(t, test_engine_schema_pattern_runs);
-    tcase_add_test(t, test_engine_schema_run_fast_path);
     tcase_add_test(t, test_engine_schema_model_generates_valid);
     suite_add_tcase(s, t);
     /* the brute-force walks: ctest's engine_schema_slow (label slow) */
@@ -752,6 +750,8 @@ static Suite *engine_schema_suite(void)
     tcase_set_timeout(brute, 600);
     tcase_add_test(brute, test_engine_schema_mask_matches_validator);
     tcase_add_test(brute, test_engine_schema_runs_stay_valid);
+    tcase_add_test(brute, test_engine_schema_pattern_runs);
+    tcase_add_test(brute, test_engine_schema_run_fast_path);
     tcase_add_test(brute, test_engine_schema_run_random_schemas);
     suite_add_tcase(s, brute);
     return s;
