@@ -1,9 +1,9 @@
-/* quant_tables.c -- the lookup tables of the IQ formats (ENGINE.md 2.8-2.10).
+/* quant_tables.c -- the lookup tables of the IQ formats (docs/design/ENGINE.md
+ * 2.8-2.10).
  *
- * Generated once from shared/data/quant-tables/ (one .txt per table) (which were checked
- * byte-for-byte against ggml); the quant test suite compares these arrays
- * with the shared files whenever shared/ is present. The product itself
- * must not need shared/, hence the copy.
+ * Generated once from the extracted tables in tests/data/quant-tables/ (one
+ * .txt per table, checked byte for byte against ggml); test_quant compares
+ * these arrays with those files.
  */
 #include "strata/quant.h"
 

