@@ -1,7 +1,8 @@
 /* gen/request.h -- a parsed generation request: what the body parsers
  * (openai/oai_request.c for chat and completions, and the endpoints built
  * on them: responses/, anthropic/, llama/h_infill.c) produce and the
- * generation (gen_submit.c) consumes. No JSON survives into it.
+ * generation (gen_submit.c) consumes. Only the chat request's parsed
+ * messages (strata/chat_req.h) are still a JSON tree.
  */
 #ifndef STRATA_SERVER_GEN_REQUEST_H
 #define STRATA_SERVER_GEN_REQUEST_H
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include "strata/chat.h"
+#include "strata/chat_req.h"
 #include "strata/engine.h"
 
 enum st_oai_kind {
