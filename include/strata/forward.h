@@ -112,8 +112,8 @@ enum st_status st_model_forward(struct st_model *m, const struct st_model_batch 
                                 const float **logits, struct st_err *err);
 
 /* st_model_forward, but the token of logit row j (out_rows[j]) is drawn on
- * the backend by draw[j] (include/strata/draw.h, st_backend_sample) and written to ids[j] (caller-owned, n_out
- * entries); no logits come back. The same rules and errors. */
+ * the backend by draw[j] (include/strata/draw.h, st_backend_sample) and written to ids[j]
+ * (caller-owned, n_out entries); no logits come back. The same rules and errors. */
 ST_MUST_CHECK
 enum st_status st_model_forward_draw(struct st_model *m, const struct st_model_batch *b,
                                      const struct st_draw *draw, int32_t *ids,
@@ -190,6 +190,9 @@ size_t st_model_weight_bytes(const struct st_model *m);
 const struct st_model_params *st_model_params_of(const struct st_model *m);
 struct st_backend *st_model_backend(const struct st_model *m);
 size_t st_model_kv_bytes(const struct st_model *m);
+/* The part of st_model_kv_bytes that is per-slot recurrent state
+ * (qwen35moe's DeltaNet layers; 0 for other architectures). */
+size_t st_model_state_bytes(const struct st_model *m);
 size_t st_model_act_bytes(const struct st_model *m);
 
 #endif /* STRATA_FORWARD_H */

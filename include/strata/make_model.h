@@ -21,7 +21,8 @@ struct st_make_model_opts {
     const char *preset;      /* "tiny" | "small" | "medium" | "mtp-demo" (an MTP block that
                                 agrees with the model on purpose; implies mtp) | "a3b" |
                                 "glm-tiny" (glm4moe, GLM-4.5's layout and tokens, with a
-                                nextn block); NULL = "tiny" */
+                                nextn block) | "next-tiny" "next-medium" "next-a3b"
+                                (qwen35moe: Gated DeltaNet + gated attention); NULL = "tiny" */
     const char *quant;       /* "f32" "f16" "bf16" "q8_0" "q4_0" "q4_1" "q5_0" "q5_1"
                                 "q2_k" "q3_k" "q4_k" "q5_k" "q6_k" "iq3_s" "iq3_xxs"
                                 "iq4_xs", or llama-quantize's mixes "q2_k_s" "q3_k_s"

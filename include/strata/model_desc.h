@@ -7,7 +7,11 @@
  * QK-norm, NEOX rope), llama (dense or Mixtral-style MoE, no QK-norm,
  * normal rope), glm4moe (GLM-4.5 / 4.5-Air: leading dense layers, then
  * MoE with sigmoid routing, a selection bias and a shared expert; q/k/v
- * biases, optional QK-norm, partial NEOX rope; docs/GGUF.md "glm4moe").
+ * biases, optional QK-norm, partial NEOX rope; docs/GGUF.md "glm4moe"),
+ * qwen35moe (Qwen3.5-MoE / Qwen3-Next: three of four layers Gated DeltaNet
+ * linear attention with per-slot recurrent state, the fourth gated full
+ * attention with partial NEOX rope; routed experts plus a sigmoid-gated
+ * shared expert; docs/GGUF.md "qwen35moe").
  * A missing or misshapen tensor, a missing required key or a tensor type
  * strata cannot compute on is an ST_ERR_BAD_MODEL load error naming the
  * key or tensor.
@@ -35,6 +39,16 @@ enum st_arch {
     ST_ARCH_QWEN3,
     ST_ARCH_QWEN3MOE,
     ST_ARCH_GLM4MOE,
+    ST_ARCH_QWEN35MOE,
+};
+
+/* Gated DeltaNet sizes (qwen35moe's <arch>.ssm.* keys). */
+struct st_ssm_hparams {
+    int64_t conv_kernel;   /* K: ssm.conv_kernel, taps of the causal conv1d */
+    int64_t d_inner;       /* ssm.inner_size = n_v_heads * head_dim */
+    int64_t head_dim;      /* ssm.state_size: one head's k and v width */
+    int64_t n_v_heads;     /* ssm.time_step_rank */
+    int64_t n_k_heads;     /* ssm.group_count (q and k heads) */
 };
 
 struct st_hparams {
@@ -43,7 +57,7 @@ struct st_hparams {
     int64_t  n_vocab;          /* rows of token_embd */
     int64_t  n_embd;           /* E: embedding_length */
     int64_t  n_layer;          /* main decoder layers (block_count - n_nextn) */
-    int64_t  n_nextn;          /* nextn_predict_layers (MTP blocks after the main ones), 0 if none */
+    int64_t n_nextn; /* nextn_predict_layers (MTP blocks after the main ones), 0 if none */
     int64_t  n_ctx_train;      /* context_length */
     int64_t  n_ff;             /* feed_forward_length (dense FFN width; 0 if absent in a MoE) */
     int64_t  n_head;           /* H: attention.head_count */
@@ -81,6 +95,12 @@ struct st_hparams {
     bool     qk_norm;          /* per-head RMSNorm of q and k before rope (qwen3*; glm4moe
                                 * when blk.0.attn_q_norm is present) */
     bool     tied_output;      /* no output.weight: the LM head is token_embd */
+    /* qwen35moe only (zero elsewhere) */
+    struct st_ssm_hparams ssm;
+    int64_t  n_ff_shexp;       /* expert_shared_feed_forward_length: shared expert width */
+    int64_t  n_recurrent;      /* main layers that are Gated DeltaNet */
+    bool     attn_gate;        /* attn_q is [E, 2*H*D]: per head D query rows then D rows
+                                * of an output gate (sigmoid, applied before attn_output) */
 };
 
 /* One decoder block. Pointers borrow from the st_gguf; NULL = absent. */
@@ -109,6 +129,19 @@ struct st_layer_desc {
     const struct st_gguf_tensor *ffn_gate_shexp; /* (E, Fs) shared expert, glm4moe */
     const struct st_gguf_tensor *ffn_up_shexp;   /* (E, Fs) */
     const struct st_gguf_tensor *ffn_down_shexp; /* (Fs, E) */
+    /* qwen35moe: a Gated DeltaNet layer has these instead of wq/wk/wv/wo/q_norm/k_norm
+     * (Ck = n_k_heads * head_dim, Cv = n_v_heads * head_dim, Hv = n_v_heads) */
+    bool recurrent;
+    const struct st_gguf_tensor *wqkv;           /* attn_qkv (E, 2Ck + Cv) */
+    const struct st_gguf_tensor *wz;             /* attn_gate (E, Cv): the output gate z */
+    const struct st_gguf_tensor *ssm_conv1d;     /* (K, 2Ck + Cv) F32 */
+    const struct st_gguf_tensor *ssm_dt;         /* ssm_dt.bias (Hv) F32 */
+    const struct st_gguf_tensor *ssm_a;          /* ssm_a (Hv) F32: -exp(A_log) */
+    const struct st_gguf_tensor *ssm_alpha;      /* (E, Hv) */
+    const struct st_gguf_tensor *ssm_beta;       /* (E, Hv) */
+    const struct st_gguf_tensor *ssm_norm;       /* (head_dim) F32 */
+    const struct st_gguf_tensor *ssm_out;        /* (Cv, E) */
+    const struct st_gguf_tensor *ffn_gate_inp_shexp; /* (E) the shared expert's gate */
     /* MTP ("nextn") block only: layers n_layer .. n_layer + n_nextn - 1 */
     const struct st_gguf_tensor *nextn_eh_proj;  /* (2E, E): input [enorm(emb); hnorm(h)] */
     const struct st_gguf_tensor *nextn_enorm;    /* (E) F32 */

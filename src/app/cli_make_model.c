@@ -12,7 +12,8 @@
 static int usage(void)
 {
     fputs("usage: strata make-model OUT.gguf\n"
-          "                         [--preset tiny|small|medium|mtp-demo|a3b|glm-tiny]\n"
+          "                         [--preset tiny|small|medium|mtp-demo|a3b|glm-tiny|\n"
+          "                                   next-tiny|next-medium|next-a3b]\n"
           "                         [--quant TYPE]\n"
           "                         [--seed N] [--vocab tokenizer.json] [--n-vocab N] [--mtp]\n"
           "                         [--no-fim]\n"
@@ -26,6 +27,11 @@ static int usage(void)
           "             glm-tiny: a glm4moe (GLM-4.5 layout: dense first layer, shared\n"
           "             expert, sigmoid routing, q/k/v biases, partial rope, GLM's special\n"
           "             tokens and an MTP block), E 64, 3 layers, 8 experts top-2\n"
+          "             next-tiny, next-medium, next-a3b: a qwen35moe (Qwen3.5-MoE: three\n"
+          "             Gated DeltaNet layers to one gated-attention layer, routed experts\n"
+          "             plus a gated shared expert): E 64, 4 layers; E 768, 12 layers, 16\n"
+          "             experts top-4 (CPU benchmarks); the Qwen3.5-35B-A3B shape (E 2048,\n"
+          "             40 layers, 256 experts top-8, vocabulary 248,320) for the GPU\n"
           "  --quant    f32 f16 bf16 q8_0 (default) q4_0 q4_1 q5_0 q5_1 q2_k q2_k_s q3_k\n"
           "             q3_k_m q3_k_l q4_k q4_k_m q5_k q6_k iq3_s iq3_xxs iq4_xs\n"
           "             (q2_k, q2_k_s, q3_k_m, q3_k_l, q4_k_m: llama-quantize's mixes)\n"
@@ -88,7 +94,9 @@ int st_cli_make_model(int argc, char **argv)
         return 1;
     }
     bool glm = o.preset && strncmp(o.preset, "glm-", 4) == 0;
-    printf("wrote %s (%s, preset %s, %s, seed %llu%s)\n", o.out_path, glm ? "glm4moe" : "qwen3moe",
+    bool next = o.preset && strncmp(o.preset, "next-", 5) == 0;
+    printf("wrote %s (%s, preset %s, %s, seed %llu%s)\n", o.out_path,
+           glm ? "glm4moe" : next ? "qwen35moe" : "qwen3moe",
            o.preset ? o.preset : "tiny", o.quant ? o.quant : "q8_0",
            (unsigned long long)o.seed,
            o.mtp || glm || (o.preset && strcmp(o.preset, "mtp-demo") == 0) ? ", with an MTP block"

@@ -15,6 +15,7 @@
 #define STRATA_BACKEND_INTERNAL_H
 
 #include "strata/backend.h"
+#include "strata/backend_ssm.h"
 
 #define ST_T const struct st_tensor *
 
@@ -49,6 +50,20 @@
     X(moe_ffn, (struct st_backend *be, ST_T out, ST_T x, ST_T sel, ST_T weights,        \
                 ST_T gate, ST_T up, ST_T down, struct st_err *err),                    \
       (be, out, x, sel, weights, gate, up, down, err))
+
+/* The optional compute ops (strata/backend_ssm.h): the same shape as
+ * ST_OP_MAP, but a backend may leave an entry NULL; the public call then
+ * answers ST_ERR_UNSUPPORTED. */
+#define ST_OPT_OP_MAP(X)                                                               \
+    X(ssm_conv, (struct st_backend *be, ST_T out, ST_T x, ST_T w, ST_T state, ST_T slot, \
+                 ST_T pos, struct st_err *err),                                        \
+      (be, out, x, w, state, slot, pos, err))                                          \
+    X(delta_net, (struct st_backend *be, ST_T out, ST_T qkv, ST_T alpha, ST_T beta,     \
+                  ST_T dt_bias, ST_T a, ST_T state, ST_T slot, ST_T pos,                \
+                  const struct st_delta_net_params *p, struct st_err *err),            \
+      (be, out, qkv, alpha, beta, dt_bias, a, state, slot, pos, p, err))               \
+    X(sigmoid_mul, (struct st_backend *be, ST_T out, ST_T x, ST_T g, struct st_err *err), \
+      (be, out, x, g, err))
 
 enum st_op {
 #define ST_OP_ENUM(name, params, args) ST_OP_##name,
@@ -96,6 +111,10 @@ struct st_backend_ops {
                              struct st_err *err);
     enum st_status (*score)(struct st_backend *be, ST_T vals, ST_T ids, ST_T logits,
                             ST_T next, struct st_err *err);
+    /* the optional compute ops; NULL = not offered */
+#define ST_OPT_OP_FIELD(name, params, args) enum st_status (*name) params;
+    ST_OPT_OP_MAP(ST_OPT_OP_FIELD)
+#undef ST_OPT_OP_FIELD
     /* adds the backend's own counters (kernels, ...) to *out, whose 'ops'
      * backend.c has filled from n_ops */
     void (*stats)(const struct st_backend *be, struct st_backend_stats *out);

@@ -10,7 +10,7 @@
 
 #include "op_check.h"
 
-static enum st_status bad(struct st_err *err, const char *op, const char *what,
+enum st_status st_op_bad(struct st_err *err, const char *op, const char *what,
                           const struct st_tensor *t)
 {
     if (!t)
@@ -22,7 +22,7 @@ static enum st_status bad(struct st_err *err, const char *op, const char *what,
 
 /* t exists on backend be, has 'type' (or any type when type < 0) and is
  * at most 'dims'-dimensional. */
-static bool ok(struct st_backend *be, const struct st_tensor *t, int type, int dims)
+bool st_op_ok(struct st_backend *be, const struct st_tensor *t, int type, int dims)
 {
     if (!t || t->be != be || !t->data)
         return false;
@@ -52,24 +52,24 @@ static bool dot_rows(const struct st_tensor *w)
 enum st_status st_check_embed(struct st_backend *be, ST_T out, ST_T table, ST_T ids,
                               struct st_err *err)
 {
-    if (!ok(be, out, F32, 2))
-        return bad(err, "embed", "out", out);
-    if (!ok(be, table, ANY, 2) || table->ne[0] != out->ne[0])
-        return bad(err, "embed", "table", table);
-    if (!ok(be, ids, I32, 1) || ids->ne[0] != out->ne[1])
-        return bad(err, "embed", "ids", ids);
+    if (!st_op_ok(be, out, F32, 2))
+        return st_op_bad(err, "embed", "out", out);
+    if (!st_op_ok(be, table, ANY, 2) || table->ne[0] != out->ne[0])
+        return st_op_bad(err, "embed", "table", table);
+    if (!st_op_ok(be, ids, I32, 1) || ids->ne[0] != out->ne[1])
+        return st_op_bad(err, "embed", "ids", ids);
     return ST_OK;
 }
 
 enum st_status st_check_rms_norm(struct st_backend *be, ST_T out, ST_T x, ST_T w, float eps,
                                  struct st_err *err)
 {
-    if (!ok(be, x, F32, 2))
-        return bad(err, "rms_norm", "x", x);
-    if (!ok(be, out, F32, 2) || out->ne[0] != x->ne[0] || out->ne[1] != x->ne[1])
-        return bad(err, "rms_norm", "out", out);
-    if (!ok(be, w, F32, 1) || x->ne[0] % w->ne[0] != 0)
-        return bad(err, "rms_norm", "w", w);
+    if (!st_op_ok(be, x, F32, 2))
+        return st_op_bad(err, "rms_norm", "x", x);
+    if (!st_op_ok(be, out, F32, 2) || out->ne[0] != x->ne[0] || out->ne[1] != x->ne[1])
+        return st_op_bad(err, "rms_norm", "out", out);
+    if (!st_op_ok(be, w, F32, 1) || x->ne[0] % w->ne[0] != 0)
+        return st_op_bad(err, "rms_norm", "w", w);
     if (!(eps > 0.0f))
         return st_err_set(err, ST_ERR_INVALID, "rms_norm: eps %g must be > 0", (double)eps);
     return ST_OK;
@@ -78,24 +78,24 @@ enum st_status st_check_rms_norm(struct st_backend *be, ST_T out, ST_T x, ST_T w
 enum st_status st_check_matmul(struct st_backend *be, ST_T out, ST_T x, ST_T w,
                                struct st_err *err)
 {
-    if (!ok(be, x, F32, 2))
-        return bad(err, "matmul", "x", x);
-    if (!ok(be, w, ANY, 2) || w->ne[0] != x->ne[0] || !dot_rows(w))
-        return bad(err, "matmul", "w", w);
-    if (!ok(be, out, F32, 2) || out->ne[0] != w->ne[1] || out->ne[1] != x->ne[1])
-        return bad(err, "matmul", "out", out);
+    if (!st_op_ok(be, x, F32, 2))
+        return st_op_bad(err, "matmul", "x", x);
+    if (!st_op_ok(be, w, ANY, 2) || w->ne[0] != x->ne[0] || !dot_rows(w))
+        return st_op_bad(err, "matmul", "w", w);
+    if (!st_op_ok(be, out, F32, 2) || out->ne[0] != w->ne[1] || out->ne[1] != x->ne[1])
+        return st_op_bad(err, "matmul", "out", out);
     return ST_OK;
 }
 
 static enum st_status check_same3(struct st_backend *be, const char *op, ST_T out, ST_T a,
                                   ST_T b, struct st_err *err)
 {
-    if (!ok(be, a, F32, 2))
-        return bad(err, op, "first input", a);
-    if (!ok(be, b, F32, 2) || b->ne[0] != a->ne[0] || b->ne[1] != a->ne[1])
-        return bad(err, op, "second input", b);
-    if (!ok(be, out, F32, 2) || out->ne[0] != a->ne[0] || out->ne[1] != a->ne[1])
-        return bad(err, op, "out", out);
+    if (!st_op_ok(be, a, F32, 2))
+        return st_op_bad(err, op, "first input", a);
+    if (!st_op_ok(be, b, F32, 2) || b->ne[0] != a->ne[0] || b->ne[1] != a->ne[1])
+        return st_op_bad(err, op, "second input", b);
+    if (!st_op_ok(be, out, F32, 2) || out->ne[0] != a->ne[0] || out->ne[1] != a->ne[1])
+        return st_op_bad(err, op, "out", out);
     return ST_OK;
 }
 
@@ -103,12 +103,12 @@ enum st_status st_check_add(struct st_backend *be, ST_T out, ST_T a, ST_T b,
                             struct st_err *err)
 {
     /* b as one row [C, 1] broadcast over a's rows (a bias) */
-    if (ok(be, b, F32, 2) && ok(be, a, F32, 2) && b->ne[1] == 1 && a->ne[1] != 1 &&
+    if (st_op_ok(be, b, F32, 2) && st_op_ok(be, a, F32, 2) && b->ne[1] == 1 && a->ne[1] != 1 &&
         b->ne[0] == a->ne[0]) {
-        if (!ok(be, out, F32, 2) || out->ne[0] != a->ne[0] || out->ne[1] != a->ne[1])
-            return bad(err, "add", "out", out);
+        if (!st_op_ok(be, out, F32, 2) || out->ne[0] != a->ne[0] || out->ne[1] != a->ne[1])
+            return st_op_bad(err, "add", "out", out);
         if (out->data == b->data)
-            return bad(err, "add", "out (aliases the bias row)", out);
+            return st_op_bad(err, "add", "out (aliases the bias row)", out);
         return ST_OK;
     }
     return check_same3(be, "add", out, a, b, err);
@@ -136,12 +136,12 @@ enum st_status st_check_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos,
 {
     if (!rope)
         return st_err_set(err, ST_ERR_INVALID, "rope: no rope parameters");
-    if (!ok(be, x, F32, 2))
-        return bad(err, "rope", "x", x);
-    if (!ok(be, out, F32, 2) || out->ne[0] != x->ne[0] || out->ne[1] != x->ne[1])
-        return bad(err, "rope", "out", out);
-    if (!ok(be, pos, I32, 1) || pos->ne[0] != x->ne[1])
-        return bad(err, "rope", "pos", pos);
+    if (!st_op_ok(be, x, F32, 2))
+        return st_op_bad(err, "rope", "x", x);
+    if (!st_op_ok(be, out, F32, 2) || out->ne[0] != x->ne[0] || out->ne[1] != x->ne[1])
+        return st_op_bad(err, "rope", "out", out);
+    if (!st_op_ok(be, pos, I32, 1) || pos->ne[0] != x->ne[1])
+        return st_op_bad(err, "rope", "pos", pos);
     if (head_dim <= 0 || x->ne[0] % head_dim != 0 || !rope_params_ok(rope, head_dim))
         return st_err_set(err, ST_ERR_INVALID,
                           "rope: head_dim %d, n_rot %d, base %g, scale %g, ext %g, attn %g, "
@@ -163,25 +163,25 @@ enum st_status st_check_attention(struct st_backend *be, ST_T out, ST_T q, ST_T 
     if (n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv != 0)
         return st_err_set(err, ST_ERR_INVALID, "attention: %d heads over %d KV heads",
                           n_head, n_head_kv);
-    if (!ok(be, q, F32, 2) || q->ne[0] % n_head != 0)
-        return bad(err, "attention", "q", q);
+    if (!st_op_ok(be, q, F32, 2) || q->ne[0] % n_head != 0)
+        return st_op_bad(err, "attention", "q", q);
     n = q->ne[1];
     int64_t d = q->ne[0] / n_head;
-    if (!ok(be, out, F32, 2) || out->ne[0] != q->ne[0] || out->ne[1] != n)
-        return bad(err, "attention", "out", out);
-    if (!ok(be, k, F32, 2) || k->ne[0] != d * n_head_kv || k->ne[1] != n)
-        return bad(err, "attention", "k", k);
-    if (!ok(be, v, F32, 2) || v->ne[0] != k->ne[0] || v->ne[1] != n)
-        return bad(err, "attention", "v", v);
-    if (!ok(be, kcache, F16, 3) || kcache->ne[0] != k->ne[0])
-        return bad(err, "attention", "kcache", kcache);
-    if (!ok(be, vcache, F16, 3) || vcache->ne[0] != k->ne[0] ||
+    if (!st_op_ok(be, out, F32, 2) || out->ne[0] != q->ne[0] || out->ne[1] != n)
+        return st_op_bad(err, "attention", "out", out);
+    if (!st_op_ok(be, k, F32, 2) || k->ne[0] != d * n_head_kv || k->ne[1] != n)
+        return st_op_bad(err, "attention", "k", k);
+    if (!st_op_ok(be, v, F32, 2) || v->ne[0] != k->ne[0] || v->ne[1] != n)
+        return st_op_bad(err, "attention", "v", v);
+    if (!st_op_ok(be, kcache, F16, 3) || kcache->ne[0] != k->ne[0])
+        return st_op_bad(err, "attention", "kcache", kcache);
+    if (!st_op_ok(be, vcache, F16, 3) || vcache->ne[0] != k->ne[0] ||
         vcache->ne[1] != kcache->ne[1] || vcache->ne[2] != kcache->ne[2])
-        return bad(err, "attention", "vcache", vcache);
-    if (!ok(be, slot, I32, 1) || slot->ne[0] != n)
-        return bad(err, "attention", "slot", slot);
-    if (!ok(be, pos, I32, 1) || pos->ne[0] != n)
-        return bad(err, "attention", "pos", pos);
+        return st_op_bad(err, "attention", "vcache", vcache);
+    if (!st_op_ok(be, slot, I32, 1) || slot->ne[0] != n)
+        return st_op_bad(err, "attention", "slot", slot);
+    if (!st_op_ok(be, pos, I32, 1) || pos->ne[0] != n)
+        return st_op_bad(err, "attention", "pos", pos);
     if (!(scale > 0.0f))
         return st_err_set(err, ST_ERR_INVALID, "attention: scale %g", (double)scale);
     return ST_OK;
@@ -194,9 +194,9 @@ enum st_status st_check_add_rms_norm(struct st_backend *be, ST_T h, ST_T x, ST_T
     if (rc != ST_OK)
         return rc;
     if (h->data == x->data)
-        return bad(err, "add_rms_norm", "h (aliases x)", h);
-    if (!ok(be, w, F32, 1) || x->ne[0] % w->ne[0] != 0)
-        return bad(err, "add_rms_norm", "w", w);
+        return st_op_bad(err, "add_rms_norm", "h (aliases x)", h);
+    if (!st_op_ok(be, w, F32, 1) || x->ne[0] % w->ne[0] != 0)
+        return st_op_bad(err, "add_rms_norm", "w", w);
     if (!(eps > 0.0f))
         return st_err_set(err, ST_ERR_INVALID, "add_rms_norm: eps %g must be > 0", (double)eps);
     return ST_OK;
@@ -206,8 +206,8 @@ enum st_status st_check_rms_norm_rope(struct st_backend *be, ST_T out, ST_T x, S
                                       const struct st_rope_params *rope, float eps,
                                       struct st_err *err)
 {
-    if (!ok(be, w, F32, 1) || w->ne[0] > INT32_MAX)
-        return bad(err, "rms_norm_rope", "w", w);
+    if (!st_op_ok(be, w, F32, 1) || w->ne[0] > INT32_MAX)
+        return st_op_bad(err, "rms_norm_rope", "w", w);
     enum st_status rc = st_check_rms_norm(be, out, x, w, eps, err);
     if (rc == ST_OK)
         rc = st_check_rope(be, out, out, pos, (int32_t)w->ne[0], rope, err);
@@ -226,16 +226,17 @@ enum st_status st_check_moe_route(struct st_backend *be, ST_T sel, ST_T weights,
     if (!isfinite(rp->scale) || !(rp->scale > 0.0f))
         return st_err_set(err, ST_ERR_INVALID, "moe_route: scale %g must be a number > 0",
                           (double)rp->scale);
-    if (!ok(be, x, F32, 2))
-        return bad(err, "moe_route", "x", x);
-    if (!ok(be, router, ANY, 2) || router->ne[0] != x->ne[0] || !dot_rows(router))
-        return bad(err, "moe_route", "router", router);
-    if (!ok(be, sel, I32, 2) || sel->ne[1] != x->ne[1] || sel->ne[0] > router->ne[1])
-        return bad(err, "moe_route", "sel", sel);
-    if (!ok(be, weights, F32, 2) || weights->ne[0] != sel->ne[0] || weights->ne[1] != x->ne[1])
-        return bad(err, "moe_route", "weights", weights);
-    if (rp->bias && (!ok(be, rp->bias, F32, 1) || rp->bias->ne[0] != router->ne[1]))
-        return bad(err, "moe_route", "bias", rp->bias);
+    if (!st_op_ok(be, x, F32, 2))
+        return st_op_bad(err, "moe_route", "x", x);
+    if (!st_op_ok(be, router, ANY, 2) || router->ne[0] != x->ne[0] || !dot_rows(router))
+        return st_op_bad(err, "moe_route", "router", router);
+    if (!st_op_ok(be, sel, I32, 2) || sel->ne[1] != x->ne[1] || sel->ne[0] > router->ne[1])
+        return st_op_bad(err, "moe_route", "sel", sel);
+    if (!st_op_ok(be, weights, F32, 2) || weights->ne[0] != sel->ne[0] ||
+        weights->ne[1] != x->ne[1])
+        return st_op_bad(err, "moe_route", "weights", weights);
+    if (rp->bias && (!st_op_ok(be, rp->bias, F32, 1) || rp->bias->ne[0] != router->ne[1]))
+        return st_op_bad(err, "moe_route", "bias", rp->bias);
     return ST_OK;
 }
 
@@ -243,22 +244,23 @@ enum st_status st_check_moe_ffn(struct st_backend *be, ST_T out, ST_T x, ST_T se
                                 ST_T weights, ST_T gate, ST_T up, ST_T down,
                                 struct st_err *err)
 {
-    if (!ok(be, x, F32, 2))
-        return bad(err, "moe_ffn", "x", x);
-    if (!ok(be, out, F32, 2) || out->ne[0] != x->ne[0] || out->ne[1] != x->ne[1] ||
+    if (!st_op_ok(be, x, F32, 2))
+        return st_op_bad(err, "moe_ffn", "x", x);
+    if (!st_op_ok(be, out, F32, 2) || out->ne[0] != x->ne[0] || out->ne[1] != x->ne[1] ||
         out->data == x->data)
-        return bad(err, "moe_ffn", "out", out);
-    if (!ok(be, sel, I32, 2) || sel->ne[1] != x->ne[1])
-        return bad(err, "moe_ffn", "sel", sel);
-    if (!ok(be, weights, F32, 2) || weights->ne[0] != sel->ne[0] || weights->ne[1] != x->ne[1])
-        return bad(err, "moe_ffn", "weights", weights);
-    if (!ok(be, gate, ANY, 3) || gate->ne[0] != x->ne[0] || !dot_rows(gate))
-        return bad(err, "moe_ffn", "gate", gate);
-    if (!ok(be, up, ANY, 3) || up->ne[0] != gate->ne[0] || up->ne[1] != gate->ne[1] ||
+        return st_op_bad(err, "moe_ffn", "out", out);
+    if (!st_op_ok(be, sel, I32, 2) || sel->ne[1] != x->ne[1])
+        return st_op_bad(err, "moe_ffn", "sel", sel);
+    if (!st_op_ok(be, weights, F32, 2) || weights->ne[0] != sel->ne[0] ||
+        weights->ne[1] != x->ne[1])
+        return st_op_bad(err, "moe_ffn", "weights", weights);
+    if (!st_op_ok(be, gate, ANY, 3) || gate->ne[0] != x->ne[0] || !dot_rows(gate))
+        return st_op_bad(err, "moe_ffn", "gate", gate);
+    if (!st_op_ok(be, up, ANY, 3) || up->ne[0] != gate->ne[0] || up->ne[1] != gate->ne[1] ||
         up->ne[2] != gate->ne[2])
-        return bad(err, "moe_ffn", "up", up);
-    if (!ok(be, down, ANY, 3) || down->ne[0] != gate->ne[1] || down->ne[1] != x->ne[0] ||
+        return st_op_bad(err, "moe_ffn", "up", up);
+    if (!st_op_ok(be, down, ANY, 3) || down->ne[0] != gate->ne[1] || down->ne[1] != x->ne[0] ||
         down->ne[2] != gate->ne[2] || !dot_rows(down))
-        return bad(err, "moe_ffn", "down", down);
+        return st_op_bad(err, "moe_ffn", "down", down);
     return ST_OK;
 }

@@ -93,6 +93,7 @@ static enum st_status engine_init(struct st_engine_pool *p, struct st_engine *e,
     e->device = p->cfg.gpus[idx];
     e->model = -1;
     atomic_store(&e->model_view, -1);
+    atomic_store(&e->state_tokens, 0);
     atomic_store(&e->loading_view, -1);
     pthread_mutex_init(&e->mu, NULL);
     /* Timed waits (ttl, back-off) count on the monotonic clock. */

@@ -116,7 +116,9 @@ struct st_engine {
     atomic_bool stop;
 
     struct st_slot_view *views;      /* n_slots; under mu */
-    atomic_llong held_tokens;        /* tokens in the KV of busy slots (kv_usage) */
+    atomic_llong held_tokens;        /* tokens in the KV of busy slots (kv_usage), each busy
+                                      * slot's recurrent state counted as state_tokens */
+    atomic_llong state_tokens;       /* the loaded runner's state_tokens (0: none loaded) */
     atomic_int   busy;               /* slots holding a request */
     uint64_t prefix_tick;            /* (prefix reuse) +1 per slot freed: the LRU clock */
     /* (echo, prompt logprobs: prompt.c) scratch, allocated on first use */

@@ -271,7 +271,8 @@ void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
                            struct st_request *req)
 {
     struct st_prefix_cache *c = &sl->cache;
-    int64_t keep = reusable(sl, req);   /* sl->req is not set yet */
+    /* sl->req is not set yet; recurrent state cannot be cut back to a prefix */
+    int64_t keep = e->runner && e->runner->recurrent ? 0 : reusable(sl, req);
     /* ids[common..) are overwritten below: their scores go, whether or not
      * this request keeps the KV (the scores of ids it does not change hold
      * for the KV it rewrites: the same tokens) */
@@ -442,7 +443,7 @@ void st_engine_prefix_pull(struct st_engine *e, struct st_engine_slot *sl)
     struct st_request *req = sl->req;
     int64_t have = sl->n_past, n;
     /* ids known in full (bind copied the prompt), and room to gain */
-    if (!req || sl->decoding || !e->runner || req->no_prompt_cache ||
+    if (!req || sl->decoding || !e->runner || e->runner->recurrent || req->no_prompt_cache ||
         sl->cache.n_ids < req->n_tokens || req->n_tokens - 1 - have < ST_PREFIX_COPY_MIN)
         return;
     int32_t from = copy_source(e, sl, &n);

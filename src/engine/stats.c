@@ -99,8 +99,9 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
         const struct st_engine *e = &p->engines[i];
         int32_t m = atomic_load(&e->model_view);
         held += (double)atomic_load(&e->held_tokens);
-        if (m >= 0)
-            capacity += (double)p->models[m].cfg.parallel * (double)p->models[m].cfg.ctx_size;
+        if (m >= 0)   /* a slot's KV plus its recurrent state */
+            capacity += (double)p->models[m].cfg.parallel *
+                        (double)(p->models[m].cfg.ctx_size + atomic_load(&e->state_tokens));
         out->running += atomic_load(&e->busy);
     }
     out->kv_usage = capacity > 0.0 ? held / capacity : 0.0;
@@ -172,7 +173,7 @@ void st_engine_update_views(struct st_engine *e)
         v->n_read = ST_MIN(sl->n_past, sl->req->n_tokens);
         v->n_generated = sl->n_generated;
         v->give_ways = sl->req->job.yields;
-        held += sl->n_past;
+        held += sl->n_past + atomic_load(&e->state_tokens);
     }
     pthread_mutex_unlock(&e->mu);
     atomic_store(&e->held_tokens, held);

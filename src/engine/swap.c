@@ -78,6 +78,7 @@ static enum st_status load(struct st_engine *e, int32_t from, int32_t m, double 
         e->model = m;
         e->n_active = ST_MIN(mc->parallel, e->n_slots);
         st_sched_engine_set_slots(p->sched, e->index, e->n_active);
+        atomic_store(&e->state_tokens, r->state_tokens);
         atomic_store(&e->model_view, m);
         st_log(ST_LOG_INFO, "engine", "engine %d: model '%s' (%s, %d slots of %lld tokens) "
                "loaded in %.2f s", (int)e->index, mc->name, r->ops->name, (int)e->n_active,
@@ -101,6 +102,7 @@ static void unload(struct st_engine *e, bool count, bool ttl)
         return;
     int32_t m = e->model;
     atomic_store(&e->model_view, -1);
+    atomic_store(&e->state_tokens, 0);
     st_runner_unload(e->runner);
     st_runner_free(e->runner);
     e->runner = NULL;

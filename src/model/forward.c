@@ -73,6 +73,14 @@ void st_fwd_cut_rows(const struct st_fwd_act *a, int64_t n, struct st_fwd_rows *
     r->ids = st_fwd_column(&a->ids, 0, n);
     r->pos = st_fwd_column(&a->pos, 0, n);
     r->slot = st_fwd_column(&a->slot, 0, n);
+    r->qgate = cut(&a->qgate, n);
+    r->sgate = cut(&a->sgate, n);
+    r->mix = cut(&a->mix, n);
+    r->conv = cut(&a->conv, n);
+    r->z = cut(&a->z, n);
+    r->alpha = cut(&a->alpha, n);
+    r->beta = cut(&a->beta, n);
+    r->y = cut(&a->y, n);
 }
 
 /* The first w * n floats of an f32 buffer seen as [w, n] (the g and u
@@ -95,7 +103,7 @@ static enum st_status add_bias(struct st_model *m, const struct st_tensor *t,
 
 /* NEOX rope of t [heads*D, n] in place at each row's position, after the
  * per-head norm (qwen3*: one fused op, exactly rms_norm then rope). */
-static enum st_status norm_rope(struct st_model *m, const struct st_tensor *t,
+enum st_status st_fwd_norm_rope(struct st_model *m, const struct st_tensor *t,
                                 const struct st_tensor *norm, const struct st_fwd_rows *r,
                                 struct st_err *err)
 {
@@ -119,7 +127,7 @@ static enum st_status project_kv(struct st_model *m, const struct st_fwd_layer *
     TRY(add_bias(m, &r->k, &w->bk, err));
     TRY(st_backend_matmul(m->be, &r->v, &r->h, &w->wv, err));
     TRY(add_bias(m, &r->v, &w->bv, err));
-    return norm_rope(m, &r->k, &w->k_norm, r, err);
+    return st_fwd_norm_rope(m, &r->k, &w->k_norm, r, err);
 }
 
 /* q of every row from h (left by project_kv), normed (qwen3*) and roped. */
@@ -128,12 +136,12 @@ static enum st_status project_q(struct st_model *m, const struct st_fwd_layer *w
 {
     TRY(st_backend_matmul(m->be, &r->q, &r->h, &w->wq, err));
     TRY(add_bias(m, &r->q, &w->bq, err));
-    return norm_rope(m, &r->q, &w->q_norm, r, err);
+    return st_fwd_norm_rope(m, &r->q, &w->q_norm, r, err);
 }
 
 /* att = causal GQA attention of q over the slot's cache, which the op
  * first extends with k and v. */
-static enum st_status attend(struct st_model *m, const struct st_tensor *kc,
+enum st_status st_fwd_attend(struct st_model *m, const struct st_tensor *kc,
                              const struct st_tensor *vc, const struct st_fwd_rows *r,
                              struct st_err *err)
 {
@@ -146,7 +154,7 @@ static enum st_status attend(struct st_model *m, const struct st_tensor *kc,
 
 /* x += o, and h = rmsnorm(x) * next_norm when next_norm is given (one
  * fused op: what the next sub-block would compute first). */
-static enum st_status residual(struct st_model *m, const struct st_fwd_rows *r,
+enum st_status st_fwd_residual(struct st_model *m, const struct st_fwd_rows *r,
                                const struct st_tensor *next_norm, struct st_err *err)
 {
     if (next_norm)
@@ -157,7 +165,7 @@ static enum st_status residual(struct st_model *m, const struct st_fwd_rows *r,
 
 /* out = down(SiLU(h gate^T) * (h up^T)): a dense SwiGLU FFN of width
  * ne1(gate), through the g and u buffers. */
-static enum st_status swiglu(struct st_model *m, const struct st_tensor *out,
+enum st_status st_fwd_swiglu(struct st_model *m, const struct st_tensor *out,
                              const struct st_tensor *gate, const struct st_tensor *up,
                              const struct st_tensor *down, const struct st_fwd_rows *r,
                              struct st_err *err)
@@ -177,11 +185,22 @@ static enum st_status swiglu(struct st_model *m, const struct st_tensor *out,
 static enum st_status ffn(struct st_model *m, const struct st_fwd_layer *w,
                           const struct st_fwd_rows *r, struct st_err *err)
 {
-    const struct st_hparams *hp = &m->desc->hp;
     struct st_backend *be = m->be;
 
     if (!w->router.data)
-        return swiglu(m, &r->o, &w->ffn_gate, &w->ffn_up, &w->ffn_down, r, err);
+        return st_fwd_swiglu(m, &r->o, &w->ffn_gate, &w->ffn_up, &w->ffn_down, r, err);
+    TRY(st_fwd_moe(m, w, r, err));
+    if (!w->gate_shexp.data)
+        return ST_OK;
+    TRY(st_fwd_swiglu(m, &r->so, &w->gate_shexp, &w->up_shexp, &w->down_shexp, r, err));
+    return st_backend_add(be, &r->o, &r->o, &r->so, err);   /* routed + shared */
+}
+
+enum st_status st_fwd_moe(struct st_model *m, const struct st_fwd_layer *w,
+                          const struct st_fwd_rows *r, struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    struct st_backend *be = m->be;
     const struct st_moe_route_params rp = {
         .gating = (enum st_moe_gating)hp->moe_gating,
         .bias = w->exp_probs_b.data ? &w->exp_probs_b : NULL,
@@ -189,12 +208,8 @@ static enum st_status ffn(struct st_model *m, const struct st_fwd_layer *w,
         .scale = hp->moe_scale,
     };
     TRY(st_backend_moe_route(be, &r->sel, &r->wts, &r->h, &w->router, &rp, err));
-    TRY(st_backend_moe_ffn(be, &r->o, &r->h, &r->sel, &r->wts, &w->gate_exps, &w->up_exps,
-                           &w->down_exps, err));
-    if (!w->gate_shexp.data)
-        return ST_OK;
-    TRY(swiglu(m, &r->so, &w->gate_shexp, &w->up_shexp, &w->down_shexp, r, err));
-    return st_backend_add(be, &r->o, &r->o, &r->so, err);   /* routed + shared */
+    return st_backend_moe_ffn(be, &r->o, &r->h, &r->sel, &r->wts, &w->gate_exps, &w->up_exps,
+                              &w->down_exps, err);
 }
 
 enum st_status st_fwd_layer_block(struct st_model *m, const struct st_fwd_layer *w,
@@ -204,11 +219,11 @@ enum st_status st_fwd_layer_block(struct st_model *m, const struct st_fwd_layer 
 {
     TRY(project_kv(m, w, r, h_ready, err));
     TRY(project_q(m, w, r, err));
-    TRY(attend(m, kc, vc, r, err));
+    TRY(st_fwd_attend(m, kc, vc, r, err));
     TRY(st_backend_matmul(m->be, &r->o, &r->att, &w->wo, err));
-    TRY(residual(m, r, &w->ffn_norm, err));    /* x += o; h = ffn_norm(x) */
+    TRY(st_fwd_residual(m, r, &w->ffn_norm, err));    /* x += o; h = ffn_norm(x) */
     TRY(ffn(m, w, r, err));
-    return residual(m, r, next_norm, err);
+    return st_fwd_residual(m, r, next_norm, err);
 }
 
 enum st_status st_fwd_attn_kv_only(struct st_model *m, const struct st_fwd_layer *w,
@@ -216,10 +231,11 @@ enum st_status st_fwd_attn_kv_only(struct st_model *m, const struct st_fwd_layer
                                    const struct st_fwd_rows *r, struct st_err *err)
 {
     TRY(project_kv(m, w, r, false, err));
-    return attend(m, kc, vc, r, err);
+    return st_fwd_attend(m, kc, vc, r, err);
 }
 
-/* One decoder layer of the main model: its own slice of the KV cache.
+/* One decoder layer of the main model: its own slice of the KV cache (a
+ * qwen35moe layer: forward_hybrid.c).
  * Layer l > 0 finds h = rmsnorm(x) * attn_norm left by layer l - 1's last
  * add; the last layer only adds (the final norm runs over the gathered
  * logit rows, st_fwd_head_ops). */
@@ -227,10 +243,12 @@ static enum st_status layer(struct st_model *m, int64_t l, const struct st_fwd_r
                             struct st_err *err)
 {
     const struct st_fwd_layer *w = &m->layers[l];
-    struct st_tensor kc = st_tensor_slice(&m->kcache, 3, l, 1);
-    struct st_tensor vc = st_tensor_slice(&m->vcache, 3, l, 1);
     const struct st_tensor *next =
         l + 1 < m->desc->hp.n_layer ? &m->layers[l + 1].attn_norm : NULL;
+    if (m->desc->hp.arch == ST_ARCH_QWEN35MOE)
+        return st_fwd_hybrid_layer(m, w, r, l > 0, next, err);
+    struct st_tensor kc = st_tensor_slice(&m->kcache, 3, w->kv_index, 1);
+    struct st_tensor vc = st_tensor_slice(&m->vcache, 3, w->kv_index, 1);
     return st_fwd_layer_block(m, w, &kc, &vc, r, l > 0, next, err);
 }
 

@@ -37,6 +37,21 @@ struct st_fwd_layer {
     struct st_tensor gate_shexp;   /* MoE: any [E, Fs] shared expert (glm4moe), or empty */
     struct st_tensor up_shexp;     /* MoE: any [E, Fs] */
     struct st_tensor down_shexp;   /* MoE: any [Fs, E] */
+    /* qwen35moe (Ck = Hk*Dk, Cv = Hv*Dv of the DeltaNet heads, C3 = 2Ck + Cv): */
+    struct st_tensor wq_gate;      /* gated attention: any [E, H*D], the output gate's rows
+                                    * of attn_q (wq keeps the query's rows) */
+    struct st_tensor shexp_gate;   /* any [E, 1]: the shared expert's sigmoid gate */
+    struct st_tensor wqkv;         /* DeltaNet: any [E, C3] */
+    struct st_tensor wz;           /* any [E, Cv] */
+    struct st_tensor conv1d;       /* f32 [K, C3] */
+    struct st_tensor dt_bias;      /* f32 [Hv] */
+    struct st_tensor decay_a;      /* f32 [Hv], -exp(A_log) */
+    struct st_tensor w_alpha;      /* any [E, Hv] */
+    struct st_tensor w_beta;       /* any [E, Hv] */
+    struct st_tensor ssm_norm;     /* f32 [Dv] */
+    struct st_tensor ssm_out;      /* any [Cv, E] */
+    int64_t kv_index;              /* attention layers: its slice of the KV cache */
+    int64_t state_index;           /* DeltaNet layers: its slice of the recurrent state; -1 */
 };
 
 /* Every tensor of a layer, for the loaders' release loops. */
@@ -44,7 +59,9 @@ struct st_fwd_layer {
     &(w)->attn_norm, &(w)->wq, &(w)->wk, &(w)->wv, &(w)->wo, &(w)->q_norm, &(w)->k_norm,    \
     &(w)->bq, &(w)->bk, &(w)->bv, &(w)->ffn_norm, &(w)->ffn_gate, &(w)->ffn_up,             \
     &(w)->ffn_down, &(w)->router, &(w)->gate_exps, &(w)->up_exps, &(w)->down_exps,          \
-    &(w)->exp_probs_b, &(w)->gate_shexp, &(w)->up_shexp, &(w)->down_shexp
+    &(w)->exp_probs_b, &(w)->gate_shexp, &(w)->up_shexp, &(w)->down_shexp, &(w)->wq_gate,   \
+    &(w)->shexp_gate, &(w)->wqkv, &(w)->wz, &(w)->conv1d, &(w)->dt_bias, &(w)->decay_a,     \
+    &(w)->w_alpha, &(w)->w_beta, &(w)->ssm_norm, &(w)->ssm_out
 
 /* Activation buffers, allocated once for R rows (O for the head). */
 struct st_fwd_act {
@@ -76,6 +93,15 @@ struct st_fwd_act {
     struct st_tensor score_next;  /* i32 [1, O]  the token each scored row scores */
     struct st_tensor score_vals;  /* f32 [1, W]  logprobs (out) */
     struct st_tensor score_ids;   /* i32 [1, W]  rank, then the best ids (out) */
+    /* qwen35moe only ([1, R] elsewhere) */
+    struct st_tensor qgate;    /* f32 [H*D, R]  gated attention's output gate */
+    struct st_tensor sgate;    /* f32 [1, R]    the shared expert's gate */
+    struct st_tensor mix;      /* f32 [C3, R]   DeltaNet: q, k, v before the conv */
+    struct st_tensor conv;     /* f32 [C3, R]   after the conv and SiLU */
+    struct st_tensor z;        /* f32 [Cv, R]   the output gate */
+    struct st_tensor alpha;    /* f32 [Hv, R] */
+    struct st_tensor beta;     /* f32 [Hv, R] */
+    struct st_tensor y;        /* f32 [Cv, R]   the delta rule's output */
 };
 
 struct st_model {
@@ -94,10 +120,14 @@ struct st_model {
     struct st_tensor       output;       /* any [E, V]; unused when tied */
     bool                   tied;         /* the head is tok_embd */
     struct st_fwd_layer   *layers;       /* owned; n_layer (MTP blocks are not loaded) */
-    struct st_tensor       kcache;       /* f16 [Hkv*D, C, S, L] */
-    struct st_tensor       vcache;       /* f16 [Hkv*D, C, S, L] */
+    struct st_tensor       kcache;       /* f16 [Hkv*D, C, S, La] (La: attention layers) */
+    struct st_tensor       vcache;       /* f16 [Hkv*D, C, S, La] */
+    /* qwen35moe: per-slot recurrent state of its Lr DeltaNet layers, valid
+     * at the end of what the slot has read (it cannot be cut back) */
+    struct st_tensor       conv_state;   /* f32 [C3, K-1, S, Lr] */
+    struct st_tensor       delta_state;  /* f32 [Dv, Dv, Hv, S*Lr] */
     struct st_fwd_act      act;
-    size_t                 kv_bytes, act_bytes;
+    size_t                 kv_bytes, act_bytes;   /* kv_bytes counts the recurrent state */
     float                 *logits_host;  /* owned: float [O][V] */
     int64_t                last_n_out;   /* logit rows (normed rows in hout) of the last
                                           * forward's head: st_model_hidden */
@@ -111,9 +141,56 @@ struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t
  * owned). The MTP passes point pos and slot at their own columns. */
 struct st_fwd_rows {
     struct st_tensor x, h, q, k, v, att, o, g, u, so, sel, wts, ids, pos, slot;
+    struct st_tensor qgate, sgate, mix, conv, z, alpha, beta, y;   /* qwen35moe */
 };
 
 void st_fwd_cut_rows(const struct st_fwd_act *a, int64_t n, struct st_fwd_rows *r);
+
+/* Pieces of the layer program forward_hybrid.c shares (forward.c). */
+/* NEOX rope of t [heads*D, n] in place, after the per-head norm (qk_norm). */
+ST_MUST_CHECK
+enum st_status st_fwd_norm_rope(struct st_model *m, const struct st_tensor *t,
+                                const struct st_tensor *norm, const struct st_fwd_rows *r,
+                                struct st_err *err);
+/* r->att = causal GQA attention of r->q over the slot's cache kc/vc, which
+ * the op first extends with r->k and r->v. */
+ST_MUST_CHECK
+enum st_status st_fwd_attend(struct st_model *m, const struct st_tensor *kc,
+                             const struct st_tensor *vc, const struct st_fwd_rows *r,
+                             struct st_err *err);
+/* x += o; h = rmsnorm(x) * next_norm when next_norm is given (fused). */
+ST_MUST_CHECK
+enum st_status st_fwd_residual(struct st_model *m, const struct st_fwd_rows *r,
+                               const struct st_tensor *next_norm, struct st_err *err);
+/* out = down(SiLU(h gate^T) * (h up^T)) through the g and u buffers. */
+ST_MUST_CHECK
+enum st_status st_fwd_swiglu(struct st_model *m, const struct st_tensor *out,
+                             const struct st_tensor *gate, const struct st_tensor *up,
+                             const struct st_tensor *down, const struct st_fwd_rows *r,
+                             struct st_err *err);
+/* r->o = the routed experts of r->h. */
+ST_MUST_CHECK
+enum st_status st_fwd_moe(struct st_model *m, const struct st_fwd_layer *w,
+                          const struct st_fwd_rows *r, struct st_err *err);
+
+/* forward_hybrid.c: one qwen35moe layer over the rows of r (Gated DeltaNet
+ * or gated attention, then the routed and the gated shared expert), with
+ * st_fwd_layer_block's h_ready / next_norm contract. */
+ST_MUST_CHECK
+enum st_status st_fwd_hybrid_layer(struct st_model *m, const struct st_fwd_layer *w,
+                                   const struct st_fwd_rows *r, bool h_ready,
+                                   const struct st_tensor *next_norm, struct st_err *err);
+
+/* model_load_hybrid.c: a qwen35moe layer's own weights (the split attn_q,
+ * the DeltaNet tensors, the shared expert's gate). */
+ST_MUST_CHECK
+enum st_status st_fwd_load_hybrid(struct st_model *m, int64_t l, struct st_err *err);
+
+/* model_load_hybrid.c: the recurrent state of every slot (nothing for other
+ * architectures); adds its bytes to kv_bytes. */
+ST_MUST_CHECK
+enum st_status st_fwd_alloc_state(struct st_model *m, struct st_err *err);
+
 
 /* One decoder layer over the rows of r, shared by the main forward and
  * the MTP nextn layer: attention then FFN, each adding its output to r->x.

@@ -7,15 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "desc_internal.h"
 #include "strata/backend.h"
-#include "strata/model_desc.h"
 #include "strata/quant.h"
 
-struct ctx {
-    const struct st_gguf *g;
-    const char           *arch;
-    struct st_err        *err;
-};
 
 const char *st_arch_name(enum st_arch a)
 {
@@ -24,14 +19,15 @@ const char *st_arch_name(enum st_arch a)
     case ST_ARCH_QWEN3:    return "qwen3";
     case ST_ARCH_QWEN3MOE: return "qwen3moe";
     case ST_ARCH_GLM4MOE:  return "glm4moe";
+    case ST_ARCH_QWEN35MOE: return "qwen35moe";
     }
     return "?";
 }
 
 /* <arch>.<suffix> as an integer >= 0 (an array of equal values, as the
  * per-layer head counts may be, counts as that value). */
-static enum st_status key_int(struct ctx *c, const char *suffix, bool required, int64_t def,
-                              int64_t *out)
+enum st_status st_desc_key_int(struct st_desc_ctx *c, const char *suffix, bool required,
+                               int64_t def, int64_t *out)
 {
     char key[128];
     snprintf(key, sizeof(key), "%s.%s", c->arch, suffix);
@@ -52,7 +48,8 @@ static enum st_status key_int(struct ctx *c, const char *suffix, bool required, 
         }
         if (!ok)
             return st_err_set(c->err, ST_ERR_BAD_MODEL,
-                              "model: key '%s': per-layer values that differ are not supported", key);
+                              "model: key '%s': per-layer values that differ are not supported",
+                              key);
     } else if (!st_gguf_kv_i64(kv, &v)) {
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' is %s, expected an integer",
                           key, st_gguf_type_name(st_gguf_kv_type(kv)));
@@ -64,7 +61,7 @@ static enum st_status key_int(struct ctx *c, const char *suffix, bool required, 
     return ST_OK;
 }
 
-static enum st_status key_float(struct ctx *c, const char *suffix, bool required, float def,
+static enum st_status key_float(struct st_desc_ctx *c, const char *suffix, bool required, float def,
                                 float *out)
 {
     char key[128];
@@ -78,13 +75,14 @@ static enum st_status key_float(struct ctx *c, const char *suffix, bool required
         return ST_OK;
     }
     if (!st_gguf_kv_f64(kv, &v) || !(v > 0))
-        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' must be a positive number", key);
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s' must be a positive number",
+                          key);
     *out = (float)v;
     return ST_OK;
 }
 
 /* <arch>.<suffix> as a finite number, def when absent; *found says which. */
-static enum st_status key_num(struct ctx *c, const char *suffix, float def, float *out,
+static enum st_status key_num(struct st_desc_ctx *c, const char *suffix, float def, float *out,
                               bool *found)
 {
     char key[128];
@@ -102,15 +100,18 @@ static enum st_status key_num(struct ctx *c, const char *suffix, float def, floa
 }
 
 /* YaRN's keys (llama.cpp's names); defaults are every published model's. */
-static enum st_status read_yarn(struct ctx *c, struct st_hparams *hp)
+static enum st_status read_yarn(struct st_desc_ctx *c, struct st_hparams *hp)
 {
     bool found, found2;
     float logmul, attn;
-    enum st_status rc = key_int(c, "rope.scaling.original_context_length", false, 0,
+    enum st_status rc = st_desc_key_int(c, "rope.scaling.original_context_length", false, 0,
                                 &hp->rope_n_ctx_orig);
-    if (rc == ST_OK) rc = key_num(c, "rope.scaling.yarn_ext_factor", 1.0f, &hp->yarn_ext_factor, &found);
-    if (rc == ST_OK) rc = key_num(c, "rope.scaling.yarn_beta_fast", 32.0f, &hp->yarn_beta_fast, &found);
-    if (rc == ST_OK) rc = key_num(c, "rope.scaling.yarn_beta_slow", 1.0f, &hp->yarn_beta_slow, &found);
+    if (rc == ST_OK)
+        rc = key_num(c, "rope.scaling.yarn_ext_factor", 1.0f, &hp->yarn_ext_factor, &found);
+    if (rc == ST_OK)
+        rc = key_num(c, "rope.scaling.yarn_beta_fast", 32.0f, &hp->yarn_beta_fast, &found);
+    if (rc == ST_OK)
+        rc = key_num(c, "rope.scaling.yarn_beta_slow", 1.0f, &hp->yarn_beta_slow, &found);
     if (rc == ST_OK) rc = key_num(c, "rope.scaling.attn_factor", 1.0f, &attn, &found);
     if (rc == ST_OK) rc = key_num(c, "rope.scaling.yarn_attn_factor", attn, &hp->yarn_attn_factor,
                                   &found2);
@@ -130,7 +131,7 @@ static enum st_status read_yarn(struct ctx *c, struct st_hparams *hp)
 }
 
 /* rope.scaling.*: the type and factor, yarn's keys; hp->rope follows. */
-static enum st_status read_rope_scaling(struct ctx *c, struct st_hparams *hp)
+static enum st_status read_rope_scaling(struct st_desc_ctx *c, struct st_hparams *hp)
 {
     char key[128];
     struct st_str type = { "none", 4 };
@@ -226,14 +227,14 @@ enum st_status st_hparams_rope_override(struct st_hparams *hp, const struct st_r
     return ST_OK;
 }
 
-static enum st_status read_counts(struct ctx *c, struct st_hparams *hp)
+static enum st_status read_counts(struct st_desc_ctx *c, struct st_hparams *hp)
 {
     int64_t block_count;
-    enum st_status rc = key_int(c, "embedding_length", true, 0, &hp->n_embd);
-    if (rc == ST_OK) rc = key_int(c, "block_count", true, 0, &block_count);
-    if (rc == ST_OK) rc = key_int(c, "context_length", true, 0, &hp->n_ctx_train);
-    if (rc == ST_OK) rc = key_int(c, "nextn_predict_layers", false, 0, &hp->n_nextn);
-    if (rc == ST_OK) rc = key_int(c, "attention.head_count", true, 0, &hp->n_head);
+    enum st_status rc = st_desc_key_int(c, "embedding_length", true, 0, &hp->n_embd);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "block_count", true, 0, &block_count);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "context_length", true, 0, &hp->n_ctx_train);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "nextn_predict_layers", false, 0, &hp->n_nextn);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "attention.head_count", true, 0, &hp->n_head);
     if (rc != ST_OK)
         return rc;
     if (hp->n_embd == 0 || hp->n_head == 0 || block_count == 0 || hp->n_nextn >= block_count)
@@ -245,27 +246,36 @@ static enum st_status read_counts(struct ctx *c, struct st_hparams *hp)
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: block_count %lld but only %lld tensors",
                           (long long)block_count, (long long)st_gguf_n_tensors(c->g));
     hp->n_layer = block_count - hp->n_nextn;
-    rc = key_int(c, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv);
-    if (rc == ST_OK) rc = key_int(c, "attention.key_length", false, hp->n_embd / hp->n_head, &hp->head_dim_k);
-    if (rc == ST_OK) rc = key_int(c, "attention.value_length", false, hp->n_embd / hp->n_head, &hp->head_dim_v);
-    if (rc == ST_OK) rc = key_int(c, "rope.dimension_count", false, hp->head_dim_k, &hp->n_rot);
+    rc = st_desc_key_int(c, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv);
+    if (rc == ST_OK)
+        rc = st_desc_key_int(c, "attention.key_length", false, hp->n_embd / hp->n_head,
+                             &hp->head_dim_k);
+    if (rc == ST_OK)
+        rc = st_desc_key_int(c, "attention.value_length", false, hp->n_embd / hp->n_head,
+                             &hp->head_dim_v);
+    if (rc == ST_OK)
+        rc = st_desc_key_int(c, "rope.dimension_count", false, hp->head_dim_k, &hp->n_rot);
     if (rc != ST_OK)
         return rc;
     if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0 || hp->head_dim_k == 0 ||
         hp->head_dim_v == 0 || hp->n_rot == 0 || hp->n_rot % 2 != 0 || hp->n_rot > hp->head_dim_k)
+        return st_err_set(
+            c->err, ST_ERR_BAD_MODEL,
+            "model: heads %lld / kv heads %lld / head dims %lld,%lld / rope dims %lld "
+            "are inconsistent",
+            (long long)hp->n_head, (long long)hp->n_head_kv, (long long)hp->head_dim_k,
+            (long long)hp->head_dim_v, (long long)hp->n_rot);
+    /* llama, glm4moe and qwen35moe rotate the first n_rot dims only (glm: 64
+     * of 128; Qwen3.5: 64 of 256) */
+    if (hp->arch != ST_ARCH_LLAMA && hp->arch != ST_ARCH_GLM4MOE &&
+        hp->arch != ST_ARCH_QWEN35MOE && hp->n_rot != hp->head_dim_k)
         return st_err_set(c->err, ST_ERR_BAD_MODEL,
-                          "model: heads %lld / kv heads %lld / head dims %lld,%lld / rope dims %lld "
-                          "are inconsistent", (long long)hp->n_head, (long long)hp->n_head_kv,
-                          (long long)hp->head_dim_k, (long long)hp->head_dim_v, (long long)hp->n_rot);
-    /* llama and glm4moe rotate the first n_rot dims only (glm: 64 of 128) */
-    if (hp->arch != ST_ARCH_LLAMA && hp->arch != ST_ARCH_GLM4MOE && hp->n_rot != hp->head_dim_k)
-        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs rope.dimension_count == key_length",
-                          c->arch);
+                          "model: %s needs rope.dimension_count == key_length", c->arch);
     return ST_OK;
 }
 
 /* <arch>.<suffix> as a bool (def when absent). */
-static enum st_status key_bool(struct ctx *c, const char *suffix, bool def, bool *out)
+static enum st_status key_bool(struct st_desc_ctx *c, const char *suffix, bool def, bool *out)
 {
     char key[128];
     snprintf(key, sizeof(key), "%s.%s", c->arch, suffix);
@@ -279,16 +289,18 @@ static enum st_status key_bool(struct ctx *c, const char *suffix, bool def, bool
 /* glm4moe's MoE keys (llama.cpp's loader: expert_gating_func defaults to
  * sigmoid, expert_weights_norm to false). Grouped routing (DeepSeek-V3's
  * n_group / topk_group) is refused: GLM-4.5 has one group. */
-static enum st_status read_glm_moe(struct ctx *c, struct st_hparams *hp)
+static enum st_status read_glm_moe(struct st_desc_ctx *c, struct st_hparams *hp)
 {
     int64_t gating, groups, groups_used;
     float scale;
     bool found;
-    enum st_status rc = key_int(c, "leading_dense_block_count", false, 0, &hp->n_dense_lead);
-    if (rc == ST_OK) rc = key_int(c, "expert_shared_count", false, 0, &hp->n_expert_shared);
-    if (rc == ST_OK) rc = key_int(c, "expert_gating_func", false, ST_MOE_GATING_SIGMOID, &gating);
-    if (rc == ST_OK) rc = key_int(c, "expert_group_count", false, 1, &groups);
-    if (rc == ST_OK) rc = key_int(c, "expert_group_used_count", false, 0, &groups_used);
+    enum st_status rc =
+        st_desc_key_int(c, "leading_dense_block_count", false, 0, &hp->n_dense_lead);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "expert_shared_count", false, 0, &hp->n_expert_shared);
+    if (rc == ST_OK)
+        rc = st_desc_key_int(c, "expert_gating_func", false, ST_MOE_GATING_SIGMOID, &gating);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "expert_group_count", false, 1, &groups);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "expert_group_used_count", false, 0, &groups_used);
     if (rc == ST_OK) rc = key_bool(c, "expert_weights_norm", false, &hp->moe_norm);
     if (rc == ST_OK) rc = key_num(c, "expert_weights_scale", 1.0f, &scale, &found);
     if (rc != ST_OK)
@@ -315,19 +327,23 @@ static enum st_status read_glm_moe(struct ctx *c, struct st_hparams *hp)
     return ST_OK;
 }
 
-static enum st_status read_ffn(struct ctx *c, struct st_hparams *hp)
+static enum st_status read_ffn(struct st_desc_ctx *c, struct st_hparams *hp)
 {
-    bool moe = hp->arch == ST_ARCH_QWEN3MOE || hp->arch == ST_ARCH_GLM4MOE;
+    bool moe = hp->arch == ST_ARCH_QWEN3MOE || hp->arch == ST_ARCH_GLM4MOE ||
+               hp->arch == ST_ARCH_QWEN35MOE;
     hp->moe_gating = ST_MOE_GATING_SOFTMAX;
     hp->moe_norm = true;
     hp->moe_scale = 1.0f;
-    enum st_status rc = key_int(c, "feed_forward_length", hp->arch == ST_ARCH_QWEN3, 0, &hp->n_ff);
-    if (rc == ST_OK) rc = key_int(c, "expert_count", moe, 0, &hp->n_expert);
-    if (rc == ST_OK) rc = key_int(c, "expert_used_count", hp->n_expert > 0, 0, &hp->n_expert_used);
+    enum st_status rc =
+        st_desc_key_int(c, "feed_forward_length", hp->arch == ST_ARCH_QWEN3, 0, &hp->n_ff);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "expert_count", moe, 0, &hp->n_expert);
+    if (rc == ST_OK)
+        rc = st_desc_key_int(c, "expert_used_count", hp->n_expert > 0, 0, &hp->n_expert_used);
     if (rc != ST_OK)
         return rc;
     if (hp->arch == ST_ARCH_QWEN3 && hp->n_expert > 0)
-        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: qwen3 is dense but expert_count is set");
+        return st_err_set(c->err, ST_ERR_BAD_MODEL,
+                          "model: qwen3 is dense but expert_count is set");
     if (hp->n_expert == 0) {
         if (moe || hp->n_ff == 0)
             return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs %s > 0", c->arch,
@@ -337,7 +353,8 @@ static enum st_status read_ffn(struct ctx *c, struct st_hparams *hp)
     if (hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert)
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: expert_used_count %lld not in 1..%lld",
                           (long long)hp->n_expert_used, (long long)hp->n_expert);
-    rc = key_int(c, "expert_feed_forward_length", false, hp->n_ff / hp->n_expert_used, &hp->n_ff_exp);
+    rc = st_desc_key_int(c, "expert_feed_forward_length", false, hp->n_ff / hp->n_expert_used,
+                         &hp->n_ff_exp);
     if (rc == ST_OK && hp->n_ff_exp == 0)
         rc = st_err_set(c->err, ST_ERR_BAD_MODEL, "model: missing %s.expert_feed_forward_length",
                         c->arch);
@@ -346,7 +363,7 @@ static enum st_status read_ffn(struct ctx *c, struct st_hparams *hp)
     return rc;
 }
 
-static enum st_status read_hparams(struct ctx *c, struct st_hparams *hp)
+static enum st_status read_hparams(struct st_desc_ctx *c, struct st_hparams *hp)
 {
     enum st_status rc = read_counts(c, hp);
     if (rc == ST_OK) rc = read_ffn(c, hp);
@@ -354,7 +371,10 @@ static enum st_status read_hparams(struct ctx *c, struct st_hparams *hp)
     if (rc == ST_OK) rc = key_float(c, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base);
     if (rc == ST_OK) rc = read_rope_scaling(c, hp);
     hp->rope_neox = hp->arch != ST_ARCH_LLAMA;
-    hp->qk_norm = hp->arch == ST_ARCH_QWEN3 || hp->arch == ST_ARCH_QWEN3MOE;
+    hp->qk_norm = hp->arch == ST_ARCH_QWEN3 || hp->arch == ST_ARCH_QWEN3MOE ||
+                  hp->arch == ST_ARCH_QWEN35MOE;
+    if (rc == ST_OK && hp->arch == ST_ARCH_QWEN35MOE)
+        rc = st_desc_read_hybrid(c, hp);
     /* glm4moe: GLM-4.5 (355B) has per-head q/k norms, 4.5-Air has none */
     if (hp->arch == ST_ARCH_GLM4MOE)
         hp->qk_norm = st_gguf_find_tensor(c->g, "blk.0.attn_q_norm.weight") != NULL;
@@ -363,12 +383,10 @@ static enum st_status read_hparams(struct ctx *c, struct st_hparams *hp)
 
 /* ---- tensors ------------------------------------------------------------- */
 
-enum kind { NORM, WEIGHT };
-
 /* Look up 'name'; check type and shape ne[0..3] (trailing 1s implied). */
-static enum st_status bind(struct ctx *c, const char *name, enum kind k, bool required,
-                           int64_t ne0, int64_t ne1, int64_t ne2,
-                           const struct st_gguf_tensor **out)
+enum st_status st_desc_bind(struct st_desc_ctx *c, const char *name, enum st_desc_kind k,
+                            bool required, int64_t ne0, int64_t ne1, int64_t ne2,
+                            const struct st_gguf_tensor **out)
 {
     const struct st_gguf_tensor *t = st_gguf_find_tensor(c->g, name);
     int64_t want[4] = { ne0, ne1, ne2, 1 };
@@ -386,7 +404,7 @@ static enum st_status bind(struct ctx *c, const char *name, enum kind k, bool re
                           (long long)ne2);
     const struct st_dtype_info *info = st_dtype_info((uint32_t)t->type);
     const char *tn = st_gguf_ggml_type_name((uint32_t)t->type);
-    if (k == NORM && t->type != ST_DTYPE_F32)
+    if (k == ST_DESC_NORM && t->type != ST_DTYPE_F32)
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: tensor '%s' is %s; norms must be F32",
                           name, tn ? tn : "?");
     if (!info || !info->weights_ok || !st_quant_supported(t->type))
@@ -397,38 +415,49 @@ static enum st_status bind(struct ctx *c, const char *name, enum kind k, bool re
     return ST_OK;
 }
 
-static enum st_status bind_blk(struct ctx *c, int64_t il, const char *what, enum kind k,
-                               bool required, int64_t ne0, int64_t ne1, int64_t ne2,
-                               const struct st_gguf_tensor **out)
+enum st_status st_desc_bind_blk(struct st_desc_ctx *c, int64_t il, const char *what,
+                                enum st_desc_kind k, bool required, int64_t ne0, int64_t ne1,
+                                int64_t ne2, const struct st_gguf_tensor **out)
 {
     char name[96];
     snprintf(name, sizeof(name), "blk.%lld.%s.weight", (long long)il, what);
-    return bind(c, name, k, required, ne0, ne1, ne2, out);
+    return st_desc_bind(c, name, k, required, ne0, ne1, ne2, out);
 }
 
 /* blk.<il>.<what>.bias: an F32 vector of n (glm4moe's q/k/v biases and
  * exp_probs_b). */
-static enum st_status bind_bias(struct ctx *c, int64_t il, const char *what, int64_t n,
+static enum st_status bind_bias(struct st_desc_ctx *c, int64_t il, const char *what, int64_t n,
                                 const struct st_gguf_tensor **out)
 {
     char name[96];
     snprintf(name, sizeof(name), "blk.%lld.%s.bias", (long long)il, what);
-    return bind(c, name, NORM, true, n, 1, 1, out);
+    return st_desc_bind(c, name, ST_DESC_NORM, true, n, 1, 1, out);
 }
 
-static enum st_status bind_attn(struct ctx *c, const struct st_hparams *hp, int64_t il,
+static enum st_status bind_attn(struct st_desc_ctx *c, const struct st_hparams *hp, int64_t il,
                                 struct st_layer_desc *L)
 {
     int64_t E = hp->n_embd, D = hp->head_dim_k, Dv = hp->head_dim_v;
-    enum st_status rc = bind_blk(c, il, "attn_norm", NORM, true, E, 1, 1, &L->attn_norm);
-    if (rc == ST_OK) rc = bind_blk(c, il, "attn_q", WEIGHT, true, E, hp->n_head * D, 1, &L->wq);
-    if (rc == ST_OK) rc = bind_blk(c, il, "attn_k", WEIGHT, true, E, hp->n_head_kv * D, 1, &L->wk);
-    if (rc == ST_OK) rc = bind_blk(c, il, "attn_v", WEIGHT, true, E, hp->n_head_kv * Dv, 1, &L->wv);
-    if (rc == ST_OK) rc = bind_blk(c, il, "attn_output", WEIGHT, true, hp->n_head * Dv, E, 1, &L->wo);
+    int64_t qrows = hp->n_head * D * (hp->attn_gate ? 2 : 1);
+    enum st_status rc =
+        st_desc_bind_blk(c, il, "attn_norm", ST_DESC_NORM, true, E, 1, 1, &L->attn_norm);
+    if (rc == ST_OK && L->recurrent)
+        return st_desc_bind_recurrent(c, hp, il, L);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "attn_q", ST_DESC_WEIGHT, true, E, qrows, 1, &L->wq);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "attn_k", ST_DESC_WEIGHT, true, E, hp->n_head_kv * D, 1,
+                              &L->wk);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "attn_v", ST_DESC_WEIGHT, true, E, hp->n_head_kv * Dv, 1,
+                              &L->wv);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "attn_output", ST_DESC_WEIGHT, true, hp->n_head * Dv, E, 1,
+                              &L->wo);
     if (rc == ST_OK && hp->qk_norm) {
-        rc = bind_blk(c, il, "attn_q_norm", NORM, true, D, 1, 1, &L->q_norm);
+        rc = st_desc_bind_blk(c, il, "attn_q_norm", ST_DESC_NORM, true, D, 1, 1, &L->q_norm);
         if (rc == ST_OK)
-            rc = bind_blk(c, il, "attn_k_norm", NORM, true, D, 1, 1, &L->k_norm);
+            rc = st_desc_bind_blk(c, il, "attn_k_norm", ST_DESC_NORM, true, D, 1, 1, &L->k_norm);
     }
     if (rc == ST_OK && hp->arch == ST_ARCH_GLM4MOE) {
         rc = bind_bias(c, il, "attn_q", hp->n_head * D, &L->bq);
@@ -438,63 +467,92 @@ static enum st_status bind_attn(struct ctx *c, const struct st_hparams *hp, int6
     return rc;
 }
 
-static enum st_status bind_ffn(struct ctx *c, const struct st_hparams *hp, int64_t il,
+static enum st_status bind_ffn(struct st_desc_ctx *c, const struct st_hparams *hp, int64_t il,
                                struct st_layer_desc *L)
 {
     int64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
     bool glm = hp->arch == ST_ARCH_GLM4MOE;
-    enum st_status rc = bind_blk(c, il, glm ? "post_attention_norm" : "ffn_norm", NORM, true, E,
-                                 1, 1, &L->ffn_norm);
+    bool post = glm || hp->arch == ST_ARCH_QWEN35MOE;   /* llama.cpp's name for the FFN norm */
+    enum st_status rc = st_desc_bind_blk(c, il, post ? "post_attention_norm" : "ffn_norm",
+                                         ST_DESC_NORM, true, E, 1, 1, &L->ffn_norm);
     if (rc != ST_OK)
         return rc;
     if (X == 0 || il < hp->n_dense_lead) {
-        rc = bind_blk(c, il, "ffn_gate", WEIGHT, true, E, hp->n_ff, 1, &L->ffn_gate);
-        if (rc == ST_OK) rc = bind_blk(c, il, "ffn_up", WEIGHT, true, E, hp->n_ff, 1, &L->ffn_up);
-        if (rc == ST_OK) rc = bind_blk(c, il, "ffn_down", WEIGHT, true, hp->n_ff, E, 1, &L->ffn_down);
+        rc =
+            st_desc_bind_blk(c, il, "ffn_gate", ST_DESC_WEIGHT, true, E, hp->n_ff, 1, &L->ffn_gate);
+        if (rc == ST_OK)
+            rc =
+                st_desc_bind_blk(c, il, "ffn_up", ST_DESC_WEIGHT, true, E, hp->n_ff, 1, &L->ffn_up);
+        if (rc == ST_OK)
+            rc = st_desc_bind_blk(c, il, "ffn_down", ST_DESC_WEIGHT, true, hp->n_ff, E, 1,
+                                  &L->ffn_down);
         return rc;
     }
-    rc = bind_blk(c, il, "ffn_gate_inp", WEIGHT, true, E, X, 1, &L->ffn_gate_inp);
-    if (rc == ST_OK) rc = bind_blk(c, il, "ffn_gate_exps", WEIGHT, true, E, F, X, &L->ffn_gate_exps);
-    if (rc == ST_OK) rc = bind_blk(c, il, "ffn_up_exps", WEIGHT, true, E, F, X, &L->ffn_up_exps);
-    if (rc == ST_OK) rc = bind_blk(c, il, "ffn_down_exps", WEIGHT, true, F, E, X, &L->ffn_down_exps);
+    rc = st_desc_bind_blk(c, il, "ffn_gate_inp", ST_DESC_WEIGHT, true, E, X, 1, &L->ffn_gate_inp);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ffn_gate_exps", ST_DESC_WEIGHT, true, E, F, X,
+                              &L->ffn_gate_exps);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ffn_up_exps", ST_DESC_WEIGHT, true, E, F, X, &L->ffn_up_exps);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ffn_down_exps", ST_DESC_WEIGHT, true, F, E, X,
+                              &L->ffn_down_exps);
+    if (rc == ST_OK && hp->arch == ST_ARCH_QWEN35MOE)
+        return st_desc_bind_gated_shexp(c, hp, il, L);
     if (rc != ST_OK || !glm)
         return rc;
     rc = bind_bias(c, il, "exp_probs_b", X, &L->exp_probs_b);
     int64_t Fs = F * hp->n_expert_shared;
     if (rc == ST_OK && Fs > 0) {
-        rc = bind_blk(c, il, "ffn_gate_shexp", WEIGHT, true, E, Fs, 1, &L->ffn_gate_shexp);
+        rc = st_desc_bind_blk(c, il, "ffn_gate_shexp", ST_DESC_WEIGHT, true, E, Fs, 1,
+                              &L->ffn_gate_shexp);
         if (rc == ST_OK)
-            rc = bind_blk(c, il, "ffn_up_shexp", WEIGHT, true, E, Fs, 1, &L->ffn_up_shexp);
+            rc = st_desc_bind_blk(c, il, "ffn_up_shexp", ST_DESC_WEIGHT, true, E, Fs, 1,
+                                  &L->ffn_up_shexp);
         if (rc == ST_OK)
-            rc = bind_blk(c, il, "ffn_down_shexp", WEIGHT, true, Fs, E, 1, &L->ffn_down_shexp);
+            rc = st_desc_bind_blk(c, il, "ffn_down_shexp", ST_DESC_WEIGHT, true, Fs, E, 1,
+                                  &L->ffn_down_shexp);
     }
     return rc;
 }
 
-static enum st_status bind_nextn(struct ctx *c, const struct st_hparams *hp, int64_t il,
+static enum st_status bind_nextn(struct st_desc_ctx *c, const struct st_hparams *hp, int64_t il,
                                  struct st_layer_desc *L)
 {
     int64_t E = hp->n_embd, V = hp->n_vocab;
-    enum st_status rc = bind_blk(c, il, "nextn.eh_proj", WEIGHT, true, 2 * E, E, 1, &L->nextn_eh_proj);
-    if (rc == ST_OK) rc = bind_blk(c, il, "nextn.enorm", NORM, true, E, 1, 1, &L->nextn_enorm);
-    if (rc == ST_OK) rc = bind_blk(c, il, "nextn.hnorm", NORM, true, E, 1, 1, &L->nextn_hnorm);
-    if (rc == ST_OK) rc = bind_blk(c, il, "nextn.embed_tokens", WEIGHT, false, E, V, 1, &L->nextn_embed);
-    if (rc == ST_OK) rc = bind_blk(c, il, "nextn.shared_head_head", WEIGHT, false, E, V, 1, &L->nextn_head);
-    if (rc == ST_OK) rc = bind_blk(c, il, "nextn.shared_head_norm", NORM, false, E, 1, 1, &L->nextn_head_norm);
+    enum st_status rc = st_desc_bind_blk(c, il, "nextn.eh_proj", ST_DESC_WEIGHT, true, 2 * E, E, 1,
+                                         &L->nextn_eh_proj);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "nextn.enorm", ST_DESC_NORM, true, E, 1, 1, &L->nextn_enorm);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "nextn.hnorm", ST_DESC_NORM, true, E, 1, 1, &L->nextn_hnorm);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "nextn.embed_tokens", ST_DESC_WEIGHT, false, E, V, 1,
+                              &L->nextn_embed);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "nextn.shared_head_head", ST_DESC_WEIGHT, false, E, V, 1,
+                              &L->nextn_head);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "nextn.shared_head_norm", ST_DESC_NORM, false, E, 1, 1,
+                              &L->nextn_head_norm);
     return rc;
 }
 
-static enum st_status bind_globals(struct ctx *c, struct st_model_desc *d)
+static enum st_status bind_globals(struct st_desc_ctx *c, struct st_model_desc *d)
 {
     struct st_hparams *hp = &d->hp;
     const struct st_gguf_tensor *te = st_gguf_find_tensor(c->g, "token_embd.weight");
     if (!te)
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: tensor 'token_embd.weight' is missing");
     hp->n_vocab = te->ne[1];
-    enum st_status rc = bind(c, "token_embd.weight", WEIGHT, true, hp->n_embd, hp->n_vocab, 1,
-                             &d->tok_embd);
-    if (rc == ST_OK) rc = bind(c, "output_norm.weight", NORM, true, hp->n_embd, 1, 1, &d->output_norm);
-    if (rc == ST_OK) rc = bind(c, "output.weight", WEIGHT, false, hp->n_embd, hp->n_vocab, 1, &d->output);
+    enum st_status rc = st_desc_bind(c, "token_embd.weight", ST_DESC_WEIGHT, true, hp->n_embd,
+                                     hp->n_vocab, 1, &d->tok_embd);
+    if (rc == ST_OK)
+        rc = st_desc_bind(c, "output_norm.weight", ST_DESC_NORM, true, hp->n_embd, 1, 1,
+                          &d->output_norm);
+    if (rc == ST_OK)
+        rc = st_desc_bind(c, "output.weight", ST_DESC_WEIGHT, false, hp->n_embd, hp->n_vocab, 1,
+                          &d->output);
     if (rc != ST_OK)
         return rc;
     hp->tied_output = d->output == NULL;
@@ -508,7 +566,7 @@ static enum st_status bind_globals(struct ctx *c, struct st_model_desc *d)
     return ST_OK;
 }
 
-static enum st_status read_arch(struct ctx *c, struct st_hparams *hp, struct st_err *err)
+static enum st_status read_arch(struct st_desc_ctx *c, struct st_hparams *hp, struct st_err *err)
 {
     struct st_str a;
     const struct st_gguf_kv *kv = st_gguf_find_kv(c->g, "general.architecture");
@@ -523,9 +581,12 @@ static enum st_status read_arch(struct ctx *c, struct st_hparams *hp, struct st_
         hp->arch = ST_ARCH_QWEN3;
     else if (st_str_eq_c(a, "llama"))
         hp->arch = ST_ARCH_LLAMA;
+    else if (st_str_eq_c(a, "qwen35moe"))
+        hp->arch = ST_ARCH_QWEN35MOE;
     else
         return st_err_set(err, ST_ERR_BAD_MODEL, "model: architecture '%.*s' is not supported "
-                          "(qwen3moe, qwen3, llama, glm4moe are)", (int)ST_MIN(a.len, 40), a.ptr);
+                          "(qwen3moe, qwen3, llama, glm4moe, qwen35moe are)",
+                          (int)ST_MIN(a.len, 40), a.ptr);
     snprintf(hp->arch_name, sizeof(hp->arch_name), "%s", st_arch_name(hp->arch));
     c->arch = hp->arch_name;
     return ST_OK;
@@ -534,7 +595,7 @@ static enum st_status read_arch(struct ctx *c, struct st_hparams *hp, struct st_
 enum st_status st_model_desc_load(const struct st_gguf *g, struct st_model_desc **out,
                                   struct st_err *err)
 {
-    struct ctx c = { g, NULL, err };
+    struct st_desc_ctx c = { g, NULL, err };
     struct st_model_desc *d = calloc(1, sizeof(*d));
     enum st_status rc;
 
@@ -550,11 +611,14 @@ enum st_status st_model_desc_load(const struct st_gguf *g, struct st_model_desc 
     d->n_layers_all = d->hp.n_layer + d->hp.n_nextn;
     d->layers = calloc((size_t)d->n_layers_all, sizeof(*d->layers));
     if (!d->layers) {
-        rc = st_err_set(err, ST_ERR_NOMEM, "model: no memory for %lld layers", (long long)d->n_layers_all);
+        rc = st_err_set(err, ST_ERR_NOMEM, "model: no memory for %lld layers",
+                        (long long)d->n_layers_all);
         goto fail;
     }
     for (int64_t il = 0; rc == ST_OK && il < d->n_layers_all; il++) {
-        rc = bind_attn(&c, &d->hp, il, &d->layers[il]);
+        if (d->hp.arch == ST_ARCH_QWEN35MOE)
+            rc = st_desc_is_recurrent(&c, &d->hp, il, &d->layers[il].recurrent);
+        if (rc == ST_OK) rc = bind_attn(&c, &d->hp, il, &d->layers[il]);
         if (rc == ST_OK) rc = bind_ffn(&c, &d->hp, il, &d->layers[il]);
         if (rc == ST_OK && il >= d->hp.n_layer) rc = bind_nextn(&c, &d->hp, il, &d->layers[il]);
     }

@@ -48,6 +48,8 @@ static void count_params(struct st_model *m)
             ld->bq, ld->bk, ld->bv, ld->ffn_norm, ld->ffn_gate, ld->ffn_up, ld->ffn_down,
             ld->ffn_gate_inp, ld->ffn_gate_exps, ld->ffn_up_exps, ld->ffn_down_exps,
             ld->exp_probs_b, ld->ffn_gate_shexp, ld->ffn_up_shexp, ld->ffn_down_shexp,
+            ld->wqkv, ld->wz, ld->ssm_conv1d, ld->ssm_dt, ld->ssm_a, ld->ssm_alpha,
+            ld->ssm_beta, ld->ssm_norm, ld->ssm_out, ld->ffn_gate_inp_shexp,
         };
         for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
             count_tensor(m, all[i]);
@@ -147,9 +149,13 @@ static enum st_status load_layer(struct st_model *m, int64_t l, struct st_err *e
 {
     const struct st_layer_desc *d = &m->desc->layers[l];
     struct st_fwd_layer *w = &m->layers[l];
-    bool permute = !m->desc->hp.rope_neox;
-    enum st_status rc = permute ? wrap_permuted(m, d->wq, &w->wq, err)
-                                : wrap_weight(m, d->wq, &w->wq, err);
+    bool permute = !m->desc->hp.rope_neox, gated = m->desc->hp.attn_gate;
+    w->kv_index = l;
+    w->state_index = -1;
+    /* a gated attn_q is split by st_fwd_load_hybrid */
+    enum st_status rc = gated     ? ST_OK
+                        : permute ? wrap_permuted(m, d->wq, &w->wq, err)
+                                  : wrap_weight(m, d->wq, &w->wq, err);
     if (rc == ST_OK)
         rc = permute ? wrap_permuted(m, d->wk, &w->wk, err) : wrap_weight(m, d->wk, &w->wk, err);
     const struct { const struct st_gguf_tensor *g; struct st_tensor *t; } rest[] = {
@@ -164,6 +170,8 @@ static enum st_status load_layer(struct st_model *m, int64_t l, struct st_err *e
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(rest) && rc == ST_OK; i++)
         rc = wrap_weight(m, rest[i].g, rest[i].t, err);
+    if (rc == ST_OK && m->desc->hp.arch == ST_ARCH_QWEN35MOE)
+        rc = st_fwd_load_hybrid(m, l, err);
     return rc;
 }
 
@@ -189,8 +197,10 @@ static enum st_status alloc_f(struct st_model *m, struct st_tensor *t, enum st_d
 static enum st_status alloc_kv(struct st_model *m, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
+    /* only attention layers have KV (qwen35moe: one in four) */
     const int64_t ne[ST_TENSOR_DIMS] = { hp->n_head_kv * hp->head_dim_k, m->p.n_ctx,
-                                         m->p.n_slots, hp->n_layer };
+                                         m->p.n_slots,
+                                         ST_MAX(hp->n_layer - hp->n_recurrent, 1) };
     enum st_status rc = st_backend_alloc(m->be, ST_DTYPE_F16, ne, &m->kcache, err);
     if (rc == ST_OK)
         rc = st_backend_alloc(m->be, ST_DTYPE_F16, ne, &m->vcache, err);
@@ -201,7 +211,7 @@ static enum st_status alloc_kv(struct st_model *m, struct st_err *err)
         return prefix_err(err, rc, what);
     }
     m->kv_bytes = 2 * st_tensor_nbytes(&m->kcache);
-    return ST_OK;
+    return st_fwd_alloc_state(m, err);
 }
 
 static enum st_status alloc_act(struct st_model *m, struct st_err *err)
@@ -212,11 +222,15 @@ static enum st_status alloc_act(struct st_model *m, struct st_err *err)
     int64_t qd = hp->n_head * hp->head_dim_k, kd = hp->n_head_kv * hp->head_dim_k;
     /* g, u: the dense FFN (dense models, glm4moe's leading layers) and the
      * shared expert share them; so: the shared expert's output */
-    int64_t fs = hp->n_ff_exp * hp->n_expert_shared;
+    int64_t fs = hp->n_ff_exp * hp->n_expert_shared + hp->n_ff_shexp;   /* one is 0 */
     int64_t fd = ST_MAX(hp->n_expert > 0 && hp->n_dense_lead == 0 ? 1 : hp->n_ff, 1);
     fd = ST_MAX(fd, fs);
     int64_t so = fs > 0 ? e : 1;
     int64_t k = ST_MAX(hp->n_expert_used, 1);
+    /* qwen35moe's buffers: the attention gate, the DeltaNet projections */
+    bool next = hp->arch == ST_ARCH_QWEN35MOE;
+    int64_t c3 = next ? 2 * hp->ssm.n_k_heads * hp->ssm.head_dim + hp->ssm.d_inner : 1;
+    int64_t cv = next ? hp->ssm.d_inner : 1, hv = next ? hp->ssm.n_v_heads : 1;
     size_t *sz = &m->act_bytes;
     const struct { struct st_tensor *t; enum st_dtype ty; int64_t n0, n1; } all[] = {
         { &a->x, ST_DTYPE_F32, e, r },      { &a->h, ST_DTYPE_F32, e, r },
@@ -233,6 +247,10 @@ static enum st_status alloc_act(struct st_model *m, struct st_err *err)
         { &a->score_next, ST_DTYPE_I32, 1, o },
         { &a->score_vals, ST_DTYPE_F32, 1, (1 + ST_SCORE_MAX_TOP) * o },
         { &a->score_ids, ST_DTYPE_I32, 1, (1 + ST_SCORE_MAX_TOP) * o },
+        { &a->qgate, ST_DTYPE_F32, next ? qd : 1, r }, { &a->sgate, ST_DTYPE_F32, 1, r },
+        { &a->mix, ST_DTYPE_F32, c3, r },   { &a->conv, ST_DTYPE_F32, c3, r },
+        { &a->z, ST_DTYPE_F32, cv, r },     { &a->alpha, ST_DTYPE_F32, hv, r },
+        { &a->beta, ST_DTYPE_F32, hv, r },  { &a->y, ST_DTYPE_F32, cv, r },
     };
     enum st_status rc = ST_OK;
     for (size_t i = 0; i < ST_ARRAY_LEN(all) && rc == ST_OK; i++)
@@ -252,6 +270,7 @@ static void release_act(struct st_backend *be, struct st_fwd_act *a)
         &a->x, &a->h, &a->q, &a->k, &a->v, &a->att, &a->o, &a->g, &a->u, &a->so, &a->sel, &a->wts,
         &a->ids, &a->pos, &a->slot, &a->gidx, &a->hout, &a->logits,
         &a->draw_id, &a->draw_p, &a->score_next, &a->score_vals, &a->score_ids,
+        &a->qgate, &a->sgate, &a->mix, &a->conv, &a->z, &a->alpha, &a->beta, &a->y,
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
         st_backend_release(be, all[i]);
@@ -397,6 +416,8 @@ void st_model_unload(struct st_model *m)
     st_backend_release(m->be, &m->output);
     st_backend_release(m->be, &m->kcache);
     st_backend_release(m->be, &m->vcache);
+    st_backend_release(m->be, &m->conv_state);
+    st_backend_release(m->be, &m->delta_state);
     release_act(m->be, &m->act);
     free(m->logits_host);
     free(m->i32_host);
@@ -438,4 +459,8 @@ size_t st_model_weight_bytes(const struct st_model *m) { return m->weight_bytes;
 const struct st_model_params *st_model_params_of(const struct st_model *m) { return &m->p; }
 struct st_backend *st_model_backend(const struct st_model *m) { return m->be; }
 size_t st_model_kv_bytes(const struct st_model *m) { return m->kv_bytes; }
+size_t st_model_state_bytes(const struct st_model *m)
+{
+    return st_tensor_nbytes(&m->conv_state) + st_tensor_nbytes(&m->delta_state);
+}
 size_t st_model_act_bytes(const struct st_model *m) { return m->act_bytes; }

@@ -16,7 +16,9 @@
 bool st_mtp_available(const struct st_model *m)
 {
     const struct st_hparams *hp = &m->desc->hp;
-    return hp->n_nextn > 0 && hp->rope_neox &&
+    /* a recurrent model's MTP needs its state rolled back after a rejected
+     * draft: not built yet (docs/ENGINE.md "qwen35moe") */
+    return hp->n_nextn > 0 && hp->rope_neox && hp->n_recurrent == 0 &&
            m->desc->layers[hp->n_layer].nextn_eh_proj != NULL;
 }
 

@@ -203,6 +203,14 @@ struct st_runner {
                                         * up to this many drafts made by the engine (not by
                                         * the runner's MTP layer), 0..ST_SPEC_MAX_DRAFT; a
                                         * runner sizes its step for them. 0 = none */
+    bool    recurrent;                 /* set by load: the model keeps per-slot recurrent
+                                        * state (qwen35moe's DeltaNet layers), valid only at
+                                        * the end of what a slot has read: its cache can be
+                                        * emptied but not cut back or copied, so the engine
+                                        * reuses no prefix and drafts nothing for it */
+    int64_t state_tokens;              /* set by load: a slot's recurrent state in tokens of
+                                        * KV memory (0 without), so the KV usage a busy slot
+                                        * reports counts its state too */
 };
 
 static inline void st_runner_free(struct st_runner *r)

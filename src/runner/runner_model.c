@@ -114,11 +114,23 @@ static void model_free(struct st_runner *base)
     free(r);
 }
 
+/* A slot's recurrent state over the KV bytes of one token, rounded up. */
+static int64_t state_tokens(const struct st_model *m, const struct st_runner *base)
+{
+    size_t state = st_model_state_bytes(m), kv = st_model_kv_bytes(m) - state;
+    size_t per_token = kv / ((size_t)base->n_slots * (size_t)base->n_ctx);
+    if (state == 0 || per_token == 0)
+        return 0;
+    size_t per_slot = state / (size_t)base->n_slots;
+    return (int64_t)((per_slot + per_token - 1) / per_token);
+}
+
 static enum st_status model_load(struct st_runner *base, const struct st_clock *clock,
                                  st_runner_progress_fn *progress, void *ctx, struct st_err *err)
 {
     struct model_runner *r = (struct model_runner *)base;
     (void)clock;
+    base->recurrent = st_model_hparams(r->model)->n_recurrent > 0;
     int32_t drafts = base->mtp_draft > 0 && st_mtp_available(r->model)
                          ? ST_MIN(base->mtp_draft, ST_RUNNER_MAX_DRAFT) : 0;
     /* rows for the larger of the MTP drafts and the engine's n-gram drafts */
@@ -132,6 +144,8 @@ static enum st_status model_load(struct st_runner *base, const struct st_clock *
         .max_out = (int32_t)r->outs_cap,
     };
     rc = st_model_load(r->model, &p, progress, ctx, err);
+    if (rc == ST_OK)
+        base->state_tokens = state_tokens(r->model, base);
     if (rc == ST_OK && drafts > 0) {
         rc = st_mtp_new(r->model, drafts, &r->mtp, err);
         if (rc != ST_OK)
@@ -165,6 +179,10 @@ static enum st_status add_seq(struct model_runner *r, const struct st_runner_seq
     if (q->pos > r->kv_len[q->slot])
         return st_err_set(err, ST_ERR_INTERNAL, "runner: slot %d read at position %lld but "
                           "its cache holds %lld tokens", (int)q->slot, (long long)q->pos,
+                          (long long)r->kv_len[q->slot]);
+    if (b->recurrent && q->pos != 0 && q->pos != r->kv_len[q->slot])
+        return st_err_set(err, ST_ERR_INTERNAL, "runner: slot %d read at position %lld but "
+                          "its recurrent state is at %lld", (int)q->slot, (long long)q->pos,
                           (long long)r->kv_len[q->slot]);
     if (q->pos + q->n_tokens > b->n_ctx)
         return st_err_set(err, ST_ERR_TOO_LONG, "slot %d: %lld tokens at position %lld do not "

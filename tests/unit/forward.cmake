@@ -2,9 +2,9 @@
 # reference at every weight type (forward_ref), and its batching rules
 # (forward: batch invariance, chunking, errors).
 st_add_check_test(forward_ref SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_forward_ref.c
-                  ${CMAKE_CURRENT_LIST_DIR}/forward_ref.c LIBS st_model m TIMEOUT 600)
+                  ${CMAKE_CURRENT_LIST_DIR}/forward_ref.c ${CMAKE_CURRENT_LIST_DIR}/forward_ref_next.c LIBS st_model m TIMEOUT 600)
 st_add_check_test(forward SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_forward.c
-                  ${CMAKE_CURRENT_LIST_DIR}/forward_ref.c LIBS st_model m)
+                  ${CMAKE_CURRENT_LIST_DIR}/forward_ref.c ${CMAKE_CURRENT_LIST_DIR}/forward_ref_next.c LIBS st_model m)
 # The model runner (src/runner): text side from the GGUF, forward through
 # the runner API. It reaches src/runner/runner.h.
 st_add_check_test(runner_model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_runner_model.c
@@ -15,3 +15,8 @@ target_include_directories(test_runner_model PRIVATE ${PROJECT_SOURCE_DIR}/src)
 st_add_check_test(engine_model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_model.c
                   LIBS st_engine)
 target_include_directories(test_engine_model PRIVATE ${PROJECT_SOURCE_DIR}/src)
+# qwen35moe (Gated DeltaNet + gated attention): against the reference,
+# the recurrent state's rules, refused files.
+st_add_check_test(forward_next SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_forward_next.c
+                  ${CMAKE_CURRENT_LIST_DIR}/forward_ref.c ${CMAKE_CURRENT_LIST_DIR}/forward_ref_next.c
+                  LIBS st_model m TIMEOUT 300)

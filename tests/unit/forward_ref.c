@@ -2,6 +2,7 @@
  * test-model writer. Plain loops over dequantized f32 weights, double sums.
  */
 #include "forward_ref.h"
+#include "forward_ref_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,43 +13,7 @@
 #include "strata/gguf_write.h"
 #include "strata/quant.h"
 
-/* A dequantized matrix and the type it was stored as (which decides how
- * the fast path quantizes the activations it meets). */
-struct ref_mat {
-    float        *w;
-    enum st_dtype type;
-};
-
-struct ref_layer {
-    float *attn_norm, *q_norm, *k_norm, *ffn_norm;
-    float *bq, *bk, *bv;                           /* glm4moe's q/k/v biases, or NULL */
-    struct ref_mat wq, wk, wv, wo;
-    struct ref_mat gate, up, down;                 /* dense */
-    struct ref_mat router, gate_e, up_e, down_e;   /* MoE */
-    float *exp_b;                                  /* glm4moe: selection bias [X], or NULL */
-    struct ref_mat gate_s, up_s, down_s;           /* glm4moe: shared expert, or NULL */
-};
-
-struct ref_model {
-    struct st_hparams hp;
-    int64_t n_ctx;
-    bool emulate;                         /* quantize activations as the fast path does */
-    float *emb, *onorm;
-    struct ref_mat out;                   /* out.w == emb when tied */
-    struct ref_layer *L;
-    float *kc, *vc;                       /* [n_all][n_ctx][Hkv*D] */
-    double route_gap;                     /* smallest top-k margin of the last step */
-    /* (added for MTP) every block of the file, MTP ones last, and the
-     * final state (after output_norm) of the last ref_step */
-    int64_t n_all;                        /* n_layer + n_nextn */
-    float *hid;                           /* [E] */
-    struct ref_mat eh;                    /* nextn.eh_proj [2E -> E] of block n_layer */
-    float *enorm, *hnorm, *mtp_hn;        /* mtp_hn: shared_head_norm or output_norm */
-    float *mtp_emb;                       /* nextn.embed_tokens or token_embd */
-    struct ref_mat mtp_out;               /* shared_head_head or the output head */
-};
-
-static float *deq(const struct st_gguf_tensor *t)
+float *ref_deq(const struct st_gguf_tensor *t)
 {
     if (!t)
         return NULL;
@@ -58,9 +23,9 @@ static float *deq(const struct st_gguf_tensor *t)
     return f;
 }
 
-static struct ref_mat mat(const struct st_gguf_tensor *t)
+struct ref_mat ref_mat_of(const struct st_gguf_tensor *t)
 {
-    struct ref_mat m = { deq(t), t ? t->type : ST_DTYPE_F32 };
+    struct ref_mat m = { ref_deq(t), t ? t->type : ST_DTYPE_F32 };
     return m;
 }
 
@@ -68,12 +33,12 @@ static struct ref_mat mat(const struct st_gguf_tensor *t)
 static void ref_new_mtp(struct ref_model *r, const struct st_model_desc *d)
 {
     const struct st_layer_desc *s = &d->layers[d->hp.n_layer];
-    r->eh = mat(s->nextn_eh_proj);
-    r->enorm = deq(s->nextn_enorm);
-    r->hnorm = deq(s->nextn_hnorm);
-    r->mtp_hn = s->nextn_head_norm ? deq(s->nextn_head_norm) : NULL;
-    r->mtp_emb = s->nextn_embed ? deq(s->nextn_embed) : NULL;
-    r->mtp_out = s->nextn_head ? mat(s->nextn_head) : (struct ref_mat){ NULL, ST_DTYPE_F32 };
+    r->eh = ref_mat_of(s->nextn_eh_proj);
+    r->enorm = ref_deq(s->nextn_enorm);
+    r->hnorm = ref_deq(s->nextn_hnorm);
+    r->mtp_hn = s->nextn_head_norm ? ref_deq(s->nextn_head_norm) : NULL;
+    r->mtp_emb = s->nextn_embed ? ref_deq(s->nextn_embed) : NULL;
+    r->mtp_out = s->nextn_head ? ref_mat_of(s->nextn_head) : (struct ref_mat){ NULL, ST_DTYPE_F32 };
 }
 
 struct ref_model *ref_new(const struct st_model_desc *d, int64_t n_ctx, bool emulate)
@@ -82,38 +47,40 @@ struct ref_model *ref_new(const struct st_model_desc *d, int64_t n_ctx, bool emu
     r->hp = d->hp;
     r->n_ctx = n_ctx;
     r->emulate = emulate;
-    r->emb = deq(d->tok_embd);
-    r->onorm = deq(d->output_norm);
+    r->emb = ref_deq(d->tok_embd);
+    r->onorm = ref_deq(d->output_norm);
     r->out = d->output == d->tok_embd ? (struct ref_mat){ r->emb, d->tok_embd->type }
-                                      : mat(d->output);
+                                      : ref_mat_of(d->output);
     r->n_all = d->n_layers_all;
     r->hid = calloc((size_t)d->hp.n_embd, sizeof(float));
     r->L = calloc((size_t)r->n_all, sizeof(*r->L));
     for (int64_t l = 0; l < r->n_all; l++) {
         const struct st_layer_desc *s = &d->layers[l];
         struct ref_layer *w = &r->L[l];
-        w->attn_norm = deq(s->attn_norm);
-        w->wq = mat(s->wq);
-        w->wk = mat(s->wk);
-        w->wv = mat(s->wv);
-        w->wo = mat(s->wo);
-        w->q_norm = deq(s->q_norm);
-        w->k_norm = deq(s->k_norm);
-        w->ffn_norm = deq(s->ffn_norm);
-        w->gate = mat(s->ffn_gate);
-        w->up = mat(s->ffn_up);
-        w->down = mat(s->ffn_down);
-        w->router = mat(s->ffn_gate_inp);
-        w->gate_e = mat(s->ffn_gate_exps);
-        w->up_e = mat(s->ffn_up_exps);
-        w->down_e = mat(s->ffn_down_exps);
-        w->bq = deq(s->bq);
-        w->bk = deq(s->bk);
-        w->bv = deq(s->bv);
-        w->exp_b = deq(s->exp_probs_b);
-        w->gate_s = mat(s->ffn_gate_shexp);
-        w->up_s = mat(s->ffn_up_shexp);
-        w->down_s = mat(s->ffn_down_shexp);
+        w->attn_norm = ref_deq(s->attn_norm);
+        w->wq = ref_mat_of(s->wq);
+        w->wk = ref_mat_of(s->wk);
+        w->wv = ref_mat_of(s->wv);
+        w->wo = ref_mat_of(s->wo);
+        w->q_norm = ref_deq(s->q_norm);
+        w->k_norm = ref_deq(s->k_norm);
+        w->ffn_norm = ref_deq(s->ffn_norm);
+        w->gate = ref_mat_of(s->ffn_gate);
+        w->up = ref_mat_of(s->ffn_up);
+        w->down = ref_mat_of(s->ffn_down);
+        w->router = ref_mat_of(s->ffn_gate_inp);
+        w->gate_e = ref_mat_of(s->ffn_gate_exps);
+        w->up_e = ref_mat_of(s->ffn_up_exps);
+        w->down_e = ref_mat_of(s->ffn_down_exps);
+        w->bq = ref_deq(s->bq);
+        w->bk = ref_deq(s->bk);
+        w->bv = ref_deq(s->bv);
+        w->exp_b = ref_deq(s->exp_probs_b);
+        w->gate_s = ref_mat_of(s->ffn_gate_shexp);
+        w->up_s = ref_mat_of(s->ffn_up_shexp);
+        w->down_s = ref_mat_of(s->ffn_down_shexp);
+        if (d->hp.arch == ST_ARCH_QWEN35MOE)
+            ref_next_load(r, s, w);
     }
     size_t kv = (size_t)(r->n_all * n_ctx * d->hp.n_head_kv * d->hp.head_dim_k);
     r->kc = calloc(kv, sizeof(float));
@@ -135,6 +102,7 @@ void ref_free(struct ref_model *r)
                          w->exp_b, w->gate_s.w, w->up_s.w, w->down_s.w };
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
             free(all[i]);
+        ref_next_free(r, w);
     }
     free(r->L);
     if (r->out.w != r->emb)
@@ -150,6 +118,8 @@ void ref_free(struct ref_model *r)
     free(r->mtp_hn);
     free(r->mtp_emb);
     free(r->mtp_out.w);
+    free(r->conv_state);
+    free(r->delta_state);
     free(r);
 }
 
@@ -181,7 +151,7 @@ static void round_act(enum st_dtype t, const float *x, float *out, int64_t n)
 
 /* y[o] = sum_i W[o][i] x[i]; W is n_out rows of n_in (the slab starting at
  * element 'off' of m). With emulate, x first goes through round_act. */
-static void matvec_at(const struct ref_model *r, struct ref_mat m, int64_t off, const float *x,
+void ref_matvec_at(const struct ref_model *r, struct ref_mat m, int64_t off, const float *x,
                       float *y, int64_t n_in, int64_t n_out)
 {
     float *xr = malloc((size_t)n_in * sizeof(float));
@@ -199,13 +169,13 @@ static void matvec_at(const struct ref_model *r, struct ref_mat m, int64_t off, 
     free(xr);
 }
 
-static void matvec(const struct ref_model *r, struct ref_mat m, const float *x, float *y,
+void ref_matvec(const struct ref_model *r, struct ref_mat m, const float *x, float *y,
                    int64_t n_in, int64_t n_out)
 {
-    matvec_at(r, m, 0, x, y, n_in, n_out);
+    ref_matvec_at(r, m, 0, x, y, n_in, n_out);
 }
 
-static void rmsnorm(float *out, const float *x, const float *g, int64_t n, float eps)
+void ref_rmsnorm(float *out, const float *x, const float *g, int64_t n, float eps)
 {
     double ss = 0;
     for (int64_t i = 0; i < n; i++)
@@ -229,7 +199,7 @@ static double yarn_theta(const struct st_hparams *hp, int64_t pos, int64_t i, do
 }
 
 /* Rotate each head's pairs: NEOX (i, i + n_rot/2) or adjacent (2i, 2i+1). */
-static void rope(float *x, int64_t n_head, const struct st_hparams *hp, int64_t pos)
+void ref_rope(float *x, int64_t n_head, const struct st_hparams *hp, int64_t pos)
 {
     int64_t d = hp->head_dim_k, nr = hp->n_rot;
     for (int64_t h = 0; h < n_head; h++) {
@@ -247,7 +217,7 @@ static void rope(float *x, int64_t n_head, const struct st_hparams *hp, int64_t 
     }
 }
 
-static void attention(struct ref_model *r, int64_t l, const float *q, int64_t pos, float *out)
+void ref_attention(struct ref_model *r, int64_t l, const float *q, int64_t pos, float *out)
 {
     const struct st_hparams *hp = &r->hp;
     int64_t d = hp->head_dim_k, kvd = hp->n_head_kv * d, grp = hp->n_head / hp->n_head_kv;
@@ -275,19 +245,19 @@ static void attention(struct ref_model *r, int64_t l, const float *q, int64_t po
     free(p);
 }
 
-static float silu(float g) { return (float)((double)g / (1.0 + exp(-(double)g))); }
+float ref_silu(float g) { return (float)((double)g / (1.0 + exp(-(double)g))); }
 
-/* SwiGLU FFN of expert 'x' (0 for the dense FFN): y = down(silu(gate h) * up h). */
-static void swiglu(const struct ref_model *r, const struct ref_mat *gate,
+/* SwiGLU FFN of expert 'x' (0 for the dense FFN): y = down(ref_silu(gate h) * up h). */
+void ref_swiglu(const struct ref_model *r, const struct ref_mat *gate,
                    const struct ref_mat *up, const struct ref_mat *down, int64_t x,
                    const float *h, int64_t e, int64_t f, float *y)
 {
     float *a = malloc((size_t)f * sizeof(float)), *b = malloc((size_t)f * sizeof(float));
-    matvec_at(r, *gate, x * f * e, h, a, e, f);
-    matvec_at(r, *up, x * f * e, h, b, e, f);
+    ref_matvec_at(r, *gate, x * f * e, h, a, e, f);
+    ref_matvec_at(r, *up, x * f * e, h, b, e, f);
     for (int64_t i = 0; i < f; i++)
-        a[i] = silu(a[i]) * b[i];
-    matvec_at(r, *down, x * e * f, a, y, f, e);
+        a[i] = ref_silu(a[i]) * b[i];
+    ref_matvec_at(r, *down, x * e * f, a, y, f, e);
     free(a);
     free(b);
 }
@@ -313,7 +283,7 @@ static void route_probs(const struct st_hparams *hp, const float *lg, const floa
 /* gating -> top-k of p + bias (ties to the lower index) -> the chosen
  * (unbiased) p, renormalized when moe_norm, times moe_scale; plus the
  * shared expert when the layer has one. */
-static void moe(struct ref_model *r, const struct ref_layer *w, const float *h, float *y)
+void ref_moe(struct ref_model *r, const struct ref_layer *w, const float *h, float *y)
 {
     const struct st_hparams *hp = &r->hp;
     int64_t e = hp->n_embd, x = hp->n_expert, f = hp->n_ff_exp;
@@ -322,7 +292,7 @@ static void moe(struct ref_model *r, const struct ref_layer *w, const float *h, 
     double wsum = 0;
     bool *taken = calloc((size_t)x, 1);
     int64_t sel[64];
-    matvec(r, w->router, h, lg, e, x);
+    ref_matvec(r, w->router, h, lg, e, x);
     route_probs(hp, lg, w->exp_b, p, key);
     for (int64_t j = 0; j < hp->n_expert_used; j++) {
         int64_t best = -1;
@@ -349,12 +319,12 @@ static void moe(struct ref_model *r, const struct ref_layer *w, const float *h, 
     memset(y, 0, (size_t)e * sizeof(float));
     for (int64_t j = 0; j < hp->n_expert_used; j++) {
         int64_t s = sel[j];
-        swiglu(r, &w->gate_e, &w->up_e, &w->down_e, s, h, e, f, ye);
+        ref_swiglu(r, &w->gate_e, &w->up_e, &w->down_e, s, h, e, f, ye);
         for (int64_t i = 0; i < e; i++)
             y[i] += (float)(p[s] / wsum * hp->moe_scale * ye[i]);
     }
-    if (w->gate_s.w) {
-        swiglu(r, &w->gate_s, &w->up_s, &w->down_s, 0, h, e, f * hp->n_expert_shared, ye);
+    if (w->gate_s.w && !w->shexp_gate.w) {   /* glm4moe's (qwen35moe's is gated) */
+        ref_swiglu(r, &w->gate_s, &w->up_s, &w->down_s, 0, h, e, f * hp->n_expert_shared, ye);
         for (int64_t i = 0; i < e; i++)
             y[i] += ye[i];
     }
@@ -374,38 +344,42 @@ static void add_vec(float *v, const float *b, int64_t n)
 
 static void layer(struct ref_model *r, int64_t l, float *x, int64_t pos)
 {
+    if (r->hp.arch == ST_ARCH_QWEN35MOE) {
+        ref_next_layer(r, l, x, pos);
+        return;
+    }
     const struct st_hparams *hp = &r->hp;
     const struct ref_layer *w = &r->L[l];
     int64_t e = hp->n_embd, d = hp->head_dim_k, qd = hp->n_head * d, kvd = hp->n_head_kv * d;
     float *h = malloc((size_t)e * 4), *q = malloc((size_t)qd * 4), *att = malloc((size_t)qd * 4);
     float *y = malloc((size_t)e * 4);
     float *k = r->kc + (l * r->n_ctx + pos) * kvd, *v = r->vc + (l * r->n_ctx + pos) * kvd;
-    rmsnorm(h, x, w->attn_norm, e, hp->rms_eps);
-    matvec(r, w->wq, h, q, e, qd);
-    matvec(r, w->wk, h, k, e, kvd);
-    matvec(r, w->wv, h, v, e, kvd);
+    ref_rmsnorm(h, x, w->attn_norm, e, hp->rms_eps);
+    ref_matvec(r, w->wq, h, q, e, qd);
+    ref_matvec(r, w->wk, h, k, e, kvd);
+    ref_matvec(r, w->wv, h, v, e, kvd);
     add_vec(q, w->bq, qd);
     add_vec(k, w->bk, kvd);
     add_vec(v, w->bv, kvd);
     for (int64_t i = 0; hp->qk_norm && i < hp->n_head; i++)
-        rmsnorm(q + i * d, q + i * d, w->q_norm, d, hp->rms_eps);
+        ref_rmsnorm(q + i * d, q + i * d, w->q_norm, d, hp->rms_eps);
     for (int64_t i = 0; hp->qk_norm && i < hp->n_head_kv; i++)
-        rmsnorm(k + i * d, k + i * d, w->k_norm, d, hp->rms_eps);
-    rope(q, hp->n_head, hp, pos);
-    rope(k, hp->n_head_kv, hp, pos);
+        ref_rmsnorm(k + i * d, k + i * d, w->k_norm, d, hp->rms_eps);
+    ref_rope(q, hp->n_head, hp, pos);
+    ref_rope(k, hp->n_head_kv, hp, pos);
     for (int64_t i = 0; r->emulate && i < kvd; i++) {   /* the cache is f16 */
         k[i] = st_fp16_to_f32(st_f32_to_fp16(k[i]));
         v[i] = st_fp16_to_f32(st_f32_to_fp16(v[i]));
     }
-    attention(r, l, q, pos, att);
-    matvec(r, w->wo, att, y, qd, e);
+    ref_attention(r, l, q, pos, att);
+    ref_matvec(r, w->wo, att, y, qd, e);
     for (int64_t i = 0; i < e; i++)
         x[i] += y[i];
-    rmsnorm(h, x, w->ffn_norm, e, hp->rms_eps);
+    ref_rmsnorm(h, x, w->ffn_norm, e, hp->rms_eps);
     if (w->router.w)     /* MoE layers (glm4moe's leading layers are dense) */
-        moe(r, w, h, y);
+        ref_moe(r, w, h, y);
     else
-        swiglu(r, &w->gate, &w->up, &w->down, 0, h, e, hp->n_ff, y);
+        ref_swiglu(r, &w->gate, &w->up, &w->down, 0, h, e, hp->n_ff, y);
     for (int64_t i = 0; i < e; i++)
         x[i] += y[i];
     free(h);
@@ -422,9 +396,9 @@ void ref_step(struct ref_model *r, int32_t token, int64_t pos, float *logits)
     r->route_gap = INFINITY;
     for (int64_t l = 0; l < r->hp.n_layer; l++)
         layer(r, l, x, pos);
-    rmsnorm(h, x, r->onorm, e, r->hp.rms_eps);
+    ref_rmsnorm(h, x, r->onorm, e, r->hp.rms_eps);
     memcpy(r->hid, h, (size_t)e * 4);
-    matvec(r, r->out, h, logits, e, r->hp.n_vocab);
+    ref_matvec(r, r->out, h, logits, e, r->hp.n_vocab);
     free(x);
     free(h);
 }
@@ -437,16 +411,16 @@ void ref_mtp_step(struct ref_model *r, int32_t token, const float *h_prev, int64
     int64_t e = r->hp.n_embd;
     float *cat = malloc((size_t)(2 * e) * 4), *x = malloc((size_t)e * 4);
     const float *emb = r->mtp_emb ? r->mtp_emb : r->emb;
-    rmsnorm(cat, emb + (int64_t)token * e, r->enorm, e, r->hp.rms_eps);   /* embedding first */
+    ref_rmsnorm(cat, emb + (int64_t)token * e, r->enorm, e, r->hp.rms_eps);   /* embedding first */
     if (h_prev)
-        rmsnorm(cat + e, h_prev, r->hnorm, e, r->hp.rms_eps);
+        ref_rmsnorm(cat + e, h_prev, r->hnorm, e, r->hp.rms_eps);
     else
         memset(cat + e, 0, (size_t)e * 4);
-    matvec(r, r->eh, cat, x, 2 * e, e);
+    ref_matvec(r, r->eh, cat, x, 2 * e, e);
     r->route_gap = INFINITY;
     layer(r, r->hp.n_layer, x, pos);
-    rmsnorm(h_out, x, r->mtp_hn ? r->mtp_hn : r->onorm, e, r->hp.rms_eps);
-    matvec(r, r->mtp_out.w ? r->mtp_out : r->out, h_out, logits, e, r->hp.n_vocab);
+    ref_rmsnorm(h_out, x, r->mtp_hn ? r->mtp_hn : r->onorm, e, r->hp.rms_eps);
+    ref_matvec(r, r->mtp_out.w ? r->mtp_out : r->out, h_out, logits, e, r->hp.n_vocab);
     free(cat);
     free(x);
 }

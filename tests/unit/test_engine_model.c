@@ -3,7 +3,7 @@
  * greedy loop over the runner gives (so the server and `strata run`, which
  * share the pool, agree with the model), and four requests with different
  * prompts decoding together in a 4-slot pool (-np 4) each get the tokens
- * they get alone.
+ * they get alone; the same on a qwen35moe (recurrent state per slot).
  */
 #include <check.h>
 #include <stdio.h>
@@ -26,6 +26,14 @@ static void setup(void)
 {
     support_tmpdir(dir, sizeof(dir));
     fixture_make_model(path, sizeof(path), dir, "small", "q4_k", 3, false);
+}
+
+/* qwen35moe: the slots carry recurrent state, which the engine may not
+ * reuse as a prefix (each request reads from position 0). */
+static void setup_next(void)
+{
+    support_tmpdir(dir, sizeof(dir));
+    fixture_make_model(path, sizeof(path), dir, "next-tiny", "q8_0", 3, false);
 }
 
 static void teardown(void) { support_rmtree(dir); }
@@ -262,6 +270,12 @@ static Suite *engine_model_suite(void)
     tcase_add_test(tc, test_engine_model_drawn_tokens_match_host_sampler);
     tcase_add_test(tc, test_engine_model_drawn_samples_match_host_sampler);
     suite_add_tcase(s, tc);
+    TCase *next = tcase_create("next");
+    tcase_add_checked_fixture(next, setup_next, teardown);
+    tcase_set_timeout(next, 60);
+    tcase_add_test(next, test_engine_model_greedy_matches_runner);
+    tcase_add_test(next, test_engine_model_np4_same_tokens_as_alone);
+    suite_add_tcase(s, next);
     return s;
 }
 

@@ -170,6 +170,11 @@ void cpu_parallel_rows(struct cpu_backend *cb, int64_t n_rows, int64_t work_per_
 ST_OP_MAP(CPU_OP_DECL)
 #undef CPU_OP_DECL
 
+/* The optional recurrent ops (cpu_ssm.c; strata/backend_ssm.h). */
+#define CPU_OPT_OP_DECL(name, params, args) enum st_status cpu_op_##name params;
+ST_OPT_OP_MAP(CPU_OPT_OP_DECL)
+#undef CPU_OPT_OP_DECL
+
 /* The optional sampler (cpu_sample.c; backend.h st_backend_sample). */
 enum st_status cpu_op_sample(struct st_backend *be, ST_T ids, ST_T logits, ST_T draws,
                              struct st_err *err);

@@ -158,4 +158,7 @@ const struct st_backend_ops st_backend_cpu_ops = {
 #undef CPU_OP_ENTRY
     .sample = cpu_op_sample,   /* ops run synchronously: no graphs */
     .score = cpu_op_score,
+#define CPU_OPT_OP_ENTRY(name, params, args) .name = cpu_op_##name,
+    ST_OPT_OP_MAP(CPU_OPT_OP_ENTRY)
+#undef CPU_OPT_OP_ENTRY
 };

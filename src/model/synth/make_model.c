@@ -17,40 +17,42 @@
 #include <string.h>
 #include <strings.h>
 
+#include "model/synth/make_build.h"
 #include "model/synth/synth.h"
 #include "strata/make_model.h"
 #include "strata/quant.h"
 #include "strata/xalloc.h"
 
-struct preset {
-    const char *name;
-    int64_t E, L, H, Hkv, D, X, k, F, ctx;
-    bool tied;
-    bool mtp_demo;   /* an MTP block that agrees with the model on purpose (see below) */
-    int64_t n_vocab; /* pad the built-in vocabulary to this many rows (0 = as built) */
-    /* glm4moe presets only (zero for qwen3moe): */
-    bool glm;        /* general.architecture glm4moe; always one nextn block */
-    int64_t dense;   /* leading dense layers, FFN width Fd */
-    int64_t Fd;
-    int64_t shexp;   /* shared experts (width F * shexp) */
-    int64_t n_rot;   /* partial rope: rotated dims of each head */
-    float scale;     /* expert_weights_scale (routed_scaling_factor) */
-};
+/* qwen35moe shapes: next-tiny for tests; next-medium for CPU benchmarks;
+ * next-a3b is Qwen3.5-35B-A3B's published shape (40 layers, 256 experts
+ * top-8 of width 512 plus a shared one, 16 q / 2 kv heads of 256 with 64
+ * rotated dims; DeltaNet 16 q/k and 32 v heads of 128) for the GPU */
+static const struct next_shape next_tiny = { 2, 4, 16, 4, 32, 4 };
+static const struct next_shape next_medium = { 4, 8, 64, 4, 256, 4 };
+static const struct next_shape next_a3b = { 16, 32, 128, 4, 512, 4 };
 
 static const struct preset presets[] = {
-    { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true, false, 0, false, 0, 0, 0, 0, 0.0f },
-    { "small", 256, 4, 8, 2, 32, 8, 2, 128, 4096, false, false, 0, false, 0, 0, 0, 0, 0.0f },
-    { "medium", 768, 12, 16, 4, 64, 16, 4, 256, 8192, false, false, 0, false, 0, 0, 0, 0, 0.0f },
-    { "mtp-demo", 512, 8, 8, 2, 64, 4, 2, 512, 4096, false, true, 0, false, 0, 0, 0, 0, 0.0f },
+    { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true, false, 0, false, 0, 0, 0, 0, 0.0f, NULL },
+    { "small", 256, 4, 8, 2, 32, 8, 2, 128, 4096, false, false, 0, false, 0, 0, 0, 0, 0.0f, NULL },
+    { "medium", 768, 12, 16, 4, 64, 16, 4, 256, 8192, false, false, 0, false, 0, 0, 0, 0, 0.0f,
+      NULL },
+    { "mtp-demo", 512, 8, 8, 2, 64, 4, 2, 512, 4096, false, true, 0, false, 0, 0, 0, 0, 0.0f,
+      NULL },
     /* a3b: the real Qwen3-30B-A3B shape (docs/design/ENGINE.md 3.2) with random weights, for
      * measuring the GPU engine (~17 GB at Q4_K); the vocabulary is padded to
      * Qwen's 151,936 rows so the head and embedding have their real size */
     { "a3b", 2048, 48, 32, 4, 128, 128, 8, 768, 40960, false, false, 151936, false, 0, 0, 0, 0,
-      0.0f },
+      0.0f, NULL },
     /* glm-tiny: GLM-4.5-Air's layout at toy size (1 dense + 2 MoE layers, 8
      * experts top-2 with a shared one, rope over half of each head, routed
      * scale 2.5, one nextn block) */
-    { "glm-tiny", 64, 3, 4, 2, 16, 8, 2, 32, 2048, false, false, 0, true, 1, 96, 1, 8, 2.5f },
+    { "glm-tiny", 64, 3, 4, 2, 16, 8, 2, 32, 2048, false, false, 0, true, 1, 96, 1, 8, 2.5f, NULL },
+    { .name = "next-tiny", .E = 64, .L = 4, .H = 4, .Hkv = 2, .D = 16, .X = 4, .k = 2, .F = 32,
+      .ctx = 2048, .n_rot = 8, .next = &next_tiny },
+    { .name = "next-medium", .E = 768, .L = 12, .H = 8, .Hkv = 2, .D = 128, .X = 16, .k = 4,
+      .F = 256, .ctx = 8192, .n_rot = 32, .next = &next_medium },
+    { .name = "next-a3b", .E = 2048, .L = 40, .H = 16, .Hkv = 2, .D = 256, .X = 256, .k = 8,
+      .F = 512, .ctx = 262144, .n_vocab = 248320, .n_rot = 64, .next = &next_a3b },
 };
 
 /* Pad v with unused "[PADn]" tokens up to n rows (the a3b preset). */
@@ -80,45 +82,6 @@ static void pad_vocab(struct st_mm_vocab *v, int64_t n)
  * MiB at Q8_0) makes a CPU decode step stream weights rather than pay
  * per-op overhead, so verifying drafts is measured at a realistic cost. */
 #define DEMO_BLOCK_SCALE 0.001f
-
-enum role { R_EMBD, R_OUTPUT, R_ATTN, R_ATTN_V, R_ATTN_OUT, R_FFN, R_FFN_DOWN, R_ROUTER,
-            R_NORM, R_BIAS };
-
-/* llama-quantize's per-tensor mixes (llama_tensor_get_type) we reproduce. */
-enum mix { MIX_NONE, MIX_Q4_K_M, MIX_Q2_K, MIX_Q2_K_S, MIX_Q3_K_M, MIX_Q3_K_L };
-
-struct plan {
-    enum st_dtype base;      /* --quant */
-    enum mix      mix;
-    uint32_t      ftype;     /* llama_ftype for general.file_type */
-    int64_t       gqa;       /* n_head / n_head_kv (the Q2_K attn_v rule) */
-};
-
-enum gen_kind {
-    GEN_RANDOM,              /* random weights of standard deviation sigma */
-    GEN_ONES,                /* F32 gains of exactly 1 (mtp-demo's enorm) */
-    GEN_EYE_LEFT,            /* float rows: row o = e_o over the first half (mtp-demo eh_proj) */
-};
-
-struct gen {                 /* one tensor's generator (fill callback ctx) */
-    uint64_t      state;
-    enum st_dtype type;
-    int64_t       ne0;
-    float         sigma;
-    bool          norm;      /* F32 gains: 1 + uniform noise */
-    enum gen_kind kind;
-};
-
-struct build {
-    const struct preset *p;
-    struct plan          plan;
-    int64_t              n_vocab;
-    int64_t              n_blocks;  /* main layers + MTP block */
-    struct st_gguf_writer *w;
-    struct gen          *gens;      /* owned; one per tensor */
-    int64_t              n_gens, cap_gens;
-    uint64_t             seed;
-};
 
 static const struct {
     const char *name;
@@ -210,6 +173,8 @@ static enum st_dtype pick_type(const struct plan *pl, enum role r, int64_t il, i
     case R_NORM:
     case R_ROUTER:
     case R_BIAS:
+    case R_F32:
+    case R_DECAY:
         return ST_DTYPE_F32;
     case R_OUTPUT:
         return fit(float_or_q8 ? b : ST_DTYPE_Q6_K, ne0);
@@ -259,12 +224,19 @@ static enum st_status fill(void *ctx, int64_t row0, int64_t nrows, void *dst, st
 {
     struct gen *g = ctx;
     (void)err;
-    if (g->kind != GEN_RANDOM) {
+    if (g->kind == GEN_ONES || g->kind == GEN_EYE_LEFT) {
         fill_fixed(g, row0, nrows, dst);
         return ST_OK;
     }
     /* rows come in order: the state is the position */
     st_mm_random_rows(&g->state, (int)g->type, g->ne0, nrows, g->sigma, dst);
+    if (g->kind == GEN_DECAY) {
+        float *f = dst;
+        for (int64_t i = 0; i < g->ne0 * nrows; i++) {
+            float mag = 0.5f + (f[i] < 0.0f ? -f[i] : f[i]);
+            f[i] = -(mag < 2.5f ? mag : 2.5f);
+        }
+    }
     if (g->norm) {
         float *f = dst;
         for (int64_t i = 0; i < g->ne0 * nrows; i++)
@@ -293,8 +265,8 @@ static void demo_tweak(const struct build *b, const char *name, struct gen *g)
 }
 
 /* Add tensor 'name' with ne (n_dims of them) in the role's type. */
-static void add(struct build *b, const char *name, enum role r, int64_t il, int n_dims,
-                int64_t ne0, int64_t ne1, int64_t ne2)
+void st_mm_add(struct build *b, const char *name, enum role r, int64_t il, int n_dims,
+               int64_t ne0, int64_t ne1, int64_t ne2)
 {
     int64_t ne[3] = { ne0, ne1, ne2 };
     struct gen *g = &b->gens[b->n_gens++];
@@ -308,19 +280,21 @@ static void add(struct build *b, const char *name, enum role r, int64_t il, int 
     for (int it = 0; it < 60; it++)
         s = 0.5 * (s + x / s);
     g->sigma = g->norm ? 0.2f / 1.7320508f : r == R_BIAS ? 0.1f : (float)s;
-    g->kind = GEN_RANDOM;
+    g->kind = r == R_DECAY ? GEN_DECAY : GEN_RANDOM;
+    if (r == R_DECAY)
+        g->sigma = 1.0f;
     if (b->p->mtp_demo)
         demo_tweak(b, name, g);
     st_gguf_writer_add_tensor_fn(b->w, name, g->type, n_dims, ne, fill, g);
 }
 
-static void add_blk(struct build *b, int64_t il, const char *what, enum role r, int n_dims,
-                    int64_t ne0, int64_t ne1, int64_t ne2)
+void st_mm_add_blk(struct build *b, int64_t il, const char *what, enum role r, int n_dims,
+                   int64_t ne0, int64_t ne1, int64_t ne2)
 {
     char name[96];
     snprintf(name, sizeof(name), "blk.%lld.%s.%s", (long long)il, what,
              r == R_BIAS ? "bias" : "weight");
-    add(b, name, r, il, n_dims, ne0, ne1, ne2);
+    st_mm_add(b, name, r, il, n_dims, ne0, ne1, ne2);
 }
 
 /* glm4moe's blocks (llama.cpp's names): post_attention_norm for the FFN
@@ -330,65 +304,67 @@ static void add_glm_block(struct build *b, int64_t il)
 {
     const struct preset *p = b->p;
     int64_t E = p->E, HD = p->H * p->D, KD = p->Hkv * p->D, Fs = p->F * p->shexp;
-    add_blk(b, il, "attn_norm", R_NORM, 1, E, 1, 1);
-    add_blk(b, il, "attn_q", R_ATTN, 2, E, HD, 1);
-    add_blk(b, il, "attn_q", R_BIAS, 1, HD, 1, 1);
-    add_blk(b, il, "attn_k", R_ATTN, 2, E, KD, 1);
-    add_blk(b, il, "attn_k", R_BIAS, 1, KD, 1, 1);
-    add_blk(b, il, "attn_v", R_ATTN_V, 2, E, KD, 1);
-    add_blk(b, il, "attn_v", R_BIAS, 1, KD, 1, 1);
-    add_blk(b, il, "attn_output", R_ATTN_OUT, 2, HD, E, 1);
-    add_blk(b, il, "post_attention_norm", R_NORM, 1, E, 1, 1);
+    st_mm_add_blk(b, il, "attn_norm", R_NORM, 1, E, 1, 1);
+    st_mm_add_blk(b, il, "attn_q", R_ATTN, 2, E, HD, 1);
+    st_mm_add_blk(b, il, "attn_q", R_BIAS, 1, HD, 1, 1);
+    st_mm_add_blk(b, il, "attn_k", R_ATTN, 2, E, KD, 1);
+    st_mm_add_blk(b, il, "attn_k", R_BIAS, 1, KD, 1, 1);
+    st_mm_add_blk(b, il, "attn_v", R_ATTN_V, 2, E, KD, 1);
+    st_mm_add_blk(b, il, "attn_v", R_BIAS, 1, KD, 1, 1);
+    st_mm_add_blk(b, il, "attn_output", R_ATTN_OUT, 2, HD, E, 1);
+    st_mm_add_blk(b, il, "post_attention_norm", R_NORM, 1, E, 1, 1);
     if (il < p->dense) {
-        add_blk(b, il, "ffn_gate", R_FFN, 2, E, p->Fd, 1);
-        add_blk(b, il, "ffn_up", R_FFN, 2, E, p->Fd, 1);
-        add_blk(b, il, "ffn_down", R_FFN_DOWN, 2, p->Fd, E, 1);
+        st_mm_add_blk(b, il, "ffn_gate", R_FFN, 2, E, p->Fd, 1);
+        st_mm_add_blk(b, il, "ffn_up", R_FFN, 2, E, p->Fd, 1);
+        st_mm_add_blk(b, il, "ffn_down", R_FFN_DOWN, 2, p->Fd, E, 1);
         return;
     }
-    add_blk(b, il, "ffn_gate_inp", R_ROUTER, 2, E, p->X, 1);
-    add_blk(b, il, "exp_probs_b", R_BIAS, 1, p->X, 1, 1);
-    add_blk(b, il, "ffn_gate_exps", R_FFN, 3, E, p->F, p->X);
-    add_blk(b, il, "ffn_up_exps", R_FFN, 3, E, p->F, p->X);
-    add_blk(b, il, "ffn_down_exps", R_FFN_DOWN, 3, p->F, E, p->X);
-    add_blk(b, il, "ffn_gate_shexp", R_FFN, 2, E, Fs, 1);
-    add_blk(b, il, "ffn_up_shexp", R_FFN, 2, E, Fs, 1);
-    add_blk(b, il, "ffn_down_shexp", R_FFN_DOWN, 2, Fs, E, 1);
+    st_mm_add_blk(b, il, "ffn_gate_inp", R_ROUTER, 2, E, p->X, 1);
+    st_mm_add_blk(b, il, "exp_probs_b", R_BIAS, 1, p->X, 1, 1);
+    st_mm_add_blk(b, il, "ffn_gate_exps", R_FFN, 3, E, p->F, p->X);
+    st_mm_add_blk(b, il, "ffn_up_exps", R_FFN, 3, E, p->F, p->X);
+    st_mm_add_blk(b, il, "ffn_down_exps", R_FFN_DOWN, 3, p->F, E, p->X);
+    st_mm_add_blk(b, il, "ffn_gate_shexp", R_FFN, 2, E, Fs, 1);
+    st_mm_add_blk(b, il, "ffn_up_shexp", R_FFN, 2, E, Fs, 1);
+    st_mm_add_blk(b, il, "ffn_down_shexp", R_FFN_DOWN, 2, Fs, E, 1);
 }
 
 static void add_tensors(struct build *b)
 {
     const struct preset *p = b->p;
     int64_t E = p->E, HD = p->H * p->D, KD = p->Hkv * p->D;
-    add(b, "token_embd.weight", R_EMBD, 0, 2, E, b->n_vocab, 1);
-    add(b, "output_norm.weight", R_NORM, 0, 1, E, 1, 1);
+    st_mm_add(b, "token_embd.weight", R_EMBD, 0, 2, E, b->n_vocab, 1);
+    st_mm_add(b, "output_norm.weight", R_NORM, 0, 1, E, 1, 1);
     if (!p->tied)
-        add(b, "output.weight", R_OUTPUT, 0, 2, E, b->n_vocab, 1);
+        st_mm_add(b, "output.weight", R_OUTPUT, 0, 2, E, b->n_vocab, 1);
+    for (int64_t il = 0; il < b->n_blocks && p->next; il++)
+        st_mm_add_next_block(b, il);
     for (int64_t il = 0; il < b->n_blocks && p->glm; il++) {
         add_glm_block(b, il);
         if (il == p->L) {                        /* GLM's nextn block: own head norm */
-            add_blk(b, il, "nextn.eh_proj", R_ATTN, 2, 2 * E, E, 1);
-            add_blk(b, il, "nextn.enorm", R_NORM, 1, E, 1, 1);
-            add_blk(b, il, "nextn.hnorm", R_NORM, 1, E, 1, 1);
-            add_blk(b, il, "nextn.shared_head_norm", R_NORM, 1, E, 1, 1);
+            st_mm_add_blk(b, il, "nextn.eh_proj", R_ATTN, 2, 2 * E, E, 1);
+            st_mm_add_blk(b, il, "nextn.enorm", R_NORM, 1, E, 1, 1);
+            st_mm_add_blk(b, il, "nextn.hnorm", R_NORM, 1, E, 1, 1);
+            st_mm_add_blk(b, il, "nextn.shared_head_norm", R_NORM, 1, E, 1, 1);
         }
     }
-    for (int64_t il = 0; il < b->n_blocks && !p->glm; il++) {
-        add_blk(b, il, "attn_norm", R_NORM, 1, E, 1, 1);
-        add_blk(b, il, "attn_q", R_ATTN, 2, E, HD, 1);
-        add_blk(b, il, "attn_k", R_ATTN, 2, E, KD, 1);
-        add_blk(b, il, "attn_v", R_ATTN_V, 2, E, KD, 1);
-        add_blk(b, il, "attn_output", R_ATTN_OUT, 2, HD, E, 1);
-        add_blk(b, il, "attn_q_norm", R_NORM, 1, p->D, 1, 1);
-        add_blk(b, il, "attn_k_norm", R_NORM, 1, p->D, 1, 1);
-        add_blk(b, il, "ffn_norm", R_NORM, 1, E, 1, 1);
-        add_blk(b, il, "ffn_gate_inp", R_ROUTER, 2, E, p->X, 1);
-        add_blk(b, il, "ffn_gate_exps", R_FFN, 3, E, p->F, p->X);
-        add_blk(b, il, "ffn_up_exps", R_FFN, 3, E, p->F, p->X);
-        add_blk(b, il, "ffn_down_exps", R_FFN_DOWN, 3, p->F, E, p->X);
+    for (int64_t il = 0; il < b->n_blocks && !p->glm && !p->next; il++) {
+        st_mm_add_blk(b, il, "attn_norm", R_NORM, 1, E, 1, 1);
+        st_mm_add_blk(b, il, "attn_q", R_ATTN, 2, E, HD, 1);
+        st_mm_add_blk(b, il, "attn_k", R_ATTN, 2, E, KD, 1);
+        st_mm_add_blk(b, il, "attn_v", R_ATTN_V, 2, E, KD, 1);
+        st_mm_add_blk(b, il, "attn_output", R_ATTN_OUT, 2, HD, E, 1);
+        st_mm_add_blk(b, il, "attn_q_norm", R_NORM, 1, p->D, 1, 1);
+        st_mm_add_blk(b, il, "attn_k_norm", R_NORM, 1, p->D, 1, 1);
+        st_mm_add_blk(b, il, "ffn_norm", R_NORM, 1, E, 1, 1);
+        st_mm_add_blk(b, il, "ffn_gate_inp", R_ROUTER, 2, E, p->X, 1);
+        st_mm_add_blk(b, il, "ffn_gate_exps", R_FFN, 3, E, p->F, p->X);
+        st_mm_add_blk(b, il, "ffn_up_exps", R_FFN, 3, E, p->F, p->X);
+        st_mm_add_blk(b, il, "ffn_down_exps", R_FFN_DOWN, 3, p->F, E, p->X);
         if (il == p->L) {                        /* the MTP block (docs/design/ENGINE.md 4.1) */
-            add_blk(b, il, "nextn.eh_proj", R_ATTN, 2, 2 * E, E, 1);
-            add_blk(b, il, "nextn.enorm", R_NORM, 1, E, 1, 1);
-            add_blk(b, il, "nextn.hnorm", R_NORM, 1, E, 1, 1);
+            st_mm_add_blk(b, il, "nextn.eh_proj", R_ATTN, 2, 2 * E, E, 1);
+            st_mm_add_blk(b, il, "nextn.enorm", R_NORM, 1, E, 1, 1);
+            st_mm_add_blk(b, il, "nextn.hnorm", R_NORM, 1, E, 1, 1);
         }
     }
 }
@@ -411,7 +387,7 @@ static void add_keys(struct build *b, const struct st_make_model_opts *o)
 {
     struct st_gguf_writer *w = b->w;
     const struct preset *p = b->p;
-    const char *arch = p->glm ? "glm4moe" : "qwen3moe";
+    const char *arch = p->glm ? "glm4moe" : p->next ? "qwen35moe" : "qwen3moe";
     char name[64], key[96];
 #define KEY(suffix) (snprintf(key, sizeof(key), "%s.%s", arch, suffix), key)
     snprintf(name, sizeof(name), "strata-synthetic-%s", p->name);
@@ -445,6 +421,8 @@ static void add_keys(struct build *b, const struct st_make_model_opts *o)
 #undef KEY
     if (p->glm)
         add_glm_keys(b);
+    if (p->next)
+        st_mm_add_next_keys(b);
 }
 
 static enum st_status check_opts(const struct st_make_model_opts *o, struct build *b,
@@ -461,7 +439,7 @@ static enum st_status check_opts(const struct st_make_model_opts *o, struct buil
     if (!b->p)
         return st_err_set(err, ST_ERR_INVALID,
                           "make-model: unknown preset '%s' (tiny, small, medium, mtp-demo, a3b, "
-                          "glm-tiny)",
+                          "glm-tiny, next-tiny, next-medium, next-a3b)",
                           preset);
     if (!parse_quant(quant, &b->plan))
         return st_err_set(err, ST_ERR_INVALID, "make-model: unknown quant type '%s' (f32 f16 "

@@ -1,0 +1,186 @@
+/* cpu_ssm.c -- the CPU backend's recurrent ops (strata/backend_ssm.h):
+ * Gated DeltaNet's conv1d and delta rule, and the sigmoid gate.
+ *
+ * Rows of one slot depend on each other through the state, so the work
+ * is split across threads by what is independent: channels for the conv,
+ * v heads for the delta rule; each thread walks the rows in order. The
+ * delta rule touches each head's D x D matrix in two passes per row (decay
+ * with M.k, then the rank-1 update with M.q), plain loops the compiler
+ * vectorizes. Prompt reads run the same recurrence row by row (the chunked
+ * form is future work: docs/ENGINE.md "qwen35moe").
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cpu.h"
+
+static float silu(float x) { return x / (1.0f + expf(-x)); }
+static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* Every slot id in [0, n_slots). */
+static enum st_status check_slots(const char *op, const struct st_tensor *slot, int64_t n_slots,
+                                  struct st_err *err)
+{
+    const int32_t *s = slot->data;
+    for (int64_t r = 0; r < slot->ne[0]; r++)
+        if (s[r] < 0 || s[r] >= n_slots)
+            return st_err_set(err, ST_ERR_INVALID, "%s: row %lld has slot %d of %lld", op,
+                              (long long)r, (int)s[r], (long long)n_slots);
+    return ST_OK;
+}
+
+/* ---- conv1d ------------------------------------------------------------ */
+
+struct conv_job {
+    float *out, *state;
+    const float *x, *w;
+    const int32_t *slot, *pos;
+    int64_t C, K, n;
+};
+
+static void conv_channels(void *ctx, int64_t c0, int64_t c1)
+{
+    const struct conv_job *j = ctx;
+    int64_t C = j->C, K = j->K;
+    for (int64_t r = 0; r < j->n; r++) {
+        float *st = j->state + (int64_t)j->slot[r] * (K - 1) * C;
+        const float *x = j->x + r * C;
+        for (int64_t c = c0; c < c1; c++) {
+            if (j->pos[r] == 0)
+                for (int64_t t = 0; t < K - 1; t++)
+                    st[t * C + c] = 0.0f;
+            const float *w = j->w + c * K;
+            float acc = w[K - 1] * x[c];
+            for (int64_t t = 0; t < K - 1; t++)
+                acc += w[t] * st[t * C + c];
+            j->out[r * C + c] = silu(acc);
+            for (int64_t t = 0; t + 1 < K - 1; t++)
+                st[t * C + c] = st[(t + 1) * C + c];
+            st[(K - 2) * C + c] = x[c];
+        }
+    }
+}
+
+enum st_status cpu_op_ssm_conv(struct st_backend *be, ST_T out, ST_T x, ST_T w, ST_T state,
+                               ST_T slot, ST_T pos, struct st_err *err)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)be;
+    enum st_status rc = check_slots("ssm_conv", slot, state->ne[2], err);
+    if (rc != ST_OK)
+        return rc;
+    struct conv_job j = { out->data, state->data, x->data, w->data, slot->data, pos->data,
+                          x->ne[0], w->ne[0], x->ne[1] };
+    cpu_parallel_rows(cb, j.C, j.n * j.K, conv_channels, &j);
+    return ST_OK;
+}
+
+/* ---- delta rule -------------------------------------------------------- */
+
+struct delta_job {
+    float *out, *state;
+    const float *qkv, *alpha, *beta, *dt_bias, *a;
+    const int32_t *slot, *pos;
+    int64_t n, hk, hv, d;
+    float eps;
+};
+
+/* x / max(|x|, eps) into out. */
+static void l2norm(const float *x, float *out, int64_t n, float eps)
+{
+    float ss = 0.0f;
+    for (int64_t i = 0; i < n; i++)
+        ss += x[i] * x[i];
+    float scale = 1.0f / fmaxf(sqrtf(ss), eps);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = x[i] * scale;
+}
+
+/* One row of head h on its matrix m (D x D, row j = m + j*D). */
+static void delta_step(const struct delta_job *j, int64_t r, int64_t h, float *m, float *q,
+                       float *k)
+{
+    int64_t d = j->d, c3 = (2 * j->hk + j->hv) * d, g = h % j->hk;
+    const float *row = j->qkv + r * c3, *v = row + 2 * j->hk * d + h * d;
+    l2norm(row + g * d, q, d, j->eps);
+    l2norm(row + (j->hk + g) * d, k, d, j->eps);
+    float x = j->alpha[r * j->hv + h] + j->dt_bias[h];
+    float decay = expf((x > 20.0f ? x : log1pf(expf(x))) * j->a[h]);
+    float b = sigmoid(j->beta[r * j->hv + h]), scale = 1.0f / sqrtf((float)d);
+    float *o = j->out + r * j->hv * d + h * d;
+    for (int64_t row_j = 0; row_j < d; row_j++) {
+        float *mj = m + row_j * d, sk = 0.0f;
+        for (int64_t i = 0; i < d; i++) {
+            mj[i] *= decay;
+            sk += mj[i] * k[i];
+        }
+        float dj = (v[row_j] - sk) * b, oj = 0.0f;
+        for (int64_t i = 0; i < d; i++) {
+            mj[i] += k[i] * dj;
+            oj += mj[i] * q[i];
+        }
+        o[row_j] = oj * scale;
+    }
+}
+
+static void delta_heads(void *ctx, int64_t h0, int64_t h1)
+{
+    const struct delta_job *j = ctx;
+    int64_t d = j->d;
+    float q[1024], k[1024];   /* head_dim <= 1024, checked by the caller */
+    for (int64_t r = 0; r < j->n; r++) {
+        float *slot_state = j->state + (int64_t)j->slot[r] * j->hv * d * d;
+        for (int64_t h = h0; h < h1; h++) {
+            float *m = slot_state + h * d * d;
+            if (j->pos[r] == 0)
+                memset(m, 0, (size_t)(d * d) * sizeof(float));
+            delta_step(j, r, h, m, q, k);
+        }
+    }
+}
+
+enum st_status cpu_op_delta_net(struct st_backend *be, ST_T out, ST_T qkv, ST_T alpha,
+                                ST_T beta, ST_T dt_bias, ST_T a, ST_T state, ST_T slot,
+                                ST_T pos, const struct st_delta_net_params *p,
+                                struct st_err *err)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)be;
+    if (p->head_dim > 1024)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "delta_net: head width %d is above the "
+                          "CPU backend's 1024", (int)p->head_dim);
+    enum st_status rc = check_slots("delta_net", slot, state->ne[3], err);
+    if (rc != ST_OK)
+        return rc;
+    struct delta_job j = { out->data, state->data, qkv->data, alpha->data, beta->data,
+                           dt_bias->data, a->data, slot->data, pos->data, qkv->ne[1],
+                           p->n_k_heads, p->n_v_heads, p->head_dim, p->eps };
+    cpu_parallel_rows(cb, j.hv, j.n * j.d * j.d * 4, delta_heads, &j);
+    return ST_OK;
+}
+
+/* ---- sigmoid gate ------------------------------------------------------ */
+
+struct gate_job {
+    float *out;
+    const float *x, *g;
+    int64_t c, cg;
+};
+
+static void gate_rows(void *ctx, int64_t r0, int64_t r1)
+{
+    const struct gate_job *j = ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *g = j->g + r * j->cg;
+        float one = j->cg == 1 ? sigmoid(g[0]) : 0.0f;
+        for (int64_t c = 0; c < j->c; c++)
+            j->out[r * j->c + c] = j->x[r * j->c + c] * (j->cg == 1 ? one : sigmoid(g[c]));
+    }
+}
+
+enum st_status cpu_op_sigmoid_mul(struct st_backend *be, ST_T out, ST_T x, ST_T g,
+                                  struct st_err *err)
+{
+    (void)err;
+    struct gate_job j = { out->data, x->data, g->data, x->ne[0], g->ne[0] };
+    cpu_parallel_rows((struct cpu_backend *)be, x->ne[1], j.c, gate_rows, &j);
+    return ST_OK;
+}

@@ -1,0 +1,61 @@
+/* desc_internal.h -- the key readers and tensor binders of model_desc.c,
+ * shared with model_desc_hybrid.c (qwen35moe's Gated DeltaNet layers).
+ * Private to src/model.
+ */
+#ifndef STRATA_MODEL_DESC_INTERNAL_H
+#define STRATA_MODEL_DESC_INTERNAL_H
+
+#include "strata/model_desc.h"
+
+struct st_desc_ctx {
+    const struct st_gguf *g;
+    const char           *arch;   /* the <arch>. prefix of every key */
+    struct st_err        *err;
+};
+
+/* What a tensor must be: an F32 vector (norm gains, biases, small
+ * parameters) or a weight of any type strata computes on. */
+enum st_desc_kind { ST_DESC_NORM, ST_DESC_WEIGHT };
+
+/* <arch>.<suffix> as an integer >= 0, def when absent (unless required). */
+ST_MUST_CHECK
+enum st_status st_desc_key_int(struct st_desc_ctx *c, const char *suffix, bool required,
+                               int64_t def, int64_t *out);
+
+/* Tensor 'name' checked for kind and shape (ne0, ne1, ne2, 1); absent and
+ * not required leaves *out NULL. */
+ST_MUST_CHECK
+enum st_status st_desc_bind(struct st_desc_ctx *c, const char *name, enum st_desc_kind k,
+                            bool required, int64_t ne0, int64_t ne1, int64_t ne2,
+                            const struct st_gguf_tensor **out);
+
+/* blk.<il>.<what>.weight through st_desc_bind. */
+ST_MUST_CHECK
+enum st_status st_desc_bind_blk(struct st_desc_ctx *c, int64_t il, const char *what,
+                                enum st_desc_kind k, bool required, int64_t ne0, int64_t ne1,
+                                int64_t ne2, const struct st_gguf_tensor **out);
+
+/* model_desc_hybrid.c: the ssm.* keys, the shared expert's width and the
+ * recurrent-layer count of a qwen35moe. */
+ST_MUST_CHECK
+enum st_status st_desc_read_hybrid(struct st_desc_ctx *c, struct st_hparams *hp);
+
+/* Whether main layer il of a qwen35moe is Gated DeltaNet:
+ * <arch>.attention.recurrent_layers when present (one entry per block),
+ * else every layer but each full_attention_interval-th (default 4).
+ * MTP blocks never are. */
+ST_MUST_CHECK
+enum st_status st_desc_is_recurrent(struct st_desc_ctx *c, const struct st_hparams *hp,
+                                    int64_t il, bool *out);
+
+/* The Gated DeltaNet tensors of layer il (attn_norm is bound by the caller). */
+ST_MUST_CHECK
+enum st_status st_desc_bind_recurrent(struct st_desc_ctx *c, const struct st_hparams *hp,
+                                      int64_t il, struct st_layer_desc *L);
+
+/* The sigmoid-gated shared expert of layer il (qwen35moe). */
+ST_MUST_CHECK
+enum st_status st_desc_bind_gated_shexp(struct st_desc_ctx *c, const struct st_hparams *hp,
+                                        int64_t il, struct st_layer_desc *L);
+
+#endif /* STRATA_MODEL_DESC_INTERNAL_H */

@@ -1,0 +1,135 @@
+/* model_desc_hybrid.c -- qwen35moe's own keys and tensors (Qwen3.5-MoE,
+ * llama.cpp's names): the Gated DeltaNet sizes (ssm.*), which layers are
+ * recurrent, the fused q/k/v and z projections, the conv taps, the decay
+ * and gate parameters, and the sigmoid-gated shared expert.
+ * docs/GGUF.md "qwen35moe" has the layout.
+ */
+#include <stdio.h>
+
+#include "desc_internal.h"
+
+static enum st_status read_ssm(struct st_desc_ctx *c, struct st_ssm_hparams *s)
+{
+    enum st_status rc = st_desc_key_int(c, "ssm.conv_kernel", true, 0, &s->conv_kernel);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "ssm.inner_size", true, 0, &s->d_inner);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "ssm.state_size", true, 0, &s->head_dim);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "ssm.time_step_rank", true, 0, &s->n_v_heads);
+    if (rc == ST_OK) rc = st_desc_key_int(c, "ssm.group_count", true, 0, &s->n_k_heads);
+    if (rc != ST_OK)
+        return rc;
+    bool ok = s->conv_kernel >= 2 && s->head_dim > 0 && s->n_k_heads > 0 &&
+              s->n_v_heads % s->n_k_heads == 0 && s->n_v_heads > 0 &&
+              s->d_inner == s->n_v_heads * s->head_dim;
+    if (!ok)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s.ssm sizes are inconsistent "
+                          "(conv_kernel %lld, inner_size %lld, state_size %lld, time_step_rank "
+                          "%lld, group_count %lld): expected conv_kernel >= 2 and inner_size = "
+                          "time_step_rank x state_size, a multiple of group_count heads",
+                          c->arch, (long long)s->conv_kernel, (long long)s->d_inner,
+                          (long long)s->head_dim, (long long)s->n_v_heads,
+                          (long long)s->n_k_heads);
+    return ST_OK;
+}
+
+enum st_status st_desc_read_hybrid(struct st_desc_ctx *c, struct st_hparams *hp)
+{
+    enum st_status rc = read_ssm(c, &hp->ssm);
+    if (rc == ST_OK)
+        rc = st_desc_key_int(c, "expert_shared_feed_forward_length", false, hp->n_ff,
+                             &hp->n_ff_shexp);
+    if (rc == ST_OK && hp->n_ff_shexp == 0)
+        rc = st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs "
+                        "expert_shared_feed_forward_length > 0", c->arch);
+    if (rc != ST_OK)
+        return rc;
+    hp->attn_gate = true;
+    hp->n_recurrent = 0;
+    for (int64_t il = 0; il < hp->n_layer && rc == ST_OK; il++) {
+        bool rec = false;
+        rc = st_desc_is_recurrent(c, hp, il, &rec);
+        hp->n_recurrent += rec;
+    }
+    return rc;
+}
+
+/* Entry il of <arch>.attention.recurrent_layers (bools, or integers 0/1). */
+static enum st_status recurrent_entry(struct st_desc_ctx *c, const struct st_gguf_kv *kv,
+                                      int64_t il, bool *out)
+{
+    int64_t v = 0;
+    if (!st_gguf_arr_i64(kv, (uint64_t)il, &v))
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s.attention.recurrent_layers has "
+                          "no bool or integer entry for layer %lld", c->arch, (long long)il);
+    *out = v != 0;
+    return ST_OK;
+}
+
+enum st_status st_desc_is_recurrent(struct st_desc_ctx *c, const struct st_hparams *hp,
+                                    int64_t il, bool *out)
+{
+    char key[128];
+    *out = false;
+    if (il >= hp->n_layer)
+        return ST_OK;   /* the MTP block is full attention */
+    snprintf(key, sizeof(key), "%s.attention.recurrent_layers", c->arch);
+    const struct st_gguf_kv *kv = st_gguf_find_kv(c->g, key);
+    if (kv)
+        return recurrent_entry(c, kv, il, out);
+    int64_t every;
+    enum st_status rc = st_desc_key_int(c, "full_attention_interval", false, 4, &every);
+    if (rc != ST_OK)
+        return rc;
+    if (every < 1)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s.full_attention_interval must "
+                          "be >= 1", c->arch);
+    *out = (il + 1) % every != 0;
+    return ST_OK;
+}
+
+enum st_status st_desc_bind_recurrent(struct st_desc_ctx *c, const struct st_hparams *hp,
+                                      int64_t il, struct st_layer_desc *L)
+{
+    const struct st_ssm_hparams *s = &hp->ssm;
+    int64_t E = hp->n_embd, Hv = s->n_v_heads, Cv = s->d_inner;
+    int64_t conv = 2 * s->n_k_heads * s->head_dim + Cv;
+    char name[96];
+    snprintf(name, sizeof(name), "blk.%lld.ssm_dt.bias", (long long)il);
+    enum st_status rc = st_desc_bind(c, name, ST_DESC_NORM, true, Hv, 1, 1, &L->ssm_dt);
+    snprintf(name, sizeof(name), "blk.%lld.ssm_a", (long long)il);
+    if (rc == ST_OK) rc = st_desc_bind(c, name, ST_DESC_NORM, true, Hv, 1, 1, &L->ssm_a);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "attn_qkv", ST_DESC_WEIGHT, true, E, conv, 1, &L->wqkv);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "attn_gate", ST_DESC_WEIGHT, true, E, Cv, 1, &L->wz);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ssm_conv1d", ST_DESC_NORM, true, s->conv_kernel, conv, 1,
+                              &L->ssm_conv1d);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ssm_alpha", ST_DESC_WEIGHT, true, E, Hv, 1, &L->ssm_alpha);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ssm_beta", ST_DESC_WEIGHT, true, E, Hv, 1, &L->ssm_beta);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ssm_norm", ST_DESC_NORM, true, s->head_dim, 1, 1,
+                              &L->ssm_norm);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ssm_out", ST_DESC_WEIGHT, true, Cv, E, 1, &L->ssm_out);
+    return rc;
+}
+
+enum st_status st_desc_bind_gated_shexp(struct st_desc_ctx *c, const struct st_hparams *hp,
+                                        int64_t il, struct st_layer_desc *L)
+{
+    int64_t E = hp->n_embd, Fs = hp->n_ff_shexp;
+    enum st_status rc = st_desc_bind_blk(c, il, "ffn_gate_inp_shexp", ST_DESC_WEIGHT, true, E, 1,
+                                         1, &L->ffn_gate_inp_shexp);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ffn_gate_shexp", ST_DESC_WEIGHT, true, E, Fs, 1,
+                              &L->ffn_gate_shexp);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ffn_up_shexp", ST_DESC_WEIGHT, true, E, Fs, 1,
+                              &L->ffn_up_shexp);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ffn_down_shexp", ST_DESC_WEIGHT, true, Fs, E, 1,
+                              &L->ffn_down_shexp);
+    return rc;
+}

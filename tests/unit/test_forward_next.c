@@ -1,0 +1,249 @@
+/* test_forward_next.c -- qwen35moe (make-model's next-tiny): the optimized
+ * forward on the CPU backend against the naive reference (forward_ref_next.c,
+ * written from llama.cpp's qwen35moe graph), and the recurrent state's
+ * rules: a prompt read in one step equals the same prompt fed a token at a
+ * time, slots do not see each other, position 0 starts afresh; plus the
+ * loader's errors for a malformed file.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward_ref.h"
+#include "strata/forward.h"
+#include "strata/gguf_write.h"
+#include "strata/model_desc.h"
+#include "strata/make_model.h"
+#include "support.h"
+
+#define N_PROMPT 40   /* crosses the 16-row chunks the first test reads in */
+#define N_DECODE 8
+#define N_CTX 128
+
+static const char *const types[] = { "f32", "q8_0", "q4_k" };
+
+static void make(const char *path, const char *quant, uint64_t seed)
+{
+    struct st_make_model_opts o = { .out_path = path, .preset = "next-tiny", .quant = quant,
+                                    .seed = seed };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "make-model %s: %s", quant, err.msg);
+}
+
+static struct st_model *load(const char *path, int32_t slots, int32_t max_rows)
+{
+    struct st_err err = { 0 };
+    struct st_model *m = NULL;
+    ck_assert_msg(st_model_open(path, &m, &err) == ST_OK, "open: %s", err.msg);
+    struct st_model_params p = { .n_threads = 2, .n_slots = slots, .n_ctx = N_CTX,
+                                 .max_rows = max_rows, .max_out = N_PROMPT };
+    ck_assert_msg(st_model_load(m, &p, NULL, NULL, &err) == ST_OK, "load: %s", err.msg);
+    return m;
+}
+
+/* Read n tokens of slot s from position p0 with logits for every row. */
+static const float *read_rows(struct st_model *m, const int32_t *tok, int64_t n, int32_t s,
+                              int64_t p0)
+{
+    int32_t slots[N_PROMPT];
+    int64_t pos[N_PROMPT], outs[N_PROMPT];
+    for (int64_t i = 0; i < n; i++) {
+        slots[i] = s;
+        pos[i] = p0 + i;
+        outs[i] = i;
+    }
+    struct st_model_batch b = { n, tok, slots, pos, n, outs };
+    const float *logits = NULL;
+    struct st_err err = { 0 };
+    ck_assert_msg(st_model_forward(m, &b, &logits, &err) == ST_OK, "forward: %s", err.msg);
+    return logits;
+}
+
+/* Every row against the reference: f32 weights to float rounding, the
+ * quantized types as test_forward_ref.c judges them (the fast path rounds
+ * activations before each matmul; the emulating reference does too). */
+START_TEST(test_next_matches_reference)
+{
+    const char *quant = types[_i];
+    char dir[256], path[320];
+    support_tmpdir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/next-%s.gguf", dir, quant);
+    make(path, quant, 5);
+    struct st_model *m = load(path, 1, 16);
+    int64_t nv = st_model_hparams(m)->n_vocab;
+    struct ref_model *r = ref_new(st_model_description(m), N_CTX, strcmp(quant, "f32") != 0);
+    int32_t tok[N_PROMPT + N_DECODE];
+    ref_tokens(11, tok, N_PROMPT, nv);
+    const float *fast = read_rows(m, tok, N_PROMPT, 0, 0);
+    float *ref = malloc((size_t)nv * sizeof(float));
+    double worst = 1.0;
+    int argmax_bad = 0, n = 0, close = 0;
+    for (int64_t i = 0; i < N_PROMPT + N_DECODE; i++, n++) {
+        if (i >= N_PROMPT) {
+            tok[i] = ref_compare(ref, ref, nv, 0).argmax;
+            fast = read_rows(m, &tok[i], 1, 0, i);
+        }
+        ref_step(r, tok[i], i, ref);
+        struct ref_cmp c = ref_compare(ref, fast + (i < N_PROMPT ? i * nv : 0), nv, 0.001);
+        worst = c.cos < worst ? c.cos : worst;
+        argmax_bad += !c.argmax_ok;
+        close += c.cos >= 0.999;
+        if (strcmp(quant, "f32") == 0)
+            ck_assert_msg(c.rel <= 1e-3, "%s row %lld: rel %g (cos %.7f)", quant, (long long)i,
+                          c.rel, c.cos);
+    }
+    fprintf(stderr, "forward_next %s: worst cos %.7f, %d/%d rows >= 0.999, argmax misses %d\n",
+            quant, worst, close, n, argmax_bad);
+    ck_assert_msg(close * 5 >= n * 4, "%s: only %d of %d rows within cosine 0.999", quant,
+                  close, n);
+    ck_assert_msg(argmax_bad <= 2, "%s: %d rows with another argmax", quant, argmax_bad);
+    free(ref);
+    ref_free(r);
+    st_model_free(m);
+    support_rmtree(dir);
+}
+END_TEST
+
+static double max_rel(const float *a, const float *b, int64_t n)
+{
+    double mx = 0, scale = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        mx = d > mx ? d : mx;
+        scale = fabs(a[i]) > scale ? fabs(a[i]) : scale;
+    }
+    return mx / scale;
+}
+
+/* The state carries across steps and restarts at position 0: slot 0 reads
+ * the prompt in one step, slot 1 a token at a time (after an unrelated
+ * sequence it then restarts), and slot 2 reads another prompt in between;
+ * every row of slot 1 equals slot 0's. */
+START_TEST(test_next_state_rules)
+{
+    char dir[256], path[320];
+    support_tmpdir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/next.gguf", dir);
+    make(path, "f32", 3);
+    struct st_model *m = load(path, 3, 64);
+    int64_t nv = st_model_hparams(m)->n_vocab;
+    int32_t tok[N_PROMPT], other[N_PROMPT];
+    ref_tokens(21, tok, N_PROMPT, nv);
+    ref_tokens(22, other, N_PROMPT, nv);
+    float *whole = malloc((size_t)(N_PROMPT * nv) * sizeof(float));
+    memcpy(whole, read_rows(m, tok, N_PROMPT, 0, 0), (size_t)(N_PROMPT * nv) * sizeof(float));
+    (void)read_rows(m, other, 7, 1, 0);   /* slot 1 holds something else first */
+    for (int64_t i = 0; i < N_PROMPT; i++) {
+        if (i % 9 == 4)
+            (void)read_rows(m, other + i % 20, 3, 2, i % 20);   /* a neighbour's step */
+        const float *one = read_rows(m, &tok[i], 1, 1, i);
+        double rel = max_rel(whole + i * nv, one, nv);
+        ck_assert_msg(rel <= 1e-4, "row %lld: one step vs token at a time differ by %g",
+                      (long long)i, rel);
+    }
+    free(whole);
+    st_model_free(m);
+    support_rmtree(dir);
+}
+END_TEST
+
+/* The next-tiny file's general.architecture and qwen35moe.* scalar keys
+ * and its tensors copied to 'out', with u32 key 'set' replaced (NULL none)
+ * and tensor 'skip' left out; the description's load status. */
+static enum st_status variant(const char *src, const char *out, const char *set, uint32_t v,
+                              const char *skip, struct st_err *err)
+{
+    struct st_gguf *g;
+    ck_assert_int_eq(st_gguf_open(src, &g, err), ST_OK);
+    struct st_gguf_writer *w = st_gguf_writer_new(0);
+    for (int64_t i = 0; i < st_gguf_n_kv(g); i++) {
+        const struct st_gguf_kv *kv = st_gguf_kv_at(g, i);
+        struct st_str k = st_gguf_kv_key(kv), sv;
+        char key[128];
+        double f;
+        uint64_t u;
+        snprintf(key, sizeof(key), "%.*s", (int)k.len, k.ptr);
+        if ((strncmp(key, "qwen35moe.", 10) != 0 && strcmp(key, "general.architecture") != 0) ||
+            (set && strcmp(key, set) == 0))
+            continue;
+        enum st_gguf_type t = st_gguf_kv_type(kv);
+        if (t == ST_GGUF_STRING && st_gguf_kv_str(kv, &sv))
+            st_gguf_writer_set_strn(w, key, sv);
+        else if (t == ST_GGUF_F32 && st_gguf_kv_f64(kv, &f))
+            st_gguf_writer_set_f32(w, key, (float)f);
+        else if (st_gguf_kv_u64(kv, &u))
+            st_gguf_writer_set_u32(w, key, (uint32_t)u);
+    }
+    if (set)
+        st_gguf_writer_set_u32(w, set, v);
+    for (int64_t i = 0; i < st_gguf_n_tensors(g); i++) {
+        const struct st_gguf_tensor *t = st_gguf_tensor(g, i);
+        char name[96];
+        snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
+        if (!skip || strcmp(name, skip) != 0)
+            st_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data);
+    }
+    ck_assert_int_eq(st_gguf_writer_write(w, out, err), ST_OK);
+    st_gguf_writer_free(w);
+    st_gguf_close(g);
+    struct st_gguf *g2;
+    struct st_model_desc *d = NULL;
+    ck_assert_int_eq(st_gguf_open(out, &g2, err), ST_OK);
+    enum st_status rc = st_model_desc_load(g2, &d, err);
+    if (rc == ST_OK) {   /* blocks 0-2 DeltaNet, 3 attention, from the interval */
+        ck_assert(d->layers[0].recurrent && d->layers[2].recurrent && !d->layers[3].recurrent);
+        ck_assert_int_eq(d->hp.n_recurrent, 3);
+    }
+    st_model_desc_free(d);
+    st_gguf_close(g2);
+    return rc;
+}
+
+/* Keys that do not fit, and missing tensors, are refused naming them. */
+START_TEST(test_next_refused_variants)
+{
+    static const struct { const char *key; uint32_t v; const char *skip, *msg; } cases[] = {
+        { "qwen35moe.ssm.inner_size", 60, NULL, "ssm sizes are inconsistent" },
+        { "qwen35moe.ssm.group_count", 3, NULL, "ssm sizes are inconsistent" },
+        { "qwen35moe.ssm.conv_kernel", 1, NULL, "ssm sizes are inconsistent" },
+        { "qwen35moe.full_attention_interval", 0, NULL, "full_attention_interval" },
+        { NULL, 0, "blk.1.ssm_a", "'blk.1.ssm_a' is missing" },
+        { NULL, 0, "blk.0.ssm_conv1d.weight", "'blk.0.ssm_conv1d.weight' is missing" },
+        { NULL, 0, "blk.3.attn_q_norm.weight", "'blk.3.attn_q_norm.weight' is missing" },
+        { NULL, 0, "blk.2.ffn_gate_inp_shexp.weight", "ffn_gate_inp_shexp.weight' is missing" },
+    };
+    char dir[256], path[320], bad[336];
+    struct st_err err = { 0 };
+    support_tmpdir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/next.gguf", dir);
+    snprintf(bad, sizeof(bad), "%s/bad.gguf", dir);
+    make(path, "q8_0", 1);
+    ck_assert_msg(variant(path, bad, NULL, 0, NULL, &err) == ST_OK, "the copy: %s", err.msg);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        enum st_status rc = variant(path, bad, cases[c].key, cases[c].v, cases[c].skip, &err);
+        ck_assert_int_eq(rc, ST_ERR_BAD_MODEL);
+        ck_assert_msg(strstr(err.msg, cases[c].msg), "case %d: '%s' lacks '%s'", (int)c,
+                      err.msg, cases[c].msg);
+    }
+    support_rmtree(dir);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("forward_next");
+    TCase *t = tcase_create("next");
+    tcase_set_timeout(t, 300);
+    tcase_add_loop_test(t, test_next_matches_reference, 0, (int)(sizeof(types) / sizeof(types[0])));
+    tcase_add_test(t, test_next_state_rules);
+    tcase_add_test(t, test_next_refused_variants);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(suite(), CK_FORK);
+}
