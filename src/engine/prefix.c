@@ -150,10 +150,16 @@ static int64_t share(const struct st_prefix_cache *c, int64_t n, const struct st
 }
 
 /* The prefix of req's prompt free slot 'sl' could keep. The caller knows
- * the slot is free. */
-static int64_t reusable(const struct st_engine_slot *sl, const struct st_request *req)
+ * the slot is free. A recurrent model's state stands for all of the slot's
+ * cached ids and cannot be cut back: it is kept only when all of them
+ * start the prompt (a conversation's next turn). */
+static int64_t reusable(const struct st_engine *e, const struct st_engine_slot *sl,
+                        const struct st_request *req)
 {
-    return share(&sl->cache, sl->cache.n_kv, req);
+    int64_t len = share(&sl->cache, sl->cache.n_kv, req);
+    if (e->runner && e->runner->recurrent && len != sl->cache.n_kv)
+        return 0;
+    return len;
 }
 
 /* Positions of slot sl's KV that are final and whose ids it knows: a free
@@ -206,13 +212,13 @@ static int32_t choose_slot(void *ctx, const struct st_sched_job *job, int32_t of
     if (e->model < 0 || job->model != e->model || offered < 0 || offered >= e->n_slots)
         return offered;
     int32_t best = offered;
-    int64_t best_len = reusable(&e->slots[offered], req);
+    int64_t best_len = reusable(e, &e->slots[offered], req);
     int best_rank = rank_of(&e->slots[offered], best_len, req);
     for (int32_t i = 0; i < e->n_active && i < e->n_slots; i++) {
         const struct st_engine_slot *sl = &e->slots[i];
         if (i == offered || sl->req)
             continue;
-        int64_t len = reusable(sl, req);
+        int64_t len = reusable(e, sl, req);
         int rank = rank_of(sl, len, req);
         if (better(sl, len, rank, &e->slots[best], best_len, best_rank)) {
             best = i;
@@ -271,8 +277,7 @@ void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
                            struct st_request *req)
 {
     struct st_prefix_cache *c = &sl->cache;
-    /* sl->req is not set yet; recurrent state cannot be cut back to a prefix */
-    int64_t keep = e->runner && e->runner->recurrent ? 0 : reusable(sl, req);
+    int64_t keep = reusable(e, sl, req);   /* sl->req is not set yet */
     /* ids[common..) are overwritten below: their scores go, whether or not
      * this request keeps the KV (the scores of ids it does not change hold
      * for the KV it rewrites: the same tokens) */
@@ -479,6 +484,9 @@ void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,
     struct st_prefix_cache *c = &sl->cache;
     int64_t keep = outcome == ST_OUTCOME_FAILED ? 0 : ST_MIN(c->n_ids, sl->n_past);
     keep = ST_MAX(keep, (int64_t)0);
+    /* recurrent state is at n_past: short of that it cannot be kept */
+    if (e->runner && e->runner->recurrent && keep != sl->n_past)
+        keep = 0;
     /* The KV may hold more than n_past (drafts of a verify the request ended
      * in): cut it to what the ids describe. */
     st_runner_kv_truncate(e->runner, sl->index, keep);

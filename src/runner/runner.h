@@ -205,9 +205,10 @@ struct st_runner {
                                         * runner sizes its step for them. 0 = none */
     bool    recurrent;                 /* set by load: the model keeps per-slot recurrent
                                         * state (qwen35moe's DeltaNet layers), valid only at
-                                        * the end of what a slot has read: its cache can be
-                                        * emptied but not cut back or copied, so the engine
-                                        * reuses no prefix and drafts nothing for it */
+                                        * the end of what a slot has read: kv_truncate below
+                                        * that empties the slot, and nothing is copied; the
+                                        * engine keeps a slot's cache only whole, and drafts
+                                        * nothing */
     int64_t state_tokens;              /* set by load: a slot's recurrent state in tokens of
                                         * KV memory (0 without), so the KV usage a busy slot
                                         * reports counts its state too */

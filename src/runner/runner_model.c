@@ -423,7 +423,8 @@ static void model_kv_truncate(struct st_runner *base, int32_t slot, int64_t n_to
     if (slot < 0 || slot >= base->n_slots)
         return;
     if (n_tokens < r->kv_len[slot]) {
-        r->kv_len[slot] = n_tokens < 0 ? 0 : n_tokens;
+        /* recurrent state stands for every token read: it cannot be cut back */
+        r->kv_len[slot] = n_tokens < 0 || base->recurrent ? 0 : n_tokens;
         if (r->mtp)
             st_mtp_truncate(r->mtp, slot, r->kv_len[slot]);
     }

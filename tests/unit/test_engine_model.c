@@ -43,6 +43,7 @@ struct got {
     int     n;
     bool    ended;
     enum st_finish finish;
+    int64_t n_cached;
 };
 
 static void on_event(void *ctx, const struct st_event *ev)
@@ -55,6 +56,7 @@ static void on_event(void *ctx, const struct st_event *ev)
     }
     g->ended = true;
     g->finish = ev->finish;
+    g->n_cached = ev->n_cached;
 }
 
 static const char *const prompts[N_REQ] = {
@@ -208,6 +210,63 @@ START_TEST(test_engine_model_np4_same_tokens_as_alone)
 }
 END_TEST
 
+/* One greedy request for the given prompt ids (N_GEN tokens) on pool. */
+static void run_ids(struct st_engine_pool *pool, const int32_t *ids, int64_t n, struct got *out)
+{
+    struct st_err err = { 0 };
+    struct st_request *req = st_request_new();
+    memset(out, 0, sizeof(*out));
+    snprintf(req->id, sizeof(req->id), "ids%lld", (long long)n);
+    req->prompt = strdup("(ids)");
+    req->tokens = malloc((size_t)n * sizeof(int32_t));
+    memcpy(req->tokens, ids, (size_t)n * sizeof(int32_t));
+    req->n_tokens = n;
+    req->params.max_tokens = N_GEN;
+    req->params.ignore_eos = true;
+    req->params.temperature = 0.0f;   /* greedy */
+    req->params.top_k = 40;
+    req->params.top_p = 1.0f;
+    req->emit = on_event;
+    req->emit_ctx = out;
+    ck_assert_msg(st_engine_pool_submit(pool, req, &err) == ST_OK, "%s", err.msg);
+    for (int steps = 0; steps < 10000 && st_engine_pool_step(pool, 0); steps++)
+        ;
+    ck_assert(out->ended);
+    ck_assert_int_eq(out->n, N_GEN);
+    st_request_unref(req);
+}
+
+/* A conversation's next turn on a recurrent model: the second prompt starts
+ * with everything the slot read for the first (its prompt and reply), so
+ * the slot's state is kept and only the rest is read; the reply equals the
+ * same prompt read from scratch in a new pool. */
+START_TEST(test_engine_model_next_turn_keeps_state)
+{
+    int32_t first[20], second[20 + N_GEN + 3];
+    for (int i = 0; i < 20; i++)
+        first[i] = 40 + 7 * i;
+    struct fixture_pool f;
+    struct got a, b, fresh;
+    fixture_pool_start_ub(&f, path, 1, 64, 0, 0);
+    run_ids(f.pool, first, 20, &a);
+    memcpy(second, first, sizeof(first));
+    memcpy(second + 20, a.tokens, N_GEN * sizeof(int32_t));
+    second[20 + N_GEN] = 11, second[21 + N_GEN] = 12, second[22 + N_GEN] = 13;
+    run_ids(f.pool, second, 20 + N_GEN + 3, &b);
+    ck_assert_int_eq(b.n_cached, 20 + N_GEN - 1);   /* the last reply token was never fed */
+    run_ids(f.pool, first, 20, &fresh);             /* not a continuation: read from 0 */
+    ck_assert_int_eq(fresh.n_cached, 0);
+    fixture_pool_stop(&f);
+    fixture_pool_start_ub(&f, path, 1, 64, 0, 0);
+    run_ids(f.pool, second, 20 + N_GEN + 3, &fresh);
+    ck_assert_int_eq(fresh.n_cached, 0);
+    for (int g = 0; g < N_GEN; g++)
+        ck_assert_msg(b.tokens[g] == fresh.tokens[g], "token %d: kept state %d, fresh %d", g,
+                      b.tokens[g], fresh.tokens[g]);
+    fixture_pool_stop(&f);
+}
+END_TEST
+
 static void assert_same_runs(const struct got *a, const struct got *b, const char *what)
 {
     for (int i = 0; i < N_REQ; i++) {
@@ -275,6 +334,7 @@ static Suite *engine_model_suite(void)
     tcase_set_timeout(next, 60);
     tcase_add_test(next, test_engine_model_greedy_matches_runner);
     tcase_add_test(next, test_engine_model_np4_same_tokens_as_alone);
+    tcase_add_test(next, test_engine_model_next_turn_keeps_state);
     suite_add_tcase(s, next);
     return s;
 }
