@@ -190,6 +190,16 @@ size_t st_model_weight_bytes(const struct st_model *m);
 const struct st_model_params *st_model_params_of(const struct st_model *m);
 struct st_backend *st_model_backend(const struct st_model *m);
 size_t st_model_kv_bytes(const struct st_model *m);
+/* (models with recurrent layers: st_model_hparams(m)->n_recurrent > 0)
+ * Copy slot's recurrent state of every layer aside, or back from there
+ * (one saved copy per slot; the first save allocates room for all of
+ * them, counted in st_model_kv_bytes). The runner saves before a step
+ * that verifies drafts and restores when some are rejected. */
+ST_MUST_CHECK
+enum st_status st_model_state_save(struct st_model *m, int32_t slot, struct st_err *err);
+ST_MUST_CHECK
+enum st_status st_model_state_restore(struct st_model *m, int32_t slot, struct st_err *err);
+
 /* The part of st_model_kv_bytes that is per-slot recurrent state
  * (qwen35moe's DeltaNet layers; 0 for other architectures). */
 size_t st_model_state_bytes(const struct st_model *m);

@@ -65,18 +65,17 @@ static enum st_status delta_net(struct st_model *m, const struct st_fwd_layer *w
 }
 
 static enum st_status gated_attention(struct st_model *m, const struct st_fwd_layer *w,
+                                      const struct st_tensor *kc, const struct st_tensor *vc,
                                       const struct st_fwd_rows *r, struct st_err *err)
 {
     struct st_backend *be = m->be;
-    struct st_tensor kc = st_tensor_slice(&m->kcache, 3, w->kv_index, 1);
-    struct st_tensor vc = st_tensor_slice(&m->vcache, 3, w->kv_index, 1);
     TRY(st_backend_matmul(be, &r->k, &r->h, &w->wk, err));
     TRY(st_backend_matmul(be, &r->v, &r->h, &w->wv, err));
     TRY(st_fwd_norm_rope(m, &r->k, &w->k_norm, r, err));
     TRY(st_backend_matmul(be, &r->q, &r->h, &w->wq, err));
     TRY(st_backend_matmul(be, &r->qgate, &r->h, &w->wq_gate, err));
     TRY(st_fwd_norm_rope(m, &r->q, &w->q_norm, r, err));
-    TRY(st_fwd_attend(m, &kc, &vc, r, err));
+    TRY(st_fwd_attend(m, kc, vc, r, err));
     TRY(st_backend_sigmoid_mul(be, &r->att, &r->att, &r->qgate, err));
     return st_backend_matmul(be, &r->o, &r->att, &w->wo, err);
 }
@@ -93,14 +92,27 @@ static enum st_status gated_ffn(struct st_model *m, const struct st_fwd_layer *w
     return st_backend_add(be, &r->o, &r->o, &r->so, err);
 }
 
-enum st_status st_fwd_hybrid_layer(struct st_model *m, const struct st_fwd_layer *w,
+enum st_status st_fwd_hybrid_block(struct st_model *m, const struct st_fwd_layer *w,
+                                   const struct st_tensor *kc, const struct st_tensor *vc,
                                    const struct st_fwd_rows *r, bool h_ready,
                                    const struct st_tensor *next_norm, struct st_err *err)
 {
     if (!h_ready)
         TRY(st_backend_rms_norm(m->be, &r->h, &r->x, &w->attn_norm, m->desc->hp.rms_eps, err));
-    TRY(w->state_index >= 0 ? delta_net(m, w, r, err) : gated_attention(m, w, r, err));
+    TRY(w->state_index >= 0 ? delta_net(m, w, r, err) : gated_attention(m, w, kc, vc, r, err));
     TRY(st_fwd_residual(m, r, &w->ffn_norm, err));   /* x += o; h = post_attention_norm(x) */
     TRY(gated_ffn(m, w, r, err));
     return st_fwd_residual(m, r, next_norm, err);
+}
+
+enum st_status st_fwd_hybrid_layer(struct st_model *m, const struct st_fwd_layer *w,
+                                   const struct st_fwd_rows *r, bool h_ready,
+                                   const struct st_tensor *next_norm, struct st_err *err)
+{
+    struct st_tensor kc = { 0 }, vc = { 0 };
+    if (w->kv_index >= 0) {
+        kc = st_tensor_slice(&m->kcache, 3, w->kv_index, 1);
+        vc = st_tensor_slice(&m->vcache, 3, w->kv_index, 1);
+    }
+    return st_fwd_hybrid_block(m, w, &kc, &vc, r, h_ready, next_norm, err);
 }

@@ -126,6 +126,8 @@ struct st_model {
      * at the end of what the slot has read (it cannot be cut back) */
     struct st_tensor       conv_state;   /* f32 [C3, K-1, S, Lr] */
     struct st_tensor       delta_state;  /* f32 [Dv, Dv, Hv, S*Lr] */
+    struct st_tensor       conv_saved, delta_saved;   /* the same: st_model_state_save's
+                                          * copies (allocated by its first call) */
     struct st_fwd_act      act;
     size_t                 kv_bytes, act_bytes;   /* kv_bytes counts the recurrent state */
     float                 *logits_host;  /* owned: float [O][V] */
@@ -173,18 +175,29 @@ ST_MUST_CHECK
 enum st_status st_fwd_moe(struct st_model *m, const struct st_fwd_layer *w,
                           const struct st_fwd_rows *r, struct st_err *err);
 
-/* forward_hybrid.c: one qwen35moe layer over the rows of r (Gated DeltaNet
- * or gated attention, then the routed and the gated shared expert), with
- * st_fwd_layer_block's h_ready / next_norm contract. */
+/* forward_hybrid.c: one qwen35moe block over the rows of r (Gated DeltaNet
+ * or gated attention over kc/vc, then the routed and the gated shared
+ * expert), with st_fwd_layer_block's h_ready / next_norm contract; the MTP
+ * layer runs its nextn block through it. */
+ST_MUST_CHECK
+enum st_status st_fwd_hybrid_block(struct st_model *m, const struct st_fwd_layer *w,
+                                   const struct st_tensor *kc, const struct st_tensor *vc,
+                                   const struct st_fwd_rows *r, bool h_ready,
+                                   const struct st_tensor *next_norm, struct st_err *err);
+/* The same for main layer w on its own slice of the model's KV cache. */
 ST_MUST_CHECK
 enum st_status st_fwd_hybrid_layer(struct st_model *m, const struct st_fwd_layer *w,
                                    const struct st_fwd_rows *r, bool h_ready,
                                    const struct st_tensor *next_norm, struct st_err *err);
 
 /* model_load_hybrid.c: a qwen35moe layer's own weights (the split attn_q,
- * the DeltaNet tensors, the shared expert's gate). */
+ * the DeltaNet tensors, the shared expert's gate): layer l of the main
+ * model into m->layers[l], or (mtp) the nextn block d into *w. */
 ST_MUST_CHECK
 enum st_status st_fwd_load_hybrid(struct st_model *m, int64_t l, struct st_err *err);
+ST_MUST_CHECK
+enum st_status st_fwd_load_hybrid_block(struct st_model *m, const struct st_layer_desc *d,
+                                        struct st_fwd_layer *w, struct st_err *err);
 
 /* model_load_hybrid.c: the recurrent state of every slot (nothing for other
  * architectures); adds its bytes to kv_bytes. */

@@ -49,6 +49,12 @@ enum st_status st_fwd_load_hybrid(struct st_model *m, int64_t l, struct st_err *
         before += desc->layers[i].recurrent == d->recurrent;
     w->kv_index = d->recurrent ? -1 : before;
     w->state_index = d->recurrent ? before : -1;
+    return st_fwd_load_hybrid_block(m, d, w, err);
+}
+
+enum st_status st_fwd_load_hybrid_block(struct st_model *m, const struct st_layer_desc *d,
+                                        struct st_fwd_layer *w, struct st_err *err)
+{
     enum st_status rc = wrap(m, d->ffn_gate_inp_shexp, &w->shexp_gate, err);
     if (rc == ST_OK && !d->recurrent)
         return split_q(m, d->wq, w, err);

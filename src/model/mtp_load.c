@@ -16,9 +16,7 @@
 bool st_mtp_available(const struct st_model *m)
 {
     const struct st_hparams *hp = &m->desc->hp;
-    /* a recurrent model's MTP needs its state rolled back after a rejected
-     * draft: not built yet (docs/ENGINE.md "qwen35moe") */
-    return hp->n_nextn > 0 && hp->rope_neox && hp->n_recurrent == 0 &&
+    return hp->n_nextn > 0 && hp->rope_neox &&
            m->desc->layers[hp->n_layer].nextn_eh_proj != NULL;
 }
 
@@ -41,8 +39,11 @@ static enum st_status wrap_block(struct st_mtp *t, const struct st_layer_desc *d
                                  struct st_err *err)
 {
     struct st_fwd_layer *w = &t->w;
+    bool gated = t->m->desc->hp.attn_gate;   /* qwen35moe: attn_q is split below */
+    w->kv_index = -1;                        /* the block has its own cache */
+    w->state_index = -1;                     /* and is attention, never recurrent */
     const struct { const struct st_gguf_tensor *g; struct st_tensor *t; } all[] = {
-        { d->attn_norm, &w->attn_norm }, { d->wq, &w->wq }, { d->wk, &w->wk },
+        { d->attn_norm, &w->attn_norm }, { gated ? NULL : d->wq, &w->wq }, { d->wk, &w->wk },
         { d->wv, &w->wv }, { d->wo, &w->wo }, { d->q_norm, &w->q_norm },
         { d->k_norm, &w->k_norm }, { d->ffn_norm, &w->ffn_norm }, { d->ffn_gate, &w->ffn_gate },
         { d->ffn_up, &w->ffn_up }, { d->ffn_down, &w->ffn_down },
@@ -58,6 +59,8 @@ static enum st_status wrap_block(struct st_mtp *t, const struct st_layer_desc *d
     enum st_status rc = ST_OK;
     for (size_t i = 0; i < ST_ARRAY_LEN(all) && rc == ST_OK; i++)
         rc = wrap(t, all[i].g, all[i].t, err);
+    if (rc == ST_OK && gated)
+        rc = st_fwd_load_hybrid_block(t->m, d, w, err);
     if (rc != ST_OK)
         return rc;
     const struct st_model *m = t->m;

@@ -206,9 +206,9 @@ struct st_runner {
     bool    recurrent;                 /* set by load: the model keeps per-slot recurrent
                                         * state (qwen35moe's DeltaNet layers), valid only at
                                         * the end of what a slot has read: kv_truncate below
-                                        * that empties the slot, and nothing is copied; the
-                                        * engine keeps a slot's cache only whole, and drafts
-                                        * nothing */
+                                        * that empties the slot (but for a cut into the last
+                                        * verify step, which the runner undoes) and nothing is
+                                        * copied; the engine keeps a slot's cache only whole */
     int64_t state_tokens;              /* set by load: a slot's recurrent state in tokens of
                                         * KV memory (0 without), so the KV usage a busy slot
                                         * reports counts its state too */

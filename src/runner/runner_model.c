@@ -146,6 +146,8 @@ static enum st_status model_load(struct st_runner *base, const struct st_clock *
     rc = st_model_load(r->model, &p, progress, ctx, err);
     if (rc == ST_OK)
         base->state_tokens = state_tokens(r->model, base);
+    if (rc == ST_OK && base->recurrent && ST_MAX(drafts, spec) > 0)
+        rc = st_runner_rollback_init(r, 1 + ST_MAX(drafts, spec), err);
     if (rc == ST_OK && drafts > 0) {
         rc = st_mtp_new(r->model, drafts, &r->mtp, err);
         if (rc != ST_OK)
@@ -159,6 +161,7 @@ static void model_unload(struct st_runner *base)
     struct model_runner *r = (struct model_runner *)base;
     st_mtp_free(r->mtp);
     r->mtp = NULL;
+    st_runner_rollback_free(r);
     st_model_unload(r->model);
 }
 
@@ -397,10 +400,12 @@ static enum st_status model_forward(struct st_runner *base, const struct st_runn
         if (rc != ST_OK)
             return rc;
     }
-    struct st_model_batch mb = { n, r->row_tok, r->row_slot, r->row_pos, n_out, r->out_rows };
-    enum st_status rc = draws_only(r, batch, n_out)
-                            ? forward_drawn(r, batch, &mb, out, err)
-                            : forward_logits(r, batch, &mb, out, err);
+    struct st_model_batch mb = {n, r->row_tok, r->row_slot, r->row_pos, n_out, r->out_rows};
+    enum st_status rc = r->saved_pos ? st_runner_rollback_mark(r, batch, err) : ST_OK;
+    if (rc != ST_OK)
+        return rc;
+    rc = draws_only(r, batch, n_out) ? forward_drawn(r, batch, &mb, out, err)
+                                     : forward_logits(r, batch, &mb, out, err);
     /* a forward without the upkeep: the MTP layer's states of those positions
      * go, and it keeps the new ones for its catch-up (mtp.h "Catch-up") */
     if (rc == ST_OK && r->mtp && !step_mtp(r, batch))
@@ -423,8 +428,12 @@ static void model_kv_truncate(struct st_runner *base, int32_t slot, int64_t n_to
     if (slot < 0 || slot >= base->n_slots)
         return;
     if (n_tokens < r->kv_len[slot]) {
-        /* recurrent state stands for every token read: it cannot be cut back */
-        r->kv_len[slot] = n_tokens < 0 || base->recurrent ? 0 : n_tokens;
+        /* recurrent state stands for every token read: only a cut into the last
+         * verify step can be undone (runner_rollback.c); others empty the slot */
+        int64_t keep = !base->recurrent ? n_tokens
+                       : r->saved_pos   ? st_runner_rollback_cut(r, slot, n_tokens)
+                                        : 0;
+        r->kv_len[slot] = keep < 0 ? 0 : keep;
         if (r->mtp)
             st_mtp_truncate(r->mtp, slot, r->kv_len[slot]);
     }

@@ -60,7 +60,28 @@ struct model_runner {
     /* (MTP) while loaded with base.mtp_draft > 0 and a model that has the layer */
     struct st_mtp     *mtp;          /* owned; NULL = no MTP */
     struct st_mtp_draft *drafts;     /* owned [n_slots]: draft call scratch */
+    /* (drafts on a recurrent model, runner_rollback.c) per slot: the position its
+     * saved state stands at (-1: none) and the tokens of the step that followed */
+    int64_t           *saved_pos;    /* owned [n_slots] */
+    int32_t           *saved_n;      /* owned [n_slots] */
+    int32_t           *saved_tok;    /* owned [n_slots * saved_cap] */
+    int32_t            saved_cap;
 };
+
+/* runner_rollback.c: drafts on a model with recurrent state. init: room for
+ * steps of up to max_tokens rows per slot; mark (before a forward): save the
+ * state of every slot that verifies drafts in it; cut (kv_truncate to n
+ * below the slot's length): restore and read the accepted tokens again,
+ * returning the slot's new length (n, or 0 when n is not inside the last
+ * verify step or that failed: the slot starts again). */
+ST_MUST_CHECK
+enum st_status st_runner_rollback_init(struct model_runner *r, int32_t max_tokens,
+                                       struct st_err *err);
+void st_runner_rollback_free(struct model_runner *r);
+ST_MUST_CHECK
+enum st_status st_runner_rollback_mark(struct model_runner *r,
+                                       const struct st_runner_batch *batch, struct st_err *err);
+int64_t st_runner_rollback_cut(struct model_runner *r, int32_t slot, int64_t n);
 
 /* Build the tokenizer and chat template from the tokenizer.* keys of the
  * model's GGUF (docs/design/ENGINE.md 5.1). ST_ERR_BAD_MODEL when the keys are missing

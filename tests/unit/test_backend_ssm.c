@@ -23,6 +23,8 @@
 #define N 10        /* rows of the mixed step */
 
 static struct st_backend *be;
+static struct st_tensor made[32];   /* every tensor a case allocates, released by teardown */
+static int n_made;
 
 static void setup(void)
 {
@@ -31,12 +33,20 @@ static void setup(void)
     ck_assert_msg(st_backend_open("cpu", &cfg, &be, &err) == ST_OK, "%s", err.msg);
 }
 
-static void teardown(void) { st_backend_close(be); }
+static void teardown(void)
+{
+    for (int i = 0; i < n_made; i++)
+        st_backend_release(be, &made[i]);
+    n_made = 0;
+    st_backend_close(be);
+}
 
 static struct st_tensor mk(enum st_dtype t, int64_t n0, int64_t n1, int64_t n2, int64_t n3)
 {
     struct st_tensor out;
     ck_assert_int_eq(st_backend_alloc(be, t, (int64_t[4]){ n0, n1, n2, n3 }, &out, NULL), ST_OK);
+    ck_assert_int_lt(n_made, 32);
+    made[n_made++] = out;
     return out;
 }
 

@@ -101,22 +101,24 @@ END_TEST
 
 /* ---- rollback: rejections forced at every position --------------------- */
 
-START_TEST(test_engine_mtp_rollback_every_position)
+/* MTP drafts of 4 with a rejection forced at every position in turn, on
+ * the file made from preset: the same greedy tokens as without drafts. */
+static void rollback_case(const char *preset, const char *what)
 {
-    const char *path = spec_make("tiny", true, 6);
+    const char *path = spec_make(preset, true, 6);
     struct spec_result *off = malloc(sizeof(*off)), *on = malloc(sizeof(*on));
     run(&(struct spec_run){ .path = path, .np = 2, .n_gen = 48 }, off);
     struct spec_forcer f = { .truth = off };
     struct st_mtp_test hook = { .fixed_length = true, .corrupt = spec_force, .ctx = &f };
     run(&(struct spec_run){ .path = path, .np = 2, .mtp_draft = 4, .n_gen = 48, .hook = &hook },
         on);
-    report("rollback", on);
-    fprintf(stderr, "engine mtp rollback: first rejection at 0:%lld 1:%lld 2:%lld 3:%lld "
-            "none:%lld\n", (long long)f.forced[0], (long long)f.forced[1],
+    report(what, on);
+    fprintf(stderr, "engine mtp %s: first rejection at 0:%lld 1:%lld 2:%lld 3:%lld "
+            "none:%lld\n", what, (long long)f.forced[0], (long long)f.forced[1],
             (long long)f.forced[2], (long long)f.forced[3], (long long)f.forced[4]);
     for (int j = 0; j < 5; j++)
         ck_assert_msg(f.forced[j] > 0, "no draft was rejected first at position %d", j);
-    spec_same(off, on, 2, "rollback");
+    spec_same(off, on, 2, what);
     ck_assert(on->stats.mtp_accepted > 0 && on->stats.mtp_accepted < on->stats.mtp_drafted);
     /* Every decode step verified drafts, but for at most one last step per
      * request with one token left (no room to draft): a verify step emits
@@ -129,6 +131,19 @@ START_TEST(test_engine_mtp_rollback_every_position)
     spec_records_add_up(on);
     free(off);
     free(on);
+}
+
+START_TEST(test_engine_mtp_rollback_every_position)
+{
+    rollback_case("tiny", "rollback");
+}
+END_TEST
+
+/* qwen35moe: a rejected draft's rows are in the slot's recurrent state,
+ * which is restored and the accepted rows read again (runner_rollback.c). */
+START_TEST(test_engine_mtp_rollback_recurrent)
+{
+    rollback_case("next-tiny", "rollback next");
 }
 END_TEST
 
@@ -365,6 +380,7 @@ static Suite *engine_mtp_suite(void)
     tcase_add_test(tc, test_engine_mtp_greedy_identical_np1);
     tcase_add_test(tc, test_engine_mtp_greedy_identical_np4);
     tcase_add_test(tc, test_engine_mtp_rollback_every_position);
+    tcase_add_test(tc, test_engine_mtp_rollback_recurrent);
     tcase_add_test(tc, test_engine_mtp_seeded_sampling_reproducible);
     tcase_add_test(tc, test_engine_mtp_model_without_layer_serves);
     tcase_add_test(tc, test_engine_mtp_penalties_identical);

@@ -73,6 +73,12 @@ START_TEST(test_mtp_matches_reference_random)
     w = compare_path(make("small", "f32", true), &acc);
     judge("small f32", &w);
     ck_assert_msg(w.worst_cos >= 0.9999, "f32: worst cosine %.7f", w.worst_cos);
+    /* qwen35moe's nextn block: gated attention and the gated shared expert */
+    w = compare_path(make("next-tiny", "f32", true), &acc);
+    judge("next-tiny f32", &w);
+    ck_assert_msg(w.worst_cos >= 0.9999, "next f32: worst cosine %.7f", w.worst_cos);
+    w = compare_path(make("next-tiny", "q8_0", true), &acc);
+    judge("next-tiny q8_0", &w);
 }
 END_TEST
 

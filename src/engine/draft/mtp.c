@@ -439,14 +439,6 @@ void st_engine_mtp_loaded(struct st_engine *e)
     e->spec.explore_every = EXPLORE_MIN;
     e->ngram_max = p->cfg.ngram ? ST_MIN(ST_MAX(p->cfg.spec_draft, 0), ST_SPEC_MAX_DRAFT) : 0;
     const char *name = e->model >= 0 ? p->models[e->model].cfg.name : "?";
-    if (e->runner->recurrent && (e->ngram_max > 0 || p->cfg.mtp)) {
-        /* a rejected draft would need the recurrent state rolled back */
-        st_log(ST_LOG_WARN, "engine", "engine %d: model '%s' keeps recurrent state: no MTP or "
-               "n-gram drafts for it yet (docs/ENGINE.md \"qwen35moe\")", (int)e->index, name);
-        e->ngram_max = 0;
-        e->mtp_max = 0;
-        return;
-    }
     if (e->ngram_max > 0 && (p->cfg.ngram_min < 1 || p->cfg.ngram_max < p->cfg.ngram_min ||
                              p->cfg.ngram_max > ST_NGRAM_MAX_N)) {
         st_log(ST_LOG_WARN, "engine", "engine %d: n-gram lengths %d..%d are not within "
