@@ -23,20 +23,6 @@
 
 #include "cpu_ssm.h"
 
-/* a . b with eight running sums, so the loop vectorizes without
- * reassociation. */
-static float dot(const float *a, const float *b, int64_t n)
-{
-    float acc[8] = { 0 };
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++)
-            acc[l] += a[i + l] * b[i + l];
-    for (; i < n; i++)
-        acc[0] += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
 /* y += c x */
 static void axpy(float *y, float c, const float *x, int64_t n)
 {
@@ -69,21 +55,21 @@ void cpu_delta_chunk(const struct delta_job *j, int64_t r0, int64_t len, int64_t
         float gt = expf(lg[t]);
         for (int64_t row = 0; row < d; row++) {
             const float *mr = m + row * d;
-            u[t * d + row] = b[t] * (v[row] - gt * dot(mr, k + t * d, d));
-            o[t * d + row] = gt * dot(mr, q + t * d, d);
+            u[t * d + row] = b[t] * (v[row] - gt * cpu_dot8(mr, k + t * d, d));
+            o[t * d + row] = gt * cpu_dot8(mr, q + t * d, d);
         }
     }
     /* forward substitution: u_t becomes d_t once every d_s, s < t, is known */
     for (int64_t t = 1; t < len; t++)
         for (int64_t s = 0; s < t; s++) {
-            float c = b[t] * expf(lg[t] - lg[s]) * dot(k + t * d, k + s * d, d);
+            float c = b[t] * expf(lg[t] - lg[s]) * cpu_dot8(k + t * d, k + s * d, d);
             axpy(u + t * d, -c, u + s * d, d);
         }
     float scale = 1.0f / sqrtf((float)d);
     for (int64_t t = 0; t < len; t++) {
         float *ot = o + t * d, *dst = j->out + (r0 + t) * j->hv * d + h * d;
         for (int64_t s = 0; s <= t; s++)
-            axpy(ot, expf(lg[t] - lg[s]) * dot(q + t * d, k + s * d, d), u + s * d, d);
+            axpy(ot, expf(lg[t] - lg[s]) * cpu_dot8(q + t * d, k + s * d, d), u + s * d, d);
         for (int64_t i = 0; i < d; i++)
             dst[i] = ot[i] * scale;
     }

@@ -4,8 +4,8 @@
  * Rows of one slot depend on each other through the state, so the work
  * is split across threads by what is independent: channels for the conv,
  * v heads for the delta rule; each thread walks the rows in order. The
- * delta rule touches each head's D x D matrix in two passes per row (decay
- * with M.k, then the rank-1 update with M.q), plain loops the compiler
+ * delta rule touches each row of a head's D x D matrix twice per row read
+ * (M.k, then the decay and rank-1 update with M.q), loops the compiler
  * vectorizes. A run of at least CPU_DELTA_CHUNK_MIN rows of one slot (a
  * prompt read) goes through the chunked form instead (cpu_delta_chunk.c).
  */
@@ -88,17 +88,11 @@ static void delta_step(const struct delta_job *j, int64_t r, int64_t h, float *m
     float decay = expf(log_decay);
     float *o = j->out + r * j->hv * d + h * d;
     for (int64_t row_j = 0; row_j < d; row_j++) {
-        float *mj = m + row_j * d, sk = 0.0f;
-        for (int64_t i = 0; i < d; i++) {
-            mj[i] *= decay;
-            sk += mj[i] * k[i];
-        }
-        float dj = (v[row_j] - sk) * b, oj = 0.0f;
-        for (int64_t i = 0; i < d; i++) {
-            mj[i] += k[i] * dj;
-            oj += mj[i] * q[i];
-        }
-        o[row_j] = oj * scale;
+        float *mj = m + row_j * d;
+        float dj = (v[row_j] - decay * cpu_dot8(mj, k, d)) * b;
+        for (int64_t i = 0; i < d; i++)
+            mj[i] = mj[i] * decay + k[i] * dj;
+        o[row_j] = cpu_dot8(mj, q, d) * scale;
     }
 }
 
