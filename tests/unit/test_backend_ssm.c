@@ -2,7 +2,8 @@
  * backend against plain scalar references written here from the contract:
  * the conv1d and the delta rule with several slots interleaved in a step,
  * a restart at position 0, and Hv = 2 Hk; reading a run as one step equals
- * reading it a row at a time; the sigmoid gate in both shapes; and the
+ * reading it a row at a time; long runs of one slot (the chunked form)
+ * against both; the sigmoid gate in both shapes; and the
  * shapes and slots the ops refuse.
  */
 #include <check.h>
@@ -204,6 +205,87 @@ START_TEST(test_delta_net_matches_reference)
 }
 END_TEST
 
+/* A step whose long runs of one slot take the chunked form (runs of at
+ * least 16 rows, chunks of 64): slot 1 starts, slot 0 continues for 140
+ * rows (chunks 64, 64, 12), slot 1 continues for 30, slot 2 restarts for
+ * 17, slot 0 takes one more row; some rows decay so hard that the chunk's
+ * running decay underflows. Against the double reference, and against the
+ * same rows read one at a time (the recurrence), to a tolerance. */
+#define NL 189
+
+START_TEST(test_delta_net_long_runs_match_recurrence)
+{
+    static int32_t sl_l[NL], ps_l[NL];
+    int r = 0;
+    sl_l[r] = 1, ps_l[r++] = 0;
+    for (int t = 0; t < 140; t++)
+        sl_l[r] = 0, ps_l[r++] = 5 + t;
+    for (int t = 0; t < 30; t++)
+        sl_l[r] = 1, ps_l[r++] = 1 + t;
+    for (int t = 0; t < 17; t++)
+        sl_l[r] = 2, ps_l[r++] = t;
+    sl_l[r] = 0, ps_l[r++] = 145;
+    ck_assert_int_eq(r, NL);
+
+    uint64_t seed = 11;
+    static float qkv[NL * C3], al[NL * HV], bt[NL * HV], dt[HV], a[HV], got[NL * HV * D];
+    static float st0[S * HV * D * D], one[HV * D];
+    static double ref[S * HV * D * D];
+    for (int i = 0; i < NL * C3; i++)
+        qkv[i] = rnd(&seed);
+    for (int i = 0; i < NL * HV; i++)
+        al[i] = 3.0f * rnd(&seed), bt[i] = 2.0f * rnd(&seed);
+    for (int i = 40 * HV; i < 41 * HV; i++)
+        al[i] = 30.0f;                       /* decay e^-30 and less: underflows in a chunk */
+    for (int h = 0; h < HV; h++)
+        dt[h] = 0.1f * rnd(&seed), a[h] = -0.05f - 0.5f * fabsf(rnd(&seed));
+    for (int i = 0; i < S * HV * D * D; i++)
+        ref[i] = st0[i] = 0.1f * rnd(&seed);
+    struct st_tensor xt = mk(ST_DTYPE_F32, C3, NL, 1, 1), out = mk(ST_DTYPE_F32, HV * D, NL, 1, 1);
+    struct st_tensor at = mk(ST_DTYPE_F32, HV, NL, 1, 1), btt = mk(ST_DTYPE_F32, HV, NL, 1, 1);
+    struct st_tensor dtt = mk(ST_DTYPE_F32, HV, 1, 1, 1), aa = mk(ST_DTYPE_F32, HV, 1, 1, 1);
+    struct st_tensor st = mk(ST_DTYPE_F32, D, D, HV, S);
+    struct st_tensor slc = mk(ST_DTYPE_I32, 1, NL, 1, 1), psc = mk(ST_DTYPE_I32, 1, NL, 1, 1);
+    struct st_tensor sl = col(&slc, 0, NL), ps = col(&psc, 0, NL);
+    put(&xt, qkv), put(&at, al), put(&btt, bt), put(&dtt, dt), put(&aa, a), put(&st, st0);
+    put(&sl, sl_l), put(&ps, ps_l);
+    const struct st_delta_net_params p = { HK, HV, D, 1e-6f };
+    ck_assert_int_eq(st_backend_delta_net(be, &out, &xt, &at, &btt, &dtt, &aa, &st, &sl, &ps,
+                                          &p, NULL), ST_OK);
+    get(&out, got);
+    for (r = 0; r < NL; r++) {
+        double *m = ref + sl_l[r] * HV * D * D;
+        float want[HV * D];
+        if (ps_l[r] == 0)
+            memset(m, 0, sizeof(double) * HV * D * D);
+        ref_delta(qkv + r * C3, al + r * HV, bt + r * HV, dt, a, m, want);
+        for (int i = 0; i < HV * D; i++)
+            ck_assert_msg(fabsf(got[r * HV * D + i] - want[i]) <= 1e-4f * (1.0f + fabsf(want[i])),
+                          "row %d [%d]: %g vs %g", r, i, (double)got[r * HV * D + i],
+                          (double)want[i]);
+    }
+    static float st1[S * HV * D * D];
+    get(&st, st1);
+    for (int i = 0; i < S * HV * D * D; i++)
+        ck_assert_msg(fabs(st1[i] - ref[i]) <= 1e-4 * (1.0 + fabs(ref[i])), "state [%d]: %g vs %g",
+                      i, (double)st1[i], ref[i]);
+    /* the recurrence, a row per step, from the same start */
+    put(&st, st0);
+    for (r = 0; r < NL; r++) {
+        struct st_tensor x1 = st_tensor_slice(&xt, 1, r, 1), o1 = st_tensor_slice(&out, 1, r, 1);
+        struct st_tensor a1 = st_tensor_slice(&at, 1, r, 1), b1 = st_tensor_slice(&btt, 1, r, 1);
+        struct st_tensor s1 = col(&slc, r, 1), p1 = col(&psc, r, 1);
+        ck_assert_int_eq(st_backend_delta_net(be, &o1, &x1, &a1, &b1, &dtt, &aa, &st, &s1, &p1,
+                                              &p, NULL), ST_OK);
+        get(&o1, one);
+        for (int i = 0; i < HV * D; i++)
+            ck_assert_msg(fabsf(one[i] - got[r * HV * D + i]) <= 1e-4f * (1.0f + fabsf(one[i])),
+                          "row %d [%d]: %g vs %g", r, i, (double)one[i],
+                          (double)got[r * HV * D + i]);
+    }
+}
+END_TEST
+
 START_TEST(test_sigmoid_mul_both_shapes)
 {
     float x[6] = { 1, -2, 3, 0.5f, 0, -1 }, g[6] = { 0, 1, -1, 2, -2, 10 }, g1[2] = { 0, 3 };
@@ -252,6 +334,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_ssm_conv_matches_reference);
     tcase_add_test(tc, test_delta_net_matches_reference);
+    tcase_add_test(tc, test_delta_net_long_runs_match_recurrence);
     tcase_add_test(tc, test_sigmoid_mul_both_shapes);
     tcase_add_test(tc, test_ssm_ops_refuse_bad_input);
     suite_add_tcase(s, tc);

@@ -4,15 +4,16 @@
  * Rows of one slot depend on each other through the state, so the work
  * is split across threads by what is independent: channels for the conv,
  * v heads for the delta rule; each thread walks the rows in order. The
- * delta rule touches each head's D x D matrix in two passes per row (decay
- * with M.k, then the rank-1 update with M.q), plain loops the compiler
- * vectorizes. Prompt reads run the same recurrence row by row (the chunked
- * form is future work: docs/ENGINE.md "qwen35moe").
+ * delta rule touches each row of a head's D x D matrix twice per row read
+ * (M.k, then the decay and rank-1 update with M.q), loops the compiler
+ * vectorizes. A run of at least CPU_DELTA_CHUNK_MIN rows of one slot (a
+ * prompt read) goes through the chunked form instead (cpu_delta_chunk.c).
  */
 #include <math.h>
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_ssm.h"
 
 static float silu(float x) { return x / (1.0f + expf(-x)); }
 static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -76,50 +77,32 @@ enum st_status cpu_op_ssm_conv(struct st_backend *be, ST_T out, ST_T x, ST_T w, 
 
 /* ---- delta rule -------------------------------------------------------- */
 
-struct delta_job {
-    float *out, *state;
-    const float *qkv, *alpha, *beta, *dt_bias, *a;
-    const int32_t *slot, *pos;
-    int64_t n, hk, hv, d;
-    float eps;
-};
-
-/* x / max(|x|, eps) into out. */
-static void l2norm(const float *x, float *out, int64_t n, float eps)
-{
-    float ss = 0.0f;
-    for (int64_t i = 0; i < n; i++)
-        ss += x[i] * x[i];
-    float scale = 1.0f / fmaxf(sqrtf(ss), eps);
-    for (int64_t i = 0; i < n; i++)
-        out[i] = x[i] * scale;
-}
-
 /* One row of head h on its matrix m (D x D, row j = m + j*D). */
 static void delta_step(const struct delta_job *j, int64_t r, int64_t h, float *m, float *q,
                        float *k)
 {
-    int64_t d = j->d, c3 = (2 * j->hk + j->hv) * d, g = h % j->hk;
-    const float *row = j->qkv + r * c3, *v = row + 2 * j->hk * d + h * d;
-    l2norm(row + g * d, q, d, j->eps);
-    l2norm(row + (j->hk + g) * d, k, d, j->eps);
-    float x = j->alpha[r * j->hv + h] + j->dt_bias[h];
-    float decay = expf((x > 20.0f ? x : log1pf(expf(x))) * j->a[h]);
-    float b = sigmoid(j->beta[r * j->hv + h]), scale = 1.0f / sqrtf((float)d);
+    int64_t d = j->d, c3 = (2 * j->hk + j->hv) * d;
+    const float *v = j->qkv + r * c3 + 2 * j->hk * d + h * d;
+    float log_decay, b, scale = 1.0f / sqrtf((float)d);
+    cpu_delta_prep(j, r, h, q, k, &log_decay, &b);
+    float decay = expf(log_decay);
     float *o = j->out + r * j->hv * d + h * d;
     for (int64_t row_j = 0; row_j < d; row_j++) {
-        float *mj = m + row_j * d, sk = 0.0f;
-        for (int64_t i = 0; i < d; i++) {
-            mj[i] *= decay;
-            sk += mj[i] * k[i];
-        }
-        float dj = (v[row_j] - sk) * b, oj = 0.0f;
-        for (int64_t i = 0; i < d; i++) {
-            mj[i] += k[i] * dj;
-            oj += mj[i] * q[i];
-        }
-        o[row_j] = oj * scale;
+        float *mj = m + row_j * d;
+        float dj = (v[row_j] - decay * cpu_dot8(mj, k, d)) * b;
+        for (int64_t i = 0; i < d; i++)
+            mj[i] = mj[i] * decay + k[i] * dj;
+        o[row_j] = cpu_dot8(mj, q, d) * scale;
     }
+}
+
+/* Rows from r on that continue r's slot: same slot, no restart after r. */
+static int64_t run_length(const struct delta_job *j, int64_t r)
+{
+    int64_t e = r + 1;
+    while (e < j->n && j->slot[e] == j->slot[r] && j->pos[e] != 0)
+        e++;
+    return e - r;
 }
 
 static void delta_heads(void *ctx, int64_t h0, int64_t h1)
@@ -127,15 +110,38 @@ static void delta_heads(void *ctx, int64_t h0, int64_t h1)
     const struct delta_job *j = ctx;
     int64_t d = j->d;
     float q[1024], k[1024];   /* head_dim <= 1024, checked by the caller */
-    for (int64_t r = 0; r < j->n; r++) {
+    /* each thread's range starts at a different head: its scratch */
+    float *scratch = j->scratch ? j->scratch + (size_t)h0 * cpu_delta_chunk_floats(d) : NULL;
+    for (int64_t r = 0; r < j->n;) {
+        int64_t len = run_length(j, r);
         float *slot_state = j->state + (int64_t)j->slot[r] * j->hv * d * d;
         for (int64_t h = h0; h < h1; h++) {
             float *m = slot_state + h * d * d;
             if (j->pos[r] == 0)
                 memset(m, 0, (size_t)(d * d) * sizeof(float));
-            delta_step(j, r, h, m, q, k);
+            if (scratch && len >= CPU_DELTA_CHUNK_MIN) {
+                for (int64_t c = 0; c < len; c += CPU_DELTA_CHUNK)
+                    cpu_delta_chunk(j, r + c, len - c < CPU_DELTA_CHUNK ? len - c
+                                    : CPU_DELTA_CHUNK, h, m, scratch);
+            } else {
+                for (int64_t t = 0; t < len; t++)
+                    delta_step(j, r + t, h, m, q, k);
+            }
         }
+        r += len;
     }
+}
+
+/* True when some slot has a run long enough for the chunked form. */
+static bool has_long_run(const struct delta_job *j)
+{
+    for (int64_t r = 0; r < j->n;) {
+        int64_t len = run_length(j, r);
+        if (len >= CPU_DELTA_CHUNK_MIN)
+            return true;
+        r += len;
+    }
+    return false;
 }
 
 enum st_status cpu_op_delta_net(struct st_backend *be, ST_T out, ST_T qkv, ST_T alpha,
@@ -152,7 +158,11 @@ enum st_status cpu_op_delta_net(struct st_backend *be, ST_T out, ST_T qkv, ST_T 
         return rc;
     struct delta_job j = { out->data, state->data, qkv->data, alpha->data, beta->data,
                            dt_bias->data, a->data, slot->data, pos->data, qkv->ne[1],
-                           p->n_k_heads, p->n_v_heads, p->head_dim, p->eps };
+                           p->n_k_heads, p->n_v_heads, p->head_dim, p->eps, NULL };
+    /* Scratch for every head (a thread uses its first head's); without it
+     * (out of memory) the recurrence gives the same result, slower. */
+    if (has_long_run(&j))
+        j.scratch = cpu_scratch(cb, (size_t)j.hv * cpu_delta_chunk_floats(j.d) * sizeof(float));
     cpu_parallel_rows(cb, j.hv, j.n * j.d * j.d * 4, delta_heads, &j);
     return ST_OK;
 }
