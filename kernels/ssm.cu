@@ -104,12 +104,11 @@ KQ_UNROLL
 KQ_UNROLL
         for (int t = 0; t < NT; t++) {
             const int j = j0 + jj, i = lane + 32 * t;
-            if (j < d && i < d) {
-                if (STORE)
-                    mat[(int64_t)j * d + i] = m[jj][t];
-                else
-                    m[jj][t] = mat[(int64_t)j * d + i];
-            }
+            const bool in = j < d && i < d;
+            if (STORE && in)
+                mat[(int64_t)j * d + i] = m[jj][t];
+            else if (!STORE)   /* zeros beyond D: they meet k = 0 in the sums */
+                m[jj][t] = in ? mat[(int64_t)j * d + i] : 0.0f;
         }
 }
 
