@@ -184,6 +184,36 @@ size_t st_kern_attn_scratch_bytes(int64_t n_rows, int32_t n_head, int32_t head_d
 bool st_kern_attn_supported(int32_t head_dim, int32_t group);
 cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStream_t stream);
 
+/* ---- recurrent layers (ssm.cu): strata/backend_ssm.h --------------------
+ * Rows are taken in order; slot[r] outside [0, n_slots) is clamped and
+ * flagged ST_KF_BAD_SLOT; pos[r] == 0 clears the slot's state first. */
+
+/* out, x: f32 [C, n]; w: f32 [K, C]; state: f32 [C, K-1, n_slots]:
+ * st_backend_ssm_conv (out may not alias x). */
+cudaError_t st_kern_ssm_conv(float *out, float *state, const float *x, const float *w,
+                             const int32_t *slot, const int32_t *pos, int64_t C, int K,
+                             int64_t n, int64_t n_slots, unsigned *err_flag,
+                             cudaStream_t stream);
+
+/* st_backend_delta_net: qkv f32 [(2*Hk + Hv)*D, n]; alpha, beta f32 [Hv, n];
+ * dt_bias, a f32 [Hv]; state f32 [D, D, Hv, n_slots]; out f32 [Hv*D, n].
+ * head_dim <= 256. */
+struct st_kern_delta_net {
+    float         *out, *state;
+    const float   *qkv, *alpha, *beta, *dt_bias, *a;
+    const int32_t *slot, *pos;
+    int64_t        n, n_slots;
+    int32_t        n_k_heads, n_v_heads, head_dim;
+    float          eps;
+    unsigned      *err_flag;
+};
+cudaError_t st_kern_delta_net(const struct st_kern_delta_net *a, cudaStream_t stream);
+
+/* out[r, c] = x[r, c] * sigmoid(g[r, c mod cg]) for x, out f32 [C, n_rows],
+ * g f32 [cg, n_rows], cg = C or 1; out may alias x. */
+cudaError_t st_kern_sigmoid_mul(float *out, const float *x, const float *g, int64_t C,
+                                int64_t cg, int64_t n_rows, cudaStream_t stream);
+
 /* ---- mixture of experts (moe.cu) ------------------------------------------ */
 
 /* Per row r of logits f32 [n_exp, n_rows]: p = softmax (sigmoid = false)

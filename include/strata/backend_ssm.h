@@ -11,7 +11,7 @@
  * position: a caller continues a slot exactly where it stopped, or starts
  * it again at 0.
  *
- * A backend may leave these out (the CUDA backend does, for now): the
+ * A backend may leave these out (the CPU and CUDA backends have them): the
  * calls then answer ST_ERR_UNSUPPORTED naming the op and the backend.
  */
 #ifndef STRATA_BACKEND_SSM_H

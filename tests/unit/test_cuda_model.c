@@ -2,7 +2,8 @@
  * backend (public API only): what test_cuda_ops cannot show op by op.
  *
  *   - greedy decoding of synthetic models (make-model "small", and
- *     "glm-tiny" for glm4moe's ops): prompt chunks of more than 16 rows
+ *     "glm-tiny" for glm4moe's ops, "next-tiny" for qwen35moe's recurrent
+ *     layers): prompt chunks of more than 16 rows
  *     (cuBLAS, eager) and of a few rows, then decode steps of 3 and 2 rows,
  *     which the model runs as CUDA graphs (eager, capture, then replays), a
  *     long chunk in between (the scratch grows, graphs are dropped and
@@ -95,6 +96,10 @@ struct bounds {
 static const struct bounds FLOAT_BOUNDS = { 5e-4, 5e-4, 0.0 };
 static const struct bounds Q8_BOUNDS = { 0.1, 1.0, 0.15 };
 static const struct bounds Q4_BOUNDS = { 0.15, 1.0, 0.15 };
+/* next-tiny q8_0: a router flip's effect also reaches the slot's later rows
+ * through the recurrent state (on tests/cuemu: median row ~4% off, 17 of 73
+ * rows beyond 0.1, worst 0.52; at F32 every row within 3.2e-5). */
+static const struct bounds NEXT_Q8_BOUNDS = { 0.1, 1.0, 0.3 };
 
 struct pair {
     struct st_model *m[2];   /* cpu, cuda */
@@ -333,6 +338,46 @@ START_TEST(test_cuda_model_greedy_glm)
 }
 END_TEST
 
+/* qwen35moe (next-tiny): three Gated DeltaNet layers (ssm_conv, delta_net,
+ * sigmoid_mul on the device) and a gated attention layer. The recurrent
+ * state is neither shared by st_model_kv_copy nor safe to step twice, so
+ * instead of share_prefix and check_draw slot 1 restarts at position 0
+ * (which clears its state) and decoding goes on. */
+static void hybrid_run(const char *quant, struct bounds b)
+{
+    char path[600];
+    struct pair p = { .b = b };
+    make("next-tiny", quant, path, sizeof(path));
+    p.m[0] = load(path, "cpu");
+    p.m[1] = load(path, gpu_name);
+    p.nv = st_model_hparams(p.m[0])->n_vocab;
+
+    int32_t tok[N_SLOTS];
+    int64_t pos[N_SLOTS] = { 40, 7, 5 };
+    tok[0] = prompt(&p, 0, 0, 40);              /* > 16 rows: eager, cuBLAS */
+    tok[1] = prompt(&p, 1, 0, 7);               /* graphed */
+    tok[2] = prompt(&p, 2, 0, 5);
+    decode(&p, 3, 10, tok, pos);                /* eager, capture, replays */
+    decode(&p, 2, 4, tok, pos);
+    tok[2] = prompt(&p, 2, pos[2], 60);         /* a long chunk continuing slot 2 */
+    pos[2] += 60;
+    decode(&p, 3, 4, tok, pos);
+    tok[1] = prompt(&p, 1, 0, 9);               /* slot 1 starts over */
+    pos[1] = 9;
+    decode(&p, 3, 6, tok, pos);
+    snprintf(path, sizeof(path), "next-tiny %s", quant);
+    check_tally(&p, path);
+    st_model_free(p.m[1]);
+    st_model_free(p.m[0]);
+}
+
+START_TEST(test_cuda_model_greedy_next)
+{
+    hybrid_run("f32", FLOAT_BOUNDS);
+    hybrid_run("q8_0", NEXT_Q8_BOUNDS);
+}
+END_TEST
+
 /* MTP: verify passes and drafts on both backends (mtp-demo preset). */
 START_TEST(test_cuda_model_mtp)
 {
@@ -425,6 +470,7 @@ static Suite *model_suite(void)
     tcase_add_test(tc, test_cuda_model_greedy_q8_0);
     tcase_add_test(tc, test_cuda_model_greedy_q4_k);
     tcase_add_test(tc, test_cuda_model_greedy_glm);
+    tcase_add_test(tc, test_cuda_model_greedy_next);
     tcase_add_test(tc, test_cuda_model_mtp);
     suite_add_tcase(s, tc);
     return s;

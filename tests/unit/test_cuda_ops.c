@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "strata/backend.h"
+#include "strata/backend_ssm.h"
 #include "strata/quant.h"
 #include "support.h"
 
@@ -1129,6 +1130,241 @@ START_TEST(test_cuda_ops_graph_replay_equals_eager)
 }
 END_TEST
 
+/* ---- recurrent ops (strata/backend_ssm.h) ---------------------------------
+ * A Gated DeltaNet layer's core on each backend: conv1d of x into qkv, the
+ * delta rule into o, then o *= sigmoid(z). Steps mix slots, restart one
+ * (position 0 on a slot holding state) and run single-row decode steps;
+ * every output and, at the end, both states are compared with the CPU.
+ * The states start as garbage: every slot's first row is at position 0,
+ * which must clear it. */
+
+struct ssm_shape {
+    int32_t hk, hv, d;
+    int64_t k, n_slots;
+};
+
+/* One backend's tensors: persistent (weights, states) and per step (n rows). */
+struct ssm_rig {
+    struct st_backend *be;
+    struct st_delta_net_params p;
+    struct st_tensor w, cstate, dtb, a, dstate;   /* persistent */
+    struct st_tensor x, qkv, alpha, beta, z, o, slot, pos;
+    int64_t n;
+};
+
+static struct st_tensor put4(struct st_backend *be, const int64_t ne[4], const void *data)
+{
+    struct st_tensor out;
+    struct st_err err;
+    ck_assert_msg(st_backend_alloc(be, ST_DTYPE_F32, ne, &out, &err) == ST_OK, "%s", err.msg);
+    ck_assert_msg(st_backend_write(be, &out, 0, data, st_tensor_nbytes(&out), &err) == ST_OK,
+                  "%s", err.msg);
+    return out;
+}
+
+/* Persistent tensors from the seed's data (the same on both backends). */
+static void ssm_rig_init(struct ssm_rig *r, struct st_backend *be, const struct ssm_shape *s,
+                         uint64_t seed)
+{
+    const int64_t D = s->d, C = (2 * s->hk + s->hv) * D;
+    memset(r, 0, sizeof(*r));
+    r->be = be;
+    r->p = (struct st_delta_net_params){ s->hk, s->hv, s->d, 1e-6f };
+    seed_state = seed;
+    float *w = rand_floats(s->k * C, 0.5f), *cst = rand_floats(C * (s->k - 1) * s->n_slots, 9.0f);
+    float *dtb = rand_floats(s->hv, 1.0f), *a = rand_floats(s->hv, 1.0f);
+    float *dst = rand_floats(D * D * s->hv * s->n_slots, 9.0f);
+    for (int32_t h = 0; h < s->hv; h++)
+        a[h] = -expf(a[h]);
+    r->w = put(be, ST_DTYPE_F32, s->k, C, 1, w);
+    r->cstate = put(be, ST_DTYPE_F32, C, s->k - 1, s->n_slots, cst);
+    r->dtb = put(be, ST_DTYPE_F32, s->hv, 1, 1, dtb);
+    r->a = put(be, ST_DTYPE_F32, s->hv, 1, 1, a);
+    r->dstate = put4(be, (const int64_t[4]){ D, D, s->hv, s->n_slots }, dst);
+    free(w);
+    free(cst);
+    free(dtb);
+    free(a);
+    free(dst);
+}
+
+static void ssm_io_alloc(struct ssm_rig *r, int64_t n)
+{
+    const int64_t D = r->p.head_dim, Hv = r->p.n_v_heads, C = (2 * r->p.n_k_heads + Hv) * D;
+    r->n = n;
+    r->x = put(r->be, ST_DTYPE_F32, C, n, 1, NULL);
+    r->qkv = put(r->be, ST_DTYPE_F32, C, n, 1, NULL);
+    r->alpha = put(r->be, ST_DTYPE_F32, Hv, n, 1, NULL);
+    r->beta = put(r->be, ST_DTYPE_F32, Hv, n, 1, NULL);
+    r->z = put(r->be, ST_DTYPE_F32, Hv * D, n, 1, NULL);
+    r->o = put(r->be, ST_DTYPE_F32, Hv * D, n, 1, NULL);
+    r->slot = put(r->be, ST_DTYPE_I32, n, 1, 1, NULL);
+    r->pos = put(r->be, ST_DTYPE_I32, n, 1, 1, NULL);
+}
+
+static void ssm_io_free(struct ssm_rig *r)
+{
+    struct st_tensor *t[] = { &r->x, &r->qkv, &r->alpha, &r->beta, &r->z, &r->o, &r->slot,
+                              &r->pos };
+    for (size_t i = 0; i < ST_ARRAY_LEN(t); i++)
+        st_backend_release(r->be, t[i]);
+}
+
+static void ssm_rig_free(struct ssm_rig *r)
+{
+    struct st_tensor *t[] = { &r->w, &r->cstate, &r->dtb, &r->a, &r->dstate };
+    for (size_t i = 0; i < ST_ARRAY_LEN(t); i++)
+        st_backend_release(r->be, t[i]);
+}
+
+/* A step's inputs from the seed, and the rows' slots and positions. */
+static void ssm_io_write(struct ssm_rig *r, uint64_t seed, const int32_t *slot, const int32_t *pos)
+{
+    struct st_tensor *t[] = { &r->x, &r->alpha, &r->beta, &r->z };
+    const float scale[] = { 1.0f, 1.0f, 2.0f, 2.0f };
+    struct st_err err;
+    seed_state = seed;
+    for (size_t i = 0; i < ST_ARRAY_LEN(t); i++) {
+        float *v = rand_floats(st_tensor_nelem(t[i]), scale[i]);
+        ck_assert_int_eq(st_backend_write(r->be, t[i], 0, v, st_tensor_nbytes(t[i]), &err), ST_OK);
+        free(v);
+    }
+    ck_assert_int_eq(st_backend_write(r->be, &r->slot, 0, slot, (size_t)r->n * 4, &err), ST_OK);
+    ck_assert_int_eq(st_backend_write(r->be, &r->pos, 0, pos, (size_t)r->n * 4, &err), ST_OK);
+}
+
+static enum st_status ssm_ops(struct ssm_rig *r, struct st_err *err)
+{
+    enum st_status rc = st_backend_ssm_conv(r->be, &r->qkv, &r->x, &r->w, &r->cstate, &r->slot,
+                                            &r->pos, err);
+    if (rc == ST_OK)
+        rc = st_backend_delta_net(r->be, &r->o, &r->qkv, &r->alpha, &r->beta, &r->dtb, &r->a,
+                                  &r->dstate, &r->slot, &r->pos, &r->p, err);
+    return rc == ST_OK ? st_backend_sigmoid_mul(r->be, &r->o, &r->o, &r->z, err) : rc;
+}
+
+/* Compare tensor t of the two rigs. */
+static void ssm_same(const char *what, int step, const struct st_tensor *c,
+                     const struct st_tensor *g, double tol)
+{
+    float *x = get(cpu, c), *y = get(gpu, g);
+    double e = rel_err(y, x, st_tensor_nelem(c));
+    ck_assert_msg(e <= tol, "%s, step %d: rel err %.3g", what, step, e);
+    free(x);
+    free(y);
+}
+
+/* Steps: interleaved slots, slot 2 restarted in step 1, decode rows. */
+struct ssm_step {
+    int64_t n;
+    int32_t slot[8], pos[8];
+};
+static const struct ssm_step ssm_steps[] = {
+    { 7, { 0, 1, 0, 1, 2, 2, 0 }, { 0, 0, 1, 1, 0, 1, 2 } },
+    { 5, { 1, 0, 2, 2, 1 }, { 2, 3, 0, 1, 3 } },
+    { 1, { 0 }, { 4 } },
+    { 2, { 2, 1 }, { 2, 4 } },
+    { 3, { 1, 1, 0 }, { 0, 1, 5 } },
+};
+
+static void check_ssm(const struct ssm_shape *s)
+{
+    struct ssm_rig rc, rg;
+    struct st_err err;
+    ssm_rig_init(&rc, cpu, s, 11);
+    ssm_rig_init(&rg, gpu, s, 11);
+    for (int i = 0; i < (int)ST_ARRAY_LEN(ssm_steps); i++) {
+        const struct ssm_step *st = &ssm_steps[i];
+        ssm_io_alloc(&rc, st->n);
+        ssm_io_alloc(&rg, st->n);
+        ssm_io_write(&rc, 100 + (uint64_t)i, st->slot, st->pos);
+        ssm_io_write(&rg, 100 + (uint64_t)i, st->slot, st->pos);
+        ck_assert_msg(ssm_ops(&rc, &err) == ST_OK, "%s", err.msg);
+        ck_assert_msg(ssm_ops(&rg, &err) == ST_OK, "%s", err.msg);
+        ssm_same("ssm_conv", i, &rc.qkv, &rg.qkv, 1e-5);
+        ssm_same("delta_net + sigmoid_mul", i, &rc.o, &rg.o, 1e-4);
+        ssm_io_free(&rc);
+        ssm_io_free(&rg);
+    }
+    ssm_same("conv state", -1, &rc.cstate, &rg.cstate, 1e-6);
+    ssm_same("delta state", -1, &rc.dstate, &rg.dstate, 1e-4);
+    ssm_rig_free(&rc);
+    ssm_rig_free(&rg);
+}
+
+START_TEST(test_cuda_ops_ssm_matches_cpu)
+{
+    check_ssm(&(struct ssm_shape){ 2, 4, 16, 4, 3 });    /* Hv = 2 Hk, one warp's lanes idle */
+    check_ssm(&(struct ssm_shape){ 2, 4, 128, 4, 3 });   /* qwen35moe's width, 1024 channels */
+    check_ssm(&(struct ssm_shape){ 1, 3, 48, 3, 3 });    /* D not a multiple of 32 */
+}
+END_TEST
+
+START_TEST(test_cuda_ops_sigmoid_mul)
+{
+    check_op3(st_backend_sigmoid_mul, 768, 9, 768, 9, 1e-6, false);   /* gated attention */
+    check_op3(st_backend_sigmoid_mul, 300, 5, 1, 5, 1e-6, true);      /* a gate per row */
+}
+END_TEST
+
+/* Decode steps of two rows through a captured graph: the kernels read
+ * slots and positions from device memory at replay (slot 1 restarts at
+ * step 3, and the rows swap slots at step 4). */
+START_TEST(test_cuda_ops_ssm_graph_replay)
+{
+    const struct ssm_shape s = { 2, 4, 32, 4, 2 };
+    struct ssm_rig rc, rg;
+    struct st_err err;
+    ssm_rig_init(&rc, cpu, &s, 5);
+    ssm_rig_init(&rg, gpu, &s, 5);
+    ssm_io_alloc(&rc, 2);
+    ssm_io_alloc(&rg, 2);
+    int32_t p0 = 0, p1 = 0;
+    for (int i = 0; i < 6; i++) {
+        bool replayed = false;
+        if (i == 3)
+            p1 = 0;
+        const int32_t slot[2] = { i >= 4, i < 4 }, pos[2] = { i >= 4 ? p1 : p0, i >= 4 ? p0 : p1 };
+        ssm_io_write(&rc, 200 + (uint64_t)i, slot, pos);
+        ssm_io_write(&rg, 200 + (uint64_t)i, slot, pos);
+        p0++;
+        p1++;
+        ck_assert_msg(ssm_ops(&rc, &err) == ST_OK, "%s", err.msg);
+        ck_assert_int_eq(st_backend_graph_begin(gpu, 0x55a, &replayed, &err), ST_OK);
+        ck_assert(replayed == (i >= 2));
+        if (!replayed) {
+            ck_assert_msg(ssm_ops(&rg, &err) == ST_OK, "%s", err.msg);
+            ck_assert_int_eq(st_backend_graph_end(gpu, &err), ST_OK);
+        }
+        ssm_same("graph step", i, &rc.o, &rg.o, 1e-4);
+    }
+    ssm_same("delta state", -1, &rc.dstate, &rg.dstate, 1e-4);
+    ssm_io_free(&rc);
+    ssm_io_free(&rg);
+    ssm_rig_free(&rc);
+    ssm_rig_free(&rg);
+}
+END_TEST
+
+/* A slot outside the state is clamped and reported at the next sync. */
+START_TEST(test_cuda_ops_ssm_bad_slot_reported)
+{
+    const struct ssm_shape s = { 1, 1, 16, 4, 2 };
+    struct ssm_rig rg;
+    struct st_err err;
+    const int32_t slot[1] = { 2 }, pos[1] = { 0 };
+    ssm_rig_init(&rg, gpu, &s, 3);
+    ssm_io_alloc(&rg, 1);
+    ssm_io_write(&rg, 1, slot, pos);
+    ck_assert_int_eq(ssm_ops(&rg, &err), ST_OK);   /* enqueued */
+    ck_assert_int_eq(st_backend_sync(gpu, &err), ST_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "slot"));
+    ck_assert_int_eq(st_backend_sync(gpu, &err), ST_OK);
+    ssm_io_free(&rg);
+    ssm_rig_free(&rg);
+}
+END_TEST
+
 /* ---- fusion (STRATA_CUDA_FUSE): fused ops, q8_1 reuse, launch counts ------
  * 'gpu' runs with fusion on (unless the environment turns it off: then
  * these tests skip), 'gpu_nf' was opened with STRATA_CUDA_FUSE=0. Fused
@@ -1625,6 +1861,13 @@ static Suite *cuda_suite(void)
     tcase_add_test(opt, test_cuda_ops_graph_replay_equals_eager);
     suite_add_tcase(s, moe);
     suite_add_tcase(s, opt);
+    TCase *ssm = tcase_create("ssm");
+    tcase_set_timeout(ssm, 120);
+    tcase_add_test(ssm, test_cuda_ops_sigmoid_mul);
+    tcase_add_test(ssm, test_cuda_ops_ssm_matches_cpu);
+    tcase_add_test(ssm, test_cuda_ops_ssm_graph_replay);
+    tcase_add_test(ssm, test_cuda_ops_ssm_bad_slot_reported);
+    suite_add_tcase(s, ssm);
     TCase *fuse = tcase_create("fusion");
     tcase_set_timeout(fuse, 60);
     tcase_add_test(fuse, test_cuda_ops_fused_add_rms_norm);

@@ -534,6 +534,7 @@ const struct st_backend_ops st_backend_cuda_ops = {
     .copy = st_backend_cuda_copy,
 #define CUDA_OP_ENTRY(name, params, args) .name = cuda_op_##name,
     ST_OP_MAP(CUDA_OP_ENTRY)
+    ST_OPT_OP_MAP(CUDA_OP_ENTRY)
 #undef CUDA_OP_ENTRY
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,

@@ -1,7 +1,7 @@
 /* cuda_internal.h -- private state of the CUDA backend, shared by its files:
  * cuda_backend.c (memory, errors, the op table), cuda_ops.c (per-row and
- * element-wise ops, attention), cuda_matmul.c (matmul, MoE), cuda_graph.c
- * (graph capture/replay, sampling).
+ * element-wise ops, attention), cuda_matmul.c (matmul, MoE), cuda_ssm.c
+ * (the recurrent ops), cuda_graph.c (graph capture/replay, sampling).
  *
  * One struct cuda_backend is one device with one stream: every op enqueues
  * on that stream in call order, so buffers (including the scratch) can be
@@ -201,9 +201,11 @@ void cuda_stats(const struct st_backend *be, struct st_backend_stats *out);
 /* Debug log line of a step's launches (graph_end, or a replay). */
 void cuda_log_step(struct cuda_backend *cb, const char *how, uint64_t kernels, uint64_t ops);
 
-/* The op entries (cuda_ops.c, cuda_matmul.c). */
+/* The op entries (cuda_ops.c, cuda_matmul.c) and the optional recurrent
+ * ones (cuda_ssm.c). */
 #define CUDA_OP_DECL(name, params, args) enum st_status cuda_op_##name params;
 ST_OP_MAP(CUDA_OP_DECL)
+ST_OPT_OP_MAP(CUDA_OP_DECL)
 #undef CUDA_OP_DECL
 
 /* Graph capture / replay and GPU sampling (cuda_graph.c); see docs/CUDA.md. */

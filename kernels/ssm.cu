@@ -1,0 +1,240 @@
+/* ssm.cu -- the recurrent ops of hybrid models (strata/backend_ssm.h):
+ * Gated DeltaNet's short conv1d and delta rule, and the sigmoid gate.
+ *
+ * The per-slot state ties each row to the rows before it, so both
+ * recurrent kernels walk the rows of the step in order and split the work
+ * only where it is independent (the CPU backend's cpu_ssm.c does the same):
+ *
+ * conv: one thread per channel; the slot's K-1 stored inputs of that
+ * channel live in 'state' (coalesced across channels).
+ *
+ * delta rule: row j of a head's D x D matrix M only ever needs its own
+ * values, the row's q and k, and v[j]; so each warp owns DN_RPW rows of
+ * one (head, slot) matrix and keeps them in registers while consecutive
+ * rows stay in the same slot (loaded at a slot change, stored back when it
+ * changes again and at the end). A lane holds the columns lane + 32t (t <
+ * NT, D <= 32*NT <= 256), so loads and stores are coalesced, and the two
+ * dot products per row are warp sums. Every warp normalizes q and k
+ * itself (two more warp sums per row) instead of sharing them through
+ * shared memory: no block barriers at all. Grid: x = v head, y = groups of
+ * DN_WARPS*DN_RPW matrix rows.
+ *
+ * Slots come from device memory (graph capture: nothing is read on the
+ * host); one outside [0, n_slots) is clamped and flagged ST_KF_BAD_SLOT.
+ * Sums are float, in a tree order where the CPU's are sequential: results
+ * agree to about 1e-6 relative.
+ */
+#include "common.cuh"
+
+#define CONV_THREADS 256
+#define DN_WARPS 4   /* warps per block */
+#define DN_RPW 4     /* matrix rows per warp */
+
+static __device__ __forceinline__ float ssm_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* slot[r] clamped into [0, n_slots), flagging one outside. */
+static __device__ __forceinline__ int64_t ssm_slot(const int32_t *slot, int64_t r,
+                                                   int64_t n_slots, unsigned *err_flag)
+{
+    int64_t s = slot[r];
+    if (s < 0 || s >= n_slots) {
+        kq_flag(err_flag, ST_KF_BAD_SLOT);
+        s = s < 0 ? 0 : n_slots - 1;
+    }
+    return s;
+}
+
+/* ---- conv1d ------------------------------------------------------------ */
+
+static __global__ void ssm_conv_f32(float *out, float *state, const float *x, const float *w,
+                                    const int32_t *slot, const int32_t *pos, int64_t C, int K,
+                                    int64_t n, int64_t n_slots, unsigned *err_flag)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
+        return;
+    const float *wc = w + c * K;
+    for (int64_t r = 0; r < n; r++) {
+        float *st = state + ssm_slot(slot, r, n_slots, c == 0 ? err_flag : NULL) * (K - 1) * C;
+        if (pos[r] == 0)
+            for (int t = 0; t < K - 1; t++)
+                st[t * C + c] = 0.0f;
+        const float xv = x[r * C + c];
+        float acc = wc[K - 1] * xv;   /* the CPU's order: x first, then the window */
+        for (int t = 0; t < K - 1; t++)
+            acc += wc[t] * st[t * C + c];
+        out[r * C + c] = acc / (1.0f + expf(-acc));
+        for (int t = 0; t + 1 < K - 1; t++)
+            st[t * C + c] = st[(t + 1) * C + c];
+        st[(K - 2) * C + c] = xv;
+    }
+}
+
+extern "C" cudaError_t st_kern_ssm_conv(float *out, float *state, const float *x,
+                                        const float *w, const int32_t *slot, const int32_t *pos,
+                                        int64_t C, int K, int64_t n, int64_t n_slots,
+                                        unsigned *err_flag, cudaStream_t stream)
+{
+    if (C < 1 || K < 2 || n < 1 || n_slots < 1)
+        return cudaErrorInvalidValue;
+    KQ_LAUNCH(kq_cdiv(C, CONV_THREADS), CONV_THREADS, 0, stream, ssm_conv_f32)(
+        out, state, x, w, slot, pos, C, K, n, n_slots, err_flag);
+    return cudaGetLastError();
+}
+
+/* ---- delta rule -------------------------------------------------------- */
+
+struct dn_args {
+    float         *out, *state;
+    const float   *qkv, *alpha, *beta, *dt_bias, *a;
+    const int32_t *slot, *pos;
+    int64_t        n, n_slots;
+    int            hk, hv, d;
+    float          eps;
+    unsigned      *err_flag;
+};
+
+/* The warp's rows j0.. of matrix 'mat' (row j at mat + j*d) to or from m. */
+template <int NT, bool STORE>
+static __device__ __forceinline__ void dn_rows(float (&m)[DN_RPW][NT], float *mat, int j0,
+                                               int d, int lane)
+{
+KQ_UNROLL
+    for (int jj = 0; jj < DN_RPW; jj++)
+KQ_UNROLL
+        for (int t = 0; t < NT; t++) {
+            const int j = j0 + jj, i = lane + 32 * t;
+            const bool in = j < d && i < d;
+            if (STORE && in)
+                mat[(int64_t)j * d + i] = m[jj][t];
+            else if (!STORE)   /* zeros beyond D: they meet k = 0 in the sums */
+                m[jj][t] = in ? mat[(int64_t)j * d + i] : 0.0f;
+        }
+}
+
+/* One q or k head (src, D floats) divided by max(|src|, eps): columns lane + 32t. */
+template <int NT>
+static __device__ __forceinline__ void dn_unit(float (&u)[NT], const float *src, int d,
+                                               int lane, float eps)
+{
+    float ss = 0.0f;
+KQ_UNROLL
+    for (int t = 0; t < NT; t++) {
+        const int i = lane + 32 * t;
+        u[t] = i < d ? src[i] : 0.0f;
+        ss += u[t] * u[t];
+    }
+    const float scale = 1.0f / fmaxf(sqrtf(kq_warp_sum(ss)), eps);
+KQ_UNROLL
+    for (int t = 0; t < NT; t++)
+        u[t] *= scale;
+}
+
+template <int NT>
+static __global__ void __launch_bounds__(DN_WARPS * 32) delta_net_f32(dn_args p)
+{
+    const int h = blockIdx.x, g = h % p.hk, lane = threadIdx.x % 32, d = p.d;
+    const int j0 = ((int)blockIdx.y * DN_WARPS + (int)threadIdx.x / 32) * DN_RPW;
+    if (j0 >= d)   /* the whole warp leaves together */
+        return;
+    const int64_t c3 = (int64_t)(2 * p.hk + p.hv) * d, mat = (int64_t)d * d;
+    const float dtb = p.dt_bias[h], ah = p.a[h], oscale = 1.0f / sqrtf((float)d);
+    float m[DN_RPW][NT];
+    float *cur = NULL;   /* the matrix m was loaded from */
+
+    for (int64_t r = 0; r < p.n; r++) {
+        const int64_t s = ssm_slot(p.slot, r, p.n_slots, lane == 0 ? p.err_flag : NULL);
+        float *ms = p.state + (s * p.hv + h) * mat;
+        if (ms != cur) {
+            if (cur)
+                dn_rows<NT, true>(m, cur, j0, d, lane);
+            dn_rows<NT, false>(m, ms, j0, d, lane);
+            cur = ms;
+        }
+        if (p.pos[r] == 0)
+KQ_UNROLL
+            for (int jj = 0; jj < DN_RPW; jj++)
+KQ_UNROLL
+                for (int t = 0; t < NT; t++)
+                    m[jj][t] = 0.0f;
+        const float *row = p.qkv + r * c3;
+        float q[NT], k[NT];
+        dn_unit<NT>(q, row + (int64_t)g * d, d, lane, p.eps);
+        dn_unit<NT>(k, row + (int64_t)(p.hk + g) * d, d, lane, p.eps);
+        const float x = p.alpha[r * p.hv + h] + dtb;
+        const float decay = expf((x > 20.0f ? x : log1pf(expf(x))) * ah);
+        const float b = ssm_sigmoid(p.beta[r * p.hv + h]);
+        const float *v = row + (int64_t)(2 * p.hk + h) * d;
+        float *o = p.out + (r * p.hv + h) * d;
+KQ_UNROLL
+        for (int jj = 0; jj < DN_RPW; jj++) {
+            const int j = j0 + jj;
+            if (j >= d)   /* uniform across the warp */
+                break;
+            float sk = 0.0f;
+KQ_UNROLL
+            for (int t = 0; t < NT; t++) {
+                m[jj][t] *= decay;
+                sk += m[jj][t] * k[t];
+            }
+            const float dj = (v[j] - kq_warp_sum(sk)) * b;
+            float oj = 0.0f;
+KQ_UNROLL
+            for (int t = 0; t < NT; t++) {
+                m[jj][t] += k[t] * dj;
+                oj += m[jj][t] * q[t];
+            }
+            oj = kq_warp_sum(oj);
+            if (lane == 0)
+                o[j] = oj * oscale;
+        }
+    }
+    if (cur)
+        dn_rows<NT, true>(m, cur, j0, d, lane);
+}
+
+extern "C" cudaError_t st_kern_delta_net(const struct st_kern_delta_net *a, cudaStream_t stream)
+{
+    if (a->n < 1 || a->n_slots < 1 || a->n_k_heads < 1 || a->n_v_heads < 1 ||
+        a->n_v_heads % a->n_k_heads != 0 || a->head_dim < 1 || a->head_dim > 256)
+        return cudaErrorInvalidValue;
+    const dn_args p = { a->out, a->state, a->qkv, a->alpha, a->beta, a->dt_bias, a->a, a->slot,
+                        a->pos, a->n, a->n_slots, a->n_k_heads, a->n_v_heads, a->head_dim,
+                        a->eps, a->err_flag };
+    const dim3 grid((unsigned)a->n_v_heads, kq_cdiv(a->head_dim, DN_WARPS * DN_RPW));
+    const int d = a->head_dim;
+    if (d <= 32)
+        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<1>)(p);
+    else if (d <= 64)
+        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<2>)(p);
+    else if (d <= 128)
+        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<4>)(p);
+    else
+        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<8>)(p);
+    return cudaGetLastError();
+}
+
+/* ---- sigmoid gate ------------------------------------------------------ */
+
+static __global__ void sigmoid_mul_f32(float *out, const float *x, const float *g, int64_t C,
+                                       int64_t cg, int64_t n)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / C;
+        out[i] = x[i] * ssm_sigmoid(g[cg == 1 ? r : i]);   /* cg == C: g has x's layout */
+    }
+}
+
+extern "C" cudaError_t st_kern_sigmoid_mul(float *out, const float *x, const float *g,
+                                           int64_t C, int64_t cg, int64_t n_rows,
+                                           cudaStream_t stream)
+{
+    if (C < 1 || n_rows < 1 || (cg != 1 && cg != C))
+        return cudaErrorInvalidValue;
+    const int64_t n = C * n_rows;
+    unsigned blocks = kq_cdiv(n, 256);
+    blocks = blocks < 65535 ? blocks : 65535;
+    KQ_LAUNCH(blocks, 256, 0, stream, sigmoid_mul_f32)(out, x, g, C, cg, n);
+    return cudaGetLastError();
+}
