@@ -150,6 +150,8 @@ struct cpu_backend {
 
 /* At least 'n' bytes of scratch (previous contents lost); NULL on OOM. */
 void *cpu_scratch(struct cpu_backend *cb, size_t n);
+/* Frees the scratch (cpu_close). */
+void cpu_scratch_free(struct cpu_backend *cb);
 
 /* Split [0, n) into nth nearly equal parts; part ith is [*lo, *hi). */
 static inline void cpu_split(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi)

@@ -50,7 +50,7 @@ static void cpu_close(struct st_backend *be)
 {
     struct cpu_backend *cb = (struct cpu_backend *)be;
     cpu_pool_free(cb->pool);
-    free(cb->scratch);
+    cpu_scratch_free(cb);
     free(cb);
 }
 
@@ -125,20 +125,6 @@ static enum st_status cpu_sync(struct st_backend *be, struct st_err *err)
     (void)be;
     (void)err;
     return ST_OK;
-}
-
-void *cpu_scratch(struct cpu_backend *cb, size_t n)
-{
-    if (n <= cb->scratch_size)
-        return cb->scratch;
-    size_t want = n + n / 4 + ALIGN;
-    void *p = NULL;
-    if (posix_memalign(&p, ALIGN, (want + ALIGN - 1) / ALIGN * ALIGN) != 0)
-        return NULL;
-    free(cb->scratch);
-    cb->scratch = p;
-    cb->scratch_size = want;
-    return p;
 }
 
 const struct st_backend_ops st_backend_cpu_ops = {
