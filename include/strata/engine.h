@@ -203,6 +203,9 @@ struct st_event {
      * end-of-generation token (not counted in n_generated) just before END. */
     const char *text;              /* borrowed for the call; NUL-terminated */
     size_t      text_len;
+    const char *piece;             /* the sampled token's own bytes, raw (may be part of
+                                    * a UTF-8 character; logprobs' "bytes"), borrowed */
+    size_t      piece_len;
     int32_t     token;             /* the sampled token id */
     float       logprob;           /* when params.logprobs */
     const struct st_top_logprob *top;   /* n_top entries, borrowed */

@@ -78,7 +78,7 @@ struct st_js_stack {
     uint8_t  ws;        /* whitespace bytes in a row */
     uint8_t  flags;     /* number: integer only; literal: the built-in set */
     uint16_t cur;       /* node of the value to read or being read */
-    uint16_t pos;       /* bytes of the key or literal matched */
+    uint16_t pos;       /* bytes of the key or literal matched; string: UTF-8 to come */
     uint64_t cand;      /* keys or literals that still match; string: code points;
                          * ranged number: the integer part's magnitude */
     uint64_t frac;      /* ranged number: the fraction times 10^18 */
@@ -124,9 +124,10 @@ bool st_json_schema_complete(const struct st_json_schema_state *st);
 bool st_json_schema_empty(const struct st_json_schema_state *st);
 /* Every stack is inside a free string (not an enum literal, not a key
  * that may still be a listed one; an extra key that matches no listed key
- * counts; a "pattern" string once whatever follows matches): any bytes but
- * '"', '\\' and those < 0x20 may come and leave it
- * so (for a run of up to 256 of them). */
+ * counts; a "pattern" string once whatever follows matches), at a
+ * character boundary: any valid UTF-8 (its last character may be cut
+ * short) without '"', '\\' and bytes < 0x20 may come and leave it so (for
+ * a run of up to 256 bytes). */
 bool st_json_schema_in_string(const struct st_json_schema_state *st);
 /* Every stack is between tokens: a whitespace byte changes nothing but the
  * whitespace count. *ws_left: how many whitespace bytes may still come in
@@ -140,9 +141,10 @@ bool st_json_schema_between(const struct st_json_schema_state *st, uint16_t *ws_
  * of "plain" bytes (0x20 and up, no '"' or '\\': they cannot leave the
  * string) does to it, so that the mask decides most tokens without a
  * walk:
- *   - ST_JS_RUN_COUNT (a string with a length bound, at a character):
- *     plain bytes of k code points (the bytes outside 0x80-0xBF) are all
- *     taken iff k <= room;
+ *   - ST_JS_RUN_COUNT (a string with a length bound, at a character
+ *     boundary): plain bytes of k code points (the bytes outside
+ *     0x80-0xBF) are all taken iff they are valid UTF-8 (the last
+ *     character may be cut short) and k <= room;
  *   - ST_JS_RUN_PATTERN (a pattern string at a character): after i <=
  *     room bytes of 'set' (ASCII bytes that lead each DFA state of the
  *     chain to the same next one) the DFA is in chain[ST_MIN(i, n_chain -

@@ -191,8 +191,10 @@ static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
     return n;
 }
 
-/* Hand sl->out (the text this token makes visible) to the client. */
-static void emit_token(struct st_engine_slot *sl, const struct st_sample_result *res)
+/* Hand sl->out (the text this token makes visible) and the token's own
+ * bytes (piece[0..n_piece): raw, for logprobs) to the client. */
+static void emit_token(struct st_engine_slot *sl, const struct st_sample_result *res,
+                       const char *piece, size_t n_piece)
 {
     struct st_request *req = sl->req;
     struct st_event ev;
@@ -200,6 +202,8 @@ static void emit_token(struct st_engine_slot *sl, const struct st_sample_result 
     ev.kind = ST_EVENT_TOKEN;
     ev.text = sl->out.data ? sl->out.data : "";   /* NUL-terminated */
     ev.text_len = sl->out.len;
+    ev.piece = piece;
+    ev.piece_len = n_piece;
     ev.token = res->token;
     ev.logprob = res->logprob;
     ev.top = res->top;
@@ -320,7 +324,7 @@ static void take_token(struct st_engine *e, struct st_engine_slot *sl,
          * end-of-generation token (no TOKEN event when there is none). */
         rc = text_push(sl, "", 0, true);
         if (rc == ST_OK && sl->out.len > 0)
-            emit_token(sl, &res);
+            emit_token(sl, &res, "", 0);   /* an end-of-generation token shows no bytes */
         end_completed(e, sl, eog ? ST_FINISH_STOP : ST_FINISH_LENGTH);
         return;
     }
@@ -339,7 +343,7 @@ static void take_token(struct st_engine *e, struct st_engine_slot *sl,
     bool matched = stop >= 0;
     if (matched)
         req->stop_index = stop;   /* END names the string (/v1/messages' stop_sequence) */
-    emit_token(sl, &res);
+    emit_token(sl, &res, piece, ST_MIN(len, sizeof(piece)));
     if (matched || length) {
         end_completed(e, sl, matched ? ST_FINISH_STOP : ST_FINISH_LENGTH);
         return;

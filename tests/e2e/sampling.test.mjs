@@ -7,6 +7,7 @@
 //     token, to the runner-up (its logprob, reported before the bias as
 //     llama-server does, is the original second top_logprob);
 //   - logit_bias +100 forces a token everywhere;
+//   - logprobs' bytes are a token's raw bytes, also half a character;
 //   - frequency_penalty changes a reply that repeats itself;
 //   - response_format json_object: greedy and seeded sampled replies are
 //     always a valid JSON prefix starting with '{', and a JSON object when
@@ -68,6 +69,22 @@ describe('penalties and logit_bias on a real model', () => {
       logit_bias: { [String(id)]: 100 },
     });
     assert.equal(r.choices[0].text, ' pair'.repeat(5));
+  });
+
+  test('logprob bytes are the raw bytes of a token that splits a character', async () => {
+    const r0 = await postJSON(srv, '/tokenize', { content: '\u00e9', model: 'tiny' });
+    assert.equal(r0.status, 200, r0.text);
+    assert.equal(r0.json.tokens.length, 2, `'\u00e9' is not two byte tokens: ${r0.text}`);
+    const lead = r0.json.tokens[0];   // the byte 0xC3 alone
+    for (const top of [undefined, 2]) {
+      const r = await client.chat.completions.create({
+        model: 'tiny', messages, temperature: 0, max_tokens: 2, logprobs: true,
+        ...(top ? { top_logprobs: top } : {}), logit_bias: { [String(lead)]: 100 },
+      });
+      const content = r.choices[0].logprobs.content;
+      assert.equal(content.length, 2);
+      for (const t of content) assert.deepEqual(t.bytes, [0xc3], JSON.stringify(t));
+    }
   });
 
   test('frequency_penalty breaks a repeating greedy reply', async () => {

@@ -396,6 +396,10 @@ static const struct {
       { { "\"", ST_JS_RUN_PATTERN, 1 }, { "\"xa", ST_JS_RUN_PATTERN, UINT32_MAX } } },
     { "{\"type\":[\"string\",\"null\"],\"maxLength\":8}",
       { { "\"abc", ST_JS_RUN_COUNT, 5 }, { "", ST_JS_RUN_NONE, 0 } } },
+    /* a character split across tokens: no view in its middle (walked) */
+    { "{\"type\":\"string\",\"maxLength\":3}",
+      { { "\"a\xe2\x82", ST_JS_RUN_NONE, 0 }, { "\"a\xe2\x82\xac", ST_JS_RUN_COUNT, 1 },
+        { "\"\xf0\x9f\x98\x80\xc3\xa9", ST_JS_RUN_COUNT, 1 }, { "\"\xc3", ST_JS_RUN_NONE, 0 } } },
 };
 #define NRC ((int)(sizeof(rcases) / sizeof(rcases[0])))
 

@@ -434,6 +434,123 @@ START_TEST(test_json_schema_string_length)
 }
 END_TEST
 
+/* ---- string lengths over UTF-8 split byte by byte --------------------
+ * Every string of up to U8_DEPTH bytes from an alphabet of ASCII, lead,
+ * continuation and never-valid bytes (each second-byte range edge of
+ * Unicode's table 3-7 on both sides) is read one byte at a time, as
+ * tokens that split a character would bring it: the validator takes a
+ * byte iff the oracle below says the string so far is valid UTF-8 (its
+ * last character maybe cut short) of at most maxLength code points, and
+ * takes the closing quote iff every character is whole and the count is
+ * at least minLength. So a lone continuation byte never counts as none. */
+#define U8_DEPTH 7
+
+static const unsigned char u8_alpha[] = {
+    'a', 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xed, 0xee,
+    0xf0, 0xf4, 0xf5, 0xff,
+};
+
+/* p[0..n): -1 if no continuation makes it valid UTF-8, else its code
+ * points (a cut-short last one counts); *whole: no character cut short. */
+static int u8_oracle(const unsigned char *p, size_t n, bool *whole)
+{
+    int cps = 0;
+    *whole = true;
+    for (size_t i = 0; i < n; cps++) {
+        unsigned c = p[i], len, lo = 0x80, hi = 0xbf;
+        if (c < 0x80)
+            len = 1;
+        else if (c >= 0xc2 && c <= 0xdf)
+            len = 2;
+        else if (c >= 0xe0 && c <= 0xef)
+            len = 3;
+        else if (c >= 0xf0 && c <= 0xf4)
+            len = 4;
+        else
+            return -1;
+        if (c == 0xe0)
+            lo = 0xa0;
+        if (c == 0xed)
+            hi = 0x9f;
+        if (c == 0xf0)
+            lo = 0x90;
+        if (c == 0xf4)
+            hi = 0x8f;
+        for (size_t k = 1; k < len; k++) {
+            if (i + k == n) {
+                *whole = false;
+                return cps + 1;
+            }
+            unsigned b = p[i + k];
+            if (k == 1 ? b < lo || b > hi : b < 0x80 || b > 0xbf)
+                return -1;
+        }
+        i += len;
+    }
+    return cps;
+}
+
+struct u8_walk {
+    uint32_t min, max;
+    unsigned char text[U8_DEPTH];
+    long n_states;
+};
+
+static void u8_walk(struct u8_walk *w, const struct st_json_schema_state *st, size_t len)
+{
+    w->n_states++;
+    bool whole;
+    int cps = u8_oracle(w->text, len, &whole);
+    struct st_json_schema_state nx;
+    st_json_schema_state_copy(&nx, st);
+    bool closes = whole && (uint32_t)cps >= w->min;
+    if (st_json_schema_push(&nx, '"') != closes || (closes && !st_json_schema_complete(&nx)))
+        ck_abort_msg("[%u, %u] closing after %zu bytes (%d code points, whole %d)", w->min,
+                     w->max, len, cps, (int)whole);
+    if (len == U8_DEPTH)
+        return;
+    for (size_t a = 0; a < sizeof(u8_alpha); a++) {
+        w->text[len] = u8_alpha[a];
+        int c = u8_oracle(w->text, len + 1, &whole);
+        bool want = c >= 0 && (uint32_t)c <= w->max;
+        st_json_schema_state_copy(&nx, st);
+        bool took = st_json_schema_push(&nx, u8_alpha[a]);
+        if (took != want)   /* (no ck_assert: it logs each pass) */
+            ck_abort_msg("[%u, %u]: byte %zu 0x%02x taken %d, want %d", w->min, w->max, len,
+                         u8_alpha[a], (int)took, (int)want);
+        if (took)
+            u8_walk(w, &nx, len + 1);
+    }
+}
+
+START_TEST(test_json_schema_length_utf8_bytewise)
+{
+    /* free strings, and the same lengths folded into a pattern's automaton (pstr.c) */
+    static const char *const pattern[] = { "", "\"pattern\":\"^[^x]*$\"," };
+    static const uint32_t lens[][2] = { { 0, 0 }, { 1, 1 }, { 1, 2 }, { 2, 2 } };
+    for (size_t f = 0; f < 2; f++) {
+        for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            char schema[160];
+            snprintf(schema, sizeof(schema),
+                     "{\"type\":\"string\",%s\"minLength\":%u,\"maxLength\":%u}", pattern[f],
+                     lens[i][0], lens[i][1]);
+            struct st_json_schema *s = compile_ok(schema);
+            struct st_json_schema_state st;
+            st_json_schema_state_init(&st, s);
+            ck_assert(st_json_schema_push(&st, '"'));
+            struct u8_walk w = { .min = lens[i][0], .max = lens[i][1] };
+            u8_walk(&w, &st, 0);
+            ck_assert_int_gt(w.n_states, w.max ? 100 : 0);
+            st_json_schema_unref(s);
+        }
+    }
+    /* and whole, as a document: a stray continuation byte is no character */
+    refuses(q("{'type':'string','maxLength':1}"), q("'a\x80'"), 2);
+    refuses(q("{'type':'string','minLength':2}"), q("'\xc3\xa9\xa9'"), 3);
+    refuses(q("{'type':'string'}"), q("'\xe2\x82'"), 3);
+}
+END_TEST
+
 /* Brute force over every text of up to DEPTH bytes from "-0123456789":
  * the complete ones are exactly the canonical integers in [lo, hi], and
  * every accepted prefix can still be completed. */
@@ -737,6 +854,7 @@ static Suite *json_schema_suite(void)
     tcase_add_test(t, test_json_schema_prefixes_and_copy);
     tcase_add_test(t, test_json_schema_int_range);
     tcase_add_test(t, test_json_schema_string_length);
+    tcase_add_test(t, test_json_schema_length_utf8_bytewise);
     tcase_add_test(t, test_json_schema_int_range_brute);
     tcase_add_test(t, test_json_schema_number_range);
     tcase_add_test(t, test_json_schema_number_range_brute);

@@ -281,7 +281,8 @@ START_TEST(test_json_schema_pattern_repeat_lengths)
     ck_assert(st_json_schema_in_string(&st));   /* "^a" found */
     st_json_schema_unref(s);
     /* ... until whatever follows matches: then raw bytes pass as in a free
-     * string (the mask's fast path), escapes still decode */
+     * string (the mask's fast path) between characters, UTF-8 is still
+     * checked (a stray continuation byte is refused), escapes still decode */
     s = compile_ok(pschema("[0-9]", NULL));
     st_json_schema_state_init(&st, s);
     ck_assert(st_json_schema_feed(&st, "\"ab", 3));
@@ -289,7 +290,12 @@ START_TEST(test_json_schema_pattern_repeat_lengths)
     ck_assert(st_json_schema_feed(&st, "7", 1));
     ck_assert(st_json_schema_in_string(&st));
     ck_assert(st_json_schema_feed(&st, "\xe4\xb8", 2));
+    ck_assert(!st_json_schema_in_string(&st));   /* in mid-character */
+    ck_assert(st_json_schema_feed(&st, "\xad", 1));
     ck_assert(st_json_schema_in_string(&st));
+    struct st_json_schema_state stray;
+    st_json_schema_state_copy(&stray, &st);
+    ck_assert(!st_json_schema_push(&stray, 0xad));
     ck_assert(st_json_schema_feed(&st, "\\u", 2));
     ck_assert(!st_json_schema_in_string(&st));
     ck_assert(!st_json_schema_push(&st, 'x'));

@@ -531,8 +531,8 @@ static bool run_allows(const struct st_sampler *s, const struct st_json_step *st
 {
     const struct st_json_vocab *v = &s->jv;
     const struct st_json_schema_run *r = &st->run;
-    if (r->kind == ST_JS_RUN_COUNT)
-        return v->ncp[id] <= r->room;
+    if (r->kind == ST_JS_RUN_COUNT)   /* at a character boundary: invalid UTF-8 never goes on */
+        return (v->cls[id] & ST_JV_U8) && v->ncp[id] <= r->room;
     if (st->run_groups)   /* ASCII of the set only (then ncp is the length) */
         return !(v->sig[id] & ~st->run_full) && v->ncp[id] <= r->room;
     const unsigned char *p = v->bytes + v->off[id];
@@ -566,7 +566,9 @@ bool st_json_mask_allows(const struct st_sampler *s, const struct st_json_step *
         return st->complete;
     if (c & ST_JV_EMPTY)
         return false;   /* an empty piece would not move the text on */
-    if (st->in_str && (c & ST_JV_PLAIN) && !(st->str_lt && (c & ST_JV_LT)))
+    /* strings take valid UTF-8 only (a schema's strictly: its lengths count
+     * lead bytes); any other token is walked */
+    if (st->in_str && (c & ST_JV_PLAIN) && (c & ST_JV_U8) && !(st->str_lt && (c & ST_JV_LT)))
         return true;
     if (st->run.kind != ST_JS_RUN_NONE && (c & ST_JV_PLAIN) && !(st->str_lt && (c & ST_JV_LT))) {
         if (!st->run_groups && !st->first[v->bytes[v->off[id]]])

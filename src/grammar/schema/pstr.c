@@ -15,8 +15,9 @@
  * surrogate escape must be a pair (\uD800-\uDBFF then \uDC00-\uDFFF), so
  * that the code points are well defined; lengths (minLength / maxLength)
  * are part of the DFA. Once in a state from which every string matches
- * (JS_RX_ANY: an unanchored pattern found), raw bytes are taken as a free
- * string takes them (no decoding: the state cannot change), so the mask's
+ * (JS_RX_ANY: an unanchored pattern found), ASCII bytes are taken as a free
+ * string takes them (no stepping: the state cannot change; UTF-8 is still
+ * checked), so the mask's
  * free-string fast path applies (st_json_schema_in_string).
  *
  * Stack fields used (include/strata/json_schema.h): rx (DFA state), psub
@@ -172,7 +173,7 @@ int st_js_pstr_push(const struct js_regex *r, struct st_js_stack *k, unsigned ch
     }
     if (b == '"')
         return r->accept[k->rx] ? JS_PSTR_CLOSED : JS_PSTR_REFUSE;
-    if ((r->accept[k->rx] & JS_RX_ANY) && b >= 0x20 && b != '\\')
+    if ((r->accept[k->rx] & JS_RX_ANY) && b >= 0x20 && b < 0x80 && b != '\\')
         return JS_PSTR_TAKEN;   /* whatever follows matches: bytes as a free string takes them */
     if (b == '\\') {
         if (!st_js_regex_live(r, k->rx, 0, JS_RX_CP_END - 1))

@@ -8,9 +8,11 @@
  *
  * Why it is exact:
  *   - a string without a pattern (S_STR, state.c push_string)
- *     takes every plain byte, counting one code point per byte outside
- *     0x80-0xBF (no UTF-8 check there), and refuses a code point past
- *     maxLength: k code points go on iff k <= max_len - count;
+ *     takes valid UTF-8 (strictly), counting one code point per byte
+ *     outside 0x80-0xBF, and refuses a code point past maxLength: from a
+ *     character boundary (no UTF-8 sequence under way), a plain token of
+ *     valid UTF-8 (ST_JV_U8) with k code points goes on iff
+ *     k <= max_len - count; in mid-character there is no view (walk);
  *   - a pattern string at a character (pstr.c) steps its DFA
  *     on each plain ASCII byte (refusing where the DFA has no transition:
  *     every state left can still reach acceptance), and takes any plain
@@ -176,6 +178,8 @@ void st_json_schema_run_view(const struct st_json_schema_state *st,
     const struct js_node *nd = &sc->nodes[k->cur];
     switch ((enum jsmode)k->mode) {
     case S_STR: {   /* at a character: an escape is S_ESC */
+        if (k->pos)
+            return;   /* in mid-character */
         uint32_t room = string_room(sc, k);
         if (room == UINT32_MAX)   /* unbounded: st_json_schema_in_string's free string */
             return;
@@ -227,10 +231,11 @@ static bool free_key(const struct st_json_schema *sc, const struct st_js_stack *
            k->depth > 0 && sc->nodes[k->f[k->depth - 1].node].additional >= 0;
 }
 
-/* In a free string with room for ST_JSON_SCHEMA_FREE_KEY more code points. */
+/* In a free string with room for ST_JSON_SCHEMA_FREE_KEY more code points,
+ * at a character boundary. */
 static bool free_string(const struct st_json_schema *sc, const struct st_js_stack *k)
 {
-    return k->mode == S_STR && string_room(sc, k) >= ST_JSON_SCHEMA_FREE_KEY;
+    return k->mode == S_STR && k->pos == 0 && string_room(sc, k) >= ST_JSON_SCHEMA_FREE_KEY;
 }
 
 /* In a pattern string whose automaton matches whatever follows, at a

@@ -244,6 +244,7 @@ static bool value_start(const struct st_json_schema *sc, struct st_js_stack *k,
         return (n->types & JT_ARR) && open_container(k, true, (uint16_t)n->items);
     case '"':
         k->mode = n->rx >= 0 ? S_PSTR : S_STR;
+        k->pos = 0;
         return (n->types & JT_STR) != 0;
     case '-':
         k->mode = S_NUM_MINUS;
@@ -427,6 +428,35 @@ static bool push_uhex(const struct js_node *n, struct st_js_stack *k, unsigned c
     return true;
 }
 
+/* UTF-8 in a string without a pattern, strictly (no overlong form, no
+ * surrogate, nothing past U+10FFFF, no stray continuation byte), so that
+ * counting lead bytes counts code points exactly however tokens split a
+ * character. pos: the continuation bytes still to come (low 2 bits) and
+ * the range the next one must be in (U8_* << 2). */
+enum { U8_ANY, U8_A0, U8_9F, U8_90, U8_8F };
+
+static bool utf8_lead(struct st_js_stack *k, unsigned char b)
+{
+    if (b < 0xc2 || b > 0xf4)
+        return false;
+    unsigned left = b >= 0xf0 ? 3 : b >= 0xe0 ? 2 : 1;
+    unsigned range = b == 0xe0 ? U8_A0 : b == 0xed ? U8_9F : b == 0xf0 ? U8_90
+                   : b == 0xf4 ? U8_8F : U8_ANY;
+    k->pos = (uint16_t)(range << 2 | left);
+    return true;
+}
+
+static bool utf8_cont(struct st_js_stack *k, unsigned char b)
+{
+    static const unsigned char lo[] = { 0x80, 0xa0, 0x80, 0x90, 0x80 };
+    static const unsigned char hi[] = { 0xbf, 0xbf, 0x9f, 0xbf, 0x8f };
+    unsigned range = k->pos >> 2, left = k->pos & 3u;
+    if (b < lo[range] || b > hi[range])
+        return false;
+    k->pos = (uint16_t)(left - 1);
+    return true;
+}
+
 /* A byte of a free string of node cur: minLength / maxLength in code
  * points (a UTF-8 lead or ASCII byte starts one, an escape is one). */
 static bool push_string(const struct st_json_schema *sc, struct st_js_stack *k,
@@ -435,6 +465,8 @@ static bool push_string(const struct st_json_schema *sc, struct st_js_stack *k,
     const struct js_node *n = node(sc, k->cur);
     switch ((enum jsmode)k->mode) {
     case S_STR:
+        if (k->pos)
+            return utf8_cont(k, b);
         if (b == '"') {
             if ((uint32_t)(k->cand & CP_MASK) < n->min_len)
                 return false;
@@ -452,7 +484,9 @@ static bool push_string(const struct st_json_schema *sc, struct st_js_stack *k,
             return count_cp(n, k);
         }
         k->flags &= (uint8_t)~FL_HISURR;
-        return (b & 0xc0) == 0x80 || count_cp(n, k);
+        if (b >= 0x80 && !utf8_lead(k, b))
+            return false;
+        return count_cp(n, k);
     case S_ESC:
         if (b == 'u') {
             k->mode = S_UHEX;

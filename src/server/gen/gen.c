@@ -252,14 +252,19 @@ static void stream_end(struct st_gen *g, struct st_gen_choice *ch)
 
 /* ---- events ----------------------------------------------------------- */
 
-/* The logprobs view of a token event: the token's own bytes come from its
- * entry among the alternatives when present, else from the visible text. */
+/* The logprobs view of a token event: the token's own raw bytes (its
+ * piece, or its entry among the alternatives), never the visible text,
+ * which holds back or replaces a partial UTF-8 character. */
 static void logprob_of(const struct st_event *ev, const struct st_gen_choice *ch,
                        struct st_oai_logprob *lp)
 {
     memset(lp, 0, sizeof(*lp));
     lp->text = ev->text ? ev->text : "";
     lp->text_len = ev->text ? ev->text_len : 0;
+    if (ev->piece) {
+        lp->text = ev->piece;
+        lp->text_len = ev->piece_len;
+    }
     for (int32_t i = 0; i < ev->n_top; i++) {
         if (ev->top[i].token == ev->token && ev->top[i].n_bytes >= 0) {
             lp->text = ev->top[i].bytes;
