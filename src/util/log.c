@@ -1,4 +1,8 @@
-/* log.c -- levelled text/JSON log lines on stderr, one write(2) per line. */
+/* log.c -- levelled text/JSON log lines on stderr, one write(2) per line.
+ *
+ * The text format escapes every control byte of a message and of a value
+ * (\n, \r, \t, \xNN): strings from requests (a model name, a role)
+ * reach the log, and a raw newline in one would forge a whole line. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +56,36 @@ static void emit(struct st_buf *line)
     }
 }
 
+/* 's' with control bytes and DEL escaped; in a quoted value (quoted) also
+ * '"' and '\\', so the quotes still delimit it. */
+static enum st_status text_escaped(struct st_buf *line, const char *s, bool quoted)
+{
+    enum st_status rc = ST_OK;
+    for (const char *p = s; *p && rc == ST_OK; p++) {
+        unsigned char ch = (unsigned char)*p;
+        size_t run = 0;
+        while (p[run] && (unsigned char)p[run] >= 0x20 && p[run] != 0x7f &&
+               !(quoted && (p[run] == '"' || p[run] == '\\')))
+            run++;
+        if (run) {
+            rc = st_buf_append(line, p, run);
+            p += run - 1;
+        } else if (ch == '\n') {
+            rc = st_buf_append(line, "\\n", 2);
+        } else if (ch == '\r') {
+            rc = st_buf_append(line, "\\r", 2);
+        } else if (ch == '\t') {
+            rc = st_buf_append(line, "\\t", 2);
+        } else if (ch == '"' || ch == '\\') {
+            char esc[2] = { '\\', (char)ch };
+            rc = st_buf_append(line, esc, 2);
+        } else {
+            rc = st_buf_printf(line, "\\x%02x", ch);
+        }
+    }
+    return rc;
+}
+
 /* The common head of a line: time, level, module; then the message. */
 static void begin_line(struct st_buf *line, enum st_log_level level, const char *module,
                        const char *msg)
@@ -69,7 +103,9 @@ static void begin_line(struct st_buf *line, enum st_log_level level, const char 
         if (rc == ST_OK)
             rc = st_buf_json_str(line, msg, strlen(msg));
     } else {
-        rc = st_buf_printf(line, "%s %-5s %-6s %s", ts, level_names[level], module, msg);
+        rc = st_buf_printf(line, "%s %-5s %-6s ", ts, level_names[level], module);
+        if (rc == ST_OK)
+            rc = text_escaped(line, msg, false);
     }
     (void)rc;
 }
@@ -112,8 +148,12 @@ void st_log_kv(enum st_log_level level, const char *module, const char *msg, int
                 rc = (numeric && numeric[i]) ? st_buf_append(&line, v, strlen(v))
                                              : st_buf_json_str(&line, v, strlen(v));
         } else {
-            bool quote = strchr(v, ' ') != NULL || *v == '\0';
-            rc = st_buf_printf(&line, quote ? " %s=\"%s\"" : " %s=%s", keys[i], v);
+            bool quote = strpbrk(v, " \"\\") != NULL || *v == '\0';
+            rc = st_buf_printf(&line, " %s=%s", keys[i], quote ? "\"" : "");
+            if (rc == ST_OK)
+                rc = text_escaped(&line, v, quote);
+            if (rc == ST_OK && quote)
+                rc = st_buf_append(&line, "\"", 1);
         }
     }
     if (rc == ST_OK && log_format == ST_LOG_JSON)

@@ -1,12 +1,14 @@
-/* test_util.c -- status table, errors, strings, buffers, clocks, dtypes. */
+/* test_util.c -- status table, errors, strings, buffers, clocks, dtypes, log lines. */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "strata/clock.h"
 #include "strata/dtype.h"
 #include "strata/err.h"
+#include "strata/log.h"
 #include "strata/str.h"
 #include "support.h"
 
@@ -93,6 +95,53 @@ START_TEST(test_util_dtype_table)
 }
 END_TEST
 
+/* What one log call writes to stderr (redirected to a temporary file). */
+static void log_capture(void (*emit)(void), char *out, size_t cap)
+{
+    char path[] = "/tmp/st_test_log_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    int saved = dup(STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);
+    emit();
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    ssize_t n = pread(fd, out, cap - 1, 0);
+    close(fd);
+    ck_assert_int_gt(n, 0);
+    out[n] = '\0';
+}
+
+static void emit_forged_msg(void)
+{
+    st_log(ST_LOG_INFO, "http", "model '%s' not found",
+           "m\n2026-01-01T00:00:00.000Z error http FORGED\r\t\x1b\x7f");
+}
+
+static void emit_forged_kv(void)
+{
+    const char *keys[] = { "model", "role" };
+    const char *vals[] = { "m\n2026-01-01T00:00:00.000Z error http FORGED", "a \"b\" \\" };
+    st_log_kv(ST_LOG_INFO, "http", "request", 2, keys, vals, NULL);
+}
+
+/* A newline from a request must not start a line of its own (issue 26). */
+START_TEST(test_util_log_text_escapes_control_bytes)
+{
+    char got[1024];
+    st_log_set_format(ST_LOG_TEXT);
+    log_capture(emit_forged_msg, got, sizeof(got));
+    ck_assert_ptr_eq(strchr(got, '\n'), got + strlen(got) - 1);   /* one line */
+    ck_assert_ptr_nonnull(strstr(got, "model 'm\\n2026-01-01T00:00:00.000Z error http "
+                                      "FORGED\\r\\t\\x1b\\x7f' not found\n"));
+    log_capture(emit_forged_kv, got, sizeof(got));
+    ck_assert_ptr_eq(strchr(got, '\n'), got + strlen(got) - 1);
+    ck_assert_ptr_nonnull(strstr(got, " model=\"m\\n2026-01-01T00:00:00.000Z error http FORGED\""));
+    ck_assert_ptr_nonnull(strstr(got, " role=\"a \\\"b\\\" \\\\\"\n"));
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
@@ -104,6 +153,7 @@ static Suite *util_suite(void)
     tcase_add_test(tc, test_util_str_views);
     tcase_add_test(tc, test_util_manual_clock_moves_only_when_told);
     tcase_add_test(tc, test_util_dtype_table);
+    tcase_add_test(tc, test_util_log_text_escapes_control_bytes);
     suite_add_tcase(s, tc);
     return s;
 }
