@@ -48,6 +48,10 @@ static inline bool st_out_ok(const struct st_out *o)
     return o->rc == ST_OK;
 }
 
+/* Write into b from now on, keeping the status: for writers that fill
+ * several buffers side by side and fail as one. */
+void st_out_to(struct st_out *o, struct st_buf *b);
+
 /* Record rc (from a writer that takes the st_buf) unless a failure is
  * already recorded. Call such writers only while st_out_ok. */
 void st_out_check(struct st_out *o, enum st_status rc);
@@ -69,6 +73,7 @@ void st_out_json_num(struct st_out *o, double v);                  /* NaN/Inf ->
 void st_out_json_i64(struct st_out *o, int64_t v);
 void st_out_json_u64(struct st_out *o, uint64_t v);
 void st_out_json_bool(struct st_out *o, bool v);
+void st_out_json_bytes(struct st_out *o, const char *s, size_t n);   /* [b0,b1,...] */
 
 /* ---- JSON members and elements ---------------------------------------- */
 

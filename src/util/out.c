@@ -24,6 +24,11 @@ enum st_status st_out_finish(const struct st_out *o)
     return o->rc;
 }
 
+void st_out_to(struct st_out *o, struct st_buf *b)
+{
+    o->buf = b;
+}
+
 void st_out_check(struct st_out *o, enum st_status rc)
 {
     if (o->rc == ST_OK)
@@ -97,6 +102,14 @@ void st_out_json_num(struct st_out *o, double v)
     if (o->rc == ST_OK) {
         size_t before = o->buf->len;
         done(o, before, st_json_num(o->buf, v));
+    }
+}
+
+void st_out_json_bytes(struct st_out *o, const char *s, size_t n)
+{
+    if (o->rc == ST_OK) {
+        size_t before = o->buf->len;
+        done(o, before, st_json_bytes(o->buf, s, n));
     }
 }
 

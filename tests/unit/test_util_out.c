@@ -49,9 +49,11 @@ START_TEST(test_out_json_values)
     st_out_json_u64(&o, UINT64_MAX);
     st_out_text(&o, " ");
     st_out_json_bool(&o, true);
+    st_out_text(&o, " ");
+    st_out_json_bytes(&o, "a\xff", 2);
     ck_assert_int_eq(st_out_finish(&o), ST_OK);
     ck_assert_str_eq(b.data, "\"q\\\"\\n\xEF\xBF\xBD\" null 0.1 null -9223372036854775808 "
-                             "18446744073709551615 true");
+                             "18446744073709551615 true [97,255]");
     st_buf_fini(&b);
 }
 END_TEST
@@ -157,6 +159,33 @@ START_TEST(test_out_cap_cuts_back_whole_value)
 }
 END_TEST
 
+/* A writer that fills buffers side by side keeps one status across them. */
+START_TEST(test_out_to_switches_buffer_keeps_status)
+{
+    struct st_buf a, b;
+    st_buf_init(&a);
+    st_buf_init(&b);
+    struct st_out o;
+    st_out_init(&o, &a);
+    st_out_text(&o, "[");
+    st_out_to(&o, &b);
+    st_out_sep(&o);                /* b is empty: no comma */
+    st_out_text(&o, "x");
+    st_out_sep(&o);
+    ck_assert_int_eq(st_out_finish(&o), ST_OK);
+    ck_assert_str_eq(a.data, "[");
+    ck_assert_str_eq(b.data, "x,");
+    st_out_cap(&o, 2);
+    st_out_text(&o, "y");
+    st_out_to(&o, &a);
+    st_out_text(&o, "z");
+    ck_assert_int_eq(st_out_finish(&o), ST_ERR_NOMEM);
+    ck_assert_str_eq(a.data, "[");
+    st_buf_fini(&a);
+    st_buf_fini(&b);
+}
+END_TEST
+
 static Suite *util_out_suite(void)
 {
     Suite *s = suite_create("util_out");
@@ -167,6 +196,7 @@ static Suite *util_out_suite(void)
     tcase_add_test(tc, test_out_key_first_in_buffer);
     tcase_add_test(tc, test_out_failure_sticks);
     tcase_add_test(tc, test_out_cap_cuts_back_whole_value);
+    tcase_add_test(tc, test_out_to_switches_buffer_keeps_status);
     suite_add_tcase(s, tc);
     return s;
 }
