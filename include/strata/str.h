@@ -7,6 +7,7 @@
 #ifndef STRATA_STR_H
 #define STRATA_STR_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,8 +45,10 @@ void st_buf_init(struct st_buf *b);
 void st_buf_fini(struct st_buf *b);
 ST_MUST_CHECK enum st_status st_buf_append(struct st_buf *b, const void *p, size_t n);
 ST_MUST_CHECK enum st_status st_buf_printf(struct st_buf *b, const char *fmt, ...) ST_PRINTF(2, 3);
+ST_MUST_CHECK enum st_status st_buf_vprintf(struct st_buf *b, const char *fmt, va_list ap)
+    ST_PRINTF(2, 0);
 /* Append 's' as a JSON string literal (quotes and escapes included; bytes
- * >= 0x80 are copied as they are: server/json_out.c's writer also repairs
+ * >= 0x80 are copied as they are: util/json_out.c's st_json_str also repairs
  * invalid UTF-8). */
 ST_MUST_CHECK enum st_status st_buf_json_str(struct st_buf *b, const char *s, size_t n);
 /* The same without the quotes: the escaped body of the literal. */

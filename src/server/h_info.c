@@ -21,102 +21,85 @@
 #define ACTIVITY_MAX 10000
 
 /* Writes element i of the caller's array 'items' as JSON. */
-typedef enum st_status (*elem_writer)(struct st_buf *b, struct st_server *srv,
-                                      const void *items, size_t i);
+typedef void (*elem_writer)(struct st_out *o, struct st_server *srv, const void *items,
+                            size_t i);
 
 /* The JSON array [put(0),put(1),...] of n elements. */
-static enum st_status json_array(struct st_buf *b, struct st_server *srv, const void *items,
-                                 size_t n, elem_writer put)
+static void json_array(struct st_out *o, struct st_server *srv, const void *items, size_t n,
+                       elem_writer put)
 {
-    enum st_status rc = st_buf_append(b, ST_LIT("["));
-    for (size_t i = 0; i < n && rc == ST_OK; i++) {
-        if (i)
-            rc = st_buf_append(b, ST_LIT(","));
-        if (rc == ST_OK)
-            rc = put(b, srv, items, i);
+    st_out_text(o, "[");
+    for (size_t i = 0; i < n; i++) {
+        st_out_sep(o);
+        put(o, srv, items, i);
     }
-    if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT("]"));
-    return rc;
+    st_out_text(o, "]");
 }
 
 /* "aliases":[...],"engines":[...] of the strata object. */
-static enum st_status model_lists(struct st_buf *b, struct st_server *srv, int32_t m,
-                                  const struct st_model_status *st)
+static void model_lists(struct st_out *o, struct st_server *srv, int32_t m,
+                        const struct st_model_status *st)
 {
     int32_t n_alias = 0;
     const char *const *aliases = st_engine_pool_model_aliases(srv->pool, m, &n_alias);
-    enum st_status rc = st_buf_append(b, ST_LIT(",\"aliases\":["));
-    for (int32_t i = 0; i < n_alias && rc == ST_OK; i++) {
-        if (i)
-            rc = st_buf_append(b, ST_LIT(","));
-        if (rc == ST_OK)
-            rc = st_json_cstr(b, aliases[i]);
+    st_out_kv_raw(o, "aliases", "[");
+    for (int32_t i = 0; i < n_alias; i++) {
+        st_out_sep(o);
+        st_out_json_cstr(o, aliases[i]);
     }
-    if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT("],\"engines\":["));
-    for (int32_t i = 0; i < st->n_engines && rc == ST_OK; i++)
-        rc = st_buf_printf(b, "%s%d", i ? "," : "", (int)st->engines[i]);
-    if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT("]"));
-    return rc;
+    st_out_text(o, "]");
+    st_out_kv_raw(o, "engines", "[");
+    for (int32_t i = 0; i < st->n_engines; i++) {
+        st_out_sep(o);
+        st_out_json_i64(o, st->engines[i]);
+    }
+    st_out_text(o, "]");
 }
 
 /* One model: OpenAI's fields, then ours under "strata": backend, state
  * (unloaded, loading, loaded, failed), ctx_size, aliases, the engines that
  * have it (or are loading it); a failed model adds the reason and the
  * seconds until a request may try the load again. */
-static enum st_status model_obj(struct st_buf *b, struct st_server *srv, int32_t m)
+static void model_obj(struct st_out *o, struct st_server *srv, int32_t m)
 {
     struct st_model_status st;
     st_engine_pool_model_status(srv->pool, m, &st);
     const char *backend = st_engine_pool_backend_name(srv->pool, m);
-    enum st_status rc = st_buf_append(b, ST_LIT("{\"id\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(b, st_engine_pool_model_name(srv->pool, m));
-    if (rc == ST_OK)
-        rc = st_buf_printf(b, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"strata\","
-                              "\"strata\":{\"backend\":",
-                           (long long)srv->created);
-    if (rc == ST_OK)
-        rc = st_json_cstr(b, backend ? backend : "unknown");
-    if (rc == ST_OK)
-        rc = st_buf_printf(b, ",\"state\":\"%s\",\"ctx_size\":%lld",
-                           st_model_state_name(st.state),
-                           (long long)st_engine_pool_ctx_size(srv->pool, m));
-    if (rc == ST_OK)
-        rc = model_lists(b, srv, m, &st);
-    if (rc == ST_OK && st.state == ST_MODEL_FAILED) {
-        rc = st_buf_append(b, ST_LIT(",\"reason\":"));
-        if (rc == ST_OK)
-            rc = st_json_cstr(b, st.reason);
-        if (rc == ST_OK)
-            rc = st_buf_printf(b, ",\"retry_in_s\":%d", st_retry_seconds(st.retry_in_s));
+    st_out_text(o, "{");
+    st_out_kv_str(o, "id", st_engine_pool_model_name(srv->pool, m));
+    st_out_kv_str(o, "object", "model");
+    st_out_kv_i64(o, "created", srv->created);
+    st_out_kv_str(o, "owned_by", "strata");
+    st_out_kv_raw(o, "strata", "{");
+    st_out_kv_str(o, "backend", backend ? backend : "unknown");
+    st_out_kv_str(o, "state", st_model_state_name(st.state));
+    st_out_kv_i64(o, "ctx_size", st_engine_pool_ctx_size(srv->pool, m));
+    model_lists(o, srv, m, &st);
+    if (st.state == ST_MODEL_FAILED) {
+        st_out_kv_str(o, "reason", st.reason);
+        st_out_kv_i64(o, "retry_in_s", st_retry_seconds(st.retry_in_s));
     }
-    if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT("}}"));
-    return rc;
+    st_out_text(o, "}}");
 }
 
 /* The models are numbered: no items array. */
-static enum st_status model_at(struct st_buf *b, struct st_server *srv, const void *items,
-                               size_t i)
+static void model_at(struct st_out *o, struct st_server *srv, const void *items, size_t i)
 {
     (void)items;
-    return model_obj(b, srv, (int32_t)i);
+    model_obj(o, srv, (int32_t)i);
 }
 
 enum st_route_result st_h_models(struct st_call *c)
 {
     struct st_buf b;
     st_buf_init(&b);
+    struct st_out o;
+    st_out_init(&o, &b);
     size_t n = (size_t)st_engine_pool_n_models(c->srv->pool);
-    enum st_status rc = st_buf_append(&b, ST_LIT("{\"object\":\"list\",\"data\":"));
-    if (rc == ST_OK)
-        rc = json_array(&b, c->srv, NULL, n, model_at);
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, ST_LIT("}"));
-    return st_reply_json_built(c, rc, &b);
+    st_out_text(&o, "{\"object\":\"list\",\"data\":");
+    json_array(&o, c->srv, NULL, n, model_at);
+    st_out_text(&o, "}");
+    return st_reply_json_built(c, st_out_finish(&o), &b);
 }
 
 enum st_route_result st_h_model_one(struct st_call *c)
@@ -131,8 +114,10 @@ enum st_route_result st_h_model_one(struct st_call *c)
     }
     struct st_buf b;
     st_buf_init(&b);
-    enum st_status rc = model_obj(&b, c->srv, m);
-    return st_reply_json_built(c, rc, &b);
+    struct st_out o;
+    st_out_init(&o, &b);
+    model_obj(&o, c->srv, m);
+    return st_reply_json_built(c, st_out_finish(&o), &b);
 }
 
 enum st_route_result st_h_health(struct st_call *c)
@@ -199,65 +184,46 @@ static bool parse_limit(const char *s, size_t *out)
     return true;
 }
 
-static enum st_status opt_ms(struct st_buf *b, const char *key, double v)
+/* "key":v, or "key":null while v is unknown (< 0). */
+static void opt_ms(struct st_out *o, const char *key, double v)
 {
-    enum st_status rc = st_buf_printf(b, ",\"%s\":", key);
-    if (rc == ST_OK)
-        rc = v < 0 ? st_buf_append(b, ST_LIT("null")) : st_json_num(b, v);
-    return rc;
+    if (v < 0)
+        st_out_kv_raw(o, key, "null");
+    else
+        st_out_kv_num(o, key, v);
 }
 
 /* Record i of the st_activity array 'items' (an elem_writer). */
-static enum st_status activity_obj(struct st_buf *b, struct st_server *srv, const void *items,
-                                   size_t i)
+static void activity_obj(struct st_out *o, struct st_server *srv, const void *items, size_t i)
 {
     const struct st_activity *a = (const struct st_activity *)items + i;
-    enum st_status rc = st_buf_printf(b, "{\"id\":%llu,\"request_id\":",
-                                      (unsigned long long)a->id);
-    if (rc == ST_OK)
-        rc = st_json_cstr(b, a->request_id);
-    if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT(",\"model\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(b, st_engine_pool_model_name(srv->pool, a->model));
-    if (rc == ST_OK)
-        rc = st_buf_printf(b, ",\"engine\":%d,\"slot\":%d,\"serial_priority\":%d,"
-                              "\"serial_band\":\"%s\",\"serial_score\":",
-                           (int)a->engine, (int)a->slot, (int)a->priority, st_band_name(a->band));
-    if (rc == ST_OK)
-        rc = st_json_num(b, a->score);
-    if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT(",\"serial_queue_wait_ms\":"));
-    if (rc == ST_OK)
-        rc = st_json_num(b, a->queue_wait_ms);
-    if (rc == ST_OK)
-        rc = st_buf_printf(b, ",\"prompt_tokens\":%lld,\"completion_tokens\":%lld,"
-                              "\"give_ways\":%d,\"swapped\":%s,\"swap_from\":",
-                           (long long)a->prompt_tokens, (long long)a->n_generated,
-                           (int)a->give_ways, a->swapped ? "true" : "false");
+    st_out_text(o, "{");
+    st_out_kv_u64(o, "id", a->id);
+    st_out_kv_str(o, "request_id", a->request_id);
+    st_out_kv_str(o, "model", st_engine_pool_model_name(srv->pool, a->model));
+    st_out_kv_i64(o, "engine", a->engine);
+    st_out_kv_i64(o, "slot", a->slot);
+    st_out_kv_i64(o, "serial_priority", a->priority);
+    st_out_kv_str(o, "serial_band", st_band_name(a->band));
+    st_out_kv_num(o, "serial_score", a->score);
+    st_out_kv_num(o, "serial_queue_wait_ms", a->queue_wait_ms);
+    st_out_kv_i64(o, "prompt_tokens", a->prompt_tokens);
+    st_out_kv_i64(o, "completion_tokens", a->n_generated);
+    st_out_kv_i64(o, "give_ways", a->give_ways);
+    st_out_kv_bool(o, "swapped", a->swapped);
     /* the model the engine had before this dispatch; null: no swap, or none */
-    if (rc == ST_OK)
-        rc = st_json_cstr(b, a->swapped && a->swap_from >= 0
-                                 ? st_engine_pool_model_name(srv->pool, a->swap_from)
-                                 : NULL);
-    if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT(",\"load_ms\":"));
-    if (rc == ST_OK)
-        rc = st_json_num(b, a->load_ms);
-    if (rc == ST_OK)
-        rc = st_buf_printf(b, ",\"finished\":%s,\"outcome\":", a->finished ? "true" : "false");
-    if (rc == ST_OK)
-        rc = st_json_cstr(b, a->finished ? st_outcome_name(a->outcome) : NULL);
-    if (rc == ST_OK)
-        rc = opt_ms(b, "ttft_ms", a->ttft_ms);
-    if (rc == ST_OK)
-        rc = opt_ms(b, "total_ms", a->total_ms);
-    if (rc == ST_OK)
-        rc = st_buf_printf(b, ",\"mtp_drafted\":%lld,\"mtp_accepted\":%lld,"
-                              "\"dispatched_unix_ms\":%lld}",
-                           (long long)a->mtp_drafted, (long long)a->mtp_accepted,
-                           (long long)a->dispatched_unix_ms);
-    return rc;
+    st_out_kv_str(o, "swap_from", a->swapped && a->swap_from >= 0
+                                      ? st_engine_pool_model_name(srv->pool, a->swap_from)
+                                      : NULL);
+    st_out_kv_num(o, "load_ms", a->load_ms);
+    st_out_kv_bool(o, "finished", a->finished);
+    st_out_kv_str(o, "outcome", a->finished ? st_outcome_name(a->outcome) : NULL);
+    opt_ms(o, "ttft_ms", a->ttft_ms);
+    opt_ms(o, "total_ms", a->total_ms);
+    st_out_kv_i64(o, "mtp_drafted", a->mtp_drafted);
+    st_out_kv_i64(o, "mtp_accepted", a->mtp_accepted);
+    st_out_kv_i64(o, "dispatched_unix_ms", a->dispatched_unix_ms);
+    st_out_text(o, "}");
 }
 
 enum st_route_result st_h_activity(struct st_call *c)
@@ -275,9 +241,11 @@ enum st_route_result st_h_activity(struct st_call *c)
     size_t n = st_sched_activity(c->srv->sched, recs, limit);
     struct st_buf b;
     st_buf_init(&b);
-    enum st_status rc = json_array(&b, c->srv, recs, n, activity_obj);
+    struct st_out o;
+    st_out_init(&o, &b);
+    json_array(&o, c->srv, recs, n, activity_obj);
     free(recs);
-    return st_reply_json_built(c, rc, &b);
+    return st_reply_json_built(c, st_out_finish(&o), &b);
 }
 
 static const char *slot_state_name(enum st_slot_state s)
@@ -293,31 +261,28 @@ static const char *slot_state_name(enum st_slot_state s)
 }
 
 /* Slot i of the st_slot_view array 'items' (an elem_writer). */
-static enum st_status slot_obj(struct st_buf *b, struct st_server *srv, const void *items,
-                               size_t i)
+static void slot_obj(struct st_out *o, struct st_server *srv, const void *items, size_t i)
 {
     const struct st_slot_view *v = (const struct st_slot_view *)items + i;
     bool busy = v->state != ST_SLOT_IDLE;
-    enum st_status rc = st_buf_printf(b, "{\"id\":%d,\"engine\":%d,\"state\":\"%s\","
-                                         "\"is_processing\":%s,\"request_id\":",
-                                      (int)v->slot, (int)v->engine, slot_state_name(v->state),
-                                      busy ? "true" : "false");
-    if (rc == ST_OK)
-        rc = st_json_cstr(b, busy && v->request_id[0] ? v->request_id : NULL);
-    if (rc == ST_OK)
-        rc = st_buf_printf(b, ",\"priority\":%d,\"band\":\"%s\",\"n_prompt\":%lld,"
-                              "\"n_read\":%lld,\"n_generated\":%lld,\"give_ways\":%d,"
-                              "\"n_cached\":%lld,\"n_ctx\":%lld,\"model\":",
-                           (int)v->priority, st_band_name(v->band), (long long)v->n_prompt,
-                           (long long)v->n_read, (long long)v->n_generated, (int)v->give_ways,
-                           (long long)v->n_cached, (long long)v->n_ctx);
+    st_out_text(o, "{");
+    st_out_kv_i64(o, "id", v->slot);
+    st_out_kv_i64(o, "engine", v->engine);
+    st_out_kv_str(o, "state", slot_state_name(v->state));
+    st_out_kv_bool(o, "is_processing", busy);
+    st_out_kv_str(o, "request_id", busy && v->request_id[0] ? v->request_id : NULL);
+    st_out_kv_i64(o, "priority", v->priority);
+    st_out_kv_str(o, "band", st_band_name(v->band));
+    st_out_kv_i64(o, "n_prompt", v->n_prompt);
+    st_out_kv_i64(o, "n_read", v->n_read);
+    st_out_kv_i64(o, "n_generated", v->n_generated);
+    st_out_kv_i64(o, "give_ways", v->give_ways);
+    st_out_kv_i64(o, "n_cached", v->n_cached);
+    st_out_kv_i64(o, "n_ctx", v->n_ctx);
     /* the engine's loaded model; null while it has none (or is loading one) */
-    if (rc == ST_OK)
-        rc = st_json_cstr(b, v->model >= 0 ? st_engine_pool_model_name(srv->pool, v->model)
-                                           : NULL);
-    if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT("}"));
-    return rc;
+    st_out_kv_str(o, "model", v->model >= 0 ? st_engine_pool_model_name(srv->pool, v->model)
+                                            : NULL);
+    st_out_text(o, "}");
 }
 
 enum st_route_result st_h_slots(struct st_call *c)
@@ -329,7 +294,9 @@ enum st_route_result st_h_slots(struct st_call *c)
     size_t n = ST_MIN(total, st_engine_pool_slots(c->srv->pool, v, total));
     struct st_buf b;
     st_buf_init(&b);
-    enum st_status rc = json_array(&b, c->srv, v, n, slot_obj);
+    struct st_out o;
+    st_out_init(&o, &b);
+    json_array(&o, c->srv, v, n, slot_obj);
     free(v);
-    return st_reply_json_built(c, rc, &b);
+    return st_reply_json_built(c, st_out_finish(&o), &b);
 }

@@ -89,16 +89,23 @@ enum st_status st_buf_printf(struct st_buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    enum st_status rc = st_buf_vprintf(b, fmt, ap);
     va_end(ap);
+    return rc;
+}
+
+enum st_status st_buf_vprintf(struct st_buf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
     if (n < 0)
         return ST_ERR_INVALID;
     enum st_status rc = reserve(b, (size_t)n);
     if (rc != ST_OK)
         return rc;
-    va_start(ap, fmt);
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
     b->len += (size_t)n;
     return ST_OK;
 }

@@ -7,7 +7,7 @@ if(STRATA_FUZZ AND STRATA_SERVER)
     set(ST_SRV ${PROJECT_SOURCE_DIR}/src/server)
     add_executable(fuzz_embeddings_request ${CMAKE_CURRENT_LIST_DIR}/fuzz_embeddings_request.c
                    ${ST_SRV}/openai/embeddings_request.c ${ST_SRV}/gen/embeddings_reply.c
-                   ${ST_SRV}/openai/oai_fields.c ${ST_SRV}/http/errors.c ${ST_SRV}/http/json_out.c)
+                   ${ST_SRV}/openai/oai_fields.c ${ST_SRV}/http/errors.c)
     target_include_directories(fuzz_embeddings_request PRIVATE ${PROJECT_SOURCE_DIR}/src)
     target_compile_options(fuzz_embeddings_request PRIVATE -fsanitize=fuzzer,address,undefined
                            -fno-sanitize-recover=undefined -fno-omit-frame-pointer)

@@ -20,7 +20,7 @@ if(STRATA_FUZZ AND STRATA_SERVER)
                        ${ST_SRV}/openai/oai_request.c ${ST_SRV}/openai/oai_fields.c
                        ${ST_SRV}/openai/oai_sampling.c ${ST_SRV}/openai/oai_tools.c
                        ${ST_SRV}/llama/oai_text.c ${ST_SRV}/http/sse.c
-                       ${ST_SRV}/http/errors.c ${ST_SRV}/http/json_out.c ${ST_SRV}/http/auth.c
+                       ${ST_SRV}/http/errors.c ${ST_SRV}/http/auth.c
                        ${ST_SRV}/http/random_id.c ${PROJECT_SOURCE_DIR}/src/engine/request.c)
         if(api STREQUAL "responses")
             target_sources(${target} PRIVATE ${ST_SRV}/responses/responses_chain.c

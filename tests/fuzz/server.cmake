@@ -10,7 +10,7 @@ if(STRATA_FUZZ AND STRATA_SERVER)
     add_executable(fuzz_oai_request ${CMAKE_CURRENT_LIST_DIR}/fuzz_oai_request.c
                    ${ST_SRV}/openai/oai_request.c ${ST_SRV}/openai/oai_fields.c
                    ${ST_SRV}/openai/oai_sampling.c ${ST_SRV}/openai/oai_tools.c
-                   ${ST_SRV}/llama/oai_text.c ${ST_SRV}/http/errors.c ${ST_SRV}/http/json_out.c
+                   ${ST_SRV}/llama/oai_text.c ${ST_SRV}/http/errors.c
                    ${ST_SRV}/http/auth.c ${ST_SRV}/http/random_id.c
                    ${PROJECT_SOURCE_DIR}/src/engine/request.c)
     target_include_directories(fuzz_oai_request PRIVATE ${PROJECT_SOURCE_DIR}/src)

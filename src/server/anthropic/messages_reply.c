@@ -64,96 +64,86 @@ const char *st_msg_stop_reason(enum st_finish finish, bool has_calls, const char
 }
 
 /* "stop_reason":..,"stop_sequence":.. (the string only with "stop_sequence") */
-static enum st_status stop_json(struct st_buf *o, const char *stop_reason, const char *stop_seq)
+static void stop_json(struct st_out *o, const char *stop_reason, const char *stop_seq)
 {
-    enum st_status rc = stop_reason
-                            ? st_buf_printf(o, "\"stop_reason\":\"%s\"", stop_reason)
-                            : st_buf_append(o, ST_LIT("\"stop_reason\":null"));
-    if (rc == ST_OK)
-        rc = st_buf_append(o, ST_LIT(",\"stop_sequence\":"));
-    if (rc != ST_OK)
-        return rc;
-    return stop_reason && strcmp(stop_reason, "stop_sequence") == 0 && stop_seq
-               ? st_json_cstr(o, stop_seq)
-               : st_buf_append(o, ST_LIT("null"));
+    bool named = stop_reason && strcmp(stop_reason, "stop_sequence") == 0 && stop_seq;
+    st_out_kv_str(o, "stop_reason", stop_reason);
+    st_out_kv_str(o, "stop_sequence", named ? stop_seq : NULL);
 }
 
 /* Our tool call ids are "call_<hex>" (gen_reply.c); Anthropic's "toolu_<..>". */
-static enum st_status tool_id_json(struct st_buf *o, const char *id)
+static void tool_id_json(struct st_out *o, const char *id)
 {
     char buf[96];
     snprintf(buf, sizeof(buf), "toolu_%s", strncmp(id, "call_", 5) == 0 ? id + 5 : id);
-    return st_json_cstr(o, buf);
+    st_out_json_cstr(o, buf);
 }
 
 /* in: the prompt's tokens, cached: those of them read from the prefix
  * cache. Anthropic's input_tokens excludes cache reads (a request's input
  * is input_tokens + cache_creation_input_tokens + cache_read_input_tokens),
  * so it is in - cached. */
-static enum st_status usage_json(struct st_buf *o, int64_t in, int64_t cached, int64_t out)
+static void usage_json(struct st_out *o, int64_t in, int64_t cached, int64_t out)
 {
     int64_t fresh = in > cached ? in - cached : 0;
-    return st_buf_printf(o, "{\"input_tokens\":%lld,\"cache_creation_input_tokens\":0,"
-                         "\"cache_read_input_tokens\":%lld,\"output_tokens\":%lld}",
-                         (long long)fresh, (long long)cached, (long long)out);
+    st_out_printf(o, "{\"input_tokens\":%lld,\"cache_creation_input_tokens\":0,"
+                     "\"cache_read_input_tokens\":%lld,\"output_tokens\":%lld}",
+                  (long long)fresh, (long long)cached, (long long)out);
 }
 
 /* {"id":..,"type":"message","role":"assistant","model":..,"content":[ -- the
  * caller writes the blocks and calls msg_tail. */
-static enum st_status msg_head(struct st_buf *o, const struct st_gen *g)
+static void msg_head(struct st_out *o, const struct st_gen *g)
 {
-    enum st_status rc = st_buf_append(o, ST_LIT("{\"id\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(o, g->id);
-    if (rc == ST_OK)
-        rc = st_buf_append(o, ST_LIT(",\"type\":\"message\",\"role\":\"assistant\",\"model\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(o, g->model_name);
-    return rc == ST_OK ? st_buf_append(o, ST_LIT(",\"content\":[")) : rc;
+    st_out_text(o, "{");
+    st_out_kv_str(o, "id", g->id);
+    st_out_kv_str(o, "type", "message");
+    st_out_kv_str(o, "role", "assistant");
+    st_out_kv_str(o, "model", g->model_name);
+    st_out_kv_raw(o, "content", "[");
 }
 
 /* ],"stop_reason":..,"stop_sequence":..,"usage":{..}} */
-static enum st_status msg_tail(struct st_buf *o, const char *stop_reason, const char *stop_seq,
-                               int64_t in, int64_t cached, int64_t out)
+static void msg_tail(struct st_out *o, const char *stop_reason, const char *stop_seq,
+                     int64_t in, int64_t cached, int64_t out)
 {
-    enum st_status rc = st_buf_append(o, ST_LIT("],"));
-    if (rc == ST_OK)
-        rc = stop_json(o, stop_reason, stop_seq);
-    if (rc == ST_OK)
-        rc = st_buf_append(o, ST_LIT(",\"usage\":"));
-    if (rc == ST_OK)
-        rc = usage_json(o, in, cached, out);
-    return rc == ST_OK ? st_buf_append(o, ST_LIT("}")) : rc;
+    st_out_text(o, "]");
+    stop_json(o, stop_reason, stop_seq);
+    st_out_key(o, "usage");
+    usage_json(o, in, cached, out);
+    st_out_text(o, "}");
 }
 
-/* A content block; 'input' (tool_use) is JSON text, NULL: {}. */
-static enum st_status block_json(struct st_buf *o, enum block_kind k, const char *text,
-                                 size_t len, const char *id, const char *input)
+/* A content block, after a comma unless it is the first; 'input'
+ * (tool_use) is JSON text, NULL: {}. */
+static void block_json(struct st_out *o, enum block_kind k, const char *text, size_t len,
+                       const char *id, const char *input)
 {
-    enum st_status rc;
+    st_out_sep(o);
+    st_out_text(o, "{");
     switch (k) {
     case BLOCK_THINKING:
-        rc = st_buf_append(o, ST_LIT("{\"type\":\"thinking\",\"thinking\":"));
-        if (rc == ST_OK)
-            rc = st_json_str(o, text, len);
-        return rc == ST_OK ? st_buf_append(o, ST_LIT(",\"signature\":\"\"}")) : rc;
+        st_out_kv_str(o, "type", "thinking");
+        st_out_key(o, "thinking");
+        st_out_json_str(o, text, len);
+        st_out_kv_raw(o, "signature", "\"\"");
+        break;
     case BLOCK_TOOL:
-        rc = st_buf_append(o, ST_LIT("{\"type\":\"tool_use\",\"id\":"));
-        if (rc == ST_OK)
-            rc = tool_id_json(o, id);
-        if (rc == ST_OK)
-            rc = st_tr_json_member(o, "name", text, len);
-        if (rc == ST_OK)
-            rc = st_buf_printf(o, ",\"input\":%s}", input ? input : "{}");
-        return rc;
+        st_out_kv_str(o, "type", "tool_use");
+        st_out_key(o, "id");
+        tool_id_json(o, id);
+        st_out_key(o, "name");
+        st_out_json_str(o, text, len);
+        st_out_kv_raw(o, "input", input ? input : "{}");
+        break;
     case BLOCK_TEXT:
     case BLOCK_NONE:
+        st_out_kv_str(o, "type", "text");
+        st_out_key(o, "text");
+        st_out_json_str(o, text, len);
         break;
     }
-    rc = st_buf_append(o, ST_LIT("{\"type\":\"text\",\"text\":"));
-    if (rc == ST_OK)
-        rc = st_json_str(o, text, len);
-    return rc == ST_OK ? st_buf_append(o, ST_LIT("}")) : rc;
+    st_out_text(o, "}");
 }
 
 /* ---- stream events ---------------------------------------------------------------- */
@@ -165,6 +155,25 @@ static enum st_status event(struct st_gen *g, const char *type, const struct st_
     return st_tr_sse_event(&g->out, type, -1, body);
 }
 
+/* Start an event body in b: its members each start with a comma, the
+ * first too, so it opens with one and every key after follows st_out's rule. */
+static void body_start(struct st_out *o, struct st_buf *b)
+{
+    st_buf_init(b);
+    st_out_init(o, b);
+    st_out_text(o, ",");
+}
+
+/* Frame the event whose body o holds (when it was written), and free it. */
+static enum st_status body_event(struct st_gen *g, const char *type, struct st_out *o)
+{
+    enum st_status rc = st_out_finish(o);
+    if (rc == ST_OK)
+        rc = event(g, type, o->buf);
+    st_buf_fini(o->buf);
+    return rc;
+}
+
 static enum st_status ensure_started(struct st_gen *g, const struct st_gen_choice *ch)
 {
     struct st_msg *m = msg_of(g);
@@ -172,16 +181,12 @@ static enum st_status ensure_started(struct st_gen *g, const struct st_gen_choic
         return ST_OK;
     m->started = true;
     struct st_buf b;
-    st_buf_init(&b);
-    enum st_status rc = st_buf_append(&b, ST_LIT(",\"message\":"));
-    if (rc == ST_OK)
-        rc = msg_head(&b, g);
-    if (rc == ST_OK)
-        rc = msg_tail(&b, NULL, NULL, ch->n_prompt, ch->n_cached, 0);
-    if (rc == ST_OK)
-        rc = event(g, "message_start", &b);
-    st_buf_fini(&b);
-    return rc;
+    struct st_out o;
+    body_start(&o, &b);
+    st_out_key(&o, "message");
+    msg_head(&o, g);
+    msg_tail(&o, NULL, NULL, ch->n_prompt, ch->n_cached, 0);
+    return body_event(g, "message_start", &o);
 }
 
 static enum st_status close_block(struct st_gen *g)
@@ -191,12 +196,10 @@ static enum st_status close_block(struct st_gen *g)
         return ST_OK;
     m->open = BLOCK_NONE;
     struct st_buf b;
-    st_buf_init(&b);
-    enum st_status rc = st_buf_printf(&b, ",\"index\":%d", (int)(m->n_blocks - 1));
-    if (rc == ST_OK)
-        rc = event(g, "content_block_stop", &b);
-    st_buf_fini(&b);
-    return rc;
+    struct st_out o;
+    body_start(&o, &b);
+    st_out_kv_i64(&o, "index", m->n_blocks - 1);
+    return body_event(g, "content_block_stop", &o);
 }
 
 /* content_block_start for a new block (the open one closed first). */
@@ -210,39 +213,40 @@ static enum st_status open_block(struct st_gen *g, enum block_kind k, const char
     m->open = k;
     m->calls |= k == BLOCK_TOOL;
     struct st_buf b;
-    st_buf_init(&b);
-    rc = st_buf_printf(&b, ",\"index\":%d,\"content_block\":", (int)m->n_blocks++);
-    if (rc == ST_OK)
-        rc = block_json(&b, k, k == BLOCK_TOOL ? name : "", k == BLOCK_TOOL ? name_len : 0,
-                        id ? id : "", NULL);
-    if (rc == ST_OK)
-        rc = event(g, "content_block_start", &b);
-    st_buf_fini(&b);
-    return rc;
+    struct st_out o;
+    body_start(&o, &b);
+    st_out_kv_i64(&o, "index", m->n_blocks++);
+    st_out_key(&o, "content_block");
+    block_json(&o, k, k == BLOCK_TOOL ? name : "", k == BLOCK_TOOL ? name_len : 0, id ? id : "",
+               NULL);
+    return body_event(g, "content_block_start", &o);
 }
 
 static enum st_status block_delta(struct st_gen *g, const char *text, size_t len)
 {
-    static const char *const head[] = {
-        [BLOCK_TEXT] = "{\"type\":\"text_delta\",\"text\":",
-        [BLOCK_THINKING] = "{\"type\":\"thinking_delta\",\"thinking\":",
-        [BLOCK_TOOL] = "{\"type\":\"input_json_delta\",\"partial_json\":",
+    static const char *const type[] = {
+        [BLOCK_TEXT] = "text_delta",
+        [BLOCK_THINKING] = "thinking_delta",
+        [BLOCK_TOOL] = "input_json_delta",
+    };
+    static const char *const field[] = {
+        [BLOCK_TEXT] = "text",
+        [BLOCK_THINKING] = "thinking",
+        [BLOCK_TOOL] = "partial_json",
     };
     struct st_msg *m = msg_of(g);
     if (len == 0 || m->open == BLOCK_NONE)
         return ST_OK;
     struct st_buf b;
-    st_buf_init(&b);
-    enum st_status rc = st_buf_printf(&b, ",\"index\":%d,\"delta\":%s", (int)(m->n_blocks - 1),
-                                      head[m->open]);
-    if (rc == ST_OK)
-        rc = st_json_str(&b, text, len);
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, ST_LIT("}"));
-    if (rc == ST_OK)
-        rc = event(g, "content_block_delta", &b);
-    st_buf_fini(&b);
-    return rc;
+    struct st_out o;
+    body_start(&o, &b);
+    st_out_kv_i64(&o, "index", m->n_blocks - 1);
+    st_out_kv_raw(&o, "delta", "{");
+    st_out_kv_str(&o, "type", type[m->open]);
+    st_out_key(&o, field[m->open]);
+    st_out_json_str(&o, text, len);
+    st_out_text(&o, "}");
+    return body_event(g, "content_block_delta", &o);
 }
 
 static enum st_status delta(struct st_gen *g, const struct st_gen_choice *ch,
@@ -311,22 +315,24 @@ static void msg_stream_end(struct st_gen *g, struct st_gen_choice *ch,
         rc = open_block(g, BLOCK_TEXT, NULL, 0, NULL);
     if (rc == ST_OK)
         rc = close_block(g);
+    if (rc != ST_OK) {
+        g->broken = true;
+        return;
+    }
     struct st_buf b;
-    st_buf_init(&b);
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, ST_LIT(",\"delta\":{"));
-    if (rc == ST_OK)
-        rc = stop_json(&b, st_msg_stop_reason(ch->finish, m->calls, ch->stop_seq), ch->stop_seq);
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, ST_LIT("},\"usage\":"));
-    if (rc == ST_OK)
-        rc = u ? usage_json(&b, u->prompt_tokens, u->cached_tokens, u->completion_tokens)
-               : usage_json(&b, ch->n_prompt, ch->n_cached, ch->n_generated);
-    if (rc == ST_OK)
-        rc = event(g, "message_delta", &b);
+    struct st_out o;
+    body_start(&o, &b);
+    st_out_kv_raw(&o, "delta", "{");
+    stop_json(&o, st_msg_stop_reason(ch->finish, m->calls, ch->stop_seq), ch->stop_seq);
+    st_out_text(&o, "}");
+    st_out_key(&o, "usage");
+    if (u)
+        usage_json(&o, u->prompt_tokens, u->cached_tokens, u->completion_tokens);
+    else
+        usage_json(&o, ch->n_prompt, ch->n_cached, ch->n_generated);
+    rc = body_event(g, "message_delta", &o);
     if (rc == ST_OK)
         rc = event(g, "message_stop", NULL);
-    st_buf_fini(&b);
     if (rc != ST_OK)
         g->broken = true;
 }
@@ -336,29 +342,15 @@ static void msg_stream_end(struct st_gen *g, struct st_gen_choice *ch,
 /* The chat tool_calls array (our own JSON, gen_reply.c) as tool_use blocks;
  * arguments that are not a JSON object become input {} (the model wrote
  * something else: the text is lost, as no Anthropic field can carry it). */
-struct calls_out {
-    struct st_buf *o;
-    bool first;   /* no block written before */
-};
-
 static enum st_status add_call(void *ctx, const char *id, const char *name, const char *args)
 {
-    struct calls_out *co = ctx;
+    struct st_out *o = ctx;
     cJSON *in = cJSON_Parse(args);
     char *input = cJSON_IsObject(in) ? cJSON_PrintUnformatted(in) : NULL;
-    enum st_status rc = co->first ? ST_OK : st_buf_append(co->o, ST_LIT(","));
-    co->first = false;
-    if (rc == ST_OK)
-        rc = block_json(co->o, BLOCK_TOOL, name, strlen(name), id, input);
+    block_json(o, BLOCK_TOOL, name, strlen(name), id, input);
     cJSON_free(input);
     cJSON_Delete(in);
-    return rc;
-}
-
-static enum st_status add_calls(struct st_buf *o, bool first, const char *calls, size_t len)
-{
-    struct calls_out co = { .o = o, .first = first };
-    return st_tr_each_call(calls, len, add_call, &co);
+    return st_out_finish(o);
 }
 
 static enum st_status msg_body(struct st_buf *out, const struct st_gen *g,
@@ -368,23 +360,20 @@ static enum st_status msg_body(struct st_buf *out, const struct st_gen *g,
     (void)reasoning_tokens;   /* Anthropic's usage has no such count */
     bool calls = c->parsed && c->tool_calls;
     bool thinking = c->parsed && c->reasoning;
-    enum st_status rc = msg_head(out, g);
-    if (rc == ST_OK && thinking)
-        rc = block_json(out, BLOCK_THINKING, c->reasoning, c->reasoning_len, NULL, NULL);
-    if (rc == ST_OK && (c->text_len > 0 || (!calls && !thinking))) {
-        if (thinking)
-            rc = st_buf_append(out, ST_LIT(","));
-        if (rc == ST_OK)
-            rc = block_json(out, BLOCK_TEXT, c->text, c->text_len, NULL, NULL);
-    }
-    if (rc == ST_OK && calls)
-        rc = add_calls(out, !thinking && c->text_len == 0, c->tool_calls, c->tool_calls_len);
+    struct st_out o;
+    st_out_init(&o, out);
+    msg_head(&o, g);
+    if (thinking)
+        block_json(&o, BLOCK_THINKING, c->reasoning, c->reasoning_len, NULL, NULL);
+    if (c->text_len > 0 || (!calls && !thinking))
+        block_json(&o, BLOCK_TEXT, c->text, c->text_len, NULL, NULL);
+    if (calls && st_out_ok(&o))
+        st_out_check(&o, st_tr_each_call(c->tool_calls, c->tool_calls_len, add_call, &o));
     const char *seq = c->index >= 0 && c->index < g->n_choices ? g->choices[c->index].stop_seq
                                                                 : NULL;
-    if (rc == ST_OK)
-        rc = msg_tail(out, st_msg_stop_reason(c->finish, calls, seq), seq, u->prompt_tokens,
-                      u->cached_tokens, u->completion_tokens);
-    return rc;
+    msg_tail(&o, st_msg_stop_reason(c->finish, calls, seq), seq, u->prompt_tokens,
+             u->cached_tokens, u->completion_tokens);
+    return st_out_finish(&o);
 }
 
 /* ---- the shape ------------------------------------------------------------------------ */

@@ -44,14 +44,16 @@ static void f32_le(float f, unsigned char out[4])
 
 enum st_status st_embed_base64(struct st_buf *b, const float *v, int32_t n)
 {
+    struct st_out o;
+    st_out_init(&o, b);
     char quad[4];
-    enum st_status rc = st_buf_append(b, "\"", 1);
+    st_out_text(&o, "\"");
     unsigned char in[3];
     int have = 0;
-    for (int32_t k = 0; k < n && rc == ST_OK; k++) {
+    for (int32_t k = 0; k < n; k++) {
         unsigned char f[4];
         f32_le(v[k], f);
-        for (int j = 0; j < 4 && rc == ST_OK; j++) {
+        for (int j = 0; j < 4; j++) {
             in[have++] = f[j];
             if (have < 3)
                 continue;
@@ -59,24 +61,25 @@ enum st_status st_embed_base64(struct st_buf *b, const float *v, int32_t n)
             quad[1] = b64[((in[0] & 3) << 4) | (in[1] >> 4)];
             quad[2] = b64[((in[1] & 15) << 2) | (in[2] >> 6)];
             quad[3] = b64[in[2] & 63];
-            rc = st_buf_append(b, quad, 4);
+            st_out_raw(&o, quad, 4);
             have = 0;
         }
     }
-    if (rc == ST_OK && have > 0) {   /* 1 or 2 bytes left: '=' padding */
+    if (have > 0) {   /* 1 or 2 bytes left: '=' padding */
         unsigned char i1 = have > 1 ? in[1] : 0;
         quad[0] = b64[in[0] >> 2];
         quad[1] = b64[((in[0] & 3) << 4) | (i1 >> 4)];
         quad[2] = have > 1 ? b64[(i1 & 15) << 2] : '=';
         quad[3] = '=';
-        rc = st_buf_append(b, quad, 4);
+        st_out_raw(&o, quad, 4);
     }
-    return rc == ST_OK ? st_buf_append(b, "\"", 1) : rc;
+    st_out_text(&o, "\"");
+    return st_out_finish(&o);
 }
 
 /* The shortest of 7..9 significant digits that reads back as the same
  * float (9 always does); NaN / Inf (never from the engine) as 0. */
-static enum st_status float_num(struct st_buf *b, float v)
+static void float_num(struct st_out *o, float v)
 {
     char tmp[32];
     if (!isfinite(v))
@@ -86,46 +89,46 @@ static enum st_status float_num(struct st_buf *b, float v)
         if (strtof(tmp, NULL) == v)
             break;
     }
-    return st_buf_append(b, tmp, strlen(tmp));
+    st_out_text(o, tmp);
 }
 
-static enum st_status float_array(struct st_buf *b, const float *v, int32_t n)
+static void float_array(struct st_out *o, const float *v, int32_t n)
 {
-    enum st_status rc = st_buf_append(b, "[", 1);
-    for (int32_t i = 0; i < n && rc == ST_OK; i++) {
-        if (i > 0)
-            rc = st_buf_append(b, ",", 1);
-        if (rc == ST_OK)
-            rc = float_num(b, v[i]);
+    st_out_text(o, "[");
+    for (int32_t i = 0; i < n; i++) {
+        st_out_sep(o);
+        float_num(o, v[i]);
     }
-    return rc == ST_OK ? st_buf_append(b, "]", 1) : rc;
+    st_out_text(o, "]");
 }
 
 enum st_status st_embed_body(struct st_buf *out, const char *model, const float *const *vecs,
                              size_t n_items, int32_t n, bool base64, int64_t prompt_tokens)
 {
-    enum st_status rc = st_buf_append(out, ST_LIT("{\"object\":\"list\",\"data\":["));
-    for (size_t i = 0; i < n_items && rc == ST_OK; i++) {
-        char head[96];
-        int len = snprintf(head, sizeof(head), "%s{\"object\":\"embedding\",\"index\":%zu,"
-                           "\"embedding\":", i > 0 ? "," : "", i);
-        rc = st_buf_append(out, head, (size_t)len);
-        if (rc == ST_OK)
-            rc = base64 ? st_embed_base64(out, vecs[i], n) : float_array(out, vecs[i], n);
-        if (rc == ST_OK)
-            rc = st_buf_append(out, "}", 1);
+    struct st_out o;
+    st_out_init(&o, out);
+    st_out_text(&o, "{");
+    st_out_kv_str(&o, "object", "list");
+    st_out_kv_raw(&o, "data", "[");
+    for (size_t i = 0; i < n_items; i++) {
+        st_out_sep(&o);
+        st_out_text(&o, "{");
+        st_out_kv_str(&o, "object", "embedding");
+        st_out_kv_u64(&o, "index", i);
+        st_out_key(&o, "embedding");
+        if (!base64)
+            float_array(&o, vecs[i], n);
+        else if (st_out_ok(&o))
+            st_out_check(&o, st_embed_base64(out, vecs[i], n));
+        st_out_text(&o, "}");
     }
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("],\"model\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(out, model);
-    if (rc == ST_OK) {
-        char u[96];
-        int len = snprintf(u, sizeof(u), ",\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":"
-                           "%lld}}", (long long)prompt_tokens, (long long)prompt_tokens);
-        rc = st_buf_append(out, u, (size_t)len);
-    }
-    return rc;
+    st_out_text(&o, "]");
+    st_out_kv_str(&o, "model", model);
+    st_out_kv_raw(&o, "usage", "{");
+    st_out_kv_i64(&o, "prompt_tokens", prompt_tokens);
+    st_out_kv_i64(&o, "total_tokens", prompt_tokens);
+    st_out_text(&o, "}}");
+    return st_out_finish(&o);
 }
 
 enum st_status st_embed_gen_body(struct st_buf *out, const struct st_gen *g)

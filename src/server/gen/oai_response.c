@@ -29,7 +29,8 @@
  *
  * With stream_options.include_usage every chunk carries "usage":null and
  * one last chunk carries the usage with "choices":[] (as OpenAI does).
- * Renderers append to 'out' and return ST_ERR_NOMEM on allocation failure.
+ * Renderers append to 'out' and return ST_ERR_NOMEM on allocation failure;
+ * inside, each is a list of appends to one struct st_out.
  */
 #include <string.h>
 
@@ -54,27 +55,20 @@ static const char *object_name(enum st_oai_kind k, bool chunk)
 }
 
 /* {"id":..,"object":..,"created":..,"model":..,"choices":[ */
-static enum st_status head(struct st_buf *out, const struct st_oai_meta *m, bool chunk)
+static void head(struct st_out *o, const struct st_oai_meta *m, bool chunk)
 {
-    enum st_status rc = st_buf_append(out, ST_LIT("{\"id\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(out, m->id);
-    if (rc == ST_OK)
-        rc = st_buf_printf(out, ",\"object\":\"%s\",\"created\":%lld,\"model\":",
-                           object_name(m->kind, chunk), (long long)m->created);
-    if (rc == ST_OK)
-        rc = st_json_cstr(out, m->model);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"choices\":["));
-    return rc;
+    st_out_text(o, "{");
+    st_out_kv_str(o, "id", m->id);
+    st_out_kv_str(o, "object", object_name(m->kind, chunk));
+    st_out_kv_i64(o, "created", m->created);
+    st_out_kv_str(o, "model", m->model);
+    st_out_kv_raw(o, "choices", "[");
 }
 
 /* ]} closing a chunk, with "usage":null when the client asked for usage. */
-static enum st_status chunk_tail(struct st_buf *out, const struct st_oai_meta *m)
+static void chunk_tail(struct st_out *o, const struct st_oai_meta *m)
 {
-    if (m->include_usage)
-        return st_buf_append(out, ST_LIT("],\"usage\":null}"));
-    return st_buf_append(out, ST_LIT("]}"));
+    st_out_text(o, m->include_usage ? "],\"usage\":null}" : "]}");
 }
 
 /* The bytes of a top-logprob candidate's token (n_bytes clamped). */
@@ -85,80 +79,57 @@ static size_t top_len(const struct st_top_logprob *t)
 
 /* {"token":..,"logprob":..,"bytes":[..]  (left open: the fields every chat
  * logprob entry starts with). */
-static enum st_status token_fields(struct st_buf *out, const char *text, size_t n,
-                                   double logprob)
+static void token_fields(struct st_out *o, const char *text, size_t n, double logprob)
 {
-    enum st_status rc = st_buf_append(out, ST_LIT("{\"token\":"));
-    if (rc == ST_OK)
-        rc = st_json_str(out, text, n);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"logprob\":"));
-    if (rc == ST_OK)
-        rc = st_json_num(out, logprob);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"bytes\":"));
-    if (rc == ST_OK)
-        rc = st_json_bytes(out, text, n);
-    return rc;
-}
-
-static enum st_status top_entry(struct st_buf *out, const struct st_top_logprob *t)
-{
-    enum st_status rc = token_fields(out, t->bytes, top_len(t), t->logprob);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("}"));
-    return rc;
+    st_out_text(o, "{");
+    st_out_key(o, "token");
+    st_out_json_str(o, text, n);
+    st_out_kv_num(o, "logprob", logprob);
+    st_out_key(o, "bytes");
+    st_out_json_bytes(o, text, n);
 }
 
 /* One chat logprobs "content" entry. */
-static enum st_status chat_lp_entry(struct st_buf *out, const struct st_oai_logprob *lp)
+static void chat_lp_entry(struct st_out *o, const struct st_oai_logprob *lp)
 {
-    enum st_status rc = token_fields(out, lp->text, lp->text_len, lp->logprob);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"top_logprobs\":["));
-    for (int32_t i = 0; i < lp->n_top && rc == ST_OK; i++) {
-        if (i)
-            rc = st_buf_append(out, ST_LIT(","));
-        if (rc == ST_OK)
-            rc = top_entry(out, &lp->top[i]);
+    token_fields(o, lp->text, lp->text_len, lp->logprob);
+    st_out_kv_raw(o, "top_logprobs", "[");
+    for (int32_t i = 0; i < lp->n_top; i++) {
+        const struct st_top_logprob *t = &lp->top[i];
+        st_out_sep(o);
+        token_fields(o, t->bytes, top_len(t), t->logprob);
+        st_out_text(o, "}");
     }
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("]}"));
-    return rc;
+    st_out_text(o, "]}");
 }
 
 /* "tok":lp inside the legacy top_logprobs item. */
-static enum st_status legacy_pair(struct st_buf *out, bool first, const char *text, size_t n,
-                                  double logprob)
+static void legacy_pair(struct st_out *o, const char *text, size_t n, double logprob)
 {
-    enum st_status rc = first ? ST_OK : st_buf_append(out, ST_LIT(","));
-    if (rc == ST_OK)
-        rc = st_json_str(out, text, n);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(":"));
-    if (rc == ST_OK)
-        rc = st_json_num(out, logprob);
-    return rc;
+    st_out_sep(o);
+    st_out_json_str(o, text, n);
+    st_out_text(o, ":");
+    st_out_json_num(o, logprob);
 }
 
 /* The legacy top_logprobs item: {"tok": lp, ...} (null for a null entry;
  * with add_self the token itself when it is not among the alternatives). */
-static enum st_status legacy_top(struct st_buf *out, const struct st_oai_logprob *lp)
+static void legacy_top(struct st_out *o, const struct st_oai_logprob *lp)
 {
-    if (lp->null_entry)
-        return st_buf_append(out, ST_LIT("null"));
-    enum st_status rc = st_buf_append(out, ST_LIT("{"));
+    if (lp->null_entry) {
+        st_out_text(o, "null");
+        return;
+    }
+    st_out_text(o, "{");
     bool self = false;
-    for (int32_t i = 0; i < lp->n_top && rc == ST_OK; i++) {
+    for (int32_t i = 0; i < lp->n_top; i++) {
         const struct st_top_logprob *t = &lp->top[i];
         self |= t->token == lp->token;
-        rc = legacy_pair(out, i == 0, t->bytes, top_len(t), t->logprob);
+        legacy_pair(o, t->bytes, top_len(t), t->logprob);
     }
-    if (rc == ST_OK && lp->add_self && !self)
-        rc = legacy_pair(out, lp->n_top == 0, lp->text, lp->text_len, lp->logprob);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("}"));
-    return rc;
+    if (lp->add_self && !self)
+        legacy_pair(o, lp->text, lp->text_len, lp->logprob);
+    st_out_text(o, "}");
 }
 
 void st_oai_lp_acc_init(struct st_oai_lp_acc *a)
@@ -185,157 +156,158 @@ enum st_status st_oai_lp_acc_add(struct st_oai_lp_acc *a, enum st_oai_kind kind,
                                  const struct st_oai_logprob *lp)
 {
     const char *sep = a->n ? "," : "";
-    enum st_status rc;
+    struct st_out o;
     if (kind == ST_OAI_CHAT) {
-        rc = st_buf_append(&a->content, sep, strlen(sep));
-        if (rc == ST_OK)
-            rc = chat_lp_entry(&a->content, lp);
+        st_out_init(&o, &a->content);
+        st_out_text(&o, sep);
+        chat_lp_entry(&o, lp);
     } else {
-        rc = st_buf_append(&a->tokens, sep, strlen(sep));
-        if (rc == ST_OK)
-            rc = st_json_str(&a->tokens, lp->text, lp->text_len);
-        if (rc == ST_OK)
-            rc = st_buf_append(&a->token_logprobs, sep, strlen(sep));
-        if (rc == ST_OK)
-            rc = lp->null_entry ? st_buf_append(&a->token_logprobs, ST_LIT("null"))
-                                : st_json_num(&a->token_logprobs, lp->logprob);
-        if (rc == ST_OK)
-            rc = st_buf_append(&a->top_logprobs, sep, strlen(sep));
-        if (rc == ST_OK)
-            rc = legacy_top(&a->top_logprobs, lp);
-        if (rc == ST_OK)
-            rc = st_buf_printf(&a->text_offset, "%s%lld", sep, (long long)lp->text_offset);
+        st_out_init(&o, &a->tokens);
+        st_out_text(&o, sep);
+        st_out_json_str(&o, lp->text, lp->text_len);
+        st_out_to(&o, &a->token_logprobs);
+        st_out_text(&o, sep);
+        if (lp->null_entry)
+            st_out_text(&o, "null");
+        else
+            st_out_json_num(&o, lp->logprob);
+        st_out_to(&o, &a->top_logprobs);
+        st_out_text(&o, sep);
+        legacy_top(&o, lp);
+        st_out_to(&o, &a->text_offset);
+        st_out_printf(&o, "%s%lld", sep, (long long)lp->text_offset);
     }
+    enum st_status rc = st_out_finish(&o);
     if (rc == ST_OK)
         a->n++;
     return rc;
 }
 
 /* "logprobs": value of an accumulator (or null). */
-static enum st_status lp_value(struct st_buf *out, enum st_oai_kind kind,
-                               const struct st_oai_lp_acc *a)
+static void lp_value(struct st_out *o, enum st_oai_kind kind, const struct st_oai_lp_acc *a)
 {
     if (!a)
-        return st_buf_append(out, ST_LIT("null"));
-    if (kind == ST_OAI_CHAT)
-        return st_buf_printf(out, "{\"content\":[%s]}", a->content.data ? a->content.data : "");
-    return st_buf_printf(out,
-                         "{\"tokens\":[%s],\"token_logprobs\":[%s],\"top_logprobs\":[%s],"
-                         "\"text_offset\":[%s]}",
-                         a->tokens.data ? a->tokens.data : "",
-                         a->token_logprobs.data ? a->token_logprobs.data : "",
-                         a->top_logprobs.data ? a->top_logprobs.data : "",
-                         a->text_offset.data ? a->text_offset.data : "");
+        st_out_text(o, "null");
+    else if (kind == ST_OAI_CHAT)
+        st_out_printf(o, "{\"content\":[%s]}", a->content.data ? a->content.data : "");
+    else
+        st_out_printf(o,
+                      "{\"tokens\":[%s],\"token_logprobs\":[%s],\"top_logprobs\":[%s],"
+                      "\"text_offset\":[%s]}",
+                      a->tokens.data ? a->tokens.data : "",
+                      a->token_logprobs.data ? a->token_logprobs.data : "",
+                      a->top_logprobs.data ? a->top_logprobs.data : "",
+                      a->text_offset.data ? a->text_offset.data : "");
 }
 
 /* A choice's text, the close of the chat "delta"/"message" object, and the
  * "logprobs" key whose value the caller writes. */
-static enum st_status text_then_logprobs_key(struct st_buf *out, bool chat, const char *text,
-                                             size_t len)
+static void text_then_logprobs_key(struct st_out *o, bool chat, const char *text, size_t len)
 {
-    enum st_status rc = st_json_str(out, text, len);
-    if (rc == ST_OK && chat)
-        rc = st_buf_append(out, ST_LIT("}"));
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"logprobs\":"));
-    return rc;
+    st_out_json_str(o, text, len);
+    if (chat)
+        st_out_text(o, "}");
+    st_out_key(o, "logprobs");
 }
 
 /* The end of a token's chunk after its "logprobs" key: that token's
  * logprobs (or null), finish_reason null, and the chunk's tail. */
-static enum st_status token_chunk_tail(struct st_buf *out, const struct st_oai_meta *m,
-                                       const struct st_oai_logprob *lp)
+static void token_chunk_tail(struct st_out *o, const struct st_oai_meta *m,
+                             const struct st_oai_logprob *lp)
 {
-    enum st_status rc = ST_OK;
     if (lp) {
         struct st_oai_lp_acc one;
         st_oai_lp_acc_init(&one);
-        rc = st_oai_lp_acc_add(&one, m->kind, lp);
-        if (rc == ST_OK)
-            rc = lp_value(out, m->kind, &one);
+        if (st_out_ok(o))
+            st_out_check(o, st_oai_lp_acc_add(&one, m->kind, lp));
+        lp_value(o, m->kind, &one);
         st_oai_lp_acc_fini(&one);
     } else {
-        rc = st_buf_append(out, ST_LIT("null"));
+        st_out_text(o, "null");
     }
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"finish_reason\":null}"));
-    return rc == ST_OK ? chunk_tail(out, m) : rc;
+    st_out_kv_raw(o, "finish_reason", "null");
+    st_out_text(o, "}");
+    chunk_tail(o, m);
 }
 
 enum st_status st_oai_chunk_role(struct st_buf *out, const struct st_oai_meta *m, int32_t index)
 {
-    enum st_status rc = head(out, m, true);
-    if (rc == ST_OK)
-        rc = st_buf_printf(out,
-                           "{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
-                           "\"logprobs\":null,\"finish_reason\":null}",
-                           (int)index);
-    if (rc == ST_OK)
-        rc = chunk_tail(out, m);
-    return rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    head(&o, m, true);
+    st_out_printf(&o,
+                  "{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+                  "\"logprobs\":null,\"finish_reason\":null}",
+                  (int)index);
+    chunk_tail(&o, m);
+    return st_out_finish(&o);
 }
 
 enum st_status st_oai_chunk_text(struct st_buf *out, const struct st_oai_meta *m, int32_t index,
                                  const char *text, size_t len, const struct st_oai_logprob *lp)
 {
     bool chat = m->kind == ST_OAI_CHAT;
-    enum st_status rc = head(out, m, true);
-    if (rc == ST_OK)
-        rc = st_buf_printf(out, chat ? "{\"index\":%d,\"delta\":{\"content\":"
-                                     : "{\"index\":%d,\"text\":", (int)index);
-    if (rc == ST_OK)
-        rc = text_then_logprobs_key(out, chat, text, len);
-    return rc == ST_OK ? token_chunk_tail(out, m, lp) : rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    head(&o, m, true);
+    st_out_printf(&o, chat ? "{\"index\":%d,\"delta\":{\"content\":" : "{\"index\":%d,\"text\":",
+                  (int)index);
+    text_then_logprobs_key(&o, chat, text, len);
+    token_chunk_tail(&o, m, lp);
+    return st_out_finish(&o);
 }
 
 enum st_status st_oai_chunk_text_acc(struct st_buf *out, const struct st_oai_meta *m,
                                      int32_t index, const char *text, size_t len,
                                      const struct st_oai_lp_acc *acc)
 {
-    enum st_status rc = head(out, m, true);
-    if (rc == ST_OK)
-        rc = st_buf_printf(out, "{\"index\":%d,\"text\":", (int)index);
-    if (rc == ST_OK)
-        rc = text_then_logprobs_key(out, false, text, len);
-    if (rc == ST_OK)
-        rc = lp_value(out, ST_OAI_COMPLETION, acc);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"finish_reason\":null}"));
-    return rc == ST_OK ? chunk_tail(out, m) : rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    head(&o, m, true);
+    st_out_printf(&o, "{\"index\":%d,\"text\":", (int)index);
+    text_then_logprobs_key(&o, false, text, len);
+    lp_value(&o, ST_OAI_COMPLETION, acc);
+    st_out_kv_raw(&o, "finish_reason", "null");
+    st_out_text(&o, "}");
+    chunk_tail(&o, m);
+    return st_out_finish(&o);
 }
 
 /* "<id>":{"logprob":..,"rank":..,"decoded_token":".."} */
-static enum st_status vllm_entry(struct st_buf *out, bool first, int32_t id, double logprob,
-                                 int32_t rank, const char *text, size_t n)
+static void vllm_entry(struct st_out *o, int32_t id, double logprob, int32_t rank,
+                       const char *text, size_t n)
 {
-    enum st_status rc = st_buf_printf(out, "%s\"%d\":{\"logprob\":", first ? "" : ",",
-                                      (int)id);
-    if (rc == ST_OK)
-        rc = st_json_num(out, logprob);
-    if (rc == ST_OK)
-        rc = st_buf_printf(out, ",\"rank\":%d,\"decoded_token\":", (int)rank);
-    if (rc == ST_OK)
-        rc = st_json_str(out, text, n);
-    return rc == ST_OK ? st_buf_append(out, ST_LIT("}")) : rc;
+    st_out_sep(o);
+    st_out_printf(o, "\"%d\":{", (int)id);
+    st_out_kv_num(o, "logprob", logprob);
+    st_out_kv_i64(o, "rank", rank);
+    st_out_key(o, "decoded_token");
+    st_out_json_str(o, text, n);
+    st_out_text(o, "}");
 }
 
 enum st_status st_oai_prompt_lp_add(struct st_buf *out, bool first,
                                     const struct st_prompt_token *t, int32_t k)
 {
-    enum st_status rc = first ? ST_OK : st_buf_append(out, ST_LIT(","));
-    if (rc != ST_OK || !t->has_logprob)
-        return rc == ST_OK ? st_buf_append(out, ST_LIT("null")) : rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    if (!first)
+        st_out_text(&o, ",");
+    if (!t->has_logprob) {
+        st_out_text(&o, "null");
+        return st_out_finish(&o);
+    }
     size_t n = (size_t)ST_MIN(ST_MAX(t->n_text, 0), (int32_t)sizeof(t->text));
-    rc = st_buf_append(out, ST_LIT("{"));
-    if (rc == ST_OK)
-        rc = vllm_entry(out, true, t->token, t->logprob, t->rank, t->text, n);
+    st_out_text(&o, "{");
+    vllm_entry(&o, t->token, t->logprob, t->rank, t->text, n);
     int32_t top = ST_MIN(ST_MAX(k, 0), t->n_top);
-    for (int32_t i = 0; i < top && rc == ST_OK; i++) {
+    for (int32_t i = 0; i < top; i++) {
         const struct st_top_logprob *a = &t->top[i];
         if (a->token != t->token)
-            rc = vllm_entry(out, false, a->token, a->logprob, i + 1, a->bytes, top_len(a));
+            vllm_entry(&o, a->token, a->logprob, i + 1, a->bytes, top_len(a));
     }
-    return rc == ST_OK ? st_buf_append(out, ST_LIT("}")) : rc;
+    st_out_text(&o, "}");
+    return st_out_finish(&o);
 }
 
 enum st_status st_oai_chunk_finish(struct st_buf *out, const struct st_oai_meta *m,
@@ -347,192 +319,186 @@ enum st_status st_oai_chunk_finish(struct st_buf *out, const struct st_oai_meta 
 enum st_status st_oai_chunk_finish_reason(struct st_buf *out, const struct st_oai_meta *m,
                                           int32_t index, const char *reason)
 {
-    enum st_status rc = head(out, m, true);
-    if (rc == ST_OK)
-        rc = st_buf_printf(out,
-                           m->kind == ST_OAI_CHAT
-                               ? "{\"index\":%d,\"delta\":{},\"logprobs\":null,"
-                                 "\"finish_reason\":\"%s\"}"
-                               : "{\"index\":%d,\"text\":\"\",\"logprobs\":null,"
-                                 "\"finish_reason\":\"%s\"}",
-                           (int)index, reason);
-    if (rc == ST_OK)
-        rc = chunk_tail(out, m);
-    return rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    head(&o, m, true);
+    st_out_printf(&o,
+                  m->kind == ST_OAI_CHAT
+                      ? "{\"index\":%d,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"%s\"}"
+                      : "{\"index\":%d,\"text\":\"\",\"logprobs\":null,"
+                        "\"finish_reason\":\"%s\"}",
+                  (int)index, reason);
+    chunk_tail(&o, m);
+    return st_out_finish(&o);
 }
 
 /* The members of a parsed delta (no braces). */
-static enum st_status delta_members(struct st_buf *out, const struct st_oai_delta *d)
+static void delta_members(struct st_out *o, const struct st_oai_delta *d)
 {
-    enum st_status rc;
     switch (d->kind) {
     case ST_OAI_DELTA_CONTENT:
-        rc = st_buf_append(out, ST_LIT("\"content\":"));
-        return rc == ST_OK ? st_json_str(out, d->text, d->len) : rc;
+        st_out_key(o, "content");
+        st_out_json_str(o, d->text, d->len);
+        break;
     case ST_OAI_DELTA_REASONING:
-        rc = st_buf_append(out, ST_LIT("\"reasoning_content\":"));
-        return rc == ST_OK ? st_json_str(out, d->text, d->len) : rc;
+        st_out_key(o, "reasoning_content");
+        st_out_json_str(o, d->text, d->len);
+        break;
     case ST_OAI_DELTA_TOOL_START:
-        rc = st_buf_printf(out, "\"tool_calls\":[{\"index\":%d,\"id\":", (int)d->tool_index);
-        if (rc == ST_OK)
-            rc = st_json_cstr(out, d->tool_id);
-        if (rc == ST_OK)
-            rc = st_buf_append(out, ST_LIT(",\"type\":\"function\",\"function\":{\"name\":"));
-        if (rc == ST_OK)
-            rc = st_json_str(out, d->text, d->len);
-        return rc == ST_OK ? st_buf_append(out, ST_LIT(",\"arguments\":\"\"}}]")) : rc;
+        st_out_kv_raw(o, "tool_calls", "[{");
+        st_out_kv_i64(o, "index", d->tool_index);
+        st_out_kv_str(o, "id", d->tool_id);
+        st_out_kv_str(o, "type", "function");
+        st_out_kv_raw(o, "function", "{");
+        st_out_key(o, "name");
+        st_out_json_str(o, d->text, d->len);
+        st_out_kv_raw(o, "arguments", "\"\"");
+        st_out_text(o, "}}]");
+        break;
     case ST_OAI_DELTA_TOOL_ARGS:
-        rc = st_buf_printf(out, "\"tool_calls\":[{\"index\":%d,\"function\":{\"arguments\":",
-                           (int)d->tool_index);
-        if (rc == ST_OK)
-            rc = st_json_str(out, d->text, d->len);
-        return rc == ST_OK ? st_buf_append(out, ST_LIT("}}]")) : rc;
+        st_out_kv_raw(o, "tool_calls", "[{");
+        st_out_kv_i64(o, "index", d->tool_index);
+        st_out_kv_raw(o, "function", "{");
+        st_out_key(o, "arguments");
+        st_out_json_str(o, d->text, d->len);
+        st_out_text(o, "}}]");
+        break;
     case ST_OAI_DELTA_NONE:
         break;
     }
-    return ST_OK;
 }
 
 enum st_status st_oai_chunk_delta(struct st_buf *out, const struct st_oai_meta *m,
                                   int32_t index, const struct st_oai_delta *d,
                                   const struct st_oai_logprob *lp)
 {
-    enum st_status rc = head(out, m, true);
-    if (rc == ST_OK)
-        rc = st_buf_printf(out, "{\"index\":%d,\"delta\":{", (int)index);
-    if (rc == ST_OK)
-        rc = delta_members(out, d);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("},\"logprobs\":"));
-    return rc == ST_OK ? token_chunk_tail(out, m, lp) : rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    head(&o, m, true);
+    st_out_printf(&o, "{\"index\":%d,\"delta\":{", (int)index);
+    delta_members(&o, d);
+    st_out_text(&o, "}");
+    st_out_key(&o, "logprobs");
+    token_chunk_tail(&o, m, lp);
+    return st_out_finish(&o);
 }
 
 enum st_status st_oai_tool_call_json(struct st_buf *out, const char *id, const char *name,
                                      size_t name_len, const char *args, size_t args_len)
 {
-    enum st_status rc = st_buf_append(out, ST_LIT("{\"id\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(out, id);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"type\":\"function\",\"function\":{\"name\":"));
-    if (rc == ST_OK)
-        rc = st_json_str(out, name, name_len);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"arguments\":"));
-    if (rc == ST_OK)
-        rc = st_json_str(out, args, args_len);
-    return rc == ST_OK ? st_buf_append(out, ST_LIT("}}")) : rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    st_out_text(&o, "{");
+    st_out_kv_str(&o, "id", id);
+    st_out_kv_str(&o, "type", "function");
+    st_out_kv_raw(&o, "function", "{");
+    st_out_key(&o, "name");
+    st_out_json_str(&o, name, name_len);
+    st_out_key(&o, "arguments");
+    st_out_json_str(&o, args, args_len);
+    st_out_text(&o, "}}");
+    return st_out_finish(&o);
 }
 
-static enum st_status usage_obj(struct st_buf *out, const struct st_oai_usage *u)
+static void usage_obj(struct st_out *o, const struct st_oai_usage *u)
 {
-    return st_buf_printf(out,
-                         "{\"prompt_tokens\":%lld,\"completion_tokens\":%lld,"
-                         "\"total_tokens\":%lld,\"prompt_tokens_details\":"
-                         "{\"cached_tokens\":%lld},\"completion_tokens_details\":"
-                         "{\"reasoning_tokens\":%lld}}",
-                         (long long)u->prompt_tokens, (long long)u->completion_tokens,
-                         (long long)(u->prompt_tokens + u->completion_tokens),
-                         (long long)u->cached_tokens, (long long)u->reasoning_tokens);
+    st_out_printf(o,
+                  "{\"prompt_tokens\":%lld,\"completion_tokens\":%lld,"
+                  "\"total_tokens\":%lld,\"prompt_tokens_details\":"
+                  "{\"cached_tokens\":%lld},\"completion_tokens_details\":"
+                  "{\"reasoning_tokens\":%lld}}",
+                  (long long)u->prompt_tokens, (long long)u->completion_tokens,
+                  (long long)(u->prompt_tokens + u->completion_tokens),
+                  (long long)u->cached_tokens, (long long)u->reasoning_tokens);
 }
 
 /* ],"usage":{..}} closing the choices and the whole object. */
-static enum st_status usage_tail(struct st_buf *out, const struct st_oai_usage *u)
+static void usage_tail(struct st_out *o, const struct st_oai_usage *u)
 {
-    enum st_status rc = st_buf_append(out, ST_LIT("],\"usage\":"));
-    if (rc == ST_OK)
-        rc = usage_obj(out, u);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("}"));
-    return rc;
+    st_out_text(o, "]");
+    st_out_key(o, "usage");
+    usage_obj(o, u);
+    st_out_text(o, "}");
 }
 
 enum st_status st_oai_chunk_usage(struct st_buf *out, const struct st_oai_meta *m,
                                   const struct st_oai_usage *u)
 {
-    enum st_status rc = head(out, m, true);
-    if (rc == ST_OK)
-        rc = usage_tail(out, u);
-    return rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    head(&o, m, true);
+    usage_tail(&o, u);
+    return st_out_finish(&o);
 }
 
 /* A chat message parsed into parts: "content" (null when it is only tool
  * calls), "reasoning_content" when there is some, "tool_calls" when any;
  * then the "logprobs" key. */
-static enum st_status parsed_message(struct st_buf *out, const struct st_oai_choice *c)
+static void parsed_message(struct st_out *o, const struct st_oai_choice *c)
 {
-    enum st_status rc = ST_OK;
     if (c->content_null)
-        rc = st_buf_append(out, ST_LIT("null"));
+        st_out_text(o, "null");
     else
-        rc = st_json_str(out, c->text ? c->text : "", c->text ? c->text_len : 0);
-    if (rc == ST_OK && c->reasoning) {
-        rc = st_buf_append(out, ST_LIT(",\"reasoning_content\":"));
-        if (rc == ST_OK)
-            rc = st_json_str(out, c->reasoning, c->reasoning_len);
+        st_out_json_str(o, c->text ? c->text : "", c->text ? c->text_len : 0);
+    if (c->reasoning) {
+        st_out_key(o, "reasoning_content");
+        st_out_json_str(o, c->reasoning, c->reasoning_len);
     }
-    if (rc == ST_OK && c->tool_calls) {
-        rc = st_buf_append(out, ST_LIT(",\"tool_calls\":"));
-        if (rc == ST_OK)
-            rc = st_buf_append(out, c->tool_calls, c->tool_calls_len);
+    if (c->tool_calls) {
+        st_out_key(o, "tool_calls");
+        st_out_raw(o, c->tool_calls, c->tool_calls_len);
     }
-    return rc == ST_OK ? st_buf_append(out, ST_LIT("},\"logprobs\":")) : rc;
+    st_out_text(o, "}");
+    st_out_key(o, "logprobs");
 }
 
 /* ,"prompt_logprobs":[..] of a choice that has them. */
-static enum st_status prompt_lp_member(struct st_buf *out, const struct st_oai_choice *c)
+static void prompt_lp_member(struct st_out *o, const struct st_oai_choice *c)
 {
-    enum st_status rc = st_buf_append(out, ST_LIT(",\"prompt_logprobs\":["));
-    if (rc == ST_OK)
-        rc = st_buf_append(out, c->prompt_logprobs, c->prompt_logprobs_len);
-    return rc == ST_OK ? st_buf_append(out, ST_LIT("]")) : rc;
+    st_out_kv_raw(o, "prompt_logprobs", "[");
+    st_out_raw(o, c->prompt_logprobs, c->prompt_logprobs_len);
+    st_out_text(o, "]");
 }
 
-static enum st_status body_choice(struct st_buf *out, const struct st_oai_meta *m,
-                                  const struct st_oai_choice *c)
+static void body_choice(struct st_out *o, const struct st_oai_meta *m,
+                        const struct st_oai_choice *c)
 {
     bool chat = m->kind == ST_OAI_CHAT;
-    enum st_status rc = st_buf_printf(out, chat ? "{\"index\":%d,\"message\":{\"role\":"
-                                                  "\"assistant\",\"content\":"
-                                                : "{\"index\":%d,\"text\":",
-                                      (int)c->index);
-    if (rc == ST_OK && chat && c->parsed)
-        rc = parsed_message(out, c);
-    else if (rc == ST_OK)
-        rc = text_then_logprobs_key(out, chat, c->text ? c->text : "", c->text ? c->text_len : 0);
-    if (rc == ST_OK)
-        rc = lp_value(out, m->kind, c->lp);
-    if (rc == ST_OK)
-        rc = st_buf_printf(out, ",\"finish_reason\":\"%s\"",
-                           c->finish_reason ? c->finish_reason : st_oai_finish_reason(c->finish));
-    if (rc == ST_OK && !chat && c->prompt_logprobs)
-        rc = prompt_lp_member(out, c);
-    return rc == ST_OK ? st_buf_append(out, ST_LIT("}")) : rc;
+    st_out_printf(o, chat ? "{\"index\":%d,\"message\":{\"role\":\"assistant\",\"content\":"
+                          : "{\"index\":%d,\"text\":",
+                  (int)c->index);
+    if (chat && c->parsed)
+        parsed_message(o, c);
+    else
+        text_then_logprobs_key(o, chat, c->text ? c->text : "", c->text ? c->text_len : 0);
+    lp_value(o, m->kind, c->lp);
+    st_out_printf(o, ",\"finish_reason\":\"%s\"",
+                  c->finish_reason ? c->finish_reason : st_oai_finish_reason(c->finish));
+    if (!chat && c->prompt_logprobs)
+        prompt_lp_member(o, c);
+    st_out_text(o, "}");
 }
 
 enum st_status st_oai_body(struct st_buf *out, const struct st_oai_meta *m,
                            const struct st_oai_choice *choices, size_t n,
                            const struct st_oai_usage *u)
 {
-    enum st_status rc = head(out, m, false);
-    for (size_t i = 0; i < n && rc == ST_OK; i++) {
-        if (i)
-            rc = st_buf_append(out, ST_LIT(","));
-        if (rc == ST_OK)
-            rc = body_choice(out, m, &choices[i]);
+    struct st_out o;
+    st_out_init(&o, out);
+    head(&o, m, false);
+    for (size_t i = 0; i < n; i++) {
+        st_out_sep(&o);
+        body_choice(&o, m, &choices[i]);
     }
     /* chat (as vLLM): the prompt's logprobs once, beside "choices" */
-    if (rc == ST_OK && m->kind == ST_OAI_CHAT && n > 0 && choices[0].prompt_logprobs) {
-        rc = st_buf_append(out, ST_LIT("]"));
-        if (rc == ST_OK)
-            rc = prompt_lp_member(out, &choices[0]);
-        if (rc == ST_OK)
-            rc = st_buf_append(out, ST_LIT(",\"usage\":"));
-        if (rc == ST_OK)
-            rc = usage_obj(out, u);
-        return rc == ST_OK ? st_buf_append(out, ST_LIT("}")) : rc;
+    if (m->kind == ST_OAI_CHAT && n > 0 && choices[0].prompt_logprobs) {
+        st_out_text(&o, "]");
+        prompt_lp_member(&o, &choices[0]);
+        st_out_key(&o, "usage");
+        usage_obj(&o, u);
+        st_out_text(&o, "}");
+    } else {
+        usage_tail(&o, u);
     }
-    if (rc == ST_OK)
-        rc = usage_tail(out, u);
-    return rc;
+    return st_out_finish(&o);
 }

@@ -95,24 +95,15 @@ int st_api_error_http(const struct st_api_error *e)
 
 enum st_status st_api_error_json(struct st_buf *out, const struct st_api_error *e)
 {
-    enum st_status rc = st_buf_append(out, ST_LIT("{\"error\":{\"message\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(out, e->message);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"type\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(out, st_server_error_type(e->status));
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"param\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(out, e->param[0] ? e->param : NULL);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT(",\"code\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(out, e->code[0] ? e->code : NULL);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("}}"));
-    return rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    st_out_text(&o, "{\"error\":{");
+    st_out_kv_str(&o, "message", e->message);
+    st_out_kv_str(&o, "type", st_server_error_type(e->status));
+    st_out_kv_str(&o, "param", e->param[0] ? e->param : NULL);
+    st_out_kv_str(&o, "code", e->code[0] ? e->code : NULL);
+    st_out_text(&o, "}}");
+    return st_out_finish(&o);
 }
 
 /* Anthropic's error body, for the routes that speak its API (/v1/messages:
@@ -137,9 +128,13 @@ const char *st_anthropic_error_type(int http)
 enum st_status st_anthropic_error_json(struct st_buf *out, const struct st_api_error *e)
 {
     const char *type = st_anthropic_error_type(st_api_error_http(e));
-    enum st_status rc = st_buf_printf(out, "{\"type\":\"error\",\"error\":{\"type\":\"%s\","
-                                      "\"message\":", type);
-    if (rc == ST_OK)
-        rc = st_json_cstr(out, e->message);
-    return rc == ST_OK ? st_buf_append(out, ST_LIT("}}")) : rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    st_out_text(&o, "{");
+    st_out_kv_str(&o, "type", "error");
+    st_out_kv_raw(&o, "error", "{");
+    st_out_kv_str(&o, "type", type);
+    st_out_kv_str(&o, "message", e->message);
+    st_out_text(&o, "}}");
+    return st_out_finish(&o);
 }

@@ -3,7 +3,6 @@
  * Pieces (this folder; none of them calls into a generation or an endpoint):
  *   errors.c     st_status -> HTTP status + OpenAI error type; error bodies
  *                (OpenAI's and Anthropic's)
- *   json_out.c   JSON writing into an st_buf (UTF-8 sanitised strings)
  *   sse.c        Server-Sent Events framing
  *   auth.c       API keys, x-request-id, the owner of stored responses
  *   random_id.c  random bytes and hex ids (requests, tool calls, responses)
@@ -28,6 +27,8 @@
 #include <sys/types.h>
 
 #include "strata/engine.h"
+#include "strata/json_out.h"
+#include "strata/out.h"
 #include "strata/sched.h"
 #include "strata/server.h"
 #include "strata/str.h"
@@ -65,18 +66,6 @@ int st_api_error_http(const struct st_api_error *e);
 /* Append {"error":{...}} to 'out'. */
 ST_MUST_CHECK enum st_status st_api_error_json(struct st_buf *out, const struct st_api_error *e);
 
-/* ---- JSON output (json_out.c) ----------------------------------------- */
-
-/* Append 's' (n bytes) as a JSON string literal. Invalid UTF-8 sequences
- * become U+FFFD, so the output is always valid JSON and valid UTF-8. */
-ST_MUST_CHECK enum st_status st_json_str(struct st_buf *b, const char *s, size_t n);
-ST_MUST_CHECK enum st_status st_json_cstr(struct st_buf *b, const char *s);   /* NULL -> null */
-/* A finite double, shortest round-trip form; NaN/Inf -> null. */
-ST_MUST_CHECK enum st_status st_json_num(struct st_buf *b, double v);
-/* [b0,b1,...] of the raw bytes, as OpenAI's logprobs "bytes". */
-ST_MUST_CHECK enum st_status st_json_bytes(struct st_buf *b, const char *s, size_t n);
-/* True when s[0..n) is valid UTF-8. */
-bool st_json_utf8_valid(const char *s, size_t n);
 /* Anthropic's error body: {"type":"error","error":{"type":..,"message":..}}
  * (errors.c; the type from the HTTP status st_api_error_http gives). */
 ST_MUST_CHECK enum st_status st_anthropic_error_json(struct st_buf *out,

@@ -54,142 +54,136 @@
 const int st_http_codes[ST_HTTP_CODES_TRACKED] = { 200, 400, 401, 404, 405, 413,
                                                    429, 499, 500, 503, 0 };
 
-static enum st_status family(struct st_buf *b, const char *name, const char *type,
-                             const char *help)
+/* ---- Prometheus lines ---------------------------------------------------- */
+
+static void family(struct st_out *o, const char *name, const char *type, const char *help)
 {
-    return st_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    st_out_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* value as Prometheus reads it: integers plainly, others with %.9g. */
-static enum st_status sample(struct st_buf *b, const char *name, const char *labels, double v)
+static void sample(struct st_out *o, const char *name, const char *labels, double v)
 {
     if (labels && *labels)
-        return st_buf_printf(b, "%s{%s} %.9g\n", name, labels, v);
-    return st_buf_printf(b, "%s %.9g\n", name, v);
+        st_out_printf(o, "%s{%s} %.9g\n", name, labels, v);
+    else
+        st_out_printf(o, "%s %.9g\n", name, v);
 }
 
-static enum st_status counter_u64(struct st_buf *b, const char *name, const char *labels,
-                                  uint64_t v)
+static void counter_u64(struct st_out *o, const char *name, const char *labels, uint64_t v)
 {
     if (labels && *labels)
-        return st_buf_printf(b, "%s{%s} %llu\n", name, labels, (unsigned long long)v);
-    return st_buf_printf(b, "%s %llu\n", name, (unsigned long long)v);
+        st_out_printf(o, "%s{%s} %llu\n", name, labels, (unsigned long long)v);
+    else
+        st_out_printf(o, "%s %llu\n", name, (unsigned long long)v);
 }
 
-static enum st_status scheduler_families(struct st_buf *b, const struct st_sched_stats *ss)
+static void band_label(char *out, size_t cap, int band)
+{
+    snprintf(out, cap, "band=\"%s\"", st_band_name((enum st_band)band));
+}
+
+/* ---- families ------------------------------------------------------------- */
+
+static void scheduler_families(struct st_out *o, const struct st_sched_stats *ss)
 {
     char l[96];
-    enum st_status rc = family(b, "llamaswap_scheduler_queue_depth", "gauge",
-                               "Requests waiting for a slot, by band.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
-        snprintf(l, sizeof(l), "band=\"%s\"", st_band_name((enum st_band)i));
-        rc = sample(b, "llamaswap_scheduler_queue_depth", l, (double)ss->band[i].queue_depth);
+    family(o, "llamaswap_scheduler_queue_depth", "gauge",
+           "Requests waiting for a slot, by band.");
+    for (int i = 0; i < ST_BAND_COUNT; i++) {
+        band_label(l, sizeof(l), i);
+        sample(o, "llamaswap_scheduler_queue_depth", l, (double)ss->band[i].queue_depth);
     }
-    if (rc == ST_OK)
-        rc = family(b, "llamaswap_scheduler_queue_oldest_wait_seconds", "gauge",
-                    "Longest current wait for a slot, by band.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
-        snprintf(l, sizeof(l), "band=\"%s\"", st_band_name((enum st_band)i));
-        rc = sample(b, "llamaswap_scheduler_queue_oldest_wait_seconds", l,
-                    ss->band[i].oldest_wait_s);
+    family(o, "llamaswap_scheduler_queue_oldest_wait_seconds", "gauge",
+           "Longest current wait for a slot, by band.");
+    for (int i = 0; i < ST_BAND_COUNT; i++) {
+        band_label(l, sizeof(l), i);
+        sample(o, "llamaswap_scheduler_queue_oldest_wait_seconds", l,
+               ss->band[i].oldest_wait_s);
     }
-    if (rc == ST_OK)
-        rc = family(b, "llamaswap_scheduler_dispatched_total", "counter",
-                    "Requests given a slot, by band.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
-        snprintf(l, sizeof(l), "band=\"%s\"", st_band_name((enum st_band)i));
-        rc = counter_u64(b, "llamaswap_scheduler_dispatched_total", l, ss->band[i].dispatched);
+    family(o, "llamaswap_scheduler_dispatched_total", "counter",
+           "Requests given a slot, by band.");
+    for (int i = 0; i < ST_BAND_COUNT; i++) {
+        band_label(l, sizeof(l), i);
+        counter_u64(o, "llamaswap_scheduler_dispatched_total", l, ss->band[i].dispatched);
     }
-    if (rc == ST_OK)
-        rc = family(b, "llamaswap_scheduler_reorders_total", "counter",
-                    "Dispatches where the aging or swap_affinity term changed the pick.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
+    family(o, "llamaswap_scheduler_reorders_total", "counter",
+           "Dispatches where the aging or swap_affinity term changed the pick.");
+    for (int i = 0; i < ST_BAND_COUNT; i++) {
         const char *band = st_band_name((enum st_band)i);
         snprintf(l, sizeof(l), "band=\"%s\",term=\"aging\"", band);
-        rc = counter_u64(b, "llamaswap_scheduler_reorders_total", l,
-                         ss->band[i].reorders_aging);
+        counter_u64(o, "llamaswap_scheduler_reorders_total", l, ss->band[i].reorders_aging);
         snprintf(l, sizeof(l), "band=\"%s\",term=\"swap_affinity\"", band);
-        if (rc == ST_OK)
-            rc = counter_u64(b, "llamaswap_scheduler_reorders_total", l,
-                             ss->band[i].reorders_affinity);
+        counter_u64(o, "llamaswap_scheduler_reorders_total", l,
+                    ss->band[i].reorders_affinity);
     }
-    return rc;
 }
 
 /* Submitted and running by band, and the 429 count: with the outcome
  * counters they add up (sched.h):
  *   submitted  = sum(outcomes) + queue_depth + running
  *   dispatched = sum(outcomes) - sum(undispatched) + running */
-static enum st_status queue_families(struct st_buf *b, const struct st_sched_stats *ss)
+static void queue_families(struct st_out *o, const struct st_sched_stats *ss)
 {
     char l[64];
-    enum st_status rc = family(b, "strata_requests_submitted_total", "counter",
-                               "Requests submitted to the scheduler (queued or rejected), by band.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
-        snprintf(l, sizeof(l), "band=\"%s\"", st_band_name((enum st_band)i));
-        rc = counter_u64(b, "strata_requests_submitted_total", l, ss->band[i].submitted);
+    family(o, "strata_requests_submitted_total", "counter",
+           "Requests submitted to the scheduler (queued or rejected), by band.");
+    for (int i = 0; i < ST_BAND_COUNT; i++) {
+        band_label(l, sizeof(l), i);
+        counter_u64(o, "strata_requests_submitted_total", l, ss->band[i].submitted);
     }
-    if (rc == ST_OK)
-        rc = family(b, "strata_requests_running", "gauge", "Requests holding a slot, by band.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
-        snprintf(l, sizeof(l), "band=\"%s\"", st_band_name((enum st_band)i));
-        rc = sample(b, "strata_requests_running", l, (double)ss->band[i].running);
+    family(o, "strata_requests_running", "gauge", "Requests holding a slot, by band.");
+    for (int i = 0; i < ST_BAND_COUNT; i++) {
+        band_label(l, sizeof(l), i);
+        sample(o, "strata_requests_running", l, (double)ss->band[i].running);
     }
-    if (rc == ST_OK)
-        rc = family(b, "strata_queue_full_total", "counter",
-                    "Requests answered 429 because the waiting queue was full: rejected on "
-                    "arrival, or shed for a higher priority.");
-    if (rc == ST_OK)
-        rc = counter_u64(b, "strata_queue_full_total", NULL, ss->shed);
-    return rc;
+    family(o, "strata_queue_full_total", "counter",
+           "Requests answered 429 because the waiting queue was full: rejected on "
+           "arrival, or shed for a higher priority.");
+    counter_u64(o, "strata_queue_full_total", NULL, ss->shed);
 }
 
-static enum st_status slot_and_outcome_families(struct st_buf *b,
-                                                const struct st_sched_stats *ss)
+/* One family of per-band, per-outcome counters: outcomes[] or undispatched[]. */
+static void outcome_family(struct st_out *o, const struct st_sched_stats *ss, const char *name,
+                           const char *help, bool undispatched)
+{
+    char l[96];
+    family(o, name, "counter", help);
+    for (int i = 0; i < ST_BAND_COUNT; i++) {
+        for (int k = 0; k < ST_OUTCOME_COUNT; k++) {
+            snprintf(l, sizeof(l), "band=\"%s\",outcome=\"%s\"", st_band_name((enum st_band)i),
+                     st_outcome_name((enum st_outcome)k));
+            counter_u64(o, name, l,
+                        undispatched ? ss->band[i].undispatched[k] : ss->band[i].outcomes[k]);
+        }
+    }
+}
+
+static void slot_and_outcome_families(struct st_out *o, const struct st_sched_stats *ss)
 {
     static const char *const states[] = { "idle", "admitted", "reading", "parked", "decoding" };
     const int64_t counts[] = { ss->slots_idle, ss->slots_admitted, ss->slots_reading,
                                ss->slots_parked, ss->slots_decoding };
     char l[96];
-    enum st_status rc = family(b, "strata_slots", "gauge", "Engine slots by state.");
-    for (size_t i = 0; i < ST_ARRAY_LEN(states) && rc == ST_OK; i++) {
+    family(o, "strata_slots", "gauge", "Engine slots by state.");
+    for (size_t i = 0; i < ST_ARRAY_LEN(states); i++) {
         snprintf(l, sizeof(l), "state=\"%s\"", states[i]);
-        rc = sample(b, "strata_slots", l, (double)counts[i]);
+        sample(o, "strata_slots", l, (double)counts[i]);
     }
-    if (rc == ST_OK)
-        rc = family(b, "strata_give_ways_total", "counter",
-                    "Prompt reads that gave way to another request, by band.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
-        snprintf(l, sizeof(l), "band=\"%s\"", st_band_name((enum st_band)i));
-        rc = counter_u64(b, "strata_give_ways_total", l, ss->band[i].give_ways);
+    family(o, "strata_give_ways_total", "counter",
+           "Prompt reads that gave way to another request, by band.");
+    for (int i = 0; i < ST_BAND_COUNT; i++) {
+        band_label(l, sizeof(l), i);
+        counter_u64(o, "strata_give_ways_total", l, ss->band[i].give_ways);
     }
-    if (rc == ST_OK)
-        rc = family(b, "strata_requests_total", "counter",
-                    "Requests that left the scheduler, by band and outcome.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
-        for (int o = 0; o < ST_OUTCOME_COUNT && rc == ST_OK; o++) {
-            snprintf(l, sizeof(l), "band=\"%s\",outcome=\"%s\"", st_band_name((enum st_band)i),
-                     st_outcome_name((enum st_outcome)o));
-            rc = counter_u64(b, "strata_requests_total", l, ss->band[i].outcomes[o]);
-        }
-    }
-    if (rc == ST_OK)
-        rc = family(b, "strata_requests_undispatched_total", "counter",
-                    "Requests that left without ever holding a slot, by band and outcome.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
-        for (int o = 0; o < ST_OUTCOME_COUNT && rc == ST_OK; o++) {
-            snprintf(l, sizeof(l), "band=\"%s\",outcome=\"%s\"", st_band_name((enum st_band)i),
-                     st_outcome_name((enum st_outcome)o));
-            rc = counter_u64(b, "strata_requests_undispatched_total", l,
-                             ss->band[i].undispatched[o]);
-        }
-    }
-    if (rc == ST_OK)
-        rc = queue_families(b, ss);
-    return rc;
+    outcome_family(o, ss, "strata_requests_total",
+                   "Requests that left the scheduler, by band and outcome.", false);
+    outcome_family(o, ss, "strata_requests_undispatched_total",
+                   "Requests that left without ever holding a slot, by band and outcome.", true);
+    queue_families(o, ss);
 }
 
-static enum st_status token_families(struct st_buf *b, const struct st_pool_stats *ps)
+static void token_families(struct st_out *o, const struct st_pool_stats *ps)
 {
     static const struct {
         const char *name, *help;
@@ -225,138 +219,98 @@ static enum st_status token_families(struct st_buf *b, const struct st_pool_stat
           "pay (no drafts, no MTP upkeep).",
           offsetof(struct st_pool_stats, spec_plain_steps) },
     };
-    enum st_status rc = ST_OK;
-    for (size_t i = 0; i < ST_ARRAY_LEN(c) && rc == ST_OK; i++) {
+    for (size_t i = 0; i < ST_ARRAY_LEN(c); i++) {
         uint64_t v;
         memcpy(&v, (const char *)ps + c[i].off, sizeof(v));
-        rc = family(b, c[i].name, "counter", c[i].help);
-        if (rc == ST_OK)
-            rc = counter_u64(b, c[i].name, NULL, v);
+        family(o, c[i].name, "counter", c[i].help);
+        counter_u64(o, c[i].name, NULL, v);
     }
     /* Ratios of the counters, for dashboards without PromQL at hand; 0
      * until there is something to divide by. */
     double rate = ps->mtp_drafted ? (double)ps->mtp_accepted / (double)ps->mtp_drafted : 0.0;
     double len = ps->mtp_steps ? 1.0 + (double)ps->mtp_accepted / (double)ps->mtp_steps : 0.0;
-    if (rc == ST_OK)
-        rc = family(b, "strata_mtp_acceptance_rate", "gauge",
-                    "MTP draft tokens accepted over drafted, 0 to 1 (0 before any draft).");
-    if (rc == ST_OK)
-        rc = sample(b, "strata_mtp_acceptance_rate", NULL, rate);
-    if (rc == ST_OK)
-        rc = family(b, "strata_mtp_mean_accepted_length", "gauge",
-                    "Tokens emitted per MTP verify step: 1 + accepted drafts per step "
-                    "(0 before any step).");
-    if (rc == ST_OK)
-        rc = sample(b, "strata_mtp_mean_accepted_length", NULL, len);
-    return rc;
+    family(o, "strata_mtp_acceptance_rate", "gauge",
+           "MTP draft tokens accepted over drafted, 0 to 1 (0 before any draft).");
+    sample(o, "strata_mtp_acceptance_rate", NULL, rate);
+    family(o, "strata_mtp_mean_accepted_length", "gauge",
+           "Tokens emitted per MTP verify step: 1 + accepted drafts per step "
+           "(0 before any step).");
+    sample(o, "strata_mtp_mean_accepted_length", NULL, len);
 }
 
 /* One series of a histogram ('labels' e.g. band="normal"): cumulative
  * buckets, +Inf, sum, count. */
-static enum st_status histogram(struct st_buf *b, const char *name, const char *labels,
-                                const struct st_histogram *h)
+static void histogram(struct st_out *o, const char *name, const char *labels,
+                      const struct st_histogram *h)
 {
-    enum st_status rc = ST_OK;
     uint64_t cum = 0;
     int32_t nb = h->n_bounds < 0 ? 0 : ST_MIN(h->n_bounds, ST_HIST_BUCKETS);
-    for (int32_t i = 0; i < nb && rc == ST_OK; i++) {
+    for (int32_t i = 0; i < nb; i++) {
         cum += h->counts[i];
-        rc = st_buf_printf(b, "%s_bucket{%s,le=\"%.9g\"} %llu\n", name, labels, h->bounds[i],
-                           (unsigned long long)cum);
+        st_out_printf(o, "%s_bucket{%s,le=\"%.9g\"} %llu\n", name, labels, h->bounds[i],
+                      (unsigned long long)cum);
     }
     /* +Inf counts everything, whatever the per-bucket counts say */
-    if (rc == ST_OK)
-        rc = st_buf_printf(b, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels,
-                           (unsigned long long)ST_MAX(h->count, cum));
-    if (rc == ST_OK)
-        rc = st_buf_printf(b, "%s_sum{%s} %.9g\n", name, labels, h->sum);
-    if (rc == ST_OK)
-        rc = st_buf_printf(b, "%s_count{%s} %llu\n", name, labels,
-                           (unsigned long long)ST_MAX(h->count, cum));
-    return rc;
+    unsigned long long total = (unsigned long long)ST_MAX(h->count, cum);
+    st_out_printf(o, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels, total);
+    st_out_printf(o, "%s_sum{%s} %.9g\n", name, labels, h->sum);
+    st_out_printf(o, "%s_count{%s} %llu\n", name, labels, total);
 }
 
-static void band_label(char *out, size_t cap, int band)
-{
-    snprintf(out, cap, "band=\"%s\"", st_band_name((enum st_band)band));
-}
-
-static enum st_status latency_families(struct st_buf *b, const struct st_pool_stats *ps)
+static void latency_families(struct st_out *o, const struct st_pool_stats *ps)
 {
     char l[32];
-    enum st_status rc = family(b, "strata_time_to_first_token_seconds", "histogram",
-                               "Time from submit to the first token, by band.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
+    family(o, "strata_time_to_first_token_seconds", "histogram",
+           "Time from submit to the first token, by band.");
+    for (int i = 0; i < ST_BAND_COUNT; i++) {
         band_label(l, sizeof(l), i);
-        rc = histogram(b, "strata_time_to_first_token_seconds", l, &ps->ttft[i]);
+        histogram(o, "strata_time_to_first_token_seconds", l, &ps->ttft[i]);
     }
-    if (rc == ST_OK)
-        rc = family(b, "strata_inter_token_latency_seconds", "histogram",
-                    "Time between consecutive tokens of a request, by band.");
-    for (int i = 0; i < ST_BAND_COUNT && rc == ST_OK; i++) {
+    family(o, "strata_inter_token_latency_seconds", "histogram",
+           "Time between consecutive tokens of a request, by band.");
+    for (int i = 0; i < ST_BAND_COUNT; i++) {
         band_label(l, sizeof(l), i);
-        rc = histogram(b, "strata_inter_token_latency_seconds", l, &ps->itl[i]);
+        histogram(o, "strata_inter_token_latency_seconds", l, &ps->itl[i]);
     }
-    return rc;
 }
 
 /* The /v1/responses store (docs/API.md "Stored responses"). */
-static enum st_status response_store_families(struct st_buf *b, const struct st_http_stats *hs)
+static void response_store_families(struct st_out *o, const struct st_http_stats *hs)
 {
-    enum st_status rc = family(b, "strata_responses_stored", "gauge",
-                               "Responses held in the /v1/responses store.");
-    if (rc == ST_OK)
-        rc = sample(b, "strata_responses_stored", NULL, hs ? (double)hs->resp_stored : 0.0);
-    if (rc == ST_OK)
-        rc = family(b, "strata_responses_stored_bytes", "gauge",
-                    "Bytes the stored responses count against --responses-store-mb.");
-    if (rc == ST_OK)
-        rc = sample(b, "strata_responses_stored_bytes", NULL,
-                    hs ? (double)hs->resp_stored_bytes : 0.0);
-    if (rc == ST_OK)
-        rc = family(b, "strata_responses_evicted_total", "counter",
-                    "Stored responses dropped (least recently used) to make room.");
-    if (rc == ST_OK)
-        rc = counter_u64(b, "strata_responses_evicted_total", NULL, hs ? hs->resp_evicted : 0);
-    return rc;
+    family(o, "strata_responses_stored", "gauge", "Responses held in the /v1/responses store.");
+    sample(o, "strata_responses_stored", NULL, hs ? (double)hs->resp_stored : 0.0);
+    family(o, "strata_responses_stored_bytes", "gauge",
+           "Bytes the stored responses count against --responses-store-mb.");
+    sample(o, "strata_responses_stored_bytes", NULL, hs ? (double)hs->resp_stored_bytes : 0.0);
+    family(o, "strata_responses_evicted_total", "counter",
+           "Stored responses dropped (least recently used) to make room.");
+    counter_u64(o, "strata_responses_evicted_total", NULL, hs ? hs->resp_evicted : 0);
 }
 
-static enum st_status http_and_gateway(struct st_buf *b, const struct st_sched_stats *ss,
-                                       const struct st_pool_stats *ps,
-                                       const struct st_http_stats *hs)
+static void http_and_gateway(struct st_out *o, const struct st_sched_stats *ss,
+                             const struct st_pool_stats *ps, const struct st_http_stats *hs)
 {
     char l[32];
-    enum st_status rc = family(b, "strata_http_responses_total", "counter",
-                               "HTTP responses by status code (code=\"other\" for the rest).");
-    for (int i = 0; i < ST_HTTP_CODES_TRACKED && rc == ST_OK; i++) {
+    family(o, "strata_http_responses_total", "counter",
+           "HTTP responses by status code (code=\"other\" for the rest).");
+    for (int i = 0; i < ST_HTTP_CODES_TRACKED; i++) {
         if (st_http_codes[i])
             snprintf(l, sizeof(l), "code=\"%d\"", st_http_codes[i]);
         else
             snprintf(l, sizeof(l), "code=\"other\"");
-        rc = counter_u64(b, "strata_http_responses_total", l, hs ? hs->responses[i] : 0);
+        counter_u64(o, "strata_http_responses_total", l, hs ? hs->responses[i] : 0);
     }
-    if (rc == ST_OK)
-        rc = family(b, "strata_server_draining", "gauge",
-                    "1 while a graceful shutdown drains (new generations get 503).");
-    if (rc == ST_OK)
-        rc = sample(b, "strata_server_draining", NULL, hs && hs->draining ? 1.0 : 0.0);
-    if (rc == ST_OK)
-        rc = response_store_families(b, hs);
+    family(o, "strata_server_draining", "gauge",
+           "1 while a graceful shutdown drains (new generations get 503).");
+    sample(o, "strata_server_draining", NULL, hs && hs->draining ? 1.0 : 0.0);
+    response_store_families(o, hs);
     double kv = ps->kv_usage < 0 ? 0 : (ps->kv_usage > 1 ? 1 : ps->kv_usage);
-    if (rc == ST_OK)
-        rc = family(b, "vllm:num_requests_waiting", "gauge", "Requests waiting for a slot.");
-    if (rc == ST_OK)
-        rc = sample(b, "vllm:num_requests_waiting", NULL, (double)ss->waiting);
-    if (rc == ST_OK)
-        rc = family(b, "vllm:num_requests_running", "gauge", "Requests holding a slot.");
-    if (rc == ST_OK)
-        rc = sample(b, "vllm:num_requests_running", NULL, (double)ss->running);
-    if (rc == ST_OK)
-        rc = family(b, "vllm:kv_cache_usage_perc", "gauge",
-                    "KV cache in use over allocated, 0 to 1.");
-    if (rc == ST_OK)
-        rc = sample(b, "vllm:kv_cache_usage_perc", NULL, kv);
-    return rc;
+    family(o, "vllm:num_requests_waiting", "gauge", "Requests waiting for a slot.");
+    sample(o, "vllm:num_requests_waiting", NULL, (double)ss->waiting);
+    family(o, "vllm:num_requests_running", "gauge", "Requests holding a slot.");
+    sample(o, "vllm:num_requests_running", NULL, (double)ss->running);
+    family(o, "vllm:kv_cache_usage_perc", "gauge", "KV cache in use over allocated, 0 to 1.");
+    sample(o, "vllm:kv_cache_usage_perc", NULL, kv);
 }
 
 /* ---- several models ---------------------------------------------------- */
@@ -391,46 +345,40 @@ static const char *model_name_of(const struct st_metrics_models *mm, int32_t m)
     return m < 0 ? "none" : (mm->names[m] ? mm->names[m] : "");
 }
 
-static enum st_status model_gauges(struct st_buf *b, const struct st_metrics_models *mm)
+static void model_gauges(struct st_out *o, const struct st_metrics_models *mm)
 {
     char l[ST_METRICS_LABEL_MAX];
-    enum st_status rc = family(b, "strata_model_loaded", "gauge",
-                               "Engines that have the model loaded.");
-    for (int32_t m = 0; m < mm->n_models && rc == ST_OK; m++) {
+    family(o, "strata_model_loaded", "gauge", "Engines that have the model loaded.");
+    for (int32_t m = 0; m < mm->n_models; m++) {
         label(l, sizeof(l), "model", model_name_of(mm, m));
-        rc = sample(b, "strata_model_loaded", l, (double)mm->status[m].n_loaded);
+        sample(o, "strata_model_loaded", l, (double)mm->status[m].n_loaded);
     }
-    if (rc == ST_OK)
-        rc = family(b, "strata_model_load_failures_total", "counter",
-                    "Loads of the model that failed (missing file, bad GGUF, out of memory).");
-    for (int32_t m = 0; m < mm->n_models && rc == ST_OK; m++) {
+    family(o, "strata_model_load_failures_total", "counter",
+           "Loads of the model that failed (missing file, bad GGUF, out of memory).");
+    for (int32_t m = 0; m < mm->n_models; m++) {
         label(l, sizeof(l), "model", model_name_of(mm, m));
-        rc = counter_u64(b, "strata_model_load_failures_total", l,
-                         mm->status[m].load_failures);
+        counter_u64(o, "strata_model_load_failures_total", l, mm->status[m].load_failures);
     }
-    if (rc == ST_OK)
-        rc = family(b, "strata_model_load_seconds", "histogram",
-                    "Time each load attempt of the model took, failed ones included.");
-    for (int32_t m = 0; m < mm->n_models && rc == ST_OK; m++) {
+    family(o, "strata_model_load_seconds", "histogram",
+           "Time each load attempt of the model took, failed ones included.");
+    for (int32_t m = 0; m < mm->n_models; m++) {
         label(l, sizeof(l), "model", model_name_of(mm, m));
-        rc = histogram(b, "strata_model_load_seconds", l, &mm->status[m].load_seconds);
+        histogram(o, "strata_model_load_seconds", l, &mm->status[m].load_seconds);
     }
-    return rc;
 }
 
-static enum st_status model_swaps(struct st_buf *b, const struct st_metrics_models *mm)
+static void model_swaps(struct st_out *o, const struct st_metrics_models *mm)
 {
     char from[ST_METRICS_LABEL_MAX], to[ST_METRICS_LABEL_MAX], l[2 * ST_METRICS_LABEL_MAX + 2];
-    enum st_status rc = family(b, "strata_model_swaps_total", "counter",
-                               "Times an engine changed its model from 'from' to 'to' "
-                               "(from=\"none\": a load onto an empty engine).");
-    for (size_t i = 0; i < mm->n_swaps && rc == ST_OK; i++) {
+    family(o, "strata_model_swaps_total", "counter",
+           "Times an engine changed its model from 'from' to 'to' "
+           "(from=\"none\": a load onto an empty engine).");
+    for (size_t i = 0; i < mm->n_swaps; i++) {
         label(from, sizeof(from), "from", model_name_of(mm, mm->swaps[i].from));
         label(to, sizeof(to), "to", model_name_of(mm, mm->swaps[i].to));
         snprintf(l, sizeof(l), "%s,%s", from, to);
-        rc = counter_u64(b, "strata_model_swaps_total", l, mm->swaps[i].n);
+        counter_u64(o, "strata_model_swaps_total", l, mm->swaps[i].n);
     }
-    return rc;
 }
 
 /* May the pair (from, to) be listed? Every pair up to ST_METRICS_ALL_PAIRS_MAX
@@ -492,18 +440,16 @@ enum st_status st_metrics_render(struct st_buf *out, const struct st_sched_stats
                                  const struct st_pool_stats *ps, const struct st_http_stats *hs,
                                  const struct st_metrics_models *models)
 {
-    enum st_status rc = scheduler_families(out, ss);
-    if (rc == ST_OK)
-        rc = slot_and_outcome_families(out, ss);
-    if (rc == ST_OK)
-        rc = token_families(out, ps);
-    if (rc == ST_OK)
-        rc = latency_families(out, ps);
-    if (rc == ST_OK && models)
-        rc = model_gauges(out, models);
-    if (rc == ST_OK && models)
-        rc = model_swaps(out, models);
-    if (rc == ST_OK)
-        rc = http_and_gateway(out, ss, ps, hs);
-    return rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    scheduler_families(&o, ss);
+    slot_and_outcome_families(&o, ss);
+    token_families(&o, ps);
+    latency_families(&o, ps);
+    if (models) {
+        model_gauges(&o, models);
+        model_swaps(&o, models);
+    }
+    http_and_gateway(&o, ss, ps, hs);
+    return st_out_finish(&o);
 }

@@ -38,38 +38,47 @@ static enum st_route_result engine_error(struct st_call *c, enum st_status rc,
     return st_reply_error(c, &e);
 }
 
-static enum st_status piece_json(struct st_buf *b, struct st_engine_pool *pool, int32_t model,
-                                 int32_t id)
+/* {"id":..,"piece":..}: the piece as a string, or as bytes when it is not
+ * valid UTF-8. A failed detokenize is recorded in o. */
+static void piece_json(struct st_out *o, struct st_engine_pool *pool, int32_t model, int32_t id)
 {
+    if (!st_out_ok(o))
+        return;
     char *piece = NULL;
     struct st_err err = { 0 };
     enum st_status rc = st_engine_pool_detokenize(pool, model, &id, 1, &piece, &err);
-    if (rc != ST_OK)
-        return rc;
+    if (rc != ST_OK) {
+        st_out_check(o, rc);
+        return;
+    }
     size_t n = strlen(piece);
-    rc = st_buf_printf(b, "{\"id\":%d,\"piece\":", (int)id);
-    if (rc == ST_OK)
-        rc = st_json_utf8_valid(piece, n) ? st_json_str(b, piece, n) : st_json_bytes(b, piece, n);
-    if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT("}"));
+    st_out_text(o, "{");
+    st_out_kv_i64(o, "id", id);
+    st_out_key(o, "piece");
+    if (st_json_utf8_valid(piece, n))
+        st_out_json_str(o, piece, n);
+    else
+        st_out_json_bytes(o, piece, n);
+    st_out_text(o, "}");
     free(piece);
-    return rc;
 }
 
 static enum st_status tokens_json(struct st_buf *b, struct st_engine_pool *pool, int32_t model,
                                   const int32_t *ids, size_t n, bool pieces)
 {
-    enum st_status rc = st_buf_append(b, ST_LIT("{\"tokens\":["));
-    for (size_t i = 0; i < n && rc == ST_OK; i++) {
-        if (i)
-            rc = st_buf_append(b, ST_LIT(","));
-        if (rc == ST_OK)
-            rc = pieces ? piece_json(b, pool, model, ids[i])
-                        : st_buf_printf(b, "%d", (int)ids[i]);
+    struct st_out o;
+    st_out_init(&o, b);
+    st_out_text(&o, "{");
+    st_out_kv_raw(&o, "tokens", "[");
+    for (size_t i = 0; i < n; i++) {
+        st_out_sep(&o);
+        if (pieces)
+            piece_json(&o, pool, model, ids[i]);
+        else
+            st_out_json_i64(&o, ids[i]);
     }
-    if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT("]}"));
-    return rc;
+    st_out_text(&o, "]}");
+    return st_out_finish(&o);
 }
 
 enum st_route_result st_h_tokenize(struct st_call *c)
@@ -108,11 +117,12 @@ static enum st_route_result reply_text(struct st_call *c, enum st_status call_rc
         return engine_error(c, call_rc, err, param);
     struct st_buf b;
     st_buf_init(&b);
-    enum st_status rc = st_buf_printf(&b, "{\"%s\":", key);
-    if (rc == ST_OK)
-        rc = st_json_cstr(&b, text);
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, ST_LIT("}"));
+    struct st_out o;
+    st_out_init(&o, &b);
+    st_out_text(&o, "{");
+    st_out_kv_str(&o, key, text);
+    st_out_text(&o, "}");
+    enum st_status rc = st_out_finish(&o);
     free(text);
     return st_reply_json_built(c, rc, &b);
 }

@@ -141,11 +141,12 @@ static void keep(const struct st_gen *g, const char *items, size_t items_len, co
         return;
     struct st_buf out;
     st_buf_init(&out);
-    enum st_status rc = st_buf_append(&out, ST_LIT("["));
-    if (rc == ST_OK && items_len)
-        rc = st_buf_append(&out, items, items_len);
-    if (rc == ST_OK)
-        rc = st_buf_append(&out, ST_LIT("]"));
+    struct st_out o;
+    st_out_init(&o, &out);
+    st_out_text(&o, "[");
+    st_out_raw(&o, items, items_len);
+    st_out_text(&o, "]");
+    enum st_status rc = st_out_finish(&o);
     if (rc == ST_OK)
         rc = st_resp_store_put(r->store, r->owner, g->id, r->input, strlen(r->input), out.data,
                                out.len, obj, obj_len);
@@ -173,50 +174,50 @@ static void new_item_id(char *out, size_t cap, enum item_kind k)
                      12);
 }
 
-static enum st_status part_json(struct st_buf *o, enum item_kind k, const char *text, size_t len)
+static void part_json(struct st_out *o, enum item_kind k, const char *text, size_t len)
 {
-    const char *head = k == ITEM_REASONING ? "{\"type\":\"reasoning_text\",\"text\":"
-                                           : "{\"type\":\"output_text\",\"text\":";
-    enum st_status rc = st_buf_append(o, head, strlen(head));
-    if (rc == ST_OK)
-        rc = st_json_str(o, text, len);
-    if (rc == ST_OK && k == ITEM_MESSAGE)
-        rc = st_buf_append(o, ST_LIT(",\"annotations\":[],\"logprobs\":[]"));
-    return rc == ST_OK ? st_buf_append(o, ST_LIT("}")) : rc;
+    st_out_text(o, "{");
+    st_out_kv_str(o, "type", k == ITEM_REASONING ? "reasoning_text" : "output_text");
+    st_out_key(o, "text");
+    st_out_json_str(o, text, len);
+    if (k == ITEM_MESSAGE) {
+        st_out_kv_raw(o, "annotations", "[]");
+        st_out_kv_raw(o, "logprobs", "[]");
+    }
+    st_out_text(o, "}");
 }
 
 /* One output item. 'shell': the shape output_item.added carries (no
  * content parts yet, arguments ""). */
-static enum st_status item_json(struct st_buf *o, enum item_kind k, const char *id,
-                                const char *call_id, const char *name, size_t name_len,
-                                const char *text, size_t len, const char *status, bool shell)
+static void item_json(struct st_out *o, enum item_kind k, const char *id, const char *call_id,
+                      const char *name, size_t name_len, const char *text, size_t len,
+                      const char *status, bool shell)
 {
-    enum st_status rc = st_buf_append(o, ST_LIT("{\"id\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(o, id);
-    if (rc == ST_OK && k == ITEM_REASONING)
-        rc = st_buf_append(o, ST_LIT(",\"type\":\"reasoning\",\"summary\":[],\"content\":["));
-    if (rc == ST_OK && k == ITEM_MESSAGE)
-        rc = st_buf_append(o, ST_LIT(",\"type\":\"message\",\"role\":\"assistant\","
-                                     "\"content\":["));
-    if (rc == ST_OK && k == ITEM_CALL) {
-        rc = st_buf_append(o, ST_LIT(",\"type\":\"function_call\",\"call_id\":"));
-        if (rc == ST_OK)
-            rc = st_json_cstr(o, call_id);
-        if (rc == ST_OK)
-            rc = st_tr_json_member(o, "name", name, name_len);
-        if (rc == ST_OK)
-            rc = st_tr_json_member(o, "arguments", shell ? "" : text, shell ? 0 : len);
-    } else if (rc == ST_OK && !shell) {
-        rc = part_json(o, k, text, len);
-        if (rc == ST_OK)
-            rc = st_buf_append(o, ST_LIT("]"));
-    } else if (rc == ST_OK) {
-        rc = st_buf_append(o, ST_LIT("]"));
+    st_out_text(o, "{");
+    st_out_kv_str(o, "id", id);
+    if (k == ITEM_REASONING) {
+        st_out_kv_str(o, "type", "reasoning");
+        st_out_kv_raw(o, "summary", "[]");
+        st_out_kv_raw(o, "content", "[");
+    } else if (k == ITEM_MESSAGE) {
+        st_out_kv_str(o, "type", "message");
+        st_out_kv_str(o, "role", "assistant");
+        st_out_kv_raw(o, "content", "[");
     }
-    if (rc == ST_OK)
-        rc = st_buf_printf(o, ",\"status\":\"%s\"}", status);
-    return rc;
+    if (k == ITEM_CALL) {
+        st_out_kv_str(o, "type", "function_call");
+        st_out_kv_str(o, "call_id", call_id);
+        st_out_key(o, "name");
+        st_out_json_str(o, name, name_len);
+        st_out_key(o, "arguments");
+        st_out_json_str(o, shell ? "" : text, shell ? 0 : len);
+    } else {
+        if (!shell)
+            part_json(o, k, text, len);
+        st_out_text(o, "]");
+    }
+    st_out_kv_str(o, "status", status);
+    st_out_text(o, "}");
 }
 
 /* ---- the response object ---------------------------------------------------- */
@@ -230,60 +231,53 @@ struct obj_args {
     const struct st_api_error *err;   /* failed: its message */
 };
 
-static enum st_status usage_json(struct st_buf *o, const struct st_oai_usage *u,
-                                 int64_t reasoning)
+static void usage_json(struct st_out *o, const struct st_oai_usage *u, int64_t reasoning)
 {
-    if (!u)
-        return st_buf_append(o, ST_LIT("null"));
-    return st_buf_printf(o, "{\"input_tokens\":%lld,\"input_tokens_details\":{\"cached_tokens\":"
-                         "%lld},\"output_tokens\":%lld,\"output_tokens_details\":"
-                         "{\"reasoning_tokens\":%lld},\"total_tokens\":%lld}",
-                         (long long)u->prompt_tokens, (long long)u->cached_tokens,
-                         (long long)u->completion_tokens, (long long)reasoning,
-                         (long long)(u->prompt_tokens + u->completion_tokens));
+    if (!u) {
+        st_out_text(o, "null");
+        return;
+    }
+    st_out_printf(o, "{\"input_tokens\":%lld,\"input_tokens_details\":{\"cached_tokens\":"
+                     "%lld},\"output_tokens\":%lld,\"output_tokens_details\":"
+                     "{\"reasoning_tokens\":%lld},\"total_tokens\":%lld}",
+                  (long long)u->prompt_tokens, (long long)u->cached_tokens,
+                  (long long)u->completion_tokens, (long long)reasoning,
+                  (long long)(u->prompt_tokens + u->completion_tokens));
 }
 
-static enum st_status obj_json(struct st_buf *o, const struct st_gen *g, const struct obj_args *a)
+static void obj_json(struct st_out *o, const struct st_gen *g, const struct obj_args *a)
 {
-    bool done = strcmp(a->status, "completed") == 0;
-    enum st_status rc = st_buf_append(o, ST_LIT("{\"id\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(o, g->id);
-    if (rc == ST_OK)
-        rc = st_buf_printf(o, ",\"object\":\"response\",\"created_at\":%lld,\"status\":\"%s\"",
-                           (long long)g->created, a->status);
-    if (rc == ST_OK && done)
-        rc = st_buf_printf(o, ",\"completed_at\":%lld", (long long)st_unix_seconds());
-    if (rc == ST_OK && a->err) {
-        rc = st_buf_append(o, ST_LIT(",\"error\":{\"code\":\"server_error\",\"message\":"));
-        if (rc == ST_OK)
-            rc = st_json_cstr(o, a->err->message);
-        if (rc == ST_OK)
-            rc = st_buf_append(o, ST_LIT("}"));
-    } else if (rc == ST_OK) {
-        rc = st_buf_append(o, ST_LIT(",\"error\":null"));
+    st_out_text(o, "{");
+    st_out_kv_str(o, "id", g->id);
+    st_out_kv_str(o, "object", "response");
+    st_out_kv_i64(o, "created_at", g->created);
+    st_out_kv_str(o, "status", a->status);
+    if (strcmp(a->status, "completed") == 0)
+        st_out_kv_i64(o, "completed_at", st_unix_seconds());
+    if (a->err) {
+        st_out_kv_raw(o, "error", "{");
+        st_out_kv_str(o, "code", "server_error");
+        st_out_kv_str(o, "message", a->err->message);
+        st_out_text(o, "}");
+    } else {
+        st_out_kv_raw(o, "error", "null");
     }
-    if (rc == ST_OK)
-        rc = strcmp(a->status, "incomplete") == 0
-                 ? st_buf_append(o, ST_LIT(",\"incomplete_details\":{\"reason\":"
-                                           "\"max_output_tokens\"}"))
-                 : st_buf_append(o, ST_LIT(",\"incomplete_details\":null"));
-    if (rc == ST_OK)
-        rc = st_buf_append(o, ST_LIT(",\"model\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(o, g->model_name);
-    if (rc == ST_OK)
-        rc = st_buf_append(o, ST_LIT(",\"output\":["));
-    if (rc == ST_OK && a->items_len)
-        rc = st_buf_append(o, a->items, a->items_len);
-    if (rc == ST_OK)
-        rc = st_buf_append(o, ST_LIT("],\"usage\":"));
-    if (rc == ST_OK)
-        rc = usage_json(o, a->u, a->reasoning_tokens);
+    if (strcmp(a->status, "incomplete") == 0)
+        st_out_kv_raw(o, "incomplete_details", "{\"reason\":\"max_output_tokens\"}");
+    else
+        st_out_kv_raw(o, "incomplete_details", "null");
+    st_out_kv_str(o, "model", g->model_name);
+    st_out_kv_raw(o, "output", "[");
+    st_out_raw(o, a->items, a->items_len);
+    st_out_text(o, "]");
+    st_out_key(o, "usage");
+    usage_json(o, a->u, a->reasoning_tokens);
     const char *echo = g->resp && resp_of(g)->echo ? resp_of(g)->echo : "";
-    if (rc == ST_OK && *echo)
-        rc = st_buf_printf(o, ",%s", echo);
-    return rc == ST_OK ? st_buf_append(o, ST_LIT("}")) : rc;
+    if (*echo) {
+        st_out_sep(o);
+        st_out_text(o, echo);
+    }
+    st_out_text(o, "}");
 }
 
 /* ---- stream events ------------------------------------------------------------ */
@@ -295,19 +289,35 @@ static enum st_status event(struct st_gen *g, const char *type, const struct st_
     return st_tr_sse_event(&g->out, type, resp_of(g)->seq++, body);
 }
 
+/* Start an event body in b: its members are each led by a comma, the first
+ * too, so it opens with one and every key after follows st_out's rule. */
+static void body_start(struct st_out *o, struct st_buf *b)
+{
+    st_buf_init(b);
+    st_out_init(o, b);
+    st_out_text(o, ",");
+}
+
+/* Frame the event whose body o holds (when it was written), and free it. */
+static enum st_status body_event(struct st_gen *g, const char *type, struct st_out *o)
+{
+    enum st_status rc = st_out_finish(o);
+    if (rc == ST_OK)
+        rc = event(g, type, o->buf);
+    st_buf_fini(o->buf);
+    return rc;
+}
+
 /* An event whose members are ,"response":obj (the response object). */
 static enum st_status response_event_obj(struct st_gen *g, const char *type,
                                          const struct st_buf *obj)
 {
     struct st_buf b;
-    st_buf_init(&b);
-    enum st_status rc = st_buf_append(&b, ST_LIT(",\"response\":"));
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, obj->data, obj->len);
-    if (rc == ST_OK)
-        rc = event(g, type, &b);
-    st_buf_fini(&b);
-    return rc;
+    struct st_out o;
+    body_start(&o, &b);
+    st_out_key(&o, "response");
+    st_out_raw(&o, obj->data, obj->len);
+    return body_event(g, type, &o);
 }
 
 static enum st_status response_event(struct st_gen *g, const char *type,
@@ -315,7 +325,10 @@ static enum st_status response_event(struct st_gen *g, const char *type,
 {
     struct st_buf obj;
     st_buf_init(&obj);
-    enum st_status rc = obj_json(&obj, g, a);
+    struct st_out o;
+    st_out_init(&o, &obj);
+    obj_json(&o, g, a);
+    enum st_status rc = st_out_finish(&o);
     if (rc == ST_OK)
         rc = response_event_obj(g, type, &obj);
     st_buf_fini(&obj);
@@ -333,17 +346,13 @@ static enum st_status ensure_started(struct st_gen *g)
     return rc == ST_OK ? response_event(g, "response.in_progress", &a) : rc;
 }
 
-/* ,"item_id":..,"output_index":N[,"content_index":0] into b. */
-static enum st_status item_ref(struct st_buf *b, const struct st_resp *r, bool part)
+/* "item_id":..,"output_index":N[,"content_index":0]. */
+static void item_ref(struct st_out *o, const struct st_resp *r, bool part)
 {
-    enum st_status rc = st_buf_append(b, ST_LIT(",\"item_id\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(b, r->item_id);
-    if (rc == ST_OK)
-        rc = st_buf_printf(b, ",\"output_index\":%d", (int)r->n_items);
-    if (rc == ST_OK && part)
-        rc = st_buf_append(b, ST_LIT(",\"content_index\":0"));
-    return rc;
+    st_out_kv_str(o, "item_id", r->item_id);
+    st_out_kv_i64(o, "output_index", r->n_items);
+    if (part)
+        st_out_kv_i64(o, "content_index", 0);
 }
 
 /* output_item.added / .done: ,"output_index":N,"item":{..}. */
@@ -352,31 +361,25 @@ static enum st_status item_event(struct st_gen *g, const char *type, const char 
 {
     struct st_resp *r = resp_of(g);
     struct st_buf b;
-    st_buf_init(&b);
-    enum st_status rc = st_buf_printf(&b, ",\"output_index\":%d,\"item\":", (int)r->n_items);
-    if (rc == ST_OK)
-        rc = item_json(&b, r->open, r->item_id, r->call_id, buf_s(&r->name), r->name.len,
-                       buf_s(&r->text), r->text.len, status, shell);
-    if (rc == ST_OK)
-        rc = event(g, type, &b);
-    st_buf_fini(&b);
-    return rc;
+    struct st_out o;
+    body_start(&o, &b);
+    st_out_kv_i64(&o, "output_index", r->n_items);
+    st_out_key(&o, "item");
+    item_json(&o, r->open, r->item_id, r->call_id, buf_s(&r->name), r->name.len,
+              buf_s(&r->text), r->text.len, status, shell);
+    return body_event(g, type, &o);
 }
 
 static enum st_status part_event(struct st_gen *g, const char *type)
 {
     struct st_resp *r = resp_of(g);
     struct st_buf b;
-    st_buf_init(&b);
-    enum st_status rc = item_ref(&b, r, true);
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, ST_LIT(",\"part\":"));
-    if (rc == ST_OK)
-        rc = part_json(&b, r->open, buf_s(&r->text), r->text.len);
-    if (rc == ST_OK)
-        rc = event(g, type, &b);
-    st_buf_fini(&b);
-    return rc;
+    struct st_out o;
+    body_start(&o, &b);
+    item_ref(&o, r, true);
+    st_out_key(&o, "part");
+    part_json(&o, r->open, buf_s(&r->text), r->text.len);
+    return body_event(g, type, &o);
 }
 
 static enum st_status open_item(struct st_gen *g, enum item_kind k, const char *call_id,
@@ -399,31 +402,25 @@ static enum st_status open_item(struct st_gen *g, enum item_kind k, const char *
 /* The .done event of the open item's text: ,..,"text":.. (a call: name, arguments). */
 static enum st_status text_done(struct st_gen *g)
 {
-    struct st_resp *r = resp_of(g);
-    struct st_buf b;
-    st_buf_init(&b);
-    enum st_status rc = item_ref(&b, r, r->open != ITEM_CALL);
-    if (rc == ST_OK && r->open == ITEM_CALL) {
-        rc = st_buf_append(&b, ST_LIT(",\"name\":"));
-        if (rc == ST_OK)
-            rc = st_json_str(&b, buf_s(&r->name), r->name.len);
-    }
-    if (rc == ST_OK)
-        rc = r->open == ITEM_CALL ? st_buf_append(&b, ST_LIT(",\"arguments\":"))
-                                  : st_buf_append(&b, ST_LIT(",\"text\":"));
-    if (rc == ST_OK)
-        rc = st_json_str(&b, buf_s(&r->text), r->text.len);
-    if (rc == ST_OK && r->open == ITEM_MESSAGE)
-        rc = st_buf_append(&b, ST_LIT(",\"logprobs\":[]"));
     static const char *const type[] = {
         [ITEM_REASONING] = "response.reasoning_text.done",
         [ITEM_MESSAGE] = "response.output_text.done",
         [ITEM_CALL] = "response.function_call_arguments.done",
     };
-    if (rc == ST_OK)
-        rc = event(g, type[r->open], &b);
-    st_buf_fini(&b);
-    return rc;
+    struct st_resp *r = resp_of(g);
+    struct st_buf b;
+    struct st_out o;
+    body_start(&o, &b);
+    item_ref(&o, r, r->open != ITEM_CALL);
+    if (r->open == ITEM_CALL) {
+        st_out_key(&o, "name");
+        st_out_json_str(&o, buf_s(&r->name), r->name.len);
+    }
+    st_out_key(&o, r->open == ITEM_CALL ? "arguments" : "text");
+    st_out_json_str(&o, buf_s(&r->text), r->text.len);
+    if (r->open == ITEM_MESSAGE)
+        st_out_kv_raw(&o, "logprobs", "[]");
+    return body_event(g, type[r->open], &o);
 }
 
 static enum st_status close_item(struct st_gen *g, const char *status)
@@ -436,11 +433,15 @@ static enum st_status close_item(struct st_gen *g, const char *status)
         rc = part_event(g, "response.content_part.done");
     if (rc == ST_OK)
         rc = item_event(g, "response.output_item.done", status, false);
-    if (rc == ST_OK && r->n_items)
-        rc = st_buf_append(&r->items, ST_LIT(","));
-    if (rc == ST_OK)
-        rc = item_json(&r->items, r->open, r->item_id, r->call_id, buf_s(&r->name), r->name.len,
-                       buf_s(&r->text), r->text.len, status, false);
+    if (rc == ST_OK) {
+        struct st_out o;
+        st_out_init(&o, &r->items);
+        if (r->n_items)
+            st_out_text(&o, ",");
+        item_json(&o, r->open, r->item_id, r->call_id, buf_s(&r->name), r->name.len,
+                  buf_s(&r->text), r->text.len, status, false);
+        rc = st_out_finish(&o);
+    }
     r->n_items++;
     r->answered |= r->open != ITEM_REASONING;
     r->open = ITEM_NONE;
@@ -458,21 +459,18 @@ static enum st_status add_delta(struct st_gen *g, const char *text, size_t len)
     };
     if (len == 0)
         return ST_OK;
-    struct st_buf b;
-    st_buf_init(&b);
     enum st_status rc = st_buf_append(&r->text, text, len);
-    if (rc == ST_OK)
-        rc = item_ref(&b, r, r->open != ITEM_CALL);
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, ST_LIT(",\"delta\":"));
-    if (rc == ST_OK)
-        rc = st_json_str(&b, text, len);
-    if (rc == ST_OK && r->open == ITEM_MESSAGE)
-        rc = st_buf_append(&b, ST_LIT(",\"logprobs\":[]"));
-    if (rc == ST_OK)
-        rc = event(g, type[r->open], &b);
-    st_buf_fini(&b);
-    return rc;
+    if (rc != ST_OK)
+        return rc;
+    struct st_buf b;
+    struct st_out o;
+    body_start(&o, &b);
+    item_ref(&o, r, r->open != ITEM_CALL);
+    st_out_key(&o, "delta");
+    st_out_json_str(&o, text, len);
+    if (r->open == ITEM_MESSAGE)
+        st_out_kv_raw(&o, "logprobs", "[]");
+    return body_event(g, type[r->open], &o);
 }
 
 static enum st_status delta(struct st_gen *g, const struct st_oai_delta *d)
@@ -530,24 +528,21 @@ void st_resp_stream_end(struct st_gen *g, struct st_gen_choice *ch,
                           .reasoning_tokens = st_gen_reply_reasoning_tokens(ch), .err = err };
     if (rc == ST_OK && err) {
         struct st_buf b;
-        st_buf_init(&b);
-        rc = st_buf_append(&b, ST_LIT(",\"code\":"));
-        if (rc == ST_OK)
-            rc = st_json_cstr(&b, err->code[0] ? err->code : "server_error");
-        if (rc == ST_OK)
-            rc = st_buf_append(&b, ST_LIT(",\"message\":"));
-        if (rc == ST_OK)
-            rc = st_json_cstr(&b, err->message);
-        if (rc == ST_OK)
-            rc = st_buf_append(&b, ST_LIT(",\"param\":null"));
-        if (rc == ST_OK)
-            rc = event(g, "error", &b);
-        st_buf_fini(&b);
+        struct st_out o;
+        body_start(&o, &b);
+        st_out_kv_str(&o, "code", err->code[0] ? err->code : "server_error");
+        st_out_kv_str(&o, "message", err->message);
+        st_out_kv_raw(&o, "param", "null");
+        rc = body_event(g, "error", &o);
     }
     struct st_buf obj;
     st_buf_init(&obj);
-    if (rc == ST_OK)
-        rc = obj_json(&obj, g, &a);
+    if (rc == ST_OK) {
+        struct st_out o;
+        st_out_init(&o, &obj);
+        obj_json(&o, g, &a);
+        rc = st_out_finish(&o);
+    }
     if (rc == ST_OK && !err)
         keep(g, a.items, a.items_len, obj.data, obj.len);
     if (rc == ST_OK)
@@ -566,10 +561,12 @@ static enum st_status add_item(struct st_buf *items, int32_t *n, enum item_kind 
 {
     char id[40];
     new_item_id(id, sizeof(id), k);
-    enum st_status rc = (*n)++ ? st_buf_append(items, ST_LIT(",")) : ST_OK;
-    return rc == ST_OK ? item_json(items, k, id, call_id, name, name ? strlen(name) : 0, text,
-                                   len, status, false)
-                       : rc;
+    struct st_out o;
+    st_out_init(&o, items);
+    if ((*n)++)
+        st_out_text(&o, ",");
+    item_json(&o, k, id, call_id, name, name ? strlen(name) : 0, text, len, status, false);
+    return st_out_finish(&o);
 }
 
 struct calls_out {
@@ -630,8 +627,12 @@ enum st_status st_resp_body(struct st_buf *out, const struct st_gen *g,
     struct obj_args a = { .status = status, .items = buf_s(&items), .items_len = items.len,
                           .u = u, .reasoning_tokens = reasoning_tokens };
     size_t start = out->len;
-    if (rc == ST_OK)
-        rc = obj_json(out, g, &a);
+    if (rc == ST_OK) {
+        struct st_out o;
+        st_out_init(&o, out);
+        obj_json(&o, g, &a);
+        rc = st_out_finish(&o);
+    }
     if (rc == ST_OK)
         keep(g, a.items, a.items_len, out->data + start, out->len - start);
     st_buf_fini(&items);

@@ -1,8 +1,6 @@
-/* json_out.c -- writing JSON into an st_buf.
+/* json_out.c -- writing JSON values into an st_buf.
  *
- * Responses are rendered by hand (no cJSON tree per token): a stream chunk
- * is built on an engine thread for every token, so it must be cheap. The
- * string writer also sanitises UTF-8: token bytes can be a partial
+ * The string writer sanitises UTF-8: token bytes can be a partial
  * character, and JSON text must be valid UTF-8, so every invalid sequence
  * becomes U+FFFD (as browsers' TextDecoder and Python's errors="replace").
  */
@@ -11,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/http/http.h"
+#include "strata/json_out.h"
+
+/* A string literal and its length, for st_buf_append. */
+#define LIT(s) (s), (sizeof(s) - 1)
 
 /* Length of the valid UTF-8 sequence starting at s (n bytes left), or 0
  * when it is invalid (overlong, surrogate, > U+10FFFF, truncated). */
@@ -62,7 +63,7 @@ bool st_json_utf8_valid(const char *s, size_t n)
 enum st_status st_json_str(struct st_buf *b, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
-    enum st_status rc = st_buf_append(b, ST_LIT("\""));
+    enum st_status rc = st_buf_append(b, LIT("\""));
     size_t i = 0;
     while (rc == ST_OK && i < n) {
         /* escape the longest valid stretch in one call; an invalid byte
@@ -74,26 +75,26 @@ enum st_status st_json_str(struct st_buf *b, const char *s, size_t n)
             rc = st_buf_json_chars(b, s + i, j - i);
             i = j;
         } else {
-            rc = st_buf_append(b, ST_LIT("\xEF\xBF\xBD"));
+            rc = st_buf_append(b, LIT("\xEF\xBF\xBD"));
             i++;
         }
     }
     if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT("\""));
+        rc = st_buf_append(b, LIT("\""));
     return rc;
 }
 
 enum st_status st_json_cstr(struct st_buf *b, const char *s)
 {
     if (!s)
-        return st_buf_append(b, ST_LIT("null"));
+        return st_buf_append(b, LIT("null"));
     return st_json_str(b, s, strlen(s));
 }
 
 enum st_status st_json_num(struct st_buf *b, double v)
 {
     if (!isfinite(v))
-        return st_buf_append(b, ST_LIT("null"));
+        return st_buf_append(b, LIT("null"));
     char tmp[32];
     /* shortest of 15 or 17 digits that reads back as the same double */
     snprintf(tmp, sizeof(tmp), "%.15g", v);
@@ -104,10 +105,10 @@ enum st_status st_json_num(struct st_buf *b, double v)
 
 enum st_status st_json_bytes(struct st_buf *b, const char *s, size_t n)
 {
-    enum st_status rc = st_buf_append(b, ST_LIT("["));
+    enum st_status rc = st_buf_append(b, LIT("["));
     for (size_t i = 0; i < n && rc == ST_OK; i++)
         rc = st_buf_printf(b, i ? ",%u" : "%u", (unsigned)(unsigned char)s[i]);
     if (rc == ST_OK)
-        rc = st_buf_append(b, ST_LIT("]"));
+        rc = st_buf_append(b, LIT("]"));
     return rc;
 }
