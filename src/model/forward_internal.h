@@ -148,7 +148,7 @@ struct st_fwd_rows {
 
 void st_fwd_cut_rows(const struct st_fwd_act *a, int64_t n, struct st_fwd_rows *r);
 
-/* Pieces of the layer program forward_hybrid.c shares (forward.c). */
+/* Pieces of the layer program both blocks use (forward_parts.c). */
 /* NEOX rope of t [heads*D, n] in place, after the per-head norm (qk_norm). */
 ST_MUST_CHECK
 enum st_status st_fwd_norm_rope(struct st_model *m, const struct st_tensor *t,
