@@ -35,6 +35,11 @@ enum st_status st_desc_bind_blk(struct st_desc_ctx *c, int64_t il, const char *w
                                 enum st_desc_kind k, bool required, int64_t ne0, int64_t ne1,
                                 int64_t ne2, const struct st_gguf_tensor **out);
 
+/* The shared expert's ffn_{gate,up,down}_shexp of layer il, width Fs. */
+ST_MUST_CHECK
+enum st_status st_desc_bind_shexp(struct st_desc_ctx *c, int64_t il, int64_t E, int64_t Fs,
+                                  struct st_layer_desc *L);
+
 /* model_desc_hybrid.c: the ssm.* keys, the shared expert's width and the
  * recurrent-layer count of a qwen35moe. */
 ST_MUST_CHECK

@@ -86,3 +86,17 @@ enum st_status st_desc_bind_blk(struct st_desc_ctx *c, int64_t il, const char *w
     snprintf(name, sizeof(name), "blk.%lld.%s.weight", (long long)il, what);
     return st_desc_bind(c, name, k, required, ne0, ne1, ne2, out);
 }
+
+enum st_status st_desc_bind_shexp(struct st_desc_ctx *c, int64_t il, int64_t E, int64_t Fs,
+                                  struct st_layer_desc *L)
+{
+    enum st_status rc = st_desc_bind_blk(c, il, "ffn_gate_shexp", ST_DESC_WEIGHT, true, E, Fs,
+                                         1, &L->ffn_gate_shexp);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ffn_up_shexp", ST_DESC_WEIGHT, true, E, Fs, 1,
+                              &L->ffn_up_shexp);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ffn_down_shexp", ST_DESC_WEIGHT, true, Fs, E, 1,
+                              &L->ffn_down_shexp);
+    return rc;
+}

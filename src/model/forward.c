@@ -36,12 +36,6 @@
 #include "forward_internal.h"
 
 
-#define TRY(call)                 \
-    do {                          \
-        enum st_status rc_ = (call); \
-        if (rc_ != ST_OK)         \
-            return rc_;           \
-    } while (0)
 
 struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t n)
 {

@@ -23,12 +23,6 @@
 #include "forward_internal.h"
 #include "strata/backend_ssm.h"
 
-#define TRY(call)                    \
-    do {                             \
-        enum st_status rc_ = (call); \
-        if (rc_ != ST_OK)            \
-            return rc_;              \
-    } while (0)
 
 /* The slot-major view of layer w's slice of a per-layer state tensor. */
 static struct st_tensor state_of(const struct st_tensor *t, int64_t index, int64_t per_layer)

@@ -8,12 +8,6 @@
 
 #include "forward_internal.h"
 
-#define TRY(call)                    \
-    do {                             \
-        enum st_status rc_ = (call); \
-        if (rc_ != ST_OK)            \
-            return rc_;              \
-    } while (0)
 
 /* The first w * n floats of an f32 buffer seen as [w, n] (the g and u
  * buffers serve the dense FFN and the shared expert, of different widths). */

@@ -425,16 +425,8 @@ static enum st_status bind_ffn(struct st_desc_ctx *c, const struct st_hparams *h
         return rc;
     rc = bind_bias(c, il, "exp_probs_b", X, &L->exp_probs_b);
     int64_t Fs = F * hp->n_expert_shared;
-    if (rc == ST_OK && Fs > 0) {
-        rc = st_desc_bind_blk(c, il, "ffn_gate_shexp", ST_DESC_WEIGHT, true, E, Fs, 1,
-                              &L->ffn_gate_shexp);
-        if (rc == ST_OK)
-            rc = st_desc_bind_blk(c, il, "ffn_up_shexp", ST_DESC_WEIGHT, true, E, Fs, 1,
-                                  &L->ffn_up_shexp);
-        if (rc == ST_OK)
-            rc = st_desc_bind_blk(c, il, "ffn_down_shexp", ST_DESC_WEIGHT, true, Fs, E, 1,
-                                  &L->ffn_down_shexp);
-    }
+    if (rc == ST_OK && Fs > 0)
+        rc = st_desc_bind_shexp(c, il, E, Fs, L);
     return rc;
 }
 

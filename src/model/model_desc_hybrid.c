@@ -123,13 +123,6 @@ enum st_status st_desc_bind_gated_shexp(struct st_desc_ctx *c, const struct st_h
     enum st_status rc = st_desc_bind_blk(c, il, "ffn_gate_inp_shexp", ST_DESC_WEIGHT, true, E, 1,
                                          1, &L->ffn_gate_inp_shexp);
     if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ffn_gate_shexp", ST_DESC_WEIGHT, true, E, Fs, 1,
-                              &L->ffn_gate_shexp);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ffn_up_shexp", ST_DESC_WEIGHT, true, E, Fs, 1,
-                              &L->ffn_up_shexp);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ffn_down_shexp", ST_DESC_WEIGHT, true, Fs, E, 1,
-                              &L->ffn_down_shexp);
+        rc = st_desc_bind_shexp(c, il, E, Fs, L);
     return rc;
 }

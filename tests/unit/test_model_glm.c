@@ -14,6 +14,7 @@
 #include "strata/gguf_write.h"
 #include "strata/make_model.h"
 #include "strata/model_desc.h"
+#include "gguf_variant.h"
 #include "support.h"
 
 static char tmpdir[256];
@@ -167,43 +168,7 @@ END_TEST
  * tensor 'skip'; then the description's load status and message. */
 static enum st_status variant(const char *set, uint32_t v, const char *skip, struct st_err *err)
 {
-    struct st_gguf *g;
-    ck_assert_int_eq(st_gguf_open(path, &g, err), ST_OK);
-    struct st_gguf_writer *w = st_gguf_writer_new(0);
-    for (int64_t i = 0; i < st_gguf_n_kv(g); i++) {
-        const struct st_gguf_kv *kv = st_gguf_kv_at(g, i);
-        struct st_str k = st_gguf_kv_key(kv), sv;
-        char key[128];
-        snprintf(key, sizeof(key), "%.*s", (int)k.len, k.ptr);
-        if ((strncmp(key, "glm4moe.", 8) != 0 && strcmp(key, "general.architecture") != 0) ||
-            (set && strcmp(key, set) == 0))
-            continue;
-        enum st_gguf_type t = st_gguf_kv_type(kv);
-        double f;
-        uint64_t u;
-        bool b;
-        if (t == ST_GGUF_STRING && st_gguf_kv_str(kv, &sv))
-            st_gguf_writer_set_strn(w, key, sv);
-        else if (t == ST_GGUF_BOOL && st_gguf_kv_bool(kv, &b))
-            st_gguf_writer_set_bool(w, key, b);
-        else if (t == ST_GGUF_F32 && st_gguf_kv_f64(kv, &f))
-            st_gguf_writer_set_f32(w, key, (float)f);
-        else if (st_gguf_kv_u64(kv, &u))
-            st_gguf_writer_set_u32(w, key, (uint32_t)u);
-    }
-    if (set)
-        st_gguf_writer_set_u32(w, set, v);
-    for (int64_t i = 0; i < st_gguf_n_tensors(g); i++) {
-        const struct st_gguf_tensor *t = st_gguf_tensor(g, i);
-        char name[96];
-        snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
-        if (skip && strcmp(name, skip) == 0)
-            continue;
-        st_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data);
-    }
-    ck_assert_int_eq(st_gguf_writer_write(w, path2, err), ST_OK);
-    st_gguf_writer_free(w);
-    st_gguf_close(g);
+    gguf_variant_write(path, path2, "glm4moe.", set, v, skip);
     struct st_gguf *g2;
     struct st_model_desc *d = NULL;
     ck_assert_int_eq(st_gguf_open(path2, &g2, err), ST_OK);
