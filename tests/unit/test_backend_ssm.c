@@ -196,8 +196,8 @@ START_TEST(test_delta_net_matches_reference)
 END_TEST
 
 /* A step whose long runs of one slot take the chunked form (runs of at
- * least 16 rows, chunks of 64): slot 1 starts, slot 0 continues for 140
- * rows (chunks 64, 64, 12), slot 1 continues for 30, slot 2 restarts for
+ * least 16 rows, chunks of 32): slot 1 starts, slot 0 continues for 140
+ * rows (four chunks and 12), slot 1 continues for 30, slot 2 restarts for
  * 17, slot 0 takes one more row; some rows decay so hard that the chunk's
  * running decay underflows. Against the double reference, and against the
  * same rows read one at a time (the recurrence), to a tolerance. */
@@ -276,6 +276,49 @@ START_TEST(test_delta_net_long_runs_match_recurrence)
 }
 END_TEST
 
+/* Head width 12 (not whole eights: the chunked form's own dots, not the
+ * kernels'), one k head for two v heads: a 70-row run of one slot read in
+ * one step (chunks 32, 32 and 6) against the same rows a step each. */
+START_TEST(test_delta_net_chunked_odd_width)
+{
+    enum { hk = 1, hv = 2, d = 12, c3 = (2 * hk + hv) * d, n = 70 };
+    uint64_t seed = 5;
+    static float qkv[n * c3], al[n * hv], bt[n * hv], got[n * hv * d], one[hv * d];
+    static int32_t sl0[n], ps0[n];
+    float dt[hv] = { 0.2f, -0.1f }, a[hv] = { -0.3f, -1.2f };
+    for (int i = 0; i < n * c3; i++)
+        qkv[i] = rnd(&seed);
+    for (int i = 0; i < n * hv; i++)
+        al[i] = 2.0f * rnd(&seed), bt[i] = 2.0f * rnd(&seed);
+    for (int r = 0; r < n; r++)
+        sl0[r] = 1, ps0[r] = r;
+    struct st_tensor xt = mk(ST_DTYPE_F32, c3, n, 1, 1), out = mk(ST_DTYPE_F32, hv * d, n, 1, 1);
+    struct st_tensor at = mk(ST_DTYPE_F32, hv, n, 1, 1), btt = mk(ST_DTYPE_F32, hv, n, 1, 1);
+    struct st_tensor dtt = mk(ST_DTYPE_F32, hv, 1, 1, 1), aa = mk(ST_DTYPE_F32, hv, 1, 1, 1);
+    struct st_tensor st = mk(ST_DTYPE_F32, d, d, hv, 2);
+    struct st_tensor slc = mk(ST_DTYPE_I32, 1, n, 1, 1), psc = mk(ST_DTYPE_I32, 1, n, 1, 1);
+    struct st_tensor sl = col(&slc, 0, n), ps = col(&psc, 0, n);
+    put(&xt, qkv), put(&at, al), put(&btt, bt), put(&dtt, dt), put(&aa, a);
+    put(&sl, sl0), put(&ps, ps0);
+    const struct st_delta_net_params p = { hk, hv, d, 1e-6f };
+    ck_assert_int_eq(st_backend_delta_net(be, &out, &xt, &at, &btt, &dtt, &aa, &st, &sl, &ps,
+                                          &p, NULL), ST_OK);
+    get(&out, got);
+    for (int r = 0; r < n; r++) {
+        struct st_tensor x1 = st_tensor_slice(&xt, 1, r, 1), o1 = st_tensor_slice(&out, 1, r, 1);
+        struct st_tensor a1 = st_tensor_slice(&at, 1, r, 1), b1 = st_tensor_slice(&btt, 1, r, 1);
+        struct st_tensor s1 = col(&slc, r, 1), p1 = col(&psc, r, 1);
+        ck_assert_int_eq(st_backend_delta_net(be, &o1, &x1, &a1, &b1, &dtt, &aa, &st, &s1, &p1,
+                                              &p, NULL), ST_OK);
+        get(&o1, one);
+        for (int i = 0; i < hv * d; i++)
+            ck_assert_msg(fabsf(one[i] - got[r * hv * d + i]) <= 1e-4f * (1.0f + fabsf(one[i])),
+                          "row %d [%d]: %g vs %g", r, i, (double)one[i],
+                          (double)got[r * hv * d + i]);
+    }
+}
+END_TEST
+
 START_TEST(test_sigmoid_mul_both_shapes)
 {
     float x[6] = { 1, -2, 3, 0.5f, 0, -1 }, g[6] = { 0, 1, -1, 2, -2, 10 }, g1[2] = { 0, 3 };
@@ -325,6 +368,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_ssm_conv_matches_reference);
     tcase_add_test(tc, test_delta_net_matches_reference);
     tcase_add_test(tc, test_delta_net_long_runs_match_recurrence);
+    tcase_add_test(tc, test_delta_net_chunked_odd_width);
     tcase_add_test(tc, test_sigmoid_mul_both_shapes);
     tcase_add_test(tc, test_ssm_ops_refuse_bad_input);
     suite_add_tcase(s, tc);

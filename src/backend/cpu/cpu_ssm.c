@@ -158,7 +158,8 @@ enum st_status cpu_op_delta_net(struct st_backend *be, ST_T out, ST_T qkv, ST_T 
         return rc;
     struct delta_job j = { out->data, state->data, qkv->data, alpha->data, beta->data,
                            dt_bias->data, a->data, slot->data, pos->data, qkv->ne[1],
-                           p->n_k_heads, p->n_v_heads, p->head_dim, p->eps, NULL };
+                           p->n_k_heads, p->n_v_heads, p->head_dim, p->eps, NULL,
+                           p->head_dim % 8 == 0 ? cb->kern->dot[ST_DTYPE_F32] : NULL };
     /* Scratch for every head (a thread uses its first head's); without it
      * (out of memory) the recurrence gives the same result, slower. */
     if (has_long_run(&j))
