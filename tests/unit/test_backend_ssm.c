@@ -107,6 +107,21 @@ START_TEST(test_ssm_conv_matches_reference)
     get(&st, st1);
     for (int i = 0; i < S * (K - 1) * C; i++)
         ck_assert(st1[i] == ref[i]);   /* the state is the inputs, moved */
+    /* the same rows a step each continue from the state: equal */
+    struct st_tensor slc = mk(ST_DTYPE_I32, 1, N, 1, 1), psc = mk(ST_DTYPE_I32, 1, N, 1, 1);
+    put(&slc, slots), put(&psc, poss), put(&st, st0);
+    for (int r = 0; r < N; r++) {
+        struct st_tensor x1 = st_tensor_slice(&xt, 1, r, 1), o1 = st_tensor_slice(&out, 1, r, 1);
+        struct st_tensor s1 = col(&slc, r, 1), p1 = col(&psc, r, 1);
+        float one[C];
+        ck_assert_int_eq(st_backend_ssm_conv(be, &o1, &x1, &wt, &st, &s1, &p1, NULL), ST_OK);
+        get(&o1, one);
+        for (int c = 0; c < C; c++)
+            ck_assert(one[c] == got[r * C + c]);
+    }
+    get(&st, st1);
+    for (int i = 0; i < S * (K - 1) * C; i++)
+        ck_assert(st1[i] == ref[i]);
 }
 END_TEST
 
