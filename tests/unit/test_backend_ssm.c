@@ -32,12 +32,23 @@ static void setup(void)
     ck_assert_msg(st_backend_open("cpu", &cfg, &be, &err) == ST_OK, "%s", err.msg);
 }
 
-static void teardown(void) { st_backend_close(be); }
+/* Every tensor a test makes, released at teardown (the sanitizer pass). */
+static struct st_tensor made[32];
+static int n_made;
+
+static void teardown(void)
+{
+    while (n_made > 0)
+        st_backend_release(be, &made[--n_made]);
+    st_backend_close(be);
+}
 
 static struct st_tensor mk(enum st_dtype t, int64_t n0, int64_t n1, int64_t n2, int64_t n3)
 {
     struct st_tensor out;
+    ck_assert_int_lt(n_made, 32);
     ck_assert_int_eq(st_backend_alloc(be, t, (int64_t[4]){ n0, n1, n2, n3 }, &out, NULL), ST_OK);
+    made[n_made++] = out;
     return out;
 }
 
