@@ -222,9 +222,9 @@ START_TEST(test_delta_net_matches_reference)
 END_TEST
 
 /* A step whose long runs of one slot take the chunked form (runs of at
- * least 16 rows, chunks of 32): slot 1 starts, slot 0 continues for 140
- * rows (four chunks and 12), slot 1 continues for 30, slot 2 restarts for
- * 17, slot 0 takes one more row; some rows decay so hard that the chunk's
+ * least 32 rows, chunks of 32): slot 1 starts, slot 0 continues for 140
+ * rows (four chunks and 12), slot 1 continues for 40, slot 2 restarts for
+ * 7, slot 0 takes one more row; some rows decay so hard that the chunk's
  * running decay underflows. Against the double reference, and against the
  * same rows read one at a time (the recurrence), to a tolerance. */
 #define NL 189
@@ -236,9 +236,9 @@ START_TEST(test_delta_net_long_runs_match_recurrence)
     sl_l[r] = 1, ps_l[r++] = 0;
     for (int t = 0; t < 140; t++)
         sl_l[r] = 0, ps_l[r++] = 5 + t;
-    for (int t = 0; t < 30; t++)
+    for (int t = 0; t < 40; t++)
         sl_l[r] = 1, ps_l[r++] = 1 + t;
-    for (int t = 0; t < 17; t++)
+    for (int t = 0; t < 7; t++)
         sl_l[r] = 2, ps_l[r++] = t;
     sl_l[r] = 0, ps_l[r++] = 145;
     ck_assert_int_eq(r, NL);

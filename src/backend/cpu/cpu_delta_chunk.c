@@ -18,9 +18,9 @@
  * exp(log G_t - log G_s) <= 1, so a strong decay underflows to zero
  * instead of dividing by it. Cost per chunk: 3 L D^2 multiply-adds (M0 k,
  * M0 q, the new state) plus L^2 D (the k.k and q.k dots, the solve, the
- * outputs), about the recurrence's 3 L D^2, but in blocked dots; with
- * D = 128, 32 v heads and L = 32 a 256-row read took ~81 us a row against
- * ~127 for the recurrence (one thread, AVX2).
+ * outputs), about the recurrence's 3 L D^2, in longer blocked dots; with
+ * D = 128, 32 v heads and L = 32 a 256-row read took ~75 us a row against
+ * ~82 for the recurrence (one thread, AVX2): a small gain on the CPU.
  */
 #include <math.h>
 #include <string.h>
