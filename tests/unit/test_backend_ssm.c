@@ -24,8 +24,6 @@
 #define N 10        /* rows of the mixed step */
 
 static struct st_backend *be;
-static struct st_tensor made[32];   /* every tensor a case allocates, released by teardown */
-static int n_made;
 
 static void setup(void)
 {
@@ -34,19 +32,22 @@ static void setup(void)
     ck_assert_msg(st_backend_open("cpu", &cfg, &be, &err) == ST_OK, "%s", err.msg);
 }
 
+/* Every tensor a test makes, released at teardown (the sanitizer pass). */
+static struct st_tensor made[32];
+static int n_made;
+
 static void teardown(void)
 {
-    for (int i = 0; i < n_made; i++)
-        st_backend_release(be, &made[i]);
-    n_made = 0;
+    while (n_made > 0)
+        st_backend_release(be, &made[--n_made]);
     st_backend_close(be);
 }
 
 static struct st_tensor mk(enum st_dtype t, int64_t n0, int64_t n1, int64_t n2, int64_t n3)
 {
     struct st_tensor out;
-    ck_assert_int_eq(st_backend_alloc(be, t, (int64_t[4]){ n0, n1, n2, n3 }, &out, NULL), ST_OK);
     ck_assert_int_lt(n_made, 32);
+    ck_assert_int_eq(st_backend_alloc(be, t, (int64_t[4]){ n0, n1, n2, n3 }, &out, NULL), ST_OK);
     made[n_made++] = out;
     return out;
 }
@@ -117,6 +118,21 @@ START_TEST(test_ssm_conv_matches_reference)
     get(&st, st1);
     for (int i = 0; i < S * (K - 1) * C; i++)
         ck_assert(st1[i] == ref[i]);   /* the state is the inputs, moved */
+    /* the same rows a step each continue from the state: equal */
+    struct st_tensor slc = mk(ST_DTYPE_I32, 1, N, 1, 1), psc = mk(ST_DTYPE_I32, 1, N, 1, 1);
+    put(&slc, slots), put(&psc, poss), put(&st, st0);
+    for (int r = 0; r < N; r++) {
+        struct st_tensor x1 = st_tensor_slice(&xt, 1, r, 1), o1 = st_tensor_slice(&out, 1, r, 1);
+        struct st_tensor s1 = col(&slc, r, 1), p1 = col(&psc, r, 1);
+        float one[C];
+        ck_assert_int_eq(st_backend_ssm_conv(be, &o1, &x1, &wt, &st, &s1, &p1, NULL), ST_OK);
+        get(&o1, one);
+        for (int c = 0; c < C; c++)
+            ck_assert(one[c] == got[r * C + c]);
+    }
+    get(&st, st1);
+    for (int i = 0; i < S * (K - 1) * C; i++)
+        ck_assert(st1[i] == ref[i]);
 }
 END_TEST
 
@@ -206,9 +222,9 @@ START_TEST(test_delta_net_matches_reference)
 END_TEST
 
 /* A step whose long runs of one slot take the chunked form (runs of at
- * least 16 rows, chunks of 64): slot 1 starts, slot 0 continues for 140
- * rows (chunks 64, 64, 12), slot 1 continues for 30, slot 2 restarts for
- * 17, slot 0 takes one more row; some rows decay so hard that the chunk's
+ * least 32 rows, chunks of 32): slot 1 starts, slot 0 continues for 140
+ * rows (four chunks and 12), slot 1 continues for 40, slot 2 restarts for
+ * 7, slot 0 takes one more row; some rows decay so hard that the chunk's
  * running decay underflows. Against the double reference, and against the
  * same rows read one at a time (the recurrence), to a tolerance. */
 #define NL 189
@@ -220,9 +236,9 @@ START_TEST(test_delta_net_long_runs_match_recurrence)
     sl_l[r] = 1, ps_l[r++] = 0;
     for (int t = 0; t < 140; t++)
         sl_l[r] = 0, ps_l[r++] = 5 + t;
-    for (int t = 0; t < 30; t++)
+    for (int t = 0; t < 40; t++)
         sl_l[r] = 1, ps_l[r++] = 1 + t;
-    for (int t = 0; t < 17; t++)
+    for (int t = 0; t < 7; t++)
         sl_l[r] = 2, ps_l[r++] = t;
     sl_l[r] = 0, ps_l[r++] = 145;
     ck_assert_int_eq(r, NL);
@@ -286,6 +302,49 @@ START_TEST(test_delta_net_long_runs_match_recurrence)
 }
 END_TEST
 
+/* Head width 12 (not whole eights: the chunked form's own dots, not the
+ * kernels'), one k head for two v heads: a 70-row run of one slot read in
+ * one step (chunks 32, 32 and 6) against the same rows a step each. */
+START_TEST(test_delta_net_chunked_odd_width)
+{
+    enum { hk = 1, hv = 2, d = 12, c3 = (2 * hk + hv) * d, n = 70 };
+    uint64_t seed = 5;
+    static float qkv[n * c3], al[n * hv], bt[n * hv], got[n * hv * d], one[hv * d];
+    static int32_t sl0[n], ps0[n];
+    float dt[hv] = { 0.2f, -0.1f }, a[hv] = { -0.3f, -1.2f };
+    for (int i = 0; i < n * c3; i++)
+        qkv[i] = rnd(&seed);
+    for (int i = 0; i < n * hv; i++)
+        al[i] = 2.0f * rnd(&seed), bt[i] = 2.0f * rnd(&seed);
+    for (int r = 0; r < n; r++)
+        sl0[r] = 1, ps0[r] = r;
+    struct st_tensor xt = mk(ST_DTYPE_F32, c3, n, 1, 1), out = mk(ST_DTYPE_F32, hv * d, n, 1, 1);
+    struct st_tensor at = mk(ST_DTYPE_F32, hv, n, 1, 1), btt = mk(ST_DTYPE_F32, hv, n, 1, 1);
+    struct st_tensor dtt = mk(ST_DTYPE_F32, hv, 1, 1, 1), aa = mk(ST_DTYPE_F32, hv, 1, 1, 1);
+    struct st_tensor st = mk(ST_DTYPE_F32, d, d, hv, 2);
+    struct st_tensor slc = mk(ST_DTYPE_I32, 1, n, 1, 1), psc = mk(ST_DTYPE_I32, 1, n, 1, 1);
+    struct st_tensor sl = col(&slc, 0, n), ps = col(&psc, 0, n);
+    put(&xt, qkv), put(&at, al), put(&btt, bt), put(&dtt, dt), put(&aa, a);
+    put(&sl, sl0), put(&ps, ps0);
+    const struct st_delta_net_params p = { hk, hv, d, 1e-6f };
+    ck_assert_int_eq(st_backend_delta_net(be, &out, &xt, &at, &btt, &dtt, &aa, &st, &sl, &ps,
+                                          &p, NULL), ST_OK);
+    get(&out, got);
+    for (int r = 0; r < n; r++) {
+        struct st_tensor x1 = st_tensor_slice(&xt, 1, r, 1), o1 = st_tensor_slice(&out, 1, r, 1);
+        struct st_tensor a1 = st_tensor_slice(&at, 1, r, 1), b1 = st_tensor_slice(&btt, 1, r, 1);
+        struct st_tensor s1 = col(&slc, r, 1), p1 = col(&psc, r, 1);
+        ck_assert_int_eq(st_backend_delta_net(be, &o1, &x1, &a1, &b1, &dtt, &aa, &st, &s1, &p1,
+                                              &p, NULL), ST_OK);
+        get(&o1, one);
+        for (int i = 0; i < hv * d; i++)
+            ck_assert_msg(fabsf(one[i] - got[r * hv * d + i]) <= 1e-4f * (1.0f + fabsf(one[i])),
+                          "row %d [%d]: %g vs %g", r, i, (double)one[i],
+                          (double)got[r * hv * d + i]);
+    }
+}
+END_TEST
+
 START_TEST(test_sigmoid_mul_both_shapes)
 {
     float x[6] = { 1, -2, 3, 0.5f, 0, -1 }, g[6] = { 0, 1, -1, 2, -2, 10 }, g1[2] = { 0, 3 };
@@ -335,6 +394,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_ssm_conv_matches_reference);
     tcase_add_test(tc, test_delta_net_matches_reference);
     tcase_add_test(tc, test_delta_net_long_runs_match_recurrence);
+    tcase_add_test(tc, test_delta_net_chunked_odd_width);
     tcase_add_test(tc, test_sigmoid_mul_both_shapes);
     tcase_add_test(tc, test_ssm_ops_refuse_bad_input);
     suite_add_tcase(s, tc);

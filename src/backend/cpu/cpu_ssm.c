@@ -4,10 +4,11 @@
  * Rows of one slot depend on each other through the state, so the work
  * is split across threads by what is independent: channels for the conv,
  * v heads for the delta rule; each thread walks the rows in order. The
- * delta rule touches each row of a head's D x D matrix twice per row read
- * (M.k, then the decay and rank-1 update with M.q), loops the compiler
- * vectorizes. A run of at least CPU_DELTA_CHUNK_MIN rows of one slot (a
- * prompt read) goes through the chunked form instead (cpu_delta_chunk.c).
+ * delta rule's step reads each head's D x D matrix three times per row (M.k
+ * and M.q as the kernels' f32 dot over eight rows a call, the decay and
+ * rank-1 update between them). A run of at least CPU_DELTA_CHUNK_MIN rows
+ * of one slot (a prompt read) goes through the chunked form instead
+ * (cpu_delta_chunk.c).
  */
 #include <math.h>
 #include <string.h>
@@ -87,6 +88,24 @@ static void delta_step(const struct delta_job *j, int64_t r, int64_t h, float *m
     cpu_delta_prep(j, r, h, q, k, &log_decay, &b);
     float decay = expf(log_decay);
     float *o = j->out + r * j->hv * d + h * d;
+    if (j->dot) {
+        /* three passes, the two products as the kernels' dot over eight
+         * rows of m a call (o holds M.k until it holds the output) */
+        for (int64_t row = 0; row < d; row += CPU_NX_MAX)
+            j->dot(d, k, m + row * d, (size_t)d * sizeof(float),
+                   d - row < CPU_NX_MAX ? (int)(d - row) : CPU_NX_MAX, o + row, 1);
+        for (int64_t row_j = 0; row_j < d; row_j++) {
+            float *mj = m + row_j * d, dj = (v[row_j] - decay * o[row_j]) * b;
+            for (int64_t i = 0; i < d; i++)
+                mj[i] = mj[i] * decay + k[i] * dj;
+        }
+        for (int64_t row = 0; row < d; row += CPU_NX_MAX)
+            j->dot(d, q, m + row * d, (size_t)d * sizeof(float),
+                   d - row < CPU_NX_MAX ? (int)(d - row) : CPU_NX_MAX, o + row, 1);
+        for (int64_t i = 0; i < d; i++)
+            o[i] *= scale;
+        return;
+    }
     for (int64_t row_j = 0; row_j < d; row_j++) {
         float *mj = m + row_j * d;
         float dj = (v[row_j] - decay * cpu_dot8(mj, k, d)) * b;
@@ -158,7 +177,8 @@ enum st_status cpu_op_delta_net(struct st_backend *be, ST_T out, ST_T qkv, ST_T 
         return rc;
     struct delta_job j = { out->data, state->data, qkv->data, alpha->data, beta->data,
                            dt_bias->data, a->data, slot->data, pos->data, qkv->ne[1],
-                           p->n_k_heads, p->n_v_heads, p->head_dim, p->eps, NULL };
+                           p->n_k_heads, p->n_v_heads, p->head_dim, p->eps, NULL,
+                           p->head_dim % 8 == 0 ? cb->kern->dot[ST_DTYPE_F32] : NULL };
     /* Scratch for every head (a thread uses its first head's); without it
      * (out of memory) the recurrence gives the same result, slower. */
     if (has_long_run(&j))

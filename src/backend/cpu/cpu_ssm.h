@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cpu.h"
+
 /* One delta_net call (strata/backend_ssm.h): the tensors' data and sizes. */
 struct delta_job {
     float *out, *state;
@@ -17,12 +19,14 @@ struct delta_job {
     int64_t n, hk, hv, d;
     float eps;
     float *scratch;            /* cpu_delta_chunk_floats(d) per v head, or NULL */
+    cpu_dot_fn dot;            /* the kernels' f32 dot (whole eights: D % 8 == 0), or NULL */
 };
 
-/* Rows of one chunk, and the shortest run of one slot read chunked: a
- * shorter run is cheaper as the recurrence. */
-#define CPU_DELTA_CHUNK 64
-#define CPU_DELTA_CHUNK_MIN 16
+/* Rows of one chunk (32 beat 16 and 64 at D = 128: the L^2 D part grows
+ * with L, the per-chunk passes over the state shrink), and the shortest run
+ * of one slot read chunked (at 16 rows the two forms cost the same). */
+#define CPU_DELTA_CHUNK 32
+#define CPU_DELTA_CHUNK_MIN 32
 
 /* a . b with eight running sums, so the loop vectorizes without
  * reassociation. */
