@@ -3,7 +3,7 @@
  * elements. Used by mmvq.cu (matmul) and dequant.cu (embed, GEMM path).
  *
  * Layouts are docs/design/ENGINE.md section 2 (and include/strata/quant.h); the
- * formulas here mirror src/backend/quant_ref.c line for line.
+ * formulas here mirror src/backend/base/quant_ref.c line for line.
  *
  * Item. A block of QK elements (32 or 256) is split into NI items of IE
  * elements (IE = 32 or 64), one item per thread per step of the matmul.

@@ -132,7 +132,7 @@ _Static_assert(sizeof(struct st_block_iq3_s) == 110, "iq3_s block");
 _Static_assert(sizeof(struct st_block_iq3_xxs) == 98, "iq3_xxs block");
 _Static_assert(sizeof(struct st_block_iq4_xs) == 136, "iq4_xs block");
 
-/* ---- lookup tables (src/backend/quant_tables.c; docs/design/ENGINE.md 2.8-2.10) ---- */
+/* ---- lookup tables (src/backend/base/quant_tables.c; docs/design/ENGINE.md 2.8-2.10) ---- */
 
 extern const uint32_t st_iq3s_grid[512];    /* 4 magnitudes in {1,3,..,15} per entry */
 extern const uint32_t st_iq3xxs_grid[256];  /* 4 magnitudes in {4,12,..,62} */

@@ -4,12 +4,20 @@
  *   sched.c   life cycle, submit/cancel/admit/finish, the mutex
  *   tree.c    an intrusive AVL tree (no allocation; O(log n) insert/remove/min/max)
  *   queue.c   the waiting queue: per-model trees, per-band arrival lists
- *   score.c   keys, scores and the pick for one engine (with the reorder picks)
+ *   score.c   keys and scores
+ *   pick.c    the pick for one engine (with the reorder picks)
+ *   state.c   job state transitions and slot release, with their counters
  *   lines.c   the control lines, give-way, read progress
  *   stats.c   counters, the stats snapshot, the activity ring, the dispatch log line
  *   intake.c  priority intake (header, body, resolve), bands and names
  *   models.c  several models: per-engine denied models and usable slots,
  *             draining a model that failed to load, load times in activity
+ *   check.c   the invariants every part keeps (tests)
+ *
+ * Calls point one way: intake, tree, score, state and stats call no other
+ * file of the module; queue calls score; models calls queue and state;
+ * pick calls queue, score and models; lines and sched sit on top; check
+ * reads them all.
  *
  * Ordering. A waiting job's rank is its key, then its arrival number: a
  * larger key ranks better, and for equal keys the smaller seq does. Under
@@ -117,6 +125,8 @@ double st_sched_score(const struct st_sched *s, const struct st_sched_job *j, in
 /* a ranks before b by (key + bonus, then smaller seq). */
 bool st_sched_ranks_before(double a_key, uint64_t a_seq, double b_key, uint64_t b_seq);
 
+/* ---- pick.c ---------------------------------------------------------- */
+
 struct st_sched_pick {
     struct st_sched_job *job;          /* the pick; NULL when nobody can be served */
     struct st_sched_job *no_aging;     /* the pick without the aging term (NULL: aging off) */
@@ -145,15 +155,15 @@ struct st_sched_job *st_sched_job_of_prio(struct st_sched_node *n);
 /* The queue part of st_sched_check_invariants. */
 bool st_sched_queue_check(const struct st_sched *s, char *why, size_t cap);
 
-/* ---- sched.c --------------------------------------------------------- */
+/* ---- state.c --------------------------------------------------------- */
 
 /* Move a job to 'to', keeping the per-state slot counters right. */
 void st_sched_set_state(struct st_sched *s, struct st_sched_job *j, enum st_job_state to);
+/* The job leaves its slot: free the slot and, if it holds them, the lines. */
+void st_sched_release_slot(struct st_sched *s, struct st_sched_job *j);
 
 /* ---- lines.c --------------------------------------------------------- */
 
-/* The job leaves its slot: free the slot and, if it holds them, the lines. */
-void st_sched_release_slot(struct st_sched *s, struct st_sched_job *j);
 /* The engine part of st_sched_check_invariants. */
 bool st_sched_engines_check(const struct st_sched *s, char *why, size_t cap);
 
@@ -187,7 +197,7 @@ void st_sched_dispatch_line_log(const struct st_sched_dispatch_line *l);
 /* May 'e' serve jobs of 'model' (not denied)? */
 bool st_sched_engine_serves(const struct st_sched_engine *e, int32_t model);
 
-/* ---- invariants (tests) ---------------------------------------------- */
+/* ---- check.c (tests) ------------------------------------------------ */
 
 /* Check every structural invariant: trees (order, balance, sizes), band
  * lists, slot tables, lines holders, counters. Takes the mutex itself.

@@ -26,16 +26,6 @@ static bool waits_for_lines(const struct st_sched_job *j)
     return j->state == ST_JOB_ADMITTED || j->state == ST_JOB_PARKED;
 }
 
-void st_sched_release_slot(struct st_sched *s, struct st_sched_job *j)
-{
-    struct st_sched_engine *e = &s->engines[j->engine];
-    ST_ASSERT(j->slot >= 0 && j->slot < e->n_slots && e->slots[j->slot] == j);
-    e->slots[j->slot] = NULL;
-    e->n_busy--;
-    if (e->holder == j)
-        e->holder = NULL;
-}
-
 /* The best slot-holder of 'e' waiting for the lines, other than 'skip',
  * among those whose after_epoch has passed ('deferred' false) or not
  * (true). One engine's slot-holders share its model, so their affinity is

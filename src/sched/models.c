@@ -1,7 +1,7 @@
 /* models.c -- what the scheduler needs for several models on shared engines
  * (SCHEDULER.md section 6, ../docs/MODELS.md).
  *
- * The pick itself lives in score.c: a free engine may take the best job of
+ * The pick itself lives in pick.c: a free engine may take the best job of
  * any model it serves (a swap), a busy one only jobs of its loaded model,
  * and the loaded model's jobs get swapAffinityBonus. This file adds the
  * knobs the engine pool turns:

@@ -175,26 +175,6 @@ void st_sched_engine_set_model(struct st_sched *s, int32_t engine, int32_t model
     pthread_mutex_unlock(&s->mu);
 }
 
-static bool holds_slot(enum st_job_state st)
-{
-    return st == ST_JOB_ADMITTED || st == ST_JOB_READING || st == ST_JOB_PARKED ||
-           st == ST_JOB_DECODING;
-}
-
-void st_sched_set_state(struct st_sched *s, struct st_sched_job *j, enum st_job_state to)
-{
-    struct st_sched_band *b = &s->band[st_band_of(j->priority)];
-    if (holds_slot(j->state)) {
-        s->n_state[j->state]--;
-        b->st.running--;
-    }
-    if (holds_slot(to)) {
-        s->n_state[to]++;
-        b->st.running++;
-    }
-    j->state = to;
-}
-
 /* A job leaves without ever holding a slot (rejected, shed, cancelled or
  * failed while waiting). It must already be out of the queue. */
 static void leave_unserved(struct st_sched *s, struct st_sched_job *j, enum st_outcome o)

@@ -13,8 +13,8 @@ if(STRATA_FUZZ)
                    ${PROJECT_SOURCE_DIR}/src/model/gguf_get.c
                    ${PROJECT_SOURCE_DIR}/src/model/ggml_types.c
                    ${PROJECT_SOURCE_DIR}/src/model/model_desc.c
-                   ${PROJECT_SOURCE_DIR}/src/backend/quant_ref.c
-                   ${PROJECT_SOURCE_DIR}/src/backend/quant_tables.c)
+                   ${PROJECT_SOURCE_DIR}/src/backend/base/quant_ref.c
+                   ${PROJECT_SOURCE_DIR}/src/backend/base/quant_tables.c)
     target_include_directories(fuzz_gguf PRIVATE ${PROJECT_SOURCE_DIR}/src/model)
     target_compile_options(fuzz_gguf PRIVATE -fsanitize=fuzzer,address,undefined
                            -fno-sanitize-recover=undefined)

@@ -1,4 +1,4 @@
-/* quant_internal.h -- private to src/backend: the block quantizers of
+/* quant_internal.h -- private to src/backend/base: the block quantizers of
  * quant_lowbit.c, called by st_quantize_row (quant_quantize.c).
  *
  * Each takes one block of floats (32 or 256, as the type says) and writes
