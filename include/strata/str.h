@@ -44,7 +44,8 @@ void st_buf_init(struct st_buf *b);
 void st_buf_fini(struct st_buf *b);
 ST_MUST_CHECK enum st_status st_buf_append(struct st_buf *b, const void *p, size_t n);
 ST_MUST_CHECK enum st_status st_buf_printf(struct st_buf *b, const char *fmt, ...) ST_PRINTF(2, 3);
-/* Append 's' as a JSON string literal (quotes and escapes included; bytes
+/* Append 's' as a JSON string literal (quotes and escapes included; C0 80,
+ * U+0000 in Strata's C strings (strata/mutf8.h), as \u0000; other bytes
  * >= 0x80 are copied as they are: server/json_out.c's writer also repairs
  * invalid UTF-8). */
 ST_MUST_CHECK enum st_status st_buf_json_str(struct st_buf *b, const char *s, size_t n);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "server/llama/llama.h"
+#include "strata/mutf8.h"
 
 static enum st_route_result parse_or_reply(struct st_call *c, enum st_oai_text_kind kind,
                                            struct st_oai_text_request *r, int32_t *model)
@@ -46,7 +47,7 @@ static enum st_status piece_json(struct st_buf *b, struct st_engine_pool *pool, 
     enum st_status rc = st_engine_pool_detokenize(pool, model, &id, 1, &piece, &err);
     if (rc != ST_OK)
         return rc;
-    size_t n = strlen(piece);
+    size_t n = st_mutf8_decode(piece, strlen(piece));   /* U+0000 as its byte */
     rc = st_buf_printf(b, "{\"id\":%d,\"piece\":", (int)id);
     if (rc == ST_OK)
         rc = st_json_utf8_valid(piece, n) ? st_json_str(b, piece, n) : st_json_bytes(b, piece, n);
