@@ -39,4 +39,9 @@ bool st_mutf8_has_nul(const char *s, size_t n);
  * the new length. */
 size_t st_mutf8_decode(char *s, size_t n);
 
+/* JSON text t[0..n) printed from values that hold ST_MUTF8_NUL (cJSON's
+ * printer copies it as it is) with each written \u0000: a malloc'd,
+ * NUL-terminated copy (the caller's), NULL on no memory. */
+char *st_mutf8_json_escape(const char *t, size_t n);
+
 #endif /* STRATA_MUTF8_H */

@@ -1,4 +1,5 @@
 /* mutf8.c -- U+0000 as C0 80 inside Strata's C strings (strata/mutf8.h). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,4 +84,28 @@ enum st_status st_mutf8_json(const char *in, size_t n, char **out, size_t *out_n
     *out = o;
     *out_n = w;
     return ST_OK;
+}
+
+char *st_mutf8_json_escape(const char *t, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = find_nul(t, n); i < n; i = i + 2 + find_nul(t + i + 2, n - i - 2))
+        k++;
+    if (k > (SIZE_MAX - n - 1) / 4)
+        return NULL;
+    char *o = malloc(n + 4 * k + 1);
+    if (!o)
+        return NULL;
+    size_t w = 0;
+    for (size_t r = 0; r < n; r++) {
+        if (r + 1 < n && (unsigned char)t[r] == 0xC0 && (unsigned char)t[r + 1] == 0x80) {
+            memcpy(o + w, "\\u0000", 6);
+            w += 6;
+            r++;
+        } else {
+            o[w++] = t[r];
+        }
+    }
+    o[w] = '\0';
+    return o;
 }

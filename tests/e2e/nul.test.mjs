@@ -60,6 +60,19 @@ describe('U+0000 in request text', () => {
     assert.equal(d.json.content, 'A\\u0000B');
   });
 
+  test('/v1/responses echoes U+0000 as \\u0000, its stored input too', async () => {
+    const r = await postJSON(srv, '/v1/responses', {
+      model: 'tiny', input: 'A\u0000B', instructions: 'x\u0000y', max_output_tokens: 1, store: true,
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.instructions, 'x\u0000y');
+    const items = await fetch(`${srv.url}/v1/responses/${r.json.id}/input_items`);
+    const text = await items.text();
+    assert.equal(items.status, 200, text);
+    assert.ok(!text.includes('\ufffd'), text);
+    assert.match(text, /A\\u0000B/);
+  });
+
   test('raw bytes C0 80 in the body are a 400, not U+0000', async () => {
     const body = Buffer.concat([Buffer.from('{"content":"A'), Buffer.from([0xc0, 0x80]), Buffer.from('B"}')]);
     const r = await fetch(`${srv.url}/tokenize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });

@@ -88,6 +88,9 @@ START_TEST(test_util_mutf8_nul)
     ck_assert_int_eq(st_buf_json_str(&b, "A\xC0\x80" "B\xC0", 5), ST_OK);
     ck_assert_str_eq(b.data, "\"A\\u0000B\xC0\"");
     st_buf_fini(&b);
+    char *esc = st_mutf8_json_escape("[\"\xC0\x80" "a\xC0\x80\xC0\x80\",\"\xC0\"]", 15);
+    ck_assert_str_eq(esc, "[\"\\u0000a\\u0000\\u0000\",\"\xC0\"]");
+    free(esc);
 }
 END_TEST
 
