@@ -8,7 +8,8 @@
  * per maximal invalid subpart, as WHATWG TextDecoder does), so the stream a
  * client sees is always valid UTF-8 and odd model output never fails a
  * request. At the end, st_detok_flush() turns a held incomplete tail into
- * U+FFFD.
+ * U+FFFD. A zero byte comes out as C0 80 (strata/mutf8.h: U+0000 in a C
+ * string).
  *
  * The byte interface (st_detok_push_bytes) needs no tokenizer: the simulated
  * engine feeds its words through it. Storage: caller-owned (_init, no _fini:

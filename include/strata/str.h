@@ -47,7 +47,8 @@ ST_MUST_CHECK enum st_status st_buf_append(struct st_buf *b, const void *p, size
 ST_MUST_CHECK enum st_status st_buf_printf(struct st_buf *b, const char *fmt, ...) ST_PRINTF(2, 3);
 ST_MUST_CHECK enum st_status st_buf_vprintf(struct st_buf *b, const char *fmt, va_list ap)
     ST_PRINTF(2, 0);
-/* Append 's' as a JSON string literal (quotes and escapes included; bytes
+/* Append 's' as a JSON string literal (quotes and escapes included; C0 80,
+ * U+0000 in Strata's C strings (strata/mutf8.h), as \u0000; other bytes
  * >= 0x80 are copied as they are: util/json_out.c's st_json_str also repairs
  * invalid UTF-8). */
 ST_MUST_CHECK enum st_status st_buf_json_str(struct st_buf *b, const char *s, size_t n);

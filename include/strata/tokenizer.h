@@ -81,7 +81,7 @@ enum st_status st_tok_new(const struct st_tok_desc *d, struct st_tok **out,
 void st_tok_free(struct st_tok *tok);
 
 /* Tokenize 'len' bytes of 'text' (need not be NUL-terminated; invalid UTF-8
- * bytes are tokenized as their bytes). add_special: prepend bos when the
+ * bytes are tokenized as their bytes; C0 80 is U+0000, strata/mutf8.h). add_special: prepend bos when the
  * model's add_bos is set. parse_special: match CONTROL/UNKNOWN token texts.
  * On success *ids is owned by the caller (free(); may be NULL when *n == 0).
  * Errors: ST_ERR_NOMEM. */

@@ -1,6 +1,7 @@
 /* detok.c -- streaming detokenizer (UTF-8 safe) and st_tok_decode.
  *
- * Invariant: everything appended to 'out' is valid UTF-8; d->held is always
+ * Invariant: everything appended to 'out' is valid UTF-8 but for U+0000,
+ * written as C0 80 (strata/mutf8.h); d->held is always
  * a proper prefix of some valid multi-byte sequence (1..3 bytes). Valid runs
  * are appended in one piece; each maximal invalid subpart becomes U+FFFD.
  */
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "strata/detok.h"
+#include "strata/mutf8.h"
 #include "strata/tokenizer.h"
 
 #include "tok/unicode/unicode.h"
@@ -63,6 +65,13 @@ enum st_status st_detok_push_bytes(struct st_detok *d, const void *bytes,
         i = finish_held(d, p, n, out, &rc);
     run = i;
     while (i < n && rc == ST_OK) {
+        if (p[i] == 0) {   /* U+0000 as C0 80: text stays a C string (strata/mutf8.h) */
+            rc = st_buf_append(out, p + run, i - run);
+            if (rc == ST_OK)
+                rc = st_buf_append(out, ST_MUTF8_NUL, 2);
+            run = ++i;
+            continue;
+        }
         if (p[i] < 0x80) {
             i++;
             continue;

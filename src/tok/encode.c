@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strata/mutf8.h"
 #include "strata/tokenizer.h"
 #include "strata/xalloc.h"
 
@@ -142,6 +143,16 @@ enum st_status st_tok_encode(const struct st_tok *tok, const char *text,
 
     *ids = NULL;
     *n = 0;
+    char *nul = NULL;   /* the text with U+0000 as the byte 0 (strata/mutf8.h) */
+    if (st_mutf8_has_nul(text, len)) {
+        nul = malloc(len);
+        if (!nul)
+            return st_err_set(err, ST_ERR_NOMEM, "tokenize: out of memory (%zu bytes of text)",
+                              len);
+        memcpy(nul, text, len);
+        len = st_mutf8_decode(nul, len);
+        text = nul;
+    }
     st_buf_init(&norm);
     if (add_special && tok->add_bos && tok->bos >= 0)
         rc = st_ids_push(&e.ids, &e.n, &e.cap, tok->bos);
@@ -156,6 +167,7 @@ enum st_status st_tok_encode(const struct st_tok *tok, const char *text,
     if (rc == ST_OK && add_special && tok->add_eos && tok->eos >= 0)
         rc = st_ids_push(&e.ids, &e.n, &e.cap, tok->eos);
     free(f.v);
+    free(nul);
     st_buf_fini(&norm);
     st_bpe_work_fini(&e.work);
     if (rc != ST_OK) {

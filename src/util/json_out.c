@@ -2,7 +2,8 @@
  *
  * The string writer sanitises UTF-8: token bytes can be a partial
  * character, and JSON text must be valid UTF-8, so every invalid sequence
- * becomes U+FFFD (as browsers' TextDecoder and Python's errors="replace").
+ * becomes U+FFFD (as browsers' TextDecoder and Python's errors="replace"),
+ * but C0 80, Strata's U+0000 (strata/mutf8.h), which becomes \u0000.
  */
 #include <math.h>
 #include <stdio.h>
@@ -74,6 +75,9 @@ enum st_status st_json_str(struct st_buf *b, const char *s, size_t n)
         if (j > i) {
             rc = st_buf_json_chars(b, s + i, j - i);
             i = j;
+        } else if (i + 1 < n && p[i] == 0xC0 && p[i + 1] == 0x80) {
+            rc = st_buf_append(b, ST_LIT("\\u0000"));   /* U+0000 (strata/mutf8.h) */
+            i += 2;
         } else {
             rc = st_buf_append(b, LIT("\xEF\xBF\xBD"));
             i++;

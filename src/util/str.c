@@ -116,6 +116,12 @@ static bool json_needs_escape(unsigned char c)
     return c < 0x20 || c == '"' || c == '\\';
 }
 
+/* p[0..n) starts with C0 80, U+0000 inside Strata's C strings (strata/mutf8.h). */
+static bool mutf8_nul(const unsigned char *p, size_t n)
+{
+    return n >= 2 && p[0] == 0xC0 && p[1] == 0x80;
+}
+
 /* The escape of one such byte: \n style where JSON has one, else \u00XX. */
 static enum st_status json_escape(struct st_buf *b, unsigned char c)
 {
@@ -146,11 +152,14 @@ enum st_status st_buf_json_chars(struct st_buf *b, const char *s, size_t n)
     while (rc == ST_OK && i < n) {
         /* copy the longest run that needs no escaping in one append */
         size_t j = i;
-        while (j < n && !json_needs_escape(p[j]))
+        while (j < n && !json_needs_escape(p[j]) && !mutf8_nul(p + j, n - j))
             j++;
         if (j > i) {
             rc = st_buf_append(b, s + i, j - i);
             i = j;
+        } else if (mutf8_nul(p + i, n - i)) {
+            rc = st_buf_append(b, "\\u0000", 6);
+            i += 2;
         } else {
             rc = json_escape(b, p[i++]);
         }

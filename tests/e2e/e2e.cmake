@@ -2,7 +2,7 @@
 # simulated engine, driven over HTTP by Node's built-in test runner (raw
 # fetch, the official OpenAI Node SDK and the Anthropic TypeScript SDK,
 # pinned in tests/e2e/package.json and package-lock.json) and by curl
-# (curl_smoke.sh). sampling.test.mjs serves a synthetic tiny model (strata
+# (curl_smoke.sh). sampling.test.mjs and nul.test.mjs serve a synthetic tiny model (strata
 # make-model) on the CPU backend instead.
 #
 # e2e_npm_ci installs the SDKs into tests/e2e/node_modules (git-ignored) as
@@ -27,7 +27,7 @@ if(ST_NODE AND ST_NPM)
     foreach(suite api errors sdk disconnect priority metrics models concurrency sampling tools
                   cors keepalive cache_prompt shutdown echo infill mixed score_cache responses
                   thinking embeddings messages grammar glm responses_store
-                  security)
+                  security nul)
         add_test(NAME e2e_${suite}
                  COMMAND ${ST_NODE} --test --test-reporter=spec ${ST_E2E_DIR}/${suite}.test.mjs
                  WORKING_DIRECTORY ${ST_E2E_DIR})

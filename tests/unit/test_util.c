@@ -9,6 +9,7 @@
 #include "strata/dtype.h"
 #include "strata/err.h"
 #include "strata/log.h"
+#include "strata/mutf8.h"
 #include "strata/str.h"
 #include "support.h"
 
@@ -54,6 +55,44 @@ START_TEST(test_util_buf_json_chars_has_no_quotes)
     ck_assert_int_eq(st_buf_json_chars(&b, "\t\xC3\xA9\x80\x1f\"", 6), ST_OK);
     ck_assert_str_eq(b.data, "\\t\xC3\xA9\x80\\u001f\\\"");
     st_buf_fini(&b);
+}
+END_TEST
+
+/* U+0000 through C strings (strata/mutf8.h): the JSON reader's rewrite of
+ * \u0000 (in strings and keys only where it is an escape, not after an
+ * escaped backslash), the refusal of raw C0 80, the decode back to the
+ * byte 0, and the writer's \u0000. */
+START_TEST(test_util_mutf8_nul)
+{
+    char *out = NULL;
+    size_t n = 99, bad = 99;
+    ck_assert_int_eq(st_mutf8_json("{\"a\":\"x\\n\"}", 11, &out, &n, &bad), ST_OK);
+    ck_assert_ptr_null(out);   /* nothing to rewrite: no copy */
+    const char *in = "{\"c\":\"A\\u0000B\",\"k\\u0000\":\"\\\\u0000\\\"\\u00001\"}";
+    ck_assert_int_eq(st_mutf8_json(in, strlen(in), &out, &n, &bad), ST_OK);
+    const char want[] = "{\"c\":\"A\xC0\x80" "B\",\"k\xC0\x80\":\"\\\\u0000\\\"\xC0\x80" "1\"}";
+    ck_assert_uint_eq(n, sizeof(want) - 1);
+    ck_assert_mem_eq(out, want, n);
+    ck_assert_str_eq(out, want);
+    free(out);
+    out = NULL;
+    ck_assert_int_eq(st_mutf8_json("{\"c\":\"A\xC0\x80\"}", 10, &out, &n, &bad),
+                     ST_ERR_INVALID);
+    ck_assert_uint_eq(bad, 7);
+    ck_assert_ptr_null(out);
+    char dec[] = "A\xC0\x80\xC0\x80" "B\xC0";
+    ck_assert(st_mutf8_has_nul(dec, 7));
+    ck_assert(!st_mutf8_has_nul("B\xC0", 2));
+    ck_assert_uint_eq(st_mutf8_decode(dec, 7), 5);
+    ck_assert_mem_eq(dec, "A\0\0B\xC0", 5);
+    struct st_buf b;
+    st_buf_init(&b);
+    ck_assert_int_eq(st_buf_json_str(&b, "A\xC0\x80" "B\xC0", 5), ST_OK);
+    ck_assert_str_eq(b.data, "\"A\\u0000B\xC0\"");
+    st_buf_fini(&b);
+    char *esc = st_mutf8_json_escape("[\"\xC0\x80" "a\xC0\x80\xC0\x80\",\"\xC0\"]", 15);
+    ck_assert_str_eq(esc, "[\"\\u0000a\\u0000\\u0000\",\"\xC0\"]");
+    free(esc);
 }
 END_TEST
 
@@ -150,6 +189,7 @@ static Suite *util_suite(void)
     tcase_add_test(tc, test_util_err_set_and_errno);
     tcase_add_test(tc, test_util_buf_json_escapes);
     tcase_add_test(tc, test_util_buf_json_chars_has_no_quotes);
+    tcase_add_test(tc, test_util_mutf8_nul);
     tcase_add_test(tc, test_util_str_views);
     tcase_add_test(tc, test_util_manual_clock_moves_only_when_told);
     tcase_add_test(tc, test_util_dtype_table);

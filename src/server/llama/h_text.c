@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "server/llama/llama.h"
+#include "strata/mutf8.h"
 
 static enum st_route_result parse_or_reply(struct st_call *c, enum st_oai_text_kind kind,
                                            struct st_oai_text_request *r, int32_t *model)
@@ -51,7 +52,7 @@ static void piece_json(struct st_out *o, struct st_engine_pool *pool, int32_t mo
         st_out_check(o, rc);
         return;
     }
-    size_t n = strlen(piece);
+    size_t n = st_mutf8_decode(piece, strlen(piece));   /* U+0000 as its byte */
     st_out_text(o, "{");
     st_out_kv_i64(o, "id", id);
     st_out_key(o, "piece");

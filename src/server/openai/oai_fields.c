@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/openai/oai_json.h"
+#include "strata/mutf8.h"
 
 static const char *type_name(const cJSON *v)
 {
@@ -33,12 +34,31 @@ static enum st_status bad_type(struct st_api_error *e, const char *param, const 
                             want, type_name(got));
 }
 
-enum st_status st_oai_json_root(const char *body, size_t len, cJSON **root,
-                                struct st_api_error *e)
+/* The body with \u0000 as C0 80 (strata/mutf8.h: cJSON's C strings would
+ * end there); *copy: the rewritten text to free, NULL when body serves. */
+static enum st_status nul_escapes(const char **body, size_t *len, char **copy,
+                                  struct st_api_error *e)
 {
-    *root = NULL;
-    const char *end = NULL;
-    cJSON *r = cJSON_ParseWithLengthOpts(body ? body : "", len, &end, false);
+    size_t bad, n;
+    enum st_status rc = st_mutf8_json(*body, *len, copy, &n, &bad);
+    if (rc == ST_ERR_INVALID)
+        return st_api_error_set(e, rc, NULL, NULL,
+                                "We could not parse the JSON body of your request: invalid "
+                                "UTF-8 (the bytes C0 80) at byte %zu.", bad);
+    if (rc != ST_OK)
+        return st_api_error_set(e, rc, NULL, NULL, "out of memory reading the request body");
+    if (*copy) {
+        *body = *copy;
+        *len = n;
+    }
+    return ST_OK;
+}
+
+/* The parsed body r (NULL: a syntax error at end) is one object and only
+ * whitespace follows it; r is freed unless ST_OK. */
+static enum st_status json_root_check(const char *body, size_t len, cJSON *r, const char *end,
+                                      struct st_api_error *e)
+{
     if (!r)
         return st_api_error_set(e, ST_ERR_INVALID, NULL, NULL,
                                 "We could not parse the JSON body of your request: invalid "
@@ -58,8 +78,25 @@ enum st_status st_oai_json_root(const char *body, size_t len, cJSON **root,
         return st_api_error_set(e, ST_ERR_INVALID, NULL, NULL,
                                 "The request body must be a JSON object.");
     }
-    *root = r;
     return ST_OK;
+}
+
+enum st_status st_oai_json_root(const char *body, size_t len, cJSON **root,
+                                struct st_api_error *e)
+{
+    *root = NULL;
+    const char *end = NULL;
+    char *copy = NULL;
+    body = body ? body : "";
+    enum st_status rc = nul_escapes(&body, &len, &copy, e);
+    if (rc != ST_OK)
+        return rc;
+    cJSON *r = cJSON_ParseWithLengthOpts(body, len, &end, false);
+    rc = json_root_check(body, len, r, end, e);
+    free(copy);
+    if (rc == ST_OK)
+        *root = r;
+    return rc;
 }
 
 const cJSON *st_oai_field(const cJSON *obj, const char *key)

@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "server/responses/responses.h"
+#include "strata/mutf8.h"
 
 #define ITEMS_LIMIT_DEFAULT 20
 #define ITEMS_LIMIT_MAX 100
@@ -150,8 +151,8 @@ static enum st_status items_page(const char *input, const struct page *p, char *
           cJSON_AddBoolToObject(list, "has_more", end < n)))
         rc = st_tr_nomem(e);
     char *text = rc == ST_OK ? cJSON_PrintUnformatted(list) : NULL;
-    if (rc == ST_OK && !(text && (*out = st_str_dup(st_str_c(text)))))
-        rc = st_tr_nomem(e);
+    if (rc == ST_OK && !(text && (*out = st_mutf8_json_escape(text, strlen(text)))))
+        rc = st_tr_nomem(e);   /* U+0000 of stored input as \u0000 */
     cJSON_free(text);
     cJSON_Delete(items);
     cJSON_Delete(list);

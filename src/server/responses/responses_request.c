@@ -48,6 +48,7 @@
 
 #include "server/openai/oai_json.h"
 #include "server/responses/responses.h"
+#include "strata/mutf8.h"
 
 /* Chat fields a Responses body does not pass on under the same name. */
 static const char *const dropped[] = {
@@ -584,9 +585,8 @@ static enum st_status build_echo(const cJSON *root, const struct st_oai_request 
     cJSON_Delete(o);
     if (!p)
         return st_tr_nomem(e);
-    size_t n = strlen(p);   /* "{...}" -> "..." */
-    struct st_str inner = { p + 1, n >= 2 ? n - 2 : 0 };
-    *out = n >= 2 ? st_str_dup(inner) : NULL;
+    size_t n = strlen(p);   /* "{...}" -> "...", U+0000 as \u0000 */
+    *out = n >= 2 ? st_mutf8_json_escape(p + 1, n - 2) : NULL;
     cJSON_free(p);
     return *out ? ST_OK : st_tr_nomem(e);
 }
