@@ -38,7 +38,7 @@ void st_server_config_defaults(struct st_server_config *c)
     c->priority_order = ST_PRIORITY_HIGH_FIRST;
     c->http_threads = 2;
     c->activity_log_lines = 1;
-    c->cors_origins = "*";
+    c->cors_origins = "localhost";
     c->sse_keepalive_s = 15;
     c->responses_store_bytes = (size_t)64 << 20;
     c->reasoning_budget = -1;
@@ -139,6 +139,13 @@ static enum st_route_result first_call(struct st_call *c)
     struct st_api_error e;
     bool known;
     char allow[64];
+    if (!st_hosts_allow(&c->srv->hosts, st_call_header(c, MHD_HTTP_HEADER_HOST))) {
+        st_api_error_set(&e, ST_ERR_INVALID, NULL, "host_not_allowed",
+                         "The Host header names a host this server does not serve; add it "
+                         "to --allowed-hosts.");
+        e.http = 403;
+        return st_reply_error(c, &e);
+    }
     if (strcmp(c->method, MHD_HTTP_METHOD_OPTIONS) == 0)
         return options_call(c);
     c->route = st_route_find(c->url, c->method, &known, allow, sizeof(allow));
@@ -158,6 +165,14 @@ static enum st_route_result first_call(struct st_call *c)
                              "(or x-api-key: KEY).");
             return st_reply_error(c, &e);
         }
+    }
+    if (c->route->body && strcmp(c->method, MHD_HTTP_METHOD_POST) == 0 &&
+        !st_content_type_json(st_call_header(c, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        st_api_error_set(&e, ST_ERR_INVALID, NULL, "unsupported_media_type",
+                         "The request body must be JSON: send Content-Type: "
+                         "application/json.");
+        e.http = 415;
+        return st_reply_error(c, &e);
     }
     if (c->route->work && st_server_draining(c->srv)) {
         st_api_error_set(&e, ST_ERR_SHUTDOWN, NULL, "shutting_down",
@@ -314,6 +329,10 @@ static enum st_status copy_config(struct st_server *srv, const struct st_server_
     srv->cfg.cors_origins = NULL;       /* borrowed from the caller: use srv->cors */
     if (rc != ST_OK)
         return rc;
+    rc = st_hosts_init(&srv->hosts, cfg->allowed_hosts, srv->host, err);
+    srv->cfg.allowed_hosts = NULL;      /* borrowed: use srv->hosts */
+    if (rc != ST_OK)
+        return rc;
     if (cfg->responses_store_bytes &&
         st_resp_store_new(cfg->responses_store_bytes, &srv->resp_store) != ST_OK)
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
@@ -450,6 +469,7 @@ void st_server_free(struct st_server *srv)
     free(srv->keys);
     free(srv->host);
     st_cors_fini(&srv->cors);
+    st_hosts_fini(&srv->hosts);
     st_resp_store_unref(srv->resp_store);   /* responses still running hold their own */
     pthread_mutex_destroy(&srv->calls_lock);
     free(srv);
