@@ -4,8 +4,9 @@
  *                          "owned_by":"strata","strata":{"backend","state","ctx_size",
  *                          "aliases","engines"[,"reason","retry_in_s"]}}]}
  *   GET /v1/models/{id}   one of those (by name or alias), or 404 model_not_found
- *   GET /health           200 {"status":"ok"}; 503 (OpenAI error shape) while loading
- *                         and while draining for a shutdown
+ *   GET /health           200 {"status":"ok"}; 503 (OpenAI error shape) while loading,
+ *                         while draining for a shutdown, and while no model can serve
+ *                         (every one failed to load: model_load_failed, the reason)
  *   GET /metrics          Prometheus text 0.0.4 (metrics.c)
  *   GET /api/activity     the scheduler's dispatch records, newest last; ?limit=N
  *   GET /slots            every engine's slots: state, request, priority, progress,
@@ -135,6 +136,38 @@ enum st_route_result st_h_model_one(struct st_call *c)
     return st_reply_json_built(c, rc, &b);
 }
 
+/* 503 model_load_failed when every model's last load failed (none can
+ * serve until a back-off ends), naming the first one's reason; Retry-After:
+ * the soonest retry. False while at least one model can serve. */
+static bool health_none_can_serve(struct st_server *srv, struct st_api_error *e)
+{
+    int32_t n = st_engine_pool_n_models(srv->pool);
+    struct st_model_status first;
+    double soonest = 0;
+    for (int32_t m = 0; m < n; m++) {
+        struct st_model_status st;
+        if (!st_engine_pool_model_status(srv->pool, m, &st) || st.state != ST_MODEL_FAILED)
+            return false;
+        if (m == 0)
+            first = st;
+        if (m == 0 || st.retry_in_s < soonest)
+            soonest = st.retry_in_s;
+    }
+    if (n == 0)
+        return false;
+    const char *why = first.reason[0] ? first.reason : "its load failed";
+    if (n == 1)
+        st_api_error_set(e, ST_ERR_LOADING, NULL, "model_load_failed",
+                         "No model can serve: %.200s", why);
+    else
+        st_api_error_set(e, ST_ERR_LOADING, NULL, "model_load_failed",
+                         "No model can serve: all %d failed to load; the first: %.160s", (int)n,
+                         why);
+    int retry = st_retry_seconds(soonest);
+    e->retry_after_s = retry > 0 ? retry : 1;
+    return true;
+}
+
 enum st_route_result st_h_health(struct st_call *c)
 {
     if (st_server_draining(c->srv)) {
@@ -150,6 +183,9 @@ enum st_route_result st_h_health(struct st_call *c)
         e.retry_after_s = 1;
         return st_reply_error(c, &e);
     }
+    struct st_api_error none;
+    if (health_none_can_serve(c->srv, &none))
+        return st_reply_error(c, &none);
     struct st_buf b;
     st_buf_init(&b);
     enum st_status rc = st_buf_append(&b, ST_LIT("{\"status\":\"ok\"}"));

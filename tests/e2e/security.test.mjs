@@ -1,9 +1,16 @@
 // security.test.mjs -- the hardening of issue 26 (docs/SECURITY.md): strings
 // from requests cannot forge log lines; browsers reach only what they
-// should (CORS, Host, Content-Type).
+// should (CORS, Host, Content-Type); /health says 503 when no model can
+// serve.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, postJSON, chatBody, until } from './lib/server.mjs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  STRATA_BIN, startServer, postJSON, getJSON, chatBody, until,
+} from './lib/server.mjs';
 
 // short: error messages quote at most ~40 bytes of a bad value
 const FORGED = '2026-01-01T00:00Z error FORGED';
@@ -121,5 +128,54 @@ describe('--allowed-hosts and --cors-origin', () => {
     const local = await fetch(`${srv.url}/v1/models`, { headers: { origin: 'http://localhost:5173' } });
     await local.arrayBuffer();
     assert.equal(local.headers.get('access-control-allow-origin'), null);
+  });
+});
+
+// /health tells a load balancer the truth: 503 (with the reason) while no
+// configured model can serve, 200 while at least one can.
+describe('/health and models that cannot load', () => {
+  let dir;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'strata-sec-'));
+    writeFileSync(join(dir, 'broken.gguf'), 'this is not a GGUF file');
+    const mk = spawnSync(STRATA_BIN, ['make-model', join(dir, 'tiny.gguf'), '--preset', 'tiny', '--seed', '1'],
+      { encoding: 'utf8' });
+    assert.equal(mk.status, 0, `make-model: ${mk.stderr}`);
+  });
+  after(() => { rmSync(dir, { recursive: true, force: true }); });
+
+  const config = (name, models) => {
+    const path = join(dir, name);
+    writeFileSync(path, `models:\n${models.map((m) => `  - name: ${m}\n    path: ${join(dir, `${m}.gguf`)}\n`).join('')}`);
+    return path;
+  };
+
+  test('the only model broken: 503 model_load_failed with the reason and Retry-After', async () => {
+    const srv = await startServer(['--config', config('one.yaml', ['broken']), '--backend', 'cpu',
+      '--threads', '1'], { waitReady: false });
+    try {
+      // its load runs at start (a lone model preloads) and fails
+      const r = await until(async () => {
+        const h = await fetch(`${srv.url}/health`);
+        const j = await h.json();
+        return j.error?.code === 'model_load_failed' ? { h, j } : null;
+      }, 10000, '/health to report the failed load');
+      assert.equal(r.h.status, 503);
+      assert.equal(r.j.error.type, 'unavailable_error');
+      assert.match(r.j.error.message, /^No model can serve: .*broken/);
+      assert.ok(Number(r.h.headers.get('retry-after')) >= 1);
+    } finally { await srv.stop(); }
+  });
+
+  test('one model broken, another fine: 200, as the other can serve', async () => {
+    const srv = await startServer(['--config', config('two.yaml', ['broken', 'tiny']), '--backend', 'cpu',
+      '--threads', '1']);
+    try {
+      const bad = await postJSON(srv, '/v1/chat/completions', chatBody({ model: 'broken', max_tokens: 1 }));
+      assert.equal(bad.status, 503);
+      const models = await getJSON(srv, '/v1/models');
+      assert.equal(models.json.data.find((m) => m.id === 'broken').strata.state, 'failed');
+      assert.equal((await getJSON(srv, '/health')).status, 200);
+    } finally { await srv.stop(); }
   });
 });
