@@ -309,6 +309,11 @@ enum st_route_result st_h_activity(struct st_call *c)
     if (!recs)
         return st_reply_nomem(c);
     size_t n = st_sched_activity(c->srv->sched, recs, limit);
+    size_t kept = 0;   /* a key sees only its own requests (docs/SECURITY.md) */
+    for (size_t i = 0; i < n; i++)
+        if (st_auth_sees(c, st_owners_find(c->srv->owners, recs[i].request_id)))
+            recs[kept++] = recs[i];
+    n = kept;
     struct st_buf b;
     st_buf_init(&b);
     enum st_status rc = json_array(&b, c->srv, recs, n, activity_obj);
@@ -363,6 +368,13 @@ enum st_route_result st_h_slots(struct st_call *c)
     if (!v)
         return st_reply_nomem(c);
     size_t n = ST_MIN(total, st_engine_pool_slots(c->srv->pool, v, total));
+    for (size_t i = 0; i < n; i++)   /* another key's request: the slot shows busy, no more */
+        if (v[i].request_id[0] &&
+            !st_auth_sees(c, st_owners_find(c->srv->owners, v[i].request_id))) {
+            memset(v[i].request_id, 0, sizeof(v[i].request_id));
+            v[i].priority = v[i].give_ways = 0;
+            v[i].n_prompt = v[i].n_read = v[i].n_generated = v[i].n_cached = 0;
+        }
     struct st_buf b;
     st_buf_init(&b);
     enum st_status rc = json_array(&b, c->srv, v, n, slot_obj);

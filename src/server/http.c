@@ -159,7 +159,8 @@ static enum st_route_result first_call(struct st_call *c)
         if (!c->key)   /* Anthropic's SDKs send the key alone in x-api-key */
             c->key = st_auth_find_plain(c->srv->keys, c->srv->cfg.n_keys,
                                         st_call_header(c, "x-api-key"));
-        if (!c->key) {
+        bool metrics_scrape = !c->key && c->route->fn == st_h_metrics && st_auth_metrics_key(c);
+        if (!c->key && !metrics_scrape) {
             st_api_error_set(&e, ST_ERR_AUTH, NULL, "invalid_api_key",
                              "Incorrect or missing API key: send Authorization: Bearer KEY "
                              "(or x-api-key: KEY).");
@@ -174,6 +175,8 @@ static enum st_route_result first_call(struct st_call *c)
         e.http = 415;
         return st_reply_error(c, &e);
     }
+    if (c->route->work && c->key)   /* /api/activity, /slots show it to this key only */
+        st_owners_add(c->srv->owners, c->request_id, st_auth_owner(c));
     if (c->route->work && st_server_draining(c->srv)) {
         st_api_error_set(&e, ST_ERR_SHUTDOWN, NULL, "shutting_down",
                          "The server is shutting down.");
@@ -336,8 +339,13 @@ static enum st_status copy_config(struct st_server *srv, const struct st_server_
     if (cfg->responses_store_bytes &&
         st_resp_store_new(cfg->responses_store_bytes, &srv->resp_store) != ST_OK)
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    if (cfg->metrics_key && !(srv->metrics_key = st_str_dup(st_str_c(cfg->metrics_key))))
+        return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    srv->cfg.metrics_key = NULL;        /* borrowed: use srv->metrics_key */
     if (cfg->n_keys == 0)
         return ST_OK;
+    if (!(srv->owners = st_owners_new()))
+        return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
     srv->keys = calloc(cfg->n_keys, sizeof(*srv->keys));
     if (!srv->keys)
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
@@ -470,6 +478,8 @@ void st_server_free(struct st_server *srv)
     free(srv->host);
     st_cors_fini(&srv->cors);
     st_hosts_fini(&srv->hosts);
+    free(srv->metrics_key);
+    st_owners_free(srv->owners);
     st_resp_store_unref(srv->resp_store);   /* responses still running hold their own */
     pthread_mutex_destroy(&srv->calls_lock);
     free(srv);

@@ -20,7 +20,8 @@ const preflight = (srv, path, origin, reqHeaders) => fetch(`${srv.url}${path}`, 
   },
 });
 
-const responses = async (srv) => metricSum(await metricsText(srv), 'strata_http_responses_total');
+const responses = async (srv) => metricSum(await metricsText(srv, { authorization: `Bearer ${KEY}` }),
+  'strata_http_responses_total');
 
 describe('any origin (*), with an API key', () => {
   let srv;

@@ -179,3 +179,65 @@ describe('/health and models that cannot load', () => {
     } finally { await srv.stop(); }
   });
 });
+
+// With keys: /metrics needs one (or --metrics-key); /api/activity and
+// /slots show a key its own requests only, an admin key everything.
+describe('per-key views', () => {
+  let srv, dir;
+  const auth = (k) => ({ authorization: `Bearer ${k}` });
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'strata-sec-keys-'));
+    writeFileSync(join(dir, 'keys.yaml'), [
+      'api_keys:',
+      '  - { name: alice, key: ka }',
+      '  - { name: bob, key: kb }',
+      '  - { name: ops, key: kops, admin: true }',
+      '',
+    ].join('\n'));
+    srv = await startServer(['--config', join(dir, 'keys.yaml'), '--metrics-key', 'kscrape',
+      '--sim-decode-tps', '2000', '--sim-tokens', '1']);
+  });
+  after(async () => { await srv?.stop(); rmSync(dir, { recursive: true, force: true }); });
+
+  test('/metrics: 401 without a key; an API key or --metrics-key reads it', async () => {
+    const none = await getJSON(srv, '/metrics');
+    assert.equal(none.status, 401);
+    assert.equal(none.json.error.code, 'invalid_api_key');
+    assert.equal((await getJSON(srv, '/metrics', auth('wrong'))).status, 401);
+    for (const k of ['kscrape', 'ka']) {
+      const r = await fetch(`${srv.url}/metrics`, { headers: auth(k) });
+      assert.equal(r.status, 200, k);
+      assert.match(await r.text(), /strata_http_responses_total/);
+    }
+    // the metrics key is no API key
+    assert.equal((await getJSON(srv, '/v1/models', auth('kscrape'))).status, 401);
+    // /health stays public for probes
+    assert.equal((await getJSON(srv, '/health')).status, 200);
+  });
+
+  test('/api/activity and /slots: a key sees its own requests, an admin all', async () => {
+    const send = async (k, id) => {
+      const r = await postJSON(srv, '/v1/chat/completions', chatBody({ max_tokens: 1 }),
+        { ...auth(k), 'x-request-id': id });
+      assert.equal(r.status, 200, r.text);
+    };
+    await send('ka', 'sec-alice-1');
+    await send('kb', 'sec-bob-1');
+    // bob reuses alice's id: shown to neither of them any more
+    await send('ka', 'sec-shared');
+    await send('kb', 'sec-shared');
+    const ids = async (k) => (await getJSON(srv, '/api/activity', auth(k))).json.map((a) => a.request_id);
+    const alice = await ids('ka');
+    assert.ok(alice.includes('sec-alice-1'));
+    assert.ok(!alice.includes('sec-bob-1'));
+    assert.ok(!alice.includes('sec-shared'));
+    const bob = await ids('kb');
+    assert.deepEqual(bob.filter((id) => id.startsWith('sec-')), ['sec-bob-1']);
+    const ops = await ids('kops');
+    for (const id of ['sec-alice-1', 'sec-bob-1', 'sec-shared']) assert.ok(ops.includes(id), id);
+    // /slots answers every key (idle slots name no request)
+    const slots = await getJSON(srv, '/slots', auth('ka'));
+    assert.equal(slots.status, 200);
+    assert.ok(Array.isArray(slots.json) && slots.json.length > 0);
+  });
+});

@@ -745,7 +745,7 @@ START_TEST(test_server_routes)
     r = st_route_find("/health", "GET", &known, allow, sizeof(allow));
     ck_assert(!r->auth);
     r = st_route_find("/metrics", "GET", &known, allow, sizeof(allow));
-    ck_assert(!r->auth);
+    ck_assert(r->auth);   /* with keys set; --metrics-key too (issue 26) */
 }
 END_TEST
 
@@ -1128,6 +1128,35 @@ START_TEST(test_server_guard_hosts_and_content_type)
 }
 END_TEST
 
+/* Who made which request: the newest remembered, an id two keys used
+ * belongs to neither. */
+START_TEST(test_server_owners)
+{
+    struct st_owners *o = st_owners_new();
+    ck_assert_ptr_nonnull(o);
+    ck_assert_uint_eq(st_owners_find(o, "r1"), 0);
+    st_owners_add(o, "r1", 1);
+    st_owners_add(o, "r2", 2);
+    st_owners_add(o, "r2", 2);
+    ck_assert_uint_eq(st_owners_find(o, "r1"), 1);
+    ck_assert_uint_eq(st_owners_find(o, "r2"), 2);
+    st_owners_add(o, "r1", 2);
+    ck_assert_uint_eq(st_owners_find(o, "r1"), ST_OWNER_AMBIGUOUS);
+    ck_assert_uint_eq(st_owners_find(o, NULL), 0);
+    ck_assert_uint_eq(st_owners_find(o, ""), 0);
+    /* the oldest are forgotten as new ones come */
+    char id[32];
+    for (int i = 0; i < 20000; i++) {
+        snprintf(id, sizeof(id), "n%d", i);
+        st_owners_add(o, id, 3);
+    }
+    ck_assert_uint_eq(st_owners_find(o, "r1"), 0);
+    ck_assert_uint_eq(st_owners_find(o, "n19999"), 3);
+    ck_assert_uint_eq(st_owners_find(o, "n0"), 0);
+    st_owners_free(o);
+}
+END_TEST
+
 START_TEST(test_server_cors_origins)
 {
     struct st_cors c;
@@ -1289,6 +1318,7 @@ static Suite *server_suite(void)
     tcase_add_test(err, test_server_routes);
     tcase_add_test(err, test_server_cors_origins);
     tcase_add_test(err, test_server_cors_localhost);
+    tcase_add_test(err, test_server_owners);
     tcase_add_test(err, test_server_guard_hosts_and_content_type);
     tcase_add_test(err, test_server_sse_keepalive_due);
     tcase_add_test(err, test_server_parse_cache_prompt);

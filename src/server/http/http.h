@@ -8,6 +8,7 @@
  *   auth.c       API keys, x-request-id, the owner of stored responses
  *   random_id.c  random bytes and hex ids (requests, tool calls, responses)
  *   cors.c       which origins get CORS headers (--cors-origins)
+ *   owners.c     which API key made which request (/api/activity, /slots)
  *   guard.c      checks before any route: the Host header (--allowed-hosts,
  *                against DNS rebinding) and a POST body's Content-Type
  *   metrics.c    Prometheus text rendering from plain stats structs (metrics.h)
@@ -173,6 +174,21 @@ bool st_hosts_allow(const struct st_hosts *h, const char *host_header);
  * parameters (charset) allowed? */
 bool st_content_type_json(const char *ctype);
 
+/* ---- request owners (owners.c) ------------------------------------------ */
+
+/* The API key (its st_auth_owner) that made each of the newest requests,
+ * by request id. Thread-safe. */
+struct st_owners;
+/* An id two keys used: shown to neither (admins see everything). */
+#define ST_OWNER_AMBIGUOUS UINT64_MAX
+struct st_owners *st_owners_new(void);   /* NULL: out of memory */
+void st_owners_free(struct st_owners *o);   /* NULL: no-op */
+/* Remember that 'owner' (> 0) made 'request_id'; the oldest is forgotten. */
+void st_owners_add(struct st_owners *o, const char *request_id, uint64_t owner);
+/* The owner of 'request_id': 0 when unknown, ST_OWNER_AMBIGUOUS when two
+ * keys used the id. */
+uint64_t st_owners_find(struct st_owners *o, const char *request_id);
+
 /* What a preflight answers (reply.c). */
 #define ST_CORS_ALLOW_METHODS "GET, POST, DELETE, OPTIONS"
 #define ST_CORS_ALLOW_HEADERS "Authorization, Content-Type, X-LlamaSwap-Priority, X-Request-Id"
@@ -217,6 +233,8 @@ struct st_server {
     char *host;                         /* owned copy */
     struct st_cors cors;                /* parsed cfg.cors_origins (cfg's pointer unused) */
     struct st_hosts hosts;              /* parsed cfg.allowed_hosts (cfg's pointer unused) */
+    char *metrics_key;                  /* owned copy of cfg.metrics_key, or NULL */
+    struct st_owners *owners;           /* with keys: who made which request; else NULL */
     struct st_engine_pool *pool;        /* borrowed */
     struct st_sched *sched;             /* borrowed */
     struct MHD_Daemon *mhd;
@@ -287,6 +305,11 @@ const char *st_call_query(struct st_call *c, const char *name);
  * (responses/responses_store.h; auth.c): 0 without API keys, else 1 + its key's
  * index in srv->keys. */
 uint64_t st_auth_owner(const struct st_call *c);
+/* May the call's key see a request of 'owner' (st_owners_find)? Always
+ * without keys and for admin keys; else only its own. */
+bool st_auth_sees(const struct st_call *c, uint64_t owner);
+/* Does the Authorization header carry the --metrics-key? (constant time) */
+bool st_auth_metrics_key(struct st_call *c);
 /* ---- replies (reply.c) -------------------------------------------------- */
 
 /* Queue 'body' (taken: freed in every case) with status, content type,
