@@ -1,7 +1,7 @@
 // security.test.mjs -- the hardening of issue 26 (docs/SECURITY.md): strings
 // from requests cannot forge log lines; browsers reach only what they
 // should (CORS, Host, Content-Type); /health says 503 when no model can
-// serve.
+// serve, and a failed load answers model_load_failed with Retry-After.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -171,8 +171,15 @@ describe('/health and models that cannot load', () => {
     const srv = await startServer(['--config', config('two.yaml', ['broken', 'tiny']), '--backend', 'cpu',
       '--threads', '1']);
     try {
-      const bad = await postJSON(srv, '/v1/chat/completions', chatBody({ model: 'broken', max_tokens: 1 }));
-      assert.equal(bad.status, 503);
+      // the load that fails, then one in its back-off: the documented code and Retry-After
+      for (let i = 0; i < 2; i++) {
+        const bad = await postJSON(srv, '/v1/chat/completions', chatBody({ model: 'broken', max_tokens: 1 }));
+        assert.equal(bad.status, 503);
+        assert.equal(bad.json.error.code, 'model_load_failed');
+        assert.equal(bad.json.error.param, null);
+        assert.match(bad.json.error.message, /broken/);
+        assert.ok(Number(bad.headers.get('retry-after')) >= 1, `Retry-After: ${bad.headers.get('retry-after')}`);
+      }
       const models = await getJSON(srv, '/v1/models');
       assert.equal(models.json.data.find((m) => m.id === 'broken').strata.state, 'failed');
       assert.equal((await getJSON(srv, '/health')).status, 200);
