@@ -142,7 +142,7 @@ enum st_route_result st_h_model_one(struct st_call *c)
 static bool health_none_can_serve(struct st_server *srv, struct st_api_error *e)
 {
     int32_t n = st_engine_pool_n_models(srv->pool);
-    struct st_model_status first;
+    struct st_model_status first = { 0 };
     double soonest = 0;
     for (int32_t m = 0; m < n; m++) {
         struct st_model_status st;
