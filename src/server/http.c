@@ -132,6 +132,17 @@ static enum st_route_result options_call(struct st_call *c)
     return ST_ROUTE_DONE;
 }
 
+/* Does the call carry the --metrics-key (a scraper's own, for /metrics
+ * only)? Compared in constant time, as API keys are. */
+static bool metrics_key_ok(struct st_call *c)
+{
+    if (!c->srv->metrics_key || !c->srv->metrics_key[0])
+        return false;
+    struct st_api_key k = { .name = "metrics", .key = c->srv->metrics_key };
+    return st_auth_find(&k, 1, st_call_header(c, MHD_HTTP_HEADER_AUTHORIZATION)) != NULL ||
+           st_auth_find_plain(&k, 1, st_call_header(c, "x-api-key")) != NULL;
+}
+
 /* Checks that need only the request line and headers; a response queued
  * here (before the body) makes MHD skip the body and close afterwards. */
 static enum st_route_result first_call(struct st_call *c)
@@ -159,7 +170,7 @@ static enum st_route_result first_call(struct st_call *c)
         if (!c->key)   /* Anthropic's SDKs send the key alone in x-api-key */
             c->key = st_auth_find_plain(c->srv->keys, c->srv->cfg.n_keys,
                                         st_call_header(c, "x-api-key"));
-        bool metrics_scrape = !c->key && c->route->fn == st_h_metrics && st_auth_metrics_key(c);
+        bool metrics_scrape = !c->key && c->route->fn == st_h_metrics && metrics_key_ok(c);
         if (!c->key && !metrics_scrape) {
             st_api_error_set(&e, ST_ERR_AUTH, NULL, "invalid_api_key",
                              "Incorrect or missing API key: send Authorization: Bearer KEY "

@@ -9,7 +9,7 @@
  * The matched key also owns the stored responses its calls make
  * (st_auth_owner), and sees only its own requests on /api/activity and
  * /slots unless it is an admin key (st_auth_sees). /metrics takes any key
- * or the separate --metrics-key (st_auth_metrics_key).
+ * or the separate --metrics-key (../http.c).
  *
  * Request ids: a client's X-Request-Id is echoed when it is short and made
  * of safe characters (it lands in logs, headers and JSON); otherwise a
@@ -82,15 +82,6 @@ bool st_auth_sees(const struct st_call *c, uint64_t owner)
     if (c->srv->cfg.n_keys == 0 || (c->key && c->key->admin))
         return true;
     return owner != 0 && owner != ST_OWNER_AMBIGUOUS && owner == st_auth_owner(c);
-}
-
-bool st_auth_metrics_key(struct st_call *c)
-{
-    if (!c->srv->metrics_key || !c->srv->metrics_key[0])
-        return false;
-    struct st_api_key k = { .name = "metrics", .key = c->srv->metrics_key };
-    return st_auth_find(&k, 1, st_call_header(c, "Authorization")) != NULL ||
-           st_auth_find_plain(&k, 1, st_call_header(c, "x-api-key")) != NULL;
 }
 
 bool st_request_id_sane(const char *v)

@@ -308,8 +308,6 @@ uint64_t st_auth_owner(const struct st_call *c);
 /* May the call's key see a request of 'owner' (st_owners_find)? Always
  * without keys and for admin keys; else only its own. */
 bool st_auth_sees(const struct st_call *c, uint64_t owner);
-/* Does the Authorization header carry the --metrics-key? (constant time) */
-bool st_auth_metrics_key(struct st_call *c);
 /* ---- replies (reply.c) -------------------------------------------------- */
 
 /* Queue 'body' (taken: freed in every case) with status, content type,
