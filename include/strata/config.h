@@ -99,6 +99,7 @@ struct st_config_key {
     int32_t default_priority;
     bool    has_max_priority;
     int32_t max_priority;
+    bool    admin;           /* sees every key's requests (/api/activity, /slots) */
     int32_t line;            /* 0 = from the command line */
 };
 
@@ -107,6 +108,7 @@ struct st_config_key {
 enum st_opt {
     ST_OPT_MODEL, ST_OPT_ALIAS, ST_OPT_CONFIG, ST_OPT_HOST, ST_OPT_PORT, ST_OPT_API_KEY,
     ST_OPT_BODY_LIMIT, ST_OPT_MAX_QUEUE, ST_OPT_HTTP_THREADS, ST_OPT_CORS_ORIGINS,
+    ST_OPT_ALLOWED_HOSTS, ST_OPT_METRICS_KEY,
     ST_OPT_SSE_KEEPALIVE, ST_OPT_RESPONSES_STORE_MB, ST_OPT_SHUTDOWN_TIMEOUT,
     ST_OPT_PRIORITY_ORDER,
     ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
@@ -128,8 +130,13 @@ struct st_config {
     size_t   body_limit;           /* bytes; default 8 MiB */
     int32_t  max_queue;            /* waiting requests at most; 0 = unlimited (default) */
     int32_t  http_threads;         /* libmicrohttpd threads; default 2 */
-    char    *cors_origins;         /* owned; comma-separated origins, "*" (default, any) or
-                                    * "none" (no CORS headers); docs/API.md "CORS" */
+    char    *cors_origins;         /* owned; comma-separated origins, "localhost" (default:
+                                    * the loopback ones), "*" (any) or "none" (no CORS
+                                    * headers); docs/API.md "CORS" */
+    char    *allowed_hosts;        /* owned; Host names served besides the loopback ones, IP
+                                    * literals and --host; "*" = any; NULL (default) = none
+                                    * (docs/SECURITY.md) */
+    char    *metrics_key;          /* owned; with keys set, also reads /metrics; NULL = none */
     int32_t  sse_keepalive_s;      /* SSE comment after this many idle seconds; 0 = off;
                                     * default 15 */
     int32_t  responses_store_mb;   /* /v1/responses store budget, MiB; 0 = store nothing;

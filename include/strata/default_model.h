@@ -6,8 +6,9 @@
  * /tmp/strata-cache-<uid>/ when there is no HOME either). Its weights are
  * random: it answers with noise, and whoever uses it should say so.
  *
- * Threads: any; two processes making it at once are safe (the writer goes
- * through a temporary file and a rename).
+ * Threads: any; processes making it at once are safe (each writes a
+ * temporary file of its own, then renames it over the cache). A cached
+ * file that is not the expected bytes (size and hash) is made again.
  */
 #ifndef STRATA_DEFAULT_MODEL_H
 #define STRATA_DEFAULT_MODEL_H
@@ -22,7 +23,7 @@
 #define ST_DEFAULT_MODEL_SEED 1
 
 /* Write the default model's path into out (cap bytes), making the file
- * (and its directories) first when it is missing. ST_ERR_IO when the cache
+ * (and its directories) first when it is missing or damaged. ST_ERR_IO when the cache
  * directory cannot be made or written, ST_ERR_INVALID when cap is too
  * small, or what st_make_model reports. Logs (info) when it makes the file. */
 ST_MUST_CHECK

@@ -23,6 +23,7 @@ struct st_api_key {
     int32_t default_priority;
     bool    has_max_priority;
     int32_t max_priority;
+    bool    admin;              /* sees every key's requests on /api/activity and /slots */
 };
 
 /* --reasoning-format (docs/API.md "Tool calls and reasoning"): chat
@@ -46,9 +47,16 @@ struct st_server_config {
     int32_t     reasoning_budget;     /* chat: thinking budget when a request sends none
                                        * (docs/API.md "Thinking budget"); -1 = none (default) */
     /* CORS (docs/API.md): comma-separated origins ("https://a.example"),
-     * "*" = any (the default), NULL, "" or "none" = no CORS headers.
-     * Borrowed; the server keeps a copy. */
+     * "localhost" = the loopback origins (the default), "*" = any, NULL,
+     * "" or "none" = no CORS headers. Borrowed; the server keeps a copy. */
     const char *cors_origins;
+    /* Host names served besides loopback names, IP literals and the bound
+     * host (docs/SECURITY.md): comma-separated, "*" = any; NULL = none.
+     * Borrowed; the server keeps a copy. */
+    const char *allowed_hosts;
+    /* With keys set, /metrics needs one of them or this key (a scraper's
+     * own, docs/SECURITY.md); NULL = the API keys only. Borrowed; copied. */
+    const char *metrics_key;
     /* Streams: the 200 headers and an SSE comment line go out once a
      * stream has sent nothing for this many seconds (queue wait, long
      * prompt read); 0 = never. Default 15. */

@@ -195,6 +195,7 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
             .default_priority = c->keys[i].default_priority,
             .has_max_priority = c->keys[i].has_max_priority,
             .max_priority = c->keys[i].max_priority,
+            .admin = c->keys[i].admin,
         };
     }
     s->host = c->host;
@@ -209,6 +210,8 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
                                                                        : ST_REASONING_DEEPSEEK;
     s->reasoning_budget = c->reasoning_budget;
     s->cors_origins = c->cors_origins;
+    s->allowed_hosts = c->allowed_hosts;
+    s->metrics_key = c->metrics_key;
     s->sse_keepalive_s = c->sse_keepalive_s;
     s->responses_store_bytes = (size_t)c->responses_store_mb << 20;
     s->model_priority = r->model_priority;

@@ -40,7 +40,7 @@ void st_config_init(struct st_config *c)
     c->body_limit = (size_t)8 << 20;
     c->max_queue = 0;
     c->http_threads = 2;
-    c->cors_origins = strdup("*");
+    c->cors_origins = strdup("localhost");
     if (c->cors_origins == NULL)
         st_panic("strdup of the default CORS origins", __FILE__, __LINE__);
     c->sse_keepalive_s = 15;
@@ -100,6 +100,8 @@ void st_config_fini(struct st_config *c)
     free(c->warnings);
     free(c->host);
     free(c->cors_origins);
+    free(c->allowed_hosts);
+    free(c->metrics_key);
     free(c->config_path);
     free(c->model_path);
     free(c->model_alias);

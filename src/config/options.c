@@ -67,9 +67,17 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
     [ST_OPT_HTTP_THREADS] = { ST_OPT_HTTP_THREADS, "--http-threads", NULL, "http_threads",
         ST_CFG_INT32, OFF(http_threads), NO_HAS, I32(1, 256), .metavar = "N",
         .help = "libmicrohttpd threads" },
-    [ST_OPT_CORS_ORIGINS] = { ST_OPT_CORS_ORIGINS, "--cors-origins", NULL, "cors_origins",
-        ST_CFG_STRING, OFF(cors_origins), NO_HAS, .metavar = "LIST",
-        .help = "browser origins allowed (CORS), comma-separated; * = any; none = no CORS headers" },
+    [ST_OPT_CORS_ORIGINS] = { ST_OPT_CORS_ORIGINS, "--cors-origins", "--cors-origin",
+        "cors_origins", ST_CFG_STRING, OFF(cors_origins), NO_HAS, .metavar = "LIST",
+        .help = "browser origins allowed (CORS), comma-separated; localhost = this machine's "
+                "pages; * = any; none = no CORS headers" },
+    [ST_OPT_ALLOWED_HOSTS] = { ST_OPT_ALLOWED_HOSTS, "--allowed-hosts", NULL, "allowed_hosts",
+        ST_CFG_STRING, OFF(allowed_hosts), NO_HAS, .metavar = "LIST",
+        .help = "Host header names served besides localhost, IP literals and --host "
+                "(against DNS rebinding), comma-separated; * = any" },
+    [ST_OPT_METRICS_KEY] = { ST_OPT_METRICS_KEY, "--metrics-key", NULL, "metrics_key",
+        ST_CFG_STRING, OFF(metrics_key), NO_HAS, .metavar = "KEY",
+        .help = "with API keys set, this bearer key also reads /metrics (a scraper's own)" },
     [ST_OPT_SSE_KEEPALIVE] = { ST_OPT_SSE_KEEPALIVE, "--sse-keepalive", NULL, "sse_keepalive",
         ST_CFG_INT32, OFF(sse_keepalive_s), NO_HAS, I32(0, 3600), .metavar = "S",
         .help = "stream: send headers and an SSE comment after S idle seconds; 0 = off" },
@@ -210,6 +218,8 @@ const struct st_cfg_def st_cfg_key_fields[] = {
       KOFF(has_default_priority), I32(INT32_MIN, INT32_MAX) },
     { -1, NULL, NULL, "max_priority", ST_CFG_INT32, KOFF(max_priority), KOFF(has_max_priority),
       I32(INT32_MIN, INT32_MAX) },
+    { -1, NULL, NULL, "admin", ST_CFG_FLAG, KOFF(admin), NO_HAS,
+      .help = "sees every key's requests on /api/activity and /slots" },
 };
 const size_t st_cfg_n_key_fields = ST_ARRAY_LEN(st_cfg_key_fields);
 

@@ -4,8 +4,9 @@
  *                          "owned_by":"strata","strata":{"backend","state","ctx_size",
  *                          "aliases","engines"[,"reason","retry_in_s"]}}]}
  *   GET /v1/models/{id}   one of those (by name or alias), or 404 model_not_found
- *   GET /health           200 {"status":"ok"}; 503 (OpenAI error shape) while loading
- *                         and while draining for a shutdown
+ *   GET /health           200 {"status":"ok"}; 503 (OpenAI error shape) while loading,
+ *                         while draining for a shutdown, and while no model can serve
+ *                         (every one failed to load: model_load_failed, the reason)
  *   GET /metrics          Prometheus text 0.0.4 (metrics.c)
  *   GET /api/activity     the scheduler's dispatch records, newest last; ?limit=N
  *   GET /slots            every engine's slots: state, request, priority, progress,
@@ -120,6 +121,38 @@ enum st_route_result st_h_model_one(struct st_call *c)
     return st_reply_json_built(c, st_out_finish(&o), &b);
 }
 
+/* 503 model_load_failed when every model's last load failed (none can
+ * serve until a back-off ends), naming the first one's reason; Retry-After:
+ * the soonest retry. False while at least one model can serve. */
+static bool health_none_can_serve(struct st_server *srv, struct st_api_error *e)
+{
+    int32_t n = st_engine_pool_n_models(srv->pool);
+    struct st_model_status first = { 0 };
+    double soonest = 0;
+    for (int32_t m = 0; m < n; m++) {
+        struct st_model_status st;
+        if (!st_engine_pool_model_status(srv->pool, m, &st) || st.state != ST_MODEL_FAILED)
+            return false;
+        if (m == 0)
+            first = st;
+        if (m == 0 || st.retry_in_s < soonest)
+            soonest = st.retry_in_s;
+    }
+    if (n == 0)
+        return false;
+    const char *why = first.reason[0] ? first.reason : "its load failed";
+    if (n == 1)
+        st_api_error_set(e, ST_ERR_LOADING, NULL, "model_load_failed",
+                         "No model can serve: %.200s", why);
+    else
+        st_api_error_set(e, ST_ERR_LOADING, NULL, "model_load_failed",
+                         "No model can serve: all %d failed to load; the first: %.160s", (int)n,
+                         why);
+    int retry = st_retry_seconds(soonest);
+    e->retry_after_s = retry > 0 ? retry : 1;
+    return true;
+}
+
 enum st_route_result st_h_health(struct st_call *c)
 {
     if (st_server_draining(c->srv)) {
@@ -135,6 +168,9 @@ enum st_route_result st_h_health(struct st_call *c)
         e.retry_after_s = 1;
         return st_reply_error(c, &e);
     }
+    struct st_api_error none;
+    if (health_none_can_serve(c->srv, &none))
+        return st_reply_error(c, &none);
     struct st_buf b;
     st_buf_init(&b);
     enum st_status rc = st_buf_append(&b, ST_LIT("{\"status\":\"ok\"}"));
@@ -239,6 +275,11 @@ enum st_route_result st_h_activity(struct st_call *c)
     if (!recs)
         return st_reply_nomem(c);
     size_t n = st_sched_activity(c->srv->sched, recs, limit);
+    size_t kept = 0;   /* a key sees only its own requests (docs/SECURITY.md) */
+    for (size_t i = 0; i < n; i++)
+        if (st_auth_sees(c, st_owners_find(c->srv->owners, recs[i].request_id)))
+            recs[kept++] = recs[i];
+    n = kept;
     struct st_buf b;
     st_buf_init(&b);
     struct st_out o;
@@ -292,6 +333,13 @@ enum st_route_result st_h_slots(struct st_call *c)
     if (!v)
         return st_reply_nomem(c);
     size_t n = ST_MIN(total, st_engine_pool_slots(c->srv->pool, v, total));
+    for (size_t i = 0; i < n; i++)   /* another key's request: the slot shows busy, no more */
+        if (v[i].request_id[0] &&
+            !st_auth_sees(c, st_owners_find(c->srv->owners, v[i].request_id))) {
+            memset(v[i].request_id, 0, sizeof(v[i].request_id));
+            v[i].priority = v[i].give_ways = 0;
+            v[i].n_prompt = v[i].n_read = v[i].n_generated = v[i].n_cached = 0;
+        }
     struct st_buf b;
     st_buf_init(&b);
     struct st_out o;

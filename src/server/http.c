@@ -38,7 +38,7 @@ void st_server_config_defaults(struct st_server_config *c)
     c->priority_order = ST_PRIORITY_HIGH_FIRST;
     c->http_threads = 2;
     c->activity_log_lines = 1;
-    c->cors_origins = "*";
+    c->cors_origins = "localhost";
     c->sse_keepalive_s = 15;
     c->responses_store_bytes = (size_t)64 << 20;
     c->reasoning_budget = -1;
@@ -132,6 +132,17 @@ static enum st_route_result options_call(struct st_call *c)
     return ST_ROUTE_DONE;
 }
 
+/* Does the call carry the --metrics-key (a scraper's own, for /metrics
+ * only)? Compared in constant time, as API keys are. */
+static bool metrics_key_ok(struct st_call *c)
+{
+    if (!c->srv->metrics_key || !c->srv->metrics_key[0])
+        return false;
+    struct st_api_key k = { .name = "metrics", .key = c->srv->metrics_key };
+    return st_auth_find(&k, 1, st_call_header(c, MHD_HTTP_HEADER_AUTHORIZATION)) != NULL ||
+           st_auth_find_plain(&k, 1, st_call_header(c, "x-api-key")) != NULL;
+}
+
 /* Checks that need only the request line and headers; a response queued
  * here (before the body) makes MHD skip the body and close afterwards. */
 static enum st_route_result first_call(struct st_call *c)
@@ -139,6 +150,13 @@ static enum st_route_result first_call(struct st_call *c)
     struct st_api_error e;
     bool known;
     char allow[64];
+    if (!st_hosts_allow(&c->srv->hosts, st_call_header(c, MHD_HTTP_HEADER_HOST))) {
+        st_api_error_set(&e, ST_ERR_INVALID, NULL, "host_not_allowed",
+                         "The Host header names a host this server does not serve; add it "
+                         "to --allowed-hosts.");
+        e.http = 403;
+        return st_reply_error(c, &e);
+    }
     if (strcmp(c->method, MHD_HTTP_METHOD_OPTIONS) == 0)
         return options_call(c);
     c->route = st_route_find(c->url, c->method, &known, allow, sizeof(allow));
@@ -152,13 +170,24 @@ static enum st_route_result first_call(struct st_call *c)
         if (!c->key)   /* Anthropic's SDKs send the key alone in x-api-key */
             c->key = st_auth_find_plain(c->srv->keys, c->srv->cfg.n_keys,
                                         st_call_header(c, "x-api-key"));
-        if (!c->key) {
+        bool metrics_scrape = !c->key && c->route->fn == st_h_metrics && metrics_key_ok(c);
+        if (!c->key && !metrics_scrape) {
             st_api_error_set(&e, ST_ERR_AUTH, NULL, "invalid_api_key",
                              "Incorrect or missing API key: send Authorization: Bearer KEY "
                              "(or x-api-key: KEY).");
             return st_reply_error(c, &e);
         }
     }
+    if (c->route->body && strcmp(c->method, MHD_HTTP_METHOD_POST) == 0 &&
+        !st_content_type_json(st_call_header(c, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        st_api_error_set(&e, ST_ERR_INVALID, NULL, "unsupported_media_type",
+                         "The request body must be JSON: send Content-Type: "
+                         "application/json.");
+        e.http = 415;
+        return st_reply_error(c, &e);
+    }
+    if (c->route->work && c->key)   /* /api/activity, /slots show it to this key only */
+        st_owners_add(c->srv->owners, c->request_id, st_auth_owner(c));
     if (c->route->work && st_server_draining(c->srv)) {
         st_api_error_set(&e, ST_ERR_SHUTDOWN, NULL, "shutting_down",
                          "The server is shutting down.");
@@ -314,11 +343,20 @@ static enum st_status copy_config(struct st_server *srv, const struct st_server_
     srv->cfg.cors_origins = NULL;       /* borrowed from the caller: use srv->cors */
     if (rc != ST_OK)
         return rc;
+    rc = st_hosts_init(&srv->hosts, cfg->allowed_hosts, srv->host, err);
+    srv->cfg.allowed_hosts = NULL;      /* borrowed: use srv->hosts */
+    if (rc != ST_OK)
+        return rc;
     if (cfg->responses_store_bytes &&
         st_resp_store_new(cfg->responses_store_bytes, &srv->resp_store) != ST_OK)
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    if (cfg->metrics_key && !(srv->metrics_key = st_str_dup(st_str_c(cfg->metrics_key))))
+        return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    srv->cfg.metrics_key = NULL;        /* borrowed: use srv->metrics_key */
     if (cfg->n_keys == 0)
         return ST_OK;
+    if (!(srv->owners = st_owners_new()))
+        return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
     srv->keys = calloc(cfg->n_keys, sizeof(*srv->keys));
     if (!srv->keys)
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
@@ -450,6 +488,9 @@ void st_server_free(struct st_server *srv)
     free(srv->keys);
     free(srv->host);
     st_cors_fini(&srv->cors);
+    st_hosts_fini(&srv->hosts);
+    free(srv->metrics_key);
+    st_owners_free(srv->owners);
     st_resp_store_unref(srv->resp_store);   /* responses still running hold their own */
     pthread_mutex_destroy(&srv->calls_lock);
     free(srv);

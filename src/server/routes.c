@@ -4,9 +4,9 @@
  * answers 405 with an Allow header. GET routes also answer HEAD (libmicro-
  * httpd drops the body). Aliases without /v1 follow llama-server.
  *
- * Auth (when keys are configured): everything but /health and /metrics,
- * which probes and scrapers (e.g. the Gateway API endpoint picker) read
- * without credentials. "work" routes start a generation: a draining
+ * Auth (when keys are configured): everything but /health, which probes
+ * read without credentials; /metrics also takes --metrics-key (a
+ * scraper's own, ../http.c). "work" routes start a generation: a draining
  * server (st_server_drain) refuses them. "anthropic" routes answer in
  * Anthropic's shapes, errors included (st_route_anthropic).
  */
@@ -38,7 +38,7 @@ static const struct st_route routes[] = {
     { "/v1/models/",          "GET",  st_h_model_one,       true,  true,  false, false, false },
     { "/health",              "GET",  st_h_health,          false, false, false, false, false },
     { "/v1/health",           "GET",  st_h_health,          false, false, false, false, false },
-    { "/metrics",             "GET",  st_h_metrics,         false, false, false, false, false },
+    { "/metrics",             "GET",  st_h_metrics,         false, true,  false, false, false },
     { "/api/activity",        "GET",  st_h_activity,        false, true,  false, false, false },
     { "/slots",               "GET",  st_h_slots,           false, true,  false, false, false },
     { "/tokenize",            "POST", st_h_tokenize,        false, true,  true,  false, false },

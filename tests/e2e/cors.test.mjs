@@ -2,8 +2,9 @@
 // "CORS"): OPTIONS preflights answer 204 without the API key and without
 // counting on /metrics; Access-Control-Allow-Origin on normal responses,
 // errors (401, 404, 405), streams; an origin not listed gets none; other
-// unsupported methods keep 405. Two servers: the default (*) with an API
-// key, and one with a list of two origins.
+// unsupported methods keep 405. Two servers: any origin (*) with an API
+// key, and one with a list of two origins. The default (localhost) is in
+// security.test.mjs.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, metricSum, metricsText, chatBody } from './lib/server.mjs';
@@ -19,11 +20,12 @@ const preflight = (srv, path, origin, reqHeaders) => fetch(`${srv.url}${path}`, 
   },
 });
 
-const responses = async (srv) => metricSum(await metricsText(srv), 'strata_http_responses_total');
+const responses = async (srv) => metricSum(await metricsText(srv, { authorization: `Bearer ${KEY}` }),
+  'strata_http_responses_total');
 
-describe('default: any origin (*), with an API key', () => {
+describe('any origin (*), with an API key', () => {
   let srv;
-  before(async () => { srv = await startServer(['--api-key', KEY, '--sim-decode-tps', '1000']); });
+  before(async () => { srv = await startServer(['--cors-origins', '*', '--api-key', KEY, '--sim-decode-tps', '1000']); });
   after(async () => { await srv?.stop(); });
 
   test('preflight: 204 with the CORS headers, no key needed, not counted', async () => {

@@ -68,15 +68,21 @@ hdr=$(curl -sS -D - -o "$tmp/body" "$base/v1/nope")
 grep -qi '^x-request-id: req-' <<<"$hdr" && grep -q '^HTTP/1.1 404' <<<"$hdr" &&
     grep -q '"error":{"message":' "$tmp/body"
 check "404 with x-request-id" $? "$hdr $(cat "$tmp/body")"
-code=$(curl -sS -o "$tmp/body" -w '%{http_code}' "$base/v1/chat/completions" -d '{"messages":[]}')
+code=$(curl -sS -o "$tmp/body" -w '%{http_code}' "$base/v1/chat/completions" \
+       -H 'Content-Type: application/json' -d '{"messages":[]}')
 [ "$code" = 400 ] && grep -q '"param":"messages"' "$tmp/body"
 check "400 names the param" $? "$code $(cat "$tmp/body")"
+# curl -d alone sends a form's Content-Type: not JSON, 415 (docs/SECURITY.md)
+code=$(curl -sS -o "$tmp/body" -w '%{http_code}' "$base/v1/chat/completions" -d '{"messages":[]}')
+[ "$code" = 415 ] && grep -q '"code":"unsupported_media_type"' "$tmp/body"
+check "415 without Content-Type: application/json" $? "$code $(cat "$tmp/body")"
 
-# 4. a browser's CORS preflight: 204, no key needed, the origin allowed (default *)
+# 4. a browser's CORS preflight: 204, no key needed, a localhost origin allowed (the default)
 hdr=$(curl -sS -D - -o /dev/null -X OPTIONS "$base/v1/chat/completions" \
       -H 'Origin: http://localhost:5173' -H 'Access-Control-Request-Method: POST' \
       -H 'Access-Control-Request-Headers: authorization, content-type')
-grep -q '^HTTP/1.1 204' <<<"$hdr" && grep -qi '^access-control-allow-origin: \*' <<<"$hdr" &&
+grep -q '^HTTP/1.1 204' <<<"$hdr" &&
+    grep -qi '^access-control-allow-origin: http://localhost:5173' <<<"$hdr" &&
     grep -qi '^access-control-allow-headers: authorization, content-type' <<<"$hdr"
 check "CORS preflight" $? "$hdr"
 

@@ -167,13 +167,14 @@ describe('401 with API keys', () => {
     assert.equal(m.status, 401);
   });
 
-  test('either key works; /health and /metrics need none', async () => {
+  test('either key works; /health needs none, /metrics a key (docs/SECURITY.md)', async () => {
     for (const k of ['sekrit-1', 'other-2']) {
       const r = await postJSON(srv, '/v1/chat/completions', chatBody({ max_tokens: 1 }), { authorization: `Bearer ${k}` });
       assert.equal(r.status, 200);
     }
     assert.equal((await getJSON(srv, '/health')).status, 200);
-    assert.equal((await fetch(`${srv.url}/metrics`)).status, 200);
+    assert.equal((await fetch(`${srv.url}/metrics`)).status, 401);
+    assert.equal((await fetch(`${srv.url}/metrics`, { headers: { authorization: 'Bearer other-2' } })).status, 200);
   });
 });
 

@@ -155,7 +155,8 @@ describe('the sim writes thinking, text and a tool call', () => {
       return true;
     });
     // bad JSON, and count_tokens' errors, in the same shape
-    const res = await fetch(`${srv.url}/v1/messages`, { method: 'POST', body: '{nope' });
+    const res = await fetch(`${srv.url}/v1/messages`, { method: 'POST',
+      headers: { 'content-type': 'application/json' }, body: '{nope' });
     assert.equal(res.status, 400);
     const j = await res.json();
     assert.equal(j.type, 'error');

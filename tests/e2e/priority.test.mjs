@@ -47,6 +47,7 @@ describe('API key defaults and caps (config file)', () => {
       '  - name: batchy',
       '    key: kb',
       '    default_priority: -80',
+      '    admin: true', // reads every key's requests on /api/activity
       '  - name: capped',
       '    key: kc',
       '    max_priority: 10',

@@ -141,7 +141,7 @@ describe('SDK error classes', () => {
     try {
       const first = await hog();           // holds the only slot
       const second = hog().catch(() => {}); // waits in the only queue place
-      await until(async () => /llamaswap_scheduler_queue_depth\{band="normal"\} 1/.test(await (await fetch(`${srv.url}/metrics`)).text()), 5000, 'queued');
+      await until(async () => /llamaswap_scheduler_queue_depth\{band="normal"\} 1/.test(await (await fetch(`${srv.url}/metrics`, { headers: { authorization: 'Bearer k1' } })).text()), 5000, 'queued');
       await assert.rejects(client.chat.completions.create({ model: 'default', messages, max_tokens: 1 }), (e) => {
         assert.ok(e instanceof RateLimitError);
         assert.equal(e.status, 429);

@@ -1,7 +1,7 @@
 /* fuzz_oai_request.c -- libFuzzer on what a client controls in a request:
  * the JSON bodies (chat, completions, tokenize, detokenize, apply-template),
- * the X-LlamaSwap-Priority header, the Authorization header and the
- * X-Request-Id header.
+ * the X-LlamaSwap-Priority header, the Authorization header, the
+ * X-Request-Id header, and the Host, Content-Type and Origin checks.
  *
  * Input layout: byte 0 picks the target (mod 7), the rest is the text.
  * Besides "no crash, no leak, no UB" it checks the parser's contract: a
@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "fuzz_json.h"
 #include "server/llama/llama.h"
@@ -82,8 +83,8 @@ static void fuzz_headers(const char *s, size_t len)
         return;
     memcpy(z, s, len);
     z[len] = '\0';
-    struct st_api_key keys[2] = { { "a", "k1", false, 0, false, 0 },
-                                  { "b", "", false, 0, false, 0 } };
+    struct st_api_key keys[2] = { { "a", "k1", false, 0, false, 0, false },
+                                  { "b", "", false, 0, false, 0, false } };
     const struct st_api_key *k = st_auth_find(keys, 2, z);
     if (k && strlen(z) < 8)
         abort();   /* "Bearer " plus a key is at least 8 bytes */
@@ -91,6 +92,27 @@ static void fuzz_headers(const char *s, size_t len)
     st_request_id_pick(z, id, sizeof(id));
     if (!st_request_id_sane(id))
         abort();
+    /* the browser checks (guard.c, cors.c): Host, Content-Type, Origin */
+    struct st_hosts h;
+    struct st_err err = { 0 };
+    if (st_hosts_init(&h, "a.example,b.example", "127.0.0.1", &err) == ST_OK) {
+        (void)st_hosts_allow(&h, z);
+        st_hosts_fini(&h);
+    }
+    if (st_hosts_init(&h, z, "::1", &err) == ST_OK) {
+        (void)st_hosts_allow(&h, "a.example:80");
+        st_hosts_fini(&h);
+    }
+    if (st_content_type_json(z) && strncasecmp(z + strspn(z, " \t"), "application/json", 16) != 0)
+        abort();
+    struct st_cors c;
+    bool vary = false;
+    if (st_cors_init(&c, "localhost,https://a.example", &err) == ST_OK) {
+        const char *o = st_cors_allow(&c, z, &vary);
+        if (o && o != z)
+            abort();   /* a listed origin is echoed, never another string */
+        st_cors_fini(&c);
+    }
     free(z);
 }
 

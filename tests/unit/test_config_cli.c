@@ -84,7 +84,8 @@ START_TEST(test_config_cli_every_flag)
     const char *argv[] = {
         "-m", "/m/qwen.gguf", "--alias", "q", "--config", "c.yaml", "--host", "0.0.0.0",
         "--port", "9000", "--api-key", "k1", "--body-limit", "64k", "--max-queue", "7",
-        "--http-threads", "3", "--cors-origins", "https://a.example", "--sse-keepalive", "30",
+        "--http-threads", "3", "--cors-origin", "https://a.example",
+        "--allowed-hosts", "strata.example", "--metrics-key", "mk", "--sse-keepalive", "30",
         "--responses-store-mb", "0", "--shutdown-timeout", "20",
         "--priority-order", "low-first", "--backend", "sim",
         "--gpus", "0,1,2", "-np", "6", "--batch", "-c", "2048", "--ubatch", "128", "-t", "5",
@@ -112,6 +113,8 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.max_queue, 7);
     ck_assert_int_eq(c.http_threads, 3);
     ck_assert_str_eq(c.cors_origins, "https://a.example");
+    ck_assert_str_eq(c.allowed_hosts, "strata.example");
+    ck_assert_str_eq(c.metrics_key, "mk");
     ck_assert_int_eq(c.sse_keepalive_s, 30);
     ck_assert_int_eq(c.responses_store_mb, 0);
     ck_assert_int_eq(c.shutdown_timeout_s, 20);
@@ -471,7 +474,7 @@ START_TEST(test_config_cli_help_texts)
     ck_assert_ptr_nonnull(strstr(b.data, "default: model; config: rope_scaling\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: model; config: rope_scale\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: model; config: yarn_orig_ctx\n"));
-    ck_assert_ptr_nonnull(strstr(b.data, "default: *; config: cors_origins\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: localhost; config: cors_origins\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 15; config: sse_keepalive\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 64; config: responses_store_mb\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 60; config: routing.scheduler.settings.serial.agingDivisor"));

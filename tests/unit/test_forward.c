@@ -11,7 +11,10 @@
 #include <string.h>
 
 #include "forward_ref.h"
+#include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "strata/default_model.h"
 #include "strata/forward.h"
@@ -301,6 +304,69 @@ START_TEST(test_forward_default_model_made_once)
 }
 END_TEST
 
+/* A damaged cache (truncated, or other bytes of the same size) is made
+ * again; starts racing on an empty cache all get the file (issue 26). */
+START_TEST(test_forward_default_model_repaired)
+{
+    char cache[320], path[512];
+    snprintf(cache, sizeof(cache), "%s/cache-repair", dir);
+    setenv("XDG_CACHE_HOME", cache, 1);
+    struct st_err err = { 0 };
+    /* four processes at once on an empty cache */
+    pid_t kids[4];
+    for (int i = 0; i < 4; i++) {
+        kids[i] = fork();
+        ck_assert_int_ge(kids[i], 0);
+        if (kids[i] == 0) {
+            char p[512];
+            struct st_err e = { 0 };
+            _exit(st_default_model_path(p, sizeof(p), &e) == ST_OK ? 0 : 1);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        int status = 0;
+        ck_assert_int_eq(waitpid(kids[i], &status, 0), kids[i]);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "start %d failed", i);
+    }
+    ck_assert_msg(st_default_model_path(path, sizeof(path), &err) == ST_OK, "%s", err.msg);
+    struct stat good;
+    ck_assert_int_eq(stat(path, &good), 0);
+    /* truncated */
+    ck_assert_int_eq(truncate(path, good.st_size / 2), 0);
+    ck_assert_msg(st_default_model_path(path, sizeof(path), &err) == ST_OK, "%s", err.msg);
+    struct stat now;
+    ck_assert_int_eq(stat(path, &now), 0);
+    ck_assert_int_eq(now.st_size, good.st_size);
+    /* same size, one byte changed */
+    FILE *f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, good.st_size / 3, SEEK_SET);
+    int ch = fgetc(f);
+    fseek(f, good.st_size / 3, SEEK_SET);
+    fputc(ch ^ 0x5a, f);
+    fclose(f);
+    ck_assert_msg(st_default_model_path(path, sizeof(path), &err) == ST_OK, "%s", err.msg);
+    struct st_model *m = load(path, 1, 0, 1);
+    ck_assert_str_eq(st_model_hparams(m)->arch_name, "qwen3moe");
+    st_model_free(m);
+    /* no temporary file is left behind */
+    char dir_path[400];
+    snprintf(dir_path, sizeof(dir_path), "%s/strata", cache);
+    DIR *d = opendir(dir_path);
+    ck_assert_ptr_nonnull(d);
+    int n_files = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n_files += e->d_name[0] != '.';
+    closedir(d);
+    ck_assert_int_eq(n_files, 1);
+    /* an unwritable cache names the file */
+    snprintf(cache, sizeof(cache), "/proc/strata-no-cache");
+    setenv("XDG_CACHE_HOME", cache, 1);
+    ck_assert_int_ne(st_default_model_path(path, sizeof(path), &err), ST_OK);
+    ck_assert_msg(strstr(err.msg, "/proc/strata-no-cache") != NULL, "%s", err.msg);
+}
+END_TEST
+
 static Suite *forward_suite(void)
 {
     Suite *s = suite_create("forward");
@@ -315,6 +381,7 @@ static Suite *forward_suite(void)
     tcase_add_test(tc, test_forward_open_reports_missing_file);
     tcase_add_test(tc, test_forward_load_sizes);
     tcase_add_test(tc, test_forward_default_model_made_once);
+    tcase_add_test(tc, test_forward_default_model_repaired);
     suite_add_tcase(s, tc);
     return s;
 }

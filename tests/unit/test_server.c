@@ -675,8 +675,8 @@ END_TEST
 
 START_TEST(test_server_auth_bearer)
 {
-    struct st_api_key keys[2] = { { "a", "key-one", false, 0, false, 0 },
-                                  { "b", "key-two", true, -5, false, 0 } };
+    struct st_api_key keys[2] = { { "a", "key-one", false, 0, false, 0, false },
+                                  { "b", "key-two", true, -5, false, 0, false } };
     ck_assert_ptr_eq(st_auth_find(keys, 2, "Bearer key-one"), &keys[0]);
     ck_assert_ptr_eq(st_auth_find(keys, 2, "bearer  key-two "), &keys[1]);
     ck_assert_ptr_null(st_auth_find(keys, 2, NULL));
@@ -745,7 +745,7 @@ START_TEST(test_server_routes)
     r = st_route_find("/health", "GET", &known, allow, sizeof(allow));
     ck_assert(!r->auth);
     r = st_route_find("/metrics", "GET", &known, allow, sizeof(allow));
-    ck_assert(!r->auth);
+    ck_assert(r->auth);   /* with keys set; --metrics-key too (issue 26) */
 }
 END_TEST
 
@@ -1051,6 +1051,112 @@ END_TEST
 
 /* ---- CORS, SSE keep-alive, cache_prompt -------------------------------- */
 
+/* The default: pages of this machine only (issue 26). */
+START_TEST(test_server_cors_localhost)
+{
+    struct st_cors c;
+    struct st_err err = {0};
+    bool vary = false;
+    struct st_server_config cfg;
+    st_server_config_defaults(&cfg);
+    ck_assert_str_eq(cfg.cors_origins, "localhost");
+    ck_assert_int_eq(st_cors_init(&c, cfg.cors_origins, &err), ST_OK);
+    const char *ok[] = { "http://localhost:5173", "http://127.0.0.1", "https://[::1]:8443",
+                         "HTTP://LOCALHOST:3000" };
+    for (size_t i = 0; i < ST_ARRAY_LEN(ok); i++) {
+        ck_assert_msg(st_cors_allow(&c, ok[i], &vary) == ok[i], "refused %s", ok[i]);
+        ck_assert(vary);
+    }
+    const char *no[] = { "http://localhost.evil.example", "http://evil.example",
+                         "http://127.0.0.1.nip.io", "http://localhost:", "http://localhost:80x",
+                         "file://localhost", "null" };
+    for (size_t i = 0; i < ST_ARRAY_LEN(no); i++)
+        ck_assert_msg(st_cors_allow(&c, no[i], &vary) == NULL, "allowed %s", no[i]);
+    st_cors_fini(&c);
+    /* mixed with listed origins */
+    ck_assert_int_eq(st_cors_init(&c, "https://app.example,localhost", &err), ST_OK);
+    ck_assert_ptr_nonnull(st_cors_allow(&c, "https://app.example", &vary));
+    ck_assert_ptr_nonnull(st_cors_allow(&c, "http://localhost:1", &vary));
+    ck_assert_ptr_null(st_cors_allow(&c, "https://b.example", &vary));
+    st_cors_fini(&c);
+}
+END_TEST
+
+/* Host header checks against DNS rebinding, Content-Type of POST bodies. */
+START_TEST(test_server_guard_hosts_and_content_type)
+{
+    struct st_hosts h;
+    struct st_err err = {0};
+    ck_assert_int_eq(st_hosts_init(&h, NULL, "127.0.0.1", &err), ST_OK);
+    const char *ok[] = { "localhost", "localhost:8080", "LOCALHOST.:8080", "127.0.0.1:1",
+                         "[::1]:8080", "[::1]", "10.1.2.3", "[fe80::1]:80", NULL, "" };
+    for (size_t i = 0; i < ST_ARRAY_LEN(ok); i++)
+        ck_assert_msg(st_hosts_allow(&h, ok[i]), "refused %s", ok[i] ? ok[i] : "(none)");
+    const char *no[] = { "evil.example", "evil.example:8080", "localhost.evil.example",
+                         "127.0.0.1.nip.io", "[::1", "[evil]:80", "1.2.3.4.5" };
+    for (size_t i = 0; i < ST_ARRAY_LEN(no); i++)
+        ck_assert_msg(!st_hosts_allow(&h, no[i]), "allowed %s", no[i]);
+    st_hosts_fini(&h);
+    /* the bound name and listed names; a wildcard bind adds none */
+    ck_assert_int_eq(st_hosts_init(&h, " a.example , B.Example", "gpu-box.lan", &err), ST_OK);
+    ck_assert(st_hosts_allow(&h, "a.example:80"));
+    ck_assert(st_hosts_allow(&h, "b.example"));
+    ck_assert(st_hosts_allow(&h, "GPU-BOX.LAN:8080"));
+    ck_assert(!st_hosts_allow(&h, "c.example"));
+    st_hosts_fini(&h);
+    ck_assert_int_eq(st_hosts_init(&h, NULL, "0.0.0.0", &err), ST_OK);
+    ck_assert(!st_hosts_allow(&h, "0.0.0.0.evil.example"));
+    ck_assert(st_hosts_allow(&h, "192.168.1.5:8080"));
+    st_hosts_fini(&h);
+    ck_assert_int_eq(st_hosts_init(&h, "*", "127.0.0.1", &err), ST_OK);
+    ck_assert(st_hosts_allow(&h, "anything.example"));
+    st_hosts_fini(&h);
+    ck_assert_int_eq(st_hosts_init(&h, "a.example,b c", "127.0.0.1", &err), ST_ERR_BAD_CONFIG);
+    ck_assert_int_eq(st_hosts_init(&h, "a.example:80", "127.0.0.1", &err), ST_OK);
+    st_hosts_fini(&h);
+
+    ck_assert(st_content_type_json("application/json"));
+    ck_assert(st_content_type_json("Application/JSON; charset=utf-8"));
+    ck_assert(st_content_type_json("application/json;charset=UTF-8"));
+    ck_assert(!st_content_type_json(NULL));
+    ck_assert(!st_content_type_json(""));
+    ck_assert(!st_content_type_json("text/plain"));
+    ck_assert(!st_content_type_json("text/plain;charset=UTF-8"));
+    ck_assert(!st_content_type_json("application/x-www-form-urlencoded"));
+    ck_assert(!st_content_type_json("application/jsonp"));
+    ck_assert(!st_content_type_json("multipart/form-data; boundary=x"));
+}
+END_TEST
+
+/* Who made which request: the newest remembered, an id two keys used
+ * belongs to neither. */
+START_TEST(test_server_owners)
+{
+    struct st_owners *o = st_owners_new();
+    ck_assert_ptr_nonnull(o);
+    ck_assert_uint_eq(st_owners_find(o, "r1"), 0);
+    st_owners_add(o, "r1", 1);
+    st_owners_add(o, "r2", 2);
+    st_owners_add(o, "r2", 2);
+    ck_assert_uint_eq(st_owners_find(o, "r1"), 1);
+    ck_assert_uint_eq(st_owners_find(o, "r2"), 2);
+    st_owners_add(o, "r1", 2);
+    ck_assert_uint_eq(st_owners_find(o, "r1"), ST_OWNER_AMBIGUOUS);
+    ck_assert_uint_eq(st_owners_find(o, NULL), 0);
+    ck_assert_uint_eq(st_owners_find(o, ""), 0);
+    /* the oldest are forgotten as new ones come */
+    char id[32];
+    for (int i = 0; i < 20000; i++) {
+        snprintf(id, sizeof(id), "n%d", i);
+        st_owners_add(o, id, 3);
+    }
+    ck_assert_uint_eq(st_owners_find(o, "r1"), 0);
+    ck_assert_uint_eq(st_owners_find(o, "n19999"), 3);
+    ck_assert_uint_eq(st_owners_find(o, "n0"), 0);
+    st_owners_free(o);
+}
+END_TEST
+
 START_TEST(test_server_cors_origins)
 {
     struct st_cors c;
@@ -1211,6 +1317,9 @@ static Suite *server_suite(void)
     tcase_add_test(err, test_server_request_ids);
     tcase_add_test(err, test_server_routes);
     tcase_add_test(err, test_server_cors_origins);
+    tcase_add_test(err, test_server_cors_localhost);
+    tcase_add_test(err, test_server_owners);
+    tcase_add_test(err, test_server_guard_hosts_and_content_type);
     tcase_add_test(err, test_server_sse_keepalive_due);
     tcase_add_test(err, test_server_parse_cache_prompt);
     suite_add_tcase(s, err);

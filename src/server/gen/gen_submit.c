@@ -144,9 +144,13 @@ static enum st_status render_prompt(struct st_call *c, const struct st_oai_reque
         rc = st_engine_pool_detokenize(pool, model, oq->prompts[p].tokens,
                                        oq->prompts[p].n_tokens, text, &err);
     }
-    if (rc != ST_OK)
+    if (rc == ST_ERR_LOADING) {   /* the template needs the model: its load failed */
+        st_api_error_set(e, rc, NULL, NULL, "%s", err.msg[0] ? err.msg : st_status_msg(rc));
+        st_gen_load_failed(c, model, e);
+    } else if (rc != ST_OK) {
         st_api_error_set(e, rc, oq->kind == ST_OAI_CHAT ? "messages" : "prompt", NULL, "%s",
                          err.msg[0] ? err.msg : st_status_msg(rc));
+    }
     return rc;
 }
 

@@ -7,7 +7,9 @@
  * byte of both strings so timing does not reveal a key's prefix.
  *
  * The matched key also owns the stored responses its calls make
- * (st_auth_owner).
+ * (st_auth_owner), and sees only its own requests on /api/activity and
+ * /slots unless it is an admin key (st_auth_sees). /metrics takes any key
+ * or the separate --metrics-key (../http.c).
  *
  * Request ids: a client's X-Request-Id is echoed when it is short and made
  * of safe characters (it lands in logs, headers and JSON); otherwise a
@@ -73,6 +75,13 @@ const struct st_api_key *st_auth_find_plain(const struct st_api_key *keys, size_
 uint64_t st_auth_owner(const struct st_call *c)
 {
     return c->key ? (uint64_t)(c->key - c->srv->keys) + 1 : 0;
+}
+
+bool st_auth_sees(const struct st_call *c, uint64_t owner)
+{
+    if (c->srv->cfg.n_keys == 0 || (c->key && c->key->admin))
+        return true;
+    return owner != 0 && owner != ST_OWNER_AMBIGUOUS && owner == st_auth_owner(c);
 }
 
 bool st_request_id_sane(const char *v)

@@ -1,11 +1,15 @@
 /* cors.c -- which browser origins may call the API (CORS), as pure
  * functions over the --cors-origins setting; reply.c adds the headers.
  *
- * The setting is "*" (any origin: the default, as llama-server and vLLM),
- * "none" (no CORS headers at all: browsers then refuse cross-origin
- * calls), or a comma-separated list of origins ("https://a.example,
- * http://localhost:5173"), compared with the request's Origin header
- * case-insensitively (scheme and host are; browsers send them lowercase).
+ * The setting is "localhost" (the default: pages served from this machine,
+ * http or https on localhost, 127.0.0.1 or [::1], any port), "*" (any
+ * origin, as llama-server and vLLM), "none" (no CORS headers at all:
+ * browsers then refuse cross-origin calls), or a comma-separated list of
+ * origins ("https://a.example,http://localhost:5173", "localhost" among
+ * them standing for the loopback origins), compared with the request's
+ * Origin header case-insensitively (scheme and host are; browsers send
+ * them lowercase). No mode sends Access-Control-Allow-Credentials: the
+ * API is keyed by headers, never by cookies (docs/SECURITY.md).
  *
  *   mode  Origin present   Access-Control-Allow-Origin        Vary
  *   any   yes              *                                   -
@@ -76,8 +80,8 @@ enum st_status st_cors_init(struct st_cors *c, const char *spec, struct st_err *
     if (!normalise(spec, list)) {
         free(list);
         return st_err_set(err, ST_ERR_BAD_CONFIG,
-                          "--cors-origins: expected *, none, or comma-separated origins such "
-                          "as https://app.example (no blanks inside one, * alone)");
+                          "--cors-origins: expected localhost, *, none, or comma-separated "
+                          "origins such as https://app.example (no blanks inside one, * alone)");
     }
     if (strcmp(list, "*") == 0) {
         free(list);
@@ -95,12 +99,39 @@ void st_cors_fini(struct st_cors *c)
     memset(c, 0, sizeof(*c));
 }
 
+/* http(s)://localhost, 127.0.0.1 or [::1], with an optional port. */
+static bool loopback_origin(const char *origin)
+{
+    const char *p = origin;
+    if (strncasecmp(p, "http://", 7) == 0)
+        p += 7;
+    else if (strncasecmp(p, "https://", 8) == 0)
+        p += 8;
+    else
+        return false;
+    static const char *const names[] = { "localhost", "127.0.0.1", "[::1]" };
+    for (size_t i = 0; i < ST_ARRAY_LEN(names); i++) {
+        size_t n = strlen(names[i]);
+        if (strncasecmp(p, names[i], n) != 0)
+            continue;
+        const char *port = p + n;
+        if (*port == '\0')
+            return true;
+        if (*port++ != ':' || *port == '\0')
+            return false;
+        return strspn(port, "0123456789") == strlen(port) && strlen(port) <= 5;
+    }
+    return false;
+}
+
 static bool listed(const char *list, const char *origin)
 {
     size_t n = strlen(origin);
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, ",");
         if (len == n && strncasecmp(p, origin, n) == 0)
+            return true;
+        if (len == 9 && strncasecmp(p, "localhost", 9) == 0 && loopback_origin(origin))
             return true;
         p += len;
         if (*p == ',')

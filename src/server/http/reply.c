@@ -81,6 +81,14 @@ enum st_route_result st_reply_json_built(struct st_call *c, enum st_status rc,
 
 enum st_route_result st_reply_error(struct st_call *c, const struct st_api_error *e)
 {
+    struct st_api_error loading;
+    if (e->status == ST_ERR_LOADING && !e->code[0]) {
+        /* a path that did not say why: docs/API.md promises a code and a retry */
+        loading = *e;
+        snprintf(loading.code, sizeof(loading.code), "model_load_failed");
+        loading.retry_after_s = ST_MAX(1, loading.retry_after_s);
+        e = &loading;
+    }
     struct st_buf body;
     st_buf_init(&body);
     enum st_status rc = st_route_anthropic(c->route) ? st_anthropic_error_json(&body, e)

@@ -131,8 +131,9 @@ export function metricSum(text, name, labels = {}) {
   return sum;
 }
 
-export async function metricsText(srv) {
-  const r = await fetch(`${srv.url}/metrics`);
+// headers: e.g. the API key, which /metrics needs when keys are set.
+export async function metricsText(srv, headers = {}) {
+  const r = await fetch(`${srv.url}/metrics`, { headers });
   return r.text();
 }
 
