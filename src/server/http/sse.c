@@ -18,12 +18,12 @@ enum st_status st_sse_data(struct st_buf *out, const char *json, size_t len)
 {
     if (memchr(json, '\n', len) || memchr(json, '\r', len))
         return ST_ERR_INVALID;
-    enum st_status rc = st_buf_append(out, ST_LIT("data: "));
-    if (rc == ST_OK)
-        rc = st_buf_append(out, json, len);
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("\n\n"));
-    return rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    st_out_text(&o, "data: ");
+    st_out_raw(&o, json, len);
+    st_out_text(&o, "\n\n");
+    return st_out_finish(&o);
 }
 
 enum st_status st_sse_done(struct st_buf *out)
@@ -35,10 +35,10 @@ enum st_status st_sse_comment(struct st_buf *out, const char *text)
 {
     if (strchr(text, '\n') || strchr(text, '\r'))
         return ST_ERR_INVALID;
-    enum st_status rc = st_buf_append(out, ST_LIT(": "));
-    if (rc == ST_OK)
-        rc = st_buf_append(out, text, strlen(text));
-    if (rc == ST_OK)
-        rc = st_buf_append(out, ST_LIT("\n\n"));
-    return rc;
+    struct st_out o;
+    st_out_init(&o, out);
+    st_out_text(&o, ": ");
+    st_out_text(&o, text);
+    st_out_text(&o, "\n\n");
+    return st_out_finish(&o);
 }

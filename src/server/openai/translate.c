@@ -175,28 +175,24 @@ enum st_status st_tr_each_call(const char *calls, size_t len, st_tr_call_fn fn, 
     return rc;
 }
 
-enum st_status st_tr_json_member(struct st_buf *o, const char *key, const char *s, size_t len)
-{
-    enum st_status rc = st_buf_printf(o, ",\"%s\":", key);
-    return rc == ST_OK ? st_json_str(o, s, len) : rc;
-}
-
 enum st_status st_tr_sse_event(struct st_buf *out, const char *type, int64_t seq,
                                const struct st_buf *body)
 {
     struct st_buf j;
     st_buf_init(&j);
-    enum st_status rc = st_buf_printf(&j, "{\"type\":\"%s\"", type);
-    if (rc == ST_OK && seq >= 0)
-        rc = st_buf_printf(&j, ",\"sequence_number\":%lld", (long long)seq);
-    if (rc == ST_OK && body && body->len)
-        rc = st_buf_append(&j, body->data, body->len);
-    if (rc == ST_OK)
-        rc = st_buf_append(&j, ST_LIT("}"));
-    if (rc == ST_OK)
-        rc = st_buf_printf(out, "event: %s\n", type);
-    if (rc == ST_OK)
-        rc = st_sse_data(out, j.data, j.len);
+    struct st_out o;
+    st_out_init(&o, &j);
+    st_out_text(&o, "{");
+    st_out_kv_str(&o, "type", type);
+    if (seq >= 0)
+        st_out_kv_i64(&o, "sequence_number", seq);
+    if (body && body->len)
+        st_out_raw(&o, body->data, body->len);
+    st_out_text(&o, "}");
+    st_out_to(&o, out);
+    st_out_printf(&o, "event: %s\n", type);
+    if (st_out_ok(&o))
+        st_out_check(&o, st_sse_data(out, j.data, j.len));
     st_buf_fini(&j);
-    return rc;
+    return st_out_finish(&o);
 }

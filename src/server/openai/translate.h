@@ -67,8 +67,6 @@ enum st_status st_tr_parse(const char *body, size_t len, const struct st_tr_api 
 typedef enum st_status (*st_tr_call_fn)(void *ctx, const char *id, const char *name,
                                         const char *args);
 enum st_status st_tr_each_call(const char *calls, size_t len, st_tr_call_fn fn, void *ctx);
-/* ,"key":<s, len bytes, as a JSON string> onto o (key: plain ASCII). */
-enum st_status st_tr_json_member(struct st_buf *o, const char *key, const char *s, size_t len);
 /* One SSE event onto out: "event: <type>\ndata: {"type":"<type>"
  * [,"sequence_number":seq]<body>}\n\n" (seq < 0: none; body's members each
  * led by a comma; NULL: none). */

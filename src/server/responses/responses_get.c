@@ -211,10 +211,12 @@ enum st_route_result st_h_response_delete(struct st_call *c)
         return not_found(c, id);
     struct st_buf b;
     st_buf_init(&b);
-    enum st_status rc = st_buf_append(&b, ST_LIT("{\"id\":"));
-    if (rc == ST_OK)
-        rc = st_json_cstr(&b, id);
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, ST_LIT(",\"object\":\"response\",\"deleted\":true}"));
-    return st_reply_json_built(c, rc, &b);
+    struct st_out o;
+    st_out_init(&o, &b);
+    st_out_text(&o, "{");
+    st_out_kv_str(&o, "id", id);
+    st_out_kv_str(&o, "object", "response");
+    st_out_kv_bool(&o, "deleted", true);
+    st_out_text(&o, "}");
+    return st_reply_json_built(c, st_out_finish(&o), &b);
 }
