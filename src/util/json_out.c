@@ -76,7 +76,7 @@ enum st_status st_json_str(struct st_buf *b, const char *s, size_t n)
             rc = st_buf_json_chars(b, s + i, j - i);
             i = j;
         } else if (i + 1 < n && p[i] == 0xC0 && p[i + 1] == 0x80) {
-            rc = st_buf_append(b, ST_LIT("\\u0000"));   /* U+0000 (strata/mutf8.h) */
+            rc = st_buf_append(b, LIT("\\u0000"));   /* U+0000 (strata/mutf8.h) */
             i += 2;
         } else {
             rc = st_buf_append(b, LIT("\xEF\xBF\xBD"));

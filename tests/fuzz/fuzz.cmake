@@ -13,6 +13,8 @@ if(STRATA_FUZZ)
                    ${PROJECT_SOURCE_DIR}/src/model/gguf_get.c
                    ${PROJECT_SOURCE_DIR}/src/model/ggml_types.c
                    ${PROJECT_SOURCE_DIR}/src/model/model_desc.c
+                   ${PROJECT_SOURCE_DIR}/src/model/model_desc_hybrid.c
+                   ${PROJECT_SOURCE_DIR}/src/model/desc_keys.c
                    ${PROJECT_SOURCE_DIR}/src/backend/base/quant_ref.c
                    ${PROJECT_SOURCE_DIR}/src/backend/base/quant_tables.c)
     target_include_directories(fuzz_gguf PRIVATE ${PROJECT_SOURCE_DIR}/src/model)
