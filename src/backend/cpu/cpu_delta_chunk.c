@@ -58,7 +58,7 @@ void cpu_delta_chunk(const struct delta_job *j, int64_t r0, int64_t len, int64_t
     const int64_t ch = CPU_DELTA_CHUNK, d = j->d, c3 = (2 * j->hk + j->hv) * d;
     /* rows t of the chunk: q, k (normalised), the right-hand sides u, o;
      * transposed (d rows of ch): the d_t (dt, zero where not yet known) and
-     * k; log G_t, b_t; a row of dots, a row of weights, and d more */
+     * k; log G_t, b_t; two rows of ch (dots, weights), and d (y) */
     float *q = scratch, *k = q + ch * d, *u = k + ch * d, *o = u + ch * d;
     float *dt = o + ch * d, *kt = dt + ch * d, *lg = kt + ch * d, *b = lg + ch;
     float *dr = b + ch, *wr = dr + ch, *y = wr + ch;
@@ -72,9 +72,9 @@ void cpu_delta_chunk(const struct delta_job *j, int64_t r0, int64_t len, int64_t
     /* u_t = b_t (v_t - G_t M0 k_t), o_t = G_t M0 q_t: one pass over M0 */
     for (int64_t row = 0; row < d; row++) {
         dots(j, d, m + row * d, k, d, len, dr);
-        dots(j, d, m + row * d, q, d, len, y);
+        dots(j, d, m + row * d, q, d, len, wr);
         for (int64_t t = 0; t < len; t++)
-            u[t * d + row] = dr[t], o[t * d + row] = y[t];
+            u[t * d + row] = dr[t], o[t * d + row] = wr[t];
     }
     for (int64_t t = 0; t < len; t++) {
         const float *v = j->qkv + (r0 + t) * c3 + 2 * j->hk * d + h * d;

@@ -11,6 +11,7 @@
  * (cpu_delta_chunk.c).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -129,8 +130,9 @@ static void delta_heads(void *ctx, int64_t h0, int64_t h1)
     const struct delta_job *j = ctx;
     int64_t d = j->d;
     float q[1024], k[1024];   /* head_dim <= 1024, checked by the caller */
-    /* each thread's range starts at a different head: its scratch */
-    float *scratch = j->scratch ? j->scratch + (size_t)h0 * cpu_delta_chunk_floats(d) : NULL;
+    /* the chunked form's scratch, this thread's own; without it (out of
+     * memory) the recurrence gives the same result, slower */
+    float *scratch = j->chunked ? malloc(cpu_delta_chunk_floats(d) * sizeof(float)) : NULL;
     for (int64_t r = 0; r < j->n;) {
         int64_t len = run_length(j, r);
         float *slot_state = j->state + (int64_t)j->slot[r] * j->hv * d * d;
@@ -149,6 +151,7 @@ static void delta_heads(void *ctx, int64_t h0, int64_t h1)
         }
         r += len;
     }
+    free(scratch);
 }
 
 /* True when some slot has a run long enough for the chunked form. */
@@ -177,12 +180,9 @@ enum st_status cpu_op_delta_net(struct st_backend *be, ST_T out, ST_T qkv, ST_T 
         return rc;
     struct delta_job j = { out->data, state->data, qkv->data, alpha->data, beta->data,
                            dt_bias->data, a->data, slot->data, pos->data, qkv->ne[1],
-                           p->n_k_heads, p->n_v_heads, p->head_dim, p->eps, NULL,
+                           p->n_k_heads, p->n_v_heads, p->head_dim, p->eps, false,
                            p->head_dim % 8 == 0 ? cb->kern->dot[ST_DTYPE_F32] : NULL };
-    /* Scratch for every head (a thread uses its first head's); without it
-     * (out of memory) the recurrence gives the same result, slower. */
-    if (has_long_run(&j))
-        j.scratch = cpu_scratch(cb, (size_t)j.hv * cpu_delta_chunk_floats(j.d) * sizeof(float));
+    j.chunked = has_long_run(&j);
     cpu_parallel_rows(cb, j.hv, j.n * j.d * j.d * 4, delta_heads, &j);
     return ST_OK;
 }

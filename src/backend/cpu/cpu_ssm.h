@@ -6,6 +6,7 @@
 #define STRATA_BACKEND_CPU_SSM_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,7 +19,7 @@ struct delta_job {
     const int32_t *slot, *pos;
     int64_t n, hk, hv, d;
     float eps;
-    float *scratch;            /* cpu_delta_chunk_floats(d) per v head, or NULL */
+    bool chunked;              /* some run is long enough for the chunked form */
     cpu_dot_fn dot;            /* the kernels' f32 dot (whole eights: D % 8 == 0), or NULL */
 };
 
