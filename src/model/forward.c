@@ -35,8 +35,6 @@
 
 #include "forward_internal.h"
 
-
-
 struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t n)
 {
     struct st_tensor v = st_tensor_slice(t, 1, start, n);

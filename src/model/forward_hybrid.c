@@ -23,7 +23,6 @@
 #include "forward_internal.h"
 #include "strata/backend_ssm.h"
 
-
 /* The slot-major view of layer w's slice of a per-layer state tensor. */
 static struct st_tensor state_of(const struct st_tensor *t, int64_t index, int64_t per_layer)
 {

@@ -8,7 +8,6 @@
 
 #include "forward_internal.h"
 
-
 /* The first w * n floats of an f32 buffer seen as [w, n] (the g and u
  * buffers serve the dense FFN and the shared expert, of different widths). */
 static struct st_tensor width_view(const struct st_tensor *t, int64_t w, int64_t n)
