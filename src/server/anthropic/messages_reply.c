@@ -155,23 +155,10 @@ static enum st_status event(struct st_gen *g, const char *type, const struct st_
     return st_tr_sse_event(&g->out, type, -1, body);
 }
 
-/* Start an event body in b: its members each start with a comma, the
- * first too, so it opens with one and every key after follows st_out's rule. */
-static void body_start(struct st_out *o, struct st_buf *b)
-{
-    st_buf_init(b);
-    st_out_init(o, b);
-    st_out_text(o, ",");
-}
-
 /* Frame the event whose body o holds (when it was written), and free it. */
 static enum st_status body_event(struct st_gen *g, const char *type, struct st_out *o)
 {
-    enum st_status rc = st_out_finish(o);
-    if (rc == ST_OK)
-        rc = event(g, type, o->buf);
-    st_buf_fini(o->buf);
-    return rc;
+    return st_tr_body_event(&g->out, type, -1, o);
 }
 
 static enum st_status ensure_started(struct st_gen *g, const struct st_gen_choice *ch)
@@ -182,7 +169,7 @@ static enum st_status ensure_started(struct st_gen *g, const struct st_gen_choic
     m->started = true;
     struct st_buf b;
     struct st_out o;
-    body_start(&o, &b);
+    st_tr_body_start(&o, &b);
     st_out_key(&o, "message");
     msg_head(&o, g);
     msg_tail(&o, NULL, NULL, ch->n_prompt, ch->n_cached, 0);
@@ -197,7 +184,7 @@ static enum st_status close_block(struct st_gen *g)
     m->open = BLOCK_NONE;
     struct st_buf b;
     struct st_out o;
-    body_start(&o, &b);
+    st_tr_body_start(&o, &b);
     st_out_kv_i64(&o, "index", m->n_blocks - 1);
     return body_event(g, "content_block_stop", &o);
 }
@@ -214,7 +201,7 @@ static enum st_status open_block(struct st_gen *g, enum block_kind k, const char
     m->calls |= k == BLOCK_TOOL;
     struct st_buf b;
     struct st_out o;
-    body_start(&o, &b);
+    st_tr_body_start(&o, &b);
     st_out_kv_i64(&o, "index", m->n_blocks++);
     st_out_key(&o, "content_block");
     block_json(&o, k, k == BLOCK_TOOL ? name : "", k == BLOCK_TOOL ? name_len : 0, id ? id : "",
@@ -239,7 +226,7 @@ static enum st_status block_delta(struct st_gen *g, const char *text, size_t len
         return ST_OK;
     struct st_buf b;
     struct st_out o;
-    body_start(&o, &b);
+    st_tr_body_start(&o, &b);
     st_out_kv_i64(&o, "index", m->n_blocks - 1);
     st_out_kv_raw(&o, "delta", "{");
     st_out_kv_str(&o, "type", type[m->open]);
@@ -321,7 +308,7 @@ static void msg_stream_end(struct st_gen *g, struct st_gen_choice *ch,
     }
     struct st_buf b;
     struct st_out o;
-    body_start(&o, &b);
+    st_tr_body_start(&o, &b);
     st_out_kv_raw(&o, "delta", "{");
     stop_json(&o, st_msg_stop_reason(ch->finish, m->calls, ch->stop_seq), ch->stop_seq);
     st_out_text(&o, "}");

@@ -196,3 +196,20 @@ enum st_status st_tr_sse_event(struct st_buf *out, const char *type, int64_t seq
     st_buf_fini(&j);
     return st_out_finish(&o);
 }
+
+void st_tr_body_start(struct st_out *o, struct st_buf *b)
+{
+    st_buf_init(b);
+    st_out_init(o, b);
+    st_out_text(o, ",");
+}
+
+enum st_status st_tr_body_event(struct st_buf *out, const char *type, int64_t seq,
+                                struct st_out *o)
+{
+    enum st_status rc = st_out_finish(o);
+    if (rc == ST_OK)
+        rc = st_tr_sse_event(out, type, seq, o->buf);
+    st_buf_fini(o->buf);
+    return rc;
+}

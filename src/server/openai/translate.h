@@ -5,6 +5,8 @@
 #ifndef STRATA_SERVER_TRANSLATE_H
 #define STRATA_SERVER_TRANSLATE_H
 
+#include "strata/out.h"
+
 #include "server/openai/oai.h"
 
 /* ---- endpoints translated onto chat: shared pieces (translate.c) ---- */
@@ -72,5 +74,12 @@ enum st_status st_tr_each_call(const char *calls, size_t len, st_tr_call_fn fn, 
  * led by a comma; NULL: none). */
 enum st_status st_tr_sse_event(struct st_buf *out, const char *type, int64_t seq,
                                const struct st_buf *body);
+/* An event body written through o into b: start opens it with its comma
+ * (every member is led by one, the first too, so each key after follows
+ * st_out's rule); event frames it onto out as st_tr_sse_event does (when
+ * it was written) and frees b. */
+void st_tr_body_start(struct st_out *o, struct st_buf *b);
+enum st_status st_tr_body_event(struct st_buf *out, const char *type, int64_t seq,
+                                struct st_out *o);
 
 #endif /* STRATA_SERVER_TRANSLATE_H */

@@ -282,30 +282,11 @@ static void obj_json(struct st_out *o, const struct st_gen *g, const struct obj_
 
 /* ---- stream events ------------------------------------------------------------ */
 
-/* Frame one event: "event: <type>\ndata: {"type":..,"sequence_number":N<body>}\n\n";
- * 'body' holds the event's other members, each led by a comma. */
-static enum st_status event(struct st_gen *g, const char *type, const struct st_buf *body)
-{
-    return st_tr_sse_event(&g->out, type, resp_of(g)->seq++, body);
-}
-
-/* Start an event body in b: its members are each led by a comma, the first
- * too, so it opens with one and every key after follows st_out's rule. */
-static void body_start(struct st_out *o, struct st_buf *b)
-{
-    st_buf_init(b);
-    st_out_init(o, b);
-    st_out_text(o, ",");
-}
-
-/* Frame the event whose body o holds (when it was written), and free it. */
+/* Frame the event whose body o holds (when it was written), and free it:
+ * "event: <type>\ndata: {"type":..,"sequence_number":N<body>}\n\n". */
 static enum st_status body_event(struct st_gen *g, const char *type, struct st_out *o)
 {
-    enum st_status rc = st_out_finish(o);
-    if (rc == ST_OK)
-        rc = event(g, type, o->buf);
-    st_buf_fini(o->buf);
-    return rc;
+    return st_tr_body_event(&g->out, type, resp_of(g)->seq++, o);
 }
 
 /* An event whose members are ,"response":obj (the response object). */
@@ -314,7 +295,7 @@ static enum st_status response_event_obj(struct st_gen *g, const char *type,
 {
     struct st_buf b;
     struct st_out o;
-    body_start(&o, &b);
+    st_tr_body_start(&o, &b);
     st_out_key(&o, "response");
     st_out_raw(&o, obj->data, obj->len);
     return body_event(g, type, &o);
@@ -362,7 +343,7 @@ static enum st_status item_event(struct st_gen *g, const char *type, const char 
     struct st_resp *r = resp_of(g);
     struct st_buf b;
     struct st_out o;
-    body_start(&o, &b);
+    st_tr_body_start(&o, &b);
     st_out_kv_i64(&o, "output_index", r->n_items);
     st_out_key(&o, "item");
     item_json(&o, r->open, r->item_id, r->call_id, buf_s(&r->name), r->name.len,
@@ -375,7 +356,7 @@ static enum st_status part_event(struct st_gen *g, const char *type)
     struct st_resp *r = resp_of(g);
     struct st_buf b;
     struct st_out o;
-    body_start(&o, &b);
+    st_tr_body_start(&o, &b);
     item_ref(&o, r, true);
     st_out_key(&o, "part");
     part_json(&o, r->open, buf_s(&r->text), r->text.len);
@@ -410,7 +391,7 @@ static enum st_status text_done(struct st_gen *g)
     struct st_resp *r = resp_of(g);
     struct st_buf b;
     struct st_out o;
-    body_start(&o, &b);
+    st_tr_body_start(&o, &b);
     item_ref(&o, r, r->open != ITEM_CALL);
     if (r->open == ITEM_CALL) {
         st_out_key(&o, "name");
@@ -464,7 +445,7 @@ static enum st_status add_delta(struct st_gen *g, const char *text, size_t len)
         return rc;
     struct st_buf b;
     struct st_out o;
-    body_start(&o, &b);
+    st_tr_body_start(&o, &b);
     item_ref(&o, r, r->open != ITEM_CALL);
     st_out_key(&o, "delta");
     st_out_json_str(&o, text, len);
@@ -529,7 +510,7 @@ void st_resp_stream_end(struct st_gen *g, struct st_gen_choice *ch,
     if (rc == ST_OK && err) {
         struct st_buf b;
         struct st_out o;
-        body_start(&o, &b);
+        st_tr_body_start(&o, &b);
         st_out_kv_str(&o, "code", err->code[0] ? err->code : "server_error");
         st_out_kv_str(&o, "message", err->message);
         st_out_kv_raw(&o, "param", "null");
