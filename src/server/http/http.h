@@ -6,7 +6,7 @@
  *   sse.c        Server-Sent Events framing
  *   auth.c       API keys, x-request-id, the owner of stored responses
  *   random_id.c  random bytes and hex ids (requests, tool calls, responses)
- *   cors.c       which origins get CORS headers (--cors-origins)
+ *   cors.c       which origins get CORS headers (--cors-origins; access.h)
  *   owners.c     which API key made which request (/api/activity, /slots)
  *   guard.c      checks before any route: the Host header (--allowed-hosts,
  *                against DNS rebinding) and a POST body's Content-Type
@@ -35,6 +35,7 @@
 #include "strata/sched.h"
 #include "strata/server.h"
 #include "strata/str.h"
+#include "server/http/access.h"   /* CORS, Host and Content-Type checks, request owners */
 #include "server/http/metrics.h"
 
 /* A string literal and its length, for st_buf_append. */
@@ -109,80 +110,6 @@ void st_random_id_bytes(unsigned char *out, size_t n);
  * fit cap (NUL included). */
 void st_random_hex_id(char *out, size_t cap, const char *prefix, size_t n_bytes);
 
-/* ---- CORS (cors.c) ----------------------------------------------------- */
-
-enum st_cors_mode {
-    ST_CORS_OFF,      /* "none" (or empty): no CORS headers */
-    ST_CORS_ANY,      /* "*": Access-Control-Allow-Origin: * */
-    ST_CORS_LIST,     /* listed origins ("localhost": the loopback ones, the
-                       * default), echoed, with Vary: Origin */
-};
-
-struct st_cors {
-    enum st_cors_mode mode;
-    char *list;       /* LIST: owned, "a,b,c" without blanks */
-};
-
-/* Parse --cors-origins ("localhost", "*", "none", or comma-separated
- * origins, "localhost" among them for http(s)://localhost, 127.0.0.1 and
- * [::1] on any port).
- * ST_ERR_BAD_CONFIG for an empty entry, a blank inside one, or "*" among
- * others; ST_ERR_NOMEM. Release with st_cors_fini (safe when zeroed). */
-ST_MUST_CHECK enum st_status st_cors_init(struct st_cors *c, const char *spec,
-                                          struct st_err *err);
-void st_cors_fini(struct st_cors *c);
-/* The Access-Control-Allow-Origin value for a request's Origin header
- * (NULL: send none; else "*" or 'origin' itself); *vary: send
- * "Vary: Origin" (the answer depends on Origin: list mode), even when NULL. */
-const char *st_cors_allow(const struct st_cors *c, const char *origin, bool *vary);
-/* True when an Access-Control-Request-Headers value may be echoed as is:
- * 1..512 bytes of header-name characters, commas and spaces. */
-bool st_cors_request_headers_ok(const char *v);
-
-/* ---- Host and Content-Type checks (guard.c) ------------------------------ */
-
-/* The Host names a request may carry (--allowed-hosts, docs/SECURITY.md):
- * always localhost, 127.0.0.1, ::1 and any IP literal (DNS rebinding
- * needs a name), the bound host unless it is a wildcard address, and the
- * listed names; "*" = any Host. */
-struct st_hosts {
-    bool any;
-    char *list;       /* owned, "a,b,c" lowercase without blanks or ports; may be NULL */
-};
-
-/* Parse 'spec' (NULL, "" = none listed; "*"; or comma-separated names) and
- * add 'bound' (--host) unless it is 0.0.0.0 or ::. ST_ERR_BAD_CONFIG for a
- * bad name; ST_ERR_NOMEM. Release with st_hosts_fini (safe when zeroed). */
-ST_MUST_CHECK enum st_status st_hosts_init(struct st_hosts *h, const char *spec,
-                                           const char *bound, struct st_err *err);
-void st_hosts_fini(struct st_hosts *h);
-/* May a request with this Host header value (port included) be served?
- * A request without Host (HTTP/1.0, not a browser) may. */
-bool st_hosts_allow(const struct st_hosts *h, const char *host_header);
-/* Is 'ctype' (a Content-Type header value, may be NULL) application/json,
- * parameters (charset) allowed? */
-bool st_content_type_json(const char *ctype);
-
-/* ---- request owners (owners.c) ------------------------------------------ */
-
-/* The API key (its st_auth_owner) that made each of the newest requests,
- * by request id. Thread-safe. */
-struct st_owners;
-/* An id two keys used: shown to neither (admins see everything). */
-#define ST_OWNER_AMBIGUOUS UINT64_MAX
-struct st_owners *st_owners_new(void);   /* NULL: out of memory */
-void st_owners_free(struct st_owners *o);   /* NULL: no-op */
-/* Remember that 'owner' (> 0) made 'request_id'; the oldest is forgotten. */
-void st_owners_add(struct st_owners *o, const char *request_id, uint64_t owner);
-/* The owner of 'request_id': 0 when unknown, ST_OWNER_AMBIGUOUS when two
- * keys used the id. */
-uint64_t st_owners_find(struct st_owners *o, const char *request_id);
-
-/* What a preflight answers (reply.c). */
-#define ST_CORS_ALLOW_METHODS "GET, POST, DELETE, OPTIONS"
-#define ST_CORS_ALLOW_HEADERS "Authorization, Content-Type, X-LlamaSwap-Priority, X-Request-Id"
-#define ST_CORS_EXPOSE_HEADERS "x-request-id, Retry-After"
-#define ST_CORS_MAX_AGE "7200"   /* seconds; Chromium caps it at 2 h */
 
 /* ---- routes (the table: ../routes.c) ---------------------------------- */
 
