@@ -396,6 +396,8 @@ bool st_engine_pool_step(struct st_engine_pool *p, int32_t engine);
  * for an index out of range. Thread: any. */
 const char *st_engine_pool_model_name(const struct st_engine_pool *p, int32_t model);
 int32_t st_engine_pool_n_models(const struct st_engine_pool *p);
+/* The GGUF path model 'model' loads from; NULL: none (sim) or out of range. */
+const char *st_engine_pool_model_path(const struct st_engine_pool *p, int32_t model);
 /* The model 'name' names: its name or one of its aliases (exact, case
  * sensitive). -1 if unknown (the server answers 404). */
 int32_t st_engine_pool_find_model(const struct st_engine_pool *p, const char *name);

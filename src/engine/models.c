@@ -366,6 +366,11 @@ const char *st_engine_pool_model_name(const struct st_engine_pool *p, int32_t mo
     return model >= 0 && model < p->n_models ? p->models[model].cfg.name : NULL;
 }
 
+const char *st_engine_pool_model_path(const struct st_engine_pool *p, int32_t model)
+{
+    return model >= 0 && model < p->n_models ? p->models[model].cfg.path : NULL;
+}
+
 const char *const *st_engine_pool_model_aliases(const struct st_engine_pool *p, int32_t model,
                                                 int32_t *n)
 {

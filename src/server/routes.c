@@ -20,7 +20,8 @@ static const struct st_route routes[] = {
     { "/v1/chat/completions", "POST", st_h_chat,            false, true,  true,  true,  false },
     { "/chat/completions",    "POST", st_h_chat,            false, true,  true,  true,  false },
     { "/v1/completions",      "POST", st_h_completions,     false, true,  true,  true,  false },
-    { "/completions",         "POST", st_h_completions,     false, true,  true,  true,  false },
+    { "/completion",          "POST", st_h_completion,      false, true,  true,  true,  false },
+    { "/completions",         "POST", st_h_completion,      false, true,  true,  true,  false },
     { "/v1/responses",        "POST", st_h_responses,       false, true,  true,  true,  false },
     { "/responses",           "POST", st_h_responses,       false, true,  true,  true,  false },
     /* stored responses (responses_get.c): {id}, {id}/input_items */
@@ -36,6 +37,7 @@ static const struct st_route routes[] = {
     { "/v1/models",           "GET",  st_h_models,          false, true,  false, false, false },
     { "/models",              "GET",  st_h_models,          false, true,  false, false, false },
     { "/v1/models/",          "GET",  st_h_model_one,       true,  true,  false, false, false },
+    { "/props",               "GET",  st_h_props,           false, true,  false, false, false },
     { "/health",              "GET",  st_h_health,          false, false, false, false, false },
     { "/v1/health",           "GET",  st_h_health,          false, false, false, false, false },
     { "/metrics",             "GET",  st_h_metrics,         false, true,  false, false, false },

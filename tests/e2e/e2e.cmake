@@ -25,7 +25,7 @@ if(ST_NODE AND ST_NPM)
 
     # name -> test file; each file starts its own servers
     foreach(suite api errors sdk disconnect priority metrics models concurrency sampling tools
-                  cors keepalive cache_prompt shutdown echo infill mixed score_cache responses
+                  cors keepalive cache_prompt shutdown echo infill native mixed score_cache responses
                   thinking embeddings messages grammar glm responses_store
                   security nul)
         add_test(NAME e2e_${suite}

@@ -1,9 +1,10 @@
 /* fuzz_oai_request.c -- libFuzzer on what a client controls in a request:
- * the JSON bodies (chat, completions, tokenize, detokenize, apply-template),
+ * the JSON bodies (chat, completions, llama-server's /completion, tokenize,
+ * detokenize, apply-template),
  * the X-LlamaSwap-Priority header, the Authorization header, the
  * X-Request-Id header, and the Host, Content-Type and Origin checks.
  *
- * Input layout: byte 0 picks the target (mod 7), the rest is the text.
+ * Input layout: byte 0 picks the target (mod 8), the rest is the text.
  * Besides "no crash, no leak, no UB" it checks the parser's contract: a
  * rejected body names a 400 with a message, an accepted one has every
  * field in range and hands out JSON that parses.
@@ -19,12 +20,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void fuzz_body(enum st_oai_kind kind, const char *body, size_t len)
+/* native: llama-server's POST /completion body (st_llama_completion_parse) */
+static void fuzz_body(enum st_oai_kind kind, bool native, const char *body, size_t len)
 {
     struct st_oai_request r;
     struct st_api_error e;
     memset(&e, 0, sizeof(e));
-    enum st_status rc = st_oai_parse(kind, body, len, &r, &e);
+    enum st_status rc = native ? st_llama_completion_parse(body, len, &r, &e)
+                               : st_oai_parse(kind, body, len, &r, &e);
     if (rc != ST_OK) {
         if (e.message[0] == '\0' || (rc != ST_ERR_NOMEM && st_api_error_http(&e) != 400))
             abort();
@@ -51,6 +54,13 @@ static void fuzz_body(enum st_oai_kind kind, const char *body, size_t len)
         for (int32_t i = 0; i < r.params.n_stop; i++)
             if (!r.params.stop[i] || !r.params.stop[i][0])
                 abort();
+        if (native) {
+            cJSON *gs = r.llama.settings ? cJSON_Parse(r.llama.settings) : NULL;
+            if (!r.llama.on || !cJSON_IsObject(gs) || r.llama.n_probs < 0 ||
+                r.llama.n_probs > ST_MAX_TOP_LOGPROBS)
+                abort();
+            cJSON_Delete(gs);
+        }
         fuzz_check_request_json(&r);
     }
     st_oai_request_fini(&r);
@@ -122,9 +132,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     const char *s = (const char *)data + 1;
     size_t n = size - 1;
-    switch (data[0] % 7) {
-    case 0: fuzz_body(ST_OAI_CHAT, s, n); break;
-    case 1: fuzz_body(ST_OAI_COMPLETION, s, n); break;
+    switch (data[0] % 8) {
+    case 0: fuzz_body(ST_OAI_CHAT, false, s, n); break;
+    case 1: fuzz_body(ST_OAI_COMPLETION, false, s, n); break;
+    case 7: fuzz_body(ST_OAI_COMPLETION, true, s, n); break;
     case 2: fuzz_text(ST_OAI_TOKENIZE, s, n); break;
     case 3: fuzz_text(ST_OAI_DETOKENIZE, s, n); break;
     case 4: fuzz_text(ST_OAI_APPLY_TEMPLATE, s, n); break;

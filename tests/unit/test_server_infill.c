@@ -32,7 +32,7 @@ START_TEST(test_server_infill_fields)
     ck_assert_str_eq(b.extra[0].text, "1");
     ck_assert_ptr_null(b.extra[1].filename);   /* "tmp" in the engine */
     ck_assert_int_eq(oq.params.max_tokens, 7);  /* n_predict wins */
-    ck_assert(oq.stream && oq.infill && oq.has_priority);
+    ck_assert(oq.stream && oq.llama.on && oq.has_priority);
     ck_assert_int_eq(oq.priority, 70);
     ck_assert(!oq.params.logprobs && !oq.echo && !oq.params.echo);
     ck_assert_int_eq(oq.n_prompts, 0);          /* the FIM ids come later */
@@ -55,6 +55,7 @@ START_TEST(test_server_infill_errors_name_the_field)
         { "{\"input_extra\":{}}", "input_extra" },
         { "{\"input_extra\":[1]}", "input_extra" },
         { "{\"input_extra\":[{\"filename\":2,\"text\":\"x\"}]}", "input_extra" },
+        { "{\"input_extra\":[{\"filename\":\"a.py\"}]}", "input_extra" },
         { "{\"n\":3}", "n" },
         { "{\"n_predict\":-2}", "n_predict" },
         { "{\"top_p\":0}", "top_p" },
@@ -83,7 +84,7 @@ START_TEST(test_server_completions_suffix)
     const char *b1 = "{\"prompt\":\"a\",\"suffix\":\"b\"}";
     ck_assert_int_eq(st_oai_parse(ST_OAI_COMPLETION, b1, strlen(b1), &oq, &e), ST_OK);
     ck_assert_str_eq(oq.suffix, "b");
-    ck_assert(!oq.infill);
+    ck_assert(!oq.llama.on);
     st_oai_request_fini(&oq);
     const char *b2 = "{\"prompt\":\"a\",\"suffix\":\"\"}";
     ck_assert_int_eq(st_oai_parse(ST_OAI_COMPLETION, b2, strlen(b2), &oq, &e), ST_OK);

@@ -77,7 +77,10 @@ void st_gen_free(struct st_gen *g)
         st_gen_reply_free(g->choices[i].reply);
         free(g->choices[i].embd);
         free(g->choices[i].stop_seq);
+        st_buf_fini(&g->choices[i].ids);
+        st_buf_fini(&g->choices[i].probs);
     }
+    free(g->llama.settings);
     st_gen_shape_free(g->resp);
     free(g->choices);
     st_buf_fini(&g->out);
@@ -169,19 +172,25 @@ static enum st_status c_text(struct st_buf *o, const struct st_gen *g,
     return st_oai_chunk_text(o, &m, ch->index, t->text, t->len, t->lp);
 }
 
-/* /infill (llama-server's /completion shape, infill_json.c) */
-static enum st_status c_infill_text(struct st_buf *o, const struct st_gen *g,
-                                    const struct st_gen_choice *ch, const void *arg)
+/* /completion, /infill (llama-server's shape, llama_json.c) */
+struct llama_arg {
+    const char *text;
+    size_t len;
+    const struct st_event *ev;
+};
+
+static enum st_status c_llama_text(struct st_buf *o, const struct st_gen *g,
+                                   const struct st_gen_choice *ch, const void *arg)
 {
-    const struct text_arg *t = arg;
-    return st_infill_chunk(o, g, ch, t->text, t->len);
+    const struct llama_arg *t = arg;
+    return st_llama_chunk(o, g, ch, t->text, t->len, t->ev);
 }
 
-static enum st_status c_infill_final(struct st_buf *o, const struct st_gen *g,
-                                     const struct st_gen_choice *ch, const void *arg)
+static enum st_status c_llama_final(struct st_buf *o, const struct st_gen *g,
+                                    const struct st_gen_choice *ch, const void *arg)
 {
     (void)arg;
-    return st_infill_final(o, g, ch, true);
+    return st_llama_final(o, g, ch, true);
 }
 
 static enum st_status c_finish(struct st_buf *o, const struct st_gen *g,
@@ -225,9 +234,9 @@ static void stream_end(struct st_gen *g, struct st_gen_choice *ch)
         g->stream_done = g->n_ended == g->n_choices;
         return;
     }
-    if (g->infill) {   /* one choice; its last object says stop: true; no [DONE] */
+    if (g->llama.on) {   /* each choice's last object says stop: true; no [DONE] */
         if (finished_ok(ch))
-            put_chunk(g, ch, c_infill_final, NULL);
+            put_chunk(g, ch, c_llama_final, NULL);
         else if (ch->status != ST_OK && ch->status != ST_ERR_CANCELLED)
             put_chunk(g, ch, c_error, NULL);
         g->stream_done = g->n_ended == g->n_choices;
@@ -278,11 +287,36 @@ static void logprob_of(const struct st_event *ev, const struct st_gen_choice *ch
     lp->text_offset = ch->text_offset;
 }
 
+/* A token of a llama-server shaped answer: every token is a stream object
+ * (its id and probabilities even when its text is held back). */
+static void on_llama_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch,
+                           const struct st_event *ev, const char *text, size_t len)
+{
+    /* the text released just before END comes with the end-of-generation
+     * token, which n_generated does not count and the answer leaves out */
+    bool fresh = ch->n_generated > ch->n_llama_tokens;
+    ch->n_llama_tokens = ch->n_generated;
+    if (g->stream && !c->conn_done) {
+        struct llama_arg t = { text, len, fresh ? ev : NULL };
+        put_chunk(g, ch, c_llama_text, &t);
+        ch->produced = true;
+    } else if (!g->stream) {
+        if (st_buf_append(&ch->text, text, len) != ST_OK ||
+            (fresh && st_llama_keep(g, ch, ev) != ST_OK))
+            g->broken = true;
+    }
+    ch->text_offset += (int64_t)len;
+}
+
 static void on_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch,
                      const struct st_event *ev)
 {
     if (!ch->first_token_ns)
         ch->first_token_ns = now_ns();
+    if (g->llama.on) {
+        on_llama_token(c, g, ch, ev, ev->text ? ev->text : "", ev->text ? ev->text_len : 0);
+        return;
+    }
     struct st_oai_logprob lp;
     if (g->logprobs)
         logprob_of(ev, ch, &lp);
@@ -299,7 +333,7 @@ static void on_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *
             g->resp->stream_delta(g, ch, &d);
         } else if (len || g->logprobs) {
             struct text_arg t = { text, len, g->logprobs ? &lp : NULL };
-            put_chunk(g, ch, g->infill ? c_infill_text : c_text, &t);
+            put_chunk(g, ch, c_text, &t);
             ch->produced = true;
         }
     } else if (!g->stream) {
@@ -529,9 +563,8 @@ static enum st_route_result reply_body_locked(struct st_call *c, struct st_gen *
     }
     if (g->embed.on)
         return st_embed_gen_body(body, g) == ST_OK ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
-    if (g->infill)
-        return st_infill_final(body, g, &g->choices[0], false) == ST_OK ? ST_ROUTE_DONE
-                                                                        : ST_ROUTE_FAIL;
+    if (g->llama.on)
+        return st_llama_body(body, g) == ST_OK ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
     size_t n = g->n_choices > 0 ? (size_t)g->n_choices : 1;
     struct st_oai_choice *cs = calloc(n, sizeof(*cs));
     if (!cs)

@@ -44,6 +44,10 @@ struct st_gen_choice {
     float *embd;                   /* /v1/embeddings: the item's unit vector from its
                                     * EMBED event (g->embed.n_embd floats; owned); NULL
                                     * until then */
+    /* (llama-server's shape, non-stream: llama_json.c) */
+    struct st_buf ids;             /* generated token ids, comma-separated */
+    struct st_buf probs;           /* completion_probabilities entries, comma-separated */
+    int64_t n_llama_tokens;        /* tokens shown so far (an END's release adds none) */
 };
 
 /* /v1/embeddings (h_embeddings.c): each input item is one choice whose
@@ -62,8 +66,8 @@ struct st_gen {
     bool include_usage;
     bool logprobs;
     bool echo;                     /* completions: the prompt leads each choice's text */
-    bool infill;                   /* /infill: llama-server's /completion shape (infill_json.c) */
-    bool infill_truncated;         /* ... its "truncated" */
+    struct st_llama_shape llama;   /* llama.on: llama-server's /completion shape
+                                    * (llama_json.c); settings owned */
     int32_t echo_top;              /* echo + logprobs N: alternatives per prompt token */
     int32_t prompt_lp;             /* vLLM prompt_logprobs k; -1 = not asked */
     uint8_t think_vocab;           /* think tags the model has as tokens: bit
@@ -118,14 +122,27 @@ struct st_gen_shape {
 /* Free a shape through its free hook; NULL is a no-op. */
 void st_gen_shape_free(struct st_gen_shape *s);
 
-/* ---- /infill answers (infill_json.c, docs/API.md "/infill") ---- */
-/* A stream object for one token's text: {"index":0,"content":...,"stop":false,...}. */
-enum st_status st_infill_chunk(struct st_buf *o, const struct st_gen *g,
-                               const struct st_gen_choice *ch, const char *text, size_t len);
-/* The last object (stream: content "", stop true) or the whole body (the
- * choice's text as content). */
-enum st_status st_infill_final(struct st_buf *o, const struct st_gen *g,
-                               const struct st_gen_choice *ch, bool stream);
+/* ---- llama-server's answers: /completion, /infill (llama_json.c,
+ * docs/API.md "/completion") ---- */
+/* A stream object for one token: {"index":i,"content":...,"tokens":[id],
+ * "stop":false,...} with its completion_probabilities when asked. ev NULL:
+ * text released at the end with no new token ("tokens":[]). */
+ST_MUST_CHECK
+enum st_status st_llama_chunk(struct st_buf *o, const struct st_gen *g,
+                              const struct st_gen_choice *ch, const char *text, size_t len,
+                              const struct st_event *ev);
+/* Non-stream: keep a new token's id and probabilities for the body. */
+ST_MUST_CHECK
+enum st_status st_llama_keep(const struct st_gen *g, struct st_gen_choice *ch,
+                             const struct st_event *ev);
+/* The last object of a stream (content "", stop true) or one choice's
+ * whole result (its text as content). */
+ST_MUST_CHECK
+enum st_status st_llama_final(struct st_buf *o, const struct st_gen *g,
+                              const struct st_gen_choice *ch, bool stream);
+/* The non-stream body: one result, or an array of them in choice order
+ * when the request had several prompts. */
+ST_MUST_CHECK enum st_status st_llama_body(struct st_buf *o, const struct st_gen *g);
 
 /* ---- fill-in-the-middle prompts (gen_fim.c) ---- */
 /* /v1/completions with OpenAI's legacy "suffix": every prompt

@@ -54,7 +54,7 @@ enum st_status st_gen_fim_prompt(struct st_call *c, int32_t model, struct st_oai
     pr->text = NULL;
     pr->tokens = ids;
     pr->n_tokens = n;
-    oq->infill_truncated = oq->infill_truncated || trimmed(&trim);
+    oq->llama.truncated = oq->llama.truncated || trimmed(&trim);
     return ST_OK;
 }
 

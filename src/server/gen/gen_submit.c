@@ -103,8 +103,12 @@ static struct st_gen *gen_setup(struct st_call *c, const struct st_oai_request *
     g->include_usage = oq->stream && oq->include_usage;
     g->logprobs = oq->params.logprobs;
     g->echo = oq->kind == ST_OAI_COMPLETION && oq->echo;
-    g->infill = oq->infill;                       /* /infill's answer shape (h_infill.c) */
-    g->infill_truncated = oq->infill_truncated;
+    g->llama = oq->llama;                         /* llama-server's answer shape */
+    g->llama.settings = NULL;
+    if (oq->llama.settings && !(g->llama.settings = strdup(oq->llama.settings))) {
+        st_gen_free(g);
+        return NULL;
+    }
     g->echo_top = oq->params.top_logprobs;
     g->prompt_lp = oq->prompt_logprobs;
     snprintf(g->id, sizeof(g->id), "%s-%s", oq->kind == ST_OAI_CHAT ? "chatcmpl" : "cmpl",

@@ -47,6 +47,19 @@ enum st_oai_reasoning {
     ST_OAI_REASONING_NONE,
 };
 
+/* llama-server's native answer shape (POST /completion and /infill;
+ * gen/llama_json.c, docs/API.md "/completion"). */
+struct st_llama_shape {
+    bool    on;                    /* answer in llama-server's /completion shape */
+    bool    return_tokens;         /* "tokens" holds the generated ids (a stream always) */
+    bool    post_sampling;         /* post_sampling_probs: "prob", not "logprob" */
+    int32_t n_probs;               /* completion_probabilities: alternatives per token;
+                                    * 0: none */
+    bool    truncated;             /* /infill: the FIM budget cut something */
+    char   *settings;              /* "generation_settings" JSON object, owned; NULL:
+                                    * left out (/infill) */
+};
+
 /* Everything the server takes from a completion body. Owns every pointer;
  * release with st_oai_request_fini(). The only cJSON that survives the
  * parse is the chat request's (strata/chat_req.h), which the engine renders. */
@@ -80,9 +93,7 @@ struct st_oai_request {
     int32_t priority;
     char   *user;                  /* owned or NULL */
     char   *suffix;                /* completions: OpenAI's legacy suffix (FIM), owned or NULL */
-    bool    infill;                /* POST /infill: llama-server's /completion answer shape
-                                    * (infill_json.c); prompts[0] holds the FIM token ids */
-    bool    infill_truncated;      /* ... the FIM budget cut something ("truncated") */
+    struct st_llama_shape llama;   /* POST /completion, /infill: llama-server's answer */
 };
 
 /* Where a chat request's prompt ends (strata/chat.h). */

@@ -8,7 +8,7 @@
  * ids by the engine (st_engine_pool_infill_prompt) and handed to the common
  * generation path as a token prompt (gen_submit.c), so priority, auth,
  * cancellation, metrics and drain work as for every completion; only the
- * answer is shaped differently (infill_json.c).
+ * answer is shaped differently (gen/llama_json.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +66,7 @@ static enum st_status parse_extra(const cJSON *root, struct st_infill_body *b,
         if (rc == ST_OK)
             rc = st_oai_get_str(it, "text", &text, e);
         c->text = text;
-        if (rc != ST_OK)
+        if (rc != ST_OK || !text)   /* a chunk is its text: none is an error, not a skip */
             return extra_error(e);
     }
     return ST_OK;
@@ -125,7 +125,7 @@ enum st_status st_infill_parse(const char *body, size_t len, struct st_oai_reque
     oq->echo = oq->params.echo = false;
     oq->params.prompt_logprobs = false;
     oq->prompt_logprobs = -1;
-    oq->infill = true;
+    oq->llama.on = true;
     if (rc != ST_OK) {
         st_oai_request_fini(oq);
         st_infill_body_fini(b);

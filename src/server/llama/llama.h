@@ -1,5 +1,6 @@
-/* llama/llama.h -- llama-server's endpoints: POST /infill (h_infill.c; its
- * answers are gen/infill_json.c's, its FIM prompt gen/gen_fim.c's) and
+/* llama/llama.h -- llama-server's endpoints: POST /completion
+ * (h_completion.c), GET /props (llama_props.c), POST /infill (h_infill.c;
+ * their answers are gen/llama_json.c's, its FIM prompt gen/gen_fim.c's) and
  * POST /tokenize, /detokenize, /apply-template (h_text.c, bodies parsed by
  * oai_text.c).
  */
@@ -53,7 +54,21 @@ ST_MUST_CHECK
 enum st_status st_oai_parse_text(enum st_oai_text_kind kind, const char *body, size_t len,
                                  struct st_oai_text_request *r, struct st_api_error *e);
 
-/* Handlers (h_infill.c, h_text.c). */
-st_route_fn st_h_infill, st_h_tokenize, st_h_detokenize, st_h_apply_template;
+/* ---- POST /completion bodies (h_completion.c) ---- */
+/* Parse a /completion body into *oq: /v1/completions' fields plus
+ * n_predict, n_probs, return_tokens, post_sampling_probs, n_cmpl, id_slot;
+ * oq->llama.on with its generation_settings. 400s name the field; on
+ * failure *oq is left empty (fini still safe). */
+ST_MUST_CHECK
+enum st_status st_llama_completion_parse(const char *body, size_t len,
+                                         struct st_oai_request *oq, struct st_api_error *e);
+/* oq->llama.settings: the generation_settings object of oq's parameters
+ * (llama_props.c). */
+ST_MUST_CHECK enum st_status st_llama_settings(struct st_oai_request *oq,
+                                               struct st_api_error *e);
+
+/* Handlers (h_infill.c, h_completion.c, llama_props.c, h_text.c). */
+st_route_fn st_h_infill, st_h_completion, st_h_props, st_h_tokenize, st_h_detokenize,
+    st_h_apply_template;
 
 #endif /* STRATA_SERVER_LLAMA_LLAMA_H */

@@ -67,6 +67,7 @@ void st_oai_request_fini(struct st_oai_request *r)
     st_gbnf_unref(r->params.grammar);              /* grammar (GBNF) */
     free(r->user);
     free(r->suffix);
+    free(r->llama.settings);
     memset(r, 0, sizeof(*r));
 }
 

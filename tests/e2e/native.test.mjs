@@ -1,0 +1,156 @@
+// native.test.mjs -- llama-server's native API (docs/API.md "/completion",
+// "/props"):
+//   - the sim (one token per word "tokN"): /completion and its /completions
+//     alias, streamed and not, n_predict, stop_type eos/limit/word with the
+//     stopping word, several prompts (an array of results; streamed objects
+//     told apart by index), return_tokens, generation_settings, 400s naming
+//     the field; GET /props;
+//   - a synthetic tiny model on the CPU: completion_probabilities against
+//     /v1/completions' logprobs for the same greedy request, and
+//     post_sampling_probs as exp(logprob).
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { startServer, postJSON, getJSON, parseSSE, startTinyModel } from './lib/server.mjs';
+
+describe('/completion on the sim', () => {
+  let srv;
+  before(async () => {
+    srv = await startServer(['--batch', '--parallel', '2', '--sim-decode-tps', '2000', '--sim-tokens', '5']);
+  });
+  after(async () => { await srv.stop(); });
+
+  test('not streamed: content, stop_type, counts, settings', async () => {
+    const r = await postJSON(srv, '/completion', { prompt: 'one two three', n_predict: 3 });
+    assert.equal(r.status, 200, r.text);
+    const b = r.json;
+    assert.equal(b.content, 'tok1 tok2 tok3');
+    assert.equal(b.stop, true);
+    assert.equal(b.stop_type, 'limit');
+    assert.equal(b.stopping_word, '');
+    assert.equal(b.tokens_predicted, 3);
+    assert.ok(b.tokens_evaluated >= 3);
+    assert.deepEqual(b.tokens, []);                 // return_tokens not asked
+    assert.equal(b.generation_settings.n_predict, 3);
+    assert.equal(b.generation_settings.stream, false);
+    assert.equal(b.timings.predicted_n, 3);
+    assert.equal(b.model, 'default');
+    assert.equal(b.completion_probabilities, undefined);
+
+    const e = await postJSON(srv, '/completions', { prompt: 'one two three' });
+    assert.equal(e.status, 200, e.text);
+    assert.equal(e.json.content, 'tok1 tok2 tok3 tok4 tok5');
+    assert.equal(e.json.stop_type, 'eos');
+  });
+
+  test('a stop string: stop_type word, the word named, left out of content', async () => {
+    const r = await postJSON(srv, '/completion', { prompt: 'x', stop: [' tok3'] });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.content, 'tok1 tok2');
+    assert.equal(r.json.stop_type, 'word');
+    assert.equal(r.json.stopping_word, ' tok3');
+  });
+
+  test('return_tokens: one id per generated token', async () => {
+    const r = await postJSON(srv, '/completion', { prompt: 'x', n_predict: 4, return_tokens: true });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.tokens.length, 4);
+    assert.ok(r.json.tokens.every(Number.isInteger));
+  });
+
+  test('several prompts: an array of results in order', async () => {
+    const r = await postJSON(srv, '/completion', { prompt: ['a', 'b c d e f'], n_predict: 2 });
+    assert.equal(r.status, 200, r.text);
+    assert.ok(Array.isArray(r.json));
+    assert.equal(r.json.length, 2);
+    assert.deepEqual(r.json.map((x) => x.index), [0, 1]);
+    assert.ok(r.json[1].tokens_evaluated > r.json[0].tokens_evaluated);
+  });
+
+  test('streamed: one object per token, then stop: true; no [DONE]', async () => {
+    const res = await fetch(`${srv.url}/completion`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: ['a', 'b'], n_predict: 3, stream: true }),
+    });
+    assert.equal(res.status, 200);
+    const ev = parseSSE(await res.text());
+    assert.ok(ev.every((x) => x.data !== '[DONE]'));
+    const objs = ev.map((x) => JSON.parse(x.data));
+    for (const idx of [0, 1]) {
+      const mine = objs.filter((o) => o.index === idx);
+      const last = mine.at(-1);
+      assert.equal(last.stop, true);
+      assert.equal(last.content, '');
+      assert.equal(last.stop_type, 'limit');
+      const toks = mine.slice(0, -1);
+      assert.equal(toks.length, 3);
+      assert.ok(toks.every((o) => o.stop === false && o.tokens.length === 1));
+      assert.equal(toks.map((o) => o.content).join(''), 'tok1 tok2 tok3');
+    }
+  });
+
+  test('bad fields: 400 naming them', async () => {
+    for (const [body, param] of [
+      [{ prompt: 'x', n_predict: -2 }, 'n_predict'],
+      [{ prompt: 'x', n_probs: 21 }, 'n_probs'],
+      [{ prompt: 'x', id_slot: 1 }, 'id_slot'],
+      [{ prompt: 'x', return_tokens: 'yes' }, 'return_tokens'],
+      [{ prompt: 'x', echo: true }, 'echo'],
+      [{ n_predict: 1 }, 'prompt'],
+    ]) {
+      const r = await postJSON(srv, '/completion', body);
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.equal(r.json.error.param, param, r.text);
+    }
+  });
+
+  test('GET /props: the default settings, slots, model', async () => {
+    const r = await getJSON(srv, '/props');
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.total_slots, 2);
+    assert.equal(r.json.model_alias, 'default');
+    const p = r.json.default_generation_settings.params;
+    assert.equal(p.n_predict, -1);
+    assert.equal(p.top_k, 40);
+    assert.ok(r.json.default_generation_settings.n_ctx > 0);
+    assert.equal(r.json.modalities.vision, false);
+  });
+});
+
+describe('/completion probabilities on a real model (CPU)', () => {
+  let srv, dir;
+  before(async () => {
+    ({ srv, dir } = await startTinyModel('strata-e2e-native-', 5, 512));
+  });
+  after(async () => {
+    await srv?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('completion_probabilities match /v1/completions logprobs', async () => {
+    const body = { prompt: 'The quick brown fox', temperature: 0, seed: 1 };
+    const n = await postJSON(srv, '/completion', { ...body, n_predict: 4, n_probs: 3 });
+    assert.equal(n.status, 200, n.text);
+    const o = await postJSON(srv, '/v1/completions', { ...body, model: 'tiny', max_tokens: 4, logprobs: 3 });
+    assert.equal(o.status, 200, o.text);
+    const probs = n.json.completion_probabilities;
+    assert.equal(probs.length, 4);
+    const lp = o.json.choices[0].logprobs.token_logprobs;
+    probs.forEach((p, i) => {
+      assert.ok(Number.isInteger(p.id));
+      assert.ok(Math.abs(p.logprob - lp[i]) < 1e-4, `${p.logprob} vs ${lp[i]}`);
+      assert.equal(p.top_logprobs.length, 3);
+      assert.ok(p.top_logprobs[0].logprob >= p.top_logprobs[1].logprob);
+      assert.ok(Array.isArray(p.bytes));
+    });
+    assert.equal(n.json.content, o.json.choices[0].text);
+
+    const s = await postJSON(srv, '/completion', { ...body, n_predict: 2, n_probs: 2, post_sampling_probs: true });
+    assert.equal(s.status, 200, s.text);
+    s.json.completion_probabilities.forEach((p, i) => {
+      assert.ok(Math.abs(p.prob - Math.exp(probs[i].logprob)) < 1e-4);
+      assert.equal(p.top_probs.length, 2);
+      assert.equal(p.logprob, undefined);
+    });
+  });
+});
