@@ -476,7 +476,8 @@ enum st_status st_engine_pool_apply_template(struct st_engine_pool *p, int32_t m
                                              struct st_err *err);
 
 /* Tokenize req->prompt into req->tokens and fill req->job.prompt_tokens.
- * ST_ERR_TOO_LONG when it cannot fit the context. */
+ * ST_ERR_TOO_LONG when it cannot fit the context (req->job.prompt_tokens
+ * then says how many tokens it has). */
 ST_MUST_CHECK
 enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_request *req,
                                       struct st_err *err);

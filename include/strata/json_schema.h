@@ -55,6 +55,7 @@
 #define ST_JSON_SCHEMA_MAX_PROPS  64      /* properties of one object schema */
 #define ST_JSON_SCHEMA_MAX_ENUM   64      /* enum values of one schema */
 #define ST_JSON_SCHEMA_MAX_ALTS   16      /* anyOf members, after flattening */
+#define ST_JSON_SCHEMA_MAX_TUPLE  64      /* prefixItems (tuple items) of one array schema */
 #define ST_JSON_SCHEMA_MAX_LITERAL 4096   /* bytes of a key or an enum/const value as written
                                            * (the validator's position in one is 16-bit) */
 #define ST_JSON_SCHEMA_MAX_PATTERNS 128   /* distinct pattern / format automata */

@@ -104,6 +104,7 @@ enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_reques
     int64_t ctx = p->models[req->model].cfg.ctx_size;
     if ((int64_t)n >= ctx) {
         free(ids);
+        req->job.prompt_tokens = (int64_t)n;   /* the error's n_prompt_tokens */
         return st_err_set(err, ST_ERR_TOO_LONG,
                           "the prompt has %zu tokens; a slot holds %lld (prompt and completion "
                           "together): shorten it or raise --ctx-size",

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { startServer, postJSON, getJSON, chatBody, until } from './lib/server.mjs';
 
-function assertErrorShape(r, status, type) {
+function assertErrorShape(r, status, type, extra = []) {
   assert.equal(r.status, status, r.text);
   assert.ok(r.json && r.json.error, `error body: ${r.text}`);
   const e = r.json.error;
-  assert.deepEqual(Object.keys(e).sort(), ['code', 'message', 'param', 'type']);
+  assert.deepEqual(Object.keys(e).sort(), ['code', 'message', 'param', 'type', ...extra].sort());
   assert.equal(typeof e.message, 'string');
   assert.ok(e.message.length > 0);
   if (type) assert.equal(e.type, type);
@@ -84,8 +84,14 @@ describe('400, 404, 405 and 413', () => {
     const big = await startServer(['--ctx-size', '64']);
     try {
       const r = await postJSON(big, '/v1/completions', { prompt: 'a '.repeat(100) });
-      assertErrorShape(r, 400, 'invalid_request_error');
+      // llama-server's n_prompt_tokens and n_ctx beside OpenAI's fields
+      assertErrorShape(r, 400, 'invalid_request_error', ['n_ctx', 'n_prompt_tokens']);
       assert.equal(r.json.error.code, 'context_length_exceeded');
+      assert.equal(r.json.error.n_ctx, 64);
+      assert.ok(r.json.error.n_prompt_tokens >= 64, r.text);
+      const t = await postJSON(big, '/v1/completions', { prompt: Array(70).fill(1) });
+      assertErrorShape(t, 400, 'invalid_request_error', ['n_ctx', 'n_prompt_tokens']);
+      assert.equal(t.json.error.n_prompt_tokens, 70);
     } finally { await big.stop(); }
   });
 

@@ -42,7 +42,10 @@ START_TEST(test_json_schema_compile_errors)
     compile_bad("{\"enum\":[]}", "enum");
     compile_bad("{\"type\":\"string\",\"enum\":[1,2]}", "enum");
     compile_bad("{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "minItems");
-    compile_bad("{\"type\":\"array\",\"items\":[{}]}", "tuple");
+    compile_bad("{\"type\":\"array\",\"prefixItems\":[{}],\"items\":[{}]}", "one form");
+    compile_bad("{\"type\":\"array\",\"prefixItems\":{}}", "prefixItems");
+    compile_bad("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"strin\"}]}",
+                "/prefixItems/0");
     compile_bad("{\"type\":\"string\",\"anyOf\":[{}]}", "combined");
     compile_bad("{\"type\":\"array\",\"minItems\":-1}", "minItems");
     compile_bad("{\"type\":", "not valid JSON");
@@ -158,6 +161,27 @@ START_TEST(test_json_schema_arrays_enums)
     refuses(arr, "[\"a\"]", 1);
     refuses("{\"type\":\"array\",\"maxItems\":0}", "[1", 1);
     accepts("{\"type\":\"array\",\"maxItems\":0}", "[]");
+    /* tuples: prefixItems (2020-12) then items for the rest; an array
+     * 'items' (drafts 4 to 2019-09) then additionalItems */
+    const char *tup = "{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},"
+                      "{\"type\":\"integer\"}],\"items\":{\"type\":\"boolean\"}}";
+    accepts(tup, "[]");
+    accepts(tup, "[\"a\"]");
+    accepts(tup, "[\"a\",1,true,false]");
+    refuses(tup, "[1", 1);
+    refuses(tup, "[\"a\",\"b\"", 5);
+    refuses(tup, "[\"a\",1,2", 7);
+    const char *closed = "{\"type\":\"array\",\"items\":[{\"const\":1},{\"const\":2}],"
+                         "\"additionalItems\":false,\"minItems\":2}";
+    accepts(closed, "[1,2]");
+    refuses(closed, "[1]", 2);
+    refuses(closed, "[1,2,", 4);
+    refuses(closed, "[2", 1);
+    accepts("{\"prefixItems\":[{\"type\":\"null\"}],\"items\":false}", "[null]");
+    refuses("{\"prefixItems\":[{\"type\":\"null\"}],\"items\":false}", "[null,", 5);
+    /* a tuple item that must hold an array like itself cannot be finished */
+    compile_bad("{\"type\":\"array\",\"prefixItems\":[{\"$ref\":\"#\"}],\"minItems\":1}",
+                "levels of nesting");
     const char *en = "{\"enum\":[\"red\",\"green\",1,12.5,true,null]}";
     accepts(en, "\"red\"");
     accepts(en, "\"green\"");

@@ -355,6 +355,8 @@ START_TEST(test_server_parse_penalties)
          "\"strict\":false}}"),
         "\"json_schema\":{\"type\":\"array\"}",
         "\"response_format\":{\"type\":\"json_object\",\"schema\":{\"type\":\"object\"}}",
+        /* no name, as llama-server allows */
+        "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{}}}",
     };
     for (size_t i = 0; i < sizeof(schema_ok) / sizeof(*schema_ok); i++) {
         char body[512];
@@ -373,7 +375,8 @@ START_TEST(test_server_parse_penalties)
           "\"schema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\","
           "\"multipleOf\":0.5}}}}}", "'multipleOf'" },
         { "\"response_format\":{\"type\":\"json_schema\"}", "json_schema'" },
-        { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}", "name'" },
+        { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":3}}",
+          "name'" },
         { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a b\"}}",
           "name" },
         { "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\","

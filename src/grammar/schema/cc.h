@@ -28,7 +28,7 @@ struct js_cc {
 /* The keywords of one schema object that we read. */
 struct js_kw {
     struct st_str type, properties, required, additional, en, cn, items, min_items, max_items,
-                  any_of, all_of, ref, nullable, bound[4], min_len, max_len, pattern, mult;
+                  prefix_items, additional_items, any_of, all_of, ref, nullable, bound[4], min_len, max_len, pattern, mult;
     struct st_str format;   /* an assertion, yet not counted in n_valid (an annotation
                              * beside anyOf / $ref, as it was before it was enforced) */
     int n_valid;   /* validating keywords besides anyOf/allOf/$ref */

@@ -40,7 +40,9 @@ struct js_node {
     uint64_t required;      /* bit i: property i is required */
     int32_t  additional;    /* node of keys not listed; -1: none allowed */
     /* array */
-    int32_t  items;         /* node of every item */
+    int32_t  items;         /* node of every item past the tuple's */
+    uint32_t prefix_first;  /* tuple: item i < n_prefix is node alts[prefix_first + i] */
+    uint32_t n_prefix;
     uint32_t min_items, max_items;
     /* union: alts[alt_first, +n_alts); ref: target node (-1 while unresolved) */
     uint32_t alt_first, n_alts;

@@ -25,8 +25,8 @@
 static const char *const refused[] = {
     "patternProperties", "not", "if", "then", "else",
     "dependentRequired", "dependentSchemas", "dependencies", "propertyNames", "minProperties",
-    "maxProperties", "uniqueItems", "contains", "minContains", "maxContains", "prefixItems",
-    "additionalItems", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+    "maxProperties", "uniqueItems", "contains", "minContains", "maxContains",
+    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "contentSchema",
 };
 
@@ -101,13 +101,13 @@ static enum st_status read_keywords(struct js_cc *c, struct st_str obj, struct j
     static const char *const names[] = { "type", "properties", "required",
         "additionalProperties", "enum", "const", "items", "minItems", "maxItems", "nullable",
         "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "minLength",
-        "maxLength", "pattern", "multipleOf" };
+        "maxLength", "pattern", "multipleOf", "prefixItems", "additionalItems" };
     memset(k, 0, sizeof(*k));
     struct st_str *slots[] = { &k->type, &k->properties, &k->required, &k->additional,
                                &k->en, &k->cn, &k->items, &k->min_items, &k->max_items,
                                &k->nullable, &k->bound[0], &k->bound[1], &k->bound[2],
                                &k->bound[3], &k->min_len, &k->max_len, &k->pattern,
-                               &k->mult };
+                               &k->mult, &k->prefix_items, &k->additional_items };
     size_t pos = 0;
     struct st_str key, val;
     while (st_json_object_next(obj, &pos, &key, &val)) {
@@ -283,19 +283,68 @@ static enum st_status compile_props(struct js_cc *c, int32_t id, const struct js
     return st_buf_append(&c->props, p, n * sizeof(*p));
 }
 
+/* The tuple's schemas (prefixItems, or an array 'items' as drafts 4 to
+ * 2019-09 write it), compiled in order into alts. */
+static enum st_status compile_tuple(struct js_cc *c, int32_t id, struct st_str arr,
+                                    const char *kw)
+{
+    int32_t m[ST_JSON_SCHEMA_MAX_TUPLE];
+    uint32_t n = 0;
+    size_t pos = 0;
+    bool bad = false;
+    struct st_str e;
+    while (st_json_array_next(arr, &pos, &e, &bad)) {
+        if (n == ST_JSON_SCHEMA_MAX_TUPLE)
+            return jsc_fail(c, "'%s' has more than %s schemas", kw, "64");
+        char seg[32];
+        snprintf(seg, sizeof(seg), "%s/%u", kw, (unsigned)n);
+        size_t old = path_push(c, seg, strlen(seg));
+        enum st_status rc = compile(c, e, &m[n++]);
+        path_pop(c, old);
+        if (rc != ST_OK)
+            return rc;
+    }
+    if (bad)
+        return jsc_fail(c, "'%s' must be an array of schemas", kw);
+    NODE(c, id).prefix_first = (uint32_t)(c->alts.len / sizeof(int32_t));
+    NODE(c, id).n_prefix = n;
+    return st_buf_append(&c->alts, m, n * sizeof(*m));
+}
+
+/* The items past the tuple: a schema (node *items), true (any), or false
+ * (none: *mx caps the array at the tuple's length). */
+static enum st_status compile_rest(struct js_cc *c, struct st_str v, const char *kw,
+                                   uint32_t n_prefix, int32_t *items, uint32_t *mx)
+{
+    enum st_json_type t = st_json_type(v);
+    if (t == ST_JSON_FALSE)
+        *mx = n_prefix;
+    else if (t != ST_JSON_TRUE)
+        return compile_sub(c, v, kw, items);
+    return ST_OK;
+}
+
 static enum st_status compile_items(struct js_cc *c, int32_t id, const struct js_kw *k)
 {
     int32_t items = 0;
     uint32_t mn = 0, mx = UINT32_MAX;
     enum st_status rc = ST_OK;
-    if (k->items.ptr) {
-        enum st_json_type t = st_json_type(k->items);
-        if (t == ST_JSON_ARRAY)
-            return jsc_fail(c, "'%s' as an array (tuple validation) is not supported", "items");
-        if (t == ST_JSON_FALSE)
-            mx = 0;
-        else if (t != ST_JSON_TRUE)
-            rc = compile_sub(c, k->items, "items", &items);
+    bool old_tuple = k->items.ptr && st_json_type(k->items) == ST_JSON_ARRAY;
+    if (k->prefix_items.ptr && old_tuple)
+        return jsc_fail(c, "'%s' with an array 'items': give one form of tuple", "prefixItems");
+    if (k->prefix_items.ptr) {
+        if (st_json_type(k->prefix_items) != ST_JSON_ARRAY)
+            return jsc_fail(c, "'%s' must be an array of schemas", "prefixItems");
+        rc = compile_tuple(c, id, k->prefix_items, "prefixItems");
+        if (rc == ST_OK && k->items.ptr)
+            rc = compile_rest(c, k->items, "items", NODE(c, id).n_prefix, &items, &mx);
+    } else if (old_tuple) {
+        rc = compile_tuple(c, id, k->items, "items");
+        if (rc == ST_OK && k->additional_items.ptr)
+            rc = compile_rest(c, k->additional_items, "additionalItems", NODE(c, id).n_prefix,
+                              &items, &mx);
+    } else if (k->items.ptr) {   /* additionalItems alone asserts nothing */
+        rc = compile_rest(c, k->items, "items", 0, &items, &mx);
     }
     if (rc == ST_OK && k->min_items.ptr)
         rc = jsc_get_count(c, k->min_items, "minItems", &mn);
@@ -469,6 +518,8 @@ static enum st_status link(struct js_cc *c, int32_t *root)
             rc = follow(c, &NODE(c, i).additional);
         if (rc == ST_OK)
             rc = follow(c, &NODE(c, i).items);
+        for (uint32_t t = 0; rc == ST_OK && t < NODE(c, i).n_prefix; t++)
+            rc = follow(c, &((int32_t *)(void *)c->alts.data)[NODE(c, i).prefix_first + t]);
     }
     for (uint32_t i = 0; rc == ST_OK && i < n; i++) {
         if (NODE(c, i).kind != JS_UNION)
@@ -506,8 +557,14 @@ static uint32_t fewest_levels(struct js_cc *c, const uint32_t *d, uint32_t i)
         return nd->n_lits > 0 ? 0 : none;
     if (nd->types & (JT_STR | JT_NUM | JT_INT | JT_BOOL | JT_NULL))
         return 0;
-    if (nd->types & JT_ARR)
-        best = nd->min_items == 0 ? 1 : ST_MIN(none, 1 + d[nd->items]);
+    if (nd->types & JT_ARR) {   /* 1 + the deepest of the items it must hold */
+        uint32_t need = 1;
+        for (uint32_t t = 0; t < nd->min_items && t < nd->n_prefix; t++)
+            need = ST_MAX(need, ST_MIN(none, 1 + d[alts[nd->prefix_first + t]]));
+        if (nd->min_items > nd->n_prefix)
+            need = ST_MAX(need, ST_MIN(none, 1 + d[nd->items]));
+        best = need;
+    }
     if (nd->types & JT_OBJ) {
         uint32_t need = 1;
         for (uint32_t p = 0; p < nd->n_props; p++) {

@@ -97,6 +97,12 @@ static void value_done(struct st_js_stack *k)
         top(k)->count++;
 }
 
+/* The schema of item i of array node n: the tuple's, then 'items'. */
+static uint16_t item_node(const struct st_json_schema *sc, const struct js_node *n, uint32_t i)
+{
+    return (uint16_t)(i < n->n_prefix ? sc->alts[n->prefix_first + i] : n->items);
+}
+
 static bool open_container(struct st_js_stack *k, bool array, uint16_t items)
 {
     if (k->depth >= ST_JSON_SCHEMA_MAX_DEPTH)
@@ -241,7 +247,7 @@ static bool value_start(const struct st_json_schema *sc, struct st_js_stack *k,
     case '{':
         return (n->types & JT_OBJ) && open_container(k, false, 0);
     case '[':
-        return (n->types & JT_ARR) && open_container(k, true, (uint16_t)n->items);
+        return (n->types & JT_ARR) && open_container(k, true, item_node(sc, n, 0));
     case '"':
         k->mode = n->rx >= 0 ? S_PSTR : S_STR;
         k->pos = 0;
@@ -281,7 +287,7 @@ static bool push_after(const struct st_json_schema *sc, struct st_js_stack *k, u
     if (f->array) {
         if (b == ',' && f->count < n->max_items) {
             k->mode = S_VALUE;
-            k->cur = (uint16_t)n->items;
+            k->cur = item_node(sc, n, f->count);
             return true;
         }
         return b == ']' && f->count >= n->min_items && close_container(k);

@@ -189,10 +189,14 @@ enum st_status st_gen_use_tokens(struct st_call *c, struct st_request *req,
                                  struct st_api_error *e)
 {
     int64_t ctx = st_engine_pool_ctx_size(c->srv->pool, req->model);
-    if ((int64_t)pr->n_tokens >= ctx)
-        return st_api_error_set(e, ST_ERR_TOO_LONG, param, "context_length_exceeded",
-                                "the %s has %zu tokens; a slot holds %lld (prompt and "
-                                "completion together)", param, pr->n_tokens, (long long)ctx);
+    if ((int64_t)pr->n_tokens >= ctx) {
+        st_api_error_set(e, ST_ERR_TOO_LONG, param, "context_length_exceeded",
+                         "the %s has %zu tokens; a slot holds %lld (prompt and completion "
+                         "together)", param, pr->n_tokens, (long long)ctx);
+        e->n_prompt_tokens = (int64_t)pr->n_tokens;
+        e->n_ctx = ctx;
+        return ST_ERR_TOO_LONG;
+    }
     struct st_err err = { 0 };
     int32_t n_vocab = 0;
     enum st_status rc = st_engine_pool_n_vocab(c->srv->pool, req->model, &n_vocab, &err);
@@ -222,6 +226,10 @@ enum st_status st_gen_prepare(struct st_call *c, struct st_request *req, const c
     if (rc != ST_OK)
         st_api_error_set(e, rc, param, rc == ST_ERR_TOO_LONG ? "context_length_exceeded" : NULL,
                          "%s", err.msg[0] ? err.msg : st_status_msg(rc));
+    if (rc == ST_ERR_TOO_LONG) {
+        e->n_prompt_tokens = req->job.prompt_tokens;
+        e->n_ctx = st_engine_pool_ctx_size(c->srv->pool, req->model);
+    }
     return rc;
 }
 

@@ -54,7 +54,14 @@ static const char *object_name(enum st_oai_kind k, bool chunk)
     return "text_completion";
 }
 
-/* {"id":..,"object":..,"created":..,"model":..,"choices":[ */
+/* The build that answered, in llama-server's "b<build>-<commit>" form:
+ * OpenAI clients log it to tell server builds apart. */
+#ifndef STRATA_VERSION
+#define STRATA_VERSION "unknown"
+#endif
+#define ST_SYSTEM_FINGERPRINT "b" STRATA_VERSION "-strata"
+
+/* {"id":..,"object":..,"created":..,"model":..,"system_fingerprint":..,"choices":[ */
 static void head(struct st_out *o, const struct st_oai_meta *m, bool chunk)
 {
     st_out_text(o, "{");
@@ -62,6 +69,7 @@ static void head(struct st_out *o, const struct st_oai_meta *m, bool chunk)
     st_out_kv_str(o, "object", object_name(m->kind, chunk));
     st_out_kv_i64(o, "created", m->created);
     st_out_kv_str(o, "model", m->model);
+    st_out_kv_str(o, "system_fingerprint", ST_SYSTEM_FINGERPRINT);
     st_out_kv_raw(o, "choices", "[");
 }
 

@@ -69,6 +69,7 @@ enum st_status st_api_error_set(struct st_api_error *e, enum st_status s, const 
     e->status = s;
     e->http = 0;
     e->retry_after_s = 0;
+    e->n_prompt_tokens = e->n_ctx = 0;
     snprintf(e->param, sizeof(e->param), "%s", param ? param : "");
     snprintf(e->code, sizeof(e->code), "%s", code ? code : "");
     va_list ap;
@@ -102,6 +103,10 @@ enum st_status st_api_error_json(struct st_buf *out, const struct st_api_error *
     st_out_kv_str(&o, "type", st_server_error_type(e->status));
     st_out_kv_str(&o, "param", e->param[0] ? e->param : NULL);
     st_out_kv_str(&o, "code", e->code[0] ? e->code : NULL);
+    if (e->n_ctx > 0) {   /* llama-server's fields beside OpenAI's */
+        st_out_kv_i64(&o, "n_prompt_tokens", e->n_prompt_tokens);
+        st_out_kv_i64(&o, "n_ctx", e->n_ctx);
+    }
     st_out_text(&o, "}}");
     return st_out_finish(&o);
 }

@@ -51,6 +51,8 @@ struct st_api_error {
     char param[64];             /* "" = null */
     char code[40];              /* "" = null */
     int  retry_after_s;         /* > 0: send Retry-After (429, 503) */
+    int64_t n_prompt_tokens;    /* context_length_exceeded: the prompt's tokens and a */
+    int64_t n_ctx;              /* slot's context, sent as llama-server does; 0: left out */
 };
 
 /* HTTP status for a status code. A switch without default: -Wswitch flags

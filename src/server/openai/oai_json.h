@@ -67,6 +67,8 @@ struct st_oai_names {
     const char *schema;        /* "response_format.json_schema": where its members are */
     const char *json_format;   /* "a JSON 'response_format' or 'json_schema'" */
     const char *forced_calls;  /* "'tool_choice' \"required\" or a named function" */
+    bool schema_name_required; /* the json_schema's "name" must be there (Responses, as
+                                * OpenAI's); chat lets it out, as llama-server */
 };
 /* The chat API's own names. */
 extern const struct st_oai_names st_oai_chat_names;

@@ -142,7 +142,8 @@ static enum st_status use_schema(const cJSON *schema, const char *param, const c
 }
 
 /* {"type": "json_schema", "json_schema": {"name", "schema", "strict",
- * "description"}}: name is required (OpenAI: ^[a-zA-Z0-9_-]{1,64}$),
+ * "description"}}: name as OpenAI's (^[a-zA-Z0-9_-]{1,64}$), required
+ * where names say so, else optional as llama-server's (absent: "response"),
  * schema optional (absent: any JSON document), strict a boolean either way
  * (the schema is always enforced). */
 static enum st_status parse_json_schema(const cJSON *v, const struct st_oai_names *nm,
@@ -155,21 +156,22 @@ static enum st_status parse_json_schema(const cJSON *v, const struct st_oai_name
                                 "Invalid type for '%s': expected an object." :
                                 "Missing required parameter: '%s'.", js_name);
     const cJSON *name = st_oai_field(js, "name");
-    if (!cJSON_IsString(name))
+    if ((name || nm->schema_name_required) && !cJSON_IsString(name))
         return st_api_error_set(e, ST_ERR_INVALID, f, NULL, name ?
                                 "Invalid type for '%s.name': expected a string." :
                                 "Missing required parameter: '%s.name'.", js_name);
-    size_t n = strlen(name->valuestring);
+    const char *label = name ? name->valuestring : "response";
+    size_t n = strlen(label);
     bool ok = n >= 1 && n <= 64;
     for (size_t i = 0; ok && i < n; i++) {
-        char c = name->valuestring[i];
+        char c = label[i];
         ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
              c == '_' || c == '-';
     }
     if (!ok)
         return st_api_error_set(e, ST_ERR_INVALID, f, NULL,
                                 "Invalid '%s.name': '%.64s'. Expected a string of 1 to 64 "
-                                "letters, digits, '_' or '-'.", js_name, name->valuestring);
+                                "letters, digits, '_' or '-'.", js_name, label);
     const cJSON *strict = st_oai_field(js, "strict"), *schema = st_oai_field(js, "schema");
     if (strict && !cJSON_IsBool(strict))
         return st_api_error_set(e, ST_ERR_INVALID, f, NULL,
@@ -177,7 +179,7 @@ static enum st_status parse_json_schema(const cJSON *v, const struct st_oai_name
     if (schema && !cJSON_IsObject(schema) && !cJSON_IsBool(schema))
         return st_api_error_set(e, ST_ERR_INVALID, f, NULL,
                                 "Invalid type for '%s.schema': expected an object.", js_name);
-    return use_schema(schema, f, name->valuestring, nm, p, e);
+    return use_schema(schema, f, label, nm, p, e);
 }
 
 static enum st_status parse_format(const cJSON *root, const struct st_oai_names *nm,

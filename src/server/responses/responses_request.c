@@ -509,6 +509,7 @@ static const struct st_oai_names names = {
     .schema = "text.format",
     .json_format = "a JSON 'text.format'",
     .forced_calls = "'tool_choice' \"required\" or a named function",
+    .schema_name_required = true,
 };
 
 /* ---- the fields every response object echoes ------------------------------ */
