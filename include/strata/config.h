@@ -81,7 +81,9 @@ struct st_config_model {
     enum st_cfg_backend backend;   /* AUTO before resolve = the server's */
     int32_t priority;        /* added to every request's priority (default 0) */
     int32_t parallel;        /* slots per engine with --batch; 0 before resolve = the server's */
-    int64_t ctx_size;        /* tokens per slot; 0 before resolve = the server's */
+    int64_t ctx_size;        /* tokens of all its slots on one engine together (llama-
+                              * server's -c); 0: ST_CFG_SLOT_CTX per slot. Per slot:
+                              * st_config_slot_ctx() */
     enum st_rope_scaling rope_scaling;   /* MODEL before resolve = the server's */
     double  rope_scale;      /* rope scaling factor; 0 = the server's, then the file's */
     int64_t yarn_orig_ctx;   /* yarn's trained context; 0 = the server's, then the file's */
@@ -151,7 +153,9 @@ struct st_config {
     struct st_config_gpus gpus;    /* default none */
     int32_t  parallel;             /* slots per engine with --batch; default 4 */
     bool     batch;                /* slots + lines; without it one request per engine */
-    int64_t  ctx_size;             /* tokens per slot; default 4096 */
+    int64_t  ctx_size;             /* -c: the slots' context together (each slot gets
+                                    * ctx_size / its slots); 0 (default): ST_CFG_SLOT_CTX
+                                    * tokens per slot */
     enum st_rope_scaling rope_scaling;  /* --rope-scaling; default MODEL (the file's) */
     double   rope_scale;           /* --rope-scale factor (> 0); 0 = the file's (default) */
     int64_t  yarn_orig_ctx;        /* --yarn-orig-ctx; 0 = the file's (default) */
@@ -237,6 +241,16 @@ enum st_status st_config_load_file(struct st_config *c, const char *path, struct
  * setting came from. */
 ST_MUST_CHECK
 enum st_status st_config_resolve(struct st_config *c, struct st_err *err);
+
+/* A slot's context when no ctx_size is set. */
+#define ST_CFG_SLOT_CTX 4096
+/* The least context a slot may be left with when ctx_size is shared out. */
+#define ST_CFG_SLOT_CTX_MIN 16
+
+/* The context tokens of each of model m's slots (resolved config): its
+ * ctx_size shared by its slots (1 without --batch, else parallel), or
+ * ST_CFG_SLOT_CTX when none is set. */
+int64_t st_config_slot_ctx(const struct st_config *c, const struct st_config_model *m);
 
 /* True when this build has the CUDA backend. */
 bool st_config_cuda_built(void);

@@ -125,7 +125,7 @@ static enum st_status fill_model(const struct st_config *c, const struct st_conf
     out->n_aliases = (int32_t)m->n_aliases;
     out->backend = backend_kind(m->backend);
     out->parallel = c->batch ? m->parallel : 1;
-    out->ctx_size = m->ctx_size;
+    out->ctx_size = st_config_slot_ctx(c, m);
     out->rope_scaling = m->rope_scaling;
     out->rope_scale = m->rope_scale;
     out->yarn_orig_ctx = m->yarn_orig_ctx;
@@ -231,7 +231,7 @@ static void announce_model(const struct st_config *c, const struct st_config_mod
            "model '%s': backend %s%s, %d slot(s) per engine, %lld context tokens per slot%s, "
            "%s%s",
            m->name, st_cfg_backend_name(m->backend), gpus, c->batch ? (int)m->parallel : 1,
-           (long long)m->ctx_size, c->batch ? ", batched" : ", one request at a time (no --batch)",
+           (long long)st_config_slot_ctx(c, m), c->batch ? ", batched" : ", one request at a time (no --batch)",
            m->preload || c->n_models == 1 ? "loads at start" : "loads on first use",
            m->ttl_s > 0 ? ", unloads when idle for its ttl" : "");
 }

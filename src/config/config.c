@@ -48,7 +48,7 @@ void st_config_init(struct st_config *c)
     c->priority_order = ST_CFG_ORDER_HIGH_FIRST;
     c->backend = ST_CFG_BACKEND_AUTO;
     c->parallel = 4;
-    c->ctx_size = 4096;
+    c->ctx_size = 0;   /* ST_CFG_SLOT_CTX per slot */
     c->ubatch = 512;
     c->threads = 0;
     c->mtp_draft = 1;

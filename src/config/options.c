@@ -108,7 +108,8 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         .help = "batch slots in every step, with the control lines and give-way (--no-batch: off)" },
     [ST_OPT_CTX_SIZE] = { ST_OPT_CTX_SIZE, "--ctx-size", "-c", "ctx_size", ST_CFG_INT64,
         OFF(ctx_size), NO_HAS, .imin = 1, .imax = INT32_MAX, .metavar = "N",
-        .help = "context tokens per slot" },
+        .help = "context tokens of all the slots together, shared evenly (as llama-server's "
+                "-c)", .zero = "4096 per slot" },
     [ST_OPT_ROPE_SCALING] = { ST_OPT_ROPE_SCALING, "--rope-scaling", NULL, "rope_scaling",
         ST_CFG_CHOICE, OFF(rope_scaling), NO_HAS, .choices = st_rope_scaling_names,
         .help = "rope scaling past the trained context: none, linear, yarn; model = the GGUF's" },

@@ -145,6 +145,12 @@ static bool id_taken(const struct st_config *c, size_t upto, const char *id, siz
     return false;
 }
 
+int64_t st_config_slot_ctx(const struct st_config *c, const struct st_config_model *m)
+{
+    int64_t slots = c->batch && m->parallel > 0 ? m->parallel : 1;
+    return m->ctx_size > 0 ? m->ctx_size / slots : ST_CFG_SLOT_CTX;
+}
+
 static enum st_status check_models(struct st_config *c, struct st_err *err)
 {
     char where[300];
@@ -167,6 +173,13 @@ static enum st_status check_models(struct st_config *c, struct st_err *err)
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s: rope_scale %g is out of range (a float above 0)", where,
                               m->rope_scale);
+        if (m->ctx_size > 0 && st_config_slot_ctx(c, m) < ST_CFG_SLOT_CTX_MIN)
+            return st_err_set(err, ST_ERR_BAD_CONFIG,
+                              "%s: ctx_size %lld shared by %d slots leaves %lld tokens each; "
+                              "a slot needs at least %d (ctx_size is all the slots' context "
+                              "together, as llama-server's -c)", where, (long long)m->ctx_size,
+                              c->batch ? (int)m->parallel : 1,
+                              (long long)st_config_slot_ctx(c, m), ST_CFG_SLOT_CTX_MIN);
         if (m->rope_scaling == ST_ROPE_SCALING_NONE && m->rope_scale != 0)
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s: rope_scale %g needs rope_scaling linear or yarn (it is none)",

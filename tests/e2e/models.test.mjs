@@ -28,7 +28,7 @@ models:
     aliases: [a, first]
     preload: true
   - name: beta
-    ctx_size: 2048
+    ctx_size: 4096   # both slots together: 2048 each
   - name: broken
     path: "fail:disk on fire"
 `;

@@ -108,7 +108,7 @@ describe('penalties and logit_bias on a real model', () => {
       [{ logit_bias: { 100000: 1 } }, 'logit_bias'],   // past the vocabulary
       // a keyword that cannot be enforced is refused, not ignored
       [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '(?=a)' } } } }, 'response_format'],
-      [{ response_format: { type: 'json_schema', json_schema: { schema: {} } } }, 'response_format'],   // no name
+      [{ response_format: { type: 'json_schema', json_schema: { name: 7, schema: {} } } }, 'response_format'],   // not a string
       [{ json_schema: { type: 'integer', multipleOf: 0.5 } }, 'json_schema'],   // llama-server's field
     ];
     for (const [extra, param] of cases) {

@@ -429,6 +429,29 @@ START_TEST(test_config_api_keys)
 }
 END_TEST
 
+/* ctx_size is all the slots' context together (llama-server's -c): each
+ * slot gets its share; too small a share is refused by name. */
+START_TEST(test_config_ctx_shared_by_slots)
+{
+    struct st_config c;
+    struct st_err err = { 0 };
+    ck_assert_int_eq(tc_load(&c, "batch: true\nparallel: 4\nctx_size: 8192\n"
+                                 "models:\n  - name: a\n  - name: b\n    ctx_size: 1000\n"
+                                 "  - name: c\n    parallel: 1\n", &err), ST_OK);
+    ck_assert_int_eq(st_config_resolve(&c, &err), ST_OK);
+    ck_assert_int_eq(st_config_slot_ctx(&c, &c.models[0]), 2048);
+    ck_assert_int_eq(st_config_slot_ctx(&c, &c.models[1]), 250);   /* 1000 / 4, rounded down */
+    ck_assert_int_eq(st_config_slot_ctx(&c, &c.models[2]), 8192);
+    c.batch = false;   /* one request at a time: one slot has it all */
+    ck_assert_int_eq(st_config_slot_ctx(&c, &c.models[0]), 8192);
+    st_config_fini(&c);
+    ck_assert_int_eq(tc_load(&c, "batch: true\nparallel: 4\nctx_size: 60\n", &err), ST_OK);
+    ck_assert_int_eq(st_config_resolve(&c, &err), ST_ERR_BAD_CONFIG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "leaves 15 tokens each"));
+    st_config_fini(&c);
+}
+END_TEST
+
 START_TEST(test_config_resolve_builtin_model)
 {
     struct st_config c;
@@ -441,7 +464,8 @@ START_TEST(test_config_resolve_builtin_model)
     ck_assert_ptr_null(c.models[0].path);
     ck_assert_int_eq(c.models[0].backend, ST_CFG_BACKEND_SIM);
     ck_assert_int_eq(c.models[0].parallel, 4);
-    ck_assert_int_eq(c.models[0].ctx_size, 4096);
+    ck_assert_int_eq(c.models[0].ctx_size, 0);   /* none set: ST_CFG_SLOT_CTX per slot */
+    ck_assert_int_eq(st_config_slot_ctx(&c, &c.models[0]), ST_CFG_SLOT_CTX);
     st_config_fini(&c);
 }
 END_TEST
@@ -516,6 +540,7 @@ static Suite *config_suite(void)
     tcase_add_test(y, test_config_model_errors);
     tcase_add_test(y, test_config_api_keys);
     tcase_add_test(y, test_config_resolve_builtin_model);
+    tcase_add_test(y, test_config_ctx_shared_by_slots);
     tcase_add_test(y, test_config_cuda_needs_a_cuda_build);
     tcase_add_test(y, test_config_load_file_errors);
     suite_add_tcase(s, y);

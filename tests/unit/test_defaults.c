@@ -30,7 +30,8 @@ START_TEST(test_defaults_config_matches_engine_pool)
     struct st_pool_config p;
     st_config_init(&c);
     st_pool_config_defaults(&p);
-    ck_assert_int_eq(c.ctx_size, p.model.ctx_size);
+    ck_assert_int_eq(c.ctx_size, 0);   /* unset: ST_CFG_SLOT_CTX per slot */
+    ck_assert_int_eq(ST_CFG_SLOT_CTX, p.model.ctx_size);
     ck_assert_int_eq(c.ubatch, p.ubatch);
     ck_assert_int_eq(c.threads, p.threads);
     ck_assert_int_eq(c.mtp_draft, p.mtp_draft);
