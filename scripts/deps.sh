@@ -13,6 +13,8 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libcjson-dev libyaml-dev check curl)
+# libzmq3-dev, libmsgpack-dev: --kv-events (docs/KV-EVENTS.md); without them it compiles out.
+pkgs+=(libzmq3-dev libmsgpack-dev)
 if [[ $want_tests -eq 1 ]]; then
     # clang + its runtime: the libFuzzer targets; prometheus: promtool for
     # the /metrics format check; nodejs/npm: the OpenAI SDK end-to-end tests.
