@@ -11,8 +11,8 @@
  * holds a block whose parent nobody holds), and so are those it drops
  * that nobody else holds: each sync is at most one event.
  *
- * Thread: engine threads; the tables and the pushes under 'mu' (a leaf:
- * the publisher's own mutex is taken inside it, nothing else).
+ * Thread: engine threads; the tables and the pushes under 'mu' (taken
+ * with no other lock held; the queue's own leaf mutex is taken inside).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -31,7 +31,8 @@ struct kv_table {
 
 struct st_kv_index {
     pthread_mutex_t mu;
-    struct st_kv_pub *pub;
+    struct st_kv_queue queue;  /* what the publisher (or a test) takes */
+    struct st_kv_pub *pub;     /* NULL: events stay queued (tests) */
     struct kv_table *tables;   /* n_models */
     uint64_t *seed;            /* n_models: each model's key_{-1} */
     int32_t n_models;
@@ -177,7 +178,7 @@ static void cut(struct st_kv_index *k, int32_t model, struct st_kv_slot *s, int6
     }
     s->n = want;
     if (n_gone > 0)
-        st_kv_pub_removed(k->pub, model, k->scratch, n_gone);
+        st_kv_queue_removed(&k->queue, model, k->scratch, n_gone);
 }
 
 /* The slot's blocks grow to 'want' from its ids; those new to the pod
@@ -205,8 +206,8 @@ static void grow(struct st_kv_index *k, int32_t model, struct st_kv_slot *s, con
     s->n = want;
     if (first_new < 0 || first_new >= want)
         return;
-    st_kv_pub_stored(k->pub, model, s->keys + first_new, want - first_new,
-                     first_new > 0 ? s->keys[first_new - 1] : 0, ids + first_new * b);
+    st_kv_queue_stored(&k->queue, model, s->keys + first_new, want - first_new,
+                       first_new > 0 ? s->keys[first_new - 1] : 0, ids + first_new * b, k->block);
 }
 
 void st_kv_blocks_sync(struct st_engine *e, struct st_engine_slot *sl, int64_t n_tokens)
@@ -236,7 +237,7 @@ void st_kv_blocks_unload(struct st_engine *e, int32_t model)
     for (int32_t i = 0; e->slots && i < e->n_slots; i++)
         cut(k, model, &e->slots[i].kvb, 0);
     if (k->tables[model].live == 0)
-        st_kv_pub_cleared(k->pub, model);
+        st_kv_queue_cleared(&k->queue, model);
     pthread_mutex_unlock(&k->mu);
 }
 
@@ -253,8 +254,13 @@ enum st_status st_engine_pool_kv_events_open(struct st_engine_pool *p, const cha
 
 void st_engine_pool_kv_events_pod(struct st_engine_pool *p, const char *pod)
 {
-    if (p->kv)
+    if (p->kv && p->kv->pub)
         st_kv_pub_set_pod(p->kv->pub, pod);
+}
+
+struct st_kv_event *st_kv_blocks_take(struct st_engine_pool *p)
+{
+    return p->kv ? st_kv_queue_take(&p->kv->queue, NULL) : NULL;
 }
 
 bool st_kv_blocks_on(const struct st_engine_pool *p)
@@ -276,6 +282,7 @@ void st_kv_blocks_close(struct st_engine_pool *p)
     if (!k)
         return;
     st_kv_pub_free(k->pub);
+    st_kv_queue_fini(&k->queue);
     for (int32_t m = 0; k->tables && m < k->n_models; m++) {
         free(k->tables[m].key);
         free(k->tables[m].count);
@@ -297,6 +304,7 @@ enum st_status st_kv_blocks_open(struct st_engine_pool *p, const char *endpoint,
     const char **names = calloc((size_t)p->n_models, sizeof(*names));
     if (k) {
         pthread_mutex_init(&k->mu, NULL);
+        st_kv_queue_init(&k->queue);
         k->n_models = p->n_models;
         k->block = p->cfg.kv_block;
         k->tables = calloc((size_t)p->n_models, sizeof(*k->tables));
@@ -313,7 +321,9 @@ enum st_status st_kv_blocks_open(struct st_engine_pool *p, const char *endpoint,
         uint64_t h = fnv_bytes(FNV_OFFSET, names[m], strlen(names[m]));
         k->seed[m] = h ? h : 1;
     }
-    enum st_status rc = st_kv_pub_open(endpoint, names, p->n_models, k->block, &k->pub, err);
+    enum st_status rc = endpoint ? st_kv_pub_open(endpoint, names, p->n_models, &k->queue,
+                                                  &k->pub, err)
+                                 : ST_OK;
     free(names);
     if (rc != ST_OK)
         st_kv_blocks_close(p);

@@ -29,9 +29,16 @@ struct st_kv_slot {
     int64_t   n, cap;
 };
 
-/* Opens the publisher and the pool-wide block counts (p->kv). */
+struct st_kv_event;
+
+/* Opens the pool-wide block counts (p->kv), the event queue and the
+ * publisher on 'endpoint'; endpoint NULL (tests): no publisher, the
+ * events stay queued for st_kv_blocks_take. */
 enum st_status st_kv_blocks_open(struct st_engine_pool *p, const char *endpoint,
                                  struct st_err *err);
+/* (tests) Every event queued, oldest first; free with st_kv_events_free
+ * (kvev/queue.h). */
+struct st_kv_event *st_kv_blocks_take(struct st_engine_pool *p);
 /* After the engines are gone: sends what is left, frees p->kv. */
 void st_kv_blocks_close(struct st_engine_pool *p);
 /* Slot sl's final KV now holds its cache ids [0, n_tokens): its announced

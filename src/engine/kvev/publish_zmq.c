@@ -1,9 +1,9 @@
 /* publish_zmq.c -- the KV-event publisher over ZeroMQ with msgpack-c
  * (docs/KV-EVENTS.md "Wire format").
  *
- * The engine threads append events to a list under 'mu' (a copy of the
- * keys and tokens each: they never wait for the network). The publisher
- * thread takes the whole list, groups consecutive events of one model
+ * The engine threads append events to the queue (queue.h: a copy of the
+ * keys and tokens each; they never wait for the network). The publisher
+ * thread takes the whole queue, groups consecutive events of one model
  * into batches and sends each as three frames:
  *
  *   kv@<pod>@<model>    the topic (llm-d's indexer reads pod and model)
@@ -15,131 +15,37 @@
  * named), so that subscriber gets every event from the first one. PUB's
  * own rule (drop while nobody listens) would lose the start to ZeroMQ's
  * slow joiner. After that it is plain PUB: a subscriber that joins later
- * gets what follows. The queue is bounded (ST_KV_PUB_QUEUE_MAX): past
- * that an event is dropped and counted, which leaves the indexer's view
- * wrong until the blocks concerned go; a warning says so.
+ * gets what follows. The queue is bounded (ST_KV_QUEUE_MAX): past that
+ * an event is dropped and counted, which leaves the indexer's view wrong
+ * until the blocks concerned go; a warning says so.
  *
- * Thread: push from any thread; the socket only on the publisher thread.
+ * Thread: the socket only on the publisher thread; 'mu' (a leaf) guards
+ * the pod and the stop flag.
  */
 #include <msgpack.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <zmq.h>
 
 #include "engine/kvev/publish.h"
 #include "strata/compiler.h"
 #include "strata/log.h"
 
-enum ev_kind { EV_STORED, EV_REMOVED, EV_CLEARED };
-
-struct ev {
-    struct ev *next;
-    enum ev_kind kind;
-    int32_t  model;
-    int64_t  n;          /* keys */
-    uint64_t parent;     /* (stored) 0: none */
-    double   ts;         /* wall clock seconds, when queued */
-    uint64_t *keys;      /* n; points into the same allocation */
-    int32_t  *tokens;    /* (stored) n * block ids */
-};
-
 struct st_kv_pub {
     void *ctx, *sock;
     char **models;
     int32_t n_models;
-    int32_t block;
+    struct st_kv_queue *queue;    /* borrowed */
     pthread_t thread;
     bool started;                 /* 'thread' runs */
-    pthread_mutex_t mu;           /* the list, pod, stop */
-    struct ev *head, **tail;
-    int64_t queued;
-    uint64_t dropped;             /* since the last warning */
+    pthread_mutex_t mu;           /* pod, stop */
     char pod[128];
     bool stop;
     uint64_t seq;                 /* publisher thread only */
     bool subscribed;              /* publisher thread only */
 };
-
-/* ---- the queue (any thread) ------------------------------------------ */
-
-static double wall_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void push(struct st_kv_pub *p, struct ev *e)
-{
-    pthread_mutex_lock(&p->mu);
-    if (p->queued >= ST_KV_PUB_QUEUE_MAX) {
-        if (p->dropped++ == 0)
-            st_log(ST_LOG_WARN, "kv-events", "the event queue is full (%d events: no "
-                   "subscriber, or one too slow): dropping events; the indexer's view of "
-                   "this pod is wrong until the blocks concerned are evicted",
-                   ST_KV_PUB_QUEUE_MAX);
-        pthread_mutex_unlock(&p->mu);
-        free(e);
-        return;
-    }
-    *p->tail = e;
-    p->tail = &e->next;
-    p->queued++;
-    pthread_mutex_unlock(&p->mu);
-}
-
-/* One event with room for n keys and n_tok tokens; NULL without memory
- * (the event is then lost, like a full queue's). */
-static struct ev *ev_new(enum ev_kind kind, int32_t model, int64_t n, int64_t n_tok)
-{
-    size_t bytes = sizeof(struct ev) + (size_t)n * sizeof(uint64_t) +
-                   (size_t)n_tok * sizeof(int32_t);
-    struct ev *e = malloc(bytes);
-    if (!e) {
-        st_log(ST_LOG_WARN, "kv-events", "no memory for an event: dropped");
-        return NULL;
-    }
-    memset(e, 0, sizeof(*e));
-    e->kind = kind;
-    e->model = model;
-    e->n = n;
-    e->ts = wall_seconds();
-    e->keys = (uint64_t *)(void *)(e + 1);
-    e->tokens = (int32_t *)(void *)(e->keys + n);
-    return e;
-}
-
-void st_kv_pub_stored(struct st_kv_pub *p, int32_t model, const uint64_t *hashes, int64_t n,
-                      uint64_t parent, const int32_t *tokens)
-{
-    int64_t n_tok = n * p->block;
-    struct ev *e = n > 0 ? ev_new(EV_STORED, model, n, n_tok) : NULL;
-    if (!e)
-        return;
-    e->parent = parent;
-    memcpy(e->keys, hashes, (size_t)n * sizeof(*hashes));
-    memcpy(e->tokens, tokens, (size_t)n_tok * sizeof(*tokens));
-    push(p, e);
-}
-
-void st_kv_pub_removed(struct st_kv_pub *p, int32_t model, const uint64_t *hashes, int64_t n)
-{
-    struct ev *e = n > 0 ? ev_new(EV_REMOVED, model, n, 0) : NULL;
-    if (!e)
-        return;
-    memcpy(e->keys, hashes, (size_t)n * sizeof(*hashes));
-    push(p, e);
-}
-
-void st_kv_pub_cleared(struct st_kv_pub *p, int32_t model)
-{
-    struct ev *e = ev_new(EV_CLEARED, model, 0, 0);
-    if (e)
-        push(p, e);
-}
 
 void st_kv_pub_set_pod(struct st_kv_pub *p, const char *pod)
 {
@@ -157,7 +63,7 @@ static void pack_str(msgpack_packer *pk, const char *s)
     msgpack_pack_str_body(pk, s, n);
 }
 
-static void pack_keys(msgpack_packer *pk, const struct ev *e)
+static void pack_keys(msgpack_packer *pk, const struct st_kv_event *e)
 {
     msgpack_pack_array(pk, (size_t)e->n);
     for (int64_t i = 0; i < e->n; i++)
@@ -167,10 +73,11 @@ static void pack_keys(msgpack_packer *pk, const struct ev *e)
 /* vLLM's positional events: BlockStored [tag, block_hashes, parent_block_hash,
  * token_ids, block_size, lora_id, medium], BlockRemoved [tag, block_hashes,
  * medium], AllBlocksCleared [tag]. */
-static void pack_event(msgpack_packer *pk, const struct ev *e, int32_t block)
+static void pack_event(msgpack_packer *pk, const struct st_kv_event *e)
 {
+    int32_t block = e->block;
     switch (e->kind) {
-    case EV_STORED:
+    case ST_KV_STORED:
         msgpack_pack_array(pk, 7);
         pack_str(pk, "BlockStored");
         pack_keys(pk, e);
@@ -185,13 +92,13 @@ static void pack_event(msgpack_packer *pk, const struct ev *e, int32_t block)
         msgpack_pack_nil(pk);          /* lora_id */
         pack_str(pk, "GPU");           /* medium: the engine's own KV */
         break;
-    case EV_REMOVED:
+    case ST_KV_REMOVED:
         msgpack_pack_array(pk, 3);
         pack_str(pk, "BlockRemoved");
         pack_keys(pk, e);
         pack_str(pk, "GPU");
         break;
-    case EV_CLEARED:
+    case ST_KV_CLEARED:
         msgpack_pack_array(pk, 1);
         pack_str(pk, "AllBlocksCleared");
         break;
@@ -203,11 +110,12 @@ static void pack_event(msgpack_packer *pk, const struct ev *e, int32_t block)
 
 /* Sends events [e, ...) of e's model, up to BATCH_MAX; returns the first
  * not sent. */
-static struct ev *send_batch(struct st_kv_pub *p, const char *pod, struct ev *e)
+static struct st_kv_event *send_batch(struct st_kv_pub *p, const char *pod,
+                                      struct st_kv_event *e)
 {
     int32_t model = e->model;
     int32_t n = 0;
-    for (struct ev *x = e; x && x->model == model && n < BATCH_MAX; x = x->next)
+    for (struct st_kv_event *x = e; x && x->model == model && n < BATCH_MAX; x = x->next)
         n++;
     msgpack_sbuffer sb;
     msgpack_packer pk;
@@ -217,7 +125,7 @@ static struct ev *send_batch(struct st_kv_pub *p, const char *pod, struct ev *e)
     msgpack_pack_double(&pk, e->ts);
     msgpack_pack_array(&pk, (size_t)n);
     for (int32_t i = 0; i < n; i++, e = e->next)
-        pack_event(&pk, e, p->block);
+        pack_event(&pk, e);
 
     char topic[512];
     const char *name = model >= 0 && model < p->n_models ? p->models[model] : "";
@@ -252,34 +160,21 @@ static void read_subscriptions(struct st_kv_pub *p, long ms)
     }
 }
 
-static void free_list(struct ev *e)
-{
-    while (e) {
-        struct ev *next = e->next;
-        free(e);
-        e = next;
-    }
-}
-
 /* Takes the queue when it may be sent (a pod named, a subscriber there);
  * NULL otherwise. *stop: the pool is closing. */
-static struct ev *take(struct st_kv_pub *p, char *pod, size_t cap, bool *stop)
+static struct st_kv_event *take(struct st_kv_pub *p, char *pod, size_t cap, bool *stop)
 {
-    struct ev *list = NULL;
     pthread_mutex_lock(&p->mu);
     *stop = p->stop;
-    if (p->pod[0] && p->subscribed && p->head) {
-        list = p->head;
-        p->head = NULL;
-        p->tail = &p->head;
-        p->queued = 0;
-        snprintf(pod, cap, "%s", p->pod);
-    }
-    if (p->dropped > 0 && p->queued == 0) {
-        st_log(ST_LOG_WARN, "kv-events", "%llu events were dropped", (unsigned long long)p->dropped);
-        p->dropped = 0;
-    }
+    bool ready = p->pod[0] && p->subscribed;
+    snprintf(pod, cap, "%s", p->pod);
     pthread_mutex_unlock(&p->mu);
+    if (!ready)
+        return NULL;
+    uint64_t dropped = 0;
+    struct st_kv_event *list = st_kv_queue_take(p->queue, &dropped);
+    if (dropped > 0)
+        st_log(ST_LOG_WARN, "kv-events", "%llu events were dropped", (unsigned long long)dropped);
     return list;
 }
 
@@ -290,10 +185,10 @@ static void *publisher_main(void *arg)
     for (;;) {
         bool stop;
         read_subscriptions(p, 20);   /* also the loop's pace: 20 ms at most behind */
-        struct ev *list = take(p, pod, sizeof(pod), &stop);
-        for (struct ev *e = list; e;)
+        struct st_kv_event *list = take(p, pod, sizeof(pod), &stop);
+        for (struct st_kv_event *e = list; e;)
             e = send_batch(p, pod, e);
-        free_list(list);
+        st_kv_events_free(list);
         if (stop)
             break;
     }
@@ -332,7 +227,6 @@ void st_kv_pub_free(struct st_kv_pub *p)
     }
     if (p->ctx)
         zmq_ctx_term(p->ctx);
-    free_list(p->head);
     for (int32_t i = 0; p->models && i < p->n_models; i++)
         free(p->models[i]);
     free(p->models);
@@ -341,16 +235,15 @@ void st_kv_pub_free(struct st_kv_pub *p)
 }
 
 enum st_status st_kv_pub_open(const char *endpoint, const char *const *model_names,
-                              int32_t n_models, int32_t block_size, struct st_kv_pub **out,
-                              struct st_err *err)
+                              int32_t n_models, struct st_kv_queue *queue,
+                              struct st_kv_pub **out, struct st_err *err)
 {
     *out = NULL;
     struct st_kv_pub *p = calloc(1, sizeof(*p));
     if (!p)
         return st_err_set(err, ST_ERR_NOMEM, "no memory for the KV-event publisher");
     pthread_mutex_init(&p->mu, NULL);
-    p->tail = &p->head;
-    p->block = block_size;
+    p->queue = queue;
     p->models = calloc((size_t)ST_MAX(n_models, 1), sizeof(*p->models));
     p->n_models = p->models ? n_models : 0;
     for (int32_t i = 0; i < p->n_models; i++)
@@ -383,13 +276,9 @@ enum st_status st_kv_pub_open(const char *endpoint, const char *const *model_nam
         return st_err_set(err, ST_ERR_INTERNAL, "--kv-events: cannot start the publisher thread");
     }
     p->started = true;
-    st_log(ST_LOG_INFO, "kv-events", "KV events: %s %s (block size %d)",
-           bind ? "bound to" : "connecting to", endpoint, (int)block_size);
+    st_log(ST_LOG_INFO, "kv-events", "KV events: %s %s", bind ? "bound to" : "connecting to",
+           endpoint);
     *out = p;
     return ST_OK;
 }
 
-bool st_kv_pub_built(void)
-{
-    return true;
-}
