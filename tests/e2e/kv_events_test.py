@@ -23,12 +23,14 @@ must equal the slots' caches (/slots: kv_blocks, kv_last_block, n_cached),
 and each request must have reused at least the full blocks the indexer
 matched for its prompt before it was sent (usage cached_tokens), which is
 the promise the precise prefix scorer relies on. A second server checks
-the bind mode (tcp://*:PORT, the indexer dials the pod).
+the bind mode (tcp://*:PORT, the indexer dials the pod); a third, two
+engines whose slots share blocks (one pod-wide count per block).
 """
 import os
 import socket
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 import kvindex  # noqa: E402
@@ -127,6 +129,35 @@ def bind_mode():
     assert code == 0, srv.log[-2000:]
 
 
+def two_engines():
+    """Two sim engines (--gpus 0,1) of two slots, six requests at a time
+    sharing a 48-word prefix: its 3 blocks may sit in four slots on both
+    engines, and are announced once and removed only with their last
+    holder (the indexer's checks hold whichever slots the requests get);
+    the view matches the slots after each round."""
+    ix = kvindex.Indexer(B)
+    srv = kvindex.Strata(["--gpus", "0,1", "--batch", "--parallel", "2", "--sim-decode-tps",
+                          "1000", "--sim-prompt-tps", "100000", "--kv-events", ix.endpoint])
+    try:
+        def go(prompt):
+            srv.post("/v1/completions", {"prompt": prompt, "max_tokens": 3})
+        for rnd in range(3):
+            ts = [threading.Thread(target=go, args=(words("s", 48) + " " +
+                                                    words(f"x{rnd}{k}", 20 + k),))
+                  for k in range(6)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            ix.settle(lambda: kvindex.pod_view_matches(ix, srv))
+        ix.close()
+        print(f"ok: two engines, {ix.counts}")
+    finally:
+        code = srv.stop()
+    assert code == 0, srv.log[-2000:]
+
+
 if __name__ == "__main__":
     run_requests()
     bind_mode()
+    two_engines()
