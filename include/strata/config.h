@@ -121,6 +121,7 @@ enum st_opt {
     ST_OPT_GIVE_WAY_TOKENS, ST_OPT_YIELDS_MAX,
     ST_OPT_SIM_PROMPT_TPS, ST_OPT_SIM_DECODE_TPS, ST_OPT_SIM_LOAD_SECONDS, ST_OPT_SIM_TOKENS,
     ST_OPT_SIM_REPLY, ST_OPT_REASONING_FORMAT, ST_OPT_REASONING_BUDGET,
+    ST_OPT_KV_EVENTS, ST_OPT_KV_EVENTS_HOST, ST_OPT_KV_BLOCK_SIZE,
     ST_OPT_LOG_FORMAT, ST_OPT_LOG_LEVEL,
     ST_OPT_COUNT
 };
@@ -186,6 +187,14 @@ struct st_config {
     enum st_cfg_reasoning reasoning_format;   /* default deepseek */
     int32_t  reasoning_budget;     /* chat: thinking budget when the request sends none
                                     * (docs/API.md "Thinking budget"); -1 = none (default) */
+
+    /* KV events for llm-d's indexer (docs/KV-EVENTS.md) */
+    char    *kv_events;            /* owned; ZeroMQ endpoint (host "*" binds, tcp://HOST:PORT
+                                    * connects); NULL = off (default) */
+    char    *kv_events_host;       /* owned; the pod address in the topic; NULL = $POD_IP, else
+                                    * --host unless a wildcard, else this machine's first
+                                    * IPv4 */
+    int32_t  kv_block_size;        /* tokens per advertised KV block, 1..4096; default 16 */
 
     /* logging */
     enum st_log_format log_format; /* default text */

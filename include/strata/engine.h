@@ -339,6 +339,9 @@ struct st_pool_config {
                                        * get 503 with the reason for this long; then the
                                        * next request tries again. Default 30 */
     struct st_sim_config sim;
+    /* (added) tokens per KV block as the KV events and /metrics advertise
+     * them (docs/KV-EVENTS.md "Blocks"); 1..4096, default 16 */
+    int32_t kv_block;
 };
 
 #define ST_POOL_MAX_MODELS 256
@@ -527,7 +530,27 @@ struct st_slot_view {
     int64_t n_cached;          /* tokens of KV kept from the previous request */
     int32_t model;             /* (added) the engine's loaded model; -1 none */
     int64_t n_ctx;             /* (added) tokens per slot of that model; 0 none */
+    /* (added, KV events on) the full blocks of the slot's final KV the
+     * events announced, and the engine key of the last (0: none) */
+    int64_t  kv_blocks;
+    uint64_t kv_last_block;
 };
+
+/* Tokens per KV block (st_pool_config.kv_block): the block_size of the KV
+ * events and of /metrics' cache_config_info. Thread: any. */
+int32_t st_engine_pool_kv_block_size(const struct st_engine_pool *p);
+
+/* KV events (docs/KV-EVENTS.md): open the ZeroMQ publisher on 'endpoint'
+ * (host "*", 0.0.0.0 or [::] binds; another host connects). Call after
+ * st_engine_pool_new and before st_engine_pool_start. ST_ERR_UNSUPPORTED
+ * when this build has no libzmq/msgpack-c; ST_ERR_BAD_CONFIG for an
+ * endpoint ZeroMQ refuses. Events wait in the queue until
+ * st_engine_pool_kv_events_pod names the pod ("IP:PORT", the topic's
+ * middle). */
+ST_MUST_CHECK
+enum st_status st_engine_pool_kv_events_open(struct st_engine_pool *p, const char *endpoint,
+                                             struct st_err *err);
+void st_engine_pool_kv_events_pod(struct st_engine_pool *p, const char *pod);
 
 /* Fill up to 'max' slot views; returns the number of slots in the pool. */
 size_t st_engine_pool_slots(struct st_engine_pool *p, struct st_slot_view *out, size_t max);

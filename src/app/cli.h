@@ -32,8 +32,10 @@
 #define STRATA_APP_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "strata/config.h"
 #include "strata/engine.h"
 #include "strata/err.h"
 
@@ -60,5 +62,9 @@ void st_cli_mean_sd(const double *v, int n, double *avg, double *sd);
  * rope fields. False when a is none of them; else *ok says whether v was
  * a valid value (m untouched when not). */
 bool st_cli_rope_arg(const char *a, const char *v, struct st_model_config *m, bool *ok);
+/* cli_kv_pod.c: the KV events' pod "ADDR:PORT" (--kv-events-host, else
+ * $POD_IP, else --host unless a wildcard, else the first non-loopback
+ * IPv4 address) for the serving port. */
+void st_cli_kv_pod(const struct st_config *c, unsigned port, char *out, size_t cap);
 
 #endif /* STRATA_APP_CLI_H */

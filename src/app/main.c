@@ -170,6 +170,7 @@ static enum st_status fill_pool(const struct st_config *c, struct st_pool_config
     p->sim.load_seconds = c->sim_load_seconds;
     p->sim.tokens = c->sim_tokens;
     p->sim.reply = c->sim_reply;
+    p->kv_block = c->kv_block_size;
     return rc;
 }
 
@@ -317,6 +318,8 @@ static int start(const struct st_config *c, struct running *r)
         rc = st_sched_new(&sc, clock, &r->sched, &err);
     if (rc == ST_OK)
         rc = st_engine_pool_new(&pc, r->sched, clock, &r->pool, &err);
+    if (rc == ST_OK && c->kv_events)   /* before any request: the events see every block */
+        rc = st_engine_pool_kv_events_open(r->pool, c->kv_events, &err);
     if (rc == ST_OK)
         rc = st_engine_pool_start(r->pool, &err);
     if (rc == ST_OK)
@@ -331,6 +334,12 @@ static int start(const struct st_config *c, struct running *r)
                 return EXIT_USAGE;
         }
         return exit_status_of(rc);
+    }
+    if (c->kv_events) {   /* the topic names the port really bound (--port 0) */
+        char pod[128];
+        st_cli_kv_pod(c, st_server_port(r->server), pod, sizeof(pod));
+        st_engine_pool_kv_events_pod(r->pool, pod);
+        st_log(ST_LOG_INFO, "main", "KV events: topic kv@%s@<model>", pod);
     }
     /* The e2e tests grep "listening on http://" and read the port after the
      * last colon; keep this line's shape. */

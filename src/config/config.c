@@ -65,6 +65,7 @@ void st_config_init(struct st_config *c)
     c->sim_decode_tps = 50.0;
     c->sim_load_seconds = 0.0;
     c->sim_tokens = 16;
+    c->kv_block_size = 16;
     c->reasoning_budget = -1;
     c->log_format = ST_LOG_TEXT;
     c->log_level = ST_LOG_INFO;
@@ -106,6 +107,8 @@ void st_config_fini(struct st_config *c)
     free(c->model_path);
     free(c->model_alias);
     free(c->sim_reply);
+    free(c->kv_events);
+    free(c->kv_events_host);
     memset(c, 0, sizeof(*c));
 }
 

@@ -183,6 +183,17 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         "reasoning_budget", ST_CFG_INT32, OFF(reasoning_budget), NO_HAS, I32(-1, INT32_MAX),
         .metavar = "N", .help = "chat: thinking budget in tokens when a request sends none "
         "(-1 = none, 0 = no thinking)" },
+    [ST_OPT_KV_EVENTS] = { ST_OPT_KV_EVENTS, "--kv-events", NULL, "kv_events", ST_CFG_STRING,
+        OFF(kv_events), NO_HAS, .metavar = "URL",
+        .help = "publish KV-cache events for llm-d's indexer over ZeroMQ (tcp://*:5557 binds, "
+        "tcp://HOST:PORT connects); docs/KV-EVENTS.md" },
+    [ST_OPT_KV_EVENTS_HOST] = { ST_OPT_KV_EVENTS_HOST, "--kv-events-host", NULL,
+        "kv_events_host", ST_CFG_STRING, OFF(kv_events_host), NO_HAS, .metavar = "ADDR",
+        .help = "pod address in the events' topic kv@ADDR:PORT@MODEL (default: $POD_IP, else "
+        "--host, else the first IPv4 address)" },
+    [ST_OPT_KV_BLOCK_SIZE] = { ST_OPT_KV_BLOCK_SIZE, "--kv-block-size", NULL, "kv_block_size",
+        ST_CFG_INT32, OFF(kv_block_size), NO_HAS, I32(1, 4096), .metavar = "N",
+        .help = "tokens per KV block in the KV events and /metrics (default 16)" },
     [ST_OPT_LOG_FORMAT] = { ST_OPT_LOG_FORMAT, "--log-format", NULL, "log_format",
         ST_CFG_CHOICE, OFF(log_format), NO_HAS, .choices = logfmt_choices,
         .help = "log lines as text or JSON" },

@@ -44,6 +44,7 @@ void st_pool_config_defaults(struct st_pool_config *c)
     c->sim.decode_tps = 50.0;
     c->sim.load_seconds = 0.0;
     c->sim.tokens = 16;
+    c->kv_block = 16;
 }
 
 /* ---- the live list -------------------------------------------------- */
@@ -148,6 +149,7 @@ static void engine_fini(struct st_engine *e)
         st_buf_fini(&e->slots[i].utf8);
         st_buf_fini(&e->slots[i].out);
         st_engine_prefix_fini(&e->slots[i]);
+        st_kv_slot_fini(&e->slots[i].kvb);
         st_ngram_fini(&e->slots[i].ngram);
     }
     st_engine_unload_quiet(e);
@@ -211,6 +213,9 @@ static enum st_status check_config(const struct st_pool_config *c, struct st_err
     if (!isfinite(c->load_backoff_s) || c->load_backoff_s < 0)
         return st_err_set(err, ST_ERR_BAD_CONFIG, "load back-off: %g, expected >= 0 seconds",
                           c->load_backoff_s);
+    if (c->kv_block < 0 || c->kv_block > 4096)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "KV block size: %d, expected 1..4096 tokens",
+                          (int)c->kv_block);
     return ST_OK;
 }
 
@@ -228,6 +233,8 @@ enum st_status st_engine_pool_new(const struct st_pool_config *cfg, struct st_sc
     p->cfg = *cfg;
     p->cfg.model = (struct st_model_config){ 0 };   /* the pool's copies live in p->models */
     p->cfg.extra_models = NULL;
+    if (p->cfg.kv_block == 0)
+        p->cfg.kv_block = 16;   /* a config made without st_pool_config_defaults */
     p->sched = sched;
     p->clock = clock;
     pthread_mutex_init(&p->mu, NULL);
@@ -392,6 +399,7 @@ void st_engine_pool_free(struct st_engine_pool *p)
     for (int32_t i = 0; p->engines && i < p->n_engines; i++)
         engine_fini(&p->engines[i]);
     free(p->engines);
+    st_kv_blocks_close(p);   /* after the engines: their unloads' events go out */
     st_pool_models_fini(p);
     free(p->cfg.sim.reply);
     pthread_mutex_destroy(&p->models_mu);

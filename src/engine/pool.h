@@ -12,6 +12,7 @@
  *   swap.c       an engine's model: start-up load, swap, ttl unload
  *   step.c       one engine step: admit, lines, batch, forward, sample, emit
  *   prefix.c     prefix reuse: which free slot a request takes, what its KV keeps
+ *   kv_blocks.c  the slots' KV as the blocks the KV events announce (kvev/: publisher)
  *   prompt.c     echo and prompt logprobs
  *   embed.c      embedding requests
  *   infill.c     fill-in-the-middle prompts
@@ -43,6 +44,7 @@
 
 #include "engine/draft/draft.h"
 #include "engine/draft/spec_cost.h"
+#include "engine/kv_blocks.h"
 #include "engine/prefix.h"
 #include "engine/sample/sample.h"
 #include "runner/runner.h"
@@ -79,6 +81,7 @@ struct st_engine_slot {
     struct st_ngram ngram;           /* (n-gram drafts) reset per request; table kept */
     struct st_prefix_cache cache;    /* (prefix reuse) what its KV holds; kept when it frees */
     int64_t echo_next;               /* (echo, prompt logprobs) next prompt position to report */
+    struct st_kv_slot kvb;           /* (KV events) the blocks of 'cache' announced */
 };
 
 struct st_engine {
@@ -174,6 +177,7 @@ struct st_engine_pool {
     pthread_mutex_t text_mu;         /* creating a model's text runner */
     pthread_mutex_t models_mu;       /* model states, retry tables, swaps */
     uint64_t *swaps;                 /* [(n_models + 1) * n_models]: row from + 1, column to */
+    struct st_kv_index *kv;          /* (KV events, kv_blocks.c) owned; NULL = off */
 };
 
 /* live.c: end a request that holds slot 'sl' (END event, scheduler finish,

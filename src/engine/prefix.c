@@ -296,6 +296,7 @@ void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
         scores_free(&c->sc);   /* no score left, none coming: give the memory back */
     st_runner_kv_truncate(e->runner, sl->index, keep);
     sl->n_past = keep;
+    st_kv_blocks_sync(e, sl, keep);   /* blocks past the kept prefix go */
     req->n_cached = keep;
     if (keep > 0) {
         st_sched_read_progress(e->pool->sched, &req->job, keep);
@@ -421,20 +422,31 @@ static bool scores_pull(struct st_prefix_cache *dst, const struct st_prefix_cach
     return need <= 1 || scored_run(&dst->sc, top, need) >= need;
 }
 
+/* Is a copy that takes sl from 'have' to 'len' prompt tokens worth it? At
+ * least ST_PREFIX_COPY_MIN more; with the KV events on, also any gain that
+ * completes a block sl lacks (docs/KV-EVENTS.md "Reuse in blocks": a
+ * router sent the request here for the blocks the events announced). */
+static bool worth_copying(const struct st_engine *e, int64_t have, int64_t len)
+{
+    if (len >= have + ST_PREFIX_COPY_MIN)
+        return true;
+    int64_t b = e->pool->cfg.kv_block;
+    return st_kv_blocks_on(e->pool) && b > 0 && len / b > have / b;
+}
+
 /* The other slot of the engine whose final KV holds the longest prefix of
- * sl's prompt, when that beats sl's own by ST_PREFIX_COPY_MIN tokens; -1
- * otherwise (*n: its length). */
+ * sl's prompt, when worth_copying; -1 otherwise (*n: its length). */
 static int32_t copy_source(const struct st_engine *e, const struct st_engine_slot *sl,
                            int64_t *n)
 {
     int32_t best = -1;
-    int64_t best_n = sl->n_past + ST_PREFIX_COPY_MIN - 1;
+    int64_t best_n = sl->n_past;
     for (int32_t i = 0; i < e->n_active && i < e->n_slots; i++) {
         const struct st_engine_slot *src = &e->slots[i];
         if (i == sl->index)
             continue;
         int64_t len = share(&src->cache, final_len(src), sl->req);
-        if (len > best_n) {
+        if (len > best_n && worth_copying(e, sl->n_past, len)) {
             best = i;
             best_n = len;
         }
@@ -449,7 +461,7 @@ void st_engine_prefix_pull(struct st_engine *e, struct st_engine_slot *sl)
     int64_t have = sl->n_past, n;
     /* ids known in full (bind copied the prompt), and room to gain */
     if (!req || sl->decoding || !e->runner || e->runner->recurrent || req->no_prompt_cache ||
-        sl->cache.n_ids < req->n_tokens || req->n_tokens - 1 - have < ST_PREFIX_COPY_MIN)
+        sl->cache.n_ids < req->n_tokens || !worth_copying(e, have, req->n_tokens - 1))
         return;
     int32_t from = copy_source(e, sl, &n);
     if (from < 0)
@@ -470,6 +482,7 @@ void st_engine_prefix_pull(struct st_engine *e, struct st_engine_slot *sl)
         return;
     }
     sl->n_past = n;
+    st_kv_blocks_sync(e, sl, n);
     req->n_cached += n - have;
     st_sched_read_progress(e->pool->sched, &req->job, n - have);
     count_cached(e->pool, n - have, n - have);
@@ -492,6 +505,7 @@ void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,
     st_runner_kv_truncate(e->runner, sl->index, keep);
     c->n_ids = keep;
     c->n_kv = keep;
+    st_kv_blocks_sync(e, sl, keep);
     scores_cut(&c->sc, keep);
     c->stamp = ++e->prefix_tick;
 }

@@ -79,7 +79,8 @@ void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
 /* Prefix sharing across slots: a reading slot copies another slot's KV
  * only when that gives it at least this many more prompt tokens than it
  * holds (docs/BATCHING.md "Prefix reuse": a copy costs 2 x n_layer device
- * copies, worth it only over a chunk-sized saving). */
+ * copies, worth it only over a chunk-sized saving), or, with the KV events
+ * on, when it completes a KV block the slot lacks (docs/KV-EVENTS.md). */
 #define ST_PREFIX_COPY_MIN 32
 /* Slot sl's request still reads its prompt (bind, and before each forward
  * of the lines holder): when another slot of the engine, busy or free,

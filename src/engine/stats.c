@@ -164,6 +164,8 @@ void st_engine_update_views(struct st_engine *e)
         /* idle: the tokens its KV keeps for the next request; busy: those
          * its request found there (prefix.c) */
         v->n_cached = sl->req ? sl->req->n_cached : sl->cache.n_kv;
+        v->kv_blocks = sl->kvb.n;
+        v->kv_last_block = sl->kvb.n > 0 ? sl->kvb.keys[sl->kvb.n - 1] : 0;
         if (!sl->req)
             continue;
         snprintf(v->request_id, sizeof(v->request_id), "%s", sl->req->id);

@@ -493,6 +493,11 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
         else if (q->sample)
             take_token(e, sl, &e->rows[i], t_end);
     }
+    for (int32_t i = 0; i < n; i++) {   /* (KV events) blocks the step completed */
+        struct st_engine_slot *sl = &e->slots[e->seqs[i].slot];
+        if (sl->req)
+            st_kv_blocks_sync(e, sl, ST_MIN(sl->cache.n_ids, sl->n_past));
+    }
     note_cost(e, &batch, lean, catching, t_fwd);
 }
 

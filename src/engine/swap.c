@@ -103,6 +103,7 @@ static void unload(struct st_engine *e, bool count, bool ttl)
     int32_t m = e->model;
     atomic_store(&e->model_view, -1);
     atomic_store(&e->state_tokens, 0);
+    st_kv_blocks_unload(e, m);   /* before the slots' caches are void */
     st_runner_unload(e->runner);
     st_runner_free(e->runner);
     e->runner = NULL;

@@ -320,6 +320,12 @@ static void slot_obj(struct st_out *o, struct st_server *srv, const void *items,
     st_out_kv_i64(o, "give_ways", v->give_ways);
     st_out_kv_i64(o, "n_cached", v->n_cached);
     st_out_kv_i64(o, "n_ctx", v->n_ctx);
+    /* (KV events on) the full blocks announced, and the last one's engine
+     * key as a decimal string (a JSON number would lose bits) */
+    st_out_kv_i64(o, "kv_blocks", v->kv_blocks);
+    char key[24];
+    snprintf(key, sizeof(key), "%llu", (unsigned long long)v->kv_last_block);
+    st_out_kv_str(o, "kv_last_block", v->kv_blocks > 0 ? key : NULL);
     /* the engine's loaded model; null while it has none (or is loading one) */
     st_out_kv_str(o, "model", v->model >= 0 ? st_engine_pool_model_name(srv->pool, v->model)
                                             : NULL);
@@ -339,6 +345,8 @@ enum st_route_result st_h_slots(struct st_call *c)
             memset(v[i].request_id, 0, sizeof(v[i].request_id));
             v[i].priority = v[i].give_ways = 0;
             v[i].n_prompt = v[i].n_read = v[i].n_generated = v[i].n_cached = 0;
+            v[i].kv_blocks = 0;
+            v[i].kv_last_block = 0;
         }
     struct st_buf b;
     st_buf_init(&b);

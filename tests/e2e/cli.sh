@@ -160,6 +160,12 @@ printf 'GGUF-but-not-really' >"$tmp/broken.gguf"
 run "serve -m broken.gguf" 2 serve -m "$tmp/broken.gguf" --port 0 --host 127.0.0.1 &&
     expect err "the model did not load: gguf:" "serve -m broken.gguf"
 
+# --kv-events: an endpoint ZeroMQ refuses stops serve at start (exit 2,
+# named); a build without libzmq/msgpack-c says what to install instead.
+run "serve --kv-events tcp://bad" 2 serve --backend sim --port 0 --host 127.0.0.1 \
+        --kv-events tcp://bad &&
+    expect err "kv-events" "serve --kv-events tcp://bad"
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed"
     exit 1
