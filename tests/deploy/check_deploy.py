@@ -8,7 +8,7 @@
    allowed values (a small table below, from the API references: apps/v1
    Deployment, v1 Service, inference.networking.k8s.io/v1 InferencePool,
    InferenceObjective, gateway.networking.k8s.io/v1 HTTPRoute, keda.sh/v1alpha1
-   ScaledObject, kustomize, the llm-d router's EndpointPickerConfig and its
+   ScaledObject, the prometheus-operator's ServiceMonitor, kustomize, the llm-d router's EndpointPickerConfig and its
    file-discovery endpoints file, Envoy's bootstrap).
 3. Cross-checks: the pods carry the labels the pool and the Service select and the
    engine type the EPP config maps; one port for the API, /metrics, /health and the
@@ -126,6 +126,11 @@ KINDS = {
         "spec": S({"scaleTargetRef": S({"name": S(str), "kind": S(str, False)}),
                    "minReplicaCount": S(int, False), "maxReplicaCount": S(int, False),
                    "triggers": S([{"type": S(str), "metadata": S(dict)}])}),
+    },
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): {
+        "metadata": S(META),
+        "spec": S({"selector": S(LABEL_SELECTOR),
+                   "endpoints": S([{"port": S(str), "path": S(str, False), "interval": S(str, False)}])}),
     },
     ("kustomize.config.k8s.io/v1beta1", "Kustomization"): {"resources": S([str])},
 }
@@ -376,6 +381,15 @@ def main():
         bad(strata, "`strata serve --help` lists no flags")
     for where, dep in by_kind.get("Deployment", []):
         check_deployment(where, dep, pool, service, known)
+    for where, sm in by_kind.get("ServiceMonitor", []):
+        if service:
+            for k, v in sm["spec"]["selector"]["matchLabels"].items():
+                if (service["metadata"].get("labels") or {}).get(k) != v:
+                    bad(where, f"selects Services labelled {k}={v}; the Strata Service is not")
+            if sm["spec"]["endpoints"][0]["port"] not in [p.get("name") for p in service["spec"]["ports"]]:
+                bad(where, "scrapes a port the Service does not name")
+            if sm["spec"]["endpoints"][0].get("path", "/metrics") != "/metrics":
+                bad(where, "scrapes another path than /metrics")
     for where, obj in by_kind.get("InferenceObjective", []):
         if pool and obj["spec"]["poolRef"]["name"] != pool["metadata"]["name"]:
             bad(where, "poolRef names another pool")
