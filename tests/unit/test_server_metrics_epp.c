@@ -2,12 +2,14 @@
  * (metrics_epp.c) from hand-filled snapshots: the pod-wide total as each
  * family's first series, the KV fraction clamped, cache_config_info's
  * block geometry, the models-info gauge's lists (aliases, escaping, a
- * loaded model never listed as waiting) and the engines loading. */
+ * loaded model never listed as waiting) and the engines loading; the
+ * scheduler's per-model waiting counts they come from. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "server/http/http.h"
+#include "strata/clock.h"
 #include "support.h"
 
 static const char *line_of(const char *text, const char *prefix)
@@ -156,12 +158,49 @@ START_TEST(test_epp_cache_and_models)
 }
 END_TEST
 
+/* The per-model waiting counts the models-info gauge lists from: kept
+ * live by the queue, 0 for models nobody queued for (or beyond the
+ * scheduler's models), down again when a job leaves. */
+START_TEST(test_epp_sched_models_waiting)
+{
+    struct st_sched_config cfg;
+    struct st_sched *s = NULL;
+    struct st_err err = { 0 };
+    st_sched_config_defaults(&cfg);
+    cfg.log_dispatch = false;
+    ck_assert_int_eq(st_sched_new(&cfg, st_clock_real(), &s, &err), ST_OK);
+    ck_assert_int_ge(st_sched_add_engine(s, 1, 0), 0);
+    struct st_sched_job jobs[3];
+    memset(jobs, 0, sizeof(jobs));
+    const int32_t models[] = { 2, 0, 2 };
+    for (int i = 0; i < 3; i++) {
+        jobs[i].model = models[i];
+        jobs[i].prompt_tokens = 4;
+        ck_assert_int_eq(st_sched_submit(s, &jobs[i], NULL), ST_OK);
+    }
+    int64_t w[5];
+    st_sched_models_waiting(s, w, 5);
+    ck_assert_int_eq(w[0], 1);
+    ck_assert_int_eq(w[1], 0);
+    ck_assert_int_eq(w[2], 2);
+    ck_assert_int_eq(w[3], 0);
+    ck_assert_int_eq(w[4], 0);
+    ck_assert(st_sched_cancel(s, &jobs[2]));
+    st_sched_models_waiting(s, w, 3);
+    ck_assert_int_eq(w[2], 1);
+    ck_assert(st_sched_cancel(s, &jobs[0]));
+    ck_assert(st_sched_cancel(s, &jobs[1]));
+    st_sched_free(s);
+}
+END_TEST
+
 static Suite *epp_suite(void)
 {
     Suite *s = suite_create("server_metrics_epp");
     TCase *tc = tcase_create("render");
     tcase_add_test(tc, test_epp_load_gauges_total_first);
     tcase_add_test(tc, test_epp_cache_and_models);
+    tcase_add_test(tc, test_epp_sched_models_waiting);
     suite_add_tcase(s, tc);
     return s;
 }
