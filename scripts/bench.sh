@@ -46,7 +46,7 @@ echo "load average at start: $load_start"
 echo "== Release build in $B"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=OFF -DSTRATA_CUDA=OFF >/dev/null
 cmake --build "$B" -j"$jobs" --target strata bench_kernels bench_priority bench_sched \
-      bench_tokenizer bench_prefix bench_gbnf bench_jsmask > "$B/bench-build.log" 2>&1 ||
+      bench_tokenizer bench_prefix bench_gbnf bench_jsmask bench_metrics > "$B/bench-build.log" 2>&1 ||
     { tail -40 "$B/bench-build.log"; echo "bench.sh: build failed (see $B/bench-build.log)" >&2
       exit 1; }
 strata=$B/src/strata
@@ -163,6 +163,7 @@ if [[ $quick -eq 1 ]]; then
     run gbnf with_tokenizer gbnf bench_gbnf
     run jsmask with_tokenizer jsmask bench_jsmask
     run prefix prefix "$small" 1024 512 3
+    run metrics "$B/tests/bench_metrics" 10000 500
 else
     run kernels "$B/tests/bench_kernels" "$T"
     run decode decode "$medium" 128 64 3
@@ -177,6 +178,7 @@ else
     run gbnf with_tokenizer gbnf bench_gbnf
     run jsmask with_tokenizer jsmask bench_jsmask
     run prefix prefix "$medium" 1024 512 3
+    run metrics "$B/tests/bench_metrics"
 fi
 
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)

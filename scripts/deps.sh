@@ -21,6 +21,8 @@ if [[ $want_tests -eq 1 ]]; then
     pkgs+=(clang libclang-rt-14-dev prometheus python3)
     # python3-zmq, python3-msgpack: the KV-event subscriber tests (tests/e2e/kv_events.cmake).
     pkgs+=(python3-zmq python3-msgpack)
+    # python3-yaml: tests/deploy/check_deploy.py reads the deploy/ manifests.
+    pkgs+=(python3-yaml)
     command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
     command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 fi

@@ -584,9 +584,19 @@ struct st_pool_stats {
     struct st_histogram itl[ST_BAND_COUNT];    /* inter-token latency, by band */
     double   kv_usage;             /* 0..1: context in use over context allocated */
     int64_t  running;              /* requests holding a slot */
+    int64_t  kv_tokens;            /* (added) tokens of KV all engines' slots can hold: the
+                                    * loaded model's parallel x ctx_size; an engine without
+                                    * one counts the largest model's (what it would hold) */
 };
 
 void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out);
+
+/* Tokens per KV block the pool advertises to routers: the block_size label
+ * of cache_config_info (/metrics), the num_gpu_blocks label is kv_tokens
+ * over it. One place, so the prefix cache's block mapping and the KV events
+ * use the same figure. Thread: any. */
+#define ST_KV_BLOCK_TOKENS_DEFAULT 16
+int32_t st_engine_pool_block_size(const struct st_engine_pool *p);
 
 /* ---- several models (../docs/MODELS.md) ------------------------------ */
 

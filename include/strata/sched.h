@@ -335,6 +335,11 @@ struct st_sched_stats {
 /* A consistent snapshot, O(bands + engines): cheap enough to scrape every 50 ms. */
 void st_sched_stats(struct st_sched *s, struct st_sched_stats *out);
 
+/* Requests waiting for each model 0..n-1 into out[] (0 for a model nobody
+ * has queued for yet), in one lock: O(n), whatever the queue length. The
+ * router's model-residency gauge lists the models with waiting requests. */
+void st_sched_models_waiting(struct st_sched *s, int64_t *out, int32_t n);
+
 /* One record per dispatch (docs/design/SCHEDULER.md section 8). */
 struct st_activity {
     uint64_t id;

@@ -74,6 +74,18 @@ void st_pool_count_token(struct st_engine_pool *p, enum st_band band, bool gener
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Tokens of KV model m's slots hold on one engine. */
+static int64_t slots_kv_tokens(const struct st_engine_pool *p, int32_t m)
+{
+    return (int64_t)p->models[m].cfg.parallel * (int64_t)p->models[m].cfg.ctx_size;
+}
+
+int32_t st_engine_pool_block_size(const struct st_engine_pool *p)
+{
+    (void)p;   /* one size for every pool until the prefix cache makes it a setting */
+    return ST_KV_BLOCK_TOKENS_DEFAULT;
+}
+
 void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
 {
     memset(out, 0, sizeof(*out));
@@ -94,6 +106,9 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
     memcpy(out->itl, p->itl, sizeof(out->itl));
     pthread_mutex_unlock(&p->mu);
 
+    int64_t largest = 0;   /* what an engine without a model would hold */
+    for (int32_t m = 0; m < p->n_models; m++)
+        largest = ST_MAX(largest, slots_kv_tokens(p, m));
     double held = 0.0, capacity = 0.0;
     for (int32_t i = 0; i < p->n_engines; i++) {
         const struct st_engine *e = &p->engines[i];
@@ -102,6 +117,7 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
         if (m >= 0)   /* a slot's KV plus its recurrent state */
             capacity += (double)p->models[m].cfg.parallel *
                         (double)(p->models[m].cfg.ctx_size + atomic_load(&e->state_tokens));
+        out->kv_tokens += m >= 0 ? slots_kv_tokens(p, m) : largest;
         out->running += atomic_load(&e->busy);
     }
     out->kv_usage = capacity > 0.0 ? held / capacity : 0.0;

@@ -41,6 +41,14 @@ void st_sched_stats(struct st_sched *s, struct st_sched_stats *out)
     pthread_mutex_unlock(&s->mu);
 }
 
+void st_sched_models_waiting(struct st_sched *s, int64_t *out, int32_t n)
+{
+    pthread_mutex_lock(&s->mu);
+    for (int32_t m = 0; m < n; m++)
+        out[m] = m < s->n_models ? s->models[m].n_waiting : 0;
+    pthread_mutex_unlock(&s->mu);
+}
+
 enum st_status st_sched_ring_new(struct st_sched *s, int32_t capacity)
 {
     s->ring_cap = (size_t)capacity;

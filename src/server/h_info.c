@@ -193,7 +193,7 @@ enum st_route_result st_h_metrics(struct st_call *c)
     hs.resp_stored_bytes = rs.bytes;
     hs.resp_evicted = rs.evicted;
     struct st_metrics_models mm;
-    if (st_metrics_models_take(c->srv->pool, &mm) != ST_OK)
+    if (st_metrics_models_take(c->srv->pool, c->srv->sched, &mm) != ST_OK)
         return st_reply_nomem(c);
     struct st_buf b;
     st_buf_init(&b);

@@ -46,6 +46,9 @@ static const struct st_route routes[] = {
     { "/tokenize",            "POST", st_h_tokenize,        false, true,  true,  false, false },
     { "/detokenize",          "POST", st_h_detokenize,      false, true,  true,  false, false },
     { "/apply-template",      "POST", st_h_apply_template,  false, true,  true,  false, false },
+    /* the prompt's token ids for a router's prefix scorer (openai/h_render.c) */
+    { "/v1/chat/completions/render", "POST", st_h_chat_render, false, true, true, false, false },
+    { "/v1/completions/render", "POST", st_h_completions_render, false, true, true, false, false },
 };
 
 static bool path_match(const struct st_route *r, const char *path)

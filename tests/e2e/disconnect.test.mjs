@@ -1,9 +1,13 @@
 // disconnect.test.mjs -- a client that leaves cancels its request: mid
 // stream (the slot comes back and /metrics counts it cancelled), while
 // waiting in the queue (it leaves the queue at once), and without
-// streaming. Other requests are not disturbed.
+// streaming. Other requests are not disturbed. A connection reset (TCP
+// RST: what Envoy does to the upstream when a router's endpoint picker
+// evicts or sheds a request; docs/SCALE-OUT.md) frees the slot, or the
+// queue place, the same way.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { startServer, getJSON, postJSON, metric, metricsText, until, chatBody } from './lib/server.mjs';
 
 let srv;
@@ -84,4 +88,57 @@ test('the server still serves normally afterwards', async () => {
   const r = await postJSON(srv, '/v1/chat/completions', chatBody({ max_tokens: 2 }));
   assert.equal(r.status, 200);
   assert.equal(r.json.choices[0].message.content, 'tok1 tok2');
+});
+
+// A raw HTTP/1.1 request on its own socket, so the test can reset it (RST,
+// not FIN). Resolves once 'ready' is true of the bytes received so far.
+function rawRequest(body, ready) {
+  const u = new URL(srv.url);
+  const sock = net.connect(Number(u.port), u.hostname);
+  const json = JSON.stringify(body);
+  let got = '';
+  return new Promise((resolve, reject) => {
+    sock.on('error', reject);
+    sock.on('data', (d) => {
+      got += d.toString();
+      if (ready(got)) resolve(sock);
+    });
+    sock.on('connect', () => {
+      sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`);
+      if (ready(got)) resolve(sock);
+    });
+  });
+}
+
+test('a connection reset mid-stream frees the slot and counts the request cancelled', async () => {
+  const before = metric(await metricsText(srv), 'strata_requests_total', { band: 'normal', outcome: 'cancelled' });
+  const sock = await rawRequest(chatBody({ stream: true }), (got) => got.includes(' tok2'));
+  assert.equal((await getJSON(srv, '/slots')).json.filter((s) => s.state === 'decoding').length, 1);
+  sock.resetAndDestroy();
+  await until(allIdle, 5000, 'the slot to be idle after the reset');
+  const t = await until(async () => {
+    const m = await metricsText(srv);
+    return metric(m, 'strata_requests_total', { band: 'normal', outcome: 'cancelled' }) === before + 1 ? m : null;
+  }, 5000, 'the cancelled counter');
+  assert.equal(metric(t, 'vllm:num_requests_running'), 0);
+});
+
+test('a connection reset while queued takes the request out of the queue', async () => {
+  const a = await openStream({}, { 'x-request-id': 'reset-a' });
+  const b = await openStream({}, { 'x-request-id': 'reset-b' });
+  await until(async () => metric(await metricsText(srv), 'vllm:num_requests_running') === 2, 5000, 'both slots busy');
+  const before = metric(await metricsText(srv), 'strata_requests_undispatched_total', { band: 'normal', outcome: 'cancelled' });
+  const sock = await rawRequest(chatBody({ stream: true, priority: -100 }), () => true);
+  await until(async () => metric(await metricsText(srv), 'llamaswap_scheduler_queue_depth', { band: 'batch' }) === 1, 5000, 'queued');
+  sock.resetAndDestroy();
+  await until(async () => metric(await metricsText(srv), 'vllm:num_requests_waiting') === 0, 3000, 'the queue to empty after the reset');
+  const t = await metricsText(srv);
+  assert.equal(metric(t, 'strata_requests_undispatched_total', { band: 'batch', outcome: 'cancelled' }), 1);
+  assert.equal(metric(t, 'strata_requests_undispatched_total', { band: 'normal', outcome: 'cancelled' }), before);
+  const busy = (await getJSON(srv, '/slots')).json.filter((s) => s.state === 'decoding');
+  assert.deepEqual(busy.map((s) => s.request_id).sort(), ['reset-a', 'reset-b']);
+  a.ctl.abort();
+  b.ctl.abort();
+  await until(allIdle, 5000, 'slots idle');
 });

@@ -898,7 +898,8 @@ START_TEST(test_server_metrics_models)
     st[0].load_seconds.sum = 0.5;
     st[2].load_failures = 3;
     struct st_metrics_swap sw[] = { { -1, 0, 2 }, { -1, 1, 0 }, { 0, 1, 1 }, { 1, 0, 0 } };
-    struct st_metrics_models mm = { 3, names, st, sw, ST_ARRAY_LEN(sw) };
+    struct st_metrics_models mm = { .n_models = 3, .names = names, .status = st,
+                                    .swaps = sw, .n_swaps = ST_ARRAY_LEN(sw) };
     struct st_buf b;
     st_buf_init(&b);
     ck_assert_int_eq(st_metrics_render(&b, &ss, &ps, NULL, &mm), ST_OK);
@@ -987,7 +988,7 @@ static void models_take_case(int32_t n_models, size_t want_before, size_t want_a
     f.pcfg.sim.load_seconds = 0.5;
     ck_assert(fx_start(&f));
     struct st_metrics_models mm;
-    ck_assert_int_eq(st_metrics_models_take(f.pool, &mm), ST_OK);
+    ck_assert_int_eq(st_metrics_models_take(f.pool, f.sched, &mm), ST_OK);
     ck_assert_int_eq(mm.n_models, n_models);
     ck_assert_uint_eq(mm.n_swaps, want_before);
     ck_assert_str_eq(mm.names[n_models - 1], names[n_models - 1]);
@@ -995,7 +996,7 @@ static void models_take_case(int32_t n_models, size_t want_before, size_t want_a
 
     serve_one(&f, 0);            /* none -> m0 */
     serve_one(&f, 1);            /* m0 -> m1 */
-    ck_assert_int_eq(st_metrics_models_take(f.pool, &mm), ST_OK);
+    ck_assert_int_eq(st_metrics_models_take(f.pool, f.sched, &mm), ST_OK);
     ck_assert_uint_eq(mm.n_swaps, want_after);
     uint64_t none_m0 = 0, m0_m1 = 0, total = 0;
     for (size_t i = 0; i < mm.n_swaps; i++) {

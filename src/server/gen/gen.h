@@ -246,6 +246,12 @@ enum st_status st_gen_use_tokens(struct st_call *c, struct st_request *req,
  * 'param' (context_length_exceeded when too long). */
 enum st_status st_gen_prepare(struct st_call *c, struct st_request *req, const char *param,
                               struct st_api_error *e);
+/* Prompt p of 'oq' as a generation would give it to req (req->model set):
+ * the template with tools and kwargs (and the thinking budget's) or the
+ * prompt text, in req->prompt; its tokens, or the client's ids, in
+ * req->tokens. Nothing is submitted (the /render endpoints). */
+enum st_status st_gen_prompt_tokens(struct st_call *c, const struct st_oai_request *oq,
+                                    size_t p, struct st_request *req, struct st_api_error *e);
 /* Every choice from 'from' on ends unsubmitted with e's status (and the
  * log line is written once all have ended). */
 void st_gen_end_rest(struct st_call *c, struct st_gen *g, int32_t from,

@@ -338,6 +338,22 @@ static void budget_apply(const struct budget *b, struct st_gen_params *p)
     memcpy(p->n_think_close, b->n_close, sizeof(p->n_think_close));
 }
 
+/* req's prompt: prompt p's rendered 'text' and its tokens, or the client's
+ * ids as given. The one place a generation's prompt tokens come from, so
+ * the render endpoints (st_gen_prompt_tokens) answer the same ids. */
+static enum st_status set_prompt(struct st_call *c, const struct st_oai_request *oq, size_t p,
+                                 const char *text, struct st_request *req,
+                                 struct st_api_error *e)
+{
+    req->prompt = st_str_dup(st_str_c(text));
+    if (!req->prompt)
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    const struct st_oai_prompt *pr = oq->kind == ST_OAI_COMPLETION ? &oq->prompts[p] : NULL;
+    if (pr && pr->tokens)
+        return st_gen_use_tokens(c, req, pr, "prompt", e);
+    return st_gen_prepare(c, req, oq->kind == ST_OAI_CHAT ? "messages" : "prompt", e);
+}
+
 /* calls: tool_choice's grammar (gen_reply.c) or NULL; the request takes
  * its own reference. */
 static enum st_status make_request(struct st_call *c, struct st_gen *g,
@@ -360,14 +376,7 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
     }
     drop_stops_if_constrained(&req->params);
     budget_apply(bud, &req->params);
-    req->prompt = st_str_dup(st_str_c(text));
-    if (!req->prompt)
-        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
-    const struct st_oai_prompt *pr = oq->kind == ST_OAI_COMPLETION ? &oq->prompts[ch->prompt]
-                                                                  : NULL;
-    if (pr && pr->tokens)
-        return st_gen_use_tokens(c, req, pr, "prompt", e);
-    return st_gen_prepare(c, req, oq->kind == ST_OAI_CHAT ? "messages" : "prompt", e);
+    return set_prompt(c, oq, (size_t)ch->prompt, text, req, e);
 }
 
 struct st_request *st_gen_request_new(struct st_call *c, struct st_gen *g,
@@ -439,6 +448,32 @@ static uint8_t think_vocab(struct st_call *c, int32_t model)
     return v;
 }
 
+/* The request's chat with the thinking budget's kwargs (a view: borrows
+ * oq's); returns the kwargs it made, for the caller to delete, or NULL. */
+static cJSON *chat_with_budget(struct st_call *c, const struct st_oai_request *oq,
+                               struct st_chat_request *chat)
+{
+    *chat = oq->chat;
+    cJSON *kwargs = budget_kwargs(oq, budget_wanted(c, oq));
+    if (kwargs)
+        chat->kwargs = kwargs;
+    return kwargs;
+}
+
+enum st_status st_gen_prompt_tokens(struct st_call *c, const struct st_oai_request *oq,
+                                    size_t p, struct st_request *req, struct st_api_error *e)
+{
+    struct st_chat_request chat;
+    cJSON *kwargs = chat_with_budget(c, oq, &chat);
+    char *text = NULL;
+    enum st_status rc = render_prompt(c, oq, req->model, p, &chat, &text, e);
+    cJSON_Delete(kwargs);
+    if (rc == ST_OK)
+        rc = set_prompt(c, oq, p, text, req, e);
+    free(text);
+    return rc;
+}
+
 static enum st_status build_requests(struct st_call *c, struct st_gen *g,
                                      const struct st_oai_request *oq, struct st_api_error *e)
 {
@@ -450,11 +485,8 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
     /* only a constrained reply or a thinking budget asks */
     if (oq->kind == ST_OAI_CHAT && (constrained || budget >= 0))
         g->think_vocab = think_vocab(c, g->model);
-    /* the request's chat with the budget's kwargs (borrowed: a view) */
-    struct st_chat_request chat = oq->chat;
-    cJSON *kwargs = budget_kwargs(oq, budget);
-    if (kwargs)
-        chat.kwargs = kwargs;
+    struct st_chat_request chat;
+    cJSON *kwargs = chat_with_budget(c, oq, &chat);
     struct budget bud = { .budget = -1 };
     for (int32_t i = 0; i < g->n_choices && rc == ST_OK; i += oq->n) {
         char *text = NULL;

@@ -33,8 +33,8 @@
  *   strata_model_load_seconds{model}                         histogram every load attempt
  *   strata_model_load_failures_total{model}                  counter
  *   strata_model_swaps_total{from,to}                        counter  from="none": onto an empty engine
- *   vllm:num_requests_waiting, vllm:num_requests_running,
- *   vllm:kv_cache_usage_perc (0..1)                          gauge    (Gateway API Inference Extension)
+ *   vllm:* and strata:* gauges a router's endpoint picker reads (queue, running,
+ *   KV use, cache geometry, models resident): metrics_epp.c
  *
  * Rendering reads two snapshots and formats ~250 lines plus ~25 per model
  * and one per swap pair: tens of microseconds, cheap enough for a picker
@@ -48,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/http/http.h"
 
@@ -287,8 +288,7 @@ static void response_store_families(struct st_out *o, const struct st_http_stats
     counter_u64(o, "strata_responses_evicted_total", NULL, hs ? hs->resp_evicted : 0);
 }
 
-static void http_and_gateway(struct st_out *o, const struct st_sched_stats *ss,
-                             const struct st_pool_stats *ps, const struct st_http_stats *hs)
+static void http_families(struct st_out *o, const struct st_http_stats *hs)
 {
     char l[32];
     family(o, "strata_http_responses_total", "counter",
@@ -304,13 +304,6 @@ static void http_and_gateway(struct st_out *o, const struct st_sched_stats *ss,
            "1 while a graceful shutdown drains (new generations get 503).");
     sample(o, "strata_server_draining", NULL, hs && hs->draining ? 1.0 : 0.0);
     response_store_families(o, hs);
-    double kv = ps->kv_usage < 0 ? 0 : (ps->kv_usage > 1 ? 1 : ps->kv_usage);
-    family(o, "vllm:num_requests_waiting", "gauge", "Requests waiting for a slot.");
-    sample(o, "vllm:num_requests_waiting", NULL, (double)ss->waiting);
-    family(o, "vllm:num_requests_running", "gauge", "Requests holding a slot.");
-    sample(o, "vllm:num_requests_running", NULL, (double)ss->running);
-    family(o, "vllm:kv_cache_usage_perc", "gauge", "KV cache in use over allocated, 0 to 1.");
-    sample(o, "vllm:kv_cache_usage_perc", NULL, kv);
 }
 
 /* ---- several models ---------------------------------------------------- */
@@ -392,23 +385,37 @@ static bool pair_listed(const struct st_metrics_models *mm, int32_t from, int32_
     return mm->status[to].loads > 0 && mm->status[from].loads > 0;
 }
 
-enum st_status st_metrics_models_take(struct st_engine_pool *p, struct st_metrics_models *out)
+enum st_status st_metrics_models_take(struct st_engine_pool *p, struct st_sched *sched,
+                                      struct st_metrics_models *out)
 {
     memset(out, 0, sizeof(*out));
+    out->pod.block_size = st_engine_pool_block_size(p);
+    out->pod.max_resident = st_engine_pool_n_engines(p);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    out->pod.now_unix = (double)wall.tv_sec + (double)wall.tv_nsec * 1e-9;
     int32_t n = st_engine_pool_n_models(p);
     if (n <= 0)
         return ST_OK;
     out->names = calloc((size_t)n, sizeof(*out->names));
     out->status = calloc((size_t)n, sizeof(*out->status));
-    if (!out->names || !out->status) {
+    out->resident = calloc((size_t)n, sizeof(*out->resident));
+    int64_t *waiting = calloc((size_t)n, sizeof(*waiting));
+    if (!out->names || !out->status || !out->resident || !waiting) {
+        free(waiting);
         st_metrics_models_fini(out);
         return ST_ERR_NOMEM;
     }
+    if (sched)
+        st_sched_models_waiting(sched, waiting, n);
     out->n_models = n;
     for (int32_t m = 0; m < n; m++) {
         out->names[m] = st_engine_pool_model_name(p, m);
         st_engine_pool_model_status(p, m, &out->status[m]);
+        out->resident[m].waiting = waiting[m];
+        out->resident[m].aliases = st_engine_pool_model_aliases(p, m, &out->resident[m].n_aliases);
     }
+    free(waiting);
     size_t cap = 0;
     for (int32_t from = -1; from < n; from++)
         for (int32_t to = 0; to < n; to++)
@@ -433,6 +440,7 @@ void st_metrics_models_fini(struct st_metrics_models *m)
     free(m->names);
     free(m->status);
     free(m->swaps);
+    free(m->resident);
     memset(m, 0, sizeof(*m));
 }
 
@@ -450,6 +458,7 @@ enum st_status st_metrics_render(struct st_buf *out, const struct st_sched_stats
         model_gauges(&o, models);
         model_swaps(&o, models);
     }
-    http_and_gateway(&o, ss, ps, hs);
+    http_families(&o, hs);
+    st_metrics_epp_render(&o, ss, ps, models);   /* metrics_epp.c: what routers read */
     return st_out_finish(&o);
 }

@@ -36,12 +36,27 @@ struct st_metrics_swap {
     uint64_t n;                             /* strata_model_swaps_total{from,to} */
 };
 
+/* What a router's endpoint picker needs beyond the stats (metrics_epp.c). */
+struct st_metrics_resident {
+    int64_t waiting;                        /* requests queued for the model */
+    const char *const *aliases;             /* [n_aliases], borrowed from the pool */
+    int32_t n_aliases;
+};
+
+struct st_metrics_pod {
+    int32_t block_size;                     /* tokens per KV block (st_engine_pool_block_size) */
+    int32_t max_resident;                   /* models the pod holds at once: its engines */
+    double  now_unix;                       /* when the snapshot was taken, unix seconds */
+};
+
 struct st_metrics_models {
     int32_t n_models;
     const char **names;                     /* [n_models], owned array; strings borrowed */
     struct st_model_status *status;         /* [n_models], owned */
     struct st_metrics_swap *swaps;          /* [n_swaps], owned: the pairs shown */
     size_t n_swaps;
+    struct st_metrics_resident *resident;   /* [n_models], owned; NULL: nothing waits */
+    struct st_metrics_pod pod;
 };
 
 /* Every (from, to) swap pair is shown up to this many models (17 x 16
@@ -52,10 +67,12 @@ struct st_metrics_models {
 /* A label 'name="value"' at most (longer values are cut). */
 #define ST_METRICS_LABEL_MAX 320
 
-/* Snapshot every model's status and the swap counters. ST_ERR_NOMEM (out
+/* Snapshot every model's status and the swap counters, and with 'sched'
+ * (NULL: none waiting) the requests waiting for each. ST_ERR_NOMEM (out
  * left empty). Release with st_metrics_models_fini (safe on an empty one). */
 ST_MUST_CHECK
-enum st_status st_metrics_models_take(struct st_engine_pool *p, struct st_metrics_models *out);
+enum st_status st_metrics_models_take(struct st_engine_pool *p, struct st_sched *sched,
+                                      struct st_metrics_models *out);
 void st_metrics_models_fini(struct st_metrics_models *m);
 
 /* Prometheus text format 0.0.4: every family with HELP and TYPE, every band
@@ -65,5 +82,12 @@ ST_MUST_CHECK
 enum st_status st_metrics_render(struct st_buf *out, const struct st_sched_stats *ss,
                                  const struct st_pool_stats *ps, const struct st_http_stats *hs,
                                  const struct st_metrics_models *models);
+
+/* The router-facing families (metrics_epp.c): vllm: and strata: queue,
+ * running and KV gauges from the stats, and with 'models' (NULL: left out)
+ * the cache geometry and the models resident. Pure, as st_metrics_render. */
+struct st_out;
+void st_metrics_epp_render(struct st_out *o, const struct st_sched_stats *ss,
+                           const struct st_pool_stats *ps, const struct st_metrics_models *models);
 
 #endif /* STRATA_SERVER_HTTP_METRICS_H */

@@ -1,6 +1,7 @@
 /* openai/oai.h -- OpenAI's generation endpoints: POST /v1/chat/completions
- * and /v1/completions (h_completions.c; bodies parsed by oai_request.c with
- * oai_fields.c, oai_sampling.c, oai_tools.c behind oai_json.h) and POST
+ * and /v1/completions (h_completions.c, their /render twins h_render.c;
+ * bodies parsed by oai_request.c with oai_fields.c, oai_sampling.c,
+ * oai_tools.c behind oai_json.h) and POST
  * /v1/embeddings (h_embeddings.c, embeddings_request.c). The endpoints
  * translated onto chat (responses/, anthropic/) parse through translate.h.
  */
@@ -52,7 +53,9 @@ ST_MUST_CHECK
 enum st_status st_embed_parse(const char *body, size_t len, struct st_embed_request *r,
                               struct st_api_error *e);
 
-/* Handlers (h_completions.c, h_embeddings.c). */
+/* Handlers (h_completions.c, h_embeddings.c; h_render.c: the token ids of
+ * a chat or completions body, for routers). */
 st_route_fn st_h_chat, st_h_completions, st_h_embeddings;
+st_route_fn st_h_chat_render, st_h_completions_render;
 
 #endif /* STRATA_SERVER_OPENAI_OAI_H */
