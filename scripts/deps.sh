@@ -12,7 +12,9 @@ if [[ $(id -u) -ne 0 ]]; then
     SUDO="sudo"
 fi
 
-pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libcjson-dev libyaml-dev check curl)
+# libsqlite3-dev: --state-dir keeps stored responses and the activity log in SQLite
+pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libcjson-dev libyaml-dev check curl
+      libsqlite3-dev)
 if [[ $want_tests -eq 1 ]]; then
     # clang + its runtime: the libFuzzer targets; prometheus: promtool for
     # the /metrics format check; nodejs/npm: the OpenAI SDK end-to-end tests.

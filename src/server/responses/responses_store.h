@@ -1,7 +1,8 @@
-/* responses/responses_store.h -- the bounded in-memory store of /v1/responses
- * objects (responses_store.c): what GET /v1/responses/{id}, its
- * input_items, DELETE and a later request's previous_response_id read
- * (docs/API.md "/v1/responses", "Stored responses").
+/* responses/responses_store.h -- the bounded store of /v1/responses objects
+ * (responses_store.c; in memory, or in SQLite under --state-dir): what GET
+ * /v1/responses/{id}, its input_items, DELETE and a later request's
+ * previous_response_id read (docs/API.md "/v1/responses", "Stored
+ * responses").
  *
  * Each entry, keyed by the response id ("resp_..."), holds three JSON
  * texts, copied in and out (no pointer into the store escapes its lock):
@@ -33,6 +34,7 @@
 #include <stdint.h>
 
 #include "strata/compiler.h"
+#include "strata/err.h"
 #include "strata/status.h"
 
 struct st_resp_store;
@@ -45,9 +47,19 @@ struct st_resp_store_stats {
     uint64_t budget;      /* bytes */
 };
 
-/* A new store of at most 'budget' bytes (> 0), one reference (the caller's).
- * ST_ERR_NOMEM. */
+/* A new store in memory of at most 'budget' bytes (> 0), one reference (the
+ * caller's). ST_ERR_NOMEM. */
 ST_MUST_CHECK enum st_status st_resp_store_new(size_t budget, struct st_resp_store **out);
+/* The same kept in the --state-dir database (responses_store_sqlite.c):
+ * what it holds survives a restart. At most 'budget' bytes and 'max_rows'
+ * (> 0) entries; what a previous run left past them is pruned now.
+ * ST_ERR_IO (err says why: the database cannot be read or written),
+ * ST_ERR_NOMEM. A put that cannot be written (disk full) fails with
+ * ST_ERR_IO, the store stays as it was. */
+struct st_state_db;
+ST_MUST_CHECK enum st_status st_resp_store_open(struct st_state_db *sd, size_t budget,
+                                                int64_t max_rows, struct st_resp_store **out,
+                                                struct st_err *err);
 /* NULL is a no-op for both. */
 void st_resp_store_ref(struct st_resp_store *s);
 void st_resp_store_unref(struct st_resp_store *s);
