@@ -1,0 +1,147 @@
+// state.test.mjs -- --state-dir (docs/OPERATIONS.md "State that survives a
+// restart"): responses stored and requests dispatched before a restart are
+// still there after it, per API key: GET /v1/responses/{id} (and its
+// input_items), previous_response_id chaining onto a response of the
+// previous run, /api/activity keeping its history with ids that go on
+// rising, each key seeing only its own (the keys given in another order
+// the second time: a key's rows follow the key, not its place). A database
+// that is not one, and a state dir that is a file, stop the start with one
+// line and a non-zero exit.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer, postJSON, getJSON, metricsText, metric, STRATA_BIN } from './lib/server.mjs';
+
+const REPLY = 'Paris is sunny today.';
+const K1 = { authorization: 'Bearer key-one' };
+const K2 = { authorization: 'Bearer key-two' };
+
+function serverArgs(dir, keys) {
+  return ['--batch', '--parallel', '2', '--sim-decode-tps', '2000', '--sim-reply', REPLY,
+    '--state-dir', dir, ...keys.flatMap((k) => ['--api-key', k])];
+}
+
+async function respond(srv, headers, requestId, body) {
+  const r = await postJSON(srv, '/v1/responses', { model: 'default', ...body },
+    { ...headers, 'x-request-id': requestId });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.status, 'completed');
+  return r.json;
+}
+
+async function activity(srv, headers) {
+  const r = await getJSON(srv, '/api/activity', headers);
+  assert.equal(r.status, 200, r.text);
+  return r.json;
+}
+
+describe('--state-dir: a restart keeps stored responses and the activity log, per key', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-state-'));
+  let first = {};
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  before(async () => {
+    const srv = await startServer(serverArgs(dir, ['key-one', 'key-two']));
+    try {
+      first.r1 = await respond(srv, K1, 'state-k1-a', { input: 'weather in Paris?' });
+      first.r2 = await respond(srv, K2, 'state-k2-a', { input: 'hello from two' });
+      first.alone = (await respond(srv, K1, 'state-k1-b', { input: 'and tomorrow?' })).usage.input_tokens;
+      // each key sees its own records already
+      const a1 = await activity(srv, K1);
+      assert.deepEqual(a1.map((a) => a.request_id), ['state-k1-a', 'state-k1-b']);
+      first.ids = a1.map((a) => a.id);
+    } finally {
+      await srv.stop();
+    }
+    assert.ok(existsSync(join(dir, 'strata.db')));
+  });
+
+  test('after a restart: GET, input_items and previous_response_id, owner only', async () => {
+    const srv = await startServer(serverArgs(dir, ['key-two', 'key-one']));   // other order
+    try {
+      const got = await getJSON(srv, `/v1/responses/${first.r1.id}`, K1);
+      assert.equal(got.status, 200, got.text);
+      assert.equal(got.json.id, first.r1.id);
+      assert.deepEqual(got.json.output, first.r1.output);
+      const items = await getJSON(srv, `/v1/responses/${first.r1.id}/input_items`, K1);
+      assert.equal(items.status, 200, items.text);
+      assert.deepEqual(items.json.data[0].content, [{ type: 'input_text', text: 'weather in Paris?' }]);
+      // another key's response reads as never stored
+      assert.equal((await getJSON(srv, `/v1/responses/${first.r1.id}`, K2)).status, 404);
+      assert.equal((await getJSON(srv, `/v1/responses/${first.r2.id}`, K2)).status, 200);
+      assert.equal((await getJSON(srv, `/v1/responses/${first.r2.id}`, K1)).status, 404);
+      // chaining onto the previous run's response: its turn is in the prompt
+      const r3 = await respond(srv, K1, 'state-k1-c', { input: 'and tomorrow?',
+        previous_response_id: first.r1.id });
+      assert.equal(r3.previous_response_id, first.r1.id);
+      assert.ok(r3.usage.input_tokens > first.alone, `${r3.usage.input_tokens} vs ${first.alone}`);
+      const refused = await postJSON(srv, '/v1/responses', { model: 'default', input: 'x',
+        previous_response_id: first.r1.id }, K2);
+      assert.equal(refused.status, 404, refused.text);
+      assert.equal(refused.json.error.param, 'previous_response_id');
+      const m = await metricsText(srv, K1);
+      assert.ok(metric(m, 'strata_responses_stored') >= 3, m);
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  test('after a restart: /api/activity keeps its history, ids rising, per key', async () => {
+    const srv = await startServer(serverArgs(dir, ['key-one', 'key-two']));
+    try {
+      await respond(srv, K2, 'state-k2-b', { input: 'third run' });
+      const a1 = await activity(srv, K1);
+      assert.deepEqual(a1.map((a) => a.request_id), ['state-k1-a', 'state-k1-b', 'state-k1-c']);
+      assert.deepEqual(a1.slice(0, 2).map((a) => a.id), first.ids);
+      for (const a of a1) {
+        assert.equal(a.finished, true);
+        assert.equal(a.outcome, 'completed');
+        assert.equal(a.model, 'default');
+      }
+      const a2 = await activity(srv, K2);
+      assert.deepEqual(a2.map((a) => a.request_id), ['state-k2-a', 'state-k2-b']);
+      const ids = [...a1, ...a2].map((a) => a.id).sort((x, y) => x - y);
+      assert.equal(new Set(ids).size, ids.length, `ids repeat: ${ids}`);
+      assert.equal(a2[1].id, Math.max(...ids), 'the new run numbers after the kept records');
+      // ?limit=N: the newest N, from the kept history too
+      const last2 = await getJSON(srv, '/api/activity?limit=2', K1);
+      assert.deepEqual(last2.json.map((a) => a.request_id), ['state-k1-b', 'state-k1-c']);
+    } finally {
+      await srv.stop();
+    }
+  });
+});
+
+describe('--state-dir: what cannot be used stops the start', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-state-bad-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  function start(stateDir) {
+    return spawnSync(STRATA_BIN, ['serve', '--host', '127.0.0.1', '--port', '0', '--backend', 'sim',
+      '--state-dir', stateDir], { encoding: 'utf8', timeout: 30000 });
+  }
+
+  test('a file that is not a database', () => {
+    const bad = join(dir, 'junk');
+    spawnSync('mkdir', ['-p', bad]);
+    writeFileSync(join(bad, 'strata.db'), Buffer.alloc(8192, 0x5a));
+    const r = start(bad);
+    assert.notEqual(r.status, 0, r.stderr);
+    assert.equal(r.signal, null, 'no crash');
+    const lines = (r.stdout + r.stderr).split('\n').filter((l) => l.includes('cannot start'));
+    assert.equal(lines.length, 1, r.stdout + r.stderr);
+    assert.ok(lines[0].includes(join(bad, 'strata.db')) && lines[0].includes('not a database'), lines[0]);
+  });
+
+  test('a state dir that is a file', () => {
+    const file = join(dir, 'plain-file');
+    writeFileSync(file, 'x');
+    const r = start(file);
+    assert.notEqual(r.status, 0, r.stderr);
+    assert.equal(r.signal, null, 'no crash');
+    assert.match(r.stdout + r.stderr, /cannot start: --state-dir .*plain-file: not a directory/);
+  });
+});
