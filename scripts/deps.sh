@@ -17,7 +17,8 @@ pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libcjson-dev libyaml-de
       libsqlite3-dev)
 if [[ $want_tests -eq 1 ]]; then
     # clang + its runtime: the libFuzzer targets; prometheus: promtool for
-    # the /metrics format check and deploy/prometheus's rules; nodejs/npm: the OpenAI SDK end-to-end tests.
+    # the /metrics format check and deploy/prometheus's rules; nodejs/npm:
+    # the OpenAI SDK end-to-end tests.
     pkgs+=(clang libclang-rt-14-dev prometheus python3)
     command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
     command -v npm >/dev/null 2>&1 || pkgs+=(npm)

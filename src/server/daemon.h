@@ -13,6 +13,8 @@
  *   anthropic/  /v1/messages
  *   llama/      llama-server's /infill, /tokenize, /detokenize,
  *               /apply-template
+ *   state/      the --state-dir SQLite database and its activity table
+ *               (state.c here wires them in)
  * Dependencies point down: this folder -> the endpoints' folders ->
  * openai/ -> gen/ -> http/ (scripts/check_layout.py).
  */
