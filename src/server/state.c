@@ -9,11 +9,15 @@
  * it and writes it, off every request's path. A write that fails is
  * logged and the record is not kept; the request it describes is long
  * answered. What the queue holds at shutdown is written before the
- * database closes.
+ * database closes. The same thread checkpoints the WAL every
+ * CHECKPOINT_S seconds, so the response store's puts (on engine threads)
+ * never do (responses_store_sqlite.c).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "strata/log.h"
 #include "server/daemon.h"
@@ -23,6 +27,7 @@
 
 #define QUEUE_CAP 4096          /* records waiting for the writer at most */
 #define BATCH 64                /* records the writer takes at a time */
+#define CHECKPOINT_S 2          /* seconds between the writer's WAL checkpoints */
 
 struct st_keeper {
     struct st_server *srv;
@@ -71,14 +76,31 @@ static void keep_one(struct st_keeper *k, const struct st_activity *a)
     st_buf_fini(&b);
 }
 
+/* The deadline CHECKPOINT_S from now, for pthread_cond_timedwait (k->cond
+ * runs on CLOCK_MONOTONIC). */
+static struct timespec next_checkpoint(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += CHECKPOINT_S;
+    return t;
+}
+
 static void *writer(void *arg)
 {
     struct st_keeper *k = arg;
     struct st_activity batch[BATCH];
+    struct timespec due = next_checkpoint();
     pthread_mutex_lock(&k->lock);
     for (;;) {
-        while (!k->stop && k->len == 0)
-            pthread_cond_wait(&k->cond, &k->lock);
+        while (!k->stop && k->len == 0) {
+            if (pthread_cond_timedwait(&k->cond, &k->lock, &due) == ETIMEDOUT) {
+                pthread_mutex_unlock(&k->lock);
+                st_activity_db_checkpoint(k->adb);
+                due = next_checkpoint();
+                pthread_mutex_lock(&k->lock);
+            }
+        }
         if (k->len == 0)   /* stopping, and everything written */
             break;
         size_t n = 0;
@@ -116,8 +138,12 @@ static enum st_status keeper_start(struct st_server *srv, struct st_state_db *sd
     if (!k)
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
     k->srv = srv;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&k->lock, NULL);
-    pthread_cond_init(&k->cond, NULL);
+    pthread_cond_init(&k->cond, &ca);
+    pthread_condattr_destroy(&ca);
     srv->keeper = k;
     enum st_status rc = st_activity_db_open(sd, srv->cfg.state_max_rows, &k->adb, err);
     if (rc != ST_OK)

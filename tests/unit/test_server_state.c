@@ -233,6 +233,8 @@ START_TEST(test_state_activity)
     ck_assert_uint_eq(read_ids(a, UINT64_MAX, false, 11, 10, got, sizeof(got)), 2);
     ck_assert_str_eq(got, "{\"id\":3},{\"id\":5}");
     ck_assert_uint_eq(read_ids(a, UINT64_MAX, false, 33, 10, got, sizeof(got)), 0);
+    st_activity_db_checkpoint(a);   /* the writer thread's: the rows stay as they were */
+    ck_assert_uint_eq(read_ids(a, UINT64_MAX, true, 0, 10, got, sizeof(got)), 4);
     st_activity_db_close(a);
     ck_assert_int_eq(st_activity_db_open(sd, 2, &a, &err), ST_OK);   /* reopened smaller */
     ck_assert_uint_eq(st_activity_db_last_id(a), 5);

@@ -19,13 +19,15 @@
  * a refused get is no use of it.
  * Least-recently-used eviction (a get counts as a use) keeps the sum of
  * the entries' sizes (their texts, id and bookkeeping) within the byte
- * budget. Thread-safe: one mutex around the table (a leaf lock: nothing
- * else is taken while it is held).
+ * budget (and, in SQLite, the row limit). Thread-safe: one mutex around
+ * the table or the connection (a leaf lock: nothing else is taken while
+ * it is held).
  *
  * Reference counted: the server holds one reference, and every response
  * that is to be stored holds one from its parse to its end, so an engine
  * thread finishing a response after the server was freed still has a
- * live store to put it into. The last unref frees every entry.
+ * live store to put it into. The last unref frees every entry (in memory)
+ * or closes the database (SQLite: the entries stay on disk).
  */
 #ifndef STRATA_SERVER_RESPONSES_STORE_H
 #define STRATA_SERVER_RESPONSES_STORE_H
@@ -88,7 +90,8 @@ ST_MUST_CHECK enum st_status st_resp_store_delete(struct st_resp_store *s, uint6
 /* A snapshot of the counters (all zero for NULL). */
 void st_resp_store_stats(struct st_resp_store *s, struct st_resp_store_stats *out);
 
-/* What one entry of these text sizes counts against the budget. */
+/* What one entry of these text sizes counts against the budget of the
+ * in-memory store (the SQLite one counts the texts and 64 bytes). */
 size_t st_resp_store_entry_size(size_t id_len, size_t input_len, size_t output_len,
                                 size_t response_len);
 

@@ -10,8 +10,11 @@
  *
  * One connection behind one mutex: a put is one transaction (replace,
  * evict, insert), so a failed write (disk full, I/O error) rolls back and
- * leaves the table and the counters as they were. SQLite's WAL makes the
- * commit cheap (no fsync until a checkpoint).
+ * leaves the table and the counters as they were. A put may run on an
+ * engine thread, so it must not wait on the disk: in WAL mode with
+ * synchronous=NORMAL a commit only appends to the WAL, and this
+ * connection never checkpoints (wal_autocheckpoint=0); the activity log's
+ * writer thread does, off every request's path (../state.c).
  */
 #include <pthread.h>
 #include <sqlite3.h>
@@ -332,7 +335,8 @@ enum st_status st_resp_store_open(struct st_state_db *sd, size_t budget, int64_t
     s->budget = budget;
     s->max_rows = max_rows > 0 ? max_rows : 1;
     enum st_status rc = st_state_db_connect(sd, &s->db, err);
-    if (rc == ST_OK && load(s) != SQLITE_OK)
+    if (rc == ST_OK && (sqlite3_exec(s->db, "PRAGMA wal_autocheckpoint=0", NULL, NULL, NULL) !=
+                        SQLITE_OK || load(s) != SQLITE_OK))
         rc = st_err_set(err, ST_ERR_IO, "--state-dir: cannot read the stored responses in "
                         "%s: %s", st_state_db_path(sd), sqlite3_errmsg(s->db));
     if (rc != ST_OK) {

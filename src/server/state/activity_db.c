@@ -117,6 +117,13 @@ enum st_status st_activity_db_add(struct st_activity_db *a, uint64_t id, uint64_
     return rc == SQLITE_OK || rc == SQLITE_DONE ? ST_OK : ST_ERR_IO;
 }
 
+void st_activity_db_checkpoint(struct st_activity_db *a)
+{
+    pthread_mutex_lock(&a->lock);
+    (void)sqlite3_wal_checkpoint_v2(a->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    pthread_mutex_unlock(&a->lock);
+}
+
 enum st_status st_activity_db_read(struct st_activity_db *a, uint64_t before, bool all,
                                    uint64_t owner, size_t max, struct st_buf *out, size_t *n)
 {

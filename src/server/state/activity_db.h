@@ -42,4 +42,9 @@ ST_MUST_CHECK enum st_status st_activity_db_read(struct st_activity_db *a, uint6
                                                  bool all, uint64_t owner, size_t max,
                                                  struct st_buf *out, size_t *n);
 
+/* Copy what the WAL holds (every connection's commits) into the database
+ * file, as far as readers allow (a passive checkpoint: it waits for no
+ * one, but syncs the file). For a background thread. */
+void st_activity_db_checkpoint(struct st_activity_db *a);
+
 #endif /* STRATA_SERVER_STATE_ACTIVITY_DB_H */
