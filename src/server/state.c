@@ -25,7 +25,7 @@
 #include "server/state/activity_db.h"
 #include "server/state/state_db.h"
 
-#define QUEUE_CAP 4096          /* records waiting for the writer at most */
+#define QUEUE_CAP 1024          /* records waiting for the writer at most */
 #define BATCH 64                /* records the writer takes at a time */
 #define CHECKPOINT_S 2          /* seconds between the writer's WAL checkpoints */
 

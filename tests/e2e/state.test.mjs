@@ -4,16 +4,21 @@
 // input_items), previous_response_id chaining onto a response of the
 // previous run, /api/activity keeping its history with ids that go on
 // rising, each key seeing only its own (the keys given in another order
-// the second time: a key's rows follow the key, not its place). A database
-// that is not one, and a state dir that is a file, stop the start with one
-// line and a non-zero exit.
+// the second time: a key's rows follow the key, not its place). A write
+// that fails (a file size limit standing for a full disk) leaves the
+// response answered and only not kept. A database that is not one, and a
+// state dir that is a file, stop the start with one line and a non-zero exit.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startServer, postJSON, getJSON, metricsText, metric, STRATA_BIN } from './lib/server.mjs';
+import {
+  startServer, waitHealthy, postJSON, getJSON, metricsText, metric, STRATA_BIN,
+} from './lib/server.mjs';
 
 const REPLY = 'Paris is sunny today.';
 const K1 = { authorization: 'Bearer key-one' };
@@ -111,6 +116,53 @@ describe('--state-dir: a restart keeps stored responses and the activity log, pe
       assert.deepEqual(last2.json.map((a) => a.request_id), ['state-k1-b', 'state-k1-c']);
     } finally {
       await srv.stop();
+    }
+  });
+});
+
+// The server under a file size limit (ulimit -f, SIGXFSZ ignored so a write
+// past it fails with EFBIG), standing for a full disk.
+async function startLimited(args, limitKiB) {
+  const quoted = [STRATA_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--backend', 'sim', ...args]
+    .map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ');
+  const proc = spawn('bash', ['-c', `trap '' XFSZ; ulimit -f ${limitKiB}; exec ${quoted}`],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  proc.stdout.on('data', (d) => { log += d; });
+  proc.stderr.on('data', (d) => { log += d; });
+  const exited = once(proc, 'exit');
+  const deadline = Date.now() + 15000;
+  let m;
+  while (!(m = log.match(/listening on (http:\/\/[^\s"]+)/))) {
+    if (proc.exitCode !== null) throw new Error(`strata exited before listening:\n${log}`);
+    if (Date.now() > deadline) { proc.kill('SIGKILL'); throw new Error(`strata did not start:\n${log}`); }
+    await sleep(20);
+  }
+  const srv = { url: m[1], log: () => log,
+    async stop() { proc.kill('SIGTERM'); const [code] = await exited; return code; } };
+  await waitHealthy(srv);
+  return srv;
+}
+
+describe('--state-dir: a write that fails (disk full) fails the store write, not the request', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-state-full-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('the big response is answered but not kept; the rest goes on', async () => {
+    const srv = await startLimited(['-c', '100000', '--sim-prompt-tps', '100000000',
+      '--state-dir', dir], 128);
+    try {
+      const small = await respond(srv, {}, 'full-small', { input: 'small' });
+      const big = await respond(srv, {}, 'full-big', { input: 'word '.repeat(40000) });
+      assert.equal(big.store, true);
+      assert.equal((await getJSON(srv, `/v1/responses/${small.id}`)).status, 200);
+      assert.equal((await getJSON(srv, `/v1/responses/${big.id}`)).status, 404);
+      const after = await respond(srv, {}, 'full-after', { input: 'and then?',
+        previous_response_id: small.id });
+      assert.equal((await getJSON(srv, `/v1/responses/${after.id}`)).status, 200);
+      assert.match(srv.log(), new RegExp(`${big.id}: not stored`));
+    } finally {
+      assert.equal(await srv.stop(), 0);
     }
   });
 });

@@ -5,6 +5,6 @@
 # (file size limit, as a full disk) leaving the store as it was.
 if(TARGET st_server)
     st_add_check_test(server_state SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_server_state.c
-                      LIBS st_server PkgConfig::SQLITE3 Threads::Threads)
+                      LIBS st_server Threads::Threads)
     target_include_directories(test_server_state PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endif()

@@ -10,7 +10,6 @@
  * owner tags are stable across a reopen and differ between keys. */
 #include <check.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
