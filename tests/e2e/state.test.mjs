@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  startServer, waitHealthy, postJSON, getJSON, metricsText, metric, STRATA_BIN,
+  startServer, waitHealthy, postJSON, getJSON, metricsText, metric, until, STRATA_BIN,
 } from './lib/server.mjs';
 
 const REPLY = 'Paris is sunny today.';
@@ -43,6 +43,13 @@ async function activity(srv, headers) {
   return r.json;
 }
 
+// A record is kept once the scheduler has finished it, a moment after the
+// reply: wait for that before stopping the server (on a loaded machine).
+async function allFinished(srv, headers) {
+  await until(async () => (await activity(srv, headers)).every((a) => a.finished), 10000,
+    'every activity record finished');
+}
+
 describe('--state-dir: a restart keeps stored responses and the activity log, per key', () => {
   const dir = mkdtempSync(join(tmpdir(), 'strata-state-'));
   let first = {};
@@ -58,6 +65,8 @@ describe('--state-dir: a restart keeps stored responses and the activity log, pe
       const a1 = await activity(srv, K1);
       assert.deepEqual(a1.map((a) => a.request_id), ['state-k1-a', 'state-k1-b']);
       first.ids = a1.map((a) => a.id);
+      await allFinished(srv, K1);
+      await allFinished(srv, K2);
     } finally {
       await srv.stop();
     }
@@ -89,6 +98,7 @@ describe('--state-dir: a restart keeps stored responses and the activity log, pe
       assert.equal(refused.json.error.param, 'previous_response_id');
       const m = await metricsText(srv, K1);
       assert.ok(metric(m, 'strata_responses_stored') >= 3, m);
+      await allFinished(srv, K1);
     } finally {
       await srv.stop();
     }
