@@ -31,6 +31,7 @@
 
 struct st_keeper {
     struct st_server *srv;
+    struct st_state_db *sd;     /* owned: holds the directory's lock while the server runs */
     struct st_activity_db *adb;
     pthread_mutex_t lock;       /* a leaf lock: taken under the scheduler's */
     pthread_cond_t cond;
@@ -130,14 +131,17 @@ static void tag_keys(struct st_server *srv, const struct st_state_db *sd)
         srv->key_owners[i] = st_state_db_owner(sd, srv->keys[i].key);
 }
 
-/* The keeper of the activity log: open, continue the numbering, hook. */
-static enum st_status keeper_start(struct st_server *srv, struct st_state_db *sd,
-                                   struct st_err *err)
+/* The keeper, taking over 'sd' (freed by st_state_stop, or here on failure). */
+static enum st_status keeper_new(struct st_server *srv, struct st_state_db *sd,
+                                 struct st_err *err)
 {
     struct st_keeper *k = calloc(1, sizeof(*k));
-    if (!k)
+    if (!k) {
+        st_state_db_free(sd);
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    }
     k->srv = srv;
+    k->sd = sd;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -145,7 +149,14 @@ static enum st_status keeper_start(struct st_server *srv, struct st_state_db *sd
     pthread_cond_init(&k->cond, &ca);
     pthread_condattr_destroy(&ca);
     srv->keeper = k;
-    enum st_status rc = st_activity_db_open(sd, srv->cfg.state_max_rows, &k->adb, err);
+    return ST_OK;
+}
+
+/* The activity log: open, continue the numbering, start the writer, hook. */
+static enum st_status keeper_start(struct st_server *srv, struct st_keeper *k,
+                                   struct st_err *err)
+{
+    enum st_status rc = st_activity_db_open(k->sd, srv->cfg.state_max_rows, &k->adb, err);
     if (rc != ST_OK)
         return rc;
     if (!st_sched_activity_continue(srv->sched, st_activity_db_last_id(k->adb)))
@@ -164,6 +175,8 @@ enum st_status st_state_start(struct st_server *srv, struct st_err *err)
         return ST_OK;
     struct st_state_db *sd = NULL;
     enum st_status rc = st_state_db_open(srv->cfg.state_dir, &sd, err);
+    if (rc == ST_OK)
+        rc = keeper_new(srv, sd, err);   /* st_state_stop frees it from here on */
     if (rc != ST_OK)
         return rc;
     tag_keys(srv, sd);
@@ -172,11 +185,10 @@ enum st_status st_state_start(struct st_server *srv, struct st_err *err)
                                 &srv->resp_store, err);
     }
     if (rc == ST_OK)
-        rc = keeper_start(srv, sd, err);
+        rc = keeper_start(srv, srv->keeper, err);
     if (rc == ST_OK)
         st_log(ST_LOG_INFO, "state", "keeping stored responses and the activity log in %s",
                st_state_db_path(sd));
-    st_state_db_free(sd);
     return rc;
 }
 
@@ -194,6 +206,7 @@ void st_state_stop(struct st_server *srv)
         pthread_join(k->thread, NULL);
     }
     st_activity_db_close(k->adb);
+    st_state_db_free(k->sd);
     pthread_cond_destroy(&k->cond);
     pthread_mutex_destroy(&k->lock);
     free(k);

@@ -6,8 +6,9 @@
 // rising, each key seeing only its own (the keys given in another order
 // the second time: a key's rows follow the key, not its place). A write
 // that fails (a file size limit standing for a full disk) leaves the
-// response answered and only not kept. A database that is not one, and a
-// state dir that is a file, stop the start with one line and a non-zero exit.
+// response answered and only not kept. A database that is not one, a state
+// dir that is a file, and one another server holds stop the start with one
+// line and a non-zero exit.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -196,6 +197,20 @@ describe('--state-dir: what cannot be used stops the start', () => {
     const lines = (r.stdout + r.stderr).split('\n').filter((l) => l.includes('cannot start'));
     assert.equal(lines.length, 1, r.stdout + r.stderr);
     assert.ok(lines[0].includes(join(bad, 'strata.db')) && lines[0].includes('not a database'), lines[0]);
+  });
+
+  test('a state dir another server holds', async () => {
+    const held = join(dir, 'held');
+    const srv = await startServer(['--state-dir', held]);
+    try {
+      const r = start(held);
+      assert.notEqual(r.status, 0, r.stderr);
+      assert.match(r.stdout + r.stderr, /cannot start: --state-dir .*held: in use by another Strata/);
+    } finally {
+      await srv.stop();
+    }
+    const again = await startServer(['--state-dir', held]);   // free once the first stopped
+    await again.stop();
   });
 
   test('a state dir that is a file', () => {

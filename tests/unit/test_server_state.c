@@ -1,7 +1,8 @@
 /* test_server_state.c -- what --state-dir keeps (docs/OPERATIONS.md "State
  * that survives a restart"): the database opens and refuses what it cannot
  * use (a file that is not a database, a corrupt one, a path that is not a
- * directory, a read-only directory or file) with one line naming it; the
+ * directory, a read-only directory or file, a directory another server
+ * holds) with one line naming it; the
  * response store in it keeps entries across a reopen, per owner, evicts the
  * least recently used past its bytes or rows (and prunes at open what a
  * larger budget left); a write that fails (the file size limit standing for
@@ -244,6 +245,20 @@ START_TEST(test_state_activity)
 }
 END_TEST
 
+/* One server per directory: a second open waits for the first to close. */
+START_TEST(test_state_one_at_a_time)
+{
+    struct st_state_db *sd = open_ok(dir);
+    struct st_err err = { 0 };
+    ck_assert_int_eq(open_err(dir, &err), ST_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "in use by another Strata") && strstr(err.msg, dir), "%s",
+                  err.msg);
+    st_state_db_free(sd);
+    sd = open_ok(dir);
+    st_state_db_free(sd);
+}
+END_TEST
+
 START_TEST(test_state_not_a_database)
 {
     char path[600];
@@ -311,8 +326,8 @@ END_TEST
 
 /* Run the open as a user that cannot write there: root writes anywhere,
  * so as root a child drops to nobody (65534) first. Returns the child's
- * verdict: 0 = refused with a message naming the path. */
-static int open_as_other_user(const char *d)
+ * verdict: 0 = refused with one line naming the path and saying 'want'. */
+static int open_as_other_user(const char *d, const char *want)
 {
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -324,7 +339,7 @@ static int open_as_other_user(const char *d)
         if (rc != ST_ERR_IO)
             _exit(1);
         fprintf(stderr, "refused: %s\n", err.msg);
-        _exit(strstr(err.msg, d) && !strchr(err.msg, '\n') ? 0 : 2);
+        _exit(strstr(err.msg, d) && strstr(err.msg, want) && !strchr(err.msg, '\n') ? 0 : 2);
     }
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -339,15 +354,22 @@ START_TEST(test_state_read_only)
     struct st_state_db *sd = open_ok(sub);   /* a database made by its owner */
     st_state_db_free(sd);
     snprintf(path, sizeof(path), "%s/%s", sub, ST_STATE_DB_FILE);
+    char lock[700];
+    snprintf(lock, sizeof(lock), "%s/%s", sub, ST_STATE_LOCK_FILE);
     ck_assert_int_eq(chmod(dir, 0755), 0);
-    ck_assert_int_eq(chmod(path, 0444), 0);
+    ck_assert_int_eq(chmod(lock, 0600), 0);
     ck_assert_int_eq(chmod(sub, 0555), 0);
-    ck_assert_int_eq(open_as_other_user(sub), 0);   /* neither file nor directory writable */
+    ck_assert_int_eq(open_as_other_user(sub, "cannot open"), 0);   /* not even the lock */
+    ck_assert_int_eq(chmod(lock, 0666), 0);
+    ck_assert_int_eq(chmod(path, 0444), 0);
+    /* neither the database nor the directory writable */
+    ck_assert_int_eq(open_as_other_user(sub, "writable by this user"), 0);
     ck_assert_int_eq(chmod(path, 0666), 0);
-    ck_assert_int_eq(open_as_other_user(sub), 0);   /* the file is, the directory (WAL) not */
+    /* the database is, the directory (its WAL) is not */
+    ck_assert_int_eq(open_as_other_user(sub, "writable by this user"), 0);
     char fresh[700];
     snprintf(fresh, sizeof(fresh), "%s/new", sub);
-    ck_assert_int_eq(open_as_other_user(fresh), 0);   /* cannot even be made */
+    ck_assert_int_eq(open_as_other_user(fresh, "cannot create it"), 0);   /* cannot be made */
     ck_assert_int_eq(chmod(sub, 0755), 0);
 }
 END_TEST
@@ -363,6 +385,7 @@ static Suite *server_state_suite(void)
     tcase_add_test(t, test_state_write_failure);
     tcase_add_test(t, test_state_owner_tags);
     tcase_add_test(t, test_state_activity);
+    tcase_add_test(t, test_state_one_at_a_time);
     tcase_add_test(t, test_state_not_a_database);
     tcase_add_test(t, test_state_corrupt);
     tcase_add_test(t, test_state_not_a_directory);

@@ -9,8 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "server/state/state_db.h"
 
@@ -20,6 +23,7 @@
 struct st_state_db {
     char *dir;
     char *path;               /* dir/strata.db */
+    int lock_fd;              /* dir/strata.lock, flock'd while this is open; -1: none */
     uint8_t salt[16];         /* the owner tags' key (meta 'owner_salt') */
 };
 
@@ -101,6 +105,8 @@ void st_state_db_free(struct st_state_db *sd)
 {
     if (!sd)
         return;
+    if (sd->lock_fd >= 0)
+        close(sd->lock_fd);   /* releases the flock */
     free(sd->dir);
     free(sd->path);
     free(sd);
@@ -241,6 +247,29 @@ static enum st_status make_dir(const char *dir, struct st_err *err)
     return ST_OK;
 }
 
+/* One server per directory: two would number their activity records
+ * alike and count the store's bytes apart. An flock on DIR/strata.lock,
+ * held while sd is open, released by the kernel if the process dies. */
+static enum st_status take_lock(struct st_state_db *sd, struct st_err *err)
+{
+    size_t n = strlen(sd->dir) + sizeof(ST_STATE_LOCK_FILE) + 1;
+    char *lock = malloc(n);
+    if (!lock)
+        return st_err_set(err, ST_ERR_NOMEM, "--state-dir: out of memory");
+    snprintf(lock, n, "%s/%s", sd->dir, ST_STATE_LOCK_FILE);
+    enum st_status rc = ST_OK;
+    sd->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (sd->lock_fd < 0)
+        rc = st_err_errno(err, ST_ERR_IO, "--state-dir: cannot open %s", lock);
+    else if (flock(sd->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        rc = errno == EWOULDBLOCK
+                 ? st_err_set(err, ST_ERR_IO, "--state-dir %s: in use by another Strata (%s "
+                              "is locked); one server per state directory", sd->dir, lock)
+                 : st_err_errno(err, ST_ERR_IO, "--state-dir: cannot lock %s", lock);
+    free(lock);
+    return rc;
+}
+
 enum st_status st_state_db_open(const char *dir, struct st_state_db **out, struct st_err *err)
 {
     *out = NULL;
@@ -249,13 +278,17 @@ enum st_status st_state_db_open(const char *dir, struct st_state_db **out, struc
         return rc;
     struct st_state_db *sd = calloc(1, sizeof(*sd));
     size_t n = strlen(dir) + sizeof(ST_STATE_DB_FILE) + 1;
+    if (sd)
+        sd->lock_fd = -1;
     if (!sd || !(sd->dir = strdup(dir)) || !(sd->path = malloc(n))) {
         st_state_db_free(sd);
         return st_err_set(err, ST_ERR_NOMEM, "--state-dir: out of memory");
     }
     snprintf(sd->path, n, "%s/%s", dir, ST_STATE_DB_FILE);
     sqlite3 *db = NULL;
-    rc = st_state_db_connect(sd, &db, err);
+    rc = take_lock(sd, err);
+    if (rc == ST_OK)
+        rc = st_state_db_connect(sd, &db, err);
     if (rc == ST_OK)
         rc = prepare(sd, db, err);
     sqlite3_close(db);

@@ -26,14 +26,17 @@
 struct sqlite3;
 struct st_state_db;
 
-/* The database file's name inside the state directory. */
+/* The database file's name inside the state directory, and the lock
+ * file's that keeps a second server out of it while one has it open. */
 #define ST_STATE_DB_FILE "strata.db"
+#define ST_STATE_LOCK_FILE "strata.lock"
 
-/* Make 'dir' when missing (0700), open DIR/strata.db (made when missing),
- * check it, create the tables, read (or make) the owner salt.
+/* Make 'dir' when missing (0700), lock it (DIR/strata.lock, until
+ * st_state_db_free), open DIR/strata.db (made when missing), check it,
+ * create the tables, read (or make) the owner salt.
  * ST_ERR_IO with a message naming the directory or file and why (cannot
- * create, not a directory, read-only, corrupt, not a database, from a
- * newer Strata); ST_ERR_NOMEM. */
+ * create, not a directory, in use by another server, read-only, corrupt,
+ * not a database, from a newer Strata); ST_ERR_NOMEM. */
 ST_MUST_CHECK enum st_status st_state_db_open(const char *dir, struct st_state_db **out,
                                               struct st_err *err);
 void st_state_db_free(struct st_state_db *sd);   /* NULL: no-op */
