@@ -12,12 +12,15 @@ if [[ $(id -u) -ne 0 ]]; then
     SUDO="sudo"
 fi
 
-pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libcjson-dev libyaml-dev check curl)
+# libsqlite3-dev: --state-dir keeps stored responses and the activity log in SQLite
+pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libcjson-dev libyaml-dev check curl
+      libsqlite3-dev)
 # libzmq3-dev, libmsgpack-dev: --kv-events (docs/KV-EVENTS.md); without them it compiles out.
 pkgs+=(libzmq3-dev libmsgpack-dev)
 if [[ $want_tests -eq 1 ]]; then
     # clang + its runtime: the libFuzzer targets; prometheus: promtool for
-    # the /metrics format check; nodejs/npm: the OpenAI SDK end-to-end tests.
+    # the /metrics format check and deploy/prometheus's rules; nodejs/npm:
+    # the OpenAI SDK end-to-end tests.
     pkgs+=(clang libclang-rt-14-dev prometheus python3)
     # python3-zmq, python3-msgpack: the KV-event subscriber tests (tests/e2e/kv_events.cmake).
     pkgs+=(python3-zmq python3-msgpack)

@@ -123,6 +123,7 @@ enum st_opt {
     ST_OPT_SIM_REPLY, ST_OPT_REASONING_FORMAT, ST_OPT_REASONING_BUDGET,
     ST_OPT_KV_EVENTS, ST_OPT_KV_EVENTS_HOST, ST_OPT_KV_BLOCK_SIZE,
     ST_OPT_LOG_FORMAT, ST_OPT_LOG_LEVEL,
+    ST_OPT_STATE_DIR, ST_OPT_STATE_MAX_ROWS,
     ST_OPT_COUNT
 };
 
@@ -144,6 +145,10 @@ struct st_config {
                                     * default 15 */
     int32_t  responses_store_mb;   /* /v1/responses store budget, MiB; 0 = store nothing;
                                     * default 64 (docs/API.md "Stored responses") */
+    char    *state_dir;            /* owned; keep stored responses and the activity log in
+                                    * DIR/strata.db (SQLite); NULL (default) = in memory
+                                    * (docs/OPERATIONS.md) */
+    int32_t  state_max_rows;       /* rows of each kept there at most; default 100000 */
     int32_t  shutdown_timeout_s;   /* on SIGINT/SIGTERM, let requests in progress finish
                                     * for up to this long (no new ones); 0 = stop at once
                                     * (default) */

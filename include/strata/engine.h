@@ -591,12 +591,6 @@ struct st_pool_stats {
 
 void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out);
 
-/* Tokens per KV block the pool advertises to routers: the block_size label
- * of cache_config_info (/metrics), the num_gpu_blocks label is kv_tokens
- * over it. One place, so the prefix cache's block mapping and the KV events
- * use the same figure. Thread: any. */
-#define ST_KV_BLOCK_TOKENS_DEFAULT 16
-int32_t st_engine_pool_block_size(const struct st_engine_pool *p);
 
 /* ---- several models (../docs/MODELS.md) ------------------------------ */
 

@@ -370,4 +370,15 @@ struct st_activity {
  * how many. */
 size_t st_sched_activity(struct st_sched *s, struct st_activity *out, size_t max);
 
+/* Called with each dispatch's record once it is finished, for a caller
+ * that keeps them beyond the ring (the server's --state-dir). It runs under
+ * the scheduler's lock: copy the record and return, taking no lock but a
+ * leaf one. NULL fn: none. Thread: any. */
+typedef void (*st_activity_hook)(void *ctx, const struct st_activity *a);
+void st_sched_set_activity_hook(struct st_sched *s, st_activity_hook fn, void *ctx);
+/* Number the records after 'last_id' (the last of a kept history), so ids
+ * stay unique across restarts. Only before the first dispatch (the ring's
+ * places follow the ids); later it is ignored and returns false. */
+bool st_sched_activity_continue(struct st_sched *s, uint64_t last_id);
+
 #endif /* STRATA_SCHED_H */

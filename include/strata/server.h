@@ -65,6 +65,12 @@ struct st_server_config {
      * /v1/responses/{id}, previous_response_id; least recently used
      * evicted); 0 = nothing stored. Default 64 MiB. */
     size_t      responses_store_bytes;
+    /* --state-dir: keep the stored responses and the activity log in
+     * DIR/strata.db (SQLite) so they survive a restart; NULL or "" (the
+     * default): in memory. Borrowed. state_max_rows: rows of each kept
+     * at most (the oldest pruned). */
+    const char *state_dir;
+    int64_t     state_max_rows;
     /* Each model's configured priority (docs/design/SCHEDULER.md section 2), indexed
      * like the pool's models; borrowed. NULL, or a model past
      * n_model_priority, counts as 0. */

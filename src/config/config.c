@@ -45,6 +45,7 @@ void st_config_init(struct st_config *c)
         st_panic("strdup of the default CORS origins", __FILE__, __LINE__);
     c->sse_keepalive_s = 15;
     c->responses_store_mb = 64;
+    c->state_max_rows = 100000;
     c->priority_order = ST_CFG_ORDER_HIGH_FIRST;
     c->backend = ST_CFG_BACKEND_AUTO;
     c->parallel = 4;
@@ -103,6 +104,7 @@ void st_config_fini(struct st_config *c)
     free(c->cors_origins);
     free(c->allowed_hosts);
     free(c->metrics_key);
+    free(c->state_dir);
     free(c->config_path);
     free(c->model_path);
     free(c->model_alias);

@@ -199,6 +199,15 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         .help = "log lines as text or JSON" },
     [ST_OPT_LOG_LEVEL] = { ST_OPT_LOG_LEVEL, "--log-level", NULL, "log_level", ST_CFG_CHOICE,
         OFF(log_level), NO_HAS, .choices = loglevel_choices, .help = "least important level logged" },
+    [ST_OPT_STATE_DIR] = { ST_OPT_STATE_DIR, "--state-dir", NULL, "state_dir", ST_CFG_STRING,
+        OFF(state_dir), NO_HAS, .metavar = "DIR",
+        .help = "keep stored responses and the activity log in DIR/strata.db (SQLite) across "
+                "restarts; unset = in memory" },
+    [ST_OPT_STATE_MAX_ROWS] = { ST_OPT_STATE_MAX_ROWS, "--state-max-rows", NULL,
+        "state_max_rows", ST_CFG_INT32, OFF(state_max_rows), NO_HAS, I32(1, INT32_MAX),
+        .metavar = "N",
+        .help = "with --state-dir: stored responses, and activity records, kept at most each "
+                "(the oldest pruned)" },
 };
 
 const struct st_cfg_def st_cfg_model_fields[] = {

@@ -80,12 +80,6 @@ static int64_t slots_kv_tokens(const struct st_engine_pool *p, int32_t m)
     return (int64_t)p->models[m].cfg.parallel * (int64_t)p->models[m].cfg.ctx_size;
 }
 
-int32_t st_engine_pool_block_size(const struct st_engine_pool *p)
-{
-    (void)p;   /* one size for every pool until the prefix cache makes it a setting */
-    return ST_KV_BLOCK_TOKENS_DEFAULT;
-}
-
 void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
 {
     memset(out, 0, sizeof(*out));

@@ -110,6 +110,9 @@ struct st_sched {
     struct st_activity *ring;        /* [ring_cap], owned */
     size_t   ring_cap;
     uint64_t last_activity_id;       /* ids are 1, 2, ...; id i sits at (i-1) % ring_cap */
+    uint64_t activity_base;          /* ids up to it were a previous run's (continue) */
+    st_activity_hook activity_hook;  /* told of each finished record; NULL = none */
+    void    *activity_hook_ctx;
 };
 
 /* ---- score.c --------------------------------------------------------- */

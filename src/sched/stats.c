@@ -116,12 +116,32 @@ void st_sched_activity_finish(struct st_sched *s, const struct st_sched_job *j,
         a->mtp_drafted = report->mtp_drafted;
         a->mtp_accepted = report->mtp_accepted;
     }
+    if (s->activity_hook)
+        s->activity_hook(s->activity_hook_ctx, a);
+}
+
+void st_sched_set_activity_hook(struct st_sched *s, st_activity_hook fn, void *ctx)
+{
+    pthread_mutex_lock(&s->mu);
+    s->activity_hook = fn;
+    s->activity_hook_ctx = ctx;
+    pthread_mutex_unlock(&s->mu);
+}
+
+bool st_sched_activity_continue(struct st_sched *s, uint64_t last_id)
+{
+    pthread_mutex_lock(&s->mu);
+    bool fresh = s->last_activity_id == 0;
+    if (fresh)
+        s->last_activity_id = s->activity_base = last_id;
+    pthread_mutex_unlock(&s->mu);
+    return fresh;
 }
 
 size_t st_sched_activity(struct st_sched *s, struct st_activity *out, size_t max)
 {
     pthread_mutex_lock(&s->mu);
-    uint64_t n = s->last_activity_id;
+    uint64_t n = s->last_activity_id - s->activity_base;
     if (n > s->ring_cap)
         n = s->ring_cap;
     if (n > max)

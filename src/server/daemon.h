@@ -13,6 +13,8 @@
  *   anthropic/  /v1/messages
  *   llama/      llama-server's /infill, /tokenize, /detokenize,
  *               /apply-template
+ *   state/      the --state-dir SQLite database and its activity table
+ *               (state.c here wires them in)
  * Dependencies point down: this folder -> the endpoints' folders ->
  * openai/ -> gen/ -> http/ (scripts/check_layout.py).
  */
@@ -38,5 +40,23 @@ st_route_fn st_h_models, st_h_model_one, st_h_health, st_h_metrics, st_h_activit
  * their requests (so a queued request leaves the queue at once). */
 ST_MUST_CHECK enum st_status st_watch_start(struct st_server *srv, struct st_err *err);
 void st_watch_stop(struct st_server *srv);
+
+/* ---- what --state-dir keeps (state.c) ---------------------------------- */
+
+/* With cfg.state_dir: open its database (state/state_db.h), tag the keys
+ * (srv->key_owners), keep the stored responses there (srv->resp_store)
+ * and the activity log (the scheduler's finished records, written by a
+ * thread of its own). Without: nothing. ST_ERR_IO with a one-line reason
+ * (corrupt, unwritable), ST_ERR_NOMEM. */
+ST_MUST_CHECK enum st_status st_state_start(struct st_server *srv, struct st_err *err);
+/* Write what is queued, unhook, close. Safe when never started. */
+void st_state_stop(struct st_server *srv);
+/* The kept activity records with an id below 'before' that the call may
+ * see, the newest 'max', appended to out oldest first, comma-separated;
+ * *n how many (0 without --state-dir). */
+ST_MUST_CHECK enum st_status st_state_activity(struct st_call *c, uint64_t before, size_t max,
+                                               struct st_buf *out, size_t *n);
+/* One activity record as /api/activity shows it (activity_json.c). */
+void st_activity_json(struct st_out *o, struct st_server *srv, const struct st_activity *a);
 
 #endif /* STRATA_SERVER_DAEMON_H */

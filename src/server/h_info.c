@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strata/log.h"
 #include "server/daemon.h"
 #include "server/responses/responses_store.h"
 
@@ -220,46 +221,10 @@ static bool parse_limit(const char *s, size_t *out)
     return true;
 }
 
-/* "key":v, or "key":null while v is unknown (< 0). */
-static void opt_ms(struct st_out *o, const char *key, double v)
-{
-    if (v < 0)
-        st_out_kv_raw(o, key, "null");
-    else
-        st_out_kv_num(o, key, v);
-}
-
 /* Record i of the st_activity array 'items' (an elem_writer). */
 static void activity_obj(struct st_out *o, struct st_server *srv, const void *items, size_t i)
 {
-    const struct st_activity *a = (const struct st_activity *)items + i;
-    st_out_text(o, "{");
-    st_out_kv_u64(o, "id", a->id);
-    st_out_kv_str(o, "request_id", a->request_id);
-    st_out_kv_str(o, "model", st_engine_pool_model_name(srv->pool, a->model));
-    st_out_kv_i64(o, "engine", a->engine);
-    st_out_kv_i64(o, "slot", a->slot);
-    st_out_kv_i64(o, "serial_priority", a->priority);
-    st_out_kv_str(o, "serial_band", st_band_name(a->band));
-    st_out_kv_num(o, "serial_score", a->score);
-    st_out_kv_num(o, "serial_queue_wait_ms", a->queue_wait_ms);
-    st_out_kv_i64(o, "prompt_tokens", a->prompt_tokens);
-    st_out_kv_i64(o, "completion_tokens", a->n_generated);
-    st_out_kv_i64(o, "give_ways", a->give_ways);
-    st_out_kv_bool(o, "swapped", a->swapped);
-    /* the model the engine had before this dispatch; null: no swap, or none */
-    st_out_kv_str(o, "swap_from", a->swapped && a->swap_from >= 0
-                                      ? st_engine_pool_model_name(srv->pool, a->swap_from)
-                                      : NULL);
-    st_out_kv_num(o, "load_ms", a->load_ms);
-    st_out_kv_bool(o, "finished", a->finished);
-    st_out_kv_str(o, "outcome", a->finished ? st_outcome_name(a->outcome) : NULL);
-    opt_ms(o, "ttft_ms", a->ttft_ms);
-    opt_ms(o, "total_ms", a->total_ms);
-    st_out_kv_i64(o, "mtp_drafted", a->mtp_drafted);
-    st_out_kv_i64(o, "mtp_accepted", a->mtp_accepted);
-    st_out_kv_i64(o, "dispatched_unix_ms", a->dispatched_unix_ms);
-    st_out_text(o, "}");
+    st_activity_json(o, srv, (const struct st_activity *)items + i);
 }
 
 enum st_route_result st_h_activity(struct st_call *c)
@@ -275,16 +240,38 @@ enum st_route_result st_h_activity(struct st_call *c)
     if (!recs)
         return st_reply_nomem(c);
     size_t n = st_sched_activity(c->srv->sched, recs, limit);
+    uint64_t first_live = n > 0 ? recs[0].id : UINT64_MAX;
     size_t kept = 0;   /* a key sees only its own requests (docs/SECURITY.md) */
     for (size_t i = 0; i < n; i++)
         if (st_auth_sees(c, st_owners_find(c->srv->owners, recs[i].request_id)))
             recs[kept++] = recs[i];
     n = kept;
+    /* --state-dir: the older records (earlier runs, or out of the ring) first */
+    struct st_buf older;
+    st_buf_init(&older);
+    size_t n_older = 0;
+    enum st_status rc = st_state_activity(c, first_live, limit - n, &older, &n_older);
+    if (rc != ST_OK) {
+        st_log(ST_LOG_WARN, "state", "/api/activity: the kept records cannot be read: %s",
+               st_status_msg(rc));
+        n_older = 0;
+    }
     struct st_buf b;
     st_buf_init(&b);
     struct st_out o;
     st_out_init(&o, &b);
-    json_array(&o, c->srv, recs, n, activity_obj);
+    if (n_older == 0) {
+        json_array(&o, c->srv, recs, n, activity_obj);
+    } else {
+        st_out_text(&o, "[");
+        st_out_raw(&o, older.data, older.len);
+        for (size_t i = 0; i < n; i++) {
+            st_out_sep(&o);
+            activity_obj(&o, c->srv, recs, i);
+        }
+        st_out_text(&o, "]");
+    }
+    st_buf_fini(&older);
     free(recs);
     return st_reply_json_built(c, st_out_finish(&o), &b);
 }

@@ -41,6 +41,7 @@ void st_server_config_defaults(struct st_server_config *c)
     c->cors_origins = "localhost";
     c->sse_keepalive_s = 15;
     c->responses_store_bytes = (size_t)64 << 20;
+    c->state_max_rows = 100000;
     c->reasoning_budget = -1;
 }
 
@@ -347,7 +348,8 @@ static enum st_status copy_config(struct st_server *srv, const struct st_server_
     srv->cfg.allowed_hosts = NULL;      /* borrowed: use srv->hosts */
     if (rc != ST_OK)
         return rc;
-    if (cfg->responses_store_bytes &&
+    bool kept = cfg->state_dir && cfg->state_dir[0];   /* then state.c opens the store */
+    if (cfg->responses_store_bytes && !kept &&
         st_resp_store_new(cfg->responses_store_bytes, &srv->resp_store) != ST_OK)
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
     if (cfg->metrics_key && !(srv->metrics_key = st_str_dup(st_str_c(cfg->metrics_key))))
@@ -358,9 +360,11 @@ static enum st_status copy_config(struct st_server *srv, const struct st_server_
     if (!(srv->owners = st_owners_new()))
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
     srv->keys = calloc(cfg->n_keys, sizeof(*srv->keys));
-    if (!srv->keys)
+    srv->key_owners = calloc(cfg->n_keys, sizeof(*srv->key_owners));
+    if (!srv->keys || !srv->key_owners)
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
     for (size_t i = 0; i < cfg->n_keys; i++) {
+        srv->key_owners[i] = i + 1;   /* state.c tags them anew with --state-dir */
         srv->keys[i] = cfg->keys[i];
         srv->keys[i].name = st_str_dup(st_str_c(cfg->keys[i].name ? cfg->keys[i].name : ""));
         srv->keys[i].key = st_str_dup(st_str_c(cfg->keys[i].key ? cfg->keys[i].key : ""));
@@ -437,6 +441,8 @@ enum st_status st_server_start(const struct st_server_config *cfg, struct st_eng
     pthread_mutex_init(&srv->calls_lock, NULL);
     enum st_status rc = copy_config(srv, cfg, err);
     if (rc == ST_OK)
+        rc = st_state_start(srv, err);
+    if (rc == ST_OK)
         rc = start_daemon(srv, err);
     if (rc == ST_OK)
         rc = st_watch_start(srv, err);
@@ -481,11 +487,13 @@ void st_server_free(struct st_server *srv)
         stop_calls(srv);
         MHD_stop_daemon(srv->mhd);
     }
+    st_state_stop(srv);
     for (size_t i = 0; srv->keys && i < srv->cfg.n_keys; i++) {
         free(srv->keys[i].name);
         free(srv->keys[i].key);
     }
     free(srv->keys);
+    free(srv->key_owners);
     free(srv->host);
     st_cors_fini(&srv->cors);
     st_hosts_fini(&srv->hosts);

@@ -115,7 +115,8 @@ START_TEST(test_config_every_key_sets_its_field)
         "sim: {prompt_tps: 100, decode_tps: 7.5, load_seconds: 2, tokens: 9, reply: \"a\\nb\"}\n"
         "reasoning_format: none\n"
         "cors_origins: \"https://a.example, http://localhost:3000\"\nsse_keepalive: 0\n"
-        "shutdown_timeout: 45\nresponses_store_mb: 8\n"
+        "shutdown_timeout: 45\nresponses_store_mb: 8\nstate_dir: /srv/strata\n"
+        "state_max_rows: 2000\n"
         "log_format: json\nlog_level: debug\n";
     struct st_config c;
     struct st_err err = { 0 };
@@ -130,6 +131,8 @@ START_TEST(test_config_every_key_sets_its_field)
     ck_assert_int_eq(c.sse_keepalive_s, 0);
     ck_assert_int_eq(c.shutdown_timeout_s, 45);
     ck_assert_int_eq(c.responses_store_mb, 8);
+    ck_assert_str_eq(c.state_dir, "/srv/strata");
+    ck_assert_int_eq(c.state_max_rows, 2000);
     ck_assert_int_eq(c.priority_order, ST_CFG_ORDER_LOW_FIRST);
     ck_assert_int_eq(c.backend, ST_CFG_BACKEND_SIM);
     ck_assert_int_eq(c.gpus.n, 2);

@@ -585,6 +585,58 @@ START_TEST(test_sched_activity_ring_and_finish_fields)
 }
 END_TEST
 
+/* The finished-record hook (--state-dir keeps what it is told) and the
+ * numbering continued after a kept history. */
+struct hooked {
+    int calls;
+    struct st_activity last;
+};
+
+static void on_finished(void *ctx, const struct st_activity *a)
+{
+    struct hooked *h = ctx;
+    h->calls++;
+    h->last = *a;
+}
+
+START_TEST(test_sched_activity_hook_and_continue)
+{
+    struct sim sim;
+    struct st_sched_config c;
+    struct sim_job j[3];
+    struct st_activity rec[8];
+    struct hooked h = { 0 };
+
+    config(&c, false, 60, 10);
+    c.activity_capacity = 4;
+    sim_init(&sim, &c, 1, 1, 512);
+    ck_assert(st_sched_activity_continue(sim.s, 41));
+    ck_assert_uint_eq(st_sched_activity(sim.s, rec, 8), 0);   /* the kept ones are not here */
+    st_sched_set_activity_hook(sim.s, on_finished, &h);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(sim_submit(&sim, &j[i], 0, 0, 10, 1, NULL), ST_OK);
+        ck_assert_ptr_eq(admit(&sim, 0, 0), &j[i]);
+        ck_assert_int_eq(h.calls, i);   /* told once finished, not at dispatch */
+        finish(&sim, &j[i]);
+    }
+    ck_assert_int_eq(h.calls, 2);
+    ck_assert_uint_eq(h.last.id, 43);
+    ck_assert(h.last.finished);
+    ck_assert_str_eq(h.last.request_id, j[1].job.request_id);
+    ck_assert_uint_eq(st_sched_activity(sim.s, rec, 8), 2);
+    ck_assert_uint_eq(rec[0].id, 42);
+    ck_assert(!st_sched_activity_continue(sim.s, 100));   /* too late: ignored */
+    st_sched_set_activity_hook(sim.s, NULL, NULL);
+    ck_assert_int_eq(sim_submit(&sim, &j[2], 0, 0, 10, 1, NULL), ST_OK);
+    ck_assert_ptr_eq(admit(&sim, 0, 0), &j[2]);
+    finish(&sim, &j[2]);
+    ck_assert_int_eq(h.calls, 2);
+    ck_assert_uint_eq(st_sched_activity(sim.s, rec, 8), 3);
+    ck_assert_uint_eq(rec[2].id, 44);
+    sim_fini(&sim);
+}
+END_TEST
+
 START_TEST(test_sched_dispatch_log_line)
 {
     char path[256], dir[200], text[4096];
@@ -653,6 +705,7 @@ static Suite *queue_suite(void)
     tcase_add_test(observe, test_sched_band_labels_and_reorder_counters);
     tcase_add_test(observe, test_sched_notify_outside_the_mutex);
     tcase_add_test(observe, test_sched_activity_ring_and_finish_fields);
+    tcase_add_test(observe, test_sched_activity_hook_and_continue);
     tcase_add_test(observe, test_sched_dispatch_log_line);
     suite_add_tcase(s, order);
     suite_add_tcase(s, limits);

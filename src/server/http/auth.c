@@ -66,15 +66,15 @@ const struct st_api_key *st_auth_find_plain(const struct st_api_key *keys, size_
     return value ? key_find(keys, n_keys, value) : NULL;
 }
 
-/* The key's place in srv->keys, not a digest of it nor its name: names
- * may repeat (config.c checks only that keys differ), and nothing derived
- * from the secret is kept. A key always matches the same place (key_find
- * takes the first equal entry), and the list is copied in at start and
- * never changes while the server, and so its store, runs. Were keys ever
- * reloaded at run time, this would have to become a keyed digest. */
+/* The tag of the key's place in srv->keys (not its name: names may
+ * repeat; config.c checks only that keys differ). A key always matches the
+ * same place (key_find takes the first equal entry). In memory the tag is
+ * 1 + the place; with --state-dir, whose rows outlive the key list's
+ * order, a keyed digest of the key under the database's salt
+ * (state/state_db.h), so no key is written to disk. */
 uint64_t st_auth_owner(const struct st_call *c)
 {
-    return c->key ? (uint64_t)(c->key - c->srv->keys) + 1 : 0;
+    return c->key ? c->srv->key_owners[c->key - c->srv->keys] : 0;
 }
 
 bool st_auth_sees(const struct st_call *c, uint64_t owner)

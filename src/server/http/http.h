@@ -163,6 +163,8 @@ struct st_server {
     atomic_uint_fast64_t responses[ST_HTTP_CODES_TRACKED];
     struct st_resp_store *resp_store;   /* one reference; NULL: storing off
                                          * (responses/responses_store.h) */
+    uint64_t *key_owners;               /* [n_keys]: each key's owner tag (auth.c) */
+    struct st_keeper *keeper;           /* --state-dir's activity log (../state.c) or NULL */
 
     pthread_mutex_t calls_lock;         /* guards the list of live calls */
     struct st_call *calls;              /* every call from creation to completion */
@@ -220,8 +222,9 @@ const char *st_call_header(struct st_call *c, const char *name);
 /* A query argument or NULL. MHD thread only. */
 const char *st_call_query(struct st_call *c, const char *name);
 /* The owner of the stored responses a call makes and may see
- * (responses/responses_store.h; auth.c): 0 without API keys, else 1 + its key's
- * index in srv->keys. */
+ * (responses/responses_store.h; auth.c): 0 without API keys, else its
+ * key's tag in srv->key_owners (1 + its index; with --state-dir a tag that
+ * is the same after a restart, state/state_db.h). */
 uint64_t st_auth_owner(const struct st_call *c);
 /* May the call's key see a request of 'owner' (st_owners_find)? Always
  * without keys and for admin keys; else only its own. */

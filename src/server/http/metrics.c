@@ -389,7 +389,7 @@ enum st_status st_metrics_models_take(struct st_engine_pool *p, struct st_sched 
                                       struct st_metrics_models *out)
 {
     memset(out, 0, sizeof(*out));
-    out->pod.block_size = st_engine_pool_block_size(p);
+    out->pod.block_size = st_engine_pool_kv_block_size(p);
     out->pod.max_resident = st_engine_pool_n_engines(p);
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);

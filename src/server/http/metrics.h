@@ -44,7 +44,7 @@ struct st_metrics_resident {
 };
 
 struct st_metrics_pod {
-    int32_t block_size;                     /* tokens per KV block (st_engine_pool_block_size) */
+    int32_t block_size;                     /* tokens per KV block (st_engine_pool_kv_block_size) */
     int32_t max_resident;                   /* models the pod holds at once: its engines */
     double  now_unix;                       /* when the snapshot was taken, unix seconds */
 };

@@ -1,7 +1,8 @@
-/* responses/responses_store.h -- the bounded in-memory store of /v1/responses
- * objects (responses_store.c): what GET /v1/responses/{id}, its
- * input_items, DELETE and a later request's previous_response_id read
- * (docs/API.md "/v1/responses", "Stored responses").
+/* responses/responses_store.h -- the bounded store of /v1/responses objects
+ * (responses_store.c; in memory, or in SQLite under --state-dir): what GET
+ * /v1/responses/{id}, its input_items, DELETE and a later request's
+ * previous_response_id read (docs/API.md "/v1/responses", "Stored
+ * responses").
  *
  * Each entry, keyed by the response id ("resp_..."), holds three JSON
  * texts, copied in and out (no pointer into the store escapes its lock):
@@ -18,13 +19,15 @@
  * a refused get is no use of it.
  * Least-recently-used eviction (a get counts as a use) keeps the sum of
  * the entries' sizes (their texts, id and bookkeeping) within the byte
- * budget. Thread-safe: one mutex around the table (a leaf lock: nothing
- * else is taken while it is held).
+ * budget (and, in SQLite, the row limit). Thread-safe: one mutex around
+ * the table or the connection (a leaf lock: nothing else is taken while
+ * it is held).
  *
  * Reference counted: the server holds one reference, and every response
  * that is to be stored holds one from its parse to its end, so an engine
  * thread finishing a response after the server was freed still has a
- * live store to put it into. The last unref frees every entry.
+ * live store to put it into. The last unref frees every entry (in memory)
+ * or closes the database (SQLite: the entries stay on disk).
  */
 #ifndef STRATA_SERVER_RESPONSES_STORE_H
 #define STRATA_SERVER_RESPONSES_STORE_H
@@ -33,6 +36,7 @@
 #include <stdint.h>
 
 #include "strata/compiler.h"
+#include "strata/err.h"
 #include "strata/status.h"
 
 struct st_resp_store;
@@ -45,9 +49,19 @@ struct st_resp_store_stats {
     uint64_t budget;      /* bytes */
 };
 
-/* A new store of at most 'budget' bytes (> 0), one reference (the caller's).
- * ST_ERR_NOMEM. */
+/* A new store in memory of at most 'budget' bytes (> 0), one reference (the
+ * caller's). ST_ERR_NOMEM. */
 ST_MUST_CHECK enum st_status st_resp_store_new(size_t budget, struct st_resp_store **out);
+/* The same kept in the --state-dir database (responses_store_sqlite.c):
+ * what it holds survives a restart. At most 'budget' bytes and 'max_rows'
+ * (> 0) entries; what a previous run left past them is pruned now.
+ * ST_ERR_IO (err says why: the database cannot be read or written),
+ * ST_ERR_NOMEM. A put that cannot be written (disk full) fails with
+ * ST_ERR_IO, the store stays as it was. */
+struct st_state_db;
+ST_MUST_CHECK enum st_status st_resp_store_open(struct st_state_db *sd, size_t budget,
+                                                int64_t max_rows, struct st_resp_store **out,
+                                                struct st_err *err);
 /* NULL is a no-op for both. */
 void st_resp_store_ref(struct st_resp_store *s);
 void st_resp_store_unref(struct st_resp_store *s);
@@ -76,7 +90,8 @@ ST_MUST_CHECK enum st_status st_resp_store_delete(struct st_resp_store *s, uint6
 /* A snapshot of the counters (all zero for NULL). */
 void st_resp_store_stats(struct st_resp_store *s, struct st_resp_store_stats *out);
 
-/* What one entry of these text sizes counts against the budget. */
+/* What one entry of these text sizes counts against the budget of the
+ * in-memory store (the SQLite one counts the texts and 64 bytes). */
 size_t st_resp_store_entry_size(size_t id_len, size_t input_len, size_t output_len,
                                 size_t response_len);
 
