@@ -216,6 +216,7 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->responses_store_bytes = (size_t)c->responses_store_mb << 20;
     s->model_priority = r->model_priority;
     s->n_model_priority = c->n_models;
+    s->webui = c->webui;
     return ST_OK;
 }
 

@@ -46,6 +46,7 @@ void st_config_init(struct st_config *c)
     c->sse_keepalive_s = 15;
     c->responses_store_mb = 64;
     c->priority_order = ST_CFG_ORDER_HIGH_FIRST;
+    c->webui = true;
     c->backend = ST_CFG_BACKEND_AUTO;
     c->parallel = 4;
     c->ctx_size = 4096;

@@ -42,6 +42,7 @@ void st_server_config_defaults(struct st_server_config *c)
     c->sse_keepalive_s = 15;
     c->responses_store_bytes = (size_t)64 << 20;
     c->reasoning_budget = -1;
+    c->webui = true;
 }
 
 /* ---- calls ----------------------------------------------------------- */

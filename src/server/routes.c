@@ -5,7 +5,7 @@
  * httpd drops the body). Aliases without /v1 follow llama-server.
  *
  * Auth (when keys are configured): everything but /health, which probes
- * read without credentials; /metrics also takes --metrics-key (a
+ * read without credentials, and the dashboard's files (no data in them); /metrics also takes --metrics-key (a
  * scraper's own, ../http.c). "work" routes start a generation: a draining
  * server (st_server_drain) refuses them. "anthropic" routes answer in
  * Anthropic's shapes, errors included (st_route_anthropic).
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "server/daemon.h"
+#include "server/webui/webui.h"
 
 static const struct st_route routes[] = {
     /* path                    method  handler               prefix auth   body   work   anthropic*/
@@ -44,6 +45,9 @@ static const struct st_route routes[] = {
     { "/tokenize",            "POST", st_h_tokenize,        false, true,  true,  false, false },
     { "/detokenize",          "POST", st_h_detokenize,      false, true,  true,  false, false },
     { "/apply-template",      "POST", st_h_apply_template,  false, true,  true,  false, false },
+    /* the dashboard (webui/webui.h): its files hold no data, so no key; 404 with --no-webui */
+    { "/",                    "GET",  st_h_webui,           false, false, false, false, false },
+    { ST_WEBUI_PREFIX,        "GET",  st_h_webui,           true,  false, false, false, false },
 };
 
 static bool path_match(const struct st_route *r, const char *path)

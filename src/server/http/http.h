@@ -238,6 +238,11 @@ enum st_route_result st_reply_json_built(struct st_call *c, enum st_status rc,
 enum st_route_result st_reply_error(struct st_call *c, const struct st_api_error *e);
 /* An OOM while building a body: a static 500 body. */
 enum st_route_result st_reply_nomem(struct st_call *c);
+/* 'data' (static storage: not copied, never freed) with status, content
+ * type (NULL: none, as for a 304) and the extra headers 'hdrs': name, value,
+ * name, value, ..., NULL. No CORS headers: for the dashboard's own files. */
+enum st_route_result st_reply_static(struct st_call *c, unsigned status, const char *ctype,
+                                     const void *data, size_t len, const char *const *hdrs);
 /* OPTIONS on a known path: 204 with Allow ('allow': the path's methods)
  * and, for an allowed Origin, the CORS preflight headers. Not counted in
  * /metrics, no API key needed. */
