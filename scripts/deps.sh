@@ -17,6 +17,8 @@ if [[ $want_tests -eq 1 ]]; then
     # clang + its runtime: the libFuzzer targets; prometheus: promtool for
     # the /metrics format check; nodejs/npm: the OpenAI SDK end-to-end tests.
     pkgs+=(clang libclang-rt-14-dev prometheus python3)
+    # chromium: the dashboard's browser test (tests/e2e/dashboard.test.mjs, playwright-core)
+    pkgs+=(chromium)
     command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
     command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 fi

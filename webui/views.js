@@ -25,7 +25,7 @@ function head(...names) {
 // A slot's phase: idle is "free"; decoding with drafts checked is "drafting".
 export function phase(s) {
   if (s.state === 'idle') return 'free';
-  if (s.state === 'decoding' && s.drafting) return 'drafting';
+  if (s.state === 'decoding' && s.n_draft > 0) return 'drafting';
   return s.state;
 }
 

@@ -524,6 +524,8 @@ struct st_slot_view {
     int64_t n_cached;          /* tokens of KV kept from the previous request */
     int32_t model;             /* (added) the engine's loaded model; -1 none */
     int64_t n_ctx;             /* (added) tokens per slot of that model; 0 none */
+    int32_t n_draft;           /* (added) draft tokens its last step checked (MTP or n-gram);
+                                * 0: a plain decode, or not decoding */
 };
 
 /* Fill up to 'max' slot views; returns the number of slots in the pool. */
