@@ -6,6 +6,7 @@
  *   sse.c        Server-Sent Events framing
  *   auth.c       API keys, x-request-id, the owner of stored responses
  *   random_id.c  random bytes and hex ids (requests, tool calls, responses)
+ *   etag.c       If-None-Match against an ETag (the dashboard's 304s)
  *   cors.c       which origins get CORS headers (--cors-origins; access.h)
  *   owners.c     which API key made which request (/api/activity, /slots)
  *   guard.c      checks before any route: the Host header (--allowed-hosts,
@@ -103,6 +104,10 @@ const struct st_api_key *st_auth_find_plain(const struct st_api_key *keys, size_
  * [A-Za-z0-9._:-]; else a fresh "req-<24 hex>" is written. 'out' >= 48 bytes. */
 void st_request_id_pick(const char *client_value, char *out, size_t cap);
 bool st_request_id_sane(const char *v);
+
+/* Does an If-None-Match value ("\"a\", W/\"b\"" or "*") name 'etag' (quoted,
+ * "\"x\"")? Weak comparison, as for GET (etag.c). Either may be NULL: false. */
+bool st_etag_match(const char *if_none_match, const char *etag);
 
 /* n random bytes for a made-up id (random_id.c): unique, not secret. */
 void st_random_id_bytes(unsigned char *out, size_t n);

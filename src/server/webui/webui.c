@@ -42,26 +42,6 @@ const char *st_webui_content_type(const char *name)
     return "application/octet-stream";
 }
 
-bool st_webui_etag_match(const char *inm, const char *etag)
-{
-    if (!inm)
-        return false;
-    size_t n = strlen(etag);
-    for (const char *p = inm; *p;) {
-        while (*p == ' ' || *p == ',' || *p == '\t')
-            p++;
-        if (*p == '*')
-            return true;
-        if (strncmp(p, "W/", 2) == 0)   /* a weak match is enough for GET */
-            p += 2;
-        if (strncmp(p, etag, n) == 0 && (p[n] == '\0' || p[n] == ',' || p[n] == ' '))
-            return true;
-        while (*p && *p != ',')
-            p++;
-    }
-    return false;
-}
-
 static enum st_route_result not_found(struct st_call *c)
 {
     struct st_api_error e;
@@ -86,7 +66,7 @@ enum st_route_result st_h_webui(struct st_call *c)
         "Referrer-Policy", "no-referrer",
         NULL,
     };
-    if (st_webui_etag_match(st_call_header(c, "If-None-Match"), a->etag))
+    if (st_etag_match(st_call_header(c, "If-None-Match"), a->etag))
         return st_reply_static(c, 304, NULL, "", 0, hdrs);
     return st_reply_static(c, 200, st_webui_content_type(name), a->data, a->len, hdrs);
 }

@@ -34,8 +34,6 @@ const struct st_webui_asset *st_webui_find(const char *name);
 /* The Content-Type for a file name, from its extension; static storage.
  * Unknown extensions: "application/octet-stream". */
 const char *st_webui_content_type(const char *name);
-/* Does an If-None-Match value ("\"a\", \"b\"", W/ prefixes, "*") name 'etag'? */
-bool st_webui_etag_match(const char *if_none_match, const char *etag);
 
 /* GET "/" and GET "/ui/<name>". Thread: MHD only. */
 st_route_fn st_h_webui;
