@@ -13,6 +13,7 @@
  *   anthropic/  /v1/messages
  *   llama/      llama-server's /infill, /tokenize, /detokenize,
  *               /apply-template
+ *   webui/      the dashboard's embedded files and their handler (/, /ui/)
  * Dependencies point down: this folder -> the endpoints' folders ->
  * openai/ -> gen/ -> http/ (scripts/check_layout.py).
  */
