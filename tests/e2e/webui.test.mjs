@@ -4,7 +4,8 @@
 // The page itself in a browser: dashboard.test.mjs.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, getJSON } from './lib/server.mjs';
+import { startServer, getJSON, postJSON, metricsText } from './lib/server.mjs';
+import { parseMetrics, by, sum } from '../../webui/prom.js';
 
 async function get(srv, path, headers = {}, method = 'GET') {
   const r = await fetch(`${srv.url}${path}`, { method, headers });
@@ -59,6 +60,51 @@ describe('the dashboard files', () => {
     assert.match(csp, /frame-ancestors 'none'/);
     assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
     assert.equal(r.headers.get('referrer-policy'), 'no-referrer');
+  });
+});
+
+describe('what the page reads is there', () => {
+  let srv;
+  before(async () => { srv = await startServer(['--sim-tokens', '3']); });
+  after(async () => { await srv.stop(); });
+
+  // The page's own Prometheus reader (webui/prom.js) on the live /metrics:
+  // a metric renamed on the server would leave a panel silently empty.
+  test('every /metrics family the page uses, per band where it splits them', async () => {
+    const r = await postJSON(srv, '/v1/chat/completions',
+      { model: 'default', messages: [{ role: 'user', content: 'hi' }], priority: 100 });
+    assert.equal(r.status, 200);
+    const samples = parseMetrics(await metricsText(srv));
+    const perBand = ['llamaswap_scheduler_queue_depth', 'llamaswap_scheduler_queue_oldest_wait_seconds',
+      'strata_requests_running', 'strata_give_ways_total', 'strata_time_to_first_token_seconds_sum',
+      'strata_time_to_first_token_seconds_count', 'strata_inter_token_latency_seconds_count'];
+    for (const name of perBand) {
+      assert.deepEqual(Object.keys(by(samples, name, 'band')).sort(), ['batch', 'interactive', 'normal'], name);
+    }
+    assert.ok('interactive' in by(samples, 'strata_requests_total', 'band', { outcome: 'rejected' }));
+    for (const name of ['strata_queue_full_total', 'vllm:kv_cache_usage_perc']) {
+      assert.ok(samples.some((x) => x.name === name), name);
+    }
+    assert.equal(by(samples, 'strata_model_loaded', 'model').default, 1);
+    assert.ok('default' in by(samples, 'strata_model_swaps_total', 'to'));
+    assert.ok('default' in by(samples, 'strata_model_load_failures_total', 'model'));
+    // one first token and two later ones in the interactive band
+    assert.equal(sum(samples, 'strata_time_to_first_token_seconds_count', { band: 'interactive' }), 1);
+    assert.equal(sum(samples, 'strata_inter_token_latency_seconds_count', { band: 'interactive' }), 2);
+  });
+
+  test('the /slots and /api/activity fields the page uses', async () => {
+    const slots = (await getJSON(srv, '/slots')).json;
+    for (const k of ['id', 'engine', 'state', 'is_processing', 'request_id', 'priority', 'band', 'n_prompt',
+      'n_read', 'n_generated', 'give_ways', 'n_cached', 'model', 'n_draft']) {
+      assert.ok(k in slots[0], k);
+    }
+    const acts = (await getJSON(srv, '/api/activity?limit=500')).json;
+    for (const k of ['dispatched_unix_ms', 'request_id', 'model', 'serial_band', 'serial_priority', 'engine',
+      'slot', 'serial_queue_wait_ms', 'ttft_ms', 'completion_tokens', 'give_ways', 'swapped', 'swap_from',
+      'finished', 'outcome']) {
+      assert.ok(k in acts[0], k);
+    }
   });
 });
 
