@@ -3,7 +3,7 @@
 // sim. A slot goes busy and free while a request runs, a queued request
 // shows in its band, the chat box streams an answer, the activity log
 // filters by band, and with --api-key the page shows nothing until it is
-// given the key.
+// given the key, and then not another key's requests.
 //
 // Run directly (`node dashboard.test.mjs`, as ctest does): it exits 77
 // (ctest: Skipped) when chromium or playwright-core is missing. Nothing
@@ -73,12 +73,12 @@ async function openPage(srv, name) {
 
 // A streamed chat request that runs until aborted (ignore_eos, a budget
 // far past what the test waits for). Resolves once the server answered.
-async function longRequest(srv, id) {
+async function longRequest(srv, id, headers = {}) {
   const ctl = new AbortController();
   const res = await fetch(`${srv.url}/v1/chat/completions`, {
     method: 'POST',
     signal: ctl.signal,
-    headers: { 'content-type': 'application/json', 'x-request-id': id },
+    headers: { 'content-type': 'application/json', 'x-request-id': id, ...headers },
     body: JSON.stringify({ model: 'default', messages: [{ role: 'user', content: 'tell a long story' }],
       stream: true, ignore_eos: true, max_tokens: 3000 }),
   });
@@ -170,7 +170,7 @@ describe('the dashboard with --api-key', () => {
   let srv;
   let ui;
   before(async () => {
-    srv = await startServer(['--api-key', 'sekrit', '--sim-tokens', '2']);
+    srv = await startServer(['--api-key', 'sekrit', '--api-key', 'other', '--sim-decode-tps', '20']);
     ui = await openPage(srv, 'key');
   });
   after(async () => { await ui?.page.close(); await srv?.stop(); });
@@ -192,6 +192,18 @@ describe('the dashboard with --api-key', () => {
       await page.waitForSelector('#engines tr[data-slot="0"]');
     });
     assert.equal(await page.isVisible('#key-form'), false);
+    // docs/SECURITY.md: another key's busy slot shows busy, not whose or how far
+    const theirs = await longRequest(srv, 'their-secret-id', { authorization: 'Bearer other' });
+    try {
+      await step('another key\'s request shows as busy, without its id', async () => {
+        await page.waitForSelector('#engines tr[data-slot="0"][data-phase="decoding"]');
+        const row = await page.textContent('#engines tr[data-slot="0"]');
+        assert.match(row, /another key's request/);
+        assert.doesNotMatch(await page.textContent('body'), /their-secret-id/);
+      });
+    } finally {
+      await theirs.stop();
+    }
     await step('forgetting the key hides them again', async () => {
       await page.click('#key-forget');
       await page.waitForSelector('#key-form', { state: 'visible' });
