@@ -44,13 +44,15 @@ export function setupChat({ form, input, model, priority, log, send, stop, clear
   async function run(text) {
     const id = requestId();
     messages.push({ role: 'user', content: text });
+    const thinking = el('div', { class: 'reasoning' });
     const answer = el('div', { class: 'answer', 'data-request-id': id });
     const meta = el('div', { class: 'meta' }, `${id} · priority ${priority.value} · waiting…`);
-    log.append(el('div', { class: 'turn' }, el('div', { class: 'question' }, text), answer, meta));
+    log.append(el('div', { class: 'turn' }, el('div', { class: 'question' }, text), thinking, answer, meta));
     log.scrollTop = log.scrollHeight;
     abort = new AbortController();
     busy(true);
     let got = '';
+    let reasoning = '';
     try {
       const res = await apiFetch('/v1/chat/completions', {
         method: 'POST',
@@ -62,7 +64,9 @@ export function setupChat({ form, input, model, priority, log, send, stop, clear
       let finish = null;
       for await (const d of deltas(res)) {
         got += d.text;
+        reasoning += d.reasoning;
         answer.textContent = got;
+        thinking.textContent = reasoning;
         if (d.finish) finish = d.finish;
         log.scrollTop = log.scrollHeight;
       }
@@ -83,7 +87,7 @@ export function setupChat({ form, input, model, priority, log, send, stop, clear
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const text = input.value.trim();
-    if (!text || abort) return;
+    if (!text || abort || !model.value) return;   // no model listed yet: the first poll brings them
     input.value = '';
     run(text).catch(() => {});
   });

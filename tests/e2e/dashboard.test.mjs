@@ -212,3 +212,26 @@ describe('the dashboard with --api-key', () => {
     assert.deepEqual(ui.errors, []);
   });
 });
+
+describe('the chat box with a reasoning model', () => {
+  let srv;
+  let ui;
+  before(async () => {
+    srv = await startServer(['--sim-reply', '<think>\nlet me see\n</think>\n\nHello there']);
+    ui = await openPage(srv, 'reasoning');
+  });
+  after(async () => { await ui?.page.close(); await srv?.stop(); });
+
+  test('the reasoning shows apart from the answer', async () => {
+    const { page, step } = ui;
+    await step('send once the models are listed', async () => {
+      await page.waitForSelector('#chat-model option[value="default"]', { state: 'attached' });
+      await page.fill('#chat-input', 'hi');
+      await page.press('#chat-input', 'Enter');
+      await page.waitForSelector('#chat-log .answer[data-done="true"]');
+    });
+    assert.equal(await page.textContent('#chat-log .answer'), 'Hello there');
+    assert.match(await page.textContent('#chat-log .reasoning'), /let me see/);
+    assert.deepEqual(ui.errors, []);
+  });
+});
