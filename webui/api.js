@@ -20,9 +20,16 @@ export function setKey(key) {
     else sessionStorage.removeItem(KEY_ITEM);
   } catch { /* storage off: the key lasts until the page reloads */ }
   memoryKey = key;
+  generation++;
 }
 
 let memoryKey = getKey();
+let generation = 0;
+
+// +1 each time the key changes: an answer fetched with an older key is dropped.
+export function keyGeneration() {
+  return generation;
+}
 
 export function headers(extra = {}) {
   const h = { ...extra };

@@ -6,7 +6,7 @@
 // swaps), /v1/models (models and where they are resident), /api/activity
 // (the dispatch log). /slots and /api/activity show a key only its own
 // requests (docs/SECURITY.md); the page shows what they give.
-import { AuthError, getJSON, getKey, getText, setKey } from './api.js';
+import { AuthError, getJSON, getKey, getText, keyGeneration, setKey } from './api.js';
 import { BANDS, BAND_COLORS, History, drawChart } from './charts.js';
 import { setModels, setupChat } from './chat.js';
 import { parseMetrics, sum } from './prom.js';
@@ -20,6 +20,8 @@ const tps = new History();
 let prev = null;        // the last counters: { t, [band]: { ttftSum, ttftCount, itlCount } }
 let activity = [];
 let timer = null;
+let polling = false;    // a poll is in flight: a tick asked for meanwhile runs right after it
+let again = false;
 
 function status(state, text) {
   const s = $('status');
@@ -77,9 +79,11 @@ function needKey(message) {
 }
 
 async function poll() {
+  const gen = keyGeneration();
   const [slots, metrics, models, acts] = await Promise.all([
     getJSON('/slots'), getText('/metrics'), getJSON('/v1/models'), getJSON('/api/activity?limit=500'),
   ]);
+  if (gen !== keyGeneration()) return;   // read with a key since forgotten or replaced
   const samples = parseMetrics(metrics);
   document.body.dataset.auth = 'ok';
   $('key-form').hidden = true;
@@ -96,15 +100,24 @@ async function poll() {
   status('live', `live · ${new Date().toLocaleTimeString([], { hour12: false })}`);
 }
 
+// One poll chain at a time: a tick while a poll is in flight (a key just
+// given) is taken up when it ends instead of starting a second chain.
 async function tick() {
   clearTimeout(timer);
+  if (polling) { again = true; return; }
+  polling = true;
+  let stop = false;
   try {
     await poll();
   } catch (e) {
-    if (e instanceof AuthError) { needKey(e.message); return; }   // polls again once a key is given
-    status('error', `cannot reach the server: ${e.message}`);
+    if (e instanceof AuthError) { needKey(e.message); stop = true; }   // polls again once a key is given
+    else status('error', `cannot reach the server: ${e.message}`);
+  } finally {
+    polling = false;
   }
-  timer = setTimeout(tick, POLL_MS);
+  const soon = again;
+  again = false;
+  if (!stop || soon) timer = setTimeout(tick, soon ? 0 : POLL_MS);
 }
 
 function legend() {
