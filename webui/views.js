@@ -91,12 +91,12 @@ export function renderModels(root, models, samples) {
   const body = el('tbody');
   for (const m of models) {
     const st = m.strata || {};
-    const engines = (st.engines || []).join(', ');
+    const engines = (st.engines || []).map((e) => `engine ${e}`).join(', ');
     body.append(row([m.id, el('span', { class: `state state-${st.state}` }, st.state ?? '?'),
-      st.backend ?? '', engines || '–', String(loaded[m.id] ?? 0), String(swaps[m.id] ?? 0),
+      st.backend ?? '', engines || 'none', String(loaded[m.id] ?? 0), String(swaps[m.id] ?? 0),
       String(failures[m.id] ?? 0) + (st.reason ? ` (${st.reason})` : '')], { 'data-model': m.id }));
   }
-  root.replaceChildren(head('model', 'state', 'backend', 'resident on engines', 'loaded', 'swapped in', 'load failures'), body);
+  root.replaceChildren(head('model', 'state', 'backend', 'resident on', 'loaded', 'swapped in', 'load failures'), body);
 }
 
 function clock(ms) {
