@@ -5,10 +5,11 @@
  * httpd drops the body). Aliases without /v1 follow llama-server.
  *
  * Auth (when keys are configured): everything but /health, which probes
- * read without credentials, and the dashboard's files (no data in them); /metrics also takes --metrics-key (a
- * scraper's own, ../http.c). "work" routes start a generation: a draining
- * server (st_server_drain) refuses them. "anthropic" routes answer in
- * Anthropic's shapes, errors included (st_route_anthropic).
+ * read without credentials, and the dashboard's files (no data in them);
+ * /metrics also takes --metrics-key (a scraper's own, ../http.c). "work"
+ * routes start a generation: a draining server (st_server_drain) refuses
+ * them. "anthropic" routes answer in Anthropic's shapes, errors included
+ * (st_route_anthropic).
  */
 #include <stdio.h>
 #include <string.h>

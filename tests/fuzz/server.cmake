@@ -1,6 +1,7 @@
 # fuzz_oai_request: libFuzzer on the server's request parsers (JSON bodies
 # of every POST route) and the header parsers (X-LlamaSwap-Priority,
-# Authorization, X-Request-Id, Host, Content-Type, Origin, If-None-Match). clang, -DSTRATA_FUZZ=ON. The parser sources
+# Authorization, X-Request-Id, Host, Content-Type, Origin, If-None-Match).
+# clang, -DSTRATA_FUZZ=ON. The parser sources
 # are compiled into the target with coverage instrumentation, with
 # src/engine/request.c for st_gen_params_defaults (so the target does not
 # pull in the engine and its backends); the priority intake comes from
