@@ -26,6 +26,8 @@ if [[ $want_tests -eq 1 ]]; then
     pkgs+=(python3-zmq python3-msgpack)
     # python3-yaml: tests/deploy/check_deploy.py reads the deploy/ manifests.
     pkgs+=(python3-yaml)
+    # chromium: the dashboard's browser test (tests/e2e/dashboard.test.mjs, playwright-core)
+    pkgs+=(chromium)
     command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
     command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 fi

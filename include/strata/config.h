@@ -113,6 +113,7 @@ enum st_opt {
     ST_OPT_ALLOWED_HOSTS, ST_OPT_METRICS_KEY,
     ST_OPT_SSE_KEEPALIVE, ST_OPT_RESPONSES_STORE_MB, ST_OPT_SHUTDOWN_TIMEOUT,
     ST_OPT_PRIORITY_ORDER,
+    ST_OPT_WEBUI,
     ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
     ST_OPT_ROPE_SCALING, ST_OPT_ROPE_SCALE, ST_OPT_YARN_ORIG_CTX,
     ST_OPT_UBATCH, ST_OPT_THREADS, ST_OPT_BATCH_MTP, ST_OPT_MTP_DRAFT,
@@ -153,6 +154,7 @@ struct st_config {
                                     * for up to this long (no new ones); 0 = stop at once
                                     * (default) */
     enum st_cfg_priority_order priority_order;
+    bool     webui;                /* the dashboard at / (docs/DASHBOARD.md); default on */
 
     /* engines (server-level defaults of every model) */
     enum st_cfg_backend backend;   /* default AUTO */

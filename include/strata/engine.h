@@ -534,6 +534,8 @@ struct st_slot_view {
      * events announced, and the engine key of the last (0: none) */
     int64_t  kv_blocks;
     uint64_t kv_last_block;
+    int32_t n_draft;           /* (added) draft tokens its last step checked (MTP or n-gram);
+                                * 0: a plain decode, or not decoding */
 };
 
 /* Tokens per KV block (st_pool_config.kv_block): the block_size of the KV

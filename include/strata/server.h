@@ -76,6 +76,8 @@ struct st_server_config {
      * n_model_priority, counts as 0. */
     const int32_t *model_priority;
     size_t      n_model_priority;
+    /* Serve the dashboard at / (docs/DASHBOARD.md); false: 404. Default true. */
+    bool        webui;
 };
 
 void st_server_config_defaults(struct st_server_config *c);

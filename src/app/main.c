@@ -219,6 +219,7 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->state_max_rows = c->state_max_rows;
     s->model_priority = r->model_priority;
     s->n_model_priority = c->n_models;
+    s->webui = c->webui;
     return ST_OK;
 }
 

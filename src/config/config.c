@@ -47,6 +47,7 @@ void st_config_init(struct st_config *c)
     c->responses_store_mb = 64;
     c->state_max_rows = 100000;
     c->priority_order = ST_CFG_ORDER_HIGH_FIRST;
+    c->webui = true;
     c->backend = ST_CFG_BACKEND_AUTO;
     c->parallel = 4;
     c->ctx_size = 0;   /* ST_CFG_SLOT_CTX per slot */

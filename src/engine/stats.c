@@ -185,6 +185,7 @@ void st_engine_update_views(struct st_engine *e)
         v->n_read = ST_MIN(sl->n_past, sl->req->n_tokens);
         v->n_generated = sl->n_generated;
         v->give_ways = sl->req->job.yields;
+        v->n_draft = sl->decoding ? sl->mtp.n_draft : 0;
         held += sl->n_past + atomic_load(&e->state_tokens);
     }
     pthread_mutex_unlock(&e->mu);

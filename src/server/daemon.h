@@ -15,6 +15,7 @@
  *               /apply-template
  *   state/      the --state-dir SQLite database and its activity table
  *               (state.c here wires them in)
+ *   webui/      the dashboard's embedded files and their handler (/, /ui/)
  * Dependencies point down: this folder -> the endpoints' folders ->
  * openai/ -> gen/ -> http/ (scripts/check_layout.py).
  */

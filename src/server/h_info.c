@@ -10,7 +10,8 @@
  *   GET /metrics          Prometheus text 0.0.4 (metrics.c)
  *   GET /api/activity     the scheduler's dispatch records, newest last; ?limit=N
  *   GET /slots            every engine's slots: state, request, priority, progress,
- *                         the engine's model and its context per slot
+ *                         the engine's model and its context per slot, the drafts
+ *                         its last step checked
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,6 +314,7 @@ static void slot_obj(struct st_out *o, struct st_server *srv, const void *items,
     char key[24];
     snprintf(key, sizeof(key), "%llu", (unsigned long long)v->kv_last_block);
     st_out_kv_str(o, "kv_last_block", v->kv_blocks > 0 ? key : NULL);
+    st_out_kv_i64(o, "n_draft", v->n_draft);
     /* the engine's loaded model; null while it has none (or is loading one) */
     st_out_kv_str(o, "model", v->model >= 0 ? st_engine_pool_model_name(srv->pool, v->model)
                                             : NULL);
@@ -330,7 +332,7 @@ enum st_route_result st_h_slots(struct st_call *c)
         if (v[i].request_id[0] &&
             !st_auth_sees(c, st_owners_find(c->srv->owners, v[i].request_id))) {
             memset(v[i].request_id, 0, sizeof(v[i].request_id));
-            v[i].priority = v[i].give_ways = 0;
+            v[i].priority = v[i].give_ways = v[i].n_draft = 0;
             v[i].n_prompt = v[i].n_read = v[i].n_generated = v[i].n_cached = 0;
             v[i].kv_blocks = 0;
             v[i].kv_last_block = 0;

@@ -43,6 +43,7 @@ void st_server_config_defaults(struct st_server_config *c)
     c->responses_store_bytes = (size_t)64 << 20;
     c->state_max_rows = 100000;
     c->reasoning_budget = -1;
+    c->webui = true;
 }
 
 /* ---- calls ----------------------------------------------------------- */

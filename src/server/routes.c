@@ -5,15 +5,17 @@
  * httpd drops the body). Aliases without /v1 follow llama-server.
  *
  * Auth (when keys are configured): everything but /health, which probes
- * read without credentials; /metrics also takes --metrics-key (a
- * scraper's own, ../http.c). "work" routes start a generation: a draining
- * server (st_server_drain) refuses them. "anthropic" routes answer in
- * Anthropic's shapes, errors included (st_route_anthropic).
+ * read without credentials, and the dashboard's files (no data in them);
+ * /metrics also takes --metrics-key (a scraper's own, ../http.c). "work"
+ * routes start a generation: a draining server (st_server_drain) refuses
+ * them. "anthropic" routes answer in Anthropic's shapes, errors included
+ * (st_route_anthropic).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "server/daemon.h"
+#include "server/webui/webui.h"
 
 static const struct st_route routes[] = {
     /* path                    method  handler               prefix auth   body   work   anthropic*/
@@ -49,6 +51,9 @@ static const struct st_route routes[] = {
     /* the prompt's token ids for a router's prefix scorer (openai/h_render.c) */
     { "/v1/chat/completions/render", "POST", st_h_chat_render, false, true, true, false, false },
     { "/v1/completions/render", "POST", st_h_completions_render, false, true, true, false, false },
+    /* the dashboard (webui/webui.h): its files hold no data, so no key; 404 with --no-webui */
+    { "/",                    "GET",  st_h_webui,           false, false, false, false, false },
+    { ST_WEBUI_PREFIX,        "GET",  st_h_webui,           true,  false, false, false, false },
 };
 
 static bool path_match(const struct st_route *r, const char *path)

@@ -27,7 +27,7 @@ if(ST_NODE AND ST_NPM)
     foreach(suite api errors sdk disconnect priority metrics models concurrency sampling tools
                   cors keepalive cache_prompt shutdown echo infill native mixed score_cache responses
                   thinking embeddings messages grammar glm responses_store
-                  security nul epp_metrics render gateway state)
+                  security nul epp_metrics render gateway state webui)
         add_test(NAME e2e_${suite}
                  COMMAND ${ST_NODE} --test --test-reporter=spec ${ST_E2E_DIR}/${suite}.test.mjs
                  WORKING_DIRECTORY ${ST_E2E_DIR})
@@ -36,6 +36,16 @@ if(ST_NODE AND ST_NPM)
             FIXTURES_REQUIRED st_e2e_node
             ENVIRONMENT "STRATA_BIN=$<TARGET_FILE:strata>")
     endforeach()
+    # The dashboard in Debian's chromium through playwright-core: run as a
+    # plain script, which exits 77 (Skipped) when either is missing; a
+    # failure leaves its screenshot here, a pass leaves dashboard.png.
+    add_test(NAME e2e_dashboard
+             COMMAND ${ST_NODE} ${ST_E2E_DIR}/dashboard.test.mjs
+             WORKING_DIRECTORY ${ST_E2E_DIR})
+    set_tests_properties(e2e_dashboard PROPERTIES
+        LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77
+        FIXTURES_REQUIRED st_e2e_node
+        ENVIRONMENT "STRATA_BIN=$<TARGET_FILE:strata>;DASHBOARD_ARTIFACTS=${CMAKE_CURRENT_BINARY_DIR}")
     # 2,000 requests from 200 clients: alone, so timing-sensitive suites
     # running beside it are not starved of the (few) cores.
     set_tests_properties(e2e_concurrency PROPERTIES RUN_SERIAL TRUE)

@@ -2,7 +2,8 @@
  * the JSON bodies (chat, completions, llama-server's /completion, tokenize,
  * detokenize, apply-template),
  * the X-LlamaSwap-Priority header, the Authorization header, the
- * X-Request-Id header, and the Host, Content-Type and Origin checks.
+ * X-Request-Id header, the Host, Content-Type and Origin checks, and
+ * If-None-Match (the dashboard's 304s).
  *
  * Input layout: byte 0 picks the target (mod 8), the rest is the text.
  * Besides "no crash, no leak, no UB" it checks the parser's contract: a
@@ -123,6 +124,11 @@ static void fuzz_headers(const char *s, size_t len)
             abort();   /* a listed origin is echoed, never another string */
         st_cors_fini(&c);
     }
+    /* a match needs the tag itself or "*" in the header */
+    if (st_etag_match(z, "\"0123abcd\"") && !strstr(z, "\"0123abcd\"") && !strchr(z, '*'))
+        abort();
+    if (st_etag_match(z, "") || st_etag_match(NULL, z))
+        abort();
     free(z);
 }
 

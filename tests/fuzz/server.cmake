@@ -1,6 +1,7 @@
 # fuzz_oai_request: libFuzzer on the server's request parsers (JSON bodies
 # of every POST route) and the header parsers (X-LlamaSwap-Priority,
-# Authorization, X-Request-Id, Host, Content-Type, Origin). clang, -DSTRATA_FUZZ=ON. The parser sources
+# Authorization, X-Request-Id, Host, Content-Type, Origin, If-None-Match).
+# clang, -DSTRATA_FUZZ=ON. The parser sources
 # are compiled into the target with coverage instrumentation, with
 # src/engine/request.c for st_gen_params_defaults (so the target does not
 # pull in the engine and its backends); the priority intake comes from
@@ -12,7 +13,7 @@ if(STRATA_FUZZ AND STRATA_SERVER)
                    ${ST_SRV}/openai/oai_sampling.c ${ST_SRV}/openai/oai_tools.c
                    ${ST_SRV}/llama/oai_text.c ${ST_SRV}/http/errors.c
                    ${ST_SRV}/http/auth.c ${ST_SRV}/http/random_id.c
-                   ${ST_SRV}/http/guard.c ${ST_SRV}/http/cors.c
+                   ${ST_SRV}/http/guard.c ${ST_SRV}/http/cors.c ${ST_SRV}/http/etag.c
                    ${PROJECT_SOURCE_DIR}/src/engine/request.c)
     target_include_directories(fuzz_oai_request PRIVATE ${PROJECT_SOURCE_DIR}/src)
     target_compile_options(fuzz_oai_request PRIVATE -fsanitize=fuzzer,address,undefined

@@ -87,7 +87,7 @@ START_TEST(test_config_cli_every_flag)
         "--http-threads", "3", "--cors-origin", "https://a.example",
         "--allowed-hosts", "strata.example", "--metrics-key", "mk", "--sse-keepalive", "30",
         "--responses-store-mb", "0", "--shutdown-timeout", "20",
-        "--priority-order", "low-first", "--backend", "sim",
+        "--priority-order", "low-first", "--backend", "sim", "--no-webui",
         "--gpus", "0,1,2", "-np", "6", "--batch", "-c", "2048", "--ubatch", "128", "-t", "5",
         "--rope-scaling", "linear", "--rope-scale", "2", "--yarn-orig-ctx", "8192",
         "--batch-mtp", "--mtp-draft", "3", "--spec", "ngram", "--spec-ngram-min", "1",
@@ -120,6 +120,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.responses_store_mb, 0);
     ck_assert_int_eq(c.shutdown_timeout_s, 20);
     ck_assert_int_eq(c.priority_order, ST_CFG_ORDER_LOW_FIRST);
+    ck_assert(!c.webui);
     ck_assert_int_eq(c.backend, ST_CFG_BACKEND_SIM);
     ck_assert_int_eq(c.gpus.n, 3);
     ck_assert_int_eq(c.parallel, 6);

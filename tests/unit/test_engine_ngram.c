@@ -20,7 +20,8 @@
  *   - penalties + logit_bias, and the JSON mode, give the same tokens;
  *   - with an MTP model and --batch-mtp too, both sources draft and the
  *     output is still the same;
- *   - the sim runner serves with n-gram drafts on.
+ *   - the sim runner serves with n-gram drafts on;
+ *   - a slot's view (/slots) shows the drafts its last step checked.
  *
  * The steps run on the test thread (st_engine_pool_step) on a manual
  * clock: nothing here depends on time.
@@ -311,6 +312,38 @@ START_TEST(test_engine_ngram_greedy_identical)
 }
 END_TEST
 
+/* /slots (the dashboard's "drafting"): a decoding slot's view says how
+ * many drafts its last step checked; idle slots and plain decodes say 0. */
+START_TEST(test_engine_ngram_slot_view_drafts)
+{
+    struct fixture_pool f;
+    fixture_pool_start_spec(&f, spec_make("tiny", false, 1), 1, 0, 4);
+    (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
+    struct fixture_out out;
+    memset(&out, 0, sizeof(out));
+    spec_submit(f.pool, 0, &(struct spec_run){ .n_gen = 48 }, prompts[2], &out);
+    int drafting = 0, plain = 0;
+    struct st_slot_view v;
+    for (int steps = 0; steps < 100000 && st_engine_pool_step(f.pool, 0); steps++) {
+        ck_assert_int_eq(st_engine_pool_slots(f.pool, &v, 1), 1);
+        ck_assert_int_ge(v.n_draft, 0);
+        ck_assert_int_le(v.n_draft, 4);
+        if (v.n_draft > 0) {
+            ck_assert_int_eq(v.state, ST_SLOT_DECODING);
+            drafting++;
+        } else if (v.state == ST_SLOT_DECODING) {
+            plain++;
+        }
+    }
+    ck_assert(out.ended);
+    ck_assert_msg(drafting > 0, "no step showed drafts (%d plain)", plain);
+    ck_assert_int_eq(st_engine_pool_slots(f.pool, &v, 1), 1);
+    ck_assert_int_eq(v.state, ST_SLOT_IDLE);
+    ck_assert_int_eq(v.n_draft, 0);
+    fixture_pool_stop(&f);
+}
+END_TEST
+
 /* ---- cost-aware draft lengths (spec_cost.c), timings injected ---------- */
 
 /* Where verify rows are nearly free the n-gram drafts go on as the
@@ -530,6 +563,7 @@ static Suite *engine_ngram_suite(void)
     tcase_add_test(tc, test_engine_ngram_json_identical);
     tcase_add_test(tc, test_engine_ngram_with_mtp_identical);
     tcase_add_test(tc, test_engine_ngram_sim_serves);
+    tcase_add_test(tc, test_engine_ngram_slot_view_drafts);
     tcase_add_test(tc, test_engine_ngram_cost_aware_lengths);
     suite_add_tcase(s, tc);
     return s;

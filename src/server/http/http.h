@@ -6,6 +6,7 @@
  *   sse.c        Server-Sent Events framing
  *   auth.c       API keys, x-request-id, the owner of stored responses
  *   random_id.c  random bytes and hex ids (requests, tool calls, responses)
+ *   etag.c       If-None-Match against an ETag (the dashboard's 304s)
  *   cors.c       which origins get CORS headers (--cors-origins; access.h)
  *   owners.c     which API key made which request (/api/activity, /slots)
  *   guard.c      checks before any route: the Host header (--allowed-hosts,
@@ -105,6 +106,10 @@ const struct st_api_key *st_auth_find_plain(const struct st_api_key *keys, size_
  * [A-Za-z0-9._:-]; else a fresh "req-<24 hex>" is written. 'out' >= 48 bytes. */
 void st_request_id_pick(const char *client_value, char *out, size_t cap);
 bool st_request_id_sane(const char *v);
+
+/* Does an If-None-Match value ("\"a\", W/\"b\"" or "*") name 'etag' (quoted,
+ * "\"x\"")? Weak comparison, as for GET (etag.c). Either may be NULL: false. */
+bool st_etag_match(const char *if_none_match, const char *etag);
 
 /* n random bytes for a made-up id (random_id.c): unique, not secret. */
 void st_random_id_bytes(unsigned char *out, size_t n);
@@ -243,6 +248,11 @@ enum st_route_result st_reply_json_built(struct st_call *c, enum st_status rc,
 enum st_route_result st_reply_error(struct st_call *c, const struct st_api_error *e);
 /* An OOM while building a body: a static 500 body. */
 enum st_route_result st_reply_nomem(struct st_call *c);
+/* 'data' (static storage: not copied, never freed) with status, content
+ * type (NULL: none, as for a 304) and the extra headers 'hdrs': name, value,
+ * name, value, ..., NULL. No CORS headers: for the dashboard's own files. */
+enum st_route_result st_reply_static(struct st_call *c, unsigned status, const char *ctype,
+                                     const void *data, size_t len, const char *const *hdrs);
 /* OPTIONS on a known path: 204 with Allow ('allow': the path's methods)
  * and, for an allowed Origin, the CORS preflight headers. Not counted in
  * /metrics, no API key needed. */

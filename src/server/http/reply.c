@@ -125,6 +125,25 @@ enum st_route_result st_reply_nomem(struct st_call *c)
     return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
 }
 
+enum st_route_result st_reply_static(struct st_call *c, unsigned status, const char *ctype,
+                                     const void *data, size_t len, const char *const *hdrs)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return ST_ROUTE_FAIL;
+    if (ctype)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    MHD_add_response_header(r, "x-request-id", c->request_id);
+    for (size_t i = 0; hdrs && hdrs[i] && hdrs[i + 1]; i += 2)
+        MHD_add_response_header(r, hdrs[i], hdrs[i + 1]);
+    enum MHD_Result ok = MHD_queue_response(c->mhd, status, r);
+    MHD_destroy_response(r);
+    c->phase = ST_CALL_REPLIED;
+    count_status(c->srv, status);
+    return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
+}
+
 enum st_route_result st_reply_stream(struct st_call *c, st_reply_reader_fn *read)
 {
     /* 8 KiB blocks: well inside MHD's per-connection memory pool */
