@@ -226,7 +226,9 @@ static const struct attn_kern kern_avx2 = {
 const struct attn_kern *cpu_attn_kern(int d)
 {
 #if defined(__x86_64__)
-    if (d % 8 == 0 && cpu_has_avx2_f16c())   /* cached: this runs once per layer per step */
+    /* both cached (this runs once per layer per step); STRATA_CPU_ISA=scalar
+     * caps it as it caps the dot kernels */
+    if (d % 8 == 0 && cpu_has_avx2_f16c() && cpu_kernels_best()->nx > 1)
         return &kern_avx2;
 #endif
     (void)d;
