@@ -153,7 +153,8 @@ static void attn_range(const struct attn_job *j, const struct attn_block *b, int
             for (int t = (int)lim; t < ATTN_TILE; t++)
                 s[t] = -INFINITY;
             float mnew = mx > ws->m[qi] ? mx : ws->m[qi];
-            ws->c[qi] = expf(ws->m[qi] - mnew);   /* 0 on the first visible tile */
+            /* 0 on the first visible tile; 1 (no exp) once the max settles */
+            ws->c[qi] = mnew == ws->m[qi] ? 1.0f : expf(ws->m[qi] - mnew);
             ws->l[qi] = ws->l[qi] * ws->c[qi] + K->exp_sum(s, mnew);
             ws->m[qi] = mnew;
         }
