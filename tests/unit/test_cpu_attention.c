@@ -22,7 +22,7 @@
 #include "support.h"
 
 #define SLOTS 3
-#define CTX 1100
+#define CTX 600
 #define TOL 2e-4
 
 struct shape {
@@ -153,24 +153,24 @@ static void run_script(struct shape sh)
     step(&m, slot, pos, n);
     /* a long chunk: many tiles and query blocks, the last one partial */
     n = 0;
-    chunk(slot, pos, &n, 0, 37, 1000);
+    chunk(slot, pos, &n, 0, 37, 500);
     step(&m, slot, pos, n);
     /* decode of the long slot alone (split over the context with 2 threads) */
     for (int i = 0; i < 3; i++) {
         n = 0;
-        chunk(slot, pos, &n, 0, 1037 + i, 1);
+        chunk(slot, pos, &n, 0, 537 + i, 1);
         step(&m, slot, pos, n);
     }
     /* slots at different depths in one step: decode, a new chunk, decode */
     n = 0;
     chunk(slot, pos, &n, 2, 3, 1);
     chunk(slot, pos, &n, 1, 0, 5);
-    chunk(slot, pos, &n, 0, 1040, 1);
+    chunk(slot, pos, &n, 0, 540, 1);
     step(&m, slot, pos, n);
     /* a short chunk continuing one slot next to the long one's decode */
     n = 0;
     chunk(slot, pos, &n, 1, 5, 70);
-    chunk(slot, pos, &n, 0, 1041, 1);
+    chunk(slot, pos, &n, 0, 541, 1);
     step(&m, slot, pos, n);
     /* slot 1 reused from position 0: what it held before is not read */
     n = 0;
