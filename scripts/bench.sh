@@ -164,6 +164,7 @@ if [[ $quick -eq 1 ]]; then
     run jsmask with_tokenizer jsmask bench_jsmask
     run prefix prefix "$small" 1024 512 3
     run metrics "$B/tests/bench_metrics" 10000 500
+    run longctx tests/bench/longctx.sh --quick --plain-max 1024 "$strata" "$medium"
 else
     run kernels "$B/tests/bench_kernels" "$T"
     run decode decode "$medium" 128 64 3
@@ -179,6 +180,7 @@ else
     run jsmask with_tokenizer jsmask bench_jsmask
     run prefix prefix "$medium" 1024 512 3
     run metrics "$B/tests/bench_metrics"
+    run longctx tests/bench/longctx.sh --quick "$strata" "$medium"
 fi
 
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -10,7 +10,11 @@
  *                  logits for every row: N*G tokens.
  * Each run times the forward calls only (wall clock) and gives tokens / s;
  * the mean and standard deviation are over the runs, as llama-bench's
- * avg_ts and stddev_ts. Like llama-bench, the tokens are random ids and
+ * avg_ts and stddev_ts. With -d D (llama-bench's -d) each slot first
+ * holds D tokens of context, read once per test and untimed, and the
+ * timed tokens go at positions D, D+1, ...: their attention reads the D
+ * positions before them (a run rewrites only positions from D on, so the
+ * context stays valid across the repetitions). Like llama-bench, the tokens are random ids and
  * nothing is sampled. np 1 always runs; -np N > 1 adds the same tests at N.
  *
  * With --mtp (--ngram) the command is cli_bench_mtp.c's instead: greedy
@@ -37,13 +41,13 @@
 struct bench_opts {
     const char *model;
     const char *backend;    /* "cpu" or "cuda" */
-    int32_t n_prompt, n_gen, threads, reps, np, gpu;
+    int32_t n_prompt, n_gen, threads, reps, np, gpu, depth;
     bool json;
     struct st_model_config rope;   /* only the rope fields: --rope-scaling etc. */
 };
 
 struct result {
-    int32_t np, n_prompt, n_gen;
+    int32_t np, n_prompt, n_gen, depth;
     double  ts[MAX_REPS];    /* tokens per second of each run */
     double  ns[MAX_REPS];    /* ns of each run */
     double  avg_ts, sd_ts, avg_ns, sd_ns;
@@ -52,7 +56,7 @@ struct result {
 static int usage(void)
 {
     fputs("usage: strata bench -m FILE [-p 128] [-n 64] [-t THREADS] [-r 3] [-np N]"
-          " [-o md|json] [--backend cpu|cuda] [--gpu N]\n"
+          " [-d N] [-o md|json] [--backend cpu|cuda] [--gpu N]\n"
           "  Prompt (pp) and decode (tg) tokens per second of FILE on the CPU (or CUDA)\n"
           "  engine, at one slot and, with -np N > 1, at N slots together.\n"
           "  -p N     prompt tokens per slot (default 128; 0 = skip)\n"
@@ -60,6 +64,8 @@ static int usage(void)
           "  -t N     CPU threads (default: all cores)\n"
           "  -r N     repetitions (default 3)\n"
           "  -np N    also run with N slots together (default 1 = only one slot)\n"
+          "  -d N     context depth: each slot first holds N tokens (untimed), as\n"
+          "           llama-bench -d; the pp and tg tokens come after them\n"
           "  -o FMT   md (default, a llama-bench style table) or json\n"
           "  --backend B  cpu (default) or cuda\n"
           "  --gpu N  the GPU for --backend cuda (default 0)\n"
@@ -85,6 +91,7 @@ static bool parse(int argc, char **argv, struct bench_opts *o)
         else if (!strcmp(a, "-t")) ok = st_cli_int_arg(v, 0, 1024, &o->threads);
         else if (!strcmp(a, "-r")) ok = st_cli_int_arg(v, 1, MAX_REPS, &o->reps);
         else if (!strcmp(a, "-np")) ok = st_cli_int_arg(v, 1, 256, &o->np);
+        else if (!strcmp(a, "-d")) ok = st_cli_int_arg(v, 0, 1 << 22, &o->depth);
         else if (!strcmp(a, "--backend")) ok = st_cli_backend_arg(v, &o->backend);
         else if (!strcmp(a, "--gpu")) ok = st_cli_int_arg(v, 0, 255, &o->gpu);
         else if (!strcmp(a, "-o") && (!strcmp(v, "md") || !strcmp(v, "json")))
@@ -113,9 +120,28 @@ static int32_t rand_token(int64_t n_vocab)
     return (int32_t)(rng % (uint64_t)n_vocab);
 }
 
-/* One timed run of test (np, n_prompt, n_gen); returns ns or -1. */
+/* np prompts of n tokens from position 'at' in one forward; false on error. */
+static bool read_prompts(struct st_model *m, struct rows *r, int32_t np, int32_t n, int32_t at,
+                         struct st_err *err)
+{
+    int64_t nv = st_model_hparams(m)->n_vocab, k = 0;
+    const float *lg;
+    for (int32_t s = 0; s < np; s++) {
+        for (int32_t i = 0; i < n; i++, k++) {
+            r->tok[k] = rand_token(nv);
+            r->slot[k] = s;
+            r->pos[k] = at + i;
+        }
+        r->out[s] = k - 1;
+    }
+    struct st_model_batch b = { k, r->tok, r->slot, r->pos, np, r->out };
+    return st_model_forward(m, &b, &lg, err) == ST_OK;
+}
+
+/* One timed run of test (np, n_prompt, n_gen) after 'depth' positions of
+ * context; returns ns or -1. */
 static double run_once(struct st_model *m, struct rows *r, int32_t np, int32_t n_prompt,
-                       int32_t n_gen, struct st_err *err)
+                       int32_t n_gen, int32_t depth, struct st_err *err)
 {
     int64_t nv = st_model_hparams(m)->n_vocab, n = 0;
     int64_t t0 = st_clock_now(st_clock_real());
@@ -124,7 +150,7 @@ static double run_once(struct st_model *m, struct rows *r, int32_t np, int32_t n
         for (int32_t i = 0; i < n_prompt; i++, n++) {
             r->tok[n] = rand_token(nv);
             r->slot[n] = s;
-            r->pos[n] = i;
+            r->pos[n] = depth + i;
         }
         r->out[s] = n - 1;
     }
@@ -137,7 +163,7 @@ static double run_once(struct st_model *m, struct rows *r, int32_t np, int32_t n
         for (int32_t s = 0; s < np; s++) {
             r->tok[s] = rand_token(nv);
             r->slot[s] = s;
-            r->pos[s] = g;
+            r->pos[s] = depth + g;
             r->out[s] = s;
         }
         struct st_model_batch b = { np, r->tok, r->slot, r->pos, np, r->out };
@@ -151,11 +177,13 @@ static bool run_test(struct st_model *m, struct rows *r, const struct bench_opts
                      struct result *res, struct st_err *err)
 {
     double tokens = (double)res->np * (res->n_prompt + res->n_gen);
+    if (res->depth > 0 && !read_prompts(m, r, res->np, res->depth, 0, err))   /* context */
+        return false;
     if (run_once(m, r, res->np, res->n_prompt ? ST_MIN(res->n_prompt, 16) : 0,
-                 res->n_gen ? 2 : 0, err) < 0)   /* warm-up */
+                 res->n_gen ? 2 : 0, res->depth, err) < 0)   /* warm-up */
         return false;
     for (int i = 0; i < o->reps; i++) {
-        res->ns[i] = run_once(m, r, res->np, res->n_prompt, res->n_gen, err);
+        res->ns[i] = run_once(m, r, res->np, res->n_prompt, res->n_gen, res->depth, err);
         if (res->ns[i] < 0)
             return false;
         res->ts[i] = tokens / (res->ns[i] / 1e9);
@@ -230,6 +258,10 @@ static void print_md_row(const struct model_info *mi, const struct result *r)
         snprintf(test, sizeof(test), "pp%d", (int)r->n_prompt);
     else
         snprintf(test, sizeof(test), "tg%d", (int)r->n_gen);
+    if (r->depth > 0) {   /* llama-bench's "pp512 @ d4096" */
+        size_t at = strlen(test);
+        snprintf(test + at, sizeof(test) - at, " @ d%d", (int)r->depth);
+    }
     snprintf(ts, sizeof(ts), "%.2f ± %.2f", r->avg_ts, r->sd_ts);
     printf("| %-30s | %6.2f MiB | %8.2f M | %-7s | %7d | %3d | %12s | %20s |\n", mi->type,
            mi->size_bytes / (1024.0 * 1024.0), mi->n_params / 1e6, mi->backend, mi->threads,
@@ -249,6 +281,7 @@ static cJSON *json_row(const struct bench_opts *o, const struct model_info *mi,
     cJSON_AddNumberToObject(j, "n_parallel", r->np);
     cJSON_AddNumberToObject(j, "n_prompt", r->n_prompt);
     cJSON_AddNumberToObject(j, "n_gen", r->n_gen);
+    cJSON_AddNumberToObject(j, "n_depth", r->depth);
     cJSON_AddStringToObject(j, "test_time", time_s);
     cJSON_AddNumberToObject(j, "avg_ns", round(r->avg_ns));
     cJSON_AddNumberToObject(j, "stddev_ns", round(r->sd_ns));
@@ -272,7 +305,7 @@ static struct st_model *open_model(const struct bench_opts *o, enum st_status *r
         st_model_free(m);
         return NULL;
     }
-    int64_t need = ST_MAX(o->n_prompt, 0) + ST_MAX(o->n_gen, 0);
+    int64_t need = (int64_t)o->depth + ST_MAX(o->n_prompt, 0) + ST_MAX(o->n_gen, 0);
     struct st_model_params p = { .backend = o->backend, .device = o->gpu,
                                  .n_threads = o->threads, .n_slots = o->np,
                                  .n_ctx = ST_MAX(need, 16), .max_out = o->np };
@@ -298,7 +331,7 @@ static int run_all(struct st_model *m, const struct bench_opts *o, struct rows *
     for (int k = 0; k < (o->np > 1 ? 2 : 1); k++) {
         for (int t = 0; t < 2; t++) {
             struct result res = { .np = nps[k], .n_prompt = t == 0 ? o->n_prompt : 0,
-                                  .n_gen = t == 1 ? o->n_gen : 0 };
+                                  .n_gen = t == 1 ? o->n_gen : 0, .depth = o->depth };
             if (res.n_prompt + res.n_gen == 0)
                 continue;
             if (!run_test(m, r, o, &res, &err)) {
@@ -339,7 +372,7 @@ int st_cli_bench(int argc, char **argv)
         fprintf(stderr, "strata bench: %s\n", err.msg);
         return st_cli_bench_fail_status(orc);
     }
-    size_t rows = (size_t)o.np * (size_t)ST_MAX(o.n_prompt, 1);
+    size_t rows = (size_t)o.np * (size_t)ST_MAX(ST_MAX(o.n_prompt, o.depth), 1);
     struct rows r = { malloc(rows * sizeof(int32_t)), malloc(rows * sizeof(int32_t)),
                       malloc(rows * sizeof(int64_t)), malloc((size_t)o.np * sizeof(int64_t)) };
     int rc = 1;

@@ -393,13 +393,17 @@ enum st_status st_model_load(struct st_model *m, const struct st_model_params *p
     if (progress)
         progress(ctx, 1.0);
     double rss1 = rss_mib();
+    /* what one token of a slot costs: k and v of every attention layer */
+    double per_token = 2.0 * (double)st_tensor_nbytes(&m->kcache) /
+                       ((double)m->p.n_slots * (double)m->p.n_ctx);
     st_log(ST_LOG_INFO, "model", "loaded %s in %.2f s: weights %.1f MiB (%s), KV cache %.1f "
-           "MiB (%d slots x %lld tokens, f16), buffers %.1f MiB; RSS %.1f -> %.1f MiB",
+           "MiB (%d slots x %lld tokens, f16, %.1f KiB per token), buffers %.1f MiB; "
+           "RSS %.1f -> %.1f MiB",
            m->path, (double)(st_clock_now(st_clock_real()) - t0) / (double)ST_NS_PER_SEC,
            (double)m->weight_bytes / (1024.0 * 1024.0),
            m->desc->hp.rope_neox ? "in place" : "in place; q/k copied for rope order",
            (double)m->kv_bytes / (1024.0 * 1024.0), (int)m->p.n_slots, (long long)m->p.n_ctx,
-           (double)m->act_bytes / (1024.0 * 1024.0), rss0, rss1);
+           per_token / 1024.0, (double)m->act_bytes / (1024.0 * 1024.0), rss0, rss1);
     return ST_OK;
 }
 

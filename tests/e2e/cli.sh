@@ -81,6 +81,9 @@ if run "make-model tiny" 0 make-model "$tmp/tiny.gguf" --preset tiny; then
     run "bench yarn without a factor" 1 bench "${m[@]}" -p 8 -n 4 -r 1 -t 1 --rope-scaling yarn &&
         expect err "needs a factor" "bench yarn without a factor"
     run "bench --rope-scaling bogus" 2 bench "${m[@]}" --rope-scaling bogus
+    # -d: the pp and tg tokens after a context of N positions, llama-bench's test names
+    run "bench -d" 0 bench "${m[@]}" -p 8 -n 4 -d 40 -r 1 -t 1 &&
+        { expect out "pp8 @ d40" "bench -d"; expect out "tg4 @ d40" "bench -d"; }
 fi
 
 # Config files: missing, bad (file:line: key), and the example.

@@ -188,6 +188,61 @@ START_TEST(test_forward_chunks_equal_one_batch)
 }
 END_TEST
 
+/* A long prompt (700 tokens, past many attention tiles) read as one
+ * batch on 2 threads, then greedy decode steps (whose attention is split
+ * over the context), gives the tokens and logits of the same prompt read
+ * in ragged 37-row chunks on 1 thread (no split). */
+static void read_long(struct st_model *m, const int32_t *tok, int64_t n, int32_t *gen,
+                      float *last)
+{
+    int64_t nv = st_model_hparams(m)->n_vocab, out = n - 1, zero = 0;
+    int64_t *pos = malloc((size_t)n * sizeof(int64_t));
+    int32_t *slots = calloc((size_t)n, sizeof(int32_t));
+    for (int64_t i = 0; i < n; i++)
+        pos[i] = i;
+    const float *lg;
+    struct st_err err = { 0 };
+    struct st_model_batch b = { n, tok, slots, pos, 1, &out };
+    ck_assert_msg(st_model_forward(m, &b, &lg, &err) == ST_OK, "%s", err.msg);
+    for (int g = 0; g < 4; g++) {
+        int64_t p = n + g;
+        gen[g] = argmax(lg, nv);
+        struct st_model_batch d = { 1, &gen[g], slots, &p, 1, &zero };
+        ck_assert_msg(st_model_forward(m, &d, &lg, &err) == ST_OK, "%s", err.msg);
+    }
+    memcpy(last, lg, (size_t)nv * sizeof(float));
+    free(pos);
+    free(slots);
+}
+
+START_TEST(test_forward_long_prompt_chunks_equal_one_batch)
+{
+    const char *path = make("small", "q8_0");
+    struct st_err err = { 0 };
+    struct st_model *m[2] = { NULL, NULL };
+    int32_t rows[2] = { 0, 37 }, threads[2] = { 2, 1 }, gen[2][4], tok[700];
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(st_model_open(path, &m[i], &err) == ST_OK, "open: %s", err.msg);
+        struct st_model_params p = { .n_threads = threads[i], .n_slots = 1, .n_ctx = 1024,
+                                     .max_rows = rows[i], .max_out = 4 };
+        ck_assert_msg(st_model_load(m[i], &p, NULL, NULL, &err) == ST_OK, "load: %s", err.msg);
+    }
+    int64_t nv = st_model_hparams(m[0])->n_vocab;
+    float *last = malloc((size_t)(2 * nv) * sizeof(float));
+    ref_tokens(11, tok, 700, nv);
+    for (int i = 0; i < 2; i++)
+        read_long(m[i], tok, 700, gen[i], last + i * nv);
+    for (int g = 0; g < 4; g++)
+        ck_assert_msg(gen[0][g] == gen[1][g], "step %d: token %d in one batch, %d in chunks", g,
+                      gen[0][g], gen[1][g]);
+    double d = max_diff(last, last + nv, nv);
+    ck_assert_msg(d <= 1e-4, "long prompt: chunked logits differ by %g", d);
+    free(last);
+    st_model_free(m[0]);
+    st_model_free(m[1]);
+}
+END_TEST
+
 /* st_model_forward_draw gives the tokens the logits of st_model_forward
  * give: greedy rows the argmax, the others st_draw_row's pick (the
  * chain itself is tested in test_backend_sample). */
@@ -376,6 +431,7 @@ static Suite *forward_suite(void)
     tcase_add_test(tc, test_forward_batch_invariant_q8_0);
     tcase_add_test(tc, test_forward_batch_invariant_q4_k);
     tcase_add_test(tc, test_forward_chunks_equal_one_batch);
+    tcase_add_test(tc, test_forward_long_prompt_chunks_equal_one_batch);
     tcase_add_test(tc, test_forward_rejects_bad_batches);
     tcase_add_test(tc, test_forward_draw_matches_logits);
     tcase_add_test(tc, test_forward_open_reports_missing_file);

@@ -172,6 +172,13 @@ void cpu_parallel_rows(struct cpu_backend *cb, int64_t n_rows, int64_t work_per_
 ST_OP_MAP(CPU_OP_DECL)
 #undef CPU_OP_DECL
 
+/* The per-row attention path before tiling (cpu_attention_plain.c): the
+ * same contract as cpu_op_attention, kept as a benchmark baseline. */
+enum st_status cpu_attention_plain(struct st_backend *be, ST_T out, ST_T q, ST_T k, ST_T v,
+                                   ST_T kcache, ST_T vcache, ST_T slot, ST_T pos,
+                                   int32_t n_head, int32_t n_head_kv, float scale,
+                                   struct st_err *err);
+
 /* The optional recurrent ops (cpu_ssm.c; strata/backend_ssm.h). */
 #define CPU_OPT_OP_DECL(name, params, args) enum st_status cpu_op_##name params;
 ST_OPT_OP_MAP(CPU_OPT_OP_DECL)

@@ -1,0 +1,287 @@
+/* cpu_attention_plain.c -- the per-row attention path (before tiling),
+ * kept as the baseline STRATA_CPU_ATTN=plain selects (cpu_attention.c).
+ *
+ * Causal GQA attention over the per-slot F16 KV cache.
+ *
+ * Layout (backend.h): kcache/vcache are F16 [n_kv*D, n_ctx, n_slots], so
+ * the key of slot s, position t, KV head g starts at element
+ * ((s*n_ctx + t)*n_kv + g)*D.
+ *
+ * One parallel region: every thread first writes its share of the step's
+ * new k/v rows into the cache (F16), then after a barrier takes its share
+ * of the (row, KV head) work items. For one item the key and value rows
+ * are read once for all the query heads that share that KV head (GQA),
+ * scores are kept for the whole 0..pos range (per-thread scratch of
+ * group * n_ctx floats) and soft-maxed in float like ggml's CPU path.
+ *
+ * A few rows (decode) skip the barrier: the caller writes their k/v rows,
+ * then the items are claimed dynamically (attn_dyn_task).
+ *
+ * The inner loops (q.k over a group of heads, p.v accumulation) have an
+ * AVX2+F16C version picked at run time and a scalar one.
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu.h"
+
+#define GQ_MAX 32   /* query heads per KV head handled in one pass */
+/* Rows up to which the caller writes the KV rows itself and the items run
+ * in a barrier-free region; below ATTN_PAR_MIN_WORK elements of q.k and
+ * p.v work a region costs more than it saves and the caller does it all. */
+#define ATTN_FEW_ROWS 16
+#define ATTN_PAR_MIN_WORK (1 << 17)
+
+typedef void (*qk_fn)(const float *q, int gq, int d, const uint16_t *k, float scale,
+                      float *s, size_t s_stride);
+typedef void (*av_fn)(const float *p, size_t p_stride, int gq, int d, const uint16_t *v,
+                      float *o);
+/* n floats -> f16, round to nearest even (as st_f32_to_fp16). */
+typedef void (*f16w_fn)(const float *x, uint16_t *y, int64_t n);
+
+static void f16w_scalar(const float *x, uint16_t *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = st_f32_to_fp16(x[i]);
+}
+
+/* s[h * s_stride] = scale * q_h . k for the gq heads (q rows of d floats). */
+static void qk_scalar(const float *q, int gq, int d, const uint16_t *k, float scale, float *s,
+                      size_t s_stride)
+{
+    float kf[512];
+    for (int i = 0; i < d; i++)
+        kf[i] = cpu_h2f(k[i]);
+    for (int h = 0; h < gq; h++) {
+        float acc = 0.0f;
+        for (int i = 0; i < d; i++)
+            acc += q[h * d + i] * kf[i];
+        s[(size_t)h * s_stride] = acc * scale;
+    }
+}
+
+/* o_h += p[h * p_stride] * v for the gq heads. */
+static void av_scalar(const float *p, size_t p_stride, int gq, int d, const uint16_t *v,
+                      float *o)
+{
+    float vf[512];
+    for (int i = 0; i < d; i++)
+        vf[i] = cpu_h2f(v[i]);
+    for (int h = 0; h < gq; h++) {
+        float w = p[(size_t)h * p_stride];
+        for (int i = 0; i < d; i++)
+            o[h * d + i] += w * vf[i];
+    }
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define AT __attribute__((target("avx2,fma,f16c")))
+
+static AT float hsum_avx(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static AT void qk_avx2(const float *q, int gq, int d, const uint16_t *k, float scale, float *s,
+                       size_t s_stride)
+{
+    if (d % 8 != 0) {
+        qk_scalar(q, gq, d, k, scale, s, s_stride);
+        return;
+    }
+    for (int h = 0; h < gq; h++) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int i = 0; i < d; i += 8) {
+            __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i)));
+            acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * d + i), kv, acc);
+        }
+        s[(size_t)h * s_stride] = hsum_avx(acc) * scale;
+    }
+}
+
+static AT void av_avx2(const float *p, size_t p_stride, int gq, int d, const uint16_t *v,
+                       float *o)
+{
+    if (d % 8 != 0) {
+        av_scalar(p, p_stride, gq, d, v, o);
+        return;
+    }
+    for (int i = 0; i < d; i += 8) {
+        __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + i)));
+        for (int h = 0; h < gq; h++) {
+            float *oh = o + h * d + i;
+            __m256 w = _mm256_set1_ps(p[(size_t)h * p_stride]);
+            _mm256_storeu_ps(oh, _mm256_fmadd_ps(w, vv, _mm256_loadu_ps(oh)));
+        }
+    }
+}
+
+/* vcvtps2ph with round-to-nearest-even: bit-exact with st_f32_to_fp16 for
+ * every non-NaN input (NaN payloads may differ). */
+static AT void f16w_avx2(const float *x, uint16_t *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        y[i] = st_f32_to_fp16(x[i]);
+}
+#endif
+
+struct attn_job {
+    struct cpu_pool *pool;
+    const float     *q, *k, *v;
+    float           *out;
+    uint16_t        *kc, *vc;
+    const int32_t   *slot, *pos;
+    int64_t          n, n_head, n_kv, d, n_ctx;
+    float            scale;
+    float           *scores;    /* [nth][gq * n_ctx] */
+    qk_fn            qk;
+    av_fn            av;
+    f16w_fn          f16w;
+    atomic_llong     next;      /* next item (attn_dyn_task) */
+};
+
+static void kv_write(const struct attn_job *j, int64_t r)
+{
+    int64_t w = j->n_kv * j->d;
+    size_t at = ((size_t)j->slot[r] * (size_t)j->n_ctx + (size_t)j->pos[r]) * (size_t)w;
+    j->f16w(j->k + r * w, j->kc + at, w);
+    j->f16w(j->v + r * w, j->vc + at, w);
+}
+
+/* Attention of row r's query heads of KV head g. */
+static void attn_item(const struct attn_job *j, int64_t r, int64_t g, float *sc)
+{
+    int gq = (int)(j->n_head / j->n_kv), d = (int)j->d;
+    int64_t p = j->pos[r], w = j->n_kv * j->d;
+    size_t base = (size_t)j->slot[r] * (size_t)j->n_ctx * (size_t)w + (size_t)(g * d);
+    const float *q = j->q + r * j->n_head * d + g * gq * d;
+    float *o = j->out + r * j->n_head * d + g * gq * d;
+
+    for (int64_t t = 0; t <= p; t++)
+        j->qk(q, gq, d, j->kc + base + (size_t)t * (size_t)w, j->scale, sc + t, (size_t)j->n_ctx);
+    for (int h = 0; h < gq; h++) {
+        float *s = sc + (size_t)h * (size_t)j->n_ctx, mx = -FLT_MAX, sum = 0.0f;
+        for (int64_t t = 0; t <= p; t++)
+            mx = s[t] > mx ? s[t] : mx;
+        for (int64_t t = 0; t <= p; t++) {
+            s[t] = expf(s[t] - mx);
+            sum += s[t];
+        }
+        for (int64_t t = 0; t <= p; t++)
+            s[t] /= sum;
+    }
+    memset(o, 0, (size_t)gq * (size_t)d * sizeof(float));
+    for (int64_t t = 0; t <= p; t++)
+        j->av(sc + t, (size_t)j->n_ctx, gq, d, j->vc + base + (size_t)t * (size_t)w, o);
+}
+
+static void attn_task(void *ctx, int ith, int nth)
+{
+    struct attn_job *j = ctx;
+    int64_t lo, hi, gq = j->n_head / j->n_kv;
+    float *sc = j->scores + (size_t)ith * (size_t)(gq * j->n_ctx);
+
+    cpu_split(j->n, ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++)
+        kv_write(j, r);
+    cpu_pool_barrier(j->pool);
+    cpu_split(j->n * j->n_kv, ith, nth, &lo, &hi);
+    for (int64_t it = lo; it < hi; it++)
+        attn_item(j, it / j->n_kv, it % j->n_kv, sc);
+}
+
+/* Few rows (decode): the caller has written the k/v rows; the (row, KV
+ * head) items are claimed one at a time, so the region needs no barrier
+ * and the caller may close it alone (cpu_pool_run_dyn). Same per-item
+ * arithmetic as attn_task. */
+static void attn_dyn_task(void *ctx, int ith, int nth)
+{
+    struct attn_job *j = ctx;
+    int64_t gq = j->n_head / j->n_kv;
+    float *sc = j->scores + (size_t)ith * (size_t)(gq * j->n_ctx);
+
+    (void)nth;
+    for (;;) {
+        int64_t it = cpu_claim(&j->next);
+        if (it >= j->n * j->n_kv)
+            break;
+        attn_item(j, it / j->n_kv, it % j->n_kv, sc);
+    }
+}
+
+/* Rough element count of the step's attention work (q.k and p.v). */
+static int64_t attn_work(const struct attn_job *j)
+{
+    int64_t w = 0;
+    for (int64_t r = 0; r < j->n; r++)
+        w += 2 * ((int64_t)j->pos[r] + 1) * j->n_head * j->d;
+    return w;
+}
+
+static void pick_kernels(struct attn_job *j)
+{
+    j->qk = qk_scalar;
+    j->av = av_scalar;
+    j->f16w = f16w_scalar;
+#if defined(__x86_64__)
+    if (cpu_has_avx2_f16c()) {   /* cached: this runs once per layer per step */
+        j->qk = qk_avx2;
+        j->av = av_avx2;
+        j->f16w = f16w_avx2;
+    }
+#endif
+}
+
+enum st_status cpu_attention_plain(struct st_backend *be, ST_T out, ST_T q, ST_T k, ST_T v,
+                                ST_T kcache, ST_T vcache, ST_T slot, ST_T pos, int32_t n_head,
+                                int32_t n_head_kv, float scale, struct st_err *err)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)be;
+    struct attn_job j = {
+        .pool = cb->pool, .q = q->data, .k = k->data, .v = v->data, .out = out->data,
+        .kc = kcache->data, .vc = vcache->data, .slot = slot->data, .pos = pos->data,
+        .n = q->ne[1], .n_head = n_head, .n_kv = n_head_kv, .d = q->ne[0] / n_head,
+        .n_ctx = kcache->ne[1], .scale = scale,
+    };
+    int64_t n_slots = kcache->ne[2];
+    int nth = cb->n_threads;
+
+    if (j.d > 512 || n_head / n_head_kv > GQ_MAX)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "attention: head_dim %lld or group %d too big",
+                          (long long)j.d, n_head / n_head_kv);
+    for (int64_t r = 0; r < j.n; r++) {
+        if (j.slot[r] < 0 || j.slot[r] >= n_slots || j.pos[r] < 0 || j.pos[r] >= j.n_ctx)
+            return st_err_set(err, ST_ERR_INVALID,
+                              "attention: row %lld has slot %d pos %d (cache: %lld slots x %lld)",
+                              (long long)r, j.slot[r], j.pos[r], (long long)n_slots,
+                              (long long)j.n_ctx);
+    }
+    j.scores = cpu_scratch(cb, (size_t)nth * (size_t)(n_head / n_head_kv) * (size_t)j.n_ctx *
+                                   sizeof(float));
+    if (!j.scores)
+        return st_err_set(err, ST_ERR_NOMEM, "attention: no scratch for %lld positions",
+                          (long long)j.n_ctx);
+    pick_kernels(&j);
+    if (j.n * j.n_kv < 2)
+        nth = 1;
+    if (j.n <= ATTN_FEW_ROWS) {
+        for (int64_t r = 0; r < j.n; r++)
+            kv_write(&j, r);
+        if (attn_work(&j) < ATTN_PAR_MIN_WORK)
+            nth = 1;
+        atomic_init(&j.next, 0);
+        cpu_pool_run_dyn(cb->pool, attn_dyn_task, &j, nth);
+    } else {
+        cpu_pool_run(cb->pool, attn_task, &j, nth);
+    }
+    return ST_OK;
+}

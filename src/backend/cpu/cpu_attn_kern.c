@@ -1,0 +1,236 @@
+/* cpu_attn_kern.c -- scalar and AVX2 tile kernels of the tiled attention
+ * (cpu_attn_kern.h).
+ *
+ * The AVX2 q.k kernel takes two queries against four keys per pass (eight
+ * accumulators: six loads feed eight FMAs) and reduces the four dot
+ * products of a query with one hadd tree; p.v takes two queries over 32
+ * dims per pass (eight accumulators, two broadcasts and four loads per
+ * position). exp is Cephes' float polynomial (relative error < 1e-7), as
+ * in cpu_score.c.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "cpu_attn_kern.h"
+
+/* ---- scalar ------------------------------------------------------------- */
+
+static void load_scalar(const uint16_t *x, size_t stride, int nt, int d, float *y)
+{
+    for (int t = 0; t < nt; t++)
+        for (int i = 0; i < d; i++)
+            y[(size_t)t * (size_t)d + (size_t)i] = cpu_h2f(x[(size_t)t * stride + (size_t)i]);
+}
+
+static void qk_scalar(const float *q, int nq, const float *k, int nt, int d, float *s)
+{
+    int nt4 = (nt + 3) & ~3;
+    for (int qi = 0; qi < nq; qi++)
+        for (int t = 0; t < nt4; t++) {
+            float acc = 0.0f;
+            for (int i = 0; i < d; i++)
+                acc += q[qi * d + i] * k[t * d + i];
+            s[qi * ATTN_TILE + t] = acc;
+        }
+}
+
+static float exp_sum_scalar(float *s, float m)
+{
+    float sum = 0.0f;
+    for (int t = 0; t < ATTN_TILE; t++) {
+        s[t] = expf(s[t] - m);
+        sum += s[t];
+    }
+    return sum;
+}
+
+static void pv_scalar(const float *p, int nq, const float *v, int nt, int d, const float *c,
+                      float *acc)
+{
+    for (int qi = 0; qi < nq; qi++) {
+        float *a = acc + (size_t)qi * (size_t)d;
+        for (int i = 0; i < d; i++)
+            a[i] *= c[qi];
+        for (int t = 0; t < nt; t++) {
+            float w = p[qi * ATTN_TILE + t];
+            for (int i = 0; i < d; i++)
+                a[i] += w * v[t * d + i];
+        }
+    }
+}
+
+static void store_scalar(const float *x, uint16_t *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = st_f32_to_fp16(x[i]);
+}
+
+static const struct attn_kern kern_scalar = {
+    load_scalar, qk_scalar, exp_sum_scalar, pv_scalar, store_scalar,
+};
+
+/* ---- AVX2 + FMA + F16C -------------------------------------------------- */
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define AT __attribute__((target("avx2,fma,f16c")))
+
+#define EXP_LO    (-87.0f)
+#define LOG2E     1.44269504f
+#define LN2_HI    0.693145752f
+#define LN2_LO    1.42860677e-6f
+#define ROUND_MAG 12582912.0f   /* 1.5 * 2^23: adding it rounds to an integer */
+#define P0 1.9875691500e-4f
+#define P1 1.3981999507e-3f
+#define P2 8.3334519073e-3f
+#define P3 4.1665795894e-2f
+#define P4 1.6666665459e-1f
+#define P5 5.0000001201e-1f
+
+/* exp(x) for x <= 0; 0 below -87 (so exp(-inf) is exactly 0). */
+static AT __m256 exp_neg8(__m256 x)
+{
+    __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_LO), _CMP_GE_OQ);
+    x = _mm256_max_ps(x, _mm256_set1_ps(EXP_LO));
+    __m256 mag = _mm256_set1_ps(ROUND_MAG);
+    __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(LOG2E), mag), mag);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(P0), r, _mm256_set1_ps(P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P5));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
+                                  23);
+    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), keep);
+}
+
+static AT void load_avx2(const uint16_t *x, size_t stride, int nt, int d, float *y)
+{
+    for (int t = 0; t < nt; t++) {
+        const uint16_t *xr = x + (size_t)t * stride;
+        float *yr = y + (size_t)t * (size_t)d;
+        for (int i = 0; i < d; i += 8)
+            _mm256_storeu_ps(yr + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xr + i))));
+    }
+}
+
+/* The four sums of a0..a3, in order. */
+static AT __m128 sum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
+{
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+static AT void qk_avx2(const float *q, int nq, const float *k, int nt, int d, float *s)
+{
+    for (int qi = 0; qi < nq; qi += 2) {
+        const float *q0 = q + qi * d, *q1 = q0 + d;
+        for (int t = 0; t < nt; t += 4) {
+            const float *k0 = k + t * d, *k1 = k0 + d, *k2 = k1 + d, *k3 = k2 + d;
+            __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+            __m256 a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+            for (int i = 0; i < d; i += 8) {
+                __m256 x0 = _mm256_loadu_ps(q0 + i), x1 = _mm256_loadu_ps(q1 + i);
+                __m256 y = _mm256_loadu_ps(k0 + i);
+                a00 = _mm256_fmadd_ps(x0, y, a00);
+                a10 = _mm256_fmadd_ps(x1, y, a10);
+                y = _mm256_loadu_ps(k1 + i);
+                a01 = _mm256_fmadd_ps(x0, y, a01);
+                a11 = _mm256_fmadd_ps(x1, y, a11);
+                y = _mm256_loadu_ps(k2 + i);
+                a02 = _mm256_fmadd_ps(x0, y, a02);
+                a12 = _mm256_fmadd_ps(x1, y, a12);
+                y = _mm256_loadu_ps(k3 + i);
+                a03 = _mm256_fmadd_ps(x0, y, a03);
+                a13 = _mm256_fmadd_ps(x1, y, a13);
+            }
+            _mm_storeu_ps(s + qi * ATTN_TILE + t, sum4(a00, a01, a02, a03));
+            _mm_storeu_ps(s + (qi + 1) * ATTN_TILE + t, sum4(a10, a11, a12, a13));
+        }
+    }
+}
+
+static AT float exp_sum_avx2(float *s, float m)
+{
+    __m256 vm = _mm256_set1_ps(m), sum = _mm256_setzero_ps();
+    for (int t = 0; t < ATTN_TILE; t += 8) {
+        __m256 p = exp_neg8(_mm256_sub_ps(_mm256_loadu_ps(s + t), vm));
+        _mm256_storeu_ps(s + t, p);
+        sum = _mm256_add_ps(sum, p);
+    }
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+/* Two queries over dims [i0, i0 + 8*W) of acc (W vectors each). */
+#define PV_PASS(W)                                                                      \
+    do {                                                                                \
+        __m256 u[W], w[W];                                                              \
+        for (int j = 0; j < W; j++) {                                                   \
+            u[j] = _mm256_mul_ps(_mm256_loadu_ps(a0 + i0 + 8 * j), c0);                 \
+            w[j] = _mm256_mul_ps(_mm256_loadu_ps(a1 + i0 + 8 * j), c1);                 \
+        }                                                                               \
+        for (int t = 0; t < nt; t++) {                                                  \
+            __m256 b0 = _mm256_broadcast_ss(p0 + t), b1 = _mm256_broadcast_ss(p1 + t);  \
+            const float *vt = v + t * d + i0;                                           \
+            for (int j = 0; j < W; j++) {                                               \
+                __m256 y = _mm256_loadu_ps(vt + 8 * j);                                 \
+                u[j] = _mm256_fmadd_ps(b0, y, u[j]);                                    \
+                w[j] = _mm256_fmadd_ps(b1, y, w[j]);                                    \
+            }                                                                           \
+        }                                                                               \
+        for (int j = 0; j < W; j++) {                                                   \
+            _mm256_storeu_ps(a0 + i0 + 8 * j, u[j]);                                    \
+            _mm256_storeu_ps(a1 + i0 + 8 * j, w[j]);                                    \
+        }                                                                               \
+    } while (0)
+
+static AT void pv_avx2(const float *p, int nq, const float *v, int nt, int d, const float *c,
+                       float *acc)
+{
+    for (int qi = 0; qi < nq; qi += 2) {
+        const float *p0 = p + qi * ATTN_TILE, *p1 = p0 + ATTN_TILE;
+        float *a0 = acc + (size_t)qi * (size_t)d, *a1 = a0 + d;
+        __m256 c0 = _mm256_set1_ps(c[qi]), c1 = _mm256_set1_ps(c[qi + 1]);
+        int i0 = 0;
+        for (; i0 + 32 <= d; i0 += 32)
+            PV_PASS(4);
+        for (; i0 < d; i0 += 8)
+            PV_PASS(1);
+    }
+}
+
+/* vcvtps2ph with round-to-nearest-even: bit-exact with st_f32_to_fp16 for
+ * every non-NaN input (NaN payloads may differ). */
+static AT void store_avx2(const float *x, uint16_t *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        y[i] = st_f32_to_fp16(x[i]);
+}
+
+static const struct attn_kern kern_avx2 = {
+    load_avx2, qk_avx2, exp_sum_avx2, pv_avx2, store_avx2,
+};
+#endif
+
+const struct attn_kern *cpu_attn_kern(int d)
+{
+#if defined(__x86_64__)
+    /* both cached (this runs once per layer per step); STRATA_CPU_ISA=scalar
+     * caps it as it caps the dot kernels */
+    if (d % 8 == 0 && cpu_has_avx2_f16c() && cpu_kernels_best()->nx > 1)
+        return &kern_avx2;
+#endif
+    (void)d;
+    return &kern_scalar;
+}
