@@ -404,6 +404,11 @@ const char *st_engine_pool_model_path(const struct st_engine_pool *p, int32_t mo
 /* The model 'name' names: its name or one of its aliases (exact, case
  * sensitive). -1 if unknown (the server answers 404). */
 int32_t st_engine_pool_find_model(const struct st_engine_pool *p, const char *name);
+/* The model a request naming 'name' (NULL: none) runs on: with one model
+ * that one, whatever the name (as llama-server does: clients configured
+ * for any model name work); with several, st_engine_pool_find_model (NULL:
+ * the first). -1 if none (the server answers 404). */
+int32_t st_engine_pool_pick_model(const struct st_engine_pool *p, const char *name);
 int64_t st_engine_pool_ctx_size(const struct st_engine_pool *p, int32_t model);
 const char *st_engine_pool_backend_name(const struct st_engine_pool *p, int32_t model);
 /* Aliases of a model (n via *n; borrowed like the name). */

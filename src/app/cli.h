@@ -48,6 +48,9 @@ int st_cli_make_model(int argc, char **argv);   /* cli_make_model.c */
  * st_cli_bench gets it). */
 int st_cli_bench_mtp(int argc, char **argv);
 int st_cli_bench_ngram(int argc, char **argv);
+/* cli_args.c: -h or --help among argv[1..]: the command prints its usage
+ * to stdout and exits 0. */
+bool st_cli_wants_help(int argc, char **argv);
 /* cli_args.c, shared by both bench commands: s as a whole decimal number
  * in [lo, hi] into *out (false otherwise, *out untouched); the mean and
  * sample standard deviation (0 for one value) of v[0, n), n >= 1. */

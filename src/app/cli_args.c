@@ -1,5 +1,5 @@
-/* cli_args.c -- small pieces the bench commands share (cli_bench.c,
- * cli_bench_mtp.c): whole-number arguments, --backend, the exit status of
+/* cli_args.c -- small pieces the subcommands share: -h/--help, and for the
+ * bench commands (cli_bench.c, cli_bench_mtp.c) whole-number arguments, --backend, the exit status of
  * a bench that could not open its backend, mean and standard deviation.
  */
 #include <errno.h>
@@ -8,6 +8,15 @@
 #include <string.h>
 
 #include "app/cli.h"
+
+bool st_cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return true;
+    }
+    return false;
+}
 
 bool st_cli_int_arg(const char *s, long lo, long hi, int32_t *out)
 {

@@ -53,7 +53,7 @@ struct result {
     double  avg_ts, sd_ts, avg_ns, sd_ns;
 };
 
-static int usage(void)
+static int usage(FILE *f)
 {
     fputs("usage: strata bench -m FILE [-p 128] [-n 64] [-t THREADS] [-r 3] [-np N]"
           " [-d N] [-o md|json] [--backend cpu|cuda] [--gpu N]\n"
@@ -74,8 +74,8 @@ static int usage(void)
           "  strata bench --mtp [-m FILE] ...: decode with and without MTP drafting\n"
           "           (strata bench --mtp -h for its options)\n"
           "  strata bench --ngram [-m FILE] ...: decode with and without n-gram drafts\n"
-          "           on repetitive prompts (strata bench --ngram -h for its options)\n", stderr);
-    return 2;
+          "           on repetitive prompts (strata bench --ngram -h for its options)\n", f);
+    return f == stdout ? 0 : 2;   /* --help asked for it: not an error */
 }
 
 static bool parse(int argc, char **argv, struct bench_opts *o)
@@ -363,8 +363,10 @@ int st_cli_bench(int argc, char **argv)
         else if (!strcmp(argv[i], "--ngram"))
             return st_cli_bench_ngram(argc, argv);
     struct bench_opts o;
+    if (st_cli_wants_help(argc, argv))
+        return usage(stdout);
     if (!parse(argc, argv, &o))
-        return usage();
+        return usage(stderr);
     struct st_err err = { 0 };
     enum st_status orc = ST_OK;
     struct st_model *m = open_model(&o, &orc, &err);

@@ -64,7 +64,7 @@ struct mb_run {
     uint64_t drafted, accepted, steps;
 };
 
-static int usage(void)
+static int usage(FILE *f)
 {
     fputs("usage: strata bench --mtp [-m FILE] [-n 128] [-np 1] [--mtp-draft 3] [-t THREADS]"
           " [-r 3]\n"
@@ -78,12 +78,11 @@ static int usage(void)
           "  -t N          CPU threads (default: all cores)\n"
           "  -r N          repetitions (default 3)\n"
           "  -v            print what each run's draft cost model learned\n"
-          "  --backend B   cpu (default) or cuda; --gpu N: the GPU for cuda (default 0)\n",
-          stderr);
-    return 2;
+          "  --backend B   cpu (default) or cuda; --gpu N: the GPU for cuda (default 0)\n", f);
+    return f == stdout ? 0 : 2;   /* --help asked for it: not an error */
 }
 
-static int usage_ngram(void)
+static int usage_ngram(FILE *f)
 {
     fputs("usage: strata bench --ngram [-m FILE] [-n 128] [-np 1] [--spec-draft 8]\n"
           "                        [--spec-ngram-min 2] [--spec-ngram-max 4] [-t THREADS] [-r 3]\n"
@@ -98,9 +97,8 @@ static int usage_ngram(void)
           "  -t N               CPU threads (default: all cores)\n"
           "  -r N               repetitions (default 3)\n"
           "  -v                 print what each run's draft cost model learned\n"
-          "  --backend B        cpu (default) or cuda; --gpu N: the GPU for cuda (default 0)\n",
-          stderr);
-    return 2;
+          "  --backend B        cpu (default) or cuda; --gpu N: the GPU for cuda (default 0)\n", f);
+    return f == stdout ? 0 : 2;   /* --help asked for it: not an error */
 }
 
 /* One option of the --ngram form (a the flag, v its value); false when a
@@ -376,8 +374,10 @@ static bool make_presets(char *dir, size_t cap, char demo[512], char rnd[512])
 int st_cli_bench_mtp(int argc, char **argv)
 {
     struct mb_opts o;
+    if (st_cli_wants_help(argc, argv))
+        return usage(stdout);
     if (!parse(argc, argv, false, &o))
-        return usage();
+        return usage(stderr);
     if (o.model) {
         header(false);
         return bench_model(&o, o.model, "model") ? 0 : 1;
@@ -396,8 +396,10 @@ int st_cli_bench_mtp(int argc, char **argv)
 int st_cli_bench_ngram(int argc, char **argv)
 {
     struct mb_opts o;
+    if (st_cli_wants_help(argc, argv))
+        return usage_ngram(stdout);
     if (!parse(argc, argv, true, &o))
-        return usage_ngram();
+        return usage_ngram(stderr);
     if (o.model) {
         header(true);
         return bench_model(&o, o.model, "model") ? 0 : 1;

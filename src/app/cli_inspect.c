@@ -153,33 +153,33 @@ static void print_summary(const struct st_gguf *g)
     st_model_desc_free(d);
 }
 
-static int usage(void)
+static int usage(FILE *f)
 {
     fputs("usage: strata inspect FILE.gguf [--no-tensors] [--full]\n"
           "  Print a GGUF file's metadata and tensor table (like gguf-dump).\n"
           "  --no-tensors  metadata only\n"
-          "  --full        print long strings and arrays in full\n", stderr);
-    return 2;
+          "  --full        print long strings and arrays in full\n", f);
+    return f == stdout ? 0 : 2;   /* --help asked for it: not an error */
 }
 
 int st_cli_inspect(int argc, char **argv)
 {
     const char *path = NULL;
     bool tensors = true, full = false;
+    if (st_cli_wants_help(argc, argv))
+        return usage(stdout);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--no-tensors") == 0)
             tensors = false;
         else if (strcmp(argv[i], "--full") == 0)
             full = true;
-        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-            return usage();
         else if (argv[i][0] == '-' || path)
-            return usage();
+            return usage(stderr);
         else
             path = argv[i];
     }
     if (!path)
-        return usage();
+        return usage(stderr);
     struct st_gguf *g = NULL;
     struct st_err err = { 0 };
     if (st_gguf_open(path, &g, &err) != ST_OK) {

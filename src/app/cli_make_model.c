@@ -9,7 +9,7 @@
 #include "app/cli.h"
 #include "strata/make_model.h"
 
-static int usage(void)
+static int usage(FILE *f)
 {
     fputs("usage: strata make-model OUT.gguf\n"
           "                         [--preset tiny|small|medium|mtp-demo|a3b|glm-tiny|\n"
@@ -40,9 +40,8 @@ static int usage(void)
           "             beside it) instead of the small built-in tokenizer\n"
           "  --n-vocab  with --vocab: pad the vocabulary to N rows\n"
           "  --mtp      append one MTP (nextn) block\n"
-          "  --no-fim   leave the fill-in-the-middle tokens out of the built-in tokenizer\n",
-          stderr);
-    return 2;
+          "  --no-fim   leave the fill-in-the-middle tokens out of the built-in tokenizer\n", f);
+    return f == stdout ? 0 : 2;   /* --help asked for it: not an error */
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -60,6 +59,8 @@ int st_cli_make_model(int argc, char **argv)
 {
     struct st_make_model_opts o = { .seed = 1 };
     uint64_t nv = 0;
+    if (st_cli_wants_help(argc, argv))
+        return usage(stdout);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_val = i + 1 < argc;
@@ -75,19 +76,19 @@ int st_cli_make_model(int argc, char **argv)
             o.vocab_path = argv[++i];
         else if (strcmp(a, "--seed") == 0 && has_val) {
             if (!parse_u64(argv[++i], &o.seed))
-                return usage();
+                return usage(stderr);
         } else if (strcmp(a, "--n-vocab") == 0 && has_val) {
             if (!parse_u64(argv[++i], &nv) || nv > (1u << 22))
-                return usage();
+                return usage(stderr);
             o.n_vocab = (int64_t)nv;
         } else if (a[0] == '-' || o.out_path) {
-            return usage();
+            return usage(stderr);
         } else {
             o.out_path = a;
         }
     }
     if (!o.out_path)
-        return usage();
+        return usage(stderr);
     struct st_err err = { 0 };
     if (st_make_model(&o, &err) != ST_OK) {
         fprintf(stderr, "strata make-model: %s\n", err.msg);

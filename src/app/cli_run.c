@@ -42,7 +42,7 @@ struct run_out {
     int64_t n_prompt, n_generated, n_cached;
 };
 
-static int usage(void)
+static int usage(FILE *f)
 {
     fputs("usage: strata run [-m FILE] -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]\n"
           "                  [--min-p M] [--seed S] [-t THREADS] [-c CTX] [--chat] [--ignore-eos]\n"
@@ -59,8 +59,8 @@ static int usage(void)
           "  --chat        render PROMPT as a user message with the model's chat template\n"
           "  --ignore-eos  keep generating past end-of-generation tokens\n"
           "  --rope-scaling none|linear|yarn, --rope-scale N, --yarn-orig-ctx N\n"
-          "                rope scaling past the trained context, as strata serve\n", stderr);
-    return 2;
+          "                rope scaling past the trained context, as strata serve\n", f);
+    return f == stdout ? 0 : 2;   /* --help asked for it: not an error */
 }
 
 static bool num(const char *s, double lo, double hi, double *out)
@@ -236,8 +236,10 @@ static int64_t default_ctx(const char *path)
 int st_cli_run(int argc, char **argv)
 {
     struct run_opts o;
+    if (st_cli_wants_help(argc, argv))
+        return usage(stdout);
     if (!parse(argc, argv, &o))
-        return usage();
+        return usage(stderr);
     char def[1024];
     struct st_err err = { 0 };
     if (!o.model) {

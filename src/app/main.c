@@ -25,7 +25,9 @@
 #include "strata/config.h"
 #include "strata/default_model.h"
 #include "strata/engine.h"
+#include "strata/gguf.h"
 #include "strata/log.h"
+#include "strata/model_desc.h"
 #include "strata/sched.h"
 #include "strata/server.h"
 
@@ -240,11 +242,30 @@ static void announce_model(const struct st_config *c, const struct st_config_mod
            m->ttl_s > 0 ? ", unloads when idle for its ttl" : "");
 }
 
-/* A model named with -m must exist now: a typo should fail at start, as
- * with llama-server (models from a config file load on first use instead,
- * docs/MODELS.md). Given no model and no config file (or only --backend
- * cpu), serve the built-in default: make-model's tiny preset, made once and
- * cached, on the CPU engine. */
+/* The GGUF at 'path' opens and holds an architecture the engine knows,
+ * every tensor bound: checked before the port is bound, so a bad file is
+ * reported before "listening on" (the weights are only mapped, not read). */
+static enum st_status check_model_file(const char *path, struct st_err *err)
+{
+    struct st_gguf *g = NULL;
+    struct st_model_desc *d = NULL;
+    struct st_err why = { 0 };
+    enum st_status rc = st_gguf_open(path, &g, &why);
+    if (rc == ST_OK)
+        rc = st_model_desc_load(g, &d, &why);
+    st_model_desc_free(d);
+    st_gguf_close(g);
+    if (rc != ST_OK && rc != ST_ERR_NOMEM)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "--model %s: %s", path,
+                          why.msg[0] ? why.msg : st_status_msg(rc));
+    return rc == ST_ERR_NOMEM ? st_err_set(err, rc, "--model %s: out of memory", path) : ST_OK;
+}
+
+/* A model named with -m must exist and be a model now: a typo should fail
+ * at start, as with llama-server (models from a config file load on first
+ * use instead, docs/MODELS.md). Given no model and no config file (or only
+ * --backend cpu), serve the built-in default: make-model's tiny preset,
+ * made once and cached, on the CPU engine. */
 static enum st_status use_default_model(struct st_config *c, struct st_err *err)
 {
     char path[4096];
@@ -252,6 +273,15 @@ static enum st_status use_default_model(struct st_config *c, struct st_err *err)
 
     if (c->model_path && access(c->model_path, R_OK) != 0)
         return st_err_errno(err, ST_ERR_BAD_CONFIG, "--model %s", c->model_path);
+    if (c->model_path && m->backend != ST_CFG_BACKEND_SIM) {
+        enum st_status rc = check_model_file(c->model_path, err);
+        if (rc != ST_OK)
+            return rc;
+    }
+    if (!c->config_path && !m->path && m->backend == ST_CFG_BACKEND_CUDA)
+        return st_err_set(err, ST_ERR_BAD_CONFIG,
+                          "--backend cuda needs a model: add -m FILE.gguf (docs/GUIDE.md); "
+                          "without -m, serve runs its tiny built-in model on the CPU");
     if (c->config_path || c->n_models != 1 || m->path ||
         (st_config_given(c, ST_OPT_BACKEND) && m->backend != ST_CFG_BACKEND_CPU))
         return ST_OK;
@@ -315,6 +345,8 @@ static int start(const struct st_config *c, struct running *r)
     const char *host = c->host;
     bool v6 = strchr(host, ':') != NULL;
 
+    /* The port is bound before the engines start loading: a port in use
+     * ends serve before a long model load, not after it. */
     fill_sched(c, &sc);
     rc = fill_pool(c, &pc, &r->extra_models, &err);
     if (rc == ST_OK)
@@ -324,11 +356,11 @@ static int start(const struct st_config *c, struct running *r)
     if (rc == ST_OK && c->kv_events)   /* before any request: the events see every block */
         rc = st_engine_pool_kv_events_open(r->pool, c->kv_events, &err);
     if (rc == ST_OK)
-        rc = st_engine_pool_start(r->pool, &err);
-    if (rc == ST_OK)
         rc = fill_server(c, &srv, r, &err);
     if (rc == ST_OK)
         rc = st_server_start(&srv, r->pool, r->sched, &r->server, &err);
+    if (rc == ST_OK)
+        rc = st_engine_pool_start(r->pool, &err);
     if (rc != ST_OK) {
         st_log(ST_LOG_ERROR, "main", "cannot start: %s", err.msg[0] ? err.msg : st_status_msg(rc));
         /* No GPU (or no driver) for --backend cuda is the user's to fix too. */
@@ -489,7 +521,7 @@ int main(int argc, char **argv)
     case ST_CLI_HELP:
         return print_text(stdout, st_cli_help);
     case ST_CLI_VERSION:
-        printf("strata %s (backends: sim%s)\n", STRATA_VERSION,
+        printf("strata %s (backends: sim, cpu%s)\n", STRATA_VERSION,
                st_config_cuda_built() ? ", cuda" : "");
         return fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
     case ST_CLI_SERVE:

@@ -213,8 +213,9 @@ enum st_status st_cli_serve_help(struct st_buf *out)
     st_config_init(&defaults);
     rc = st_buf_printf(out,
                        "usage: strata serve [flags]\n\n"
-                       "Serve the OpenAI-compatible API. Without a model it serves the "
-                       "simulated engine (sim).\n"
+                       "Serve the OpenAI-compatible API. Without -m and --config it makes "
+                       "(once) and serves a tiny\nbuilt-in model on the CPU engine: its weights "
+                       "are random, so its text is noise.\n"
                        "Flags override the --config file; \"--x=v\" works too; "
                        "--no-batch and --no-batch-mtp undo the flags.\n\n");
     for (size_t i = 0; rc == ST_OK && i < ST_OPT_COUNT; i++)

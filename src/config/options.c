@@ -45,7 +45,7 @@ _Static_assert(ST_OPT_COUNT <= 64, "st_config.given is a uint64_t");
 const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
     [ST_OPT_MODEL] = { ST_OPT_MODEL, "--model", "-m", NULL, ST_CFG_STRING, OFF(model_path),
         NO_HAS, .metavar = "PATH",
-        .help = "GGUF model to serve (replaces the config's models:); none = the simulated engine" },
+        .help = "GGUF model to serve (replaces the config's models:); none: a tiny built-in one" },
     [ST_OPT_ALIAS] = { ST_OPT_ALIAS, "--alias", "-a", NULL, ST_CFG_STRING, OFF(model_alias),
         NO_HAS, .metavar = "NAME",
         .help = "model id clients send as \"model\"; unset: the file name less .gguf, or \"default\"" },
@@ -99,7 +99,7 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         .help = "serve the dashboard at / (docs/DASHBOARD.md; --no-webui: off, / answers 404)" },
     [ST_OPT_BACKEND] = { ST_OPT_BACKEND, "--backend", NULL, "backend", ST_CFG_CHOICE,
         OFF(backend), NO_HAS, .choices = backend_choices,
-        .help = "engine backend; auto = sim without a model, cpu with one" },
+        .help = "engine backend; auto = cpu, or sim for a config file's model without a path" },
     [ST_OPT_GPUS] = { ST_OPT_GPUS, "--gpus", NULL, "gpus", ST_CFG_GPUS, OFF(gpus), NO_HAS,
         .metavar = "LIST",
         .help = "device ids, comma-separated: one engine each (sim: one sim engine per entry)" },

@@ -393,6 +393,13 @@ int32_t st_engine_pool_find_model(const struct st_engine_pool *p, const char *na
     return -1;
 }
 
+int32_t st_engine_pool_pick_model(const struct st_engine_pool *p, const char *name)
+{
+    if (p->n_models == 1 || (name == NULL && p->n_models > 0))
+        return 0;
+    return st_engine_pool_find_model(p, name);
+}
+
 int64_t st_engine_pool_ctx_size(const struct st_engine_pool *p, int32_t model)
 {
     return model >= 0 && model < p->n_models ? p->models[model].cfg.ctx_size : 0;

@@ -4,6 +4,9 @@
  *                          "owned_by":"strata","strata":{"backend","state","ctx_size",
  *                          "aliases","engines"[,"reason","retry_in_s"]}}]}
  *   GET /v1/models/{id}   one of those (by name or alias), or 404 model_not_found
+ *                         Both in Anthropic's shape for an Anthropic SDK (the
+ *                         anthropic-version header): {"data":[{"type":"model","id",
+ *                         "display_name","created_at"}],"first_id","last_id","has_more"}
  *   GET /health           200 {"status":"ok"}; 503 (OpenAI error shape) while loading,
  *                         while draining for a shutdown, and while no model can serve
  *                         (every one failed to load: model_load_failed, the reason)
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "strata/log.h"
 #include "server/daemon.h"
@@ -92,15 +96,58 @@ static void model_at(struct st_out *o, struct st_server *srv, const void *items,
     model_obj(o, srv, (int32_t)i);
 }
 
+/* Anthropic's model object: type, id, display_name, created_at (RFC 3339). */
+static void anthropic_model_obj(struct st_out *o, struct st_server *srv, int32_t m)
+{
+    char when[32] = "1970-01-01T00:00:00Z";
+    time_t t = (time_t)srv->created;
+    struct tm tm;
+    if (gmtime_r(&t, &tm))
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    st_out_text(o, "{");
+    st_out_kv_str(o, "type", "model");
+    st_out_kv_str(o, "id", st_engine_pool_model_name(srv->pool, m));
+    st_out_kv_str(o, "display_name", st_engine_pool_model_name(srv->pool, m));
+    st_out_kv_str(o, "created_at", when);
+    st_out_text(o, "}");
+}
+
+static void anthropic_model_at(struct st_out *o, struct st_server *srv, const void *items,
+                               size_t i)
+{
+    (void)items;
+    anthropic_model_obj(o, srv, (int32_t)i);
+}
+
+/* Anthropic's page: every model at once, so has_more is false. */
+static void anthropic_models(struct st_out *o, struct st_server *srv, int32_t n)
+{
+    st_out_text(o, "{\"data\":");
+    json_array(o, srv, NULL, (size_t)n, anthropic_model_at);
+    if (n > 0) {
+        st_out_kv_str(o, "first_id", st_engine_pool_model_name(srv->pool, 0));
+        st_out_kv_str(o, "last_id", st_engine_pool_model_name(srv->pool, n - 1));
+    } else {
+        st_out_kv_raw(o, "first_id", "null");
+        st_out_kv_raw(o, "last_id", "null");
+    }
+    st_out_kv_raw(o, "has_more", "false");
+    st_out_text(o, "}");
+}
+
 enum st_route_result st_h_models(struct st_call *c)
 {
     struct st_buf b;
     st_buf_init(&b);
     struct st_out o;
     st_out_init(&o, &b);
-    size_t n = (size_t)st_engine_pool_n_models(c->srv->pool);
+    int32_t n = st_engine_pool_n_models(c->srv->pool);
+    if (st_call_anthropic(c)) {
+        anthropic_models(&o, c->srv, n);
+        return st_reply_json_built(c, st_out_finish(&o), &b);
+    }
     st_out_text(&o, "{\"object\":\"list\",\"data\":");
-    json_array(&o, c->srv, NULL, n, model_at);
+    json_array(&o, c->srv, NULL, (size_t)n, model_at);
     st_out_text(&o, "}");
     return st_reply_json_built(c, st_out_finish(&o), &b);
 }
@@ -119,7 +166,10 @@ enum st_route_result st_h_model_one(struct st_call *c)
     st_buf_init(&b);
     struct st_out o;
     st_out_init(&o, &b);
-    model_obj(&o, c->srv, m);
+    if (st_call_anthropic(c))
+        anthropic_model_obj(&o, c->srv, m);
+    else
+        model_obj(&o, c->srv, m);
     return st_reply_json_built(c, st_out_finish(&o), &b);
 }
 

@@ -159,9 +159,32 @@ fi
 
 # A single -m model that fails its start-up load ends serve (exit 2, the
 # reason logged) instead of leaving a server that only answers 503.
+# A file that is no model is caught before the port is bound: no
+# "listening on" line before the error.
 printf 'GGUF-but-not-really' >"$tmp/broken.gguf"
-run "serve -m broken.gguf" 2 serve -m "$tmp/broken.gguf" --port 0 --host 127.0.0.1 &&
-    expect err "the model did not load: gguf:" "serve -m broken.gguf"
+if run "serve -m broken.gguf" 2 serve -m "$tmp/broken.gguf" --port 0 --host 127.0.0.1; then
+    expect err "broken.gguf: gguf:" "serve -m broken.gguf"
+    ! grep -q "listening on" "$tmp/err" || fail "serve -m broken.gguf: 'listening on' before the error"
+fi
+
+# --version names every backend built in; every command's --help exits 0.
+run "--version lists cpu" 0 --version && expect out "backends: sim, cpu" "--version lists cpu"
+for cmd in serve run bench inspect make-model "bench --mtp" "bench --ngram"; do
+    # shellcheck disable=SC2086
+    run "$cmd --help" 0 $cmd --help && expect out "usage: strata $cmd" "$cmd --help"
+done
+if "$bin" --version | grep -q cuda; then
+    run "serve --backend cuda without -m" 2 serve --backend cuda --port 0 &&
+        expect err "--backend cuda needs a model: add -m FILE.gguf" "cuda without -m"
+fi
+
+# A port in use ends serve before the model starts loading.
+if start_server "$tmp/holder.log" --backend sim; then
+    run "serve on a port in use" 1 serve --port "$port" --host 127.0.0.1 &&
+        expect err "cannot start: cannot listen on" "port in use"
+    ! grep -q "loading model" "$tmp/err" || fail "port in use: the model loads after 'cannot start'"
+    stop_server "serve (holding the port) then SIGTERM" "$tmp/holder.log"
+fi
 
 # --kv-events: an endpoint ZeroMQ refuses stops serve at start (exit 2,
 # named); a build without libzmq/msgpack-c says what to install instead.

@@ -149,7 +149,7 @@ describe('the sim writes thinking, text and a tool call', () => {
         return true;
       });
     }
-    await assert.rejects(client.messages.create({ model: 'nope', max_tokens: 5, messages: msgs }), (err) => {
+    await assert.rejects(client.models.retrieve('nope'), (err) => {
       assert.ok(err instanceof Anthropic.NotFoundError, String(err));
       assert.equal(err.error.error.type, 'not_found_error');
       return true;

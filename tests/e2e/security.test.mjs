@@ -16,9 +16,17 @@ import {
 const FORGED = '2026-01-01T00:00Z error FORGED';
 
 describe('log forging', () => {
-  let srv;
-  before(async () => { srv = await startServer(['--sim-decode-tps', '1000']); });
-  after(async () => { await srv?.stop(); });
+  let srv, dir;
+  before(async () => {
+    // two models: an unknown "model" is refused (with one, any name runs on it)
+    dir = mkdtempSync(join(tmpdir(), 'strata-forge-'));
+    writeFileSync(join(dir, 'two.yaml'), 'models:\n  - name: default\n  - name: other\n');
+    srv = await startServer(['--config', join(dir, 'two.yaml'), '--sim-decode-tps', '1000']);
+  });
+  after(async () => {
+    await srv?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   const forgedLines = () => srv.log().split('\n').filter((l) => l.includes('FORGED'));
 

@@ -590,6 +590,9 @@ START_TEST(test_engine_sim_text_side)
     ck_assert_str_eq(st_engine_pool_model_name(f.pool, 0), "strata-sim");
     ck_assert_int_eq(st_engine_pool_find_model(f.pool, "strata-sim"), 0);
     ck_assert_int_eq(st_engine_pool_find_model(f.pool, "other"), -1);
+    /* one model served: any name (or none) picks it, as llama-server does */
+    ck_assert_int_eq(st_engine_pool_pick_model(f.pool, "other"), 0);
+    ck_assert_int_eq(st_engine_pool_pick_model(f.pool, NULL), 0);
     ck_assert_str_eq(st_engine_pool_backend_name(f.pool, 0), "sim");
 
     char *p = NULL;

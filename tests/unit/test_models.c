@@ -662,6 +662,10 @@ START_TEST(test_models_names_aliases_and_config_errors)
     ck_assert_int_eq(st_engine_pool_find_model(f.pool, "C"), C);
     ck_assert_int_eq(st_engine_pool_find_model(f.pool, "b"), -1);
     ck_assert_int_eq(st_engine_pool_find_model(f.pool, NULL), -1);
+    /* several models: names and aliases route, unknown is -1, none is the first */
+    ck_assert_int_eq(st_engine_pool_pick_model(f.pool, "bee"), B);
+    ck_assert_int_eq(st_engine_pool_pick_model(f.pool, "b"), -1);
+    ck_assert_int_eq(st_engine_pool_pick_model(f.pool, NULL), 0);
     ck_assert_str_eq(st_engine_pool_model_name(f.pool, B), "B");
     ck_assert_ptr_null(st_engine_pool_model_name(f.pool, 3));
     int32_t n;

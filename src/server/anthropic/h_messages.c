@@ -37,8 +37,8 @@ static enum st_status count(struct st_call *c, const struct st_oai_request *oq, 
                             struct st_api_error *e)
 {
     struct st_engine_pool *pool = c->srv->pool;
-    int32_t model = oq->model ? st_engine_pool_find_model(pool, oq->model) : 0;
-    if (model < 0 || st_engine_pool_n_models(pool) == 0)
+    int32_t model = st_engine_pool_pick_model(pool, oq->model);
+    if (model < 0)
         return st_api_error_set(e, ST_ERR_NOT_FOUND, "model", "model_not_found",
                                 "The model `%.120s` does not exist.",
                                 oq->model ? oq->model : "");

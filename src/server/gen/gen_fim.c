@@ -61,9 +61,7 @@ enum st_status st_gen_fim_prompt(struct st_call *c, int32_t model, struct st_oai
 /* The model the request names, or -1 (st_gen_start answers 404 then). */
 int32_t st_gen_fim_model(struct st_call *c, const struct st_oai_request *oq)
 {
-    if (st_engine_pool_n_models(c->srv->pool) == 0)
-        return -1;
-    return oq->model ? st_engine_pool_find_model(c->srv->pool, oq->model) : 0;
+    return st_engine_pool_pick_model(c->srv->pool, oq->model);
 }
 
 enum st_status st_infill_suffix(struct st_call *c, struct st_oai_request *oq,

@@ -2,7 +2,8 @@
  *
  * Steps, each answering the client at once when it fails:
  *   model     "model" names one of the pool's models by name or alias
- *             (404 model_not_found); absent = the first model
+ *             (404 model_not_found); absent = the first; with one model
+ *             served, any name runs on it (as with llama-server)
  *   ready     the engines have loaded (else 503, Retry-After: 1)
  *   priority  body "priority", X-LlamaSwap-Priority, the API key's defaults
  *             and cap, the model's priority (docs/design/SCHEDULER.md section 2)
@@ -38,16 +39,12 @@ enum st_status st_gen_pick_model(struct st_call *c, const char *name, int32_t *m
                                  struct st_api_error *e)
 {
     struct st_engine_pool *pool = c->srv->pool;
-    if (!name) {
-        *model = 0;
-        if (st_engine_pool_n_models(pool) > 0)
-            return ST_OK;
-        return st_api_error_set(e, ST_ERR_NOT_FOUND, "model", "model_not_found",
-                                "No model is configured.");
-    }
-    *model = st_engine_pool_find_model(pool, name);
+    *model = st_engine_pool_pick_model(pool, name);
     if (*model >= 0)
         return ST_OK;
+    if (!name)
+        return st_api_error_set(e, ST_ERR_NOT_FOUND, "model", "model_not_found",
+                                "No model is configured.");
     return st_api_error_set(e, ST_ERR_NOT_FOUND, "model", "model_not_found",
                             "The model `%.120s` does not exist. GET /v1/models lists the models "
                             "this server has.", name);

@@ -83,7 +83,7 @@ uint64_t st_owners_find(struct st_owners *o, const char *request_id);
 /* What a preflight answers (reply.c). */
 #define ST_CORS_ALLOW_METHODS "GET, POST, DELETE, OPTIONS"
 #define ST_CORS_ALLOW_HEADERS "Authorization, Content-Type, X-LlamaSwap-Priority, X-Request-Id"
-#define ST_CORS_EXPOSE_HEADERS "x-request-id, Retry-After"
+#define ST_CORS_EXPOSE_HEADERS "x-request-id, request-id, Retry-After"
 #define ST_CORS_MAX_AGE "7200"   /* seconds; Chromium caps it at 2 h */
 
 #endif /* STRATA_SERVER_HTTP_ACCESS_H */

@@ -82,6 +82,9 @@ const char *st_anthropic_error_type(int http);
  * 'anthropic' flag (reply.c); false for NULL. */
 struct st_route;
 bool st_route_anthropic(const struct st_route *r);
+/* The call comes from an Anthropic client (its route or anthropic-version). */
+struct st_call;
+bool st_call_anthropic(struct st_call *c);
 
 /* ---- SSE (sse.c) ------------------------------------------------------ */
 

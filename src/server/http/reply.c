@@ -1,5 +1,6 @@
 /* reply.c -- queueing a response with the headers every response carries:
- * Content-Type, x-request-id, the CORS headers when the request's Origin
+ * Content-Type, x-request-id (and request-id, where the Anthropic SDKs read
+ * it: Anthropic routes and requests with anthropic-version), the CORS headers when the request's Origin
  * is allowed (cors.c; errors, streams and 404s included), and where they
  * apply Retry-After (429, 503) or Allow (405). Bodies are handed to
  * libmicrohttpd, which frees them. OPTIONS preflights are answered here
@@ -25,6 +26,20 @@ static void count_status(struct st_server *srv, unsigned status)
 bool st_route_anthropic(const struct st_route *r)
 {
     return r && r->anthropic;
+}
+
+/* A client of Anthropic's API: one of its routes, or a shared one (GET
+ * /v1/models) called by an Anthropic SDK, which always sends the version. */
+bool st_call_anthropic(struct st_call *c)
+{
+    return st_route_anthropic(c->route) || st_call_header(c, "anthropic-version") != NULL;
+}
+
+static void add_request_id(struct st_call *c, struct MHD_Response *r)
+{
+    MHD_add_response_header(r, "x-request-id", c->request_id);
+    if (st_call_anthropic(c))
+        MHD_add_response_header(r, "request-id", c->request_id);
 }
 
 /* Access-Control-Allow-Origin (+ Expose-Headers) for an allowed Origin;
@@ -53,7 +68,7 @@ enum st_route_result st_reply(struct st_call *c, unsigned status, const char *ct
         return ST_ROUTE_FAIL;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(r, "x-request-id", c->request_id);
+    add_request_id(c, r);
     add_cors(c, r);
     if (hname && hvalue)
         MHD_add_response_header(r, hname, hvalue);
@@ -91,7 +106,7 @@ enum st_route_result st_reply_error(struct st_call *c, const struct st_api_error
     }
     struct st_buf body;
     st_buf_init(&body);
-    enum st_status rc = st_route_anthropic(c->route) ? st_anthropic_error_json(&body, e)
+    enum st_status rc = st_call_anthropic(c) ? st_anthropic_error_json(&body, e)
                                                      : st_api_error_json(&body, e);
     if (rc != ST_OK) {
         st_buf_fini(&body);
@@ -109,14 +124,14 @@ enum st_route_result st_reply_nomem(struct st_call *c)
                               "\"server_error\",\"param\":null,\"code\":null}}";
     static const char amsg[] = "{\"type\":\"error\",\"error\":{\"type\":\"api_error\","
                                "\"message\":\"out of memory\"}}";
-    bool a = st_route_anthropic(c->route);
+    bool a = st_call_anthropic(c);
     struct MHD_Response *r = MHD_create_response_from_buffer(
         a ? sizeof(amsg) - 1 : sizeof(msg) - 1, a ? (void *)amsg : (void *)msg,
         MHD_RESPMEM_PERSISTENT);
     if (!r)
         return ST_ROUTE_FAIL;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    MHD_add_response_header(r, "x-request-id", c->request_id);
+    add_request_id(c, r);
     add_cors(c, r);
     enum MHD_Result ok = MHD_queue_response(c->mhd, 500, r);
     MHD_destroy_response(r);
@@ -154,7 +169,7 @@ enum st_route_result st_reply_stream(struct st_call *c, st_reply_reader_fn *read
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, "X-Accel-Buffering", "no");   /* nginx: do not buffer */
-    MHD_add_response_header(r, "x-request-id", c->request_id);
+    add_request_id(c, r);
     add_cors(c, r);
     enum MHD_Result ok = MHD_queue_response(c->mhd, 200, r);
     MHD_destroy_response(r);
@@ -169,7 +184,7 @@ enum st_route_result st_reply_preflight(struct st_call *c, const char *allow)
     if (!r)
         return ST_ROUTE_FAIL;
     MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    MHD_add_response_header(r, "x-request-id", c->request_id);
+    add_request_id(c, r);
     if (add_cors(c, r)) {
         const char *want = st_call_header(c, "Access-Control-Request-Headers");
         MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_METHODS,

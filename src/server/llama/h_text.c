@@ -21,8 +21,8 @@ static enum st_route_result parse_or_reply(struct st_call *c, enum st_oai_text_k
     struct st_api_error e;
     if (st_oai_parse_text(kind, c->body.data, c->body.len, r, &e) != ST_OK)
         return st_reply_error(c, &e);
-    *model = r->model ? st_engine_pool_find_model(c->srv->pool, r->model) : 0;
-    if (*model < 0 || st_engine_pool_n_models(c->srv->pool) == 0) {
+    *model = st_engine_pool_pick_model(c->srv->pool, r->model);
+    if (*model < 0) {
         st_api_error_set(&e, ST_ERR_NOT_FOUND, "model", "model_not_found",
                          "The model `%.120s` does not exist.", r->model ? r->model : "");
         st_oai_text_request_fini(r);
