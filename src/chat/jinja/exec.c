@@ -14,8 +14,9 @@ struct st_jinja_tmpl {
     struct jnode *root;
 };
 
-void st_jinja_limits_default(struct st_jinja_limits *lim)
+void st_jinja_opts_default(struct st_jinja_opts *lim)
 {
+    lim->now_s = 0;
     lim->max_output_bytes = (size_t)4 << 20;
     lim->max_memory_bytes = (size_t)64 << 20;
     lim->max_steps = 20u * 1000 * 1000;
@@ -252,6 +253,42 @@ enum st_status jr_exec(struct jrender *r, const struct jnode *n)
     return rc;
 }
 
+/* Jinja reads the source as Python's splitlines() joined with "\n": every
+ * line break (\r\n, \r, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029) becomes
+ * "\n", and one trailing newline is dropped (keep_trailing_newline off). */
+static char *normalize(struct jarena *a, const char *src, size_t len, size_t *out_len)
+{
+    char *dst = ja_alloc(a, len + 1);
+    size_t o = 0;
+
+    if (!dst)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)src[i];
+        size_t skip = 0;
+        if (c == '\r' && i + 1 < len && src[i + 1] == '\n')
+            skip = 1;
+        else if (c == 0xC2 && i + 1 < len && (unsigned char)src[i + 1] == 0x85)
+            skip = 1;
+        else if (c == 0xE2 && i + 2 < len && (unsigned char)src[i + 1] == 0x80 &&
+                 ((unsigned char)src[i + 2] == 0xA8 || (unsigned char)src[i + 2] == 0xA9))
+            skip = 2;
+        else if (!(c == '\r' || c == '\v' || c == '\f' || (c >= 0x1C && c <= 0x1E)))
+            skip = SIZE_MAX;
+        if (skip == SIZE_MAX) {
+            dst[o++] = (char)c;
+        } else {
+            dst[o++] = '\n';
+            i += skip;
+        }
+    }
+    if (o > 0 && dst[o - 1] == '\n')
+        o--;
+    dst[o] = '\0';
+    *out_len = o;
+    return dst;
+}
+
 enum st_status st_jinja_parse(const char *src, size_t len, struct st_jinja_tmpl **out,
                               struct st_err *err)
 {
@@ -259,14 +296,15 @@ enum st_status st_jinja_parse(const char *src, size_t len, struct st_jinja_tmpl 
     struct jparser p = { .err = err };
     enum st_status rc;
     char *copy;
+    size_t n = 0;
 
     *out = NULL;
     if (!t)
         return st_err_set(err, ST_ERR_NOMEM, "chat template: out of memory");
     ja_init(&t->a, SIZE_MAX / 2);
     p.a = &t->a;
-    copy = ja_strdup(&t->a, src ? src : "", src ? len : 0);
-    rc = copy ? jl_lex(&t->a, copy, src ? len : 0, &p.t, &p.n, err) : ST_ERR_NOMEM;
+    copy = normalize(&t->a, src ? src : "", src ? len : 0, &n);
+    rc = copy ? jl_lex(&t->a, copy, n, &p.t, &p.n, err) : ST_ERR_NOMEM;
     if (rc == ST_OK)
         rc = jp_template(&p, &t->root);
     if (rc == ST_ERR_NOMEM)
@@ -302,18 +340,18 @@ static enum st_status load_vars(struct jrender *r, const cJSON *ctx)
 }
 
 enum st_status st_jinja_render(const struct st_jinja_tmpl *t, const cJSON *ctx,
-                               const struct st_jinja_limits *lim, struct st_buf *out,
+                               const struct st_jinja_opts *opts, struct st_buf *out,
                                struct st_err *err)
 {
-    struct st_jinja_limits dflt;
+    struct st_jinja_opts dflt;
     struct jarena a;
     struct jscope root;
     struct st_buf buf;
     struct jrender r = { .a = &a, .out = &buf, .err = err, .line = 1, .col = 1 };
     enum st_status rc;
 
-    st_jinja_limits_default(&dflt);
-    r.lim = lim ? lim : &dflt;
+    st_jinja_opts_default(&dflt);
+    r.lim = opts ? opts : &dflt;
     ja_init(&a, r.lim->max_memory_bytes);
     st_buf_init(&buf);
     rc = new_scope(&r, &root, NULL);

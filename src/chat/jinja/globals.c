@@ -88,7 +88,7 @@ static enum st_status strftime_now(struct jrender *r, const struct jargs *x, str
 {
     const struct jv *f = jargs_get(x, 0, NULL);
     char fmt[128], buf[256];
-    time_t now = time(NULL);
+    time_t now = r->lim->now_s ? (time_t)r->lim->now_s : time(NULL);
     struct tm tm;
     size_t n;
 
@@ -96,7 +96,10 @@ static enum st_status strftime_now(struct jrender *r, const struct jargs *x, str
         return jr_fail(r, "strftime_now needs a format string");
     memcpy(fmt, f->u.s.ptr, f->u.s.len);
     fmt[f->u.s.len] = '\0';
-    localtime_r(&now, &tm);
+    if (r->lim->now_s)
+        gmtime_r(&now, &tm);
+    else
+        localtime_r(&now, &tm);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
     n = strftime(buf, sizeof(buf), fmt, &tm);   /* the template's own format */

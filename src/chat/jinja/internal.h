@@ -137,7 +137,7 @@ struct jrender {
     struct jarena                 *a;
     struct st_buf                 *out;
     struct st_err                 *err;
-    const struct st_jinja_limits  *lim;
+    const struct st_jinja_opts  *lim;
     uint64_t                       steps;
     int                            depth;
     int                            line, col;   /* the node being evaluated */
