@@ -120,6 +120,7 @@ enum st_opt {
     ST_OPT_SIM_PROMPT_TPS, ST_OPT_SIM_DECODE_TPS, ST_OPT_SIM_LOAD_SECONDS, ST_OPT_SIM_TOKENS,
     ST_OPT_SIM_REPLY, ST_OPT_REASONING_FORMAT, ST_OPT_REASONING_BUDGET,
     ST_OPT_LOG_FORMAT, ST_OPT_LOG_LEVEL,
+    ST_OPT_CHAT_TEMPLATE, ST_OPT_CHAT_TEMPLATE_FILE, ST_OPT_JINJA,
     ST_OPT_COUNT
 };
 
@@ -182,6 +183,11 @@ struct st_config {
     enum st_cfg_reasoning reasoning_format;   /* default deepseek */
     int32_t  reasoning_budget;     /* chat: thinking budget when the request sends none
                                     * (docs/API.md "Thinking budget"); -1 = none (default) */
+
+    /* chat templates (docs/TEMPLATES.md) */
+    char    *chat_template;        /* owned; --chat-template: a built-in name or Jinja; NULL */
+    char    *chat_template_file;   /* owned; --chat-template-file; NULL */
+    bool     jinja;                /* --jinja / --no-jinja; default true */
 
     /* logging */
     enum st_log_format log_format; /* default text */

@@ -66,6 +66,7 @@ void st_config_init(struct st_config *c)
     c->sim_load_seconds = 0.0;
     c->sim_tokens = 16;
     c->reasoning_budget = -1;
+    c->jinja = true;
     c->log_format = ST_LOG_TEXT;
     c->log_level = ST_LOG_INFO;
 }
@@ -106,6 +107,8 @@ void st_config_fini(struct st_config *c)
     free(c->model_path);
     free(c->model_alias);
     free(c->sim_reply);
+    free(c->chat_template);
+    free(c->chat_template_file);
     memset(c, 0, sizeof(*c));
 }
 

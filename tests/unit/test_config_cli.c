@@ -97,6 +97,7 @@ START_TEST(test_config_cli_every_flag)
         "--reasoning-budget", "256", "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5",
         "--sim-load-seconds", "1.5", "--sim-tokens", "3", "--log-format", "json",
         "--log-level", "warn",
+        "--chat-template", "chatml", "--chat-template-file", "t.jinja", "--no-jinja",
     };
     struct st_config c;
 
@@ -145,6 +146,9 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.reasoning_budget, 256);
     ck_assert_int_eq(c.log_format, ST_LOG_JSON);
     ck_assert_int_eq(c.log_level, ST_LOG_WARN);
+    ck_assert_str_eq(c.chat_template, "chatml");
+    ck_assert_str_eq(c.chat_template_file, "t.jinja");
+    ck_assert(!c.jinja);
     for (int o = 0; o < ST_OPT_COUNT; o++)
         ck_assert_msg(st_config_given(&c, (enum st_opt)o), "option %d not marked given", o);
     st_config_fini(&c);

@@ -232,7 +232,8 @@ static enum st_status eval_slice(struct jrender *r, const struct jnode *n, struc
     if (!p)
         return jr_nomem(r);
     for (size_t i = 0; i < res->n; i++) {
-        memcpy(p + o, res->items[i].u.s.ptr, res->items[i].u.s.len);
+        if (res->items[i].u.s.len)
+            memcpy(p + o, res->items[i].u.s.ptr, res->items[i].u.s.len);
         o += res->items[i].u.s.len;
     }
     *out = jv_str((struct st_str){ p, total });

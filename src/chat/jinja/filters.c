@@ -345,7 +345,8 @@ enum st_status jr_filter(struct jrender *r, struct st_str name, const struct jv 
         TRY(jr_iter(r, v, &l));
         if (!(c = jv_list_new(r->a, l->n)))
             return jr_nomem(r);
-        memcpy(c->items, l->items, l->n * sizeof(*l->items));
+        if (l->n)
+            memcpy(c->items, l->items, l->n * sizeof(*l->items));
         c->n = l->n;
         return out_list(c, out);
     }

@@ -37,6 +37,9 @@ static void where(struct jlexer *l, size_t pos, int *line, int *col)
 }
 
 static enum st_status lex_fail(struct jlexer *l, size_t pos, const char *fmt, ...)
+    ST_PRINTF(3, 4);
+
+static enum st_status lex_fail(struct jlexer *l, size_t pos, const char *fmt, ...)
 {
     char msg[160];
     int line, col;
