@@ -180,7 +180,8 @@ enum st_status st_runner_model_text_init(struct model_runner *r, struct st_err *
     if (!st_chat_renders_tools(&r->tmpl))
         st_log(ST_LOG_WARN, "chat", "%s: its chat template is rendered as %s, which has no place "
                "for tools: requests' tools will be left out of the prompt (docs/TOKENIZER.md)",
-               st_model_path(r->model), st_chat_kind_name(r->tmpl.kind));
+               st_model_path(r->model),
+               r->tmpl.jinja ? "its own Jinja" : st_chat_kind_name(r->tmpl.kind));
     return ST_OK;
 }
 

@@ -289,6 +289,62 @@ START_TEST(test_chat_tmpl_load_choices)
 }
 END_TEST
 
+/* Render src (loaded as a model's own template) with a conversation that
+ * has a null content, reasoning, a call with string arguments and tools. */
+static char *render_vars(const char *src, const char *kwargs_json)
+{
+    struct st_chat_tmpl t;
+    struct st_chat_msg m[2];
+    struct st_chat_req req;
+    struct st_buf out;
+    struct st_err err = { 0 };
+    cJSON *kw = kwargs_json ? cJSON_Parse(kwargs_json) : NULL;
+
+    memset(m, 0, sizeof(m));
+    m[0].role = st_str_c("user");
+    m[1].role = st_str_c("assistant");
+    m[1].reasoning_content = st_str_c("mull");
+    m[1].tool_calls = st_str_c("[{\"id\":\"c1\",\"type\":\"function\",\"function\":"
+                               "{\"name\":\"f\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}}]");
+    memset(&req, 0, sizeof(req));
+    req.msgs = m;
+    req.n_msgs = 2;
+    req.tools = st_str_c("[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]");
+    req.enable_thinking = 1;
+    req.date_string = st_str_c("01 Jan 2026");
+    req.kwargs = kw;
+    ck_assert_int_eq(st_chat_tmpl_load(&t, src, strlen(src), "<s>", "</s>", "unit", &err), ST_OK);
+    ck_assert_ptr_nonnull(t.jinja);
+    st_buf_init(&out);
+    ck_assert_msg(st_chat_render(&t, &req, &out, &err) == ST_OK, "%s", err.msg);
+    st_chat_tmpl_fini(&t);
+    cJSON_Delete(kw);
+    return st_buf_steal(&out);
+}
+
+START_TEST(test_chat_jinja_request_variables)
+{
+    char *got;
+
+    /* arguments printed | tojson: the probe hands the template an object */
+    got = render_vars("{% for c in messages[1].tool_calls %}{{ c.function.arguments | tojson }}"
+                      "{% endfor %}", NULL);
+    ck_assert_str_eq(got, "{\"city\": \"Paris\"}");
+    free(got);
+    /* arguments printed as they are: the string stays a string */
+    got = render_vars("{% for c in messages[1].tool_calls %}{{ c.function.arguments }}"
+                      "{% endfor %}", NULL);
+    ck_assert_str_eq(got, "{\"city\":\"Paris\"}");
+    free(got);
+    got = render_vars("{{ messages[0].content is none }}|{{ messages[1].reasoning_content }}|"
+                      "{{ tools | length }}|{{ date_string }}|{{ enable_thinking }}|"
+                      "{{ bos_token }}{{ eos_token }}|{{ custom }}|{{ add_generation_prompt }}",
+                      "{\"custom\": [1, \"x\"], \"date_string\": \"ignored\"}");
+    ck_assert_str_eq(got, "True|mull|1|01 Jan 2026|True|<s></s>|[1, 'x']|False");
+    free(got);
+}
+END_TEST
+
 static Suite *fast_path_suite(void)
 {
     Suite *s = suite_create("chat_fast_path");
@@ -298,6 +354,7 @@ static Suite *fast_path_suite(void)
     tcase_add_test(tc, test_chat_fast_path_matches_interpreter);
     tcase_add_test(tc, test_chat_tmpl_load_choices);
     tcase_add_test(tc, test_chat_fast_path_synthetic_fixtures);
+    tcase_add_test(tc, test_chat_jinja_request_variables);
     suite_add_tcase(s, tc);
     return s;
 }
