@@ -347,7 +347,8 @@ enum st_status st_jinja_render(const struct st_jinja_tmpl *t, const cJSON *ctx,
     struct jarena a;
     struct jscope root;
     struct st_buf buf;
-    struct jrender r = { .a = &a, .out = &buf, .err = err, .line = 1, .col = 1 };
+    struct jrender r = { .a = &a, .out = &buf, .err = err, .line = 1, .col = 1,
+                         .call_macro = jr_call_macro };
     enum st_status rc;
 
     st_jinja_opts_default(&dflt);

@@ -133,6 +133,13 @@ struct jscope {
     struct jscope *parent;
     struct jdict  *vars;
 };
+struct jrender;
+/* A macro call (exec.c); the evaluator reaches it through the render so
+ * that expressions and statements, which recurse into each other, keep
+ * one direction between their files. */
+typedef enum st_status jr_macro_fn(struct jrender *r, const struct jnode *m,
+                                   const struct jv *args, const struct st_str *kw, size_t n,
+                                   struct jv *out);
 struct jrender {
     struct jarena                 *a;
     struct st_buf                 *out;
@@ -143,6 +150,7 @@ struct jrender {
     int                            line, col;   /* the node being evaluated */
     struct jscope                 *scope, *root;
     int                            flow;        /* 0, JR_BREAK or JR_CONTINUE */
+    jr_macro_fn                   *call_macro;  /* jr_call_macro */
 };
 enum { JR_BREAK = 1, JR_CONTINUE = 2 };
 
@@ -158,6 +166,9 @@ enum st_status jr_concat(struct jrender *r, struct st_str a, struct st_str b, st
 enum st_status jr_str(struct jrender *r, const struct jv *v, struct st_str *out); /* str(v) */
 struct jv *jr_lookup(struct jrender *r, struct st_str name);
 enum st_status jr_set(struct jrender *r, struct st_str name, struct jv v);
+/* render.c: errors, scopes, str(), iteration, arguments. */
+/* A string's code points as one-character strings. */
+enum st_status jr_chars(struct jrender *r, struct st_str s, struct jlist **out);
 /* Iterate: a list's items, a dict's keys, a string's characters. */
 enum st_status jr_iter(struct jrender *r, const struct jv *v, struct jlist **out);
 enum st_status jr_call_macro(struct jrender *r, const struct jnode *m, const struct jv *args,
