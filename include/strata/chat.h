@@ -1,10 +1,15 @@
 /* chat.h -- chat templates: messages -> the prompt text a model expects.
  *
- * A GGUF carries its template as Jinja source (tokenizer.chat_template). We
- * do not run Jinja: st_chat_tmpl_init() recognizes the template by
- * fingerprints (substrings) and picks a renderer written in C whose output
- * matches what that template's own Jinja produces (tests compare against
- * @huggingface/jinja). Recognized: ChatML, Qwen3 (hybrid thinking, tools;
+ * A GGUF carries its template as Jinja source (tokenizer.chat_template).
+ * st_chat_tmpl_load() runs it with the Jinja interpreter of chat/jinja/
+ * (docs/TEMPLATES.md), except where a renderer written in C is known to
+ * produce the same bytes (a fast path: the template's hash is in
+ * chat/fast_path.c, checked by tests/unit/test_chat_fast_path.c), and
+ * st_chat_tmpl_choose() applies llama-server's --chat-template,
+ * --chat-template-file and --no-jinja. st_chat_tmpl_init() alone recognizes
+ * the template by fingerprints (substrings) and picks the C renderer whose
+ * output matches what that template's own Jinja produces (tests compare
+ * against @huggingface/jinja); the reply parsers read its kind either way. Recognized: ChatML, Qwen3 (hybrid thinking, tools;
  * also the Thinking-2507 variant that opens <think> itself), Qwen2.5
  * (tools, "You are Qwen..." when no system message is given), Qwen3-Coder
  * (tools and calls in its XML-like <function=..><parameter=..> form), Llama 3,
@@ -12,7 +17,8 @@
  * Mistral ([INST], v3 style), Mistral v7 and v11 (the tekken-era
  * [SYSTEM_PROMPT] templates with tools: chat/formats/mistral.c), Gemma, GLM-4.5 /
  * 4.6 (thinking, tools, <arg_key>/<arg_value> calls: chat/formats/glm45.c).
- * Anything else renders as ChatML and logs a warning naming the model.
+ * Without the interpreter (--no-jinja), anything else renders as ChatML and
+ * logs a warning naming the model.
  *
  * Messages are plain views (struct st_str, not NUL-terminated; ptr == NULL
  * means "absent", which templates distinguish from "" in a few places).
@@ -30,6 +36,9 @@
 
 #include "strata/err.h"
 #include "strata/str.h"
+
+struct cJSON;
+struct st_jinja_tmpl;
 
 enum st_chat_kind {
     ST_CHAT_CHATML,
@@ -63,6 +72,12 @@ struct st_chat_tmpl {
     bool   tools_last_user; /* [AVAILABLE_TOOLS] before the last user message */
     char   mistral_system[16384];
     char   mistral_tools_prompt[1024];
+    /* st_chat_tmpl_load: the template run by the Jinja interpreter (owned;
+     * st_chat_tmpl_fini); NULL = the C renderer of 'kind' */
+    struct st_jinja_tmpl *jinja;
+    bool   jinja_tools;     /* its source mentions tools */
+    bool   jinja_object_args; /* it prints a tool call's arguments right only as an object
+                               (| tojson, .items()): string arguments are parsed for it */
 };
 
 struct st_chat_msg {
@@ -86,6 +101,9 @@ struct st_chat_req {
     struct st_str             date_string;      /* Llama 3.1+ "Today Date"; ptr NULL = the
                                                    template's default ("26 Jul 2024", or
                                                    today's local date when date_today) */
+    const struct cJSON       *kwargs;           /* chat_template_kwargs (borrowed; NULL =
+                                                   none): every member is a variable of a
+                                                   Jinja template */
 };
 
 /* How a rendered prompt ends: after the last message's turn (what
@@ -106,12 +124,44 @@ enum st_chat_ending {
 void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
                        const char *bos, const char *eos, const char *model_name);
 
+/* How templates are chosen, as llama-server's flags choose them. */
+struct st_chat_tmpl_choice {
+    const char *name;   /* --chat-template: a built-in name (st_chat_kind_name), or Jinja
+                           source; NULL = the model's own */
+    const char *file;   /* --chat-template-file: a Jinja file; NULL = none */
+    bool        jinja;  /* --jinja (default) / --no-jinja: false renders recognized
+                           templates by their C renderer and others as ChatML */
+};
+
+/* Set the choice for every model loaded after it (process-wide; call once,
+ * before any model loads). The file is read and parsed here: a template
+ * that does not parse is ST_ERR_BAD_CONFIG naming the file, line and
+ * column; an unknown built-in name lists the names. Both given: the file wins. */
+ST_MUST_CHECK
+enum st_status st_chat_tmpl_choose(const struct st_chat_tmpl_choice *c, struct st_err *err);
+/* Forget the choice (tests; the end of main). */
+void st_chat_tmpl_choice_reset(void);
+
+/* st_chat_tmpl_init, then the choice: the template (the model's, or the
+ * chosen one) is run by the interpreter unless --no-jinja or a C renderer
+ * is known to match it (a fast path); a built-in name picks that renderer.
+ * A template that does not parse is ST_ERR_BAD_MODEL with the line and
+ * column, never a silent fallback. Free with st_chat_tmpl_fini. */
+ST_MUST_CHECK
+enum st_status st_chat_tmpl_load(struct st_chat_tmpl *t, const char *source, size_t len,
+                                 const char *bos, const char *eos, const char *model_name,
+                                 struct st_err *err);
+void st_chat_tmpl_fini(struct st_chat_tmpl *t);
+
+/* The built-in kind named 'name' ("chatml", "qwen3", ...); false when none is. */
+bool st_chat_kind_from_name(const char *name, enum st_chat_kind *out);
+
 /* "chatml", "qwen3", "qwen2.5", "qwen3-coder", "llama3", "llama3.1", "mistral",
  * "mistral-v7", "mistral-v11", "gemma", "glm4.5". Static. */
 
 /* Whether the renderer puts the request's tools (and tool calls / tool
  * messages) into the prompt: Qwen3, Qwen2.5, Qwen3-Coder, Llama 3.1+, Mistral
- * v7 / v11 and GLM-4.5. The others
+ * v7 / v11 and GLM-4.5, and a Jinja template that mentions tools. The others
  * render the messages' text and leave the tools out. */
 bool st_chat_renders_tools(const struct st_chat_tmpl *t);
 const char *st_chat_kind_name(enum st_chat_kind kind);

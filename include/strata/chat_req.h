@@ -47,4 +47,10 @@ enum st_status st_chat_request_parse(struct st_chat_request *r, const char *mess
 /* The kwargs member 'key' (NULL when there are no kwargs or no such member). */
 const struct cJSON *st_chat_request_kwarg(const struct st_chat_request *r, const char *key);
 
+/* The kwargs with enable_thinking false added (what a thinking budget of 0
+ * asks of the template), unless they say enable_thinking themselves: an
+ * owned object, or NULL to keep r's own (also when out of memory). Chat and
+ * /apply-template both use it, so they render the same prompt. */
+struct cJSON *st_chat_request_kwargs_no_think(const struct st_chat_request *r);
+
 #endif /* STRATA_CHAT_REQ_H */

@@ -125,6 +125,7 @@ enum st_opt {
     ST_OPT_KV_EVENTS, ST_OPT_KV_EVENTS_HOST, ST_OPT_KV_BLOCK_SIZE,
     ST_OPT_LOG_FORMAT, ST_OPT_LOG_LEVEL,
     ST_OPT_STATE_DIR, ST_OPT_STATE_MAX_ROWS,
+    ST_OPT_CHAT_TEMPLATE, ST_OPT_CHAT_TEMPLATE_FILE, ST_OPT_JINJA,
     ST_OPT_COUNT
 };
 
@@ -202,6 +203,10 @@ struct st_config {
                                     * --host unless a wildcard, else this machine's first
                                     * IPv4 */
     int32_t  kv_block_size;        /* tokens per advertised KV block, 1..4096; default 16 */
+    /* chat templates (docs/TEMPLATES.md) */
+    char    *chat_template;        /* owned; --chat-template: a built-in name or Jinja; NULL */
+    char    *chat_template_file;   /* owned; --chat-template-file; NULL */
+    bool     jinja;                /* --jinja / --no-jinja; default true */
 
     /* logging */
     enum st_log_format log_format; /* default text */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "app/cli.h"
+#include "strata/chat.h"
 #include "strata/clock.h"
 #include "strata/config.h"
 #include "strata/default_model.h"
@@ -452,6 +453,13 @@ static int wait_for_signal(const sigset_t *set)
     return sig;
 }
 
+/* --chat-template, --chat-template-file and --jinja, for every model. */
+static enum st_status choose_template(const struct st_config *c, struct st_err *err)
+{
+    struct st_chat_tmpl_choice ch = { c->chat_template, c->chat_template_file, c->jinja };
+    return st_chat_tmpl_choose(&ch, err);
+}
+
 static int serve(int argc, char **argv)
 {
     struct st_config c;
@@ -473,6 +481,8 @@ static int serve(int argc, char **argv)
     st_log_set_format(c.log_format);
     st_log_set_level(c.log_level);
     rc = use_default_model(&c, &err);
+    if (rc == ST_OK)
+        rc = choose_template(&c, &err);
     if (rc != ST_OK) {
         fprintf(stderr, "strata: %s\n", err.msg[0] ? err.msg : st_status_msg(rc));
         status = rc == ST_ERR_BAD_CONFIG ? EXIT_USAGE : EXIT_RUNTIME;
@@ -504,6 +514,7 @@ static int serve(int argc, char **argv)
     if (status == 0)
         st_log(ST_LOG_INFO, "main", "stopped");
 out:
+    st_chat_tmpl_choice_reset();
     st_config_fini(&c);
     return status;
 }

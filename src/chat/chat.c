@@ -45,6 +45,13 @@ static void copy_token(char *dst, size_t cap, const char *src)
 void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
                        const char *bos, const char *eos, const char *model_name)
 {
+    st_chat_tmpl_recognize(t, source, len, bos, eos, model_name, true);
+}
+
+void st_chat_tmpl_recognize(struct st_chat_tmpl *t, const char *source, size_t len,
+                            const char *bos, const char *eos, const char *model_name,
+                            bool warn)
+{
     memset(t, 0, sizeof(*t));
     copy_token(t->bos, sizeof(t->bos), bos);
     copy_token(t->eos, sizeof(t->eos), eos);
@@ -84,9 +91,10 @@ void st_chat_tmpl_init(struct st_chat_tmpl *t, const char *source, size_t len,
     } else {
         t->kind = ST_CHAT_CHATML;
         t->known = false;
-        st_log(ST_LOG_WARN, "chat", "%s: %s chat template; using ChatML",
-               model_name ? model_name : "model",
-               (source && len) ? "unrecognized" : "no");
+        if (warn)
+            st_log(ST_LOG_WARN, "chat", "%s: %s chat template; using ChatML",
+                   model_name ? model_name : "model",
+                   (source && len) ? "unrecognized" : "no");
     }
 }
 

@@ -47,3 +47,15 @@ const cJSON *st_chat_request_kwarg(const struct st_chat_request *r, const char *
 {
     return r->kwargs ? cJSON_GetObjectItemCaseSensitive(r->kwargs, key) : NULL;
 }
+
+cJSON *st_chat_request_kwargs_no_think(const struct st_chat_request *r)
+{
+    if (st_chat_request_kwarg(r, "enable_thinking"))
+        return NULL;
+    cJSON *kw = r->kwargs ? cJSON_Duplicate(r->kwargs, true) : cJSON_CreateObject();
+    if (kw && !cJSON_AddFalseToObject(kw, "enable_thinking")) {
+        cJSON_Delete(kw);
+        kw = NULL;
+    }
+    return kw;
+}

@@ -1,7 +1,9 @@
 /* registry.c -- the chat formats by kind: each kind's name, whether its
  * template renders tools, and which renderer of chat/formats/ writes its
- * turns.
+ * turns (or the Jinja interpreter, when the template runs there).
  */
+#include <string.h>
+
 #include "chat/formats/internal.h"
 #include "chat/internal.h"
 
@@ -23,8 +25,20 @@ const char *st_chat_kind_name(enum st_chat_kind kind)
     return "chatml";
 }
 
+bool st_chat_kind_from_name(const char *name, enum st_chat_kind *out)
+{
+    for (int k = ST_CHAT_CHATML; k <= ST_CHAT_GLM45; k++)
+        if (name && strcmp(name, st_chat_kind_name((enum st_chat_kind)k)) == 0) {
+            *out = (enum st_chat_kind)k;
+            return true;
+        }
+    return false;
+}
+
 bool st_chat_renders_tools(const struct st_chat_tmpl *t)
 {
+    if (t->jinja)
+        return t->jinja_tools;
     return t->kind == ST_CHAT_QWEN3 || t->kind == ST_CHAT_QWEN25 || t->kind == ST_CHAT_LLAMA31 ||
            t->kind == ST_CHAT_QWEN3_CODER || t->kind == ST_CHAT_MISTRAL_V7 ||
            t->kind == ST_CHAT_MISTRAL_V11 || t->kind == ST_CHAT_GLM45;
@@ -36,6 +50,8 @@ enum st_status st_chat_render_turns(const struct st_chat_tmpl *t,
 {
     enum st_status rc;
 
+    if (t->jinja)
+        return st_chat_render_jinja(t, req, out, err);
     switch (t->kind) {
     case ST_CHAT_QWEN3:
     case ST_CHAT_QWEN25:

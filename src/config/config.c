@@ -69,6 +69,7 @@ void st_config_init(struct st_config *c)
     c->sim_tokens = 16;
     c->kv_block_size = 16;
     c->reasoning_budget = -1;
+    c->jinja = true;
     c->log_format = ST_LOG_TEXT;
     c->log_level = ST_LOG_INFO;
 }
@@ -112,6 +113,8 @@ void st_config_fini(struct st_config *c)
     free(c->sim_reply);
     free(c->kv_events);
     free(c->kv_events_host);
+    free(c->chat_template);
+    free(c->chat_template_file);
     memset(c, 0, sizeof(*c));
 }
 

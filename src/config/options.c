@@ -210,6 +210,16 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         .metavar = "N",
         .help = "with --state-dir: stored responses, and activity records, kept at most each "
                 "(the oldest pruned)" },
+    [ST_OPT_CHAT_TEMPLATE] = { ST_OPT_CHAT_TEMPLATE, "--chat-template", NULL, "chat_template",
+        ST_CFG_STRING, OFF(chat_template), NO_HAS, .metavar = "NAME|JINJA",
+        .help = "chat: a built-in template (chatml, qwen3, llama3.1, ...) or Jinja source for "
+        "every model; docs/TEMPLATES.md" },
+    [ST_OPT_CHAT_TEMPLATE_FILE] = { ST_OPT_CHAT_TEMPLATE_FILE, "--chat-template-file", NULL,
+        "chat_template_file", ST_CFG_STRING, OFF(chat_template_file), NO_HAS, .metavar = "FILE",
+        .help = "chat: a Jinja template file for every model (over --chat-template)" },
+    [ST_OPT_JINJA] = { ST_OPT_JINJA, "--jinja", NULL, "jinja", ST_CFG_FLAG, OFF(jinja), NO_HAS,
+        .help = "chat: run templates in the Jinja interpreter (default); --no-jinja: built-in "
+        "renderers only, ChatML for the rest" },
 };
 
 const struct st_cfg_def st_cfg_model_fields[] = {

@@ -106,6 +106,7 @@ static void model_free(struct st_runner *base)
 {
     struct model_runner *r = (struct model_runner *)base;
     st_mtp_free(r->mtp);
+    st_chat_tmpl_fini(&r->tmpl);
     st_model_free(r->model);
     st_tok_free(r->tok);
     free(r->backend);

@@ -168,16 +168,20 @@ enum st_status st_runner_model_text_init(struct model_runner *r, struct st_err *
         memcpy(model_name, name.ptr, name.len);
         model_name[name.len] = '\0';
     }
-    st_chat_tmpl_init(&r->tmpl, src.ptr, src.len,
-                      token_text(r->tok, st_tok_bos(r->tok), bos, sizeof(bos)),
-                      token_text(r->tok, st_tok_eos(r->tok), eos, sizeof(eos)), model_name);
+    rc = st_chat_tmpl_load(&r->tmpl, src.ptr, src.len,
+                           token_text(r->tok, st_tok_bos(r->tok), bos, sizeof(bos)),
+                           token_text(r->tok, st_tok_eos(r->tok), eos, sizeof(eos)), model_name,
+                           err);
+    if (rc != ST_OK)
+        return rc;
     /* Such a model still serves requests that carry tools (clients such as
      * coding agents send them with every request), so the operator is told
      * once, here, rather than each client refused. */
     if (!st_chat_renders_tools(&r->tmpl))
         st_log(ST_LOG_WARN, "chat", "%s: its chat template is rendered as %s, which has no place "
                "for tools: requests' tools will be left out of the prompt (docs/TOKENIZER.md)",
-               st_model_path(r->model), st_chat_kind_name(r->tmpl.kind));
+               st_model_path(r->model),
+               r->tmpl.jinja ? "its own Jinja" : st_chat_kind_name(r->tmpl.kind));
     return ST_OK;
 }
 
@@ -355,7 +359,8 @@ enum st_status st_runner_model_apply_template(const struct st_runner *r,
                                    .add_generation_prompt = ending == ST_CHAT_END_GENERATE,
                                    .continue_final = ending == ST_CHAT_END_CONTINUE,
                                    .tools = chat->tools ? st_str_c(chat->tools)
-                                                        : (struct st_str){ NULL, 0 } };
+                                                        : (struct st_str){ NULL, 0 },
+                                   .kwargs = chat->kwargs };
         rc = template_kwargs(chat->kwargs, &req, &sc, err);
         if (rc == ST_OK)
             rc = st_chat_render(&mr(r)->tmpl, &req, &out, err);

@@ -6,7 +6,8 @@ if(STRATA_FUZZ)
     file(GLOB ST_FUZZ_GBNF_SOURCES CONFIGURE_DEPENDS
          ${PROJECT_SOURCE_DIR}/src/tok/*.c ${PROJECT_SOURCE_DIR}/src/tok/unicode/*.c
          ${PROJECT_SOURCE_DIR}/src/chat/*.c ${PROJECT_SOURCE_DIR}/src/chat/formats/*.c
-         ${PROJECT_SOURCE_DIR}/src/chat/json/*.c ${PROJECT_SOURCE_DIR}/src/reply/*.c
+         ${PROJECT_SOURCE_DIR}/src/chat/json/*.c ${PROJECT_SOURCE_DIR}/src/chat/jinja/*.c
+         ${PROJECT_SOURCE_DIR}/src/reply/*.c
          ${PROJECT_SOURCE_DIR}/src/grammar/*.c ${PROJECT_SOURCE_DIR}/src/grammar/*/*.c)
     add_executable(fuzz_gbnf ${CMAKE_CURRENT_LIST_DIR}/fuzz_gbnf.c ${ST_FUZZ_GBNF_SOURCES})
     target_include_directories(fuzz_gbnf PRIVATE ${PROJECT_SOURCE_DIR}/src)

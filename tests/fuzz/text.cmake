@@ -7,7 +7,8 @@ if(STRATA_FUZZ)
     file(GLOB ST_FUZZ_TEXT_SOURCES CONFIGURE_DEPENDS
          ${PROJECT_SOURCE_DIR}/src/tok/*.c ${PROJECT_SOURCE_DIR}/src/tok/unicode/*.c
          ${PROJECT_SOURCE_DIR}/src/chat/*.c ${PROJECT_SOURCE_DIR}/src/chat/formats/*.c
-         ${PROJECT_SOURCE_DIR}/src/chat/json/*.c ${PROJECT_SOURCE_DIR}/src/reply/*.c
+         ${PROJECT_SOURCE_DIR}/src/chat/json/*.c ${PROJECT_SOURCE_DIR}/src/chat/jinja/*.c
+         ${PROJECT_SOURCE_DIR}/src/reply/*.c
          ${PROJECT_SOURCE_DIR}/src/grammar/*.c ${PROJECT_SOURCE_DIR}/src/grammar/*/*.c)
     add_executable(fuzz_text ${CMAKE_CURRENT_LIST_DIR}/fuzz_text.c ${ST_FUZZ_TEXT_SOURCES})
     target_include_directories(fuzz_text PRIVATE ${PROJECT_SOURCE_DIR}/src)

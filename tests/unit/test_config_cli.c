@@ -98,6 +98,7 @@ START_TEST(test_config_cli_every_flag)
         "--sim-load-seconds", "1.5", "--sim-tokens", "3", "--log-format", "json",
         "--log-level", "warn", "--kv-events", "tcp://*:5557", "--kv-events-host", "10.0.0.7",
         "--kv-block-size", "32", "--state-dir", "/var/lib/strata", "--state-max-rows", "500",
+        "--chat-template", "chatml", "--chat-template-file", "t.jinja", "--no-jinja",
     };
     struct st_config c;
 
@@ -152,6 +153,9 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.kv_block_size, 32);
     ck_assert_str_eq(c.state_dir, "/var/lib/strata");
     ck_assert_int_eq(c.state_max_rows, 500);
+    ck_assert_str_eq(c.chat_template, "chatml");
+    ck_assert_str_eq(c.chat_template_file, "t.jinja");
+    ck_assert(!c.jinja);
     for (int o = 0; o < ST_OPT_COUNT; o++)
         ck_assert_msg(st_config_given(&c, (enum st_opt)o), "option %d not marked given", o);
     st_config_fini(&c);

@@ -268,14 +268,7 @@ static int32_t budget_wanted(const struct st_call *c, const struct st_oai_reques
  * kwargs object, or NULL to keep the body's (also when out of memory). */
 static cJSON *budget_kwargs(const struct st_oai_request *oq, int32_t budget)
 {
-    if (budget != 0 || st_chat_request_kwarg(&oq->chat, "enable_thinking"))
-        return NULL;
-    cJSON *kw = oq->chat.kwargs ? cJSON_Duplicate(oq->chat.kwargs, true) : cJSON_CreateObject();
-    if (kw && !cJSON_AddFalseToObject(kw, "enable_thinking")) {
-        cJSON_Delete(kw);
-        kw = NULL;
-    }
-    return kw;
+    return budget == 0 ? st_chat_request_kwargs_no_think(&oq->chat) : NULL;
 }
 
 /* The tokens of 'text' (special tokens parsed) into out (at most

@@ -4,13 +4,16 @@
  *                            with_pieces: {"tokens":[{"id":12,"piece":"Hel"},...]}
  *                            (a piece that is not valid UTF-8 comes as a byte array)
  *   POST /detokenize      -> {"content":"..."}
- *   POST /apply-template  -> {"prompt":"..."}  (the chat template, generation prompt added)
+ *   POST /apply-template  -> {"prompt":"..."}  (the chat template, generation prompt added;
+ *                            --reasoning-budget 0 turns thinking off, as for chat)
  *
  * "model" picks the model (absent: the first); the bodies are parsed by
  * oai_text.c.
  */
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "server/llama/llama.h"
 #include "strata/mutf8.h"
@@ -152,8 +155,15 @@ enum st_route_result st_h_apply_template(struct st_call *c)
         return res;
     char *prompt = NULL;
     struct st_err err = { 0 };
-    enum st_status rc = st_engine_pool_apply_template(c->srv->pool, model, &r.chat,
+    /* rendered as a chat request renders it: --reasoning-budget 0 turns thinking off */
+    struct st_chat_request chat = r.chat;
+    cJSON *kw = c->srv->cfg.reasoning_budget == 0 ? st_chat_request_kwargs_no_think(&r.chat)
+                                                  : NULL;
+    if (kw)
+        chat.kwargs = kw;
+    enum st_status rc = st_engine_pool_apply_template(c->srv->pool, model, &chat,
                                                       ST_CHAT_END_GENERATE, &prompt, &err);
+    cJSON_Delete(kw);
     st_oai_text_request_fini(&r);
     return reply_text(c, rc, &err, "messages", "prompt", prompt);
 }

@@ -1,0 +1,180 @@
+/* jinja_req.c -- a chat request as a Jinja template's variables, and its
+ * render: messages (role, content or null, reasoning_content, tool_calls,
+ * tool_call_id, name), tools, add_generation_prompt, bos_token, eos_token,
+ * enable_thinking and date_string when given, then the rest of
+ * chat_template_kwargs. A tool call's arguments arrive as a JSON string;
+ * for a template that prints them right only as an object (| tojson,
+ * .items(): st_chat_jinja_probe_args finds out at load, as llama.cpp's
+ * minja does) the string is parsed into that object.
+ * With thinking off, a prompt that ends by opening a think block
+ * ("<think>\n", QwQ and DeepSeek-R1 style) gets "</think>" so the model
+ * answers at once, as llama-server does.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "chat/internal.h"
+#include "chat/jinja/jinja.h"
+
+static cJSON *str_or_null(struct st_str s)
+{
+    if (!s.ptr)
+        return cJSON_CreateNull();
+    char *tmp = st_str_dup(s);
+    cJSON *j = tmp ? cJSON_CreateString(tmp) : NULL;
+    free(tmp);
+    return j;
+}
+
+static bool add(cJSON *obj, const char *key, cJSON *v)
+{
+    return v && cJSON_AddItemToObject(obj, key, v);
+}
+
+/* tool_calls JSON text -> array; parse: each function.arguments string
+ * that holds an object parsed into it. */
+static cJSON *tool_calls(struct st_str text, bool parse)
+{
+    char *tmp = st_str_dup(text);
+    cJSON *arr = tmp ? cJSON_Parse(tmp) : NULL, *tc;
+
+    free(tmp);
+    if (!cJSON_IsArray(arr)) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    cJSON_ArrayForEach(tc, arr) {
+        cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+        cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        cJSON *obj = parse && cJSON_IsString(args) ? cJSON_Parse(args->valuestring) : NULL;
+        if (cJSON_IsObject(obj))
+            cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", obj);
+        else
+            cJSON_Delete(obj);
+    }
+    return arr;
+}
+
+static bool add_message(cJSON *arr, const struct st_chat_msg *m, bool object_args)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (!o || !cJSON_AddItemToArray(arr, o))
+        return cJSON_Delete(o), false;
+    if (!add(o, "role", str_or_null(m->role)) || !add(o, "content", str_or_null(m->content)))
+        return false;
+    if (m->reasoning_content.ptr && !add(o, "reasoning_content", str_or_null(m->reasoning_content)))
+        return false;
+    if (m->tool_calls.ptr && m->tool_calls.len) {
+        cJSON *tc = tool_calls(m->tool_calls, object_args);
+        if (tc && cJSON_GetArraySize(tc) > 0 && !add(o, "tool_calls", tc))
+            return false;
+        if (tc && cJSON_GetArraySize(tc) == 0)
+            cJSON_Delete(tc);
+    }
+    if (m->tool_call_id.ptr && !add(o, "tool_call_id", str_or_null(m->tool_call_id)))
+        return false;
+    return !m->name.ptr || add(o, "name", str_or_null(m->name));
+}
+
+/* The template's variables; NULL when out of memory. */
+static cJSON *context(const struct st_chat_tmpl *t, const struct st_chat_req *req)
+{
+    cJSON *ctx = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(ctx, "messages"), *kw;
+    bool ok = ctx && msgs;
+
+    for (size_t i = 0; ok && i < req->n_msgs; i++)
+        ok = add_message(msgs, &req->msgs[i], t->jinja_object_args);
+    if (ok && req->tools.ptr && req->tools.len) {
+        char *tmp = st_str_dup(req->tools);
+        cJSON *tools = tmp ? cJSON_Parse(tmp) : NULL;
+        free(tmp);
+        if (cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0)
+            ok = add(ctx, "tools", tools);
+        else
+            cJSON_Delete(tools);
+    }
+    ok = ok && cJSON_AddBoolToObject(ctx, "add_generation_prompt", req->add_generation_prompt) &&
+         cJSON_AddStringToObject(ctx, "bos_token", t->bos) &&
+         cJSON_AddStringToObject(ctx, "eos_token", t->eos);
+    if (ok && req->enable_thinking >= 0)
+        ok = cJSON_AddBoolToObject(ctx, "enable_thinking", req->enable_thinking == 1) != NULL;
+    if (ok && req->date_string.ptr)
+        ok = add(ctx, "date_string", str_or_null(req->date_string));
+    cJSON_ArrayForEach(kw, req->kwargs) {
+        if (ok && kw->string && !cJSON_GetObjectItemCaseSensitive(ctx, kw->string))
+            ok = add(ctx, kw->string, cJSON_Duplicate(kw, true));
+    }
+    if (!ok) {
+        cJSON_Delete(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static bool ends_with(const struct st_buf *b, size_t from, const char *s)
+{
+    size_t n = strlen(s);
+    return b->len - from >= n && memcmp(b->data + b->len - n, s, n) == 0;
+}
+
+enum st_status st_chat_render_jinja(const struct st_chat_tmpl *t, const struct st_chat_req *req,
+                                    struct st_buf *out, struct st_err *err)
+{
+    cJSON *ctx = context(t, req);
+    size_t start = out->len;
+    enum st_status rc;
+
+    if (!ctx)
+        return st_err_set(err, ST_ERR_NOMEM, "chat template: out of memory");
+    rc = st_jinja_render(t->jinja, ctx, NULL, out, err);
+    cJSON_Delete(ctx);
+    if (rc == ST_OK && req->add_generation_prompt && req->enable_thinking == 0 &&
+        (ends_with(out, start, "<think>\n") || ends_with(out, start, "<think>")))
+        rc = st_buf_append(out, "</think>", 8);
+    return rc;
+}
+
+/* Whether a render of a call with these arguments shows the needle as a
+ * JSON member. */
+static bool shows_args(struct st_chat_tmpl *t, const char *calls)
+{
+    struct st_chat_msg m[2];
+    struct st_chat_req req;
+    struct st_buf out;
+    struct st_err err = { 0 };
+    bool ok;
+
+    memset(m, 0, sizeof(m));
+    memset(&req, 0, sizeof(req));
+    m[0].role = st_str_c("user");
+    m[0].content = st_str_c("Hey");
+    m[1].role = st_str_c("assistant");
+    m[1].content = st_str_c("");
+    m[1].tool_calls = st_str_c(calls);
+    req.msgs = m;
+    req.n_msgs = 2;
+    req.enable_thinking = -1;
+    st_buf_init(&out);
+    ok = st_chat_render_jinja(t, &req, &out, &err) == ST_OK && out.data &&
+         (strstr(out.data, "\"argument_needle\":") || strstr(out.data, "'argument_needle':") ||
+          strstr(out.data, "<parameter=argument_needle>"));
+    st_buf_fini(&out);
+    return ok;
+}
+
+void st_chat_jinja_probe_args(struct st_chat_tmpl *t)
+{
+    static const char str_call[] =
+        "[{\"id\":\"call_1___\",\"type\":\"function\",\"function\":{\"name\":\"ipython\","
+        "\"arguments\":\"{\\\"argument_needle\\\":\\\"print('Hello, World!')\\\"}\"}}]";
+    static const char obj_call[] =
+        "[{\"id\":\"call_1___\",\"type\":\"function\",\"function\":{\"name\":\"ipython\","
+        "\"arguments\":{\"argument_needle\":\"print('Hello, World!')\"}}}]";
+
+    t->jinja_object_args = false;
+    if (!shows_args(t, str_call) && shows_args(t, obj_call))
+        t->jinja_object_args = true;
+}

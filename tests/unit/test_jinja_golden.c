@@ -1,0 +1,163 @@
+/* test_jinja_golden.c -- real GGUF chat templates (tests/data/templates/
+ * *.jinja) rendered by Strata's interpreter with every conversation of
+ * conversations.json, compared byte for byte with what Python's jinja2
+ * rendered in Hugging Face's environment (make_golden.py wrote
+ * expected.json); a conversation Python rejects must be rejected here too.
+ * STRATA_TEMPLATE_DIR renders another directory laid out the same way. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "chat/jinja/jinja.h"
+#include "support.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    long n;
+    char *buf;
+
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf)
+        buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static const char *dir(void)
+{
+    static char path[1024];
+    const char *env = getenv("STRATA_TEMPLATE_DIR");
+
+    if (env)
+        return env;
+    snprintf(path, sizeof(path), "%s/tests/data/templates", support_source_dir());
+    return path;
+}
+
+static cJSON *load_json(const char *name)
+{
+    char path[1200];
+    char *text;
+    cJSON *j;
+
+    snprintf(path, sizeof(path), "%s/%s", dir(), name);
+    text = slurp(path);
+    ck_assert_msg(text != NULL, "%s missing", path);
+    j = cJSON_Parse(text);
+    free(text);
+    ck_assert_msg(j != NULL, "%s does not parse", path);
+    return j;
+}
+
+static cJSON *context(const cJSON *conv, const cJSON *expected)
+{
+    cJSON *ctx = cJSON_CreateObject();
+    static const char *const keys[] = { "messages", "tools", "enable_thinking",
+                                        "add_generation_prompt" };
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(conv, keys[i]);
+        if (v)
+            cJSON_AddItemToObject(ctx, keys[i], cJSON_Duplicate(v, true));
+    }
+    cJSON_AddStringToObject(ctx, "bos_token",
+                            cJSON_GetObjectItem(expected, "bos_token")->valuestring);
+    cJSON_AddStringToObject(ctx, "eos_token",
+                            cJSON_GetObjectItem(expected, "eos_token")->valuestring);
+    return ctx;
+}
+
+/* Render one template with every conversation; returns the mismatches. */
+static int check_template(const char *name, const cJSON *renders, const cJSON *convs,
+                          const cJSON *expected, struct st_jinja_opts *opts)
+{
+    char path[1200];
+    char *src;
+    struct st_jinja_tmpl *t;
+    struct st_err err = { 0 };
+    const cJSON *conv;
+    int bad = 0;
+
+    snprintf(path, sizeof(path), "%s/%s.jinja", dir(), name);
+    src = slurp(path);
+    ck_assert_msg(src != NULL, "%s missing", path);
+    if (st_jinja_parse(src, strlen(src), &t, &err) != ST_OK) {
+        fprintf(stderr, "%s: %s\n", name, err.msg);
+        free(src);
+        return 1;
+    }
+    cJSON_ArrayForEach(conv, convs) {
+        const char *cname = cJSON_GetObjectItem(conv, "name")->valuestring;
+        const cJSON *want = cJSON_GetObjectItemCaseSensitive(renders, cname);
+        cJSON *ctx = context(conv, expected);
+        struct st_buf out;
+        enum st_status rc;
+
+        st_buf_init(&out);
+        rc = st_jinja_render(t, ctx, opts, &out, &err);
+        if (cJSON_IsString(want) && (rc != ST_OK || strcmp(out.data ? out.data : "",
+                                                           want->valuestring) != 0)) {
+            fprintf(stderr, "%s / %s:\n--- want\n%s\n--- got\n%s\n", name, cname,
+                    want->valuestring, rc == ST_OK ? (out.data ? out.data : "") : err.msg);
+            bad++;
+        } else if (!cJSON_IsString(want) && rc == ST_OK) {
+            fprintf(stderr, "%s / %s: Python rejected it (%s), we rendered:\n%s\n", name, cname,
+                    cJSON_GetObjectItem(want, "error")->valuestring, out.data ? out.data : "");
+            bad++;
+        }
+        st_buf_fini(&out);
+        cJSON_Delete(ctx);
+    }
+    st_jinja_free(t);
+    free(src);
+    return bad;
+}
+
+START_TEST(test_jinja_golden_templates_match_python)
+{
+    cJSON *expected = load_json("expected.json"), *convs = load_json("conversations.json");
+    const cJSON *renders = cJSON_GetObjectItem(expected, "renders"), *tmpl;
+    struct st_jinja_opts opts;
+    int bad = 0, n = 0;
+
+    st_jinja_opts_default(&opts);
+    opts.now_s = (int64_t)cJSON_GetObjectItem(expected, "now")->valuedouble;
+    cJSON_ArrayForEach(tmpl, renders) {
+        bad += check_template(tmpl->string, tmpl, convs, expected, &opts);
+        n++;
+    }
+    ck_assert_int_gt(n, 0);
+    ck_assert_msg(bad == 0, "%d of the renders differ from Python's (see stderr)", bad);
+    cJSON_Delete(expected);
+    cJSON_Delete(convs);
+}
+END_TEST
+
+static Suite *golden_suite(void)
+{
+    Suite *s = suite_create("jinja_golden");
+    TCase *tc = tcase_create("golden");
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_jinja_golden_templates_match_python);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(golden_suite(), CK_FORK);
+}
