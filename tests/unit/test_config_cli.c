@@ -97,7 +97,7 @@ START_TEST(test_config_cli_every_flag)
         "--reasoning-budget", "256", "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5",
         "--sim-load-seconds", "1.5", "--sim-tokens", "3", "--log-format", "json",
         "--log-level", "warn", "--kv-events", "tcp://*:5557", "--kv-events-host", "10.0.0.7",
-        "--kv-block-size", "32",
+        "--kv-block-size", "32", "--slot-save-path", "/var/slots",
     };
     struct st_config c;
 
@@ -149,6 +149,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_str_eq(c.kv_events, "tcp://*:5557");
     ck_assert_str_eq(c.kv_events_host, "10.0.0.7");
     ck_assert_int_eq(c.kv_block_size, 32);
+    ck_assert_str_eq(c.slot_save_path, "/var/slots");
     for (int o = 0; o < ST_OPT_COUNT; o++)
         ck_assert_msg(st_config_given(&c, (enum st_opt)o), "option %d not marked given", o);
     st_config_fini(&c);
