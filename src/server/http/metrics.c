@@ -35,6 +35,7 @@
  *   strata_model_swaps_total{from,to}                        counter  from="none": onto an empty engine
  *   vllm:num_requests_waiting, vllm:num_requests_running,
  *   vllm:kv_cache_usage_perc (0..1)                          gauge    (Gateway API Inference Extension)
+ *   llamacpp:* (metrics_llamacpp.c)                          llama-server's names
  *
  * Rendering reads two snapshots and formats ~250 lines plus ~25 per model
  * and one per swap pair: tens of microseconds, cheap enough for a picker
@@ -451,5 +452,6 @@ enum st_status st_metrics_render(struct st_buf *out, const struct st_sched_stats
         model_swaps(&o, models);
     }
     http_and_gateway(&o, ss, ps, hs);
+    st_metrics_llamacpp(&o, ss, ps);
     return st_out_finish(&o);
 }

@@ -66,4 +66,9 @@ enum st_status st_metrics_render(struct st_buf *out, const struct st_sched_stats
                                  const struct st_pool_stats *ps, const struct st_http_stats *hs,
                                  const struct st_metrics_models *models);
 
+/* llama-server's llamacpp:* families Strata counts alike (metrics_llamacpp.c). */
+struct st_out;
+void st_metrics_llamacpp(struct st_out *o, const struct st_sched_stats *ss,
+                         const struct st_pool_stats *ps);
+
 #endif /* STRATA_SERVER_HTTP_METRICS_H */
