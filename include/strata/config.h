@@ -111,6 +111,7 @@ enum st_opt {
     ST_OPT_MODEL, ST_OPT_ALIAS, ST_OPT_CONFIG, ST_OPT_HOST, ST_OPT_PORT, ST_OPT_API_KEY,
     ST_OPT_BODY_LIMIT, ST_OPT_MAX_QUEUE, ST_OPT_HTTP_THREADS, ST_OPT_CORS_ORIGINS,
     ST_OPT_ALLOWED_HOSTS, ST_OPT_METRICS_KEY,
+    ST_OPT_SLOT_SAVE_PATH,
     ST_OPT_SSE_KEEPALIVE, ST_OPT_RESPONSES_STORE_MB, ST_OPT_SHUTDOWN_TIMEOUT,
     ST_OPT_PRIORITY_ORDER,
     ST_OPT_WEBUI,
@@ -143,6 +144,8 @@ struct st_config {
                                     * literals and --host; "*" = any; NULL (default) = none
                                     * (docs/SECURITY.md) */
     char    *metrics_key;          /* owned; with keys set, also reads /metrics; NULL = none */
+    char    *slot_save_path;       /* owned; POST /slots save/restore files go here; NULL =
+                                    * those actions are refused (docs/API.md "/slots") */
     int32_t  sse_keepalive_s;      /* SSE comment after this many idle seconds; 0 = off;
                                     * default 15 */
     int32_t  responses_store_mb;   /* /v1/responses store budget, MiB; 0 = store nothing;

@@ -57,6 +57,9 @@ struct st_server_config {
     /* With keys set, /metrics needs one of them or this key (a scraper's
      * own, docs/SECURITY.md); NULL = the API keys only. Borrowed; copied. */
     const char *metrics_key;
+    /* POST /slots/{id}?action=save|restore: the directory of the slot
+     * files; NULL = those actions are refused. Borrowed; copied. */
+    const char *slot_save_path;
     /* Streams: the 200 headers and an SSE comment line go out once a
      * stream has sent nothing for this many seconds (queue wait, long
      * prompt read); 0 = never. Default 15. */

@@ -216,6 +216,7 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->cors_origins = c->cors_origins;
     s->allowed_hosts = c->allowed_hosts;
     s->metrics_key = c->metrics_key;
+    s->slot_save_path = c->slot_save_path;
     s->sse_keepalive_s = c->sse_keepalive_s;
     s->responses_store_bytes = (size_t)c->responses_store_mb << 20;
     s->state_dir = c->state_dir;

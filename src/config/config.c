@@ -107,6 +107,7 @@ void st_config_fini(struct st_config *c)
     free(c->allowed_hosts);
     free(c->metrics_key);
     free(c->state_dir);
+    free(c->slot_save_path);
     free(c->config_path);
     free(c->model_path);
     free(c->model_alias);

@@ -102,6 +102,7 @@ static enum st_status engine_init(struct st_engine_pool *p, struct st_engine *e,
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cv, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&e->slot_cv, NULL);
     e->wake = true;   /* look for work once the start-up load is done */
     size_t n = (size_t)engine_slots(p, idx);
     e->n_slots = (int32_t)n;
@@ -166,6 +167,7 @@ static void engine_fini(struct st_engine *e)
     free(e->views);
     free(e->retry_ns);
     pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->slot_cv);
     pthread_mutex_destroy(&e->mu);
 }
 
@@ -308,10 +310,13 @@ static void *engine_main(void *arg)
         if (atomic_load(&e->stop))
             break;
         /* Step until there is nothing left; a notify during the steps sets
-         * 'wake' again, so no work is ever missed. */
+         * 'wake' again, so no work is ever missed. /slots actions run
+         * between steps. */
+        st_engine_slot_ops_run(e);
         while (!atomic_load(&e->stop) && st_engine_step(e))
-            ;
+            st_engine_slot_ops_run(e);
     }
+    st_engine_slot_ops_fail(e);
     return NULL;
 }
 

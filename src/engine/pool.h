@@ -18,6 +18,7 @@
  *   infill.c     fill-in-the-middle prompts
  *   text.c       the model's text side for the server, prepare
  *   stats.c      histograms, pool stats, slot views
+ *   slot_op.c    POST /slots save, restore, erase: run on the engine thread
  *
  * Locking: each engine's 'mu' guards its wake flag and its slot views; the
  * pool's 'mu' guards the live-request list and the counters. Both are
@@ -60,6 +61,8 @@ void st_histogram_add(struct st_histogram *h, double seconds);
 void st_histogram_init_load(struct st_histogram *h);
 
 /* ---- engines and the pool ------------------------------------------- */
+
+struct st_slot_op;   /* slot_op.c */
 
 struct st_engine_slot {
     int32_t index;
@@ -119,6 +122,8 @@ struct st_engine {
     atomic_bool stop;
 
     struct st_slot_view *views;      /* n_slots; under mu */
+    struct st_slot_op *slot_ops;     /* (POST /slots actions, slot_op.c) queued; under mu */
+    pthread_cond_t slot_cv;          /* ... signalled (with mu) when one is done */
     atomic_llong held_tokens;        /* tokens in the KV of busy slots (kv_usage), each busy
                                       * slot's recurrent state counted as state_tokens */
     atomic_llong state_tokens;       /* the loaded runner's state_tokens (0: none loaded) */

@@ -510,6 +510,23 @@ void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,
     c->stamp = ++e->prefix_tick;
 }
 
+bool st_engine_prefix_set(struct st_engine *e, struct st_engine_slot *sl, const int32_t *ids,
+                          int64_t n)
+{
+    struct st_prefix_cache *c = &sl->cache;
+    st_kv_blocks_sync(e, sl, 0);   /* the ids under its announced blocks change */
+    scores_free(&c->sc);
+    c->n_ids = c->n_kv = 0;
+    if (n > 0 && !reserve(c, n))
+        return false;
+    if (n > 0)
+        memcpy(c->ids, ids, (size_t)n * sizeof(*ids));
+    c->n_ids = c->n_kv = n;
+    st_kv_blocks_sync(e, sl, n);
+    c->stamp = ++e->prefix_tick;
+    return true;
+}
+
 void st_engine_prefix_forget(struct st_engine *e)
 {
     for (int32_t i = 0; e->slots && i < e->n_slots; i++) {

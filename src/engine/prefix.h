@@ -109,6 +109,12 @@ bool st_engine_prefix_score(const struct st_engine_slot *sl, int64_t pos, int32_
  * nothing after a failure (a failed forward may have left it half-written). */
 void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,
                               enum st_outcome outcome);
+/* Free slot sl's KV now holds ids[0, n) (POST /slots restore; n = 0:
+ * erase): they replace its cache, its kept scores go, its KV blocks are
+ * announced again. False (cache left empty) when memory for the ids runs
+ * out. The caller has made the runner's KV match. */
+bool st_engine_prefix_set(struct st_engine *e, struct st_engine_slot *sl, const int32_t *ids,
+                          int64_t n);
 /* The runner goes (unload, swap): every slot's cache is void. */
 void st_engine_prefix_forget(struct st_engine *e);
 /* Frees the slot's ids (engine teardown). */

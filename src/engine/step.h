@@ -66,4 +66,9 @@ int64_t st_engine_next_deadline(struct st_engine *e);
 /* Unload whatever is loaded (shutdown; not counted). */
 void st_engine_unload_quiet(struct st_engine *e);
 
+/* slot_op.c: run the queued POST /slots actions (engine thread, between
+ * steps); fail those still queued when the thread ends. */
+void st_engine_slot_ops_run(struct st_engine *e);
+void st_engine_slot_ops_fail(struct st_engine *e);
+
 #endif /* STRATA_ENGINE_STEP_H */

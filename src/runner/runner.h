@@ -10,7 +10,7 @@
  * Vtable in the Redis ConnectionType style: call sites use the static
  * inline wrappers below, never ->ops directly.
  *
- * Threads: load/unload/forward/kv_truncate/kv_copy run on the engine's thread only.
+ * Threads: load/unload/forward/kv_truncate/kv_copy/slot_save/slot_restore run on the engine's thread only.
  * tokenize, detokenize, token_piece, is_eog, eog_ids, n_vocab, fim_ids and
  * apply_template may run on any thread at any time (HTTP threads call them
  * while the engine steps): implementations keep them read-only.
@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "strata/chat.h"
 #include "strata/chat_req.h"
@@ -183,6 +184,15 @@ struct st_runner_ops {
      * copied tokens to its next forward (docs/BATCHING.md "Prefix reuse"). */
     enum st_status (*kv_copy)(struct st_runner *r, int32_t src, int32_t dst, int64_t from,
                               int64_t to, struct st_err *err);
+    /* (optional: NULL = the runner cannot; POST /slots save/restore, engine/slot_op.c)
+     * Write slot's first n_tokens KV rows (ids: their token ids) and recurrent state
+     * to f (strata/slot_state.h); read such a file back into slot, which then holds
+     * *n_tokens tokens (*ids owned). On a failed restore the slot is empty. */
+    enum st_status (*slot_save)(struct st_runner *r, int32_t slot, const int32_t *ids,
+                                int64_t n_tokens, FILE *f, int64_t *n_bytes,
+                                struct st_err *err);
+    enum st_status (*slot_restore)(struct st_runner *r, int32_t slot, FILE *f, int32_t **ids,
+                                   int64_t *n_tokens, int64_t *n_bytes, struct st_err *err);
 
     /* (MTP, optional: NULL = the runner has no MTP layer; the sim.) Draft tokens per slot
      * the loaded runner can make: 0 when its model has no MTP layer or 'mtp_draft' was 0
@@ -284,6 +294,28 @@ static inline enum st_status st_runner_kv_copy(struct st_runner *r, int32_t src,
     if (!r->ops->kv_copy)
         return st_err_set(err, ST_ERR_UNSUPPORTED, "runner %s cannot copy KV", r->ops->name);
     return r->ops->kv_copy(r, src, dst, from, to, err);
+}
+static inline bool st_runner_can_save_slots(const struct st_runner *r)
+{
+    return r->ops->slot_save && r->ops->slot_restore;
+}
+static inline enum st_status st_runner_slot_save(struct st_runner *r, int32_t slot,
+                                                 const int32_t *ids, int64_t n_tokens,
+                                                 FILE *f, int64_t *n_bytes, struct st_err *err)
+{
+    if (!r->ops->slot_save)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "the %s runner cannot save slots",
+                          r->ops->name);
+    return r->ops->slot_save(r, slot, ids, n_tokens, f, n_bytes, err);
+}
+static inline enum st_status st_runner_slot_restore(struct st_runner *r, int32_t slot, FILE *f,
+                                                    int32_t **ids, int64_t *n_tokens,
+                                                    int64_t *n_bytes, struct st_err *err)
+{
+    if (!r->ops->slot_restore)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "the %s runner cannot restore slots",
+                          r->ops->name);
+    return r->ops->slot_restore(r, slot, f, ids, n_tokens, n_bytes, err);
 }
 static inline int32_t st_runner_mtp_max(const struct st_runner *r)
 {

@@ -61,6 +61,7 @@
 #include "strata/backend.h"
 #include "strata/engine.h"
 #include "strata/log.h"
+#include "strata/slot_state.h"
 
 static void free_rows(struct model_runner *r)
 {
@@ -459,6 +460,37 @@ static enum st_status model_kv_copy(struct st_runner *base, int32_t src, int32_t
     return rc;
 }
 
+static enum st_status model_slot_save(struct st_runner *base, int32_t slot, const int32_t *ids,
+                                      int64_t n_tokens, FILE *f, int64_t *n_bytes,
+                                      struct st_err *err)
+{
+    struct model_runner *r = (struct model_runner *)base;
+    if (slot < 0 || slot >= base->n_slots || n_tokens > r->kv_len[slot] ||
+        (base->recurrent && n_tokens != r->kv_len[slot]))
+        return st_err_set(err, ST_ERR_INTERNAL, "runner: save of %lld tokens of slot %d",
+                          (long long)n_tokens, (int)slot);
+    return st_model_slot_save(r->model, slot, ids, n_tokens, f, n_bytes, err);
+}
+
+/* The MTP layer's cache of the slot is not in the file: it is cut to
+ * nothing, which costs drafts (mtp.h), never the output. */
+static enum st_status model_slot_restore(struct st_runner *base, int32_t slot, FILE *f,
+                                         int32_t **ids, int64_t *n_tokens, int64_t *n_bytes,
+                                         struct st_err *err)
+{
+    struct model_runner *r = (struct model_runner *)base;
+    if (slot < 0 || slot >= base->n_slots)
+        return st_err_set(err, ST_ERR_INTERNAL, "runner: restore into slot %d", (int)slot);
+    model_kv_truncate(base, slot, 0);
+    r->kv_len[slot] = 0;
+    if (r->mtp)
+        st_mtp_truncate(r->mtp, slot, 0);
+    enum st_status rc = st_model_slot_restore(r->model, slot, f, ids, n_tokens, n_bytes, err);
+    if (rc == ST_OK)
+        r->kv_len[slot] = *n_tokens;
+    return rc;
+}
+
 static int32_t model_mtp_max(const struct st_runner *base)
 {
     const struct model_runner *r = (const struct model_runner *)base;
@@ -505,6 +537,8 @@ static const struct st_runner_ops model_ops = {
     .forward = model_forward,
     .kv_truncate = model_kv_truncate,
     .kv_copy = model_kv_copy,
+    .slot_save = model_slot_save,
+    .slot_restore = model_slot_restore,
     .mtp_max = model_mtp_max,
     .mtp_draft = model_mtp_draft,
 };

@@ -356,6 +356,10 @@ static enum st_status copy_config(struct st_server *srv, const struct st_server_
     if (cfg->metrics_key && !(srv->metrics_key = st_str_dup(st_str_c(cfg->metrics_key))))
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
     srv->cfg.metrics_key = NULL;        /* borrowed: use srv->metrics_key */
+    if (cfg->slot_save_path &&
+        !(srv->slot_save_path = st_str_dup(st_str_c(cfg->slot_save_path))))
+        return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    srv->cfg.slot_save_path = NULL;     /* borrowed: use srv->slot_save_path */
     if (cfg->n_keys == 0)
         return ST_OK;
     if (!(srv->owners = st_owners_new()))
@@ -499,6 +503,7 @@ void st_server_free(struct st_server *srv)
     st_cors_fini(&srv->cors);
     st_hosts_fini(&srv->hosts);
     free(srv->metrics_key);
+    free(srv->slot_save_path);
     st_owners_free(srv->owners);
     st_resp_store_unref(srv->resp_store);   /* responses still running hold their own */
     pthread_mutex_destroy(&srv->calls_lock);

@@ -45,6 +45,7 @@ static const struct st_route routes[] = {
     { "/metrics",             "GET",  st_h_metrics,         false, true,  false, false, false },
     { "/api/activity",        "GET",  st_h_activity,        false, true,  false, false, false },
     { "/slots",               "GET",  st_h_slots,           false, true,  false, false, false },
+    { "/slots/",              "POST", st_h_slot_action,     true,  true,  true,  false, false },
     { "/tokenize",            "POST", st_h_tokenize,        false, true,  true,  false, false },
     { "/detokenize",          "POST", st_h_detokenize,      false, true,  true,  false, false },
     { "/apply-template",      "POST", st_h_apply_template,  false, true,  true,  false, false },

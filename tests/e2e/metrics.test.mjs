@@ -3,12 +3,13 @@
 // move, and `promtool check metrics` (Debian package prometheus). promtool
 // missing is a failure, not a skip.
 //
-// promtool's linter flags one thing on purpose: the vllm:* and strata:*
-// gauges have a colon in their names. Those names are what the Kubernetes
-// Gateway API Inference Extension's endpoint picker reads (vLLM exports the
-// same; docs/SCALE-OUT.md), so they stay; the test accepts exactly that lint
-// message for exactly those names, and the rest of the scrape must lint
-// clean. epp_metrics.test.mjs checks what those families say.
+// promtool's linter flags one thing on purpose: the vllm:*, strata:* and
+// llamacpp:* families have a colon in their names. Those names are what the
+// Kubernetes Gateway API Inference Extension's endpoint picker reads (vLLM
+// exports the same; docs/SCALE-OUT.md) and what llama-server exports, so
+// they stay; the test accepts exactly that lint message for exactly those
+// names, and the rest of the scrape must lint clean. epp_metrics.test.mjs
+// checks what the router-facing families say.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -59,6 +60,10 @@ test('every family and every band label is there from the first scrape', async (
     'vllm:num_requests_waiting': 'gauge',
     'vllm:num_requests_running': 'gauge',
     'vllm:kv_cache_usage_perc': 'gauge',
+    'llamacpp:prompt_tokens_total': 'counter',
+    'llamacpp:tokens_predicted_total': 'counter',
+    'llamacpp:requests_processing': 'gauge',
+    'llamacpp:requests_deferred': 'gauge',
   };
   for (const [name, type] of Object.entries(fams)) {
     assert.ok(t.includes(`# HELP ${name} `), `HELP ${name}`);
@@ -92,6 +97,9 @@ test('every family and every band label is there from the first scrape', async (
   assert.equal(metric(t, 'vllm:num_requests_running'), 0);
   const kv = metric(t, 'vllm:kv_cache_usage_perc');
   assert.ok(kv >= 0 && kv <= 1);
+  for (const f of ['llamacpp:prompt_tokens_total', 'llamacpp:tokens_predicted_total',
+    'llamacpp:requests_processing', 'llamacpp:requests_deferred'])
+    assert.equal(metric(t, f), 0, f);
 });
 
 test('counters move with traffic, by band', async () => {
@@ -110,6 +118,11 @@ test('counters move with traffic, by band', async () => {
   // tokens from the slot's cache (prefix reuse) and read 1.
   assert.equal(metric(t, 'strata_prompt_tokens_total'), 6);
   assert.equal(metric(t, 'strata_cached_prompt_tokens_total'), 6);
+  // llama-server's names count the same tokens
+  assert.equal(metric(t, 'llamacpp:prompt_tokens_total'), 6);
+  assert.equal(metric(t, 'llamacpp:tokens_predicted_total'), 9);
+  assert.equal(metric(t, 'llamacpp:requests_processing'), 0);
+  assert.equal(metric(t, 'llamacpp:requests_deferred'), 0);
   assert.ok(metric(t, 'strata_http_responses_total', { code: '200' }) >= 3);
   // histogram buckets are cumulative and end at the count
   const b = [...t.matchAll(/^strata_time_to_first_token_seconds_bucket\{band="normal",le="([^"]+)"\} (\d+)$/gm)].map((m) => Number(m[2]));
@@ -126,9 +139,9 @@ test('promtool check metrics accepts the scrape', async () => {
   assert.ok(full.status === 0 || full.status === 3, `promtool exit ${full.status}: ${full.stdout}${full.stderr}`);
   const findings = `${full.stdout}${full.stderr}`.split('\n').filter((l) => l.trim() !== '');
   for (const f of findings)
-    assert.match(f, /^(vllm|strata):\w+ metric names should not contain ':'$/, `unexpected promtool finding: ${f}`);
+    assert.match(f, /^(vllm|strata|llamacpp):\w+ metric names should not contain ':'$/, `unexpected promtool finding: ${f}`);
   // without the router-facing gauges the scrape lints clean
-  const rest = t.split('\n').filter((l) => !/^(# (HELP|TYPE) )?(vllm|strata):/.test(l)).join('\n');
+  const rest = t.split('\n').filter((l) => !/^(# (HELP|TYPE) )?(vllm|strata|llamacpp):/.test(l)).join('\n');
   const clean = run(rest);
   assert.equal(clean.status, 0, `${clean.stdout}${clean.stderr}`);
 });

@@ -222,7 +222,7 @@ test('a model that fails to load: 503 with the reason and Retry-After; the other
 
 test('promtool check metrics accepts the multi-model scrape', async () => {
   const t = await metricsText(srv);
-  const rest = t.split('\n').filter((l) => !/^(# (HELP|TYPE) )?(vllm|strata):/.test(l)).join('\n');
+  const rest = t.split('\n').filter((l) => !/^(# (HELP|TYPE) )?(vllm|strata|llamacpp):/.test(l)).join('\n');
   const r = spawnSync('promtool', ['check', 'metrics'], { input: rest, encoding: 'utf8' });
   assert.ok(!r.error, `promtool must be installed (Debian package "prometheus"): ${r.error}`);
   assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);

@@ -10,6 +10,10 @@ st_add_check_test(forward SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_forward.c
 st_add_check_test(runner_model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_runner_model.c
                   LIBS st_engine m)
 target_include_directories(test_runner_model PRIVATE ${PROJECT_SOURCE_DIR}/src)
+# A slot's prompt cache to a file and back (src/model/slot_state.c).
+st_add_check_test(slot_state SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_slot_state.c
+                  LIBS st_engine m)
+target_include_directories(test_slot_state PRIVATE ${PROJECT_SOURCE_DIR}/src)
 # The engine pool on the CPU model runner: greedy through the pool = the
 # runner's argmax loop; -np 4 gives each request its solo tokens.
 st_add_check_test(engine_model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_model.c

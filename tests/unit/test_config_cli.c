@@ -99,6 +99,7 @@ START_TEST(test_config_cli_every_flag)
         "--log-level", "warn", "--kv-events", "tcp://*:5557", "--kv-events-host", "10.0.0.7",
         "--kv-block-size", "32", "--state-dir", "/var/lib/strata", "--state-max-rows", "500",
         "--chat-template", "chatml", "--chat-template-file", "t.jinja", "--no-jinja",
+        "--slot-save-path", "/var/slots",
     };
     struct st_config c;
 
@@ -156,6 +157,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_str_eq(c.chat_template, "chatml");
     ck_assert_str_eq(c.chat_template_file, "t.jinja");
     ck_assert(!c.jinja);
+    ck_assert_str_eq(c.slot_save_path, "/var/slots");
     for (int o = 0; o < ST_OPT_COUNT; o++)
         ck_assert_msg(st_config_given(&c, (enum st_opt)o), "option %d not marked given", o);
     st_config_fini(&c);

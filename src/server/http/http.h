@@ -160,6 +160,7 @@ struct st_server {
     struct st_cors cors;                /* parsed cfg.cors_origins (cfg's pointer unused) */
     struct st_hosts hosts;              /* parsed cfg.allowed_hosts (cfg's pointer unused) */
     char *metrics_key;                  /* owned copy of cfg.metrics_key, or NULL */
+    char *slot_save_path;               /* owned copy of cfg.slot_save_path, or NULL */
     struct st_owners *owners;           /* with keys: who made which request; else NULL */
     struct st_engine_pool *pool;        /* borrowed */
     struct st_sched *sched;             /* borrowed */

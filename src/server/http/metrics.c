@@ -35,6 +35,7 @@
  *   strata_model_swaps_total{from,to}                        counter  from="none": onto an empty engine
  *   vllm:* and strata:* gauges a router's endpoint picker reads (queue, running,
  *   KV use, cache geometry, models resident): metrics_epp.c
+ *   llamacpp:* (metrics_llamacpp.c)                          llama-server's names
  *
  * Rendering reads two snapshots and formats ~250 lines plus ~25 per model
  * and one per swap pair: tens of microseconds, cheap enough for a picker
@@ -460,5 +461,6 @@ enum st_status st_metrics_render(struct st_buf *out, const struct st_sched_stats
     }
     http_families(&o, hs);
     st_metrics_epp_render(&o, ss, ps, models);   /* metrics_epp.c: what routers read */
+    st_metrics_llamacpp(&o, ss, ps);             /* metrics_llamacpp.c: llama-server's */
     return st_out_finish(&o);
 }

@@ -89,5 +89,8 @@ enum st_status st_metrics_render(struct st_buf *out, const struct st_sched_stats
 struct st_out;
 void st_metrics_epp_render(struct st_out *o, const struct st_sched_stats *ss,
                            const struct st_pool_stats *ps, const struct st_metrics_models *models);
+/* llama-server's llamacpp:* families Strata counts alike (metrics_llamacpp.c). */
+void st_metrics_llamacpp(struct st_out *o, const struct st_sched_stats *ss,
+                         const struct st_pool_stats *ps);
 
 #endif /* STRATA_SERVER_HTTP_METRICS_H */

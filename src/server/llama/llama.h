@@ -2,7 +2,7 @@
  * (h_completion.c), GET /props (llama_props.c), POST /infill (h_infill.c;
  * their answers are gen/llama_json.c's, its FIM prompt gen/gen_fim.c's) and
  * POST /tokenize, /detokenize, /apply-template (h_text.c, bodies parsed by
- * oai_text.c).
+ * oai_text.c), POST /slots/{id}?action= (h_slots.c).
  */
 #ifndef STRATA_SERVER_LLAMA_LLAMA_H
 #define STRATA_SERVER_LLAMA_LLAMA_H
@@ -70,5 +70,7 @@ ST_MUST_CHECK enum st_status st_llama_settings(struct st_oai_request *oq,
 /* Handlers (h_infill.c, h_completion.c, llama_props.c, h_text.c). */
 st_route_fn st_h_infill, st_h_completion, st_h_props, st_h_tokenize, st_h_detokenize,
     st_h_apply_template;
+/* POST /slots/{id}?action=save|restore|erase (h_slots.c). */
+st_route_fn st_h_slot_action;
 
 #endif /* STRATA_SERVER_LLAMA_LLAMA_H */

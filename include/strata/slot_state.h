@@ -1,0 +1,67 @@
+/* slot_state.h -- a slot's prompt cache as a file: llama-server's
+ * POST /slots/{id}?action=save|restore (docs/API.md "/slots").
+ *
+ * File layout (host byte order; the file is for the same machine kind):
+ *   header    struct st_slot_file_head: magic "STSLOT01", version, the
+ *             model's identity (architecture, layer and head sizes, KV row
+ *             bytes, recurrent state sizes, vocabulary, GGUF file name, a
+ *             hash of some weights)
+ *             and n_tokens
+ *   ids       n_tokens int32 token ids
+ *   KV rows   per attention layer, K then V: rows [0, n_tokens) of the
+ *             slot, row_bytes each (f16)
+ *   state     (recurrent layers) per layer the slot's conv state, then per
+ *             layer its delta state (f32)
+ * A restore checks the identity field by field: a file from another model
+ * is ST_ERR_INVALID naming the field, never a crash.
+ *
+ * Threads: the model's thread (the engine thread), like st_model_forward.
+ */
+#ifndef STRATA_SLOT_STATE_H
+#define STRATA_SLOT_STATE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "strata/compiler.h"
+#include "strata/status.h"
+
+#define ST_SLOT_FILE_MAGIC   "STSLOT01"
+#define ST_SLOT_FILE_VERSION 1
+
+struct st_slot_file_head {
+    char     magic[8];
+    uint32_t version;
+    uint32_t kv_dtype;        /* st_dtype of the KV rows (f16) */
+    char     arch[32];        /* general.architecture */
+    char     model_file[128]; /* the GGUF's file name (no directory) */
+    uint64_t weights_hash;    /* FNV-1a of the token embeddings' first and last 64 KiB:
+                               * same-shaped models with other weights differ */
+    int64_t  n_layer, n_attn_layer, n_head_kv, head_dim_k, head_dim_v;
+    int64_t  row_bytes;       /* one K (and one V) row of one layer */
+    int64_t  n_recurrent;     /* recurrent layers (0: none) */
+    int64_t  conv_elems, delta_elems;   /* one slot's state of one layer, floats */
+    int64_t  n_vocab;
+    int64_t  n_tokens;        /* ids and KV rows that follow */
+};
+
+struct st_model;
+struct st_err;
+
+/* Write slot 'slot''s first n_tokens rows (their ids given) and, for a
+ * recurrent model, its state to f. The bytes written go to *n_bytes. */
+ST_MUST_CHECK
+enum st_status st_model_slot_save(struct st_model *m, int32_t slot, const int32_t *ids,
+                                  int64_t n_tokens, FILE *f, int64_t *n_bytes,
+                                  struct st_err *err);
+
+/* Read a file st_model_slot_save wrote into slot 'slot' (rows [0, n) and
+ * the state), after checking its header against this model and n against
+ * the slot's context. *ids (owned, malloc) and *n_tokens get its ids,
+ * *n_bytes the bytes read. On failure the slot's KV is unspecified: the
+ * caller empties it. */
+ST_MUST_CHECK
+enum st_status st_model_slot_restore(struct st_model *m, int32_t slot, FILE *f, int32_t **ids,
+                                     int64_t *n_tokens, int64_t *n_bytes, struct st_err *err);
+
+#endif /* STRATA_SLOT_STATE_H */
