@@ -215,6 +215,9 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->metrics_key = c->metrics_key;
     s->sse_keepalive_s = c->sse_keepalive_s;
     s->responses_store_bytes = (size_t)c->responses_store_mb << 20;
+    s->max_connections = c->max_connections;
+    s->timeout_s = c->timeout_s;
+    s->stream_buffer = c->stream_buffer;
     s->model_priority = r->model_priority;
     s->n_model_priority = c->n_models;
     return ST_OK;

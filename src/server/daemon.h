@@ -19,6 +19,8 @@
 #ifndef STRATA_SERVER_DAEMON_H
 #define STRATA_SERVER_DAEMON_H
 
+#include <microhttpd.h>
+
 #include "server/anthropic/anthropic.h"
 #include "server/llama/llama.h"
 #include "server/openai/oai.h"
@@ -38,5 +40,21 @@ st_route_fn st_h_models, st_h_model_one, st_h_health, st_h_metrics, st_h_activit
  * their requests (so a queued request leaves the queue at once). */
 ST_MUST_CHECK enum st_status st_watch_start(struct st_server *srv, struct st_err *err);
 void st_watch_stop(struct st_server *srv);
+
+/* ---- connection limits (limits.c) ------------------------------------ */
+
+/* Descriptors kept for the server's own files and sockets, and the
+ * connections past --max-connections kept for /health and /metrics. */
+#define ST_FD_RESERVE 64
+#define ST_PROBE_RESERVE 16
+
+/* MHD_OPTION_NOTIFY_CONNECTION: counts srv->open_conns (cls: the server). */
+void st_conn_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                    enum MHD_ConnectionNotificationCode toe);
+/* Raise the descriptor limit, fit --max-connections under it (a warning
+ * when lowered) into srv->conn_cap; returns libmicrohttpd's hard limit. */
+unsigned st_conn_fit(struct st_server *srv);
+/* Past the cap: is this call (its route found, or none) to be refused? */
+bool st_conn_refuse(struct st_call *c);
 
 #endif /* STRATA_SERVER_DAEMON_H */

@@ -87,6 +87,10 @@ struct st_gen {
                                     * MHD (SSE keep-alive, keepalive.c) */
     bool stream_done;              /* stream: [DONE] rendered */
     bool broken;                   /* out of memory while rendering: end the stream */
+    bool cut;                      /* stream: the server ended it early (its client did
+                                    * not read: --stream-buffer; shutdown): no more chunks,
+                                    * its end is cut_error and [DONE] (stream_end) */
+    struct st_api_error cut_error;
     bool logged;                   /* the request's log line was written */
     struct st_gen_shape *resp;     /* the reply's renderer when the request came in as
                                     * /v1/responses or /v1/messages (owned); NULL: the

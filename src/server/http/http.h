@@ -160,6 +160,8 @@ struct st_server {
     int64_t created;                    /* unix seconds at start (/v1/models) */
     atomic_bool stopping;
     atomic_bool draining;               /* drain.c: new generations refused */
+    atomic_int open_conns;              /* connections open now (limits.c) */
+    int conn_cap;                       /* --max-connections, fitted to the fd limit */
     atomic_uint_fast64_t responses[ST_HTTP_CODES_TRACKED];
     struct st_resp_store *resp_store;   /* one reference; NULL: storing off
                                          * (responses/responses_store.h) */
