@@ -125,3 +125,26 @@ describe('/tokenize size limit', () => {
     assert.equal(r.status, 200, r.text);
   });
 });
+
+describe('a half-closed client', () => {
+  let srv;
+  before(async () => { srv = await startServer(['--sim-decode-tps', '40']); });
+  after(async () => { await srv?.stop(); });
+
+  test('a stream whose client shut its write side after the request gets its whole answer', async () => {
+    const sock = await connect(srv);
+    let text = '';
+    sock.setEncoding('utf8');
+    sock.on('data', (d) => { text += d; });
+    rawPost(sock, '/v1/chat/completions', chatBody({ stream: true, max_tokens: 20 }));
+    const closed = once(sock, 'close');
+    sock.end();   // shutdown(SHUT_WR): done sending, still reading
+    let timer;
+    await Promise.race([closed, new Promise((r) => { timer = setTimeout(r, 60000); })]);
+    clearTimeout(timer);
+    assert.match(text, /data: \[DONE\]/, text.slice(-500));
+    assert.match(text, /"finish_reason":"(stop|length)"/);
+    assert.doesNotMatch(text, /"error"/);
+    sock.destroy();
+  });
+});

@@ -223,6 +223,9 @@ bool st_call_suspend_locked(struct st_call *c);
  * (now_ns, real clock), append an SSE comment and return true (the caller
  * resumes the connection: its headers go out if they had not). */
 bool st_keepalive_due_locked(struct st_call *c, int64_t now_ns);
+/* The same comment now, whatever the interval (the watcher's probe of a
+ * half-closed client: one fully gone answers it with a reset). */
+bool st_keepalive_probe_locked(struct st_call *c, int64_t now_ns);
 
 /* ---- steps of starting a generation (gen_submit.c), shared by the
  * handlers that build their own engine requests (h_embeddings.c) ---- */

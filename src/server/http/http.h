@@ -207,6 +207,7 @@ struct st_call {
     bool conn_done;                     /* completion callback ran: mhd is gone */
     bool stopping;                      /* server shutdown: answer 503 / end */
     bool client_gone;                   /* the watcher saw the peer close */
+    bool half_closed;                   /* ... or shut its write side only (watch.c) */
     struct st_gen *gen;                 /* generation state or NULL (gen.c) */
 
     struct st_call *prev, *next;        /* srv->calls; under srv->calls_lock */
