@@ -69,8 +69,8 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         .help = "libmicrohttpd threads" },
     [ST_OPT_CORS_ORIGINS] = { ST_OPT_CORS_ORIGINS, "--cors-origins", "--cors-origin",
         "cors_origins", ST_CFG_STRING, OFF(cors_origins), NO_HAS, .metavar = "LIST",
-        .help = "browser origins allowed (CORS), comma-separated; localhost = this machine's "
-                "pages; * = any; none = no CORS headers" },
+        .help = "browser origins allowed (CORS), comma-separated or repeated; localhost = this "
+                "machine's pages; * = any; none = no CORS headers" },
     [ST_OPT_ALLOWED_HOSTS] = { ST_OPT_ALLOWED_HOSTS, "--allowed-hosts", NULL, "allowed_hosts",
         ST_CFG_STRING, OFF(allowed_hosts), NO_HAS, .metavar = "LIST",
         .help = "Host header names served besides localhost, IP literals and --host "
