@@ -51,7 +51,7 @@ void st_watch_stop(struct st_server *srv);
 /* MHD_OPTION_NOTIFY_CONNECTION: counts srv->open_conns (cls: the server). */
 void st_conn_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                     enum MHD_ConnectionNotificationCode toe);
-/* Raise the descriptor limit, fit --max-connections under it (a warning
+/* Raise the descriptor limit, fit --max-connections under it (a log line
  * when lowered) into srv->conn_cap; returns libmicrohttpd's hard limit. */
 unsigned st_conn_fit(struct st_server *srv);
 /* Past the cap: is this call (its route found, or none) to be refused? */

@@ -44,7 +44,7 @@ unsigned st_conn_fit(struct st_server *srv)
                           ? rl.rlim_cur - ST_FD_RESERVE - ST_PROBE_RESERVE
                           : 8;
         if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)cap > room) {
-            st_log(ST_LOG_WARN, "http", "--max-connections %d lowered to %d: the descriptor "
+            st_log(ST_LOG_INFO, "http", "--max-connections %d lowered to %d: the descriptor "
                    "limit is %llu (ulimit -n), and %d are kept for the server's own files",
                    cap, (int)room, (unsigned long long)rl.rlim_cur,
                    ST_FD_RESERVE + ST_PROBE_RESERVE);

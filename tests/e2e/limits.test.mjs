@@ -148,3 +148,22 @@ describe('a half-closed client', () => {
     sock.destroy();
   });
 });
+
+describe('the descriptor limit', () => {
+  test('a low ulimit -n lowers --max-connections, keeping descriptors for the server', async () => {
+    const { spawn } = await import('node:child_process');
+    const proc = spawn('sh', ['-c', 'ulimit -n 150 && exec "$0" "$@"', process.env.STRATA_BIN,
+      'serve', '--host', '127.0.0.1', '--port', '0', '--backend', 'sim'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    proc.stdout.on('data', (d) => { log += d; });
+    proc.stderr.on('data', (d) => { log += d; });
+    const exited = once(proc, 'exit');
+    try {
+      await until(() => /listening on/.test(log) || proc.exitCode !== null, 30000, 'the server to start');
+      assert.match(log, /--max-connections 1024 lowered to 70: the descriptor limit is 150/, log);
+    } finally {
+      proc.kill('SIGTERM');
+      await exited;
+    }
+  });
+});
