@@ -87,9 +87,7 @@ struct st_gen {
                                     * MHD (SSE keep-alive, keepalive.c) */
     bool stream_done;              /* stream: [DONE] rendered */
     bool broken;                   /* out of memory while rendering: end the stream */
-    bool cut;                      /* stream: the server ended it early (its client did
-                                    * not read: --stream-buffer; shutdown): no more chunks,
-                                    * its end is cut_error and [DONE] (stream_end) */
+    bool cut;                      /* cut at --stream-buffer: its end is cut_error, [DONE] */
     struct st_api_error cut_error;
     bool logged;                   /* the request's log line was written */
     struct st_gen_shape *resp;     /* the reply's renderer when the request came in as
@@ -223,8 +221,7 @@ bool st_call_suspend_locked(struct st_call *c);
  * (now_ns, real clock), append an SSE comment and return true (the caller
  * resumes the connection: its headers go out if they had not). */
 bool st_keepalive_due_locked(struct st_call *c, int64_t now_ns);
-/* The same comment now, whatever the interval (the watcher's probe of a
- * half-closed client: one fully gone answers it with a reset). */
+/* The same now, whatever the interval (probing a half-closed client). */
 bool st_keepalive_probe_locked(struct st_call *c, int64_t now_ns);
 
 /* ---- steps of starting a generation (gen_submit.c), shared by the
