@@ -113,6 +113,7 @@ enum st_opt {
     ST_OPT_ALLOWED_HOSTS, ST_OPT_METRICS_KEY,
     ST_OPT_SLOT_SAVE_PATH,
     ST_OPT_SSE_KEEPALIVE, ST_OPT_RESPONSES_STORE_MB, ST_OPT_SHUTDOWN_TIMEOUT,
+    ST_OPT_MAX_CONNECTIONS, ST_OPT_TIMEOUT, ST_OPT_STREAM_BUFFER,
     ST_OPT_PRIORITY_ORDER,
     ST_OPT_WEBUI,
     ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
@@ -157,6 +158,13 @@ struct st_config {
     int32_t  shutdown_timeout_s;   /* on SIGINT/SIGTERM, let requests in progress finish
                                     * for up to this long (no new ones); 0 = stop at once
                                     * (default) */
+    int32_t  max_connections;      /* open HTTP connections served; past it 503
+                                    * (docs/SECURITY.md "Connections"); default 1024 */
+    int32_t  timeout_s;            /* a connection idle this long (no byte read or
+                                    * written, not waiting on the engine) is closed;
+                                    * default 60 */
+    size_t   stream_buffer;        /* bytes a stream may hold for a client that does
+                                    * not read before it is cut; default 2 MiB */
     enum st_cfg_priority_order priority_order;
     bool     webui;                /* the dashboard at / (docs/DASHBOARD.md); default on */
 

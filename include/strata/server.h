@@ -74,6 +74,15 @@ struct st_server_config {
      * at most (the oldest pruned). */
     const char *state_dir;
     int64_t     state_max_rows;
+    /* Connections (docs/SECURITY.md "Connections"): served at most (past
+     * it 503; /health and /metrics keep a reserve; lowered to fit the
+     * descriptor limit), and the idle timeout in seconds. 0: 1024, 60. */
+    int32_t     max_connections;
+    int32_t     timeout_s;
+    /* Back-pressure: SSE bytes a stream holds for a client that does not
+     * read before the server cuts it (cancelled, slot freed); 0 = no bound.
+     * Default 2 MiB. */
+    size_t      stream_buffer;
     /* Each model's configured priority (docs/design/SCHEDULER.md section 2), indexed
      * like the pool's models; borrowed. NULL, or a model past
      * n_model_priority, counts as 0. */

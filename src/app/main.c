@@ -221,6 +221,9 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->responses_store_bytes = (size_t)c->responses_store_mb << 20;
     s->state_dir = c->state_dir;
     s->state_max_rows = c->state_max_rows;
+    s->max_connections = c->max_connections;
+    s->timeout_s = c->timeout_s;
+    s->stream_buffer = c->stream_buffer;
     s->model_priority = r->model_priority;
     s->n_model_priority = c->n_models;
     s->webui = c->webui;

@@ -8,6 +8,7 @@
  * "strata: " before exiting with status 2.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -138,9 +139,28 @@ static enum st_status apply_one(struct st_config *c, const struct st_cfg_def *d,
     return ST_OK;
 }
 
+/* --cors-origin(s) given again on the command line adds its origins to
+ * the earlier ones (as llama-server's repeatable flag) instead of
+ * replacing them. */
+static enum st_status add_cors_origins(struct st_config *c, const struct st_cfg_def *d,
+                                       const char *typed, const char *value, struct st_err *err)
+{
+    if (value == NULL || c->cors_origins == NULL)
+        return apply_one(c, d, false, typed, value, err);
+    size_t n = strlen(c->cors_origins) + strlen(value) + 2;
+    char *joined = malloc(n);
+    if (joined == NULL)
+        return st_err_set(err, ST_ERR_NOMEM, "%s: out of memory", typed);
+    snprintf(joined, n, "%s,%s", c->cors_origins, value);
+    enum st_status rc = apply_one(c, d, false, typed, joined, err);
+    free(joined);
+    return rc;
+}
+
 enum st_status st_cli_apply(struct st_config *c, int argc, char **argv, bool *help,
                             struct st_err *err)
 {
+    bool cors_seen = false;
     *help = false;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i], *eq, *value = NULL;
@@ -167,9 +187,13 @@ enum st_status st_cli_apply(struct st_config *c, int argc, char **argv, bool *he
             value = eq + 1;
         else if (d->kind != ST_CFG_FLAG && i + 1 < argc)
             value = argv[++i];
-        rc = apply_one(c, d, negated, typed, value, err);
+        if (d->id == ST_OPT_CORS_ORIGINS && cors_seen)
+            rc = add_cors_origins(c, d, typed, value, err);
+        else
+            rc = apply_one(c, d, negated, typed, value, err);
         if (rc != ST_OK)
             return rc;
+        cors_seen |= d->id == ST_OPT_CORS_ORIGINS;
     }
     return ST_OK;
 }

@@ -69,8 +69,8 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         .help = "libmicrohttpd threads" },
     [ST_OPT_CORS_ORIGINS] = { ST_OPT_CORS_ORIGINS, "--cors-origins", "--cors-origin",
         "cors_origins", ST_CFG_STRING, OFF(cors_origins), NO_HAS, .metavar = "LIST",
-        .help = "browser origins allowed (CORS), comma-separated; localhost = this machine's "
-                "pages; * = any; none = no CORS headers" },
+        .help = "browser origins allowed (CORS), comma-separated or repeated; localhost = this "
+                "machine's pages; * = any; none = no CORS headers" },
     [ST_OPT_ALLOWED_HOSTS] = { ST_OPT_ALLOWED_HOSTS, "--allowed-hosts", NULL, "allowed_hosts",
         ST_CFG_STRING, OFF(allowed_hosts), NO_HAS, .metavar = "LIST",
         .help = "Host header names served besides localhost, IP literals and --host "
@@ -94,6 +94,20 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         .metavar = "S",
         .help = "on SIGINT/SIGTERM refuse new requests and let those in progress finish for up "
                 "to S seconds; 0 = stop at once" },
+    [ST_OPT_MAX_CONNECTIONS] = { ST_OPT_MAX_CONNECTIONS, "--max-connections", NULL,
+        "max_connections", ST_CFG_INT32, OFF(max_connections), NO_HAS, I32(1, 1000000),
+        .metavar = "N",
+        .help = "open connections served; past it 503 too_many_connections (/health and "
+                "/metrics keep a reserve)" },
+    [ST_OPT_TIMEOUT] = { ST_OPT_TIMEOUT, "--timeout", "-to", "timeout", ST_CFG_INT32,
+        OFF(timeout_s), NO_HAS, I32(1, 86400), .metavar = "S",
+        .help = "close a connection idle for S seconds (a client sending or reading nothing; "
+                "time waiting on the engine does not count)" },
+    [ST_OPT_STREAM_BUFFER] = { ST_OPT_STREAM_BUFFER, "--stream-buffer", NULL, "stream_buffer",
+        ST_CFG_SIZE, OFF(stream_buffer), NO_HAS, .imin = 65536, .imax = INT64_C(1) << 30,
+        .metavar = "BYTES",
+        .help = "stream output held for a client that does not read; past it the request is "
+                "cancelled (its slot freed)" },
     [ST_OPT_PRIORITY_ORDER] = { ST_OPT_PRIORITY_ORDER, "--priority-order", NULL,
         "priority_order", ST_CFG_CHOICE, OFF(priority_order), NO_HAS,
         .choices = order_choices,

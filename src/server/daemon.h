@@ -22,6 +22,8 @@
 #ifndef STRATA_SERVER_DAEMON_H
 #define STRATA_SERVER_DAEMON_H
 
+#include <microhttpd.h>
+
 #include "server/anthropic/anthropic.h"
 #include "server/llama/llama.h"
 #include "server/openai/oai.h"
@@ -59,5 +61,20 @@ ST_MUST_CHECK enum st_status st_state_activity(struct st_call *c, uint64_t befor
                                                struct st_buf *out, size_t *n);
 /* One activity record as /api/activity shows it (activity_json.c). */
 void st_activity_json(struct st_out *o, struct st_server *srv, const struct st_activity *a);
+/* ---- connection limits (limits.c) ------------------------------------ */
+
+/* Descriptors kept for the server's own files and sockets, and the
+ * connections past --max-connections kept for /health and /metrics. */
+#define ST_FD_RESERVE 64
+#define ST_PROBE_RESERVE 16
+
+/* MHD_OPTION_NOTIFY_CONNECTION: counts srv->open_conns (cls: the server). */
+void st_conn_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                    enum MHD_ConnectionNotificationCode toe);
+/* Raise the descriptor limit, fit --max-connections under it (a log line
+ * when lowered) into srv->conn_cap; returns libmicrohttpd's hard limit. */
+unsigned st_conn_fit(struct st_server *srv);
+/* Past the cap: is this call (its route found, or none) to be refused? */
+bool st_conn_refuse(struct st_call *c);
 
 #endif /* STRATA_SERVER_DAEMON_H */

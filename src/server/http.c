@@ -42,6 +42,9 @@ void st_server_config_defaults(struct st_server_config *c)
     c->sse_keepalive_s = 15;
     c->responses_store_bytes = (size_t)64 << 20;
     c->state_max_rows = 100000;
+    c->max_connections = 1024;
+    c->timeout_s = 60;
+    c->stream_buffer = (size_t)2 << 20;
     c->reasoning_budget = -1;
     c->webui = true;
 }
@@ -166,6 +169,14 @@ static enum st_route_result first_call(struct st_call *c)
         return reply_405(c, allow);
     if (!c->route)
         return not_found(c);
+    if (st_conn_refuse(c)) {
+        st_api_error_set(&e, ST_ERR_QUEUE_FULL, NULL, "too_many_connections",
+                         "The server holds as many connections as it serves "
+                         "(--max-connections %d); retry shortly.", c->srv->conn_cap);
+        e.http = 503;
+        e.retry_after_s = 1;
+        return st_reply_error(c, &e);
+    }
     if (c->route->auth && c->srv->cfg.n_keys > 0) {
         c->key = st_auth_find(c->srv->keys, c->srv->cfg.n_keys,
                               st_call_header(c, MHD_HTTP_HEADER_AUTHORIZATION));
@@ -341,6 +352,8 @@ static enum st_status copy_config(struct st_server *srv, const struct st_server_
         srv->cfg.http_threads = 1;
     if (srv->cfg.sse_keepalive_s < 0)
         srv->cfg.sse_keepalive_s = 0;
+    if (srv->cfg.timeout_s <= 0)
+        srv->cfg.timeout_s = 60;
     enum st_status rc = st_cors_init(&srv->cors, cfg->cors_origins, err);
     srv->cfg.cors_origins = NULL;       /* borrowed from the caller: use srv->cors */
     if (rc != ST_OK)
@@ -410,14 +423,16 @@ static enum st_status start_daemon(struct st_server *srv, struct st_err *err)
                      MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    unsigned hard_limit = st_conn_fit(srv);
     srv->mhd = MHD_start_daemon(
         flags, srv->cfg.port, NULL, NULL, on_access, srv,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,   /* first, so it catches everything */
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.http_threads,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)16384,
+        MHD_OPTION_NOTIFY_CONNECTION, st_conn_notify, srv,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, hard_limit,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         MHD_OPTION_END);
     if (!srv->mhd)
@@ -441,6 +456,7 @@ enum st_status st_server_start(const struct st_server_config *cfg, struct st_eng
     srv->sched = sched;
     srv->created = st_unix_seconds();
     atomic_init(&srv->stopping, false);
+    atomic_init(&srv->open_conns, 0);
     for (int i = 0; i < ST_HTTP_CODES_TRACKED; i++)
         atomic_init(&srv->responses[i], 0);
     pthread_mutex_init(&srv->calls_lock, NULL);

@@ -86,6 +86,22 @@ static void keepalive(struct watch_set *w)
     }
 }
 
+/* The peer shut its side (POLLRDHUP alone): gone, or only done sending
+ * (shutdown(SHUT_WR) after its request) and still reading. A stream tells
+ * them apart by writing: it is sent a keep-alive comment once, which a
+ * client fully gone answers with a reset (POLLHUP / POLLERR on a later
+ * pass); a client still reading gets its whole answer. Anything else is
+ * taken as gone. True when the call is left to go on. c->lock held. */
+static bool half_closed_locked(struct st_call *c, short revents)
+{
+    if (revents & (POLLHUP | POLLERR | POLLNVAL) || !c->gen || !c->gen->stream)
+        return false;
+    if (!c->half_closed && st_keepalive_probe_locked(c, st_clock_now(st_clock_real())))
+        st_call_resume_locked(c);
+    c->half_closed = true;
+    return true;
+}
+
 static void scan(struct st_server *srv, struct watch_set *w)
 {
     collect(srv, w);
@@ -95,7 +111,8 @@ static void scan(struct st_server *srv, struct watch_set *w)
                 continue;
             struct st_call *c = w->calls[i];
             pthread_mutex_lock(&c->lock);
-            bool gone = c->suspended && c->suspend_gen == w->gens[i] && !c->conn_done;
+            bool gone = c->suspended && c->suspend_gen == w->gens[i] && !c->conn_done &&
+                        !half_closed_locked(c, w->fds[i].revents);
             if (gone)
                 c->client_gone = true;
             pthread_mutex_unlock(&c->lock);

@@ -36,6 +36,7 @@ describe('any origin (*), with an API key', () => {
       assert.equal(r.status, 204, path);
       assert.equal(await r.text(), '');
       assert.equal(r.headers.get('access-control-allow-origin'), '*');
+      assert.equal(r.headers.get('access-control-allow-credentials'), null, 'never * with credentials');
       // DELETE /v1/responses/{id} from a page needs DELETE here
       assert.equal(r.headers.get('access-control-allow-methods'), 'GET, POST, DELETE, OPTIONS');
       assert.equal(r.headers.get('access-control-allow-headers'), 'authorization, content-type, x-llamaswap-priority');
@@ -103,12 +104,21 @@ describe('--cors-origins with a list', () => {
       const r = await fetch(`${srv.url}/v1/models`, { headers: { origin } });
       assert.equal(r.status, 200);
       assert.equal(r.headers.get('access-control-allow-origin'), origin);
+      assert.equal(r.headers.get('access-control-allow-credentials'), 'true');
       assert.equal(r.headers.get('vary'), 'Origin');
       await r.text();
       const p = await preflight(srv, '/v1/chat/completions', origin);
       assert.equal(p.status, 204);
       assert.equal(p.headers.get('access-control-allow-origin'), origin);
+      assert.equal(p.headers.get('access-control-allow-credentials'), 'true');
     }
+  });
+
+  test('localhost (any port, 127.0.0.1, [::1]) is not in this list: not echoed', async () => {
+    const r = await fetch(`${srv.url}/v1/models`, { headers: { origin: 'http://localhost:3000' } });
+    assert.equal(r.headers.get('access-control-allow-origin'), null);
+    assert.equal(r.headers.get('access-control-allow-credentials'), null);
+    await r.text();
   });
 
   test('an origin not listed gets no ACAO (still Vary), preflight included', async () => {
@@ -122,6 +132,27 @@ describe('--cors-origins with a list', () => {
     assert.equal(p.status, 204);
     assert.equal(p.headers.get('access-control-allow-origin'), null);
     assert.equal(p.headers.get('access-control-allow-methods'), null);
+    assert.equal(p.headers.get('access-control-allow-credentials'), null);
+  });
+});
+
+describe('--cors-origin repeated, with localhost', () => {
+  let srv;
+  before(async () => {
+    srv = await startServer(['--cors-origin', 'https://ui.example', '--cors-origin', 'localhost']);
+  });
+  after(async () => { await srv?.stop(); });
+
+  test('each occurrence adds origins; localhost matches any port of localhost, 127.0.0.1, [::1]', async () => {
+    for (const origin of ['https://ui.example', 'http://localhost:5173', 'http://127.0.0.1:8081',
+      'http://[::1]:3000', 'https://localhost']) {
+      const p = await preflight(srv, '/v1/chat/completions', origin);
+      assert.equal(p.status, 204, origin);
+      assert.equal(p.headers.get('access-control-allow-origin'), origin, origin);
+      assert.equal(p.headers.get('access-control-allow-credentials'), 'true', origin);
+    }
+    const p = await preflight(srv, '/v1/chat/completions', 'http://localhost.evil.example');
+    assert.equal(p.headers.get('access-control-allow-origin'), null);
   });
 });
 

@@ -27,7 +27,8 @@ if(ST_NODE AND ST_NPM)
     foreach(suite api errors sdk disconnect priority metrics models concurrency sampling tools
                   cors keepalive cache_prompt shutdown echo infill native mixed score_cache responses
                   thinking embeddings messages grammar glm responses_store
-                  security nul epp_metrics render gateway state webui model_names templates slots)
+                  security nul epp_metrics render gateway state webui model_names templates slots
+                  limits)
         add_test(NAME e2e_${suite}
                  COMMAND ${ST_NODE} --test --test-reporter=spec ${ST_E2E_DIR}/${suite}.test.mjs
                  WORKING_DIRECTORY ${ST_E2E_DIR})

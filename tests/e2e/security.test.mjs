@@ -58,14 +58,14 @@ describe('browser safety by default', () => {
   const post = (headers, body = JSON.stringify(chatBody({ max_tokens: 2 }))) =>
     fetch(`${srv.url}/v1/chat/completions`, { method: 'POST', headers, body });
 
-  test('CORS: localhost origins echoed with Vary: Origin, others get nothing, never *', async () => {
+  test('CORS: localhost origins echoed with Vary: Origin and credentials, others get nothing, never *', async () => {
     for (const origin of ['http://localhost:5173', 'http://127.0.0.1:3000', 'https://[::1]']) {
       const r = await post({ 'content-type': 'application/json', origin });
       await r.arrayBuffer();
       assert.equal(r.status, 200);
       assert.equal(r.headers.get('access-control-allow-origin'), origin);
       assert.equal(r.headers.get('vary'), 'Origin');
-      assert.equal(r.headers.get('access-control-allow-credentials'), null);
+      assert.equal(r.headers.get('access-control-allow-credentials'), 'true');   // as llama-server
     }
     const r = await post({ 'content-type': 'application/json', origin: 'https://evil.example' });
     await r.arrayBuffer();

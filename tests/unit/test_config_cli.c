@@ -86,7 +86,8 @@ START_TEST(test_config_cli_every_flag)
         "--port", "9000", "--api-key", "k1", "--body-limit", "64k", "--max-queue", "7",
         "--http-threads", "3", "--cors-origin", "https://a.example",
         "--allowed-hosts", "strata.example", "--metrics-key", "mk", "--sse-keepalive", "30",
-        "--responses-store-mb", "0", "--shutdown-timeout", "20",
+        "--responses-store-mb", "0", "--shutdown-timeout", "20", "--max-connections", "9",
+        "--timeout", "30", "--stream-buffer", "1m",
         "--priority-order", "low-first", "--backend", "sim", "--no-webui",
         "--gpus", "0,1,2", "-np", "6", "--batch", "-c", "2048", "--ubatch", "128", "-t", "5",
         "--rope-scaling", "linear", "--rope-scale", "2", "--yarn-orig-ctx", "8192",
@@ -121,6 +122,9 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.sse_keepalive_s, 30);
     ck_assert_int_eq(c.responses_store_mb, 0);
     ck_assert_int_eq(c.shutdown_timeout_s, 20);
+    ck_assert_int_eq(c.max_connections, 9);
+    ck_assert_int_eq(c.timeout_s, 30);
+    ck_assert_uint_eq(c.stream_buffer, 1u << 20);
     ck_assert_int_eq(c.priority_order, ST_CFG_ORDER_LOW_FIRST);
     ck_assert(!c.webui);
     ck_assert_int_eq(c.backend, ST_CFG_BACKEND_SIM);
@@ -160,6 +164,23 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_str_eq(c.slot_save_path, "/var/slots");
     for (int o = 0; o < ST_OPT_COUNT; o++)
         ck_assert_msg(st_config_given(&c, (enum st_opt)o), "option %d not marked given", o);
+    st_config_fini(&c);
+}
+END_TEST
+
+/* --cors-origin(s) again adds to the list; the limits flags set theirs. */
+START_TEST(test_config_cli_cors_repeats_and_limits)
+{
+    const char *a[] = { "--cors-origin", "https://a.example", "--cors-origins", "localhost",
+                        "--cors-origin=http://b.example:3000", "--max-connections", "7",
+                        "-to", "9", "--stream-buffer", "128k" };
+    struct st_config c;
+
+    apply_ok(&c, ARGC(a), a);
+    ck_assert_str_eq(c.cors_origins, "https://a.example,localhost,http://b.example:3000");
+    ck_assert_int_eq(c.max_connections, 7);
+    ck_assert_int_eq(c.timeout_s, 9);
+    ck_assert_uint_eq(c.stream_buffer, 128u << 10);
     st_config_fini(&c);
 }
 END_TEST
@@ -510,6 +531,7 @@ TCase *config_cli_tcase(void)
     tcase_add_test(t, test_config_cli_commands);
     tcase_add_test(t, test_config_cli_every_flag);
     tcase_add_test(t, test_config_cli_forms);
+    tcase_add_test(t, test_config_cli_cors_repeats_and_limits);
     tcase_add_test(t, test_config_cli_unknown_flags);
     tcase_add_test(t, test_config_cli_bad_values);
     tcase_add_test(t, test_config_cli_missing_or_extra_values);

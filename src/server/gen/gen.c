@@ -211,6 +211,14 @@ static enum st_status c_error(struct st_buf *o, const struct st_gen *g,
     return st_api_error_json(o, &e);
 }
 
+static enum st_status c_api_error(struct st_buf *o, const struct st_gen *g,
+                                  const struct st_gen_choice *ch, const void *arg)
+{
+    (void)g;
+    (void)ch;
+    return st_api_error_json(o, arg);
+}
+
 static enum st_status c_usage(struct st_buf *o, const struct st_gen *g,
                               const struct st_gen_choice *ch, const void *arg)
 {
@@ -221,8 +229,30 @@ static enum st_status c_usage(struct st_buf *o, const struct st_gen *g,
     return st_oai_chunk_usage(o, &m, &u);
 }
 
+/* A stream the server cut (back-pressure): each choice's end is the cut's
+ * error, and the last one's [DONE] where the shape has one, so a client
+ * that reads on sees why its answer is short. */
+static void stream_end_cut(struct st_gen *g, struct st_gen_choice *ch)
+{
+    bool last = g->n_ended == g->n_choices;
+    g->broken = false;   /* the end is small: always rendered */
+    if (g->resp) {
+        struct st_oai_usage u = usage_of(g);
+        g->resp->stream_end(g, ch, &g->cut_error, &u);
+    } else {
+        put_chunk(g, ch, c_api_error, &g->cut_error);
+        if (last && !g->llama.on && !g->broken && st_sse_done(&g->out) != ST_OK)
+            g->broken = true;
+    }
+    g->stream_done = last;
+}
+
 static void stream_end(struct st_gen *g, struct st_gen_choice *ch)
 {
+    if (g->cut) {
+        stream_end_cut(g, ch);
+        return;
+    }
     if (g->resp) {   /* /v1/responses, /v1/messages: one choice; no [DONE] */
         struct st_api_error e;
         struct st_oai_usage u = usage_of(g);
@@ -428,7 +458,7 @@ static void on_end(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch
         ch->status = ST_ERR_INTERNAL;
     snprintf(ch->error, sizeof(ch->error), "%s", ev->error ? ev->error : "");
     ch->stop_seq = ev->stop_text ? strdup(ev->stop_text) : NULL;
-    if (ch->reply)
+    if (ch->reply && !g->cut)
         st_gen_reply_end(c, g, ch);     /* what the parser held back */
     if (g->stream && !c->conn_done)
         stream_end(g, ch);
@@ -444,29 +474,56 @@ static void on_embed(struct st_gen *g, struct st_gen_choice *ch, const struct st
         memcpy(ch->embd, ev->embd, (size_t)ev->n_embd * sizeof(*ch->embd));
 }
 
+/* Back-pressure: a stream whose client stopped reading holds at most
+ * --stream-buffer bytes; past that it is cut (no more chunks; its requests
+ * are cancelled by the caller, freeing their slots). True when cut now. */
+static bool check_backlog_locked(struct st_call *c, struct st_gen *g, size_t *backlog)
+{
+    size_t cap = c->srv->cfg.stream_buffer;
+    *backlog = g->out.len - g->out_off;
+    if (!g->stream || g->cut || g->stream_done || c->conn_done || cap == 0 || *backlog <= cap)
+        return false;
+    g->cut = true;
+    st_api_error_set(&g->cut_error, ST_ERR_CANCELLED, NULL, "stream_buffer_full",
+                     "The client did not read the stream: %zu bytes were waiting for it "
+                     "(--stream-buffer %zu); the request was cancelled.", *backlog, cap);
+    g->cut_error.http = 503;
+    return true;
+}
+
 void st_gen_emit(void *ctx, const struct st_event *ev)
 {
     struct st_gen_choice *ch = ctx;
     struct st_call *c = ch->call;
     struct st_gen_log log;
+    size_t backlog;
     pthread_mutex_lock(&c->lock);
     struct st_gen *g = c->gen;
     ch->n_prompt = ev->n_prompt;
     ch->n_generated = ev->n_generated;
     ch->n_cached = ev->n_cached;
-    if (ev->kind == ST_EVENT_TOKEN)
+    if (ev->kind == ST_EVENT_END)
+        on_end(c, g, ch, ev);
+    else if (g->cut)   /* a cut stream takes nothing more but its end */
+        (void)0;
+    else if (ev->kind == ST_EVENT_TOKEN)
         on_token(c, g, ch, ev);
     else if (ev->kind == ST_EVENT_PROMPT)
         on_prompt(c, g, ch, ev);
     else if (ev->kind == ST_EVENT_EMBED)
         on_embed(g, ch, ev);
-    else
-        on_end(c, g, ch, ev);
+    bool cut_now = check_backlog_locked(c, g, &backlog);
     if (st_gen_ready_locked(c))
         st_call_resume_locked(c);
     st_gen_log_take_locked(c, &log);
     pthread_mutex_unlock(&c->lock);
     st_gen_log_flush(&log);
+    if (cut_now) {
+        st_log(ST_LOG_WARN, "http", "request %s: the client does not read its stream; %zu "
+               "bytes waiting (--stream-buffer %zu): cancelled", c->request_id, backlog,
+               c->srv->cfg.stream_buffer);
+        st_gen_cancel_all(c);   /* no engine lock is held while emitting */
+    }
 }
 
 void st_gen_req_on_free(struct st_request *req)

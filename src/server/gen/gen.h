@@ -87,6 +87,8 @@ struct st_gen {
                                     * MHD (SSE keep-alive, keepalive.c) */
     bool stream_done;              /* stream: [DONE] rendered */
     bool broken;                   /* out of memory while rendering: end the stream */
+    bool cut;                      /* cut at --stream-buffer: its end is cut_error, [DONE] */
+    struct st_api_error cut_error;
     bool logged;                   /* the request's log line was written */
     struct st_gen_shape *resp;     /* the reply's renderer when the request came in as
                                     * /v1/responses or /v1/messages (owned); NULL: the
@@ -219,6 +221,8 @@ bool st_call_suspend_locked(struct st_call *c);
  * (now_ns, real clock), append an SSE comment and return true (the caller
  * resumes the connection: its headers go out if they had not). */
 bool st_keepalive_due_locked(struct st_call *c, int64_t now_ns);
+/* The same now, whatever the interval (probing a half-closed client). */
+bool st_keepalive_probe_locked(struct st_call *c, int64_t now_ns);
 
 /* ---- steps of starting a generation (gen_submit.c), shared by the
  * handlers that build their own engine requests (h_embeddings.c) ---- */

@@ -21,14 +21,27 @@
  */
 #include "server/gen/gen.h"
 
+static bool can_send_locked(const struct st_call *c)
+{
+    const struct st_gen *g = c->gen;
+    return g && g->stream && c->suspended && !c->conn_done && !c->stopping && !g->broken &&
+           !g->stream_done && g->n_ended < g->n_choices && g->out.len == g->out_off;
+}
+
 bool st_keepalive_due_locked(struct st_call *c, int64_t now_ns)
 {
-    struct st_gen *g = c->gen;
     int32_t every_s = c->srv->cfg.sse_keepalive_s;
-    if (every_s <= 0 || !g || !g->stream || !c->suspended || c->conn_done || c->stopping ||
-        g->broken || g->stream_done || g->n_ended == g->n_choices || g->out.len > g->out_off)
+    if (every_s <= 0 || !can_send_locked(c))
         return false;
-    if (now_ns - g->last_out_ns < (int64_t)every_s * ST_NS_PER_SEC)
+    if (now_ns - c->gen->last_out_ns < (int64_t)every_s * ST_NS_PER_SEC)
+        return false;
+    return st_keepalive_probe_locked(c, now_ns);
+}
+
+bool st_keepalive_probe_locked(struct st_call *c, int64_t now_ns)
+{
+    struct st_gen *g = c->gen;
+    if (!can_send_locked(c))
         return false;
     if (st_sse_comment(&g->out, "keep-alive") != ST_OK)
         return false;   /* out of memory: try again next time */

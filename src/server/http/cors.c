@@ -8,12 +8,13 @@
  * origins ("https://a.example,http://localhost:5173", "localhost" among
  * them standing for the loopback origins), compared with the request's
  * Origin header case-insensitively (scheme and host are; browsers send
- * them lowercase). No mode sends Access-Control-Allow-Credentials: the
- * API is keyed by headers, never by cookies (docs/SECURITY.md).
+ * them lowercase). An echoed origin also gets Access-Control-Allow-
+ * Credentials: true (reply.c; as llama-server), "*" never: browsers refuse
+ * the pair, and any page must not send a user's credentials.
  *
  *   mode  Origin present   Access-Control-Allow-Origin        Vary
  *   any   yes              *                                   -
- *   list  listed           the origin, echoed                  Origin
+ *   list  listed           the origin, echoed (+ credentials)  Origin
  *   list  not listed       -                                   Origin
  *   off   any              -                                   -
  *

@@ -169,6 +169,8 @@ struct st_server {
     int64_t created;                    /* unix seconds at start (/v1/models) */
     atomic_bool stopping;
     atomic_bool draining;               /* drain.c: new generations refused */
+    atomic_int open_conns;              /* connections open now (limits.c) */
+    int conn_cap;                       /* --max-connections, fitted to the fd limit */
     atomic_uint_fast64_t responses[ST_HTTP_CODES_TRACKED];
     struct st_resp_store *resp_store;   /* one reference; NULL: storing off
                                          * (responses/responses_store.h) */
@@ -216,6 +218,7 @@ struct st_call {
     bool conn_done;                     /* completion callback ran: mhd is gone */
     bool stopping;                      /* server shutdown: answer 503 / end */
     bool client_gone;                   /* the watcher saw the peer close */
+    bool half_closed;                   /* ... or shut its write side only (watch.c) */
     struct st_gen *gen;                 /* generation state or NULL (gen.c) */
 
     struct st_call *prev, *next;        /* srv->calls; under srv->calls_lock */

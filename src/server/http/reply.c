@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "server/http/http.h"
 
@@ -43,7 +44,9 @@ static void add_request_id(struct st_call *c, struct MHD_Response *r)
 }
 
 /* Access-Control-Allow-Origin (+ Expose-Headers) for an allowed Origin;
- * Vary: Origin whenever the answer depends on it. True when allowed. */
+ * Vary: Origin whenever the answer depends on it. True when allowed. An
+ * origin echoed from the list may send credentials (as llama-server);
+ * "*" never comes with them (browsers refuse the pair). */
 static bool add_cors(struct st_call *c, struct MHD_Response *r)
 {
     bool vary;
@@ -54,6 +57,8 @@ static bool add_cors(struct st_call *c, struct MHD_Response *r)
         return false;
     MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, allow);
     MHD_add_response_header(r, "Access-Control-Expose-Headers", ST_CORS_EXPOSE_HEADERS);
+    if (strcmp(allow, "*") != 0)
+        MHD_add_response_header(r, "Access-Control-Allow-Credentials", "true");
     return true;
 }
 

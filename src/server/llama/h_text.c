@@ -85,6 +85,13 @@ static enum st_status tokens_json(struct st_buf *b, struct st_engine_pool *pool,
     return st_out_finish(&o);
 }
 
+/* The most text /tokenize takes (more than any context holds), and with
+ * pieces, whose answer is many times its input, a quarter of it: a big
+ * body is refused before the tokenizer spends seconds on it
+ * (docs/SECURITY.md "Connections"). */
+#define TOKENIZE_MAX_BYTES ((size_t)1 << 20)
+#define TOKENIZE_PIECES_MAX_BYTES ((size_t)256 << 10)
+
 enum st_route_result st_h_tokenize(struct st_call *c)
 {
     struct st_oai_text_request r;
@@ -92,6 +99,16 @@ enum st_route_result st_h_tokenize(struct st_call *c)
     enum st_route_result res = parse_or_reply(c, ST_OAI_TOKENIZE, &r, &model);
     if (res != ST_ROUTE_WAIT)
         return res;
+    size_t max = r.with_pieces ? TOKENIZE_PIECES_MAX_BYTES : TOKENIZE_MAX_BYTES;
+    if (strlen(r.content) > max) {
+        struct st_api_error e;
+        st_api_error_set(&e, ST_ERR_INVALID, "content", "content_too_large",
+                         "/tokenize takes at most %zu bytes of content%s; this has %zu.", max,
+                         r.with_pieces ? " with_pieces" : "", strlen(r.content));
+        e.http = 413;
+        st_oai_text_request_fini(&r);
+        return st_reply_error(c, &e);
+    }
     int32_t *ids = NULL;
     size_t n = 0;
     struct st_err err = { 0 };
