@@ -1,8 +1,9 @@
 /* attention.cu -- causal GQA attention over the per-slot F16 KV cache,
- * batched across slots (each row has its own slot and position), with a
- * split-K decode kernel for long contexts.
+ * batched across slots (each row has its own slot and position): the KV
+ * write and the split-context (flash-decoding) kernel with its merge. The
+ * tiled prompt kernel is attention_tc.cu.
  *
- * Three launches, in stream order:
+ * Three launches, in stream order (a tiled launch replaces 2 and 3):
  *
  * 1. kv_write: one thread per element of the step's k and v rows (grid.x
  *    over n_kv*D, grid.y = row) converts to fp16 and stores at (slot[r],
@@ -10,8 +11,12 @@
  *    one slot's prompt chunk see each other causally.
  *
  * 2. attn_split: one block of 4 warps per (row, KV head g, chunk s):
- *    blockIdx.x = row * n_kv + g, blockIdx.y = s. The chunk is positions
- *    [s*L, min((s+1)*L, pos+1)), L = split_len. Warp w takes positions
+ *    blockIdx.x = row * n_kv + g, blockIdx.y = s. The row's own range
+ *    0..pos is cut into n_split equal chunks, on the device: L =
+ *    max(split_min, ceil((pos+1) / n_split) rounded up to 32), chunk s =
+ *    [s*L, min((s+1)*L, pos+1)) (empty for the last ones when pos is small:
+ *    they write an empty partial). So every slot, at any depth, spreads
+ *    over all n_split blocks, and the grid never depends on pos. Warp w takes positions
  *    t0 + w, t0 + w + 4, ... Lane l holds elements [l*DPL, l*DPL + DPL) of
  *    the head (DPL = 1, 2, 4 or 8 halves: one vector load per lane per K or
  *    V row, so a warp reads a whole 2*D-byte row at once) for each of the
@@ -25,9 +30,9 @@
  *    partials: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s;
  *    with a.q8 it also writes out's q8_1 rows (the wo matmul's input).
  *
- * The grid is sized from n_ctx (not from positions, which live on the
- * device), so a captured CUDA graph stays valid at any position; chunks
- * past pos exit after writing an empty partial.
+ * The grid is sized from n_rows and n_split (not from positions, which
+ * live on the device), so a captured CUDA graph stays valid at any
+ * position.
  *
  * Memory layout: kc/vc f16 [n_kv*D, n_ctx, n_slots]: the row of (slot s,
  * position t, KV head g) starts at element ((s*n_ctx + t)*n_kv + g)*D.
@@ -99,8 +104,11 @@ static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_ker
     const bool lane_on = lane * DPL < D;
     const int64_t s = a.slot[r], p = a.pos[r];
     const bool row_ok = s >= 0 && s < a.n_slots && p >= 0 && p < a.n_ctx;
-    const int64_t t0 = (int64_t)blockIdx.y * a.split_len;
-    const int64_t t1 = row_ok ? min(t0 + a.split_len, p + 1) : t0;
+    const int64_t n_pos = row_ok ? p + 1 : 0;
+    int64_t len = ((n_pos + a.n_split - 1) / a.n_split + 31) / 32 * 32;
+    len = max(len, (int64_t)a.split_min);
+    const int64_t t0 = min((int64_t)blockIdx.y * len, n_pos);
+    const int64_t t1 = min(t0 + len, n_pos);
 
     float q[GQM][DPL], acc[GQM][DPL], m[GQM], l[GQM];
 #pragma unroll
@@ -263,12 +271,14 @@ static void attn_launch_dpl(const st_kern_attn &a, int gqm, dim3 grid, size_t sm
     }
 }
 
+cudaError_t st_kern_attn_tiled(const st_kern_attn &a, cudaStream_t stream);   /* attention_tc.cu */
+
 extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStream_t stream)
 {
     const int32_t group = a->n_kv > 0 ? a->n_head / a->n_kv : 0;
     if (!st_kern_attn_supported(a->head_dim, group) || a->n_rows < 1 ||
         a->n_rows * a->n_kv > 0x7fffffff || a->n_rows * a->n_head > 0x7fffffff ||
-        a->n_split < 1 || a->n_split > 65535 || (int64_t)a->n_split * a->split_len < a->n_ctx ||
+        (!a->tiled && (a->n_split < 1 || a->n_split > 65535 || a->split_min < 1)) ||
         (a->q8 && (a->head_dim % 32 != 0 ||
                    a->q8_stride < st_kern_q8_1_row_bytes((int64_t)a->n_head * a->head_dim))))
         return cudaErrorInvalidValue;
@@ -279,6 +289,8 @@ extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStrea
             a->kc, a->vc, a->k + r0 * w, a->v + r0 * w, a->slot + r0, a->pos + r0, w, a->n_ctx,
             a->n_slots, a->err_flag);
     }
+    if (a->tiled)
+        return st_kern_attn_tiled(*a, stream);
 
     const int dpl = att_dpl(a->head_dim), gqm = att_gqm(group);
     const dim3 grid((unsigned)(a->n_rows * a->n_kv), (unsigned)a->n_split);
