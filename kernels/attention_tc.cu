@@ -12,12 +12,16 @@
  * once per row.
  *
  * Per tile, each warp: S = Q K^T (16 x BK, Q's fragments in registers for
- * the whole pass, scaled and rounded to f16), the causal mask (position <=
- * the vector's row position), the online softmax on S's accumulator
- * fragments (row max over the 4 lanes of a row, running max m, running
- * sum l kept per lane and added up at the end), then O += P V with P
- * rounded to f16 straight from S's accumulator layout (the C fragments of
- * two adjacent n8 tiles are the A fragment of one k16 step). out = O / l.
+ * the whole pass), the causal mask (position <= the vector's row
+ * position), the online softmax on S's accumulator fragments (row max over
+ * the 4 lanes of a row, running max m, running sum l kept per lane and
+ * added up at the end), then O += P V with P taken straight from S's
+ * accumulator layout (the C fragments of two adjacent n8 tiles are the A
+ * fragment of one k16 step). out = O / l. K and V are f16 already; q and
+ * p go to the tensor cores as two f16 parts each (the rounding, then the
+ * rounding of what it missed: tc_split), two products each, so the result
+ * is as exact as f32 arithmetic to ~1e-6 instead of f16's ~2e-4: twice
+ * the tensor work, in a kernel not bound by it.
  *
  * Rows of one block may belong to different slots (a step mixing a prompt
  * chunk with decode rows): the block runs one pass per distinct slot, each
@@ -45,6 +49,15 @@ static __device__ __forceinline__ uint32_t tc_pack(float lo, float hi)
 {
     return (uint32_t)__half_as_ushort(__float2half_rn(lo)) |
            ((uint32_t)__half_as_ushort(__float2half_rn(hi)) << 16);
+}
+
+/* x, y as two f16 pairs: big = their f16 roundings, small = what those miss
+ * (f16 again), so big + small carries about 22 bits of each. */
+static __device__ __forceinline__ void tc_split(float x, float y, uint32_t &big, uint32_t &small)
+{
+    const float xb = __half2float(__float2half_rn(x)), yb = __half2float(__float2half_rn(y));
+    big = tc_pack(xb, yb);
+    small = tc_pack(x - xb, y - yb);
 }
 
 /* c[j] += A[kk] B[j][kk] over kk < ks, for j < nt: one m16n8k16 per (j, kk).
@@ -173,16 +186,16 @@ static __global__ void __launch_bounds__(32 * TC_WARPS) attn_tiled(const st_kern
     }
     /* Q's A fragments, scaled, f16: register i holds row g + 8 (i % 2), cols
      * 16kk + 2t (+1) + 8 (i / 2) */
-    uint32_t qa[KS][4];
+    uint32_t qa[KS][4], qb[KS][4];             /* big and small halves */
 #pragma unroll
     for (int kk = 0; kk < KS; kk++) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int h = i % 2, d = kk * 16 + 8 * (i / 2) + 2 * t;
-            qa[kk][i] = 0;
+            qa[kk][i] = qb[kk][i] = 0;
             if (kk < D / 16 && vrow[h] >= 0) {
                 const float *qp = a.q + ((r0 + vrow[h]) * a.n_head + vhead[h]) * D + d;
-                qa[kk][i] = tc_pack(qp[0] * a.scale, qp[1] * a.scale);
+                tc_split(qp[0] * a.scale, qp[1] * a.scale, qa[kk][i], qb[kk][i]);
             }
         }
     }
@@ -225,9 +238,13 @@ static __global__ void __launch_bounds__(32 * TC_WARPS) attn_tiled(const st_kern
                 }
                 *(uint4 *)(ks + i * kst + d) = kx;
                 const uint32_t vw[4] = { vx.x, vx.y, vx.z, vx.w };
+                /* rotated by d / 8: threads of one i store to 8 rows of vt
+                 * at once, not all to row d (one bank: 16-way conflicts) */
 #pragma unroll
-                for (int u = 0; u < 8; u++)
+                for (int k = 0; k < 8; k++) {
+                    const int u = (k + d / 8) % 8;
                     vt[(d + u) * vst + i] = (uint16_t)(vw[u / 2] >> (16 * (u % 2)));
+                }
             }
             __syncthreads();
             if (t0 > wlim)                      /* warp-uniform: nothing here for its rows */
@@ -237,11 +254,13 @@ static __global__ void __launch_bounds__(32 * TC_WARPS) attn_tiled(const st_kern
 #pragma unroll
             for (int j = 0; j < NS; j++)
                 s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-            tc_mma<NS, KS>(s, qa, NS, D / 16, [&](int j, int kk, uint32_t *b) {
+            const auto kfrag = [&](int j, int kk, uint32_t *b) {
                 const uint16_t *p = ks + (j * 8 + g) * kst + kk * 16 + 2 * t;
                 b[0] = *(const uint32_t *)p;
                 b[1] = *(const uint32_t *)(p + 8);
-            });
+            };
+            tc_mma<NS, KS>(s, qa, NS, D / 16, kfrag);
+            tc_mma<NS, KS>(s, qb, NS, D / 16, kfrag);
             /* s[j][i]: vector row g + 8 (i / 2), position t0 + 8j + 2t + i % 2 */
             float mx[2] = { TC_NEG, TC_NEG }, corr[2], psum[2] = { 0.0f, 0.0f };
 #pragma unroll
@@ -277,19 +296,21 @@ static __global__ void __launch_bounds__(32 * TC_WARPS) attn_tiled(const st_kern
                 o[n][3] *= corr[1];
             }
             /* P as A fragments: n8 tiles 2kk and 2kk + 1 of S make k16 step kk */
-            uint32_t pa[KP][4];
+            uint32_t pa[KP][4], pb[KP][4];
 #pragma unroll
             for (int kk = 0; kk < KP; kk++) {
-                pa[kk][0] = tc_pack(s[2 * kk][0], s[2 * kk][1]);
-                pa[kk][1] = tc_pack(s[2 * kk][2], s[2 * kk][3]);
-                pa[kk][2] = tc_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-                pa[kk][3] = tc_pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+                tc_split(s[2 * kk][0], s[2 * kk][1], pa[kk][0], pb[kk][0]);
+                tc_split(s[2 * kk][2], s[2 * kk][3], pa[kk][1], pb[kk][1]);
+                tc_split(s[2 * kk + 1][0], s[2 * kk + 1][1], pa[kk][2], pb[kk][2]);
+                tc_split(s[2 * kk + 1][2], s[2 * kk + 1][3], pa[kk][3], pb[kk][3]);
             }
-            tc_mma<NO, KP>(o, pa, D / 8, KP, [&](int j, int kk, uint32_t *b) {
+            const auto vfrag = [&](int j, int kk, uint32_t *b) {
                 const uint16_t *p = vt + (j * 8 + g) * vst + kk * 16 + 2 * t;
                 b[0] = *(const uint32_t *)p;
                 b[1] = *(const uint32_t *)(p + 8);
-            });
+            };
+            tc_mma<NO, KP>(o, pa, D / 8, KP, vfrag);
+            tc_mma<NO, KP>(o, pb, D / 8, KP, vfrag);
         }
 
 #pragma unroll

@@ -167,7 +167,8 @@ cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const float *w,
  * - tiled (tiled != 0, st_kern_attn_tiled_supported): blocks of query rows
  *   x the query heads of one KV head stream the slot's K/V in tiles through
  *   shared memory, products on tensor cores (mma.sync m16n8k16, f16 inputs,
- *   f32 accumulation). No scratch, no q8 epilogue.
+ *   q and p as two f16 parts each, f32 accumulation). No scratch, no q8
+ *   epilogue.
  * The launch shapes depend only on n_rows, n_ctx and n_split, never on the
  * positions (read on the device), so a captured CUDA graph stays valid. */
 struct st_kern_attn {

@@ -8,9 +8,9 @@
  *        kernels/attention.cu kernels/attention_tc.cu tests/gpu/attn_check.cu \
  *        -o attn_check -lgomp && ./attn_check
  *
- * Exit status 0 when every case is within its tolerance (tiled 2e-3: f16 Q
- * and P on tensor cores; split 1e-5), 1 otherwise. Timings are printed,
- * not judged.
+ * Exit status 0 when every case is within its tolerance (tiled 1e-4: q and p
+ * reach the tensor cores as two f16 parts each, ~1e-6 on tests/cuemu; split
+ * 1e-5), 1 otherwise. Timings are printed, not judged.
  */
 #include <math.h>
 #include <stdio.h>
@@ -213,7 +213,7 @@ static void check(dev *d, const char *name, const std::vector<int32_t> &slot,
         CK(cudaDeviceSynchronize());
         std::vector<float> out((size_t)n * d->sh.H * d->sh.D);
         CK(cudaMemcpy(out.data(), s.dout, out.size() * 4, cudaMemcpyDeviceToHost));
-        const double e = ref_err(d, &s, out), tol = tiled ? 2e-3 : 1e-5;
+        const double e = ref_err(d, &s, out), tol = tiled ? 1e-4 : 1e-5;
         unsigned flag;
         CK(cudaMemcpy(&flag, d->flag, 4, cudaMemcpyDeviceToHost));
         const bool ok = e <= tol && flag == 0;
