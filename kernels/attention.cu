@@ -1,8 +1,9 @@
 /* attention.cu -- causal GQA attention over the per-slot F16 KV cache,
- * batched across slots (each row has its own slot and position), with a
- * split-K decode kernel for long contexts.
+ * batched across slots (each row has its own slot and position): the KV
+ * write and the split-context (flash-decoding) kernel with its merge. The
+ * tiled prompt kernel is attention_tc.cu.
  *
- * Three launches, in stream order:
+ * Three launches, in stream order (a tiled launch replaces 2 and 3):
  *
  * 1. kv_write: one thread per element of the step's k and v rows (grid.x
  *    over n_kv*D, grid.y = row) converts to fp16 and stores at (slot[r],
@@ -10,24 +11,32 @@
  *    one slot's prompt chunk see each other causally.
  *
  * 2. attn_split: one block of 4 warps per (row, KV head g, chunk s):
- *    blockIdx.x = row * n_kv + g, blockIdx.y = s. The chunk is positions
- *    [s*L, min((s+1)*L, pos+1)), L = split_len. Warp w takes positions
- *    t0 + w, t0 + w + 4, ... Lane l holds elements [l*DPL, l*DPL + DPL) of
- *    the head (DPL = 1, 2, 4 or 8 halves: one vector load per lane per K or
- *    V row, so a warp reads a whole 2*D-byte row at once) for each of the
- *    gq query heads that share g (GQA: a K/V row is read once for all of
- *    them). Scores are warp-reduced and folded into an online softmax
- *    (running max m, sum l, unnormalised accumulator) per head. The 4 warps
- *    merge through shared memory and write one partial (m, l, acc[D]) per
- *    (row, head, chunk) to 'part'.
+ *    blockIdx.x = row * n_kv + g, blockIdx.y = s. The row's own range
+ *    0..pos is cut into n_split equal chunks, on the device: L =
+ *    max(split_min, ceil((pos+1) / n_split) rounded up to 32), chunk s =
+ *    [s*L, min((s+1)*L, pos+1)) (empty for the last ones when pos is small:
+ *    they write an empty partial). So every slot, at any depth, spreads
+ *    over all n_split blocks, and the grid never depends on pos. The gq
+ *    query heads that share g (GQA) sit scaled in shared memory, and every
+ *    K/V row is read once for all of them. Warps take rounds of 32
+ *    positions (warp w: t0 + 32w, then + 128, ...): lane j scores position
+ *    tb + j against every head (the whole K row, 16-byte loads, q read as
+ *    a broadcast), the warp's max updates the online softmax (running max
+ *    m, sum l, unnormalised accumulator) once per round and head, the 32
+ *    weights go through shared memory, and the warp adds the 32 V rows,
+ *    lane l holding elements [l*DPL, l*DPL + DPL) (DPL = 1, 2, 4 or 8
+ *    halves: one load per lane per V row, the warp reads the whole row).
+ *    So there is one warp reduction per 32 positions and head, not one
+ *    per position. The 4 warps merge through shared memory and write one
+ *    partial (m, l, acc[D]) per (row, head, chunk) to 'part'.
  *
  * 3. attn_merge: one block per (row, query head) merges the n_split
  *    partials: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s;
  *    with a.q8 it also writes out's q8_1 rows (the wo matmul's input).
  *
- * The grid is sized from n_ctx (not from positions, which live on the
- * device), so a captured CUDA graph stays valid at any position; chunks
- * past pos exit after writing an empty partial.
+ * The grid is sized from n_rows and n_split (not from positions, which
+ * live on the device), so a captured CUDA graph stays valid at any
+ * position.
  *
  * Memory layout: kc/vc f16 [n_kv*D, n_ctx, n_slots]: the row of (slot s,
  * position t, KV head g) starts at element ((s*n_ctx + t)*n_kv + g)*D.
@@ -87,11 +96,46 @@ static __device__ __forceinline__ void load_h(const uint16_t *p, float *f)
     }
 }
 
+/* K row kr (D halves) dotted with the gq scaled query heads in sq (f32
+ * [gq][D], shared memory: every lane reads the same address). */
+template <int GQM>
+static __device__ __forceinline__ void att_scores(float (&sc)[GQM], const uint16_t *kr,
+                                                  const float *sq, int D, int gq)
+{
+#pragma unroll
+    for (int h = 0; h < GQM; h++)
+        sc[h] = 0.0f;
+    if (D % 8 == 0) {
+        for (int d = 0; d < D; d += 8) {
+            float kf[8];
+            load_h<8>(kr + d, kf);
+#pragma unroll
+            for (int h = 0; h < GQM; h++) {
+                if (h < gq) {
+                    const float *qh = sq + h * D + d;
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        sc[h] += qh[e] * kf[e];
+                }
+            }
+        }
+    } else {
+        for (int d = 0; d < D; d++) {
+            const float kf = kq_h2f(kr[d]);
+#pragma unroll
+            for (int h = 0; h < GQM; h++)
+                if (h < gq)
+                    sc[h] += sq[h * D + d] * kf;
+        }
+    }
+}
+
 template <int DPL, int GQM>
 static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_kern_attn a)
 {
     __shared__ float sm_m[ATT_WARPS][GQM], sm_l[ATT_WARPS][GQM];
-    KQ_DYN_SMEM(float, sm_dyn);                  /* [ATT_WARPS][gq][D] */
+    __shared__ float sm_p[ATT_WARPS][GQM][32];  /* a warp's softmax weights, by lane */
+    KQ_DYN_SMEM(float, sm_dyn);                  /* q [gq][D]; later [ATT_WARPS][gq][D] */
     const int D = a.head_dim, gq = a.n_head / a.n_kv;
     const int64_t r = blockIdx.x / a.n_kv;
     const int g = (int)(blockIdx.x % a.n_kv);
@@ -99,53 +143,70 @@ static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_ker
     const bool lane_on = lane * DPL < D;
     const int64_t s = a.slot[r], p = a.pos[r];
     const bool row_ok = s >= 0 && s < a.n_slots && p >= 0 && p < a.n_ctx;
-    const int64_t t0 = (int64_t)blockIdx.y * a.split_len;
-    const int64_t t1 = row_ok ? min(t0 + a.split_len, p + 1) : t0;
+    const int64_t n_pos = row_ok ? p + 1 : 0;
+    int64_t len = ((n_pos + a.n_split - 1) / a.n_split + 31) / 32 * 32;
+    len = max(len, (int64_t)a.split_min);
+    const int64_t t0 = min((int64_t)blockIdx.y * len, n_pos);
+    const int64_t t1 = min(t0 + len, n_pos);
 
-    float q[GQM][DPL], acc[GQM][DPL], m[GQM], l[GQM];
+    for (int i = threadIdx.x; i < gq * D; i += blockDim.x)
+        sm_dyn[i] = a.q[(r * a.n_head + (int64_t)g * gq) * D + i] * a.scale;
+    __syncthreads();
+
+    float acc[GQM][DPL], m[GQM], l[GQM];        /* l: this lane's share of the sum */
 #pragma unroll
     for (int h = 0; h < GQM; h++) {
         m[h] = ATT_NEG;
         l[h] = 0.0f;
 #pragma unroll
-        for (int d = 0; d < DPL; d++) {
-            const int64_t qi = (r * a.n_head + (int64_t)g * gq + h) * D + lane * DPL + d;
-            q[h][d] = (h < gq && lane_on) ? a.q[qi] * a.scale : 0.0f;
+        for (int d = 0; d < DPL; d++)
             acc[h][d] = 0.0f;
-        }
     }
     const size_t w = (size_t)a.n_kv * D;
     const size_t base = ((size_t)(row_ok ? s : 0) * (size_t)a.n_ctx) * w + (size_t)g * D;
-    for (int64_t t = t0 + warp; t < t1; t += ATT_WARPS) {
-        float kf[DPL], vf[DPL];
-        const uint16_t *kr = a.kc + base + (size_t)t * w + lane * DPL;
-        const uint16_t *vr = a.vc + base + (size_t)t * w + lane * DPL;
-        if (lane_on) {
-            load_h<DPL>(kr, kf);
-            load_h<DPL>(vr, vf);
-        } else {
-#pragma unroll
-            for (int d = 0; d < DPL; d++)
-                kf[d] = vf[d] = 0.0f;
-        }
+    /* 32 positions per warp and round: lane j scores position tb + j over the
+     * whole head, then the warp adds the 32 V rows, lane l its DPL elements */
+    for (int64_t tb = t0 + 32 * warp; tb < t1; tb += 32 * ATT_WARPS) {
+        const int64_t t = tb + lane;
+        const int nv = (int)min((int64_t)32, t1 - tb);
+        float sc[GQM];
+        att_scores<GQM>(sc, a.kc + base + (size_t)min(t, t1 - 1) * w, sm_dyn, D, gq);
 #pragma unroll
         for (int h = 0; h < GQM; h++) {
             if (h < gq) {
-                float sc = 0.0f;
-#pragma unroll
-                for (int d = 0; d < DPL; d++)
-                    sc += q[h][d] * kf[d];
-                sc = kq_warp_sum(sc);
-                const float mn = fmaxf(m[h], sc);
-                const float corr = expf(m[h] - mn), pw = expf(sc - mn);
+                const float x = lane < nv ? sc[h] : ATT_NEG;
+                const float mn = fmaxf(m[h], kq_warp_max(x));
+                const float corr = expf(m[h] - mn), pw = lane < nv ? expf(x - mn) : 0.0f;
                 l[h] = l[h] * corr + pw;
+                sm_p[warp][h][lane] = pw;
 #pragma unroll
                 for (int d = 0; d < DPL; d++)
-                    acc[h][d] = acc[h][d] * corr + pw * vf[d];
+                    acc[h][d] *= corr;
                 m[h] = mn;
             }
         }
+        __syncwarp();
+        if (lane_on) {
+            for (int j = 0; j < nv; j++) {
+                float vf[DPL];
+                load_h<DPL>(a.vc + base + (size_t)(tb + j) * w + lane * DPL, vf);
+#pragma unroll
+                for (int h = 0; h < GQM; h++) {
+                    if (h < gq) {
+                        const float pw = sm_p[warp][h][j];
+#pragma unroll
+                        for (int d = 0; d < DPL; d++)
+                            acc[h][d] += pw * vf[d];
+                    }
+                }
+            }
+        }
+        __syncwarp();
     }
+#pragma unroll
+    for (int h = 0; h < GQM; h++)
+        l[h] = kq_warp_sum(l[h]);
+    __syncthreads();                            /* q is read: sm_dyn takes the partials */
     /* merge the warps: each publishes (m, l, acc), then all threads combine */
 #pragma unroll
     for (int h = 0; h < GQM; h++) {
@@ -237,7 +298,7 @@ extern "C" bool st_kern_attn_supported(int32_t head_dim, int32_t group)
         return false;
     int dpl = att_dpl(head_dim);
     return head_dim % dpl == 0 && dpl * att_gqm(group) <= 64 &&
-           (size_t)ATT_WARPS * group * head_dim * sizeof(float) <= 48 * 1024;
+           (size_t)ATT_WARPS * group * head_dim * sizeof(float) <= 32 * 1024;
 }
 
 extern "C" size_t st_kern_attn_scratch_bytes(int64_t n_rows, int32_t n_head, int32_t head_dim,
@@ -263,12 +324,14 @@ static void attn_launch_dpl(const st_kern_attn &a, int gqm, dim3 grid, size_t sm
     }
 }
 
+cudaError_t st_kern_attn_tiled(const st_kern_attn &a, cudaStream_t stream);   /* attention_tc.cu */
+
 extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStream_t stream)
 {
     const int32_t group = a->n_kv > 0 ? a->n_head / a->n_kv : 0;
     if (!st_kern_attn_supported(a->head_dim, group) || a->n_rows < 1 ||
         a->n_rows * a->n_kv > 0x7fffffff || a->n_rows * a->n_head > 0x7fffffff ||
-        a->n_split < 1 || a->n_split > 65535 || (int64_t)a->n_split * a->split_len < a->n_ctx ||
+        (!a->tiled && (a->n_split < 1 || a->n_split > 65535 || a->split_min < 1)) ||
         (a->q8 && (a->head_dim % 32 != 0 ||
                    a->q8_stride < st_kern_q8_1_row_bytes((int64_t)a->n_head * a->head_dim))))
         return cudaErrorInvalidValue;
@@ -279,6 +342,8 @@ extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStrea
             a->kc, a->vc, a->k + r0 * w, a->v + r0 * w, a->slot + r0, a->pos + r0, w, a->n_ctx,
             a->n_slots, a->err_flag);
     }
+    if (a->tiled)
+        return st_kern_attn_tiled(*a, stream);
 
     const int dpl = att_dpl(a->head_dim), gqm = att_gqm(group);
     const dim3 grid((unsigned)(a->n_rows * a->n_kv), (unsigned)a->n_split);

@@ -154,14 +154,23 @@ cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const float *w,
                                   int head_dim, const struct st_rope_params *rope, float eps,
                                   unsigned *err_flag, cudaStream_t stream);
 
-/* ---- attention (attention.cu) ----------------------------------------------
+/* ---- attention (attention.cu, attention_tc.cu) ----------------------------
  * Writes k, v (f32 [n_kv*D, n_rows]) as fp16 into kc/vc (f16
  * [n_kv*D, n_ctx, n_slots]) at (slot[r], pos[r]), then for each row and
  * query head h attends over positions 0..pos[r] of its slot with KV head
- * h / (n_head / n_kv). Split-K: positions are cut into n_split chunks of
- * split_len (n_split * split_len >= n_ctx); each (row, KV head, chunk) is
- * one block with an online softmax, and a second kernel merges the chunks.
- * 'part' is scratch of st_kern_attn_scratch_bytes(). */
+ * h / (n_head / n_kv). Two algorithms (docs/CUDA.md "Attention"):
+ * - split (tiled == 0): each row's range 0..pos[r] is cut on the device into
+ *   n_split chunks of at least split_min positions; each (row, KV head,
+ *   chunk) is one block with an online softmax, and a second kernel merges
+ *   the chunks by log-sum-exp. 'part' is scratch of
+ *   st_kern_attn_scratch_bytes().
+ * - tiled (tiled != 0, st_kern_attn_tiled_supported): blocks of query rows
+ *   x the query heads of one KV head stream the slot's K/V in tiles through
+ *   shared memory, products on tensor cores (mma.sync m16n8k16, f16 inputs,
+ *   q and p as two f16 parts each, f32 accumulation). No scratch, no q8
+ *   epilogue.
+ * The launch shapes depend only on n_rows, n_ctx and n_split, never on the
+ * positions (read on the device), so a captured CUDA graph stays valid. */
 struct st_kern_attn {
     float         *out;          /* f32 [n_head*D, n_rows] */
     const float   *q, *k, *v;
@@ -170,7 +179,8 @@ struct st_kern_attn {
     int64_t        n_rows, n_ctx, n_slots;
     int32_t        n_head, n_kv, head_dim;
     float          scale;
-    int32_t        n_split, split_len;
+    int32_t        n_split, split_min;
+    int32_t        tiled;
     float         *part;
     unsigned      *err_flag;
     void          *q8;           /* NULL, or q8_1 rows of out (head_dim % 32 == 0): the
@@ -182,6 +192,11 @@ size_t st_kern_attn_scratch_bytes(int64_t n_rows, int32_t n_head, int32_t head_d
                                   int32_t n_split);
 /* head_dim <= 256 and query heads per KV head within the kernel's limits. */
 bool st_kern_attn_supported(int32_t head_dim, int32_t group);
+/* The tiled kernel takes this shape (head_dim a multiple of 16, <= 256;
+ * group <= 16) on a device of compute capability cc_major.x (>= 8: the
+ * kernel is built for sm_80 and newer; tests/cuemu runs it with the matrix
+ * products in software). */
+bool st_kern_attn_tiled_supported(int32_t head_dim, int32_t group, int cc_major);
 cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStream_t stream);
 
 /* ---- recurrent layers (ssm.cu): strata/backend_ssm.h --------------------

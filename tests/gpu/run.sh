@@ -23,6 +23,7 @@
 #      tcase under compute-sanitizer (which kernel, which address), or
 #      cuda_model under it when only that failed;
 #   4. gpu_bench kern: each weight type alone, eager and graphed (GB/s);
+#      tests/gpu/attn_check.cu: both attention kernels against float64, timed;
 #   5. gpu_bench run on a3b Q4_K: prompt 512, decode np 1 and 4 (greedy ids
 #      drawn on the device, sampled ids (top-k 40 / top-p / min-p) drawn on
 #      the device, then whole logits copied back); then decode np 1 again with
@@ -274,6 +275,13 @@ fi
 # ---- 4. kernels alone ---------------------------------------------------------------
 step bench_kern 60 "$BENCH" kern -b cuda
 grep "^bench:" "$LOGS/bench_kern.log" | tee -a "$SUMMARY"
+# attention alone: both kernels against float64, then their speed (tests/gpu/attn_check.cu)
+if step build_attn 90 nvcc -std=c++17 -O2 -arch=sm_90 -Ikernels -Iinclude -Xcompiler -fopenmp \
+        kernels/attention.cu kernels/attention_tc.cu tests/gpu/attn_check.cu \
+        -o build-gpu/attn_check -lgomp; then
+    step attn_check 120 build-gpu/attn_check || STATUS=1
+    grep -E "FAIL|^speed:|all ok|FAILED" "$LOGS/attn_check.log" | head -24 | tee -a "$SUMMARY"
+fi
 
 # ---- 5. the big model (a3b) at Q4_K ------------------------------------------------------
 # fusion_summary: np 1 greedy decode, fused (bench_q4_k) against unfused

@@ -10,7 +10,8 @@
  * Tolerances (relative L2 error of the whole output against the CPU):
  *   exact-formula ops (embed, add, silu_mul, norm)            1e-5
  *   rope (CUDA's powf is within 4 ulp)                         1e-3
- *   attention (same F16 cache, float accumulation order)       1e-4
+ *   attention (same F16 cache, float accumulation order; the
+ *   tiled kernel's f16 products carry q and p as two halves)   1e-4
  *   matmul / MoE with F32 weights                              1e-4
  *   with F16 / BF16 weights (cuBLAS path: fp16 activations)    3e-3
  *   with quantized weights                                     2e-2
@@ -513,16 +514,22 @@ static void attn_step(const struct attn_case *c, struct st_tensor *kc, struct st
     free(v);
 }
 
+/* Slots 0..2 of a case: prompt chunks (two slots in one block of the tiled
+ * kernel), decode rows of three slots, a long prefix on slot 2 in ragged
+ * chunks, a chunk with decode rows of other slots among its rows (several
+ * passes of one tiled block), and decode rows at three depths (split). */
 static void check_attention(const struct attn_case *c, int64_t long_prefix)
 {
+    static const int64_t chunks[] = { 128, 77, 301, 17 };
     const int64_t kw = (int64_t)c->Hkv * c->D;
     struct st_tensor kc = put(cpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
     struct st_tensor vc = put(cpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
     struct st_tensor kg = put(gpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
     struct st_tensor vg = put(gpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
-    int32_t slot[128], pos[128];
-    int64_t n = 0;
+    int32_t slot[512], pos[512];
+    int64_t n = 0, ci = 0;
 
+    ck_assert(long_prefix + 2 <= c->n_ctx && c->n_ctx >= 64);
     /* step 1: a read chunk of slot 0 (positions 0..19) and slot 1 (0..5) */
     for (int i = 0; i < 20; i++, n++) { slot[n] = 0; pos[n] = i; }
     for (int i = 0; i < 6; i++, n++) { slot[n] = 1; pos[n] = i; }
@@ -532,32 +539,129 @@ static void check_attention(const struct attn_case *c, int64_t long_prefix)
     slot[1] = 2; pos[1] = 0;
     slot[2] = 1; pos[2] = 6;
     attn_step(c, &kc, &vc, &kg, &vg, slot, pos, 3);
-    /* long context on slot 2: prefix in chunks of 128 rows, then decode (split-K) */
-    for (int64_t p0 = 1; p0 < long_prefix; p0 += 128) {
+    /* long context on slot 2: the prefix in chunks of 128, 77, 301, 17, ... rows */
+    for (int64_t p0 = 1; p0 < long_prefix; p0 += n, ci++) {
         n = 0;
-        for (int64_t p = p0; p < p0 + 128 && p < long_prefix; p++, n++) {
+        for (int64_t p = p0; p < p0 + chunks[ci % 4] && p < long_prefix; p++, n++) {
             slot[n] = 2;
             pos[n] = (int32_t)p;
         }
         attn_step(c, &kc, &vc, &kg, &vg, slot, pos, n);
     }
-    if (long_prefix > 1) {
-        slot[0] = 2; pos[0] = (int32_t)long_prefix;
-        slot[1] = 0; pos[1] = 21;
-        attn_step(c, &kc, &vc, &kg, &vg, slot, pos, 2);
+    /* a 40-row chunk of slot 0 (21..60) with decode rows of slots 1 and 2 among its rows */
+    n = 0;
+    for (int i = 0; i < 40; i++, n++) {
+        if (i == 3) { slot[n] = 1; pos[n] = 7; n++; }
+        if (i == 30) { slot[n] = 2; pos[n] = (int32_t)(long_prefix > 1 ? long_prefix : 1); n++; }
+        slot[n] = 0;
+        pos[n] = 21 + i;
     }
+    attn_step(c, &kc, &vc, &kg, &vg, slot, pos, n);
+    /* decode rows at three depths */
+    slot[0] = 2; pos[0] = (int32_t)(long_prefix > 1 ? long_prefix + 1 : 2);
+    slot[1] = 0; pos[1] = 61;
+    slot[2] = 1; pos[2] = 8;
+    attn_step(c, &kc, &vc, &kg, &vg, slot, pos, 3);
     release2(&kc, &kg);
     release2(&vc, &vg);
 }
 
 START_TEST(test_cuda_ops_attention)
 {
-    const struct attn_case qwen = { 32, 4, 128, 2048, 3 };   /* the A3B shape */
+    const struct attn_case qwen = { 32, 4, 128, 3072, 3 };   /* the A3B shape: GQA 8 */
+    const struct attn_case gqa4 = { 16, 4, 64, 1024, 3 };
     const struct attn_case small = { 4, 2, 16, 64, 3 };      /* the tiny preset */
     const struct attn_case mid = { 8, 8, 64, 256, 3 };       /* no GQA */
-    check_attention(&qwen, 1500);
+    const struct attn_case d256 = { 4, 2, 256, 512, 3 };
+    const struct attn_case gqa3 = { 6, 2, 80, 256, 3 };      /* 3 heads a group, D 80 */
+    const struct attn_case gqa16 = { 32, 2, 64, 256, 3 };    /* 4 rows a tiled block */
+    const struct attn_case d72 = { 4, 4, 72, 256, 3 };       /* not a multiple of 16: split only */
+    check_attention(&qwen, 2500);
+    check_attention(&gqa4, 700);
     check_attention(&small, 0);
     check_attention(&mid, 200);
+    check_attention(&d256, 300);
+    check_attention(&gqa3, 100);
+    check_attention(&gqa16, 100);
+    check_attention(&d72, 100);
+}
+END_TEST
+
+/* A decode step of two slots captured as a CUDA graph, then replayed while
+ * the slots grow, jump deep into the context and restart (positions are
+ * read on the device, the split count is fixed by the shape): every replay
+ * equals the CPU's eager step. */
+START_TEST(test_cuda_ops_attention_graph)
+{
+    static const int32_t steps[6][2] = {
+        { 1000, 200 }, { 1001, 201 }, { 1002, 202 }, { 1003, 1500 }, { 2047, 1501 }, { 5, 1502 },
+    };
+    const struct attn_case c = { 16, 4, 64, 2048, 2 };
+    const int64_t n = 2, qw = (int64_t)c.H * c.D, kw = (int64_t)c.Hkv * c.D;
+    struct st_tensor kc = put(cpu, ST_DTYPE_F16, kw, c.n_ctx, c.n_slots, NULL);
+    struct st_tensor vc = put(cpu, ST_DTYPE_F16, kw, c.n_ctx, c.n_slots, NULL);
+    struct st_tensor kg = put(gpu, ST_DTYPE_F16, kw, c.n_ctx, c.n_slots, NULL);
+    struct st_tensor vg = put(gpu, ST_DTYPE_F16, kw, c.n_ctx, c.n_slots, NULL);
+    struct st_backend *b[2] = { cpu, gpu };
+    struct st_tensor t[2][6];
+    int32_t slot[250], pos[250];
+    struct st_err err;
+
+    /* prefixes: slot 0 at 0..999, slot 1 at 0..199, in chunks of 250 rows */
+    for (int s = 0; s < 2; s++)
+        for (int32_t p0 = 0; p0 < (s ? 200 : 1000); p0 += 250) {
+            int64_t m = 0;
+            for (int32_t p = p0; p < p0 + 250 && p < (s ? 200 : 1000); p++, m++) {
+                slot[m] = s;
+                pos[m] = p;
+            }
+            attn_step(&c, &kc, &vc, &kg, &vg, slot, pos, m);
+        }
+    for (int i = 0; i < 2; i++) {
+        t[i][0] = put(b[i], ST_DTYPE_F32, qw, n, 1, NULL);
+        t[i][1] = put(b[i], ST_DTYPE_F32, qw, n, 1, NULL);
+        t[i][2] = put(b[i], ST_DTYPE_F32, kw, n, 1, NULL);
+        t[i][3] = put(b[i], ST_DTYPE_F32, kw, n, 1, NULL);
+        t[i][4] = put(b[i], ST_DTYPE_I32, n, 1, 1, NULL);
+        t[i][5] = put(b[i], ST_DTYPE_I32, n, 1, 1, NULL);
+    }
+    for (int st = 0; st < 6; st++) {
+        float *q = rand_floats(qw * n, 1.0f), *k = rand_floats(kw * n, 1.0f);
+        float *v = rand_floats(kw * n, 1.0f), *out[2];
+        const int32_t sl[2] = { 0, 1 };
+        bool replayed = false;
+        for (int i = 0; i < 2; i++) {
+            const void *src[5] = { q, k, v, sl, steps[st] };
+            for (int j = 1; j < 6; j++)
+                ck_assert_int_eq(st_backend_write(b[i], &t[i][j], 0, src[j - 1],
+                                                  st_tensor_nbytes(&t[i][j]), &err), ST_OK);
+        }
+        ck_assert_msg(st_backend_attention(cpu, &t[0][0], &t[0][1], &t[0][2], &t[0][3], &kc, &vc,
+                                           &t[0][4], &t[0][5], c.H, c.Hkv, 0.125f, &err) == ST_OK,
+                      "%s", err.msg);
+        ck_assert_int_eq(st_backend_graph_begin(gpu, 0xa77e, &replayed, &err), ST_OK);
+        ck_assert(replayed == (st >= 2));       /* eager, capture, then replays */
+        if (!replayed) {
+            ck_assert_msg(st_backend_attention(gpu, &t[1][0], &t[1][1], &t[1][2], &t[1][3], &kg,
+                                               &vg, &t[1][4], &t[1][5], c.H, c.Hkv, 0.125f,
+                                               &err) == ST_OK, "%s", err.msg);
+            ck_assert_int_eq(st_backend_graph_end(gpu, &err), ST_OK);
+        }
+        out[0] = get(cpu, &t[0][0]);
+        out[1] = get(gpu, &t[1][0]);
+        const double e = rel_err(out[1], out[0], qw * n);
+        ck_assert_msg(e <= 1e-4, "graphed attention step %d (%d, %d): %.3g", st, steps[st][0],
+                      steps[st][1], e);
+        free(out[0]);
+        free(out[1]);
+        free(q);
+        free(k);
+        free(v);
+    }
+    for (int j = 0; j < 6; j++)
+        release2(&t[0][j], &t[1][j]);
+    release2(&kc, &kg);
+    release2(&vc, &vg);
 }
 END_TEST
 
@@ -1844,6 +1948,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(rows, test_cuda_ops_rows_beyond_grid_y);
     tcase_set_timeout(attn, 120);
     tcase_add_test(attn, test_cuda_ops_attention);
+    tcase_add_test(attn, test_cuda_ops_attention_graph);
     tcase_set_timeout(moe, 120);
     tcase_add_test(moe, test_cuda_ops_moe_route);
     tcase_add_test(moe, test_cuda_ops_moe_route_sigmoid_bias);

@@ -1,0 +1,360 @@
+/* attn_check.cu -- the attention kernels on a real GPU, alone (no backend,
+ * no test framework): both algorithms of kernels/attention*.cu against a
+ * float64 reference on the host, then their speed. For the device machine
+ * (tests/cuemu runs the same kernels in CI, with the tensor-core products
+ * in software; this is where the mma instruction itself runs).
+ *
+ *   nvcc -std=c++17 -O2 -arch=sm_90 -Ikernels -Iinclude -Xcompiler -fopenmp \
+ *        kernels/attention.cu kernels/attention_tc.cu tests/gpu/attn_check.cu \
+ *        -o attn_check -lgomp && ./attn_check
+ *
+ * Exit status 0 when every case is within its tolerance (tiled 1e-4: q and p
+ * reach the tensor cores as two f16 parts each, ~1e-6 on tests/cuemu; split
+ * 1e-5), 1 otherwise. Timings are printed, not judged.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "kernels.h"
+
+#define CK(x)                                                                   \
+    do {                                                                        \
+        cudaError_t e_ = (x);                                                   \
+        if (e_ != cudaSuccess) {                                                \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,          \
+                    cudaGetErrorString(e_));                                    \
+            exit(2);                                                            \
+        }                                                                       \
+    } while (0)
+
+static unsigned long long g_rng = 88172645463325252ull;
+static float frand(void)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+struct shape {
+    int H, Hkv, D;
+    int64_t n_ctx, n_slots;
+};
+
+struct dev {
+    shape sh;
+    uint16_t *kc, *vc;
+    float *part;
+    unsigned *flag;
+    int sm;
+};
+
+static void dev_open(dev *d, shape sh)
+{
+    d->sh = sh;
+    const size_t n = (size_t)sh.Hkv * sh.D * sh.n_ctx * sh.n_slots;
+    std::vector<uint16_t> h(n);
+    for (size_t i = 0; i < n; i++)      /* stale context: random, finite */
+        h[i] = __half_as_ushort(__float2half_rn(frand()));
+    CK(cudaMalloc(&d->kc, n * 2));
+    CK(cudaMalloc(&d->vc, n * 2));
+    CK(cudaMemcpy(d->kc, h.data(), n * 2, cudaMemcpyHostToDevice));
+    for (size_t i = 0; i < n; i++)
+        h[i] = __half_as_ushort(__float2half_rn(frand()));
+    CK(cudaMemcpy(d->vc, h.data(), n * 2, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&d->part, (size_t)256 << 20));
+    CK(cudaMalloc(&d->flag, 4));
+    CK(cudaMemset(d->flag, 0, 4));
+    cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, 0));
+    d->sm = p.multiProcessorCount;
+}
+
+static void dev_close(dev *d)
+{
+    cudaFree(d->kc);
+    cudaFree(d->vc);
+    cudaFree(d->part);
+    cudaFree(d->flag);
+}
+
+/* the backend's choice (src/backend/cuda/cuda_attention.c) */
+static int n_split_for(int64_t rows, int64_t n_ctx, int n_kv, int sm)
+{
+    int64_t n = (2 * sm + rows * n_kv - 1) / (rows * n_kv), most = (n_ctx + 63) / 64;
+    n = n > most ? most : n;
+    n = n > 128 ? 128 : n;
+    return n < 1 ? 1 : (int)n;
+}
+
+struct step {
+    std::vector<int32_t> slot, pos;
+    std::vector<float> q, k, v;
+    float *dq, *dk, *dv, *dout;
+    int32_t *dslot, *dpos;
+};
+
+static void step_make(step *s, const shape &sh, const std::vector<int32_t> &slot,
+                      const std::vector<int32_t> &pos)
+{
+    const int64_t n = (int64_t)slot.size(), qw = (int64_t)sh.H * sh.D, kw = (int64_t)sh.Hkv * sh.D;
+    s->slot = slot;
+    s->pos = pos;
+    s->q.resize(qw * n);
+    s->k.resize(kw * n);
+    s->v.resize(kw * n);
+    for (auto &x : s->q) x = frand();
+    for (auto &x : s->k) x = frand();
+    for (auto &x : s->v) x = frand();
+    CK(cudaMalloc(&s->dq, qw * n * 4));
+    CK(cudaMalloc(&s->dout, qw * n * 4));
+    CK(cudaMalloc(&s->dk, kw * n * 4));
+    CK(cudaMalloc(&s->dv, kw * n * 4));
+    CK(cudaMalloc(&s->dslot, n * 4));
+    CK(cudaMalloc(&s->dpos, n * 4));
+    CK(cudaMemcpy(s->dq, s->q.data(), qw * n * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(s->dk, s->k.data(), kw * n * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(s->dv, s->v.data(), kw * n * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(s->dslot, slot.data(), n * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(s->dpos, pos.data(), n * 4, cudaMemcpyHostToDevice));
+}
+
+static void step_free(step *s)
+{
+    cudaFree(s->dq); cudaFree(s->dout); cudaFree(s->dk); cudaFree(s->dv);
+    cudaFree(s->dslot); cudaFree(s->dpos);
+}
+
+static st_kern_attn attn_args(dev *d, step *s, int tiled, int n_split)
+{
+    st_kern_attn a;
+    memset(&a, 0, sizeof a);
+    a.out = s->dout; a.q = s->dq; a.k = s->dk; a.v = s->dv;
+    a.kc = d->kc; a.vc = d->vc; a.slot = s->dslot; a.pos = s->dpos;
+    a.n_rows = (int64_t)s->slot.size(); a.n_ctx = d->sh.n_ctx; a.n_slots = d->sh.n_slots;
+    a.n_head = d->sh.H; a.n_kv = d->sh.Hkv; a.head_dim = d->sh.D;
+    a.scale = 1.0f / sqrtf((float)d->sh.D);
+    a.n_split = n_split; a.split_min = 64; a.tiled = tiled;
+    a.part = d->part; a.err_flag = d->flag;
+    return a;
+}
+
+/* float64 attention over the cache as it is after the step (its k/v written) */
+static double ref_err(dev *d, step *s, const std::vector<float> &out)
+{
+    const shape &sh = d->sh;
+    const int64_t n = (int64_t)s->slot.size(), kw = (int64_t)sh.Hkv * sh.D;
+    const size_t nc = (size_t)kw * sh.n_ctx * sh.n_slots;
+    std::vector<uint16_t> kc(nc), vc(nc);
+    CK(cudaMemcpy(kc.data(), d->kc, nc * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(vc.data(), d->vc, nc * 2, cudaMemcpyDeviceToHost));
+    std::vector<float> kf(nc), vf(nc);
+#pragma omp parallel for
+    for (size_t i = 0; i < nc; i++) {
+        kf[i] = __half2float(__ushort_as_half(kc[i]));
+        vf[i] = __half2float(__ushort_as_half(vc[i]));
+    }
+    const int gq = sh.H / sh.Hkv;
+    double num = 0, den = 0;
+#pragma omp parallel for reduction(+ : num, den) schedule(dynamic)
+    for (int64_t rh = 0; rh < n * sh.H; rh++) {
+        const int64_t r = rh / sh.H;
+        const int h = (int)(rh % sh.H), g = h / gq;
+        const float *q = &s->q[rh * sh.D];
+        const int64_t p = s->pos[r], base = (int64_t)s->slot[r] * sh.n_ctx;
+        std::vector<double> sc(p + 1), acc(sh.D, 0.0);
+        double mx = -1e300, l = 0;
+        for (int64_t t = 0; t <= p; t++) {
+            const float *k = &kf[((base + t) * sh.Hkv + g) * sh.D];
+            double x = 0;
+            for (int i = 0; i < sh.D; i++) x += (double)q[i] * k[i];
+            sc[t] = x / sqrt((double)sh.D);
+            mx = sc[t] > mx ? sc[t] : mx;
+        }
+        for (int64_t t = 0; t <= p; t++) {
+            const double e = exp(sc[t] - mx);
+            const float *v = &vf[((base + t) * sh.Hkv + g) * sh.D];
+            l += e;
+            for (int i = 0; i < sh.D; i++) acc[i] += e * v[i];
+        }
+        for (int i = 0; i < sh.D; i++) {
+            const double o = acc[i] / l, dlt = out[rh * sh.D + i] - o;
+            num += dlt * dlt;
+            den += o * o;
+        }
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+static int g_fail;
+
+/* one step through one algorithm; the cache is restored by re-running the
+ * KV write of the same k/v, so both algorithms see the same cache */
+static void check(dev *d, const char *name, const std::vector<int32_t> &slot,
+                  const std::vector<int32_t> &pos)
+{
+    step s;
+    step_make(&s, d->sh, slot, pos);
+    const int64_t n = (int64_t)slot.size();
+    for (int tiled = 0; tiled < 2; tiled++) {
+        if (tiled && !st_kern_attn_tiled_supported(d->sh.D, d->sh.H / d->sh.Hkv, 8))
+            continue;
+        const int ns = tiled ? 1 : n_split_for(n, d->sh.n_ctx, d->sh.Hkv, d->sm);
+        st_kern_attn a = attn_args(d, &s, tiled, ns);
+        CK(cudaMemset(s.dout, 0xff, n * d->sh.H * d->sh.D * 4));   /* NaN: every value written */
+        CK(st_kern_attention(&a, 0));
+        CK(cudaDeviceSynchronize());
+        std::vector<float> out((size_t)n * d->sh.H * d->sh.D);
+        CK(cudaMemcpy(out.data(), s.dout, out.size() * 4, cudaMemcpyDeviceToHost));
+        const double e = ref_err(d, &s, out), tol = tiled ? 1e-4 : 1e-5;
+        unsigned flag;
+        CK(cudaMemcpy(&flag, d->flag, 4, cudaMemcpyDeviceToHost));
+        const bool ok = e <= tol && flag == 0;
+        g_fail |= !ok;
+        printf("%-5s H=%2d Hkv=%2d D=%3d %-30s rows %4lld n_split %3d: rel err %.3g %s\n",
+               tiled ? "tiled" : "split", d->sh.H, d->sh.Hkv, d->sh.D, name, (long long)n, ns, e,
+               ok ? "ok" : "FAIL");
+    }
+    step_free(&s);
+}
+
+static std::vector<int32_t> iota(int64_t from, int64_t n)
+{
+    std::vector<int32_t> v(n);
+    for (int64_t i = 0; i < n; i++) v[i] = (int32_t)(from + i);
+    return v;
+}
+
+static void cases(shape sh)
+{
+    dev d;
+    dev_open(&d, sh);
+    check(&d, "chunk of 512 at 0", std::vector<int32_t>(512, 0), iota(0, 512));
+    check(&d, "ragged chunk of 333 at 4000", std::vector<int32_t>(333, 1), iota(4000, 333));
+    check(&d, "chunk of 17 at 7000", std::vector<int32_t>(17, 2), iota(7000, 17));
+    {   /* a chunk of slot 2 with decode rows of slots 0, 1, 3 among its rows */
+        std::vector<int32_t> sl(100, 2), po = iota(2000, 100);
+        sl[5] = 0; po[5] = 512;
+        sl[40] = 1; po[40] = 4333;
+        sl[41] = 3; po[41] = 9;
+        check(&d, "mixed: chunk + 3 decode rows", sl, po);
+    }
+    check(&d, "decode: 4 slots 7999/0/4333/100", { 3, 2, 1, 0 }, { 7999, 0, 4333, 100 });
+    check(&d, "decode: 1 slot at 8000", { 3 }, { 8000 });
+    dev_close(&d);
+}
+
+/* a captured decode step replayed with new positions (written before the
+ * launch, as the engine does) */
+static void graph_check(void)
+{
+    shape sh = { 32, 4, 128, 8192, 2 };
+    dev d;
+    dev_open(&d, sh);
+    step s;
+    step_make(&s, sh, { 0, 1 }, { 10, 20 });
+    st_kern_attn a = attn_args(&d, &s, 0, n_split_for(2, sh.n_ctx, sh.Hkv, d.sm));
+    cudaStream_t st;
+    cudaGraph_t gr;
+    cudaGraphExec_t ge;
+    CK(cudaStreamCreate(&st));
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    CK(st_kern_attention(&a, st));
+    CK(cudaStreamEndCapture(st, &gr));
+    CK(cudaGraphInstantiate(&ge, gr, 0));
+    const int32_t ps[3][2] = { { 10, 20 }, { 5000, 21 }, { 8191, 3000 } };
+    for (int i = 0; i < 3; i++) {
+        s.pos = { ps[i][0], ps[i][1] };
+        CK(cudaMemcpyAsync(s.dpos, s.pos.data(), 8, cudaMemcpyHostToDevice, st));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaStreamSynchronize(st));
+        std::vector<float> out((size_t)2 * sh.H * sh.D);
+        CK(cudaMemcpy(out.data(), s.dout, out.size() * 4, cudaMemcpyDeviceToHost));
+        const double e = ref_err(&d, &s, out);
+        g_fail |= !(e <= 1e-5);
+        printf("graph replay %d at %d/%d: rel err %.3g %s\n", i, ps[i][0], ps[i][1], e,
+               e <= 1e-5 ? "ok" : "FAIL");
+    }
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(gr);
+    cudaStreamDestroy(st);
+    step_free(&s);
+    dev_close(&d);
+}
+
+static float time_ms(dev *d, step *s, int tiled, int ns)
+{
+    st_kern_attn a = attn_args(d, s, tiled, ns);
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(st_kern_attention(&a, 0));                  /* warm-up */
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < 10; i++)
+        CK(st_kern_attention(&a, 0));
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return ms / 10;
+}
+
+/* the A3B shape: a 512-row prompt chunk at depth N, and decode rows at depth N */
+static void speed(void)
+{
+    shape sh = { 32, 4, 128, 32768 + 512, 4 };
+    dev d;
+    dev_open(&d, sh);
+    const int64_t depths[] = { 0, 4096, 16384, 32768 };
+    for (int64_t dp : depths) {
+        step s;
+        step_make(&s, sh, std::vector<int32_t>(512, 0), iota(dp, 512));
+        const float tt = time_ms(&d, &s, 1, 1), ts = time_ms(&d, &s, 0, 1);
+        printf("speed: prompt chunk 512 at depth %6lld: tiled %8.3f ms, split (one chunk a row) "
+               "%8.3f ms\n", (long long)dp, tt, ts);
+        step_free(&s);
+    }
+    for (int rows = 1; rows <= 4; rows *= 4) {
+        for (int64_t dp : depths) {
+            step s;
+            std::vector<int32_t> sl, po;
+            for (int r = 0; r < rows; r++) { sl.push_back(r); po.push_back((int32_t)dp + r); }
+            step_make(&s, sh, sl, po);
+            const int ns = n_split_for(rows, sh.n_ctx, sh.Hkv, d.sm);
+            const float t1 = time_ms(&d, &s, 0, 1), tn = time_ms(&d, &s, 0, ns);
+            printf("speed: decode %d row(s) at depth %6lld: n_split 1 %8.3f ms, n_split %3d "
+                   "%8.3f ms\n", rows, (long long)dp, t1, ns, tn);
+            step_free(&s);
+        }
+    }
+    dev_close(&d);
+}
+
+int main(int argc, char **argv)
+{
+    const shape shapes[] = {
+        { 32, 4, 128, 8192, 4 },    /* A3B: GQA 8 */
+        { 16, 4, 128, 8192, 4 },    /* GQA 4 */
+        { 16, 16, 64, 8192, 4 },    /* GQA 1 */
+        { 8, 2, 256, 8192, 4 },     /* D 256 */
+        { 12, 4, 80, 8192, 4 },     /* GQA 3, D 80 */
+        { 4, 2, 16, 8192, 4 },      /* the tiny preset */
+        { 32, 2, 64, 8192, 4 },     /* GQA 16 */
+    };
+    for (const shape &sh : shapes)
+        cases(sh);
+    graph_check();
+    if (argc < 2 || strcmp(argv[1], "--no-speed") != 0)
+        speed();
+    printf("%s\n", g_fail ? "FAILED" : "all ok");
+    return g_fail;
+}
