@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "strata/log.h"
-#include "server/gen/gen.h"
+#include "server/gen/llama_json.h"
 
 static int64_t now_ns(void)
 {

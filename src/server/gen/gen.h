@@ -124,28 +124,6 @@ struct st_gen_shape {
 /* Free a shape through its free hook; NULL is a no-op. */
 void st_gen_shape_free(struct st_gen_shape *s);
 
-/* ---- llama-server's answers: /completion, /infill (llama_json.c,
- * docs/API.md "/completion") ---- */
-/* A stream object for one token: {"index":i,"content":...,"tokens":[id],
- * "stop":false,...} with its completion_probabilities when asked. ev NULL:
- * text released at the end with no new token ("tokens":[]). */
-ST_MUST_CHECK
-enum st_status st_llama_chunk(struct st_buf *o, const struct st_gen *g,
-                              const struct st_gen_choice *ch, const char *text, size_t len,
-                              const struct st_event *ev);
-/* Non-stream: keep a new token's id and probabilities for the body. */
-ST_MUST_CHECK
-enum st_status st_llama_keep(const struct st_gen *g, struct st_gen_choice *ch,
-                             const struct st_event *ev);
-/* The last object of a stream (content "", stop true) or one choice's
- * whole result (its text as content). */
-ST_MUST_CHECK
-enum st_status st_llama_final(struct st_buf *o, const struct st_gen *g,
-                              const struct st_gen_choice *ch, bool stream);
-/* The non-stream body: one result, or an array of them in choice order
- * when the request had several prompts. */
-ST_MUST_CHECK enum st_status st_llama_body(struct st_buf *o, const struct st_gen *g);
-
 /* ---- fill-in-the-middle prompts (gen_fim.c) ---- */
 /* /v1/completions with OpenAI's legacy "suffix": every prompt
  * becomes the model's fill-in-the-middle prompt (prefix = the prompt) as

@@ -23,7 +23,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "server/gen/gen.h"
+#include "server/gen/llama_json.h"
 
 static int64_t now_ns(void)
 {

@@ -1,0 +1,30 @@
+/* gen/llama_json.h -- answers in llama-server's native /completion shape
+ * (POST /completion, /infill; llama_json.c, docs/API.md "/completion"),
+ * for gen.c's stream and body rendering. All run under the call's lock.
+ */
+#ifndef STRATA_SERVER_GEN_LLAMA_JSON_H
+#define STRATA_SERVER_GEN_LLAMA_JSON_H
+
+#include "server/gen/gen.h"
+
+/* A stream object for one token: {"index":i,"content":...,"tokens":[id],
+ * "stop":false,...} with its completion_probabilities when asked. ev NULL:
+ * text released at the end with no new token ("tokens":[]). */
+ST_MUST_CHECK
+enum st_status st_llama_chunk(struct st_buf *o, const struct st_gen *g,
+                              const struct st_gen_choice *ch, const char *text, size_t len,
+                              const struct st_event *ev);
+/* Non-stream: keep a new token's id and probabilities for the body. */
+ST_MUST_CHECK
+enum st_status st_llama_keep(const struct st_gen *g, struct st_gen_choice *ch,
+                             const struct st_event *ev);
+/* The last object of a stream (content "", stop true) or one choice's
+ * whole result (its text as content). */
+ST_MUST_CHECK
+enum st_status st_llama_final(struct st_buf *o, const struct st_gen *g,
+                              const struct st_gen_choice *ch, bool stream);
+/* The non-stream body: one result, or an array of them in choice order
+ * when the request had several prompts. */
+ST_MUST_CHECK enum st_status st_llama_body(struct st_buf *o, const struct st_gen *g);
+
+#endif /* STRATA_SERVER_GEN_LLAMA_JSON_H */
