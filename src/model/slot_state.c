@@ -222,9 +222,10 @@ enum st_status st_model_slot_restore(struct st_model *m, int32_t slot, FILE *f, 
     }
     for (size_t i = 0; i < n; i++)
         if (buf[i] < 0 || buf[i] >= m->desc->hp.n_vocab) {
+            int32_t id = buf[i];
             free(buf);
             return st_err_set(err, ST_ERR_INVALID, "slot file: token id %d out of the "
-                              "vocabulary", (int)buf[i]);
+                              "vocabulary", (int)id);
         }
     *n_bytes = (int64_t)(sizeof(got) + n * sizeof(*buf));
     rc = body_io(m, slot, got.n_tokens, f, false, n_bytes, err);
