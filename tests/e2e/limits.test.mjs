@@ -138,6 +138,9 @@ describe('a half-closed client', () => {
     sock.on('data', (d) => { text += d; });
     rawPost(sock, '/v1/chat/completions', chatBody({ stream: true, max_tokens: 20 }));
     const closed = once(sock, 'close');
+    // half-close once the stream has started: a FIN that comes with the request
+    // bytes is seen by libmicrohttpd while it reads them (docs/SECURITY.md)
+    await once(sock, 'data');
     sock.end();   // shutdown(SHUT_WR): done sending, still reading
     let timer;
     await Promise.race([closed, new Promise((r) => { timer = setTimeout(r, 60000); })]);
