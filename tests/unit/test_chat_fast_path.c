@@ -20,27 +20,6 @@
 #include "model/synth/synth.h"
 #include "support.h"
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    long n;
-    char *buf;
-
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf)
-        buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
 
 static struct st_str member(const cJSON *o, const char *key)
 {
@@ -154,7 +133,7 @@ START_TEST(test_chat_fast_path_matches_interpreter)
 
     snprintf(dir, sizeof(dir), "%s/tests/data/templates", support_source_dir());
     snprintf(conv_path, sizeof(conv_path), "%s/conversations.json", dir);
-    char *conv_text = slurp(conv_path);
+    char *conv_text = support_read_file(conv_path);
     ck_assert_msg(conv_text != NULL, "%s missing", conv_path);
     cJSON *convs = cJSON_Parse(conv_text);
     d = opendir(dir);
@@ -164,7 +143,7 @@ START_TEST(test_chat_fast_path_matches_interpreter)
         if (n < 7 || strcmp(ent->d_name + n - 6, ".jinja") != 0)
             continue;
         snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
-        char *src = slurp(path);
+        char *src = support_read_file(path);
         struct st_chat_tmpl t;
         st_chat_tmpl_recognize(&t, src, strlen(src), "<s>", "</s>", ent->d_name, false);
         bool listed = st_chat_fast_path(src, strlen(src), t.kind);

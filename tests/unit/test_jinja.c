@@ -16,26 +16,8 @@
 static char *slurp(const char *rel)
 {
     char path[1024];
-    FILE *f;
-    long n;
-    char *buf;
-
     snprintf(path, sizeof(path), "%s/%s", support_source_dir(), rel);
-    f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf)
-        buf[n] = '\0';
-    fclose(f);
-    return buf;
+    return support_read_file(path);
 }
 
 /* Render src with ctx (JSON text; NULL = {}); returns owned text, or NULL

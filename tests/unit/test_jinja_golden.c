@@ -14,27 +14,6 @@
 #include "chat/jinja/jinja.h"
 #include "support.h"
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    long n;
-    char *buf;
-
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf)
-        buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
 
 static const char *dir(void)
 {
@@ -54,7 +33,7 @@ static cJSON *load_json(const char *name)
     cJSON *j;
 
     snprintf(path, sizeof(path), "%s/%s", dir(), name);
-    text = slurp(path);
+    text = support_read_file(path);
     ck_assert_msg(text != NULL, "%s missing", path);
     j = cJSON_Parse(text);
     free(text);
@@ -92,7 +71,7 @@ static int check_template(const char *name, const cJSON *renders, const cJSON *c
     int bad = 0;
 
     snprintf(path, sizeof(path), "%s/%s.jinja", dir(), name);
-    src = slurp(path);
+    src = support_read_file(path);
     ck_assert_msg(src != NULL, "%s missing", path);
     if (st_jinja_parse(src, strlen(src), &t, &err) != ST_OK) {
         fprintf(stderr, "%s: %s\n", name, err.msg);

@@ -1,4 +1,4 @@
-/* support.c -- suite runner, temp dirs and paths for the Check suites. */
+/* support.c -- suite runner, temp dirs, paths and file reading for the Check suites. */
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,4 +67,22 @@ bool support_input_missing(const char *tag, bool have, const char *what)
         return false;
     fprintf(stderr, "skipped: %s\n", what);
     return true;
+}
+
+char *support_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) &&
+        fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf)
+        buf[n] = '\0';
+    fclose(f);
+    return buf;
 }

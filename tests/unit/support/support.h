@@ -17,6 +17,9 @@ void support_rmtree(const char *path);
 
 /* $STRATA_SOURCE_DIR / $STRATA_BINARY_DIR as set by ctest ("." if unset). */
 const char *support_source_dir(void);
+/* The whole file at 'path' as a NUL-terminated string (owned, free()); NULL
+ * when it cannot be read. */
+char *support_read_file(const char *path);
 const char *support_binary_dir(void);
 
 /* The real Qwen3 tokenizer.json that the tokenizer_ref set-up installs in
