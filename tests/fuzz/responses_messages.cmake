@@ -24,7 +24,8 @@ if(STRATA_FUZZ AND STRATA_SERVER)
                        ${ST_SRV}/http/random_id.c ${PROJECT_SOURCE_DIR}/src/engine/request.c)
         if(api STREQUAL "responses")
             target_sources(${target} PRIVATE ${ST_SRV}/responses/responses_chain.c
-                           ${ST_SRV}/responses/responses_store.c)
+                           ${ST_SRV}/responses/responses_store.c
+                           ${ST_SRV}/responses/responses_store_mem.c)
         endif()
         target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
         target_compile_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined
