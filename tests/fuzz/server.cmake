@@ -11,7 +11,8 @@ if(STRATA_FUZZ AND STRATA_SERVER)
     add_executable(fuzz_oai_request ${CMAKE_CURRENT_LIST_DIR}/fuzz_oai_request.c
                    ${ST_SRV}/openai/oai_request.c ${ST_SRV}/openai/oai_fields.c
                    ${ST_SRV}/openai/oai_sampling.c ${ST_SRV}/openai/oai_tools.c
-                   ${ST_SRV}/llama/oai_text.c ${ST_SRV}/http/errors.c
+                   ${ST_SRV}/llama/oai_text.c ${ST_SRV}/llama/completion_request.c
+                   ${ST_SRV}/http/errors.c
                    ${ST_SRV}/http/auth.c ${ST_SRV}/http/random_id.c
                    ${ST_SRV}/http/guard.c ${ST_SRV}/http/cors.c ${ST_SRV}/http/etag.c
                    ${PROJECT_SOURCE_DIR}/src/engine/request.c)

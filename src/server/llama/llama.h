@@ -54,7 +54,7 @@ ST_MUST_CHECK
 enum st_status st_oai_parse_text(enum st_oai_text_kind kind, const char *body, size_t len,
                                  struct st_oai_text_request *r, struct st_api_error *e);
 
-/* ---- POST /completion bodies (h_completion.c) ---- */
+/* ---- POST /completion bodies (completion_request.c) ---- */
 /* Parse a /completion body into *oq: /v1/completions' fields plus
  * n_predict, n_probs, return_tokens, post_sampling_probs, n_cmpl, id_slot;
  * oq->llama.on with its generation_settings. 400s name the field; on
@@ -62,10 +62,14 @@ enum st_status st_oai_parse_text(enum st_oai_text_kind kind, const char *body, s
 ST_MUST_CHECK
 enum st_status st_llama_completion_parse(const char *body, size_t len,
                                          struct st_oai_request *oq, struct st_api_error *e);
-/* oq->llama.settings: the generation_settings object of oq's parameters
- * (llama_props.c). */
+/* oq->llama.settings: the generation_settings object of oq's parameters. */
 ST_MUST_CHECK enum st_status st_llama_settings(struct st_oai_request *oq,
                                                struct st_api_error *e);
+
+/* The generation_settings object of params p onto o (also /props'). */
+struct st_out;
+void st_llama_settings_json(struct st_out *o, const struct st_gen_params *p, bool stream,
+                            int32_t n_probs, bool post_sampling, bool cache_prompt);
 
 /* Handlers (h_infill.c, h_completion.c, llama_props.c, h_text.c). */
 st_route_fn st_h_infill, st_h_completion, st_h_props, st_h_tokenize, st_h_detokenize,
