@@ -315,6 +315,8 @@ enum st_status jr_eval(struct jrender *r, const struct jnode *n, struct jv *out)
 {
     enum st_status rc;
 
+    if (!n)   /* an empty operand the parser let through, as x[] */
+        return jr_fail(r, "an expression is missing");
     r->line = n->line;
     r->col = n->col;
     if (++r->steps > r->lim->max_steps)
