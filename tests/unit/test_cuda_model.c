@@ -10,7 +10,8 @@
  *     captured again). Every logit row is compared with the CPU's (relative
  *     L2 error). With F32 weights nothing is quantized on either side, so
  *     every row must be within 5e-4 of the CPU's (measured on tests/cuemu:
- *     at most 1.1e-4): this is the check of the whole GPU path. With
+ *     at most 1.1e-4): this is the check of the whole GPU path (glm-tiny's
+ *     sigmoid router has near-ties rounding tips: see GLM_FLOAT_BOUNDS). With
  *     quantized weights (small q8_0 and q4_k, glm-tiny q8_0) the two
  *     backends quantize activations differently (CPU Q8_K / Q8_0, GPU q8_1
  *     or fp16), that noise grows through random layers, and a router
@@ -94,6 +95,13 @@ struct bounds {
     double off_frac;         /* at most this share of the rows off (and of near-ties) */
 };
 static const struct bounds FLOAT_BOUNDS = { 5e-4, 5e-4, 0.0 };
+/* glm-tiny f32: sigmoid routing (top-2 of 8 with a selection bias) has
+ * near-ties that one ulp of attention rounding tips: the CPU's tiled and
+ * per-row attention paths (equal to 5e-7) pick different experts in the
+ * last layer for one row of the 79 (rel err 0.30, a near-tie of the
+ * greedy token too). So up to 3% of the rows (2) may be off, never more;
+ * a kernel bug moves most rows. */
+static const struct bounds GLM_FLOAT_BOUNDS = { 5e-4, 1.0, 0.03 };
 static const struct bounds Q8_BOUNDS = { 0.1, 1.0, 0.15 };
 static const struct bounds Q4_BOUNDS = { 0.15, 1.0, 0.15 };
 /* next-tiny q8_0: a router flip's effect also reaches the slot's later rows
@@ -313,7 +321,7 @@ static void greedy_run(const char *preset, const char *quant, struct bounds b)
 START_TEST(test_cuda_model_greedy_f32)
 {
     greedy_run("small", "f32", FLOAT_BOUNDS);
-    greedy_run("glm-tiny", "f32", FLOAT_BOUNDS);
+    greedy_run("glm-tiny", "f32", GLM_FLOAT_BOUNDS);
 }
 END_TEST
 
