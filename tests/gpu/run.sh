@@ -30,7 +30,7 @@
 #      STRATA_CUDA_FUSE=0 (~30 s, mostly the load): launches per token and
 #      tok/s fused vs unfused, and their ratio, in the summary;
 #   6. strata (built in the same tree): strata bench --backend cuda on a3b Q4_K,
-#      strata bench --mtp on mtp-demo at np 1 and 4;
+#      the same at depth 16K (-d 16384), strata bench --mtp on mtp-demo at np 1 and 4;
 #   7. gpu_bench run on a3b IQ3_S if time is left.
 # Outputs: build-gpu/logs/STEP.log per step; $OUT/summary.txt is rewritten
 # after every line and $OUT/gpu-logs.tar.gz after every step, so a run
@@ -329,6 +329,9 @@ if [[ $SERVER == ON ]] && (( $(left) > 90 )); then
        [[ -x $STRATA ]]; then
         CUDA_FLAGS=(--backend cuda --gpu 0)
         [[ -n $Q4K ]] && sbench strata_bench 100 -m "$Q4K" "${CUDA_FLAGS[@]}" -p 512 -n 64 -np 4 -r 2
+        # long context on the GPU (issue 19): pp512 and tg32 after 16K tokens
+        [[ -n $Q4K ]] && sbench strata_bench_d16k 100 -m "$Q4K" "${CUDA_FLAGS[@]}" -p 512 -n 32 \
+            -d 16384 -r 1
         if wait_model mtp-demo; then
             for np in 1 4; do
                 sbench "strata_bench_mtp_np$np" 60 --mtp -m "$MODELS/mtp-demo.gguf" \
