@@ -12,14 +12,14 @@
 # build `strata` for `strata bench --backend cuda`; pkgconf because CMake
 # finds all of these through pkg-config (run.sh falls back to
 # tests/gpu/pkg-config.py where the carried pkgconf, built for glibc 2.34+,
-# cannot run). The shared libmicrohttpd needs the machine's own libgnutls at
+# cannot run); libsqlite3 for --state-dir. The shared libmicrohttpd needs the machine's own libgnutls at
 # run time (present on common distributions). About 1.5 MiB in all.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=.deps/debs
 pkgs=(check libsubunit0 libsubunit-dev libcjson1 libcjson-dev pkgconf-bin libpkgconf3)
 if [[ "${1:-}" != "--no-server" ]]; then
-    pkgs+=(libmicrohttpd12 libmicrohttpd-dev libyaml-0-2 libyaml-dev)
+    pkgs+=(libmicrohttpd12 libmicrohttpd-dev libyaml-0-2 libyaml-dev libsqlite3-0 libsqlite3-dev)
 fi
 mkdir -p "$dir"
 rm -f "$dir"/*.deb

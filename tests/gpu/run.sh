@@ -170,7 +170,7 @@ fi
 
 # ---- 2. configure, build; models in the background ------------------------------
 SERVER=OFF
-pkg-config --exists libmicrohttpd yaml-0.1 2>/dev/null && SERVER=ON
+pkg-config --exists libmicrohttpd yaml-0.1 sqlite3 2>/dev/null && SERVER=ON
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
 configure() {
@@ -342,7 +342,7 @@ if [[ $SERVER == ON ]] && (( $(left) > 90 )); then
         grep -E "error|undefined" "$LOGS/build_strata.log" | head -8 | tee -a "$SUMMARY"
     fi
 else
-    say "strata bench skipped: $([[ $SERVER == OFF ]] && echo 'no libmicrohttpd/libyaml (fetch_debs.sh carries them)' || echo 'no time left')"
+    say "strata bench skipped: $([[ $SERVER == OFF ]] && echo 'no libmicrohttpd/libyaml/sqlite3 (fetch_debs.sh carries them)' || echo 'no time left')"
 fi
 
 # ---- 7. the big model at IQ3_S, if time is left -----------------------------------------
