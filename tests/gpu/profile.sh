@@ -6,7 +6,9 @@
 # mean per kernel, as a share of the profiled time, into $OUT/profile.txt.
 # Run after tests/gpu/fetch_debs.sh here, with carry [".deps"]:
 #     tests/gpu/profile.sh [NP]
-# ncu serializes kernels, so the sum is the GPU's busy time without the
+# ncu serializes kernels (caches kept warm between them: --cache-control
+# none; its default flushes them, which made every small kernel latency-bound
+# on cold HBM reads and the sum exceed the wall time), so the sum is the GPU's busy time without the
 # gaps between launches; gpu_bench's ms/step in the same log gives the
 # wall time per step, and the difference is launch and host overhead.
 set -uo pipefail
@@ -29,7 +31,7 @@ cmake --build build-gpu -j"$(nproc)" --target gpu_bench >"$OUTD/build.log" 2>&1 
 M=/dev/shm/strata-models; mkdir -p $M
 [[ -s $M/big-q4_k.gguf ]] || build-gpu/tests/gpu_bench make $M/big-q4_k.gguf a3b q4_k >"$OUTD/make.log" 2>&1
 build-gpu/tests/gpu_bench run $M/big-q4_k.gguf -b cuda -np "$NP" -n 32 -p 0 -c 4096 >"$OUTD/bench.log" 2>&1
-timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+timeout 300 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
     build-gpu/tests/gpu_bench run $M/big-q4_k.gguf -b cuda -np "$NP" -n 4 -p 0 -c 4096 \
     >"$OUTD/ncu.csv" 2>"$OUTD/ncu.err"
 echo "ncu exit $?"
