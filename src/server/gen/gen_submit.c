@@ -20,7 +20,7 @@
  *             the reason and Retry-After (the seconds until the next try),
  *             and every choice already queued is cancelled so nothing is
  *             left behind.
- * Then the call waits (suspended) for events: gen.c takes over.
+ * Then the call waits (suspended) for events: gen_emit.c and gen.c take over.
  */
 #include <stdio.h>
 #include <stdlib.h>
