@@ -239,6 +239,12 @@ enum st_status st_gen_prompt_tokens(struct st_call *c, const struct st_oai_reque
  * log line is written once all have ended). */
 void st_gen_end_rest(struct st_call *c, struct st_gen *g, int32_t from,
                      const struct st_api_error *e);
+/* Before any prompt is tokenized: 429 queue_full (as st_gen_submit_all
+ * answers it) when the queue is full and this call's priority would
+ * outrank nobody in it, so a flood of huge prompts against a full queue
+ * costs no tokenizer time. */
+enum st_status st_gen_check_room(struct st_call *c, const struct st_gen *g,
+                                 struct st_api_error *e);
 /* Submit every choice's request in order; on the first refusal (429
  * queue_full, 503 model_load_failed, ...) the rest end unsubmitted, those
  * queued are cancelled, and 'e' says why. */
