@@ -113,7 +113,8 @@ enum st_opt {
     ST_OPT_ALLOWED_HOSTS, ST_OPT_METRICS_KEY,
     ST_OPT_SLOT_SAVE_PATH,
     ST_OPT_SSE_KEEPALIVE, ST_OPT_RESPONSES_STORE_MB, ST_OPT_SHUTDOWN_TIMEOUT,
-    ST_OPT_MAX_CONNECTIONS, ST_OPT_TIMEOUT, ST_OPT_STREAM_BUFFER,
+    ST_OPT_MAX_CONNECTIONS, ST_OPT_MAX_CONNECTIONS_PER_IP, ST_OPT_TIMEOUT,
+    ST_OPT_HEADER_TIMEOUT, ST_OPT_STREAM_BUFFER,
     ST_OPT_PRIORITY_ORDER,
     ST_OPT_WEBUI,
     ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
@@ -163,6 +164,11 @@ struct st_config {
     int32_t  timeout_s;            /* a connection idle this long (no byte read or
                                     * written, not waiting on the engine) is closed;
                                     * default 60 */
+    int32_t  max_connections_per_ip; /* connections one address holds; past it 503;
+                                    * 0 (default) = no per-address cap */
+    int32_t  header_timeout_s;     /* a request's headers complete within this many
+                                    * seconds or the connection is cut; 0 = no
+                                    * deadline; default 30 */
     size_t   stream_buffer;        /* bytes a stream may hold for a client that does
                                     * not read before it is cut; default 2 MiB */
     enum st_cfg_priority_order priority_order;

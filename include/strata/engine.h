@@ -485,7 +485,8 @@ enum st_status st_engine_pool_apply_template(struct st_engine_pool *p, int32_t m
 
 /* Tokenize req->prompt into req->tokens and fill req->job.prompt_tokens.
  * ST_ERR_TOO_LONG when it cannot fit the context (req->job.prompt_tokens
- * then says how many tokens it has). */
+ * then says how many tokens it has; at least how many when its byte
+ * length alone proved it too long, which is checked before tokenizing). */
 ST_MUST_CHECK
 enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_request *req,
                                       struct st_err *err);
@@ -505,6 +506,15 @@ enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_reques
 ST_MUST_CHECK
 enum st_status st_engine_pool_submit(struct st_engine_pool *p, struct st_request *req,
                                      struct st_err *err);
+
+/* Before a request is prepared: ST_ERR_QUEUE_FULL (err says so, as submit's;
+ * counted as a rejected request) when the waiting queue is full and a
+ * request of 'priority' would outrank none of it, so the caller answers 429
+ * without tokenizing its prompt (st_sched_refuse_if_full). ST_OK says
+ * nothing for sure: submit decides. Thread: any. */
+ST_MUST_CHECK
+enum st_status st_engine_pool_check_room(struct st_engine_pool *p, int32_t priority,
+                                         struct st_err *err);
 
 /* Client gone: sets req->cancelled; a waiting request ends at once (END,
  * ST_FINISH_CANCELLED, on this thread), a running one at its engine's next

@@ -215,6 +215,14 @@ ST_MUST_CHECK
 enum st_status st_sched_submit(struct st_sched *s, struct st_sched_job *job,
                                struct st_sched_job **shed);
 
+/* Would a job of 'priority' submitted now be rejected (max_queue reached
+ * and it outranks no waiting job)? When so it is counted as submitted
+ * and rejected (and shed), exactly as st_sched_submit would, and true is
+ * returned: the caller answers 429 before it spends anything on the
+ * request (tokenizing its prompt). A later submit may still be rejected:
+ * the queue can fill between the two. Thread: any. */
+bool st_sched_refuse_if_full(struct st_sched *s, int32_t priority);
+
 /* Client gone. If the job is still waiting for a slot it leaves the queue
  * (outcome cancelled) and true is returned: the caller ends it. Otherwise
  * false: its engine sees the cancel flag at the next step and calls

@@ -79,6 +79,13 @@ struct st_server_config {
      * descriptor limit), and the idle timeout in seconds. 0: 1024, 60. */
     int32_t     max_connections;
     int32_t     timeout_s;
+    /* Connections one client address may hold, past it 503 as past
+     * max_connections (0: no per-address cap, the default); seconds a
+     * request's headers may take in all, from the connection's start or
+     * its previous request's end, before the connection is cut (0: no
+     * deadline; default 30). */
+    int32_t     max_connections_per_ip;
+    int32_t     header_timeout_s;
     /* Back-pressure: SSE bytes a stream holds for a client that does not
      * read before the server cuts it (cancelled, slot freed); 0 = no bound.
      * Default 2 MiB. */

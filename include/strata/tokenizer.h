@@ -90,6 +90,12 @@ enum st_status st_tok_encode(const struct st_tok *tok, const char *text,
                              size_t len, bool add_special, bool parse_special,
                              int32_t **ids, size_t *n, struct st_err *err);
 
+/* The most bytes of st_tok_encode's input one token can stand for, so a
+ * text of n bytes has at least ceil(n / this) tokens; 0 when nothing
+ * bounds it (a vocabulary without a token for every byte drops bytes).
+ * Lets a caller refuse a text too long for a context before encoding it. */
+size_t st_tok_max_input_bytes(const struct st_tok *tok);
+
 /* Raw bytes of token 'id' (byte-to-unicode mapping undone; CONTROL,
  * USER_DEFINED and UNKNOWN tokens as their literal text). Borrowed, valid
  * until st_tok_free(). Not NUL-terminated; may be a partial UTF-8 sequence.

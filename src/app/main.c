@@ -222,7 +222,9 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->state_dir = c->state_dir;
     s->state_max_rows = c->state_max_rows;
     s->max_connections = c->max_connections;
+    s->max_connections_per_ip = c->max_connections_per_ip;
     s->timeout_s = c->timeout_s;
+    s->header_timeout_s = c->header_timeout_s;
     s->stream_buffer = c->stream_buffer;
     s->model_priority = r->model_priority;
     s->n_model_priority = c->n_models;

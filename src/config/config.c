@@ -47,7 +47,9 @@ void st_config_init(struct st_config *c)
     c->responses_store_mb = 64;
     c->state_max_rows = 100000;
     c->max_connections = 1024;
+    c->max_connections_per_ip = 0;
     c->timeout_s = 60;
+    c->header_timeout_s = 30;
     c->stream_buffer = (size_t)2 << 20;
     c->priority_order = ST_CFG_ORDER_HIGH_FIRST;
     c->webui = true;

@@ -99,10 +99,20 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         .metavar = "N",
         .help = "open connections served; past it 503 too_many_connections (/health and "
                 "/metrics keep a reserve)" },
+    [ST_OPT_MAX_CONNECTIONS_PER_IP] = { ST_OPT_MAX_CONNECTIONS_PER_IP,
+        "--max-connections-per-ip", NULL, "max_connections_per_ip", ST_CFG_INT32,
+        OFF(max_connections_per_ip), NO_HAS, I32(0, 1000000), .metavar = "N",
+        .help = "open connections one client address is served; past it 503 "
+                "too_many_connections, as --max-connections; 0 = no per-address cap" },
     [ST_OPT_TIMEOUT] = { ST_OPT_TIMEOUT, "--timeout", "-to", "timeout", ST_CFG_INT32,
         OFF(timeout_s), NO_HAS, I32(1, 86400), .metavar = "S",
         .help = "close a connection idle for S seconds (a client sending or reading nothing; "
                 "time waiting on the engine does not count)" },
+    [ST_OPT_HEADER_TIMEOUT] = { ST_OPT_HEADER_TIMEOUT, "--header-timeout", NULL,
+        "header_timeout", ST_CFG_INT32, OFF(header_timeout_s), NO_HAS, I32(0, 86400),
+        .metavar = "S",
+        .help = "cut a connection whose request headers are not complete S seconds after it "
+                "opened (or after its previous request), however slowly they trickle; 0 = off" },
     [ST_OPT_STREAM_BUFFER] = { ST_OPT_STREAM_BUFFER, "--stream-buffer", NULL, "stream_buffer",
         ST_CFG_SIZE, OFF(stream_buffer), NO_HAS, .imin = 65536, .imax = INT64_C(1) << 30,
         .metavar = "BYTES",

@@ -481,6 +481,14 @@ enum st_status st_engine_pool_submit(struct st_engine_pool *p, struct st_request
     return ST_OK;
 }
 
+enum st_status st_engine_pool_check_room(struct st_engine_pool *p, int32_t priority,
+                                         struct st_err *err)
+{
+    if (st_sched_refuse_if_full(p->sched, priority))
+        return st_err_set(err, ST_ERR_QUEUE_FULL, "the waiting queue is full; retry later");
+    return ST_OK;
+}
+
 void st_engine_pool_cancel(struct st_engine_pool *p, struct st_request *req)
 {
     atomic_store(&req->cancelled, true);

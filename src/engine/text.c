@@ -85,6 +85,26 @@ enum st_status st_engine_pool_apply_template(struct st_engine_pool *p, int32_t m
     return st_runner_apply_template(r, req, ending, prompt, err);
 }
 
+/* A prompt whose bytes alone prove it cannot fit: at least ceil(len / the
+ * most bytes a token stands for) tokens. Refused before the tokenizer
+ * runs, so a huge prompt costs no tokenizer time (a 7 MB one took
+ * seconds). req->job.prompt_tokens gets that lower bound. */
+static enum st_status too_long_by_bytes(const struct st_runner *r, size_t len, int64_t ctx,
+                                        struct st_request *req, struct st_err *err)
+{
+    size_t per = st_runner_max_token_bytes(r);
+    if (per == 0)
+        return ST_OK;
+    uint64_t least = ((uint64_t)len + per - 1) / per;
+    if (least < (uint64_t)ctx)
+        return ST_OK;
+    req->job.prompt_tokens = (int64_t)least;
+    return st_err_set(err, ST_ERR_TOO_LONG,
+                      "the prompt has at least %llu tokens (%zu bytes, at most %zu per token); "
+                      "a slot holds %lld (prompt and completion together): shorten it or "
+                      "raise --ctx-size", (unsigned long long)least, len, per, (long long)ctx);
+}
+
 enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_request *req,
                                       struct st_err *err)
 {
@@ -94,14 +114,18 @@ enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_reques
         return rc;
     if (!req->prompt)
         return st_err_set(err, ST_ERR_INVALID, "the request has no prompt");
+    size_t len = strlen(req->prompt);
+    int64_t ctx = p->models[req->model].cfg.ctx_size;
+    rc = too_long_by_bytes(r, len, ctx, req, err);
+    if (rc != ST_OK)
+        return rc;
     int32_t *ids = NULL;
     size_t n = 0;
-    rc = st_runner_tokenize(r, req->prompt, strlen(req->prompt), true, true, &ids, &n, err);
+    rc = st_runner_tokenize(r, req->prompt, len, true, true, &ids, &n, err);
     if (rc != ST_OK)
         return rc;
     if (n == 0)
         return st_err_set(err, ST_ERR_INVALID, "the prompt is empty");
-    int64_t ctx = p->models[req->model].cfg.ctx_size;
     if ((int64_t)n >= ctx) {
         free(ids);
         req->job.prompt_tokens = (int64_t)n;   /* the error's n_prompt_tokens */

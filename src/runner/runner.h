@@ -66,6 +66,9 @@ struct st_runner_ops {
     enum st_status (*tokenize)(const struct st_runner *r, const char *text, size_t len,
                                bool add_special, bool parse_special, int32_t **ids,
                                size_t *n_ids, struct st_err *err);
+    /* (optional: NULL = no bound) The most bytes of tokenize's input one token
+     * stands for (strata/tokenizer.h st_tok_max_input_bytes); 0: no bound. */
+    size_t (*max_token_bytes)(const struct st_runner *r);
     /* Returns owned NUL-terminated text (free()). */
     enum st_status (*detokenize)(const struct st_runner *r, const int32_t *ids, size_t n_ids,
                                  char **text, struct st_err *err);
@@ -163,6 +166,10 @@ static inline enum st_status st_runner_tokenize(const struct st_runner *r, const
                                                 int32_t **ids, size_t *n_ids, struct st_err *err)
 {
     return r->ops->tokenize(r, text, len, add_special, parse_special, ids, n_ids, err);
+}
+static inline size_t st_runner_max_token_bytes(const struct st_runner *r)
+{
+    return r->ops->max_token_bytes ? r->ops->max_token_bytes(r) : 0;
 }
 static inline enum st_status st_runner_detokenize(const struct st_runner *r, const int32_t *ids,
                                                   size_t n_ids, char **text, struct st_err *err)

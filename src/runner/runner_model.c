@@ -528,6 +528,7 @@ static const struct st_runner_ops model_ops = {
     .n_vocab = model_n_vocab,
     .n_embd = model_n_embd,
     .tokenize = st_runner_model_tokenize,
+    .max_token_bytes = st_runner_model_max_token_bytes,
     .detokenize = st_runner_model_detokenize,
     .token_piece = st_runner_model_token_piece,
     .is_eog = st_runner_model_is_eog,

@@ -94,6 +94,7 @@ enum st_status st_runner_model_tokenize(const struct st_runner *r, const char *t
                                         size_t *n_ids, struct st_err *err);
 enum st_status st_runner_model_detokenize(const struct st_runner *r, const int32_t *ids,
                                           size_t n_ids, char **text, struct st_err *err);
+size_t st_runner_model_max_token_bytes(const struct st_runner *r);
 size_t st_runner_model_token_piece(const struct st_runner *r, int32_t token, char *buf,
                                    size_t cap);
 bool st_runner_model_is_eog(const struct st_runner *r, int32_t token);

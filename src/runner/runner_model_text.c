@@ -210,6 +210,11 @@ enum st_status st_runner_model_detokenize(const struct st_runner *r, const int32
 /* Generated text: CONTROL and UNUSED (padding) tokens add nothing, as in
  * llama.cpp's token_to_piece without 'special'; everything else adds its
  * raw bytes. */
+size_t st_runner_model_max_token_bytes(const struct st_runner *r)
+{
+    return st_tok_max_input_bytes(mr(r)->tok);
+}
+
 size_t st_runner_model_token_piece(const struct st_runner *r, int32_t token, char *buf,
                                    size_t cap)
 {

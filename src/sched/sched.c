@@ -251,6 +251,28 @@ enum st_status st_sched_submit(struct st_sched *s, struct st_sched_job *job,
     return rc;
 }
 
+bool st_sched_refuse_if_full(struct st_sched *s, int32_t priority)
+{
+    bool refuse = false;
+    pthread_mutex_lock(&s->mu);
+    if (s->cfg.max_queue > 0 && s->waiting >= s->cfg.max_queue) {
+        /* make_room's test, for a job that would arrive now */
+        const struct st_sched_job *worst = st_sched_queue_worst(s);
+        double key = st_sched_key(s, priority, st_clock_now(s->clock));
+        refuse = !worst || !st_sched_ranks_before(key, s->next_seq + 1, worst->links.key,
+                                                  worst->seq);
+    }
+    if (refuse) {
+        struct st_sched_band *b = &s->band[st_band_of(priority)];
+        b->st.submitted++;
+        b->st.outcomes[ST_OUTCOME_REJECTED]++;
+        b->st.undispatched[ST_OUTCOME_REJECTED]++;
+        s->shed++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return refuse;
+}
+
 bool st_sched_cancel(struct st_sched *s, struct st_sched_job *job)
 {
     bool removed = false;

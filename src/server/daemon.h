@@ -74,7 +74,31 @@ void st_conn_notify(void *cls, struct MHD_Connection *conn, void **socket_contex
 /* Raise the descriptor limit, fit --max-connections under it (a log line
  * when lowered) into srv->conn_cap; returns libmicrohttpd's hard limit. */
 unsigned st_conn_fit(struct st_server *srv);
-/* Past the cap: is this call (its route found, or none) to be refused? */
-bool st_conn_refuse(struct st_call *c);
+/* libmicrohttpd's per-address hard limit: --max-connections-per-ip plus
+ * the probes' reserve; 0 (no limit) when the option is off. */
+unsigned st_conn_per_ip_limit(const struct st_server *srv);
+/* Past --max-connections, or its address past --max-connections-per-ip:
+ * is this call (its route found, or none) to be refused? When so, 'e' is
+ * the 503 too_many_connections (Retry-After: 1) it gets. */
+bool st_conn_refuse(struct st_call *c, struct st_api_error *e);
+
+/* ---- each open connection (conns.c) ---------------------------------- */
+
+/* The table of open connections (srv->conns); NULL on OOM. */
+struct st_conn_table *st_conns_new(void);
+void st_conns_free(struct st_conn_table *t);
+/* From st_conn_notify: a connection opens (its record into
+ * *socket_context, counted under its address) or closes. */
+void st_conns_open(struct st_server *srv, struct MHD_Connection *conn, void **socket_context);
+void st_conns_close(struct st_server *srv, void **socket_context);
+/* A request's headers are complete (its first access call); a request is
+ * done (its completion), so the next one's headers are timed from now. */
+void st_conns_headers_in(struct st_server *srv, struct MHD_Connection *conn);
+void st_conns_request_done(struct st_server *srv, struct MHD_Connection *conn);
+/* Open connections from this connection's address (itself included). */
+int32_t st_conns_of_addr(struct st_server *srv, struct MHD_Connection *conn);
+/* The watcher's pass: cut every connection whose request headers are not
+ * complete --header-timeout seconds after its clock started. */
+void st_conns_sweep(struct st_server *srv);
 
 #endif /* STRATA_SERVER_DAEMON_H */

@@ -43,7 +43,9 @@ void st_server_config_defaults(struct st_server_config *c)
     c->responses_store_bytes = (size_t)64 << 20;
     c->state_max_rows = 100000;
     c->max_connections = 1024;
+    c->max_connections_per_ip = 0;
     c->timeout_s = 60;
+    c->header_timeout_s = 30;
     c->stream_buffer = (size_t)2 << 20;
     c->reasoning_budget = -1;
     c->webui = true;
@@ -169,14 +171,8 @@ static enum st_route_result first_call(struct st_call *c)
         return reply_405(c, allow);
     if (!c->route)
         return not_found(c);
-    if (st_conn_refuse(c)) {
-        st_api_error_set(&e, ST_ERR_QUEUE_FULL, NULL, "too_many_connections",
-                         "The server holds as many connections as it serves "
-                         "(--max-connections %d); retry shortly.", c->srv->conn_cap);
-        e.http = 503;
-        e.retry_after_s = 1;
+    if (st_conn_refuse(c, &e))
         return st_reply_error(c, &e);
-    }
     if (c->route->auth && c->srv->cfg.n_keys > 0) {
         c->key = st_auth_find(c->srv->keys, c->srv->cfg.n_keys,
                               st_call_header(c, MHD_HTTP_HEADER_AUTHORIZATION));
@@ -267,6 +263,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     struct st_call *c = *con_cls;
     (void)version;
     if (!c) {
+        st_conns_headers_in(srv, conn);   /* the header deadline is met */
         c = call_new(srv, conn);
         if (!c)
             return MHD_NO;
@@ -300,7 +297,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
     struct st_server *srv = cls;
     struct st_call *c = *con_cls;
-    (void)conn;
+    st_conns_request_done(srv, conn);   /* a keep-alive's next headers are timed anew */
     if (!c)
         return;
     *con_cls = NULL;
@@ -433,6 +430,7 @@ static enum st_status start_daemon(struct st_server *srv, struct st_err *err)
         MHD_OPTION_NOTIFY_CONNECTION, st_conn_notify, srv,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, hard_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, st_conn_per_ip_limit(srv),
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         MHD_OPTION_END);
     if (!srv->mhd)
@@ -460,6 +458,12 @@ enum st_status st_server_start(const struct st_server_config *cfg, struct st_eng
     for (int i = 0; i < ST_HTTP_CODES_TRACKED; i++)
         atomic_init(&srv->responses[i], 0);
     pthread_mutex_init(&srv->calls_lock, NULL);
+    srv->conns = st_conns_new();
+    if (!srv->conns) {
+        pthread_mutex_destroy(&srv->calls_lock);
+        free(srv);
+        return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    }
     enum st_status rc = copy_config(srv, cfg, err);
     if (rc == ST_OK)
         rc = st_state_start(srv, err);
@@ -506,8 +510,9 @@ void st_server_free(struct st_server *srv)
     st_watch_stop(srv);
     if (srv->mhd) {
         stop_calls(srv);
-        MHD_stop_daemon(srv->mhd);
+        MHD_stop_daemon(srv->mhd);   /* every connection's CLOSED: records freed */
     }
+    st_conns_free(srv->conns);
     st_state_stop(srv);
     for (size_t i = 0; srv->keys && i < srv->cfg.n_keys; i++) {
         free(srv->keys[i].name);

@@ -11,6 +11,8 @@
  *   - between cap and that, only /health and /metrics are answered, and
  *     everything else gets 503 too_many_connections (st_conn_refuse), so a
  *     probe still sees the truth while the server is full.
+ * --max-connections-per-ip works the same way per client address (its
+ * count kept in conns.c).
  */
 #include <microhttpd.h>
 #include <sys/resource.h>
@@ -22,12 +24,13 @@ void st_conn_notify(void *cls, struct MHD_Connection *conn, void **socket_contex
                     enum MHD_ConnectionNotificationCode toe)
 {
     struct st_server *srv = cls;
-    (void)conn;
-    (void)socket_context;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         atomic_fetch_add(&srv->open_conns, 1);
-    else if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
+        st_conns_open(srv, conn, socket_context);
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
         atomic_fetch_sub(&srv->open_conns, 1);
+        st_conns_close(srv, socket_context);
+    }
 }
 
 unsigned st_conn_fit(struct st_server *srv)
@@ -55,9 +58,29 @@ unsigned st_conn_fit(struct st_server *srv)
     return (unsigned)cap + ST_PROBE_RESERVE;
 }
 
-bool st_conn_refuse(struct st_call *c)
+unsigned st_conn_per_ip_limit(const struct st_server *srv)
 {
-    if (atomic_load(&c->srv->open_conns) <= c->srv->conn_cap)
+    int32_t cap = srv->cfg.max_connections_per_ip;
+    return cap > 0 ? (unsigned)cap + ST_PROBE_RESERVE : 0;
+}
+
+bool st_conn_refuse(struct st_call *c, struct st_api_error *e)
+{
+    struct st_server *srv = c->srv;
+    if (c->route && (c->route->fn == st_h_health || c->route->fn == st_h_metrics))
+        return false;   /* the probes' reserve */
+    int32_t per_ip = srv->cfg.max_connections_per_ip;
+    if (atomic_load(&srv->open_conns) > srv->conn_cap)
+        st_api_error_set(e, ST_ERR_QUEUE_FULL, NULL, "too_many_connections",
+                         "The server holds as many connections as it serves "
+                         "(--max-connections %d); retry shortly.", srv->conn_cap);
+    else if (per_ip > 0 && st_conns_of_addr(srv, c->mhd) > per_ip)
+        st_api_error_set(e, ST_ERR_QUEUE_FULL, NULL, "too_many_connections",
+                         "This address holds as many connections as one address is served "
+                         "(--max-connections-per-ip %d); retry shortly.", (int)per_ip);
+    else
         return false;
-    return !c->route || (c->route->fn != st_h_health && c->route->fn != st_h_metrics);
+    e->http = 503;
+    e->retry_after_s = 1;
+    return true;
 }

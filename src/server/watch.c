@@ -9,7 +9,8 @@
  * and the END resumes the connection so MHD closes it.
  *
  * The same pass sends SSE keep-alive comments to idle streams
- * (keepalive.c).
+ * (keepalive.c) and cuts connections whose request headers are late
+ * (conns.c).
  *
  * The socket of a suspended connection stays open (MHD closes it only
  * after a resume, which the watcher would see as a changed suspend_gen),
@@ -123,6 +124,7 @@ static void scan(struct st_server *srv, struct watch_set *w)
     keepalive(w);
     for (size_t i = 0; i < w->n; i++)
         st_call_unref(w->calls[i]);
+    st_conns_sweep(srv);   /* request headers past --header-timeout (conns.c) */
 }
 
 static void *watch_main(void *arg)

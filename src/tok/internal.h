@@ -122,6 +122,7 @@ struct st_tok {
     bool               add_bos, add_eos;
     enum st_pretok     pre;
     bool               nfc;
+    size_t             max_in;       /* st_tok_max_input_bytes */
 };
 
 #endif /* STRATA_TOK_INTERNAL_H */

@@ -315,6 +315,25 @@ static enum st_pretok parse_pre(const char *pre, bool *known)
     return ST_PRETOK_QWEN2;
 }
 
+/* The most input bytes one token can stand for, 0 when a byte has no token
+ * (BPE drops it, so no count of bytes bounds the tokens from below). A
+ * token's raw bytes are the input it covers, except where the input
+ * shrinks before BPE: C0 80 becomes one byte (U+0000, strata/mutf8.h), and
+ * NFC composes at most 3 bytes into 1 (KELVIN SIGN -> K, Hangul L+V+T
+ * jamo -> one syllable). Special tokens match the input after the first
+ * step only. Hence piece bytes x 2, x 4 with NFC (one more for margin). */
+static size_t max_input_bytes(const struct st_tok *tok)
+{
+    size_t longest = 0;
+    for (int b = 0; b < 256; b++) {
+        if (tok->byte_ids[b] < 0)
+            return 0;
+    }
+    for (int32_t id = 0; id < tok->n_vocab; id++)
+        longest = ST_MAX(longest, tok->off[id + 1] - tok->off[id]);
+    return longest * (tok->nfc ? 4 : 2);
+}
+
 enum st_status st_tok_new(const struct st_tok_desc *d, struct st_tok **out,
                           struct st_err *err)
 {
@@ -364,8 +383,14 @@ enum st_status st_tok_new(const struct st_tok_desc *d, struct st_tok **out,
         return st_err_set(err, rc, "tokenizer: out of memory building a %d-token vocabulary",
                           (int)d->n_tokens);
     }
+    tok->max_in = max_input_bytes(tok);
     *out = tok;
     return ST_OK;
+}
+
+size_t st_tok_max_input_bytes(const struct st_tok *tok)
+{
+    return tok->max_in;
 }
 
 struct st_str st_tok_piece(const struct st_tok *tok, int32_t id)

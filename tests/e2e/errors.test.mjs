@@ -5,7 +5,8 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startServer, postJSON, getJSON, chatBody, until } from './lib/server.mjs';
+import fs from 'node:fs';
+import { startServer, postJSON, getJSON, chatBody, until, startTinyModel } from './lib/server.mjs';
 
 function assertErrorShape(r, status, type, extra = []) {
   assert.equal(r.status, status, r.text);
@@ -93,6 +94,35 @@ describe('400, 404, 405 and 413', () => {
       assertErrorShape(t, 400, 'invalid_request_error', ['n_ctx', 'n_prompt_tokens']);
       assert.equal(t.json.error.n_prompt_tokens, 70);
     } finally { await big.stop(); }
+  });
+
+  test('400 from the bytes alone: a prompt that cannot fit is refused before it is tokenized', async () => {
+    // a real tokenizer (the sim's one word is one token, whatever its length, so it has no bound)
+    const { srv: tiny, dir } = await startTinyModel('strata-e2e-too-long-', 1, 64);
+    try {
+      // 2 MB: far more tokens than 64 even at the longest token's bytes each
+      const r = await postJSON(tiny, '/v1/completions', { prompt: 'a'.repeat(2 << 20), max_tokens: 1 });
+      assertErrorShape(r, 400, 'invalid_request_error', ['n_ctx', 'n_prompt_tokens']);
+      assert.equal(r.json.error.code, 'context_length_exceeded');
+      assert.equal(r.json.error.param, 'prompt');
+      assert.match(r.json.error.message, /has at least \d+ tokens \(2097152 bytes/);
+      assert.equal(r.json.error.n_ctx, 64);
+      assert.ok(r.json.error.n_prompt_tokens >= 64, r.text);
+      const c = await postJSON(tiny, '/v1/chat/completions', chatBody({ messages: [{ role: 'user', content: 'b'.repeat(2 << 20) }] }));
+      assert.equal(c.status, 400, c.text);
+      assert.equal(c.json.error.param, 'messages');
+      assert.match(c.json.error.message, /has at least \d+ tokens/);
+      // a short one whose bytes prove nothing is tokenized and counted exactly
+      const s = await postJSON(tiny, '/v1/completions', { prompt: 'a b '.repeat(60), max_tokens: 1 });
+      assertErrorShape(s, 400, 'invalid_request_error', ['n_ctx', 'n_prompt_tokens']);
+      assert.match(s.json.error.message, /^the prompt has \d+ tokens;/);
+      assert.ok(s.json.error.n_prompt_tokens >= 64, s.text);
+      const ok = await postJSON(tiny, '/v1/completions', { prompt: 'a b', max_tokens: 1 });
+      assert.equal(ok.status, 200, ok.text);
+    } finally {
+      await tiny.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('404: unknown model id (model_not_found) and unknown route', async () => {
@@ -211,6 +241,12 @@ describe('429 with Retry-After', () => {
       assert.equal(c.headers.get('retry-after'), '1');
       assert.equal(c.json.error.code, 'queue_full');
       assert.match(c.json.error.message, /queue is full/);
+      // the queue is decided before the prompt is tokenized: a prompt far
+      // over the context gets the 429, not the 400 tokenizing would find
+      const huge = await postJSON(srv, '/v1/completions', { prompt: 'w '.repeat(200000) });
+      assertErrorShape(huge, 429, 'rate_limit_error');
+      assert.equal(huge.json.error.code, 'queue_full');
+      assert.equal(huge.headers.get('retry-after'), '1');
       // D outranks B: B is shed (429 at once), D takes its place
       dP = long({}, { 'x-llamaswap-priority': 'interactive' });
       const b = await bP;
@@ -221,7 +257,7 @@ describe('429 with Retry-After', () => {
       assert.match(bj.error.message, /higher priority/);
       const m = await (await fetch(`${srv.url}/metrics`)).text();
       assert.match(m, /llamaswap_scheduler_queue_depth\{band="interactive"\} 1/);
-      assert.match(m, /strata_queue_full_total 2/);
+      assert.match(m, /strata_queue_full_total 3/);
     } finally {
       ctl.abort();
     }

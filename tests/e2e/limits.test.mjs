@@ -2,8 +2,10 @@
 // "Connections"): a stream whose client stops reading is cut at
 // --stream-buffer (its slot freed, a log line, an error event and [DONE]
 // for whoever reads on); past --max-connections new requests get 503
-// too_many_connections while /health still answers; a client that stops
-// sending its headers is closed after --timeout; /tokenize refuses a body
+// too_many_connections while /health still answers, and past
+// --max-connections-per-ip for one address (127.0.0.1 counts as any); a
+// client that stops sending its headers is closed after --timeout, one
+// that trickles them byte by byte after --header-timeout; /tokenize refuses a body
 // too big to tokenize cheaply. Behaviour is asserted, never speed: every
 // wait is generous.
 import { test, describe, before, after } from 'node:test';
@@ -106,6 +108,77 @@ describe('connections', () => {
       new Promise((r) => { timer = setTimeout(() => r('held'), 60000); })]);
     clearTimeout(timer);
     assert.equal(gave, 'closed');
+  });
+});
+
+describe('per address, and a deadline for the headers', () => {
+  let srv;
+  before(async () => {
+    srv = await startServer(['--max-connections-per-ip', '3', '--header-timeout', '2',
+      '--timeout', '600']);
+  });
+  after(async () => { await srv?.stop(); });
+
+  // Held connections that keep sending header lines, each before --timeout.
+  async function hold(n, line = 'GET /v1/models HTTP/1.1\r\n') {
+    const held = [];
+    for (let i = 0; i < n; i++) {
+      const s = await connect(srv);
+      s.on('error', () => {});
+      if (line) s.write(line);   // s.closed: node's, true once the server closed it
+      held.push(s);
+    }
+    return held;
+  }
+
+  test('past --max-connections-per-ip from 127.0.0.1: 503 too_many_connections, /health still answers', async () => {
+    const held = await hold(3);
+    try {
+      const r = await fetch(`${srv.url}/v1/models`);
+      const body = await r.json();
+      assert.equal(r.status, 503, JSON.stringify(body));
+      assert.equal(body.error.code, 'too_many_connections');
+      assert.match(body.error.message, /--max-connections-per-ip 3/);
+      assert.equal(r.headers.get('retry-after'), '1');
+      const h = await fetch(`${srv.url}/health`);
+      await h.arrayBuffer();
+      assert.equal(h.status, 200);
+      // past the probes' reserve (16) a new connection is closed at once
+      const more = await hold(20, '');
+      await until(() => more.some((s) => s.closed), 30000, 'a connection past the reserve to be closed');
+      more.forEach((s) => s.destroy());
+    } finally {
+      held.forEach((s) => s.destroy());
+    }
+    await until(async () => (await fetch(`${srv.url}/v1/models`)).status === 200, 30000,
+      'the address to be served again');
+  });
+
+  test('headers trickled a byte at a time are cut at --header-timeout, well before --timeout', async () => {
+    const [s] = await hold(1, 'G');
+    const start = Date.now();
+    const rest = 'ET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n' + 'X-Slow: '.padEnd(4000, 'z');
+    let i = 0;
+    const ticker = setInterval(() => { if (!s.closed && i < rest.length) s.write(rest[i++]); }, 100);
+    try {
+      await until(() => s.closed, 60000, 'the trickling client to be cut');
+      assert.ok(Date.now() - start >= 1900, 'not before --header-timeout');
+      assert.ok(i < rest.length, 'cut while it was still sending');
+    } finally {
+      clearInterval(ticker);
+      s.destroy();
+    }
+    // a keep-alive connection gets a new deadline for each request
+    const k = await connect(srv);
+    let got = '';
+    k.setEncoding('utf8');
+    k.on('data', (d) => { got += d; });
+    for (let n = 0; n < 3; n++) {
+      k.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      await until(() => (got.match(/HTTP\/1\.1 200/g) || []).length === n + 1, 30000, `answer ${n + 1}`);
+      await new Promise((r) => setTimeout(r, 1200));   // 3.6 s in all, each request within 2 s
+    }
+    k.destroy();
   });
 });
 

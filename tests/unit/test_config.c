@@ -118,6 +118,7 @@ START_TEST(test_config_every_key_sets_its_field)
         "shutdown_timeout: 45\nresponses_store_mb: 8\nstate_dir: /srv/strata\n"
         "state_max_rows: 2000\n"
         "max_connections: 50\ntimeout: 5\nstream_buffer: 256k\n"
+        "max_connections_per_ip: 6\nheader_timeout: 0\n"
         "log_format: json\nlog_level: debug\n";
     struct st_config c;
     struct st_err err = { 0 };
@@ -126,6 +127,8 @@ START_TEST(test_config_every_key_sets_its_field)
     ck_assert_str_eq(c.host, "0.0.0.0");
     ck_assert_int_eq(c.port, 0);
     ck_assert_int_eq(c.max_connections, 50);
+    ck_assert_int_eq(c.max_connections_per_ip, 6);
+    ck_assert_int_eq(c.header_timeout_s, 0);
     ck_assert_int_eq(c.timeout_s, 5);
     ck_assert_uint_eq(c.stream_buffer, 256u << 10);
     ck_assert_uint_eq(c.body_limit, 512u * 1024);

@@ -87,6 +87,7 @@ START_TEST(test_config_cli_every_flag)
         "--http-threads", "3", "--cors-origin", "https://a.example",
         "--allowed-hosts", "strata.example", "--metrics-key", "mk", "--sse-keepalive", "30",
         "--responses-store-mb", "0", "--shutdown-timeout", "20", "--max-connections", "9",
+        "--max-connections-per-ip", "4", "--header-timeout", "12",
         "--timeout", "30", "--stream-buffer", "1m",
         "--priority-order", "low-first", "--backend", "sim", "--no-webui",
         "--gpus", "0,1,2", "-np", "6", "--batch", "-c", "2048", "--ubatch", "128", "-t", "5",
@@ -123,7 +124,9 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.responses_store_mb, 0);
     ck_assert_int_eq(c.shutdown_timeout_s, 20);
     ck_assert_int_eq(c.max_connections, 9);
+    ck_assert_int_eq(c.max_connections_per_ip, 4);
     ck_assert_int_eq(c.timeout_s, 30);
+    ck_assert_int_eq(c.header_timeout_s, 12);
     ck_assert_uint_eq(c.stream_buffer, 1u << 20);
     ck_assert_int_eq(c.priority_order, ST_CFG_ORDER_LOW_FIRST);
     ck_assert(!c.webui);

@@ -388,6 +388,40 @@ START_TEST(test_sched_queue_limit_rejects_and_sheds_lowest)
 }
 END_TEST
 
+/* The check before a request is prepared agrees with submit's make_room,
+ * and a refusal is counted as submit's would be. */
+START_TEST(test_sched_refuse_if_full_agrees_with_submit)
+{
+    struct sim sim;
+    struct st_sched_config c;
+    struct sim_job a, busy;
+    struct st_sched_stats st;
+
+    config(&c, false, 60, 10);
+    c.max_queue = 1;
+    sim_init(&sim, &c, 1, 1, 512);
+    ck_assert(!st_sched_refuse_if_full(sim.s, 0));   /* empty queue */
+    put(&sim, &busy, 0, 0);
+    ck_assert_ptr_eq(admit(&sim, 0, 0), &busy);
+    put(&sim, &a, 10, 0);
+    ck_assert(st_sched_refuse_if_full(sim.s, 5));    /* outranks nobody */
+    ck_assert(st_sched_refuse_if_full(sim.s, 10));   /* equal: the earlier one stays */
+    ck_assert(!st_sched_refuse_if_full(sim.s, 50));  /* would shed a: submit decides */
+    st_sched_stats(sim.s, &st);
+    ck_assert_uint_eq(st.shed, 2);
+    ck_assert_int_eq(st.waiting, 1);
+    uint64_t rejected = 0;
+    for (int b = 0; b < ST_BAND_COUNT; b++)
+        rejected += st.band[b].outcomes[ST_OUTCOME_REJECTED];
+    ck_assert_uint_eq(rejected, 2);
+    check_ok(&sim);                                  /* the counters still add up */
+    finish(&sim, &busy);
+    ck_assert_ptr_eq(admit(&sim, 0, 0), &a);
+    check_ok(&sim);
+    sim_fini(&sim);
+}
+END_TEST
+
 START_TEST(test_sched_cancel_while_waiting)
 {
     struct sim sim;
@@ -701,6 +735,7 @@ static Suite *queue_suite(void)
     tcase_add_test(order, test_sched_without_batch_one_at_a_time_by_score);
     tcase_add_test(order, test_sched_engine_that_cannot_swap);
     tcase_add_test(limits, test_sched_queue_limit_rejects_and_sheds_lowest);
+    tcase_add_test(limits, test_sched_refuse_if_full_agrees_with_submit);
     tcase_add_test(limits, test_sched_cancel_while_waiting);
     tcase_add_test(observe, test_sched_band_labels_and_reorder_counters);
     tcase_add_test(observe, test_sched_notify_outside_the_mutex);

@@ -620,6 +620,42 @@ START_TEST(test_tokenizer_long_input)
 }
 END_TEST
 
+/* A text's bytes bound its tokens from below: every text here has at least
+ * ceil(len / st_tok_max_input_bytes) tokens, those that shrink before BPE
+ * (NFC, C0 80) included; a vocabulary missing a byte has no bound. */
+START_TEST(test_tokenizer_max_input_bytes)
+{
+    static const char *const texts[] = {
+        "hello world", "<|endoftext|><|endoftext|><|im_start|>", "\xe2\x84\xaa\xe2\x84\xaa",
+        "\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8", "\xc0\x80\xc0\x80\xc0\x80", "        ",
+        "a\xcc\xa3\xcc\x82<think>x",
+    };
+    struct st_tok *tok = make_tok("qwen2", false);   /* NFC; longest: <|endoftext|> */
+    ck_assert_uint_eq(st_tok_max_input_bytes(tok), 13 * 4);
+    for (size_t i = 0; i < ST_ARRAY_LEN(texts); i++) {
+        int32_t *ids = NULL;
+        size_t n = 0, len = strlen(texts[i]), per = st_tok_max_input_bytes(tok);
+        ck_assert_int_eq(st_tok_encode(tok, texts[i], len, false, true, &ids, &n, NULL), ST_OK);
+        ck_assert_msg(n >= (len + per - 1) / per, "text %zu: %zu tokens", i, n);
+        free(ids);
+    }
+    st_tok_free(tok);
+    tok = make_tok("gpt2", false);                   /* no NFC: only C0 80 shrinks */
+    ck_assert_uint_eq(st_tok_max_input_bytes(tok), 13 * 2);
+    st_tok_free(tok);
+
+    struct st_tok_desc d;
+    struct st_str one = st_str_c("a");
+    memset(&d, 0, sizeof(d));
+    d.n_tokens = 1;
+    d.tokens = &one;
+    d.bos_id = d.eos_id = d.pad_id = -1;
+    ck_assert_int_eq(st_tok_new(&d, &tok, NULL), ST_OK);
+    ck_assert_uint_eq(st_tok_max_input_bytes(tok), 0);   /* "b" would be dropped */
+    st_tok_free(tok);
+}
+END_TEST
+
 static Suite *tokenizer_suite(void)
 {
     Suite *s = suite_create("tokenizer");
@@ -637,6 +673,7 @@ static Suite *tokenizer_suite(void)
     tcase_add_test(vocab, test_tokenizer_decode_roundtrip_and_invalid_bytes);
     tcase_add_test(vocab, test_tokenizer_rejects_bad_desc);
     tcase_add_test(vocab, test_tokenizer_long_input);
+    tcase_add_test(vocab, test_tokenizer_max_input_bytes);
     tcase_set_timeout(vocab, 30);
     tcase_add_test(pretok, test_tokenizer_pretok_qwen2);
     tcase_add_test(pretok, test_tokenizer_pretok_llama3_and_gpt2);

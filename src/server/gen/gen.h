@@ -1,8 +1,9 @@
 /* gen/gen.h -- the state of one completion request (chat or legacy), shared by
- * gen_submit.c (creating and submitting the engine requests) and gen.c
- * (events in, results out). Private to this folder, the handlers that
- * start generations and the reply renderers of the endpoints translated
- * onto chat (responses/, anthropic/: struct st_gen_shape).
+ * gen_submit.c (creating and submitting the engine requests), gen_emit.c
+ * (engine events in), gen.c (results out to HTTP) and gen_log.c (its log
+ * line). Private to this folder, the handlers that start generations and
+ * the reply renderers of the endpoints translated onto chat (responses/,
+ * anthropic/: struct st_gen_shape).
  *
  * One HTTP request becomes n_choices engine requests (prompts x n). Each
  * has a choice record; its emit callback runs on an engine thread and
@@ -51,7 +52,7 @@ struct st_gen_choice {
 };
 
 /* /v1/embeddings (h_embeddings.c): each input item is one choice whose
- * request has params.embed; gen.c keeps its EMBED vector in ch->embd and
+ * request has params.embed; gen_emit.c keeps its EMBED vector in ch->embd and
  * answers the finished call with the embeddings body. */
 struct st_gen_embed {
     bool on;                       /* this generation is an embeddings call */
@@ -99,8 +100,8 @@ struct st_gen {
 /* ---- reply renderers for the endpoints translated onto chat ---- */
 /* /v1/responses (responses_reply.c) and /v1/messages (messages_reply.c)
  * run on the chat generation path and render its output in their own
- * shapes. Where gen.c / gen_reply.c would write a chat chunk or body they
- * call these instead. One choice (n 1). All run under call->lock. */
+ * shapes. Where gen_emit.c / gen.c / gen_reply.c would write a chat chunk
+ * or body they call these instead. One choice (n 1). All run under call->lock. */
 struct st_gen_shape {
     /* Stream: one parsed chat delta (content, reasoning, tool call start /
      * arguments) as the endpoint's events onto g->out; sets ch->produced.
@@ -238,6 +239,12 @@ enum st_status st_gen_prompt_tokens(struct st_call *c, const struct st_oai_reque
  * log line is written once all have ended). */
 void st_gen_end_rest(struct st_call *c, struct st_gen *g, int32_t from,
                      const struct st_api_error *e);
+/* Before any prompt is tokenized: 429 queue_full (as st_gen_submit_all
+ * answers it) when the queue is full and this call's priority would
+ * outrank nobody in it, so a flood of huge prompts against a full queue
+ * costs no tokenizer time. */
+enum st_status st_gen_check_room(struct st_call *c, const struct st_gen *g,
+                                 struct st_api_error *e);
 /* Submit every choice's request in order; on the first refusal (429
  * queue_full, 503 model_load_failed, ...) the rest end unsubmitted, those
  * queued are cancelled, and 'e' says why. */
@@ -245,7 +252,7 @@ enum st_status st_gen_submit_all(struct st_call *c, struct st_gen *g, struct st_
 
 /* Allocate the state for 'n' choices (owned; st_gen_free). NULL on OOM. */
 struct st_gen *st_gen_new(int32_t n);
-/* The emit callback and on_free hook every engine request gets (gen.c). */
+/* The emit callback and on_free hook every engine request gets (gen_emit.c). */
 void st_gen_emit(void *ctx, const struct st_event *ev);
 void st_gen_req_on_free(struct st_request *req);
 /* Cancel every submitted request that has not ended, however many (any
@@ -254,7 +261,7 @@ void st_gen_cancel_all(struct st_call *c);
 /* Mark choice 'ch' ended without reaching an engine (c->lock held). */
 void st_gen_end_unsubmitted_locked(struct st_call *c, struct st_gen_choice *ch,
                                    enum st_status status, const char *msg);
-/* The request's log line (one per finished completion request): taken
+/* The request's log line (gen_log.c; one per finished completion request): taken
  * under c->lock once every choice has ended, written after unlocking. */
 struct st_gen_log {
     bool due;

@@ -6,7 +6,7 @@
  * Each choice of a chat request gets its own parser when there is
  * something to parse: tools were given (and tool_choice is not "none"), or
  * reasoning is split out (reasoning_format deepseek, the default). Without
- * either, the choice keeps the raw path in gen.c.
+ * either, the choice keeps the raw path in gen_emit.c.
  *
  * Non-stream: the parts accumulate; the body is built from them. Stream:
  * the events of one token become chunks, in order, adjacent text of the
@@ -402,7 +402,7 @@ static enum st_status on_event(void *ctx, const struct st_reply_event *ev)
     return r->g->stream ? stream_event(r, ev) : accumulate(r, ev);
 }
 
-/* ---- hooks from gen.c ----------------------------------------------------- */
+/* ---- hooks from gen_emit.c and gen.c ------------------------------------- */
 
 void st_gen_reply_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch,
                         const char *text, size_t len, const struct st_oai_logprob *lp)

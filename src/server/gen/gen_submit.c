@@ -7,6 +7,8 @@
  *   ready     the engines have loaded (else 503, Retry-After: 1)
  *   priority  body "priority", X-LlamaSwap-Priority, the API key's defaults
  *             and cap, the model's priority (docs/design/SCHEDULER.md section 2)
+ *   room      a full queue this priority outranks nobody in: 429 queue_full
+ *             before the prompt is rendered or tokenized (st_gen_check_room)
  *   prompts   chat: the model's template over the messages; completions:
  *             the prompt text, or the client's token ids as given
  *   budget    chat: the thinking budget (body or --reasoning-budget) for a
@@ -14,13 +16,15 @@
  *             (docs/API.md "Thinking budget"); budget 0 also asks the
  *             template not to think (enable_thinking false, unless the body
  *             set it)
- *   prepare   tokenize and check the context (400 context_length_exceeded)
+ *   prepare   tokenize and check the context (400 context_length_exceeded;
+ *             a prompt whose byte length alone proves it too long is
+ *             refused before the tokenizer runs: engine/text.c)
  *   submit    one engine request per choice (prompts x n); a full queue is
  *             429 with Retry-After, a model in its load back-off 503 with
  *             the reason and Retry-After (the seconds until the next try),
  *             and every choice already queued is cancelled so nothing is
  *             left behind.
- * Then the call waits (suspended) for events: gen.c takes over.
+ * Then the call waits (suspended) for events: gen_emit.c and gen.c take over.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -511,6 +515,24 @@ void st_gen_end_rest(struct st_call *c, struct st_gen *g, int32_t from,
     st_gen_log_flush(&log);
 }
 
+/* A full queue's 429: code queue_full, Retry-After 1. */
+static enum st_status queue_full(struct st_api_error *e, const struct st_err *err)
+{
+    st_api_error_set(e, ST_ERR_QUEUE_FULL, NULL, "queue_full", "%s",
+                     err->msg[0] ? err->msg : st_status_msg(ST_ERR_QUEUE_FULL));
+    e->retry_after_s = 1;
+    return ST_ERR_QUEUE_FULL;
+}
+
+enum st_status st_gen_check_room(struct st_call *c, const struct st_gen *g,
+                                 struct st_api_error *e)
+{
+    struct st_err err = { 0 };
+    if (st_engine_pool_check_room(c->srv->pool, g->priority, &err) != ST_OK)
+        return queue_full(e, &err);
+    return ST_OK;
+}
+
 enum st_status st_gen_submit_all(struct st_call *c, struct st_gen *g, struct st_api_error *e)
 {
     for (int32_t i = 0; i < g->n_choices; i++) {
@@ -525,12 +547,13 @@ enum st_status st_gen_submit_all(struct st_call *c, struct st_gen *g, struct st_
         pthread_mutex_lock(&c->lock);
         ch->submitted = false;
         pthread_mutex_unlock(&c->lock);
-        st_api_error_set(e, rc, NULL, rc == ST_ERR_QUEUE_FULL ? "queue_full" : NULL, "%s",
-                         err.msg[0] ? err.msg : st_status_msg(rc));
-        if (rc == ST_ERR_QUEUE_FULL)
-            e->retry_after_s = 1;
-        else if (rc == ST_ERR_LOADING)  /* err says why and when it retries */
-            st_gen_load_failed(c, g->model, e);
+        if (rc == ST_ERR_QUEUE_FULL) {
+            queue_full(e, &err);
+        } else {
+            st_api_error_set(e, rc, NULL, NULL, "%s", err.msg[0] ? err.msg : st_status_msg(rc));
+            if (rc == ST_ERR_LOADING)   /* err says why and when it retries */
+                st_gen_load_failed(c, g->model, e);
+        }
         st_gen_end_rest(c, g, i, e);
         st_gen_cancel_all(c);           /* the choices already queued */
         return rc;
@@ -563,6 +586,10 @@ static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *
     pthread_mutex_lock(&c->lock);
     c->gen = g;                         /* freed with the call */
     pthread_mutex_unlock(&c->lock);
+    if (st_gen_check_room(c, g, &e) != ST_OK) {
+        st_gen_end_rest(c, g, 0, &e);
+        return st_reply_error(c, &e);
+    }
     if (build_requests(c, g, oq, &e) != ST_OK) {
         if (resp && strcmp(e.param, "messages") == 0)   /* the template's input */
             snprintf(e.param, sizeof(e.param), "%s", resp->messages_param);

@@ -14,7 +14,7 @@
  * interval, not at submit: a request that fails sooner (shed, context too
  * long, a model load that fails within the interval) still gets its proper
  * HTTP status; one that fails later gets an in-stream error event
- * ({"error":{...}}) and then data: [DONE] (gen.c stream_end). Comments are
+ * ({"error":{...}}) and then data: [DONE] (gen_emit.c stream_end). Comments are
  * ignored by SSE clients (the OpenAI SDKs included).
  *
  * Thread: the watcher, with c->lock held (gen state is under it).

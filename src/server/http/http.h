@@ -171,6 +171,7 @@ struct st_server {
     atomic_bool draining;               /* drain.c: new generations refused */
     atomic_int open_conns;              /* connections open now (limits.c) */
     int conn_cap;                       /* --max-connections, fitted to the fd limit */
+    struct st_conn_table *conns;        /* each open connection (../conns.c) */
     atomic_uint_fast64_t responses[ST_HTTP_CODES_TRACKED];
     struct st_resp_store *resp_store;   /* one reference; NULL: storing off
                                          * (responses/responses_store.h) */

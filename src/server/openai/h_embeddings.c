@@ -124,7 +124,7 @@ static enum st_route_result embed_start(struct st_call *c, const struct st_embed
     pthread_mutex_lock(&c->lock);
     c->gen = g;                         /* freed with the call */
     pthread_mutex_unlock(&c->lock);
-    if (build_requests(c, g, rq, &e) != ST_OK) {
+    if (st_gen_check_room(c, g, &e) != ST_OK || build_requests(c, g, rq, &e) != ST_OK) {
         st_gen_end_rest(c, g, 0, &e);
         return st_reply_error(c, &e);
     }
