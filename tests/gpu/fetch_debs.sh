@@ -12,8 +12,9 @@
 # build `strata` for `strata bench --backend cuda`; pkgconf because CMake
 # finds all of these through pkg-config (run.sh falls back to
 # tests/gpu/pkg-config.py where the carried pkgconf, built for glibc 2.34+,
-# cannot run); libsqlite3 for --state-dir. The shared libmicrohttpd needs the machine's own libgnutls at
-# run time (present on common distributions). About 1.5 MiB in all.
+# cannot run); libsqlite3 because the server links it (--state-dir). The
+# shared libmicrohttpd needs the machine's own libgnutls at run time
+# (present on common distributions). About 2 MiB in all.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=.deps/debs

@@ -6,11 +6,12 @@
 # mean per kernel, as a share of the profiled time, into $OUT/profile.txt.
 # Run after tests/gpu/fetch_debs.sh here, with carry [".deps"]:
 #     tests/gpu/profile.sh [NP]
-# ncu serializes kernels (caches kept warm between them: --cache-control
-# none; its default flushes them, which made every small kernel latency-bound
-# on cold HBM reads and the sum exceed the wall time), so the sum is the GPU's busy time without the
-# gaps between launches; gpu_bench's ms/step in the same log gives the
-# wall time per step, and the difference is launch and host overhead.
+# ncu serializes kernels and keeps the caches warm between them
+# (--cache-control none: its default flush made every small kernel wait on
+# cold HBM reads, and the sum exceeded the wall time), so the sum is the
+# GPU's busy time without the gaps between launches; gpu_bench's ms/step in
+# bench.log is the wall time per step, and the difference is launch and
+# host overhead.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 NP=${1:-1}
