@@ -4,7 +4,7 @@
 # (git-ignored; name ".deps" in the device run's `carry`). tests/gpu/run.sh
 # unpacks them there with dpkg -x (or ar + tar) and points pkg-config at them.
 #
-#   tests/gpu/fetch_debs.sh              Check, cJSON, pkgconf, libmicrohttpd, libyaml
+#   tests/gpu/fetch_debs.sh              Check, cJSON, pkgconf, libmicrohttpd, libyaml, libsqlite3
 #   tests/gpu/fetch_debs.sh --no-server  without the server's two (no strata bench there)
 #
 # Why each: Check (+ subunit) runs the test suites; cJSON is linked by the
