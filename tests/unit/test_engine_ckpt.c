@@ -1,0 +1,294 @@
+/* test_engine_ckpt.c -- state checkpoints on a model with recurrent state
+ * (next-tiny, qwen35moe; docs/ENGINE.md "Slots with recurrent state"): a
+ * prompt that shares only a long system prompt with what a slot read last
+ * resumes from the longest checkpoint inside the shared part and answers
+ * exactly as a read from scratch in a fresh pool; a prompt diverging
+ * before any checkpoint reads from 0; a slot never keeps more than
+ * --ctx-checkpoints; with 0 nothing is kept but the whole state.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/clock.h"
+#include "strata/engine.h"
+#include "strata/sched.h"
+#include "model_fixture.h"
+#include "support.h"
+
+#define N_GEN  8
+#define N_SYS  100   /* the shared "system prompt" */
+#define N_END  20    /* each prompt's own ending */
+#define UBATCH 32    /* chunks end at 32, 64, 96, then the tail at n - 8 */
+
+static char dir[256], path[320];
+
+static void setup(void)
+{
+    support_tmpdir(dir, sizeof(dir));
+    fixture_make_model(path, sizeof(path), dir, "next-tiny", "q8_0", 3, false);
+}
+
+static void teardown(void) { support_rmtree(dir); }
+
+/* fixture_pool_start_ub with the checkpoint bound chosen. */
+static void start(struct fixture_pool *f, int32_t np, int32_t ckpts)
+{
+    st_clock_manual_init(&f->clk, 0);
+    struct st_sched_config sc;
+    st_sched_config_defaults(&sc);
+    sc.batch = true;
+    sc.log_dispatch = false;
+    struct st_pool_config pc;
+    st_pool_config_defaults(&pc);
+    pc.model.name = "m";
+    pc.model.path = path;
+    pc.model.backend = ST_BACKEND_CPU;
+    pc.model.parallel = np;
+    pc.model.ctx_size = 256;
+    pc.threads = 2;
+    pc.ubatch = UBATCH;
+    pc.ctx_checkpoints = ckpts;
+    struct st_err err = { 0 };
+    ck_assert(st_sched_new(&sc, &f->clk.clock, &f->sched, &err) == ST_OK);
+    ck_assert_msg(st_engine_pool_new(&pc, f->sched, &f->clk.clock, &f->pool, &err) == ST_OK,
+                  "%s", err.msg);
+}
+
+struct got {
+    int32_t tokens[N_GEN];
+    int     n;
+    bool    ended;
+    int64_t n_cached;
+};
+
+static void on_event(void *ctx, const struct st_event *ev)
+{
+    struct got *g = ctx;
+    if (ev->kind == ST_EVENT_TOKEN) {
+        if (g->n < N_GEN)
+            g->tokens[g->n++] = ev->token;
+        return;
+    }
+    if (ev->kind == ST_EVENT_END) {
+        g->ended = true;
+        g->n_cached = ev->n_cached;
+    }
+}
+
+/* One greedy request for ids[0..n) (N_GEN tokens), run to its end. */
+static void run_ids(struct fixture_pool *f, const int32_t *ids, int64_t n, struct got *out)
+{
+    struct st_err err = { 0 };
+    struct st_request *req = st_request_new();
+    memset(out, 0, sizeof(*out));
+    snprintf(req->id, sizeof(req->id), "ids%lld", (long long)n);
+    req->prompt = strdup("(ids)");
+    req->tokens = malloc((size_t)n * sizeof(int32_t));
+    memcpy(req->tokens, ids, (size_t)n * sizeof(int32_t));
+    req->n_tokens = n;
+    req->params.max_tokens = N_GEN;
+    req->params.ignore_eos = true;
+    req->params.temperature = 0.0f;
+    req->params.top_k = 40;
+    req->params.top_p = 1.0f;
+    req->emit = on_event;
+    req->emit_ctx = out;
+    ck_assert_msg(st_engine_pool_submit(f->pool, req, &err) == ST_OK, "%s", err.msg);
+    fixture_pool_drain(f);
+    ck_assert(out->ended);
+    ck_assert_int_eq(out->n, N_GEN);
+    st_request_unref(req);
+}
+
+/* The system prompt, then ending 'which' (0, 1, 2 differ from the first token). */
+static void prompt(int32_t *ids, int which)
+{
+    for (int i = 0; i < N_SYS; i++)
+        ids[i] = 30 + (i * 37) % 170;
+    for (int i = 0; i < N_END; i++)
+        ids[N_SYS + i] = 20 + (i * 11 + which * 53) % 150 + which;
+}
+
+static int32_t slot_checkpoints(struct fixture_pool *f)
+{
+    struct st_slot_view v;
+    ck_assert_int_eq(st_engine_pool_slots(f->pool, &v, 1), 1);
+    return v.n_checkpoints;
+}
+
+static void assert_same(const struct got *a, const struct got *b, const char *what)
+{
+    for (int g = 0; g < N_GEN; g++)
+        ck_assert_msg(a->tokens[g] == b->tokens[g], "%s: token %d: %d vs %d", what, g,
+                      a->tokens[g], b->tokens[g]);
+}
+
+/* Two prompts sharing the system prompt: the second resumes from the last
+ * checkpoint below 100 (64: of 32, 64, 96 and the tail at 112 three are
+ * kept, spread: 32, 64, 112) and answers as a fresh pool does. */
+START_TEST(test_ckpt_shared_system_prompt)
+{
+    int32_t a_ids[N_SYS + N_END], b_ids[N_SYS + N_END];
+    prompt(a_ids, 0);
+    prompt(b_ids, 1);
+    ck_assert_int_ne(a_ids[N_SYS], b_ids[N_SYS]);
+    struct fixture_pool f;
+    struct got a, b, fresh;
+    start(&f, 1, 3);
+    run_ids(&f, a_ids, N_SYS + N_END, &a);
+    ck_assert_int_eq(a.n_cached, 0);
+    ck_assert_int_eq(slot_checkpoints(&f), 3);
+    run_ids(&f, b_ids, N_SYS + N_END, &b);
+    ck_assert_int_eq(b.n_cached, 64);
+    fixture_pool_stop(&f);
+    start(&f, 1, 3);
+    run_ids(&f, b_ids, N_SYS + N_END, &fresh);
+    ck_assert_int_eq(fresh.n_cached, 0);
+    assert_same(&b, &fresh, "from a checkpoint vs fresh");
+    /* the same prompt again: from the tail checkpoint, 8 tokens short */
+    run_ids(&f, b_ids, N_SYS + N_END, &b);
+    ck_assert_int_eq(b.n_cached, N_SYS + N_END - 8);
+    assert_same(&b, &fresh, "the same prompt again");
+    fixture_pool_stop(&f);
+}
+END_TEST
+
+/* A prompt sharing fewer tokens than the first checkpoint (32) reads from
+ * 0, and its answer is a fresh pool's; without checkpoints
+ * (--ctx-checkpoints 0) the shared system prompt is read again too. */
+START_TEST(test_ckpt_diverge_early_reads_from_zero)
+{
+    int32_t a_ids[N_SYS + N_END], c_ids[N_SYS + N_END];
+    prompt(a_ids, 0);
+    prompt(c_ids, 2);
+    for (int i = 20; i < N_SYS; i++)
+        c_ids[i] = a_ids[i] + 1;   /* shares 20 tokens only */
+    struct fixture_pool f;
+    struct got a, c, fresh;
+    start(&f, 1, 3);
+    run_ids(&f, a_ids, N_SYS + N_END, &a);
+    run_ids(&f, c_ids, N_SYS + N_END, &c);
+    ck_assert_int_eq(c.n_cached, 0);
+    fixture_pool_stop(&f);
+    start(&f, 1, 3);
+    run_ids(&f, c_ids, N_SYS + N_END, &fresh);
+    assert_same(&c, &fresh, "diverged early vs fresh");
+    fixture_pool_stop(&f);
+
+    int32_t b_ids[N_SYS + N_END];
+    prompt(b_ids, 1);
+    start(&f, 1, 0);
+    run_ids(&f, a_ids, N_SYS + N_END, &a);
+    ck_assert_int_eq(slot_checkpoints(&f), 0);
+    run_ids(&f, b_ids, N_SYS + N_END, &c);
+    ck_assert_int_eq(c.n_cached, 0);
+    fixture_pool_stop(&f);
+}
+END_TEST
+
+/* A long prompt in many chunks keeps exactly the bound, for bounds 1, 2
+ * and 5; with more than one, the older ones kept still serve a prompt
+ * sharing a prefix, and its answer is a fresh pool's. */
+START_TEST(test_ckpt_bound_holds)
+{
+    int32_t ids[200], other[200];
+    for (int i = 0; i < 200; i++)
+        ids[i] = other[i] = 30 + (i * 13) % 170;
+    for (int i = 150; i < 200; i++)
+        other[i] = 25 + (i * 7) % 160;
+    static const int32_t bounds[] = { 1, 2, 5 };
+    for (size_t k = 0; k < sizeof(bounds) / sizeof(bounds[0]); k++) {
+        struct fixture_pool f;
+        struct got a, b, fresh;
+        start(&f, 1, bounds[k]);
+        run_ids(&f, ids, 200, &a);   /* chunks end at 32, 64, ..., 192 and 192 (tail) */
+        ck_assert_int_eq(slot_checkpoints(&f), bounds[k]);
+        run_ids(&f, other, 200, &b);
+        ck_assert_int_le(slot_checkpoints(&f), bounds[k]);
+        /* one checkpoint is always the newest (the tail, 192): above the 150 shared */
+        if (bounds[k] == 1)
+            ck_assert_int_eq(b.n_cached, 0);
+        else
+            ck_assert_int_gt(b.n_cached, 0);
+        ck_assert_int_le(b.n_cached, 150);
+        fixture_pool_stop(&f);
+        start(&f, 1, bounds[k]);
+        run_ids(&f, other, 200, &fresh);
+        assert_same(&b, &fresh, "after the bound");
+        fixture_pool_stop(&f);
+    }
+}
+END_TEST
+
+/* -np 4 with checkpoints: four prompts sharing the system prompt, read
+ * together twice (the second round resumes from checkpoints), each equal
+ * to its answer alone in a fresh pool. */
+START_TEST(test_ckpt_np4_same_as_alone)
+{
+    int32_t ids[4][N_SYS + N_END];
+    for (int i = 0; i < 4; i++)
+        prompt(ids[i], i);
+    struct fixture_pool f;
+    struct got first[4], second[4], alone;
+    start(&f, 4, 3);
+    for (int round = 0; round < 2; round++) {
+        struct got *out = round == 0 ? first : second;
+        struct st_request *reqs[4];
+        struct st_err err = { 0 };
+        for (int i = 0; i < 4; i++) {
+            memset(&out[i], 0, sizeof(out[i]));
+            reqs[i] = st_request_new();
+            snprintf(reqs[i]->id, sizeof(reqs[i]->id), "r%d-%d", round, i);
+            reqs[i]->prompt = strdup("(ids)");
+            int which = round == 0 ? i : (i + 1) % 4;   /* another slot's ending */
+            reqs[i]->tokens = malloc(sizeof(ids[which]));
+            memcpy(reqs[i]->tokens, ids[which], sizeof(ids[which]));
+            reqs[i]->n_tokens = N_SYS + N_END;
+            reqs[i]->params.max_tokens = N_GEN;
+            reqs[i]->params.ignore_eos = true;
+            reqs[i]->params.temperature = 0.0f;
+            reqs[i]->params.top_k = 40;
+            reqs[i]->params.top_p = 1.0f;
+            reqs[i]->emit = on_event;
+            reqs[i]->emit_ctx = &out[i];
+            ck_assert(st_engine_pool_submit(f.pool, reqs[i], &err) == ST_OK);
+        }
+        fixture_pool_drain(&f);
+        for (int i = 0; i < 4; i++) {
+            ck_assert(out[i].ended);
+            st_request_unref(reqs[i]);
+        }
+    }
+    fixture_pool_stop(&f);
+    int64_t cached = 0;
+    for (int i = 0; i < 4; i++) {
+        cached += second[i].n_cached;
+        start(&f, 1, 3);
+        run_ids(&f, ids[(i + 1) % 4], N_SYS + N_END, &alone);
+        fixture_pool_stop(&f);
+        assert_same(&second[i], &alone, "-np 4 second round vs alone");
+    }
+    ck_assert_int_gt(cached, 0);
+}
+END_TEST
+
+static Suite *engine_ckpt_suite(void)
+{
+    Suite *s = suite_create("engine_ckpt");
+    TCase *tc = tcase_create("next");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_ckpt_shared_system_prompt);
+    tcase_add_test(tc, test_ckpt_diverge_early_reads_from_zero);
+    tcase_add_test(tc, test_ckpt_bound_holds);
+    tcase_add_test(tc, test_ckpt_np4_same_as_alone);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return support_run_suite(engine_ckpt_suite(), CK_FORK);
+}
