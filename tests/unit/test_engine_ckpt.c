@@ -4,7 +4,8 @@
  * resumes from the longest checkpoint inside the shared part and answers
  * exactly as a read from scratch in a fresh pool; a prompt diverging
  * before any checkpoint reads from 0; a slot never keeps more than
- * --ctx-checkpoints; with 0 nothing is kept but the whole state.
+ * --ctx-checkpoints; with 0 nothing is kept but the whole state; -np 4 and
+ * give-way give each request its solo tokens.
  */
 #include <check.h>
 #include <stdio.h>
@@ -32,14 +33,17 @@ static void setup(void)
 
 static void teardown(void) { support_rmtree(dir); }
 
-/* fixture_pool_start_ub with the checkpoint bound chosen. */
-static void start(struct fixture_pool *f, int32_t np, int32_t ckpts)
+/* fixture_pool_start_ub with the checkpoint bound and the give-way
+ * boundary (0: the default) chosen. */
+static void start_gw(struct fixture_pool *f, int32_t np, int32_t ckpts, int64_t give_way)
 {
     st_clock_manual_init(&f->clk, 0);
     struct st_sched_config sc;
     st_sched_config_defaults(&sc);
     sc.batch = true;
     sc.log_dispatch = false;
+    if (give_way > 0)
+        sc.give_way_tokens = give_way;
     struct st_pool_config pc;
     st_pool_config_defaults(&pc);
     pc.model.name = "m";
@@ -77,8 +81,14 @@ static void on_event(void *ctx, const struct st_event *ev)
     }
 }
 
-/* One greedy request for ids[0..n) (N_GEN tokens), run to its end. */
-static void run_ids(struct fixture_pool *f, const int32_t *ids, int64_t n, struct got *out)
+static void start(struct fixture_pool *f, int32_t np, int32_t ckpts)
+{
+    start_gw(f, np, ckpts, 0);
+}
+
+/* Submit one greedy request for ids[0..n) (N_GEN tokens) at 'prio'. */
+static struct st_request *submit_ids(struct fixture_pool *f, const int32_t *ids, int64_t n,
+                                     int32_t prio, struct got *out)
 {
     struct st_err err = { 0 };
     struct st_request *req = st_request_new();
@@ -93,9 +103,17 @@ static void run_ids(struct fixture_pool *f, const int32_t *ids, int64_t n, struc
     req->params.temperature = 0.0f;
     req->params.top_k = 40;
     req->params.top_p = 1.0f;
+    req->job.priority = prio;
     req->emit = on_event;
     req->emit_ctx = out;
     ck_assert_msg(st_engine_pool_submit(f->pool, req, &err) == ST_OK, "%s", err.msg);
+    return req;
+}
+
+/* One greedy request for ids[0..n) (N_GEN tokens), run to its end. */
+static void run_ids(struct fixture_pool *f, const int32_t *ids, int64_t n, struct got *out)
+{
+    struct st_request *req = submit_ids(f, ids, n, 0, out);
     fixture_pool_drain(f);
     ck_assert(out->ended);
     ck_assert_int_eq(out->n, N_GEN);
@@ -274,6 +292,37 @@ START_TEST(test_ckpt_np4_same_as_alone)
 }
 END_TEST
 
+/* Give-way: a read resuming from a checkpoint (64 of 120) gives way at a
+ * 32-token boundary to a higher-priority request in the other slot, then
+ * continues from where it stopped; its answer is still a fresh pool's. */
+START_TEST(test_ckpt_give_way)
+{
+    int32_t a_ids[N_SYS + N_END], b_ids[N_SYS + N_END], c_ids[10];
+    prompt(a_ids, 0);
+    prompt(b_ids, 1);
+    for (int i = 0; i < 10; i++)
+        c_ids[i] = 180 - i;
+    struct fixture_pool f;
+    struct got a, b, c, fresh;
+    start_gw(&f, 2, 3, 32);
+    run_ids(&f, a_ids, N_SYS + N_END, &a);
+    struct st_request *rb = submit_ids(&f, b_ids, N_SYS + N_END, 0, &b);
+    ck_assert(st_engine_pool_step(f.pool, 0));   /* b: 64..96, past a boundary */
+    struct st_request *rc = submit_ids(&f, c_ids, 10, 5, &c);
+    fixture_pool_drain(&f);
+    ck_assert(b.ended && c.ended);
+    ck_assert_int_eq(b.n_cached, 64);
+    ck_assert_int_ge(rb->job.yields, 1);
+    st_request_unref(rb);
+    st_request_unref(rc);
+    fixture_pool_stop(&f);
+    start(&f, 1, 3);
+    run_ids(&f, b_ids, N_SYS + N_END, &fresh);
+    assert_same(&b, &fresh, "gave way vs fresh");
+    fixture_pool_stop(&f);
+}
+END_TEST
+
 static Suite *engine_ckpt_suite(void)
 {
     Suite *s = suite_create("engine_ckpt");
@@ -284,6 +333,7 @@ static Suite *engine_ckpt_suite(void)
     tcase_add_test(tc, test_ckpt_diverge_early_reads_from_zero);
     tcase_add_test(tc, test_ckpt_bound_holds);
     tcase_add_test(tc, test_ckpt_np4_same_as_alone);
+    tcase_add_test(tc, test_ckpt_give_way);
     suite_add_tcase(s, tc);
     return s;
 }
