@@ -168,11 +168,14 @@ int64_t st_engine_prefix_chunk(const struct st_engine *e, const struct st_engine
                                int64_t chunk, int64_t left)
 {
     const struct st_runner *r = e->runner;
-    if (!r || !r->recurrent || r->ctx_checkpoints <= 0 || !sl->req ||
-        sl->req->n_tokens <= ST_PREFIX_CKPT_MIN_READ || left <= ST_PREFIX_CKPT_TAIL ||
+    (void)sl;
+    if (!r || !r->recurrent || r->ctx_checkpoints <= 0 || left <= ST_PREFIX_CKPT_TAIL ||
         chunk <= left - ST_PREFIX_CKPT_TAIL)
         return chunk;
-    return left - ST_PREFIX_CKPT_TAIL;
+    /* a chunk short of the end by less than the tail ends at the tail for
+     * free; one that reads the rest costs a forward more when cut, worth
+     * it only when the checkpoint before it lies far from the end */
+    return chunk < left || left > ST_PREFIX_CKPT_MIN_READ ? left - ST_PREFIX_CKPT_TAIL : chunk;
 }
 
 /* Positions of slot sl's KV that are final and whose ids it knows: a free

@@ -21,7 +21,7 @@
 #define N_GEN  8
 #define N_SYS  100   /* the shared "system prompt" */
 #define N_END  20    /* each prompt's own ending */
-#define UBATCH 32    /* chunks end at 32, 64, 96, then the tail at n - 8 */
+#define UBATCH 32    /* a 120-token prompt: checkpoints at 32, 64, 96 (not at 120) */
 
 static char dir[256], path[320];
 
@@ -35,7 +35,8 @@ static void teardown(void) { support_rmtree(dir); }
 
 /* fixture_pool_start_ub with the checkpoint bound and the give-way
  * boundary (0: the default) chosen. */
-static void start_gw(struct fixture_pool *f, int32_t np, int32_t ckpts, int64_t give_way)
+static void start_gw(struct fixture_pool *f, int32_t np, int32_t ckpts, int64_t give_way,
+                     int32_t ubatch)
 {
     st_clock_manual_init(&f->clk, 0);
     struct st_sched_config sc;
@@ -52,7 +53,7 @@ static void start_gw(struct fixture_pool *f, int32_t np, int32_t ckpts, int64_t 
     pc.model.parallel = np;
     pc.model.ctx_size = 256;
     pc.threads = 2;
-    pc.ubatch = UBATCH;
+    pc.ubatch = ubatch;
     pc.ctx_checkpoints = ckpts;
     struct st_err err = { 0 };
     ck_assert(st_sched_new(&sc, &f->clk.clock, &f->sched, &err) == ST_OK);
@@ -83,7 +84,7 @@ static void on_event(void *ctx, const struct st_event *ev)
 
 static void start(struct fixture_pool *f, int32_t np, int32_t ckpts)
 {
-    start_gw(f, np, ckpts, 0);
+    start_gw(f, np, ckpts, 0, UBATCH);
 }
 
 /* Submit one greedy request for ids[0..n) (N_GEN tokens) at 'prio'. */
@@ -144,8 +145,9 @@ static void assert_same(const struct got *a, const struct got *b, const char *wh
 }
 
 /* Two prompts sharing the system prompt: the second resumes from the last
- * checkpoint below 100 (64: of 32, 64, 96 and the tail at 112 three are
- * kept, spread: 32, 64, 112) and answers as a fresh pool does. */
+ * checkpoint below 100 (96) and answers as a fresh pool does. With chunks
+ * of 128 the 120-token read ends a chunk 8 short of its end (the last one
+ * would hold more than 64): the same prompt again resumes there. */
 START_TEST(test_ckpt_shared_system_prompt)
 {
     int32_t a_ids[N_SYS + N_END], b_ids[N_SYS + N_END];
@@ -159,13 +161,17 @@ START_TEST(test_ckpt_shared_system_prompt)
     ck_assert_int_eq(a.n_cached, 0);
     ck_assert_int_eq(slot_checkpoints(&f), 3);
     run_ids(&f, b_ids, N_SYS + N_END, &b);
-    ck_assert_int_eq(b.n_cached, 64);
+    ck_assert_int_eq(b.n_cached, 96);
     fixture_pool_stop(&f);
     start(&f, 1, 3);
     run_ids(&f, b_ids, N_SYS + N_END, &fresh);
     ck_assert_int_eq(fresh.n_cached, 0);
     assert_same(&b, &fresh, "from a checkpoint vs fresh");
-    /* the same prompt again: from the tail checkpoint, 8 tokens short */
+    fixture_pool_stop(&f);
+    start_gw(&f, 1, 3, 0, 128);
+    run_ids(&f, b_ids, N_SYS + N_END, &a);
+    ck_assert_int_eq(slot_checkpoints(&f), 1);   /* 112 */
+    assert_same(&a, &fresh, "read as 112 + 8");
     run_ids(&f, b_ids, N_SYS + N_END, &b);
     ck_assert_int_eq(b.n_cached, N_SYS + N_END - 8);
     assert_same(&b, &fresh, "the same prompt again");
@@ -292,19 +298,22 @@ START_TEST(test_ckpt_np4_same_as_alone)
 }
 END_TEST
 
-/* Give-way: a read resuming from a checkpoint (64 of 120) gives way at a
- * 32-token boundary to a higher-priority request in the other slot, then
- * continues from where it stopped; its answer is still a fresh pool's. */
+/* Give-way: a read resuming from a checkpoint (64: it shares 70 tokens)
+ * gives way at a 32-token boundary to a higher-priority request in the
+ * other slot, then continues from where it stopped; its answer is still a
+ * fresh pool's. */
 START_TEST(test_ckpt_give_way)
 {
     int32_t a_ids[N_SYS + N_END], b_ids[N_SYS + N_END], c_ids[10];
     prompt(a_ids, 0);
     prompt(b_ids, 1);
+    for (int i = 70; i < N_SYS; i++)
+        b_ids[i] = a_ids[i] + 2;
     for (int i = 0; i < 10; i++)
         c_ids[i] = 180 - i;
     struct fixture_pool f;
     struct got a, b, c, fresh;
-    start_gw(&f, 2, 3, 32);
+    start_gw(&f, 2, 3, 32, UBATCH);
     run_ids(&f, a_ids, N_SYS + N_END, &a);
     struct st_request *rb = submit_ids(&f, b_ids, N_SYS + N_END, 0, &b);
     ck_assert(st_engine_pool_step(f.pool, 0));   /* b: 64..96, past a boundary */
