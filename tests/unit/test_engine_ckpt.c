@@ -332,6 +332,38 @@ START_TEST(test_ckpt_give_way)
 }
 END_TEST
 
+/* The KV usage counts a busy slot's state and each checkpoint it holds as
+ * state_tokens (next-tiny: 132) each, over a capacity that allows for the
+ * bound: after two 32-token chunks of a read, (64 + 132 x 3) over
+ * (256 + 132 x (1 + 3)); /slots shows the 2 checkpoints. */
+START_TEST(test_ckpt_counted_in_kv_usage)
+{
+    int32_t ids[N_SYS + N_END];
+    prompt(ids, 0);
+    struct fixture_pool f;
+    struct got a;
+    start(&f, 1, 3);
+    struct st_request *req = submit_ids(&f, ids, N_SYS + N_END, 0, &a);
+    ck_assert(st_engine_pool_step(f.pool, 0));
+    ck_assert(st_engine_pool_step(f.pool, 0));
+    ck_assert(st_engine_pool_step(f.pool, 0));   /* the views show the state after two */
+    struct st_slot_view v;
+    ck_assert_int_eq(st_engine_pool_slots(f.pool, &v, 1), 1);
+    ck_assert_int_ge(v.n_read, 64);
+    ck_assert_int_eq(v.n_checkpoints, (int32_t)(v.n_read / UBATCH));
+    struct st_pool_stats ps;
+    st_engine_pool_stats(f.pool, &ps);
+    double want = (double)(v.n_read + 132 * (1 + v.n_checkpoints)) / (256.0 + 132.0 * 4);
+    ck_assert_msg(ps.kv_usage > want - 1e-9 && ps.kv_usage < want + 1e-9,
+                  "kv_usage %.6f, want %.6f (%lld read, %d checkpoints)", ps.kv_usage, want,
+                  (long long)v.n_read, (int)v.n_checkpoints);
+    fixture_pool_drain(&f);
+    ck_assert(a.ended);
+    st_request_unref(req);
+    fixture_pool_stop(&f);
+}
+END_TEST
+
 static Suite *engine_ckpt_suite(void)
 {
     Suite *s = suite_create("engine_ckpt");
@@ -343,6 +375,7 @@ static Suite *engine_ckpt_suite(void)
     tcase_add_test(tc, test_ckpt_bound_holds);
     tcase_add_test(tc, test_ckpt_np4_same_as_alone);
     tcase_add_test(tc, test_ckpt_give_way);
+    tcase_add_test(tc, test_ckpt_counted_in_kv_usage);
     suite_add_tcase(s, tc);
     return s;
 }
