@@ -49,6 +49,12 @@
  *            as cached (n_cached, cached_tokens) and as copied_tokens; a
  *            failed copy is logged and the tokens are read.
  *   forget   a model unload voids every slot's cache (swap.c).
+ *   state    a recurrent model's slot (qwen35moe) keeps its state whole, or
+ *            goes back to a state checkpoint the runner took at a chunk end
+ *            (runner_ckpt.c): reusable and release keep what kv_keep says a
+ *            cut leaves, and st_engine_prefix_chunk ends a chunk a few
+ *            tokens before a prompt's end so that one lies near it. No copy
+ *            across slots.
  *   opt out  a request with no_prompt_cache ("cache_prompt": false) shares
  *            no prefix with any slot, its own or copied: it reads its whole
  *            prompt and its slot is chosen as for an unrelated prompt (an
