@@ -35,6 +35,8 @@ static void teardown(void) { support_rmtree(dir); }
 
 /* fixture_pool_start_ub with the checkpoint bound and the give-way
  * boundary (0: the default) chosen. */
+static int32_t mtp_draft;   /* start_gw: MTP drafts per step (0: off) */
+
 static void start_gw(struct fixture_pool *f, int32_t np, int32_t ckpts, int64_t give_way,
                      int32_t ubatch)
 {
@@ -55,6 +57,8 @@ static void start_gw(struct fixture_pool *f, int32_t np, int32_t ckpts, int64_t 
     pc.threads = 2;
     pc.ubatch = ubatch;
     pc.ctx_checkpoints = ckpts;
+    pc.mtp = mtp_draft > 0;
+    pc.mtp_draft = mtp_draft > 0 ? mtp_draft : 1;
     struct st_err err = { 0 };
     ck_assert(st_sched_new(&sc, &f->clk.clock, &f->sched, &err) == ST_OK);
     ck_assert_msg(st_engine_pool_new(&pc, f->sched, &f->clk.clock, &f->pool, &err) == ST_OK,
@@ -364,6 +368,36 @@ START_TEST(test_ckpt_counted_in_kv_usage)
 }
 END_TEST
 
+/* With MTP drafts (next-tiny's nextn block, 3 a step): the resumed read
+ * (from 96) cuts the MTP layer's cache there too; greedy tokens with drafts
+ * equal a fresh pool's without. */
+START_TEST(test_ckpt_mtp)
+{
+    char mpath[320];
+    fixture_make_model(mpath, sizeof(mpath), dir, "next-tiny", "q8_0", 3, true);
+    memcpy(path, mpath, sizeof(path));
+    int32_t a_ids[N_SYS + N_END], b_ids[N_SYS + N_END];
+    prompt(a_ids, 0);
+    prompt(b_ids, 1);
+    struct fixture_pool f;
+    struct got a, b, fresh;
+    mtp_draft = 3;
+    start(&f, 1, 3);
+    run_ids(&f, a_ids, N_SYS + N_END, &a);
+    run_ids(&f, b_ids, N_SYS + N_END, &b);
+    ck_assert_int_eq(b.n_cached, 96);
+    struct st_pool_stats ps;
+    st_engine_pool_stats(f.pool, &ps);
+    ck_assert_uint_gt(ps.mtp_drafted, 0);
+    fixture_pool_stop(&f);
+    mtp_draft = 0;
+    start(&f, 1, 3);
+    run_ids(&f, b_ids, N_SYS + N_END, &fresh);
+    fixture_pool_stop(&f);
+    assert_same(&b, &fresh, "MTP from a checkpoint vs fresh without");
+}
+END_TEST
+
 static Suite *engine_ckpt_suite(void)
 {
     Suite *s = suite_create("engine_ckpt");
@@ -376,6 +410,7 @@ static Suite *engine_ckpt_suite(void)
     tcase_add_test(tc, test_ckpt_np4_same_as_alone);
     tcase_add_test(tc, test_ckpt_give_way);
     tcase_add_test(tc, test_ckpt_counted_in_kv_usage);
+    tcase_add_test(tc, test_ckpt_mtp);
     suite_add_tcase(s, tc);
     return s;
 }
