@@ -2,16 +2,18 @@
  * (qwen35moe): a slot's DeltaNet state stands for every token it read and
  * cannot be cut back, so the runner keeps copies of it at the ends of the
  * prompt chunks the slot reads (st_model_state_ckpt_put), at most n_ckpt
- * per slot (--ctx-checkpoints). Not at the end of a prompt's last chunk
- * (the READ that samples): the engine ends the chunk before it a few
- * tokens short of the prompt's end (prefix.h ST_PREFIX_CKPT_TAIL), which
- * serves the same prompt again (it may keep at most n_prompt - 1 tokens)
- * and a next turn whose template rewrites the assistant's opening tokens;
- * a checkpoint at the very end would add only those few tokens. kv_truncate to n below the slot's length
+ * per slot (--ctx-checkpoints). kv_truncate to n below the slot's length
  * then restores the longest checkpoint at or below n and leaves the slot
  * there: a prompt that shares a system prompt with what the slot read last
  * reads only from that checkpoint on (docs/ENGINE.md "Slots with recurrent
  * state"). The attention layers' KV below it is the same tokens' and stays.
+ *
+ * Not at the end of a prompt's last chunk (the READ that samples): that
+ * chunk starts near the prompt's end (the engine cuts one that would hold
+ * more than 64 tokens 8 short of the end, prefix.h ST_PREFIX_CKPT_TAIL),
+ * which serves the same prompt again (it may keep at most n_prompt - 1
+ * tokens) and a next turn whose template rewrites the assistant's opening
+ * tokens; one at the very end would add only those few tokens.
  *
  * Validity: a checkpoint at p stands for the slot's tokens [0, p); it is
  * dropped as soon as the slot may hold other tokens below p: a cut to
@@ -23,7 +25,7 @@
  * above, or the new one), ties to the least recently put or restored. A
  * long prompt thus keeps checkpoints spread over it, denser towards its
  * end (e.g. 3 over a 4000-token prompt in 512-token chunks: 1024, 2048,
- * 4000), instead of only its last chunks: a later prompt sharing just its
+ * 3992), instead of only its last chunks: a later prompt sharing just its
  * system prompt still finds one below that prompt's end.
  *
  * Threads: the engine's (with the runner's forward and kv_truncate).
