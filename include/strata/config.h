@@ -121,6 +121,7 @@ enum st_opt {
     ST_OPT_ROPE_SCALING, ST_OPT_ROPE_SCALE, ST_OPT_YARN_ORIG_CTX,
     ST_OPT_UBATCH, ST_OPT_THREADS, ST_OPT_BATCH_MTP, ST_OPT_MTP_DRAFT,
     ST_OPT_SPEC, ST_OPT_SPEC_NGRAM_MIN, ST_OPT_SPEC_NGRAM_MAX, ST_OPT_SPEC_DRAFT,
+    ST_OPT_CTX_CHECKPOINTS,
     ST_OPT_SCHEDULER, ST_OPT_AGING_DIVISOR, ST_OPT_SWAP_AFFINITY_BONUS,
     ST_OPT_GIVE_WAY_TOKENS, ST_OPT_YIELDS_MAX,
     ST_OPT_SIM_PROMPT_TPS, ST_OPT_SIM_DECODE_TPS, ST_OPT_SIM_LOAD_SECONDS, ST_OPT_SIM_TOKENS,
@@ -193,6 +194,8 @@ struct st_config {
     int32_t  spec_ngram_min;       /* n-gram lengths matched, 1..8, min <= max; */
     int32_t  spec_ngram_max;       /*   defaults 2 and 4 */
     int32_t  spec_draft;           /* n-gram drafts per slot and step at most, 1..16; default 8 */
+    int32_t  ctx_checkpoints;      /* recurrent models: state checkpoints per slot, 0..64;
+                                    * default 3 */
 
     /* scheduler (routing.scheduler in the file) */
     enum st_cfg_scheduler scheduler;   /* default serial */

@@ -335,6 +335,9 @@ struct st_pool_config {
                                        * 2 and 4) */
     int32_t spec_draft;               /* n-gram drafts per slot and step at most (1..16;
                                        * default 8) */
+    int32_t ctx_checkpoints;          /* (recurrent models) state checkpoints per slot at
+                                       * most, 0..64 (0: none); default 3 (docs/ENGINE.md
+                                       * "Slots with recurrent state") */
     double  load_backoff_s;           /* (added) after a failed load, requests for the model
                                        * get 503 with the reason for this long; then the
                                        * next request tries again. Default 30 */
@@ -551,6 +554,8 @@ struct st_slot_view {
     uint64_t kv_last_block;
     int32_t n_draft;           /* (added) draft tokens its last step checked (MTP or n-gram);
                                 * 0: a plain decode, or not decoding */
+    int32_t n_checkpoints;     /* (added, recurrent models) state checkpoints the slot keeps
+                                * (runner.h n_checkpoints), each one state in memory */
 };
 
 /* Tokens per KV block (st_pool_config.kv_block): the block_size of the KV

@@ -200,6 +200,22 @@ enum st_status st_model_state_save(struct st_model *m, int32_t slot, struct st_e
 ST_MUST_CHECK
 enum st_status st_model_state_restore(struct st_model *m, int32_t slot, struct st_err *err);
 
+/* (recurrent models) Checkpoints of slots' recurrent state: reserve makes
+ * room for per_slot of them in every slot (host bookkeeping only; any
+ * earlier ones go); put copies slot's state of every layer into its
+ * checkpoint k (device memory taken by the first put of that k, counted
+ * in st_model_kv_bytes until unload), get copies it back. Which position a
+ * checkpoint stands for is the caller's (runner_ckpt.c). */
+ST_MUST_CHECK
+enum st_status st_model_state_ckpt_reserve(struct st_model *m, int32_t per_slot,
+                                           struct st_err *err);
+ST_MUST_CHECK
+enum st_status st_model_state_ckpt_put(struct st_model *m, int32_t slot, int32_t k,
+                                       struct st_err *err);
+ST_MUST_CHECK
+enum st_status st_model_state_ckpt_get(struct st_model *m, int32_t slot, int32_t k,
+                                       struct st_err *err);
+
 /* The part of st_model_kv_bytes that is per-slot recurrent state
  * (qwen35moe's DeltaNet layers; 0 for other architectures). */
 size_t st_model_state_bytes(const struct st_model *m);

@@ -168,6 +168,7 @@ static enum st_status fill_pool(const struct st_config *c, struct st_pool_config
     p->ngram_min = c->spec_ngram_min;
     p->ngram_max = c->spec_ngram_max;
     p->spec_draft = c->spec_draft;
+    p->ctx_checkpoints = c->ctx_checkpoints;
     p->sim.prompt_tps = c->sim_prompt_tps;
     p->sim.decode_tps = c->sim_decode_tps;
     p->sim.load_seconds = c->sim_load_seconds;

@@ -63,6 +63,7 @@ void st_config_init(struct st_config *c)
     c->spec_ngram_min = 2;
     c->spec_ngram_max = 4;
     c->spec_draft = 8;
+    c->ctx_checkpoints = 3;
     c->scheduler = ST_CFG_SCHED_SERIAL;
     c->aging_divisor_s = 60.0;
     c->swap_affinity_bonus = 10;

@@ -40,6 +40,7 @@ void st_pool_config_defaults(struct st_pool_config *c)
     c->ngram_min = 2;
     c->ngram_max = 4;
     c->spec_draft = 8;
+    c->ctx_checkpoints = 3;
     c->sim.prompt_tps = 5000.0;
     c->sim.decode_tps = 50.0;
     c->sim.load_seconds = 0.0;
@@ -95,6 +96,7 @@ static enum st_status engine_init(struct st_engine_pool *p, struct st_engine *e,
     e->model = -1;
     atomic_store(&e->model_view, -1);
     atomic_store(&e->state_tokens, 0);
+    atomic_store(&e->state_ckpts, 0);
     atomic_store(&e->loading_view, -1);
     pthread_mutex_init(&e->mu, NULL);
     /* Timed waits (ttl, back-off) count on the monotonic clock. */

@@ -125,8 +125,11 @@ struct st_engine {
     struct st_slot_op *slot_ops;     /* (POST /slots actions, slot_op.c) queued; under mu */
     pthread_cond_t slot_cv;          /* ... signalled (with mu) when one is done */
     atomic_llong held_tokens;        /* tokens in the KV of busy slots (kv_usage), each busy
-                                      * slot's recurrent state counted as state_tokens */
+                                      * slot's recurrent state and each of its state
+                                      * checkpoints counted as state_tokens */
     atomic_llong state_tokens;       /* the loaded runner's state_tokens (0: none loaded) */
+    atomic_int   state_ckpts;        /* ... and its state checkpoints per slot at most (0:
+                                      * none, or not a recurrent model) */
     atomic_int   busy;               /* slots holding a request */
     uint64_t prefix_tick;            /* (prefix reuse) +1 per slot freed: the LRU clock */
     /* (echo, prompt logprobs: prompt.c) scratch, allocated on first use */

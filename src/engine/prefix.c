@@ -49,6 +49,12 @@
  *            as cached (n_cached, cached_tokens) and as copied_tokens; a
  *            failed copy is logged and the tokens are read.
  *   forget   a model unload voids every slot's cache (swap.c).
+ *   state    a recurrent model's slot (qwen35moe) keeps its state whole, or
+ *            goes back to a state checkpoint the runner took at a chunk end
+ *            (runner_ckpt.c): reusable and release keep what kv_keep says a
+ *            cut leaves, and st_engine_prefix_chunk ends a chunk a few
+ *            tokens before a prompt's end so that one lies near it. No copy
+ *            across slots.
  *   opt out  a request with no_prompt_cache ("cache_prompt": false) shares
  *            no prefix with any slot, its own or copied: it reads its whole
  *            prompt and its slot is chosen as for an unrelated prompt (an
@@ -151,15 +157,31 @@ static int64_t share(const struct st_prefix_cache *c, int64_t n, const struct st
 
 /* The prefix of req's prompt free slot 'sl' could keep. The caller knows
  * the slot is free. A recurrent model's state stands for all of the slot's
- * cached ids and cannot be cut back: it is kept only when all of them
- * start the prompt (a conversation's next turn). */
+ * cached ids and cannot be cut back: it is kept whole when all of them
+ * start the prompt (a conversation's next turn), else the runner goes back
+ * to the longest state checkpoint inside the shared prefix (kv_keep; 0
+ * without one). */
 static int64_t reusable(const struct st_engine *e, const struct st_engine_slot *sl,
                         const struct st_request *req)
 {
     int64_t len = share(&sl->cache, sl->cache.n_kv, req);
     if (e->runner && e->runner->recurrent && len != sl->cache.n_kv)
-        return 0;
+        return len > 0 ? ST_MIN(st_runner_kv_keep(e->runner, sl->index, len), len) : 0;
     return len;
+}
+
+int64_t st_engine_prefix_chunk(const struct st_engine *e, const struct st_engine_slot *sl,
+                               int64_t chunk, int64_t left)
+{
+    const struct st_runner *r = e->runner;
+    (void)sl;
+    if (!r || !r->recurrent || r->ctx_checkpoints <= 0 || left <= ST_PREFIX_CKPT_TAIL ||
+        chunk <= left - ST_PREFIX_CKPT_TAIL)
+        return chunk;
+    /* a chunk short of the end by less than the tail ends at the tail for
+     * free; one that reads the rest costs a forward more when cut, worth
+     * it only when the checkpoint before it lies far from the end */
+    return chunk < left || left > ST_PREFIX_CKPT_MIN_READ ? left - ST_PREFIX_CKPT_TAIL : chunk;
 }
 
 /* Positions of slot sl's KV that are final and whose ids it knows: a free
@@ -497,9 +519,10 @@ void st_engine_prefix_release(struct st_engine *e, struct st_engine_slot *sl,
     struct st_prefix_cache *c = &sl->cache;
     int64_t keep = outcome == ST_OUTCOME_FAILED ? 0 : ST_MIN(c->n_ids, sl->n_past);
     keep = ST_MAX(keep, (int64_t)0);
-    /* recurrent state is at n_past: short of that it cannot be kept */
-    if (e->runner && e->runner->recurrent && keep != sl->n_past)
-        keep = 0;
+    /* recurrent state is at n_past: short of that only a state checkpoint
+     * below can be kept (after a failure nothing: keep is 0) */
+    if (e->runner && e->runner->recurrent && keep != sl->n_past && keep > 0)
+        keep = ST_MIN(st_runner_kv_keep(e->runner, sl->index, keep), keep);
     /* The KV may hold more than n_past (drafts of a verify the request ended
      * in): cut it to what the ids describe. */
     st_runner_kv_truncate(e->runner, sl->index, keep);

@@ -76,6 +76,20 @@ struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered
  * Kept scores past the prompt's common prefix are dropped. */
 void st_engine_prefix_bind(struct st_engine *e, struct st_engine_slot *sl,
                            struct st_request *req);
+/* State checkpoints (recurrent models, runner_ckpt.c) are taken at the end
+ * of each prompt chunk but the last. So that a prompt that ends like the
+ * last one but for its final few tokens (the same prompt again; a chat
+ * template that rewrites the assistant turn's opening) finds one near its
+ * end, a read on such a runner ends a chunk ST_PREFIX_CKPT_TAIL tokens
+ * before the prompt's end when its last chunk would otherwise hold more
+ * than ST_PREFIX_CKPT_MIN_READ tokens: one more forward, of that many rows,
+ * for such a request. */
+#define ST_PREFIX_CKPT_TAIL 8
+#define ST_PREFIX_CKPT_MIN_READ 64
+/* The rows of slot sl's next prompt chunk: 'chunk' (min(left, ubatch)),
+ * cut at the tail above when that applies; 'left' = prompt tokens unread. */
+int64_t st_engine_prefix_chunk(const struct st_engine *e, const struct st_engine_slot *sl,
+                               int64_t chunk, int64_t left);
 /* Prefix sharing across slots: a reading slot copies another slot's KV
  * only when that gives it at least this many more prompt tokens than it
  * holds (docs/BATCHING.md "Prefix reuse": a copy costs 2 x n_layer device

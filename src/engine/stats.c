@@ -108,9 +108,13 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
         const struct st_engine *e = &p->engines[i];
         int32_t m = atomic_load(&e->model_view);
         held += (double)atomic_load(&e->held_tokens);
-        if (m >= 0)   /* a slot's KV plus its recurrent state */
+        /* a slot's KV plus its recurrent state and the most state checkpoints it may
+         * keep (allocated as they are taken, but the bound is what it may grow to) */
+        int64_t states = 1 + atomic_load(&e->state_ckpts);
+        if (m >= 0)
             capacity += (double)p->models[m].cfg.parallel *
-                        (double)(p->models[m].cfg.ctx_size + atomic_load(&e->state_tokens));
+                        (double)(p->models[m].cfg.ctx_size +
+                                 atomic_load(&e->state_tokens) * states);
         out->kv_tokens += m >= 0 ? slots_kv_tokens(p, m) : largest;
         out->running += atomic_load(&e->busy);
     }
@@ -176,6 +180,7 @@ void st_engine_update_views(struct st_engine *e)
         v->n_cached = sl->req ? sl->req->n_cached : sl->cache.n_kv;
         v->kv_blocks = sl->kvb.n;
         v->kv_last_block = sl->kvb.n > 0 ? sl->kvb.keys[sl->kvb.n - 1] : 0;
+        v->n_checkpoints = e->runner ? st_runner_n_checkpoints(e->runner, i) : 0;
         if (!sl->req)
             continue;
         snprintf(v->request_id, sizeof(v->request_id), "%s", sl->req->id);
@@ -186,7 +191,7 @@ void st_engine_update_views(struct st_engine *e)
         v->n_generated = sl->n_generated;
         v->give_ways = sl->req->job.yields;
         v->n_draft = sl->decoding ? sl->mtp.n_draft : 0;
-        held += sl->n_past + atomic_load(&e->state_tokens);
+        held += sl->n_past + atomic_load(&e->state_tokens) * (1 + v->n_checkpoints);
     }
     pthread_mutex_unlock(&e->mu);
     atomic_store(&e->held_tokens, held);

@@ -157,6 +157,7 @@ static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
         ST_ASSERT(req && &req->job == holder && !sl->decoding);
         int64_t left = req->n_tokens - sl->n_past;
         int64_t chunk = ST_MIN(left, (int64_t)e->pool->cfg.ubatch);
+        chunk = st_engine_prefix_chunk(e, sl, chunk, left);   /* a state checkpoint's tail */
         ST_ASSERT(chunk > 0);
         e->seqs[n++] = (struct st_runner_seq){
             .kind = ST_SEQ_READ, .slot = sl->index, .tokens = req->tokens + sl->n_past,

@@ -66,6 +66,7 @@ static enum st_status load(struct st_engine *e, int32_t from, int32_t m, double 
     if (rc == ST_OK) {
         r->mtp_draft = p->cfg.mtp ? p->cfg.mtp_draft : 0;   /* (MTP) read by load */
         r->spec_draft = p->cfg.ngram ? ST_MIN(p->cfg.spec_draft, ST_SPEC_MAX_DRAFT) : 0;
+        r->ctx_checkpoints = ST_MIN(p->cfg.ctx_checkpoints, ST_RUNNER_MAX_CKPT);
         rc = st_runner_load(r, p->clock, log_progress, e, err);
     }
     if (rc != ST_OK && err && err->code == ST_OK)
@@ -79,6 +80,7 @@ static enum st_status load(struct st_engine *e, int32_t from, int32_t m, double 
         e->n_active = ST_MIN(mc->parallel, e->n_slots);
         st_sched_engine_set_slots(p->sched, e->index, e->n_active);
         atomic_store(&e->state_tokens, r->state_tokens);
+        atomic_store(&e->state_ckpts, r->recurrent ? r->ctx_checkpoints : 0);
         atomic_store(&e->model_view, m);
         st_log(ST_LOG_INFO, "engine", "engine %d: model '%s' (%s, %d slots of %lld tokens) "
                "loaded in %.2f s", (int)e->index, mc->name, r->ops->name, (int)e->n_active,
@@ -103,6 +105,7 @@ static void unload(struct st_engine *e, bool count, bool ttl)
     int32_t m = e->model;
     atomic_store(&e->model_view, -1);
     atomic_store(&e->state_tokens, 0);
+    atomic_store(&e->state_ckpts, 0);
     st_kv_blocks_unload(e, m);   /* before the slots' caches are void */
     st_runner_unload(e->runner);
     st_runner_free(e->runner);

@@ -137,6 +137,8 @@ struct st_model {
     struct st_tensor       delta_state;  /* f32 [Dv, Dv, Hv, S*Lr] */
     struct st_tensor       conv_saved, delta_saved;   /* the same: st_model_state_save's
                                           * copies (allocated by its first call) */
+    struct st_state_ckpt  *ckpt;         /* owned [S * ckpt_per_slot] (state_ckpt.c) */
+    int32_t                ckpt_per_slot;
     struct st_fwd_act      act;
     size_t                 kv_bytes, act_bytes;   /* kv_bytes counts the recurrent state */
     float                 *logits_host;  /* owned: float [O][V] */
@@ -144,6 +146,9 @@ struct st_model {
                                           * forward's head: st_model_hidden */
     int32_t               *i32_host;     /* owned: int32 scratch [max(R, O)] */
 };
+
+/* state_ckpt.c: frees every state checkpoint (unload). */
+void st_model_state_ckpt_release(struct st_model *m);
 
 /* Entries [start, start + n) of a [1, N] integer column as an [n] vector. */
 struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t n);

@@ -17,6 +17,7 @@ enum st_runner_seq_kind {
     ST_SEQ_DECODE,   /* one token of a decoding slot (with MTP: + its drafts) */
 };
 
+#define ST_RUNNER_MAX_CKPT 64   /* state checkpoints per slot, at most (--ctx-checkpoints) */
 #define ST_RUNNER_MAX_DRAFT 4   /* MTP draft tokens per slot and step, at most (--mtp-draft) */
 
 #define ST_SPEC_MAX_DRAFT 16    /* drafts one DECODE may carry from any source, at most

@@ -95,6 +95,15 @@ struct st_runner_ops {
                               struct st_runner_out *out, struct st_err *err);
     /* Keep only the first n_tokens of slot's KV (0: empty it): prefix reuse and rollback. */
     void (*kv_truncate)(struct st_runner *r, int32_t slot, int64_t n_tokens);
+    /* (optional: NULL = kv_truncate keeps exactly min(n_tokens, what the slot holds))
+     * How many tokens kv_truncate(slot, n_tokens) would leave: for a recurrent model the
+     * slot's length when n_tokens reaches it, else the longest state checkpoint at or
+     * below n_tokens, else 0 (runner_ckpt.c). The engine asks it of free slots, to choose
+     * and bind a prefix it can keep (prefix.c). */
+    int64_t (*kv_keep)(const struct st_runner *r, int32_t slot, int64_t n_tokens);
+    /* (optional: NULL = none) State checkpoints slot holds now (each costs one slot's
+     * recurrent state, state_tokens of KV memory): /slots and the KV usage. */
+    int32_t (*n_checkpoints)(const struct st_runner *r, int32_t slot);
     /* (optional: NULL = the runner cannot copy; prefix sharing across slots, prefix.c)
      * Make positions [from, to) of slot dst's KV (with an MTP layer, its cache too) a
      * copy of slot src's; dst then holds 'to' tokens. The engine guarantees src != dst,
@@ -133,12 +142,17 @@ struct st_runner {
                                         * up to this many drafts made by the engine (not by
                                         * the runner's MTP layer), 0..ST_SPEC_MAX_DRAFT; a
                                         * runner sizes its step for them. 0 = none */
+    int32_t ctx_checkpoints;           /* set before load (--ctx-checkpoints): recurrent
+                                        * models keep up to this many state checkpoints per
+                                        * slot (0..ST_RUNNER_MAX_CKPT; 0 = none) */
     bool    recurrent;                 /* set by load: the model keeps per-slot recurrent
                                         * state (qwen35moe's DeltaNet layers), valid only at
                                         * the end of what a slot has read: kv_truncate below
-                                        * that empties the slot (but for a cut into the last
-                                        * verify step, which the runner undoes) and nothing is
-                                        * copied; the engine keeps a slot's cache only whole */
+                                        * that goes back to the longest state checkpoint at or
+                                        * below the cut, else empties the slot (but for a cut
+                                        * into the last verify step, which the runner undoes),
+                                        * and nothing is copied across slots; the engine keeps
+                                        * what kv_keep says a cut would leave */
     int64_t state_tokens;              /* set by load: a slot's recurrent state in tokens of
                                         * KV memory (0 without), so the KV usage a busy slot
                                         * reports counts its state too */
@@ -211,6 +225,15 @@ static inline enum st_status st_runner_forward(struct st_runner *r,
 static inline void st_runner_kv_truncate(struct st_runner *r, int32_t slot, int64_t n_tokens)
 {
     r->ops->kv_truncate(r, slot, n_tokens);
+}
+/* What st_runner_kv_truncate(r, slot, n) would leave (runner.h kv_keep). */
+static inline int64_t st_runner_kv_keep(const struct st_runner *r, int32_t slot, int64_t n)
+{
+    return r->ops->kv_keep ? r->ops->kv_keep(r, slot, n) : n;
+}
+static inline int32_t st_runner_n_checkpoints(const struct st_runner *r, int32_t slot)
+{
+    return r && r->ops->n_checkpoints ? r->ops->n_checkpoints(r, slot) : 0;
 }
 static inline enum st_status st_runner_kv_copy(struct st_runner *r, int32_t src, int32_t dst,
                                                int64_t from, int64_t to, struct st_err *err)

@@ -150,6 +150,8 @@ static enum st_status model_load(struct st_runner *base, const struct st_clock *
         base->state_tokens = state_tokens(r->model, base);
     if (rc == ST_OK && base->recurrent && ST_MAX(drafts, spec) > 0)
         rc = st_runner_rollback_init(r, 1 + ST_MAX(drafts, spec), err);
+    if (rc == ST_OK && base->recurrent && base->ctx_checkpoints > 0)
+        rc = st_runner_ckpt_init(r, ST_MIN(base->ctx_checkpoints, ST_RUNNER_MAX_CKPT), err);
     if (rc == ST_OK && drafts > 0) {
         rc = st_mtp_new(r->model, drafts, &r->mtp, err);
         if (rc != ST_OK)
@@ -164,6 +166,7 @@ static void model_unload(struct st_runner *base)
     st_mtp_free(r->mtp);
     r->mtp = NULL;
     st_runner_rollback_free(r);
+    st_runner_ckpt_free(r);
     st_model_unload(r->model);
 }
 
@@ -406,6 +409,8 @@ static enum st_status model_forward(struct st_runner *base, const struct st_runn
     enum st_status rc = r->saved_pos ? st_runner_rollback_mark(r, batch, err) : ST_OK;
     if (rc != ST_OK)
         return rc;
+    if (r->n_ckpt > 0)
+        st_runner_ckpt_before(r, batch);   /* a read from 0 voids the slot's checkpoints */
     rc = draws_only(r, batch, n_out) ? forward_drawn(r, batch, &mb, out, err)
                                      : forward_logits(r, batch, &mb, out, err);
     /* a forward without the upkeep: the MTP layer's states of those positions
@@ -416,6 +421,8 @@ static enum st_status model_forward(struct st_runner *base, const struct st_runn
         rc = read_embeddings(r, batch, n_out, err);
     if (rc != ST_OK)
         return rc;
+    if (r->n_ckpt > 0)
+        st_runner_ckpt_after(r, batch);    /* the ends of the prompt chunks read */
     for (int32_t i = 0; i < batch->n_seqs; i++) {
         const struct st_runner_seq *q = &batch->seqs[i];
         r->kv_len[q->slot] = q->pos + q->n_tokens;
@@ -430,15 +437,43 @@ static void model_kv_truncate(struct st_runner *base, int32_t slot, int64_t n_to
     if (slot < 0 || slot >= base->n_slots)
         return;
     if (n_tokens < r->kv_len[slot]) {
-        /* recurrent state stands for every token read: only a cut into the last
-         * verify step can be undone (runner_rollback.c); others empty the slot */
+        /* recurrent state stands for every token read: a cut into the last
+         * verify step is undone (runner_rollback.c), any other goes back to
+         * the longest state checkpoint at or below n (runner_ckpt.c), else
+         * empties the slot */
         int64_t keep = !base->recurrent ? n_tokens
                        : r->saved_pos   ? st_runner_rollback_cut(r, slot, n_tokens)
                                         : 0;
+        if (base->recurrent && keep <= 0 && r->n_ckpt > 0)
+            keep = st_runner_ckpt_restore(r, slot, n_tokens);
         r->kv_len[slot] = keep < 0 ? 0 : keep;
+        if (r->n_ckpt > 0)
+            st_runner_ckpt_drop_above(r, slot, r->kv_len[slot]);
         if (r->mtp)
             st_mtp_truncate(r->mtp, slot, r->kv_len[slot]);
     }
+}
+
+/* What model_kv_truncate(slot, n) would leave (no drafts pending: the
+ * engine asks for free slots). */
+static int64_t model_kv_keep(const struct st_runner *base, int32_t slot, int64_t n_tokens)
+{
+    const struct model_runner *r = (const struct model_runner *)base;
+    if (slot < 0 || slot >= base->n_slots)
+        return 0;
+    int64_t len = r->kv_len[slot];
+    if (n_tokens >= len || !base->recurrent)
+        return ST_MAX(ST_MIN(n_tokens, len), (int64_t)0);
+    int32_t k = r->n_ckpt > 0 ? st_runner_ckpt_best(r, slot, n_tokens) : -1;
+    return k < 0 ? 0 : r->ckpt_pos[(size_t)slot * (size_t)r->n_ckpt + (size_t)k];
+}
+
+static int32_t model_n_checkpoints(const struct st_runner *base, int32_t slot)
+{
+    const struct model_runner *r = (const struct model_runner *)base;
+    if (slot < 0 || slot >= base->n_slots || r->n_ckpt == 0)
+        return 0;
+    return st_runner_ckpt_count(r, slot);
 }
 
 static enum st_status model_kv_copy(struct st_runner *base, int32_t src, int32_t dst,
@@ -537,6 +572,8 @@ static const struct st_runner_ops model_ops = {
     .apply_template = st_runner_model_apply_template,
     .forward = model_forward,
     .kv_truncate = model_kv_truncate,
+    .kv_keep = model_kv_keep,
+    .n_checkpoints = model_n_checkpoints,
     .kv_copy = model_kv_copy,
     .slot_save = model_slot_save,
     .slot_restore = model_slot_restore,

@@ -66,6 +66,13 @@ struct model_runner {
     int32_t           *saved_n;      /* owned [n_slots] */
     int32_t           *saved_tok;    /* owned [n_slots * saved_cap] */
     int32_t            saved_cap;
+    /* (state checkpoints on a recurrent model, runner_ckpt.c) n_ckpt per slot */
+    int32_t            n_ckpt;       /* 0 = none */
+    int64_t           *ckpt_pos;     /* owned [n_slots * n_ckpt]: the position each stands
+                                      * for (the slot's tokens [0, pos)); <= 0: free */
+    uint64_t          *ckpt_used;    /* owned [n_slots * n_ckpt]: ckpt_tick of its last
+                                      * put or restore */
+    uint64_t           ckpt_tick;
 };
 
 /* runner_rollback.c: drafts on a model with recurrent state. init: room for
@@ -82,6 +89,24 @@ ST_MUST_CHECK
 enum st_status st_runner_rollback_mark(struct model_runner *r,
                                        const struct st_runner_batch *batch, struct st_err *err);
 int64_t st_runner_rollback_cut(struct model_runner *r, int32_t slot, int64_t n);
+
+/* runner_ckpt.c: state checkpoints of a model with recurrent state. init:
+ * room for n per slot; before (a forward): drop each read's slot's
+ * checkpoints past where it reads from; after (a forward that succeeded):
+ * a checkpoint at the end of every READ that does not sample (all of a
+ * prompt's chunks but its last; a failed copy is logged and skipped); drop_above: checkpoints past n go (the slot's tokens there
+ * change); best: the entry of the longest checkpoint at or below n (-1:
+ * none); restore: the slot's state becomes that one's, returning its
+ * position (0: none, or the copy failed); count: checkpoints held. */
+ST_MUST_CHECK
+enum st_status st_runner_ckpt_init(struct model_runner *r, int32_t n, struct st_err *err);
+void st_runner_ckpt_free(struct model_runner *r);
+void st_runner_ckpt_before(struct model_runner *r, const struct st_runner_batch *batch);
+void st_runner_ckpt_after(struct model_runner *r, const struct st_runner_batch *batch);
+void st_runner_ckpt_drop_above(struct model_runner *r, int32_t slot, int64_t n);
+int32_t st_runner_ckpt_best(const struct model_runner *r, int32_t slot, int64_t n);
+int64_t st_runner_ckpt_restore(struct model_runner *r, int32_t slot, int64_t n);
+int32_t st_runner_ckpt_count(const struct model_runner *r, int32_t slot);
 
 /* Build the tokenizer and chat template from the tokenizer.* keys of the
  * model's GGUF (docs/design/ENGINE.md 5.1). ST_ERR_BAD_MODEL when the keys are missing

@@ -358,6 +358,7 @@ static void slot_obj(struct st_out *o, struct st_server *srv, const void *items,
     st_out_kv_i64(o, "give_ways", v->give_ways);
     st_out_kv_i64(o, "n_cached", v->n_cached);
     st_out_kv_i64(o, "n_ctx", v->n_ctx);
+    st_out_kv_i64(o, "n_checkpoints", v->n_checkpoints);   /* recurrent state checkpoints */
     /* (KV events on) the full blocks announced, and the last one's engine
      * key as a decimal string (a JSON number would lose bits) */
     st_out_kv_i64(o, "kv_blocks", v->kv_blocks);

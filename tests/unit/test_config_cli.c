@@ -101,7 +101,7 @@ START_TEST(test_config_cli_every_flag)
         "--log-level", "warn", "--kv-events", "tcp://*:5557", "--kv-events-host", "10.0.0.7",
         "--kv-block-size", "32", "--state-dir", "/var/lib/strata", "--state-max-rows", "500",
         "--chat-template", "chatml", "--chat-template-file", "t.jinja", "--no-jinja",
-        "--slot-save-path", "/var/slots",
+        "--slot-save-path", "/var/slots", "--ctx-checkpoints", "7",
     };
     struct st_config c;
 
@@ -144,6 +144,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.spec_ngram_min, 1);
     ck_assert_int_eq(c.spec_ngram_max, 6);
     ck_assert_int_eq(c.spec_draft, 12);
+    ck_assert_int_eq(c.ctx_checkpoints, 7);
     ck_assert_int_eq(c.scheduler, ST_CFG_SCHED_FIFO);
     ck_assert(c.aging_divisor_s == 30);
     ck_assert_int_eq(c.swap_affinity_bonus, 5);
