@@ -242,7 +242,7 @@ struct st_config {
     char    *config_path;          /* owned; --config, or NULL */
     char    *model_path;           /* owned; -m, or NULL */
     char    *model_alias;          /* owned; --alias, or NULL */
-    uint64_t given;                /* bit (1 << ST_OPT_x): given on the command line */
+    bool     given[ST_OPT_COUNT];  /* given on the command line */
     int32_t  line[ST_OPT_COUNT];   /* line of the file that set it; 0 = not from the file */
 
     /* Things worth a warning (owned strings), logged by main once the log
@@ -258,7 +258,7 @@ void st_config_fini(struct st_config *c);
 
 static inline bool st_config_given(const struct st_config *c, enum st_opt o)
 {
-    return (c->given >> o) & 1u;
+    return c->given[o];
 }
 
 /* Apply a YAML document onto 'c': only the keys present change; models and

@@ -135,7 +135,7 @@ static enum st_status apply_one(struct st_config *c, const struct st_cfg_def *d,
             return st_err_set(err, rc, "%s: expected %s, got %s", typed, why, got);
         }
     }
-    c->given |= UINT64_C(1) << d->id;
+    c->given[d->id] = true;
     return ST_OK;
 }
 

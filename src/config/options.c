@@ -37,8 +37,6 @@ _Static_assert(sizeof(enum st_log_level) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_cfg_reasoning) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_cfg_spec) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_rope_scaling) == sizeof(int), "enum size");
-/* st_config.given has one bit per option. */
-_Static_assert(ST_OPT_COUNT <= 64, "st_config.given is a uint64_t");
 
 #define I32(lo, hi) .imin = (lo), .imax = (hi)
 

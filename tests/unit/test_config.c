@@ -170,7 +170,8 @@ START_TEST(test_config_every_key_sets_its_field)
     ck_assert_int_eq(c.line[ST_OPT_AGING_DIVISOR], 27);
     ck_assert_int_eq(c.line[ST_OPT_SPEC_DRAFT], 19);
     ck_assert_int_eq(c.line[ST_OPT_MODEL], 0);
-    ck_assert(c.given == 0);
+    for (int o = 0; o < ST_OPT_COUNT; o++)
+        ck_assert(!st_config_given(&c, (enum st_opt)o));
     st_config_fini(&c);
 }
 END_TEST
