@@ -68,10 +68,7 @@ enum st_status st_resp_store_get(struct st_resp_store *s, uint64_t owner, const 
                                  char **input, char **output, char **response)
 {
     if (!s) {
-        char **outs[] = { input, output, response };
-        for (size_t i = 0; i < 3; i++)
-            if (outs[i])
-                *outs[i] = NULL;
+        st_resp_store_clear_outs(input, output, response, false);
         return ST_ERR_NOT_FOUND;
     }
     return s->ops->get(s->impl, owner, id, input, output, response);
@@ -82,6 +79,31 @@ enum st_status st_resp_store_delete(struct st_resp_store *s, uint64_t owner, con
     if (!s)
         return ST_ERR_NOT_FOUND;
     return s->ops->del(s->impl, owner, id);
+}
+
+void st_resp_store_clear_outs(char **input, char **output, char **response, bool owned)
+{
+    char **outs[] = { input, output, response };
+    for (size_t i = 0; i < ST_ARRAY_LEN(outs); i++) {
+        if (!outs[i])
+            continue;
+        if (owned)
+            free(*outs[i]);
+        *outs[i] = NULL;
+    }
+}
+
+bool st_resp_store_copy_out(char **out, const void *text, size_t len)
+{
+    if (!out)
+        return true;
+    *out = malloc(len + 1);
+    if (!*out)
+        return false;
+    if (len)
+        memcpy(*out, text, len);
+    (*out)[len] = '\0';
+    return true;
 }
 
 void st_resp_store_stats(struct st_resp_store *s, struct st_resp_store_stats *out)

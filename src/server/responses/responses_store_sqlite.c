@@ -181,24 +181,14 @@ static bool column_out(sqlite3_stmt *st, int i, char **out)
     if (!out)
         return true;
     const void *p = sqlite3_column_blob(st, i);
-    size_t len = (size_t)sqlite3_column_bytes(st, i);
-    *out = malloc(len + 1);
-    if (!*out)
-        return false;
-    if (len)
-        memcpy(*out, p, len);
-    (*out)[len] = '\0';
-    return true;
+    return st_resp_store_copy_out(out, p, (size_t)sqlite3_column_bytes(st, i));
 }
 
 static enum st_status sql_get(void *impl, uint64_t owner, const char *id, char **input,
                               char **output, char **response)
 {
     struct sql_store *s = impl;
-    char **outs[] = { input, output, response };
-    for (size_t i = 0; i < 3; i++)
-        if (outs[i])
-            *outs[i] = NULL;
+    st_resp_store_clear_outs(input, output, response, false);
     pthread_mutex_lock(&s->lock);
     enum st_status rc = ST_ERR_NOT_FOUND;
     sqlite3_stmt *st = prep(s->db, "SELECT input, output, response FROM responses "
@@ -223,14 +213,8 @@ static enum st_status sql_get(void *impl, uint64_t owner, const char *id, char *
             s->used++;
     }
     pthread_mutex_unlock(&s->lock);
-    if (rc != ST_OK) {
-        for (size_t i = 0; i < 3; i++) {
-            if (outs[i]) {
-                free(*outs[i]);
-                *outs[i] = NULL;
-            }
-        }
-    }
+    if (rc != ST_OK)
+        st_resp_store_clear_outs(input, output, response, true);
     return rc;
 }
 
