@@ -81,31 +81,6 @@ enum st_status st_resp_store_delete(struct st_resp_store *s, uint64_t owner, con
     return s->ops->del(s->impl, owner, id);
 }
 
-void st_resp_store_clear_outs(char **input, char **output, char **response, bool owned)
-{
-    char **outs[] = { input, output, response };
-    for (size_t i = 0; i < ST_ARRAY_LEN(outs); i++) {
-        if (!outs[i])
-            continue;
-        if (owned)
-            free(*outs[i]);
-        *outs[i] = NULL;
-    }
-}
-
-bool st_resp_store_copy_out(char **out, const void *text, size_t len)
-{
-    if (!out)
-        return true;
-    *out = malloc(len + 1);
-    if (!*out)
-        return false;
-    if (len)
-        memcpy(*out, text, len);
-    (*out)[len] = '\0';
-    return true;
-}
-
 void st_resp_store_stats(struct st_resp_store *s, struct st_resp_store_stats *out)
 {
     memset(out, 0, sizeof(*out));
