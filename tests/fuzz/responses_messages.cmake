@@ -25,7 +25,8 @@ if(STRATA_FUZZ AND STRATA_SERVER)
         if(api STREQUAL "responses")
             target_sources(${target} PRIVATE ${ST_SRV}/responses/responses_chain.c
                            ${ST_SRV}/responses/responses_store.c
-                           ${ST_SRV}/responses/responses_store_mem.c)
+                           ${ST_SRV}/responses/responses_store_mem.c
+                           ${ST_SRV}/responses/responses_store_outs.c)
         endif()
         target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
         target_compile_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined

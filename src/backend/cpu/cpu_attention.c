@@ -2,9 +2,8 @@
  * tiled (flash) with the KV range split across threads when there is too
  * little other work (flash-decoding).
  *
- * Layout (backend.h): kcache/vcache are F16 [n_kv*D, n_ctx, n_slots], so
- * the key of slot s, position t, KV head g starts at element
- * ((s*n_ctx + t)*n_kv + g)*D.
+ * Layout: cpu_attn_op.h, which also holds the checks and limits this path
+ * shares with the plain one.
  *
  * The step's rows are cut into query blocks: runs of consecutive rows of
  * one slot, at most ATTN_QMAX / group rows, so a block holds up to
@@ -34,12 +33,8 @@
 
 #include "cpu.h"
 #include "cpu_attn_kern.h"
+#include "cpu_attn_op.h"
 
-#define GQ_MAX 32   /* query heads per KV head */
-#define ATTN_FEW_ROWS 16
-/* Below this many elements of q.k and p.v work a region costs more than
- * it saves and the caller does it all. */
-#define ATTN_PAR_MIN_WORK (1 << 17)
 /* Fewest KV positions a split takes, and the most splits. */
 #define SPLIT_MIN 256
 #define SPLIT_MAX 64
@@ -74,7 +69,7 @@ static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 static void kv_write(const struct attn_job *j, int64_t r)
 {
     int64_t w = j->n_kv * j->d;
-    size_t at = ((size_t)j->slot[r] * (size_t)j->n_ctx + (size_t)j->pos[r]) * (size_t)w;
+    size_t at = cpu_attn_kv_row(j->slot[r], j->pos[r], j->n_ctx, w);
     j->kern->store(j->k + r * w, j->kc + at, w);
     j->kern->store(j->v + r * w, j->vc + at, w);
 }
@@ -128,7 +123,7 @@ static void attn_range(const struct attn_job *j, const struct attn_block *b, int
     const struct attn_kern *K = j->kern;
     int d = (int)j->d, nqp = (nq + 1) & ~1;
     size_t w = (size_t)(j->n_kv * j->d);
-    size_t base = (size_t)j->slot[b->r0] * (size_t)j->n_ctx * w + (size_t)(g * d);
+    size_t base = cpu_attn_kv_row(j->slot[b->r0], 0, j->n_ctx, (int64_t)w) + (size_t)(g * d);
 
     for (int64_t tt = t0; tt < t1; tt += ATTN_TILE) {
         int nt = (int)(t1 - tt < ATTN_TILE ? t1 - tt : ATTN_TILE);
@@ -293,15 +288,6 @@ static int64_t pick_split(const struct attn_job *j, int nth, int64_t max_kv)
     return n > 1 ? n : 1;
 }
 
-/* Rough element count of the step's attention work (q.k and p.v). */
-static int64_t attn_work(const struct attn_job *j)
-{
-    int64_t w = 0;
-    for (int64_t r = 0; r < j->n; r++)
-        w += 2 * ((int64_t)j->pos[r] + 1) * j->n_head * j->d;
-    return w;
-}
-
 static bool use_plain(void)
 {
     static int plain = -1;   /* benign race: every thread computes the same */
@@ -323,24 +309,16 @@ enum st_status cpu_op_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k,
         .n = q->ne[1], .n_head = n_head, .n_kv = n_head_kv, .d = q->ne[0] / n_head,
         .n_ctx = kcache->ne[1], .scale = scale,
     };
-    int64_t n_slots = kcache->ne[2];
     int nth = cb->n_threads;
 
     if (use_plain())
         return cpu_attention_plain(be, out, q, k, v, kcache, vcache, slot, pos, n_head,
                                    n_head_kv, scale, err);
-    if (j.d > 512 || n_head / n_head_kv > GQ_MAX)
-        return st_err_set(err, ST_ERR_UNSUPPORTED, "attention: head_dim %lld or group %d too big",
-                          (long long)j.d, n_head / n_head_kv);
-    for (int64_t r = 0; r < j.n; r++) {
-        if (j.slot[r] < 0 || j.slot[r] >= n_slots || j.pos[r] < 0 || j.pos[r] >= j.n_ctx)
-            return st_err_set(err, ST_ERR_INVALID,
-                              "attention: row %lld has slot %d pos %d (cache: %lld slots x %lld)",
-                              (long long)r, j.slot[r], j.pos[r], (long long)n_slots,
-                              (long long)j.n_ctx);
-    }
+    enum st_status rc = cpu_attn_check(q, kcache, slot, pos, n_head, n_head_kv, err);
+    if (rc != ST_OK)
+        return rc;
     j.kern = cpu_attn_kern((int)j.d);
-    if (j.n <= ATTN_FEW_ROWS && attn_work(&j) < ATTN_PAR_MIN_WORK)
+    if (j.n <= ATTN_FEW_ROWS && cpu_attn_work(j.pos, j.n, j.n_head, j.d) < ATTN_PAR_MIN_WORK)
         nth = 1;
 
     /* scratch: blocks, workspaces, partial states, merge counters */

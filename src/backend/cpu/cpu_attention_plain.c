@@ -3,9 +3,8 @@
  *
  * Causal GQA attention over the per-slot F16 KV cache.
  *
- * Layout (backend.h): kcache/vcache are F16 [n_kv*D, n_ctx, n_slots], so
- * the key of slot s, position t, KV head g starts at element
- * ((s*n_ctx + t)*n_kv + g)*D.
+ * Layout: cpu_attn_op.h, which also holds the checks and limits this path
+ * shares with the tiled one.
  *
  * One parallel region: every thread first writes its share of the step's
  * new k/v rows into the cache (F16), then after a barrier takes its share
@@ -25,13 +24,9 @@
 #include <string.h>
 
 #include "cpu.h"
-
-#define GQ_MAX 32   /* query heads per KV head handled in one pass */
-/* Rows up to which the caller writes the KV rows itself and the items run
- * in a barrier-free region; below ATTN_PAR_MIN_WORK elements of q.k and
- * p.v work a region costs more than it saves and the caller does it all. */
-#define ATTN_FEW_ROWS 16
-#define ATTN_PAR_MIN_WORK (1 << 17)
+#include "cpu_attn_kern.h"
+#include "cpu_attn_op.h"
+#include "cpu_vmath.h"
 
 typedef void (*qk_fn)(const float *q, int gq, int d, const uint16_t *k, float scale,
                       float *s, size_t s_stride);
@@ -40,17 +35,11 @@ typedef void (*av_fn)(const float *p, size_t p_stride, int gq, int d, const uint
 /* n floats -> f16, round to nearest even (as st_f32_to_fp16). */
 typedef void (*f16w_fn)(const float *x, uint16_t *y, int64_t n);
 
-static void f16w_scalar(const float *x, uint16_t *y, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        y[i] = st_f32_to_fp16(x[i]);
-}
-
 /* s[h * s_stride] = scale * q_h . k for the gq heads (q rows of d floats). */
 static void qk_scalar(const float *q, int gq, int d, const uint16_t *k, float scale, float *s,
                       size_t s_stride)
 {
-    float kf[512];
+    float kf[ATTN_D_MAX];
     for (int i = 0; i < d; i++)
         kf[i] = cpu_h2f(k[i]);
     for (int h = 0; h < gq; h++) {
@@ -65,7 +54,7 @@ static void qk_scalar(const float *q, int gq, int d, const uint16_t *k, float sc
 static void av_scalar(const float *p, size_t p_stride, int gq, int d, const uint16_t *v,
                       float *o)
 {
-    float vf[512];
+    float vf[ATTN_D_MAX];
     for (int i = 0; i < d; i++)
         vf[i] = cpu_h2f(v[i]);
     for (int h = 0; h < gq; h++) {
@@ -78,14 +67,6 @@ static void av_scalar(const float *p, size_t p_stride, int gq, int d, const uint
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define AT __attribute__((target("avx2,fma,f16c")))
-
-static AT float hsum_avx(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 static AT void qk_avx2(const float *q, int gq, int d, const uint16_t *k, float scale, float *s,
                        size_t s_stride)
@@ -100,7 +81,7 @@ static AT void qk_avx2(const float *q, int gq, int d, const uint16_t *k, float s
             __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i)));
             acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * d + i), kv, acc);
         }
-        s[(size_t)h * s_stride] = hsum_avx(acc) * scale;
+        s[(size_t)h * s_stride] = cpu_hsum8(acc) * scale;
     }
 }
 
@@ -119,18 +100,6 @@ static AT void av_avx2(const float *p, size_t p_stride, int gq, int d, const uin
             _mm256_storeu_ps(oh, _mm256_fmadd_ps(w, vv, _mm256_loadu_ps(oh)));
         }
     }
-}
-
-/* vcvtps2ph with round-to-nearest-even: bit-exact with st_f32_to_fp16 for
- * every non-NaN input (NaN payloads may differ). */
-static AT void f16w_avx2(const float *x, uint16_t *y, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(y + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; i++)
-        y[i] = st_f32_to_fp16(x[i]);
 }
 #endif
 
@@ -152,7 +121,7 @@ struct attn_job {
 static void kv_write(const struct attn_job *j, int64_t r)
 {
     int64_t w = j->n_kv * j->d;
-    size_t at = ((size_t)j->slot[r] * (size_t)j->n_ctx + (size_t)j->pos[r]) * (size_t)w;
+    size_t at = cpu_attn_kv_row(j->slot[r], j->pos[r], j->n_ctx, w);
     j->f16w(j->k + r * w, j->kc + at, w);
     j->f16w(j->v + r * w, j->vc + at, w);
 }
@@ -162,7 +131,7 @@ static void attn_item(const struct attn_job *j, int64_t r, int64_t g, float *sc)
 {
     int gq = (int)(j->n_head / j->n_kv), d = (int)j->d;
     int64_t p = j->pos[r], w = j->n_kv * j->d;
-    size_t base = (size_t)j->slot[r] * (size_t)j->n_ctx * (size_t)w + (size_t)(g * d);
+    size_t base = cpu_attn_kv_row(j->slot[r], 0, j->n_ctx, w) + (size_t)(g * d);
     const float *q = j->q + r * j->n_head * d + g * gq * d;
     float *o = j->out + r * j->n_head * d + g * gq * d;
 
@@ -218,25 +187,15 @@ static void attn_dyn_task(void *ctx, int ith, int nth)
     }
 }
 
-/* Rough element count of the step's attention work (q.k and p.v). */
-static int64_t attn_work(const struct attn_job *j)
-{
-    int64_t w = 0;
-    for (int64_t r = 0; r < j->n; r++)
-        w += 2 * ((int64_t)j->pos[r] + 1) * j->n_head * j->d;
-    return w;
-}
-
 static void pick_kernels(struct attn_job *j)
 {
     j->qk = qk_scalar;
     j->av = av_scalar;
-    j->f16w = f16w_scalar;
+    j->f16w = cpu_attn_kern((int)j->d)->store;   /* the tiled path's; bit-exact either way */
 #if defined(__x86_64__)
     if (cpu_has_avx2_f16c()) {   /* cached: this runs once per layer per step */
         j->qk = qk_avx2;
         j->av = av_avx2;
-        j->f16w = f16w_avx2;
     }
 #endif
 }
@@ -252,19 +211,11 @@ enum st_status cpu_attention_plain(struct st_backend *be, ST_T out, ST_T q, ST_T
         .n = q->ne[1], .n_head = n_head, .n_kv = n_head_kv, .d = q->ne[0] / n_head,
         .n_ctx = kcache->ne[1], .scale = scale,
     };
-    int64_t n_slots = kcache->ne[2];
     int nth = cb->n_threads;
 
-    if (j.d > 512 || n_head / n_head_kv > GQ_MAX)
-        return st_err_set(err, ST_ERR_UNSUPPORTED, "attention: head_dim %lld or group %d too big",
-                          (long long)j.d, n_head / n_head_kv);
-    for (int64_t r = 0; r < j.n; r++) {
-        if (j.slot[r] < 0 || j.slot[r] >= n_slots || j.pos[r] < 0 || j.pos[r] >= j.n_ctx)
-            return st_err_set(err, ST_ERR_INVALID,
-                              "attention: row %lld has slot %d pos %d (cache: %lld slots x %lld)",
-                              (long long)r, j.slot[r], j.pos[r], (long long)n_slots,
-                              (long long)j.n_ctx);
-    }
+    enum st_status rc = cpu_attn_check(q, kcache, slot, pos, n_head, n_head_kv, err);
+    if (rc != ST_OK)
+        return rc;
     j.scores = cpu_scratch(cb, (size_t)nth * (size_t)(n_head / n_head_kv) * (size_t)j.n_ctx *
                                    sizeof(float));
     if (!j.scores)
@@ -276,7 +227,7 @@ enum st_status cpu_attention_plain(struct st_backend *be, ST_T out, ST_T q, ST_T
     if (j.n <= ATTN_FEW_ROWS) {
         for (int64_t r = 0; r < j.n; r++)
             kv_write(&j, r);
-        if (attn_work(&j) < ATTN_PAR_MIN_WORK)
+        if (cpu_attn_work(j.pos, j.n, j.n_head, j.d) < ATTN_PAR_MIN_WORK)
             nth = 1;
         atomic_init(&j.next, 0);
         cpu_pool_run_dyn(cb->pool, attn_dyn_task, &j, nth);

@@ -5,14 +5,15 @@
  * accumulators: six loads feed eight FMAs) and reduces the four dot
  * products of a query with one hadd tree; p.v takes two queries over 32
  * dims per pass (eight accumulators, two broadcasts and four loads per
- * position). exp is Cephes' float polynomial (relative error < 1e-7), as
- * in cpu_score.c.
+ * position). exp is Cephes' float polynomial (cpu_vmath.h), shared with
+ * cpu_score.c.
  */
 #include <math.h>
 #include <string.h>
 
 #include "cpu.h"
 #include "cpu_attn_kern.h"
+#include "cpu_vmath.h"
 
 /* ---- scalar ------------------------------------------------------------- */
 
@@ -76,36 +77,11 @@ static const struct attn_kern kern_scalar = {
 #include <immintrin.h>
 #define AT __attribute__((target("avx2,fma,f16c")))
 
-#define EXP_LO    (-87.0f)
-#define LOG2E     1.44269504f
-#define LN2_HI    0.693145752f
-#define LN2_LO    1.42860677e-6f
-#define ROUND_MAG 12582912.0f   /* 1.5 * 2^23: adding it rounds to an integer */
-#define P0 1.9875691500e-4f
-#define P1 1.3981999507e-3f
-#define P2 8.3334519073e-3f
-#define P3 4.1665795894e-2f
-#define P4 1.6666665459e-1f
-#define P5 5.0000001201e-1f
-
-/* exp(x) for x <= 0; 0 below -87 (so exp(-inf) is exactly 0). */
+/* exp(x) for x <= 0; exactly 0 below -87 (so exp(-inf) is 0). */
 static AT __m256 exp_neg8(__m256 x)
 {
-    __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_LO), _CMP_GE_OQ);
-    x = _mm256_max_ps(x, _mm256_set1_ps(EXP_LO));
-    __m256 mag = _mm256_set1_ps(ROUND_MAG);
-    __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(LOG2E), mag), mag);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
-    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(P0), r, _mm256_set1_ps(P1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P5));
-    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
-                                  23);
-    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), keep);
+    __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(CPU_EXP_LO), _CMP_GE_OQ);
+    return _mm256_and_ps(cpu_exp_neg8(x), keep);
 }
 
 static AT void load_avx2(const uint16_t *x, size_t stride, int nt, int d, float *y)
@@ -162,10 +138,7 @@ static AT float exp_sum_avx2(float *s, float m)
         _mm256_storeu_ps(s + t, p);
         sum = _mm256_add_ps(sum, p);
     }
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h);
+    return cpu_hsum8(sum);
 }
 
 /* Two queries over dims [i0, i0 + 8*W) of acc (W vectors each). */

@@ -7,9 +7,9 @@
  * a generated token's, to ~1e-6), its rank (1 + tokens strictly above it)
  * and the K best tokens with their logprobs. This runs for every prompt
  * row of a scored read (docs/API.md "Scoring prompts"), so the partition
- * uses a float exp (Cephes expf polynomial; AVX2 when the CPU has it)
- * rather than libm's double exp, which alone took ~1.4 ms per 152K-token
- * row; with AVX2 a row takes ~0.1 ms. Rows are spread over the pool.
+ * uses a float exp (cpu_vmath.h: Cephes expf polynomial; AVX2 when the CPU
+ * has it) rather than libm's double exp, which alone took ~1.4 ms per
+ * 152K-token row; with AVX2 a row takes ~0.1 ms. Rows are spread over the pool.
  *
  * NaN (backend.h): exp counts a NaN logit as ~0 (it clamps to exp(-87),
  * as -inf does), the max ignores it, and in the rank and the top list it
@@ -21,37 +21,8 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_vmath.h"
 #include "strata/draw.h"
-
-/* exp(x) for x <= 0 in float: Cody-Waite reduction by ln 2 and a degree-6
- * polynomial (Cephes expf), relative error < 1e-7; x (NaN included) is
- * clamped at -87, where exp is ~1e-38 and adds nothing to a partition that
- * holds exp(0). */
-#define EXP_LO    (-87.0f)
-#define LOG2E     1.44269504f
-#define LN2_HI    0.693145752f
-#define LN2_LO    1.42860677e-6f
-#define ROUND_MAG 12582912.0f   /* 1.5 * 2^23: adding it rounds to an integer */
-#define P0 1.9875691500e-4f
-#define P1 1.3981999507e-3f
-#define P2 8.3334519073e-3f
-#define P3 4.1665795894e-2f
-#define P4 1.6666665459e-1f
-#define P5 5.0000001201e-1f
-
-static float exp_neg(float x)
-{
-    x = !(x >= EXP_LO) ? EXP_LO : x;
-    float n = (x * LOG2E + ROUND_MAG) - ROUND_MAG;
-    float r = x - n * LN2_HI;
-    r = r - n * LN2_LO;
-    float p = ((((P0 * r + P1) * r + P2) * r + P3) * r + P4) * r + P5;
-    p = p * r * r + r + 1.0f;
-    int32_t e = ((int32_t)n + 127) * (1 << 23);
-    float scale;
-    memcpy(&scale, &e, sizeof(scale));
-    return p * scale;
-}
 
 /* The largest non-NaN logit of [from, n) or 'mx' (-inf when all are NaN). */
 static float row_max(const float *logits, int64_t from, int64_t n, float mx)
@@ -70,7 +41,7 @@ static double sum_exp(const float *logits, int64_t from, int64_t n, float mx)
         int64_t i1 = i0 + 1024 < n ? i0 + 1024 : n;
         float acc = 0.0f;
         for (int64_t i = i0; i < i1; i++)
-            acc += exp_neg(logits[i] - mx);
+            acc += cpu_exp_neg(logits[i] - mx);
         total += acc;
     }
     return total;
@@ -135,32 +106,6 @@ static void best_k_tail(const float *logits, int64_t from, int64_t n, int32_t k,
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,fma")))
 
-AVX2 static __m256 exp_neg8(__m256 x)
-{
-    x = _mm256_max_ps(x, _mm256_set1_ps(EXP_LO));   /* NaN -> EXP_LO (max takes the 2nd) */
-    __m256 mag = _mm256_set1_ps(ROUND_MAG);
-    __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(LOG2E), mag), mag);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
-    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(P0), r, _mm256_set1_ps(P1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P5));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
-                                                   _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
-AVX2 static float hsum8(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
-}
-
 /* The same partition, eight lanes at a time (the scalar code does the
  * tail): the same polynomial, so both paths agree to float rounding. */
 AVX2 static double log_partition_avx2(const float *logits, int64_t n_vocab)
@@ -178,8 +123,9 @@ AVX2 static double log_partition_avx2(const float *logits, int64_t n_vocab)
         int64_t i1 = i0 + 1024 < n8 ? i0 + 1024 : n8;
         __m256 acc = _mm256_setzero_ps();
         for (int64_t i = i0; i < i1; i += 8)
-            acc = _mm256_add_ps(acc, exp_neg8(_mm256_sub_ps(_mm256_loadu_ps(logits + i), vmx)));
-        total += hsum8(acc);
+            acc = _mm256_add_ps(acc,
+                                cpu_exp_neg8(_mm256_sub_ps(_mm256_loadu_ps(logits + i), vmx)));
+        total += cpu_hsum8(acc);
     }
     return log(total + sum_exp(logits, n8, n_vocab, mx)) + mx;
 }

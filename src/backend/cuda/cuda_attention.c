@@ -47,7 +47,6 @@ enum st_status cuda_op_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k
         .scale = scale, .n_split = 1, .split_min = ATT_MIN_SPLIT_LEN, .err_flag = cb->err_flag,
     };
     const int32_t group = n_head / n_head_kv;
-    cudaError_t e;
 
     if (rc != ST_OK)
         return rc;
@@ -79,11 +78,7 @@ enum st_status cuda_op_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k
     cuda_actq_wrote_t(cb, vcache);
     /* kv_write, then split + merge or one tiled launch */
     cuda_count(cb, cuda_row_chunks(a.n_rows) + (a.tiled ? 1 : 2));
-    e = st_kern_attention(&a, cb->stream);
-    if (e == cudaErrorInvalidValue)
-        return st_err_set(err, ST_ERR_UNSUPPORTED,
-                          "cuda: attention: shape not supported by the kernel");
-    rc = cuda_status(cb, e, "attention", __FILE__, __LINE__, err);
+    rc = ST_CUDA_LAUNCH(cb, st_kern_attention(&a, cb->stream), "attention", err);
     if (rc == ST_OK && a.q8)
         cuda_actq_set(cb, out->data, out->ne[0], a.n_rows);
     return rc;

@@ -1,5 +1,8 @@
-/* cuda_backend.c -- the CUDA backend: device selection, memory, weight
- * upload, error mapping, and the op table.
+/* cuda_backend.c -- the CUDA backend: device selection, tensors, weight
+ * upload and the op table. The services every op uses are below it: the
+ * error mapping (cuda_status.c), the scratch (cuda_mem.c), the q8_1 record
+ * (cuda_fuse.c), dropping graphs (cuda_graph_drop.c); nothing in this
+ * folder calls back into this file.
  *
  * Memory. Every tensor is its own cudaMalloc (zero-filled). Weights
  * (st_backend_wrap) are copied once from the host mapping through two
@@ -8,8 +11,9 @@
  * kept. A progress line is logged every GiB with what the device has left.
  * Out of memory names the size wanted and what is free.
  *
- * Errors: see cuda_internal.h. Per-row integers are range-checked on the
- * device (kernels.h ST_KF_*): the word is read back at sync()/read().
+ * Errors: see cuda_internal.h and cuda_status.c. Per-row integers are
+ * range-checked on the device (kernels.h ST_KF_*): the word is read back
+ * at sync()/read().
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,197 +23,6 @@
 #include "strata/log.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
-#define MIB (1024.0 * 1024.0)
-
-/* ---- errors ------------------------------------------------------------- */
-
-static bool sticky(cudaError_t e)
-{
-    switch (e) {
-    case cudaErrorIllegalAddress: case cudaErrorLaunchFailure:
-    case cudaErrorHardwareStackError: case cudaErrorIllegalInstruction:
-    case cudaErrorMisalignedAddress: case cudaErrorInvalidAddressSpace:
-    case cudaErrorInvalidPc: case cudaErrorAssert: case cudaErrorLaunchTimeout:
-    case cudaErrorECCUncorrectable: case cudaErrorUnknown:
-        return true;
-    default:
-        return false;
-    }
-}
-
-enum st_status cuda_status(struct cuda_backend *cb, cudaError_t e, const char *what,
-                           const char *file, int line, struct st_err *err)
-{
-    const char *base;
-
-    if (e == cudaSuccess)
-        return ST_OK;
-    base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    if (e == cudaErrorMemoryAllocation) {
-        size_t free_b = 0, total_b = 0;
-        (void)cudaGetLastError();
-        (void)cudaMemGetInfo(&free_b, &total_b);
-        return st_err_set(err, ST_ERR_DEVICE_OOM,
-                          "cuda:%d out of memory in %s (%s:%d); %.1f MiB free of %.1f MiB",
-                          cb ? cb->device : -1, what, base, line, (double)free_b / MIB,
-                          (double)total_b / MIB);
-    }
-    if (cb && sticky(e) && !cb->poisoned) {
-        cb->poisoned = true;
-        snprintf(cb->poison_msg, sizeof(cb->poison_msg), "%s in %s (%s:%d)",
-                 cudaGetErrorString(e), what, base, line);
-        st_log(ST_LOG_ERROR, "cuda", "device %d is unusable: %s", cb->device, cb->poison_msg);
-    }
-    if (!sticky(e))
-        (void)cudaGetLastError();   /* clear a non-sticky error so later calls are clean */
-    return st_err_set(err, ST_ERR_DEVICE, "cuda:%d %s: %s (%s:%d)", cb ? cb->device : -1,
-                      what, cudaGetErrorString(e), base, line);
-}
-
-enum st_status cuda_blas_status(struct cuda_backend *cb, cublasStatus_t s, const char *what,
-                                const char *file, int line, struct st_err *err)
-{
-    const char *base;
-
-    if (s == CUBLAS_STATUS_SUCCESS)
-        return ST_OK;
-    base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    if (s == CUBLAS_STATUS_ALLOC_FAILED)
-        return st_err_set(err, ST_ERR_DEVICE_OOM, "cuda:%d cuBLAS out of memory in %s (%s:%d)",
-                          cb->device, what, base, line);
-    if (s == CUBLAS_STATUS_EXECUTION_FAILED && !cb->poisoned) {
-        cb->poisoned = true;
-        snprintf(cb->poison_msg, sizeof(cb->poison_msg), "cuBLAS execution failed in %s", what);
-    }
-    return st_err_set(err, ST_ERR_DEVICE, "cuda:%d cuBLAS %s: status %d (%s:%d)", cb->device,
-                      what, (int)s, base, line);
-}
-
-enum st_status cuda_enter(struct cuda_backend *cb, struct st_err *err)
-{
-    int cur = -1;
-
-    if (cb->poisoned)
-        return st_err_set(err, ST_ERR_DEVICE, "cuda:%d is unusable after an earlier error: %s",
-                          cb->device, cb->poison_msg);
-    /* Every op comes here, also while a graph is captured: only switch
-     * when needed (cheaper, and no device call inside a capture). */
-    if (cudaGetDevice(&cur) == cudaSuccess && cur == cb->device)
-        return ST_OK;
-    return ST_CUDA(cb, cudaSetDevice(cb->device), err);
-}
-
-enum st_status cuda_check_flag(struct cuda_backend *cb, struct st_err *err)
-{
-    unsigned f = *cb->err_host;
-    char what[128] = "";
-
-    if (f == 0)
-        return ST_OK;
-    *cb->err_host = 0;
-    (void)cudaMemsetAsync(cb->err_flag, 0, sizeof(unsigned), cb->stream);
-    if (f & ST_KF_BAD_ID)
-        strcat(what, " token id");
-    if (f & ST_KF_BAD_SLOT)
-        strcat(what, " slot");
-    if (f & ST_KF_BAD_POS)
-        strcat(what, " position");
-    if (f & ST_KF_BAD_EXPERT)
-        strcat(what, " expert id");
-    return st_err_set(err, ST_ERR_INVALID,
-                      "cuda:%d an op got an out-of-range%s (the rows were clamped or skipped)",
-                      cb->device, what);
-}
-
-const char *cuda_type_name(enum st_dtype t)
-{
-    const struct st_dtype_info *info = st_dtype_info((uint32_t)t);
-    return info && info->name ? info->name : "?";
-}
-
-/* ---- scratch ------------------------------------------------------------ */
-
-static enum st_status dev_alloc(struct cuda_backend *cb, size_t nbytes, void **p,
-                                const char *what, struct st_err *err);
-
-/* Grow the persistent device buffer *buf (*size bytes) to at least n bytes.
- * Captured graphs hold kernel arguments that point into the old buffer, so
- * they are dropped before it is freed (replaying one would read freed
- * memory: the usual way this happens is a long prompt after decode steps
- * were captured). Never during a capture. */
-enum st_status cuda_grow(struct cuda_backend *cb, void **buf, size_t *size, size_t n,
-                         const char *what, struct st_err *err)
-{
-    enum st_status rc;
-    void *p = NULL;
-    size_t want;
-
-    if (cb->capturing)
-        return st_err_set(err, ST_ERR_INTERNAL,
-                          "cuda: %s must grow to %zu bytes during a graph capture", what, n);
-    want = n + n / 4 + 4096;
-    rc = ST_CUDA(cb, cudaStreamSynchronize(cb->stream), err);
-    if (rc != ST_OK)
-        return rc;
-    cuda_graphs_invalidate(cb);
-    cudaFree(*buf);
-    cb->buffer_bytes -= *size;
-    *buf = NULL;
-    *size = 0;
-    rc = dev_alloc(cb, want, &p, what, err);   /* out of memory names the size and what is free */
-    if (rc == ST_ERR_DEVICE_OOM) {               /* without the headroom */
-        want = n;
-        rc = dev_alloc(cb, want, &p, what, err);
-    }
-    if (rc != ST_OK)
-        return rc;
-    *buf = p;
-    *size = want;
-    cb->buffer_bytes += want;
-    return ST_OK;
-}
-
-enum st_status cuda_scratch(struct cuda_backend *cb, size_t n, void **out, struct st_err *err)
-{
-    enum st_status rc = ST_OK;
-
-    if (n > cb->scratch_size)
-        rc = cuda_grow(cb, &cb->scratch, &cb->scratch_size, n, "scratch", err);
-    if (rc == ST_OK)
-        *out = cb->scratch;
-    return rc;
-}
-
-enum st_status cuda_aux(struct cuda_backend *cb, size_t n, void **out, struct st_err *err)
-{
-    enum st_status rc = ST_OK;
-
-    if (n > cb->aux_size)
-        rc = cuda_grow(cb, &cb->aux, &cb->aux_size, n, "aux scratch", err);
-    if (rc == ST_OK)
-        *out = cb->aux;
-    return rc;
-}
-
-enum st_status cuda_scratch_parts(struct cuda_backend *cb, int n, const size_t *sizes,
-                                  void **ptrs, struct st_err *err)
-{
-    size_t total = 0, off[16];
-    void *base;
-    enum st_status rc;
-
-    ST_ASSERT(n <= 16);
-    for (int i = 0; i < n; i++) {
-        off[i] = total;
-        total += (sizes[i] + 255) / 256 * 256;
-    }
-    rc = cuda_scratch(cb, total ? total : 256, &base, err);
-    if (rc != ST_OK)
-        return rc;
-    for (int i = 0; i < n; i++)
-        ptrs[i] = (char *)base + off[i];
-    return ST_OK;
-}
 
 /* ---- open / close ------------------------------------------------------- */
 
@@ -260,6 +73,55 @@ static enum st_status pick_device(const struct st_backend_config *cfg, int *dev,
     return ST_OK;
 }
 
+/* The stream and the device error word with its pinned host copy. */
+static enum st_status open_stream(struct cuda_backend *cb, struct st_err *err)
+{
+    enum st_status rc;
+
+    rc = ST_CUDA(cb, cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), err);
+    if (rc != ST_OK)
+        return rc;
+    rc = ST_CUDA(cb, cudaMalloc((void **)&cb->err_flag, sizeof(unsigned)), err);
+    if (rc != ST_OK)
+        return rc;
+    rc = ST_CUDA(cb, cudaMemset(cb->err_flag, 0, sizeof(unsigned)), err);
+    if (rc != ST_OK)
+        return rc;
+    return ST_CUDA(cb, cudaMallocHost((void **)&cb->err_host, sizeof(unsigned)), err);
+}
+
+/* The two pinned upload buffers and the events that say they are free. */
+static enum st_status open_staging(struct cuda_backend *cb, struct st_err *err)
+{
+    for (int i = 0; i < 2; i++) {
+        enum st_status rc = ST_CUDA(cb, cudaMallocHost(&cb->stage[i], CUDA_STAGE_BYTES), err);
+        if (rc != ST_OK)
+            return rc;
+        rc = ST_CUDA(cb, cudaEventCreateWithFlags(&cb->stage_done[i], cudaEventDisableTiming),
+                     err);
+        if (rc != ST_OK)
+            return rc;
+    }
+    return ST_OK;
+}
+
+/* cuBLAS on the stream, with its own workspace (graph capture needs one). */
+static enum st_status open_blas(struct cuda_backend *cb, struct st_err *err)
+{
+    enum st_status rc = ST_CUDA(cb, cudaMalloc(&cb->blas_ws, CUDA_CUBLAS_WS_BYTES), err);
+
+    if (rc != ST_OK)
+        return rc;
+    cb->buffer_bytes = CUDA_CUBLAS_WS_BYTES;
+    rc = ST_CUBLAS(cb, cublasCreate(&cb->blas), err);
+    if (rc != ST_OK)
+        return rc;
+    rc = ST_CUBLAS(cb, cublasSetStream(cb->blas, cb->stream), err);
+    if (rc != ST_OK)
+        return rc;
+    return ST_CUBLAS(cb, cublasSetWorkspace(cb->blas, cb->blas_ws, CUDA_CUBLAS_WS_BYTES), err);
+}
+
 static enum st_status open_resources(struct cuda_backend *cb, struct st_err *err)
 {
     struct cudaDeviceProp prop;
@@ -277,31 +139,17 @@ static enum st_status open_resources(struct cuda_backend *cb, struct st_err *err
     if (prop.major < 6)
         return st_err_set(err, ST_ERR_UNSUPPORTED, "cuda:%d %s is sm_%d%d; dp4a needs sm_61+",
                           cb->device, prop.name, prop.major, prop.minor);
-    rc = ST_CUDA(cb, cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), err);
-    if (rc == ST_OK)
-        rc = ST_CUDA(cb, cudaMalloc((void **)&cb->err_flag, sizeof(unsigned)), err);
-    if (rc == ST_OK)
-        rc = ST_CUDA(cb, cudaMemset(cb->err_flag, 0, sizeof(unsigned)), err);
-    if (rc == ST_OK)
-        rc = ST_CUDA(cb, cudaMallocHost((void **)&cb->err_host, sizeof(unsigned)), err);
-    for (int i = 0; i < 2 && rc == ST_OK; i++) {
-        rc = ST_CUDA(cb, cudaMallocHost(&cb->stage[i], CUDA_STAGE_BYTES), err);
-        if (rc == ST_OK)
-            rc = ST_CUDA(cb, cudaEventCreateWithFlags(&cb->stage_done[i],
-                                                      cudaEventDisableTiming), err);
-    }
-    if (rc == ST_OK)
-        rc = ST_CUDA(cb, cudaMalloc(&cb->blas_ws, CUDA_CUBLAS_WS_BYTES), err);
-    if (rc == ST_OK)
-        rc = ST_CUBLAS(cb, cublasCreate(&cb->blas), err);
-    if (rc == ST_OK)
-        rc = ST_CUBLAS(cb, cublasSetStream(cb->blas, cb->stream), err);
-    if (rc == ST_OK)
-        rc = ST_CUBLAS(cb, cublasSetWorkspace(cb->blas, cb->blas_ws, CUDA_CUBLAS_WS_BYTES), err);
-    if (rc == ST_OK)
-        *cb->err_host = 0;
-    cb->buffer_bytes = CUDA_CUBLAS_WS_BYTES;
-    return rc;
+    rc = open_stream(cb, err);
+    if (rc != ST_OK)
+        return rc;
+    rc = open_staging(cb, err);
+    if (rc != ST_OK)
+        return rc;
+    rc = open_blas(cb, err);
+    if (rc != ST_OK)
+        return rc;
+    *cb->err_host = 0;
+    return ST_OK;
 }
 
 static enum st_status cuda_open(const struct st_backend_config *cfg, struct st_backend **out,
@@ -346,28 +194,6 @@ static const char *cuda_describe(const struct st_backend *be)
 
 /* ---- memory ------------------------------------------------------------- */
 
-static enum st_status dev_alloc(struct cuda_backend *cb, size_t nbytes, void **p,
-                                const char *what, struct st_err *err)
-{
-    cudaError_t e;
-
-    if (cb->capturing)
-        return st_err_set(err, ST_ERR_INTERNAL, "cuda: %s allocation during a graph capture",
-                          what);
-    e = cudaMalloc(p, nbytes ? nbytes : 1);
-    if (e == cudaErrorMemoryAllocation) {
-        size_t free_b = 0, total_b = 0;
-        (void)cudaGetLastError();
-        (void)cudaMemGetInfo(&free_b, &total_b);
-        return st_err_set(err, ST_ERR_DEVICE_OOM,
-                          "cuda:%d cannot allocate %.1f MiB for %s: %.1f MiB free of %.1f MiB "
-                          "(weights hold %.1f MiB)", cb->device, (double)nbytes / MIB, what,
-                          (double)free_b / MIB, (double)total_b / MIB,
-                          (double)cb->weight_bytes / MIB);
-    }
-    return ST_CUDA(cb, e, err);
-}
-
 static enum st_status cuda_alloc(struct st_backend *be, struct st_tensor *t, size_t nbytes,
                                  struct st_err *err)
 {
@@ -375,7 +201,7 @@ static enum st_status cuda_alloc(struct st_backend *be, struct st_tensor *t, siz
     enum st_status rc = cuda_enter(cb, err);
 
     if (rc == ST_OK)
-        rc = dev_alloc(cb, nbytes, &t->data, "a tensor", err);
+        rc = cuda_dev_alloc(cb, nbytes, &t->data, "a tensor", err);
     if (rc != ST_OK)
         return rc;
     rc = ST_CUDA(cb, cudaMemsetAsync(t->data, 0, nbytes, cb->stream), err);
@@ -392,26 +218,27 @@ static enum st_status cuda_alloc(struct st_backend *be, struct st_tensor *t, siz
 static enum st_status staged_upload(struct cuda_backend *cb, void *dst, const void *host,
                                     size_t nbytes, struct st_err *err)
 {
-    enum st_status rc = ST_OK;
+    enum st_status rc;
     size_t off = 0;
     int k = 0;
 
-    while (off < nbytes && rc == ST_OK) {
+    while (off < nbytes) {
         size_t n = nbytes - off < CUDA_STAGE_BYTES ? nbytes - off : CUDA_STAGE_BYTES;
         rc = ST_CUDA(cb, cudaEventSynchronize(cb->stage_done[k]), err);
         if (rc != ST_OK)
-            break;
+            return rc;
         memcpy(cb->stage[k], (const char *)host + off, n);
         rc = ST_CUDA(cb, cudaMemcpyAsync((char *)dst + off, cb->stage[k], n,
                                          cudaMemcpyHostToDevice, cb->stream), err);
-        if (rc == ST_OK)
-            rc = ST_CUDA(cb, cudaEventRecord(cb->stage_done[k], cb->stream), err);
+        if (rc != ST_OK)
+            return rc;
+        rc = ST_CUDA(cb, cudaEventRecord(cb->stage_done[k], cb->stream), err);
+        if (rc != ST_OK)
+            return rc;
         off += n;
         k ^= 1;
     }
-    if (rc == ST_OK)
-        rc = ST_CUDA(cb, cudaStreamSynchronize(cb->stream), err);
-    return rc;
+    return ST_CUDA(cb, cudaStreamSynchronize(cb->stream), err);
 }
 
 static enum st_status cuda_wrap(struct st_backend *be, struct st_tensor *t, const void *host,
@@ -421,7 +248,7 @@ static enum st_status cuda_wrap(struct st_backend *be, struct st_tensor *t, cons
     enum st_status rc = cuda_enter(cb, err);
 
     if (rc == ST_OK)
-        rc = dev_alloc(cb, nbytes, &t->data, "weights", err);
+        rc = cuda_dev_alloc(cb, nbytes, &t->data, "weights", err);
     if (rc != ST_OK)
         return rc;
     rc = staged_upload(cb, t->data, host, nbytes, err);
@@ -488,11 +315,12 @@ static enum st_status finish(struct cuda_backend *cb, struct st_err *err)
 {
     enum st_status rc = ST_CUDA(cb, cudaMemcpyAsync(cb->err_host, cb->err_flag, sizeof(unsigned),
                                                     cudaMemcpyDeviceToHost, cb->stream), err);
-    if (rc == ST_OK)
-        rc = ST_CUDA(cb, cudaStreamSynchronize(cb->stream), err);
-    if (rc == ST_OK)
-        rc = cuda_check_flag(cb, err);
-    return rc;
+    if (rc != ST_OK)
+        return rc;
+    rc = ST_CUDA(cb, cudaStreamSynchronize(cb->stream), err);
+    if (rc != ST_OK)
+        return rc;
+    return cuda_check_flag(cb, err);
 }
 
 static enum st_status cuda_read(struct st_backend *be, const struct st_tensor *t, size_t offset,

@@ -102,10 +102,8 @@ enum st_status cuda_actq_quantize(struct cuda_backend *cb, const float *x, int64
     if (rc != ST_OK)
         return rc;
     cuda_actq_forget(cb);   /* actq is overwritten */
-    cudaError_t e = st_kern_quantize_q8_1(buf, *stride, x, cols, rows, cb->stream);
-    rc = e == cudaErrorInvalidValue
-             ? st_err_set(err, ST_ERR_UNSUPPORTED, "cuda: quantize_q8_1: shape not supported")
-             : ST_CUDA(cb, e, err);
+    rc = ST_CUDA_LAUNCH(cb, st_kern_quantize_q8_1(buf, *stride, x, cols, rows, cb->stream),
+                        "quantize_q8_1", err);
     if (rc != ST_OK)
         return rc;
     cuda_count(cb, cuda_row_chunks(rows));

@@ -23,17 +23,14 @@
  * begin/write/read/sync abandons the capture and the key starts over.
  * Captured kernels hold scratch pointers: when a scratch grows (a larger
  * step than any before, between steps), every graph is dropped
- * (cuda_graphs_invalidate) and its key starts over.
+ * (cuda_graphs_invalidate, cuda_graph_drop.c) and its key starts over.
  *
  * Sampling: ids[r] from logits rows on the device (kernels.h
  * st_kern_sample), so a step reads back n_rows int32 instead of n_rows *
  * n_vocab floats. Scoring: st_kern_score (prompt logprobs), (1 + K)
  * floats and ints per row instead of the row.
  */
-#include <string.h>
-
 #include "cuda_internal.h"
-#include "strata/log.h"
 
 static struct cuda_graph_entry *find_entry(struct cuda_backend *cb, uint64_t key, bool add)
 {
@@ -49,24 +46,6 @@ static struct cuda_graph_entry *find_entry(struct cuda_backend *cb, uint64_t key
         }
     }
     return NULL;
-}
-
-void cuda_capture_abort(struct cuda_backend *cb)
-{
-    struct cuda_graph_entry *g;
-    cudaGraph_t graph = NULL;
-
-    if (!cb->capturing)
-        return;
-    g = &cb->graphs[cb->capturing - 1];
-    cb->capturing = 0;
-    (void)cudaStreamEndCapture(cb->stream, &graph);
-    if (graph)
-        cudaGraphDestroy(graph);
-    (void)cudaGetLastError();
-    g->seen = 0;                            /* next time: eager first, then capture */
-    st_log(ST_LOG_WARN, "cuda", "device %d: a graph capture was abandoned (an op failed)",
-           cb->device);
 }
 
 enum st_status cuda_graph_begin(struct st_backend *be, uint64_t key, bool *replayed,
@@ -143,43 +122,20 @@ enum st_status cuda_graph_end(struct st_backend *be, struct st_err *err)
     return ST_CUDA(cb, cudaGraphLaunch(g->exec, cb->stream), err);
 }
 
-void cuda_graphs_free(struct cuda_backend *cb)
-{
-    cuda_capture_abort(cb);
-    for (int i = 0; i < CUDA_MAX_GRAPHS; i++) {
-        if (cb->graphs[i].exec)
-            cudaGraphExecDestroy(cb->graphs[i].exec);
-        memset(&cb->graphs[i], 0, sizeof(cb->graphs[i]));
-    }
-}
-
-void cuda_graphs_invalidate(struct cuda_backend *cb)
-{
-    int n = 0;
-
-    for (int i = 0; i < CUDA_MAX_GRAPHS; i++)
-        n += cb->graphs[i].exec != NULL;
-    cuda_graphs_free(cb);
-    if (n > 0)
-        st_log(ST_LOG_DEBUG, "cuda", "device %d: scratch moved, %d captured graphs dropped",
-               cb->device, n);
-}
-
 enum st_status cuda_op_sample(struct st_backend *be, const struct st_tensor *ids,
                               const struct st_tensor *logits, const struct st_tensor *draws,
                               struct st_err *err)
 {
     struct cuda_backend *cb = cuda_of(be);
     enum st_status rc = cuda_enter(cb, err);
-    cudaError_t e;
 
     if (rc != ST_OK)
         return rc;
     cuda_actq_wrote_t(cb, ids);
-    e = st_kern_sample(ids->data, logits->data, logits->ne[1], logits->ne[0], draws->data,
-                       cb->stream);
     cuda_count(cb, 1);
-    return ST_CUDA(cb, e, err);
+    return ST_CUDA_LAUNCH(cb, st_kern_sample(ids->data, logits->data, logits->ne[1],
+                                             logits->ne[0], draws->data, cb->stream),
+                          "sample", err);
 }
 
 enum st_status cuda_op_score(struct st_backend *be, const struct st_tensor *vals,
@@ -188,7 +144,6 @@ enum st_status cuda_op_score(struct st_backend *be, const struct st_tensor *vals
 {
     struct cuda_backend *cb = cuda_of(be);
     enum st_status rc = cuda_enter(cb, err);
-    cudaError_t e;
 
     if (rc != ST_OK)
         return rc;
@@ -196,7 +151,8 @@ enum st_status cuda_op_score(struct st_backend *be, const struct st_tensor *vals
     cuda_actq_wrote_t(cb, vals);
     cuda_actq_wrote_t(cb, ids);
     cuda_count(cb, 1);
-    e = st_kern_score(vals->data, ids->data, logits->data, next->data, logits->ne[1],
-                      logits->ne[0], (int32_t)(vals->ne[0] - 1), cb->err_flag, cb->stream);
-    return ST_CUDA(cb, e, err);
+    return ST_CUDA_LAUNCH(cb, st_kern_score(vals->data, ids->data, logits->data, next->data,
+                                            logits->ne[1], logits->ne[0],
+                                            (int32_t)(vals->ne[0] - 1), cb->err_flag, cb->stream),
+                          "score", err);
 }

@@ -1,7 +1,11 @@
 /* cuda_internal.h -- private state of the CUDA backend, shared by its files:
- * cuda_backend.c (memory, errors, the op table), cuda_ops.c (per-row and
- * element-wise ops, attention), cuda_matmul.c (matmul, MoE), cuda_ssm.c
- * (the recurrent ops), cuda_graph.c (graph capture/replay, sampling).
+ * cuda_backend.c (open/close, tensors, the op table), cuda_status.c
+ * (errors), cuda_mem.c (device allocation, scratch), cuda_ops.c (per-row
+ * and element-wise ops), cuda_attention.c, cuda_matmul.c (matmul, MoE),
+ * cuda_ssm.c (the recurrent ops), cuda_fuse.c (the q8_1 record, counters),
+ * cuda_graph.c (graph capture/replay, sampling), cuda_graph_drop.c
+ * (dropping graphs). Calls point down that list's layers: the op table
+ * calls the ops, the ops call the services, never back.
  *
  * One struct cuda_backend is one device with one stream: every op enqueues
  * on that stream in call order, so buffers (including the scratch) can be
@@ -115,13 +119,29 @@ enum st_status cuda_status(struct cuda_backend *cb, cudaError_t e, const char *w
 enum st_status cuda_blas_status(struct cuda_backend *cb, cublasStatus_t s, const char *what,
                                 const char *file, int line, struct st_err *err);
 
-/* An expression, no hidden return (STYLE.md b.4). */
+/* The result of a kernels.h launcher: cudaErrorInvalidValue is its answer
+ * to a shape it does not take (nothing was enqueued) -> ST_ERR_UNSUPPORTED
+ * naming 'what'; anything else as cuda_status. */
+enum st_status cuda_launched(struct cuda_backend *cb, cudaError_t e, const char *what,
+                             const char *file, int line, struct st_err *err);
+
+/* Expressions, no hidden return (STYLE.md b.4). ST_CUDA_LAUNCH evaluates
+ * 'launch' (a kernels.h call) once: rc = ST_CUDA_LAUNCH(cb, st_kern_x(...),
+ * "x", err). */
 #define ST_CUDA(cb, call, err) cuda_status((cb), (call), #call, __FILE__, __LINE__, (err))
 #define ST_CUBLAS(cb, call, err) cuda_blas_status((cb), (call), #call, __FILE__, __LINE__, (err))
+#define ST_CUDA_LAUNCH(cb, launch, what, err) \
+    cuda_launched((cb), (launch), (what), __FILE__, __LINE__, (err))
 
 /* Every entry starts here: ST_ERR_DEVICE when poisoned, else selects the
  * backend's device. */
 enum st_status cuda_enter(struct cuda_backend *cb, struct st_err *err);
+
+/* cudaMalloc of nbytes (at least 1) into *p: out of memory is
+ * ST_ERR_DEVICE_OOM naming 'what', the size and what the device has free;
+ * ST_ERR_INTERNAL during a graph capture (nothing may allocate there). */
+enum st_status cuda_dev_alloc(struct cuda_backend *cb, size_t nbytes, void **p, const char *what,
+                              struct st_err *err);
 
 /* At least n bytes of device scratch (contents lost when it grows). Growing
  * is not allowed while a graph is being captured: ST_ERR_INTERNAL then

@@ -31,14 +31,6 @@
 
 #include "cuda_internal.h"
 
-static enum st_status kern_rc(struct cuda_backend *cb, cudaError_t e, const char *what,
-                              struct st_err *err)
-{
-    if (e == cudaErrorInvalidValue)
-        return st_err_set(err, ST_ERR_UNSUPPORTED, "cuda: %s: shape not supported", what);
-    return cuda_status(cb, e, what, __FILE__, __LINE__, err);
-}
-
 static enum st_status no_kernel(const char *op, const struct st_tensor *w, struct st_err *err)
 {
     return st_err_set(err, ST_ERR_UNSUPPORTED, "%s: cuda has no kernel for %s rows of %lld", op,
@@ -67,15 +59,15 @@ static enum st_status matmul_mmv(struct cuda_backend *cb, float *y, const float 
         rc = cuda_scratch(cb, a.x_stride * (size_t)n, &xq, err);
         if (rc != ST_OK)
             return rc;
-        rc = kern_rc(cb, st_kern_quantize_q8_1(xq, a.x_stride, x, a.n_in, n, cb->stream),
-                     "quantize_q8_1", err);
+        rc = ST_CUDA_LAUNCH(cb, st_kern_quantize_q8_1(xq, a.x_stride, x, a.n_in, n, cb->stream),
+                            "quantize_q8_1", err);
         if (rc != ST_OK)
             return rc;
         cuda_count(cb, cuda_row_chunks(n));
         a.x = xq;
     }
     cuda_count(cb, 1);
-    return kern_rc(cb, st_kern_mmv(&a, cb->stream), "mmv", err);
+    return ST_CUDA_LAUNCH(cb, st_kern_mmv(&a, cb->stream), "mmv", err);
 }
 
 /* The cuBLAS path: fp16 slabs of W times fp16 x, fp32 accumulate. */
@@ -101,14 +93,14 @@ static enum st_status matmul_gemm(struct cuda_backend *cb, float *y, const float
     rc = cuda_scratch_parts(cb, 2, sizes, parts, err);
     if (rc != ST_OK)
         return rc;
-    rc = kern_rc(cb, st_kern_f32_to_f16(parts[0], x, n * I, cb->stream), "f32_to_f16", err);
+    rc = ST_CUDA_LAUNCH(cb, st_kern_f32_to_f16(parts[0], x, n * I, cb->stream), "f32_to_f16", err);
     for (int64_t o0 = 0; o0 < O && rc == ST_OK; o0 += slab) {
         int64_t rows = O - o0 < slab ? O - o0 : slab;
         cuda_count(cb, 2);   /* dequantize the slab, then its GEMM */
-        rc = kern_rc(cb, st_kern_dequant_f16(parts[1], (const char *)w->data +
-                                                 (size_t)o0 * st_tensor_row_bytes(w),
-                                             (int)w->type, st_tensor_row_bytes(w), rows, I,
-                                             cb->stream), "dequant_f16", err);
+        const char *slab_w = (const char *)w->data + (size_t)o0 * st_tensor_row_bytes(w);
+        rc = ST_CUDA_LAUNCH(cb, st_kern_dequant_f16(parts[1], slab_w, (int)w->type,
+                                                    st_tensor_row_bytes(w), rows, I, cb->stream),
+                            "dequant_f16", err);
         if (rc == ST_OK)
             rc = ST_CUBLAS(cb, cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n,
                                             (int)I, &one, parts[1], CUDA_R_16F, (int)I, parts[0],
@@ -168,17 +160,19 @@ enum st_status cuda_op_moe_route(struct st_backend *be, ST_T sel, ST_T weights, 
     cuda_actq_wrote_t(cb, sel);
     cuda_actq_wrote_t(cb, weights);
     rc = cuda_aux(cb, (size_t)(n * n_exp) * sizeof(float), (void **)&logits, err);
-    if (rc == ST_OK)
-        rc = cuda_matmul_raw(cb, logits, x->data, n, router, err);
-    if (rc == ST_OK)
-        cuda_count(cb, 1);
-    if (rc == ST_OK)
-        rc = kern_rc(cb, st_kern_moe_route(sel->data, weights->data, logits, n, (int32_t)n_exp,
-                                           (int32_t)sel->ne[0],
-                                           rp->gating == ST_MOE_GATING_SIGMOID,
-                                           rp->bias ? rp->bias->data : NULL, rp->norm,
-                                           rp->scale, cb->stream), "moe_route", err);
-    return rc;
+    if (rc != ST_OK)
+        return rc;
+    rc = cuda_matmul_raw(cb, logits, x->data, n, router, err);
+    if (rc != ST_OK)
+        return rc;
+    cuda_count(cb, 1);
+    return ST_CUDA_LAUNCH(cb,
+                          st_kern_moe_route(sel->data, weights->data, logits, n, (int32_t)n_exp,
+                                            (int32_t)sel->ne[0],
+                                            rp->gating == ST_MOE_GATING_SIGMOID,
+                                            rp->bias ? rp->bias->data : NULL, rp->norm,
+                                            rp->scale, cb->stream),
+                          "moe_route", err);
 }
 
 struct moe_bufs {
@@ -189,12 +183,15 @@ struct moe_bufs {
     void *aq;       /* [P] q8_1 rows of F (quantized down) */
     float *yd;      /* [P, E] expert outputs */
     size_t xs, as;  /* row strides of xq and aq */
+    int64_t n, P, G;   /* tokens, (token, expert) pairs, expert groups launched */
+    int64_t E, F;      /* model width, FFN width */
 };
 
 static enum st_status moe_carve(struct cuda_backend *cb, int64_t n, int64_t P, int64_t G,
                                 int64_t E, int64_t F, bool split_up, struct moe_bufs *b,
                                 struct st_err *err)
 {
+    *b = (struct moe_bufs){ .n = n, .P = P, .G = G, .E = E, .F = F };
     b->xs = st_kern_q8_1_row_bytes(E);
     b->as = st_kern_q8_1_row_bytes(F);
     size_t sizes[8] = {
@@ -230,7 +227,7 @@ static enum st_status moe_mmv(struct cuda_backend *cb, const struct st_tensor *w
         .n_in = w->ne[0], .n_out = w->ne[1], .x = x, .x_stride = xs, .y = y,
         .y_stride = w->ne[1], .groups = b->groups, .max_groups = (int32_t)G, .x_rows = x_rows,
     };
-    return kern_rc(cb, st_kern_mmv(&a, cb->stream), "moe mmv", err);
+    return ST_CUDA_LAUNCH(cb, st_kern_mmv(&a, cb->stream), "moe mmv", err);
 }
 
 /* Activation rows for weight type t: q8_1 in 'q' (quantized from x) or x.
@@ -250,8 +247,32 @@ static enum st_status moe_act(struct cuda_backend *cb, enum st_dtype t, const fl
     *out = q;
     *stride = qs;
     cuda_count(cb, cuda_row_chunks(rows));
-    return kern_rc(cb, st_kern_quantize_q8_1(q, qs, x, width, rows, cb->stream), "quantize_q8_1",
-                   err);
+    return ST_CUDA_LAUNCH(cb, st_kern_quantize_q8_1(q, qs, x, width, rows, cb->stream),
+                          "quantize_q8_1", err);
+}
+
+/* gate and up of different types: two products, then SwiGLU into b->act.
+ * xa, xs: the activation rows the gate product takes (moe_act). */
+static enum st_status moe_gate_up_split(struct cuda_backend *cb, ST_T x, ST_T gate, ST_T up,
+                                        const struct moe_bufs *b, const void *xa, size_t xs,
+                                        struct st_err *err)
+{
+    enum st_status rc;
+
+    cuda_count(cb, 3);   /* gate, up, silu_mul */
+    rc = moe_mmv(cb, gate, NULL, xa, xs, b->pair_row, b->act, b, b->G, err);
+    if (rc != ST_OK)
+        return rc;
+    if (st_kern_mmv_quantized((int)up->type) != st_kern_mmv_quantized((int)gate->type)) {
+        rc = moe_act(cb, up->type, x->data, b->n, b->E, b->xq, b->xs, &xa, &xs, err);
+        if (rc != ST_OK)
+            return rc;
+    }
+    rc = moe_mmv(cb, up, NULL, xa, xs, b->pair_row, b->up, b, b->G, err);
+    if (rc != ST_OK)
+        return rc;
+    return ST_CUDA_LAUNCH(cb, st_kern_silu_mul(b->act, b->act, b->up, b->P * b->F, cb->stream),
+                          "silu_mul", err);
 }
 
 enum st_status cuda_op_moe_ffn(struct st_backend *be, ST_T out, ST_T x, ST_T sel, ST_T weights,
@@ -279,44 +300,40 @@ enum st_status cuda_op_moe_ffn(struct st_backend *be, ST_T out, ST_T x, ST_T sel
     const bool x_actq = n <= CUDA_MMV_MAX_ROWS;
     void *xq_actq = NULL;
     if (x_actq && (st_kern_mmv_quantized((int)gate->type) ||
-                   st_kern_mmv_quantized((int)up->type)))
+                   st_kern_mmv_quantized((int)up->type))) {
         rc = cuda_actq_buffer(cb, E, n, &xq_actq, err);
-    if (rc == ST_OK)
-        rc = moe_carve(cb, n, P, G, E, F, !fused, &b, err);
+        if (rc != ST_OK)
+            return rc;
+    }
+    rc = moe_carve(cb, n, P, G, E, F, !fused, &b, err);
+    if (rc != ST_OK)
+        return rc;
     if (x_actq)
         b.xq = NULL;
     cuda_actq_wrote_t(cb, out);
-    if (rc == ST_OK)
-        cuda_count(cb, 3);   /* group, down, combine */
-    if (rc == ST_OK)
-        rc = kern_rc(cb, st_kern_moe_group(b.groups, b.pair_row, b.pair_of, sel->data, n,
-                                           (int32_t)k, (int32_t)X, (int32_t)G, cb->err_flag,
-                                           cb->stream), "moe_group", err);
-    if (rc == ST_OK)
-        rc = moe_act(cb, gate->type, x->data, n, E, b.xq, b.xs, &xa, &xs, err);
-    if (rc == ST_OK && fused) {
+    cuda_count(cb, 3);   /* group, down, combine */
+    rc = ST_CUDA_LAUNCH(cb, st_kern_moe_group(b.groups, b.pair_row, b.pair_of, sel->data, n,
+                                              (int32_t)k, (int32_t)X, (int32_t)G, cb->err_flag,
+                                              cb->stream), "moe_group", err);
+    if (rc != ST_OK)
+        return rc;
+    rc = moe_act(cb, gate->type, x->data, n, E, b.xq, b.xs, &xa, &xs, err);
+    if (rc != ST_OK)
+        return rc;
+    if (fused) {
         cuda_count(cb, 1);
         rc = moe_mmv(cb, gate, up, xa, xs, b.pair_row, b.act, &b, G, err);
+    } else {
+        rc = moe_gate_up_split(cb, x, gate, up, &b, xa, xs, err);
     }
-    if (rc == ST_OK && !fused) {
-        /* gate and up of different types: separate products, then SwiGLU */
-        rc = moe_mmv(cb, gate, NULL, xa, xs, b.pair_row, b.act, &b, G, err);
-        if (rc == ST_OK && st_kern_mmv_quantized((int)up->type) !=
-                               st_kern_mmv_quantized((int)gate->type))
-            rc = moe_act(cb, up->type, x->data, n, E, b.xq, b.xs, &xa, &xs, err);
-        if (rc == ST_OK)
-            rc = moe_mmv(cb, up, NULL, xa, xs, b.pair_row, b.up, &b, G, err);
-        cuda_count(cb, 3);   /* gate, up, silu_mul */
-        if (rc == ST_OK)
-            rc = kern_rc(cb, st_kern_silu_mul(b.act, b.act, b.up, P * F, cb->stream),
-                         "silu_mul", err);
-    }
-    if (rc == ST_OK)
-        rc = moe_act(cb, down->type, b.act, P, F, b.aq, b.as, &aa, &as, err);
-    if (rc == ST_OK)
-        rc = moe_mmv(cb, down, NULL, aa, as, NULL, b.yd, &b, G, err);
-    if (rc == ST_OK)
-        rc = kern_rc(cb, st_kern_moe_combine(out->data, b.yd, weights->data, b.pair_of, n,
-                                             (int32_t)k, E, cb->stream), "moe_combine", err);
-    return rc;
+    if (rc != ST_OK)
+        return rc;
+    rc = moe_act(cb, down->type, b.act, P, F, b.aq, b.as, &aa, &as, err);
+    if (rc != ST_OK)
+        return rc;
+    rc = moe_mmv(cb, down, NULL, aa, as, NULL, b.yd, &b, G, err);
+    if (rc != ST_OK)
+        return rc;
+    return ST_CUDA_LAUNCH(cb, st_kern_moe_combine(out->data, b.yd, weights->data, b.pair_of, n,
+                                                  (int32_t)k, E, cb->stream), "moe_combine", err);
 }

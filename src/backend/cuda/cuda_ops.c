@@ -16,15 +16,6 @@
  */
 #include "cuda_internal.h"
 
-static enum st_status launched(struct cuda_backend *cb, cudaError_t e, const char *what,
-                               struct st_err *err)
-{
-    if (e == cudaErrorInvalidValue)
-        return st_err_set(err, ST_ERR_UNSUPPORTED, "cuda: %s: shape not supported by the kernel",
-                          what);
-    return cuda_status(cb, e, what, __FILE__, __LINE__, err);
-}
-
 enum st_status cuda_op_embed(struct st_backend *be, ST_T out, ST_T table, ST_T ids,
                              struct st_err *err)
 {
@@ -38,10 +29,10 @@ enum st_status cuda_op_embed(struct st_backend *be, ST_T out, ST_T table, ST_T i
                           cuda_type_name(table->type), (long long)out->ne[0]);
     cuda_actq_wrote_t(cb, out);
     cuda_count(cb, cuda_row_chunks(out->ne[1]));
-    return launched(cb, st_kern_embed(out->data, table->data, (int)table->type,
-                                      st_tensor_row_bytes(table), table->ne[1], ids->data,
-                                      out->ne[1], out->ne[0], cb->err_flag, cb->stream),
-                    "embed", err);
+    return ST_CUDA_LAUNCH(cb, st_kern_embed(out->data, table->data, (int)table->type,
+                                            st_tensor_row_bytes(table), table->ne[1], ids->data,
+                                            out->ne[1], out->ne[0], cb->err_flag, cb->stream),
+                          "embed", err);
 }
 
 /* The q8_1 epilogue's target for a norm of x [E, n] over groups of g:
@@ -72,9 +63,11 @@ static enum st_status norm_into(struct cuda_backend *cb, ST_T out, ST_T x, ST_T 
         cuda_actq_wrote_t(cb, x);
     if (q)
         cuda_actq_forget(cb);   /* actq is overwritten: nothing old stays valid */
-    rc = launched(cb, st_kern_rms_norm_ex(out->data, x->data, add ? add->data : NULL, w->data,
-                                          st_tensor_nelem(x) / g, g, eps, q,
-                                          st_kern_q8_1_row_bytes(g), cb->stream), what, err);
+    rc = ST_CUDA_LAUNCH(cb,
+                        st_kern_rms_norm_ex(out->data, x->data, add ? add->data : NULL, w->data,
+                                            st_tensor_nelem(x) / g, g, eps, q,
+                                            st_kern_q8_1_row_bytes(g), cb->stream),
+                        what, err);
     if (rc != ST_OK)
         return rc;
     cuda_count(cb, 1);
@@ -98,10 +91,11 @@ static enum st_status add_launch(struct cuda_backend *cb, ST_T out, ST_T a, ST_T
     cuda_actq_wrote_t(cb, out);
     cuda_count(cb, 1);
     if (b->ne[1] != a->ne[1])      /* one row added to every row (a bias) */
-        return launched(cb, st_kern_add_row(out->data, a->data, b->data, a->ne[0], a->ne[1],
-                                            cb->stream), "add", err);
-    return launched(cb, st_kern_add(out->data, a->data, b->data, st_tensor_nelem(a), cb->stream),
-                    "add", err);
+        return ST_CUDA_LAUNCH(cb, st_kern_add_row(out->data, a->data, b->data, a->ne[0], a->ne[1],
+                                                  cb->stream), "add", err);
+    return ST_CUDA_LAUNCH(cb,
+                          st_kern_add(out->data, a->data, b->data, st_tensor_nelem(a), cb->stream),
+                          "add", err);
 }
 
 enum st_status cuda_op_add(struct st_backend *be, ST_T out, ST_T a, ST_T b, struct st_err *err)
@@ -138,8 +132,8 @@ enum st_status cuda_op_silu_mul(struct st_backend *be, ST_T out, ST_T gate, ST_T
         return rc;
     cuda_actq_wrote_t(cb, out);
     cuda_count(cb, 1);
-    return launched(cb, st_kern_silu_mul(out->data, gate->data, up->data,
-                                         st_tensor_nelem(gate), cb->stream), "silu_mul", err);
+    return ST_CUDA_LAUNCH(cb, st_kern_silu_mul(out->data, gate->data, up->data,
+                                               st_tensor_nelem(gate), cb->stream), "silu_mul", err);
 }
 
 static enum st_status rope_launch(struct cuda_backend *cb, ST_T out, ST_T x, ST_T pos,
@@ -148,9 +142,9 @@ static enum st_status rope_launch(struct cuda_backend *cb, ST_T out, ST_T x, ST_
 {
     cuda_actq_wrote_t(cb, out);
     cuda_count(cb, cuda_row_chunks(x->ne[1]));
-    return launched(cb, st_kern_rope_neox(out->data, x->data, pos->data, x->ne[1], x->ne[0],
-                                          head_dim, rope, cb->err_flag, cb->stream), "rope",
-                    err);
+    return ST_CUDA_LAUNCH(cb, st_kern_rope_neox(out->data, x->data, pos->data, x->ne[1], x->ne[0],
+                                                head_dim, rope, cb->err_flag, cb->stream), "rope",
+                          err);
 }
 
 enum st_status cuda_op_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos, int32_t head_dim,
@@ -180,7 +174,8 @@ enum st_status cuda_op_rms_norm_rope(struct st_backend *be, ST_T out, ST_T x, ST
     }
     cuda_actq_wrote_t(cb, out);
     cuda_count(cb, 1);
-    return launched(cb, st_kern_rms_norm_rope(out->data, x->data, w->data, pos->data, x->ne[1],
-                                              x->ne[0], d, rope, eps, cb->err_flag, cb->stream),
-                    "rms_norm_rope", err);
+    return ST_CUDA_LAUNCH(cb,
+                          st_kern_rms_norm_rope(out->data, x->data, w->data, pos->data, x->ne[1],
+                                                x->ne[0], d, rope, eps, cb->err_flag, cb->stream),
+                          "rms_norm_rope", err);
 }

@@ -10,17 +10,6 @@
  */
 #include "cuda_internal.h"
 
-static enum st_status ssm_launched(struct cuda_backend *cb, cudaError_t e, const char *what,
-                                   struct st_err *err)
-{
-    if (e == cudaErrorInvalidValue)
-        return st_err_set(err, ST_ERR_UNSUPPORTED, "cuda: %s: shape not supported by the kernel",
-                          what);
-    if (e == cudaSuccess)
-        cuda_count(cb, 1);
-    return cuda_status(cb, e, what, __FILE__, __LINE__, err);
-}
-
 enum st_status cuda_op_ssm_conv(struct st_backend *be, ST_T out, ST_T x, ST_T w, ST_T state,
                                 ST_T slot, ST_T pos, struct st_err *err)
 {
@@ -31,10 +20,11 @@ enum st_status cuda_op_ssm_conv(struct st_backend *be, ST_T out, ST_T x, ST_T w,
         return rc;
     cuda_actq_wrote_t(cb, out);
     cuda_actq_wrote_t(cb, state);
-    return ssm_launched(cb, st_kern_ssm_conv(out->data, state->data, x->data, w->data,
-                                             slot->data, pos->data, x->ne[0], (int)w->ne[0],
-                                             x->ne[1], state->ne[2], cb->err_flag, cb->stream),
-                        "ssm_conv", err);
+    cuda_count(cb, 1);
+    return ST_CUDA_LAUNCH(cb, st_kern_ssm_conv(out->data, state->data, x->data, w->data,
+                                               slot->data, pos->data, x->ne[0], (int)w->ne[0],
+                                               x->ne[1], state->ne[2], cb->err_flag, cb->stream),
+                          "ssm_conv", err);
 }
 
 enum st_status cuda_op_delta_net(struct st_backend *be, ST_T out, ST_T qkv, ST_T alpha,
@@ -59,7 +49,8 @@ enum st_status cuda_op_delta_net(struct st_backend *be, ST_T out, ST_T qkv, ST_T
     };
     cuda_actq_wrote_t(cb, out);
     cuda_actq_wrote_t(cb, state);
-    return ssm_launched(cb, st_kern_delta_net(&k, cb->stream), "delta_net", err);
+    cuda_count(cb, 1);
+    return ST_CUDA_LAUNCH(cb, st_kern_delta_net(&k, cb->stream), "delta_net", err);
 }
 
 enum st_status cuda_op_sigmoid_mul(struct st_backend *be, ST_T out, ST_T x, ST_T g,
@@ -71,7 +62,8 @@ enum st_status cuda_op_sigmoid_mul(struct st_backend *be, ST_T out, ST_T x, ST_T
     if (rc != ST_OK)
         return rc;
     cuda_actq_wrote_t(cb, out);
-    return ssm_launched(cb, st_kern_sigmoid_mul(out->data, x->data, g->data, x->ne[0],
-                                                g->ne[0], x->ne[1], cb->stream),
-                        "sigmoid_mul", err);
+    cuda_count(cb, 1);
+    return ST_CUDA_LAUNCH(cb, st_kern_sigmoid_mul(out->data, x->data, g->data, x->ne[0],
+                                                  g->ne[0], x->ne[1], cb->stream),
+                          "sigmoid_mul", err);
 }

@@ -317,13 +317,9 @@ enum st_status jr_eval(struct jrender *r, const struct jnode *n, struct jv *out)
 
     if (!n)   /* an empty operand the parser let through, as x[] */
         return jr_fail(r, "an expression is missing");
-    r->line = n->line;
-    r->col = n->col;
-    if (++r->steps > r->lim->max_steps)
-        return jr_fail(r, "the template ran more than %llu steps",
-                       (unsigned long long)r->lim->max_steps);
-    if (++r->depth > r->lim->max_depth)
-        return jr_fail(r, "the template nests deeper than %d", r->lim->max_depth);
+    rc = jr_enter(r, n);
+    if (rc != ST_OK)
+        return rc;
     rc = eval_node(r, n, out);
     r->depth--;
     return rc;

@@ -241,13 +241,9 @@ enum st_status jr_exec(struct jrender *r, const struct jnode *n)
 {
     enum st_status rc;
 
-    r->line = n->line;
-    r->col = n->col;
-    if (++r->steps > r->lim->max_steps)
-        return jr_fail(r, "the template ran more than %llu steps",
-                       (unsigned long long)r->lim->max_steps);
-    if (++r->depth > r->lim->max_depth)
-        return jr_fail(r, "the template nests deeper than %d", r->lim->max_depth);
+    rc = jr_enter(r, n);
+    if (rc != ST_OK)
+        return rc;
     rc = exec_node(r, n);
     r->depth--;
     return rc;

@@ -156,6 +156,11 @@ enum { JR_BREAK = 1, JR_CONTINUE = 2 };
 
 enum st_status jr_fail(struct jrender *r, const char *fmt, ...) ST_PRINTF(2, 3);
 enum st_status jr_nomem(struct jrender *r);
+/* Every node evaluated or executed passes here: it becomes the node errors
+ * name, counts one step and one level of depth (the caller leaves the
+ * level with r->depth-- once the node is done), and the render fails when
+ * either passes its limit (st_jinja_opts max_steps, max_depth). */
+enum st_status jr_enter(struct jrender *r, const struct jnode *n);
 enum st_status jr_eval(struct jrender *r, const struct jnode *n, struct jv *out);
 enum st_status jr_exec(struct jrender *r, const struct jnode *n);
 /* a op b (ops.c). */

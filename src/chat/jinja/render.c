@@ -1,8 +1,9 @@
 /* render.c -- what every part of a render shares: errors naming the
  * line, the scope chain (lookup, set), str() of a value into the arena,
- * iteration (a list's items, a dict's keys, a string's characters) and
- * call arguments. It calls nothing above it, so the evaluator, the
- * statements, filters, tests and methods all build on it.
+ * iteration (a list's items, a dict's keys, a string's characters), call
+ * arguments and the step and depth guard every node passes. It calls
+ * nothing above it, so the evaluator, the statements, filters, tests and
+ * methods all build on it.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +28,18 @@ enum st_status jr_nomem(struct jrender *r)
     if (r->a->used + 4096 >= r->a->cap)
         return jr_fail(r, "the template used more than %zu bytes of memory", r->a->cap);
     return st_err_set(r->err, ST_ERR_NOMEM, "chat template: out of memory");
+}
+
+enum st_status jr_enter(struct jrender *r, const struct jnode *n)
+{
+    r->line = n->line;
+    r->col = n->col;
+    if (++r->steps > r->lim->max_steps)
+        return jr_fail(r, "the template ran more than %llu steps",
+                       (unsigned long long)r->lim->max_steps);
+    if (++r->depth > r->lim->max_depth)
+        return jr_fail(r, "the template nests deeper than %d", r->lim->max_depth);
+    return ST_OK;
 }
 
 struct jv *jr_lookup(struct jrender *r, struct st_str name)

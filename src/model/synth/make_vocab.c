@@ -233,11 +233,10 @@ static void add_special(struct st_mm_vocab *v, const char *text, int32_t type)
     v->n++;
 }
 
-enum st_status st_mm_vocab_builtin(struct st_mm_vocab *v, bool fim, struct st_err *err)
+/* A vocabulary of room for cap tokens holding the 256 byte tokens and the
+ * learned merges; the caller adds its special tokens after them. */
+static void vocab_begin(struct st_mm_vocab *v, int64_t cap)
 {
-    static const char *const specials[] = { "<|endoftext|>", "<|im_start|>", "<|im_end|>",
-                                            "<think>", "</think>" };
-    int64_t cap = 256 + N_MERGES + 5 + 6 + 64;
     memset(v, 0, sizeof(*v));
     v->tokens = st_xcalloc((size_t)cap, sizeof(*v->tokens));
     v->types = st_xcalloc((size_t)cap, sizeof(*v->types));
@@ -250,6 +249,14 @@ enum st_status st_mm_vocab_builtin(struct st_mm_vocab *v, bool fim, struct st_er
     }
     v->n = 256;
     learn_merges(v);
+}
+
+enum st_status st_mm_vocab_builtin(struct st_mm_vocab *v, bool fim, struct st_err *err)
+{
+    static const char *const specials[] = { "<|endoftext|>", "<|im_start|>", "<|im_end|>",
+                                            "<think>", "</think>" };
+    int64_t cap = 256 + N_MERGES + 5 + 6 + 64;
+    vocab_begin(v, cap);
     for (int i = 0; i < 5; i++)
         add_special(v, specials[i], i < 3 ? 3 : 4);
     v->bos = v->pad = (int32_t)(v->n - 5);
@@ -292,18 +299,7 @@ enum st_status st_mm_vocab_glm(struct st_mm_vocab *v, struct st_err *err)
                                         "</arg_value>", "<tool_response>",
                                         "</tool_response>" };
     int64_t cap = 256 + N_MERGES + 20 + 64;
-    memset(v, 0, sizeof(*v));
-    v->tokens = st_xcalloc((size_t)cap, sizeof(*v->tokens));
-    v->types = st_xcalloc((size_t)cap, sizeof(*v->types));
-    v->merges = st_xcalloc(N_MERGES, sizeof(*v->merges));
-    for (int b = 0; b < 256; b++) {
-        char s[3];
-        byte_unicode(b, s);
-        v->tokens[b] = st_xstrdup(s);
-        v->types[b] = 1;
-    }
-    v->n = 256;
-    learn_merges(v);
+    vocab_begin(v, cap);
     int32_t first = (int32_t)v->n;
     for (size_t i = 0; i < ST_ARRAY_LEN(control); i++)
         add_special(v, control[i], 3);

@@ -68,10 +68,7 @@ enum st_status st_resp_store_get(struct st_resp_store *s, uint64_t owner, const 
                                  char **input, char **output, char **response)
 {
     if (!s) {
-        char **outs[] = { input, output, response };
-        for (size_t i = 0; i < 3; i++)
-            if (outs[i])
-                *outs[i] = NULL;
+        st_resp_store_clear_outs(input, output, response, false);
         return ST_ERR_NOT_FOUND;
     }
     return s->ops->get(s->impl, owner, id, input, output, response);

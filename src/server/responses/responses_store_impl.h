@@ -7,6 +7,8 @@
 #ifndef STRATA_SERVER_RESPONSES_STORE_IMPL_H
 #define STRATA_SERVER_RESPONSES_STORE_IMPL_H
 
+#include <stdbool.h>
+
 #include "server/responses/responses_store.h"
 
 struct st_resp_store_ops {
@@ -24,6 +26,14 @@ struct st_resp_store_ops {
  * ST_ERR_NOMEM (impl freed). */
 ST_MUST_CHECK enum st_status st_resp_store_wrap(const struct st_resp_store_ops *ops,
                                                 void *impl, struct st_resp_store **out);
+
+/* For get(): set every wanted out (non-NULL) to NULL; 'owned': free what
+ * they hold first (a get that fails after copying some). */
+void st_resp_store_clear_outs(char **input, char **output, char **response, bool owned);
+
+/* For get(): an owned NUL-terminated copy of text[0, len) into *out when out
+ * is wanted (non-NULL). false: out of memory (*out NULL). */
+bool st_resp_store_copy_out(char **out, const void *text, size_t len);
 
 extern const struct st_resp_store_ops st_resp_store_mem_ops;
 /* The in-memory table's impl, of 'budget' bytes; NULL: out of memory. */

@@ -216,31 +216,6 @@ static enum st_status mem_put(void *impl, uint64_t owner, const char *id, const 
     return ST_OK;
 }
 
-/* An owned copy of one text into *out, when out is wanted. */
-static bool copy_out(char **out, const char *text, size_t len)
-{
-    if (!out)
-        return true;
-    *out = malloc(len + 1);
-    if (!*out)
-        return false;
-    memcpy(*out, text, len + 1);
-    return true;
-}
-
-/* Every wanted *out NULL; 'owned': free what they hold first. */
-static void clear_outs(char **input, char **output, char **response, bool owned)
-{
-    char **outs[] = { input, output, response };
-    for (size_t i = 0; i < ST_ARRAY_LEN(outs); i++) {
-        if (!outs[i])
-            continue;
-        if (owned)
-            free(*outs[i]);
-        *outs[i] = NULL;
-    }
-}
-
 /* The slot of owner's entry 'id', or NULL: none, or another owner's (left
  * as it is, its place in the use order too). */
 static struct entry **owned_slot(struct st_resp_store_mem *s, uint64_t owner, const char *id)
@@ -253,7 +228,7 @@ static enum st_status mem_get(void *impl, uint64_t owner, const char *id, char *
                               char **output, char **response)
 {
     struct st_resp_store_mem *s = impl;
-    clear_outs(input, output, response, false);
+    st_resp_store_clear_outs(input, output, response, false);
     pthread_mutex_lock(&s->lock);
     struct entry **slot = owned_slot(s, owner, id);
     struct entry *e = slot ? *slot : NULL;
@@ -261,14 +236,14 @@ static enum st_status mem_get(void *impl, uint64_t owner, const char *id, char *
     if (e) {
         list_unlink(s, e);
         list_push_newest(s, e);
-        bool ok = copy_out(input, e->input, e->input_len) &&
-                  copy_out(output, e->output, e->output_len) &&
-                  copy_out(response, e->response, e->response_len);
+        bool ok = st_resp_store_copy_out(input, e->input, e->input_len) &&
+                  st_resp_store_copy_out(output, e->output, e->output_len) &&
+                  st_resp_store_copy_out(response, e->response, e->response_len);
         rc = ok ? ST_OK : ST_ERR_NOMEM;
     }
     pthread_mutex_unlock(&s->lock);
     if (rc != ST_OK)
-        clear_outs(input, output, response, true);
+        st_resp_store_clear_outs(input, output, response, true);
     return rc;
 }
 

@@ -43,17 +43,6 @@ static size_t row_size(size_t id_len, size_t input_len, size_t output_len, size_
     return ROW_OVERHEAD + id_len + input_len + output_len + response_len;
 }
 
-/* A prepared statement of 'sql'; NULL on failure. */
-static sqlite3_stmt *prep(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        sqlite3_finalize(st);
-        return NULL;
-    }
-    return st;
-}
-
 /* Run a statement with no rows wanted; SQLITE_OK or the error. */
 static int run_done(sqlite3_stmt *st)
 {
@@ -75,7 +64,7 @@ static void log_db_error(struct sql_store *s, const char *doing)
 static int drop_row(struct sql_store *s, const char *id, int64_t *size)
 {
     *size = 0;
-    sqlite3_stmt *st = prep(s->db, "DELETE FROM responses WHERE id = ? RETURNING size");
+    sqlite3_stmt *st = st_state_db_prep(s->db, "DELETE FROM responses WHERE id = ? RETURNING size");
     if (!st)
         return SQLITE_ERROR;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -91,8 +80,9 @@ static int drop_oldest(struct sql_store *s, int64_t *size, bool *found)
 {
     *size = 0;
     *found = false;
-    sqlite3_stmt *st = prep(s->db, "DELETE FROM responses WHERE id = (SELECT id FROM "
-                                   "responses ORDER BY used LIMIT 1) RETURNING size");
+    const char *sql = "DELETE FROM responses WHERE id = (SELECT id FROM responses ORDER BY used "
+                      "LIMIT 1) RETURNING size";
+    sqlite3_stmt *st = st_state_db_prep(s->db, sql);
     if (!st)
         return SQLITE_ERROR;
     int rc;
@@ -143,8 +133,9 @@ static enum st_status sql_put(void *impl, uint64_t owner, const char *id, const 
     if (rc == SQLITE_OK)
         rc = make_room(s, size, &n, &bytes, &evicted);
     if (rc == SQLITE_OK) {
-        sqlite3_stmt *st = prep(s->db, "INSERT INTO responses(id, owner, used, size, input, "
-                                       "output, response) VALUES(?, ?, ?, ?, ?, ?, ?)");
+        const char *sql = "INSERT INTO responses(id, owner, used, size, input, output, response) "
+                          "VALUES(?, ?, ?, ?, ?, ?, ?)";
+        sqlite3_stmt *st = st_state_db_prep(s->db, sql);
         if (st) {
             sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 2, (sqlite3_int64)owner);
@@ -181,28 +172,18 @@ static bool column_out(sqlite3_stmt *st, int i, char **out)
     if (!out)
         return true;
     const void *p = sqlite3_column_blob(st, i);
-    size_t len = (size_t)sqlite3_column_bytes(st, i);
-    *out = malloc(len + 1);
-    if (!*out)
-        return false;
-    if (len)
-        memcpy(*out, p, len);
-    (*out)[len] = '\0';
-    return true;
+    return st_resp_store_copy_out(out, p, (size_t)sqlite3_column_bytes(st, i));
 }
 
 static enum st_status sql_get(void *impl, uint64_t owner, const char *id, char **input,
                               char **output, char **response)
 {
     struct sql_store *s = impl;
-    char **outs[] = { input, output, response };
-    for (size_t i = 0; i < 3; i++)
-        if (outs[i])
-            *outs[i] = NULL;
+    st_resp_store_clear_outs(input, output, response, false);
     pthread_mutex_lock(&s->lock);
     enum st_status rc = ST_ERR_NOT_FOUND;
-    sqlite3_stmt *st = prep(s->db, "SELECT input, output, response FROM responses "
-                                   "WHERE id = ? AND owner = ?");
+    const char *sql = "SELECT input, output, response FROM responses WHERE id = ? AND owner = ?";
+    sqlite3_stmt *st = st_state_db_prep(s->db, sql);
     if (st) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, (sqlite3_int64)owner);
@@ -214,7 +195,7 @@ static enum st_status sql_get(void *impl, uint64_t owner, const char *id, char *
         sqlite3_finalize(st);
     }
     if (rc == ST_OK) {   /* a use: the newest to evict; not kept is no failure of the get */
-        sqlite3_stmt *up = prep(s->db, "UPDATE responses SET used = ? WHERE id = ?");
+        sqlite3_stmt *up = st_state_db_prep(s->db, "UPDATE responses SET used = ? WHERE id = ?");
         if (up) {
             sqlite3_bind_int64(up, 1, s->used + 1);
             sqlite3_bind_text(up, 2, id, -1, SQLITE_STATIC);
@@ -223,14 +204,8 @@ static enum st_status sql_get(void *impl, uint64_t owner, const char *id, char *
             s->used++;
     }
     pthread_mutex_unlock(&s->lock);
-    if (rc != ST_OK) {
-        for (size_t i = 0; i < 3; i++) {
-            if (outs[i]) {
-                free(*outs[i]);
-                *outs[i] = NULL;
-            }
-        }
-    }
+    if (rc != ST_OK)
+        st_resp_store_clear_outs(input, output, response, true);
     return rc;
 }
 
@@ -240,8 +215,8 @@ static enum st_status sql_delete(void *impl, uint64_t owner, const char *id)
     pthread_mutex_lock(&s->lock);
     int64_t size = 0;
     bool found = false;
-    sqlite3_stmt *st = prep(s->db, "DELETE FROM responses WHERE id = ? AND owner = ? "
-                                   "RETURNING size");
+    const char *sql = "DELETE FROM responses WHERE id = ? AND owner = ? RETURNING size";
+    sqlite3_stmt *st = st_state_db_prep(s->db, sql);
     if (st) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, (sqlite3_int64)owner);
@@ -294,8 +269,9 @@ static const struct st_resp_store_ops sql_ops = {
 /* Read the counts, then prune what a run with a larger budget left. */
 static int load(struct sql_store *s)
 {
-    sqlite3_stmt *st = prep(s->db, "SELECT COUNT(*), COALESCE(SUM(size), 0), "
-                                   "COALESCE(MAX(used), 0) FROM responses");
+    const char *sql = "SELECT COUNT(*), COALESCE(SUM(size), 0), COALESCE(MAX(used), 0) FROM "
+                      "responses";
+    sqlite3_stmt *st = st_state_db_prep(s->db, sql);
     if (!st)
         return SQLITE_ERROR;
     int rc = sqlite3_step(st);

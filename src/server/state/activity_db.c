@@ -14,20 +14,10 @@ struct st_activity_db {
     int64_t n;                 /* rows held */
 };
 
-static sqlite3_stmt *prep(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        sqlite3_finalize(st);
-        return NULL;
-    }
-    return st;
-}
-
 /* One integer answer of 'sql', or 'dflt'. */
 static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt)
 {
-    sqlite3_stmt *st = prep(db, sql);
+    sqlite3_stmt *st = st_state_db_prep(db, sql);
     int64_t v = dflt;
     if (st && sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);
@@ -40,8 +30,9 @@ static int prune(struct st_activity_db *a)
 {
     if (a->n <= a->max_rows)
         return SQLITE_OK;
-    sqlite3_stmt *st = prep(a->db, "DELETE FROM activity WHERE id IN (SELECT id FROM activity "
-                                   "ORDER BY id LIMIT ?)");
+    const char *sql = "DELETE FROM activity WHERE id IN (SELECT id FROM activity ORDER BY id "
+                      "LIMIT ?)";
+    sqlite3_stmt *st = st_state_db_prep(a->db, sql);
     if (!st)
         return SQLITE_ERROR;
     sqlite3_bind_int64(st, 1, a->n - a->max_rows);
@@ -99,8 +90,8 @@ enum st_status st_activity_db_add(struct st_activity_db *a, uint64_t id, uint64_
                                   const char *rec, size_t len)
 {
     pthread_mutex_lock(&a->lock);
-    sqlite3_stmt *st = prep(a->db, "INSERT OR REPLACE INTO activity(id, owner, rec) "
-                                   "VALUES(?, ?, ?)");
+    const char *sql = "INSERT OR REPLACE INTO activity(id, owner, rec) VALUES(?, ?, ?)";
+    sqlite3_stmt *st = st_state_db_prep(a->db, sql);
     int rc = SQLITE_ERROR;
     if (st) {
         sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
@@ -134,7 +125,7 @@ enum st_status st_activity_db_read(struct st_activity_db *a, uint64_t before, bo
                           : "SELECT rec FROM (SELECT id, rec FROM activity WHERE id < ?1 AND "
                             "owner = ?3 ORDER BY id DESC LIMIT ?2) ORDER BY id";
     pthread_mutex_lock(&a->lock);
-    sqlite3_stmt *st = prep(a->db, sql);
+    sqlite3_stmt *st = st_state_db_prep(a->db, sql);
     enum st_status rc = st ? ST_OK : ST_ERR_IO;
     if (st) {
         sqlite3_bind_int64(st, 1, before > INT64_MAX ? INT64_MAX : (sqlite3_int64)before);

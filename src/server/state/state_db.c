@@ -157,6 +157,16 @@ enum st_status st_state_db_connect(const struct st_state_db *sd, sqlite3 **out,
     return ST_OK;
 }
 
+sqlite3_stmt *st_state_db_prep(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
+}
+
 /* The single text answer of 'sql' into out (empty when none). */
 static int query_text(sqlite3 *db, const char *sql, char *out, size_t cap)
 {

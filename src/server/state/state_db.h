@@ -24,6 +24,7 @@
 #include "strata/err.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 struct st_state_db;
 
 /* The database file's name inside the state directory, and the lock
@@ -45,6 +46,10 @@ void st_state_db_free(struct st_state_db *sd);   /* NULL: no-op */
  * threading mode); close it with sqlite3_close. ST_ERR_IO, with why. */
 ST_MUST_CHECK enum st_status st_state_db_connect(const struct st_state_db *sd,
                                                  struct sqlite3 **out, struct st_err *err);
+
+/* A prepared statement of 'sql' on db (finalize it with sqlite3_finalize);
+ * NULL when it does not prepare. */
+struct sqlite3_stmt *st_state_db_prep(struct sqlite3 *db, const char *sql);
 
 /* The stable owner tag of an API key: never 0 (no keys) nor UINT64_MAX
  * (http/access.h's ST_OWNER_AMBIGUOUS). */
