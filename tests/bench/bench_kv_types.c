@@ -41,6 +41,9 @@ int main(int argc, char **argv)
            "mean %.5f (mean |logit| %.3f)\n", (long long)c.n_pos,
            100.0 * (double)c.top1_same / (double)c.n_pos, (long long)c.top1_same, c.max_diff,
            c.mean_diff, c.mean_abs);
+    printf("mean top-1 margin of the f16 logits %.3f; where it is >= %.1f (%lld positions) "
+           "top-1 agreement %.1f%%\n", c.mean_margin, KVC_CLEAR, (long long)c.n_clear,
+           c.n_clear ? 100.0 * (double)c.clear_same / (double)c.n_clear : 100.0);
     printf("greedy after the prompt: the first %lld of %lld tokens equal\n",
            (long long)c.greedy_same, (long long)c.n_gen);
     return 0;

@@ -21,6 +21,7 @@
 #include "strata/forward.h"
 
 #define KVC_CHUNK 64
+#define KVC_CLEAR 0.5   /* a "clear" top-1: this far above the runner-up (F16 logits) */
 
 struct kv_compare {
     int64_t n_pos;         /* prompt positions compared */
@@ -28,6 +29,9 @@ struct kv_compare {
     double  max_diff;      /* largest |logit difference| over all of them */
     double  mean_diff;     /* mean |logit difference| */
     double  mean_abs;      /* mean |logit| of the F16 run (the scale of the above) */
+    double  mean_margin;   /* mean gap between the F16 run's two highest logits */
+    int64_t n_clear;       /* positions where that gap is >= KVC_CLEAR */
+    int64_t clear_same;    /* of them, how many have the same argmax */
     int64_t n_gen;         /* greedy tokens decoded by each */
     int64_t greedy_same;   /* the leading run of them that is equal */
 };
@@ -39,6 +43,21 @@ static int kvc_argmax(const float *x, int64_t n)
         if (x[i] > x[b])
             b = i;
     return (int)b;
+}
+
+/* The gap between the two highest of x[0..n). */
+static double kvc_margin(const float *x, int64_t n)
+{
+    double a = -INFINITY, b = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        if (x[i] > a) {
+            b = a;
+            a = x[i];
+        } else if (x[i] > b) {
+            b = x[i];
+        }
+    }
+    return n > 1 ? a - b : 0;
 }
 
 static struct st_model *kvc_load(const char *path, enum st_kv_type tk, enum st_kv_type tv,
@@ -112,7 +131,12 @@ static int kv_compare_run(const char *path, enum st_kv_type tk, enum st_kv_type 
                 sum += d;
                 sum_abs += fabs((double)x[i]);
             }
-            c->top1_same += kvc_argmax(x, nv) == kvc_argmax(y, nv);
+            bool same = kvc_argmax(x, nv) == kvc_argmax(y, nv);
+            double gap = kvc_margin(x, nv);
+            c->top1_same += same;
+            c->mean_margin += gap;
+            c->n_clear += gap >= KVC_CLEAR;
+            c->clear_same += gap >= KVC_CLEAR && same;
             c->n_pos++;
         }
         free(copy);
@@ -120,6 +144,7 @@ static int kv_compare_run(const char *path, enum st_kv_type tk, enum st_kv_type 
     if (rc == 0 && c->n_pos > 0) {
         c->mean_diff = sum / (double)(c->n_pos * nv);
         c->mean_abs = sum_abs / (double)(c->n_pos * nv);
+        c->mean_margin /= (double)c->n_pos;
     }
     /* greedy: each model from the prompt's last logits, on its own */
     int32_t *ga = ids, *gq = ids ? ids + total : NULL;
