@@ -254,7 +254,9 @@ enum st_status st_backend_rope(struct st_backend *be, const struct st_tensor *ou
  * head) and scale = 1/sqrt(D) for Qwen3.
  * out, q: f32 [n_head*D, n]; k, v: f32 [n_head_kv*D, n];
  * kcache, vcache: F16 [n_head_kv*D, n_ctx, n_slots] (one layer; slice a
- * [.., .., .., n_layer] cache with dim 3); slot: i32 [n], 0 <= s < n_slots;
+ * [.., .., .., n_layer] cache with dim 3), or Q8_0 when D is a multiple
+ * of 32 (CPU only: cuda answers ST_ERR_UNSUPPORTED; k and v may differ);
+ * the new rows are rounded to the cache's type; slot: i32 [n], 0 <= s < n_slots;
  * pos: i32 [n], 0 <= p < n_ctx. Two rows of one step may not share
  * (slot, position). Positions above p of a slot are never read, so a
  * slot is reused by simply writing from position 0 (or from the end of a

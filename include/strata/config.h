@@ -29,6 +29,7 @@
 #include "strata/compiler.h"
 #include "strata/err.h"
 #include "strata/log.h"
+#include "strata/kv_type.h"
 #include "strata/rope.h"
 #include "strata/str.h"
 
@@ -119,6 +120,7 @@ enum st_opt {
     ST_OPT_WEBUI,
     ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
     ST_OPT_ROPE_SCALING, ST_OPT_ROPE_SCALE, ST_OPT_YARN_ORIG_CTX,
+    ST_OPT_CACHE_TYPE_K, ST_OPT_CACHE_TYPE_V,
     ST_OPT_UBATCH, ST_OPT_THREADS, ST_OPT_BATCH_MTP, ST_OPT_MTP_DRAFT,
     ST_OPT_SPEC, ST_OPT_SPEC_NGRAM_MIN, ST_OPT_SPEC_NGRAM_MAX, ST_OPT_SPEC_DRAFT,
     ST_OPT_CTX_CHECKPOINTS,
@@ -186,6 +188,8 @@ struct st_config {
     enum st_rope_scaling rope_scaling;  /* --rope-scaling; default MODEL (the file's) */
     double   rope_scale;           /* --rope-scale factor (> 0); 0 = the file's (default) */
     int64_t  yarn_orig_ctx;        /* --yarn-orig-ctx; 0 = the file's (default) */
+    enum st_kv_type cache_type_k;  /* --cache-type-k / -ctk: every model's K cache; f16 */
+    enum st_kv_type cache_type_v;  /* --cache-type-v / -ctv; f16 (default) */
     int32_t  ubatch;               /* read chunk, tokens; default 512 */
     int32_t  threads;              /* CPU threads; 0 = every core (default) */
     bool     batch_mtp;            /* MTP drafting in batched steps */

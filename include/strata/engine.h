@@ -26,6 +26,7 @@
 
 #include "strata/chat.h"
 #include "strata/chat_req.h"
+#include "strata/kv_type.h"
 #include "strata/rope.h"
 #include "strata/clock.h"
 #include "strata/compiler.h"
@@ -315,6 +316,8 @@ struct st_model_config {
     enum st_rope_scaling rope_scaling;  /* --rope-scaling; MODEL = the GGUF's */
     double  rope_scale;     /* scaling factor (--rope-scale); 0 = the GGUF's */
     int64_t yarn_orig_ctx;  /* yarn's trained context (--yarn-orig-ctx); 0 = the GGUF's */
+    /* KV cache element types (--cache-type-k / -v; model runners only) */
+    enum st_kv_type cache_type_k, cache_type_v;   /* zero: f16 */
 };
 
 struct st_pool_config {

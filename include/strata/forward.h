@@ -50,6 +50,7 @@
 #include "strata/draw.h"
 #include "strata/err.h"
 #include "strata/gguf.h"
+#include "strata/kv_type.h"
 #include "strata/model_desc.h"
 
 struct st_model;        /* opaque */
@@ -63,6 +64,8 @@ struct st_model_params {
     int64_t     n_ctx;      /* tokens per slot; 0 = min(context_length, 4096) */
     int32_t     max_rows;   /* rows per forward chunk (activation buffers); 0 = 512 + n_slots */
     int32_t     max_out;    /* rows whose logits one forward may return; 0 = n_slots + 1 */
+    enum st_kv_type type_k; /* KV cache element types (--cache-type-k / -v); zero: F16. */
+    enum st_kv_type type_v; /* Q8_0 needs a head dim that is a multiple of 32 (CPU only) */
 };
 
 /* Load progress, 0..1, called on the loading thread. */

@@ -32,7 +32,8 @@
 struct st_slot_file_head {
     char     magic[8];
     uint32_t version;
-    uint32_t kv_dtype;        /* st_dtype of the KV rows (f16) */
+    uint32_t kv_dtype;        /* st_dtype of the K rows (f16, q8_0); bits 16..: the V rows'
+                               * when they differ (0: the same) */
     char     arch[32];        /* general.architecture */
     char     model_file[128]; /* the GGUF's file name (no directory) */
     uint64_t weights_hash;    /* FNV-1a of the token embeddings' first and last 64 KiB:

@@ -57,6 +57,10 @@ bool st_cli_wants_help(int argc, char **argv);
 bool st_cli_int_arg(const char *s, long lo, long hi, int32_t *out);
 /* strata bench --backend: "cpu" or "cuda" (static strings); false otherwise. */
 bool st_cli_backend_arg(const char *s, const char **out);
+/* -ctk / --cache-type-k, -ctv / --cache-type-v: false when 'a' is neither;
+ * else *ok says whether 'v' is a KV cache type (a message on stderr when not). */
+bool st_cli_kv_type_arg(const char *a, const char *v, enum st_kv_type *k, enum st_kv_type *vt,
+                        bool *ok);
 /* A bench that could not open its backend (no GPU, not built in): 2, else 1. */
 int st_cli_bench_fail_status(enum st_status rc);
 void st_cli_mean_sd(const double *v, int n, double *avg, double *sd);

@@ -3,6 +3,7 @@
  * a bench that could not open its backend, mean and standard deviation.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,23 @@ bool st_cli_backend_arg(const char *s, const char **out)
     if (strcmp(s, "cpu") && strcmp(s, "cuda"))
         return false;
     *out = strcmp(s, "cpu") ? "cuda" : "cpu";
+    return true;
+}
+
+bool st_cli_kv_type_arg(const char *a, const char *v, enum st_kv_type *k, enum st_kv_type *vt,
+                        bool *ok)
+{
+    enum st_kv_type *out;
+    if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k"))
+        out = k;
+    else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v"))
+        out = vt;
+    else
+        return false;
+    *ok = st_kv_type_parse(v, out);
+    if (!*ok)
+        fprintf(stderr, "strata: %s: expected one of f16, q8_0, got \"%s\" (KV cache types)\n",
+                a, v);
     return true;
 }
 

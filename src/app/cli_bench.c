@@ -43,7 +43,8 @@ struct bench_opts {
     const char *backend;    /* "cpu" or "cuda" */
     int32_t n_prompt, n_gen, threads, reps, np, gpu, depth;
     bool json;
-    struct st_model_config rope;   /* only the rope fields: --rope-scaling etc. */
+    struct st_model_config rope;   /* only the rope fields (--rope-scaling etc.) and the
+                                    * KV cache types (-ctk, -ctv) */
 };
 
 struct result {
@@ -69,6 +70,8 @@ static int usage(FILE *f)
           "  -o FMT   md (default, a llama-bench style table) or json\n"
           "  --backend B  cpu (default) or cuda\n"
           "  --gpu N  the GPU for --backend cuda (default 0)\n"
+          "  -ctk T, -ctv T  KV cache types of keys and values: f16 (default) or q8_0\n"
+          "           (as llama-bench; the table adds type_k / type_v columns)\n"
           "  --rope-scaling none|linear|yarn, --rope-scale N, --yarn-orig-ctx N\n"
           "           rope scaling past the trained context, as strata serve\n"
           "  strata bench --mtp [-m FILE] ...: decode with and without MTP drafting\n"
@@ -96,6 +99,8 @@ static bool parse(int argc, char **argv, struct bench_opts *o)
         else if (!strcmp(a, "--gpu")) ok = st_cli_int_arg(v, 0, 255, &o->gpu);
         else if (!strcmp(a, "-o") && (!strcmp(v, "md") || !strcmp(v, "json")))
             o->json = !strcmp(v, "json");
+        else if (st_cli_kv_type_arg(a, v, &o->rope.cache_type_k, &o->rope.cache_type_v, &ok))
+            ;
         else if (!st_cli_rope_arg(a, v, &o->rope, &ok)) ok = false;
         if (!ok)
             return false;
@@ -243,15 +248,27 @@ static void model_info(const struct st_model *m, const struct bench_opts *o,
     mi->threads = threads > 0 ? threads : (int)(cores > 0 ? cores : 1);
 }
 
-static void print_md_header(void)
+/* llama-bench shows the KV cache types only when they are not f16. */
+static bool kv_cols(const struct bench_opts *o)
 {
-    printf("| %-30s | %10s | %10s | %-7s | %7s | %3s | %12s | %20s |\n", "model", "size",
-           "params", "backend", "threads", "np", "test", "t/s");
-    printf("| ------------------------------ | ---------: | ---------: | ------- | ------: | --: "
-           "| -----------: | -------------------: |\n");
+    return o->rope.cache_type_k != ST_KV_F16 || o->rope.cache_type_v != ST_KV_F16;
 }
 
-static void print_md_row(const struct model_info *mi, const struct result *r)
+static void print_md_header(const struct bench_opts *o)
+{
+    printf("| %-30s | %10s | %10s | %-7s | %7s | %3s |", "model", "size", "params", "backend",
+           "threads", "np");
+    if (kv_cols(o))
+        printf(" %6s | %6s |", "type_k", "type_v");
+    printf(" %12s | %20s |\n", "test", "t/s");
+    printf("| ------------------------------ | ---------: | ---------: | ------- | ------: | --: |");
+    if (kv_cols(o))
+        printf(" -----: | -----: |");
+    printf(" -----------: | -------------------: |\n");
+}
+
+static void print_md_row(const struct bench_opts *o, const struct model_info *mi,
+                         const struct result *r)
 {
     char test[32], ts[48];
     if (r->n_prompt > 0)
@@ -263,9 +280,13 @@ static void print_md_row(const struct model_info *mi, const struct result *r)
         snprintf(test + at, sizeof(test) - at, " @ d%d", (int)r->depth);
     }
     snprintf(ts, sizeof(ts), "%.2f ± %.2f", r->avg_ts, r->sd_ts);
-    printf("| %-30s | %6.2f MiB | %8.2f M | %-7s | %7d | %3d | %12s | %20s |\n", mi->type,
+    printf("| %-30s | %6.2f MiB | %8.2f M | %-7s | %7d | %3d |", mi->type,
            mi->size_bytes / (1024.0 * 1024.0), mi->n_params / 1e6, mi->backend, mi->threads,
-           (int)r->np, test, ts);
+           (int)r->np);
+    if (kv_cols(o))
+        printf(" %6s | %6s |", st_kv_type_name(o->rope.cache_type_k),
+               st_kv_type_name(o->rope.cache_type_v));
+    printf(" %12s | %20s |\n", test, ts);
 }
 
 static cJSON *json_row(const struct bench_opts *o, const struct model_info *mi,
@@ -282,6 +303,8 @@ static cJSON *json_row(const struct bench_opts *o, const struct model_info *mi,
     cJSON_AddNumberToObject(j, "n_prompt", r->n_prompt);
     cJSON_AddNumberToObject(j, "n_gen", r->n_gen);
     cJSON_AddNumberToObject(j, "n_depth", r->depth);
+    cJSON_AddStringToObject(j, "type_k", st_kv_type_name(o->rope.cache_type_k));
+    cJSON_AddStringToObject(j, "type_v", st_kv_type_name(o->rope.cache_type_v));
     cJSON_AddStringToObject(j, "test_time", time_s);
     cJSON_AddNumberToObject(j, "avg_ns", round(r->avg_ns));
     cJSON_AddNumberToObject(j, "stddev_ns", round(r->sd_ns));
@@ -308,7 +331,9 @@ static struct st_model *open_model(const struct bench_opts *o, enum st_status *r
     int64_t need = (int64_t)o->depth + ST_MAX(o->n_prompt, 0) + ST_MAX(o->n_gen, 0);
     struct st_model_params p = { .backend = o->backend, .device = o->gpu,
                                  .n_threads = o->threads, .n_slots = o->np,
-                                 .n_ctx = ST_MAX(need, 16), .max_out = o->np };
+                                 .n_ctx = ST_MAX(need, 16), .max_out = o->np,
+                                 .type_k = o->rope.cache_type_k,
+                                 .type_v = o->rope.cache_type_v };
     if ((*rc = st_model_load(m, &p, NULL, NULL, err)) != ST_OK) {
         st_model_free(m);
         return NULL;
@@ -327,7 +352,7 @@ static int run_all(struct st_model *m, const struct bench_opts *o, struct rows *
     struct st_err err = { 0 };
     int32_t nps[2] = { 1, o->np };
     if (!o->json)
-        print_md_header();
+        print_md_header(o);
     for (int k = 0; k < (o->np > 1 ? 2 : 1); k++) {
         for (int t = 0; t < 2; t++) {
             struct result res = { .np = nps[k], .n_prompt = t == 0 ? o->n_prompt : 0,
@@ -342,7 +367,7 @@ static int run_all(struct st_model *m, const struct bench_opts *o, struct rows *
             if (o->json)
                 cJSON_AddItemToArray(arr, json_row(o, &mi, &res, when));
             else
-                print_md_row(&mi, &res);
+                print_md_row(o, &mi, &res);
             fflush(stdout);
         }
     }

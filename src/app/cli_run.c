@@ -30,7 +30,8 @@ struct run_opts {
     float temp, top_p, min_p;
     bool has_seed, chat, ignore_eos;
     uint64_t seed;
-    struct st_model_config rope;   /* only the rope fields: --rope-scaling etc. */
+    struct st_model_config rope;   /* only the rope fields (--rope-scaling etc.) and the
+                                    * KV cache types (-ctk, -ctv) */
 };
 
 /* What the request received, for the summary. */
@@ -59,7 +60,9 @@ static int usage(FILE *f)
           "  --chat        render PROMPT as a user message with the model's chat template\n"
           "  --ignore-eos  keep generating past end-of-generation tokens\n"
           "  --rope-scaling none|linear|yarn, --rope-scale N, --yarn-orig-ctx N\n"
-          "                rope scaling past the trained context, as strata serve\n", f);
+          "                rope scaling past the trained context, as strata serve\n"
+          "  -ctk T, -ctv T  KV cache types of keys and values: f16 (default) or q8_0,\n"
+          "                as strata serve\x27s\n", f);
     return f == stdout ? 0 : 2;   /* --help asked for it: not an error */
 }
 
@@ -79,7 +82,8 @@ static bool take(struct run_opts *o, const char *a, const char *v)
 {
     double d;
     bool ok;
-    if (st_cli_rope_arg(a, v, &o->rope, &ok))
+    if (st_cli_rope_arg(a, v, &o->rope, &ok) ||
+        st_cli_kv_type_arg(a, v, &o->rope.cache_type_k, &o->rope.cache_type_v, &ok))
         return ok;
     if (!strcmp(a, "-m")) o->model = v;
     else if (!strcmp(a, "-p")) o->prompt = v;
@@ -262,6 +266,8 @@ int st_cli_run(int argc, char **argv)
     pc.model.rope_scaling = o.rope.rope_scaling;
     pc.model.rope_scale = o.rope.rope_scale;
     pc.model.yarn_orig_ctx = o.rope.yarn_orig_ctx;
+    pc.model.cache_type_k = o.rope.cache_type_k;
+    pc.model.cache_type_v = o.rope.cache_type_v;
     pc.threads = o.threads;
     struct st_sched *sched = NULL;
     struct st_engine_pool *pool = NULL;

@@ -132,6 +132,8 @@ static enum st_status fill_model(const struct st_config *c, const struct st_conf
     out->rope_scaling = m->rope_scaling;
     out->rope_scale = m->rope_scale;
     out->yarn_orig_ctx = m->yarn_orig_ctx;
+    out->cache_type_k = c->cache_type_k;
+    out->cache_type_v = c->cache_type_v;
     out->ttl_s = m->ttl_s;
     out->preload = m->preload;
     for (int32_t i = 0; i < (m->gpus.n > 0 ? m->gpus.n : 1); i++) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "op_check.h"
+#include "strata/quant.h"
 
 enum st_status st_op_bad(struct st_err *err, const char *op, const char *what,
                           const struct st_tensor *t)
@@ -153,6 +154,12 @@ enum st_status st_check_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos,
     return ST_OK;
 }
 
+/* A KV cache is F16, or Q8_0 with every head on whole blocks of 32. */
+static bool kv_type_ok(const struct st_tensor *c, int64_t d)
+{
+    return c->type == ST_DTYPE_F16 || (c->type == ST_DTYPE_Q8_0 && d % ST_QK == 0);
+}
+
 enum st_status st_check_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k, ST_T v,
                                   ST_T kcache, ST_T vcache, ST_T slot, ST_T pos,
                                   int32_t n_head, int32_t n_head_kv, float scale,
@@ -173,9 +180,9 @@ enum st_status st_check_attention(struct st_backend *be, ST_T out, ST_T q, ST_T 
         return st_op_bad(err, "attention", "k", k);
     if (!st_op_ok(be, v, F32, 2) || v->ne[0] != k->ne[0] || v->ne[1] != n)
         return st_op_bad(err, "attention", "v", v);
-    if (!st_op_ok(be, kcache, F16, 3) || kcache->ne[0] != k->ne[0])
+    if (!st_op_ok(be, kcache, ANY, 3) || !kv_type_ok(kcache, d) || kcache->ne[0] != k->ne[0])
         return st_op_bad(err, "attention", "kcache", kcache);
-    if (!st_op_ok(be, vcache, F16, 3) || vcache->ne[0] != k->ne[0] ||
+    if (!st_op_ok(be, vcache, ANY, 3) || !kv_type_ok(vcache, d) || vcache->ne[0] != k->ne[0] ||
         vcache->ne[1] != kcache->ne[1] || vcache->ne[2] != kcache->ne[2])
         return st_op_bad(err, "attention", "vcache", vcache);
     if (!st_op_ok(be, slot, I32, 1) || slot->ne[0] != n)

@@ -37,6 +37,7 @@ _Static_assert(sizeof(enum st_log_level) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_cfg_reasoning) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_cfg_spec) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum st_rope_scaling) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum st_kv_type) == sizeof(int), "enum size");
 
 #define I32(lo, hi) .imin = (lo), .imax = (hi)
 
@@ -147,6 +148,13 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
     [ST_OPT_YARN_ORIG_CTX] = { ST_OPT_YARN_ORIG_CTX, "--yarn-orig-ctx", NULL, "yarn_orig_ctx",
         ST_CFG_INT64, OFF(yarn_orig_ctx), NO_HAS, .imin = 1, .imax = INT32_MAX, .metavar = "N",
         .help = "yarn: the context the model was trained on (Qwen3: 32768)", .zero = "model" },
+    [ST_OPT_CACHE_TYPE_K] = { ST_OPT_CACHE_TYPE_K, "--cache-type-k", "-ctk", "cache_type_k",
+        ST_CFG_CHOICE, OFF(cache_type_k), NO_HAS, .choices = st_kv_type_names,
+        .help = "KV cache type of the keys (as llama-server's): f16, or q8_0 at about half the "
+                "memory (CPU backend; head dim a multiple of 32); docs/ENGINE.md" },
+    [ST_OPT_CACHE_TYPE_V] = { ST_OPT_CACHE_TYPE_V, "--cache-type-v", "-ctv", "cache_type_v",
+        ST_CFG_CHOICE, OFF(cache_type_v), NO_HAS, .choices = st_kv_type_names,
+        .help = "KV cache type of the values: f16 or q8_0, as --cache-type-k" },
     [ST_OPT_UBATCH] = { ST_OPT_UBATCH, "--ubatch", NULL, "ubatch", ST_CFG_INT32, OFF(ubatch),
         NO_HAS, I32(1, 65536), .metavar = "N", .help = "prompt tokens read per step (one chunk)" },
     [ST_OPT_THREADS] = { ST_OPT_THREADS, "--threads", "-t", "threads", ST_CFG_INT32,

@@ -180,6 +180,15 @@ static enum st_status check_models(struct st_config *c, struct st_err *err)
                               "together, as llama-server's -c)", where, (long long)m->ctx_size,
                               c->batch ? (int)m->parallel : 1,
                               (long long)st_config_slot_ctx(c, m), ST_CFG_SLOT_CTX_MIN);
+        if (m->backend == ST_CFG_BACKEND_CUDA && (c->cache_type_k != ST_KV_F16 ||
+                                                  c->cache_type_v != ST_KV_F16)) {
+            enum st_opt o = c->cache_type_k != ST_KV_F16 ? ST_OPT_CACHE_TYPE_K
+                                                         : ST_OPT_CACHE_TYPE_V;
+            where_opt(c, o, where, sizeof(where));
+            return st_err_set(err, ST_ERR_BAD_CONFIG, "%s: KV cache type q8_0 is not in the "
+                              "cuda backend yet (model '%s' runs on cuda); use f16", where,
+                              m->name ? m->name : "?");
+        }
         if (m->rope_scaling == ST_ROPE_SCALING_NONE && m->rope_scale != 0)
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s: rope_scale %g needs rope_scaling linear or yarn (it is none)",

@@ -19,6 +19,7 @@
 #include "forward_internal.h"
 #include "strata/clock.h"
 #include "strata/log.h"
+#include "strata/quant.h"
 
 #define DEFAULT_CTX 4096
 #define DEFAULT_UBATCH 512
@@ -194,6 +195,29 @@ static enum st_status alloc_f(struct st_model *m, struct st_tensor *t, enum st_d
     return rc;
 }
 
+/* Q8_0 rows are blocks of 32 elements and a KV head must start on one. */
+static enum st_status check_kv_types(const struct st_model *m, struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    const enum st_kv_type t[2] = { m->p.type_k, m->p.type_v };
+    for (int i = 0; i < 2; i++) {
+        if (t[i] != ST_KV_F16 && t[i] != ST_KV_Q8_0)
+            return st_err_set(err, ST_ERR_INVALID, "KV cache type %d is not f16 or q8_0",
+                              (int)t[i]);
+        if (t[i] == ST_KV_F16)
+            continue;
+        if (strcmp(st_backend_name(m->be), "cpu") != 0)
+            return st_err_set(err, ST_ERR_UNSUPPORTED, "--cache-type-%c: KV cache type %s is "
+                              "not in the %s backend yet (use f16)", "kv"[i],
+                              st_kv_type_name(t[i]), st_backend_name(m->be));
+        if (hp->head_dim_k % ST_QK != 0)
+            return st_err_set(err, ST_ERR_UNSUPPORTED, "--cache-type-%c %s needs a head dim "
+                              "that is a multiple of %d; this model's is %d (use f16)",
+                              "kv"[i], st_kv_type_name(t[i]), ST_QK, (int)hp->head_dim_k);
+    }
+    return ST_OK;
+}
+
 static enum st_status alloc_kv(struct st_model *m, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
@@ -201,16 +225,19 @@ static enum st_status alloc_kv(struct st_model *m, struct st_err *err)
     const int64_t ne[ST_TENSOR_DIMS] = { hp->n_head_kv * hp->head_dim_k, m->p.n_ctx,
                                          m->p.n_slots,
                                          ST_MAX(hp->n_layer - hp->n_recurrent, 1) };
-    enum st_status rc = st_backend_alloc(m->be, ST_DTYPE_F16, ne, &m->kcache, err);
+    enum st_status rc = check_kv_types(m, err);
+    if (rc != ST_OK)
+        return rc;
+    rc = st_backend_alloc(m->be, st_kv_type_dtype(m->p.type_k), ne, &m->kcache, err);
     if (rc == ST_OK)
-        rc = st_backend_alloc(m->be, ST_DTYPE_F16, ne, &m->vcache, err);
+        rc = st_backend_alloc(m->be, st_kv_type_dtype(m->p.type_v), ne, &m->vcache, err);
     if (rc != ST_OK) {
         char what[96];
         snprintf(what, sizeof(what), "KV cache of %d slots x %lld tokens", (int)m->p.n_slots,
                  (long long)m->p.n_ctx);
         return prefix_err(err, rc, what);
     }
-    m->kv_bytes = 2 * st_tensor_nbytes(&m->kcache);
+    m->kv_bytes = st_tensor_nbytes(&m->kcache) + st_tensor_nbytes(&m->vcache);
     return st_fwd_alloc_state(m, err);
 }
 
@@ -394,16 +421,16 @@ enum st_status st_model_load(struct st_model *m, const struct st_model_params *p
         progress(ctx, 1.0);
     double rss1 = rss_mib();
     /* what one token of a slot costs: k and v of every attention layer */
-    double per_token = 2.0 * (double)st_tensor_nbytes(&m->kcache) /
+    double per_token = (double)(st_tensor_nbytes(&m->kcache) + st_tensor_nbytes(&m->vcache)) /
                        ((double)m->p.n_slots * (double)m->p.n_ctx);
     st_log(ST_LOG_INFO, "model", "loaded %s in %.2f s: weights %.1f MiB (%s), KV cache %.1f "
-           "MiB (%d slots x %lld tokens, f16, %.1f KiB per token), buffers %.1f MiB; "
+           "MiB (%d slots x %lld tokens, k %s v %s, %.1f KiB per token), buffers %.1f MiB; "
            "RSS %.1f -> %.1f MiB",
            m->path, (double)(st_clock_now(st_clock_real()) - t0) / (double)ST_NS_PER_SEC,
            (double)m->weight_bytes / (1024.0 * 1024.0),
            m->desc->hp.rope_neox ? "in place" : "in place; q/k copied for rope order",
            (double)m->kv_bytes / (1024.0 * 1024.0), (int)m->p.n_slots, (long long)m->p.n_ctx,
-           per_token / 1024.0, (double)m->act_bytes / (1024.0 * 1024.0), rss0, rss1);
+           st_kv_type_name(m->p.type_k), st_kv_type_name(m->p.type_v), per_token / 1024.0, (double)m->act_bytes / (1024.0 * 1024.0), rss0, rss1);
     return ST_OK;
 }
 

@@ -36,13 +36,29 @@ static uint64_t weights_hash(const struct st_model *m)
     return fnv1a(h, p + t->nbytes - n, n);
 }
 
+/* The header's kv_dtype: K's st_dtype, V's in bits 16.. when it differs
+ * (so an f16/f16 file reads as before the V type was recorded). */
+static uint32_t kv_dtype_code(enum st_dtype k, enum st_dtype v)
+{
+    return (uint32_t)k | (v != k ? (uint32_t)v << 16 : 0u);
+}
+
+/* "f16/f16", "q8_0/f16": a kv_dtype code as the --cache-type names. */
+static void kv_dtype_text(uint32_t code, char *out, size_t cap)
+{
+    uint32_t k = code & 0xffff, v = code >> 16 ? code >> 16 : k;
+    const char *kn = k == ST_DTYPE_F16 ? "f16" : k == ST_DTYPE_Q8_0 ? "q8_0" : "?";
+    const char *vn = v == ST_DTYPE_F16 ? "f16" : v == ST_DTYPE_Q8_0 ? "q8_0" : "?";
+    snprintf(out, cap, "%s/%s", kn, vn);
+}
+
 static void head_of(const struct st_model *m, int64_t n_tokens, struct st_slot_file_head *h)
 {
     const struct st_hparams *hp = &m->desc->hp;
     memset(h, 0, sizeof(*h));
     memcpy(h->magic, ST_SLOT_FILE_MAGIC, sizeof(h->magic));
     h->version = ST_SLOT_FILE_VERSION;
-    h->kv_dtype = (uint32_t)m->kcache.type;
+    h->kv_dtype = kv_dtype_code(m->kcache.type, m->vcache.type);
     snprintf(h->arch, sizeof(h->arch), "%s", hp->arch_name);
     const char *base = m->path ? strrchr(m->path, '/') : NULL;
     snprintf(h->model_file, sizeof(h->model_file), "%s", base ? base + 1 : m->path ? m->path : "");
@@ -206,6 +222,13 @@ enum st_status st_model_slot_restore(struct st_model *m, int32_t slot, FILE *f, 
         return st_err_set(err, ST_ERR_INVALID, "slot file: too short for its header");
     head_of(m, got.n_tokens, &want);
     const char *bad = head_mismatch(&want, &got);
+    if (bad && !strcmp(bad, "KV type")) {
+        char g[24], w[24];
+        kv_dtype_text(got.kv_dtype, g, sizeof(g));
+        kv_dtype_text(want.kv_dtype, w, sizeof(w));
+        return st_err_set(err, ST_ERR_INVALID, "slot file: its KV cache is %s (k/v), this "
+                          "server's is %s (--cache-type-k/-v must match to restore)", g, w);
+    }
     if (bad)
         return st_err_set(err, ST_ERR_INVALID, "slot file: made for another model (%s mismatch)",
                           bad);

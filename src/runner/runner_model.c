@@ -143,7 +143,7 @@ static enum st_status model_load(struct st_runner *base, const struct st_clock *
     struct st_model_params p = {
         .backend = r->backend, .device = r->device, .n_threads = r->n_threads, .n_slots = base->n_slots,
         .n_ctx = base->n_ctx, .max_rows = (int32_t)r->rows_cap,
-        .max_out = (int32_t)r->outs_cap,
+        .max_out = (int32_t)r->outs_cap, .type_k = r->type_k, .type_v = r->type_v,
     };
     rc = st_model_load(r->model, &p, progress, ctx, err);
     if (rc == ST_OK)
@@ -635,6 +635,8 @@ enum st_status st_runner_model_new_cfg(const struct st_model_config *m, const ch
     if (rc != ST_OK)
         return rc;
     struct model_runner *r = (struct model_runner *)*out;
+    r->type_k = m->cache_type_k;
+    r->type_v = m->cache_type_v;
     struct st_rope_override ov = st_model_config_rope(m);
     struct st_err e = { ST_OK, "" };
     rc = st_model_set_rope(r->model, &ov, &e);

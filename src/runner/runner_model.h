@@ -45,6 +45,7 @@ struct model_runner {
     int32_t            n_threads;
     int32_t            device;       /* GPU index for "cuda" (cuda:device) */
     int32_t            ubatch;       /* tokens of one READ chunk */
+    enum st_kv_type    type_k, type_v;   /* KV cache types (st_runner_model_new_cfg) */
     int64_t           *kv_len;       /* [n_slots]: tokens in each slot's cache */
     bool               embd_ok;      /* embeddings: the GGUF's <arch>.pooling_type is
                                       * absent, none (0) or last (3), the one pooling strata

@@ -84,6 +84,20 @@ if run "make-model tiny" 0 make-model "$tmp/tiny.gguf" --preset tiny; then
     # -d: the pp and tg tokens after a context of N positions, llama-bench's test names
     run "bench -d" 0 bench "${m[@]}" -p 8 -n 4 -d 40 -r 1 -t 1 &&
         { expect out "pp8 @ d40" "bench -d"; expect out "tg4 @ d40" "bench -d"; }
+    # KV cache types (docs/ENGINE.md "KV cache types"): q8_0 needs a head dim of 32s
+    run "run -ctk q8_0 on head dim 16" 1 run "${m[@]}" -p hi -n 2 -t 1 -ctk q8_0 &&
+        expect err "multiple of 32" "run -ctk q8_0 on head dim 16"
+    run "bench -ctk q4_0" 2 bench "${m[@]}" -ctk q4_0 &&
+        expect err 'expected one of f16, q8_0, got "q4_0"' "bench -ctk q4_0"
+    run "serve -ctv bf16" 2 serve "${m[@]}" -ctv bf16 &&
+        expect err '-ctv: expected one of f16, q8_0, got "bf16"' "serve -ctv bf16"
+    if run "make-model small" 0 make-model "$tmp/small.gguf" --preset small; then
+        run "bench -ctk q8_0" 0 bench -m "$tmp/small.gguf" -p 8 -n 4 -r 1 -t 1 -ctk q8_0 \
+            -ctv q8_0 && { expect out "type_k" "bench -ctk q8_0"; expect out "q8_0" "bench -ctk"; }
+        run "bench -ctv q8_0 json" 0 bench -m "$tmp/small.gguf" -p 8 -n 0 -r 1 -t 1 -ctv q8_0 \
+            -o json && { grep -qE '"type_v":[[:space:]]*"q8_0"' "$tmp/out" ||
+            fail "bench -ctv q8_0 json: no \"type_v\": \"q8_0\" in $(head -c 300 "$tmp/out")"; }
+    fi
 fi
 
 # Config files: missing, bad (file:line: key), and the example.

@@ -24,3 +24,8 @@ target_include_directories(test_engine_model PRIVATE ${PROJECT_SOURCE_DIR}/src)
 st_add_check_test(forward_next SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_forward_next.c
                   ${CMAKE_CURRENT_LIST_DIR}/forward_ref.c ${CMAKE_CURRENT_LIST_DIR}/forward_ref_next.c
                   LIBS st_model m TIMEOUT 300)
+# The KV cache types (f16, q8_0) at the model level: agreement of the two,
+# bytes, refusals, slot files of one type restored by the other.
+st_add_check_test(kv_types SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kv_types.c
+                  LIBS st_engine m TIMEOUT 300)
+target_include_directories(test_kv_types PRIVATE ${PROJECT_SOURCE_DIR}/src)

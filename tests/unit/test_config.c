@@ -357,6 +357,22 @@ START_TEST(test_config_rope_keys)
 }
 END_TEST
 
+/* cache_type_k / cache_type_v: server-level keys (every model's cache). */
+START_TEST(test_config_cache_type_keys)
+{
+    struct st_config c;
+    struct st_err err = { 0 };
+
+    ck_assert_msg(tc_load(&c, "cache_type_k: q8_0\ncache_type_v: f16\n", &err) == ST_OK, "%s",
+                  err.msg);
+    ck_assert_msg(st_config_resolve(&c, &err) == ST_OK, "%s", err.msg);
+    ck_assert_int_eq(c.cache_type_k, ST_KV_Q8_0);
+    ck_assert_int_eq(c.cache_type_v, ST_KV_F16);
+    st_config_fini(&c);
+    tc_expect_error("cache_type_v: q4_0\n", "cache_type_v: expected one of f16, q8_0");
+}
+END_TEST
+
 START_TEST(test_config_models_list_and_map_forms)
 {
     static const char list[] =
@@ -548,6 +564,7 @@ static Suite *config_suite(void)
     tcase_add_test(y, test_config_deep_nesting_is_refused);
     tcase_add_test(y, test_config_models_list_and_map_forms);
     tcase_add_test(y, test_config_rope_keys);
+    tcase_add_test(y, test_config_cache_type_keys);
     tcase_add_test(y, test_config_model_errors);
     tcase_add_test(y, test_config_api_keys);
     tcase_add_test(y, test_config_resolve_builtin_model);

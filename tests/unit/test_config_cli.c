@@ -101,7 +101,8 @@ START_TEST(test_config_cli_every_flag)
         "--log-level", "warn", "--kv-events", "tcp://*:5557", "--kv-events-host", "10.0.0.7",
         "--kv-block-size", "32", "--state-dir", "/var/lib/strata", "--state-max-rows", "500",
         "--chat-template", "chatml", "--chat-template-file", "t.jinja", "--no-jinja",
-        "--slot-save-path", "/var/slots", "--ctx-checkpoints", "7",
+        "--slot-save-path", "/var/slots", "--ctx-checkpoints", "7", "-ctk", "q8_0",
+        "--cache-type-v", "q8_0",
     };
     struct st_config c;
 
@@ -138,6 +139,8 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.rope_scaling, ST_ROPE_SCALING_LINEAR);
     ck_assert(c.rope_scale == 2 && c.yarn_orig_ctx == 8192);
     ck_assert_int_eq(c.ubatch, 128);
+    ck_assert_int_eq(c.cache_type_k, ST_KV_Q8_0);
+    ck_assert_int_eq(c.cache_type_v, ST_KV_Q8_0);
     ck_assert_int_eq(c.threads, 5);
     ck_assert_int_eq(c.mtp_draft, 3);
     ck_assert_int_eq(c.spec, ST_CFG_SPEC_NGRAM);
@@ -459,6 +462,52 @@ START_TEST(test_config_cli_rope_flags)
 }
 END_TEST
 
+/* --cache-type-k / -ctk, --cache-type-v / -ctv: f16 by default, q8_0, and
+ * llama-server's other types refused naming the two there are; q8_0 with
+ * the cuda backend refused at start-up. */
+START_TEST(test_config_cli_cache_type_flags)
+{
+    const char *shrt[] = { "-m", "/m/q.gguf", "-ctk", "q8_0" };
+    const char *lng[] = { "-m", "/m/q.gguf", "--cache-type-k", "f16", "--cache-type-v", "q8_0" };
+    const char *none[] = { "-m", "/m/q.gguf" };
+    struct st_config c;
+    struct st_err err = { 0 };
+    bool help;
+
+    ck_assert_msg(st_config_from_args(&c, ARGC(shrt), (char **)shrt, &help, &err) == ST_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(c.cache_type_k, ST_KV_Q8_0);
+    ck_assert_int_eq(c.cache_type_v, ST_KV_F16);
+    st_config_fini(&c);
+    ck_assert_msg(st_config_from_args(&c, ARGC(lng), (char **)lng, &help, &err) == ST_OK, "%s",
+                  err.msg);
+    ck_assert_int_eq(c.cache_type_k, ST_KV_F16);
+    ck_assert_int_eq(c.cache_type_v, ST_KV_Q8_0);
+    st_config_fini(&c);
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(none), (char **)none, &help, &err), ST_OK);
+    ck_assert_int_eq(c.cache_type_k, ST_KV_F16);
+    ck_assert_int_eq(c.cache_type_v, ST_KV_F16);
+    st_config_fini(&c);
+
+    static const char *const other[] = { "f32", "bf16", "q4_0", "q4_1", "iq4_nl", "q5_0",
+                                         "q5_1", "Q8_0", "" };
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+        char want[96];
+        snprintf(want, sizeof(want), "expected one of f16, q8_0, got \"%s\"", other[i]);
+        const char *k[] = { "-ctk", other[i] }, *v[] = { "--cache-type-v", other[i] };
+        apply_err(2, k, want, false);
+        apply_err(2, v, want, false);
+    }
+    if (st_config_cuda_built()) {
+        const char *cu[] = { "-m", "/m/q.gguf", "--backend", "cuda", "-ctv", "q8_0" };
+        ck_assert_int_eq(st_config_from_args(&c, ARGC(cu), (char **)cu, &help, &err),
+                         ST_ERR_BAD_CONFIG);
+        ck_assert_msg(strstr(err.msg, "KV cache type q8_0 is not in the cuda backend yet"), "%s",
+                      err.msg);
+    }
+}
+END_TEST
+
 START_TEST(test_config_cli_cuda_flag)
 {
     const char *a[] = { "--backend", "cuda" };
@@ -494,6 +543,7 @@ START_TEST(test_config_cli_help_texts)
         "--priority-order high-first|low-first", "--backend auto|sim|cpu|cuda", "--gpus LIST",
         "-np, --parallel N", "--batch ", "-c, --ctx-size N", "--ubatch N", "-t, --threads N",
         "--rope-scaling model|none|linear|yarn", "--rope-scale N", "--yarn-orig-ctx N",
+        "-ctk, --cache-type-k f16|q8_0", "-ctv, --cache-type-v f16|q8_0",
         "--batch-mtp ", "--mtp-draft N", "--spec none|ngram", "--spec-ngram-min N",
         "--spec-ngram-max N", "--spec-draft N", "--scheduler serial|fifo", "--aging-divisor S",
         "--swap-affinity-bonus N", "--give-way-tokens N", "--yields-max N", "--sim-prompt-tps N",
@@ -512,6 +562,8 @@ START_TEST(test_config_cli_help_texts)
     ck_assert_ptr_nonnull(strstr(b.data, "default: model; config: rope_scaling\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: model; config: rope_scale\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: model; config: yarn_orig_ctx\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: f16; config: cache_type_k\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "default: f16; config: cache_type_v\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: localhost; config: cors_origins\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 15; config: sse_keepalive\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "default: 64; config: responses_store_mb\n"));
@@ -545,6 +597,7 @@ TCase *config_cli_tcase(void)
     tcase_add_test(t, test_config_cli_parallel_without_batch_warns);
     tcase_add_test(t, test_config_cli_cuda_flag);
     tcase_add_test(t, test_config_cli_rope_flags);
+    tcase_add_test(t, test_config_cli_cache_type_flags);
     tcase_add_test(t, test_config_cli_help_texts);
     return t;
 }

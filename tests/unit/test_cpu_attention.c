@@ -1,6 +1,12 @@
 /* test_cpu_attention.c -- st_backend_attention on the CPU (the tiled path
- * of cpu_attention.c) against a plain double-precision attention written
- * here over a float mirror of the F16 cache.
+ * of cpu_attention.c, and the plain one) against a plain double-precision
+ * attention written here over a float mirror of the cache: after each step
+ * the rows it wrote are read back from the cache (F16 or Q8_0) and turned
+ * into floats, so the reference sees exactly the stored values and the
+ * tolerance covers only the kernels' float arithmetic (2e-4, as for F16:
+ * Q8_0 changes what is stored, not how it is summed). The Q8_0 rows are
+ * also checked against the floats written: within half a step of their
+ * block's scale (GGML's rounding) plus the scale's own f16 rounding.
  *
  * Each shape runs one script of steps over three slots: ragged prompt
  * chunks (not multiples of the tile or the query block), a chunk long
@@ -31,7 +37,8 @@ struct shape {
 
 struct mirror {
     struct shape sh;
-    float *k, *v;   /* [SLOTS][CTX][n_kv * d], the F16 values as floats */
+    enum st_dtype kt, vt;   /* cache types: F16 or Q8_0 */
+    float *k, *v;   /* [SLOTS][CTX][n_kv * d], the stored values as floats */
     struct st_tensor kc, vc;
 };
 
@@ -78,6 +85,39 @@ static void reference(const struct mirror *m, const float *q, int32_t slot, int3
     free(sc);
 }
 
+/* Row 'at' of cache c (kw elements) as floats into y; for Q8_0 also checks
+ * it against x, the floats written. */
+static void read_row(const struct st_tensor *c, size_t at, int kw, const float *x, float *y)
+{
+    size_t rb = st_tensor_row_bytes(c);
+    unsigned char *buf = malloc(rb);
+    struct st_err err;
+    ck_assert_int_eq(st_backend_read(be, c, at * rb, buf, rb, &err), ST_OK);
+    if (c->type == ST_DTYPE_F16) {
+        const uint16_t *h = (const uint16_t *)(void *)buf;
+        for (int i = 0; i < kw; i++)
+            y[i] = st_fp16_to_f32(h[i]);
+    } else {
+        const struct st_block_q8_0 *b = (const struct st_block_q8_0 *)(void *)buf;
+        for (int k = 0; k < kw / ST_QK; k++) {
+            float sc = st_fp16_to_f32(b[k].d), amax = 0;
+            for (int i = 0; i < ST_QK; i++)
+                amax = fmaxf(amax, fabsf(x[k * ST_QK + i]));
+            /* the scale is amax/127 rounded to f16 (relative error 2^-11) */
+            ck_assert_msg(fabsf(sc - amax / 127.0f) <= amax / 127.0f * 1e-3f + 1e-12f,
+                          "q8_0 scale %g for amax %g", (double)sc, (double)amax);
+            for (int i = 0; i < ST_QK; i++) {
+                y[k * ST_QK + i] = sc * (float)b[k].qs[i];
+                /* half a step, plus 127 x the scale's f16 rounding (2^-11) */
+                ck_assert_msg(fabsf(y[k * ST_QK + i] - x[k * ST_QK + i]) <= 0.57f * sc + 1e-6f,
+                              "q8_0 element %d: %g stored for %g (scale %g)", k * ST_QK + i,
+                              (double)y[k * ST_QK + i], (double)x[k * ST_QK + i], (double)sc);
+            }
+        }
+    }
+    free(buf);
+}
+
 /* One step of n rows (slot[r], pos[r]); checks every row when n is small,
  * else a sample and the last rows. */
 static void step(struct mirror *m, const int32_t *slot, const int32_t *pos, int n)
@@ -94,12 +134,11 @@ static void step(struct mirror *m, const int32_t *slot, const int32_t *pos, int 
     ck_assert_msg(st_backend_attention(be, &out, &qt, &kt, &vt, &m->kc, &m->vc, &st, &pt,
                                        m->sh.n_head, m->sh.n_kv, 1.0f / sqrtf((float)d),
                                        &err) == ST_OK, "%s", err.msg);
-    for (int r = 0; r < n; r++)
-        for (int i = 0; i < kw; i++) {
-            size_t at = ((size_t)slot[r] * CTX + (size_t)pos[r]) * (size_t)kw + (size_t)i;
-            m->k[at] = st_fp16_to_f32(st_f32_to_fp16(k[r * kw + i]));
-            m->v[at] = st_fp16_to_f32(st_f32_to_fp16(v[r * kw + i]));
-        }
+    for (int r = 0; r < n; r++) {
+        size_t at = (size_t)slot[r] * CTX + (size_t)pos[r];
+        read_row(&m->kc, at, kw, k + (size_t)r * (size_t)kw, m->k + at * (size_t)kw);
+        read_row(&m->vc, at, kw, v + (size_t)r * (size_t)kw, m->v + at * (size_t)kw);
+    }
     float *got = malloc((size_t)qw * (size_t)n * sizeof(float));
     ck_assert_int_eq(st_backend_read(be, &out, 0, got, (size_t)qw * (size_t)n * sizeof(float),
                                      &err), ST_OK);
@@ -112,9 +151,9 @@ static void step(struct mirror *m, const int32_t *slot, const int32_t *pos, int 
             for (int i = 0; i < d; i++) {
                 double g = got[(size_t)r * (size_t)qw + (size_t)(h * d + i)];
                 ck_assert_msg(fabs(g - want[i]) <= TOL,
-                              "d %d heads %d/%d: row %d (slot %d pos %d) head %d dim %d: "
-                              "%.7g vs %.7g", d, m->sh.n_head, m->sh.n_kv, r, slot[r], pos[r],
-                              h, i, g, want[i]);
+                              "d %d heads %d/%d, kv types %d/%d: row %d (slot %d pos %d) "
+                              "head %d dim %d: %.7g vs %.7g", d, m->sh.n_head, m->sh.n_kv,
+                              (int)m->kt, (int)m->vt, r, slot[r], pos[r], h, i, g, want[i]);
             }
         }
     }
@@ -132,19 +171,19 @@ static void chunk(int32_t *slot, int32_t *pos, int *at, int32_t s, int32_t p0, i
     }
 }
 
-static void run_script(struct shape sh)
+static void run_script(struct shape sh, enum st_dtype kt, enum st_dtype vt)
 {
     static int32_t slot[CTX], pos[CTX];
-    struct mirror m = { .sh = sh };
+    struct mirror m = { .sh = sh, .kt = kt, .vt = vt };
     size_t kw = (size_t)(sh.n_kv * sh.d), cells = (size_t)SLOTS * CTX * kw;
     int n;
 
     m.k = calloc(cells, sizeof(float));
     m.v = calloc(cells, sizeof(float));
     struct st_err err;
-    ck_assert_int_eq(st_backend_alloc(be, ST_DTYPE_F16, (int64_t[4]){ (int64_t)kw, CTX, SLOTS, 1 },
+    ck_assert_int_eq(st_backend_alloc(be, kt, (int64_t[4]){ (int64_t)kw, CTX, SLOTS, 1 },
                                       &m.kc, &err), ST_OK);
-    ck_assert_int_eq(st_backend_alloc(be, ST_DTYPE_F16, (int64_t[4]){ (int64_t)kw, CTX, SLOTS, 1 },
+    ck_assert_int_eq(st_backend_alloc(be, vt, (int64_t[4]){ (int64_t)kw, CTX, SLOTS, 1 },
                                       &m.vc, &err), ST_OK);
     /* ragged chunks of two slots in one step */
     n = 0;
@@ -197,7 +236,21 @@ static void shapes_on(int threads)
     backend_open(threads);
     seed_state = 1234 + (uint64_t)threads;
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
-        run_script(shapes[i]);
+        run_script(shapes[i], ST_DTYPE_F16, ST_DTYPE_F16);
+    backend_close();
+}
+
+/* Q8_0 caches need head dims that are multiples of 32: those shapes with
+ * both caches Q8_0, and one with each of k and v alone. */
+static void q8_shapes_on(int threads)
+{
+    backend_open(threads);
+    seed_state = 4321 + (uint64_t)threads;
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+        if (shapes[i].d % ST_QK == 0)
+            run_script(shapes[i], ST_DTYPE_Q8_0, ST_DTYPE_Q8_0);
+    run_script(shapes[0], ST_DTYPE_Q8_0, ST_DTYPE_F16);
+    run_script(shapes[0], ST_DTYPE_F16, ST_DTYPE_Q8_0);
     backend_close();
 }
 
@@ -213,6 +266,55 @@ START_TEST(test_cpu_attention_one_thread)
 }
 END_TEST
 
+START_TEST(test_cpu_attention_q8_two_threads)
+{
+    q8_shapes_on(2);
+}
+END_TEST
+
+START_TEST(test_cpu_attention_q8_one_thread)
+{
+    q8_shapes_on(1);
+}
+END_TEST
+
+/* The plain (per-row) path reads Q8_0 too; it is selected once per
+ * process, and each test runs in its own (CK_FORK). */
+START_TEST(test_cpu_attention_q8_plain)
+{
+    setenv("STRATA_CPU_ATTN", "plain", 1);
+    q8_shapes_on(2);
+}
+END_TEST
+
+/* A Q8_0 cache whose heads do not start on a block is refused. */
+START_TEST(test_cpu_attention_q8_bad_head_dim)
+{
+    backend_open(1);
+    int d = 16, kw = 2 * d;   /* 2 KV heads of 16: the row is one block */
+    struct st_tensor kc, vc;
+    struct st_err err;
+    ck_assert_int_eq(st_backend_alloc(be, ST_DTYPE_Q8_0, (int64_t[4]){ kw, 8, 1, 1 }, &kc, &err),
+                     ST_OK);
+    ck_assert_int_eq(st_backend_alloc(be, ST_DTYPE_F16, (int64_t[4]){ kw, 8, 1, 1 }, &vc, &err),
+                     ST_OK);
+    float *q = rand_floats(4 * d, 1.0f), *k = rand_floats(kw, 1.0f);
+    int32_t slot = 0, pos = 0;
+    struct st_tensor qt = tensor_of(ST_DTYPE_F32, 4 * d, 1, q), kt = tensor_of(ST_DTYPE_F32, kw, 1, k);
+    struct st_tensor vt = tensor_of(ST_DTYPE_F32, kw, 1, k);
+    struct st_tensor st = tensor_of(ST_DTYPE_I32, 1, 1, &slot), pt = tensor_of(ST_DTYPE_I32, 1, 1, &pos);
+    struct st_tensor out = tensor_of(ST_DTYPE_F32, 4 * d, 1, NULL);
+    ck_assert_int_eq(st_backend_attention(be, &out, &qt, &kt, &vt, &kc, &vc, &st, &pt, 4, 2, 0.25f,
+                                          &err), ST_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "kcache"));
+    free(q); free(k);
+    st_backend_release(be, &qt); st_backend_release(be, &kt); st_backend_release(be, &vt);
+    st_backend_release(be, &st); st_backend_release(be, &pt); st_backend_release(be, &out);
+    st_backend_release(be, &kc); st_backend_release(be, &vc);
+    backend_close();
+}
+END_TEST
+
 static Suite *attention_suite(void)
 {
     Suite *s = suite_create("cpu_attention");
@@ -220,6 +322,10 @@ static Suite *attention_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_cpu_attention_two_threads);
     tcase_add_test(tc, test_cpu_attention_one_thread);
+    tcase_add_test(tc, test_cpu_attention_q8_two_threads);
+    tcase_add_test(tc, test_cpu_attention_q8_one_thread);
+    tcase_add_test(tc, test_cpu_attention_q8_plain);
+    tcase_add_test(tc, test_cpu_attention_q8_bad_head_dim);
     suite_add_tcase(s, tc);
     return s;
 }

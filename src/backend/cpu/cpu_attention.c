@@ -1,9 +1,9 @@
-/* cpu_attention.c -- causal GQA attention over the per-slot F16 KV cache,
- * tiled (flash) with the KV range split across threads when there is too
- * little other work (flash-decoding).
+/* cpu_attention.c -- causal GQA attention over the per-slot KV cache (F16
+ * or Q8_0, K and V each), tiled (flash) with the KV range split across
+ * threads when there is too little other work (flash-decoding).
  *
- * Layout: cpu_attn_op.h, which also holds the checks and limits this path
- * shares with the plain one.
+ * Layout: cpu_attn_op.h. Tiles are turned into floats (cpu_attn_kern.h
+ * attn_kv_io) before the dot products, whatever the type.
  *
  * The step's rows are cut into query blocks: runs of consecutive rows of
  * one slot, at most ATTN_QMAX / group rows, so a block holds up to
@@ -50,7 +50,10 @@ struct attn_job {
     const struct attn_kern *kern;
     const float            *q, *k, *v;
     float                  *out;
-    uint16_t               *kc, *vc;
+    const struct attn_kv_io *kio, *vio;
+    char                   *kc, *vc;
+    size_t                  krow, vrow;   /* bytes per (slot, position) row */
+    size_t                  khead, vhead; /* bytes per KV head in a row */
     const int32_t          *slot, *pos;
     int64_t                 n, n_head, n_kv, d, n_ctx;
     float                   scale;
@@ -69,9 +72,9 @@ static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 static void kv_write(const struct attn_job *j, int64_t r)
 {
     int64_t w = j->n_kv * j->d;
-    size_t at = cpu_attn_kv_row(j->slot[r], j->pos[r], j->n_ctx, w);
-    j->kern->store(j->k + r * w, j->kc + at, w);
-    j->kern->store(j->v + r * w, j->vc + at, w);
+    size_t at = (size_t)j->slot[r] * (size_t)j->n_ctx + (size_t)j->pos[r];
+    j->kio->store(j->k + r * w, j->kc + at * j->krow, w);
+    j->vio->store(j->v + r * w, j->vc + at * j->vrow, w);
 }
 
 /* Per-thread workspace, in floats, carved in this order. */
@@ -122,12 +125,13 @@ static void attn_range(const struct attn_job *j, const struct attn_block *b, int
 {
     const struct attn_kern *K = j->kern;
     int d = (int)j->d, nqp = (nq + 1) & ~1;
-    size_t w = (size_t)(j->n_kv * j->d);
-    size_t base = cpu_attn_kv_row(j->slot[b->r0], 0, j->n_ctx, (int64_t)w) + (size_t)(g * d);
+    size_t row0 = (size_t)j->slot[b->r0] * (size_t)j->n_ctx;
+    const char *kb = j->kc + row0 * j->krow + (size_t)g * j->khead;
+    const char *vb = j->vc + row0 * j->vrow + (size_t)g * j->vhead;
 
     for (int64_t tt = t0; tt < t1; tt += ATTN_TILE) {
         int nt = (int)(t1 - tt < ATTN_TILE ? t1 - tt : ATTN_TILE);
-        K->load(j->kc + base + (size_t)tt * w, w, nt, d, ws->kf);
+        j->kio->load(kb + (size_t)tt * j->krow, j->krow, nt, d, ws->kf);
         if (nt % 4)   /* qk reads whole groups of 4 keys: make the rest finite */
             memset(ws->kf + (size_t)nt * (size_t)d, 0,
                    (size_t)(4 - nt % 4) * (size_t)d * sizeof(float));
@@ -153,7 +157,7 @@ static void attn_range(const struct attn_job *j, const struct attn_block *b, int
             ws->l[qi] = ws->l[qi] * ws->c[qi] + K->exp_sum(s, mnew);
             ws->m[qi] = mnew;
         }
-        K->load(j->vc + base + (size_t)tt * w, w, nt, d, ws->vf);
+        j->vio->load(vb + (size_t)tt * j->vrow, j->vrow, nt, d, ws->vf);
         K->pv(ws->s, nqp, ws->vf, nt, d, ws->c, ws->acc);
     }
 }
@@ -318,6 +322,16 @@ enum st_status cpu_op_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k,
     if (rc != ST_OK)
         return rc;
     j.kern = cpu_attn_kern((int)j.d);
+    j.kio = cpu_attn_kv_io(kcache->type, (int)j.d);
+    j.vio = cpu_attn_kv_io(vcache->type, (int)j.d);
+    if (!j.kio || !j.vio)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "attention: KV cache types %d/%d at head_dim "
+                          "%lld (f16, or q8_0 at a multiple of 32)", (int)kcache->type,
+                          (int)vcache->type, (long long)j.d);
+    j.krow = st_tensor_row_bytes(kcache);
+    j.vrow = st_tensor_row_bytes(vcache);
+    j.khead = st_dtype_row_bytes(kcache->type, j.d);
+    j.vhead = st_dtype_row_bytes(vcache->type, j.d);
     if (j.n <= ATTN_FEW_ROWS && cpu_attn_work(j.pos, j.n, j.n_head, j.d) < ATTN_PAR_MIN_WORK)
         nth = 1;
 

@@ -1,13 +1,14 @@
 /* cpu_attention_plain.c -- the per-row attention path (before tiling),
  * kept as the baseline STRATA_CPU_ATTN=plain selects (cpu_attention.c).
  *
- * Causal GQA attention over the per-slot F16 KV cache.
+ * Causal GQA attention over the per-slot KV cache (F16 or Q8_0).
  *
- * Layout: cpu_attn_op.h, which also holds the checks and limits this path
- * shares with the tiled one.
+ * Layout: cpu_attn_op.h. A Q8_0 row is turned into floats first
+ * (cpu_attn_kern.h) and dotted in plain scalar float: this path is the
+ * reference the tiled one is measured against, not a fast one.
  *
  * One parallel region: every thread first writes its share of the step's
- * new k/v rows into the cache (F16), then after a barrier takes its share
+ * new k/v rows into the cache, then after a barrier takes its share
  * of the (row, KV head) work items. For one item the key and value rows
  * are read once for all the query heads that share that KV head (GQA),
  * scores are kept for the whole 0..pos range (per-thread scratch of
@@ -32,9 +33,6 @@ typedef void (*qk_fn)(const float *q, int gq, int d, const uint16_t *k, float sc
                       float *s, size_t s_stride);
 typedef void (*av_fn)(const float *p, size_t p_stride, int gq, int d, const uint16_t *v,
                       float *o);
-/* n floats -> f16, round to nearest even (as st_f32_to_fp16). */
-typedef void (*f16w_fn)(const float *x, uint16_t *y, int64_t n);
-
 /* s[h * s_stride] = scale * q_h . k for the gq heads (q rows of d floats). */
 static void qk_scalar(const float *q, int gq, int d, const uint16_t *k, float scale, float *s,
                       size_t s_stride)
@@ -57,6 +55,27 @@ static void av_scalar(const float *p, size_t p_stride, int gq, int d, const uint
     float vf[ATTN_D_MAX];
     for (int i = 0; i < d; i++)
         vf[i] = cpu_h2f(v[i]);
+    for (int h = 0; h < gq; h++) {
+        float w = p[(size_t)h * p_stride];
+        for (int i = 0; i < d; i++)
+            o[h * d + i] += w * vf[i];
+    }
+}
+
+/* qk_scalar / av_scalar over a row already in floats (a Q8_0 cache's). */
+static void qk_f32(const float *q, int gq, int d, const float *kf, float scale, float *s,
+                   size_t s_stride)
+{
+    for (int h = 0; h < gq; h++) {
+        float acc = 0.0f;
+        for (int i = 0; i < d; i++)
+            acc += q[h * d + i] * kf[i];
+        s[(size_t)h * s_stride] = acc * scale;
+    }
+}
+
+static void av_f32(const float *p, size_t p_stride, int gq, int d, const float *vf, float *o)
+{
     for (int h = 0; h < gq; h++) {
         float w = p[(size_t)h * p_stride];
         for (int i = 0; i < d; i++)
@@ -101,42 +120,57 @@ static AT void av_avx2(const float *p, size_t p_stride, int gq, int d, const uin
         }
     }
 }
+
 #endif
 
 struct attn_job {
     struct cpu_pool *pool;
     const float     *q, *k, *v;
     float           *out;
-    uint16_t        *kc, *vc;
+    char            *kc, *vc;
+    size_t           krow, vrow;    /* bytes per (slot, position) row */
+    size_t           khead, vhead;  /* bytes per KV head in a row */
+    const struct attn_kv_io *kio, *vio;   /* the cache rows' store and load */
+    bool             kq8, vq8;      /* Q8_0 rows: loaded to floats first */
     const int32_t   *slot, *pos;
     int64_t          n, n_head, n_kv, d, n_ctx;
     float            scale;
     float           *scores;    /* [nth][gq * n_ctx] */
     qk_fn            qk;
     av_fn            av;
-    f16w_fn          f16w;
     atomic_llong     next;      /* next item (attn_dyn_task) */
 };
 
 static void kv_write(const struct attn_job *j, int64_t r)
 {
     int64_t w = j->n_kv * j->d;
-    size_t at = cpu_attn_kv_row(j->slot[r], j->pos[r], j->n_ctx, w);
-    j->f16w(j->k + r * w, j->kc + at, w);
-    j->f16w(j->v + r * w, j->vc + at, w);
+    size_t at = (size_t)j->slot[r] * (size_t)j->n_ctx + (size_t)j->pos[r];
+    j->kio->store(j->k + r * w, j->kc + at * j->krow, w);
+    j->vio->store(j->v + r * w, j->vc + at * j->vrow, w);
 }
 
 /* Attention of row r's query heads of KV head g. */
 static void attn_item(const struct attn_job *j, int64_t r, int64_t g, float *sc)
 {
     int gq = (int)(j->n_head / j->n_kv), d = (int)j->d;
-    int64_t p = j->pos[r], w = j->n_kv * j->d;
-    size_t base = cpu_attn_kv_row(j->slot[r], 0, j->n_ctx, w) + (size_t)(g * d);
+    int64_t p = j->pos[r];
+    size_t row0 = (size_t)j->slot[r] * (size_t)j->n_ctx;
+    const char *kb = j->kc + row0 * j->krow + (size_t)g * j->khead;
+    const char *vb = j->vc + row0 * j->vrow + (size_t)g * j->vhead;
     const float *q = j->q + r * j->n_head * d + g * gq * d;
     float *o = j->out + r * j->n_head * d + g * gq * d;
+    float rowf[ATTN_D_MAX];
 
-    for (int64_t t = 0; t <= p; t++)
-        j->qk(q, gq, d, j->kc + base + (size_t)t * (size_t)w, j->scale, sc + t, (size_t)j->n_ctx);
+    for (int64_t t = 0; t <= p; t++) {
+        const char *kr = kb + (size_t)t * j->krow;
+        if (j->kq8) {
+            j->kio->load(kr, 0, 1, d, rowf);
+            qk_f32(q, gq, d, rowf, j->scale, sc + t, (size_t)j->n_ctx);
+        } else {
+            j->qk(q, gq, d, (const uint16_t *)(const void *)kr, j->scale, sc + t,
+                  (size_t)j->n_ctx);
+        }
+    }
     for (int h = 0; h < gq; h++) {
         float *s = sc + (size_t)h * (size_t)j->n_ctx, mx = -FLT_MAX, sum = 0.0f;
         for (int64_t t = 0; t <= p; t++)
@@ -149,8 +183,15 @@ static void attn_item(const struct attn_job *j, int64_t r, int64_t g, float *sc)
             s[t] /= sum;
     }
     memset(o, 0, (size_t)gq * (size_t)d * sizeof(float));
-    for (int64_t t = 0; t <= p; t++)
-        j->av(sc + t, (size_t)j->n_ctx, gq, d, j->vc + base + (size_t)t * (size_t)w, o);
+    for (int64_t t = 0; t <= p; t++) {
+        const char *vr = vb + (size_t)t * j->vrow;
+        if (j->vq8) {
+            j->vio->load(vr, 0, 1, d, rowf);
+            av_f32(sc + t, (size_t)j->n_ctx, gq, d, rowf, o);
+        } else {
+            j->av(sc + t, (size_t)j->n_ctx, gq, d, (const uint16_t *)(const void *)vr, o);
+        }
+    }
 }
 
 static void attn_task(void *ctx, int ith, int nth)
@@ -191,7 +232,6 @@ static void pick_kernels(struct attn_job *j)
 {
     j->qk = qk_scalar;
     j->av = av_scalar;
-    j->f16w = cpu_attn_kern((int)j->d)->store;   /* the tiled path's; bit-exact either way */
 #if defined(__x86_64__)
     if (cpu_has_avx2_f16c()) {   /* cached: this runs once per layer per step */
         j->qk = qk_avx2;
@@ -222,6 +262,18 @@ enum st_status cpu_attention_plain(struct st_backend *be, ST_T out, ST_T q, ST_T
         return st_err_set(err, ST_ERR_NOMEM, "attention: no scratch for %lld positions",
                           (long long)j.n_ctx);
     pick_kernels(&j);
+    j.krow = st_tensor_row_bytes(kcache);
+    j.vrow = st_tensor_row_bytes(vcache);
+    j.khead = st_dtype_row_bytes(kcache->type, j.d);
+    j.vhead = st_dtype_row_bytes(vcache->type, j.d);
+    j.kio = cpu_attn_kv_io(kcache->type, (int)j.d);
+    j.vio = cpu_attn_kv_io(vcache->type, (int)j.d);
+    j.kq8 = kcache->type != ST_DTYPE_F16;
+    j.vq8 = vcache->type != ST_DTYPE_F16;
+    if (!j.kio || !j.vio)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "attention: KV cache types %d/%d at head_dim "
+                          "%lld (f16, or q8_0 at a multiple of 32)", (int)kcache->type,
+                          (int)vcache->type, (long long)j.d);
     if (j.n * j.n_kv < 2)
         nth = 1;
     if (j.n <= ATTN_FEW_ROWS) {

@@ -17,11 +17,32 @@
 
 /* ---- scalar ------------------------------------------------------------- */
 
-static void load_scalar(const uint16_t *x, size_t stride, int nt, int d, float *y)
+static void load_scalar(const void *x, size_t stride, int nt, int d, float *y)
 {
-    for (int t = 0; t < nt; t++)
+    for (int t = 0; t < nt; t++) {
+        const uint16_t *xr = (const uint16_t *)((const char *)x + (size_t)t * stride);
         for (int i = 0; i < d; i++)
-            y[(size_t)t * (size_t)d + (size_t)i] = cpu_h2f(x[(size_t)t * stride + (size_t)i]);
+            y[(size_t)t * (size_t)d + (size_t)i] = cpu_h2f(xr[i]);
+    }
+}
+
+static void load_q8_scalar(const void *x, size_t stride, int nt, int d, float *y)
+{
+    for (int t = 0; t < nt; t++) {
+        const struct st_block_q8_0 *b =
+            (const struct st_block_q8_0 *)((const char *)x + (size_t)t * stride);
+        float *yr = y + (size_t)t * (size_t)d;
+        for (int k = 0; k < d / ST_QK; k++) {
+            float sc = cpu_h2f(b[k].d);
+            for (int i = 0; i < ST_QK; i++)
+                yr[k * ST_QK + i] = sc * (float)b[k].qs[i];
+        }
+    }
+}
+
+static void store_q8_ref(const float *x, void *y, int64_t n)
+{
+    st_quantize_row_q8_0(x, y, n);
 }
 
 static void qk_scalar(const float *q, int nq, const float *k, int nt, int d, float *s)
@@ -61,15 +82,16 @@ static void pv_scalar(const float *p, int nq, const float *v, int nt, int d, con
     }
 }
 
-static void store_scalar(const float *x, uint16_t *y, int64_t n)
+static void store_scalar(const float *x, void *y, int64_t n)
 {
+    uint16_t *h = y;
     for (int64_t i = 0; i < n; i++)
-        y[i] = st_f32_to_fp16(x[i]);
+        h[i] = st_f32_to_fp16(x[i]);
 }
 
-static const struct attn_kern kern_scalar = {
-    load_scalar, qk_scalar, exp_sum_scalar, pv_scalar, store_scalar,
-};
+static const struct attn_kern kern_scalar = { qk_scalar, exp_sum_scalar, pv_scalar };
+static const struct attn_kv_io io_f16_scalar = { load_scalar, store_scalar };
+static const struct attn_kv_io io_q8_scalar = { load_q8_scalar, store_q8_ref };
 
 /* ---- AVX2 + FMA + F16C -------------------------------------------------- */
 
@@ -84,13 +106,32 @@ static AT __m256 exp_neg8(__m256 x)
     return _mm256_and_ps(cpu_exp_neg8(x), keep);
 }
 
-static AT void load_avx2(const uint16_t *x, size_t stride, int nt, int d, float *y)
+static AT void load_avx2(const void *x, size_t stride, int nt, int d, float *y)
 {
     for (int t = 0; t < nt; t++) {
-        const uint16_t *xr = x + (size_t)t * stride;
+        const uint16_t *xr = (const uint16_t *)((const char *)x + (size_t)t * stride);
         float *yr = y + (size_t)t * (size_t)d;
         for (int i = 0; i < d; i += 8)
             _mm256_storeu_ps(yr + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xr + i))));
+    }
+}
+
+/* Q8_0 -> floats: each block's 32 int8 widened in fours of 8 and scaled
+ * (scale * q is exact in float: an 11-bit times an 8-bit significand). */
+static AT void load_q8_avx2(const void *x, size_t stride, int nt, int d, float *y)
+{
+    for (int t = 0; t < nt; t++) {
+        const struct st_block_q8_0 *b =
+            (const struct st_block_q8_0 *)((const char *)x + (size_t)t * stride);
+        float *yr = y + (size_t)t * (size_t)d;
+        for (int k = 0; k < d / ST_QK; k++, yr += ST_QK) {
+            __m256 sc = _mm256_set1_ps(cpu_h2f(b[k].d));
+            for (int j = 0; j < 4; j++) {
+                __m128i q8 = _mm_loadl_epi64((const __m128i *)(b[k].qs + 8 * j));
+                __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
+                _mm256_storeu_ps(yr + 8 * j, _mm256_mul_ps(f, sc));
+            }
+        }
     }
 }
 
@@ -181,8 +222,9 @@ static AT void pv_avx2(const float *p, int nq, const float *v, int nt, int d, co
 
 /* vcvtps2ph with round-to-nearest-even: bit-exact with st_f32_to_fp16 for
  * every non-NaN input (NaN payloads may differ). */
-static AT void store_avx2(const float *x, uint16_t *y, int64_t n)
+static AT void store_avx2(const float *x, void *yv, int64_t n)
 {
+    uint16_t *y = yv;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm_storeu_si128((__m128i *)(y + i),
@@ -191,19 +233,55 @@ static AT void store_avx2(const float *x, uint16_t *y, int64_t n)
         y[i] = st_f32_to_fp16(x[i]);
 }
 
-static const struct attn_kern kern_avx2 = {
-    load_avx2, qk_avx2, exp_sum_avx2, pv_avx2, store_avx2,
-};
+static const struct attn_kern kern_avx2 = { qk_avx2, exp_sum_avx2, pv_avx2 };
+/* The activation quantizer of the dot kernels at the best ISA level. */
+static void store_q8_best(const float *x, void *y, int64_t n)
+{
+    cpu_quant_fn q = cpu_kernels_best()->quant[ST_DTYPE_Q8_0];
+    (q ? q : store_q8_ref)(x, y, n);
+}
+
+static const struct attn_kv_io io_f16_avx2 = { load_avx2, store_avx2 };
+static const struct attn_kv_io io_q8_avx2 = { load_q8_avx2, store_q8_best };
 #endif
+
+/* The SIMD set applies (STRATA_CPU_ISA=scalar caps it as it caps the dot
+ * kernels); cached, as this runs once per layer per step. */
+static bool use_avx2(int d)
+{
+#if defined(__x86_64__)
+    return d % 8 == 0 && cpu_has_avx2_f16c() && cpu_kernels_best()->nx > 1;
+#else
+    (void)d;
+    return false;
+#endif
+}
+
+const struct attn_kv_io *cpu_attn_kv_io(enum st_dtype t, int d)
+{
+    if (t == ST_DTYPE_Q8_0) {
+        if (d % ST_QK != 0)
+            return NULL;
+#if defined(__x86_64__)
+        if (use_avx2(d))
+            return &io_q8_avx2;
+#endif
+        return &io_q8_scalar;
+    }
+    if (t != ST_DTYPE_F16)
+        return NULL;
+#if defined(__x86_64__)
+    if (use_avx2(d))
+        return &io_f16_avx2;
+#endif
+    return &io_f16_scalar;
+}
 
 const struct attn_kern *cpu_attn_kern(int d)
 {
 #if defined(__x86_64__)
-    /* both cached (this runs once per layer per step); STRATA_CPU_ISA=scalar
-     * caps it as it caps the dot kernels */
-    if (d % 8 == 0 && cpu_has_avx2_f16c() && cpu_kernels_best()->nx > 1)
+    if (use_avx2(d))
         return &kern_avx2;
 #endif
-    (void)d;
     return &kern_scalar;
 }

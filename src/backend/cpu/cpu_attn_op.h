@@ -1,13 +1,14 @@
 /* cpu_attn_op.h -- what the two CPU attention paths share: the tiled one
  * (cpu_attention.c) and the per-row reference (cpu_attention_plain.c).
  *
- * That is the op's limits and argument checks, the addressing of the
- * per-slot KV cache and the work estimate that decides whether a step's
- * attention is worth a parallel region. The arithmetic stays in each path.
+ * That is the op's limits and argument checks, and the work estimate that
+ * decides whether a step's attention is worth a parallel region. The
+ * arithmetic stays in each path.
  *
- * Layout (backend.h): kcache/vcache are F16 [n_kv*D, n_ctx, n_slots], so
- * the key of slot s, position t, KV head g starts at element
- * ((s*n_ctx + t)*n_kv + g)*D.
+ * Layout (backend.h): kcache/vcache are [n_kv*D, n_ctx, n_slots] of F16
+ * or Q8_0 (each its own), so the key of slot s, position t, KV head g
+ * starts at byte (s*n_ctx + t)*row_bytes + g*head_bytes, a Q8_0 head on a
+ * block boundary.
  *
  * Thread: any (pure).
  */
@@ -33,12 +34,6 @@
  * (ST_ERR_UNSUPPORTED, ST_ERR_INVALID) with its message in err. */
 enum st_status cpu_attn_check(ST_T q, ST_T kcache, ST_T slot, ST_T pos, int32_t n_head,
                               int32_t n_head_kv, struct st_err *err);
-
-/* The first element of the cache row of (slot, pos): rows of w = n_kv*D. */
-static inline size_t cpu_attn_kv_row(int32_t slot, int32_t pos, int64_t n_ctx, int64_t w)
-{
-    return ((size_t)slot * (size_t)n_ctx + (size_t)pos) * (size_t)w;
-}
 
 /* Rough element count of a step's attention work (q.k and p.v) over n
  * rows at positions pos. */

@@ -50,6 +50,9 @@ enum st_status cuda_op_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k
 
     if (rc != ST_OK)
         return rc;
+    if (kcache->type != ST_DTYPE_F16 || vcache->type != ST_DTYPE_F16)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "attention: KV cache type q8_0 is not in the "
+                          "cuda backend yet (use f16)");
     if (!st_kern_attn_supported(a.head_dim, group))
         return st_err_set(err, ST_ERR_UNSUPPORTED,
                           "attention: cuda kernel needs head_dim <= 256 and <= 16 query heads "

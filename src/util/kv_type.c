@@ -1,0 +1,27 @@
+/* kv_type.c -- the spellings of enum st_kv_type (strata/kv_type.h), shared
+ * by the config parser, the CLI commands and the model loader. */
+#include <string.h>
+
+#include "strata/kv_type.h"
+
+const char *const st_kv_type_names[] = { "f16", "q8_0", NULL };
+
+const char *st_kv_type_name(enum st_kv_type t)
+{
+    return (int)t >= ST_KV_F16 && t <= ST_KV_Q8_0 ? st_kv_type_names[t] : "?";
+}
+
+enum st_dtype st_kv_type_dtype(enum st_kv_type t)
+{
+    return t == ST_KV_Q8_0 ? ST_DTYPE_Q8_0 : ST_DTYPE_F16;
+}
+
+bool st_kv_type_parse(const char *s, enum st_kv_type *out)
+{
+    for (int i = ST_KV_F16; i <= ST_KV_Q8_0; i++)
+        if (!strcmp(s, st_kv_type_names[i])) {
+            *out = (enum st_kv_type)i;
+            return true;
+        }
+    return false;
+}
