@@ -17,7 +17,9 @@
  * dot products per row are warp sums. Every warp normalizes q and k
  * itself (two more warp sums per row) instead of sharing them through
  * shared memory: no block barriers at all. Grid: x = v head, y = groups of
- * DN_WARPS*DN_RPW matrix rows.
+ * DN_WARPS*DN_RPW matrix rows. That is the decode path; a step of >= 32
+ * rows at D <= 128 takes ssm_chunk.cu's kernel, which reads prompts in
+ * the chunked form (the per-warp parts of both are in ssm.cuh).
  *
  * Slots come from device memory (graph capture: nothing is read on the
  * host); one outside [0, n_slots) is clamped and flagged ST_KF_BAD_SLOT.
