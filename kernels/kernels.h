@@ -212,7 +212,8 @@ cudaError_t st_kern_ssm_conv(float *out, float *state, const float *x, const flo
 
 /* st_backend_delta_net: qkv f32 [(2*Hk + Hv)*D, n]; alpha, beta f32 [Hv, n];
  * dt_bias, a f32 [Hv]; state f32 [D, D, Hv, n_slots]; out f32 [Hv*D, n].
- * head_dim <= 256. */
+ * head_dim <= 256. Runs of >= 32 rows of one slot (prompt reads) take the
+ * chunked form at head_dim <= 128 unless 'recurrent' is set (a baseline). */
 struct st_kern_delta_net {
     float         *out, *state;
     const float   *qkv, *alpha, *beta, *dt_bias, *a;
@@ -221,6 +222,7 @@ struct st_kern_delta_net {
     int32_t        n_k_heads, n_v_heads, head_dim;
     float          eps;
     unsigned      *err_flag;
+    int32_t        recurrent;   /* 1: row by row even for long runs */
 };
 cudaError_t st_kern_delta_net(const struct st_kern_delta_net *a, cudaStream_t stream);
 

@@ -17,32 +17,18 @@
  * dot products per row are warp sums. Every warp normalizes q and k
  * itself (two more warp sums per row) instead of sharing them through
  * shared memory: no block barriers at all. Grid: x = v head, y = groups of
- * DN_WARPS*DN_RPW matrix rows.
+ * DN_WARPS*DN_RPW matrix rows. That is the decode path; a step of >= 32
+ * rows at D <= 128 takes ssm_chunk.cu's kernel, which reads prompts in
+ * the chunked form (the per-warp parts of both are in ssm.cuh).
  *
  * Slots come from device memory (graph capture: nothing is read on the
  * host); one outside [0, n_slots) is clamped and flagged ST_KF_BAD_SLOT.
  * Sums are float, in a tree order where the CPU's are sequential: results
  * agree to about 1e-6 relative.
  */
-#include "common.cuh"
+#include "ssm.cuh"
 
 #define CONV_THREADS 256
-#define DN_WARPS 4   /* warps per block */
-#define DN_RPW 4     /* matrix rows per warp */
-
-static __device__ __forceinline__ float ssm_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-/* slot[r] clamped into [0, n_slots), flagging one outside. */
-static __device__ __forceinline__ int64_t ssm_slot(const int32_t *slot, int64_t r,
-                                                   int64_t n_slots, unsigned *err_flag)
-{
-    int64_t s = slot[r];
-    if (s < 0 || s >= n_slots) {
-        kq_flag(err_flag, ST_KF_BAD_SLOT);
-        s = s < 0 ? 0 : n_slots - 1;
-    }
-    return s;
-}
 
 /* ---- conv1d ------------------------------------------------------------ */
 
@@ -84,61 +70,14 @@ extern "C" cudaError_t st_kern_ssm_conv(float *out, float *state, const float *x
 
 /* ---- delta rule -------------------------------------------------------- */
 
-struct dn_args {
-    float         *out, *state;
-    const float   *qkv, *alpha, *beta, *dt_bias, *a;
-    const int32_t *slot, *pos;
-    int64_t        n, n_slots;
-    int            hk, hv, d;
-    float          eps;
-    unsigned      *err_flag;
-};
-
-/* The warp's rows j0.. of matrix 'mat' (row j at mat + j*d) to or from m. */
-template <int NT, bool STORE>
-static __device__ __forceinline__ void dn_rows(float (&m)[DN_RPW][NT], float *mat, int j0,
-                                               int d, int lane)
-{
-KQ_UNROLL
-    for (int jj = 0; jj < DN_RPW; jj++)
-KQ_UNROLL
-        for (int t = 0; t < NT; t++) {
-            const int j = j0 + jj, i = lane + 32 * t;
-            const bool in = j < d && i < d;
-            if (STORE && in)
-                mat[(int64_t)j * d + i] = m[jj][t];
-            else if (!STORE)   /* zeros beyond D: they meet k = 0 in the sums */
-                m[jj][t] = in ? mat[(int64_t)j * d + i] : 0.0f;
-        }
-}
-
-/* One q or k head (src, D floats) divided by max(|src|, eps): columns lane + 32t. */
-template <int NT>
-static __device__ __forceinline__ void dn_unit(float (&u)[NT], const float *src, int d,
-                                               int lane, float eps)
-{
-    float ss = 0.0f;
-KQ_UNROLL
-    for (int t = 0; t < NT; t++) {
-        const int i = lane + 32 * t;
-        u[t] = i < d ? src[i] : 0.0f;
-        ss += u[t] * u[t];
-    }
-    const float scale = 1.0f / fmaxf(sqrtf(kq_warp_sum(ss)), eps);
-KQ_UNROLL
-    for (int t = 0; t < NT; t++)
-        u[t] *= scale;
-}
-
 template <int NT>
 static __global__ void __launch_bounds__(DN_WARPS * 32) delta_net_f32(dn_args p)
 {
-    const int h = blockIdx.x, g = h % p.hk, lane = threadIdx.x % 32, d = p.d;
+    const int h = blockIdx.x, lane = threadIdx.x % 32, d = p.d;
     const int j0 = ((int)blockIdx.y * DN_WARPS + (int)threadIdx.x / 32) * DN_RPW;
     if (j0 >= d)   /* the whole warp leaves together */
         return;
-    const int64_t c3 = (int64_t)(2 * p.hk + p.hv) * d, mat = (int64_t)d * d;
-    const float dtb = p.dt_bias[h], ah = p.a[h], oscale = 1.0f / sqrtf((float)d);
+    const int64_t mat = (int64_t)d * d;
     float m[DN_RPW][NT];
     float *cur = NULL;   /* the matrix m was loaded from */
 
@@ -152,42 +91,8 @@ static __global__ void __launch_bounds__(DN_WARPS * 32) delta_net_f32(dn_args p)
             cur = ms;
         }
         if (p.pos[r] == 0)
-KQ_UNROLL
-            for (int jj = 0; jj < DN_RPW; jj++)
-KQ_UNROLL
-                for (int t = 0; t < NT; t++)
-                    m[jj][t] = 0.0f;
-        const float *row = p.qkv + r * c3;
-        float q[NT], k[NT];
-        dn_unit<NT>(q, row + (int64_t)g * d, d, lane, p.eps);
-        dn_unit<NT>(k, row + (int64_t)(p.hk + g) * d, d, lane, p.eps);
-        const float x = p.alpha[r * p.hv + h] + dtb;
-        const float decay = expf((x > 20.0f ? x : log1pf(expf(x))) * ah);
-        const float b = ssm_sigmoid(p.beta[r * p.hv + h]);
-        const float *v = row + (int64_t)(2 * p.hk + h) * d;
-        float *o = p.out + (r * p.hv + h) * d;
-KQ_UNROLL
-        for (int jj = 0; jj < DN_RPW; jj++) {
-            const int j = j0 + jj;
-            if (j >= d)   /* uniform across the warp */
-                break;
-            float sk = 0.0f;
-KQ_UNROLL
-            for (int t = 0; t < NT; t++) {
-                m[jj][t] *= decay;
-                sk += m[jj][t] * k[t];
-            }
-            const float dj = (v[j] - kq_warp_sum(sk)) * b;
-            float oj = 0.0f;
-KQ_UNROLL
-            for (int t = 0; t < NT; t++) {
-                m[jj][t] += k[t] * dj;
-                oj += m[jj][t] * q[t];
-            }
-            oj = kq_warp_sum(oj);
-            if (lane == 0)
-                o[j] = oj * oscale;
-        }
+            dn_zero<NT>(m);
+        dn_step<NT>(p, m, r, h, j0, lane);
     }
     if (cur)
         dn_rows<NT, true>(m, cur, j0, d, lane);
@@ -203,6 +108,10 @@ extern "C" cudaError_t st_kern_delta_net(const struct st_kern_delta_net *a, cuda
                         a->eps, a->err_flag };
     const dim3 grid((unsigned)a->n_v_heads, kq_cdiv(a->head_dim, DN_WARPS * DN_RPW));
     const int d = a->head_dim;
+    /* a prompt read (a run of DC_ROWS rows of one slot) needs that many
+     * rows: decode steps keep the plain recurrence without looking */
+    if (a->n >= DC_ROWS && d <= 128 && !a->recurrent)
+        return dn_launch_chunked(p, grid, stream);
     if (d <= 32)
         KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<1>)(p);
     else if (d <= 64)

@@ -29,8 +29,13 @@
  * main type (random bytes: the speed does not depend on the values), at 1
  * and 4 rows, 20 calls per timing, eagerly and replayed as a CUDA graph:
  * weight GB/s against the 4.8 TB/s peak, and what launches cost.
+ * Then it times the delta rule alone (st_backend_delta_net) on a 512-row
+ * prompt read of one slot at D = 128, 16 q/k and 32 v heads: the chunked
+ * form (the default) against the row-by-row recurrence (a second backend
+ * opened with STRATA_CUDA_DELTA_CHUNK=0), and how far apart their outputs are.
  * Each line it prints starts with "bench:" so run.sh can grep them.
  */
+#define _POSIX_C_SOURCE 200809L   /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +43,7 @@
 #include <time.h>
 
 #include "strata/backend.h"
+#include "strata/backend_ssm.h"
 #include "strata/forward.h"
 #include "strata/gguf.h"
 #include "strata/make_model.h"
@@ -336,6 +342,118 @@ static double time_matmuls(struct st_backend *be, const struct st_tensor *y,
     return (now_s() - t0) / 40.0;
 }
 
+/* ---- the delta rule alone --------------------------------------------- */
+
+enum { DN_T_OUT, DN_T_QKV, DN_T_ALPHA, DN_T_BETA, DN_T_DTB, DN_T_A, DN_T_STATE, DN_T_SLOT,
+       DN_T_POS, DN_T_N };
+
+/* The delta rule's tensors for 'rows' rows of slot 0 from position 0,
+ * random inputs (seeded, the same on every backend). */
+static int delta_alloc(struct st_backend *be, const struct st_delta_net_params *p, int64_t rows,
+                       struct st_tensor *t, struct st_err *err)
+{
+    const int64_t D = p->head_dim, hv = p->n_v_heads, c3 = (2 * p->n_k_heads + hv) * D;
+    const int64_t ne[DN_T_N][4] = { { hv * D, rows, 1, 1 }, { c3, rows, 1, 1 },
+                                    { hv, rows, 1, 1 },     { hv, rows, 1, 1 },
+                                    { hv, 1, 1, 1 },        { hv, 1, 1, 1 },
+                                    { D, D, hv, 1 },        { rows, 1, 1, 1 },
+                                    { rows, 1, 1, 1 } };
+    uint64_t s = 0x2545f4914f6cdd1dull;
+    for (int i = 0; i < DN_T_N; i++) {
+        enum st_dtype dt = i >= DN_T_SLOT ? ST_DTYPE_I32 : ST_DTYPE_F32;
+        if (st_backend_alloc(be, dt, ne[i], &t[i], err) != ST_OK)
+            return -1;
+        int64_t n = ne[i][0] * ne[i][1] * ne[i][2] * ne[i][3];
+        float *v = malloc((size_t)n * sizeof(float));
+        for (int64_t e = 0; e < n; e++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            float u = (float)(s >> 40) / 16777216.0f * 2.0f - 1.0f;   /* [-1, 1) */
+            if (i == DN_T_SLOT)
+                ((int32_t *)v)[e] = 0;
+            else if (i == DN_T_POS)
+                ((int32_t *)v)[e] = (int32_t)e;
+            else
+                v[e] = i == DN_T_A ? -1.0f - 0.5f * u : u;   /* a < 0 */
+        }
+        enum st_status rc = st_backend_write(be, &t[i], 0, v, (size_t)n * sizeof(float), err);
+        free(v);
+        if (rc != ST_OK)
+            return -1;
+    }
+    return 0;
+}
+
+/* Seconds per delta_net call (3 warm-up, 10 timed); the output into 'out'. */
+static double time_delta(struct st_backend *be, const struct st_delta_net_params *p,
+                         int64_t rows, float *out, struct st_err *err)
+{
+    struct st_tensor t[DN_T_N] = { 0 };
+    double dt = -1.0, t0 = 0.0;
+    if (delta_alloc(be, p, rows, t, err) != 0)
+        goto done;
+    for (int rep = 0; rep < 13; rep++) {
+        if (rep == 3) {
+            if (st_backend_sync(be, err) != ST_OK)
+                goto done;
+            t0 = now_s();
+        }
+        if (st_backend_delta_net(be, &t[DN_T_OUT], &t[DN_T_QKV], &t[DN_T_ALPHA], &t[DN_T_BETA],
+                                 &t[DN_T_DTB], &t[DN_T_A], &t[DN_T_STATE], &t[DN_T_SLOT],
+                                 &t[DN_T_POS], p, err) != ST_OK)
+            goto done;
+    }
+    if (st_backend_sync(be, err) != ST_OK)
+        goto done;
+    dt = (now_s() - t0) / 10.0;
+    if (st_backend_read(be, &t[DN_T_OUT], 0, out, st_tensor_nbytes(&t[DN_T_OUT]), err) != ST_OK)
+        dt = -1.0;
+done:
+    for (int i = 0; i < DN_T_N; i++)
+        if (t[i].data)
+            st_backend_release(be, &t[i]);
+    return dt;
+}
+
+/* Chunked (be) against row by row (a backend opened with
+ * STRATA_CUDA_DELTA_CHUNK=0): time and output distance. */
+static int bench_delta(struct st_backend *be, const char *name)
+{
+    const struct st_delta_net_params p = { 16, 32, 128, 1e-6f };
+    const int64_t rows = 512, n_out = rows * p.n_v_heads * p.head_dim;
+    float *oc = malloc((size_t)n_out * sizeof(float)), *orr = malloc((size_t)n_out * sizeof(float));
+    struct st_backend *rec = NULL;
+    struct st_err err;
+    int rc = 1;
+
+    double tc = time_delta(be, &p, rows, oc, &err);
+    if (tc < 0)
+        goto done;
+    setenv("STRATA_CUDA_DELTA_CHUNK", "0", 1);
+    enum st_status orc = st_backend_open(name, NULL, &rec, &err);
+    unsetenv("STRATA_CUDA_DELTA_CHUNK");
+    if (orc != ST_OK)
+        goto done;
+    double tr = time_delta(rec, &p, rows, orr, &err);
+    if (tr < 0)
+        goto done;
+    double d = 0.0, w = 0.0;
+    for (int64_t i = 0; i < n_out; i++)
+        d += ((double)oc[i] - orr[i]) * ((double)oc[i] - orr[i]), w += (double)orr[i] * orr[i];
+    printf("bench: delta_net D=%d Hk=%d Hv=%d, %lld rows of one slot: %8.1f us row by row, "
+           "%8.1f us chunked (%.2fx), outputs %.2g apart (rel)\n", (int)p.head_dim,
+           (int)p.n_k_heads, (int)p.n_v_heads, (long long)rows, tr * 1e6, tc * 1e6, tr / tc,
+           sqrt(d) / (sqrt(w) + 1e-30));
+    rc = 0;
+done:
+    if (rc)
+        fprintf(stderr, "gpu_bench: delta: %s\n", err.msg);
+    if (rec)
+        st_backend_close(rec);
+    free(oc);
+    free(orr);
+    return rc;
+}
+
 static int cmd_kern(int argc, char **argv)
 {
     const enum st_dtype types[] = { ST_DTYPE_Q4_K, ST_DTYPE_IQ3_S, ST_DTYPE_Q6_K, ST_DTYPE_Q8_0,
@@ -383,6 +501,8 @@ static int cmd_kern(int argc, char **argv)
         st_backend_release(be, &w);
         free(host);
     }
+    if (rc == 0)
+        rc = bench_delta(be, name);
     st_backend_close(be);
     return rc;
 }

@@ -22,7 +22,8 @@
 #      error kills every later test of a process), and the first failing
 #      tcase under compute-sanitizer (which kernel, which address), or
 #      cuda_model under it when only that failed;
-#   4. gpu_bench kern: each weight type alone, eager and graphed (GB/s);
+#   4. gpu_bench kern: each weight type alone, eager and graphed (GB/s), and the
+#      delta rule on a 512-row prompt read, chunked against row by row;
 #      tests/gpu/attn_check.cu: both attention kernels against float64, timed;
 #   5. gpu_bench run on a3b Q4_K: prompt 512, decode np 1 and 4 (greedy ids
 #      drawn on the device, sampled ids (top-k 40 / top-p / min-p) drawn on

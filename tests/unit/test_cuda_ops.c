@@ -1450,6 +1450,74 @@ START_TEST(test_cuda_ops_ssm_graph_replay)
 }
 END_TEST
 
+/* Prompt reads: a run of >= 32 rows of one slot takes the chunked form
+ * (kernels/ssm_chunk.cu, 32 rows a chunk, the state carried between), the
+ * shorter runs of the same step the recurrence. Steps are lists of runs
+ * (slot, first position, rows); the CPU chunks the same runs. */
+struct ssm_run {
+    int32_t slot, pos0, len;
+};
+struct ssm_chunk_step {
+    struct ssm_run run[5];
+    bool hard;   /* alpha = 60: the decay underflows to 0 within a chunk */
+};
+static const struct ssm_chunk_step ssm_chunk_steps[] = {
+    /* three prompts: 4 chunks + 12 rows, one chunk + 8, and 7 rows */
+    { { { 0, 0, 140 }, { 1, 0, 40 }, { 2, 0, 7 } }, false },
+    /* slot 1 reads on, slot 0 decodes twice, slot 2 restarts (33 rows)
+     * and then reads 2 rows more in the same step */
+    { { { 1, 40, 35 }, { 0, 140, 1 }, { 2, 0, 33 }, { 0, 141, 1 }, { 2, 33, 2 } }, false },
+    { { { 0, 142, 64 }, { 1, 75, 5 } }, true },
+    /* exactly one chunk; 31 rows stay with the recurrence */
+    { { { 2, 35, 32 }, { 1, 80, 31 } }, false },
+};
+
+static void check_ssm_chunked(const struct ssm_shape *s)
+{
+    struct ssm_rig rc, rg;
+    struct st_err err;
+    ssm_rig_init(&rc, cpu, s, 13);
+    ssm_rig_init(&rg, gpu, s, 13);
+    for (int i = 0; i < (int)ST_ARRAY_LEN(ssm_chunk_steps); i++) {
+        const struct ssm_chunk_step *st = &ssm_chunk_steps[i];
+        int32_t slot[256], pos[256];
+        int64_t n = 0;
+        for (int u = 0; u < 5 && st->run[u].len > 0; u++)
+            for (int32_t t = 0; t < st->run[u].len; t++, n++)
+                slot[n] = st->run[u].slot, pos[n] = st->run[u].pos0 + t;
+        ssm_io_alloc(&rc, n);
+        ssm_io_alloc(&rg, n);
+        ssm_io_write(&rc, 300 + (uint64_t)i, slot, pos);
+        ssm_io_write(&rg, 300 + (uint64_t)i, slot, pos);
+        if (st->hard) {
+            float *al = malloc((size_t)st_tensor_nbytes(&rc.alpha));
+            for (int64_t e = 0; e < st_tensor_nelem(&rc.alpha); e++)
+                al[e] = 60.0f;
+            ck_assert_int_eq(st_backend_write(cpu, &rc.alpha, 0, al, st_tensor_nbytes(&rc.alpha),
+                                              &err), ST_OK);
+            ck_assert_int_eq(st_backend_write(gpu, &rg.alpha, 0, al, st_tensor_nbytes(&rg.alpha),
+                                              &err), ST_OK);
+            free(al);
+        }
+        ck_assert_msg(ssm_ops(&rc, &err) == ST_OK, "%s", err.msg);
+        ck_assert_msg(ssm_ops(&rg, &err) == ST_OK, "%s", err.msg);
+        ssm_same("chunked delta_net + sigmoid_mul", i, &rc.o, &rg.o, 1e-4);
+        ssm_io_free(&rc);
+        ssm_io_free(&rg);
+    }
+    ssm_same("chunked delta state", -1, &rc.dstate, &rg.dstate, 1e-4);
+    ssm_rig_free(&rc);
+    ssm_rig_free(&rg);
+}
+
+START_TEST(test_cuda_ops_delta_chunked_matches_cpu)
+{
+    check_ssm_chunked(&(struct ssm_shape){ 2, 4, 128, 4, 3 });   /* qwen35moe: D 128, Hv = 2 Hk */
+    check_ssm_chunked(&(struct ssm_shape){ 1, 3, 40, 3, 3 });    /* 2 warps of a block idle */
+    check_ssm_chunked(&(struct ssm_shape){ 2, 2, 16, 4, 3 });    /* D < 32: lanes past D */
+}
+END_TEST
+
 /* A slot outside the state is clamped and reported at the next sync. */
 START_TEST(test_cuda_ops_ssm_bad_slot_reported)
 {
@@ -1971,6 +2039,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(ssm, test_cuda_ops_sigmoid_mul);
     tcase_add_test(ssm, test_cuda_ops_ssm_matches_cpu);
     tcase_add_test(ssm, test_cuda_ops_ssm_graph_replay);
+    tcase_add_test(ssm, test_cuda_ops_delta_chunked_matches_cpu);
     tcase_add_test(ssm, test_cuda_ops_ssm_bad_slot_reported);
     suite_add_tcase(s, ssm);
     TCase *fuse = tcase_create("fusion");

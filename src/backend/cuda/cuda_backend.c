@@ -169,6 +169,10 @@ static enum st_status cuda_open(const struct st_backend_config *cfg, struct st_b
     cb->device = dev;
     cb->next_log = (size_t)1 << 30;
     cuda_fuse_init(cb);
+    /* STRATA_CUDA_DELTA_CHUNK=0: prompt reads of the delta rule row by row
+     * (gpu_bench's baseline for the chunked form) */
+    const char *dc = getenv("STRATA_CUDA_DELTA_CHUNK");
+    cb->delta_recurrent = dc && strcmp(dc, "0") == 0;
     rc = open_resources(cb, err);
     if (rc != ST_OK) {
         cuda_close(&cb->base);

@@ -98,6 +98,8 @@ struct cuda_backend {
 
     /* fusion (cuda_fuse.c): STRATA_CUDA_FUSE=0 at open turns it all off */
     bool              fuse;
+    /* STRATA_CUDA_DELTA_CHUNK=0 at open: no chunked delta rule (cuda_ssm.c) */
+    bool              delta_recurrent;
     void             *actq;          /* q8_1 activation rows (rows <= CUDA_MMV_MAX_ROWS) */
     size_t            actq_size;
     struct cuda_actq_rec actq_rec;
