@@ -221,6 +221,7 @@ struct st_kern_delta_net {
     int32_t        n_k_heads, n_v_heads, head_dim;
     float          eps;
     unsigned      *err_flag;
+    int32_t        v_grouped;   /* v head h reads q/k head h / (Hv/Hk), else h mod Hk */
 };
 cudaError_t st_kern_delta_net(const struct st_kern_delta_net *a, cudaStream_t stream);
 

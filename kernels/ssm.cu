@@ -92,6 +92,7 @@ struct dn_args {
     int            hk, hv, d;
     float          eps;
     unsigned      *err_flag;
+    int            grouped;   /* q/k head of v head h: h / (hv/hk), else h mod hk */
 };
 
 /* The warp's rows j0.. of matrix 'mat' (row j at mat + j*d) to or from m. */
@@ -133,7 +134,7 @@ KQ_UNROLL
 template <int NT>
 static __global__ void __launch_bounds__(DN_WARPS * 32) delta_net_f32(dn_args p)
 {
-    const int h = blockIdx.x, g = h % p.hk, lane = threadIdx.x % 32, d = p.d;
+    const int h = blockIdx.x, g = p.grouped ? h / (p.hv / p.hk) : h % p.hk, lane = threadIdx.x % 32, d = p.d;
     const int j0 = ((int)blockIdx.y * DN_WARPS + (int)threadIdx.x / 32) * DN_RPW;
     if (j0 >= d)   /* the whole warp leaves together */
         return;
@@ -200,7 +201,7 @@ extern "C" cudaError_t st_kern_delta_net(const struct st_kern_delta_net *a, cuda
         return cudaErrorInvalidValue;
     const dn_args p = { a->out, a->state, a->qkv, a->alpha, a->beta, a->dt_bias, a->a, a->slot,
                         a->pos, a->n, a->n_slots, a->n_k_heads, a->n_v_heads, a->head_dim,
-                        a->eps, a->err_flag };
+                        a->eps, a->err_flag, a->v_grouped };
     const dim3 grid((unsigned)a->n_v_heads, kq_cdiv(a->head_dim, DN_WARPS * DN_RPW));
     const int d = a->head_dim;
     if (d <= 32)

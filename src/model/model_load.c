@@ -170,7 +170,7 @@ static enum st_status load_layer(struct st_model *m, int64_t l, struct st_err *e
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(rest) && rc == ST_OK; i++)
         rc = wrap_weight(m, rest[i].g, rest[i].t, err);
-    if (rc == ST_OK && m->desc->hp.arch == ST_ARCH_QWEN35MOE)
+    if (rc == ST_OK && st_arch_is_hybrid(m->desc->hp.arch))
         rc = st_fwd_load_hybrid(m, l, err);
     return rc;
 }
@@ -228,7 +228,7 @@ static enum st_status alloc_act(struct st_model *m, struct st_err *err)
     int64_t so = fs > 0 ? e : 1;
     int64_t k = ST_MAX(hp->n_expert_used, 1);
     /* qwen35moe's buffers: the attention gate, the DeltaNet projections */
-    bool next = hp->arch == ST_ARCH_QWEN35MOE;
+    bool next = st_arch_is_hybrid(hp->arch);
     int64_t c3 = next ? 2 * hp->ssm.n_k_heads * hp->ssm.head_dim + hp->ssm.d_inner : 1;
     int64_t cv = next ? hp->ssm.d_inner : 1, hv = next ? hp->ssm.n_v_heads : 1;
     size_t *sz = &m->act_bytes;
