@@ -303,13 +303,13 @@ static enum st_status read_ffn(struct st_desc_ctx *c, struct st_hparams *hp)
     enum st_status rc =
         st_desc_key_int(c, "feed_forward_length", dense, 0, &hp->n_ff);
     if (rc == ST_OK) rc = st_desc_key_int(c, "expert_count", moe, 0, &hp->n_expert);
+    if (rc == ST_OK && dense && hp->n_expert > 0)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL,
+                          "model: %s is dense but expert_count is set", c->arch);
     if (rc == ST_OK)
         rc = st_desc_key_int(c, "expert_used_count", hp->n_expert > 0, 0, &hp->n_expert_used);
     if (rc != ST_OK)
         return rc;
-    if (dense && hp->n_expert > 0)
-        return st_err_set(c->err, ST_ERR_BAD_MODEL,
-                          "model: %s is dense but expert_count is set", c->arch);
     if (hp->n_expert == 0) {
         if (moe || hp->n_ff == 0)
             return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs %s > 0", c->arch,

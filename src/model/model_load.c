@@ -49,7 +49,8 @@ static void count_params(struct st_model *m)
             ld->ffn_gate_inp, ld->ffn_gate_exps, ld->ffn_up_exps, ld->ffn_down_exps,
             ld->exp_probs_b, ld->ffn_gate_shexp, ld->ffn_up_shexp, ld->ffn_down_shexp,
             ld->wqkv, ld->wz, ld->ssm_conv1d, ld->ssm_dt, ld->ssm_a, ld->ssm_alpha,
-            ld->ssm_beta, ld->ssm_norm, ld->ssm_out, ld->ffn_gate_inp_shexp,
+            ld->ssm_beta, ld->ssm_norm, ld->ssm_out, ld->ffn_gate_inp_shexp, ld->ssm_ba,
+            ld->ssm_in,
         };
         for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
             count_tensor(m, all[i]);
