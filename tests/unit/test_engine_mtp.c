@@ -144,6 +144,7 @@ END_TEST
 START_TEST(test_engine_mtp_rollback_recurrent)
 {
     rollback_case("next-tiny", "rollback next");
+    rollback_case("qwen35-tiny", "rollback qwen35");   /* dense FFN, same state */
 }
 END_TEST
 
