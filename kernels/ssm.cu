@@ -134,7 +134,8 @@ KQ_UNROLL
 template <int NT>
 static __global__ void __launch_bounds__(DN_WARPS * 32) delta_net_f32(dn_args p)
 {
-    const int h = blockIdx.x, g = p.grouped ? h / (p.hv / p.hk) : h % p.hk, lane = threadIdx.x % 32, d = p.d;
+    const int h = blockIdx.x, lane = threadIdx.x % 32, d = p.d;
+    const int g = p.grouped ? h / (p.hv / p.hk) : h % p.hk;   /* h's q/k head */
     const int j0 = ((int)blockIdx.y * DN_WARPS + (int)threadIdx.x / 32) * DN_RPW;
     if (j0 >= d)   /* the whole warp leaves together */
         return;

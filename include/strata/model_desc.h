@@ -8,10 +8,12 @@
  * normal rope), glm4moe (GLM-4.5 / 4.5-Air: leading dense layers, then
  * MoE with sigmoid routing, a selection bias and a shared expert; q/k/v
  * biases, optional QK-norm, partial NEOX rope; docs/GGUF.md "glm4moe"),
- * qwen35moe (Qwen3.5-MoE / Qwen3-Next: three of four layers Gated DeltaNet
- * linear attention with per-slot recurrent state, the fourth gated full
- * attention with partial NEOX rope; routed experts plus a sigmoid-gated
- * shared expert; docs/GGUF.md "qwen35moe").
+ * qwen35moe (Qwen3.5-MoE: three of four layers Gated DeltaNet linear
+ * attention with per-slot recurrent state, the fourth gated full attention
+ * with partial NEOX rope; routed experts plus a sigmoid-gated shared
+ * expert; docs/GGUF.md "qwen35moe"), qwen3next (Qwen3-Next: the same with
+ * fused beta/alpha and v heads grouped by k head; "qwen3next") and qwen35
+ * (dense Qwen3.5: the same layers, a dense FFN; "qwen35").
  * A missing or misshapen tensor, a missing required key or a tensor type
  * strata cannot compute on is an ST_ERR_BAD_MODEL load error naming the
  * key or tensor.

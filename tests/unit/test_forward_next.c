@@ -287,7 +287,8 @@ static Suite *suite(void)
     Suite *s = suite_create("forward_next");
     TCase *t = tcase_create("next");
     tcase_set_timeout(t, 300);
-    tcase_add_loop_test(t, test_next_matches_reference, 0, (int)(sizeof(models) / sizeof(models[0])));
+    tcase_add_loop_test(t, test_next_matches_reference, 0,
+                        (int)(sizeof(models) / sizeof(models[0])));
     tcase_add_test(t, test_next_state_rules);
     tcase_add_test(t, test_next_refused_variants);
     tcase_add_test(t, test_nextfam_refused_variants);
