@@ -33,7 +33,7 @@ static int usage(FILE *f)
           "             experts top-4 (CPU benchmarks); the Qwen3.5-35B-A3B shape (E 2048,\n"
           "             40 layers, 256 experts top-8, vocabulary 248,320) for the GPU\n"
           "             next80-tiny, next80-a3b: a qwen3next (Qwen3-Next: the same layers\n"
-          "             with fused ssm_ba, no MTP block): E 64, 4 layers; the\n"
+          "             with fused ssm_ba, grouped v heads): E 64, 4 layers; the\n"
           "             Qwen3-Next-80B-A3B shape (E 2048, 48 layers, 512 experts top-10);\n"
           "             next80-tiny-ssm-in: next80-tiny in the older fused ssm_in layout\n"
           "             qwen35-tiny: a qwen35 (dense Qwen3.5: the same layers, dense FFN)\n"

@@ -37,7 +37,7 @@ struct next_shape {
     int64_t K;            /* conv taps */
     int64_t Fs;           /* shared expert width (0: dense FFN) */
     int64_t interval;     /* full_attention_interval */
-    const char *arch;     /* "qwen35moe", "qwen3next" (fused ssm_ba, no MTP) or "qwen35" */
+    const char *arch;     /* "qwen35moe", "qwen3next" (fused ssm_ba, grouped v) or "qwen35" */
     bool ssm_in;          /* qwen3next's older fused ssm_in instead of attn_qkv + attn_gate */
 };
 

@@ -33,7 +33,7 @@ static const struct next_shape next_tiny = { 2, 4, 16, 4, 32, 4, "qwen35moe", fa
 static const struct next_shape next_medium = { 4, 8, 64, 4, 256, 4, "qwen35moe", false };
 static const struct next_shape next_a3b = { 16, 32, 128, 4, 512, 4, "qwen35moe", false };
 /* qwen3next (Qwen3-Next-80B-A3B's layout: fused ssm_ba, v heads grouped by
- * k head, plain rope, no MTP block): next80-tiny for tests, next80-tiny-ssm-in
+ * k head, plain rope): next80-tiny for tests, next80-tiny-ssm-in
  * the same in the older converter's fused ssm_in, next80-a3b the published
  * shape (48 layers, 512 experts top-10 of width 512 plus a shared one, 16 q /
  * 2 kv heads of 256 with 64 rotated dims; DeltaNet 16 q/k and 32 v heads of
@@ -287,9 +287,6 @@ enum st_status st_make_model(const struct st_make_model_opts *o, struct st_err *
     if (rc != ST_OK)
         return rc;
     b.seed = o->seed;
-    if (o->mtp && b.p->next && strcmp(b.p->next->arch, "qwen3next") == 0)
-        return st_err_set(err, ST_ERR_INVALID, "make-model: %s has no MTP block (qwen3next "
-                          "files carry none: llama.cpp's converter drops it)", b.p->name);
     /* mtp-demo and the glm presets imply --mtp */
     b.n_blocks = b.p->L + (o->mtp || b.p->mtp_demo || b.p->glm ? 1 : 0);
     rc = o->vocab_path ? st_mm_vocab_import(&v, o->vocab_path, o->n_vocab, err)
