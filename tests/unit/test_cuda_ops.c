@@ -1402,7 +1402,7 @@ START_TEST(test_cuda_ops_ssm_matches_cpu)
     check_ssm(&(struct ssm_shape){ 2, 4, 16, 4, 3, false }); /* Hv = 2 Hk, one warp's lanes idle */
     check_ssm(&(struct ssm_shape){ 2, 4, 128, 4, 3, false }); /* qwen35moe's width, 1024 channels */
     check_ssm(&(struct ssm_shape){ 1, 3, 48, 3, 3, false }); /* D not a multiple of 32 */
-    check_ssm(&(struct ssm_shape){ 2, 6, 32, 4, 2, true });   /* qwen3next's grouped heads */
+    check_ssm(&(struct ssm_shape){ 2, 6, 32, 4, 3, true });  /* qwen3next's grouped heads */
 }
 END_TEST
 
