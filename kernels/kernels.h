@@ -223,6 +223,7 @@ struct st_kern_delta_net {
     float          eps;
     unsigned      *err_flag;
     int32_t        recurrent;   /* 1: row by row even for long runs */
+    int32_t        v_grouped;   /* v head h reads q/k head h / (Hv/Hk), else h mod Hk */
 };
 cudaError_t st_kern_delta_net(const struct st_kern_delta_net *a, cudaStream_t stream);
 

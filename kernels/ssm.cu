@@ -105,7 +105,7 @@ extern "C" cudaError_t st_kern_delta_net(const struct st_kern_delta_net *a, cuda
         return cudaErrorInvalidValue;
     const dn_args p = { a->out, a->state, a->qkv, a->alpha, a->beta, a->dt_bias, a->a, a->slot,
                         a->pos, a->n, a->n_slots, a->n_k_heads, a->n_v_heads, a->head_dim,
-                        a->eps, a->err_flag };
+                        a->eps, a->err_flag, a->v_grouped };
     const dim3 grid((unsigned)a->n_v_heads, kq_cdiv(a->head_dim, DN_WARPS * DN_RPW));
     const int d = a->head_dim;
     /* a prompt read (a run of DC_ROWS rows of one slot) needs that many

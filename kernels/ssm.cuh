@@ -37,7 +37,15 @@ struct dn_args {
     int            hk, hv, d;
     float          eps;
     unsigned      *err_flag;
+    int            grouped;   /* q/k head of v head h: h / (hv/hk), else h mod hk */
 };
+
+/* The q/k head v head h reads: qwen3next groups the v heads of one q/k
+ * head together, qwen35* tiles them (docs/GGUF.md). */
+static __device__ __forceinline__ int dn_qk_head(const dn_args &p, int h)
+{
+    return p.grouped ? h / (p.hv / p.hk) : h % p.hk;
+}
 
 /* Row r, v head h: log of the decay, softplus(alpha + dt_bias) * a, as the
  * CPU's cpu_delta_prep computes it. */
@@ -99,7 +107,7 @@ template <int NT>
 static __device__ __forceinline__ void dn_step(const dn_args &p, float (&m)[DN_RPW][NT],
                                                int64_t r, int h, int j0, int lane)
 {
-    const int g = h % p.hk, d = p.d;
+    const int g = dn_qk_head(p, h), d = p.d;
     const int64_t c3 = (int64_t)(2 * p.hk + p.hv) * d;
     const float *row = p.qkv + r * c3;
     float q[NT], k[NT];

@@ -60,7 +60,7 @@ template <int NT>
 static __device__ void dc_chunk(const dn_args &p, dc_smem<NT> &sm, float (&m)[DN_RPW][NT],
                                 int64_t r0, int L, int h, int j0, bool rows)
 {
-    const int g = h % p.hk, d = p.d, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int g = dn_qk_head(p, h), d = p.d, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int64_t c3 = (int64_t)(2 * p.hk + p.hv) * d;
 
     __syncthreads();   /* the previous chunk is done reading sm */

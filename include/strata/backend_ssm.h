@@ -40,6 +40,7 @@ struct st_delta_net_params {
     int32_t n_v_heads;   /* Hv: v heads, a multiple of Hk */
     int32_t head_dim;    /* D: the width of every q, k and v head */
     float   eps;         /* the l2 norm's floor (layer_norm_rms_epsilon) */
+    bool    v_grouped;   /* v head h reads q/k head h / (Hv/Hk) (qwen3next), not h mod Hk */
 };
 
 /* The gated delta rule (Gated DeltaNet), per row in order, with a D x D
@@ -48,7 +49,8 @@ struct st_delta_net_params {
  * (raw projections); dt_bias, a: f32 [Hv] (a = -exp(A_log) < 0); state:
  * f32 [D, D, Hv, S] (element (i, j, h, s): row j, column i of slot s's
  * matrix M for head h; one layer's slice); out: f32 [Hv*D, n].
- * For v head h (its q/k head is g = h mod Hk, ggml's tiling):
+ * For v head h (its q/k head is g = h mod Hk, ggml's tiling; with
+ * p->v_grouped, g = h / (Hv/Hk), Qwen3-Next's v heads grouped by k head):
  *   q = q_g / max(|q_g|, eps), k = k_g / max(|k_g|, eps)
  *   M *= exp(softplus(alpha[h] + dt_bias[h]) * a[h])   softplus(x > 20) = x
  *   d[j] = (v_h[j] - sum_i M[j][i] k[i]) * sigmoid(beta[h])

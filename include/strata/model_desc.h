@@ -8,10 +8,12 @@
  * normal rope), glm4moe (GLM-4.5 / 4.5-Air: leading dense layers, then
  * MoE with sigmoid routing, a selection bias and a shared expert; q/k/v
  * biases, optional QK-norm, partial NEOX rope; docs/GGUF.md "glm4moe"),
- * qwen35moe (Qwen3.5-MoE / Qwen3-Next: three of four layers Gated DeltaNet
- * linear attention with per-slot recurrent state, the fourth gated full
- * attention with partial NEOX rope; routed experts plus a sigmoid-gated
- * shared expert; docs/GGUF.md "qwen35moe").
+ * qwen35moe (Qwen3.5-MoE: three of four layers Gated DeltaNet linear
+ * attention with per-slot recurrent state, the fourth gated full attention
+ * with partial NEOX rope; routed experts plus a sigmoid-gated shared
+ * expert; docs/GGUF.md "qwen35moe"), qwen3next (Qwen3-Next: the same with
+ * fused beta/alpha and v heads grouped by k head; "qwen3next") and qwen35
+ * (dense Qwen3.5: the same layers, a dense FFN; "qwen35").
  * A missing or misshapen tensor, a missing required key or a tensor type
  * strata cannot compute on is an ST_ERR_BAD_MODEL load error naming the
  * key or tensor.
@@ -40,7 +42,15 @@ enum st_arch {
     ST_ARCH_QWEN3MOE,
     ST_ARCH_GLM4MOE,
     ST_ARCH_QWEN35MOE,
+    ST_ARCH_QWEN3NEXT,   /* Qwen3-Next: qwen35moe's layers, fused ssm_ba, grouped v heads */
+    ST_ARCH_QWEN35,      /* dense Qwen3.5: qwen35moe's layers with a dense FFN */
 };
+
+/* The hybrid (Gated DeltaNet + gated attention) architectures. */
+static inline bool st_arch_is_hybrid(enum st_arch a)
+{
+    return a == ST_ARCH_QWEN35MOE || a == ST_ARCH_QWEN3NEXT || a == ST_ARCH_QWEN35;
+}
 
 /* Gated DeltaNet sizes (qwen35moe's <arch>.ssm.* keys). */
 struct st_ssm_hparams {
@@ -49,6 +59,8 @@ struct st_ssm_hparams {
     int64_t head_dim;      /* ssm.state_size: one head's k and v width */
     int64_t n_v_heads;     /* ssm.time_step_rank */
     int64_t n_k_heads;     /* ssm.group_count (q and k heads) */
+    bool    v_grouped;     /* v head h reads q/k head h / (n_v/n_k) (qwen3next: HF's order);
+                            * else h mod n_k (qwen35*: llama.cpp's converter tiles them) */
 };
 
 struct st_hparams {
@@ -95,7 +107,7 @@ struct st_hparams {
     bool     qk_norm;          /* per-head RMSNorm of q and k before rope (qwen3*; glm4moe
                                 * when blk.0.attn_q_norm is present) */
     bool     tied_output;      /* no output.weight: the LM head is token_embd */
-    /* qwen35moe only (zero elsewhere) */
+    /* hybrid architectures only (st_arch_is_hybrid; zero elsewhere) */
     struct st_ssm_hparams ssm;
     int64_t  n_ff_shexp;       /* expert_shared_feed_forward_length: shared expert width */
     int64_t  n_recurrent;      /* main layers that are Gated DeltaNet */
@@ -139,6 +151,10 @@ struct st_layer_desc {
     const struct st_gguf_tensor *ssm_a;          /* ssm_a (Hv) F32: -exp(A_log) */
     const struct st_gguf_tensor *ssm_alpha;      /* (E, Hv) */
     const struct st_gguf_tensor *ssm_beta;       /* (E, Hv) */
+    const struct st_gguf_tensor *ssm_ba;         /* qwen3next instead of alpha and beta: (E, 2Hv),
+                                                  * per k head Hv/Hk beta rows then Hv/Hk alpha */
+    const struct st_gguf_tensor *ssm_in;         /* qwen3next's older files instead of wqkv and
+                                                  * wz: (E, 2Ck + 2Cv), per k head q, k, v, z */
     const struct st_gguf_tensor *ssm_norm;       /* (head_dim) F32 */
     const struct st_gguf_tensor *ssm_out;        /* (Cv, E) */
     const struct st_gguf_tensor *ffn_gate_inp_shexp; /* (E) the shared expert's gate */

@@ -32,6 +32,11 @@ static int usage(FILE *f)
           "             plus a gated shared expert): E 64, 4 layers; E 768, 12 layers, 16\n"
           "             experts top-4 (CPU benchmarks); the Qwen3.5-35B-A3B shape (E 2048,\n"
           "             40 layers, 256 experts top-8, vocabulary 248,320) for the GPU\n"
+          "             next80-tiny, next80-a3b: a qwen3next (Qwen3-Next: the same layers\n"
+          "             with fused ssm_ba, grouped v heads): E 64, 4 layers; the\n"
+          "             Qwen3-Next-80B-A3B shape (E 2048, 48 layers, 512 experts top-10);\n"
+          "             next80-tiny-ssm-in: next80-tiny in the older fused ssm_in layout\n"
+          "             qwen35-tiny: a qwen35 (dense Qwen3.5: the same layers, dense FFN)\n"
           "  --quant    f32 f16 bf16 q8_0 (default) q4_0 q4_1 q5_0 q5_1 q2_k q2_k_s q3_k\n"
           "             q3_k_m q3_k_l q4_k q4_k_m q5_k q6_k iq3_s iq3_xxs iq4_xs\n"
           "             (q2_k, q2_k_s, q3_k_m, q3_k_l, q4_k_m: llama-quantize's mixes)\n"
@@ -96,8 +101,11 @@ int st_cli_make_model(int argc, char **argv)
     }
     bool glm = o.preset && strncmp(o.preset, "glm-", 4) == 0;
     bool next = o.preset && strncmp(o.preset, "next-", 5) == 0;
+    bool next80 = o.preset && strncmp(o.preset, "next80-", 7) == 0;
+    bool qwen35 = o.preset && strncmp(o.preset, "qwen35-", 7) == 0;
     printf("wrote %s (%s, preset %s, %s, seed %llu%s)\n", o.out_path,
-           glm ? "glm4moe" : next ? "qwen35moe" : "qwen3moe",
+           glm ? "glm4moe" : next ? "qwen35moe" : next80 ? "qwen3next" : qwen35 ? "qwen35"
+                                                                          : "qwen3moe",
            o.preset ? o.preset : "tiny", o.quant ? o.quant : "q8_0",
            (unsigned long long)o.seed,
            o.mtp || glm || (o.preset && strcmp(o.preset, "mtp-demo") == 0) ? ", with an MTP block"

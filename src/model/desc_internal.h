@@ -1,5 +1,5 @@
 /* desc_internal.h -- the key readers and tensor binders of model_desc.c,
- * shared with model_desc_hybrid.c (qwen35moe's Gated DeltaNet layers).
+ * shared with model_desc_hybrid.c (the hybrids' Gated DeltaNet layers).
  * Private to src/model.
  */
 #ifndef STRATA_MODEL_DESC_INTERNAL_H
@@ -40,12 +40,12 @@ ST_MUST_CHECK
 enum st_status st_desc_bind_shexp(struct st_desc_ctx *c, int64_t il, int64_t E, int64_t Fs,
                                   struct st_layer_desc *L);
 
-/* model_desc_hybrid.c: the ssm.* keys, the shared expert's width and the
- * recurrent-layer count of a qwen35moe. */
+/* model_desc_hybrid.c: the ssm.* keys, the shared expert's width (MoE
+ * ones) and the recurrent-layer count of a hybrid (st_arch_is_hybrid). */
 ST_MUST_CHECK
 enum st_status st_desc_read_hybrid(struct st_desc_ctx *c, struct st_hparams *hp);
 
-/* Whether main layer il of a qwen35moe is Gated DeltaNet:
+/* Whether main layer il of a hybrid is Gated DeltaNet:
  * <arch>.attention.recurrent_layers when present (one entry per block),
  * else every layer but each full_attention_interval-th (default 4).
  * MTP blocks never are. */
@@ -53,12 +53,13 @@ ST_MUST_CHECK
 enum st_status st_desc_is_recurrent(struct st_desc_ctx *c, const struct st_hparams *hp,
                                     int64_t il, bool *out);
 
-/* The Gated DeltaNet tensors of layer il (attn_norm is bound by the caller). */
+/* The Gated DeltaNet tensors of layer il (attn_norm is bound by the caller;
+ * qwen3next: ssm_ba for alpha and beta, ssm_in when attn_qkv is absent). */
 ST_MUST_CHECK
 enum st_status st_desc_bind_recurrent(struct st_desc_ctx *c, const struct st_hparams *hp,
                                       int64_t il, struct st_layer_desc *L);
 
-/* The sigmoid-gated shared expert of layer il (qwen35moe). */
+/* The sigmoid-gated shared expert of layer il (qwen35moe, qwen3next). */
 ST_MUST_CHECK
 enum st_status st_desc_bind_gated_shexp(struct st_desc_ctx *c, const struct st_hparams *hp,
                                         int64_t il, struct st_layer_desc *L);

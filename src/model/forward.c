@@ -157,7 +157,7 @@ static enum st_status layer(struct st_model *m, int64_t l, const struct st_fwd_r
     const struct st_fwd_layer *w = &m->layers[l];
     const struct st_tensor *next =
         l + 1 < m->desc->hp.n_layer ? &m->layers[l + 1].attn_norm : NULL;
-    if (m->desc->hp.arch == ST_ARCH_QWEN35MOE)
+    if (st_arch_is_hybrid(m->desc->hp.arch))
         return st_fwd_hybrid_layer(m, w, r, l > 0, next, err);
     struct st_tensor kc = st_tensor_slice(&m->kcache, 3, w->kv_index, 1);
     struct st_tensor vc = st_tensor_slice(&m->vcache, 3, w->kv_index, 1);

@@ -1,5 +1,7 @@
-/* forward_hybrid.c -- the qwen35moe layer program (Qwen3.5-MoE / Qwen3-Next,
- * llama.cpp's graph is the reference), written once against the op table:
+/* forward_hybrid.c -- the hybrid layer program (qwen35moe, qwen3next and
+ * qwen35; llama.cpp's graphs are the reference), written once against the
+ * op table; the variants differ in data only (qwen3next's fused ssm_ba
+ * is split at load and its v heads are grouped, qwen35's FFN is dense):
  *
  *   h = rmsnorm(x) * attn_norm
  *   Gated DeltaNet layer (three of every four):
@@ -14,6 +16,7 @@
  *     o = (att * sigmoid(gate)) Wo^T
  *   x += o;  h = rmsnorm(x) * post_attention_norm
  *   o = routed experts(h) + sigmoid(h . w_shexp_gate) * shared expert(h)
+ *       (qwen35: o = the dense SwiGLU FFN(h))
  *   x += o
  *
  * The recurrent ops start a slot's state afresh at position 0 and carry
@@ -42,6 +45,7 @@ static enum st_status delta_net(struct st_model *m, const struct st_fwd_layer *w
         .n_v_heads = (int32_t)hp->ssm.n_v_heads,
         .head_dim = (int32_t)hp->ssm.head_dim,
         .eps = hp->rms_eps,
+        .v_grouped = hp->ssm.v_grouped,
     };
     TRY(st_backend_matmul(be, &r->mix, &r->h, &w->wqkv, err));
     TRY(st_backend_matmul(be, &r->z, &r->h, &w->wz, err));
@@ -73,11 +77,14 @@ static enum st_status gated_attention(struct st_model *m, const struct st_fwd_la
     return st_backend_matmul(be, &r->o, &r->att, &w->wo, err);
 }
 
-/* o = routed experts + sigmoid(h . shexp_gate) * shared expert. */
+/* o = routed experts + sigmoid(h . shexp_gate) * shared expert, or
+ * qwen35's dense FFN (no router). */
 static enum st_status gated_ffn(struct st_model *m, const struct st_fwd_layer *w,
                                 const struct st_fwd_rows *r, struct st_err *err)
 {
     struct st_backend *be = m->be;
+    if (!w->router.data)
+        return st_fwd_swiglu(m, &r->o, &w->ffn_gate, &w->ffn_up, &w->ffn_down, r, err);
     TRY(st_fwd_moe(m, w, r, err));
     TRY(st_fwd_swiglu(m, &r->so, &w->gate_shexp, &w->up_shexp, &w->down_shexp, r, err));
     TRY(st_backend_matmul(be, &r->sgate, &r->h, &w->shexp_gate, err));

@@ -46,7 +46,7 @@ struct st_fwd_layer {
     struct st_tensor gate_shexp;   /* MoE: any [E, Fs] shared expert (glm4moe), or empty */
     struct st_tensor up_shexp;     /* MoE: any [E, Fs] */
     struct st_tensor down_shexp;   /* MoE: any [Fs, E] */
-    /* qwen35moe (Ck = Hk*Dk, Cv = Hv*Dv of the DeltaNet heads, C3 = 2Ck + Cv): */
+    /* hybrids (Ck = Hk*Dk, Cv = Hv*Dv of the DeltaNet heads, C3 = 2Ck + Cv): */
     struct st_tensor wq_gate;      /* gated attention: any [E, H*D], the output gate's rows
                                     * of attn_q (wq keeps the query's rows) */
     struct st_tensor shexp_gate;   /* any [E, 1]: the shared expert's sigmoid gate */
@@ -102,7 +102,7 @@ struct st_fwd_act {
     struct st_tensor score_next;  /* i32 [1, O]  the token each scored row scores */
     struct st_tensor score_vals;  /* f32 [1, W]  logprobs (out) */
     struct st_tensor score_ids;   /* i32 [1, W]  rank, then the best ids (out) */
-    /* qwen35moe only ([1, R] elsewhere) */
+    /* hybrids only ([1, R] elsewhere) */
     struct st_tensor qgate;    /* f32 [H*D, R]  gated attention's output gate */
     struct st_tensor sgate;    /* f32 [1, R]    the shared expert's gate */
     struct st_tensor mix;      /* f32 [C3, R]   DeltaNet: q, k, v before the conv */
@@ -131,7 +131,7 @@ struct st_model {
     struct st_fwd_layer   *layers;       /* owned; n_layer (MTP blocks are not loaded) */
     struct st_tensor       kcache;       /* f16 [Hkv*D, C, S, La] (La: attention layers) */
     struct st_tensor       vcache;       /* f16 [Hkv*D, C, S, La] */
-    /* qwen35moe: per-slot recurrent state of its Lr DeltaNet layers, valid
+    /* hybrids: per-slot recurrent state of its Lr DeltaNet layers, valid
      * at the end of what the slot has read (it cannot be cut back) */
     struct st_tensor       conv_state;   /* f32 [C3, K-1, S, Lr] */
     struct st_tensor       delta_state;  /* f32 [Dv, Dv, Hv, S*Lr] */
@@ -157,7 +157,7 @@ struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t
  * owned). The MTP passes point pos and slot at their own columns. */
 struct st_fwd_rows {
     struct st_tensor x, h, q, k, v, att, o, g, u, so, sel, wts, ids, pos, slot;
-    struct st_tensor qgate, sgate, mix, conv, z, alpha, beta, y;   /* qwen35moe */
+    struct st_tensor qgate, sgate, mix, conv, z, alpha, beta, y;   /* hybrids */
 };
 
 void st_fwd_cut_rows(const struct st_fwd_act *a, int64_t n, struct st_fwd_rows *r);
@@ -189,7 +189,7 @@ ST_MUST_CHECK
 enum st_status st_fwd_moe(struct st_model *m, const struct st_fwd_layer *w,
                           const struct st_fwd_rows *r, struct st_err *err);
 
-/* forward_hybrid.c: one qwen35moe block over the rows of r (Gated DeltaNet
+/* forward_hybrid.c: one hybrid block over the rows of r (Gated DeltaNet
  * or gated attention over kc/vc, then the routed and the gated shared
  * expert), with st_fwd_layer_block's h_ready / next_norm contract; the MTP
  * layer runs its nextn block through it. */
@@ -204,7 +204,7 @@ enum st_status st_fwd_hybrid_layer(struct st_model *m, const struct st_fwd_layer
                                    const struct st_fwd_rows *r, bool h_ready,
                                    const struct st_tensor *next_norm, struct st_err *err);
 
-/* model_load_hybrid.c: a qwen35moe layer's own weights (the split attn_q,
+/* model_load_hybrid.c: a hybrid layer's own weights (the split attn_q,
  * the DeltaNet tensors, the shared expert's gate): layer l of the main
  * model into m->layers[l], or (mtp) the nextn block d into *w. */
 ST_MUST_CHECK

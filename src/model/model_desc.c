@@ -20,6 +20,8 @@ const char *st_arch_name(enum st_arch a)
     case ST_ARCH_QWEN3MOE: return "qwen3moe";
     case ST_ARCH_GLM4MOE:  return "glm4moe";
     case ST_ARCH_QWEN35MOE: return "qwen35moe";
+    case ST_ARCH_QWEN3NEXT: return "qwen3next";
+    case ST_ARCH_QWEN35:    return "qwen35";
     }
     return "?";
 }
@@ -228,10 +230,10 @@ static enum st_status read_counts(struct st_desc_ctx *c, struct st_hparams *hp)
             "are inconsistent",
             (long long)hp->n_head, (long long)hp->n_head_kv, (long long)hp->head_dim_k,
             (long long)hp->head_dim_v, (long long)hp->n_rot);
-    /* llama, glm4moe and qwen35moe rotate the first n_rot dims only (glm: 64
-     * of 128; Qwen3.5: 64 of 256) */
+    /* llama, glm4moe and the hybrids rotate the first n_rot dims only (glm:
+     * 64 of 128; Qwen3.5 and Qwen3-Next: 64 of 256) */
     if (hp->arch != ST_ARCH_LLAMA && hp->arch != ST_ARCH_GLM4MOE &&
-        hp->arch != ST_ARCH_QWEN35MOE && hp->n_rot != hp->head_dim_k)
+        !st_arch_is_hybrid(hp->arch) && hp->n_rot != hp->head_dim_k)
         return st_err_set(c->err, ST_ERR_BAD_MODEL,
                           "model: %s needs rope.dimension_count == key_length", c->arch);
     return ST_OK;
@@ -293,20 +295,21 @@ static enum st_status read_glm_moe(struct st_desc_ctx *c, struct st_hparams *hp)
 static enum st_status read_ffn(struct st_desc_ctx *c, struct st_hparams *hp)
 {
     bool moe = hp->arch == ST_ARCH_QWEN3MOE || hp->arch == ST_ARCH_GLM4MOE ||
-               hp->arch == ST_ARCH_QWEN35MOE;
+               hp->arch == ST_ARCH_QWEN35MOE || hp->arch == ST_ARCH_QWEN3NEXT;
+    bool dense = hp->arch == ST_ARCH_QWEN3 || hp->arch == ST_ARCH_QWEN35;
     hp->moe_gating = ST_MOE_GATING_SOFTMAX;
     hp->moe_norm = true;
     hp->moe_scale = 1.0f;
     enum st_status rc =
-        st_desc_key_int(c, "feed_forward_length", hp->arch == ST_ARCH_QWEN3, 0, &hp->n_ff);
+        st_desc_key_int(c, "feed_forward_length", dense, 0, &hp->n_ff);
     if (rc == ST_OK) rc = st_desc_key_int(c, "expert_count", moe, 0, &hp->n_expert);
+    if (rc == ST_OK && dense && hp->n_expert > 0)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL,
+                          "model: %s is dense but expert_count is set", c->arch);
     if (rc == ST_OK)
         rc = st_desc_key_int(c, "expert_used_count", hp->n_expert > 0, 0, &hp->n_expert_used);
     if (rc != ST_OK)
         return rc;
-    if (hp->arch == ST_ARCH_QWEN3 && hp->n_expert > 0)
-        return st_err_set(c->err, ST_ERR_BAD_MODEL,
-                          "model: qwen3 is dense but expert_count is set");
     if (hp->n_expert == 0) {
         if (moe || hp->n_ff == 0)
             return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs %s > 0", c->arch,
@@ -335,8 +338,8 @@ static enum st_status read_hparams(struct st_desc_ctx *c, struct st_hparams *hp)
     if (rc == ST_OK) rc = read_rope_scaling(c, hp);
     hp->rope_neox = hp->arch != ST_ARCH_LLAMA;
     hp->qk_norm = hp->arch == ST_ARCH_QWEN3 || hp->arch == ST_ARCH_QWEN3MOE ||
-                  hp->arch == ST_ARCH_QWEN35MOE;
-    if (rc == ST_OK && hp->arch == ST_ARCH_QWEN35MOE)
+                  st_arch_is_hybrid(hp->arch);
+    if (rc == ST_OK && st_arch_is_hybrid(hp->arch))
         rc = st_desc_read_hybrid(c, hp);
     /* glm4moe: GLM-4.5 (355B) has per-head q/k norms, 4.5-Air has none */
     if (hp->arch == ST_ARCH_GLM4MOE)
@@ -394,7 +397,8 @@ static enum st_status bind_ffn(struct st_desc_ctx *c, const struct st_hparams *h
 {
     int64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
     bool glm = hp->arch == ST_ARCH_GLM4MOE;
-    bool post = glm || hp->arch == ST_ARCH_QWEN35MOE;   /* llama.cpp's name for the FFN norm */
+    /* llama.cpp's name for the FFN norm */
+    bool post = glm || st_arch_is_hybrid(hp->arch);
     enum st_status rc = st_desc_bind_blk(c, il, post ? "post_attention_norm" : "ffn_norm",
                                          ST_DESC_NORM, true, E, 1, 1, &L->ffn_norm);
     if (rc != ST_OK)
@@ -419,7 +423,7 @@ static enum st_status bind_ffn(struct st_desc_ctx *c, const struct st_hparams *h
     if (rc == ST_OK)
         rc = st_desc_bind_blk(c, il, "ffn_down_exps", ST_DESC_WEIGHT, true, F, E, X,
                               &L->ffn_down_exps);
-    if (rc == ST_OK && hp->arch == ST_ARCH_QWEN35MOE)
+    if (rc == ST_OK && st_arch_is_hybrid(hp->arch))
         return st_desc_bind_gated_shexp(c, hp, il, L);
     if (rc != ST_OK || !glm)
         return rc;
@@ -497,9 +501,13 @@ static enum st_status read_arch(struct st_desc_ctx *c, struct st_hparams *hp, st
         hp->arch = ST_ARCH_LLAMA;
     else if (st_str_eq_c(a, "qwen35moe"))
         hp->arch = ST_ARCH_QWEN35MOE;
+    else if (st_str_eq_c(a, "qwen3next"))
+        hp->arch = ST_ARCH_QWEN3NEXT;
+    else if (st_str_eq_c(a, "qwen35"))
+        hp->arch = ST_ARCH_QWEN35;
     else
         return st_err_set(err, ST_ERR_BAD_MODEL, "model: architecture '%.*s' is not supported "
-                          "(qwen3moe, qwen3, llama, glm4moe, qwen35moe are)",
+                          "(qwen3moe, qwen3, llama, glm4moe, qwen35moe, qwen3next, qwen35 are)",
                           (int)ST_MIN(a.len, 40), a.ptr);
     snprintf(hp->arch_name, sizeof(hp->arch_name), "%s", st_arch_name(hp->arch));
     c->arch = hp->arch_name;
@@ -530,7 +538,7 @@ enum st_status st_model_desc_load(const struct st_gguf *g, struct st_model_desc 
         goto fail;
     }
     for (int64_t il = 0; rc == ST_OK && il < d->n_layers_all; il++) {
-        if (d->hp.arch == ST_ARCH_QWEN35MOE)
+        if (st_arch_is_hybrid(d->hp.arch))
             rc = st_desc_is_recurrent(&c, &d->hp, il, &d->layers[il].recurrent);
         if (rc == ST_OK) rc = bind_attn(&c, &d->hp, il, &d->layers[il]);
         if (rc == ST_OK) rc = bind_ffn(&c, &d->hp, il, &d->layers[il]);

@@ -1,8 +1,9 @@
-/* model_desc_hybrid.c -- qwen35moe's own keys and tensors (Qwen3.5-MoE,
- * llama.cpp's names): the Gated DeltaNet sizes (ssm.*), which layers are
- * recurrent, the fused q/k/v and z projections, the conv taps, the decay
- * and gate parameters, and the sigmoid-gated shared expert.
- * docs/GGUF.md "qwen35moe" has the layout.
+/* model_desc_hybrid.c -- the hybrid architectures' own keys and tensors
+ * (qwen35moe, qwen3next, qwen35; llama.cpp's names): the Gated DeltaNet
+ * sizes (ssm.*), which layers are recurrent, the fused q/k/v and z
+ * projections, the conv taps, the decay and gate parameters, and the
+ * sigmoid-gated shared expert of the MoE ones. docs/GGUF.md "qwen35moe",
+ * "qwen3next" and "qwen35" have the layouts.
  */
 #include <stdio.h>
 
@@ -34,10 +35,11 @@ static enum st_status read_ssm(struct st_desc_ctx *c, struct st_ssm_hparams *s)
 enum st_status st_desc_read_hybrid(struct st_desc_ctx *c, struct st_hparams *hp)
 {
     enum st_status rc = read_ssm(c, &hp->ssm);
-    if (rc == ST_OK)
+    hp->ssm.v_grouped = hp->arch == ST_ARCH_QWEN3NEXT;
+    if (rc == ST_OK && hp->n_expert > 0)   /* qwen35 is dense: no shared expert */
         rc = st_desc_key_int(c, "expert_shared_feed_forward_length", false, hp->n_ff,
                              &hp->n_ff_shexp);
-    if (rc == ST_OK && hp->n_ff_shexp == 0)
+    if (rc == ST_OK && hp->n_expert > 0 && hp->n_ff_shexp == 0)
         rc = st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs "
                         "expert_shared_feed_forward_length > 0", c->arch);
     if (rc != ST_OK)
@@ -86,6 +88,43 @@ enum st_status st_desc_is_recurrent(struct st_desc_ctx *c, const struct st_hpara
     return ST_OK;
 }
 
+/* The q/k/v and z projections: attn_qkv and attn_gate, or (qwen3next
+ * files converted before llama.cpp split it) the fused ssm_in. */
+static enum st_status bind_qkvz(struct st_desc_ctx *c, const struct st_hparams *hp, int64_t il,
+                                struct st_layer_desc *L)
+{
+    int64_t E = hp->n_embd, Cv = hp->ssm.d_inner, Ck = hp->ssm.n_k_heads * hp->ssm.head_dim;
+    char name[96];
+    snprintf(name, sizeof(name), "blk.%lld.attn_qkv.weight", (long long)il);
+    if (hp->arch == ST_ARCH_QWEN3NEXT && !st_gguf_find_tensor(c->g, name)) {
+        snprintf(name, sizeof(name), "blk.%lld.ssm_in.weight", (long long)il);
+        if (!st_gguf_find_tensor(c->g, name))
+            return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: tensor 'blk.%lld.attn_qkv."
+                              "weight' is missing (nor is there the older fused '%s')",
+                              (long long)il, name);
+        return st_desc_bind(c, name, ST_DESC_WEIGHT, true, E, 2 * Ck + 2 * Cv, 1, &L->ssm_in);
+    }
+    enum st_status rc =
+        st_desc_bind_blk(c, il, "attn_qkv", ST_DESC_WEIGHT, true, E, 2 * Ck + Cv, 1, &L->wqkv);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "attn_gate", ST_DESC_WEIGHT, true, E, Cv, 1, &L->wz);
+    return rc;
+}
+
+/* beta and alpha: ssm_beta and ssm_alpha, or qwen3next's fused ssm_ba. */
+static enum st_status bind_ba(struct st_desc_ctx *c, const struct st_hparams *hp, int64_t il,
+                              struct st_layer_desc *L)
+{
+    int64_t E = hp->n_embd, Hv = hp->ssm.n_v_heads;
+    if (hp->arch == ST_ARCH_QWEN3NEXT)
+        return st_desc_bind_blk(c, il, "ssm_ba", ST_DESC_WEIGHT, true, E, 2 * Hv, 1, &L->ssm_ba);
+    enum st_status rc =
+        st_desc_bind_blk(c, il, "ssm_alpha", ST_DESC_WEIGHT, true, E, Hv, 1, &L->ssm_alpha);
+    if (rc == ST_OK)
+        rc = st_desc_bind_blk(c, il, "ssm_beta", ST_DESC_WEIGHT, true, E, Hv, 1, &L->ssm_beta);
+    return rc;
+}
+
 enum st_status st_desc_bind_recurrent(struct st_desc_ctx *c, const struct st_hparams *hp,
                                       int64_t il, struct st_layer_desc *L)
 {
@@ -98,16 +137,12 @@ enum st_status st_desc_bind_recurrent(struct st_desc_ctx *c, const struct st_hpa
     snprintf(name, sizeof(name), "blk.%lld.ssm_a", (long long)il);
     if (rc == ST_OK) rc = st_desc_bind(c, name, ST_DESC_NORM, true, Hv, 1, 1, &L->ssm_a);
     if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "attn_qkv", ST_DESC_WEIGHT, true, E, conv, 1, &L->wqkv);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "attn_gate", ST_DESC_WEIGHT, true, E, Cv, 1, &L->wz);
+        rc = bind_qkvz(c, hp, il, L);
     if (rc == ST_OK)
         rc = st_desc_bind_blk(c, il, "ssm_conv1d", ST_DESC_NORM, true, s->conv_kernel, conv, 1,
                               &L->ssm_conv1d);
     if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ssm_alpha", ST_DESC_WEIGHT, true, E, Hv, 1, &L->ssm_alpha);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ssm_beta", ST_DESC_WEIGHT, true, E, Hv, 1, &L->ssm_beta);
+        rc = bind_ba(c, hp, il, L);
     if (rc == ST_OK)
         rc = st_desc_bind_blk(c, il, "ssm_norm", ST_DESC_NORM, true, s->head_dim, 1, 1,
                               &L->ssm_norm);

@@ -50,7 +50,8 @@ static void count_params(struct st_model *m)
             ld->ffn_gate_inp, ld->ffn_gate_exps, ld->ffn_up_exps, ld->ffn_down_exps,
             ld->exp_probs_b, ld->ffn_gate_shexp, ld->ffn_up_shexp, ld->ffn_down_shexp,
             ld->wqkv, ld->wz, ld->ssm_conv1d, ld->ssm_dt, ld->ssm_a, ld->ssm_alpha,
-            ld->ssm_beta, ld->ssm_norm, ld->ssm_out, ld->ffn_gate_inp_shexp,
+            ld->ssm_beta, ld->ssm_norm, ld->ssm_out, ld->ffn_gate_inp_shexp, ld->ssm_ba,
+            ld->ssm_in,
         };
         for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
             count_tensor(m, all[i]);
@@ -171,7 +172,7 @@ static enum st_status load_layer(struct st_model *m, int64_t l, struct st_err *e
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(rest) && rc == ST_OK; i++)
         rc = wrap_weight(m, rest[i].g, rest[i].t, err);
-    if (rc == ST_OK && m->desc->hp.arch == ST_ARCH_QWEN35MOE)
+    if (rc == ST_OK && st_arch_is_hybrid(m->desc->hp.arch))
         rc = st_fwd_load_hybrid(m, l, err);
     return rc;
 }
@@ -255,7 +256,7 @@ static enum st_status alloc_act(struct st_model *m, struct st_err *err)
     int64_t so = fs > 0 ? e : 1;
     int64_t k = ST_MAX(hp->n_expert_used, 1);
     /* qwen35moe's buffers: the attention gate, the DeltaNet projections */
-    bool next = hp->arch == ST_ARCH_QWEN35MOE;
+    bool next = st_arch_is_hybrid(hp->arch);
     int64_t c3 = next ? 2 * hp->ssm.n_k_heads * hp->ssm.head_dim + hp->ssm.d_inner : 1;
     int64_t cv = next ? hp->ssm.d_inner : 1, hv = next ? hp->ssm.n_v_heads : 1;
     size_t *sz = &m->act_bytes;

@@ -1,7 +1,9 @@
-/* model_load_hybrid.c -- what a qwen35moe adds to loading (model_load.c):
- * each gated-attention layer's attn_q split into its query and output-gate
- * rows, each DeltaNet layer's tensors, the shared expert's gate, and the
- * per-slot recurrent state (docs/GGUF.md "qwen35moe").
+/* model_load_hybrid.c -- what a hybrid model (qwen35moe, qwen3next,
+ * qwen35) adds to loading (model_load.c): each gated-attention layer's
+ * attn_q split into its query and output-gate rows, each DeltaNet layer's
+ * tensors (qwen3next's fused ssm_ba and ssm_in split the same way), the
+ * shared expert's gate, and the per-slot recurrent state (docs/GGUF.md
+ * "qwen35moe").
  */
 #include <stdio.h>
 
@@ -16,25 +18,68 @@ static enum st_status wrap(struct st_model *m, const struct st_gguf_tensor *gt,
     return st_backend_wrap(m->be, gt->type, gt->ne, gt->data, gt->nbytes, out, err);
 }
 
-/* attn_q holds, per head, D query rows then D gate rows: copy the query
- * rows into w->wq and the gate rows into w->wq_gate, so each projection is
- * one plain matmul with contiguous output. */
+/* One part of a fused projection whose rows come in G groups: rows
+ * [at, at + n) of group g go to rows [off + g*n, off + (g+1)*n) of *dst
+ * (a tensor of 'rows' rows, allocated here unless already). */
+struct part {
+    struct st_tensor *dst;
+    int64_t rows, at, n, off;
+};
+
+/* Copy each part of gt's groups into its own tensor, so every projection
+ * is one plain matmul with contiguous output. */
+static enum st_status split_rows(struct st_model *m, const struct st_gguf_tensor *gt,
+                                 int64_t groups, const struct part *parts, size_t n_parts,
+                                 struct st_err *err)
+{
+    enum st_status rc = ST_OK;
+    int64_t per_group = gt->ne[1] / groups;
+    size_t row = gt->nbytes / (size_t)gt->ne[1];   /* ne[2] == 1 (st_desc_bind) */
+    const char *src = gt->data;
+    for (size_t p = 0; p < n_parts && rc == ST_OK; p++) {
+        const int64_t ne[ST_TENSOR_DIMS] = { gt->ne[0], parts[p].rows, 1, 1 };
+        if (!parts[p].dst->data)
+            rc = st_backend_alloc(m->be, gt->type, ne, parts[p].dst, err);
+    }
+    for (int64_t g = 0; g < groups && rc == ST_OK; g++)
+        for (size_t p = 0; p < n_parts && rc == ST_OK; p++) {
+            const struct part *q = &parts[p];
+            rc = st_backend_write(m->be, q->dst, (size_t)(q->off + g * q->n) * row,
+                                  src + (size_t)(g * per_group + q->at) * row,
+                                  (size_t)q->n * row, err);
+        }
+    return rc;
+}
+
+/* attn_q holds, per head, D query rows then D gate rows. */
 static enum st_status split_q(struct st_model *m, const struct st_gguf_tensor *gt,
                               struct st_fwd_layer *w, struct st_err *err)
 {
-    const struct st_hparams *hp = &m->desc->hp;
-    int64_t D = hp->head_dim_k, H = hp->n_head;
-    const int64_t ne[ST_TENSOR_DIMS] = { gt->ne[0], H * D, 1, 1 };
-    enum st_status rc = st_backend_alloc(m->be, gt->type, ne, &w->wq, err);
-    if (rc == ST_OK)
-        rc = st_backend_alloc(m->be, gt->type, ne, &w->wq_gate, err);
-    size_t row = st_tensor_row_bytes(&w->wq), block = (size_t)D * row;
-    const char *src = gt->data;
-    for (int64_t h = 0; h < H && rc == ST_OK; h++) {
-        rc = st_backend_write(m->be, &w->wq, (size_t)h * block, src + 2 * h * block, block, err);
-        if (rc == ST_OK)
-            rc = st_backend_write(m->be, &w->wq_gate, (size_t)h * block,
-                                  src + (2 * h + 1) * block, block, err);
+    int64_t D = m->desc->hp.head_dim_k, H = m->desc->hp.n_head;
+    const struct part parts[] = { { &w->wq, H * D, 0, D, 0 }, { &w->wq_gate, H * D, D, D, 0 } };
+    return split_rows(m, gt, H, parts, ST_ARRAY_LEN(parts), err);
+}
+
+/* qwen3next's fused projections, per k head (HF's order, docs/GGUF.md
+ * "qwen3next"): ssm_ba holds r = Hv/Hk beta rows then r alpha rows; the
+ * older ssm_in holds Dk q rows, Dk k rows, r*Dv v rows and r*Dv z rows. */
+static enum st_status split_fused(struct st_model *m, const struct st_layer_desc *d,
+                                  struct st_fwd_layer *w, struct st_err *err)
+{
+    const struct st_ssm_hparams *s = &m->desc->hp.ssm;
+    int64_t Hk = s->n_k_heads, Hv = s->n_v_heads, D = s->head_dim, r = Hv / Hk;
+    int64_t Ck = Hk * D, Cv = s->d_inner, C3 = 2 * Ck + Cv;
+    enum st_status rc = ST_OK;
+    if (d->ssm_ba) {
+        const struct part ba[] = { { &w->w_beta, Hv, 0, r, 0 }, { &w->w_alpha, Hv, r, r, 0 } };
+        rc = split_rows(m, d->ssm_ba, Hk, ba, ST_ARRAY_LEN(ba), err);
+    }
+    if (rc == ST_OK && d->ssm_in) {
+        const struct part in[] = {
+            { &w->wqkv, C3, 0, D, 0 }, { &w->wqkv, C3, D, D, Ck },
+            { &w->wqkv, C3, 2 * D, r * D, 2 * Ck }, { &w->wz, Cv, 2 * D + r * D, r * D, 0 },
+        };
+        rc = split_rows(m, d->ssm_in, Hk, in, ST_ARRAY_LEN(in), err);
     }
     return rc;
 }
@@ -65,7 +110,7 @@ enum st_status st_fwd_load_hybrid_block(struct st_model *m, const struct st_laye
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(all) && rc == ST_OK; i++)
         rc = wrap(m, all[i].g, all[i].t, err);
-    return rc;
+    return rc == ST_OK ? split_fused(m, d, w, err) : rc;
 }
 
 enum st_status st_fwd_alloc_state(struct st_model *m, struct st_err *err)

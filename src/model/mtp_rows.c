@@ -83,7 +83,7 @@ enum st_status st_mtp_rows_ops(struct st_mtp *t, int64_t n, const struct st_tens
     enum st_status rc = block_input(t, n, htable, err);
     if (rc == ST_OK && kv_only)
         return st_fwd_attn_kv_only(t->m, &t->w, &t->kcache, &t->vcache, &r, err);
-    if (rc == ST_OK && t->m->desc->hp.arch == ST_ARCH_QWEN35MOE)
+    if (rc == ST_OK && st_arch_is_hybrid(t->m->desc->hp.arch))
         return st_fwd_hybrid_block(t->m, &t->w, &t->kcache, &t->vcache, &r, false, NULL, err);
     return rc == ST_OK ? st_fwd_layer_block(t->m, &t->w, &t->kcache, &t->vcache, &r, false,
                                             NULL, err)

@@ -79,7 +79,7 @@ struct ref_model *ref_new(const struct st_model_desc *d, int64_t n_ctx, bool emu
         w->gate_s = ref_mat_of(s->ffn_gate_shexp);
         w->up_s = ref_mat_of(s->ffn_up_shexp);
         w->down_s = ref_mat_of(s->ffn_down_shexp);
-        if (d->hp.arch == ST_ARCH_QWEN35MOE)
+        if (st_arch_is_hybrid(d->hp.arch))
             ref_next_load(r, s, w);
     }
     size_t kv = (size_t)(r->n_all * n_ctx * d->hp.n_head_kv * d->hp.head_dim_k);
@@ -344,7 +344,7 @@ static void add_vec(float *v, const float *b, int64_t n)
 
 static void layer(struct ref_model *r, int64_t l, float *x, int64_t pos)
 {
-    if (r->hp.arch == ST_ARCH_QWEN35MOE) {
+    if (st_arch_is_hybrid(r->hp.arch)) {
         ref_next_layer(r, l, x, pos);
         return;
     }

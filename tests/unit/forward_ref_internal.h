@@ -1,5 +1,6 @@
 /* forward_ref_internal.h -- the reference model's state and the pieces
- * of forward_ref.c that forward_ref_next.c (the qwen35moe layers) uses.
+ * of forward_ref.c that forward_ref_next.c (the hybrid layers: qwen35moe,
+ * qwen3next, qwen35) uses.
  */
 #ifndef STRATA_TEST_FORWARD_REF_INTERNAL_H
 #define STRATA_TEST_FORWARD_REF_INTERNAL_H
@@ -19,6 +20,7 @@ struct ref_layer {
      * split); a recurrent layer has the DeltaNet tensors instead */
     bool recurrent;
     struct ref_mat wq_gate, wqkv, wz, alpha, beta, ssm_out, shexp_gate;
+    struct ref_mat ba, ssm_in;                     /* qwen3next's fused ones, as stored */
     float *conv1d, *dt_bias, *decay_a, *ssm_norm;
     float *bq, *bk, *bv;                           /* glm4moe's q/k/v biases, or NULL */
     struct ref_mat wq, wk, wv, wo;
@@ -68,9 +70,9 @@ void ref_swiglu(const struct ref_model *r, const struct ref_mat *gate, const str
                 float *y);
 void ref_moe(struct ref_model *r, const struct ref_layer *w, const float *h, float *y);
 
-/* forward_ref_next.c: qwen35moe. Load layer l's own tensors; run layer l
- * (DeltaNet or gated attention, then the routed and gated shared expert)
- * on x at pos; free what load made. */
+/* forward_ref_next.c: the hybrids. Load layer l's own tensors; run layer
+ * l (DeltaNet or gated attention, then the routed and gated shared expert
+ * or the dense FFN) on x at pos; free what load made. */
 void ref_next_load(struct ref_model *r, const struct st_layer_desc *s, struct ref_layer *w);
 void ref_next_layer(struct ref_model *r, int64_t l, float *x, int64_t pos);
 void ref_next_free(struct ref_model *r, struct ref_layer *w);

@@ -1,9 +1,12 @@
-/* forward_ref_next.c -- the reference forward's qwen35moe layers, written
- * from llama.cpp's qwen35moe graph and ggml's ops as plain loops (doubles
- * for the recurrent state), sharing nothing with src/model or the backend:
- * the causal conv1d over the last K-1 inputs, SiLU, l2-normed q and k, the
- * gated delta rule, the gated RMSNorm, the gated attention and the
- * sigmoid-gated shared expert. One sequence, one token at a time.
+/* forward_ref_next.c -- the reference forward's hybrid layers (qwen35moe,
+ * qwen3next, qwen35), written from llama.cpp's graphs and ggml's ops as
+ * plain loops (doubles for the recurrent state), sharing nothing with
+ * src/model or the backend: the causal conv1d over the last K-1 inputs,
+ * SiLU, l2-normed q and k, the gated delta rule, the gated RMSNorm, the
+ * gated attention and the sigmoid-gated shared expert (qwen35: the dense
+ * FFN). qwen3next's fused ssm_ba (and ssm_in) are multiplied whole and
+ * viewed per k head, as its graph does, and its v heads are grouped by k
+ * head. One sequence, one token at a time.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -40,6 +43,8 @@ void ref_next_load(struct ref_model *r, const struct st_layer_desc *s, struct re
         w->wz = ref_mat_of(s->wz);
         w->alpha = ref_mat_of(s->ssm_alpha);
         w->beta = ref_mat_of(s->ssm_beta);
+        w->ba = ref_mat_of(s->ssm_ba);
+        w->ssm_in = ref_mat_of(s->ssm_in);
         w->ssm_out = ref_mat_of(s->ssm_out);
         w->conv1d = ref_deq(s->ssm_conv1d);
         w->dt_bias = ref_deq(s->ssm_dt);
@@ -58,7 +63,8 @@ void ref_next_free(struct ref_model *r, struct ref_layer *w)
 {
     (void)r;
     float *all[] = { w->wq_gate.w, w->wqkv.w, w->wz.w, w->alpha.w, w->beta.w, w->ssm_out.w,
-                     w->shexp_gate.w, w->conv1d, w->dt_bias, w->decay_a, w->ssm_norm };
+                     w->shexp_gate.w, w->conv1d, w->dt_bias, w->decay_a, w->ssm_norm,
+                     w->ba.w, w->ssm_in.w };
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         free(all[i]);
 }
@@ -106,8 +112,11 @@ static void delta_rule(struct ref_model *r, int64_t l, const struct ref_layer *w
     double *m0 = r->delta_state + l * hv * d * d, *q = malloc((size_t)(2 * d) * 8), *k = q + d;
     if (pos == 0)
         memset(m0, 0, (size_t)(hv * d * d) * sizeof(double));
+    bool grouped = r->hp.arch == ST_ARCH_QWEN3NEXT;
     for (int64_t h = 0; h < hv; h++) {
-        int64_t g = h % hk;   /* ggml tiles the k heads over the v heads */
+        /* qwen35*: ggml tiles the k heads over the v heads (the converter
+         * reorders them); qwen3next repeats each k head for its group */
+        int64_t g = grouped ? h / (hv / hk) : h % hk;
         const float *v = c + 2 * hk * d + h * d;
         double *m = m0 + h * d * d;
         l2norm(c + g * d, q, d, r->hp.rms_eps);
@@ -135,6 +144,46 @@ static void delta_rule(struct ref_model *r, int64_t l, const struct ref_layer *w
     free(q);
 }
 
+/* The input projections: mix (q | k | v), z, alpha, beta of every v head.
+ * qwen3next: ssm_ba per k head holds Hv/Hk betas then Hv/Hk alphas; the
+ * older ssm_in per k head q, k, the group's v heads, then their z. */
+static void project(struct ref_model *r, const struct ref_layer *w, const float *h, float *mix,
+                    float *z, float *al, float *be)
+{
+    const struct st_ssm_hparams *sh = &r->hp.ssm;
+    int64_t e = r->hp.n_embd, d = sh->head_dim, hk = sh->n_k_heads, hv = sh->n_v_heads;
+    int64_t g_v = hv / hk * d, cv = sh->d_inner;
+    if (w->ssm_in.w) {
+        int64_t per = 2 * d + 2 * g_v;
+        float *all = malloc((size_t)(hk * per) * sizeof(float));
+        ref_matvec(r, w->ssm_in, h, all, e, hk * per);
+        for (int64_t g = 0; g < hk; g++) {
+            const float *src = all + g * per;
+            memcpy(mix + g * d, src, (size_t)d * sizeof(float));
+            memcpy(mix + hk * d + g * d, src + d, (size_t)d * sizeof(float));
+            memcpy(mix + 2 * hk * d + g * g_v, src + 2 * d, (size_t)g_v * sizeof(float));
+            memcpy(z + g * g_v, src + 2 * d + g_v, (size_t)g_v * sizeof(float));
+        }
+        free(all);
+    } else {
+        ref_matvec(r, w->wqkv, h, mix, e, 2 * hk * d + cv);
+        ref_matvec(r, w->wz, h, z, e, cv);
+    }
+    if (!w->ba.w) {
+        ref_matvec(r, w->alpha, h, al, e, hv);
+        ref_matvec(r, w->beta, h, be, e, hv);
+        return;
+    }
+    float *ba = malloc((size_t)(2 * hv) * sizeof(float));
+    int64_t n = hv / hk;
+    ref_matvec(r, w->ba, h, ba, e, 2 * hv);
+    for (int64_t i = 0; i < hv; i++) {
+        be[i] = ba[(i / n) * 2 * n + i % n];
+        al[i] = ba[(i / n) * 2 * n + n + i % n];
+    }
+    free(ba);
+}
+
 static void delta_net(struct ref_model *r, int64_t l, const float *h, int64_t pos, float *out)
 {
     const struct st_hparams *hp = &r->hp;
@@ -143,10 +192,7 @@ static void delta_net(struct ref_model *r, int64_t l, const float *h, int64_t po
     int64_t hv = hp->ssm.n_v_heads, c3 = 2 * hp->ssm.n_k_heads * d + cv;
     float *mix = malloc((size_t)c3 * 4), *z = malloc((size_t)cv * 4), *y = malloc((size_t)cv * 4);
     float *al = malloc((size_t)hv * 4), *be = malloc((size_t)hv * 4);
-    ref_matvec(r, w->wqkv, h, mix, e, c3);
-    ref_matvec(r, w->wz, h, z, e, cv);
-    ref_matvec(r, w->alpha, h, al, e, hv);
-    ref_matvec(r, w->beta, h, be, e, hv);
+    project(r, w, h, mix, z, al, be);
     conv(r, l, w, mix, pos);
     delta_rule(r, l, w, mix, al, be, pos, y);
     for (int64_t i = 0; i < hv; i++)
@@ -209,6 +255,15 @@ void ref_next_layer(struct ref_model *r, int64_t l, float *x, int64_t pos)
     for (int64_t i = 0; i < e; i++)
         x[i] += y[i];
     ref_rmsnorm(h, x, w->ffn_norm, e, hp->rms_eps);
+    if (!w->router.w) {   /* qwen35: the dense FFN */
+        ref_swiglu(r, &w->gate, &w->up, &w->down, 0, h, e, hp->n_ff, y);
+        for (int64_t i = 0; i < e; i++)
+            x[i] += y[i];
+        free(h);
+        free(y);
+        free(ys);
+        return;
+    }
     ref_moe(r, w, h, y);
     ref_swiglu(r, &w->gate_s, &w->up_s, &w->down_s, 0, h, e, hp->n_ff_shexp, ys);
     ref_matvec(r, w->shexp_gate, h, &gate, e, 1);

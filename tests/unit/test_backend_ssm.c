@@ -136,12 +136,13 @@ START_TEST(test_ssm_conv_matches_reference)
 }
 END_TEST
 
-/* The delta rule from the contract, in double, for one row of slot state m. */
+/* The delta rule from the contract, in double, for one row of slot state m
+ * (grouped: v head h reads q/k head h / (HV/HK), else h mod HK). */
 static void ref_delta(const float *row, float alpha[HV], float beta[HV], const float *dt,
-                      const float *a, double *m, float *out)
+                      const float *a, double *m, float *out, bool grouped)
 {
     for (int h = 0; h < HV; h++) {
-        int g = h % HK;
+        int g = grouped ? h / (HV / HK) : h % HK;
         double q[D], k[D], sq = 0, sk = 0;
         for (int i = 0; i < D; i++) {
             q[i] = row[g * D + i];
@@ -169,7 +170,7 @@ static void ref_delta(const float *row, float alpha[HV], float beta[HV], const f
     }
 }
 
-START_TEST(test_delta_net_matches_reference)
+START_TEST(test_delta_net_matches_reference)   /* _i: tiled (0) or grouped (1) v heads */
 {
     uint64_t seed = 7;
     static float qkv[N * C3], al[N * HV], bt[N * HV], dt[HV], a[HV], got[N * HV * D];
@@ -191,7 +192,7 @@ START_TEST(test_delta_net_matches_reference)
     struct st_tensor sl = col(&slc, 0, N), ps = col(&psc, 0, N);
     put(&xt, qkv), put(&at, al), put(&btt, bt), put(&dtt, dt), put(&aa, a), put(&st, st0);
     put(&sl, slots), put(&ps, poss);
-    const struct st_delta_net_params p = { HK, HV, D, 1e-6f };
+    const struct st_delta_net_params p = { HK, HV, D, 1e-6f, _i == 1 };
     ck_assert_int_eq(st_backend_delta_net(be, &out, &xt, &at, &btt, &dtt, &aa, &st, &sl, &ps,
                                           &p, NULL), ST_OK);
     get(&out, got);
@@ -200,7 +201,7 @@ START_TEST(test_delta_net_matches_reference)
         float want[HV * D];
         if (poss[r] == 0)
             memset(m, 0, sizeof(double) * HV * D * D);
-        ref_delta(qkv + r * C3, al + r * HV, bt + r * HV, dt, a, m, want);
+        ref_delta(qkv + r * C3, al + r * HV, bt + r * HV, dt, a, m, want, p.v_grouped);
         for (int i = 0; i < HV * D; i++)
             ck_assert_msg(fabsf(got[r * HV * D + i] - want[i]) < 1e-5f, "row %d [%d]: %g vs %g",
                           r, i, (double)got[r * HV * D + i], (double)want[i]);
@@ -265,7 +266,7 @@ START_TEST(test_delta_net_long_runs_match_recurrence)
     struct st_tensor sl = col(&slc, 0, NL), ps = col(&psc, 0, NL);
     put(&xt, qkv), put(&at, al), put(&btt, bt), put(&dtt, dt), put(&aa, a), put(&st, st0);
     put(&sl, sl_l), put(&ps, ps_l);
-    const struct st_delta_net_params p = { HK, HV, D, 1e-6f };
+    const struct st_delta_net_params p = { HK, HV, D, 1e-6f, _i == 1 };   /* _i: grouped */
     ck_assert_int_eq(st_backend_delta_net(be, &out, &xt, &at, &btt, &dtt, &aa, &st, &sl, &ps,
                                           &p, NULL), ST_OK);
     get(&out, got);
@@ -274,7 +275,7 @@ START_TEST(test_delta_net_long_runs_match_recurrence)
         float want[HV * D];
         if (ps_l[r] == 0)
             memset(m, 0, sizeof(double) * HV * D * D);
-        ref_delta(qkv + r * C3, al + r * HV, bt + r * HV, dt, a, m, want);
+        ref_delta(qkv + r * C3, al + r * HV, bt + r * HV, dt, a, m, want, p.v_grouped);
         for (int i = 0; i < HV * D; i++)
             ck_assert_msg(fabsf(got[r * HV * D + i] - want[i]) <= 1e-4f * (1.0f + fabsf(want[i])),
                           "row %d [%d]: %g vs %g", r, i, (double)got[r * HV * D + i],
@@ -326,7 +327,7 @@ START_TEST(test_delta_net_chunked_odd_width)
     struct st_tensor sl = col(&slc, 0, n), ps = col(&psc, 0, n);
     put(&xt, qkv), put(&at, al), put(&btt, bt), put(&dtt, dt), put(&aa, a);
     put(&sl, sl0), put(&ps, ps0);
-    const struct st_delta_net_params p = { hk, hv, d, 1e-6f };
+    const struct st_delta_net_params p = { hk, hv, d, 1e-6f, false };
     ck_assert_int_eq(st_backend_delta_net(be, &out, &xt, &at, &btt, &dtt, &aa, &st, &sl, &ps,
                                           &p, NULL), ST_OK);
     get(&out, got);
@@ -379,7 +380,7 @@ START_TEST(test_ssm_ops_refuse_bad_input)
     ck_assert_int_eq(st_backend_ssm_conv(be, &x, &x, &w, &st, &sl, &ps, &err), ST_ERR_INVALID);
     ck_assert_int_eq(st_backend_ssm_conv(be, &out, &x, &st, &st, &sl, &ps, &err), ST_ERR_INVALID);
     ck_assert_int_eq(st_backend_sigmoid_mul(be, &out, &x, &g3, &err), ST_ERR_INVALID);
-    const struct st_delta_net_params p = { 3, 4, D, 1e-6f };   /* 4 v heads over 3 k heads */
+    const struct st_delta_net_params p = { 3, 4, D, 1e-6f, false };   /* 4 v heads over 3 k heads */
     ck_assert_int_eq(st_backend_delta_net(be, &out, &x, &x, &x, &x, &x, &st, &sl, &ps, &p, &err),
                      ST_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(err.msg, "delta_net"));
@@ -392,8 +393,8 @@ static Suite *suite(void)
     TCase *tc = tcase_create("ops");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_ssm_conv_matches_reference);
-    tcase_add_test(tc, test_delta_net_matches_reference);
-    tcase_add_test(tc, test_delta_net_long_runs_match_recurrence);
+    tcase_add_loop_test(tc, test_delta_net_matches_reference, 0, 2);
+    tcase_add_loop_test(tc, test_delta_net_long_runs_match_recurrence, 0, 2);
     tcase_add_test(tc, test_delta_net_chunked_odd_width);
     tcase_add_test(tc, test_sigmoid_mul_both_shapes);
     tcase_add_test(tc, test_ssm_ops_refuse_bad_input);

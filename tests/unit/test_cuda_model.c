@@ -351,11 +351,11 @@ END_TEST
  * state is neither shared by st_model_kv_copy nor safe to step twice, so
  * instead of share_prefix and check_draw slot 1 restarts at position 0
  * (which clears its state) and decoding goes on. */
-static void hybrid_run(const char *quant, struct bounds b)
+static void hybrid_run(const char *preset, const char *quant, struct bounds b)
 {
     char path[600];
     struct pair p = { .b = b };
-    make("next-tiny", quant, path, sizeof(path));
+    make(preset, quant, path, sizeof(path));
     p.m[0] = load(path, "cpu");
     p.m[1] = load(path, gpu_name);
     p.nv = st_model_hparams(p.m[0])->n_vocab;
@@ -373,7 +373,7 @@ static void hybrid_run(const char *quant, struct bounds b)
     tok[1] = prompt(&p, 1, 0, 9);               /* slot 1 starts over */
     pos[1] = 9;
     decode(&p, 3, 6, tok, pos);
-    snprintf(path, sizeof(path), "next-tiny %s", quant);
+    snprintf(path, sizeof(path), "%s %s", preset, quant);
     check_tally(&p, path);
     st_model_free(p.m[1]);
     st_model_free(p.m[0]);
@@ -381,8 +381,9 @@ static void hybrid_run(const char *quant, struct bounds b)
 
 START_TEST(test_cuda_model_greedy_next)
 {
-    hybrid_run("f32", FLOAT_BOUNDS);
-    hybrid_run("q8_0", NEXT_Q8_BOUNDS);
+    hybrid_run("next-tiny", "f32", FLOAT_BOUNDS);
+    hybrid_run("next-tiny", "q8_0", NEXT_Q8_BOUNDS);
+    hybrid_run("next80-tiny", "f32", FLOAT_BOUNDS);   /* qwen3next: grouped v heads */
 }
 END_TEST
 

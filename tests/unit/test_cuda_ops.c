@@ -1245,6 +1245,7 @@ END_TEST
 struct ssm_shape {
     int32_t hk, hv, d;
     int64_t k, n_slots;
+    bool v_grouped;   /* qwen3next's v head order */
 };
 
 /* One backend's tensors: persistent (weights, states) and per step (n rows). */
@@ -1273,7 +1274,7 @@ static void ssm_rig_init(struct ssm_rig *r, struct st_backend *be, const struct 
     const int64_t D = s->d, C = (2 * s->hk + s->hv) * D;
     memset(r, 0, sizeof(*r));
     r->be = be;
-    r->p = (struct st_delta_net_params){ s->hk, s->hv, s->d, 1e-6f };
+    r->p = (struct st_delta_net_params){ s->hk, s->hv, s->d, 1e-6f, s->v_grouped };
     seed_state = seed;
     float *w = rand_floats(s->k * C, 0.5f), *cst = rand_floats(C * (s->k - 1) * s->n_slots, 9.0f);
     float *dtb = rand_floats(s->hv, 1.0f), *a = rand_floats(s->hv, 1.0f);
@@ -1398,9 +1399,10 @@ static void check_ssm(const struct ssm_shape *s)
 
 START_TEST(test_cuda_ops_ssm_matches_cpu)
 {
-    check_ssm(&(struct ssm_shape){ 2, 4, 16, 4, 3 });    /* Hv = 2 Hk, one warp's lanes idle */
-    check_ssm(&(struct ssm_shape){ 2, 4, 128, 4, 3 });   /* qwen35moe's width, 1024 channels */
-    check_ssm(&(struct ssm_shape){ 1, 3, 48, 3, 3 });    /* D not a multiple of 32 */
+    check_ssm(&(struct ssm_shape){ 2, 4, 16, 4, 3, false }); /* Hv = 2 Hk, one warp's lanes idle */
+    check_ssm(&(struct ssm_shape){ 2, 4, 128, 4, 3, false }); /* qwen35moe's width, 1024 channels */
+    check_ssm(&(struct ssm_shape){ 1, 3, 48, 3, 3, false }); /* D not a multiple of 32 */
+    check_ssm(&(struct ssm_shape){ 2, 6, 32, 4, 3, true });  /* qwen3next's grouped heads */
 }
 END_TEST
 
@@ -1416,7 +1418,7 @@ END_TEST
  * step 3, and the rows swap slots at step 4). */
 START_TEST(test_cuda_ops_ssm_graph_replay)
 {
-    const struct ssm_shape s = { 2, 4, 32, 4, 2 };
+    const struct ssm_shape s = { 2, 4, 32, 4, 2, false };
     struct ssm_rig rc, rg;
     struct st_err err;
     ssm_rig_init(&rc, cpu, &s, 5);
@@ -1521,7 +1523,7 @@ END_TEST
 /* A slot outside the state is clamped and reported at the next sync. */
 START_TEST(test_cuda_ops_ssm_bad_slot_reported)
 {
-    const struct ssm_shape s = { 1, 1, 16, 4, 2 };
+    const struct ssm_shape s = { 1, 1, 16, 4, 2, false };
     struct ssm_rig rg;
     struct st_err err;
     const int32_t slot[1] = { 2 }, pos[1] = { 0 };

@@ -36,6 +36,13 @@ static void setup_next(void)
     fixture_make_model(path, sizeof(path), dir, "next-tiny", "q8_0", 3, false);
 }
 
+/* qwen3next: the same slots, its grouped v heads and fused ssm_ba. */
+static void setup_next80(void)
+{
+    support_tmpdir(dir, sizeof(dir));
+    fixture_make_model(path, sizeof(path), dir, "next80-tiny", "q8_0", 3, false);
+}
+
 static void teardown(void) { support_rmtree(dir); }
 
 struct got {
@@ -336,6 +343,12 @@ static Suite *engine_model_suite(void)
     tcase_add_test(next, test_engine_model_np4_same_tokens_as_alone);
     tcase_add_test(next, test_engine_model_next_turn_keeps_state);
     suite_add_tcase(s, next);
+    TCase *next80 = tcase_create("next80");
+    tcase_add_checked_fixture(next80, setup_next80, teardown);
+    tcase_set_timeout(next80, 60);
+    tcase_add_test(next80, test_engine_model_np4_same_tokens_as_alone);
+    tcase_add_test(next80, test_engine_model_next_turn_keeps_state);
+    suite_add_tcase(s, next80);
     return s;
 }
 

@@ -144,6 +144,8 @@ END_TEST
 START_TEST(test_engine_mtp_rollback_recurrent)
 {
     rollback_case("next-tiny", "rollback next");
+    rollback_case("qwen35-tiny", "rollback qwen35");   /* dense FFN, same state */
+    rollback_case("next80-tiny", "rollback next80");   /* grouped v heads, ssm_ba */
 }
 END_TEST
 

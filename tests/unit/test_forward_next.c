@@ -1,9 +1,10 @@
-/* test_forward_next.c -- qwen35moe (make-model's next-tiny): the optimized
- * forward on the CPU backend against the naive reference (forward_ref_next.c,
- * written from llama.cpp's qwen35moe graph), and the recurrent state's
- * rules: a prompt read in one step equals the same prompt fed a token at a
- * time, slots do not see each other, position 0 starts afresh; plus the
- * loader's errors for a malformed file.
+/* test_forward_next.c -- the hybrids (make-model's next-tiny: qwen35moe;
+ * next80-tiny and next80-tiny-ssm-in: qwen3next; qwen35-tiny: qwen35): the
+ * optimized forward on the CPU backend against the naive reference
+ * (forward_ref_next.c, written from llama.cpp's graphs), and the recurrent
+ * state's rules: a prompt read in one step equals the same prompt fed a
+ * token at a time, slots do not see each other, position 0 starts afresh;
+ * plus the loader's errors for a malformed file.
  */
 #include <check.h>
 #include <math.h>
@@ -23,14 +24,24 @@
 #define N_DECODE 8
 #define N_CTX 128
 
-static const char *const types[] = { "f32", "q8_0", "q4_k" };
+static const struct { const char *preset, *quant; } models[] = {
+    { "next-tiny", "f32" },          { "next-tiny", "q8_0" },    { "next-tiny", "q4_k" },
+    { "next80-tiny", "f32" },        { "next80-tiny", "q4_k" },  { "next80-tiny-ssm-in", "f32" },
+    { "next80-tiny-ssm-in", "q8_0" }, { "qwen35-tiny", "f32" },  { "qwen35-tiny", "q4_k" },
+};
+
+static void make_preset(const char *path, const char *preset, const char *quant, uint64_t seed)
+{
+    struct st_make_model_opts o = { .out_path = path, .preset = preset, .quant = quant,
+                                    .seed = seed };
+    struct st_err err = { 0 };
+    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "make-model %s %s: %s", preset, quant,
+                  err.msg);
+}
 
 static void make(const char *path, const char *quant, uint64_t seed)
 {
-    struct st_make_model_opts o = { .out_path = path, .preset = "next-tiny", .quant = quant,
-                                    .seed = seed };
-    struct st_err err = { 0 };
-    ck_assert_msg(st_make_model(&o, &err) == ST_OK, "make-model %s: %s", quant, err.msg);
+    make_preset(path, "next-tiny", quant, seed);
 }
 
 static struct st_model *load(const char *path, int32_t slots, int32_t max_rows)
@@ -67,11 +78,11 @@ static const float *read_rows(struct st_model *m, const int32_t *tok, int64_t n,
  * activations before each matmul; the emulating reference does too). */
 START_TEST(test_next_matches_reference)
 {
-    const char *quant = types[_i];
+    const char *quant = models[_i].quant, *preset = models[_i].preset;
     char dir[256], path[320];
     support_tmpdir(dir, sizeof(dir));
     snprintf(path, sizeof(path), "%s/next-%s.gguf", dir, quant);
-    make(path, quant, 5);
+    make_preset(path, preset, quant, 5);
     struct st_model *m = load(path, 1, 16);
     int64_t nv = st_model_hparams(m)->n_vocab;
     struct ref_model *r = ref_new(st_model_description(m), N_CTX, strcmp(quant, "f32") != 0);
@@ -92,14 +103,15 @@ START_TEST(test_next_matches_reference)
         argmax_bad += !c.argmax_ok;
         close += c.cos >= 0.999;
         if (strcmp(quant, "f32") == 0)
-            ck_assert_msg(c.rel <= 1e-3, "%s row %lld: rel %g (cos %.7f)", quant, (long long)i,
-                          c.rel, c.cos);
+            ck_assert_msg(c.rel <= 1e-3, "%s %s row %lld: rel %g (cos %.7f)", preset, quant,
+                          (long long)i, c.rel, c.cos);
     }
-    fprintf(stderr, "forward_next %s: worst cos %.7f, %d/%d rows >= 0.999, argmax misses %d\n",
-            quant, worst, close, n, argmax_bad);
-    ck_assert_msg(close * 5 >= n * 4, "%s: only %d of %d rows within cosine 0.999", quant,
-                  close, n);
-    ck_assert_msg(argmax_bad <= 2, "%s: %d rows with another argmax", quant, argmax_bad);
+    fprintf(stderr, "forward_next %s %s: worst cos %.7f, %d/%d rows >= 0.999, argmax misses "
+            "%d\n", preset, quant, worst, close, n, argmax_bad);
+    ck_assert_msg(close * 5 >= n * 4, "%s %s: only %d of %d rows within cosine 0.999", preset,
+                  quant, close, n);
+    ck_assert_msg(argmax_bad <= 2, "%s %s: %d rows with another argmax", preset, quant,
+                  argmax_bad);
     free(ref);
     ref_free(r);
     st_model_free(m);
@@ -150,13 +162,14 @@ START_TEST(test_next_state_rules)
 }
 END_TEST
 
-/* The next-tiny file's general.architecture and qwen35moe.* scalar keys
- * and its tensors copied to 'out', with u32 key 'set' replaced (NULL none)
- * and tensor 'skip' left out; the description's load status. */
-static enum st_status variant(const char *src, const char *out, const char *set, uint32_t v,
-                              const char *skip, struct st_err *err)
+/* A made file's general.architecture and <prefix>* scalar keys and its
+ * tensors copied to 'out', with u32 key 'set' replaced (NULL none) and
+ * tensor 'skip' left out; the description's load status. */
+static enum st_status variant_of(const char *src, const char *out, const char *prefix,
+                                 const char *set, uint32_t v, const char *skip,
+                                 struct st_err *err)
 {
-    gguf_variant_write(src, out, "qwen35moe.", set, v, skip);
+    gguf_variant_write(src, out, prefix, set, v, skip);
     struct st_gguf *g2;
     struct st_model_desc *d = NULL;
     ck_assert_int_eq(st_gguf_open(out, &g2, err), ST_OK);
@@ -168,6 +181,12 @@ static enum st_status variant(const char *src, const char *out, const char *set,
     st_model_desc_free(d);
     st_gguf_close(g2);
     return rc;
+}
+
+static enum st_status variant(const char *src, const char *out, const char *set, uint32_t v,
+                              const char *skip, struct st_err *err)
+{
+    return variant_of(src, out, "qwen35moe.", set, v, skip, err);
 }
 
 /* Keys that do not fit, and missing tensors, are refused naming them. */
@@ -200,14 +219,65 @@ START_TEST(test_next_refused_variants)
 }
 END_TEST
 
+/* qwen3next's and qwen35's own tensors and keys, refused naming them. */
+START_TEST(test_nextfam_refused_variants)
+{
+    static const struct {
+        const char *preset, *prefix, *key;
+        uint32_t v;
+        const char *skip, *msg;
+    } cases[] = {
+        { "next80-tiny", "qwen3next.", NULL, 0, "blk.1.ssm_ba.weight",
+          "tensor 'blk.1.ssm_ba.weight' is missing" },
+        { "next80-tiny", "qwen3next.", NULL, 0, "blk.0.attn_qkv.weight",
+          "'blk.0.attn_qkv.weight' is missing (nor is there the older fused "
+          "'blk.0.ssm_in.weight')" },
+        { "next80-tiny", "qwen3next.", NULL, 0, "blk.2.attn_gate.weight",
+          "'blk.2.attn_gate.weight' is missing" },
+        { "next80-tiny", "qwen3next.", NULL, 0, "blk.0.ffn_gate_inp_shexp.weight",
+          "'blk.0.ffn_gate_inp_shexp.weight' is missing" },
+        { "next80-tiny", "qwen3next.", "qwen3next.ssm.time_step_rank", 3, NULL,
+          "ssm sizes are inconsistent" },
+        { "next80-tiny-ssm-in", "qwen3next.", NULL, 0, "blk.2.ssm_in.weight",
+          "'blk.2.attn_qkv.weight' is missing (nor is there the older fused" },
+        { "qwen35-tiny", "qwen35.", NULL, 0, "blk.1.ffn_up.weight",
+          "tensor 'blk.1.ffn_up.weight' is missing" },
+        { "qwen35-tiny", "qwen35.", NULL, 0, "blk.0.ssm_beta.weight",
+          "tensor 'blk.0.ssm_beta.weight' is missing" },
+        { "qwen35-tiny", "qwen35.", "qwen35.feed_forward_length", 0, NULL,
+          "qwen35 needs feed_forward_length > 0" },
+        { "qwen35-tiny", "qwen35.", "qwen35.expert_count", 4, NULL,
+          "qwen35 is dense but expert_count is set" },
+    };
+    char dir[256], path[320], bad[336];
+    struct st_err err = { 0 };
+    support_tmpdir(dir, sizeof(dir));
+    snprintf(bad, sizeof(bad), "%s/bad.gguf", dir);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        snprintf(path, sizeof(path), "%s/%s.gguf", dir, cases[c].preset);
+        make_preset(path, cases[c].preset, "q8_0", 1);
+        ck_assert_msg(variant_of(path, bad, cases[c].prefix, NULL, 0, NULL, &err) == ST_OK,
+                      "the %s copy: %s", cases[c].preset, err.msg);
+        enum st_status rc = variant_of(path, bad, cases[c].prefix, cases[c].key, cases[c].v,
+                                       cases[c].skip, &err);
+        ck_assert_int_eq(rc, ST_ERR_BAD_MODEL);
+        ck_assert_msg(strstr(err.msg, cases[c].msg), "case %d: '%s' lacks '%s'", (int)c,
+                      err.msg, cases[c].msg);
+    }
+    support_rmtree(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("forward_next");
     TCase *t = tcase_create("next");
     tcase_set_timeout(t, 300);
-    tcase_add_loop_test(t, test_next_matches_reference, 0, (int)(sizeof(types) / sizeof(types[0])));
+    tcase_add_loop_test(t, test_next_matches_reference, 0,
+                        (int)(sizeof(models) / sizeof(models[0])));
     tcase_add_test(t, test_next_state_rules);
     tcase_add_test(t, test_next_refused_variants);
+    tcase_add_test(t, test_nextfam_refused_variants);
     suite_add_tcase(s, t);
     return s;
 }

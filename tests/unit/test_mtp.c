@@ -79,6 +79,16 @@ START_TEST(test_mtp_matches_reference_random)
     ck_assert_msg(w.worst_cos >= 0.9999, "next f32: worst cosine %.7f", w.worst_cos);
     w = compare_path(make("next-tiny", "q8_0", true), &acc);
     judge("next-tiny q8_0", &w);
+    /* qwen3next's (the converter's _QwenMtpMixin): as qwen35moe's */
+    w = compare_path(make("next80-tiny", "f32", true), &acc);
+    judge("next80-tiny f32", &w);
+    ck_assert_msg(w.worst_cos >= 0.9999, "next80 f32: worst cosine %.7f", w.worst_cos);
+    w = compare_path(make("next80-tiny", "q8_0", true), &acc);
+    judge("next80-tiny q8_0", &w);
+    /* qwen35's: gated attention and a dense FFN */
+    w = compare_path(make("qwen35-tiny", "f32", true), &acc);
+    judge("qwen35-tiny f32", &w);
+    ck_assert_msg(w.worst_cos >= 0.9999, "qwen35 f32: worst cosine %.7f", w.worst_cos);
 }
 END_TEST
 

@@ -181,6 +181,7 @@ enum st_status cpu_op_delta_net(struct st_backend *be, ST_T out, ST_T qkv, ST_T 
     struct delta_job j = { out->data, state->data, qkv->data, alpha->data, beta->data,
                            dt_bias->data, a->data, slot->data, pos->data, qkv->ne[1],
                            p->n_k_heads, p->n_v_heads, p->head_dim, p->eps, false,
+                           p->v_grouped,
                            p->head_dim % 8 == 0 ? cb->kern->dot[ST_DTYPE_F32] : NULL };
     j.chunked = has_long_run(&j);
     cpu_parallel_rows(cb, j.hv, j.n * j.d * j.d * 4, delta_heads, &j);

@@ -20,6 +20,7 @@ struct delta_job {
     int64_t n, hk, hv, d;
     float eps;
     bool chunked;              /* some run is long enough for the chunked form */
+    bool v_grouped;            /* q/k head of v head h: h / (hv/hk), else h mod hk */
     cpu_dot_fn dot;            /* the kernels' f32 dot (whole eights: D % 8 == 0), or NULL */
 };
 
@@ -60,7 +61,7 @@ static inline void cpu_l2norm(const float *x, float *out, int64_t n, float eps)
 static inline void cpu_delta_prep(const struct delta_job *j, int64_t r, int64_t h, float *q,
                                   float *k, float *log_decay, float *beta)
 {
-    int64_t d = j->d, g = h % j->hk;
+    int64_t d = j->d, g = j->v_grouped ? h / (j->hv / j->hk) : h % j->hk;
     const float *row = j->qkv + r * (2 * j->hk + j->hv) * d;
     cpu_l2norm(row + g * d, q, d, j->eps);
     cpu_l2norm(row + (j->hk + g) * d, k, d, j->eps);

@@ -46,6 +46,7 @@ enum st_status cuda_op_delta_net(struct st_backend *be, ST_T out, ST_T qkv, ST_T
         .pos = pos->data, .n = qkv->ne[1], .n_slots = state->ne[3],
         .n_k_heads = p->n_k_heads, .n_v_heads = p->n_v_heads, .head_dim = p->head_dim,
         .eps = p->eps, .err_flag = cb->err_flag, .recurrent = cb->delta_recurrent,
+        .v_grouped = p->v_grouped,
     };
     cuda_actq_wrote_t(cb, out);
     cuda_actq_wrote_t(cb, state);

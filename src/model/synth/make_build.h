@@ -28,14 +28,17 @@ struct preset {
     const struct next_shape *next;
 };
 
-/* A qwen35moe preset's Gated DeltaNet and shared-expert sizes (H, Hkv, D
- * and n_rot of struct preset are its gated attention's; every
- * full_attention_interval-th layer is attention). */
+/* A hybrid preset's architecture, Gated DeltaNet and shared-expert sizes
+ * (H, Hkv, D and n_rot of struct preset are its gated attention's; every
+ * full_attention_interval-th layer is attention; X == 0 in the preset
+ * makes the FFN dense, qwen35's). */
 struct next_shape {
     int64_t Hk, Hv, Ds;   /* q/k heads, v heads, head width (ssm.state_size) */
     int64_t K;            /* conv taps */
-    int64_t Fs;           /* shared expert width */
+    int64_t Fs;           /* shared expert width (0: dense FFN) */
     int64_t interval;     /* full_attention_interval */
+    const char *arch;     /* "qwen35moe", "qwen3next" (fused ssm_ba, grouped v) or "qwen35" */
+    bool ssm_in;          /* qwen3next's older fused ssm_in instead of attn_qkv + attn_gate */
 };
 
 enum role { R_EMBD, R_OUTPUT, R_ATTN, R_ATTN_V, R_ATTN_OUT, R_FFN, R_FFN_DOWN, R_ROUTER,
@@ -87,9 +90,10 @@ void st_mm_add(struct build *b, const char *name, enum role r, int64_t il, int n
 void st_mm_add_blk(struct build *b, int64_t il, const char *what, enum role r, int n_dims,
                    int64_t ne0, int64_t ne1, int64_t ne2);
 
-/* make_next.c: layer il of a qwen35moe preset (Gated DeltaNet or gated
- * attention, routed experts and the gated shared expert; the nextn block
- * when il == L), and the qwen35moe.* keys beyond the common ones. */
+/* make_next.c: layer il of a hybrid preset (Gated DeltaNet or gated
+ * attention, routed experts and the gated shared expert or a dense FFN;
+ * the nextn block when il == L), and the <arch>.* keys beyond the common
+ * ones. */
 void st_mm_add_next_block(struct build *b, int64_t il);
 void st_mm_add_next_keys(struct build *b);
 

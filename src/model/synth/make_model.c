@@ -29,9 +29,19 @@
  * next-a3b is Qwen3.5-35B-A3B's published shape (40 layers, 256 experts
  * top-8 of width 512 plus a shared one, 16 q / 2 kv heads of 256 with 64
  * rotated dims; DeltaNet 16 q/k and 32 v heads of 128) for the GPU */
-static const struct next_shape next_tiny = { 2, 4, 16, 4, 32, 4 };
-static const struct next_shape next_medium = { 4, 8, 64, 4, 256, 4 };
-static const struct next_shape next_a3b = { 16, 32, 128, 4, 512, 4 };
+static const struct next_shape next_tiny = { 2, 4, 16, 4, 32, 4, "qwen35moe", false };
+static const struct next_shape next_medium = { 4, 8, 64, 4, 256, 4, "qwen35moe", false };
+static const struct next_shape next_a3b = { 16, 32, 128, 4, 512, 4, "qwen35moe", false };
+/* qwen3next (Qwen3-Next-80B-A3B's layout: fused ssm_ba, v heads grouped by
+ * k head, plain rope): next80-tiny for tests, next80-tiny-ssm-in
+ * the same in the older converter's fused ssm_in, next80-a3b the published
+ * shape (48 layers, 512 experts top-10 of width 512 plus a shared one, 16 q /
+ * 2 kv heads of 256 with 64 rotated dims; DeltaNet 16 q/k and 32 v heads of
+ * 128). qwen35 (dense Qwen3.5): qwen35-tiny. */
+static const struct next_shape next80_tiny = { 2, 4, 16, 4, 32, 4, "qwen3next", false };
+static const struct next_shape next80_ssm_in = { 2, 4, 16, 4, 32, 4, "qwen3next", true };
+static const struct next_shape next80_a3b = { 16, 32, 128, 4, 512, 4, "qwen3next", false };
+static const struct next_shape qwen35_tiny = { 2, 4, 16, 4, 0, 4, "qwen35", false };
 
 static const struct preset presets[] = {
     { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true, false, 0, false, 0, 0, 0, 0, 0.0f, NULL },
@@ -55,6 +65,14 @@ static const struct preset presets[] = {
       .F = 256, .ctx = 8192, .n_rot = 32, .next = &next_medium },
     { .name = "next-a3b", .E = 2048, .L = 40, .H = 16, .Hkv = 2, .D = 256, .X = 256, .k = 8,
       .F = 512, .ctx = 262144, .n_vocab = 248320, .n_rot = 64, .next = &next_a3b },
+    { .name = "next80-tiny", .E = 64, .L = 4, .H = 4, .Hkv = 2, .D = 16, .X = 4, .k = 2, .F = 32,
+      .ctx = 2048, .n_rot = 8, .next = &next80_tiny },
+    { .name = "next80-tiny-ssm-in", .E = 64, .L = 4, .H = 4, .Hkv = 2, .D = 16, .X = 4, .k = 2,
+      .F = 32, .ctx = 2048, .n_rot = 8, .next = &next80_ssm_in },
+    { .name = "next80-a3b", .E = 2048, .L = 48, .H = 16, .Hkv = 2, .D = 256, .X = 512, .k = 10,
+      .F = 512, .ctx = 262144, .n_vocab = 151936, .n_rot = 64, .next = &next80_a3b },
+    { .name = "qwen35-tiny", .E = 64, .L = 4, .H = 4, .Hkv = 2, .D = 16, .X = 0, .k = 0, .F = 96,
+      .ctx = 2048, .n_rot = 8, .next = &qwen35_tiny },
 };
 
 /* Pad v with unused "[PADn]" tokens up to n rows (the a3b preset). */
@@ -194,7 +212,7 @@ static void add_keys(struct build *b, const struct st_make_model_opts *o)
 {
     struct st_gguf_writer *w = b->w;
     const struct preset *p = b->p;
-    const char *arch = p->glm ? "glm4moe" : p->next ? "qwen35moe" : "qwen3moe";
+    const char *arch = p->glm ? "glm4moe" : p->next ? p->next->arch : "qwen3moe";
     char name[64], key[96];
 #define KEY(suffix) (snprintf(key, sizeof(key), "%s.%s", arch, suffix), key)
     snprintf(name, sizeof(name), "strata-synthetic-%s", p->name);
@@ -213,16 +231,18 @@ static void add_keys(struct build *b, const struct st_make_model_opts *o)
     st_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)p->E);
     st_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)b->n_blocks);
     st_gguf_writer_set_u32(w, KEY("feed_forward_length"),
-                           (uint32_t)(p->glm ? p->Fd : p->F * p->k));
+                           (uint32_t)(p->glm ? p->Fd : p->X == 0 ? p->F : p->F * p->k));
     st_gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)p->H);
     st_gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)p->Hkv);
     st_gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)p->D);
     st_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)p->D);
     st_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), p->glm ? 1e-5f : 1e-6f);
     st_gguf_writer_set_f32(w, KEY("rope.freq_base"), 1000000.0f);
-    st_gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)p->X);
-    st_gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)p->k);
-    st_gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)p->F);
+    if (p->X > 0) {   /* qwen35 is dense */
+        st_gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)p->X);
+        st_gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)p->k);
+        st_gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)p->F);
+    }
     if (b->n_blocks > p->L)
         st_gguf_writer_set_u32(w, KEY("nextn_predict_layers"), 1);
 #undef KEY
@@ -246,7 +266,8 @@ static enum st_status check_opts(const struct st_make_model_opts *o, struct buil
     if (!b->p)
         return st_err_set(err, ST_ERR_INVALID,
                           "make-model: unknown preset '%s' (tiny, small, medium, mtp-demo, a3b, "
-                          "glm-tiny, next-tiny, next-medium, next-a3b)",
+                          "glm-tiny, next-tiny, next-medium, next-a3b, next80-tiny, "
+                          "next80-tiny-ssm-in, next80-a3b, qwen35-tiny)",
                           preset);
     if (!parse_quant(quant, &b->plan))
         return st_err_set(err, ST_ERR_INVALID, "make-model: unknown quant type '%s' (f32 f16 "

@@ -1,12 +1,15 @@
-/* make_next.c -- the qwen35moe presets' blocks and keys (Qwen3.5-MoE's
- * layout, llama.cpp's names; docs/GGUF.md "qwen35moe"): every
+/* make_next.c -- the hybrid presets' blocks and keys (llama.cpp's names;
+ * docs/GGUF.md "qwen35moe", "qwen3next", "qwen35"): every
  * full_attention_interval-th layer is gated attention (attn_q doubled
  * with the output gate, q/k norms, partial rope), the others Gated
  * DeltaNet (fused attn_qkv, the z gate, conv taps, dt bias, decay, alpha,
- * beta, the gated norm, ssm_out); every layer has routed experts and a
- * sigmoid-gated shared expert; the nextn block is a gated-attention block.
+ * beta, the gated norm, ssm_out; qwen3next fuses beta and alpha into
+ * ssm_ba, and its older files q/k/v and z into ssm_in); every layer has
+ * routed experts and a sigmoid-gated shared expert (qwen35: a dense FFN);
+ * the nextn block is a gated-attention block.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "model/synth/make_build.h"
 
@@ -28,14 +31,22 @@ static void add_delta_net(struct build *b, int64_t il)
     const struct next_shape *n = p->next;
     int64_t E = p->E, Cv = n->Hv * n->Ds, conv = 2 * n->Hk * n->Ds + Cv;
     char name[96];
-    st_mm_add_blk(b, il, "attn_qkv", R_ATTN, 2, E, conv, 1);
-    st_mm_add_blk(b, il, "attn_gate", R_ATTN, 2, E, Cv, 1);
+    if (n->ssm_in) {
+        st_mm_add_blk(b, il, "ssm_in", R_ATTN, 2, E, conv + Cv, 1);
+    } else {
+        st_mm_add_blk(b, il, "attn_qkv", R_ATTN, 2, E, conv, 1);
+        st_mm_add_blk(b, il, "attn_gate", R_ATTN, 2, E, Cv, 1);
+    }
     st_mm_add_blk(b, il, "ssm_conv1d", R_F32, 2, n->K, conv, 1);
     st_mm_add_blk(b, il, "ssm_dt", R_BIAS, 1, n->Hv, 1, 1);
     snprintf(name, sizeof(name), "blk.%lld.ssm_a", (long long)il);
     st_mm_add(b, name, R_DECAY, il, 1, n->Hv, 1, 1);
-    st_mm_add_blk(b, il, "ssm_alpha", R_ATTN, 2, E, n->Hv, 1);
-    st_mm_add_blk(b, il, "ssm_beta", R_ATTN, 2, E, n->Hv, 1);
+    if (strcmp(n->arch, "qwen3next") == 0) {
+        st_mm_add_blk(b, il, "ssm_ba", R_ATTN, 2, E, 2 * n->Hv, 1);
+    } else {
+        st_mm_add_blk(b, il, "ssm_alpha", R_ATTN, 2, E, n->Hv, 1);
+        st_mm_add_blk(b, il, "ssm_beta", R_ATTN, 2, E, n->Hv, 1);
+    }
     st_mm_add_blk(b, il, "ssm_norm", R_NORM, 1, n->Ds, 1, 1);
     st_mm_add_blk(b, il, "ssm_out", R_ATTN_OUT, 2, Cv, E, 1);
 }
@@ -45,6 +56,12 @@ static void add_moe(struct build *b, int64_t il)
     const struct preset *p = b->p;
     int64_t E = p->E, Fs = p->next->Fs;
     st_mm_add_blk(b, il, "post_attention_norm", R_NORM, 1, E, 1, 1);
+    if (p->X == 0) {   /* qwen35 */
+        st_mm_add_blk(b, il, "ffn_gate", R_FFN, 2, E, p->F, 1);
+        st_mm_add_blk(b, il, "ffn_up", R_FFN, 2, E, p->F, 1);
+        st_mm_add_blk(b, il, "ffn_down", R_FFN_DOWN, 2, p->F, E, 1);
+        return;
+    }
     st_mm_add_blk(b, il, "ffn_gate_inp", R_ROUTER, 2, E, p->X, 1);
     st_mm_add_blk(b, il, "ffn_gate_exps", R_FFN, 3, E, p->F, p->X);
     st_mm_add_blk(b, il, "ffn_up_exps", R_FFN, 3, E, p->F, p->X);
@@ -82,13 +99,18 @@ void st_mm_add_next_keys(struct build *b)
      * the same in every section, so they only matter to other readers) */
     int32_t half = (int32_t)(p->n_rot / 2), third = half / 3;
     const int32_t sections[4] = { half - 2 * third, third, third, 0 };
-    st_gguf_writer_set_u32(w, "qwen35moe.rope.dimension_count", (uint32_t)p->n_rot);
-    st_gguf_writer_set_arr(w, "qwen35moe.rope.dimension_sections", ST_GGUF_I32, sections, 4);
-    st_gguf_writer_set_u32(w, "qwen35moe.expert_shared_feed_forward_length", (uint32_t)n->Fs);
-    st_gguf_writer_set_u32(w, "qwen35moe.full_attention_interval", (uint32_t)n->interval);
-    st_gguf_writer_set_u32(w, "qwen35moe.ssm.conv_kernel", (uint32_t)n->K);
-    st_gguf_writer_set_u32(w, "qwen35moe.ssm.inner_size", (uint32_t)(n->Hv * n->Ds));
-    st_gguf_writer_set_u32(w, "qwen35moe.ssm.state_size", (uint32_t)n->Ds);
-    st_gguf_writer_set_u32(w, "qwen35moe.ssm.time_step_rank", (uint32_t)n->Hv);
-    st_gguf_writer_set_u32(w, "qwen35moe.ssm.group_count", (uint32_t)n->Hk);
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof(key), "%s.%s", n->arch, suffix), key)
+    st_gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)p->n_rot);
+    if (strcmp(n->arch, "qwen3next") != 0)   /* Qwen3-Next's rope is plain NEOX */
+        st_gguf_writer_set_arr(w, KEY("rope.dimension_sections"), ST_GGUF_I32, sections, 4);
+    if (n->Fs > 0)
+        st_gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)n->Fs);
+    st_gguf_writer_set_u32(w, KEY("full_attention_interval"), (uint32_t)n->interval);
+    st_gguf_writer_set_u32(w, KEY("ssm.conv_kernel"), (uint32_t)n->K);
+    st_gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)(n->Hv * n->Ds));
+    st_gguf_writer_set_u32(w, KEY("ssm.state_size"), (uint32_t)n->Ds);
+    st_gguf_writer_set_u32(w, KEY("ssm.time_step_rank"), (uint32_t)n->Hv);
+    st_gguf_writer_set_u32(w, KEY("ssm.group_count"), (uint32_t)n->Hk);
+#undef KEY
 }
