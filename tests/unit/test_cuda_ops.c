@@ -1515,7 +1515,7 @@ static void check_ssm_chunked(const struct ssm_shape *s)
 START_TEST(test_cuda_ops_delta_chunked_matches_cpu)
 {
     check_ssm_chunked(&(struct ssm_shape){ 2, 4, 128, 4, 3, false });  /* qwen35moe: Hv = 2 Hk */
-    check_ssm_chunked(&(struct ssm_shape){ 2, 4, 128, 4, 3, true });   /* qwen3next's v head order */
+    check_ssm_chunked(&(struct ssm_shape){ 2, 4, 128, 4, 3, true });   /* qwen3next's order */
     check_ssm_chunked(&(struct ssm_shape){ 1, 3, 40, 3, 3, false });   /* 2 warps of a block idle */
     check_ssm_chunked(&(struct ssm_shape){ 2, 2, 16, 4, 3, false });   /* D < 32: lanes past D */
 }
