@@ -418,7 +418,7 @@ done:
  * STRATA_CUDA_DELTA_CHUNK=0): time and output distance. */
 static int bench_delta(struct st_backend *be, const char *name)
 {
-    const struct st_delta_net_params p = { 16, 32, 128, 1e-6f };
+    const struct st_delta_net_params p = { 16, 32, 128, 1e-6f, false };
     const int64_t rows = 512, n_out = rows * p.n_v_heads * p.head_dim;
     float *oc = malloc((size_t)n_out * sizeof(float)), *orr = malloc((size_t)n_out * sizeof(float));
     struct st_backend *rec = NULL;
