@@ -176,7 +176,7 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
     [ST_OPT_SPEC_DRAFT] = { ST_OPT_SPEC_DRAFT, "--spec-draft", NULL, "spec_draft",
         ST_CFG_INT32, OFF(spec_draft), NO_HAS, I32(1, 16), .metavar = "N",
         .help = "n-gram draft tokens per slot and step at most (1..16)" },
-    [ST_OPT_CTX_CHECKPOINTS] = { ST_OPT_CTX_CHECKPOINTS, "--ctx-checkpoints", NULL,
+    [ST_OPT_CTX_CHECKPOINTS] = { ST_OPT_CTX_CHECKPOINTS, "--ctx-checkpoints", "-ctxcp",
         "ctx_checkpoints", ST_CFG_INT32, OFF(ctx_checkpoints), NO_HAS, I32(0, 64),
         .metavar = "N",
         .help = "recurrent models: state checkpoints kept per slot for prefix reuse (0..64)" },

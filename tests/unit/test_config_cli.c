@@ -487,6 +487,13 @@ START_TEST(test_config_cli_cache_type_flags)
     ck_assert_int_eq(st_config_from_args(&c, ARGC(none), (char **)none, &help, &err), ST_OK);
     ck_assert_int_eq(c.cache_type_k, ST_KV_F16);
     ck_assert_int_eq(c.cache_type_v, ST_KV_F16);
+    ck_assert_int_eq(c.ctx_checkpoints, 3);
+    st_config_fini(&c);
+    /* llama-server's short form of --ctx-checkpoints */
+    const char *ckpt[] = { "-m", "/m/q.gguf", "-ctxcp", "5" };
+    ck_assert_msg(st_config_from_args(&c, ARGC(ckpt), (char **)ckpt, &help, &err) == ST_OK, "%s",
+                  err.msg);
+    ck_assert_int_eq(c.ctx_checkpoints, 5);
     st_config_fini(&c);
 
     static const char *const other[] = { "f32", "bf16", "q4_0", "q4_1", "iq4_nl", "q5_0",
