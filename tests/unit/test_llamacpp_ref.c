@@ -35,7 +35,7 @@ static const char *const files[] = {
     "glm-tiny-f32", "glm-tiny-q8_0", "medium-f32", "medium-q4_k_m", "next-medium-f32",
     "next-medium-q4_k_m", "next-tiny-f16", "next-tiny-f32", "next-tiny-q4_0", "next-tiny-q4_1",
     "next-tiny-q5_0", "next-tiny-q5_1", "next-tiny-q8_0", "next80-tiny-f32", "next80-tiny-q8_0",
-    "next80-tiny-ssm-in-f32", "qwen35-tiny-f32", "qwen35-tiny-q8_0", "small-f32",
+    "next80-tiny-ssm-in-f32", "qwen35-tiny-f32", "qwen35-tiny-q8_0", "small-f32", "small-iq3_s",
     "small-iq3_xxs", "small-iq4_xs", "small-q2_k", "small-q3_k", "small-q4_k", "small-q4_k_m",
     "small-q5_k", "small-q6_k", "small-q8_0",
 };

@@ -80,8 +80,11 @@ static void rand_iq3_s(uint64_t *s, struct st_block_iq3_s *b, float sigma, float
     rbytes(s, b->qs, sizeof(b->qs));
     rbytes(s, b->qh, sizeof(b->qh));
     rbytes(s, b->signs, sizeof(b->signs));
-    for (int j = 0; j < 4; j++)                     /* s in 4..15: 1+2s in 9..31 */
-        b->scales[j] = (uint8_t)(rint_(s, 4, 15) | rint_(s, 4, 15) << 4);
+    for (int j = 0; j < 4; j++) {                   /* s in 4..15: 1+2s in 9..31 */
+        int lo = rint_(s, 4, 15);   /* one draw a statement: C leaves the order */
+        int hi = rint_(s, 4, 15);   /* of two calls in one expression open */
+        b->scales[j] = (uint8_t)(lo | hi << 4);
+    }
     b->d = st_f32_to_fp16(sigma / (rms * 20.f));
 }
 
@@ -89,7 +92,8 @@ static void rand_iq3_xxs(uint64_t *s, struct st_block_iq3_xxs *b, float sigma, f
 {
     rbytes(s, b->qs, 64);
     for (int ib = 0; ib < 8; ib++) {                /* 4 x 7 sign bits + 4-bit scale 4..15 */
-        uint32_t a = (uint32_t)(st_mm_rand(s) >> 36) | (uint32_t)rint_(s, 4, 15) << 28;
+        uint32_t a = (uint32_t)(st_mm_rand(s) >> 36);
+        a |= (uint32_t)rint_(s, 4, 15) << 28;
         for (int k = 0; k < 4; k++)
             b->qs[64 + 4 * ib + k] = (uint8_t)(a >> (8 * k));
     }
