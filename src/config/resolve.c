@@ -173,13 +173,16 @@ static enum st_status check_models(struct st_config *c, struct st_err *err)
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s: rope_scale %g is out of range (a float above 0)", where,
                               m->rope_scale);
-        if (m->ctx_size > 0 && st_config_slot_ctx(c, m) < ST_CFG_SLOT_CTX_MIN)
+        if (m->ctx_size > 0 && st_config_slot_ctx(c, m) < ST_CFG_SLOT_CTX_MIN) {
+            if (m->line == 0)   /* the implicit model: its ctx_size is the server's */
+                where_opt(c, ST_OPT_CTX_SIZE, where, sizeof(where));
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s: ctx_size %lld shared by %d slots leaves %lld tokens each; "
                               "a slot needs at least %d (ctx_size is all the slots' context "
                               "together, as llama-server's -c)", where, (long long)m->ctx_size,
                               c->batch ? (int)m->parallel : 1,
                               (long long)st_config_slot_ctx(c, m), ST_CFG_SLOT_CTX_MIN);
+        }
         if (m->backend == ST_CFG_BACKEND_CUDA && (c->cache_type_k != ST_KV_F16 ||
                                                   c->cache_type_v != ST_KV_F16)) {
             enum st_opt o = c->cache_type_k != ST_KV_F16 ? ST_OPT_CACHE_TYPE_K

@@ -475,6 +475,9 @@ START_TEST(test_config_ctx_shared_by_slots)
     ck_assert_int_eq(tc_load(&c, "batch: true\nparallel: 4\nctx_size: 60\n", &err), ST_OK);
     ck_assert_int_eq(st_config_resolve(&c, &err), ST_ERR_BAD_CONFIG);
     ck_assert_ptr_nonnull(strstr(err.msg, "leaves 15 tokens each"));
+    /* the built-in model's ctx_size is the file's key: the message names that line
+     * (fuzz_config found it naming "the built-in model") */
+    ck_assert_msg(strncmp(err.msg, "t.yaml:3: ctx_size", 18) == 0, "%s", err.msg);
     st_config_fini(&c);
 }
 END_TEST
