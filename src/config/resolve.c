@@ -169,10 +169,13 @@ static enum st_status check_models(struct st_config *c, struct st_err *err)
                               where, m->name, owner);
         /* the loader takes the factor as a float: 1e-50 would be 0 (= the
          * file's) there and 1e39 infinite */
-        if (m->rope_scale != 0 && !(isfinite((float)m->rope_scale) && (float)m->rope_scale > 0))
+        if (m->rope_scale != 0 && !(isfinite((float)m->rope_scale) && (float)m->rope_scale > 0)) {
+            if (m->line == 0)   /* the implicit model: the server's setting */
+                where_opt(c, ST_OPT_ROPE_SCALE, where, sizeof(where));
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s: rope_scale %g is out of range (a float above 0)", where,
                               m->rope_scale);
+        }
         if (m->ctx_size > 0 && st_config_slot_ctx(c, m) < ST_CFG_SLOT_CTX_MIN) {
             if (m->line == 0)   /* the implicit model: its ctx_size is the server's */
                 where_opt(c, ST_OPT_CTX_SIZE, where, sizeof(where));
@@ -192,10 +195,13 @@ static enum st_status check_models(struct st_config *c, struct st_err *err)
                               "cuda backend yet (model '%s' runs on cuda); use f16", where,
                               m->name ? m->name : "?");
         }
-        if (m->rope_scaling == ST_ROPE_SCALING_NONE && m->rope_scale != 0)
+        if (m->rope_scaling == ST_ROPE_SCALING_NONE && m->rope_scale != 0) {
+            if (m->line == 0)
+                where_opt(c, ST_OPT_ROPE_SCALE, where, sizeof(where));
             return st_err_set(err, ST_ERR_BAD_CONFIG,
                               "%s: rope_scale %g needs rope_scaling linear or yarn (it is none)",
                               where, m->rope_scale);
+        }
         for (size_t a = 0; a < m->n_aliases; a++) {
             bool self = strcmp(m->aliases[a], m->name) == 0;
             for (size_t b = 0; b < a && !self; b++)

@@ -479,6 +479,10 @@ START_TEST(test_config_ctx_shared_by_slots)
      * (fuzz_config found it naming "the built-in model") */
     ck_assert_msg(strncmp(err.msg, "t.yaml:3: ctx_size", 18) == 0, "%s", err.msg);
     st_config_fini(&c);
+    ck_assert_int_eq(tc_load(&c, "rope_scaling: none\nrope_scale: 2\n", &err), ST_OK);
+    ck_assert_int_eq(st_config_resolve(&c, &err), ST_ERR_BAD_CONFIG);
+    ck_assert_msg(strncmp(err.msg, "t.yaml:2: rope_scale", 20) == 0, "%s", err.msg);
+    st_config_fini(&c);
 }
 END_TEST
 
