@@ -13,7 +13,7 @@
 #      runs here (it needs glibc 2.34), else tests/gpu/pkg-config.py;
 #   2. configure once (sm_90; the server too when its libraries are found),
 #      build the kernels and gpu_bench; then, IN THE BACKGROUND, write the
-#      models one after the other (a3b Q4_K 17 GB, mtp-demo, a3b IQ3_S:
+#      models one after the other (a3b Q4_K 17 GB, mtp-demo, next-a3b Q4_K:
 #      single-threaded, ~1.5 min each; in /dev/shm when it has 40 GiB free)
 #      while the CUDA suites are built and run;
 #   3. ctest -L cuda (cuda_kern_host, cuda_ops: every op against the CPU,
@@ -32,7 +32,8 @@
 #      tok/s fused vs unfused, and their ratio, in the summary;
 #   6. strata (built in the same tree): strata bench --backend cuda on a3b Q4_K,
 #      the same at depth 16K (-d 16384), strata bench --mtp on mtp-demo at np 1 and 4;
-#   7. gpu_bench run on a3b IQ3_S if time is left.
+#   7. the Next family (next-a3b Q4_K: qwen35moe) if time is left: gpu_bench run,
+#      strata bench at depth 0 and 16K.
 # Outputs: build-gpu/logs/STEP.log per step; $OUT/summary.txt is rewritten
 # after every line and $OUT/gpu-logs.tar.gz after every step, so a run
 # killed at its limit still returns what it had. Exit status: 0 when the
@@ -48,11 +49,11 @@ SUMMARY=$LOGS/summary.txt
 : >"$SUMMARY"
 JOBS=$(nproc 2>/dev/null || echo 8)
 STATUS=0
-# The models (a3b Q4_K 17.3 GB + IQ3_S) go to /dev/shm when it has room:
+# The models (a3b Q4_K 17.3 GB, next-a3b Q4_K ~19 GB) go to /dev/shm when it has room:
 # writing them is disk-bound where the page cache cannot hold them (254 s for
 # the Q4_K file on a loaded dev machine, 28 s of it CPU), in RAM it is CPU-bound.
 SHM_FREE=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print int($4 / 1048576)}')
-if [[ -z ${GPU_MODELS_DIR:-} ]] && (( ${SHM_FREE:-0} >= 40 )); then
+if [[ -z ${GPU_MODELS_DIR:-} ]] && (( ${SHM_FREE:-0} >= 48 )); then
     GPU_MODELS_DIR=/dev/shm/strata-models
 fi
 MODELS=${GPU_MODELS_DIR:-$ROOT/build-gpu/models}
@@ -206,7 +207,7 @@ BENCH=build-gpu/tests/gpu_bench
 # build lacks it (said in the summary).
 make_models() {
     local spec name preset quant rc
-    for spec in "big-q4_k $PRESET q4_k" "mtp-demo mtp-demo q4_k" "big-iq3_s $PRESET iq3_s"; do
+    for spec in "big-q4_k $PRESET q4_k" "mtp-demo mtp-demo q4_k" "next-q4_k next-$PRESET q4_k"; do
         read -r name preset quant <<<"$spec"
         if [[ -s $MODELS/$name.gguf && $(cat "$MODELS/$name.made" 2>/dev/null) == "$preset $quant" ]]; then
             # a rerun on a warm machine
@@ -346,10 +347,18 @@ else
     say "strata bench skipped: $([[ $SERVER == OFF ]] && echo 'no libmicrohttpd/libyaml/sqlite3 (fetch_debs.sh carries them)' || echo 'no time left')"
 fi
 
-# ---- 7. the big model at IQ3_S, if time is left -----------------------------------------
-if (( $(left) > 60 )) && wait_model big-iq3_s; then
-    step bench_iq3_s 90 "$BENCH" run "$MODELS/big-iq3_s.gguf" -b cuda -np 1,4 -n 64 -p 512 -c 4096
-    grep "^bench:" "$LOGS/bench_iq3_s.log" | sed "s/^/  iq3_s: /" | tee -a "$SUMMARY"
+# ---- 7. the Next family (qwen35moe: Gated DeltaNet + gated attention), if time is left ----
+# next-a3b is the Qwen3.5-35B-A3B shape: three delta-rule layers to one attention layer, so
+# the prompt runs the chunked delta rule and decode the recurrent step (docs/ENGINE.md).
+if (( $(left) > 60 )) && wait_model next-q4_k; then
+    step bench_next 100 "$BENCH" run "$MODELS/next-q4_k.gguf" -b cuda -np 1,4 -n 64 -p 512 -c 4096
+    grep "^bench:" "$LOGS/bench_next.log" | sed "s/^/  next q4_k: /" | tee -a "$SUMMARY"
+    if [[ -n ${STRATA:-} && -x ${STRATA:-} ]]; then
+        sbench strata_bench_next 90 -m "$MODELS/next-q4_k.gguf" --backend cuda --gpu 0 \
+            -p 512 -n 64 -np 4 -r 1
+        sbench strata_bench_next_d16k 90 -m "$MODELS/next-q4_k.gguf" --backend cuda --gpu 0 \
+            -p 512 -n 32 -d 16384 -r 1
+    fi
 fi
 
 say "done in $(elapsed)s, status $STATUS"
