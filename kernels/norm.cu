@@ -20,7 +20,7 @@
  * add before the norm (x += add, stored, then normed: what add followed by
  * rms_norm computes, the same double sum in the same order, because both
  * are this kernel) and a q8_1 copy of the output for the next matmul
- * (q8_1_put below).
+ * (q8_1_put_all below; q8_1_put for the looping form).
  *
  * add / silu_mul: grid-stride loops over n floats, one element per thread
  * per step.
