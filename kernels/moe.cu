@@ -2,150 +2,138 @@
  * expert) pairs by expert, and the weighted sum of the expert outputs.
  * The expert matmuls themselves are mmvq.cu in grouped mode.
  *
- * moe_route: one 256-thread block per row. The row's n_exp logits go to
- *   shared memory; softmax: block max, exp, block sum, p = e / sum (as the
+ * moe_route: one warp per row, 4 rows per 128-thread block (decode has
+ *   1-4 rows: one block, no barrier). Lane l holds experts e = l + 32j
+ *   (j < NPL, NPL = 4, 8 or 32 from n_exp) in registers: their logits are
+ *   loaded at once; softmax: warp max, exp, warp sum, p = e / sum (as the
  *   CPU backend); sigmoid: p = 1 / (1 + e^-logit) per expert (glm4moe).
- *   Then k rounds of a block arg-max over the untaken experts of the
- *   selection key p + bias (bias NULL: p; larger first, the lower index on
- *   ties; NaN below every number, so a row of NaN logits picks experts
- *   0..k-1 with NaN weights, as the CPU does, instead of indexing past the
- *   table); each round keeps the unbiased p of its pick. The chosen
- *   weights are renormalised by their sum (clamped to >= 6.1035e-5) when
- *   norm, then times scale when scale != 1. Layout: logits f32 [n_exp,
- *   n_rows]; bias f32 [n_exp]; sel i32 / wts f32 [k, n_rows].
+ *   Then k rounds of a warp arg-max (butterfly) over the untaken experts
+ *   of the selection key p + bias (bias NULL: p; larger first, the lower
+ *   index on ties; NaN below every number, so a row of NaN logits picks
+ *   experts 0..k-1 with NaN weights, as the CPU does, instead of indexing
+ *   past the table); each round keeps the unbiased p of its pick (the
+ *   winner is its owner lane's own best, broadcast by one shuffle), lane j
+ *   keeps pick j. The chosen weights are renormalised by their sum (in
+ *   choice order, clamped to >= 6.1035e-5) when norm, then times scale
+ *   when scale != 1. Layout: logits f32 [n_exp, n_rows]; bias f32 [n_exp];
+ *   sel i32 / wts f32 [k, n_rows].
  *
- * moe_group: one 1024-thread block. Counts pairs per expert (shared
- *   atomics), an exclusive scan by thread 0 (n_exp <= 1024), the list of
- *   live experts in increasing id, then each pair takes its slot with an
- *   atomic. The order of pairs inside one expert's group may vary between
- *   runs; results do not (every output row is computed on its own).
- *   Layout of 'groups' is struct st_kern_mmv's (kernels.h).
+ * moe_group: one block of 32..1024 threads (enough for one thread per
+ *   expert, and per pair up to 1024: 128 for a decode step of a3b). Counts
+ *   pairs per expert (shared atomics), then an exclusive scan of the counts
+ *   and of the live flags at once (warp shuffle scans plus the warp totals;
+ *   n_exp <= 1024 = one expert per thread), the list of live experts in
+ *   increasing id, then each pair takes its slot with an atomic. The order
+ *   of pairs inside one expert's group may vary between runs; results do
+ *   not (every output row is computed on its own). Layout of 'groups' is
+ *   struct st_kern_mmv's (kernels.h).
  *
  * moe_combine: one thread per output element (grid-stride), summing the k
- *   expert outputs of its row in choice order j = 0..k-1 (as the CPU).
+ *   expert outputs of its row in choice order j = 0..k-1 (as the CPU); the
+ *   pair indices and weights of 8 choices are loaded, then their 8 rows,
+ *   then summed, so the loads of a step are in flight together.
  */
 #include "common.cuh"
 
-#define ROUTE_THREADS 256
+#define ROUTE_WARPS 4
 #define MOE_MAX_EXP 1024
 
-/* Block arg-max of (v, i): larger v wins, then smaller i. */
-static __device__ void block_argmax(float *v, int *i, float *sv, int *si)
+/* Warp arg-max of (v, i): larger v wins, then smaller i; every lane ends
+ * with the winner. */
+static __device__ __forceinline__ void warp_argmax(float *v, int *i)
 {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) {
-        float ov = __shfl_xor_sync(0xffffffffu, *v, off);
-        int oi = __shfl_xor_sync(0xffffffffu, *i, off);
+        const float ov = __shfl_xor_sync(0xffffffffu, *v, off);
+        const int oi = __shfl_xor_sync(0xffffffffu, *i, off);
         if (ov > *v || (ov == *v && oi < *i)) {
             *v = ov;
             *i = oi;
         }
     }
-    if (lane == 0) {
-        sv[warp] = *v;
-        si[warp] = *i;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int w = 1; w < (int)blockDim.x / 32; w++) {
-            if (sv[w] > sv[0] || (sv[w] == sv[0] && si[w] < si[0])) {
-                sv[0] = sv[w];
-                si[0] = si[w];
-            }
-        }
-    }
-    __syncthreads();
-    *v = sv[0];
-    *i = si[0];
-    __syncthreads();
 }
 
-/* p[e] = softmax of the row (block max, exp, block sum), in place. */
-static __device__ void route_softmax(float *p, int n_exp, float *sv, int *si)
+template <int NPL>
+static __global__ void __launch_bounds__(32 * ROUTE_WARPS)
+moe_route(int32_t *sel, float *wts, const float *logits, int64_t n_rows, int n_exp, int k,
+          bool sigmoid, const float *bias, bool norm, float scale)
 {
-    float mx = -INFINITY;
-    int dummy = 0;
-    for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS)
-        mx = fmaxf(mx, p[e]);
-    block_argmax(&mx, &dummy, sv, si);
-    float sum = 0.0f;
-    for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS) {
-        p[e] = expf(p[e] - mx);
-        sum += p[e];
-    }
-    sum = kq_warp_sum(sum);
-    if (threadIdx.x % 32 == 0)
-        sv[threadIdx.x / 32] = sum;
-    __syncthreads();
-    float total = 0.0f;
-    for (int w = 0; w < ROUTE_THREADS / 32; w++)
-        total += sv[w];
-    __syncthreads();
-    for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS)
-        p[e] /= total;
-    __syncthreads();
-}
-
-static __global__ void __launch_bounds__(ROUTE_THREADS)
-moe_route(int32_t *sel, float *wts, const float *logits, int n_exp, int k, bool sigmoid,
-          const float *bias, bool norm, float scale)
-{
-    __shared__ float p[MOE_MAX_EXP];
-    __shared__ float key[MOE_MAX_EXP];
-    __shared__ float sv[ROUTE_THREADS / 32];
-    __shared__ int si[ROUTE_THREADS / 32];
-    __shared__ float chosen[32];
-    const int64_t r = blockIdx.x;
+    const int64_t r = (int64_t)blockIdx.x * ROUTE_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (r >= n_rows)
+        return;                          /* whole warps leave together */
     const float *lg = logits + r * n_exp;
-
-    for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS)
-        p[e] = sigmoid ? 1.0f / (1.0f + expf(-lg[e])) : lg[e];
-    __syncthreads();
-    if (!sigmoid)
-        route_softmax(p, n_exp, sv, si);
+    float p[NPL], key[NPL];
+#pragma unroll
+    for (int j = 0; j < NPL; j++) {
+        const int e = lane + 32 * j;
+        p[j] = e < n_exp ? lg[e] : -INFINITY;
+        key[j] = bias && e < n_exp ? bias[e] : 0.0f;
+    }
+    if (sigmoid) {
+#pragma unroll
+        for (int j = 0; j < NPL; j++)
+            p[j] = 1.0f / (1.0f + expf(-p[j]));
+    } else {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < NPL; j++)
+            mx = fmaxf(mx, p[j]);
+        mx = kq_warp_max(mx);
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NPL; j++) {
+            p[j] = lane + 32 * j < n_exp ? expf(p[j] - mx) : 0.0f;
+            sum += p[j];
+        }
+        sum = kq_warp_sum(sum);
+#pragma unroll
+        for (int j = 0; j < NPL; j++)
+            p[j] /= sum;
+    }
     /* rank keys: a NaN key (NaN logits) or one below -3e38 (a bias of
      * -inf or near it, which a file can hold) is -3e38, above the start
      * value -3.2e38, so some untaken expert always wins (k <= n_exp) and
-     * bi is a valid index; taken experts are -INFINITY, below the start
-     * value. Without a bias the keys are p. */
-    for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS) {
-        const float v = bias ? p[e] + bias[e] : p[e];
-        key[e] = v != v || v < -3.0e38f ? -3.0e38f : v;
+     * the pick is a valid index; taken experts and the padding past n_exp
+     * are -INFINITY, below the start value. Without a bias the keys are p. */
+#pragma unroll
+    for (int j = 0; j < NPL; j++) {
+        const float v = bias ? p[j] + key[j] : p[j];
+        key[j] = lane + 32 * j >= n_exp ? -INFINITY : v != v || v < -3.0e38f ? -3.0e38f : v;
     }
-    __syncthreads();
-
-    for (int j = 0; j < k; j++) {
-        float bv = -3.2e38f;
+    int my_id = 0;
+    float my_p = 0.0f, ws = 0.0f;
+    for (int c = 0; c < k; c++) {
+        float bv = -3.2e38f, bp = 0.0f;
         int bi = 0x7fffffff;
-        for (int e = threadIdx.x; e < n_exp; e += ROUTE_THREADS) {
-            const float v = key[e];
-            if (v > bv || (v == bv && e < bi)) {
-                bv = v;
-                bi = e;
+#pragma unroll
+        for (int j = 0; j < NPL; j++) {  /* increasing e: strict > keeps the lower id */
+            if (key[j] > bv) {
+                bv = key[j];
+                bi = lane + 32 * j;
+                bp = p[j];
             }
         }
-        block_argmax(&bv, &bi, sv, si);
-        if (threadIdx.x == 0) {
-            sel[r * k + j] = bi;
-            chosen[j] = p[bi];
-            key[bi] = -INFINITY;
+        warp_argmax(&bv, &bi);
+        /* the winner is its owner lane's own best: that lane's bp is its p */
+        bp = __shfl_sync(0xffffffffu, bp, bi % 32);
+#pragma unroll
+        for (int j = 0; j < NPL; j++)
+            if (lane + 32 * j == bi)
+                key[j] = -INFINITY;
+        if (lane == c) {
+            my_id = bi;
+            my_p = bp;
         }
-        __syncthreads();
+        ws += bp;                        /* choice order, as the CPU */
     }
-    if (threadIdx.x == 0) {
-        float ws = 1.0f;
-        if (norm) {
-            ws = 0.0f;
-            for (int j = 0; j < k; j++)
-                ws += chosen[j];
-            if (ws < 6.1035e-5f)
-                ws = 6.1035e-5f;
-        }
-        for (int j = 0; j < k; j++) {
-            float w = norm ? chosen[j] / ws : chosen[j];
-            wts[r * k + j] = scale != 1.0f ? w * scale : w;
-        }
+    if (lane < k) {
+        float wsn = 1.0f;
+        if (norm)
+            wsn = ws < 6.1035e-5f ? 6.1035e-5f : ws;
+        const float wgt = norm ? my_p / wsn : my_p;
+        sel[r * k + lane] = my_id;
+        wts[r * k + lane] = scale != 1.0f ? wgt * scale : wgt;
     }
 }
 
@@ -157,9 +145,30 @@ extern "C" cudaError_t st_kern_moe_route(int32_t *sel, float *wts, const float *
     if (n_rows < 1 || n_rows > 0x7fffffff || n_exp < 1 || n_exp > MOE_MAX_EXP || k < 1 ||
         k > 32 || k > n_exp)
         return cudaErrorInvalidValue;
-    KQ_LAUNCH((unsigned)n_rows, ROUTE_THREADS, 0, stream, moe_route)(
-        sel, wts, logits, n_exp, k, sigmoid, bias, norm, scale);
+    const unsigned nb = kq_cdiv(n_rows, ROUTE_WARPS);
+    if (n_exp <= 128)
+        KQ_LAUNCH(nb, 32 * ROUTE_WARPS, 0, stream, moe_route<4>)(sel, wts, logits, n_rows, n_exp,
+                                                                 k, sigmoid, bias, norm, scale);
+    else if (n_exp <= 256)
+        KQ_LAUNCH(nb, 32 * ROUTE_WARPS, 0, stream, moe_route<8>)(sel, wts, logits, n_rows, n_exp,
+                                                                 k, sigmoid, bias, norm, scale);
+    else
+        KQ_LAUNCH(nb, 32 * ROUTE_WARPS, 0, stream, moe_route<32>)(sel, wts, logits, n_rows,
+                                                                  n_exp, k, sigmoid, bias, norm,
+                                                                  scale);
     return cudaGetLastError();
+}
+
+/* Inclusive sum over the lanes of a warp (Hillis-Steele by __shfl_up). */
+static __device__ __forceinline__ int warp_scan_incl(int v, int lane)
+{
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const int o = __shfl_up_sync(0xffffffffu, v, off);
+        if (lane >= off)
+            v += o;
+    }
+    return v;
 }
 
 static __global__ void __launch_bounds__(1024)
@@ -167,10 +176,12 @@ moe_group(int32_t *groups, int32_t *pair_row, int32_t *pair_of, const int32_t *s
           int64_t n_pairs, int k, int n_exp, int max_groups, unsigned *err_flag)
 {
     __shared__ int count[MOE_MAX_EXP], fill[MOE_MAX_EXP];
-    for (int e = threadIdx.x; e < n_exp; e += blockDim.x)
+    __shared__ int wcount[32], wlive[32];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    for (int e = tid; e < n_exp; e += blockDim.x)
         count[e] = 0;
     __syncthreads();
-    for (int64_t p = threadIdx.x; p < n_pairs; p += blockDim.x) {
+    for (int64_t p = tid; p < n_pairs; p += blockDim.x) {
         int e = sel[p];
         if (e < 0 || e >= n_exp) {
             kq_flag(err_flag, ST_KF_BAD_EXPERT);
@@ -179,22 +190,37 @@ moe_group(int32_t *groups, int32_t *pair_row, int32_t *pair_of, const int32_t *s
         atomicAdd(&count[e], 1);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        int at = 0, ng = 0;
-        for (int e = 0; e < n_exp; e++) {
-            fill[e] = at;
-            if (count[e] > 0 && ng < max_groups) {
-                groups[1 + ng] = e;
-                groups[1 + max_groups + ng] = at;
-                ng++;
-            }
-            at += count[e];
-        }
-        groups[0] = ng;
-        groups[1 + max_groups + ng] = at;
+    /* thread e scans expert e (blockDim.x >= n_exp) */
+    const int c = tid < n_exp ? count[tid] : 0, live = c > 0;
+    const int ci = warp_scan_incl(c, lane), li = warp_scan_incl(live, lane);
+    if (lane == 31) {
+        wcount[warp] = ci;
+        wlive[warp] = li;
     }
     __syncthreads();
-    for (int64_t p = threadIdx.x; p < n_pairs; p += blockDim.x) {
+    int cb = 0, lb = 0;                  /* the totals of the warps before this one */
+#pragma unroll
+    for (int w = 0; w < 32; w++) {
+        if (w < warp) {
+            cb += wcount[w];
+            lb += wlive[w];
+        }
+    }
+    const int at = cb + ci - c, rank = lb + li - live;   /* exclusive */
+    if (tid < n_exp) {
+        fill[tid] = at;
+        if (live && rank < max_groups) {
+            groups[1 + rank] = tid;
+            groups[1 + max_groups + rank] = at;
+        }
+    }
+    if (tid == n_exp - 1) {              /* its inclusive sums are the totals */
+        const int ng = rank + live < max_groups ? rank + live : max_groups;
+        groups[0] = ng;
+        groups[1 + max_groups + ng] = at + c;
+    }
+    __syncthreads();
+    for (int64_t p = tid; p < n_pairs; p += blockDim.x) {
         int e = sel[p];
         if (e < 0 || e >= n_exp)
             e = 0;
@@ -212,10 +238,17 @@ extern "C" cudaError_t st_kern_moe_group(int32_t *groups, int32_t *pair_row, int
     if (n_rows < 1 || k < 1 || n_exp < 1 || n_exp > MOE_MAX_EXP || max_groups < 1 ||
         max_groups < (n_exp < n_rows * k ? n_exp : n_rows * k))
         return cudaErrorInvalidValue;
-    KQ_LAUNCH(1, 1024, 0, stream, moe_group)(groups, pair_row, pair_of, sel, n_rows * k, k,
-                                             n_exp, max_groups, err_flag);
+    /* one thread per expert at least, one per pair up to 1024, whole warps */
+    const int64_t P = n_rows * k;
+    int64_t t = P < 1024 ? P : 1024;
+    t = t > n_exp ? t : n_exp;
+    t = (t + 31) / 32 * 32;
+    KQ_LAUNCH(1, (unsigned)t, 0, stream, moe_group)(groups, pair_row, pair_of, sel, P, k, n_exp,
+                                                    max_groups, err_flag);
     return cudaGetLastError();
 }
+
+#define COMBINE_J 8   /* choices whose loads are issued together */
 
 static __global__ void moe_combine(float *out, const float *yd, const float *wts,
                                    const int32_t *pair_of, int64_t n_rows, int k, int64_t n_embd)
@@ -225,8 +258,22 @@ static __global__ void moe_combine(float *out, const float *yd, const float *wts
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = i / n_embd, c = i % n_embd;
         float acc = 0.0f;
-        for (int j = 0; j < k; j++)
-            acc += wts[r * k + j] * yd[(int64_t)pair_of[r * k + j] * n_embd + c];
+        for (int j0 = 0; j0 < k; j0 += COMBINE_J) {
+            int q[COMBINE_J];
+            float wj[COMBINE_J], y[COMBINE_J];
+#pragma unroll
+            for (int t = 0; t < COMBINE_J; t++) {
+                q[t] = j0 + t < k ? pair_of[r * k + j0 + t] : 0;
+                wj[t] = j0 + t < k ? wts[r * k + j0 + t] : 0.0f;
+            }
+#pragma unroll
+            for (int t = 0; t < COMBINE_J; t++)
+                y[t] = j0 + t < k ? yd[(int64_t)q[t] * n_embd + c] : 0.0f;
+#pragma unroll
+            for (int t = 0; t < COMBINE_J; t++)
+                if (j0 + t < k)
+                    acc += wj[t] * y[t];
+        }
         out[i] = acc;
     }
 }

@@ -1,18 +1,26 @@
 /* norm.cu -- RMSNorm with gain (per row or per head), residual add, SwiGLU.
  *
  * rms_norm mapping: groups of g consecutive floats (a row with g = E, or
- * one head with g = head_dim). Small groups (g <= 256): one warp per
- * group, 8 groups per 256-thread block. Large groups: one 256-thread
- * block per group, warp partial sums combined in shared memory. The sum of
- * squares is accumulated in double (as the CPU reference and ggml do);
+ * one head with g = head_dim). Each thread owns the elements i = first +
+ * j*step (j < NORM_NPT) and loads them all (x, add, w) into registers
+ * before using any, so a row costs one round trip to memory instead of a
+ * chain of dependent loads; pass 2 works from the registers.
+ *   g <= 256:  one warp per group (step 32), 8 groups per 256-thread block.
+ *   g <= 2048: one 256-thread block per group (step 256).
+ *   g <= 8192: one 1024-thread block per group (step 1024).
+ *   larger:    one 256-thread block per group, looping (rms_norm_loop).
+ * The sum of squares is accumulated in double (as the CPU reference and
+ * ggml do), per thread in increasing i, then a warp butterfly, then (block
+ * kernels) a butterfly over the warp sums that every warp computes alike;
  * H200 runs fp64 at half the fp32 rate, and these are a few KB per row.
  * out may alias x: each thread reads its elements before the group's
  * scale is known and writes only after.
  *
  * st_kern_rms_norm_ex adds two fusions to the same kernels: the residual
  * add before the norm (x += add, stored, then normed: what add followed by
- * rms_norm computes, the same double sum in the same order) and a q8_1
- * copy of the output for the next matmul (q8_1_put below).
+ * rms_norm computes, the same double sum in the same order, because both
+ * are this kernel) and a q8_1 copy of the output for the next matmul
+ * (q8_1_put_all below; q8_1_put for the looping form).
  *
  * add / silu_mul: grid-stride loops over n floats, one element per thread
  * per step.
@@ -20,6 +28,7 @@
 #include "common.cuh"
 
 #define NORM_THREADS 256
+#define NORM_NPT 8            /* elements per thread held in registers */
 
 static __device__ __forceinline__ double warp_sum_d(double v)
 {
@@ -44,37 +53,97 @@ static __device__ __forceinline__ void q8_1_put(uint8_t *row, int64_t g, int64_t
         ((float2 *)(row + g))[i / 32] = make_float2(d, sum);
 }
 
-/* One group's elements at i = first, first + step, ...: with ADD, x += add
- * first (stored; the norm reads the sum back, as add then rms_norm would);
- * returns the group's sum of squares in double (this thread's part). */
+/* Pass 1 from registers: this thread's elements i = first + j*step of the
+ * group (j < NORM_NPT, i < g) into v, and its gains into wv, all loads
+ * issued before any use; with ADD, v = x + add is stored back to x (the
+ * norm reads the sum, as add then rms_norm would). Returns this thread's
+ * part of the sum of squares (double, increasing i). */
 template <bool ADD>
-static __device__ __forceinline__ double norm_pass1(float *xg, const float *ag, int64_t g,
-                                                    int first, int step)
+static __device__ __forceinline__ double norm_load(float *v, float *wv, float *xg,
+                                                   const float *ag, const float *w, int64_t g,
+                                                   int first, int step)
 {
+    float a[NORM_NPT];
+#pragma unroll
+    for (int j = 0; j < NORM_NPT; j++) {
+        const int64_t i = first + (int64_t)j * step;
+        v[j] = i < g ? xg[i] : 0.0f;
+        a[j] = ADD && i < g ? ag[i] : 0.0f;
+        wv[j] = i < g ? w[i] : 0.0f;
+    }
     double ss = 0.0;
-    for (int64_t i = first; i < g; i += step) {
-        float v = xg[i];
-        if (ADD) {
-            v = v + ag[i];
-            xg[i] = v;
+#pragma unroll
+    for (int j = 0; j < NORM_NPT; j++) {
+        const int64_t i = first + (int64_t)j * step;
+        if (i < g) {
+            if (ADD) {
+                v[j] = v[j] + a[j];
+                xg[i] = v[j];
+            }
+            ss = fma((double)v[j], (double)v[j], ss);   /* explicit: rope.cu's fused norm matches */
         }
-        ss = fma((double)v, (double)v, ss);   /* explicit: rope.cu's fused norm matches */
     }
     return ss;
 }
 
-/* out = x * scale * w, and the q8_1 row when q != NULL (Q). */
+/* The q8_1 epilogue of a thread's NORM_NPT outputs: q8_1_put's arithmetic
+ * for all of them at once, the NORM_NPT max and sum butterflies interleaved
+ * (kq_warp_max / kq_warp_sum's steps in their order, so the same bits;
+ * tests/cuemu runs these shuffles too, so cuda_ops' fused == unfused checks
+ * cover them) instead of one element's 10 dependent shuffles after
+ * another. Every lane of the warp calls it; elements past g (whole warps,
+ * as g % 32 == 0) are reduced but not stored. */
+static __device__ __forceinline__ void q8_1_put_all(uint8_t *row, int64_t g, const float *o,
+                                                    int first, int step)
+{
+    float amax[NORM_NPT], sum[NORM_NPT];
+#pragma unroll
+    for (int j = 0; j < NORM_NPT; j++) {
+        amax[j] = fabsf(o[j]);
+        sum[j] = o[j];
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+#pragma unroll
+        for (int j = 0; j < NORM_NPT; j++) {
+            amax[j] = fmaxf(amax[j], __shfl_xor_sync(0xffffffffu, amax[j], off, 32));
+            sum[j] += __shfl_xor_sync(0xffffffffu, sum[j], off, 32);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < NORM_NPT; j++) {
+        const int64_t i = first + (int64_t)j * step;
+        if (i < g) {
+            const float d = amax[j] / 127.0f;
+            const int q = amax[j] == 0.0f ? 0 : (int)roundf(o[j] / d);
+            ((int8_t *)row)[i] = (int8_t)q;
+            if (i % 32 == 0)
+                ((float2 *)(row + g))[i / 32] = make_float2(d, sum[j]);
+        }
+    }
+}
+
+/* Pass 2 from registers: out = x * scale * w, and the q8_1 row when Q. */
 template <bool Q>
-static __device__ __forceinline__ void norm_pass2(float *og, const float *xg, const float *w,
+static __device__ __forceinline__ void norm_store(float *og, const float *v, const float *wv,
                                                   int64_t g, float scale, uint8_t *qrow,
                                                   int first, int step)
 {
-    for (int64_t i = first; i < g; i += step) {
-        const float v = xg[i] * scale * w[i];
-        og[i] = v;
-        if (Q)
-            q8_1_put(qrow, g, i, v);
+    float o[NORM_NPT];
+#pragma unroll
+    for (int j = 0; j < NORM_NPT; j++) {
+        const int64_t i = first + (int64_t)j * step;
+        o[j] = v[j] * scale * wv[j];
+        if (i < g)
+            og[i] = o[j];
     }
+    if (Q)
+        q8_1_put_all(qrow, g, o, first, step);
+}
+
+static __device__ __forceinline__ float norm_scale(double ss, int64_t g, float eps)
+{
+    return 1.0f / sqrtf((float)(ss / (double)g) + eps);
 }
 
 template <bool ADD, bool Q>
@@ -86,37 +155,67 @@ rms_norm_warp(float *out, float *x, const float *add, const float *w, int64_t n_
     const int lane = threadIdx.x % 32;
     if (grp >= n_groups)
         return;
-    float *xg = x + grp * g;
-    double ss = norm_pass1<ADD>(xg, ADD ? add + grp * g : NULL, g, lane, 32);
+    float v[NORM_NPT], wv[NORM_NPT];
+    double ss = norm_load<ADD>(v, wv, x + grp * g, ADD ? add + grp * g : NULL, w, g, lane, 32);
     ss = warp_sum_d(ss);
-    const float scale = 1.0f / sqrtf((float)(ss / (double)g) + eps);
-    norm_pass2<Q>(out + grp * g, xg, w, g, scale, Q ? q + (size_t)grp * q_stride : NULL, lane,
-                  32);
+    norm_store<Q>(out + grp * g, v, wv, g, norm_scale(ss, g, eps),
+                  Q ? q + (size_t)grp * q_stride : NULL, lane, 32);
 }
 
-template <bool ADD, bool Q>
-static __global__ void __launch_bounds__(NORM_THREADS)
+/* One block of THREADS per group, g <= THREADS * NORM_NPT. The warp sums
+ * meet in shared memory once; every warp then adds them with the same
+ * butterfly, so all threads hold the same scale without a second barrier. */
+template <bool ADD, bool Q, int THREADS>
+static __global__ void __launch_bounds__(THREADS)
 rms_norm_block(float *out, float *x, const float *add, const float *w, int64_t g, float eps,
                uint8_t *q, size_t q_stride)
 {
-    __shared__ double part[NORM_THREADS / 32];
-    __shared__ float scale_s;
-    float *xg = x + (int64_t)blockIdx.x * g;
-    double ss = norm_pass1<ADD>(xg, ADD ? add + (int64_t)blockIdx.x * g : NULL, g,
-                                threadIdx.x, NORM_THREADS);
+    __shared__ double part[THREADS / 32];
+    const int64_t r = blockIdx.x;
+    const int lane = threadIdx.x % 32;
+    float v[NORM_NPT], wv[NORM_NPT];
+    double ss = norm_load<ADD>(v, wv, x + r * g, ADD ? add + r * g : NULL, w, g, threadIdx.x,
+                               THREADS);
     ss = warp_sum_d(ss);
-    if (threadIdx.x % 32 == 0)
+    if (lane == 0)
         part[threadIdx.x / 32] = ss;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        double t = 0.0;
-        for (int k = 0; k < NORM_THREADS / 32; k++)
-            t += part[k];
-        scale_s = 1.0f / sqrtf((float)(t / (double)g) + eps);
+    ss = warp_sum_d(lane < THREADS / 32 ? part[lane] : 0.0);
+    norm_store<Q>(out + r * g, v, wv, g, norm_scale(ss, g, eps),
+                  Q ? q + (size_t)r * q_stride : NULL, threadIdx.x, THREADS);
+}
+
+/* Rows beyond 1024 * NORM_NPT floats: the looping form (re-reads x and w). */
+template <bool ADD, bool Q>
+static __global__ void __launch_bounds__(NORM_THREADS)
+rms_norm_loop(float *out, float *x, const float *add, const float *w, int64_t g, float eps,
+              uint8_t *q, size_t q_stride)
+{
+    __shared__ double part[NORM_THREADS / 32];
+    const int64_t r = blockIdx.x;
+    const int lane = threadIdx.x % 32;
+    float *xg = x + r * g;
+    double ss = 0.0;
+    for (int64_t i = threadIdx.x; i < g; i += NORM_THREADS) {
+        float v = xg[i];
+        if (ADD) {
+            v = v + add[r * g + i];
+            xg[i] = v;
+        }
+        ss = fma((double)v, (double)v, ss);
     }
+    ss = warp_sum_d(ss);
+    if (lane == 0)
+        part[threadIdx.x / 32] = ss;
     __syncthreads();
-    norm_pass2<Q>(out + (int64_t)blockIdx.x * g, xg, w, g, scale_s,
-                  Q ? q + (size_t)blockIdx.x * q_stride : NULL, threadIdx.x, NORM_THREADS);
+    const float scale = norm_scale(warp_sum_d(lane < NORM_THREADS / 32 ? part[lane] : 0.0), g,
+                                   eps);
+    for (int64_t i = threadIdx.x; i < g; i += NORM_THREADS) {
+        const float o = xg[i] * scale * w[i];
+        out[r * g + i] = o;
+        if (Q)
+            q8_1_put(q + (size_t)r * q_stride, g, i, o);
+    }
 }
 
 template <bool ADD, bool Q>
@@ -124,14 +223,23 @@ static cudaError_t norm_launch(float *out, float *x, const float *add, const flo
                                int64_t n_groups, int64_t g, float eps, uint8_t *q,
                                size_t q_stride, cudaStream_t stream)
 {
-    if (g <= 256)
+    if (g <= 32 * NORM_NPT) {
         KQ_LAUNCH(kq_cdiv(n_groups, NORM_THREADS / 32), NORM_THREADS, 0, stream,
                   rms_norm_warp<ADD, Q>)(out, x, add, w, n_groups, g, eps, q, q_stride);
-    else if (n_groups <= 0x7fffffff)
-        KQ_LAUNCH((unsigned)n_groups, NORM_THREADS, 0, stream, rms_norm_block<ADD, Q>)(
-            out, x, add, w, g, eps, q, q_stride);
-    else
+        return cudaGetLastError();
+    }
+    if (n_groups > 0x7fffffff)
         return cudaErrorInvalidValue;
+    const unsigned nb = (unsigned)n_groups;
+    if (g <= NORM_THREADS * NORM_NPT)
+        KQ_LAUNCH(nb, NORM_THREADS, 0, stream, rms_norm_block<ADD, Q, NORM_THREADS>)(
+            out, x, add, w, g, eps, q, q_stride);
+    else if (g <= 1024 * NORM_NPT)
+        KQ_LAUNCH(nb, 1024, 0, stream, rms_norm_block<ADD, Q, 1024>)(out, x, add, w, g, eps, q,
+                                                                      q_stride);
+    else
+        KQ_LAUNCH(nb, NORM_THREADS, 0, stream, rms_norm_loop<ADD, Q>)(out, x, add, w, g, eps, q,
+                                                                       q_stride);
     return cudaGetLastError();
 }
 

@@ -85,46 +85,74 @@ extern "C" cudaError_t st_kern_rope_neox(float *out, const float *x, const int32
 }
 
 /* ---- per-head RMSNorm + NEOX rope in one kernel -----------------------------
- * One warp per (row, head), 8 per 256-thread block: the head's sum of
- * squares in double over lanes i = lane, lane + 32, ... (rms_norm_warp's
- * order, so the normed values are bit for bit norm.cu's), the normed head
- * stored to out, __syncwarp (orders the warp's global writes), then each
- * lane rotates its pairs (i, i + n_rot/2) from out with rope_neox's
- * arithmetic (rope_pair; the sum of squares with explicit fma as norm.cu),
- * so the result is bit for bit rms_norm then rope. head_dim <= 256 (the
- * launcher refuses more). */
+ * One warp per (row, head), 8 per 256-thread block. Lane l owns elements
+ * i = l + 32j (j < RN_NPT) of its head and loads them, their gains and the
+ * row's position before using any (one round trip to memory). The head's
+ * sum of squares in double over i = lane, lane + 32, ... (rms_norm_warp's
+ * order and fma, so the normed values are bit for bit norm.cu's), then
+ * each pair (i, i + n_rot/2) is rotated with rope_neox's arithmetic
+ * (rope_pair), so the result is bit for bit rms_norm then rope.
+ * When n_rot/2 is a multiple of 32 (H32 = n_rot/64 of 1, 2 or 4: head_dim
+ * 64, 128, 256 rotated whole, or 128 with n_rot 64), both elements of a
+ * lane's pairs are its own (j and j + H32) and everything stays in
+ * registers; otherwise (H32 = 0) the normed head is stored, __syncwarp
+ * orders the warp's writes, and the pairs are read back from out.
+ * head_dim <= 32 * RN_NPT = 256 (the launcher refuses more). */
+#define RN_NPT 8
+
+template <int H32>
 static __global__ void __launch_bounds__(256)
 rms_norm_rope(float *out, const float *x, const float *w, const int32_t *pos, int64_t n_groups,
               int64_t heads, int head_dim, st_rope_params rp, float eps, unsigned *err_flag)
 {
-    const int n_rot = rp.n_rot;
     const int64_t grp = (int64_t)blockIdx.x * 8 + threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
     if (grp >= n_groups)
         return;                          /* whole warps leave together */
     const float *xg = x + grp * head_dim;
     float *og = out + grp * head_dim;
+    int p = pos[grp / heads];
+    float v[RN_NPT], wv[RN_NPT];
+#pragma unroll
+    for (int j = 0; j < RN_NPT; j++) {
+        const int i = lane + 32 * j;
+        v[j] = i < head_dim ? xg[i] : 0.0f;
+        wv[j] = i < head_dim ? w[i] : 0.0f;
+    }
     double ss = 0.0;
-    for (int i = lane; i < head_dim; i += 32)
-        ss = fma((double)xg[i], (double)xg[i], ss);   /* as norm.cu's norm_pass1 */
+#pragma unroll
+    for (int j = 0; j < RN_NPT; j++)
+        if (lane + 32 * j < head_dim)
+            ss = fma((double)v[j], (double)v[j], ss);   /* as norm.cu's norm_load */
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1)
         ss += __shfl_xor_sync(0xffffffffu, ss, off, 32);
     const float scale = 1.0f / sqrtf((float)(ss / (double)head_dim) + eps);
-    for (int i = lane; i < head_dim; i += 32)
-        og[i] = xg[i] * scale * w[i];
-    __syncwarp();
-    int p = pos[grp / heads];
+#pragma unroll
+    for (int j = 0; j < RN_NPT; j++)
+        v[j] = v[j] * scale * wv[j];
     if (p < 0) {
         if (lane == 0)
             kq_flag(err_flag, ST_KF_BAD_POS);
         p = 0;
     }
-    const int half = n_rot / 2;
     const float mscale = kr_rope_mscale(rp);
-    for (int i = lane; i < half; i += 32) {
-        const float x0 = og[i], x1 = og[i + half];
-        rope_pair(x0, x1, p, i, rp, mscale, &og[i], &og[i + half]);
+    if constexpr (H32 > 0) {
+#pragma unroll
+        for (int j = 0; j < H32; j++)
+            rope_pair(v[j], v[j + H32], p, lane + 32 * j, rp, mscale, &v[j], &v[j + H32]);
+    }
+#pragma unroll
+    for (int j = 0; j < RN_NPT; j++)
+        if (lane + 32 * j < head_dim)
+            og[lane + 32 * j] = v[j];
+    if constexpr (H32 == 0) {
+        __syncwarp();
+        const int half = rp.n_rot / 2;
+        for (int i = lane; i < half; i += 32) {
+            const float x0 = og[i], x1 = og[i + half];
+            rope_pair(x0, x1, p, i, rp, mscale, &og[i], &og[i + half]);
+        }
     }
 }
 
@@ -142,8 +170,24 @@ extern "C" cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const f
     const int64_t heads = width / head_dim, n_groups = n_rows * heads;
     if (kq_cdiv(n_groups, 8) > 0x7fffffffu)
         return cudaErrorInvalidValue;
-    KQ_LAUNCH(kq_cdiv(n_groups, 8), 256, 0, stream, rms_norm_rope)(out, x, w, pos, n_groups,
-                                                                   heads, head_dim, *rope, eps,
-                                                                   err_flag);
+    const unsigned nb = kq_cdiv(n_groups, 8);
+    switch (n_rot % 64 == 0 ? n_rot / 64 : 0) {
+    case 1:
+        KQ_LAUNCH(nb, 256, 0, stream, rms_norm_rope<1>)(out, x, w, pos, n_groups, heads,
+                                                         head_dim, *rope, eps, err_flag);
+        break;
+    case 2:
+        KQ_LAUNCH(nb, 256, 0, stream, rms_norm_rope<2>)(out, x, w, pos, n_groups, heads,
+                                                         head_dim, *rope, eps, err_flag);
+        break;
+    case 4:
+        KQ_LAUNCH(nb, 256, 0, stream, rms_norm_rope<4>)(out, x, w, pos, n_groups, heads,
+                                                         head_dim, *rope, eps, err_flag);
+        break;
+    default:                             /* n_rot/2 not a multiple of 32, or 192 */
+        KQ_LAUNCH(nb, 256, 0, stream, rms_norm_rope<0>)(out, x, w, pos, n_groups, heads,
+                                                         head_dim, *rope, eps, err_flag);
+        break;
+    }
     return cudaGetLastError();
 }

@@ -25,6 +25,8 @@
 #   4. gpu_bench kern: each weight type alone, eager and graphed (GB/s), and the
 #      delta rule on a 512-row prompt read, chunked against row by row;
 #      tests/gpu/attn_check.cu: both attention kernels against float64, timed;
+#      tests/gpu/small_kern.cu: norms, norm+rope, MoE route/group/combine and
+#      quantize_q8_1 at the a3b shape, us per graphed launch (~15 s);
 #   5. gpu_bench run on a3b Q4_K: prompt 512, decode np 1 and 4 (greedy ids
 #      drawn on the device, sampled ids (top-k 40 / top-p / min-p) drawn on
 #      the device, then whole logits copied back); then decode np 1 again with
@@ -283,6 +285,13 @@ if step build_attn 90 nvcc -std=c++17 -O2 -arch=sm_90 -Ikernels -Iinclude -Xcomp
         -o build-gpu/attn_check -lgomp; then
     step attn_check 120 build-gpu/attn_check || STATUS=1
     grep -E "FAIL|^speed:|all ok|FAILED" "$LOGS/attn_check.log" | head -24 | tee -a "$SUMMARY"
+fi
+# the small per-layer kernels alone, a3b shape, np 1 and 4 (tests/gpu/small_kern.cu)
+if step build_small 60 nvcc -std=c++17 -O2 -arch=sm_90 -Ikernels -Iinclude kernels/norm.cu \
+        kernels/rope.cu kernels/moe.cu kernels/quantize.cu tests/gpu/small_kern.cu \
+        -o build-gpu/small_kern; then
+    step small_kern 30 build-gpu/small_kern || STATUS=1
+    grep -E "^speed:" "$LOGS/small_kern.log" | tee -a "$SUMMARY"
 fi
 
 # ---- 5. the big model (a3b) at Q4_K ------------------------------------------------------

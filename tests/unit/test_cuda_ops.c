@@ -359,6 +359,11 @@ START_TEST(test_cuda_ops_norm_add_silu)
     check_op3(norm_eps, 2048, 5, 2048, 1, 1e-5, false);   /* per row: block path */
     check_op3(norm_eps, 4096, 3, 128, 1, 1e-5, true);     /* per head, in place: warp path */
     check_op3(norm_eps, 96, 4, 48, 1, 1e-5, false);
+    check_op3(norm_eps, 64, 4, 64, 1, 1e-5, false);       /* warp path, 2 per lane */
+    check_op3(norm_eps, 300, 1, 300, 1, 1e-5, false);     /* block of 256, a partial pass */
+    check_op3(norm_eps, 4096, 1, 4096, 1, 1e-5, false);   /* block of 1024 */
+    check_op3(norm_eps, 7168, 4, 7168, 1, 1e-5, true);    /* not a multiple of 1024 */
+    check_op3(norm_eps, 9000, 2, 9000, 1, 1e-5, false);   /* past 8192: the looping form */
     check_op3(st_backend_add, 2048, 7, 2048, 7, 1e-6, true);
     check_op3(st_backend_silu_mul, 768, 9, 768, 9, 1e-5, false);
 }
@@ -779,6 +784,67 @@ START_TEST(test_cuda_ops_moe_route)
 }
 END_TEST
 
+/* Routing of n rows over X experts (softmax, or sigmoid with a bias and
+ * routed scale) equals the CPU's: ids exact, weights 1e-4. X picks the
+ * kernel's experts-per-lane form (<= 128, <= 256, more; X not a multiple
+ * of 32 leaves padding lanes); ties: the router's rows repeat every 16
+ * experts, so the logits tie in groups and the lower id must win. */
+static void check_route(int64_t X, int64_t k, int64_t n, bool sigmoid, bool ties)
+{
+    const int64_t E = 64;
+    float *wr = rand_floats(E * X, 0.3f), *x = rand_floats(E * n, 1.0f), *b = rand_floats(X, 0.2f);
+    for (int64_t e = 16; e < X && ties; e++)
+        memcpy(wr + e * E, wr + (e % 16) * E, (size_t)E * sizeof(float));
+    struct st_tensor rc = wrap(cpu, ST_DTYPE_F32, E, X, 1, wr), rg = wrap(gpu, ST_DTYPE_F32, E, X, 1, wr);
+    struct st_tensor xc = put(cpu, ST_DTYPE_F32, E, n, 1, x), xg = put(gpu, ST_DTYPE_F32, E, n, 1, x);
+    struct st_tensor bc = put(cpu, ST_DTYPE_F32, X, 1, 1, b), bg = put(gpu, ST_DTYPE_F32, X, 1, 1, b);
+    struct st_tensor sc = put(cpu, ST_DTYPE_I32, k, n, 1, NULL), sg = put(gpu, ST_DTYPE_I32, k, n, 1, NULL);
+    struct st_tensor wc = put(cpu, ST_DTYPE_F32, k, n, 1, NULL), wg = put(gpu, ST_DTYPE_F32, k, n, 1, NULL);
+    const struct st_moe_route_params pc = { ST_MOE_GATING_SIGMOID, ties ? NULL : &bc, true, 2.5f };
+    const struct st_moe_route_params pg = { ST_MOE_GATING_SIGMOID, ties ? NULL : &bg, true, 2.5f };
+    struct st_err err;
+
+    ck_assert_int_eq(st_backend_moe_route(cpu, &sc, &wc, &xc, &rc, sigmoid ? &pc : &SOFTMAX_ROUTE,
+                                          &err), ST_OK);
+    ck_assert_msg(st_backend_moe_route(gpu, &sg, &wg, &xg, &rg, sigmoid ? &pg : &SOFTMAX_ROUTE,
+                                       &err) == ST_OK, "%s", err.msg);
+    int32_t *s1 = get(cpu, &sc), *s2 = get(gpu, &sg);
+    float *w1 = get(cpu, &wc), *w2 = get(gpu, &wg);
+    for (int64_t i = 0; i < k * n; i++)
+        ck_assert_msg(s1[i] == s2[i], "route X=%lld k=%lld: pick %lld is %d, cpu %d",
+                      (long long)X, (long long)k, (long long)i, s2[i], s1[i]);
+    ck_assert_msg(rel_err(w2, w1, k * n) <= 1e-4, "route X=%lld: weights %.3g", (long long)X,
+                  rel_err(w2, w1, k * n));
+    free(s1);
+    free(s2);
+    free(w1);
+    free(w2);
+    release2(&wc, &wg);
+    release2(&sc, &sg);
+    release2(&bc, &bg);
+    release2(&xc, &xg);
+    st_backend_release(cpu, &rc);
+    st_backend_release(gpu, &rg);
+    free(wr);
+    free(x);
+    free(b);
+}
+
+START_TEST(test_cuda_ops_moe_route_shapes)
+{
+    for (int64_t n = 1; n <= 4; n += 3) {
+        check_route(128, 8, n, false, false);   /* a3b: 128 experts, top 8 */
+        check_route(128, 8, n, false, true);    /* ties: the lower id first */
+        check_route(40, 8, n, false, true);     /* padding lanes */
+        check_route(256, 8, n, true, false);    /* 8 per lane, sigmoid + bias */
+        check_route(160, 32, n, true, true);    /* k = 32: every lane keeps a pick */
+        check_route(300, 6, n, false, false);   /* 32 per lane */
+        check_route(1024, 8, n, true, false);   /* the largest table */
+    }
+    check_route(128, 8, 9, false, false);       /* more rows than one block's 4 warps */
+}
+END_TEST
+
 /* sel: X experts, k distinct per row; 0 = the pattern below (k = 2), else
  * k consecutive experts from a per-row start. */
 static void check_moe_ffn_xk(enum st_dtype tg, enum st_dtype tu, enum st_dtype td, int64_t E,
@@ -867,6 +933,18 @@ END_TEST
 START_TEST(test_cuda_ops_moe_ffn_many_pairs)
 {
     check_moe_ffn_xk(ST_DTYPE_Q8_0, ST_DTYPE_Q8_0, ST_DTYPE_Q8_0, 64, 64, 8200, 16, 8);
+}
+END_TEST
+
+/* moe_group's block is sized from the experts and pairs: 40 experts (not
+ * whole warps), 300 (more experts than pairs), 1 and 4 rows (1024 threads:
+ * moe_ffn_many_pairs). */
+START_TEST(test_cuda_ops_moe_group_shapes)
+{
+    for (int64_t n = 1; n <= 4; n += 3) {
+        check_moe_ffn_xk(ST_DTYPE_Q8_0, ST_DTYPE_Q8_0, ST_DTYPE_Q8_0, 64, 32, n, 40, 8);
+        check_moe_ffn_xk(ST_DTYPE_Q8_0, ST_DTYPE_Q8_0, ST_DTYPE_Q8_0, 64, 32, n, 300, 8);
+    }
 }
 END_TEST
 
@@ -1621,6 +1699,10 @@ START_TEST(test_cuda_ops_fused_add_rms_norm)
     check_add_rms_norm(256, 256, 3, false);     /* warp kernel with epilogue */
     check_add_rms_norm(512, 64, 3, false);      /* groups: no epilogue */
     check_add_rms_norm(96, 48, 2, false);       /* groups not of 32 */
+    check_add_rms_norm(64, 64, 4, false);       /* warp kernel, 2 per lane, epilogue */
+    check_add_rms_norm(4096, 4096, 1, false);   /* block of 1024 with epilogue */
+    check_add_rms_norm(7168, 7168, 4, true);    /* not a multiple of 1024 */
+    check_add_rms_norm(9216, 9216, 1, false);   /* past 8192: the looping form */
 }
 END_TEST
 
@@ -1681,6 +1763,9 @@ START_TEST(test_cuda_ops_fused_norm_rope)
     check_norm_rope(4, 128, 128, false);    /* its k */
     check_norm_rope(3, 128, 64, false);     /* partial rotation */
     check_norm_rope(5, 64, 64, true);
+    check_norm_rope(2, 256, 256, false);    /* 4 pairs per lane in registers */
+    check_norm_rope(3, 256, 192, true);     /* n_rot/2 = 96: pairs through memory */
+    check_norm_rope(4, 80, 40, false);      /* head_dim not of 32 */
     check_norm_rope(2, 320, 320, false);    /* head_dim > 256: two launches */
     struct st_rope_params y = yarn_params(128), yp = yarn_params(64);
     check_norm_rope_p(32, 128, &y, rope_pos, 1e-3, true);       /* YaRN, Qwen3's q */
@@ -2020,9 +2105,11 @@ static Suite *cuda_suite(void)
     tcase_set_timeout(attn, 120);
     tcase_add_test(attn, test_cuda_ops_attention);
     tcase_add_test(attn, test_cuda_ops_attention_graph);
-    tcase_set_timeout(moe, 120);
+    tcase_set_timeout(moe, 240);   /* the sanitized emulator on a shared machine */
     tcase_add_test(moe, test_cuda_ops_moe_route);
     tcase_add_test(moe, test_cuda_ops_moe_route_sigmoid_bias);
+    tcase_add_test(moe, test_cuda_ops_moe_route_shapes);
+    tcase_add_test(moe, test_cuda_ops_moe_group_shapes);
     tcase_add_test(moe, test_cuda_ops_add_bias_row);
     tcase_add_test(moe, test_cuda_ops_moe_ffn);
     tcase_add_test(moe, test_cuda_ops_moe_ffn_many_pairs);
