@@ -248,7 +248,8 @@ static int32_t choose_slot(void *ctx, const struct st_sched_job *job, int32_t of
             best_rank = rank;
         }
     }
-    return best;
+    /* the unified KV pool: no room beside the busy slots, it waits (kv_pool.c) */
+    return st_kv_pool_fits(e, req) ? best : ST_SCHED_SLOT_WAIT;
 }
 
 struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered)
@@ -557,6 +558,17 @@ void st_engine_prefix_forget(struct st_engine *e)
         e->slots[i].cache.n_kv = 0;
         scores_free(&e->slots[i].cache.sc);   /* another model scores otherwise */
     }
+}
+
+void st_engine_prefix_evict(struct st_engine *e, struct st_engine_slot *sl)
+{
+    ST_ASSERT(!sl->req);
+    if (e->runner)
+        st_runner_kv_truncate(e->runner, sl->index, 0);
+    st_kv_blocks_sync(e, sl, 0);
+    sl->cache.n_ids = 0;
+    sl->cache.n_kv = 0;
+    scores_free(&sl->cache.sc);
 }
 
 void st_engine_prefix_fini(struct st_engine_slot *sl)

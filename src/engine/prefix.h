@@ -131,6 +131,9 @@ bool st_engine_prefix_set(struct st_engine *e, struct st_engine_slot *sl, const 
                           int64_t n);
 /* The runner goes (unload, swap): every slot's cache is void. */
 void st_engine_prefix_forget(struct st_engine *e);
+/* (unified KV pool, kv_pool.c) Free slot sl drops its cached prefix: the
+ * runner's KV is emptied (its memory given back) and the ids forgotten. */
+void st_engine_prefix_evict(struct st_engine *e, struct st_engine_slot *sl);
 /* Frees the slot's ids (engine teardown). */
 void st_engine_prefix_fini(struct st_engine_slot *sl);
 

@@ -229,9 +229,18 @@ static enum st_status alloc_kv(struct st_model *m, struct st_err *err)
     enum st_status rc = check_kv_types(m, err);
     if (rc != ST_OK)
         return rc;
-    rc = st_backend_alloc(m->be, st_kv_type_dtype(m->p.type_k), ne, &m->kcache, err);
+    /* kv_lazy (--kv-unified): every slot's region is the whole context,
+     * committed only as written (kv_trim.c gives it back) */
+    enum st_status (*alloc)(struct st_backend *, enum st_dtype, const int64_t *,
+                            struct st_tensor *, struct st_err *) =
+        m->p.kv_lazy ? st_backend_alloc_lazy : st_backend_alloc;
+    rc = alloc(m->be, st_kv_type_dtype(m->p.type_k), ne, &m->kcache, err);
     if (rc == ST_OK)
-        rc = st_backend_alloc(m->be, st_kv_type_dtype(m->p.type_v), ne, &m->vcache, err);
+        rc = alloc(m->be, st_kv_type_dtype(m->p.type_v), ne, &m->vcache, err);
+    if (rc == ST_ERR_UNSUPPORTED && m->p.kv_lazy)
+        return st_err_set(err, rc, "--kv-unified: the %s backend cannot commit KV memory as "
+                          "slots grow yet (drop --kv-unified: each slot then gets ctx_size / "
+                          "parallel tokens)", st_backend_name(m->be));
     if (rc != ST_OK) {
         char what[96];
         snprintf(what, sizeof(what), "KV cache of %d slots x %lld tokens", (int)m->p.n_slots,
