@@ -223,12 +223,14 @@ static bool better(const struct st_engine_slot *a, int64_t la, int ra,
 
 struct choose_ctx {
     struct st_engine *e;
+    st_engine_admit_gate *gate;
 };
 
 /* st_sched_slot_fn: under the scheduler's mutex (see the file comment). */
 static int32_t choose_slot(void *ctx, const struct st_sched_job *job, int32_t offered)
 {
     struct st_engine *e = ((struct choose_ctx *)ctx)->e;
+    st_engine_admit_gate *gate = ((struct choose_ctx *)ctx)->gate;
     const struct st_request *req = ST_CONTAINER_OF(job, const struct st_request, job);
     /* A job for another model makes the engine swap: every cache goes. */
     if (e->model < 0 || job->model != e->model || offered < 0 || offered >= e->n_slots)
@@ -249,12 +251,13 @@ static int32_t choose_slot(void *ctx, const struct st_sched_job *job, int32_t of
         }
     }
     /* the unified KV pool: no room beside the busy slots, it waits (kv_pool.c) */
-    return st_kv_pool_fits(e, req) ? best : ST_SCHED_SLOT_WAIT;
+    return !gate || gate(e, req) ? best : ST_SCHED_SLOT_WAIT;
 }
 
-struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered)
+struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered,
+                                            st_engine_admit_gate *gate)
 {
-    struct choose_ctx ctx = { e };
+    struct choose_ctx ctx = { e, gate };
     return st_sched_admit_to(e->pool->sched, e->index, offered, choose_slot, &ctx);
 }
 

@@ -110,7 +110,7 @@ static bool admit_free_slots(struct st_engine *e)
         if (sl->req)
             continue;
         /* prefix.c puts the job in the free slot caching most of its prompt */
-        struct st_sched_job *job = st_engine_prefix_admit(e, i);
+        struct st_sched_job *job = st_engine_prefix_admit(e, i, st_kv_pool_fits);
         if (!job)
             break;   /* nobody waits that this engine can serve */
         struct st_request *req = ST_CONTAINER_OF(job, struct st_request, job);

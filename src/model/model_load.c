@@ -434,12 +434,14 @@ enum st_status st_model_load(struct st_model *m, const struct st_model_params *p
     double per_token = (double)(st_tensor_nbytes(&m->kcache) + st_tensor_nbytes(&m->vcache)) /
                        ((double)m->p.n_slots * (double)m->p.n_ctx);
     st_log(ST_LOG_INFO, "model", "loaded %s in %.2f s: weights %.1f MiB (%s), KV cache %.1f "
-           "MiB (%d slots x %lld tokens, k %s v %s, %.1f KiB per token), buffers %.1f MiB; "
+           "MiB%s (%d slots x %lld tokens, k %s v %s, %.1f KiB per token), buffers %.1f MiB; "
            "RSS %.1f -> %.1f MiB",
            m->path, (double)(st_clock_now(st_clock_real()) - t0) / (double)ST_NS_PER_SEC,
            (double)m->weight_bytes / (1024.0 * 1024.0),
            m->desc->hp.rope_neox ? "in place" : "in place; q/k copied for rope order",
-           (double)m->kv_bytes / (1024.0 * 1024.0), (int)m->p.n_slots, (long long)m->p.n_ctx,
+           (double)m->kv_bytes / (1024.0 * 1024.0),
+           m->p.kv_lazy ? " reserved, committed as slots fill it" : "",
+           (int)m->p.n_slots, (long long)m->p.n_ctx,
            st_kv_type_name(m->p.type_k), st_kv_type_name(m->p.type_v), per_token / 1024.0, (double)m->act_bytes / (1024.0 * 1024.0), rss0, rss1);
     return ST_OK;
 }
