@@ -133,6 +133,16 @@ bool st_kv_pool_grow(struct st_engine *e, struct st_engine_slot *sl, int64_t n)
     return true;
 }
 
+bool st_kv_pool_settle(struct st_engine *e, const struct st_engine_slot *sl)
+{
+    int64_t pool = st_kv_pool_size(e);
+    if (pool <= 0)
+        return true;
+    if (busy_held(e) + sl->cache.n_kv > pool)
+        return false;
+    return evict_until(e, sl->index, sl->cache.n_kv, 0) <= pool;
+}
+
 int32_t st_kv_pool_drafts(const struct st_engine *e, const struct st_engine_slot *sl, int32_t k)
 {
     int64_t pool = st_kv_pool_size(e);

@@ -275,6 +275,10 @@ void st_kv_pool_admit(struct st_engine *e, int32_t to, const struct st_request *
  * it holds them or got them (evicting idle caches if need be); false when
  * the pool is dry (the request then ends with finish "length"). */
 bool st_kv_pool_grow(struct st_engine *e, struct st_engine_slot *sl, int64_t n);
+/* Idle slot sl was filled from outside (a slot file, POST /slots restore):
+ * evict other idle caches until the pool holds it; false (nothing evicted
+ * past what room needed) when busy slots leave too little room. */
+bool st_kv_pool_settle(struct st_engine *e, const struct st_engine_slot *sl);
 /* How many of k drafts slot sl may verify without passing the pool (a
  * verify writes n_past + 1 + k rows). */
 int32_t st_kv_pool_drafts(const struct st_engine *e, const struct st_engine_slot *sl,

@@ -7,8 +7,10 @@
 // make-model's tiny preset on the CPU backend (the lazily committed KV).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
-import { postJSON, startTinyModel } from './lib/server.mjs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { getJSON, postJSON, startTinyModel, until } from './lib/server.mjs';
 
 // n token ids, all from a run no other prompt of this file shares
 const ids = (n, base) => Array.from({ length: n }, (_, i) => base + (i % 50));
@@ -70,6 +72,39 @@ describe('without --kv-unified the same -c gives each slot a quarter', () => {
     } finally {
       await srv.stop();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('--kv-unified and slot files', () => {
+  test('a restored slot evicts the other idle cache to fit the pool', async () => {
+    const saves = mkdtempSync(join(tmpdir(), 'strata-e2e-kvu-save-'));
+    const { srv, dir } = await startTinyModel('strata-e2e-kvu-slots-', 5, 512,
+      ['--batch', '-np', '2', '--kv-unified', '--slot-save-path', saves]);
+    const slots = async () => (await getJSON(srv, '/slots')).json;
+    const idle = () => until(async () => (await slots()).every((s) => s.state === 'idle'), 30000,
+                             'both slots idle');
+    try {
+      assert.equal((await complete(srv, ids(300, 10))).status, 200);
+      await idle();
+      const a = (await slots()).find((s) => s.n_cached > 0);
+      const save = await postJSON(srv, `/slots/${a.id}?action=save`, { filename: 'a.bin' });
+      assert.equal(save.status, 200, save.text);
+      // another 300 does not fit beside a's cache: it is evicted
+      assert.equal((await complete(srv, ids(300, 100))).status, 200);
+      await idle();
+      let now = await slots();
+      assert.equal(now.find((s) => s.id === a.id).n_cached, 0);
+      const b = now.find((s) => s.n_cached > 0);
+      assert.notEqual(b.id, a.id);
+      const restore = await postJSON(srv, `/slots/${a.id}?action=restore`, { filename: 'a.bin' });
+      assert.equal(restore.status, 200, restore.text);
+      now = await slots();
+      assert.equal(now.find((s) => s.id === a.id).n_cached, save.json.n_saved);
+      assert.equal(now.find((s) => s.id === b.id).n_cached, 0);   // evicted for it
+    } finally {
+      await srv.stop();
+      for (const d of [dir, saves]) rmSync(d, { recursive: true, force: true });
     }
   });
 });
