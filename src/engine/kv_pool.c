@@ -33,7 +33,7 @@
  * Thread: the engine's own thread (st_kv_pool_fits also under the
  * scheduler's mutex, on that thread).
  */
-#include "engine/pool.h"
+#include "engine/kv_pool.h"
 #include "strata/log.h"
 
 int64_t st_kv_pool_size(const struct st_engine *e)

@@ -13,7 +13,7 @@
  *   step.c       one engine step: admit, lines, batch, forward, sample, emit
  *   prefix.c     prefix reuse: which free slot a request takes, what its KV keeps
  *   kv_blocks.c  the slots' KV as the blocks the KV events announce (kvev/: publisher)
- *   kv_pool.c    the unified KV pool (--kv-unified): room at admission, growth, eviction
+ *   kv_pool.c    the unified KV pool (--kv-unified, kv_pool.h): room, growth, eviction
  *   prompt.c     echo and prompt logprobs
  *   embed.c      embedding requests
  *   infill.c     fill-in-the-middle prompts
@@ -252,37 +252,6 @@ void st_pool_engine_lift(struct st_engine *e);
 /* Earliest clock time the engine must look again without being woken
  * (a back-off ending); INT64_MAX for none. */
 int64_t st_pool_engine_retry_deadline(struct st_engine *e);
-
-/* kv_pool.c: the unified KV pool (--kv-unified, docs/BATCHING.md "The
- * unified KV pool"). Each slot's region is the whole pool; the engine
- * keeps the sum of what the slots hold within it. A busy slot holds
- * max(kv_held, n_past), an idle one the prefix it caches (cache.n_kv).
- * All are no-ops (true) when the loaded model has no pool. */
-/* The pool's size in tokens; 0 = per-slot regions (the default). */
-int64_t st_kv_pool_size(const struct st_engine *e);
-/* Tokens the first n_active slots hold together now. */
-int64_t st_kv_pool_used(const struct st_engine *e);
-/* May 'req' be admitted now: its prompt fits beside what busy slots hold
- * (idle caches can be evicted)? Also true for a prompt the pool can never
- * hold (it fails on its own, never waits forever) and for another model's
- * request (a swap empties every slot). Called by the slot-choosing
- * callback under the scheduler's mutex: reads slot state only. */
-bool st_kv_pool_fits(const struct st_engine *e, const struct st_request *req);
-/* 'req' was granted slot 'to' (not bound yet): evict idle slots' cached
- * prefixes, least recently freed first, until its prompt fits. */
-void st_kv_pool_admit(struct st_engine *e, int32_t to, const struct st_request *req);
-/* Busy slot sl needs n cells (the next token is fed at n - 1): true when
- * it holds them or got them (evicting idle caches if need be); false when
- * the pool is dry (the request then ends with finish "length"). */
-bool st_kv_pool_grow(struct st_engine *e, struct st_engine_slot *sl, int64_t n);
-/* Idle slot sl was filled from outside (a slot file, POST /slots restore):
- * evict other idle caches until the pool holds it; false (nothing evicted
- * past what room needed) when busy slots leave too little room. */
-bool st_kv_pool_settle(struct st_engine *e, const struct st_engine_slot *sl);
-/* How many of k drafts slot sl may verify without passing the pool (a
- * verify writes n_past + 1 + k rows). */
-int32_t st_kv_pool_drafts(const struct st_engine *e, const struct st_engine_slot *sl,
-                          int32_t k);
 
 /* stats.c: per-token accounting under the pool mutex. */
 void st_pool_count_read(struct st_engine_pool *p, int64_t n);

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "engine/pool.h"
+#include "engine/kv_pool.h"
 #include "engine/step.h"
 #include "strata/log.h"
 #include "strata/slot_action.h"

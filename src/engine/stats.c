@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine/pool.h"
+#include "engine/kv_pool.h"
 
 static const double bucket_bounds[ST_HIST_BUCKETS] = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "engine/step.h"
+#include "engine/kv_pool.h"
 #include "strata/log.h"
 #include "strata/mtp.h"
 
