@@ -60,6 +60,7 @@ enum {
     ST_TENSOR_OWNED = 1u << 0,   /* storage allocated by the backend: release frees it */
     ST_TENSOR_WRAPPED = 1u << 1, /* wraps caller memory (CPU zero-copy) or a weight upload */
     ST_TENSOR_VIEW = 1u << 2,    /* aliases another tensor's storage; never released */
+    ST_TENSOR_LAZY = 1u << 3,    /* (with OWNED) st_backend_alloc_lazy: committed as written */
 };
 
 struct st_tensor {
@@ -114,6 +115,31 @@ enum st_status st_backend_check_ops(const char *name, struct st_err *err);
 enum st_status st_backend_alloc(struct st_backend *be, enum st_dtype type,
                                 const int64_t ne[ST_TENSOR_DIMS],
                                 struct st_tensor *out, struct st_err *err);
+
+/* st_backend_alloc, except that memory is only reserved: a page is
+ * committed when it is first written, and st_backend_discard gives pages
+ * back (the unified KV pool, docs/CLI.md --kv-unified: every slot's region
+ * is the whole context, but only what slots hold costs memory). Reads of a
+ * page never written give zeros. The CPU backend maps anonymous memory
+ * with MAP_NORESERVE. ST_ERR_UNSUPPORTED for a backend that cannot (cuda
+ * for now). */
+enum st_status st_backend_alloc_lazy(struct st_backend *be, enum st_dtype type,
+                                     const int64_t ne[ST_TENSOR_DIMS],
+                                     struct st_tensor *out, struct st_err *err);
+
+/* Give back the memory of the whole pages inside bytes [offset, offset+n)
+ * of a lazy tensor (st_backend_alloc_lazy); they read as zeros afterwards
+ * and are committed again when written. Parts of pages at either end stay.
+ * Returns the bytes given back; 0 for any other tensor, a backend without
+ * lazy memory, or a range outside the tensor. Synchronous (the CPU runs its
+ * ops in call order, so every op before it has written what it drops). */
+size_t st_backend_discard(struct st_backend *be, const struct st_tensor *t, size_t offset,
+                          size_t n);
+
+/* Bytes of tensor t that hold committed memory now: for a lazy tensor the
+ * pages written and not given back (mincore), else its whole size. For
+ * tests and the load log. */
+size_t st_backend_resident(struct st_backend *be, const struct st_tensor *t);
 
 /* Make a weight tensor from 'nbytes' bytes of host memory at 'host' (e.g.
  * an mmap of the GGUF file) holding a dense tensor of 'type' and shape ne.

@@ -120,7 +120,7 @@ enum st_opt {
     ST_OPT_WEBUI,
     ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
     ST_OPT_ROPE_SCALING, ST_OPT_ROPE_SCALE, ST_OPT_YARN_ORIG_CTX,
-    ST_OPT_CACHE_TYPE_K, ST_OPT_CACHE_TYPE_V,
+    ST_OPT_CACHE_TYPE_K, ST_OPT_CACHE_TYPE_V, ST_OPT_KV_UNIFIED,
     ST_OPT_UBATCH, ST_OPT_THREADS, ST_OPT_BATCH_MTP, ST_OPT_MTP_DRAFT,
     ST_OPT_SPEC, ST_OPT_SPEC_NGRAM_MIN, ST_OPT_SPEC_NGRAM_MAX, ST_OPT_SPEC_DRAFT,
     ST_OPT_CTX_CHECKPOINTS,
@@ -190,6 +190,9 @@ struct st_config {
     int64_t  yarn_orig_ctx;        /* --yarn-orig-ctx; 0 = the file's (default) */
     enum st_kv_type cache_type_k;  /* --cache-type-k / -ctk: every model's K cache; f16 */
     enum st_kv_type cache_type_v;  /* --cache-type-v / -ctv; f16 (default) */
+    bool     kv_unified;           /* --kv-unified / -kvu: with --batch the slots share one KV
+                                    * pool of ctx_size tokens, any slot up to all of it (CPU);
+                                    * default off: each slot its own ctx_size / parallel */
     int32_t  ubatch;               /* read chunk, tokens; default 512 */
     int32_t  threads;              /* CPU threads; 0 = every core (default) */
     bool     batch_mtp;            /* MTP drafting in batched steps */

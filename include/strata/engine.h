@@ -304,7 +304,10 @@ struct st_model_config {
                              * load of this model fail with REASON (tests, docs/MODELS.md) */
     enum st_backend_kind backend;
     int32_t parallel;       /* slots per engine */
-    int64_t ctx_size;       /* tokens per slot */
+    int64_t ctx_size;       /* tokens per slot (with kv_pool: the pool's, any slot may fill it) */
+    int64_t kv_pool;        /* (--kv-unified) tokens of KV all the slots of an engine hold
+                             * together, any slot up to all of them (docs/BATCHING.md "The
+                             * unified KV pool"); 0 = each slot its own ctx_size region */
     /* (added, several models) */
     char  **aliases;        /* other ids that reach this model; n_aliases of them */
     int32_t n_aliases;
@@ -612,6 +615,9 @@ struct st_pool_stats {
     int64_t  kv_tokens;            /* (added) tokens of KV all engines' slots can hold: the
                                     * loaded model's parallel x ctx_size; an engine without
                                     * one counts the largest model's (what it would hold) */
+    int64_t  kv_pool_held;         /* (added, --kv-unified) tokens the slots of the engines
+                                    * with a unified KV pool hold in it, busy slots' grants
+                                    * and idle slots' cached prefixes (at most its size) */
 };
 
 void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out);

@@ -66,6 +66,9 @@ struct st_model_params {
     int32_t     max_out;    /* rows whose logits one forward may return; 0 = n_slots + 1 */
     enum st_kv_type type_k; /* KV cache element types (--cache-type-k / -v); zero: F16. */
     enum st_kv_type type_v; /* Q8_0 needs a head dim that is a multiple of 32 (CPU only) */
+    bool        kv_lazy;    /* the unified KV pool (--kv-unified): the KV cache is reserved,
+                             * committed as rows are written, and st_model_kv_discard gives
+                             * a slot's tail back (st_backend_alloc_lazy; cpu only) */
 };
 
 /* Load progress, 0..1, called on the loading thread. */
@@ -193,6 +196,14 @@ size_t st_model_weight_bytes(const struct st_model *m);
 const struct st_model_params *st_model_params_of(const struct st_model *m);
 struct st_backend *st_model_backend(const struct st_model *m);
 size_t st_model_kv_bytes(const struct st_model *m);
+/* (kv_lazy) Give back the memory of positions [from, to) of slot's KV in
+ * every layer (whole pages only; st_backend_discard): a slot cut or
+ * emptied stops costing memory. A no-op without kv_lazy or when not
+ * loaded. Returns the bytes given back. */
+size_t st_model_kv_discard(struct st_model *m, int32_t slot, int64_t from, int64_t to);
+/* Bytes of the KV cache (K and V) that are committed memory now: with
+ * kv_lazy what slots wrote and still hold, else the whole cache. */
+size_t st_model_kv_resident(const struct st_model *m);
 /* (models with recurrent layers: st_model_hparams(m)->n_recurrent > 0)
  * Copy slot's recurrent state of every layer aside, or back from there
  * (one saved copy per slot; the first save allocates room for all of

@@ -94,6 +94,9 @@ enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
 /* Slot 'slot' keeps only its first n_tokens positions (both caches): move
  * the carried state to position n_tokens - 1 (see "Carried state"). */
 void st_mtp_truncate(struct st_mtp *t, int32_t slot, int64_t n_tokens);
+/* (kv_lazy, kv_trim.c) Give back the memory of positions [from, to) of
+ * slot's MTP cache, as st_model_kv_discard does for the main one. */
+size_t st_mtp_kv_discard(struct st_mtp *t, int32_t slot, int64_t from, int64_t to);
 
 /* The main model ran b alone (st_model_forward or st_model_forward_draw,
  * the runner skipped the upkeep, runner.h no_mtp_upkeep): call it right

@@ -243,6 +243,12 @@ struct st_sched_job *st_sched_admit(struct st_sched *s, int32_t engine, int32_t 
  * and before it is granted: it must be quick, must not call into the
  * scheduler and must take no lock the scheduler's notify callback takes. */
 typedef int32_t st_sched_slot_fn(void *ctx, const struct st_sched_job *job, int32_t offered);
+/* (added, the unified KV pool) What a st_sched_slot_fn returns when the
+ * job cannot start on this engine now (no room for its prompt beside the
+ * busy slots): it is not granted and stays waiting, first in line as it
+ * was, and st_sched_admit_to returns NULL. The engine asks again at its
+ * next step; a slot that frees makes room, so the wait ends. */
+#define ST_SCHED_SLOT_WAIT (-2)
 
 /* st_sched_admit, except that 'choose' (may be NULL) names the slot the
  * picked job gets: the engine puts a request where its prompt's prefix is

@@ -129,6 +129,10 @@ static enum st_status fill_model(const struct st_config *c, const struct st_conf
     out->backend = backend_kind(m->backend);
     out->parallel = c->batch ? m->parallel : 1;
     out->ctx_size = st_config_slot_ctx(c, m);
+    if (c->kv_unified && c->batch && out->parallel > 1) {   /* one pool; any slot may fill it */
+        out->kv_pool = out->ctx_size * out->parallel;
+        out->ctx_size = out->kv_pool;
+    }
     out->rope_scaling = m->rope_scaling;
     out->rope_scale = m->rope_scale;
     out->yarn_orig_ctx = m->yarn_orig_ctx;

@@ -147,6 +147,49 @@ enum st_status st_backend_alloc(struct st_backend *be, enum st_dtype type,
     return rc;
 }
 
+static enum st_status check_range(const struct st_tensor *t, size_t offset, size_t n,
+                                  const char *what, struct st_err *err);
+
+enum st_status st_backend_alloc_lazy(struct st_backend *be, enum st_dtype type,
+                                     const int64_t ne[ST_TENSOR_DIMS], struct st_tensor *out,
+                                     struct st_err *err)
+{
+    struct st_tensor t;
+    size_t nbytes = 0;
+    enum st_status rc = init_desc(be, type, ne, &t, &nbytes, err);
+
+    memset(out, 0, sizeof(*out));
+    if (rc != ST_OK)
+        return rc;
+    if (!be->ops->alloc_lazy)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "the %s backend has no lazily committed "
+                          "memory", be->ops->name);
+    t.flags = ST_TENSOR_OWNED | ST_TENSOR_LAZY;
+    rc = be->ops->alloc_lazy(be, &t, nbytes, err);
+    if (rc == ST_OK)
+        *out = t;
+    return rc;
+}
+
+size_t st_backend_discard(struct st_backend *be, const struct st_tensor *t, size_t offset,
+                          size_t n)
+{
+    struct st_err err = { 0 };
+    if (!t || t->be != be || !(t->flags & ST_TENSOR_LAZY) || !be->ops->discard || n == 0 ||
+        check_range(t, offset, n, "discard", &err) != ST_OK)
+        return 0;
+    return be->ops->discard(be, t, offset, n);
+}
+
+size_t st_backend_resident(struct st_backend *be, const struct st_tensor *t)
+{
+    if (!t || !t->be)
+        return 0;
+    if ((t->flags & ST_TENSOR_LAZY) && be->ops->resident)
+        return be->ops->resident(be, t);
+    return st_tensor_nbytes(t);
+}
+
 enum st_status st_backend_wrap(struct st_backend *be, enum st_dtype type,
                                const int64_t ne[ST_TENSOR_DIMS], const void *host,
                                size_t nbytes, struct st_tensor *out, struct st_err *err)

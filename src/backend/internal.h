@@ -115,6 +115,14 @@ struct st_backend_ops {
 #define ST_OPT_OP_FIELD(name, params, args) enum st_status (*name) params;
     ST_OPT_OP_MAP(ST_OPT_OP_FIELD)
 #undef ST_OPT_OP_FIELD
+    /* lazy memory (backend.h st_backend_alloc_lazy); NULL = not offered.
+     * alloc_lazy fills data like alloc; release frees either kind (it sees
+     * ST_TENSOR_LAZY); discard gets a range inside the tensor and returns
+     * the bytes given back; resident the bytes committed now. */
+    enum st_status (*alloc_lazy)(struct st_backend *be, struct st_tensor *t, size_t nbytes,
+                                 struct st_err *err);
+    size_t (*discard)(struct st_backend *be, const struct st_tensor *t, size_t offset, size_t n);
+    size_t (*resident)(struct st_backend *be, const struct st_tensor *t);
     /* adds the backend's own counters (kernels, ...) to *out, whose 'ops'
      * backend.c has filled from n_ops */
     void (*stats)(const struct st_backend *be, struct st_backend_stats *out);

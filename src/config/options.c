@@ -155,6 +155,11 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
     [ST_OPT_CACHE_TYPE_V] = { ST_OPT_CACHE_TYPE_V, "--cache-type-v", "-ctv", "cache_type_v",
         ST_CFG_CHOICE, OFF(cache_type_v), NO_HAS, .choices = st_kv_type_names,
         .help = "KV cache type of the values: f16 or q8_0, as --cache-type-k" },
+    [ST_OPT_KV_UNIFIED] = { ST_OPT_KV_UNIFIED, "--kv-unified", "-kvu", "kv_unified",
+        ST_CFG_FLAG, OFF(kv_unified), NO_HAS,
+        .help = "with --batch: one KV pool of -c tokens shared by the slots, any slot up to "
+                "all of it, memory committed as slots grow (cpu backend; --no-kv-unified: "
+                "each slot -c / -np)" },
     [ST_OPT_UBATCH] = { ST_OPT_UBATCH, "--ubatch", NULL, "ubatch", ST_CFG_INT32, OFF(ubatch),
         NO_HAS, I32(1, 65536), .metavar = "N", .help = "prompt tokens read per step (one chunk)" },
     [ST_OPT_THREADS] = { ST_OPT_THREADS, "--threads", "-t", "threads", ST_CFG_INT32,

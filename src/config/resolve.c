@@ -186,6 +186,13 @@ static enum st_status check_models(struct st_config *c, struct st_err *err)
                               c->batch ? (int)m->parallel : 1,
                               (long long)st_config_slot_ctx(c, m), ST_CFG_SLOT_CTX_MIN);
         }
+        if (m->backend == ST_CFG_BACKEND_CUDA && c->kv_unified && c->batch) {
+            where_opt(c, ST_OPT_KV_UNIFIED, where, sizeof(where));
+            return st_err_set(err, ST_ERR_BAD_CONFIG, "%s: the unified KV pool is not in the "
+                              "cuda backend yet (model '%s' runs on cuda); drop it: each slot "
+                              "then gets ctx_size / parallel tokens", where,
+                              m->name ? m->name : "?");
+        }
         if (m->backend == ST_CFG_BACKEND_CUDA && (c->cache_type_k != ST_KV_F16 ||
                                                   c->cache_type_v != ST_KV_F16)) {
             enum st_opt o = c->cache_type_k != ST_KV_F16 ? ST_OPT_CACHE_TYPE_K

@@ -187,6 +187,11 @@ static enum st_status check_model(const struct st_model_config *m, int32_t i,
     if (m->ctx_size < 2)
         return st_err_set(err, ST_ERR_BAD_CONFIG, "model '%s': ctx-size: %lld, expected >= 2",
                           name, (long long)m->ctx_size);
+    if (m->kv_pool != 0 && m->kv_pool != m->ctx_size)
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "model '%s': a unified KV pool of %lld "
+                          "tokens needs ctx-size %lld (any slot may fill it), not %lld", name,
+                          (long long)m->kv_pool, (long long)m->kv_pool,
+                          (long long)m->ctx_size);
     if (!isfinite(m->ttl_s) || m->ttl_s < 0)
         return st_err_set(err, ST_ERR_BAD_CONFIG, "model '%s': ttl: %g, expected >= 0 seconds",
                           name, m->ttl_s);

@@ -13,6 +13,7 @@
  *   step.c       one engine step: admit, lines, batch, forward, sample, emit
  *   prefix.c     prefix reuse: which free slot a request takes, what its KV keeps
  *   kv_blocks.c  the slots' KV as the blocks the KV events announce (kvev/: publisher)
+ *   kv_pool.c    the unified KV pool (--kv-unified, kv_pool.h): room, growth, eviction
  *   prompt.c     echo and prompt logprobs
  *   embed.c      embedding requests
  *   infill.c     fill-in-the-middle prompts
@@ -85,6 +86,8 @@ struct st_engine_slot {
     struct st_prefix_cache cache;    /* (prefix reuse) what its KV holds; kept when it frees */
     int64_t echo_next;               /* (echo, prompt logprobs) next prompt position to report */
     struct st_kv_slot kvb;           /* (KV events) the blocks of 'cache' announced */
+    int64_t kv_held;                 /* (unified KV pool, kv_pool.c) busy: cells granted,
+                                      * its prompt at admission, then one per fed token */
 };
 
 struct st_engine {
@@ -131,6 +134,7 @@ struct st_engine {
     atomic_int   state_ckpts;        /* ... and its state checkpoints per slot at most (0:
                                       * none, or not a recurrent model) */
     atomic_int   busy;               /* slots holding a request */
+    atomic_llong pool_held;          /* (unified KV pool) st_kv_pool_used at the last views */
     uint64_t prefix_tick;            /* (prefix reuse) +1 per slot freed: the LRU clock */
     /* (echo, prompt logprobs: prompt.c) scratch, allocated on first use */
     struct st_runner_score *scores;  /* ST_RUNNER_SCORE_ROWS: a scored chunk's rows */

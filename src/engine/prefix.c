@@ -223,12 +223,14 @@ static bool better(const struct st_engine_slot *a, int64_t la, int ra,
 
 struct choose_ctx {
     struct st_engine *e;
+    st_engine_admit_gate *gate;
 };
 
 /* st_sched_slot_fn: under the scheduler's mutex (see the file comment). */
 static int32_t choose_slot(void *ctx, const struct st_sched_job *job, int32_t offered)
 {
     struct st_engine *e = ((struct choose_ctx *)ctx)->e;
+    st_engine_admit_gate *gate = ((struct choose_ctx *)ctx)->gate;
     const struct st_request *req = ST_CONTAINER_OF(job, const struct st_request, job);
     /* A job for another model makes the engine swap: every cache goes. */
     if (e->model < 0 || job->model != e->model || offered < 0 || offered >= e->n_slots)
@@ -248,12 +250,14 @@ static int32_t choose_slot(void *ctx, const struct st_sched_job *job, int32_t of
             best_rank = rank;
         }
     }
-    return best;
+    /* the unified KV pool: no room beside the busy slots, it waits (kv_pool.c) */
+    return !gate || gate(e, req) ? best : ST_SCHED_SLOT_WAIT;
 }
 
-struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered)
+struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered,
+                                            st_engine_admit_gate *gate)
 {
-    struct choose_ctx ctx = { e };
+    struct choose_ctx ctx = { e, gate };
     return st_sched_admit_to(e->pool->sched, e->index, offered, choose_slot, &ctx);
 }
 
@@ -557,6 +561,17 @@ void st_engine_prefix_forget(struct st_engine *e)
         e->slots[i].cache.n_kv = 0;
         scores_free(&e->slots[i].cache.sc);   /* another model scores otherwise */
     }
+}
+
+void st_engine_prefix_evict(struct st_engine *e, struct st_engine_slot *sl)
+{
+    ST_ASSERT(!sl->req);
+    if (e->runner)
+        st_runner_kv_truncate(e->runner, sl->index, 0);
+    st_kv_blocks_sync(e, sl, 0);
+    sl->cache.n_ids = 0;
+    sl->cache.n_kv = 0;
+    scores_free(&sl->cache.sc);
 }
 
 void st_engine_prefix_fini(struct st_engine_slot *sl)

@@ -62,10 +62,15 @@ struct st_prefix_cache {
 };
 
 /* prefix.c (engine thread): prefix reuse, docs/BATCHING.md "Prefix reuse". */
+/* May the picked request start on the engine now? (the unified KV pool's
+ * st_kv_pool_fits; called under the scheduler's mutex) */
+typedef bool st_engine_admit_gate(const struct st_engine *e, const struct st_request *req);
 /* st_sched_admit with slot 'offered' free: the job picked goes to the free
  * slot whose cache shares the longest prefix with its prompt (ties: an
- * empty slot, then the least recently freed, then 'offered'). */
-struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered);
+ * empty slot, then the least recently freed, then 'offered'); when 'gate'
+ * (may be NULL) says no, it is not granted and stays waiting (NULL). */
+struct st_sched_job *st_engine_prefix_admit(struct st_engine *e, int32_t offered,
+                                            st_engine_admit_gate *gate);
 /* A request enters slot 'sl': keep the longest common prefix of the slot's
  * cache and its prompt (at most n_tokens - 1: the last prompt token is
  * always read, its row gives the first token; with prompt logprobs at most
@@ -131,6 +136,9 @@ bool st_engine_prefix_set(struct st_engine *e, struct st_engine_slot *sl, const 
                           int64_t n);
 /* The runner goes (unload, swap): every slot's cache is void. */
 void st_engine_prefix_forget(struct st_engine *e);
+/* (unified KV pool, kv_pool.c) Free slot sl drops its cached prefix: the
+ * runner's KV is emptied (its memory given back) and the ids forgotten. */
+void st_engine_prefix_evict(struct st_engine *e, struct st_engine_slot *sl);
 /* Frees the slot's ids (engine teardown). */
 void st_engine_prefix_fini(struct st_engine_slot *sl);
 

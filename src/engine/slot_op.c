@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "engine/pool.h"
+#include "engine/kv_pool.h"
 #include "engine/step.h"
 #include "strata/log.h"
 #include "strata/slot_action.h"
@@ -87,8 +88,14 @@ static enum st_status do_restore(struct st_engine *e, struct st_engine_slot *sl,
     if (rc == ST_OK && !st_engine_prefix_set(e, sl, ids, n))
         rc = st_err_set(op->err, ST_ERR_NOMEM, "slot file: no memory for %lld ids",
                         (long long)n);
-    if (rc != ST_OK)
+    if (rc == ST_OK && !st_kv_pool_settle(e, sl))   /* --kv-unified: room beside busy slots */
+        rc = st_err_set(op->err, ST_ERR_INVALID, "slot file: its %lld tokens do not fit the "
+                        "unified KV pool of %lld beside what busy slots hold; try again when "
+                        "they end", (long long)n, (long long)st_kv_pool_size(e));
+    if (rc != ST_OK) {
         st_runner_kv_truncate(e->runner, sl->index, 0);
+        (void)st_engine_prefix_set(e, sl, NULL, 0);
+    }
     free(ids);
     op->res->n_tokens = rc == ST_OK ? n : 0;
     return rc;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine/pool.h"
+#include "engine/kv_pool.h"
 
 static const double bucket_bounds[ST_HIST_BUCKETS] = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
@@ -77,6 +78,8 @@ void st_pool_count_token(struct st_engine_pool *p, enum st_band band, bool gener
 /* Tokens of KV model m's slots hold on one engine. */
 static int64_t slots_kv_tokens(const struct st_engine_pool *p, int32_t m)
 {
+    if (p->models[m].cfg.kv_pool > 0)   /* --kv-unified: the pool, shared */
+        return p->models[m].cfg.kv_pool;
     return (int64_t)p->models[m].cfg.parallel * (int64_t)p->models[m].cfg.ctx_size;
 }
 
@@ -112,11 +115,12 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
          * keep (allocated as they are taken, but the bound is what it may grow to) */
         int64_t states = 1 + atomic_load(&e->state_ckpts);
         if (m >= 0)
-            capacity += (double)p->models[m].cfg.parallel *
-                        (double)(p->models[m].cfg.ctx_size +
-                                 atomic_load(&e->state_tokens) * states);
+            capacity += (double)slots_kv_tokens(p, m) +
+                        (double)p->models[m].cfg.parallel *
+                        (double)(atomic_load(&e->state_tokens) * states);
         out->kv_tokens += m >= 0 ? slots_kv_tokens(p, m) : largest;
         out->running += atomic_load(&e->busy);
+        out->kv_pool_held += atomic_load(&e->pool_held);
     }
     out->kv_usage = capacity > 0.0 ? held / capacity : 0.0;
     if (out->kv_usage > 1.0)
@@ -195,4 +199,5 @@ void st_engine_update_views(struct st_engine *e)
     }
     pthread_mutex_unlock(&e->mu);
     atomic_store(&e->held_tokens, held);
+    atomic_store(&e->pool_held, st_kv_pool_size(e) > 0 ? st_kv_pool_used(e) : 0);
 }

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "engine/step.h"
+#include "engine/kv_pool.h"
 #include "strata/log.h"
 #include "strata/mtp.h"
 
@@ -65,6 +66,7 @@ static bool bind_slot(struct st_engine *e, struct st_engine_slot *sl, struct st_
     sl->n_generated = 0;
     sl->decoding = false;
     sl->last_token_ns = 0;
+    sl->kv_held = req->n_tokens;   /* (unified KV pool) its prompt's room, kv_pool.c */
     atomic_fetch_add(&e->busy, 1);
     st_engine_prefix_bind(e, sl, req);   /* n_past = the cached prefix it keeps */
     st_sampler_reset(&sl->sampler, &req->params);
@@ -109,7 +111,7 @@ static bool admit_free_slots(struct st_engine *e)
         if (sl->req)
             continue;
         /* prefix.c puts the job in the free slot caching most of its prompt */
-        struct st_sched_job *job = st_engine_prefix_admit(e, i);
+        struct st_sched_job *job = st_engine_prefix_admit(e, i, st_kv_pool_fits);
         if (!job)
             break;   /* nobody waits that this engine can serve */
         struct st_request *req = ST_CONTAINER_OF(job, struct st_request, job);
@@ -119,6 +121,7 @@ static bool admit_free_slots(struct st_engine *e)
             continue;
         }
         int32_t to = job->slot;   /* read first: a failed bind ends (frees) req */
+        st_kv_pool_admit(e, to, req);   /* (unified KV pool) idle caches make room */
         (void)bind_slot(e, &e->slots[to], req);
         if (to != i)
             i--;   /* it went to another slot: slot i is still free */
@@ -178,6 +181,10 @@ static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
         if (!sl->req || !sl->decoding)
             continue;
         int32_t k = drafts ? sl->mtp.n_draft : 0;
+        if (k > 0) {   /* (unified KV pool) a verify's rows stay within it */
+            k = st_kv_pool_drafts(e, sl, k);
+            sl->mtp.n_draft = k;
+        }
         e->decode_tokens[i] = sl->last_token;
         sl->mtp.tokens[0] = sl->last_token;
         e->seqs[n++] = (struct st_runner_seq){
@@ -332,8 +339,10 @@ static void take_token(struct st_engine *e, struct st_engine_slot *sl,
     sl->n_generated++;
     char piece[256];
     size_t len = st_runner_token_piece(e->runner, res.token, piece, sizeof(piece));
+    /* the token is fed at n_past next: the slot's context, or (--kv-unified)
+     * the shared pool, must have that cell */
     bool length = (req->params.max_tokens > 0 && sl->n_generated >= req->params.max_tokens) ||
-                  sl->n_past >= e->runner->n_ctx;
+                  sl->n_past >= e->runner->n_ctx || !st_kv_pool_grow(e, sl, sl->n_past + 1);
     rc = text_push(sl, piece, ST_MIN(len, sizeof(piece)), length);
     if (rc != ST_OK) {
         st_engine_end_slot(e, sl, ST_FINISH_ERROR, rc, "no memory for the output text",

@@ -82,9 +82,10 @@ static enum st_status load(struct st_engine *e, int32_t from, int32_t m, double 
         atomic_store(&e->state_tokens, r->state_tokens);
         atomic_store(&e->state_ckpts, r->recurrent ? r->ctx_checkpoints : 0);
         atomic_store(&e->model_view, m);
-        st_log(ST_LOG_INFO, "engine", "engine %d: model '%s' (%s, %d slots of %lld tokens) "
+        st_log(ST_LOG_INFO, "engine", "engine %d: model '%s' (%s, %d slots of %lld tokens%s) "
                "loaded in %.2f s", (int)e->index, mc->name, r->ops->name, (int)e->n_active,
-               (long long)r->n_ctx, *seconds);
+               (long long)r->n_ctx, mc->kv_pool > 0 ? " shared: one unified KV pool" : "",
+               *seconds);
         st_engine_mtp_loaded(e);   /* (MTP) drafting on, or say the model has no MTP layer */
     }
     st_pool_model_load_done(p, from, m, rc == ST_OK, *seconds);

@@ -229,9 +229,18 @@ static enum st_status alloc_kv(struct st_model *m, struct st_err *err)
     enum st_status rc = check_kv_types(m, err);
     if (rc != ST_OK)
         return rc;
-    rc = st_backend_alloc(m->be, st_kv_type_dtype(m->p.type_k), ne, &m->kcache, err);
+    /* kv_lazy (--kv-unified): every slot's region is the whole context,
+     * committed only as written (kv_trim.c gives it back) */
+    enum st_status (*alloc)(struct st_backend *, enum st_dtype, const int64_t *,
+                            struct st_tensor *, struct st_err *) =
+        m->p.kv_lazy ? st_backend_alloc_lazy : st_backend_alloc;
+    rc = alloc(m->be, st_kv_type_dtype(m->p.type_k), ne, &m->kcache, err);
     if (rc == ST_OK)
-        rc = st_backend_alloc(m->be, st_kv_type_dtype(m->p.type_v), ne, &m->vcache, err);
+        rc = alloc(m->be, st_kv_type_dtype(m->p.type_v), ne, &m->vcache, err);
+    if (rc == ST_ERR_UNSUPPORTED && m->p.kv_lazy)
+        return st_err_set(err, rc, "--kv-unified: the %s backend cannot commit KV memory as "
+                          "slots grow yet (drop --kv-unified: each slot then gets ctx_size / "
+                          "parallel tokens)", st_backend_name(m->be));
     if (rc != ST_OK) {
         char what[96];
         snprintf(what, sizeof(what), "KV cache of %d slots x %lld tokens", (int)m->p.n_slots,
@@ -425,12 +434,14 @@ enum st_status st_model_load(struct st_model *m, const struct st_model_params *p
     double per_token = (double)(st_tensor_nbytes(&m->kcache) + st_tensor_nbytes(&m->vcache)) /
                        ((double)m->p.n_slots * (double)m->p.n_ctx);
     st_log(ST_LOG_INFO, "model", "loaded %s in %.2f s: weights %.1f MiB (%s), KV cache %.1f "
-           "MiB (%d slots x %lld tokens, k %s v %s, %.1f KiB per token), buffers %.1f MiB; "
+           "MiB%s (%d slots x %lld tokens, k %s v %s, %.1f KiB per token), buffers %.1f MiB; "
            "RSS %.1f -> %.1f MiB",
            m->path, (double)(st_clock_now(st_clock_real()) - t0) / (double)ST_NS_PER_SEC,
            (double)m->weight_bytes / (1024.0 * 1024.0),
            m->desc->hp.rope_neox ? "in place" : "in place; q/k copied for rope order",
-           (double)m->kv_bytes / (1024.0 * 1024.0), (int)m->p.n_slots, (long long)m->p.n_ctx,
+           (double)m->kv_bytes / (1024.0 * 1024.0),
+           m->p.kv_lazy ? " reserved, committed as slots fill it" : "",
+           (int)m->p.n_slots, (long long)m->p.n_ctx,
            st_kv_type_name(m->p.type_k), st_kv_type_name(m->p.type_v), per_token / 1024.0, (double)m->act_bytes / (1024.0 * 1024.0), rss0, rss1);
     return ST_OK;
 }

@@ -85,9 +85,13 @@ static enum st_status alloc_buffers(struct st_mtp *t, struct st_err *err)
     const struct st_hparams *hp = &t->m->desc->hp;
     const int64_t kne[ST_TENSOR_DIMS] = { hp->n_head_kv * hp->head_dim_k, t->m->p.n_ctx, t->S,
                                           1 };
-    enum st_status rc = st_backend_alloc(t->m->be, ST_DTYPE_F16, kne, &t->kcache, err);
+    /* the unified KV pool: committed as written, like the main cache (kv_trim.c) */
+    enum st_status (*alloc)(struct st_backend *, enum st_dtype, const int64_t *,
+                            struct st_tensor *, struct st_err *) =
+        t->m->p.kv_lazy ? st_backend_alloc_lazy : st_backend_alloc;
+    enum st_status rc = alloc(t->m->be, ST_DTYPE_F16, kne, &t->kcache, err);
     if (rc == ST_OK)
-        rc = st_backend_alloc(t->m->be, ST_DTYPE_F16, kne, &t->vcache, err);
+        rc = alloc(t->m->be, ST_DTYPE_F16, kne, &t->vcache, err);
     if (rc != ST_OK)
         return rc;
     t->kv_bytes = 2 * st_tensor_nbytes(&t->kcache);

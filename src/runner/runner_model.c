@@ -112,6 +112,7 @@ static void model_free(struct st_runner *base)
     st_tok_free(r->tok);
     free(r->backend);
     free(r->kv_len);
+    free(r->kv_high);
     free_rows(r);
     free(r);
 }
@@ -144,6 +145,7 @@ static enum st_status model_load(struct st_runner *base, const struct st_clock *
         .backend = r->backend, .device = r->device, .n_threads = r->n_threads, .n_slots = base->n_slots,
         .n_ctx = base->n_ctx, .max_rows = (int32_t)r->rows_cap,
         .max_out = (int32_t)r->outs_cap, .type_k = r->type_k, .type_v = r->type_v,
+        .kv_lazy = r->kv_lazy,
     };
     rc = st_model_load(r->model, &p, progress, ctx, err);
     if (rc == ST_OK)
@@ -405,6 +407,10 @@ static enum st_status model_forward(struct st_runner *base, const struct st_runn
         if (rc != ST_OK)
             return rc;
     }
+    for (int32_t i = 0; r->kv_high && i < batch->n_seqs; i++) {   /* even if it fails */
+        const struct st_runner_seq *q = &batch->seqs[i];
+        r->kv_high[q->slot] = ST_MAX(r->kv_high[q->slot], q->pos + q->n_tokens);
+    }
     struct st_model_batch mb = {n, r->row_tok, r->row_slot, r->row_pos, n_out, r->out_rows};
     enum st_status rc = r->saved_pos ? st_runner_rollback_mark(r, batch, err) : ST_OK;
     if (rc != ST_OK)
@@ -431,6 +437,19 @@ static enum st_status model_forward(struct st_runner *base, const struct st_runn
     return ST_OK;
 }
 
+/* (kv_lazy) Give back the memory the slot holds past kv_len: its cut tail
+ * (docs/CLI.md --kv-unified). Whole pages only, so a cut of a few drafted
+ * rows usually gives nothing back and costs no system call. */
+static void give_back(struct model_runner *r, int32_t slot)
+{
+    if (!r->kv_high || r->kv_high[slot] <= r->kv_len[slot])
+        return;
+    st_model_kv_discard(r->model, slot, r->kv_len[slot], r->kv_high[slot]);
+    if (r->mtp)
+        st_mtp_kv_discard(r->mtp, slot, r->kv_len[slot], r->kv_high[slot]);
+    r->kv_high[slot] = r->kv_len[slot];
+}
+
 static void model_kv_truncate(struct st_runner *base, int32_t slot, int64_t n_tokens)
 {
     struct model_runner *r = (struct model_runner *)base;
@@ -452,6 +471,7 @@ static void model_kv_truncate(struct st_runner *base, int32_t slot, int64_t n_to
         if (r->mtp)
             st_mtp_truncate(r->mtp, slot, r->kv_len[slot]);
     }
+    give_back(r, slot);
 }
 
 /* What model_kv_truncate(slot, n) would leave (no drafts pending: the
@@ -492,6 +512,8 @@ static enum st_status model_kv_copy(struct st_runner *base, int32_t src, int32_t
         rc = st_mtp_kv_copy(r->mtp, src, dst, from, to, err);
     if (rc == ST_OK)
         r->kv_len[dst] = to;
+    if (r->kv_high)
+        r->kv_high[dst] = ST_MAX(r->kv_high[dst], to);   /* a failed copy wrote some of it */
     return rc;
 }
 
@@ -521,8 +543,11 @@ static enum st_status model_slot_restore(struct st_runner *base, int32_t slot, F
     if (r->mtp)
         st_mtp_truncate(r->mtp, slot, 0);
     enum st_status rc = st_model_slot_restore(r->model, slot, f, ids, n_tokens, n_bytes, err);
+    if (r->kv_high)
+        r->kv_high[slot] = r->base.n_ctx;   /* a failed restore may have written any of it */
     if (rc == ST_OK)
         r->kv_len[slot] = *n_tokens;
+    give_back(r, slot);
     return rc;
 }
 
@@ -637,6 +662,15 @@ enum st_status st_runner_model_new_cfg(const struct st_model_config *m, const ch
     struct model_runner *r = (struct model_runner *)*out;
     r->type_k = m->cache_type_k;
     r->type_v = m->cache_type_v;
+    if (m->kv_pool > 0) {   /* --kv-unified: each slot's region is the whole pool */
+        r->kv_lazy = true;
+        r->kv_high = calloc((size_t)m->parallel, sizeof(*r->kv_high));
+        if (!r->kv_high) {
+            st_runner_free(*out);
+            *out = NULL;
+            return st_err_set(err, ST_ERR_NOMEM, "no memory for the model runner");
+        }
+    }
     struct st_rope_override ov = st_model_config_rope(m);
     struct st_err e = { ST_OK, "" };
     rc = st_model_set_rope(r->model, &ov, &e);

@@ -47,6 +47,9 @@ struct model_runner {
     int32_t            ubatch;       /* tokens of one READ chunk */
     enum st_kv_type    type_k, type_v;   /* KV cache types (st_runner_model_new_cfg) */
     int64_t           *kv_len;       /* [n_slots]: tokens in each slot's cache */
+    bool               kv_lazy;      /* --kv-unified: KV committed as written (kv_trim.c) */
+    int64_t           *kv_high;      /* [n_slots] (kv_lazy): positions below which the slot
+                                      * may hold committed memory; a cut gives back the rest */
     bool               embd_ok;      /* embeddings: the GGUF's <arch>.pooling_type is
                                       * absent, none (0) or last (3), the one pooling strata
                                       * does (docs/ENGINE.md "Embeddings"); read at new */

@@ -334,7 +334,7 @@ static int32_t chosen_slot(const struct st_sched_engine *e, const struct st_sche
     if (!choose)
         return offered;
     int32_t slot = choose(ctx, j, offered);
-    if (slot == offered || slot_free(e, slot))
+    if (slot == offered || slot == ST_SCHED_SLOT_WAIT || slot_free(e, slot))
         return slot;
     st_log(ST_LOG_WARN, "sched", "admit: chosen slot %d of engine %d is not a free slot: "
            "slot %d instead", (int)slot, (int)engine, (int)offered);
@@ -364,8 +364,10 @@ struct st_sched_job *st_sched_admit_to(struct st_sched *s, int32_t engine, int32
         struct st_sched_pick pick;
         st_sched_pick_for(s, e, &pick);
         j = pick.job;
+        int32_t slot = j ? chosen_slot(e, j, engine, offered, choose, ctx) : offered;
+        if (slot == ST_SCHED_SLOT_WAIT)
+            j = NULL;   /* no room on this engine now: it stays first in line */
         if (j) {
-            int32_t slot = chosen_slot(e, j, engine, offered, choose, ctx);
             grant(s, engine, slot, &pick, st_clock_now(s->clock));
             log = s->cfg.log_dispatch;
             if (log)

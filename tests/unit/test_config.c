@@ -373,6 +373,28 @@ START_TEST(test_config_cache_type_keys)
 }
 END_TEST
 
+/* kv_unified: the server-level key of --kv-unified; off by default; refused
+ * on cuda at start (a CUDA build; without one the backend itself is). */
+START_TEST(test_config_kv_unified_key)
+{
+    struct st_config c;
+    struct st_err err = { 0 };
+
+    ck_assert_msg(tc_load(&c, "batch: true\n", &err) == ST_OK, "%s", err.msg);
+    ck_assert(!c.kv_unified);
+    st_config_fini(&c);
+    ck_assert_msg(tc_load(&c, "batch: true\nkv_unified: true\n", &err) == ST_OK, "%s",
+                  err.msg);
+    ck_assert_msg(st_config_resolve(&c, &err) == ST_OK, "%s", err.msg);
+    ck_assert(c.kv_unified);
+    st_config_fini(&c);
+    tc_expect_error("kv_unified: maybe\n", "kv_unified");
+    if (st_config_cuda_built())
+        tc_expect_error("batch: true\nkv_unified: true\nmodels:\n  - name: a\n"
+                        "    backend: cuda\n", "unified KV pool is not in the cuda backend");
+}
+END_TEST
+
 START_TEST(test_config_models_list_and_map_forms)
 {
     static const char list[] =
@@ -577,6 +599,7 @@ static Suite *config_suite(void)
     tcase_add_test(y, test_config_resolve_builtin_model);
     tcase_add_test(y, test_config_ctx_shared_by_slots);
     tcase_add_test(y, test_config_cuda_needs_a_cuda_build);
+    tcase_add_test(y, test_config_kv_unified_key);
     tcase_add_test(y, test_config_load_file_errors);
     suite_add_tcase(s, y);
     suite_add_tcase(s, config_cli_tcase());

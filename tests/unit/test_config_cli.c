@@ -102,7 +102,7 @@ START_TEST(test_config_cli_every_flag)
         "--kv-block-size", "32", "--state-dir", "/var/lib/strata", "--state-max-rows", "500",
         "--chat-template", "chatml", "--chat-template-file", "t.jinja", "--no-jinja",
         "--slot-save-path", "/var/slots", "--ctx-checkpoints", "7", "-ctk", "q8_0",
-        "--cache-type-v", "q8_0",
+        "--cache-type-v", "q8_0", "-kvu",
     };
     struct st_config c;
 
@@ -141,6 +141,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.ubatch, 128);
     ck_assert_int_eq(c.cache_type_k, ST_KV_Q8_0);
     ck_assert_int_eq(c.cache_type_v, ST_KV_Q8_0);
+    ck_assert(c.kv_unified);
     ck_assert_int_eq(c.threads, 5);
     ck_assert_int_eq(c.mtp_draft, 3);
     ck_assert_int_eq(c.spec, ST_CFG_SPEC_NGRAM);

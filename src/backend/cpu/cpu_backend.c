@@ -6,12 +6,18 @@
  * its page cache and nothing more. Ops run synchronously on the calling
  * thread plus the pool's workers, so sync() has nothing to wait for.
  *
+ * Lazy tensors (st_backend_alloc_lazy: the unified KV pool) are anonymous
+ * mappings with MAP_NORESERVE: the kernel commits a page when it is first
+ * written (zero-filled, so reads of the rest give zeros as alloc's memset
+ * does), madvise(MADV_DONTNEED) gives pages back, mincore counts them.
+ *
  * Threads: one engine thread drives a backend; the pool's workers only
  * run inside the ops.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "cpu.h"
@@ -83,11 +89,70 @@ static enum st_status cpu_wrap(struct st_backend *be, struct st_tensor *t, const
     return ST_OK;
 }
 
+static size_t page_size(void)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    return ps > 0 ? (size_t)ps : 4096;
+}
+
+/* The mapping's length: the tensor's bytes rounded up to whole pages. */
+static size_t lazy_len(const struct st_tensor *t)
+{
+    size_t ps = page_size();
+    return (st_tensor_nbytes(t) + ps - 1) / ps * ps;
+}
+
+static enum st_status cpu_alloc_lazy(struct st_backend *be, struct st_tensor *t, size_t nbytes,
+                                     struct st_err *err)
+{
+    (void)be;
+    size_t len = lazy_len(t);
+    void *p = mmap(NULL, len ? len : page_size(), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return st_err_set(err, ST_ERR_NOMEM, "cpu backend: cannot reserve %zu bytes of address "
+                          "space", nbytes);
+    t->data = p;
+    return ST_OK;
+}
+
+static size_t cpu_discard(struct st_backend *be, const struct st_tensor *t, size_t offset,
+                          size_t n)
+{
+    (void)be;
+    size_t ps = page_size();
+    size_t from = (offset + ps - 1) / ps * ps, to = (offset + n) / ps * ps;
+    if (to <= from)
+        return 0;
+    if (madvise((char *)t->data + from, to - from, MADV_DONTNEED) != 0)
+        return 0;
+    return to - from;
+}
+
+static size_t cpu_resident(struct st_backend *be, const struct st_tensor *t)
+{
+    (void)be;
+    size_t ps = page_size(), len = lazy_len(t), pages = len / ps, n = 0;
+    unsigned char vec[4096];
+    for (size_t at = 0; at < pages; at += sizeof(vec)) {
+        size_t k = pages - at < sizeof(vec) ? pages - at : sizeof(vec);
+        if (mincore((char *)t->data + at * ps, k * ps, vec) != 0)
+            return st_tensor_nbytes(t);   /* cannot tell: say all of it */
+        for (size_t i = 0; i < k; i++)
+            n += vec[i] & 1;
+    }
+    return n * ps;
+}
+
 static void cpu_release(struct st_backend *be, struct st_tensor *t)
 {
     (void)be;
-    if (t->flags & ST_TENSOR_OWNED)
+    if ((t->flags & ST_TENSOR_OWNED) && (t->flags & ST_TENSOR_LAZY)) {
+        size_t len = lazy_len(t);
+        munmap(t->data, len ? len : page_size());
+    } else if (t->flags & ST_TENSOR_OWNED) {
         free(t->data);
+    }
 }
 
 static enum st_status cpu_write(struct st_backend *be, const struct st_tensor *t, size_t offset,
@@ -135,6 +200,9 @@ const struct st_backend_ops st_backend_cpu_ops = {
     .alloc = cpu_alloc,
     .wrap = cpu_wrap,
     .release = cpu_release,
+    .alloc_lazy = cpu_alloc_lazy,
+    .discard = cpu_discard,
+    .resident = cpu_resident,
     .write = cpu_write,
     .read = cpu_read,
     .sync = cpu_sync,

@@ -1,0 +1,110 @@
+// kv_unified.test.mjs -- --kv-unified (docs/BATCHING.md "The unified KV
+// pool"): with -c 512 -np 4 --batch the slots share 512 tokens, so one
+// request may read a prompt far past 512 / 4 (without the flag: a 400 at
+// 128 a slot), two such reads at once both finish (the second waits for
+// room), a prompt past the pool is the usual context-overflow 400, and a
+// long generation ends with "length" within the pool. On a real model:
+// make-model's tiny preset on the CPU backend (the lazily committed KV).
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { getJSON, postJSON, startTinyModel, until } from './lib/server.mjs';
+
+// n token ids, all from a run no other prompt of this file shares
+const ids = (n, base) => Array.from({ length: n }, (_, i) => base + (i % 50));
+const complete = (srv, prompt, extra = {}) =>
+  postJSON(srv, '/v1/completions', { model: 'tiny', prompt, max_tokens: 4, temperature: 0, ...extra });
+
+describe('--kv-unified on a real model', () => {
+  let srv, dir;
+  before(async () => {
+    ({ srv, dir } = await startTinyModel('strata-e2e-kvu-', 5, 512,
+                                         ['--batch', '-np', '4', '--kv-unified']));
+  });
+  after(async () => {
+    await srv?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('the load says the slots share one pool, reserved', () => {
+    assert.match(srv.log(), /4 slots of 512 tokens shared: one unified KV pool/);
+    assert.match(srv.log(), /reserved, committed as slots fill it/);
+  });
+
+  test('one slot reads 300 tokens, past 512 / 4', async () => {
+    const r = await complete(srv, ids(300, 10));
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.usage.prompt_tokens, 300);
+  });
+
+  test('two 300-token reads at once: both finish (the second waits for room)', async () => {
+    const [a, b] = await Promise.all([complete(srv, ids(300, 100)), complete(srv, ids(300, 200))]);
+    for (const r of [a, b]) {
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.usage.prompt_tokens, 300);
+    }
+  });
+
+  test('a prompt past the pool: context_length_exceeded, n_ctx the pool', async () => {
+    const r = await complete(srv, ids(600, 300));
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.json.error.code, 'context_length_exceeded');
+    assert.equal(r.json.error.n_ctx, 512);
+  });
+
+  test('a long generation ends with "length" within the pool', async () => {
+    const r = await complete(srv, ids(300, 400), { max_tokens: 1000, ignore_eos: true });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.choices[0].finish_reason, 'length');
+    assert.ok(r.json.usage.completion_tokens <= 512 - 300 + 1, r.text);
+  });
+});
+
+describe('without --kv-unified the same -c gives each slot a quarter', () => {
+  test('the 300-token prompt is a 400 at 128 a slot', async () => {
+    const { srv, dir } = await startTinyModel('strata-e2e-kvu-off-', 5, 512, ['--batch', '-np', '4']);
+    try {
+      const r = await complete(srv, ids(300, 10));
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.json.error.n_ctx, 128);
+    } finally {
+      await srv.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('--kv-unified and slot files', () => {
+  test('a restored slot evicts the other idle cache to fit the pool', async () => {
+    const saves = mkdtempSync(join(tmpdir(), 'strata-e2e-kvu-save-'));
+    const { srv, dir } = await startTinyModel('strata-e2e-kvu-slots-', 5, 512,
+      ['--batch', '-np', '2', '--kv-unified', '--slot-save-path', saves]);
+    const slots = async () => (await getJSON(srv, '/slots')).json;
+    const idle = () => until(async () => (await slots()).every((s) => s.state === 'idle'), 30000,
+                             'both slots idle');
+    try {
+      assert.equal((await complete(srv, ids(300, 10))).status, 200);
+      await idle();
+      const a = (await slots()).find((s) => s.n_cached > 0);
+      const save = await postJSON(srv, `/slots/${a.id}?action=save`, { filename: 'a.bin' });
+      assert.equal(save.status, 200, save.text);
+      // another 300 does not fit beside a's cache: it is evicted
+      assert.equal((await complete(srv, ids(300, 100))).status, 200);
+      await idle();
+      let now = await slots();
+      assert.equal(now.find((s) => s.id === a.id).n_cached, 0);
+      const b = now.find((s) => s.n_cached > 0);
+      assert.notEqual(b.id, a.id);
+      const restore = await postJSON(srv, `/slots/${a.id}?action=restore`, { filename: 'a.bin' });
+      assert.equal(restore.status, 200, restore.text);
+      now = await slots();
+      assert.equal(now.find((s) => s.id === a.id).n_cached, save.json.n_saved);
+      assert.equal(now.find((s) => s.id === b.id).n_cached, 0);   // evicted for it
+    } finally {
+      await srv.stop();
+      for (const d of [dir, saves]) rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
