@@ -220,22 +220,8 @@ END_TEST
 /* One greedy request for the given prompt ids (N_GEN tokens) on pool. */
 static void run_ids(struct st_engine_pool *pool, const int32_t *ids, int64_t n, struct got *out)
 {
-    struct st_err err = { 0 };
-    struct st_request *req = st_request_new();
     memset(out, 0, sizeof(*out));
-    snprintf(req->id, sizeof(req->id), "ids%lld", (long long)n);
-    req->prompt = strdup("(ids)");
-    req->tokens = malloc((size_t)n * sizeof(int32_t));
-    memcpy(req->tokens, ids, (size_t)n * sizeof(int32_t));
-    req->n_tokens = n;
-    req->params.max_tokens = N_GEN;
-    req->params.ignore_eos = true;
-    req->params.temperature = 0.0f;   /* greedy */
-    req->params.top_k = 40;
-    req->params.top_p = 1.0f;
-    req->emit = on_event;
-    req->emit_ctx = out;
-    ck_assert_msg(st_engine_pool_submit(pool, req, &err) == ST_OK, "%s", err.msg);
+    struct st_request *req = fixture_submit_greedy(pool, ids, n, N_GEN, 0, on_event, out);
     for (int steps = 0; steps < 10000 && st_engine_pool_step(pool, 0); steps++)
         ;
     ck_assert(out->ended);
