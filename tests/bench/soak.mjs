@@ -25,7 +25,8 @@
 //    those of the log, more than 8 descriptors left open;
 //  - RSS growing after warm-up: the first 20% of the samples are warm-up; the
 //    median of the rest's second half above the median of its first half by
-//    more than 5% + 1 MiB (the check --no-rss leaves out: it needs minutes).
+//    more than 5% + 1 MiB (the check --no-rss leaves out: it needs minutes);
+//  - strata not exiting 0 on SIGTERM (a sanitizer build: a leak found at exit).
 // Needs Node 20+ only (no npm modules).
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -342,7 +343,8 @@ m = await scrape(srv.url);
 const after = { rss: rssKiB(pid), fds: fds(pid) };
 stopping = true;
 srv.proc.kill('SIGTERM');
-await new Promise((r) => srv.proc.once('exit', r));
+// a clean stop: exit 0 (a sanitizer build exits non-zero on a leak it found at exit)
+const exit = await new Promise((r) => srv.proc.once('exit', (code, sig) => r(code ?? sig)));
 
 const fails = [];
 const total = sent.size;
@@ -359,6 +361,7 @@ if (m.submitted !== m.settled) fails.push(`/metrics: ${m.submitted} submitted, $
 if (m.failed || m.http500) fails.push(`/metrics: ${m.failed} failed, ${m.http500} HTTP 500`);
 if (m.completed !== logCount('completed') || m.cancelled !== logCount('cancelled'))
   fails.push(`/metrics completed ${m.completed}, cancelled ${m.cancelled}; the log ${logCount('completed')}, ${logCount('cancelled')}`);
+if (exit !== 0) fails.push(`strata exited ${exit} after SIGTERM:\n${srv.tail().slice(-3000)}`);
 if (after.fds > base.fds + 8) fails.push(`descriptors left open: ${after.fds} (${base.fds} before the load)`);
 
 const warm = Math.floor(samples.length / 5);
