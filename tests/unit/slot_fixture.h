@@ -15,16 +15,27 @@
 
 static const int32_t slot_fixture_prompt[6] = { 5, 17, 33, 2, 9, 41 };
 
-/* Read slot_fixture_prompt into 'slot' from position 0. */
-static inline void slot_fixture_read(struct st_runner *r, int32_t slot)
+/* One sequence through the runner: tokens[0..n) into 'slot' from 'pos', a
+ * prompt read or (DECODE) a step that samples; returns the last row's
+ * logits (the runner's, valid until its next forward; NULL for a read). */
+static inline const float *slot_fixture_forward(struct st_runner *r, enum st_runner_seq_kind kind,
+                                                int32_t slot, const int32_t *tokens, int64_t n,
+                                                int64_t pos)
 {
-    struct st_runner_seq seq = { .kind = ST_SEQ_READ, .slot = slot, .tokens = slot_fixture_prompt,
-                                 .n_tokens = 6, .pos = 0, .sample = false };
-    struct st_runner_row row;
+    struct st_runner_seq seq = { .kind = kind, .slot = slot, .tokens = tokens, .n_tokens = n,
+                                 .pos = pos, .sample = kind == ST_SEQ_DECODE };
+    struct st_runner_row row = { 0 };
     struct st_runner_out out = { .rows = &row };
     struct st_runner_batch b = { &seq, 1 };
     struct st_err err = { 0 };
     ck_assert_msg(st_runner_forward(r, &b, &out, &err) == ST_OK, "%s", err.msg);
+    return seq.sample ? row.logits : NULL;
+}
+
+/* Read slot_fixture_prompt into 'slot' from position 0. */
+static inline void slot_fixture_read(struct st_runner *r, int32_t slot)
+{
+    slot_fixture_forward(r, ST_SEQ_READ, slot, slot_fixture_prompt, 6, 0);
 }
 
 /* Save slot 0 (holding slot_fixture_prompt) to 'file'; returns the bytes

@@ -41,17 +41,13 @@ static void teardown(void)
 /* Decode token 12 at position 6 in 'slot': a copy of its logits (owned). */
 static float *decode_at_6(int32_t slot)
 {
-    int32_t next = 12;
-    struct st_runner_seq seq = { .kind = ST_SEQ_DECODE, .slot = slot, .tokens = &next,
-                                 .n_tokens = 1, .pos = 6, .sample = true };
-    struct st_runner_row row;
-    struct st_runner_out out = { .rows = &row };
-    struct st_runner_batch b = { &seq, 1 };
-    struct st_err err = { 0 };
-    ck_assert_msg(st_runner_forward(r, &b, &out, &err) == ST_OK, "%s", err.msg);
+    const int32_t next = 12;
+    const float *logits = slot_fixture_forward(r, ST_SEQ_DECODE, slot, &next, 1, 6);
+    ck_assert_ptr_nonnull(logits);
     size_t n = (size_t)st_runner_n_vocab(r) * sizeof(float);
     float *copy = malloc(n);
-    memcpy(copy, row.logits, n);
+    ck_assert_ptr_nonnull(copy);
+    memcpy(copy, logits, n);
     return copy;
 }
 
