@@ -508,9 +508,8 @@ void st_gen_end_rest(struct st_call *c, struct st_gen *g, int32_t from,
 {
     /* Nothing reached an engine and the request itself is at fault (a
      * prompt too long for the context: a 4xx, not a full queue's 429): its
-     * log line is a refusal with its status, as for a body refused at
-     * parse, not an engine outcome ('failed', which the soak counts as
-     * lost). */
+     * log line is a refusal with its status, as for a body refused at parse
+     * (docs/API.md), not 'failed', which says an engine failed it. */
     int http = st_api_error_http(e);
     bool refused = from == 0 && http >= 400 && http < 500 && http != 429;
     struct st_gen_log log;
