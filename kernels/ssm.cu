@@ -71,9 +71,9 @@ extern "C" cudaError_t st_kern_ssm_conv(float *out, float *state, const float *x
 /* ---- delta rule -------------------------------------------------------- */
 
 template <int NT>
-static __global__ void __launch_bounds__(DN_WARPS * 32) delta_net_f32(dn_args p)
+static __global__ void __launch_bounds__(DN_WARPS * 32) delta_net_f32(struct st_kern_delta_net p)
 {
-    const int h = blockIdx.x, lane = threadIdx.x % 32, d = p.d;
+    const int h = blockIdx.x, lane = threadIdx.x % 32, d = p.head_dim;
     const int j0 = ((int)blockIdx.y * DN_WARPS + (int)threadIdx.x / 32) * DN_RPW;
     if (j0 >= d)   /* the whole warp leaves together */
         return;
@@ -83,7 +83,7 @@ static __global__ void __launch_bounds__(DN_WARPS * 32) delta_net_f32(dn_args p)
 
     for (int64_t r = 0; r < p.n; r++) {
         const int64_t s = ssm_slot(p.slot, r, p.n_slots, lane == 0 ? p.err_flag : NULL);
-        float *ms = p.state + (s * p.hv + h) * mat;
+        float *ms = p.state + (s * p.n_v_heads + h) * mat;
         if (ms != cur) {
             if (cur)
                 dn_rows<NT, true>(m, cur, j0, d, lane);
@@ -103,23 +103,20 @@ extern "C" cudaError_t st_kern_delta_net(const struct st_kern_delta_net *a, cuda
     if (a->n < 1 || a->n_slots < 1 || a->n_k_heads < 1 || a->n_v_heads < 1 ||
         a->n_v_heads % a->n_k_heads != 0 || a->head_dim < 1 || a->head_dim > 256)
         return cudaErrorInvalidValue;
-    const dn_args p = { a->out, a->state, a->qkv, a->alpha, a->beta, a->dt_bias, a->a, a->slot,
-                        a->pos, a->n, a->n_slots, a->n_k_heads, a->n_v_heads, a->head_dim,
-                        a->eps, a->err_flag, a->v_grouped };
     const dim3 grid((unsigned)a->n_v_heads, kq_cdiv(a->head_dim, DN_WARPS * DN_RPW));
     const int d = a->head_dim;
     /* a prompt read (a run of DC_ROWS rows of one slot) needs that many
      * rows: decode steps keep the plain recurrence without looking */
     if (a->n >= DC_ROWS && d <= 128 && !a->recurrent)
-        return dn_launch_chunked(p, grid, stream);
+        return dn_launch_chunked(*a, grid, stream);
     if (d <= 32)
-        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<1>)(p);
+        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<1>)(*a);
     else if (d <= 64)
-        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<2>)(p);
+        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<2>)(*a);
     else if (d <= 128)
-        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<4>)(p);
+        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<4>)(*a);
     else
-        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<8>)(p);
+        KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_f32<8>)(*a);
     return cudaGetLastError();
 }
 

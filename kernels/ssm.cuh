@@ -29,29 +29,22 @@ static __device__ __forceinline__ int64_t ssm_slot(const int32_t *slot, int64_t 
     return s;
 }
 
-struct dn_args {
-    float         *out, *state;
-    const float   *qkv, *alpha, *beta, *dt_bias, *a;
-    const int32_t *slot, *pos;
-    int64_t        n, n_slots;
-    int            hk, hv, d;
-    float          eps;
-    unsigned      *err_flag;
-    int            grouped;   /* q/k head of v head h: h / (hv/hk), else h mod hk */
-};
+/* Both kernels take the launcher's arguments (struct st_kern_delta_net,
+ * kernels.h) by value, and these helpers a reference to them. */
 
 /* The q/k head v head h reads: qwen3next groups the v heads of one q/k
  * head together, qwen35* tiles them (docs/GGUF.md). */
-static __device__ __forceinline__ int dn_qk_head(const dn_args &p, int h)
+static __device__ __forceinline__ int dn_qk_head(const struct st_kern_delta_net &p, int h)
 {
-    return p.grouped ? h / (p.hv / p.hk) : h % p.hk;
+    return p.v_grouped ? h / (p.n_v_heads / p.n_k_heads) : h % p.n_k_heads;
 }
 
 /* Row r, v head h: log of the decay, softplus(alpha + dt_bias) * a, as the
  * CPU's cpu_delta_prep computes it. */
-static __device__ __forceinline__ float dn_log_decay(const dn_args &p, int64_t r, int h)
+static __device__ __forceinline__ float dn_log_decay(const struct st_kern_delta_net &p,
+                                                    int64_t r, int h)
 {
-    const float x = p.alpha[r * p.hv + h] + p.dt_bias[h];
+    const float x = p.alpha[r * p.n_v_heads + h] + p.dt_bias[h];
     return (x > 20.0f ? x : log1pf(expf(x))) * p.a[h];
 }
 
@@ -104,19 +97,20 @@ KQ_UNROLL
 /* Row r of v head h through the recurrence on the warp's rows j0.. (m):
  * decay, the delta update, and the outputs of those rows. */
 template <int NT>
-static __device__ __forceinline__ void dn_step(const dn_args &p, float (&m)[DN_RPW][NT],
-                                               int64_t r, int h, int j0, int lane)
+static __device__ __forceinline__ void dn_step(const struct st_kern_delta_net &p,
+                                               float (&m)[DN_RPW][NT], int64_t r, int h, int j0,
+                                               int lane)
 {
-    const int g = dn_qk_head(p, h), d = p.d;
-    const int64_t c3 = (int64_t)(2 * p.hk + p.hv) * d;
+    const int g = dn_qk_head(p, h), d = p.head_dim;
+    const int64_t c3 = (int64_t)(2 * p.n_k_heads + p.n_v_heads) * d;
     const float *row = p.qkv + r * c3;
     float q[NT], k[NT];
     dn_unit<NT>(q, row + (int64_t)g * d, d, lane, p.eps);
-    dn_unit<NT>(k, row + (int64_t)(p.hk + g) * d, d, lane, p.eps);
+    dn_unit<NT>(k, row + (int64_t)(p.n_k_heads + g) * d, d, lane, p.eps);
     const float decay = expf(dn_log_decay(p, r, h));
-    const float b = ssm_sigmoid(p.beta[r * p.hv + h]), oscale = 1.0f / sqrtf((float)d);
-    const float *v = row + (int64_t)(2 * p.hk + h) * d;
-    float *o = p.out + (r * p.hv + h) * d;
+    const float b = ssm_sigmoid(p.beta[r * p.n_v_heads + h]), oscale = 1.0f / sqrtf((float)d);
+    const float *v = row + (int64_t)(2 * p.n_k_heads + h) * d;
+    float *o = p.out + (r * p.n_v_heads + h) * d;
 KQ_UNROLL
     for (int jj = 0; jj < DN_RPW; jj++) {
         const int j = j0 + jj;
@@ -146,6 +140,6 @@ KQ_UNROLL
 
 /* ssm_chunk.cu: the chunked kernel on grid (v heads, D / (DN_WARPS*DN_RPW))
  * for D <= 128; cudaErrorInvalidValue above. */
-cudaError_t dn_launch_chunked(const dn_args &p, dim3 grid, cudaStream_t stream);
+cudaError_t dn_launch_chunked(const struct st_kern_delta_net &p, dim3 grid, cudaStream_t stream);
 
 #endif /* STRATA_KERNELS_SSM_CUH */

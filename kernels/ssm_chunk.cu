@@ -42,8 +42,8 @@ struct dc_smem {
 
 /* Rows from r on (at most DC_ROWS) that continue row r's slot s: the same
  * slot, no restart after r. The same answer in every warp. */
-static __device__ __forceinline__ int dc_span(const dn_args &p, int64_t r, int64_t s, int lane,
-                                              bool flag)
+static __device__ __forceinline__ int dc_span(const struct st_kern_delta_net &p, int64_t r,
+                                              int64_t s, int lane, bool flag)
 {
     const int64_t e = r + lane;
     bool ok = e < p.n;
@@ -57,11 +57,13 @@ static __device__ __forceinline__ int dc_span(const dn_args &p, int64_t r, int64
  * state rows m (rows: whether the warp has any; every warp joins the
  * barriers). */
 template <int NT>
-static __device__ void dc_chunk(const dn_args &p, dc_smem<NT> &sm, float (&m)[DN_RPW][NT],
-                                int64_t r0, int L, int h, int j0, bool rows)
+static __device__ void dc_chunk(const struct st_kern_delta_net &p, dc_smem<NT> &sm,
+                                float (&m)[DN_RPW][NT], int64_t r0, int L, int h, int j0,
+                                bool rows)
 {
-    const int g = dn_qk_head(p, h), d = p.d, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int64_t c3 = (int64_t)(2 * p.hk + p.hv) * d;
+    const int g = dn_qk_head(p, h), d = p.head_dim;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int64_t c3 = (int64_t)(2 * p.n_k_heads + p.n_v_heads) * d;
 
     __syncthreads();   /* the previous chunk is done reading sm */
     for (int t = warp; t < L; t += DN_WARPS) {
@@ -71,7 +73,7 @@ static __device__ void dc_chunk(const dn_args &p, dc_smem<NT> &sm, float (&m)[DN
 KQ_UNROLL
         for (int c = 0; c < NT; c++)
             sm.q[t][lane + 32 * c] = u[c];
-        dn_unit<NT>(u, row + (int64_t)(p.hk + g) * d, d, lane, p.eps);
+        dn_unit<NT>(u, row + (int64_t)(p.n_k_heads + g) * d, d, lane, p.eps);
 KQ_UNROLL
         for (int c = 0; c < NT; c++)
             sm.k[t][lane + 32 * c] = u[c];
@@ -81,7 +83,7 @@ KQ_UNROLL
          * like the CPU's */
         const float ld = lane < L ? dn_log_decay(p, r0 + lane, h) : 0.0f;
         if (lane < L)
-            sm.b[lane] = ssm_sigmoid(p.beta[(r0 + lane) * p.hv + h]);
+            sm.b[lane] = ssm_sigmoid(p.beta[(r0 + lane) * p.n_v_heads + h]);
         float sum = 0.0f;
         for (int t = 0; t < L; t++) {
             sum += __shfl_sync(0xffffffffu, ld, t);
@@ -138,7 +140,7 @@ KQ_UNROLL
         if (j >= d)   /* uniform across the warp */
             break;
         /* the solve: at step s lane s holds d_s whole; later lanes fold it in */
-        float dv = live ? bt * (p.qkv[(r0 + t) * c3 + (int64_t)(2 * p.hk + h) * d + j] -
+        float dv = live ? bt * (p.qkv[(r0 + t) * c3 + (int64_t)(2 * p.n_k_heads + h) * d + j] -
                                 gt * mk[jj]) : 0.0f;
         for (int s = 0; s + 1 < L; s++)
             dv += sm.a[t][s] * __shfl_sync(0xffffffffu, dv, s);
@@ -146,7 +148,7 @@ KQ_UNROLL
         for (int s = 0; s < L; s++)
             o += sm.w[t][s] * __shfl_sync(0xffffffffu, dv, s);
         if (live)
-            p.out[((r0 + t) * p.hv + h) * d + j] = o * oscale;
+            p.out[((r0 + t) * p.n_v_heads + h) * d + j] = o * oscale;
         /* M_j = G_{L-1} M0_j + sum_s (G_{L-1}/G_s) d_s[j] k_s */
         const float ds = dv * tail;
 KQ_UNROLL
@@ -162,10 +164,11 @@ KQ_UNROLL
 }
 
 template <int NT>
-static __global__ void __launch_bounds__(DN_WARPS * 32) delta_net_chunk_f32(dn_args p)
+static __global__ void __launch_bounds__(DN_WARPS * 32)
+delta_net_chunk_f32(struct st_kern_delta_net p)
 {
     __shared__ dc_smem<NT> sm;
-    const int h = blockIdx.x, lane = threadIdx.x % 32, d = p.d;
+    const int h = blockIdx.x, lane = threadIdx.x % 32, d = p.head_dim;
     const int j0 = ((int)blockIdx.y * DN_WARPS + (int)threadIdx.x / 32) * DN_RPW;
     const bool rows = j0 < d;   /* this warp holds state rows */
     const int64_t mat = (int64_t)d * d;
@@ -177,7 +180,7 @@ static __global__ void __launch_bounds__(DN_WARPS * 32) delta_net_chunk_f32(dn_a
     dn_zero<NT>(m);
     for (int64_t r = 0; r < p.n;) {
         const int64_t s = ssm_slot(p.slot, r, p.n_slots, threadIdx.x == 0 ? p.err_flag : NULL);
-        float *ms = p.state + (s * p.hv + h) * mat;
+        float *ms = p.state + (s * p.n_v_heads + h) * mat;
         if (ms != cur) {
             if (cur && rows)
                 dn_rows<NT, true>(m, cur, j0, d, lane);
@@ -206,13 +209,13 @@ static __global__ void __launch_bounds__(DN_WARPS * 32) delta_net_chunk_f32(dn_a
         dn_rows<NT, true>(m, cur, j0, d, lane);
 }
 
-cudaError_t dn_launch_chunked(const dn_args &p, dim3 grid, cudaStream_t stream)
+cudaError_t dn_launch_chunked(const struct st_kern_delta_net &p, dim3 grid, cudaStream_t stream)
 {
-    if (p.d <= 32)
+    if (p.head_dim <= 32)
         KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_chunk_f32<1>)(p);
-    else if (p.d <= 64)
+    else if (p.head_dim <= 64)
         KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_chunk_f32<2>)(p);
-    else if (p.d <= 128)
+    else if (p.head_dim <= 128)
         KQ_LAUNCH(grid, DN_WARPS * 32, 0, stream, delta_net_chunk_f32<4>)(p);
     else
         return cudaErrorInvalidValue;

@@ -50,6 +50,18 @@ if(ST_NODE AND ST_NPM)
     # 2,000 requests from 200 clients: alone, so timing-sensitive suites
     # running beside it are not starved of the (few) cores.
     set_tests_properties(e2e_concurrency PROPERTIES RUN_SERIAL TRUE)
+    # The soak benchmark (tests/bench/soak.mjs) for 20 s on the built-in tiny
+    # model: every request's outcome matched with the server's log line and
+    # /metrics, no slot, queue entry or descriptor left. Not its RSS trend
+    # (--no-rss: that takes minutes; docs/BENCHMARKS.md "Soak"); nothing in
+    # it depends on speed. Alone, as it loads every core.
+    add_test(NAME e2e_soak_short
+             COMMAND ${ST_NODE} ${PROJECT_SOURCE_DIR}/tests/bench/soak.mjs --seconds 20
+                     --clients 40 --no-rss
+             WORKING_DIRECTORY ${ST_E2E_DIR})
+    set_tests_properties(e2e_soak_short PROPERTIES
+        LABELS e2e TIMEOUT 180 RUN_SERIAL TRUE
+        ENVIRONMENT "STRATA_BIN=$<TARGET_FILE:strata>;XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/soak-cache")
     # The server on two CUDA devices: only on tests/cuemu (two emulated
     # GPUs on the CPU), labelled cuda with the other CUDA suites.
     if(STRATA_CUDA_EMU)

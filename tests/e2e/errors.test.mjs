@@ -93,6 +93,10 @@ describe('400, 404, 405 and 413', () => {
       const t = await postJSON(big, '/v1/completions', { prompt: Array(70).fill(1) });
       assertErrorShape(t, 400, 'invalid_request_error', ['n_ctx', 'n_prompt_tokens']);
       assert.equal(t.json.error.n_prompt_tokens, 70);
+      // logged as the refusal it is, not as an engine failure (the soak matches the two)
+      await until(() => (big.log().match(/outcome=refused status=400 param=prompt /g) || []).length === 2,
+        5000, 'both refusals logged');
+      assert.doesNotMatch(big.log(), /outcome=failed/);
     } finally { await big.stop(); }
   });
 

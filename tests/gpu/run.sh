@@ -16,7 +16,7 @@
 #      models one after the other (a3b Q4_K 17 GB, mtp-demo, next-a3b Q4_K:
 #      single-threaded, ~1.5 min each; in /dev/shm when it has 40 GiB free)
 #      while the CUDA suites are built and run;
-#   3. ctest -L cuda (cuda_kern_host, cuda_ops: every op against the CPU,
+#   3. ctest -L cuda (cuda_kern_host, cuda_status, cuda_ops: every op against the CPU,
 #      cuda_model: the whole model, graphs and MTP against the CPU); on a
 #      failure each tcase of cuda_ops again in its own process (a sticky CUDA
 #      error kills every later test of a process), and the first failing
@@ -233,7 +233,7 @@ rm -f "$MODELS"/*.done "$MODELS"/*.fallback
 make_models >"$LOGS/make_models.log" 2>&1 </dev/null &   # not on our stdout: the
 BG_PID=$!                                                  # device call waits for it
 step build 150 cmake --build build-gpu -j"$JOBS" --target test_cuda_ops test_cuda_kern_host \
-    test_cuda_model || {
+    test_cuda_model test_cuda_status || {
     say "FAILED: build"; grep -E "error|Error" "$LOGS/build.log" | head -20 | tee -a "$SUMMARY"
     exit 1; }
 # wait_model NAME: 0 when NAME.gguf was made (waits for it, within the budget)

@@ -334,6 +334,50 @@ struct fixture_ask {
     int32_t force_id;
 };
 
+/* A new request for ids[0..n) (id "ids", no prompt text), greedy
+ * (temperature 0), its events to emit(ctx); the caller sets the rest and
+ * submits it (fixture_submit). */
+static inline struct st_request *fixture_ids_request(const int32_t *ids, int64_t n,
+                                                     st_emit_fn *emit, void *ctx)
+{
+    struct st_request *req = st_request_new();
+    ck_assert(req);
+    snprintf(req->id, sizeof(req->id), "ids");
+    req->prompt = strdup("");
+    req->tokens = malloc((size_t)n * sizeof(*ids));
+    ck_assert(req->prompt && req->tokens);
+    memcpy(req->tokens, ids, (size_t)n * sizeof(*ids));
+    req->n_tokens = n;
+    req->params.temperature = 0.0f;
+    req->emit = emit;
+    req->emit_ctx = ctx;
+    return req;
+}
+
+/* Submit req to p (a refusal fails the test); returns req. */
+static inline struct st_request *fixture_submit(struct st_engine_pool *p, struct st_request *req)
+{
+    struct st_err err = { 0 };
+    ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
+    return req;
+}
+
+/* Submit ids[0..n) greedily for exactly max_tokens tokens (ignore_eos,
+ * top-p 1) at 'priority', its events to emit(ctx); returns the caller's
+ * reference (test_engine_model.c, test_engine_ckpt.c). */
+static inline struct st_request *fixture_submit_greedy(struct st_engine_pool *p,
+                                                       const int32_t *ids, int64_t n,
+                                                       int32_t max_tokens, int32_t priority,
+                                                       st_emit_fn *emit, void *ctx)
+{
+    struct st_request *req = fixture_ids_request(ids, n, emit, ctx);
+    req->params.max_tokens = max_tokens;
+    req->params.ignore_eos = true;
+    req->params.top_p = 1.0f;
+    req->job.priority = priority;
+    return fixture_submit(p, req);
+}
+
 /* Submit ids[0..n) greedily (temperature 0) as 'a' asks, recorded in *g
  * (reset first). Returns the caller's reference; g->req is the same
  * request, borrowed. */
@@ -344,14 +388,7 @@ static inline struct st_request *fixture_submit_ids(struct st_engine_pool *p, co
     memset(g, 0, sizeof(*g));
     g->in_order = true;
     g->slot = -1;
-    struct st_request *req = st_request_new();
-    snprintf(req->id, sizeof(req->id), "ids");
-    req->prompt = strdup("");
-    req->tokens = malloc((size_t)n * sizeof(*ids));
-    ck_assert(req->prompt && req->tokens);
-    memcpy(req->tokens, ids, (size_t)n * sizeof(*ids));
-    req->n_tokens = n;
-    req->params.temperature = 0.0f;
+    struct st_request *req = fixture_ids_request(ids, n, fixture_got_emit, g);
     req->params.max_tokens = a->max_tokens;
     req->params.ignore_eos = a->ignore_eos;
     req->params.echo = a->echo;
@@ -365,12 +402,8 @@ static inline struct st_request *fixture_submit_ids(struct st_engine_pool *p, co
         req->params.logprobs = true;
         req->params.top_logprobs = a->top;
     }
-    req->emit = fixture_got_emit;
-    req->emit_ctx = g;
     g->req = req;
-    struct st_err err = { 0 };
-    ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
-    return req;
+    return fixture_submit(p, req);
 }
 
 #endif /* STRATA_TEST_MODEL_FIXTURE_H */

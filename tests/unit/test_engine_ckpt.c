@@ -95,24 +95,8 @@ static void start(struct fixture_pool *f, int32_t np, int32_t ckpts)
 static struct st_request *submit_ids(struct fixture_pool *f, const int32_t *ids, int64_t n,
                                      int32_t prio, struct got *out)
 {
-    struct st_err err = { 0 };
-    struct st_request *req = st_request_new();
     memset(out, 0, sizeof(*out));
-    snprintf(req->id, sizeof(req->id), "ids%lld", (long long)n);
-    req->prompt = strdup("(ids)");
-    req->tokens = malloc((size_t)n * sizeof(int32_t));
-    memcpy(req->tokens, ids, (size_t)n * sizeof(int32_t));
-    req->n_tokens = n;
-    req->params.max_tokens = N_GEN;
-    req->params.ignore_eos = true;
-    req->params.temperature = 0.0f;
-    req->params.top_k = 40;
-    req->params.top_p = 1.0f;
-    req->job.priority = prio;
-    req->emit = on_event;
-    req->emit_ctx = out;
-    ck_assert_msg(st_engine_pool_submit(f->pool, req, &err) == ST_OK, "%s", err.msg);
-    return req;
+    return fixture_submit_greedy(f->pool, ids, n, N_GEN, prio, on_event, out);
 }
 
 /* One greedy request for ids[0..n) (N_GEN tokens), run to its end. */

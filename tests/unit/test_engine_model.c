@@ -92,26 +92,8 @@ static uint64_t last_drawn;   /* run_pool_mode: the pool's drawn_tokens at its e
 static void run_pool_mode(int32_t n_slots, const int *which, int n, struct got *out,
                           enum draw_mode mode)
 {
-    struct st_clock_manual clk;
-    st_clock_manual_init(&clk, 0);
-    struct st_sched_config sc;
-    st_sched_config_defaults(&sc);
-    sc.batch = true;
-    sc.log_dispatch = false;
-    struct st_pool_config pc;
-    st_pool_config_defaults(&pc);
-    pc.model.name = (char *)"small";
-    pc.model.path = path;
-    pc.model.backend = ST_BACKEND_CPU;
-    pc.model.parallel = n_slots;
-    pc.model.ctx_size = 256;
-    pc.threads = 2;
-    struct st_sched *sched = NULL;
-    struct st_engine_pool *pool = NULL;
-    struct st_err err = { 0 };
-    ck_assert(st_sched_new(&sc, &clk.clock, &sched, &err) == ST_OK);
-    ck_assert_msg(st_engine_pool_new(&pc, sched, &clk.clock, &pool, &err) == ST_OK, "%s",
-                  err.msg);
+    struct fixture_pool f;
+    fixture_pool_start_ub(&f, path, n_slots, 512, 0, 0);   /* 512: the pool's default ubatch */
     struct st_request *reqs[N_REQ];
     for (int i = 0; i < n; i++) {
         memset(&out[i], 0, sizeof(out[i]));
@@ -132,10 +114,9 @@ static void run_pool_mode(int32_t n_slots, const int *which, int n, struct got *
                        (mode == SAMPLED_MIXED && i % 2 == 1);
         reqs[i]->emit = on_event;
         reqs[i]->emit_ctx = &out[i];
-        ck_assert_msg(st_engine_pool_submit(pool, reqs[i], &err) == ST_OK, "%s", err.msg);
+        fixture_submit(f.pool, reqs[i]);
     }
-    for (int steps = 0; steps < 10000 && st_engine_pool_step(pool, 0); steps++)
-        ;
+    fixture_pool_drain(&f);
     for (int i = 0; i < n; i++) {
         ck_assert(out[i].ended);
         if (mode == GREEDY_IGNORE_EOS) {
@@ -145,10 +126,9 @@ static void run_pool_mode(int32_t n_slots, const int *which, int n, struct got *
         st_request_unref(reqs[i]);
     }
     struct st_pool_stats ps;
-    st_engine_pool_stats(pool, &ps);
+    st_engine_pool_stats(f.pool, &ps);
     last_drawn = ps.drawn_tokens;
-    st_engine_pool_free(pool);
-    st_sched_free(sched);
+    fixture_pool_stop(&f);
 }
 
 static void run_pool(int32_t n_slots, const int *which, int n, struct got *out)
@@ -220,22 +200,8 @@ END_TEST
 /* One greedy request for the given prompt ids (N_GEN tokens) on pool. */
 static void run_ids(struct st_engine_pool *pool, const int32_t *ids, int64_t n, struct got *out)
 {
-    struct st_err err = { 0 };
-    struct st_request *req = st_request_new();
     memset(out, 0, sizeof(*out));
-    snprintf(req->id, sizeof(req->id), "ids%lld", (long long)n);
-    req->prompt = strdup("(ids)");
-    req->tokens = malloc((size_t)n * sizeof(int32_t));
-    memcpy(req->tokens, ids, (size_t)n * sizeof(int32_t));
-    req->n_tokens = n;
-    req->params.max_tokens = N_GEN;
-    req->params.ignore_eos = true;
-    req->params.temperature = 0.0f;   /* greedy */
-    req->params.top_k = 40;
-    req->params.top_p = 1.0f;
-    req->emit = on_event;
-    req->emit_ctx = out;
-    ck_assert_msg(st_engine_pool_submit(pool, req, &err) == ST_OK, "%s", err.msg);
+    struct st_request *req = fixture_submit_greedy(pool, ids, n, N_GEN, 0, on_event, out);
     for (int steps = 0; steps < 10000 && st_engine_pool_step(pool, 0); steps++)
         ;
     ck_assert(out->ended);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "kernels_fixture.h"
 #include "support.h"
 
 static const enum st_dtype types[] = {
@@ -30,19 +31,6 @@ static const enum st_dtype types[] = {
     ST_DTYPE_Q5_K, ST_DTYPE_Q6_K, ST_DTYPE_IQ3_S, ST_DTYPE_IQ3_XXS, ST_DTYPE_IQ4_XS,
     ST_DTYPE_Q4_1, ST_DTYPE_Q5_0, ST_DTYPE_Q5_1, ST_DTYPE_Q2_K, ST_DTYPE_Q3_K,
 };
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static float rndf(uint64_t *s, float lo, float hi)
-{
-    return lo + (hi - lo) * (float)(rnd(s) >> 40) / (float)(1 << 24);
-}
 
 static void put_f16(uint8_t *p, float v)
 {

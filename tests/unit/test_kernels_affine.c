@@ -20,24 +20,12 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "kernels_fixture.h"
 #include "support.h"
 
 #define N    768                /* 24 blocks of 32 */
 #define ROWS 4
 #define TOL  2e-6
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static float rndf(uint64_t *s, float lo, float hi)
-{
-    return lo + (hi - lo) * (float)(rnd(s) >> 40) / (float)(1 << 24);
-}
 
 /* Block b of the row: d, m and the 32 unsigned codes, from the format's
  * definition (GGUF / ggml): codes j and j + 16 share byte qs[j] (low,

@@ -16,6 +16,7 @@
 #include "model_fixture.h"
 #include "runner/runner.h"
 #include "runner/runner_model.h"
+#include "slot_fixture.h"
 #include "support.h"
 
 static char dir[256], small[320], tiny[320];
@@ -104,34 +105,15 @@ static struct st_runner *runner(enum st_kv_type t)
     return r;
 }
 
-static const int32_t prompt[6] = { 5, 17, 33, 2, 9, 41 };
-
 static void save(struct st_runner *r, const char *file)
 {
-    struct st_runner_seq seq = { .kind = ST_SEQ_READ, .slot = 0, .tokens = prompt,
-                                 .n_tokens = 6, .pos = 0, .sample = false };
-    struct st_runner_row row;
-    struct st_runner_out out = { .rows = &row };
-    struct st_runner_batch b = { &seq, 1 };
-    struct st_err err = { 0 };
-    ck_assert_msg(st_runner_forward(r, &b, &out, &err) == ST_OK, "%s", err.msg);
-    FILE *f = fopen(file, "wb");
-    ck_assert_ptr_nonnull(f);
-    int64_t bytes = 0;
-    ck_assert_msg(st_runner_slot_save(r, 0, prompt, 6, f, &bytes, &err) == ST_OK, "%s", err.msg);
-    ck_assert_int_eq(fclose(f), 0);
+    slot_fixture_read(r, 0);
+    slot_fixture_save(r, file);
 }
 
 static enum st_status restore(struct st_runner *r, const char *file, struct st_err *err)
 {
-    FILE *f = fopen(file, "rb");
-    ck_assert_ptr_nonnull(f);
-    int32_t *ids = NULL;
-    int64_t n = 0, bytes = 0;
-    enum st_status rc = st_runner_slot_restore(r, 0, f, &ids, &n, &bytes, err);
-    fclose(f);
-    free(ids);
-    return rc;
+    return slot_fixture_restore(r, 0, file, NULL, NULL, NULL, err);
 }
 
 START_TEST(test_kv_types_slot_file_type_mismatch)

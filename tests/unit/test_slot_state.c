@@ -14,6 +14,7 @@
 #include "runner/runner_model.h"
 #include "strata/slot_state.h"
 #include "model_fixture.h"
+#include "slot_fixture.h"
 #include "support.h"
 
 static char dir[256], path[320], file[400];
@@ -37,45 +38,20 @@ static void teardown(void)
     support_rmtree(dir);
 }
 
-static const int32_t prompt[6] = { 5, 17, 33, 2, 9, 41 };
-
-static void read_prompt(int32_t slot)
-{
-    struct st_runner_seq seq = { .kind = ST_SEQ_READ, .slot = slot, .tokens = prompt,
-                                 .n_tokens = 6, .pos = 0, .sample = false };
-    struct st_runner_row row;
-    struct st_runner_out out = { .rows = &row };
-    struct st_runner_batch b = { &seq, 1 };
-    struct st_err err = { 0 };
-    ck_assert_msg(st_runner_forward(r, &b, &out, &err) == ST_OK, "%s", err.msg);
-}
-
 /* Decode token 12 at position 6 in 'slot': a copy of its logits (owned). */
 static float *decode_at_6(int32_t slot)
 {
-    int32_t next = 12;
-    struct st_runner_seq seq = { .kind = ST_SEQ_DECODE, .slot = slot, .tokens = &next,
-                                 .n_tokens = 1, .pos = 6, .sample = true };
-    struct st_runner_row row;
-    struct st_runner_out out = { .rows = &row };
-    struct st_runner_batch b = { &seq, 1 };
-    struct st_err err = { 0 };
-    ck_assert_msg(st_runner_forward(r, &b, &out, &err) == ST_OK, "%s", err.msg);
+    const int32_t next = 12;
+    const float *logits = slot_fixture_forward(r, ST_SEQ_DECODE, slot, &next, 1, 6);
+    ck_assert_ptr_nonnull(logits);
     size_t n = (size_t)st_runner_n_vocab(r) * sizeof(float);
     float *copy = malloc(n);
-    memcpy(copy, row.logits, n);
+    ck_assert_ptr_nonnull(copy);
+    memcpy(copy, logits, n);
     return copy;
 }
 
-static void save_slot0(int64_t *bytes)
-{
-    struct st_err err = { 0 };
-    FILE *f = fopen(file, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_msg(st_runner_slot_save(r, 0, prompt, 6, f, bytes, &err) == ST_OK, "%s", err.msg);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
+/* Write data[0..n) as the slot file and restore it into 'slot'. */
 static enum st_status restore_from(const unsigned char *data, size_t n, int32_t slot,
                                    int64_t *n_tokens)
 {
@@ -83,32 +59,23 @@ static enum st_status restore_from(const unsigned char *data, size_t n, int32_t 
     ck_assert_ptr_nonnull(f);
     ck_assert_uint_eq(fwrite(data, 1, n, f), n);
     fclose(f);
-    f = fopen(file, "rb");
-    int32_t *ids = NULL;
-    int64_t bytes = 0;
     struct st_err err = { 0 };
-    enum st_status rc = st_runner_slot_restore(r, slot, f, &ids, n_tokens, &bytes, &err);
-    fclose(f);
-    free(ids);
-    return rc;
+    return slot_fixture_restore(r, slot, file, NULL, n_tokens, NULL, &err);
 }
 
 START_TEST(test_slot_state_restore_decodes_alike)
 {
-    read_prompt(0);
-    int64_t written = 0;
-    save_slot0(&written);
+    slot_fixture_read(r, 0);
+    int64_t written = slot_fixture_save(r, file);
     ck_assert_int_gt(written, (int64_t)sizeof(struct st_slot_file_head) + 6 * 4);
-    FILE *f = fopen(file, "rb");
     int32_t *ids = NULL;
     int64_t n = 0, read = 0;
     struct st_err err = { 0 };
-    ck_assert_msg(st_runner_slot_restore(r, 1, f, &ids, &n, &read, &err) == ST_OK, "%s",
+    ck_assert_msg(slot_fixture_restore(r, 1, file, &ids, &n, &read, &err) == ST_OK, "%s",
                   err.msg);
-    fclose(f);
     ck_assert_int_eq(n, 6);
     ck_assert_int_eq(read, written);
-    ck_assert(memcmp(ids, prompt, sizeof(prompt)) == 0);
+    ck_assert(memcmp(ids, slot_fixture_prompt, sizeof(slot_fixture_prompt)) == 0);
     free(ids);
     float *a = decode_at_6(0), *b = decode_at_6(1);
     ck_assert(memcmp(a, b, (size_t)st_runner_n_vocab(r) * sizeof(float)) == 0);
@@ -121,10 +88,8 @@ END_TEST
  * refused); every flipped header byte is refused or restores. */
 START_TEST(test_slot_state_damaged_files)
 {
-    read_prompt(0);
-    int64_t written = 0;
-    save_slot0(&written);
-    size_t n = (size_t)written;
+    slot_fixture_read(r, 0);
+    size_t n = (size_t)slot_fixture_save(r, file);
     unsigned char *data = malloc(n);
     FILE *f = fopen(file, "rb");
     ck_assert_uint_eq(fread(data, 1, n, f), n);

@@ -25,33 +25,47 @@ static bool sticky(cudaError_t e)
     }
 }
 
-enum st_status cuda_status(struct cuda_backend *cb, cudaError_t e, const char *what,
-                           const char *file, int line, struct st_err *err)
+/* Where every failed CUDA or cuBLAS call becomes a status ('lib' prefixes
+ * the library, "" for the runtime; 'detail' is what it said): out of
+ * memory names the call and what the device has free; a failure that
+ * leaves the device unusable poisons the backend once (cuda_enter then
+ * refuses every op) and logs why; anything else is a device error naming
+ * the call. */
+static enum st_status failed(struct cuda_backend *cb, const char *lib, bool oom, bool unusable,
+                             const char *detail, const char *what, const char *file, int line,
+                             struct st_err *err)
 {
-    const char *base;
+    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    int device = cb ? cb->device : -1;
 
-    if (e == cudaSuccess)
-        return ST_OK;
-    base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    if (e == cudaErrorMemoryAllocation) {
+    if (oom) {
         size_t free_b = 0, total_b = 0;
         (void)cudaGetLastError();
         (void)cudaMemGetInfo(&free_b, &total_b);
         return st_err_set(err, ST_ERR_DEVICE_OOM,
-                          "cuda:%d out of memory in %s (%s:%d); %.1f MiB free of %.1f MiB",
-                          cb ? cb->device : -1, what, base, line, (double)free_b / MIB,
+                          "cuda:%d %sout of memory in %s (%s:%d); %.1f MiB free of %.1f MiB",
+                          device, lib, what, base, line, (double)free_b / MIB,
                           (double)total_b / MIB);
     }
-    if (cb && sticky(e) && !cb->poisoned) {
+    if (cb && unusable && !cb->poisoned) {
         cb->poisoned = true;
-        snprintf(cb->poison_msg, sizeof(cb->poison_msg), "%s in %s (%s:%d)",
-                 cudaGetErrorString(e), what, base, line);
+        snprintf(cb->poison_msg, sizeof(cb->poison_msg), "%s%s in %s (%s:%d)", lib, detail, what,
+                 base, line);
         st_log(ST_LOG_ERROR, "cuda", "device %d is unusable: %s", cb->device, cb->poison_msg);
     }
-    if (!sticky(e))
+    return st_err_set(err, ST_ERR_DEVICE, "cuda:%d %s%s: %s (%s:%d)", device, lib, what, detail,
+                      base, line);
+}
+
+enum st_status cuda_status(struct cuda_backend *cb, cudaError_t e, const char *what,
+                           const char *file, int line, struct st_err *err)
+{
+    if (e == cudaSuccess)
+        return ST_OK;
+    if (e != cudaErrorMemoryAllocation && !sticky(e))
         (void)cudaGetLastError();   /* clear a non-sticky error so later calls are clean */
-    return st_err_set(err, ST_ERR_DEVICE, "cuda:%d %s: %s (%s:%d)", cb ? cb->device : -1,
-                      what, cudaGetErrorString(e), base, line);
+    return failed(cb, "", e == cudaErrorMemoryAllocation, sticky(e), cudaGetErrorString(e), what,
+                  file, line, err);
 }
 
 enum st_status cuda_launched(struct cuda_backend *cb, cudaError_t e, const char *what,
@@ -66,20 +80,14 @@ enum st_status cuda_launched(struct cuda_backend *cb, cudaError_t e, const char 
 enum st_status cuda_blas_status(struct cuda_backend *cb, cublasStatus_t s, const char *what,
                                 const char *file, int line, struct st_err *err)
 {
-    const char *base;
+    char detail[48];
 
     if (s == CUBLAS_STATUS_SUCCESS)
         return ST_OK;
-    base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    if (s == CUBLAS_STATUS_ALLOC_FAILED)
-        return st_err_set(err, ST_ERR_DEVICE_OOM, "cuda:%d cuBLAS out of memory in %s (%s:%d)",
-                          cb->device, what, base, line);
-    if (s == CUBLAS_STATUS_EXECUTION_FAILED && !cb->poisoned) {
-        cb->poisoned = true;
-        snprintf(cb->poison_msg, sizeof(cb->poison_msg), "cuBLAS execution failed in %s", what);
-    }
-    return st_err_set(err, ST_ERR_DEVICE, "cuda:%d cuBLAS %s: status %d (%s:%d)", cb->device,
-                      what, (int)s, base, line);
+    snprintf(detail, sizeof(detail), "%sstatus %d",
+             s == CUBLAS_STATUS_EXECUTION_FAILED ? "execution failed, " : "", (int)s);
+    return failed(cb, "cuBLAS ", s == CUBLAS_STATUS_ALLOC_FAILED,
+                  s == CUBLAS_STATUS_EXECUTION_FAILED, detail, what, file, line, err);
 }
 
 enum st_status cuda_enter(struct cuda_backend *cb, struct st_err *err)

@@ -236,7 +236,8 @@ enum st_status st_gen_prepare(struct st_call *c, struct st_request *req, const c
 enum st_status st_gen_prompt_tokens(struct st_call *c, const struct st_oai_request *oq,
                                     size_t p, struct st_request *req, struct st_api_error *e);
 /* Every choice from 'from' on ends unsubmitted with e's status (and the
- * log line is written once all have ended). */
+ * log line is written once all have ended: outcome=refused with e's status
+ * when from is 0 and e is a 4xx but 429). */
 void st_gen_end_rest(struct st_call *c, struct st_gen *g, int32_t from,
                      const struct st_api_error *e);
 /* Before any prompt is tokenized: 429 queue_full (as st_gen_submit_all

@@ -506,13 +506,22 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
 void st_gen_end_rest(struct st_call *c, struct st_gen *g, int32_t from,
                      const struct st_api_error *e)
 {
+    /* Nothing reached an engine and the request itself is at fault (a
+     * prompt too long for the context: a 4xx, not a full queue's 429): its
+     * log line is a refusal with its status, as for a body refused at parse
+     * (docs/API.md), not 'failed', which says an engine failed it. */
+    int http = st_api_error_http(e);
+    bool refused = from == 0 && http >= 400 && http < 500 && http != 429;
     struct st_gen_log log;
     pthread_mutex_lock(&c->lock);
     for (int32_t i = from; i < g->n_choices; i++)
         st_gen_end_unsubmitted_locked(c, &g->choices[i], e->status, e->message);
     st_gen_log_take_locked(c, &log);
     pthread_mutex_unlock(&c->lock);
-    st_gen_log_flush(&log);
+    if (refused && log.due)
+        st_gen_log_refused(c, e);
+    else
+        st_gen_log_flush(&log);
 }
 
 /* A full queue's 429: code queue_full, Retry-After 1. */
