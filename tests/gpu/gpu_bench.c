@@ -481,7 +481,9 @@ static int kern_shape(struct st_backend *be, enum st_dtype type, int64_t I, int6
     uint8_t *host = malloc(nb);
     struct st_tensor *w = calloc((size_t)n_w, sizeof(*w));
     int rc = host == NULL || w == NULL;
-    if (!rc)
+    if (rc)
+        snprintf(err->msg, sizeof(err->msg), "out of memory");
+    else
         kern_fill(host, nb);
     for (int i = 0; i < n_w && rc == 0; i++)   /* the CPU backend borrows 'host' until release */
         rc = st_backend_wrap(be, type, (int64_t[4]){ I, O, 1, 1 }, host, nb, &w[i], err) != ST_OK;
@@ -503,7 +505,7 @@ static int kern_shape(struct st_backend *be, enum st_dtype type, int64_t I, int6
         st_backend_release(be, &x);
         st_backend_release(be, &y);
     }
-    for (int i = 0; i < n_w; i++)
+    for (int i = 0; w && i < n_w; i++)
         st_backend_release(be, &w[i]);
     free(w);
     free(host);
