@@ -83,7 +83,9 @@ struct st_kern_mmv_args {
     size_t         x_stride;      /* bytes between activation rows */
     float         *y;             /* output rows */
     int64_t        y_stride;      /* floats between output rows */
-    int64_t        n_rows;        /* dense mode: rows */
+    int64_t        n_rows;        /* dense mode: rows; grouped mode: a bound on a group's rows
+                                   * that sizes the kernel's row chunk (0 = none; any bound
+                                   * gives the same results) */
     const int32_t *groups;        /* grouped mode: see above; NULL = dense */
     int32_t        max_groups;
     const int32_t *x_rows;        /* grouped mode: activation row per output row, or NULL */

@@ -28,7 +28,10 @@
  * 'kern' times st_backend_matmul alone on a [2048 -> 32768] weight of each
  * main type (random bytes: the speed does not depend on the values), at 1
  * and 4 rows, 20 calls per timing, eagerly and replayed as a CUDA graph:
- * weight GB/s against the 4.8 TB/s peak, and what launches cost.
+ * weight GB/s against the 4.8 TB/s peak, and what launches cost. Before
+ * that, the a3b decode shapes (wq, wk/wv, wo, the experts as dense
+ * stand-ins, the F32 router) "cold": each call reads another copy of the
+ * weight, >= 160 MB in all, so the bytes come from HBM as in a decode step.
  * Then it times the delta rule alone (st_backend_delta_net) on a 512-row
  * prompt read of one slot at D = 128, 16 q/k and 32 v heads: the chunked
  * form (the default) against the row-by-row recurrence (a second backend
@@ -321,8 +324,8 @@ static int cmd_run(int argc, char **argv)
 
 /* 20 matmuls, eager or as one graph; returns seconds per matmul. */
 static double time_matmuls(struct st_backend *be, const struct st_tensor *y,
-                           const struct st_tensor *x, const struct st_tensor *w, bool graph,
-                           uint64_t key, struct st_err *err)
+                           const struct st_tensor *x, const struct st_tensor *w, int n_w,
+                           int calls, bool graph, uint64_t key, struct st_err *err)
 {
     double t0 = 0.0;
     for (int rep = 0; rep < 4; rep++) {        /* reps 0-1: warm-up (and capture) */
@@ -331,15 +334,15 @@ static double time_matmuls(struct st_backend *be, const struct st_tensor *y,
             t0 = now_s();
         if (graph && st_backend_graph_begin(be, key, &replayed, err) != ST_OK)
             return -1.0;
-        for (int i = 0; i < 20 && !replayed; i++)
-            if (st_backend_matmul(be, y, x, w, err) != ST_OK)
+        for (int i = 0; i < calls && !replayed; i++)
+            if (st_backend_matmul(be, y, x, &w[i % n_w], err) != ST_OK)
                 return -1.0;
         if (graph && !replayed && st_backend_graph_end(be, err) != ST_OK)
             return -1.0;
         if (st_backend_sync(be, err) != ST_OK)
             return -1.0;
     }
-    return (now_s() - t0) / 40.0;
+    return (now_s() - t0) / (2.0 * calls);
 }
 
 /* ---- the delta rule alone --------------------------------------------- */
@@ -454,12 +457,79 @@ done:
     return rc;
 }
 
+/* Random weight bytes (small: finite fp16 scales; the speed does not
+ * depend on the values). */
+static void kern_fill(uint8_t *host, size_t nb)
+{
+    uint64_t s = 88172645463325252ull;
+    for (size_t i = 0; i < nb; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        host[i] = (uint8_t)(s & 0x3f);
+    }
+}
+
+/* Time y = x . w^T for a [I -> O] weight of 'type' at 1 and 4 rows. With
+ * 'cold' the calls rotate over enough copies of w (>= 160 MB) that each
+ * reads its weight from HBM, not from the 50 MB L2, as a decode step does. */
+static int kern_shape(struct st_backend *be, enum st_dtype type, int64_t I, int64_t O, bool cold,
+                      const char *what, uint64_t key, struct st_err *err)
+{
+    size_t nb = st_dtype_row_bytes(type, I) * (size_t)O;
+    int n_w = cold ? (int)((160u << 20) / nb + 1) : 1;
+    n_w = n_w > 256 ? 256 : n_w;
+    const int calls = n_w > 20 ? n_w : 20;
+    uint8_t *host = malloc(nb);
+    struct st_tensor *w = calloc((size_t)n_w, sizeof(*w));
+    int rc = host == NULL || w == NULL;
+    if (rc)
+        snprintf(err->msg, sizeof(err->msg), "out of memory");
+    else
+        kern_fill(host, nb);
+    for (int i = 0; i < n_w && rc == 0; i++)   /* the CPU backend borrows 'host' until release */
+        rc = st_backend_wrap(be, type, (int64_t[4]){ I, O, 1, 1 }, host, nb, &w[i], err) != ST_OK;
+    for (int n = 1; n <= 4 && rc == 0; n *= 4) {
+        struct st_tensor x = { 0 }, y = { 0 };
+        rc = st_backend_alloc(be, ST_DTYPE_F32, (int64_t[4]){ I, n, 1, 1 }, &x, err) ||
+             st_backend_alloc(be, ST_DTYPE_F32, (int64_t[4]){ O, n, 1, 1 }, &y, err);
+        double te = rc ? -1 : time_matmuls(be, &y, &x, w, n_w, calls, false, 0, err);
+        double tg = rc ? -1 : time_matmuls(be, &y, &x, w, n_w, calls, true, key + (uint64_t)n,
+                                           err);
+        if (te < 0 || tg < 0) {
+            rc = 1;
+        } else {
+            printf("bench: kern %-7s %lldx%lld np=%d%s: %7.1f us eager, %7.1f us graphed, "
+                   "%6.0f GB/s = %4.1f%% of peak%s\n", st_dtype_info(type)->name, (long long)O,
+                   (long long)I, n, cold ? " cold" : "", te * 1e6, tg * 1e6, nb / tg / 1e9,
+                   100.0 * nb / tg / PEAK_BW, what);
+        }
+        st_backend_release(be, &x);
+        st_backend_release(be, &y);
+    }
+    for (int i = 0; w && i < n_w; i++)
+        st_backend_release(be, &w[i]);
+    free(w);
+    free(host);
+    return rc;
+}
+
 static int cmd_kern(int argc, char **argv)
 {
     const enum st_dtype types[] = { ST_DTYPE_Q4_K, ST_DTYPE_IQ3_S, ST_DTYPE_Q6_K, ST_DTYPE_Q8_0,
                                     ST_DTYPE_IQ4_XS, ST_DTYPE_F16, ST_DTYPE_Q2_K, ST_DTYPE_Q3_K,
                                     ST_DTYPE_Q4_1, ST_DTYPE_Q5_0, ST_DTYPE_Q5_1 };
-    const int64_t I = 2048, O = 32768;
+    /* the a3b decode shapes [I -> O], weights read from HBM (cold) */
+    static const struct {
+        enum st_dtype type;
+        int64_t I, O;
+        const char *what;
+    } a3b[] = {
+        { ST_DTYPE_Q4_K, 2048, 4096, " (a3b wq)" },
+        { ST_DTYPE_Q4_K, 2048, 512, " (a3b wk, wv)" },
+        { ST_DTYPE_Q4_K, 4096, 2048, " (a3b wo)" },
+        { ST_DTYPE_Q4_K, 2048, 6144, " (a3b 8 experts' gate, dense)" },
+        { ST_DTYPE_Q4_K, 768, 2048, " (a3b one expert's down)" },
+        { ST_DTYPE_F32, 2048, 128, " (a3b router)" },
+    };
     const char *name = argc > 3 && strcmp(argv[2], "-b") == 0 ? argv[3] : "cuda";
     struct st_backend *be;
     struct st_err err;
@@ -469,38 +539,13 @@ static int cmd_kern(int argc, char **argv)
         fprintf(stderr, "gpu_bench: %s\n", err.msg);
         return 3;
     }
-    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]) && rc == 0; t++) {
-        size_t nb = st_dtype_row_bytes(types[t], I) * (size_t)O;
-        uint8_t *host = malloc(nb);
-        uint64_t s = 88172645463325252ull;
-        for (size_t i = 0; i < nb; i++) {
-            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-            host[i] = (uint8_t)(s & 0x3f);         /* small bytes: finite fp16 scales */
-        }
-        struct st_tensor w, x, y;
-        /* the CPU backend borrows 'host' until release */
-        rc = st_backend_wrap(be, types[t], (int64_t[4]){ I, O, 1, 1 }, host, nb, &w, &err) != ST_OK;
-        for (int n = 1; n <= 4 && rc == 0; n *= 4) {
-            rc = st_backend_alloc(be, ST_DTYPE_F32, (int64_t[4]){ I, n, 1, 1 }, &x, &err) ||
-                 st_backend_alloc(be, ST_DTYPE_F32, (int64_t[4]){ O, n, 1, 1 }, &y, &err);
-            double te = rc ? -1 : time_matmuls(be, &y, &x, &w, false, 0, &err);
-            double tg = rc ? -1 : time_matmuls(be, &y, &x, &w, true, 100 + t * 8 + (size_t)n,
-                                               &err);
-            if (te < 0 || tg < 0) {
-                fprintf(stderr, "gpu_bench: kern: %s\n", err.msg);
-                rc = 1;
-            } else {
-                printf("bench: kern %-7s %lldx%lld np=%d: %7.1f us eager, %7.1f us graphed, "
-                       "%6.0f GB/s = %4.1f%% of peak\n", st_dtype_info(types[t])->name,
-                       (long long)O, (long long)I, n, te * 1e6, tg * 1e6, nb / tg / 1e9,
-                       100.0 * nb / tg / PEAK_BW);
-            }
-            st_backend_release(be, &x);
-            st_backend_release(be, &y);
-        }
-        st_backend_release(be, &w);
-        free(host);
-    }
+    for (size_t t = 0; t < sizeof(a3b) / sizeof(a3b[0]) && rc == 0; t++)
+        rc = kern_shape(be, a3b[t].type, a3b[t].I, a3b[t].O, true, a3b[t].what, 200 + t * 8,
+                        &err);
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]) && rc == 0; t++)
+        rc = kern_shape(be, types[t], 2048, 32768, false, "", 100 + t * 8, &err);
+    if (rc)
+        fprintf(stderr, "gpu_bench: kern: %s\n", err.msg);
     if (rc == 0)
         rc = bench_delta(be, name);
     st_backend_close(be);

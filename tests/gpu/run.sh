@@ -22,8 +22,10 @@
 #      error kills every later test of a process), and the first failing
 #      tcase under compute-sanitizer (which kernel, which address), or
 #      cuda_model under it when only that failed;
-#   4. gpu_bench kern: each weight type alone, eager and graphed (GB/s), and the
-#      delta rule on a 512-row prompt read, chunked against row by row;
+#   4. gpu_bench kern: the a3b decode matvec shapes (wq, wk/wv, wo, experts, F32
+#      router) at np 1 and 4 with weights read from HBM, each weight type alone at
+#      32768x2048, eager and graphed (GB/s), and the delta rule on a 512-row prompt
+#      read, chunked against row by row;
 #      tests/gpu/attn_check.cu: both attention kernels against float64, timed;
 #      tests/gpu/small_kern.cu: norms, norm+rope, MoE route/group/combine and
 #      quantize_q8_1 at the a3b shape, us per graphed launch (~15 s);

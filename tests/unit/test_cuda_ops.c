@@ -231,11 +231,28 @@ START_TEST(test_cuda_ops_matmul_all_types)
 }
 END_TEST
 
-/* A row computed in a batch equals the row computed alone (dp4a path):
- * what lets -np 4 give each slot the tokens it would get alone. */
-START_TEST(test_cuda_ops_matmul_batch_invariant)
+/* Matrices tall enough that the dp4a kernel gives each lane group two
+ * weight rows (>= 256 blocks of 8 rows at 32 lanes a row, of 32 rows at 8
+ * lanes; rows not a multiple of either: a lane group past the end), at 1,
+ * 2 (a 4-row chunk with repeated rows) and 4 activation rows. */
+START_TEST(test_cuda_ops_matmul_row_pairs)
 {
-    const int64_t n_in = 1024, n_out = 64, n = 8;
+    const enum st_dtype types[] = { ST_DTYPE_Q4_K, ST_DTYPE_Q8_0 };
+    const int64_t rows[] = { 1, 2, 4 };
+    for (size_t t = 0; t < ST_ARRAY_LEN(types); t++) {
+        for (size_t r = 0; r < ST_ARRAY_LEN(rows); r++)
+            check_matmul(types[t], 2048, 2049, rows[r]);
+        check_matmul(types[t], 512, 8195, 4);
+    }
+}
+END_TEST
+
+/* A row computed in a batch equals the row computed alone (dp4a path):
+ * what lets -np 4 give each slot the tokens it would get alone. The
+ * kernel's row chunk (1, 4 or 8 rows) and rows per lane group (1 or 2 at
+ * 2049 outputs) differ between the two. */
+static void check_batch_invariant(int64_t n_in, int64_t n_out, int64_t n)
+{
     void *wq = rand_weights(ST_DTYPE_Q4_K, n_in, n_out, 0.5f);
     float *x = rand_floats(n_in * n, 1.0f);
     struct st_tensor w = wrap(gpu, ST_DTYPE_Q4_K, n_in, n_out, 1, wq);
@@ -260,6 +277,13 @@ START_TEST(test_cuda_ops_matmul_batch_invariant)
     st_backend_release(gpu, &w);
     free(x);
     free(wq);
+}
+
+START_TEST(test_cuda_ops_matmul_batch_invariant)
+{
+    check_batch_invariant(1024, 64, 8);
+    check_batch_invariant(2048, 2049, 4);    /* 4-row chunks, 2 rows a lane group */
+    check_batch_invariant(2048, 2049, 8);    /* 8-row chunks, 1 row a lane group */
 }
 END_TEST
 
@@ -2096,6 +2120,7 @@ static Suite *cuda_suite(void)
     tcase_set_timeout(mm, 120);
     tcase_add_loop_test(mm, test_cuda_ops_matmul_all_types, 0, (int)ST_ARRAY_LEN(wtypes));
     tcase_add_test(mm, test_cuda_ops_matmul_batch_invariant);
+    tcase_add_test(mm, test_cuda_ops_matmul_row_pairs);
     tcase_set_timeout(rows, 60);
     tcase_add_test(rows, test_cuda_ops_embed_all_types);
     tcase_add_test(rows, test_cuda_ops_embed_bad_id_reported);

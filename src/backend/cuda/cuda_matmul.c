@@ -226,6 +226,7 @@ static enum st_status moe_mmv(struct cuda_backend *cb, const struct st_tensor *w
         .w_slab_bytes = st_tensor_row_bytes(w) * (size_t)w->ne[1],
         .n_in = w->ne[0], .n_out = w->ne[1], .x = x, .x_stride = xs, .y = y,
         .y_stride = w->ne[1], .groups = b->groups, .max_groups = (int32_t)G, .x_rows = x_rows,
+        .n_rows = b->n,   /* a group (expert) has at most one pair per token */
     };
     return ST_CUDA_LAUNCH(cb, st_kern_mmv(&a, cb->stream), "moe mmv", err);
 }
