@@ -14,7 +14,7 @@
 #   2. configure once (sm_90; the server too when its libraries are found),
 #      build the kernels and gpu_bench; then, IN THE BACKGROUND, write the
 #      models one after the other (a3b Q4_K 17 GB, mtp-demo, next-a3b Q4_K:
-#      single-threaded, ~1.5 min each; in /dev/shm when it has 40 GiB free)
+#      single-threaded, ~1.5 min each; in /dev/shm when it has 48 GiB free)
 #      while the CUDA suites are built and run;
 #   3. ctest -L cuda (cuda_kern_host, cuda_status, cuda_ops: every op against the CPU,
 #      cuda_model: the whole model, graphs and MTP against the CPU); on a
