@@ -26,8 +26,11 @@ if compgen -G ".deps/debs/*.deb" >/dev/null; then   # Check, cJSON (as run.sh)
     export PKG_CONFIG_SYSROOT_DIR=$R PKG_CONFIG_PATH=$L/pkgconfig LD_LIBRARY_PATH=$L LIBRARY_PATH=$L
 fi
 G=(); command -v ninja >/dev/null && G=(-G Ninja)
-cmake -S . -B build-gpu "${G[@]}" -DCMAKE_BUILD_TYPE=Release -DSTRATA_SERVER=OFF \
-    -DSTRATA_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUTD/configure.log" 2>&1 || exit 1
+# after run.sh its tree is reused as it is (configuring it again without the server
+# would rebuild what it built)
+[[ -f build-gpu/CMakeCache.txt ]] ||
+    cmake -S . -B build-gpu "${G[@]}" -DCMAKE_BUILD_TYPE=Release -DSTRATA_SERVER=OFF \
+        -DSTRATA_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUTD/configure.log" 2>&1 || exit 1
 cmake --build build-gpu -j"$(nproc)" --target gpu_bench >"$OUTD/build.log" 2>&1 || exit 1
 M=/dev/shm/strata-models; mkdir -p $M
 [[ -s $M/big-q4_k.gguf ]] || build-gpu/tests/gpu_bench make $M/big-q4_k.gguf a3b q4_k >"$OUTD/make.log" 2>&1
