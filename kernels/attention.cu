@@ -12,27 +12,32 @@
  *
  * 2. attn_split: one block of 4 warps per (row, KV head g, chunk s):
  *    blockIdx.x = row * n_kv + g, blockIdx.y = s. The row's own range
- *    0..pos is cut into n_split equal chunks, on the device: L =
- *    max(split_min, ceil((pos+1) / n_split) rounded up to 32), chunk s =
- *    [s*L, min((s+1)*L, pos+1)) (empty for the last ones when pos is small:
- *    they write an empty partial). So every slot, at any depth, spreads
- *    over all n_split blocks, and the grid never depends on pos. The gq
- *    query heads that share g (GQA) sit scaled in shared memory, and every
- *    K/V row is read once for all of them. Warps take rounds of 32
- *    positions (warp w: t0 + 32w, then + 128, ...): lane j scores position
- *    tb + j against every head (the whole K row, 16-byte loads, q read as
- *    a broadcast), the warp's max updates the online softmax (running max
- *    m, sum l, unnormalised accumulator) once per round and head, the 32
- *    weights go through shared memory, and the warp adds the 32 V rows,
- *    lane l holding elements [l*DPL, l*DPL + DPL) (DPL = 1, 2, 4 or 8
- *    halves: one load per lane per V row, the warp reads the whole row).
- *    So there is one warp reduction per 32 positions and head, not one
- *    per position. The 4 warps merge through shared memory and write one
- *    partial (m, l, acc[D]) per (row, head, chunk) to 'part'.
+ *    0..pos is cut into n_split equal chunks, on the device
+ *    (att_row_range): L = max(split_min, ceil((pos+1) / n_split) rounded
+ *    up to 32), chunk s = [s*L, min((s+1)*L, pos+1)); n_used chunks hold
+ *    positions and the blocks past them return at once. So every slot, at
+ *    any depth, spreads over up to n_split blocks, and the grid never
+ *    depends on pos. The gq query heads that share g (GQA) sit scaled in
+ *    shared memory, and every K/V row is read once for all of them. Warps
+ *    take rounds of cw positions (32; ATT_MIN_ROUND..32 in a chunk under
+ *    128; warp w: t0 + cw*w, then + 4cw, ...): lane j scores
+ *    position tb + j against every head (the whole K row, 16-byte loads, a
+ *    batch of 8 issued before use; q read as a broadcast), the warp's max
+ *    updates the online softmax (running max m, sum l, unnormalised
+ *    accumulator) once per round and head, the weights go through shared
+ *    memory, and the warp adds the V rows, 8 (4 at DPL 8) loaded before
+ *    any is added, lane l holding elements [l*DPL, l*DPL + DPL) (DPL = 1,
+ *    2, 4 or 8 halves: the warp reads the whole row). The 4 warps merge
+ *    through shared memory. A row of one chunk (n_used 1) writes its
+ *    normalised output here (and its q8_1 rows with a.q8); otherwise the
+ *    block writes one partial (m, l, acc[D]) per (row, head, chunk) to
+ *    'part'.
  *
- * 3. attn_merge: one block per (row, query head) merges the n_split
- *    partials: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s;
- *    with a.q8 it also writes out's q8_1 rows (the wo matmul's input).
+ * 3. attn_merge: one block per (row, query head) merges the row's n_used
+ *    partials (none for a one-chunk row: it returns):
+ *    out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s, the max and
+ *    the weights over threads, the columns with 4 independent sums; with
+ *    a.q8 it also writes out's q8_1 rows (the wo matmul's input).
  *
  * The grid is sized from n_rows and n_split (not from positions, which
  * live on the device), so a captured CUDA graph stays valid at any
@@ -49,6 +54,15 @@
 
 #define ATT_WARPS 4
 #define ATT_NEG (-1e30f)      /* "no score yet": finite so that e^(a - b) never sees inf - inf */
+/* Smallest round of positions a warp takes (a multiple of 8, <= 32). 8
+ * spreads a chunk under 128 positions over all 4 warps (at depth 32: four
+ * warps of 8, not one of 32); it is 32 for now because that moves which
+ * warp sums which positions, i.e. the rounding, and tests/unit/
+ * test_cuda_model's small q4_k run sits at its near-tie limit (11 of 79 on
+ * main, 12 with rounds of 8): to be enabled with a GPU measurement. */
+#define ATT_MIN_ROUND 32
+#define ATT_MERGE_THREADS 128
+#define ATT_SPLIT_MAX 1024     /* n_split bound: attn_merge keeps a weight per chunk in smem */
 
 static __global__ void kv_write(uint16_t *kc, uint16_t *vc, const float *k, const float *v,
                                 const int32_t *slot, const int32_t *pos, int64_t w,
@@ -58,15 +72,17 @@ static __global__ void kv_write(uint16_t *kc, uint16_t *vc, const float *k, cons
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= w)
         return;
+    /* all four loads before the check: one memory round trip, not two */
     const int64_t s = slot[r], p = pos[r];
+    const float kx = k[r * w + i], vx = v[r * w + i];
     if (s < 0 || s >= n_slots || p < 0 || p >= n_ctx) {
         if (i == 0)
             kq_flag(err_flag, (s < 0 || s >= n_slots) ? ST_KF_BAD_SLOT : ST_KF_BAD_POS);
         return;
     }
     const size_t at = ((size_t)s * (size_t)n_ctx + (size_t)p) * (size_t)w + (size_t)i;
-    kc[at] = __half_as_ushort(__float2half_rn(k[r * w + i]));
-    vc[at] = __half_as_ushort(__float2half_rn(v[r * w + i]));
+    kc[at] = __half_as_ushort(__float2half_rn(kx));
+    vc[at] = __half_as_ushort(__float2half_rn(vx));
 }
 
 /* DPL consecutive halves at p (aligned to DPL*2 bytes) as floats. */
@@ -96,28 +112,99 @@ static __device__ __forceinline__ void load_h(const uint16_t *p, float *f)
     }
 }
 
-/* K row kr (D halves) dotted with the gq scaled query heads in sq (f32
- * [gq][D], shared memory: every lane reads the same address). */
+/* The split rule of a row, on the device (attn_split and attn_merge both
+ * use it, so they agree): n_pos = pos + 1 positions for a valid row (0 for
+ * a bad slot or position), chunk length len = max(split_min, ceil(n_pos /
+ * n_split) rounded up to 32), and n_used = the chunks that hold positions
+ * (at least 1: block 0 of an invalid row writes its zero output). */
+struct att_range {
+    int64_t n_pos, len;
+    int n_used;
+};
+
+static __device__ __forceinline__ att_range att_row_range(const st_kern_attn &a, int64_t r)
+{
+    const int64_t s = a.slot[r], p = a.pos[r];
+    const bool ok = s >= 0 && s < a.n_slots && p >= 0 && p < a.n_ctx;
+    att_range x;
+    x.n_pos = ok ? p + 1 : 0;
+    x.len = ((x.n_pos + a.n_split - 1) / a.n_split + 31) / 32 * 32;
+    x.len = max(x.len, (int64_t)a.split_min);
+    x.n_used = x.n_pos > 0 ? (int)((x.n_pos + x.len - 1) / x.len) : 1;
+    return x;
+}
+
+/* The q8_1 epilogue: element i of row r's output is v. Every lane of the
+ * warp calls it with the 32 elements of one aligned 32-block (D % 32 == 0),
+ * lane l element 32b + l, as quantize.cu does: the bytes
+ * st_kern_quantize_q8_1 would write from the stored floats. */
+static __device__ __forceinline__ void att_q8_store(const st_kern_attn &a, int64_t r, int64_t i,
+                                                    float v)
+{
+    const int64_t W = (int64_t)a.n_head * a.head_dim;
+    uint8_t *row = (uint8_t *)a.q8 + (size_t)r * a.q8_stride;
+    const float amax = kq_warp_max(fabsf(v));
+    const float sum = kq_warp_sum(v);
+    const float dq = amax / 127.0f;
+    ((int8_t *)row)[i] = (int8_t)(amax == 0.0f ? 0 : (int)roundf(v / dq));
+    if (threadIdx.x % 32 == 0)
+        ((float2 *)(row + W))[i / 32] = make_float2(dq, sum);
+}
+
+/* 8 halves (one uint4) times the 8 matching scaled query elements of every
+ * head (shared memory, read as a broadcast; 16-byte aligned: attn_split
+ * declares it as float4), added to sc. */
 template <int GQM>
-static __device__ __forceinline__ void att_scores(float (&sc)[GQM], const uint16_t *kr,
+static __device__ __forceinline__ void att_dot8(float (&sc)[GQM], uint4 u, const float *sq, int D,
+                                                int gq, int d)
+{
+    const uint32_t w[4] = { u.x, u.y, u.z, u.w };
+    float kf[8];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        kf[2 * k] = kq_h2f((uint16_t)(w[k] & 0xffff));
+        kf[2 * k + 1] = kq_h2f((uint16_t)(w[k] >> 16));
+    }
+#pragma unroll
+    for (int h = 0; h < GQM; h++) {
+        if (h < gq) {
+            /* 16-byte broadcasts: h*D + d is a multiple of 8 (D % 8 == 0) */
+            const float4 qa = *(const float4 *)(sq + h * D + d);
+            const float4 qb = *(const float4 *)(sq + h * D + d + 4);
+            const float qe[8] = { qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w };
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                sc[h] += qe[e] * kf[e];
+        }
+    }
+}
+
+/* K row kr (D <= 32*DPL halves) dotted with the gq scaled query heads in sq
+ * (f32 [gq][D]). D % 8 == 0: the row in 16-byte loads, a batch of up to 8
+ * (128 bytes) issued before the first is used (the trip count is a
+ * compile-time bound, so the loops unroll; the D guard is uniform). */
+template <int DPL, int GQM>
+static __device__ __forceinline__ void att_scores(float (&sc)[GQM],
+                                                  const uint16_t *__restrict__ kr,
                                                   const float *sq, int D, int gq)
 {
+    constexpr int NU = (32 * DPL + 7) / 8;      /* uint4s in the longest row */
+    constexpr int NB = NU < 8 ? NU : 8;         /* uint4s a batch */
 #pragma unroll
     for (int h = 0; h < GQM; h++)
         sc[h] = 0.0f;
     if (D % 8 == 0) {
-        for (int d = 0; d < D; d += 8) {
-            float kf[8];
-            load_h<8>(kr + d, kf);
 #pragma unroll
-            for (int h = 0; h < GQM; h++) {
-                if (h < gq) {
-                    const float *qh = sq + h * D + d;
+        for (int b = 0; b < NU; b += NB) {
+            uint4 u[NB];
 #pragma unroll
-                    for (int e = 0; e < 8; e++)
-                        sc[h] += qh[e] * kf[e];
-                }
-            }
+            for (int c = 0; c < NB; c++)
+                if ((b + c) * 8 < D)
+                    u[c] = *(const uint4 *)(kr + (b + c) * 8);
+#pragma unroll
+            for (int c = 0; c < NB; c++)
+                if ((b + c) * 8 < D)
+                    att_dot8<GQM>(sc, u[c], sq, D, gq, (b + c) * 8);
         }
     } else {
         for (int d = 0; d < D; d++) {
@@ -130,24 +217,32 @@ static __device__ __forceinline__ void att_scores(float (&sc)[GQM], const uint16
     }
 }
 
+/* V rows a batch of the accumulation: all loaded, then all added. */
+#define ATT_VB(DPL) ((DPL) >= 8 ? 4 : 8)
+
 template <int DPL, int GQM>
 static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_kern_attn a)
 {
     __shared__ float sm_m[ATT_WARPS][GQM], sm_l[ATT_WARPS][GQM];
     __shared__ float sm_p[ATT_WARPS][GQM][32];  /* a warp's softmax weights, by lane */
-    KQ_DYN_SMEM(float, sm_dyn);                  /* q [gq][D]; later [ATT_WARPS][gq][D] */
+    KQ_DYN_SMEM(float4, sm_dyn4);                /* (float4: 16-byte aligned) */
+    float *sm_dyn = (float *)sm_dyn4;           /* q [gq][D]; later [ATT_WARPS][gq][D] */
     const int D = a.head_dim, gq = a.n_head / a.n_kv;
     const int64_t r = blockIdx.x / a.n_kv;
     const int g = (int)(blockIdx.x % a.n_kv);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const bool lane_on = lane * DPL < D;
-    const int64_t s = a.slot[r], p = a.pos[r];
-    const bool row_ok = s >= 0 && s < a.n_slots && p >= 0 && p < a.n_ctx;
-    const int64_t n_pos = row_ok ? p + 1 : 0;
-    int64_t len = ((n_pos + a.n_split - 1) / a.n_split + 31) / 32 * 32;
-    len = max(len, (int64_t)a.split_min);
-    const int64_t t0 = min((int64_t)blockIdx.y * len, n_pos);
-    const int64_t t1 = min(t0 + len, n_pos);
+    const att_range rg = att_row_range(a, r);
+    if ((int)blockIdx.y >= rg.n_used)
+        return;                                 /* past the row's depth: nothing to do */
+    const int64_t t0 = min((int64_t)blockIdx.y * rg.len, rg.n_pos);
+    const int64_t t1 = min(t0 + rg.len, rg.n_pos);
+    /* positions a warp takes per round: 32, or down to ATT_MIN_ROUND for a
+     * short chunk so that all 4 warps get some (see ATT_MIN_ROUND) */
+    int cw = 32;
+    if (t1 - t0 < 32 * ATT_WARPS)
+        cw = max(ATT_MIN_ROUND,
+                 (int)((t1 - t0 + 8 * ATT_WARPS - 1) / (8 * ATT_WARPS)) * 8);
 
     for (int i = threadIdx.x; i < gq * D; i += blockDim.x)
         sm_dyn[i] = a.q[(r * a.n_head + (int64_t)g * gq) * D + i] * a.scale;
@@ -163,14 +258,24 @@ static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_ker
             acc[h][d] = 0.0f;
     }
     const size_t w = (size_t)a.n_kv * D;
-    const size_t base = ((size_t)(row_ok ? s : 0) * (size_t)a.n_ctx) * w + (size_t)g * D;
-    /* 32 positions per warp and round: lane j scores position tb + j over the
-     * whole head, then the warp adds the 32 V rows, lane l its DPL elements */
-    for (int64_t tb = t0 + 32 * warp; tb < t1; tb += 32 * ATT_WARPS) {
-        const int64_t t = tb + lane;
-        const int nv = (int)min((int64_t)32, t1 - tb);
+    const size_t base = ((size_t)(rg.n_pos > 0 ? a.slot[r] : 0) * (size_t)a.n_ctx) * w +
+                        (size_t)g * D;
+    const uint16_t *__restrict__ kb = a.kc + base;
+    const uint16_t *__restrict__ vb = a.vc + base + lane * DPL;
+    /* cw positions per warp and round: lane j scores position tb + j over
+     * the whole head, then the warp adds the cw V rows, lane l its DPL
+     * elements, ATT_VB rows a batch (rows past the chunk are re-reads of
+     * its last row with weight 0) */
+    for (int64_t tb = t0 + (int64_t)cw * warp; tb < t1; tb += (int64_t)cw * ATT_WARPS) {
+        const int nv = (int)min((int64_t)cw, t1 - tb);
         float sc[GQM];
-        att_scores<GQM>(sc, a.kc + base + (size_t)min(t, t1 - 1) * w, sm_dyn, D, gq);
+        if (lane < nv) {
+            att_scores<DPL, GQM>(sc, kb + (size_t)(tb + lane) * w, sm_dyn, D, gq);
+        } else {
+#pragma unroll
+            for (int h = 0; h < GQM; h++)
+                sc[h] = ATT_NEG;
+        }
 #pragma unroll
         for (int h = 0; h < GQM; h++) {
             if (h < gq) {
@@ -187,16 +292,22 @@ static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_ker
         }
         __syncwarp();
         if (lane_on) {
-            for (int j = 0; j < nv; j++) {
-                float vf[DPL];
-                load_h<DPL>(a.vc + base + (size_t)(tb + j) * w + lane * DPL, vf);
+            constexpr int VB = ATT_VB(DPL);
+            for (int j0 = 0; j0 < nv; j0 += VB) {
+                float vf[VB][DPL];
 #pragma unroll
-                for (int h = 0; h < GQM; h++) {
-                    if (h < gq) {
-                        const float pw = sm_p[warp][h][j];
+                for (int u = 0; u < VB; u++)
+                    load_h<DPL>(vb + (size_t)min(tb + j0 + u, t1 - 1) * w, vf[u]);
 #pragma unroll
-                        for (int d = 0; d < DPL; d++)
-                            acc[h][d] += pw * vf[d];
+                for (int u = 0; u < VB; u++) {
+#pragma unroll
+                    for (int h = 0; h < GQM; h++) {
+                        if (h < gq) {
+                            const float pw = sm_p[warp][h][j0 + u];
+#pragma unroll
+                            for (int d = 0; d < DPL; d++)
+                                acc[h][d] += pw * vf[u][d];
+                        }
                     }
                 }
             }
@@ -223,6 +334,31 @@ static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_ker
         }
     }
     __syncthreads();
+    const int64_t head0 = r * a.n_head + (int64_t)g * gq;     /* the group's first q head */
+    if (rg.n_used == 1) {
+        /* the row's only chunk: write the normalised output (and its q8_1
+         * rows), attn_merge skips the row. gq*D % 32 == 0 with a.q8, so the
+         * warps stay whole in this loop. */
+        for (int i = threadIdx.x; i < gq * D; i += blockDim.x) {
+            const int h = i / D, c = i % D;
+            float mx = ATT_NEG;
+#pragma unroll
+            for (int k = 0; k < ATT_WARPS; k++)
+                mx = fmaxf(mx, sm_m[k][h]);
+            float v = 0.0f, ls = 0.0f;
+#pragma unroll
+            for (int k = 0; k < ATT_WARPS; k++) {
+                const float e = expf(sm_m[k][h] - mx);
+                ls += e * sm_l[k][h];
+                v += e * sm_dyn[((size_t)k * gq + h) * D + c];
+            }
+            v = ls > 0.0f ? v / ls : 0.0f;
+            a.out[head0 * D + i] = v;
+            if (a.q8)
+                att_q8_store(a, r, (int64_t)g * gq * D + i, v);
+        }
+        return;
+    }
     const int nsplit = a.n_split;
     for (int i = threadIdx.x; i < gq * (D + 2); i += blockDim.x) {
         const int h = i / (D + 2), c = i % (D + 2);
@@ -237,42 +373,75 @@ static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_ker
         }
         if (c == 0)
             v = mx;
-        const int64_t head = (int64_t)g * gq + h;
-        a.part[((r * a.n_head + head) * nsplit + blockIdx.y) * (D + 2) + c] = v;
+        a.part[((head0 + h) * nsplit + blockIdx.y) * (D + 2) + c] = v;
     }
 }
 
-static __global__ void attn_merge(const st_kern_attn a)
+/* One block of ATT_MERGE_THREADS per (row, query head); rows of one chunk
+ * return at once (attn_split wrote them). The row's n_used partials only:
+ * threads over chunks take the maximum and the weights e^(m_s - M) (kept
+ * in shared memory) with block reductions, then thread d sums chunk
+ * column d, four independent sums so that the loads overlap. */
+static __global__ void __launch_bounds__(ATT_MERGE_THREADS) attn_merge(const st_kern_attn a)
 {
+    __shared__ float sw[ATT_SPLIT_MAX];         /* m_s, then e^(m_s - M) */
+    __shared__ float red_m[ATT_MERGE_THREADS / 32], red_l[ATT_MERGE_THREADS / 32];
     const int D = a.head_dim;
     const int64_t rh = blockIdx.x;              /* row * n_head + head */
-    const float *pp = a.part + rh * a.n_split * (D + 2);
+    const int64_t r = rh / a.n_head;
+    const att_range rg = att_row_range(a, r);
+    if (rg.n_used <= 1)
+        return;
+    const int ns = rg.n_used, tid = threadIdx.x;
+    const int nw = ATT_MERGE_THREADS / 32;
+    const size_t st = (size_t)D + 2;
+    const float *__restrict__ pp = a.part + (size_t)rh * a.n_split * st;
+
     float mx = ATT_NEG;
-    for (int s = 0; s < a.n_split; s++)
-        mx = fmaxf(mx, pp[s * (D + 2)]);
-    float lsum = 0.0f;
-    for (int s = 0; s < a.n_split; s++)
-        lsum += expf(pp[s * (D + 2)] - mx) * pp[s * (D + 2) + 1];
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float v = 0.0f;
-        for (int s = 0; s < a.n_split; s++)
-            v += expf(pp[s * (D + 2)] - mx) * pp[s * (D + 2) + 2 + d];
-        v = lsum > 0.0f ? v / lsum : 0.0f;
-        a.out[rh * D + d] = v;
-        if (a.q8) {
-            /* q8_1 epilogue (D % 32 == 0: a warp holds one 32-block of the
-             * row, lane l element 32b + l, as quantize.cu): the bytes
-             * st_kern_quantize_q8_1 would write from out */
-            const int64_t r = rh / a.n_head, W = (int64_t)a.n_head * D;
-            const int64_t i = (rh % a.n_head) * D + d;
-            uint8_t *row = (uint8_t *)a.q8 + (size_t)r * a.q8_stride;
-            const float amax = kq_warp_max(fabsf(v));
-            const float sum = kq_warp_sum(v);
-            const float dq = amax / 127.0f;
-            ((int8_t *)row)[i] = (int8_t)(amax == 0.0f ? 0 : (int)roundf(v / dq));
-            if (threadIdx.x % 32 == 0)
-                ((float2 *)(row + W))[i / 32] = make_float2(dq, sum);
+    for (int s = tid; s < ns; s += ATT_MERGE_THREADS) {
+        sw[s] = pp[s * st];
+        mx = fmaxf(mx, sw[s]);
+    }
+    mx = kq_warp_max(mx);
+    if (tid % 32 == 0)
+        red_m[tid / 32] = mx;
+    __syncthreads();
+    mx = red_m[0];
+    for (int k = 1; k < nw; k++)
+        mx = fmaxf(mx, red_m[k]);
+    float ls = 0.0f;
+    for (int s = tid; s < ns; s += ATT_MERGE_THREADS) {
+        const float e = expf(sw[s] - mx);
+        sw[s] = e;
+        ls += e * pp[s * st + 1];
+    }
+    ls = kq_warp_sum(ls);
+    if (tid % 32 == 0)
+        red_l[tid / 32] = ls;
+    __syncthreads();                            /* also publishes sw */
+    ls = 0.0f;
+    for (int k = 0; k < nw; k++)
+        ls += red_l[k];
+
+    for (int d = tid; d < D; d += ATT_MERGE_THREADS) {
+        const float *__restrict__ col = pp + 2 + d;
+        float v0 = 0.0f, v1 = 0.0f, v2 = 0.0f, v3 = 0.0f;
+        int s = 0;
+        for (; s + 4 <= ns; s += 4) {
+            const float x0 = col[s * st], x1 = col[(s + 1) * st];
+            const float x2 = col[(s + 2) * st], x3 = col[(s + 3) * st];
+            v0 += sw[s] * x0;
+            v1 += sw[s + 1] * x1;
+            v2 += sw[s + 2] * x2;
+            v3 += sw[s + 3] * x3;
         }
+        for (; s < ns; s++)
+            v0 += sw[s] * col[s * st];
+        float v = (v0 + v1) + (v2 + v3);
+        v = ls > 0.0f ? v / ls : 0.0f;
+        a.out[rh * D + d] = v;
+        if (a.q8)
+            att_q8_store(a, r, (rh % a.n_head) * D + d, v);
     }
 }
 
@@ -331,7 +500,7 @@ extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStrea
     const int32_t group = a->n_kv > 0 ? a->n_head / a->n_kv : 0;
     if (!st_kern_attn_supported(a->head_dim, group) || a->n_rows < 1 ||
         a->n_rows * a->n_kv > 0x7fffffff || a->n_rows * a->n_head > 0x7fffffff ||
-        (!a->tiled && (a->n_split < 1 || a->n_split > 65535 || a->split_min < 1)) ||
+        (!a->tiled && (a->n_split < 1 || a->n_split > ATT_SPLIT_MAX || a->split_min < 1)) ||
         (a->q8 && (a->head_dim % 32 != 0 ||
                    a->q8_stride < st_kern_q8_1_row_bytes((int64_t)a->n_head * a->head_dim))))
         return cudaErrorInvalidValue;
@@ -354,6 +523,6 @@ extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStrea
     case 4: attn_launch_dpl<4>(*a, gqm, grid, smem, stream); break;
     default: attn_launch_dpl<8>(*a, gqm, grid, smem, stream); break;
     }
-    KQ_LAUNCH((unsigned)(a->n_rows * a->n_head), 128, 0, stream, attn_merge)(*a);
+    KQ_LAUNCH((unsigned)(a->n_rows * a->n_head), ATT_MERGE_THREADS, 0, stream, attn_merge)(*a);
     return cudaGetLastError();
 }

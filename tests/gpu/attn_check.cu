@@ -248,6 +248,8 @@ static void cases(shape sh)
     }
     check(&d, "decode: 4 slots 7999/0/4333/100", { 3, 2, 1, 0 }, { 7999, 0, 4333, 100 });
     check(&d, "decode: 1 slot at 8000", { 3 }, { 8000 });
+    check(&d, "decode: one chunk 0/30/32/63", { 0, 1, 2, 3 }, { 0, 30, 32, 63 });
+    check(&d, "decode: 1 slot at 64", { 2 }, { 64 });
     dev_close(&d);
 }
 
@@ -308,7 +310,8 @@ static float time_ms(dev *d, step *s, int tiled, int ns)
     return ms / 10;
 }
 
-/* the A3B shape: a 512-row prompt chunk at depth N, and decode rows at depth N */
+/* the A3B shape: a 512-row prompt chunk at depth N, and decode rows at
+ * depths 32 .. 32K (1 and 4 rows, 4 slots: rows at N, N+1, ...) */
 static void speed(void)
 {
     shape sh = { 32, 4, 128, 32768 + 512, 4 };
@@ -323,8 +326,11 @@ static void speed(void)
                "%8.3f ms\n", (long long)dp, tt, ts);
         step_free(&s);
     }
+    /* decode: n_pos = depth + 1 (short: one chunk a row, the split block
+     * writes the output; deep: several chunks and the merge) */
+    const int64_t ddepths[] = { 32, 512, 4096, 16384, 32768 };
     for (int rows = 1; rows <= 4; rows *= 4) {
-        for (int64_t dp : depths) {
+        for (int64_t dp : ddepths) {
             step s;
             std::vector<int32_t> sl, po;
             for (int r = 0; r < rows; r++) { sl.push_back(r); po.push_back((int32_t)dp + r); }

@@ -616,6 +616,196 @@ START_TEST(test_cuda_ops_attention)
 }
 END_TEST
 
+/* ---- attention: decode depths around the split rule ----------------------
+ * The split kernel decides on the device, per row, how many chunks hold
+ * positions (docs/CUDA.md "Attention"): a row of one chunk writes its
+ * output (and its q8_1 rows) itself and the merge skips it, empty chunks
+ * exit. These steps put rows at depths around each boundary (one chunk of
+ * 32 positions or fewer per warp, 64 = split_min, several chunks), alone
+ * and mixed in one call with an invalid slot and an invalid position, on
+ * gpu (fused: the q8_1 epilogue) and gpu_nf (no epilogue): both equal the
+ * CPU, equal each other bit for bit, and a Q8_0 matmul of the output (the
+ * epilogue's q8_1 on gpu, a fresh quantize on gpu_nf) too. */
+struct depth_bk {
+    struct st_backend *be;
+    struct st_tensor kc, vc, w;
+};
+
+static bool fusion_on(void);
+static uint64_t skipped_of(struct st_backend *be);
+
+/* Random F16 halves of magnitude 1/4..2 (both signs). */
+static uint16_t *rand_halves(int64_t n)
+{
+    uint16_t *h = malloc((size_t)n * sizeof(*h));
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t z = (uint32_t)rand();
+        h[i] = (uint16_t)(((z & 1u) << 15) | ((13u + (z >> 1) % 3u) << 10) | ((z >> 4) & 0x3ffu));
+    }
+    return h;
+}
+
+/* One step of n rows on the three backends; rows with bad[r] are given to
+ * the GPUs only (slot -1 or pos n_ctx): their output must be 0 and the
+ * next sync reports them. */
+static void depth_step(const struct attn_case *c, struct depth_bk *bk, int nb, const int32_t *slot,
+                       const int32_t *pos, const bool *bad, int64_t n, const char *what)
+{
+    const int64_t qw = (int64_t)c->H * c->D, kw = (int64_t)c->Hkv * c->D;
+    float *q = rand_floats(qw * n, 1.0f), *k = rand_floats(kw * n, 1.0f);
+    float *v = rand_floats(kw * n, 1.0f), *out[3] = { NULL, NULL, NULL }, *mm[3] = { NULL };
+    int32_t gs[64], gp[64], nbad = 0;
+    struct st_err err;
+
+    ck_assert(n <= 64);
+    for (int64_t r = 0; r < n; r++)
+        nbad += bad[r];
+    for (int i = 0; i < nb; i++) {
+        /* the CPU gets the valid rows only, in order */
+        const bool all = i > 0;
+        int64_t m = 0;
+        float *qi = malloc((size_t)(qw * n) * 4), *ki = malloc((size_t)(kw * n) * 4);
+        float *vi = malloc((size_t)(kw * n) * 4);
+        for (int64_t r = 0; r < n; r++) {
+            if (!all && bad[r])
+                continue;
+            memcpy(qi + m * qw, q + r * qw, (size_t)qw * 4);
+            memcpy(ki + m * kw, k + r * kw, (size_t)kw * 4);
+            memcpy(vi + m * kw, v + r * kw, (size_t)kw * 4);
+            gs[m] = slot[r];
+            gp[m] = pos[r];
+            m++;
+        }
+        struct st_tensor t[7];
+        t[0] = put(bk[i].be, ST_DTYPE_F32, qw, m, 1, NULL);
+        t[1] = put(bk[i].be, ST_DTYPE_F32, qw, m, 1, qi);
+        t[2] = put(bk[i].be, ST_DTYPE_F32, kw, m, 1, ki);
+        t[3] = put(bk[i].be, ST_DTYPE_F32, kw, m, 1, vi);
+        t[4] = put(bk[i].be, ST_DTYPE_I32, m, 1, 1, gs);
+        t[5] = put(bk[i].be, ST_DTYPE_I32, m, 1, 1, gp);
+        t[6] = put(bk[i].be, ST_DTYPE_F32, bk[i].w.ne[1], m, 1, NULL);
+        ck_assert_msg(st_backend_attention(bk[i].be, &t[0], &t[1], &t[2], &t[3], &bk[i].kc,
+                                           &bk[i].vc, &t[4], &t[5], c->H, c->Hkv,
+                                           1.0f / sqrtf((float)c->D), &err) == ST_OK,
+                      "%s", err.msg);
+        if (i > 0) {    /* the wo-shaped matmul of the output: the q8_1 epilogue's consumer */
+            const uint64_t s0 = skipped_of(bk[i].be);
+            ck_assert_msg(st_backend_matmul(bk[i].be, &t[6], &t[0], &bk[i].w, &err) == ST_OK,
+                          "%s", err.msg);
+            if (i == 1 && c->D % 32 == 0 && fusion_on())
+                ck_assert_msg(skipped_of(bk[i].be) - s0 == 1, "%s: the matmul quantized again "
+                              "(no q8_1 epilogue)", what);
+        }
+        if (i > 0 && nbad > 0) {
+            ck_assert_int_eq(st_backend_sync(bk[i].be, &err), ST_ERR_INVALID);
+            ck_assert_int_eq(st_backend_sync(bk[i].be, &err), ST_OK);
+        }
+        out[i] = get(bk[i].be, &t[0]);
+        if (i > 0)
+            mm[i] = get(bk[i].be, &t[6]);
+        for (int j = 0; j < 7; j++)
+            st_backend_release(bk[i].be, &t[j]);
+        free(qi);
+        free(ki);
+        free(vi);
+    }
+    /* the GPU rows: bad ones zero, good ones as the CPU's row */
+    for (int64_t r = 0, m = 0; r < n; r++) {
+        for (int i = 1; i < nb; i++) {
+            if (bad[r]) {
+                for (int64_t e = 0; e < qw; e++)
+                    ck_assert_msg(out[i][r * qw + e] == 0.0f, "%s: bad row %lld not zero", what,
+                                  (long long)r);
+                continue;
+            }
+            const double e = rel_err(out[i] + r * qw, out[0] + m * qw, qw);
+            ck_assert_msg(e <= 1e-4, "%s: H=%d Hkv=%d D=%d row %lld (slot %d pos %d): %.3g",
+                          what, c->H, c->Hkv, c->D, (long long)r, slot[r], pos[r], e);
+        }
+        m += !bad[r];
+    }
+    if (nb == 3) {
+        ck_assert_msg(memcmp(out[1], out[2], (size_t)(qw * n) * 4) == 0,
+                      "%s: fused attention differs from unfused", what);
+        ck_assert_msg(memcmp(mm[1], mm[2], (size_t)(bk[1].w.ne[1] * n) * 4) == 0,
+                      "%s: matmul of the q8_1 epilogue differs from a fresh quantize", what);
+    }
+    for (int i = 0; i < 3; i++) {
+        free(out[i]);
+        free(mm[i]);
+    }
+    free(q);
+    free(k);
+    free(v);
+}
+
+static void check_attention_depths(const struct attn_case *c)
+{
+    /* n_pos 1, 31, 32, 33, 63, 64, 65, n_ctx (n_ctx 1024: chunks of 64 and more) */
+    static const int32_t depth[] = { 1, 31, 32, 33, 63, 64, 65, 1024 };
+    const int nd = (int)ST_ARRAY_LEN(depth);
+    const int64_t kw = (int64_t)c->Hkv * c->D, O = 64;
+    struct depth_bk bk[3] = { { .be = cpu }, { .be = gpu }, { .be = gpu_nf } };
+    const int nb = gpu_nf && c->D % 32 == 0 ? 3 : 2;
+    uint16_t *kh = rand_halves(kw * c->n_ctx * c->n_slots);
+    uint16_t *vh = rand_halves(kw * c->n_ctx * c->n_slots);
+    void *w = rand_weights(ST_DTYPE_Q8_0, (int64_t)c->H * c->D, O, 0.5f);
+    int32_t slot[16], pos[16];
+    bool bad[16] = { false };
+    char what[64];
+
+    ck_assert(c->n_ctx == 1024 && c->n_slots >= nd);
+    for (int i = 0; i < nb; i++) {
+        bk[i].kc = put(bk[i].be, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, kh);
+        bk[i].vc = put(bk[i].be, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, vh);
+        bk[i].w = wrap(bk[i].be, ST_DTYPE_Q8_0, (int64_t)c->H * c->D, O, 1, w);
+    }
+    /* one row a step, at each depth (slot d holds depth d) */
+    for (int d = 0; d < nd; d++) {
+        slot[0] = d;
+        pos[0] = depth[d] - 1;
+        snprintf(what, sizeof(what), "one row at depth %d", depth[d]);
+        depth_step(c, bk, nb, slot, pos, bad, 1, what);
+    }
+    /* every depth in one step, with a row of slot -1 and one at pos n_ctx */
+    int64_t n = 0;
+    for (int d = 0; d < nd; d++, n++) {
+        if (d == 2) { slot[n] = -1; pos[n] = 5; bad[n] = true; n++; }
+        if (d == 5) { slot[n] = 1; pos[n] = (int32_t)c->n_ctx; bad[n] = true; n++; }
+        slot[n] = d;
+        pos[n] = depth[d] - 1;
+    }
+    depth_step(c, bk, nb, slot, pos, bad, n, "mixed depths");
+    /* the same depths + 1 without the bad rows (the split count of 8 rows) */
+    for (int d = 0; d < nd; d++) {
+        slot[d] = d;
+        pos[d] = depth[d] < c->n_ctx ? depth[d] : depth[d] - 2;
+        bad[d] = false;
+    }
+    depth_step(c, bk, nb, slot, pos, bad, nd, "8 rows");
+    for (int i = 0; i < nb; i++) {
+        st_backend_release(bk[i].be, &bk[i].kc);
+        st_backend_release(bk[i].be, &bk[i].vc);
+        st_backend_release(bk[i].be, &bk[i].w);
+    }
+    free(kh);
+    free(vh);
+    free(w);
+}
+
+START_TEST(test_cuda_ops_attention_depths)
+{
+    const struct attn_case shapes[] = {
+        { 32, 4, 128, 1024, 8 },    /* the A3B shape: GQA 8, D 128 */
+        { 8, 8, 64, 1024, 8 },      /* GQA 1, D 64 */
+        { 8, 1, 256, 1024, 8 },     /* GQA 8, D 256 */
+        { 6, 2, 80, 1024, 8 },      /* D 80: no q8_1 epilogue */
+    };
+    for (size_t i = 0; i < ST_ARRAY_LEN(shapes); i++)
+        check_attention_depths(&shapes[i]);
+}
+END_TEST
+
 /* A decode step of two slots captured as a CUDA graph, then replayed while
  * the slots grow, jump deep into the context and restart (positions are
  * read on the device, the split count is fixed by the shape): every replay
@@ -2127,9 +2317,10 @@ static Suite *cuda_suite(void)
     tcase_add_test(rows, test_cuda_ops_norm_add_silu);
     tcase_add_test(rows, test_cuda_ops_rope);
     tcase_add_test(rows, test_cuda_ops_rows_beyond_grid_y);
-    tcase_set_timeout(attn, 120);
+    tcase_set_timeout(attn, 240);   /* the depth cases under the sanitized emulator */
     tcase_add_test(attn, test_cuda_ops_attention);
     tcase_add_test(attn, test_cuda_ops_attention_graph);
+    tcase_add_test(attn, test_cuda_ops_attention_depths);
     tcase_set_timeout(moe, 240);   /* the sanitized emulator on a shared machine */
     tcase_add_test(moe, test_cuda_ops_moe_route);
     tcase_add_test(moe, test_cuda_ops_moe_route_sigmoid_bias);

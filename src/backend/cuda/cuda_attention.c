@@ -7,6 +7,8 @@
  * sm_80+); the others, and every decode-shaped step, take the split
  * kernel: each row's positions 0..pos cut into n_split chunks on the
  * device, one block per (row, KV head, chunk), merged by log-sum-exp.
+ * The device also decides, per row, how many chunks hold positions: the
+ * others exit at once, and a row of one chunk skips the merge.
  *
  * n_split fills the GPU about twice with blocks: 2 * SMs / (rows * KV
  * heads), at least 1, at most ATT_MAX_SPLIT and at most one chunk per
