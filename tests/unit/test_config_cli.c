@@ -588,6 +588,40 @@ START_TEST(test_config_cli_help_texts)
 }
 END_TEST
 
+/* llama-server's flags (cli_compat.c): the ones with a Strata meaning
+ * set it, the others are accepted with one warning each; --lora (left out
+ * on purpose) stays an unknown flag. */
+START_TEST(test_config_cli_llama_server_flags)
+{
+    const char *a[] = { "--temp", "0.8", "--seed=42", "--cont-batching", "-ub", "64",
+                        "--no-slots", "-fa", "on", "--verbose", "-np", "2" };
+    const char *b[] = { "--batch", "-nocb" };
+    const char *c[] = { "--temp" };
+    const char *d[] = { "--offline=1" };
+    const char *e[] = { "--lora", "x.gguf" };
+    struct st_config cfg;
+    struct st_err err = { 0 };
+    bool help;
+
+    ck_assert_int_eq(st_config_from_args(&cfg, ARGC(a), (char **)a, &help, &err), ST_OK);
+    ck_assert(cfg.batch);
+    ck_assert_int_eq(cfg.ubatch, 64);
+    ck_assert_int_eq(cfg.log_level, ST_LOG_DEBUG);
+    ck_assert_uint_eq(cfg.n_warnings, 4);
+    ck_assert_msg(strstr(cfg.warnings[0], "--temp 0.8: llama-server flag accepted"), "%s",
+                  cfg.warnings[0]);
+    ck_assert_msg(strstr(cfg.warnings[1], "--seed 42:"), "%s", cfg.warnings[1]);
+    ck_assert_msg(strstr(cfg.warnings[3], "-fa on:"), "%s", cfg.warnings[3]);
+    st_config_fini(&cfg);
+    ck_assert_int_eq(st_config_from_args(&cfg, ARGC(b), (char **)b, &help, &err), ST_OK);
+    ck_assert(!cfg.batch);
+    st_config_fini(&cfg);
+    apply_err(ARGC(c), c, "--temp: missing value", false);
+    apply_err(ARGC(d), d, "--offline: takes no value (got 1)", false);
+    apply_err(ARGC(e), e, "--lora: unknown flag", false);
+}
+END_TEST
+
 TCase *config_cli_tcase(void)
 {
     TCase *t = tcase_create("cli");
@@ -606,5 +640,6 @@ TCase *config_cli_tcase(void)
     tcase_add_test(t, test_config_cli_rope_flags);
     tcase_add_test(t, test_config_cli_cache_type_flags);
     tcase_add_test(t, test_config_cli_help_texts);
+    tcase_add_test(t, test_config_cli_llama_server_flags);
     return t;
 }
