@@ -163,7 +163,14 @@ static enum st_status apply_compat(struct st_config *c, const struct st_cli_comp
     const struct st_cfg_def *d = &st_cfg_opts[x->opt];
     if (d->kind == ST_CFG_FLAG)
         return apply_one(c, d, strcmp(x->value, "false") == 0, typed, NULL, err);
-    return apply_one(c, d, false, typed, x->value ? x->value : value, err);
+    const char *ours = st_cli_compat_value(x, value);
+    if (ours == NULL) {
+        char got[80];
+        st_cfg_quote(value, got, sizeof(got));
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "%s: expected on, off or auto, got %s", typed,
+                          got);
+    }
+    return apply_one(c, d, false, typed, ours, err);
 }
 
 /* --cors-origin(s) given again on the command line adds its origins to

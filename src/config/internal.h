@@ -87,10 +87,14 @@ struct st_cli_compat {
     int         opt;
     const char *value;
     const char *why;
+    const char *const *map;  /* NULL, or pairs: llama-server's value, ours */
 };
 
 /* The entry for the flag 'arg' (its first 'len' bytes), or NULL. */
 const struct st_cli_compat *st_cli_compat_find(const char *arg, size_t len);
+/* The value to give setting x->opt for the user's 'value'; NULL when the
+ * map has no such value. */
+const char *st_cli_compat_value(const struct st_cli_compat *x, const char *value);
 
 /* Append an owned copy of a formatted warning to c->warnings. */
 enum st_status st_cfg_warn(struct st_config *c, const char *fmt, ...) ST_PRINTF(2, 3);

@@ -599,6 +599,8 @@ START_TEST(test_config_cli_llama_server_flags)
     const char *c[] = { "--temp" };
     const char *d[] = { "--offline=1" };
     const char *e[] = { "--lora", "x.gguf" };
+    const char *f[] = { "--reasoning", "off" };
+    const char *g[] = { "-rea", "maybe" };
     struct st_config cfg;
     struct st_err err = { 0 };
     bool help;
@@ -619,6 +621,10 @@ START_TEST(test_config_cli_llama_server_flags)
     apply_err(ARGC(c), c, "--temp: missing value", false);
     apply_err(ARGC(d), d, "--offline: takes no value (got 1)", false);
     apply_err(ARGC(e), e, "--lora: unknown flag", false);
+    ck_assert_int_eq(st_config_from_args(&cfg, ARGC(f), (char **)f, &help, &err), ST_OK);
+    ck_assert_int_eq(cfg.reasoning_budget, 0);
+    st_config_fini(&cfg);
+    apply_err(ARGC(g), g, "-rea: expected on, off or auto, got \"maybe\"", false);
 }
 END_TEST
 
