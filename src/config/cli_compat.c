@@ -29,8 +29,6 @@ static const struct st_cli_compat compat[] = {
     /* accepted, no effect */
     { "--temp", NULL, true, ST_OPT_COUNT, NULL, "a request's temperature sets it", NULL },
     { "--seed", "-s", true, ST_OPT_COUNT, NULL, "a request's seed sets it", NULL },
-    { "--n-predict", "-n", true, ST_OPT_COUNT, NULL,
-      "a request's max_tokens / n_predict sets it", NULL },
     { "--batch-size", "-b", true, ST_OPT_COUNT, NULL,
       "the logical batch is the step; --ubatch is the prompt chunk", NULL },
     { "--threads-batch", "-tb", true, ST_OPT_COUNT, NULL, "--threads serves both", NULL },

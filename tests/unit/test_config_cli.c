@@ -96,7 +96,7 @@ START_TEST(test_config_cli_every_flag)
         "--spec-ngram-max", "6", "--spec-draft", "12", "--scheduler", "fifo", "--aging-divisor", "30",
         "--swap-affinity-bonus", "5", "--give-way-tokens", "4096", "--yields-max", "1",
         "--sim-reply", "<think>x</think>", "--reasoning-format", "none",
-        "--reasoning-budget", "256", "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5",
+        "--reasoning-budget", "256", "-n", "64", "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5",
         "--sim-load-seconds", "1.5", "--sim-tokens", "3", "--log-format", "json",
         "--log-level", "warn", "--kv-events", "tcp://*:5557", "--kv-events-host", "10.0.0.7",
         "--kv-block-size", "32", "--state-dir", "/var/lib/strata", "--state-max-rows", "500",
@@ -158,6 +158,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_str_eq(c.sim_reply, "<think>x</think>");
     ck_assert_int_eq(c.reasoning_format, ST_CFG_REASONING_NONE);
     ck_assert_int_eq(c.reasoning_budget, 256);
+    ck_assert_int_eq(c.n_predict, 64);
     ck_assert_int_eq(c.log_format, ST_LOG_JSON);
     ck_assert_int_eq(c.log_level, ST_LOG_WARN);
     ck_assert_str_eq(c.kv_events, "tcp://*:5557");
