@@ -46,6 +46,7 @@ struct st_server_config {
     enum st_reasoning_format reasoning_format;   /* default deepseek */
     int32_t     reasoning_budget;     /* chat: thinking budget when a request sends none
                                        * (docs/API.md "Thinking budget"); -1 = none (default) */
+    int32_t     n_predict;            /* max tokens when a request sets none; -1 = no cap */
     /* CORS (docs/API.md): comma-separated origins ("https://a.example"),
      * "localhost" = the loopback origins (the default), "*" = any, NULL,
      * "" or "none" = no CORS headers. Borrowed; the server keeps a copy. */

@@ -220,6 +220,7 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->reasoning_format = c->reasoning_format == ST_CFG_REASONING_NONE ? ST_REASONING_NONE
                                                                        : ST_REASONING_DEEPSEEK;
     s->reasoning_budget = c->reasoning_budget;
+    s->n_predict = c->n_predict;
     s->cors_origins = c->cors_origins;
     s->allowed_hosts = c->allowed_hosts;
     s->metrics_key = c->metrics_key;

@@ -139,6 +139,40 @@ static enum st_status apply_one(struct st_config *c, const struct st_cfg_def *d,
     return ST_OK;
 }
 
+/* A llama-server flag (cli_compat.c): set the setting it stands for, or
+ * accept it with a warning. *i moves past its value. */
+static enum st_status apply_compat(struct st_config *c, const struct st_cli_compat *x,
+                                   const char *typed, const char *eq_value, int argc,
+                                   char **argv, int *i, struct st_err *err)
+{
+    const char *value = eq_value;
+
+    if (x->takes_value && value == NULL) {
+        if (*i + 1 >= argc)
+            return st_err_set(err, ST_ERR_BAD_CONFIG, "%s: missing value", typed);
+        value = argv[++*i];
+    } else if (!x->takes_value && value != NULL) {
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "%s: takes no value (got %s)", typed, value);
+    }
+    if (x->opt == ST_OPT_COUNT) {
+        if (st_cfg_warn(c, "%s%s%s: llama-server flag accepted, no effect here: %s", typed,
+                        value ? " " : "", value ? value : "", x->why) != ST_OK)
+            return st_err_set(err, ST_ERR_NOMEM, "%s: out of memory", typed);
+        return ST_OK;
+    }
+    const struct st_cfg_def *d = &st_cfg_opts[x->opt];
+    if (d->kind == ST_CFG_FLAG)
+        return apply_one(c, d, strcmp(x->value, "false") == 0, typed, NULL, err);
+    const char *ours = st_cli_compat_value(x, value);
+    if (ours == NULL) {
+        char got[80];
+        st_cfg_quote(value, got, sizeof(got));
+        return st_err_set(err, ST_ERR_BAD_CONFIG, "%s: expected on, off or auto, got %s", typed,
+                          got);
+    }
+    return apply_one(c, d, false, typed, ours, err);
+}
+
 /* --cors-origin(s) given again on the command line adds its origins to
  * the earlier ones (as llama-server's repeatable flag) instead of
  * replacing them. */
@@ -180,9 +214,16 @@ enum st_status st_cli_apply(struct st_config *c, int argc, char **argv, bool *he
         eq = strchr(arg, '=');
         len = eq ? (size_t)(eq - arg) : strlen(arg);
         d = find_flag(arg, len, &negated);
-        if (d == NULL)
-            return unknown_flag(arg, len, err);
         snprintf(typed, sizeof(typed), "%.*s", (int)ST_MIN(len, sizeof(typed) - 1), arg);
+        if (d == NULL) {
+            const struct st_cli_compat *x = st_cli_compat_find(arg, len);
+            if (x == NULL)
+                return unknown_flag(arg, len, err);
+            rc = apply_compat(c, x, typed, eq ? eq + 1 : NULL, argc, argv, &i, err);
+            if (rc != ST_OK)
+                return rc;
+            continue;
+        }
         if (eq != NULL)
             value = eq + 1;
         else if (d->kind != ST_CFG_FLAG && i + 1 < argc)

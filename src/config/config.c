@@ -75,6 +75,7 @@ void st_config_init(struct st_config *c)
     c->sim_tokens = 16;
     c->kv_block_size = 16;
     c->reasoning_budget = -1;
+    c->n_predict = -1;
     c->jinja = true;
     c->log_format = ST_LOG_TEXT;
     c->log_level = ST_LOG_INFO;

@@ -78,6 +78,24 @@ void st_cfg_quote(const char *text, char *out, size_t cap);
 /* Levenshtein distance of two short words (99 when either is over 64). */
 size_t st_cfg_edit_distance(const char *a, const char *b);
 
+/* A llama-server flag that is not one of our settings (cli_compat.c):
+ * 'opt' < ST_OPT_COUNT sets that setting to 'value' (NULL: the value the
+ * user gave); ST_OPT_COUNT accepts it with no effect, warning 'why'. */
+struct st_cli_compat {
+    const char *lng, *shrt;
+    bool        takes_value;
+    int         opt;
+    const char *value;
+    const char *why;
+    const char *const *map;  /* NULL, or pairs: llama-server's value, ours */
+};
+
+/* The entry for the flag 'arg' (its first 'len' bytes), or NULL. */
+const struct st_cli_compat *st_cli_compat_find(const char *arg, size_t len);
+/* The value to give setting x->opt for the user's 'value'; NULL when the
+ * map has no such value. */
+const char *st_cli_compat_value(const struct st_cli_compat *x, const char *value);
+
 /* Append an owned copy of a formatted warning to c->warnings. */
 enum st_status st_cfg_warn(struct st_config *c, const char *fmt, ...) ST_PRINTF(2, 3);
 

@@ -227,6 +227,10 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         "reasoning_budget", ST_CFG_INT32, OFF(reasoning_budget), NO_HAS, I32(-1, INT32_MAX),
         .metavar = "N", .help = "chat: thinking budget in tokens when a request sends none "
         "(-1 = none, 0 = no thinking)" },
+    [ST_OPT_N_PREDICT] = { ST_OPT_N_PREDICT, "--n-predict", "-n", "n_predict", ST_CFG_INT32,
+        OFF(n_predict), NO_HAS, I32(-1, INT32_MAX), .metavar = "N",
+        .help = "tokens a reply may have when the request sets no max_tokens / n_predict "
+        "(-1 = until a stop or the context)" },
     [ST_OPT_KV_EVENTS] = { ST_OPT_KV_EVENTS, "--kv-events", NULL, "kv_events", ST_CFG_STRING,
         OFF(kv_events), NO_HAS, .metavar = "URL",
         .help = "publish KV-cache events for llm-d's indexer over ZeroMQ (tcp://*:5557 binds, "

@@ -255,7 +255,11 @@ enum st_route_result st_h_metrics(struct st_call *c)
         st_buf_fini(&b);
         return st_reply_nomem(c);
     }
-    return st_reply(c, 200, "text/plain; version=0.0.4; charset=utf-8", &b, NULL, NULL);
+    /* llama-server's header: the unix second the server started */
+    char start[24];
+    snprintf(start, sizeof(start), "%lld", (long long)c->srv->created);
+    return st_reply(c, 200, "text/plain; version=0.0.4; charset=utf-8", &b,
+                    "Process-Start-Time-Unix", start);
 }
 
 /* ?limit=N: 1..ACTIVITY_MAX; absent = ACTIVITY_MAX (the ring holds fewer). */

@@ -48,6 +48,7 @@ void st_server_config_defaults(struct st_server_config *c)
     c->header_timeout_s = 30;
     c->stream_buffer = (size_t)2 << 20;
     c->reasoning_budget = -1;
+    c->n_predict = -1;
     c->webui = true;
 }
 

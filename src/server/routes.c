@@ -52,6 +52,9 @@ static const struct st_route routes[] = {
     /* the prompt's token ids for a router's prefix scorer (openai/h_render.c) */
     { "/v1/chat/completions/render", "POST", st_h_chat_render, false, true, true, false, false },
     { "/v1/completions/render", "POST", st_h_completions_render, false, true, true, false, false },
+    /* llama-server's prompt token count (h_render.c) */
+    { "/v1/chat/completions/input_tokens", "POST", st_h_chat_input_tokens, false, true, true, false, false },
+    { "/chat/completions/input_tokens", "POST", st_h_chat_input_tokens, false, true, true, false, false },
     /* the dashboard (webui/webui.h): its files hold no data, so no key; 404 with --no-webui */
     { "/",                    "GET",  st_h_webui,           false, false, false, false, false },
     { ST_WEBUI_PREFIX,        "GET",  st_h_webui,           true,  false, false, false, false },

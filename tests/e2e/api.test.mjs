@@ -62,7 +62,7 @@ test('chat stream: SSE bytes line by line, role first, one id, finish last, [DON
   const ev = parseSSE(text);
   assert.equal(ev.at(-1).data, '[DONE]');
   const chunks = ev.slice(0, -1).map((e) => JSON.parse(e.data));
-  assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
+  assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: null });
   const ids = new Set(chunks.map((c) => c.id));
   assert.equal(ids.size, 1);
   for (const c of chunks) {

@@ -1,5 +1,5 @@
 // cors.test.mjs -- CORS for browser front-ends (--cors-origins, docs/API.md
-// "CORS"): OPTIONS preflights answer 204 without the API key and without
+// "CORS"): OPTIONS preflights answer 200 without the API key and without
 // counting on /metrics; Access-Control-Allow-Origin on normal responses,
 // errors (401, 404, 405), streams; an origin not listed gets none; other
 // unsupported methods keep 405. Two servers: any origin (*) with an API
@@ -28,12 +28,12 @@ describe('any origin (*), with an API key', () => {
   before(async () => { srv = await startServer(['--cors-origins', '*', '--api-key', KEY, '--sim-decode-tps', '1000']); });
   after(async () => { await srv?.stop(); });
 
-  test('preflight: 204 with the CORS headers, no key needed, not counted', async () => {
+  test('preflight: 200 with the CORS headers, no key needed, not counted', async () => {
     const before = await responses(srv);
     for (const path of ['/v1/chat/completions', '/v1/models', '/v1/models/default', '/health',
       '/v1/responses/resp_x']) {
       const r = await preflight(srv, path, APP, 'authorization, content-type, x-llamaswap-priority');
-      assert.equal(r.status, 204, path);
+      assert.equal(r.status, 200, path);
       assert.equal(await r.text(), '');
       assert.equal(r.headers.get('access-control-allow-origin'), '*');
       assert.equal(r.headers.get('access-control-allow-credentials'), null, 'never * with credentials');
@@ -52,9 +52,9 @@ describe('any origin (*), with an API key', () => {
     assert.equal(await responses(srv), before + 1);
   });
 
-  test('a plain OPTIONS (no Origin): 204 with Allow only; an unknown path: 404', async () => {
+  test('a plain OPTIONS (no Origin): 200 with Allow only; an unknown path: 404', async () => {
     const r = await fetch(`${srv.url}/v1/models`, { method: 'OPTIONS' });
-    assert.equal(r.status, 204);
+    assert.equal(r.status, 200);
     assert.equal(r.headers.get('allow'), 'GET, HEAD, OPTIONS');
     assert.equal(r.headers.get('access-control-allow-origin'), null);
     const nf = await preflight(srv, '/v1/nope', APP);
@@ -108,7 +108,7 @@ describe('--cors-origins with a list', () => {
       assert.equal(r.headers.get('vary'), 'Origin');
       await r.text();
       const p = await preflight(srv, '/v1/chat/completions', origin);
-      assert.equal(p.status, 204);
+      assert.equal(p.status, 200);
       assert.equal(p.headers.get('access-control-allow-origin'), origin);
       assert.equal(p.headers.get('access-control-allow-credentials'), 'true');
     }
@@ -129,7 +129,7 @@ describe('--cors-origins with a list', () => {
     assert.equal(r.headers.get('vary'), 'Origin');
     await r.text();
     const p = await preflight(srv, '/v1/chat/completions', evil);
-    assert.equal(p.status, 204);
+    assert.equal(p.status, 200);
     assert.equal(p.headers.get('access-control-allow-origin'), null);
     assert.equal(p.headers.get('access-control-allow-methods'), null);
     assert.equal(p.headers.get('access-control-allow-credentials'), null);
@@ -147,7 +147,7 @@ describe('--cors-origin repeated, with localhost', () => {
     for (const origin of ['https://ui.example', 'http://localhost:5173', 'http://127.0.0.1:8081',
       'http://[::1]:3000', 'https://localhost']) {
       const p = await preflight(srv, '/v1/chat/completions', origin);
-      assert.equal(p.status, 204, origin);
+      assert.equal(p.status, 200, origin);
       assert.equal(p.headers.get('access-control-allow-origin'), origin, origin);
       assert.equal(p.headers.get('access-control-allow-credentials'), 'true', origin);
     }
@@ -165,7 +165,7 @@ describe('--cors-origins none', () => {
       assert.equal(r.headers.get('vary'), null);
       await r.text();
       const p = await preflight(srv, '/v1/models', APP);
-      assert.equal(p.status, 204);
+      assert.equal(p.status, 200);
       assert.equal(p.headers.get('access-control-allow-origin'), null);
     } finally {
       await srv.stop();

@@ -77,11 +77,11 @@ code=$(curl -sS -o "$tmp/body" -w '%{http_code}' "$base/v1/chat/completions" -d 
 [ "$code" = 415 ] && grep -q '"code":"unsupported_media_type"' "$tmp/body"
 check "415 without Content-Type: application/json" $? "$code $(cat "$tmp/body")"
 
-# 4. a browser's CORS preflight: 204, no key needed, a localhost origin allowed (the default)
+# 4. a browser's CORS preflight: 200, no key needed, a localhost origin allowed (the default)
 hdr=$(curl -sS -D - -o /dev/null -X OPTIONS "$base/v1/chat/completions" \
       -H 'Origin: http://localhost:5173' -H 'Access-Control-Request-Method: POST' \
       -H 'Access-Control-Request-Headers: authorization, content-type')
-grep -q '^HTTP/1.1 204' <<<"$hdr" &&
+grep -q '^HTTP/1.1 200' <<<"$hdr" &&
     grep -qi '^access-control-allow-origin: http://localhost:5173' <<<"$hdr" &&
     grep -qi '^access-control-allow-headers: authorization, content-type' <<<"$hdr"
 check "CORS preflight" $? "$hdr"

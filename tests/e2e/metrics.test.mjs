@@ -28,6 +28,9 @@ const BANDS = ['interactive', 'normal', 'batch'];
 test('content type is Prometheus text 0.0.4', () => {
   assert.equal(first.status, 200);
   assert.match(first.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
+  // llama-server's header: the unix second the server started
+  const t0 = Number(first.headers.get('process-start-time-unix'));
+  assert.ok(t0 > 1.6e9 && t0 <= Date.now() / 1000, `Process-Start-Time-Unix ${t0}`);
 });
 
 test('every family and every band label is there from the first scrape', async () => {

@@ -33,6 +33,17 @@ describe('/completion on the sim', () => {
     assert.deepEqual(b.tokens, []);                 // return_tokens not asked
     assert.equal(b.generation_settings.n_predict, 3);
     assert.equal(b.generation_settings.stream, false);
+    assert.deepEqual(b.generation_settings.logit_bias, []);
+    const lb = await postJSON(srv, '/completion', { prompt: 'one', n_predict: 1, logit_bias: { 5: -2 } });
+    assert.equal(lb.status, 200, lb.text);
+    assert.deepEqual(lb.json.generation_settings.logit_bias, [{ token: 5, bias: -2 }]);
+    // llama-server's array form: [id, bias], false = never; text pieces are refused
+    const la = await postJSON(srv, '/completion', { prompt: 'one', n_predict: 1, logit_bias: [[5, -2], [7, false]] });
+    assert.equal(la.status, 200, la.text);
+    assert.deepEqual(la.json.generation_settings.logit_bias, [{ token: 5, bias: -2 }, { token: 7, bias: -100 }]);
+    const lt = await postJSON(srv, '/completion', { prompt: 'one', n_predict: 1, logit_bias: [[' the', -2]] });
+    assert.equal(lt.status, 400, lt.text);
+    assert.equal(lt.json.error.param, 'logit_bias');
     assert.equal(b.timings.predicted_n, 3);
     assert.equal(b.model, 'default');
     assert.equal(b.completion_probabilities, undefined);

@@ -137,3 +137,16 @@ test('render errors are the generation endpoint\'s: 400 naming the field, 405; a
   const g = await fetch(`${srv.url}/v1/completions/render`);
   assert.equal(g.status, 405);
 });
+
+test("input_tokens (llama-server's route) counts the rendered prompt", async () => {
+  for (const [name, body] of Object.entries(CHATS)) {
+    const ids = await renderChat(body);
+    for (const path of ['/v1/chat/completions/input_tokens', '/chat/completions/input_tokens']) {
+      const r = await postJSON(srv, path, { model: 'tiny', ...body });
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual(r.json, { input_tokens: ids.length }, `${name} ${path}`);
+    }
+  }
+  const bad = await postJSON(srv, '/chat/completions/input_tokens', { messages: 'x' });
+  assert.equal(bad.status, 400, bad.text);
+});

@@ -96,7 +96,7 @@ START_TEST(test_config_cli_every_flag)
         "--spec-ngram-max", "6", "--spec-draft", "12", "--scheduler", "fifo", "--aging-divisor", "30",
         "--swap-affinity-bonus", "5", "--give-way-tokens", "4096", "--yields-max", "1",
         "--sim-reply", "<think>x</think>", "--reasoning-format", "none",
-        "--reasoning-budget", "256", "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5",
+        "--reasoning-budget", "256", "-n", "64", "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5",
         "--sim-load-seconds", "1.5", "--sim-tokens", "3", "--log-format", "json",
         "--log-level", "warn", "--kv-events", "tcp://*:5557", "--kv-events-host", "10.0.0.7",
         "--kv-block-size", "32", "--state-dir", "/var/lib/strata", "--state-max-rows", "500",
@@ -159,6 +159,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_str_eq(c.sim_reply, "<think>x</think>");
     ck_assert_int_eq(c.reasoning_format, ST_CFG_REASONING_NONE);
     ck_assert_int_eq(c.reasoning_budget, 256);
+    ck_assert_int_eq(c.n_predict, 64);
     ck_assert_int_eq(c.log_format, ST_LOG_JSON);
     ck_assert_int_eq(c.log_level, ST_LOG_WARN);
     ck_assert_str_eq(c.kv_events, "tcp://*:5557");
@@ -589,6 +590,46 @@ START_TEST(test_config_cli_help_texts)
 }
 END_TEST
 
+/* llama-server's flags (cli_compat.c): the ones with a Strata meaning
+ * set it, the others are accepted with one warning each; --lora (left out
+ * on purpose) stays an unknown flag. */
+START_TEST(test_config_cli_llama_server_flags)
+{
+    const char *a[] = { "--temp", "0.8", "--seed=42", "--cont-batching", "-ub", "64",
+                        "--no-slots", "-fa", "on", "--verbose", "-np", "2" };
+    const char *b[] = { "--batch", "-nocb" };
+    const char *c[] = { "--temp" };
+    const char *d[] = { "--offline=1" };
+    const char *e[] = { "--lora", "x.gguf" };
+    const char *f[] = { "--reasoning", "off" };
+    const char *g[] = { "-rea", "maybe" };
+    struct st_config cfg;
+    struct st_err err = { 0 };
+    bool help;
+
+    ck_assert_int_eq(st_config_from_args(&cfg, ARGC(a), (char **)a, &help, &err), ST_OK);
+    ck_assert(cfg.batch);
+    ck_assert_int_eq(cfg.ubatch, 64);
+    ck_assert_int_eq(cfg.log_level, ST_LOG_DEBUG);
+    ck_assert_uint_eq(cfg.n_warnings, 4);
+    ck_assert_msg(strstr(cfg.warnings[0], "--temp 0.8: llama-server flag accepted"), "%s",
+                  cfg.warnings[0]);
+    ck_assert_msg(strstr(cfg.warnings[1], "--seed 42:"), "%s", cfg.warnings[1]);
+    ck_assert_msg(strstr(cfg.warnings[3], "-fa on:"), "%s", cfg.warnings[3]);
+    st_config_fini(&cfg);
+    ck_assert_int_eq(st_config_from_args(&cfg, ARGC(b), (char **)b, &help, &err), ST_OK);
+    ck_assert(!cfg.batch);
+    st_config_fini(&cfg);
+    apply_err(ARGC(c), c, "--temp: missing value", false);
+    apply_err(ARGC(d), d, "--offline: takes no value (got 1)", false);
+    apply_err(ARGC(e), e, "--lora: unknown flag", false);
+    ck_assert_int_eq(st_config_from_args(&cfg, ARGC(f), (char **)f, &help, &err), ST_OK);
+    ck_assert_int_eq(cfg.reasoning_budget, 0);
+    st_config_fini(&cfg);
+    apply_err(ARGC(g), g, "-rea: expected on, off or auto, got \"maybe\"", false);
+}
+END_TEST
+
 TCase *config_cli_tcase(void)
 {
     TCase *t = tcase_create("cli");
@@ -607,5 +648,6 @@ TCase *config_cli_tcase(void)
     tcase_add_test(t, test_config_cli_rope_flags);
     tcase_add_test(t, test_config_cli_cache_type_flags);
     tcase_add_test(t, test_config_cli_help_texts);
+    tcase_add_test(t, test_config_cli_llama_server_flags);
     return t;
 }

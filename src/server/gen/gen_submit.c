@@ -361,6 +361,8 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
     req->no_prompt_cache = !oq->cache_prompt;
     if (copy_params(&req->params, &oq->params, ch->index % oq->n) != ST_OK)
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    if (req->params.max_tokens < 0)   /* none sent: the server's --n-predict */
+        req->params.max_tokens = c->srv->cfg.n_predict;
     if (calls) {   /* takes the place of response_format in the sampler */
         st_call_grammar_ref(calls);
         req->params.tool_calls = calls;

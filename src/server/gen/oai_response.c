@@ -244,7 +244,7 @@ enum st_status st_oai_chunk_role(struct st_buf *out, const struct st_oai_meta *m
     st_out_init(&o, out);
     head(&o, m, true);
     st_out_printf(&o,
-                  "{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+                  "{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":null},"
                   "\"logprobs\":null,\"finish_reason\":null}",
                   (int)index);
     chunk_tail(&o, m);

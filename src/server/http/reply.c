@@ -4,7 +4,7 @@
  * is allowed (cors.c; errors, streams and 404s included), and where they
  * apply Retry-After (429, 503) or Allow (405). Bodies are handed to
  * libmicrohttpd, which frees them. OPTIONS preflights are answered here
- * too (204, not counted in /metrics).
+ * too (200 as llama-server, not counted in /metrics).
  *
  * Thread: MHD only (libmicrohttpd allows MHD_queue_response from the
  * access handler).
@@ -199,7 +199,7 @@ enum st_route_result st_reply_preflight(struct st_call *c, const char *allow)
                                                                  : ST_CORS_ALLOW_HEADERS);
         MHD_add_response_header(r, "Access-Control-Max-Age", ST_CORS_MAX_AGE);
     }
-    enum MHD_Result ok = MHD_queue_response(c->mhd, 204, r);
+    enum MHD_Result ok = MHD_queue_response(c->mhd, 200, r);
     MHD_destroy_response(r);
     c->phase = ST_CALL_REPLIED;   /* not counted: a preflight is not an API request */
     return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;

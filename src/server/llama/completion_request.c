@@ -34,6 +34,15 @@ void st_llama_settings_json(struct st_out *o, const struct st_gen_params *p, boo
     st_out_text(o, "]");
     st_out_kv_i64(o, "max_tokens", p->max_tokens);
     st_out_kv_bool(o, "ignore_eos", p->ignore_eos);
+    st_out_kv_raw(o, "logit_bias", "[");   /* the request's, by token id */
+    for (int32_t i = 0; i < p->n_logit_bias; i++) {
+        st_out_sep(o);
+        st_out_text(o, "{");
+        st_out_kv_i64(o, "token", p->logit_bias[i].token);
+        st_out_kv_num(o, "bias", p->logit_bias[i].bias);
+        st_out_text(o, "}");
+    }
+    st_out_text(o, "]");
     st_out_kv_bool(o, "stream", stream);
     st_out_kv_i64(o, "n_probs", n_probs);
     st_out_kv_bool(o, "post_sampling_probs", post_sampling);

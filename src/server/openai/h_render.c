@@ -14,6 +14,9 @@
  *   chat:        {"request_id":"chatcmpl-ID","model":"NAME","token_ids":[...]}
  *   completions: [{"request_id":"cmpl-ID-0","model":"NAME","token_ids":[...]}, ...]
  *                one entry per prompt
+ *
+ * POST /v1/chat/completions/input_tokens (llama-server's, also without
+ * /v1) counts the same prompt: {"input_tokens": N}.
  */
 #include <stdio.h>
 
@@ -67,7 +70,25 @@ static enum st_status render_all(struct st_call *c, const struct st_oai_request 
     return ST_OK;
 }
 
-static enum st_route_result render(struct st_call *c, enum st_oai_kind kind)
+/* The chat prompt's token count into 'o'. */
+static enum st_status count_chat(struct st_call *c, const struct st_oai_request *oq,
+                                 int32_t model, struct st_out *o, struct st_api_error *e)
+{
+    struct st_request *req = st_request_new();
+    if (!req)
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    req->model = model;
+    enum st_status rc = st_gen_prompt_tokens(c, oq, 0, req, e);
+    if (rc == ST_OK) {
+        st_out_text(o, "{");
+        st_out_kv_i64(o, "input_tokens", req->n_tokens);
+        st_out_text(o, "}");
+    }
+    st_request_unref(req);
+    return rc;
+}
+
+static enum st_route_result render(struct st_call *c, enum st_oai_kind kind, bool count)
 {
     struct st_oai_request oq;
     struct st_api_error e;
@@ -82,7 +103,8 @@ static enum st_route_result render(struct st_call *c, enum st_oai_kind kind)
     struct st_out o;
     st_buf_init(&b);
     st_out_init(&o, &b);
-    enum st_status rc = render_all(c, &oq, model, &o, &e);
+    enum st_status rc = count ? count_chat(c, &oq, model, &o, &e)
+                              : render_all(c, &oq, model, &o, &e);
     st_oai_request_fini(&oq);
     if (rc != ST_OK) {
         st_buf_fini(&b);
@@ -93,10 +115,15 @@ static enum st_route_result render(struct st_call *c, enum st_oai_kind kind)
 
 enum st_route_result st_h_chat_render(struct st_call *c)
 {
-    return render(c, ST_OAI_CHAT);
+    return render(c, ST_OAI_CHAT, false);
+}
+
+enum st_route_result st_h_chat_input_tokens(struct st_call *c)
+{
+    return render(c, ST_OAI_CHAT, true);
 }
 
 enum st_route_result st_h_completions_render(struct st_call *c)
 {
-    return render(c, ST_OAI_COMPLETION);
+    return render(c, ST_OAI_COMPLETION, false);
 }

@@ -56,6 +56,6 @@ enum st_status st_embed_parse(const char *body, size_t len, struct st_embed_requ
 /* Handlers (h_completions.c, h_embeddings.c; h_render.c: the token ids of
  * a chat or completions body, for routers). */
 st_route_fn st_h_chat, st_h_completions, st_h_embeddings;
-st_route_fn st_h_chat_render, st_h_completions_render;
+st_route_fn st_h_chat_render, st_h_completions_render, st_h_chat_input_tokens;
 
 #endif /* STRATA_SERVER_OPENAI_OAI_H */

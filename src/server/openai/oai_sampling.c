@@ -7,7 +7,8 @@
  *   repeat_last_n     integer >= -1 (64; 0 = off, -1 = the whole context)
  *   logit_bias        object {"<token id>": number in [-100, 100]}, at most
  *                     ST_MAX_LOGIT_BIAS entries; a token named twice ("7", "07")
- *                     takes the last value, as a JSON parser keeps the last key
+ *                     takes the last value, as a JSON parser keeps the last key;
+ *                     or llama-server's array [[id, bias or false], ...]
  *   response_format   {"type": "text"}, {"type": "json_object"} (the output
  *                     is constrained to one JSON object: params.json_object) or
  *                     {"type": "json_schema", "json_schema": {...}} (to a
@@ -75,16 +76,43 @@ static enum st_status bias_entry(const cJSON *it, struct st_logit_bias *out,
     return ST_OK;
 }
 
+/* llama-server's array form: [token id, bias], bias a number in [-100,
+ * 100] or false (never this token: the strongest bias, -100). */
+static enum st_status bias_pair(const cJSON *it, struct st_logit_bias *out,
+                                struct st_api_error *e)
+{
+    const cJSON *tok = cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2
+                           ? cJSON_GetArrayItem(it, 0) : NULL;
+    const cJSON *val = tok ? cJSON_GetArrayItem(it, 1) : NULL;
+    double t = cJSON_IsNumber(tok) ? tok->valuedouble : -1.0;
+    if (!(t >= 0.0 && t <= (double)INT32_MAX && t == (double)(int64_t)t))
+        return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
+                                "Invalid entry in 'logit_bias': expected [token id, bias] with "
+                                "an integer token id from 0 to 2147483647 (text pieces are not "
+                                "supported).");
+    out->token = (int32_t)t;
+    if (cJSON_IsFalse(val)) {
+        out->bias = -100.0f;
+        return ST_OK;
+    }
+    if (!cJSON_IsNumber(val) || !(val->valuedouble >= -100.0 && val->valuedouble <= 100.0))
+        return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
+                                "Invalid value in 'logit_bias' for token %d: expected a number "
+                                "from -100 to 100, or false.", (int)out->token);
+    out->bias = (float)val->valuedouble;
+    return ST_OK;
+}
+
 static enum st_status parse_bias(const cJSON *root, struct st_gen_params *p,
                                  struct st_api_error *e)
 {
     const cJSON *v = st_oai_field(root, "logit_bias");
     if (!v)
         return ST_OK;
-    if (!cJSON_IsObject(v))
+    if (!cJSON_IsObject(v) && !cJSON_IsArray(v))
         return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
                                 "Invalid type for 'logit_bias': expected an object mapping "
-                                "token ids to numbers.");
+                                "token ids to numbers (or llama-server's [[id, bias], ...]).");
     int n = cJSON_GetArraySize(v);
     if (n > ST_MAX_LOGIT_BIAS)
         return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
@@ -98,7 +126,8 @@ static enum st_status parse_bias(const cJSON *root, struct st_gen_params *p,
     int32_t i = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
-        enum st_status rc = bias_entry(it, &b[i], e);
+        enum st_status rc = cJSON_IsArray(v) ? bias_pair(it, &b[i], e)
+                                              : bias_entry(it, &b[i], e);
         if (rc != ST_OK) {
             free(b);
             return rc;

@@ -1,0 +1,41 @@
+// A llama-server command line, as llama.cpp's server tests start it, serves here:
+// its flags are accepted (docs/CLI.md "llama-server flags"), -n caps a reply that
+// asks for no length, and the first stream delta's content is null as llama-server's.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, postJSON, parseSSE } from './lib/server.mjs';
+
+describe("llama-server's command line", () => {
+  let srv;
+  before(async () => {
+    srv = await startServer(['--temp', '0.8', '--seed', '42', '--batch-size', '32', '--no-slots',
+      '--alias', 'tinyllama-2', '--ctx-size', '512', '--parallel', '2', '--n-predict', '3',
+      '--no-jinja', '-fa', 'on', '--cont-batching', '--metrics', '--sim-tokens', '10',
+      '--sim-decode-tps', '2000']);
+  });
+  after(async () => { await srv.stop(); });
+
+  test('each accepted flag is named in a warning', () => {
+    for (const f of ['--temp 0.8', '--seed 42', '--batch-size 32', '--no-slots', '-fa on', '--metrics'])
+      assert.match(srv.log(), new RegExp(`${f}: llama-server flag accepted`), f);
+  });
+
+  test('-n caps a request that sets no length, not one that does', async () => {
+    const a = await postJSON(srv, '/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(a.status, 200, a.text);
+    assert.equal(a.json.usage.completion_tokens, 3);
+    assert.equal(a.json.choices[0].finish_reason, 'length');
+    const b = await postJSON(srv, '/completion', { prompt: 'one', n_predict: 5 });
+    assert.equal(b.json.tokens_predicted, 5);
+  });
+
+  test('the first stream delta carries role and a null content', async () => {
+    const r = await postJSON(srv, '/v1/chat/completions', { stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const ev = parseSSE(r.text).filter((e) => e.data !== '[DONE]').map((e) => JSON.parse(e.data));
+    assert.deepEqual(ev[0].choices[0].delta, { role: 'assistant', content: null });
+    for (const c of ev) {
+      const d = c.choices[0]?.delta;
+      if (d && d.content !== undefined && d.content !== null) assert.ok(d.content.length > 0);
+    }
+  });
+});
