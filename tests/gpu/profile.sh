@@ -5,7 +5,10 @@
 # one replay pass) and sums the durations by kernel name: count, total and
 # mean per kernel, as a share of the profiled time, into $OUT/profile.txt.
 # Run after tests/gpu/fetch_debs.sh here, with carry [".deps"]:
-#     tests/gpu/profile.sh [NP]
+#     tests/gpu/profile.sh [NP] [KERNEL]
+# With KERNEL (a kernel name, e.g. attn_split), after the summary: Nsight
+# Compute's full section set on that kernel's first decode launches (stall
+# reasons, occupancy, memory) into $OUT/kernel.txt.
 # ncu serializes kernels and keeps the caches warm between them
 # (--cache-control none: its default flush made every small kernel wait on
 # cold HBM reads, and the sum exceeded the wall time), so the sum is the
@@ -15,6 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 NP=${1:-1}
+KERNEL=${2:-}
 OUTD=${OUT:-build-gpu}
 mkdir -p "$OUTD" build-gpu
 export PATH=/usr/local/cuda/bin:$PATH
@@ -53,3 +57,9 @@ for k, t in sorted(tot.items(), key=lambda kv: -kv[1]):
     print(f"{100*t/all_ns:5.1f}%  {t/1e6:9.3f} ms  {cnt[k]:6d} x {t/cnt[k]/1e3:8.2f} us  {k}")
 PY
 head -40 "$OUTD/profile.txt"; grep "decode np" "$OUTD/bench.log" | head -3
+if [[ -n $KERNEL ]]; then
+    timeout 200 ncu --clock-control none --kernel-name "regex:$KERNEL" --launch-skip 40 \
+        --launch-count 2 --set full build-gpu/tests/gpu_bench run $M/big-q4_k.gguf -b cuda \
+        -np "$NP" -n 4 -p 0 -c 4096 >"$OUTD/kernel.txt" 2>&1
+    echo "ncu $KERNEL exit $?"
+fi
