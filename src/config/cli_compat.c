@@ -48,8 +48,6 @@ static const struct st_cli_compat compat[] = {
     { "--no-slots", NULL, false, ST_OPT_COUNT, NULL, "/slots is always served", NULL },
     { "--embedding", "--embeddings", false, ST_OPT_COUNT, NULL,
       "/v1/embeddings is always served", NULL },
-    { "--kv-unified", "-kvu", false, ST_OPT_COUNT, NULL, "each slot has its own KV region", NULL },
-    { "--no-kv-unified", NULL, false, ST_OPT_COUNT, NULL, "each slot has its own KV region", NULL },
     { "--swa-full", NULL, false, ST_OPT_COUNT, NULL, "no sliding-window models", NULL },
     { "--context-shift", NULL, false, ST_OPT_COUNT, NULL,
       "no context shift: a full context ends the reply", NULL },

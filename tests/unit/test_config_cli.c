@@ -603,6 +603,7 @@ START_TEST(test_config_cli_llama_server_flags)
     const char *e[] = { "--lora", "x.gguf" };
     const char *f[] = { "--reasoning", "off" };
     const char *g[] = { "-rea", "maybe" };
+    const char *h[] = { "-kvu" };   /* a llama-server flag that is ours too: no warning */
     struct st_config cfg;
     struct st_err err = { 0 };
     bool help;
@@ -623,6 +624,10 @@ START_TEST(test_config_cli_llama_server_flags)
     apply_err(ARGC(c), c, "--temp: missing value", false);
     apply_err(ARGC(d), d, "--offline: takes no value (got 1)", false);
     apply_err(ARGC(e), e, "--lora: unknown flag", false);
+    ck_assert_int_eq(st_config_from_args(&cfg, ARGC(h), (char **)h, &help, &err), ST_OK);
+    ck_assert(cfg.kv_unified);
+    ck_assert_uint_eq(cfg.n_warnings, 0);
+    st_config_fini(&cfg);
     ck_assert_int_eq(st_config_from_args(&cfg, ARGC(f), (char **)f, &help, &err), ST_OK);
     ck_assert_int_eq(cfg.reasoning_budget, 0);
     st_config_fini(&cfg);
