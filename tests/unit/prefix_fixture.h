@@ -158,4 +158,37 @@ static inline struct st_pool_stats stats(struct fixture *f)
     return st;
 }
 
+/* ---- the scheduler's slot-choosing admit, alone ---- */
+
+/* A slot-choosing callback that names *(int32_t *)ctx whatever is offered. */
+static inline int32_t fx_choose_const(void *ctx, const struct st_sched_job *job,
+                                      int32_t offered)
+{
+    (void)job;
+    (void)offered;
+    return *(const int32_t *)ctx;
+}
+
+/* A batching scheduler on 'clk' (set to 0) with one engine of n_slots and
+ * the jobs j[0..n) submitted, 10 prompt tokens each, ids "j0", "j1", ... */
+static inline struct st_sched *fx_sched_with_jobs(struct st_clock_manual *clk, int32_t n_slots,
+                                                  struct st_sched_job *j, int n)
+{
+    struct st_sched_config sc;
+    struct st_sched *s = NULL;
+    st_clock_manual_init(clk, 0);
+    st_sched_config_defaults(&sc);
+    sc.batch = true;
+    sc.log_dispatch = false;
+    ck_assert(st_sched_new(&sc, &clk->clock, &s, NULL) == ST_OK);
+    ck_assert_int_eq(st_sched_add_engine(s, n_slots, 0), 0);
+    memset(j, 0, (size_t)n * sizeof(*j));
+    for (int i = 0; i < n; i++) {
+        j[i].prompt_tokens = 10;
+        snprintf(j[i].request_id, sizeof(j[i].request_id), "j%d", i);
+        ck_assert(st_sched_submit(s, &j[i], NULL) == ST_OK);
+    }
+    return s;
+}
+
 #endif /* STRATA_TEST_PREFIX_FIXTURE_H */

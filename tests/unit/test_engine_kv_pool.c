@@ -214,33 +214,13 @@ END_TEST
 
 /* ---- the scheduler: a job with no room stays first in line ----------------- */
 
-static int32_t choose_const(void *ctx, const struct st_sched_job *job, int32_t offered)
-{
-    (void)job;
-    (void)offered;
-    return *(const int32_t *)ctx;
-}
-
 START_TEST(test_kv_pool_sched_wait_keeps_the_job_first)
 {
     struct st_clock_manual clk;
-    st_clock_manual_init(&clk, 0);
-    struct st_sched_config sc;
-    st_sched_config_defaults(&sc);
-    sc.batch = true;
-    sc.log_dispatch = false;
-    struct st_sched *s = NULL;
-    ck_assert(st_sched_new(&sc, &clk.clock, &s, NULL) == ST_OK);
-    ck_assert_int_eq(st_sched_add_engine(s, 2, 0), 0);
     struct st_sched_job j[2];
-    memset(j, 0, sizeof(j));
-    for (int i = 0; i < 2; i++) {
-        j[i].prompt_tokens = 10;
-        snprintf(j[i].request_id, sizeof(j[i].request_id), "j%d", i);
-        ck_assert(st_sched_submit(s, &j[i], NULL) == ST_OK);
-    }
+    struct st_sched *s = fx_sched_with_jobs(&clk, 2, j, 2);
     int32_t want = ST_SCHED_SLOT_WAIT;
-    ck_assert_ptr_null(st_sched_admit_to(s, 0, 0, choose_const, &want));
+    ck_assert_ptr_null(st_sched_admit_to(s, 0, 0, fx_choose_const, &want));
     ck_assert_int_eq(j[0].state, ST_JOB_WAITING);   /* not granted, not skipped */
     ck_assert_int_eq(j[1].state, ST_JOB_WAITING);
     struct st_sched_stats st;
@@ -248,7 +228,7 @@ START_TEST(test_kv_pool_sched_wait_keeps_the_job_first)
     ck_assert_int_eq(st.waiting, 2);
     ck_assert_int_eq(st.running, 0);
     want = 1;   /* room now: the same first job, in the slot chosen */
-    ck_assert_ptr_eq(st_sched_admit_to(s, 0, 0, choose_const, &want), &j[0]);
+    ck_assert_ptr_eq(st_sched_admit_to(s, 0, 0, fx_choose_const, &want), &j[0]);
     ck_assert_int_eq(j[0].slot, 1);
     st_sched_finish(s, &j[0], ST_OUTCOME_COMPLETED, NULL);
     ck_assert(st_sched_cancel(s, &j[1]));

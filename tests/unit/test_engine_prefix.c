@@ -299,39 +299,19 @@ END_TEST
 
 /* ---- the scheduler's slot-choosing admit ----------------------------------- */
 
-static int32_t choose_const(void *ctx, const struct st_sched_job *job, int32_t offered)
-{
-    (void)job;
-    (void)offered;
-    return *(const int32_t *)ctx;
-}
-
 START_TEST(test_engine_prefix_sched_admit_to_slot)
 {
     struct st_clock_manual clk;
-    st_clock_manual_init(&clk, 0);
-    struct st_sched_config sc;
-    st_sched_config_defaults(&sc);
-    sc.batch = true;
-    sc.log_dispatch = false;
-    struct st_sched *s = NULL;
-    ck_assert(st_sched_new(&sc, &clk.clock, &s, NULL) == ST_OK);
-    ck_assert_int_eq(st_sched_add_engine(s, 3, 0), 0);
     struct st_sched_job j[3];
-    memset(j, 0, sizeof(j));
-    for (int i = 0; i < 3; i++) {
-        j[i].prompt_tokens = 10;
-        snprintf(j[i].request_id, sizeof(j[i].request_id), "j%d", i);
-        ck_assert(st_sched_submit(s, &j[i], NULL) == ST_OK);
-    }
+    struct st_sched *s = fx_sched_with_jobs(&clk, 3, j, 3);
     int32_t want = 2;
-    ck_assert_ptr_eq(st_sched_admit_to(s, 0, 0, choose_const, &want), &j[0]);
+    ck_assert_ptr_eq(st_sched_admit_to(s, 0, 0, fx_choose_const, &want), &j[0]);
     ck_assert_int_eq(j[0].slot, 2);
     want = 2;   /* taken now: the offered slot is used instead */
-    ck_assert_ptr_eq(st_sched_admit_to(s, 0, 1, choose_const, &want), &j[1]);
+    ck_assert_ptr_eq(st_sched_admit_to(s, 0, 1, fx_choose_const, &want), &j[1]);
     ck_assert_int_eq(j[1].slot, 1);
     want = 7;   /* no such slot */
-    ck_assert_ptr_eq(st_sched_admit_to(s, 0, 0, choose_const, &want), &j[2]);
+    ck_assert_ptr_eq(st_sched_admit_to(s, 0, 0, fx_choose_const, &want), &j[2]);
     ck_assert_int_eq(j[2].slot, 0);
     struct st_activity act[3];
     ck_assert_uint_eq(st_sched_activity(s, act, 3), 3);
