@@ -129,9 +129,11 @@ static enum st_status init_desc(struct st_backend *be, enum st_dtype type,
     return ST_OK;
 }
 
-enum st_status st_backend_alloc(struct st_backend *be, enum st_dtype type,
-                                const int64_t ne[ST_TENSOR_DIMS], struct st_tensor *out,
-                                struct st_err *err)
+/* An owned tensor of 'type' and shape 'ne'; lazy: its memory is committed
+ * as it is written (st_backend_alloc_lazy). */
+static enum st_status alloc_tensor(struct st_backend *be, enum st_dtype type,
+                                   const int64_t ne[ST_TENSOR_DIMS], bool lazy,
+                                   struct st_tensor *out, struct st_err *err)
 {
     struct st_tensor t;
     size_t nbytes = 0;
@@ -140,36 +142,32 @@ enum st_status st_backend_alloc(struct st_backend *be, enum st_dtype type,
     memset(out, 0, sizeof(*out));
     if (rc != ST_OK)
         return rc;
-    t.flags = ST_TENSOR_OWNED;
-    rc = be->ops->alloc(be, &t, nbytes, err);
+    if (lazy && !be->ops->alloc_lazy)
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "the %s backend has no lazily committed "
+                          "memory", be->ops->name);
+    t.flags = ST_TENSOR_OWNED | (lazy ? ST_TENSOR_LAZY : 0);
+    rc = lazy ? be->ops->alloc_lazy(be, &t, nbytes, err) : be->ops->alloc(be, &t, nbytes, err);
     if (rc == ST_OK)
         *out = t;
     return rc;
 }
 
-static enum st_status check_range(const struct st_tensor *t, size_t offset, size_t n,
-                                  const char *what, struct st_err *err);
+enum st_status st_backend_alloc(struct st_backend *be, enum st_dtype type,
+                                const int64_t ne[ST_TENSOR_DIMS], struct st_tensor *out,
+                                struct st_err *err)
+{
+    return alloc_tensor(be, type, ne, false, out, err);
+}
 
 enum st_status st_backend_alloc_lazy(struct st_backend *be, enum st_dtype type,
                                      const int64_t ne[ST_TENSOR_DIMS], struct st_tensor *out,
                                      struct st_err *err)
 {
-    struct st_tensor t;
-    size_t nbytes = 0;
-    enum st_status rc = init_desc(be, type, ne, &t, &nbytes, err);
-
-    memset(out, 0, sizeof(*out));
-    if (rc != ST_OK)
-        return rc;
-    if (!be->ops->alloc_lazy)
-        return st_err_set(err, ST_ERR_UNSUPPORTED, "the %s backend has no lazily committed "
-                          "memory", be->ops->name);
-    t.flags = ST_TENSOR_OWNED | ST_TENSOR_LAZY;
-    rc = be->ops->alloc_lazy(be, &t, nbytes, err);
-    if (rc == ST_OK)
-        *out = t;
-    return rc;
+    return alloc_tensor(be, type, ne, true, out, err);
 }
+
+static enum st_status check_range(const struct st_tensor *t, size_t offset, size_t n,
+                                  const char *what, struct st_err *err);
 
 size_t st_backend_discard(struct st_backend *be, const struct st_tensor *t, size_t offset,
                           size_t n)
