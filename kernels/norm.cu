@@ -38,6 +38,21 @@ static __device__ __forceinline__ double warp_sum_d(double v)
     return v;
 }
 
+/* A block's sum of the threads' ss: each warp's butterfly, the warp sums
+ * once through shared memory (part: THREADS / 32), then every warp adds
+ * them with the same butterfly, so all threads get the same bits without
+ * a second barrier. */
+template <int THREADS>
+static __device__ __forceinline__ double block_sum_d(double ss, double *part)
+{
+    const int lane = threadIdx.x % 32;
+    ss = warp_sum_d(ss);
+    if (lane == 0)
+        part[threadIdx.x / 32] = ss;
+    __syncthreads();
+    return warp_sum_d(lane < THREADS / 32 ? part[lane] : 0.0);
+}
+
 /* The q8_1 epilogue: lane l of a warp holds element 32b + l of block b of
  * the row (all 32 lanes present: the caller's g % 32 == 0), exactly as
  * quantize.cu's kernel holds them, so the bytes are the same as
@@ -172,15 +187,10 @@ rms_norm_block(float *out, float *x, const float *add, const float *w, int64_t g
 {
     __shared__ double part[THREADS / 32];
     const int64_t r = blockIdx.x;
-    const int lane = threadIdx.x % 32;
     float v[NORM_NPT], wv[NORM_NPT];
     double ss = norm_load<ADD>(v, wv, x + r * g, ADD ? add + r * g : NULL, w, g, threadIdx.x,
                                THREADS);
-    ss = warp_sum_d(ss);
-    if (lane == 0)
-        part[threadIdx.x / 32] = ss;
-    __syncthreads();
-    ss = warp_sum_d(lane < THREADS / 32 ? part[lane] : 0.0);
+    ss = block_sum_d<THREADS>(ss, part);
     norm_store<Q>(out + r * g, v, wv, g, norm_scale(ss, g, eps),
                   Q ? q + (size_t)r * q_stride : NULL, threadIdx.x, THREADS);
 }
@@ -193,7 +203,6 @@ rms_norm_loop(float *out, float *x, const float *add, const float *w, int64_t g,
 {
     __shared__ double part[NORM_THREADS / 32];
     const int64_t r = blockIdx.x;
-    const int lane = threadIdx.x % 32;
     float *xg = x + r * g;
     double ss = 0.0;
     for (int64_t i = threadIdx.x; i < g; i += NORM_THREADS) {
@@ -204,12 +213,7 @@ rms_norm_loop(float *out, float *x, const float *add, const float *w, int64_t g,
         }
         ss = fma((double)v, (double)v, ss);
     }
-    ss = warp_sum_d(ss);
-    if (lane == 0)
-        part[threadIdx.x / 32] = ss;
-    __syncthreads();
-    const float scale = norm_scale(warp_sum_d(lane < NORM_THREADS / 32 ? part[lane] : 0.0), g,
-                                   eps);
+    const float scale = norm_scale(block_sum_d<NORM_THREADS>(ss, part), g, eps);
     for (int64_t i = threadIdx.x; i < g; i += NORM_THREADS) {
         const float o = xg[i] * scale * w[i];
         out[r * g + i] = o;
