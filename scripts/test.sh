@@ -42,7 +42,7 @@ echo "== CUDA on the CPU (tests/cuemu) under AddressSanitizer + UBSan: the CUDA 
 cmake -S . -B build-cuemu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_WERROR=ON -DSTRATA_SANITIZE=ON \
       -DSTRATA_CUDA_EMU=ON >/dev/null
 cmake --build build-cuemu -j"$jobs" --target strata test_cuemu test_cuda_kern_host test_cuda_ops \
-      test_cuda_model
+      test_cuda_model test_cuda_status
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     run_ctest build-cuemu -L cuda
 
