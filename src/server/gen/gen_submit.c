@@ -367,7 +367,7 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
         st_call_grammar_ref(calls);
         req->params.tool_calls = calls;
     } else {
-        st_gen_reply_json_think(oq, c->srv->cfg.reasoning_format, text, g->think_vocab,
+        st_gen_reply_json_think(oq, c->srv->cfg.reasoning_format, text, g->json_think_vocab,
                                 &req->params);
     }
     drop_stops_if_constrained(&req->params);
@@ -444,6 +444,36 @@ static uint8_t think_vocab(struct st_call *c, int32_t model)
     return v;
 }
 
+/* Does the model's template ever write a think block? A probe chat with
+ * a reasoning turn and enable_thinking false: Qwen3 and QwQ render a
+ * (possibly empty) block, Qwen3-Thinking opens one; a plain ChatML
+ * template (Qwen2.5, make-model's tiny preset) renders none, and a model
+ * so templated is not given an optional block before its JSON (nor by
+ * llama-server: its grammar is the document's alone). Only ChatML is
+ * judged so (other families, the sim's plain text, a probe that fails to
+ * render: as before, the vocabulary decides). */
+static bool template_thinks(struct st_call *c, int32_t model)
+{
+    struct st_chat_request probe;
+    struct st_err err = { 0 };
+    st_chat_request_init(&probe);
+    if (st_chat_request_parse(&probe,
+                              "[{\"role\":\"user\",\"content\":\"a\"},"
+                              "{\"role\":\"assistant\",\"content\":\"b\","
+                              "\"reasoning_content\":\"c\"},"
+                              "{\"role\":\"user\",\"content\":\"d\"}]",
+                              NULL, "{\"enable_thinking\":false}", &err) != ST_OK)
+        return true;
+    char *text = NULL;
+    bool thinks = st_engine_pool_apply_template(c->srv->pool, model, &probe,
+                                                ST_CHAT_END_GENERATE, &text, &err) != ST_OK ||
+                  !strstr(text, "<|im_start|>") || strstr(text, "<think>") ||
+                  strstr(text, "</think>");
+    free(text);
+    st_chat_request_fini(&probe);
+    return thinks;
+}
+
 /* The request's chat with the thinking budget's kwargs (a view: borrows
  * oq's); returns the kwargs it made, for the caller to delete, or NULL. */
 static cJSON *chat_with_budget(struct st_call *c, const struct st_oai_request *oq,
@@ -481,6 +511,12 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
     /* only a constrained reply or a thinking budget asks */
     if (oq->kind == ST_OAI_CHAT && (constrained || budget >= 0))
         g->think_vocab = think_vocab(c, g->model);
+    /* a thinking budget or enable_thinking true asks for the block whatever
+     * the template */
+    if (g->think_vocab && constrained)
+        g->json_think_vocab = budget >= 0 ||
+                              cJSON_IsTrue(st_chat_request_kwarg(&oq->chat, "enable_thinking")) ||
+                              template_thinks(c, g->model) ? g->think_vocab : 0;
     struct st_chat_request chat;
     cJSON *kwargs = chat_with_budget(c, oq, &chat);
     struct budget bud = { .budget = -1 };
