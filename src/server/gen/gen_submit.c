@@ -500,6 +500,15 @@ enum st_status st_gen_prompt_tokens(struct st_call *c, const struct st_oai_reque
     return rc;
 }
 
+/* llama-server's "__verbose" (the body's "verbose", else on with
+ * --verbose): OpenAI-shaped chat and completions answers, not streamed. */
+static bool want_verbose(const struct st_gen *g,
+                         const struct st_oai_request *oq)
+{
+    bool on = oq->verbose >= 0 ? oq->verbose == 1 : st_log_enabled(ST_LOG_DEBUG);
+    return on && !g->stream && !g->llama.on && !g->resp && !g->embed.on;
+}
+
 static enum st_status build_requests(struct st_call *c, struct st_gen *g,
                                      const struct st_oai_request *oq, struct st_api_error *e)
 {
@@ -528,6 +537,9 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
             (st_gen_reply_setup(g, oq, c->srv->cfg.reasoning_format, text) != ST_OK ||
              st_gen_reply_calls(oq, c->srv->cfg.reasoning_format, text, g->think_vocab,
                                 &calls) != ST_OK))
+            rc = st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+        if (rc == ST_OK && i == 0 && want_verbose(g, oq) &&
+            !(g->verbose_prompt = strdup(text)))
             rc = st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
         if (rc == ST_OK && i == 0)
             budget_setup(c, g, oq, text, oq->params.json_object || oq->params.json_schema ||

@@ -184,6 +184,26 @@ enum st_status st_llama_final(struct st_buf *out, const struct st_gen *g,
     return st_out_finish(&o);
 }
 
+enum st_status st_llama_verbose(struct st_buf *out, const struct st_gen *g)
+{
+    if (out->len < 2 || out->data[out->len - 1] != '}' || g->n_choices < 1)
+        return ST_OK;
+    out->len--;
+    enum st_status rc = st_buf_append(out, ",\"__verbose\":", 13);
+    if (rc == ST_OK)
+        rc = st_llama_final(out, g, &g->choices[0], false);
+    if (rc != ST_OK)
+        return rc;
+    out->len--;   /* the result's own brace: its "prompt" follows */
+    struct st_out o;
+    st_out_init(&o, out);
+    st_out_text(&o, ",");
+    st_out_key(&o, "prompt");
+    st_out_json_str(&o, g->verbose_prompt, strlen(g->verbose_prompt));
+    st_out_text(&o, "}}");
+    return st_out_finish(&o);
+}
+
 enum st_status st_llama_body(struct st_buf *out, const struct st_gen *g)
 {
     bool many = g->n_choices > 1;

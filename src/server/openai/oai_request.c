@@ -24,6 +24,7 @@
  *   presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n,
  *   logit_bias, response_format, grammar: see oai_sampling.c
  *   cache_prompt     boolean, default true (llama-server; false: no prefix reuse)
+ *   verbose          boolean (llama-server): "__verbose" in the answer (gen.c)
  *   suffix           completions: string, the text after the completion (OpenAI's
  *                    legacy insert mode): the prompt becomes a fill-in-the-middle
  *                    prompt (gen/gen_fim.c); not with echo
@@ -49,6 +50,7 @@ void st_oai_request_init(struct st_oai_request *r)
     r->n = 1;
     r->cache_prompt = true;
     r->prompt_logprobs = -1;
+    r->verbose = -1;
 }
 
 void st_oai_request_fini(struct st_oai_request *r)
@@ -352,6 +354,11 @@ static enum st_status parse_common(const cJSON *root, const struct st_oai_names 
         rc = parse_scoring(root, r, e);
     if (rc == ST_OK)
         rc = st_oai_get_bool(root, "cache_prompt", &r->cache_prompt, NULL, e);
+    bool verbose = false, has_verbose = false;
+    if (rc == ST_OK)
+        rc = st_oai_get_bool(root, "verbose", &verbose, &has_verbose, e);
+    if (has_verbose)
+        r->verbose = verbose;
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(root, "priority");
     if (pr)
         r->has_priority = st_priority_from_json(cJSON_IsNumber(pr),
