@@ -420,6 +420,51 @@ static enum st_status check_bias(struct st_call *c, const struct st_oai_request 
     return ST_OK;
 }
 
+/* logit_bias keyed by text (llama-server's): every token of the text, as
+ * plain text (no special tokens), gets its bias; a token named again
+ * takes the last value. Into oq->params.logit_bias, before it is copied. */
+static enum st_status bias_text(struct st_call *c, struct st_oai_request *oq, int32_t model,
+                                struct st_api_error *e)
+{
+    struct st_gen_params *p = &oq->params;
+    const cJSON *pair;
+    cJSON_ArrayForEach(pair, oq->bias_text) {
+        const char *text = cJSON_GetArrayItem(pair, 0)->valuestring;
+        float bias = (float)cJSON_GetArrayItem(pair, 1)->valuedouble;
+        int32_t *ids = NULL;
+        size_t n = 0;
+        struct st_err err = { 0 };
+        enum st_status rc = st_engine_pool_tokenize(c->srv->pool, model, text, strlen(text),
+                                                    false, false, &ids, &n, &err);
+        if (rc != ST_OK)
+            return st_api_error_set(e, rc, rc == ST_ERR_NOMEM ? NULL : "logit_bias", NULL,
+                                    "%s", err.msg[0] ? err.msg : st_status_msg(rc));
+        for (size_t k = 0; k < n && rc == ST_OK; k++) {
+            int32_t j = 0;
+            while (j < p->n_logit_bias && p->logit_bias[j].token != ids[k])
+                j++;
+            if (j == p->n_logit_bias) {
+                struct st_logit_bias *b = NULL;
+                if (j >= ST_MAX_LOGIT_BIAS)
+                    rc = st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
+                                          "Invalid 'logit_bias': its texts make more than %d "
+                                          "tokens.", ST_MAX_LOGIT_BIAS);
+                else if (!(b = realloc(p->logit_bias, (size_t)(j + 1) * sizeof(*b))))
+                    rc = st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+                if (rc != ST_OK)
+                    break;
+                p->logit_bias = b;
+                p->n_logit_bias++;
+            }
+            p->logit_bias[j] = (struct st_logit_bias){ .token = ids[k], .bias = bias };
+        }
+        free(ids);
+        if (rc != ST_OK)
+            return rc;
+    }
+    return ST_OK;
+}
+
 /* Is 'text' one token of the model (a special token such as <think>)? */
 static bool one_token(struct st_call *c, int32_t model, const char *text)
 {
@@ -627,7 +672,8 @@ static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *
     struct st_api_error e;
     int32_t model;
     if (st_gen_pick_model(c, oq->model, &model, &e) != ST_OK ||
-        st_gen_check_ready(c, &e) != ST_OK) {
+        st_gen_check_ready(c, &e) != ST_OK ||
+        (oq->bias_text && bias_text(c, oq, model, &e) != ST_OK)) {
         st_gen_shape_free(resp);
         st_gen_log_refused(c, &e);
         return st_reply_error(c, &e);
