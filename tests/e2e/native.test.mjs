@@ -45,6 +45,12 @@ describe('/completion on the sim', () => {
     assert.equal(lt.status, 400, lt.text);   // an empty text is neither
     assert.equal(lt.json.error.param, 'logit_bias');
     assert.equal(b.timings.predicted_n, 3);
+    // prompt_n the tokens read, cache_n those reused (llama-server's split)
+    assert.equal(b.timings.prompt_n + b.timings.cache_n, b.tokens_evaluated);
+    const again = await postJSON(srv, '/completion', { prompt: 'one two three', n_predict: 3 });
+    assert.ok(again.json.timings.cache_n > 0, again.text);
+    assert.equal(again.json.timings.cache_n, again.json.tokens_cached);
+    assert.equal(again.json.timings.prompt_n + again.json.timings.cache_n, again.json.tokens_evaluated);
     assert.equal(b.model, 'default');
     assert.equal(b.completion_probabilities, undefined);
 
