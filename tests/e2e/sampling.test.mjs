@@ -103,7 +103,7 @@ describe('penalties and logit_bias on a real model', () => {
       [{ frequency_penalty: -3 }, 'frequency_penalty'],
       [{ repeat_penalty: 0 }, 'repeat_penalty'],
       [{ repeat_last_n: -2 }, 'repeat_last_n'],
-      [{ logit_bias: { abc: 1 } }, 'logit_bias'],
+      [{ logit_bias: { '-1': 1 } }, 'logit_bias'],   // a number, not an id (text keys are tokenized)
       [{ logit_bias: { 5: 150 } }, 'logit_bias'],
       [{ logit_bias: { 100000: 1 } }, 'logit_bias'],   // past the vocabulary
       // a keyword that cannot be enforced is refused, not ignored
