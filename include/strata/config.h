@@ -117,7 +117,7 @@ enum st_opt {
     ST_OPT_MAX_CONNECTIONS, ST_OPT_MAX_CONNECTIONS_PER_IP, ST_OPT_TIMEOUT,
     ST_OPT_HEADER_TIMEOUT, ST_OPT_STREAM_BUFFER,
     ST_OPT_PRIORITY_ORDER,
-    ST_OPT_WEBUI,
+    ST_OPT_WEBUI, ST_OPT_SLOTS,
     ST_OPT_BACKEND, ST_OPT_GPUS, ST_OPT_PARALLEL, ST_OPT_BATCH, ST_OPT_CTX_SIZE,
     ST_OPT_ROPE_SCALING, ST_OPT_ROPE_SCALE, ST_OPT_YARN_ORIG_CTX,
     ST_OPT_CACHE_TYPE_K, ST_OPT_CACHE_TYPE_V, ST_OPT_KV_UNIFIED,
@@ -176,6 +176,8 @@ struct st_config {
                                     * not read before it is cut; default 2 MiB */
     enum st_cfg_priority_order priority_order;
     bool     webui;                /* the dashboard at / (docs/DASHBOARD.md); default on */
+    bool     slots;                /* GET /slots (llama-server's --slots); default on;
+                                    * off: 501 as llama-server's --no-slots */
 
     /* engines (server-level defaults of every model) */
     enum st_cfg_backend backend;   /* default AUTO */

@@ -98,6 +98,8 @@ struct st_server_config {
     size_t      n_model_priority;
     /* Serve the dashboard at / (docs/DASHBOARD.md); false: 404. Default true. */
     bool        webui;
+    /* Serve GET /slots; false: 501 (llama-server's --no-slots). Default true. */
+    bool        slots;
 };
 
 void st_server_config_defaults(struct st_server_config *c);

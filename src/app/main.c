@@ -237,6 +237,7 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->model_priority = r->model_priority;
     s->n_model_priority = c->n_models;
     s->webui = c->webui;
+    s->slots = c->slots;
     return ST_OK;
 }
 

@@ -44,8 +44,6 @@ static const struct st_cli_compat compat[] = {
     { "--offline", NULL, false, ST_OPT_COUNT, NULL, "models are local files; nothing is fetched", NULL },
     { "--no-ui", NULL, false, ST_OPT_COUNT, NULL, "--no-webui turns the dashboard off", NULL },
     { "--metrics", NULL, false, ST_OPT_COUNT, NULL, "/metrics is always served", NULL },
-    { "--slots", NULL, false, ST_OPT_COUNT, NULL, "/slots is always served", NULL },
-    { "--no-slots", NULL, false, ST_OPT_COUNT, NULL, "/slots is always served", NULL },
     { "--embedding", "--embeddings", false, ST_OPT_COUNT, NULL,
       "/v1/embeddings is always served", NULL },
     { "--swa-full", NULL, false, ST_OPT_COUNT, NULL, "no sliding-window models", NULL },

@@ -53,6 +53,7 @@ void st_config_init(struct st_config *c)
     c->stream_buffer = (size_t)2 << 20;
     c->priority_order = ST_CFG_ORDER_HIGH_FIRST;
     c->webui = true;
+    c->slots = true;
     c->backend = ST_CFG_BACKEND_AUTO;
     c->parallel = 4;
     c->ctx_size = 0;   /* ST_CFG_SLOT_CTX per slot */

@@ -123,6 +123,8 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         .help = "high-first: a higher priority number goes first; low-first: vLLM's convention" },
     [ST_OPT_WEBUI] = { ST_OPT_WEBUI, "--webui", NULL, "webui", ST_CFG_FLAG, OFF(webui), NO_HAS,
         .help = "serve the dashboard at / (docs/DASHBOARD.md; --no-webui: off, / answers 404)" },
+    [ST_OPT_SLOTS] = { ST_OPT_SLOTS, "--slots", NULL, "slots", ST_CFG_FLAG, OFF(slots), NO_HAS,
+        .help = "serve GET /slots (--no-slots: 501, as llama-server's; the slot actions stay)" },
     [ST_OPT_BACKEND] = { ST_OPT_BACKEND, "--backend", NULL, "backend", ST_CFG_CHOICE,
         OFF(backend), NO_HAS, .choices = backend_choices,
         .help = "engine backend; auto = cpu, or sim for a config file's model without a path" },

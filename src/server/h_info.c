@@ -378,6 +378,13 @@ static void slot_obj(struct st_out *o, struct st_server *srv, const void *items,
 
 enum st_route_result st_h_slots(struct st_call *c)
 {
+    if (!c->srv->cfg.slots) {   /* --no-slots: llama-server's answer */
+        struct st_api_error e;
+        (void)st_api_error_set(&e, ST_ERR_UNSUPPORTED, NULL, NULL, "This server does not "
+                               "support slots endpoint. Start it with `--slots`");
+        e.http = 501;
+        return st_reply_error(c, &e);
+    }
     size_t total = st_engine_pool_slots(c->srv->pool, NULL, 0);
     struct st_slot_view *v = calloc(total ? total : 1, sizeof(*v));
     if (!v)

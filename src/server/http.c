@@ -50,6 +50,7 @@ void st_server_config_defaults(struct st_server_config *c)
     c->reasoning_budget = -1;
     c->n_predict = -1;
     c->webui = true;
+    c->slots = true;
 }
 
 /* ---- calls ----------------------------------------------------------- */

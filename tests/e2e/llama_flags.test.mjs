@@ -16,8 +16,16 @@ describe("llama-server's command line", () => {
   after(async () => { await srv.stop(); });
 
   test('each accepted flag is named in a warning', () => {
-    for (const f of ['--temp 0.8', '--seed 42', '--batch-size 32', '--no-slots', '-fa on', '--metrics'])
+    for (const f of ['--temp 0.8', '--seed 42', '--batch-size 32', '-fa on', '--metrics'])
       assert.match(srv.log(), new RegExp(`${f}: llama-server flag accepted`), f);
+  });
+
+  test('--no-slots: GET /slots is 501 as llama-server\'s (ours now, no warning)', async () => {
+    assert.doesNotMatch(srv.log(), /--no-slots: llama-server flag accepted/);
+    const r = await fetch(`${srv.url}/slots`);
+    assert.equal(r.status, 501);
+    const b = await r.json();
+    assert.match(b.error.message, /does not support slots endpoint/);
   });
 
   test('-n caps a request that sets no length, not one that does', async () => {

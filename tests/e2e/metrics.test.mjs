@@ -64,7 +64,11 @@ test('every family and every band label is there from the first scrape', async (
     'vllm:num_requests_running': 'gauge',
     'vllm:kv_cache_usage_perc': 'gauge',
     'llamacpp:prompt_tokens_total': 'counter',
+    'llamacpp:prompt_tokens_cached_total': 'counter',
     'llamacpp:tokens_predicted_total': 'counter',
+    'llamacpp:spec_decode_num_draft_tokens_total': 'counter',
+    'llamacpp:spec_decode_num_accepted_tokens_total': 'counter',
+    'llamacpp:spec_decode_num_drafts_total': 'counter',
     'llamacpp:requests_processing': 'gauge',
     'llamacpp:requests_deferred': 'gauge',
   };
@@ -101,7 +105,9 @@ test('every family and every band label is there from the first scrape', async (
   const kv = metric(t, 'vllm:kv_cache_usage_perc');
   assert.ok(kv >= 0 && kv <= 1);
   for (const f of ['llamacpp:prompt_tokens_total', 'llamacpp:tokens_predicted_total',
-    'llamacpp:requests_processing', 'llamacpp:requests_deferred'])
+    'llamacpp:requests_processing', 'llamacpp:requests_deferred', 'llamacpp:prompt_tokens_cached_total',
+    'llamacpp:spec_decode_num_draft_tokens_total', 'llamacpp:spec_decode_num_accepted_tokens_total',
+    'llamacpp:spec_decode_num_drafts_total'])
     assert.equal(metric(t, f), 0, f);
 });
 
@@ -123,6 +129,7 @@ test('counters move with traffic, by band', async () => {
   assert.equal(metric(t, 'strata_cached_prompt_tokens_total'), 6);
   // llama-server's names count the same tokens
   assert.equal(metric(t, 'llamacpp:prompt_tokens_total'), 6);
+  assert.equal(metric(t, 'llamacpp:prompt_tokens_cached_total'), 6);
   assert.equal(metric(t, 'llamacpp:tokens_predicted_total'), 9);
   assert.equal(metric(t, 'llamacpp:requests_processing'), 0);
   assert.equal(metric(t, 'llamacpp:requests_deferred'), 0);

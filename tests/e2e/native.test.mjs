@@ -37,14 +37,20 @@ describe('/completion on the sim', () => {
     const lb = await postJSON(srv, '/completion', { prompt: 'one', n_predict: 1, logit_bias: { 5: -2 } });
     assert.equal(lb.status, 200, lb.text);
     assert.deepEqual(lb.json.generation_settings.logit_bias, [{ token: 5, bias: -2 }]);
-    // llama-server's array form: [id, bias], false = never; text pieces are refused
+    // llama-server's array form: [id, bias], false = never (text: the real model below)
     const la = await postJSON(srv, '/completion', { prompt: 'one', n_predict: 1, logit_bias: [[5, -2], [7, false]] });
     assert.equal(la.status, 200, la.text);
     assert.deepEqual(la.json.generation_settings.logit_bias, [{ token: 5, bias: -2 }, { token: 7, bias: -100 }]);
-    const lt = await postJSON(srv, '/completion', { prompt: 'one', n_predict: 1, logit_bias: [[' the', -2]] });
-    assert.equal(lt.status, 400, lt.text);
+    const lt = await postJSON(srv, '/completion', { prompt: 'one', n_predict: 1, logit_bias: [[' the', -2], ['', 1]] });
+    assert.equal(lt.status, 400, lt.text);   // an empty text is neither
     assert.equal(lt.json.error.param, 'logit_bias');
     assert.equal(b.timings.predicted_n, 3);
+    // prompt_n the tokens read, cache_n those reused (llama-server's split)
+    assert.equal(b.timings.prompt_n + b.timings.cache_n, b.tokens_evaluated);
+    const again = await postJSON(srv, '/completion', { prompt: 'one two three', n_predict: 3 });
+    assert.ok(again.json.timings.cache_n > 0, again.text);
+    assert.equal(again.json.timings.cache_n, again.json.tokens_cached);
+    assert.equal(again.json.timings.prompt_n + again.json.timings.cache_n, again.json.tokens_evaluated);
     assert.equal(b.model, 'default');
     assert.equal(b.completion_probabilities, undefined);
 
@@ -163,5 +169,40 @@ describe('/completion probabilities on a real model (CPU)', () => {
       assert.equal(p.top_probs.length, 2);
       assert.equal(p.logprob, undefined);
     });
+  });
+
+  test('logit_bias keyed by text: each of its tokens, as the same biases by id', async () => {
+    const text = ' hello world';
+    const tok = await postJSON(srv, '/tokenize', { content: text });
+    const ids = tok.json.tokens;
+    assert.ok(ids.length >= 1, tok.text);
+    const body = { prompt: 'The quick brown fox', temperature: 0, n_predict: 6 };
+    const byId = await postJSON(srv, '/completion', { ...body, logit_bias: ids.map((id) => [id, 100]) });
+    assert.equal(byId.status, 200, byId.text);
+    for (const logit_bias of [{ [text]: 100 }, [[text, 100]]]) {
+      const r = await postJSON(srv, '/completion', { ...body, logit_bias });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.content, byId.json.content, JSON.stringify(logit_bias));
+    }
+    // only the text's tokens can win at +100
+    const again = await postJSON(srv, '/tokenize', { content: byId.json.content });
+    for (const id of again.json.tokens) assert.ok(ids.includes(id), byId.json.content);
+    // false bans: the first greedy token, named by its text, is not sampled again
+    const plain = await postJSON(srv, '/completion', { ...body, n_predict: 1, n_probs: 1 });
+    const first = plain.json.completion_probabilities[0];
+    const ban = await postJSON(srv, '/completion', { ...body, n_predict: 1, n_probs: 1,
+      logit_bias: { [first.token]: false } });
+    assert.equal(ban.status, 200, ban.text);
+    assert.notEqual(ban.json.completion_probabilities[0].id, first.id);
+  });
+
+  test('a JSON object prompt: its prompt_string (llama-server); multimodal_data is a 400', async () => {
+    const a = await postJSON(srv, '/completion', { prompt: { prompt_string: 'The quick' }, n_predict: 2, temperature: 0 });
+    const b = await postJSON(srv, '/completion', { prompt: 'The quick', n_predict: 2, temperature: 0 });
+    assert.equal(a.status, 200, a.text);
+    assert.equal(a.json.content, b.json.content);
+    const m = await postJSON(srv, '/completion', { prompt: { prompt_string: 'x', multimodal_data: ['AAAA'] } });
+    assert.equal(m.status, 400, m.text);
+    assert.equal(m.json.error.param, 'prompt');
   });
 });

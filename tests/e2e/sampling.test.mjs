@@ -103,7 +103,7 @@ describe('penalties and logit_bias on a real model', () => {
       [{ frequency_penalty: -3 }, 'frequency_penalty'],
       [{ repeat_penalty: 0 }, 'repeat_penalty'],
       [{ repeat_last_n: -2 }, 'repeat_last_n'],
-      [{ logit_bias: { abc: 1 } }, 'logit_bias'],
+      [{ logit_bias: { '-1': 1 } }, 'logit_bias'],   // a number, not an id (text keys are tokenized)
       [{ logit_bias: { 5: 150 } }, 'logit_bias'],
       [{ logit_bias: { 100000: 1 } }, 'logit_bias'],   // past the vocabulary
       // a keyword that cannot be enforced is refused, not ignored
@@ -200,13 +200,16 @@ describe('penalties and logit_bias on a real model', () => {
   });
 
   // The default reasoning format on a prompt that neither opens nor closes
-  // thinking: an optional think block, then the object. This seed opens
+  // thinking: an optional think block, then the object. The tiny ChatML
+  // template never thinks, so the block is asked for (enable_thinking: true;
+  // without it there is none: thinking.test.mjs). This seed opens
   // <think> (the random model writes '<' first) and thinks until
   // max_tokens: all reasoning, no content; with reasoning_format "none" the
   // same seed must write '{' first. A think block of the model's own,
   // closed by a cap, is the engine suite's (test_engine_think).
   test('response_format json_object with reasoning: an optional think block first', async () => {
-    const extra = { temperature: 1, seed: 8, top_k: 0, top_p: 1, min_p: 0, max_tokens: 40 };
+    const extra = { temperature: 1, seed: 8, top_k: 0, top_p: 1, min_p: 0, max_tokens: 40,
+      chat_template_kwargs: { enable_thinking: true } };
     const r = await client.chat.completions.create({
       model: 'tiny', messages, response_format: { type: 'json_object' }, ...extra,
     });

@@ -87,6 +87,18 @@ describe('thinking budget on a real model', () => {
     if (r.choices[0].finish_reason === 'stop') JSON.parse(m.content);
   });
 
+  test('a template that never thinks: no block before the JSON without a budget', async () => {
+    // the tiny ChatML template renders no think tags (Qwen2.5's kind): the
+    // "<think>" bias cannot open a block, the document starts at once (llama-server too)
+    for (const rf of [{ type: 'json_object' },
+      { type: 'json_schema', json_schema: { name: 'n', schema: { type: 'string' } } }]) {
+      const r = await client.chat.completions.create(body({ max_tokens: 20, response_format: rf }));
+      const m = r.choices[0].message;
+      assert.equal(m.reasoning_content, undefined, JSON.stringify(m));
+      assert.ok(/^[{"]/.test(m.content), m.content);   // "<think>" only inside a string
+    }
+  });
+
   test('--reasoning-budget is the default; the body overrides it', async () => {
     let r = await postJSON(srv2, '/v1/chat/completions', body());
     assert.equal(r.status, 200, r.text);

@@ -90,6 +90,7 @@ START_TEST(test_config_cli_every_flag)
         "--max-connections-per-ip", "4", "--header-timeout", "12",
         "--timeout", "30", "--stream-buffer", "1m",
         "--priority-order", "low-first", "--backend", "sim", "--no-webui",
+        "--no-slots",
         "--gpus", "0,1,2", "-np", "6", "--batch", "-c", "2048", "--ubatch", "128", "-t", "5",
         "--rope-scaling", "linear", "--rope-scale", "2", "--yarn-orig-ctx", "8192",
         "--batch-mtp", "--mtp-draft", "3", "--spec", "ngram", "--spec-ngram-min", "1",
@@ -131,6 +132,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_uint_eq(c.stream_buffer, 1u << 20);
     ck_assert_int_eq(c.priority_order, ST_CFG_ORDER_LOW_FIRST);
     ck_assert(!c.webui);
+    ck_assert(!c.slots);
     ck_assert_int_eq(c.backend, ST_CFG_BACKEND_SIM);
     ck_assert_int_eq(c.gpus.n, 3);
     ck_assert_int_eq(c.parallel, 6);
@@ -612,11 +614,12 @@ START_TEST(test_config_cli_llama_server_flags)
     ck_assert(cfg.batch);
     ck_assert_int_eq(cfg.ubatch, 64);
     ck_assert_int_eq(cfg.log_level, ST_LOG_DEBUG);
-    ck_assert_uint_eq(cfg.n_warnings, 4);
+    ck_assert(!cfg.slots);   /* --no-slots is ours now: no warning */
+    ck_assert_uint_eq(cfg.n_warnings, 3);
     ck_assert_msg(strstr(cfg.warnings[0], "--temp 0.8: llama-server flag accepted"), "%s",
                   cfg.warnings[0]);
     ck_assert_msg(strstr(cfg.warnings[1], "--seed 42:"), "%s", cfg.warnings[1]);
-    ck_assert_msg(strstr(cfg.warnings[3], "-fa on:"), "%s", cfg.warnings[3]);
+    ck_assert_msg(strstr(cfg.warnings[2], "-fa on:"), "%s", cfg.warnings[2]);
     st_config_fini(&cfg);
     ck_assert_int_eq(st_config_from_args(&cfg, ARGC(b), (char **)b, &help, &err), ST_OK);
     ck_assert(!cfg.batch);

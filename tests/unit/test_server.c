@@ -287,6 +287,22 @@ START_TEST(test_server_parse_penalties)
     ck_assert_int_eq(r.params.logit_bias[1].token, 7);
     ck_assert_float_eq(r.params.logit_bias[1].bias, 100.0f);
     st_oai_request_fini(&r);
+    /* text keys (llama-server's): kept for the tokenizer, false is -100 */
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":\"x\",\"logit_bias\":"
+                           "{\" the\":-5,\"3\":false,\"b c\":false}}", &r, &e), ST_OK);
+    ck_assert_int_eq(r.params.n_logit_bias, 1);
+    ck_assert_float_eq(r.params.logit_bias[0].bias, -100.0f);
+    ck_assert_int_eq(cJSON_GetArraySize(r.bias_text), 2);
+    ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(r.bias_text, 0), 0)->valuestring,
+                     " the");
+    ck_assert_int_eq((int)cJSON_GetArrayItem(cJSON_GetArrayItem(r.bias_text, 1), 1)->valuedouble,
+                     -100);
+    st_oai_request_fini(&r);
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":\"x\",\"logit_bias\":"
+                           "[[\"ab\",2],[4,1]]}", &r, &e), ST_OK);
+    ck_assert_int_eq(r.params.n_logit_bias, 1);
+    ck_assert_int_eq(cJSON_GetArraySize(r.bias_text), 1);
+    st_oai_request_fini(&r);
     /* defaults: off (repeat 1.0 over 64), null and {} count as absent */
     ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":\"x\",\"logit_bias\":{},"
                            "\"presence_penalty\":null,\"response_format\":null}", &r, &e),
@@ -309,13 +325,14 @@ START_TEST(test_server_parse_penalties)
         { "\"repeat_last_n\":1.5", "repeat_last_n" },
         { "\"logit_bias\":\"x\"", "logit_bias" },
         { "\"logit_bias\":[[1]]", "logit_bias" },
-        { "\"logit_bias\":[[\" the\",-1]]", "logit_bias" },
+        { "\"logit_bias\":[[\"\",-1]]", "logit_bias" },
         { "\"logit_bias\":[[-1,1]]", "logit_bias" },
         { "\"logit_bias\":[[1.5,1]]", "logit_bias" },
         { "\"logit_bias\":[[5,true]]", "logit_bias" },
         { "\"logit_bias\":[[5,101]]", "logit_bias" },
         { "\"logit_bias\":[5]", "logit_bias" },
-        { "\"logit_bias\":{\"abc\":1}", "logit_bias" },
+        { "\"logit_bias\":{\"abc\":101}", "logit_bias" },
+        { "\"logit_bias\":[[\"abc\",true]]", "logit_bias" },
         { "\"logit_bias\":{\"-1\":1}", "logit_bias" },
         { "\"logit_bias\":{\"1.5\":1}", "logit_bias" },
         { "\"logit_bias\":{\"\":1}", "logit_bias" },

@@ -65,6 +65,7 @@ void st_gen_free(struct st_gen *g)
         st_buf_fini(&g->choices[i].probs);
     }
     free(g->llama.settings);
+    free(g->verbose_prompt);
     st_gen_shape_free(g->resp);
     free(g->choices);
     st_buf_fini(&g->out);
@@ -169,6 +170,8 @@ static enum st_route_result reply_body_locked(struct st_call *c, struct st_gen *
                                                 st_gen_reply_reasoning_tokens(&g->choices[0]))
                                 : st_oai_body(body, &m, cs, (size_t)g->n_choices, &u);
     free(cs);
+    if (rc == ST_OK && g->verbose_prompt)
+        rc = st_llama_verbose(body, g);
     return rc == ST_OK ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
 }
 

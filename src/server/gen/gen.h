@@ -73,6 +73,11 @@ struct st_gen {
     int32_t prompt_lp;             /* vLLM prompt_logprobs k; -1 = not asked */
     uint8_t think_vocab;           /* think tags the model has as tokens: bit
                                     * ST_THINK_ANGLE, bit ST_THINK_SQUARE (gen_submit.c) */
+    char   *verbose_prompt;        /* owned: the rendered prompt of choice 0 when
+                                    * "__verbose" is asked (non-stream chat and
+                                    * completions); NULL = not asked */
+    uint8_t json_think_vocab;      /* think_vocab for response_format's optional block:
+                                    * 0 when the template never thinks (gen_submit.c) */
     char id[64];                   /* "chatcmpl-<request id>" / "cmpl-<request id>" */
     char model_name[128];
     int64_t created;               /* unix seconds */

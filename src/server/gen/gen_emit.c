@@ -261,7 +261,8 @@ static void on_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *
     } else if (!g->stream) {
         if (ch->reply)
             st_gen_reply_token(c, g, ch, text, len, NULL);
-        else if (st_buf_append(&ch->text, text, len) != ST_OK)
+        /* the raw text: the body's, or "__verbose"'s beside a parsed reply */
+        if ((!ch->reply || g->verbose_prompt) && st_buf_append(&ch->text, text, len) != ST_OK)
             g->broken = true;
         if (g->logprobs && st_oai_lp_acc_add(&ch->lp, g->kind, &lp) != ST_OK)
             g->broken = true;

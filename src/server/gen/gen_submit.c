@@ -367,7 +367,7 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
         st_call_grammar_ref(calls);
         req->params.tool_calls = calls;
     } else {
-        st_gen_reply_json_think(oq, c->srv->cfg.reasoning_format, text, g->think_vocab,
+        st_gen_reply_json_think(oq, c->srv->cfg.reasoning_format, text, g->json_think_vocab,
                                 &req->params);
     }
     drop_stops_if_constrained(&req->params);
@@ -420,6 +420,51 @@ static enum st_status check_bias(struct st_call *c, const struct st_oai_request 
     return ST_OK;
 }
 
+/* logit_bias keyed by text (llama-server's): every token of the text, as
+ * plain text (no special tokens), gets its bias; a token named again
+ * takes the last value. Into oq->params.logit_bias, before it is copied. */
+static enum st_status bias_text(struct st_call *c, struct st_oai_request *oq, int32_t model,
+                                struct st_api_error *e)
+{
+    struct st_gen_params *p = &oq->params;
+    const cJSON *pair;
+    cJSON_ArrayForEach(pair, oq->bias_text) {
+        const char *text = cJSON_GetArrayItem(pair, 0)->valuestring;
+        float bias = (float)cJSON_GetArrayItem(pair, 1)->valuedouble;
+        int32_t *ids = NULL;
+        size_t n = 0;
+        struct st_err err = { 0 };
+        enum st_status rc = st_engine_pool_tokenize(c->srv->pool, model, text, strlen(text),
+                                                    false, false, &ids, &n, &err);
+        if (rc != ST_OK)
+            return st_api_error_set(e, rc, rc == ST_ERR_NOMEM ? NULL : "logit_bias", NULL,
+                                    "%s", err.msg[0] ? err.msg : st_status_msg(rc));
+        for (size_t k = 0; k < n && rc == ST_OK; k++) {
+            int32_t j = 0;
+            while (j < p->n_logit_bias && p->logit_bias[j].token != ids[k])
+                j++;
+            if (j == p->n_logit_bias) {
+                struct st_logit_bias *b = NULL;
+                if (j >= ST_MAX_LOGIT_BIAS)
+                    rc = st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
+                                          "Invalid 'logit_bias': its texts make more than %d "
+                                          "tokens.", ST_MAX_LOGIT_BIAS);
+                else if (!(b = realloc(p->logit_bias, (size_t)(j + 1) * sizeof(*b))))
+                    rc = st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+                if (rc != ST_OK)
+                    break;
+                p->logit_bias = b;
+                p->n_logit_bias++;
+            }
+            p->logit_bias[j] = (struct st_logit_bias){ .token = ids[k], .bias = bias };
+        }
+        free(ids);
+        if (rc != ST_OK)
+            return rc;
+    }
+    return ST_OK;
+}
+
 /* Is 'text' one token of the model (a special token such as <think>)? */
 static bool one_token(struct st_call *c, int32_t model, const char *text)
 {
@@ -442,6 +487,36 @@ static uint8_t think_vocab(struct st_call *c, int32_t model)
             v |= (uint8_t)(1u << t);
     }
     return v;
+}
+
+/* Does the model's template ever write a think block? A probe chat with
+ * a reasoning turn and enable_thinking false: Qwen3 and QwQ render a
+ * (possibly empty) block, Qwen3-Thinking opens one; a plain ChatML
+ * template (Qwen2.5, make-model's tiny preset) renders none, and a model
+ * so templated is not given an optional block before its JSON (nor by
+ * llama-server: its grammar is the document's alone). Only ChatML is
+ * judged so (other families, the sim's plain text, a probe that fails to
+ * render: as before, the vocabulary decides). */
+static bool template_thinks(struct st_call *c, int32_t model)
+{
+    struct st_chat_request probe;
+    struct st_err err = { 0 };
+    st_chat_request_init(&probe);
+    if (st_chat_request_parse(&probe,
+                              "[{\"role\":\"user\",\"content\":\"a\"},"
+                              "{\"role\":\"assistant\",\"content\":\"b\","
+                              "\"reasoning_content\":\"c\"},"
+                              "{\"role\":\"user\",\"content\":\"d\"}]",
+                              NULL, "{\"enable_thinking\":false}", &err) != ST_OK)
+        return true;
+    char *text = NULL;
+    bool thinks = st_engine_pool_apply_template(c->srv->pool, model, &probe,
+                                                ST_CHAT_END_GENERATE, &text, &err) != ST_OK ||
+                  !strstr(text, "<|im_start|>") || strstr(text, "<think>") ||
+                  strstr(text, "</think>");
+    free(text);
+    st_chat_request_fini(&probe);
+    return thinks;
 }
 
 /* The request's chat with the thinking budget's kwargs (a view: borrows
@@ -470,6 +545,15 @@ enum st_status st_gen_prompt_tokens(struct st_call *c, const struct st_oai_reque
     return rc;
 }
 
+/* llama-server's "__verbose" (the body's "verbose", else on with
+ * --verbose): OpenAI-shaped chat and completions answers, not streamed. */
+static bool want_verbose(const struct st_gen *g,
+                         const struct st_oai_request *oq)
+{
+    bool on = oq->verbose >= 0 ? oq->verbose == 1 : st_log_enabled(ST_LOG_DEBUG);
+    return on && !g->stream && !g->llama.on && !g->resp && !g->embed.on;
+}
+
 static enum st_status build_requests(struct st_call *c, struct st_gen *g,
                                      const struct st_oai_request *oq, struct st_api_error *e)
 {
@@ -481,6 +565,12 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
     /* only a constrained reply or a thinking budget asks */
     if (oq->kind == ST_OAI_CHAT && (constrained || budget >= 0))
         g->think_vocab = think_vocab(c, g->model);
+    /* a thinking budget or enable_thinking true asks for the block whatever
+     * the template */
+    if (g->think_vocab && constrained)
+        g->json_think_vocab = budget >= 0 ||
+                              cJSON_IsTrue(st_chat_request_kwarg(&oq->chat, "enable_thinking")) ||
+                              template_thinks(c, g->model) ? g->think_vocab : 0;
     struct st_chat_request chat;
     cJSON *kwargs = chat_with_budget(c, oq, &chat);
     struct budget bud = { .budget = -1 };
@@ -492,6 +582,9 @@ static enum st_status build_requests(struct st_call *c, struct st_gen *g,
             (st_gen_reply_setup(g, oq, c->srv->cfg.reasoning_format, text) != ST_OK ||
              st_gen_reply_calls(oq, c->srv->cfg.reasoning_format, text, g->think_vocab,
                                 &calls) != ST_OK))
+            rc = st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+        if (rc == ST_OK && i == 0 && want_verbose(g, oq) &&
+            !(g->verbose_prompt = strdup(text)))
             rc = st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
         if (rc == ST_OK && i == 0)
             budget_setup(c, g, oq, text, oq->params.json_object || oq->params.json_schema ||
@@ -579,7 +672,8 @@ static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *
     struct st_api_error e;
     int32_t model;
     if (st_gen_pick_model(c, oq->model, &model, &e) != ST_OK ||
-        st_gen_check_ready(c, &e) != ST_OK) {
+        st_gen_check_ready(c, &e) != ST_OK ||
+        (oq->bias_text && bias_text(c, oq, model, &e) != ST_OK)) {
         st_gen_shape_free(resp);
         st_gen_log_refused(c, &e);
         return st_reply_error(c, &e);

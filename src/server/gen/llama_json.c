@@ -120,19 +120,21 @@ enum st_status st_llama_keep(const struct st_gen *g, struct st_gen_choice *ch,
 }
 
 /* llama-server's timings: prompt = from the request's arrival to its first
- * token (strata's includes the time queued), predicted = the rest. */
+ * token (strata's includes the time queued), predicted = the rest;
+ * prompt_n the tokens read, cache_n those reused from the slot's cache. */
 static void timings(struct st_out *o, const struct st_gen_choice *ch)
 {
     int64_t end = now_ns();
     int64_t first = ch->first_token_ns ? ch->first_token_ns : end;
     double p_ms = (double)(first - ch->call->start_ns) / 1e6;
     double d_ms = (double)(end - first) / 1e6;
-    double pn = (double)ch->n_prompt, dn = (double)ch->n_generated;
-    st_out_printf(o, ",\"timings\":{\"prompt_n\":%lld,\"prompt_ms\":%.3f,"
+    int64_t read = ch->n_prompt > ch->n_cached ? ch->n_prompt - ch->n_cached : 0;
+    double pn = (double)read, dn = (double)ch->n_generated;
+    st_out_printf(o, ",\"timings\":{\"cache_n\":%lld,\"prompt_n\":%lld,\"prompt_ms\":%.3f,"
                      "\"prompt_per_token_ms\":%.3f,\"prompt_per_second\":%.3f,"
                      "\"predicted_n\":%lld,\"predicted_ms\":%.3f,"
                      "\"predicted_per_token_ms\":%.3f,\"predicted_per_second\":%.3f}",
-                  (long long)ch->n_prompt, p_ms, pn > 0 ? p_ms / pn : 0.0,
+                  (long long)ch->n_cached, (long long)read, p_ms, pn > 0 ? p_ms / pn : 0.0,
                   p_ms > 0 ? pn * 1e3 / p_ms : 0.0, (long long)ch->n_generated, d_ms,
                   dn > 0 ? d_ms / dn : 0.0, d_ms > 0 ? dn * 1e3 / d_ms : 0.0);
 }
@@ -181,6 +183,26 @@ enum st_status st_llama_final(struct st_buf *out, const struct st_gen *g,
     if (g->llama.n_probs > 0 && !stream)
         list(&o, "completion_probabilities", &ch->probs);
     st_out_text(&o, "}");
+    return st_out_finish(&o);
+}
+
+enum st_status st_llama_verbose(struct st_buf *out, const struct st_gen *g)
+{
+    if (out->len < 2 || out->data[out->len - 1] != '}' || g->n_choices < 1)
+        return ST_OK;
+    out->len--;
+    enum st_status rc = st_buf_append(out, ",\"__verbose\":", 13);
+    if (rc == ST_OK)
+        rc = st_llama_final(out, g, &g->choices[0], false);
+    if (rc != ST_OK)
+        return rc;
+    out->len--;   /* the result's own brace: its "prompt" follows */
+    struct st_out o;
+    st_out_init(&o, out);
+    st_out_text(&o, ",");
+    st_out_key(&o, "prompt");
+    st_out_json_str(&o, g->verbose_prompt, strlen(g->verbose_prompt));
+    st_out_text(&o, "}}");
     return st_out_finish(&o);
 }
 

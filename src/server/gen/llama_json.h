@@ -23,6 +23,10 @@ enum st_status st_llama_keep(const struct st_gen *g, struct st_gen_choice *ch,
 ST_MUST_CHECK
 enum st_status st_llama_final(struct st_buf *o, const struct st_gen *g,
                               const struct st_gen_choice *ch, bool stream);
+/* llama-server's "__verbose" member added to the OpenAI-shaped body in o
+ * (its closing brace replaced): choice 0's result as st_llama_final's,
+ * with "prompt", the rendered prompt (g->verbose_prompt). */
+ST_MUST_CHECK enum st_status st_llama_verbose(struct st_buf *o, const struct st_gen *g);
 /* The non-stream body: one result, or an array of them in choice order
  * when the request had several prompts. */
 ST_MUST_CHECK enum st_status st_llama_body(struct st_buf *o, const struct st_gen *g);

@@ -79,6 +79,12 @@ struct st_oai_request {
     bool    echo;                  /* completions: the prompt leads the text (params.echo) */
     int32_t prompt_logprobs;       /* vLLM's: alternatives per prompt token; -1 = absent */
     bool    cache_prompt;          /* llama-server's; default true; false: no prefix reuse */
+    struct cJSON *bias_text;       /* owned: logit_bias entries keyed by text,
+                                    * [[text, bias], ...] (llama-server's): tokenized
+                                    * with the model (gen_submit.c); NULL = none */
+    int8_t  verbose;               /* llama-server's "verbose": 1 adds "__verbose" to a
+                                    * chat or completions answer; -1 = not sent (then on
+                                    * with --verbose / --log-level debug) */
     /* chat: tool calls and reasoning (oai_tools.c, docs/API.md) */
     enum st_oai_tool_choice tool_choice;
     char    tool_choice_name[257];  /* FUNCTION: its name ("" when longer than 256 bytes) */

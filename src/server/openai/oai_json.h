@@ -80,10 +80,12 @@ ST_MUST_CHECK enum st_status st_oai_parse_tree(enum st_oai_kind kind, const cJSO
                                                struct st_api_error *e);
 /* (oai_sampling.c) presence/frequency/repeat penalties, repeat_last_n,
  * logit_bias (owned into p->logit_bias), response_format and grammar of a
- * body. */
+ * body; logit_bias entries keyed by text go to *bias_text ([[text, bias],
+ * ...], owned; created when the first comes). */
 ST_MUST_CHECK enum st_status st_oai_parse_penalties(const cJSON *root,
                                                     const struct st_oai_names *names,
                                                     struct st_gen_params *p,
+                                                    cJSON **bias_text,
                                                     struct st_api_error *e);
 
 /* tool_choice, parallel_tool_calls and reasoning_format of a chat body

@@ -24,6 +24,7 @@
  *   presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n,
  *   logit_bias, response_format, grammar: see oai_sampling.c
  *   cache_prompt     boolean, default true (llama-server; false: no prefix reuse)
+ *   verbose          boolean (llama-server): "__verbose" in the answer (gen.c)
  *   suffix           completions: string, the text after the completion (OpenAI's
  *                    legacy insert mode): the prompt becomes a fill-in-the-middle
  *                    prompt (gen/gen_fim.c); not with echo
@@ -49,6 +50,7 @@ void st_oai_request_init(struct st_oai_request *r)
     r->n = 1;
     r->cache_prompt = true;
     r->prompt_logprobs = -1;
+    r->verbose = -1;
 }
 
 void st_oai_request_fini(struct st_oai_request *r)
@@ -63,6 +65,7 @@ void st_oai_request_fini(struct st_oai_request *r)
     for (int32_t i = 0; i < r->params.n_stop; i++)
         free(r->params.stop[i]);
     free(r->params.logit_bias);
+    cJSON_Delete(r->bias_text);
     st_json_schema_unref(r->params.json_schema);   /* response_format json_schema */
     st_gbnf_unref(r->params.grammar);              /* grammar (GBNF) */
     free(r->user);
@@ -201,10 +204,24 @@ static enum st_status parse_stream(const cJSON *root, struct st_oai_request *r,
     return rc;
 }
 
-/* One prompt from a string or a token array. */
+/* One prompt from a string, a token array, or llama-server's object
+ * {"prompt_string": "..."} (its "multimodal_data" is refused: text models
+ * only). */
 static enum st_status prompt_item(const cJSON *v, struct st_oai_prompt *out,
                                   struct st_api_error *e)
 {
+    if (cJSON_IsObject(v)) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(v, "prompt_string");
+        if (cJSON_GetObjectItemCaseSensitive(v, "multimodal_data"))
+            return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
+                                    "Multimodal data provided, but model does not support "
+                                    "multimodal requests.");
+        if (!cJSON_IsString(s))
+            return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
+                                    "Invalid 'prompt': an object needs 'prompt_string', a "
+                                    "string.");
+        v = s;
+    }
     if (cJSON_IsString(v)) {
         out->text = st_str_dup(st_str_c(v->valuestring));
         return out->text ? ST_OK : nomem(e);
@@ -338,7 +355,7 @@ static enum st_status parse_common(const cJSON *root, const struct st_oai_names 
     if (rc == ST_OK)
         rc = parse_sampling(root, &r->params, e);
     if (rc == ST_OK)
-        rc = st_oai_parse_penalties(root, names, &r->params, e);   /* oai_sampling.c */
+        rc = st_oai_parse_penalties(root, names, &r->params, &r->bias_text, e);   /* oai_sampling.c */
     if (rc == ST_OK)
         rc = parse_logprobs(root, r->kind, &r->params, e);
     if (rc == ST_OK)
@@ -352,6 +369,11 @@ static enum st_status parse_common(const cJSON *root, const struct st_oai_names 
         rc = parse_scoring(root, r, e);
     if (rc == ST_OK)
         rc = st_oai_get_bool(root, "cache_prompt", &r->cache_prompt, NULL, e);
+    bool verbose = false, has_verbose = false;
+    if (rc == ST_OK)
+        rc = st_oai_get_bool(root, "verbose", &verbose, &has_verbose, e);
+    if (has_verbose)
+        r->verbose = verbose;
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(root, "priority");
     if (pr)
         r->has_priority = st_priority_from_json(cJSON_IsNumber(pr),

@@ -8,7 +8,10 @@
  *   logit_bias        object {"<token id>": number in [-100, 100]}, at most
  *                     ST_MAX_LOGIT_BIAS entries; a token named twice ("7", "07")
  *                     takes the last value, as a JSON parser keeps the last key;
- *                     or llama-server's array [[id, bias or false], ...]
+ *                     or llama-server's array [[id, bias or false], ...]; a key
+ *                     (or pair) of text is llama-server's too: each token of the
+ *                     text gets the bias (kept in bias_text, tokenized with the
+ *                     model in gen_submit.c); false is -100 in either form
  *   response_format   {"type": "text"}, {"type": "json_object"} (the output
  *                     is constrained to one JSON object: params.json_object) or
  *                     {"type": "json_schema", "json_schema": {...}} (to a
@@ -60,36 +63,75 @@ static bool token_key(const char *s, int32_t *out)
     return true;
 }
 
-static enum st_status bias_entry(const cJSON *it, struct st_logit_bias *out,
-                                 struct st_api_error *e)
+/* A bias value: a number in [-100, 100], or false (never: -100). */
+static bool bias_value(const cJSON *v, float *out)
+{
+    if (cJSON_IsFalse(v)) {
+        *out = -100.0f;
+        return true;
+    }
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= -100.0 && v->valuedouble <= 100.0))
+        return false;
+    *out = (float)v->valuedouble;
+    return true;
+}
+
+/* Keep a text key's entry, [text, bias], for the tokenizer (llama-server
+ * biases each token of the text; gen_submit.c tokenizes it). */
+static enum st_status keep_text(cJSON **texts, const char *text, float bias,
+                                struct st_api_error *e)
+{
+    if (!*texts && !(*texts = cJSON_CreateArray()))
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    cJSON *pair = cJSON_CreateArray();
+    if (!pair || !cJSON_AddItemToArray(*texts, pair) ||
+        !cJSON_AddItemToArray(pair, cJSON_CreateString(text)) ||
+        !cJSON_AddItemToArray(pair, cJSON_CreateNumber(bias)))
+        return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
+    return ST_OK;
+}
+
+/* OpenAI's form: "<token id>": bias; any other key is text (llama-server).
+ * *text set: the entry went to texts, not out. */
+static enum st_status bias_entry(const cJSON *it, struct st_logit_bias *out, cJSON **texts,
+                                 bool *text, struct st_api_error *e)
 {
     const char *key = it->string ? it->string : "";
-    if (!token_key(key, &out->token))
+    if (!bias_value(it, &out->bias))
+        return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
+                                "Invalid value in 'logit_bias' for token %.40s: expected a "
+                                "number from -100 to 100, or false.", key);
+    char *end = NULL;
+    (void)strtod(key, &end);
+    *text = !token_key(key, &out->token);
+    if (*text && (!key[0] || !*end))   /* "", "-1", "1.5": a bad id, not text */
         return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
                                 "Invalid key in 'logit_bias': '%.40s'. Keys must be token ids "
-                                "(integers from 0 to 2147483647, as strings).", key);
-    if (!cJSON_IsNumber(it) || !(it->valuedouble >= -100.0 && it->valuedouble <= 100.0))
-        return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
-                                "Invalid value in 'logit_bias' for token %s: expected a number "
-                                "from -100 to 100.", key);
-    out->bias = (float)it->valuedouble;
-    return ST_OK;
+                                "(integers from 0 to 2147483647, as strings) or text.", key);
+    return *text ? keep_text(texts, key, out->bias, e) : ST_OK;
 }
 
 /* llama-server's array form: [token id, bias], bias a number in [-100,
  * 100] or false (never this token: the strongest bias, -100). */
-static enum st_status bias_pair(const cJSON *it, struct st_logit_bias *out,
-                                struct st_api_error *e)
+static enum st_status bias_pair(const cJSON *it, struct st_logit_bias *out, cJSON **texts,
+                                bool *text, struct st_api_error *e)
 {
     const cJSON *tok = cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2
                            ? cJSON_GetArrayItem(it, 0) : NULL;
     const cJSON *val = tok ? cJSON_GetArrayItem(it, 1) : NULL;
+    *text = cJSON_IsString(tok) && tok->valuestring[0];
+    if (*text) {   /* [text, bias]: each of its tokens */
+        if (!bias_value(val, &out->bias))
+            return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
+                                    "Invalid value in 'logit_bias' for '%.40s': expected a "
+                                    "number from -100 to 100, or false.", tok->valuestring);
+        return keep_text(texts, tok->valuestring, out->bias, e);
+    }
     double t = cJSON_IsNumber(tok) ? tok->valuedouble : -1.0;
     if (!(t >= 0.0 && t <= (double)INT32_MAX && t == (double)(int64_t)t))
         return st_api_error_set(e, ST_ERR_INVALID, "logit_bias", NULL,
                                 "Invalid entry in 'logit_bias': expected [token id, bias] with "
-                                "an integer token id from 0 to 2147483647 (text pieces are not "
-                                "supported).");
+                                "an integer token id from 0 to 2147483647, or [text, bias].");
     out->token = (int32_t)t;
     if (cJSON_IsFalse(val)) {
         out->bias = -100.0f;
@@ -103,7 +145,7 @@ static enum st_status bias_pair(const cJSON *it, struct st_logit_bias *out,
     return ST_OK;
 }
 
-static enum st_status parse_bias(const cJSON *root, struct st_gen_params *p,
+static enum st_status parse_bias(const cJSON *root, struct st_gen_params *p, cJSON **texts,
                                  struct st_api_error *e)
 {
     const cJSON *v = st_oai_field(root, "logit_bias");
@@ -126,12 +168,15 @@ static enum st_status parse_bias(const cJSON *root, struct st_gen_params *p,
     int32_t i = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
-        enum st_status rc = cJSON_IsArray(v) ? bias_pair(it, &b[i], e)
-                                              : bias_entry(it, &b[i], e);
+        bool text = false;
+        enum st_status rc = cJSON_IsArray(v) ? bias_pair(it, &b[i], texts, &text, e)
+                                              : bias_entry(it, &b[i], texts, &text, e);
         if (rc != ST_OK) {
             free(b);
             return rc;
         }
+        if (text)
+            continue;
         int32_t j = 0;
         while (j < i && b[j].token != b[i].token)
             j++;
@@ -297,7 +342,8 @@ static enum st_status parse_grammar(const cJSON *root, const struct st_oai_names
 }
 
 enum st_status st_oai_parse_penalties(const cJSON *root, const struct st_oai_names *names,
-                                      struct st_gen_params *p, struct st_api_error *e)
+                                      struct st_gen_params *p, cJSON **bias_text,
+                                      struct st_api_error *e)
 {
     enum st_status rc = get_float(root, "presence_penalty", -2, false, 2, &p->presence_penalty,
                                   e);
@@ -310,7 +356,7 @@ enum st_status st_oai_parse_penalties(const cJSON *root, const struct st_oai_nam
         rc = st_oai_get_int(root, "repeat_last_n", -1, INT32_MAX, &n, NULL, e);
     p->repeat_last_n = (int32_t)n;
     if (rc == ST_OK)
-        rc = parse_bias(root, p, e);
+        rc = parse_bias(root, p, bias_text, e);
     if (rc == ST_OK)
         rc = parse_format(root, names, p, e);
     if (rc == ST_OK)
