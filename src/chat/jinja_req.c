@@ -1,8 +1,10 @@
 /* jinja_req.c -- a chat request as a Jinja template's variables, and its
  * render: messages (role, content or null, reasoning_content, tool_calls,
  * tool_call_id, name), tools, add_generation_prompt, bos_token, eos_token,
- * enable_thinking and date_string when given, then the rest of
- * chat_template_kwargs. A tool call's arguments arrive as a JSON string;
+ * enable_thinking (true unless the request turns thinking off), date_string
+ * ("%d %b %Y") and datetime ("%b %d %Y": firefunction) of today's local date
+ * unless given, then the rest of chat_template_kwargs: the variables
+ * llama-server gives every template. A tool call's arguments arrive as a JSON string;
  * for a template that prints them right only as an object (| tojson,
  * .items(): st_chat_jinja_probe_args finds out at load, as llama.cpp's
  * minja does) the string is parsed into that object.
@@ -12,6 +14,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -79,6 +82,27 @@ static bool add_message(cJSON *arr, const struct st_chat_msg *m, bool object_arg
     return !m->name.ptr || add(o, "name", str_or_null(m->name));
 }
 
+/* date_string ("%d %b %Y") and datetime ("%b %d %Y") of today's local
+ * date, each unless obj has it already (chat_template_kwargs). */
+static bool add_today(cJSON *obj)
+{
+    char date[64] = "", datetime[64] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+
+    if (localtime_r(&now, &tm)) {
+        if (!strftime(date, sizeof(date), "%d %b %Y", &tm))
+            date[0] = '\0';
+        if (!strftime(datetime, sizeof(datetime), "%b %d %Y", &tm))
+            datetime[0] = '\0';
+    }
+    if (!cJSON_GetObjectItemCaseSensitive(obj, "date_string") &&
+        !cJSON_AddStringToObject(obj, "date_string", date))
+        return false;
+    return cJSON_GetObjectItemCaseSensitive(obj, "datetime") ||
+           cJSON_AddStringToObject(obj, "datetime", datetime);
+}
+
 /* The template's variables; NULL when out of memory. */
 static cJSON *context(const struct st_chat_tmpl *t, const struct st_chat_req *req)
 {
@@ -99,14 +123,18 @@ static cJSON *context(const struct st_chat_tmpl *t, const struct st_chat_req *re
     ok = ok && cJSON_AddBoolToObject(ctx, "add_generation_prompt", req->add_generation_prompt) &&
          cJSON_AddStringToObject(ctx, "bos_token", t->bos) &&
          cJSON_AddStringToObject(ctx, "eos_token", t->eos);
-    if (ok && req->enable_thinking >= 0)
-        ok = cJSON_AddBoolToObject(ctx, "enable_thinking", req->enable_thinking == 1) != NULL;
+    /* always defined, as llama-server's: true unless turned off, so a
+     * template that closes the think block "if not enable_thinking"
+     * (DeepSeek-R1, Command-R7B) leaves it open by default */
+    if (ok)
+        ok = cJSON_AddBoolToObject(ctx, "enable_thinking", req->enable_thinking != 0) != NULL;
     if (ok && req->date_string.ptr)
         ok = add(ctx, "date_string", str_or_null(req->date_string));
     cJSON_ArrayForEach(kw, req->kwargs) {
         if (ok && kw->string && !cJSON_GetObjectItemCaseSensitive(ctx, kw->string))
             ok = add(ctx, kw->string, cJSON_Duplicate(kw, true));
     }
+    ok = ok && add_today(ctx);
     if (!ok) {
         cJSON_Delete(ctx);
         return NULL;

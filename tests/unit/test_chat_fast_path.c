@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -324,6 +325,59 @@ START_TEST(test_chat_jinja_request_variables)
 }
 END_TEST
 
+/* A plain user turn rendered by src with thinking as given (-1 = not). */
+static char *render_plain(const char *src, int enable_thinking)
+{
+    struct st_chat_tmpl t;
+    struct st_chat_msg m = { .role = st_str_c("user"), .content = st_str_c("hi") };
+    struct st_chat_req req = { .msgs = &m, .n_msgs = 1, .add_generation_prompt = true,
+                               .enable_thinking = enable_thinking };
+    struct st_buf out;
+    struct st_err err = { 0 };
+
+    ck_assert_int_eq(st_chat_tmpl_load(&t, src, strlen(src), "", "", "unit", &err), ST_OK);
+    st_buf_init(&out);
+    ck_assert_msg(st_chat_render(&t, &req, &out, &err) == ST_OK, "%s", err.msg);
+    st_chat_tmpl_fini(&t);
+    return st_buf_steal(&out);
+}
+
+/* The variables llama-server gives every template: enable_thinking always
+ * defined (true unless off: DeepSeek-R1's "if not enable_thinking" then
+ * leaves the think block open), today's date_string and datetime. */
+START_TEST(test_chat_jinja_llama_server_defaults)
+{
+    static const char r1[] =
+        "{{ '<A><think>\n' }}{% if not enable_thinking %}{{ '</think>' }}{% endif %}";
+    char want[128], d1[32], d2[32], *got;
+    time_t now = time(NULL);
+    struct tm tm;
+
+    got = render_plain(r1, -1);
+    ck_assert_str_eq(got, "<A><think>\n");
+    free(got);
+    got = render_plain(r1, 0);
+    ck_assert_str_eq(got, "<A><think>\n</think>");
+    free(got);
+    got = render_plain("{{ enable_thinking }}", -1);
+    ck_assert_str_eq(got, "True");
+    free(got);
+    /* the date of the render (a render across midnight is a day off) */
+    got = render_plain("{{ date_string }}|{{ datetime }}", -1);
+    ck_assert_ptr_nonnull(localtime_r(&now, &tm));
+    ck_assert_uint_gt(strftime(d1, sizeof(d1), "%d %b %Y", &tm), 0);
+    ck_assert_uint_gt(strftime(d2, sizeof(d2), "%b %d %Y", &tm), 0);
+    snprintf(want, sizeof(want), "%s|%s", d1, d2);
+    ck_assert_str_eq(got, want);
+    free(got);
+    /* string + undefined or none is the string, as llama.cpp's interpreter
+     * has it (firefunction-v2 adds its undefined 'functions') */
+    got = render_plain("{{ 'a' + nosuch }}|{{ none + 'b' }}|{{ 'c' ~ none }}", -1);
+    ck_assert_str_eq(got, "a|b|cNone");
+    free(got);
+}
+END_TEST
+
 static Suite *fast_path_suite(void)
 {
     Suite *s = suite_create("chat_fast_path");
@@ -334,6 +388,7 @@ static Suite *fast_path_suite(void)
     tcase_add_test(tc, test_chat_tmpl_load_choices);
     tcase_add_test(tc, test_chat_fast_path_synthetic_fixtures);
     tcase_add_test(tc, test_chat_jinja_request_variables);
+    tcase_add_test(tc, test_chat_jinja_llama_server_defaults);
     suite_add_tcase(s, tc);
     return s;
 }
