@@ -375,6 +375,13 @@ START_TEST(test_chat_jinja_llama_server_defaults)
     got = render_plain("{{ 'a' + nosuch }}|{{ none + 'b' }}|{{ 'c' ~ none }}", -1);
     ck_assert_str_eq(got, "a|b|cNone");
     free(got);
+    /* none filtered is an empty list (functionary v3.1 sets tools = none
+     * and runs tools | selectattr(...)) */
+    got = render_plain("{{ none | selectattr('type', 'equalto', 'x') | list | length }}|"
+                       "{{ none | rejectattr('a') | list }}|{{ none | map(attribute='a') | list }}|"
+                       "{{ none | select | list }}|{{ none | unique | list }}", -1);
+    ck_assert_str_eq(got, "0|[]|[]|[]|[]");
+    free(got);
 }
 END_TEST
 

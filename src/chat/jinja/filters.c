@@ -54,6 +54,18 @@ static struct jargs rest(const struct jargs *x, size_t skip)
     return y;
 }
 
+/* The items of v, none giving none: llama.cpp's interpreter filters none
+ * (select, selectattr, reject, rejectattr, map, unique) into an empty
+ * list where Python's jinja2 fails; functionary v3.1 runs
+ * "tools | selectattr(...)" with tools set to none. */
+static enum st_status iter_none_empty(struct jrender *r, const struct jv *v, struct jlist **out)
+{
+    if (v->kind != JV_NONE)
+        return jr_iter(r, v, out);
+    *out = jv_list_new(r->a, 0);
+    return *out ? ST_OK : jr_nomem(r);
+}
+
 /* selectattr / rejectattr (by_attr) and select / reject. */
 static enum st_status select_items(struct jrender *r, const struct jv *v, const struct jargs *x,
                                    bool by_attr, bool keep, struct jv *out)
@@ -66,7 +78,7 @@ static enum st_status select_items(struct jrender *r, const struct jv *v, const 
 
     if ((by_attr && (!attr || attr->kind != JV_STR)) || (test && test->kind != JV_STR))
         return jr_fail(r, "%s needs string arguments", by_attr ? "selectattr" : "select");
-    TRY(jr_iter(r, v, &src));
+    TRY(iter_none_empty(r, v, &src));
     if (!(l = jv_list_new(r->a, src->n)))
         return jr_nomem(r);
     for (size_t i = 0; i < src->n; i++) {
@@ -90,7 +102,7 @@ static enum st_status map_items(struct jrender *r, const struct jv *v, const str
     struct jargs fargs = rest(x, 1);
     struct jlist *src, *l;
 
-    TRY(jr_iter(r, v, &src));
+    TRY(iter_none_empty(r, v, &src));
     if (!(l = jv_list_new(r->a, src->n)))
         return jr_nomem(r);
     for (size_t i = 0; i < src->n; i++) {
@@ -254,7 +266,7 @@ static enum st_status reverse_unique(struct jrender *r, const struct jv *v, bool
     struct jlist *src, *l;
     struct jv joined;
 
-    TRY(jr_iter(r, v, &src));
+    TRY(unique ? iter_none_empty(r, v, &src) : jr_iter(r, v, &src));
     if (!(l = jv_list_new(r->a, src->n)))
         return jr_nomem(r);
     for (size_t i = 0; i < src->n; i++) {
