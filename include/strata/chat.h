@@ -55,7 +55,9 @@ enum st_chat_kind {
                             [TOOL_CALLS]name[ARGS]{..} calls */
     ST_CHAT_GLM45,       /* GLM-4.5 / 4.5-Air / 4.6: [gMASK]<sop>, <|user|> turns, thinking,
                             <tool_call>NAME\n<arg_key>..<arg_value>.. calls */
+    ST_CHAT_COMMAND_R,   /* llama.cpp's built-in "command-r" (only by --chat-template) */
 };
+#define ST_CHAT_KIND_LAST ST_CHAT_COMMAND_R
 
 struct st_chat_tmpl {
     enum st_chat_kind kind;

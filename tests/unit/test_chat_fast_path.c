@@ -241,6 +241,13 @@ START_TEST(test_chat_tmpl_load_choices)
     got = load_render(r1, &c, &rc, &err);
     ck_assert_ptr_nonnull(strstr(got, "<|start_header_id|>user<|end_header_id|>\n\nhi"));
     free(got);
+    /* --chat-template command-r (--no-jinja, as llama.cpp's suite runs it):
+     * llama.cpp's built-in Command-R turns */
+    c = (struct st_chat_tmpl_choice){ .name = "command-r", .jinja = false };
+    got = load_render(r1, &c, &rc, &err);
+    ck_assert_str_eq(got, "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>hi<|END_OF_TURN_TOKEN|>"
+                          "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+    free(got);
     /* --chat-template with Jinja source */
     c = (struct st_chat_tmpl_choice){ .name = "{{ messages[0].content | upper }}", .jinja = true };
     got = load_render(r1, &c, &rc, &err);
@@ -385,6 +392,42 @@ START_TEST(test_chat_jinja_llama_server_defaults)
 }
 END_TEST
 
+/* Command-R's built-in turns: content stripped, roles other than system,
+ * user and assistant left out, no generation prompt when not asked. */
+START_TEST(test_chat_command_r_turns)
+{
+    struct st_chat_msg m[4];
+    struct st_chat_req req;
+    struct st_chat_tmpl t;
+    struct st_buf out;
+    struct st_err err = { 0 };
+
+    memset(m, 0, sizeof(m));
+    m[0].role = st_str_c("system");
+    m[0].content = st_str_c(" You are a test.\n");
+    m[1].role = st_str_c("user");
+    m[1].content = st_str_c("Hi there");
+    m[2].role = st_str_c("tool");
+    m[2].content = st_str_c("dropped");
+    m[3].role = st_str_c("assistant");
+    memset(&req, 0, sizeof(req));
+    req.msgs = m;
+    req.n_msgs = 4;
+    req.enable_thinking = -1;
+    st_chat_tmpl_init(&t, NULL, 0, NULL, NULL, "unit");
+    t.kind = ST_CHAT_COMMAND_R;
+    ck_assert_str_eq(st_chat_kind_name(ST_CHAT_COMMAND_R), "command-r");
+    st_buf_init(&out);
+    ck_assert_msg(st_chat_render(&t, &req, &out, &err) == ST_OK, "%s", err.msg);
+    ck_assert_str_eq(out.data, "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>You are a test."
+                               "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi there"
+                               "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"
+                               "<|END_OF_TURN_TOKEN|>");
+    st_buf_fini(&out);
+    st_chat_tmpl_fini(&t);
+}
+END_TEST
+
 static Suite *fast_path_suite(void)
 {
     Suite *s = suite_create("chat_fast_path");
@@ -396,6 +439,7 @@ static Suite *fast_path_suite(void)
     tcase_add_test(tc, test_chat_fast_path_synthetic_fixtures);
     tcase_add_test(tc, test_chat_jinja_request_variables);
     tcase_add_test(tc, test_chat_jinja_llama_server_defaults);
+    tcase_add_test(tc, test_chat_command_r_turns);
     suite_add_tcase(s, tc);
     return s;
 }
