@@ -165,9 +165,10 @@ enum st_status st_chat_render_jinja(const struct st_chat_tmpl *t, const struct s
     return rc;
 }
 
-/* Whether a render of a call with these arguments shows the needle as a
- * JSON member. */
-static bool shows_args(struct st_chat_tmpl *t, const char *calls)
+/* Render a call with these arguments. *member: the needle shows as a JSON
+ * member (or a <parameter=...>); *seen: it shows at all (GLM's
+ * <arg_key>..., any layout of a template that walks an object). */
+static void probe(struct st_chat_tmpl *t, const char *calls, bool *member, bool *seen)
 {
     struct st_chat_msg m[2];
     struct st_chat_req req;
@@ -186,11 +187,12 @@ static bool shows_args(struct st_chat_tmpl *t, const char *calls)
     req.n_msgs = 2;
     req.enable_thinking = -1;
     st_buf_init(&out);
-    ok = st_chat_render_jinja(t, &req, &out, &err) == ST_OK && out.data &&
-         (strstr(out.data, "\"argument_needle\":") || strstr(out.data, "'argument_needle':") ||
-          strstr(out.data, "<parameter=argument_needle>"));
+    ok = st_chat_render_jinja(t, &req, &out, &err) == ST_OK && out.data;
+    *member = ok && (strstr(out.data, "\"argument_needle\":") ||
+                     strstr(out.data, "'argument_needle':") ||
+                     strstr(out.data, "<parameter=argument_needle>"));
+    *seen = ok && strstr(out.data, "argument_needle");
     st_buf_fini(&out);
-    return ok;
 }
 
 void st_chat_jinja_probe_args(struct st_chat_tmpl *t)
@@ -202,7 +204,14 @@ void st_chat_jinja_probe_args(struct st_chat_tmpl *t)
         "[{\"id\":\"call_1___\",\"type\":\"function\",\"function\":{\"name\":\"ipython\","
         "\"arguments\":{\"argument_needle\":\"print('Hello, World!')\"}}}]";
 
+    bool str_member, str_seen, obj_member, obj_seen;
+
     t->jinja_object_args = false;
-    if (!shows_args(t, str_call) && shows_args(t, obj_call))
-        t->jinja_object_args = true;
+    probe(t, str_call, &str_member, &str_seen);
+    if (str_member)
+        return;
+    /* the string is not printed as an object (or fails: .items() of a
+     * string) and the object's member reaches the prompt: objects */
+    probe(t, obj_call, &obj_member, &obj_seen);
+    t->jinja_object_args = obj_seen;
 }

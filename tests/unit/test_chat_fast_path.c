@@ -318,6 +318,13 @@ START_TEST(test_chat_jinja_request_variables)
                       "{% endfor %}", NULL);
     ck_assert_str_eq(got, "{\"city\": \"Paris\"}");
     free(got);
+    /* arguments walked with .items() into tags (GLM-4.7, MiniMax-M2,
+     * Laguna): the string render fails, the object's keys show: objects */
+    got = render_vars("{% for c in messages[1].tool_calls %}{% for k, v in "
+                      "c.function.arguments.items() %}<arg_key>{{ k }}</arg_key>"
+                      "<arg_value>{{ v }}</arg_value>{% endfor %}{% endfor %}", NULL);
+    ck_assert_str_eq(got, "<arg_key>city</arg_key><arg_value>Paris</arg_value>");
+    free(got);
     /* arguments printed as they are: the string stays a string */
     got = render_vars("{% for c in messages[1].tool_calls %}{{ c.function.arguments }}"
                       "{% endfor %}", NULL);
