@@ -396,6 +396,10 @@ START_TEST(test_chat_jinja_llama_server_defaults)
                        "{{ none | select | list }}|{{ none | unique | list }}", -1);
     ck_assert_str_eq(got, "0|[]|[]|[]|[]");
     free(got);
+    got = render_plain("{{ [3, 1, 2] | min }}|{{ [3, 1, 2] | max }}|{{ ['b', 'a'] | min }}|"
+                       "{{ [] | max is undefined }}", -1);
+    ck_assert_str_eq(got, "1|3|a|True");
+    free(got);
 }
 END_TEST
 

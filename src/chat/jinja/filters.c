@@ -66,6 +66,24 @@ static enum st_status iter_none_empty(struct jrender *r, const struct jv *v, str
     return *out ? ST_OK : jr_nomem(r);
 }
 
+/* min / max of a sequence (numbers or strings; undefined when empty):
+ * MiniCPM5 takes [a, b] | min. */
+static enum st_status min_max(struct jrender *r, const struct jv *v, bool max, struct jv *out)
+{
+    struct jlist *l;
+    struct jv better;
+
+    TRY(iter_none_empty(r, v, &l));
+    *out = jv_undef();
+    for (size_t i = 0; i < l->n; i++) {
+        if (i > 0)
+            TRY(jr_binop(r, max ? JO_GT : JO_LT, &l->items[i], out, &better));
+        if (i == 0 || jv_truthy(&better))
+            *out = l->items[i];
+    }
+    return ST_OK;
+}
+
 /* selectattr / rejectattr (by_attr) and select / reject. */
 static enum st_status select_items(struct jrender *r, const struct jv *v, const struct jargs *x,
                                    bool by_attr, bool keep, struct jv *out)
@@ -377,6 +395,8 @@ enum st_status jr_filter(struct jrender *r, struct st_str name, const struct jv 
         *out = v->kind == JV_FLOAT ? jv_float(round(v->u.f)) : *v;
         return ST_OK;
     }
+    if (st_str_eq_c(name, "min") || st_str_eq_c(name, "max"))
+        return min_max(r, v, name.ptr[1] == 'a', out);
     if (st_str_eq_c(name, "reverse") || st_str_eq_c(name, "unique"))
         return reverse_unique(r, v, name.ptr[0] == 'u', out);
     TRY(str_filter(r, name, v, x, out, &done));
