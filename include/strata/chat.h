@@ -80,6 +80,8 @@ struct st_chat_tmpl {
     bool   jinja_tools;     /* its source mentions tools */
     bool   jinja_object_args; /* it prints a tool call's arguments right only as an object
                                (| tojson, .items()): string arguments are parsed for it */
+    bool   jinja_no_system;   /* it has no system role (Gemma 2 raises): the system message
+                                 is merged into the next one, as llama.cpp does */
 };
 
 struct st_chat_msg {

@@ -60,13 +60,28 @@ static cJSON *tool_calls(struct st_str text, bool parse)
     return arr;
 }
 
-static bool add_message(cJSON *arr, const struct st_chat_msg *m, bool object_args)
+/* sys: a system message's text to put ahead of this message's content,
+ * joined by "\n" (a template without a system role). */
+static bool add_message(cJSON *arr, const struct st_chat_msg *m, bool object_args,
+                        const struct st_chat_msg *sys)
 {
     cJSON *o = cJSON_CreateObject();
+    cJSON *content;
 
     if (!o || !cJSON_AddItemToArray(arr, o))
         return cJSON_Delete(o), false;
-    if (!add(o, "role", str_or_null(m->role)) || !add(o, "content", str_or_null(m->content)))
+    if (sys) {
+        struct st_buf b;
+        st_buf_init(&b);
+        bool ok = st_buf_append(&b, sys->content.ptr ? sys->content.ptr : "", sys->content.len) ==
+                      ST_OK && st_buf_append(&b, "\n", 1) == ST_OK &&
+                  st_buf_append(&b, m->content.ptr ? m->content.ptr : "", m->content.len) == ST_OK;
+        content = ok ? str_or_null((struct st_str){ b.data, b.len }) : NULL;
+        st_buf_fini(&b);
+    } else {
+        content = str_or_null(m->content);
+    }
+    if (!add(o, "role", str_or_null(m->role)) || !add(o, "content", content))
         return false;
     if (m->reasoning_content.ptr && !add(o, "reasoning_content", str_or_null(m->reasoning_content)))
         return false;
@@ -109,8 +124,16 @@ static cJSON *context(const struct st_chat_tmpl *t, const struct st_chat_req *re
     cJSON *ctx = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(ctx, "messages"), *kw;
     bool ok = ctx && msgs;
 
-    for (size_t i = 0; ok && i < req->n_msgs; i++)
-        ok = add_message(msgs, &req->msgs[i], t->jinja_object_args);
+    /* no system role: the first system message goes ahead of the next
+     * message's text, or away when it is alone (llama.cpp's workaround) */
+    const struct st_chat_msg *sys = NULL;
+    size_t first = 0;
+    if (t->jinja_no_system && req->n_msgs > 0 && st_str_eq_c(req->msgs[0].role, "system")) {
+        sys = req->n_msgs > 1 ? &req->msgs[0] : NULL;
+        first = 1;
+    }
+    for (size_t i = first; ok && i < req->n_msgs; i++)
+        ok = add_message(msgs, &req->msgs[i], t->jinja_object_args, i == first ? sys : NULL);
     if (ok && req->tools.ptr && req->tools.len) {
         char *tmp = st_str_dup(req->tools);
         cJSON *tools = tmp ? cJSON_Parse(tmp) : NULL;
@@ -195,6 +218,32 @@ static void probe(struct st_chat_tmpl *t, const char *calls, bool *member, bool 
     st_buf_fini(&out);
 }
 
+/* Whether the template shows a system message's text (Gemma 2 raises). */
+static bool shows_system(struct st_chat_tmpl *t)
+{
+    struct st_chat_msg m[2];
+    struct st_chat_req req;
+    struct st_buf out;
+    struct st_err err = { 0 };
+    bool ok;
+
+    memset(m, 0, sizeof(m));
+    memset(&req, 0, sizeof(req));
+    m[0].role = st_str_c("system");
+    m[0].content = st_str_c("system_needle");
+    m[1].role = st_str_c("user");
+    m[1].content = st_str_c("Hey");
+    req.msgs = m;
+    req.n_msgs = 2;
+    req.add_generation_prompt = true;
+    req.enable_thinking = -1;
+    st_buf_init(&out);
+    ok = st_chat_render_jinja(t, &req, &out, &err) == ST_OK && out.data &&
+         strstr(out.data, "system_needle");
+    st_buf_fini(&out);
+    return ok;
+}
+
 void st_chat_jinja_probe_args(struct st_chat_tmpl *t)
 {
     static const char str_call[] =
@@ -206,6 +255,8 @@ void st_chat_jinja_probe_args(struct st_chat_tmpl *t)
 
     bool str_member, str_seen, obj_member, obj_seen;
 
+    t->jinja_no_system = false;
+    t->jinja_no_system = !shows_system(t);
     t->jinja_object_args = false;
     probe(t, str_call, &str_member, &str_seen);
     if (str_member)

@@ -439,6 +439,44 @@ START_TEST(test_chat_command_r_turns)
 }
 END_TEST
 
+/* A template without a system role (Gemma 2 raises on one): the system
+ * text goes ahead of the next message's, joined by a line break, or away
+ * when it is alone, as llama.cpp does. */
+START_TEST(test_chat_jinja_no_system_role)
+{
+    static const char src[] =
+        "{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}"
+        "{% endif %}{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}";
+    struct st_chat_msg m[2];
+    struct st_chat_req req;
+    struct st_chat_tmpl t;
+    struct st_buf out;
+    struct st_err err = { 0 };
+
+    memset(m, 0, sizeof(m));
+    m[0].role = st_str_c("system");
+    m[0].content = st_str_c("Sys");
+    m[1].role = st_str_c("user");
+    m[1].content = st_str_c("hi");
+    memset(&req, 0, sizeof(req));
+    req.msgs = m;
+    req.n_msgs = 2;
+    req.enable_thinking = -1;
+    ck_assert_int_eq(st_chat_tmpl_load(&t, src, strlen(src), "", "", "unit", &err), ST_OK);
+    ck_assert(t.jinja_no_system);
+    st_buf_init(&out);
+    ck_assert_msg(st_chat_render(&t, &req, &out, &err) == ST_OK, "%s", err.msg);
+    ck_assert_str_eq(out.data, "[user:Sys\nhi]");
+    st_buf_fini(&out);
+    req.n_msgs = 1;
+    st_buf_init(&out);
+    ck_assert_msg(st_chat_render(&t, &req, &out, &err) == ST_OK, "%s", err.msg);
+    ck_assert_str_eq(out.data ? out.data : "", "");
+    st_buf_fini(&out);
+    st_chat_tmpl_fini(&t);
+}
+END_TEST
+
 static Suite *fast_path_suite(void)
 {
     Suite *s = suite_create("chat_fast_path");
@@ -451,6 +489,7 @@ static Suite *fast_path_suite(void)
     tcase_add_test(tc, test_chat_jinja_request_variables);
     tcase_add_test(tc, test_chat_jinja_llama_server_defaults);
     tcase_add_test(tc, test_chat_command_r_turns);
+    tcase_add_test(tc, test_chat_jinja_no_system_role);
     suite_add_tcase(s, tc);
     return s;
 }
