@@ -400,6 +400,9 @@ START_TEST(test_chat_jinja_llama_server_defaults)
                        "{{ [] | max is undefined }}", -1);
     ck_assert_str_eq(got, "1|3|a|True");
     free(got);
+    got = render_plain("{{ '<x{}y{}>'.format('A', 2) }}|{{ 'plain'.format() }}", -1);
+    ck_assert_str_eq(got, "<xAy2>|plain");
+    free(got);
 }
 END_TEST
 
