@@ -55,7 +55,9 @@ enum st_chat_kind {
                             [TOOL_CALLS]name[ARGS]{..} calls */
     ST_CHAT_GLM45,       /* GLM-4.5 / 4.5-Air / 4.6: [gMASK]<sop>, <|user|> turns, thinking,
                             <tool_call>NAME\n<arg_key>..<arg_value>.. calls */
+    ST_CHAT_COMMAND_R,   /* llama.cpp's built-in "command-r" (only by --chat-template) */
 };
+#define ST_CHAT_KIND_LAST ST_CHAT_COMMAND_R
 
 struct st_chat_tmpl {
     enum st_chat_kind kind;
@@ -78,6 +80,8 @@ struct st_chat_tmpl {
     bool   jinja_tools;     /* its source mentions tools */
     bool   jinja_object_args; /* it prints a tool call's arguments right only as an object
                                (| tojson, .items()): string arguments are parsed for it */
+    bool   jinja_no_system;   /* it has no system role (Gemma 2 raises): the system message
+                                 is merged into the next one, as llama.cpp does */
 };
 
 struct st_chat_msg {

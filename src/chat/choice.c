@@ -59,7 +59,7 @@ static enum st_status unknown_name(const char *name, struct st_err *err)
     char names[256] = "";
     size_t o = 0;
 
-    for (int k = ST_CHAT_CHATML; k <= ST_CHAT_GLM45; k++)
+    for (int k = ST_CHAT_CHATML; k <= ST_CHAT_KIND_LAST; k++)
         o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", k ? ", " : "",
                               st_chat_kind_name((enum st_chat_kind)k));
     return st_err_set(err, ST_ERR_BAD_CONFIG, "--chat-template '%.40s': not a built-in template "

@@ -24,7 +24,8 @@ enum st_status st_chat_render_jinja(const struct st_chat_tmpl *t, const struct s
                                     struct st_buf *out, struct st_err *err);
 /* Set t->jinja_object_args: a call whose arguments are a JSON string does
  * not show them as JSON members, one whose arguments are an object does
- * (llama.cpp's minja probes templates the same way). */
+ * (llama.cpp probes templates the same way); and t->jinja_no_system: a
+ * system message's text does not reach the render. */
 void st_chat_jinja_probe_args(struct st_chat_tmpl *t);
 
 /* fast_path.c: the template source's hash (64-bit FNV-1a), and whether

@@ -1,8 +1,10 @@
 /* jinja_req.c -- a chat request as a Jinja template's variables, and its
  * render: messages (role, content or null, reasoning_content, tool_calls,
  * tool_call_id, name), tools, add_generation_prompt, bos_token, eos_token,
- * enable_thinking and date_string when given, then the rest of
- * chat_template_kwargs. A tool call's arguments arrive as a JSON string;
+ * enable_thinking (true unless the request turns thinking off), date_string
+ * ("%d %b %Y") and datetime ("%b %d %Y": firefunction) of today's local date
+ * unless given, then the rest of chat_template_kwargs: the variables
+ * llama-server gives every template. A tool call's arguments arrive as a JSON string;
  * for a template that prints them right only as an object (| tojson,
  * .items(): st_chat_jinja_probe_args finds out at load, as llama.cpp's
  * minja does) the string is parsed into that object.
@@ -12,6 +14,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -57,13 +60,28 @@ static cJSON *tool_calls(struct st_str text, bool parse)
     return arr;
 }
 
-static bool add_message(cJSON *arr, const struct st_chat_msg *m, bool object_args)
+/* sys: a system message's text to put ahead of this message's content,
+ * joined by "\n" (a template without a system role). */
+static bool add_message(cJSON *arr, const struct st_chat_msg *m, bool object_args,
+                        const struct st_chat_msg *sys)
 {
     cJSON *o = cJSON_CreateObject();
+    cJSON *content;
 
     if (!o || !cJSON_AddItemToArray(arr, o))
         return cJSON_Delete(o), false;
-    if (!add(o, "role", str_or_null(m->role)) || !add(o, "content", str_or_null(m->content)))
+    if (sys) {
+        struct st_buf b;
+        st_buf_init(&b);
+        bool ok = st_buf_append(&b, sys->content.ptr ? sys->content.ptr : "", sys->content.len) ==
+                      ST_OK && st_buf_append(&b, "\n", 1) == ST_OK &&
+                  st_buf_append(&b, m->content.ptr ? m->content.ptr : "", m->content.len) == ST_OK;
+        content = ok ? str_or_null((struct st_str){ b.data, b.len }) : NULL;
+        st_buf_fini(&b);
+    } else {
+        content = str_or_null(m->content);
+    }
+    if (!add(o, "role", str_or_null(m->role)) || !add(o, "content", content))
         return false;
     if (m->reasoning_content.ptr && !add(o, "reasoning_content", str_or_null(m->reasoning_content)))
         return false;
@@ -79,14 +97,43 @@ static bool add_message(cJSON *arr, const struct st_chat_msg *m, bool object_arg
     return !m->name.ptr || add(o, "name", str_or_null(m->name));
 }
 
+/* date_string ("%d %b %Y") and datetime ("%b %d %Y") of today's local
+ * date, each unless obj has it already (chat_template_kwargs). */
+static bool add_today(cJSON *obj)
+{
+    char date[64] = "", datetime[64] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+
+    if (localtime_r(&now, &tm)) {
+        if (!strftime(date, sizeof(date), "%d %b %Y", &tm))
+            date[0] = '\0';
+        if (!strftime(datetime, sizeof(datetime), "%b %d %Y", &tm))
+            datetime[0] = '\0';
+    }
+    if (!cJSON_GetObjectItemCaseSensitive(obj, "date_string") &&
+        !cJSON_AddStringToObject(obj, "date_string", date))
+        return false;
+    return cJSON_GetObjectItemCaseSensitive(obj, "datetime") ||
+           cJSON_AddStringToObject(obj, "datetime", datetime);
+}
+
 /* The template's variables; NULL when out of memory. */
 static cJSON *context(const struct st_chat_tmpl *t, const struct st_chat_req *req)
 {
     cJSON *ctx = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(ctx, "messages"), *kw;
     bool ok = ctx && msgs;
 
-    for (size_t i = 0; ok && i < req->n_msgs; i++)
-        ok = add_message(msgs, &req->msgs[i], t->jinja_object_args);
+    /* no system role: the first system message goes ahead of the next
+     * message's text, or away when it is alone (llama.cpp's workaround) */
+    const struct st_chat_msg *sys = NULL;
+    size_t first = 0;
+    if (t->jinja_no_system && req->n_msgs > 0 && st_str_eq_c(req->msgs[0].role, "system")) {
+        sys = req->n_msgs > 1 ? &req->msgs[0] : NULL;
+        first = 1;
+    }
+    for (size_t i = first; ok && i < req->n_msgs; i++)
+        ok = add_message(msgs, &req->msgs[i], t->jinja_object_args, i == first ? sys : NULL);
     if (ok && req->tools.ptr && req->tools.len) {
         char *tmp = st_str_dup(req->tools);
         cJSON *tools = tmp ? cJSON_Parse(tmp) : NULL;
@@ -99,14 +146,18 @@ static cJSON *context(const struct st_chat_tmpl *t, const struct st_chat_req *re
     ok = ok && cJSON_AddBoolToObject(ctx, "add_generation_prompt", req->add_generation_prompt) &&
          cJSON_AddStringToObject(ctx, "bos_token", t->bos) &&
          cJSON_AddStringToObject(ctx, "eos_token", t->eos);
-    if (ok && req->enable_thinking >= 0)
-        ok = cJSON_AddBoolToObject(ctx, "enable_thinking", req->enable_thinking == 1) != NULL;
+    /* always defined, as llama-server's: true unless turned off, so a
+     * template that closes the think block "if not enable_thinking"
+     * (DeepSeek-R1, Command-R7B) leaves it open by default */
+    if (ok)
+        ok = cJSON_AddBoolToObject(ctx, "enable_thinking", req->enable_thinking != 0) != NULL;
     if (ok && req->date_string.ptr)
         ok = add(ctx, "date_string", str_or_null(req->date_string));
     cJSON_ArrayForEach(kw, req->kwargs) {
         if (ok && kw->string && !cJSON_GetObjectItemCaseSensitive(ctx, kw->string))
             ok = add(ctx, kw->string, cJSON_Duplicate(kw, true));
     }
+    ok = ok && add_today(ctx);
     if (!ok) {
         cJSON_Delete(ctx);
         return NULL;
@@ -137,9 +188,10 @@ enum st_status st_chat_render_jinja(const struct st_chat_tmpl *t, const struct s
     return rc;
 }
 
-/* Whether a render of a call with these arguments shows the needle as a
- * JSON member. */
-static bool shows_args(struct st_chat_tmpl *t, const char *calls)
+/* Render a call with these arguments. *member: the needle shows as a JSON
+ * member (or a <parameter=...>); *seen: it shows at all (GLM's
+ * <arg_key>..., any layout of a template that walks an object). */
+static void probe(struct st_chat_tmpl *t, const char *calls, bool *member, bool *seen)
 {
     struct st_chat_msg m[2];
     struct st_chat_req req;
@@ -158,9 +210,36 @@ static bool shows_args(struct st_chat_tmpl *t, const char *calls)
     req.n_msgs = 2;
     req.enable_thinking = -1;
     st_buf_init(&out);
+    ok = st_chat_render_jinja(t, &req, &out, &err) == ST_OK && out.data;
+    *member = ok && (strstr(out.data, "\"argument_needle\":") ||
+                     strstr(out.data, "'argument_needle':") ||
+                     strstr(out.data, "<parameter=argument_needle>"));
+    *seen = ok && strstr(out.data, "argument_needle");
+    st_buf_fini(&out);
+}
+
+/* Whether the template shows a system message's text (Gemma 2 raises). */
+static bool shows_system(struct st_chat_tmpl *t)
+{
+    struct st_chat_msg m[2];
+    struct st_chat_req req;
+    struct st_buf out;
+    struct st_err err = { 0 };
+    bool ok;
+
+    memset(m, 0, sizeof(m));
+    memset(&req, 0, sizeof(req));
+    m[0].role = st_str_c("system");
+    m[0].content = st_str_c("system_needle");
+    m[1].role = st_str_c("user");
+    m[1].content = st_str_c("Hey");
+    req.msgs = m;
+    req.n_msgs = 2;
+    req.add_generation_prompt = true;
+    req.enable_thinking = -1;
+    st_buf_init(&out);
     ok = st_chat_render_jinja(t, &req, &out, &err) == ST_OK && out.data &&
-         (strstr(out.data, "\"argument_needle\":") || strstr(out.data, "'argument_needle':") ||
-          strstr(out.data, "<parameter=argument_needle>"));
+         strstr(out.data, "system_needle");
     st_buf_fini(&out);
     return ok;
 }
@@ -174,7 +253,16 @@ void st_chat_jinja_probe_args(struct st_chat_tmpl *t)
         "[{\"id\":\"call_1___\",\"type\":\"function\",\"function\":{\"name\":\"ipython\","
         "\"arguments\":{\"argument_needle\":\"print('Hello, World!')\"}}}]";
 
+    bool str_member, str_seen, obj_member, obj_seen;
+
+    t->jinja_no_system = false;
+    t->jinja_no_system = !shows_system(t);
     t->jinja_object_args = false;
-    if (!shows_args(t, str_call) && shows_args(t, obj_call))
-        t->jinja_object_args = true;
+    probe(t, str_call, &str_member, &str_seen);
+    if (str_member)
+        return;
+    /* the string is not printed as an object (or fails: .items() of a
+     * string) and the object's member reaches the prompt: objects */
+    probe(t, obj_call, &obj_member, &obj_seen);
+    t->jinja_object_args = obj_seen;
 }

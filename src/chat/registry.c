@@ -21,13 +21,14 @@ const char *st_chat_kind_name(enum st_chat_kind kind)
     case ST_CHAT_MISTRAL_V7:  return "mistral-v7";
     case ST_CHAT_MISTRAL_V11: return "mistral-v11";
     case ST_CHAT_GLM45:       return "glm4.5";
+    case ST_CHAT_COMMAND_R:   return "command-r";
     }
     return "chatml";
 }
 
 bool st_chat_kind_from_name(const char *name, enum st_chat_kind *out)
 {
-    for (int k = ST_CHAT_CHATML; k <= ST_CHAT_GLM45; k++)
+    for (int k = ST_CHAT_CHATML; k <= ST_CHAT_KIND_LAST; k++)
         if (name && strcmp(name, st_chat_kind_name((enum st_chat_kind)k)) == 0) {
             *out = (enum st_chat_kind)k;
             return true;
@@ -78,6 +79,9 @@ enum st_status st_chat_render_turns(const struct st_chat_tmpl *t,
         break;
     case ST_CHAT_GLM45:
         rc = st_chat_render_glm45(t, req, out, err);
+        break;
+    case ST_CHAT_COMMAND_R:
+        rc = st_chat_render_command_r(req, out);
         break;
     case ST_CHAT_CHATML:
     default:

@@ -7,6 +7,7 @@
 //     by /apply-template and by chat alike (chat's prompt_tokens are the
 //     tokens of /apply-template's prompt);
 //   - chat_template_kwargs reach the template as variables;
+//   - /apply-template's add_generation_prompt false leaves the turn out;
 //   - a template file that does not parse stops the server, naming the line;
 //     an unknown --chat-template name lists the built-in ones.
 import { test, describe, before, after } from 'node:test';
@@ -44,6 +45,10 @@ describe('a Jinja template from --chat-template-file, thinking off by --reasonin
     const kw = await postJSON(srv, '/apply-template', { model: 'tiny', messages,
       chat_template_kwargs: { greeting: '[hello]' } });
     assert.ok(kw.json.prompt.includes('<|im_end|>\n[hello]<|im_start|>'), kw.text);
+    // add_generation_prompt false: the turns only, as llama-server's
+    const nogen = await postJSON(srv, '/apply-template', { model: 'tiny', messages,
+      add_generation_prompt: false });
+    assert.equal(nogen.json.prompt, '<|im_start|>user\nhi<|im_end|>\n', nogen.text);
   });
 
   test('chat reads the same prompt as /apply-template shows', async () => {

@@ -166,7 +166,8 @@ static void fuzz_chat(const char *in, size_t len)
                                                ST_CHAT_LLAMA3, ST_CHAT_LLAMA31,
                                                ST_CHAT_MISTRAL, ST_CHAT_GEMMA,
                                                ST_CHAT_QWEN3_CODER, ST_CHAT_MISTRAL_V7,
-                                               ST_CHAT_MISTRAL_V11, ST_CHAT_GLM45 };
+                                               ST_CHAT_MISTRAL_V11, ST_CHAT_GLM45,
+                                               ST_CHAT_COMMAND_R };
     struct st_chat_msg msgs[MAX_MSGS];
     struct st_chat_req req;
     const char *p = in, *end = in + len;

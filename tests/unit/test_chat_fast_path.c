@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -240,6 +241,13 @@ START_TEST(test_chat_tmpl_load_choices)
     got = load_render(r1, &c, &rc, &err);
     ck_assert_ptr_nonnull(strstr(got, "<|start_header_id|>user<|end_header_id|>\n\nhi"));
     free(got);
+    /* --chat-template command-r (--no-jinja, as llama.cpp's suite runs it):
+     * llama.cpp's built-in Command-R turns */
+    c = (struct st_chat_tmpl_choice){ .name = "command-r", .jinja = false };
+    got = load_render(r1, &c, &rc, &err);
+    ck_assert_str_eq(got, "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>hi<|END_OF_TURN_TOKEN|>"
+                          "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+    free(got);
     /* --chat-template with Jinja source */
     c = (struct st_chat_tmpl_choice){ .name = "{{ messages[0].content | upper }}", .jinja = true };
     got = load_render(r1, &c, &rc, &err);
@@ -310,6 +318,13 @@ START_TEST(test_chat_jinja_request_variables)
                       "{% endfor %}", NULL);
     ck_assert_str_eq(got, "{\"city\": \"Paris\"}");
     free(got);
+    /* arguments walked with .items() into tags (GLM-4.7, MiniMax-M2,
+     * Laguna): the string render fails, the object's keys show: objects */
+    got = render_vars("{% for c in messages[1].tool_calls %}{% for k, v in "
+                      "c.function.arguments.items() %}<arg_key>{{ k }}</arg_key>"
+                      "<arg_value>{{ v }}</arg_value>{% endfor %}{% endfor %}", NULL);
+    ck_assert_str_eq(got, "<arg_key>city</arg_key><arg_value>Paris</arg_value>");
+    free(got);
     /* arguments printed as they are: the string stays a string */
     got = render_vars("{% for c in messages[1].tool_calls %}{{ c.function.arguments }}"
                       "{% endfor %}", NULL);
@@ -324,6 +339,147 @@ START_TEST(test_chat_jinja_request_variables)
 }
 END_TEST
 
+/* A plain user turn rendered by src with thinking as given (-1 = not). */
+static char *render_plain(const char *src, int enable_thinking)
+{
+    struct st_chat_tmpl t;
+    struct st_chat_msg m = { .role = st_str_c("user"), .content = st_str_c("hi") };
+    struct st_chat_req req = { .msgs = &m, .n_msgs = 1, .add_generation_prompt = true,
+                               .enable_thinking = enable_thinking };
+    struct st_buf out;
+    struct st_err err = { 0 };
+
+    ck_assert_int_eq(st_chat_tmpl_load(&t, src, strlen(src), "", "", "unit", &err), ST_OK);
+    st_buf_init(&out);
+    ck_assert_msg(st_chat_render(&t, &req, &out, &err) == ST_OK, "%s", err.msg);
+    st_chat_tmpl_fini(&t);
+    return st_buf_steal(&out);
+}
+
+/* The variables llama-server gives every template: enable_thinking always
+ * defined (true unless off: DeepSeek-R1's "if not enable_thinking" then
+ * leaves the think block open), today's date_string and datetime. */
+START_TEST(test_chat_jinja_llama_server_defaults)
+{
+    static const char r1[] =
+        "{{ '<A><think>\n' }}{% if not enable_thinking %}{{ '</think>' }}{% endif %}";
+    char want[128], d1[32], d2[32], *got;
+    time_t now = time(NULL);
+    struct tm tm;
+
+    got = render_plain(r1, -1);
+    ck_assert_str_eq(got, "<A><think>\n");
+    free(got);
+    got = render_plain(r1, 0);
+    ck_assert_str_eq(got, "<A><think>\n</think>");
+    free(got);
+    got = render_plain("{{ enable_thinking }}", -1);
+    ck_assert_str_eq(got, "True");
+    free(got);
+    /* the date of the render (a render across midnight is a day off) */
+    got = render_plain("{{ date_string }}|{{ datetime }}", -1);
+    ck_assert_ptr_nonnull(localtime_r(&now, &tm));
+    ck_assert_uint_gt(strftime(d1, sizeof(d1), "%d %b %Y", &tm), 0);
+    ck_assert_uint_gt(strftime(d2, sizeof(d2), "%b %d %Y", &tm), 0);
+    snprintf(want, sizeof(want), "%s|%s", d1, d2);
+    ck_assert_str_eq(got, want);
+    free(got);
+    /* string + undefined or none is the string, as llama.cpp's interpreter
+     * has it (firefunction-v2 adds its undefined 'functions') */
+    got = render_plain("{{ 'a' + nosuch }}|{{ none + 'b' }}|{{ 'c' ~ none }}", -1);
+    ck_assert_str_eq(got, "a|b|cNone");
+    free(got);
+    /* none filtered is an empty list (functionary v3.1 sets tools = none
+     * and runs tools | selectattr(...)) */
+    got = render_plain("{{ none | selectattr('type', 'equalto', 'x') | list | length }}|"
+                       "{{ none | rejectattr('a') | list }}|{{ none | map(attribute='a') | list }}|"
+                       "{{ none | select | list }}|{{ none | unique | list }}", -1);
+    ck_assert_str_eq(got, "0|[]|[]|[]|[]");
+    free(got);
+    got = render_plain("{{ [3, 1, 2] | min }}|{{ [3, 1, 2] | max }}|{{ ['b', 'a'] | min }}|"
+                       "{{ [] | max is undefined }}", -1);
+    ck_assert_str_eq(got, "1|3|a|True");
+    free(got);
+    got = render_plain("{{ '<x{}y{}>'.format('A', 2) }}|{{ 'plain'.format() }}", -1);
+    ck_assert_str_eq(got, "<xAy2>|plain");
+    free(got);
+}
+END_TEST
+
+/* Command-R's built-in turns: content stripped, roles other than system,
+ * user and assistant left out, no generation prompt when not asked. */
+START_TEST(test_chat_command_r_turns)
+{
+    struct st_chat_msg m[4];
+    struct st_chat_req req;
+    struct st_chat_tmpl t;
+    struct st_buf out;
+    struct st_err err = { 0 };
+
+    memset(m, 0, sizeof(m));
+    m[0].role = st_str_c("system");
+    m[0].content = st_str_c(" You are a test.\n");
+    m[1].role = st_str_c("user");
+    m[1].content = st_str_c("Hi there");
+    m[2].role = st_str_c("tool");
+    m[2].content = st_str_c("dropped");
+    m[3].role = st_str_c("assistant");
+    memset(&req, 0, sizeof(req));
+    req.msgs = m;
+    req.n_msgs = 4;
+    req.enable_thinking = -1;
+    st_chat_tmpl_init(&t, NULL, 0, NULL, NULL, "unit");
+    t.kind = ST_CHAT_COMMAND_R;
+    ck_assert_str_eq(st_chat_kind_name(ST_CHAT_COMMAND_R), "command-r");
+    st_buf_init(&out);
+    ck_assert_msg(st_chat_render(&t, &req, &out, &err) == ST_OK, "%s", err.msg);
+    ck_assert_str_eq(out.data, "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>You are a test."
+                               "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi there"
+                               "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"
+                               "<|END_OF_TURN_TOKEN|>");
+    st_buf_fini(&out);
+    st_chat_tmpl_fini(&t);
+}
+END_TEST
+
+/* A template without a system role (Gemma 2 raises on one): the system
+ * text goes ahead of the next message's, joined by a line break, or away
+ * when it is alone, as llama.cpp does. */
+START_TEST(test_chat_jinja_no_system_role)
+{
+    static const char src[] =
+        "{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}"
+        "{% endif %}{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}";
+    struct st_chat_msg m[2];
+    struct st_chat_req req;
+    struct st_chat_tmpl t;
+    struct st_buf out;
+    struct st_err err = { 0 };
+
+    memset(m, 0, sizeof(m));
+    m[0].role = st_str_c("system");
+    m[0].content = st_str_c("Sys");
+    m[1].role = st_str_c("user");
+    m[1].content = st_str_c("hi");
+    memset(&req, 0, sizeof(req));
+    req.msgs = m;
+    req.n_msgs = 2;
+    req.enable_thinking = -1;
+    ck_assert_int_eq(st_chat_tmpl_load(&t, src, strlen(src), "", "", "unit", &err), ST_OK);
+    ck_assert(t.jinja_no_system);
+    st_buf_init(&out);
+    ck_assert_msg(st_chat_render(&t, &req, &out, &err) == ST_OK, "%s", err.msg);
+    ck_assert_str_eq(out.data, "[user:Sys\nhi]");
+    st_buf_fini(&out);
+    req.n_msgs = 1;
+    st_buf_init(&out);
+    ck_assert_msg(st_chat_render(&t, &req, &out, &err) == ST_OK, "%s", err.msg);
+    ck_assert_str_eq(out.data ? out.data : "", "");
+    st_buf_fini(&out);
+    st_chat_tmpl_fini(&t);
+}
+END_TEST
+
 static Suite *fast_path_suite(void)
 {
     Suite *s = suite_create("chat_fast_path");
@@ -334,6 +490,9 @@ static Suite *fast_path_suite(void)
     tcase_add_test(tc, test_chat_tmpl_load_choices);
     tcase_add_test(tc, test_chat_fast_path_synthetic_fixtures);
     tcase_add_test(tc, test_chat_jinja_request_variables);
+    tcase_add_test(tc, test_chat_jinja_llama_server_defaults);
+    tcase_add_test(tc, test_chat_command_r_turns);
+    tcase_add_test(tc, test_chat_jinja_no_system_role);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -59,6 +59,23 @@ static cJSON *context(const cJSON *conv, const cJSON *expected)
     return ctx;
 }
 
+/* Python's errors that llama.cpp's interpreter does not raise, and ours
+ * follows it (issue 24: render as llama-server renders): a string + an
+ * undefined value is the string (firefunction-v2 without tools, ShieldGemma
+ * without its guideline, Gemma 3 1b's content[0].text of a string). */
+static bool llama_cpp_renders(const char *name, const char *py_error)
+{
+    static const char *const lenient[][2] = {
+        { "firefunction_v2_70b", "'functions' is undefined" },
+        { "shieldgemma_27b", "'guideline' is undefined" },
+        { "gemma3_1b", "'str object' has no attribute 'text'" },
+    };
+    for (size_t i = 0; i < sizeof(lenient) / sizeof(lenient[0]); i++)
+        if (strcmp(name, lenient[i][0]) == 0 && strstr(py_error, lenient[i][1]))
+            return true;
+    return false;
+}
+
 /* Render one template with every conversation; returns the mismatches. */
 static int check_template(const char *name, const cJSON *renders, const cJSON *convs,
                           const cJSON *expected, struct st_jinja_opts *opts)
@@ -92,7 +109,8 @@ static int check_template(const char *name, const cJSON *renders, const cJSON *c
             fprintf(stderr, "%s / %s:\n--- want\n%s\n--- got\n%s\n", name, cname,
                     want->valuestring, rc == ST_OK ? (out.data ? out.data : "") : err.msg);
             bad++;
-        } else if (!cJSON_IsString(want) && rc == ST_OK) {
+        } else if (!cJSON_IsString(want) && rc == ST_OK &&
+                   !llama_cpp_renders(name, cJSON_GetObjectItem(want, "error")->valuestring)) {
             fprintf(stderr, "%s / %s: Python rejected it (%s), we rendered:\n%s\n", name, cname,
                     cJSON_GetObjectItem(want, "error")->valuestring, out.data ? out.data : "");
             bad++;

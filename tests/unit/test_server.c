@@ -473,6 +473,11 @@ START_TEST(test_server_parse_text_requests)
     ck_assert_int_eq(st_oai_parse_text(ST_OAI_APPLY_TEMPLATE, b, strlen(b), &r, &e), ST_OK);
     ck_assert_ptr_nonnull(strstr(json_text(r.chat.messages), "\"q\""));
     ck_assert_str_eq(json_text(r.chat.kwargs), "{}");
+    ck_assert(r.add_generation_prompt);
+    st_oai_text_request_fini(&r);
+    b = "{\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"add_generation_prompt\":false}";
+    ck_assert_int_eq(st_oai_parse_text(ST_OAI_APPLY_TEMPLATE, b, strlen(b), &r, &e), ST_OK);
+    ck_assert(!r.add_generation_prompt);
     st_oai_text_request_fini(&r);
 }
 END_TEST

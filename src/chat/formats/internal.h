@@ -73,6 +73,9 @@ enum st_status st_chat_render_mistral_tekken(const struct st_chat_tmpl *t,
                                              const struct st_chat_req *req,
                                              struct st_buf *out, struct st_err *err);
 
+/* Command-R as llama.cpp's built-in "command-r" (command_r.c). */
+enum st_status st_chat_render_command_r(const struct st_chat_req *req, struct st_buf *out);
+
 /* GLM-4.5 / 4.6 (glm45.c). */
 enum st_status st_chat_render_glm45(const struct st_chat_tmpl *t,
                                     const struct st_chat_req *req,

@@ -54,6 +54,36 @@ static struct jargs rest(const struct jargs *x, size_t skip)
     return y;
 }
 
+/* The items of v, none giving none: llama.cpp's interpreter filters none
+ * (select, selectattr, reject, rejectattr, map, unique) into an empty
+ * list where Python's jinja2 fails; functionary v3.1 runs
+ * "tools | selectattr(...)" with tools set to none. */
+static enum st_status iter_none_empty(struct jrender *r, const struct jv *v, struct jlist **out)
+{
+    if (v->kind != JV_NONE)
+        return jr_iter(r, v, out);
+    *out = jv_list_new(r->a, 0);
+    return *out ? ST_OK : jr_nomem(r);
+}
+
+/* min / max of a sequence (numbers or strings; undefined when empty):
+ * MiniCPM5 takes [a, b] | min. */
+static enum st_status min_max(struct jrender *r, const struct jv *v, bool max, struct jv *out)
+{
+    struct jlist *l;
+    struct jv better;
+
+    TRY(iter_none_empty(r, v, &l));
+    *out = jv_undef();
+    for (size_t i = 0; i < l->n; i++) {
+        if (i > 0)
+            TRY(jr_binop(r, max ? JO_GT : JO_LT, &l->items[i], out, &better));
+        if (i == 0 || jv_truthy(&better))
+            *out = l->items[i];
+    }
+    return ST_OK;
+}
+
 /* selectattr / rejectattr (by_attr) and select / reject. */
 static enum st_status select_items(struct jrender *r, const struct jv *v, const struct jargs *x,
                                    bool by_attr, bool keep, struct jv *out)
@@ -66,7 +96,7 @@ static enum st_status select_items(struct jrender *r, const struct jv *v, const 
 
     if ((by_attr && (!attr || attr->kind != JV_STR)) || (test && test->kind != JV_STR))
         return jr_fail(r, "%s needs string arguments", by_attr ? "selectattr" : "select");
-    TRY(jr_iter(r, v, &src));
+    TRY(iter_none_empty(r, v, &src));
     if (!(l = jv_list_new(r->a, src->n)))
         return jr_nomem(r);
     for (size_t i = 0; i < src->n; i++) {
@@ -90,7 +120,7 @@ static enum st_status map_items(struct jrender *r, const struct jv *v, const str
     struct jargs fargs = rest(x, 1);
     struct jlist *src, *l;
 
-    TRY(jr_iter(r, v, &src));
+    TRY(iter_none_empty(r, v, &src));
     if (!(l = jv_list_new(r->a, src->n)))
         return jr_nomem(r);
     for (size_t i = 0; i < src->n; i++) {
@@ -254,7 +284,7 @@ static enum st_status reverse_unique(struct jrender *r, const struct jv *v, bool
     struct jlist *src, *l;
     struct jv joined;
 
-    TRY(jr_iter(r, v, &src));
+    TRY(unique ? iter_none_empty(r, v, &src) : jr_iter(r, v, &src));
     if (!(l = jv_list_new(r->a, src->n)))
         return jr_nomem(r);
     for (size_t i = 0; i < src->n; i++) {
@@ -365,6 +395,8 @@ enum st_status jr_filter(struct jrender *r, struct st_str name, const struct jv 
         *out = v->kind == JV_FLOAT ? jv_float(round(v->u.f)) : *v;
         return ST_OK;
     }
+    if (st_str_eq_c(name, "min") || st_str_eq_c(name, "max"))
+        return min_max(r, v, name.ptr[1] == 'a', out);
     if (st_str_eq_c(name, "reverse") || st_str_eq_c(name, "unique"))
         return reverse_unique(r, v, name.ptr[0] == 'u', out);
     TRY(str_filter(r, name, v, x, out, &done));

@@ -63,6 +63,33 @@ static enum st_status str_join(struct jrender *r, struct st_str sep, const struc
     return ST_OK;
 }
 
+/* str.format with '{}' placeholders only, each taking the next positional
+ * argument as str() prints it (Hunyuan's template builds its tokens so;
+ * llama.cpp's interpreter has the same subset). */
+static enum st_status js_format(struct jrender *r, struct st_str s, const struct jargs *x,
+                                struct jv *out)
+{
+    struct st_str acc = { "", 0 }, piece;
+    size_t from = 0, arg = 0;
+
+    for (size_t i = 0; i < s.len; i++) {
+        if (s.ptr[i] != '{')
+            continue;
+        if (i + 1 >= s.len || s.ptr[i + 1] != '}')
+            return jr_fail(r, "format supports only '{}' placeholders");
+        const struct jv *a = jargs_get(x, arg++, NULL);
+        if (!a)
+            return jr_fail(r, "format: too few arguments");
+        TRY(jr_concat(r, acc, (struct st_str){ s.ptr + from, i - from }, &acc));
+        TRY(jr_str(r, a, &piece));
+        TRY(jr_concat(r, acc, piece, &acc));
+        from = ++i + 1;
+    }
+    TRY(jr_concat(r, acc, (struct st_str){ s.ptr + from, s.len - from }, &acc));
+    *out = jv_str(acc);
+    return ST_OK;
+}
+
 static enum st_status str_method(struct jrender *r, struct st_str s, struct st_str m,
                                  const struct jargs *x, struct jv *out, bool *found)
 {
@@ -77,6 +104,8 @@ static enum st_status str_method(struct jrender *r, struct st_str s, struct st_s
             *out = jv_str(res);
             return ST_OK;
         }
+    if (st_str_eq_c(m, "format"))
+        return js_format(r, s, x, out);
     if (st_str_eq_c(m, "split"))
         return js_split(r, s, jargs_get(x, 0, "sep"), arg_int(x, 1, "maxsplit", -1), out);
     if (st_str_eq_c(m, "startswith") || st_str_eq_c(m, "endswith"))

@@ -198,6 +198,14 @@ enum st_status jr_binop(struct jrender *r, enum jop op, const struct jv *a, cons
         *out = jv_str(sa);
         return ST_OK;
     }
+    /* a string + none or undefined is the string, as in llama.cpp's
+     * interpreter (Python's jinja2 fails): firefunction-v2 adds its
+     * undefined 'functions' when a request has no tools */
+    if (op == JO_ADD && ((a->kind == JV_STR && (b->kind == JV_NONE || b->kind == JV_UNDEF)) ||
+                         (b->kind == JV_STR && (a->kind == JV_NONE || a->kind == JV_UNDEF)))) {
+        *out = a->kind == JV_STR ? *a : *b;
+        return ST_OK;
+    }
     if (op == JO_ADD && a->kind == JV_LIST && b->kind == JV_LIST) {
         struct jlist *l = jv_list_new(r->a, a->u.l->n + b->u.l->n);
         if (!l)

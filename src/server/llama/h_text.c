@@ -178,8 +178,9 @@ enum st_route_result st_h_apply_template(struct st_call *c)
                                                   : NULL;
     if (kw)
         chat.kwargs = kw;
-    enum st_status rc = st_engine_pool_apply_template(c->srv->pool, model, &chat,
-                                                      ST_CHAT_END_GENERATE, &prompt, &err);
+    enum st_status rc = st_engine_pool_apply_template(
+        c->srv->pool, model, &chat, r.add_generation_prompt ? ST_CHAT_END_GENERATE : ST_CHAT_END_TURN,
+        &prompt, &err);
     cJSON_Delete(kw);
     st_oai_text_request_fini(&r);
     return reply_text(c, rc, &err, "messages", "prompt", prompt);

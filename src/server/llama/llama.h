@@ -41,6 +41,7 @@ struct st_oai_text_request {
     size_t   n_tokens;
     struct st_chat_request chat;  /* /apply-template: normalised messages, tools,
                                    * kwargs; owned */
+    bool     add_generation_prompt; /* /apply-template: default true */
 };
 
 enum st_oai_text_kind {

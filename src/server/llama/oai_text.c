@@ -59,6 +59,9 @@ static enum st_status parse_template(const cJSON *root, struct st_oai_text_reque
         rc = st_oai_get_tree(root, "chat_template_kwargs", cJSON_Object, &r->chat.kwargs, e);
     if (rc == ST_OK)
         rc = st_oai_get_raw(root, "tools", cJSON_Array, &r->chat.tools, e);
+    r->add_generation_prompt = true;
+    if (rc == ST_OK)
+        rc = st_oai_get_bool(root, "add_generation_prompt", &r->add_generation_prompt, NULL, e);
     return rc;
 }
 
