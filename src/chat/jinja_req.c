@@ -188,33 +188,42 @@ enum st_status st_chat_render_jinja(const struct st_chat_tmpl *t, const struct s
     return rc;
 }
 
+/* Render a two-message probe chat (m[0], m[1]) into 'out' (initialized
+ * here; the caller finis it): its text, or NULL when the template fails. */
+static const char *render_probe(struct st_chat_tmpl *t, struct st_chat_msg m[2],
+                                bool add_generation_prompt, struct st_buf *out)
+{
+    struct st_chat_req req;
+    struct st_err err = { 0 };
+
+    memset(&req, 0, sizeof(req));
+    req.msgs = m;
+    req.n_msgs = 2;
+    req.add_generation_prompt = add_generation_prompt;
+    req.enable_thinking = -1;
+    st_buf_init(out);
+    return st_chat_render_jinja(t, &req, out, &err) == ST_OK ? out->data : NULL;
+}
+
 /* Render a call with these arguments. *member: the needle shows as a JSON
  * member (or a <parameter=...>); *seen: it shows at all (GLM's
  * <arg_key>..., any layout of a template that walks an object). */
 static void probe(struct st_chat_tmpl *t, const char *calls, bool *member, bool *seen)
 {
     struct st_chat_msg m[2];
-    struct st_chat_req req;
     struct st_buf out;
-    struct st_err err = { 0 };
-    bool ok;
 
     memset(m, 0, sizeof(m));
-    memset(&req, 0, sizeof(req));
     m[0].role = st_str_c("user");
     m[0].content = st_str_c("Hey");
     m[1].role = st_str_c("assistant");
     m[1].content = st_str_c("");
     m[1].tool_calls = st_str_c(calls);
-    req.msgs = m;
-    req.n_msgs = 2;
-    req.enable_thinking = -1;
-    st_buf_init(&out);
-    ok = st_chat_render_jinja(t, &req, &out, &err) == ST_OK && out.data;
-    *member = ok && (strstr(out.data, "\"argument_needle\":") ||
-                     strstr(out.data, "'argument_needle':") ||
-                     strstr(out.data, "<parameter=argument_needle>"));
-    *seen = ok && strstr(out.data, "argument_needle");
+    const char *text = render_probe(t, m, false, &out);
+    *member = text && (strstr(text, "\"argument_needle\":") ||
+                       strstr(text, "'argument_needle':") ||
+                       strstr(text, "<parameter=argument_needle>"));
+    *seen = text && strstr(text, "argument_needle");
     st_buf_fini(&out);
 }
 
@@ -222,24 +231,15 @@ static void probe(struct st_chat_tmpl *t, const char *calls, bool *member, bool 
 static bool shows_system(struct st_chat_tmpl *t)
 {
     struct st_chat_msg m[2];
-    struct st_chat_req req;
     struct st_buf out;
-    struct st_err err = { 0 };
-    bool ok;
 
     memset(m, 0, sizeof(m));
-    memset(&req, 0, sizeof(req));
     m[0].role = st_str_c("system");
     m[0].content = st_str_c("system_needle");
     m[1].role = st_str_c("user");
     m[1].content = st_str_c("Hey");
-    req.msgs = m;
-    req.n_msgs = 2;
-    req.add_generation_prompt = true;
-    req.enable_thinking = -1;
-    st_buf_init(&out);
-    ok = st_chat_render_jinja(t, &req, &out, &err) == ST_OK && out.data &&
-         strstr(out.data, "system_needle");
+    const char *text = render_probe(t, m, true, &out);
+    bool ok = text && strstr(text, "system_needle");
     st_buf_fini(&out);
     return ok;
 }
