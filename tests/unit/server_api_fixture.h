@@ -66,7 +66,7 @@ static inline struct st_gen *api_gen(bool stream, struct st_gen_shape *shape, co
     g->kind = ST_OAI_CHAT;
     g->stream = stream;
     g->created = 1700000000;
-    g->resp = shape;
+    g->shape = shape;
     snprintf(g->id, sizeof(g->id), "%s", id);
     snprintf(g->model_name, sizeof(g->model_name), "m");
     return g;
@@ -79,7 +79,7 @@ static inline cJSON *api_body_of(struct st_gen *g, const struct st_oai_choice *c
     struct st_oai_usage u = { 12, 7, 4, 0 };
     struct st_buf b;
     st_buf_init(&b);
-    ck_assert_int_eq(g->resp->body(&b, g, c, &u, 3), ST_OK);
+    ck_assert_int_eq(g->shape->body(&b, g, c, &u, 3), ST_OK);
     cJSON *j = cJSON_ParseWithLength(b.data, b.len);
     ck_assert_msg(j != NULL, "%.*s", (int)b.len, b.data);
     st_buf_fini(&b);
@@ -146,7 +146,7 @@ static inline struct st_gen *api_run_stream(struct st_gen *g, const char *text,
     ch->ended = true;
     st_gen_reply_end(c, g, ch);
     struct st_oai_usage u = { 5, (int64_t)strlen(text), 0, 0 };
-    g->resp->stream_end(g, ch, err, &u);
+    g->shape->stream_end(g, ch, err, &u);
     ck_assert(!g->broken);
     return g;
 }

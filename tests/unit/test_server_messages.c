@@ -348,7 +348,7 @@ END_TEST
 static struct st_gen *msg_gen(bool stream)
 {
     struct st_gen *g = api_gen(stream, st_msg_shape_new(), "msg_req-1");
-    ck_assert_str_eq(g->resp->id_prefix, "msg_");
+    ck_assert_str_eq(g->shape->id_prefix, "msg_");
     return g;
 }
 

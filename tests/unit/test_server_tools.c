@@ -169,6 +169,7 @@ static struct st_gen *run_tools_text(bool stream, const char *tools, const char 
     ck_assert_ptr_nonnull(g);
     g->kind = ST_OAI_CHAT;
     g->stream = stream;
+    g->shape = &st_oai_chat_shape;   /* renders what the parser reads */
     snprintf(g->id, sizeof(g->id), "chatcmpl-t");
     snprintf(g->model_name, sizeof(g->model_name), "m");
     memset(c, 0, sizeof(*c));

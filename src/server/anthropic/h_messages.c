@@ -26,7 +26,7 @@ enum st_route_result st_h_messages(struct st_call *c)
         st_oai_request_fini(&oq);
         return st_reply_nomem(c);
     }
-    enum st_route_result r = st_gen_start_shaped(c, &oq, shape);
+    enum st_route_result r = st_gen_start(c, &oq, shape);
     st_oai_request_fini(&oq);
     return r;
 }

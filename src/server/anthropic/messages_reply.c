@@ -49,7 +49,7 @@ struct st_msg {
 
 static struct st_msg *msg_of(const struct st_gen *g)
 {
-    return g->resp->ctx;
+    return g->shape->ctx;
 }
 
 /* ---- pieces ----------------------------------------------------------------------- */
@@ -264,8 +264,9 @@ static enum st_status delta(struct st_gen *g, const struct st_gen_choice *ch,
 }
 
 static void msg_stream_delta(struct st_gen *g, struct st_gen_choice *ch,
-                             const struct st_oai_delta *d)
+                             const struct st_oai_delta *d, const struct st_oai_logprob *lp)
 {
+    (void)lp;   /* Anthropic's events carry no logprobs */
     if (g->broken)
         return;
     if (delta(g, ch, d) != ST_OK)
@@ -375,8 +376,10 @@ struct st_gen_shape *st_msg_shape_new(void)
     struct st_msg *m = calloc(1, sizeof(*m));
     if (!m)
         return NULL;
-    m->shape = (struct st_gen_shape){ .stream_delta = msg_stream_delta,
-                                      .stream_end = msg_stream_end, .body = msg_body,
+    m->shape = (struct st_gen_shape){ .stream_text = st_gen_stream_text_delta,
+                                      .stream_delta = msg_stream_delta,
+                                      .stream_end = msg_stream_end,
+                                      .keep_token = st_gen_keep_token, .body = msg_body,
                                       .free = msg_free, .ctx = m, .id_prefix = "msg_",
                                       .messages_param = "messages" };
     return &m->shape;

@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "server/gen/gen_view.h"
-#include "server/gen/llama_json.h"
 
 struct st_gen *st_gen_new(int32_t n)
 {
@@ -44,7 +43,7 @@ struct st_gen *st_gen_new(int32_t n)
     return g;
 }
 
-void st_gen_shape_free(struct st_gen_shape *s)
+void st_gen_shape_free(const struct st_gen_shape *s)
 {
     if (s && s->free)
         s->free(s->ctx);
@@ -66,7 +65,7 @@ void st_gen_free(struct st_gen *g)
     }
     free(g->llama.settings);
     free(g->verbose_prompt);
-    st_gen_shape_free(g->resp);
+    st_gen_shape_free(g->shape);
     free(g->choices);
     st_buf_fini(&g->out);
     free(g);
@@ -144,10 +143,6 @@ static enum st_route_result reply_body_locked(struct st_call *c, struct st_gen *
             return ST_ROUTE_DONE;
         }
     }
-    if (g->embed.on)
-        return st_embed_gen_body(body, g) == ST_OK ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
-    if (g->llama.on)
-        return st_llama_body(body, g) == ST_OK ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
     size_t n = g->n_choices > 0 ? (size_t)g->n_choices : 1;
     struct st_oai_choice *cs = calloc(n, sizeof(*cs));
     if (!cs)
@@ -164,14 +159,10 @@ static enum st_route_result reply_body_locked(struct st_call *c, struct st_gen *
         }
         st_gen_reply_fill(ch, &cs[i]);
     }
-    struct st_oai_meta m = st_gen_meta(g);
     struct st_oai_usage u = st_gen_usage(g);
-    enum st_status rc = g->resp ? g->resp->body(body, g, &cs[0], &u,
-                                                st_gen_reply_reasoning_tokens(&g->choices[0]))
-                                : st_oai_body(body, &m, cs, (size_t)g->n_choices, &u);
+    enum st_status rc = g->shape->body(body, g, cs, &u,
+                                       st_gen_reply_reasoning_tokens(&g->choices[0]));
     free(cs);
-    if (rc == ST_OK && g->verbose_prompt)
-        rc = st_llama_verbose(body, g);
     return rc == ST_OK ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
 }
 

@@ -2,8 +2,7 @@
  * gen_submit.c (creating and submitting the engine requests), gen_emit.c
  * (engine events in), gen.c (results out to HTTP) and gen_log.c (its log
  * line). Private to this folder, the handlers that start generations and
- * the reply renderers of the endpoints translated onto chat (responses/,
- * anthropic/: struct st_gen_shape).
+ * the shapes that write their answers (gen_shape.h).
  *
  * One HTTP request becomes n_choices engine requests (prompts x n). Each
  * has a choice record; its emit callback runs on an engine thread and
@@ -14,6 +13,7 @@
 #define STRATA_SERVER_GEN_GEN_H
 
 #include "server/gen/gen_reply.h"
+#include "server/gen/gen_shape.h"
 #include "server/gen/oai_response.h"
 #include "server/http/http.h"
 
@@ -23,7 +23,7 @@ struct st_gen_choice {
     int32_t index;                 /* choices[].index in the response */
     int32_t prompt;                /* which prompt (usage counts each prompt once) */
     bool submitted;                /* handed to the pool: END will come */
-    bool role_sent;                /* stream: the role chunk went out */
+    bool begun;                    /* stream: the shape's stream_begin ran */
     bool produced;                 /* stream: a token chunk was rendered */
     bool ended;
     enum st_finish finish;
@@ -96,39 +96,10 @@ struct st_gen {
     bool cut;                      /* cut at --stream-buffer: its end is cut_error, [DONE] */
     struct st_api_error cut_error;
     bool logged;                   /* the request's log line was written */
-    struct st_gen_shape *resp;     /* the reply's renderer when the request came in as
-                                    * /v1/responses or /v1/messages (owned); NULL: the
-                                    * chat / completions shapes (oai_response.c) */
+    const struct st_gen_shape *shape; /* how the reply is written for the request's API
+                                    * (gen_shape.h; owned: st_gen_shape_free); always set */
     struct st_gen_embed embed;     /* embed.on: an embeddings call (no stream) */
 };
-
-/* ---- reply renderers for the endpoints translated onto chat ---- */
-/* /v1/responses (responses_reply.c) and /v1/messages (messages_reply.c)
- * run on the chat generation path and render its output in their own
- * shapes. Where gen_emit.c / gen.c / gen_reply.c would write a chat chunk
- * or body they call these instead. One choice (n 1). All run under call->lock. */
-struct st_gen_shape {
-    /* Stream: one parsed chat delta (content, reasoning, tool call start /
-     * arguments) as the endpoint's events onto g->out; sets ch->produced.
-     * Failures mark g->broken. */
-    void (*stream_delta)(struct st_gen *g, struct st_gen_choice *ch,
-                         const struct st_oai_delta *d);
-    /* Stream: the end of the choice: finished (err NULL, ch->finish STOP or
-     * LENGTH) or failed after the stream began (err set). */
-    void (*stream_end)(struct st_gen *g, struct st_gen_choice *ch,
-                       const struct st_api_error *err, const struct st_oai_usage *u);
-    /* Non-stream: the whole body for the finished choice 'c'. */
-    enum st_status (*body)(struct st_buf *out, const struct st_gen *g,
-                           const struct st_oai_choice *c, const struct st_oai_usage *u,
-                           int64_t reasoning_tokens);
-    void (*free)(void *ctx);       /* frees ctx (and this shape, when ctx holds it) */
-    void *ctx;                     /* the renderer's state */
-    const char *id_prefix;         /* g->id = id_prefix + request id: "resp_", "msg_" */
-    const char *messages_param;    /* the body field a prompt error on "messages"
-                                    * names ("input", "messages") */
-};
-/* Free a shape through its free hook; NULL is a no-op. */
-void st_gen_shape_free(struct st_gen_shape *s);
 
 /* ---- fill-in-the-middle prompts (gen_fim.c) ---- */
 /* /v1/completions with OpenAI's legacy "suffix": every prompt
@@ -147,14 +118,9 @@ enum st_status st_gen_fim_prompt(struct st_call *c, int32_t model, struct st_oai
                                  struct st_oai_prompt *pr, struct st_infill_input *in,
                                  const char *param, struct st_api_error *e);
 
-/* ---- for the endpoints translated onto chat (responses/, anthropic/) ---- */
 /* Tokens of the choice during which the reply parser produced reasoning
  * text (gen_reply.c); 0 without a parser. */
 int64_t st_gen_reply_reasoning_tokens(const struct st_gen_choice *ch);
-/* Start a generation rendered by 'shape' (taken, freed in every case):
- * st_gen_start with g->resp = shape and the id shape->id_prefix + request id. */
-enum st_route_result st_gen_start_shaped(struct st_call *c, struct st_oai_request *oq,
-                                         struct st_gen_shape *shape);
 
 /* ---- /v1/embeddings answers (embeddings_reply.c) ---- */
 /* The first 'dims' entries of v[n] (dims <= 0 or >= n: all), scaled back
@@ -176,9 +142,12 @@ ST_MUST_CHECK enum st_status st_embed_gen_body(struct st_buf *out, const struct 
 
 /* ---- one call's generation, the MHD side (gen.c) --------------------- */
 
-/* Start a completion from a parsed body: create, prepare and submit the
- * requests, then wait (ST_ROUTE_WAIT) or answer an error. */
-enum st_route_result st_gen_start(struct st_call *c, struct st_oai_request *oq);
+/* Start a completion from a parsed body whose answer 'shape' writes (taken,
+ * freed in every case; gen_shape.h): create, prepare and submit the
+ * requests (g->id = shape->id_prefix + request id), then wait
+ * (ST_ROUTE_WAIT) or answer an error. */
+enum st_route_result st_gen_start(struct st_call *c, struct st_oai_request *oq,
+                                  const struct st_gen_shape *shape);
 /* Called with c->lock held: is there something for the MHD side to do? */
 bool st_gen_ready_locked(const struct st_call *c);
 /* The access handler was called again after a resume. */

@@ -7,9 +7,9 @@
  *   emit (engine)                          MHD thread (gen.c)
  *   -------------                          ------------------
  *   lock                                   access handler / content reader:
- *   stream: render chunk -> gen->out         lock
- *   else:   append text / logprobs           data or end? -> hand it over
- *   END: finish chunk, usage, [DONE]         nothing?     -> suspend
+ *   stream: shape's chunk -> gen->out        lock
+ *   else:   shape keeps text / logprobs      data or end? -> hand it over
+ *   END: shape's end (and close)             nothing?     -> suspend
  *   ready? and suspended -> resume           unlock
  *   unlock
  */
@@ -19,15 +19,10 @@
 
 #include "strata/log.h"
 #include "server/gen/gen_view.h"
-#include "server/gen/llama_json.h"
 
 /* ---- stream rendering (under call->lock) ----------------------------- */
 
-typedef enum st_status chunk_fn(struct st_buf *out, const struct st_gen *g,
-                                const struct st_gen_choice *ch, const void *arg);
-
-/* Render one chunk with 'fn' and frame it as an SSE event onto g->out. */
-static void put_chunk(struct st_gen *g, const struct st_gen_choice *ch, chunk_fn *fn,
+void st_gen_put_chunk(struct st_gen *g, const struct st_gen_choice *ch, st_gen_chunk_fn *fn,
                       const void *arg)
 {
     if (g->broken)
@@ -42,141 +37,55 @@ static void put_chunk(struct st_gen *g, const struct st_gen_choice *ch, chunk_fn
         g->broken = true;
 }
 
-static enum st_status c_role(struct st_buf *o, const struct st_gen *g,
-                             const struct st_gen_choice *ch, const void *arg)
+void st_gen_stream_text_delta(struct st_gen *g, struct st_gen_choice *ch,
+                              const struct st_gen_token *t)
 {
-    struct st_oai_meta m = st_gen_meta(g);
-    (void)arg;
-    return st_oai_chunk_role(o, &m, ch->index);
+    if (!t->len)
+        return;
+    struct st_oai_delta d = { ST_OAI_DELTA_CONTENT, t->text, t->len, 0, NULL };
+    g->shape->stream_delta(g, ch, &d, NULL);
 }
 
-struct text_arg {
-    const char *text;
-    size_t len;
-    const struct st_oai_logprob *lp;
-};
-
-static enum st_status c_text(struct st_buf *o, const struct st_gen *g,
-                             const struct st_gen_choice *ch, const void *arg)
+void st_gen_keep_token(struct st_gen *g, struct st_gen_choice *ch, const struct st_gen_token *t)
 {
-    const struct text_arg *t = arg;
-    struct st_oai_meta m = st_gen_meta(g);
-    return st_oai_chunk_text(o, &m, ch->index, t->text, t->len, t->lp);
+    /* the raw text: the body's, or "__verbose"'s beside a parsed reply */
+    if ((!ch->reply || g->verbose_prompt) && st_buf_append(&ch->text, t->text, t->len) != ST_OK)
+        g->broken = true;
+    if (t->lp && st_oai_lp_acc_add(&ch->lp, g->kind, t->lp) != ST_OK)
+        g->broken = true;
 }
 
-/* /completion, /infill (llama-server's shape, llama_json.c) */
-struct llama_arg {
-    const char *text;
-    size_t len;
-    const struct st_event *ev;
-};
-
-static enum st_status c_llama_text(struct st_buf *o, const struct st_gen *g,
-                                   const struct st_gen_choice *ch, const void *arg)
+/* The shape's stream_begin, once per choice. */
+static void begin(struct st_gen *g, struct st_gen_choice *ch)
 {
-    const struct llama_arg *t = arg;
-    return st_llama_chunk(o, g, ch, t->text, t->len, t->ev);
+    if (!ch->begun && g->shape->stream_begin)
+        g->shape->stream_begin(g, ch);
+    ch->begun = true;
 }
 
-static enum st_status c_llama_final(struct st_buf *o, const struct st_gen *g,
-                                    const struct st_gen_choice *ch, const void *arg)
-{
-    (void)arg;
-    return st_llama_final(o, g, ch, true);
-}
-
-static enum st_status c_finish(struct st_buf *o, const struct st_gen *g,
-                               const struct st_gen_choice *ch, const void *arg)
-{
-    struct st_oai_meta m = st_gen_meta(g);
-    (void)arg;
-    return st_oai_chunk_finish_reason(o, &m, ch->index, st_gen_reply_finish_reason(ch));
-}
-
-static enum st_status c_error(struct st_buf *o, const struct st_gen *g,
-                              const struct st_gen_choice *ch, const void *arg)
-{
-    struct st_api_error e;
-    (void)g;
-    (void)arg;
-    st_gen_choice_error(ch, &e);
-    return st_api_error_json(o, &e);
-}
-
-static enum st_status c_api_error(struct st_buf *o, const struct st_gen *g,
-                                  const struct st_gen_choice *ch, const void *arg)
-{
-    (void)g;
-    (void)ch;
-    return st_api_error_json(o, arg);
-}
-
-static enum st_status c_usage(struct st_buf *o, const struct st_gen *g,
-                              const struct st_gen_choice *ch, const void *arg)
-{
-    struct st_oai_meta m = st_gen_meta(g);
-    struct st_oai_usage u = st_gen_usage(g);
-    (void)ch;
-    (void)arg;
-    return st_oai_chunk_usage(o, &m, &u);
-}
-
-/* A stream the server cut (back-pressure): each choice's end is the cut's
- * error, and the last one's [DONE] where the shape has one, so a client
- * that reads on sees why its answer is short. */
-static void stream_end_cut(struct st_gen *g, struct st_gen_choice *ch)
-{
-    bool last = g->n_ended == g->n_choices;
-    g->broken = false;   /* the end is small: always rendered */
-    if (g->resp) {
-        struct st_oai_usage u = st_gen_usage(g);
-        g->resp->stream_end(g, ch, &g->cut_error, &u);
-    } else {
-        put_chunk(g, ch, c_api_error, &g->cut_error);
-        if (last && !g->llama.on && !g->broken && st_sse_done(&g->out) != ST_OK)
-            g->broken = true;
-    }
-    g->stream_done = last;
-}
-
+/* A choice's end: finished, failed (a client that left sees nothing
+ * anyway, and a cancelled one asked for nothing), or cut by the server
+ * (back-pressure), whose end is always rendered so that a client that
+ * reads on sees why its answer is short; then, after the last choice, the
+ * stream's close. */
 static void stream_end(struct st_gen *g, struct st_gen_choice *ch)
 {
+    const struct st_gen_shape *s = g->shape;
+    struct st_oai_usage u = st_gen_usage(g);
+    struct st_api_error e;
     if (g->cut) {
-        stream_end_cut(g, ch);
-        return;
-    }
-    if (g->resp) {   /* /v1/responses, /v1/messages: one choice; no [DONE] */
-        struct st_api_error e;
-        struct st_oai_usage u = st_gen_usage(g);
-        bool failed = !st_gen_finished_ok(ch) && ch->status != ST_OK && ch->status != ST_ERR_CANCELLED;
-        if (failed)
-            st_gen_choice_error(ch, &e);
-        if (st_gen_finished_ok(ch) || failed)
-            g->resp->stream_end(g, ch, failed ? &e : NULL, &u);
-        g->stream_done = g->n_ended == g->n_choices;
-        return;
-    }
-    if (g->llama.on) {   /* each choice's last object says stop: true; no [DONE] */
-        if (st_gen_finished_ok(ch))
-            put_chunk(g, ch, c_llama_final, NULL);
-        else if (ch->status != ST_OK && ch->status != ST_ERR_CANCELLED)
-            put_chunk(g, ch, c_error, NULL);
-        g->stream_done = g->n_ended == g->n_choices;
-        return;
-    }
-    if (st_gen_finished_ok(ch)) {
-        if (g->kind == ST_OAI_CHAT && !ch->role_sent)
-            put_chunk(g, ch, c_role, NULL);
-        ch->role_sent = true;
-        put_chunk(g, ch, c_finish, NULL);
+        g->broken = false;   /* the end is small: always rendered */
+        s->stream_end(g, ch, &g->cut_error, &u);
+    } else if (st_gen_finished_ok(ch)) {
+        begin(g, ch);
+        s->stream_end(g, ch, NULL, &u);
     } else if (ch->status != ST_OK && ch->status != ST_ERR_CANCELLED) {
-        put_chunk(g, ch, c_error, NULL);   /* a client that left sees nothing anyway */
+        st_gen_choice_error(ch, &e);
+        s->stream_end(g, ch, &e, &u);
     }
     if (g->n_ended == g->n_choices) {
-        if (g->include_usage)
-            put_chunk(g, ch, c_usage, NULL);
-        if (!g->broken && st_sse_done(&g->out) != ST_OK)
-            g->broken = true;
+        if (s->stream_close)
+            s->stream_close(g);
         g->stream_done = true;
     }
 }
@@ -209,79 +118,28 @@ static void logprob_of(const struct st_event *ev, const struct st_gen_choice *ch
     lp->text_offset = ch->text_offset;
 }
 
-/* A token of a llama-server shaped answer: every token is a stream object
- * (its id and probabilities even when its text is held back). */
-static void on_llama_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch,
-                           const struct st_event *ev, const char *text, size_t len)
-{
-    /* the text released just before END comes with the end-of-generation
-     * token, which n_generated does not count and the answer leaves out */
-    bool fresh = ch->n_generated > ch->n_llama_tokens;
-    ch->n_llama_tokens = ch->n_generated;
-    if (g->stream && !c->conn_done) {
-        struct llama_arg t = { text, len, fresh ? ev : NULL };
-        put_chunk(g, ch, c_llama_text, &t);
-        ch->produced = true;
-    } else if (!g->stream) {
-        if (st_buf_append(&ch->text, text, len) != ST_OK ||
-            (fresh && st_llama_keep(g, ch, ev) != ST_OK))
-            g->broken = true;
-    }
-    ch->text_offset += (int64_t)len;
-}
-
 static void on_token(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch,
                      const struct st_event *ev)
 {
     if (!ch->first_token_ns)
         ch->first_token_ns = st_gen_now_ns();
-    if (g->llama.on) {
-        on_llama_token(c, g, ch, ev, ev->text ? ev->text : "", ev->text ? ev->text_len : 0);
-        return;
-    }
     struct st_oai_logprob lp;
     if (g->logprobs)
         logprob_of(ev, ch, &lp);
-    const char *text = ev->text ? ev->text : "";
-    size_t len = ev->text ? ev->text_len : 0;
+    struct st_gen_token t = { ev, ev->text ? ev->text : "", ev->text ? ev->text_len : 0,
+                              g->logprobs ? &lp : NULL };
     if (g->stream && !c->conn_done) {
-        if (g->kind == ST_OAI_CHAT && !ch->role_sent && !g->resp)
-            put_chunk(g, ch, c_role, NULL);
-        ch->role_sent = true;
-        if (ch->reply) {
-            st_gen_reply_token(c, g, ch, text, len, g->logprobs ? &lp : NULL);
-        } else if (g->resp && len) {   /* nothing parsed: all of it is the message */
-            struct st_oai_delta d = { ST_OAI_DELTA_CONTENT, text, len, 0, NULL };
-            g->resp->stream_delta(g, ch, &d);
-        } else if (len || g->logprobs) {
-            struct text_arg t = { text, len, g->logprobs ? &lp : NULL };
-            put_chunk(g, ch, c_text, &t);
-            ch->produced = true;
-        }
+        begin(g, ch);
+        if (ch->reply)
+            st_gen_reply_token(c, g, ch, t.text, t.len, t.lp);
+        else
+            g->shape->stream_text(g, ch, &t);
     } else if (!g->stream) {
         if (ch->reply)
-            st_gen_reply_token(c, g, ch, text, len, NULL);
-        /* the raw text: the body's, or "__verbose"'s beside a parsed reply */
-        if ((!ch->reply || g->verbose_prompt) && st_buf_append(&ch->text, text, len) != ST_OK)
-            g->broken = true;
-        if (g->logprobs && st_oai_lp_acc_add(&ch->lp, g->kind, &lp) != ST_OK)
-            g->broken = true;
+            st_gen_reply_token(c, g, ch, t.text, t.len, NULL);
+        g->shape->keep_token(g, ch, &t);
     }
-    ch->text_offset += (int64_t)len;
-}
-
-struct echo_arg {
-    const struct st_buf *text;
-    const struct st_oai_lp_acc *lp;   /* NULL: "logprobs": null */
-};
-
-static enum st_status c_echo(struct st_buf *o, const struct st_gen *g,
-                             const struct st_gen_choice *ch, const void *arg)
-{
-    const struct echo_arg *a = arg;
-    struct st_oai_meta m = st_gen_meta(g);
-    return st_oai_chunk_text_acc(o, &m, ch->index, a->text->data ? a->text->data : "",
-                                 a->text->len, a->lp);
+    ch->text_offset += (int64_t)t.len;
 }
 
 /* One echoed prompt token: its text, and with logprobs its legacy entry
@@ -329,8 +187,8 @@ static void on_prompt(struct st_call *c, struct st_gen *g, struct st_gen_choice 
     if (!g->stream || !g->echo || !last || ch->echo_sent || c->conn_done)
         return;
     /* stream: the whole prompt as one chunk before the first token's */
-    struct echo_arg a = { &ch->text, g->logprobs ? &ch->lp : NULL };
-    put_chunk(g, ch, c_echo, &a);
+    if (g->shape->stream_prompt)
+        g->shape->stream_prompt(g, ch, &ch->text, g->logprobs ? &ch->lp : NULL);
     ch->echo_sent = true;
     ch->produced = true;
     st_buf_reset(&ch->text);

@@ -340,33 +340,18 @@ static enum st_status accumulate(struct st_gen_reply *r, const struct st_reply_e
 
 /* ---- stream: chunks ----------------------------------------------------- */
 
-/* Render the pending delta (or an empty one, for logprobs) onto g->out. */
+/* Hand the pending delta (or an empty one, for logprobs) to the shape. */
 static enum st_status flush(struct st_gen_reply *r, const struct st_oai_logprob *lp)
 {
     struct st_gen *g = r->g;
     if (r->pend == ST_OAI_DELTA_NONE && !lp)
         return ST_OK;
-    if (g->resp) {   /* /v1/responses, /v1/messages render their own events */
-        struct st_oai_delta rd = { r->pend, r->pend_text.data ? r->pend_text.data : "",
-                                   r->pend_text.len, r->pend_index, r->pend_id };
-        g->resp->stream_delta(g, r->ch, &rd);
-        r->pend = ST_OAI_DELTA_NONE;
-        st_buf_reset(&r->pend_text);
-        return g->broken ? ST_ERR_NOMEM : ST_OK;
-    }
-    struct st_oai_meta m = { g->kind, g->id, g->model_name, g->created, g->include_usage };
     struct st_oai_delta d = { r->pend, r->pend_text.data ? r->pend_text.data : "",
                               r->pend_text.len, r->pend_index, r->pend_id };
-    struct st_buf json;
-    st_buf_init(&json);
-    enum st_status rc = st_oai_chunk_delta(&json, &m, r->ch->index, &d, lp);
-    if (rc == ST_OK)
-        rc = st_sse_data(&g->out, json.data ? json.data : "", json.len);
-    st_buf_fini(&json);
-    r->ch->produced = true;
+    g->shape->stream_delta(g, r->ch, &d, lp);
     r->pend = ST_OAI_DELTA_NONE;
     st_buf_reset(&r->pend_text);
-    return rc;
+    return g->broken ? ST_ERR_NOMEM : ST_OK;
 }
 
 static enum st_status stream_event(struct st_gen_reply *r, const struct st_reply_event *ev)

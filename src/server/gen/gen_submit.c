@@ -93,7 +93,7 @@ int32_t st_gen_priority(struct st_call *c, bool has_body, int32_t body, int32_t 
 }
 
 static struct st_gen *gen_setup(struct st_call *c, const struct st_oai_request *oq,
-                                int32_t model, int32_t prio)
+                                const struct st_gen_shape *shape, int32_t model, int32_t prio)
 {
     int32_t per_prompt = oq->n;
     size_t n_prompts = oq->kind == ST_OAI_CHAT ? 1 : oq->n_prompts;
@@ -113,8 +113,8 @@ static struct st_gen *gen_setup(struct st_call *c, const struct st_oai_request *
     }
     g->echo_top = oq->params.top_logprobs;
     g->prompt_lp = oq->prompt_logprobs;
-    snprintf(g->id, sizeof(g->id), "%s-%s", oq->kind == ST_OAI_CHAT ? "chatcmpl" : "cmpl",
-             c->request_id);
+    g->shape = shape;   /* before any event can come */
+    snprintf(g->id, sizeof(g->id), "%s%s", shape->id_prefix, c->request_id);
     st_gen_set_model(c, g, model, prio);
     for (int32_t i = 0; i < g->n_choices; i++)
         g->choices[i].prompt = i / per_prompt;
@@ -430,7 +430,7 @@ static bool want_verbose(const struct st_gen *g,
                          const struct st_oai_request *oq)
 {
     bool on = oq->verbose >= 0 ? oq->verbose == 1 : st_log_enabled(ST_LOG_DEBUG);
-    return on && !g->stream && !g->llama.on && !g->resp && !g->embed.on;
+    return on && !g->stream && g->shape->verbose;
 }
 
 static enum st_status build_requests(struct st_call *c, struct st_gen *g,
@@ -544,28 +544,23 @@ enum st_status st_gen_submit_all(struct st_call *c, struct st_gen *g, struct st_
     return ST_OK;
 }
 
-/* resp: the reply's renderer (taken; /v1/responses, /v1/messages) or NULL. */
-static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *oq,
-                                      struct st_gen_shape *resp)
+enum st_route_result st_gen_start(struct st_call *c, struct st_oai_request *oq,
+                                  const struct st_gen_shape *shape)
 {
     struct st_api_error e;
     int32_t model;
     if (st_gen_pick_model(c, oq->model, &model, &e) != ST_OK ||
         st_gen_check_ready(c, &e) != ST_OK ||
         (oq->bias_text && st_gen_bias_text(c, oq, model, &e) != ST_OK)) {
-        st_gen_shape_free(resp);
+        st_gen_shape_free(shape);
         st_gen_log_refused(c, &e);
         return st_reply_error(c, &e);
     }
-    struct st_gen *g = gen_setup(c, oq, model,
+    struct st_gen *g = gen_setup(c, oq, shape, model,
                                  st_gen_priority(c, oq->has_priority, oq->priority, model));
     if (!g) {
-        st_gen_shape_free(resp);
+        st_gen_shape_free(shape);
         return st_reply_nomem(c);
-    }
-    if (resp) {   /* before any event can come */
-        g->resp = resp;
-        snprintf(g->id, sizeof(g->id), "%s%s", resp->id_prefix, c->request_id);
     }
     pthread_mutex_lock(&c->lock);
     c->gen = g;                         /* freed with the call */
@@ -575,23 +570,12 @@ static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *
         return st_reply_error(c, &e);
     }
     if (build_requests(c, g, oq, &e) != ST_OK) {
-        if (resp && strcmp(e.param, "messages") == 0)   /* the template's input */
-            snprintf(e.param, sizeof(e.param), "%s", resp->messages_param);
+        if (shape->messages_param && strcmp(e.param, "messages") == 0)   /* the template's input */
+            snprintf(e.param, sizeof(e.param), "%s", shape->messages_param);
         st_gen_end_rest(c, g, 0, &e);
         return st_reply_error(c, &e);
     }
     if (st_gen_submit_all(c, g, &e) != ST_OK)
         return st_reply_error(c, &e);
     return ST_ROUTE_WAIT;
-}
-
-enum st_route_result st_gen_start(struct st_call *c, struct st_oai_request *oq)
-{
-    return gen_start(c, oq, NULL);
-}
-
-enum st_route_result st_gen_start_shaped(struct st_call *c, struct st_oai_request *oq,
-                                         struct st_gen_shape *shape)
-{
-    return gen_start(c, oq, shape);
 }

@@ -8,10 +8,6 @@
 
 /* The real clock, in nanoseconds. */
 int64_t st_gen_now_ns(void);
-/* The id, model and kind every chunk and body carries. */
-struct st_oai_meta st_gen_meta(const struct st_gen *g);
-/* The usage so far (prompt tokens once per prompt, not once per choice). */
-struct st_oai_usage st_gen_usage(const struct st_gen *g);
 /* Ended with stop or length. */
 bool st_gen_finished_ok(const struct st_gen_choice *ch);
 /* The error a choice that did not finish normally is answered with. */

@@ -18,7 +18,7 @@
  * exp(logprob) of the model's distribution. Several prompts answer an array
  * of results (non-stream) or objects told apart by "index" (stream).
  * Streams are "data: {...}" events with no [DONE], as llama-server's
- * non-OpenAI endpoints. Rendered under the call's lock (gen_emit.c, gen.c).
+ * non-OpenAI endpoints. Rendered under the call's lock (llama/llama_shape.c).
  */
 #include <math.h>
 #include <string.h>

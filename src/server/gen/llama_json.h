@@ -1,6 +1,7 @@
 /* gen/llama_json.h -- answers in llama-server's native /completion shape
  * (POST /completion, /infill; llama_json.c, docs/API.md "/completion"),
- * for gen_emit.c's stream and gen.c's body rendering. All run under the call's lock.
+ * for their shape (llama/llama_shape.c) and chat's "__verbose". All run under
+ * the call's lock.
  */
 #ifndef STRATA_SERVER_GEN_LLAMA_JSON_H
 #define STRATA_SERVER_GEN_LLAMA_JSON_H

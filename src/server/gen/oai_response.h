@@ -1,7 +1,6 @@
 /* gen/oai_response.h -- OpenAI's chat and completions answers (oai_response.c):
- * stream chunks and whole bodies, logprobs, usage. The shapes a generation
- * renders unless the request came in through another API (gen.h's
- * struct st_gen_shape).
+ * stream chunks and whole bodies, logprobs, usage: the wire renderers of
+ * the chat and completions shapes (openai/oai_shape.c, gen_shape.h).
  */
 #ifndef STRATA_SERVER_GEN_OAI_RESPONSE_H
 #define STRATA_SERVER_GEN_OAI_RESPONSE_H

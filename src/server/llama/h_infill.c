@@ -8,7 +8,7 @@
  * ids by the engine (st_engine_pool_infill_prompt) and handed to the common
  * generation path as a token prompt (gen_submit.c), so priority, auth,
  * cancellation, metrics and drain work as for every completion; only the
- * answer is shaped differently (gen/llama_json.c).
+ * answer is shaped differently (llama_shape.c, gen/llama_json.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -166,7 +166,7 @@ enum st_route_result st_h_infill(struct st_call *c)
         st_oai_request_fini(&oq);
         return st_reply_error(c, &e);
     }
-    enum st_route_result r = st_gen_start(c, &oq);
+    enum st_route_result r = st_gen_start(c, &oq, &st_llama_native_shape);
     st_oai_request_fini(&oq);
     return r;
 }

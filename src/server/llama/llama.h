@@ -72,6 +72,9 @@ struct st_out;
 void st_llama_settings_json(struct st_out *o, const struct st_gen_params *p, bool stream,
                             int32_t n_probs, bool post_sampling, bool cache_prompt);
 
+/* Their answers, in llama-server's shape (llama_shape.c). */
+extern const struct st_gen_shape st_llama_native_shape;
+
 /* Handlers (h_infill.c, h_completion.c, llama_props.c, h_text.c). */
 st_route_fn st_h_infill, st_h_completion, st_h_props, st_h_tokenize, st_h_detokenize,
     st_h_apply_template;

@@ -103,7 +103,8 @@ static enum st_status embed_setup(struct st_call *c, const struct st_embed_reque
     g->kind = ST_OAI_COMPLETION;
     g->prompt_lp = -1;
     g->embed = m;
-    snprintf(g->id, sizeof(g->id), "embd-%s", c->request_id);
+    g->shape = &st_oai_embed_shape;
+    snprintf(g->id, sizeof(g->id), "%s%s", g->shape->id_prefix, c->request_id);
     st_gen_set_model(c, g, model, st_gen_priority(c, rq->has_priority, rq->priority, model));
     for (int32_t i = 0; i < g->n_choices; i++)
         g->choices[i].prompt = i;

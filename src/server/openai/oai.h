@@ -10,6 +10,9 @@
 
 #include "server/gen/gen.h"
 
+/* ---- their answers (oai_shape.c, gen/gen_shape.h) ---- */
+extern const struct st_gen_shape st_oai_chat_shape, st_oai_text_shape, st_oai_embed_shape;
+
 /* ---- chat and completions bodies (oai_request.c) ---- */
 
 /* The fields every generation body shares (model, sampling, stop, stream,

@@ -34,7 +34,7 @@ enum st_route_result st_h_responses(struct st_call *c)
         st_oai_request_fini(&oq);
         return st_reply_nomem(c);
     }
-    enum st_route_result r = st_gen_start_shaped(c, &oq, resp);
+    enum st_route_result r = st_gen_start(c, &oq, resp);
     st_oai_request_fini(&oq);
     return r;
 }

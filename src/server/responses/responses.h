@@ -69,8 +69,8 @@ struct st_gen_shape *st_resp_new(char *echo);
 struct st_resp_store;
 struct st_gen_shape *st_resp_new_stored(char *echo, struct st_resp_store *store, uint64_t owner,
                                         char *input);
-/* The shape's hooks, also callable directly (g->resp from st_resp_new). */
-/* Stream: a chat delta as Responses events onto g->out (g->resp set). */
+/* The shape's hooks, also callable directly (g->shape from st_resp_new). */
+/* Stream: a chat delta as Responses events onto g->out (g->shape set). */
 void st_resp_stream_delta(struct st_gen *g, struct st_gen_choice *ch,
                           const struct st_oai_delta *d);
 /* Stream: the end of the (only) choice: the open item closed, then

@@ -81,6 +81,14 @@ static void resp_free(void *ctx)
     free(r);
 }
 
+/* The shape's stream_delta: Responses events carry no logprobs. */
+static void stream_delta(struct st_gen *g, struct st_gen_choice *ch, const struct st_oai_delta *d,
+                         const struct st_oai_logprob *lp)
+{
+    (void)lp;
+    st_resp_stream_delta(g, ch, d);
+}
+
 struct st_gen_shape *st_resp_new(char *echo)
 {
     struct st_resp *r = calloc(1, sizeof(*r));
@@ -98,8 +106,10 @@ struct st_gen_shape *st_resp_new(char *echo)
      * follow from a request id. 5 + 17 + 40 bytes fit g->id. */
     st_random_hex_id(r->id_prefix, sizeof(r->id_prefix) - 1, "resp_", 8);
     strcat(r->id_prefix, "_");
-    r->shape = (struct st_gen_shape){ .stream_delta = st_resp_stream_delta,
+    r->shape = (struct st_gen_shape){ .stream_text = st_gen_stream_text_delta,
+                                      .stream_delta = stream_delta,
                                       .stream_end = st_resp_stream_end,
+                                      .keep_token = st_gen_keep_token,
                                       .body = st_resp_body, .free = resp_free, .ctx = r,
                                       .id_prefix = r->id_prefix, .messages_param = "input" };
     return &r->shape;
@@ -128,7 +138,7 @@ struct st_gen_shape *st_resp_new_stored(char *echo, struct st_resp_store *store,
 /* The Responses state of a generation this file renders. */
 static struct st_resp *resp_of(const struct st_gen *g)
 {
-    return g->resp->ctx;
+    return g->shape->ctx;
 }
 
 /* Keep a finished response (obj: its object) when it is to be stored:
@@ -272,7 +282,7 @@ static void obj_json(struct st_out *o, const struct st_gen *g, const struct obj_
     st_out_text(o, "]");
     st_out_key(o, "usage");
     usage_json(o, a->u, a->reasoning_tokens);
-    const char *echo = g->resp && resp_of(g)->echo ? resp_of(g)->echo : "";
+    const char *echo = g->shape && resp_of(g)->echo ? resp_of(g)->echo : "";
     if (*echo) {
         st_out_sep(o);
         st_out_text(o, echo);
