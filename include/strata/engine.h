@@ -139,6 +139,9 @@ struct st_gen_params {
      * before its END (finish STOP, n_generated 0). max_tokens, sampling,
      * stops and echo are ignored. Prefix reuse applies as to any request. */
     bool     embed;
+    /* Prompt-read progress (llama-server's return_progress): PROGRESS
+     * events before the first chunk of the prompt is read and after each. */
+    bool     progress;
 };
 
 /* llama-server's defaults, as above. */
@@ -158,6 +161,9 @@ enum st_event_kind {
                        * order, before the first TOKEN */
     ST_EVENT_EMBED,   /* params.embed only: the embedding (embd, n_embd), once, just
                        * before END */
+    ST_EVENT_PROGRESS,/* params.progress only: n_read of n_prompt prompt tokens are in the
+                       * KV (n_cached of them reused): once before the first chunk is read
+                       * (n_read = n_cached), then after each chunk, before any TOKEN */
 };
 
 enum st_finish {
@@ -222,6 +228,7 @@ struct st_event {
     int64_t n_prompt;
     int64_t n_generated;
     int64_t n_cached;              /* prompt tokens reused from a slot's cache */
+    int64_t n_read;                /* PROGRESS: prompt tokens in the KV, n_cached included */
     /* END with finish STOP by a stop string: that string (params.stop[i],
      * borrowed for the call); else NULL */
     const char *stop_text;

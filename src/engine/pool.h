@@ -85,6 +85,7 @@ struct st_engine_slot {
     struct st_ngram ngram;           /* (n-gram drafts) reset per request; table kept */
     struct st_prefix_cache cache;    /* (prefix reuse) what its KV holds; kept when it frees */
     int64_t echo_next;               /* (echo, prompt logprobs) next prompt position to report */
+    bool progress_begun;             /* (params.progress) the first PROGRESS went out */
     struct st_kv_slot kvb;           /* (KV events) the blocks of 'cache' announced */
     int64_t kv_held;                 /* (unified KV pool, kv_pool.c) busy: cells granted,
                                       * its prompt at admission, then one per fed token */

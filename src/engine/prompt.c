@@ -1,5 +1,6 @@
 /* prompt.c -- echo and prompt logprobs: the prompt's tokens reported back
- * to the request (docs/API.md "Scoring prompts", docs/ENGINE.md).
+ * to the request (docs/API.md "Scoring prompts", docs/ENGINE.md); and
+ * how far its read has come (params.progress: return_progress).
  *
  * A request with params.echo gets the text of every prompt token; with
  * params.prompt_logprobs also each token's logprob under the tokens before
@@ -105,6 +106,22 @@ static void emit_run(const struct st_engine_slot *sl, const struct st_prompt_tok
     ev.token = -1;
     ev.n_prompt = req->n_tokens;
     ev.n_cached = req->n_cached;
+    if (req->emit)
+        req->emit(req->emit_ctx, &ev);
+}
+
+void st_engine_prompt_progress(struct st_engine_slot *sl)
+{
+    struct st_request *req = sl->req;
+    struct st_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.kind = ST_EVENT_PROGRESS;
+    ev.text = "";
+    ev.token = -1;
+    ev.n_prompt = req->n_tokens;
+    ev.n_cached = req->n_cached;
+    ev.n_read = sl->n_past;
+    sl->progress_begun = true;
     if (req->emit)
         req->emit(req->emit_ctx, &ev);
 }

@@ -65,6 +65,7 @@ static bool bind_slot(struct st_engine *e, struct st_engine_slot *sl, struct st_
     sl->n_past = 0;
     sl->n_generated = 0;
     sl->decoding = false;
+    sl->progress_begun = false;
     sl->last_token_ns = 0;
     sl->kv_held = req->n_tokens;   /* (unified KV pool) its prompt's room, kv_pool.c */
     atomic_fetch_add(&e->busy, 1);
@@ -162,6 +163,8 @@ static int32_t build_batch(struct st_engine *e, struct st_sched_job *holder)
         int64_t chunk = ST_MIN(left, (int64_t)e->pool->cfg.ubatch);
         chunk = st_engine_prefix_chunk(e, sl, chunk, left);   /* a state checkpoint's tail */
         ST_ASSERT(chunk > 0);
+        if (req->params.progress && !sl->progress_begun)
+            st_engine_prompt_progress(sl);   /* before anything is read */
         e->seqs[n++] = (struct st_runner_seq){
             .kind = ST_SEQ_READ, .slot = sl->index, .tokens = req->tokens + sl->n_past,
             .n_tokens = chunk, .pos = sl->n_past, .sample = chunk == left,
@@ -497,6 +500,8 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
             st_pool_count_read(e->pool, q->n_tokens);
             if (st_engine_prompt_wanted(sl->req))
                 st_engine_prompt_emit(e, sl, q);   /* echo: before the first token */
+            if (sl->req->params.progress)
+                st_engine_prompt_progress(sl);
         }
         if (q->sample && q->embd)
             st_engine_embed_finish(e, sl, t_end);   /* instead of a first token */

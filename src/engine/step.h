@@ -32,6 +32,11 @@ void st_engine_prompt_emit(struct st_engine *e, struct st_engine_slot *sl,
                            const struct st_runner_seq *q);
 /* Frees the scratch (engine teardown). */
 void st_engine_prompt_fini(struct st_engine *e);
+/* params.progress (return_progress): a PROGRESS event with the prompt
+ * tokens in sl's KV (sl->n_past): called as the first chunk is built (the
+ * cached prefix, nothing read yet) and after each chunk's forward. One
+ * event per chunk: nothing slows the read. */
+void st_engine_prompt_progress(struct st_engine_slot *sl);
 
 /* embed.c (engine thread): embedding requests (params.embed, docs/ENGINE.md
  * "Embeddings"). The request's last READ chunk samples as any prompt does;

@@ -7,7 +7,9 @@
 //     the field; GET /props;
 //   - a synthetic tiny model on the CPU: completion_probabilities against
 //     /v1/completions' logprobs for the same greedy request, and
-//     post_sampling_probs as exp(logprob).
+//     post_sampling_probs as exp(logprob);
+//   - timings_per_token and return_progress on /completion, chat and
+//     completions streams.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -204,5 +206,135 @@ describe('/completion probabilities on a real model (CPU)', () => {
     const m = await postJSON(srv, '/completion', { prompt: { prompt_string: 'x', multimodal_data: ['AAAA'] } });
     assert.equal(m.status, 400, m.text);
     assert.equal(m.json.error.param, 'prompt');
+  });
+});
+
+// llama-server's stream extras on /completion and chat (docs/API.md
+// "timings_per_token and return_progress"): the sim reads the prompt in
+// chunks of --ubatch 4 tokens, one word each.
+describe('timings_per_token and return_progress', () => {
+  let srv;
+  before(async () => {
+    srv = await startServer(['--sim-decode-tps', '2000', '--sim-tokens', '3', '--ubatch', '4']);
+  });
+  after(async () => { await srv.stop(); });
+
+  const stream = async (path, body) => {
+    const res = await fetch(`${srv.url}${path}`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, stream: true }),
+    });
+    assert.equal(res.status, 200);
+    return parseSSE(await res.text()).filter((x) => x.data !== '[DONE]').map((x) => JSON.parse(x.data));
+  };
+  const words = (n) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
+
+  // total, cache fixed; processed from cache (nothing read) up to total, one chunk each
+  const checkProgress = (objs, { cached = false } = {}) => {
+    const p = objs.filter((o) => o.prompt_progress).map((o) => o.prompt_progress);
+    assert.ok(p.length >= 2, JSON.stringify(objs));
+    assert.equal(p[0].processed, p[0].cache);
+    assert.equal(p[0].time_ms, 0);
+    if (cached) assert.ok(p[0].cache > 0);
+    for (let i = 1; i < p.length; i++) {
+      assert.equal(p[i].total, p[0].total);
+      assert.equal(p[i].cache, p[0].cache);
+      assert.ok(p[i].processed > p[i - 1].processed);
+      assert.ok(p[i].processed - p[i - 1].processed <= 4);   // one --ubatch chunk each
+      assert.ok(p[i].time_ms >= p[i - 1].time_ms);
+    }
+    assert.equal(p.at(-1).processed, p[0].total);
+    // all of them before the first token's
+    const text = (o) => o.content ?? o.choices?.[0]?.delta?.content ?? o.choices?.[0]?.text ?? '';
+    const firstTok = objs.findIndex((o) => text(o) !== '');
+    assert.ok(firstTok > 0);
+    assert.ok(objs.findLastIndex((o) => o.prompt_progress) < firstTok);
+    return p;
+  };
+
+  test('/completion: progress objects while the prompt is read, then the tokens', async () => {
+    const objs = await stream('/completion', { prompt: words(10), n_predict: 2, return_progress: true });
+    const p = checkProgress(objs);
+    assert.equal(p.length, 1 + Math.ceil((p[0].total - p[0].cache) / 4));
+    for (const o of objs.filter((x) => x.prompt_progress)) {
+      assert.equal(o.content, '');
+      assert.equal(o.stop, false);
+      assert.deepEqual(o.tokens, []);
+      assert.equal(o.timings, undefined);   // not asked
+    }
+    assert.equal(objs.filter((o) => !o.prompt_progress && !o.stop).map((o) => o.content).join(''), 'tok1 tok2');
+    // the same prompt again: its cached prefix is reported, not read
+    checkProgress(await stream('/completion', { prompt: words(10), n_predict: 2, return_progress: true }),
+      { cached: true });
+    // not asked, or not a stream: none
+    const plain = await stream('/completion', { prompt: words(10), n_predict: 2 });
+    assert.ok(plain.every((o) => !o.prompt_progress));
+    const whole = await postJSON(srv, '/completion', { prompt: words(10), n_predict: 2, return_progress: true });
+    assert.equal(whole.status, 200, whole.text);
+    assert.equal(whole.json.prompt_progress, undefined);
+  });
+
+  test('/completion: timings on every object', async () => {
+    const objs = await stream('/completion', { prompt: words(9), n_predict: 3, timings_per_token: true,
+      return_progress: true });
+    assert.ok(objs.every((o) => o.timings), JSON.stringify(objs));
+    const prog = objs.filter((o) => o.prompt_progress);
+    // the first report comes before anything is read
+    assert.equal(prog[0].timings.prompt_n, 0);
+    assert.equal(prog[0].timings.prompt_ms, 0);
+    assert.equal(prog[0].timings.predicted_n, 0);
+    for (const o of prog) {
+      assert.equal(o.timings.prompt_n, o.prompt_progress.processed - o.prompt_progress.cache);
+      assert.equal(o.timings.prompt_ms, o.prompt_progress.time_ms);
+    }
+    const toks = objs.filter((o) => !o.prompt_progress && !o.stop);
+    assert.deepEqual(toks.map((o) => o.timings.predicted_n), [1, 2, 3]);
+    for (const o of objs) {
+      for (const [k, v] of Object.entries(o.timings)) assert.ok(typeof v === 'number' && v >= 0, k);
+    }
+    const plain = await stream('/completion', { prompt: words(9), n_predict: 2 });
+    assert.ok(plain.filter((o) => !o.stop).every((o) => o.timings === undefined));
+    assert.ok(plain.at(-1).timings);   // the last object's, as always
+  });
+
+  test('chat: role-delta progress chunks; timings on every chunk but the role chunk', async () => {
+    const objs = await stream('/v1/chat/completions', {
+      messages: [{ role: 'user', content: words(11) }], max_tokens: 3,
+      return_progress: true, timings_per_token: true, stream_options: { include_usage: true },
+    });
+    checkProgress(objs);
+    for (const o of objs.filter((x) => x.prompt_progress)) {
+      assert.equal(o.object, 'chat.completion.chunk');
+      assert.deepEqual(o.choices[0].delta, { role: 'assistant', content: null });
+      assert.ok(o.timings);
+    }
+    const rest = objs.filter((o) => !o.prompt_progress);
+    assert.deepEqual(rest[0].choices[0].delta, { role: 'assistant', content: null });
+    assert.equal(rest[0].timings, undefined);
+    assert.ok(rest.slice(1).every((o) => o.timings), JSON.stringify(rest));
+    const usage = rest.at(-1);
+    assert.deepEqual(usage.choices, []);
+    assert.equal(usage.timings.predicted_n, 3);
+    // neither asked: no extras (the usual chunks)
+    const plain = await stream('/v1/chat/completions', { messages: [{ role: 'user', content: words(11) }], max_tokens: 2 });
+    assert.ok(plain.every((o) => !o.prompt_progress && !o.timings));
+  });
+
+  test('/v1/completions: empty-text progress chunks', async () => {
+    const objs = await stream('/v1/completions', { prompt: words(7), max_tokens: 2, return_progress: true });
+    checkProgress(objs);
+    for (const o of objs.filter((x) => x.prompt_progress)) {
+      assert.equal(o.object, 'text_completion');
+      assert.equal(o.choices[0].text, '');
+      assert.equal(o.choices[0].finish_reason, null);
+    }
+  });
+
+  test('bad types: 400 naming the field', async () => {
+    for (const f of ['timings_per_token', 'return_progress']) {
+      const r = await postJSON(srv, '/completion', { prompt: 'x', [f]: 'yes' });
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.json.error.param, f);
+    }
   });
 });

@@ -33,6 +33,8 @@ struct st_gen_choice {
                                     * none, or no memory to keep it */
     int64_t n_prompt, n_generated, n_cached;   /* tokens, from the last event */
     int64_t first_token_ns;        /* real clock; 0 until the first token */
+    int64_t progress_ns;           /* real clock: the prompt read's first report
+                                    * (return_progress); 0 until then */
     struct st_buf text;            /* non-stream: the completion so far */
     struct st_oai_lp_acc lp;       /* non-stream: logprobs so far */
     int64_t text_offset;           /* bytes of text so far (legacy text_offset) */

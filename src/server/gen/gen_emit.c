@@ -196,6 +196,20 @@ static void on_prompt(struct st_call *c, struct st_gen *g, struct st_gen_choice 
     st_oai_lp_acc_init(&ch->lp);
 }
 
+/* How far the prompt's read has come (return_progress; a stream only). */
+static void on_progress(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch,
+                        const struct st_event *ev)
+{
+    if (!g->stream || c->conn_done || !g->shape->stream_progress)
+        return;
+    int64_t now = st_gen_now_ns();
+    if (!ch->progress_ns)
+        ch->progress_ns = now;
+    struct st_gen_progress p = { ev->n_prompt, ev->n_cached, ev->n_read,
+                                 (double)(now - ch->progress_ns) / 1e6 };
+    g->shape->stream_progress(g, ch, &p);
+}
+
 static void on_end(struct st_call *c, struct st_gen *g, struct st_gen_choice *ch,
                    const struct st_event *ev)
 {
@@ -263,6 +277,8 @@ void st_gen_emit(void *ctx, const struct st_event *ev)
         on_prompt(c, g, ch, ev);
     else if (ev->kind == ST_EVENT_EMBED)
         on_embed(g, ch, ev);
+    else if (ev->kind == ST_EVENT_PROGRESS)
+        on_progress(c, g, ch, ev);
     bool cut_now = check_backlog_locked(c, g, &backlog);
     if (st_gen_ready_locked(c))
         st_call_resume_locked(c);

@@ -364,6 +364,7 @@ static enum st_status make_request(struct st_call *c, struct st_gen *g,
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");
     if (req->params.max_tokens < 0)   /* none sent: the server's --n-predict */
         req->params.max_tokens = c->srv->cfg.n_predict;
+    req->params.progress = req->params.progress && oq->stream;   /* only a stream shows it */
     if (calls) {   /* takes the place of response_format in the sampler */
         st_call_grammar_ref(calls);
         req->params.tool_calls = calls;

@@ -71,6 +71,66 @@ static void prob_entry(struct st_out *o, const struct st_gen *g, const struct st
     st_out_text(o, "]}");
 }
 
+/* ,"timings":{..} from its counts and times. */
+static void timings_of(struct st_out *o, int64_t cache_n, int64_t prompt_n, double p_ms,
+                       int64_t predicted_n, double d_ms)
+{
+    double pn = (double)prompt_n, dn = (double)predicted_n;
+    st_out_printf(o, ",\"timings\":{\"cache_n\":%lld,\"prompt_n\":%lld,\"prompt_ms\":%.3f,"
+                     "\"prompt_per_token_ms\":%.3f,\"prompt_per_second\":%.3f,"
+                     "\"predicted_n\":%lld,\"predicted_ms\":%.3f,"
+                     "\"predicted_per_token_ms\":%.3f,\"predicted_per_second\":%.3f}",
+                  (long long)cache_n, (long long)prompt_n, p_ms, pn > 0 ? p_ms / pn : 0.0,
+                  p_ms > 0 ? pn * 1e3 / p_ms : 0.0, (long long)predicted_n, d_ms,
+                  dn > 0 ? d_ms / dn : 0.0, d_ms > 0 ? dn * 1e3 / d_ms : 0.0);
+}
+
+/* llama-server's timings: prompt = from the request's arrival to its first
+ * token (strata's includes the time queued), predicted = the rest (so
+ * far); prompt_n the tokens read, cache_n those reused from the slot's
+ * cache. While the prompt is read (p, return_progress): prompt = since
+ * the read's first report, prompt_n the tokens read so far, nothing
+ * predicted. */
+static void timings(struct st_out *o, const struct st_gen_choice *ch,
+                    const struct st_gen_progress *p)
+{
+    if (p) {
+        int64_t read = p->processed > p->cache ? p->processed - p->cache : 0;
+        timings_of(o, p->cache, read, p->time_ms, 0, 0.0);
+        return;
+    }
+    int64_t end = now_ns();
+    int64_t first = ch->first_token_ns ? ch->first_token_ns : end;
+    int64_t read = ch->n_prompt > ch->n_cached ? ch->n_prompt - ch->n_cached : 0;
+    timings_of(o, ch->n_cached, read, (double)(first - ch->call->start_ns) / 1e6,
+               ch->n_generated, (double)(end - first) / 1e6);
+}
+
+/* ,"prompt_progress":{"total","cache","processed","time_ms"} */
+static void progress(struct st_out *o, const struct st_gen_progress *p)
+{
+    st_out_printf(o, ",\"prompt_progress\":{\"total\":%lld,\"cache\":%lld,\"processed\":%lld,"
+                     "\"time_ms\":%.3f}",
+                  (long long)p->total, (long long)p->cache, (long long)p->processed, p->time_ms);
+}
+
+enum st_status st_llama_extras(struct st_buf *out, const struct st_gen *g,
+                               const struct st_gen_choice *ch, const struct st_gen_progress *p)
+{
+    bool with_timings = g->llama.timings_per_token;
+    if ((!with_timings && !p) || out->len < 2 || out->data[out->len - 1] != '}')
+        return ST_OK;
+    out->len--;   /* the object's closing brace: the members go before it */
+    struct st_out o;
+    st_out_init(&o, out);
+    if (with_timings)
+        timings(&o, ch, p);
+    if (p)
+        progress(&o, p);
+    st_out_text(&o, "}");
+    return st_out_finish(&o);
+}
+
 enum st_status st_llama_chunk(struct st_buf *out, const struct st_gen *g,
                               const struct st_gen_choice *ch, const char *text, size_t len,
                               const struct st_event *ev)
@@ -90,6 +150,8 @@ enum st_status st_llama_chunk(struct st_buf *out, const struct st_gen *g,
     st_out_kv_i64(&o, "id_slot", -1);
     st_out_kv_i64(&o, "tokens_predicted", ch->n_generated);
     st_out_kv_i64(&o, "tokens_evaluated", ch->n_prompt);
+    if (g->llama.timings_per_token)
+        timings(&o, ch, NULL);
     if (g->llama.n_probs > 0 && ev) {
         st_out_kv_raw(&o, "completion_probabilities", "[");
         prob_entry(&o, g, ev);
@@ -97,6 +159,24 @@ enum st_status st_llama_chunk(struct st_buf *out, const struct st_gen *g,
     }
     st_out_text(&o, "}");
     return st_out_finish(&o);
+}
+
+enum st_status st_llama_progress(struct st_buf *out, const struct st_gen *g,
+                                 const struct st_gen_choice *ch, const struct st_gen_progress *p)
+{
+    struct st_out o;
+    st_out_init(&o, out);
+    st_out_text(&o, "{");
+    st_out_kv_i64(&o, "index", ch->index);
+    st_out_kv_raw(&o, "content", "\"\"");
+    st_out_kv_raw(&o, "tokens", "[]");
+    st_out_kv_bool(&o, "stop", false);
+    st_out_kv_i64(&o, "id_slot", -1);
+    st_out_kv_i64(&o, "tokens_predicted", 0);
+    st_out_kv_i64(&o, "tokens_evaluated", p->total);
+    st_out_text(&o, "}");
+    enum st_status rc = st_out_finish(&o);
+    return rc == ST_OK ? st_llama_extras(out, g, ch, p) : rc;
 }
 
 enum st_status st_llama_keep(const struct st_gen *g, struct st_gen_choice *ch,
@@ -117,26 +197,6 @@ enum st_status st_llama_keep(const struct st_gen *g, struct st_gen_choice *ch,
     st_out_sep(&o);
     prob_entry(&o, g, ev);
     return st_out_finish(&o);
-}
-
-/* llama-server's timings: prompt = from the request's arrival to its first
- * token (strata's includes the time queued), predicted = the rest;
- * prompt_n the tokens read, cache_n those reused from the slot's cache. */
-static void timings(struct st_out *o, const struct st_gen_choice *ch)
-{
-    int64_t end = now_ns();
-    int64_t first = ch->first_token_ns ? ch->first_token_ns : end;
-    double p_ms = (double)(first - ch->call->start_ns) / 1e6;
-    double d_ms = (double)(end - first) / 1e6;
-    int64_t read = ch->n_prompt > ch->n_cached ? ch->n_prompt - ch->n_cached : 0;
-    double pn = (double)read, dn = (double)ch->n_generated;
-    st_out_printf(o, ",\"timings\":{\"cache_n\":%lld,\"prompt_n\":%lld,\"prompt_ms\":%.3f,"
-                     "\"prompt_per_token_ms\":%.3f,\"prompt_per_second\":%.3f,"
-                     "\"predicted_n\":%lld,\"predicted_ms\":%.3f,"
-                     "\"predicted_per_token_ms\":%.3f,\"predicted_per_second\":%.3f}",
-                  (long long)ch->n_cached, (long long)read, p_ms, pn > 0 ? p_ms / pn : 0.0,
-                  p_ms > 0 ? pn * 1e3 / p_ms : 0.0, (long long)ch->n_generated, d_ms,
-                  dn > 0 ? d_ms / dn : 0.0, d_ms > 0 ? dn * 1e3 / d_ms : 0.0);
 }
 
 static const char *stop_type(const struct st_gen_choice *ch)
@@ -179,7 +239,7 @@ enum st_status st_llama_final(struct st_buf *out, const struct st_gen *g,
     st_out_kv_str(&o, "stopping_word", ch->stop_seq ? ch->stop_seq : "");
     if (g->llama.settings)
         st_out_kv_raw(&o, "generation_settings", g->llama.settings);
-    timings(&o, ch);
+    timings(&o, ch, NULL);
     if (g->llama.n_probs > 0 && !stream)
         list(&o, "completion_probabilities", &ch->probs);
     st_out_text(&o, "}");

@@ -15,6 +15,18 @@ ST_MUST_CHECK
 enum st_status st_llama_chunk(struct st_buf *o, const struct st_gen *g,
                               const struct st_gen_choice *ch, const char *text, size_t len,
                               const struct st_event *ev);
+/* A stream object while the prompt is read (return_progress): no text,
+ * its "timings" (timings_per_token) and "prompt_progress". */
+ST_MUST_CHECK
+enum st_status st_llama_progress(struct st_buf *o, const struct st_gen *g,
+                                 const struct st_gen_choice *ch, const struct st_gen_progress *p);
+/* llama-server's stream extras added to the JSON object in o (its closing
+ * brace replaced): "timings" when g->llama.timings_per_token (p NULL: the
+ * generation's so far; else the prompt read's) and "prompt_progress" when
+ * p is set; nothing else to add: o unchanged. */
+ST_MUST_CHECK
+enum st_status st_llama_extras(struct st_buf *o, const struct st_gen *g,
+                               const struct st_gen_choice *ch, const struct st_gen_progress *p);
 /* Non-stream: keep a new token's id and probabilities for the body. */
 ST_MUST_CHECK
 enum st_status st_llama_keep(const struct st_gen *g, struct st_gen_choice *ch,

@@ -56,6 +56,8 @@ struct st_llama_shape {
     int32_t n_probs;               /* completion_probabilities: alternatives per token;
                                     * 0: none */
     bool    truncated;             /* /infill: the FIM budget cut something */
+    bool    timings_per_token;     /* stream: every chunk but chat's role chunk carries
+                                    * "timings" (also chat, completions) */
     char   *settings;              /* "generation_settings" JSON object, owned; NULL:
                                     * left out (/infill) */
 };

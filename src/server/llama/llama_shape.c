@@ -6,7 +6,9 @@
  * probabilities even when its text is held back), the choice's last one
  * with "stop": true, or an error object when it failed after the stream
  * began (or the server cut the stream); no [DONE], as llama-server's
- * non-OpenAI endpoints. Body: one result, or an array of them (several
+ * non-OpenAI endpoints. With return_progress, objects with
+ * "prompt_progress" while the prompt is read; with timings_per_token,
+ * "timings" in every object. Body: one result, or an array of them (several
  * prompts).
  */
 #include "server/gen/llama_json.h"
@@ -29,6 +31,12 @@ static enum st_status c_final(struct st_buf *o, const struct st_gen *g,
 {
     (void)arg;
     return st_llama_final(o, g, ch, true);
+}
+
+static enum st_status c_progress(struct st_buf *o, const struct st_gen *g,
+                                 const struct st_gen_choice *ch, const void *arg)
+{
+    return st_llama_progress(o, g, ch, arg);
 }
 
 static enum st_status c_error(struct st_buf *o, const struct st_gen *g,
@@ -65,6 +73,12 @@ static void delta(struct st_gen *g, struct st_gen_choice *ch, const struct st_oa
     (void)lp;
 }
 
+static void progress(struct st_gen *g, struct st_gen_choice *ch,
+                     const struct st_gen_progress *p)
+{
+    st_gen_put_chunk(g, ch, c_progress, p);
+}
+
 static void end(struct st_gen *g, struct st_gen_choice *ch, const struct st_api_error *err,
                 const struct st_oai_usage *u)
 {
@@ -95,6 +109,7 @@ static enum st_status body(struct st_buf *out, const struct st_gen *g,
 
 const struct st_gen_shape st_llama_native_shape = {
     .id_prefix = "cmpl-",
-    .stream_text = text, .stream_delta = delta, .stream_end = end,
+    .stream_text = text, .stream_delta = delta, .stream_progress = progress,
+    .stream_end = end,
     .keep_token = keep, .body = body,
 };

@@ -24,6 +24,7 @@
  *   presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n,
  *   logit_bias, response_format, grammar: see oai_sampling.c
  *   cache_prompt     boolean, default true (llama-server; false: no prefix reuse)
+ *   timings_per_token, return_progress  booleans (llama-server): stream extras
  *   verbose          boolean (llama-server): "__verbose" in the answer (gen.c)
  *   suffix           completions: string, the text after the completion (OpenAI's
  *                    legacy insert mode): the prompt becomes a fill-in-the-middle
@@ -204,6 +205,19 @@ static enum st_status parse_stream(const cJSON *root, struct st_oai_request *r,
     return rc;
 }
 
+/* llama-server's stream extras: timings_per_token ("timings" on every
+ * chunk) and return_progress (prompt_progress chunks while the prompt is
+ * read: the engine's PROGRESS events); both only change a stream. */
+static enum st_status parse_stream_extras(const cJSON *root, struct st_oai_request *r,
+                                          struct st_api_error *e)
+{
+    enum st_status rc = st_oai_get_bool(root, "timings_per_token",
+                                        &r->llama.timings_per_token, NULL, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_bool(root, "return_progress", &r->params.progress, NULL, e);
+    return rc;
+}
+
 /* One prompt from a string, a token array, or llama-server's object
  * {"prompt_string": "..."} (its "multimodal_data" is refused: text models
  * only). */
@@ -360,6 +374,8 @@ static enum st_status parse_common(const cJSON *root, const struct st_oai_names 
         rc = parse_logprobs(root, r->kind, &r->params, e);
     if (rc == ST_OK)
         rc = parse_stream(root, r, e);
+    if (rc == ST_OK)
+        rc = parse_stream_extras(root, r, e);
     if (rc == ST_OK)
         rc = st_oai_get_int(root, "n", 1, ST_OAI_MAX_N, &n, NULL, e);
     r->n = (int32_t)n;

@@ -12,11 +12,23 @@
  *   failed after the stream began (or the server cut the stream); after
  *   the last choice the usage chunk (stream_options.include_usage; not
  *   after a cut) and "data: [DONE]".
+ * llama-server's extras: with return_progress, while the prompt is read,
+ * chunks with "prompt_progress" (chat: role deltas; completions: empty
+ * text); with timings_per_token "timings" on every chunk but the role
+ * chunk (gen/llama_json.c renders both).
  * Body: one "chat.completion" / "text_completion" object with every
  * choice, and llama-server's "__verbose" when asked.
  */
 #include "server/gen/llama_json.h"
 #include "server/openai/oai.h"
+
+/* llama-server's timings_per_token: "timings" on every chunk but the role
+ * chunk (rc: the chunk's rendering). */
+static enum st_status extras(struct st_buf *o, const struct st_gen *g,
+                             const struct st_gen_choice *ch, enum st_status rc)
+{
+    return rc == ST_OK ? st_llama_extras(o, g, ch, NULL) : rc;
+}
 
 static enum st_status c_role(struct st_buf *o, const struct st_gen *g,
                              const struct st_gen_choice *ch, const void *arg)
@@ -31,7 +43,7 @@ static enum st_status c_text(struct st_buf *o, const struct st_gen *g,
 {
     const struct st_gen_token *t = arg;
     struct st_oai_meta m = st_gen_meta(g);
-    return st_oai_chunk_text(o, &m, ch->index, t->text, t->len, t->lp);
+    return extras(o, g, ch, st_oai_chunk_text(o, &m, ch->index, t->text, t->len, t->lp));
 }
 
 struct delta_arg {
@@ -44,7 +56,7 @@ static enum st_status c_delta(struct st_buf *o, const struct st_gen *g,
 {
     const struct delta_arg *a = arg;
     struct st_oai_meta m = st_gen_meta(g);
-    return st_oai_chunk_delta(o, &m, ch->index, a->d, a->lp);
+    return extras(o, g, ch, st_oai_chunk_delta(o, &m, ch->index, a->d, a->lp));
 }
 
 struct echo_arg {
@@ -57,8 +69,9 @@ static enum st_status c_echo(struct st_buf *o, const struct st_gen *g,
 {
     const struct echo_arg *a = arg;
     struct st_oai_meta m = st_gen_meta(g);
-    return st_oai_chunk_text_acc(o, &m, ch->index, a->text->data ? a->text->data : "",
-                                 a->text->len, a->lp);
+    return extras(o, g, ch,
+                  st_oai_chunk_text_acc(o, &m, ch->index, a->text->data ? a->text->data : "",
+                                        a->text->len, a->lp));
 }
 
 static enum st_status c_finish(struct st_buf *o, const struct st_gen *g,
@@ -66,7 +79,8 @@ static enum st_status c_finish(struct st_buf *o, const struct st_gen *g,
 {
     struct st_oai_meta m = st_gen_meta(g);
     (void)arg;
-    return st_oai_chunk_finish_reason(o, &m, ch->index, st_gen_reply_finish_reason(ch));
+    return extras(o, g, ch, st_oai_chunk_finish_reason(o, &m, ch->index,
+                                                       st_gen_reply_finish_reason(ch)));
 }
 
 static enum st_status c_error(struct st_buf *o, const struct st_gen *g,
@@ -81,8 +95,18 @@ static enum st_status c_usage(struct st_buf *o, const struct st_gen *g,
                               const struct st_gen_choice *ch, const void *arg)
 {
     struct st_oai_meta m = st_gen_meta(g);
-    (void)ch;
-    return st_oai_chunk_usage(o, &m, arg);
+    return extras(o, g, ch, st_oai_chunk_usage(o, &m, arg));
+}
+
+/* While the prompt is read (return_progress): chat's role delta, or an
+ * empty text, with "prompt_progress" (as llama-server's). */
+static enum st_status c_progress(struct st_buf *o, const struct st_gen *g,
+                                 const struct st_gen_choice *ch, const void *arg)
+{
+    struct st_oai_meta m = st_gen_meta(g);
+    enum st_status rc = m.kind == ST_OAI_CHAT ? st_oai_chunk_role(o, &m, ch->index)
+                                              : st_oai_chunk_text(o, &m, ch->index, "", 0, NULL);
+    return rc == ST_OK ? st_llama_extras(o, g, ch, arg) : rc;
 }
 
 /* ---- hooks ------------------------------------------------------------------ */
@@ -114,6 +138,12 @@ static void echo(struct st_gen *g, struct st_gen_choice *ch, const struct st_buf
 {
     struct echo_arg a = { t, lp };
     st_gen_put_chunk(g, ch, c_echo, &a);
+}
+
+static void progress(struct st_gen *g, struct st_gen_choice *ch,
+                     const struct st_gen_progress *p)
+{
+    st_gen_put_chunk(g, ch, c_progress, p);
 }
 
 static void end(struct st_gen *g, struct st_gen_choice *ch, const struct st_api_error *err,
@@ -151,14 +181,14 @@ static enum st_status body(struct st_buf *out, const struct st_gen *g,
 const struct st_gen_shape st_oai_chat_shape = {
     .id_prefix = "chatcmpl-", .verbose = true,
     .stream_begin = role_first, .stream_text = text, .stream_delta = delta,
-    .stream_end = end, .stream_close = close_stream,
+    .stream_progress = progress, .stream_end = end, .stream_close = close_stream,
     .keep_token = st_gen_keep_token, .body = body,
 };
 
 const struct st_gen_shape st_oai_text_shape = {
     .id_prefix = "cmpl-", .verbose = true,
     .stream_text = text, .stream_delta = delta, .stream_prompt = echo,
-    .stream_end = end, .stream_close = close_stream,
+    .stream_progress = progress, .stream_end = end, .stream_close = close_stream,
     .keep_token = st_gen_keep_token, .body = body,
 };
 
