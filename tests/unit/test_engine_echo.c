@@ -15,7 +15,9 @@
  *     echo without logprobs reuses it
  *     and still reports every position's text.
  * On the sim runner: every position once, in order, before the first
- * token, with the sim's documented made-up numbers; max_tokens 0.
+ * token, with the sim's documented made-up numbers; max_tokens 0; and
+ * params.progress's PROGRESS events: nothing read, then one per chunk,
+ * a cached prefix in the first, none unless asked.
  * st_runner_score_row (score.c over the CPU backend's st_score_row: float /
  * AVX2 partition, top-k, rank) against a brute-force double computation,
  * ties included (the op itself: test_backend_score.c).
@@ -274,6 +276,82 @@ static void sim_run(int32_t ubatch, int64_t words, const struct ask *a, struct f
     fx_stop(&f);
 }
 
+/* params.progress (return_progress): PROGRESS events as the prompt is read. */
+struct progress_got {
+    int64_t read[64];      /* n_read of each PROGRESS event */
+    int     n;
+    int64_t n_prompt, n_cached;
+    int     n_tokens;      /* TOKEN events */
+    bool    after_token;   /* a PROGRESS came after a TOKEN */
+    bool    ended;
+};
+
+static void progress_emit(void *ctx, const struct st_event *ev)
+{
+    struct progress_got *g = ctx;
+    if (ev->kind == ST_EVENT_PROGRESS) {
+        g->after_token |= g->n_tokens > 0;
+        if (g->n < 64)
+            g->read[g->n] = ev->n_read;
+        g->n++;
+        g->n_prompt = ev->n_prompt;
+        g->n_cached = ev->n_cached;
+    } else if (ev->kind == ST_EVENT_TOKEN) {
+        g->n_tokens++;
+    } else if (ev->kind == ST_EVENT_END) {
+        g->ended = true;
+    }
+}
+
+static void progress_run(struct fixture *f, bool progress, int64_t words, struct progress_got *g)
+{
+    struct st_request *req = st_request_new();
+    memset(g, 0, sizeof(*g));
+    req->prompt = fx_words(words);
+    req->params.max_tokens = 2;
+    req->params.progress = progress;
+    req->emit = progress_emit;
+    req->emit_ctx = g;
+    struct st_err err = { 0 };
+    ck_assert(st_engine_pool_submit(f->pool, req, &err) == ST_OK);
+    fx_run_idle(f);
+    st_request_unref(req);
+}
+
+START_TEST(test_engine_progress_per_chunk)
+{
+    struct fixture f;
+    struct progress_got g;
+    fx_defaults(&f);
+    f.pcfg.ubatch = 4;
+    f.pcfg.sim.tokens = 3;
+    ck_assert(fx_start(&f));
+    /* 10 words in chunks of 4: nothing read, then 4, 8, 10; all before the first token */
+    progress_run(&f, true, 10, &g);
+    ck_assert(g.ended && !g.after_token);
+    ck_assert_int_eq(g.n_tokens, 2);
+    ck_assert_int_eq(g.n_prompt, 10);
+    ck_assert_int_eq(g.n_cached, 0);
+    ck_assert_int_eq(g.n, 4);
+    const int64_t want[4] = { 0, 4, 8, 10 };
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(g.read[i], want[i]);
+    /* the same prompt again: the cached prefix is the first report's, and
+     * only the rest is read */
+    progress_run(&f, true, 10, &g);
+    ck_assert(g.ended && !g.after_token);
+    ck_assert_int_gt(g.n_cached, 0);
+    ck_assert_int_eq(g.read[0], g.n_cached);
+    ck_assert_int_eq(g.read[g.n - 1], 10);
+    ck_assert_int_eq(g.n, 1 + (int)((10 - g.n_cached + 3) / 4));
+    /* not asked: none */
+    progress_run(&f, false, 10, &g);
+    ck_assert(g.ended);
+    ck_assert_int_eq(g.n, 0);
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(test_engine_echo_sim_numbers)
 {
     static struct fixture_got g;
@@ -399,6 +477,7 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     TCase *ts = tcase_create("sim");
     tcase_add_test(ts, test_engine_echo_sim_numbers);
+    tcase_add_test(ts, test_engine_progress_per_chunk);
     tcase_add_test(ts, test_engine_echo_score_row_brute);
     suite_add_tcase(s, ts);
     return s;
