@@ -69,8 +69,8 @@ struct st_gen {
     bool include_usage;
     bool logprobs;
     bool echo;                     /* completions: the prompt leads each choice's text */
-    struct st_llama_shape llama;   /* llama.on: llama-server's /completion shape
-                                    * (llama_json.c); settings owned */
+    struct st_llama_opts llama;    /* llama-server's answer options (llama_json.c);
+                                    * settings owned */
     int32_t echo_top;              /* echo + logprobs N: alternatives per prompt token */
     int32_t prompt_lp;             /* vLLM prompt_logprobs k; -1 = not asked */
     uint8_t think_vocab;           /* think tags the model has as tokens: bit

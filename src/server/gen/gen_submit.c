@@ -105,7 +105,7 @@ static struct st_gen *gen_setup(struct st_call *c, const struct st_oai_request *
     g->include_usage = oq->stream && oq->include_usage;
     g->logprobs = oq->params.logprobs;
     g->echo = oq->kind == ST_OAI_COMPLETION && oq->echo;
-    g->llama = oq->llama;                         /* llama-server's answer shape */
+    g->llama = oq->llama;                         /* llama-server's answer options */
     g->llama.settings = NULL;
     if (oq->llama.settings && !(g->llama.settings = strdup(oq->llama.settings))) {
         st_gen_free(g);

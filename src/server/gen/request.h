@@ -47,10 +47,13 @@ enum st_oai_reasoning {
     ST_OAI_REASONING_NONE,
 };
 
-/* llama-server's native answer shape (POST /completion and /infill;
- * gen/llama_json.c, docs/API.md "/completion"). */
-struct st_llama_shape {
-    bool    on;                    /* answer in llama-server's /completion shape */
+/* llama-server's answer options: those of its native answer (POST
+ * /completion and /infill, written by llama/llama_shape.c with
+ * gen/llama_json.c; docs/API.md "/completion"), and its stream extras
+ * every API variant of it takes. */
+struct st_llama_opts {
+    bool    on;                    /* the body was one of llama-server's native endpoints
+                                    * (their answers: their shape, not this flag) */
     bool    return_tokens;         /* "tokens" holds the generated ids (a stream always) */
     bool    post_sampling;         /* post_sampling_probs: "prob", not "logprob" */
     int32_t n_probs;               /* completion_probabilities: alternatives per token;
@@ -101,7 +104,7 @@ struct st_oai_request {
     int32_t priority;
     char   *user;                  /* owned or NULL */
     char   *suffix;                /* completions: OpenAI's legacy suffix (FIM), owned or NULL */
-    struct st_llama_shape llama;   /* POST /completion, /infill: llama-server's answer */
+    struct st_llama_opts llama;    /* llama-server's answer options */
 };
 
 /* Where a chat request's prompt ends (strata/chat.h). */
