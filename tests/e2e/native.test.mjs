@@ -8,8 +8,8 @@
 //   - a synthetic tiny model on the CPU: completion_probabilities against
 //     /v1/completions' logprobs for the same greedy request, and
 //     post_sampling_probs as exp(logprob);
-//   - timings_per_token and return_progress on /completion, chat and
-//     completions streams.
+//   - timings_per_token and return_progress on /completion, chat,
+//     completions and Responses streams.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -328,6 +328,26 @@ describe('timings_per_token and return_progress', () => {
       assert.equal(o.choices[0].text, '');
       assert.equal(o.choices[0].finish_reason, null);
     }
+  });
+
+  test('/v1/responses: in_progress events with prompt_progress; timings on deltas and the end', async () => {
+    const objs = await stream('/v1/responses', { input: words(10), max_output_tokens: 3,
+      return_progress: true, timings_per_token: true });
+    const prog = objs.filter((o) => o.prompt_progress);
+    assert.ok(prog.length >= 2, JSON.stringify(objs));
+    assert.ok(prog.every((o) => o.type === 'response.in_progress' && o.response && o.timings));
+    assert.equal(prog[0].prompt_progress.processed, prog[0].prompt_progress.cache);
+    assert.equal(prog.at(-1).prompt_progress.processed, prog[0].prompt_progress.total);
+    const deltas = objs.filter((o) => o.type === 'response.output_text.delta');
+    assert.ok(deltas.length > 0 && deltas.every((o) => o.timings?.predicted_n > 0));
+    const end = objs.at(-1);
+    assert.ok(['response.completed', 'response.incomplete'].includes(end.type), end.type);
+    assert.equal(end.timings.predicted_n, 3);
+    // the first events are the usual ones, without extras
+    assert.equal(objs[0].type, 'response.created');
+    assert.equal(objs[0].timings, undefined);
+    const plain = await stream('/v1/responses', { input: words(10), max_output_tokens: 2 });
+    assert.ok(plain.every((o) => !o.prompt_progress && !o.timings));
   });
 
   test('bad types: 400 naming the field', async () => {

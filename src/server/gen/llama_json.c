@@ -114,19 +114,24 @@ static void progress(struct st_out *o, const struct st_gen_progress *p)
                   (long long)p->total, (long long)p->cache, (long long)p->processed, p->time_ms);
 }
 
+void st_llama_extra_members(struct st_out *o, const struct st_gen *g,
+                             const struct st_gen_choice *ch, const struct st_gen_progress *p)
+{
+    if (g->llama.timings_per_token)
+        timings(o, ch, p);
+    if (p)
+        progress(o, p);
+}
+
 enum st_status st_llama_extras(struct st_buf *out, const struct st_gen *g,
                                const struct st_gen_choice *ch, const struct st_gen_progress *p)
 {
-    bool with_timings = g->llama.timings_per_token;
-    if ((!with_timings && !p) || out->len < 2 || out->data[out->len - 1] != '}')
+    if ((!g->llama.timings_per_token && !p) || out->len < 2 || out->data[out->len - 1] != '}')
         return ST_OK;
     out->len--;   /* the object's closing brace: the members go before it */
     struct st_out o;
     st_out_init(&o, out);
-    if (with_timings)
-        timings(&o, ch, p);
-    if (p)
-        progress(&o, p);
+    st_llama_extra_members(&o, g, ch, p);
     st_out_text(&o, "}");
     return st_out_finish(&o);
 }

@@ -27,6 +27,11 @@ enum st_status st_llama_progress(struct st_buf *o, const struct st_gen *g,
 ST_MUST_CHECK
 enum st_status st_llama_extras(struct st_buf *o, const struct st_gen *g,
                                const struct st_gen_choice *ch, const struct st_gen_progress *p);
+/* The same members onto o (each with its leading comma): for events
+ * whose body is a member list (responses/responses_reply.c). */
+struct st_out;
+void st_llama_extra_members(struct st_out *o, const struct st_gen *g,
+                            const struct st_gen_choice *ch, const struct st_gen_progress *p);
 /* Non-stream: keep a new token's id and probabilities for the body. */
 ST_MUST_CHECK
 enum st_status st_llama_keep(const struct st_gen *g, struct st_gen_choice *ch,

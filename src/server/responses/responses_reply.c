@@ -44,6 +44,7 @@
 #include <cjson/cJSON.h>
 
 #include "strata/log.h"
+#include "server/gen/llama_json.h"
 #include "server/responses/responses.h"
 
 enum item_kind { ITEM_NONE, ITEM_REASONING, ITEM_MESSAGE, ITEM_CALL };
@@ -81,6 +82,9 @@ static void resp_free(void *ctx)
     free(r);
 }
 
+static void stream_progress(struct st_gen *g, struct st_gen_choice *ch,
+                            const struct st_gen_progress *p);
+
 /* The shape's stream_delta: Responses events carry no logprobs. */
 static void stream_delta(struct st_gen *g, struct st_gen_choice *ch, const struct st_oai_delta *d,
                          const struct st_oai_logprob *lp)
@@ -108,6 +112,7 @@ struct st_gen_shape *st_resp_new(char *echo)
     strcat(r->id_prefix, "_");
     r->shape = (struct st_gen_shape){ .stream_text = st_gen_stream_text_delta,
                                       .stream_delta = stream_delta,
+                                      .stream_progress = stream_progress,
                                       .stream_end = st_resp_stream_end,
                                       .keep_token = st_gen_keep_token,
                                       .body = st_resp_body, .free = resp_free, .ctx = r,
@@ -299,20 +304,25 @@ static enum st_status body_event(struct st_gen *g, const char *type, struct st_o
     return st_tr_body_event(&g->out, type, resp_of(g)->seq++, o);
 }
 
-/* An event whose members are ,"response":obj (the response object). */
+/* An event whose members are ,"response":obj (the response object), then
+ * llama-server's extras when 'extras' (timings_per_token: "timings"; p:
+ * return_progress's "prompt_progress"; gen/llama_json.c). */
 static enum st_status response_event_obj(struct st_gen *g, const char *type,
-                                         const struct st_buf *obj)
+                                         const struct st_buf *obj, bool extras,
+                                         const struct st_gen_progress *p)
 {
     struct st_buf b;
     struct st_out o;
     st_tr_body_start(&o, &b);
     st_out_key(&o, "response");
     st_out_raw(&o, obj->data, obj->len);
+    if (extras)
+        st_llama_extra_members(&o, g, &g->choices[0], p);
     return body_event(g, type, &o);
 }
 
 static enum st_status response_event(struct st_gen *g, const char *type,
-                                     const struct obj_args *a)
+                                     const struct obj_args *a, const struct st_gen_progress *p)
 {
     struct st_buf obj;
     st_buf_init(&obj);
@@ -321,7 +331,7 @@ static enum st_status response_event(struct st_gen *g, const char *type,
     obj_json(&o, g, a);
     enum st_status rc = st_out_finish(&o);
     if (rc == ST_OK)
-        rc = response_event_obj(g, type, &obj);
+        rc = response_event_obj(g, type, &obj, p != NULL, p);
     st_buf_fini(&obj);
     return rc;
 }
@@ -333,8 +343,8 @@ static enum st_status ensure_started(struct st_gen *g)
         return ST_OK;
     r->started = true;
     struct obj_args a = { .status = "in_progress", .items = "", .items_len = 0 };
-    enum st_status rc = response_event(g, "response.created", &a);
-    return rc == ST_OK ? response_event(g, "response.in_progress", &a) : rc;
+    enum st_status rc = response_event(g, "response.created", &a, NULL);
+    return rc == ST_OK ? response_event(g, "response.in_progress", &a, NULL) : rc;
 }
 
 /* "item_id":..,"output_index":N[,"content_index":0]. */
@@ -461,6 +471,7 @@ static enum st_status add_delta(struct st_gen *g, const char *text, size_t len)
     st_out_json_str(&o, text, len);
     if (r->open == ITEM_MESSAGE)
         st_out_kv_raw(&o, "logprobs", "[]");
+    st_llama_extra_members(&o, g, &g->choices[0], NULL);   /* timings_per_token */
     return body_event(g, type[r->open], &o);
 }
 
@@ -501,6 +512,23 @@ void st_resp_stream_delta(struct st_gen *g, struct st_gen_choice *ch, const stru
     ch->produced = true;
 }
 
+/* return_progress: while the prompt is read, response.in_progress events
+ * that also carry "prompt_progress" (and "timings" with
+ * timings_per_token), as llama-server's. */
+static void stream_progress(struct st_gen *g, struct st_gen_choice *ch,
+                            const struct st_gen_progress *p)
+{
+    (void)ch;
+    if (g->broken)
+        return;
+    struct obj_args a = { .status = "in_progress", .items = "", .items_len = 0 };
+    enum st_status rc = ensure_started(g);
+    if (rc == ST_OK)
+        rc = response_event(g, "response.in_progress", &a, p);
+    if (rc != ST_OK)
+        g->broken = true;
+}
+
 void st_resp_stream_end(struct st_gen *g, struct st_gen_choice *ch,
                         const struct st_api_error *err, const struct st_oai_usage *u)
 {
@@ -538,7 +566,8 @@ void st_resp_stream_end(struct st_gen *g, struct st_gen_choice *ch,
         keep(g, a.items, a.items_len, obj.data, obj.len);
     if (rc == ST_OK)
         rc = response_event_obj(g, err ? "response.failed" : cut ? "response.incomplete"
-                                                                 : "response.completed", &obj);
+                                                                 : "response.completed",
+                                &obj, !err, NULL);
     st_buf_fini(&obj);
     if (rc != ST_OK)
         g->broken = true;
