@@ -184,6 +184,8 @@ struct st_config {
     struct st_config_gpus gpus;    /* default none */
     int32_t  parallel;             /* slots per engine with --batch; default 4 */
     bool     batch;                /* slots + lines; without it one request per engine */
+    bool     batch_implied;        /* batch set by resolve: parallel > 1 given and batch
+                                    * not (llama-server batches by default) */
     int64_t  ctx_size;             /* -c: the slots' context together (each slot gets
                                     * ctx_size / its slots); 0 (default): ST_CFG_SLOT_CTX
                                     * tokens per slot */

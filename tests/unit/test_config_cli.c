@@ -400,22 +400,52 @@ START_TEST(test_config_cli_flags_checked_before_the_file)
 }
 END_TEST
 
-START_TEST(test_config_cli_parallel_without_batch_warns)
+/* An -np above 1 implies --batch (llama-server batches by default); an
+ * explicit --no-batch / -nocb keeps one slot and says so; -np 1 and the
+ * default parallel do not batch. */
+START_TEST(test_config_cli_parallel_implies_batch)
 {
     const char *a[] = { "-np", "8" };
     const char *b[] = { "-np", "8", "--batch" };
+    const char *nb[] = { "-np", "8", "-nocb" };
+    const char *one[] = { "-np", "1" };
+    const char *none[] = { "--port", "0" };
     struct st_config c;
     struct st_err err = { 0 };
     bool help;
 
     ck_assert_int_eq(st_config_from_args(&c, ARGC(a), (char **)a, &help, &err), ST_OK);
-    ck_assert_uint_eq(c.n_warnings, 1);
-    ck_assert_msg(strstr(c.warnings[0], "without --batch"), "%s", c.warnings[0]);
+    ck_assert(c.batch && c.batch_implied);
+    ck_assert_uint_eq(c.n_warnings, 0);
+    ck_assert_int_eq(st_config_slot_ctx(&c, &c.models[0]), ST_CFG_SLOT_CTX);
     st_config_fini(&c);
     ck_assert_int_eq(st_config_from_args(&c, ARGC(b), (char **)b, &help, &err), ST_OK);
+    ck_assert(c.batch && !c.batch_implied);
     ck_assert_uint_eq(c.n_warnings, 0);
     ck_assert_int_eq(c.models[0].parallel, 8);
     st_config_fini(&c);
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(nb), (char **)nb, &help, &err), ST_OK);
+    ck_assert(!c.batch && !c.batch_implied);
+    ck_assert_uint_eq(c.n_warnings, 1);
+    ck_assert_msg(strstr(c.warnings[0], "with batching off"), "%s", c.warnings[0]);
+    st_config_fini(&c);
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(one), (char **)one, &help, &err), ST_OK);
+    ck_assert(!c.batch);
+    st_config_fini(&c);
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(none), (char **)none, &help, &err), ST_OK);
+    ck_assert(!c.batch);   /* the default parallel 4 is not a choice made */
+    st_config_fini(&c);
+
+    char dir[512], path[600];
+    support_tmpdir(dir, sizeof(dir));
+    write_file(dir, "np.yaml", "parallel: 2\nbackend: sim\n", path, sizeof(path));
+    {
+        const char *argv[] = { "--config", path };
+        ck_assert_int_eq(st_config_from_args(&c, ARGC(argv), (char **)argv, &help, &err), ST_OK);
+    }
+    ck_assert(c.batch && c.batch_implied);   /* the file's key is a choice too */
+    st_config_fini(&c);
+    support_rmtree(dir);
 }
 END_TEST
 
@@ -651,7 +681,7 @@ TCase *config_cli_tcase(void)
     tcase_add_test(t, test_config_cli_help_flag);
     tcase_add_test(t, test_config_cli_overrides_the_file);
     tcase_add_test(t, test_config_cli_flags_checked_before_the_file);
-    tcase_add_test(t, test_config_cli_parallel_without_batch_warns);
+    tcase_add_test(t, test_config_cli_parallel_implies_batch);
     tcase_add_test(t, test_config_cli_cuda_flag);
     tcase_add_test(t, test_config_cli_rope_flags);
     tcase_add_test(t, test_config_cli_cache_type_flags);
