@@ -475,6 +475,13 @@ ST_MUST_CHECK
 enum st_status st_engine_pool_n_vocab(struct st_engine_pool *p, int32_t model, int32_t *n_vocab,
                                       struct st_err *err);
 
+/* The model's end-of-generation token ids, ascending (*ids owned, free();
+ * NULL when none): what ignore_eos bans. NOT_FOUND, LOADING as tokenize.
+ * Thread: any. */
+ST_MUST_CHECK
+enum st_status st_engine_pool_eog_ids(struct st_engine_pool *p, int32_t model, int32_t **ids,
+                                      size_t *n, struct st_err *err);
+
 /* Width of the model's embeddings (params.embed): its hidden size, n_embd
  * of the GGUF (the sim: ST_SIM_EMBD, 64). ST_ERR_UNSUPPORTED for a runner
  * that cannot embed; NOT_FOUND, LOADING as tokenize. Thread: any. */

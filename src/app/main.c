@@ -221,6 +221,8 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
                                                                        : ST_REASONING_DEEPSEEK;
     s->reasoning_budget = c->reasoning_budget;
     s->n_predict = c->n_predict;
+    s->temp = (float)c->temp;
+    s->seed = c->seed;
     s->cors_origins = c->cors_origins;
     s->allowed_hosts = c->allowed_hosts;
     s->metrics_key = c->metrics_key;

@@ -58,6 +58,27 @@ enum st_status st_engine_pool_n_vocab(struct st_engine_pool *p, int32_t model, i
     return rc;
 }
 
+enum st_status st_engine_pool_eog_ids(struct st_engine_pool *p, int32_t model, int32_t **ids,
+                                      size_t *n, struct st_err *err)
+{
+    const struct st_runner *r;
+    const int32_t *eog = NULL;
+    *ids = NULL;
+    *n = 0;
+    enum st_status rc = text_of(p, model, &r, err);
+    if (rc != ST_OK)
+        return rc;
+    size_t k = st_runner_eog_ids(r, &eog);
+    if (k == 0)
+        return ST_OK;
+    *ids = malloc(k * sizeof(**ids));
+    if (*ids == NULL)
+        return st_err_set(err, ST_ERR_NOMEM, "out of memory");
+    memcpy(*ids, eog, k * sizeof(**ids));
+    *n = k;
+    return ST_OK;
+}
+
 enum st_status st_engine_pool_n_embd(struct st_engine_pool *p, int32_t model, int32_t *n_embd,
                                      struct st_err *err)
 {

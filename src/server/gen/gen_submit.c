@@ -550,6 +550,7 @@ static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *
 {
     struct st_api_error e;
     int32_t model;
+    st_gen_server_defaults(c, oq);
     if (st_gen_pick_model(c, oq->model, &model, &e) != ST_OK ||
         st_gen_check_ready(c, &e) != ST_OK ||
         (oq->bias_text && st_gen_bias_text(c, oq, model, &e) != ST_OK)) {
@@ -583,6 +584,17 @@ static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *
     if (st_gen_submit_all(c, g, &e) != ST_OK)
         return st_reply_error(c, &e);
     return ST_ROUTE_WAIT;
+}
+
+void st_gen_server_defaults(const struct st_call *c, struct st_oai_request *oq)
+{
+    const struct st_server_config *cfg = &c->srv->cfg;
+    if (!oq->temp_sent)
+        oq->params.temperature = cfg->temp;
+    if (!oq->seed_sent && cfg->seed >= 0) {
+        oq->params.has_seed = true;
+        oq->params.seed = (uint64_t)cfg->seed;
+    }
 }
 
 enum st_route_result st_gen_start(struct st_call *c, struct st_oai_request *oq)

@@ -82,6 +82,8 @@ struct st_oai_request {
     struct cJSON *bias_text;       /* owned: logit_bias entries keyed by text,
                                     * [[text, bias], ...] (llama-server's): tokenized
                                     * with the model (gen_submit.c); NULL = none */
+    bool    temp_sent, seed_sent;  /* the body had temperature / seed (else the server's
+                                    * --temp / --seed apply: st_gen_settle_params) */
     int8_t  verbose;               /* llama-server's "verbose": 1 adds "__verbose" to a
                                     * chat or completions answer; -1 = not sent (then on
                                     * with --verbose / --log-level debug) */

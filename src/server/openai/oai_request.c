@@ -122,7 +122,7 @@ static enum st_status parse_stop(const cJSON *root, const char *name, struct st_
 
 /* Sampling parameters shared by chat and completions. */
 static enum st_status parse_sampling(const cJSON *root, struct st_gen_params *p,
-                                     struct st_api_error *e)
+                                     bool *temp_sent, bool *seed_sent, struct st_api_error *e)
 {
     double d;
     int64_t i;
@@ -130,7 +130,7 @@ static enum st_status parse_sampling(const cJSON *root, struct st_gen_params *p,
     enum st_status rc;
 
     d = p->temperature;
-    if ((rc = st_oai_get_num(root, "temperature", 0, false, 1e6, &d, NULL, e)) != ST_OK)
+    if ((rc = st_oai_get_num(root, "temperature", 0, false, 1e6, &d, temp_sent, e)) != ST_OK)
         return rc;
     p->temperature = (float)d;
     d = p->top_p;
@@ -149,6 +149,7 @@ static enum st_status parse_sampling(const cJSON *root, struct st_gen_params *p,
     if ((rc = st_oai_get_int(root, "seed", INT64_MIN / 2, INT64_MAX / 2, &i, &has, e)) != ST_OK)
         return rc;
     p->has_seed = has && i != -1;         /* -1 = random, as llama-server */
+    *seed_sent = has;
     p->seed = (uint64_t)i;
     return st_oai_get_bool(root, "ignore_eos", &p->ignore_eos, NULL, e);
 }
@@ -353,7 +354,7 @@ static enum st_status parse_common(const cJSON *root, const struct st_oai_names 
     if (rc == ST_OK)
         rc = parse_stop(root, names->stop, &r->params, e);
     if (rc == ST_OK)
-        rc = parse_sampling(root, &r->params, e);
+        rc = parse_sampling(root, &r->params, &r->temp_sent, &r->seed_sent, e);
     if (rc == ST_OK)
         rc = st_oai_parse_penalties(root, names, &r->params, &r->bias_text, e);   /* oai_sampling.c */
     if (rc == ST_OK)
