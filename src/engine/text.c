@@ -121,9 +121,9 @@ static enum st_status too_long_by_bytes(const struct st_runner *r, size_t len, i
         return ST_OK;
     req->job.prompt_tokens = (int64_t)least;
     return st_err_set(err, ST_ERR_TOO_LONG,
-                      "the prompt has at least %llu tokens (%zu bytes, at most %zu per token); "
-                      "a slot holds %lld (prompt and completion together): shorten it or "
-                      "raise --ctx-size", (unsigned long long)least, len, per, (long long)ctx);
+                      "the prompt has at least %llu tokens (%zu bytes, at most %zu per token), "
+                      "which exceeds the available context size: a slot holds %lld (prompt and "
+                      "completion together); shorten it or raise --ctx-size", (unsigned long long)least, len, per, (long long)ctx);
 }
 
 enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_request *req,
@@ -151,8 +151,9 @@ enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_reques
         free(ids);
         req->job.prompt_tokens = (int64_t)n;   /* the error's n_prompt_tokens */
         return st_err_set(err, ST_ERR_TOO_LONG,
-                          "the prompt has %zu tokens; a slot holds %lld (prompt and completion "
-                          "together): shorten it or raise --ctx-size",
+                          "the prompt has %zu tokens, which exceeds the available context size: "
+                          "a slot holds %lld (prompt and completion together); shorten it or "
+                          "raise --ctx-size",
                           n, (long long)ctx);
     }
     free(req->tokens);
