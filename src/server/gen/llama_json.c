@@ -121,7 +121,10 @@ enum st_status st_llama_keep(const struct st_gen *g, struct st_gen_choice *ch,
 
 /* llama-server's timings: prompt = from the request's arrival to its first
  * token (strata's includes the time queued), predicted = the rest;
- * prompt_n the tokens read, cache_n those reused from the slot's cache. */
+ * prompt_n the tokens read, cache_n those reused from the slot's cache. The
+ * generation rates count the tokens after the first (it comes with the
+ * read, no step of its own), as llama-server's; numbers are written in
+ * full, so a client gets the rate of the predicted_ms it reads. */
 static void timings(struct st_out *o, const struct st_gen_choice *ch)
 {
     int64_t end = now_ns();
@@ -129,14 +132,20 @@ static void timings(struct st_out *o, const struct st_gen_choice *ch)
     double p_ms = (double)(first - ch->call->start_ns) / 1e6;
     double d_ms = (double)(end - first) / 1e6;
     int64_t read = ch->n_prompt > ch->n_cached ? ch->n_prompt - ch->n_cached : 0;
-    double pn = (double)read, dn = (double)ch->n_generated;
-    st_out_printf(o, ",\"timings\":{\"cache_n\":%lld,\"prompt_n\":%lld,\"prompt_ms\":%.3f,"
-                     "\"prompt_per_token_ms\":%.3f,\"prompt_per_second\":%.3f,"
-                     "\"predicted_n\":%lld,\"predicted_ms\":%.3f,"
-                     "\"predicted_per_token_ms\":%.3f,\"predicted_per_second\":%.3f}",
-                  (long long)ch->n_cached, (long long)read, p_ms, pn > 0 ? p_ms / pn : 0.0,
-                  p_ms > 0 ? pn * 1e3 / p_ms : 0.0, (long long)ch->n_generated, d_ms,
-                  dn > 0 ? d_ms / dn : 0.0, d_ms > 0 ? dn * 1e3 / d_ms : 0.0);
+    double pn = (double)read;
+    double steps = ch->n_generated > 1 ? (double)(ch->n_generated - 1) : 0.0;
+    st_out_key(o, "timings");
+    st_out_text(o, "{");
+    st_out_kv_i64(o, "cache_n", ch->n_cached);
+    st_out_kv_i64(o, "prompt_n", read);
+    st_out_kv_num(o, "prompt_ms", p_ms);
+    st_out_kv_num(o, "prompt_per_token_ms", pn > 0 ? p_ms / pn : 0.0);
+    st_out_kv_num(o, "prompt_per_second", p_ms > 0 ? 1e3 / p_ms * pn : 0.0);
+    st_out_kv_i64(o, "predicted_n", ch->n_generated);
+    st_out_kv_num(o, "predicted_ms", d_ms);
+    st_out_kv_num(o, "predicted_per_token_ms", steps > 0 ? d_ms / steps : 0.0);
+    st_out_kv_num(o, "predicted_per_second", d_ms > 0 ? 1e3 / d_ms * steps : 0.0);
+    st_out_text(o, "}");
 }
 
 static const char *stop_type(const struct st_gen_choice *ch)
