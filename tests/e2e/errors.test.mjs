@@ -72,7 +72,8 @@ describe('400, 404, 405 and 413', () => {
 
   test('400: completions prompt errors', async () => {
     for (const [body, param] of [[{}, 'prompt'], [{ prompt: 5 }, 'prompt'], [{ prompt: [] }, 'prompt'],
-      [{ prompt: [1, 'a'] }, 'prompt'], [{ prompt: [-1] }, 'prompt'], [{ prompt: 'x', logprobs: true }, 'logprobs'],
+      // [1, 'a'] is llama-server's mixed prompt (valid); an item neither an id nor a string is not
+      [{ prompt: [1, 'a', true] }, 'prompt'], [{ prompt: [-1] }, 'prompt'], [{ prompt: 'x', logprobs: true }, 'logprobs'],
       [{ prompt: 'x', echo: 'y' }, 'echo'],
       [{ prompt: [[1, 2, 999999999]], echo: true, logprobs: 1 }, 'prompt']]) {   // not a token
       const r = await postJSON(srv, '/v1/completions', body);

@@ -3,7 +3,8 @@
 // random weights: noise, but fixed): with a server seed the same prompt gives
 // the same text streamed or not, as text or as its token ids, and
 // generation_settings shows what ran; ignore_eos lists the model's
-// end-of-generation tokens at -inf (null), as llama-server does.
+// end-of-generation tokens at -inf (null), as llama-server does; a prompt may
+// mix token ids and texts (llama-server's).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -47,6 +48,23 @@ describe('--seed and --temp', () => {
     assert.equal(r.json.generation_settings.seed, 4294967295);
     const g = await postJSON(seeded, '/completion', { prompt: PROMPT, temperature: 0 });
     assert.equal(g.json.generation_settings.temperature, 0);
+  });
+
+  test('a mixed prompt: ids and texts in one sequence, each text tokenized in its place', async () => {
+    const head = (await postJSON(seeded, '/tokenize', { content: 'I believe' })).json.tokens;
+    const tail = (await postJSON(seeded, '/tokenize', { content: ' the meaning' })).json.tokens;
+    const mixed = await postJSON(seeded, '/completion', { prompt: [...head, ' the meaning'], return_tokens: true });
+    assert.equal(mixed.status, 200, mixed.text);
+    assert.equal(mixed.json.tokens_evaluated, head.length + tail.length);
+    const ids = await postJSON(seeded, '/completion', { prompt: [...head, ...tail], return_tokens: true });
+    assert.deepEqual(mixed.json.tokens, ids.json.tokens);
+    // also as one prompt of several, and a string first; a bad item is a 400 naming prompt
+    const two = await postJSON(seeded, '/completion', { prompt: [['I believe', ...tail], PROMPT] });
+    assert.equal(two.status, 200, two.text);
+    assert.equal(two.json.length, 2);
+    const bad = await postJSON(seeded, '/completion', { prompt: [1, 'a', { x: 1 }] });
+    assert.equal(bad.status, 400, bad.text);
+    assert.equal(bad.json.error.param, 'prompt');
   });
 
   test('/props shows the defaults; without --seed every request draws its own', async () => {

@@ -553,7 +553,8 @@ static enum st_route_result gen_start(struct st_call *c, struct st_oai_request *
     st_gen_server_defaults(c, oq);
     if (st_gen_pick_model(c, oq->model, &model, &e) != ST_OK ||
         st_gen_check_ready(c, &e) != ST_OK ||
-        (oq->bias_text && st_gen_bias_text(c, oq, model, &e) != ST_OK)) {
+        (oq->bias_text && st_gen_bias_text(c, oq, model, &e) != ST_OK) ||
+        st_gen_mixed_prompts(c, oq, model, &e) != ST_OK) {
         st_gen_shape_free(resp);
         st_gen_log_refused(c, &e);
         return st_reply_error(c, &e);

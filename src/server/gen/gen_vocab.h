@@ -16,6 +16,12 @@ enum st_status st_gen_check_bias(struct st_call *c, const struct st_oai_request 
  * ST_MAX_LOGIT_BIAS tokens). */
 enum st_status st_gen_bias_text(struct st_call *c, struct st_oai_request *oq, int32_t model,
                                 struct st_api_error *e);
+/* llama-server's mixed prompts (oq->prompts[i].mixed): each string
+ * tokenized (special tokens parsed; BOS only when the sequence starts with
+ * a string, as a text prompt gets it) between the ids, into the prompt's
+ * tokens. */
+enum st_status st_gen_mixed_prompts(struct st_call *c, struct st_oai_request *oq, int32_t model,
+                                    struct st_api_error *e);
 /* The think tags the model has as tokens (struct st_gen think_vocab). */
 uint8_t st_gen_think_vocab(struct st_call *c, int32_t model);
 /* Whether the model's template writes a think block (judged for ChatML

@@ -5,7 +5,9 @@
  *   messages         chat: non-empty array of {role, content}; content a string,
  *                    an array of text parts, or null
  *   prompt           completions: a string, an array of strings, an array of
- *                    token ids, or an array of token-id arrays
+ *                    token ids, or an array of token-id arrays; llama-server's
+ *                    ids and strings mixed in one array (one prompt; also as
+ *                    an item) and {"prompt_string": ...} items
  *   max_tokens, max_completion_tokens   integer >= 0 (the latter wins)
  *   stop             string or array of up to 4 strings
  *   n                integer 1..16      seed        integer (-1 = random)
@@ -35,6 +37,7 @@
  * another API was translated into (translate.h) comes as a tree
  * (st_oai_parse_tree), its 400s named by that API's names.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +63,7 @@ void st_oai_request_fini(struct st_oai_request *r)
     for (size_t i = 0; i < r->n_prompts; i++) {
         free(r->prompts[i].text);
         free(r->prompts[i].tokens);
+        cJSON_Delete(r->prompts[i].mixed);
     }
     free(r->prompts);
     for (int32_t i = 0; i < r->params.n_stop; i++)
@@ -205,6 +209,46 @@ static enum st_status parse_stream(const cJSON *root, struct st_oai_request *r,
     return rc;
 }
 
+static bool has_string(const cJSON *arr)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr) {
+        if (cJSON_IsString(it))
+            return true;
+    }
+    return false;
+}
+
+static bool has_number(const cJSON *arr)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr) {
+        if (cJSON_IsNumber(it))
+            return true;
+    }
+    return false;
+}
+
+/* llama-server's mixed prompt [12, 34, "text", 56]: token ids and texts in
+ * one sequence, kept for the model's tokenizer (st_gen_mixed_prompts). */
+static enum st_status mixed_item(const cJSON *v, struct st_oai_prompt *out,
+                                 struct st_api_error *e)
+{
+    size_t i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        double d = cJSON_IsNumber(it) ? it->valuedouble : 0.0;
+        if (!cJSON_IsString(it) && (!cJSON_IsNumber(it) || floor(d) != d || d < 0 ||
+                                    d > INT32_MAX))
+            return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
+                                    "Invalid value for 'prompt': item %zu of a mixed prompt "
+                                    "is neither a string nor a token id.", i);
+        i++;
+    }
+    out->mixed = cJSON_Duplicate(v, true);
+    return out->mixed ? ST_OK : nomem(e);
+}
+
 /* One prompt from a string, a token array, or llama-server's object
  * {"prompt_string": "..."} (its "multimodal_data" is refused: text models
  * only). */
@@ -227,6 +271,8 @@ static enum st_status prompt_item(const cJSON *v, struct st_oai_prompt *out,
         out->text = st_str_dup(st_str_c(v->valuestring));
         return out->text ? ST_OK : nomem(e);
     }
+    if (cJSON_IsArray(v) && has_string(v))
+        return mixed_item(v, out, e);
     if (cJSON_IsArray(v)) {
         enum st_status rc = st_oai_tokens(v, "prompt", &out->tokens, &out->n_tokens, e);
         if (rc == ST_OK && out->n_tokens == 0)
@@ -246,8 +292,9 @@ static enum st_status parse_prompts(const cJSON *root, struct st_oai_request *r,
     if (!v)
         return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
                                 "Missing required parameter: 'prompt'.");
-    /* a flat array of numbers is ONE token prompt; otherwise each item is one */
-    bool many = cJSON_IsArray(v) && !(v->child && cJSON_IsNumber(v->child));
+    /* an array with a number in it is ONE prompt (token ids, or ids and texts
+     * mixed, as llama-server's); otherwise each item is one */
+    bool many = cJSON_IsArray(v) && !has_number(v);
     size_t n = many ? (size_t)cJSON_GetArraySize(v) : 1;
     if (n == 0)
         return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
@@ -265,7 +312,7 @@ static enum st_status parse_prompts(const cJSON *root, struct st_oai_request *r,
     size_t i = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
-        if (cJSON_IsArray(it) && it->child && !cJSON_IsNumber(it->child))
+        if (cJSON_IsArray(it) && it->child && !has_number(it))
             return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
                                     "Invalid 'prompt': nested arrays must hold token ids.");
         enum st_status rc = prompt_item(it, &r->prompts[i++], e);
