@@ -179,10 +179,6 @@ ST_MUST_CHECK enum st_status st_embed_gen_body(struct st_buf *out, const struct 
 /* Start a completion from a parsed body: create, prepare and submit the
  * requests, then wait (ST_ROUTE_WAIT) or answer an error. */
 enum st_route_result st_gen_start(struct st_call *c, struct st_oai_request *oq);
-/* The server's --temp and --seed into a request that sent no temperature /
- * seed (st_gen_start does it; idempotent, for a caller that shows the
- * settings first). */
-void st_gen_server_defaults(const struct st_call *c, struct st_oai_request *oq);
 /* Called with c->lock held: is there something for the MHD side to do? */
 bool st_gen_ready_locked(const struct st_call *c);
 /* The access handler was called again after a resume. */

@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 
+#include "server/gen/gen_vocab.h"
 #include "server/llama/llama.h"
 
 /* generation_settings as the request will run: the server's defaults in,
