@@ -256,7 +256,8 @@ static void announce_model(const struct st_config *c, const struct st_config_mod
            "%s%s",
            m->name, st_cfg_backend_name(m->backend), gpus, c->batch ? (int)m->parallel : 1,
            (long long)st_config_slot_ctx(c, m),
-           c->batch_implied ? ", batched (a parallel above 1 implies --batch; --no-batch or -nocb: one slot)"
+           c->batch_implied
+               ? ", batched (a parallel above 1 implies --batch; --no-batch or -nocb: one slot)"
            : c->batch ? ", batched" : ", one request at a time (no --batch)",
            m->preload || c->n_models == 1 ? "loads at start" : "loads on first use",
            m->ttl_s > 0 ? ", unloads when idle for its ttl" : "");

@@ -123,7 +123,8 @@ static enum st_status too_long_by_bytes(const struct st_runner *r, size_t len, i
     return st_err_set(err, ST_ERR_TOO_LONG,
                       "the prompt has at least %llu tokens (%zu bytes, at most %zu per token), "
                       "which exceeds the available context size: a slot holds %lld (prompt and "
-                      "completion together); shorten it or raise --ctx-size", (unsigned long long)least, len, per, (long long)ctx);
+                      "completion together); shorten it or raise --ctx-size",
+                      (unsigned long long)least, len, per, (long long)ctx);
 }
 
 enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_request *req,

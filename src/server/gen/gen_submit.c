@@ -194,7 +194,8 @@ enum st_status st_gen_use_tokens(struct st_call *c, struct st_request *req,
     if ((int64_t)pr->n_tokens >= ctx) {
         st_api_error_set(e, ST_ERR_TOO_LONG, param, "context_length_exceeded",
                          "the %s has %zu tokens, which exceeds the available context size: a "
-                         "slot holds %lld (prompt and completion together)", param, pr->n_tokens, (long long)ctx);
+                         "slot holds %lld (prompt and completion together)", param, pr->n_tokens,
+                         (long long)ctx);
         e->n_prompt_tokens = (int64_t)pr->n_tokens;
         e->n_ctx = ctx;
         return ST_ERR_TOO_LONG;
