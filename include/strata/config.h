@@ -128,6 +128,7 @@ enum st_opt {
     ST_OPT_GIVE_WAY_TOKENS, ST_OPT_YIELDS_MAX,
     ST_OPT_SIM_PROMPT_TPS, ST_OPT_SIM_DECODE_TPS, ST_OPT_SIM_LOAD_SECONDS, ST_OPT_SIM_TOKENS,
     ST_OPT_SIM_REPLY, ST_OPT_REASONING_FORMAT, ST_OPT_REASONING_BUDGET, ST_OPT_N_PREDICT,
+    ST_OPT_TEMP, ST_OPT_SEED,
     ST_OPT_KV_EVENTS, ST_OPT_KV_EVENTS_HOST, ST_OPT_KV_BLOCK_SIZE,
     ST_OPT_LOG_FORMAT, ST_OPT_LOG_LEVEL,
     ST_OPT_STATE_DIR, ST_OPT_STATE_MAX_ROWS,
@@ -184,6 +185,8 @@ struct st_config {
     struct st_config_gpus gpus;    /* default none */
     int32_t  parallel;             /* slots per engine with --batch; default 4 */
     bool     batch;                /* slots + lines; without it one request per engine */
+    bool     batch_implied;        /* batch set by resolve: parallel > 1 given and batch
+                                    * not (llama-server batches by default) */
     int64_t  ctx_size;             /* -c: the slots' context together (each slot gets
                                     * ctx_size / its slots); 0 (default): ST_CFG_SLOT_CTX
                                     * tokens per slot */
@@ -226,6 +229,10 @@ struct st_config {
                                     * (docs/API.md "Thinking budget"); -1 = none (default) */
     int32_t  n_predict;            /* tokens a reply may have when the request sets no
                                     * max_tokens / n_predict (llama-server's -n); -1 = no cap */
+    double   temp;                 /* temperature of a request that sends none (llama-server's
+                                    * --temp); default 0.8 */
+    int64_t  seed;                 /* seed of a request that sends none (llama-server's
+                                    * --seed); -1 = a random one per request (default) */
 
     /* KV events for llm-d's indexer (docs/KV-EVENTS.md) */
     char    *kv_events;            /* owned; ZeroMQ endpoint (host "*" binds, tcp://HOST:PORT

@@ -267,6 +267,8 @@ struct st_request {
     int32_t stop_index;           /* params.stop[stop_index] ended it; -1: none (engine
                                    * thread, before END) */
     int64_t submit_ns;            /* clock time of submit */
+    int64_t read_start_ns;        /* clock time of the step that read its first prompt
+                                   * chunk; 0 before (llamacpp:prompt_seconds_total) */
     int64_t first_token_ns;       /* 0 until the first token */
     int64_t end_ns;
 
@@ -482,6 +484,13 @@ ST_MUST_CHECK
 enum st_status st_engine_pool_n_vocab(struct st_engine_pool *p, int32_t model, int32_t *n_vocab,
                                       struct st_err *err);
 
+/* The model's end-of-generation token ids, ascending (*ids owned, free();
+ * NULL when none): what ignore_eos bans. NOT_FOUND, LOADING as tokenize.
+ * Thread: any. */
+ST_MUST_CHECK
+enum st_status st_engine_pool_eog_ids(struct st_engine_pool *p, int32_t model, int32_t **ids,
+                                      size_t *n, struct st_err *err);
+
 /* Width of the model's embeddings (params.embed): its hidden size, n_embd
  * of the GGUF (the sim: ST_SIM_EMBD, 64). ST_ERR_UNSUPPORTED for a runner
  * that cannot embed; NOT_FOUND, LOADING as tokenize. Thread: any. */
@@ -615,6 +624,15 @@ struct st_pool_stats {
     uint64_t spec_plain_steps;     /* engine steps whose slots could draft, where the cost model
                                     * found drafts would not pay (docs/ENGINE.md "Draft length:
                                     * cost-aware"): no drafts, no MTP upkeep */
+    /* llama-server's time totals (its llamacpp:* names; docs/API.md "/metrics") */
+    double   read_seconds;         /* each request's read: its first chunk's step start to its
+                                    * first token, summed over requests */
+    double   gen_seconds;          /* each request's first token to its last, summed */
+    uint64_t gen_steps;            /* the tokens after each first one (the steps gen_seconds
+                                    * timed: a first token comes with the read) */
+    uint64_t steps;                /* forward passes, all engines */
+    uint64_t step_slots;           /* slots in those passes, summed (/ steps: per pass) */
+    int64_t  seq_max;              /* the longest sequence (prompt + generated) a slot held */
     struct st_histogram ttft[ST_BAND_COUNT];   /* time to first token, by band */
     struct st_histogram itl[ST_BAND_COUNT];    /* inter-token latency, by band */
     double   kv_usage;             /* 0..1: context in use over context allocated */

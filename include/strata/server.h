@@ -47,6 +47,8 @@ struct st_server_config {
     int32_t     reasoning_budget;     /* chat: thinking budget when a request sends none
                                        * (docs/API.md "Thinking budget"); -1 = none (default) */
     int32_t     n_predict;            /* max tokens when a request sets none; -1 = no cap */
+    float       temp;                 /* temperature when a request sends none (default 0.8) */
+    int64_t     seed;                 /* seed when a request sends none; -1 = random (default) */
     /* CORS (docs/API.md): comma-separated origins ("https://a.example"),
      * "localhost" = the loopback origins (the default), "*" = any, NULL,
      * "" or "none" = no CORS headers. Borrowed; the server keeps a copy. */

@@ -221,6 +221,8 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
                                                                        : ST_REASONING_DEEPSEEK;
     s->reasoning_budget = c->reasoning_budget;
     s->n_predict = c->n_predict;
+    s->temp = (float)c->temp;
+    s->seed = c->seed;
     s->cors_origins = c->cors_origins;
     s->allowed_hosts = c->allowed_hosts;
     s->metrics_key = c->metrics_key;
@@ -253,7 +255,10 @@ static void announce_model(const struct st_config *c, const struct st_config_mod
            "model '%s': backend %s%s, %d slot(s) per engine, %lld context tokens per slot%s, "
            "%s%s",
            m->name, st_cfg_backend_name(m->backend), gpus, c->batch ? (int)m->parallel : 1,
-           (long long)st_config_slot_ctx(c, m), c->batch ? ", batched" : ", one request at a time (no --batch)",
+           (long long)st_config_slot_ctx(c, m),
+           c->batch_implied
+               ? ", batched (a parallel above 1 implies --batch; --no-batch or -nocb: one slot)"
+           : c->batch ? ", batched" : ", one request at a time (no --batch)",
            m->preload || c->n_models == 1 ? "loads at start" : "loads on first use",
            m->ttl_s > 0 ? ", unloads when idle for its ttl" : "");
 }

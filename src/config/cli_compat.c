@@ -27,8 +27,6 @@ static const struct st_cli_compat compat[] = {
     { "--verbose", "-v", false, ST_OPT_LOG_LEVEL, "debug", NULL, NULL },
     { "--reasoning", "-rea", true, ST_OPT_REASONING_BUDGET, NULL, NULL, reasoning_map },
     /* accepted, no effect */
-    { "--temp", NULL, true, ST_OPT_COUNT, NULL, "a request's temperature sets it", NULL },
-    { "--seed", "-s", true, ST_OPT_COUNT, NULL, "a request's seed sets it", NULL },
     { "--batch-size", "-b", true, ST_OPT_COUNT, NULL,
       "the logical batch is the step; --ubatch is the prompt chunk", NULL },
     { "--threads-batch", "-tb", true, ST_OPT_COUNT, NULL, "--threads serves both", NULL },

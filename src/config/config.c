@@ -77,6 +77,8 @@ void st_config_init(struct st_config *c)
     c->kv_block_size = 16;
     c->reasoning_budget = -1;
     c->n_predict = -1;
+    c->temp = 0.8;
+    c->seed = -1;
     c->jinja = true;
     c->log_format = ST_LOG_TEXT;
     c->log_level = ST_LOG_INFO;

@@ -233,6 +233,12 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         OFF(n_predict), NO_HAS, I32(-1, INT32_MAX), .metavar = "N",
         .help = "tokens a reply may have when the request sets no max_tokens / n_predict "
         "(-1 = until a stop or the context)" },
+    [ST_OPT_TEMP] = { ST_OPT_TEMP, "--temp", NULL, "temp", ST_CFG_DOUBLE, OFF(temp), NO_HAS,
+        .dmin = 0, .metavar = "T",
+        .help = "temperature of a request that sends none (0 = greedy)" },
+    [ST_OPT_SEED] = { ST_OPT_SEED, "--seed", "-s", "seed", ST_CFG_INT64, OFF(seed), NO_HAS,
+        .imin = -1, .imax = UINT32_MAX, .metavar = "N",
+        .help = "sampling seed of a request that sends none (-1 = a random one per request)" },
     [ST_OPT_KV_EVENTS] = { ST_OPT_KV_EVENTS, "--kv-events", NULL, "kv_events", ST_CFG_STRING,
         OFF(kv_events), NO_HAS, .metavar = "URL",
         .help = "publish KV-cache events for llm-d's indexer over ZeroMQ (tcp://*:5557 binds, "

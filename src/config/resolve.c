@@ -277,10 +277,25 @@ static enum st_status ngram_range_error(const struct st_config *c, struct st_err
                       (int)c->spec_ngram_min, (int)c->spec_ngram_max, hi);
 }
 
+/* A parallel above 1 set on purpose (flag or the file's server-level key)
+ * with batch left unset means batching, as llama-server's continuous
+ * batching is on by default; --no-batch / -nocb keeps one slot. */
+static void parallel_implies_batch(struct st_config *c)
+{
+    bool batch_set = st_config_given(c, ST_OPT_BATCH) || c->line[ST_OPT_BATCH];
+    bool np_set = st_config_given(c, ST_OPT_PARALLEL) || c->line[ST_OPT_PARALLEL];
+
+    if (!batch_set && np_set && c->parallel > 1) {
+        c->batch = true;
+        c->batch_implied = true;
+    }
+}
+
 enum st_status st_config_resolve(struct st_config *c, struct st_err *err)
 {
     enum st_status rc;
 
+    parallel_implies_batch(c);
     rc = resolve_cli_model(c, err);
     if (rc == ST_OK)
         rc = check_cuda(c, err);
@@ -295,10 +310,10 @@ enum st_status st_config_resolve(struct st_config *c, struct st_err *err)
         return rc;
     if (c->spec_ngram_min > c->spec_ngram_max)
         return ngram_range_error(c, err);
-    if (!c->batch && (st_config_given(c, ST_OPT_PARALLEL) || c->line[ST_OPT_PARALLEL]) &&
-        c->parallel > 1 &&
-        st_cfg_warn(c, "parallel %d has no effect without --batch: each engine serves one "
-                    "request at a time", (int)c->parallel) != ST_OK)
+    if (!c->batch && c->parallel > 1 &&
+        (st_config_given(c, ST_OPT_PARALLEL) || c->line[ST_OPT_PARALLEL]) &&
+        st_cfg_warn(c, "parallel %d has no effect with batching off (--no-batch, -nocb): each "
+                    "engine serves one request at a time", (int)c->parallel) != ST_OK)
         return st_err_set(err, ST_ERR_NOMEM, "config: out of memory");
     return ST_OK;
 }

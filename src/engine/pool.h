@@ -181,6 +181,9 @@ struct st_engine_pool {
     uint64_t ngram_drafted, ngram_accepted, ngram_steps;   /* (n-gram) the same */
     uint64_t drawn_tokens;           /* greedy tokens the backend drew (runner row 'drawn') */
     uint64_t spec_plain_steps;       /* steps that could draft and did not: it did not pay */
+    double   read_seconds, gen_seconds;   /* llama-server's time totals (st_pool_stats) */
+    uint64_t gen_steps, steps, step_slots;
+    int64_t  seq_max;
     struct st_mtp_test mtp_test;     /* (MTP) tests only; zero = off */
     struct st_histogram ttft[ST_BAND_COUNT];
     struct st_histogram itl[ST_BAND_COUNT];
@@ -262,6 +265,11 @@ void st_pool_count_read(struct st_engine_pool *p, int64_t n);
  * files it as inter-token latency. */
 void st_pool_count_token(struct st_engine_pool *p, enum st_band band, bool generated, bool drawn,
                          bool first, double seconds);
+/* A first token's read time (from its read's first step), and a later
+ * token's time since the one before (llama-server's time totals). */
+void st_pool_count_times(struct st_engine_pool *p, bool first, double seconds);
+/* One forward pass of n_slots slots, the longest holding seq tokens. */
+void st_pool_count_step(struct st_engine_pool *p, int32_t n_slots, int64_t seq);
 /* stats.c: the engine's slot views (/slots, kv_usage) from its slots, under
  * its mu. */
 void st_engine_update_views(struct st_engine *e);

@@ -75,6 +75,27 @@ void st_pool_count_token(struct st_engine_pool *p, enum st_band band, bool gener
     pthread_mutex_unlock(&p->mu);
 }
 
+void st_pool_count_times(struct st_engine_pool *p, bool first, double seconds)
+{
+    pthread_mutex_lock(&p->mu);
+    if (first) {
+        p->read_seconds += seconds;
+    } else {
+        p->gen_seconds += seconds;
+        p->gen_steps++;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+void st_pool_count_step(struct st_engine_pool *p, int32_t n_slots, int64_t seq)
+{
+    pthread_mutex_lock(&p->mu);
+    p->steps++;
+    p->step_slots += (uint64_t)n_slots;
+    p->seq_max = ST_MAX(p->seq_max, seq);
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* Tokens of KV model m's slots hold on one engine. */
 static int64_t slots_kv_tokens(const struct st_engine_pool *p, int32_t m)
 {
@@ -99,6 +120,12 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
     out->ngram_steps = p->ngram_steps;
     out->drawn_tokens = p->drawn_tokens;
     out->spec_plain_steps = p->spec_plain_steps;
+    out->read_seconds = p->read_seconds;
+    out->gen_seconds = p->gen_seconds;
+    out->gen_steps = p->gen_steps;
+    out->steps = p->steps;
+    out->step_slots = p->step_slots;
+    out->seq_max = p->seq_max;
     memcpy(out->ttft, p->ttft, sizeof(out->ttft));
     memcpy(out->itl, p->itl, sizeof(out->itl));
     pthread_mutex_unlock(&p->mu);

@@ -301,15 +301,18 @@ static void note_timing(struct st_engine *e, struct st_engine_slot *sl, bool eog
 {
     struct st_request *req = sl->req;
     bool first = req->first_token_ns == 0;
-    double seconds;
+    double seconds, own;   /* own: the read's time, or the time since the last token */
     if (first) {
         req->first_token_ns = t_end;
         seconds = (double)(t_end - req->submit_ns) / (double)ST_NS_PER_SEC;
+        own = req->read_start_ns ? (double)(t_end - req->read_start_ns) / (double)ST_NS_PER_SEC
+                                 : 0.0;
     } else {
-        seconds = (double)(t_end - sl->last_token_ns) / (double)ST_NS_PER_SEC;
+        seconds = own = (double)(t_end - sl->last_token_ns) / (double)ST_NS_PER_SEC;
     }
     sl->last_token_ns = t_end;
     st_pool_count_token(e->pool, req->band, !eog, drawn, first, seconds);
+    st_pool_count_times(e->pool, first, own);
 }
 
 static void end_completed(struct st_engine *e, struct st_engine_slot *sl, enum st_finish f)
@@ -487,14 +490,19 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
     if (out.busy_ns > 0)   /* the sim's time; its step began at t0 */
         e->pool->clock->sleep_until(e->pool->clock, t0 + out.busy_ns);
     int64_t t_end = now_ns(e);
+    int64_t seq_max = 0;
     for (int32_t i = 0; i < n; i++) {
         const struct st_runner_seq *q = &e->seqs[i];
         struct st_engine_slot *sl = &e->slots[q->slot];
+        if (q->kind == ST_SEQ_READ && sl->req && sl->req->read_start_ns == 0)
+            sl->req->read_start_ns = t0;
         if (q->all_logits) {
             take_verified(e, sl, q, &e->rows[i], t_end);
+            seq_max = ST_MAX(seq_max, sl->n_past);
             continue;
         }
         sl->n_past += q->n_tokens;
+        seq_max = ST_MAX(seq_max, sl->n_past);
         if (q->kind == ST_SEQ_READ) {
             st_sched_read_progress(e->pool->sched, holder, q->n_tokens);
             st_pool_count_read(e->pool, q->n_tokens);
@@ -514,6 +522,7 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
             st_kv_blocks_sync(e, sl, ST_MIN(sl->cache.n_ids, sl->n_past));
     }
     note_cost(e, &batch, lean, catching, t_fwd);
+    st_pool_count_step(e->pool, n, seq_max);
 }
 
 bool st_engine_step(struct st_engine *e)

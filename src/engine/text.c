@@ -58,6 +58,27 @@ enum st_status st_engine_pool_n_vocab(struct st_engine_pool *p, int32_t model, i
     return rc;
 }
 
+enum st_status st_engine_pool_eog_ids(struct st_engine_pool *p, int32_t model, int32_t **ids,
+                                      size_t *n, struct st_err *err)
+{
+    const struct st_runner *r;
+    const int32_t *eog = NULL;
+    *ids = NULL;
+    *n = 0;
+    enum st_status rc = text_of(p, model, &r, err);
+    if (rc != ST_OK)
+        return rc;
+    size_t k = st_runner_eog_ids(r, &eog);
+    if (k == 0)
+        return ST_OK;
+    *ids = malloc(k * sizeof(**ids));
+    if (*ids == NULL)
+        return st_err_set(err, ST_ERR_NOMEM, "out of memory");
+    memcpy(*ids, eog, k * sizeof(**ids));
+    *n = k;
+    return ST_OK;
+}
+
 enum st_status st_engine_pool_n_embd(struct st_engine_pool *p, int32_t model, int32_t *n_embd,
                                      struct st_err *err)
 {
@@ -100,9 +121,10 @@ static enum st_status too_long_by_bytes(const struct st_runner *r, size_t len, i
         return ST_OK;
     req->job.prompt_tokens = (int64_t)least;
     return st_err_set(err, ST_ERR_TOO_LONG,
-                      "the prompt has at least %llu tokens (%zu bytes, at most %zu per token); "
-                      "a slot holds %lld (prompt and completion together): shorten it or "
-                      "raise --ctx-size", (unsigned long long)least, len, per, (long long)ctx);
+                      "the prompt has at least %llu tokens (%zu bytes, at most %zu per token), "
+                      "which exceeds the available context size: a slot holds %lld (prompt and "
+                      "completion together); shorten it or raise --ctx-size",
+                      (unsigned long long)least, len, per, (long long)ctx);
 }
 
 enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_request *req,
@@ -130,8 +152,9 @@ enum st_status st_engine_pool_prepare(struct st_engine_pool *p, struct st_reques
         free(ids);
         req->job.prompt_tokens = (int64_t)n;   /* the error's n_prompt_tokens */
         return st_err_set(err, ST_ERR_TOO_LONG,
-                          "the prompt has %zu tokens; a slot holds %lld (prompt and completion "
-                          "together): shorten it or raise --ctx-size",
+                          "the prompt has %zu tokens, which exceeds the available context size: "
+                          "a slot holds %lld (prompt and completion together); shorten it or "
+                          "raise --ctx-size",
                           n, (long long)ctx);
     }
     free(req->tokens);

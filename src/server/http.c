@@ -49,6 +49,8 @@ void st_server_config_defaults(struct st_server_config *c)
     c->stream_buffer = (size_t)2 << 20;
     c->reasoning_budget = -1;
     c->n_predict = -1;
+    c->temp = 0.8f;
+    c->seed = -1;
     c->webui = true;
     c->slots = true;
 }

@@ -8,7 +8,8 @@
 // Kubernetes Gateway API Inference Extension's endpoint picker reads (vLLM
 // exports the same; docs/SCALE-OUT.md) and what llama-server exports, so
 // they stay; the test accepts exactly that lint message for exactly those
-// names, and the rest of the scrape must lint clean. epp_metrics.test.mjs
+// names (and llama-server's counter n_tokens_max without _total), and the
+// rest of the scrape must lint clean. epp_metrics.test.mjs
 // checks what the router-facing families say.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -71,6 +72,13 @@ test('every family and every band label is there from the first scrape', async (
     'llamacpp:spec_decode_num_drafts_total': 'counter',
     'llamacpp:requests_processing': 'gauge',
     'llamacpp:requests_deferred': 'gauge',
+    'llamacpp:prompt_seconds_total': 'counter',
+    'llamacpp:tokens_predicted_seconds_total': 'counter',
+    'llamacpp:n_decode_total': 'counter',
+    'llamacpp:n_tokens_max': 'counter',
+    'llamacpp:prompt_tokens_seconds': 'gauge',
+    'llamacpp:predicted_tokens_seconds': 'gauge',
+    'llamacpp:n_busy_slots_per_decode': 'gauge',
   };
   for (const [name, type] of Object.entries(fams)) {
     assert.ok(t.includes(`# HELP ${name} `), `HELP ${name}`);
@@ -107,7 +115,9 @@ test('every family and every band label is there from the first scrape', async (
   for (const f of ['llamacpp:prompt_tokens_total', 'llamacpp:tokens_predicted_total',
     'llamacpp:requests_processing', 'llamacpp:requests_deferred', 'llamacpp:prompt_tokens_cached_total',
     'llamacpp:spec_decode_num_draft_tokens_total', 'llamacpp:spec_decode_num_accepted_tokens_total',
-    'llamacpp:spec_decode_num_drafts_total'])
+    'llamacpp:spec_decode_num_drafts_total', 'llamacpp:prompt_seconds_total',
+    'llamacpp:tokens_predicted_seconds_total', 'llamacpp:n_decode_total', 'llamacpp:n_tokens_max',
+    'llamacpp:prompt_tokens_seconds', 'llamacpp:predicted_tokens_seconds', 'llamacpp:n_busy_slots_per_decode'])
     assert.equal(metric(t, f), 0, f);
 });
 
@@ -133,6 +143,17 @@ test('counters move with traffic, by band', async () => {
   assert.equal(metric(t, 'llamacpp:tokens_predicted_total'), 9);
   assert.equal(metric(t, 'llamacpp:requests_processing'), 0);
   assert.equal(metric(t, 'llamacpp:requests_deferred'), 0);
+  // llama-server's time totals: each request's read and its tokens after the first, summed
+  // (the sim decodes at 2000 tokens/s: 2 steps of 0.5 ms after each first token)
+  assert.ok(metric(t, 'llamacpp:prompt_seconds_total') > 0);
+  const gen = metric(t, 'llamacpp:tokens_predicted_seconds_total');
+  assert.ok(gen >= 3 * 2 * 0.0005 * 0.9, `${gen}`);
+  assert.ok(Math.abs(metric(t, 'llamacpp:predicted_tokens_seconds') - 6 / gen) < 1e-6 * (6 / gen));
+  assert.ok(Math.abs(metric(t, 'llamacpp:prompt_tokens_seconds') - 6 / metric(t, 'llamacpp:prompt_seconds_total')) < 1e-3);
+  // one read step and 2 decode steps per request here (one request at a time): 9 passes of 1 slot
+  assert.equal(metric(t, 'llamacpp:n_decode_total'), 9);
+  assert.equal(metric(t, 'llamacpp:n_busy_slots_per_decode'), 1);
+  assert.equal(metric(t, 'llamacpp:n_tokens_max'), 4 + 2);   // the prompt and the tokens fed back
   assert.ok(metric(t, 'strata_http_responses_total', { code: '200' }) >= 3);
   // histogram buckets are cumulative and end at the count
   const b = [...t.matchAll(/^strata_time_to_first_token_seconds_bucket\{band="normal",le="([^"]+)"\} (\d+)$/gm)].map((m) => Number(m[2]));
@@ -148,8 +169,9 @@ test('promtool check metrics accepts the scrape', async () => {
   // 0 = clean, 3 = lint findings only (1 would be a parse error)
   assert.ok(full.status === 0 || full.status === 3, `promtool exit ${full.status}: ${full.stdout}${full.stderr}`);
   const findings = `${full.stdout}${full.stderr}`.split('\n').filter((l) => l.trim() !== '');
+  // and llama-server's n_tokens_max, a counter there (its dashboards read it so) without _total
   for (const f of findings)
-    assert.match(f, /^(vllm|strata|llamacpp):\w+ metric names should not contain ':'$/, `unexpected promtool finding: ${f}`);
+    assert.match(f, /^((vllm|strata|llamacpp):\w+ metric names should not contain ':'|llamacpp:n_tokens_max counter metrics should have "_total" suffix)$/, `unexpected promtool finding: ${f}`);
   // without the router-facing gauges the scrape lints clean
   const rest = t.split('\n').filter((l) => !/^(# (HELP|TYPE) )?(vllm|strata|llamacpp):/.test(l)).join('\n');
   const clean = run(rest);

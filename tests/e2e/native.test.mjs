@@ -47,6 +47,14 @@ describe('/completion on the sim', () => {
     assert.equal(lt.status, 400, lt.text);   // an empty text is neither
     assert.equal(lt.json.error.param, 'logit_bias');
     assert.equal(b.timings.predicted_n, 3);
+    // the rate is over the tokens after the first (it comes with the read), as llama-server's,
+    // written in full so that it is exactly the rate of the predicted_ms a client reads
+    assert.equal(b.timings.predicted_per_second, 1e3 / b.timings.predicted_ms * 2);
+    assert.equal(b.timings.predicted_per_token_ms, b.timings.predicted_ms / 2);
+    const one = await postJSON(srv, '/completion', { prompt: 'one', n_predict: 1 });
+    assert.equal(one.json.timings.predicted_n, 1);
+    assert.equal(one.json.timings.predicted_per_second, 0);
+    assert.equal(one.json.timings.predicted_per_token_ms, 0);
     // prompt_n the tokens read, cache_n those reused (llama-server's split)
     assert.equal(b.timings.prompt_n + b.timings.cache_n, b.tokens_evaluated);
     const again = await postJSON(srv, '/completion', { prompt: 'one two three', n_predict: 3 });

@@ -55,7 +55,10 @@ static void fuzz_body(enum st_oai_kind kind, bool native, const char *body, size
         for (int32_t i = 0; i < r.params.n_stop; i++)
             if (!r.params.stop[i] || !r.params.stop[i][0])
                 abort();
-        if (native) {
+        if (native) {   /* generation_settings as h_completion.c makes it (eog ids) */
+            static const int32_t eog[] = { 0, 7 };
+            if (st_llama_settings(&r, eog, 2, &e) != ST_OK)
+                abort();
             cJSON *gs = r.llama.settings ? cJSON_Parse(r.llama.settings) : NULL;
             if (!r.llama.on || !cJSON_IsObject(gs) || r.llama.n_probs < 0 ||
                 r.llama.n_probs > ST_MAX_TOP_LOGPROBS)

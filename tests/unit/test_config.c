@@ -398,7 +398,7 @@ END_TEST
 START_TEST(test_config_models_list_and_map_forms)
 {
     static const char list[] =
-        "parallel: 2\nctx_size: 1000\ngpus: [0]\n"
+        "parallel: 2\nbatch: false\nctx_size: 1000\ngpus: [0]\n"   /* b: 50 tokens, 1 slot */
         "models:\n  - name: a\n    path: /m/a.gguf\n    aliases: [a1, a2]\n    priority: -5\n"
         "    ttl: 30\n    preload: false\n  - name: b\n    backend: sim\n    parallel: 6\n"
         "    ctx_size: 50\n    gpus: [1, 2]\n    aliases: b1\n";
@@ -415,7 +415,7 @@ START_TEST(test_config_models_list_and_map_forms)
     ck_assert_int_eq(c.models[0].ctx_size, 1000);
     ck_assert_int_eq(c.models[0].gpus.n, 1);
     ck_assert(c.models[0].ttl_s == 30 && !c.models[0].preload);
-    ck_assert_int_eq(c.models[0].line, 5);
+    ck_assert_int_eq(c.models[0].line, 6);
     ck_assert_int_eq(c.models[1].backend, ST_CFG_BACKEND_SIM);
     ck_assert_int_eq(c.models[1].parallel, 6);                   /* its own */
     ck_assert_int_eq(c.models[1].ctx_size, 50);

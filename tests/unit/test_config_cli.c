@@ -97,7 +97,7 @@ START_TEST(test_config_cli_every_flag)
         "--spec-ngram-max", "6", "--spec-draft", "12", "--scheduler", "fifo", "--aging-divisor", "30",
         "--swap-affinity-bonus", "5", "--give-way-tokens", "4096", "--yields-max", "1",
         "--sim-reply", "<think>x</think>", "--reasoning-format", "none",
-        "--reasoning-budget", "256", "-n", "64", "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5",
+        "--reasoning-budget", "256", "-n", "64", "--temp", "0.25", "-s", "7", "--sim-prompt-tps", "10", "--sim-decode-tps", "20.5",
         "--sim-load-seconds", "1.5", "--sim-tokens", "3", "--log-format", "json",
         "--log-level", "warn", "--kv-events", "tcp://*:5557", "--kv-events-host", "10.0.0.7",
         "--kv-block-size", "32", "--state-dir", "/var/lib/strata", "--state-max-rows", "500",
@@ -162,6 +162,7 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_int_eq(c.reasoning_format, ST_CFG_REASONING_NONE);
     ck_assert_int_eq(c.reasoning_budget, 256);
     ck_assert_int_eq(c.n_predict, 64);
+    ck_assert(c.temp == 0.25 && c.seed == 7);
     ck_assert_int_eq(c.log_format, ST_LOG_JSON);
     ck_assert_int_eq(c.log_level, ST_LOG_WARN);
     ck_assert_str_eq(c.kv_events, "tcp://*:5557");
@@ -249,6 +250,9 @@ START_TEST(test_config_cli_bad_values)
         { "--port", " 80", "--port: expected an integer 0..65535, got \" 80\"" },
         { "-np", "0", "-np: expected an integer 1..1024, got \"0\"" },
         { "--parallel", "2x", "--parallel: expected an integer 1..1024, got \"2x\"" },
+        { "--seed", "-2", "--seed: expected an integer -1..4294967295, got \"-2\"" },
+        { "-s", "4294967296", "got \"4294967296\"" },
+        { "--temp", "-0.5", "--temp: expected a number >= 0, got \"-0.5\"" },
         { "-c", "-1", "-c: expected an integer 1..2147483647, got \"-1\"" },
         { "--backend", "gpu", "--backend: expected one of auto, sim, cpu, cuda, got \"gpu\"" },
         { "--gpus", "0,0", "--gpus: expected a list of up to 16 distinct device ids 0..1023 (e.g. "
@@ -400,22 +404,52 @@ START_TEST(test_config_cli_flags_checked_before_the_file)
 }
 END_TEST
 
-START_TEST(test_config_cli_parallel_without_batch_warns)
+/* An -np above 1 implies --batch (llama-server batches by default); an
+ * explicit --no-batch / -nocb keeps one slot and says so; -np 1 and the
+ * default parallel do not batch. */
+START_TEST(test_config_cli_parallel_implies_batch)
 {
     const char *a[] = { "-np", "8" };
     const char *b[] = { "-np", "8", "--batch" };
+    const char *nb[] = { "-np", "8", "-nocb" };
+    const char *one[] = { "-np", "1" };
+    const char *none[] = { "--port", "0" };
     struct st_config c;
     struct st_err err = { 0 };
     bool help;
 
     ck_assert_int_eq(st_config_from_args(&c, ARGC(a), (char **)a, &help, &err), ST_OK);
-    ck_assert_uint_eq(c.n_warnings, 1);
-    ck_assert_msg(strstr(c.warnings[0], "without --batch"), "%s", c.warnings[0]);
+    ck_assert(c.batch && c.batch_implied);
+    ck_assert_uint_eq(c.n_warnings, 0);
+    ck_assert_int_eq(st_config_slot_ctx(&c, &c.models[0]), ST_CFG_SLOT_CTX);
     st_config_fini(&c);
     ck_assert_int_eq(st_config_from_args(&c, ARGC(b), (char **)b, &help, &err), ST_OK);
+    ck_assert(c.batch && !c.batch_implied);
     ck_assert_uint_eq(c.n_warnings, 0);
     ck_assert_int_eq(c.models[0].parallel, 8);
     st_config_fini(&c);
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(nb), (char **)nb, &help, &err), ST_OK);
+    ck_assert(!c.batch && !c.batch_implied);
+    ck_assert_uint_eq(c.n_warnings, 1);
+    ck_assert_msg(strstr(c.warnings[0], "with batching off"), "%s", c.warnings[0]);
+    st_config_fini(&c);
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(one), (char **)one, &help, &err), ST_OK);
+    ck_assert(!c.batch);
+    st_config_fini(&c);
+    ck_assert_int_eq(st_config_from_args(&c, ARGC(none), (char **)none, &help, &err), ST_OK);
+    ck_assert(!c.batch);   /* the default parallel 4 is not a choice made */
+    st_config_fini(&c);
+
+    char dir[512], path[600];
+    support_tmpdir(dir, sizeof(dir));
+    write_file(dir, "np.yaml", "parallel: 2\nbackend: sim\n", path, sizeof(path));
+    {
+        const char *argv[] = { "--config", path };
+        ck_assert_int_eq(st_config_from_args(&c, ARGC(argv), (char **)argv, &help, &err), ST_OK);
+    }
+    ck_assert(c.batch && c.batch_implied);   /* the file's key is a choice too */
+    st_config_fini(&c);
+    support_rmtree(dir);
 }
 END_TEST
 
@@ -615,11 +649,10 @@ START_TEST(test_config_cli_llama_server_flags)
     ck_assert_int_eq(cfg.ubatch, 64);
     ck_assert_int_eq(cfg.log_level, ST_LOG_DEBUG);
     ck_assert(!cfg.slots);   /* --no-slots is ours now: no warning */
-    ck_assert_uint_eq(cfg.n_warnings, 3);
-    ck_assert_msg(strstr(cfg.warnings[0], "--temp 0.8: llama-server flag accepted"), "%s",
+    ck_assert(cfg.temp == 0.8 && cfg.seed == 42);   /* ours now: no warning */
+    ck_assert_uint_eq(cfg.n_warnings, 1);
+    ck_assert_msg(strstr(cfg.warnings[0], "-fa on: llama-server flag accepted"), "%s",
                   cfg.warnings[0]);
-    ck_assert_msg(strstr(cfg.warnings[1], "--seed 42:"), "%s", cfg.warnings[1]);
-    ck_assert_msg(strstr(cfg.warnings[2], "-fa on:"), "%s", cfg.warnings[2]);
     st_config_fini(&cfg);
     ck_assert_int_eq(st_config_from_args(&cfg, ARGC(b), (char **)b, &help, &err), ST_OK);
     ck_assert(!cfg.batch);
@@ -651,7 +684,7 @@ TCase *config_cli_tcase(void)
     tcase_add_test(t, test_config_cli_help_flag);
     tcase_add_test(t, test_config_cli_overrides_the_file);
     tcase_add_test(t, test_config_cli_flags_checked_before_the_file);
-    tcase_add_test(t, test_config_cli_parallel_without_batch_warns);
+    tcase_add_test(t, test_config_cli_parallel_implies_batch);
     tcase_add_test(t, test_config_cli_cuda_flag);
     tcase_add_test(t, test_config_cli_rope_flags);
     tcase_add_test(t, test_config_cli_cache_type_flags);

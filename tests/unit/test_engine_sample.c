@@ -216,6 +216,38 @@ START_TEST(test_engine_sample_uniform_range)
 }
 END_TEST
 
+/* The generator is C++'s std::mt19937 (the standard's check: the 10000th
+ * output of the default seed 5489 is 4123659995) and the uniform double is
+ * std::uniform_real_distribution<double>(0, 1)'s with libstdc++, whose
+ * first draws from seed 42 are these (printed with %.17g by a C++ program):
+ * llama-server's draw, so a seed gives its text. */
+START_TEST(test_engine_sample_llama_generator)
+{
+    struct st_mt19937 m;
+    st_mt_seed(&m, 5489);
+    uint32_t v = 0;
+    for (int i = 0; i < 10000; i++)
+        v = st_mt_next(&m);
+    ck_assert_uint_eq(v, 4123659995u);
+    st_mt_seed(&m, 42);
+    ck_assert(st_mt_uniform(&m) == 0.79654298428784598);
+    ck_assert(st_mt_uniform(&m) == 0.18343478789336848);
+    ck_assert(st_mt_uniform(&m) == 0.77969099761266125);
+    st_mt_seed(&m, 4294967295u);
+    ck_assert(st_mt_uniform(&m) == 0.11160666544400902);
+    /* the sampler: a request's seed starts it, as 32 bits */
+    struct st_sampler s;
+    struct st_gen_params p = params(1.0f, 0, 1.0f, 0.0f, 42);
+    st_sampler_init(&s);
+    st_sampler_reset(&s, &p);
+    ck_assert(st_sampler_uniform(&s) == 0.79654298428784598);
+    p.seed = 42 + (UINT64_C(1) << 32);
+    st_sampler_reset(&s, &p);
+    ck_assert(st_sampler_uniform(&s) == 0.79654298428784598);
+    st_sampler_fini(&s);
+}
+END_TEST
+
 /* ---- logit_bias and penalties ------------------------------------------ */
 
 START_TEST(test_engine_sample_bias_bans_greedy_token)
@@ -801,6 +833,7 @@ static Suite *sample_suite(void)
     tcase_add_test(t, test_engine_sample_banned_tokens);
     tcase_add_test(t, test_engine_sample_logprobs);
     tcase_add_test(t, test_engine_sample_uniform_range);
+    tcase_add_test(t, test_engine_sample_llama_generator);
     tcase_add_test(t, test_engine_sample_bias_bans_greedy_token);
     tcase_add_test(t, test_engine_sample_bias_forces_token);
     tcase_add_test(t, test_engine_sample_presence_frequency_formula);

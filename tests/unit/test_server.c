@@ -176,6 +176,18 @@ START_TEST(test_server_parse_prompt_forms)
     ck_assert(r.params.logprobs);
     ck_assert_int_eq(r.params.top_logprobs, 2);
     st_oai_request_fini(&r);
+    /* llama-server's mixed prompt: one prompt, kept for the model's tokenizer; a
+     * string first makes the array one prompt too, as does any number in it */
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":[\"a\",1,\"b\"]}", &r, &e), ST_OK);
+    ck_assert_uint_eq(r.n_prompts, 1);
+    ck_assert(cJSON_IsArray(r.prompts[0].mixed));
+    ck_assert_int_eq(cJSON_GetArraySize(r.prompts[0].mixed), 3);
+    ck_assert_ptr_null(r.prompts[0].tokens);
+    st_oai_request_fini(&r);
+    ck_assert_int_eq(parse(ST_OAI_COMPLETION, "{\"prompt\":[[1,\"a\"],\"b\"]}", &r, &e), ST_OK);
+    ck_assert_uint_eq(r.n_prompts, 2);
+    ck_assert(r.prompts[0].mixed && r.prompts[1].text);
+    st_oai_request_fini(&r);
 }
 END_TEST
 
@@ -248,7 +260,9 @@ START_TEST(test_server_parse_type_errors)
         { "{}", "prompt" },
         { "{\"prompt\":1}", "prompt" },
         { "{\"prompt\":[]}", "prompt" },
-        { "{\"prompt\":[1,\"a\"]}", "prompt" },
+        { "{\"prompt\":[1,\"a\",true]}", "prompt" },
+        { "{\"prompt\":[1,\"a\",-1]}", "prompt" },
+        { "{\"prompt\":[[1,\"a\",null]]}", "prompt" },
         { "{\"prompt\":[-1]}", "prompt" },
         { "{\"prompt\":[1.5]}", "prompt" },
         { "{\"prompt\":[[]]}", "prompt" },

@@ -10,7 +10,9 @@
  *
  * Shapes: logits float[n_vocab]; the candidate buffer holds n_vocab
  * (id, logit, p) entries, allocated once per slot on first use.
- * RNG: splitmix64, seeded per request (the 'seed' param, else random).
+ * RNG: mt19937 seeded per request (the 'seed' param as 32 bits, else a
+ * random seed) and one uniform double per sampled token, llama-server's
+ * generator and draw (mt19937.h): the same seed gives llama-server's text.
  *
  * JSON mode (response_format json_object), structured outputs
  * (json_schema) and enforced tool calls (tool_choice "required" / a named
@@ -35,7 +37,8 @@ static uint64_t splitmix64(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-/* A seed nobody asked for: wall time, a process-wide counter and an address. */
+/* A seed nobody asked for: wall time, a process-wide counter and an address
+ * (splitmix64 mixes them). */
 static uint64_t random_seed(void)
 {
     static atomic_uint_fast64_t counter;
@@ -71,7 +74,7 @@ void st_sampler_reset(struct st_sampler *s, const struct st_gen_params *p)
     s->top_logprobs = p->top_logprobs < 0 ? 0
                     : p->top_logprobs > ST_MAX_TOP_LOGPROBS ? ST_MAX_TOP_LOGPROBS
                     : p->top_logprobs;
-    s->rng = p->has_seed ? p->seed : random_seed();
+    st_mt_seed(&s->rng, (uint32_t)(p->has_seed ? p->seed : random_seed()));
     s->u_held = false;
     s->bias = p->n_logit_bias > 0 ? p->logit_bias : NULL;
     s->n_bias = s->bias ? p->n_logit_bias : 0;
@@ -113,7 +116,7 @@ double st_sampler_uniform(struct st_sampler *s)
         s->u_held = false;
         return s->u_next;
     }
-    return (double)(splitmix64(&s->rng) >> 11) * (1.0 / 9007199254740992.0);   /* 2^53 */
+    return st_mt_uniform(&s->rng);
 }
 
 static bool banned(int32_t id, const int32_t *ban, size_t n_ban)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/sample/mt19937.h"
 #include "strata/call_grammar.h"
 #include "strata/draw.h"
 #include "strata/engine.h"
@@ -115,7 +116,7 @@ struct st_sampler {
     int32_t  top_k;
     bool     logprobs;
     int32_t  top_logprobs;
-    uint64_t rng;                    /* splitmix64 state */
+    struct st_mt19937 rng;           /* llama-server's generator (mt19937.h) */
     bool     u_held;                 /* u_next was drawn for the next token by */
     double   u_next;                 /*   st_sampler_backend_draw, not yet spent */
     struct st_draw_cand *cands;    /* owned; cap entries */

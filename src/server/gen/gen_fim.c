@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "server/gen/gen.h"
+#include "server/gen/gen_vocab.h"
 #include "strata/fim.h"
 
 /* The engine's error for a FIM prompt, as the client sees it. */
@@ -70,6 +71,9 @@ enum st_status st_infill_suffix(struct st_call *c, struct st_oai_request *oq,
     int32_t model = st_gen_fim_model(c, oq);
     if (!oq->suffix || model < 0)
         return ST_OK;
+    enum st_status mixed = st_gen_mixed_prompts(c, oq, model, e);   /* ids first: the prefix */
+    if (mixed != ST_OK)
+        return mixed;
     for (size_t p = 0; p < oq->n_prompts; p++) {
         struct st_oai_prompt *pr = &oq->prompts[p];
         struct st_infill_input in = { .prefix = pr->text, .suffix = oq->suffix };

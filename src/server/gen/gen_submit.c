@@ -193,8 +193,9 @@ enum st_status st_gen_use_tokens(struct st_call *c, struct st_request *req,
     int64_t ctx = st_engine_pool_ctx_size(c->srv->pool, req->model);
     if ((int64_t)pr->n_tokens >= ctx) {
         st_api_error_set(e, ST_ERR_TOO_LONG, param, "context_length_exceeded",
-                         "the %s has %zu tokens; a slot holds %lld (prompt and completion "
-                         "together)", param, pr->n_tokens, (long long)ctx);
+                         "the %s has %zu tokens, which exceeds the available context size: a "
+                         "slot holds %lld (prompt and completion together)", param, pr->n_tokens,
+                         (long long)ctx);
         e->n_prompt_tokens = (int64_t)pr->n_tokens;
         e->n_ctx = ctx;
         return ST_ERR_TOO_LONG;
@@ -550,9 +551,11 @@ enum st_route_result st_gen_start(struct st_call *c, struct st_oai_request *oq,
 {
     struct st_api_error e;
     int32_t model;
+    st_gen_server_defaults(c, oq);
     if (st_gen_pick_model(c, oq->model, &model, &e) != ST_OK ||
         st_gen_check_ready(c, &e) != ST_OK ||
-        (oq->bias_text && st_gen_bias_text(c, oq, model, &e) != ST_OK)) {
+        (oq->bias_text && st_gen_bias_text(c, oq, model, &e) != ST_OK) ||
+        st_gen_mixed_prompts(c, oq, model, &e) != ST_OK) {
         st_gen_shape_free(shape);
         st_gen_log_refused(c, &e);
         return st_reply_error(c, &e);
@@ -579,4 +582,15 @@ enum st_route_result st_gen_start(struct st_call *c, struct st_oai_request *oq,
     if (st_gen_submit_all(c, g, &e) != ST_OK)
         return st_reply_error(c, &e);
     return ST_ROUTE_WAIT;
+}
+
+void st_gen_server_defaults(const struct st_call *c, struct st_oai_request *oq)
+{
+    const struct st_server_config *cfg = &c->srv->cfg;
+    if (!oq->temp_sent)
+        oq->params.temperature = cfg->temp;
+    if (!oq->seed_sent && cfg->seed >= 0) {
+        oq->params.has_seed = true;
+        oq->params.seed = (uint64_t)cfg->seed;
+    }
 }

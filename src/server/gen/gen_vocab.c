@@ -94,6 +94,74 @@ static bool one_token(struct st_call *c, int32_t model, const char *text)
     return one;
 }
 
+static enum st_status mixed_one(struct st_call *c, struct st_oai_prompt *pr, int32_t model,
+                                struct st_api_error *e)
+{
+    struct st_err err = { 0 };
+    int32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    enum st_status rc = ST_OK;
+    bool first = true;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, pr->mixed) {
+        int32_t *piece = NULL, one = 0;
+        size_t k = 1;
+        if (cJSON_IsString(it)) {
+            rc = st_engine_pool_tokenize(c->srv->pool, model, it->valuestring,
+                                         strlen(it->valuestring), first, true, &piece, &k, &err);
+            if (rc != ST_OK)
+                break;
+        } else {
+            one = (int32_t)it->valuedouble;   /* an id: checked by the parser */
+        }
+        first = false;
+        if (k == 0)   /* an empty string */
+            continue;
+        if (n + k > cap) {
+            size_t want = (n + k) * 2;
+            int32_t *grown = realloc(ids, want * sizeof(*ids));
+            if (!grown) {
+                free(piece);
+                rc = ST_ERR_NOMEM;
+                break;
+            }
+            ids = grown;
+            cap = want;
+        }
+        memcpy(ids + n, piece ? piece : &one, k * sizeof(*ids));
+        n += k;
+        free(piece);
+    }
+    if (rc == ST_OK && n == 0)
+        rc = st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL, "Invalid 'prompt': empty.");
+    else if (rc != ST_OK)
+        st_api_error_set(e, rc, rc == ST_ERR_NOMEM ? NULL : "prompt", NULL, "%s",
+                         err.msg[0] ? err.msg : st_status_msg(rc));
+    if (rc != ST_OK) {
+        free(ids);
+        return rc;
+    }
+    free(pr->tokens);
+    pr->tokens = ids;
+    pr->n_tokens = n;
+    cJSON_Delete(pr->mixed);
+    pr->mixed = NULL;
+    return ST_OK;
+}
+
+enum st_status st_gen_mixed_prompts(struct st_call *c, struct st_oai_request *oq, int32_t model,
+                                    struct st_api_error *e)
+{
+    for (size_t i = 0; i < oq->n_prompts; i++) {
+        if (oq->prompts[i].mixed) {
+            enum st_status rc = mixed_one(c, &oq->prompts[i], model, e);
+            if (rc != ST_OK)
+                return rc;
+        }
+    }
+    return ST_OK;
+}
+
 /* The think tags the model has as tokens (struct st_gen think_vocab). */
 uint8_t st_gen_think_vocab(struct st_call *c, int32_t model)
 {

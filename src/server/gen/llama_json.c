@@ -71,18 +71,27 @@ static void prob_entry(struct st_out *o, const struct st_gen *g, const struct st
     st_out_text(o, "]}");
 }
 
-/* ,"timings":{..} from its counts and times. */
+/* ,"timings":{..} from its counts and times. The generation rates count
+ * the tokens after the first (it comes with the read, no step of its own),
+ * as llama-server's; numbers are written in full, so a client gets the
+ * rate of the predicted_ms it reads. */
 static void timings_of(struct st_out *o, int64_t cache_n, int64_t prompt_n, double p_ms,
                        int64_t predicted_n, double d_ms)
 {
-    double pn = (double)prompt_n, dn = (double)predicted_n;
-    st_out_printf(o, ",\"timings\":{\"cache_n\":%lld,\"prompt_n\":%lld,\"prompt_ms\":%.3f,"
-                     "\"prompt_per_token_ms\":%.3f,\"prompt_per_second\":%.3f,"
-                     "\"predicted_n\":%lld,\"predicted_ms\":%.3f,"
-                     "\"predicted_per_token_ms\":%.3f,\"predicted_per_second\":%.3f}",
-                  (long long)cache_n, (long long)prompt_n, p_ms, pn > 0 ? p_ms / pn : 0.0,
-                  p_ms > 0 ? pn * 1e3 / p_ms : 0.0, (long long)predicted_n, d_ms,
-                  dn > 0 ? d_ms / dn : 0.0, d_ms > 0 ? dn * 1e3 / d_ms : 0.0);
+    double pn = (double)prompt_n;
+    double steps = predicted_n > 1 ? (double)(predicted_n - 1) : 0.0;
+    st_out_key(o, "timings");
+    st_out_text(o, "{");
+    st_out_kv_i64(o, "cache_n", cache_n);
+    st_out_kv_i64(o, "prompt_n", prompt_n);
+    st_out_kv_num(o, "prompt_ms", p_ms);
+    st_out_kv_num(o, "prompt_per_token_ms", pn > 0 ? p_ms / pn : 0.0);
+    st_out_kv_num(o, "prompt_per_second", p_ms > 0 ? 1e3 / p_ms * pn : 0.0);
+    st_out_kv_i64(o, "predicted_n", predicted_n);
+    st_out_kv_num(o, "predicted_ms", d_ms);
+    st_out_kv_num(o, "predicted_per_token_ms", steps > 0 ? d_ms / steps : 0.0);
+    st_out_kv_num(o, "predicted_per_second", d_ms > 0 ? 1e3 / d_ms * steps : 0.0);
+    st_out_text(o, "}");
 }
 
 /* llama-server's timings: prompt = from the request's arrival to its first

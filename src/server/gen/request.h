@@ -20,11 +20,14 @@ enum st_oai_kind {
     ST_OAI_COMPLETION,    /* /v1/completions */
 };
 
-/* One prompt of /v1/completions: text, or token ids (then text is NULL). */
+/* One prompt of /v1/completions: text, or token ids (then text is NULL),
+ * or llama-server's mixed sequence of ids and strings, which needs the
+ * model's tokenizer: kept as JSON until st_gen_mixed_prompts makes it ids. */
 struct st_oai_prompt {
     char    *text;        /* owned, NUL-terminated, or NULL */
     int32_t *tokens;      /* owned, or NULL */
     size_t   n_tokens;
+    struct cJSON *mixed;  /* owned: [id | "text", ...] with at least one string; or NULL */
 };
 
 #define ST_OAI_MAX_N       16    /* "n" at most */
@@ -87,6 +90,8 @@ struct st_oai_request {
     struct cJSON *bias_text;       /* owned: logit_bias entries keyed by text,
                                     * [[text, bias], ...] (llama-server's): tokenized
                                     * with the model (gen_submit.c); NULL = none */
+    bool    temp_sent, seed_sent;  /* the body had temperature / seed (else the server's
+                                    * --temp / --seed apply: st_gen_settle_params) */
     int8_t  verbose;               /* llama-server's "verbose": 1 adds "__verbose" to a
                                     * chat or completions answer; -1 = not sent (then on
                                     * with --verbose / --log-level debug) */

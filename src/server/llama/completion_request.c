@@ -12,8 +12,9 @@
 
 /* The fields llama-server names that Strata has, with the values the
  * request will run with. */
-void st_llama_settings_json(struct st_out *o, const struct st_gen_params *p, bool stream,
-                     int32_t n_probs, bool post_sampling, bool cache_prompt)
+void st_llama_settings_json(struct st_out *o, const struct st_gen_params *p,
+                            const int32_t *eog, size_t n_eog, bool stream, int32_t n_probs,
+                            bool post_sampling, bool cache_prompt)
 {
     st_out_text(o, "{");
     st_out_kv_i64(o, "n_predict", p->max_tokens);
@@ -42,6 +43,13 @@ void st_llama_settings_json(struct st_out *o, const struct st_gen_params *p, boo
         st_out_kv_num(o, "bias", p->logit_bias[i].bias);
         st_out_text(o, "}");
     }
+    for (size_t i = 0; i < n_eog; i++) {   /* ignore_eos: -inf, JSON's null (as llama-server) */
+        st_out_sep(o);
+        st_out_text(o, "{");
+        st_out_kv_i64(o, "token", eog[i]);
+        st_out_kv_raw(o, "bias", "null");
+        st_out_text(o, "}");
+    }
     st_out_text(o, "]");
     st_out_kv_bool(o, "stream", stream);
     st_out_kv_i64(o, "n_probs", n_probs);
@@ -51,13 +59,15 @@ void st_llama_settings_json(struct st_out *o, const struct st_gen_params *p, boo
     st_out_text(o, "}");
 }
 
-enum st_status st_llama_settings(struct st_oai_request *oq, struct st_api_error *e)
+enum st_status st_llama_settings(struct st_oai_request *oq, const int32_t *eog, size_t n_eog,
+                                 struct st_api_error *e)
 {
     struct st_buf b;
     st_buf_init(&b);
     struct st_out o;
     st_out_init(&o, &b);
-    st_llama_settings_json(&o, &oq->params, oq->stream, oq->llama.n_probs,
+    st_llama_settings_json(&o, &oq->params, oq->params.ignore_eos ? eog : NULL,
+                           oq->params.ignore_eos ? n_eog : 0, oq->stream, oq->llama.n_probs,
                            oq->llama.post_sampling, oq->cache_prompt);
     if (st_out_finish(&o) != ST_OK || st_buf_append(&b, "", 1) != ST_OK) {
         st_buf_fini(&b);
@@ -139,8 +149,6 @@ enum st_status st_llama_completion_parse(const char *body, size_t len,
         rc = parse_native(root, oq, e);
     cJSON_Delete(root);
     oq->llama.on = true;
-    if (rc == ST_OK)
-        rc = st_llama_settings(oq, e);
     if (rc != ST_OK) {
         st_oai_request_fini(oq);
         oq->kind = ST_OAI_COMPLETION;

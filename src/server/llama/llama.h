@@ -58,19 +58,24 @@ enum st_status st_oai_parse_text(enum st_oai_text_kind kind, const char *body, s
 /* ---- POST /completion bodies (completion_request.c) ---- */
 /* Parse a /completion body into *oq: /v1/completions' fields plus
  * n_predict, n_probs, return_tokens, post_sampling_probs, n_cmpl, id_slot;
- * oq->llama.on with its generation_settings. 400s name the field; on
- * failure *oq is left empty (fini still safe). */
+ * oq->llama.on (st_llama_settings then makes its generation_settings, once
+ * the server's defaults are in). 400s name the field; on failure *oq is
+ * left empty (fini still safe). */
 ST_MUST_CHECK
 enum st_status st_llama_completion_parse(const char *body, size_t len,
                                          struct st_oai_request *oq, struct st_api_error *e);
-/* oq->llama.settings: the generation_settings object of oq's parameters. */
-ST_MUST_CHECK enum st_status st_llama_settings(struct st_oai_request *oq,
-                                               struct st_api_error *e);
+/* oq->llama.settings: the generation_settings object of oq's parameters;
+ * with ignore_eos the model's end-of-generation ids eog[n_eog] are listed
+ * in its logit_bias at -inf (null), as llama-server lists them. */
+ST_MUST_CHECK enum st_status st_llama_settings(struct st_oai_request *oq, const int32_t *eog,
+                                               size_t n_eog, struct st_api_error *e);
 
-/* The generation_settings object of params p onto o (also /props'). */
+/* The generation_settings object of params p onto o (also /props'); eog:
+ * the ids shown at -inf (ignore_eos), NULL for none. */
 struct st_out;
-void st_llama_settings_json(struct st_out *o, const struct st_gen_params *p, bool stream,
-                            int32_t n_probs, bool post_sampling, bool cache_prompt);
+void st_llama_settings_json(struct st_out *o, const struct st_gen_params *p,
+                            const int32_t *eog, size_t n_eog, bool stream, int32_t n_probs,
+                            bool post_sampling, bool cache_prompt);
 
 /* Their answers, in llama-server's shape (llama_shape.c). */
 extern const struct st_gen_shape st_llama_native_shape;

@@ -11,6 +11,10 @@ enum st_route_result st_h_props(struct st_call *c)
     const char *name = model >= 0 ? st_engine_pool_model_name(srv->pool, model) : NULL;
     struct st_gen_params p;
     st_gen_params_defaults(&p);
+    p.temperature = srv->cfg.temp;   /* the server's --temp, --seed and -n */
+    p.has_seed = srv->cfg.seed >= 0;
+    p.seed = (uint64_t)srv->cfg.seed;
+    p.max_tokens = srv->cfg.n_predict;
     struct st_buf b;
     st_buf_init(&b);
     struct st_out o;
@@ -22,7 +26,7 @@ enum st_route_result st_h_props(struct st_call *c)
     st_out_kv_bool(&o, "speculative", false);
     st_out_kv_bool(&o, "is_processing", false);
     st_out_key(&o, "params");
-    st_llama_settings_json(&o, &p, false, 0, false, true);
+    st_llama_settings_json(&o, &p, NULL, 0, false, 0, false, true);
     st_out_text(&o, "}");
     st_out_kv_i64(&o, "total_slots", (int64_t)st_engine_pool_slots(srv->pool, NULL, 0));
     st_out_kv_str(&o, "model_alias", name ? name : "");

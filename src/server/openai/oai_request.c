@@ -5,7 +5,9 @@
  *   messages         chat: non-empty array of {role, content}; content a string,
  *                    an array of text parts, or null
  *   prompt           completions: a string, an array of strings, an array of
- *                    token ids, or an array of token-id arrays
+ *                    token ids, or an array of token-id arrays; llama-server's
+ *                    ids and strings mixed in one array (one prompt; also as
+ *                    an item) and {"prompt_string": ...} items
  *   max_tokens, max_completion_tokens   integer >= 0 (the latter wins)
  *   stop             string or array of up to 4 strings
  *   n                integer 1..16      seed        integer (-1 = random)
@@ -36,6 +38,7 @@
  * another API was translated into (translate.h) comes as a tree
  * (st_oai_parse_tree), its 400s named by that API's names.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +64,7 @@ void st_oai_request_fini(struct st_oai_request *r)
     for (size_t i = 0; i < r->n_prompts; i++) {
         free(r->prompts[i].text);
         free(r->prompts[i].tokens);
+        cJSON_Delete(r->prompts[i].mixed);
     }
     free(r->prompts);
     for (int32_t i = 0; i < r->params.n_stop; i++)
@@ -123,7 +127,7 @@ static enum st_status parse_stop(const cJSON *root, const char *name, struct st_
 
 /* Sampling parameters shared by chat and completions. */
 static enum st_status parse_sampling(const cJSON *root, struct st_gen_params *p,
-                                     struct st_api_error *e)
+                                     bool *temp_sent, bool *seed_sent, struct st_api_error *e)
 {
     double d;
     int64_t i;
@@ -131,7 +135,7 @@ static enum st_status parse_sampling(const cJSON *root, struct st_gen_params *p,
     enum st_status rc;
 
     d = p->temperature;
-    if ((rc = st_oai_get_num(root, "temperature", 0, false, 1e6, &d, NULL, e)) != ST_OK)
+    if ((rc = st_oai_get_num(root, "temperature", 0, false, 1e6, &d, temp_sent, e)) != ST_OK)
         return rc;
     p->temperature = (float)d;
     d = p->top_p;
@@ -150,6 +154,7 @@ static enum st_status parse_sampling(const cJSON *root, struct st_gen_params *p,
     if ((rc = st_oai_get_int(root, "seed", INT64_MIN / 2, INT64_MAX / 2, &i, &has, e)) != ST_OK)
         return rc;
     p->has_seed = has && i != -1;         /* -1 = random, as llama-server */
+    *seed_sent = has;
     p->seed = (uint64_t)i;
     return st_oai_get_bool(root, "ignore_eos", &p->ignore_eos, NULL, e);
 }
@@ -218,6 +223,46 @@ static enum st_status parse_stream_extras(const cJSON *root, struct st_oai_reque
     return rc;
 }
 
+static bool has_string(const cJSON *arr)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr) {
+        if (cJSON_IsString(it))
+            return true;
+    }
+    return false;
+}
+
+static bool has_number(const cJSON *arr)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr) {
+        if (cJSON_IsNumber(it))
+            return true;
+    }
+    return false;
+}
+
+/* llama-server's mixed prompt [12, 34, "text", 56]: token ids and texts in
+ * one sequence, kept for the model's tokenizer (st_gen_mixed_prompts). */
+static enum st_status mixed_item(const cJSON *v, struct st_oai_prompt *out,
+                                 struct st_api_error *e)
+{
+    size_t i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        double d = cJSON_IsNumber(it) ? it->valuedouble : 0.0;
+        if (!cJSON_IsString(it) && (!cJSON_IsNumber(it) || floor(d) != d || d < 0 ||
+                                    d > INT32_MAX))
+            return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
+                                    "Invalid value for 'prompt': item %zu of a mixed prompt "
+                                    "is neither a string nor a token id.", i);
+        i++;
+    }
+    out->mixed = cJSON_Duplicate(v, true);
+    return out->mixed ? ST_OK : nomem(e);
+}
+
 /* One prompt from a string, a token array, or llama-server's object
  * {"prompt_string": "..."} (its "multimodal_data" is refused: text models
  * only). */
@@ -240,6 +285,8 @@ static enum st_status prompt_item(const cJSON *v, struct st_oai_prompt *out,
         out->text = st_str_dup(st_str_c(v->valuestring));
         return out->text ? ST_OK : nomem(e);
     }
+    if (cJSON_IsArray(v) && has_string(v))
+        return mixed_item(v, out, e);
     if (cJSON_IsArray(v)) {
         enum st_status rc = st_oai_tokens(v, "prompt", &out->tokens, &out->n_tokens, e);
         if (rc == ST_OK && out->n_tokens == 0)
@@ -259,8 +306,9 @@ static enum st_status parse_prompts(const cJSON *root, struct st_oai_request *r,
     if (!v)
         return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
                                 "Missing required parameter: 'prompt'.");
-    /* a flat array of numbers is ONE token prompt; otherwise each item is one */
-    bool many = cJSON_IsArray(v) && !(v->child && cJSON_IsNumber(v->child));
+    /* an array with a number in it is ONE prompt (token ids, or ids and texts
+     * mixed, as llama-server's); otherwise each item is one */
+    bool many = cJSON_IsArray(v) && !has_number(v);
     size_t n = many ? (size_t)cJSON_GetArraySize(v) : 1;
     if (n == 0)
         return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
@@ -278,7 +326,7 @@ static enum st_status parse_prompts(const cJSON *root, struct st_oai_request *r,
     size_t i = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
-        if (cJSON_IsArray(it) && it->child && !cJSON_IsNumber(it->child))
+        if (cJSON_IsArray(it) && it->child && !has_number(it))
             return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
                                     "Invalid 'prompt': nested arrays must hold token ids.");
         enum st_status rc = prompt_item(it, &r->prompts[i++], e);
@@ -367,7 +415,7 @@ static enum st_status parse_common(const cJSON *root, const struct st_oai_names 
     if (rc == ST_OK)
         rc = parse_stop(root, names->stop, &r->params, e);
     if (rc == ST_OK)
-        rc = parse_sampling(root, &r->params, e);
+        rc = parse_sampling(root, &r->params, &r->temp_sent, &r->seed_sent, e);
     if (rc == ST_OK)
         rc = st_oai_parse_penalties(root, names, &r->params, &r->bias_text, e);   /* oai_sampling.c */
     if (rc == ST_OK)
