@@ -118,9 +118,13 @@ static void timings(struct st_out *o, const struct st_gen_choice *ch,
 /* ,"prompt_progress":{"total","cache","processed","time_ms"} */
 static void progress(struct st_out *o, const struct st_gen_progress *p)
 {
-    st_out_printf(o, ",\"prompt_progress\":{\"total\":%lld,\"cache\":%lld,\"processed\":%lld,"
-                     "\"time_ms\":%.3f}",
-                  (long long)p->total, (long long)p->cache, (long long)p->processed, p->time_ms);
+    st_out_key(o, "prompt_progress");
+    st_out_text(o, "{");
+    st_out_kv_i64(o, "total", p->total);
+    st_out_kv_i64(o, "cache", p->cache);
+    st_out_kv_i64(o, "processed", p->processed);
+    st_out_kv_num(o, "time_ms", p->time_ms);   /* in full, as timings' prompt_ms */
+    st_out_text(o, "}");
 }
 
 void st_llama_extra_members(struct st_out *o, const struct st_gen *g,
