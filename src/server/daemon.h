@@ -36,6 +36,27 @@ const struct st_route *st_route_find(const char *path, const char *method, bool 
 /* Handlers (h_info.c). */
 st_route_fn st_h_models, st_h_model_one, st_h_health, st_h_metrics, st_h_activity, st_h_slots;
 
+/* ---- the listening daemons (listen.c) ---------------------------------- */
+
+/* What every daemon calls back (http.c's). */
+struct st_listen_cbs {
+    MHD_AccessHandlerCallback access;
+    MHD_RequestCompletedCallback completed;
+    MHD_LogCallback log;
+};
+
+/* One daemon per address of srv->host (comma-separated, llama-server's
+ * --host list) into srv->mhd[], all on one port (srv->port: --port, or the
+ * one the first address picked for --port 0). ST_ERR_BAD_CONFIG for an
+ * address that does not resolve, ST_ERR_IO when one cannot bind; the
+ * daemons already started are left for st_listen_stop. */
+ST_MUST_CHECK enum st_status st_listen_start(struct st_server *srv, const struct st_listen_cbs *cb,
+                                             struct st_err *err);
+/* Stop every daemon (after the calls were resumed: st_server_free). */
+void st_listen_stop(struct st_server *srv);
+/* Free the address list. */
+void st_listen_fini(struct st_server *srv);
+
 /* ---- the disconnect watcher (watch.c) -------------------------------- */
 
 /* While a connection is suspended libmicrohttpd does not notice the client

@@ -18,12 +18,10 @@
  *     resumes every one first (st_server_free).
  */
 #include <microhttpd.h>
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "strata/log.h"
 #include "server/daemon.h"
@@ -51,6 +49,7 @@ void st_server_config_defaults(struct st_server_config *c)
     c->n_predict = -1;
     c->webui = true;
     c->slots = true;
+    c->prefill_assistant = true;
 }
 
 /* ---- calls ----------------------------------------------------------- */
@@ -392,58 +391,6 @@ static enum st_status copy_config(struct st_server *srv, const struct st_server_
     return ST_OK;
 }
 
-static enum st_status resolve_host(const char *host, uint16_t port,
-                                   struct sockaddr_storage *ss, struct st_err *err)
-{
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    char ps[8];
-    snprintf(ps, sizeof(ps), "%u", (unsigned)port);
-    int gai = getaddrinfo(host, ps, &hints, &res);
-    if (gai != 0 || !res)
-        return st_err_set(err, ST_ERR_BAD_CONFIG, "--host %s: cannot resolve it (%s)", host,
-                          gai_strerror(gai));
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    return ST_OK;
-}
-
-static enum st_status start_daemon(struct st_server *srv, struct st_err *err)
-{
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof(ss));
-    enum st_status rc = resolve_host(srv->host, srv->cfg.port, &ss, err);
-    if (rc != ST_OK)
-        return rc;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
-    if (ss.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    unsigned hard_limit = st_conn_fit(srv);
-    srv->mhd = MHD_start_daemon(
-        flags, srv->cfg.port, NULL, NULL, on_access, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,   /* first, so it catches everything */
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.http_threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_NOTIFY_CONNECTION, st_conn_notify, srv,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, hard_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, st_conn_per_ip_limit(srv),
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-        MHD_OPTION_END);
-    if (!srv->mhd)
-        return st_err_set(err, ST_ERR_IO,
-                          "cannot listen on %s:%u (port in use, or no permission?)", srv->host,
-                          (unsigned)srv->cfg.port);
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = di ? di->port : srv->cfg.port;
-    return ST_OK;
-}
-
 enum st_status st_server_start(const struct st_server_config *cfg, struct st_engine_pool *pool,
                                struct st_sched *sched, struct st_server **out,
                                struct st_err *err)
@@ -469,17 +416,15 @@ enum st_status st_server_start(const struct st_server_config *cfg, struct st_eng
     enum st_status rc = copy_config(srv, cfg, err);
     if (rc == ST_OK)
         rc = st_state_start(srv, err);
+    static const struct st_listen_cbs cbs = { on_access, on_completed, mhd_log };
     if (rc == ST_OK)
-        rc = start_daemon(srv, err);
+        rc = st_listen_start(srv, &cbs, err);
     if (rc == ST_OK)
         rc = st_watch_start(srv, err);
     if (rc != ST_OK) {
         st_server_free(srv);
         return rc;
     }
-    bool v6 = strchr(srv->host, ':') != NULL;
-    st_log(ST_LOG_DEBUG, "http", "bound http://%s%s%s:%u", v6 ? "[" : "", srv->host,
-           v6 ? "]" : "", (unsigned)srv->port);
     *out = srv;
     return ST_OK;
 }
@@ -510,10 +455,8 @@ void st_server_free(struct st_server *srv)
         return;
     atomic_store(&srv->stopping, true);
     st_watch_stop(srv);
-    if (srv->mhd) {
-        stop_calls(srv);
-        MHD_stop_daemon(srv->mhd);   /* every connection's CLOSED: records freed */
-    }
+    stop_calls(srv);
+    st_listen_stop(srv);
     st_conns_free(srv->conns);
     st_state_stop(srv);
     for (size_t i = 0; srv->keys && i < srv->cfg.n_keys; i++) {
@@ -523,6 +466,7 @@ void st_server_free(struct st_server *srv)
     free(srv->keys);
     free(srv->key_owners);
     free(srv->host);
+    st_listen_fini(srv);
     st_cors_fini(&srv->cors);
     st_hosts_fini(&srv->hosts);
     free(srv->metrics_key);

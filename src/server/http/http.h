@@ -153,6 +153,8 @@ struct st_route {
 struct st_gen;
 struct st_resp_store;
 
+#define ST_LISTEN_MAX 8   /* --host addresses */
+
 struct st_server {
     struct st_server_config cfg;        /* keys deep-copied into 'keys' */
     struct st_api_key *keys;            /* owned copies */
@@ -164,7 +166,9 @@ struct st_server {
     struct st_owners *owners;           /* with keys: who made which request; else NULL */
     struct st_engine_pool *pool;        /* borrowed */
     struct st_sched *sched;             /* borrowed */
-    struct MHD_Daemon *mhd;
+    struct MHD_Daemon *mhd[ST_LISTEN_MAX];   /* one per --host address (../listen.c) */
+    char *listen[ST_LISTEN_MAX];        /* owned: those addresses */
+    size_t n_listen;
     uint16_t port;
     int64_t created;                    /* unix seconds at start (/v1/models) */
     atomic_bool stopping;
