@@ -33,8 +33,23 @@
  * exists under other methods (405; 'allow' gets "GET, HEAD" etc.). */
 const struct st_route *st_route_find(const char *path, const char *method, bool *path_known,
                                      char *allow, size_t allow_cap);
+/* The i-th route of the table, NULL past the last. */
+const struct st_route *st_route_at(size_t i);
 /* Handlers (h_info.c). */
 st_route_fn st_h_models, st_h_model_one, st_h_health, st_h_metrics, st_h_activity, st_h_slots;
+
+/* ---- Vertex AI's routes (gcp.c) ---------------------------------------- */
+
+/* With AIP_MODE=PREDICTION: the predict and health routes from
+ * AIP_PREDICT_ROUTE (default /predict) and AIP_HEALTH_ROUTE, and
+ * AIP_HTTP_PORT over --port. Nothing otherwise. ST_ERR_BAD_CONFIG for a
+ * predict route the table has, or a bad port. */
+ST_MUST_CHECK enum st_status st_gcp_init(struct st_server *srv, struct st_err *err);
+/* The Vertex AI route for (path, method), or NULL (off, or another path). */
+const struct st_route *st_gcp_route(const struct st_server *srv, const char *path,
+                                    const char *method);
+/* POST predict: {"instances":[...]} -> {"predictions":[...]}. */
+st_route_fn st_h_predict;
 
 /* ---- the listening daemons (listen.c) ---------------------------------- */
 

@@ -156,7 +156,7 @@ static bool metrics_key_ok(struct st_call *c)
 static enum st_route_result first_call(struct st_call *c)
 {
     struct st_api_error e;
-    bool known;
+    bool known = false;
     char allow[64];
     if (!st_hosts_allow(&c->srv->hosts, st_call_header(c, MHD_HTTP_HEADER_HOST))) {
         st_api_error_set(&e, ST_ERR_INVALID, NULL, "host_not_allowed",
@@ -167,7 +167,9 @@ static enum st_route_result first_call(struct st_call *c)
     }
     if (strcmp(c->method, MHD_HTTP_METHOD_OPTIONS) == 0)
         return options_call(c);
-    c->route = st_route_find(c->url, c->method, &known, allow, sizeof(allow));
+    c->route = st_gcp_route(c->srv, c->url, c->method);   /* Vertex AI's, when on */
+    if (!c->route)
+        c->route = st_route_find(c->url, c->method, &known, allow, sizeof(allow));
     if (!c->route && known)
         return reply_405(c, allow);
     if (!c->route)
@@ -227,17 +229,24 @@ static void take_body(struct st_call *c, const char *data, size_t n)
     }
 }
 
+/* The call's next step once woken: its generation's, or that of the
+ * handler driving sub-calls (gcp.c). */
+static enum st_route_result resume(struct st_call *c)
+{
+    return c->resume ? c->resume(c) : st_gen_resume(c);
+}
+
 /* Suspend until the generation is ready, or go on at once if it is. */
 static enum MHD_Result wait_or_resume(struct st_call *c, enum st_route_result r)
 {
     while (r == ST_ROUTE_WAIT) {
         c->phase = ST_CALL_WAIT;
         pthread_mutex_lock(&c->lock);
-        bool suspended = st_call_suspend_locked(c);
+        bool suspended = c->resume ? st_call_park_locked(c) : st_call_suspend_locked(c);
         pthread_mutex_unlock(&c->lock);
         if (suspended)
             return MHD_YES;
-        r = st_gen_resume(c);
+        r = resume(c);
     }
     return to_mhd(r);
 }
@@ -284,7 +293,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         }
         return run_handler(c);
     case ST_CALL_WAIT:
-        return wait_or_resume(c, st_gen_resume(c));
+        return wait_or_resume(c, resume(c));
     case ST_CALL_STREAM:
     case ST_CALL_REPLIED:
         *upload_data_size = 0;   /* a response is queued: drop whatever still comes */
@@ -317,6 +326,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         st_log(ST_LOG_DEBUG, "http", "request %s ended early (libmicrohttpd code %d)",
                c->request_id, (int)toe);
+    if (c->on_done)
+        c->on_done(c);       /* its sub-calls (gcp.c) */
     st_gen_conn_done(c);     /* cancels what still runs: the client is gone */
     st_call_unref(c);
 }
@@ -415,6 +426,8 @@ enum st_status st_server_start(const struct st_server_config *cfg, struct st_eng
     }
     enum st_status rc = copy_config(srv, cfg, err);
     if (rc == ST_OK)
+        rc = st_gcp_init(srv, err);
+    if (rc == ST_OK)
         rc = st_state_start(srv, err);
     static const struct st_listen_cbs cbs = { on_access, on_completed, mhd_log };
     if (rc == ST_OK)
@@ -471,6 +484,8 @@ void st_server_free(struct st_server *srv)
     st_hosts_fini(&srv->hosts);
     free(srv->metrics_key);
     free(srv->slot_save_path);
+    free(srv->gcp_predict);
+    free(srv->gcp_health);
     st_owners_free(srv->owners);
     st_resp_store_unref(srv->resp_store);   /* responses still running hold their own */
     pthread_mutex_destroy(&srv->calls_lock);

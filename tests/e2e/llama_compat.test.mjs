@@ -1,12 +1,13 @@
 // llama_compat.test.mjs -- llama-server behaviours its own test suite checks
 // (issue 24; docs/API.md "llama.cpp's server test suite"): --host with several
 // addresses, --alias lists and --tags in /v1/models, the assistant prefill and
-// its 400s on /v1/chat/completions, an empty Anthropic messages list.
+// its 400s on /v1/chat/completions, an empty Anthropic messages list, and
+// Vertex AI's routes (AIP_MODE=PREDICTION, POST /predict).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { rmSync } from 'node:fs';
-import { startServer, startTinyModel, postJSON, getJSON, parseSSE } from './lib/server.mjs';
+import { startServer, startTinyModel, postJSON, getJSON, parseSSE, until } from './lib/server.mjs';
 
 // Can this machine bind the IPv6 loopback? (Some CI containers have no IPv6.)
 async function haveIPv6Loopback() {
@@ -137,5 +138,96 @@ describe('assistant prefill (llama3 template)', () => {
     const c = await postJSON(srv, '/v1/messages/count_tokens', { model: 'tiny', messages: [] });
     assert.equal(c.status, 200, c.text);
     assert.ok(c.json.input_tokens > 0);
+  });
+});
+
+// Vertex AI's custom-container contract (AIP_MODE=PREDICTION): each instance
+// of POST /predict runs through the route its @requestFormat names.
+describe('Vertex AI routes (AIP_MODE=PREDICTION)', () => {
+  let srv;
+  const predict = (body, headers = {}) => postJSON(srv, '/predict', body,
+    { authorization: 'Bearer kv', ...headers });
+  before(async () => {
+    process.env.AIP_MODE = 'PREDICTION';
+    process.env.AIP_HEALTH_ROUTE = 'vertex-health';
+    try {
+      srv = await startServer(['-np', '2', '--batch', '--api-key', 'kv', '--sim-tokens', '3',
+        '--sim-decode-tps', '2000']);
+    } finally {
+      delete process.env.AIP_MODE;
+      delete process.env.AIP_HEALTH_ROUTE;
+    }
+  });
+  after(async () => { await srv.stop(); });
+
+  test('instances answer in order, each as its route answers; errors stay per instance', async () => {
+    const chat = (content) => ({ '@requestFormat': 'chatCompletions', max_tokens: 3,
+      messages: [{ role: 'user', content }] });
+    const r = await predict({ instances: [chat('Say hello'),
+      { '@requestFormat': 'completions', prompt: 'x', max_tokens: 2, stream: true },
+      { '@requestFormat': '/tokenize', content: 'hello' },
+      { '@requestFormat': 'nope' }, { max_tokens: 1 }, 7, { '@requestFormat': 'chatCompletions' },
+      chat('Say world')] });
+    assert.equal(r.status, 200, r.text);
+    const p = r.json.predictions;
+    assert.equal(p.length, 8);
+    for (const i of [0, 7]) {
+      assert.equal(p[i].object, 'chat.completion');
+      assert.equal(p[i].choices[0].message.role, 'assistant');
+      assert.ok(p[i].choices[0].message.content.length > 0);
+    }
+    assert.equal(p[1].object, 'text_completion');   // "completions" is OpenAI's; no stream
+    assert.ok(Array.isArray(p[2].tokens));
+    assert.match(p[3].error.message, /no handler registered for @requestFormat: nope/);
+    assert.match(p[4].error.message, /@requestFormat/);
+    assert.match(p[5].error.message, /JSON object/);
+    assert.equal(p[6].error.param, 'messages');
+  });
+
+  test('the body, the key and the health route', async () => {
+    assert.equal((await predict({ instances: {} })).status, 400);
+    assert.equal((await predict({ instances: Array(129).fill({}) })).status, 400);
+    assert.equal((await predict({ instances: [] }, { authorization: 'Bearer no' })).status, 401);
+    const empty = await predict({ instances: [] });
+    assert.deepEqual(empty.json, { predictions: [] });
+    const h = await getJSON(srv, '/vertex-health');
+    assert.equal(h.status, 200);
+    assert.equal(h.json.status, 'ok');
+  });
+
+  test('a client that leaves mid-predict: its instances are cancelled', async () => {
+    process.env.AIP_MODE = 'PREDICTION';
+    let slow;
+    try {
+      slow = await startServer(['--sim-tokens', '100000', '--sim-decode-tps', '50']);
+    } finally {
+      delete process.env.AIP_MODE;
+    }
+    try {
+      const ac = new AbortController();
+      const pending = fetch(`${slow.url}/predict`, { method: 'POST', signal: ac.signal,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ instances: [{ '@requestFormat': 'completions', prompt: 'x' }] }) });
+      await until(() => /dispatch /.test(slow.log()), 10000, 'the instance to start');
+      ac.abort();
+      await assert.rejects(pending);
+      await until(() => /outcome=cancelled/.test(slow.log()), 10000, 'the instance cancelled');
+      const r = await postJSON(slow, '/predict', { instances: [{ '@requestFormat': 'completions',
+        prompt: 'y', max_tokens: 1 }] });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.predictions[0].object, 'text_completion');
+    } finally {
+      await slow.stop();
+    }
+  });
+
+  test('without AIP_MODE there is no /predict', async () => {
+    const plain = await startServer(['--sim-tokens', '1']);
+    try {
+      const r = await postJSON(plain, '/predict', { instances: [] });
+      assert.equal(r.status, 404);
+    } finally {
+      await plain.stop();
+    }
   });
 });
