@@ -1,7 +1,8 @@
 /* daemon.h -- private to the files of src/server itself, the top of the
- * server module: the libmicrohttpd daemon (http.c), the route table
- * (routes.c), the disconnect watcher (watch.c), drain (drain.c) and the
- * read-only endpoints (h_info.c). Below it, one folder per concern:
+ * server module: the libmicrohttpd daemon (http.c) and its listening
+ * sockets (listen.c), the route table (routes.c), the disconnect watcher
+ * (watch.c), drain (drain.c), the read-only endpoints (h_info.c) and
+ * Vertex AI's predict route (gcp.c). Below it, one folder per concern:
  *   http/       what every exchange uses: errors, JSON and SSE output,
  *               auth, ids, CORS, metrics text, calls, replies
  *   gen/        one call's generation: requests, engine events, results;
