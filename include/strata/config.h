@@ -79,6 +79,8 @@ struct st_config_model {
     char   *path;            /* owned; GGUF file, NULL = none (sim) */
     char  **aliases;         /* owned array of owned strings */
     size_t  n_aliases;
+    char  **tags;            /* owned: labels /v1/models shows (llama-server's --tags) */
+    size_t  n_tags;
     enum st_cfg_backend backend;   /* AUTO before resolve = the server's */
     int32_t priority;        /* added to every request's priority (default 0) */
     int32_t parallel;        /* slots per engine with --batch; 0 before resolve = the server's */
@@ -109,7 +111,7 @@ struct st_config_key {
 /* Every setting with a flag. The order is the order of `strata serve
  * --help`. */
 enum st_opt {
-    ST_OPT_MODEL, ST_OPT_ALIAS, ST_OPT_CONFIG, ST_OPT_HOST, ST_OPT_PORT, ST_OPT_API_KEY,
+    ST_OPT_MODEL, ST_OPT_ALIAS, ST_OPT_TAGS, ST_OPT_CONFIG, ST_OPT_HOST, ST_OPT_PORT, ST_OPT_API_KEY,
     ST_OPT_BODY_LIMIT, ST_OPT_MAX_QUEUE, ST_OPT_HTTP_THREADS, ST_OPT_CORS_ORIGINS,
     ST_OPT_ALLOWED_HOSTS, ST_OPT_METRICS_KEY,
     ST_OPT_SLOT_SAVE_PATH,
@@ -132,7 +134,7 @@ enum st_opt {
     ST_OPT_KV_EVENTS, ST_OPT_KV_EVENTS_HOST, ST_OPT_KV_BLOCK_SIZE,
     ST_OPT_LOG_FORMAT, ST_OPT_LOG_LEVEL,
     ST_OPT_STATE_DIR, ST_OPT_STATE_MAX_ROWS,
-    ST_OPT_CHAT_TEMPLATE, ST_OPT_CHAT_TEMPLATE_FILE, ST_OPT_JINJA,
+    ST_OPT_CHAT_TEMPLATE, ST_OPT_CHAT_TEMPLATE_FILE, ST_OPT_JINJA, ST_OPT_PREFILL_ASSISTANT,
     ST_OPT_COUNT
 };
 
@@ -245,6 +247,8 @@ struct st_config {
     char    *chat_template;        /* owned; --chat-template: a built-in name or Jinja; NULL */
     char    *chat_template_file;   /* owned; --chat-template-file; NULL */
     bool     jinja;                /* --jinja / --no-jinja; default true */
+    bool     prefill_assistant;    /* chat: a last assistant message is continued
+                                    * (llama-server's --prefill-assistant); default true */
 
     /* logging */
     enum st_log_format log_format; /* default text */
@@ -259,7 +263,8 @@ struct st_config {
     /* where things came from */
     char    *config_path;          /* owned; --config, or NULL */
     char    *model_path;           /* owned; -m, or NULL */
-    char    *model_alias;          /* owned; --alias, or NULL */
+    char    *model_alias;          /* owned; --alias (comma-separated names), or NULL */
+    char    *model_tags;           /* owned; --tags (comma-separated), or NULL */
     bool     given[ST_OPT_COUNT];  /* given on the command line */
     int32_t  line[ST_OPT_COUNT];   /* line of the file that set it; 0 = not from the file */
 

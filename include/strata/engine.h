@@ -320,6 +320,8 @@ struct st_model_config {
     /* (added, several models) */
     char  **aliases;        /* other ids that reach this model; n_aliases of them */
     int32_t n_aliases;
+    char  **tags;           /* labels /v1/models shows (--tags); n_tags of them */
+    int32_t n_tags;
     int32_t gpus[16];       /* devices it may run on (values of st_pool_config.gpus); */
     int32_t n_gpus;         /* 0 = every engine of the pool */
     double  ttl_s;          /* unload after this long idle on an engine, s; 0 = never */
@@ -432,6 +434,9 @@ const char *st_engine_pool_backend_name(const struct st_engine_pool *p, int32_t 
 /* Aliases of a model (n via *n; borrowed like the name). */
 const char *const *st_engine_pool_model_aliases(const struct st_engine_pool *p, int32_t model,
                                                 int32_t *n);
+/* Tags of a model (n via *n; borrowed like the name). */
+const char *const *st_engine_pool_model_tags(const struct st_engine_pool *p, int32_t model,
+                                             int32_t *n);
 
 
 /* Text side of a model (sim: words; real models: the GGUF tokenizer). */

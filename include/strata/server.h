@@ -35,7 +35,8 @@ enum st_reasoning_format {
 };
 
 struct st_server_config {
-    const char *host;                 /* borrowed; default "127.0.0.1" */
+    const char *host;                 /* borrowed; default "127.0.0.1"; comma-separated:
+                                       * listen on each */
     uint16_t    port;                 /* 0 = pick a free port */
     size_t      body_limit;           /* bytes; default 8 MiB */
     const struct st_api_key *keys;    /* borrowed; n_keys of them; none = open */
@@ -102,6 +103,10 @@ struct st_server_config {
     bool        webui;
     /* Serve GET /slots; false: 501 (llama-server's --no-slots). Default true. */
     bool        slots;
+    /* Chat: a body whose last message is an assistant's, without
+     * continue_final_message, continues it (llama-server's
+     * --prefill-assistant). Default true. */
+    bool        prefill_assistant;
 };
 
 void st_server_config_defaults(struct st_server_config *c);
@@ -117,6 +122,9 @@ enum st_status st_server_start(const struct st_server_config *cfg, struct st_eng
 
 /* The port actually bound (useful with port 0). */
 uint16_t st_server_port(const struct st_server *srv);
+/* The i-th address listened on (--host is a comma-separated list), NULL
+ * past the last. Borrowed. */
+const char *st_server_address(const struct st_server *srv, size_t i);
 
 /* Graceful shutdown, step 1: refuse new generations (503 "The server is
  * shutting down.", and /health 503) while the requests already in go on.

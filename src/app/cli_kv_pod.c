@@ -38,14 +38,20 @@ static bool first_ipv4(char *out, size_t cap)
 
 void st_cli_kv_pod(const struct st_config *c, unsigned port, char *out, size_t cap)
 {
-    char addr[64] = "127.0.0.1";
+    char addr[64] = "127.0.0.1", host[64];
     const char *env = getenv("POD_IP");
+    /* --host may list several addresses: the first is the pod's */
+    const char *h = c->host ? c->host + strspn(c->host, " \t") : "";
+    size_t n = strcspn(h, ",");
+    while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+        n--;
+    snprintf(host, sizeof(host), "%.*s", (int)n, h);
     if (c->kv_events_host && c->kv_events_host[0])
         snprintf(addr, sizeof(addr), "%s", c->kv_events_host);
     else if (env && env[0])
         snprintf(addr, sizeof(addr), "%s", env);
-    else if (!wildcard(c->host))
-        snprintf(addr, sizeof(addr), "%s", c->host);
+    else if (!wildcard(host))
+        snprintf(addr, sizeof(addr), "%s", host);
     else if (!first_ipv4(addr, sizeof(addr)))
         snprintf(addr, sizeof(addr), "127.0.0.1");
     snprintf(out, cap, "%s:%u", addr, port);

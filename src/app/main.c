@@ -126,6 +126,8 @@ static enum st_status fill_model(const struct st_config *c, const struct st_conf
     out->path = m->path;
     out->aliases = m->aliases;
     out->n_aliases = (int32_t)m->n_aliases;
+    out->tags = m->tags;
+    out->n_tags = (int32_t)m->n_tags;
     out->backend = backend_kind(m->backend);
     out->parallel = c->batch ? m->parallel : 1;
     out->ctx_size = st_config_slot_ctx(c, m);
@@ -240,6 +242,7 @@ static enum st_status fill_server(const struct st_config *c, struct st_server_co
     s->n_model_priority = c->n_models;
     s->webui = c->webui;
     s->slots = c->slots;
+    s->prefill_assistant = c->prefill_assistant;
     return ST_OK;
 }
 
@@ -363,8 +366,6 @@ static int start(const struct st_config *c, struct running *r)
     struct st_server_config srv;
     struct st_err err = { 0 };
     enum st_status rc;
-    const char *host = c->host;
-    bool v6 = strchr(host, ':') != NULL;
 
     /* The port is bound before the engines start loading: a port in use
      * ends serve before a long model load, not after it. */
@@ -398,10 +399,14 @@ static int start(const struct st_config *c, struct running *r)
         st_log(ST_LOG_INFO, "main", "KV events: topic kv@%s@<model>", pod);
     }
     /* The e2e tests grep "listening on http://" and read the port after the
-     * last colon; keep this line's shape. */
-    st_log(st_log_enabled(ST_LOG_INFO) ? ST_LOG_INFO : ST_LOG_WARN, "main",
-           "listening on http://%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "",
-           (unsigned)st_server_port(r->server));
+     * last colon; keep this line's shape (one line per --host address). */
+    const char *host;
+    for (size_t i = 0; (host = st_server_address(r->server, i)) != NULL; i++) {
+        bool v6 = strchr(host, ':') != NULL;
+        st_log(st_log_enabled(ST_LOG_INFO) ? ST_LOG_INFO : ST_LOG_WARN, "main",
+               "listening on http://%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "",
+               (unsigned)st_server_port(r->server));
+    }
     return 0;
 }
 

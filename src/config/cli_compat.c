@@ -34,7 +34,6 @@ static const struct st_cli_compat compat[] = {
       "--backend picks where the whole model runs", NULL },
     { "--flash-attn", "-fa", true, ST_OPT_COUNT, NULL, "the engine has one attention path", NULL },
     { "--pooling", NULL, true, ST_OPT_COUNT, NULL, "embeddings use last-token pooling", NULL },
-    { "--tags", NULL, true, ST_OPT_COUNT, NULL, "no model tags", NULL },
     { "--cache-ram", "-cram", true, ST_OPT_COUNT, NULL, "prompt reuse lives in the slots' KV", NULL },
     { "--sleep-idle-seconds", NULL, true, ST_OPT_COUNT, NULL, "the model stays loaded", NULL },
     { "--grp-attn-n", "-gan", true, ST_OPT_COUNT, NULL, "no self-extend", NULL },

@@ -80,6 +80,7 @@ void st_config_init(struct st_config *c)
     c->temp = 0.8;
     c->seed = -1;
     c->jinja = true;
+    c->prefill_assistant = true;
     c->log_format = ST_LOG_TEXT;
     c->log_level = ST_LOG_INFO;
 }
@@ -91,6 +92,9 @@ void st_cfg_model_fini(struct st_config_model *m)
     for (size_t i = 0; i < m->n_aliases; i++)
         free(m->aliases[i]);
     free(m->aliases);
+    for (size_t i = 0; i < m->n_tags; i++)
+        free(m->tags[i]);
+    free(m->tags);
     memset(m, 0, sizeof(*m));
 }
 
@@ -121,6 +125,7 @@ void st_config_fini(struct st_config *c)
     free(c->config_path);
     free(c->model_path);
     free(c->model_alias);
+    free(c->model_tags);
     free(c->sim_reply);
     free(c->kv_events);
     free(c->kv_events_host);

@@ -129,4 +129,12 @@ enum st_status st_yaml_parse(const char *name, const char *data, size_t len,
                              struct st_ynode **out, struct st_err *err);
 void st_ynode_free(struct st_ynode *n);   /* NULL is a no-op */
 
+/* --alias and --tags onto the command line's model m (cli_names.c): each a
+ * comma-separated list, blanks trimmed, empty items and repeats dropped,
+ * sorted; m->name is the first alias, the others join m->aliases, as
+ * llama-server names its model. ST_ERR_BAD_CONFIG for an --alias of no
+ * name, ST_ERR_NOMEM. */
+enum st_status st_cfg_cli_names(const struct st_config *c, struct st_config_model *m,
+                                struct st_err *err);
+
 #endif /* STRATA_CONFIG_INTERNAL_H */

@@ -47,7 +47,11 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         .help = "GGUF model to serve (replaces the config's models:); none: a tiny built-in one" },
     [ST_OPT_ALIAS] = { ST_OPT_ALIAS, "--alias", "-a", NULL, ST_CFG_STRING, OFF(model_alias),
         NO_HAS, .metavar = "NAME",
-        .help = "model id clients send as \"model\"; unset: the file name less .gguf, or \"default\"" },
+        .help = "model id clients send as \"model\"; unset: the file name less .gguf, or "
+                "\"default\"; a comma-separated list: every one is an id" },
+    [ST_OPT_TAGS] = { ST_OPT_TAGS, "--tags", NULL, NULL, ST_CFG_STRING, OFF(model_tags),
+        NO_HAS, .metavar = "LIST",
+        .help = "labels of the --model model, comma-separated: /v1/models shows them as \"tags\"" },
     [ST_OPT_CONFIG] = { ST_OPT_CONFIG, "--config", NULL, NULL, ST_CFG_STRING, OFF(config_path),
         NO_HAS, .metavar = "FILE", .help = "YAML config file; flags given here override it" },
     [ST_OPT_HOST] = { ST_OPT_HOST, "--host", NULL, "host", ST_CFG_STRING, OFF(host), NO_HAS,
@@ -274,12 +278,17 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
     [ST_OPT_JINJA] = { ST_OPT_JINJA, "--jinja", NULL, "jinja", ST_CFG_FLAG, OFF(jinja), NO_HAS,
         .help = "chat: run templates in the Jinja interpreter (default); --no-jinja: built-in "
         "renderers only, ChatML for the rest" },
+    [ST_OPT_PREFILL_ASSISTANT] = { ST_OPT_PREFILL_ASSISTANT, "--prefill-assistant", NULL,
+        "prefill_assistant", ST_CFG_FLAG, OFF(prefill_assistant), NO_HAS,
+        .help = "chat: a last assistant message is continued, as llama-server's (default); "
+        "--no-prefill-assistant: it is history and a new turn follows, as OpenAI's" },
 };
 
 const struct st_cfg_def st_cfg_model_fields[] = {
     { -1, NULL, NULL, "name", ST_CFG_STRING, MOFF(name), NO_HAS, .help = "model id" },
     { -1, NULL, NULL, "path", ST_CFG_STRING, MOFF(path), NO_HAS, .help = "GGUF file" },
     { -1, NULL, NULL, "aliases", ST_CFG_ALIASES, MOFF(aliases), NO_HAS, .help = "other ids" },
+    { -1, NULL, NULL, "tags", ST_CFG_ALIASES, MOFF(tags), NO_HAS, .help = "labels" },
     { -1, NULL, NULL, "backend", ST_CFG_CHOICE, MOFF(backend), NO_HAS,
       .choices = backend_choices },
     { -1, NULL, NULL, "priority", ST_CFG_INT32, MOFF(priority), NO_HAS, I32(INT32_MIN, INT32_MAX) },
@@ -491,22 +500,30 @@ static enum st_status set_string(char **field, const char *text)
     return ST_OK;
 }
 
-static enum st_status add_alias(struct st_config_model *m, const char *text)
+/* Append a copy of text to a model's list of names (aliases or tags). */
+static enum st_status add_name(char ***list, size_t *n, const char *text)
 {
     char **grown;
     char *copy;
 
-    if (m->n_aliases >= 1024)
+    if (*n >= 1024)
         return ST_ERR_BAD_CONFIG;
     copy = strdup(text);
-    grown = copy ? realloc(m->aliases, (m->n_aliases + 1) * sizeof(*grown)) : NULL;
+    grown = copy ? realloc(*list, (*n + 1) * sizeof(*grown)) : NULL;
     if (grown == NULL) {
         free(copy);
         return ST_ERR_NOMEM;
     }
-    grown[m->n_aliases++] = copy;
-    m->aliases = grown;
+    grown[(*n)++] = copy;
+    *list = grown;
     return ST_OK;
+}
+
+static enum st_status add_alias(struct st_config_model *m, size_t off, const char *text)
+{
+    if (off == MOFF(tags))
+        return add_name(&m->tags, &m->n_tags, text);
+    return add_name(&m->aliases, &m->n_aliases, text);
 }
 
 static enum st_status add_cli_key(struct st_config *c, const char *text)
@@ -605,7 +622,7 @@ enum st_status st_cfg_set(const struct st_cfg_def *d, void *base, const char *te
     case ST_CFG_ALIASES:
         ok = text[0] != '\0';
         if (ok)
-            rc = add_alias(base, text);
+            rc = add_alias(base, d->off, text);
         break;
     }
     if (!ok || rc == ST_ERR_BAD_CONFIG) {

@@ -52,15 +52,16 @@ static char *name_from_path(const char *path)
 }
 
 /* -m replaces the file's models with one; no model at all gives the
- * built-in default; --alias names either. */
+ * built-in default; --alias names either (and --tags labels it). */
 static enum st_status resolve_cli_model(struct st_config *c, struct st_err *err)
 {
     struct st_config_model *m;
 
-    if (c->model_alias && !c->model_path && c->n_models > 0)
+    if ((c->model_alias || c->model_tags) && !c->model_path && c->n_models > 0)
         return st_err_set(err, ST_ERR_BAD_CONFIG,
-                          "--alias: names the model of --model; the models of %s are named "
-                          "with name: there", c->config_path ? c->config_path : "the config");
+                          "%s: names the model of --model; the models of %s are named "
+                          "with name: (and tags:) there", c->model_alias ? "--alias" : "--tags",
+                          c->config_path ? c->config_path : "the config");
     if (c->model_path && c->n_models > 0) {
         if (st_cfg_warn(c, "--model %s replaces the %zu model(s) listed in %s", c->model_path,
                         c->n_models, c->config_path ? c->config_path : "the config") != ST_OK)
@@ -74,14 +75,11 @@ static enum st_status resolve_cli_model(struct st_config *c, struct st_err *err)
     m = st_cfg_add_model(c);
     if (m == NULL)
         return st_err_set(err, ST_ERR_NOMEM, "config: out of memory");
-    if (c->model_alias)
-        m->name = strdup(c->model_alias);
-    else
-        m->name = c->model_path ? name_from_path(c->model_path) : strdup("default");
+    m->name = c->model_path ? name_from_path(c->model_path) : strdup("default");
     m->path = c->model_path ? strdup(c->model_path) : NULL;
     if (m->name == NULL || (c->model_path && m->path == NULL))
         return st_err_set(err, ST_ERR_NOMEM, "config: out of memory");
-    return ST_OK;
+    return st_cfg_cli_names(c, m, err);
 }
 
 /* A flag given on the command line wins over the model's own value; a

@@ -60,6 +60,19 @@ static char *dup_or_null(const char *s, bool *oom)
     return d;
 }
 
+/* A copy of the n strings of v (NULL ones as ""); *n_out how many it holds. */
+static char **dup_list(char *const *v, int32_t n, int32_t *n_out, bool *oom)
+{
+    *n_out = 0;
+    if (n <= 0)
+        return NULL;
+    char **out = calloc((size_t)n, sizeof(*out));
+    *oom |= out == NULL;
+    for (int32_t a = 0; out && a < n; a++, (*n_out)++)
+        out[a] = dup_or_null(v[a] ? v[a] : "", oom);
+    return out;
+}
+
 /* Copy 'src' into 'dst' (strings owned by the pool). */
 static enum st_status copy_model(struct st_model_config *dst, const struct st_model_config *src,
                                  struct st_err *err)
@@ -68,14 +81,8 @@ static enum st_status copy_model(struct st_model_config *dst, const struct st_mo
     *dst = *src;
     dst->name = dup_or_null(src->name ? src->name : DEFAULT_MODEL_NAME, &oom);
     dst->path = dup_or_null(src->path, &oom);
-    dst->aliases = NULL;
-    dst->n_aliases = 0;
-    if (src->n_aliases > 0) {
-        dst->aliases = calloc((size_t)src->n_aliases, sizeof(*dst->aliases));
-        oom |= dst->aliases == NULL;
-        for (int32_t a = 0; dst->aliases && a < src->n_aliases; a++, dst->n_aliases++)
-            dst->aliases[a] = dup_or_null(src->aliases[a] ? src->aliases[a] : "", &oom);
-    }
+    dst->aliases = dup_list(src->aliases, src->n_aliases, &dst->n_aliases, &oom);
+    dst->tags = dup_list(src->tags, src->n_tags, &dst->n_tags, &oom);
     return oom ? st_err_set(err, ST_ERR_NOMEM, "no memory for the model list") : ST_OK;
 }
 
@@ -157,6 +164,9 @@ void st_pool_models_fini(struct st_engine_pool *p)
         for (int32_t a = 0; a < m->n_aliases; a++)
             free(m->aliases[a]);
         free(m->aliases);
+        for (int32_t a = 0; a < m->n_tags; a++)
+            free(m->tags[a]);
+        free(m->tags);
     }
     free(p->models);
     free(p->swaps);
@@ -380,6 +390,17 @@ const char *const *st_engine_pool_model_aliases(const struct st_engine_pool *p, 
     }
     *n = p->models[model].cfg.n_aliases;
     return (const char *const *)p->models[model].cfg.aliases;
+}
+
+const char *const *st_engine_pool_model_tags(const struct st_engine_pool *p, int32_t model,
+                                             int32_t *n)
+{
+    if (model < 0 || model >= p->n_models) {
+        *n = 0;
+        return NULL;
+    }
+    *n = p->models[model].cfg.n_tags;
+    return (const char *const *)p->models[model].cfg.tags;
 }
 
 int32_t st_engine_pool_find_model(const struct st_engine_pool *p, const char *name)

@@ -196,7 +196,8 @@ static enum st_status check_model(const struct st_model_config *m, int32_t i,
         return st_err_set(err, ST_ERR_BAD_CONFIG, "model '%s': ttl: %g, expected >= 0 seconds",
                           name, m->ttl_s);
     if (m->n_gpus < 0 || m->n_gpus > (int32_t)ST_ARRAY_LEN(m->gpus) || m->n_aliases < 0 ||
-        (m->n_aliases > 0 && !m->aliases) || (i > 0 && !m->name))
+        (m->n_aliases > 0 && !m->aliases) || m->n_tags < 0 || (m->n_tags > 0 && !m->tags) ||
+        (i > 0 && !m->name))
         return st_err_set(err, ST_ERR_BAD_CONFIG,
                           "model %d: needs a name, and 0..%d gpus and a valid alias list",
                           (int)i, (int)ST_ARRAY_LEN(m->gpus));

@@ -1,7 +1,8 @@
 /* daemon.h -- private to the files of src/server itself, the top of the
- * server module: the libmicrohttpd daemon (http.c), the route table
- * (routes.c), the disconnect watcher (watch.c), drain (drain.c) and the
- * read-only endpoints (h_info.c). Below it, one folder per concern:
+ * server module: the libmicrohttpd daemon (http.c) and its listening
+ * sockets (listen.c), the route table (routes.c), the disconnect watcher
+ * (watch.c), drain (drain.c), the read-only endpoints (h_info.c) and
+ * Vertex AI's predict route (gcp.c). Below it, one folder per concern:
  *   http/       what every exchange uses: errors, JSON and SSE output,
  *               auth, ids, CORS, metrics text, calls, replies
  *   gen/        one call's generation: requests, engine events, results;
@@ -33,8 +34,44 @@
  * exists under other methods (405; 'allow' gets "GET, HEAD" etc.). */
 const struct st_route *st_route_find(const char *path, const char *method, bool *path_known,
                                      char *allow, size_t allow_cap);
+/* The i-th route of the table, NULL past the last. */
+const struct st_route *st_route_at(size_t i);
 /* Handlers (h_info.c). */
 st_route_fn st_h_models, st_h_model_one, st_h_health, st_h_metrics, st_h_activity, st_h_slots;
+
+/* ---- Vertex AI's routes (gcp.c) ---------------------------------------- */
+
+/* With AIP_MODE=PREDICTION: the predict and health routes from
+ * AIP_PREDICT_ROUTE (default /predict) and AIP_HEALTH_ROUTE, and
+ * AIP_HTTP_PORT over --port. Nothing otherwise. ST_ERR_BAD_CONFIG for a
+ * predict route the table has, or a bad port. */
+ST_MUST_CHECK enum st_status st_gcp_init(struct st_server *srv, struct st_err *err);
+/* The Vertex AI route for (path, method), or NULL (off, or another path). */
+const struct st_route *st_gcp_route(const struct st_server *srv, const char *path,
+                                    const char *method);
+/* POST predict: {"instances":[...]} -> {"predictions":[...]}. */
+st_route_fn st_h_predict;
+
+/* ---- the listening daemons (listen.c) ---------------------------------- */
+
+/* What every daemon calls back (http.c's). */
+struct st_listen_cbs {
+    MHD_AccessHandlerCallback access;
+    MHD_RequestCompletedCallback completed;
+    MHD_LogCallback log;
+};
+
+/* One daemon per address of srv->host (comma-separated, llama-server's
+ * --host list) into srv->mhd[], all on one port (srv->port: --port, or the
+ * one the first address picked for --port 0). ST_ERR_BAD_CONFIG for an
+ * address that does not resolve, ST_ERR_IO when one cannot bind; the
+ * daemons already started are left for st_listen_stop. */
+ST_MUST_CHECK enum st_status st_listen_start(struct st_server *srv, const struct st_listen_cbs *cb,
+                                             struct st_err *err);
+/* Stop every daemon (after the calls were resumed: st_server_free). */
+void st_listen_stop(struct st_server *srv);
+/* Free the address list. */
+void st_listen_fini(struct st_server *srv);
 
 /* ---- the disconnect watcher (watch.c) -------------------------------- */
 

@@ -63,10 +63,33 @@ static void model_lists(struct st_out *o, struct st_server *srv, int32_t m,
     st_out_text(o, "]");
 }
 
-/* One model: OpenAI's fields, then ours under "strata": backend, state
- * (unloaded, loading, loaded, failed), ctx_size, aliases, the engines that
- * have it (or are loading it); a failed model adds the reason and the
- * seconds until a request may try the load again. */
+/* llama-server's "aliases" (every id the model answers to, its own first)
+ * and "tags" (--tags). */
+static void llama_names(struct st_out *o, struct st_server *srv, int32_t m)
+{
+    int32_t n = 0;
+    const char *const *v = st_engine_pool_model_aliases(srv->pool, m, &n);
+    st_out_kv_raw(o, "aliases", "[");
+    st_out_json_cstr(o, st_engine_pool_model_name(srv->pool, m));
+    for (int32_t i = 0; i < n; i++) {
+        st_out_sep(o);
+        st_out_json_cstr(o, v[i]);
+    }
+    st_out_text(o, "]");
+    v = st_engine_pool_model_tags(srv->pool, m, &n);
+    st_out_kv_raw(o, "tags", "[");
+    for (int32_t i = 0; i < n; i++) {
+        st_out_sep(o);
+        st_out_json_cstr(o, v[i]);
+    }
+    st_out_text(o, "]");
+}
+
+/* One model: OpenAI's fields, llama-server's aliases and tags, then ours
+ * under "strata": backend, state (unloaded, loading, loaded, failed),
+ * ctx_size, aliases, the engines that have it (or are loading it); a failed
+ * model adds the reason and the seconds until a request may try the load
+ * again. */
 static void model_obj(struct st_out *o, struct st_server *srv, int32_t m)
 {
     struct st_model_status st;
@@ -77,6 +100,7 @@ static void model_obj(struct st_out *o, struct st_server *srv, int32_t m)
     st_out_kv_str(o, "object", "model");
     st_out_kv_i64(o, "created", srv->created);
     st_out_kv_str(o, "owned_by", "strata");
+    llama_names(o, srv, m);
     st_out_kv_raw(o, "strata", "{");
     st_out_kv_str(o, "backend", backend ? backend : "unknown");
     st_out_kv_str(o, "state", st_model_state_name(st.state));

@@ -18,12 +18,10 @@
  *     resumes every one first (st_server_free).
  */
 #include <microhttpd.h>
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "strata/log.h"
 #include "server/daemon.h"
@@ -53,6 +51,7 @@ void st_server_config_defaults(struct st_server_config *c)
     c->seed = -1;
     c->webui = true;
     c->slots = true;
+    c->prefill_assistant = true;
 }
 
 /* ---- calls ----------------------------------------------------------- */
@@ -159,7 +158,7 @@ static bool metrics_key_ok(struct st_call *c)
 static enum st_route_result first_call(struct st_call *c)
 {
     struct st_api_error e;
-    bool known;
+    bool known = false;
     char allow[64];
     if (!st_hosts_allow(&c->srv->hosts, st_call_header(c, MHD_HTTP_HEADER_HOST))) {
         st_api_error_set(&e, ST_ERR_INVALID, NULL, "host_not_allowed",
@@ -170,7 +169,9 @@ static enum st_route_result first_call(struct st_call *c)
     }
     if (strcmp(c->method, MHD_HTTP_METHOD_OPTIONS) == 0)
         return options_call(c);
-    c->route = st_route_find(c->url, c->method, &known, allow, sizeof(allow));
+    c->route = st_gcp_route(c->srv, c->url, c->method);   /* Vertex AI's, when on */
+    if (!c->route)
+        c->route = st_route_find(c->url, c->method, &known, allow, sizeof(allow));
     if (!c->route && known)
         return reply_405(c, allow);
     if (!c->route)
@@ -230,17 +231,24 @@ static void take_body(struct st_call *c, const char *data, size_t n)
     }
 }
 
+/* The call's next step once woken: its generation's, or that of the
+ * handler driving sub-calls (gcp.c). */
+static enum st_route_result resume(struct st_call *c)
+{
+    return c->resume ? c->resume(c) : st_gen_resume(c);
+}
+
 /* Suspend until the generation is ready, or go on at once if it is. */
 static enum MHD_Result wait_or_resume(struct st_call *c, enum st_route_result r)
 {
     while (r == ST_ROUTE_WAIT) {
         c->phase = ST_CALL_WAIT;
         pthread_mutex_lock(&c->lock);
-        bool suspended = st_call_suspend_locked(c);
+        bool suspended = c->resume ? st_call_park_locked(c) : st_call_suspend_locked(c);
         pthread_mutex_unlock(&c->lock);
         if (suspended)
             return MHD_YES;
-        r = st_gen_resume(c);
+        r = resume(c);
     }
     return to_mhd(r);
 }
@@ -287,7 +295,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         }
         return run_handler(c);
     case ST_CALL_WAIT:
-        return wait_or_resume(c, st_gen_resume(c));
+        return wait_or_resume(c, resume(c));
     case ST_CALL_STREAM:
     case ST_CALL_REPLIED:
         *upload_data_size = 0;   /* a response is queued: drop whatever still comes */
@@ -320,6 +328,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         st_log(ST_LOG_DEBUG, "http", "request %s ended early (libmicrohttpd code %d)",
                c->request_id, (int)toe);
+    if (c->on_done)
+        c->on_done(c);       /* its sub-calls (gcp.c) */
     st_gen_conn_done(c);     /* cancels what still runs: the client is gone */
     st_call_unref(c);
 }
@@ -394,58 +404,6 @@ static enum st_status copy_config(struct st_server *srv, const struct st_server_
     return ST_OK;
 }
 
-static enum st_status resolve_host(const char *host, uint16_t port,
-                                   struct sockaddr_storage *ss, struct st_err *err)
-{
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    char ps[8];
-    snprintf(ps, sizeof(ps), "%u", (unsigned)port);
-    int gai = getaddrinfo(host, ps, &hints, &res);
-    if (gai != 0 || !res)
-        return st_err_set(err, ST_ERR_BAD_CONFIG, "--host %s: cannot resolve it (%s)", host,
-                          gai_strerror(gai));
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    return ST_OK;
-}
-
-static enum st_status start_daemon(struct st_server *srv, struct st_err *err)
-{
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof(ss));
-    enum st_status rc = resolve_host(srv->host, srv->cfg.port, &ss, err);
-    if (rc != ST_OK)
-        return rc;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
-    if (ss.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    unsigned hard_limit = st_conn_fit(srv);
-    srv->mhd = MHD_start_daemon(
-        flags, srv->cfg.port, NULL, NULL, on_access, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,   /* first, so it catches everything */
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.http_threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_NOTIFY_CONNECTION, st_conn_notify, srv,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, hard_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, st_conn_per_ip_limit(srv),
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-        MHD_OPTION_END);
-    if (!srv->mhd)
-        return st_err_set(err, ST_ERR_IO,
-                          "cannot listen on %s:%u (port in use, or no permission?)", srv->host,
-                          (unsigned)srv->cfg.port);
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = di ? di->port : srv->cfg.port;
-    return ST_OK;
-}
-
 enum st_status st_server_start(const struct st_server_config *cfg, struct st_engine_pool *pool,
                                struct st_sched *sched, struct st_server **out,
                                struct st_err *err)
@@ -470,18 +428,18 @@ enum st_status st_server_start(const struct st_server_config *cfg, struct st_eng
     }
     enum st_status rc = copy_config(srv, cfg, err);
     if (rc == ST_OK)
-        rc = st_state_start(srv, err);
+        rc = st_gcp_init(srv, err);
     if (rc == ST_OK)
-        rc = start_daemon(srv, err);
+        rc = st_state_start(srv, err);
+    static const struct st_listen_cbs cbs = { on_access, on_completed, mhd_log };
+    if (rc == ST_OK)
+        rc = st_listen_start(srv, &cbs, err);
     if (rc == ST_OK)
         rc = st_watch_start(srv, err);
     if (rc != ST_OK) {
         st_server_free(srv);
         return rc;
     }
-    bool v6 = strchr(srv->host, ':') != NULL;
-    st_log(ST_LOG_DEBUG, "http", "bound http://%s%s%s:%u", v6 ? "[" : "", srv->host,
-           v6 ? "]" : "", (unsigned)srv->port);
     *out = srv;
     return ST_OK;
 }
@@ -512,10 +470,8 @@ void st_server_free(struct st_server *srv)
         return;
     atomic_store(&srv->stopping, true);
     st_watch_stop(srv);
-    if (srv->mhd) {
-        stop_calls(srv);
-        MHD_stop_daemon(srv->mhd);   /* every connection's CLOSED: records freed */
-    }
+    stop_calls(srv);
+    st_listen_stop(srv);
     st_conns_free(srv->conns);
     st_state_stop(srv);
     for (size_t i = 0; srv->keys && i < srv->cfg.n_keys; i++) {
@@ -525,10 +481,13 @@ void st_server_free(struct st_server *srv)
     free(srv->keys);
     free(srv->key_owners);
     free(srv->host);
+    st_listen_fini(srv);
     st_cors_fini(&srv->cors);
     st_hosts_fini(&srv->hosts);
     free(srv->metrics_key);
     free(srv->slot_save_path);
+    free(srv->gcp_predict);
+    free(srv->gcp_health);
     st_owners_free(srv->owners);
     st_resp_store_unref(srv->resp_store);   /* responses still running hold their own */
     pthread_mutex_destroy(&srv->calls_lock);

@@ -60,6 +60,11 @@ static const struct st_route routes[] = {
     { ST_WEBUI_PREFIX,        "GET",  st_h_webui,           true,  false, false, false, false },
 };
 
+const struct st_route *st_route_at(size_t i)
+{
+    return i < ST_ARRAY_LEN(routes) ? &routes[i] : NULL;
+}
+
 static bool path_match(const struct st_route *r, const char *path)
 {
     if (!r->prefix)

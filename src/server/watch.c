@@ -60,7 +60,7 @@ static void collect(struct st_server *srv, struct watch_set *w)
         if (w->n == w->cap && !set_grow(w))
             break;
         pthread_mutex_lock(&c->lock);
-        bool take = c->suspended && !c->client_gone && c->gen && c->fd >= 0;
+        bool take = c->suspended && !c->client_gone && (c->gen || c->resume) && c->fd >= 0;
         if (take) {
             w->fds[w->n] = (struct pollfd){ .fd = c->fd, .events = POLLRDHUP };
             w->calls[w->n] = c;
@@ -116,6 +116,8 @@ static void scan(struct st_server *srv, struct watch_set *w)
                         !half_closed_locked(c, w->fds[i].revents);
             if (gone)
                 c->client_gone = true;
+            if (gone && c->resume)
+                st_call_resume_locked(c);   /* it cancels its sub-calls (gcp.c) */
             pthread_mutex_unlock(&c->lock);
             if (gone)
                 st_gen_cancel_all(c);

@@ -28,7 +28,7 @@ if(ST_NODE AND ST_NPM)
                   cors keepalive cache_prompt shutdown echo infill native mixed score_cache responses
                   thinking embeddings messages grammar glm responses_store
                   security nul epp_metrics render gateway state webui model_names templates slots
-                  limits kv_unified llama_flags llama_small llama_seed)
+                  limits kv_unified llama_flags llama_small llama_seed llama_compat)
         add_test(NAME e2e_${suite}
                  COMMAND ${ST_NODE} --test --test-reporter=spec ${ST_E2E_DIR}/${suite}.test.mjs
                  WORKING_DIRECTORY ${ST_E2E_DIR})

@@ -161,7 +161,7 @@ describe('the sim writes thinking, text and a tool call', () => {
     const j = await res.json();
     assert.equal(j.type, 'error');
     assert.equal(j.error.type, 'invalid_request_error');
-    const ct = await postJSON(srv, '/v1/messages/count_tokens', { messages: [] });
+    const ct = await postJSON(srv, '/v1/messages/count_tokens', { messages: {} });
     assert.equal(ct.status, 400);
     assert.equal(ct.json.error.type, 'invalid_request_error');
     // other endpoints keep OpenAI's shape
@@ -254,9 +254,14 @@ describe('thinking budget on a real (tiny) model', () => {
       temperature: 0, logit_bias: ban, messages: body.messages, continue_final_message: true });
     assert.equal(chat.status, 200, chat.text);
     assert.equal(chat.json.choices[0].message.content, text);
-    // without the flag the assistant turn is history and a new turn follows
-    const fresh = await postJSON(srv, '/v1/chat/completions', { model: 'tiny', max_tokens: 6,
+    // without the flag as well: llama-server's assistant prefill (--prefill-assistant)
+    const dflt = await postJSON(srv, '/v1/chat/completions', { model: 'tiny', max_tokens: 6,
       temperature: 0, logit_bias: ban, messages: body.messages });
+    assert.equal(dflt.status, 200, dflt.text);
+    assert.equal(dflt.json.choices[0].message.content, text);
+    // continue_final_message false: the assistant turn is history and a new turn follows
+    const fresh = await postJSON(srv, '/v1/chat/completions', { model: 'tiny', max_tokens: 6,
+      temperature: 0, logit_bias: ban, messages: body.messages, continue_final_message: false });
     assert.ok(fresh.json.usage.prompt_tokens > plain.json.usage.prompt_tokens, fresh.text);
   });
 });

@@ -103,7 +103,7 @@ START_TEST(test_config_cli_every_flag)
         "--kv-block-size", "32", "--state-dir", "/var/lib/strata", "--state-max-rows", "500",
         "--chat-template", "chatml", "--chat-template-file", "t.jinja", "--no-jinja",
         "--slot-save-path", "/var/slots", "--ctx-checkpoints", "7", "-ctk", "q8_0",
-        "--cache-type-v", "q8_0", "-kvu",
+        "--cache-type-v", "q8_0", "-kvu", "--tags", "chat, small", "--no-prefill-assistant",
     };
     struct st_config c;
 
@@ -173,6 +173,8 @@ START_TEST(test_config_cli_every_flag)
     ck_assert_str_eq(c.chat_template, "chatml");
     ck_assert_str_eq(c.chat_template_file, "t.jinja");
     ck_assert(!c.jinja);
+    ck_assert_str_eq(c.model_tags, "chat, small");
+    ck_assert(!c.prefill_assistant);
     ck_assert_str_eq(c.slot_save_path, "/var/slots");
     for (int o = 0; o < ST_OPT_COUNT; o++)
         ck_assert_msg(st_config_given(&c, (enum st_opt)o), "option %d not marked given", o);
@@ -375,6 +377,35 @@ START_TEST(test_config_cli_overrides_the_file)
         ck_assert_msg(strstr(err.msg, "--alias: names the model of --model"), "%s", err.msg);
     }
     support_rmtree(dir);
+}
+END_TEST
+
+/* llama-server's --alias list and --tags: sorted, blanks and repeats
+ * dropped; the first alias is the model's id, the others its aliases. */
+START_TEST(test_config_cli_alias_list_and_tags)
+{
+    struct st_config c;
+    struct st_err err = { 0 };
+    bool help;
+    {
+        const char *argv[] = { "-m", "/m/x.gguf", "--backend", "sim", "--alias",
+                               " tinyllama-2, fim,,code,fim ", "--tags", "small,chat" };
+        ck_assert_int_eq(st_config_from_args(&c, ARGC(argv), (char **)argv, &help, &err), ST_OK);
+    }
+    ck_assert_str_eq(c.models[0].name, "code");
+    ck_assert_uint_eq(c.models[0].n_aliases, 2);
+    ck_assert_str_eq(c.models[0].aliases[0], "fim");
+    ck_assert_str_eq(c.models[0].aliases[1], "tinyllama-2");
+    ck_assert_uint_eq(c.models[0].n_tags, 2);
+    ck_assert_str_eq(c.models[0].tags[0], "chat");
+    ck_assert_str_eq(c.models[0].tags[1], "small");
+    st_config_fini(&c);
+    {
+        const char *argv[] = { "--backend", "sim", "--alias", " , " };
+        ck_assert_int_eq(st_config_from_args(&c, ARGC(argv), (char **)argv, &help, &err),
+                         ST_ERR_BAD_CONFIG);
+        ck_assert_msg(strstr(err.msg, "--alias: expected a name"), "%s", err.msg);
+    }
 }
 END_TEST
 
@@ -683,6 +714,7 @@ TCase *config_cli_tcase(void)
     tcase_add_test(t, test_config_cli_missing_or_extra_values);
     tcase_add_test(t, test_config_cli_help_flag);
     tcase_add_test(t, test_config_cli_overrides_the_file);
+    tcase_add_test(t, test_config_cli_alias_list_and_tags);
     tcase_add_test(t, test_config_cli_flags_checked_before_the_file);
     tcase_add_test(t, test_config_cli_parallel_implies_batch);
     tcase_add_test(t, test_config_cli_cuda_flag);

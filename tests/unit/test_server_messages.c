@@ -202,6 +202,23 @@ END_TEST
 
 /* llama-server's `grammar` (GBNF) is carried onto the chat request, with
  * chat's 400s in Messages terms: not with tool_choice any / tool. */
+/* An empty messages list (Anthropic's API: 400) is answered as llama-server
+ * answers it: here, one empty user turn. */
+START_TEST(test_server_messages_empty_list)
+{
+    static const char body[] = "{\"max_tokens\":5,\"messages\":[]}";
+    struct st_oai_request oq;
+    struct st_api_error e;
+    ck_assert_int_eq(st_msg_parse(body, strlen(body), &oq, &e), ST_OK);
+    ck_assert_int_eq(cJSON_GetArraySize(oq.chat.messages), 1);
+    const cJSON *m = cJSON_GetArrayItem(oq.chat.messages, 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "role")->valuestring, "user");
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "content")->valuestring, "");
+    ck_assert(!oq.continue_final);
+    st_oai_request_fini(&oq);
+}
+END_TEST
+
 START_TEST(test_server_messages_grammar)
 {
     static const char body[] =
@@ -254,7 +271,7 @@ START_TEST(test_server_messages_bad_requests)
         { "{\"max_tokens\":0,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "max_tokens",
           "max_tokens" },
         { "{\"max_tokens\":5}", "messages", "messages" },
-        { "{\"max_tokens\":5,\"messages\":[]}", "messages", "non-empty" },
+        { "{\"max_tokens\":5,\"messages\":{}}", "messages", "an array" },
         { "{\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}", "messages",
           "messages[0].role" },
         { "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\","
@@ -572,6 +589,7 @@ static Suite *server_messages_suite(void)
     tcase_add_test(t, test_server_messages_prefill);
     tcase_add_test(t, test_server_messages_parse);
     tcase_add_test(t, test_server_messages_bad_requests);
+    tcase_add_test(t, test_server_messages_empty_list);
     tcase_add_test(t, test_server_messages_grammar);
     tcase_add_test(t, test_server_messages_error_shape);
     tcase_add_test(t, test_server_messages_body);

@@ -276,8 +276,8 @@ static enum st_status build_messages(const cJSON *root, cJSON *chat, struct st_a
     const cJSON *in = st_oai_field(root, "messages");
     if (!in)
         return st_tr_bad(e, "messages", "messages: Field required.");
-    if (!cJSON_IsArray(in) || cJSON_GetArraySize(in) == 0)
-        return st_tr_bad(e, "messages", "messages: expected a non-empty array of messages.");
+    if (!cJSON_IsArray(in))
+        return st_tr_bad(e, "messages", "messages: expected an array of messages.");
     cJSON *msgs = cJSON_AddArrayToObject(chat, "messages");
     if (!msgs)
         return st_tr_nomem(e);
@@ -292,6 +292,10 @@ static enum st_status build_messages(const cJSON *root, cJSON *chat, struct st_a
             return rc;
     }
     enum st_status rc = st_tr_each(in, turn, msgs, e);
+    /* An empty list (Anthropic: 400) is one empty user turn, as lenient as
+     * llama-server, which answers it (docs/API.md "Messages"). */
+    if (rc == ST_OK && cJSON_GetArraySize(in) == 0 && !st_tr_add_msg(msgs, "user", "", NULL))
+        rc = st_tr_nomem(e);
     return rc == ST_OK ? prefill(chat, msgs, e) : rc;
 }
 

@@ -78,6 +78,10 @@ struct st_oai_request {
                                     * null), tools, chat_template_kwargs; owned */
     bool    continue_final;        /* chat: continue_final_message (vLLM's): the prompt
                                     * ends inside the last message, an assistant's */
+    bool    continue_given;        /* chat: the body said continue_final_message (else a
+                                    * last assistant message is a prefill: st_oai_prefill) */
+    int8_t  add_gen_prompt;        /* chat: add_generation_prompt; -1 = not sent; 0: the
+                                    * prompt ends after the last message's turn */
     struct st_oai_prompt *prompts; /* completions: n_prompts of them, owned */
     size_t  n_prompts;
     struct st_gen_params params;   /* stop strings owned */
@@ -115,7 +119,9 @@ struct st_oai_request {
 /* Where a chat request's prompt ends (strata/chat.h). */
 static inline enum st_chat_ending st_oai_chat_ending(const struct st_oai_request *r)
 {
-    return r->continue_final ? ST_CHAT_END_CONTINUE : ST_CHAT_END_GENERATE;
+    if (r->continue_final)
+        return ST_CHAT_END_CONTINUE;
+    return r->add_gen_prompt == 0 ? ST_CHAT_END_TURN : ST_CHAT_END_GENERATE;
 }
 
 #endif /* STRATA_SERVER_GEN_REQUEST_H */

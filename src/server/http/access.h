@@ -53,8 +53,8 @@ struct st_hosts {
 };
 
 /* Parse 'spec' (NULL, "" = none listed; "*"; or comma-separated names) and
- * add 'bound' (--host) unless it is 0.0.0.0 or ::. ST_ERR_BAD_CONFIG for a
- * bad name; ST_ERR_NOMEM. Release with st_hosts_fini (safe when zeroed). */
+ * add each address of 'bound' (--host, comma-separated) but 0.0.0.0 and
+ * ::. ST_ERR_BAD_CONFIG for a bad name; ST_ERR_NOMEM. Release with st_hosts_fini (safe when zeroed). */
 ST_MUST_CHECK enum st_status st_hosts_init(struct st_hosts *h, const char *spec,
                                            const char *bound, struct st_err *err);
 void st_hosts_fini(struct st_hosts *h);

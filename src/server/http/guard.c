@@ -14,6 +14,7 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -131,9 +132,19 @@ enum st_status st_hosts_init(struct st_hosts *h, const char *spec, const char *b
         }
         p += strcspn(p, ",");
     }
-    if (bound && !wildcard(bound) && list_add(h, bound, strlen(bound)) != ST_OK) {
-        st_hosts_fini(h);
-        return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+    for (const char *p = bound ? bound : ""; *p;) {   /* --host: one address or several */
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        size_t len = strcspn(p, ",");
+        char one[256];
+        snprintf(one, sizeof(one), "%.*s", (int)len, p);
+        p += len;
+        for (size_t n = strlen(one); n && (one[n - 1] == ' ' || one[n - 1] == '\t');)
+            one[--n] = '\0';
+        if (one[0] && !wildcard(one) && list_add(h, one, strlen(one)) != ST_OK) {
+            st_hosts_fini(h);
+            return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
+        }
     }
     return ST_OK;
 }

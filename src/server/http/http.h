@@ -153,6 +153,8 @@ struct st_route {
 struct st_gen;
 struct st_resp_store;
 
+#define ST_LISTEN_MAX 8   /* --host addresses */
+
 struct st_server {
     struct st_server_config cfg;        /* keys deep-copied into 'keys' */
     struct st_api_key *keys;            /* owned copies */
@@ -164,7 +166,9 @@ struct st_server {
     struct st_owners *owners;           /* with keys: who made which request; else NULL */
     struct st_engine_pool *pool;        /* borrowed */
     struct st_sched *sched;             /* borrowed */
-    struct MHD_Daemon *mhd;
+    struct MHD_Daemon *mhd[ST_LISTEN_MAX];   /* one per --host address (../listen.c) */
+    char *listen[ST_LISTEN_MAX];        /* owned: those addresses */
+    size_t n_listen;
     uint16_t port;
     int64_t created;                    /* unix seconds at start (/v1/models) */
     atomic_bool stopping;
@@ -177,6 +181,9 @@ struct st_server {
                                          * (responses/responses_store.h) */
     uint64_t *key_owners;               /* [n_keys]: each key's owner tag (auth.c) */
     struct st_keeper *keeper;           /* --state-dir's activity log (../state.c) or NULL */
+    char *gcp_predict;                  /* Vertex AI's predict route (AIP_MODE=PREDICTION,
+                                         * ../gcp.c), owned; NULL: off */
+    char *gcp_health;                   /* its health route, owned; NULL: only /health */
 
     pthread_mutex_t calls_lock;         /* guards the list of live calls */
     struct st_call *calls;              /* every call from creation to completion */
@@ -221,14 +228,33 @@ struct st_call {
     bool client_gone;                   /* the watcher saw the peer close */
     bool half_closed;                   /* ... or shut its write side only (watch.c) */
     struct st_gen *gen;                 /* generation state or NULL (gen.c) */
+    bool kicked;                        /* a sub-call has news for this call (../gcp.c) */
+    struct st_call *parent;             /* a sub-call: the call it works for, whose
+                                         * connection it borrows; NULL once that ends */
+    struct st_sub_reply *capture;       /* a sub-call's reply lands here, not on the wire */
+
+    /* set by a handler that drives sub-calls (../gcp.c), NULL otherwise: */
+    st_route_fn *resume;                /* run when resumed, instead of gen's */
+    void (*on_done)(struct st_call *c); /* the connection ended: let the sub-calls go */
+    void *ext;                          /* that handler's state */
 
     struct st_call *prev, *next;        /* srv->calls; under srv->calls_lock */
 };
 
+/* A sub-call's reply as its handler queued it (reply.c): status and body. */
+struct st_sub_reply {
+    unsigned status;        /* 0: none came (the handler failed) */
+    struct st_buf body;
+};
+
 /* A reference more (st_call_unref, gen/gen.h, drops one). */
 void st_call_ref(struct st_call *c);
-/* Resume if we suspended it (any thread, c->lock held). */
+/* Resume if we suspended it (any thread, c->lock held); a sub-call wakes
+ * its parent instead (locks the parent: child before parent). */
 void st_call_resume_locked(struct st_call *c);
+/* Suspend a call driven by c->resume until a sub-call wakes it (c->lock
+ * held). False when there is news already, or it is stopping or gone. */
+bool st_call_park_locked(struct st_call *c);
 
 /* A request header (case-insensitive) or NULL. MHD thread only. */
 const char *st_call_header(struct st_call *c, const char *name);

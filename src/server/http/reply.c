@@ -62,9 +62,28 @@ static bool add_cors(struct st_call *c, struct MHD_Response *r)
     return true;
 }
 
+/* A sub-call (../gcp.c) keeps its reply for its parent: 'data' copied
+ * (NULL: a stream, which a sub-call never asks for, is a 500). */
+static enum st_route_result capture(struct st_call *c, unsigned status, const void *data,
+                                    size_t len)
+{
+    struct st_sub_reply *out = c->capture;
+    c->phase = ST_CALL_REPLIED;
+    st_buf_reset(&out->body);
+    out->status = data ? status : 500;
+    if (!data)
+        return ST_ROUTE_DONE;
+    return st_buf_append(&out->body, data, len) == ST_OK ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
+}
+
 enum st_route_result st_reply(struct st_call *c, unsigned status, const char *ctype,
                               struct st_buf *body, const char *hname, const char *hvalue)
 {
+    if (c->capture) {
+        enum st_route_result r = capture(c, status, body->data ? body->data : "", body->len);
+        st_buf_fini(body);
+        return r;
+    }
     size_t len = body->len;
     char *data = st_buf_steal(body);
     struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
@@ -130,6 +149,8 @@ enum st_route_result st_reply_nomem(struct st_call *c)
     static const char amsg[] = "{\"type\":\"error\",\"error\":{\"type\":\"api_error\","
                                "\"message\":\"out of memory\"}}";
     bool a = st_call_anthropic(c);
+    if (c->capture)
+        return capture(c, 500, a ? amsg : msg, a ? sizeof(amsg) - 1 : sizeof(msg) - 1);
     struct MHD_Response *r = MHD_create_response_from_buffer(
         a ? sizeof(amsg) - 1 : sizeof(msg) - 1, a ? (void *)amsg : (void *)msg,
         MHD_RESPMEM_PERSISTENT);
@@ -148,6 +169,8 @@ enum st_route_result st_reply_nomem(struct st_call *c)
 enum st_route_result st_reply_static(struct st_call *c, unsigned status, const char *ctype,
                                      const void *data, size_t len, const char *const *hdrs)
 {
+    if (c->capture)
+        return capture(c, status, data ? data : "", len);
     struct MHD_Response *r =
         MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT);
     if (!r)
@@ -166,6 +189,8 @@ enum st_route_result st_reply_static(struct st_call *c, unsigned status, const c
 
 enum st_route_result st_reply_stream(struct st_call *c, st_reply_reader_fn *read)
 {
+    if (c->capture)
+        return capture(c, 500, NULL, 0);
     /* 8 KiB blocks: well inside MHD's per-connection memory pool */
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8192,
                                                                read, c, NULL);

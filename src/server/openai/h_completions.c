@@ -12,7 +12,8 @@ static enum st_route_result completion(struct st_call *c, enum st_oai_kind kind)
     struct st_oai_request oq;
     struct st_api_error e;
     if (st_oai_parse(kind, c->body.data, c->body.len, &oq, &e) != ST_OK ||
-        st_infill_suffix(c, &oq, &e) != ST_OK) {   /* "suffix": a FIM prompt */
+        st_infill_suffix(c, &oq, &e) != ST_OK ||   /* "suffix": a FIM prompt */
+        st_oai_prefill(c, &oq, &e) != ST_OK) {
         st_gen_log_refused(c, &e);
         st_oai_request_fini(&oq);
         return st_reply_error(c, &e);

@@ -94,7 +94,7 @@ static enum st_route_result render(struct st_call *c, enum st_oai_kind kind, boo
     struct st_api_error e;
     int32_t model;
     if (st_oai_parse(kind, c->body.data, c->body.len, &oq, &e) != ST_OK ||
-        st_infill_suffix(c, &oq, &e) != ST_OK ||
+        st_infill_suffix(c, &oq, &e) != ST_OK || st_oai_prefill(c, &oq, &e) != ST_OK ||
         st_gen_pick_model(c, oq.model, &model, &e) != ST_OK) {
         st_oai_request_fini(&oq);
         return st_reply_error(c, &e);

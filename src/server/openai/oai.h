@@ -32,6 +32,13 @@ ST_MUST_CHECK
 enum st_status st_oai_parse(enum st_oai_kind kind, const char *body, size_t len,
                             struct st_oai_request *r, struct st_api_error *e);
 
+/* A chat body's last assistant message becomes a prefill (continue_final)
+ * unless the body or --no-prefill-assistant says otherwise
+ * (oai_prefill.c); 400 for two assistant messages at the end then. */
+ST_MUST_CHECK
+enum st_status st_oai_prefill(struct st_call *c, struct st_oai_request *r,
+                              struct st_api_error *e);
+
 /* ---- POST /v1/embeddings bodies (embeddings_request.c) ---- */
 
 #define ST_EMBED_MAX_ITEMS  2048     /* input items per request, at most (OpenAI's) */

@@ -55,6 +55,7 @@ void st_oai_request_init(struct st_oai_request *r)
     r->cache_prompt = true;
     r->prompt_logprobs = -1;
     r->verbose = -1;
+    r->add_gen_prompt = -1;
 }
 
 void st_oai_request_fini(struct st_oai_request *r)
@@ -353,6 +354,28 @@ static enum st_status parse_suffix(const cJSON *root, struct st_oai_request *r,
     return ST_OK;
 }
 
+/* continue_final_message and llama-server's add_generation_prompt: both
+ * true is a 400, as llama-server's and vLLM's (the prompt cannot both end
+ * inside the last message and open a new turn). */
+static enum st_status parse_ending(const cJSON *root, struct st_oai_request *r,
+                                   struct st_api_error *e)
+{
+    bool agp = true, has_agp = false;
+    enum st_status rc = st_oai_get_bool(root, "continue_final_message", &r->continue_final,
+                                        &r->continue_given, e);
+    if (rc == ST_OK)
+        rc = st_oai_get_bool(root, "add_generation_prompt", &agp, &has_agp, e);
+    if (rc != ST_OK)
+        return rc;
+    r->add_gen_prompt = has_agp ? (int8_t)agp : -1;
+    if (r->continue_final && has_agp && agp)
+        return st_api_error_set(e, ST_ERR_INVALID, "add_generation_prompt", NULL,
+                                "Invalid 'add_generation_prompt': not available with "
+                                "'continue_final_message': true (the prompt ends inside the "
+                                "last message); send one of them.");
+    return ST_OK;
+}
+
 static enum st_status parse_chat(const cJSON *root, struct st_oai_request *r,
                                  struct st_api_error *e)
 {
@@ -362,7 +385,7 @@ static enum st_status parse_chat(const cJSON *root, struct st_oai_request *r,
     if (rc == ST_OK)
         rc = st_oai_get_tree(root, "chat_template_kwargs", cJSON_Object, &r->chat.kwargs, e);
     if (rc == ST_OK)
-        rc = st_oai_get_bool(root, "continue_final_message", &r->continue_final, NULL, e);
+        rc = parse_ending(root, r, e);
     if (rc == ST_OK)
         rc = st_oai_parse_tool_fields(root, r, e);
     return rc;
