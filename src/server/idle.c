@@ -23,12 +23,18 @@
  * little to give back) runs on the watcher's thread while nothing runs,
  * and a steady stream of requests leaves it no quiet second.
  */
-#include <malloc.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "server/daemon.h"
 #include "strata/log.h"
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#define trim_heap() malloc_trim(0)
+#else
+#define trim_heap() 0   /* another C library: its own policy, nothing to call */
+#endif
 
 bool st_idle_should_trim(struct st_idle *s, bool quiet, uint64_t work)
 {
@@ -82,7 +88,7 @@ void st_idle_tick(struct st_server *srv, struct st_idle *s)
     if (!st_idle_should_trim(s, quiet, work))
         return;
     long before = resident_kib();
-    int gave = malloc_trim(0);
+    int gave = trim_heap();
     long after = resident_kib();
     st_log(ST_LOG_DEBUG, "http", "idle: memory given back (malloc_trim %s): RSS %ld -> %ld KiB",
            gave ? "freed pages" : "found none", before, after);
