@@ -147,8 +147,10 @@ describe('--kv-unified on the sim: a busy slot counts its grant', () => {
         // the slot grows by one cell per token: the gauge lies between two views
         if (!(b >= busy[0].n_kv && b <= after[0].n_kv)) return false;
         seen = { b, t, slot: after[0] };
-        return true;
-      }, 20000, 'a decoding slot');
+        // the usage and the gauge are stored one after the other: a scrape
+        // between the two stores is tried again
+        return Math.abs(metric(t, 'vllm:kv_cache_usage_perc') - b / 1000) < 1e-6;
+      }, 20000, 'a decoding slot whose grant kv_cache_usage counts over the pool');
       assert.ok(seen.slot.n_kv >= seen.slot.n_prompt, JSON.stringify(seen.slot));
       assert.equal(metric(seen.t, 'strata:kv_pool_capacity_tokens'), 1000);   // -c: the pool
       const usage = metric(seen.t, 'vllm:kv_cache_usage_perc');
