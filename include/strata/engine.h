@@ -582,7 +582,9 @@ struct st_slot_view {
     int32_t n_draft;           /* (added) draft tokens its last step checked (MTP or n-gram);
                                 * 0: a plain decode, or not decoding */
     int32_t n_checkpoints;     /* (added, recurrent models) state checkpoints the slot keeps
-                                * (runner.h n_checkpoints), each one state in memory */
+                                * (runner.h n_checkpoints), each one state in memory */    int64_t n_kv;              /* (added) tokens of KV the slot holds now: busy, those read
+                                * and fed (with --kv-unified its grant in the pool, the whole
+                                * prompt from admission); idle, the prefix it caches */
 };
 
 /* Tokens per KV block (st_pool_config.kv_block): the block_size of the KV
@@ -648,6 +650,10 @@ struct st_pool_stats {
     int64_t  kv_pool_held;         /* (added, --kv-unified) tokens the slots of the engines
                                     * with a unified KV pool hold in it, busy slots' grants
                                     * and idle slots' cached prefixes (at most its size) */
+    int64_t  kv_pool_busy;         /* (added, --kv-unified) ... of which busy slots' grants (the
+                                    * rest: idle cached prefixes, evicted when room is needed) */
+    int64_t  kv_pool_tokens;       /* (added, --kv-unified) the size of those engines' pools
+                                    * (-c each); 0: no engine has a unified pool loaded */
 };
 
 void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out);

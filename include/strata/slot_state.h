@@ -12,8 +12,15 @@
  *             slot, row_bytes each (f16)
  *   state     (recurrent layers) per layer the slot's conv state, then per
  *             layer its delta state (f32)
+ *   ckpts     (version 2) int64 n, then n state checkpoints, the longest
+ *             first: int64 position p (it stands for ids [0, p), 0 < p <=
+ *             n_tokens), its conv state of every recurrent layer, then its
+ *             delta state (f32, as the state above); n is 0 for a model
+ *             without recurrent layers or a slot without checkpoints
  * A restore checks the identity field by field: a file from another model
- * is ST_ERR_INVALID naming the field, never a crash.
+ * is ST_ERR_INVALID naming the field, never a crash. Version 1 files (no
+ * ckpts) still restore, without checkpoints; a later version is refused
+ * with the versions this build reads.
  *
  * Threads: the model's thread (the engine thread), like st_model_forward.
  */
@@ -27,7 +34,7 @@
 #include "strata/status.h"
 
 #define ST_SLOT_FILE_MAGIC   "STSLOT01"
-#define ST_SLOT_FILE_VERSION 1
+#define ST_SLOT_FILE_VERSION 2   /* 2: the state checkpoints after the state */
 
 struct st_slot_file_head {
     char     magic[8];
@@ -50,19 +57,27 @@ struct st_model;
 struct st_err;
 
 /* Write slot 'slot''s first n_tokens rows (their ids given) and, for a
- * recurrent model, its state to f. The bytes written go to *n_bytes. */
+ * recurrent model, its state to f; then its state checkpoints:
+ * ckpt_pos[k] (k < the checkpoints the model keeps per slot) is the
+ * position of checkpoint k, <= 0 for none; NULL: none. The bytes written
+ * go to *n_bytes. */
 ST_MUST_CHECK
 enum st_status st_model_slot_save(struct st_model *m, int32_t slot, const int32_t *ids,
-                                  int64_t n_tokens, FILE *f, int64_t *n_bytes,
-                                  struct st_err *err);
+                                  int64_t n_tokens, const int64_t *ckpt_pos, FILE *f,
+                                  int64_t *n_bytes, struct st_err *err);
 
 /* Read a file st_model_slot_save wrote into slot 'slot' (rows [0, n) and
  * the state), after checking its header against this model and n against
  * the slot's context. *ids (owned, malloc) and *n_tokens get its ids,
- * *n_bytes the bytes read. On failure the slot's KV is unspecified: the
- * caller empties it. */
+ * *n_bytes the bytes read. With ckpt_pos (NULL: the file's checkpoints
+ * are read past) the file's checkpoints go into the slot's, the longest
+ * first, as many as the model keeps per slot, and ckpt_pos[k] gets the
+ * position of checkpoint k (-1: none); the slot's other checkpoints are
+ * overwritten or marked -1. On failure the slot's KV is unspecified: the
+ * caller empties it (ckpt_pos all -1). */
 ST_MUST_CHECK
 enum st_status st_model_slot_restore(struct st_model *m, int32_t slot, FILE *f, int32_t **ids,
-                                     int64_t *n_tokens, int64_t *n_bytes, struct st_err *err);
+                                     int64_t *n_tokens, int64_t *ckpt_pos, int64_t *n_bytes,
+                                     struct st_err *err);
 
 #endif /* STRATA_SLOT_STATE_H */

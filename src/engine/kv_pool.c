@@ -61,7 +61,12 @@ int64_t st_kv_pool_used(const struct st_engine *e)
     return n;
 }
 
-static int64_t busy_held(const struct st_engine *e)
+int64_t st_kv_pool_slot_held(const struct st_engine_slot *sl)
+{
+    return held(sl);
+}
+
+int64_t st_kv_pool_busy(const struct st_engine *e)
 {
     int64_t n = 0;
     for (int32_t i = 0; i < n_used_slots(e); i++)
@@ -74,7 +79,7 @@ bool st_kv_pool_fits(const struct st_engine *e, const struct st_request *req)
     int64_t pool = st_kv_pool_size(e);
     if (pool <= 0 || req->job.model != e->model || req->n_tokens > pool)
         return true;
-    return busy_held(e) + req->n_tokens <= pool;
+    return st_kv_pool_busy(e) + req->n_tokens <= pool;
 }
 
 /* The idle slot (not 'keep') caching a prefix that was freed longest ago;
@@ -138,7 +143,7 @@ bool st_kv_pool_settle(struct st_engine *e, const struct st_engine_slot *sl)
     int64_t pool = st_kv_pool_size(e);
     if (pool <= 0)
         return true;
-    if (busy_held(e) + sl->cache.n_kv > pool)
+    if (st_kv_pool_busy(e) + sl->cache.n_kv > pool)
         return false;
     return evict_until(e, sl->index, sl->cache.n_kv, 0) <= pool;
 }

@@ -17,6 +17,11 @@
 int64_t st_kv_pool_size(const struct st_engine *e);
 /* Tokens the first n_active slots hold together now. */
 int64_t st_kv_pool_used(const struct st_engine *e);
+/* ... of which busy slots hold (their grants): what admission must leave
+ * room beside; the rest are idle slots' cached prefixes, evictable. */
+int64_t st_kv_pool_busy(const struct st_engine *e);
+/* Tokens slot sl holds in the pool (its grant, or its cached prefix). */
+int64_t st_kv_pool_slot_held(const struct st_engine_slot *sl);
 /* May 'req' be admitted now: its prompt fits beside what busy slots hold
  * (idle caches can be evicted)? Also true for a prompt the pool can never
  * hold (it fails on its own, never waits forever) and for another model's

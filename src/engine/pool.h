@@ -136,6 +136,7 @@ struct st_engine {
                                       * none, or not a recurrent model) */
     atomic_int   busy;               /* slots holding a request */
     atomic_llong pool_held;          /* (unified KV pool) st_kv_pool_used at the last views */
+    atomic_llong pool_busy;          /* ... and st_kv_pool_busy */
     uint64_t prefix_tick;            /* (prefix reuse) +1 per slot freed: the LRU clock */
     /* (echo, prompt logprobs: prompt.c) scratch, allocated on first use */
     struct st_runner_score *scores;  /* ST_RUNNER_SCORE_ROWS: a scored chunk's rows */

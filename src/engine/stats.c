@@ -148,6 +148,9 @@ void st_engine_pool_stats(struct st_engine_pool *p, struct st_pool_stats *out)
         out->kv_tokens += m >= 0 ? slots_kv_tokens(p, m) : largest;
         out->running += atomic_load(&e->busy);
         out->kv_pool_held += atomic_load(&e->pool_held);
+        out->kv_pool_busy += atomic_load(&e->pool_busy);
+        if (m >= 0 && p->models[m].cfg.kv_pool > 0)
+            out->kv_pool_tokens += p->models[m].cfg.kv_pool;
     }
     out->kv_usage = capacity > 0.0 ? held / capacity : 0.0;
     if (out->kv_usage > 1.0)
@@ -195,6 +198,7 @@ static enum st_slot_state view_state(const struct st_engine_slot *sl)
 void st_engine_update_views(struct st_engine *e)
 {
     int64_t held = 0;
+    bool unified = st_kv_pool_size(e) > 0;
     pthread_mutex_lock(&e->mu);
     for (int32_t i = 0; i < e->n_slots; i++) {
         const struct st_engine_slot *sl = &e->slots[i];
@@ -212,6 +216,9 @@ void st_engine_update_views(struct st_engine *e)
         v->kv_blocks = sl->kvb.n;
         v->kv_last_block = sl->kvb.n > 0 ? sl->kvb.keys[sl->kvb.n - 1] : 0;
         v->n_checkpoints = e->runner ? st_runner_n_checkpoints(e->runner, i) : 0;
+        /* unified pool: what the slot holds against it (a busy one its whole
+         * prompt from admission, kv_pool.c); per-slot regions: its rows */
+        v->n_kv = unified ? st_kv_pool_slot_held(sl) : sl->req ? sl->n_past : sl->cache.n_kv;
         if (!sl->req)
             continue;
         snprintf(v->request_id, sizeof(v->request_id), "%s", sl->req->id);
@@ -222,9 +229,13 @@ void st_engine_update_views(struct st_engine *e)
         v->n_generated = sl->n_generated;
         v->give_ways = sl->req->job.yields;
         v->n_draft = sl->decoding ? sl->mtp.n_draft : 0;
-        held += sl->n_past + atomic_load(&e->state_tokens) * (1 + v->n_checkpoints);
+        /* kv_usage counts busy slots only: an idle slot's cached prefix is
+         * given up for new work (evicted, or overwritten) as vLLM's free
+         * cached blocks are */
+        held += v->n_kv + atomic_load(&e->state_tokens) * (1 + v->n_checkpoints);
     }
     pthread_mutex_unlock(&e->mu);
     atomic_store(&e->held_tokens, held);
-    atomic_store(&e->pool_held, st_kv_pool_size(e) > 0 ? st_kv_pool_used(e) : 0);
+    atomic_store(&e->pool_held, unified ? st_kv_pool_used(e) : 0);
+    atomic_store(&e->pool_busy, unified ? st_kv_pool_busy(e) : 0);
 }

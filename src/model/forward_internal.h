@@ -147,8 +147,10 @@ struct st_model {
     int32_t               *i32_host;     /* owned: int32 scratch [max(R, O)] */
 };
 
-/* state_ckpt.c: frees every state checkpoint (unload). */
+/* state_ckpt.c: free every checkpoint (unload); slot's checkpoint k, allocated if need be */
 void st_model_state_ckpt_release(struct st_model *m);
+ST_MUST_CHECK enum st_status st_model_state_ckpt_tensors(struct st_model *m, int32_t slot,
+    int32_t k, const struct st_tensor **conv, const struct st_tensor **delta, struct st_err *err);
 
 /* Entries [start, start + n) of a [1, N] integer column as an [n] vector. */
 struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t n);

@@ -6,8 +6,10 @@
  * row ((l * S + s) * C); conv_state [C3, K-1, S, Lr] and delta_state
  * [D, D, Hv, S*Lr] hold one slot of one layer as one run each (as
  * state_copy.c copies them). Rows go through a host buffer of at most
- * CHUNK bytes (st_backend_read / st_backend_write).
+ * CHUNK bytes (st_backend_read / st_backend_write). A state checkpoint
+ * (state_ckpt.c) is two tensors of one contiguous run each, written whole.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,7 +133,124 @@ static enum st_status state_io(struct st_model *m, const struct st_tensor *t, in
     return rc;
 }
 
+/* n bytes of f read past (checkpoints this model has no room for). */
+static enum st_status skip_io(FILE *f, size_t n, unsigned char *buf, int64_t *bytes,
+                              struct st_err *err)
+{
+    while (n > 0) {
+        size_t k = n < CHUNK ? n : CHUNK;
+        if (fread(buf, 1, k, f) != k)
+            return st_err_set(err, ST_ERR_INVALID, "slot file: shorter than its header says");
+        n -= k;
+        *bytes += (int64_t)k;
+    }
+    return ST_OK;
+}
+
+/* Checkpoint k of slot s to or from f: its conv and its delta tensor. */
+static enum st_status ckpt_io(struct st_model *m, int32_t s, int32_t k, FILE *f, bool save,
+                              unsigned char *buf, int64_t *bytes, struct st_err *err)
+{
+    const struct st_tensor *conv = NULL, *delta = NULL;
+    enum st_status rc = st_model_state_ckpt_tensors(m, s, k, &conv, &delta, err);
+    if (rc == ST_OK)
+        rc = run_io(m, conv, 0, st_tensor_nbytes(conv), f, save, buf, bytes, err);
+    if (rc == ST_OK)
+        rc = run_io(m, delta, 0, st_tensor_nbytes(delta), f, save, buf, bytes, err);
+    return rc;
+}
+
+static enum st_status put_i64(FILE *f, int64_t v, int64_t *bytes, struct st_err *err)
+{
+    if (fwrite(&v, sizeof(v), 1, f) != 1)
+        return st_err_set(err, ST_ERR_IO, "slot file: write failed");
+    *bytes += (int64_t)sizeof(v);
+    return ST_OK;
+}
+
+static enum st_status get_i64(FILE *f, int64_t *v, int64_t *bytes, struct st_err *err)
+{
+    if (fread(v, sizeof(*v), 1, f) != 1)
+        return st_err_set(err, ST_ERR_INVALID, "slot file: shorter than its header says");
+    *bytes += (int64_t)sizeof(*v);
+    return ST_OK;
+}
+
+/* The checkpoints of slot s (pos[k] > 0 and at most n: checkpoint k's
+ * position), the longest first: a restore into a server that keeps fewer
+ * takes the longest. */
+static enum st_status ckpts_save(struct st_model *m, int32_t s, int64_t n, const int64_t *pos,
+                                 FILE *f, unsigned char *buf, int64_t *bytes,
+                                 struct st_err *err)
+{
+    int32_t per = pos && m->desc->hp.n_recurrent > 0 ? m->ckpt_per_slot : 0;
+    int64_t count = 0;
+    for (int32_t k = 0; k < per; k++)
+        count += pos[k] > 0 && pos[k] <= n;
+    enum st_status rc = put_i64(f, count, bytes, err);
+    int64_t last = INT64_MAX;   /* positions are distinct: each pick is below the last */
+    for (int64_t i = 0; i < count && rc == ST_OK; i++) {
+        int32_t best = -1;
+        for (int32_t k = 0; k < per; k++)
+            if (pos[k] > 0 && pos[k] <= n && pos[k] < last && (best < 0 || pos[k] > pos[best]))
+                best = k;
+        if (best < 0)
+            break;   /* two at one position: the file says fewer (never happens) */
+        last = pos[best];
+        rc = put_i64(f, last, bytes, err);
+        if (rc == ST_OK)
+            rc = ckpt_io(m, s, best, f, true, buf, bytes, err);
+    }
+    return rc;
+}
+
+/* The file's checkpoints into slot s's entries 0, 1, ... (pos[k] their
+ * positions, -1 the rest); those past what the model keeps per slot (all,
+ * with pos NULL) are read past. */
+static enum st_status ckpts_restore(struct st_model *m, int32_t s, int64_t n, int64_t *pos,
+                                    FILE *f, unsigned char *buf, int64_t *bytes,
+                                    struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    int32_t per = pos && hp->n_recurrent > 0 ? m->ckpt_per_slot : 0;
+    for (int32_t k = 0; k < per; k++)
+        pos[k] = -1;
+    int64_t count = 0;
+    enum st_status rc = get_i64(f, &count, bytes, err);
+    if (rc != ST_OK)
+        return rc;
+    if (count < 0 || count > n || (count > 0 && hp->n_recurrent == 0))
+        return st_err_set(err, ST_ERR_INVALID, "slot file: %lld state checkpoints for %lld "
+                          "tokens", (long long)count, (long long)n);
+    struct st_slot_file_head h;
+    head_of(m, n, &h);
+    size_t one = (size_t)hp->n_recurrent * (size_t)(h.conv_elems + h.delta_elems) * sizeof(float);
+    int64_t last = INT64_MAX;
+    for (int64_t i = 0; i < count && rc == ST_OK; i++) {
+        int64_t at = 0;
+        rc = get_i64(f, &at, bytes, err);
+        if (rc != ST_OK)
+            break;
+        if (at <= 0 || at > n || at >= last)
+            return st_err_set(err, ST_ERR_INVALID, "slot file: a state checkpoint at %lld "
+                              "(of %lld tokens, after one at %lld)", (long long)at,
+                              (long long)n, (long long)last);
+        last = at;
+        if (i < per) {
+            rc = ckpt_io(m, s, (int32_t)i, f, false, buf, bytes, err);
+            if (rc == ST_OK)
+                pos[i] = at;
+        } else {
+            rc = skip_io(f, one, buf, bytes, err);
+        }
+    }
+    return rc;
+}
+
+/* The body after the ids: KV rows, state, and (version >= 2) the state
+ * checkpoints: saved from pos_in, restored into pos_out. */
 static enum st_status body_io(struct st_model *m, int32_t s, int64_t n, FILE *f, bool save,
+                              uint32_t version, const int64_t *pos_in, int64_t *pos_out,
                               int64_t *bytes, struct st_err *err)
 {
     unsigned char *buf = malloc(CHUNK);
@@ -150,6 +269,9 @@ static enum st_status body_io(struct st_model *m, int32_t s, int64_t n, FILE *f,
         if (rc == ST_OK)
             rc = state_io(m, &m->delta_state, h.delta_elems, s, f, save, buf, bytes, err);
     }
+    if (rc == ST_OK && version >= 2)
+        rc = save ? ckpts_save(m, s, n, pos_in, f, buf, bytes, err)
+                  : ckpts_restore(m, s, n, pos_out, f, buf, bytes, err);
     free(buf);
     return rc;
 }
@@ -164,8 +286,8 @@ static enum st_status check_slot(const struct st_model *m, int32_t slot, struct 
 }
 
 enum st_status st_model_slot_save(struct st_model *m, int32_t slot, const int32_t *ids,
-                                  int64_t n_tokens, FILE *f, int64_t *n_bytes,
-                                  struct st_err *err)
+                                  int64_t n_tokens, const int64_t *ckpt_pos, FILE *f,
+                                  int64_t *n_bytes, struct st_err *err)
 {
     *n_bytes = 0;
     enum st_status rc = check_slot(m, slot, err);
@@ -180,7 +302,7 @@ enum st_status st_model_slot_save(struct st_model *m, int32_t slot, const int32_
         (n_ids && fwrite(ids, sizeof(*ids), n_ids, f) != n_ids))
         return st_err_set(err, ST_ERR_IO, "slot file: write failed");
     *n_bytes = (int64_t)(sizeof(h) + n_ids * sizeof(*ids));
-    return body_io(m, slot, n_tokens, f, true, n_bytes, err);
+    return body_io(m, slot, n_tokens, f, true, h.version, ckpt_pos, NULL, n_bytes, err);
 }
 
 /* The first field of 'got' that differs from 'want', or NULL. The file
@@ -190,7 +312,7 @@ static const char *head_mismatch(const struct st_slot_file_head *want,
 {
     if (memcmp(got->magic, want->magic, sizeof(got->magic)) != 0)
         return "magic (not a Strata slot file)";
-    if (got->version != want->version)
+    if (got->version != want->version && got->version != 1)   /* 1: no checkpoints */
         return "version";
     if (strncmp(got->arch, want->arch, sizeof(got->arch)) != 0)
         return "architecture";
@@ -210,10 +332,13 @@ static const char *head_mismatch(const struct st_slot_file_head *want,
 }
 
 enum st_status st_model_slot_restore(struct st_model *m, int32_t slot, FILE *f, int32_t **ids,
-                                     int64_t *n_tokens, int64_t *n_bytes, struct st_err *err)
+                                     int64_t *n_tokens, int64_t *ckpt_pos, int64_t *n_bytes,
+                                     struct st_err *err)
 {
     *ids = NULL;
     *n_tokens = *n_bytes = 0;
+    for (int32_t k = 0; ckpt_pos && k < m->ckpt_per_slot; k++)
+        ckpt_pos[k] = -1;
     enum st_status rc = check_slot(m, slot, err);
     if (rc != ST_OK)
         return rc;
@@ -229,6 +354,10 @@ enum st_status st_model_slot_restore(struct st_model *m, int32_t slot, FILE *f, 
         return st_err_set(err, ST_ERR_INVALID, "slot file: its KV cache is %s (k/v), this "
                           "server's is %s (--cache-type-k/-v must match to restore)", g, w);
     }
+    if (bad && !strcmp(bad, "version"))
+        return st_err_set(err, ST_ERR_INVALID, "slot file: format version %u; this build reads "
+                          "versions 1 to %d (a newer Strata wrote it?)", (unsigned)got.version,
+                          ST_SLOT_FILE_VERSION);
     if (bad)
         return st_err_set(err, ST_ERR_INVALID, "slot file: made for another model (%s mismatch)",
                           bad);
@@ -251,7 +380,7 @@ enum st_status st_model_slot_restore(struct st_model *m, int32_t slot, FILE *f, 
                               "vocabulary", (int)id);
         }
     *n_bytes = (int64_t)(sizeof(got) + n * sizeof(*buf));
-    rc = body_io(m, slot, got.n_tokens, f, false, n_bytes, err);
+    rc = body_io(m, slot, got.n_tokens, f, false, got.version, NULL, ckpt_pos, n_bytes, err);
     if (rc != ST_OK) {
         free(buf);
         return rc;

@@ -90,27 +90,49 @@ static enum st_status ckpt_copy(struct st_model *m, struct st_state_ckpt *c, int
     return rc;
 }
 
+/* Checkpoint c's device memory, on its first use. */
+static enum st_status ckpt_alloc(struct st_model *m, struct st_state_ckpt *c, struct st_err *err)
+{
+    if (c->conv.data)
+        return ST_OK;
+    int64_t L = m->desc->hp.n_recurrent;
+    int64_t cne[ST_TENSOR_DIMS] = { m->conv_state.ne[0], m->conv_state.ne[1], 1, L };
+    int64_t dne[ST_TENSOR_DIMS] = { m->delta_state.ne[0], m->delta_state.ne[1],
+                                    m->delta_state.ne[2], L };
+    enum st_status rc = st_backend_alloc(m->be, ST_DTYPE_F32, cne, &c->conv, err);
+    if (rc == ST_OK)
+        rc = st_backend_alloc(m->be, ST_DTYPE_F32, dne, &c->delta, err);
+    if (rc != ST_OK) {
+        st_backend_release(m->be, &c->conv);
+        return rc;
+    }
+    m->kv_bytes += st_tensor_nbytes(&c->conv) + st_tensor_nbytes(&c->delta);
+    return ST_OK;
+}
+
 enum st_status st_model_state_ckpt_put(struct st_model *m, int32_t slot, int32_t k,
                                        struct st_err *err)
 {
     struct st_state_ckpt *c = ckpt_of(m, slot, k, err);
     if (!c)
         return ST_ERR_INVALID;
-    if (!c->conv.data) {
-        int64_t L = m->desc->hp.n_recurrent;
-        int64_t cne[ST_TENSOR_DIMS] = { m->conv_state.ne[0], m->conv_state.ne[1], 1, L };
-        int64_t dne[ST_TENSOR_DIMS] = { m->delta_state.ne[0], m->delta_state.ne[1],
-                                        m->delta_state.ne[2], L };
-        enum st_status rc = st_backend_alloc(m->be, ST_DTYPE_F32, cne, &c->conv, err);
-        if (rc == ST_OK)
-            rc = st_backend_alloc(m->be, ST_DTYPE_F32, dne, &c->delta, err);
-        if (rc != ST_OK) {
-            st_backend_release(m->be, &c->conv);
-            return rc;
-        }
-        m->kv_bytes += st_tensor_nbytes(&c->conv) + st_tensor_nbytes(&c->delta);
-    }
-    return ckpt_copy(m, c, slot, true, err);
+    enum st_status rc = ckpt_alloc(m, c, err);
+    return rc != ST_OK ? rc : ckpt_copy(m, c, slot, true, err);
+}
+
+enum st_status st_model_state_ckpt_tensors(struct st_model *m, int32_t slot, int32_t k,
+                                           const struct st_tensor **conv,
+                                           const struct st_tensor **delta, struct st_err *err)
+{
+    struct st_state_ckpt *c = ckpt_of(m, slot, k, err);
+    if (!c)
+        return ST_ERR_INVALID;
+    enum st_status rc = ckpt_alloc(m, c, err);
+    if (rc != ST_OK)
+        return rc;
+    *conv = &c->conv;
+    *delta = &c->delta;
+    return ST_OK;
 }
 
 enum st_status st_model_state_ckpt_get(struct st_model *m, int32_t slot, int32_t k,

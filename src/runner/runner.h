@@ -114,9 +114,10 @@ struct st_runner_ops {
     enum st_status (*kv_copy)(struct st_runner *r, int32_t src, int32_t dst, int64_t from,
                               int64_t to, struct st_err *err);
     /* (optional: NULL = the runner cannot; POST /slots save/restore, engine/slot_op.c)
-     * Write slot's first n_tokens KV rows (ids: their token ids) and recurrent state
-     * to f (strata/slot_state.h); read such a file back into slot, which then holds
-     * *n_tokens tokens (*ids owned). On a failed restore the slot is empty. */
+     * Write slot's first n_tokens KV rows (ids: their token ids), recurrent state and
+     * state checkpoints to f (strata/slot_state.h); read such a file back into slot,
+     * which then holds *n_tokens tokens (*ids owned) and the file's checkpoints (as
+     * many as it keeps). On a failed restore the slot is empty. */
     enum st_status (*slot_save)(struct st_runner *r, int32_t slot, const int32_t *ids,
                                 int64_t n_tokens, FILE *f, int64_t *n_bytes,
                                 struct st_err *err);

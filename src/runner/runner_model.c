@@ -526,11 +526,14 @@ static enum st_status model_slot_save(struct st_runner *base, int32_t slot, cons
         (base->recurrent && n_tokens != r->kv_len[slot]))
         return st_err_set(err, ST_ERR_INTERNAL, "runner: save of %lld tokens of slot %d",
                           (long long)n_tokens, (int)slot);
-    return st_model_slot_save(r->model, slot, ids, n_tokens, f, n_bytes, err);
+    const int64_t *pos = r->n_ckpt > 0 ? r->ckpt_pos + (size_t)slot * (size_t)r->n_ckpt : NULL;
+    return st_model_slot_save(r->model, slot, ids, n_tokens, pos, f, n_bytes, err);
 }
 
 /* The MTP layer's cache of the slot is not in the file: it is cut to
- * nothing, which costs drafts (mtp.h), never the output. */
+ * nothing, which costs drafts (mtp.h), never the output. The file's state
+ * checkpoints (recurrent models) become the slot's, so a prompt sharing
+ * only part of the restored tokens resumes from the longest below it. */
 static enum st_status model_slot_restore(struct st_runner *base, int32_t slot, FILE *f,
                                          int32_t **ids, int64_t *n_tokens, int64_t *n_bytes,
                                          struct st_err *err)
@@ -542,11 +545,18 @@ static enum st_status model_slot_restore(struct st_runner *base, int32_t slot, F
     r->kv_len[slot] = 0;
     if (r->mtp)
         st_mtp_truncate(r->mtp, slot, 0);
-    enum st_status rc = st_model_slot_restore(r->model, slot, f, ids, n_tokens, n_bytes, err);
+    int64_t pos[ST_RUNNER_MAX_CKPT];
+    enum st_status rc = st_model_slot_restore(r->model, slot, f, ids, n_tokens,
+                                              r->n_ckpt > 0 ? pos : NULL, n_bytes, err);
     if (r->kv_high)
         r->kv_high[slot] = r->base.n_ctx;   /* a failed restore may have written any of it */
     if (rc == ST_OK)
         r->kv_len[slot] = *n_tokens;
+    for (int32_t k = 0; rc == ST_OK && k < r->n_ckpt; k++) {
+        size_t idx = (size_t)slot * (size_t)r->n_ckpt + (size_t)k;
+        r->ckpt_pos[idx] = pos[k];
+        r->ckpt_used[idx] = pos[k] > 0 ? ++r->ckpt_tick : 0;
+    }
     give_back(r, slot);
     return rc;
 }

@@ -81,6 +81,28 @@ void st_listen_fini(struct st_server *srv);
 ST_MUST_CHECK enum st_status st_watch_start(struct st_server *srv, struct st_err *err);
 void st_watch_stop(struct st_server *srv);
 
+/* ---- memory given back when idle (idle.c) ------------------------------ */
+
+#define ST_IDLE_TICKS     10    /* watcher ticks (100 ms) of quiet before a trim */
+#define ST_IDLE_GAP_TICKS 100   /* ... and at least this many since the last trim */
+
+/* The watcher's own: ticks and what the last trim saw. Zeroed at start. */
+struct st_idle {
+    uint64_t ticks;          /* st_idle_should_trim calls */
+    uint64_t trimmed_work;   /* 'work' at the last trim */
+    uint64_t trimmed_tick;   /* 'ticks' then */
+    uint64_t trims;
+    int32_t  quiet_ticks;    /* quiet ticks in a row */
+};
+/* One tick: 'quiet' (nothing waiting or running, no call live) and 'work'
+ * (a value that changes with every response and connection); true when the allocator should give memory
+ * back now: ST_IDLE_TICKS quiet ticks in a row after work the last trim
+ * did not see, and ST_IDLE_GAP_TICKS since it. Pure. */
+bool st_idle_should_trim(struct st_idle *s, bool quiet, uint64_t work);
+/* The watcher's tick (watch.c): malloc_trim(0) when st_idle_should_trim
+ * says so, logged at debug with the RSS before and after. */
+void st_idle_tick(struct st_server *srv, struct st_idle *s);
+
 /* ---- what --state-dir keeps (state.c) ---------------------------------- */
 
 /* With cfg.state_dir: open its database (state/state_db.h), tag the keys

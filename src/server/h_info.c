@@ -387,6 +387,7 @@ static void slot_obj(struct st_out *o, struct st_server *srv, const void *items,
     st_out_kv_i64(o, "n_cached", v->n_cached);
     st_out_kv_i64(o, "n_ctx", v->n_ctx);
     st_out_kv_i64(o, "n_checkpoints", v->n_checkpoints);   /* recurrent state checkpoints */
+    st_out_kv_i64(o, "n_kv", v->n_kv);   /* KV tokens held now (--kv-unified: of the pool) */
     /* (KV events on) the full blocks announced, and the last one's engine
      * key as a decimal string (a JSON number would lose bits) */
     st_out_kv_i64(o, "kv_blocks", v->kv_blocks);
@@ -419,7 +420,7 @@ enum st_route_result st_h_slots(struct st_call *c)
             !st_auth_sees(c, st_owners_find(c->srv->owners, v[i].request_id))) {
             memset(v[i].request_id, 0, sizeof(v[i].request_id));
             v[i].priority = v[i].give_ways = v[i].n_draft = 0;
-            v[i].n_prompt = v[i].n_read = v[i].n_generated = v[i].n_cached = 0;
+            v[i].n_prompt = v[i].n_read = v[i].n_generated = v[i].n_cached = v[i].n_kv = 0;
             v[i].kv_blocks = 0;
             v[i].kv_last_block = 0;
         }

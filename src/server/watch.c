@@ -10,7 +10,7 @@
  *
  * The same pass sends SSE keep-alive comments to idle streams
  * (keepalive.c) and cuts connections whose request headers are late
- * (conns.c).
+ * (conns.c); then the tick that gives memory back when idle (idle.c).
  *
  * The socket of a suspended connection stays open (MHD closes it only
  * after a resume, which the watcher would see as a changed suspend_gen),
@@ -133,6 +133,7 @@ static void *watch_main(void *arg)
 {
     struct st_server *srv = arg;
     struct watch_set w = { 0 };
+    struct st_idle idle = { 0 };
     pthread_mutex_lock(&srv->watch_lock);
     while (!atomic_load(&srv->stopping)) {
         struct timespec ts;
@@ -147,6 +148,7 @@ static void *watch_main(void *arg)
             continue;
         pthread_mutex_unlock(&srv->watch_lock);
         scan(srv, &w);
+        st_idle_tick(srv, &idle);   /* memory back to the system when idle (idle.c) */
         pthread_mutex_lock(&srv->watch_lock);
     }
     pthread_mutex_unlock(&srv->watch_lock);

@@ -47,6 +47,8 @@ const BACKEND = opt('--backend', 'cpu');
 const PARALLEL = opt('--parallel', '4');
 const RSS_CHECK = !args.includes('--no-rss');
 const SAMPLE_MS = 2000;
+const IDLE_S = RSS_CHECK ? 12 : 0;   // RSS read again this long after the load settled: src/server/idle.c
+                                    // trims 1 s after work, then at most every 10 s
 const BODY_LIMIT = 1 << 20;   // --body-limit 1m
 
 // --- the server and its log ----------------------------------------------
@@ -341,6 +343,8 @@ const settleS = (Date.now() - loadEnd) / 1000;
 await sleep(1000);            // the last log lines
 m = await scrape(srv.url);
 const after = { rss: rssKiB(pid), fds: fds(pid) };
+await sleep(IDLE_S * 1000);   // the server gives memory back once idle (docs/BENCHMARKS.md "Soak")
+const idle = { rss: rssKiB(pid) };
 stopping = true;
 srv.proc.kill('SIGTERM');
 // a clean stop: exit 0 (a sanitizer build exits non-zero on a leak it found at exit)
@@ -371,7 +375,8 @@ const rssA = median(rest.slice(0, half).map((s) => s.rss));
 const rssB = median(rest.slice(half).map((s) => s.rss));
 console.log(`RSS: before ${base.rss} KiB; after warm-up (${samples[warm]?.t.toFixed(0)} s) ${samples[warm]?.rss} KiB; ` +
   `median ${rssA} KiB then ${rssB} KiB (${(100 * (rssB - rssA) / (rssA || 1)).toFixed(1)}%); ` +
-  `max ${Math.max(...samples.map((s) => s.rss))} KiB; end of load ${endOfLoad.rss} KiB; idle after ${after.rss} KiB`);
+  `max ${Math.max(...samples.map((s) => s.rss))} KiB; end of load ${endOfLoad.rss} KiB; idle after ${after.rss} KiB; ` +
+  `${IDLE_S} s later ${idle.rss} KiB`);
 console.log(`descriptors: before ${base.fds}, max ${Math.max(...samples.map((s) => s.fds))}, ` +
   `end of load ${endOfLoad.fds}, after ${after.fds} (idle ${settleS.toFixed(1)} s after the load)`);
 if (RSS_CHECK && rssB > rssA * 1.05 + 1024) fails.push(`RSS grows after warm-up: ${rssA} -> ${rssB} KiB`);

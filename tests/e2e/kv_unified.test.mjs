@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { getJSON, postJSON, startTinyModel, until } from './lib/server.mjs';
+import { getJSON, metric, metricsText, postJSON, startServer, startTinyModel, until } from './lib/server.mjs';
 
 // n token ids, all from a run no other prompt of this file shares
 const ids = (n, base) => Array.from({ length: n }, (_, i) => base + (i % 50));
@@ -45,6 +45,27 @@ describe('--kv-unified on a real model', () => {
       assert.equal(r.status, 200, r.text);
       assert.equal(r.json.usage.prompt_tokens, 300);
     }
+  });
+
+  test('/metrics and /slots count the pool: an idle cache is held, not in use', async () => {
+    await until(async () => (await getJSON(srv, '/slots')).json.every((s) => s.state === 'idle'),
+                30000, 'slots idle');
+    const slots = (await getJSON(srv, '/slots')).json;
+    const t = await metricsText(srv);
+    const cached = slots.reduce((n, s) => n + s.n_kv, 0);
+    assert.ok(cached >= 300, JSON.stringify(slots));
+    for (const s of slots) assert.equal(s.n_kv, s.n_cached);
+    assert.ok(t.includes('# TYPE strata:kv_pool_capacity_tokens gauge\n'));
+    assert.ok(t.includes('# TYPE strata:kv_pool_held_tokens gauge\n'));
+    assert.equal(metric(t, 'strata:kv_pool_capacity_tokens'), 512);
+    assert.equal(metric(t, 'strata:kv_pool_held_tokens'), cached);
+    assert.equal(metric(t, 'strata:kv_pool_held_tokens', { state: 'cached' }), cached);
+    assert.equal(metric(t, 'strata:kv_pool_held_tokens', { state: 'busy' }), 0);
+    assert.equal(metric(t, 'vllm:kv_cache_usage_perc'), 0);
+    // the geometry counts the pool once, not once a slot
+    const info = t.match(/^vllm:cache_config_info\{block_size="(\d+)",num_gpu_blocks="(\d+)"\} 1$/m);
+    assert.ok(info, t);
+    assert.equal(Number(info[2]), Math.floor(512 / Number(info[1])));
   });
 
   test('a prompt past the pool: context_length_exceeded, n_ctx the pool', async () => {
@@ -105,6 +126,39 @@ describe('--kv-unified and slot files', () => {
     } finally {
       await srv.stop();
       for (const d of [dir, saves]) rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('--kv-unified on the sim: a busy slot counts its grant', () => {
+  test('kv_cache_usage, the busy pool gauge and /slots n_kv agree while it decodes', async () => {
+    const srv = await startServer(['--batch', '-np', '4', '-c', '1000', '--kv-unified',
+                                   '--sim-decode-tps', '5']);
+    try {
+      const long = postJSON(srv, '/v1/completions',
+        { model: 'sim', prompt: 'w '.repeat(400), max_tokens: 60, ignore_eos: true });
+      let seen = null;
+      await until(async () => {
+        const busy = (await getJSON(srv, '/slots')).json.filter((s) => s.state === 'decoding');
+        const t = await metricsText(srv);
+        const after = (await getJSON(srv, '/slots')).json.filter((s) => s.state === 'decoding');
+        if (busy.length !== 1 || after.length !== 1) return false;
+        const b = metric(t, 'strata:kv_pool_held_tokens', { state: 'busy' });
+        // the slot grows by one cell per token: the gauge lies between two views
+        if (!(b >= busy[0].n_kv && b <= after[0].n_kv)) return false;
+        seen = { b, t, slot: after[0] };
+        // the usage and the gauge are stored one after the other: a scrape
+        // between the two stores is tried again
+        return Math.abs(metric(t, 'vllm:kv_cache_usage_perc') - b / 1000) < 1e-6;
+      }, 20000, 'a decoding slot whose grant kv_cache_usage counts over the pool');
+      assert.ok(seen.slot.n_kv >= seen.slot.n_prompt, JSON.stringify(seen.slot));
+      assert.equal(metric(seen.t, 'strata:kv_pool_capacity_tokens'), 1000);   // -c: the pool
+      const usage = metric(seen.t, 'vllm:kv_cache_usage_perc');
+      assert.ok(Math.abs(usage - seen.b / 1000) < 1e-6, `usage ${usage}, busy ${seen.b}`);
+      assert.equal(metric(seen.t, 'strata:kv_cache_usage_ratio'), usage);
+      assert.equal((await long).status, 200);
+    } finally {
+      await srv.stop();
     }
   });
 });

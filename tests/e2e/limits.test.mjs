@@ -243,3 +243,31 @@ describe('the descriptor limit', () => {
     }
   });
 });
+
+// Memory given back after a spike (src/server/idle.c, docs/OPERATIONS.md
+// "Memory"): once the server is quiet for a second after work it trims
+// its allocator (the debug log says so with the RSS before and after),
+// once, and the next trim waits for the gap between trims (10 s).
+describe('memory given back when idle', () => {
+  let srv;
+  before(async () => { srv = await startServer(['--log-level', 'debug', '--http-threads', '4']); });
+  after(async () => { await srv?.stop(); });
+
+  test('a burst of large requests, then quiet: a trim, then none within the gap', async () => {
+    const from = srv.log().length;   // a trim after start-up's /health may come first
+    const trims = () => [...srv.log().slice(from).matchAll(/idle: memory given back .*RSS (\d+) -> (\d+) KiB/g)];
+    const big = 'word '.repeat(60000);
+    const rs = await Promise.all(Array.from({ length: 8 }, () =>
+      postJSON(srv, '/tokenize', { content: big })));
+    for (const r of rs) assert.equal(r.status, 200, r.text);
+    await until(() => trims().length >= 1, 30000, 'a trim once idle');
+    const n = trims().length;
+    const [, before, after] = trims()[n - 1];
+    // (a sanitizer's allocator gives nothing back: a page may come and go)
+    assert.ok(Number(after) <= Number(before) + 64, trims()[n - 1][0]);
+    // a health probe is new work: the next trim waits for the gap (100 ticks)
+    assert.equal((await getJSON(srv, '/health')).status, 200);
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.equal(trims().length, n);
+  });
+});

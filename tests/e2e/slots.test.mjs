@@ -4,13 +4,16 @@
 // request with the same prompt from the cache with the same greedy answer;
 // bad file names, unknown slots and actions, a missing --slot-save-path,
 // a file of another model (same shapes, other weights) and the sim are
-// refused with clear errors, never a crash.
+// refused with clear errors, never a crash. On next-tiny (a hybrid with
+// recurrent state): the file carries the slot's state checkpoints, so a
+// server that restores it resumes a prompt sharing only the first 100
+// tokens from the checkpoint at 96, with a fresh read's greedy tokens.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { getJSON, postJSON, startServer, startTinyModel, until } from './lib/server.mjs';
+import { getJSON, postJSON, startPresetModel, startServer, startTinyModel, until } from './lib/server.mjs';
 
 const chat = {
   model: 'tiny', temperature: 0, max_tokens: 8,
@@ -134,6 +137,49 @@ describe('slot actions without --slot-save-path, and on the sim', () => {
       assert.ok(!existsSync(join(saves, 'a.bin.tmp')));
     } finally {
       await sim.stop();
+      rmSync(saves, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('slot files of a hybrid model carry its state checkpoints', () => {
+  test('restored into another server, a shared prefix resumes from a checkpoint', async () => {
+    const saves = mkdtempSync(join(tmpdir(), 'strata-e2e-slots-next-'));
+    const flags = ['--slot-save-path', saves, '--ubatch', '32', '--ctx-checkpoints', '3'];
+    const sys = Array.from({ length: 100 }, (_, i) => 30 + (i * 37) % 170);
+    const end = (w) => Array.from({ length: 20 }, (_, i) => 20 + (i * 11 + w * 53) % 150 + w);
+    const ask = async (s, w) => {
+      const r = await postJSON(s, '/v1/completions', { model: 'next-tiny', prompt: [...sys, ...end(w)],
+        max_tokens: 8, temperature: 0, ignore_eos: true });
+      assert.equal(r.status, 200, r.text);
+      return { text: r.json.choices[0].text, cached: r.json.usage.prompt_tokens_details.cached_tokens };
+    };
+    const idle = (s) => until(async () => (await getJSON(s, '/slots')).json[0].state === 'idle',
+                              30000, 'the slot idle');
+    // same preset and seed: the same weights, so either server restores the other's file
+    const a = await startPresetModel('strata-e2e-slots-na-', 'next-tiny', 3, 256, flags);
+    const b = await startPresetModel('strata-e2e-slots-nb-', 'next-tiny', 3, 256, flags);
+    try {
+      assert.equal((await ask(a.srv, 0)).cached, 0);
+      await idle(a.srv);
+      assert.equal((await getJSON(a.srv, '/slots')).json[0].n_checkpoints, 3);   // 32, 64, 96
+      const save = await postJSON(a.srv, '/slots/0?action=save', { filename: 'n.bin' });
+      assert.equal(save.status, 200, save.text);
+      const fresh = await ask(b.srv, 1);   // b's slot reads prompt 1 whole
+      assert.equal(fresh.cached, 0);
+      await idle(b.srv);
+      const restore = await postJSON(b.srv, '/slots/0?action=restore', { filename: 'n.bin' });
+      assert.equal(restore.status, 200, restore.text);
+      assert.equal(restore.json.n_restored, save.json.n_saved);
+      assert.equal((await getJSON(b.srv, '/slots')).json[0].n_checkpoints, 3);
+      const resumed = await ask(b.srv, 1);
+      assert.equal(resumed.cached, 96);
+      assert.equal(resumed.text, fresh.text);
+    } finally {
+      for (const x of [a, b]) {
+        await x.srv.stop();
+        rmSync(x.dir, { recursive: true, force: true });
+      }
       rmSync(saves, { recursive: true, force: true });
     }
   });

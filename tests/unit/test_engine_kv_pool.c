@@ -212,6 +212,67 @@ START_TEST(test_kv_pool_mix_finishes)
 }
 END_TEST
 
+/* What /metrics and /slots say of the pool: a busy slot counts its whole
+ * grant (the prompt, from admission) in kv_usage and n_kv before it has
+ * read it; the request waiting for room adds nothing; an idle slot's cached
+ * prefix stays held in the pool (committed) but out of kv_usage. */
+START_TEST(test_kv_pool_stats_count_the_pool)
+{
+    struct fixture f;
+    struct prec a, b;
+    start_pool(&f, 4, 4000);
+    struct st_request *ra = submit(&f, "a", words("a", 0, 2500), 5, &a);
+    struct st_request *rb = submit(&f, "b", words("b", 0, 2500), 5, &b);
+    ck_assert(st_engine_pool_step(f.pool, 0));   /* a admitted, its first chunk read */
+    struct st_pool_stats ps = stats(&f);
+    ck_assert_int_eq(ps.kv_tokens, 4000);        /* cache_config_info: the pool */
+    ck_assert_int_eq(ps.kv_pool_tokens, 4000);
+    ck_assert_int_eq(ps.kv_pool_busy, 2500);
+    ck_assert_int_eq(ps.kv_pool_held, 2500);
+    ck_assert_int_eq(ps.running, 1);             /* b waits for room */
+    ck_assert_msg(ps.kv_usage > 0.6249 && ps.kv_usage < 0.6251, "kv_usage %f", ps.kv_usage);
+    int32_t busy = -1;
+    for (int32_t i = 0; i < 4; i++)
+        if (slot_view(&f, i).state != ST_SLOT_IDLE)
+            busy = i;
+    ck_assert_int_ge(busy, 0);
+    ck_assert_int_lt(slot_view(&f, busy).n_read, 2500);   /* not read yet, but held */
+    ck_assert_int_eq(slot_view(&f, busy).n_kv, 2500);
+
+    run_checked(&f, 4000);
+    ck_assert(a.r.ended && b.r.ended);
+    ps = stats(&f);
+    struct st_slot_view vb = slot_view(&f, b.slot);
+    ck_assert_int_eq(ps.kv_pool_busy, 0);
+    ck_assert_int_gt(vb.n_kv, 2500);                      /* b's cached prefix */
+    ck_assert_int_eq(vb.n_kv, vb.n_cached);
+    ck_assert_int_eq(ps.kv_pool_held, vb.n_kv);           /* a's was evicted for b */
+    ck_assert(ps.kv_usage == 0.0);
+    st_request_unref(ra);
+    st_request_unref(rb);
+    fx_stop(&f);
+
+    /* per-slot regions: no pool; a busy slot counts the rows it read */
+    fx_defaults(&f);
+    f.pcfg.model.parallel = 2;
+    f.pcfg.model.ctx_size = 2000;
+    ck_assert(fx_start(&f));
+    ra = submit(&f, "a", words("a", 0, 1500), 5, &a);
+    ck_assert(st_engine_pool_step(f.pool, 0));
+    ps = stats(&f);
+    ck_assert_int_eq(ps.kv_pool_tokens, 0);
+    ck_assert_int_eq(ps.kv_pool_held, 0);
+    ck_assert_int_eq(ps.kv_pool_busy, 0);
+    ck_assert_int_eq(ps.kv_tokens, 4000);
+    ck_assert_int_eq(slot_view(&f, 0).n_kv, slot_view(&f, 0).n_read);
+    ck_assert(ps.kv_usage * 4000 > slot_view(&f, 0).n_read - 0.5);
+    ck_assert(ps.kv_usage * 4000 < slot_view(&f, 0).n_read + 0.5);
+    fx_run_idle(&f);
+    st_request_unref(ra);
+    fx_stop(&f);
+}
+END_TEST
+
 /* ---- the scheduler: a job with no room stays first in line ----------------- */
 
 START_TEST(test_kv_pool_sched_wait_keeps_the_job_first)
@@ -325,6 +386,7 @@ static Suite *kv_pool_suite(void)
     tcase_add_test(acc, test_kv_pool_dry_ends_with_length);
     tcase_add_test(acc, test_kv_pool_refuses_a_prompt_past_the_pool);
     tcase_add_test(acc, test_kv_pool_mix_finishes);
+    tcase_add_test(acc, test_kv_pool_stats_count_the_pool);
     tcase_add_test(acc, test_kv_pool_sched_wait_keeps_the_job_first);
     suite_add_tcase(s, acc);
     TCase *mem = tcase_create("memory");

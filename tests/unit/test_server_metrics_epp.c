@@ -98,6 +98,38 @@ START_TEST(test_epp_load_gauges_total_first)
 }
 END_TEST
 
+/* The unified KV pool's gauges: typed, the total first, busy and cached
+ * adding up to it; all 0 without a pool. */
+START_TEST(test_epp_kv_pool_gauges)
+{
+    struct st_sched_stats ss;
+    struct st_pool_stats ps;
+    memset(&ss, 0, sizeof(ss));
+    memset(&ps, 0, sizeof(ps));
+    struct st_buf b;
+    st_buf_init(&b);
+    render(&b, &ss, &ps, NULL);
+    expect_line(b.data, "# TYPE strata:kv_pool_capacity_tokens gauge");
+    expect_line(b.data, "# TYPE strata:kv_pool_held_tokens gauge");
+    expect_line(b.data, "strata:kv_pool_capacity_tokens 0");
+    expect_line(b.data, "strata:kv_pool_held_tokens 0");
+    ps.kv_pool_tokens = 8192;
+    ps.kv_pool_held = 5000;
+    ps.kv_pool_busy = 3000;
+    ps.kv_usage = 3000.0 / 8192.0;
+    render(&b, &ss, &ps, NULL);
+    const char *t = b.data;
+    expect_line(t, "strata:kv_pool_capacity_tokens 8192");
+    const char *first = first_sample(t, "strata:kv_pool_held_tokens");
+    ck_assert_ptr_nonnull(first);
+    ck_assert(strncmp(first, "strata:kv_pool_held_tokens 5000\n", 32) == 0);
+    expect_line(t, "strata:kv_pool_held_tokens{state=\"busy\"} 3000");
+    expect_line(t, "strata:kv_pool_held_tokens{state=\"cached\"} 2000");
+    expect_line(t, "strata:kv_cache_usage_ratio 0.366210938");
+    st_buf_fini(&b);
+}
+END_TEST
+
 START_TEST(test_epp_cache_and_models)
 {
     struct st_sched_stats ss;
@@ -199,6 +231,7 @@ static Suite *epp_suite(void)
     Suite *s = suite_create("server_metrics_epp");
     TCase *tc = tcase_create("render");
     tcase_add_test(tc, test_epp_load_gauges_total_first);
+    tcase_add_test(tc, test_epp_kv_pool_gauges);
     tcase_add_test(tc, test_epp_cache_and_models);
     tcase_add_test(tc, test_epp_sched_models_waiting);
     suite_add_tcase(s, tc);

@@ -10,6 +10,8 @@
  *   vllm:lora_requests_info      strata:models_info                  gauge  unix time; labels
  *       max_lora, running_lora_adapters, waiting_lora_adapters
  *   strata:model_swaps_in_progress                                   gauge
+ *   strata:kv_pool_capacity_tokens                                   gauge  (--kv-unified)
+ *   strata:kv_pool_held_tokens{state}                                gauge  total, busy, cached
  *
  * The picker keeps the first series of a family when its spec has no label
  * filter, so every strata: family starts with the unlabeled pod-wide total;
@@ -70,6 +72,26 @@ static void load_gauges(struct st_out *o, const struct st_sched_stats *ss,
                     running);
     gauge_family(o, "strata:kv_cache_usage_ratio", "KV cache in use over allocated, 0 to 1.");
     st_out_printf(o, "strata:kv_cache_usage_ratio %.9g\n", kv);
+}
+
+/* The unified KV pool (--kv-unified, docs/BATCHING.md): its size and what
+ * the slots hold in it, busy grants (counted by kv_cache_usage) and idle
+ * cached prefixes (committed memory, evicted when room is needed). All 0
+ * with per-slot regions. */
+static void kv_pool_gauges(struct st_out *o, const struct st_pool_stats *ps)
+{
+    gauge_family(o, "strata:kv_pool_capacity_tokens",
+                 "Tokens of the unified KV pools (--kv-unified) of the loaded engines; 0: "
+                 "per-slot regions.");
+    st_out_printf(o, "strata:kv_pool_capacity_tokens %lld\n", (long long)ps->kv_pool_tokens);
+    int64_t cached = ST_MAX((int64_t)0, ps->kv_pool_held - ps->kv_pool_busy);
+    gauge_family(o, "strata:kv_pool_held_tokens",
+                 "Tokens the slots hold in the unified KV pools: the total, then busy slots' "
+                 "grants and idle slots' cached prefixes.");
+    st_out_printf(o, "strata:kv_pool_held_tokens %lld\n", (long long)ps->kv_pool_held);
+    st_out_printf(o, "strata:kv_pool_held_tokens{state=\"busy\"} %lld\n",
+                  (long long)ps->kv_pool_busy);
+    st_out_printf(o, "strata:kv_pool_held_tokens{state=\"cached\"} %lld\n", (long long)cached);
 }
 
 static void cache_info(struct st_out *o, const char *name, int32_t block_size, int64_t blocks)
@@ -145,6 +167,7 @@ void st_metrics_epp_render(struct st_out *o, const struct st_sched_stats *ss,
                            const struct st_pool_stats *ps, const struct st_metrics_models *mm)
 {
     load_gauges(o, ss, ps);
+    kv_pool_gauges(o, ps);
     if (!mm)
         return;
     int32_t bs = mm->pod.block_size > 0 ? mm->pod.block_size : 1;
