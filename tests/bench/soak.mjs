@@ -170,8 +170,10 @@ function bodyOf(kind, id) {
   return { path: chat ? '/v1/chat/completions' : '/v1/completions', body: JSON.stringify(b) };
 }
 
-// A stream's text: every event JSON, [DONE] last, a finish_reason before it.
+// A stream's text: every event JSON, [DONE] last, a finish_reason before it;
+// or cut by the server (--stream-buffer): its error event last, no [DONE].
 function streamOutcome(text) {
+  if (/"code":"stream_buffer_full"[^\n]*\n\n$/.test(text)) return 'cut';
   if (!/data: \[DONE\]\n\n$/.test(text)) return 'lost:stream-without-end';
   let finished = false;
   for (const ev of text.split('\n\n')) {

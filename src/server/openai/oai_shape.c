@@ -11,7 +11,8 @@
  *   then per choice its finish_reason chunk, or an error object when it
  *   failed after the stream began (or the server cut the stream); after
  *   the last choice the usage chunk (stream_options.include_usage; not
- *   after a cut) and "data: [DONE]".
+ *   after a cut) and "data: [DONE]" (not after a cut: the stream ends at
+ *   its error event, so that a client does not take it as whole).
  * llama-server's extras: with return_progress, while the prompt is read,
  * chunks with "prompt_progress" (chat: role deltas; completions: empty
  * text); with timings_per_token "timings" on every chunk but the role
@@ -162,7 +163,9 @@ static void close_stream(struct st_gen *g)
         struct st_oai_usage u = st_gen_usage(g);
         st_gen_put_chunk(g, &g->choices[0], c_usage, &u);
     }
-    if (!g->broken && st_sse_done(&g->out) != ST_OK)
+    /* a cut stream ends at its error: [DONE] would tell a client that
+     * reads on that the answer is whole */
+    if (!g->cut && !g->broken && st_sse_done(&g->out) != ST_OK)
         g->broken = true;
 }
 
