@@ -186,6 +186,7 @@ enum st_status st_fwd_chunk_inputs(struct st_model *m, const struct st_model_bat
     /* host side, so a replayed graph (whose head ops do not run on the
      * host) still tells st_model_hidden which hout rows are current */
     m->last_n_out = o1;
+    st_model_state_keep_rows(m, b, r0, r1);
     TRY(put_i32(m, &r->ids, b->tokens, NULL, r0, n, err));
     TRY(put_i32(m, &r->pos, NULL, b->pos, r0, n, err));
     TRY(put_i32(m, &r->slot, b->slots, NULL, r0, n, err));
