@@ -397,7 +397,8 @@ int st_cli_bench_mtp(int argc, char **argv)
         return 1;
     snprintf(label, sizeof(label), "%s q8_0", o.preset ? o.preset : "mtp-demo");
     header(false);
-    bool ok = bench_model(&o, demo, label) && (o.preset || bench_model(&o, rnd, "small q8_0 --mtp"));
+    bool ok = bench_model(&o, demo, label) &&
+              (o.preset || bench_model(&o, rnd, "small q8_0 --mtp"));
     unlink(demo);
     unlink(rnd);
     rmdir(dir);

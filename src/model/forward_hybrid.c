@@ -61,10 +61,10 @@ enum st_status st_fwd_delta_rule(struct st_model *m, const struct st_fwd_layer *
 static struct st_tensor input_of(const struct st_model *m, const struct st_fwd_layer *w,
                                  const struct st_tensor *keep, const struct st_tensor *scratch)
 {
-    if (m->kept_rows == 0 || m->kept_rows != scratch->ne[1])
+    if (m->keep.rows == 0 || m->keep.rows != scratch->ne[1])
         return *scratch;
     struct st_tensor layer = st_tensor_slice(keep, 2, w->state_index, 1);
-    return st_tensor_slice(&layer, 1, 0, m->kept_rows);
+    return st_tensor_slice(&layer, 1, 0, m->keep.rows);
 }
 
 static enum st_status delta_net(struct st_model *m, const struct st_fwd_layer *w,
@@ -72,9 +72,9 @@ static enum st_status delta_net(struct st_model *m, const struct st_fwd_layer *w
 {
     const struct st_hparams *hp = &m->desc->hp;
     struct st_backend *be = m->be;
-    struct st_tensor mix = input_of(m, w, &m->keep_mix, &r->mix);
-    struct st_tensor alpha = input_of(m, w, &m->keep_alpha, &r->alpha);
-    struct st_tensor beta = input_of(m, w, &m->keep_beta, &r->beta);
+    struct st_tensor mix = input_of(m, w, &m->keep.mix, &r->mix);
+    struct st_tensor alpha = input_of(m, w, &m->keep.alpha, &r->alpha);
+    struct st_tensor beta = input_of(m, w, &m->keep.beta, &r->beta);
     TRY(st_backend_matmul(be, &mix, &r->h, &w->wqkv, err));
     TRY(st_backend_matmul(be, &r->z, &r->h, &w->wz, err));
     TRY(st_backend_matmul(be, &alpha, &r->h, &w->w_alpha, err));

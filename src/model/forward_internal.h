@@ -12,6 +12,7 @@
 #ifndef STRATA_MODEL_FORWARD_INTERNAL_H
 #define STRATA_MODEL_FORWARD_INTERNAL_H
 
+#include "model/state_keep.h"
 #include "strata/backend.h"
 #include "strata/forward.h"
 
@@ -137,17 +138,7 @@ struct st_model {
     struct st_tensor       delta_state;  /* f32 [Dv, Dv, Hv, S*Lr] */
     struct st_tensor       conv_saved, delta_saved;   /* the same: st_model_state_save's
                                           * copies (allocated by its first call) */
-    /* st_model_state_keep (state_reread.c): the DeltaNet layers' inputs of
-     * the last forward when it was one chunk of at most keep_cap rows, so
-     * a slot's accepted verify rows can be read into a restored state
-     * again by the recurrent ops alone */
-    struct st_tensor       keep_mix;     /* f32 [C3, keep_cap, Lr] */
-    struct st_tensor       keep_alpha;   /* f32 [Hv, keep_cap, Lr] */
-    struct st_tensor       keep_beta;    /* f32 [Hv, keep_cap, Lr] */
-    int64_t                keep_cap;     /* 0: nothing kept */
-    int64_t                kept_rows;    /* rows the last forward kept (0: none) */
-    int32_t               *kept_slot;    /* owned [keep_cap]: their slots */
-    int64_t               *kept_pos;     /* owned [keep_cap]: their positions */
+    struct st_state_keep   keep;         /* st_model_state_keep's (state_keep.h) */
     struct st_state_ckpt  *ckpt;         /* owned [S * ckpt_per_slot] (state_ckpt.c) */
     int32_t                ckpt_per_slot;
     struct st_fwd_act      act;
@@ -158,31 +149,11 @@ struct st_model {
     int32_t               *i32_host;     /* owned: int32 scratch [max(R, O)] */
 };
 
-/* state_reread.c: frees what st_model_state_keep took (unload). */
-void st_model_state_keep_release(struct st_model *m);
-
 /* state_ckpt.c: frees every state checkpoint (unload). */
 void st_model_state_ckpt_release(struct st_model *m);
 
 /* Entries [start, start + n) of a [1, N] integer column as an [n] vector. */
 struct st_tensor st_fwd_column(const struct st_tensor *t, int64_t start, int64_t n);
-
-/* forward_hybrid.c: a DeltaNet layer's recurrent ops over rows already
- * projected (mix, alpha, beta: [C3, n], [Hv, n]): the conv into conv and
- * the delta rule into y, advancing the slots' state (the forward, and
- * state_reread.c's re-read of kept rows). */
-ST_MUST_CHECK
-enum st_status st_fwd_delta_rule(struct st_model *m, const struct st_fwd_layer *w,
-                                 const struct st_tensor *mix, const struct st_tensor *alpha,
-                                 const struct st_tensor *beta, const struct st_tensor *slot,
-                                 const struct st_tensor *pos, const struct st_tensor *conv,
-                                 const struct st_tensor *y, struct st_err *err);
-
-/* state_reread.c: whether the chunk of rows [r0, r1) of b keeps its
- * DeltaNet inputs (the whole batch in one chunk of at most keep_cap rows),
- * and which slots and positions they are; before the chunk's ops. */
-void st_model_state_keep_rows(struct st_model *m, const struct st_model_batch *b, int64_t r0,
-                              int64_t r1);
 
 /* The activation buffers cut to the n rows of one pass (views, nothing
  * owned). The MTP passes point pos and slot at their own columns. */

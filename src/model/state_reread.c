@@ -7,7 +7,7 @@
  * accepted rows again (runner_rollback.c). Those rows' layer inputs were
  * all computed by the verify forward: what the state needs of them is each
  * DeltaNet layer's projections (mix, alpha, beta), which a forward of one
- * chunk of at most keep_cap rows writes straight into per-layer buffers
+ * chunk of at most keep.cap rows writes straight into per-layer buffers
  * here instead of scratch (forward_hybrid.c input_of; no extra op, so a
  * backend graph of the step is unchanged). The re-read is then the conv
  * and the delta rule of each DeltaNet layer over those rows (2 ops a
@@ -16,8 +16,9 @@
  * so the state equals the one that step would have left had the drafts
  * stopped there (the recurrence takes rows in order, one at a time).
  *
- * Layout: keep_mix [C3, keep_cap, Lr], keep_alpha / keep_beta [Hv,
- * keep_cap, Lr]; row i of the last forward at row i of each layer's slice.
+ * Layout (state_keep.h): mix [C3, cap, Lr], alpha / beta [Hv, cap, Lr];
+ * row i of the last forward at row i of each layer's slice; forward.c
+ * records which rows those are (their slots and positions).
  */
 #include <stdlib.h>
 
@@ -25,67 +26,55 @@
 
 enum st_status st_model_state_keep(struct st_model *m, int64_t rows, struct st_err *err)
 {
-    const struct st_hparams *hp = &m->desc->hp;
-    int64_t Lr = hp->n_recurrent;
-    if (!m->loaded || Lr == 0 || rows <= 0 || m->keep_cap > 0)
-        return !m->loaded || Lr == 0 ? st_err_set(err, ST_ERR_INVALID, "state keep: the model "
-                                                  "has no recurrent layers loaded")
-                                     : ST_OK;
+    if (!m->loaded || m->desc->hp.n_recurrent == 0)
+        return st_err_set(err, ST_ERR_INVALID, "state keep: no recurrent layers loaded");
+    if (rows <= 0 || m->keep.cap > 0)
+        return ST_OK;
     rows = ST_MIN(rows, (int64_t)m->p.max_rows);
-    int64_t C3 = m->act.mix.ne[0], Hv = m->act.alpha.ne[0];
-    int64_t ne_mix[ST_TENSOR_DIMS] = { C3, rows, Lr, 1 }, ne_g[ST_TENSOR_DIMS] = { Hv, rows, Lr, 1 };
-    enum st_status rc = st_backend_alloc(m->be, ST_DTYPE_F32, ne_mix, &m->keep_mix, err);
+    int64_t C3 = m->act.mix.ne[0], Hv = m->act.alpha.ne[0], Lr = m->desc->hp.n_recurrent;
+    int64_t ne_mix[ST_TENSOR_DIMS] = { C3, rows, Lr, 1 };
+    int64_t ne_g[ST_TENSOR_DIMS] = { Hv, rows, Lr, 1 };
+    enum st_status rc = st_backend_alloc(m->be, ST_DTYPE_F32, ne_mix, &m->keep.mix, err);
     if (rc == ST_OK)
-        rc = st_backend_alloc(m->be, ST_DTYPE_F32, ne_g, &m->keep_alpha, err);
+        rc = st_backend_alloc(m->be, ST_DTYPE_F32, ne_g, &m->keep.alpha, err);
     if (rc == ST_OK)
-        rc = st_backend_alloc(m->be, ST_DTYPE_F32, ne_g, &m->keep_beta, err);
-    m->kept_slot = rc == ST_OK ? malloc((size_t)rows * sizeof(*m->kept_slot)) : NULL;
-    m->kept_pos = rc == ST_OK ? malloc((size_t)rows * sizeof(*m->kept_pos)) : NULL;
-    if (rc == ST_OK && (!m->kept_slot || !m->kept_pos))
+        rc = st_backend_alloc(m->be, ST_DTYPE_F32, ne_g, &m->keep.beta, err);
+    m->keep.slot = rc == ST_OK ? malloc((size_t)rows * sizeof(*m->keep.slot)) : NULL;
+    m->keep.pos = rc == ST_OK ? malloc((size_t)rows * sizeof(*m->keep.pos)) : NULL;
+    if (rc == ST_OK && (!m->keep.slot || !m->keep.pos))
         rc = st_err_set(err, ST_ERR_NOMEM, "state keep: no memory for %lld rows",
                         (long long)rows);
     if (rc != ST_OK) {
         st_model_state_keep_release(m);
         return rc;
     }
-    m->keep_cap = rows;
-    m->kept_rows = 0;
-    m->act_bytes += st_tensor_nbytes(&m->keep_mix) + 2 * st_tensor_nbytes(&m->keep_alpha);
+    m->keep.cap = rows;
+    m->keep.rows = 0;
+    m->act_bytes += st_tensor_nbytes(&m->keep.mix) + 2 * st_tensor_nbytes(&m->keep.alpha);
     return ST_OK;
 }
 
 void st_model_state_keep_release(struct st_model *m)
 {
-    st_backend_release(m->be, &m->keep_mix);
-    st_backend_release(m->be, &m->keep_alpha);
-    st_backend_release(m->be, &m->keep_beta);
-    free(m->kept_slot);
-    free(m->kept_pos);
-    m->kept_slot = NULL;
-    m->kept_pos = NULL;
-    m->keep_cap = m->kept_rows = 0;
-}
-
-void st_model_state_keep_rows(struct st_model *m, const struct st_model_batch *b, int64_t r0,
-                              int64_t r1)
-{
-    bool keep = m->keep_cap > 0 && r0 == 0 && r1 == b->n_rows && r1 <= m->keep_cap;
-    m->kept_rows = keep ? r1 : 0;
-    for (int64_t i = 0; i < m->kept_rows; i++) {
-        m->kept_slot[i] = b->slots[i];
-        m->kept_pos[i] = b->pos[i];
-    }
+    st_backend_release(m->be, &m->keep.mix);
+    st_backend_release(m->be, &m->keep.alpha);
+    st_backend_release(m->be, &m->keep.beta);
+    free(m->keep.slot);
+    free(m->keep.pos);
+    m->keep.slot = NULL;
+    m->keep.pos = NULL;
+    m->keep.cap = m->keep.rows = 0;
 }
 
 /* The first of the n kept rows of slot at positions from, from + 1, ..;
  * -1 when the last forward did not keep them all. */
 static int64_t find_rows(const struct st_model *m, int32_t slot, int64_t from, int64_t n)
 {
-    for (int64_t i = 0; i + n <= m->kept_rows; i++) {
-        if (m->kept_slot[i] != slot || m->kept_pos[i] != from)
+    for (int64_t i = 0; i + n <= m->keep.rows; i++) {
+        if (m->keep.slot[i] != slot || m->keep.pos[i] != from)
             continue;
         for (int64_t j = 1; j < n; j++)
-            if (m->kept_slot[i + j] != slot || m->kept_pos[i + j] != from + j)
+            if (m->keep.slot[i + j] != slot || m->keep.pos[i + j] != from + j)
                 return -1;
         return i;
     }
@@ -116,9 +105,9 @@ enum st_status st_model_state_reread(struct st_model *m, int32_t slot, int64_t f
         const struct st_fwd_layer *w = &m->layers[l];
         if (w->state_index < 0)
             continue;
-        struct st_tensor mix = st_tensor_slice(&m->keep_mix, 2, w->state_index, 1);
-        struct st_tensor alpha = st_tensor_slice(&m->keep_alpha, 2, w->state_index, 1);
-        struct st_tensor beta = st_tensor_slice(&m->keep_beta, 2, w->state_index, 1);
+        struct st_tensor mix = st_tensor_slice(&m->keep.mix, 2, w->state_index, 1);
+        struct st_tensor alpha = st_tensor_slice(&m->keep.alpha, 2, w->state_index, 1);
+        struct st_tensor beta = st_tensor_slice(&m->keep.beta, 2, w->state_index, 1);
         mix = st_tensor_slice(&mix, 1, i0, n);
         alpha = st_tensor_slice(&alpha, 1, i0, n);
         beta = st_tensor_slice(&beta, 1, i0, n);
