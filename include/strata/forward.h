@@ -213,6 +213,20 @@ ST_MUST_CHECK
 enum st_status st_model_state_save(struct st_model *m, int32_t slot, struct st_err *err);
 ST_MUST_CHECK
 enum st_status st_model_state_restore(struct st_model *m, int32_t slot, struct st_err *err);
+/* (recurrent models) From now on every forward that is one chunk of at
+ * most 'rows' rows (clipped to max_rows; a decode or verify step) keeps
+ * its DeltaNet layers' inputs (f32, C3 + 2 Hv per row and layer, counted
+ * in st_model_act_bytes), so that after st_model_state_restore(slot) the
+ * slot's rows of that forward at positions [from, from + n) can be read
+ * into the state again by the recurrent ops alone (st_model_state_reread:
+ * no weights). ST_ERR_UNSUPPORTED from reread when the last forward did
+ * not keep those rows (nothing changed: the caller reads the tokens
+ * again with a forward). A second keep is a no-op. */
+ST_MUST_CHECK
+enum st_status st_model_state_keep(struct st_model *m, int64_t rows, struct st_err *err);
+ST_MUST_CHECK
+enum st_status st_model_state_reread(struct st_model *m, int32_t slot, int64_t from, int64_t n,
+                                     struct st_err *err);
 
 /* (recurrent models) Checkpoints of slots' recurrent state: reserve makes
  * room for per_slot of them in every slot (host bookkeeping only; any

@@ -19,7 +19,10 @@
  * Without -m it writes two synthetic models into a temporary directory
  * and runs both: mtp-demo (an MTP block that agrees with the model on
  * purpose: the mechanism's upside) and small --mtp (random MTP weights:
- * drafts almost never accepted, the mechanism's cost).
+ * drafts almost never accepted, the mechanism's cost). --preset NAME
+ * writes and runs that preset alone (Q8_0, with its MTP block):
+ * next-mtp-demo is mtp-demo for the Next family (qwen35moe), whose
+ * rejections also restore the recurrent state (runner_rollback.c).
  *
  * --ngram is the same measurement with --spec ngram instead of
  * --batch-mtp, on prompts that repeat themselves (code with near-copies,
@@ -45,6 +48,7 @@
 
 struct mb_opts {
     const char *model;
+    const char *preset;    /* --preset: make-model's, written to a temporary file */
     const char *backend;   /* "cpu" or "cuda" */
     bool ngram;            /* --ngram: n-gram drafts, not MTP */
     bool verbose;          /* -v: what each run's cost model learned */
@@ -66,12 +70,13 @@ struct mb_run {
 
 static int usage(FILE *f)
 {
-    fputs("usage: strata bench --mtp [-m FILE] [-n 128] [-np 1] [--mtp-draft 3] [-t THREADS]"
-          " [-r 3]\n"
-          "                      [--backend cpu|cuda] [--gpu N]\n"
+    fputs("usage: strata bench --mtp [-m FILE | --preset NAME] [-n 128] [-np 1] [--mtp-draft 3]\n"
+          "                      [-t THREADS] [-r 3] [--backend cpu|cuda] [--gpu N]\n"
           "  Decode tokens/s without and with MTP drafting (--batch-mtp) through the engine,\n"
           "  greedy, and the draft acceptance. Without -m: on the mtp-demo preset (drafts that\n"
           "  agree by construction) and on small --mtp (random MTP weights).\n"
+          "  --preset NAME a make-model preset instead (q8_0, with its MTP block), e.g.\n"
+          "                next-mtp-demo: mtp-demo for qwen35moe (the Next family)\n"
           "  -n N          tokens generated per request (default 128)\n"
           "  -np N         requests decoding together, one per slot (default 1)\n"
           "  --mtp-draft K most draft tokens per slot and step, 1..4 (default 3)\n"
@@ -131,6 +136,7 @@ static bool parse(int argc, char **argv, bool ngram, struct mb_opts *o)
         if (!v)
             return false;
         if (!strcmp(a, "-m")) o->model = v;
+        else if (!ngram && !strcmp(a, "--preset")) o->preset = v;
         else if (!strcmp(a, "-n")) ok = st_cli_int_arg(v, 8, MAX_GEN, &o->n_gen);
         else if (!strcmp(a, "-np")) ok = st_cli_int_arg(v, 1, MAX_NP, &o->np);
         else if (ngram && !strncmp(a, "--spec-", 7)) ok = parse_ngram_opt(a, v, o);
@@ -145,7 +151,7 @@ static bool parse(int argc, char **argv, bool ngram, struct mb_opts *o)
             return false;
         i++;
     }
-    return o->ngram_min <= o->ngram_max;
+    return o->ngram_min <= o->ngram_max && !(o->model && o->preset);
 }
 
 static void on_event(void *ctx, const struct st_event *ev)
@@ -352,20 +358,24 @@ static void header(bool ngram)
            "------: | ------: | --------: | -------: |\n");
 }
 
-/* Write the two presets into a fresh directory (caller removes it). */
-static bool make_presets(char *dir, size_t cap, char demo[512], char rnd[512])
+/* Write the presets into a fresh directory (caller removes it): 'one'
+ * alone (--preset) into demo, else mtp-demo and small --mtp. */
+static bool make_presets(const char *one, char *dir, size_t cap, char demo[512], char rnd[512])
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, cap, "%s/strata-bench-mtp-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir))
         return false;
-    snprintf(demo, 512, "%s/mtp-demo.gguf", dir);
+    snprintf(demo, 512, "%s/%s.gguf", dir, one ? "preset" : "mtp-demo");
     snprintf(rnd, 512, "%s/small-mtp.gguf", dir);
-    struct st_make_model_opts a = { .out_path = demo, .preset = "mtp-demo", .seed = 1 };
+    struct st_make_model_opts a = { .out_path = demo, .preset = one ? one : "mtp-demo",
+                                    .seed = 1, .mtp = true };
     struct st_make_model_opts b = { .out_path = rnd, .preset = "small", .seed = 1, .mtp = true };
     struct st_err err = { 0 };
-    if (st_make_model(&a, &err) != ST_OK || st_make_model(&b, &err) != ST_OK) {
+    if (st_make_model(&a, &err) != ST_OK || (!one && st_make_model(&b, &err) != ST_OK)) {
         fprintf(stderr, "strata bench: %s\n", err.msg);
+        unlink(demo);
+        rmdir(dir);
         return false;
     }
     return true;
@@ -382,11 +392,13 @@ int st_cli_bench_mtp(int argc, char **argv)
         header(false);
         return bench_model(&o, o.model, "model") ? 0 : 1;
     }
-    char dir[400], demo[512], rnd[512];
-    if (!make_presets(dir, sizeof(dir), demo, rnd))
+    char dir[400], demo[512], rnd[512], label[64];
+    if (!make_presets(o.preset, dir, sizeof(dir), demo, rnd))
         return 1;
+    snprintf(label, sizeof(label), "%s q8_0", o.preset ? o.preset : "mtp-demo");
     header(false);
-    bool ok = bench_model(&o, demo, "mtp-demo q8_0") && bench_model(&o, rnd, "small q8_0 --mtp");
+    bool ok = bench_model(&o, demo, label) &&
+              (o.preset || bench_model(&o, rnd, "small q8_0 --mtp"));
     unlink(demo);
     unlink(rnd);
     rmdir(dir);

@@ -32,6 +32,8 @@ static int usage(FILE *f)
           "             plus a gated shared expert): E 64, 4 layers; E 768, 12 layers, 16\n"
           "             experts top-4 (CPU benchmarks); the Qwen3.5-35B-A3B shape (E 2048,\n"
           "             40 layers, 256 experts top-8, vocabulary 248,320) for the GPU\n"
+          "             next-mtp-demo: mtp-demo for qwen35moe (E 512, 8 layers, an MTP\n"
+          "             block built to agree)\n"
           "             next80-tiny, next80-a3b: a qwen3next (Qwen3-Next: the same layers\n"
           "             with fused ssm_ba, grouped v heads): E 64, 4 layers; the\n"
           "             Qwen3-Next-80B-A3B shape (E 2048, 48 layers, 512 experts top-10);\n"

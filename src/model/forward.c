@@ -174,6 +174,19 @@ static enum st_status put_i32(struct st_model *m, const struct st_tensor *t,
     return st_backend_write(m->be, t, 0, m->i32_host, (size_t)n * sizeof(int32_t), err);
 }
 
+/* Whether chunk rows [r0, r1) of b keep their DeltaNet inputs (the whole
+ * batch in one chunk of at most k->cap rows: forward_hybrid.c input_of)
+ * and which slots and positions those rows are (state_reread.c). */
+static void keep_rows(struct st_state_keep *k, const struct st_model_batch *b, int64_t r0,
+                      int64_t r1)
+{
+    k->rows = k->cap > 0 && r0 == 0 && r1 == b->n_rows && r1 <= k->cap ? r1 : 0;
+    for (int64_t i = 0; i < k->rows; i++) {
+        k->slot[i] = b->slots[i];
+        k->pos[i] = b->pos[i];
+    }
+}
+
 /* Write chunk rows [r0, r1)'s inputs (ids, positions, slots) and the
  * gather indices of out_rows[o0, o1) relative to r0: every host->device
  * write of the chunk happens before its first op, so a CUDA graph of the
@@ -186,6 +199,7 @@ enum st_status st_fwd_chunk_inputs(struct st_model *m, const struct st_model_bat
     /* host side, so a replayed graph (whose head ops do not run on the
      * host) still tells st_model_hidden which hout rows are current */
     m->last_n_out = o1;
+    keep_rows(&m->keep, b, r0, r1);
     TRY(put_i32(m, &r->ids, b->tokens, NULL, r0, n, err));
     TRY(put_i32(m, &r->pos, NULL, b->pos, r0, n, err));
     TRY(put_i32(m, &r->slot, b->slots, NULL, r0, n, err));

@@ -32,11 +32,13 @@ static struct st_tensor state_of(const struct st_tensor *t, int64_t index, int64
     return st_tensor_slice(t, 3, index * per_layer, per_layer);
 }
 
-static enum st_status delta_net(struct st_model *m, const struct st_fwd_layer *w,
-                                const struct st_fwd_rows *r, struct st_err *err)
+enum st_status st_fwd_delta_rule(struct st_model *m, const struct st_fwd_layer *w,
+                                 const struct st_tensor *mix, const struct st_tensor *alpha,
+                                 const struct st_tensor *beta, const struct st_tensor *slot,
+                                 const struct st_tensor *pos, const struct st_tensor *conv,
+                                 const struct st_tensor *y, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
-    struct st_backend *be = m->be;
     int64_t S = m->p.n_slots;
     struct st_tensor conv_state = state_of(&m->conv_state, w->state_index, 1);
     struct st_tensor delta_state = state_of(&m->delta_state, w->state_index, S);
@@ -47,14 +49,37 @@ static enum st_status delta_net(struct st_model *m, const struct st_fwd_layer *w
         .eps = hp->rms_eps,
         .v_grouped = hp->ssm.v_grouped,
     };
-    TRY(st_backend_matmul(be, &r->mix, &r->h, &w->wqkv, err));
+    TRY(st_backend_ssm_conv(m->be, conv, mix, &w->conv1d, &conv_state, slot, pos, err));
+    return st_backend_delta_net(m->be, y, conv, alpha, beta, &w->dt_bias, &w->decay_a,
+                                &delta_state, slot, pos, &dp, err);
+}
+
+/* The buffer the projections of layer w's n rows go to: the kept inputs
+ * (st_model_state_keep) when the forward keeps them, else scratch. Which
+ * one depends on the row count alone, so a backend graph of a shape stays
+ * right on replay. */
+static struct st_tensor input_of(const struct st_model *m, const struct st_fwd_layer *w,
+                                 const struct st_tensor *keep, const struct st_tensor *scratch)
+{
+    if (m->keep.rows == 0 || m->keep.rows != scratch->ne[1])
+        return *scratch;
+    struct st_tensor layer = st_tensor_slice(keep, 2, w->state_index, 1);
+    return st_tensor_slice(&layer, 1, 0, m->keep.rows);
+}
+
+static enum st_status delta_net(struct st_model *m, const struct st_fwd_layer *w,
+                                const struct st_fwd_rows *r, struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    struct st_backend *be = m->be;
+    struct st_tensor mix = input_of(m, w, &m->keep.mix, &r->mix);
+    struct st_tensor alpha = input_of(m, w, &m->keep.alpha, &r->alpha);
+    struct st_tensor beta = input_of(m, w, &m->keep.beta, &r->beta);
+    TRY(st_backend_matmul(be, &mix, &r->h, &w->wqkv, err));
     TRY(st_backend_matmul(be, &r->z, &r->h, &w->wz, err));
-    TRY(st_backend_matmul(be, &r->alpha, &r->h, &w->w_alpha, err));
-    TRY(st_backend_matmul(be, &r->beta, &r->h, &w->w_beta, err));
-    TRY(st_backend_ssm_conv(be, &r->conv, &r->mix, &w->conv1d, &conv_state, &r->slot, &r->pos,
-                            err));
-    TRY(st_backend_delta_net(be, &r->y, &r->conv, &r->alpha, &r->beta, &w->dt_bias,
-                             &w->decay_a, &delta_state, &r->slot, &r->pos, &dp, err));
+    TRY(st_backend_matmul(be, &alpha, &r->h, &w->w_alpha, err));
+    TRY(st_backend_matmul(be, &beta, &r->h, &w->w_beta, err));
+    TRY(st_fwd_delta_rule(m, w, &mix, &alpha, &beta, &r->slot, &r->pos, &r->conv, &r->y, err));
     /* the gated norm: rmsnorm per head (groups of Dv) times SiLU(z) */
     TRY(st_backend_rms_norm(be, &r->y, &r->y, &w->ssm_norm, hp->rms_eps, err));
     TRY(st_backend_silu_mul(be, &r->y, &r->z, &r->y, err));

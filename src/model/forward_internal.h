@@ -12,6 +12,7 @@
 #ifndef STRATA_MODEL_FORWARD_INTERNAL_H
 #define STRATA_MODEL_FORWARD_INTERNAL_H
 
+#include "model/state_keep.h"
 #include "strata/backend.h"
 #include "strata/forward.h"
 
@@ -137,6 +138,7 @@ struct st_model {
     struct st_tensor       delta_state;  /* f32 [Dv, Dv, Hv, S*Lr] */
     struct st_tensor       conv_saved, delta_saved;   /* the same: st_model_state_save's
                                           * copies (allocated by its first call) */
+    struct st_state_keep   keep;         /* st_model_state_keep's (state_keep.h) */
     struct st_state_ckpt  *ckpt;         /* owned [S * ckpt_per_slot] (state_ckpt.c) */
     int32_t                ckpt_per_slot;
     struct st_fwd_act      act;

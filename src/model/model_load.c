@@ -463,6 +463,7 @@ void st_model_unload(struct st_model *m)
     st_backend_release(m->be, &m->delta_state);
     st_backend_release(m->be, &m->conv_saved);
     st_backend_release(m->be, &m->delta_saved);
+    st_model_state_keep_release(m);
     st_model_state_ckpt_release(m);
     release_act(m->be, &m->act);
     free(m->logits_host);

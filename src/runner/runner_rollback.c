@@ -2,10 +2,13 @@
  * the state stands for every token read and cannot be cut back, so before a
  * step in which a slot verifies drafts its state is saved (st_model_state_save),
  * and when the engine then cuts the slot back into that step (some drafts
- * rejected) the state is restored and the accepted tokens are read again,
- * without logits. The attention layers' KV of those positions is rewritten
- * with the same values, and the MTP layer's cache of them stays (its own
- * cut, st_mtp_truncate, keeps what lies below). docs/ENGINE.md "qwen35moe".
+ * rejected) the state is restored and the accepted tokens are read again:
+ * by the DeltaNet layers' recurrent ops alone from the inputs the verify
+ * forward kept (st_model_state_reread, state_reread.c), or, when that
+ * forward kept none (it also read a prompt chunk), by a forward without
+ * logits, which rewrites the attention layers' KV of those positions with
+ * the same values. The MTP layer's cache of them stays (its own cut,
+ * st_mtp_truncate, keeps what lies below). docs/ENGINE.md "qwen35moe".
  *
  * Threads: the engine's (with the runner's forward and kv_truncate).
  */
@@ -27,7 +30,8 @@ enum st_status st_runner_rollback_init(struct model_runner *r, int32_t max_token
         return st_err_set(err, ST_ERR_NOMEM, "no memory for draft rollback of %zu slots", slots);
     for (size_t s = 0; s < slots; s++)
         r->saved_pos[s] = -1;
-    return ST_OK;
+    /* a verify step of every slot at once keeps its DeltaNet inputs */
+    return st_model_state_keep(r->model, (int64_t)slots * max_tokens, err);
 }
 
 void st_runner_rollback_free(struct model_runner *r)
@@ -63,7 +67,9 @@ enum st_status st_runner_rollback_mark(struct model_runner *r,
     return ST_OK;
 }
 
-/* Restore slot's saved state (at 'from') and read tokens [from, n) again. */
+/* Restore slot's saved state (at 'from') and read tokens [from, n) again:
+ * from the verify forward's kept DeltaNet inputs when it kept them (the
+ * recurrent ops alone), else with a forward. */
 static enum st_status replay(struct model_runner *r, int32_t slot, int64_t from, int64_t n,
                              struct st_err *err)
 {
@@ -71,6 +77,13 @@ static enum st_status replay(struct model_runner *r, int32_t slot, int64_t from,
     enum st_status rc = st_model_state_restore(r->model, slot, err);
     if (rc != ST_OK || rows == 0)
         return rc;
+    struct st_err miss = { 0 };
+    rc = st_model_state_reread(r->model, slot, from, rows, &miss);
+    if (rc != ST_ERR_UNSUPPORTED) {
+        if (rc != ST_OK)
+            *err = miss;
+        return rc;
+    }
     for (int64_t i = 0; i < rows; i++) {
         r->row_tok[i] = r->saved_tok[(size_t)slot * (size_t)r->saved_cap + (size_t)i];
         r->row_slot[i] = slot;

@@ -37,7 +37,8 @@
 #   6. strata (built in the same tree): strata bench --backend cuda on a3b Q4_K,
 #      the same at depth 16K (-d 16384), strata bench --mtp on mtp-demo at np 1 and 4;
 #   7. the Next family (next-a3b Q4_K: qwen35moe) if time is left: gpu_bench run,
-#      strata bench at depth 0 and 16K.
+#      strata bench at depth 0 and 16K; then strata bench --mtp on next-mtp-demo
+#      at np 4 (qwen35moe MTP: rollbacks of the recurrent state), if 30 s are left.
 # Outputs: build-gpu/logs/STEP.log per step; $OUT/summary.txt is rewritten
 # after every line and $OUT/gpu-logs.tar.gz after every step, so a run
 # killed at its limit still returns what it had. Exit status: 0 when the
@@ -370,6 +371,14 @@ if (( $(left) > 60 )) && wait_model next-q4_k; then
         sbench strata_bench_next_d16k 90 -m "$MODELS/next-q4_k.gguf" --backend cuda --gpu 0 \
             -p 512 -n 32 -d 16384 -r 1
     fi
+fi
+
+# MTP on the Next family: next-mtp-demo (qwen35moe, drafts built to agree, Q8_0, ~47 MiB,
+# written by the bench itself), 4 slots: each rejection restores the slot's recurrent state
+# and re-reads the accepted rows from the verify's kept DeltaNet inputs (docs/ENGINE.md).
+if [[ -n ${STRATA:-} && -x ${STRATA:-} ]] && (( $(left) > 30 )); then
+    sbench strata_bench_mtp_next 45 --mtp --preset next-mtp-demo --backend cuda --gpu 0 \
+        -np 4 -n 128 -r 2
 fi
 
 say "done in $(elapsed)s, status $STATUS"

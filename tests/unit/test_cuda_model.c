@@ -29,6 +29,9 @@
  *   - st_model_forward_draw (greedy and sampled ids drawn on the device) on
  *     the step just run: greedy = the arg-max of the device's own logits,
  *     sampled = st_draw_row on them;
+ *   - the hybrid's draft rollback (next-tiny): a verify-shaped step keeps
+ *     its DeltaNet inputs (st_model_state_keep, graphed), the state is
+ *     restored and the accepted rows re-read (st_model_state_reread);
  *   - MTP on the mtp-demo preset: st_mtp_forward (the verify pass, graphed
  *     at <= 16 rows) and st_mtp_draft (graphed draft steps) on both
  *     backends, drafts equal except at near-ties of the MTP logits.
@@ -394,6 +397,53 @@ START_TEST(test_cuda_model_greedy_next)
 }
 END_TEST
 
+/* The rollback of drafts on a hybrid (runner_rollback.c) on both backends:
+ * with st_model_state_keep, a verify-shaped step (4 rows of slot 0, one of
+ * slot 1: graphed, so eager, then captured, then replayed) writes the
+ * DeltaNet projections into the kept buffers; slot 0's state goes back to
+ * before the step and re-reads its first 2 rows (st_model_state_reread:
+ * the recurrent ops on the device), and decoding goes on from there. */
+START_TEST(test_cuda_model_next_reread)
+{
+    char path[600];
+    struct pair p = { .b = FLOAT_BOUNDS };
+    struct st_err err = { 0 };
+    make("next-tiny", "f32", path, sizeof(path));
+    p.m[0] = load(path, "cpu");
+    p.m[1] = load(path, gpu_name);
+    p.nv = st_model_hparams(p.m[0])->n_vocab;
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(st_model_state_keep(p.m[i], 8, &err) == ST_OK, "%s", err.msg);
+    int32_t tok[N_SLOTS];
+    int64_t pos[N_SLOTS] = { 12, 6, 0 };
+    tok[0] = prompt(&p, 0, 0, 12);
+    tok[1] = prompt(&p, 1, 0, 6);
+    decode(&p, 2, 2, tok, pos);
+    for (int round = 0; round < 4; round++) {
+        int32_t vt[5] = { tok[0], 11, 22, 33, tok[1] }, vs[5] = { 0, 0, 0, 0, 1 }, next[5];
+        int64_t vp[5] = { pos[0], pos[0] + 1, pos[0] + 2, pos[0] + 3, pos[1] };
+        int64_t outs[5] = { 0, 1, 2, 3, 4 };
+        for (int i = 0; i < 2; i++)
+            ck_assert_msg(st_model_state_save(p.m[i], 0, &err) == ST_OK, "%s", err.msg);
+        struct st_model_batch v = { 5, vt, vs, vp, 5, outs };
+        step_both(&p, &v, next);
+        for (int i = 0; i < 2; i++) {
+            ck_assert_msg(st_model_state_restore(p.m[i], 0, &err) == ST_OK, "%s", err.msg);
+            ck_assert_msg(st_model_state_reread(p.m[i], 0, pos[0], 2, &err) == ST_OK,
+                          "%s re-read: %s", i ? gpu_name : "cpu", err.msg);
+        }
+        pos[0] += 2;          /* tok[0] and 11 accepted, 22 rejected: next[1] follows */
+        tok[0] = next[1];
+        pos[1] += 1;
+        tok[1] = next[4];
+        decode(&p, 2, 2, tok, pos);
+    }
+    check_tally(&p, "next-tiny f32, re-read after verify steps");
+    st_model_free(p.m[1]);
+    st_model_free(p.m[0]);
+}
+END_TEST
+
 /* MTP: verify passes and drafts on both backends (mtp-demo preset). */
 START_TEST(test_cuda_model_mtp)
 {
@@ -487,6 +537,7 @@ static Suite *model_suite(void)
     tcase_add_test(tc, test_cuda_model_greedy_q4_k);
     tcase_add_test(tc, test_cuda_model_greedy_glm);
     tcase_add_test(tc, test_cuda_model_greedy_next);
+    tcase_add_test(tc, test_cuda_model_next_reread);
     tcase_add_test(tc, test_cuda_model_mtp);
     suite_add_tcase(s, tc);
     return s;

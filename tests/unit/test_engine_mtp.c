@@ -4,7 +4,7 @@
  *   - greedy output is token for token the output without MTP, at -np 1
  *     and -np 4 (four requests decoding together), on a random MTP block
  *     (tiny/small --mtp: drafts almost always rejected) and on the
- *     mtp-demo preset (drafts mostly accepted);
+ *     mtp-demo and next-mtp-demo presets (drafts mostly accepted);
  *   - rollback: a test hook rewrites the drafts so that the first rejected
  *     one moves through every position (0 .. k-1, and none), and the
  *     tokens and their logprobs (which depend on every KV entry the
@@ -151,9 +151,11 @@ END_TEST
 
 /* ---- sampling ------------------------------------------------------------ */
 
-START_TEST(test_engine_mtp_seeded_sampling_reproducible)
+/* Seeded sampling on the file made from preset: the same tokens twice,
+ * and the same as without MTP. */
+static void seeded_case(const char *preset)
 {
-    const char *path = spec_make("mtp-demo", false, 7);
+    const char *path = spec_make(preset, false, 7);
     struct spec_result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *c = malloc(sizeof(*c));
     const struct spec_run r = { .path = path, .np = 2, .mtp_draft = 3, .n_gen = 40,
                                 .temperature = 0.3f };
@@ -167,6 +169,24 @@ START_TEST(test_engine_mtp_seeded_sampling_reproducible)
     free(a);
     free(b);
     free(c);
+}
+
+START_TEST(test_engine_mtp_seeded_sampling_reproducible)
+{
+    seeded_case("mtp-demo");
+}
+END_TEST
+
+/* next-mtp-demo (qwen35moe, drafts mostly accepted): every verify with a
+ * rejection restores the slots' recurrent state (runner_rollback.c), and
+ * the output is still the output without drafts: greedy at np 1 and 4,
+ * rejections forced at every position, seeded sampling. */
+START_TEST(test_engine_mtp_next_demo)
+{
+    greedy_case(spec_make("next-mtp-demo", false, 3), 1, 3, "next demo np1 k3", true);
+    greedy_case(spec_make("next-mtp-demo", false, 5), 4, 4, "next demo np4 k4", true);
+    rollback_case("next-mtp-demo", "rollback next demo");
+    seeded_case("next-mtp-demo");
 }
 END_TEST
 
@@ -384,6 +404,7 @@ static Suite *engine_mtp_suite(void)
     tcase_add_test(tc, test_engine_mtp_rollback_every_position);
     tcase_add_test(tc, test_engine_mtp_rollback_recurrent);
     tcase_add_test(tc, test_engine_mtp_seeded_sampling_reproducible);
+    tcase_add_test(tc, test_engine_mtp_next_demo);
     tcase_add_test(tc, test_engine_mtp_model_without_layer_serves);
     tcase_add_test(tc, test_engine_mtp_penalties_identical);
     tcase_add_test(tc, test_engine_mtp_penalties_separate_histories);

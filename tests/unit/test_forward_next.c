@@ -3,8 +3,9 @@
  * optimized forward on the CPU backend against the naive reference
  * (forward_ref_next.c, written from llama.cpp's graphs), and the recurrent
  * state's rules: a prompt read in one step equals the same prompt fed a
- * token at a time, slots do not see each other, position 0 starts afresh;
- * plus the loader's errors for a malformed file.
+ * token at a time, slots do not see each other, position 0 starts afresh,
+ * a verify step's rows re-read from its kept inputs after a restore; plus
+ * the loader's errors for a malformed file.
  */
 #include <check.h>
 #include <math.h>
@@ -162,6 +163,54 @@ START_TEST(test_next_state_rules)
 }
 END_TEST
 
+/* A verify step's rows re-read from its kept DeltaNet inputs
+ * (st_model_state_keep / st_model_state_reread, the rollback of MTP
+ * drafts): slot 0 verifies 4 rows beside slot 1's 2, its state goes back
+ * to before the step and takes the first 2 rows again; its next row then
+ * equals that of a model that read only those 2. Rows the last forward did
+ * not keep (another range, more rows, a forward above keep_cap) are
+ * refused, changing nothing. */
+START_TEST(test_next_state_reread)
+{
+    char dir[256], path[320];
+    support_tmpdir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/next.gguf", dir);
+    make(path, "f32", 3);
+    struct st_model *a = load(path, 2, 64), *b = load(path, 2, 64);
+    struct st_err err = { 0 };
+    ck_assert_int_eq(st_model_state_keep(a, 8, &err), ST_OK);
+    int64_t nv = st_model_hparams(a)->n_vocab;
+    int32_t tok[32], other[16];
+    ref_tokens(31, tok, 32, nv);
+    ref_tokens(32, other, 16, nv);
+    (void)read_rows(a, tok, 20, 0, 0);   /* 20 rows: above keep_cap, nothing kept */
+    (void)read_rows(b, tok, 20, 0, 0);
+    ck_assert_int_eq(st_model_state_reread(a, 0, 0, 1, &err), ST_ERR_UNSUPPORTED);
+    ck_assert_int_eq(st_model_state_save(a, 0, &err), ST_OK);
+    int32_t vt[6] = { tok[20], tok[21], tok[22], tok[23], other[0], other[1] };
+    int32_t vs[6] = { 0, 0, 0, 0, 1, 1 };
+    int64_t vp[6] = { 20, 21, 22, 23, 0, 1 }, outs[6] = { 0, 1, 2, 3, 4, 5 };
+    struct st_model_batch verify = { 6, vt, vs, vp, 6, outs };
+    ck_assert_int_eq(st_model_forward(a, &verify, NULL, &err), ST_OK);
+    ck_assert_int_eq(st_model_state_restore(a, 0, &err), ST_OK);
+    ck_assert_int_eq(st_model_state_reread(a, 0, 21, 4, &err), ST_ERR_UNSUPPORTED);
+    ck_assert_int_eq(st_model_state_reread(a, 0, 20, 5, &err), ST_ERR_UNSUPPORTED);
+    ck_assert_int_eq(st_model_state_reread(a, 1, 20, 1, &err), ST_ERR_UNSUPPORTED);
+    ck_assert_msg(st_model_state_reread(a, 0, 20, 2, &err) == ST_OK, "%s", err.msg);
+    (void)read_rows(b, tok + 20, 2, 0, 20);
+    float *want = malloc((size_t)nv * sizeof(float));
+    memcpy(want, read_rows(b, &tok[30], 1, 0, 22), (size_t)nv * sizeof(float));
+    double rel = max_rel(want, read_rows(a, &tok[30], 1, 0, 22), nv);
+    ck_assert_msg(rel <= 1e-4, "after the re-read: %g from the model that read 2 rows", rel);
+    (void)read_rows(a, other + 2, 9, 1, 2);   /* 9 rows: above keep_cap */
+    ck_assert_int_eq(st_model_state_reread(a, 1, 2, 1, &err), ST_ERR_UNSUPPORTED);
+    free(want);
+    st_model_free(a);
+    st_model_free(b);
+    support_rmtree(dir);
+}
+END_TEST
+
 /* A made file's general.architecture and <prefix>* scalar keys and its
  * tensors copied to 'out', with u32 key 'set' replaced (NULL none) and
  * tensor 'skip' left out; the description's load status. */
@@ -276,6 +325,7 @@ static Suite *suite(void)
     tcase_add_loop_test(t, test_next_matches_reference, 0,
                         (int)(sizeof(models) / sizeof(models[0])));
     tcase_add_test(t, test_next_state_rules);
+    tcase_add_test(t, test_next_state_reread);
     tcase_add_test(t, test_next_refused_variants);
     tcase_add_test(t, test_nextfam_refused_variants);
     suite_add_tcase(s, t);

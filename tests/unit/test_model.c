@@ -314,6 +314,34 @@ START_TEST(test_model_mtp_block)
 }
 END_TEST
 
+/* next-mtp-demo: a qwen35moe with its nextn block built to agree (the
+ * fills make_tensors.c documents): eh_proj [I | 0] in F16, enorm ones, the
+ * block's head norm the model's output_norm bit for bit. */
+START_TEST(test_model_next_mtp_demo)
+{
+    struct st_gguf *g;
+    struct st_model_desc *d;
+    make_and_load((struct st_make_model_opts){ .preset = "next-mtp-demo" }, &g, &d);
+    ck_assert_int_eq(d->hp.n_layer, 8);
+    ck_assert_int_eq(d->hp.n_recurrent, 6);
+    ck_assert_int_eq(d->hp.n_nextn, 1);
+    const struct st_layer_desc *m = &d->layers[8];
+    ck_assert_ptr_nonnull(m->nextn_eh_proj);
+    ck_assert_int_eq(m->nextn_eh_proj->type, ST_DTYPE_F16);
+    const uint16_t *eh = m->nextn_eh_proj->data;            /* row o: e_o, then zeros */
+    ck_assert_uint_eq(eh[0], 0x3c00);
+    ck_assert_uint_eq(eh[1], 0);
+    ck_assert_uint_eq(eh[1024 + 1], 0x3c00);
+    ck_assert_uint_eq(eh[1024 + 512 + 1], 0);
+    const float *en = m->nextn_enorm->data;
+    ck_assert(en[0] == 1.0f && en[511] == 1.0f);
+    ck_assert_ptr_nonnull(m->nextn_head_norm);
+    ck_assert(memcmp(m->nextn_head_norm->data, d->output_norm->data, 512 * sizeof(float)) == 0);
+    st_model_desc_free(d);
+    st_gguf_close(g);
+}
+END_TEST
+
 static void write_text(const char *dir, const char *name, const char *text)
 {
     char p[700];
@@ -748,6 +776,7 @@ static Suite *model_suite(void)
     tcase_add_test(mm, test_model_low_bit_mixes);
     tcase_add_test(mm, test_model_medium_q4_k_m_is_quick);
     tcase_add_test(mm, test_model_mtp_block);
+    tcase_add_test(mm, test_model_next_mtp_demo);
     tcase_add_test(mm, test_model_imports_hf_tokenizer);
     tcase_add_test(mm, test_model_make_model_rejects_bad_options);
     tcase_add_test(mm, test_model_cli_make_and_inspect);

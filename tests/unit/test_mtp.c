@@ -581,9 +581,12 @@ static double agreement(const char *path)
 START_TEST(test_mtp_demo_preset_agrees)
 {
     double demo = agreement(make("mtp-demo", "q8_0", false));
+    double next = agreement(make("next-mtp-demo", "q8_0", false));
     double rnd = agreement(make("small", "q8_0", true));
-    fprintf(stderr, "mtp agreement: mtp-demo %.2f, small --mtp %.2f\n", demo, rnd);
+    fprintf(stderr, "mtp agreement: mtp-demo %.2f, next-mtp-demo %.2f, small --mtp %.2f\n", demo,
+            next, rnd);
     ck_assert_msg(demo >= 0.8, "mtp-demo drafts agree only %.2f of the time", demo);
+    ck_assert_msg(next >= 0.8, "next-mtp-demo drafts agree only %.2f of the time", next);
     ck_assert_msg(rnd <= 0.2, "random MTP drafts agree %.2f of the time", rnd);
 }
 END_TEST

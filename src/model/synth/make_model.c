@@ -42,6 +42,9 @@ static const struct next_shape next80_tiny = { 2, 4, 16, 4, 32, 4, "qwen3next", 
 static const struct next_shape next80_ssm_in = { 2, 4, 16, 4, 32, 4, "qwen3next", true };
 static const struct next_shape next80_a3b = { 16, 32, 128, 4, 512, 4, "qwen3next", false };
 static const struct next_shape qwen35_tiny = { 2, 4, 16, 4, 0, 4, "qwen35", false };
+/* next-mtp-demo: mtp-demo's size in the Next family (DeltaNet 4 q/k and 8 v
+ * heads of 64, a shared expert as wide as the routed ones), built to agree */
+static const struct next_shape next_mtp_demo = { 4, 8, 64, 4, 512, 4, "qwen35moe", false };
 
 static const struct preset presets[] = {
     { "tiny", 64, 2, 4, 2, 16, 4, 2, 64, 2048, true, false, 0, false, 0, 0, 0, 0, 0.0f, NULL },
@@ -71,6 +74,8 @@ static const struct preset presets[] = {
       .F = 32, .ctx = 2048, .n_rot = 8, .next = &next80_ssm_in },
     { .name = "next80-a3b", .E = 2048, .L = 48, .H = 16, .Hkv = 2, .D = 256, .X = 512, .k = 10,
       .F = 512, .ctx = 262144, .n_vocab = 151936, .n_rot = 64, .next = &next80_a3b },
+    { .name = "next-mtp-demo", .E = 512, .L = 8, .H = 8, .Hkv = 2, .D = 64, .X = 4, .k = 2,
+      .F = 512, .ctx = 4096, .mtp_demo = true, .n_rot = 32, .next = &next_mtp_demo },
     { .name = "qwen35-tiny", .E = 64, .L = 4, .H = 4, .Hkv = 2, .D = 16, .X = 0, .k = 0, .F = 96,
       .ctx = 2048, .n_rot = 8, .next = &qwen35_tiny },
 };
@@ -219,10 +224,11 @@ static void add_keys(struct build *b, const struct st_make_model_opts *o)
     st_gguf_writer_set_str(w, "general.architecture", arch);
     st_gguf_writer_set_str(w, "general.type", "model");
     st_gguf_writer_set_str(w, "general.name", name);
-    st_gguf_writer_set_str(w, "general.description",
-                           p->mtp_demo ? "strata make-model mtp-demo: near-random weights built "
-                           "so MTP drafts mostly agree (measures the mechanism); its text is noise"
-                                       : "strata make-model: random weights, its text is noise");
+    char desc[192] = "strata make-model: random weights, its text is noise";
+    if (p->mtp_demo)
+        snprintf(desc, sizeof(desc), "strata make-model %s: near-random weights built so MTP "
+                 "drafts mostly agree (measures the mechanism); its text is noise", p->name);
+    st_gguf_writer_set_str(w, "general.description", desc);
     st_gguf_writer_set_u32(w, "general.quantization_version", 2);
     st_gguf_writer_set_u32(w, "general.file_type", b->plan.ftype);
     st_gguf_writer_set_str(w, "strata.make_model.preset", p->name);
@@ -267,7 +273,7 @@ static enum st_status check_opts(const struct st_make_model_opts *o, struct buil
         return st_err_set(err, ST_ERR_INVALID,
                           "make-model: unknown preset '%s' (tiny, small, medium, mtp-demo, a3b, "
                           "glm-tiny, next-tiny, next-medium, next-a3b, next80-tiny, "
-                          "next80-tiny-ssm-in, next80-a3b, qwen35-tiny)",
+                          "next80-tiny-ssm-in, next80-a3b, next-mtp-demo, qwen35-tiny)",
                           preset);
     if (!parse_quant(quant, &b->plan))
         return st_err_set(err, ST_ERR_INVALID, "make-model: unknown quant type '%s' (f32 f16 "
@@ -287,7 +293,7 @@ enum st_status st_make_model(const struct st_make_model_opts *o, struct st_err *
     if (rc != ST_OK)
         return rc;
     b.seed = o->seed;
-    /* mtp-demo and the glm presets imply --mtp */
+    /* mtp-demo, next-mtp-demo and the glm presets imply --mtp */
     b.n_blocks = b.p->L + (o->mtp || b.p->mtp_demo || b.p->glm ? 1 : 0);
     rc = o->vocab_path ? st_mm_vocab_import(&v, o->vocab_path, o->n_vocab, err)
          : b.p->glm    ? st_mm_vocab_glm(&v, err)
