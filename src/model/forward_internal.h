@@ -32,12 +32,10 @@ struct st_fwd_layer {
     struct st_tensor wk;           /* any [E, Hkv*D] (permuted rows for llama) */
     struct st_tensor wv;           /* any [E, Hkv*D] */
     struct st_tensor wo;           /* any [H*D, E] */
-    struct st_tensor q_norm;       /* f32 [D], qk_norm only */
-    struct st_tensor k_norm;       /* f32 [D], qk_norm only */
+    struct st_tensor q_norm, k_norm;   /* f32 [D], qk_norm only */
     struct st_tensor bq, bk, bv;   /* f32 [H*D], [Hkv*D], [Hkv*D] biases (glm4moe), or empty */
     struct st_tensor ffn_norm;     /* f32 [E] */
-    struct st_tensor ffn_gate;     /* dense: any [E, Fd] */
-    struct st_tensor ffn_up;       /* dense: any [E, Fd] */
+    struct st_tensor ffn_gate, ffn_up;   /* dense: any [E, Fd] */
     struct st_tensor ffn_down;     /* dense: any [Fd, E] */
     struct st_tensor router;       /* MoE: any [E, X] (F32 in files) */
     struct st_tensor gate_exps;    /* MoE: any [E, F, X] */
