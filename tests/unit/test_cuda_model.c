@@ -29,6 +29,8 @@
  *   - st_model_forward_draw (greedy and sampled ids drawn on the device) on
  *     the step just run: greedy = the arg-max of the device's own logits,
  *     sampled = st_draw_row on them;
+ *   - Q8_0 KV caches (-ctk q8_0 -ctv q8_0) on both backends, F32 weights:
+ *     the same greedy run, only the attention's cache differs from F16;
  *   - MTP on the mtp-demo preset: st_mtp_forward (the verify pass, graphed
  *     at <= 16 rows) and st_mtp_draft (graphed draft steps) on both
  *     backends, drafts equal except at near-ties of the MTP logits.
@@ -53,6 +55,7 @@
 #define N_CTX 256
 
 static char tmp_dir[512];
+static enum st_kv_type kv_cache = ST_KV_F16;   /* both caches' type, as -ctk / -ctv */
 static const char *gpu_name = "cuda";   /* "cpu" only to rehearse the suite without a GPU */
 
 static const char *make(const char *preset, const char *quant, char *path, size_t cap)
@@ -70,7 +73,8 @@ static struct st_model *load(const char *path, const char *backend)
 {
     struct st_model *m = NULL;
     struct st_model_params p = { .backend = backend, .n_threads = 2, .n_slots = N_SLOTS,
-                                 .n_ctx = N_CTX, .max_rows = 64, .max_out = 8 };
+                                 .n_ctx = N_CTX, .max_rows = 64, .max_out = 8,
+                                 .type_k = kv_cache, .type_v = kv_cache };
     struct st_err err = { 0 };
     ck_assert_msg(st_model_open(path, &m, &err) == ST_OK, "%s", err.msg);
     ck_assert_msg(st_model_load(m, &p, NULL, NULL, &err) == ST_OK, "load on %s: %s", backend,
@@ -115,6 +119,12 @@ static const struct bounds Q4_BOUNDS = { 0.15, 1.0, 0.15, 0.2 };
  * through the recurrent state (on tests/cuemu: median row ~4% off, 17 of 73
  * rows beyond 0.1, worst 0.52; at F32 every row within 3.2e-5). */
 static const struct bounds NEXT_Q8_BOUNDS = { 0.1, 1.0, 0.3, 0.3 };
+/* small f32 over Q8_0 caches: both backends store the same bytes for the
+ * same k/v, but k/v differ by float rounding (~1e-7), which now and then
+ * moves an element across a rounding boundary of the quantizer (one step,
+ * ~0.4% of its block's max); and the tiled prompt kernel rounds d*q to f16.
+ * Measured on tests/cuemu: ... */
+static const struct bounds Q8KV_BOUNDS = { 2e-3, 2e-3, 0.0, 0.0 };
 
 struct pair {
     struct st_model *m[2];   /* cpu, cuda */
@@ -338,6 +348,14 @@ START_TEST(test_cuda_model_greedy_q8_0)
 }
 END_TEST
 
+START_TEST(test_cuda_model_greedy_kv_q8)
+{
+    kv_cache = ST_KV_Q8_0;
+    greedy_run("small", "f32", Q8KV_BOUNDS);
+    kv_cache = ST_KV_F16;
+}
+END_TEST
+
 START_TEST(test_cuda_model_greedy_q4_k)
 {
     greedy_run("small", "q4_k", Q4_BOUNDS);
@@ -484,6 +502,7 @@ static Suite *model_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_cuda_model_greedy_f32);
     tcase_add_test(tc, test_cuda_model_greedy_q8_0);
+    tcase_add_test(tc, test_cuda_model_greedy_kv_q8);
     tcase_add_test(tc, test_cuda_model_greedy_q4_k);
     tcase_add_test(tc, test_cuda_model_greedy_glm);
     tcase_add_test(tc, test_cuda_model_greedy_next);
