@@ -172,8 +172,12 @@ static TC_NOUB __device__ __forceinline__ uint4 tc_load8(const uint16_t *__restr
     } else {
         float f[8];
         kvq8_elems<8>(p + (size_t)(d / 32) * KVQ8_UNITS, d % 32, f);
-        return make_uint4(tc_pack(f[0], f[1]), tc_pack(f[2], f[3]), tc_pack(f[4], f[5]),
-                          tc_pack(f[6], f[7]));
+        uint4 u;
+        u.x = tc_pack(f[0], f[1]);
+        u.y = tc_pack(f[2], f[3]);
+        u.z = tc_pack(f[4], f[5]);
+        u.w = tc_pack(f[6], f[7]);
+        return u;
     }
 }
 

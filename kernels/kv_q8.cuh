@@ -16,7 +16,7 @@
  *
  * The int8 -> float conversion is a plain cast (I2F): the exact trick of
  * placing b xor 0x80 in the mantissa of 2^23 and subtracting made ptxas
- * spill 8-36 bytes in some instances (sm_90), the cast none.
+ * spill in more instances (sm_90, -Xptxas -v: docs/CUDA.md).
  */
 #ifndef STRATA_KERNELS_KV_Q8_CUH
 #define STRATA_KERNELS_KV_Q8_CUH
