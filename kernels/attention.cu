@@ -1,5 +1,6 @@
-/* attention.cu -- causal GQA attention over the per-slot F16 KV cache,
- * batched across slots (each row has its own slot and position): the KV
+/* attention.cu -- causal GQA attention over the per-slot KV cache (F16,
+ * or Q8_0 blocks: kv_q8.cuh; K and V each, as kq8 / vq8 say), batched
+ * across slots (each row has its own slot and position): the KV
  * write and the split-context (flash-decoding) kernel with its merge. The
  * tiled prompt kernel is attention_tc.cu.
  *
@@ -7,8 +8,9 @@
  *
  * 1. kv_write: one thread per element of the step's k and v rows (grid.x
  *    over n_kv*D, grid.y = row) converts to fp16 and stores at (slot[r],
- *    pos[r]). All rows are written before any row attends, so the rows of
- *    one slot's prompt chunk see each other causally.
+ *    pos[r]); for a Q8_0 cache a warp quantizes one 32-block. All rows are
+ *    written before any row attends, so the rows of one slot's prompt
+ *    chunk see each other causally.
  *
  * 2. attn_split: one block of 4 warps per (row, KV head g, chunk s):
  *    blockIdx.x = row * n_kv + g, blockIdx.y = s. The row's own range
@@ -44,13 +46,17 @@
  * position.
  *
  * Memory layout: kc/vc f16 [n_kv*D, n_ctx, n_slots]: the row of (slot s,
- * position t, KV head g) starts at element ((s*n_ctx + t)*n_kv + g)*D.
+ * position t, KV head g) starts at element ((s*n_ctx + t)*n_kv + g)*D; a
+ * Q8_0 cache at uint16 unit ((s*n_ctx + t)*n_kv + g)*17*D/32 (kv_q8.cuh).
+ * The kernels are templates on the two cache types (KQ, VQ: Q8_0), so the
+ * F16 code is what it was.
  * q/out f32 [n_head*D, n_rows]; k/v f32 [n_kv*D, n_rows]. part: float
  * [n_rows][n_head][n_split][D + 2] = (m, l, acc...).
  */
 #include <float.h>
 
 #include "common.cuh"
+#include "kv_q8.cuh"
 
 #define ATT_WARPS 4
 #define ATT_NEG (-1e30f)      /* "no score yet": finite so that e^(a - b) never sees inf - inf */
@@ -64,6 +70,9 @@
 #define ATT_MERGE_THREADS 128
 #define ATT_SPLIT_MAX 1024     /* n_split bound: attn_merge keeps a weight per chunk in smem */
 
+/* KQ / VQ: that cache holds Q8_0 blocks (w % 32 == 0: a warp is one
+ * block of the row, and it leaves or stays as a whole). */
+template <bool KQ, bool VQ>
 static __global__ void kv_write(uint16_t *kc, uint16_t *vc, const float *k, const float *v,
                                 const int32_t *slot, const int32_t *pos, int64_t w,
                                 int64_t n_ctx, int64_t n_slots, unsigned *err_flag)
@@ -81,8 +90,16 @@ static __global__ void kv_write(uint16_t *kc, uint16_t *vc, const float *k, cons
         return;
     }
     const size_t at = ((size_t)s * (size_t)n_ctx + (size_t)p) * (size_t)w + (size_t)i;
-    kc[at] = __half_as_ushort(__float2half_rn(kx));
-    vc[at] = __half_as_ushort(__float2half_rn(vx));
+    /* the block of element i in a Q8_0 row: (row, i / 32) */
+    const size_t bq = (at / 32) * KVQ8_UNITS;
+    if (KQ)
+        kvq8_store(kc + bq, kx, (int)(i % 32));
+    else
+        kc[at] = __half_as_ushort(__float2half_rn(kx));
+    if (VQ)
+        kvq8_store(vc + bq, vx, (int)(i % 32));
+    else
+        vc[at] = __half_as_ushort(__float2half_rn(vx));
 }
 
 /* DPL consecutive halves at p (aligned to DPL*2 bytes) as floats. */
@@ -217,10 +234,53 @@ static __device__ __forceinline__ void att_scores(float (&sc)[GQM],
     }
 }
 
+/* The same for a Q8_0 K row (D = 32*DPL: DPL blocks, kr at the head's
+ * first unit): groups of G blocks loaded whole (17 aligned words, issued
+ * before any is used), then per block the gq dot products of the 32 int8
+ * with q, times the block's scale. */
+template <int DPL, int GQM>
+static __device__ __forceinline__ void att_scores_q8(float (&sc)[GQM],
+                                                     const uint16_t *__restrict__ kr,
+                                                     const float *sq, int gq)
+{
+    constexpr int G = DPL < 4 ? DPL : 4, NW = G == 1 ? 17 : 17 * G / 2, D = 32 * DPL;
+#pragma unroll
+    for (int h = 0; h < GQM; h++)
+        sc[h] = 0.0f;
+#pragma unroll
+    for (int b0 = 0; b0 < DPL; b0 += G) {
+        uint32_t u[NW];
+        kvq8_load<G>(kr + b0 * KVQ8_UNITS, u);
+#pragma unroll
+        for (int b = 0; b < G; b++) {
+            float part[GQM];
+#pragma unroll
+            for (int h = 0; h < GQM; h++)
+                part[h] = 0.0f;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                float kf[4];
+                kvq8_i8x4(kvq8_word<G>(u, KVQ8_UNITS * b + 1 + 2 * j), kf);
+#pragma unroll
+                for (int h = 0; h < GQM; h++) {
+                    if (h < gq) {
+                        const float4 qv = *(const float4 *)(sq + h * D + 32 * (b0 + b) + 4 * j);
+                        part[h] += qv.x * kf[0] + qv.y * kf[1] + qv.z * kf[2] + qv.w * kf[3];
+                    }
+                }
+            }
+            const float d = kq_h2f((uint16_t)kvq8_unit<G>(u, KVQ8_UNITS * b));
+#pragma unroll
+            for (int h = 0; h < GQM; h++)
+                sc[h] += d * part[h];
+        }
+    }
+}
+
 /* V rows a batch of the accumulation: all loaded, then all added. */
 #define ATT_VB(DPL) ((DPL) >= 8 ? 4 : 8)
 
-template <int DPL, int GQM>
+template <int DPL, int GQM, bool KQ, bool VQ>
 static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_kern_attn a)
 {
     __shared__ float sm_m[ATT_WARPS][GQM], sm_l[ATT_WARPS][GQM];
@@ -257,11 +317,14 @@ static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_ker
         for (int d = 0; d < DPL; d++)
             acc[h][d] = 0.0f;
     }
-    const size_t w = (size_t)a.n_kv * D;
-    const size_t base = ((size_t)(rg.n_pos > 0 ? a.slot[r] : 0) * (size_t)a.n_ctx) * w +
-                        (size_t)g * D;
-    const uint16_t *__restrict__ kb = a.kc + base;
-    const uint16_t *__restrict__ vb = a.vc + base + lane * DPL;
+    /* cache rows in uint16 units; a Q8_0 V lane reads DPL elements of
+     * block vblk at offset vo (D = 32*DPL: every lane is on) */
+    const size_t wk = kv_row_units(KQ, a.n_kv, D), wv = kv_row_units(VQ, a.n_kv, D);
+    const size_t s0 = (size_t)(rg.n_pos > 0 ? a.slot[r] : 0) * (size_t)a.n_ctx;
+    const uint16_t *__restrict__ kb = a.kc + s0 * wk + kv_head_units(KQ, g, D);
+    const int vblk = lane * DPL / 32, vo = lane * DPL % 32;
+    const uint16_t *__restrict__ vb = a.vc + s0 * wv + kv_head_units(VQ, g, D) +
+                                      (VQ ? (size_t)vblk * KVQ8_UNITS : (size_t)lane * DPL);
     /* cw positions per warp and round: lane j scores position tb + j over
      * the whole head, then the warp adds the cw V rows, lane l its DPL
      * elements, ATT_VB rows a batch (rows past the chunk are re-reads of
@@ -270,7 +333,10 @@ static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_ker
         const int nv = (int)min((int64_t)cw, t1 - tb);
         float sc[GQM];
         if (lane < nv) {
-            att_scores<DPL, GQM>(sc, kb + (size_t)(tb + lane) * w, sm_dyn, D, gq);
+            if constexpr (KQ)
+                att_scores_q8<DPL, GQM>(sc, kb + (size_t)(tb + lane) * wk, sm_dyn, gq);
+            else
+                att_scores<DPL, GQM>(sc, kb + (size_t)(tb + lane) * wk, sm_dyn, D, gq);
         } else {
 #pragma unroll
             for (int h = 0; h < GQM; h++)
@@ -296,8 +362,13 @@ static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_ker
             for (int j0 = 0; j0 < nv; j0 += VB) {
                 float vf[VB][DPL];
 #pragma unroll
-                for (int u = 0; u < VB; u++)
-                    load_h<DPL>(vb + (size_t)min(tb + j0 + u, t1 - 1) * w, vf[u]);
+                for (int u = 0; u < VB; u++) {
+                    const uint16_t *vr = vb + (size_t)min(tb + j0 + u, t1 - 1) * wv;
+                    if constexpr (VQ)
+                        kvq8_elems<DPL>(vr, vo, vf[u]);
+                    else
+                        load_h<DPL>(vr, vf[u]);
+                }
 #pragma unroll
                 for (int u = 0; u < VB; u++) {
 #pragma unroll
@@ -470,6 +541,11 @@ extern "C" bool st_kern_attn_supported(int32_t head_dim, int32_t group)
            (size_t)ATT_WARPS * group * head_dim * sizeof(float) <= 32 * 1024;
 }
 
+extern "C" bool st_kern_attn_q8_supported(int32_t head_dim)
+{
+    return head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256;
+}
+
 extern "C" size_t st_kern_attn_scratch_bytes(int64_t n_rows, int32_t n_head, int32_t head_dim,
                                              int32_t n_split)
 {
@@ -477,20 +553,55 @@ extern "C" size_t st_kern_attn_scratch_bytes(int64_t n_rows, int32_t n_head, int
            sizeof(float);
 }
 
-template <int DPL>
+template <int DPL, bool KQ, bool VQ>
 static void attn_launch_dpl(const st_kern_attn &a, int gqm, dim3 grid, size_t smem,
                             cudaStream_t s)
 {
     switch (gqm) {
-    case 1: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 1>)(a); break;
-    case 2: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 2>)(a); break;
-    case 4: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 4>)(a); break;
-    case 8: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 8>)(a); break;
+    case 1: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 1, KQ, VQ>)(a); break;
+    case 2: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 2, KQ, VQ>)(a); break;
+    case 4: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 4, KQ, VQ>)(a); break;
+    case 8: KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 8, KQ, VQ>)(a); break;
     default:
         if constexpr (DPL <= 4)       /* DPL 8 with 16 heads per group is unsupported */
-            KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 16>)(a);
+            KQ_LAUNCH(grid, 32 * ATT_WARPS, smem, s, attn_split<DPL, 16, KQ, VQ>)(a);
         break;
     }
+}
+
+/* The cache types as template arguments: F16 code unchanged by Q8_0's. */
+template <int DPL>
+static void attn_launch_kv(const st_kern_attn &a, int gqm, dim3 grid, size_t smem,
+                           cudaStream_t s)
+{
+    if (a.kq8 && a.vq8)
+        attn_launch_dpl<DPL, true, true>(a, gqm, grid, smem, s);
+    else if (a.kq8)
+        attn_launch_dpl<DPL, true, false>(a, gqm, grid, smem, s);
+    else if (a.vq8)
+        attn_launch_dpl<DPL, false, true>(a, gqm, grid, smem, s);
+    else
+        attn_launch_dpl<DPL, false, false>(a, gqm, grid, smem, s);
+}
+
+static void kv_write_launch(const st_kern_attn &a, int64_t r0, int64_t nr, cudaStream_t s)
+{
+    const int64_t w = (int64_t)a.n_kv * a.head_dim;
+    const dim3 grid(kq_cdiv(w, 256), (unsigned)nr);
+    const float *k = a.k + r0 * w, *v = a.v + r0 * w;
+    const int32_t *sl = a.slot + r0, *ps = a.pos + r0;
+    if (a.kq8 && a.vq8)
+        KQ_LAUNCH(grid, 256, 0, s, kv_write<true, true>)(a.kc, a.vc, k, v, sl, ps, w, a.n_ctx,
+                                                          a.n_slots, a.err_flag);
+    else if (a.kq8)
+        KQ_LAUNCH(grid, 256, 0, s, kv_write<true, false>)(a.kc, a.vc, k, v, sl, ps, w, a.n_ctx,
+                                                           a.n_slots, a.err_flag);
+    else if (a.vq8)
+        KQ_LAUNCH(grid, 256, 0, s, kv_write<false, true>)(a.kc, a.vc, k, v, sl, ps, w, a.n_ctx,
+                                                           a.n_slots, a.err_flag);
+    else
+        KQ_LAUNCH(grid, 256, 0, s, kv_write<false, false>)(a.kc, a.vc, k, v, sl, ps, w,
+                                                            a.n_ctx, a.n_slots, a.err_flag);
 }
 
 cudaError_t st_kern_attn_tiled(const st_kern_attn &a, cudaStream_t stream);   /* attention_tc.cu */
@@ -502,14 +613,12 @@ extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStrea
         a->n_rows * a->n_kv > 0x7fffffff || a->n_rows * a->n_head > 0x7fffffff ||
         (!a->tiled && (a->n_split < 1 || a->n_split > ATT_SPLIT_MAX || a->split_min < 1)) ||
         (a->q8 && (a->head_dim % 32 != 0 ||
-                   a->q8_stride < st_kern_q8_1_row_bytes((int64_t)a->n_head * a->head_dim))))
+                   a->q8_stride < st_kern_q8_1_row_bytes((int64_t)a->n_head * a->head_dim))) ||
+        ((a->kq8 || a->vq8) && !st_kern_attn_q8_supported(a->head_dim)))
         return cudaErrorInvalidValue;
-    const int64_t w = (int64_t)a->n_kv * a->head_dim;
     for (int64_t r0 = 0; r0 < a->n_rows; r0 += 65535) {    /* grid.y <= 65535 */
         const int64_t nr = a->n_rows - r0 < 65535 ? a->n_rows - r0 : 65535;
-        KQ_LAUNCH(dim3(kq_cdiv(w, 256), (unsigned)nr), 256, 0, stream, kv_write)(
-            a->kc, a->vc, a->k + r0 * w, a->v + r0 * w, a->slot + r0, a->pos + r0, w, a->n_ctx,
-            a->n_slots, a->err_flag);
+        kv_write_launch(*a, r0, nr, stream);
     }
     if (a->tiled)
         return st_kern_attn_tiled(*a, stream);
@@ -518,10 +627,10 @@ extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStrea
     const dim3 grid((unsigned)(a->n_rows * a->n_kv), (unsigned)a->n_split);
     const size_t smem = (size_t)ATT_WARPS * group * a->head_dim * sizeof(float);
     switch (dpl) {
-    case 1: attn_launch_dpl<1>(*a, gqm, grid, smem, stream); break;
-    case 2: attn_launch_dpl<2>(*a, gqm, grid, smem, stream); break;
-    case 4: attn_launch_dpl<4>(*a, gqm, grid, smem, stream); break;
-    default: attn_launch_dpl<8>(*a, gqm, grid, smem, stream); break;
+    case 1: attn_launch_kv<1>(*a, gqm, grid, smem, stream); break;
+    case 2: attn_launch_kv<2>(*a, gqm, grid, smem, stream); break;
+    case 4: attn_launch_kv<4>(*a, gqm, grid, smem, stream); break;
+    default: attn_launch_kv<8>(*a, gqm, grid, smem, stream); break;
     }
     KQ_LAUNCH((unsigned)(a->n_rows * a->n_head), ATT_MERGE_THREADS, 0, stream, attn_merge)(*a);
     return cudaGetLastError();

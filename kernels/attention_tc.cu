@@ -17,7 +17,10 @@
  * the 4 lanes of a row, running max m, running sum l kept per lane and
  * added up at the end), then O += P V with P taken straight from S's
  * accumulator layout (the C fragments of two adjacent n8 tiles are the A
- * fragment of one k16 step). out = O / l. K and V are f16 already; q and
+ * fragment of one k16 step). out = O / l. K and V are f16 already (a
+ * Q8_0 cache is dequantized as its tiles are staged: d*q, exact in f32,
+ * rounded to f16 in shared memory, so the products are the F16 path's; the
+ * kernel is a template on the two cache types); q and
  * p go to the tensor cores as two f16 parts each (the rounding, then the
  * rounding of what it missed: tc_split), two products each, so the result
  * is as exact as f32 arithmetic to ~1e-6 instead of f16's ~2e-4: twice
@@ -40,6 +43,7 @@
  * (tests/gpu/attn_check.cu checks it there).
  */
 #include "common.cuh"
+#include "kv_q8.cuh"
 
 #define TC_WARPS 4
 #define TC_VECS (16 * TC_WARPS)   /* query vectors per block */
@@ -157,8 +161,29 @@ static TC_NOUB __device__ __forceinline__ float tc_quad_sum(float v)
     return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-/* DT: head_dim rounded up (64, 128, 256); BK: positions per tile. */
-template <int DT, int BK>
+/* 8 elements of a cache row from element d (d % 8 == 0) as 8 f16 in a
+ * uint4: an F16 row as it is (16-byte aligned), a Q8_0 row (p at its head's
+ * first unit) as f16(d*q) of block d / 32. */
+template <bool Q8>
+static TC_NOUB __device__ __forceinline__ uint4 tc_load8(const uint16_t *__restrict__ p, int d)
+{
+    if constexpr (!Q8) {
+        return *(const uint4 *)(p + d);
+    } else {
+        float f[8];
+        kvq8_elems<8>(p + (size_t)(d / 32) * KVQ8_UNITS, d % 32, f);
+        uint4 u;
+        u.x = tc_pack(f[0], f[1]);
+        u.y = tc_pack(f[2], f[3]);
+        u.z = tc_pack(f[4], f[5]);
+        u.w = tc_pack(f[6], f[7]);
+        return u;
+    }
+}
+
+/* DT: head_dim rounded up (64, 128, 256); BK: positions per tile; KQ, VQ:
+ * Q8_0 K / V cache. */
+template <int DT, int BK, bool KQ, bool VQ>
 static TC_NOUB __global__ void __launch_bounds__(32 * TC_WARPS) attn_tiled(const st_kern_attn a)
 {
     constexpr int KS = DT / 16, NS = BK / 8, NO = DT / 8, KP = BK / 16;
@@ -171,7 +196,7 @@ static TC_NOUB __global__ void __launch_bounds__(32 * TC_WARPS) attn_tiled(const
     const int kvh = blockIdx.y;
     const int64_t r0 = (int64_t)blockIdx.x * qr;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const size_t w = (size_t)a.n_kv * D;
+    const size_t wk = kv_row_units(KQ, a.n_kv, D), wv = kv_row_units(VQ, a.n_kv, D);
 
     for (int i = threadIdx.x; i < qr; i += blockDim.x) {
         const int64_t r = r0 + i;
@@ -232,8 +257,8 @@ static TC_NOUB __global__ void __launch_bounds__(32 * TC_WARPS) attn_tiled(const
 #pragma unroll
         for (int n = 0; n < NO; n++)
             o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-        const uint16_t *kb = a.kc + (size_t)cur * (size_t)a.n_ctx * w + (size_t)kvh * D;
-        const uint16_t *vb = a.vc + (size_t)cur * (size_t)a.n_ctx * w + (size_t)kvh * D;
+        const uint16_t *kb = a.kc + (size_t)cur * (size_t)a.n_ctx * wk + kv_head_units(KQ, kvh, D);
+        const uint16_t *vb = a.vc + (size_t)cur * (size_t)a.n_ctx * wv + kv_head_units(VQ, kvh, D);
 
         for (int t0 = 0; t0 < tend; t0 += BK) {
             __syncthreads();                    /* the last tile is consumed */
@@ -242,8 +267,8 @@ static TC_NOUB __global__ void __launch_bounds__(32 * TC_WARPS) attn_tiled(const
                 const int i = e / (D / 8), d = e % (D / 8) * 8;
                 uint4 kx = { 0, 0, 0, 0 }, vx = { 0, 0, 0, 0 };
                 if (t0 + i < tend) {
-                    kx = *(const uint4 *)(kb + (size_t)(t0 + i) * w + d);
-                    vx = *(const uint4 *)(vb + (size_t)(t0 + i) * w + d);
+                    kx = tc_load8<KQ>(kb + (size_t)(t0 + i) * wk, d);
+                    vx = tc_load8<VQ>(vb + (size_t)(t0 + i) * wv, d);
                 }
                 *(uint4 *)(ks + i * kst + d) = kx;
                 const uint32_t vw[4] = { vx.x, vx.y, vx.z, vx.w };
@@ -357,6 +382,17 @@ extern "C" bool st_kern_attn_tiled_supported(int32_t head_dim, int32_t group, in
            group >= 1 && group <= 16;
 }
 
+template <bool KQ, bool VQ>
+static void tc_launch(const st_kern_attn &a, dim3 grid, size_t smem, cudaStream_t stream)
+{
+    if (a.head_dim <= 64)
+        KQ_LAUNCH(grid, 32 * TC_WARPS, smem, stream, attn_tiled<64, 64, KQ, VQ>)(a);
+    else if (a.head_dim <= 128)
+        KQ_LAUNCH(grid, 32 * TC_WARPS, smem, stream, attn_tiled<128, 64, KQ, VQ>)(a);
+    else
+        KQ_LAUNCH(grid, 32 * TC_WARPS, smem, stream, attn_tiled<256, 32, KQ, VQ>)(a);
+}
+
 /* Called by st_kern_attention after the KV write (attention.cu). */
 cudaError_t st_kern_attn_tiled(const st_kern_attn &a, cudaStream_t stream)
 {
@@ -366,11 +402,13 @@ cudaError_t st_kern_attn_tiled(const st_kern_attn &a, cudaStream_t stream)
     const size_t smem = ((size_t)bk * (D + 8) + (size_t)D * (bk + 8)) * sizeof(uint16_t);
     if (!st_kern_attn_tiled_supported(D, gq, 8) || a.q8 || grid.x > 0x7fffffffu)
         return cudaErrorInvalidValue;
-    if (D <= 64)
-        KQ_LAUNCH(grid, 32 * TC_WARPS, smem, stream, attn_tiled<64, 64>)(a);
-    else if (D <= 128)
-        KQ_LAUNCH(grid, 32 * TC_WARPS, smem, stream, attn_tiled<128, 64>)(a);
+    if (a.kq8 && a.vq8)
+        tc_launch<true, true>(a, grid, smem, stream);
+    else if (a.kq8)
+        tc_launch<true, false>(a, grid, smem, stream);
+    else if (a.vq8)
+        tc_launch<false, true>(a, grid, smem, stream);
     else
-        KQ_LAUNCH(grid, 32 * TC_WARPS, smem, stream, attn_tiled<256, 32>)(a);
+        tc_launch<false, false>(a, grid, smem, stream);
     return cudaGetLastError();
 }

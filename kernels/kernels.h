@@ -157,8 +157,9 @@ cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const float *w,
                                   unsigned *err_flag, cudaStream_t stream);
 
 /* ---- attention (attention.cu, attention_tc.cu) ----------------------------
- * Writes k, v (f32 [n_kv*D, n_rows]) as fp16 into kc/vc (f16
- * [n_kv*D, n_ctx, n_slots]) at (slot[r], pos[r]), then for each row and
+ * Writes k, v (f32 [n_kv*D, n_rows]) into kc/vc ([n_kv*D, n_ctx, n_slots]
+ * of f16, or of GGML Q8_0 blocks where kq8 / vq8 is set: kv_q8.cuh) at
+ * (slot[r], pos[r]), then for each row and
  * query head h attends over positions 0..pos[r] of its slot with KV head
  * h / (n_head / n_kv). Two algorithms (docs/CUDA.md "Attention"):
  * - split (tiled == 0): each row's range 0..pos[r] is cut on the device into
@@ -183,6 +184,8 @@ struct st_kern_attn {
     float          scale;
     int32_t        n_split, split_min;
     int32_t        tiled;
+    int32_t        kq8, vq8;     /* 1: kc / vc hold Q8_0 blocks (17 uint16 each; head_dim
+                                  * 32, 64, 128 or 256: st_kern_attn_q8_supported) */
     float         *part;
     unsigned      *err_flag;
     void          *q8;           /* NULL, or q8_1 rows of out (head_dim % 32 == 0): the
@@ -194,6 +197,9 @@ size_t st_kern_attn_scratch_bytes(int64_t n_rows, int32_t n_head, int32_t head_d
                                   int32_t n_split);
 /* head_dim <= 256 and query heads per KV head within the kernel's limits. */
 bool st_kern_attn_supported(int32_t head_dim, int32_t group);
+/* A Q8_0 K or V cache: head_dim / 32 blocks a head, a power of two (32, 64,
+ * 128 or 256), so head rows start on aligned words (kv_q8.cuh). */
+bool st_kern_attn_q8_supported(int32_t head_dim);
 /* The tiled kernel takes this shape (head_dim a multiple of 16, <= 256;
  * group <= 16) on a device of compute capability cc_major.x (>= 8: the
  * kernel is built for sm_80 and newer; tests/cuemu runs it with the matrix

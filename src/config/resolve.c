@@ -191,15 +191,6 @@ static enum st_status check_models(struct st_config *c, struct st_err *err)
                               "then gets ctx_size / parallel tokens", where,
                               m->name ? m->name : "?");
         }
-        if (m->backend == ST_CFG_BACKEND_CUDA && (c->cache_type_k != ST_KV_F16 ||
-                                                  c->cache_type_v != ST_KV_F16)) {
-            enum st_opt o = c->cache_type_k != ST_KV_F16 ? ST_OPT_CACHE_TYPE_K
-                                                         : ST_OPT_CACHE_TYPE_V;
-            where_opt(c, o, where, sizeof(where));
-            return st_err_set(err, ST_ERR_BAD_CONFIG, "%s: KV cache type q8_0 is not in the "
-                              "cuda backend yet (model '%s' runs on cuda); use f16", where,
-                              m->name ? m->name : "?");
-        }
         if (m->rope_scaling == ST_ROPE_SCALING_NONE && m->rope_scale != 0) {
             if (m->line == 0)
                 where_opt(c, ST_OPT_ROPE_SCALE, where, sizeof(where));

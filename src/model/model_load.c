@@ -196,25 +196,33 @@ static enum st_status alloc_f(struct st_model *m, struct st_tensor *t, enum st_d
     return rc;
 }
 
-/* Q8_0 rows are blocks of 32 elements and a KV head must start on one. */
+/* Q8_0 rows are blocks of 32 elements and a KV head must start on one; the
+ * cuda kernels also want a power-of-two number of blocks a head
+ * (kernels/kv_q8.cuh). */
 static enum st_status check_kv_types(const struct st_model *m, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
     const enum st_kv_type t[2] = { m->p.type_k, m->p.type_v };
+    const bool cuda = strcmp(st_backend_name(m->be), "cuda") == 0;
+    const int64_t d = hp->head_dim_k;
     for (int i = 0; i < 2; i++) {
         if (t[i] != ST_KV_F16 && t[i] != ST_KV_Q8_0)
             return st_err_set(err, ST_ERR_INVALID, "KV cache type %d is not f16 or q8_0",
                               (int)t[i]);
         if (t[i] == ST_KV_F16)
             continue;
-        if (strcmp(st_backend_name(m->be), "cpu") != 0)
+        if (strcmp(st_backend_name(m->be), "cpu") != 0 && !cuda)
             return st_err_set(err, ST_ERR_UNSUPPORTED, "--cache-type-%c: KV cache type %s is "
                               "not in the %s backend yet (use f16)", "kv"[i],
                               st_kv_type_name(t[i]), st_backend_name(m->be));
-        if (hp->head_dim_k % ST_QK != 0)
+        if (d % ST_QK != 0)
             return st_err_set(err, ST_ERR_UNSUPPORTED, "--cache-type-%c %s needs a head dim "
                               "that is a multiple of %d; this model's is %d (use f16)",
-                              "kv"[i], st_kv_type_name(t[i]), ST_QK, (int)hp->head_dim_k);
+                              "kv"[i], st_kv_type_name(t[i]), ST_QK, (int)d);
+        if (cuda && d != 32 && d != 64 && d != 128 && d != 256)
+            return st_err_set(err, ST_ERR_UNSUPPORTED, "--cache-type-%c %s on the cuda backend "
+                              "needs a head dim of 32, 64, 128 or 256; this model's is %d "
+                              "(use f16)", "kv"[i], st_kv_type_name(t[i]), (int)d);
     }
     return ST_OK;
 }

@@ -10,7 +10,11 @@
  *
  * Exit status 0 when every case is within its tolerance (tiled 1e-4: q and p
  * reach the tensor cores as two f16 parts each, ~1e-6 on tests/cuemu; split
- * 1e-5), 1 otherwise. Timings are printed, not judged.
+ * 1e-5; over a Q8_0 cache the tiled kernel rounds d*q to f16: 1e-3), 1
+ * otherwise. Timings are printed, not judged. Q8_0 caches (kv_q8.cuh):
+ * some shapes again with K and V in Q8_0 (and each alone), against the
+ * reference over the dequantized cache, and decode at depth 16K timed
+ * over both cache types.
  */
 #include <math.h>
 #include <stdio.h>
@@ -50,25 +54,75 @@ struct shape {
 
 struct dev {
     shape sh;
+    int kq8, vq8;                       /* Q8_0 K / V cache */
     uint16_t *kc, *vc;
     float *part;
     unsigned *flag;
     int sm;
 };
 
-static void dev_open(dev *d, shape sh)
+/* Bytes of a cache of n elements. */
+static size_t cache_bytes(size_t n, int q8)
+{
+    return q8 ? n / 32 * 34 : n * 2;
+}
+
+/* n random elements in [-1, 1) as the cache stores them (f16, or Q8_0
+ * blocks quantized as st_quantize_row_q8_0 does). */
+static std::vector<uint16_t> cache_rand(size_t n, int q8)
+{
+    std::vector<uint16_t> h(cache_bytes(n, q8) / 2);
+    if (!q8) {
+        for (size_t i = 0; i < n; i++)
+            h[i] = __half_as_ushort(__float2half_rn(frand()));
+        return h;
+    }
+    for (size_t b = 0; b < n / 32; b++) {
+        float x[32], amax = 0.0f;
+        for (int i = 0; i < 32; i++) {
+            x[i] = frand();
+            amax = fmaxf(amax, fabsf(x[i]));
+        }
+        const float dd = amax / 127.0f, id = dd != 0.0f ? 1.0f / dd : 0.0f;
+        h[b * 17] = __half_as_ushort(__float2half_rn(dd));
+        int8_t *q = (int8_t *)&h[b * 17 + 1];
+        for (int i = 0; i < 32; i++)
+            q[i] = (int8_t)roundf(x[i] * id);
+    }
+    return h;
+}
+
+/* The cache as floats (Q8_0: d * q). */
+static std::vector<float> cache_floats(const uint16_t *dp, size_t n, int q8)
+{
+    std::vector<uint16_t> h(cache_bytes(n, q8) / 2);
+    CK(cudaMemcpy(h.data(), dp, h.size() * 2, cudaMemcpyDeviceToHost));
+    std::vector<float> f(n);
+#pragma omp parallel for
+    for (size_t i = 0; i < n; i++) {
+        if (!q8) {
+            f[i] = __half2float(__ushort_as_half(h[i]));
+        } else {
+            const uint16_t *blk = &h[i / 32 * 17];
+            f[i] = __half2float(__ushort_as_half(blk[0])) *
+                   (float)((const int8_t *)(blk + 1))[i % 32];
+        }
+    }
+    return f;
+}
+
+static void dev_open(dev *d, shape sh, int kq8 = 0, int vq8 = 0)
 {
     d->sh = sh;
+    d->kq8 = kq8;
+    d->vq8 = vq8;
     const size_t n = (size_t)sh.Hkv * sh.D * sh.n_ctx * sh.n_slots;
-    std::vector<uint16_t> h(n);
-    for (size_t i = 0; i < n; i++)      /* stale context: random, finite */
-        h[i] = __half_as_ushort(__float2half_rn(frand()));
-    CK(cudaMalloc(&d->kc, n * 2));
-    CK(cudaMalloc(&d->vc, n * 2));
-    CK(cudaMemcpy(d->kc, h.data(), n * 2, cudaMemcpyHostToDevice));
-    for (size_t i = 0; i < n; i++)
-        h[i] = __half_as_ushort(__float2half_rn(frand()));
-    CK(cudaMemcpy(d->vc, h.data(), n * 2, cudaMemcpyHostToDevice));
+    std::vector<uint16_t> h = cache_rand(n, kq8);     /* stale context: random, finite */
+    CK(cudaMalloc(&d->kc, cache_bytes(n, kq8)));
+    CK(cudaMalloc(&d->vc, cache_bytes(n, vq8)));
+    CK(cudaMemcpy(d->kc, h.data(), cache_bytes(n, kq8), cudaMemcpyHostToDevice));
+    h = cache_rand(n, vq8);
+    CK(cudaMemcpy(d->vc, h.data(), cache_bytes(n, vq8), cudaMemcpyHostToDevice));
     CK(cudaMalloc(&d->part, (size_t)256 << 20));
     CK(cudaMalloc(&d->flag, 4));
     CK(cudaMemset(d->flag, 0, 4));
@@ -142,6 +196,7 @@ static st_kern_attn attn_args(dev *d, step *s, int tiled, int n_split)
     a.n_head = d->sh.H; a.n_kv = d->sh.Hkv; a.head_dim = d->sh.D;
     a.scale = 1.0f / sqrtf((float)d->sh.D);
     a.n_split = n_split; a.split_min = 64; a.tiled = tiled;
+    a.kq8 = d->kq8; a.vq8 = d->vq8;
     a.part = d->part; a.err_flag = d->flag;
     return a;
 }
@@ -152,15 +207,8 @@ static double ref_err(dev *d, step *s, const std::vector<float> &out)
     const shape &sh = d->sh;
     const int64_t n = (int64_t)s->slot.size(), kw = (int64_t)sh.Hkv * sh.D;
     const size_t nc = (size_t)kw * sh.n_ctx * sh.n_slots;
-    std::vector<uint16_t> kc(nc), vc(nc);
-    CK(cudaMemcpy(kc.data(), d->kc, nc * 2, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(vc.data(), d->vc, nc * 2, cudaMemcpyDeviceToHost));
-    std::vector<float> kf(nc), vf(nc);
-#pragma omp parallel for
-    for (size_t i = 0; i < nc; i++) {
-        kf[i] = __half2float(__ushort_as_half(kc[i]));
-        vf[i] = __half2float(__ushort_as_half(vc[i]));
-    }
+    const std::vector<float> kf = cache_floats(d->kc, nc, d->kq8);
+    const std::vector<float> vf = cache_floats(d->vc, nc, d->vq8);
     const int gq = sh.H / sh.Hkv;
     double num = 0, den = 0;
 #pragma omp parallel for reduction(+ : num, den) schedule(dynamic)
@@ -213,13 +261,15 @@ static void check(dev *d, const char *name, const std::vector<int32_t> &slot,
         CK(cudaDeviceSynchronize());
         std::vector<float> out((size_t)n * d->sh.H * d->sh.D);
         CK(cudaMemcpy(out.data(), s.dout, out.size() * 4, cudaMemcpyDeviceToHost));
-        const double e = ref_err(d, &s, out), tol = tiled ? 1e-4 : 1e-5;
+        const double e = ref_err(d, &s, out);
+        const double tol = tiled ? (d->kq8 || d->vq8 ? 1e-3 : 1e-4) : 1e-5;
         unsigned flag;
         CK(cudaMemcpy(&flag, d->flag, 4, cudaMemcpyDeviceToHost));
         const bool ok = e <= tol && flag == 0;
         g_fail |= !ok;
-        printf("%-5s H=%2d Hkv=%2d D=%3d %-30s rows %4lld n_split %3d: rel err %.3g %s\n",
-               tiled ? "tiled" : "split", d->sh.H, d->sh.Hkv, d->sh.D, name, (long long)n, ns, e,
+        printf("%-5s H=%2d Hkv=%2d D=%3d %-4s/%-4s %-30s rows %4lld n_split %3d: rel err %.3g "
+               "%s\n", tiled ? "tiled" : "split", d->sh.H, d->sh.Hkv, d->sh.D,
+               d->kq8 ? "q8_0" : "f16", d->vq8 ? "q8_0" : "f16", name, (long long)n, ns, e,
                ok ? "ok" : "FAIL");
     }
     step_free(&s);
@@ -232,10 +282,10 @@ static std::vector<int32_t> iota(int64_t from, int64_t n)
     return v;
 }
 
-static void cases(shape sh)
+static void cases(shape sh, int kq8 = 0, int vq8 = 0)
 {
     dev d;
-    dev_open(&d, sh);
+    dev_open(&d, sh, kq8, vq8);
     check(&d, "chunk of 512 at 0", std::vector<int32_t>(512, 0), iota(0, 512));
     check(&d, "ragged chunk of 333 at 4000", std::vector<int32_t>(333, 1), iota(4000, 333));
     check(&d, "chunk of 17 at 7000", std::vector<int32_t>(17, 2), iota(7000, 17));
@@ -342,6 +392,30 @@ static void speed(void)
             step_free(&s);
         }
     }
+    /* the cache types at depth 16K: decode (1 and 4 rows) and a 512-row
+     * chunk, f16 against q8_0 (K and V): the bytes read are 34/64 */
+    dev q;
+    dev_open(&q, sh, 1, 1);
+    for (int rows = 1; rows <= 4; rows *= 4) {
+        step s;
+        std::vector<int32_t> sl, po;
+        for (int r = 0; r < rows; r++) { sl.push_back(r); po.push_back(16384 + r); }
+        step_make(&s, sh, sl, po);
+        const int ns = n_split_for(rows, sh.n_ctx, sh.Hkv, d.sm);
+        const float tf = time_ms(&d, &s, 0, ns), tq = time_ms(&q, &s, 0, ns);
+        printf("speed: kv types: decode %d row(s) at depth 16384, n_split %3d: f16 %8.3f ms, "
+               "q8_0 %8.3f ms\n", rows, ns, tf, tq);
+        step_free(&s);
+    }
+    {
+        step s;
+        step_make(&s, sh, std::vector<int32_t>(512, 0), iota(16384, 512));
+        const float tf = time_ms(&d, &s, 1, 1), tq = time_ms(&q, &s, 1, 1);
+        printf("speed: kv types: prompt chunk 512 at depth 16384, tiled: f16 %8.3f ms, q8_0 "
+               "%8.3f ms\n", tf, tq);
+        step_free(&s);
+    }
+    dev_close(&q);
     dev_close(&d);
 }
 
@@ -358,6 +432,11 @@ int main(int argc, char **argv)
     };
     for (const shape &sh : shapes)
         cases(sh);
+    /* Q8_0 caches: head dims 128, 64, 256; GQA 8, 4, 1; K or V alone */
+    cases(shapes[0], 1, 1);
+    cases(shapes[1], 1, 0);
+    cases(shapes[2], 0, 1);
+    cases(shapes[3], 1, 1);
     graph_check();
     if (argc < 2 || strcmp(argv[1], "--no-speed") != 0)
         speed();

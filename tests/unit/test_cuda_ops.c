@@ -12,6 +12,9 @@
  *   rope (CUDA's powf is within 4 ulp)                         1e-3
  *   attention (same F16 cache, float accumulation order; the
  *   tiled kernel's f16 products carry q and p as two halves)   1e-4
+ *   the same over a Q8_0 cache (the same bytes on both: the
+ *   KV write's quantizer is the CPU's); the tiled kernel then
+ *   rounds d*q to f16 (~2^-12 relative an element)             ATT_Q8_TILED_TOL
  *   matmul / MoE with F32 weights                              1e-4
  *   with F16 / BF16 weights (cuBLAS path: fp16 activations)    3e-3
  *   with quantized weights                                     2e-2
@@ -504,7 +507,47 @@ END_TEST
 struct attn_case {
     int32_t H, Hkv, D;
     int64_t n_ctx, n_slots;
+    int kv;                  /* Q8_0 caches: bit 0 K, bit 1 V (0: both F16) */
 };
+
+/* The tiled kernel over a Q8_0 cache rounds each d*q to f16 as it stages
+ * the tile (the CPU multiplies in f32): on tests/cuemu its steps were at
+ * most 2.2e-4 from the CPU (the split kernel's 1.4e-7). */
+#define ATT_Q8_TILED_TOL 1e-3
+
+static enum st_dtype kv_type(const struct attn_case *c, int bit)
+{
+    return c->kv & bit ? ST_DTYPE_Q8_0 : ST_DTYPE_F16;
+}
+
+/* A Q8_0 cache's bytes: every row of kw random floats in [-2, 2)
+ * quantized (the F16 cases use rand_halves). */
+static void *rand_q8_rows(int64_t kw, int64_t rows)
+{
+    const size_t rb = st_dtype_row_bytes(ST_DTYPE_Q8_0, kw);
+    uint8_t *q = malloc(rb * (size_t)rows);
+    for (int64_t r = 0; r < rows; r++) {
+        float *f = rand_floats(kw, 2.0f);
+        st_quantize_row_q8_0(f, (struct st_block_q8_0 *)(void *)(q + (size_t)r * rb), kw);
+        free(f);
+    }
+    return q;
+}
+
+/* The two backends' caches hold the same bytes (a Q8_0 KV write is
+ * bit-exact with the CPU's quantizer). */
+static void same_cache(const struct st_tensor *c, const struct st_tensor *g, const char *what)
+{
+    uint8_t *a = get(cpu, c), *b = get(gpu, g);
+    const size_t n = st_tensor_nbytes(c);
+    size_t i = 0;
+    while (i < n && a[i] == b[i])
+        i++;
+    ck_assert_msg(i == n, "%s cache: byte %zu of %zu differs (cpu %d, cuda %d)", what, i, n,
+                  i < n ? a[i] : 0, i < n ? b[i] : 0);
+    free(a);
+    free(b);
+}
 
 /* One step of rows on both backends; compares the outputs. */
 static void attn_step(const struct attn_case *c, struct st_tensor *kc, struct st_tensor *vc,
@@ -534,8 +577,10 @@ static void attn_step(const struct attn_case *c, struct st_tensor *kc, struct st
             st_backend_release(b[i], &t[i][j]);
     }
     double e = rel_err(out[1], out[0], qw * n);
-    ck_assert_msg(e <= 1e-4, "attention H=%d Hkv=%d D=%d n=%lld: %.3g", c->H, c->Hkv, c->D,
-                  (long long)n, e);
+    /* more than 16 rows at D % 16 == 0 take the tiled kernel */
+    const double tol = c->kv && n > 16 && c->D % 16 == 0 ? ATT_Q8_TILED_TOL : 1e-4;
+    ck_assert_msg(e <= tol, "attention H=%d Hkv=%d D=%d kv %d n=%lld: %.3g", c->H, c->Hkv, c->D,
+                  c->kv, (long long)n, e);
     free(out[0]);
     free(out[1]);
     free(q);
@@ -551,10 +596,10 @@ static void check_attention(const struct attn_case *c, int64_t long_prefix)
 {
     static const int64_t chunks[] = { 128, 77, 301, 17 };
     const int64_t kw = (int64_t)c->Hkv * c->D;
-    struct st_tensor kc = put(cpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
-    struct st_tensor vc = put(cpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
-    struct st_tensor kg = put(gpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
-    struct st_tensor vg = put(gpu, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, NULL);
+    struct st_tensor kc = put(cpu, kv_type(c, 1), kw, c->n_ctx, c->n_slots, NULL);
+    struct st_tensor vc = put(cpu, kv_type(c, 2), kw, c->n_ctx, c->n_slots, NULL);
+    struct st_tensor kg = put(gpu, kv_type(c, 1), kw, c->n_ctx, c->n_slots, NULL);
+    struct st_tensor vg = put(gpu, kv_type(c, 2), kw, c->n_ctx, c->n_slots, NULL);
     int32_t slot[512], pos[512];
     int64_t n = 0, ci = 0;
 
@@ -591,20 +636,24 @@ static void check_attention(const struct attn_case *c, int64_t long_prefix)
     slot[1] = 0; pos[1] = 61;
     slot[2] = 1; pos[2] = 8;
     attn_step(c, &kc, &vc, &kg, &vg, slot, pos, 3);
+    if (c->kv & 1)
+        same_cache(&kc, &kg, "K");
+    if (c->kv & 2)
+        same_cache(&vc, &vg, "V");
     release2(&kc, &kg);
     release2(&vc, &vg);
 }
 
 START_TEST(test_cuda_ops_attention)
 {
-    const struct attn_case qwen = { 32, 4, 128, 3072, 3 };   /* the A3B shape: GQA 8 */
-    const struct attn_case gqa4 = { 16, 4, 64, 1024, 3 };
-    const struct attn_case small = { 4, 2, 16, 64, 3 };      /* the tiny preset */
-    const struct attn_case mid = { 8, 8, 64, 256, 3 };       /* no GQA */
-    const struct attn_case d256 = { 4, 2, 256, 512, 3 };
-    const struct attn_case gqa3 = { 6, 2, 80, 256, 3 };      /* 3 heads a group, D 80 */
-    const struct attn_case gqa16 = { 32, 2, 64, 256, 3 };    /* 4 rows a tiled block */
-    const struct attn_case d72 = { 4, 4, 72, 256, 3 };       /* not a multiple of 16: split only */
+    const struct attn_case qwen = { 32, 4, 128, 3072, 3, 0 };   /* the A3B shape: GQA 8 */
+    const struct attn_case gqa4 = { 16, 4, 64, 1024, 3, 0 };
+    const struct attn_case small = { 4, 2, 16, 64, 3, 0 };      /* the tiny preset */
+    const struct attn_case mid = { 8, 8, 64, 256, 3, 0 };       /* no GQA */
+    const struct attn_case d256 = { 4, 2, 256, 512, 3, 0 };
+    const struct attn_case gqa3 = { 6, 2, 80, 256, 3, 0 };      /* 3 heads a group, D 80 */
+    const struct attn_case gqa16 = { 32, 2, 64, 256, 3, 0 };    /* 4 rows a tiled block */
+    const struct attn_case d72 = { 4, 4, 72, 256, 3, 0 };    /* not a multiple of 16: split only */
     check_attention(&qwen, 2500);
     check_attention(&gqa4, 700);
     check_attention(&small, 0);
@@ -739,25 +788,26 @@ static void depth_step(const struct attn_case *c, struct depth_bk *bk, int nb, c
     free(v);
 }
 
-static void check_attention_depths(const struct attn_case *c)
+/* n_pos 1, 31, 32, 33, 63, 64, 65, n_ctx (n_ctx 1024: chunks of 64 and more) */
+static const int32_t depths_1k[] = { 1, 31, 32, 33, 63, 64, 65, 1024 };
+
+/* Slot d holds depth[d]; the last depth is n_ctx; at least 6 depths. */
+static void check_attention_depths(const struct attn_case *c, const int32_t *depth, int nd)
 {
-    /* n_pos 1, 31, 32, 33, 63, 64, 65, n_ctx (n_ctx 1024: chunks of 64 and more) */
-    static const int32_t depth[] = { 1, 31, 32, 33, 63, 64, 65, 1024 };
-    const int nd = (int)ST_ARRAY_LEN(depth);
-    const int64_t kw = (int64_t)c->Hkv * c->D, O = 64;
+    const int64_t kw = (int64_t)c->Hkv * c->D, O = 64, rows = c->n_ctx * c->n_slots;
     struct depth_bk bk[3] = { { .be = cpu }, { .be = gpu }, { .be = gpu_nf } };
     const int nb = gpu_nf && c->D % 32 == 0 ? 3 : 2;
-    uint16_t *kh = rand_halves(kw * c->n_ctx * c->n_slots);
-    uint16_t *vh = rand_halves(kw * c->n_ctx * c->n_slots);
+    void *kh = c->kv & 1 ? rand_q8_rows(kw, rows) : rand_halves(kw * rows);
+    void *vh = c->kv & 2 ? rand_q8_rows(kw, rows) : rand_halves(kw * rows);
     void *w = rand_weights(ST_DTYPE_Q8_0, (int64_t)c->H * c->D, O, 0.5f);
     int32_t slot[16], pos[16];
     bool bad[16] = { false };
     char what[64];
 
-    ck_assert(c->n_ctx == 1024 && c->n_slots >= nd);
+    ck_assert(depth[nd - 1] == c->n_ctx && c->n_slots >= nd && nd >= 6 && nd <= 12);
     for (int i = 0; i < nb; i++) {
-        bk[i].kc = put(bk[i].be, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, kh);
-        bk[i].vc = put(bk[i].be, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, vh);
+        bk[i].kc = put(bk[i].be, kv_type(c, 1), kw, c->n_ctx, c->n_slots, kh);
+        bk[i].vc = put(bk[i].be, kv_type(c, 2), kw, c->n_ctx, c->n_slots, vh);
         bk[i].w = wrap(bk[i].be, ST_DTYPE_Q8_0, (int64_t)c->H * c->D, O, 1, w);
     }
     /* one row a step, at each depth (slot d holds depth d) */
@@ -796,13 +846,85 @@ static void check_attention_depths(const struct attn_case *c)
 START_TEST(test_cuda_ops_attention_depths)
 {
     const struct attn_case shapes[] = {
-        { 32, 4, 128, 1024, 8 },    /* the A3B shape: GQA 8, D 128 */
-        { 8, 8, 64, 1024, 8 },      /* GQA 1, D 64 */
-        { 8, 1, 256, 1024, 8 },     /* GQA 8, D 256 */
-        { 6, 2, 80, 1024, 8 },      /* D 80: no q8_1 epilogue */
+        { 32, 4, 128, 1024, 8, 0 },    /* the A3B shape: GQA 8, D 128 */
+        { 8, 8, 64, 1024, 8, 0 },      /* GQA 1, D 64 */
+        { 8, 1, 256, 1024, 8, 0 },     /* GQA 8, D 256 */
+        { 6, 2, 80, 1024, 8, 0 },      /* D 80: no q8_1 epilogue */
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(shapes); i++)
-        check_attention_depths(&shapes[i]);
+        check_attention_depths(&shapes[i], depths_1k, (int)ST_ARRAY_LEN(depths_1k));
+}
+END_TEST
+
+/* ---- attention over Q8_0 caches (docs/CUDA.md "KV cache types") ---------
+ * The KV write (the same bytes as the CPU's), the tiled kernel on prompt
+ * chunks and the split kernel on decode rows, K and V Q8_0 together and
+ * each alone, at every head dim the kernels take (32, 64, 128, 256) and
+ * GQA 1, 2, 4, 8, 16. */
+START_TEST(test_cuda_ops_attention_q8)
+{
+    const struct attn_case shapes[] = {
+        { 32, 4, 128, 1024, 3, 3 },     /* the A3B shape: GQA 8, D 128 */
+        { 16, 4, 64, 1024, 3, 3 },      /* GQA 4, D 64 */
+        { 8, 8, 64, 256, 3, 3 },        /* no GQA */
+        { 4, 2, 256, 512, 3, 3 },       /* D 256 */
+        { 4, 2, 32, 256, 3, 3 },        /* D 32: one block a head */
+        { 32, 2, 64, 256, 3, 3 },       /* GQA 16 */
+        { 16, 4, 64, 1024, 3, 1 },      /* K Q8_0, V F16 */
+        { 16, 4, 64, 1024, 3, 2 },      /* K F16, V Q8_0 */
+    };
+    const int64_t prefix[] = { 700, 300, 200, 300, 100, 100, 300, 300 };
+    for (size_t i = 0; i < ST_ARRAY_LEN(shapes); i++)
+        check_attention(&shapes[i], prefix[i]);
+}
+END_TEST
+
+/* Decode rows over random Q8_0 caches: depths 1, 33, 65 (one chunk, one
+ * chunk of rounds, past split_min), 4000 and n_ctx, one row a step and
+ * every slot's row in one step (with a bad slot and a bad position). */
+START_TEST(test_cuda_ops_attention_q8_depths)
+{
+    static const int32_t deep[] = { 1, 32, 33, 65, 4000, 4096 };
+    const struct attn_case shapes[] = {
+        { 32, 4, 128, 4096, 6, 3 },     /* GQA 8, D 128 */
+        { 16, 4, 64, 4096, 6, 3 },      /* GQA 4, D 64 */
+        { 8, 8, 128, 4096, 6, 3 },      /* GQA 1, D 128 */
+        { 8, 8, 64, 1024, 8, 3 },       /* GQA 1, D 64 */
+        { 8, 1, 256, 1024, 8, 3 },      /* GQA 8, D 256 */
+        { 4, 2, 32, 1024, 8, 3 },       /* D 32 */
+        { 16, 4, 64, 1024, 8, 1 },      /* K only */
+        { 16, 4, 64, 1024, 8, 2 },      /* V only */
+    };
+    for (size_t i = 0; i < ST_ARRAY_LEN(shapes); i++) {
+        if (shapes[i].n_ctx == 4096)
+            check_attention_depths(&shapes[i], deep, (int)ST_ARRAY_LEN(deep));
+        else
+            check_attention_depths(&shapes[i], depths_1k, (int)ST_ARRAY_LEN(depths_1k));
+    }
+}
+END_TEST
+
+/* A Q8_0 cache at a head dim the cuda kernels do not take (96: 3 blocks a
+ * head) is refused by the op, with the reason. */
+START_TEST(test_cuda_ops_attention_q8_refused)
+{
+    const int64_t kw = 96, n = 1;
+    struct st_tensor kg = put(gpu, ST_DTYPE_Q8_0, kw, 64, 1, NULL);
+    struct st_tensor vg = put(gpu, ST_DTYPE_Q8_0, kw, 64, 1, NULL);
+    struct st_tensor o = put(gpu, ST_DTYPE_F32, kw, n, 1, NULL);
+    struct st_tensor q = put(gpu, ST_DTYPE_F32, kw, n, 1, NULL);
+    struct st_tensor k = put(gpu, ST_DTYPE_F32, kw, n, 1, NULL);
+    struct st_tensor v = put(gpu, ST_DTYPE_F32, kw, n, 1, NULL);
+    const int32_t zero = 0;
+    struct st_tensor sl = put(gpu, ST_DTYPE_I32, n, 1, 1, &zero);
+    struct st_tensor ps = put(gpu, ST_DTYPE_I32, n, 1, 1, &zero);
+    struct st_err err = { 0 };
+    ck_assert_int_eq(st_backend_attention(gpu, &o, &q, &k, &v, &kg, &vg, &sl, &ps, 1, 1, 0.1f,
+                                          &err), ST_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "head dim of 32, 64, 128 or 256"), "%s", err.msg);
+    struct st_tensor *all[] = { &kg, &vg, &o, &q, &k, &v, &sl, &ps };
+    for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
+        st_backend_release(gpu, all[i]);
 }
 END_TEST
 
@@ -815,7 +937,7 @@ START_TEST(test_cuda_ops_attention_graph)
     static const int32_t steps[6][2] = {
         { 1000, 200 }, { 1001, 201 }, { 1002, 202 }, { 1003, 1500 }, { 2047, 1501 }, { 5, 1502 },
     };
-    const struct attn_case c = { 16, 4, 64, 2048, 2 };
+    const struct attn_case c = { 16, 4, 64, 2048, 2, 0 };
     const int64_t n = 2, qw = (int64_t)c.H * c.D, kw = (int64_t)c.Hkv * c.D;
     struct st_tensor kc = put(cpu, ST_DTYPE_F16, kw, c.n_ctx, c.n_slots, NULL);
     struct st_tensor vc = put(cpu, ST_DTYPE_F16, kw, c.n_ctx, c.n_slots, NULL);
@@ -2323,6 +2445,11 @@ static Suite *cuda_suite(void)
     tcase_add_test(attn, test_cuda_ops_attention);
     tcase_add_test(attn, test_cuda_ops_attention_graph);
     tcase_add_test(attn, test_cuda_ops_attention_depths);
+    TCase *attq = tcase_create("attention_q8");
+    tcase_set_timeout(attq, 300);
+    tcase_add_test(attq, test_cuda_ops_attention_q8);
+    tcase_add_test(attq, test_cuda_ops_attention_q8_depths);
+    tcase_add_test(attq, test_cuda_ops_attention_q8_refused);
     tcase_set_timeout(moe, 300);
     tcase_add_test(moe, test_cuda_ops_moe_route);
     tcase_add_test(moe, test_cuda_ops_moe_route_sigmoid_bias);
@@ -2335,6 +2462,7 @@ static Suite *cuda_suite(void)
     suite_add_tcase(s, mm);
     suite_add_tcase(s, rows);
     suite_add_tcase(s, attn);
+    suite_add_tcase(s, attq);
     tcase_set_timeout(opt, 300);
     tcase_add_test(opt, test_cuda_ops_sample_matches_cpu);
     tcase_add_test(opt, test_cuda_ops_sample_small_vocab);

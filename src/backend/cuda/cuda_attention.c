@@ -52,9 +52,14 @@ enum st_status cuda_op_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k
 
     if (rc != ST_OK)
         return rc;
-    if (kcache->type != ST_DTYPE_F16 || vcache->type != ST_DTYPE_F16)
-        return st_err_set(err, ST_ERR_UNSUPPORTED, "attention: KV cache type q8_0 is not in the "
-                          "cuda backend yet (use f16)");
+    a.kq8 = kcache->type == ST_DTYPE_Q8_0;
+    a.vq8 = vcache->type == ST_DTYPE_Q8_0;
+    if ((!a.kq8 && kcache->type != ST_DTYPE_F16) || (!a.vq8 && vcache->type != ST_DTYPE_F16))
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "attention: the cuda backend's KV cache is "
+                          "f16 or q8_0");
+    if ((a.kq8 || a.vq8) && !st_kern_attn_q8_supported(a.head_dim))
+        return st_err_set(err, ST_ERR_UNSUPPORTED, "attention: a q8_0 KV cache on cuda needs a "
+                          "head dim of 32, 64, 128 or 256 (got %d)", a.head_dim);
     if (!st_kern_attn_supported(a.head_dim, group))
         return st_err_set(err, ST_ERR_UNSUPPORTED,
                           "attention: cuda kernel needs head_dim <= 256 and <= 16 query heads "
