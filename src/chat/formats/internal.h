@@ -6,6 +6,7 @@
 #define STRATA_CHAT_FORMATS_INTERNAL_H
 
 #include "strata/chat.h"
+#include "strata/out.h"
 
 /* Content as a view: NULL content renders as "". */
 static inline struct st_str chat_content(const struct st_chat_msg *m)
@@ -21,6 +22,13 @@ static inline struct st_str chat_content(const struct st_chat_msg *m)
 static inline bool chat_role_is(const struct st_chat_msg *m, const char *role)
 {
     return st_str_eq_c(m->role, role);
+}
+
+/* The renderers append through a struct st_out (strata/out.h): a view
+ * here, C strings with st_out_text, JSON with chat/json's st_json_out_*. */
+static inline void chat_put(struct st_out *o, struct st_str s)
+{
+    st_out_raw(o, s.ptr, s.len);
 }
 
 /* Append a series of views / C strings. */

@@ -404,3 +404,27 @@ bool st_json_truthy(struct st_str v)
         return false;
     }
 }
+
+void st_json_out_string(struct st_out *o, struct st_str v)
+{
+    if (st_out_ok(o))
+        st_out_check(o, st_json_string_append(v, o->buf));
+}
+
+void st_json_out_tojson(struct st_out *o, struct st_str v)
+{
+    if (st_out_ok(o))
+        st_out_check(o, st_json_tojson(v, o->buf));
+}
+
+void st_json_out_tojson_indent(struct st_out *o, struct st_str v, int indent)
+{
+    if (st_out_ok(o))
+        st_out_check(o, st_json_tojson_indent(v, indent, o->buf));
+}
+
+void st_json_out_text(struct st_out *o, struct st_str v)
+{
+    if (st_out_ok(o))
+        st_out_check(o, st_json_text_append(v, o->buf));
+}
