@@ -7,8 +7,6 @@
 
 #include "chat/jinja/internal.h"
 
-#define TRY(x) do { enum st_status rc_ = (x); if (rc_ != ST_OK) return rc_; } while (0)
-
 struct st_jinja_tmpl {
     struct jarena a;        /* the source copy, tokens and tree */
     struct jnode *root;
