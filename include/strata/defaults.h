@@ -23,8 +23,6 @@
 #define ST_DEFAULT_TIMEOUT_S        60
 #define ST_DEFAULT_HEADER_TIMEOUT_S 30
 #define ST_DEFAULT_STREAM_BUFFER    ((size_t)2 << 20)    /* bytes */
-#define ST_DEFAULT_REASONING_BUDGET (-1)                 /* no budget */
-#define ST_DEFAULT_N_PREDICT        (-1)                 /* no cap */
 
 /* ---- scheduler ---- */
 #define ST_DEFAULT_AGING_DIVISOR_S  60.0                 /* seconds per priority point */

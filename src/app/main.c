@@ -348,36 +348,35 @@ static void stop(struct running *r)
     memset(r, 0, sizeof(*r));
 }
 
-/* The start-up steps in order: scheduler, engine pool, KV events, server,
- * then the engines' loading. The port is bound before the engines start
- * loading: a port in use ends serve before a long model load, not after it. */
-static enum st_status launch(const struct st_config *c, struct running *r, struct st_err *err)
+/* Start scheduler, engines and server; on failure logs why and returns
+ * the exit status (whatever started is stopped by the caller). */
+static int start(const struct st_config *c, struct running *r)
 {
     const struct st_clock *clock = st_clock_real();
     struct st_sched_config sc;
     struct st_pool_config pc;
     struct st_server_config srv;
-
-    fill_sched(c, &sc);
-    ST_TRY(fill_pool(c, &pc, &r->extra_models, err));
-    ST_TRY(st_sched_new(&sc, clock, &r->sched, err));
-    ST_TRY(st_engine_pool_new(&pc, r->sched, clock, &r->pool, err));
-    if (c->kv_events)   /* before any request: the events see every block */
-        ST_TRY(st_engine_pool_kv_events_open(r->pool, c->kv_events, err));
-    ST_TRY(fill_server(c, &srv, r, err));
-    ST_TRY(st_server_start(&srv, r->pool, r->sched, &r->server, err));
-    return st_engine_pool_start(r->pool, err);
-}
-
-/* Start scheduler, engines and server; on failure logs why and returns
- * the exit status (whatever started is stopped by the caller). */
-static int start(const struct st_config *c, struct running *r)
-{
     struct st_err err = { 0 };
+    enum st_status rc;
     const char *host = c->host;
     bool v6 = strchr(host, ':') != NULL;
-    enum st_status rc = launch(c, r, &err);
 
+    /* The port is bound before the engines start loading: a port in use
+     * ends serve before a long model load, not after it. */
+    fill_sched(c, &sc);
+    rc = fill_pool(c, &pc, &r->extra_models, &err);
+    if (rc == ST_OK)
+        rc = st_sched_new(&sc, clock, &r->sched, &err);
+    if (rc == ST_OK)
+        rc = st_engine_pool_new(&pc, r->sched, clock, &r->pool, &err);
+    if (rc == ST_OK && c->kv_events)   /* before any request: the events see every block */
+        rc = st_engine_pool_kv_events_open(r->pool, c->kv_events, &err);
+    if (rc == ST_OK)
+        rc = fill_server(c, &srv, r, &err);
+    if (rc == ST_OK)
+        rc = st_server_start(&srv, r->pool, r->sched, &r->server, &err);
+    if (rc == ST_OK)
+        rc = st_engine_pool_start(r->pool, &err);
     if (rc != ST_OK) {
         st_log(ST_LOG_ERROR, "main", "cannot start: %s", err.msg[0] ? err.msg : st_status_msg(rc));
         /* No GPU (or no driver) for --backend cuda is the user's to fix too. */

@@ -76,8 +76,8 @@ void st_config_init(struct st_config *c)
     c->sim_load_seconds = 0.0;
     c->sim_tokens = ST_DEFAULT_SIM_TOKENS;
     c->kv_block_size = ST_DEFAULT_KV_BLOCK;
-    c->reasoning_budget = ST_DEFAULT_REASONING_BUDGET;
-    c->n_predict = ST_DEFAULT_N_PREDICT;
+    c->reasoning_budget = -1;
+    c->n_predict = -1;
     c->jinja = true;
     c->log_format = ST_LOG_TEXT;
     c->log_level = ST_LOG_INFO;

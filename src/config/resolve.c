@@ -279,12 +279,20 @@ static enum st_status ngram_range_error(const struct st_config *c, struct st_err
 
 enum st_status st_config_resolve(struct st_config *c, struct st_err *err)
 {
-    ST_TRY(resolve_cli_model(c, err));
-    ST_TRY(check_cuda(c, err));
+    enum st_status rc;
+
+    rc = resolve_cli_model(c, err);
+    if (rc == ST_OK)
+        rc = check_cuda(c, err);
+    if (rc != ST_OK)
+        return rc;
     for (size_t i = 0; i < c->n_models; i++)
         inherit(c, &c->models[i]);
-    ST_TRY(check_models(c, err));
-    ST_TRY(check_keys(c, err));
+    rc = check_models(c, err);
+    if (rc == ST_OK)
+        rc = check_keys(c, err);
+    if (rc != ST_OK)
+        return rc;
     if (c->spec_ngram_min > c->spec_ngram_max)
         return ngram_range_error(c, err);
     if (!c->batch && (st_config_given(c, ST_OPT_PARALLEL) || c->line[ST_OPT_PARALLEL]) &&

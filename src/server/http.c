@@ -25,10 +25,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "strata/defaults.h"
 #include "strata/log.h"
 #include "server/daemon.h"
 #include "server/responses/responses_store.h"
+#include "strata/defaults.h"
 
 void st_server_config_defaults(struct st_server_config *c)
 {
@@ -48,8 +48,8 @@ void st_server_config_defaults(struct st_server_config *c)
     c->timeout_s = ST_DEFAULT_TIMEOUT_S;
     c->header_timeout_s = ST_DEFAULT_HEADER_TIMEOUT_S;
     c->stream_buffer = ST_DEFAULT_STREAM_BUFFER;
-    c->reasoning_budget = ST_DEFAULT_REASONING_BUDGET;
-    c->n_predict = ST_DEFAULT_N_PREDICT;
+    c->reasoning_budget = -1;
+    c->n_predict = -1;
     c->webui = true;
     c->slots = true;
 }
@@ -445,17 +445,6 @@ static enum st_status start_daemon(struct st_server *srv, struct st_err *err)
     return ST_OK;
 }
 
-/* The config copied, the state kept on disk opened, the port bound, the
- * watchdog started; st_server_free undoes what was done. */
-static enum st_status start_steps(struct st_server *srv, const struct st_server_config *cfg,
-                                  struct st_err *err)
-{
-    ST_TRY(copy_config(srv, cfg, err));
-    ST_TRY(st_state_start(srv, err));
-    ST_TRY(start_daemon(srv, err));
-    return st_watch_start(srv, err);
-}
-
 enum st_status st_server_start(const struct st_server_config *cfg, struct st_engine_pool *pool,
                                struct st_sched *sched, struct st_server **out,
                                struct st_err *err)
@@ -478,7 +467,13 @@ enum st_status st_server_start(const struct st_server_config *cfg, struct st_eng
         free(srv);
         return st_err_set(err, ST_ERR_NOMEM, "server: out of memory");
     }
-    enum st_status rc = start_steps(srv, cfg, err);
+    enum st_status rc = copy_config(srv, cfg, err);
+    if (rc == ST_OK)
+        rc = st_state_start(srv, err);
+    if (rc == ST_OK)
+        rc = start_daemon(srv, err);
+    if (rc == ST_OK)
+        rc = st_watch_start(srv, err);
     if (rc != ST_OK) {
         st_server_free(srv);
         return rc;
