@@ -47,28 +47,24 @@ static enum st_status frags_push(struct frags *f, size_t start, size_t len, int3
 static enum st_status split_on(const char *text, const struct frags *in,
                                struct frags *out, int32_t id, struct st_str pat)
 {
-    enum st_status rc = ST_OK;
-    size_t i;
-
     out->n = 0;
-    for (i = 0; i < in->n && rc == ST_OK; i++) {
+    for (size_t i = 0; i < in->n; i++) {
         struct frag f = in->v[i];
         const char *p = text + f.start, *end = p + f.len, *hit;
         if (f.id >= 0) {
-            rc = frags_push(out, f.start, f.len, f.id);
+            ST_TRY(frags_push(out, f.start, f.len, f.id));
             continue;
         }
-        while (rc == ST_OK && (hit = memmem(p, (size_t)(end - p), pat.ptr, pat.len))) {
+        while ((hit = memmem(p, (size_t)(end - p), pat.ptr, pat.len))) {
             if (hit > p)
-                rc = frags_push(out, (size_t)(p - text), (size_t)(hit - p), -1);
-            if (rc == ST_OK)
-                rc = frags_push(out, (size_t)(hit - text), pat.len, id);
+                ST_TRY(frags_push(out, (size_t)(p - text), (size_t)(hit - p), -1));
+            ST_TRY(frags_push(out, (size_t)(hit - text), pat.len, id));
             p = hit + pat.len;
         }
-        if (rc == ST_OK && p < end)
-            rc = frags_push(out, (size_t)(p - text), (size_t)(end - p), -1);
+        if (p < end)
+            ST_TRY(frags_push(out, (size_t)(p - text), (size_t)(end - p), -1));
     }
-    return rc;
+    return ST_OK;
 }
 
 static enum st_status partition(const struct st_tok *tok, const char *text, size_t len,
