@@ -40,6 +40,6 @@
 #define ST_DEFAULT_SIM_PROMPT_TPS   5000.0
 #define ST_DEFAULT_SIM_DECODE_TPS   50.0
 #define ST_DEFAULT_SIM_TOKENS       16
-#define ST_DEFAULT_KV_BLOCK         16                   /* tokens per KV block (events, /metrics) */
+#define ST_DEFAULT_KV_BLOCK         16                   /* tokens per KV block (/metrics) */
 
 #endif /* STRATA_DEFAULTS_H */
