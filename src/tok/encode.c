@@ -127,6 +127,26 @@ static enum st_status encode_raw(struct enc *e, const char *s, size_t n, struct 
     return st_pretok_split(e->tok->pre, e->base, same ? n : norm->len, on_piece, e);
 }
 
+/* bos, the fragments (special tokens as they are, the rest through BPE),
+ * eos; the caller frees f and norm. */
+static enum st_status encode_all(struct enc *e, const char *text, size_t len, bool add_special,
+                                 bool parse_special, struct frags *f, struct st_buf *norm)
+{
+    const struct st_tok *tok = e->tok;
+    if (add_special && tok->add_bos && tok->bos >= 0)
+        ST_TRY(st_ids_push(&e->ids, &e->n, &e->cap, tok->bos));
+    ST_TRY(partition(tok, text, len, parse_special, f));
+    for (size_t i = 0; i < f->n; i++) {
+        if (f->v[i].id >= 0)
+            ST_TRY(st_ids_push(&e->ids, &e->n, &e->cap, f->v[i].id));
+        else
+            ST_TRY(encode_raw(e, text + f->v[i].start, f->v[i].len, norm));
+    }
+    if (add_special && tok->add_eos && tok->eos >= 0)
+        ST_TRY(st_ids_push(&e->ids, &e->n, &e->cap, tok->eos));
+    return ST_OK;
+}
+
 enum st_status st_tok_encode(const struct st_tok *tok, const char *text,
                              size_t len, bool add_special, bool parse_special,
                              int32_t **ids, size_t *n, struct st_err *err)
@@ -134,8 +154,6 @@ enum st_status st_tok_encode(const struct st_tok *tok, const char *text,
     struct enc e = { tok, NULL, { NULL, 0, NULL, 0 }, NULL, 0, 0 };
     struct frags f = { NULL, 0, 0 };
     struct st_buf norm;
-    enum st_status rc = ST_OK;
-    size_t i;
 
     *ids = NULL;
     *n = 0;
@@ -150,18 +168,7 @@ enum st_status st_tok_encode(const struct st_tok *tok, const char *text,
         text = nul;
     }
     st_buf_init(&norm);
-    if (add_special && tok->add_bos && tok->bos >= 0)
-        rc = st_ids_push(&e.ids, &e.n, &e.cap, tok->bos);
-    if (rc == ST_OK)
-        rc = partition(tok, text, len, parse_special, &f);
-    for (i = 0; i < f.n && rc == ST_OK; i++) {
-        if (f.v[i].id >= 0)
-            rc = st_ids_push(&e.ids, &e.n, &e.cap, f.v[i].id);
-        else
-            rc = encode_raw(&e, text + f.v[i].start, f.v[i].len, &norm);
-    }
-    if (rc == ST_OK && add_special && tok->add_eos && tok->eos >= 0)
-        rc = st_ids_push(&e.ids, &e.n, &e.cap, tok->eos);
+    enum st_status rc = encode_all(&e, text, len, add_special, parse_special, &f, &norm);
     free(f.v);
     free(nul);
     st_buf_fini(&norm);
