@@ -2,8 +2,9 @@
  * module starts from. The config (config/config.c; what `strata serve
  * --help` prints and what a flag or the config file overrides) and the
  * modules that also run without a config, in tests and tools -- the HTTP
- * server (server/http.c), the scheduler (sched/sched.c) and the engine
- * pool (engine/pool.c) -- all take them from here, so a default changes in
+ * server (server/http.c), the scheduler (sched/sched.c), the engine pool
+ * (engine/pool.c), a request's sampling (engine/request.c) and `strata
+ * run` (app/cli_run.c) -- all take them from here, so a default changes in
  * one place. Zero, false and NULL defaults are not listed: every init
  * starts from a zeroed struct.
  */
@@ -23,6 +24,12 @@
 #define ST_DEFAULT_TIMEOUT_S        60
 #define ST_DEFAULT_HEADER_TIMEOUT_S 30
 #define ST_DEFAULT_STREAM_BUFFER    ((size_t)2 << 20)    /* bytes */
+
+/* ---- sampling (a request's, and strata run's) ---- */
+#define ST_DEFAULT_TEMPERATURE      0.8f
+#define ST_DEFAULT_TOP_K            40
+#define ST_DEFAULT_TOP_P            0.95f
+#define ST_DEFAULT_MIN_P            0.05f
 
 /* ---- scheduler ---- */
 #define ST_DEFAULT_AGING_DIVISOR_S  60.0                 /* seconds per priority point */
