@@ -35,6 +35,15 @@ enum st_status {
     ST_STATUS_COUNT
 };
 
+/* Return the status of 'call' unless it is ST_OK, so that a run of
+ * fallible steps reads as a list: ST_TRY(read_a(...)); ST_TRY(read_b(...)); */
+#define ST_TRY(call)                 \
+    do {                             \
+        enum st_status rc_ = (call); \
+        if (rc_ != ST_OK)            \
+            return rc_;              \
+    } while (0)
+
 /* "ERR_NOMEM"; static storage. */
 const char *st_status_name(enum st_status s);
 /* "out of memory"; static storage. */

@@ -18,6 +18,7 @@
 
 #include "app/cli.h"
 #include "strata/default_model.h"
+#include "strata/defaults.h"
 #include "strata/engine.h"
 #include "strata/gguf.h"
 #include "strata/log.h"
@@ -104,8 +105,9 @@ static bool take(struct run_opts *o, const char *a, const char *v)
 
 static bool parse(int argc, char **argv, struct run_opts *o)
 {
-    *o = (struct run_opts){ .n_predict = 128, .ctx = 0, .temp = 0.8f, .top_k = 40,
-                            .top_p = 0.95f, .min_p = 0.05f };
+    *o = (struct run_opts){ .n_predict = 128, .ctx = 0, .temp = ST_DEFAULT_TEMPERATURE,
+                            .top_k = ST_DEFAULT_TOP_K, .top_p = ST_DEFAULT_TOP_P,
+                            .min_p = ST_DEFAULT_MIN_P };
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--chat"))
             o->chat = true;

@@ -254,11 +254,8 @@ enum st_status st_backend_copy(struct st_backend *be, const struct st_tensor *ds
     if (!dst || !src || dst->be != be || src->be != be)
         return st_err_set(err, ST_ERR_INVALID, "copy: both tensors must belong to backend %s",
                           be->ops->name);
-    enum st_status rc = check_range(dst, dst_off, n, "copy (destination)", err);
-    if (rc == ST_OK)
-        rc = check_range(src, src_off, n, "copy (source)", err);
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(check_range(dst, dst_off, n, "copy (destination)", err));
+    ST_TRY(check_range(src, src_off, n, "copy (source)", err));
     if (dst->flags & ST_TENSOR_WRAPPED)
         return st_err_set(err, ST_ERR_INVALID, "copy: the destination is a wrapped weight");
     if (n == 0)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "strata/out.h"
 
 struct command {
     const char *name;
@@ -243,12 +244,11 @@ enum st_status st_cli_apply(struct st_config *c, int argc, char **argv, bool *he
 
 #define HELP_COL 34   /* column where a flag's description starts */
 
-static enum st_status flag_line(struct st_buf *out, const struct st_cfg_def *d,
-                                const struct st_config *defaults)
+static void flag_line(struct st_out *o, const struct st_cfg_def *d,
+                      const struct st_config *defaults)
 {
     char left[96], meta[64] = "", def[64];
     size_t len = 0;
-    enum st_status rc;
 
     if (d->kind == ST_CFG_CHOICE) {
         for (int i = 0; d->choices[i] != NULL; i++)
@@ -261,46 +261,43 @@ static enum st_status flag_line(struct st_buf *out, const struct st_cfg_def *d,
              d->lng, meta[0] ? " " : "", meta);
     st_cfg_render(d, defaults, def, sizeof(def));
     if (strlen(left) > HELP_COL - 2)
-        rc = st_buf_printf(out, "%s\n%-*s %s\n", left, HELP_COL, "", d->help);
+        st_out_printf(o, "%s\n%-*s %s\n", left, HELP_COL, "", d->help);
     else
-        rc = st_buf_printf(out, "%-*s %s\n", HELP_COL, left, d->help);
-    if (rc == ST_OK)
-        rc = st_buf_printf(out, "%-*s default: %s%s%s\n", HELP_COL, "", def,
-                           d->yaml ? "; config: " : "", d->yaml ? d->yaml : "");
-    return rc;
+        st_out_printf(o, "%-*s %s\n", HELP_COL, left, d->help);
+    st_out_printf(o, "%-*s default: %s%s%s\n", HELP_COL, "", def, d->yaml ? "; config: " : "",
+                  d->yaml ? d->yaml : "");
 }
 
 enum st_status st_cli_serve_help(struct st_buf *out)
 {
     struct st_config defaults;
-    enum st_status rc;
+    struct st_out o;
 
     st_config_init(&defaults);
-    rc = st_buf_printf(out,
-                       "usage: strata serve [flags]\n\n"
-                       "Serve the OpenAI-compatible API. Without -m and --config it makes "
-                       "(once) and serves a tiny\nbuilt-in model on the CPU engine: its weights "
-                       "are random, so its text is noise.\n"
-                       "Flags override the --config file; \"--x=v\" works too; "
-                       "--no-batch and --no-batch-mtp undo the flags.\n\n");
-    for (size_t i = 0; rc == ST_OK && i < ST_OPT_COUNT; i++)
-        rc = flag_line(out, &st_cfg_opts[i], &defaults);
-    if (rc == ST_OK)
-        rc = st_buf_printf(out, "%-*s %s\n", HELP_COL, "  -h, --help", "this help");
+    st_out_init(&o, out);
+    st_out_text(&o, "usage: strata serve [flags]\n\n"
+                    "Serve the OpenAI-compatible API. Without -m and --config it makes "
+                    "(once) and serves a tiny\nbuilt-in model on the CPU engine: its weights "
+                    "are random, so its text is noise.\n"
+                    "Flags override the --config file; \"--x=v\" works too; "
+                    "--no-batch and --no-batch-mtp undo the flags.\n\n");
+    for (size_t i = 0; i < ST_OPT_COUNT; i++)
+        flag_line(&o, &st_cfg_opts[i], &defaults);
+    st_out_printf(&o, "%-*s %s\n", HELP_COL, "  -h, --help", "this help");
     st_config_fini(&defaults);
-    return rc;
+    return st_out_finish(&o);
 }
 
 enum st_status st_cli_help(struct st_buf *out)
 {
-    enum st_status rc = st_buf_printf(out, "usage: strata <command> [flags]\n\ncommands:\n");
+    struct st_out o;
 
-    for (size_t i = 0; rc == ST_OK && i < ST_ARRAY_LEN(commands); i++)
-        rc = st_buf_printf(out, "  %-12s %s\n", commands[i].name, commands[i].help);
-    if (rc == ST_OK)
-        rc = st_buf_printf(out,
-                           "\n  -h, --help   this help\n"
-                           "  --version    print the version\n\n"
-                           "strata serve --help lists every flag of the server with its default.\n");
-    return rc;
+    st_out_init(&o, out);
+    st_out_text(&o, "usage: strata <command> [flags]\n\ncommands:\n");
+    for (size_t i = 0; i < ST_ARRAY_LEN(commands); i++)
+        st_out_printf(&o, "  %-12s %s\n", commands[i].name, commands[i].help);
+    st_out_text(&o, "\n  -h, --help   this help\n"
+                    "  --version    print the version\n\n"
+                    "strata serve --help lists every flag of the server with its default.\n");
+    return st_out_finish(&o);
 }

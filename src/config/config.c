@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "strata/defaults.h"
 
 const char *st_cfg_backend_name(enum st_cfg_backend b)
 {
@@ -33,48 +34,48 @@ bool st_config_cuda_built(void)
 void st_config_init(struct st_config *c)
 {
     memset(c, 0, sizeof(*c));
-    c->host = strdup("127.0.0.1");
+    c->host = strdup(ST_DEFAULT_HOST);
     if (c->host == NULL)
         st_panic("strdup of the default host", __FILE__, __LINE__);
-    c->port = 8080;
-    c->body_limit = (size_t)8 << 20;
+    c->port = ST_DEFAULT_PORT;
+    c->body_limit = ST_DEFAULT_BODY_LIMIT;
     c->max_queue = 0;
-    c->http_threads = 2;
-    c->cors_origins = strdup("localhost");
+    c->http_threads = ST_DEFAULT_HTTP_THREADS;
+    c->cors_origins = strdup(ST_DEFAULT_CORS_ORIGINS);
     if (c->cors_origins == NULL)
         st_panic("strdup of the default CORS origins", __FILE__, __LINE__);
-    c->sse_keepalive_s = 15;
-    c->responses_store_mb = 64;
-    c->state_max_rows = 100000;
-    c->max_connections = 1024;
+    c->sse_keepalive_s = ST_DEFAULT_SSE_KEEPALIVE_S;
+    c->responses_store_mb = ST_DEFAULT_RESPONSES_MB;
+    c->state_max_rows = ST_DEFAULT_STATE_MAX_ROWS;
+    c->max_connections = ST_DEFAULT_MAX_CONNECTIONS;
     c->max_connections_per_ip = 0;
-    c->timeout_s = 60;
-    c->header_timeout_s = 30;
-    c->stream_buffer = (size_t)2 << 20;
+    c->timeout_s = ST_DEFAULT_TIMEOUT_S;
+    c->header_timeout_s = ST_DEFAULT_HEADER_TIMEOUT_S;
+    c->stream_buffer = ST_DEFAULT_STREAM_BUFFER;
     c->priority_order = ST_CFG_ORDER_HIGH_FIRST;
     c->webui = true;
     c->slots = true;
     c->backend = ST_CFG_BACKEND_AUTO;
     c->parallel = 4;
     c->ctx_size = 0;   /* ST_CFG_SLOT_CTX per slot */
-    c->ubatch = 512;
+    c->ubatch = ST_DEFAULT_UBATCH;
     c->threads = 0;
-    c->mtp_draft = 1;
+    c->mtp_draft = ST_DEFAULT_MTP_DRAFT;
     c->spec = ST_CFG_SPEC_NONE;
-    c->spec_ngram_min = 2;
-    c->spec_ngram_max = 4;
-    c->spec_draft = 8;
-    c->ctx_checkpoints = 3;
+    c->spec_ngram_min = ST_DEFAULT_NGRAM_MIN;
+    c->spec_ngram_max = ST_DEFAULT_NGRAM_MAX;
+    c->spec_draft = ST_DEFAULT_SPEC_DRAFT;
+    c->ctx_checkpoints = ST_DEFAULT_CTX_CHECKPOINTS;
     c->scheduler = ST_CFG_SCHED_SERIAL;
-    c->aging_divisor_s = 60.0;
-    c->swap_affinity_bonus = 10;
-    c->give_way_tokens = 16384;
-    c->yields_max = 4;
-    c->sim_prompt_tps = 5000.0;
-    c->sim_decode_tps = 50.0;
+    c->aging_divisor_s = ST_DEFAULT_AGING_DIVISOR_S;
+    c->swap_affinity_bonus = ST_DEFAULT_AFFINITY_BONUS;
+    c->give_way_tokens = ST_DEFAULT_GIVE_WAY_TOKENS;
+    c->yields_max = ST_DEFAULT_YIELDS_MAX;
+    c->sim_prompt_tps = ST_DEFAULT_SIM_PROMPT_TPS;
+    c->sim_decode_tps = ST_DEFAULT_SIM_DECODE_TPS;
     c->sim_load_seconds = 0.0;
-    c->sim_tokens = 16;
-    c->kv_block_size = 16;
+    c->sim_tokens = ST_DEFAULT_SIM_TOKENS;
+    c->kv_block_size = ST_DEFAULT_KV_BLOCK;
     c->reasoning_budget = -1;
     c->n_predict = -1;
     c->temp = 0.8;

@@ -76,12 +76,9 @@ static enum st_status tok_chunks(const struct st_runner *r, const struct st_fim_
     for (size_t i = 0; i < in->n_extra; i++) {
         const struct st_infill_chunk *c = &in->extra[i];
         const char *name = c->filename ? c->filename : "tmp";
-        enum st_status rc = f->sep >= 0 ? tok_line(r, name, NULL, &heads[i], err)
-                                        : tok_text(r, SNIPPET_SEP, NULL, &heads[i], err);
-        if (rc == ST_OK)
-            rc = tok_text(r, c->text, NULL, &texts[i], err);
-        if (rc != ST_OK)
-            return rc;
+        ST_TRY(f->sep >= 0 ? tok_line(r, name, NULL, &heads[i], err)
+                           : tok_text(r, SNIPPET_SEP, NULL, &heads[i], err));
+        ST_TRY(tok_text(r, c->text, NULL, &texts[i], err));
     }
     return ST_OK;
 }
@@ -106,6 +103,26 @@ static int32_t bos_of(const struct st_runner *r)
     return bos;
 }
 
+/* Every part tokenized into p (the runs it owns in *own, the chunks' in
+ * heads and texts). */
+static enum st_status tok_parts(const struct st_runner *r, const struct st_fim_ids *f,
+                                const struct st_infill_input *in, struct st_fim_parts *p,
+                                struct runs *own, struct st_fim_span *heads,
+                                struct st_fim_span *texts, struct st_err *err)
+{
+    if (f->rep >= 0)
+        ST_TRY(tok_line(r, in->repo_name ? in->repo_name : "myproject", own, &p->repo, err));
+    if (f->sep >= 0)
+        ST_TRY(tok_line(r, in->filename ? in->filename : "filename", own, &p->file, err));
+    if (in->prefix_ids)
+        p->prefix = (struct st_fim_span){ in->prefix_ids, in->n_prefix_ids };
+    else
+        ST_TRY(tok_text(r, in->prefix, own, &p->prefix, err));
+    ST_TRY(tok_text(r, in->suffix, own, &p->suffix, err));
+    ST_TRY(tok_text(r, in->prompt, own, &p->prompt, err));
+    return tok_chunks(r, f, in, heads, texts, err);
+}
+
 /* With the runner's text side: tokenize every part, then lay it out. */
 static enum st_status build(const struct st_runner *r, const struct st_fim_ids *f,
                             const struct st_infill_input *in, int64_t budget, int32_t **ids,
@@ -117,23 +134,8 @@ static enum st_status build(const struct st_runner *r, const struct st_fim_ids *
     struct st_fim_span *texts = calloc(nx, sizeof(*texts));
     struct st_fim_parts p = { .bos = bos_of(r), .chunk_head = heads, .chunk_text = texts,
                               .n_chunks = in->n_extra };
-    enum st_status rc = heads && texts ? ST_OK
+    enum st_status rc = heads && texts ? tok_parts(r, f, in, &p, &own, heads, texts, err)
                                        : st_err_set(err, ST_ERR_NOMEM, "no memory for infill");
-    if (rc == ST_OK && f->rep >= 0)
-        rc = tok_line(r, in->repo_name ? in->repo_name : "myproject", &own, &p.repo, err);
-    if (rc == ST_OK && f->sep >= 0)
-        rc = tok_line(r, in->filename ? in->filename : "filename", &own, &p.file, err);
-    if (rc == ST_OK && in->prefix_ids) {
-        p.prefix = (struct st_fim_span){ in->prefix_ids, in->n_prefix_ids };
-    } else if (rc == ST_OK) {
-        rc = tok_text(r, in->prefix, &own, &p.prefix, err);
-    }
-    if (rc == ST_OK)
-        rc = tok_text(r, in->suffix, &own, &p.suffix, err);
-    if (rc == ST_OK)
-        rc = tok_text(r, in->prompt, &own, &p.prompt, err);
-    if (rc == ST_OK)
-        rc = tok_chunks(r, f, in, heads, texts, err);
     if (rc == ST_OK)
         rc = st_fim_layout(f, &p, budget, ids, n_ids, trim, err);
     for (size_t i = 0; heads && texts && i < in->n_extra; i++) {

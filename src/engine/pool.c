@@ -23,6 +23,7 @@
 
 #include "engine/pool.h"
 #include "engine/step.h"
+#include "strata/defaults.h"
 #include "strata/log.h"
 
 void st_pool_config_defaults(struct st_pool_config *c)
@@ -34,18 +35,18 @@ void st_pool_config_defaults(struct st_pool_config *c)
     c->model.ctx_size = 4096;
     c->n_engines = 1;
     c->gpus[0] = -1;
-    c->ubatch = 512;
+    c->ubatch = ST_DEFAULT_UBATCH;
     c->load_backoff_s = 30.0;
-    c->mtp_draft = 1;
-    c->ngram_min = 2;
-    c->ngram_max = 4;
-    c->spec_draft = 8;
-    c->ctx_checkpoints = 3;
-    c->sim.prompt_tps = 5000.0;
-    c->sim.decode_tps = 50.0;
+    c->mtp_draft = ST_DEFAULT_MTP_DRAFT;
+    c->ngram_min = ST_DEFAULT_NGRAM_MIN;
+    c->ngram_max = ST_DEFAULT_NGRAM_MAX;
+    c->spec_draft = ST_DEFAULT_SPEC_DRAFT;
+    c->ctx_checkpoints = ST_DEFAULT_CTX_CHECKPOINTS;
+    c->sim.prompt_tps = ST_DEFAULT_SIM_PROMPT_TPS;
+    c->sim.decode_tps = ST_DEFAULT_SIM_DECODE_TPS;
     c->sim.load_seconds = 0.0;
-    c->sim.tokens = 16;
-    c->kv_block = 16;
+    c->sim.tokens = ST_DEFAULT_SIM_TOKENS;
+    c->kv_block = ST_DEFAULT_KV_BLOCK;
 }
 
 /* ---- the live list -------------------------------------------------- */

@@ -11,6 +11,7 @@
 
 #include "engine/pool.h"
 #include "strata/call_grammar.h"
+#include "strata/defaults.h"
 #include "strata/gbnf.h"
 #include "strata/json_schema.h"
 
@@ -18,10 +19,10 @@ void st_gen_params_defaults(struct st_gen_params *p)
 {
     memset(p, 0, sizeof(*p));
     p->max_tokens = -1;
-    p->temperature = 0.8f;
-    p->top_p = 0.95f;
-    p->top_k = 40;
-    p->min_p = 0.05f;
+    p->temperature = ST_DEFAULT_TEMPERATURE;
+    p->top_p = ST_DEFAULT_TOP_P;
+    p->top_k = ST_DEFAULT_TOP_K;
+    p->min_p = ST_DEFAULT_MIN_P;
     p->repeat_penalty = 1.0f;
     p->repeat_last_n = 64;
     p->think_budget = -1;

@@ -36,6 +36,7 @@
 #include "chat/json/json.h"
 #include "grammar/internal.h"
 #include "strata/call_grammar.h"
+#include "strata/out.h"
 #include "strata/str.h"
 #include "strata/think_block.h"
 
@@ -158,16 +159,15 @@ static enum st_status make_pre(const struct st_chat_call_frame *fr, const char *
                                bool first, char **out, size_t *len)
 {
     struct st_buf b;
+    struct st_out o;
     st_buf_init(&b);
-    enum st_status rc = st_buf_append(&b, first ? fr->open : "", first ? strlen(fr->open) : 0);
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, fr->pre_head, strlen(fr->pre_head));
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, name, n);
-    if (rc == ST_OK)
-        rc = st_buf_append(&b, fr->pre_tail, strlen(fr->pre_tail));
+    st_out_init(&o, &b);
+    st_out_text(&o, first ? fr->open : "");   /* allocates b even when all is empty */
+    st_out_text(&o, fr->pre_head);
+    st_out_raw(&o, name, n);
+    st_out_text(&o, fr->pre_tail);
     *len = b.len;
-    *out = rc == ST_OK ? st_buf_steal(&b) : NULL;
+    *out = st_out_ok(&o) ? st_buf_steal(&b) : NULL;
     st_buf_fini(&b);
     return *out ? ST_OK : ST_ERR_NOMEM;
 }
@@ -231,26 +231,35 @@ static bool has_tool(const struct st_call_grammar *g, const char *pre, size_t n)
     return false;
 }
 
+/* The rest of tool t: the first call's opening, the arguments' schema and
+ * (XML-like formats) the body; *fell: the body is free text. The caller
+ * frees t on failure. */
+static enum st_status tool_parts(const struct st_call_grammar *g, const struct st_call_spec *spec,
+                                 const struct st_buf *name, struct st_str fn,
+                                 struct call_tool *t, int32_t *fell)
+{
+    ST_TRY(make_pre(g->frame, name->data, name->len, true, &t->pre_first, &t->n_pre_first));
+    ST_TRY(compile_args(fn, &t->args, fell));
+    if (spec->format == ST_CALL_XML || spec->format == ST_CALL_GLM) {
+        ST_TRY(st_call_xml_build(fn, t->args,
+                                 spec->format == ST_CALL_GLM ? CALL_BODY_GLM : CALL_BODY_XML,
+                                 &t->xml));
+        *fell = *fell || !t->xml;   /* a free body */
+    }
+    return ST_OK;
+}
+
 static enum st_status add_tool(struct st_call_grammar *g, const struct st_call_spec *spec,
                                const struct st_buf *name, struct st_str fn, int32_t *n_fallback)
 {
     struct call_tool t = { 0 };
-    enum st_status rc = make_pre(g->frame, name->data, name->len, false, &t.pre, &t.n_pre);
-    if (rc == ST_OK && has_tool(g, t.pre, t.n_pre)) {   /* a repeated name: the first counts */
+    ST_TRY(make_pre(g->frame, name->data, name->len, false, &t.pre, &t.n_pre));
+    if (has_tool(g, t.pre, t.n_pre)) {   /* a repeated name: the first counts */
         free(t.pre);
         return ST_OK;
     }
-    if (rc == ST_OK)
-        rc = make_pre(g->frame, name->data, name->len, true, &t.pre_first, &t.n_pre_first);
     int32_t fell = 0;
-    if (rc == ST_OK)
-        rc = compile_args(fn, &t.args, &fell);
-    if (rc == ST_OK && (spec->format == ST_CALL_XML || spec->format == ST_CALL_GLM)) {
-        rc = st_call_xml_build(fn, t.args,
-                               spec->format == ST_CALL_GLM ? CALL_BODY_GLM : CALL_BODY_XML,
-                               &t.xml);
-        fell = fell || (rc == ST_OK && !t.xml);   /* a free body */
-    }
+    enum st_status rc = tool_parts(g, spec, name, fn, &t, &fell);
     if (rc != ST_OK) {
         free(t.pre);
         free(t.pre_first);

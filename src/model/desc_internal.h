@@ -35,6 +35,37 @@ enum st_status st_desc_bind_blk(struct st_desc_ctx *c, int64_t il, const char *w
                                 enum st_desc_kind k, bool required, int64_t ne0, int64_t ne1,
                                 int64_t ne2, const struct st_gguf_tensor **out);
 
+/* One row of a key table: <arch>.<suffix> into *out through st_desc_key_int. */
+struct st_desc_int_key {
+    const char *suffix;
+    bool        required;
+    int64_t     def;
+    int64_t    *out;
+};
+
+/* Read keys[0..n) in order; the first failure stops the run. */
+ST_MUST_CHECK
+enum st_status st_desc_key_ints(struct st_desc_ctx *c, const struct st_desc_int_key *keys,
+                                size_t n);
+
+/* One row of a tensor table: tensor blk.<il>.<name> (or <name> when il < 0)
+ * bound through st_desc_bind when 'when' holds; rows that do not apply
+ * leave *out as it was. */
+struct st_desc_tensor {
+    bool                          when;
+    const char                   *name;   /* "attn_q.weight", "attn_q.bias", "ssm_a" */
+    enum st_desc_kind             kind;
+    bool                          required;
+    int64_t                       ne0, ne1, ne2;
+    const struct st_gguf_tensor **out;
+};
+
+/* Bind t[0..n) of layer il (il < 0: whole names) in order; the first
+ * failure stops the run, so the error names the first bad row. */
+ST_MUST_CHECK
+enum st_status st_desc_bind_table(struct st_desc_ctx *c, int64_t il,
+                                  const struct st_desc_tensor *t, size_t n);
+
 /* The shared expert's ffn_{gate,up,down}_shexp of layer il, width Fs. */
 ST_MUST_CHECK
 enum st_status st_desc_bind_shexp(struct st_desc_ctx *c, int64_t il, int64_t E, int64_t Fs,

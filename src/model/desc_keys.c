@@ -87,16 +87,38 @@ enum st_status st_desc_bind_blk(struct st_desc_ctx *c, int64_t il, const char *w
     return st_desc_bind(c, name, k, required, ne0, ne1, ne2, out);
 }
 
+enum st_status st_desc_key_ints(struct st_desc_ctx *c, const struct st_desc_int_key *keys,
+                                size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ST_TRY(st_desc_key_int(c, keys[i].suffix, keys[i].required, keys[i].def, keys[i].out));
+    return ST_OK;
+}
+
+enum st_status st_desc_bind_table(struct st_desc_ctx *c, int64_t il,
+                                  const struct st_desc_tensor *t, size_t n)
+{
+    char name[96];
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i].when)
+            continue;
+        if (il >= 0)
+            snprintf(name, sizeof(name), "blk.%lld.%s", (long long)il, t[i].name);
+        else
+            snprintf(name, sizeof(name), "%s", t[i].name);
+        ST_TRY(st_desc_bind(c, name, t[i].kind, t[i].required, t[i].ne0, t[i].ne1, t[i].ne2,
+                            t[i].out));
+    }
+    return ST_OK;
+}
+
 enum st_status st_desc_bind_shexp(struct st_desc_ctx *c, int64_t il, int64_t E, int64_t Fs,
                                   struct st_layer_desc *L)
 {
-    enum st_status rc = st_desc_bind_blk(c, il, "ffn_gate_shexp", ST_DESC_WEIGHT, true, E, Fs,
-                                         1, &L->ffn_gate_shexp);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ffn_up_shexp", ST_DESC_WEIGHT, true, E, Fs, 1,
-                              &L->ffn_up_shexp);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ffn_down_shexp", ST_DESC_WEIGHT, true, Fs, E, 1,
-                              &L->ffn_down_shexp);
-    return rc;
+    const struct st_desc_tensor t[] = {
+        { true, "ffn_gate_shexp.weight", ST_DESC_WEIGHT, true, E, Fs, 1, &L->ffn_gate_shexp },
+        { true, "ffn_up_shexp.weight", ST_DESC_WEIGHT, true, E, Fs, 1, &L->ffn_up_shexp },
+        { true, "ffn_down_shexp.weight", ST_DESC_WEIGHT, true, Fs, E, 1, &L->ffn_down_shexp },
+    };
+    return st_desc_bind_table(c, il, t, ST_ARRAY_LEN(t));
 }

@@ -16,14 +16,8 @@
 #include "strata/backend.h"
 #include "strata/forward.h"
 
-/* Return the status of 'call' unless it is ST_OK: the layer program's
- * files read as a list of ops. */
-#define TRY(call)                    \
-    do {                             \
-        enum st_status rc_ = (call); \
-        if (rc_ != ST_OK)            \
-            return rc_;              \
-    } while (0)
+/* The layer program's files read as a list of ops (strata/status.h). */
+#define TRY(call) ST_TRY(call)
 
 /* One decoder block's weights as backend tensors (empty = absent). */
 struct st_fwd_layer {

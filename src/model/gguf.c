@@ -169,11 +169,8 @@ static enum st_status parse_array(struct cur *c, struct st_gguf_kv *kv)
 {
     uint32_t et = 0;
     uint64_t n = 0;
-    enum st_status rc = rd_u32(c, &et, "array element type");
-    if (rc == ST_OK)
-        rc = rd_u64(c, &n, "array count");
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(rd_u32(c, &et, "array element type"));
+    ST_TRY(rd_u64(c, &n, "array count"));
     if (et >= ST_GGUF_TYPE_COUNT_ || et == ST_GGUF_ARRAY)
         return st_err_set(c->err, ST_ERR_BAD_GGUF, "gguf: key '%.*s': %s element type %u",
                           (int)ST_MIN(kv->key.len, 80), kv->key.ptr,
@@ -198,9 +195,7 @@ static enum st_status parse_array(struct cur *c, struct st_gguf_kv *kv)
     for (uint64_t i = 0; i < n; i++) {
         struct st_str s;
         kv->soff[i] = c->pos;
-        rc = rd_str(c, &s, "array string element");
-        if (rc != ST_OK)
-            return rc;
+        ST_TRY(rd_str(c, &s, "array string element"));
     }
     return ST_OK;
 }
@@ -208,13 +203,10 @@ static enum st_status parse_array(struct cur *c, struct st_gguf_kv *kv)
 static enum st_status parse_kv(struct cur *c, struct st_gguf_kv *kv, int64_t idx)
 {
     uint32_t t = 0;
-    enum st_status rc = rd_str(c, &kv->key, "key");
-    if (rc == ST_OK && kv->key.len == 0)
+    ST_TRY(rd_str(c, &kv->key, "key"));
+    if (kv->key.len == 0)
         return st_err_set(c->err, ST_ERR_BAD_GGUF, "gguf: key #%lld is empty", (long long)idx);
-    if (rc == ST_OK)
-        rc = rd_u32(c, &t, "value type");
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(rd_u32(c, &t, "value type"));
     if (t >= ST_GGUF_TYPE_COUNT_)
         return st_err_set(c->err, ST_ERR_BAD_GGUF, "gguf: key '%.*s': invalid value type %u",
                           (int)ST_MIN(kv->key.len, 80), kv->key.ptr, t);
@@ -224,7 +216,7 @@ static enum st_status parse_kv(struct cur *c, struct st_gguf_kv *kv, int64_t idx
         return parse_array(c, kv);
     if (t == ST_GGUF_STRING) {
         struct st_str s;
-        rc = rd_str(c, &s, "string value");
+        enum st_status rc = rd_str(c, &s, "string value");
         kv->val = (const uint8_t *)s.ptr;
         kv->slen = s.len;
         return rc;
@@ -339,17 +331,12 @@ static enum st_status tensor_size(const struct st_gguf *g, struct st_gguf_tensor
 static enum st_status parse_tensor(struct st_gguf *g, struct cur *c, int64_t i)
 {
     struct st_gguf_tensor *t = &g->tensors[i];
-    enum st_status rc = rd_str(c, &t->name, "tensor name");
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(rd_str(c, &t->name, "tensor name"));
     if (t->name.len == 0 || t->name.len > ST_GGUF_MAX_NAME)
         return st_err_set(c->err, ST_ERR_BAD_GGUF, "gguf: tensor #%lld: name length %zu not in 1..%d",
                           (long long)i, t->name.len, ST_GGUF_MAX_NAME);
-    rc = tensor_dims(c, t);
-    if (rc == ST_OK)
-        rc = tensor_size(g, t, c->err);
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(tensor_dims(c, t));
+    ST_TRY(tensor_size(g, t, c->err));
     size_t slot = hash_slot(g->t_hash, g->t_hcap, t->name, tensor_name, g);
     if (g->t_hash[slot] != 0)
         return st_err_set(c->err, ST_ERR_BAD_GGUF, "gguf: duplicate tensor name '%.*s'",
@@ -360,7 +347,6 @@ static enum st_status parse_tensor(struct st_gguf *g, struct cur *c, int64_t i)
 
 static enum st_status parse_tensors(struct st_gguf *g, struct cur *c)
 {
-    enum st_status rc;
     if ((uint64_t)g->n_tensors > left(c) / TI_MIN_BYTES)
         return st_err_set(c->err, ST_ERR_BAD_GGUF,
                           "gguf: tensor count %lld cannot fit in the %zu bytes left",
@@ -369,11 +355,9 @@ static enum st_status parse_tensors(struct st_gguf *g, struct cur *c)
     if (!g->tensors)
         return st_err_set(c->err, ST_ERR_NOMEM, "gguf: no memory for %lld tensors",
                           (long long)g->n_tensors);
-    rc = hash_alloc(&g->t_hash, &g->t_hcap, g->n_tensors, c->err);
-    for (int64_t i = 0; rc == ST_OK && i < g->n_tensors; i++)
-        rc = parse_tensor(g, c, i);
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(hash_alloc(&g->t_hash, &g->t_hcap, g->n_tensors, c->err));
+    for (int64_t i = 0; i < g->n_tensors; i++)
+        ST_TRY(parse_tensor(g, c, i));
     g->data_off = c->pos;
     if (g->n_tensors > 0)
         g->data_off += (g->alignment - c->pos % g->alignment) % g->alignment;
@@ -412,11 +396,8 @@ static enum st_status parse_header(struct st_gguf *g, struct cur *c)
     if (g->version != 2 && g->version != 3)
         return st_err_set(c->err, ST_ERR_BAD_GGUF, "gguf: unsupported version %u (2 and 3 are)",
                           g->version);
-    rc = rd_u64(c, &nt, "tensor count");
-    if (rc == ST_OK)
-        rc = rd_u64(c, &nkv, "key/value count");
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(rd_u64(c, &nt, "tensor count"));
+    ST_TRY(rd_u64(c, &nkv, "key/value count"));
     if (nt > INT32_MAX || nkv > INT32_MAX || nkv > left(c) / KV_MIN_BYTES)
         return st_err_set(c->err, ST_ERR_BAD_GGUF,
                           "gguf: counts (%llu tensors, %llu keys) cannot fit in the %zu bytes left",
@@ -429,14 +410,10 @@ static enum st_status parse_header(struct st_gguf *g, struct cur *c)
 static enum st_status parse(struct st_gguf *g, struct st_err *err)
 {
     struct cur c = { g->base, g->size, 0, err };
-    enum st_status rc = parse_header(g, &c);
-    if (rc == ST_OK)
-        rc = parse_kvs(g, &c);
-    if (rc == ST_OK)
-        rc = parse_alignment(g, err);
-    if (rc == ST_OK)
-        rc = parse_tensors(g, &c);
-    return rc;
+    ST_TRY(parse_header(g, &c));
+    ST_TRY(parse_kvs(g, &c));
+    ST_TRY(parse_alignment(g, err));
+    return parse_tensors(g, &c);
 }
 
 void st_gguf_close(struct st_gguf *g)

@@ -25,13 +25,12 @@ static enum st_status copy_rows(struct st_backend *be, const struct st_tensor *c
     const size_t row = st_tensor_row_bytes(c);
     const int64_t C = c->ne[1], S = c->ne[2], L = c->ne[3];
     const size_t n = (size_t)(to - from) * row;
-    enum st_status rc = ST_OK;
-    for (int64_t l = 0; l < L && rc == ST_OK; l++) {
+    for (int64_t l = 0; l < L; l++) {
         size_t s_off = (size_t)((l * S + src) * C + from) * row;
         size_t d_off = (size_t)((l * S + dst) * C + from) * row;
-        rc = st_backend_copy(be, c, d_off, c, s_off, n, err);
+        ST_TRY(st_backend_copy(be, c, d_off, c, s_off, n, err));
     }
-    return rc;
+    return ST_OK;
 }
 
 static enum st_status check_args(int64_t S, int64_t C, int32_t src, int32_t dst, int64_t from,
@@ -53,10 +52,8 @@ enum st_status st_model_kv_copy(struct st_model *m, int32_t src, int32_t dst, in
     enum st_status rc = check_args(m->p.n_slots, m->p.n_ctx, src, dst, from, to, err);
     if (rc != ST_OK || to == from)
         return rc;
-    rc = copy_rows(m->be, &m->kcache, src, dst, from, to, err);
-    if (rc == ST_OK)
-        rc = copy_rows(m->be, &m->vcache, src, dst, from, to, err);
-    return rc;
+    ST_TRY(copy_rows(m->be, &m->kcache, src, dst, from, to, err));
+    return copy_rows(m->be, &m->vcache, src, dst, from, to, err);
 }
 
 /* hbuf row 'from_row' -> row 'to_row' (E floats). */

@@ -64,25 +64,39 @@ static enum st_status key_num(struct st_desc_ctx *c, const char *suffix, float d
     return ST_OK;
 }
 
+/* One row of a table of <arch>.* numbers read through key_num. */
+struct num_key {
+    const char *suffix;
+    float       def;
+    float      *out;
+};
+
+static enum st_status key_nums(struct st_desc_ctx *c, const struct num_key *keys, size_t n)
+{
+    bool found;
+    for (size_t i = 0; i < n; i++)
+        ST_TRY(key_num(c, keys[i].suffix, keys[i].def, keys[i].out, &found));
+    return ST_OK;
+}
+
 /* YaRN's keys (llama.cpp's names); defaults are every published model's. */
 static enum st_status read_yarn(struct st_desc_ctx *c, struct st_hparams *hp)
 {
-    bool found, found2;
     float logmul, attn;
-    enum st_status rc = st_desc_key_int(c, "rope.scaling.original_context_length", false, 0,
-                                &hp->rope_n_ctx_orig);
-    if (rc == ST_OK)
-        rc = key_num(c, "rope.scaling.yarn_ext_factor", 1.0f, &hp->yarn_ext_factor, &found);
-    if (rc == ST_OK)
-        rc = key_num(c, "rope.scaling.yarn_beta_fast", 32.0f, &hp->yarn_beta_fast, &found);
-    if (rc == ST_OK)
-        rc = key_num(c, "rope.scaling.yarn_beta_slow", 1.0f, &hp->yarn_beta_slow, &found);
-    if (rc == ST_OK) rc = key_num(c, "rope.scaling.attn_factor", 1.0f, &attn, &found);
-    if (rc == ST_OK) rc = key_num(c, "rope.scaling.yarn_attn_factor", attn, &hp->yarn_attn_factor,
-                                  &found2);
-    if (rc == ST_OK) rc = key_num(c, "rope.scaling.yarn_log_multiplier", 0.0f, &logmul, &found);
-    if (rc != ST_OK)
-        return rc;
+    const struct num_key nums[] = {
+        { "rope.scaling.yarn_ext_factor", 1.0f, &hp->yarn_ext_factor },
+        { "rope.scaling.yarn_beta_fast", 32.0f, &hp->yarn_beta_fast },
+        { "rope.scaling.yarn_beta_slow", 1.0f, &hp->yarn_beta_slow },
+        { "rope.scaling.attn_factor", 1.0f, &attn },
+        /* NAN = absent (a present value must be finite): attn_factor then */
+        { "rope.scaling.yarn_attn_factor", NAN, &hp->yarn_attn_factor },
+        { "rope.scaling.yarn_log_multiplier", 0.0f, &logmul },
+    };
+    ST_TRY(st_desc_key_int(c, "rope.scaling.original_context_length", false, 0,
+                           &hp->rope_n_ctx_orig));
+    ST_TRY(key_nums(c, nums, ST_ARRAY_LEN(nums)));
+    if (isnan(hp->yarn_attn_factor))
+        hp->yarn_attn_factor = attn;
     if (logmul != 0.0f)      /* DeepSeek's mscale_all_dim: a different attention scale */
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s.rope.scaling.yarn_log_multiplier "
                           "(%g) is not supported", c->arch, (double)logmul);
@@ -118,12 +132,11 @@ static enum st_status read_rope_scaling(struct st_desc_ctx *c, struct st_hparams
         rc = key_float(c, "rope.scaling.factor", true, 1.0f, &hp->rope_factor);
     } else if (st_str_eq_c(type, "yarn")) {
         hp->rope_scaling = ST_ROPE_SCALING_YARN;
-        rc = key_num(c, "rope.scaling.factor", 1.0f, &hp->rope_factor, &found);  /* llama.cpp's */
-        if (rc == ST_OK && found && !(hp->rope_factor > 0.0f))
-            rc = st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s.rope.scaling.factor' "
-                            "must be a positive number", c->arch);
-        if (rc == ST_OK)
-            rc = read_yarn(c, hp);
+        ST_TRY(key_num(c, "rope.scaling.factor", 1.0f, &hp->rope_factor, &found)); /* llama.cpp's */
+        if (found && !(hp->rope_factor > 0.0f))
+            return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: key '%s.rope.scaling.factor' "
+                              "must be a positive number", c->arch);
+        rc = read_yarn(c, hp);
     } else {
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: rope scaling '%.*s' is not supported",
                           (int)ST_MIN(type.len, 32), type.ptr);
@@ -195,13 +208,14 @@ enum st_status st_hparams_rope_override(struct st_hparams *hp, const struct st_r
 static enum st_status read_counts(struct st_desc_ctx *c, struct st_hparams *hp)
 {
     int64_t block_count;
-    enum st_status rc = st_desc_key_int(c, "embedding_length", true, 0, &hp->n_embd);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "block_count", true, 0, &block_count);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "context_length", true, 0, &hp->n_ctx_train);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "nextn_predict_layers", false, 0, &hp->n_nextn);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "attention.head_count", true, 0, &hp->n_head);
-    if (rc != ST_OK)
-        return rc;
+    const struct st_desc_int_key counts[] = {
+        { "embedding_length", true, 0, &hp->n_embd },
+        { "block_count", true, 0, &block_count },
+        { "context_length", true, 0, &hp->n_ctx_train },
+        { "nextn_predict_layers", false, 0, &hp->n_nextn },
+        { "attention.head_count", true, 0, &hp->n_head },
+    };
+    ST_TRY(st_desc_key_ints(c, counts, ST_ARRAY_LEN(counts)));
     if (hp->n_embd == 0 || hp->n_head == 0 || block_count == 0 || hp->n_nextn >= block_count)
         return st_err_set(c->err, ST_ERR_BAD_MODEL,
                           "model: embedding_length %lld, head_count %lld, block_count %lld "
@@ -211,17 +225,14 @@ static enum st_status read_counts(struct st_desc_ctx *c, struct st_hparams *hp)
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: block_count %lld but only %lld tensors",
                           (long long)block_count, (long long)st_gguf_n_tensors(c->g));
     hp->n_layer = block_count - hp->n_nextn;
-    rc = st_desc_key_int(c, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv);
-    if (rc == ST_OK)
-        rc = st_desc_key_int(c, "attention.key_length", false, hp->n_embd / hp->n_head,
-                             &hp->head_dim_k);
-    if (rc == ST_OK)
-        rc = st_desc_key_int(c, "attention.value_length", false, hp->n_embd / hp->n_head,
-                             &hp->head_dim_v);
-    if (rc == ST_OK)
-        rc = st_desc_key_int(c, "rope.dimension_count", false, hp->head_dim_k, &hp->n_rot);
-    if (rc != ST_OK)
-        return rc;
+    const struct st_desc_int_key dims[] = {      /* n_head > 0 from here */
+        { "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv },
+        { "attention.key_length", false, hp->n_embd / hp->n_head, &hp->head_dim_k },
+        { "attention.value_length", false, hp->n_embd / hp->n_head, &hp->head_dim_v },
+    };
+    ST_TRY(st_desc_key_ints(c, dims, ST_ARRAY_LEN(dims)));
+    /* its default is the key length just read */
+    ST_TRY(st_desc_key_int(c, "rope.dimension_count", false, hp->head_dim_k, &hp->n_rot));
     if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0 || hp->head_dim_k == 0 ||
         hp->head_dim_v == 0 || hp->n_rot == 0 || hp->n_rot % 2 != 0 || hp->n_rot > hp->head_dim_k)
         return st_err_set(
@@ -259,17 +270,16 @@ static enum st_status read_glm_moe(struct st_desc_ctx *c, struct st_hparams *hp)
     int64_t gating, groups, groups_used;
     float scale;
     bool found;
-    enum st_status rc =
-        st_desc_key_int(c, "leading_dense_block_count", false, 0, &hp->n_dense_lead);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "expert_shared_count", false, 0, &hp->n_expert_shared);
-    if (rc == ST_OK)
-        rc = st_desc_key_int(c, "expert_gating_func", false, ST_MOE_GATING_SIGMOID, &gating);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "expert_group_count", false, 1, &groups);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "expert_group_used_count", false, 0, &groups_used);
-    if (rc == ST_OK) rc = key_bool(c, "expert_weights_norm", false, &hp->moe_norm);
-    if (rc == ST_OK) rc = key_num(c, "expert_weights_scale", 1.0f, &scale, &found);
-    if (rc != ST_OK)
-        return rc;
+    const struct st_desc_int_key ints[] = {
+        { "leading_dense_block_count", false, 0, &hp->n_dense_lead },
+        { "expert_shared_count", false, 0, &hp->n_expert_shared },
+        { "expert_gating_func", false, ST_MOE_GATING_SIGMOID, &gating },
+        { "expert_group_count", false, 1, &groups },
+        { "expert_group_used_count", false, 0, &groups_used },
+    };
+    ST_TRY(st_desc_key_ints(c, ints, ST_ARRAY_LEN(ints)));
+    ST_TRY(key_bool(c, "expert_weights_norm", false, &hp->moe_norm));
+    ST_TRY(key_num(c, "expert_weights_scale", 1.0f, &scale, &found));
     if (gating == 0)     /* llama.cpp's NONE: the architecture's default */
         gating = ST_MOE_GATING_SIGMOID;
     if (gating != ST_MOE_GATING_SOFTMAX && gating != ST_MOE_GATING_SIGMOID)
@@ -300,16 +310,15 @@ static enum st_status read_ffn(struct st_desc_ctx *c, struct st_hparams *hp)
     hp->moe_gating = ST_MOE_GATING_SOFTMAX;
     hp->moe_norm = true;
     hp->moe_scale = 1.0f;
-    enum st_status rc =
-        st_desc_key_int(c, "feed_forward_length", dense, 0, &hp->n_ff);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "expert_count", moe, 0, &hp->n_expert);
-    if (rc == ST_OK && dense && hp->n_expert > 0)
+    const struct st_desc_int_key sizes[] = {
+        { "feed_forward_length", dense, 0, &hp->n_ff },
+        { "expert_count", moe, 0, &hp->n_expert },
+    };
+    ST_TRY(st_desc_key_ints(c, sizes, ST_ARRAY_LEN(sizes)));
+    if (dense && hp->n_expert > 0)
         return st_err_set(c->err, ST_ERR_BAD_MODEL,
                           "model: %s is dense but expert_count is set", c->arch);
-    if (rc == ST_OK)
-        rc = st_desc_key_int(c, "expert_used_count", hp->n_expert > 0, 0, &hp->n_expert_used);
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(st_desc_key_int(c, "expert_used_count", hp->n_expert > 0, 0, &hp->n_expert_used));
     if (hp->n_expert == 0) {
         if (moe || hp->n_ff == 0)
             return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs %s > 0", c->arch,
@@ -319,141 +328,101 @@ static enum st_status read_ffn(struct st_desc_ctx *c, struct st_hparams *hp)
     if (hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert)
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: expert_used_count %lld not in 1..%lld",
                           (long long)hp->n_expert_used, (long long)hp->n_expert);
-    rc = st_desc_key_int(c, "expert_feed_forward_length", false, hp->n_ff / hp->n_expert_used,
-                         &hp->n_ff_exp);
-    if (rc == ST_OK && hp->n_ff_exp == 0)
-        rc = st_err_set(c->err, ST_ERR_BAD_MODEL, "model: missing %s.expert_feed_forward_length",
-                        c->arch);
-    if (rc == ST_OK && hp->arch == ST_ARCH_GLM4MOE)
-        rc = read_glm_moe(c, hp);
-    return rc;
+    ST_TRY(st_desc_key_int(c, "expert_feed_forward_length", false, hp->n_ff / hp->n_expert_used,
+                           &hp->n_ff_exp));
+    if (hp->n_ff_exp == 0)
+        return st_err_set(c->err, ST_ERR_BAD_MODEL,
+                          "model: missing %s.expert_feed_forward_length", c->arch);
+    return hp->arch == ST_ARCH_GLM4MOE ? read_glm_moe(c, hp) : ST_OK;
 }
 
 static enum st_status read_hparams(struct st_desc_ctx *c, struct st_hparams *hp)
 {
-    enum st_status rc = read_counts(c, hp);
-    if (rc == ST_OK) rc = read_ffn(c, hp);
-    if (rc == ST_OK) rc = key_float(c, "attention.layer_norm_rms_epsilon", true, 0, &hp->rms_eps);
-    if (rc == ST_OK) rc = key_float(c, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base);
-    if (rc == ST_OK) rc = read_rope_scaling(c, hp);
     hp->rope_neox = hp->arch != ST_ARCH_LLAMA;
     hp->qk_norm = hp->arch == ST_ARCH_QWEN3 || hp->arch == ST_ARCH_QWEN3MOE ||
                   st_arch_is_hybrid(hp->arch);
-    if (rc == ST_OK && st_arch_is_hybrid(hp->arch))
-        rc = st_desc_read_hybrid(c, hp);
     /* glm4moe: GLM-4.5 (355B) has per-head q/k norms, 4.5-Air has none */
     if (hp->arch == ST_ARCH_GLM4MOE)
         hp->qk_norm = st_gguf_find_tensor(c->g, "blk.0.attn_q_norm.weight") != NULL;
-    return rc;
+    ST_TRY(read_counts(c, hp));
+    ST_TRY(read_ffn(c, hp));
+    ST_TRY(key_float(c, "attention.layer_norm_rms_epsilon", true, 0, &hp->rms_eps));
+    ST_TRY(key_float(c, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base));
+    ST_TRY(read_rope_scaling(c, hp));
+    return st_arch_is_hybrid(hp->arch) ? st_desc_read_hybrid(c, hp) : ST_OK;
 }
 
 /* ---- tensors ------------------------------------------------------------- */
-
-/* blk.<il>.<what>.bias: an F32 vector of n (glm4moe's q/k/v biases and
- * exp_probs_b). */
-static enum st_status bind_bias(struct st_desc_ctx *c, int64_t il, const char *what, int64_t n,
-                                const struct st_gguf_tensor **out)
-{
-    char name[96];
-    snprintf(name, sizeof(name), "blk.%lld.%s.bias", (long long)il, what);
-    return st_desc_bind(c, name, ST_DESC_NORM, true, n, 1, 1, out);
-}
 
 static enum st_status bind_attn(struct st_desc_ctx *c, const struct st_hparams *hp, int64_t il,
                                 struct st_layer_desc *L)
 {
     int64_t E = hp->n_embd, D = hp->head_dim_k, Dv = hp->head_dim_v;
-    int64_t qrows = hp->n_head * D * (hp->attn_gate ? 2 : 1);
-    enum st_status rc =
-        st_desc_bind_blk(c, il, "attn_norm", ST_DESC_NORM, true, E, 1, 1, &L->attn_norm);
-    if (rc == ST_OK && L->recurrent)
+    int64_t H = hp->n_head, Hkv = hp->n_head_kv, Hq = H * (hp->attn_gate ? 2 : 1);
+    bool glm = hp->arch == ST_ARCH_GLM4MOE, qk = hp->qk_norm;
+    const enum st_desc_kind W = ST_DESC_WEIGHT, N = ST_DESC_NORM;
+    const struct st_desc_tensor t[] = {
+        { true, "attn_q.weight", W, true, E, Hq * D, 1, &L->wq },
+        { true, "attn_k.weight", W, true, E, Hkv * D, 1, &L->wk },
+        { true, "attn_v.weight", W, true, E, Hkv * Dv, 1, &L->wv },
+        { true, "attn_output.weight", W, true, H * Dv, E, 1, &L->wo },
+        { qk, "attn_q_norm.weight", N, true, D, 1, 1, &L->q_norm },
+        { qk, "attn_k_norm.weight", N, true, D, 1, 1, &L->k_norm },
+        { glm, "attn_q.bias", N, true, H * D, 1, 1, &L->bq },
+        { glm, "attn_k.bias", N, true, Hkv * D, 1, 1, &L->bk },
+        { glm, "attn_v.bias", N, true, Hkv * Dv, 1, 1, &L->bv },
+    };
+    ST_TRY(st_desc_bind_blk(c, il, "attn_norm", N, true, E, 1, 1, &L->attn_norm));
+    if (L->recurrent)
         return st_desc_bind_recurrent(c, hp, il, L);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "attn_q", ST_DESC_WEIGHT, true, E, qrows, 1, &L->wq);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "attn_k", ST_DESC_WEIGHT, true, E, hp->n_head_kv * D, 1,
-                              &L->wk);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "attn_v", ST_DESC_WEIGHT, true, E, hp->n_head_kv * Dv, 1,
-                              &L->wv);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "attn_output", ST_DESC_WEIGHT, true, hp->n_head * Dv, E, 1,
-                              &L->wo);
-    if (rc == ST_OK && hp->qk_norm) {
-        rc = st_desc_bind_blk(c, il, "attn_q_norm", ST_DESC_NORM, true, D, 1, 1, &L->q_norm);
-        if (rc == ST_OK)
-            rc = st_desc_bind_blk(c, il, "attn_k_norm", ST_DESC_NORM, true, D, 1, 1, &L->k_norm);
-    }
-    if (rc == ST_OK && hp->arch == ST_ARCH_GLM4MOE) {
-        rc = bind_bias(c, il, "attn_q", hp->n_head * D, &L->bq);
-        if (rc == ST_OK) rc = bind_bias(c, il, "attn_k", hp->n_head_kv * D, &L->bk);
-        if (rc == ST_OK) rc = bind_bias(c, il, "attn_v", hp->n_head_kv * Dv, &L->bv);
-    }
-    return rc;
+    return st_desc_bind_table(c, il, t, ST_ARRAY_LEN(t));
 }
 
 static enum st_status bind_ffn(struct st_desc_ctx *c, const struct st_hparams *hp, int64_t il,
                                struct st_layer_desc *L)
 {
-    int64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
+    int64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp, Fd = hp->n_ff;
     bool glm = hp->arch == ST_ARCH_GLM4MOE;
     /* llama.cpp's name for the FFN norm */
     bool post = glm || st_arch_is_hybrid(hp->arch);
-    enum st_status rc = st_desc_bind_blk(c, il, post ? "post_attention_norm" : "ffn_norm",
-                                         ST_DESC_NORM, true, E, 1, 1, &L->ffn_norm);
-    if (rc != ST_OK)
-        return rc;
-    if (X == 0 || il < hp->n_dense_lead) {
-        rc =
-            st_desc_bind_blk(c, il, "ffn_gate", ST_DESC_WEIGHT, true, E, hp->n_ff, 1, &L->ffn_gate);
-        if (rc == ST_OK)
-            rc =
-                st_desc_bind_blk(c, il, "ffn_up", ST_DESC_WEIGHT, true, E, hp->n_ff, 1, &L->ffn_up);
-        if (rc == ST_OK)
-            rc = st_desc_bind_blk(c, il, "ffn_down", ST_DESC_WEIGHT, true, hp->n_ff, E, 1,
-                                  &L->ffn_down);
-        return rc;
-    }
-    rc = st_desc_bind_blk(c, il, "ffn_gate_inp", ST_DESC_WEIGHT, true, E, X, 1, &L->ffn_gate_inp);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ffn_gate_exps", ST_DESC_WEIGHT, true, E, F, X,
-                              &L->ffn_gate_exps);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ffn_up_exps", ST_DESC_WEIGHT, true, E, F, X, &L->ffn_up_exps);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ffn_down_exps", ST_DESC_WEIGHT, true, F, E, X,
-                              &L->ffn_down_exps);
-    if (rc == ST_OK && st_arch_is_hybrid(hp->arch))
+    const enum st_desc_kind W = ST_DESC_WEIGHT, N = ST_DESC_NORM;
+    const struct st_desc_tensor dense[] = {
+        { true, "ffn_gate.weight", W, true, E, Fd, 1, &L->ffn_gate },
+        { true, "ffn_up.weight", W, true, E, Fd, 1, &L->ffn_up },
+        { true, "ffn_down.weight", W, true, Fd, E, 1, &L->ffn_down },
+    };
+    const struct st_desc_tensor experts[] = {
+        { true, "ffn_gate_inp.weight", W, true, E, X, 1, &L->ffn_gate_inp },
+        { true, "ffn_gate_exps.weight", W, true, E, F, X, &L->ffn_gate_exps },
+        { true, "ffn_up_exps.weight", W, true, E, F, X, &L->ffn_up_exps },
+        { true, "ffn_down_exps.weight", W, true, F, E, X, &L->ffn_down_exps },
+        { glm, "exp_probs_b.bias", N, true, X, 1, 1, &L->exp_probs_b },
+    };
+    ST_TRY(st_desc_bind_blk(c, il, post ? "post_attention_norm" : "ffn_norm", N, true, E, 1, 1,
+                            &L->ffn_norm));
+    if (X == 0 || il < hp->n_dense_lead)
+        return st_desc_bind_table(c, il, dense, ST_ARRAY_LEN(dense));
+    ST_TRY(st_desc_bind_table(c, il, experts, ST_ARRAY_LEN(experts)));
+    if (st_arch_is_hybrid(hp->arch))
         return st_desc_bind_gated_shexp(c, hp, il, L);
-    if (rc != ST_OK || !glm)
-        return rc;
-    rc = bind_bias(c, il, "exp_probs_b", X, &L->exp_probs_b);
     int64_t Fs = F * hp->n_expert_shared;
-    if (rc == ST_OK && Fs > 0)
-        rc = st_desc_bind_shexp(c, il, E, Fs, L);
-    return rc;
+    return glm && Fs > 0 ? st_desc_bind_shexp(c, il, E, Fs, L) : ST_OK;
 }
 
 static enum st_status bind_nextn(struct st_desc_ctx *c, const struct st_hparams *hp, int64_t il,
                                  struct st_layer_desc *L)
 {
     int64_t E = hp->n_embd, V = hp->n_vocab;
-    enum st_status rc = st_desc_bind_blk(c, il, "nextn.eh_proj", ST_DESC_WEIGHT, true, 2 * E, E, 1,
-                                         &L->nextn_eh_proj);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "nextn.enorm", ST_DESC_NORM, true, E, 1, 1, &L->nextn_enorm);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "nextn.hnorm", ST_DESC_NORM, true, E, 1, 1, &L->nextn_hnorm);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "nextn.embed_tokens", ST_DESC_WEIGHT, false, E, V, 1,
-                              &L->nextn_embed);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "nextn.shared_head_head", ST_DESC_WEIGHT, false, E, V, 1,
-                              &L->nextn_head);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "nextn.shared_head_norm", ST_DESC_NORM, false, E, 1, 1,
-                              &L->nextn_head_norm);
-    return rc;
+    const enum st_desc_kind W = ST_DESC_WEIGHT, N = ST_DESC_NORM;
+    const struct st_desc_tensor t[] = {
+        { true, "nextn.eh_proj.weight", W, true, 2 * E, E, 1, &L->nextn_eh_proj },
+        { true, "nextn.enorm.weight", N, true, E, 1, 1, &L->nextn_enorm },
+        { true, "nextn.hnorm.weight", N, true, E, 1, 1, &L->nextn_hnorm },
+        { true, "nextn.embed_tokens.weight", W, false, E, V, 1, &L->nextn_embed },
+        { true, "nextn.shared_head_head.weight", W, false, E, V, 1, &L->nextn_head },
+        { true, "nextn.shared_head_norm.weight", N, false, E, 1, 1, &L->nextn_head_norm },
+    };
+    return st_desc_bind_table(c, il, t, ST_ARRAY_LEN(t));
 }
 
 static enum st_status bind_globals(struct st_desc_ctx *c, struct st_model_desc *d)
@@ -463,16 +432,13 @@ static enum st_status bind_globals(struct st_desc_ctx *c, struct st_model_desc *
     if (!te)
         return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: tensor 'token_embd.weight' is missing");
     hp->n_vocab = te->ne[1];
-    enum st_status rc = st_desc_bind(c, "token_embd.weight", ST_DESC_WEIGHT, true, hp->n_embd,
-                                     hp->n_vocab, 1, &d->tok_embd);
-    if (rc == ST_OK)
-        rc = st_desc_bind(c, "output_norm.weight", ST_DESC_NORM, true, hp->n_embd, 1, 1,
-                          &d->output_norm);
-    if (rc == ST_OK)
-        rc = st_desc_bind(c, "output.weight", ST_DESC_WEIGHT, false, hp->n_embd, hp->n_vocab, 1,
-                          &d->output);
-    if (rc != ST_OK)
-        return rc;
+    const struct st_desc_tensor t[] = {
+        { true, "token_embd.weight", ST_DESC_WEIGHT, true, hp->n_embd, hp->n_vocab, 1,
+          &d->tok_embd },
+        { true, "output_norm.weight", ST_DESC_NORM, true, hp->n_embd, 1, 1, &d->output_norm },
+        { true, "output.weight", ST_DESC_WEIGHT, false, hp->n_embd, hp->n_vocab, 1, &d->output },
+    };
+    ST_TRY(st_desc_bind_table(c, -1, t, ST_ARRAY_LEN(t)));
     hp->tied_output = d->output == NULL;
     if (!d->output)
         d->output = d->tok_embd;
@@ -514,43 +480,49 @@ static enum st_status read_arch(struct st_desc_ctx *c, struct st_hparams *hp, st
     return ST_OK;
 }
 
+static enum st_status bind_layer(struct st_desc_ctx *c, struct st_model_desc *d, int64_t il)
+{
+    struct st_layer_desc *L = &d->layers[il];
+    if (st_arch_is_hybrid(d->hp.arch))
+        ST_TRY(st_desc_is_recurrent(c, &d->hp, il, &L->recurrent));
+    ST_TRY(bind_attn(c, &d->hp, il, L));
+    ST_TRY(bind_ffn(c, &d->hp, il, L));
+    return il >= d->hp.n_layer ? bind_nextn(c, &d->hp, il, L) : ST_OK;
+}
+
+/* Fill d (zeroed, d->gguf set); on failure the caller frees it. */
+static enum st_status describe(struct st_desc_ctx *c, struct st_model_desc *d)
+{
+    ST_TRY(read_arch(c, &d->hp, c->err));
+    ST_TRY(read_hparams(c, &d->hp));
+    ST_TRY(bind_globals(c, d));
+    d->n_layers_all = d->hp.n_layer + d->hp.n_nextn;
+    d->layers = calloc((size_t)d->n_layers_all, sizeof(*d->layers));
+    if (!d->layers)
+        return st_err_set(c->err, ST_ERR_NOMEM, "model: no memory for %lld layers",
+                          (long long)d->n_layers_all);
+    for (int64_t il = 0; il < d->n_layers_all; il++)
+        ST_TRY(bind_layer(c, d, il));
+    return ST_OK;
+}
+
 enum st_status st_model_desc_load(const struct st_gguf *g, struct st_model_desc **out,
                                   struct st_err *err)
 {
     struct st_desc_ctx c = { g, NULL, err };
     struct st_model_desc *d = calloc(1, sizeof(*d));
-    enum st_status rc;
 
     *out = NULL;
     if (!d)
         return st_err_set(err, ST_ERR_NOMEM, "model: no memory");
     d->gguf = g;
-    rc = read_arch(&c, &d->hp, err);
-    if (rc == ST_OK) rc = read_hparams(&c, &d->hp);
-    if (rc == ST_OK) rc = bind_globals(&c, d);
-    if (rc != ST_OK)
-        goto fail;
-    d->n_layers_all = d->hp.n_layer + d->hp.n_nextn;
-    d->layers = calloc((size_t)d->n_layers_all, sizeof(*d->layers));
-    if (!d->layers) {
-        rc = st_err_set(err, ST_ERR_NOMEM, "model: no memory for %lld layers",
-                        (long long)d->n_layers_all);
-        goto fail;
+    enum st_status rc = describe(&c, d);
+    if (rc != ST_OK) {
+        st_model_desc_free(d);
+        return rc;
     }
-    for (int64_t il = 0; rc == ST_OK && il < d->n_layers_all; il++) {
-        if (st_arch_is_hybrid(d->hp.arch))
-            rc = st_desc_is_recurrent(&c, &d->hp, il, &d->layers[il].recurrent);
-        if (rc == ST_OK) rc = bind_attn(&c, &d->hp, il, &d->layers[il]);
-        if (rc == ST_OK) rc = bind_ffn(&c, &d->hp, il, &d->layers[il]);
-        if (rc == ST_OK && il >= d->hp.n_layer) rc = bind_nextn(&c, &d->hp, il, &d->layers[il]);
-    }
-    if (rc != ST_OK)
-        goto fail;
     *out = d;
     return ST_OK;
-fail:
-    st_model_desc_free(d);
-    return rc;
 }
 
 void st_model_desc_free(struct st_model_desc *d)

@@ -11,13 +11,14 @@
 
 static enum st_status read_ssm(struct st_desc_ctx *c, struct st_ssm_hparams *s)
 {
-    enum st_status rc = st_desc_key_int(c, "ssm.conv_kernel", true, 0, &s->conv_kernel);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "ssm.inner_size", true, 0, &s->d_inner);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "ssm.state_size", true, 0, &s->head_dim);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "ssm.time_step_rank", true, 0, &s->n_v_heads);
-    if (rc == ST_OK) rc = st_desc_key_int(c, "ssm.group_count", true, 0, &s->n_k_heads);
-    if (rc != ST_OK)
-        return rc;
+    const struct st_desc_int_key keys[] = {
+        { "ssm.conv_kernel", true, 0, &s->conv_kernel },
+        { "ssm.inner_size", true, 0, &s->d_inner },
+        { "ssm.state_size", true, 0, &s->head_dim },
+        { "ssm.time_step_rank", true, 0, &s->n_v_heads },
+        { "ssm.group_count", true, 0, &s->n_k_heads },
+    };
+    ST_TRY(st_desc_key_ints(c, keys, ST_ARRAY_LEN(keys)));
     bool ok = s->conv_kernel >= 2 && s->head_dim > 0 && s->n_k_heads > 0 &&
               s->n_v_heads % s->n_k_heads == 0 && s->n_v_heads > 0 &&
               s->d_inner == s->n_v_heads * s->head_dim;
@@ -34,24 +35,23 @@ static enum st_status read_ssm(struct st_desc_ctx *c, struct st_ssm_hparams *s)
 
 enum st_status st_desc_read_hybrid(struct st_desc_ctx *c, struct st_hparams *hp)
 {
-    enum st_status rc = read_ssm(c, &hp->ssm);
+    ST_TRY(read_ssm(c, &hp->ssm));
     hp->ssm.v_grouped = hp->arch == ST_ARCH_QWEN3NEXT;
-    if (rc == ST_OK && hp->n_expert > 0)   /* qwen35 is dense: no shared expert */
-        rc = st_desc_key_int(c, "expert_shared_feed_forward_length", false, hp->n_ff,
-                             &hp->n_ff_shexp);
-    if (rc == ST_OK && hp->n_expert > 0 && hp->n_ff_shexp == 0)
-        rc = st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs "
-                        "expert_shared_feed_forward_length > 0", c->arch);
-    if (rc != ST_OK)
-        return rc;
+    if (hp->n_expert > 0) {   /* qwen35 is dense: no shared expert */
+        ST_TRY(st_desc_key_int(c, "expert_shared_feed_forward_length", false, hp->n_ff,
+                               &hp->n_ff_shexp));
+        if (hp->n_ff_shexp == 0)
+            return st_err_set(c->err, ST_ERR_BAD_MODEL, "model: %s needs "
+                              "expert_shared_feed_forward_length > 0", c->arch);
+    }
     hp->attn_gate = true;
     hp->n_recurrent = 0;
-    for (int64_t il = 0; il < hp->n_layer && rc == ST_OK; il++) {
+    for (int64_t il = 0; il < hp->n_layer; il++) {
         bool rec = false;
-        rc = st_desc_is_recurrent(c, hp, il, &rec);
+        ST_TRY(st_desc_is_recurrent(c, hp, il, &rec));
         hp->n_recurrent += rec;
     }
-    return rc;
+    return ST_OK;
 }
 
 /* Entry il of <arch>.attention.recurrent_layers (bools, or integers 0/1). */
@@ -104,25 +104,11 @@ static enum st_status bind_qkvz(struct st_desc_ctx *c, const struct st_hparams *
                               (long long)il, name);
         return st_desc_bind(c, name, ST_DESC_WEIGHT, true, E, 2 * Ck + 2 * Cv, 1, &L->ssm_in);
     }
-    enum st_status rc =
-        st_desc_bind_blk(c, il, "attn_qkv", ST_DESC_WEIGHT, true, E, 2 * Ck + Cv, 1, &L->wqkv);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "attn_gate", ST_DESC_WEIGHT, true, E, Cv, 1, &L->wz);
-    return rc;
-}
-
-/* beta and alpha: ssm_beta and ssm_alpha, or qwen3next's fused ssm_ba. */
-static enum st_status bind_ba(struct st_desc_ctx *c, const struct st_hparams *hp, int64_t il,
-                              struct st_layer_desc *L)
-{
-    int64_t E = hp->n_embd, Hv = hp->ssm.n_v_heads;
-    if (hp->arch == ST_ARCH_QWEN3NEXT)
-        return st_desc_bind_blk(c, il, "ssm_ba", ST_DESC_WEIGHT, true, E, 2 * Hv, 1, &L->ssm_ba);
-    enum st_status rc =
-        st_desc_bind_blk(c, il, "ssm_alpha", ST_DESC_WEIGHT, true, E, Hv, 1, &L->ssm_alpha);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ssm_beta", ST_DESC_WEIGHT, true, E, Hv, 1, &L->ssm_beta);
-    return rc;
+    const struct st_desc_tensor t[] = {
+        { true, "attn_qkv.weight", ST_DESC_WEIGHT, true, E, 2 * Ck + Cv, 1, &L->wqkv },
+        { true, "attn_gate.weight", ST_DESC_WEIGHT, true, E, Cv, 1, &L->wz },
+    };
+    return st_desc_bind_table(c, il, t, ST_ARRAY_LEN(t));
 }
 
 enum st_status st_desc_bind_recurrent(struct st_desc_ctx *c, const struct st_hparams *hp,
@@ -131,33 +117,31 @@ enum st_status st_desc_bind_recurrent(struct st_desc_ctx *c, const struct st_hpa
     const struct st_ssm_hparams *s = &hp->ssm;
     int64_t E = hp->n_embd, Hv = s->n_v_heads, Cv = s->d_inner;
     int64_t conv = 2 * s->n_k_heads * s->head_dim + Cv;
-    char name[96];
-    snprintf(name, sizeof(name), "blk.%lld.ssm_dt.bias", (long long)il);
-    enum st_status rc = st_desc_bind(c, name, ST_DESC_NORM, true, Hv, 1, 1, &L->ssm_dt);
-    snprintf(name, sizeof(name), "blk.%lld.ssm_a", (long long)il);
-    if (rc == ST_OK) rc = st_desc_bind(c, name, ST_DESC_NORM, true, Hv, 1, 1, &L->ssm_a);
-    if (rc == ST_OK)
-        rc = bind_qkvz(c, hp, il, L);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ssm_conv1d", ST_DESC_NORM, true, s->conv_kernel, conv, 1,
-                              &L->ssm_conv1d);
-    if (rc == ST_OK)
-        rc = bind_ba(c, hp, il, L);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ssm_norm", ST_DESC_NORM, true, s->head_dim, 1, 1,
-                              &L->ssm_norm);
-    if (rc == ST_OK)
-        rc = st_desc_bind_blk(c, il, "ssm_out", ST_DESC_WEIGHT, true, Cv, E, 1, &L->ssm_out);
-    return rc;
+    /* beta and alpha: ssm_beta and ssm_alpha, or qwen3next's fused ssm_ba */
+    bool ba = hp->arch == ST_ARCH_QWEN3NEXT;
+    const enum st_desc_kind W = ST_DESC_WEIGHT, N = ST_DESC_NORM;
+    const struct st_desc_tensor head[] = {
+        { true, "ssm_dt.bias", N, true, Hv, 1, 1, &L->ssm_dt },
+        { true, "ssm_a", N, true, Hv, 1, 1, &L->ssm_a },
+    };
+    const struct st_desc_tensor tail[] = {
+        { true, "ssm_conv1d.weight", N, true, s->conv_kernel, conv, 1, &L->ssm_conv1d },
+        { ba, "ssm_ba.weight", W, true, E, 2 * Hv, 1, &L->ssm_ba },
+        { !ba, "ssm_alpha.weight", W, true, E, Hv, 1, &L->ssm_alpha },
+        { !ba, "ssm_beta.weight", W, true, E, Hv, 1, &L->ssm_beta },
+        { true, "ssm_norm.weight", N, true, s->head_dim, 1, 1, &L->ssm_norm },
+        { true, "ssm_out.weight", W, true, Cv, E, 1, &L->ssm_out },
+    };
+    ST_TRY(st_desc_bind_table(c, il, head, ST_ARRAY_LEN(head)));
+    ST_TRY(bind_qkvz(c, hp, il, L));
+    return st_desc_bind_table(c, il, tail, ST_ARRAY_LEN(tail));
 }
 
 enum st_status st_desc_bind_gated_shexp(struct st_desc_ctx *c, const struct st_hparams *hp,
                                         int64_t il, struct st_layer_desc *L)
 {
     int64_t E = hp->n_embd, Fs = hp->n_ff_shexp;
-    enum st_status rc = st_desc_bind_blk(c, il, "ffn_gate_inp_shexp", ST_DESC_WEIGHT, true, E, 1,
-                                         1, &L->ffn_gate_inp_shexp);
-    if (rc == ST_OK)
-        rc = st_desc_bind_shexp(c, il, E, Fs, L);
-    return rc;
+    ST_TRY(st_desc_bind_blk(c, il, "ffn_gate_inp_shexp", ST_DESC_WEIGHT, true, E, 1, 1,
+                            &L->ffn_gate_inp_shexp));
+    return st_desc_bind_shexp(c, il, E, Fs, L);
 }

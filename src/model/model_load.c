@@ -58,6 +58,13 @@ static void count_params(struct st_model *m)
     }
 }
 
+/* The file mapped and its model described (st_model_free undoes both). */
+static enum st_status open_desc(struct st_model *m, const char *path, struct st_err *err)
+{
+    TRY(st_gguf_open(path, &m->gguf, err));
+    return st_model_desc_load(m->gguf, &m->desc, err);
+}
+
 enum st_status st_model_open(const char *path, struct st_model **out, struct st_err *err)
 {
     *out = NULL;
@@ -66,9 +73,7 @@ enum st_status st_model_open(const char *path, struct st_model **out, struct st_
         free(m);
         return st_err_set(err, ST_ERR_NOMEM, "no memory to open %s", path);
     }
-    enum st_status rc = st_gguf_open(path, &m->gguf, err);
-    if (rc == ST_OK)
-        rc = st_model_desc_load(m->gguf, &m->desc, err);
+    enum st_status rc = open_desc(m, path, err);
     if (rc != ST_OK) {
         st_model_free(m);
         return rc;
@@ -155,11 +160,9 @@ static enum st_status load_layer(struct st_model *m, int64_t l, struct st_err *e
     w->kv_index = l;
     w->state_index = -1;
     /* a gated attn_q is split by st_fwd_load_hybrid */
-    enum st_status rc = gated     ? ST_OK
-                        : permute ? wrap_permuted(m, d->wq, &w->wq, err)
-                                  : wrap_weight(m, d->wq, &w->wq, err);
-    if (rc == ST_OK)
-        rc = permute ? wrap_permuted(m, d->wk, &w->wk, err) : wrap_weight(m, d->wk, &w->wk, err);
+    if (!gated)
+        TRY(permute ? wrap_permuted(m, d->wq, &w->wq, err) : wrap_weight(m, d->wq, &w->wq, err));
+    TRY(permute ? wrap_permuted(m, d->wk, &w->wk, err) : wrap_weight(m, d->wk, &w->wk, err));
     const struct { const struct st_gguf_tensor *g; struct st_tensor *t; } rest[] = {
         { d->attn_norm, &w->attn_norm }, { d->wv, &w->wv }, { d->wo, &w->wo },
         { d->q_norm, &w->q_norm }, { d->k_norm, &w->k_norm }, { d->ffn_norm, &w->ffn_norm },
@@ -170,11 +173,9 @@ static enum st_status load_layer(struct st_model *m, int64_t l, struct st_err *e
         { d->exp_probs_b, &w->exp_probs_b }, { d->ffn_gate_shexp, &w->gate_shexp },
         { d->ffn_up_shexp, &w->up_shexp }, { d->ffn_down_shexp, &w->down_shexp },
     };
-    for (size_t i = 0; i < ST_ARRAY_LEN(rest) && rc == ST_OK; i++)
-        rc = wrap_weight(m, rest[i].g, rest[i].t, err);
-    if (rc == ST_OK && st_arch_is_hybrid(m->desc->hp.arch))
-        rc = st_fwd_load_hybrid(m, l, err);
-    return rc;
+    for (size_t i = 0; i < ST_ARRAY_LEN(rest); i++)
+        TRY(wrap_weight(m, rest[i].g, rest[i].t, err));
+    return st_arch_is_hybrid(m->desc->hp.arch) ? st_fwd_load_hybrid(m, l, err) : ST_OK;
 }
 
 static void release_layer(struct st_backend *be, struct st_fwd_layer *w)
@@ -391,11 +392,11 @@ static enum st_status load_weights(struct st_model *m, st_model_progress_fn *pro
     if (!m->layers)
         return st_err_set(err, ST_ERR_NOMEM, "no memory for %lld layers", (long long)n_layer);
     m->tied = d->output == d->tok_embd;
-    enum st_status rc = wrap_weight(m, d->tok_embd, &m->tok_embd, err);
-    if (rc == ST_OK)
-        rc = wrap_weight(m, d->output_norm, &m->output_norm, err);
-    if (rc == ST_OK && !m->tied)
-        rc = wrap_weight(m, d->output, &m->output, err);
+    TRY(wrap_weight(m, d->tok_embd, &m->tok_embd, err));
+    TRY(wrap_weight(m, d->output_norm, &m->output_norm, err));
+    if (!m->tied)
+        TRY(wrap_weight(m, d->output, &m->output, err));
+    enum st_status rc = ST_OK;
     for (int64_t l = 0; l < n_layer && rc == ST_OK; l++) {
         rc = load_layer(m, l, err);
         if (progress)
@@ -404,6 +405,15 @@ static enum st_status load_weights(struct st_model *m, st_model_progress_fn *pro
                (long long)n_layer);
     }
     return rc;
+}
+
+/* The weights, the KV cache, the activations; st_model_unload undoes them. */
+static enum st_status load_all(struct st_model *m, st_model_progress_fn *progress, void *ctx,
+                               struct st_err *err)
+{
+    TRY(load_weights(m, progress, ctx, err));
+    TRY(alloc_kv(m, err));
+    return alloc_act(m, err);
 }
 
 enum st_status st_model_load(struct st_model *m, const struct st_model_params *p,
@@ -426,11 +436,7 @@ enum st_status st_model_load(struct st_model *m, const struct st_model_params *p
            "weights on %s", m->path, m->desc->hp.arch_name, (long long)m->desc->hp.n_layer,
            (double)m->n_params / 1e6, (double)m->weight_bytes / (1024.0 * 1024.0),
            st_backend_describe(m->be));
-    rc = load_weights(m, progress, ctx, err);
-    if (rc == ST_OK)
-        rc = alloc_kv(m, err);
-    if (rc == ST_OK)
-        rc = alloc_act(m, err);
+    rc = load_all(m, progress, ctx, err);
     if (rc != ST_OK) {
         st_model_unload(m);
         return rc;

@@ -80,9 +80,8 @@ static enum st_status upkeep_ops(struct st_mtp *t, int64_t n, struct st_err *err
     struct st_model *m = t->m;
     struct st_tensor hm = st_tensor_slice(&t->hbuf, 1, t->S + 1, n);
     struct st_tensor x = st_tensor_slice(&m->act.x, 1, 0, n);
-    enum st_status rc = st_backend_rms_norm(m->be, &hm, &x, &m->output_norm,
-                                            m->desc->hp.rms_eps, err);
-    return rc == ST_OK ? st_mtp_rows_ops(t, n, &t->hbuf, true, err) : rc;
+    TRY(st_backend_rms_norm(m->be, &hm, &x, &m->output_norm, m->desc->hp.rms_eps, err));
+    return st_mtp_rows_ops(t, n, &t->hbuf, true, err);
 }
 
 /* Each slot of the last upkeep chunk carries the state of its last row. */
@@ -106,10 +105,9 @@ static enum st_status upkeep(void *ctx, const struct st_model_batch *b, int64_t 
                              struct st_err *err)
 {
     struct st_mtp *t = ctx;
-    enum st_status rc = upkeep_write(t, b, r0, r1, err);
-    if (rc == ST_OK)
-        rc = upkeep_ops(t, r1 - r0, err);
-    return rc == ST_OK ? upkeep_carry(t, err) : rc;
+    TRY(upkeep_write(t, b, r0, r1, err));
+    TRY(upkeep_ops(t, r1 - r0, err));
+    return upkeep_carry(t, err);
 }
 
 /* A verify-sized step (one chunk of <= ST_FWD_GRAPH_ROWS rows) as one
@@ -126,24 +124,19 @@ static enum st_status forward_graphed(struct st_mtp *t, const struct st_model_ba
     struct st_fwd_rows r;
     bool replayed = false;
     st_fwd_cut_rows(&m->act, n, &r);
-    enum st_status rc = st_fwd_chunk_inputs(m, b, 0, n, 0, n_out, &r, err);
-    if (rc == ST_OK)
-        rc = upkeep_write(t, b, 0, n, err);
-    if (rc == ST_OK)
-        rc = st_backend_graph_begin(m->be, ST_FWD_GRAPH_KEY(ST_FWD_GRAPH_MTP_VERIFY, n, n_out),
-                                    &replayed, err);
-    if (rc == ST_OK && !replayed) {
-        rc = st_fwd_chunk_ops(m, &r, 0, n_out, err);
-        if (rc == ST_OK)
-            rc = upkeep_ops(t, n, err);
-        if (rc == ST_OK && n_out > 0)
-            rc = st_fwd_head_ops(m, n_out, err);
-        if (rc == ST_OK)
-            rc = st_backend_graph_end(m->be, err);
+    TRY(st_fwd_chunk_inputs(m, b, 0, n, 0, n_out, &r, err));
+    TRY(upkeep_write(t, b, 0, n, err));
+    TRY(st_backend_graph_begin(m->be, ST_FWD_GRAPH_KEY(ST_FWD_GRAPH_MTP_VERIFY, n, n_out),
+                               &replayed, err));
+    if (!replayed) {
+        TRY(st_fwd_chunk_ops(m, &r, 0, n_out, err));
+        TRY(upkeep_ops(t, n, err));
+        if (n_out > 0)
+            TRY(st_fwd_head_ops(m, n_out, err));
+        TRY(st_backend_graph_end(m->be, err));
     }
-    if (rc == ST_OK)
-        rc = upkeep_carry(t, err);
-    return rc == ST_OK && n_out > 0 ? st_fwd_read_logits(m, n_out, err) : rc;
+    TRY(upkeep_carry(t, err));
+    return n_out > 0 ? st_fwd_read_logits(m, n_out, err) : ST_OK;
 }
 
 /* The checks of st_model_forward that the chunk loop below relies on
@@ -209,24 +202,18 @@ enum st_status st_mtp_forward(struct st_mtp *t, const struct st_model_batch *b,
         *logits = NULL;
     if (!m->loaded)
         return st_err_set(err, ST_ERR_LOADING, "model %s is not loaded", m->path);
-    enum st_status rc = check_batch(t, b, err);
-    if (rc == ST_OK)
-        rc = catch_batch(t, b, err);
-    if (rc == ST_OK && b->n_rows > 0 && b->n_rows <= ST_FWD_GRAPH_ROWS &&
-        b->n_rows <= m->p.max_rows) {
-        rc = forward_graphed(t, b, err);
-        if (rc == ST_OK && logits && b->n_out > 0)
-            *logits = m->logits_host;
-        return rc;
+    TRY(check_batch(t, b, err));
+    TRY(catch_batch(t, b, err));
+    if (b->n_rows > 0 && b->n_rows <= ST_FWD_GRAPH_ROWS && b->n_rows <= m->p.max_rows) {
+        TRY(forward_graphed(t, b, err));   /* the head included */
+    } else {
+        TRY(st_fwd_chunks(m, b, upkeep, t, err));
+        if (b->n_out > 0)
+            TRY(st_fwd_head(m, b->n_out, err));
     }
-    if (rc == ST_OK)
-        rc = st_fwd_chunks(m, b, upkeep, t, err);
-    if (rc == ST_OK && b->n_out > 0) {
-        rc = st_fwd_head(m, b->n_out, err);
-        if (rc == ST_OK && logits)
-            *logits = m->logits_host;
-    }
-    return rc;
+    if (logits && b->n_out > 0)
+        *logits = m->logits_host;
+    return ST_OK;
 }
 
 void st_mtp_truncate(struct st_mtp *t, int32_t slot, int64_t n_tokens)

@@ -132,11 +132,10 @@ static enum st_status pass(struct st_mtp *t, int64_t n, struct st_err *err)
 {
     if (n == 0)
         return ST_OK;
-    enum st_status rc = st_mtp_rows_write(t, n, t->ctok, t->cslot, t->cpos, t->hrow_host, err);
-    if (rc == ST_OK)
-        rc = st_mtp_rows_ops(t, n, &t->hbuf, true, err);
-    t->caught += rc == ST_OK ? (uint64_t)n : 0;
-    return rc;
+    TRY(st_mtp_rows_write(t, n, t->ctok, t->cslot, t->cpos, t->hrow_host, err));
+    TRY(st_mtp_rows_ops(t, n, &t->hbuf, true, err));
+    t->caught += (uint64_t)n;
+    return ST_OK;
 }
 
 /* Slot s carries the stashed state of P - 1 (after every pass that reads

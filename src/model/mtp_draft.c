@@ -77,24 +77,20 @@ static enum st_status draft_step(struct st_mtp *t, struct st_mtp_draft *d, int32
     /* Writes first, then the ops as one backend graph for a few rows
      * (docs/CUDA.md): the key is the row count and the h table (hbuf for
      * the first step, dbuf after), which fix every view the ops see. */
-    enum st_status rc = st_mtp_rows_write(t, rows, t->dtok, t->dslot, t->dpos, t->hrow_host,
-                                          err);
     bool graph = rows <= ST_FWD_GRAPH_ROWS, replayed = false;
-    if (rc == ST_OK && graph)
-        rc = st_backend_graph_begin(m->be, ST_FWD_GRAPH_KEY(ST_FWD_GRAPH_MTP_DRAFT, rows, j == 0),
-                                    &replayed, err);
-    if (rc == ST_OK && !replayed) {
-        rc = st_mtp_rows_ops(t, rows, j == 0 ? &t->hbuf : &t->dbuf, false, err);
-        if (rc == ST_OK)
-            rc = st_backend_rms_norm(m->be, &hn, &x, t->head_norm, m->desc->hp.rms_eps, err);
-        if (rc == ST_OK)
-            rc = st_backend_matmul(m->be, &lg, &hn, t->head, err);
-        if (rc == ST_OK && graph)
-            rc = st_backend_graph_end(m->be, err);
+    TRY(st_mtp_rows_write(t, rows, t->dtok, t->dslot, t->dpos, t->hrow_host, err));
+    if (graph)
+        TRY(st_backend_graph_begin(m->be, ST_FWD_GRAPH_KEY(ST_FWD_GRAPH_MTP_DRAFT, rows, j == 0),
+                                   &replayed, err));
+    if (!replayed) {
+        TRY(st_mtp_rows_ops(t, rows, j == 0 ? &t->hbuf : &t->dbuf, false, err));
+        TRY(st_backend_rms_norm(m->be, &hn, &x, t->head_norm, m->desc->hp.rms_eps, err));
+        TRY(st_backend_matmul(m->be, &lg, &hn, t->head, err));
+        if (graph)
+            TRY(st_backend_graph_end(m->be, err));
     }
-    if (rc == ST_OK)
-        rc = st_backend_read(m->be, &lg, 0, t->logits_host, st_tensor_nbytes(&lg), err);
-    for (int32_t i = 0; i < n && rc == ST_OK; i++) {
+    TRY(st_backend_read(m->be, &lg, 0, t->logits_host, st_tensor_nbytes(&lg), err));
+    for (int32_t i = 0; i < n; i++) {
         if (t->dwant[i] <= j)
             continue;
         const float *row = t->logits_host + (size_t)t->drow[i] * (size_t)t->V;
@@ -103,24 +99,21 @@ static enum st_status draft_step(struct st_mtp *t, struct st_mtp_draft *d, int32
             memcpy(d[i].logits + (size_t)j * (size_t)t->V, row, (size_t)t->V * sizeof(float));
         d[i].n_draft = j + 1;
     }
-    return rc;
+    return ST_OK;
 }
 
 enum st_status st_mtp_draft(struct st_mtp *t, struct st_mtp_draft *d, int32_t n,
                             struct st_err *err)
 {
-    enum st_status rc = check_drafts(t, d, n, err);
     int32_t m = 0;
-    for (int32_t i = 0; i < n && rc == ST_OK; i++) {   /* skipped positions first */
+    TRY(check_drafts(t, d, n, err));
+    for (int32_t i = 0; i < n; i++) {   /* skipped positions first */
         if (d[i].n_draft == 0)
             continue;
         t->dslot[m] = d[i].slot;
         t->dpos[m++] = d[i].pos;
     }
-    if (rc == ST_OK)
-        rc = st_mtp_catch_up(t, t->dslot, t->dpos, m, err);
-    if (rc != ST_OK)
-        return rc;
+    TRY(st_mtp_catch_up(t, t->dslot, t->dpos, m, err));
     int32_t most = 0;
     for (int32_t i = 0; i < n; i++) {
         bool carried = d[i].pos == 0 || t->carry_pos[d[i].slot] == d[i].pos - 1;
@@ -128,7 +121,7 @@ enum st_status st_mtp_draft(struct st_mtp *t, struct st_mtp_draft *d, int32_t n,
         d[i].n_draft = 0;
         most = ST_MAX(most, t->dwant[i]);
     }
-    for (int32_t j = 0; j < most && rc == ST_OK; j++)
-        rc = draft_step(t, d, n, j, err);
-    return rc;
+    for (int32_t j = 0; j < most; j++)
+        TRY(draft_step(t, d, n, j, err));
+    return ST_OK;
 }

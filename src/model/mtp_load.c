@@ -56,13 +56,10 @@ static enum st_status wrap_block(struct st_mtp *t, const struct st_layer_desc *d
         { d->nextn_hnorm, &t->hnorm }, { d->nextn_embed, &t->own_embed },
         { d->nextn_head, &t->own_head }, { d->nextn_head_norm, &t->own_head_norm },
     };
-    enum st_status rc = ST_OK;
-    for (size_t i = 0; i < ST_ARRAY_LEN(all) && rc == ST_OK; i++)
-        rc = wrap(t, all[i].g, all[i].t, err);
-    if (rc == ST_OK && gated)
-        rc = st_fwd_load_hybrid_block(t->m, d, w, err);
-    if (rc != ST_OK)
-        return rc;
+    for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
+        TRY(wrap(t, all[i].g, all[i].t, err));
+    if (gated)
+        TRY(st_fwd_load_hybrid_block(t->m, d, w, err));
     const struct st_model *m = t->m;
     t->embed = d->nextn_embed ? &t->own_embed : &m->tok_embd;
     t->head = d->nextn_head ? &t->own_head : (m->tied ? &m->tok_embd : &m->output);
@@ -74,10 +71,9 @@ static enum st_status alloc2(struct st_mtp *t, struct st_tensor *out, enum st_dt
                              int64_t n0, int64_t n1, struct st_err *err)
 {
     const int64_t ne[ST_TENSOR_DIMS] = { n0, n1, 1, 1 };
-    enum st_status rc = st_backend_alloc(t->m->be, type, ne, out, err);
-    if (rc == ST_OK)
-        t->act_bytes += st_tensor_nbytes(out);
-    return rc;
+    TRY(st_backend_alloc(t->m->be, type, ne, out, err));
+    t->act_bytes += st_tensor_nbytes(out);
+    return ST_OK;
 }
 
 static enum st_status alloc_buffers(struct st_mtp *t, struct st_err *err)
@@ -89,11 +85,8 @@ static enum st_status alloc_buffers(struct st_mtp *t, struct st_err *err)
     enum st_status (*alloc)(struct st_backend *, enum st_dtype, const int64_t *,
                             struct st_tensor *, struct st_err *) =
         t->m->p.kv_lazy ? st_backend_alloc_lazy : st_backend_alloc;
-    enum st_status rc = alloc(t->m->be, ST_DTYPE_F16, kne, &t->kcache, err);
-    if (rc == ST_OK)
-        rc = alloc(t->m->be, ST_DTYPE_F16, kne, &t->vcache, err);
-    if (rc != ST_OK)
-        return rc;
+    TRY(alloc(t->m->be, ST_DTYPE_F16, kne, &t->kcache, err));
+    TRY(alloc(t->m->be, ST_DTYPE_F16, kne, &t->vcache, err));
     t->kv_bytes = 2 * st_tensor_nbytes(&t->kcache);
     int64_t E = t->E, R = t->R, S = t->S;
     const struct { struct st_tensor *t; enum st_dtype ty; int64_t n0, n1; } all[] = {
@@ -103,9 +96,9 @@ static enum st_status alloc_buffers(struct st_mtp *t, struct st_err *err)
         { &t->slot, ST_DTYPE_I32, 1, R },         { &t->hidx, ST_DTYPE_I32, 1, R },
         { &t->cidx, ST_DTYPE_I32, 1, 2 * R },     { &t->logits, ST_DTYPE_F32, t->V, S },
     };
-    for (size_t i = 0; i < ST_ARRAY_LEN(all) && rc == ST_OK; i++)
-        rc = alloc2(t, all[i].t, all[i].ty, all[i].n0, all[i].n1, err);
-    return rc;
+    for (size_t i = 0; i < ST_ARRAY_LEN(all); i++)
+        TRY(alloc2(t, all[i].t, all[i].ty, all[i].n0, all[i].n1, err));
+    return ST_OK;
 }
 
 static enum st_status alloc_host(struct st_mtp *t, struct st_err *err)
@@ -141,6 +134,16 @@ static enum st_status alloc_host(struct st_mtp *t, struct st_err *err)
     return ST_OK;
 }
 
+/* The block's weights, the device buffers, the host ones; st_mtp_free
+ * undoes what was done. */
+static enum st_status make_state(struct st_mtp *t, const struct st_hparams *hp,
+                                 struct st_err *err)
+{
+    TRY(wrap_block(t, &t->m->desc->layers[hp->n_layer], err));
+    TRY(alloc_buffers(t, err));
+    return alloc_host(t, err);
+}
+
 enum st_status st_mtp_new(struct st_model *m, int32_t max_draft, struct st_mtp **out,
                           struct st_err *err)
 {
@@ -163,11 +166,7 @@ enum st_status st_mtp_new(struct st_model *m, int32_t max_draft, struct st_mtp *
         return st_err_set(err, ST_ERR_NOMEM, "no memory for the MTP state");
     *t = (struct st_mtp){ .m = m, .max_draft = max_draft, .E = hp->n_embd, .V = hp->n_vocab,
                           .S = m->p.n_slots, .R = m->p.max_rows, .K = ST_MTP_KEEP };
-    enum st_status rc = wrap_block(t, &m->desc->layers[hp->n_layer], err);
-    if (rc == ST_OK)
-        rc = alloc_buffers(t, err);
-    if (rc == ST_OK)
-        rc = alloc_host(t, err);
+    enum st_status rc = make_state(t, hp, err);
     if (rc != ST_OK) {
         st_mtp_free(t);
         return rc;

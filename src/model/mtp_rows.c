@@ -33,18 +33,16 @@ enum st_status st_mtp_rows_write(struct st_mtp *t, int64_t n, const int32_t *tok
     struct st_tensor ids = st_fwd_column(&t->ids, 0, n), hidx = st_fwd_column(&t->hidx, 0, n);
     struct st_tensor cidx = st_fwd_column(&t->cidx, 0, 2 * n);
     struct st_tensor pc = st_fwd_column(&t->pos, 0, n), sc = st_fwd_column(&t->slot, 0, n);
-    enum st_status rc = put_i32(t, &ids, tokens, NULL, n, err);
-    if (rc == ST_OK) rc = put_i32(t, &hidx, hrows, NULL, n, err);
-    if (rc == ST_OK) rc = put_i32(t, &pc, NULL, pos, n, err);
-    if (rc == ST_OK) rc = put_i32(t, &sc, slots, NULL, n, err);
+    TRY(put_i32(t, &ids, tokens, NULL, n, err));
+    TRY(put_i32(t, &hidx, hrows, NULL, n, err));
+    TRY(put_i32(t, &pc, NULL, pos, n, err));
+    TRY(put_i32(t, &sc, slots, NULL, n, err));
     for (int64_t i = 0; i < n; i++) {
         t->i32_host[2 * i] = (int32_t)i;
         t->i32_host[2 * i + 1] = (int32_t)(n + i);
     }
-    if (rc == ST_OK)
-        rc = st_backend_write(t->m->be, &cidx, 0, t->i32_host, (size_t)(2 * n) * sizeof(int32_t),
-                              err);
-    return rc;
+    return st_backend_write(t->m->be, &cidx, 0, t->i32_host, (size_t)(2 * n) * sizeof(int32_t),
+                            err);
 }
 
 /* The block's input u = eh_proj . [enorm(emb); hnorm(h)] into act.x rows
@@ -62,13 +60,12 @@ static enum st_status block_input(struct st_mtp *t, int64_t n, const struct st_t
     struct st_tensor c = st_tensor_slice(&t->cat, 1, 0, n);
     const int64_t ne[ST_TENSOR_DIMS] = { t->E, 2 * n, 1, 1 };
     struct st_tensor cv = st_tensor_reshape(&c, ne), x = st_tensor_slice(&t->m->act.x, 1, 0, n);
-    enum st_status rc = st_backend_embed(be, &ee, t->embed, &ids, err);
-    if (rc == ST_OK) rc = st_backend_rms_norm(be, &ee, &ee, &t->enorm, eps, err);
-    if (rc == ST_OK) rc = st_backend_embed(be, &eh, htable, &hidx, err);
-    if (rc == ST_OK) rc = st_backend_rms_norm(be, &eh, &eh, &t->hnorm, eps, err);
-    if (rc == ST_OK) rc = st_backend_embed(be, &cv, &e2, &cidx, err);
-    if (rc == ST_OK) rc = st_backend_matmul(be, &x, &c, &t->eh_proj, err);
-    return rc;
+    TRY(st_backend_embed(be, &ee, t->embed, &ids, err));
+    TRY(st_backend_rms_norm(be, &ee, &ee, &t->enorm, eps, err));
+    TRY(st_backend_embed(be, &eh, htable, &hidx, err));
+    TRY(st_backend_rms_norm(be, &eh, &eh, &t->hnorm, eps, err));
+    TRY(st_backend_embed(be, &cv, &e2, &cidx, err));
+    return st_backend_matmul(be, &x, &c, &t->eh_proj, err);
 }
 
 /* The nextn layer runs forward.c's blocks with the MTP weights and KV
@@ -80,12 +77,10 @@ enum st_status st_mtp_rows_ops(struct st_mtp *t, int64_t n, const struct st_tens
 {
     struct st_fwd_rows r;
     cut_rows(t, n, &r);
-    enum st_status rc = block_input(t, n, htable, err);
-    if (rc == ST_OK && kv_only)
+    TRY(block_input(t, n, htable, err));
+    if (kv_only)
         return st_fwd_attn_kv_only(t->m, &t->w, &t->kcache, &t->vcache, &r, err);
-    if (rc == ST_OK && st_arch_is_hybrid(t->m->desc->hp.arch))
+    if (st_arch_is_hybrid(t->m->desc->hp.arch))
         return st_fwd_hybrid_block(t->m, &t->w, &t->kcache, &t->vcache, &r, false, NULL, err);
-    return rc == ST_OK ? st_fwd_layer_block(t->m, &t->w, &t->kcache, &t->vcache, &r, false,
-                                            NULL, err)
-                       : rc;
+    return st_fwd_layer_block(t->m, &t->w, &t->kcache, &t->vcache, &r, false, NULL, err);
 }

@@ -16,12 +16,11 @@ static enum st_status copy_slot(struct st_backend *be, const struct st_tensor *t
                                 int64_t S, int64_t L, int32_t s, struct st_err *err)
 {
     size_t n = (size_t)per_slot_elems * sizeof(float);
-    enum st_status rc = ST_OK;
-    for (int64_t l = 0; l < L && rc == ST_OK; l++) {
+    for (int64_t l = 0; l < L; l++) {
         size_t off = (size_t)(l * S + s) * n;
-        rc = st_backend_copy(be, to, off, from, off, n, err);
+        ST_TRY(st_backend_copy(be, to, off, from, off, n, err));
     }
-    return rc;
+    return ST_OK;
 }
 
 static enum st_status copy_state(struct st_model *m, int32_t s, bool save, struct st_err *err)
@@ -35,21 +34,15 @@ static enum st_status copy_state(struct st_model *m, int32_t s, bool save, struc
     int64_t delta = m->delta_state.ne[0] * m->delta_state.ne[1] * m->delta_state.ne[2];
     const struct st_tensor *cs = &m->conv_state, *ds = &m->delta_state;
     const struct st_tensor *cb = &m->conv_saved, *db = &m->delta_saved;
-    enum st_status rc = copy_slot(m->be, save ? cb : cs, save ? cs : cb, conv, S, L, s, err);
-    if (rc == ST_OK)
-        rc = copy_slot(m->be, save ? db : ds, save ? ds : db, delta, S, L, s, err);
-    return rc;
+    ST_TRY(copy_slot(m->be, save ? cb : cs, save ? cs : cb, conv, S, L, s, err));
+    return copy_slot(m->be, save ? db : ds, save ? ds : db, delta, S, L, s, err);
 }
 
 enum st_status st_model_state_save(struct st_model *m, int32_t slot, struct st_err *err)
 {
-    enum st_status rc = ST_OK;
     if (m->loaded && m->desc->hp.n_recurrent > 0 && !m->conv_saved.data) {
-        rc = st_backend_alloc(m->be, ST_DTYPE_F32, m->conv_state.ne, &m->conv_saved, err);
-        if (rc == ST_OK)
-            rc = st_backend_alloc(m->be, ST_DTYPE_F32, m->delta_state.ne, &m->delta_saved, err);
-        if (rc != ST_OK)
-            return rc;
+        ST_TRY(st_backend_alloc(m->be, ST_DTYPE_F32, m->conv_state.ne, &m->conv_saved, err));
+        ST_TRY(st_backend_alloc(m->be, ST_DTYPE_F32, m->delta_state.ne, &m->delta_saved, err));
         m->kv_bytes += st_tensor_nbytes(&m->conv_saved) + st_tensor_nbytes(&m->delta_saved);
     }
     return copy_state(m, slot, true, err);

@@ -339,6 +339,17 @@ static bool judge_call(struct st_reply_parser *p, struct st_str json, bool need_
     return st_buf_append(&p->scratch, args.ptr, args.len) == ST_OK;
 }
 
+/* The call in p->scratch (its name, then from name_len its arguments) as
+ * its three events. */
+static enum st_status put_call(struct st_reply_parser *p, const struct step *t, size_t name_len,
+                               int32_t idx)
+{
+    ST_TRY(put(t->emit, t->ctx, ST_REPLY_TOOL_START, p->scratch.data, name_len, idx));
+    ST_TRY(put(t->emit, t->ctx, ST_REPLY_TOOL_ARGS, p->scratch.data + name_len,
+               p->scratch.len - name_len, idx));
+    return put(t->emit, t->ctx, ST_REPLY_TOOL_END, NULL, 0, idx);
+}
+
 /* The call ends at s[end]: emit it, or give it back as content. */
 static enum st_status close_call(struct st_reply_parser *p, struct step *t, size_t end,
                                  bool formed)
@@ -361,14 +372,8 @@ static enum st_status close_call(struct st_reply_parser *p, struct step *t, size
     }
     if (formed) {
         int32_t idx = p->n_calls++;
-        if (p->opts.max_calls <= 0 || idx < p->opts.max_calls) {
-            rc = put(t->emit, t->ctx, ST_REPLY_TOOL_START, p->scratch.data, name_len, idx);
-            if (rc == ST_OK)
-                rc = put(t->emit, t->ctx, ST_REPLY_TOOL_ARGS, p->scratch.data + name_len,
-                          p->scratch.len - name_len, idx);
-            if (rc == ST_OK)
-                rc = put(t->emit, t->ctx, ST_REPLY_TOOL_END, NULL, 0, idx);
-        }
+        if (p->opts.max_calls <= 0 || idx < p->opts.max_calls)
+            rc = put_call(p, t, name_len, idx);
         p->lead = true;
     } else {
         rc = put(t->emit, t->ctx, ST_REPLY_CONTENT, t->s, end, 0);
@@ -406,25 +411,16 @@ static enum st_status emit_call(struct st_reply_parser *p, struct step *t, struc
                                 bool name_is_json, struct st_str args)
 {
     int32_t idx = p->n_calls++;
-    enum st_status rc;
-    size_t name_len;
 
     if (p->opts.max_calls > 0 && idx >= p->opts.max_calls)
         return ST_OK;
     st_buf_reset(&p->scratch);
-    rc = name_is_json ? st_json_string_append(name, &p->scratch)
-                      : st_buf_append(&p->scratch, name.ptr, name.len);
-    name_len = p->scratch.len;
-    if (rc == ST_OK && st_json_type(args) == ST_JSON_STRING)
-        rc = st_json_string_append(args, &p->scratch);
-    else if (rc == ST_OK)
-        rc = st_buf_append(&p->scratch, args.ptr, args.len);
-    if (rc == ST_OK)
-        rc = put(t->emit, t->ctx, ST_REPLY_TOOL_START, p->scratch.data, name_len, idx);
-    if (rc == ST_OK)
-        rc = put(t->emit, t->ctx, ST_REPLY_TOOL_ARGS, p->scratch.data + name_len,
-                 p->scratch.len - name_len, idx);
-    return rc == ST_OK ? put(t->emit, t->ctx, ST_REPLY_TOOL_END, NULL, 0, idx) : rc;
+    ST_TRY(name_is_json ? st_json_string_append(name, &p->scratch)
+                        : st_buf_append(&p->scratch, name.ptr, name.len));
+    size_t name_len = p->scratch.len;
+    ST_TRY(st_json_type(args) == ST_JSON_STRING ? st_json_string_append(args, &p->scratch)
+                                                : st_buf_append(&p->scratch, args.ptr, args.len));
+    return put_call(p, t, name_len, idx);
 }
 
 /* One {"name": "..", "arguments": ..} element: its name and arguments. */

@@ -402,31 +402,24 @@ static enum st_status model_forward(struct st_runner *base, const struct st_runn
     if (batch->n_seqs > base->n_slots + 1)
         return st_err_set(err, ST_ERR_INTERNAL, "runner: %d sequences for %d slots",
                           (int)batch->n_seqs, (int)base->n_slots);
-    for (int32_t i = 0; i < batch->n_seqs; i++) {
-        enum st_status rc = add_seq(r, &batch->seqs[i], i, &n, &n_out, err);
-        if (rc != ST_OK)
-            return rc;
-    }
+    for (int32_t i = 0; i < batch->n_seqs; i++)
+        ST_TRY(add_seq(r, &batch->seqs[i], i, &n, &n_out, err));
     for (int32_t i = 0; r->kv_high && i < batch->n_seqs; i++) {   /* even if it fails */
         const struct st_runner_seq *q = &batch->seqs[i];
         r->kv_high[q->slot] = ST_MAX(r->kv_high[q->slot], q->pos + q->n_tokens);
     }
     struct st_model_batch mb = {n, r->row_tok, r->row_slot, r->row_pos, n_out, r->out_rows};
-    enum st_status rc = r->saved_pos ? st_runner_rollback_mark(r, batch, err) : ST_OK;
-    if (rc != ST_OK)
-        return rc;
+    if (r->saved_pos)
+        ST_TRY(st_runner_rollback_mark(r, batch, err));
     if (r->n_ckpt > 0)
         st_runner_ckpt_before(r, batch);   /* a read from 0 voids the slot's checkpoints */
-    rc = draws_only(r, batch, n_out) ? forward_drawn(r, batch, &mb, out, err)
-                                     : forward_logits(r, batch, &mb, out, err);
+    ST_TRY(draws_only(r, batch, n_out) ? forward_drawn(r, batch, &mb, out, err)
+                                       : forward_logits(r, batch, &mb, out, err));
     /* a forward without the upkeep: the MTP layer's states of those positions
      * go, and it keeps the new ones for its catch-up (mtp.h "Catch-up") */
-    if (rc == ST_OK && r->mtp && !step_mtp(r, batch))
+    if (r->mtp && !step_mtp(r, batch))
         st_mtp_skipped(r->mtp, &mb);
-    if (rc == ST_OK)
-        rc = read_embeddings(r, batch, n_out, err);
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(read_embeddings(r, batch, n_out, err));
     if (r->n_ckpt > 0)
         st_runner_ckpt_after(r, batch);    /* the ends of the prompt chunks read */
     for (int32_t i = 0; i < batch->n_seqs; i++) {
@@ -616,6 +609,23 @@ static const struct st_runner_ops model_ops = {
     .mtp_draft = model_mtp_draft,
 };
 
+/* The model opened (its n_ctx: n_ctx, else the trained one up to 4096),
+ * the per-slot lengths and rows, the text side; model_free undoes them. */
+static enum st_status open_model(struct model_runner *r, const char *gguf_path, int32_t n_slots,
+                                 int64_t n_ctx, struct st_err *err)
+{
+    ST_TRY(st_model_open(gguf_path, &r->model, err));
+    const struct st_hparams *hp = st_model_hparams(r->model);
+    r->base.n_ctx = n_ctx > 0 ? n_ctx : ST_MIN(ST_MAX(hp->n_ctx_train, 1), 4096);
+    r->kv_len = calloc((size_t)n_slots, sizeof(*r->kv_len));
+    if (!r->kv_len)
+        return st_err_set(err, ST_ERR_NOMEM, "no memory for the model runner");
+    ST_TRY(alloc_rows(r, 0, err));
+    ST_TRY(st_runner_model_text_init(r, err));
+    read_pooling(r, gguf_path);
+    return ST_OK;
+}
+
 enum st_status st_runner_model_new(const char *gguf_path, const char *backend_name,
                                    int32_t device, int32_t n_threads, int32_t n_slots, int64_t n_ctx,
                                    int32_t ubatch, struct st_runner **out, struct st_err *err)
@@ -635,18 +645,7 @@ enum st_status st_runner_model_new(const char *gguf_path, const char *backend_na
     r->device = device < 0 ? 0 : device;
     r->n_threads = n_threads;
     r->ubatch = ubatch;
-    enum st_status rc = st_model_open(gguf_path, &r->model, err);
-    if (rc == ST_OK) {
-        const struct st_hparams *hp = st_model_hparams(r->model);
-        r->base.n_ctx = n_ctx > 0 ? n_ctx : ST_MIN(ST_MAX(hp->n_ctx_train, 1), 4096);
-        r->kv_len = calloc((size_t)n_slots, sizeof(*r->kv_len));
-        rc = r->kv_len ? alloc_rows(r, 0, err)
-                       : st_err_set(err, ST_ERR_NOMEM, "no memory for the model runner");
-    }
-    if (rc == ST_OK)
-        rc = st_runner_model_text_init(r, err);
-    if (rc == ST_OK)
-        read_pooling(r, gguf_path);
+    enum st_status rc = open_model(r, gguf_path, n_slots, n_ctx, err);
     if (rc != ST_OK) {
         model_free(&r->base);
         return rc;

@@ -73,6 +73,17 @@ static enum st_status type_array(const struct st_gguf *g, int32_t n, int32_t **o
     return ST_OK;
 }
 
+/* The vocabulary's arrays (owned copies of the views; the caller frees
+ * them, set or not). */
+static enum st_status tok_arrays(const struct st_gguf *g, struct st_tok_desc *d,
+                                 struct st_str **tokens, struct st_str **merges, int32_t **types,
+                                 struct st_err *err)
+{
+    ST_TRY(str_array(g, "tokenizer.ggml.tokens", true, tokens, &d->n_tokens, err));
+    ST_TRY(str_array(g, "tokenizer.ggml.merges", false, merges, &d->n_merges, err));
+    return type_array(g, d->n_tokens, types, err);
+}
+
 static enum st_status build_tok(struct model_runner *r, const struct st_gguf *g,
                                 struct st_err *err)
 {
@@ -98,11 +109,7 @@ static enum st_status build_tok(struct model_runner *r, const struct st_gguf *g,
         pre_c[pre.len] = '\0';
         d.pre = pre_c;
     }
-    enum st_status rc = str_array(g, "tokenizer.ggml.tokens", true, &tokens, &d.n_tokens, err);
-    if (rc == ST_OK)
-        rc = str_array(g, "tokenizer.ggml.merges", false, &merges, &d.n_merges, err);
-    if (rc == ST_OK)
-        rc = type_array(g, d.n_tokens, &types, err);
+    enum st_status rc = tok_arrays(g, &d, &tokens, &merges, &types, err);
     d.tokens = tokens;
     d.merges = merges;
     d.types = types;
@@ -344,6 +351,24 @@ static enum st_status template_kwargs(const cJSON *kw, struct st_chat_req *req,
     return rc;
 }
 
+/* The messages read into msgs[n] (their copies kept in sc), then rendered
+ * into out (a string even when empty). */
+static enum st_status render(const struct st_runner *r, const struct st_chat_request *chat,
+                             enum st_chat_ending ending, struct st_chat_msg *msgs, size_t n,
+                             struct scratch *sc, struct st_buf *out, struct st_err *err)
+{
+    struct st_chat_req req = { .msgs = msgs, .n_msgs = n,
+                               .add_generation_prompt = ending == ST_CHAT_END_GENERATE,
+                               .continue_final = ending == ST_CHAT_END_CONTINUE,
+                               .tools = chat->tools ? st_str_c(chat->tools)
+                                                    : (struct st_str){ NULL, 0 },
+                               .kwargs = chat->kwargs };
+    ST_TRY(to_msgs(chat->messages, msgs, sc, err));
+    ST_TRY(template_kwargs(chat->kwargs, &req, sc, err));
+    ST_TRY(st_chat_render(&mr(r)->tmpl, &req, out, err));
+    return out->data ? ST_OK : st_buf_append(out, "", 0);
+}
+
 enum st_status st_runner_model_apply_template(const struct st_runner *r,
                                               const struct st_chat_request *chat,
                                               enum st_chat_ending ending, char **prompt,
@@ -357,21 +382,8 @@ enum st_status st_runner_model_apply_template(const struct st_runner *r,
     struct scratch sc = { 0 };
     struct st_buf out;
     st_buf_init(&out);
-    enum st_status rc = msgs ? to_msgs(arr, msgs, &sc, err)
+    enum st_status rc = msgs ? render(r, chat, ending, msgs, n, &sc, &out, err)
                              : st_err_set(err, ST_ERR_NOMEM, "no memory for %zu messages", n);
-    if (rc == ST_OK) {
-        struct st_chat_req req = { .msgs = msgs, .n_msgs = n,
-                                   .add_generation_prompt = ending == ST_CHAT_END_GENERATE,
-                                   .continue_final = ending == ST_CHAT_END_CONTINUE,
-                                   .tools = chat->tools ? st_str_c(chat->tools)
-                                                        : (struct st_str){ NULL, 0 },
-                                   .kwargs = chat->kwargs };
-        rc = template_kwargs(chat->kwargs, &req, &sc, err);
-        if (rc == ST_OK)
-            rc = st_chat_render(&mr(r)->tmpl, &req, &out, err);
-        if (rc == ST_OK && !out.data)
-            rc = st_buf_append(&out, "", 0);
-    }
     for (size_t i = 0; i < sc.n; i++)
         free(sc.s[i]);
     free(sc.s);

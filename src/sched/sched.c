@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "strata/defaults.h"
 #include "strata/log.h"
 #include "strata/xalloc.h"
 
@@ -19,10 +20,10 @@ void st_sched_config_defaults(struct st_sched_config *c)
 {
     memset(c, 0, sizeof(*c));
     c->policy = ST_SCHED_SERIAL;
-    c->aging_divisor_s = 60.0;
-    c->swap_affinity_bonus = 10;
-    c->give_way_tokens = 16384;
-    c->yields_max = 4;
+    c->aging_divisor_s = ST_DEFAULT_AGING_DIVISOR_S;
+    c->swap_affinity_bonus = ST_DEFAULT_AFFINITY_BONUS;
+    c->give_way_tokens = ST_DEFAULT_GIVE_WAY_TOKENS;
+    c->yields_max = ST_DEFAULT_YIELDS_MAX;
     c->max_queue = 0;
     c->batch = false;
     c->activity_capacity = 1000;

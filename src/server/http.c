@@ -26,25 +26,26 @@
 #include "strata/log.h"
 #include "server/daemon.h"
 #include "server/responses/responses_store.h"
+#include "strata/defaults.h"
 
 void st_server_config_defaults(struct st_server_config *c)
 {
     memset(c, 0, sizeof(*c));
-    c->host = "127.0.0.1";
-    c->port = 8080;
-    c->body_limit = (size_t)8 << 20;
+    c->host = ST_DEFAULT_HOST;
+    c->port = ST_DEFAULT_PORT;
+    c->body_limit = ST_DEFAULT_BODY_LIMIT;
     c->priority_order = ST_PRIORITY_HIGH_FIRST;
-    c->http_threads = 2;
+    c->http_threads = ST_DEFAULT_HTTP_THREADS;
     c->activity_log_lines = 1;
-    c->cors_origins = "localhost";
-    c->sse_keepalive_s = 15;
-    c->responses_store_bytes = (size_t)64 << 20;
-    c->state_max_rows = 100000;
-    c->max_connections = 1024;
+    c->cors_origins = ST_DEFAULT_CORS_ORIGINS;
+    c->sse_keepalive_s = ST_DEFAULT_SSE_KEEPALIVE_S;
+    c->responses_store_bytes = (size_t)ST_DEFAULT_RESPONSES_MB << 20;
+    c->state_max_rows = ST_DEFAULT_STATE_MAX_ROWS;
+    c->max_connections = ST_DEFAULT_MAX_CONNECTIONS;
     c->max_connections_per_ip = 0;
-    c->timeout_s = 60;
-    c->header_timeout_s = 30;
-    c->stream_buffer = (size_t)2 << 20;
+    c->timeout_s = ST_DEFAULT_TIMEOUT_S;
+    c->header_timeout_s = ST_DEFAULT_HEADER_TIMEOUT_S;
+    c->stream_buffer = ST_DEFAULT_STREAM_BUFFER;
     c->reasoning_budget = -1;
     c->n_predict = -1;
     c->temp = 0.8f;

@@ -174,22 +174,16 @@ enum st_status st_state_start(struct st_server *srv, struct st_err *err)
     if (!srv->cfg.state_dir || !srv->cfg.state_dir[0])
         return ST_OK;
     struct st_state_db *sd = NULL;
-    enum st_status rc = st_state_db_open(srv->cfg.state_dir, &sd, err);
-    if (rc == ST_OK)
-        rc = keeper_new(srv, sd, err);   /* st_state_stop frees it from here on */
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(st_state_db_open(srv->cfg.state_dir, &sd, err));
+    ST_TRY(keeper_new(srv, sd, err));   /* st_state_stop frees it from here on */
     tag_keys(srv, sd);
-    if (srv->cfg.responses_store_bytes) {
-        rc = st_resp_store_open(sd, srv->cfg.responses_store_bytes, srv->cfg.state_max_rows,
-                                &srv->resp_store, err);
-    }
-    if (rc == ST_OK)
-        rc = keeper_start(srv, srv->keeper, err);
-    if (rc == ST_OK)
-        st_log(ST_LOG_INFO, "state", "keeping stored responses and the activity log in %s",
-               st_state_db_path(sd));
-    return rc;
+    if (srv->cfg.responses_store_bytes)
+        ST_TRY(st_resp_store_open(sd, srv->cfg.responses_store_bytes, srv->cfg.state_max_rows,
+                                  &srv->resp_store, err));
+    ST_TRY(keeper_start(srv, srv->keeper, err));
+    st_log(ST_LOG_INFO, "state", "keeping stored responses and the activity log in %s",
+           st_state_db_path(sd));
+    return ST_OK;
 }
 
 void st_state_stop(struct st_server *srv)

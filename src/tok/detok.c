@@ -63,12 +63,12 @@ enum st_status st_detok_push_bytes(struct st_detok *d, const void *bytes,
 
     if (d->n_held && n)
         i = finish_held(d, p, n, out, &rc);
+    ST_TRY(rc);
     run = i;
-    while (i < n && rc == ST_OK) {
+    while (i < n) {
         if (p[i] == 0) {   /* U+0000 as C0 80: text stays a C string (strata/mutf8.h) */
-            rc = st_buf_append(out, p + run, i - run);
-            if (rc == ST_OK)
-                rc = st_buf_append(out, ST_MUTF8_NUL, 2);
+            ST_TRY(st_buf_append(out, p + run, i - run));
+            ST_TRY(st_buf_append(out, ST_MUTF8_NUL, 2));
             run = ++i;
             continue;
         }
@@ -81,21 +81,17 @@ enum st_status st_detok_push_bytes(struct st_detok *d, const void *bytes,
             i += k;
             continue;
         }
-        rc = st_buf_append(out, p + run, i - run);
-        if (rc != ST_OK)
-            break;
+        ST_TRY(st_buf_append(out, p + run, i - run));
         if (st_utf8_incomplete_tail(p + i, n - i) == n - i) {
             memcpy(d->held, p + i, n - i);  /* a prefix cut by the token end */
             d->n_held = n - i;
             return ST_OK;
         }
-        rc = st_buf_append(out, replacement, 3);
+        ST_TRY(st_buf_append(out, replacement, 3));
         i += k;
         run = i;
     }
-    if (rc == ST_OK)
-        rc = st_buf_append(out, p + run, i - run);
-    return rc;
+    return st_buf_append(out, p + run, i - run);
 }
 
 enum st_status st_detok_push_token(struct st_detok *d, int32_t id,
@@ -125,24 +121,28 @@ enum st_status st_detok_flush(struct st_detok *d, struct st_buf *out)
     return st_buf_append(out, replacement, 3);
 }
 
+/* ids[0..n) as text into b (a string even for no ids). */
+static enum st_status decode_into(struct st_detok *d, const int32_t *ids, size_t n,
+                                  struct st_buf *b, struct st_err *err)
+{
+    ST_TRY(st_buf_append(b, "", 0));
+    for (size_t i = 0; i < n; i++)
+        ST_TRY(st_detok_push_token(d, ids[i], b, err));
+    return st_detok_flush(d, b);
+}
+
 enum st_status st_tok_decode(const struct st_tok *tok, const int32_t *ids,
                              size_t n, bool special, char **out, size_t *len,
                              struct st_err *err)
 {
     struct st_detok d;
     struct st_buf b;
-    enum st_status rc = ST_OK;
-    size_t i;
 
     *out = NULL;
     *len = 0;
     st_detok_init(&d, tok, special);
     st_buf_init(&b);
-    rc = st_buf_append(&b, "", 0);
-    for (i = 0; i < n && rc == ST_OK; i++)
-        rc = st_detok_push_token(&d, ids[i], &b, err);
-    if (rc == ST_OK)
-        rc = st_detok_flush(&d, &b);
+    enum st_status rc = decode_into(&d, ids, n, &b, err);
     if (rc != ST_OK) {
         st_buf_fini(&b);
         if (rc == ST_ERR_NOMEM)

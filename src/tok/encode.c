@@ -47,28 +47,24 @@ static enum st_status frags_push(struct frags *f, size_t start, size_t len, int3
 static enum st_status split_on(const char *text, const struct frags *in,
                                struct frags *out, int32_t id, struct st_str pat)
 {
-    enum st_status rc = ST_OK;
-    size_t i;
-
     out->n = 0;
-    for (i = 0; i < in->n && rc == ST_OK; i++) {
+    for (size_t i = 0; i < in->n; i++) {
         struct frag f = in->v[i];
         const char *p = text + f.start, *end = p + f.len, *hit;
         if (f.id >= 0) {
-            rc = frags_push(out, f.start, f.len, f.id);
+            ST_TRY(frags_push(out, f.start, f.len, f.id));
             continue;
         }
-        while (rc == ST_OK && (hit = memmem(p, (size_t)(end - p), pat.ptr, pat.len))) {
+        while ((hit = memmem(p, (size_t)(end - p), pat.ptr, pat.len))) {
             if (hit > p)
-                rc = frags_push(out, (size_t)(p - text), (size_t)(hit - p), -1);
-            if (rc == ST_OK)
-                rc = frags_push(out, (size_t)(hit - text), pat.len, id);
+                ST_TRY(frags_push(out, (size_t)(p - text), (size_t)(hit - p), -1));
+            ST_TRY(frags_push(out, (size_t)(hit - text), pat.len, id));
             p = hit + pat.len;
         }
-        if (rc == ST_OK && p < end)
-            rc = frags_push(out, (size_t)(p - text), (size_t)(end - p), -1);
+        if (p < end)
+            ST_TRY(frags_push(out, (size_t)(p - text), (size_t)(end - p), -1));
     }
-    return rc;
+    return ST_OK;
 }
 
 static enum st_status partition(const struct st_tok *tok, const char *text, size_t len,
@@ -131,6 +127,26 @@ static enum st_status encode_raw(struct enc *e, const char *s, size_t n, struct 
     return st_pretok_split(e->tok->pre, e->base, same ? n : norm->len, on_piece, e);
 }
 
+/* bos, the fragments (special tokens as they are, the rest through BPE),
+ * eos; the caller frees f and norm. */
+static enum st_status encode_all(struct enc *e, const char *text, size_t len, bool add_special,
+                                 bool parse_special, struct frags *f, struct st_buf *norm)
+{
+    const struct st_tok *tok = e->tok;
+    if (add_special && tok->add_bos && tok->bos >= 0)
+        ST_TRY(st_ids_push(&e->ids, &e->n, &e->cap, tok->bos));
+    ST_TRY(partition(tok, text, len, parse_special, f));
+    for (size_t i = 0; i < f->n; i++) {
+        if (f->v[i].id >= 0)
+            ST_TRY(st_ids_push(&e->ids, &e->n, &e->cap, f->v[i].id));
+        else
+            ST_TRY(encode_raw(e, text + f->v[i].start, f->v[i].len, norm));
+    }
+    if (add_special && tok->add_eos && tok->eos >= 0)
+        ST_TRY(st_ids_push(&e->ids, &e->n, &e->cap, tok->eos));
+    return ST_OK;
+}
+
 enum st_status st_tok_encode(const struct st_tok *tok, const char *text,
                              size_t len, bool add_special, bool parse_special,
                              int32_t **ids, size_t *n, struct st_err *err)
@@ -138,8 +154,6 @@ enum st_status st_tok_encode(const struct st_tok *tok, const char *text,
     struct enc e = { tok, NULL, { NULL, 0, NULL, 0 }, NULL, 0, 0 };
     struct frags f = { NULL, 0, 0 };
     struct st_buf norm;
-    enum st_status rc = ST_OK;
-    size_t i;
 
     *ids = NULL;
     *n = 0;
@@ -154,18 +168,7 @@ enum st_status st_tok_encode(const struct st_tok *tok, const char *text,
         text = nul;
     }
     st_buf_init(&norm);
-    if (add_special && tok->add_bos && tok->bos >= 0)
-        rc = st_ids_push(&e.ids, &e.n, &e.cap, tok->bos);
-    if (rc == ST_OK)
-        rc = partition(tok, text, len, parse_special, &f);
-    for (i = 0; i < f.n && rc == ST_OK; i++) {
-        if (f.v[i].id >= 0)
-            rc = st_ids_push(&e.ids, &e.n, &e.cap, f.v[i].id);
-        else
-            rc = encode_raw(&e, text + f.v[i].start, f.v[i].len, &norm);
-    }
-    if (rc == ST_OK && add_special && tok->add_eos && tok->eos >= 0)
-        rc = st_ids_push(&e.ids, &e.n, &e.cap, tok->eos);
+    enum st_status rc = encode_all(&e, text, len, add_special, parse_special, &f, &norm);
     free(f.v);
     free(nul);
     st_buf_fini(&norm);

@@ -144,7 +144,6 @@ static enum st_status build_map(struct st_tok *tok)
 static enum st_status add_merge(struct st_tok *tok, struct st_str m, int32_t rank,
                                 struct st_buf *scratch, bool *used)
 {
-    enum st_status rc;
     size_t sp, left_len;
     int32_t l, r, res;
 
@@ -154,12 +153,9 @@ static enum st_status add_merge(struct st_tok *tok, struct st_str m, int32_t ran
     if (sp >= m.len)
         return ST_OK;
     st_buf_reset(scratch);
-    rc = st_bytemap_decode(m.ptr, sp, scratch);
+    ST_TRY(st_bytemap_decode(m.ptr, sp, scratch));
     left_len = scratch->len;
-    if (rc == ST_OK)
-        rc = st_bytemap_decode(m.ptr + sp + 1, m.len - sp - 1, scratch);
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(st_bytemap_decode(m.ptr + sp + 1, m.len - sp - 1, scratch));
     l = st_strmap_get(&tok->map, scratch->data, left_len);
     r = st_strmap_get(&tok->map, scratch->data + left_len, scratch->len - left_len);
     res = st_strmap_get(&tok->map, scratch->data, scratch->len);
@@ -334,6 +330,17 @@ static size_t max_input_bytes(const struct st_tok *tok)
     return longest * (tok->nfc ? 4 : 2);
 }
 
+/* The tables, in order: the piece pool, the piece map, the merges, the
+ * special tokens, the end-of-generation set. */
+static enum st_status build_tables(struct st_tok *tok, const struct st_tok_desc *d)
+{
+    ST_TRY(build_pool(tok, d));
+    ST_TRY(build_map(tok));
+    ST_TRY(build_merges(tok, d));
+    ST_TRY(build_specials(tok));
+    return build_eog(tok);
+}
+
 enum st_status st_tok_new(const struct st_tok_desc *d, struct st_tok **out,
                           struct st_err *err)
 {
@@ -367,17 +374,7 @@ enum st_status st_tok_new(const struct st_tok_desc *d, struct st_tok **out,
     tok->off = malloc((n + 1) * sizeof(size_t));
     tok->type = malloc(n);
     tok->flags = malloc(n);
-    rc = (tok->off && tok->type && tok->flags) ? ST_OK : ST_ERR_NOMEM;
-    if (rc == ST_OK)
-        rc = build_pool(tok, d);
-    if (rc == ST_OK)
-        rc = build_map(tok);
-    if (rc == ST_OK)
-        rc = build_merges(tok, d);
-    if (rc == ST_OK)
-        rc = build_specials(tok);
-    if (rc == ST_OK)
-        rc = build_eog(tok);
+    rc = (tok->off && tok->type && tok->flags) ? build_tables(tok, d) : ST_ERR_NOMEM;
     if (rc != ST_OK) {
         st_tok_free(tok);
         return st_err_set(err, rc, "tokenizer: out of memory building a %d-token vocabulary",

@@ -109,10 +109,8 @@ enum st_status st_json_num(struct st_buf *b, double v)
 
 enum st_status st_json_bytes(struct st_buf *b, const char *s, size_t n)
 {
-    enum st_status rc = st_buf_append(b, LIT("["));
-    for (size_t i = 0; i < n && rc == ST_OK; i++)
-        rc = st_buf_printf(b, i ? ",%u" : "%u", (unsigned)(unsigned char)s[i]);
-    if (rc == ST_OK)
-        rc = st_buf_append(b, LIT("]"));
-    return rc;
+    ST_TRY(st_buf_append(b, LIT("[")));
+    for (size_t i = 0; i < n; i++)
+        ST_TRY(st_buf_printf(b, i ? ",%u" : "%u", (unsigned)(unsigned char)s[i]));
+    return st_buf_append(b, LIT("]"));
 }

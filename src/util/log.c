@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "strata/log.h"
+#include "strata/out.h"
 #include "strata/str.h"
 
 static enum st_log_level log_level = ST_LOG_INFO;
@@ -58,56 +59,58 @@ static void emit(struct st_buf *line)
 
 /* 's' with control bytes and DEL escaped; in a quoted value (quoted) also
  * '"' and '\\', so the quotes still delimit it. */
-static enum st_status text_escaped(struct st_buf *line, const char *s, bool quoted)
+static void text_escaped(struct st_out *o, const char *s, bool quoted)
 {
-    enum st_status rc = ST_OK;
-    for (const char *p = s; *p && rc == ST_OK; p++) {
+    for (const char *p = s; *p && st_out_ok(o); p++) {
         unsigned char ch = (unsigned char)*p;
         size_t run = 0;
         while (p[run] && (unsigned char)p[run] >= 0x20 && p[run] != 0x7f &&
                !(quoted && (p[run] == '"' || p[run] == '\\')))
             run++;
         if (run) {
-            rc = st_buf_append(line, p, run);
+            st_out_raw(o, p, run);
             p += run - 1;
         } else if (ch == '\n') {
-            rc = st_buf_append(line, "\\n", 2);
+            st_out_text(o, "\\n");
         } else if (ch == '\r') {
-            rc = st_buf_append(line, "\\r", 2);
+            st_out_text(o, "\\r");
         } else if (ch == '\t') {
-            rc = st_buf_append(line, "\\t", 2);
+            st_out_text(o, "\\t");
         } else if (ch == '"' || ch == '\\') {
             char esc[2] = { '\\', (char)ch };
-            rc = st_buf_append(line, esc, 2);
+            st_out_raw(o, esc, 2);
         } else {
-            rc = st_buf_printf(line, "\\x%02x", ch);
+            st_out_printf(o, "\\x%02x", ch);
         }
     }
-    return rc;
 }
 
-/* The common head of a line: time, level, module; then the message. */
+/* s as a JSON string literal, bytes >= 0x80 as they are (st_buf_json_str). */
+static void json_str(struct st_out *o, const char *s)
+{
+    if (st_out_ok(o))
+        st_out_check(o, st_buf_json_str(o->buf, s, strlen(s)));
+}
+
+/* The common head of a line: time, level, module; then the message. A head
+ * cut short by memory still goes out: its status is not kept. */
 static void begin_line(struct st_buf *line, enum st_log_level level, const char *module,
                        const char *msg)
 {
     char ts[64];
+    struct st_out o;
     timestamp(ts, sizeof(ts));
-    enum st_status rc;
+    st_out_init(&o, line);
     if (log_format == ST_LOG_JSON) {
-        rc = st_buf_printf(line, "{\"time\":\"%s\",\"level\":\"%s\",\"module\":", ts,
-                           level_names[level]);
-        if (rc == ST_OK)
-            rc = st_buf_json_str(line, module, strlen(module));
-        if (rc == ST_OK)
-            rc = st_buf_append(line, ",\"msg\":", 7);
-        if (rc == ST_OK)
-            rc = st_buf_json_str(line, msg, strlen(msg));
+        st_out_printf(&o, "{\"time\":\"%s\",\"level\":\"%s\",\"module\":", ts,
+                      level_names[level]);
+        json_str(&o, module);
+        st_out_text(&o, ",\"msg\":");
+        json_str(&o, msg);
     } else {
-        rc = st_buf_printf(line, "%s %-5s %-6s ", ts, level_names[level], module);
-        if (rc == ST_OK)
-            rc = text_escaped(line, msg, false);
+        st_out_printf(&o, "%s %-5s %-6s ", ts, level_names[level], module);
+        text_escaped(&o, msg, false);
     }
-    (void)rc;
 }
 
 void st_log(enum st_log_level level, const char *module, const char *fmt, ...)
@@ -135,30 +138,29 @@ void st_log_kv(enum st_log_level level, const char *module, const char *msg, int
     struct st_buf line;
     st_buf_init(&line);
     begin_line(&line, level, module, msg);
-    enum st_status rc = ST_OK;
-    for (int i = 0; i < n && rc == ST_OK; i++) {
+    struct st_out o;
+    st_out_init(&o, &line);
+    for (int i = 0; i < n && st_out_ok(&o); i++) {
         const char *v = vals[i] ? vals[i] : "";
         if (log_format == ST_LOG_JSON) {
-            rc = st_buf_append(&line, ",", 1);
-            if (rc == ST_OK)
-                rc = st_buf_json_str(&line, keys[i], strlen(keys[i]));
-            if (rc == ST_OK)
-                rc = st_buf_append(&line, ":", 1);
-            if (rc == ST_OK)
-                rc = (numeric && numeric[i]) ? st_buf_append(&line, v, strlen(v))
-                                             : st_buf_json_str(&line, v, strlen(v));
+            st_out_text(&o, ",");
+            json_str(&o, keys[i]);
+            st_out_text(&o, ":");
+            if (numeric && numeric[i])
+                st_out_text(&o, v);
+            else
+                json_str(&o, v);
         } else {
             bool quote = strpbrk(v, " \"\\") != NULL || *v == '\0';
-            rc = st_buf_printf(&line, " %s=%s", keys[i], quote ? "\"" : "");
-            if (rc == ST_OK)
-                rc = text_escaped(&line, v, quote);
-            if (rc == ST_OK && quote)
-                rc = st_buf_append(&line, "\"", 1);
+            st_out_printf(&o, " %s=%s", keys[i], quote ? "\"" : "");
+            text_escaped(&o, v, quote);
+            if (quote)
+                st_out_text(&o, "\"");
         }
     }
-    if (rc == ST_OK && log_format == ST_LOG_JSON)
-        rc = st_buf_append(&line, "}", 1);
-    if (rc == ST_OK)
+    if (log_format == ST_LOG_JSON)
+        st_out_text(&o, "}");
+    if (st_out_ok(&o))
         emit(&line);
     st_buf_fini(&line);
 }

@@ -169,12 +169,9 @@ enum st_status st_buf_json_chars(struct st_buf *b, const char *s, size_t n)
 
 enum st_status st_buf_json_str(struct st_buf *b, const char *s, size_t n)
 {
-    enum st_status rc = st_buf_append(b, "\"", 1);
-    if (rc == ST_OK)
-        rc = st_buf_json_chars(b, s, n);
-    if (rc == ST_OK)
-        rc = st_buf_append(b, "\"", 1);
-    return rc;
+    ST_TRY(st_buf_append(b, "\"", 1));
+    ST_TRY(st_buf_json_chars(b, s, n));
+    return st_buf_append(b, "\"", 1);
 }
 
 char *st_buf_steal(struct st_buf *b)

@@ -249,10 +249,7 @@ enum st_status cpu_op_rms_norm_rope(struct st_backend *be, ST_T out, ST_T x, ST_
                                     const struct st_rope_params *rope, float eps,
                                     struct st_err *err)
 {
-    enum st_status rc = check_i32_range(pos, INT32_MAX, "rope", "pos", err);
-    if (rc == ST_OK)
-        rc = cpu_op_rms_norm(be, out, x, w, eps, err);
-    if (rc == ST_OK)
-        rc = cpu_op_rope(be, out, out, pos, (int32_t)w->ne[0], rope, err);
-    return rc;
+    ST_TRY(check_i32_range(pos, INT32_MAX, "rope", "pos", err));
+    ST_TRY(cpu_op_rms_norm(be, out, x, w, eps, err));
+    return cpu_op_rope(be, out, out, pos, (int32_t)w->ne[0], rope, err);
 }

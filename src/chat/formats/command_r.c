@@ -12,9 +12,10 @@
 
 enum st_status st_chat_render_command_r(const struct st_chat_req *req, struct st_buf *out)
 {
-    enum st_status rc = ST_OK;
+    struct st_out o;
 
-    for (size_t i = 0; i < req->n_msgs && rc == ST_OK; i++) {
+    st_out_init(&o, out);
+    for (size_t i = 0; i < req->n_msgs; i++) {
         const struct st_chat_msg *m = &req->msgs[i];
         const char *open = chat_role_is(m, "system")      ? CR_TURN "<|SYSTEM_TOKEN|>"
                            : chat_role_is(m, "user")      ? CR_TURN "<|USER_TOKEN|>"
@@ -22,13 +23,11 @@ enum st_status st_chat_render_command_r(const struct st_chat_req *req, struct st
                                                           : NULL;
         if (!open)
             continue;
-        rc = st_chat_puts(out, open);
-        if (rc == ST_OK)
-            rc = st_chat_put(out, st_chat_strip(chat_content(m), 3, NULL));
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, CR_END);
+        st_out_text(&o, open);
+        chat_put(&o, st_chat_strip(chat_content(m), 3, NULL));
+        st_out_text(&o, CR_END);
     }
-    if (rc == ST_OK && req->add_generation_prompt)
-        rc = st_chat_puts(out, CR_TURN "<|CHATBOT_TOKEN|>");
-    return rc;
+    if (req->add_generation_prompt)
+        st_out_text(&o, CR_TURN "<|CHATBOT_TOKEN|>");
+    return st_out_finish(&o);
 }

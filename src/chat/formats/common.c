@@ -1,6 +1,6 @@
-/* common.c -- what the renderers of chat/formats/ share: appending views,
- * a tool call's arguments as the templates' items() loop sees them,
- * Python's str.strip(), and the role check of Mistral and Gemma.
+/* common.c -- what the renderers of chat/formats/ share: a tool call's
+ * arguments as the templates' items() loop sees them, Python's
+ * str.strip(), and the role check of Mistral and Gemma.
  */
 #include <string.h>
 
@@ -8,35 +8,30 @@
 #include "chat/json/json.h"
 #include "tok/unicode/unicode.h"
 
-enum st_status st_chat_put(struct st_buf *out, struct st_str s)
-{
-    return st_buf_append(out, s.ptr, s.len);
-}
-
-enum st_status st_chat_puts(struct st_buf *out, const char *s)
-{
-    return st_buf_append(out, s, strlen(s));
-}
-
-enum st_status st_chat_call_args(struct st_str args, st_chat_arg_fn *arg, struct st_buf *out)
+void st_chat_call_args(struct st_out *o, struct st_str args, st_chat_arg_fn *arg)
 {
     struct st_buf dec;
     struct st_str obj = args, k, v;
-    enum st_status rc = ST_OK;
+    struct st_out a;    /* the arguments' own status: see internal.h */
     size_t pos = 0;
 
+    if (!st_out_ok(o))
+        return;
     st_buf_init(&dec);
+    st_out_init(&a, o->buf);
     if (st_json_type(args) == ST_JSON_STRING) {
-        rc = st_json_string_append(args, &dec);
+        enum st_status rc = st_json_string_append(args, &dec);
+        st_out_check(&a, rc);
         if (rc != ST_OK || !st_json_value((struct st_str){ dec.data ? dec.data : "", dec.len },
                                           &obj))
             obj.ptr = NULL;
     }
-    if (rc == ST_OK && obj.ptr && st_json_type(obj) == ST_JSON_OBJECT)
-        while (rc == ST_OK && st_json_object_next(obj, &pos, &k, &v))
-            rc = arg(k, v, out);
+    if (obj.ptr && st_json_type(obj) == ST_JSON_OBJECT)
+        while (st_out_ok(&a) && st_json_object_next(obj, &pos, &k, &v))
+            arg(&a, k, v);
     st_buf_fini(&dec);
-    return rc == ST_ERR_NOMEM ? rc : ST_OK;
+    if (st_out_finish(&a) == ST_ERR_NOMEM)
+        st_out_check(o, ST_ERR_NOMEM);
 }
 
 /* Python's str.isspace() for one code point at s (ASCII fast path). */

@@ -53,21 +53,20 @@ static bool nonempty_array(struct st_str text, struct st_str *v)
 }
 
 /* {% for tool in tools %}\n{{ tool | tojson(ensure_ascii=False) }}\n{% endfor %} */
-static enum st_status tools_part(struct st_str tools, struct st_buf *out)
+static void tools_part(struct st_out *o, struct st_str tools)
 {
-    enum st_status rc = st_chat_puts(out, tools_head);
     struct st_str tool;
     size_t pos = 0;
     bool bad = false;
 
-    while (rc == ST_OK && st_json_array_next(tools, &pos, &tool, &bad)) {
-        rc = st_json_tojson(tool, out);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\n");
+    st_out_text(o, tools_head);
+    while (st_out_ok(o) && st_json_array_next(tools, &pos, &tool, &bad)) {
+        st_json_out_tojson(o, tool);
+        st_out_text(o, "\n");
     }
-    if (rc == ST_OK && bad)
-        rc = ST_ERR_INVALID;
-    return rc == ST_OK ? st_chat_puts(out, tools_tail) : rc;
+    if (bad)
+        st_out_check(o, ST_ERR_INVALID);
+    st_out_text(o, tools_tail);
 }
 
 /* s.endswith(lit) */
@@ -125,102 +124,86 @@ static void split_think(const struct st_chat_msg *m, struct st_str *reasoning,
 
 /* One argument: "<arg_key>{{ k }}</arg_key>\n<arg_value>{{ v | tojson(ensure_ascii=False)
  * if v is not string else v }}</arg_value>\n". */
-static enum st_status call_arg(struct st_str k, struct st_str v, struct st_buf *out)
+static void call_arg(struct st_out *o, struct st_str k, struct st_str v)
 {
-    enum st_status rc = st_chat_puts(out, "<arg_key>");
-    if (rc == ST_OK)
-        rc = st_json_string_append(k, out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "</arg_key>\n<arg_value>");
-    if (rc == ST_OK)
-        rc = st_json_type(v) == ST_JSON_STRING ? st_json_string_append(v, out)
-                                               : st_json_tojson(v, out);
-    return rc == ST_OK ? st_chat_puts(out, "</arg_value>\n") : rc;
+    st_out_text(o, "<arg_key>");
+    st_json_out_string(o, k);
+    st_out_text(o, "</arg_key>\n<arg_value>");
+    if (st_json_type(v) == ST_JSON_STRING)
+        st_json_out_string(o, v);
+    else
+        st_json_out_tojson(o, v);
+    st_out_text(o, "</arg_value>\n");
 }
 
 /* "\n<tool_call>" + tc.name + "\n" + arguments + "</tool_call>" per call. */
-static enum st_status calls_part(struct st_str calls, struct st_buf *out)
+static void calls_part(struct st_out *o, struct st_str calls)
 {
-    enum st_status rc = ST_OK;
     struct st_str call, fn, v;
     size_t pos = 0;
     bool bad = false;
 
-    while (rc == ST_OK && st_json_array_next(calls, &pos, &call, &bad)) {
+    while (st_out_ok(o) && st_json_array_next(calls, &pos, &call, &bad)) {
         if (st_json_object_get(call, "function", &fn) && st_json_truthy(fn))
             call = fn;                  /* {%- set tc = tc.function %} */
-        rc = st_chat_puts(out, "\n<tool_call>");
-        if (rc == ST_OK && st_json_object_get(call, "name", &v))
-            rc = st_json_text_append(v, out);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\n");
-        if (rc == ST_OK && st_json_object_get(call, "arguments", &v))
-            rc = st_chat_call_args(v, call_arg, out);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "</tool_call>");
+        st_out_text(o, "\n<tool_call>");
+        if (st_json_object_get(call, "name", &v))
+            st_json_out_text(o, v);
+        st_out_text(o, "\n");
+        if (st_json_object_get(call, "arguments", &v))
+            st_chat_call_args(o, v, call_arg);
+        st_out_text(o, "</tool_call>");
     }
-    return rc == ST_OK && bad ? ST_ERR_INVALID : rc;
+    if (bad)
+        st_out_check(o, ST_ERR_INVALID);
 }
 
 /* An assistant turn; keep: it comes after the last user message. */
-static enum st_status assistant_turn(const struct st_chat_msg *m, bool keep,
-                                     struct st_buf *out)
+static void assistant_turn(struct st_out *o, const struct st_chat_msg *m, bool keep)
 {
     struct st_str reasoning, content, calls;
-    enum st_status rc = st_chat_puts(out, "<|assistant|>");
 
+    st_out_text(o, "<|assistant|>");
     split_think(m, &reasoning, &content);
-    if (rc == ST_OK && keep && reasoning.len) {
-        rc = st_chat_puts(out, "\n<think>");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, st_chat_strip(reasoning, 3, NULL));
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "</think>");
-    } else if (rc == ST_OK) {
-        rc = st_chat_puts(out, "\n<think></think>");
+    if (keep && reasoning.len) {
+        st_out_text(o, "\n<think>");
+        chat_put(o, st_chat_strip(reasoning, 3, NULL));
+        st_out_text(o, "</think>");
+    } else {
+        st_out_text(o, "\n<think></think>");
     }
     content = st_chat_strip(content, 3, NULL);
-    if (rc == ST_OK && content.len) {
-        rc = st_chat_puts(out, "\n");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, content);
+    if (content.len) {
+        st_out_text(o, "\n");
+        chat_put(o, content);
     }
-    if (rc == ST_OK && nonempty_array(m->tool_calls, &calls))
-        rc = calls_part(calls, out);
-    return rc;
+    if (nonempty_array(m->tool_calls, &calls))
+        calls_part(o, calls);
 }
 
 /* One message; last_user: index of the last user message (-1: none). */
-static enum st_status message(const struct st_chat_req *req, size_t i, long last_user,
-                              struct st_buf *out)
+static void message(struct st_out *o, const struct st_chat_req *req, size_t i, long last_user)
 {
     const struct st_chat_msg *m = &req->msgs[i];
     struct st_str c = chat_content(m);
-    enum st_status rc = ST_OK;
 
     if (chat_role_is(m, "user")) {
-        rc = st_chat_puts(out, "<|user|>\n");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, c);
-        if (rc == ST_OK && req->enable_thinking == 0 && !ends_with(c, "/nothink"))
-            rc = st_chat_puts(out, "/nothink");
+        st_out_text(o, "<|user|>\n");
+        chat_put(o, c);
+        if (req->enable_thinking == 0 && !ends_with(c, "/nothink"))
+            st_out_text(o, "/nothink");
     } else if (chat_role_is(m, "assistant")) {
-        rc = assistant_turn(m, (long)i > last_user, out);
+        assistant_turn(o, m, (long)i > last_user);
     } else if (chat_role_is(m, "tool")) {
         if (i == 0 || !chat_role_is(&req->msgs[i - 1], "tool"))
-            rc = st_chat_puts(out, "<|observation|>");
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\n<tool_response>\n");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, c);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\n</tool_response>");
+            st_out_text(o, "<|observation|>");
+        st_out_text(o, "\n<tool_response>\n");
+        chat_put(o, c);
+        st_out_text(o, "\n</tool_response>");
     } else if (chat_role_is(m, "system")) {
-        rc = st_chat_puts(out, "<|system|>\n");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, c);
+        st_out_text(o, "<|system|>\n");
+        chat_put(o, c);
     }
-    return rc;
 }
 
 /* The request's tools and every message's tool_calls must be JSON arrays
@@ -248,22 +231,23 @@ enum st_status st_chat_render_glm45(const struct st_chat_tmpl *t,
 {
     struct st_str tools;
     long last_user = -1;
-    enum st_status rc = check_json(req, err);
+    struct st_out o;
 
     (void)t;
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(check_json(req, err));
     for (size_t i = 0; i < req->n_msgs; i++)
         if (chat_role_is(&req->msgs[i], "user"))
             last_user = (long)i;
-    rc = st_chat_puts(out, "[gMASK]<sop>");
-    if (rc == ST_OK && nonempty_array(req->tools, &tools))
-        rc = tools_part(tools, out);
-    for (size_t i = 0; i < req->n_msgs && rc == ST_OK; i++)
-        rc = message(req, i, last_user, out);
-    if (rc == ST_OK && req->add_generation_prompt)
-        rc = st_chat_puts(out, req->enable_thinking == 0 ? "<|assistant|>\n<think></think>"
-                                                         : "<|assistant|>");
+    st_out_init(&o, out);
+    st_out_text(&o, "[gMASK]<sop>");
+    if (nonempty_array(req->tools, &tools))
+        tools_part(&o, tools);
+    for (size_t i = 0; i < req->n_msgs && st_out_ok(&o); i++)
+        message(&o, req, i, last_user);
+    if (req->add_generation_prompt)
+        st_out_text(&o, req->enable_thinking == 0 ? "<|assistant|>\n<think></think>"
+                                                  : "<|assistant|>");
+    enum st_status rc = st_out_finish(&o);
     if (rc == ST_ERR_INVALID)
         return st_err_set(err, rc, "chat template: malformed tools or tool_calls JSON");
     return rc;

@@ -6,6 +6,7 @@
 #define STRATA_CHAT_FORMATS_INTERNAL_H
 
 #include "strata/chat.h"
+#include "strata/out.h"
 
 /* Content as a view: NULL content renders as "". */
 static inline struct st_str chat_content(const struct st_chat_msg *m)
@@ -23,22 +24,25 @@ static inline bool chat_role_is(const struct st_chat_msg *m, const char *role)
     return st_str_eq_c(m->role, role);
 }
 
-/* Append a series of views / C strings. */
-enum st_status st_chat_put(struct st_buf *out, struct st_str s);
-enum st_status st_chat_puts(struct st_buf *out, const char *s);
+/* The renderers append through a struct st_out (strata/out.h): a view
+ * here, C strings with st_out_text, JSON with chat/json's st_json_out_*. */
+static inline void chat_put(struct st_out *o, struct st_str s)
+{
+    st_out_raw(o, s.ptr, s.len);
+}
 
 /* A tool call's arguments as the templates' `arguments.items()` loop sees
- * them: arg(key, value, out) per member of the object, where a JSON string
+ * them: arg(o, key, value) per member of the object, where a JSON string
  * holding an object (what OpenAI clients send) is parsed first; anything
  * that is not an object renders nothing (the template's |items would
- * fail). Only ST_ERR_NOMEM is an error. */
-typedef enum st_status st_chat_arg_fn(struct st_str key, struct st_str value,
-                                      struct st_buf *out);
-enum st_status st_chat_call_args(struct st_str args, st_chat_arg_fn *arg, struct st_buf *out);
+ * fail). Only running out of memory fails o: any other failure of arg
+ * stops the loop and the render goes on. */
+typedef void st_chat_arg_fn(struct st_out *o, struct st_str key, struct st_str value);
+void st_chat_call_args(struct st_out *o, struct st_str args, st_chat_arg_fn *arg);
 
 /* One ChatML turn: "<|im_start|>{role}\n{content}<|im_end|>\n" (ChatML and
  * the Qwen templates' plain turns). */
-enum st_status st_chat_im_turn(const struct st_chat_msg *m, struct st_buf *out);
+void st_chat_im_turn(struct st_out *o, const struct st_chat_msg *m);
 
 /* Python str.strip() family on a view: which = 1 left, 2 right, 3 both.
  * chars = NULL strips Python whitespace; else only bytes in 'chars'. */

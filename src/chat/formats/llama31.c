@@ -30,126 +30,119 @@ static const char tools_intro[] =
     "Respond in the format {\"name\": function name, \"parameters\": dictionary of argument "
     "name and its value}.Do not use variables.\n\n";
 
-static enum st_status header(struct st_str role, struct st_buf *out)
+static void header(struct st_out *o, struct st_str role)
 {
-    enum st_status rc = st_chat_puts(out, "<|start_header_id|>");
-    if (rc == ST_OK)
-        rc = st_chat_put(out, role);
-    return rc == ST_OK ? st_chat_puts(out, "<|end_header_id|>\n\n") : rc;
+    st_out_text(o, "<|start_header_id|>");
+    chat_put(o, role);
+    st_out_text(o, "<|end_header_id|>\n\n");
 }
 
-static enum st_status put_date(const struct st_chat_tmpl *t, const struct st_chat_req *req,
-                               struct st_buf *out)
+static void put_date(struct st_out *o, const struct st_chat_tmpl *t, const struct st_chat_req *req)
 {
     char today[32];
     time_t now;
     struct tm tm;
 
-    if (req->date_string.ptr)
-        return st_chat_put(out, req->date_string);
-    if (!t->date_today)
-        return st_chat_puts(out, "26 Jul 2024");
+    if (req->date_string.ptr) {
+        chat_put(o, req->date_string);
+        return;
+    }
     now = time(NULL);
-    if (!localtime_r(&now, &tm) || strftime(today, sizeof(today), "%d %b %Y", &tm) == 0)
-        return st_chat_puts(out, "26 Jul 2024");
-    return st_chat_puts(out, today);
+    if (!t->date_today || !localtime_r(&now, &tm) ||
+        strftime(today, sizeof(today), "%d %b %Y", &tm) == 0)
+        st_out_text(o, "26 Jul 2024");
+    else
+        st_out_text(o, today);
 }
 
-static enum st_status system_turn(const struct st_chat_tmpl *t, const struct st_chat_req *req,
-                                  bool tools, struct st_buf *out)
+static void system_turn(struct st_out *o, const struct st_chat_tmpl *t,
+                        const struct st_chat_req *req, bool tools)
 {
-    enum st_status rc = header(st_str_c("system"), out);
-
-    if (rc == ST_OK && tools)
-        rc = st_chat_puts(out, "Environment: ipython\n");
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "Cutting Knowledge Date: December 2023\nToday Date: ");
-    if (rc == ST_OK)
-        rc = put_date(t, req, out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "\n\n");
-    if (rc == ST_OK && chat_role_is(&req->msgs[0], "system"))
-        rc = st_chat_put(out, st_chat_strip(chat_content(&req->msgs[0]), 3, NULL));
-    return rc == ST_OK ? st_chat_puts(out, "<|eot_id|>") : rc;
+    header(o, st_str_c("system"));
+    if (tools)
+        st_out_text(o, "Environment: ipython\n");
+    st_out_text(o, "Cutting Knowledge Date: December 2023\nToday Date: ");
+    put_date(o, t, req);
+    st_out_text(o, "\n\n");
+    if (chat_role_is(&req->msgs[0], "system"))
+        chat_put(o, st_chat_strip(chat_content(&req->msgs[0]), 3, NULL));
+    st_out_text(o, "<|eot_id|>");
 }
 
 /* The first remaining message, whatever its role, becomes the user turn
  * that carries the tool definitions. */
-static enum st_status tools_turn(struct st_str tools, const struct st_chat_msg *first,
-                                 struct st_buf *out)
+static void tools_turn(struct st_out *o, struct st_str tools, const struct st_chat_msg *first)
 {
-    enum st_status rc = header(st_str_c("user"), out);
     struct st_str tool;
     size_t pos = 0;
     bool bad = false;
 
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, tools_intro);
-    while (rc == ST_OK && st_json_array_next(tools, &pos, &tool, &bad)) {
-        rc = st_json_tojson_indent(tool, 4, out);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\n\n");
+    header(o, st_str_c("user"));
+    st_out_text(o, tools_intro);
+    while (st_out_ok(o) && st_json_array_next(tools, &pos, &tool, &bad)) {
+        st_json_out_tojson_indent(o, tool, 4);
+        st_out_text(o, "\n\n");
     }
-    if (rc == ST_OK && bad)
-        rc = ST_ERR_INVALID;
-    if (rc == ST_OK)
-        rc = st_chat_put(out, st_chat_strip(chat_content(first), 3, NULL));
-    return rc == ST_OK ? st_chat_puts(out, "<|eot_id|>") : rc;
+    if (bad)
+        st_out_check(o, ST_ERR_INVALID);
+    chat_put(o, st_chat_strip(chat_content(first), 3, NULL));
+    st_out_text(o, "<|eot_id|>");
 }
 
-static enum st_status tool_call_turn(const struct st_chat_msg *m, size_t i, struct st_buf *out,
-                                     struct st_err *err)
+static void tool_call_turn(struct st_out *o, const struct st_chat_msg *m, size_t i,
+                           struct st_err *err)
 {
     struct st_str calls, call, fn, name, args;
     size_t pos = 0, n = 0;
     bool bad = false;
-    enum st_status rc;
 
-    if (!st_json_value(m->tool_calls, &calls) || st_json_type(calls) != ST_JSON_ARRAY)
-        return st_err_set(err, ST_ERR_INVALID,
-                          "chat template: message %zu: tool_calls is not a JSON array", i);
+    if (!st_json_value(m->tool_calls, &calls) || st_json_type(calls) != ST_JSON_ARRAY) {
+        st_out_check(o, st_err_set(err, ST_ERR_INVALID,
+                                   "chat template: message %zu: tool_calls is not a JSON array",
+                                   i));
+        return;
+    }
     while (st_json_array_next(calls, &pos, &fn, &bad))
         if (n++ == 0)
             call = fn;
-    if (bad || n != 1)
-        return st_err_set(err, ST_ERR_INVALID, "llama3.1 template: message %zu: this model "
-                          "only supports single tool-calls at once", i);
+    if (bad || n != 1) {
+        st_out_check(o, st_err_set(err, ST_ERR_INVALID, "llama3.1 template: message %zu: this "
+                                   "model only supports single tool-calls at once", i));
+        return;
+    }
     if (st_json_object_get(call, "function", &fn))
         call = fn;
-    rc = header(st_str_c("assistant"), out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "{\"name\": \"");
-    if (rc == ST_OK && st_json_object_get(call, "name", &name))
-        rc = st_json_text_append(name, out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "\", \"parameters\": ");
-    if (rc == ST_OK && st_json_object_get(call, "arguments", &args))
-        rc = st_json_text_append(args, out);
-    return rc == ST_OK ? st_chat_puts(out, "}<|eot_id|>") : rc;
+    header(o, st_str_c("assistant"));
+    st_out_text(o, "{\"name\": \"");
+    if (st_json_object_get(call, "name", &name))
+        st_json_out_text(o, name);
+    st_out_text(o, "\", \"parameters\": ");
+    if (st_json_object_get(call, "arguments", &args))
+        st_json_out_text(o, args);
+    st_out_text(o, "}<|eot_id|>");
 }
 
 /* content | tojson: the string quoted and escaped the Python way. */
-static enum st_status ipython_turn(const struct st_chat_msg *m, struct st_buf *out)
+static void ipython_turn(struct st_out *o, const struct st_chat_msg *m)
 {
-    enum st_status rc = header(st_str_c("ipython"), out);
-    if (rc == ST_OK)
-        rc = st_buf_json_str(out, chat_content(m).ptr, chat_content(m).len);
-    return rc == ST_OK ? st_chat_puts(out, "<|eot_id|>") : rc;
+    header(o, st_str_c("ipython"));
+    if (st_out_ok(o))
+        st_out_check(o, st_buf_json_str(o->buf, chat_content(m).ptr, chat_content(m).len));
+    st_out_text(o, "<|eot_id|>");
 }
 
-static enum st_status message_turn(const struct st_chat_msg *m, size_t i, struct st_buf *out,
-                                   struct st_err *err)
+static void message_turn(struct st_out *o, const struct st_chat_msg *m, size_t i,
+                         struct st_err *err)
 {
-    enum st_status rc;
-
-    if (chat_role_is(m, "tool") || chat_role_is(m, "ipython"))
-        return ipython_turn(m, out);
-    if (m->tool_calls.ptr)
-        return tool_call_turn(m, i, out, err);
-    rc = header(m->role, out);
-    if (rc == ST_OK)
-        rc = st_chat_put(out, st_chat_strip(chat_content(m), 3, NULL));
-    return rc == ST_OK ? st_chat_puts(out, "<|eot_id|>") : rc;
+    if (chat_role_is(m, "tool") || chat_role_is(m, "ipython")) {
+        ipython_turn(o, m);
+    } else if (m->tool_calls.ptr) {
+        tool_call_turn(o, m, i, err);
+    } else {
+        header(o, m->role);
+        chat_put(o, st_chat_strip(chat_content(m), 3, NULL));
+        st_out_text(o, "<|eot_id|>");
+    }
 }
 
 enum st_status st_chat_render_llama31(const struct st_chat_tmpl *t,
@@ -158,7 +151,7 @@ enum st_status st_chat_render_llama31(const struct st_chat_tmpl *t,
 {
     size_t i = chat_role_is(&req->msgs[0], "system") ? 1 : 0;
     struct st_str tools = { NULL, 0 };
-    enum st_status rc;
+    struct st_out o;
 
     if (req->tools.ptr && req->tools.len) {
         if (!st_json_value(req->tools, &tools) ||
@@ -167,19 +160,20 @@ enum st_status st_chat_render_llama31(const struct st_chat_tmpl *t,
         if (!st_json_truthy(tools))
             tools.ptr = NULL;
     }
-    rc = st_chat_puts(out, t->bos);
-    if (rc == ST_OK)
-        rc = system_turn(t, req, tools.ptr != NULL, out);
-    if (rc == ST_OK && tools.ptr) {
+    st_out_init(&o, out);
+    st_out_text(&o, t->bos);
+    system_turn(&o, t, req, tools.ptr != NULL);
+    if (st_out_ok(&o) && tools.ptr) {
         if (i == req->n_msgs)
             return st_err_set(err, ST_ERR_INVALID, "llama3.1 template: cannot put tools in the "
                               "first user message when there is no first user message");
-        rc = tools_turn(tools, &req->msgs[i++], out);
+        tools_turn(&o, tools, &req->msgs[i++]);
     }
-    for (; i < req->n_msgs && rc == ST_OK; i++)
-        rc = message_turn(&req->msgs[i], i, out, err);
-    if (rc == ST_OK && req->add_generation_prompt)
-        rc = header(st_str_c("assistant"), out);
+    for (; i < req->n_msgs && st_out_ok(&o); i++)
+        message_turn(&o, &req->msgs[i], i, err);
+    if (req->add_generation_prompt)
+        header(&o, st_str_c("assistant"));
+    enum st_status rc = st_out_finish(&o);
     if (rc == ST_ERR_INVALID && err && err->msg[0] == '\0')
         return st_err_set(err, rc, "chat template: malformed tools or tool_calls JSON");
     return rc;
@@ -190,23 +184,18 @@ enum st_status st_chat_render_llama31(const struct st_chat_tmpl *t,
 enum st_status st_chat_render_llama3(const struct st_chat_tmpl *t,
                                      const struct st_chat_req *req, struct st_buf *out)
 {
-    enum st_status rc = st_chat_puts(out, t->bos);
-    size_t i;
+    struct st_out o;
 
-    for (i = 0; i < req->n_msgs && rc == ST_OK; i++) {
-        rc = st_chat_puts(out, "<|start_header_id|>");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, req->msgs[i].role);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "<|end_header_id|>\n\n");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, st_chat_strip(chat_content(&req->msgs[i]), 3, NULL));
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "<|eot_id|>");
+    st_out_init(&o, out);
+    st_out_text(&o, t->bos);
+    for (size_t i = 0; i < req->n_msgs; i++) {
+        header(&o, req->msgs[i].role);
+        chat_put(&o, st_chat_strip(chat_content(&req->msgs[i]), 3, NULL));
+        st_out_text(&o, "<|eot_id|>");
     }
-    if (rc == ST_OK && req->add_generation_prompt)
-        rc = st_chat_puts(out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
-    return rc;
+    if (req->add_generation_prompt)
+        st_out_text(&o, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    return st_out_finish(&o);
 }
 
 /* ---- the call grammar's hook (chat/formats/calls.h) ---- */

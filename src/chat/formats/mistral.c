@@ -156,23 +156,21 @@ void st_chat_mistral_scan(struct st_chat_tmpl *t, const char *src, size_t len,
 /* ---- render helpers ------------------------------------------------------ */
 
 /* s with each TODAY_MARK replaced by the local date (%Y-%m-%d). */
-static enum st_status put_with_today(const char *s, struct st_buf *out)
+static void put_with_today(struct st_out *o, const char *s)
 {
     char today[32] = "";
     time_t now = time(NULL);
     struct tm tm;
-    enum st_status rc = ST_OK;
     const char *mark;
 
     if (!localtime_r(&now, &tm) || strftime(today, sizeof(today), "%Y-%m-%d", &tm) == 0)
         today[0] = '\0';
-    while (rc == ST_OK && (mark = strchr(s, TODAY_MARK)) != NULL) {
-        rc = st_buf_append(out, s, (size_t)(mark - s));
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, today);
+    while ((mark = strchr(s, TODAY_MARK)) != NULL) {
+        st_out_raw(o, s, (size_t)(mark - s));
+        st_out_text(o, today);
         s = mark + 1;
     }
-    return rc == ST_OK ? st_chat_puts(out, s) : rc;
+    st_out_text(o, s);
 }
 
 /* The last 'keep' code points of s (Python's s[-keep:]); *chars: its length
@@ -192,16 +190,18 @@ static struct st_str tail_chars(struct st_str s, size_t keep, size_t *chars)
 
 /* A call id (or tool_call_id) as the v7 template prints it: its last 9
  * characters; fewer than 9 is an error there. */
-static enum st_status put_id9(struct st_str id, size_t msg, struct st_buf *out,
-                              struct st_err *err)
+static enum st_status put_id9(struct st_out *o, struct st_str id, size_t msg, struct st_err *err)
 {
     size_t chars = 0;
     struct st_str t = id.ptr ? tail_chars(id, 9, &chars) : id;
 
+    if (!st_out_ok(o))
+        return st_out_finish(o);
     if (!id.ptr || chars < 9)
         return st_err_set(err, ST_ERR_INVALID, "mistral template: message %zu: tool call ids "
                           "must be at least 9 characters", msg);
-    return st_chat_put(out, t);
+    chat_put(o, t);
+    return st_out_finish(o);
 }
 
 static bool last_user_index(const struct st_chat_req *req, size_t first, size_t *at)
@@ -295,173 +295,162 @@ static bool calls_array(const struct st_chat_msg *m)
 
 /* ---- mistral-v7 ---------------------------------------------------------- */
 
-/* One tool as the v7 template prints it. */
-static enum st_status v7_tool(struct st_str tool, struct st_buf *out)
+/* One tool as the v7 template prints it; ST_ERR_INVALID in o when it has
+ * no function object. */
+static void v7_tool(struct st_out *o, struct st_str tool)
 {
     struct st_str fn, key, val;
     size_t pos = 0;
     bool first = true;
-    enum st_status rc;
 
-    if (!st_json_object_get(tool, "function", &fn) || st_json_type(fn) != ST_JSON_OBJECT)
-        return ST_ERR_INVALID;
-    rc = st_chat_puts(out, "{\"type\": \"function\", \"function\": {");
-    while (rc == ST_OK && st_json_object_next(fn, &pos, &key, &val)) {
+    if (!st_json_object_get(tool, "function", &fn) || st_json_type(fn) != ST_JSON_OBJECT) {
+        st_out_check(o, ST_ERR_INVALID);
+        return;
+    }
+    st_out_text(o, "{\"type\": \"function\", \"function\": {");
+    while (st_out_ok(o) && st_json_object_next(fn, &pos, &key, &val)) {
         struct st_buf k;
         st_buf_init(&k);
-        rc = st_json_string_append(key, &k);
-        if (rc == ST_OK && k.len == 6 && memcmp(k.data, "return", 6) == 0) {
-            st_buf_fini(&k);
-            continue;
+        st_out_check(o, st_json_string_append(key, &k));
+        if (!(k.len == 6 && memcmp(k.data, "return", 6) == 0)) {   /* the template skips it */
+            if (!first)
+                st_out_text(o, ", ");
+            first = false;
+            st_out_text(o, "\"");
+            st_out_raw(o, k.data ? k.data : "", k.len);
+            if (st_json_type(val) == ST_JSON_STRING) {
+                st_out_text(o, "\": \"");
+                st_json_out_string(o, val);
+                st_out_text(o, "\"");
+            } else {
+                st_out_text(o, "\": ");
+                st_json_out_tojson(o, val);
+            }
         }
-        if (rc == ST_OK && !first)
-            rc = st_chat_puts(out, ", ");
-        first = false;
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\"");
-        if (rc == ST_OK)
-            rc = st_buf_append(out, k.data ? k.data : "", k.len);
         st_buf_fini(&k);
-        if (rc == ST_OK && st_json_type(val) == ST_JSON_STRING) {
-            rc = st_chat_puts(out, "\": \"");
-            if (rc == ST_OK)
-                rc = st_json_string_append(val, out);
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, "\"");
-        } else if (rc == ST_OK) {
-            rc = st_chat_puts(out, "\": ");
-            if (rc == ST_OK)
-                rc = st_json_tojson(val, out);
-        }
     }
-    return rc == ST_OK ? st_chat_puts(out, "}}") : rc;
+    st_out_text(o, "}}");
 }
 
-static enum st_status v7_tools(struct st_str tools, struct st_buf *out)
+static void v7_tools(struct st_out *o, struct st_str tools)
 {
     size_t pos = 0;
     bool bad = false, first = true;
     struct st_str tool;
-    enum st_status rc = st_chat_puts(out, "[AVAILABLE_TOOLS] [");
 
-    while (rc == ST_OK && st_json_array_next(tools, &pos, &tool, &bad)) {
+    st_out_text(o, "[AVAILABLE_TOOLS] [");
+    while (st_out_ok(o) && st_json_array_next(tools, &pos, &tool, &bad)) {
         if (!first)
-            rc = st_chat_puts(out, ", ");
+            st_out_text(o, ", ");
         first = false;
-        if (rc == ST_OK)
-            rc = v7_tool(tool, out);
+        v7_tool(o, tool);
     }
-    if (rc == ST_OK && bad)
-        rc = ST_ERR_INVALID;
-    return rc == ST_OK ? st_chat_puts(out, "][/AVAILABLE_TOOLS]") : rc;
+    if (bad)
+        st_out_check(o, ST_ERR_INVALID);
+    st_out_text(o, "][/AVAILABLE_TOOLS]");
 }
 
 /* function|tojson less its closing brace; string arguments holding JSON
  * are printed as that JSON. */
-static enum st_status v7_function(struct st_str fn, struct st_buf *out)
+static void v7_function(struct st_out *o, struct st_str fn)
 {
     struct st_str key, val, inner;
     size_t pos = 0;
     bool first = true;
-    enum st_status rc = st_chat_puts(out, "{");
 
-    while (rc == ST_OK && st_json_object_next(fn, &pos, &key, &val)) {
+    st_out_text(o, "{");
+    while (st_out_ok(o) && st_json_object_next(fn, &pos, &key, &val)) {
         if (!first)
-            rc = st_chat_puts(out, ", ");
+            st_out_text(o, ", ");
         first = false;
-        if (rc == ST_OK)
-            rc = st_json_tojson(key, out);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, ": ");
-        if (rc != ST_OK)
-            break;
-        if (st_str_eq_c((struct st_str){ key.ptr + 1, key.len - 2 }, "arguments") &&
+        st_json_out_tojson(o, key);
+        st_out_text(o, ": ");
+        if (st_out_ok(o) &&
+            st_str_eq_c((struct st_str){ key.ptr + 1, key.len - 2 }, "arguments") &&
             st_json_type(val) == ST_JSON_STRING) {
             struct st_buf dec;
             st_buf_init(&dec);
-            rc = st_json_string_append(val, &dec);
-            if (rc == ST_OK && dec.len &&
-                st_json_value((struct st_str){ dec.data, dec.len }, &inner))
-                rc = st_json_tojson(inner, out);
-            else if (rc == ST_OK)
-                rc = st_json_tojson(val, out);
+            st_out_check(o, st_json_string_append(val, &dec));
+            if (dec.len && st_json_value((struct st_str){ dec.data, dec.len }, &inner))
+                st_json_out_tojson(o, inner);
+            else
+                st_json_out_tojson(o, val);
             st_buf_fini(&dec);
         } else {
-            rc = st_json_tojson(val, out);
+            st_json_out_tojson(o, val);
         }
     }
-    return rc;
 }
 
-static enum st_status v7_calls(const struct st_chat_tmpl *t, const struct st_chat_msg *m,
-                               size_t msg, struct st_buf *out, struct st_err *err)
+static enum st_status v7_calls(struct st_out *o, const struct st_chat_tmpl *t,
+                               const struct st_chat_msg *m, size_t msg, struct st_err *err)
 {
     struct st_str calls, call, fn, id;
     size_t pos = 0;
     bool bad = false, first = true;
-    enum st_status rc;
 
     if (!st_json_value(m->tool_calls, &calls) || st_json_type(calls) != ST_JSON_ARRAY)
         return bad_json("tool_calls", msg, err);
-    rc = st_chat_puts(out, "[TOOL_CALLS] [");
-    while (rc == ST_OK && st_json_array_next(calls, &pos, &call, &bad)) {
+    st_out_text(o, "[TOOL_CALLS] [");
+    while (st_out_ok(o) && st_json_array_next(calls, &pos, &call, &bad)) {
         struct st_buf idb;
         if (!st_json_object_get(call, "function", &fn) || st_json_type(fn) != ST_JSON_OBJECT)
             return bad_json("tool call", msg, err);
         if (!first)
-            rc = st_chat_puts(out, ", ");
+            st_out_text(o, ", ");
         first = false;
-        if (rc == ST_OK)
-            rc = v7_function(fn, out);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, ", \"id\": \"");
+        v7_function(o, fn);
+        st_out_text(o, ", \"id\": \"");
         st_buf_init(&idb);
-        if (rc == ST_OK && st_json_object_get(call, "id", &id) &&
+        if (st_out_ok(o) && st_json_object_get(call, "id", &id) &&
             st_json_type(id) == ST_JSON_STRING)
-            rc = st_json_string_append(id, &idb);
-        if (rc == ST_OK)
-            rc = put_id9(idb.data ? (struct st_str){ idb.data, idb.len }
-                                  : (struct st_str){ NULL, 0 }, msg, out, err);
+            st_out_check(o, st_json_string_append(id, &idb));
+        enum st_status rc = put_id9(o, idb.data ? (struct st_str){ idb.data, idb.len }
+                                                : (struct st_str){ NULL, 0 }, msg, err);
         st_buf_fini(&idb);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\"}");
+        if (rc != ST_OK)
+            return rc;
+        st_out_text(o, "\"}");
     }
-    if (rc == ST_OK && bad)
+    if (st_out_ok(o) && bad)
         return bad_json("tool_calls", msg, err);
-    if (rc == ST_OK && !first)          /* the template closes inside its loop */
-        rc = st_chat_puts(out, "]");
-    return rc == ST_OK && !first ? st_chat_puts(out, t->eos) : rc;
+    if (!first) {                       /* the template closes inside its loop */
+        st_out_text(o, "]");
+        st_out_text(o, t->eos);
+    }
+    return st_out_finish(o);
 }
 
-static enum st_status v7_tool_result(const struct st_chat_msg *m, size_t msg, struct st_buf *out,
+static enum st_status v7_tool_result(struct st_out *o, const struct st_chat_msg *m, size_t msg,
                                      struct st_err *err)
 {
-    enum st_status rc = st_chat_puts(out, "[TOOL_RESULTS] {\"content\": ");
-
-    if (rc == ST_OK)
-        rc = st_chat_put(out, chat_content(m));
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, ", \"call_id\": \"");
-    if (rc == ST_OK)
-        rc = put_id9(m->tool_call_id, msg, out, err);
-    return rc == ST_OK ? st_chat_puts(out, "\"}[/TOOL_RESULTS]") : rc;
+    st_out_text(o, "[TOOL_RESULTS] {\"content\": ");
+    chat_put(o, chat_content(m));
+    st_out_text(o, ", \"call_id\": \"");
+    ST_TRY(put_id9(o, m->tool_call_id, msg, err));
+    st_out_text(o, "\"}[/TOOL_RESULTS]");
+    return st_out_finish(o);
 }
 
-static enum st_status v7_system(const struct st_chat_tmpl *t, const struct st_chat_req *req,
-                                bool tools, struct st_buf *out)
+static void v7_system(struct st_out *o, const struct st_chat_tmpl *t,
+                      const struct st_chat_req *req, bool tools)
 {
-    enum st_status rc = st_chat_puts(out, "[SYSTEM_PROMPT]");
-
-    if (rc == ST_OK && tools && t->mistral_tools_prompt[0]) {
-        rc = put_with_today(t->mistral_tools_prompt, out);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\n\n");
+    st_out_text(o, "[SYSTEM_PROMPT]");
+    if (tools && t->mistral_tools_prompt[0]) {
+        put_with_today(o, t->mistral_tools_prompt);
+        st_out_text(o, "\n\n");
     }
-    if (rc == ST_OK && chat_role_is(&req->msgs[0], "system"))
-        rc = st_chat_put(out, chat_content(&req->msgs[0]));
-    else if (rc == ST_OK)
-        rc = put_with_today(t->mistral_system, out);
-    return rc == ST_OK ? st_chat_puts(out, "[/SYSTEM_PROMPT]") : rc;
+    if (chat_role_is(&req->msgs[0], "system"))
+        chat_put(o, chat_content(&req->msgs[0]));
+    else
+        put_with_today(o, t->mistral_system);
+    st_out_text(o, "[/SYSTEM_PROMPT]");
+}
+
+static enum st_status bad_role(size_t i, struct st_err *err)
+{
+    return st_err_set(err, ST_ERR_INVALID, "mistral template: message %zu: only user, "
+                      "assistant and tool roles after an optional first system message", i);
 }
 
 static enum st_status render_v7(const struct st_chat_tmpl *t, const struct st_chat_req *req,
@@ -471,81 +460,77 @@ static enum st_status render_v7(const struct st_chat_tmpl *t, const struct st_ch
     struct st_str tools = { NULL, 0 };
     bool with_tools = tools_present(req, &tools);
     bool any_user = last_user_index(req, first, &last_user);
-    enum st_status rc = check_json(req, err);
+    struct st_out o;
 
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, t->bos);
-    if (rc == ST_OK)
-        rc = v7_system(t, req, with_tools, out);
-    for (i = first; i < req->n_msgs && rc == ST_OK; i++) {
+    ST_TRY(check_json(req, err));
+    st_out_init(&o, out);
+    st_out_text(&o, t->bos);
+    v7_system(&o, t, req, with_tools);
+    for (i = first; i < req->n_msgs && st_out_ok(&o); i++) {
         const struct st_chat_msg *m = &req->msgs[i];
         if (chat_role_is(m, "user")) {
-            if (with_tools && any_user && i == last_user && (rc = v7_tools(tools, out)) != ST_OK)
-                return rc == ST_ERR_INVALID ? bad_json("tools", i, err) : rc;
-            rc = st_chat_puts(out, "[INST]");
-            if (rc == ST_OK)
-                rc = st_chat_put(out, chat_content(m));
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, "[/INST]");
+            if (with_tools && any_user && i == last_user) {
+                v7_tools(&o, tools);
+                if (st_out_finish(&o) == ST_ERR_INVALID)
+                    return bad_json("tools", i, err);
+            }
+            st_out_text(&o, "[INST]");
+            chat_put(&o, chat_content(m));
+            st_out_text(&o, "[/INST]");
         } else if (calls_array(m) &&
                    (chat_role_is(m, "assistant") || chat_role_is(m, "tool_calls"))) {
-            rc = v7_calls(t, m, i, out, err);
+            st_out_check(&o, v7_calls(&o, t, m, i, err));
         } else if (chat_role_is(m, "assistant")) {
-            rc = st_chat_put(out, chat_content(m));
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, t->eos);
+            chat_put(&o, chat_content(m));
+            st_out_text(&o, t->eos);
         } else if (chat_role_is(m, "tool") || chat_role_is(m, "tool_results")) {
-            rc = v7_tool_result(m, i, out, err);
+            st_out_check(&o, v7_tool_result(&o, m, i, err));
         } else {
-            return st_err_set(err, ST_ERR_INVALID, "mistral template: message %zu: only user, "
-                              "assistant and tool roles after an optional first system message", i);
+            return bad_role(i, err);
         }
     }
-    return rc;
+    return st_out_finish(&o);
 }
 
 /* ---- mistral-v11 ([ARGS]) ------------------------------------------------ */
 
-static enum st_status v11_calls(const struct st_chat_msg *m, size_t msg, struct st_buf *out,
+static enum st_status v11_calls(struct st_out *o, const struct st_chat_msg *m, size_t msg,
                                 struct st_err *err)
 {
     struct st_str calls, call, fn, name, args;
     size_t pos = 0;
     bool bad = false;
-    enum st_status rc = ST_OK;
 
     if (!st_json_value(m->tool_calls, &calls) || st_json_type(calls) != ST_JSON_ARRAY)
         return bad_json("tool_calls", msg, err);
-    while (rc == ST_OK && st_json_array_next(calls, &pos, &call, &bad)) {
+    while (st_out_ok(o) && st_json_array_next(calls, &pos, &call, &bad)) {
         if (!st_json_object_get(call, "function", &fn) || !st_json_object_get(fn, "name", &name))
             return bad_json("tool call", msg, err);
-        rc = st_chat_puts(out, "[TOOL_CALLS]");
-        if (rc == ST_OK)
-            rc = st_json_text_append(name, out);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "[ARGS]");
-        if (rc != ST_OK)
+        st_out_text(o, "[TOOL_CALLS]");
+        st_json_out_text(o, name);
+        st_out_text(o, "[ARGS]");
+        if (!st_out_ok(o))
             break;
         if (!st_json_object_get(fn, "arguments", &args))
             return bad_json("tool call (no arguments)", msg, err);
         if (st_json_type(args) == ST_JSON_STRING && args.len == 2)
-            rc = st_chat_puts(out, "{}");
+            st_out_text(o, "{}");
         else
-            rc = st_json_text_append(args, out);
+            st_json_out_text(o, args);
     }
-    if (rc == ST_OK && bad)
+    if (st_out_ok(o) && bad)
         return bad_json("tool_calls", msg, err);
-    return rc;
+    return st_out_finish(o);
 }
 
-static enum st_status v11_tools(const struct st_chat_req *req, struct st_buf *out)
+static void v11_tools(struct st_out *o, const struct st_chat_req *req)
 {
-    enum st_status rc = st_chat_puts(out, "[AVAILABLE_TOOLS]");
     struct st_str v;
 
-    if (rc == ST_OK && st_json_value(req->tools, &v))
-        rc = st_json_tojson(v, out);
-    return rc == ST_OK ? st_chat_puts(out, "[/AVAILABLE_TOOLS]") : rc;
+    st_out_text(o, "[AVAILABLE_TOOLS]");
+    if (st_json_value(req->tools, &v))
+        st_json_out_tojson(o, v);
+    st_out_text(o, "[/AVAILABLE_TOOLS]");
 }
 
 static enum st_status render_v11(const struct st_chat_tmpl *t, const struct st_chat_req *req,
@@ -555,54 +540,47 @@ static enum st_status render_v11(const struct st_chat_tmpl *t, const struct st_c
     struct st_str tools;
     bool with_tools = tools_present(req, &tools);
     bool at_user = with_tools && t->tools_last_user && last_user_index(req, first, &last_user);
-    enum st_status rc = check_json(req, err);
+    struct st_out o;
 
-    if (rc == ST_OK)
-        rc = check_roles(req, first, err);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, t->bos);
-    if (rc == ST_OK && (first || (t->has_default_system && t->mistral_system[0]))) {
-        rc = st_chat_puts(out, "[SYSTEM_PROMPT]");
-        if (rc == ST_OK)
-            rc = first ? st_chat_put(out, chat_content(&req->msgs[0]))
-                       : put_with_today(t->mistral_system, out);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "[/SYSTEM_PROMPT]");
+    ST_TRY(check_json(req, err));
+    ST_TRY(check_roles(req, first, err));
+    st_out_init(&o, out);
+    st_out_text(&o, t->bos);
+    if (first || (t->has_default_system && t->mistral_system[0])) {
+        st_out_text(&o, "[SYSTEM_PROMPT]");
+        if (first)
+            chat_put(&o, chat_content(&req->msgs[0]));
+        else
+            put_with_today(&o, t->mistral_system);
+        st_out_text(&o, "[/SYSTEM_PROMPT]");
     }
-    if (rc == ST_OK && with_tools && !t->tools_last_user)
-        rc = v11_tools(req, out);
-    for (i = first; i < req->n_msgs && rc == ST_OK; i++) {
+    if (with_tools && !t->tools_last_user)
+        v11_tools(&o, req);
+    for (i = first; i < req->n_msgs && st_out_ok(&o); i++) {
         const struct st_chat_msg *m = &req->msgs[i];
         if (chat_role_is(m, "user")) {
             if (at_user && i == last_user)
-                rc = v11_tools(req, out);
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, "[INST]");
-            if (rc == ST_OK)
-                rc = st_chat_put(out, chat_content(m));
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, "[/INST]");
+                v11_tools(&o, req);
+            st_out_text(&o, "[INST]");
+            chat_put(&o, chat_content(m));
+            st_out_text(&o, "[/INST]");
         } else if (chat_role_is(m, "assistant")) {
             if (chat_content(m).len == 0 && !has_tool_calls(m))
                 return st_err_set(err, ST_ERR_INVALID, "mistral template: message %zu: an "
                                   "assistant message needs content or tool calls", i);
-            rc = st_chat_put(out, chat_content(m));
-            if (rc == ST_OK && has_tool_calls(m))
-                rc = v11_calls(m, i, out, err);
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, t->eos);
+            chat_put(&o, chat_content(m));
+            if (st_out_ok(&o) && has_tool_calls(m))
+                st_out_check(&o, v11_calls(&o, m, i, err));
+            st_out_text(&o, t->eos);
         } else if (chat_role_is(m, "tool")) {
-            rc = st_chat_puts(out, "[TOOL_RESULTS]");
-            if (rc == ST_OK)
-                rc = st_chat_put(out, chat_content(m));
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, "[/TOOL_RESULTS]");
+            st_out_text(&o, "[TOOL_RESULTS]");
+            chat_put(&o, chat_content(m));
+            st_out_text(&o, "[/TOOL_RESULTS]");
         } else {
-            return st_err_set(err, ST_ERR_INVALID, "mistral template: message %zu: only user, "
-                              "assistant and tool roles after an optional first system message", i);
+            return bad_role(i, err);
         }
     }
-    return rc;
+    return st_out_finish(&o);
 }
 
 enum st_status st_chat_render_mistral_tekken(const struct st_chat_tmpl *t,
@@ -620,33 +598,29 @@ enum st_status st_chat_render_mistral(const struct st_chat_tmpl *t,
                                       const struct st_chat_req *req,
                                       struct st_buf *out, struct st_err *err)
 {
-    size_t first = chat_role_is(&req->msgs[0], "system") ? 1 : 0, i;
-    enum st_status rc = st_chat_check_alternating(req, first, "mistral", err);
+    size_t first = chat_role_is(&req->msgs[0], "system") ? 1 : 0;
+    struct st_out o;
 
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, t->bos);
-    for (i = first; i < req->n_msgs && rc == ST_OK; i++) {
+    ST_TRY(st_chat_check_alternating(req, first, "mistral", err));
+    st_out_init(&o, out);
+    st_out_text(&o, t->bos);
+    for (size_t i = first; i < req->n_msgs; i++) {
         const struct st_chat_msg *m = &req->msgs[i];
         if (chat_role_is(m, "user")) {
-            rc = st_chat_puts(out, "[INST] ");
-            if (rc == ST_OK && first && i + 1 == req->n_msgs) {
-                rc = st_chat_put(out, chat_content(&req->msgs[0]));
-                if (rc == ST_OK)
-                    rc = st_chat_puts(out, "\n\n");
+            st_out_text(&o, "[INST] ");
+            if (first && i + 1 == req->n_msgs) {
+                chat_put(&o, chat_content(&req->msgs[0]));
+                st_out_text(&o, "\n\n");
             }
-            if (rc == ST_OK)
-                rc = st_chat_put(out, chat_content(m));
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, "[/INST]");
+            chat_put(&o, chat_content(m));
+            st_out_text(&o, "[/INST]");
         } else {
-            rc = st_chat_puts(out, " ");
-            if (rc == ST_OK)
-                rc = st_chat_put(out, st_chat_strip(chat_content(m), 3, NULL));
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, t->eos);
+            st_out_text(&o, " ");
+            chat_put(&o, st_chat_strip(chat_content(m), 3, NULL));
+            st_out_text(&o, t->eos);
         }
     }
-    return rc;
+    return st_out_finish(&o);
 }
 
 /* ---- the call grammar's hook (chat/formats/calls.h) ---- */

@@ -72,42 +72,38 @@ static struct st_str sub(struct st_str s, size_t from, size_t to)
 /* {%- if tools %} ... {%- else %} system turn {%- endif %}
  * default_system: the text used when messages[0] is not a system message
  * (Qwen2.5), or NULL (Qwen3: then there is no system text at all). */
-static enum st_status system_part(const struct st_chat_req *req, struct st_str tools,
-                                  const char *default_system, struct st_buf *out)
+static void system_part(struct st_out *o, const struct st_chat_req *req, struct st_str tools,
+                        const char *default_system)
 {
     const struct st_chat_msg *m0 = &req->msgs[0];
     struct st_str system = chat_role_is(m0, "system") ? chat_content(m0)
                                                  : st_str_c(default_system ? default_system : "");
     bool has_system = chat_role_is(m0, "system") || default_system;
-    enum st_status rc = ST_OK;
     struct st_str tool;
     size_t pos = 0;
     bool bad = false;
 
     if (!tools.ptr) {
-        if (!has_system)
-            return ST_OK;
-        rc = st_chat_puts(out, "<|im_start|>system\n");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, system);
-        return rc == ST_OK ? st_chat_puts(out, "<|im_end|>\n") : rc;
+        if (has_system) {
+            st_out_text(o, "<|im_start|>system\n");
+            chat_put(o, system);
+            st_out_text(o, "<|im_end|>\n");
+        }
+        return;
     }
-    rc = st_chat_puts(out, "<|im_start|>system\n");
-    if (rc == ST_OK && has_system) {
-        rc = st_chat_put(out, system);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\n\n");
+    st_out_text(o, "<|im_start|>system\n");
+    if (has_system) {
+        chat_put(o, system);
+        st_out_text(o, "\n\n");
     }
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, tools_head);
-    while (rc == ST_OK && st_json_array_next(tools, &pos, &tool, &bad)) {
-        rc = st_chat_puts(out, "\n");
-        if (rc == ST_OK)
-            rc = st_json_tojson(tool, out);
+    st_out_text(o, tools_head);
+    while (st_out_ok(o) && st_json_array_next(tools, &pos, &tool, &bad)) {
+        st_out_text(o, "\n");
+        st_json_out_tojson(o, tool);
     }
-    if (rc == ST_OK && bad)
-        rc = ST_ERR_INVALID;
-    return rc == ST_OK ? st_chat_puts(out, tools_tail) : rc;
+    if (bad)
+        st_out_check(o, ST_ERR_INVALID);
+    st_out_text(o, tools_tail);
 }
 
 /* ns.last_query_index: scanning backwards, the first user message whose
@@ -153,86 +149,71 @@ static void split_reasoning(const struct st_chat_msg *m, struct st_str *content,
 }
 
 /* One entry of message.tool_calls. */
-static enum st_status tool_call(struct st_str call, struct st_buf *out)
+static void tool_call(struct st_out *o, struct st_str call)
 {
     struct st_str fn, name, args;
-    enum st_status rc;
 
     if (st_json_object_get(call, "function", &fn) && st_json_truthy(fn))
         call = fn;                          /* {%- set tool_call = tool_call.function %} */
-    rc = st_chat_puts(out, "<tool_call>\n{\"name\": \"");
-    if (rc == ST_OK && st_json_object_get(call, "name", &name))
-        rc = st_json_text_append(name, out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "\", \"arguments\": ");
-    if (rc == ST_OK && st_json_object_get(call, "arguments", &args))
-        rc = st_json_text_append(args, out);
-    return rc == ST_OK ? st_chat_puts(out, "}\n</tool_call>") : rc;
+    st_out_text(o, "<tool_call>\n{\"name\": \"");
+    if (st_json_object_get(call, "name", &name))
+        st_json_out_text(o, name);
+    st_out_text(o, "\", \"arguments\": ");
+    if (st_json_object_get(call, "arguments", &args))
+        st_json_out_text(o, args);
+    st_out_text(o, "}\n</tool_call>");
 }
 
-static enum st_status tool_calls(struct st_str calls, bool has_content, struct st_buf *out)
+static void tool_calls(struct st_out *o, struct st_str calls, bool has_content)
 {
-    enum st_status rc = ST_OK;
     struct st_str call;
     size_t pos = 0, i = 0;
     bool bad = false;
 
-    while (rc == ST_OK && st_json_array_next(calls, &pos, &call, &bad)) {
+    while (st_out_ok(o) && st_json_array_next(calls, &pos, &call, &bad)) {
         if (i++ > 0 || has_content)
-            rc = st_chat_puts(out, "\n");
-        if (rc == ST_OK)
-            rc = tool_call(call, out);
+            st_out_text(o, "\n");
+        tool_call(o, call);
     }
-    return (rc == ST_OK && bad) ? ST_ERR_INVALID : rc;
+    if (bad)
+        st_out_check(o, ST_ERR_INVALID);
 }
 
 /* thinking = false (Qwen2.5): the content as given, no <think> block. */
-static enum st_status assistant(const struct st_chat_req *req, size_t i, size_t lqi,
-                                bool thinking, struct st_str calls, struct st_buf *out)
+static void assistant(struct st_out *o, const struct st_chat_req *req, size_t i, size_t lqi,
+                      bool thinking, struct st_str calls)
 {
     const struct st_chat_msg *m = &req->msgs[i];
     struct st_str content = chat_content(m), reasoning = { "", 0 };
-    enum st_status rc;
     bool last = i + 1 == req->n_msgs;
 
     if (thinking)
         split_reasoning(m, &content, &reasoning);
-    rc = st_chat_puts(out, "<|im_start|>");
-    if (rc == ST_OK)
-        rc = st_chat_put(out, m->role);
-    if (rc == ST_OK && thinking && i > lqi && (last || reasoning.len > 0)) {
-        rc = st_chat_puts(out, "\n<think>\n");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, st_chat_strip(reasoning, 3, "\n"));
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\n</think>\n\n");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, st_chat_strip(content, 1, "\n"));
-    } else if (rc == ST_OK) {
-        rc = st_chat_puts(out, "\n");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, content);
+    st_out_text(o, "<|im_start|>");
+    chat_put(o, m->role);
+    if (thinking && i > lqi && (last || reasoning.len > 0)) {
+        st_out_text(o, "\n<think>\n");
+        chat_put(o, st_chat_strip(reasoning, 3, "\n"));
+        st_out_text(o, "\n</think>\n\n");
+        chat_put(o, st_chat_strip(content, 1, "\n"));
+    } else {
+        st_out_text(o, "\n");
+        chat_put(o, content);
     }
-    if (rc == ST_OK && calls.ptr && st_json_truthy(calls))
-        rc = tool_calls(calls, content.len > 0, out);
-    return rc == ST_OK ? st_chat_puts(out, "<|im_end|>\n") : rc;
+    if (calls.ptr && st_json_truthy(calls))
+        tool_calls(o, calls, content.len > 0);
+    st_out_text(o, "<|im_end|>\n");
 }
 
-static enum st_status tool_msg(const struct st_chat_req *req, size_t i, struct st_buf *out)
+static void tool_msg(struct st_out *o, const struct st_chat_req *req, size_t i)
 {
-    enum st_status rc = ST_OK;
-
     if (i == 0 || !chat_role_is(&req->msgs[i - 1], "tool"))
-        rc = st_chat_puts(out, "<|im_start|>user");
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "\n<tool_response>\n");
-    if (rc == ST_OK)
-        rc = st_chat_put(out, chat_content(&req->msgs[i]));
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "\n</tool_response>");
-    if (rc == ST_OK && (i + 1 == req->n_msgs || !chat_role_is(&req->msgs[i + 1], "tool")))
-        rc = st_chat_puts(out, "<|im_end|>\n");
-    return rc;
+        st_out_text(o, "<|im_start|>user");
+    st_out_text(o, "\n<tool_response>\n");
+    chat_put(o, chat_content(&req->msgs[i]));
+    st_out_text(o, "\n</tool_response>");
+    if (i + 1 == req->n_msgs || !chat_role_is(&req->msgs[i + 1], "tool"))
+        st_out_text(o, "<|im_end|>\n");
 }
 
 /* Validate the JSON inputs up front; tools "[]"/null count as no tools. */
@@ -268,34 +249,33 @@ enum st_status st_chat_render_qwen3(const struct st_chat_tmpl *t,
 {
     bool qwen25 = t->kind == ST_CHAT_QWEN25;
     struct st_str tools, calls;
-    enum st_status rc;
-    size_t i, lqi;
+    struct st_out o;
 
-    rc = parse_inputs(req, &tools, err);
-    if (rc != ST_OK)
-        return rc;
-    rc = system_part(req, tools, qwen25 ? ST_CHAT_QWEN25_SYSTEM : NULL, out);
-    lqi = last_query_index(req);
-    for (i = 0; i < req->n_msgs && rc == ST_OK; i++) {
+    ST_TRY(parse_inputs(req, &tools, err));
+    st_out_init(&o, out);
+    system_part(&o, req, tools, qwen25 ? ST_CHAT_QWEN25_SYSTEM : NULL);
+    size_t lqi = last_query_index(req);
+    for (size_t i = 0; i < req->n_msgs; i++) {
         const struct st_chat_msg *m = &req->msgs[i];
         if (chat_role_is(m, "user") || (chat_role_is(m, "system") && i > 0)) {
-            rc = st_chat_im_turn(m, out);
+            st_chat_im_turn(&o, m);
         } else if (chat_role_is(m, "assistant")) {
             calls.ptr = NULL;
             if (m->tool_calls.ptr && !st_json_value(m->tool_calls, &calls))
                 calls.ptr = NULL;
-            rc = assistant(req, i, lqi, !qwen25, calls, out);
+            assistant(&o, req, i, lqi, !qwen25, calls);
         } else if (chat_role_is(m, "tool")) {
-            rc = tool_msg(req, i, out);
+            tool_msg(&o, req, i);
         }
     }
-    if (rc == ST_OK && req->add_generation_prompt) {
-        rc = st_chat_puts(out, "<|im_start|>assistant\n");
-        if (rc == ST_OK && t->think_open)
-            rc = st_chat_puts(out, "<think>\n");
-        else if (rc == ST_OK && t->thinking_flag && req->enable_thinking == 0)
-            rc = st_chat_puts(out, "<think>\n\n</think>\n\n");
+    if (req->add_generation_prompt) {
+        st_out_text(&o, "<|im_start|>assistant\n");
+        if (t->think_open)
+            st_out_text(&o, "<think>\n");
+        else if (t->thinking_flag && req->enable_thinking == 0)
+            st_out_text(&o, "<think>\n\n</think>\n\n");
     }
+    enum st_status rc = st_out_finish(&o);
     if (rc == ST_ERR_INVALID)
         return st_err_set(err, rc, "chat template: malformed tools or tool_calls JSON");
     return rc;

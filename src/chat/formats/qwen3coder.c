@@ -54,23 +54,23 @@ static bool is_container(struct st_str v)
     return ty == ST_JSON_OBJECT || ty == ST_JSON_ARRAY;
 }
 
-static enum st_status py_repr(struct st_str v, struct st_buf *out);
+static void py_repr(struct st_out *o, struct st_str v);
 
 /* Python repr() of a decoded string: single quotes unless it holds a ' and
  * no ", backslash and the quote escaped, control bytes as \n \r \t \xNN. */
-static enum st_status py_repr_string(struct st_str v, struct st_buf *out)
+static void py_repr_string(struct st_out *o, struct st_str v)
 {
     struct st_buf s;
-    enum st_status rc;
     char q = '\'', esc[5];
 
+    if (!st_out_ok(o))
+        return;
     st_buf_init(&s);
-    rc = st_json_string_append(v, &s);
-    if (rc == ST_OK && s.len && memchr(s.data, '\'', s.len) && !memchr(s.data, '"', s.len))
+    st_out_check(o, st_json_string_append(v, &s));
+    if (s.len && memchr(s.data, '\'', s.len) && !memchr(s.data, '"', s.len))
         q = '"';
-    if (rc == ST_OK)
-        rc = st_buf_append(out, &q, 1);
-    for (size_t i = 0; rc == ST_OK && i < s.len; i++) {
+    st_out_raw(o, &q, 1);
+    for (size_t i = 0; st_out_ok(o) && i < s.len; i++) {
         unsigned char c = (unsigned char)s.data[i];
         const char *e = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t"
                       : c == '\\' ? "\\\\" : NULL;
@@ -79,101 +79,113 @@ static enum st_status py_repr_string(struct st_str v, struct st_buf *out)
             esc[0] = '\\'; esc[1] = 'x'; esc[2] = hex[c >> 4]; esc[3] = hex[c & 15]; esc[4] = 0;
             e = esc;
         }
-        if (e)
-            rc = st_chat_puts(out, e);
-        else if (c == (unsigned char)q)
-            rc = st_buf_append(out, "\\", 1) == ST_OK ? st_buf_append(out, &q, 1) : ST_ERR_NOMEM;
-        else
-            rc = st_buf_append(out, (const char *)&s.data[i], 1);
+        if (e) {
+            st_out_text(o, e);
+        } else if (c == (unsigned char)q) {
+            st_out_raw(o, "\\", 1);
+            st_out_raw(o, &q, 1);
+        } else {
+            st_out_raw(o, &s.data[i], 1);
+        }
     }
-    if (rc == ST_OK)
-        rc = st_buf_append(out, &q, 1);
+    st_out_raw(o, &q, 1);
     st_buf_fini(&s);
-    return rc;
 }
 
 /* Python repr() of a list / dict: "[a, b]", "{'k': v}". */
-static enum st_status py_repr_container(struct st_str v, struct st_buf *out)
+static void py_repr_container(struct st_out *o, struct st_str v)
 {
     bool obj = st_json_type(v) == ST_JSON_OBJECT, bad = false;
     struct st_str k, e;
     size_t pos = 0;
     int i = 0;
-    enum st_status rc = st_buf_append(out, obj ? "{" : "[", 1);
 
-    while (rc == ST_OK && (obj ? st_json_object_next(v, &pos, &k, &e)
-                               : st_json_array_next(v, &pos, &e, &bad))) {
+    st_out_text(o, obj ? "{" : "[");
+    while (st_out_ok(o) && (obj ? st_json_object_next(v, &pos, &k, &e)
+                                : st_json_array_next(v, &pos, &e, &bad))) {
         if (i++ > 0)
-            rc = st_chat_puts(out, ", ");
-        if (rc == ST_OK && obj) {
-            rc = py_repr_string(k, out);
-            if (rc == ST_OK)
-                rc = st_chat_puts(out, ": ");
+            st_out_text(o, ", ");
+        if (obj) {
+            py_repr_string(o, k);
+            st_out_text(o, ": ");
         }
-        if (rc == ST_OK)
-            rc = py_repr(e, out);
+        py_repr(o, e);
     }
-    if (rc == ST_OK && bad)
-        rc = ST_ERR_INVALID;
-    return rc == ST_OK ? st_buf_append(out, obj ? "}" : "]", 1) : rc;
+    if (bad)
+        st_out_check(o, ST_ERR_INVALID);
+    st_out_text(o, obj ? "}" : "]");
 }
 
 /* Python str() of a JSON value: strings raw; True / False / None; numbers
  * as written; containers as repr(). */
-static enum st_status py_str(struct st_str v, struct st_buf *out)
+static void py_str(struct st_out *o, struct st_str v)
 {
     switch (st_json_type(v)) {
-    case ST_JSON_STRING: return st_json_string_append(v, out);
-    case ST_JSON_TRUE:   return st_chat_puts(out, "True");
-    case ST_JSON_FALSE:  return st_chat_puts(out, "False");
-    case ST_JSON_NULL:   return st_chat_puts(out, "None");
-    case ST_JSON_NUMBER: return st_buf_append(out, v.ptr, v.len);
-    case ST_JSON_BAD:    return ST_ERR_INVALID;
-    default:             return py_repr_container(v, out);
+    case ST_JSON_STRING: st_json_out_string(o, v); break;
+    case ST_JSON_TRUE:   st_out_text(o, "True"); break;
+    case ST_JSON_FALSE:  st_out_text(o, "False"); break;
+    case ST_JSON_NULL:   st_out_text(o, "None"); break;
+    case ST_JSON_NUMBER: chat_put(o, v); break;
+    case ST_JSON_BAD:    st_out_check(o, ST_ERR_INVALID); break;
+    default:             py_repr_container(o, v); break;
     }
 }
 
-static enum st_status py_repr(struct st_str v, struct st_buf *out)
+static void py_repr(struct st_out *o, struct st_str v)
 {
-    return st_json_type(v) == ST_JSON_STRING ? py_repr_string(v, out) : py_str(v, out);
+    if (st_json_type(v) == ST_JSON_STRING)
+        py_repr_string(o, v);
+    else
+        py_str(o, v);
 }
 
 /* "{{ x | trim }}" of a JSON value. */
-static enum st_status put_trimmed(struct st_str v, struct st_buf *out)
+static void put_trimmed(struct st_out *o, struct st_str v)
 {
     struct st_buf s;
-    enum st_status rc;
+    struct st_out t;
 
+    if (!st_out_ok(o))
+        return;
     st_buf_init(&s);
-    rc = py_str(v, &s);
-    if (rc == ST_OK && s.len)
-        rc = st_chat_put(out, st_chat_strip((struct st_str){ s.data, s.len }, 3, NULL));
+    st_out_init(&t, &s);
+    py_str(&t, v);
+    st_out_check(o, st_out_finish(&t));
+    if (s.len)
+        chat_put(o, st_chat_strip((struct st_str){ s.data, s.len }, 3, NULL));
     st_buf_fini(&s);
-    return rc;
 }
 
 /* How put_tag prints a value: render_extra_keys' rule (containers tojson,
  * the rest str()), "| trim", or "| string". */
 enum { V_EXTRA, V_TRIM, V_STR };
 
+/* A tag's name: the JSON string key, or ctag when not NULL. */
+static void put_tag_name(struct st_out *o, struct st_str key, const char *ctag)
+{
+    if (ctag)
+        st_out_text(o, ctag);
+    else
+        st_json_out_string(o, key);
+}
+
 /* "\n<" ~ tag ~ ">" ~ text ~ "</" ~ tag ~ ">"; tag is a JSON string
  * (key) or NULL with ctag a C string. */
-static enum st_status put_tag(struct st_str key, const char *ctag, struct st_str val,
-                              int how, struct st_buf *out)
+static void put_tag(struct st_out *o, struct st_str key, const char *ctag, struct st_str val,
+                    int how)
 {
-    enum st_status rc = st_chat_puts(out, "\n<");
-    if (rc == ST_OK)
-        rc = ctag ? st_chat_puts(out, ctag) : st_json_string_append(key, out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, ">");
-    if (rc == ST_OK)
-        rc = how == V_TRIM ? put_trimmed(val, out)
-           : how == V_EXTRA && is_container(val) ? st_json_tojson(val, out) : py_str(val, out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "</");
-    if (rc == ST_OK)
-        rc = ctag ? st_chat_puts(out, ctag) : st_json_string_append(key, out);
-    return rc == ST_OK ? st_chat_puts(out, ">") : rc;
+    st_out_text(o, "\n<");
+    put_tag_name(o, key, ctag);
+    st_out_text(o, ">");
+    if (how == V_TRIM)
+        put_trimmed(o, val);
+    else if (how == V_EXTRA && is_container(val))
+        st_json_out_tojson(o, val);
+    else
+        py_str(o, val);
+    st_out_text(o, "</");
+    put_tag_name(o, key, ctag);
+    st_out_text(o, ">");
 }
 
 /* Whether JSON string key is one of the NULL-terminated 'names'. */
@@ -191,173 +203,147 @@ static bool key_in(struct st_str key, const char *const *names)
 }
 
 /* {{- render_extra_keys(json_dict, handled_keys) }} */
-static enum st_status extra_keys(struct st_str dict, const char *const *handled,
-                                 struct st_buf *out)
+static void extra_keys(struct st_out *o, struct st_str dict, const char *const *handled)
 {
-    enum st_status rc = ST_OK;
     struct st_str k, v;
     size_t pos = 0;
 
     if (st_json_type(dict) != ST_JSON_OBJECT)
-        return ST_OK;
-    while (rc == ST_OK && st_json_object_next(dict, &pos, &k, &v))
+        return;
+    while (st_out_ok(o) && st_json_object_next(dict, &pos, &k, &v))
         if (!key_in(k, handled))
-            rc = put_tag(k, NULL, v, V_EXTRA, out);
-    return rc;
+            put_tag(o, k, NULL, v, V_EXTRA);
 }
 
 /* One <parameter> of a tool's parameters.properties. */
-static enum st_status tool_param(struct st_str name, struct st_str fields, struct st_buf *out)
+static void tool_param(struct st_out *o, struct st_str name, struct st_str fields)
 {
     static const char *const handled[] = { "name", "type", "description", NULL };
     struct st_str v;
-    enum st_status rc = st_chat_puts(out, "\n<parameter>\n<name>");
 
-    if (rc == ST_OK)
-        rc = st_json_string_append(name, out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "</name>");
-    if (rc == ST_OK && st_json_object_get(fields, "type", &v))
-        rc = put_tag(v, "type", v, V_STR, out);
-    if (rc == ST_OK && st_json_object_get(fields, "description", &v))
-        rc = put_tag(v, "description", v, V_TRIM, out);
-    if (rc == ST_OK)
-        rc = extra_keys(fields, handled, out);
-    return rc == ST_OK ? st_chat_puts(out, "\n</parameter>") : rc;
+    st_out_text(o, "\n<parameter>\n<name>");
+    st_json_out_string(o, name);
+    st_out_text(o, "</name>");
+    if (st_json_object_get(fields, "type", &v))
+        put_tag(o, v, "type", v, V_STR);
+    if (st_json_object_get(fields, "description", &v))
+        put_tag(o, v, "description", v, V_TRIM);
+    extra_keys(o, fields, handled);
+    st_out_text(o, "\n</parameter>");
 }
 
 /* One entry of tools, "\n<function>..</function>". */
-static enum st_status tool_entry(struct st_str tool, struct st_buf *out)
+static void tool_entry(struct st_out *o, struct st_str tool)
 {
     static const char *const h_params[] = { "type", "properties", NULL };
     static const char *const h_tool[] = { "type", "name", "description", "parameters", NULL };
     struct st_str v, params, props, k;
     size_t pos = 0;
-    enum st_status rc;
 
     if (st_json_object_get(tool, "function", &v))
         tool = v;                       /* {%- set tool = tool.function %} */
-    rc = st_chat_puts(out, "\n<function>\n<name>");
-    if (rc == ST_OK && st_json_object_get(tool, "name", &v))
-        rc = py_str(v, out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "</name>");
-    if (rc == ST_OK && st_json_object_get(tool, "description", &v))
-        rc = put_tag(v, "description", v, V_TRIM, out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "\n<parameters>");
+    st_out_text(o, "\n<function>\n<name>");
+    if (st_json_object_get(tool, "name", &v))
+        py_str(o, v);
+    st_out_text(o, "</name>");
+    if (st_json_object_get(tool, "description", &v))
+        put_tag(o, v, "description", v, V_TRIM);
+    st_out_text(o, "\n<parameters>");
     if (!st_json_object_get(tool, "parameters", &params))
         params.ptr = NULL, params.len = 0;
-    if (rc == ST_OK && params.ptr && st_json_object_get(params, "properties", &props) &&
+    if (params.ptr && st_json_object_get(params, "properties", &props) &&
         st_json_type(props) == ST_JSON_OBJECT)
-        while (rc == ST_OK && st_json_object_next(props, &pos, &k, &v))
-            rc = tool_param(k, v, out);
-    if (rc == ST_OK && params.ptr)
-        rc = extra_keys(params, h_params, out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "\n</parameters>");
-    if (rc == ST_OK)
-        rc = extra_keys(tool, h_tool, out);
-    return rc == ST_OK ? st_chat_puts(out, "\n</function>") : rc;
+        while (st_out_ok(o) && st_json_object_next(props, &pos, &k, &v))
+            tool_param(o, k, v);
+    if (params.ptr)
+        extra_keys(o, params, h_params);
+    st_out_text(o, "\n</parameters>");
+    extra_keys(o, tool, h_tool);
+    st_out_text(o, "\n</function>");
 }
 
 /* The system turn: system message and/or the tools section. */
-static enum st_status system_part(const struct st_chat_req *req, struct st_str tools,
-                                  struct st_buf *out)
+static void system_part(struct st_out *o, const struct st_chat_req *req, struct st_str tools)
 {
     bool has_system = chat_role_is(&req->msgs[0], "system");
-    enum st_status rc = ST_OK;
     struct st_str tool;
     size_t pos = 0;
     bool bad = false;
 
     if (!has_system && !tools.ptr)
-        return ST_OK;
-    rc = st_chat_puts(out, "<|im_start|>system\n");
-    if (rc == ST_OK)
-        rc = has_system ? st_chat_put(out, chat_content(&req->msgs[0]))
-                        : st_chat_puts(out, default_system);
-    if (rc == ST_OK && tools.ptr) {
-        rc = st_chat_puts(out, tools_head);
-        while (rc == ST_OK && st_json_array_next(tools, &pos, &tool, &bad))
-            rc = tool_entry(tool, out);
-        if (rc == ST_OK && bad)
-            rc = ST_ERR_INVALID;
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, tools_tail);
+        return;
+    st_out_text(o, "<|im_start|>system\n");
+    if (has_system)
+        chat_put(o, chat_content(&req->msgs[0]));
+    else
+        st_out_text(o, default_system);
+    if (tools.ptr) {
+        st_out_text(o, tools_head);
+        while (st_out_ok(o) && st_json_array_next(tools, &pos, &tool, &bad))
+            tool_entry(o, tool);
+        if (bad)
+            st_out_check(o, ST_ERR_INVALID);
+        st_out_text(o, tools_tail);
     }
-    return rc == ST_OK ? st_chat_puts(out, "<|im_end|>\n") : rc;
+    st_out_text(o, "<|im_end|>\n");
 }
 
 /* One argument's "<parameter=KEY>\nVALUE\n</parameter>\n" lines
  * (st_chat_call_args runs it per member). */
-static enum st_status call_param(struct st_str k, struct st_str v, struct st_buf *out)
+static void call_param(struct st_out *o, struct st_str k, struct st_str v)
 {
-    enum st_status rc = st_chat_puts(out, "<parameter=");
-    if (rc == ST_OK)
-        rc = st_json_string_append(k, out);
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, ">\n");
-    if (rc == ST_OK)
-        rc = is_container(v) ? st_json_tojson(v, out) : py_str(v, out);
-    return rc == ST_OK ? st_chat_puts(out, "\n</parameter>\n") : rc;
+    st_out_text(o, "<parameter=");
+    st_json_out_string(o, k);
+    st_out_text(o, ">\n");
+    if (is_container(v))
+        st_json_out_tojson(o, v);
+    else
+        py_str(o, v);
+    st_out_text(o, "\n</parameter>\n");
 }
 
 /* An assistant message with tool calls. */
-static enum st_status assistant_calls(const struct st_chat_msg *m, struct st_str calls,
-                                      struct st_buf *out)
+static void assistant_calls(struct st_out *o, const struct st_chat_msg *m, struct st_str calls)
 {
     struct st_str content = st_chat_strip(chat_content(m), 3, NULL), call, fn, v;
-    enum st_status rc = st_chat_puts(out, "<|im_start|>");
     size_t pos = 0;
     bool bad = false;
 
-    if (rc == ST_OK)
-        rc = st_chat_put(out, m->role);
-    if (rc == ST_OK && m->content.ptr && content.len > 0) {
-        rc = st_chat_puts(out, "\n");
-        if (rc == ST_OK)
-            rc = st_chat_put(out, content);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "\n");
+    st_out_text(o, "<|im_start|>");
+    chat_put(o, m->role);
+    if (m->content.ptr && content.len > 0) {
+        st_out_text(o, "\n");
+        chat_put(o, content);
+        st_out_text(o, "\n");
     }
-    while (rc == ST_OK && st_json_array_next(calls, &pos, &call, &bad)) {
+    while (st_out_ok(o) && st_json_array_next(calls, &pos, &call, &bad)) {
         if (st_json_object_get(call, "function", &fn))
             call = fn;                  /* {%- set tool_call = tool_call.function %} */
-        rc = st_chat_puts(out, "\n<tool_call>\n<function=");
-        if (rc == ST_OK && st_json_object_get(call, "name", &v))
-            rc = py_str(v, out);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, ">\n");
-        if (rc == ST_OK && st_json_object_get(call, "arguments", &v))
-            rc = st_chat_call_args(v, call_param, out);
-        if (rc == ST_OK)
-            rc = st_chat_puts(out, "</function>\n</tool_call>");
+        st_out_text(o, "\n<tool_call>\n<function=");
+        if (st_json_object_get(call, "name", &v))
+            py_str(o, v);
+        st_out_text(o, ">\n");
+        if (st_json_object_get(call, "arguments", &v))
+            st_chat_call_args(o, v, call_param);
+        st_out_text(o, "</function>\n</tool_call>");
     }
-    if (rc == ST_OK && bad)
-        rc = ST_ERR_INVALID;
-    return rc == ST_OK ? st_chat_puts(out, "<|im_end|>\n") : rc;
+    if (bad)
+        st_out_check(o, ST_ERR_INVALID);
+    st_out_text(o, "<|im_end|>\n");
 }
 
 /* Tool messages: the first of a run opens a user turn (unless it is the
  * first message of the loop: loop.previtem is undefined there); the last
  * of a run closes it. */
-static enum st_status tool_msg(const struct st_chat_req *req, size_t i, size_t first,
-                               struct st_buf *out)
+static void tool_msg(struct st_out *o, const struct st_chat_req *req, size_t i, size_t first)
 {
-    enum st_status rc = ST_OK;
-
     if (i > first && !chat_role_is(&req->msgs[i - 1], "tool"))
-        rc = st_chat_puts(out, "<|im_start|>user\n");
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "<tool_response>\n");
-    if (rc == ST_OK)
-        rc = st_chat_put(out, chat_content(&req->msgs[i]));
-    if (rc == ST_OK)
-        rc = st_chat_puts(out, "\n</tool_response>\n");
-    if (rc == ST_OK && (i + 1 == req->n_msgs || !chat_role_is(&req->msgs[i + 1], "tool")))
-        rc = st_chat_puts(out, "<|im_end|>\n");
-    return rc;
+        st_out_text(o, "<|im_start|>user\n");
+    st_out_text(o, "<tool_response>\n");
+    chat_put(o, chat_content(&req->msgs[i]));
+    st_out_text(o, "\n</tool_response>\n");
+    if (i + 1 == req->n_msgs || !chat_role_is(&req->msgs[i + 1], "tool"))
+        st_out_text(o, "<|im_end|>\n");
 }
 
 /* tools: NULL when absent, null or empty; calls of message i likewise. */
@@ -373,7 +359,7 @@ enum st_status st_chat_render_qwen3coder(const struct st_chat_tmpl *t,
 {
     struct st_str tools = { NULL, 0 }, calls, v;
     size_t first = chat_role_is(&req->msgs[0], "system") ? 1 : 0, i;
-    enum st_status rc;
+    struct st_out o;
 
     (void)t;
     if (req->tools.ptr && req->tools.len &&
@@ -388,18 +374,20 @@ enum st_status st_chat_render_qwen3coder(const struct st_chat_tmpl *t,
              (st_json_type(v) != ST_JSON_ARRAY && st_json_type(v) != ST_JSON_NULL)))
             return st_err_set(err, ST_ERR_INVALID,
                               "chat template: message %zu: tool_calls is not a JSON array", i);
-    rc = system_part(req, tools, out);
-    for (i = first; i < req->n_msgs && rc == ST_OK; i++) {
+    st_out_init(&o, out);
+    system_part(&o, req, tools);
+    for (i = first; i < req->n_msgs && st_out_ok(&o); i++) {
         const struct st_chat_msg *m = &req->msgs[i];
         if (chat_role_is(m, "assistant") && nonempty_array(m->tool_calls, &calls))
-            rc = assistant_calls(m, calls, out);
+            assistant_calls(&o, m, calls);
         else if (chat_role_is(m, "tool"))
-            rc = tool_msg(req, i, first, out);
+            tool_msg(&o, req, i, first);
         else
-            rc = st_chat_im_turn(m, out);
+            st_chat_im_turn(&o, m);
     }
-    if (rc == ST_OK && req->add_generation_prompt)
-        rc = st_chat_puts(out, "<|im_start|>assistant\n");
+    if (req->add_generation_prompt)
+        st_out_text(&o, "<|im_start|>assistant\n");
+    enum st_status rc = st_out_finish(&o);
     if (rc == ST_ERR_INVALID)
         return st_err_set(err, rc, "chat template: malformed tools or tool_calls JSON");
     return rc;

@@ -6,8 +6,6 @@
 
 #include "chat/jinja/internal.h"
 
-#define TRY(x) do { enum st_status rc_ = (x); if (rc_ != ST_OK) return rc_; } while (0)
-
 static struct jv loop_attr(const struct jloop *lp, struct st_str name)
 {
     int64_t i = lp->index0, n = lp->length;

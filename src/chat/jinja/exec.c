@@ -7,8 +7,6 @@
 
 #include "chat/jinja/internal.h"
 
-#define TRY(x) do { enum st_status rc_ = (x); if (rc_ != ST_OK) return rc_; } while (0)
-
 struct st_jinja_tmpl {
     struct jarena a;        /* the source copy, tokens and tree */
     struct jnode *root;
@@ -335,6 +333,17 @@ static enum st_status load_vars(struct jrender *r, const cJSON *ctx)
     return ST_OK;
 }
 
+/* The root scope (root), the context's variables in it, then the template. */
+static enum st_status run(struct jrender *r, struct jscope *root, const struct st_jinja_tmpl *t,
+                          const cJSON *ctx)
+{
+    enum st_status rc = new_scope(r, root, NULL);
+    r->scope = r->root = root;
+    TRY(rc);
+    TRY(load_vars(r, ctx));
+    return jr_exec(r, t->root);
+}
+
 enum st_status st_jinja_render(const struct st_jinja_tmpl *t, const cJSON *ctx,
                                const struct st_jinja_opts *opts, struct st_buf *out,
                                struct st_err *err)
@@ -351,12 +360,7 @@ enum st_status st_jinja_render(const struct st_jinja_tmpl *t, const cJSON *ctx,
     r.lim = opts ? opts : &dflt;
     ja_init(&a, r.lim->max_memory_bytes);
     st_buf_init(&buf);
-    rc = new_scope(&r, &root, NULL);
-    r.scope = r.root = &root;
-    if (rc == ST_OK)
-        rc = load_vars(&r, ctx);
-    if (rc == ST_OK)
-        rc = jr_exec(&r, t->root);
+    rc = run(&r, &root, t, ctx);
     if (rc == ST_OK && st_buf_append(out, buf.data ? buf.data : "", buf.len) != ST_OK)
         rc = st_err_set(err, ST_ERR_NOMEM, "chat template: out of memory");
     st_buf_fini(&buf);

@@ -10,8 +10,6 @@
 
 #include "chat/jinja/strings.h"
 
-#define TRY(x) do { enum st_status rc_ = (x); if (rc_ != ST_OK) return rc_; } while (0)
-
 static enum st_status out_list(struct jlist *l, struct jv *out)
 {
     out->kind = JV_LIST;

@@ -8,8 +8,6 @@
 
 #include "chat/jinja/internal.h"
 
-#define TRY(x) do { enum st_status rc_ = (x); if (rc_ != ST_OK) return rc_; } while (0)
-
 static const struct { const char *name; enum jfunc fn; } funcs[] = {
     { "range", JF_RANGE },         { "namespace", JF_NAMESPACE },
     { "raise_exception", JF_RAISE }, { "strftime_now", JF_STRFTIME },

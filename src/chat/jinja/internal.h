@@ -11,6 +11,9 @@
 
 #include "chat/jinja/jinja.h"
 
+/* Return the status of x unless it is ST_OK (strata/status.h). */
+#define TRY(x) ST_TRY(x)
+
 /* ---- arena.c: bump allocation with a byte cap; everything a parse or a
  * render allocates lives until the arena is freed ---- */
 struct ja_chunk;

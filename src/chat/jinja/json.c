@@ -9,7 +9,6 @@
 enum st_status jv_from_json(struct jarena *a, const cJSON *j, struct jv *out, int depth)
 {
     const cJSON *c;
-    enum st_status rc = ST_OK;
 
     if (depth > 64)
         return ST_ERR_INVALID;
@@ -33,11 +32,10 @@ enum st_status jv_from_json(struct jarena *a, const cJSON *j, struct jv *out, in
             return ST_ERR_NOMEM;
         out->kind = JV_LIST;
         out->u.l = l;
-        for (c = j->child; c && rc == ST_OK; c = c->next) {
+        for (c = j->child; c; c = c->next) {
             struct jv v;
-            rc = jv_from_json(a, c, &v, depth + 1);
-            if (rc == ST_OK)
-                rc = jv_list_push(a, l, v);
+            TRY(jv_from_json(a, c, &v, depth + 1));
+            TRY(jv_list_push(a, l, v));
         }
     } else if (cJSON_IsObject(j)) {
         struct jdict *d = jv_dict_new(a, (size_t)cJSON_GetArraySize(j));
@@ -45,18 +43,17 @@ enum st_status jv_from_json(struct jarena *a, const cJSON *j, struct jv *out, in
             return ST_ERR_NOMEM;
         out->kind = JV_DICT;
         out->u.d = d;
-        for (c = j->child; c && rc == ST_OK; c = c->next) {
+        for (c = j->child; c; c = c->next) {
             struct jv v;
             const char *k = c->string ? c->string : "";
             char *kp = ja_strdup(a, k, strlen(k));
             if (!kp)
                 return ST_ERR_NOMEM;
-            rc = jv_from_json(a, c, &v, depth + 1);
-            if (rc == ST_OK)
-                rc = jv_dict_set(a, d, (struct st_str){ kp, strlen(k) }, v);
+            TRY(jv_from_json(a, c, &v, depth + 1));
+            TRY(jv_dict_set(a, d, (struct st_str){ kp, strlen(k) }, v));
         }
     } else {
         *out = jv_none();
     }
-    return rc;
+    return ST_OK;
 }

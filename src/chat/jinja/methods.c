@@ -6,8 +6,6 @@
 
 #include "chat/jinja/strings.h"
 
-#define TRY(x) do { enum st_status rc_ = (x); if (rc_ != ST_OK) return rc_; } while (0)
-
 static const struct jv *arg_str(struct jrender *r, const struct jargs *x, size_t pos,
                                 const char *name, bool *bad)
 {

@@ -7,8 +7,6 @@
 
 #include "chat/jinja/internal.h"
 
-#define TRY(x) do { enum st_status rc_ = (x); if (rc_ != ST_OK) return rc_; } while (0)
-
 enum st_status jr_concat(struct jrender *r, struct st_str a, struct st_str b, struct st_str *out)
 {
     char *p;

@@ -90,7 +90,6 @@ static enum st_status push_kw(struct jparser *p, struct jnode *call, struct st_s
     return rc;
 }
 
-#define TRY(x) do { enum st_status rc_ = (x); if (rc_ != ST_OK) return rc_; } while (0)
 #define NODE(var, kind) do { if (!((var) = jp_node(p, (kind)))) return ST_ERR_NOMEM; } while (0)
 
 static enum st_status parse_unary(struct jparser *p, bool with_filter, struct jnode **out);

@@ -7,7 +7,6 @@
 
 #include "chat/jinja/internal.h"
 
-#define TRY(x) do { enum st_status rc_ = (x); if (rc_ != ST_OK) return rc_; } while (0)
 #define NODE(var, kind) do { if (!((var) = jp_node(p, (kind)))) return ST_ERR_NOMEM; } while (0)
 
 /* The tag that closes a body: its name, and where its opener was (for

@@ -7,8 +7,6 @@
 #include "chat/formats/internal.h"
 #include "chat/jinja/strings.h"
 
-#define TRY(x) do { enum st_status rc_ = (x); if (rc_ != ST_OK) return rc_; } while (0)
-
 enum st_status js_strip(struct jrender *r, struct st_str s, int which, const struct jv *chars,
                         struct st_str *out)
 {

@@ -7,8 +7,6 @@
 
 #include "chat/jinja/internal.h"
 
-#define TRY(x) do { enum st_status rc_ = (x); if (rc_ != ST_OK) return rc_; } while (0)
-
 static bool name_in(struct st_str name, const char *const *names)
 {
     for (; *names; names++)

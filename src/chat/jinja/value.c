@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "chat/jinja/internal.h"
+#include "strata/out.h"
 
 struct jv jv_undef(void) { return (struct jv){ .kind = JV_UNDEF }; }
 struct jv jv_none(void) { return (struct jv){ .kind = JV_NONE }; }
@@ -175,14 +176,18 @@ enum st_status jv_dict_set(struct jarena *a, struct jdict *d, struct st_str k, s
 }
 
 /* Python's repr(float): the shortest text that reads back the same. */
-static enum st_status write_float(struct st_buf *b, double f)
+static void write_float(struct st_out *o, double f)
 {
     char tmp[40];
 
-    if (isnan(f))
-        return st_buf_append(b, "nan", 3);
-    if (isinf(f))
-        return f > 0 ? st_buf_append(b, "inf", 3) : st_buf_append(b, "-inf", 4);
+    if (isnan(f)) {
+        st_out_text(o, "nan");
+        return;
+    }
+    if (isinf(f)) {
+        st_out_text(o, f > 0 ? "inf" : "-inf");
+        return;
+    }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(tmp, sizeof(tmp), "%.*g", prec, f);
         if (strtod(tmp, NULL) == f)
@@ -190,91 +195,100 @@ static enum st_status write_float(struct st_buf *b, double f)
     }
     if (!strpbrk(tmp, ".eni"))
         strcat(tmp, ".0");
-    return st_buf_append(b, tmp, strlen(tmp));
+    st_out_text(o, tmp);
 }
 
-static enum st_status write_py_str(struct st_buf *b, struct st_str s)
+static void write_py_str(struct st_out *o, struct st_str s)
 {
     char q = memchr(s.ptr, '\'', s.len) && !memchr(s.ptr, '"', s.len) ? '"' : '\'';
-    enum st_status rc = st_buf_append(b, &q, 1);
 
-    for (size_t i = 0; i < s.len && rc == ST_OK; i++) {
+    st_out_raw(o, &q, 1);
+    for (size_t i = 0; i < s.len && st_out_ok(o); i++) {
         char c = s.ptr[i];
         if (c == q || c == '\\')
-            rc = st_buf_printf(b, "\\%c", c);
+            st_out_printf(o, "\\%c", c);
         else if (c == '\n')
-            rc = st_buf_append(b, "\\n", 2);
+            st_out_text(o, "\\n");
         else if (c == '\t')
-            rc = st_buf_append(b, "\\t", 2);
+            st_out_text(o, "\\t");
         else if (c == '\r')
-            rc = st_buf_append(b, "\\r", 2);
+            st_out_text(o, "\\r");
         else if ((unsigned char)c < 0x20 || c == 0x7F)
-            rc = st_buf_printf(b, "\\x%02x", (unsigned char)c);
+            st_out_printf(o, "\\x%02x", (unsigned char)c);
         else
-            rc = st_buf_append(b, &c, 1);
+            st_out_raw(o, &c, 1);
     }
-    return rc == ST_OK ? st_buf_append(b, &q, 1) : rc;
+    st_out_raw(o, &q, 1);
 }
 
-static enum st_status write_value(struct st_buf *b, const struct jv *v, bool repr, int depth)
+static void write_value(struct st_out *o, const struct jv *v, bool repr, int depth)
 {
-    enum st_status rc = ST_OK;
-
-    if (depth > 64)
-        return st_buf_append(b, "...", 3);
-    switch (v->kind) {
-    case JV_UNDEF: return ST_OK;
-    case JV_NONE:  return st_buf_append(b, "None", 4);
-    case JV_BOOL:  return v->u.b ? st_buf_append(b, "True", 4) : st_buf_append(b, "False", 5);
-    case JV_INT:   return st_buf_printf(b, "%lld", (long long)v->u.i);
-    case JV_FLOAT: return write_float(b, v->u.f);
-    case JV_STR:   return repr ? write_py_str(b, v->u.s) : st_buf_append(b, v->u.s.ptr, v->u.s.len);
-    case JV_LIST:
-        rc = st_buf_append(b, v->u.l->tuple ? "(" : "[", 1);
-        for (size_t i = 0; i < v->u.l->n && rc == ST_OK; i++) {
-            if (i)
-                rc = st_buf_append(b, ", ", 2);
-            if (rc == ST_OK)
-                rc = write_value(b, &v->u.l->items[i], true, depth + 1);
-        }
-        if (rc == ST_OK && v->u.l->tuple && v->u.l->n == 1)
-            rc = st_buf_append(b, ",", 1);
-        return rc == ST_OK ? st_buf_append(b, v->u.l->tuple ? ")" : "]", 1) : rc;
-    case JV_DICT:
-        rc = st_buf_append(b, v->u.d->ns ? "<Namespace {" : "{", v->u.d->ns ? 12 : 1);
-        for (size_t i = 0; i < v->u.d->n && rc == ST_OK; i++) {
-            if (i)
-                rc = st_buf_append(b, ", ", 2);
-            if (rc == ST_OK)
-                rc = write_py_str(b, v->u.d->keys[i]);
-            if (rc == ST_OK)
-                rc = st_buf_append(b, ": ", 2);
-            if (rc == ST_OK)
-                rc = write_value(b, &v->u.d->vals[i], true, depth + 1);
-        }
-        return rc == ST_OK ? st_buf_append(b, v->u.d->ns ? "}>" : "}", v->u.d->ns ? 2 : 1) : rc;
-    default:
-        return st_buf_printf(b, "<%s>", jv_type_name(v->kind));
+    if (depth > 64) {
+        st_out_text(o, "...");
+        return;
     }
+    switch (v->kind) {
+    case JV_UNDEF: break;
+    case JV_NONE:  st_out_text(o, "None"); break;
+    case JV_BOOL:  st_out_text(o, v->u.b ? "True" : "False"); break;
+    case JV_INT:   st_out_printf(o, "%lld", (long long)v->u.i); break;
+    case JV_FLOAT: write_float(o, v->u.f); break;
+    case JV_STR:
+        if (repr)
+            write_py_str(o, v->u.s);
+        else
+            st_out_raw(o, v->u.s.ptr, v->u.s.len);
+        break;
+    case JV_LIST:
+        st_out_text(o, v->u.l->tuple ? "(" : "[");
+        for (size_t i = 0; i < v->u.l->n && st_out_ok(o); i++) {
+            if (i)
+                st_out_text(o, ", ");
+            write_value(o, &v->u.l->items[i], true, depth + 1);
+        }
+        if (v->u.l->tuple && v->u.l->n == 1)
+            st_out_text(o, ",");
+        st_out_text(o, v->u.l->tuple ? ")" : "]");
+        break;
+    case JV_DICT:
+        st_out_text(o, v->u.d->ns ? "<Namespace {" : "{");
+        for (size_t i = 0; i < v->u.d->n && st_out_ok(o); i++) {
+            if (i)
+                st_out_text(o, ", ");
+            write_py_str(o, v->u.d->keys[i]);
+            st_out_text(o, ": ");
+            write_value(o, &v->u.d->vals[i], true, depth + 1);
+        }
+        st_out_text(o, v->u.d->ns ? "}>" : "}");
+        break;
+    default:
+        st_out_printf(o, "<%s>", jv_type_name(v->kind));
+        break;
+    }
+}
+
+static enum st_status write_top(struct st_buf *b, const struct jv *v, bool repr)
+{
+    struct st_out o;
+
+    st_out_init(&o, b);
+    write_value(&o, v, repr, 0);
+    return st_out_finish(&o);
 }
 
 enum st_status jv_write_str(struct st_buf *b, const struct jv *v)
 {
-    return write_value(b, v, false, 0);
+    return write_top(b, v, false);
 }
 
 enum st_status jv_write_repr(struct st_buf *b, const struct jv *v)
 {
-    return write_value(b, v, true, 0);
+    return write_top(b, v, true);
 }
 
-static enum st_status newline(struct st_buf *b, int indent, int level)
+static void newline(struct st_out *o, int indent, int level)
 {
-    enum st_status rc = st_buf_append(b, "\n", 1);
-
-    for (int i = 0; i < indent * level && rc == ST_OK; i++)
-        rc = st_buf_append(b, " ", 1);
-    return rc;
+    st_out_printf(o, "\n%*s", indent * level, "");
 }
 
 /* Key order for sort_keys: indices of d's keys, bytewise (Python sorts by
@@ -295,59 +309,83 @@ static void sorted_keys(const struct jdict *d, size_t *idx)
     }
 }
 
-static enum st_status json_container(struct st_buf *b, const struct jv *v, int indent,
-                                     bool sort_keys, int depth)
+static void write_json(struct st_out *o, const struct jv *v, int indent, bool sort_keys,
+                       int depth);
+
+static void json_container(struct st_out *o, const struct jv *v, int indent, bool sort_keys,
+                           int depth)
 {
     bool list = v->kind == JV_LIST;
     size_t n = list ? v->u.l->n : v->u.d->n, *idx = NULL;
-    enum st_status rc = st_buf_append(b, list ? "[" : "{", 1);
 
-    if (n == 0)
-        return rc == ST_OK ? st_buf_append(b, list ? "]" : "}", 1) : rc;
+    st_out_text(o, list ? "[" : "{");
+    if (n == 0) {
+        st_out_text(o, list ? "]" : "}");
+        return;
+    }
     if (!list && sort_keys) {
-        if (!(idx = malloc(n * sizeof(*idx))))
-            return ST_ERR_NOMEM;
+        if (!(idx = malloc(n * sizeof(*idx)))) {
+            st_out_check(o, ST_ERR_NOMEM);
+            return;
+        }
         sorted_keys(v->u.d, idx);
     }
-    for (size_t i = 0; i < n && rc == ST_OK; i++) {
+    for (size_t i = 0; i < n && st_out_ok(o); i++) {
         size_t k = idx ? idx[i] : i;
         if (i)
-            rc = st_buf_append(b, indent >= 0 ? "," : ", ", indent >= 0 ? 1 : 2);
-        if (rc == ST_OK && indent >= 0)
-            rc = newline(b, indent, depth + 1);
-        if (rc == ST_OK && !list)
-            rc = st_buf_json_str(b, v->u.d->keys[k].ptr, v->u.d->keys[k].len);
-        if (rc == ST_OK && !list)
-            rc = st_buf_append(b, ": ", 2);
-        if (rc == ST_OK)
-            rc = jv_write_json(b, list ? &v->u.l->items[k] : &v->u.d->vals[k], indent, sort_keys,
-                               depth + 1);
+            st_out_text(o, indent >= 0 ? "," : ", ");
+        if (indent >= 0)
+            newline(o, indent, depth + 1);
+        if (!list) {
+            if (st_out_ok(o))
+                st_out_check(o, st_buf_json_str(o->buf, v->u.d->keys[k].ptr,
+                                                v->u.d->keys[k].len));
+            st_out_text(o, ": ");
+        }
+        write_json(o, list ? &v->u.l->items[k] : &v->u.d->vals[k], indent, sort_keys, depth + 1);
     }
     free(idx);
-    if (rc == ST_OK && indent >= 0)
-        rc = newline(b, indent, depth);
-    return rc == ST_OK ? st_buf_append(b, list ? "]" : "}", 1) : rc;
+    if (indent >= 0)
+        newline(o, indent, depth);
+    st_out_text(o, list ? "]" : "}");
+}
+
+static void write_json(struct st_out *o, const struct jv *v, int indent, bool sort_keys,
+                       int depth)
+{
+    if (depth > 64) {
+        st_out_check(o, ST_ERR_INVALID);
+        return;
+    }
+    switch (v->kind) {
+    case JV_NONE:
+    case JV_UNDEF: st_out_text(o, "null"); break;
+    case JV_BOOL:  st_out_text(o, v->u.b ? "true" : "false"); break;
+    case JV_INT:   st_out_printf(o, "%lld", (long long)v->u.i); break;
+    case JV_FLOAT:
+        if (isnan(v->u.f))
+            st_out_text(o, "NaN");
+        else if (isinf(v->u.f))
+            st_out_text(o, v->u.f > 0 ? "Infinity" : "-Infinity");
+        else
+            write_float(o, v->u.f);
+        break;
+    case JV_STR:
+        if (st_out_ok(o))
+            st_out_check(o, st_buf_json_str(o->buf, v->u.s.ptr, v->u.s.len));
+        break;
+    case JV_LIST:
+    case JV_DICT:  json_container(o, v, indent, sort_keys, depth); break;
+    default:       st_out_check(o, ST_ERR_INVALID); break;
+    }
 }
 
 enum st_status jv_write_json(struct st_buf *b, const struct jv *v, int indent, bool sort_keys,
                              int depth)
 {
-    if (depth > 64)
-        return ST_ERR_INVALID;
-    switch (v->kind) {
-    case JV_NONE:
-    case JV_UNDEF: return st_buf_append(b, "null", 4);
-    case JV_BOOL:  return v->u.b ? st_buf_append(b, "true", 4) : st_buf_append(b, "false", 5);
-    case JV_INT:   return st_buf_printf(b, "%lld", (long long)v->u.i);
-    case JV_FLOAT:
-        if (isnan(v->u.f))
-            return st_buf_append(b, "NaN", 3);
-        if (isinf(v->u.f))
-            return v->u.f > 0 ? st_buf_append(b, "Infinity", 8) : st_buf_append(b, "-Infinity", 9);
-        return write_float(b, v->u.f);
-    case JV_STR:   return st_buf_json_str(b, v->u.s.ptr, v->u.s.len);
-    case JV_LIST:
-    case JV_DICT:  return json_container(b, v, indent, sort_keys, depth);
-    default:       return ST_ERR_INVALID;
-    }
+    struct st_out o;
+
+    st_out_init(&o, b);
+    write_json(&o, v, indent, sort_keys, depth);
+    return st_out_finish(&o);
 }

@@ -275,103 +275,112 @@ enum st_status st_json_string_append(struct st_str v, struct st_buf *out)
 
     if (st_json_type(v) != ST_JSON_STRING)
         return ST_ERR_INVALID;
-    while (i < end && rc == ST_OK) {
+    while (i < end) {
         if (v.ptr[i] != '\\') {
             i++;
             continue;
         }
-        rc = st_buf_append(out, v.ptr + run, i - run);
-        if (rc == ST_OK)
-            i += unescape(v.ptr, i, end, out, &rc);
+        ST_TRY(st_buf_append(out, v.ptr + run, i - run));
+        i += unescape(v.ptr, i, end, out, &rc);
+        if (rc != ST_OK)
+            return rc;
         run = i;
     }
-    if (rc == ST_OK)
-        rc = st_buf_append(out, v.ptr + run, end - run);
-    return rc;
+    return st_buf_append(out, v.ptr + run, end - run);
 }
 
-static enum st_status tojson_string(struct st_str v, struct st_buf *out)
+/* String v decoded into tmp, then escaped again into out the Python way. */
+static enum st_status reescape(struct st_str v, struct st_buf *tmp, struct st_buf *out)
+{
+    ST_TRY(st_buf_append(tmp, "", 0));   /* tmp->data set, for "" too */
+    ST_TRY(st_json_string_append(v, tmp));
+    return st_buf_json_str(out, tmp->data, tmp->len);
+}
+
+static void tojson_string(struct st_out *o, struct st_str v)
 {
     struct st_buf tmp;
-    enum st_status rc;
 
+    if (!st_out_ok(o))
+        return;
     st_buf_init(&tmp);
-    rc = st_buf_append(&tmp, "", 0);
-    if (rc == ST_OK)
-        rc = st_json_string_append(v, &tmp);
-    if (rc == ST_OK)
-        rc = st_buf_json_str(out, tmp.data, tmp.len);
+    st_out_check(o, reescape(v, &tmp, o->buf));
     st_buf_fini(&tmp);
-    return rc;
 }
 
 /* Python's separators: ", " inline; with indent, "," then a new line and
  * (depth * indent) spaces. */
-static enum st_status tojson_break(int indent, int depth, struct st_buf *out)
+static void tojson_break(struct st_out *o, int indent, int depth)
 {
-    enum st_status rc = st_buf_append(out, "\n", 1);
-    for (int i = 0; rc == ST_OK && i < indent * depth; i++)
-        rc = st_buf_append(out, " ", 1);
-    return rc;
+    st_out_printf(o, "\n%*s", indent * depth, "");
 }
 
-static enum st_status tojson_at(struct st_str v, int indent, int depth, struct st_buf *out);
+static void tojson_at(struct st_out *o, struct st_str v, int indent, int depth);
 
-static enum st_status tojson_container(struct st_str v, int indent, int depth,
-                                       struct st_buf *out)
+static void tojson_container(struct st_out *o, struct st_str v, int indent, int depth)
 {
     bool obj = v.ptr[0] == '{', bad = false;
     struct st_str k, e;
-    enum st_status rc;
     size_t pos = 0;
     int i = 0;
 
-    rc = st_buf_append(out, obj ? "{" : "[", 1);
-    while (rc == ST_OK && (obj ? object_next(v, &pos, &k, &e) : st_json_array_next(v, &pos, &e, &bad))) {
+    st_out_text(o, obj ? "{" : "[");
+    while (st_out_ok(o) &&
+           (obj ? object_next(v, &pos, &k, &e) : st_json_array_next(v, &pos, &e, &bad))) {
         if (i++ > 0)
-            rc = indent < 0 ? st_buf_append(out, ", ", 2) : st_buf_append(out, ",", 1);
-        if (rc == ST_OK && indent >= 0)
-            rc = tojson_break(indent, depth + 1, out);
-        if (rc == ST_OK && obj) {
-            rc = tojson_string(k, out);
-            if (rc == ST_OK)
-                rc = st_buf_append(out, ": ", 2);
+            st_out_text(o, indent < 0 ? ", " : ",");
+        if (indent >= 0)
+            tojson_break(o, indent, depth + 1);
+        if (obj) {
+            tojson_string(o, k);
+            st_out_text(o, ": ");
         }
-        if (rc == ST_OK)
-            rc = tojson_at(e, indent, depth + 1, out);
+        tojson_at(o, e, indent, depth + 1);
     }
-    if (rc == ST_OK && bad)
-        rc = ST_ERR_INVALID;
-    if (rc == ST_OK && indent >= 0 && i > 0)
-        rc = tojson_break(indent, depth, out);     /* an empty one stays "[]" / "{}" */
-    if (rc == ST_OK)
-        rc = st_buf_append(out, obj ? "}" : "]", 1);
-    return rc;
+    if (bad)
+        st_out_check(o, ST_ERR_INVALID);
+    if (indent >= 0 && i > 0)
+        tojson_break(o, indent, depth);     /* an empty one stays "[]" / "{}" */
+    st_out_text(o, obj ? "}" : "]");
 }
 
-static enum st_status tojson_at(struct st_str v, int indent, int depth, struct st_buf *out)
+static void tojson_at(struct st_out *o, struct st_str v, int indent, int depth)
 {
     switch (st_json_type(v)) {
     case ST_JSON_STRING:
-        return tojson_string(v, out);
+        tojson_string(o, v);
+        break;
     case ST_JSON_ARRAY:
     case ST_JSON_OBJECT:
-        return tojson_container(v, indent, depth, out);
+        tojson_container(o, v, indent, depth);
+        break;
     case ST_JSON_BAD:
-        return ST_ERR_INVALID;
+        st_out_check(o, ST_ERR_INVALID);
+        break;
     default:
-        return st_buf_append(out, v.ptr, v.len);   /* number, true, false, null */
+        st_out_raw(o, v.ptr, v.len);   /* number, true, false, null */
+        break;
     }
+}
+
+/* indent < 0: inline. */
+static enum st_status tojson(struct st_str v, int indent, struct st_buf *out)
+{
+    struct st_out o;
+
+    st_out_init(&o, out);
+    tojson_at(&o, v, indent, 0);
+    return st_out_finish(&o);
 }
 
 enum st_status st_json_tojson(struct st_str v, struct st_buf *out)
 {
-    return tojson_at(v, -1, 0, out);
+    return tojson(v, -1, out);
 }
 
 enum st_status st_json_tojson_indent(struct st_str v, int indent, struct st_buf *out)
 {
-    return tojson_at(v, indent < 0 ? 0 : indent, 0, out);
+    return tojson(v, indent < 0 ? 0 : indent, out);
 }
 
 enum st_status st_json_text_append(struct st_str v, struct st_buf *out)
@@ -403,4 +412,28 @@ bool st_json_truthy(struct st_str v)
     default:
         return false;
     }
+}
+
+void st_json_out_string(struct st_out *o, struct st_str v)
+{
+    if (st_out_ok(o))
+        st_out_check(o, st_json_string_append(v, o->buf));
+}
+
+void st_json_out_tojson(struct st_out *o, struct st_str v)
+{
+    tojson_at(o, v, -1, 0);
+}
+
+void st_json_out_tojson_indent(struct st_out *o, struct st_str v, int indent)
+{
+    tojson_at(o, v, indent < 0 ? 0 : indent, 0);
+}
+
+void st_json_out_text(struct st_out *o, struct st_str v)
+{
+    if (st_json_type(v) == ST_JSON_STRING)
+        st_json_out_string(o, v);
+    else
+        st_json_out_tojson(o, v);
 }

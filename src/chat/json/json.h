@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "strata/out.h"
 #include "strata/status.h"
 #include "strata/str.h"
 
@@ -41,6 +42,13 @@ enum st_status st_json_tojson_indent(struct st_str v, int indent, struct st_buf 
 /* A string's decoded contents, or the tojson text of any other value (what
  * the Qwen and Llama templates print for a tool call's name and arguments). */
 enum st_status st_json_text_append(struct st_str v, struct st_buf *out);
+/* The appends above in the sticky form (strata/out.h): nothing happens
+ * after a failure, and their own failure (ST_ERR_INVALID on bad JSON, or
+ * out of memory) is recorded in o. */
+void st_json_out_string(struct st_out *o, struct st_str v);              /* string_append */
+void st_json_out_tojson(struct st_out *o, struct st_str v);
+void st_json_out_tojson_indent(struct st_out *o, struct st_str v, int indent);
+void st_json_out_text(struct st_out *o, struct st_str v);                /* text_append */
 /* Jinja truthiness of a JSON value: false for null, false, 0, "", [], {}. */
 bool st_json_truthy(struct st_str v);
 

@@ -362,29 +362,33 @@ static uint32_t culprit(const struct wb *w, uint32_t at)
     return pick != UINT32_MAX ? pick : at;
 }
 
+/* The worst work of any step (*worst, reached at element *at), with w's
+ * tables allocated. */
+static enum st_status measure(struct wb *w, uint64_t *worst, uint32_t *at, struct st_err *err)
+{
+    const struct st_gbnf *g = w->in->g;
+    ST_TRY(all_rule_values(w, err));
+    /* el[0]: the start, a tail reference to root */
+    w->ev[0] = sat_add(1, w->rv[g->el[0].arg]);
+    w->en[0] = w->rn[g->el[0].arg];
+    w->ev[1] = w->en[1] = 1;
+    ST_TRY(tail_edges(w, err));
+    return worst_work(w, worst, at, err);
+}
+
 enum st_status st_gb_check_work(const struct gb_bound_in *in, uint32_t *work, struct st_err *err)
 {
     const struct st_gbnf *g = in->g;
     struct wb w = { .in = in };
+    uint64_t worst = 0;
+    uint32_t at = 0;
     w.ev = malloc((size_t)g->n_el * sizeof(*w.ev));
     w.en = malloc((size_t)g->n_el * sizeof(*w.en));
     w.rv = calloc(g->n_rules, sizeof(*w.rv));
     w.rn = calloc(g->n_rules, sizeof(*w.rn));
     enum st_status rc = w.ev && w.en && w.rv && w.rn
-                      ? ST_OK : st_err_set(err, ST_ERR_NOMEM, "out of memory");
-    if (rc == ST_OK)
-        rc = all_rule_values(&w, err);
-    if (rc == ST_OK) {
-        /* el[0]: the start, a tail reference to root */
-        w.ev[0] = sat_add(1, w.rv[g->el[0].arg]);
-        w.en[0] = w.rn[g->el[0].arg];
-        w.ev[1] = w.en[1] = 1;
-        rc = tail_edges(&w, err);
-    }
-    uint64_t worst = 0;
-    uint32_t at = 0;
-    if (rc == ST_OK)
-        rc = worst_work(&w, &worst, &at, err);
+                      ? measure(&w, &worst, &at, err)
+                      : st_err_set(err, ST_ERR_NOMEM, "out of memory");
     *work = (uint32_t)ST_MIN(worst, UINT32_MAX);
     if (rc == ST_OK && worst > GB_WORK_MAX) {
         const struct gb_ir *ir = in->ir;

@@ -455,24 +455,23 @@ static enum st_status check_need(const struct an *a)
     return ST_OK;
 }
 
+/* The analyses in order; build frees what they leave in a. */
+static enum st_status analyze(struct an *a)
+{
+    ST_TRY(layout(a));
+    ST_TRY(reach_and_occ(a));
+    ST_TRY(find_nullable(a));
+    ST_TRY(left_recursion(a));
+    ST_TRY(compute_need(a));
+    ST_TRY(check_need(a));
+    struct gb_bound_in in = { a->ir, a->g, a->lhs, a->n_alts, a->reach };
+    return st_gb_check_work(&in, &a->g->work, a->err);
+}
+
 static enum st_status build(const struct gb_ir *ir, struct st_gbnf *g, struct st_err *err)
 {
     struct an a = { .ir = ir, .g = g, .err = err };
-    enum st_status rc = layout(&a);
-    if (rc == ST_OK)
-        rc = reach_and_occ(&a);
-    if (rc == ST_OK)
-        rc = find_nullable(&a);
-    if (rc == ST_OK)
-        rc = left_recursion(&a);
-    if (rc == ST_OK)
-        rc = compute_need(&a);
-    if (rc == ST_OK)
-        rc = check_need(&a);
-    if (rc == ST_OK) {
-        struct gb_bound_in in = { ir, g, a.lhs, a.n_alts, a.reach };
-        rc = st_gb_check_work(&in, &g->work, err);
-    }
+    enum st_status rc = analyze(&a);
     free(a.lhs);
     free(a.occ_first);
     free(a.occ);
@@ -482,31 +481,36 @@ static enum st_status build(const struct gb_ir *ir, struct st_gbnf *g, struct st
     return rc;
 }
 
+/* text parsed and checked into ir, then the program *g (which takes ir's
+ * sets); the caller frees ir, and *g on failure. */
+static enum st_status compile_text(const char *text, size_t n, struct gb_ir *ir,
+                                   struct st_gbnf **g, struct st_err *err)
+{
+    ST_TRY(st_gb_parse(ir, text ? text : "", text ? n : 0, err));
+    ST_TRY(check_defined(ir, err));
+    ST_TRY(st_gb_factor(ir, err));
+    if ((*g = calloc(1, sizeof(**g))) == NULL)
+        return st_err_set(err, ST_ERR_NOMEM, "out of memory");
+    atomic_init(&(*g)->refs, 1);
+    (*g)->sets = ir->sets;   /* the sets move into the program */
+    (*g)->n_sets = ir->n_sets;
+    (*g)->ranges = ir->ranges;
+    (*g)->n_ranges = ir->n_ranges;
+    ir->sets = NULL;
+    ir->ranges = NULL;
+    ir->n_sets = ir->n_ranges = 0;
+    return build(ir, *g, err);
+}
+
 enum st_status st_gbnf_compile(const char *text, size_t n, struct st_gbnf **out,
                                struct st_err *err)
 {
-    *out = NULL;
     struct gb_ir ir;
+    struct st_gbnf *g = NULL;
+
+    *out = NULL;
     memset(&ir, 0, sizeof(ir));
-    enum st_status rc = st_gb_parse(&ir, text ? text : "", text ? n : 0, err);
-    if (rc == ST_OK)
-        rc = check_defined(&ir, err);
-    if (rc == ST_OK)
-        rc = st_gb_factor(&ir, err);
-    struct st_gbnf *g = rc == ST_OK ? calloc(1, sizeof(*g)) : NULL;
-    if (rc == ST_OK && !g)
-        rc = st_err_set(err, ST_ERR_NOMEM, "out of memory");
-    if (rc == ST_OK) {   /* the sets move into the program */
-        atomic_init(&g->refs, 1);
-        g->sets = ir.sets;
-        g->n_sets = ir.n_sets;
-        g->ranges = ir.ranges;
-        g->n_ranges = ir.n_ranges;
-        ir.sets = NULL;
-        ir.ranges = NULL;
-        ir.n_sets = ir.n_ranges = 0;
-        rc = build(&ir, g, err);
-    }
+    enum st_status rc = compile_text(text, n, &ir, &g, err);
     st_gb_ir_fini(&ir);
     if (rc != ST_OK) {
         if (g)

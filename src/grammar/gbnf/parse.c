@@ -181,10 +181,10 @@ static enum st_status char_sym(struct gp *p, uint32_t cp, uint32_t *sym)
         return ST_OK;
     }
     struct gb_range r = { cp, cp };
-    enum st_status rc = add_set(p, &r, 1, false, sym);
-    if (rc == ST_OK && cp < 128)
+    ST_TRY(add_set(p, &r, 1, false, sym));
+    if (cp < 128)
         p->ascii_set[cp] = GB_SYM_ARG(*sym) + 1;
-    return rc;
+    return ST_OK;
 }
 
 /* ---- lexing ---------------------------------------------------------- */
@@ -293,16 +293,39 @@ static enum st_status literal(struct gp *p, uint32_t rule)
     size_t at = p->i++;
     while (p->i < p->n && p->t[p->i] != '"') {
         uint32_t cp, sym;
-        enum st_status rc = one_char(p, false, &cp);
-        if (rc == ST_OK)
-            rc = char_sym(p, cp, &sym);
-        if (rc == ST_OK)
-            rc = emit(p, rule, sym);
-        if (rc != ST_OK)
-            return rc;
+        ST_TRY(one_char(p, false, &cp));
+        ST_TRY(char_sym(p, cp, &sym));
+        ST_TRY(emit(p, rule, sym));
     }
     if (p->i >= p->n)
         return FAIL(p, at, "unterminated literal (no closing '\"')");
+    p->i++;
+    return ST_OK;
+}
+
+/* The ranges of a class up to its ']' (class opened at 'at') into *r[*n]
+ * (*cap allocated; the caller frees *r), and the ']' consumed. */
+static enum st_status class_ranges(struct gp *p, size_t at, struct gb_range **r, uint32_t *n,
+                                   uint32_t *cap)
+{
+    while (p->i < p->n && p->t[p->i] != ']') {
+        size_t c_at = p->i;
+        uint32_t lo, hi;
+        ST_TRY(one_char(p, true, &lo));
+        hi = lo;
+        if (p->i + 1 < p->n && p->t[p->i] == '-' && p->t[p->i + 1] != ']') {
+            p->i++;
+            ST_TRY(one_char(p, true, &hi));
+            if (hi < lo)
+                return FAIL(p, c_at, "reversed range U+%X-U+%X in a character class",
+                            (unsigned)lo, (unsigned)hi);
+        }
+        if (!grow((void **)r, cap, *n + 1, sizeof(**r)))
+            return nomem(p);
+        (*r)[(*n)++] = (struct gb_range){ lo, hi };
+    }
+    if (p->i >= p->n)
+        return FAIL(p, at, "unterminated character class (no closing ']')");
     p->i++;
     return ST_OK;
 }
@@ -313,33 +336,11 @@ static enum st_status char_class(struct gp *p, uint32_t rule)
     bool neg = peek(p) == '^';
     p->i += neg;
     struct gb_range *r = NULL;
-    uint32_t n = 0, cap = 0;
-    enum st_status rc = ST_OK;
-    while (rc == ST_OK && p->i < p->n && p->t[p->i] != ']') {
-        size_t c_at = p->i;
-        uint32_t lo, hi;
-        rc = one_char(p, true, &lo);
-        hi = lo;
-        if (rc == ST_OK && p->i + 1 < p->n && p->t[p->i] == '-' && p->t[p->i + 1] != ']') {
-            p->i++;
-            rc = one_char(p, true, &hi);
-            if (rc == ST_OK && hi < lo)
-                rc = FAIL(p, c_at, "reversed range U+%X-U+%X in a character class",
-                          (unsigned)lo, (unsigned)hi);
-        }
-        if (rc == ST_OK && !grow((void **)&r, &cap, n + 1, sizeof(*r)))
-            rc = nomem(p);
-        if (rc == ST_OK)
-            r[n++] = (struct gb_range){ lo, hi };
-    }
-    if (rc == ST_OK && p->i >= p->n)
-        rc = FAIL(p, at, "unterminated character class (no closing ']')");
-    uint32_t sym = 0;
-    if (rc == ST_OK) {
-        p->i++;
+    uint32_t n = 0, cap = 0, sym = 0;
+    enum st_status rc = class_ranges(p, at, &r, &n, &cap);
+    if (rc == ST_OK)
         rc = n == 1 && !neg && r[0].lo == r[0].hi ? char_sym(p, r[0].lo, &sym)
                                                   : add_set(p, r, n, neg, &sym);
-    }
     free(r);
     return rc == ST_OK ? emit(p, rule, sym) : rc;
 }
@@ -411,8 +412,8 @@ static enum st_status reference(struct gp *p, uint32_t rule)
                     p->t + at);
     p->i = save;
     uint32_t r;
-    enum st_status rc = named(p, at, len, &r);
-    return rc == ST_OK ? emit(p, rule, GB_SYM_REF | r) : rc;
+    ST_TRY(named(p, at, len, &r));
+    return emit(p, rule, GB_SYM_REF | r);
 }
 
 /* ---- repetitions ----------------------------------------------------- */
@@ -422,14 +423,11 @@ static enum st_status reference(struct gp *p, uint32_t rule)
 static enum st_status opt_rule(struct gp *p, size_t at, uint32_t x, int64_t next,
                                uint32_t *out)
 {
-    enum st_status rc = new_rule(p, GB_RULE_REPEAT, at, out);
-    if (rc == ST_OK)
-        rc = emit(p, *out, x);
-    if (rc == ST_OK && next >= 0)
-        rc = emit(p, *out, GB_SYM_REF | (uint32_t)(next == INT64_MAX ? *out : next));
-    if (rc == ST_OK)
-        rc = emit(p, *out, GB_SYM_ALT);
-    return rc;
+    ST_TRY(new_rule(p, GB_RULE_REPEAT, at, out));
+    ST_TRY(emit(p, *out, x));
+    if (next >= 0)
+        ST_TRY(emit(p, *out, GB_SYM_REF | (uint32_t)(next == INT64_MAX ? *out : next)));
+    return emit(p, *out, GB_SYM_ALT);
 }
 
 /* Rewrite rule's symbols [start, n) (the last item) as it repeated min to

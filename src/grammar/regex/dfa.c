@@ -69,24 +69,27 @@ static enum st_status mark_live(const struct js_regex *r, uint8_t *live)
     uint32_t *first = calloc(ns + 2, sizeof(*first));
     uint32_t *from = malloc((cells + 1) * sizeof(*from));
     uint32_t *queue = malloc((ns + 1) * sizeof(*queue));
-    enum st_status rc = first && from && queue ? ST_OK : ST_ERR_NOMEM;
-    for (size_t c = 0; rc == ST_OK && c < cells; c++) {
+    if (!first || !from || !queue) {
+        free(first), free(from), free(queue);
+        return ST_ERR_NOMEM;
+    }
+    for (size_t c = 0; c < cells; c++) {
         if (r->next[c] != JS_RX_DEAD)
             first[r->next[c] + 2]++;
     }
-    for (uint32_t i = 0; rc == ST_OK && i < ns; i++)
+    for (uint32_t i = 0; i < ns; i++)
         first[i + 2] += first[i + 1];
-    for (size_t c = 0; rc == ST_OK && c < cells; c++) {
+    for (size_t c = 0; c < cells; c++) {
         if (r->next[c] != JS_RX_DEAD)
             from[first[r->next[c] + 1]++] = (uint32_t)(c / nc);
     }
     uint32_t qh = 0, qt = 0;
-    for (uint32_t i = 0; rc == ST_OK && i < ns; i++) {
+    for (uint32_t i = 0; i < ns; i++) {
         live[i] = r->accept[i];
         if (live[i])
             queue[qt++] = i;
     }
-    while (rc == ST_OK && qh < qt) {   /* first[t] .. first[t + 1]: edges into t */
+    while (qh < qt) {   /* first[t] .. first[t + 1]: edges into t */
         uint32_t t = queue[qh++];
         for (uint32_t e = first[t]; e < first[t + 1]; e++) {
             if (!live[from[e]]) {
@@ -96,7 +99,7 @@ static enum st_status mark_live(const struct js_regex *r, uint8_t *live)
         }
     }
     free(first), free(from), free(queue);
-    return rc;
+    return ST_OK;
 }
 
 /* cmap[k]: the merged class of class k (the first with an equal column
@@ -137,22 +140,18 @@ static enum st_status merge_classes(const struct js_regex *r, const uint8_t *liv
     return ST_OK;
 }
 
-/* Keep the states that can reach an accepting one (renumbered in order;
- * the start, when dead, leaves an empty DFA); then merge classes whose
- * columns are equal, and intervals in a row of one class. In place. */
-static enum st_status finish(struct js_regex *r)
+/* finish with its scratch: map (ns + 1), live (ns + 1, zeroed), cmap
+ * (nc + 1). */
+static enum st_status prune_merge(struct js_regex *r, uint32_t *map, uint8_t *live,
+                                  uint16_t *cmap)
 {
     uint32_t ns = r->n_states, nc = r->n_classes, wc = 0;
-    uint32_t *map = malloc((ns + 1) * sizeof(*map));
-    uint8_t *live = calloc(ns + 1, 1);
-    uint16_t *cmap = malloc((nc + 1) * sizeof(*cmap));
-    enum st_status rc = map && live && cmap ? mark_live(r, live) : ST_ERR_NOMEM;
+    ST_TRY(mark_live(r, live));
     uint32_t w = 0;
-    for (uint32_t i = 0; rc == ST_OK && i < ns; i++)
+    for (uint32_t i = 0; i < ns; i++)
         map[i] = live[i] && live[0] ? w++ : JS_RX_DEAD;
-    if (rc == ST_OK)
-        rc = merge_classes(r, live, map, cmap, &wc);
-    for (uint32_t i = 0; rc == ST_OK && i < ns; i++) {
+    ST_TRY(merge_classes(r, live, map, cmap, &wc));
+    for (uint32_t i = 0; i < ns; i++) {
         if (map[i] == JS_RX_DEAD)
             continue;
         for (uint32_t k = 0; k < nc; k++) {   /* in place: map[i] <= i, cmap[k] <= k */
@@ -163,26 +162,36 @@ static enum st_status finish(struct js_regex *r)
         r->accept[map[i]] = r->accept[i];
     }
     uint32_t wi = 0;
-    for (uint32_t i = 0; rc == ST_OK && i < r->n_iv; i++) {
+    for (uint32_t i = 0; i < r->n_iv; i++) {
         uint16_t c = cmap[r->cls[i]];
         if (wi > 0 && r->cls[wi - 1] == c)
             continue;
         r->lo[wi] = r->lo[i];
         r->cls[wi++] = c;
     }
-    if (rc == ST_OK) {
-        r->n_states = w;
-        r->n_classes = w ? wc : 1;
-        r->n_iv = wi;
-    }
-    for (uint32_t cp = 0; rc == ST_OK && cp < 128; cp++)
+    r->n_states = w;
+    r->n_classes = w ? wc : 1;
+    r->n_iv = wi;
+    for (uint32_t cp = 0; cp < 128; cp++)
         r->ascii[cp] = r->cls[iv_of(r->lo, r->n_iv, cp)];
-    for (uint32_t i = 0; rc == ST_OK && i < w; i++) {   /* JS_RX_ANY: every string goes on */
+    for (uint32_t i = 0; i < w; i++) {   /* JS_RX_ANY: every string goes on */
         bool all = r->accept[i] != 0;
         for (uint32_t k = 0; k < r->n_classes && all; k++)
             all = r->next[(size_t)i * r->n_classes + k] == i;
         r->accept[i] = (uint8_t)(r->accept[i] ? 1 | (all ? JS_RX_ANY : 0) : 0);
     }
+    return ST_OK;
+}
+
+/* Keep the states that can reach an accepting one (renumbered in order;
+ * the start, when dead, leaves an empty DFA); then merge classes whose
+ * columns are equal, and intervals in a row of one class. In place. */
+static enum st_status finish(struct js_regex *r)
+{
+    uint32_t *map = malloc((r->n_states + 1) * sizeof(*map));
+    uint8_t *live = calloc(r->n_states + 1, 1);
+    uint16_t *cmap = malloc((r->n_classes + 1) * sizeof(*cmap));
+    enum st_status rc = map && live && cmap ? prune_merge(r, map, live, cmap) : ST_ERR_NOMEM;
     free(map), free(live), free(cmap);
     return rc;
 }
@@ -412,7 +421,6 @@ static enum st_status expand(struct build *b, uint32_t i, char *msg, size_t cap)
 static enum st_status subset_run(struct build *b, char *msg, size_t cap)
 {
     struct subset *ss = &b->ss;
-    enum st_status rc = ST_OK;
     memset(b->tmp, 0, ss->words * sizeof(*b->tmp));
     closure(ss, b->tmp, ss->nfa->start, true, false);
     ss->sets = malloc(64 * ss->words * sizeof(*ss->sets));
@@ -421,14 +429,13 @@ static enum st_status subset_run(struct build *b, char *msg, size_t cap)
     ss->cap = 64;
     memcpy(ss->sets, b->tmp, ss->words * 8);
     ss->n = 1;   /* the start: not in the hash */
-    for (uint32_t i = 0; rc == ST_OK && i < ss->n; i++) {
+    for (uint32_t i = 0; i < ss->n; i++) {
         if ((size_t)(i + 1) * b->n_iv > JS_RX_MAX_SUBSET * (size_t)MAX_IV)
             return rx_fail(msg, cap, "the pattern needs too many automaton states");
-        rc = expand(b, i, msg, cap);
-        if (rc == ST_OK)
-            b->accept[i] = set_accepts(ss, ss->sets + (size_t)i * ss->words, i == 0, b->tmp);
+        ST_TRY(expand(b, i, msg, cap));
+        b->accept[i] = set_accepts(ss, ss->sets + (size_t)i * ss->words, i == 0, b->tmp);
     }
-    return rc;
+    return ST_OK;
 }
 
 enum st_status st_js_regex_from_nfa(const struct rx_nfa *nfa, uint64_t *work,
@@ -549,40 +556,63 @@ static enum st_status product_walk(const struct js_regex *a, const struct js_reg
     return rc;
 }
 
-/* out's intervals: every boundary of a and of b; a class per pair of
- * classes met (cla / clb: its two, nc + 1 entries each). */
-static enum st_status pair_classes(const struct js_regex *a, const struct js_regex *b,
-                                   struct js_regex *out, uint32_t **cla, uint32_t **clb)
+/* pair_classes with its scratch: lo (a's and b's intervals) and pc (one
+ * entry per pair of classes). */
+static enum st_status pair_fill(const struct js_regex *a, const struct js_regex *b,
+                                struct js_regex *out, uint32_t *lo, uint16_t *pc, uint32_t *cla,
+                                uint32_t *clb)
 {
     uint32_t n_iv = a->n_iv + b->n_iv, nc = 0;
-    uint32_t *lo = malloc(n_iv * sizeof(*lo));
-    uint16_t *pc = malloc((size_t)a->n_classes * b->n_classes * sizeof(*pc) + 2);
-    *cla = malloc((n_iv + 1) * sizeof(**cla));
-    *clb = malloc((n_iv + 1) * sizeof(**clb));
-    enum st_status rc = lo && pc && *cla && *clb ? ST_OK : ST_ERR_NOMEM;
-    if (rc == ST_OK) {
-        memcpy(lo, a->lo, a->n_iv * sizeof(*lo));
-        memcpy(lo + a->n_iv, b->lo, b->n_iv * sizeof(*lo));
-        n_iv = sort_unique(lo, n_iv);
-        memset(pc, 0xff, (size_t)a->n_classes * b->n_classes * sizeof(*pc));
-        rc = rx_alloc(out, JS_RX_MAX_STATES, 1, n_iv);
-    }
-    for (uint32_t i = 0; rc == ST_OK && i < n_iv; i++) {
+    memcpy(lo, a->lo, a->n_iv * sizeof(*lo));
+    memcpy(lo + a->n_iv, b->lo, b->n_iv * sizeof(*lo));
+    n_iv = sort_unique(lo, n_iv);
+    memset(pc, 0xff, (size_t)a->n_classes * b->n_classes * sizeof(*pc));
+    ST_TRY(rx_alloc(out, JS_RX_MAX_STATES, 1, n_iv));
+    for (uint32_t i = 0; i < n_iv; i++) {
         uint32_t ca = a->cls[iv_of(a->lo, a->n_iv, lo[i])];
         uint32_t cb = b->cls[iv_of(b->lo, b->n_iv, lo[i])];
         uint16_t *slot = &pc[(size_t)ca * b->n_classes + cb];
         if (*slot == 0xffff) {
-            (*cla)[nc] = ca;
-            (*clb)[nc] = cb;
+            cla[nc] = ca;
+            clb[nc] = cb;
             *slot = (uint16_t)nc++;
         }
         out->lo[i] = lo[i];
         out->cls[i] = *slot;
     }
-    if (rc == ST_OK)
-        out->n_classes = nc;
+    out->n_classes = nc;
+    return ST_OK;
+}
+
+/* out's intervals: every boundary of a and of b; a class per pair of
+ * classes met (cla / clb: its two, nc + 1 entries each). */
+static enum st_status pair_classes(const struct js_regex *a, const struct js_regex *b,
+                                   struct js_regex *out, uint32_t **cla, uint32_t **clb)
+{
+    uint32_t n_iv = a->n_iv + b->n_iv;
+    uint32_t *lo = malloc(n_iv * sizeof(*lo));
+    uint16_t *pc = malloc((size_t)a->n_classes * b->n_classes * sizeof(*pc) + 2);
+    *cla = malloc((n_iv + 1) * sizeof(**cla));
+    *clb = malloc((n_iv + 1) * sizeof(**clb));
+    enum st_status rc = lo && pc && *cla && *clb ? pair_fill(a, b, out, lo, pc, *cla, *clb)
+                                                 : ST_ERR_NOMEM;
     free(lo), free(pc);
     return rc;
+}
+
+/* The product automaton's table in out (*n states); ST_ERR_INVALID past
+ * the limits. */
+static enum st_status product(const struct js_regex *a, const struct js_regex *b,
+                              struct js_regex *out, uint32_t **cla, uint32_t **clb, uint32_t *n)
+{
+    ST_TRY(pair_classes(a, b, out, cla, clb));
+    free(out->next);   /* the table: as many rows as the cell cap allows */
+    out->next = malloc(((size_t)JS_RX_MAX_CELLS + 1) * sizeof(*out->next));
+    if (!out->next)
+        return ST_ERR_NOMEM;
+    if (!a->n_states || !b->n_states)
+        return ST_OK;
+    return product_walk(a, b, *cla, *clb, out, JS_RX_MAX_CELLS, n);
 }
 
 enum st_status st_js_regex_intersect(const struct js_regex *a, const struct js_regex *b,
@@ -590,14 +620,7 @@ enum st_status st_js_regex_intersect(const struct js_regex *a, const struct js_r
 {
     memset(out, 0, sizeof(*out));
     uint32_t *cla = NULL, *clb = NULL, n = 0;
-    enum st_status rc = pair_classes(a, b, out, &cla, &clb);
-    if (rc == ST_OK) {   /* the table: as many rows as the cell cap allows */
-        free(out->next);
-        out->next = malloc(((size_t)JS_RX_MAX_CELLS + 1) * sizeof(*out->next));
-        rc = out->next ? ST_OK : ST_ERR_NOMEM;
-    }
-    if (rc == ST_OK && a->n_states && b->n_states)
-        rc = product_walk(a, b, cla, clb, out, JS_RX_MAX_CELLS, &n);
+    enum st_status rc = product(a, b, out, &cla, &clb, &n);
     if (rc == ST_ERR_INVALID)
         rc = rx_fail(msg, cap, "the string's automaton needs more than %d states or %u table "
                      "cells (a 'pattern' with 'format', 'minLength' or 'maxLength')",

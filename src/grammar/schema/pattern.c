@@ -89,37 +89,50 @@ static enum st_status fold_lengths(struct js_cc *c, struct js_regex *r, uint32_t
     if (mn <= shortest && (mx == UINT32_MAX || (longest != UINT32_MAX && longest <= mx)))
         return ST_OK;
     struct js_regex len;
-    enum st_status rc = st_js_regex_lengths(mn, mx, &len, msg, cap);
-    return rc == ST_OK ? narrow(c, r, &len, msg, cap) : rc;
+    ST_TRY(st_js_regex_lengths(mn, mx, &len, msg, cap));
+    return narrow(c, r, &len, msg, cap);
 }
 
-static enum st_status build(struct js_cc *c, const struct js_kw *k, const struct fmt *f,
-                            const struct js_node *n, struct js_regex *r, char *msg, size_t cap)
+/* The pattern v (a JSON string) compiled into r. */
+static enum st_status compile_pattern(struct js_cc *c, struct st_str v, struct js_regex *r,
+                                      char *msg, size_t cap)
 {
-    enum st_status rc = ST_OK;
-    memset(r, 0, sizeof(*r));
-    if (k->pattern.ptr) {
-        struct st_buf pat;
-        st_buf_init(&pat);
-        rc = st_json_string_append(k->pattern, &pat);
-        if (rc == ST_OK)
-            rc = st_js_regex_compile(pat.data ? pat.data : "", pat.len, &c->rx_work, r, msg,
-                                     cap);
-        st_buf_fini(&pat);
-    }
-    if (rc == ST_OK && f) {
+    struct st_buf pat;
+    st_buf_init(&pat);
+    enum st_status rc = st_json_string_append(v, &pat);
+    if (rc == ST_OK)
+        rc = st_js_regex_compile(pat.data ? pat.data : "", pat.len, &c->rx_work, r, msg, cap);
+    st_buf_fini(&pat);
+    return rc;
+}
+
+/* r from the pattern, the format and the lengths, in that order (build
+ * frees r on failure). */
+static enum st_status build_steps(struct js_cc *c, const struct js_kw *k, const struct fmt *f,
+                                  const struct js_node *n, struct js_regex *r, char *msg,
+                                  size_t cap)
+{
+    if (k->pattern.ptr)
+        ST_TRY(compile_pattern(c, k->pattern, r, msg, cap));
+    if (f) {
         struct js_regex fr;
-        rc = st_js_regex_compile(f->pattern, strlen(f->pattern), &c->rx_work, &fr, msg, cap);
-        if (rc == ST_OK && k->pattern.ptr)
-            rc = narrow(c, r, &fr, msg, cap);
-        else if (rc == ST_OK)
+        ST_TRY(st_js_regex_compile(f->pattern, strlen(f->pattern), &c->rx_work, &fr, msg, cap));
+        if (k->pattern.ptr)
+            ST_TRY(narrow(c, r, &fr, msg, cap));
+        else
             *r = fr;
     }
     uint32_t mx = n->max_len;
     if (f && f->max_len)
         mx = ST_MIN(mx, f->max_len);
-    if (rc == ST_OK)
-        rc = fold_lengths(c, r, n->min_len, mx, msg, cap);
+    return fold_lengths(c, r, n->min_len, mx, msg, cap);
+}
+
+static enum st_status build(struct js_cc *c, const struct js_kw *k, const struct fmt *f,
+                            const struct js_node *n, struct js_regex *r, char *msg, size_t cap)
+{
+    memset(r, 0, sizeof(*r));
+    enum st_status rc = build_steps(c, k, f, n, r, msg, cap);
     if (rc != ST_OK)
         st_js_regex_free(r);
     return rc;
@@ -147,26 +160,31 @@ static int32_t find_same(const struct js_cc *c, const struct jsc_rx_key *key, st
     return -1;
 }
 
+/* The entry find_same reads (key, then the pattern's text) and r. */
+static enum st_status keep_entry(struct js_cc *c, const struct jsc_rx_key *key, struct st_str pat,
+                                 const struct js_regex *r)
+{
+    ST_TRY(st_buf_append(&c->rx_keys, key, sizeof(*key)));
+    ST_TRY(st_buf_append(&c->rx_keys, pat.ptr, pat.len));
+    return st_buf_append(&c->rxs, r, sizeof(*r));
+}
+
 /* Keep r (its table counted against the schema's cap) as node id's. */
 static enum st_status keep(struct js_cc *c, int32_t id, struct js_regex *r,
                            struct jsc_rx_key *key, struct st_str pat)
 {
     size_t cells = (size_t)r->n_states * r->n_classes;
     size_t n = c->rxs.len / sizeof(*r);
-    enum st_status rc = ST_OK;
+    enum st_status rc;
+    key->rx = (uint32_t)n;
     if (n >= ST_JSON_SCHEMA_MAX_PATTERNS)
         rc = jsc_fail(c, "the schema has more than %d distinct 'pattern'/'format' strings",
                       ST_JSON_SCHEMA_MAX_PATTERNS);
     else if (c->rx_cells + cells > ST_JSON_SCHEMA_MAX_RX_CELLS)
         rc = jsc_fail(c, "the schema's 'pattern'/'format' automata are too big: more than %u "
                       "table cells in all", ST_JSON_SCHEMA_MAX_RX_CELLS);
-    key->rx = (uint32_t)n;
-    if (rc == ST_OK)
-        rc = st_buf_append(&c->rx_keys, key, sizeof(*key));
-    if (rc == ST_OK)
-        rc = st_buf_append(&c->rx_keys, pat.ptr, pat.len);
-    if (rc == ST_OK)
-        rc = st_buf_append(&c->rxs, r, sizeof(*r));
+    else
+        rc = keep_entry(c, key, pat, r);
     if (rc != ST_OK) {
         st_js_regex_free(r);
         return rc;

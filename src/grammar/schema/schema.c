@@ -242,39 +242,37 @@ static enum st_status compile_props(struct js_cc *c, int32_t id, const struct js
 {
     struct js_prop p[ST_JSON_SCHEMA_MAX_PROPS];
     uint32_t n = 0;
-    enum st_status rc = ST_OK;
     if (k->properties.ptr) {
         if (st_json_type(k->properties) != ST_JSON_OBJECT)
             return jsc_fail(c, "'%s' must be an object", "properties");
         size_t pos = 0;
         struct st_str key, val;
-        while (rc == ST_OK && st_json_object_next(k->properties, &pos, &key, &val)) {
+        while (st_json_object_next(k->properties, &pos, &key, &val)) {
             if (n == ST_JSON_SCHEMA_MAX_PROPS)
                 return jsc_fail(c, "an object schema has more than %s properties", "64");
-            rc = jsc_put_string(c, key, false, &p[n].key, &p[n].key_len);
+            ST_TRY(jsc_put_string(c, key, false, &p[n].key, &p[n].key_len));
             char seg[80];
             snprintf(seg, sizeof(seg), "properties/%.*s", (int)ST_MIN(key.len - 2, 60),
                      key.ptr + 1);
             size_t old = path_push(c, seg, strlen(seg));
-            if (rc == ST_OK)
-                rc = compile(c, val, &p[n++].node);
+            enum st_status rc = compile(c, val, &p[n++].node);
             path_pop(c, old);
+            if (rc != ST_OK)
+                return rc;
         }
     }
     int32_t add = 0;
-    if (rc == ST_OK && k->additional.ptr) {
+    if (k->additional.ptr) {
         enum st_json_type t = st_json_type(k->additional);
         add = t == ST_JSON_FALSE ? -1 : 0;
         if (t == ST_JSON_OBJECT)
-            rc = compile_sub(c, k->additional, "additionalProperties", &add);
+            ST_TRY(compile_sub(c, k->additional, "additionalProperties", &add));
         else if (t != ST_JSON_TRUE && t != ST_JSON_FALSE)
             return jsc_fail(c, "'%s' must be a boolean or a schema", "additionalProperties");
     }
     uint64_t req = 0;
-    if (rc == ST_OK && k->required.ptr)
-        rc = parse_required(c, k->required, p, &n, add, &req);
-    if (rc != ST_OK)
-        return rc;
+    if (k->required.ptr)
+        ST_TRY(parse_required(c, k->required, p, &n, add, &req));
     struct js_node *nd = &NODE(c, id);
     nd->prop_first = (uint32_t)(c->props.len / sizeof(struct js_prop));
     nd->n_props = n;
@@ -328,66 +326,80 @@ static enum st_status compile_items(struct js_cc *c, int32_t id, const struct js
 {
     int32_t items = 0;
     uint32_t mn = 0, mx = UINT32_MAX;
-    enum st_status rc = ST_OK;
     bool old_tuple = k->items.ptr && st_json_type(k->items) == ST_JSON_ARRAY;
     if (k->prefix_items.ptr && old_tuple)
         return jsc_fail(c, "'%s' with an array 'items': give one form of tuple", "prefixItems");
     if (k->prefix_items.ptr) {
         if (st_json_type(k->prefix_items) != ST_JSON_ARRAY)
             return jsc_fail(c, "'%s' must be an array of schemas", "prefixItems");
-        rc = compile_tuple(c, id, k->prefix_items, "prefixItems");
-        if (rc == ST_OK && k->items.ptr)
-            rc = compile_rest(c, k->items, "items", NODE(c, id).n_prefix, &items, &mx);
+        ST_TRY(compile_tuple(c, id, k->prefix_items, "prefixItems"));
+        if (k->items.ptr)
+            ST_TRY(compile_rest(c, k->items, "items", NODE(c, id).n_prefix, &items, &mx));
     } else if (old_tuple) {
-        rc = compile_tuple(c, id, k->items, "items");
-        if (rc == ST_OK && k->additional_items.ptr)
-            rc = compile_rest(c, k->additional_items, "additionalItems", NODE(c, id).n_prefix,
-                              &items, &mx);
+        ST_TRY(compile_tuple(c, id, k->items, "items"));
+        if (k->additional_items.ptr)
+            ST_TRY(compile_rest(c, k->additional_items, "additionalItems",
+                                NODE(c, id).n_prefix, &items, &mx));
     } else if (k->items.ptr) {   /* additionalItems alone asserts nothing */
-        rc = compile_rest(c, k->items, "items", 0, &items, &mx);
+        ST_TRY(compile_rest(c, k->items, "items", 0, &items, &mx));
     }
-    if (rc == ST_OK && k->min_items.ptr)
-        rc = jsc_get_count(c, k->min_items, "minItems", &mn);
-    if (rc == ST_OK && k->max_items.ptr) {
+    if (k->min_items.ptr)
+        ST_TRY(jsc_get_count(c, k->min_items, "minItems", &mn));
+    if (k->max_items.ptr) {
         uint32_t m;
-        rc = jsc_get_count(c, k->max_items, "maxItems", &m);
+        ST_TRY(jsc_get_count(c, k->max_items, "maxItems", &m));
         mx = ST_MIN(mx, m);
     }
-    if (rc == ST_OK && mn > mx)
+    if (mn > mx)
         return jsc_fail(c, "'minItems' is above %s: nothing is valid", "'maxItems'");
     NODE(c, id).items = items;
     NODE(c, id).min_items = mn;
     NODE(c, id).max_items = mx;
-    return rc;
+    return ST_OK;
 }
 
 static enum st_status compile_plain(struct js_cc *c, const struct js_kw *k, int32_t *id)
 {
     uint8_t types = JT_ALL;
-    enum st_status rc = k->type.ptr ? parse_type(c, k->type, &types) : ST_OK;
-    if (rc == ST_OK && k->nullable.ptr && st_json_type(k->nullable) == ST_JSON_TRUE)
+    if (k->type.ptr)
+        ST_TRY(parse_type(c, k->type, &types));
+    if (k->nullable.ptr && st_json_type(k->nullable) == ST_JSON_TRUE)
         types |= JT_NULL;
-    if (rc == ST_OK && (types & JT_NUM))
+    if (types & JT_NUM)
         types |= JT_INT;
-    if (rc == ST_OK)
-        rc = new_node(c, id);
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(new_node(c, id));
     NODE(c, *id).types = types;
-    rc = jsc_compile_multiple(c, *id, k);
-    if (rc == ST_OK)
-        rc = jsc_compile_range(c, *id, k);
-    if (rc == ST_OK)
-        rc = jsc_compile_lengths(c, *id, k);
-    if (rc == ST_OK)
-        rc = jsc_compile_pattern(c, *id, k);
-    if (rc == ST_OK && (k->en.ptr || k->cn.ptr))
-        rc = jsc_parse_enum(c, *id, k->en, k->cn);
-    if (rc == ST_OK)
-        rc = compile_props(c, *id, k);
-    if (rc == ST_OK)
-        rc = compile_items(c, *id, k);
-    return rc;
+    ST_TRY(jsc_compile_multiple(c, *id, k));
+    ST_TRY(jsc_compile_range(c, *id, k));
+    ST_TRY(jsc_compile_lengths(c, *id, k));
+    ST_TRY(jsc_compile_pattern(c, *id, k));
+    if (k->en.ptr || k->cn.ptr)
+        ST_TRY(jsc_parse_enum(c, *id, k->en, k->cn));
+    ST_TRY(compile_props(c, *id, k));
+    return compile_items(c, *id, k);
+}
+
+/* An object schema, compiled by its keywords: a reference, a union, an
+ * allOf of one, or a plain node. */
+static enum st_status compile_object(struct js_cc *c, struct st_str v, int32_t *id)
+{
+    struct js_kw k;
+    ST_TRY(read_keywords(c, v, &k));
+    if (k.ref.ptr)
+        return compile_ref(c, k.ref, id);
+    if (k.any_of.ptr)
+        return compile_union(c, k.any_of, id);
+    if (k.all_of.ptr) {
+        size_t pos = 0;
+        bool bad = false;
+        struct st_str e, e2;
+        if (st_json_type(k.all_of) != ST_JSON_ARRAY ||
+            !st_json_array_next(k.all_of, &pos, &e, &bad) ||
+            st_json_array_next(k.all_of, &pos, &e2, &bad))
+            return jsc_fail(c, "'%s' is only supported with exactly one member", "allOf");
+        return compile_sub(c, e, "allOf/0", id);
+    }
+    return compile_plain(c, &k, id);
 }
 
 static enum st_status compile(struct js_cc *c, struct st_str v, int32_t *id)
@@ -404,27 +416,7 @@ static enum st_status compile(struct js_cc *c, struct st_str v, int32_t *id)
         c->depth--;
         return jsc_fail(c, "the schema nests more than %s levels deep", "24");
     }
-    struct js_kw k;
-    enum st_status rc = read_keywords(c, v, &k);
-    if (rc == ST_OK) {
-        if (k.ref.ptr) {
-            rc = compile_ref(c, k.ref, id);
-        } else if (k.any_of.ptr) {
-            rc = compile_union(c, k.any_of, id);
-        } else if (k.all_of.ptr) {
-            size_t pos = 0;
-            bool bad = false;
-            struct st_str e, e2;
-            if (st_json_type(k.all_of) != ST_JSON_ARRAY ||
-                !st_json_array_next(k.all_of, &pos, &e, &bad) ||
-                st_json_array_next(k.all_of, &pos, &e2, &bad))
-                rc = jsc_fail(c, "'%s' is only supported with exactly one member", "allOf");
-            else
-                rc = compile_sub(c, e, "allOf/0", id);
-        } else {
-            rc = compile_plain(c, &k, id);
-        }
-    }
+    enum st_status rc = compile_object(c, v, id);
     c->depth--;
     return rc;
 }
@@ -489,16 +481,14 @@ static enum st_status flatten(struct js_cc *c, int32_t u, int32_t *out, uint32_t
     struct js_node nd = NODE(c, u);
     for (uint32_t i = 0; i < nd.n_alts; i++) {
         int32_t a = ((int32_t *)c->alts.data)[nd.alt_first + i];
-        enum st_status rc = follow(c, &a);
-        if (rc == ST_OK && NODE(c, a).kind == JS_UNION) {
-            rc = flatten(c, a, out, n, depth + 1);
-        } else if (rc == ST_OK) {
+        ST_TRY(follow(c, &a));
+        if (NODE(c, a).kind == JS_UNION) {
+            ST_TRY(flatten(c, a, out, n, depth + 1));
+        } else {
             if (*n == ST_JSON_SCHEMA_MAX_ALTS)
                 return jsc_fail(c, "'anyOf' has more than %s members (flattened)", "16");
             out[(*n)++] = a;
         }
-        if (rc != ST_OK)
-            return rc;
     }
     return ST_OK;
 }
@@ -508,32 +498,29 @@ static enum st_status link(struct js_cc *c, int32_t *root)
 {
     uint32_t n = (uint32_t)(c->nodes.len / sizeof(struct js_node));
     uint32_t np = (uint32_t)(c->props.len / sizeof(struct js_prop));
-    enum st_status rc = follow(c, root);
-    for (uint32_t i = 0; rc == ST_OK && i < np; i++)
-        rc = follow(c, &((struct js_prop *)c->props.data)[i].node);
-    for (uint32_t i = 0; rc == ST_OK && i < n; i++) {
+    ST_TRY(follow(c, root));
+    for (uint32_t i = 0; i < np; i++)
+        ST_TRY(follow(c, &((struct js_prop *)c->props.data)[i].node));
+    for (uint32_t i = 0; i < n; i++) {
         if (NODE(c, i).kind != JS_PLAIN)
             continue;
         if (NODE(c, i).additional >= 0)
-            rc = follow(c, &NODE(c, i).additional);
-        if (rc == ST_OK)
-            rc = follow(c, &NODE(c, i).items);
-        for (uint32_t t = 0; rc == ST_OK && t < NODE(c, i).n_prefix; t++)
-            rc = follow(c, &((int32_t *)(void *)c->alts.data)[NODE(c, i).prefix_first + t]);
+            ST_TRY(follow(c, &NODE(c, i).additional));
+        ST_TRY(follow(c, &NODE(c, i).items));
+        for (uint32_t t = 0; t < NODE(c, i).n_prefix; t++)
+            ST_TRY(follow(c, &((int32_t *)(void *)c->alts.data)[NODE(c, i).prefix_first + t]));
     }
-    for (uint32_t i = 0; rc == ST_OK && i < n; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         if (NODE(c, i).kind != JS_UNION)
             continue;
         int32_t m[ST_JSON_SCHEMA_MAX_ALTS];
         uint32_t k = 0;
-        rc = flatten(c, (int32_t)i, m, &k, 0);
-        if (rc == ST_OK) {
-            NODE(c, i).alt_first = (uint32_t)(c->alts.len / sizeof(int32_t));
-            NODE(c, i).n_alts = k;
-            rc = st_buf_append(&c->alts, m, k * sizeof(*m));
-        }
+        ST_TRY(flatten(c, (int32_t)i, m, &k, 0));
+        NODE(c, i).alt_first = (uint32_t)(c->alts.len / sizeof(int32_t));
+        NODE(c, i).n_alts = k;
+        ST_TRY(st_buf_append(&c->alts, m, k * sizeof(*m)));
     }
-    return rc;
+    return ST_OK;
 }
 
 /* The fewest containers a document of node i must open, from the depths
@@ -604,20 +591,18 @@ static enum st_status check_completable(struct js_cc *c, int32_t root)
 static enum st_status compile_all(struct js_cc *c, struct st_str root, int32_t *out)
 {
     int32_t id;
-    enum st_status rc = new_node(c, &id);   /* node 0: anything */
-    if (rc == ST_OK && st_json_type(root) == ST_JSON_OBJECT) {
+    ST_TRY(new_node(c, &id));   /* node 0: anything */
+    if (st_json_type(root) == ST_JSON_OBJECT) {
         (void)st_json_object_get(root, "$defs", &c->defs);
         (void)st_json_object_get(root, "definitions", &c->definitions);
     }
-    if (rc == ST_OK)
-        rc = compile(c, root, out);
-    for (uint32_t i = 0; rc == ST_OK && i < c->nodes.len / sizeof(struct js_node); i++) {
+    ST_TRY(compile(c, root, out));
+    for (uint32_t i = 0; i < c->nodes.len / sizeof(struct js_node); i++) {
         if (NODE(c, i).kind == JS_REF && NODE(c, i).target < 0)
-            rc = resolve_one(c, (int32_t)i, *out);
+            ST_TRY(resolve_one(c, (int32_t)i, *out));
     }
-    if (rc == ST_OK)
-        rc = link(c, out);
-    return rc == ST_OK ? check_completable(c, *out) : rc;
+    ST_TRY(link(c, out));
+    return check_completable(c, *out);
 }
 
 enum st_status st_json_schema_compile(const char *text, size_t n, struct st_json_schema **out,

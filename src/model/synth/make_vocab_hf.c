@@ -226,11 +226,8 @@ static enum st_status build(struct st_mm_vocab *v, const cJSON *tok, const cJSON
     v->n = n;
     v->tokens = st_xcalloc((size_t)n, sizeof(*v->tokens));
     v->types = st_xcalloc((size_t)n, sizeof(*v->types));
-    enum st_status rc = read_tokens(v, vocab, added, path, err);
-    if (rc == ST_OK)
-        rc = read_merges(v, merges, path, err);
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(read_tokens(v, vocab, added, path, err));
+    ST_TRY(read_merges(v, merges, path, err));
     int64_t total = padded_size(v, cfg, pad_to);
     if (total < v->n || total > MAX_VOCAB)
         return st_err_set(err, ST_ERR_INVALID, "vocab size %lld is smaller than the %lld tokens",
@@ -252,24 +249,27 @@ static enum st_status build(struct st_mm_vocab *v, const cJSON *tok, const cJSON
     return ST_OK;
 }
 
+/* tokenizer.json at path and its two optional siblings into the three
+ * trees (the caller deletes them), then the vocabulary from them. */
+static enum st_status import(struct st_mm_vocab *v, const char *path, int64_t n_vocab_pad,
+                             cJSON **tok, cJSON **tcfg, cJSON **cfg, struct st_err *err)
+{
+    char side[4096];
+    ST_TRY(load_json(path, false, tok, err));
+    sibling(path, "tokenizer_config.json", side, sizeof(side));
+    ST_TRY(load_json(side, true, tcfg, err));
+    sibling(path, "config.json", side, sizeof(side));
+    ST_TRY(load_json(side, true, cfg, err));
+    return build(v, *tok, *tcfg, *cfg, path, n_vocab_pad, err);
+}
+
 enum st_status st_mm_vocab_import(struct st_mm_vocab *v, const char *path, int64_t n_vocab_pad,
                                   struct st_err *err)
 {
-    char side[4096];
     cJSON *tok = NULL, *tcfg = NULL, *cfg = NULL;
     memset(v, 0, sizeof(*v));
     v->fim_first = -1;   /* no FIM keys: a loader finds them by text (strata/fim.h) */
-    enum st_status rc = load_json(path, false, &tok, err);
-    if (rc == ST_OK) {
-        sibling(path, "tokenizer_config.json", side, sizeof(side));
-        rc = load_json(side, true, &tcfg, err);
-    }
-    if (rc == ST_OK) {
-        sibling(path, "config.json", side, sizeof(side));
-        rc = load_json(side, true, &cfg, err);
-    }
-    if (rc == ST_OK)
-        rc = build(v, tok, tcfg, cfg, path, n_vocab_pad, err);
+    enum st_status rc = import(v, path, n_vocab_pad, &tok, &tcfg, &cfg, err);
     cJSON_Delete(tok);
     cJSON_Delete(tcfg);
     cJSON_Delete(cfg);

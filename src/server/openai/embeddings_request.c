@@ -122,23 +122,19 @@ static enum st_status parse_format(const cJSON *root, struct st_embed_request *r
 static enum st_status parse_fields(const cJSON *root, struct st_embed_request *r,
                                    struct st_api_error *e)
 {
-    enum st_status rc = st_oai_get_str(root, "model", &r->model, e);
-    if (rc == ST_OK)
-        rc = parse_input(root, r, e);
-    if (rc == ST_OK)
-        rc = parse_format(root, r, e);
     int64_t dims = 0;
-    if (rc == ST_OK)
-        rc = st_oai_get_int(root, "dimensions", 1, INT32_MAX, &dims, NULL, e);
+    ST_TRY(st_oai_get_str(root, "model", &r->model, e));
+    ST_TRY(parse_input(root, r, e));
+    ST_TRY(parse_format(root, r, e));
+    ST_TRY(st_oai_get_int(root, "dimensions", 1, INT32_MAX, &dims, NULL, e));
     r->dimensions = (int32_t)dims;
-    if (rc == ST_OK)
-        rc = st_oai_get_str(root, "user", &r->user, e);
+    ST_TRY(st_oai_get_str(root, "user", &r->user, e));
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(root, "priority");
-    if (rc == ST_OK && pr)
+    if (pr)
         r->has_priority = st_priority_from_json(cJSON_IsNumber(pr),
                                                 cJSON_IsNumber(pr) ? pr->valuedouble : 0.0,
                                                 &r->priority);
-    return rc;
+    return ST_OK;
 }
 
 enum st_status st_embed_parse(const char *body, size_t len, struct st_embed_request *r,

@@ -90,13 +90,9 @@ static enum st_status embed_setup(struct st_call *c, const struct st_embed_reque
 {
     int32_t model;
     struct st_gen_embed m = { 0 };
-    enum st_status rc = st_gen_pick_model(c, rq->model, &model, e);
-    if (rc == ST_OK)
-        rc = st_gen_check_ready(c, e);
-    if (rc == ST_OK)
-        rc = embed_widths(c, model, rq, &m, e);
-    if (rc != ST_OK)
-        return rc;
+    ST_TRY(st_gen_pick_model(c, rq->model, &model, e));
+    ST_TRY(st_gen_check_ready(c, e));
+    ST_TRY(embed_widths(c, model, rq, &m, e));
     struct st_gen *g = st_gen_new((int32_t)rq->n_items);
     if (!g)
         return st_api_error_set(e, ST_ERR_NOMEM, NULL, NULL, "out of memory");

@@ -345,21 +345,13 @@ enum st_status st_oai_parse_penalties(const cJSON *root, const struct st_oai_nam
                                       struct st_gen_params *p, cJSON **bias_text,
                                       struct st_api_error *e)
 {
-    enum st_status rc = get_float(root, "presence_penalty", -2, false, 2, &p->presence_penalty,
-                                  e);
-    if (rc == ST_OK)
-        rc = get_float(root, "frequency_penalty", -2, false, 2, &p->frequency_penalty, e);
-    if (rc == ST_OK)
-        rc = get_float(root, "repeat_penalty", 0, true, 1e6, &p->repeat_penalty, e);
     int64_t n = p->repeat_last_n;
-    if (rc == ST_OK)
-        rc = st_oai_get_int(root, "repeat_last_n", -1, INT32_MAX, &n, NULL, e);
+    ST_TRY(get_float(root, "presence_penalty", -2, false, 2, &p->presence_penalty, e));
+    ST_TRY(get_float(root, "frequency_penalty", -2, false, 2, &p->frequency_penalty, e));
+    ST_TRY(get_float(root, "repeat_penalty", 0, true, 1e6, &p->repeat_penalty, e));
+    ST_TRY(st_oai_get_int(root, "repeat_last_n", -1, INT32_MAX, &n, NULL, e));
     p->repeat_last_n = (int32_t)n;
-    if (rc == ST_OK)
-        rc = parse_bias(root, p, bias_text, e);
-    if (rc == ST_OK)
-        rc = parse_format(root, names, p, e);
-    if (rc == ST_OK)
-        rc = parse_grammar(root, names, p, e);
-    return rc;
+    ST_TRY(parse_bias(root, p, bias_text, e));
+    ST_TRY(parse_format(root, names, p, e));
+    return parse_grammar(root, names, p, e);
 }

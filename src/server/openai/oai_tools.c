@@ -111,17 +111,14 @@ enum st_status st_oai_parse_tool_fields(const cJSON *root, struct st_oai_request
                                         struct st_api_error *e)
 {
     bool parallel = true;
-    enum st_status rc = parse_tool_choice(root, r, e);
-    if (rc == ST_OK)
-        rc = st_oai_get_bool(root, "parallel_tool_calls", &parallel, NULL, e);
+    ST_TRY(parse_tool_choice(root, r, e));
+    ST_TRY(st_oai_get_bool(root, "parallel_tool_calls", &parallel, NULL, e));
     r->single_tool_call = !parallel;
-    if (rc == ST_OK)
-        rc = parse_reasoning_format(root, r, e);
-    if (rc == ST_OK)
-        rc = parse_budget(root, r, e);
-    if (rc == ST_OK && r->tool_choice == ST_OAI_TOOLS_NONE) {
+    ST_TRY(parse_reasoning_format(root, r, e));
+    ST_TRY(parse_budget(root, r, e));
+    if (r->tool_choice == ST_OAI_TOOLS_NONE) {
         free(r->chat.tools);
         r->chat.tools = NULL;
     }
-    return rc;
+    return ST_OK;
 }

@@ -130,19 +130,25 @@ enum st_status st_tr_build(const cJSON *root, cJSON *chat, const st_tr_step_fn *
 
 /* ---- the one parse path -------------------------------------------------------- */
 
+/* The body parsed (*root), translated (*chat) and read into oq; the
+ * caller deletes both trees. */
+static enum st_status tr_steps(const char *body, size_t len, const struct st_tr_api *api,
+                               void *ctx, struct st_oai_request *oq, cJSON **root, cJSON **chat,
+                               struct st_api_error *e)
+{
+    ST_TRY(st_oai_json_root(body, len, root, e));
+    ST_TRY(api->translate(*root, ctx, chat, e));
+    ST_TRY(st_oai_parse_tree(ST_OAI_CHAT, *chat, api->names, oq, e));
+    return api->after ? api->after(*root, oq, ctx, e) : ST_OK;
+}
+
 enum st_status st_tr_parse(const char *body, size_t len, const struct st_tr_api *api,
                            void *ctx, struct st_oai_request *oq, struct st_api_error *e)
 {
     st_oai_request_init(oq);
     oq->kind = ST_OAI_CHAT;
     cJSON *root = NULL, *chat = NULL;
-    enum st_status rc = st_oai_json_root(body, len, &root, e);
-    if (rc == ST_OK)
-        rc = api->translate(root, ctx, &chat, e);
-    if (rc == ST_OK)
-        rc = st_oai_parse_tree(ST_OAI_CHAT, chat, api->names, oq, e);
-    if (rc == ST_OK && api->after)
-        rc = api->after(root, oq, ctx, e);
+    enum st_status rc = tr_steps(body, len, api, ctx, oq, &root, &chat, e);
     cJSON_Delete(chat);
     cJSON_Delete(root);
     if (rc != ST_OK) {

@@ -115,6 +115,20 @@ void st_activity_db_checkpoint(struct st_activity_db *a)
     pthread_mutex_unlock(&a->lock);
 }
 
+/* The statement's records, comma-separated, appended to out (*n: how
+ * many). */
+static enum st_status read_rows(sqlite3_stmt *st, struct st_buf *out, size_t *n)
+{
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n > 0)
+            ST_TRY(st_buf_append(out, ",", 1));
+        ST_TRY(st_buf_append(out, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0)));
+        (*n)++;
+    }
+    return step == SQLITE_DONE ? ST_OK : ST_ERR_IO;
+}
+
 enum st_status st_activity_db_read(struct st_activity_db *a, uint64_t before, bool all,
                                    uint64_t owner, size_t max, struct st_buf *out, size_t *n)
 {
@@ -132,18 +146,7 @@ enum st_status st_activity_db_read(struct st_activity_db *a, uint64_t before, bo
         sqlite3_bind_int64(st, 2, max > INT64_MAX ? INT64_MAX : (sqlite3_int64)max);
         if (!all)
             sqlite3_bind_int64(st, 3, (sqlite3_int64)owner);
-        int step = SQLITE_DONE;
-        while (rc == ST_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-            if (*n > 0)
-                rc = st_buf_append(out, ",", 1);
-            if (rc == ST_OK)
-                rc = st_buf_append(out, sqlite3_column_blob(st, 0),
-                                   (size_t)sqlite3_column_bytes(st, 0));
-            if (rc == ST_OK)
-                (*n)++;
-        }
-        if (rc == ST_OK && step != SQLITE_DONE)
-            rc = ST_ERR_IO;
+        rc = read_rows(st, out, n);
         sqlite3_finalize(st);
     }
     pthread_mutex_unlock(&a->lock);

@@ -112,24 +112,19 @@ static uint8_t ccc_of(uint32_t cp)
 static enum st_status decompose_one(struct cpvec *a, uint32_t cp)
 {
     const struct st_uni_decomp *d;
-    enum st_status rc = ST_OK;
-    size_t i;
 
-    if (cp >= SBASE && cp < SBASE + SCOUNT) {
+    if (cp >= SBASE && cp < SBASE + SCOUNT) {   /* Hangul: L V [T] */
         uint32_t s = cp - SBASE;
-        rc = cpvec_push(a, LBASE + s / NCOUNT);
-        if (rc == ST_OK)
-            rc = cpvec_push(a, VBASE + (s % NCOUNT) / TCOUNT);
-        if (rc == ST_OK && s % TCOUNT)
-            rc = cpvec_push(a, TBASE + s % TCOUNT);
-        return rc;
+        ST_TRY(cpvec_push(a, LBASE + s / NCOUNT));
+        ST_TRY(cpvec_push(a, VBASE + (s % NCOUNT) / TCOUNT));
+        return s % TCOUNT ? cpvec_push(a, TBASE + s % TCOUNT) : ST_OK;
     }
     d = (cp & ST_UNI_INVALID) ? NULL : find_decomp(cp);
     if (!d)
         return cpvec_push(a, cp);
-    for (i = 0; i < d->len && rc == ST_OK; i++)
-        rc = cpvec_push(a, st_uni_decomp_pool[d->off + i]);
-    return rc;
+    for (size_t i = 0; i < d->len; i++)
+        ST_TRY(cpvec_push(a, st_uni_decomp_pool[d->off + i]));
+    return ST_OK;
 }
 
 /* Stable insertion sort of each run of non-starters by combining class. */
