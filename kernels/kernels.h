@@ -165,7 +165,10 @@ cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const float *w,
  *   n_split chunks of at least split_min positions; each (row, KV head,
  *   chunk) is one block with an online softmax, and a second kernel merges
  *   the chunks by log-sum-exp. 'part' is scratch of
- *   st_kern_attn_scratch_bytes().
+ *   st_kern_attn_scratch_bytes(). A row of at most short_max positions
+ *   (0: none; decided on the device) takes the short path instead: the
+ *   row's blocks split its query heads, not its positions, and write the
+ *   output themselves (no merge).
  * - tiled (tiled != 0, st_kern_attn_tiled_supported): blocks of query rows
  *   x the query heads of one KV head stream the slot's K/V in tiles through
  *   shared memory, products on tensor cores (mma.sync m16n8k16, f16 inputs,
@@ -182,6 +185,8 @@ struct st_kern_attn {
     int32_t        n_head, n_kv, head_dim;
     float          scale;
     int32_t        n_split, split_min;
+    int32_t        short_max;    /* split: rows of <= short_max positions take the short
+                                  * path (a block per query head); 0 = never */
     int32_t        tiled;
     float         *part;
     unsigned      *err_flag;

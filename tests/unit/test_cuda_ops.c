@@ -47,6 +47,7 @@ static const struct st_moe_route_params SOFTMAX_ROUTE = { ST_MOE_GATING_SOFTMAX,
 
 static struct st_backend *cpu, *gpu;
 static struct st_backend *gpu_nf;   /* opened with STRATA_CUDA_FUSE=0 (fusion tests) */
+static struct st_backend *gpu_ns;   /* STRATA_CUDA_ATTN_SHORT=0: attention's old decode path */
 
 static const enum st_dtype wtypes[] = {
     ST_DTYPE_F32, ST_DTYPE_F16, ST_DTYPE_BF16, ST_DTYPE_Q8_0, ST_DTYPE_Q4_0, ST_DTYPE_Q4_K,
@@ -625,7 +626,10 @@ END_TEST
  * and mixed in one call with an invalid slot and an invalid position, on
  * gpu (fused: the q8_1 epilogue) and gpu_nf (no epilogue): both equal the
  * CPU, equal each other bit for bit, and a Q8_0 matmul of the output (the
- * epilogue's q8_1 on gpu, a fresh quantize on gpu_nf) too. */
+ * epilogue's q8_1 on gpu, a fresh quantize on gpu_nf) too. Rows of up to
+ * 256 positions take the short path (a block per query head) on both;
+ * gpu_ns (the short path off) runs the same steps through the split
+ * kernel and must equal the CPU too. */
 struct depth_bk {
     struct st_backend *be;
     struct st_tensor kc, vc, w;
@@ -645,15 +649,17 @@ static uint16_t *rand_halves(int64_t n)
     return h;
 }
 
-/* One step of n rows on the three backends; rows with bad[r] are given to
+/* One step of n rows on the nb backends of bk (bk[0] the CPU; bk[nf_at]
+ * the unfused twin of bk[1], 0 = none); rows with bad[r] are given to
  * the GPUs only (slot -1 or pos n_ctx): their output must be 0 and the
  * next sync reports them. */
-static void depth_step(const struct attn_case *c, struct depth_bk *bk, int nb, const int32_t *slot,
-                       const int32_t *pos, const bool *bad, int64_t n, const char *what)
+static void depth_step(const struct attn_case *c, struct depth_bk *bk, int nb, int nf_at,
+                       const int32_t *slot, const int32_t *pos, const bool *bad, int64_t n,
+                       const char *what)
 {
     const int64_t qw = (int64_t)c->H * c->D, kw = (int64_t)c->Hkv * c->D;
     float *q = rand_floats(qw * n, 1.0f), *k = rand_floats(kw * n, 1.0f);
-    float *v = rand_floats(kw * n, 1.0f), *out[3] = { NULL, NULL, NULL }, *mm[3] = { NULL };
+    float *v = rand_floats(kw * n, 1.0f), *out[4] = { NULL }, *mm[4] = { NULL };
     int32_t gs[64], gp[64], nbad = 0;
     struct st_err err;
 
@@ -724,13 +730,13 @@ static void depth_step(const struct attn_case *c, struct depth_bk *bk, int nb, c
         }
         m += !bad[r];
     }
-    if (nb == 3) {
-        ck_assert_msg(memcmp(out[1], out[2], (size_t)(qw * n) * 4) == 0,
+    if (nf_at > 0) {
+        ck_assert_msg(memcmp(out[1], out[nf_at], (size_t)(qw * n) * 4) == 0,
                       "%s: fused attention differs from unfused", what);
-        ck_assert_msg(memcmp(mm[1], mm[2], (size_t)(bk[1].w.ne[1] * n) * 4) == 0,
+        ck_assert_msg(memcmp(mm[1], mm[nf_at], (size_t)(bk[1].w.ne[1] * n) * 4) == 0,
                       "%s: matmul of the q8_1 epilogue differs from a fresh quantize", what);
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         free(out[i]);
         free(mm[i]);
     }
@@ -741,12 +747,17 @@ static void depth_step(const struct attn_case *c, struct depth_bk *bk, int nb, c
 
 static void check_attention_depths(const struct attn_case *c)
 {
-    /* n_pos 1, 31, 32, 33, 63, 64, 65, n_ctx (n_ctx 1024: chunks of 64 and more) */
-    static const int32_t depth[] = { 1, 31, 32, 33, 63, 64, 65, 1024 };
+    /* n_pos 1, 2, 31, 32, 33, 63, 64, 65, 200, n_ctx (n_ctx 1024: chunks of
+     * 64 and more; the short path up to 256) */
+    static const int32_t depth[] = { 1, 2, 31, 32, 33, 63, 64, 65, 200, 1024 };
     const int nd = (int)ST_ARRAY_LEN(depth);
     const int64_t kw = (int64_t)c->Hkv * c->D, O = 64;
-    struct depth_bk bk[3] = { { .be = cpu }, { .be = gpu }, { .be = gpu_nf } };
-    const int nb = gpu_nf && c->D % 32 == 0 ? 3 : 2;
+    struct depth_bk bk[4] = { { .be = cpu }, { .be = gpu } };
+    int nb = 2, nf_at = 0;
+    if (gpu_nf && c->D % 32 == 0)
+        bk[nf_at = nb++].be = gpu_nf;
+    if (gpu_ns)
+        bk[nb++].be = gpu_ns;
     uint16_t *kh = rand_halves(kw * c->n_ctx * c->n_slots);
     uint16_t *vh = rand_halves(kw * c->n_ctx * c->n_slots);
     void *w = rand_weights(ST_DTYPE_Q8_0, (int64_t)c->H * c->D, O, 0.5f);
@@ -754,7 +765,7 @@ static void check_attention_depths(const struct attn_case *c)
     bool bad[16] = { false };
     char what[64];
 
-    ck_assert(c->n_ctx == 1024 && c->n_slots >= nd);
+    ck_assert(c->n_ctx == 1024 && c->n_slots >= nd && nd + 2 <= 16);
     for (int i = 0; i < nb; i++) {
         bk[i].kc = put(bk[i].be, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, kh);
         bk[i].vc = put(bk[i].be, ST_DTYPE_F16, kw, c->n_ctx, c->n_slots, vh);
@@ -765,7 +776,7 @@ static void check_attention_depths(const struct attn_case *c)
         slot[0] = d;
         pos[0] = depth[d] - 1;
         snprintf(what, sizeof(what), "one row at depth %d", depth[d]);
-        depth_step(c, bk, nb, slot, pos, bad, 1, what);
+        depth_step(c, bk, nb, nf_at, slot, pos, bad, 1, what);
     }
     /* every depth in one step, with a row of slot -1 and one at pos n_ctx */
     int64_t n = 0;
@@ -775,14 +786,21 @@ static void check_attention_depths(const struct attn_case *c)
         slot[n] = d;
         pos[n] = depth[d] - 1;
     }
-    depth_step(c, bk, nb, slot, pos, bad, n, "mixed depths");
+    depth_step(c, bk, nb, nf_at, slot, pos, bad, n, "mixed depths");
     /* the same depths + 1 without the bad rows (the split count of 8 rows) */
     for (int d = 0; d < nd; d++) {
         slot[d] = d;
         pos[d] = depth[d] < c->n_ctx ? depth[d] : depth[d] - 2;
         bad[d] = false;
     }
-    depth_step(c, bk, nb, slot, pos, bad, nd, "8 rows");
+    depth_step(c, bk, nb, nf_at, slot, pos, bad, nd, "10 rows");
+    /* 4 rows at different depths, short and not (the split count of 4 rows) */
+    static const int sel[4] = { 1, 8, 4, 7 };     /* n_pos 4, 202, 35, 67 */
+    for (int i = 0; i < 4; i++) {
+        slot[i] = sel[i];
+        pos[i] = depth[sel[i]] + 1;
+    }
+    depth_step(c, bk, nb, nf_at, slot, pos, bad, 4, "4 rows");
     for (int i = 0; i < nb; i++) {
         st_backend_release(bk[i].be, &bk[i].kc);
         st_backend_release(bk[i].be, &bk[i].vc);
@@ -796,10 +814,11 @@ static void check_attention_depths(const struct attn_case *c)
 START_TEST(test_cuda_ops_attention_depths)
 {
     const struct attn_case shapes[] = {
-        { 32, 4, 128, 1024, 8 },    /* the A3B shape: GQA 8, D 128 */
-        { 8, 8, 64, 1024, 8 },      /* GQA 1, D 64 */
-        { 8, 1, 256, 1024, 8 },     /* GQA 8, D 256 */
-        { 6, 2, 80, 1024, 8 },      /* D 80: no q8_1 epilogue */
+        { 32, 4, 128, 1024, 10 },   /* the A3B shape: GQA 8, D 128 */
+        { 8, 8, 64, 1024, 10 },     /* GQA 1, D 64 */
+        { 16, 4, 64, 1024, 10 },    /* GQA 4, D 64 */
+        { 8, 1, 256, 1024, 10 },    /* GQA 8, D 256 */
+        { 6, 2, 80, 1024, 10 },     /* D 80: no q8_1 epilogue */
     };
     for (size_t i = 0; i < ST_ARRAY_LEN(shapes); i++)
         check_attention_depths(&shapes[i]);
@@ -2396,10 +2415,28 @@ int main(void)
         st_backend_close(gpu);
         return 1;
     }
+    /* attention's old decode path (STRATA_CUDA_ATTN_SHORT is read at open) */
+    const char *short_env = getenv("STRATA_CUDA_ATTN_SHORT");
+    char *short_keep = short_env ? strdup(short_env) : NULL;
+    setenv("STRATA_CUDA_ATTN_SHORT", "0", 1);
+    enum st_status ns = st_backend_open("cuda", &cfg, &gpu_ns, &err);
+    if (short_keep)
+        setenv("STRATA_CUDA_ATTN_SHORT", short_keep, 1);
+    else
+        unsetenv("STRATA_CUDA_ATTN_SHORT");
+    free(short_keep);
+    if (ns != ST_OK) {
+        printf("cuda_ops: cannot open a third cuda backend: %s\n", err.msg);
+        st_backend_close(cpu);
+        st_backend_close(gpu);
+        st_backend_close(gpu_nf);
+        return 1;
+    }
     printf("cuda_ops: %s\n", st_backend_describe(gpu));
     rc = support_run_suite(cuda_suite(), CK_NOFORK);
     st_backend_close(cpu);
     st_backend_close(gpu);
     st_backend_close(gpu_nf);
+    st_backend_close(gpu_ns);
     return rc;
 }

@@ -173,6 +173,7 @@ static enum st_status cuda_open(const struct st_backend_config *cfg, struct st_b
      * (gpu_bench's baseline for the chunked form) */
     const char *dc = getenv("STRATA_CUDA_DELTA_CHUNK");
     cb->delta_recurrent = dc && strcmp(dc, "0") == 0;
+    cb->attn_short = cuda_attn_short_max(dev);
     rc = open_resources(cb, err);
     if (rc != ST_OK) {
         cuda_close(&cb->base);

@@ -100,6 +100,9 @@ struct cuda_backend {
     bool              fuse;
     /* STRATA_CUDA_DELTA_CHUNK=0 at open: no chunked delta rule (cuda_ssm.c) */
     bool              delta_recurrent;
+    /* decode rows of <= attn_short positions take attention's short path
+     * (cuda_attention.c; STRATA_CUDA_ATTN_SHORT at open, 0 = off) */
+    int32_t           attn_short;
     void             *actq;          /* q8_1 activation rows (rows <= CUDA_MMV_MAX_ROWS) */
     size_t            actq_size;
     struct cuda_actq_rec actq_rec;
@@ -229,6 +232,11 @@ void cuda_log_step(struct cuda_backend *cb, const char *how, uint64_t kernels, u
 ST_OP_MAP(CUDA_OP_DECL)
 ST_OPT_OP_MAP(CUDA_OP_DECL)
 #undef CUDA_OP_DECL
+
+/* The short-path bound of decode attention (cuda_attention.c): rows of at
+ * most this many positions; STRATA_CUDA_ATTN_SHORT=N sets it, 0 turns the
+ * path off (the A/B baseline). Logged. */
+int32_t cuda_attn_short_max(int device);
 
 /* Graph capture / replay and GPU sampling (cuda_graph.c); see docs/CUDA.md. */
 enum st_status cuda_graph_begin(struct st_backend *be, uint64_t key, bool *replayed,
