@@ -72,6 +72,8 @@ cudaError_t st_kern_f32_to_f16(uint16_t *dst, const float *x, int64_t n, cudaStr
  *
  * With w2 != NULL (same type and shape as w, gate and up of SwiGLU) the
  * kernel computes both products and stores SiLU(x.w) * (x.w2). */
+#define ST_KERN_MMV_PARTS 3   /* matrices one multi-mode launch takes (wq, wk, wv) */
+
 struct st_kern_mmv_args {
     int            type;          /* st_dtype of w (and w2) */
     const void    *w;             /* [n_in, n_out] (x max_groups slabs when grouped) */
@@ -89,6 +91,16 @@ struct st_kern_mmv_args {
     const int32_t *groups;        /* grouped mode: see above; NULL = dense */
     int32_t        max_groups;
     const int32_t *x_rows;        /* grouped mode: activation row per output row, or NULL */
+    /* multi mode (dense only): n_parts - 1 more weights of the same type and
+     * n_in, dotted with the same x in the same launch, each into its own y:
+     * part i >= 1 is (part_w[i-1], part_n_out[i-1], part_y[i-1],
+     * part_y_stride[i-1]). Each part's outputs are those of a launch of that
+     * part alone, bit for bit. 0 or 1 = a single matrix. */
+    int32_t        n_parts;
+    const void    *part_w[ST_KERN_MMV_PARTS - 1];
+    int64_t        part_n_out[ST_KERN_MMV_PARTS - 1];
+    float         *part_y[ST_KERN_MMV_PARTS - 1];
+    int64_t        part_y_stride[ST_KERN_MMV_PARTS - 1];
 };
 
 /* True when the matmul kernels have this weight type and row width. */
