@@ -271,6 +271,28 @@ cudaError_t st_kern_moe_group(int32_t *groups, int32_t *pair_row, int32_t *pair_
                               const int32_t *sel, int64_t n_rows, int32_t k, int32_t n_exp,
                               int32_t max_groups, unsigned *err_flag, cudaStream_t stream);
 
+/* st_kern_moe_route then st_kern_moe_group of its sel, in one launch (one
+ * block): a decode step's routing, n_rows <= 32, n_exp <= 256 (else
+ * cudaErrorInvalidValue: ST_KERN_MOE_RG_MAX_EXP). The same sel, wts and
+ * groups (within a group the order of pairs may differ, as between two
+ * runs of st_kern_moe_group). */
+#define ST_KERN_MOE_RG_MAX_EXP 256
+struct st_kern_moe_route_group {
+    int32_t     *sel;
+    float       *wts;
+    const float *logits;
+    int64_t      n_rows;
+    int32_t      n_exp, k;
+    bool         sigmoid, norm;
+    const float *bias;
+    float        scale;
+    int32_t     *groups, *pair_row, *pair_of;
+    int32_t      max_groups;
+    unsigned    *err_flag;
+};
+cudaError_t st_kern_moe_route_group(const struct st_kern_moe_route_group *a,
+                                    cudaStream_t stream);
+
 /* out[r, :] = sum_j wts[r, j] * yd[pair_of[r*k + j], :]; yd f32 [n_embd, pairs]. */
 cudaError_t st_kern_moe_combine(float *out, const float *yd, const float *wts,
                                 const int32_t *pair_of, int64_t n_rows, int32_t k,
