@@ -260,7 +260,7 @@ static __device__ __forceinline__ void attn_short_heads(const st_kern_attn &a, i
     const int64_t n_pos = rg.n_pos;
 
     for (int hh = blockIdx.y; hh < gq; hh += a.n_split) {
-        const int64_t head = r * a.n_head + (int64_t)g * gq + hh;   /* row's head index */
+        const int64_t head = r * a.n_head + (int64_t)g * gq + hh;   /* (row, query head) */
         float qr[DPL], acc[DPL], m = ATT_NEG, l = 0.0f;
 #pragma unroll
         for (int d = 0; d < DPL; d++) {
