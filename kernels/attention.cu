@@ -33,7 +33,9 @@
  *    through shared memory. A row of one chunk (n_used 1) writes its
  *    normalised output here (and its q8_1 rows with a.q8); otherwise the
  *    block writes one partial (m, l, acc[D]) per (row, head, chunk) to
- *    'part'.
+ *    'part'. A short row (n_pos <= a.short_max, decided here) is instead
+ *    split by query head over the same blocks (attn_short_heads) and
+ *    finished by them.
  *
  * 3. attn_merge: one block per (row, query head) merges the row's n_used
  *    partials (none for a one-chunk row: it returns):
@@ -137,6 +139,7 @@ static __device__ __forceinline__ void load_h(const uint16_t *p, float *f)
 struct att_range {
     int64_t n_pos, len;
     int n_used;
+    bool is_short;      /* n_pos <= a.short_max: the short path (attn_short_heads) */
 };
 
 static __device__ __forceinline__ att_range att_row_range(const st_kern_attn &a, int64_t r)
@@ -148,6 +151,9 @@ static __device__ __forceinline__ att_range att_row_range(const st_kern_attn &a,
     x.len = ((x.n_pos + a.n_split - 1) / a.n_split + 31) / 32 * 32;
     x.len = max(x.len, (int64_t)a.split_min);
     x.n_used = x.n_pos > 0 ? (int)((x.n_pos + x.len - 1) / x.len) : 1;
+    x.is_short = a.short_max > 0 && x.n_pos <= a.short_max;
+    if (x.is_short)
+        x.n_used = 1;   /* finished by attn_split's blocks: the merge skips the row */
     return x;
 }
 
@@ -280,6 +286,121 @@ static __device__ __forceinline__ void att_scores_q8(float (&sc)[GQM],
 /* V rows a batch of the accumulation: all loaded, then all added. */
 #define ATT_VB(DPL) ((DPL) >= 8 ? 4 : 8)
 
+/* Positions a warp of the short path takes at once: their K and V rows are
+ * all loaded before the first is used (4 at DPL 8, for registers). */
+#define ATT_SHORT_NB(DPL) ((DPL) >= 8 ? 4 : 8)
+
+/* The short path: row r has n_pos <= a.short_max positions. The row's
+ * n_split blocks of KV head g each take query heads blockIdx.y, + n_split,
+ * ... of the group (one head a block while n_split >= gq), so a short row
+ * spreads over min(n_split, gq) * n_kv blocks, not n_kv single warps.
+ * Per head the 4 warps deal the positions in runs of NB (warp w: NB*w,
+ * then + 4*NB, ...); lane l holds q, K and V elements [l*DPL, l*DPL +
+ * DPL), so each K and V row is one coalesced warp read and a score is a
+ * warp sum that every lane ends with. All NB K and V rows of a run are
+ * loaded before any is used (they come from L2: the row was just written
+ * or is a few KB of a young slot). Each warp keeps its own online softmax
+ * (m, l, acc) in registers; the 4 merge through shared memory as in
+ * attn_split. No merge launch: the output (and its q8_1 rows) is written
+ * here. sm_acc: ATT_WARPS * D floats. */
+template <int DPL>
+static __device__ __forceinline__ void attn_short_heads(const st_kern_attn &a, int64_t r, int g,
+                                                        const att_range &rg, float *sm_acc,
+                                                        float *sm_m, float *sm_l)
+{
+    constexpr int NB = ATT_SHORT_NB(DPL);
+    const int D = a.head_dim, gq = a.n_head / a.n_kv;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const bool lane_on = lane * DPL < D;
+    const size_t w = (size_t)a.n_kv * D;
+    const size_t base = ((size_t)(rg.n_pos > 0 ? a.slot[r] : 0) * (size_t)a.n_ctx) * w +
+                        (size_t)g * D + (size_t)(lane_on ? lane * DPL : 0);
+    const uint16_t *__restrict__ kb = a.kc + base;
+    const uint16_t *__restrict__ vb = a.vc + base;
+    const int64_t n_pos = rg.n_pos;
+
+    for (int hh = blockIdx.y; hh < gq; hh += a.n_split) {
+        const int64_t head = r * a.n_head + (int64_t)g * gq + hh;   /* (row, query head) */
+        float qr[DPL], acc[DPL], m = ATT_NEG, l = 0.0f;
+#pragma unroll
+        for (int d = 0; d < DPL; d++) {
+            qr[d] = lane_on ? a.q[head * D + lane * DPL + d] * a.scale : 0.0f;
+            acc[d] = 0.0f;
+        }
+        for (int64_t t0 = (int64_t)NB * warp; t0 < n_pos; t0 += (int64_t)NB * ATT_WARPS) {
+            float kf[NB][DPL], vf[NB][DPL];
+#pragma unroll
+            for (int u = 0; u < NB; u++) {
+                const size_t at = (size_t)min(t0 + u, n_pos - 1) * w;
+                if (lane_on) {
+                    load_h<DPL>(kb + at, kf[u]);
+                    load_h<DPL>(vb + at, vf[u]);
+                } else {
+#pragma unroll
+                    for (int d = 0; d < DPL; d++)
+                        kf[u][d] = vf[u][d] = 0.0f;
+                }
+            }
+            float sc[NB], mx = m;
+#pragma unroll
+            for (int u = 0; u < NB; u++) {
+                float x = 0.0f;
+#pragma unroll
+                for (int d = 0; d < DPL; d++)
+                    x += qr[d] * kf[u][d];
+                sc[u] = kq_warp_sum(x);         /* the same value in every lane */
+                if (t0 + u >= n_pos)
+                    sc[u] = ATT_NEG;
+                mx = fmaxf(mx, sc[u]);
+            }
+            const float corr = expf(m - mx);
+            l *= corr;
+#pragma unroll
+            for (int d = 0; d < DPL; d++)
+                acc[d] *= corr;
+#pragma unroll
+            for (int u = 0; u < NB; u++) {
+                const float pw = t0 + u < n_pos ? expf(sc[u] - mx) : 0.0f;
+                l += pw;
+#pragma unroll
+                for (int d = 0; d < DPL; d++)
+                    acc[d] += pw * vf[u][d];
+            }
+            m = mx;
+        }
+        /* merge the warps (l is already the warp's whole sum) */
+        if (lane == 0) {
+            sm_m[warp] = m;
+            sm_l[warp] = l;
+        }
+        if (lane_on) {
+#pragma unroll
+            for (int d = 0; d < DPL; d++)
+                sm_acc[warp * D + lane * DPL + d] = acc[d];
+        }
+        __syncthreads();
+        /* D % 32 == 0 with a.q8: the warps stay whole in this loop */
+        for (int i = threadIdx.x; i < D; i += blockDim.x) {
+            float mt = ATT_NEG;
+#pragma unroll
+            for (int k = 0; k < ATT_WARPS; k++)
+                mt = fmaxf(mt, sm_m[k]);
+            float v = 0.0f, ls = 0.0f;
+#pragma unroll
+            for (int k = 0; k < ATT_WARPS; k++) {
+                const float e = expf(sm_m[k] - mt);
+                ls += e * sm_l[k];
+                v += e * sm_acc[k * D + i];
+            }
+            v = ls > 0.0f ? v / ls : 0.0f;
+            a.out[head * D + i] = v;
+            if (a.q8)
+                att_q8_store(a, r, (head - r * a.n_head) * D + i, v);
+        }
+        __syncthreads();                        /* before the next head reuses sm_* */
+    }
+}
+
 template <int DPL, int GQM, bool KQ, bool VQ>
 static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_kern_attn a)
 {
@@ -293,6 +414,12 @@ static __global__ void __launch_bounds__(32 * ATT_WARPS) attn_split(const st_ker
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const bool lane_on = lane * DPL < D;
     const att_range rg = att_row_range(a, r);
+    if constexpr (!KQ && !VQ) {                 /* q8_0 caches: short_max is 0 */
+        if (rg.is_short) {
+            attn_short_heads<DPL>(a, r, g, rg, sm_dyn, &sm_m[0][0], &sm_l[0][0]);
+            return;
+        }
+    }
     if ((int)blockIdx.y >= rg.n_used)
         return;                                 /* past the row's depth: nothing to do */
     const int64_t t0 = min((int64_t)blockIdx.y * rg.len, rg.n_pos);
@@ -606,12 +733,18 @@ static void kv_write_launch(const st_kern_attn &a, int64_t r0, int64_t nr, cudaS
 
 cudaError_t st_kern_attn_tiled(const st_kern_attn &a, cudaStream_t stream);   /* attention_tc.cu */
 
-extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a, cudaStream_t stream)
+extern "C" cudaError_t st_kern_attention(const struct st_kern_attn *a_in, cudaStream_t stream)
 {
+    /* the short path (attn_short_heads) reads f16 caches only */
+    st_kern_attn a_copy = *a_in;
+    if (a_copy.kq8 || a_copy.vq8)
+        a_copy.short_max = 0;
+    const struct st_kern_attn *a = &a_copy;
     const int32_t group = a->n_kv > 0 ? a->n_head / a->n_kv : 0;
     if (!st_kern_attn_supported(a->head_dim, group) || a->n_rows < 1 ||
         a->n_rows * a->n_kv > 0x7fffffff || a->n_rows * a->n_head > 0x7fffffff ||
-        (!a->tiled && (a->n_split < 1 || a->n_split > ATT_SPLIT_MAX || a->split_min < 1)) ||
+        (!a->tiled && (a->n_split < 1 || a->n_split > ATT_SPLIT_MAX || a->split_min < 1 ||
+                       a->short_max < 0)) ||
         (a->q8 && (a->head_dim % 32 != 0 ||
                    a->q8_stride < st_kern_q8_1_row_bytes((int64_t)a->n_head * a->head_dim))) ||
         ((a->kq8 || a->vq8) && !st_kern_attn_q8_supported(a->head_dim)))

@@ -72,6 +72,8 @@ cudaError_t st_kern_f32_to_f16(uint16_t *dst, const float *x, int64_t n, cudaStr
  *
  * With w2 != NULL (same type and shape as w, gate and up of SwiGLU) the
  * kernel computes both products and stores SiLU(x.w) * (x.w2). */
+#define ST_KERN_MMV_PARTS 3   /* matrices one multi-mode launch takes (wq, wk, wv) */
+
 struct st_kern_mmv_args {
     int            type;          /* st_dtype of w (and w2) */
     const void    *w;             /* [n_in, n_out] (x max_groups slabs when grouped) */
@@ -89,6 +91,16 @@ struct st_kern_mmv_args {
     const int32_t *groups;        /* grouped mode: see above; NULL = dense */
     int32_t        max_groups;
     const int32_t *x_rows;        /* grouped mode: activation row per output row, or NULL */
+    /* multi mode (dense only): n_parts - 1 more weights of the same type and
+     * n_in, dotted with the same x in the same launch, each into its own y:
+     * part i >= 1 is (part_w[i-1], part_n_out[i-1], part_y[i-1],
+     * part_y_stride[i-1]). Each part's outputs are those of a launch of that
+     * part alone, bit for bit. 0 or 1 = a single matrix. */
+    int32_t        n_parts;
+    const void    *part_w[ST_KERN_MMV_PARTS - 1];
+    int64_t        part_n_out[ST_KERN_MMV_PARTS - 1];
+    float         *part_y[ST_KERN_MMV_PARTS - 1];
+    int64_t        part_y_stride[ST_KERN_MMV_PARTS - 1];
 };
 
 /* True when the matmul kernels have this weight type and row width. */
@@ -166,7 +178,10 @@ cudaError_t st_kern_rms_norm_rope(float *out, const float *x, const float *w,
  *   n_split chunks of at least split_min positions; each (row, KV head,
  *   chunk) is one block with an online softmax, and a second kernel merges
  *   the chunks by log-sum-exp. 'part' is scratch of
- *   st_kern_attn_scratch_bytes().
+ *   st_kern_attn_scratch_bytes(). A row of at most short_max positions
+ *   (0: none; decided on the device) takes the short path instead: the
+ *   row's blocks split its query heads, not its positions, and write the
+ *   output themselves (no merge).
  * - tiled (tiled != 0, st_kern_attn_tiled_supported): blocks of query rows
  *   x the query heads of one KV head stream the slot's K/V in tiles through
  *   shared memory, products on tensor cores (mma.sync m16n8k16, f16 inputs,
@@ -183,6 +198,8 @@ struct st_kern_attn {
     int32_t        n_head, n_kv, head_dim;
     float          scale;
     int32_t        n_split, split_min;
+    int32_t        short_max;    /* split: rows of <= short_max positions take the short
+                                  * path (a block per query head); 0 = never; f16 caches only */
     int32_t        tiled;
     int32_t        kq8, vq8;     /* 1: kc / vc hold Q8_0 blocks (17 uint16 each; head_dim
                                   * 32, 64, 128 or 256: st_kern_attn_q8_supported) */
@@ -259,6 +276,28 @@ cudaError_t st_kern_moe_route(int32_t *sel, float *wts, const float *logits, int
 cudaError_t st_kern_moe_group(int32_t *groups, int32_t *pair_row, int32_t *pair_of,
                               const int32_t *sel, int64_t n_rows, int32_t k, int32_t n_exp,
                               int32_t max_groups, unsigned *err_flag, cudaStream_t stream);
+
+/* st_kern_moe_route then st_kern_moe_group of its sel, in one launch (one
+ * block): a decode step's routing, n_rows <= 32, n_exp <= 256 (else
+ * cudaErrorInvalidValue: ST_KERN_MOE_RG_MAX_EXP). The same sel, wts and
+ * groups (within a group the order of pairs may differ, as between two
+ * runs of st_kern_moe_group). */
+#define ST_KERN_MOE_RG_MAX_EXP 256
+struct st_kern_moe_route_group {
+    int32_t     *sel;
+    float       *wts;
+    const float *logits;
+    int64_t      n_rows;
+    int32_t      n_exp, k;
+    bool         sigmoid, norm;
+    const float *bias;
+    float        scale;
+    int32_t     *groups, *pair_row, *pair_of;
+    int32_t      max_groups;
+    unsigned    *err_flag;
+};
+cudaError_t st_kern_moe_route_group(const struct st_kern_moe_route_group *a,
+                                    cudaStream_t stream);
 
 /* out[r, :] = sum_j wts[r, j] * yd[pair_of[r*k + j], :]; yd f32 [n_embd, pairs]. */
 cudaError_t st_kern_moe_combine(float *out, const float *yd, const float *wts,

@@ -14,6 +14,11 @@
  * [start, end) of the sorted pairs and its weight is the expert's slab;
  * blocks of groups beyond the live count exit at once (the grid is sized
  * for the worst case so it never depends on data: CUDA-graph safe).
+ * Multi mode (n_parts 2..3, dense): the blocks of each further matrix
+ * follow those of the one before (blockIdx.x - the parts' blocks before
+ * it), so wq, wk and wv of one x fill one grid: a 512-row wk alone is 128
+ * blocks, fewer than the SMs. A block never straddles two matrices, and
+ * each output's sum is the one a launch of its matrix alone computes.
  *
  * Memory-level parallelism (decode is latency-bound: a 512 x 2048 Q4_K
  * matrix is 0.6 MB, less than the H200 needs in flight to reach its
@@ -50,13 +55,32 @@
 struct mmv_rows {
     int64_t p0, p1;           /* output rows [p0, p1) of this block's group */
     const uint8_t *w, *w2;    /* this group's weight (slab) */
+    float *y;                 /* this block's matrix's outputs (multi mode: its part's) */
+    int64_t y_stride, n_out;
+    int64_t bx;               /* the block's index within its matrix's blocks */
 };
 
-/* The group of this block, or false when the block has nothing to do. */
+/* The group (and in multi mode the part) of this block, or false when the
+ * block has nothing to do. RPB: weight rows a block covers. */
+template <int RPB>
 static __device__ __forceinline__ bool mmv_group(const st_kern_mmv_args &a, mmv_rows &r)
 {
     r.w = (const uint8_t *)a.w;
     r.w2 = (const uint8_t *)a.w2;
+    r.y = a.y;
+    r.y_stride = a.y_stride;
+    r.n_out = a.n_out;
+    r.bx = blockIdx.x;
+    for (int i = 0; i + 1 < a.n_parts; i++) {
+        const int64_t nb = (r.n_out + RPB - 1) / RPB;
+        if (r.bx < nb)
+            break;
+        r.bx -= nb;
+        r.w = (const uint8_t *)a.part_w[i];
+        r.y = a.part_y[i];
+        r.y_stride = a.part_y_stride[i];
+        r.n_out = a.part_n_out[i];
+    }
     if (!a.groups) {
         r.p0 = 0;
         r.p1 = a.n_rows;
@@ -87,7 +111,7 @@ static __device__ __forceinline__ float mmv_silu(float g)
 
 /* Reduce and store the sums of the first cnt of NX rows (all lanes call it). */
 template <int TPR, int NX, bool GLU>
-static __device__ __forceinline__ void mmv_store(const st_kern_mmv_args &a, const float *acc,
+static __device__ __forceinline__ void mmv_store(const mmv_rows &g, const float *acc,
                                                  const float *acc2, int cnt, int64_t p,
                                                  int64_t o, bool live, int lane)
 {
@@ -97,7 +121,7 @@ static __device__ __forceinline__ void mmv_store(const st_kern_mmv_args &a, cons
             float v = kq_group_sum<TPR>(acc[j]);
             float v2 = GLU ? kq_group_sum<TPR>(acc2[j]) : 0.0f;
             if (lane == 0 && live)
-                a.y[(p + j) * a.y_stride + o] = GLU ? mmv_silu(v) * v2 : v;
+                g.y[(p + j) * g.y_stride + o] = GLU ? mmv_silu(v) * v2 : v;
         }
     }
 }
@@ -117,16 +141,16 @@ static __device__ __forceinline__ void mmv_xrows(const st_kern_mmv_args &a, int6
 /* R rows per lane group: row o0 + r of the group's TPR lanes. Rows past
  * n_out repeat the last row (lanes join the shuffles, nothing is stored). */
 template <int R>
-static __device__ __forceinline__ void mmv_rows_of(const st_kern_mmv_args &a, int tpr,
-                                                      int64_t *o, bool *live)
+static __device__ __forceinline__ void mmv_rows_of(const mmv_rows &g, int tpr, int64_t *o,
+                                                   bool *live)
 {
-    const int64_t o0 = ((int64_t)blockIdx.x * (MMV_THREADS / tpr) + threadIdx.x / tpr) * R;
+    const int64_t o0 = (g.bx * (MMV_THREADS / tpr) + threadIdx.x / tpr) * R;
 #pragma unroll
     for (int r = 0; r < R; r++) {
         o[r] = o0 + r;
-        live[r] = o[r] < a.n_out;
+        live[r] = o[r] < g.n_out;
         if (!live[r])
-            o[r] = a.n_out - 1;
+            o[r] = g.n_out - 1;
     }
 }
 
@@ -175,12 +199,12 @@ static __global__ void __launch_bounds__(MMV_THREADS, MMV_MIN_BLOCKS(NX)) mmv_qu
 {
     typedef kq<T> K;
     mmv_rows g;
-    if (!mmv_group(a, g))
+    if (!mmv_group<R * (MMV_THREADS / TPR)>(a, g))
         return;
     const int lane = threadIdx.x % TPR;
     int64_t o[R];
     bool live[R];
-    mmv_rows_of<R>(a, TPR, o, live);
+    mmv_rows_of<R>(g, TPR, o, live);
     const uint8_t *wr[R], *wr2[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
@@ -204,7 +228,7 @@ static __global__ void __launch_bounds__(MMV_THREADS, MMV_MIN_BLOCKS(NX)) mmv_qu
             mmv_item<T, NX, R, GLU>(a, wr, wr2, xr, it, acc, acc2);
 #pragma unroll
         for (int r = 0; r < R; r++)
-            mmv_store<TPR, NX, GLU>(a, acc[r], acc2[r], cnt, p, o[r], live[r], lane);
+            mmv_store<TPR, NX, GLU>(g, acc[r], acc2[r], cnt, p, o[r], live[r], lane);
     }
 }
 
@@ -245,12 +269,12 @@ template <int T, int TPR, int NX, bool GLU>
 static __global__ void __launch_bounds__(MMV_THREADS, 2) mmv_float(const st_kern_mmv_args a)
 {
     mmv_rows g;
-    if (!mmv_group(a, g))
+    if (!mmv_group<MMV_THREADS / TPR>(a, g))
         return;
     const int lane = threadIdx.x % TPR;
     int64_t o;
     bool live;
-    mmv_rows_of<1>(a, TPR, &o, &live);
+    mmv_rows_of<1>(g, TPR, &o, &live);
     const uint8_t *wr = g.w + (size_t)o * a.w_row_bytes;
     const uint8_t *wr2 = GLU ? g.w2 + (size_t)o * a.w_row_bytes : nullptr;
     const int64_t n_items = a.n_in / 8;
@@ -277,7 +301,7 @@ static __global__ void __launch_bounds__(MMV_THREADS, 2) mmv_float(const st_kern
                     acc2[j] += mmv_dot8(w2, x);
             }
         }
-        mmv_store<TPR, NX, GLU>(a, acc, acc2, cnt, p, o, live, lane);
+        mmv_store<TPR, NX, GLU>(g, acc, acc2, cnt, p, o, live, lane);
     }
 }
 
@@ -317,11 +341,21 @@ static int mmv_nx(int64_t rows)
  * reads), else 1 so that small matrices (512 rows) spread over the SMs.
  * The fused gate/up already reads two rows; 8 activation rows fill the
  * registers. */
+/* Blocks of a dense launch of rpb weight rows a block: every part's own,
+ * one after the other (mmv_group). */
+static int64_t mmv_blocks(const st_kern_mmv_args &a, int64_t rpb)
+{
+    int64_t b = kq_cdiv(a.n_out, rpb);
+    for (int i = 0; i + 1 < a.n_parts; i++)
+        b += kq_cdiv(a.part_n_out[i], rpb);
+    return b;
+}
+
 static int mmv_r(const st_kern_mmv_args &a, int tpr, int nx)
 {
     if (a.w2 || nx > 4)
         return 1;
-    int64_t blocks = kq_cdiv(a.n_out, 2 * (MMV_THREADS / tpr)) * (a.groups ? a.max_groups : 1);
+    int64_t blocks = mmv_blocks(a, 2 * (MMV_THREADS / tpr)) * (a.groups ? a.max_groups : 1);
     return blocks >= 256 ? 2 : 1;
 }
 
@@ -337,7 +371,7 @@ static void mmv_launch_nx(const st_kern_mmv_args &a, dim3 grid, cudaStream_t s)
 template <int T, int TPR>
 static void mmv_launch(const st_kern_mmv_args &a, int nx, cudaStream_t s)
 {
-    dim3 grid((unsigned)kq_cdiv(a.n_out, MMV_THREADS / TPR), a.groups ? (unsigned)a.max_groups : 1u);
+    dim3 grid((unsigned)mmv_blocks(a, MMV_THREADS / TPR), a.groups ? (unsigned)a.max_groups : 1u);
     if (nx == 1)
         mmv_launch_nx<T, TPR, 1>(a, grid, s);
     else if (nx == 4)
@@ -351,13 +385,13 @@ static void mmq_launch_nx(const st_kern_mmv_args &a, cudaStream_t s)
 {
     const unsigned gy = a.groups ? (unsigned)a.max_groups : 1u;
     if (a.w2) {
-        dim3 grid((unsigned)kq_cdiv(a.n_out, MMV_THREADS / TPR), gy);
+        dim3 grid((unsigned)mmv_blocks(a, MMV_THREADS / TPR), gy);
         KQ_LAUNCH(grid, MMV_THREADS, 0, s, mmv_quant<T, TPR, NX, 1, true>)(a);
     } else if (NX <= 4 && mmv_r(a, TPR, NX) == 2) {
-        dim3 grid((unsigned)kq_cdiv(a.n_out, 2 * (MMV_THREADS / TPR)), gy);
+        dim3 grid((unsigned)mmv_blocks(a, 2 * (MMV_THREADS / TPR)), gy);
         KQ_LAUNCH(grid, MMV_THREADS, 0, s, mmv_quant<T, TPR, NX, (NX <= 4 ? 2 : 1), false>)(a);
     } else {
-        dim3 grid((unsigned)kq_cdiv(a.n_out, MMV_THREADS / TPR), gy);
+        dim3 grid((unsigned)mmv_blocks(a, MMV_THREADS / TPR), gy);
         KQ_LAUNCH(grid, MMV_THREADS, 0, s, mmv_quant<T, TPR, NX, 1, false>)(a);
     }
 }
@@ -379,6 +413,13 @@ extern "C" cudaError_t st_kern_mmv(const struct st_kern_mmv_args *a, cudaStream_
         (a->groups && a->max_groups < 1) || (!a->groups && a->n_rows < 1))
         return cudaErrorInvalidValue;
     if (a->groups && a->max_groups > 65535)
+        return cudaErrorInvalidValue;
+    if (a->n_parts < 0 || a->n_parts > ST_KERN_MMV_PARTS || (a->n_parts > 1 && a->groups))
+        return cudaErrorInvalidValue;
+    for (int i = 0; i + 1 < a->n_parts; i++)
+        if (!a->part_w[i] || !a->part_y[i] || a->part_n_out[i] < 1)
+            return cudaErrorInvalidValue;
+    if (a->n_parts > 1 && mmv_blocks(*a, MMV_THREADS / 32) > 0x7fffffff)
         return cudaErrorInvalidValue;
     const int64_t n_items = a->n_in / mmv_item_elems(a->type);
     const int tpr = n_items >= 32 ? 32 : 8;

@@ -28,6 +28,10 @@
  *   not (every output row is computed on its own). Layout of 'groups' is
  *   struct st_kern_mmv's (kernels.h).
  *
+ * moe_route_group (decode steps of <= 32 rows, <= 256 experts): both in
+ *   one block of up to 1024 threads, a warp per row, then the grouping of
+ *   the pairs it chose: the same routing and the same groups, one launch.
+ *
  * moe_combine: one thread per output element (grid-stride), summing the k
  *   expert outputs of its row in choice order j = 0..k-1 (as the CPU); the
  *   pair indices and weights of 8 choices are loaded, then their 8 rows,
@@ -37,6 +41,9 @@
 
 #define ROUTE_WARPS 4
 #define MOE_MAX_EXP 1024
+/* moe_route_group's bound: 32 logits a lane (more experts) do not fit the
+ * 64 registers of a 1024-thread block (ptxas spilled 420 bytes) */
+#define MOE_RG_MAX_EXP ST_KERN_MOE_RG_MAX_EXP
 
 /* Warp arg-max of (v, i): larger v wins, then smaller i; every lane ends
  * with the winner. */
@@ -53,15 +60,13 @@ static __device__ __forceinline__ void warp_argmax(float *v, int *i)
     }
 }
 
+/* Row r's routing by one whole warp (lane = its lane). */
 template <int NPL>
-static __global__ void __launch_bounds__(32 * ROUTE_WARPS)
-moe_route(int32_t *sel, float *wts, const float *logits, int64_t n_rows, int n_exp, int k,
-          bool sigmoid, const float *bias, bool norm, float scale)
+static __device__ __forceinline__ void route_row(int32_t *sel, float *wts, const float *logits,
+                                                 int64_t r, int n_exp, int k, bool sigmoid,
+                                                 const float *bias, bool norm, float scale,
+                                                 int lane)
 {
-    const int64_t r = (int64_t)blockIdx.x * ROUTE_WARPS + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
-    if (r >= n_rows)
-        return;                          /* whole warps leave together */
     const float *lg = logits + r * n_exp;
     float p[NPL], key[NPL];
 #pragma unroll
@@ -137,6 +142,17 @@ moe_route(int32_t *sel, float *wts, const float *logits, int64_t n_rows, int n_e
     }
 }
 
+template <int NPL>
+static __global__ void __launch_bounds__(32 * ROUTE_WARPS)
+moe_route(int32_t *sel, float *wts, const float *logits, int64_t n_rows, int n_exp, int k,
+          bool sigmoid, const float *bias, bool norm, float scale)
+{
+    const int64_t r = (int64_t)blockIdx.x * ROUTE_WARPS + threadIdx.x / 32;
+    if (r >= n_rows)
+        return;                          /* whole warps leave together */
+    route_row<NPL>(sel, wts, logits, r, n_exp, k, sigmoid, bias, norm, scale, threadIdx.x % 32);
+}
+
 extern "C" cudaError_t st_kern_moe_route(int32_t *sel, float *wts, const float *logits,
                                          int64_t n_rows, int32_t n_exp, int32_t k, bool sigmoid,
                                          const float *bias, bool norm, float scale,
@@ -171,12 +187,16 @@ static __device__ __forceinline__ int warp_scan_incl(int v, int lane)
     return v;
 }
 
-static __global__ void __launch_bounds__(1024)
-moe_group(int32_t *groups, int32_t *pair_row, int32_t *pair_of, const int32_t *sel,
-          int64_t n_pairs, int k, int n_exp, int max_groups, unsigned *err_flag)
+/* The pairs of sel grouped by expert, by the whole block (blockDim.x >=
+ * n_exp, whole warps); count, fill: MOE_MAX_EXP ints of shared memory,
+ * wcount, wlive: 32. */
+static __device__ __forceinline__ void group_pairs(int32_t *groups, int32_t *pair_row,
+                                                   int32_t *pair_of, const int32_t *sel,
+                                                   int64_t n_pairs, int k, int n_exp,
+                                                   int max_groups, unsigned *err_flag,
+                                                   int *count, int *fill, int *wcount,
+                                                   int *wlive)
 {
-    __shared__ int count[MOE_MAX_EXP], fill[MOE_MAX_EXP];
-    __shared__ int wcount[32], wlive[32];
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     for (int e = tid; e < n_exp; e += blockDim.x)
         count[e] = 0;
@@ -228,6 +248,62 @@ moe_group(int32_t *groups, int32_t *pair_row, int32_t *pair_of, const int32_t *s
         pair_row[q] = (int32_t)(p / k);
         pair_of[p] = q;
     }
+}
+
+static __global__ void __launch_bounds__(1024)
+moe_group(int32_t *groups, int32_t *pair_row, int32_t *pair_of, const int32_t *sel,
+          int64_t n_pairs, int k, int n_exp, int max_groups, unsigned *err_flag)
+{
+    __shared__ int count[MOE_MAX_EXP], fill[MOE_MAX_EXP];
+    __shared__ int wcount[32], wlive[32];
+    group_pairs(groups, pair_row, pair_of, sel, n_pairs, k, n_exp, max_groups, err_flag, count,
+                fill, wcount, wlive);
+}
+
+/* Routing and grouping of a decode step in one block: warp r routes row r
+ * (route_row, so sel and wts are moe_route's), then the block groups the
+ * pairs (group_pairs, reading the sel it just wrote: __syncthreads makes
+ * the block's global writes visible to the block). */
+template <int NPL>
+static __global__ void __launch_bounds__(1024)
+moe_route_group(int32_t *sel, float *wts, const float *logits, int64_t n_rows, int n_exp, int k,
+                bool sigmoid, const float *bias, bool norm, float scale, int32_t *groups,
+                int32_t *pair_row, int32_t *pair_of, int max_groups, unsigned *err_flag)
+{
+    __shared__ int count[MOE_MAX_EXP], fill[MOE_MAX_EXP];
+    __shared__ int wcount[32], wlive[32];
+    const int64_t r = threadIdx.x / 32;
+    if (r < n_rows)
+        route_row<NPL>(sel, wts, logits, r, n_exp, k, sigmoid, bias, norm, scale,
+                       threadIdx.x % 32);
+    __syncthreads();
+    group_pairs(groups, pair_row, pair_of, sel, n_rows * k, k, n_exp, max_groups, err_flag,
+                count, fill, wcount, wlive);
+}
+
+extern "C" cudaError_t st_kern_moe_route_group(const struct st_kern_moe_route_group *a,
+                                               cudaStream_t stream)
+{
+    const int64_t P = a->n_rows * a->k;
+    if (a->n_rows < 1 || a->n_rows > 32 || a->n_exp < 1 || a->n_exp > MOE_RG_MAX_EXP ||
+        a->k < 1 || a->k > 32 || a->k > a->n_exp ||
+        a->max_groups < (a->n_exp < P ? a->n_exp : P))
+        return cudaErrorInvalidValue;
+    /* a warp per row, a thread per expert, per pair up to 1024 */
+    int64_t t = 32 * a->n_rows;
+    t = t > a->n_exp ? t : a->n_exp;
+    t = t > (P < 1024 ? P : 1024) ? t : (P < 1024 ? P : 1024);
+    t = (t + 31) / 32 * 32;
+#define MOE_RG(NPL)                                                                         \
+    KQ_LAUNCH(1, (unsigned)t, 0, stream, moe_route_group<NPL>)(                             \
+        a->sel, a->wts, a->logits, a->n_rows, a->n_exp, a->k, a->sigmoid, a->bias, a->norm, \
+        a->scale, a->groups, a->pair_row, a->pair_of, a->max_groups, a->err_flag)
+    if (a->n_exp <= 128)
+        MOE_RG(4);
+    else
+        MOE_RG(8);
+#undef MOE_RG
+    return cudaGetLastError();
 }
 
 extern "C" cudaError_t st_kern_moe_group(int32_t *groups, int32_t *pair_row, int32_t *pair_of,

@@ -241,6 +241,18 @@ enum st_status st_backend_matmul(struct st_backend *be, const struct st_tensor *
                                  const struct st_tensor *x, const struct st_tensor *w,
                                  struct st_err *err);
 
+/* Three matmuls of one x (an attention layer's wq, wk, wv): out_i = x .
+ * w_i^T for i = 0, 1, 2, exactly st_backend_matmul(out0, x, w0), then
+ * (out1, x, w1), then (out2, x, w2), bit for bit (the CPU backend runs
+ * that). A device backend may run them as one kernel when the three
+ * weights share a type. Shapes as matmul, each w_i with its own O_i; the
+ * outputs may not overlap x or each other. */
+enum st_status st_backend_matmul3(struct st_backend *be, const struct st_tensor *out0,
+                                  const struct st_tensor *out1, const struct st_tensor *out2,
+                                  const struct st_tensor *x, const struct st_tensor *w0,
+                                  const struct st_tensor *w1, const struct st_tensor *w2,
+                                  struct st_err *err);
+
 /* out = a + b, element-wise (the residual), or a bias added to every row.
  * out, a: f32 [C, n]; b: f32 [C, n] (element-wise), or f32 [C, 1] (one
  * row, added to each of the n rows of a: glm4moe's q/k/v biases). out

@@ -27,6 +27,9 @@
       (be, out, x, w, eps, err))                                                       \
     X(matmul, (struct st_backend *be, ST_T out, ST_T x, ST_T w, struct st_err *err),    \
       (be, out, x, w, err))                                                            \
+    X(matmul3, (struct st_backend *be, ST_T out0, ST_T out1, ST_T out2, ST_T x, ST_T w0, \
+                ST_T w1, ST_T w2, struct st_err *err),                                 \
+      (be, out0, out1, out2, x, w0, w1, w2, err))                                      \
     X(add, (struct st_backend *be, ST_T out, ST_T a, ST_T b, struct st_err *err),       \
       (be, out, a, b, err))                                                            \
     X(silu_mul, (struct st_backend *be, ST_T out, ST_T gate, ST_T up, struct st_err *err), \

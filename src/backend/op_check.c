@@ -88,6 +88,31 @@ enum st_status st_check_matmul(struct st_backend *be, ST_T out, ST_T x, ST_T w,
     return ST_OK;
 }
 
+static bool overlap(const struct st_tensor *a, const struct st_tensor *b)
+{
+    const uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+    return a0 < b0 + st_tensor_nbytes(b) && b0 < a0 + st_tensor_nbytes(a);
+}
+
+enum st_status st_check_matmul3(struct st_backend *be, ST_T out0, ST_T out1, ST_T out2, ST_T x,
+                                ST_T w0, ST_T w1, ST_T w2, struct st_err *err)
+{
+    ST_T outs[3] = { out0, out1, out2 };
+    ST_T ws[3] = { w0, w1, w2 };
+
+    for (int i = 0; i < 3; i++) {
+        enum st_status rc = st_check_matmul(be, outs[i], x, ws[i], err);
+        if (rc != ST_OK)
+            return rc;
+        if (overlap(outs[i], x))
+            return st_op_bad(err, "matmul3", "out (overlaps x)", outs[i]);
+        for (int j = 0; j < i; j++)
+            if (overlap(outs[i], outs[j]))
+                return st_op_bad(err, "matmul3", "out (overlaps another out)", outs[i]);
+    }
+    return ST_OK;
+}
+
 static enum st_status check_same3(struct st_backend *be, const char *op, ST_T out, ST_T a,
                                   ST_T b, struct st_err *err)
 {

@@ -124,13 +124,34 @@ static enum st_status ffn(struct st_model *m, const struct st_fwd_layer *w,
     return st_backend_add(be, &r->o, &r->o, &r->so, err);   /* routed + shared */
 }
 
+/* project_kv then project_q with the three matmuls of h as one matmul3
+ * (a device backend runs them as one kernel: docs/CUDA.md "Launches per
+ * layer"): the same ops otherwise, and the same values. */
+static enum st_status project_qkv(struct st_model *m, const struct st_fwd_layer *w,
+                                  const struct st_fwd_rows *r, bool h_ready, struct st_err *err)
+{
+    const struct st_hparams *hp = &m->desc->hp;
+    if (!h_ready)
+        TRY(st_backend_rms_norm(m->be, &r->h, &r->x, &w->attn_norm, hp->rms_eps, err));
+    TRY(st_backend_matmul3(m->be, &r->k, &r->v, &r->q, &r->h, &w->wk, &w->wv, &w->wq, err));
+    TRY(add_bias(m, &r->k, &w->bk, err));
+    TRY(add_bias(m, &r->v, &w->bv, err));
+    TRY(st_fwd_norm_rope(m, &r->k, &w->k_norm, r, err));
+    TRY(add_bias(m, &r->q, &w->bq, err));
+    return st_fwd_norm_rope(m, &r->q, &w->q_norm, r, err);
+}
+
 enum st_status st_fwd_layer_block(struct st_model *m, const struct st_fwd_layer *w,
                                   const struct st_tensor *kc, const struct st_tensor *vc,
                                   const struct st_fwd_rows *r, bool h_ready,
                                   const struct st_tensor *next_norm, struct st_err *err)
 {
-    TRY(project_kv(m, w, r, h_ready, err));
-    TRY(project_q(m, w, r, err));
+    if (w->wq.type == w->wk.type && w->wk.type == w->wv.type) {
+        TRY(project_qkv(m, w, r, h_ready, err));
+    } else {
+        TRY(project_kv(m, w, r, h_ready, err));
+        TRY(project_q(m, w, r, err));
+    }
     TRY(st_fwd_attend(m, kc, vc, r, err));
     TRY(st_backend_matmul(m->be, &r->o, &r->att, &w->wo, err));
     TRY(st_fwd_residual(m, r, &w->ffn_norm, err));    /* x += o; h = ffn_norm(x) */

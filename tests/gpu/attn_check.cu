@@ -186,7 +186,11 @@ static void step_free(step *s)
     cudaFree(s->dslot); cudaFree(s->dpos);
 }
 
-static st_kern_attn attn_args(dev *d, step *s, int tiled, int n_split)
+/* the backend's default short-path bound (cuda_attention.c ATT_SHORT_MAX);
+ * 0 = the split kernel's old decode path */
+#define SHORT_MAX 256
+
+static st_kern_attn attn_args(dev *d, step *s, int tiled, int n_split, int short_max)
 {
     st_kern_attn a;
     memset(&a, 0, sizeof a);
@@ -195,7 +199,7 @@ static st_kern_attn attn_args(dev *d, step *s, int tiled, int n_split)
     a.n_rows = (int64_t)s->slot.size(); a.n_ctx = d->sh.n_ctx; a.n_slots = d->sh.n_slots;
     a.n_head = d->sh.H; a.n_kv = d->sh.Hkv; a.head_dim = d->sh.D;
     a.scale = 1.0f / sqrtf((float)d->sh.D);
-    a.n_split = n_split; a.split_min = 64; a.tiled = tiled;
+    a.n_split = n_split; a.split_min = 64; a.short_max = short_max; a.tiled = tiled;
     a.kq8 = d->kq8; a.vq8 = d->vq8;
     a.part = d->part; a.err_flag = d->flag;
     return a;
@@ -243,19 +247,27 @@ static double ref_err(dev *d, step *s, const std::vector<float> &out)
 
 static int g_fail;
 
-/* one step through one algorithm; the cache is restored by re-running the
- * KV write of the same k/v, so both algorithms see the same cache */
+/* one step through each algorithm (split with the short path, split
+ * without it for decode-sized steps, tiled); the cache is restored by
+ * re-running the KV write of the same k/v, so all see the same cache */
 static void check(dev *d, const char *name, const std::vector<int32_t> &slot,
                   const std::vector<int32_t> &pos)
 {
     step s;
     step_make(&s, d->sh, slot, pos);
     const int64_t n = (int64_t)slot.size();
-    for (int tiled = 0; tiled < 2; tiled++) {
+    for (int alg = 0; alg < 3; alg++) {
+        const int tiled = alg == 2, short_max = alg == 0 ? SHORT_MAX : 0;
         if (tiled && !st_kern_attn_tiled_supported(d->sh.D, d->sh.H / d->sh.Hkv, 8))
             continue;
+        bool has_short = false;
+        for (int32_t p : pos)
+            has_short |= p < SHORT_MAX;
+        /* else the same kernel path as alg 0 (q8_0 caches never take the short one) */
+        if (alg == 1 && (n > 16 || !has_short || d->kq8 || d->vq8))
+            continue;
         const int ns = tiled ? 1 : n_split_for(n, d->sh.n_ctx, d->sh.Hkv, d->sm);
-        st_kern_attn a = attn_args(d, &s, tiled, ns);
+        st_kern_attn a = attn_args(d, &s, tiled, ns, short_max);
         CK(cudaMemset(s.dout, 0xff, n * d->sh.H * d->sh.D * 4));   /* NaN: every value written */
         CK(st_kern_attention(&a, 0));
         CK(cudaDeviceSynchronize());
@@ -268,7 +280,7 @@ static void check(dev *d, const char *name, const std::vector<int32_t> &slot,
         const bool ok = e <= tol && flag == 0;
         g_fail |= !ok;
         printf("%-5s H=%2d Hkv=%2d D=%3d %-4s/%-4s %-30s rows %4lld n_split %3d: rel err %.3g "
-               "%s\n", tiled ? "tiled" : "split", d->sh.H, d->sh.Hkv, d->sh.D,
+               "%s\n", tiled ? "tiled" : alg == 0 && !d->kq8 && !d->vq8 ? "short" : "split", d->sh.H, d->sh.Hkv, d->sh.D,
                d->kq8 ? "q8_0" : "f16", d->vq8 ? "q8_0" : "f16", name, (long long)n, ns, e,
                ok ? "ok" : "FAIL");
     }
@@ -300,6 +312,9 @@ static void cases(shape sh, int kq8 = 0, int vq8 = 0)
     check(&d, "decode: 1 slot at 8000", { 3 }, { 8000 });
     check(&d, "decode: one chunk 0/30/32/63", { 0, 1, 2, 3 }, { 0, 30, 32, 63 });
     check(&d, "decode: 1 slot at 64", { 2 }, { 64 });
+    check(&d, "decode: 1/2/31/33 positions", { 0, 1, 2, 3 }, { 0, 1, 30, 32 });
+    check(&d, "decode: 65/200/255/256 positions", { 3, 2, 1, 0 }, { 64, 199, 254, 255 });
+    check(&d, "decode: 1 slot at 200", { 1 }, { 200 });
     dev_close(&d);
 }
 
@@ -312,7 +327,7 @@ static void graph_check(void)
     dev_open(&d, sh);
     step s;
     step_make(&s, sh, { 0, 1 }, { 10, 20 });
-    st_kern_attn a = attn_args(&d, &s, 0, n_split_for(2, sh.n_ctx, sh.Hkv, d.sm));
+    st_kern_attn a = attn_args(&d, &s, 0, n_split_for(2, sh.n_ctx, sh.Hkv, d.sm), SHORT_MAX);
     cudaStream_t st;
     cudaGraph_t gr;
     cudaGraphExec_t ge;
@@ -321,8 +336,8 @@ static void graph_check(void)
     CK(st_kern_attention(&a, st));
     CK(cudaStreamEndCapture(st, &gr));
     CK(cudaGraphInstantiate(&ge, gr, 0));
-    const int32_t ps[3][2] = { { 10, 20 }, { 5000, 21 }, { 8191, 3000 } };
-    for (int i = 0; i < 3; i++) {
+    const int32_t ps[4][2] = { { 10, 20 }, { 255, 256 }, { 5000, 21 }, { 8191, 3000 } };
+    for (int i = 0; i < 4; i++) {
         s.pos = { ps[i][0], ps[i][1] };
         CK(cudaMemcpyAsync(s.dpos, s.pos.data(), 8, cudaMemcpyHostToDevice, st));
         CK(cudaGraphLaunch(ge, st));
@@ -341,9 +356,9 @@ static void graph_check(void)
     dev_close(&d);
 }
 
-static float time_ms(dev *d, step *s, int tiled, int ns)
+static float time_ms(dev *d, step *s, int tiled, int ns, int short_max)
 {
-    st_kern_attn a = attn_args(d, s, tiled, ns);
+    st_kern_attn a = attn_args(d, s, tiled, ns, short_max);
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -371,7 +386,7 @@ static void speed(void)
     for (int64_t dp : depths) {
         step s;
         step_make(&s, sh, std::vector<int32_t>(512, 0), iota(dp, 512));
-        const float tt = time_ms(&d, &s, 1, 1), ts = time_ms(&d, &s, 0, 1);
+        const float tt = time_ms(&d, &s, 1, 1, 0), ts = time_ms(&d, &s, 0, 1, 0);
         printf("speed: prompt chunk 512 at depth %6lld: tiled %8.3f ms, split (one chunk a row) "
                "%8.3f ms\n", (long long)dp, tt, ts);
         step_free(&s);
@@ -386,7 +401,7 @@ static void speed(void)
             for (int r = 0; r < rows; r++) { sl.push_back(r); po.push_back((int32_t)dp + r); }
             step_make(&s, sh, sl, po);
             const int ns = n_split_for(rows, sh.n_ctx, sh.Hkv, d.sm);
-            const float t1 = time_ms(&d, &s, 0, 1), tn = time_ms(&d, &s, 0, ns);
+            const float t1 = time_ms(&d, &s, 0, 1, 0), tn = time_ms(&d, &s, 0, ns, SHORT_MAX);
             printf("speed: decode %d row(s) at depth %6lld: n_split 1 %8.3f ms, n_split %3d "
                    "%8.3f ms\n", rows, (long long)dp, t1, ns, tn);
             step_free(&s);
@@ -402,7 +417,7 @@ static void speed(void)
         for (int r = 0; r < rows; r++) { sl.push_back(r); po.push_back(16384 + r); }
         step_make(&s, sh, sl, po);
         const int ns = n_split_for(rows, sh.n_ctx, sh.Hkv, d.sm);
-        const float tf = time_ms(&d, &s, 0, ns), tq = time_ms(&q, &s, 0, ns);
+        const float tf = time_ms(&d, &s, 0, ns, 0), tq = time_ms(&q, &s, 0, ns, 0);
         printf("speed: kv types: decode %d row(s) at depth 16384, n_split %3d: f16 %8.3f ms, "
                "q8_0 %8.3f ms\n", rows, ns, tf, tq);
         step_free(&s);
@@ -410,12 +425,30 @@ static void speed(void)
     {
         step s;
         step_make(&s, sh, std::vector<int32_t>(512, 0), iota(16384, 512));
-        const float tf = time_ms(&d, &s, 1, 1), tq = time_ms(&q, &s, 1, 1);
+        const float tf = time_ms(&d, &s, 1, 1, 0), tq = time_ms(&q, &s, 1, 1, 0);
         printf("speed: kv types: prompt chunk 512 at depth 16384, tiled: f16 %8.3f ms, q8_0 "
                "%8.3f ms\n", tf, tq);
         step_free(&s);
     }
     dev_close(&q);
+    /* the short path against the split kernel's old decode path at short
+     * depths (row r of the step has depth + r positions): the A/B of
+     * STRATA_CUDA_ATTN_SHORT, and where the bound SHORT_MAX should sit */
+    const int64_t sdepths[] = { 16, 32, 63, 200, 256, 512, 1024 };
+    for (int rows = 1; rows <= 4; rows *= 4) {
+        for (int64_t dp : sdepths) {
+            step s;
+            std::vector<int32_t> sl, po;
+            for (int r = 0; r < rows; r++) { sl.push_back(r); po.push_back((int32_t)dp - 1 + r); }
+            step_make(&s, sh, sl, po);
+            const int ns = n_split_for(rows, sh.n_ctx, sh.Hkv, d.sm);
+            const float t_old = time_ms(&d, &s, 0, ns, 0);
+            const float t_short = time_ms(&d, &s, 0, ns, 1 << 20);
+            printf("speed: short A/B %d row(s) of %5lld positions: old %7.4f ms, short %7.4f ms "
+                   "(%.2fx)\n", rows, (long long)dp, t_old, t_short, t_old / t_short);
+            step_free(&s);
+        }
+    }
     dev_close(&d);
 }
 

@@ -31,7 +31,8 @@
  * weight GB/s against the 4.8 TB/s peak, and what launches cost. Before
  * that, the a3b decode shapes (wq, wk/wv, wo, the experts as dense
  * stand-ins, the F32 router) "cold": each call reads another copy of the
- * weight, >= 160 MB in all, so the bytes come from HBM as in a decode step.
+ * weight, >= 160 MB in all, so the bytes come from HBM as in a decode step;
+ * and wq + wk + wv of one x as three matmuls against one matmul3.
  * Then it times the delta rule alone (st_backend_delta_net) on a 512-row
  * prompt read of one slot at D = 128, 16 q/k and 32 v heads: the chunked
  * form (the default) against the row-by-row recurrence (a second backend
@@ -512,6 +513,86 @@ static int kern_shape(struct st_backend *be, enum st_dtype type, int64_t I, int6
     return rc;
 }
 
+/* Seconds per (wq, wk, wv) of one x, graphed: three matmuls, or one
+ * matmul3 (on cuda with fusion on, one launch); weight set i % n_w. */
+static double time_qkv(struct st_backend *be, const struct st_tensor *y,
+                       const struct st_tensor *x, const struct st_tensor *w, int n_w, int calls,
+                       bool three, uint64_t key, struct st_err *err)
+{
+    double t0 = 0.0;
+    for (int rep = 0; rep < 4; rep++) {        /* reps 0-1: warm-up (and capture) */
+        bool replayed = false;
+        if (rep == 2)
+            t0 = now_s();
+        if (st_backend_graph_begin(be, key, &replayed, err) != ST_OK)
+            return -1.0;
+        for (int i = 0; i < calls && !replayed; i++) {
+            const struct st_tensor *wi = &w[3 * (i % n_w)];
+            enum st_status rc = ST_OK;
+            for (int j = 0; j < 3 && three && rc == ST_OK; j++)
+                rc = st_backend_matmul(be, &y[j], x, &wi[j], err);
+            if (!three)
+                rc = st_backend_matmul3(be, &y[0], &y[1], &y[2], x, &wi[0], &wi[1], &wi[2], err);
+            if (rc != ST_OK)
+                return -1.0;
+        }
+        if (!replayed && st_backend_graph_end(be, err) != ST_OK)
+            return -1.0;
+        if (st_backend_sync(be, err) != ST_OK)
+            return -1.0;
+    }
+    return (now_s() - t0) / (2.0 * calls);
+}
+
+/* The a3b attention projections (wq 4096, wk and wv 512 rows of 2048,
+ * Q4_K, read from HBM: the calls rotate over copies) at 1 and 4 rows: three
+ * matmuls against one matmul3 (docs/CUDA.md "Launches per layer"). */
+static int kern_qkv(struct st_backend *be, uint64_t key, struct st_err *err)
+{
+    const int64_t I = 2048, O[3] = { 4096, 512, 512 };
+    size_t nb[3], set = 0;
+    for (int j = 0; j < 3; j++)
+        set += nb[j] = st_dtype_row_bytes(ST_DTYPE_Q4_K, I) * (size_t)O[j];
+    const int n_w = (int)((160u << 20) / set + 1), calls = n_w > 20 ? n_w : 20;
+    uint8_t *host = malloc(nb[0]);
+    struct st_tensor *w = calloc((size_t)n_w * 3, sizeof(*w));
+    int rc = host == NULL || w == NULL;
+    if (rc)
+        snprintf(err->msg, sizeof(err->msg), "out of memory");
+    else
+        kern_fill(host, nb[0]);
+    for (int i = 0; i < 3 * n_w && rc == 0; i++)
+        rc = st_backend_wrap(be, ST_DTYPE_Q4_K, (int64_t[4]){ I, O[i % 3], 1, 1 }, host,
+                             nb[i % 3], &w[i], err) != ST_OK;
+    for (int n = 1; n <= 4 && rc == 0; n *= 4) {
+        struct st_tensor x = { 0 }, y[3] = { { 0 } };
+        rc = st_backend_alloc(be, ST_DTYPE_F32, (int64_t[4]){ I, n, 1, 1 }, &x, err) != ST_OK;
+        for (int j = 0; j < 3 && rc == 0; j++)
+            rc = st_backend_alloc(be, ST_DTYPE_F32, (int64_t[4]){ O[j], n, 1, 1 }, &y[j],
+                                  err) != ST_OK;
+        double t3 = rc ? -1 : time_qkv(be, y, &x, w, n_w, calls, true, key + (uint64_t)n, err);
+        double t1 = rc ? -1 : time_qkv(be, y, &x, w, n_w, calls, false, key + 2 + (uint64_t)n,
+                                       err);
+        if (t3 < 0 || t1 < 0)
+            rc = 1;
+        else
+            printf("bench: kern Q4_K a3b wq+wk+wv np=%d cold: %7.1f us three matmuls, %7.1f us "
+                   "matmul3 (%.2fx), %4.1f%% of peak\n", n, t3 * 1e6, t1 * 1e6, t3 / t1,
+                   100.0 * (double)set / t1 / PEAK_BW);
+        if (x.data)
+            st_backend_release(be, &x);
+        for (int j = 0; j < 3; j++)
+            if (y[j].data)
+                st_backend_release(be, &y[j]);
+    }
+    for (int i = 0; w && i < 3 * n_w; i++)
+        if (w[i].data)
+            st_backend_release(be, &w[i]);
+    free(w);
+    free(host);
+    return rc;
+}
+
 static int cmd_kern(int argc, char **argv)
 {
     const enum st_dtype types[] = { ST_DTYPE_Q4_K, ST_DTYPE_IQ3_S, ST_DTYPE_Q6_K, ST_DTYPE_Q8_0,
@@ -542,6 +623,8 @@ static int cmd_kern(int argc, char **argv)
     for (size_t t = 0; t < sizeof(a3b) / sizeof(a3b[0]) && rc == 0; t++)
         rc = kern_shape(be, a3b[t].type, a3b[t].I, a3b[t].O, true, a3b[t].what, 200 + t * 8,
                         &err);
+    if (rc == 0)
+        rc = kern_qkv(be, 300, &err);
     for (size_t t = 0; t < sizeof(types) / sizeof(types[0]) && rc == 0; t++)
         rc = kern_shape(be, types[t], 2048, 32768, false, "", 100 + t * 8, &err);
     if (rc)

@@ -287,7 +287,7 @@ if step build_attn 90 nvcc -std=c++17 -O2 -arch=sm_90 -Ikernels -Iinclude -Xcomp
         kernels/attention.cu kernels/attention_tc.cu tests/gpu/attn_check.cu \
         -o build-gpu/attn_check -lgomp; then
     step attn_check 120 build-gpu/attn_check || STATUS=1
-    grep -E "FAIL|^speed:|all ok|FAILED" "$LOGS/attn_check.log" | head -24 | tee -a "$SUMMARY"
+    grep -E "FAIL|^speed:|all ok|FAILED" "$LOGS/attn_check.log" | head -40 | tee -a "$SUMMARY"
 fi
 # the small per-layer kernels alone, a3b shape, np 1 and 4 (tests/gpu/small_kern.cu)
 if step build_small 60 nvcc -std=c++17 -O2 -arch=sm_90 -Ikernels -Iinclude kernels/norm.cu \

@@ -647,6 +647,59 @@ static void check_add_rms_norm(int64_t c, int64_t g, int64_t n, bool h_is_o)
     st_backend_release(be, &wt);
 }
 
+/* matmul3 against the three matmuls, bit for bit (types may differ), and
+ * the overlaps it refuses. */
+START_TEST(test_backend_cpu_matmul3_is_the_composition)
+{
+    const enum st_dtype types[3] = { ST_DTYPE_Q4_K, ST_DTYPE_Q8_0, ST_DTYPE_F32 };
+    const int64_t n_in = 256, n = 3, O[3] = { 64, 32, 48 };
+    struct st_tensor w[3], y3[3], y1[3];
+    void *wq[3];
+    struct st_err err;
+
+    seed_state = 53;
+    float *x = rand_floats(n_in * n, 1.0f);
+    struct st_tensor xt = mk_f32(x, n_in, n);
+    for (int i = 0; i < 3; i++) {
+        float *wf = rand_floats(n_in * O[i], 0.5f), *wd;
+        wq[i] = quantize(types[i], wf, n_in, O[i], &wd);
+        ck_assert_int_eq(st_backend_wrap(be, types[i], (int64_t[4]){ n_in, O[i], 1, 1 }, wq[i],
+                                         st_dtype_row_bytes(types[i], n_in) * (size_t)O[i], &w[i],
+                                         &err), ST_OK);
+        y3[i] = mk(ST_DTYPE_F32, O[i], n, 1);
+        y1[i] = mk(ST_DTYPE_F32, O[i], n, 1);
+        free(wf);
+        free(wd);
+    }
+    ck_assert_int_eq(st_backend_matmul3(be, &y3[0], &y3[1], &y3[2], &xt, &w[0], &w[1], &w[2],
+                                        &err), ST_OK);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(st_backend_matmul(be, &y1[i], &xt, &w[i], &err), ST_OK);
+        float *a = read_f32(&y3[i]), *b = read_f32(&y1[i]);
+        ck_assert(memcmp(a, b, st_tensor_nbytes(&y1[i])) == 0);
+        free(a);
+        free(b);
+    }
+    /* an output overlapping x or another output; a wrong width */
+    struct st_tensor xo = mk(ST_DTYPE_F32, 64, n, 1);
+    ck_assert_int_eq(st_backend_matmul3(be, &y3[0], &y3[1], &y3[0], &xt, &w[0], &w[1], &w[0],
+                                        &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_matmul3(be, &y3[0], &y3[1], &y3[2], &y3[0], &w[0], &w[1], &w[2],
+                                        &err), ST_ERR_INVALID);
+    ck_assert_int_eq(st_backend_matmul3(be, &y3[0], &y3[1], &xo, &xt, &w[0], &w[1], &w[2], &err),
+                     ST_ERR_INVALID);
+    st_backend_release(be, &xo);
+    for (int i = 0; i < 3; i++) {
+        st_backend_release(be, &w[i]);
+        st_backend_release(be, &y3[i]);
+        st_backend_release(be, &y1[i]);
+        free(wq[i]);
+    }
+    st_backend_release(be, &xt);
+    free(x);
+}
+END_TEST
+
 START_TEST(test_backend_cpu_add_rms_norm_is_the_composition)
 {
     seed_state = 47;
@@ -1061,6 +1114,7 @@ static Suite *backend_cpu_suite(void)
     tcase_add_test(tc, test_backend_cpu_rope_bad_params);
     tcase_add_test(tc, test_backend_cpu_rope_yarn_crossed_ends);
     tcase_add_test(tc, test_backend_cpu_add_rms_norm_is_the_composition);
+    tcase_add_test(tc, test_backend_cpu_matmul3_is_the_composition);
     tcase_add_test(tc, test_backend_cpu_rms_norm_rope_is_the_composition);
     tcase_add_test(tc, test_backend_cpu_stats_count_ops);
     tcase_add_test(tc, test_backend_cpu_attention_gqa_slots);

@@ -196,3 +196,13 @@ enum st_status cpu_op_matmul(struct st_backend *be, ST_T out, ST_T x, ST_T w,
 {
     return cpu_matmul_f32((struct cpu_backend *)be, out->data, x->data, x->ne[1], w, err);
 }
+
+/* The reference of matmul3: the three matmuls, in order. */
+enum st_status cpu_op_matmul3(struct st_backend *be, ST_T out0, ST_T out1, ST_T out2, ST_T x,
+                              ST_T w0, ST_T w1, ST_T w2, struct st_err *err)
+{
+    enum st_status rc = cpu_op_matmul(be, out0, x, w0, err);
+    if (rc == ST_OK)
+        rc = cpu_op_matmul(be, out1, x, w1, err);
+    return rc == ST_OK ? cpu_op_matmul(be, out2, x, w2, err) : rc;
+}

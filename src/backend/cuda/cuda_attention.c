@@ -10,14 +10,28 @@
  * The device also decides, per row, how many chunks hold positions: the
  * others exit at once, and a row of one chunk skips the merge.
  *
+ * Rows of at most cb->attn_short positions (ATT_SHORT_MAX unless
+ * STRATA_CUDA_ATTN_SHORT says otherwise; decided on the device per row)
+ * take the short path of the same launch: the row's blocks split its
+ * query heads instead of its positions, so a young slot runs on n_head
+ * blocks of 4 busy warps instead of n_kv blocks of one busy warp each.
+ *
  * n_split fills the GPU about twice with blocks: 2 * SMs / (rows * KV
  * heads), at least 1, at most ATT_MAX_SPLIT and at most one chunk per
  * ATT_MIN_SPLIT_LEN positions of n_ctx. It depends on n_rows, n_ctx and
  * the device only, never on positions, so a captured graph (keyed by the
  * row count) stays valid as the slots grow.
  */
-#include "cuda_internal.h"
+#include <errno.h>
+#include <stdlib.h>
 
+#include "cuda_internal.h"
+#include "strata/log.h"
+
+/* Rows of up to this many positions take the short path: an estimate from
+ * the work per warp (docs/CUDA.md "Attention"), to be set from attn_check's
+ * A/B timings on the GPU. */
+#define ATT_SHORT_MAX 256
 #define ATT_MIN_SPLIT_LEN 64
 #define ATT_MAX_SPLIT 128
 #define ATT_TILED_MIN_ROWS 16
@@ -35,6 +49,30 @@ static int32_t attn_n_split(int64_t n_rows, int64_t n_ctx, int32_t n_kv, int n_s
     return n < 1 ? 1 : (int32_t)n;
 }
 
+int32_t cuda_attn_short_max(int device)
+{
+    const char *v = getenv("STRATA_CUDA_ATTN_SHORT");
+    int32_t n = ATT_SHORT_MAX;
+
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        const long x = strtol(v, &end, 10);
+        if (errno == 0 && *end == '\0' && x >= 0 && x <= 1 << 20)
+            n = (int32_t)x;
+        else
+            st_log(ST_LOG_WARN, "cuda", "STRATA_CUDA_ATTN_SHORT=%s is not a count of "
+                   "positions (0..1048576): using %d", v, n);
+    }
+    if (n > 0)
+        st_log(ST_LOG_INFO, "cuda", "device %d: attention's short path for rows of <= %d "
+               "positions (STRATA_CUDA_ATTN_SHORT)", device, n);
+    else
+        st_log(ST_LOG_INFO, "cuda", "device %d: attention's short path off "
+               "(STRATA_CUDA_ATTN_SHORT=0)", device);
+    return n;
+}
+
 enum st_status cuda_op_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k, ST_T v,
                                  ST_T kcache, ST_T vcache, ST_T slot, ST_T pos, int32_t n_head,
                                  int32_t n_head_kv, float scale, struct st_err *err)
@@ -46,7 +84,8 @@ enum st_status cuda_op_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k
         .kc = kcache->data, .vc = vcache->data, .slot = slot->data, .pos = pos->data,
         .n_rows = q->ne[1], .n_ctx = kcache->ne[1], .n_slots = kcache->ne[2],
         .n_head = n_head, .n_kv = n_head_kv, .head_dim = (int32_t)(q->ne[0] / n_head),
-        .scale = scale, .n_split = 1, .split_min = ATT_MIN_SPLIT_LEN, .err_flag = cb->err_flag,
+        .scale = scale, .n_split = 1, .split_min = ATT_MIN_SPLIT_LEN,
+        .short_max = cb->attn_short, .err_flag = cb->err_flag,
     };
     const int32_t group = n_head / n_head_kv;
 

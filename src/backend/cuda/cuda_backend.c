@@ -46,6 +46,7 @@ static void cuda_close(struct st_backend *be)
     cudaFree(cb->scratch);
     cudaFree(cb->aux);
     cudaFree(cb->actq);
+    cudaFree(cb->moe_grp);
     cudaFree(cb->blas_ws);
     if (cb->blas)
         cublasDestroy(cb->blas);
@@ -85,6 +86,10 @@ static enum st_status open_stream(struct cuda_backend *cb, struct st_err *err)
     if (rc != ST_OK)
         return rc;
     rc = ST_CUDA(cb, cudaMemset(cb->err_flag, 0, sizeof(unsigned)), err);
+    if (rc != ST_OK)
+        return rc;
+    rc = ST_CUDA(cb, cudaMalloc((void **)&cb->moe_grp, CUDA_MOE_GRP_INTS * sizeof(int32_t)),
+                 err);
     if (rc != ST_OK)
         return rc;
     return ST_CUDA(cb, cudaMallocHost((void **)&cb->err_host, sizeof(unsigned)), err);
@@ -173,6 +178,7 @@ static enum st_status cuda_open(const struct st_backend_config *cfg, struct st_b
      * (gpu_bench's baseline for the chunked form) */
     const char *dc = getenv("STRATA_CUDA_DELTA_CHUNK");
     cb->delta_recurrent = dc && strcmp(dc, "0") == 0;
+    cb->attn_short = cuda_attn_short_max(dev);
     rc = open_resources(cb, err);
     if (rc != ST_OK) {
         cuda_close(&cb->base);
@@ -286,6 +292,7 @@ static void cuda_release(struct st_backend *be, struct st_tensor *t)
      * between decode steps. */
     cuda_graphs_invalidate(cb);
     cuda_actq_forget(cb);     /* the address may come back with other contents */
+    cuda_moe_forget(cb);
     if (!cb->poisoned)
         (void)cudaStreamSynchronize(cb->stream);   /* no op may still read it */
     cudaFree(t->data);

@@ -48,6 +48,12 @@ void cuda_actq_forget(struct cuda_backend *cb)
 void cuda_actq_wrote(struct cuda_backend *cb, const void *p, size_t n)
 {
     const struct cuda_actq_rec *r = &cb->actq_rec;
+    const struct cuda_moe_rec *m = &cb->moe_rec;
+    if (m->sel && p) {          /* the routing's sel: its groups go stale */
+        uintptr_t a = (uintptr_t)m->sel, b = a + (size_t)(m->n * m->k) * sizeof(int32_t);
+        if ((uintptr_t)p < b && a < (uintptr_t)p + n)
+            cuda_moe_forget(cb);
+    }
     if (!r->x || !p)
         return;
     uintptr_t a = (uintptr_t)r->x, b = a + (size_t)(r->cols * r->rows) * sizeof(float);

@@ -60,8 +60,10 @@ enum st_status cuda_graph_begin(struct st_backend *be, uint64_t key, bool *repla
         return rc;
     cuda_capture_abort(cb);                 /* a previous step failed mid-capture */
     /* the q8_1 record never crosses a bracket: inside, reuse depends only
-     * on the ops of the step, so eager, captured and replayed runs agree */
+     * on the ops of the step, so eager, captured and replayed runs agree
+     * (the routing's groups alike) */
     cuda_actq_forget(cb);
+    cuda_moe_forget(cb);
     cb->step_kernels0 = cb->kernels;
     cb->step_ops0 = be->n_ops;
     if (key == 0)
@@ -98,6 +100,7 @@ enum st_status cuda_graph_end(struct st_backend *be, struct st_err *err)
     const uint64_t kernels = cb->kernels - cb->step_kernels0, ops = be->n_ops - cb->step_ops0;
 
     cuda_actq_forget(cb);
+    cuda_moe_forget(cb);
     if (!cb->capturing) {
         cuda_log_step(cb, "eager", kernels, ops);
         return cuda_enter(cb, err);         /* eager run: nothing to do */

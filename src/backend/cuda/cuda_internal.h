@@ -62,6 +62,20 @@ struct cuda_actq_rec {
     int64_t     cols, rows;
 };
 
+/* A routing whose grouping is already done (cuda_matmul.c): moe_route
+ * with fusion on, for a step of at most CUDA_MOE_GRP_PAIRS pairs, groups
+ * the pairs of its sel in the same launch into moe_grp; moe_ffn of that
+ * sel (n rows, k choices, n_exp experts) then launches no moe_group.
+ * Dropped like the q8_1 record: when sel's bytes are written, at release
+ * and at graph begin/end. */
+struct cuda_moe_rec {
+    const void *sel;           /* NULL = moe_grp holds nothing */
+    int64_t     n, k, n_exp;
+};
+#define CUDA_MOE_GRP_PAIRS 512   /* 16 decode rows x 32 choices */
+/* int32s of moe_grp: groups (2 + 2 * pairs), pair_row, pair_of */
+#define CUDA_MOE_GRP_INTS (2 + 4 * CUDA_MOE_GRP_PAIRS)
+
 struct cuda_backend {
     struct st_backend base;          /* must be first */
     int               device;
@@ -100,9 +114,14 @@ struct cuda_backend {
     bool              fuse;
     /* STRATA_CUDA_DELTA_CHUNK=0 at open: no chunked delta rule (cuda_ssm.c) */
     bool              delta_recurrent;
+    /* decode rows of <= attn_short positions take attention's short path
+     * (cuda_attention.c; STRATA_CUDA_ATTN_SHORT at open, 0 = off) */
+    int32_t           attn_short;
     void             *actq;          /* q8_1 activation rows (rows <= CUDA_MMV_MAX_ROWS) */
     size_t            actq_size;
     struct cuda_actq_rec actq_rec;
+    int32_t          *moe_grp;       /* CUDA_MOE_GRP_INTS: a routing's groups */
+    struct cuda_moe_rec moe_rec;
 
     /* counters (st_backend_stats) */
     uint64_t          kernels, quant_skipped, graph_replays;
@@ -205,6 +224,11 @@ static inline void cuda_actq_wrote_t(struct cuda_backend *cb, const struct st_te
 }
 /* Forget the record (graph begin/end, release, anything unknown). */
 void cuda_actq_forget(struct cuda_backend *cb);
+/* Forget the routing's groups (graph begin/end, release). */
+static inline void cuda_moe_forget(struct cuda_backend *cb)
+{
+    cb->moe_rec.sel = NULL;
+}
 /* The actq buffer sized for rows q8_1 rows of cols (grows between steps
  * like the scratch; growing forgets the record). */
 enum st_status cuda_actq_buffer(struct cuda_backend *cb, int64_t cols, int64_t rows, void **out,
@@ -229,6 +253,11 @@ void cuda_log_step(struct cuda_backend *cb, const char *how, uint64_t kernels, u
 ST_OP_MAP(CUDA_OP_DECL)
 ST_OPT_OP_MAP(CUDA_OP_DECL)
 #undef CUDA_OP_DECL
+
+/* The short-path bound of decode attention (cuda_attention.c): rows of at
+ * most this many positions; STRATA_CUDA_ATTN_SHORT=N sets it, 0 turns the
+ * path off (the A/B baseline). Logged. */
+int32_t cuda_attn_short_max(int device);
 
 /* Graph capture / replay and GPU sampling (cuda_graph.c); see docs/CUDA.md. */
 enum st_status cuda_graph_begin(struct st_backend *be, uint64_t key, bool *replayed,

@@ -15,7 +15,10 @@
  *
  * moe_ffn per call (n rows, k experts each, P = n*k pairs, X experts):
  *   1. moe_group: counting sort of the pairs by expert -> groups,
- *      pair_row (activation row of each sorted pair), pair_of.
+ *      pair_row (activation row of each sorted pair), pair_of. With fusion
+ *      on, moe_route of a decode step (<= CUDA_MOE_GRP_PAIRS pairs) does
+ *      this in its own launch into moe_grp (cuda_moe_rec), and moe_ffn of
+ *      the same sel uses that.
  *   2. x quantized once per row (q8_1), not once per pair.
  *   3. gate and up in ONE grouped launch (grid.y = group): each weight row
  *      of the expert is read once for all of its pairs; the kernel stores
@@ -166,6 +169,24 @@ enum st_status cuda_op_moe_route(struct st_backend *be, ST_T sel, ST_T weights, 
     if (rc != ST_OK)
         return rc;
     cuda_count(cb, 1);
+    const int64_t k = sel->ne[0], P = n * k;
+    if (cb->fuse && n <= CUDA_MMV_MAX_ROWS && P <= CUDA_MOE_GRP_PAIRS &&
+        n_exp <= ST_KERN_MOE_RG_MAX_EXP) {
+        /* a decode step: the grouping of moe_ffn in the same launch */
+        struct st_kern_moe_route_group a = {
+            .sel = sel->data, .wts = weights->data, .logits = logits, .n_rows = n,
+            .n_exp = (int32_t)n_exp, .k = (int32_t)k,
+            .sigmoid = rp->gating == ST_MOE_GATING_SIGMOID, .norm = rp->norm,
+            .bias = rp->bias ? rp->bias->data : NULL, .scale = rp->scale,
+            .groups = cb->moe_grp, .pair_row = cb->moe_grp + 2 + 2 * CUDA_MOE_GRP_PAIRS,
+            .pair_of = cb->moe_grp + 2 + 3 * CUDA_MOE_GRP_PAIRS,
+            .max_groups = (int32_t)(n_exp < P ? n_exp : P), .err_flag = cb->err_flag,
+        };
+        rc = ST_CUDA_LAUNCH(cb, st_kern_moe_route_group(&a, cb->stream), "moe_route", err);
+        if (rc == ST_OK)
+            cb->moe_rec = (struct cuda_moe_rec){ sel->data, n, k, n_exp };
+        return rc;
+    }
     return ST_CUDA_LAUNCH(cb,
                           st_kern_moe_route(sel->data, weights->data, logits, n, (int32_t)n_exp,
                                             (int32_t)sel->ne[0],
@@ -312,12 +333,21 @@ enum st_status cuda_op_moe_ffn(struct st_backend *be, ST_T out, ST_T x, ST_T sel
     if (x_actq)
         b.xq = NULL;
     cuda_actq_wrote_t(cb, out);
-    cuda_count(cb, 3);   /* group, down, combine */
-    rc = ST_CUDA_LAUNCH(cb, st_kern_moe_group(b.groups, b.pair_row, b.pair_of, sel->data, n,
-                                              (int32_t)k, (int32_t)X, (int32_t)G, cb->err_flag,
-                                              cb->stream), "moe_group", err);
-    if (rc != ST_OK)
-        return rc;
+    /* moe_route grouped this sel already (fusion on, a decode step) */
+    const struct cuda_moe_rec *mr = &cb->moe_rec;
+    const bool grouped = mr->sel == sel->data && mr->n == n && mr->k == k && mr->n_exp == X;
+    cuda_count(cb, grouped ? 2 : 3);   /* (group,) down, combine */
+    if (grouped) {
+        b.groups = cb->moe_grp;
+        b.pair_row = cb->moe_grp + 2 + 2 * CUDA_MOE_GRP_PAIRS;
+        b.pair_of = cb->moe_grp + 2 + 3 * CUDA_MOE_GRP_PAIRS;
+    } else {
+        rc = ST_CUDA_LAUNCH(cb, st_kern_moe_group(b.groups, b.pair_row, b.pair_of, sel->data, n,
+                                                  (int32_t)k, (int32_t)X, (int32_t)G,
+                                                  cb->err_flag, cb->stream), "moe_group", err);
+        if (rc != ST_OK)
+            return rc;
+    }
     rc = moe_act(cb, gate->type, x->data, n, E, b.xq, b.xs, &xa, &xs, err);
     if (rc != ST_OK)
         return rc;
