@@ -30,6 +30,7 @@
 #define ST_DEFAULT_TOP_K            40
 #define ST_DEFAULT_TOP_P            0.95f
 #define ST_DEFAULT_MIN_P            0.05f
+#define ST_DEFAULT_SEED             (-1)                 /* a random seed per request */
 
 /* ---- scheduler ---- */
 #define ST_DEFAULT_AGING_DIVISOR_S  60.0                 /* seconds per priority point */

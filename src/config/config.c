@@ -78,8 +78,8 @@ void st_config_init(struct st_config *c)
     c->kv_block_size = ST_DEFAULT_KV_BLOCK;
     c->reasoning_budget = -1;
     c->n_predict = -1;
-    c->temp = 0.8;
-    c->seed = -1;
+    c->temp = ST_DEFAULT_TEMPERATURE;
+    c->seed = ST_DEFAULT_SEED;
     c->jinja = true;
     c->prefill_assistant = true;
     c->log_format = ST_LOG_TEXT;

@@ -48,8 +48,8 @@ void st_server_config_defaults(struct st_server_config *c)
     c->stream_buffer = ST_DEFAULT_STREAM_BUFFER;
     c->reasoning_budget = -1;
     c->n_predict = -1;
-    c->temp = 0.8f;
-    c->seed = -1;
+    c->temp = ST_DEFAULT_TEMPERATURE;
+    c->seed = ST_DEFAULT_SEED;
     c->webui = true;
     c->slots = true;
     c->prefill_assistant = true;
