@@ -470,6 +470,16 @@ static bool note_gaps(struct st_engine *e, int32_t n, bool lean)
     return caught;
 }
 
+/* The step's forward pass for the llama-server counters: its rows and the
+ * longest sequence it ran (a verify row counts the drafts it fed). */
+static void count_step(struct st_engine *e, int32_t n)
+{
+    int64_t seq_max = 0;
+    for (int32_t i = 0; i < n; i++)
+        seq_max = ST_MAX(seq_max, (int64_t)e->seqs[i].pos + e->seqs[i].n_tokens);
+    st_pool_count_step(e->pool, n, seq_max);
+}
+
 static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holder, int64_t t0)
 {
     bool lean = skip_upkeep(e, n);
@@ -490,7 +500,7 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
     if (out.busy_ns > 0)   /* the sim's time; its step began at t0 */
         e->pool->clock->sleep_until(e->pool->clock, t0 + out.busy_ns);
     int64_t t_end = now_ns(e);
-    int64_t seq_max = 0;
+    count_step(e, n);   /* before any token: the last one can end a request a client then scrapes */
     for (int32_t i = 0; i < n; i++) {
         const struct st_runner_seq *q = &e->seqs[i];
         struct st_engine_slot *sl = &e->slots[q->slot];
@@ -498,11 +508,9 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
             sl->req->read_start_ns = t0;
         if (q->all_logits) {
             take_verified(e, sl, q, &e->rows[i], t_end);
-            seq_max = ST_MAX(seq_max, sl->n_past);
             continue;
         }
         sl->n_past += q->n_tokens;
-        seq_max = ST_MAX(seq_max, sl->n_past);
         if (q->kind == ST_SEQ_READ) {
             st_sched_read_progress(e->pool->sched, holder, q->n_tokens);
             st_pool_count_read(e->pool, q->n_tokens);
@@ -522,7 +530,6 @@ static void run_batch(struct st_engine *e, int32_t n, struct st_sched_job *holde
             st_kv_blocks_sync(e, sl, ST_MIN(sl->cache.n_ids, sl->n_past));
     }
     note_cost(e, &batch, lean, catching, t_fwd);
-    st_pool_count_step(e->pool, n, seq_max);
 }
 
 bool st_engine_step(struct st_engine *e)
