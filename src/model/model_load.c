@@ -20,6 +20,7 @@
 #include "strata/clock.h"
 #include "strata/log.h"
 #include "strata/quant.h"
+#include "strata/rss.h"
 
 #define DEFAULT_CTX 4096
 #define DEFAULT_UBATCH 512
@@ -370,17 +371,10 @@ static enum st_status resolve_params(struct st_model *m, const struct st_model_p
     return ST_OK;
 }
 
-/* Resident memory of the process in MiB (Linux /proc), -1 if unknown. */
+/* Resident memory of the process in MiB (0 if unknown). */
 static double rss_mib(void)
 {
-    FILE *f = fopen("/proc/self/statm", "r");
-    long size = 0, res = 0;
-    int n = f ? fscanf(f, "%ld %ld", &size, &res) : 0;
-    if (f)
-        fclose(f);
-    if (n != 2)
-        return -1.0;
-    return (double)res * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
+    return (double)st_rss_bytes() / (1024.0 * 1024.0);
 }
 
 static enum st_status load_weights(struct st_model *m, st_model_progress_fn *progress,

@@ -23,11 +23,9 @@
  * little to give back) runs on the watcher's thread while nothing runs,
  * and a steady stream of requests leaves it no quiet second.
  */
-#include <stdio.h>
-#include <unistd.h>
-
 #include "server/daemon.h"
 #include "strata/log.h"
+#include "strata/rss.h"
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -53,19 +51,6 @@ bool st_idle_should_trim(struct st_idle *s, bool quiet, uint64_t work)
     return true;
 }
 
-/* Resident KiB of this process (0 when /proc cannot say). */
-static long resident_kib(void)
-{
-    long pages = 0, rss = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f)
-        return 0;
-    if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
-        rss = 0;
-    fclose(f);
-    return rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static bool calls_live(struct st_server *srv)
 {
     pthread_mutex_lock(&srv->calls_lock);
@@ -87,9 +72,9 @@ void st_idle_tick(struct st_server *srv, struct st_idle *s)
     work = (work << 20) ^ (uint64_t)(uint32_t)atomic_load(&srv->open_conns);
     if (!st_idle_should_trim(s, quiet, work))
         return;
-    long before = resident_kib();
+    long before = (long)(st_rss_bytes() / 1024);
     int gave = trim_heap();
-    long after = resident_kib();
+    long after = (long)(st_rss_bytes() / 1024);
     st_log(ST_LOG_DEBUG, "http", "idle: memory given back (malloc_trim %s): RSS %ld -> %ld KiB",
            gave ? "freed pages" : "found none", before, after);
 }

@@ -9,33 +9,23 @@
 // trim log lines. Never fails on the figures: a measurement, not a test.
 //
 //   node tests/bench/mem_spike.mjs [--bin build/src/strata] [--rounds 5] [-- serve flags...]
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-const dash = process.argv.indexOf('--');
-const args = process.argv.slice(2, dash >= 0 ? dash : undefined);
-const extra = dash >= 0 ? process.argv.slice(dash + 1) : [];
-const opt = (name, dflt) => {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
-};
-const BIN = opt('--bin', process.env.STRATA_BIN || 'build/src/strata');
+import { benchArgs, rssKiB, spawnServer } from './lib/serve.mjs';
+
+const { extra, opt, bin: BIN } = benchArgs();
 const ROUNDS = Number(opt('--rounds', '5'));
 
-const proc = spawn(BIN, ['serve', '--host', '127.0.0.1', '--port', '0', '--batch', '--parallel', '4',
-  '--max-queue', '64', '--body-limit', '1m', '--log-level', 'debug', ...extra],
-{ stdio: ['ignore', 'pipe', 'pipe'] });
-let log = '';
-proc.stdout.on('data', (d) => { log += d; });
-proc.stderr.on('data', (d) => { log += d; });
-let url;
-while (!(url = /listening on (http:\/\/\S+)/.exec(log)?.[1])) {
-  if (proc.exitCode !== null) throw new Error(`strata exited:\n${log}`);
-  await sleep(50);
-}
+const trims = [];   // the server's log lines of idle.c's trims
+const { proc, url } = await spawnServer(BIN, ['--batch', '--parallel', '4', '--max-queue', '64',
+  '--body-limit', '1m', '--log-level', 'debug', ...extra], {
+  onLine: (l) => {
+    const m = /idle: memory given back.*/.exec(l);
+    if (m) trims.push(m[0]);
+  },
+});
 while ((await fetch(`${url}/health`).catch(() => ({ status: 0 }))).status !== 200) await sleep(50);
-const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'))[1]);
+const rss = () => rssKiB(proc.pid);
 
 const post = (path, body) => fetch(url + path, {
   method: 'POST', headers: { 'Content-Type': 'application/json' }, body,
@@ -62,5 +52,5 @@ const idle4 = rss();
 await sleep(8000);
 const idle12 = rss();
 console.log(JSON.stringify({ start, peak, end, idle1, idle4, idle12 }));
-for (const l of log.match(/idle: memory given back[^\n]*/g) || []) console.log(l);
+for (const l of trims) console.log(l);
 proc.kill('SIGTERM');

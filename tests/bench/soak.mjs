@@ -28,19 +28,13 @@
 //    more than 5% + 1 MiB (the check --no-rss leaves out: it needs minutes);
 //  - strata not exiting 0 on SIGTERM (a sanitizer build: a leak found at exit).
 // Needs Node 20+ only (no npm modules).
-import { spawn } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-const dash = process.argv.indexOf('--');
-const args = process.argv.slice(2, dash >= 0 ? dash : undefined);
-const extra = dash >= 0 ? process.argv.slice(dash + 1) : [];
-const opt = (name, dflt) => {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
-};
-const BIN = opt('--bin', process.env.STRATA_BIN || 'build/src/strata');
+import { benchArgs, rssKiB, spawnServer } from './lib/serve.mjs';
+
+const { args, extra, opt, bin: BIN } = benchArgs();
 const SECONDS = Number(opt('--seconds', 60 * Number(opt('--minutes', '10'))));
 const CLIENTS = Number(opt('--clients', '200'));
 const BACKEND = opt('--backend', 'cpu');
@@ -70,37 +64,24 @@ function onLogLine(line) {
 }
 
 function startServer() {
-  const sargs = ['serve', '--host', '127.0.0.1', '--port', '0', '--batch', '--parallel', PARALLEL,
-    '--max-queue', '32', '--stream-buffer', '64k', '--timeout', '10', '--body-limit', '1m',
-    '--log-format', 'json'];
+  const sargs = ['--batch', '--parallel', PARALLEL, '--max-queue', '32', '--stream-buffer', '64k',
+    '--timeout', '10', '--body-limit', '1m', '--log-format', 'json'];
   if (BACKEND === 'sim')
     sargs.push('--backend', 'sim', '--sim-decode-tps', '200', '--sim-tokens', '64');
   else if (BACKEND !== 'cpu')
     sargs.push('--backend', BACKEND);
   sargs.push(...extra);
-  return new Promise((resolve, reject) => {
-    const proc = spawn(BIN, sargs, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let tail = '', partial = '', url = null;
-    const on = (d) => {
-      const s = d.toString();
-      tail = (tail + s).slice(-8000);
-      const lines = (partial + s).split('\n');
-      partial = lines.pop();
-      for (const l of lines) onLogLine(l);
-      const m = !url && tail.match(/listening on (http:\/\/[^\s"]+)/);
-      if (m) { url = m[1]; resolve({ proc, url, args: sargs, tail: () => tail }); }
-    };
-    proc.stdout.on('data', on);
-    proc.stderr.on('data', on);
-    proc.on('exit', (code, sig) => {
-      if (!url) reject(new Error(`strata exited ${code ?? sig}:\n${tail.slice(-2000)}`));
-      else if (!stopping) { console.error(`soak: strata died (${code ?? sig}):\n${tail.slice(-2000)}`); process.exit(1); }
-    });
+  return spawnServer(BIN, sargs, {
+    onLine: onLogLine,
+    onExit: (code, sig, tail) => {
+      if (stopping) return;
+      console.error(`soak: strata died (${code ?? sig}):\n${tail.slice(-2000)}`);
+      process.exit(1);
+    },
   });
 }
 let stopping = false;
 
-const rssKiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
 const fds = (pid) => readdirSync(`/proc/${pid}/fd`).length;
 
 function metricSum(text, name, where = '') {

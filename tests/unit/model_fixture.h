@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "strata/clock.h"
+#include "strata/defaults.h"
 #include "strata/engine.h"
 #include "strata/make_model.h"
 #include "strata/sched.h"
@@ -37,46 +38,76 @@ static inline const char *fixture_make_model(char *path, size_t cap, const char 
 }
 
 /* A batching scheduler and one CPU engine serving the model at 'path' on a
- * manual clock: np slots of 256 tokens, ubatch 64, 2 threads, MTP drafting
- * up to mtp_draft tokens when mtp_draft > 0, n-gram drafting (--spec
- * ngram, n 2..4) up to ngram_draft tokens when ngram_draft > 0. Stepped
- * by the test (st_engine_pool_step), never by threads. */
+ * manual clock, as struct fixture_knobs says (slots of 256 tokens, 2
+ * threads). Stepped by the test (st_engine_pool_step), never by threads. */
 struct fixture_pool {
     struct st_clock_manual clk;
     struct st_sched       *sched;
     struct st_engine_pool *pool;
 };
 
-/* The pool with the chunk size chosen ('ubatch' rows a READ step at most),
- * on the sim runner when path is NULL. */
-static inline void fixture_pool_start_ub(struct fixture_pool *f, const char *path, int32_t np,
-                                         int32_t ubatch, int32_t mtp_draft, int32_t ngram_draft)
+/* What fixture_pool_start_with sets; every field is read, so start from
+ * fixture_knobs(np). */
+struct fixture_knobs {
+    int32_t np;            /* slots */
+    int32_t ubatch;        /* rows a READ step at most */
+    int32_t mtp_draft;     /* > 0: MTP drafting up to this many tokens */
+    int32_t ngram_draft;   /* > 0: n-gram drafting (--spec ngram, n 2..4) up to this many */
+    int32_t ckpts;         /* state checkpoints kept a slot (--ctx-checkpoints) */
+    int64_t give_way;      /* > 0: the scheduler's give_way_tokens; else its default */
+};
+
+/* np slots, ubatch 64, no drafting, the default checkpoints and give-way. */
+static inline struct fixture_knobs fixture_knobs(int32_t np)
+{
+    return (struct fixture_knobs){ .np = np, .ubatch = 64, .ckpts = ST_DEFAULT_CTX_CHECKPOINTS };
+}
+
+/* The pool as k says, on the sim runner when path is NULL. */
+static inline void fixture_pool_start_with(struct fixture_pool *f, const char *path,
+                                           const struct fixture_knobs *k)
 {
     st_clock_manual_init(&f->clk, 0);
     struct st_sched_config sc;
     st_sched_config_defaults(&sc);
     sc.batch = true;
     sc.log_dispatch = false;
+    if (k->give_way > 0)
+        sc.give_way_tokens = k->give_way;
     struct st_pool_config pc;
     st_pool_config_defaults(&pc);
     pc.model.name = "m";
     pc.model.path = (char *)path;
     pc.model.backend = path ? ST_BACKEND_CPU : ST_BACKEND_SIM;
-    pc.model.parallel = np;
+    pc.model.parallel = k->np;
     pc.model.ctx_size = 256;
     pc.threads = 2;
-    pc.ubatch = ubatch;
-    pc.mtp = mtp_draft > 0;
-    pc.mtp_draft = mtp_draft > 0 ? mtp_draft : 1;
-    pc.ngram = ngram_draft > 0;
-    if (ngram_draft > 0)
-        pc.spec_draft = ngram_draft;
+    pc.ubatch = k->ubatch;
+    pc.mtp = k->mtp_draft > 0;
+    pc.mtp_draft = k->mtp_draft > 0 ? k->mtp_draft : 1;
+    pc.ngram = k->ngram_draft > 0;
+    if (k->ngram_draft > 0)
+        pc.spec_draft = k->ngram_draft;
+    pc.ctx_checkpoints = k->ckpts;
     struct st_err err = { 0 };
     f->sched = NULL;
     f->pool = NULL;
     ck_assert(st_sched_new(&sc, &f->clk.clock, &f->sched, &err) == ST_OK);
     ck_assert_msg(st_engine_pool_new(&pc, f->sched, &f->clk.clock, &f->pool, &err) == ST_OK,
                   "%s", err.msg);
+}
+
+/* The pool with the chunk size chosen ('ubatch' rows a READ step at most),
+ * MTP drafting up to mtp_draft tokens when mtp_draft > 0, n-gram drafting
+ * up to ngram_draft tokens when ngram_draft > 0. */
+static inline void fixture_pool_start_ub(struct fixture_pool *f, const char *path, int32_t np,
+                                         int32_t ubatch, int32_t mtp_draft, int32_t ngram_draft)
+{
+    struct fixture_knobs k = fixture_knobs(np);
+    k.ubatch = ubatch;
+    k.mtp_draft = mtp_draft;
+    k.ngram_draft = ngram_draft;
+    fixture_pool_start_with(f, path, &k);
 }
 
 static inline void fixture_pool_start_spec(struct fixture_pool *f, const char *path,

@@ -188,22 +188,38 @@ START_TEST(test_chat_fast_path_synthetic_fixtures)
 }
 END_TEST
 
+/* One message: its role and content (NULL: none). */
+struct turn {
+    const char *role, *content;
+};
+
+/* m[0..n) from turns[] (every other field zero) and *req on them: zero but
+ * for the messages and enable_thinking. */
+static void set_turns(struct st_chat_req *req, struct st_chat_msg *m, const struct turn *turns,
+                      size_t n, int enable_thinking)
+{
+    memset(m, 0, n * sizeof(*m));
+    for (size_t i = 0; i < n; i++) {
+        m[i].role = st_str_c(turns[i].role);
+        m[i].content = st_str_c(turns[i].content);
+    }
+    memset(req, 0, sizeof(*req));
+    req->msgs = m;
+    req->n_msgs = n;
+    req->enable_thinking = enable_thinking;
+}
+
 static char *load_render(const char *gguf_src, const struct st_chat_tmpl_choice *c,
                          enum st_status *rc, struct st_err *err)
 {
+    static const struct turn turns[] = { { "user", "hi" } };
     struct st_chat_tmpl t;
-    struct st_chat_msg m[2];
+    struct st_chat_msg m[1];
     struct st_chat_req req;
     struct st_buf out;
 
-    memset(m, 0, sizeof(m));
-    m[0].role = st_str_c("user");
-    m[0].content = st_str_c("hi");
-    memset(&req, 0, sizeof(req));
-    req.msgs = m;
-    req.n_msgs = 1;
+    set_turns(&req, m, turns, 1, 0);
     req.add_generation_prompt = true;
-    req.enable_thinking = 0;
     *rc = st_chat_tmpl_choose(c, err);
     if (*rc != ST_OK)
         return NULL;
@@ -280,6 +296,7 @@ END_TEST
  * has a null content, reasoning, a call with string arguments and tools. */
 static char *render_vars(const char *src, const char *kwargs_json)
 {
+    static const struct turn turns[] = { { "user", NULL }, { "assistant", NULL } };
     struct st_chat_tmpl t;
     struct st_chat_msg m[2];
     struct st_chat_req req;
@@ -287,17 +304,11 @@ static char *render_vars(const char *src, const char *kwargs_json)
     struct st_err err = { 0 };
     cJSON *kw = kwargs_json ? cJSON_Parse(kwargs_json) : NULL;
 
-    memset(m, 0, sizeof(m));
-    m[0].role = st_str_c("user");
-    m[1].role = st_str_c("assistant");
+    set_turns(&req, m, turns, 2, 1);
     m[1].reasoning_content = st_str_c("mull");
     m[1].tool_calls = st_str_c("[{\"id\":\"c1\",\"type\":\"function\",\"function\":"
                                "{\"name\":\"f\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}}]");
-    memset(&req, 0, sizeof(req));
-    req.msgs = m;
-    req.n_msgs = 2;
     req.tools = st_str_c("[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]");
-    req.enable_thinking = 1;
     req.date_string = st_str_c("01 Jan 2026");
     req.kwargs = kw;
     ck_assert_int_eq(st_chat_tmpl_load(&t, src, strlen(src), "<s>", "</s>", "unit", &err), ST_OK);
@@ -410,24 +421,17 @@ END_TEST
  * user and assistant left out, no generation prompt when not asked. */
 START_TEST(test_chat_command_r_turns)
 {
+    static const struct turn turns[] = { { "system", " You are a test.\n" },
+                                         { "user", "Hi there" },
+                                         { "tool", "dropped" },
+                                         { "assistant", NULL } };
     struct st_chat_msg m[4];
     struct st_chat_req req;
     struct st_chat_tmpl t;
     struct st_buf out;
     struct st_err err = { 0 };
 
-    memset(m, 0, sizeof(m));
-    m[0].role = st_str_c("system");
-    m[0].content = st_str_c(" You are a test.\n");
-    m[1].role = st_str_c("user");
-    m[1].content = st_str_c("Hi there");
-    m[2].role = st_str_c("tool");
-    m[2].content = st_str_c("dropped");
-    m[3].role = st_str_c("assistant");
-    memset(&req, 0, sizeof(req));
-    req.msgs = m;
-    req.n_msgs = 4;
-    req.enable_thinking = -1;
+    set_turns(&req, m, turns, 4, -1);
     st_chat_tmpl_init(&t, NULL, 0, NULL, NULL, "unit");
     t.kind = ST_CHAT_COMMAND_R;
     ck_assert_str_eq(st_chat_kind_name(ST_CHAT_COMMAND_R), "command-r");
@@ -450,21 +454,14 @@ START_TEST(test_chat_jinja_no_system_role)
     static const char src[] =
         "{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}"
         "{% endif %}{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}";
+    static const struct turn turns[] = { { "system", "Sys" }, { "user", "hi" } };
     struct st_chat_msg m[2];
     struct st_chat_req req;
     struct st_chat_tmpl t;
     struct st_buf out;
     struct st_err err = { 0 };
 
-    memset(m, 0, sizeof(m));
-    m[0].role = st_str_c("system");
-    m[0].content = st_str_c("Sys");
-    m[1].role = st_str_c("user");
-    m[1].content = st_str_c("hi");
-    memset(&req, 0, sizeof(req));
-    req.msgs = m;
-    req.n_msgs = 2;
-    req.enable_thinking = -1;
+    set_turns(&req, m, turns, 2, -1);
     ck_assert_int_eq(st_chat_tmpl_load(&t, src, strlen(src), "", "", "unit", &err), ST_OK);
     ck_assert(t.jinja_no_system);
     st_buf_init(&out);

@@ -33,36 +33,19 @@ static void setup(void)
 
 static void teardown(void) { support_rmtree(dir); }
 
-/* fixture_pool_start_ub with the checkpoint bound and the give-way
- * boundary (0: the default) chosen. */
+/* The fixture pool with the checkpoint bound, the give-way boundary (0:
+ * the default) and the chunk size chosen. */
 static int32_t mtp_draft;   /* start_gw: MTP drafts per step (0: off) */
 
 static void start_gw(struct fixture_pool *f, int32_t np, int32_t ckpts, int64_t give_way,
                      int32_t ubatch)
 {
-    st_clock_manual_init(&f->clk, 0);
-    struct st_sched_config sc;
-    st_sched_config_defaults(&sc);
-    sc.batch = true;
-    sc.log_dispatch = false;
-    if (give_way > 0)
-        sc.give_way_tokens = give_way;
-    struct st_pool_config pc;
-    st_pool_config_defaults(&pc);
-    pc.model.name = "m";
-    pc.model.path = path;
-    pc.model.backend = ST_BACKEND_CPU;
-    pc.model.parallel = np;
-    pc.model.ctx_size = 256;
-    pc.threads = 2;
-    pc.ubatch = ubatch;
-    pc.ctx_checkpoints = ckpts;
-    pc.mtp = mtp_draft > 0;
-    pc.mtp_draft = mtp_draft > 0 ? mtp_draft : 1;
-    struct st_err err = { 0 };
-    ck_assert(st_sched_new(&sc, &f->clk.clock, &f->sched, &err) == ST_OK);
-    ck_assert_msg(st_engine_pool_new(&pc, f->sched, &f->clk.clock, &f->pool, &err) == ST_OK,
-                  "%s", err.msg);
+    struct fixture_knobs k = fixture_knobs(np);
+    k.ubatch = ubatch;
+    k.mtp_draft = mtp_draft;
+    k.ckpts = ckpts;
+    k.give_way = give_way;
+    fixture_pool_start_with(f, path, &k);
 }
 
 struct got {

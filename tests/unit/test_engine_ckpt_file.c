@@ -41,25 +41,10 @@ static void teardown(void) { support_rmtree(dir); }
  * the model loaded. */
 static void start(struct fixture_pool *f, int32_t ckpts)
 {
-    st_clock_manual_init(&f->clk, 0);
-    struct st_sched_config sc;
-    st_sched_config_defaults(&sc);
-    sc.batch = true;
-    sc.log_dispatch = false;
-    struct st_pool_config pc;
-    st_pool_config_defaults(&pc);
-    pc.model.name = "m";
-    pc.model.path = path;
-    pc.model.backend = ST_BACKEND_CPU;
-    pc.model.parallel = 1;
-    pc.model.ctx_size = 256;
-    pc.threads = 2;
-    pc.ubatch = 32;
-    pc.ctx_checkpoints = ckpts;
-    struct st_err err = { 0 };
-    ck_assert(st_sched_new(&sc, &f->clk.clock, &f->sched, &err) == ST_OK);
-    ck_assert_msg(st_engine_pool_new(&pc, f->sched, &f->clk.clock, &f->pool, &err) == ST_OK,
-                  "%s", err.msg);
+    struct fixture_knobs k = fixture_knobs(1);
+    k.ubatch = 32;
+    k.ckpts = ckpts;
+    fixture_pool_start_with(f, path, &k);
     (void)st_engine_pool_step(f->pool, 0);   /* the start-up load: a slot to restore into */
 }
 

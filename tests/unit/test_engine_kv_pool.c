@@ -28,14 +28,21 @@
 
 /* ---- sim: accounting ------------------------------------------------------ */
 
-/* The sim pool with a unified KV pool of 'pool' tokens over np slots. */
-static void start_pool(struct fixture *f, int32_t np, int64_t pool)
+/* The sim pool of np slots and a context of ctx tokens, with a unified KV
+ * pool of 'pool' tokens (0: per-slot regions, the default). */
+static void start_kv(struct fixture *f, int32_t np, int64_t ctx, int64_t pool)
 {
     fx_defaults(f);
     f->pcfg.model.parallel = np;
-    f->pcfg.model.ctx_size = pool;
+    f->pcfg.model.ctx_size = ctx;
     f->pcfg.model.kv_pool = pool;
     ck_assert(fx_start(f));
+}
+
+/* The sim pool with a unified KV pool of 'pool' tokens over np slots. */
+static void start_pool(struct fixture *f, int32_t np, int64_t pool)
+{
+    start_kv(f, np, pool, pool);
 }
 
 /* Step engine 0 until idle, checking after every step that the slots hold
@@ -70,10 +77,7 @@ START_TEST(test_kv_pool_one_slot_reads_past_its_share)
     /* per-slot regions (the default): the same prompt cannot fit 1000 a slot */
     struct rec r;
     enum st_status rc = ST_OK;
-    fx_defaults(&f);
-    f.pcfg.model.parallel = 4;
-    f.pcfg.model.ctx_size = 1000;
-    ck_assert(fx_start(&f));
+    start_kv(&f, 4, 1000, 0);
     ck_assert_ptr_null(fx_submit_full(&f, "b", 0, 3000, 2, &r, &rc));
     ck_assert_int_eq(rc, ST_ERR_TOO_LONG);
     fx_stop(&f);
@@ -253,10 +257,7 @@ START_TEST(test_kv_pool_stats_count_the_pool)
     fx_stop(&f);
 
     /* per-slot regions: no pool; a busy slot counts the rows it read */
-    fx_defaults(&f);
-    f.pcfg.model.parallel = 2;
-    f.pcfg.model.ctx_size = 2000;
-    ck_assert(fx_start(&f));
+    start_kv(&f, 2, 2000, 0);
     ra = submit(&f, "a", words("a", 0, 1500), 5, &a);
     ck_assert(st_engine_pool_step(f.pool, 0));
     ps = stats(&f);

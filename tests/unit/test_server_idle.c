@@ -6,11 +6,11 @@
 #include <check.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/daemon.h"
+#include "strata/rss.h"
 #include "support.h"
 
 /* Ticks until the first trim (at most 'max'); -1 none. */
@@ -85,12 +85,9 @@ static void *spike(void *arg)
 
 static long resident_kib(void)
 {
-    long pages = 0, rss = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fscanf(f, "%ld %ld", &pages, &rss), 2);
-    fclose(f);
-    return rss * 4;
+    int64_t rss = st_rss_bytes();
+    ck_assert_int_gt(rss, 0);
+    return (long)(rss / 1024);
 }
 
 START_TEST(test_idle_trim_gives_back_a_spike)

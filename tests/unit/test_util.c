@@ -1,4 +1,4 @@
-/* test_util.c -- status table, errors, strings, buffers, clocks, dtypes, log lines. */
+/* test_util.c -- status table, errors, strings, buffers, clocks, dtypes, log lines, RSS. */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include "strata/err.h"
 #include "strata/log.h"
 #include "strata/mutf8.h"
+#include "strata/rss.h"
 #include "strata/str.h"
 #include "support.h"
 
@@ -181,6 +182,29 @@ START_TEST(test_util_log_text_escapes_control_bytes)
 }
 END_TEST
 
+/* st_rss_bytes reads bytes, not pages or KiB: a whole number of pages, and
+ * 32 MiB written shows as at least half that more. */
+static char *volatile rss_sink;   /* the buffer escapes: its writes cannot be left out */
+
+START_TEST(test_util_rss_bytes)
+{
+#ifdef __linux__
+    int64_t before = st_rss_bytes();
+    ck_assert_int_gt(before, 0);
+    ck_assert_int_eq(before % sysconf(_SC_PAGESIZE), 0);
+    size_t n = (size_t)32 << 20;
+    char *big = malloc(n);
+    ck_assert_ptr_nonnull(big);
+    rss_sink = big;
+    memset(big, 1, n);
+    int64_t after = st_rss_bytes();
+    ck_assert_msg(after - before >= (int64_t)(n / 2), "RSS %lld -> %lld bytes after %zu written",
+                  (long long)before, (long long)after, n);
+    free(big);
+#endif
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
@@ -194,6 +218,7 @@ static Suite *util_suite(void)
     tcase_add_test(tc, test_util_manual_clock_moves_only_when_told);
     tcase_add_test(tc, test_util_dtype_table);
     tcase_add_test(tc, test_util_log_text_escapes_control_bytes);
+    tcase_add_test(tc, test_util_rss_bytes);
     suite_add_tcase(s, tc);
     return s;
 }

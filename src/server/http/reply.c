@@ -62,6 +62,18 @@ static bool add_cors(struct st_call *c, struct MHD_Response *r)
     return true;
 }
 
+/* Queue r (released here) as the call's response with 'status', counted
+ * in /metrics; the call moves to 'phase'. */
+static enum st_route_result queue(struct st_call *c, struct MHD_Response *r, unsigned status,
+                                  enum st_call_phase phase)
+{
+    enum MHD_Result ok = MHD_queue_response(c->mhd, status, r);
+    MHD_destroy_response(r);
+    c->phase = phase;
+    count_status(c->srv, status);
+    return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
+}
+
 /* A sub-call (../gcp.c) keeps its reply for its parent: 'data' copied
  * (NULL: a stream, which a sub-call never asks for, is a 500). */
 static enum st_route_result capture(struct st_call *c, unsigned status, const void *data,
@@ -96,11 +108,7 @@ enum st_route_result st_reply(struct st_call *c, unsigned status, const char *ct
     add_cors(c, r);
     if (hname && hvalue)
         MHD_add_response_header(r, hname, hvalue);
-    enum MHD_Result ok = MHD_queue_response(c->mhd, status, r);
-    MHD_destroy_response(r);
-    c->phase = ST_CALL_REPLIED;
-    count_status(c->srv, status);
-    return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
+    return queue(c, r, status, ST_CALL_REPLIED);
 }
 
 enum st_route_result st_reply_json(struct st_call *c, unsigned status, struct st_buf *body)
@@ -159,11 +167,7 @@ enum st_route_result st_reply_nomem(struct st_call *c)
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     add_request_id(c, r);
     add_cors(c, r);
-    enum MHD_Result ok = MHD_queue_response(c->mhd, 500, r);
-    MHD_destroy_response(r);
-    c->phase = ST_CALL_REPLIED;
-    count_status(c->srv, 500);
-    return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
+    return queue(c, r, 500, ST_CALL_REPLIED);
 }
 
 enum st_route_result st_reply_static(struct st_call *c, unsigned status, const char *ctype,
@@ -180,11 +184,7 @@ enum st_route_result st_reply_static(struct st_call *c, unsigned status, const c
     MHD_add_response_header(r, "x-request-id", c->request_id);
     for (size_t i = 0; hdrs && hdrs[i] && hdrs[i + 1]; i += 2)
         MHD_add_response_header(r, hdrs[i], hdrs[i + 1]);
-    enum MHD_Result ok = MHD_queue_response(c->mhd, status, r);
-    MHD_destroy_response(r);
-    c->phase = ST_CALL_REPLIED;
-    count_status(c->srv, status);
-    return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
+    return queue(c, r, status, ST_CALL_REPLIED);
 }
 
 enum st_route_result st_reply_stream(struct st_call *c, st_reply_reader_fn *read)
@@ -201,11 +201,7 @@ enum st_route_result st_reply_stream(struct st_call *c, st_reply_reader_fn *read
     MHD_add_response_header(r, "X-Accel-Buffering", "no");   /* nginx: do not buffer */
     add_request_id(c, r);
     add_cors(c, r);
-    enum MHD_Result ok = MHD_queue_response(c->mhd, 200, r);
-    MHD_destroy_response(r);
-    c->phase = ST_CALL_STREAM;
-    count_status(c->srv, 200);
-    return ok == MHD_YES ? ST_ROUTE_DONE : ST_ROUTE_FAIL;
+    return queue(c, r, 200, ST_CALL_STREAM);
 }
 
 enum st_route_result st_reply_preflight(struct st_call *c, const char *allow)

@@ -224,21 +224,12 @@ static enum st_status parse_stream_extras(const cJSON *root, struct st_oai_reque
     return rc;
 }
 
-static bool has_string(const cJSON *arr)
+/* Whether an item of arr passes is (cJSON_IsString, cJSON_IsNumber). */
+static bool has_item(const cJSON *arr, cJSON_bool (*is)(const cJSON *const item))
 {
     const cJSON *it;
     cJSON_ArrayForEach(it, arr) {
-        if (cJSON_IsString(it))
-            return true;
-    }
-    return false;
-}
-
-static bool has_number(const cJSON *arr)
-{
-    const cJSON *it;
-    cJSON_ArrayForEach(it, arr) {
-        if (cJSON_IsNumber(it))
+        if (is(it))
             return true;
     }
     return false;
@@ -286,7 +277,7 @@ static enum st_status prompt_item(const cJSON *v, struct st_oai_prompt *out,
         out->text = st_str_dup(st_str_c(v->valuestring));
         return out->text ? ST_OK : nomem(e);
     }
-    if (cJSON_IsArray(v) && has_string(v))
+    if (cJSON_IsArray(v) && has_item(v, cJSON_IsString))
         return mixed_item(v, out, e);
     if (cJSON_IsArray(v)) {
         enum st_status rc = st_oai_tokens(v, "prompt", &out->tokens, &out->n_tokens, e);
@@ -309,7 +300,7 @@ static enum st_status parse_prompts(const cJSON *root, struct st_oai_request *r,
                                 "Missing required parameter: 'prompt'.");
     /* an array with a number in it is ONE prompt (token ids, or ids and texts
      * mixed, as llama-server's); otherwise each item is one */
-    bool many = cJSON_IsArray(v) && !has_number(v);
+    bool many = cJSON_IsArray(v) && !has_item(v, cJSON_IsNumber);
     size_t n = many ? (size_t)cJSON_GetArraySize(v) : 1;
     if (n == 0)
         return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
@@ -327,7 +318,7 @@ static enum st_status parse_prompts(const cJSON *root, struct st_oai_request *r,
     size_t i = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
-        if (cJSON_IsArray(it) && it->child && !has_number(it))
+        if (cJSON_IsArray(it) && it->child && !has_item(it, cJSON_IsNumber))
             return st_api_error_set(e, ST_ERR_INVALID, "prompt", NULL,
                                     "Invalid 'prompt': nested arrays must hold token ids.");
         enum st_status rc = prompt_item(it, &r->prompts[i++], e);
