@@ -474,11 +474,14 @@ START_TEST(test_engine_threads_serve_and_stop)
         req[i]->emit_ctx = &r[i];
         ck_assert_int_eq(st_engine_pool_submit(pool, req[i], NULL), ST_OK);
     }
-    for (int spin = 0; spin < 2000; spin++) {
+    /* a bound for a hang (under the tcase timeout), not a speed: a loaded
+     * machine, or ASan, is slow */
+    int64_t give_up = st_clock_now(st_clock_real()) + 20 * ST_NS_PER_SEC;
+    for (;;) {
         int done = 0;
         for (int i = 0; i < 5; i++)
             done += __atomic_load_n(&r[i].ended, __ATOMIC_SEQ_CST);
-        if (done == 5)
+        if (done == 5 || st_clock_now(st_clock_real()) > give_up)
             break;
         usleep(1000);
     }
