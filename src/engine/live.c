@@ -51,11 +51,14 @@ void st_engine_end_slot(struct st_engine *e, struct st_engine_slot *sl, enum st_
         .mtp_drafted = sl->mtp.drafted,
         .mtp_accepted = sl->mtp.accepted,
     };
+    int64_t n_generated = sl->n_generated;
     req->end_ns = now_ns(e);
-    /* The scheduler learns first, so a client that sees END also sees the
-     * slot free in /metrics and /slots. */
+    /* Everything a client can read about the request and its slot is
+     * settled before END goes out: a client that saw its reply finds the
+     * request finished (scheduler, activity, /metrics), the slot idle with
+     * the prefix it keeps (/slots, strata_slots, kv_usage) and the KV
+     * events of that prefix sent. */
     st_sched_finish(e->pool->sched, &req->job, outcome, &report);
-    st_request_emit_end(req, finish, status, error, sl->n_generated);
     st_engine_prefix_release(e, sl, outcome);   /* the KV stays for the next request */
     if (sl->stop_live)
         st_stop_fini(&sl->stop);
@@ -65,6 +68,8 @@ void st_engine_end_slot(struct st_engine *e, struct st_engine_slot *sl, enum st_
     sl->n_past = 0;
     if (atomic_fetch_sub(&e->busy, 1) == 1)
         e->idle_since_ns = req->end_ns;   /* the ttl counts from here */
+    st_engine_update_views(e);
+    st_request_emit_end(req, finish, status, error, n_generated);
     st_pool_forget(e->pool, req);
     st_request_unref(req);
 }

@@ -5,7 +5,9 @@
  * from per-engine atomics the step updates; slot views are copied from
  * each engine's table under that engine's mutex. Every read here is
  * O(engines + slots): cheap enough to scrape every 50 ms. The engine
- * thread refreshes its views (st_engine_update_views) after each step.
+ * thread refreshes its views (st_engine_update_views) after each step, and
+ * as a request ends, before its END (live.c): a client that has its
+ * answer sees its slot free.
  *
  * Histogram buckets (seconds, Prometheus style, upper bounds; +Inf implied):
  * 0.005 .. 60, the same for time to first token and inter-token latency;

@@ -387,6 +387,7 @@ static void take_verified(struct st_engine *e, struct st_engine_slot *sl,
     int32_t k = (int32_t)q->n_tokens - 1, kept = 0;
     size_t nv = (size_t)st_runner_n_vocab(e->runner);
     sl->mtp.drafted += k;   /* before take_token can end the request and report them */
+    st_engine_spec_count(e, sl, k, 0, true);   /* so too the pool's (/metrics) */
     for (int32_t i = 0; i <= k; i++) {
         struct st_runner_row one = { .logits = row->logits ? row->logits + i * nv : NULL,
                                      .token = row->token };
@@ -398,6 +399,7 @@ static void take_verified(struct st_engine *e, struct st_engine_slot *sl,
             break;
         kept++;
         sl->mtp.accepted++;
+        st_engine_spec_count(e, sl, 0, 1, false);   /* before the token it lets out */
     }
     if (sl->req == req && sl->n_past < q->pos + q->n_tokens)
         st_runner_kv_truncate(e->runner, sl->index, sl->n_past);

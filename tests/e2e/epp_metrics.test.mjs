@@ -113,10 +113,12 @@ test('under load: totals first, bands after; a queued model not loaded is waitin
   const running = hold('alpha');
   await until(async () => metric(await metricsText(srv), 'vllm:num_requests_running') === 1, 10000, 'alpha running');
   const queued = [hold('beta'), hold('a', { 'x-llamaswap-priority': 'interactive' })];
+  // kv_usage is the slots' view, refreshed at the end of each engine step:
+  // the holder's first step (its read) may still run when the others queue
   const t = await until(async () => {
     const s = await metricsText(srv);
-    return metric(s, 'vllm:num_requests_waiting') === 2 ? s : null;
-  }, 10000, 'two waiting');
+    return metric(s, 'vllm:num_requests_waiting') === 2 && metric(s, 'vllm:kv_cache_usage_perc') > 0 ? s : null;
+  }, 10000, 'two waiting, the running one holding KV');
   assert.equal(firstSeries(t, 'strata:num_requests_waiting').value, 2);
   assert.equal(metric(t, 'strata:num_requests_waiting', { band: 'interactive' }), 1);
   assert.equal(metric(t, 'strata:num_requests_waiting', { band: 'normal' }), 1);

@@ -9,7 +9,7 @@
 //
 // The server: models alpha (preloaded) and broken (every load fails), the
 // sim decoding 20 tokens/s, keep-alive every second. A "blocker" stream of
-// 50 tokens holds the only slot for 2.5 s.
+// 100 tokens holds the only slot for 5 s.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -32,7 +32,9 @@ const post = (srv, body, signal) => fetch(`${srv.url}/v1/chat/completions`, {
 });
 
 // A stream that holds the slot for 'tokens' / 20 s; resolves to its end time.
-async function blocker(srv, tokens = 50, model = 'alpha') {
+// 5 s by default: the tests need it to outlast a 1 s keep-alive (or 1.5 s)
+// plus their own polling, which a loaded machine can make slow.
+async function blocker(srv, tokens = 100, model = 'alpha') {
   const res = await post(srv, chatBody({ model, stream: true, max_tokens: tokens }));
   assert.equal(res.status, 200);
   const done = res.text().then(() => Date.now());
@@ -156,7 +158,7 @@ describe('--sse-keepalive 0', () => {
   after(async () => { await srv?.stop(); });
 
   test('the headers wait for the first token, and no comment is sent', async () => {
-    const blockerEnd = blocker(srv, 40, 'default');
+    const blockerEnd = blocker(srv, 100, 'default');
     await until(async () => (await getJSON(srv, '/slots')).json.some((s) => s.state === 'decoding'), 5000, 'decoding');
     const t0 = Date.now();
     const res = await post(srv, chatBody({ stream: true, max_tokens: 2 }));
@@ -164,7 +166,7 @@ describe('--sse-keepalive 0', () => {
     assert.equal(res.status, 200);
     const text = await res.text();
     await blockerEnd;
-    // the blocker holds the slot ~2 s: no headers before it is done
+    // the blocker holds the slot ~5 s: no headers before it is done
     assert.ok(tHeaders - t0 >= 1500, `headers after only ${tHeaders - t0} ms`);
     assert.ok(!text.includes(': keep-alive'), text);
     assert.ok(text.startsWith('data: '), text);

@@ -22,10 +22,13 @@ describe('--host with several addresses', () => {
   test('listens on each, one port, the same API key and streams', async (t) => {
     if (!(await haveIPv6Loopback())) { t.skip('no IPv6 loopback here'); return; }
     const srv = await startServer(['--host', '127.0.0.1, ::1', '--api-key', 'k2',
-      '--sim-tokens', '4', '--sim-decode-tps', '2000'], { waitReady: false });
+      '--sim-tokens', '4', '--sim-decode-tps', '2000']);   // ready: /health is 503 while it loads
     try {
       const port = new URL(srv.url).port;
-      assert.match(srv.log(), new RegExp(`listening on http://\\[::1\\]:${port}`));
+      // one log line per address: the helper returns at the first; the next
+      // may still be on its way through the pipe
+      await until(() => new RegExp(`listening on http://\\[::1\\]:${port}`).test(srv.log()), 10000,
+        'the [::1] address logged');
       for (const host of ['127.0.0.1', '[::1]']) {
         const base = `http://${host}:${port}`;
         const h = await fetch(`${base}/health`);

@@ -71,19 +71,27 @@ describe('API key defaults and caps (config file)', () => {
 describe('scheduling on the running server', () => {
   let srv;
   before(async () => {
-    srv = await startServer(['--batch', '--parallel', '2', '--sim-decode-tps', '50', '--sim-prompt-tps', '20000',
+    srv = await startServer(['--batch', '--parallel', '2', '--sim-decode-tps', '50', '--sim-prompt-tps', '2000',
       '--ubatch', '256', '--give-way-tokens', '512', '--sim-tokens', '10', '--ctx-size', '16384']);
   });
   after(async () => { await srv.stop(); });
 
   test('a free slot goes to the highest-priority waiting request', async () => {
-    const hold = ['fs-a', 'fs-b'].map((id) => postJSON(srv, '/v1/chat/completions', chatBody({ max_tokens: 20 }), { 'x-request-id': id }));
+    // The holders decode until the test lets them go (they are cancelled):
+    // holders that end on their own could free a slot before both are queued.
+    const ctl = new AbortController();
+    const hold = ['fs-a', 'fs-b'].map((id) => fetch(`${srv.url}/v1/chat/completions`, {
+      method: 'POST', signal: ctl.signal, headers: { 'content-type': 'application/json', 'x-request-id': id },
+      body: JSON.stringify(chatBody({ max_tokens: 100000 })),
+    }).catch((e) => e));
     await until(async () => (await getJSON(srv, '/slots')).json.every((s) => s.state !== 'idle'), 5000, 'both slots busy');
     const low = postJSON(srv, '/v1/chat/completions', chatBody({ max_tokens: 2, priority: 0 }), { 'x-request-id': 'fs-low' });
     await until(async () => metric(await metricsText(srv), 'llamaswap_scheduler_queue_depth', { band: 'normal' }) === 1, 5000, 'low queued');
     const high = postJSON(srv, '/v1/chat/completions', chatBody({ max_tokens: 2, priority: 5 }), { 'x-request-id': 'fs-high' });
     await until(async () => metric(await metricsText(srv), 'llamaswap_scheduler_queue_depth', { band: 'normal' }) === 2, 5000, 'high queued');
-    const rs = await Promise.all([...hold, low, high]);
+    ctl.abort();
+    for (const r of await Promise.all(hold)) assert.ok(r instanceof Error);
+    const rs = await Promise.all([low, high]);
     for (const r of rs) assert.equal(r.status, 200);
     const acts = await activity(srv);
     const l = rec(acts, 'fs-low');
@@ -93,7 +101,9 @@ describe('scheduling on the running server', () => {
   });
 
   test('a long read gives way to a higher priority of equal length', async () => {
-    const prompt = Array.from({ length: 6000 }, (_, i) => `w${i}`).join(' ');   // 0.3 s of reading
+    // seconds of reading (--sim-prompt-tps 2000): B must arrive while A still
+    // reads, on a loaded machine too
+    const prompt = Array.from({ length: 6000 }, (_, i) => `w${i}`).join(' ');
     const firstToken = async (id, prio) => {
       const t0 = Date.now();
       const res = await fetch(`${srv.url}/v1/completions`, {

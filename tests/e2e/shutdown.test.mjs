@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { startServer, getJSON, postJSON, parseSSE, chatBody, until } from './lib/server.mjs';
+import { startServer, getJSON, postJSON, parseSSE, chatBody, until, metric, metricsText } from './lib/server.mjs';
 
 const stream = (srv, tokens) => fetch(`${srv.url}/v1/chat/completions`, {
   method: 'POST', headers: { 'content-type': 'application/json' },
@@ -20,9 +20,11 @@ const stream = (srv, tokens) => fetch(`${srv.url}/v1/chat/completions`, {
 // Read a streaming response to its end; resolves to the parsed events.
 const drainBody = async (res) => parseSSE(await res.text());
 
+// 'close', not 'exit': the exit can be seen before the last log lines
+// have been read from the pipe, and the tests then look for them.
 const exitOf = async (srv) => {
-  if (srv.proc.exitCode !== null) return [srv.proc.exitCode, null];
-  return once(srv.proc, 'exit');
+  if (srv.proc.stderr.closed && srv.proc.exitCode !== null) return [srv.proc.exitCode, null];
+  return once(srv.proc, 'close');
 };
 
 test('draining: in-flight and queued requests finish, new ones get 503, exit 0', async () => {
@@ -35,6 +37,9 @@ test('draining: in-flight and queued requests finish, new ones get 503, exit 0',
   const queued = postJSON(srv, '/v1/chat/completions', chatBody({ max_tokens: 5 }));
   await until(async () => (await getJSON(srv, '/slots')).json?.[0]?.state !== 'idle', 5000,
     'the first request to hold the slot');
+  // the second is in the queue, not still on its way (a SIGTERM first refuses it)
+  await until(async () => metric(await metricsText(srv), 'vllm:num_requests_waiting') === 1, 5000,
+    'the second request queued');
 
   srv.proc.kill('SIGTERM');
   await until(() => /draining: \d+ request\(s\) in progress/.test(srv.log()), 5000, 'draining');

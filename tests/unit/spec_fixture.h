@@ -65,6 +65,16 @@ static inline const char *spec_make(const char *preset, bool mtp, uint64_t seed)
 
 /* The pool spec_run_prompts is stepping (for a test hook), else NULL. */
 static struct st_engine_pool *spec_pool;
+/* The pool's counters as the last END went out: a client that scrapes
+ * /metrics after its reply must find its last verify step counted. */
+static struct st_pool_stats spec_last_end;
+
+static inline void spec_record(void *ctx, const struct st_event *ev)
+{
+    fixture_record(ctx, ev);
+    if (ev->kind == ST_EVENT_END && spec_pool)
+        st_engine_pool_stats(spec_pool, &spec_last_end);
+}
 
 static inline void spec_submit(struct st_engine_pool *p, int32_t i, const struct spec_run *r,
                                const char *prompt, struct fixture_out *o)
@@ -86,7 +96,7 @@ static inline void spec_submit(struct st_engine_pool *p, int32_t i, const struct
         req->params.repeat_last_n = r->pen->repeat_last_n;
         ck_assert(st_gen_params_copy_bias(&req->params, r->pen) == ST_OK);
     }
-    req->emit = fixture_record;
+    req->emit = spec_record;
     req->emit_ctx = o;
     struct st_err err = { 0 };
     ck_assert_msg(st_engine_pool_submit(p, req, &err) == ST_OK, "submit: %s", err.msg);
@@ -103,6 +113,7 @@ static inline void spec_run_prompts(const struct spec_run *r, const char *const 
     if (r->hook)
         st_engine_pool_mtp_test(f.pool, r->hook);
     spec_pool = f.pool;
+    memset(&spec_last_end, 0, sizeof(spec_last_end));
     (void)st_engine_pool_step(f.pool, 0);   /* loads the model */
     ck_assert(st_engine_pool_ready(f.pool));
     memset(res, 0, sizeof(*res));
@@ -115,6 +126,16 @@ static inline void spec_run_prompts(const struct spec_run *r, const char *const 
         ck_assert_int_eq(res->out[i].n, r->n_gen);
     }
     st_engine_pool_stats(f.pool, &res->stats);
+    /* nothing of the drafts was counted after the last END */
+    const struct st_pool_stats *e = &spec_last_end, *z = &res->stats;
+    ck_assert_uint_eq(e->mtp_drafted, z->mtp_drafted);
+    ck_assert_uint_eq(e->mtp_accepted, z->mtp_accepted);
+    ck_assert_uint_eq(e->mtp_steps, z->mtp_steps);
+    ck_assert_uint_eq(e->ngram_drafted, z->ngram_drafted);
+    ck_assert_uint_eq(e->ngram_accepted, z->ngram_accepted);
+    ck_assert_uint_eq(e->ngram_steps, z->ngram_steps);
+    ck_assert_uint_eq(e->steps, z->steps);
+    ck_assert_uint_eq(e->generated_tokens, z->generated_tokens);
     res->n_act = st_sched_activity(f.sched, res->act, 4);
     fixture_pool_stop(&f);
     spec_pool = NULL;

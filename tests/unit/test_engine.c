@@ -474,11 +474,14 @@ START_TEST(test_engine_threads_serve_and_stop)
         req[i]->emit_ctx = &r[i];
         ck_assert_int_eq(st_engine_pool_submit(pool, req[i], NULL), ST_OK);
     }
-    for (int spin = 0; spin < 2000; spin++) {
+    /* a bound for a hang (under the tcase timeout), not a speed: a loaded
+     * machine, or ASan, is slow */
+    int64_t give_up = st_clock_now(st_clock_real()) + 20 * ST_NS_PER_SEC;
+    for (;;) {
         int done = 0;
         for (int i = 0; i < 5; i++)
             done += __atomic_load_n(&r[i].ended, __ATOMIC_SEQ_CST);
-        if (done == 5)
+        if (done == 5 || st_clock_now(st_clock_real()) > give_up)
             break;
         usleep(1000);
     }
@@ -545,6 +548,61 @@ START_TEST(test_engine_threads_shutdown_mid_flight)
 END_TEST
 
 /* ---- stats and text side --------------------------------------------- */
+
+/* What a client reads once it has its answer is settled before END goes
+ * out: a client that scrapes /metrics or /slots right after its reply (the
+ * e2e suites do, on a loaded machine) finds its slot idle keeping its
+ * prompt, the request finished, and every forward pass and token of it
+ * counted. The END callback looks, as that client would. */
+struct at_end {
+    struct rec r;
+    struct st_engine_pool *pool;
+    struct st_sched *sched;
+    struct st_slot_view v;
+    struct st_pool_stats ps;
+    struct st_sched_stats ss;
+    bool seen;
+};
+
+static void at_end_emit(void *ctx, const struct st_event *ev)
+{
+    struct at_end *a = ctx;
+    rec_emit(&a->r, ev);
+    if (ev->kind != ST_EVENT_END)
+        return;
+    ck_assert_int_eq(st_engine_pool_slots(a->pool, &a->v, 1), 1);
+    st_engine_pool_stats(a->pool, &a->ps);
+    st_sched_stats(a->sched, &a->ss);
+    a->seen = true;
+}
+
+START_TEST(test_engine_state_settled_before_end)
+{
+    struct fixture f;
+    struct at_end a;
+    fx_defaults(&f);
+    ck_assert(fx_start(&f));
+    memset(&a, 0, sizeof(a));
+    struct st_request *req = fx_submit(&f, "a", 0, 100, 3, &a.r);
+    a.pool = f.pool;
+    a.sched = f.sched;
+    req->emit = at_end_emit;   /* nothing has stepped yet: no event went out */
+    req->emit_ctx = &a;
+    fx_run_idle(&f);
+    ck_assert(a.seen);
+    ck_assert_int_eq(a.r.n_end, 1);
+    ck_assert_int_eq(a.v.state, ST_SLOT_IDLE);
+    ck_assert_str_eq(a.v.request_id, "");
+    ck_assert_int_ge(a.v.n_cached, 100);   /* the prompt it keeps for the next request */
+    ck_assert_uint_eq(a.ps.steps, 3);      /* the read (and first token), 2 decodes */
+    ck_assert_uint_eq(a.ps.generated_tokens, 3);
+    ck_assert_int_eq(a.ps.running, 0);
+    ck_assert_int_eq(a.ss.running, 0);
+    ck_assert_uint_eq(a.ss.band[ST_BAND_NORMAL].outcomes[ST_OUTCOME_COMPLETED], 1);
+    st_request_unref(req);
+    fx_stop(&f);
+}
+END_TEST
 
 START_TEST(test_engine_stats_count_tokens_and_latency)
 {
@@ -711,6 +769,7 @@ static Suite *engine_suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("stats");
     tcase_add_test(t, test_engine_stats_count_tokens_and_latency);
+    tcase_add_test(t, test_engine_state_settled_before_end);
     suite_add_tcase(s, t);
     return s;
 }

