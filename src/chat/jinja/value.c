@@ -86,7 +86,7 @@ bool jv_equal(const struct jv *a, const struct jv *b)
         if (a->u.d->n != b->u.d->n)
             return false;
         for (size_t i = 0; i < a->u.d->n; i++) {
-            const struct jv *o = jv_dict_get(b->u.d, a->u.d->keys[i]);
+            const struct jv *o = jv_dict_find(b->u.d, &a->u.d->keys[i]);
             if (!o || !jv_equal(&a->u.d->vals[i], o))
                 return false;
         }
@@ -140,17 +140,63 @@ enum st_status jv_list_push(struct jarena *a, struct jlist *l, struct jv v)
     return ST_OK;
 }
 
+static bool hashable(const struct jv *v, int depth)
+{
+    switch (v->kind) {
+    case JV_UNDEF:
+    case JV_NONE:
+    case JV_BOOL:
+    case JV_INT:
+    case JV_FLOAT:
+    case JV_STR:
+        return true;
+    case JV_LIST:
+        if (!v->u.l->tuple || depth > 64)
+            return false;
+        for (size_t i = 0; i < v->u.l->n; i++)
+            if (!hashable(&v->u.l->items[i], depth + 1))
+                return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool jv_hashable(const struct jv *v)
+{
+    return hashable(v, 0);
+}
+
 struct jv *jv_dict_get(const struct jdict *d, struct st_str k)
 {
     for (size_t i = 0; i < d->n; i++)
-        if (st_str_eq(d->keys[i], k))
+        if (d->keys[i].kind == JV_STR && st_str_eq(d->keys[i].u.s, k))
+            return &d->vals[i];
+    return NULL;
+}
+
+struct jv *jv_dict_find(const struct jdict *d, const struct jv *k)
+{
+    if (k->kind == JV_STR)
+        return jv_dict_get(d, k->u.s);
+    if (!jv_hashable(k))
+        return NULL;
+    for (size_t i = 0; i < d->n; i++)
+        if (jv_equal(&d->keys[i], k))
             return &d->vals[i];
     return NULL;
 }
 
 enum st_status jv_dict_set(struct jarena *a, struct jdict *d, struct st_str k, struct jv v)
 {
-    struct jv *have = jv_dict_get(d, k);
+    return jv_dict_put(a, d, jv_str(k), v);
+}
+
+/* An existing equal key keeps its form, as in Python ({1: 'a', True: 'b'}
+ * is {1: 'b'}). */
+enum st_status jv_dict_put(struct jarena *a, struct jdict *d, struct jv k, struct jv v)
+{
+    struct jv *have = jv_dict_find(d, &k);
 
     if (have) {
         *have = v;
@@ -158,7 +204,7 @@ enum st_status jv_dict_set(struct jarena *a, struct jdict *d, struct st_str k, s
     }
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 4;
-        struct st_str *keys = ja_alloc(a, cap * sizeof(*keys));
+        struct jv *keys = ja_alloc(a, cap * sizeof(*keys));
         struct jv *vals = ja_alloc(a, cap * sizeof(*vals));
         if (!keys || !vals)
             return ST_ERR_NOMEM;
@@ -172,6 +218,103 @@ enum st_status jv_dict_set(struct jarena *a, struct jdict *d, struct st_str k, s
     }
     d->keys[d->n] = k;
     d->vals[d->n++] = v;
+    return ST_OK;
+}
+
+struct jlist *jv_dict_items(struct jarena *a, const struct jdict *d, const size_t *order)
+{
+    struct jlist *l = jv_list_new(a, d->n);
+
+    if (!l)
+        return NULL;
+    for (size_t i = 0; i < d->n; i++) {
+        size_t k = order ? order[i] : i;
+        struct jlist *pair = jv_list_new(a, 2);
+        if (!pair)
+            return NULL;
+        pair->items[0] = d->keys[k];
+        pair->items[1] = d->vals[k];
+        pair->n = 2;
+        pair->tuple = true;
+        l->items[l->n++] = (struct jv){ .kind = JV_LIST, .u.l = pair };
+    }
+    return l;
+}
+
+static int str_cmp(struct st_str a, struct st_str b)
+{
+    size_t m = a.len < b.len ? a.len : b.len;
+    int c = m ? memcmp(a.ptr, b.ptr, m) : 0;
+
+    return c ? c : (a.len < b.len ? -1 : a.len > b.len ? 1 : 0);
+}
+
+/* Strings by code point, which UTF-8 byte order preserves; ints exactly. */
+bool jv_compare(const struct jv *a, const struct jv *b, int *c)
+{
+    if (is_num(a) && is_num(b)) {
+        if (a->kind != JV_FLOAT && b->kind != JV_FLOAT) {
+            int64_t x = a->kind == JV_INT ? a->u.i : a->u.b;
+            int64_t y = b->kind == JV_INT ? b->u.i : b->u.b;
+            *c = (x > y) - (x < y);
+        } else {
+            double x = num(a), y = num(b);
+            *c = (x > y) - (x < y);
+        }
+        return true;
+    }
+    if (a->kind == JV_STR && b->kind == JV_STR) {
+        *c = str_cmp(a->u.s, b->u.s);
+        return true;
+    }
+    return false;
+}
+
+static int fold_cmp(struct st_str a, struct st_str b)
+{
+    for (size_t i = 0; i < a.len && i < b.len; i++) {
+        unsigned char x = (unsigned char)a.ptr[i], y = (unsigned char)b.ptr[i];
+        x = x >= 'A' && x <= 'Z' ? (unsigned char)(x | 32) : x;
+        y = y >= 'A' && y <= 'Z' ? (unsigned char)(y | 32) : y;
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    return a.len < b.len ? -1 : a.len > b.len ? 1 : 0;
+}
+
+static bool key_cmp(const struct jv *a, const struct jv *b, bool fold, int *c)
+{
+    if (fold && a->kind == JV_STR && b->kind == JV_STR) {
+        *c = fold_cmp(a->u.s, b->u.s);
+        return true;
+    }
+    return jv_compare(a, b, c);
+}
+
+/* Bottom-up merge sort: n log n comparisons however large the dict. */
+enum st_status jv_dict_sort(const struct jdict *d, bool fold, size_t *idx, size_t *tmp)
+{
+    size_t n = d->n;
+    int c;
+
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                if (!key_cmp(&d->keys[idx[j]], &d->keys[idx[i]], fold, &c))
+                    return ST_ERR_INVALID;
+                tmp[k++] = c < 0 ? idx[j++] : idx[i++];
+            }
+            while (i < mid)
+                tmp[k++] = idx[i++];
+            while (j < hi)
+                tmp[k++] = idx[j++];
+        }
+        memcpy(idx, tmp, n * sizeof(*idx));
+    }
     return ST_OK;
 }
 
@@ -255,7 +398,7 @@ static void write_value(struct st_out *o, const struct jv *v, bool repr, int dep
         for (size_t i = 0; i < v->u.d->n && st_out_ok(o); i++) {
             if (i)
                 st_out_text(o, ", ");
-            write_py_str(o, v->u.d->keys[i]);
+            write_value(o, &v->u.d->keys[i], true, depth + 1);
             st_out_text(o, ": ");
             write_value(o, &v->u.d->vals[i], true, depth + 1);
         }
@@ -291,26 +434,32 @@ static void newline(struct st_out *o, int indent, int level)
     st_out_printf(o, "\n%*s", indent * level, "");
 }
 
-/* Key order for sort_keys: indices of d's keys, bytewise (Python sorts by
- * code point, which UTF-8 byte order preserves). */
-static void sorted_keys(const struct jdict *d, size_t *idx)
-{
-    for (size_t i = 0; i < d->n; i++) {
-        size_t j = i;
-        for (; j > 0; j--) {
-            struct st_str x = d->keys[idx[j - 1]], y = d->keys[i];
-            size_t m = x.len < y.len ? x.len : y.len;
-            int c = memcmp(x.ptr, y.ptr, m);
-            if (c < 0 || (c == 0 && x.len <= y.len))
-                break;
-            idx[j] = idx[j - 1];
-        }
-        idx[j] = i;
-    }
-}
-
 static void write_json(struct st_out *o, const struct jv *v, int indent, bool sort_keys,
                        int depth);
+
+/* A member name as json.dumps writes a key: a string as itself, a number,
+ * bool or none as its JSON text in quotes ("512", "true"); other keys are
+ * not serializable. */
+static void json_key(struct st_out *o, const struct jv *k)
+{
+    switch (k->kind) {
+    case JV_STR:
+        if (st_out_ok(o))
+            st_out_check(o, st_buf_json_str(o->buf, k->u.s.ptr, k->u.s.len));
+        return;
+    case JV_INT:
+    case JV_BOOL:
+    case JV_NONE:
+    case JV_FLOAT:
+        st_out_text(o, "\"");
+        write_json(o, k, -1, false, 0);
+        st_out_text(o, "\"");
+        return;
+    default:
+        st_out_check(o, ST_ERR_INVALID);
+        return;
+    }
+}
 
 static void json_container(struct st_out *o, const struct jv *v, int indent, bool sort_keys,
                            int depth)
@@ -324,11 +473,15 @@ static void json_container(struct st_out *o, const struct jv *v, int indent, boo
         return;
     }
     if (!list && sort_keys) {
-        if (!(idx = malloc(n * sizeof(*idx)))) {
+        if (!(idx = malloc(2 * n * sizeof(*idx)))) {
             st_out_check(o, ST_ERR_NOMEM);
             return;
         }
-        sorted_keys(v->u.d, idx);
+        if (jv_dict_sort(v->u.d, false, idx, idx + n) != ST_OK) {
+            free(idx);
+            st_out_check(o, ST_ERR_INVALID);   /* Python: TypeError */
+            return;
+        }
     }
     for (size_t i = 0; i < n && st_out_ok(o); i++) {
         size_t k = idx ? idx[i] : i;
@@ -337,9 +490,7 @@ static void json_container(struct st_out *o, const struct jv *v, int indent, boo
         if (indent >= 0)
             newline(o, indent, depth + 1);
         if (!list) {
-            if (st_out_ok(o))
-                st_out_check(o, st_buf_json_str(o->buf, v->u.d->keys[k].ptr,
-                                                v->u.d->keys[k].len));
+            json_key(o, &v->u.d->keys[k]);
             st_out_text(o, ": ");
         }
         write_json(o, list ? &v->u.l->items[k] : &v->u.d->vals[k], indent, sort_keys, depth + 1);
