@@ -1,6 +1,6 @@
 /* chat/jinja/internal.h -- what the interpreter's files share: the arena
  * (arena.c), tokens (lex.c), the syntax tree (parse_*.c), values (value.c,
- * json.c), and the render state the evaluator (eval.c, exec.c), filters
+ * write.c, json.c), and the render state the evaluator (eval.c, exec.c), filters
  * (filters.c, tests.c) and methods (methods.c) work on.
  */
 #ifndef STRATA_CHAT_JINJA_INTERNAL_H
@@ -92,7 +92,7 @@ bool jp_is_name(struct jparser *p, const char *name);
 enum st_status jp_expect_op(struct jparser *p, const char *op);
 enum st_status jp_push(struct jparser *p, struct jnode ***arr, size_t *n, struct jnode *x);
 
-/* ---- values (value.c) ---- */
+/* ---- values (value.c; as text write.c) ---- */
 enum jv_kind { JV_UNDEF, JV_NONE, JV_BOOL, JV_INT, JV_FLOAT, JV_STR, JV_LIST, JV_DICT,
                JV_MACRO, JV_FUNC, JV_LOOP };
 enum jfunc { JF_RANGE, JF_NAMESPACE, JF_RAISE, JF_STRFTIME, JF_DICT };
