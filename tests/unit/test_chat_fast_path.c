@@ -5,7 +5,8 @@
  * byte for byte (or both refuse). STRATA_FAST_PATH_LIST=1 prints, for every
  * template a C renderer recognizes, whether the two agree and its hash:
  * how entries for the table are found. Also: st_chat_tmpl_load's choices
- * (built-in names, Jinja source, a parse error naming the line). */
+ * (built-in names, Jinja source, a parse error naming the line), the
+ * variables a template gets, and Seed-OSS's thinking_budget. */
 #include <check.h>
 #include <dirent.h>
 #include <inttypes.h>
@@ -477,6 +478,93 @@ START_TEST(test_chat_jinja_no_system_role)
 }
 END_TEST
 
+/* ByteDance Seed-OSS (tests/data/templates/seed_oss_36b.jinja) through the
+ * chat layer: a system, user, tool-call (string arguments, as OpenAI
+ * clients send them), tool-result, user conversation, with the template's
+ * thinking_budget from chat_template_kwargs (NULL: none). Its integer-keyed
+ * budget table is sorted with dictsort and compared with the budget. */
+static char *render_seed_oss(const char *kwargs_json)
+{
+    static const struct turn turns[] = { { "system", "You can call tools." },
+                                         { "user", "Weather in Paris?" },
+                                         { "assistant", "" },
+                                         { "tool", "{\"temp\": 21}" },
+                                         { "user", "Thanks!" } };
+    char path[1200];
+    char *src = NULL;
+    struct st_chat_tmpl t;
+    struct st_chat_msg m[5];
+    struct st_chat_req req;
+    struct st_buf out;
+    struct st_err err = { 0 };
+    cJSON *kw = kwargs_json ? cJSON_Parse(kwargs_json) : NULL;
+
+    snprintf(path, sizeof(path), "%s/tests/data/templates/seed_oss_36b.jinja",
+             support_source_dir());
+    ck_assert_ptr_nonnull(src = support_read_file(path));
+    set_turns(&req, m, turns, 5, -1);
+    m[2].tool_calls = st_str_c("[{\"id\":\"call_1\",\"type\":\"function\",\"function\":"
+                               "{\"name\":\"get_weather\",\"arguments\":"
+                               "\"{\\\"city\\\":\\\"Paris\\\",\\\"days\\\":2}\"}}]");
+    m[3].tool_call_id = st_str_c("call_1");
+    req.tools = st_str_c("[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+                         "\"description\":\"Get the weather\",\"parameters\":{\"type\":"
+                         "\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},"
+                         "\"required\":[\"city\"]}}}]");
+    req.add_generation_prompt = true;
+    req.kwargs = kw;
+    ck_assert_int_eq(st_chat_tmpl_load(&t, src, strlen(src), "<s>", "</s>", "unit", &err), ST_OK);
+    ck_assert_ptr_nonnull(t.jinja);
+    st_buf_init(&out);
+    ck_assert_msg(st_chat_render(&t, &req, &out, &err) == ST_OK, "%s", err.msg);
+    st_chat_tmpl_fini(&t);
+    cJSON_Delete(kw);
+    free(src);
+    return st_buf_steal(&out);
+}
+
+START_TEST(test_chat_jinja_seed_oss)
+{
+    /* budget -> the reflection interval: the first key >= the budget in
+     * numeric order (lexicographic order would give 256 for 100 and 1024
+     * for 2000), past the largest key the value at 16384 (as Python's
+     * jinja2 renders it) */
+    static const struct { int budget; const char *every; } want[] = {
+        { 1, "every 128 tokens" },     { 100, "every 128 tokens" },
+        { 512, "every 128 tokens" },   { 513, "every 256 tokens" },
+        { 1024, "every 256 tokens" },  { 2000, "every 512 tokens" },
+        { 4096, "every 512 tokens" },  { 5000, "every 1024 tokens" },
+        { 20000, "every 1024 tokens" },
+    };
+    char kw[64], *got;
+
+    got = render_seed_oss(NULL);
+    ck_assert_msg(strstr(got, "<seed:bos>system\nYou can call tools.\n\nFunction:\n"
+                              "def get_weather(city: str):") != NULL, "%s", got);
+    /* the string arguments reach the template as an object (it runs | items) */
+    ck_assert_msg(strstr(got, "<seed:bos>assistant\n<seed:tool_call>\n<function=get_weather>\n"
+                              "<parameter=city>Paris</parameter>\n<parameter=days>2</parameter>\n"
+                              "</function>\n</seed:tool_call><seed:eos>") != NULL, "%s", got);
+    ck_assert_msg(strstr(got, "<seed:bos>tool\n{\"temp\": 21}<seed:eos><seed:bos>user\nThanks!"
+                              "<seed:eos><seed:bos>assistant\n") != NULL, "%s", got);
+    ck_assert_ptr_null(strstr(got, "thinking budget"));
+    free(got);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        snprintf(kw, sizeof(kw), "{\"thinking_budget\": %d}", want[i].budget);
+        got = render_seed_oss(kw);
+        ck_assert_msg(strstr(got, want[i].every) != NULL, "budget %d: %s", want[i].budget, got);
+        free(got);
+    }
+    got = render_seed_oss("{\"thinking_budget\": 0}");
+    ck_assert_msg(strstr(got, "your thinking budget is 0") != NULL, "%s", got);
+    ck_assert_ptr_null(strstr(got, "You will reflect"));
+    ck_assert_msg(strstr(got, "The current thinking budget is 0, so I will directly start "
+                              "answering the question.</seed:cot_budget_reflect>\n</seed:think>")
+                  != NULL, "%s", got);
+    free(got);
+}
+END_TEST
+
 static Suite *fast_path_suite(void)
 {
     Suite *s = suite_create("chat_fast_path");
@@ -490,6 +578,7 @@ static Suite *fast_path_suite(void)
     tcase_add_test(tc, test_chat_jinja_llama_server_defaults);
     tcase_add_test(tc, test_chat_command_r_turns);
     tcase_add_test(tc, test_chat_jinja_no_system_role);
+    tcase_add_test(tc, test_chat_jinja_seed_oss);
     suite_add_tcase(s, tc);
     return s;
 }

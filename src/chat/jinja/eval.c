@@ -55,6 +55,10 @@ static enum st_status get_item(struct jrender *r, const struct jv *obj, const st
     *out = jv_undef();
     if (key->kind == JV_STR && (obj->kind == JV_DICT || obj->kind == JV_LOOP)) {
         *out = get_attr(obj, key->u.s);
+    } else if (obj->kind == JV_DICT) {
+        const struct jv *v = jv_dict_find(obj->u.d, key);   /* NULL for an unhashable key */
+        if (v)
+            *out = *v;
     } else if (obj->kind == JV_LIST && key->kind == JV_INT) {
         if (norm_index(key->u.i, obj->u.l->n, &i))
             *out = obj->u.l->items[i];
@@ -224,15 +228,15 @@ static enum st_status eval_dict(struct jrender *r, const struct jnode *n, struct
 {
     struct jdict *d = jv_dict_new(r->a, n->n_kids / 2);
     struct jv k, v;
-    struct st_str ks;
 
     if (!d)
         return jr_nomem(r);
     for (size_t i = 0; i + 1 < n->n_kids; i += 2) {
         TRY(jr_eval(r, n->kids[i], &k));
         TRY(jr_eval(r, n->kids[i + 1], &v));
-        TRY(jr_str(r, &k, &ks));
-        if (jv_dict_set(r->a, d, ks, v) != ST_OK)
+        if (!jv_hashable(&k))
+            return jr_fail(r, "unhashable type: '%s'", jv_type_name(k.kind));
+        if (jv_dict_put(r->a, d, k, v) != ST_OK)
             return jr_nomem(r);
     }
     out->kind = JV_DICT;

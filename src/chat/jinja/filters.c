@@ -249,31 +249,35 @@ static enum st_status first_last(struct jrender *r, const struct jv *v, bool las
     return ST_OK;
 }
 
-static enum st_status items(struct jrender *r, const struct jv *v, bool sorted, struct jv *out)
+/* items / dictsort: (key, value) tuples; dictsort orders them by key as
+ * Python's jinja2 does (numbers by value: 0 < 512 < 1024; strings
+ * lowercased unless case_sensitive=true, then by code point), and fails on
+ * keys it cannot order (an int and a string), as Python does. */
+static enum st_status items(struct jrender *r, const struct jv *v, const struct jargs *x,
+                            bool sorted, struct jv *out)
 {
-    bool found;
-    struct jargs none = { NULL, NULL, 0 };
+    const struct jv *cs = jargs_get(x, 0, "case_sensitive");
+    const struct jdict *d;
+    struct jlist *l;
+    size_t *idx = NULL;
 
-    if (v->kind == JV_UNDEF)
-        return out_list(jv_list_new(r->a, 0), out);
+    if (v->kind == JV_UNDEF) {
+        if (!(l = jv_list_new(r->a, 0)))
+            return jr_nomem(r);
+        return out_list(l, out);
+    }
     if (v->kind != JV_DICT)
         return jr_fail(r, "items needs a mapping");
-    TRY(jr_method(r, v, (struct st_str){ "items", 5 }, &none, out, &found));
-    if (sorted) {
-        struct jlist *l = out->u.l;
-        for (size_t i = 1; i < l->n; i++)
-            for (size_t j = i; j > 0; j--) {
-                struct st_str a = l->items[j - 1].u.l->items[0].u.s, b = l->items[j].u.l->items[0].u.s;
-                size_t m = a.len < b.len ? a.len : b.len;
-                int c = m ? memcmp(a.ptr, b.ptr, m) : 0;
-                if (c < 0 || (c == 0 && a.len <= b.len))
-                    break;
-                struct jv t = l->items[j];
-                l->items[j] = l->items[j - 1];
-                l->items[j - 1] = t;
-            }
+    d = v->u.d;
+    if (sorted && d->n) {
+        if (!(idx = ja_alloc(r->a, 2 * d->n * sizeof(*idx))))
+            return jr_nomem(r);
+        if (jv_dict_sort(d, !(cs && jv_truthy(cs)), idx, idx + d->n) != ST_OK)
+            return jr_fail(r, "dictsort: keys of different types cannot be ordered");
     }
-    return ST_OK;
+    if (!(l = jv_dict_items(r->a, d, idx)))
+        return jr_nomem(r);
+    return out_list(l, out);
 }
 
 static enum st_status reverse_unique(struct jrender *r, const struct jv *v, bool unique,
@@ -379,7 +383,7 @@ enum st_status jr_filter(struct jrender *r, struct st_str name, const struct jv 
         return out_list(c, out);
     }
     if (st_str_eq_c(name, "items") || st_str_eq_c(name, "dictsort"))
-        return items(r, v, name.ptr[0] == 'd', out);
+        return items(r, v, x, name.ptr[0] == 'd', out);
     if (st_str_eq_c(name, "indent"))
         return indent(r, v, x, out);
     if (st_str_eq_c(name, "int") || st_str_eq_c(name, "float"))

@@ -71,7 +71,7 @@ static enum st_status make_dict(struct jrender *r, const struct jargs *x, bool n
                 return jr_nomem(r);
         } else if (v->kind == JV_DICT) {
             for (size_t k = 0; k < v->u.d->n; k++)
-                if (jv_dict_set(r->a, d, v->u.d->keys[k], v->u.d->vals[k]) != ST_OK)
+                if (jv_dict_put(r->a, d, v->u.d->keys[k], v->u.d->vals[k]) != ST_OK)
                     return jr_nomem(r);
         } else {
             return jr_fail(r, "%s takes keyword arguments", ns ? "namespace" : "dict");

@@ -1,6 +1,6 @@
 /* chat/jinja/internal.h -- what the interpreter's files share: the arena
  * (arena.c), tokens (lex.c), the syntax tree (parse_*.c), values (value.c,
- * json.c), and the render state the evaluator (eval.c, exec.c), filters
+ * write.c, json.c), and the render state the evaluator (eval.c, exec.c), filters
  * (filters.c, tests.c) and methods (methods.c) work on.
  */
 #ifndef STRATA_CHAT_JINJA_INTERNAL_H
@@ -92,12 +92,15 @@ bool jp_is_name(struct jparser *p, const char *name);
 enum st_status jp_expect_op(struct jparser *p, const char *op);
 enum st_status jp_push(struct jparser *p, struct jnode ***arr, size_t *n, struct jnode *x);
 
-/* ---- values (value.c) ---- */
+/* ---- values (value.c; as text write.c) ---- */
 enum jv_kind { JV_UNDEF, JV_NONE, JV_BOOL, JV_INT, JV_FLOAT, JV_STR, JV_LIST, JV_DICT,
                JV_MACRO, JV_FUNC, JV_LOOP };
 enum jfunc { JF_RANGE, JF_NAMESPACE, JF_RAISE, JF_STRFTIME, JF_DICT };
 struct jlist { struct jv *items; size_t n, cap; bool tuple; /* prints as (a, b) */ };
-struct jdict { struct st_str *keys; struct jv *vals; size_t n, cap; bool ns; };
+/* Keys are values, as in Python: 512 and '512' are two keys, 1, 1.0 and
+ * True one; a key is hashable (jv_hashable). Lookup is linear: a
+ * template's dicts are small. */
+struct jdict { struct jv *keys; struct jv *vals; size_t n, cap; bool ns; };
 struct jloop { int64_t index0, length; struct jlist *items; };
 struct jv {
     enum jv_kind kind;
@@ -120,8 +123,25 @@ const char *jv_type_name(enum jv_kind k);
 struct jlist *jv_list_new(struct jarena *a, size_t cap);
 struct jdict *jv_dict_new(struct jarena *a, size_t cap);
 enum st_status jv_list_push(struct jarena *a, struct jlist *l, struct jv v);
+/* Python's hash() accepts it: none, bool, int, float, str, undefined, a
+ * tuple of those (nested at most 64 deep). */
+bool jv_hashable(const struct jv *v);
+/* d[k] = v / d[k] for any hashable key; find gives NULL for an unhashable one. */
+enum st_status jv_dict_put(struct jarena *a, struct jdict *d, struct jv k, struct jv v);
+struct jv *jv_dict_find(const struct jdict *d, const struct jv *k);
+/* The same with a string key (names, attributes, JSON members). */
 enum st_status jv_dict_set(struct jarena *a, struct jdict *d, struct st_str k, struct jv v);
 struct jv *jv_dict_get(const struct jdict *d, struct st_str k);
+/* d.items() as (key, value) tuples, in the order of the key indices
+ * 'order' (NULL: insertion order); NULL when the arena is full. */
+struct jlist *jv_dict_items(struct jarena *a, const struct jdict *d, const size_t *order);
+/* Python's order of two numbers or two strings: *c <0, 0, >0; false when
+ * Python cannot order them (an int and a string). */
+bool jv_compare(const struct jv *a, const struct jv *b, int *c);
+/* idx[0..n) = d's key indices in sorted() order (stable; tmp holds n),
+ * strings compared lowercased (ASCII) when fold; ST_ERR_INVALID when two
+ * keys cannot be ordered. */
+enum st_status jv_dict_sort(const struct jdict *d, bool fold, size_t *idx, size_t *tmp);
 /* Python's str(v) / repr(v), appended. */
 enum st_status jv_write_str(struct st_buf *b, const struct jv *v);
 enum st_status jv_write_repr(struct st_buf *b, const struct jv *v);

@@ -169,7 +169,7 @@ static enum st_status dict_method(struct jrender *r, struct jdict *d, struct st_
     struct jlist *l;
 
     if (st_str_eq_c(m, "get")) {
-        const struct jv *v = k && k->kind == JV_STR ? jv_dict_get(d, k->u.s) : NULL;
+        const struct jv *v = k ? jv_dict_find(d, k) : NULL;
         *out = v ? *v : dflt ? *dflt : jv_none();
         return ST_OK;
     }
@@ -177,24 +177,15 @@ static enum st_status dict_method(struct jrender *r, struct jdict *d, struct st_
         *found = false;
         return ST_OK;
     }
-    if (!(l = jv_list_new(r->a, d->n)))
-        return jr_nomem(r);
-    for (size_t i = 0; i < d->n; i++) {
-        if (m.ptr[0] == 'k') {
-            l->items[l->n++] = jv_str(d->keys[i]);
-        } else if (m.ptr[0] == 'v') {
-            l->items[l->n++] = d->vals[i];
-        } else {
-            struct jlist *pair = jv_list_new(r->a, 2);
-            if (!pair)
-                return jr_nomem(r);
-            pair->items[0] = jv_str(d->keys[i]);
-            pair->items[1] = d->vals[i];
-            pair->n = 2;
-            pair->tuple = true;
-            l->items[l->n++] = (struct jv){ .kind = JV_LIST, .u.l = pair };
-        }
+    if (m.ptr[0] == 'i') {
+        l = jv_dict_items(r->a, d, NULL);
+    } else if ((l = jv_list_new(r->a, d->n)) != NULL) {
+        if (d->n)
+            memcpy(l->items, m.ptr[0] == 'k' ? d->keys : d->vals, d->n * sizeof(*l->items));
+        l->n = d->n;
     }
+    if (!l)
+        return jr_nomem(r);
     out->kind = JV_LIST;
     out->u.l = l;
     return ST_OK;

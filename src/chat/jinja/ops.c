@@ -121,24 +121,12 @@ static enum st_status arith(struct jrender *r, enum jop op, const struct jv *a,
     }
 }
 
-static int str_cmp(struct st_str a, struct st_str b)
-{
-    size_t m = a.len < b.len ? a.len : b.len;
-    int c = m ? memcmp(a.ptr, b.ptr, m) : 0;
-
-    return c ? c : (a.len < b.len ? -1 : a.len > b.len ? 1 : 0);
-}
-
 static enum st_status compare(struct jrender *r, enum jop op, const struct jv *a,
                               const struct jv *b, struct jv *out)
 {
     int c;
 
-    if (is_num(a) && is_num(b))
-        c = fnum(a) < fnum(b) ? -1 : fnum(a) > fnum(b) ? 1 : 0;
-    else if (a->kind == JV_STR && b->kind == JV_STR)
-        c = str_cmp(a->u.s, b->u.s);
-    else
+    if (!jv_compare(a, b, &c))
         return jr_fail(r, "cannot compare %s with %s", jv_type_name(a->kind),
                        jv_type_name(b->kind));
     *out = jv_bool(op == JO_LT ? c < 0 : op == JO_LE ? c <= 0 : op == JO_GT ? c > 0 : c >= 0);
@@ -158,7 +146,9 @@ static enum st_status contains(struct jrender *r, const struct jv *item, const s
         for (size_t i = 0; i < seq->u.l->n && !*out; i++)
             *out = jv_equal(item, &seq->u.l->items[i]);
     } else if (seq->kind == JV_DICT) {
-        *out = item->kind == JV_STR && jv_dict_get(seq->u.d, item->u.s) != NULL;
+        if (!jv_hashable(item))
+            return jr_fail(r, "unhashable type: '%s'", jv_type_name(item->kind));
+        *out = jv_dict_find(seq->u.d, item) != NULL;
     } else if (seq->kind != JV_UNDEF) {
         return jr_fail(r, "'in' needs a string, list or dict, not %s", jv_type_name(seq->kind));
     }

@@ -114,7 +114,7 @@ enum st_status jr_iter(struct jrender *r, const struct jv *v, struct jlist **out
         if (!(l = jv_list_new(r->a, v->u.d->n)))
             return jr_nomem(r);
         for (size_t i = 0; i < v->u.d->n; i++)
-            l->items[l->n++] = jv_str(v->u.d->keys[i]);
+            l->items[l->n++] = v->u.d->keys[i];
         *out = l;
         return ST_OK;
     default:

@@ -100,6 +100,18 @@ CASES = [
     # globals
     "{{ bos_token }}{% for m in messages %}{{ m.role }}{% endfor %}{% if add_generation_prompt %}<gen>{% endif %}{{ eos_token }}",
     "{{ dict(a=1, b='x') }} {{ namespace(a=1).a }}",
+    # dict keys keep their type (Seed-OSS's budget table): ints order as numbers, 512 and '512'
+    # are two keys, 1, 1.0 and True one; json.dumps writes int keys as strings
+    "{{ {0: 0, 512: 128, 'a': 1, 2.5: none, none: 'n', (1, 2): 't'} }}",
+    "{% for k, v in {16384: 1024, 0: 0, 1024: 256, 512: 128, 2048: 512} | dictsort %}{{ k }}:{{ v }},{% endfor %}",
+    "{% for k, v in {'b': 1, 'B': 2, 'a': 3} | dictsort %}{{ k }}{{ v }}{% endfor %}",
+    "{% set b = {0: 0, 512: 128, 16384: 1024} %}{{ b[16384] }} {{ b[512] }} [{{ b['512'] }}] {{ b.get(512) }} {{ b.get('512', 'none') }} {{ b[512.0] }} {{ b[true] }} {{ b[-1] }}",
+    "{% set b = {0: 0, 512: 128} %}{{ 512 in b }} {{ '512' in b }} {{ 512 not in b }} {{ 1 in {true: 'x'} }} {{ 1.0 in {1: 2} }} {{ none in {none: 1} }} {{ (1, 2) in {(1, 2): 0} }} {{ 512 is in b }}",
+    "{% set b = {0: 0, 512: 128} %}{{ b.items() | list }} {{ b.keys() | list }} {{ b.values() | list }} {{ b | items | list }} {% for k in b %}{{ k + 1 }},{% endfor %}{% for k, v in b.items() %}{{ k * 2 }}={{ v }};{% endfor %} {{ b | list }} {{ b | first }}",
+    "{% set b = {0: 0, 512: 128} %}{{ b | tojson }} {{ {1.5: none, false: 1, none: 0, 'k': {2: [3]}} | tojson }} {{ {1024: 1, 3: 2, 512: 0} | tojson(sort_keys=true) }} {{ {2: 'x'} | tojson(indent=2) }}",
+    "{{ {1: 'int', '1': 'str'} }} {{ {1: 'int', '1': 'str'} | length }} {{ {1: 'a', 1.0: 'b', true: 'c'} }} {{ {1: 'int', '1': 'str'}['1'] }} {{ {1: 'int', '1': 'str'}[1] }}",
+    "{% set ns = namespace(i=none) %}{% for k, v in {0: 0, 512: 128, 1024: 256, 16384: 1024} | dictsort %}{% if ns.i is none and 600 <= k %}{% set ns.i = v %}{% endif %}{% endfor %}{{ ns.i }}",
+    "{{ dict({1: 2}, a=3) }} {{ namespace(d={1: 2}).d[1] }} {{ {1: 2} == {1.0: 2} }} {{ {1: 2} == {'1': 2} }} {{ {-3: 1, 3: 2} | dictsort }}",
     # errors Python raises too
     "{{ raise_exception('bad role') }}",
     "{{ 1 / 0 }}",
@@ -107,6 +119,11 @@ CASES = [
     "{{ undefined_fn() }}",
     "{% for x in none %}{% endfor %}",
     "{{ 'a' - 1 }}",
+    "{{ {1: 1, 'a': 2} | dictsort }}",
+    "{{ {[1]: 2} }}",
+    "{{ {1: 1, 'a': 2} | tojson(sort_keys=true) }}",
+    "{{ {(1, 2): 1} | tojson }}",
+    "{{ [1] in {1: 2} }}",
 ]
 
 
