@@ -1,14 +1,17 @@
 # st_add_check_test(name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s] [SLOW_CASES]
-#                   [INPUT_CASES tag])
+#                   [INPUT_CASES tag] [COST s])
 # One Check suite per executable, one ctest entry per executable; with
 # SLOW_CASES the tcases tagged "slow" run as ${name}_slow, with INPUT_CASES
 # the tcases tagged 'tag' (those that read an input from outside the
-# repository) run as ${name}_${tag}. Exit 77 means "skipped" (CUDA suites
+# repository) run as ${name}_${tag}. COST: the suite's rough run time in
+# seconds under the sanitizers, so that ctest -j starts the long suites first
+# instead of leaving one to run alone at the end (CI builds are clean: ctest
+# has no timings of its own from an earlier run). Exit 77 means "skipped" (CUDA suites
 # without a GPU; an input case whose input is missing).
 pkg_check_modules(CHECK REQUIRED IMPORTED_TARGET check)
 
 function(st_add_check_test name)
-    cmake_parse_arguments(T "SLOW_CASES" "TIMEOUT;INPUT_CASES" "SOURCES;LIBS;LABELS" ${ARGN})
+    cmake_parse_arguments(T "SLOW_CASES" "TIMEOUT;INPUT_CASES;COST" "SOURCES;LIBS;LABELS" ${ARGN})
     add_executable(test_${name} ${T_SOURCES})
     target_link_libraries(test_${name} PRIVATE st_test_support ${T_LIBS}
                           PkgConfig::CHECK st_warnings)
@@ -50,4 +53,7 @@ function(st_add_check_test name)
     endif()
     set_tests_properties(${name} PROPERTIES
         LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
+    if(T_COST)
+        set_tests_properties(${name} PROPERTIES COST ${T_COST})
+    endif()
 endfunction()

@@ -72,7 +72,7 @@ static struct outcome stories(int32_t late_priority)
     struct outcome o = { 0 };
     setup(&f);
     for (int i = 0; i < N; i++) {
-        char id[16];
+        char id[24];   /* room for any int (-Wformat-truncation, from -O1) */
         snprintf(id, sizeof(id), "story%d", i);
         req[i] = fx_submit(&f, id, 10, PROMPT, STORY, &r[i]);
     }

@@ -13,6 +13,7 @@ add_test(NAME tokenizer_ref
                  ${CMAKE_CURRENT_LIST_DIR}/tokenizer_ref
                  ${CMAKE_BINARY_DIR}/tokenizer_ref
                  $<TARGET_FILE:test_tokenizer_ref>)
+# COST: early, since engine_gbnf_real_tokenizer (a long suite) waits for it.
 set_tests_properties(tokenizer_ref PROPERTIES
-    LABELS "e2e" TIMEOUT 600 SKIP_RETURN_CODE 77
+    LABELS "e2e" TIMEOUT 600 SKIP_RETURN_CODE 77 COST 90
     ENVIRONMENT "STRATA_SOURCE_DIR=${PROJECT_SOURCE_DIR};STRATA_BINARY_DIR=${PROJECT_BINARY_DIR}")

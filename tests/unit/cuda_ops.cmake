@@ -9,4 +9,4 @@ else()
     set(ST_CUDA_OPS_TIMEOUT 600)
 endif()
 st_add_check_test(cuda_ops SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cuda_ops.c
-                  LIBS st_backend LABELS "unit;cuda" TIMEOUT ${ST_CUDA_OPS_TIMEOUT})
+                  LIBS st_backend LABELS "unit;cuda" TIMEOUT ${ST_CUDA_OPS_TIMEOUT} COST 130)

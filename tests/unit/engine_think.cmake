@@ -6,5 +6,5 @@
 # reasoning tokens, with and without a schema, with drafts). It reaches
 # src/engine/pool.h (the sampler).
 st_add_check_test(engine_think SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_think.c
-                  LIBS st_engine m TIMEOUT 600)
+                  LIBS st_engine m TIMEOUT 600 COST 50)
 target_include_directories(test_engine_think PRIVATE ${PROJECT_SOURCE_DIR}/src)

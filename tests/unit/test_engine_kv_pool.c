@@ -201,7 +201,7 @@ START_TEST(test_kv_pool_mix_finishes)
     struct st_request *req[12];
     start_pool(&f, 4, 2000);
     for (int i = 0; i < 12; i++) {
-        char id[8];
+        char id[16];   /* room for any int (-Wformat-truncation, from -O1) */
         snprintf(id, sizeof(id), "r%d", i);
         req[i] = submit(&f, id, words(id, 0, 300 + (i * 397) % 1100), 3 + i % 5, &p[i]);
     }

@@ -149,7 +149,7 @@ START_TEST(test_engine_prefix_np4_each_slot_keeps_its_own)
     ck_assert(fx_start(&f));
     for (int i = 0; i < 4; i++) {
         texts[i] = words(tags[i], 0, 100 + 50 * i);
-        char id[8];
+        char id[16];   /* room for any int (-Wformat-truncation, from -O1) */
         snprintf(id, sizeof(id), "p%d", i);
         rp[i] = submit(&f, id, strdup(texts[i]), 3, &p[i]);
     }
@@ -157,7 +157,7 @@ START_TEST(test_engine_prefix_np4_each_slot_keeps_its_own)
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(p[i].slot, i);
     for (int i = 3; i >= 0; i--) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof(id), "q%d", i);
         rq[i] = submit(&f, id, texts[i], 3, &q[i]);
     }
