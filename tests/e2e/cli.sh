@@ -99,6 +99,10 @@ if run "make-model tiny" 0 make-model "$tmp/tiny.gguf" --preset tiny; then
         run "bench -ctv q8_0 json" 0 bench -m "$tmp/small.gguf" -p 8 -n 0 -r 1 -t 1 -ctv q8_0 \
             -o json && { grep -qE '"type_v":[[:space:]]*"q8_0"' "$tmp/out" ||
             fail "bench -ctv q8_0 json: no \"type_v\": \"q8_0\" in $(head -c 300 "$tmp/out")"; }
+        run "bench -ctk f32 -ctv bf16 json" 0 bench -m "$tmp/small.gguf" -p 8 -n 0 -r 1 -t 1 \
+            -ctk f32 -ctv bf16 -o json && { grep -qE '"type_k":[[:space:]]*"f32"' "$tmp/out" &&
+            grep -qE '"type_v":[[:space:]]*"bf16"' "$tmp/out" ||
+            fail "bench -ctk f32 -ctv bf16 json: types not in $(head -c 300 "$tmp/out")"; }
     fi
 fi
 
