@@ -185,7 +185,7 @@ enum st_status st_check_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos,
 static bool kv_type_ok(struct st_backend *be, const struct st_tensor *c, int64_t d)
 {
     if (c->type == ST_DTYPE_F32 || c->type == ST_DTYPE_BF16)
-        return strcmp(st_backend_name(be), "cpu") == 0;
+        return strcmp(be->ops->name, "cpu") == 0;
     return c->type == ST_DTYPE_F16 || (c->type == ST_DTYPE_Q8_0 && d % ST_QK == 0);
 }
 
