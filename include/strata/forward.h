@@ -66,7 +66,7 @@ struct st_model_params {
     int32_t     max_out;    /* rows whose logits one forward may return; 0 = n_slots + 1 */
     enum st_kv_type type_k; /* KV cache element types (--cache-type-k / -v); zero: F16. */
     enum st_kv_type type_v; /* Q8_0 needs a head dim that is a multiple of 32 (on cuda:
-                             * 32, 64, 128 or 256) */
+                             * 32, 64, 128 or 256); F32 and BF16 are cpu only */
     bool        kv_lazy;    /* the unified KV pool (--kv-unified): the KV cache is reserved,
                              * committed as rows are written, and st_model_kv_discard gives
                              * a slot's tail back (st_backend_alloc_lazy; cpu only) */

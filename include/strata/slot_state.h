@@ -9,7 +9,8 @@
  *             and n_tokens
  *   ids       n_tokens int32 token ids
  *   KV rows   per attention layer, K then V: rows [0, n_tokens) of the
- *             slot, row_bytes each (f16)
+ *             slot, row_bytes each (K's; V's rows are of V's type), in the
+ *             cache's types (f16, q8_0, f32, bf16: kv_dtype)
  *   state     (recurrent layers) per layer the slot's conv state, then per
  *             layer its delta state (f32)
  *   ckpts     (version 2) int64 n, then n state checkpoints, the longest
@@ -39,8 +40,8 @@
 struct st_slot_file_head {
     char     magic[8];
     uint32_t version;
-    uint32_t kv_dtype;        /* st_dtype of the K rows (f16, q8_0); bits 16..: the V rows'
-                               * when they differ (0: the same) */
+    uint32_t kv_dtype;        /* st_dtype of the K rows (f16, q8_0, f32, bf16); bits 16..:
+                               * the V rows' when they differ (0: the same; 0xffff: f32) */
     char     arch[32];        /* general.architecture */
     char     model_file[128]; /* the GGUF's file name (no directory) */
     uint64_t weights_hash;    /* FNV-1a of the token embeddings' first and last 64 KiB:

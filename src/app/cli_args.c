@@ -50,8 +50,8 @@ bool st_cli_kv_type_arg(const char *a, const char *v, enum st_kv_type *k, enum s
         return false;
     *ok = st_kv_type_parse(v, out);
     if (!*ok)
-        fprintf(stderr, "strata: %s: expected one of f16, q8_0, got \"%s\" (KV cache types)\n",
-                a, v);
+        fprintf(stderr, "strata: %s: expected one of f16, q8_0, f32, bf16, got \"%s\" "
+                "(KV cache types)\n", a, v);
     return true;
 }
 

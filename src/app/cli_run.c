@@ -62,8 +62,8 @@ static int usage(FILE *f)
           "  --ignore-eos  keep generating past end-of-generation tokens\n"
           "  --rope-scaling none|linear|yarn, --rope-scale N, --yarn-orig-ctx N\n"
           "                rope scaling past the trained context, as strata serve\n"
-          "  -ctk T, -ctv T  KV cache types of keys and values: f16 (default) or q8_0,\n"
-          "                as strata serve\x27s\n", f);
+          "  -ctk T, -ctv T  KV cache types of keys and values: f16 (default), q8_0,\n"
+          "                f32 or bf16, as strata serve\x27s\n", f);
     return f == stdout ? 0 : 2;   /* --help asked for it: not an error */
 }
 

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "op_check.h"
 #include "strata/quant.h"
@@ -179,9 +180,12 @@ enum st_status st_check_rope(struct st_backend *be, ST_T out, ST_T x, ST_T pos,
     return ST_OK;
 }
 
-/* A KV cache is F16, or Q8_0 with every head on whole blocks of 32. */
-static bool kv_type_ok(const struct st_tensor *c, int64_t d)
+/* A KV cache is F16, or Q8_0 with every head on whole blocks of 32; F32
+ * and BF16 on the cpu backend only (its kernels: cpu_attn_kern.c). */
+static bool kv_type_ok(struct st_backend *be, const struct st_tensor *c, int64_t d)
 {
+    if (c->type == ST_DTYPE_F32 || c->type == ST_DTYPE_BF16)
+        return strcmp(be->ops->name, "cpu") == 0;
     return c->type == ST_DTYPE_F16 || (c->type == ST_DTYPE_Q8_0 && d % ST_QK == 0);
 }
 
@@ -205,9 +209,9 @@ enum st_status st_check_attention(struct st_backend *be, ST_T out, ST_T q, ST_T 
         return st_op_bad(err, "attention", "k", k);
     if (!st_op_ok(be, v, F32, 2) || v->ne[0] != k->ne[0] || v->ne[1] != n)
         return st_op_bad(err, "attention", "v", v);
-    if (!st_op_ok(be, kcache, ANY, 3) || !kv_type_ok(kcache, d) || kcache->ne[0] != k->ne[0])
+    if (!st_op_ok(be, kcache, ANY, 3) || !kv_type_ok(be, kcache, d) || kcache->ne[0] != k->ne[0])
         return st_op_bad(err, "attention", "kcache", kcache);
-    if (!st_op_ok(be, vcache, ANY, 3) || !kv_type_ok(vcache, d) || vcache->ne[0] != k->ne[0] ||
+    if (!st_op_ok(be, vcache, ANY, 3) || !kv_type_ok(be, vcache, d) || vcache->ne[0] != k->ne[0] ||
         vcache->ne[1] != kcache->ne[1] || vcache->ne[2] != kcache->ne[2])
         return st_op_bad(err, "attention", "vcache", vcache);
     if (!st_op_ok(be, slot, I32, 1) || slot->ne[0] != n)

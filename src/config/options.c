@@ -156,11 +156,12 @@ const struct st_cfg_def st_cfg_opts[ST_OPT_COUNT] = {
         .help = "yarn: the context the model was trained on (Qwen3: 32768)", .zero = "model" },
     [ST_OPT_CACHE_TYPE_K] = { ST_OPT_CACHE_TYPE_K, "--cache-type-k", "-ctk", "cache_type_k",
         ST_CFG_CHOICE, OFF(cache_type_k), NO_HAS, .choices = st_kv_type_names,
-        .help = "KV cache type of the keys (as llama-server's): f16, or q8_0 at about half the "
-                "memory (CPU backend; head dim a multiple of 32); docs/ENGINE.md" },
+        .help = "KV cache type of the keys (as llama-server's): f16, q8_0 at about half the "
+                "memory (head dim a multiple of 32), f32 (twice f16's, cpu backend) or bf16 "
+                "(cpu backend); docs/ENGINE.md" },
     [ST_OPT_CACHE_TYPE_V] = { ST_OPT_CACHE_TYPE_V, "--cache-type-v", "-ctv", "cache_type_v",
         ST_CFG_CHOICE, OFF(cache_type_v), NO_HAS, .choices = st_kv_type_names,
-        .help = "KV cache type of the values: f16 or q8_0, as --cache-type-k" },
+        .help = "KV cache type of the values: f16, q8_0, f32 or bf16, as --cache-type-k" },
     [ST_OPT_KV_UNIFIED] = { ST_OPT_KV_UNIFIED, "--kv-unified", "-kvu", "kv_unified",
         ST_CFG_FLAG, OFF(kv_unified), NO_HAS,
         .help = "with --batch: one KV pool of -c tokens shared by the slots, any slot up to "

@@ -11,7 +11,7 @@
  *     q, k = per-head rmsnorm * q_norm / k_norm           (qwen3*, before rope;
  *            then NEOX rope at each row's position         one fused op)
  *            (llama: rope only, rows pre-permuted)
- *     att = causal GQA attention over the slot's F16 KV   (writes k, v first)
+ *     att = causal GQA attention over the slot's KV cache (writes k, v first)
  *     x += att Wo^T;  h = rmsnorm(x) * ffn_norm           (one fused op)
  *     o = MoE(h)  (softmax -> top-k -> renormalize; SwiGLU experts;
  *                  glm4moe: sigmoid -> top-k of p + bias -> renormalize

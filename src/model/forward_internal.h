@@ -122,8 +122,8 @@ struct st_model {
     struct st_tensor       output;       /* any [E, V]; unused when tied */
     bool                   tied;         /* the head is tok_embd */
     struct st_fwd_layer   *layers;       /* owned; n_layer (MTP blocks are not loaded) */
-    struct st_tensor       kcache;       /* f16 [Hkv*D, C, S, La] (La: attention layers) */
-    struct st_tensor       vcache;       /* f16 [Hkv*D, C, S, La] */
+    struct st_tensor       kcache;       /* -ctk type [Hkv*D, C, S, La] (La: attn layers) */
+    struct st_tensor       vcache;       /* --cache-type-v, the same shape */
     /* hybrids: per-slot recurrent state of its Lr DeltaNet layers, valid
      * at the end of what the slot has read (it cannot be cut back) */
     struct st_tensor       conv_state;   /* f32 [C3, K-1, S, Lr] */
@@ -217,7 +217,7 @@ enum st_status st_fwd_alloc_state(struct st_model *m, struct st_err *err);
 
 /* One decoder layer over the rows of r, shared by the main forward and
  * the MTP nextn layer: attention then FFN, each adding its output to r->x.
- * w: the layer's weights; kc, vc: its KV cache f16 [Hkv*D, C, S, 1].
+ * w: the layer's weights; kc, vc: its KV cache [Hkv*D, C, S, 1].
  * h_ready: r->h already holds rmsnorm(r->x) * w->attn_norm (the previous
  * layer's fused add+norm), so the first norm is skipped. next_norm: when
  * not NULL, the last residual add also leaves r->h = rmsnorm(r->x) *

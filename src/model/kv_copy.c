@@ -2,7 +2,7 @@
  * across slots, docs/BATCHING.md "Prefix reuse"): st_model_kv_copy for the
  * main layers, st_mtp_kv_copy for the MTP layer's cache and carried state.
  *
- * Layout (forward_internal.h): kcache and vcache are f16 [Hkv*D, C, S, L],
+ * Layout (forward_internal.h): kcache and vcache are [Hkv*D, C, S, L] (any KV type),
  * so positions [from, to) of slot s in layer l are one contiguous run of
  * (to - from) rows starting at row ((l * S + s) * C + from). A copy is
  * therefore 2 * L device copies (K and V per layer; st_backend_copy), each
@@ -18,7 +18,7 @@
 #include "strata/log.h"
 
 /* Rows [from, to) of slot 'src' -> the same rows of slot 'dst', in every
- * layer of the f16 [row, C, S, L] cache 'c'. */
+ * layer of the [row, C, S, L] cache (any KV type) 'c'. */
 static enum st_status copy_rows(struct st_backend *be, const struct st_tensor *c, int32_t src,
                                 int32_t dst, int64_t from, int64_t to, struct st_err *err)
 {

@@ -200,7 +200,7 @@ static enum st_status alloc_f(struct st_model *m, struct st_tensor *t, enum st_d
 
 /* Q8_0 rows are blocks of 32 elements and a KV head must start on one; the
  * cuda kernels also want a power-of-two number of blocks a head
- * (kernels/kv_q8.cuh). */
+ * (kernels/kv_q8.cuh). F32 and BF16 have kernels on the cpu backend only. */
 static enum st_status check_kv_types(const struct st_model *m, struct st_err *err)
 {
     const struct st_hparams *hp = &m->desc->hp;
@@ -208,15 +208,19 @@ static enum st_status check_kv_types(const struct st_model *m, struct st_err *er
     const bool cuda = strcmp(st_backend_name(m->be), "cuda") == 0;
     const int64_t d = hp->head_dim_k;
     for (int i = 0; i < 2; i++) {
-        if (t[i] != ST_KV_F16 && t[i] != ST_KV_Q8_0)
-            return st_err_set(err, ST_ERR_INVALID, "KV cache type %d is not f16 or q8_0",
-                              (int)t[i]);
+        if ((int)t[i] < 0 || t[i] >= ST_KV_COUNT_)
+            return st_err_set(err, ST_ERR_INVALID, "KV cache type %d is not f16, q8_0, f32 "
+                              "or bf16", (int)t[i]);
         if (t[i] == ST_KV_F16)
             continue;
-        if (strcmp(st_backend_name(m->be), "cpu") != 0 && !cuda)
+        const bool cpu = strcmp(st_backend_name(m->be), "cpu") == 0;
+        if (!cpu && (!cuda || t[i] != ST_KV_Q8_0))
             return st_err_set(err, ST_ERR_UNSUPPORTED, "--cache-type-%c: KV cache type %s is "
-                              "not in the %s backend yet (use f16)", "kv"[i],
-                              st_kv_type_name(t[i]), st_backend_name(m->be));
+                              "not in the %s backend yet (use %s)", "kv"[i],
+                              st_kv_type_name(t[i]), st_backend_name(m->be),
+                              cuda ? "f16 or q8_0" : "f16");
+        if (t[i] != ST_KV_Q8_0)
+            continue;
         if (d % ST_QK != 0)
             return st_err_set(err, ST_ERR_UNSUPPORTED, "--cache-type-%c %s needs a head dim "
                               "that is a multiple of %d; this model's is %d (use f16)",

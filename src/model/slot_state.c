@@ -1,7 +1,8 @@
 /* slot_state.c -- a slot's prompt cache to a file and back
  * (include/strata/slot_state.h; docs/API.md "/slots").
  *
- * Layout (forward_internal.h): kcache and vcache are f16 [Hkv*D, C, S, L],
+ * Layout (forward_internal.h): kcache and vcache are [Hkv*D, C, S, L] of
+ * their --cache-type (f16, q8_0, f32, bf16),
  * so rows [0, n) of slot s in layer l are one contiguous run starting at
  * row ((l * S + s) * C); conv_state [C3, K-1, S, Lr] and delta_state
  * [D, D, Hv, S*Lr] hold one slot of one layer as one run each (as
@@ -38,20 +39,34 @@ static uint64_t weights_hash(const struct st_model *m)
     return fnv1a(h, p + t->nbytes - n, n);
 }
 
+/* V's code in bits 16..: its st_dtype, but F32 (id 0, which there means
+ * "as K") written as KV_V_F32. */
+#define KV_V_F32 0xffffu
+
 /* The header's kv_dtype: K's st_dtype, V's in bits 16.. when it differs
  * (so an f16/f16 file reads as before the V type was recorded). */
 static uint32_t kv_dtype_code(enum st_dtype k, enum st_dtype v)
 {
-    return (uint32_t)k | (v != k ? (uint32_t)v << 16 : 0u);
+    uint32_t vc = v == ST_DTYPE_F32 ? KV_V_F32 : (uint32_t)v;
+    return (uint32_t)k | (v != k ? vc << 16 : 0u);
 }
 
-/* "f16/f16", "q8_0/f16": a kv_dtype code as the --cache-type names. */
+static const char *kv_dtype_name(uint32_t t)
+{
+    switch (t) {
+    case ST_DTYPE_F16: return "f16";
+    case ST_DTYPE_Q8_0: return "q8_0";
+    case ST_DTYPE_F32: case KV_V_F32: return "f32";
+    case ST_DTYPE_BF16: return "bf16";
+    default: return "?";
+    }
+}
+
+/* "f16/f16", "q8_0/f32": a kv_dtype code as the --cache-type names. */
 static void kv_dtype_text(uint32_t code, char *out, size_t cap)
 {
     uint32_t k = code & 0xffff, v = code >> 16 ? code >> 16 : k;
-    const char *kn = k == ST_DTYPE_F16 ? "f16" : k == ST_DTYPE_Q8_0 ? "q8_0" : "?";
-    const char *vn = v == ST_DTYPE_F16 ? "f16" : v == ST_DTYPE_Q8_0 ? "q8_0" : "?";
-    snprintf(out, cap, "%s/%s", kn, vn);
+    snprintf(out, cap, "%s/%s", kv_dtype_name(k), kv_dtype_name(v));
 }
 
 static void head_of(const struct st_model *m, int64_t n_tokens, struct st_slot_file_head *h)

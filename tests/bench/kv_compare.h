@@ -1,5 +1,6 @@
-/* kv_compare.h -- one model file loaded twice, with an F16 and with a Q8_0
- * KV cache (strata/kv_type.h), fed the same tokens: how far apart their
+/* kv_compare.h -- one model file loaded twice, with a base KV cache type
+ * (F16, or F32 as the most exact) and another (strata/kv_type.h), fed the
+ * same tokens: how far apart their
  * logits are and how often their greedy choices agree. Shared by the
  * bench tool (bench_kv_types.c, the figures of docs/ENGINE.md "KV cache
  * types") and the unit test (test_kv_types.c). Header-only.
@@ -92,14 +93,15 @@ static const float *kvc_forward(struct st_model *m, const int32_t *ids, int64_t 
     return st_model_forward(m, &b, &lg, err) == ST_OK ? lg : NULL;
 }
 
-/* F16/F16 against (tk, tv). 0, or -1 with err set. */
-static int kv_compare_run(const char *path, enum st_kv_type tk, enum st_kv_type tv,
-                          int64_t n_prompt, int64_t n_gen, int threads, struct kv_compare *c,
-                          struct st_err *err)
+/* (bk, bv) against (tk, tv); "F16" in the fields above means the base.
+ * 0, or -1 with err set. */
+static int kv_compare_base(const char *path, enum st_kv_type bk, enum st_kv_type bv,
+                           enum st_kv_type tk, enum st_kv_type tv, int64_t n_prompt,
+                           int64_t n_gen, int threads, struct kv_compare *c, struct st_err *err)
 {
     memset(c, 0, sizeof(*c));
     int64_t total = n_prompt + n_gen;
-    struct st_model *a = kvc_load(path, ST_KV_F16, ST_KV_F16, threads, total, err);
+    struct st_model *a = kvc_load(path, bk, bv, threads, total, err);
     struct st_model *q = a ? kvc_load(path, tk, tv, threads, total, err) : NULL;
     int32_t *ids = malloc((size_t)total * sizeof(int32_t) * 2);
     int rc = a && q && ids ? 0 : -1;
@@ -176,6 +178,14 @@ static int kv_compare_run(const char *path, enum st_kv_type tk, enum st_kv_type 
     st_model_free(a);
     st_model_free(q);
     return rc;
+}
+
+/* F16/F16 against (tk, tv). */
+static inline int kv_compare_run(const char *path, enum st_kv_type tk, enum st_kv_type tv,
+                                 int64_t n_prompt, int64_t n_gen, int threads, struct kv_compare *c,
+                                 struct st_err *err)
+{
+    return kv_compare_base(path, ST_KV_F16, ST_KV_F16, tk, tv, n_prompt, n_gen, threads, c, err);
 }
 
 #endif /* STRATA_BENCH_KV_COMPARE_H */

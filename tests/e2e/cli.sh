@@ -88,15 +88,21 @@ if run "make-model tiny" 0 make-model "$tmp/tiny.gguf" --preset tiny; then
     run "run -ctk q8_0 on head dim 16" 1 run "${m[@]}" -p hi -n 2 -t 1 -ctk q8_0 &&
         expect err "multiple of 32" "run -ctk q8_0 on head dim 16"
     run "bench -ctk q4_0" 2 bench "${m[@]}" -ctk q4_0 &&
-        expect err 'expected one of f16, q8_0, got "q4_0"' "bench -ctk q4_0"
-    run "serve -ctv bf16" 2 serve "${m[@]}" -ctv bf16 &&
-        expect err '-ctv: expected one of f16, q8_0, got "bf16"' "serve -ctv bf16"
+        expect err 'expected one of f16, q8_0, f32, bf16, got "q4_0"' "bench -ctk q4_0"
+    run "serve -ctv q4_0" 2 serve "${m[@]}" -ctv q4_0 &&
+        expect err '-ctv: expected one of f16, q8_0, f32, bf16, got "q4_0"' "serve -ctv q4_0"
+    # f32 and bf16 take any head dim (cpu backend)
+    run "run -ctk bf16 -ctv f32" 0 run "${m[@]}" -p hi -n 2 -t 1 --temp 0 -ctk bf16 -ctv f32
     if run "make-model small" 0 make-model "$tmp/small.gguf" --preset small; then
         run "bench -ctk q8_0" 0 bench -m "$tmp/small.gguf" -p 8 -n 4 -r 1 -t 1 -ctk q8_0 \
             -ctv q8_0 && { expect out "type_k" "bench -ctk q8_0"; expect out "q8_0" "bench -ctk"; }
         run "bench -ctv q8_0 json" 0 bench -m "$tmp/small.gguf" -p 8 -n 0 -r 1 -t 1 -ctv q8_0 \
             -o json && { grep -qE '"type_v":[[:space:]]*"q8_0"' "$tmp/out" ||
             fail "bench -ctv q8_0 json: no \"type_v\": \"q8_0\" in $(head -c 300 "$tmp/out")"; }
+        run "bench -ctk f32 -ctv bf16 json" 0 bench -m "$tmp/small.gguf" -p 8 -n 0 -r 1 -t 1 \
+            -ctk f32 -ctv bf16 -o json && { grep -qE '"type_k":[[:space:]]*"f32"' "$tmp/out" &&
+            grep -qE '"type_v":[[:space:]]*"bf16"' "$tmp/out" ||
+            fail "bench -ctk f32 -ctv bf16 json: types not in $(head -c 300 "$tmp/out")"; }
     fi
 fi
 
@@ -169,6 +175,21 @@ fi
 if start_server "$tmp/example.log" --config "$src/configs/strata.example.yaml" --log-format json; then
     grep -q '"msg":"listening on http://127.0.0.1:' "$tmp/example.log" || fail "json log: no listening line"
     stop_server "serve --config example --log-format json then SIGTERM" "$tmp/example.log"
+fi
+
+# serve with a bf16 key and an f32 value cache answers a completion.
+if [ -f "$tmp/tiny.gguf" ] && command -v curl >/dev/null &&
+    start_server "$tmp/kvt.log" -m "$tmp/tiny.gguf" -t 1 -ctk bf16 -ctv f32; then
+    for _ in $(seq 1 100); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && break
+        sleep 0.1
+    done
+    code=$(curl -s -o "$tmp/out" -w '%{http_code}' "http://127.0.0.1:$port/completion" \
+        -H 'Content-Type: application/json' -d '{"prompt":"hi","n_predict":3,"temperature":0}')
+    [ "$code" = 200 ] && grep -q '"content"' "$tmp/out" ||
+        fail "serve -ctk bf16 -ctv f32: /completion gave $code: $(head -c 300 "$tmp/out")"
+    grep -q "k bf16 v f32" "$tmp/kvt.log" || fail "serve -ctk bf16 -ctv f32: no 'k bf16 v f32' in the load log"
+    stop_server "serve -ctk bf16 -ctv f32" "$tmp/kvt.log"
 fi
 
 # A single -m model that fails its start-up load ends serve (exit 2, the

@@ -369,7 +369,13 @@ START_TEST(test_config_cache_type_keys)
     ck_assert_int_eq(c.cache_type_k, ST_KV_Q8_0);
     ck_assert_int_eq(c.cache_type_v, ST_KV_F16);
     st_config_fini(&c);
-    tc_expect_error("cache_type_v: q4_0\n", "cache_type_v: expected one of f16, q8_0");
+    ck_assert_msg(tc_load(&c, "cache_type_k: f32\ncache_type_v: bf16\n", &err) == ST_OK, "%s",
+                  err.msg);
+    ck_assert_int_eq(c.cache_type_k, ST_KV_F32);
+    ck_assert_int_eq(c.cache_type_v, ST_KV_BF16);
+    st_config_fini(&c);
+    tc_expect_error("cache_type_v: q4_0\n",
+                    "cache_type_v: expected one of f16, q8_0, f32, bf16, got");
 }
 END_TEST
 

@@ -531,9 +531,9 @@ START_TEST(test_config_cli_rope_flags)
 }
 END_TEST
 
-/* --cache-type-k / -ctk, --cache-type-v / -ctv: f16 by default, q8_0, and
- * llama-server's other types refused naming the two there are; q8_0 with
- * the cuda backend refused at start-up. */
+/* --cache-type-k / -ctk, --cache-type-v / -ctv: f16 by default, q8_0, f32,
+ * bf16, and llama-server's other types refused naming the four there are;
+ * the cuda backend takes q8_0 (f32 / bf16 are refused at its model load). */
 START_TEST(test_config_cli_cache_type_flags)
 {
     const char *shrt[] = { "-m", "/m/q.gguf", "-ctk", "q8_0" };
@@ -564,12 +564,18 @@ START_TEST(test_config_cli_cache_type_flags)
                   err.msg);
     ck_assert_int_eq(c.ctx_checkpoints, 5);
     st_config_fini(&c);
+    const char *fb[] = { "-m", "/m/q.gguf", "-ctk", "bf16", "--cache-type-v", "f32" };
+    ck_assert_msg(st_config_from_args(&c, ARGC(fb), (char **)fb, &help, &err) == ST_OK, "%s",
+                  err.msg);
+    ck_assert_int_eq(c.cache_type_k, ST_KV_BF16);
+    ck_assert_int_eq(c.cache_type_v, ST_KV_F32);
+    st_config_fini(&c);
 
-    static const char *const other[] = { "f32", "bf16", "q4_0", "q4_1", "iq4_nl", "q5_0",
+    static const char *const other[] = { "F32", "BF16", "q4_0", "q4_1", "iq4_nl", "q5_0",
                                          "q5_1", "Q8_0", "" };
     for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
         char want[96];
-        snprintf(want, sizeof(want), "expected one of f16, q8_0, got \"%s\"", other[i]);
+        snprintf(want, sizeof(want), "expected one of f16, q8_0, f32, bf16, got \"%s\"", other[i]);
         const char *k[] = { "-ctk", other[i] }, *v[] = { "--cache-type-v", other[i] };
         apply_err(2, k, want, false);
         apply_err(2, v, want, false);

@@ -1,12 +1,14 @@
 /* test_cpu_attention.c -- st_backend_attention on the CPU (the tiled path
  * of cpu_attention.c, and the plain one) against a plain double-precision
  * attention written here over a float mirror of the cache: after each step
- * the rows it wrote are read back from the cache (F16 or Q8_0) and turned
+ * the rows it wrote are read back from the cache (F16, Q8_0, F32 or BF16) and turned
  * into floats, so the reference sees exactly the stored values and the
  * tolerance covers only the kernels' float arithmetic (2e-4, as for F16:
  * Q8_0 changes what is stored, not how it is summed). The Q8_0 rows are
  * also checked against the floats written: within half a step of their
- * block's scale (GGML's rounding) plus the scale's own f16 rounding.
+ * block's scale (GGML's rounding) plus the scale's own f16 rounding; F32
+ * rows must be the floats written, BF16 rows bit-exact st_f32_to_bf16 of
+ * them (round to nearest even; the SIMD store too, NaN kept a NaN).
  *
  * Each shape runs one script of steps over three slots: ragged prompt
  * chunks (not multiples of the tile or the query block), a chunk long
@@ -37,7 +39,7 @@ struct shape {
 
 struct mirror {
     struct shape sh;
-    enum st_dtype kt, vt;   /* cache types: F16 or Q8_0 */
+    enum st_dtype kt, vt;   /* cache types: F16, Q8_0, F32 or BF16 */
     float *k, *v;   /* [SLOTS][CTX][n_kv * d], the stored values as floats */
     struct st_tensor kc, vc;
 };
@@ -85,8 +87,8 @@ static void reference(const struct mirror *m, const float *q, int32_t slot, int3
     free(sc);
 }
 
-/* Row 'at' of cache c (kw elements) as floats into y; for Q8_0 also checks
- * it against x, the floats written. */
+/* Row 'at' of cache c (kw elements) as floats into y; for Q8_0, F32 and
+ * BF16 also checks it against x, the floats written. */
 static void read_row(const struct st_tensor *c, size_t at, int kw, const float *x, float *y)
 {
     size_t rb = st_tensor_row_bytes(c);
@@ -97,6 +99,19 @@ static void read_row(const struct st_tensor *c, size_t at, int kw, const float *
         const uint16_t *h = (const uint16_t *)(void *)buf;
         for (int i = 0; i < kw; i++)
             y[i] = st_fp16_to_f32(h[i]);
+    } else if (c->type == ST_DTYPE_F32) {
+        memcpy(y, buf, (size_t)kw * sizeof(float));
+        ck_assert_msg(memcmp(y, x, (size_t)kw * sizeof(float)) == 0, "f32 row not a copy");
+    } else if (c->type == ST_DTYPE_BF16) {
+        const uint16_t *h = (const uint16_t *)(void *)buf;
+        for (int i = 0; i < kw; i++) {
+            y[i] = st_bf16_to_f32(h[i]);
+            if (isnan(x[i]))
+                ck_assert_msg(isnan(y[i]), "bf16 element %d: NaN stored as %g", i, (double)y[i]);
+            else
+                ck_assert_msg(h[i] == st_f32_to_bf16(x[i]), "bf16 element %d: %#x stored for "
+                              "%a (want %#x)", i, h[i], (double)x[i], st_f32_to_bf16(x[i]));
+        }
     } else {
         const struct st_block_q8_0 *b = (const struct st_block_q8_0 *)(void *)buf;
         for (int k = 0; k < kw / ST_QK; k++) {
@@ -254,6 +269,92 @@ static void q8_shapes_on(int threads)
     backend_close();
 }
 
+/* F32 and BF16 caches: every shape (12: the scalar row kernels; 'all'
+ * false: ratio 4, tiny heads and 12 only, to keep ASan runs short), both
+ * caches of one type, and mixed with the other types. */
+static void float_shapes_on(int threads, bool all)
+{
+    backend_open(threads);
+    seed_state = 5678 + (uint64_t)threads;
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        if (!all && i != 0 && i != 2 && i != 6)
+            continue;
+        run_script(shapes[i], ST_DTYPE_F32, ST_DTYPE_F32);
+        run_script(shapes[i], ST_DTYPE_BF16, ST_DTYPE_BF16);
+    }
+    run_script(shapes[0], ST_DTYPE_F32, ST_DTYPE_Q8_0);
+    run_script(shapes[0], ST_DTYPE_BF16, ST_DTYPE_F32);
+    run_script(shapes[0], ST_DTYPE_F16, ST_DTYPE_BF16);
+    run_script(shapes[6], ST_DTYPE_BF16, ST_DTYPE_F16);
+    backend_close();
+}
+
+/* Hard cases of the BF16 store, through the cache of one decode step at
+ * head dims 32 (the AVX2 store, 8 at a time) and 12 (scalar): ties to
+ * even both ways, a NaN, infinities, a subnormal, -0, the largest float
+ * (rounds to inf), a value just under a tie. */
+static void bf16_edges(int d)
+{
+    static const uint32_t bits[] = { 0x3f808000u, 0x3f818000u, 0x7fc00001u, 0x7f800000u,
+                                     0xff800000u, 0x00000001u, 0x80000000u, 0x7f7fffffu,
+                                     0x3f807fffu, 0xbf808001u, 0xff812345u, 0x00808000u };
+    const int nb = (int)(sizeof(bits) / sizeof(bits[0])), kw = 2 * d;
+    struct st_tensor kc, vc;
+    struct st_err err;
+    ck_assert_int_eq(st_backend_alloc(be, ST_DTYPE_BF16, (int64_t[4]){ kw, 4, 1, 1 }, &kc, &err),
+                     ST_OK);
+    ck_assert_int_eq(st_backend_alloc(be, ST_DTYPE_BF16, (int64_t[4]){ kw, 4, 1, 1 }, &vc, &err),
+                     ST_OK);
+    float *q = rand_floats(2 * d, 1.0f), *k = rand_floats(kw, 1.0f), y[512];
+    for (int i = 0; i < kw; i++) {
+        uint32_t b = bits[i % nb];
+        memcpy(&k[i], &b, sizeof(b));
+    }
+    int32_t slot = 0, pos = 0;
+    struct st_tensor qt = tensor_of(ST_DTYPE_F32, 2 * d, 1, q), kt = tensor_of(ST_DTYPE_F32, kw, 1, k);
+    struct st_tensor vt = tensor_of(ST_DTYPE_F32, kw, 1, k);
+    struct st_tensor st = tensor_of(ST_DTYPE_I32, 1, 1, &slot), pt = tensor_of(ST_DTYPE_I32, 1, 1, &pos);
+    struct st_tensor out = tensor_of(ST_DTYPE_F32, 2 * d, 1, NULL);
+    ck_assert_int_eq(st_backend_attention(be, &out, &qt, &kt, &vt, &kc, &vc, &st, &pt, 2, 2, 0.25f,
+                                          &err), ST_OK);
+    read_row(&kc, 0, kw, k, y);
+    read_row(&vc, 0, kw, k, y);
+    ck_assert(y[0] == 1.0f && y[1] == 0x1.04p0f && isinf(y[3]) && isinf(y[7]));
+    free(q); free(k);
+    st_backend_release(be, &qt); st_backend_release(be, &kt); st_backend_release(be, &vt);
+    st_backend_release(be, &st); st_backend_release(be, &pt); st_backend_release(be, &out);
+    st_backend_release(be, &kc); st_backend_release(be, &vc);
+}
+
+START_TEST(test_cpu_attention_float_two_threads)
+{
+    float_shapes_on(2, true);
+}
+END_TEST
+
+START_TEST(test_cpu_attention_float_one_thread)
+{
+    float_shapes_on(1, false);
+}
+END_TEST
+
+/* The plain path reads F32 and BF16 through the same row kernels. */
+START_TEST(test_cpu_attention_float_plain)
+{
+    setenv("STRATA_CPU_ATTN", "plain", 1);
+    float_shapes_on(2, false);
+}
+END_TEST
+
+START_TEST(test_cpu_attention_bf16_edges)
+{
+    backend_open(1);
+    bf16_edges(32);
+    bf16_edges(12);
+    backend_close();
+}
+END_TEST
+
 START_TEST(test_cpu_attention_two_threads)
 {
     shapes_on(2);
@@ -326,6 +427,10 @@ static Suite *attention_suite(void)
     tcase_add_test(tc, test_cpu_attention_q8_one_thread);
     tcase_add_test(tc, test_cpu_attention_q8_plain);
     tcase_add_test(tc, test_cpu_attention_q8_bad_head_dim);
+    tcase_add_test(tc, test_cpu_attention_float_two_threads);
+    tcase_add_test(tc, test_cpu_attention_float_one_thread);
+    tcase_add_test(tc, test_cpu_attention_float_plain);
+    tcase_add_test(tc, test_cpu_attention_bf16_edges);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -367,6 +367,33 @@ START_TEST(test_cuda_model_greedy_kv_q8)
 }
 END_TEST
 
+/* f32 and bf16 KV caches are cpu-only: the cuda backend refuses them at
+ * load, naming the flag, the type and the backend. */
+START_TEST(test_cuda_model_kv_f32_bf16_refused)
+{
+    if (strcmp(gpu_name, "cuda") != 0)
+        return;
+    char path[600];
+    make("small", "f32", path, sizeof(path));
+    const enum st_kv_type ts[] = { ST_KV_F32, ST_KV_BF16 };
+    for (int i = 0; i < 4; i++) {
+        enum st_kv_type t = ts[i % 2];
+        struct st_model *m = NULL;
+        struct st_err err = { 0 };
+        struct st_model_params p = { .backend = gpu_name, .n_threads = 1, .n_slots = 1,
+                                     .n_ctx = 32, .type_k = i < 2 ? t : ST_KV_F16,
+                                     .type_v = i < 2 ? ST_KV_Q8_0 : t };
+        ck_assert_msg(st_model_open(path, &m, &err) == ST_OK, "%s", err.msg);
+        ck_assert_int_eq(st_model_load(m, &p, NULL, NULL, &err), ST_ERR_UNSUPPORTED);
+        char want[96];
+        snprintf(want, sizeof(want), "--cache-type-%c: KV cache type %s is not in the cuda "
+                 "backend yet (use f16 or q8_0)", i < 2 ? 'k' : 'v', st_kv_type_name(t));
+        ck_assert_msg(strstr(err.msg, want), "\"%s\" lacks \"%s\"", err.msg, want);
+        st_model_free(m);
+    }
+}
+END_TEST
+
 START_TEST(test_cuda_model_greedy_q4_k)
 {
     greedy_run("small", "q4_k", Q4_BOUNDS);
@@ -561,6 +588,7 @@ static Suite *model_suite(void)
     tcase_add_test(tc, test_cuda_model_greedy_f32);
     tcase_add_test(tc, test_cuda_model_greedy_q8_0);
     tcase_add_test(tc, test_cuda_model_greedy_kv_q8);
+    tcase_add_test(tc, test_cuda_model_kv_f32_bf16_refused);
     tcase_add_test(tc, test_cuda_model_greedy_q4_k);
     tcase_add_test(tc, test_cuda_model_greedy_glm);
     tcase_add_test(tc, test_cuda_model_greedy_next);

@@ -1,5 +1,5 @@
-/* cpu_attention.c -- causal GQA attention over the per-slot KV cache (F16
- * or Q8_0, K and V each), tiled (flash) with the KV range split across
+/* cpu_attention.c -- causal GQA attention over the per-slot KV cache (F16,
+ * Q8_0, F32 or BF16, K and V each), tiled (flash) with the KV range split across
  * threads when there is too little other work (flash-decoding).
  *
  * Layout: cpu_attn_op.h. Tiles are turned into floats (cpu_attn_kern.h
@@ -326,7 +326,7 @@ enum st_status cpu_op_attention(struct st_backend *be, ST_T out, ST_T q, ST_T k,
     j.vio = cpu_attn_kv_io(vcache->type, (int)j.d);
     if (!j.kio || !j.vio)
         return st_err_set(err, ST_ERR_UNSUPPORTED, "attention: KV cache types %d/%d at head_dim "
-                          "%lld (f16, or q8_0 at a multiple of 32)", (int)kcache->type,
+                          "%lld (f16, f32, bf16, or q8_0 at a multiple of 32)", (int)kcache->type,
                           (int)vcache->type, (long long)j.d);
     j.krow = st_tensor_row_bytes(kcache);
     j.vrow = st_tensor_row_bytes(vcache);

@@ -1,9 +1,9 @@
 /* cpu_attention_plain.c -- the per-row attention path (before tiling),
  * kept as the baseline STRATA_CPU_ATTN=plain selects (cpu_attention.c).
  *
- * Causal GQA attention over the per-slot KV cache (F16 or Q8_0).
+ * Causal GQA attention over the per-slot KV cache (F16, Q8_0, F32 or BF16).
  *
- * Layout: cpu_attn_op.h. A Q8_0 row is turned into floats first
+ * Layout: cpu_attn_op.h. A row of any type but F16 is turned into floats first
  * (cpu_attn_kern.h) and dotted in plain scalar float: this path is the
  * reference the tiled one is measured against, not a fast one.
  *
@@ -62,7 +62,8 @@ static void av_scalar(const float *p, size_t p_stride, int gq, int d, const uint
     }
 }
 
-/* qk_scalar / av_scalar over a row already in floats (a Q8_0 cache's). */
+/* qk_scalar / av_scalar over a row already in floats (a Q8_0, F32 or BF16
+ * cache's). */
 static void qk_f32(const float *q, int gq, int d, const float *kf, float scale, float *s,
                    size_t s_stride)
 {
@@ -131,7 +132,7 @@ struct attn_job {
     size_t           krow, vrow;    /* bytes per (slot, position) row */
     size_t           khead, vhead;  /* bytes per KV head in a row */
     const struct attn_kv_io *kio, *vio;   /* the cache rows' store and load */
-    bool             kq8, vq8;      /* Q8_0 rows: loaded to floats first */
+    bool             kq8, vq8;      /* not F16 rows: loaded to floats first */
     const int32_t   *slot, *pos;
     int64_t          n, n_head, n_kv, d, n_ctx;
     float            scale;
@@ -272,7 +273,7 @@ enum st_status cpu_attention_plain(struct st_backend *be, ST_T out, ST_T q, ST_T
     j.vq8 = vcache->type != ST_DTYPE_F16;
     if (!j.kio || !j.vio)
         return st_err_set(err, ST_ERR_UNSUPPORTED, "attention: KV cache types %d/%d at head_dim "
-                          "%lld (f16, or q8_0 at a multiple of 32)", (int)kcache->type,
+                          "%lld (f16, f32, bf16, or q8_0 at a multiple of 32)", (int)kcache->type,
                           (int)vcache->type, (long long)j.d);
     if (j.n * j.n_kv < 2)
         nth = 1;

@@ -89,9 +89,40 @@ static void store_scalar(const float *x, void *y, int64_t n)
         h[i] = st_f32_to_fp16(x[i]);
 }
 
+/* F32 rows: plain copies (the compiler vectorizes them; no AVX2 set). */
+static void load_f32(const void *x, size_t stride, int nt, int d, float *y)
+{
+    for (int t = 0; t < nt; t++)
+        memcpy(y + (size_t)t * (size_t)d, (const char *)x + (size_t)t * stride,
+               (size_t)d * sizeof(float));
+}
+
+static void store_f32(const float *x, void *y, int64_t n)
+{
+    memcpy(y, x, (size_t)n * sizeof(float));
+}
+
+static void load_bf16_scalar(const void *x, size_t stride, int nt, int d, float *y)
+{
+    for (int t = 0; t < nt; t++) {
+        const uint16_t *xr = (const uint16_t *)((const char *)x + (size_t)t * stride);
+        for (int i = 0; i < d; i++)
+            y[(size_t)t * (size_t)d + (size_t)i] = st_bf16_to_f32(xr[i]);
+    }
+}
+
+static void store_bf16_scalar(const float *x, void *y, int64_t n)
+{
+    uint16_t *h = y;
+    for (int64_t i = 0; i < n; i++)
+        h[i] = st_f32_to_bf16(x[i]);
+}
+
 static const struct attn_kern kern_scalar = { qk_scalar, exp_sum_scalar, pv_scalar };
 static const struct attn_kv_io io_f16_scalar = { load_scalar, store_scalar };
 static const struct attn_kv_io io_q8_scalar = { load_q8_scalar, store_q8_ref };
+static const struct attn_kv_io io_f32 = { load_f32, store_f32 };
+static const struct attn_kv_io io_bf16_scalar = { load_bf16_scalar, store_bf16_scalar };
 
 /* ---- AVX2 + FMA + F16C -------------------------------------------------- */
 
@@ -233,6 +264,50 @@ static AT void store_avx2(const float *x, void *yv, int64_t n)
         y[i] = st_f32_to_fp16(x[i]);
 }
 
+/* BF16 -> floats: eight 16-bit values widened to 32 bits and shifted up. */
+static AT void load_bf16_avx2(const void *x, size_t stride, int nt, int d, float *y)
+{
+    for (int t = 0; t < nt; t++) {
+        const uint16_t *xr = (const uint16_t *)((const char *)x + (size_t)t * stride);
+        float *yr = y + (size_t)t * (size_t)d;
+        for (int i = 0; i < d; i += 8) {
+            __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(xr + i)));
+            _mm256_storeu_ps(yr + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+        }
+    }
+}
+
+/* floats -> BF16 with st_f32_to_bf16's rounding: u + 0x7fff + (bit 16 of
+ * u), top half; a NaN gets its top half with the quiet bit (64) set. The
+ * 32-bit halves are packed (packus is unsigned-saturating, so the top
+ * halves are taken as u >> 16 first: they fit 16 bits) and the lane order
+ * fixed with a permute. */
+static AT __m128i bf16_8(__m256 f)
+{
+    const __m256i u = _mm256_castps_si256(f);
+    const __m256i one = _mm256_set1_epi32(1);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+    r = _mm256_srli_epi32(r, 16);
+    __m256i nan_bits = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(64));
+    __m256i abs = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+    __m256i is_nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+    r = _mm256_blendv_epi8(r, nan_bits, is_nan);
+    __m256i p = _mm256_packus_epi32(r, r);   /* lanes: 0-3 0-3 | 4-7 4-7 */
+    p = _mm256_permute4x64_epi64(p, 0x08);   /* qwords 0, 2 */
+    return _mm256_castsi256_si128(p);
+}
+
+static AT void store_bf16_avx2(const float *x, void *yv, int64_t n)
+{
+    uint16_t *y = yv;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), bf16_8(_mm256_loadu_ps(x + i)));
+    for (; i < n; i++)
+        y[i] = st_f32_to_bf16(x[i]);
+}
+
 static const struct attn_kern kern_avx2 = { qk_avx2, exp_sum_avx2, pv_avx2 };
 /* The activation quantizer of the dot kernels at the best ISA level. */
 static void store_q8_best(const float *x, void *y, int64_t n)
@@ -243,6 +318,7 @@ static void store_q8_best(const float *x, void *y, int64_t n)
 
 static const struct attn_kv_io io_f16_avx2 = { load_avx2, store_avx2 };
 static const struct attn_kv_io io_q8_avx2 = { load_q8_avx2, store_q8_best };
+static const struct attn_kv_io io_bf16_avx2 = { load_bf16_avx2, store_bf16_avx2 };
 #endif
 
 /* The SIMD set applies (STRATA_CPU_ISA=scalar caps it as it caps the dot
@@ -267,6 +343,15 @@ const struct attn_kv_io *cpu_attn_kv_io(enum st_dtype t, int d)
             return &io_q8_avx2;
 #endif
         return &io_q8_scalar;
+    }
+    if (t == ST_DTYPE_F32)
+        return &io_f32;
+    if (t == ST_DTYPE_BF16) {
+#if defined(__x86_64__)
+        if (use_avx2(d))
+            return &io_bf16_avx2;
+#endif
+        return &io_bf16_scalar;
     }
     if (t != ST_DTYPE_F16)
         return NULL;
