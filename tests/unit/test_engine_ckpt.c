@@ -15,12 +15,10 @@
 #include "strata/clock.h"
 #include "strata/engine.h"
 #include "strata/sched.h"
+#include "ckpt_fixture.h"
 #include "model_fixture.h"
 #include "support.h"
 
-#define N_GEN  8
-#define N_SYS  100   /* the shared "system prompt" */
-#define N_END  20    /* each prompt's own ending */
 #define UBATCH 32    /* a 120-token prompt: checkpoints at 32, 64, 96 (not at 120) */
 
 static char dir[256], path[320];
@@ -92,22 +90,6 @@ static void run_ids(struct fixture_pool *f, const int32_t *ids, int64_t n, struc
     st_request_unref(req);
 }
 
-/* The system prompt, then ending 'which' (0, 1, 2 differ from the first token). */
-static void prompt(int32_t *ids, int which)
-{
-    for (int i = 0; i < N_SYS; i++)
-        ids[i] = 30 + (i * 37) % 170;
-    for (int i = 0; i < N_END; i++)
-        ids[N_SYS + i] = 20 + (i * 11 + which * 53) % 150 + which;
-}
-
-static int32_t slot_checkpoints(struct fixture_pool *f)
-{
-    struct st_slot_view v;
-    ck_assert_int_eq(st_engine_pool_slots(f->pool, &v, 1), 1);
-    return v.n_checkpoints;
-}
-
 static void assert_same(const struct got *a, const struct got *b, const char *what)
 {
     for (int g = 0; g < N_GEN; g++)
@@ -122,15 +104,15 @@ static void assert_same(const struct got *a, const struct got *b, const char *wh
 START_TEST(test_ckpt_shared_system_prompt)
 {
     int32_t a_ids[N_SYS + N_END], b_ids[N_SYS + N_END];
-    prompt(a_ids, 0);
-    prompt(b_ids, 1);
+    ckpt_prompt(a_ids, 0);
+    ckpt_prompt(b_ids, 1);
     ck_assert_int_ne(a_ids[N_SYS], b_ids[N_SYS]);
     struct fixture_pool f;
     struct got a, b, fresh;
     start(&f, 1, 3);
     run_ids(&f, a_ids, N_SYS + N_END, &a);
     ck_assert_int_eq(a.n_cached, 0);
-    ck_assert_int_eq(slot_checkpoints(&f), 3);
+    ck_assert_int_eq(ckpt_count(&f), 3);
     run_ids(&f, b_ids, N_SYS + N_END, &b);
     ck_assert_int_eq(b.n_cached, 96);
     fixture_pool_stop(&f);
@@ -141,7 +123,7 @@ START_TEST(test_ckpt_shared_system_prompt)
     fixture_pool_stop(&f);
     start_gw(&f, 1, 3, 0, 128);
     run_ids(&f, b_ids, N_SYS + N_END, &a);
-    ck_assert_int_eq(slot_checkpoints(&f), 1);   /* 112 */
+    ck_assert_int_eq(ckpt_count(&f), 1);   /* 112 */
     assert_same(&a, &fresh, "read as 112 + 8");
     run_ids(&f, b_ids, N_SYS + N_END, &b);
     ck_assert_int_eq(b.n_cached, N_SYS + N_END - 8);
@@ -156,8 +138,8 @@ END_TEST
 START_TEST(test_ckpt_diverge_early_reads_from_zero)
 {
     int32_t a_ids[N_SYS + N_END], c_ids[N_SYS + N_END];
-    prompt(a_ids, 0);
-    prompt(c_ids, 2);
+    ckpt_prompt(a_ids, 0);
+    ckpt_prompt(c_ids, 2);
     for (int i = 20; i < N_SYS; i++)
         c_ids[i] = a_ids[i] + 1;   /* shares 20 tokens only */
     struct fixture_pool f;
@@ -173,10 +155,10 @@ START_TEST(test_ckpt_diverge_early_reads_from_zero)
     fixture_pool_stop(&f);
 
     int32_t b_ids[N_SYS + N_END];
-    prompt(b_ids, 1);
+    ckpt_prompt(b_ids, 1);
     start(&f, 1, 0);
     run_ids(&f, a_ids, N_SYS + N_END, &a);
-    ck_assert_int_eq(slot_checkpoints(&f), 0);
+    ck_assert_int_eq(ckpt_count(&f), 0);
     run_ids(&f, b_ids, N_SYS + N_END, &c);
     ck_assert_int_eq(c.n_cached, 0);
     fixture_pool_stop(&f);
@@ -199,9 +181,9 @@ START_TEST(test_ckpt_bound_holds)
         struct got a, b, fresh;
         start(&f, 1, bounds[k]);
         run_ids(&f, ids, 200, &a);   /* chunks end at 32, 64, ..., 192 and 192 (tail) */
-        ck_assert_int_eq(slot_checkpoints(&f), bounds[k]);
+        ck_assert_int_eq(ckpt_count(&f), bounds[k]);
         run_ids(&f, other, 200, &b);
-        ck_assert_int_le(slot_checkpoints(&f), bounds[k]);
+        ck_assert_int_le(ckpt_count(&f), bounds[k]);
         /* one checkpoint is always the newest (the tail, 192): above the 150 shared */
         if (bounds[k] == 1)
             ck_assert_int_eq(b.n_cached, 0);
@@ -224,7 +206,7 @@ START_TEST(test_ckpt_np4_same_as_alone)
 {
     int32_t ids[4][N_SYS + N_END];
     for (int i = 0; i < 4; i++)
-        prompt(ids[i], i);
+        ckpt_prompt(ids[i], i);
     struct fixture_pool f;
     struct got first[4], second[4], alone;
     start(&f, 4, 3);
@@ -276,8 +258,8 @@ END_TEST
 START_TEST(test_ckpt_give_way)
 {
     int32_t a_ids[N_SYS + N_END], b_ids[N_SYS + N_END], c_ids[10];
-    prompt(a_ids, 0);
-    prompt(b_ids, 1);
+    ckpt_prompt(a_ids, 0);
+    ckpt_prompt(b_ids, 1);
     for (int i = 70; i < N_SYS; i++)
         b_ids[i] = a_ids[i] + 2;
     for (int i = 0; i < 10; i++)
@@ -310,7 +292,7 @@ END_TEST
 START_TEST(test_ckpt_counted_in_kv_usage)
 {
     int32_t ids[N_SYS + N_END];
-    prompt(ids, 0);
+    ckpt_prompt(ids, 0);
     struct fixture_pool f;
     struct got a;
     start(&f, 1, 3);
@@ -344,8 +326,8 @@ START_TEST(test_ckpt_mtp)
     fixture_make_model(mpath, sizeof(mpath), dir, "next-tiny", "q8_0", 3, true);
     memcpy(path, mpath, sizeof(path));
     int32_t a_ids[N_SYS + N_END], b_ids[N_SYS + N_END];
-    prompt(a_ids, 0);
-    prompt(b_ids, 1);
+    ckpt_prompt(a_ids, 0);
+    ckpt_prompt(b_ids, 1);
     struct fixture_pool f;
     struct got a, b, fresh;
     mtp_draft = 3;

@@ -18,12 +18,10 @@
 #include "strata/sched.h"
 #include "strata/slot_action.h"
 #include "strata/slot_state.h"
+#include "ckpt_fixture.h"
 #include "model_fixture.h"
 #include "support.h"
 
-#define N_GEN  8
-#define N_SYS  100   /* the shared "system prompt" */
-#define N_END  20    /* each prompt's own ending */
 #define N_ALL  (N_SYS + N_END)
 
 static char dir[256], path[320], file[400];
@@ -76,22 +74,6 @@ static void run_ids(struct fixture_pool *f, const int32_t *ids, struct got *out)
     st_request_unref(req);
 }
 
-/* The system prompt, then ending 'which' (0 and 1 differ from the first token). */
-static void prompt(int32_t *ids, int which)
-{
-    for (int i = 0; i < N_SYS; i++)
-        ids[i] = 30 + (i * 37) % 170;
-    for (int i = 0; i < N_END; i++)
-        ids[N_SYS + i] = 20 + (i * 11 + which * 53) % 150 + which;
-}
-
-static int32_t checkpoints(struct fixture_pool *f)
-{
-    struct st_slot_view v;
-    ck_assert_int_eq(st_engine_pool_slots(f->pool, &v, 1), 1);
-    return v.n_checkpoints;
-}
-
 static enum st_status act(struct fixture_pool *f, enum st_slot_action a, const char *p,
                           struct st_slot_action_result *res, struct st_err *err)
 {
@@ -111,15 +93,15 @@ static void assert_same(const struct got *a, const struct got *b, const char *wh
 static int64_t save_after_a(struct got *fresh)
 {
     int32_t a_ids[N_ALL], b_ids[N_ALL];
-    prompt(a_ids, 0);
-    prompt(b_ids, 1);
+    ckpt_prompt(a_ids, 0);
+    ckpt_prompt(b_ids, 1);
     struct fixture_pool f;
     struct got a;
     struct st_slot_action_result res;
     struct st_err err = { 0 };
     start(&f, 3);
     run_ids(&f, a_ids, &a);
-    ck_assert_int_eq(checkpoints(&f), 3);   /* 32, 64, 96 */
+    ck_assert_int_eq(ckpt_count(&f), 3);   /* 32, 64, 96 */
     ck_assert_msg(act(&f, ST_SLOT_ACTION_SAVE, file, &res, &err) == ST_OK, "%s", err.msg);
     ck_assert_int_ge(res.n_tokens, N_ALL);
     fixture_pool_stop(&f);
@@ -135,14 +117,14 @@ static int64_t save_after_a(struct got *fresh)
 static int32_t restore_then_b(const char *p, int32_t ckpts, int64_t want_tokens, struct got *b)
 {
     int32_t b_ids[N_ALL];
-    prompt(b_ids, 1);
+    ckpt_prompt(b_ids, 1);
     struct fixture_pool f;
     struct st_slot_action_result res;
     struct st_err err = { 0 };
     start(&f, ckpts);
     ck_assert_msg(act(&f, ST_SLOT_ACTION_RESTORE, p, &res, &err) == ST_OK, "%s", err.msg);
     ck_assert_int_eq(res.n_tokens, want_tokens);
-    int32_t n = checkpoints(&f);
+    int32_t n = ckpt_count(&f);
     run_ids(&f, b_ids, b);
     fixture_pool_stop(&f);
     return n;
@@ -236,7 +218,7 @@ START_TEST(test_ckpt_file_versions)
     memset(&err, 0, sizeof(err));
     ck_assert_int_eq(act(&f, ST_SLOT_ACTION_RESTORE, old, &res, &err), ST_ERR_INVALID);
     ck_assert_msg(strstr(err.msg, "checkpoint"), "%s", err.msg);
-    ck_assert_int_eq(checkpoints(&f), 0);
+    ck_assert_int_eq(ckpt_count(&f), 0);
     struct st_slot_view v;
     ck_assert_int_eq(st_engine_pool_slots(f.pool, &v, 1), 1);
     ck_assert_int_eq(v.n_cached, 0);
