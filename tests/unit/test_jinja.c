@@ -138,6 +138,11 @@ START_TEST(test_jinja_extras_beyond_python_cases)
     got = render("{% set l = [] %}{% set _ = l.append(1) %}{{ l }}", NULL, &err);
     ck_assert_str_eq(got, "[1]");
     free(got);
+    /* items of none is empty (llama.cpp's interpreter; jinja2 raises): a
+     * template that sets tools to none and iterates them renders */
+    got = render("{{ none | items | list }}", NULL, &err);
+    ck_assert_str_eq(got, "[]");
+    free(got);
     /* strftime_now gives a date of the asked shape */
     got = render("{{ strftime_now('%Y') | length }}", NULL, &err);
     ck_assert_str_eq(got, "4");

@@ -249,19 +249,38 @@ static enum st_status first_last(struct jrender *r, const struct jv *v, bool las
     return ST_OK;
 }
 
-/* items / dictsort: (key, value) tuples; dictsort orders them by key as
- * Python's jinja2 does (numbers by value: 0 < 512 < 1024; strings
- * lowercased unless case_sensitive=true, then by code point), and fails on
- * keys it cannot order (an int and a string), as Python does. */
+/* dictsort's arguments: case_sensitive, by ('key' or 'value'), reverse. */
+static enum st_status dict_order(struct jrender *r, const struct jargs *x,
+                                 struct jv_dict_order *o)
+{
+    const struct jv *cs = jargs_get(x, 0, "case_sensitive"), *by = jargs_get(x, 1, "by"),
+                    *rev = jargs_get(x, 2, "reverse");
+    o->fold = !(cs && jv_truthy(cs));
+    o->reverse = rev && jv_truthy(rev);
+    o->by_value = false;
+    if (!by)
+        return ST_OK;
+    if (by->kind == JV_STR && st_str_eq_c(by->u.s, "value"))
+        o->by_value = true;
+    else if (by->kind != JV_STR || !st_str_eq_c(by->u.s, "key"))
+        return jr_fail(r, "dictsort: you can only sort by either 'key' or 'value'");
+    return ST_OK;
+}
+
+/* items / dictsort: (key, value) tuples; dictsort orders them by key (or
+ * by='value') as Python's jinja2 does (numbers by value: 0 < 512 < 1024;
+ * strings lowercased unless case_sensitive=true, then by code point;
+ * reverse=true descending), and fails on what it cannot order (an int and
+ * a string), as Python does. items of none is empty, as in llama.cpp's
+ * interpreter (jinja2 raises). */
 static enum st_status items(struct jrender *r, const struct jv *v, const struct jargs *x,
                             bool sorted, struct jv *out)
 {
-    const struct jv *cs = jargs_get(x, 0, "case_sensitive");
     const struct jdict *d;
     struct jlist *l;
     size_t *idx = NULL;
 
-    if (v->kind == JV_UNDEF) {
+    if (v->kind == JV_UNDEF || (v->kind == JV_NONE && !sorted)) {
         if (!(l = jv_list_new(r->a, 0)))
             return jr_nomem(r);
         return out_list(l, out);
@@ -269,11 +288,15 @@ static enum st_status items(struct jrender *r, const struct jv *v, const struct 
     if (v->kind != JV_DICT)
         return jr_fail(r, "items needs a mapping");
     d = v->u.d;
+    struct jv_dict_order o;
+    if (sorted)
+        TRY(dict_order(r, x, &o));
     if (sorted && d->n) {
         if (!(idx = ja_alloc(r->a, 2 * d->n * sizeof(*idx))))
             return jr_nomem(r);
-        if (jv_dict_sort(d, !(cs && jv_truthy(cs)), idx, idx + d->n) != ST_OK)
-            return jr_fail(r, "dictsort: keys of different types cannot be ordered");
+        if (jv_dict_sort(d, &o, idx, idx + d->n) != ST_OK)
+            return jr_fail(r, "dictsort: %s of different types cannot be ordered",
+                           o.by_value ? "values" : "keys");
     }
     if (!(l = jv_dict_items(r->a, d, idx)))
         return jr_nomem(r);

@@ -138,10 +138,13 @@ struct jlist *jv_dict_items(struct jarena *a, const struct jdict *d, const size_
 /* Python's order of two numbers or two strings: *c <0, 0, >0; false when
  * Python cannot order them (an int and a string). */
 bool jv_compare(const struct jv *a, const struct jv *b, int *c);
-/* idx[0..n) = d's key indices in sorted() order (stable; tmp holds n),
- * strings compared lowercased (ASCII) when fold; ST_ERR_INVALID when two
- * keys cannot be ordered. */
-enum st_status jv_dict_sort(const struct jdict *d, bool fold, size_t *idx, size_t *tmp);
+/* How jv_dict_sort orders: by key or by value, strings lowercased (ASCII)
+ * when fold, descending when reverse. */
+struct jv_dict_order { bool by_value, fold, reverse; };
+/* idx[0..n) = d's entry indices in sorted() order (stable; tmp holds n);
+ * ST_ERR_INVALID when two keys (values) cannot be ordered. */
+enum st_status jv_dict_sort(const struct jdict *d, const struct jv_dict_order *o, size_t *idx,
+                            size_t *tmp);
 /* Python's str(v) / repr(v), appended. */
 enum st_status jv_write_str(struct st_buf *b, const struct jv *v);
 enum st_status jv_write_repr(struct st_buf *b, const struct jv *v);

@@ -290,8 +290,10 @@ static bool key_cmp(const struct jv *a, const struct jv *b, bool fold, int *c)
 }
 
 /* Bottom-up merge sort: n log n comparisons however large the dict. */
-enum st_status jv_dict_sort(const struct jdict *d, bool fold, size_t *idx, size_t *tmp)
+enum st_status jv_dict_sort(const struct jdict *d, const struct jv_dict_order *o, size_t *idx,
+                            size_t *tmp)
 {
+    const struct jv *by = o->by_value ? d->vals : d->keys;
     size_t n = d->n;
     int c;
 
@@ -302,9 +304,10 @@ enum st_status jv_dict_sort(const struct jdict *d, bool fold, size_t *idx, size_
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             size_t i = lo, j = mid, k = lo;
             while (i < mid && j < hi) {
-                if (!key_cmp(&d->keys[idx[j]], &d->keys[idx[i]], fold, &c))
+                if (!key_cmp(&by[idx[j]], &by[idx[i]], o->fold, &c))
                     return ST_ERR_INVALID;
-                tmp[k++] = c < 0 ? idx[j++] : idx[i++];
+                /* reversed, equal entries still keep their order (Python's reverse=True) */
+                tmp[k++] = (o->reverse ? c > 0 : c < 0) ? idx[j++] : idx[i++];
             }
             while (i < mid)
                 tmp[k++] = idx[i++];

@@ -168,7 +168,7 @@ static void json_container(struct st_out *o, const struct jv *v, int indent, boo
             st_out_check(o, ST_ERR_NOMEM);
             return;
         }
-        if (jv_dict_sort(v->u.d, false, idx, idx + n) != ST_OK) {
+        if (jv_dict_sort(v->u.d, &(struct jv_dict_order){ 0 }, idx, idx + n) != ST_OK) {
             free(idx);
             st_out_check(o, ST_ERR_INVALID);   /* Python: TypeError */
             return;
