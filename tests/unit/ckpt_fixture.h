@@ -6,6 +6,7 @@
 #define STRATA_TESTS_CKPT_FIXTURE_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "strata/engine.h"
@@ -22,6 +23,27 @@ static inline void ckpt_prompt(int32_t *ids, int which)
         ids[i] = 30 + (i * 37) % 170;
     for (int i = 0; i < N_END; i++)
         ids[N_SYS + i] = 20 + (i * 11 + which * 53) % 150 + which;
+}
+
+/* What a greedy request of these suites gave: its first N_GEN tokens, its
+ * end and the prompt tokens it found cached. */
+struct got {
+    int32_t tokens[N_GEN];
+    int     n;
+    bool    ended;
+    int64_t n_cached;
+};
+
+/* The event callback that fills a struct got. */
+static inline void ckpt_on_event(void *ctx, const struct st_event *ev)
+{
+    struct got *g = ctx;
+    if (ev->kind == ST_EVENT_TOKEN && g->n < N_GEN)
+        g->tokens[g->n++] = ev->token;
+    if (ev->kind == ST_EVENT_END) {
+        g->ended = true;
+        g->n_cached = ev->n_cached;
+    }
 }
 
 /* The checkpoints the pool's one slot holds. */

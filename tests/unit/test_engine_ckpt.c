@@ -46,27 +46,6 @@ static void start_gw(struct fixture_pool *f, int32_t np, int32_t ckpts, int64_t 
     fixture_pool_start_with(f, path, &k);
 }
 
-struct got {
-    int32_t tokens[N_GEN];
-    int     n;
-    bool    ended;
-    int64_t n_cached;
-};
-
-static void on_event(void *ctx, const struct st_event *ev)
-{
-    struct got *g = ctx;
-    if (ev->kind == ST_EVENT_TOKEN) {
-        if (g->n < N_GEN)
-            g->tokens[g->n++] = ev->token;
-        return;
-    }
-    if (ev->kind == ST_EVENT_END) {
-        g->ended = true;
-        g->n_cached = ev->n_cached;
-    }
-}
-
 static void start(struct fixture_pool *f, int32_t np, int32_t ckpts)
 {
     start_gw(f, np, ckpts, 0, UBATCH);
@@ -77,7 +56,7 @@ static struct st_request *submit_ids(struct fixture_pool *f, const int32_t *ids,
                                      int32_t prio, struct got *out)
 {
     memset(out, 0, sizeof(*out));
-    return fixture_submit_greedy(f->pool, ids, n, N_GEN, prio, on_event, out);
+    return fixture_submit_greedy(f->pool, ids, n, N_GEN, prio, ckpt_on_event, out);
 }
 
 /* One greedy request for ids[0..n) (N_GEN tokens), run to its end. */
@@ -228,7 +207,7 @@ START_TEST(test_ckpt_np4_same_as_alone)
             reqs[i]->params.temperature = 0.0f;
             reqs[i]->params.top_k = 40;
             reqs[i]->params.top_p = 1.0f;
-            reqs[i]->emit = on_event;
+            reqs[i]->emit = ckpt_on_event;
             reqs[i]->emit_ctx = &out[i];
             ck_assert(st_engine_pool_submit(f.pool, reqs[i], &err) == ST_OK);
         }

@@ -46,28 +46,11 @@ static void start(struct fixture_pool *f, int32_t ckpts)
     (void)st_engine_pool_step(f->pool, 0);   /* the start-up load: a slot to restore into */
 }
 
-struct got {
-    int32_t tokens[N_GEN];
-    int     n;
-    bool    ended;
-    int64_t n_cached;
-};
-
-static void on_event(void *ctx, const struct st_event *ev)
-{
-    struct got *g = ctx;
-    if (ev->kind == ST_EVENT_TOKEN && g->n < N_GEN)
-        g->tokens[g->n++] = ev->token;
-    if (ev->kind == ST_EVENT_END) {
-        g->ended = true;
-        g->n_cached = ev->n_cached;
-    }
-}
-
 static void run_ids(struct fixture_pool *f, const int32_t *ids, struct got *out)
 {
     memset(out, 0, sizeof(*out));
-    struct st_request *req = fixture_submit_greedy(f->pool, ids, N_ALL, N_GEN, 0, on_event, out);
+    struct st_request *req = fixture_submit_greedy(f->pool, ids, N_ALL, N_GEN, 0, ckpt_on_event,
+                                                   out);
     fixture_pool_drain(f);
     ck_assert(out->ended);
     ck_assert_int_eq(out->n, N_GEN);
